@@ -1,0 +1,238 @@
+/* experiment.c: the experiment file's parameter tables and its loading
+ * pipeline (load -> expand names -> overrides -> bind -> cross-checks), the
+ * resolved.yaml writer, and loading of server models by name.
+ *
+ * Invariants after a successful load: the server is complete and checked;
+ * every op has at least one flow; every flow's endpoints exist on the server
+ * and form a flow the fabric can carry (src_index/dst_index are set). */
+#include "ema/experiment.h"
+
+#include <string.h>
+
+#include "ema/units.h"
+
+static const char *const flow_kind_names[] = {"copy", "read", NULL};
+
+#define FLOW_FIELD(f) G_STRUCT_OFFSET(EmaOpFlowSpec, f)
+#define EXPECT_FIELD(f) G_STRUCT_OFFSET(EmaOpExpect, f)
+#define OP_FIELD(f) G_STRUCT_OFFSET(EmaOpSpec, f)
+#define EXPERIMENT_FIELD(f) G_STRUCT_OFFSET(EmaExperiment, f)
+
+static const EmaParam flow_params[] = {
+    {"kind", EMA_PARAM_ENUM, FLOW_FIELD(kind), .flags = EMA_PARAM_REQUIRED,
+     .choices = flow_kind_names,
+     .help = "copy: copy engine src -> dst; read: a kernel on dst streams memory of src"},
+    {"src", EMA_PARAM_STRING, FLOW_FIELD(src), .flags = EMA_PARAM_REQUIRED,
+     .help = "where the data is: gpu0..gpuN-1 or host"},
+    {"dst", EMA_PARAM_STRING, FLOW_FIELD(dst), .flags = EMA_PARAM_REQUIRED,
+     .help = "where it goes (copy) or which GPU reads it (read)"},
+    {"bytes", EMA_PARAM_SIZE, FLOW_FIELD(bytes), .flags = EMA_PARAM_REQUIRED, .min = 1,
+     .max = 1125899906842624.0, .help = "bytes to move"},
+};
+
+static const EmaParamTable flow_table = {"flow", sizeof(EmaOpFlowSpec), flow_params,
+                                         EMA_PARAMS_N(flow_params), NULL};
+
+static const EmaParam expect_params[] = {
+    {"time", EMA_PARAM_DURATION, EXPECT_FIELD(time), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 1e15, .help = "expected op time"},
+    {"bandwidth", EMA_PARAM_BANDWIDTH, EXPECT_FIELD(bandwidth), .flags = EMA_PARAM_OPTIONAL,
+     .min = 1, .max = 1e15, .help = "expected op bytes / op time"},
+    {"tolerance", EMA_PARAM_FRACTION, EXPECT_FIELD(tolerance), .flags = EMA_PARAM_OPTIONAL,
+     .min = 1e-9, .max = 1, .help = "allowed relative error (default: the experiment's)"},
+};
+
+static gboolean check_expect(gpointer object, const EmaNode *node, const char *path,
+                             GError **error) {
+  const EmaOpExpect *expect = object;
+  if (expect->time && expect->bandwidth) {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, path,
+                   "give either time or bandwidth, not both");
+    return FALSE;
+  }
+  if (!expect->time && !expect->bandwidth) {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, path,
+                   "an expectation needs time or bandwidth");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const EmaParamTable expect_table = {"expect", sizeof(EmaOpExpect), expect_params,
+                                           EMA_PARAMS_N(expect_params), check_expect};
+
+static const EmaParam op_params[] = {
+    {"name", EMA_PARAM_STRING, OP_FIELD(name), .flags = EMA_PARAM_REQUIRED,
+     .help = "name shown in the results"},
+    {"flows", EMA_PARAM_LIST, OP_FIELD(flows), .table = &flow_table,
+     .help = "transfers that start together"},
+    {"expect", EMA_PARAM_STRUCT, OP_FIELD(expect), .table = &expect_table,
+     .help = "optional: measured value to compare with (time or bandwidth)"},
+};
+
+static gboolean check_op(gpointer object, const EmaNode *node, const char *path, GError **error) {
+  const EmaOpSpec *op = object;
+  if (op->flows->len == 0) {
+    const EmaNode *flows = ema_node_get(node, "flows");
+    g_autofree char *flows_path = g_strconcat(path, ".flows", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, flows ? flows : node, flows_path,
+                   "an op needs at least one flow");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const EmaParamTable op_table = {"op", sizeof(EmaOpSpec), op_params,
+                                       EMA_PARAMS_N(op_params), check_op};
+
+static EmaNode *resolve_server(const EmaNode *at, GError **error) {
+  GError *inner = NULL;
+  g_autofree char *path = ema_hwmodel_find(at->value, &inner);
+  EmaNode *tree;
+  if (path == NULL) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, at, "server", "%s", inner->message);
+    g_error_free(inner);
+    return NULL;
+  }
+  tree = ema_node_load_file(path, error);
+  return tree;
+}
+
+/* "host" -> EMA_ENDPOINT_HOST, "gpuN" -> N (N < gpus); -2 if invalid. */
+static gint parse_endpoint(const char *text, gint64 gpus) {
+  guint64 index;
+  if (strcmp(text, "host") == 0)
+    return EMA_ENDPOINT_HOST;
+  if (!g_str_has_prefix(text, "gpu") || text[3] == '\0' ||
+      !g_ascii_string_to_unsigned(text + 3, 10, 0, (guint64) gpus - 1, &index, NULL))
+    return -2;
+  return (gint) index;
+}
+
+static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GError **error) {
+  const EmaNode *ops_node = ema_node_get(root, "ops");
+  g_autoptr(EmaSim) sim = ema_sim_new();
+  g_autoptr(EmaFabric) fabric = ema_fabric_new(sim, &experiment->server);
+
+  for (guint i = 0; experiment->ops && i < experiment->ops->len; i++) {
+    EmaOpSpec *op = &g_array_index(experiment->ops, EmaOpSpec, i);
+    const EmaNode *flows_node = ema_node_get(ops_node->items->pdata[i], "flows");
+    for (guint j = 0; j < op->flows->len; j++) {
+      EmaOpFlowSpec *flow = &g_array_index(op->flows, EmaOpFlowSpec, j);
+      const EmaNode *flow_node = flows_node->items->pdata[j];
+      const char *const ends[] = {"src", "dst"};
+      gint *indices[] = {&flow->src_index, &flow->dst_index};
+      g_autofree char *flow_path = g_strdup_printf("ops.%u.flows.%u", i, j);
+      GError *inner = NULL;
+      for (guint e = 0; e < 2; e++) {
+        const char *text = e == 0 ? flow->src : flow->dst;
+        *indices[e] = parse_endpoint(text, experiment->server.gpus);
+        if (*indices[e] == -2) {
+          g_autofree char *end_path = g_strconcat(flow_path, ".", ends[e], NULL);
+          ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(flow_node, ends[e]),
+                         end_path, "unknown endpoint '%s' (this server has host and gpu0..gpu%"
+                         G_GINT64_FORMAT ")", text, experiment->server.gpus - 1);
+          return FALSE;
+        }
+      }
+      if (!ema_fabric_check_flow(fabric, flow->kind, flow->src_index, flow->dst_index, &inner)) {
+        ema_node_error(error, EMA_CONFIG_ERROR_INVALID, flow_node, flow_path, "%s",
+                       inner->message);
+        g_error_free(inner);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+static const EmaParam experiment_params[] = {
+    {"name", EMA_PARAM_STRING, EXPERIMENT_FIELD(name), .flags = EMA_PARAM_REQUIRED,
+     .help = "experiment name"},
+    {"summary", EMA_PARAM_STRING, EXPERIMENT_FIELD(summary), .default_value = "",
+     .help = "one line on what it shows"},
+    {"seed", EMA_PARAM_INT, EXPERIMENT_FIELD(seed), .default_value = "1", .min = 0, .max = 9.2e18,
+     .help = "seed of every random stream (--seed overrides)"},
+    {"tolerance", EMA_PARAM_FRACTION, EXPERIMENT_FIELD(tolerance), .default_value = "5%",
+     .min = 1e-9, .max = 1, .help = "default allowed relative error of op expectations"},
+    {"server", EMA_PARAM_STRUCT, EXPERIMENT_FIELD(server), .table = &ema_server_params,
+     .resolve = resolve_server, .flags = EMA_PARAM_REQUIRED,
+     .help = "hardware model: a name from `ema-sim list hwmodels`, or a map"},
+    {"ops", EMA_PARAM_LIST, EXPERIMENT_FIELD(ops), .table = &op_table,
+     .help = "micro-operations to time, one after another"},
+};
+
+const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment),
+                                             experiment_params, EMA_PARAMS_N(experiment_params),
+                                             NULL};
+
+void ema_experiment_free(EmaExperiment *experiment) {
+  if (experiment == NULL)
+    return;
+  ema_params_clear(&ema_experiment_params, experiment);
+  g_free(experiment);
+}
+
+EmaExperiment *ema_experiment_load(const char *path, const char *const *overrides,
+                                   GError **error) {
+  g_autoptr(EmaNode) root = ema_node_load_file(path, error);
+  g_autoptr(EmaExperiment) experiment = NULL;
+  if (root == NULL)
+    return NULL;
+  if (root->kind != EMA_NODE_MAP) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, root, NULL,
+                   "an experiment file must be a map of settings");
+    return NULL;
+  }
+  if (!ema_params_expand(&ema_experiment_params, root, error))
+    return NULL;
+  for (guint i = 0; overrides && overrides[i]; i++)
+    if (!ema_node_apply_override(root, overrides[i], i + 1, error))
+      return NULL;
+  experiment = g_new0(EmaExperiment, 1);
+  if (!ema_params_bind(&ema_experiment_params, experiment, root, NULL, error))
+    return NULL;
+  if (!check_flows(experiment, root, error))
+    return NULL;
+  return g_steal_pointer(&experiment);
+}
+
+char *ema_experiment_to_yaml(const EmaExperiment *experiment) {
+  GString *out = g_string_new(NULL);
+  g_string_append_printf(out, "# Resolved by ema-sim %s: every value explicit.\n", EMA_VERSION);
+  ema_params_write_yaml(&ema_experiment_params, experiment, out, 0);
+  return g_string_free(out, FALSE);
+}
+
+void ema_server_free(EmaServerSpec *server) {
+  if (server == NULL)
+    return;
+  ema_params_clear(&ema_server_params, server);
+  g_free(server);
+}
+
+EmaServerSpec *ema_server_load(const char *name, GError **error) {
+  g_autofree char *path = ema_hwmodel_find(name, error);
+  g_autoptr(EmaNode) root = NULL;
+  g_autoptr(EmaServerSpec) server = NULL;
+  if (path == NULL)
+    return NULL;
+  root = ema_node_load_file(path, error);
+  if (root == NULL)
+    return NULL;
+  server = g_new0(EmaServerSpec, 1);
+  if (!ema_params_bind(&ema_server_params, server, root, NULL, error))
+    return NULL;
+  return g_steal_pointer(&server);
+}
+
+guint64 ema_op_bytes(const EmaOpSpec *op) {
+  guint64 total = 0;
+  for (guint j = 0; j < op->flows->len; j++) {
+    const EmaOpFlowSpec *flow = &g_array_index(op->flows, EmaOpFlowSpec, j);
+    gboolean local_copy = flow->kind == EMA_FLOW_COPY && flow->src_index == flow->dst_index &&
+                          flow->src_index != EMA_ENDPOINT_HOST;
+    total += local_copy ? 2 * flow->bytes : flow->bytes;
+  }
+  return total;
+}

@@ -1,0 +1,194 @@
+/* hwmodel.c: parameter tables for the hardware model (hwmodel.h) and the
+ * search for server models by name.
+ *
+ * Invariants kept by the tables' checks: duplex bandwidth is at least one
+ * direction's and at most both directions'; a direct read is no faster than
+ * a copy over the same link; a server has at least one GPU. */
+#include "ema/hwmodel.h"
+
+#include <string.h>
+
+#include "ema/units.h"
+
+#define GPU_FIELD(f) G_STRUCT_OFFSET(EmaGpuSpec, f)
+#define LINK_FIELD(f) G_STRUCT_OFFSET(EmaLinkSpec, f)
+#define HOST_FIELD(f) G_STRUCT_OFFSET(EmaHostLinkSpec, f)
+#define SERVER_FIELD(f) G_STRUCT_OFFSET(EmaServerSpec, f)
+
+/* Bandwidth limits: 1 MB/s to 100 TB/s; durations up to 1 s; sizes to 1 PiB. */
+#define BW_MIN 1e6
+#define BW_MAX 1e14
+#define FIXED_MAX 1e9
+
+static const EmaParam gpu_params[] = {
+    {"name", EMA_PARAM_STRING, GPU_FIELD(name), .flags = EMA_PARAM_REQUIRED,
+     .help = "GPU model name"},
+    {"hbm_capacity", EMA_PARAM_SIZE, GPU_FIELD(hbm_capacity), .flags = EMA_PARAM_REQUIRED,
+     .min = 1048576, .max = 1125899906842624.0, .help = "usable HBM per GPU"},
+    {"hbm_bandwidth", EMA_PARAM_BANDWIDTH, GPU_FIELD(hbm_bandwidth), .flags = EMA_PARAM_REQUIRED,
+     .min = BW_MIN, .max = BW_MAX, .help = "streaming-read bandwidth of local HBM"},
+    {"local_copy_bandwidth", EMA_PARAM_BANDWIDTH, GPU_FIELD(local_copy_bandwidth),
+     .flags = EMA_PARAM_REQUIRED, .min = BW_MIN, .max = BW_MAX,
+     .help = "device-to-device copy bandwidth, bytes read + written"},
+    {"matrix_flops", EMA_PARAM_FLOPS, GPU_FIELD(matrix_flops), .flags = EMA_PARAM_REQUIRED,
+     .min = 1e9, .max = 1e17, .help = "dense bf16/fp16 matrix rate"},
+    {"kernel_overhead", EMA_PARAM_DURATION, GPU_FIELD(kernel_overhead),
+     .flags = EMA_PARAM_REQUIRED, .min = 0, .max = FIXED_MAX,
+     .help = "fixed cost of one kernel (launch and drain)"},
+};
+
+const EmaParamTable ema_gpu_params = {"gpu", sizeof(EmaGpuSpec), gpu_params,
+                                      EMA_PARAMS_N(gpu_params), NULL};
+
+static const char *const topology_names[] = {"direct", "switch", "pcie", NULL};
+
+static const EmaParam link_params[] = {
+    {"bandwidth", EMA_PARAM_BANDWIDTH, LINK_FIELD(bandwidth), .flags = EMA_PARAM_REQUIRED,
+     .min = BW_MIN, .max = BW_MAX, .help = "per direction, copy engine"},
+    {"duplex_bandwidth", EMA_PARAM_BANDWIDTH, LINK_FIELD(duplex_bandwidth),
+     .flags = EMA_PARAM_REQUIRED, .min = BW_MIN, .max = 2 * BW_MAX,
+     .help = "both directions at once, summed"},
+    {"direct_read_bandwidth", EMA_PARAM_BANDWIDTH, LINK_FIELD(direct_read_bandwidth),
+     .flags = EMA_PARAM_REQUIRED, .min = BW_MIN, .max = BW_MAX,
+     .help = "a kernel loading peer memory directly"},
+    {"latency", EMA_PARAM_DURATION, LINK_FIELD(latency), .flags = EMA_PARAM_REQUIRED, .min = 0,
+     .max = FIXED_MAX, .help = "dependent load from peer memory"},
+    {"copy_fixed_cost", EMA_PARAM_DURATION, LINK_FIELD(copy_fixed_cost),
+     .flags = EMA_PARAM_REQUIRED, .min = 0, .max = FIXED_MAX, .help = "fixed cost of one copy"},
+    {"copy_ramp_time", EMA_PARAM_DURATION, LINK_FIELD(copy_ramp_time), .default_value = "0ns",
+     .min = 0, .max = FIXED_MAX, .help = "extra time a copy needs to reach full rate (asymptote)"},
+    {"copy_ramp_bytes", EMA_PARAM_SIZE, LINK_FIELD(copy_ramp_bytes), .default_value = "1MiB",
+     .min = 1, .max = 1099511627776.0, .help = "size over which the ramp time builds up"},
+};
+
+static gboolean check_link(gpointer object, const EmaNode *node, const char *path,
+                           GError **error) {
+  const EmaLinkSpec *link = object;
+  if (link->duplex_bandwidth < link->bandwidth || link->duplex_bandwidth > 2 * link->bandwidth) {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "duplex_bandwidth"), path,
+                   "duplex_bandwidth must lie between bandwidth and twice bandwidth");
+    return FALSE;
+  }
+  if (link->direct_read_bandwidth > link->bandwidth) {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "direct_read_bandwidth"),
+                   path, "direct_read_bandwidth cannot exceed the link bandwidth");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const EmaParamTable link_table = {"link", sizeof(EmaLinkSpec), link_params,
+                                         EMA_PARAMS_N(link_params), check_link};
+
+static const EmaParam host_params[] = {
+    {"h2d_bandwidth", EMA_PARAM_BANDWIDTH, HOST_FIELD(h2d_bandwidth), .flags = EMA_PARAM_REQUIRED,
+     .min = BW_MIN, .max = BW_MAX, .help = "host to device, pinned memory"},
+    {"d2h_bandwidth", EMA_PARAM_BANDWIDTH, HOST_FIELD(d2h_bandwidth), .flags = EMA_PARAM_REQUIRED,
+     .min = BW_MIN, .max = BW_MAX, .help = "device to host, pinned memory"},
+    {"duplex_bandwidth", EMA_PARAM_BANDWIDTH, HOST_FIELD(duplex_bandwidth),
+     .flags = EMA_PARAM_REQUIRED, .min = BW_MIN, .max = 2 * BW_MAX,
+     .help = "both directions at once, summed"},
+    {"copy_fixed_cost", EMA_PARAM_DURATION, HOST_FIELD(copy_fixed_cost),
+     .flags = EMA_PARAM_REQUIRED, .min = 0, .max = FIXED_MAX,
+     .help = "fixed cost of one host copy"},
+};
+
+static gboolean check_host(gpointer object, const EmaNode *node, const char *path,
+                           GError **error) {
+  const EmaHostLinkSpec *host = object;
+  double one_way = MAX(host->h2d_bandwidth, host->d2h_bandwidth);
+  if (host->duplex_bandwidth < one_way ||
+      host->duplex_bandwidth > host->h2d_bandwidth + host->d2h_bandwidth) {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "duplex_bandwidth"), path,
+                   "duplex_bandwidth must lie between the faster direction and the sum of both");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const EmaParamTable host_table = {"host link", sizeof(EmaHostLinkSpec), host_params,
+                                         EMA_PARAMS_N(host_params), check_host};
+
+static const EmaParam server_params[] = {
+    {"name", EMA_PARAM_STRING, SERVER_FIELD(name), .flags = EMA_PARAM_REQUIRED,
+     .help = "short name of the server model"},
+    {"summary", EMA_PARAM_STRING, SERVER_FIELD(summary), .default_value = "", .help = "one line for listings"},
+    {"gpus", EMA_PARAM_INT, SERVER_FIELD(gpus), .flags = EMA_PARAM_REQUIRED, .min = 1, .max = 1024,
+     .help = "number of GPUs"},
+    {"gpu", EMA_PARAM_STRUCT, SERVER_FIELD(gpu), .table = &ema_gpu_params,
+     .flags = EMA_PARAM_REQUIRED, .help = "the GPU (all GPUs of a server are alike)"},
+    {"topology", EMA_PARAM_ENUM, SERVER_FIELD(topology), .flags = EMA_PARAM_REQUIRED,
+     .choices = topology_names,
+     .help = "direct: a link per GPU pair; switch: a port per GPU into a switch; pcie: no GPU "
+             "fabric"},
+    {"link", EMA_PARAM_STRUCT, SERVER_FIELD(link), .table = &link_table,
+     .flags = EMA_PARAM_REQUIRED,
+     .help = "peer path: a pair's link (direct), a GPU's switch port (switch), PCIe peer limits"},
+    {"host", EMA_PARAM_STRUCT, SERVER_FIELD(host), .table = &host_table,
+     .flags = EMA_PARAM_REQUIRED, .help = "each GPU's link to host memory"},
+};
+
+const EmaParamTable ema_server_params = {"server", sizeof(EmaServerSpec), server_params,
+                                         EMA_PARAMS_N(server_params), NULL};
+
+/* ---- finding models ---------------------------------------------------- */
+
+GPtrArray *ema_hwmodel_search_path(void) {
+  GPtrArray *dirs = g_ptr_array_new_with_free_func(g_free);
+  const char *env = g_getenv("EMA_HWMODEL_PATH");
+  if (env && *env) {
+    g_auto(GStrv) parts = g_strsplit(env, G_SEARCHPATH_SEPARATOR_S, -1);
+    for (guint i = 0; parts[i]; i++)
+      if (*parts[i])
+        g_ptr_array_add(dirs, g_strdup(parts[i]));
+  }
+  g_ptr_array_add(dirs, g_build_filename(EMA_SOURCE_HWMODELS, "servers", NULL));
+  return dirs;
+}
+
+static gint compare_names(gconstpointer a, gconstpointer b) {
+  return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+GPtrArray *ema_hwmodel_list(void) {
+  g_autoptr(GPtrArray) dirs = ema_hwmodel_search_path();
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < dirs->len; i++) {
+    g_autoptr(GDir) dir = g_dir_open(dirs->pdata[i], 0, NULL);
+    const char *entry;
+    while (dir && (entry = g_dir_read_name(dir)) != NULL) {
+      g_autofree char *name = NULL;
+      gboolean seen = FALSE;
+      if (!g_str_has_suffix(entry, ".yaml"))
+        continue;
+      name = g_strndup(entry, strlen(entry) - 5);
+      for (guint j = 0; j < names->len && !seen; j++)
+        seen = strcmp(names->pdata[j], name) == 0;
+      if (!seen)
+        g_ptr_array_add(names, g_steal_pointer(&name));
+    }
+  }
+  g_ptr_array_sort(names, compare_names);
+  return names;
+}
+
+char *ema_hwmodel_find(const char *name, GError **error) {
+  g_autoptr(GPtrArray) dirs = ema_hwmodel_search_path();
+  g_autoptr(GPtrArray) known = NULL;
+  g_autofree char *list = NULL;
+  if (strchr(name, '/') == NULL && *name) {
+    for (guint i = 0; i < dirs->len; i++) {
+      g_autofree char *file = g_strconcat(name, ".yaml", NULL);
+      char *path = g_build_filename(dirs->pdata[i], file, NULL);
+      if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+        return path;
+      g_free(path);
+    }
+  }
+  known = ema_hwmodel_list();
+  g_ptr_array_add(known, NULL);
+  list = g_strjoinv(", ", (char **) known->pdata);
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
+              "unknown hardware model '%s' (known: %s)", name, list);
+  return NULL;
+}

@@ -1,0 +1,70 @@
+/* experiment.h: an experiment file, bound to structs. An experiment names a
+ * server (a hardware model) and a workload; for now the workload is a list
+ * of "ops" (micro-operations such as copies and streaming reads, each with
+ * an optional expected time or bandwidth). Loading goes: YAML file ->
+ * expand names (server: h200x2 -> the model's tree) -> apply --set overrides
+ * -> bind through the parameter tables -> cross-checks (endpoints exist). */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/fabric.h"
+#include "ema/hwmodel.h"
+#include "ema/params.h"
+
+G_BEGIN_DECLS
+
+/* One transfer inside an op. */
+typedef struct {
+  EmaFlowKind kind;
+  char *src; /* "gpu0".."gpuN-1" or "host" */
+  char *dst;
+  guint64 bytes;
+  /* derived by the checks, not in the file */
+  gint src_index, dst_index;
+} EmaOpFlowSpec;
+
+/* What an op is expected to measure; a zero field is not checked. */
+typedef struct {
+  gint64 time;      /* ns */
+  double bandwidth; /* B/s, op bytes over op time */
+  double tolerance; /* relative; 0 = the experiment's tolerance */
+} EmaOpExpect;
+
+typedef struct {
+  char *name;
+  GArray *flows; /* EmaOpFlowSpec; all start together */
+  EmaOpExpect expect;
+} EmaOpSpec;
+
+typedef struct {
+  char *name;
+  char *summary;
+  gint64 seed;
+  double tolerance; /* default relative tolerance of expectations */
+  EmaServerSpec server;
+  GArray *ops; /* EmaOpSpec; run one after another, each on an idle server */
+} EmaExperiment;
+
+extern const EmaParamTable ema_experiment_params;
+
+/* Load PATH, apply OVERRIDES ("a.b=c", NULL-terminated, may be NULL), bind
+ * and check. Returns NULL with a located error. */
+EmaExperiment *ema_experiment_load(const char *path, const char *const *overrides,
+                                   GError **error);
+void ema_experiment_free(EmaExperiment *experiment);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaExperiment, ema_experiment_free)
+
+/* The experiment as YAML with every value explicit (resolved.yaml). */
+char *ema_experiment_to_yaml(const EmaExperiment *experiment);
+
+/* Load a server model file by NAME (see ema_hwmodel_find). */
+EmaServerSpec *ema_server_load(const char *name, GError **error);
+void ema_server_free(EmaServerSpec *server);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaServerSpec, ema_server_free)
+
+/* Bytes an op moves, as its bandwidth counts them: a local copy counts its
+ * bytes twice (read + written), like the calibration measurements. */
+guint64 ema_op_bytes(const EmaOpSpec *op);
+
+G_END_DECLS

@@ -1,0 +1,73 @@
+/* node.h: a YAML document as a small tree of nodes that remember where they
+ * came from (file, line, column), so that every later error can point at the
+ * text. Loading handles the `!include PATH` tag (PATH relative to the file
+ * that includes it; include cycles are errors). Command-line overrides
+ * (`--set a.b.c=value`) edit the tree before it is bound to structs.
+ *
+ * Errors use EMA_CONFIG_ERROR and start with "file:line:col: ". */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define EMA_CONFIG_ERROR (ema_config_error_quark())
+GQuark ema_config_error_quark(void);
+
+typedef enum {
+  EMA_CONFIG_ERROR_SYNTAX,  /* malformed YAML */
+  EMA_CONFIG_ERROR_IO,      /* file missing or unreadable */
+  EMA_CONFIG_ERROR_KEY,     /* unknown or missing key */
+  EMA_CONFIG_ERROR_TYPE,    /* wrong kind of node or value */
+  EMA_CONFIG_ERROR_RANGE,   /* value outside its allowed range */
+  EMA_CONFIG_ERROR_INVALID, /* inconsistent values */
+} EmaConfigError;
+
+typedef enum {
+  EMA_NODE_SCALAR,
+  EMA_NODE_MAP,
+  EMA_NODE_SEQ,
+} EmaNodeKind;
+
+typedef struct _EmaNode EmaNode;
+struct _EmaNode {
+  EmaNodeKind kind;
+  char *value;     /* SCALAR: the text; NULL for a YAML null (~ or empty) */
+  GPtrArray *keys; /* MAP: key nodes (scalars), parallel to items */
+  GPtrArray *items; /* MAP: values; SEQ: elements */
+  char *file;      /* GRefString */
+  guint line, col; /* 1-based */
+};
+
+EmaNode *ema_node_new_scalar(const char *value, const char *file, guint line, guint col);
+EmaNode *ema_node_new_map(const char *file, guint line, guint col);
+EmaNode *ema_node_new_seq(const char *file, guint line, guint col);
+EmaNode *ema_node_copy(const EmaNode *node);
+void ema_node_free(EmaNode *node);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaNode, ema_node_free)
+
+/* Parse a whole file (one document). */
+EmaNode *ema_node_load_file(const char *path, GError **error);
+/* Parse TEXT; errors and node locations name it NAME; includes are relative
+ * to BASE_DIR (NULL: the current directory). */
+EmaNode *ema_node_load_string(const char *text, const char *name, const char *base_dir,
+                              GError **error);
+
+/* MAP lookups. */
+EmaNode *ema_node_get(const EmaNode *map, const char *key);
+const EmaNode *ema_node_get_key(const EmaNode *map, const char *key);
+/* Replace or add KEY's value (takes VALUE). */
+void ema_node_set(EmaNode *map, const char *key, EmaNode *value);
+
+/* Apply one override "a.b.c=value" (value is parsed as YAML, so lists and
+ * maps are allowed). Map keys that do not exist are added (binding then
+ * rejects unknown ones); list indices must exist. ORDINAL numbers the
+ * override on the command line; its errors read "--set:ORDINAL:COL: ...". */
+gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint ordinal,
+                                 GError **error);
+
+/* Set ERROR to "file:line:col: PATH: message" for NODE. PATH may be NULL. */
+void ema_node_error(GError **error, gint code, const EmaNode *node, const char *path,
+                    const char *format, ...) G_GNUC_PRINTF(5, 6);
+
+G_END_DECLS

@@ -1,0 +1,37 @@
+/* ops.h: the "ops" workload. Each op starts all its flows at once on an
+ * otherwise idle server; the op's time is from that start until its last
+ * flow finishes. Ops run one after another through the event core and the
+ * fabric model. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/experiment.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const EmaOpSpec *spec;
+  EmaTime seconds_ns;    /* op time */
+  double bandwidth;      /* ema_op_bytes / time, B/s */
+  gboolean has_expect;
+  gboolean expect_is_time;
+  double expected;       /* seconds or B/s, as the expectation was written */
+  double measured;       /* the same quantity from the model */
+  double error;          /* (measured - expected) / expected */
+  double tolerance;      /* relative */
+  gboolean pass;
+} EmaOpResult;
+
+typedef struct {
+  GArray *ops; /* EmaOpResult */
+  guint64 events;
+  EmaTime simulated;
+  guint failed; /* expectations missed */
+} EmaOpsReport;
+
+EmaOpsReport *ema_ops_run(const EmaExperiment *experiment, GError **error);
+void ema_ops_report_free(EmaOpsReport *report);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaOpsReport, ema_ops_report_free)
+
+G_END_DECLS
