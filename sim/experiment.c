@@ -82,8 +82,8 @@ static gboolean check_op(gpointer object, const EmaNode *node, const char *path,
   return TRUE;
 }
 
-static const EmaParamTable op_table = {"op", sizeof(EmaOpSpec), op_params,
-                                       EMA_PARAMS_N(op_params), check_op};
+static const EmaParamTable op_table = {"op", sizeof(EmaOpSpec), op_params, EMA_PARAMS_N(op_params),
+                                       check_op};
 
 static EmaNode *resolve_server(const EmaNode *at, GError **error) {
   GError *inner = NULL;
@@ -129,15 +129,15 @@ static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GErr
         *indices[e] = parse_endpoint(text, experiment->server.gpus);
         if (*indices[e] == -2) {
           g_autofree char *end_path = g_strconcat(flow_path, ".", ends[e], NULL);
-          ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(flow_node, ends[e]),
-                         end_path, "unknown endpoint '%s' (this server has host and gpu0..gpu%"
-                         G_GINT64_FORMAT ")", text, experiment->server.gpus - 1);
+          ema_node_error(
+              error, EMA_CONFIG_ERROR_INVALID, ema_node_get(flow_node, ends[e]), end_path,
+              "unknown endpoint '%s' (this server has host and gpu0..gpu%" G_GINT64_FORMAT ")",
+              text, experiment->server.gpus - 1);
           return FALSE;
         }
       }
       if (!ema_fabric_check_flow(fabric, flow->kind, flow->src_index, flow->dst_index, &inner)) {
-        ema_node_error(error, EMA_CONFIG_ERROR_INVALID, flow_node, flow_path, "%s",
-                       inner->message);
+        ema_node_error(error, EMA_CONFIG_ERROR_INVALID, flow_node, flow_path, "%s", inner->message);
         g_error_free(inner);
         return FALSE;
       }
@@ -162,9 +162,8 @@ static const EmaParam experiment_params[] = {
      .help = "micro-operations to time, one after another"},
 };
 
-const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment),
-                                             experiment_params, EMA_PARAMS_N(experiment_params),
-                                             NULL};
+const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment), experiment_params,
+                                             EMA_PARAMS_N(experiment_params), NULL};
 
 void ema_experiment_free(EmaExperiment *experiment) {
   if (experiment == NULL)
@@ -173,8 +172,7 @@ void ema_experiment_free(EmaExperiment *experiment) {
   g_free(experiment);
 }
 
-EmaExperiment *ema_experiment_load(const char *path, const char *const *overrides,
-                                   GError **error) {
+EmaExperiment *ema_experiment_load(const char *path, const char *const *overrides, GError **error) {
   g_autoptr(EmaNode) root = ema_node_load_file(path, error);
   g_autoptr(EmaExperiment) experiment = NULL;
   if (root == NULL)

@@ -32,9 +32,19 @@ static const EmaParam gpu_params[] = {
      .help = "device-to-device copy bandwidth, bytes read + written"},
     {"matrix_flops", EMA_PARAM_FLOPS, GPU_FIELD(matrix_flops), .flags = EMA_PARAM_REQUIRED,
      .min = 1e9, .max = 1e17, .help = "dense bf16/fp16 matrix rate"},
-    {"kernel_overhead", EMA_PARAM_DURATION, GPU_FIELD(kernel_overhead),
-     .flags = EMA_PARAM_REQUIRED, .min = 0, .max = FIXED_MAX,
-     .help = "fixed cost of one kernel (launch and drain)"},
+    {"kernel_overhead", EMA_PARAM_DURATION, GPU_FIELD(kernel_overhead), .flags = EMA_PARAM_REQUIRED,
+     .min = 0, .max = FIXED_MAX, .help = "fixed cost of one kernel (launch and drain)"},
+    {"matrix_efficiency", EMA_PARAM_FRACTION, GPU_FIELD(matrix_efficiency),
+     .default_value = "79.7%", .min = 0.01, .max = 1,
+     .help = "fraction of matrix_flops reached by a step's matrix products (default: 788 of 989 "
+             "TFLOP/s, a bf16 8192^3 product measured on H200)"},
+    {"hbm_efficiency", EMA_PARAM_FRACTION, GPU_FIELD(hbm_efficiency), .default_value = "100%",
+     .min = 0.01, .max = 1,
+     .help = "fraction of hbm_bandwidth reached by a step's weight and KV reads (default: as fast "
+             "as a streaming read; not yet calibrated)"},
+    {"step_overhead", EMA_PARAM_DURATION, GPU_FIELD(step_overhead), .default_value = "0ns",
+     .min = 0, .max = 1e9,
+     .help = "fixed cost of one engine step beyond its kernels (default 0: not yet calibrated)"},
 };
 
 const EmaParamTable ema_gpu_params = {"gpu", sizeof(EmaGpuSpec), gpu_params,
@@ -61,8 +71,7 @@ static const EmaParam link_params[] = {
      .min = 1, .max = 1099511627776.0, .help = "size over which the ramp time builds up"},
 };
 
-static gboolean check_link(gpointer object, const EmaNode *node, const char *path,
-                           GError **error) {
+static gboolean check_link(gpointer object, const EmaNode *node, const char *path, GError **error) {
   const EmaLinkSpec *link = object;
   if (link->duplex_bandwidth < link->bandwidth || link->duplex_bandwidth > 2 * link->bandwidth) {
     ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "duplex_bandwidth"), path,
@@ -93,8 +102,7 @@ static const EmaParam host_params[] = {
      .help = "fixed cost of one host copy"},
 };
 
-static gboolean check_host(gpointer object, const EmaNode *node, const char *path,
-                           GError **error) {
+static gboolean check_host(gpointer object, const EmaNode *node, const char *path, GError **error) {
   const EmaHostLinkSpec *host = object;
   double one_way = MAX(host->h2d_bandwidth, host->d2h_bandwidth);
   if (host->duplex_bandwidth < one_way ||
@@ -112,7 +120,8 @@ static const EmaParamTable host_table = {"host link", sizeof(EmaHostLinkSpec), h
 static const EmaParam server_params[] = {
     {"name", EMA_PARAM_STRING, SERVER_FIELD(name), .flags = EMA_PARAM_REQUIRED,
      .help = "short name of the server model"},
-    {"summary", EMA_PARAM_STRING, SERVER_FIELD(summary), .default_value = "", .help = "one line for listings"},
+    {"summary", EMA_PARAM_STRING, SERVER_FIELD(summary), .default_value = "",
+     .help = "one line for listings"},
     {"gpus", EMA_PARAM_INT, SERVER_FIELD(gpus), .flags = EMA_PARAM_REQUIRED, .min = 1, .max = 1024,
      .help = "number of GPUs"},
     {"gpu", EMA_PARAM_STRUCT, SERVER_FIELD(gpu), .table = &ema_gpu_params,

@@ -67,14 +67,14 @@ static int command_run(int argc, char **argv, gboolean check_only) {
   g_autoptr(EmaOpsReport) report = NULL;
   gint64 wall_start;
   double wall_s;
-  GOptionEntry run_entries[] = {
-      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir,
-       "Directory for the results (default: results/NAME)", "DIR"},
-      {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed of all random streams (overrides the file)",
-       "N"},
-      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
-       "Override one value, e.g. --set server.gpus=4 (repeatable)", "KEY.PATH=VALUE"},
-      {NULL}};
+  GOptionEntry run_entries[] = {{"output", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir,
+                                 "Directory for the results (default: results/NAME)", "DIR"},
+                                {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
+                                 "Seed of all random streams (overrides the file)", "N"},
+                                {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
+                                 "Override one value, e.g. --set server.gpus=4 (repeatable)",
+                                 "KEY.PATH=VALUE"},
+                                {NULL}};
   GOptionEntry check_entries[] = {run_entries[2], {NULL}};
 
   if (!parse_options(check_only ? "Load and check an experiment file." : "Run an experiment.",

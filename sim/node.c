@@ -121,9 +121,9 @@ void ema_node_set(EmaNode *map, const char *key, EmaNode *value) {
 
 typedef struct {
   yaml_parser_t parser;
-  const char *name;     /* for locations */
-  char *base_dir;       /* for includes */
-  GPtrArray *chain;     /* files being loaded, outermost first (cycle check) */
+  const char *name; /* for locations */
+  char *base_dir;   /* for includes */
+  GPtrArray *chain; /* files being loaded, outermost first (cycle check) */
 } Loader;
 
 static EmaNode *load_file_chained(const char *path, GPtrArray *chain, GError **error);
@@ -132,9 +132,8 @@ static void set_parser_error(Loader *loader, GError **error) {
   yaml_parser_t *p = &loader->parser;
   const char *problem = p->problem ? p->problem : "malformed YAML";
   if (p->context)
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%zu:%zu: %s %s",
-                loader->name, p->problem_mark.line + 1, p->problem_mark.column + 1, problem,
-                p->context);
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%zu:%zu: %s %s", loader->name,
+                p->problem_mark.line + 1, p->problem_mark.column + 1, problem, p->context);
   else
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%zu:%zu: %s", loader->name,
                 p->problem_mark.line + 1, p->problem_mark.column + 1, problem);
@@ -214,7 +213,8 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, GError **error) 
       location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
       return NULL;
     }
-    return ema_node_new_scalar(is_null_scalar(event) ? NULL : (const char *) event->data.scalar.value,
+    return ema_node_new_scalar(is_null_scalar(event) ? NULL
+                                                     : (const char *) event->data.scalar.value,
                                loader->name, line, col);
   }
   case YAML_SEQUENCE_START_EVENT:
@@ -422,8 +422,8 @@ gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint or
   guint value_col;
 
   if (eq == NULL || eq == assignment) {
-    ema_node_error(error, EMA_CONFIG_ERROR_SYNTAX, where, NULL,
-                   "'%s': expected key.path=value", assignment);
+    ema_node_error(error, EMA_CONFIG_ERROR_SYNTAX, where, NULL, "'%s': expected key.path=value",
+                   assignment);
     return FALSE;
   }
   path = g_strndup(assignment, (gsize) (eq - assignment));

@@ -37,8 +37,7 @@ static void finish_op(OpsRun *run) {
     result.expected = result.expect_is_time ? (double) op->expect.time / 1e9 : op->expect.bandwidth;
     result.measured = result.expect_is_time ? seconds : result.bandwidth;
     result.error = (result.measured - result.expected) / result.expected;
-    result.tolerance =
-        op->expect.tolerance > 0 ? op->expect.tolerance : run->experiment->tolerance;
+    result.tolerance = op->expect.tolerance > 0 ? op->expect.tolerance : run->experiment->tolerance;
     result.pass = fabs(result.error) <= result.tolerance;
     if (!result.pass)
       run->report->failed++;

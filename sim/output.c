@@ -109,10 +109,16 @@ static char *format_seconds(double seconds) {
 
 void ema_output_print_ops(FILE *out, const EmaOpsReport *report) {
   guint width = 2;
-  for (guint i = 0; i < report->ops->len; i++)
-    width = MAX(width, (guint) strlen(g_array_index(report->ops, EmaOpResult, i).spec->name));
-  fprintf(out, "%-*s %13s %10s %13s %8s\n", (int) width, "op", "time", "GB/s", "expected",
-          "error");
+  gboolean any_expect = FALSE;
+  for (guint i = 0; i < report->ops->len; i++) {
+    const EmaOpResult *r = &g_array_index(report->ops, EmaOpResult, i);
+    width = MAX(width, (guint) strlen(r->spec->name));
+    any_expect |= r->has_expect;
+  }
+  fprintf(out, "%-*s %13s %10s", (int) width, "op", "time", "GB/s");
+  if (any_expect)
+    fprintf(out, " %13s %8s", "expected", "error");
+  fputc('\n', out);
   for (guint i = 0; i < report->ops->len; i++) {
     const EmaOpResult *r = &g_array_index(report->ops, EmaOpResult, i);
     g_autofree char *time = format_seconds((double) r->seconds_ns / 1e9);
@@ -124,7 +130,6 @@ void ema_output_print_ops(FILE *out, const EmaOpsReport *report) {
     }
     expected = r->expect_is_time ? format_seconds(r->expected)
                                  : g_strdup_printf("%.2f GB/s", r->expected / 1e9);
-    fprintf(out, " %13s %+7.2f%%%s\n", expected, r->error * 100,
-            r->pass ? "" : "  MISSED");
+    fprintf(out, " %13s %+7.2f%%%s\n", expected, r->error * 100, r->pass ? "" : "  MISSED");
   }
 }

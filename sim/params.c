@@ -51,9 +51,9 @@ static const char *type_name(EmaParamType type) {
 }
 
 static const char *short_type_name(EmaParamType type) {
-  static const char *const names[] = {"bool",     "int",    "number", "size",   "bandwidth",
-                                      "duration", "flops",  "fraction", "string", "enum",
-                                      "map",      "list"};
+  static const char *const names[] = {"bool",      "int",      "number", "size",
+                                      "bandwidth", "duration", "flops",  "fraction",
+                                      "string",    "enum",     "map",    "list"};
   return names[type];
 }
 
@@ -122,8 +122,8 @@ static gboolean check_range(const EmaParam *param, gconstpointer field, GError *
     g_autofree char *lo = format_number(param->type, param->min);
     g_autofree char *hi = format_number(param->type, param->max);
     g_autofree char *got = format_number(param->type, value);
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE, "%s is out of range [%s, %s]",
-                got, lo, hi);
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE, "%s is out of range [%s, %s]", got,
+                lo, hi);
     return FALSE;
   }
   return TRUE;
@@ -141,8 +141,8 @@ gboolean ema_params_parse_value(const EmaParam *param, const char *text, gpointe
     else if (strcmp(text, "false") == 0)
       *(gboolean *) field = FALSE;
     else {
-      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
-                  "'%s' is not true or false", text);
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE, "'%s' is not true or false",
+                  text);
       return FALSE;
     }
     return TRUE;
@@ -302,8 +302,8 @@ static gboolean bind_param(const EmaParam *param, gpointer object, const EmaNode
 gboolean ema_params_bind(const EmaParamTable *table, gpointer object, const EmaNode *node,
                          const char *path, GError **error) {
   if (node && node->kind != EMA_NODE_MAP) {
-    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, node, path, "expected a map of %s settings, got %s",
-                   table->name, node_kind_name(node));
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, node, path,
+                   "expected a map of %s settings, got %s", table->name, node_kind_name(node));
     return FALSE;
   }
   if (node) {

@@ -35,8 +35,8 @@ __global__ void empty_kernel() {}
 
 __global__ void read_kernel(const int4 *data, size_t n, int4 *sink) {
   int4 acc = make_int4(0, 0, 0, 0);
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
+  for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
+       i += (size_t) gridDim.x * blockDim.x) {
     int4 v = data[i];
     acc.x ^= v.x;
     acc.y ^= v.y;
@@ -80,12 +80,14 @@ static void row(const char *kind, const char *src, const char *dst, size_t bytes
   fflush(stdout);
 }
 
-static const char *gname(int g) { return g == 0 ? "gpu0" : "gpu1"; }
+static const char *gname(int g) {
+  return g == 0 ? "gpu0" : "gpu1";
+}
 
 int main() {
   int ngpu = 0;
   CHECK(cudaGetDeviceCount(&ngpu));
-  const size_t max_bytes = (size_t)4 << 30;
+  const size_t max_bytes = (size_t) 4 << 30;
   std::vector<size_t> sizes;
   for (size_t s = 4096; s <= max_bytes; s *= 4)
     sizes.push_back(s);
@@ -104,7 +106,7 @@ int main() {
         CHECK(cudaDeviceEnablePeerAccess(p, 0));
   }
   char *host;
-  const size_t host_bytes = (size_t)1 << 30;
+  const size_t host_bytes = (size_t) 1 << 30;
   CHECK(cudaMallocHost(&host, host_bytes));
   memset(host, 1, host_bytes);
 
@@ -119,8 +121,8 @@ int main() {
     for (size_t s : sizes) {
       CHECK(cudaSetDevice(0));
       double us = time_us(stream[0], [&] {
-        read_kernel<<<132 * 8, 512, 0, stream[0]>>>((const int4 *)buf[src], s / 16,
-                                                    (int4 *)buf2[0]);
+        read_kernel<<<132 * 8, 512, 0, stream[0]>>>((const int4 *) buf[src], s / 16,
+                                                    (int4 *) buf2[0]);
       });
       CHECK(cudaGetLastError());
       row("read", gname(src), "gpu0", s, us);

@@ -150,6 +150,32 @@ static void test_switch_third(void) {
   g_assert_cmpint(out.done_at, ==, EMA_MS(5));
 }
 
+/* Three copies out of GPU 0 on a SWITCH share its egress port (300e9):
+ * 100e9 each, 1e9 B in 10 ms. A copy 1 -> 2 at the same time is untouched. */
+static void test_switch_egress_third(void) {
+  EmaServerSpec spec = server_plain(EMA_TOPOLOGY_SWITCH, 4);
+  g_autoptr(EmaSim) sim = ema_sim_new();
+  g_autoptr(EmaFabric) fabric = NULL;
+  Rec out[3], other;
+
+  spec.link.bandwidth = 300e9;
+  spec.link.duplex_bandwidth = 600e9;
+  fabric = ema_fabric_new(sim, &spec);
+  for (gint k = 0; k < 3; k++)
+    start(fabric, &out[k], EMA_FLOW_COPY, 0, k + 1, 1000000000);
+  start(fabric, &other, EMA_FLOW_COPY, 1, 2, 3000000000);
+  run_until(sim, 0);
+  for (gint k = 0; k < 3; k++)
+    g_assert_cmpfloat(out[k].flow.rate, ==, 100e9);
+  /* 1 -> 2 shares GPU 2's ingress with 0 -> 2 (100e9): it gets the other 200e9 */
+  g_assert_cmpfloat(other.flow.rate, ==, 200e9);
+  run_all(sim);
+  for (gint k = 0; k < 3; k++)
+    g_assert_cmpint(out[k].done_at, ==, EMA_MS(10));
+  /* 2e9 B moved by 10 ms, then alone at 300e9: 1e9 / 300e9 = 3.333... ms, rounded up */
+  g_assert_cmpint(other.done_at, ==, EMA_MS(10) + 3333334);
+}
+
 /* A 1 GB and a 2 GB copy on link 0->1 (100e9): 50e9 each until the first
  * has moved 1e9 B at 20 ms; the second then has 2e9 - 50e9 x 0.02 = 1e9 B
  * left and gets the whole 100e9: 1e9 / 100e9 = 10 ms more, done at 30 ms. */
@@ -599,6 +625,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/fabric/direct/half-share", test_direct_half);
   g_test_add_func("/fabric/switch/ingress-third", test_switch_third);
+  g_test_add_func("/fabric/switch/egress-third", test_switch_egress_third);
   g_test_add_func("/fabric/rerate-on-finish", test_rerate_on_finish);
   g_test_add_func("/fabric/direct/duplex", test_duplex);
   g_test_add_func("/fabric/read/cap", test_read_cap);

@@ -17,10 +17,10 @@ G_BEGIN_DECLS
 typedef gint64 EmaTime;
 
 #define EMA_TIME_NEVER G_MAXINT64
-#define EMA_NS(x) ((EmaTime)(x))
-#define EMA_US(x) ((EmaTime)(x) * 1000)
-#define EMA_MS(x) ((EmaTime)(x) * 1000000)
-#define EMA_S(x) ((EmaTime)(x) * 1000000000)
+#define EMA_NS(x) ((EmaTime) (x))
+#define EMA_US(x) ((EmaTime) (x) *1000)
+#define EMA_MS(x) ((EmaTime) (x) *1000000)
+#define EMA_S(x) ((EmaTime) (x) *1000000000)
 
 typedef struct _EmaSim EmaSim;
 typedef struct _EmaEvent EmaEvent;

@@ -50,8 +50,7 @@ extern const EmaParamTable ema_experiment_params;
 
 /* Load PATH, apply OVERRIDES ("a.b=c", NULL-terminated, may be NULL), bind
  * and check. Returns NULL with a located error. */
-EmaExperiment *ema_experiment_load(const char *path, const char *const *overrides,
-                                   GError **error);
+EmaExperiment *ema_experiment_load(const char *path, const char *const *overrides, GError **error);
 void ema_experiment_free(EmaExperiment *experiment);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaExperiment, ema_experiment_free)
 

@@ -44,7 +44,7 @@ struct _EmaFlow {
   EmaFlowKind kind;
   gint src, dst;
   guint64 bytes;
-  EmaTime started; /* when ema_fabric_start() was called */
+  EmaTime started;  /* when ema_fabric_start() was called */
   EmaTime finished; /* when the last byte arrived (valid in the done callback) */
   double rate;      /* current rate in B/s (0 while in the fixed-cost phase) */
 
@@ -53,15 +53,15 @@ struct _EmaFlow {
   EmaEvent event;
   EmaFlowDoneFunc done;
   gpointer user_data;
-  double remaining;     /* bytes still to move */
-  EmaTime rated_at;     /* time of the last rate change */
-  double cap;           /* per-flow rate limit (B/s) */
+  double remaining; /* bytes still to move */
+  EmaTime rated_at; /* time of the last rate change */
+  double cap;       /* per-flow rate limit (B/s) */
   guint n_uses;
   guint use_resource[6];
   double use_weight[6];
   gboolean transferring;
-  gint active_index;    /* index in the fabric's active array, -1 if none */
-  gint order;           /* scratch for the max-min solver */
+  gint active_index; /* index in the fabric's active array, -1 if none */
+  gint order;        /* scratch for the max-min solver */
 };
 
 EmaFabric *ema_fabric_new(EmaSim *sim, const EmaServerSpec *server);

@@ -21,6 +21,10 @@ typedef struct {
   double local_copy_bandwidth; /* device-to-device copy, (bytes read + bytes written) per s */
   double matrix_flops;         /* dense bf16/fp16 matrix FLOP/s */
   gint64 kernel_overhead;      /* ns: fixed cost of one kernel (launch and drain) */
+  /* LLM step-time model (see steptime.h); calibration sets these */
+  double matrix_efficiency; /* fraction of matrix_flops that a step's matrix products reach */
+  double hbm_efficiency;    /* fraction of hbm_bandwidth that a step's weight and KV reads reach */
+  gint64 step_overhead;     /* ns: fixed cost of one engine step (scheduling, launches) */
 } EmaGpuSpec;
 
 typedef enum {

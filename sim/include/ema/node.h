@@ -32,11 +32,11 @@ typedef enum {
 typedef struct _EmaNode EmaNode;
 struct _EmaNode {
   EmaNodeKind kind;
-  char *value;     /* SCALAR: the text; NULL for a YAML null (~ or empty) */
-  GPtrArray *keys; /* MAP: key nodes (scalars), parallel to items */
+  char *value;      /* SCALAR: the text; NULL for a YAML null (~ or empty) */
+  GPtrArray *keys;  /* MAP: key nodes (scalars), parallel to items */
   GPtrArray *items; /* MAP: values; SEQ: elements */
-  char *file;      /* GRefString */
-  guint line, col; /* 1-based */
+  char *file;       /* GRefString */
+  guint line, col;  /* 1-based */
 };
 
 EmaNode *ema_node_new_scalar(const char *value, const char *file, guint line, guint col);

@@ -12,14 +12,14 @@ G_BEGIN_DECLS
 
 typedef struct {
   const EmaOpSpec *spec;
-  EmaTime seconds_ns;    /* op time */
-  double bandwidth;      /* ema_op_bytes / time, B/s */
+  EmaTime seconds_ns; /* op time */
+  double bandwidth;   /* ema_op_bytes / time, B/s */
   gboolean has_expect;
   gboolean expect_is_time;
-  double expected;       /* seconds or B/s, as the expectation was written */
-  double measured;       /* the same quantity from the model */
-  double error;          /* (measured - expected) / expected */
-  double tolerance;      /* relative */
+  double expected;  /* seconds or B/s, as the expectation was written */
+  double measured;  /* the same quantity from the model */
+  double error;     /* (measured - expected) / expected */
+  double tolerance; /* relative */
   gboolean pass;
 } EmaOpResult;
 

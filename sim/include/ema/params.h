@@ -91,6 +91,6 @@ gboolean ema_params_check_defaults(const EmaParamTable *table, GError **error);
 gboolean ema_params_parse_value(const EmaParam *param, const char *text, gpointer field,
                                 GError **error);
 
-#define EMA_PARAMS_N(array) ((guint)G_N_ELEMENTS(array))
+#define EMA_PARAMS_N(array) ((guint) G_N_ELEMENTS(array))
 
 G_END_DECLS

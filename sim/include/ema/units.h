@@ -18,9 +18,9 @@ G_BEGIN_DECLS
 GQuark ema_units_error_quark(void);
 
 typedef enum {
-  EMA_UNITS_ERROR_SYNTAX,   /* not a number, or junk after it */
-  EMA_UNITS_ERROR_UNIT,     /* unknown unit for this kind of quantity */
-  EMA_UNITS_ERROR_RANGE,    /* negative where not allowed, or overflow */
+  EMA_UNITS_ERROR_SYNTAX, /* not a number, or junk after it */
+  EMA_UNITS_ERROR_UNIT,   /* unknown unit for this kind of quantity */
+  EMA_UNITS_ERROR_RANGE,  /* negative where not allowed, or overflow */
 } EmaUnitsError;
 
 /* Bytes: plain integer (bytes) or a number with B, KB, MB, GB, TB (powers
