@@ -116,31 +116,11 @@ static void ema_heap_sift_up(EmaSim *sim, guint i, EmaEvent *event) {
   ema_heap_place(sim, i, event);
 }
 
-/* Move EVENT, meant for the hole at index I, down towards the leaves. */
-static void ema_heap_sift_down(EmaSim *sim, guint i, EmaEvent *event) {
-  EmaEvent **heap = sim->heap;
-  guint len = sim->len;
-
-  for (;;) {
-    guint child = 2 * i + 1;
-
-    if (child >= len)
-      break;
-    if (child + 1 < len && ema_event_before(heap[child + 1], heap[child]))
-      child++;
-    if (!ema_event_before(heap[child], event))
-      break;
-    ema_heap_place(sim, i, heap[child]);
-    i = child;
-  }
-  ema_heap_place(sim, i, event);
-}
-
 /* Fill the hole at index I with EVENT, which is known not to belong above I:
  * move the hole down to a leaf along the path of smaller children, then sift
  * EVENT up from there. EVENT usually comes from the bottom of the heap, so
  * this takes about one comparison per level instead of two. */
-static void ema_heap_sift_down_bottom_up(EmaSim *sim, guint i, EmaEvent *event) {
+static void ema_heap_sift_down(EmaSim *sim, guint i, EmaEvent *event) {
   EmaEvent **heap = sim->heap;
   guint len = sim->len;
 
@@ -169,7 +149,7 @@ static void ema_heap_remove_at(EmaSim *sim, guint i) {
   if (i > 0 && ema_event_before(last, sim->heap[(i - 1) / 2]))
     ema_heap_sift_up(sim, i, last);
   else
-    ema_heap_sift_down_bottom_up(sim, i, last);
+    ema_heap_sift_down(sim, i, last);
 }
 
 static void ema_heap_grow(EmaSim *sim) {
