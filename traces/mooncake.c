@@ -1,0 +1,197 @@
+/* mooncake.c: the Mooncake JSONL reader: one JSON object per line,
+ * {"timestamp": ms, "input_length": N, "output_length": N, "hash_ids": [...]}
+ * (kvcache-ai/Mooncake traces; each hash id stands for a 512-token block).
+ *
+ * Invariants: one JsonParser is reused for every line (json-glib builds the
+ * line's tree and frees it on the next load), the reader holds one line;
+ * timestamp is an integer or real number of ms, never decreasing; input_length
+ * is in [1, 2^32-1], output_length in [0, 2^32-1]; hash_ids, when present, is
+ * an array and its length is the record's prefix_blocks; other keys are
+ * ignored; blank lines are skipped. The first record is read when the file is
+ * opened, so an empty file or a bad first line fails the open. */
+#include <math.h>
+
+#include <json-glib/json-glib.h>
+
+#include "private.h"
+
+typedef struct {
+  EmaTraceSource base;
+  EmaTraceReader reader;
+  JsonParser *parser;
+  guint64 row;
+  gboolean have_first;
+  gint64 first_time;
+  gint64 prev_time;
+  guint64 prev_line;
+  gboolean have_pending;
+  EmaRequestRecord pending;
+} MooncakeSource;
+
+static gboolean get_count(MooncakeSource *self, JsonObject *obj, const char *key, gint64 min,
+                          guint32 *value, GError **error) {
+  JsonNode *node = json_object_get_member(obj, key);
+  gint64 v;
+
+  if (node == NULL) {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "missing key '%s'", key);
+    return FALSE;
+  }
+  GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
+  if (type == G_TYPE_INT64) {
+    v = json_node_get_int(node);
+  } else if (type == G_TYPE_DOUBLE &&
+             json_node_get_double(node) == floor(json_node_get_double(node)) &&
+             fabs(json_node_get_double(node)) < 9e15) {
+    v = (gint64) json_node_get_double(node);
+  } else {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "'%s' is not an integer",
+                           key);
+    return FALSE;
+  }
+  if (v < min) {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
+                           "%s must be %s, found %" G_GINT64_FORMAT, key, min == 1 ? "> 0" : ">= 0",
+                           v);
+    return FALSE;
+  }
+  if (v > G_MAXUINT32) {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
+                           "%s must be <= %u, found %" G_GINT64_FORMAT, key, G_MAXUINT32, v);
+    return FALSE;
+  }
+  *value = (guint32) v;
+  return TRUE;
+}
+
+/* Timestamp in ms (integer or real) to ns. */
+static gboolean get_time(MooncakeSource *self, JsonObject *obj, gint64 *ns, GError **error) {
+  JsonNode *node = json_object_get_member(obj, "timestamp");
+
+  if (node == NULL) {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "missing key 'timestamp'");
+    return FALSE;
+  }
+  GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
+  if (type == G_TYPE_INT64) {
+    gint64 ms = json_node_get_int(node);
+    if (ms > G_MAXINT64 / 1000000 || ms < G_MININT64 / 1000000)
+      goto range;
+    *ns = ms * 1000000;
+    return TRUE;
+  }
+  if (type == G_TYPE_DOUBLE) {
+    double ns_d = json_node_get_double(node) * 1e6;
+    if (!isfinite(ns_d) || fabs(ns_d) >= 9.2e18)
+      goto range;
+    *ns = llround(ns_d);
+    return TRUE;
+  }
+  ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
+                         "'timestamp' is not a number");
+  return FALSE;
+range:
+  ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "timestamp out of range");
+  return FALSE;
+}
+
+/* Reads one record. Returns 1, 0 at the end, -1 on error. */
+static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **error) {
+  char *line;
+  gsize len;
+  int got;
+
+  do {
+    got = ema_trace_reader_next(&self->reader, &line, &len, error);
+  } while (got > 0 && len == 0);
+  if (got <= 0)
+    return got;
+
+  g_autoptr(GError) jerr = NULL;
+  if (!json_parser_load_from_data(self->parser, line, (gssize) len, &jerr)) {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "invalid JSON: %s",
+                           jerr->message);
+    return -1;
+  }
+  JsonNode *root = json_parser_get_root(self->parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "not a JSON object");
+    return -1;
+  }
+  JsonObject *obj = json_node_get_object(root);
+  gint64 t;
+  if (!get_time(self, obj, &t, error) ||
+      !get_count(self, obj, "input_length", 1, &out->prompt_tokens, error) ||
+      !get_count(self, obj, "output_length", 0, &out->output_tokens, error))
+    return -1;
+  out->prefix_blocks = 0;
+  JsonNode *hashes = json_object_get_member(obj, "hash_ids");
+  if (hashes != NULL) {
+    if (!JSON_NODE_HOLDS_ARRAY(hashes)) {
+      ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
+                             "'hash_ids' is not an array");
+      return -1;
+    }
+    out->prefix_blocks = json_array_get_length(json_node_get_array(hashes));
+  }
+  if (!self->have_first) {
+    self->have_first = TRUE;
+    self->first_time = self->prev_time = t;
+  }
+  if (t < self->prev_time) {
+    char buf[32];
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_ORDER,
+                           "timestamp goes backwards: %s is earlier than line %" G_GUINT64_FORMAT,
+                           ema_trace_format_time(t, buf), self->prev_line);
+    return -1;
+  }
+  if (self->first_time < 0 && t > G_MAXINT64 + self->first_time) {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "timestamp out of range");
+    return -1;
+  }
+  self->prev_time = t;
+  self->prev_line = self->reader.line_no;
+  out->arrival = t - self->first_time;
+  out->id = self->row++;
+  return 1;
+}
+
+static gboolean mooncake_next(EmaTraceSource *src, EmaRequestRecord *out, GError **error) {
+  MooncakeSource *self = (MooncakeSource *) src;
+
+  if (self->have_pending) {
+    self->have_pending = FALSE;
+    *out = self->pending;
+    return TRUE;
+  }
+  return mooncake_read(self, out, error) > 0;
+}
+
+static void mooncake_finalize(EmaTraceSource *src) {
+  MooncakeSource *self = (MooncakeSource *) src;
+
+  ema_trace_reader_close(&self->reader);
+  g_clear_object(&self->parser);
+}
+
+static const EmaTraceSourceClass mooncake_class = {"mooncake", mooncake_next, mooncake_finalize};
+
+EmaTraceSource *ema_trace_source_open_mooncake(const char *path, GError **error) {
+  g_return_val_if_fail(path != NULL, NULL);
+
+  MooncakeSource *self = ema_trace_source_alloc(&mooncake_class, sizeof *self);
+  g_autoptr(EmaTraceSource) src = &self->base;
+  if (!ema_trace_reader_open(&self->reader, path, EMA_TRACE_JSON_MAX_LINE, error))
+    return NULL;
+  self->parser = json_parser_new_immutable();
+  int got = mooncake_read(self, &self->pending, error);
+  if (got < 0)
+    return NULL;
+  if (got == 0) {
+    ema_trace_reader_error_at(&self->reader, 1, error, EMA_TRACE_ERROR_EMPTY,
+                              "empty file: no records");
+    return NULL;
+  }
+  self->have_pending = TRUE;
+  return g_steal_pointer(&src);
+}

@@ -1,0 +1,118 @@
+/* private.h: what the files of traces/ share and nobody else sees: the
+ * source base struct and its class, the bounded line reader, the CSV field
+ * splitter, and the allocation-free number and date parsers.
+ *
+ * Invariants: a reader never holds more than one chunk plus one line (at most
+ * max_line bytes); parsers never allocate and report problems as static
+ * strings, so the hot path allocates nothing until an error is raised. */
+#pragma once
+
+#include <stdio.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "ema/trace.h"
+
+G_BEGIN_DECLS
+
+/* ---- source base ---------------------------------------------------------- */
+
+typedef struct {
+  const char *name;
+  /* Fills OUT and returns TRUE, or returns FALSE at the end (ERROR unset) or
+   * on error. Called only until it first returns FALSE. */
+  gboolean (*next)(EmaTraceSource *src, EmaRequestRecord *out, GError **error);
+  /* Frees what the subclass owns (not SRC itself). May be NULL. */
+  void (*finalize)(EmaTraceSource *src);
+} EmaTraceSourceClass;
+
+struct _EmaTraceSource {
+  const EmaTraceSourceClass *klass;
+  EmaTraceSource *inner; /* wrapped source, owned (transformations) */
+  guint64 count;         /* records returned */
+  guint64 skipped;       /* rows skipped by a reader */
+  EmaTime last_arrival;
+  gboolean done;
+  GError *error; /* copy of the error that ended the source */
+};
+
+/* Allocates SIZE bytes (>= sizeof(EmaTraceSource)), zeroed, with KLASS. */
+gpointer ema_trace_source_alloc(const EmaTraceSourceClass *klass, gsize size);
+
+/* ---- bounded line reader -------------------------------------------------- */
+
+#define EMA_TRACE_CHUNK 65536
+#define EMA_TRACE_CSV_MAX_LINE 65536
+#define EMA_TRACE_JSON_MAX_LINE (4 * 1024 * 1024)
+
+typedef struct {
+  FILE *fp;
+  char *path;
+  guint64 line_no; /* number of the line last returned, from 1 */
+  gsize max_line;
+  char *chunk;
+  gsize pos, fill;
+  char *line; /* lines that straddle chunks are assembled here */
+  gsize line_cap;
+  gboolean eof;
+} EmaTraceReader;
+
+gboolean ema_trace_reader_open(EmaTraceReader *reader, const char *path, gsize max_line,
+                               GError **error);
+void ema_trace_reader_close(EmaTraceReader *reader);
+/* Returns 1 and the next line (without "\n" or "\r\n", NUL-terminated,
+ * writable until the next call), 0 at the end, -1 on error. A last line
+ * without a newline is returned like any other. */
+int ema_trace_reader_next(EmaTraceReader *reader, char **line, gsize *len, GError **error);
+gboolean ema_trace_reader_rewind(EmaTraceReader *reader, GError **error);
+/* Sets ERROR to "PATH:LINE: message" (the reader's current line). */
+void ema_trace_reader_error(const EmaTraceReader *reader, GError **error, EmaTraceError code,
+                            const char *format, ...) G_GNUC_PRINTF(4, 5);
+/* Same at an explicit line number. */
+void ema_trace_reader_error_at(const EmaTraceReader *reader, guint64 line, GError **error,
+                               EmaTraceError code, const char *format, ...) G_GNUC_PRINTF(5, 6);
+
+/* ---- CSV ------------------------------------------------------------------ */
+
+#define EMA_TRACE_CSV_MAX_FIELDS 64
+
+typedef struct {
+  char *p; /* into the line; NUL-terminated by the splitter */
+  gsize len;
+} EmaTraceField;
+
+/* Splits LINE in place on commas (RFC 4180 quotes allowed, no newlines inside
+ * them), trimming spaces and tabs. Returns the field count, or -1 with
+ * *PROBLEM set (more than EMA_TRACE_CSV_MAX_FIELDS, bad quotes). */
+int ema_trace_csv_split(char *line, gsize len, EmaTraceField *fields, const char **problem);
+
+/* Loads one column of a length-only CSV (the rows checked as by
+ * ema_trace_source_open_lengths()) into a GArray of guint32. */
+GArray *ema_trace_csv_load_lengths(const char *path, EmaTraceLengthColumn column, GError **error);
+
+/* A printable, quoted, shortened copy of a field for error messages. */
+char *ema_trace_quote(const char *p, gsize len);
+
+/* ---- parsers (return NULL on success or a static problem text) --------------- */
+
+/* Optional sign, digits, optionally "." followed by zeros only. */
+const char *ema_trace_parse_int(const char *p, gsize len, gint64 *value);
+/* Decimal seconds, optional sign and exponent ("4.314579", "1e-05"), to ns
+ * rounded half away from zero, exactly (no double). */
+const char *ema_trace_parse_seconds(const char *p, gsize len, gint64 *ns);
+/* Same with a decimal scale: SCALE_DIGITS = 9 for seconds, 6 for ms. */
+const char *ema_trace_parse_decimal(const char *p, gsize len, int scale_digits, gint64 *value);
+/* "YYYY-MM-DD[ T]HH:MM:SS[.f{1,9}][Z|+HH:MM|-HH:MM|+HHMM]" to ns since the
+ * Unix epoch (UTC). */
+const char *ema_trace_parse_datetime(const char *p, gsize len, gint64 *ns);
+
+/* "1.500000000 s": a time for messages, written into BUF (>= 32 bytes). */
+const char *ema_trace_format_time(EmaTime t, char *buf);
+
+/* ---- randomness ----------------------------------------------------------- */
+
+/* A gsl_rng_mt19937 seeded from a 64-bit seed mixed down by splitmix64 (GSL's
+ * mt19937 uses only 32 bits of its seed). */
+gsl_rng *ema_trace_rng_new(guint64 seed);
+
+G_END_DECLS

@@ -1,0 +1,270 @@
+/* reader.c: the bounded line reader and the CSV field splitter that every
+ * trace file reader uses.
+ *
+ * Invariants: memory is one EMA_TRACE_CHUNK read buffer plus one line buffer
+ * that grows only for lines that straddle two chunks and never beyond
+ * max_line bytes, so garbage input (binary data, a file with no newline)
+ * costs at most max_line bytes before it is reported; lines that lie inside
+ * a chunk are returned in place without copying. A NUL byte is an error
+ * (binary data), "\r\n" and "\n" both end a line, and a last line without a
+ * newline is returned like any other. */
+#include <errno.h>
+#include <string.h>
+
+#include "private.h"
+
+gboolean ema_trace_reader_open(EmaTraceReader *reader, const char *path, gsize max_line,
+                               GError **error) {
+  g_return_val_if_fail(reader != NULL && path != NULL, FALSE);
+
+  memset(reader, 0, sizeof *reader);
+  reader->fp = fopen(path, "rb");
+  if (reader->fp == NULL) {
+    int saved = errno;
+    g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_IO, "%s: cannot open: %s", path,
+                g_strerror(saved));
+    return FALSE;
+  }
+  reader->path = g_strdup(path);
+  reader->max_line = max_line;
+  /* An extra byte lets an in-place line be NUL-terminated at the chunk end. */
+  reader->chunk = g_malloc(EMA_TRACE_CHUNK + 1);
+  return TRUE;
+}
+
+void ema_trace_reader_close(EmaTraceReader *reader) {
+  if (reader == NULL)
+    return;
+  if (reader->fp != NULL)
+    fclose(reader->fp);
+  g_free(reader->path);
+  g_free(reader->chunk);
+  g_free(reader->line);
+  memset(reader, 0, sizeof *reader);
+}
+
+gboolean ema_trace_reader_rewind(EmaTraceReader *reader, GError **error) {
+  if (fseek(reader->fp, 0, SEEK_SET) != 0) {
+    int saved = errno;
+    g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_IO, "%s: cannot rewind: %s", reader->path,
+                g_strerror(saved));
+    return FALSE;
+  }
+  clearerr(reader->fp);
+  reader->pos = reader->fill = 0;
+  reader->eof = FALSE;
+  reader->line_no = 0;
+  return TRUE;
+}
+
+static void reader_verror(const EmaTraceReader *reader, guint64 line, GError **error,
+                          EmaTraceError code, const char *format, va_list ap) G_GNUC_PRINTF(5, 0);
+
+static void reader_verror(const EmaTraceReader *reader, guint64 line, GError **error,
+                          EmaTraceError code, const char *format, va_list ap) {
+  if (error == NULL)
+    return;
+  g_autofree char *message = g_strdup_vprintf(format, ap);
+  g_set_error(error, EMA_TRACE_ERROR, code, "%s:%" G_GUINT64_FORMAT ": %s", reader->path, line,
+              message);
+}
+
+void ema_trace_reader_error(const EmaTraceReader *reader, GError **error, EmaTraceError code,
+                            const char *format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  reader_verror(reader, reader->line_no, error, code, format, ap);
+  va_end(ap);
+}
+
+void ema_trace_reader_error_at(const EmaTraceReader *reader, guint64 line, GError **error,
+                               EmaTraceError code, const char *format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  reader_verror(reader, line, error, code, format, ap);
+  va_end(ap);
+}
+
+/* Refill the chunk. Returns FALSE on a read error (ERROR set). */
+static gboolean reader_fill(EmaTraceReader *reader, GError **error) {
+  reader->pos = 0;
+  reader->fill = fread(reader->chunk, 1, EMA_TRACE_CHUNK, reader->fp);
+  if (reader->fill < EMA_TRACE_CHUNK) {
+    if (ferror(reader->fp)) {
+      int saved = errno;
+      ema_trace_reader_error_at(reader, reader->line_no + 1, error, EMA_TRACE_ERROR_IO,
+                                "read error: %s", g_strerror(saved));
+      return FALSE;
+    }
+    if (reader->fill == 0)
+      reader->eof = TRUE;
+  }
+  return TRUE;
+}
+
+/* Append N bytes to the assembled line, within max_line. */
+static gboolean line_append(EmaTraceReader *reader, gsize *len, const char *p, gsize n,
+                            GError **error) {
+  if (*len + n > reader->max_line) {
+    ema_trace_reader_error_at(reader, reader->line_no + 1, error, EMA_TRACE_ERROR_PARSE,
+                              "line longer than %" G_GSIZE_FORMAT " bytes", reader->max_line);
+    return FALSE;
+  }
+  if (*len + n + 1 > reader->line_cap) {
+    gsize cap = MAX(reader->line_cap * 2, 256);
+    while (cap < *len + n + 1)
+      cap *= 2;
+    cap = MIN(cap, reader->max_line + 1);
+    reader->line = g_realloc(reader->line, cap);
+    reader->line_cap = cap;
+  }
+  memcpy(reader->line + *len, p, n);
+  *len += n;
+  reader->line[*len] = '\0';
+  return TRUE;
+}
+
+/* Final checks on a complete line: strip "\r", refuse NUL bytes. */
+static int line_finish(EmaTraceReader *reader, char *p, gsize n, char **line, gsize *len,
+                       GError **error) {
+  reader->line_no++;
+  if (n > 0 && p[n - 1] == '\r')
+    n--;
+  p[n] = '\0';
+  if (memchr(p, '\0', n) != NULL) {
+    ema_trace_reader_error(reader, error, EMA_TRACE_ERROR_PARSE, "binary data (NUL byte)");
+    return -1;
+  }
+  *line = p;
+  *len = n;
+  return 1;
+}
+
+int ema_trace_reader_next(EmaTraceReader *reader, char **line, gsize *len, GError **error) {
+  gsize assembled = 0;
+  gboolean straddles = FALSE;
+
+  for (;;) {
+    if (reader->pos >= reader->fill) {
+      if (reader->eof)
+        break;
+      if (!reader_fill(reader, error))
+        return -1;
+      if (reader->eof)
+        break;
+    }
+    char *start = reader->chunk + reader->pos;
+    gsize avail = reader->fill - reader->pos;
+    char *nl = memchr(start, '\n', avail);
+    if (nl != NULL) {
+      gsize n = (gsize) (nl - start);
+      reader->pos += n + 1;
+      if (!straddles) {
+        if (n > reader->max_line) {
+          ema_trace_reader_error_at(reader, reader->line_no + 1, error, EMA_TRACE_ERROR_PARSE,
+                                    "line longer than %" G_GSIZE_FORMAT " bytes", reader->max_line);
+          return -1;
+        }
+        return line_finish(reader, start, n, line, len, error);
+      }
+      if (!line_append(reader, &assembled, start, n, error))
+        return -1;
+      return line_finish(reader, reader->line, assembled, line, len, error);
+    }
+    /* No newline in what is left of the chunk: keep it and read on. */
+    if (!line_append(reader, &assembled, start, avail, error))
+      return -1;
+    straddles = TRUE;
+    reader->pos = reader->fill;
+  }
+  if (straddles && assembled > 0) /* a last line without a newline */
+    return line_finish(reader, reader->line, assembled, line, len, error);
+  return 0;
+}
+
+/* ---- CSV ------------------------------------------------------------------ */
+
+static gboolean is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
+
+int ema_trace_csv_split(char *line, gsize len, EmaTraceField *fields, const char **problem) {
+  gsize i = 0;
+  int n = 0;
+
+  for (;;) {
+    if (n == EMA_TRACE_CSV_MAX_FIELDS) {
+      *problem = "too many fields";
+      return -1;
+    }
+    while (i < len && is_blank(line[i]))
+      i++;
+    char *begin = line + i;
+    gsize flen;
+    if (i < len && line[i] == '"') {
+      /* Quoted: unescape "" in place. */
+      char *w = line + i;
+      begin = w;
+      i++;
+      gboolean closed = FALSE;
+      while (i < len) {
+        if (line[i] == '"') {
+          if (i + 1 < len && line[i + 1] == '"') {
+            *w++ = '"';
+            i += 2;
+            continue;
+          }
+          i++;
+          closed = TRUE;
+          break;
+        }
+        *w++ = line[i++];
+      }
+      if (!closed) {
+        *problem = "unterminated quoted field";
+        return -1;
+      }
+      flen = (gsize) (w - begin);
+      while (i < len && is_blank(line[i]))
+        i++;
+      if (i < len && line[i] != ',') {
+        *problem = "text after a quoted field";
+        return -1;
+      }
+    } else {
+      while (i < len && line[i] != ',')
+        i++;
+      flen = (gsize) (line + i - begin);
+      while (flen > 0 && is_blank(begin[flen - 1]))
+        flen--;
+    }
+    fields[n].p = begin;
+    fields[n].len = flen;
+    n++;
+    if (i >= len) {
+      begin[flen] = '\0';
+      return n;
+    }
+    /* line[i] == ','; terminating the field may overwrite that comma. */
+    i++;
+    begin[flen] = '\0';
+  }
+}
+
+char *ema_trace_quote(const char *p, gsize len) {
+  GString *s = g_string_sized_new(MIN(len, 48) + 8);
+  gsize shown = MIN(len, 40);
+
+  g_string_append_c(s, '\'');
+  for (gsize i = 0; i < shown; i++) {
+    guchar c = (guchar) p[i];
+    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'')
+      g_string_append_c(s, (char) c);
+    else
+      g_string_append_printf(s, "\\x%02x", c);
+  }
+  if (shown < len)
+    g_string_append(s, "...");
+  g_string_append_c(s, '\'');
+  return g_string_free(s, FALSE);
+}
