@@ -1,13 +1,12 @@
 /* hwmodel.c: parameter tables for the hardware model (hwmodel.h) and the
- * search for server models by name.
+ * search for server models by name (through modelpath.h).
  *
  * Invariants kept by the tables' checks: duplex bandwidth is at least one
  * direction's and at most both directions'; a direct read is no faster than
  * a copy over the same link; a server has at least one GPU. */
 #include "ema/hwmodel.h"
 
-#include <string.h>
-
+#include "ema/modelpath.h"
 #include "ema/units.h"
 
 #define GPU_FIELD(f) G_STRUCT_OFFSET(EmaGpuSpec, f)
@@ -142,62 +141,17 @@ const EmaParamTable ema_server_params = {"server", sizeof(EmaServerSpec), server
 
 /* ---- finding models ---------------------------------------------------- */
 
-GPtrArray *ema_hwmodel_search_path(void) {
-  GPtrArray *dirs = g_ptr_array_new_with_free_func(g_free);
-  const char *env = g_getenv("EMA_HWMODEL_PATH");
-  if (env && *env) {
-    g_auto(GStrv) parts = g_strsplit(env, G_SEARCHPATH_SEPARATOR_S, -1);
-    for (guint i = 0; parts[i]; i++)
-      if (*parts[i])
-        g_ptr_array_add(dirs, g_strdup(parts[i]));
-  }
-  g_ptr_array_add(dirs, g_build_filename(EMA_SOURCE_HWMODELS, "servers", NULL));
-  return dirs;
-}
+#define SERVERS_DIR "servers"
+#define SERVERS_ENV "EMA_HWMODEL_PATH"
 
-static gint compare_names(gconstpointer a, gconstpointer b) {
-  return strcmp(*(char *const *) a, *(char *const *) b);
+GPtrArray *ema_hwmodel_search_path(void) {
+  return ema_model_dir_search_path(SERVERS_DIR, SERVERS_ENV);
 }
 
 GPtrArray *ema_hwmodel_list(void) {
-  g_autoptr(GPtrArray) dirs = ema_hwmodel_search_path();
-  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
-  for (guint i = 0; i < dirs->len; i++) {
-    g_autoptr(GDir) dir = g_dir_open(dirs->pdata[i], 0, NULL);
-    const char *entry;
-    while (dir && (entry = g_dir_read_name(dir)) != NULL) {
-      g_autofree char *name = NULL;
-      gboolean seen = FALSE;
-      if (!g_str_has_suffix(entry, ".yaml"))
-        continue;
-      name = g_strndup(entry, strlen(entry) - 5);
-      for (guint j = 0; j < names->len && !seen; j++)
-        seen = strcmp(names->pdata[j], name) == 0;
-      if (!seen)
-        g_ptr_array_add(names, g_steal_pointer(&name));
-    }
-  }
-  g_ptr_array_sort(names, compare_names);
-  return names;
+  return ema_model_dir_list(SERVERS_DIR, SERVERS_ENV);
 }
 
 char *ema_hwmodel_find(const char *name, GError **error) {
-  g_autoptr(GPtrArray) dirs = ema_hwmodel_search_path();
-  g_autoptr(GPtrArray) known = NULL;
-  g_autofree char *list = NULL;
-  if (strchr(name, '/') == NULL && *name) {
-    for (guint i = 0; i < dirs->len; i++) {
-      g_autofree char *file = g_strconcat(name, ".yaml", NULL);
-      char *path = g_build_filename(dirs->pdata[i], file, NULL);
-      if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
-        return path;
-      g_free(path);
-    }
-  }
-  known = ema_hwmodel_list();
-  g_ptr_array_add(known, NULL);
-  list = g_strjoinv(", ", (char **) known->pdata);
-  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
-              "unknown hardware model '%s' (known: %s)", name, list);
-  return NULL;
+  return ema_model_dir_find(SERVERS_DIR, SERVERS_ENV, name, "hardware model", error);
 }

@@ -1,0 +1,115 @@
+/* engine.h: a vLLM-like serving engine for one tenant (one GPU, or one
+ * tensor-parallel group). Continuous batching: an FCFS waiting queue,
+ * max_num_seqs, max_num_batched_tokens and chunked prefill; a paged KV cache
+ * of 16-token blocks taken from a memory interface (EmaKvMemory), admission
+ * only with a watermark of free blocks left, and preemption of the newest
+ * running request when a running request needs a block and none is free
+ * (recompute, as vLLM v1; or swap to host, as vLLM v0).
+ *
+ * The engine only decides and keeps state; the time of a step comes from a
+ * step-cost function (normally the step-time model), and what happened is
+ * told to observers (metrics, CSV writers). Requests arrive from a trace
+ * source that is read lazily, so memory stays flat in trace length. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/event.h"
+#include "ema/steptime.h"
+#include "ema/trace.h"
+
+G_BEGIN_DECLS
+
+#define EMA_KV_BLOCK_TOKENS 16
+
+/* Where KV blocks come from. The static-partition baseline is a fixed pool
+ * (ema_kv_pool_new); the elastic pool implements the same interface. */
+typedef struct {
+  /* Take N blocks; FALSE (and nothing taken) if fewer are free. */
+  gboolean (*take)(gpointer self, guint64 n);
+  /* Give back N blocks. */
+  void (*give)(gpointer self, guint64 n);
+  /* Blocks free now. */
+  guint64 (*free_blocks)(gpointer self);
+  /* Blocks in all (free + taken). */
+  guint64 (*total_blocks)(gpointer self);
+} EmaKvMemoryOps;
+
+typedef struct {
+  const EmaKvMemoryOps *ops;
+  gpointer self;
+} EmaKvMemory;
+
+typedef struct _EmaKvPool EmaKvPool;
+EmaKvPool *ema_kv_pool_new(guint64 blocks);
+void ema_kv_pool_free(EmaKvPool *pool);
+EmaKvMemory ema_kv_pool_memory(EmaKvPool *pool);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaKvPool, ema_kv_pool_free)
+
+typedef enum {
+  EMA_PREEMPT_RECOMPUTE, /* drop the KV; the request prefills again later */
+  EMA_PREEMPT_SWAP,      /* copy the KV to host memory and back before it resumes */
+} EmaPreemptMode;
+
+typedef struct {
+  guint64 max_num_seqs;           /* running requests at most */
+  guint64 max_num_batched_tokens; /* tokens per step at most */
+  guint64 watermark_blocks;       /* admission leaves at least this many blocks free */
+  EmaPreemptMode preempt;
+  guint64 block_bytes;   /* KV bytes of one block on this GPU (for swap) */
+  double swap_bandwidth; /* B/s host link for swap; the slower direction */
+  EmaTime swap_fixed_cost;
+} EmaEngineConfig;
+
+/* One request as the engine tracks it; observers read it, never write. */
+typedef struct {
+  guint64 id;
+  EmaTime arrival, scheduled, first_token, finished; /* -1 until it happens */
+  guint32 prompt_tokens, output_tokens;
+  guint32 kv_tokens; /* tokens whose KV is in the cache */
+  guint32 generated; /* output tokens produced */
+  guint64 blocks;    /* KV blocks held */
+  guint32 preemptions;
+  gboolean swapped; /* KV on host (swap mode), to be brought back */
+} EmaRequest;
+
+/* What one step did, for observers. */
+typedef struct {
+  EmaTime start, duration;
+  EmaStepBatch batch;
+  guint running, waiting;
+  guint64 blocks_used, blocks_free;
+  guint preempted; /* requests preempted while scheduling this step */
+} EmaStepReport;
+
+typedef struct {
+  void (*on_step)(gpointer data, const EmaStepReport *step);
+  void (*on_finish)(gpointer data, const EmaRequest *request);
+  gpointer data;
+} EmaEngineObserver;
+
+/* Time of one step with BATCH (normally ema_step_time). */
+typedef EmaTime (*EmaStepCostFunc)(gpointer data, const EmaStepBatch *batch);
+
+typedef struct _EmaEngine EmaEngine;
+
+/* The engine takes TRACE (and frees it). */
+EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemory memory,
+                          EmaStepCostFunc step_cost, gpointer step_cost_data,
+                          EmaTraceSource *trace);
+void ema_engine_free(EmaEngine *engine);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaEngine, ema_engine_free)
+
+void ema_engine_add_observer(EmaEngine *engine, const EmaEngineObserver *observer);
+/* Schedule the first arrival. A trace error fails the simulation. */
+void ema_engine_start(EmaEngine *engine);
+
+guint64 ema_engine_completed(const EmaEngine *engine);
+guint64 ema_engine_preemptions(const EmaEngine *engine);
+/* Requests dropped on arrival because their prompt and output can never fit
+ * in the KV memory at once. */
+guint64 ema_engine_rejected(const EmaEngine *engine);
+guint ema_engine_running(const EmaEngine *engine);
+guint ema_engine_waiting(const EmaEngine *engine);
+
+G_END_DECLS

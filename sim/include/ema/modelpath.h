@@ -1,0 +1,23 @@
+/* modelpath.h: finding model files by name. Hardware models
+ * (hwmodels/servers/<name>.yaml) and LLM shapes (hwmodels/llms/<name>.yaml)
+ * are looked up the same way: the directories of an environment variable
+ * (colon-separated, searched in order) first, then the built-in directory
+ * EMA_SOURCE_HWMODELS/<subdir>. The first file found wins; a name never
+ * contains a '/'. A miss answers with the sorted list of known names. */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Directories searched for SUBDIR's models: ENV_VAR's entries, then
+ * EMA_SOURCE_HWMODELS/SUBDIR. */
+GPtrArray *ema_model_dir_search_path(const char *subdir, const char *env_var);
+/* Sorted, de-duplicated names (file names without .yaml) on that path. */
+GPtrArray *ema_model_dir_list(const char *subdir, const char *env_var);
+/* Path of NAME.yaml on that path, or NULL with an EMA_CONFIG_ERROR_KEY error
+ * "unknown WHAT 'NAME' (known: a, b, ...)" (no location: the caller adds it). */
+char *ema_model_dir_find(const char *subdir, const char *env_var, const char *name,
+                         const char *what, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,608 @@
+/* test-llm.c: the LLM shapes (sim/llm.c) and the step-time model
+ * (sim/steptime.c). Every model file in hwmodels/llms loads by name and
+ * gives the parameter counts worked out by hand in its comments; name
+ * search and shape errors answer with the known names or a file:line:col;
+ * and the step time of small batches equals the equations of steptime.h,
+ * with every number worked out in the comment next to it. Seconds in the
+ * comments are rounded; the assertions use the exact expressions. */
+#include <math.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+#include "ema/experiment.h"
+#include "ema/hwmodel.h"
+#include "ema/llm.h"
+#include "ema/steptime.h"
+
+/* The ten shapes, with their total parameter counts as derived by hand in
+ * hwmodels/llms/README.md (and at the bottom of each file). */
+static const struct {
+  const char *name;
+  guint64 total_parameters;
+} models[] = {
+    {"llama-2-13b", G_GUINT64_CONSTANT(13015864320)},
+    {"llama-2-7b", G_GUINT64_CONSTANT(6738415616)},
+    {"llama-3.1-70b", G_GUINT64_CONSTANT(70553706496)},
+    {"llama-3.1-8b", G_GUINT64_CONSTANT(8030261248)},
+    {"mistral-7b-v0.1", G_GUINT64_CONSTANT(7241732096)},
+    {"mixtral-8x7b", G_GUINT64_CONSTANT(46702792704)},
+    {"opt-13b", G_GUINT64_CONSTANT(12853473280)},
+    {"opt-30b", G_GUINT64_CONSTANT(29974540288)},
+    {"qwen2.5-14b", G_GUINT64_CONSTANT(14770033664)},
+    {"qwen2.5-32b", G_GUINT64_CONSTANT(32763876352)},
+};
+
+#define KNOWN_MODELS                                                                               \
+  "llama-2-13b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, mistral-7b-v0.1, mixtral-8x7b, "          \
+  "opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Find NAME, load its file and bind it, as an experiment would. */
+static EmaLlmSpec *load_model(const char *name) {
+  GError *error = NULL;
+  g_autofree char *path = ema_llm_find(name, &error);
+  g_autoptr(EmaNode) root = NULL;
+  EmaLlmSpec *spec;
+  g_assert_no_error(error);
+  g_assert_nonnull(path);
+  root = ema_node_load_file(path, &error);
+  g_assert_no_error(error);
+  spec = g_new0(EmaLlmSpec, 1);
+  g_assert_true(ema_params_bind(&ema_llm_params, spec, root, NULL, &error));
+  g_assert_no_error(error);
+  return spec;
+}
+
+static EmaServerSpec *load_server(const char *name) {
+  GError *error = NULL;
+  EmaServerSpec *server = ema_server_load(name, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(server);
+  return server;
+}
+
+static EmaStepModel *step_model(const EmaLlmSpec *llm, const EmaServerSpec *server, guint tp) {
+  GError *error = NULL;
+  EmaStepModel *model = ema_step_model_new(llm, server, tp, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(model);
+  return model;
+}
+
+/* Bind TEXT (a model file's contents, named "bad.yaml") and expect an
+ * error with exactly MESSAGE. */
+static void bind_fails(const char *text, int code, const char *message) {
+  GError *error = NULL;
+  g_autoptr(EmaNode) root = ema_node_load_string(text, "bad.yaml", NULL, &error);
+  EmaLlmSpec spec = {0};
+  g_assert_no_error(error);
+  g_assert_false(ema_params_bind(&ema_llm_params, &spec, root, NULL, &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, code);
+  g_assert_cmpstr(error->message, ==, message);
+  g_error_free(error);
+  ema_params_clear(&ema_llm_params, &spec);
+}
+
+/* A valid shape (Llama-3.1-8B) with one line replaced. */
+static char *shape_with(const char *key, const char *line) {
+  static const char *const lines[] = {
+      "name: test",
+      "layers: 32",
+      "hidden: 4096",
+      "ffn: 14336",
+      "heads: 32",
+      "kv_heads: 8",
+      "head_dim: 128",
+      "vocab: 128256",
+      "dtype: bf16",
+      "ffn_kind: gated",
+      "experts: 1",
+      "active_experts: 1",
+      "tied_embeddings: false",
+      "attention_bias: false",
+      "max_context: 131072",
+  };
+  GString *text = g_string_new(NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(lines); i++) {
+    gboolean replace = key && g_str_has_prefix(lines[i], key) && lines[i][strlen(key)] == ':';
+    if (!replace)
+      g_string_append_printf(text, "%s\n", lines[i]);
+    else if (line)
+      g_string_append_printf(text, "%s\n", line);
+  }
+  return g_string_free(text, FALSE);
+}
+
+static void assert_close(double got, double want, double rel) {
+  if (fabs(got - want) > rel * fabs(want))
+    g_error("got %.12g, want %.12g (relative tolerance %g)", got, want, rel);
+}
+
+/* ---- the model files ----------------------------------------------------- */
+
+static void test_list(void) {
+  g_autoptr(GPtrArray) names = ema_llm_list();
+  g_assert_cmpuint(names->len, ==, G_N_ELEMENTS(models));
+  for (guint i = 0; i < G_N_ELEMENTS(models); i++)
+    g_assert_cmpstr(names->pdata[i], ==, models[i].name);
+}
+
+/* Each file loads by name; its name key is its file name; the derived total
+ * equals the hand count exactly and lies within 2% of the published figure
+ * (the largest gap, OPT-13B's nominal "13B", is -1.13%). */
+static void test_load_all(void) {
+  for (guint i = 0; i < G_N_ELEMENTS(models); i++) {
+    g_autoptr(EmaLlmSpec) spec = load_model(models[i].name);
+    EmaLlmDerived d;
+    ema_llm_derive(spec, &d);
+    g_assert_cmpstr(spec->name, ==, models[i].name);
+    g_assert_cmpuint(d.total_parameters, ==, models[i].total_parameters);
+    g_assert_cmpfloat(spec->reference_parameters, >, 0);
+    assert_close((double) d.total_parameters, spec->reference_parameters, 0.02);
+    g_assert_cmpuint(d.weight_bytes, ==, 2 * d.total_parameters); /* all are 2-byte types */
+    g_assert_cmpuint(d.total_parameters, ==,
+                     d.embedding_parameters + d.non_embedding_parameters + d.lm_head_parameters);
+  }
+}
+
+/* ema_llm_load, and writing a shape back as YAML reads back the same. */
+static void test_load_round_trip(void) {
+  GError *error = NULL;
+  g_autoptr(EmaLlmSpec) spec = ema_llm_load("qwen2.5-14b", &error);
+  g_autoptr(GString) yaml = g_string_new(NULL);
+  g_autoptr(EmaNode) root = NULL;
+  EmaLlmSpec again = {0};
+  g_assert_no_error(error);
+  ema_params_write_yaml(&ema_llm_params, spec, yaml, 0);
+  root = ema_node_load_string(yaml->str, "resolved.yaml", NULL, &error);
+  g_assert_no_error(error);
+  g_assert_true(ema_params_bind(&ema_llm_params, &again, root, NULL, &error));
+  g_assert_no_error(error);
+  g_assert_cmpstr(again.name, ==, "qwen2.5-14b");
+  g_assert_cmpint(again.kv_heads, ==, 8);
+  g_assert_cmpint(again.dtype, ==, EMA_DTYPE_BF16);
+  g_assert_cmpint(again.ffn_kind, ==, EMA_FFN_GATED);
+  g_assert_true(again.attention_bias);
+  g_assert_cmpfloat(again.reference_parameters, ==, 14.7e9);
+  ema_params_clear(&ema_llm_params, &again);
+  g_assert_true(ema_params_check_defaults(&ema_llm_params, &error));
+  g_assert_no_error(error);
+}
+
+/* Llama-3.1-8B, worked out in hwmodels/llms/llama-3.1-8b.yaml. */
+static void test_derive_llama3_8b(void) {
+  g_autoptr(EmaLlmSpec) spec = load_model("llama-3.1-8b");
+  EmaLlmDerived d;
+  ema_llm_derive(spec, &d);
+  g_assert_cmpuint(d.bytes_per_element, ==, 2);
+  /* q 16,777,216 + k,v 8,388,608 + o 16,777,216 + ffn 176,160,768 + norms 8,192 */
+  g_assert_cmpuint(d.layer_parameters, ==, 218112000);
+  g_assert_cmpuint(d.layer_active_parameters, ==, 218112000);
+  g_assert_cmpuint(d.embedding_parameters, ==, 525336576); /* 128256 x 4096 */
+  g_assert_cmpuint(d.lm_head_parameters, ==, 525336576);
+  g_assert_cmpuint(d.non_embedding_parameters, ==, G_GUINT64_CONSTANT(6979588096));
+  g_assert_cmpuint(d.active_non_embedding_parameters, ==, G_GUINT64_CONSTANT(6979588096));
+  g_assert_cmpuint(d.active_parameters, ==, G_GUINT64_CONSTANT(8030261248));
+  g_assert_cmpuint(d.weight_bytes, ==, 2 * G_GUINT64_CONSTANT(8030261248));
+  /* 2 x 32 layers x 8 KV heads x 128 x 2 B */
+  g_assert_cmpuint(d.kv_bytes_per_token, ==, 131072);
+  g_assert_cmpuint(d.kv_bytes_per_token_per_layer, ==, 4096);
+  g_assert_cmpuint(d.linear_flops_per_token, ==, 2 * G_GUINT64_CONSTANT(6979588096));
+  g_assert_cmpuint(d.lm_head_flops_per_token, ==, 2 * 4096 * 128256);
+  g_assert_cmpuint(d.attention_flops_per_token, ==, 4 * 32 * 32 * 128); /* 0.524 MFLOP */
+}
+
+static void test_derive_kv(void) {
+  g_autoptr(EmaLlmSpec) llama2 = load_model("llama-2-7b");
+  g_autoptr(EmaLlmSpec) mixtral = load_model("mixtral-8x7b");
+  g_autoptr(EmaLlmSpec) opt = load_model("opt-30b");
+  EmaLlmDerived d;
+  ema_llm_derive(llama2, &d);
+  g_assert_cmpuint(d.kv_bytes_per_token, ==, 524288); /* 2 x 32 x 32 x 128 x 2 (no GQA) */
+  ema_llm_derive(mixtral, &d);
+  g_assert_cmpuint(d.kv_bytes_per_token, ==, 131072); /* 2 x 32 x 8 x 128 x 2 */
+  ema_llm_derive(opt, &d);
+  g_assert_cmpuint(d.kv_bytes_per_token, ==, 1376256); /* 2 x 48 x 56 x 128 x 2 */
+}
+
+/* Mixtral: 8 experts, 2 active (hwmodels/llms/mixtral-8x7b.yaml). */
+static void test_derive_moe(void) {
+  g_autoptr(EmaLlmSpec) spec = load_model("mixtral-8x7b");
+  EmaLlmDerived d;
+  ema_llm_derive(spec, &d);
+  g_assert_cmpuint(d.expert_parameters, ==, 176160768); /* 3 x 4096 x 14336 */
+  /* q, k, v, o 41,943,040 + 8 experts 1,409,286,144 + router 32,768 + norms 8,192 */
+  g_assert_cmpuint(d.layer_parameters, ==, 1451270144);
+  g_assert_cmpuint(d.layer_active_parameters, ==, 1451270144 - 6 * 176160768);
+  g_assert_cmpuint(d.active_non_embedding_parameters, ==, G_GUINT64_CONSTANT(12617781248));
+  g_assert_cmpuint(d.active_parameters, ==, G_GUINT64_CONSTANT(12879925248)); /* card: 12.9B */
+  g_assert_cmpuint(d.linear_flops_per_token, ==, 2 * G_GUINT64_CONSTANT(12617781248));
+}
+
+/* OPT: LayerNorm biases, every linear layer biased, the learned positional
+ * table of 2048 + 2 rows, tied LM head (hwmodels/llms/opt-13b.yaml). */
+static void test_derive_opt(void) {
+  g_autoptr(EmaLlmSpec) spec = load_model("opt-13b");
+  EmaLlmDerived d;
+  ema_llm_derive(spec, &d);
+  g_assert_cmpuint(d.layer_parameters, ==, 314639360);
+  g_assert_cmpuint(d.embedding_parameters, ==, 257392640 + 10496000);
+  g_assert_cmpuint(d.lm_head_parameters, ==, 0);
+  g_assert_cmpuint(d.final_norm_parameters, ==, 10240);
+  g_assert_cmpuint(d.non_embedding_parameters, ==, G_GUINT64_CONSTANT(12585584640));
+}
+
+/* ---- finding and errors ------------------------------------------------- */
+
+static void test_find_unknown(void) {
+  GError *error = NULL;
+  g_assert_null(ema_llm_find("llama-9b", &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
+  g_assert_cmpstr(error->message, ==, "unknown model 'llama-9b' (known: " KNOWN_MODELS ")");
+  g_clear_error(&error);
+  /* a path is not a name */
+  g_assert_null(ema_llm_find("../llms/llama-3.1-8b", &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
+  g_clear_error(&error);
+  /* the shared search kept the hardware models' message */
+  g_assert_null(ema_hwmodel_find("h300x2", &error));
+  g_assert_true(g_str_has_prefix(error->message, "unknown hardware model 'h300x2' (known: "));
+  g_assert_nonnull(strstr(error->message, "h200x2"));
+  g_clear_error(&error);
+}
+
+/* `model: NAME` inside a larger file goes through ema_llm_resolve. */
+typedef struct {
+  EmaLlmSpec model;
+} Holder;
+
+static const EmaParam holder_params[] = {
+    {"model", EMA_PARAM_STRUCT, G_STRUCT_OFFSET(Holder, model), .table = &ema_llm_params,
+     .resolve = ema_llm_resolve, .flags = EMA_PARAM_REQUIRED, .help = "the LLM"},
+};
+static const EmaParamTable holder_table = {"tenant", sizeof(Holder), holder_params,
+                                           EMA_PARAMS_N(holder_params), NULL};
+
+static void test_resolve(void) {
+  GError *error = NULL;
+  g_autoptr(EmaNode) good =
+      ema_node_load_string("model: mistral-7b-v0.1\n", "exp.yaml", NULL, &error);
+  g_autoptr(EmaNode) bad = ema_node_load_string("x: 1\nmodel: gpt-5\n", "exp.yaml", NULL, &error);
+  Holder holder = {0};
+  g_assert_no_error(error);
+  g_assert_true(ema_params_bind(&holder_table, &holder, good, NULL, &error));
+  g_assert_no_error(error);
+  g_assert_cmpstr(holder.model.name, ==, "mistral-7b-v0.1");
+  g_assert_cmpint(holder.model.kv_heads, ==, 8);
+  ema_params_clear(&holder_table, &holder);
+
+  g_assert_null(ema_llm_resolve(ema_node_get(bad, "model"), &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
+  g_assert_cmpstr(error->message, ==,
+                  "exp.yaml:2:8: model: unknown model 'gpt-5' (known: " KNOWN_MODELS ")");
+  g_clear_error(&error);
+}
+
+/* EMA_LLM_PATH is searched first; its models join the list. */
+static void test_search_path(void) {
+  GError *error = NULL;
+  g_autofree char *dir = g_dir_make_tmp("ema-llm-XXXXXX", &error);
+  g_autofree char *file = NULL;
+  g_autofree char *shadow = NULL;
+  g_autofree char *text = shape_with("name", "name: tiny");
+  g_autoptr(GPtrArray) names = NULL;
+  g_autofree char *found = NULL;
+  g_assert_no_error(error);
+  file = g_build_filename(dir, "tiny.yaml", NULL);
+  shadow = g_build_filename(dir, "llama-3.1-8b.yaml", NULL);
+  g_assert_true(g_file_set_contents(file, text, -1, &error));
+  g_assert_true(g_file_set_contents(shadow, text, -1, &error));
+  g_setenv("EMA_LLM_PATH", dir, TRUE);
+
+  found = ema_llm_find("tiny", &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(found, ==, file);
+  g_clear_pointer(&found, g_free);
+  found = ema_llm_find("llama-3.1-8b", &error); /* the user's copy wins */
+  g_assert_cmpstr(found, ==, shadow);
+  names = ema_llm_list();
+  g_assert_cmpuint(names->len, ==, G_N_ELEMENTS(models) + 1); /* no duplicate */
+  g_assert_cmpstr(names->pdata[names->len - 1], ==, "tiny");
+
+  g_unsetenv("EMA_LLM_PATH");
+  g_remove(file);
+  g_remove(shadow);
+  g_rmdir(dir);
+}
+
+static void test_bad_shapes(void) {
+  g_autofree char *kv = shape_with("kv_heads", "kv_heads: 5");
+  g_autofree char *moe = shape_with("active_experts", "active_experts: 2");
+  g_autofree char *dtype = shape_with("dtype", "dtype: int4");
+  g_autofree char *missing = shape_with("vocab", NULL);
+  g_autofree char *range = shape_with("layers", "layers: 0");
+  bind_fails(kv, EMA_CONFIG_ERROR_INVALID,
+             "bad.yaml:6:11: kv_heads: kv_heads (5) must divide heads (32)");
+  bind_fails(moe, EMA_CONFIG_ERROR_INVALID,
+             "bad.yaml:12:17: active_experts: active_experts (2) cannot exceed experts (1)");
+  bind_fails(dtype, EMA_CONFIG_ERROR_TYPE,
+             "bad.yaml:9:8: dtype: unknown value 'int4' (choose from: bf16, fp16, fp32)");
+  bind_fails(missing, EMA_CONFIG_ERROR_KEY,
+             "bad.yaml:1:1: vocab: missing required key (an integer)");
+  bind_fails(range, EMA_CONFIG_ERROR_RANGE, "bad.yaml:2:9: layers: 0 is out of range [1, 1024]");
+}
+
+/* ---- step time ---------------------------------------------------------- */
+
+/* The H200 of hwmodels/servers/h200x2.yaml: HBM 4489 GB/s at efficiency 1;
+ * 989 TFLOP/s at efficiency 0.797 (788.233 TFLOP/s); step_overhead 0. */
+#define H200_BW 4489e9
+#define H200_FLOPS (989e12 * 0.797)
+
+/* THE hand-checkable step: one request decoding with a 1,000-token context
+ * (incl. the new token), Llama-3.1-8B, one H200, tp = 1. Memory bound:
+ *   one layer: weights 218,112,000 x 2 = 436,224,000 B, KV read 1000 x 4096,
+ *     KV written 4096, residual stream 2 x 4096 x 2 = 16,384: 440,340,480 B
+ *     -> 98.093 us; FLOPs 2 x 218,112,000 + 4 x 32 x 128 x 1000 =
+ *     452,608,000 -> 0.574 us
+ *   LM head: (4096 x 128256 + 4096 final norm) x 2 + 128256 x 2 logits =
+ *     1,050,937,856 B -> 234.114 us (1.333 us of FLOPs)
+ *   step: (32 x 440,340,480 + 1,050,937,856) / 4489 GB/s
+ *       = 15,141,833,216 B / 4489 GB/s = 3.373097 ms (3,373,097 ns)
+ * Against the weights: weight_bytes / bandwidth = 16,060,522,496 B / 4489
+ * GB/s = 3.578 ms is 6% MORE, because a decode step does not stream the
+ * token-embedding table (1,050,673,152 B; it gathers one row per token).
+ * The weights a step streams, 15,009,849,344 B / 4489 GB/s = 3.344 ms, are
+ * within 1% of the step (the 1,000 tokens of KV add 0.88%). */
+static void test_decode_hand(void) {
+  g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-8b");
+  g_autoptr(EmaServerSpec) server = load_server("h200x2");
+  g_autoptr(EmaStepModel) model = step_model(llm, server, 1);
+  EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 1000, .logits = 1};
+  EmaStepBreakdown b;
+  EmaLlmDerived d;
+  EmaTime t = ema_step_time(model, &batch, &b);
+  double streamed;
+
+  ema_llm_derive(llm, &d);
+  g_assert_cmpfloat(server->gpu.hbm_bandwidth, ==, H200_BW);
+  g_assert_cmpfloat(server->gpu.hbm_efficiency, ==, 1.0);
+  g_assert_cmpint(server->gpu.step_overhead, ==, 0);
+  g_assert_cmpint(t, ==, b.time);
+  g_assert_cmpint(t, ==, llround(15141833216.0 / H200_BW * 1e9));
+  g_assert_cmpint(t, ==, 3373097);
+  g_assert_cmpint(b.layer_bound, ==, EMA_STEP_BOUND_MEMORY);
+  g_assert_cmpint(b.lm_head_bound, ==, EMA_STEP_BOUND_MEMORY);
+  assert_close(b.layer_memory_s, 440340480.0 / H200_BW, 1e-12);
+  assert_close(b.layer_compute_s, 452608000.0 / H200_FLOPS, 1e-12);
+  assert_close(b.lm_head_memory_s, 1050937856.0 / H200_BW, 1e-12);
+  assert_close(b.bytes, 15141833216.0, 1e-12);
+  assert_close(b.flops, 32 * 452608000.0 + 2.0 * 4096 * 128256, 1e-12);
+  assert_close(b.kv_read_bytes, 32 * 4096 * 1000.0, 1e-12);
+  g_assert_cmpfloat(b.allreduce_s, ==, 0);
+  g_assert_cmpfloat(b.overhead_s, ==, 0);
+
+  /* within 1% of the streamed weights over the bandwidth, + step_overhead */
+  streamed = (double) (d.weight_bytes - d.embedding_parameters * d.bytes_per_element);
+  g_assert_cmpfloat(streamed, ==, 15009849344.0);
+  assert_close((double) t, streamed / H200_BW * 1e9 + server->gpu.step_overhead, 0.01);
+  /* and 6% below all the weights over the bandwidth */
+  assert_close((double) t, (double) d.weight_bytes / H200_BW * 1e9, 0.06);
+  g_assert_cmpfloat((double) t, <, (double) d.weight_bytes / H200_BW * 1e9);
+
+  /* step_overhead and hbm_efficiency enter as the equations say */
+  server->gpu.step_overhead = 50000;
+  server->gpu.hbm_efficiency = 0.5;
+  {
+    g_autoptr(EmaStepModel) slower = step_model(llm, server, 1);
+    g_assert_cmpint(ema_step_time(slower, &batch, NULL), ==,
+                    llround(15141833216.0 / (0.5 * H200_BW) * 1e9) + 50000);
+  }
+}
+
+/* A 4,096-token prompt in one chunk, Llama-3.1-8B, one H200: compute bound.
+ *   one layer: FLOPs 2 x 218,112,000 x 4096 + 4 x 32 x 128 x (4096 x 4097 / 2)
+ *     = 1,786,773,504,000 + 137,472,507,904 = 1,924,246,011,904
+ *     -> 2.441 ms at 788.233 TFLOP/s; bytes 436,224,000 + 4096 x 4096 read
+ *     + 4096 x 4096 written + 2 x 4096 x 2 x 4096 = 536,887,296 -> 0.120 ms
+ *   LM head for the one last token: memory bound, 234.114 us as above
+ *   step: 32 x 2.441 ms + 0.234 ms = 78.353 ms */
+static void test_prefill_compute_bound(void) {
+  g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-8b");
+  g_autoptr(EmaServerSpec) server = load_server("h200x2");
+  g_autoptr(EmaStepModel) model = step_model(llm, server, 1);
+  EmaStepBatch batch = {.prefill_tokens = 4096,
+                        .prefill_context = 4096.0 * 4097 / 2,
+                        .prefill_kv_read = 4096,
+                        .logits = 1};
+  EmaStepBreakdown b;
+  EmaTime t = ema_step_time(model, &batch, &b);
+  double layer_flops = 2.0 * 218112000 * 4096 + 4.0 * 32 * 128 * (4096.0 * 4097 / 2);
+
+  g_assert_cmpfloat(layer_flops, ==, 1924246011904.0);
+  g_assert_cmpint(b.layer_bound, ==, EMA_STEP_BOUND_COMPUTE);
+  g_assert_cmpint(b.lm_head_bound, ==, EMA_STEP_BOUND_MEMORY);
+  assert_close(b.layer_memory_s, 536887296.0 / H200_BW, 1e-12);
+  g_assert_cmpint(t, ==, llround((32 * layer_flops / H200_FLOPS + 1050937856.0 / H200_BW) * 1e9));
+  g_assert_cmpint(t, ==, 78352985);
+}
+
+/* tp = 2 on the two H200s: each GPU holds half the weights, 4 of the 8 KV
+ * heads, and pays 2 ring all-reduces per layer over NVLink (397 GB/s,
+ * 1002 ns). The 1,000-token decode step:
+ *   all-reduce of 1 token x 4096 x 2 B = 8192 B:
+ *     2 (2-1)/2 x 8192 / 397e9 + 2 (2-1) x 1002 ns = 20.6 ns + 2004 ns
+ *     x 2 x 32 layers = 129.577 us
+ *   one layer: 436,224,000 / 2 + 2 x 4 x 128 x 2 x (1000 + 1) + 16,384
+ *     = 220,178,432 B -> 49.048 us
+ *   LM head: (4096 x 128256 / 2 + 4096) x 2 + 128256 = 525,473,024 B
+ *   step: 32 x 49.048 us + 117.058 us + 129.577 us = 1.816 ms */
+static void test_tp2(void) {
+  g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-8b");
+  g_autoptr(EmaServerSpec) server = load_server("h200x2");
+  g_autoptr(EmaStepModel) one = step_model(llm, server, 1);
+  g_autoptr(EmaStepModel) two = step_model(llm, server, 2);
+  EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 1000, .logits = 1};
+  EmaStepBreakdown b;
+  EmaTime t = ema_step_time(two, &batch, &b);
+  double allreduce = 2 * 32 * (2.0 * (2 - 1) / 2 * 8192 / 397e9 + 2.0 * (2 - 1) * 1002e-9);
+
+  g_assert_cmpuint(ema_step_model_tp(two), ==, 2);
+  g_assert_cmpuint(ema_step_model_weight_bytes_per_gpu(one), ==,
+                   2 * G_GUINT64_CONSTANT(8030261248));
+  g_assert_cmpuint(ema_step_model_weight_bytes_per_gpu(two), ==, G_GUINT64_CONSTANT(8030261248));
+  g_assert_cmpfloat(ema_step_model_kv_bytes_per_token_per_gpu(one), ==, 131072);
+  g_assert_cmpfloat(ema_step_model_kv_bytes_per_token_per_gpu(two), ==, 65536);
+  assert_close(b.allreduce_s, allreduce, 1e-12);
+  assert_close(b.allreduce_s, 129.577e-6, 1e-5);
+  assert_close(b.layer_memory_s, 220178432.0 / H200_BW, 1e-12);
+  assert_close(b.lm_head_memory_s, 525473024.0 / H200_BW, 1e-12);
+  g_assert_cmpint(t, ==,
+                  llround((32 * 220178432.0 / H200_BW + 525473024.0 / H200_BW + allreduce) * 1e9));
+  g_assert_cmpint(t, <, ema_step_time(one, &batch, NULL));
+}
+
+static void step_model_fails(const EmaLlmSpec *llm, const EmaServerSpec *server, guint tp,
+                             const char *message) {
+  GError *error = NULL;
+  g_assert_null(ema_step_model_new(llm, server, tp, &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+  g_assert_cmpstr(error->message, ==, message);
+  g_error_free(error);
+}
+
+static void test_tp_invalid(void) {
+  g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-8b");
+  g_autoptr(EmaServerSpec) h200x2 = load_server("h200x2");
+  g_autoptr(EmaServerSpec) h200x8 = load_server("h200x8-hgx");
+  step_model_fails(llm, h200x2, 3, "tensor-parallel size 3 must divide the server's 2 GPUs");
+  step_model_fails(llm, h200x2, 4, "tensor-parallel size 4 must divide the server's 2 GPUs");
+  step_model_fails(llm, h200x2, 0, "tensor-parallel size 0 must divide the server's 2 GPUs");
+  /* a hypothetical shape of 20 heads (4 KV heads) cannot split 8 ways */
+  llm->heads = 20;
+  llm->kv_heads = 4;
+  step_model_fails(llm, h200x8, 8, "tensor-parallel size 8 must divide llama-3.1-8b's 20 heads");
+  /* 24 heads split 2 ways, but 3 KV heads neither split 2 ways nor divide 2 */
+  llm->heads = 24;
+  llm->kv_heads = 3;
+  step_model_fails(llm, h200x8, 2,
+                   "tensor-parallel size 2 must divide llama-3.1-8b's 3 KV heads or be a "
+                   "multiple of them");
+}
+
+/* KV heads fewer than tp are replicated: Llama-3.1-70B (8 KV heads) at tp 8
+ * keeps 1 head per GPU; a 2-KV-head variant at tp 8 still keeps 1. */
+static void test_tp8_kv_replication(void) {
+  g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-70b");
+  g_autoptr(EmaServerSpec) server = load_server("h200x8-hgx");
+  g_autoptr(EmaStepModel) tp8 = step_model(llm, server, 8);
+  EmaLlmDerived d;
+  ema_llm_derive(llm, &d);
+  g_assert_cmpuint(ema_step_model_weight_bytes_per_gpu(tp8), ==, d.weight_bytes / 8);
+  g_assert_cmpfloat(ema_step_model_kv_bytes_per_token_per_gpu(tp8), ==, 2 * 80 * 1 * 128 * 2);
+  llm->kv_heads = 2;
+  {
+    g_autoptr(EmaStepModel) replicated = step_model(llm, server, 8);
+    g_assert_cmpfloat(ema_step_model_kv_bytes_per_token_per_gpu(replicated), ==,
+                      2 * 80 * 1 * 128 * 2);
+  }
+}
+
+/* More context or more sequences never shorten a step, and here always
+ * lengthen it (memory bound: every token of KV adds bytes). */
+static void test_monotonic(void) {
+  const char *const names[] = {"llama-3.1-8b", "mixtral-8x7b", "qwen2.5-14b", "opt-13b"};
+  g_autoptr(EmaServerSpec) server = load_server("h200x2");
+  for (guint n = 0; n < G_N_ELEMENTS(names); n++) {
+    g_autoptr(EmaLlmSpec) llm = load_model(names[n]);
+    g_autoptr(EmaStepModel) model = step_model(llm, server, 1);
+    EmaTime last = 0;
+    for (guint64 context = 1; context <= 32768; context *= 2) {
+      EmaStepBatch batch = {.decode_seqs = 1, .decode_context = (double) context, .logits = 1};
+      EmaTime t = ema_step_time(model, &batch, NULL);
+      g_assert_cmpint(t, >, last);
+      last = t;
+    }
+    last = 0;
+    for (guint64 seqs = 1; seqs <= 1024; seqs++) {
+      EmaStepBatch batch = {
+          .decode_seqs = seqs, .decode_context = 500.0 * (double) seqs, .logits = seqs};
+      EmaTime t = ema_step_time(model, &batch, NULL);
+      g_assert_cmpint(t, >, last);
+      last = t;
+    }
+    /* adding a prefill chunk to a decode batch costs more than either */
+    {
+      EmaStepBatch decode = {.decode_seqs = 64, .decode_context = 64 * 2000.0, .logits = 64};
+      EmaStepBatch mixed = decode;
+      mixed.prefill_tokens = 512;
+      mixed.prefill_context = 512.0 * 513 / 2;
+      mixed.prefill_kv_read = 512;
+      g_assert_cmpint(ema_step_time(model, &mixed, NULL), >, ema_step_time(model, &decode, NULL));
+    }
+  }
+}
+
+/* Mixtral: one token reads its 2 experts of 8; many tokens read them all.
+ *   one token: (41,943,040 attention + 32,768 router + 8,192 norms
+ *     + 2 x 176,160,768) x 2 B = 788,611,072 B of weights per layer
+ *   256 tokens: 8 (1 - 0.75^256) = 8 experts (to 1e-30) */
+static void test_moe_experts(void) {
+  g_autoptr(EmaLlmSpec) llm = load_model("mixtral-8x7b");
+  g_autoptr(EmaServerSpec) server = load_server("h200x2");
+  g_autoptr(EmaStepModel) model = step_model(llm, server, 1);
+  EmaStepBatch one = {.decode_seqs = 1, .decode_context = 100, .logits = 1};
+  EmaStepBatch many = {.decode_seqs = 256, .decode_context = 256 * 100.0, .logits = 256};
+  EmaStepBreakdown b;
+  double head = (4096.0 * 32000 + 4096) * 2;
+  ema_step_time(model, &one, &b);
+  assert_close(b.weight_bytes_read, 32 * 788611072.0 + head, 1e-12);
+  ema_step_time(model, &many, &b);
+  assert_close(b.weight_bytes_read, 32 * (41984000.0 + 8 * 176160768.0) * 2 + head, 1e-12);
+}
+
+static void test_empty(void) {
+  g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-8b");
+  g_autoptr(EmaServerSpec) server = load_server("h200x2");
+  g_autoptr(EmaStepModel) model = step_model(llm, server, 1);
+  EmaStepBatch batch = {0};
+  EmaStepBreakdown b;
+  g_assert_cmpint(ema_step_time(model, &batch, &b), ==, 0);
+  g_assert_cmpint(b.time, ==, 0);
+  g_assert_cmpfloat(b.bytes, ==, 0);
+  /* a prefill chunk that does not end its prompt computes no logits */
+  batch.prefill_tokens = 256;
+  batch.prefill_context = 256.0 * 257 / 2;
+  batch.prefill_kv_read = 256;
+  g_assert_cmpint(ema_step_time(model, &batch, &b), >, 0);
+  g_assert_cmpint(b.lm_head_bound, ==, EMA_STEP_BOUND_NONE);
+  g_assert_cmpfloat(b.lm_head_s, ==, 0);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_unsetenv("EMA_LLM_PATH");
+  g_unsetenv("EMA_HWMODEL_PATH");
+  g_test_add_func("/llm/list", test_list);
+  g_test_add_func("/llm/load-all", test_load_all);
+  g_test_add_func("/llm/load/round-trip", test_load_round_trip);
+  g_test_add_func("/llm/derive/llama-3.1-8b", test_derive_llama3_8b);
+  g_test_add_func("/llm/derive/kv-bytes", test_derive_kv);
+  g_test_add_func("/llm/derive/moe", test_derive_moe);
+  g_test_add_func("/llm/derive/opt", test_derive_opt);
+  g_test_add_func("/llm/find/unknown", test_find_unknown);
+  g_test_add_func("/llm/find/resolve", test_resolve);
+  g_test_add_func("/llm/find/search-path", test_search_path);
+  g_test_add_func("/llm/errors/bad-shapes", test_bad_shapes);
+  g_test_add_func("/steptime/decode/hand-checked", test_decode_hand);
+  g_test_add_func("/steptime/prefill/compute-bound", test_prefill_compute_bound);
+  g_test_add_func("/steptime/tp/two", test_tp2);
+  g_test_add_func("/steptime/tp/invalid", test_tp_invalid);
+  g_test_add_func("/steptime/tp/kv-replication", test_tp8_kv_replication);
+  g_test_add_func("/steptime/monotonic", test_monotonic);
+  g_test_add_func("/steptime/moe/experts", test_moe_experts);
+  g_test_add_func("/steptime/empty", test_empty);
+  return g_test_run();
+}
