@@ -50,7 +50,7 @@ static gboolean check_expect(gpointer object, const EmaNode *node, const char *p
                    "give either time or bandwidth, not both");
     return FALSE;
   }
-  if (!expect->time && !expect->bandwidth) {
+  if (!expect->time && !expect->bandwidth && node->keys->len > 0) { /* `expect: {}` is none */
     ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, path,
                    "an expectation needs time or bandwidth");
     return FALSE;

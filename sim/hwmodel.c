@@ -73,13 +73,15 @@ static const EmaParam link_params[] = {
 static gboolean check_link(gpointer object, const EmaNode *node, const char *path, GError **error) {
   const EmaLinkSpec *link = object;
   if (link->duplex_bandwidth < link->bandwidth || link->duplex_bandwidth > 2 * link->bandwidth) {
-    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "duplex_bandwidth"), path,
-                   "duplex_bandwidth must lie between bandwidth and twice bandwidth");
+    g_autofree char *key_path = g_strconcat(path, ".duplex_bandwidth", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "duplex_bandwidth"),
+                   key_path, "must lie between bandwidth and twice bandwidth");
     return FALSE;
   }
   if (link->direct_read_bandwidth > link->bandwidth) {
+    g_autofree char *key_path = g_strconcat(path, ".direct_read_bandwidth", NULL);
     ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "direct_read_bandwidth"),
-                   path, "direct_read_bandwidth cannot exceed the link bandwidth");
+                   key_path, "cannot exceed the link bandwidth");
     return FALSE;
   }
   return TRUE;
@@ -106,8 +108,9 @@ static gboolean check_host(gpointer object, const EmaNode *node, const char *pat
   double one_way = MAX(host->h2d_bandwidth, host->d2h_bandwidth);
   if (host->duplex_bandwidth < one_way ||
       host->duplex_bandwidth > host->h2d_bandwidth + host->d2h_bandwidth) {
-    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "duplex_bandwidth"), path,
-                   "duplex_bandwidth must lie between the faster direction and the sum of both");
+    g_autofree char *key_path = g_strconcat(path, ".duplex_bandwidth", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "duplex_bandwidth"),
+                   key_path, "must lie between the faster direction and the sum of both");
     return FALSE;
   }
   return TRUE;

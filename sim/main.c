@@ -61,7 +61,8 @@ static gboolean parse_options(const char *summary, GOptionEntry *entries, int *a
 static int command_run(int argc, char **argv, gboolean check_only) {
   g_autofree char *out_dir = NULL;
   g_auto(GStrv) overrides = NULL;
-  gint64 seed = -1;
+  g_autofree char *seed_text = NULL;
+  gint64 seed = 0;
   GError *error = NULL;
   g_autoptr(EmaExperiment) experiment = NULL;
   g_autoptr(EmaOpsReport) report = NULL;
@@ -69,8 +70,8 @@ static int command_run(int argc, char **argv, gboolean check_only) {
   double wall_s;
   GOptionEntry run_entries[] = {{"output", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir,
                                  "Directory for the results (default: results/NAME)", "DIR"},
-                                {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
-                                 "Seed of all random streams (overrides the file)", "N"},
+                                {"seed", 0, 0, G_OPTION_ARG_STRING, &seed_text,
+                                 "Seed of all random streams, 0 or more (overrides the file)", "N"},
                                 {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
                                  "Override one value, e.g. --set server.gpus=4 (repeatable)",
                                  "KEY.PATH=VALUE"},
@@ -82,11 +83,16 @@ static int command_run(int argc, char **argv, gboolean check_only) {
     return EXIT_USAGE;
   if (argc != 2)
     return usage_error(argc < 2 ? "missing experiment FILE" : "too many arguments");
+  if (seed_text && (!ema_units_parse_int(seed_text, &seed, NULL) || seed < 0)) {
+    g_autofree char *message =
+        g_strdup_printf("--seed: '%s' is not a whole number >= 0", seed_text);
+    return usage_error(message);
+  }
 
   experiment = ema_experiment_load(argv[1], (const char *const *) overrides, &error);
   if (experiment == NULL)
     return fail(error);
-  if (seed >= 0)
+  if (seed_text)
     experiment->seed = seed;
   if (check_only) {
     printf("%s: ok (%s on %s, %u ops)\n", argv[1], experiment->name, experiment->server.name,

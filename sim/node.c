@@ -128,6 +128,12 @@ typedef struct {
 
 static EmaNode *load_file_chained(const char *path, GPtrArray *chain, GError **error);
 
+/* Failures of a file itself (unreadable, part of a cycle, too deep) carry no
+ * location until the caller adds the place that named the file. */
+static GQuark unlocated_quark(void) {
+  return g_quark_from_static_string("ema-config-unlocated-quark");
+}
+
 static void set_parser_error(Loader *loader, GError **error) {
   yaml_parser_t *p = &loader->parser;
   const char *problem = p->problem ? p->problem : "malformed YAML";
@@ -176,8 +182,9 @@ static EmaNode *include_file(Loader *loader, const yaml_event_t *event, GError *
                                     : g_build_filename(loader->base_dir, target, NULL);
   node = load_file_chained(path, loader->chain, &inner);
   if (node == NULL) {
-    /* An include that cannot be read is reported where the include is. */
-    if (g_error_matches(inner, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_IO)) {
+    /* An include that cannot be read is reported where the include is;
+     * errors inside the included file already carry their location. */
+    if (inner->domain == unlocated_quark()) {
       g_autofree char *message = g_strdup_printf("!include %s: %s", target, inner->message);
       location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_IO, message);
       g_error_free(inner);
@@ -223,6 +230,16 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, GError **error) 
     yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
     const yaml_char_t *anchor =
         is_map ? event->data.mapping_start.anchor : event->data.sequence_start.anchor;
+    const char *tag =
+        (const char *) (is_map ? event->data.mapping_start.tag : event->data.sequence_start.tag);
+    if (tag && tag[0] == '!') {
+      g_autofree char *message =
+          strcmp(tag, "!include") == 0
+              ? g_strdup("!include takes a file name, not a map or list")
+              : g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)", tag);
+      location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
+      return NULL;
+    }
     g_autoptr(EmaNode) node = NULL;
     if (anchor) {
       location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
@@ -240,6 +257,17 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, GError **error) 
         break;
       }
       if (is_map) {
+        if (child_event.type == YAML_SCALAR_EVENT &&
+            (child_event.data.scalar.anchor || child_event.data.scalar.tag)) {
+          g_autofree char *message =
+              child_event.data.scalar.anchor
+                  ? g_strdup("YAML anchors (&name) are not supported")
+                  : g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)",
+                                    (const char *) child_event.data.scalar.tag);
+          location_error(loader, &child_event.start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
+          yaml_event_delete(&child_event);
+          return NULL;
+        }
         if (child_event.type != YAML_SCALAR_EVENT) {
           location_error(loader, &child_event.start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
                          "map keys must be plain names");
@@ -353,17 +381,17 @@ static EmaNode *load_file_chained(const char *path, GPtrArray *chain, GError **e
 
   for (guint i = 0; i < chain->len; i++) {
     if (strcmp(chain->pdata[i], canonical) == 0) {
-      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_IO, "include cycle through %s", path);
+      g_set_error(error, unlocated_quark(), 0, "include cycle through %s", path);
       return NULL;
     }
   }
   if (chain->len >= MAX_INCLUDE_DEPTH) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_IO,
-                "includes nested deeper than %d files", MAX_INCLUDE_DEPTH);
+    g_set_error(error, unlocated_quark(), 0, "includes nested deeper than %d files",
+                MAX_INCLUDE_DEPTH);
     return NULL;
   }
   if (!g_file_get_contents(path, &text, &length, &io_error)) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_IO, "%s", io_error->message);
+    g_set_error(error, unlocated_quark(), 0, "%s", io_error->message);
     g_error_free(io_error);
     return NULL;
   }
@@ -375,7 +403,16 @@ static EmaNode *load_file_chained(const char *path, GPtrArray *chain, GError **e
 
 EmaNode *ema_node_load_file(const char *path, GError **error) {
   g_autoptr(GPtrArray) chain = g_ptr_array_new_with_free_func(g_free);
-  return load_file_chained(path, chain, error);
+  GError *inner = NULL;
+  EmaNode *root = load_file_chained(path, chain, &inner);
+  if (root == NULL) {
+    if (inner->domain == unlocated_quark()) {
+      inner->domain = EMA_CONFIG_ERROR;
+      inner->code = EMA_CONFIG_ERROR_IO;
+    }
+    g_propagate_error(error, inner);
+  }
+  return root;
 }
 
 EmaNode *ema_node_load_string(const char *text, const char *name, const char *base_dir,
@@ -445,7 +482,7 @@ gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint or
   relocate(value, "--set", ordinal, value_col);
 
   parts = g_strsplit(path, ".", -1);
-  for (guint i = 0; parts[i] != NULL; i++) {
+  for (guint i = 0, part_col = 1; parts[i] != NULL; part_col += (guint) strlen(parts[i]) + 1, i++) {
     const char *part = parts[i];
     gboolean last = parts[i + 1] == NULL;
     if (part[0] == '\0') {
@@ -454,6 +491,15 @@ gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint or
     }
     if (node->kind == EMA_NODE_MAP) {
       EmaNode *child = ema_node_get(node, part);
+      if (child == NULL) /* a new key: errors about it point at it */
+        g_ptr_array_add(node->keys, ema_node_new_scalar(part, "--set", ordinal, part_col));
+      if (child == NULL && !last) {
+        child = ema_node_new_map("--set", ordinal, part_col);
+        g_ptr_array_add(node->items, child);
+      } else if (child == NULL) {
+        g_ptr_array_add(node->items, g_steal_pointer(&value));
+        return TRUE;
+      }
       if (last) {
         ema_node_set(node, part, g_steal_pointer(&value));
         return TRUE;
@@ -463,9 +509,10 @@ gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint or
                        "'%s' holds the plain value '%s', not a map or list", part, child->value);
         return FALSE;
       }
-      if (child == NULL || child->kind == EMA_NODE_SCALAR) {
-        child = ema_node_new_map("--set", ordinal, 1);
-        ema_node_set(node, part, child);
+      if (child->kind == EMA_NODE_SCALAR) { /* a null value: make it a map */
+        EmaNode *map = ema_node_new_map("--set", ordinal, part_col);
+        ema_node_set(node, part, map);
+        child = map;
       }
       node = child;
     } else if (node->kind == EMA_NODE_SEQ) {

@@ -75,6 +75,10 @@ static char *child_path(const char *path, const char *key) {
 /* Numeric value of a scalar field, for range checks. */
 static double numeric_value(const EmaParam *param, gconstpointer field) {
   switch (param->type) {
+  case EMA_PARAM_BOOL:
+    return *(const gboolean *) field ? 1 : 0;
+  case EMA_PARAM_ENUM:
+    return *(const int *) field;
   case EMA_PARAM_INT:
   case EMA_PARAM_DURATION:
     return (double) *(const gint64 *) field;
@@ -408,6 +412,8 @@ static void append_quoted(GString *out, const char *text) {
       g_string_append_c(out, '\\');
     if (*p == '\n')
       g_string_append(out, "\\n");
+    else if ((unsigned char) *p < 0x20 || *p == 0x7f)
+      g_string_append_printf(out, "\\x%02x", (unsigned char) *p);
     else
       g_string_append_c(out, *p);
   }
@@ -425,6 +431,13 @@ static char *format_value(const EmaParam *param, gconstpointer field) {
     append_quoted(quoted, *(char *const *) field);
     return g_string_free(quoted, FALSE);
   }
+  /* integers are printed from their own type: a double would round above 2^53 */
+  case EMA_PARAM_INT:
+    return g_strdup_printf("%" G_GINT64_FORMAT, *(const gint64 *) field);
+  case EMA_PARAM_SIZE:
+    return ema_units_format_size(*(const guint64 *) field);
+  case EMA_PARAM_DURATION:
+    return ema_units_format_duration(*(const gint64 *) field);
   default:
     return format_number(param->type, numeric_value(param, field));
   }

@@ -1,0 +1,494 @@
+/* test-cli.c: the ema-sim command line, run as a real program (its path in
+ * EMA_SIM, working directory EMA_SOURCE_ROOT): help, version and usage
+ * errors with their exit codes; `run` on the h200x2 baseline (resolved.yaml,
+ * summary.json, determinism, --seed, --set); `check`, `list hwmodels` and
+ * `describe hwmodel`; and bad input from tests/fixtures/experiments/, where
+ * every error must be exactly one line on stderr that starts with
+ * path:line:col: and exits 1. */
+#include <math.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#define BASELINE "experiments/calibration/h200x2-baseline.yaml"
+#define FIXTURES "tests/fixtures/experiments/"
+
+typedef struct {
+  int status; /* exit code */
+  char *out;
+  char *err;
+} CliRun;
+
+static void cli_run_free(CliRun *run) {
+  g_free(run->out);
+  g_free(run->err);
+  g_free(run);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliRun, cli_run_free)
+
+static const char *ema_sim_path(void) {
+  const char *path = g_getenv("EMA_SIM");
+  if (path == NULL || !g_file_test(path, G_FILE_TEST_IS_EXECUTABLE))
+    g_error("EMA_SIM must name the ema-sim executable (got %s)", path ? path : "nothing");
+  return path;
+}
+
+/* Run ema-sim with ARGS (NULL-terminated) in the source root. */
+static CliRun *cli(const char *first, ...) {
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_auto(GStrv) envp = g_get_environ();
+  CliRun *run = g_new0(CliRun, 1);
+  GError *error = NULL;
+  int wait_status = 0;
+  va_list args;
+
+  g_ptr_array_add(argv, (gpointer) ema_sim_path());
+  va_start(args, first);
+  for (const char *arg = first; arg != NULL; arg = va_arg(args, const char *))
+    g_ptr_array_add(argv, (gpointer) arg);
+  va_end(args);
+  g_ptr_array_add(argv, NULL);
+  envp = g_environ_unsetenv(envp, "EMA_HWMODEL_PATH");
+
+  if (!g_spawn_sync(g_getenv("EMA_SOURCE_ROOT"), (char **) argv->pdata, envp, G_SPAWN_DEFAULT, NULL,
+                    NULL, &run->out, &run->err, &wait_status, &error))
+    g_error("cannot run %s: %s", ema_sim_path(), error->message);
+  g_assert_true(WIFEXITED(wait_status));
+  run->status = WEXITSTATUS(wait_status);
+  if (g_test_verbose())
+    g_test_message("exit %d\nstdout: %s\nstderr: %s", run->status, run->out, run->err);
+  return run;
+}
+
+/* TEXT with its newlines escaped, so that a failure stays one TAP line. */
+static char *escaped(const char *text) {
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  return g_strjoinv("\\n", lines);
+}
+
+static void assert_contains(const char *text, const char *part) {
+  if (strstr(text, part) == NULL) {
+    g_autofree char *e = escaped(text);
+    g_error("'%s' does not contain '%s'", e, part);
+  }
+}
+
+/* TEXT is exactly one line, ending in a newline. */
+static void assert_one_line(const char *text) {
+  gsize len = strlen(text);
+  if (len == 0 || text[len - 1] != '\n' || strchr(text, '\n') != text + len - 1)
+    g_error("expected exactly one line, got '%s'", escaped(text));
+}
+
+/* A failed run: exit 1, stderr one line that starts with PREFIX and
+ * contains each of the NULL-terminated parts that follow. */
+static void assert_error_line(const CliRun *run, const char *prefix, ...) {
+  va_list args;
+  if (run->status != 1)
+    g_error("exit %d, expected 1 (stderr: %s)", run->status, escaped(run->err));
+  assert_one_line(run->err);
+  if (!g_str_has_prefix(run->err, prefix))
+    g_error("stderr '%s' does not start with '%s'", escaped(run->err), prefix);
+  va_start(args, prefix);
+  for (const char *part = va_arg(args, const char *); part; part = va_arg(args, const char *))
+    assert_contains(run->err, part);
+  va_end(args);
+}
+
+static char *temp_dir(void) {
+  GError *error = NULL;
+  char *dir = g_dir_make_tmp("ema-cli-XXXXXX", &error);
+  g_assert_no_error(error);
+  return dir;
+}
+
+static void remove_tree(const char *dir) {
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_DIR))
+      remove_tree(path);
+    else
+      g_remove(path);
+  }
+  g_rmdir(dir);
+}
+
+static char *read_file(const char *dir, const char *name) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  char *text = NULL;
+  GError *error = NULL;
+  g_file_get_contents(path, &text, NULL, &error);
+  g_assert_no_error(error);
+  return text;
+}
+
+static JsonNode *parse_json(const char *text) {
+  g_autoptr(JsonParser) parser = json_parser_new();
+  GError *error = NULL;
+  json_parser_load_from_data(parser, text, -1, &error);
+  g_assert_no_error(error);
+  return json_node_copy(json_parser_get_root(parser));
+}
+
+/* summary.json without sim.wall_s, as canonical text. */
+static char *summary_without_wall(const char *text) {
+  g_autoptr(JsonNode) root = parse_json(text);
+  g_autoptr(JsonGenerator) generator = json_generator_new();
+  JsonObject *sim = json_object_get_object_member(json_node_get_object(root), "sim");
+  g_assert_nonnull(sim);
+  g_assert_true(json_object_has_member(sim, "wall_s"));
+  json_object_remove_member(sim, "wall_s");
+  json_generator_set_root(generator, root);
+  json_generator_set_pretty(generator, TRUE);
+  return json_generator_to_data(generator, NULL);
+}
+
+/* ---- help, version, usage ----------------------------------------------- */
+
+static void test_help(void) {
+  const char *const forms[] = {"--help", "-h", "help"};
+  for (guint i = 0; i < G_N_ELEMENTS(forms); i++) {
+    g_autoptr(CliRun) run = cli(forms[i], NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    g_assert_cmpstr(run->err, ==, "");
+    g_assert_true(g_str_has_prefix(run->out, "Usage: ema-sim COMMAND"));
+    assert_contains(run->out, "\n  run FILE");
+    assert_contains(run->out, "\n  check FILE");
+    assert_contains(run->out, "\n  list hwmodels");
+    assert_contains(run->out, "\n  describe hwmodel NAME");
+    assert_contains(run->out, "--set");
+  }
+  {
+    g_autoptr(CliRun) run = cli("run", "--help", NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    assert_contains(run->out, "--seed");
+    assert_contains(run->out, "--output");
+  }
+}
+
+static void test_version(void) {
+  g_autoptr(CliRun) run = cli("--version", NULL);
+  g_autoptr(GRegex) regex = g_regex_new("^ema-sim [0-9]+\\.[0-9]+\\.[0-9]+\n$", 0, 0, NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_cmpstr(run->err, ==, "");
+  if (!g_regex_match(regex, run->out, 0, NULL))
+    g_error("bad --version output '%s'", escaped(run->out));
+}
+
+static void usage_error(CliRun *run, const char *contains) {
+  g_assert_cmpint(run->status, ==, 2);
+  g_assert_cmpstr(run->out, ==, "");
+  g_assert_true(g_str_has_prefix(run->err, "ema-sim: "));
+  assert_contains(run->err, contains);
+  assert_contains(run->err, "ema-sim --help");
+  cli_run_free(run);
+}
+
+static void test_usage_errors(void) {
+  usage_error(cli(NULL), "missing COMMAND");
+  usage_error(cli("frobnicate", NULL),
+              "unknown command 'frobnicate' (commands: run, check, list, describe)");
+  usage_error(cli("run", NULL), "missing experiment FILE");
+  usage_error(cli("check", BASELINE, "extra", NULL), "too many arguments");
+  usage_error(cli("run", "--bogus", BASELINE, NULL), "--bogus");
+  usage_error(cli("run", BASELINE, "--seed", "x", NULL), "x");
+  usage_error(cli("list", NULL), "ema-sim list hwmodels");
+  usage_error(cli("list", "models", NULL), "ema-sim list hwmodels");
+  usage_error(cli("describe", "hwmodel", NULL), "ema-sim describe hwmodel NAME");
+  usage_error(cli("describe", "gpu", "h200", NULL), "ema-sim describe hwmodel NAME");
+}
+
+/* ---- run ---------------------------------------------------------------- */
+
+static void check_summary(const char *text, gint64 seed) {
+  g_autoptr(JsonNode) root = parse_json(text);
+  JsonObject *top, *sim;
+  JsonArray *ops;
+  g_assert_true(JSON_NODE_HOLDS_OBJECT(root));
+  top = json_node_get_object(root);
+  g_assert_cmpstr(json_object_get_string_member(top, "experiment"), ==, "h200x2-baseline");
+  g_assert_cmpstr(json_object_get_string_member(top, "server"), ==, "h200x2");
+  g_assert_nonnull(json_object_get_string_member(top, "version"));
+  g_assert_cmpint(json_object_get_int_member(top, "seed"), ==, seed);
+  g_assert_cmpint(json_object_get_int_member(top, "expectations_missed"), ==, 0);
+  ops = json_object_get_array_member(top, "ops");
+  g_assert_nonnull(ops);
+  g_assert_cmpuint(json_array_get_length(ops), ==, 13);
+  for (guint i = 0; i < json_array_get_length(ops); i++) {
+    JsonObject *op = json_array_get_object_element(ops, i);
+    const char *const members[] = {
+        "name", "seconds", "bandwidth_gbps", "expected", "error_pct", "tolerance_pct", "pass"};
+    for (guint m = 0; m < G_N_ELEMENTS(members); m++)
+      if (!json_object_has_member(op, members[m]))
+        g_error("op %u has no %s", i, members[m]);
+    g_assert_cmpuint(strlen(json_object_get_string_member(op, "name")), >, 0);
+    g_assert_cmpfloat(json_object_get_double_member(op, "seconds"), >, 0);
+    g_assert_cmpfloat(json_object_get_double_member(op, "bandwidth_gbps"), >, 0);
+    g_assert_cmpfloat(json_object_get_double_member(op, "expected"), >, 0);
+    g_assert_cmpfloat(fabs(json_object_get_double_member(op, "error_pct")), <=, 5);
+    g_assert_true(json_object_get_boolean_member(op, "pass"));
+  }
+  g_assert_cmpstr(json_object_get_string_member(json_array_get_object_element(ops, 9), "name"), ==,
+                  "peer-copy-4KiB");
+  g_assert_cmpfloat(json_object_get_double_member(json_array_get_object_element(ops, 9), "seconds"),
+                    ==, 6419e-9);
+  sim = json_object_get_object_member(top, "sim");
+  g_assert_nonnull(sim);
+  g_assert_cmpint(json_object_get_int_member(sim, "events"), >, 0);
+  g_assert_cmpfloat(json_object_get_double_member(sim, "simulated_s"), >, 0);
+  g_assert_cmpfloat(json_object_get_double_member(sim, "wall_s"), >=, 0);
+}
+
+static void test_run_baseline(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *out1 = g_build_filename(dir, "first", NULL);
+  g_autofree char *out2 = g_build_filename(dir, "second", "nested", NULL);
+  g_autofree char *resolved_path = g_build_filename(out1, "resolved.yaml", NULL);
+  g_autofree char *resolved1 = NULL, *resolved2 = NULL, *summary1 = NULL, *summary2 = NULL;
+  g_autofree char *canon1 = NULL, *canon2 = NULL;
+  g_autofree char *results_line = g_strdup_printf("results in %s/\n", out1);
+
+  {
+    g_autoptr(CliRun) run = cli("run", BASELINE, "-o", out1, NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    g_assert_cmpstr(run->err, ==, "");
+    g_assert_true(g_str_has_prefix(run->out, "h200x2-baseline on h200x2 (2 GPUs)\n"));
+    assert_contains(run->out, "\npeer-copy-4KiB ");
+    assert_contains(run->out, results_line);
+    g_assert_null(strstr(run->out, "MISSED"));
+  }
+  resolved1 = read_file(out1, "resolved.yaml");
+  summary1 = read_file(out1, "summary.json");
+  g_assert_true(g_str_has_prefix(resolved1, "# Resolved by ema-sim "));
+  assert_contains(resolved1, "\nseed: 1\n");
+  check_summary(summary1, 1);
+
+  /* the resolved file runs again to the same results (directories are
+   * created as needed) */
+  {
+    g_autoptr(CliRun) run = cli("run", resolved_path, "--output", out2, NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    g_assert_cmpstr(run->err, ==, "");
+  }
+  resolved2 = read_file(out2, "resolved.yaml");
+  summary2 = read_file(out2, "summary.json");
+  g_assert_cmpstr(resolved1, ==, resolved2);
+  canon1 = summary_without_wall(summary1);
+  canon2 = summary_without_wall(summary2);
+  g_assert_cmpstr(canon1, ==, canon2);
+  remove_tree(dir);
+}
+
+static void test_run_seed(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *resolved = NULL, *summary = NULL;
+  g_autoptr(CliRun) run = cli("run", BASELINE, "--seed", "7", "-o", dir, NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  resolved = read_file(dir, "resolved.yaml");
+  summary = read_file(dir, "summary.json");
+  assert_contains(resolved, "\nseed: 7\n");
+  g_assert_null(strstr(resolved, "\nseed: 1\n"));
+  check_summary(summary, 7);
+  remove_tree(dir);
+}
+
+/* A negative --seed is refused, not silently ignored (the seed's range is
+ * [0, 9.2e18]). */
+static void test_run_seed_negative(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(CliRun) run = cli("run", BASELINE, "--seed", "-5", "-o", out, NULL);
+  if (run->status != 1 && run->status != 2)
+    g_error("--seed -5: exit %d, expected 1 or 2", run->status);
+  assert_contains(run->err, "seed");
+  g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+  remove_tree(dir);
+}
+
+static void test_run_set(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *resolved = NULL;
+  g_autoptr(CliRun) run = cli("run", BASELINE, "--set", "server.gpus=4", "--set",
+                              "server.link.bandwidth=400GB/s", "-o", dir, NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_true(g_str_has_prefix(run->out, "h200x2-baseline on h200x2 (4 GPUs)\n"));
+  resolved = read_file(dir, "resolved.yaml");
+  assert_contains(resolved, "\n  gpus: 4\n");
+  assert_contains(resolved, "\n    bandwidth: 400GB/s\n");
+  remove_tree(dir);
+}
+
+static void test_run_missed_expectation(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *summary = NULL;
+  g_autoptr(JsonNode) root = NULL;
+  JsonObject *op;
+  g_autoptr(CliRun) run = cli("run", FIXTURES "missed-expectation.yaml", "-o", dir, NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  g_assert_cmpstr(run->err, ==, "1 of 1 expectations missed\n");
+  assert_contains(run->out, "MISSED");
+  /* the results are still written */
+  summary = read_file(dir, "summary.json");
+  root = parse_json(summary);
+  g_assert_cmpint(json_object_get_int_member(json_node_get_object(root), "expectations_missed"), ==,
+                  1);
+  op = json_array_get_object_element(
+      json_object_get_array_member(json_node_get_object(root), "ops"), 0);
+  g_assert_false(json_object_get_boolean_member(op, "pass"));
+  g_assert_cmpfloat(json_object_get_double_member(op, "expected"), ==, 1e-6);
+  remove_tree(dir);
+}
+
+/* ---- check, list, describe ---------------------------------------------- */
+
+static void test_check(void) {
+  g_autoptr(CliRun) run = cli("check", BASELINE, NULL);
+  g_autoptr(CliRun) set = cli("check", BASELINE, "--set", "server=h200x8-hgx", NULL);
+  g_autoptr(CliRun) inline_server = cli("check", FIXTURES "inline-server.yaml", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_cmpstr(run->err, ==, "");
+  g_assert_cmpstr(run->out, ==, BASELINE ": ok (h200x2-baseline on h200x2, 13 ops)\n");
+  g_assert_cmpint(set->status, ==, 0);
+  g_assert_cmpstr(set->out, ==, BASELINE ": ok (h200x2-baseline on h200x8-hgx, 13 ops)\n");
+  g_assert_cmpint(inline_server->status, ==, 0);
+  g_assert_cmpstr(inline_server->out, ==,
+                  FIXTURES "inline-server.yaml: ok (inline-server on inline-h200x4, 1 ops)\n");
+}
+
+static void test_list(void) {
+  const char *const names[] = {"a100x4-40gb", "a100x8-dgx", "gb200-nvl72", "h100x8-hgx",
+                               "h200x2",      "h200x8-hgx", "l40sx8-pcie", "mi300x8"};
+  g_autoptr(CliRun) run = cli("list", "hwmodels", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_cmpstr(run->err, ==, "");
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    g_autofree char *line_start = g_strdup_printf("\n%s ", names[i]);
+    g_autofree char *text = g_strconcat("\n", run->out, NULL);
+    assert_contains(text, line_start);
+  }
+  assert_contains(run->out, "h200x2           2x H200 SXM 141GB");
+  g_assert_null(strstr(run->out, "does not load"));
+}
+
+static void test_describe(void) {
+  g_autoptr(CliRun) run = cli("describe", "hwmodel", "h200x2", NULL);
+  g_autoptr(CliRun) bad = cli("describe", "hwmodel", "nope", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_cmpstr(run->err, ==, "");
+  g_assert_true(g_str_has_prefix(run->out, "name: \"h200x2\"\n"));
+  assert_contains(run->out, "\ngpus: 2\n");
+  assert_contains(run->out, "\ntopology: direct\n");
+  assert_contains(run->out, "\n  bandwidth: 397GB/s\n");
+  assert_contains(run->out, "\n  copy_fixed_cost: 6.4us\n");
+  assert_contains(run->out, "\n# derived: total HBM ");
+
+  g_assert_cmpstr(bad->out, ==, "");
+  assert_error_line(bad, "unknown hardware model 'nope' (known: ", "a100x4-40gb", "h200x2",
+                    "mi300x8", NULL);
+}
+
+/* ---- bad input ---------------------------------------------------------- */
+
+typedef struct {
+  const char *file; /* in tests/fixtures/experiments/ */
+  const char *at;   /* ":line:col: " after the path */
+  const char *key;  /* the key path in the message, or NULL */
+  const char *problem;
+} BadInput;
+
+static const BadInput bad_inputs[] = {
+    {"malformed.yaml", ":8:5: ", NULL,
+     "did not find expected ',' or ']' while parsing a flow sequence"},
+    {"bad-indent.yaml", ":4:7: ", NULL, "mapping values are not allowed in this context"},
+    {"unknown-key-top.yaml", ":2:1: ", "nmae: ",
+     "unknown key in experiment (valid keys: name, summary, seed, tolerance, server, ops)"},
+    {"unknown-key-nested.yaml",
+     ":6:48: ", "ops.0.flows.0.byts: ", "unknown key in flow (valid keys: kind, src, dst, bytes)"},
+    {"negative-size.yaml", ":6:55: ", "ops.0.flows.0.bytes: ", "negative size '-4KiB'"},
+    {"unknown-unit.yaml", ":6:55: ", "ops.0.flows.0.bytes: ",
+     "unknown unit 'XiB' in '4XiB' (sizes use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"},
+    {"missing-include.yaml", ":3:9: ", "!include nope.yaml: ", "experiments/nope.yaml"},
+    {"unknown-hwmodel.yaml", ":3:9: ", "server: ", "unknown hardware model 'h900' (known: "},
+    {"wrong-type.yaml",
+     ":8:16: ", "ops.0.flows.0.bytes: ", "expected a size (e.g. 2MiB), got a map"},
+    {"out-of-range.yaml", ":6:9: ", "server.gpus: ", "0 is out of range [1, 1024]"},
+    {"bad-endpoint.yaml", ":9:38: ", "ops.1.flows.0.dst: ", "unknown endpoint 'gpu7'"},
+    {"read-from-host.yaml", ":8:9: ", "ops.0.flows.1: ", "a read flow needs a GPU on both ends"},
+};
+
+static void test_bad_input(gconstpointer data) {
+  const BadInput *bad = data;
+  g_autofree char *file = g_strconcat(FIXTURES, bad->file, NULL);
+  g_autofree char *prefix = g_strconcat(file, bad->at, bad->key ? bad->key : "", NULL);
+  g_autofree char *dir = temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(CliRun) check = cli("check", file, NULL);
+  g_autoptr(CliRun) run = cli("run", file, "-o", out, NULL);
+  assert_error_line(check, prefix, bad->problem, NULL);
+  g_assert_cmpstr(check->out, ==, "");
+  assert_error_line(run, prefix, bad->problem, NULL);
+  g_assert_cmpstr(run->out, ==, "");
+  /* nothing is written for an experiment that does not load */
+  g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+  g_rmdir(dir);
+}
+
+static void test_set_errors(void) {
+  g_autoptr(CliRun) range = cli("check", BASELINE, "--set", "server.gpus=0", NULL);
+  g_autoptr(CliRun) index = cli("check", BASELINE, "--set", "ops.20.name=x", NULL);
+  g_autoptr(CliRun) syntax = cli("check", BASELINE, "--set", "server.gpus", NULL);
+  g_autoptr(CliRun) value = cli("check", BASELINE, "--set", "seed=[1,", NULL);
+  g_autoptr(CliRun) second = cli("check", BASELINE, "--set", "seed=3", "--set", "seed=x", NULL);
+  assert_error_line(range, "--set:1:13: server.gpus: ", "0 is out of range [1, 1024]", NULL);
+  assert_error_line(index, "--set:1:1: ops.20.name: ", "'20' is not an index of this list", NULL);
+  assert_error_line(syntax, "--set:1:1: ", "expected key.path=value", NULL);
+  assert_error_line(value, "--set:1:6: seed: bad value: ", NULL);
+  assert_error_line(second, "--set:2:6: seed: ", "'x'", NULL);
+}
+
+/* An unknown key from --set points at that key in the --set text. */
+static void test_set_unknown_key(void) {
+  g_autoptr(CliRun) run = cli("check", BASELINE, "--set", "server.gpuz=4", NULL);
+  g_autoptr(CliRun) second = cli("run", BASELINE, "--set", "seed=2", "--set", "ops.0.nme=x", NULL);
+  assert_error_line(run, "--set:1:8: server.gpuz: ", "unknown key in server (valid keys: ", NULL);
+  assert_error_line(second, "--set:2:7: ops.0.nme: ", "unknown key in op", NULL);
+}
+
+static void test_missing_file(void) {
+  g_autoptr(CliRun) check = cli("check", FIXTURES "does-not-exist.yaml", NULL);
+  g_autoptr(CliRun) run = cli("run", FIXTURES "does-not-exist.yaml", NULL);
+  assert_error_line(check, "", FIXTURES "does-not-exist.yaml", NULL);
+  g_assert_cmpstr(check->out, ==, "");
+  assert_error_line(run, "", FIXTURES "does-not-exist.yaml", NULL);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  ema_sim_path();
+
+  g_test_add_func("/cli/help", test_help);
+  g_test_add_func("/cli/version", test_version);
+  g_test_add_func("/cli/usage-errors", test_usage_errors);
+  g_test_add_func("/cli/run/baseline", test_run_baseline);
+  g_test_add_func("/cli/run/seed", test_run_seed);
+  g_test_add_func("/cli/run/seed-negative", test_run_seed_negative);
+  g_test_add_func("/cli/run/set", test_run_set);
+  g_test_add_func("/cli/run/missed-expectation", test_run_missed_expectation);
+  g_test_add_func("/cli/check", test_check);
+  g_test_add_func("/cli/list", test_list);
+  g_test_add_func("/cli/describe", test_describe);
+  for (guint i = 0; i < G_N_ELEMENTS(bad_inputs); i++) {
+    g_autofree char *name = g_strndup(bad_inputs[i].file, strlen(bad_inputs[i].file) - 5);
+    g_autofree char *path = g_strconcat("/cli/bad-input/", name, NULL);
+    g_test_add_data_func(path, &bad_inputs[i], test_bad_input);
+  }
+  g_test_add_func("/cli/set-errors", test_set_errors);
+  g_test_add_func("/cli/set-unknown-key", test_set_unknown_key);
+  g_test_add_func("/cli/missing-file", test_missing_file);
+  return g_test_run();
+}
