@@ -203,25 +203,12 @@ char *ema_experiment_to_yaml(const EmaExperiment *experiment) {
 }
 
 void ema_server_free(EmaServerSpec *server) {
-  if (server == NULL)
-    return;
-  ema_params_clear(&ema_server_params, server);
-  g_free(server);
+  ema_params_free(&ema_server_params, server);
 }
 
 EmaServerSpec *ema_server_load(const char *name, GError **error) {
   g_autofree char *path = ema_hwmodel_find(name, error);
-  g_autoptr(EmaNode) root = NULL;
-  g_autoptr(EmaServerSpec) server = NULL;
-  if (path == NULL)
-    return NULL;
-  root = ema_node_load_file(path, error);
-  if (root == NULL)
-    return NULL;
-  server = g_new0(EmaServerSpec, 1);
-  if (!ema_params_bind(&ema_server_params, server, root, NULL, error))
-    return NULL;
-  return g_steal_pointer(&server);
+  return path ? ema_params_load_file(&ema_server_params, path, error) : NULL;
 }
 
 guint64 ema_op_bytes(const EmaOpSpec *op) {

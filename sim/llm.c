@@ -168,23 +168,10 @@ EmaNode *ema_llm_resolve(const EmaNode *at, GError **error) {
 }
 
 void ema_llm_free(EmaLlmSpec *spec) {
-  if (spec == NULL)
-    return;
-  ema_params_clear(&ema_llm_params, spec);
-  g_free(spec);
+  ema_params_free(&ema_llm_params, spec);
 }
 
 EmaLlmSpec *ema_llm_load(const char *name, GError **error) {
   g_autofree char *path = ema_llm_find(name, error);
-  g_autoptr(EmaNode) root = NULL;
-  g_autoptr(EmaLlmSpec) spec = NULL;
-  if (path == NULL)
-    return NULL;
-  root = ema_node_load_file(path, error);
-  if (root == NULL)
-    return NULL;
-  spec = g_new0(EmaLlmSpec, 1);
-  if (!ema_params_bind(&ema_llm_params, spec, root, NULL, error))
-    return NULL;
-  return g_steal_pointer(&spec);
+  return path ? ema_params_load_file(&ema_llm_params, path, error) : NULL;
 }

@@ -341,6 +341,26 @@ gboolean ema_params_bind(const EmaParamTable *table, gpointer object, const EmaN
   return TRUE;
 }
 
+gpointer ema_params_load_file(const EmaParamTable *table, const char *path, GError **error) {
+  g_autoptr(EmaNode) root = ema_node_load_file(path, error);
+  gpointer object;
+  if (root == NULL)
+    return NULL;
+  object = g_malloc0(table->size);
+  if (!ema_params_bind(table, object, root, NULL, error)) {
+    ema_params_free(table, object);
+    return NULL;
+  }
+  return object;
+}
+
+void ema_params_free(const EmaParamTable *table, gpointer object) {
+  if (object == NULL)
+    return;
+  ema_params_clear(table, object);
+  g_free(object);
+}
+
 gboolean ema_params_expand(const EmaParamTable *table, EmaNode *node, GError **error) {
   if (node == NULL || node->kind != EMA_NODE_MAP)
     return TRUE;

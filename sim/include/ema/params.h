@@ -73,6 +73,13 @@ gboolean ema_params_expand(const EmaParamTable *table, EmaNode *node, GError **e
  * root). On failure OBJECT may be half-filled: clear it. */
 gboolean ema_params_bind(const EmaParamTable *table, gpointer object, const EmaNode *node,
                          const char *path, GError **error);
+/* Load the YAML file PATH and bind it into a newly allocated struct of
+ * TABLE->size bytes; NULL with a located error. Free it with
+ * ema_params_free(). */
+gpointer ema_params_load_file(const EmaParamTable *table, const char *path, GError **error);
+/* Clear and free a struct from ema_params_load_file() (NULL is fine). */
+void ema_params_free(const EmaParamTable *table, gpointer object);
+
 /* Free what bind allocated inside OBJECT (strings, lists) and zero it. */
 void ema_params_clear(const EmaParamTable *table, gpointer object);
 
