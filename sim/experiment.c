@@ -146,6 +146,65 @@ static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GErr
   return TRUE;
 }
 
+/* Tenants: a workload is ops or tenants; groups lie on the server and do
+ * not overlap; names are unique (default tenantN); each fits in memory. */
+static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GError **error) {
+  const EmaNode *tenants_node = ema_node_get(root, "tenants");
+  guint n_ops = experiment->ops ? experiment->ops->len : 0;
+  guint n_tenants = experiment->tenants ? experiment->tenants->len : 0;
+  g_autofree gint *owner = g_new(gint, (gsize) experiment->server.gpus);
+
+  if ((n_ops > 0) == (n_tenants > 0)) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, n_ops ? ema_node_get(root, "tenants") : root,
+                   n_ops ? "tenants" : NULL, "%s",
+                   n_ops ? "give ops or tenants, not both (run them as two experiments)"
+                         : "nothing to run: give ops (data movements) or tenants (serving)");
+    return FALSE;
+  }
+  for (gint64 g = 0; g < experiment->server.gpus; g++)
+    owner[g] = -1;
+  for (guint i = 0; i < n_tenants; i++) {
+    EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    const EmaNode *node = tenants_node->items->pdata[i];
+    g_autofree char *path = g_strdup_printf("tenants.%u", i);
+    g_autofree char *gpu_path = g_strconcat(path, ".gpu", NULL);
+    EmaTenantPlan plan;
+    GError *inner = NULL;
+    if (tenant->name == NULL)
+      tenant->name = g_strdup_printf("tenant%u", i);
+    for (guint j = 0; j < i; j++)
+      if (strcmp(g_array_index(experiment->tenants, EmaTenantSpec, j).name, tenant->name) == 0) {
+        ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), path,
+                       "tenant name '%s' is used twice", tenant->name);
+        return FALSE;
+      }
+    if (tenant->gpu + tenant->tp > experiment->server.gpus) {
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "gpu"), gpu_path,
+                     "GPUs %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT
+                     " are not on %s (it has gpu0..gpu%" G_GINT64_FORMAT ")",
+                     tenant->gpu, tenant->gpu + tenant->tp - 1, experiment->server.name,
+                     experiment->server.gpus - 1);
+      return FALSE;
+    }
+    for (gint64 g = tenant->gpu; g < tenant->gpu + tenant->tp; g++) {
+      if (owner[g] >= 0) {
+        ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "gpu"), gpu_path,
+                       "gpu%" G_GINT64_FORMAT " already serves tenant %s", g,
+                       g_array_index(experiment->tenants, EmaTenantSpec, owner[g]).name);
+        return FALSE;
+      }
+      owner[g] = (gint) i;
+    }
+    if (!ema_tenant_plan(tenant, &experiment->server, &plan, &inner)) {
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, path, "%s", inner->message);
+      g_error_free(inner);
+      return FALSE;
+    }
+    tenant->engine.activation_reserve = plan.activation_reserve;
+  }
+  return TRUE;
+}
+
 static const EmaParam experiment_params[] = {
     {"name", EMA_PARAM_STRING, EXPERIMENT_FIELD(name), .flags = EMA_PARAM_REQUIRED,
      .help = "experiment name"},
@@ -159,7 +218,16 @@ static const EmaParam experiment_params[] = {
      .resolve = resolve_server, .flags = EMA_PARAM_REQUIRED,
      .help = "hardware model: a name from `ema-sim list hwmodels`, or a map"},
     {"ops", EMA_PARAM_LIST, EXPERIMENT_FIELD(ops), .table = &op_table,
-     .help = "micro-operations to time, one after another"},
+     .help = "micro-operations to time, one after another (or give tenants)"},
+    {"tenants", EMA_PARAM_LIST, EXPERIMENT_FIELD(tenants), .table = &ema_tenant_params,
+     .help = "LLM serving instances, one per GPU or tensor-parallel group (or give ops)"},
+    {"duration", EMA_PARAM_DURATION, EXPERIMENT_FIELD(duration), .flags = EMA_PARAM_OPTIONAL,
+     .min = 1, .max = 1e18,
+     .help = "serving: stop at this simulated time (default: when every trace ends)"},
+    {"sample_period", EMA_PARAM_DURATION, EXPERIMENT_FIELD(sample_period), .default_value = "1s",
+     .min = 1000, .max = 1e18, .help = "serving: one timeline.csv row per GPU this often"},
+    {"requests_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(requests_csv), .default_value = "true",
+     .help = "serving: write one requests.csv row per finished request"},
 };
 
 const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment), experiment_params,
@@ -190,9 +258,13 @@ EmaExperiment *ema_experiment_load(const char *path, const char *const *override
   experiment = g_new0(EmaExperiment, 1);
   if (!ema_params_bind(&ema_experiment_params, experiment, root, NULL, error))
     return NULL;
-  if (!check_flows(experiment, root, error))
+  if (!check_flows(experiment, root, error) || !check_tenants(experiment, root, error))
     return NULL;
   return g_steal_pointer(&experiment);
+}
+
+gboolean ema_experiment_is_serving(const EmaExperiment *experiment) {
+  return experiment->tenants && experiment->tenants->len > 0;
 }
 
 char *ema_experiment_to_yaml(const EmaExperiment *experiment) {

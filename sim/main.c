@@ -8,6 +8,7 @@
 #include <locale.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ema/experiment.h"
 #include "ema/ops.h"
@@ -24,6 +25,7 @@ static const char usage_text[] =
     "Commands:\n"
     "  run FILE [-o DIR] [--seed N] [--set key.path=value]...\n"
     "                         run an experiment; writes DIR/resolved.yaml and DIR/summary.json\n"
+    "                         (serving runs also DIR/requests.csv and DIR/timeline.csv)\n"
     "  check FILE [--set key.path=value]...\n"
     "                         load and check an experiment without running it\n"
     "  list hwmodels          list the server models (EMA_HWMODEL_PATH, then built-in)\n"
@@ -58,6 +60,37 @@ static gboolean parse_options(const char *summary, GOptionEntry *entries, int *a
   return TRUE;
 }
 
+static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
+  GError *error = NULL;
+  gint64 wall_start = g_get_monotonic_time();
+  g_autoptr(EmaOpsReport) report = ema_ops_run(experiment, &error);
+  double wall_s = (double) (g_get_monotonic_time() - wall_start) / 1e6;
+  if (report == NULL)
+    return fail(error);
+  if (!ema_output_write_ops_summary(out_dir, experiment, report, wall_s, &error))
+    return fail(error);
+  ema_output_print_ops(stdout, report);
+  printf("results in %s/\n", out_dir);
+  if (report->failed) {
+    fprintf(stderr, "%u of %u expectations missed\n", report->failed, report->ops->len);
+    return 1;
+  }
+  return 0;
+}
+
+static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
+  GError *error = NULL;
+  g_autoptr(EmaServingReport) report =
+      ema_serving_run(experiment, out_dir, isatty(STDERR_FILENO), &error);
+  if (report == NULL)
+    return fail(error);
+  if (!ema_output_write_serving_summary(out_dir, experiment, report, &error))
+    return fail(error);
+  ema_output_print_serving(stdout, report);
+  printf("results in %s/ (summary.json, requests.csv, timeline.csv, resolved.yaml)\n", out_dir);
+  return 0;
+}
+
 static int command_run(int argc, char **argv, gboolean check_only) {
   g_autofree char *out_dir = NULL;
   g_auto(GStrv) overrides = NULL;
@@ -65,9 +98,6 @@ static int command_run(int argc, char **argv, gboolean check_only) {
   gint64 seed = 0;
   GError *error = NULL;
   g_autoptr(EmaExperiment) experiment = NULL;
-  g_autoptr(EmaOpsReport) report = NULL;
-  gint64 wall_start;
-  double wall_s;
   GOptionEntry run_entries[] = {{"output", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir,
                                  "Directory for the results (default: results/NAME)", "DIR"},
                                 {"seed", 0, 0, G_OPTION_ARG_STRING, &seed_text,
@@ -95,8 +125,12 @@ static int command_run(int argc, char **argv, gboolean check_only) {
   if (seed_text)
     experiment->seed = seed;
   if (check_only) {
-    printf("%s: ok (%s on %s, %u ops)\n", argv[1], experiment->name, experiment->server.name,
-           experiment->ops ? experiment->ops->len : 0);
+    if (ema_experiment_is_serving(experiment))
+      printf("%s: ok (%s on %s, %u tenants)\n", argv[1], experiment->name, experiment->server.name,
+             experiment->tenants->len);
+    else
+      printf("%s: ok (%s on %s, %u ops)\n", argv[1], experiment->name, experiment->server.name,
+             experiment->ops->len);
     return 0;
   }
   if (out_dir == NULL)
@@ -104,24 +138,10 @@ static int command_run(int argc, char **argv, gboolean check_only) {
   if (!ema_output_prepare_dir(out_dir, &error) ||
       !ema_output_write_resolved(out_dir, experiment, &error))
     return fail(error);
-
-  wall_start = g_get_monotonic_time();
-  report = ema_ops_run(experiment, &error);
-  wall_s = (double) (g_get_monotonic_time() - wall_start) / 1e6;
-  if (report == NULL)
-    return fail(error);
-  if (!ema_output_write_ops_summary(out_dir, experiment, report, wall_s, &error))
-    return fail(error);
-
   printf("%s on %s (%" G_GINT64_FORMAT " GPUs)\n", experiment->name, experiment->server.name,
          experiment->server.gpus);
-  ema_output_print_ops(stdout, report);
-  printf("results in %s/\n", out_dir);
-  if (report->failed) {
-    fprintf(stderr, "%u of %u expectations missed\n", report->failed, report->ops->len);
-    return 1;
-  }
-  return 0;
+  return ema_experiment_is_serving(experiment) ? run_serving(experiment, out_dir)
+                                               : run_ops(experiment, out_dir);
 }
 
 static int command_list(int argc, char **argv) {

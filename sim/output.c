@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
+#include <string.h>
 
 #include "ema/units.h"
 
@@ -54,13 +55,8 @@ static void add_op(JsonBuilder *builder, const EmaOpResult *result) {
   json_builder_end_object(builder);
 }
 
-gboolean ema_output_write_ops_summary(const char *dir, const EmaExperiment *experiment,
-                                      const EmaOpsReport *report, double wall_s, GError **error) {
-  g_autoptr(JsonBuilder) builder = json_builder_new();
-  g_autoptr(JsonGenerator) generator = json_generator_new();
-  g_autoptr(JsonNode) root = NULL;
-  g_autofree char *text = NULL;
-
+/* The members every summary.json starts with. */
+static void begin_summary(JsonBuilder *builder, const EmaExperiment *experiment) {
   json_builder_begin_object(builder);
   json_builder_set_member_name(builder, "experiment");
   json_builder_add_string_value(builder, experiment->name);
@@ -70,19 +66,21 @@ gboolean ema_output_write_ops_summary(const char *dir, const EmaExperiment *expe
   json_builder_add_int_value(builder, experiment->seed);
   json_builder_set_member_name(builder, "server");
   json_builder_add_string_value(builder, experiment->server.name);
-  json_builder_set_member_name(builder, "ops");
-  json_builder_begin_array(builder);
-  for (guint i = 0; i < report->ops->len; i++)
-    add_op(builder, &g_array_index(report->ops, EmaOpResult, i));
-  json_builder_end_array(builder);
-  json_builder_set_member_name(builder, "expectations_missed");
-  json_builder_add_int_value(builder, report->failed);
+}
+
+/* The "sim" member every summary.json ends with; then write DIR/summary.json. */
+static gboolean end_summary(JsonBuilder *builder, guint64 events, EmaTime simulated, double wall_s,
+                            const char *dir, GError **error) {
+  g_autoptr(JsonGenerator) generator = json_generator_new();
+  g_autoptr(JsonNode) root = NULL;
+  g_autofree char *text = NULL;
+  g_autofree char *with_newline = NULL;
   json_builder_set_member_name(builder, "sim");
   json_builder_begin_object(builder);
   json_builder_set_member_name(builder, "events");
-  json_builder_add_int_value(builder, (gint64) report->events);
+  json_builder_add_int_value(builder, (gint64) events);
   json_builder_set_member_name(builder, "simulated_s");
-  json_builder_add_double_value(builder, (double) report->simulated / 1e9);
+  json_builder_add_double_value(builder, (double) simulated / 1e9);
   json_builder_set_member_name(builder, "wall_s");
   json_builder_add_double_value(builder, wall_s);
   json_builder_end_object(builder);
@@ -93,10 +91,117 @@ gboolean ema_output_write_ops_summary(const char *dir, const EmaExperiment *expe
   json_generator_set_pretty(generator, TRUE);
   json_generator_set_indent(generator, 2);
   text = json_generator_to_data(generator, NULL);
-  {
-    g_autofree char *with_newline = g_strconcat(text, "\n", NULL);
-    return write_file(dir, "summary.json", with_newline, error);
+  with_newline = g_strconcat(text, "\n", NULL);
+  return write_file(dir, "summary.json", with_newline, error);
+}
+
+gboolean ema_output_write_ops_summary(const char *dir, const EmaExperiment *experiment,
+                                      const EmaOpsReport *report, double wall_s, GError **error) {
+  g_autoptr(JsonBuilder) builder = json_builder_new();
+  begin_summary(builder, experiment);
+  json_builder_set_member_name(builder, "ops");
+  json_builder_begin_array(builder);
+  for (guint i = 0; i < report->ops->len; i++)
+    add_op(builder, &g_array_index(report->ops, EmaOpResult, i));
+  json_builder_end_array(builder);
+  json_builder_set_member_name(builder, "expectations_missed");
+  json_builder_add_int_value(builder, report->failed);
+  return end_summary(builder, report->events, report->simulated, wall_s, dir, error);
+}
+
+static void add_number(JsonBuilder *builder, const char *name, double value) {
+  json_builder_set_member_name(builder, name);
+  json_builder_add_double_value(builder, value);
+}
+
+static void add_count(JsonBuilder *builder, const char *name, guint64 value) {
+  json_builder_set_member_name(builder, name);
+  json_builder_add_int_value(builder, (gint64) value);
+}
+
+/* {p50, p90, p99, mean} of a histogram of ns, in ms. */
+static void add_latency(JsonBuilder *builder, const char *name, const EmaHistogram *histogram) {
+  static const double quantiles[] = {0.5, 0.9, 0.99};
+  static const char *const names[] = {"p50", "p90", "p99"};
+  json_builder_set_member_name(builder, name);
+  json_builder_begin_object(builder);
+  for (guint i = 0; i < G_N_ELEMENTS(quantiles); i++)
+    add_number(builder, names[i], ema_histogram_quantile(histogram, quantiles[i]) / 1e6);
+  add_number(builder, "mean", ema_histogram_mean(histogram) / 1e6);
+  json_builder_end_object(builder);
+}
+
+static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
+  const EmaTenantMetrics *metrics = result->metrics;
+  json_builder_begin_object(builder);
+  json_builder_set_member_name(builder, "name");
+  json_builder_add_string_value(builder, result->spec->name);
+  add_count(builder, "gpu", (guint64) result->spec->gpu);
+  add_count(builder, "tp", (guint64) result->spec->tp);
+  json_builder_set_member_name(builder, "model");
+  json_builder_add_string_value(builder, result->spec->model.name);
+  add_count(builder, "arrived", result->arrived);
+  add_count(builder, "completed", metrics->completed);
+  add_count(builder, "rejected", result->rejected);
+  add_count(builder, "unfinished", result->unfinished);
+  add_number(builder, "throughput_tok_s", ema_tenant_metrics_throughput_tok_s(metrics));
+  add_number(builder, "req_per_s", ema_tenant_metrics_req_per_s(metrics));
+  add_latency(builder, "ttft_ms", metrics->ttft);
+  add_latency(builder, "tpot_ms", metrics->tpot);
+  add_latency(builder, "e2e_ms", metrics->e2e);
+  add_count(builder, "preemptions", result->preemptions);
+  add_number(builder, "kv_util_mean", ema_tenant_metrics_kv_util_mean(metrics));
+  add_count(builder, "kv_blocks", result->plan.blocks);
+  add_count(builder, "kv_bytes_per_gpu", result->plan.kv_bytes);
+  add_count(builder, "weight_bytes_per_gpu", result->plan.weight_bytes);
+  add_count(builder, "activation_reserve_per_gpu", result->plan.activation_reserve);
+  add_count(builder, "steps", metrics->steps);
+  add_number(builder, "busy_s", (double) metrics->busy / 1e9);
+  json_builder_end_object(builder);
+}
+
+gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *experiment,
+                                          const EmaServingReport *report, GError **error) {
+  g_autoptr(JsonBuilder) builder = json_builder_new();
+  begin_summary(builder, experiment);
+  json_builder_set_member_name(builder, "tenants");
+  json_builder_begin_array(builder);
+  for (guint i = 0; i < report->tenants->len; i++)
+    add_tenant(builder, report->tenants->pdata[i]);
+  json_builder_end_array(builder);
+  return end_summary(builder, report->events, report->simulated, report->wall_s, dir, error);
+}
+
+void ema_output_print_serving(FILE *out, const EmaServingReport *report) {
+  guint width = 6;
+  for (guint i = 0; i < report->tenants->len; i++) {
+    const EmaTenantResult *r = report->tenants->pdata[i];
+    width = MAX(width, (guint) strlen(r->spec->name));
   }
+  fprintf(out, "%-*s %5s %-15s %8s %6s %9s %19s %17s %9s %7s %6s\n", (int) width, "tenant", "gpus",
+          "model", "done", "left", "tok/s", "TTFT p50/p99 ms", "TPOT p50/p99 ms", "E2E p99 s",
+          "preempt", "KV use");
+  for (guint i = 0; i < report->tenants->len; i++) {
+    const EmaTenantResult *r = report->tenants->pdata[i];
+    const EmaTenantMetrics *m = r->metrics;
+    g_autofree char *gpus = r->spec->tp == 1
+                                ? g_strdup_printf("%" G_GINT64_FORMAT, r->spec->gpu)
+                                : g_strdup_printf("%" G_GINT64_FORMAT "-%" G_GINT64_FORMAT,
+                                                  r->spec->gpu, r->spec->gpu + r->spec->tp - 1);
+    g_autofree char *ttft = g_strdup_printf("%.1f/%.1f", ema_histogram_quantile(m->ttft, 0.5) / 1e6,
+                                            ema_histogram_quantile(m->ttft, 0.99) / 1e6);
+    g_autofree char *tpot = g_strdup_printf("%.2f/%.2f", ema_histogram_quantile(m->tpot, 0.5) / 1e6,
+                                            ema_histogram_quantile(m->tpot, 0.99) / 1e6);
+    fprintf(out,
+            "%-*s %5s %-15s %8" G_GUINT64_FORMAT " %6" G_GUINT64_FORMAT " %9.0f %19s %17s %9.2f "
+            "%7" G_GUINT64_FORMAT " %5.1f%%\n",
+            (int) width, r->spec->name, gpus, r->spec->model.name, m->completed,
+            r->unfinished + r->rejected, ema_tenant_metrics_throughput_tok_s(m), ttft, tpot,
+            ema_histogram_quantile(m->e2e, 0.99) / 1e9, r->preemptions,
+            100 * ema_tenant_metrics_kv_util_mean(m));
+  }
+  fprintf(out, "simulated %.1f s in %.2f s (%" G_GUINT64_FORMAT " events)\n",
+          (double) report->simulated / 1e9, report->wall_s, report->events);
 }
 
 static char *format_seconds(double seconds) {

@@ -1,5 +1,6 @@
 /* transform.c: transformations that wrap any source: a time window [start,
- * end) re-based to start, rate scaling, a request limit and a time offset.
+ * end) re-based to start, rate scaling, a request limit, a time offset and a
+ * round-robin split (one replica's share of a trace).
  * Each takes its inner source over (freed with the wrapper) and they compose
  * in any order, e.g. limit(scale_rate(window(azure, 600 s, 1200 s), 8), 1000).
  *
@@ -130,5 +131,34 @@ EmaTraceSource *ema_trace_offset(EmaTraceSource *src, EmaTime offset) {
   OffsetSource *self = ema_trace_source_alloc(&offset_class, sizeof *self);
   self->base.inner = src;
   self->offset = offset;
+  return &self->base;
+}
+
+typedef struct {
+  EmaTraceSource base;
+  guint64 ways, index, seen;
+} SplitSource;
+
+static gboolean split_next(EmaTraceSource *src, EmaRequestRecord *out, GError **error) {
+  SplitSource *self = (SplitSource *) src;
+
+  for (;;) {
+    if (!ema_trace_source_next(src->inner, out, error))
+      return FALSE;
+    if (self->seen++ % self->ways == self->index)
+      return TRUE;
+  }
+}
+
+static const EmaTraceSourceClass split_class = {"split", split_next, NULL};
+
+EmaTraceSource *ema_trace_split(EmaTraceSource *src, guint64 ways, guint64 index) {
+  g_return_val_if_fail(src != NULL, NULL);
+  g_return_val_if_fail(ways >= 1 && index < ways, NULL);
+
+  SplitSource *self = ema_trace_source_alloc(&split_class, sizeof *self);
+  self->base.inner = src;
+  self->ways = ways;
+  self->index = index;
   return &self->base;
 }

@@ -1506,7 +1506,7 @@ static void test_experiment_errors(void) {
        ":8:9: ops.0.flows.1: a read flow needs a GPU on both ends", "host memory"},
       {"unknown-key-top.yaml", EMA_CONFIG_ERROR_KEY,
        ":2:1: nmae: unknown key in experiment (valid keys: name, summary, seed, tolerance, "
-       "server, ops)",
+       "server, ops, tenants, duration, sample_period, requests_csv)",
        NULL},
       {"unknown-key-nested.yaml", EMA_CONFIG_ERROR_KEY,
        ":6:48: ops.0.flows.0.byts: unknown key in flow (valid keys: kind, src, dst, bytes)", NULL},
@@ -1616,21 +1616,24 @@ static void test_experiment_resolved_no_expect(void) {
   assert_fixed_point(e);
 }
 
+/* An experiment with neither ops nor tenants has nothing to run: an error
+ * at the top of the file, not an empty result. */
 static void test_experiment_no_ops(void) {
   g_autofree char *dir = g_dir_make_tmp("ema-experiment-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "no-ops.yaml", NULL);
+  g_autofree char *expected = NULL;
   g_autoptr(EmaExperiment) e = NULL;
-  g_autoptr(EmaOpsReport) report = NULL;
   GError *error = NULL;
   g_assert_true(g_file_set_contents(path, "name: idle\nserver: l40sx8-pcie\n", -1, NULL));
-  e = load_experiment(path, NULL);
-  g_assert_cmpuint(e->ops->len, ==, 0);
-  g_assert_cmpint(e->server.topology, ==, EMA_TOPOLOGY_PCIE);
-  report = ema_ops_run(e, &error);
-  g_assert_no_error(error);
-  g_assert_cmpuint(report->ops->len, ==, 0);
-  g_assert_cmpuint(report->failed, ==, 0);
-  assert_fixed_point(e);
+  e = ema_experiment_load(path, NULL, &error);
+  g_assert_null(e);
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
+  expected = g_strconcat(path,
+                         ":1:1: nothing to run: give ops (data movements) or tenants "
+                         "(serving)",
+                         NULL);
+  g_assert_cmpstr(error->message, ==, expected);
+  g_error_free(error);
   g_remove(path);
   g_rmdir(dir);
 }

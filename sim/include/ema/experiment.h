@@ -1,7 +1,8 @@
 /* experiment.h: an experiment file, bound to structs. An experiment names a
- * server (a hardware model) and a workload; for now the workload is a list
- * of "ops" (micro-operations such as copies and streaming reads, each with
- * an optional expected time or bandwidth). Loading goes: YAML file ->
+ * server (a hardware model) and a workload: either a list of "ops"
+ * (micro-operations such as copies and streaming reads, each with an
+ * optional expected time or bandwidth) or a list of serving tenants
+ * (tenant.h), one per GPU or tensor-parallel group. Loading goes: YAML file ->
  * expand names (server: h200x2 -> the model's tree) -> apply --set overrides
  * -> bind through the parameter tables -> cross-checks (endpoints exist). */
 #pragma once
@@ -11,6 +12,7 @@
 #include "ema/fabric.h"
 #include "ema/hwmodel.h"
 #include "ema/params.h"
+#include "ema/tenant.h"
 
 G_BEGIN_DECLS
 
@@ -43,7 +45,11 @@ typedef struct {
   gint64 seed;
   double tolerance; /* default relative tolerance of expectations */
   EmaServerSpec server;
-  GArray *ops; /* EmaOpSpec; run one after another, each on an idle server */
+  GArray *ops;           /* EmaOpSpec; run one after another, each on an idle server */
+  GArray *tenants;       /* EmaTenantSpec; serve together on the server */
+  gint64 duration;       /* serving: stop at this simulated time; 0 = when every trace ends */
+  gint64 sample_period;  /* serving: timeline.csv period, ns */
+  gboolean requests_csv; /* serving: write requests.csv */
 } EmaExperiment;
 
 extern const EmaParamTable ema_experiment_params;
@@ -53,6 +59,9 @@ extern const EmaParamTable ema_experiment_params;
 EmaExperiment *ema_experiment_load(const char *path, const char *const *overrides, GError **error);
 void ema_experiment_free(EmaExperiment *experiment);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaExperiment, ema_experiment_free)
+
+/* TRUE for a serving experiment (tenants), FALSE for an ops one. */
+gboolean ema_experiment_is_serving(const EmaExperiment *experiment);
 
 /* The experiment as YAML with every value explicit (resolved.yaml). */
 char *ema_experiment_to_yaml(const EmaExperiment *experiment);

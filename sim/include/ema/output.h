@@ -1,5 +1,6 @@
 /* output.h: what a run leaves behind: DIR/resolved.yaml (the experiment with
- * every value explicit), DIR/summary.json (machine-readable results) and a
+ * every value explicit), DIR/summary.json (machine-readable results; serving runs also
+ * requests.csv and timeline.csv, written by serving.c as they run) and a
  * short human-readable table on the terminal. Outputs depend only on the
  * inputs, except summary.json's sim.wall_s (the run's wall-clock time). */
 #pragma once
@@ -10,6 +11,7 @@
 
 #include "ema/experiment.h"
 #include "ema/ops.h"
+#include "ema/serving.h"
 
 G_BEGIN_DECLS
 
@@ -23,5 +25,10 @@ gboolean ema_output_write_ops_summary(const char *dir, const EmaExperiment *expe
                                       const EmaOpsReport *report, double wall_s, GError **error);
 /* Print the ops results as a table. */
 void ema_output_print_ops(FILE *out, const EmaOpsReport *report);
+/* Write DIR/summary.json for a serving run. */
+gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *experiment,
+                                          const EmaServingReport *report, GError **error);
+/* Print the per-tenant results as a table. */
+void ema_output_print_serving(FILE *out, const EmaServingReport *report);
 
 G_END_DECLS

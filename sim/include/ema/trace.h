@@ -11,7 +11,7 @@
  * - synthetic sources: an arrival process (Poisson, Gamma, on/off, diurnal)
  *   plus a prompt-length and an output-length distribution;
  * - transformations that wrap any source: time window, rate scaling, request
- *   limit, time offset. They compose.
+ *   limit, time offset, round-robin split. They compose.
  *
  * Invariants every source keeps: arrivals never decrease from one record to
  * the next; prompt_tokens >= 1; once next() has returned FALSE it keeps
@@ -205,6 +205,9 @@ EmaTraceSource *ema_trace_window(EmaTraceSource *src, EmaTime start, EmaTime end
 EmaTraceSource *ema_trace_scale_rate(EmaTraceSource *src, double factor);
 /* Ends after MAX_REQUESTS records. */
 EmaTraceSource *ema_trace_limit(EmaTraceSource *src, guint64 max_requests);
+/* Keeps the records whose position in SRC is INDEX modulo WAYS (0 <= INDEX <
+ * WAYS): what replica INDEX of WAYS receives from a round-robin router. */
+EmaTraceSource *ema_trace_split(EmaTraceSource *src, guint64 ways, guint64 index);
 /* Adds OFFSET >= 0 to every arrival (per-tenant shift). */
 EmaTraceSource *ema_trace_offset(EmaTraceSource *src, EmaTime offset);
 

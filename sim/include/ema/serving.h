@@ -1,0 +1,43 @@
+/* serving.h: runs the serving workload of an experiment: one engine per
+ * tenant on its GPU (or tensor-parallel group), each with a fixed KV pool
+ * (the static-partition baseline: no GPU lends memory to another), fed by
+ * the tenant's trace, timed by the step-time model. Metrics observers
+ * collect the figures; a sampler writes timeline.csv every sample_period.
+ * The run ends when every trace is exhausted and every request has
+ * finished, or at the experiment's duration. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/experiment.h"
+#include "ema/metrics.h"
+#include "ema/tenant.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const EmaTenantSpec *spec; /* borrowed from the experiment */
+  EmaTenantPlan plan;
+  EmaTenantMetrics *metrics;
+  guint64 arrived;     /* requests the trace delivered */
+  guint64 rejected;    /* of which never fit in the KV cache */
+  guint64 unfinished;  /* still waiting or running at the end */
+  guint64 preemptions; /* all preemptions, finished requests or not */
+} EmaTenantResult;
+
+typedef struct {
+  GPtrArray *tenants; /* EmaTenantResult *, in the experiment's order */
+  guint64 events;
+  EmaTime simulated; /* time of the last event */
+  double wall_s;
+} EmaServingReport;
+
+/* Run EXPERIMENT's tenants. OUT_DIR receives requests.csv (when the
+ * experiment asks for it) and timeline.csv; NULL writes no files. PROGRESS,
+ * when TRUE, redraws a progress line on stderr about twice a second. */
+EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *out_dir,
+                                  gboolean progress, GError **error);
+void ema_serving_report_free(EmaServingReport *report);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaServingReport, ema_serving_report_free)
+
+G_END_DECLS
