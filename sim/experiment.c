@@ -161,6 +161,10 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
                          : "nothing to run: give ops (data movements) or tenants (serving)");
     return FALSE;
   }
+  if (ema_node_get(root, "policy") == NULL) {
+    g_free(experiment->policy.name);
+    experiment->policy.name = g_strdup("static");
+  }
   for (gint64 g = 0; g < experiment->server.gpus; g++)
     owner[g] = -1;
   for (guint i = 0; i < n_tenants; i++) {
@@ -226,6 +230,13 @@ static const EmaParam experiment_params[] = {
      .help = "serving: stop at this simulated time (default: when every trace ends)"},
     {"sample_period", EMA_PARAM_DURATION, EXPERIMENT_FIELD(sample_period), .default_value = "1s",
      .min = 1000, .max = 1e18, .help = "serving: one timeline.csv row per GPU this often"},
+    {"policy", EMA_PARAM_STRUCT, EXPERIMENT_FIELD(policy), .table = &ema_policy_spec_params,
+     .resolve = ema_policy_spec_resolve,
+     .help = "serving: memory sharing, a composition name (ema-sim list policies) or a map of "
+             "borrow, prefetch, reclaim and preempt (default: static, no sharing)"},
+    {"idle_gpu_memory", EMA_PARAM_FRACTION, EXPERIMENT_FIELD(idle_gpu_memory),
+     .default_value = "90%", .min = 0, .max = 1,
+     .help = "serving: share of the HBM of a GPU without a tenant that it lends"},
     {"requests_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(requests_csv), .default_value = "true",
      .help = "serving: write one requests.csv row per finished request"},
 };

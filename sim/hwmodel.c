@@ -13,6 +13,7 @@
 #define LINK_FIELD(f) G_STRUCT_OFFSET(EmaLinkSpec, f)
 #define HOST_FIELD(f) G_STRUCT_OFFSET(EmaHostLinkSpec, f)
 #define SERVER_FIELD(f) G_STRUCT_OFFSET(EmaServerSpec, f)
+#define VMM_FIELD(f) G_STRUCT_OFFSET(EmaVmmSpec, f)
 
 /* Bandwidth limits: 1 MB/s to 100 TB/s; durations up to 1 s; sizes to 1 PiB. */
 #define BW_MIN 1e6
@@ -44,6 +45,10 @@ static const EmaParam gpu_params[] = {
     {"step_overhead", EMA_PARAM_DURATION, GPU_FIELD(step_overhead), .default_value = "0ns",
      .min = 0, .max = 1e9,
      .help = "fixed cost of one engine step beyond its kernels (default 0: not yet calibrated)"},
+    {"interference", EMA_PARAM_DOUBLE, GPU_FIELD(interference), .default_value = "1", .min = 0,
+     .max = 10,
+     .help = "HBM bytes of own work lost per byte peers pull from, or copy into, this GPU "
+             "(default 1: one for one; not yet calibrated)"},
 };
 
 const EmaParamTable ema_gpu_params = {"gpu", sizeof(EmaGpuSpec), gpu_params,
@@ -116,6 +121,21 @@ static gboolean check_host(gpointer object, const EmaNode *node, const char *pat
   return TRUE;
 }
 
+static const EmaParam vmm_params[] = {
+    {"create_cost", EMA_PARAM_DURATION, VMM_FIELD(create_cost), .default_value = "15us", .min = 0,
+     .max = FIXED_MAX,
+     .help = "cuMemCreate of one 2 MiB slice on the lender (default: an estimate until "
+             "calibrated)"},
+    {"map_cost", EMA_PARAM_DURATION, VMM_FIELD(map_cost), .default_value = "25us", .min = 0,
+     .max = FIXED_MAX,
+     .help = "cuMemMap + cuMemSetAccess of one slice for the borrower (default: an estimate)"},
+    {"unmap_cost", EMA_PARAM_DURATION, VMM_FIELD(unmap_cost), .default_value = "15us", .min = 0,
+     .max = FIXED_MAX, .help = "cuMemUnmap + cuMemRelease of one slice (default: an estimate)"},
+};
+
+static const EmaParamTable vmm_table = {"vmm", sizeof(EmaVmmSpec), vmm_params,
+                                        EMA_PARAMS_N(vmm_params), NULL};
+
 static const EmaParamTable host_table = {"host link", sizeof(EmaHostLinkSpec), host_params,
                                          EMA_PARAMS_N(host_params), check_host};
 
@@ -137,6 +157,8 @@ static const EmaParam server_params[] = {
      .help = "peer path: a pair's link (direct), a GPU's switch port (switch), PCIe peer limits"},
     {"host", EMA_PARAM_STRUCT, SERVER_FIELD(host), .table = &host_table,
      .flags = EMA_PARAM_REQUIRED, .help = "each GPU's link to host memory"},
+    {"vmm", EMA_PARAM_STRUCT, SERVER_FIELD(vmm), .table = &vmm_table,
+     .help = "virtual-memory costs of lending a slice"},
 };
 
 const EmaParamTable ema_server_params = {"server", sizeof(EmaServerSpec), server_params,

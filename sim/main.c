@@ -2,7 +2,12 @@
  *   run FILE [-o DIR] [--seed N] [--set k=v]...   run an experiment
  *   check FILE [--set k=v]...                     load and check only
  *   list hwmodels                                 known server models
+ *   list policies                                 registered policies and compositions
  *   describe hwmodel NAME                         one model, every value
+ *   describe-policy NAME (or describe policy NAME) one policy and its parameters
+ * run, check, list and describe-policy take --plugin-dir DIR (repeatable;
+ * also before the command) and load the policy modules found there and in
+ * EMA_PLUGIN_PATH before anything else.
  * Errors print one line (file:line:col: key: problem) on stderr and exit 1;
  * usage errors exit 2. */
 #include <locale.h>
@@ -13,6 +18,7 @@
 #include "ema/experiment.h"
 #include "ema/ops.h"
 #include "ema/output.h"
+#include "ema/registry.h"
 #include "ema/units.h"
 
 #define EXIT_USAGE 2
@@ -29,11 +35,21 @@ static const char usage_text[] =
     "  check FILE [--set key.path=value]...\n"
     "                         load and check an experiment without running it\n"
     "  list hwmodels          list the server models (EMA_HWMODEL_PATH, then built-in)\n"
+    "  list policies          list the borrow, prefetch and reclaim policies and the named\n"
+    "                         compositions\n"
     "  describe hwmodel NAME  print one server model with every value\n"
+    "  describe-policy NAME   print a policy or composition: kind, summary, origin, parameters\n"
+    "                         (also: describe policy NAME)\n"
     "\n"
     "Options:\n"
+    "  --plugin-dir DIR       load the policy modules in DIR (repeatable; before the command or\n"
+    "                         after it, for run, check, list and describe-policy); the folders\n"
+    "                         of EMA_PLUGIN_PATH (colon-separated) are always searched too\n"
     "  -h, --help             show help (also: ema-sim COMMAND --help)\n"
     "  --version              print the version\n";
+
+/* --plugin-dir options given before the command. */
+static GPtrArray *global_plugin_dirs;
 
 static int fail(GError *error) {
   fprintf(stderr, "%s\n", error->message);
@@ -58,6 +74,24 @@ static gboolean parse_options(const char *summary, GOptionEntry *entries, int *a
     return FALSE;
   }
   return TRUE;
+}
+
+#define PLUGIN_DIR_ENTRY(dirs)                                                                     \
+  {                                                                                                \
+    "plugin-dir", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &(dirs),                                      \
+        "Load the policy modules in DIR (repeatable)", "DIR"                                       \
+  }
+
+/* Load the policy modules of the global --plugin-dir options, then of the
+ * command's (OPTION_DIRS, may be NULL), then of EMA_PLUGIN_PATH. */
+static gboolean load_plugins(char **option_dirs, GError **error) {
+  g_autoptr(GPtrArray) dirs = g_ptr_array_new();
+  for (guint i = 0; global_plugin_dirs && i < global_plugin_dirs->len; i++)
+    g_ptr_array_add(dirs, global_plugin_dirs->pdata[i]);
+  for (guint i = 0; option_dirs && option_dirs[i]; i++)
+    g_ptr_array_add(dirs, option_dirs[i]);
+  g_ptr_array_add(dirs, NULL);
+  return ema_policy_registry_load_dirs((const char *const *) dirs->pdata, error);
 }
 
 static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
@@ -95,6 +129,7 @@ static int command_run(int argc, char **argv, gboolean check_only) {
   g_autofree char *out_dir = NULL;
   g_auto(GStrv) overrides = NULL;
   g_autofree char *seed_text = NULL;
+  g_auto(GStrv) plugin_dirs = NULL;
   gint64 seed = 0;
   GError *error = NULL;
   g_autoptr(EmaExperiment) experiment = NULL;
@@ -105,8 +140,9 @@ static int command_run(int argc, char **argv, gboolean check_only) {
                                 {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
                                  "Override one value, e.g. --set server.gpus=4 (repeatable)",
                                  "KEY.PATH=VALUE"},
+                                PLUGIN_DIR_ENTRY(plugin_dirs),
                                 {NULL}};
-  GOptionEntry check_entries[] = {run_entries[2], {NULL}};
+  GOptionEntry check_entries[] = {run_entries[2], run_entries[3], {NULL}};
 
   if (!parse_options(check_only ? "Load and check an experiment file." : "Run an experiment.",
                      check_only ? check_entries : run_entries, &argc, &argv, "FILE"))
@@ -119,6 +155,8 @@ static int command_run(int argc, char **argv, gboolean check_only) {
     return usage_error(message);
   }
 
+  if (!load_plugins(plugin_dirs, &error))
+    return fail(error);
   experiment = ema_experiment_load(argv[1], (const char *const *) overrides, &error);
   if (experiment == NULL)
     return fail(error);
@@ -144,11 +182,8 @@ static int command_run(int argc, char **argv, gboolean check_only) {
                                                : run_ops(experiment, out_dir);
 }
 
-static int command_list(int argc, char **argv) {
-  g_autoptr(GPtrArray) names = NULL;
-  if (argc != 2 || strcmp(argv[1], "hwmodels") != 0)
-    return usage_error("usage: ema-sim list hwmodels");
-  names = ema_hwmodel_list();
+static int list_hwmodels(void) {
+  g_autoptr(GPtrArray) names = ema_hwmodel_list();
   for (guint i = 0; i < names->len; i++) {
     GError *error = NULL;
     g_autoptr(EmaServerSpec) server = ema_server_load(names->pdata[i], &error);
@@ -162,13 +197,58 @@ static int command_list(int argc, char **argv) {
   return 0;
 }
 
+/* One line per policy, grouped by kind, then the compositions; all sorted
+ * by name (the registry's order). */
+static int list_policies(void) {
+  g_autoptr(GPtrArray) compositions = ema_policy_registry_list_compositions();
+  for (EmaPolicyKind kind = EMA_POLICY_BORROW; kind <= EMA_POLICY_RECLAIM; kind++) {
+    g_autoptr(GPtrArray) infos = ema_policy_registry_list(kind);
+    printf("%s%s policies:\n", kind == EMA_POLICY_BORROW ? "" : "\n", ema_policy_kind_name(kind));
+    for (guint i = 0; i < infos->len; i++) {
+      const EmaPolicyInfo *info = infos->pdata[i];
+      printf("  %-16s %s", info->name, info->summary);
+      if (strcmp(info->origin, "built-in") != 0)
+        printf(" (from %s)", info->origin);
+      printf("\n");
+    }
+  }
+  printf("\ncompositions (policy: NAME):\n");
+  for (guint i = 0; i < compositions->len; i++) {
+    const EmaPolicyComposition *composition = compositions->pdata[i];
+    printf("  %-16s %s\n", composition->name, composition->summary);
+  }
+  return 0;
+}
+
+static int command_list(int argc, char **argv) {
+  g_auto(GStrv) plugin_dirs = NULL;
+  GError *error = NULL;
+  GOptionEntry entries[] = {PLUGIN_DIR_ENTRY(plugin_dirs), {NULL}};
+  if (!parse_options("List server models or policies.", entries, &argc, &argv, "hwmodels|policies"))
+    return EXIT_USAGE;
+  if (argc != 2 || (strcmp(argv[1], "hwmodels") != 0 && strcmp(argv[1], "policies") != 0))
+    return usage_error("usage: ema-sim list hwmodels|policies");
+  if (!load_plugins(plugin_dirs, &error))
+    return fail(error);
+  return strcmp(argv[1], "hwmodels") == 0 ? list_hwmodels() : list_policies();
+}
+
+static int command_describe_policy(int argc, char **argv);
+
 static int command_describe(int argc, char **argv) {
   GError *error = NULL;
   g_autoptr(EmaServerSpec) server = NULL;
   g_autoptr(GString) text = g_string_new(NULL);
   g_autofree char *hbm = NULL;
+  if (argc >= 2 && strcmp(argv[1], "policy") == 0) {
+    /* `describe policy NAME` is `describe-policy NAME` */
+    argv[1] = (char *) "ema-sim describe policy";
+    return command_describe_policy(argc - 1, argv + 1);
+  }
+  if (global_plugin_dirs->len > 0)
+    return usage_error("--plugin-dir is not an option of 'describe hwmodel'");
   if (argc != 3 || strcmp(argv[1], "hwmodel") != 0)
-    return usage_error("usage: ema-sim describe hwmodel NAME");
+    return usage_error("usage: ema-sim describe hwmodel NAME (or: describe policy NAME)");
   server = ema_server_load(argv[2], &error);
   if (server == NULL)
     return fail(error);
@@ -183,9 +263,119 @@ static int command_describe(int argc, char **argv) {
   return 0;
 }
 
+static void describe_origin(GString *text, const char *origin) {
+  if (strcmp(origin, "built-in") == 0)
+    g_string_append(text, " (built-in)\n");
+  else
+    g_string_append_printf(text, " (from %s)\n", origin);
+}
+
+/* "unknown policy 'NAME' (borrow: a, b; prefetch: c; reclaim: d;
+ * compositions: e)" */
+static GError *unknown_policy_error(const char *name) {
+  g_autoptr(GString) known = g_string_new(NULL);
+  g_autoptr(GPtrArray) compositions = ema_policy_registry_list_compositions();
+  for (EmaPolicyKind kind = EMA_POLICY_BORROW; kind <= EMA_POLICY_RECLAIM; kind++) {
+    g_autoptr(GPtrArray) infos = ema_policy_registry_list(kind);
+    g_string_append_printf(known, "%s: ", ema_policy_kind_name(kind));
+    for (guint i = 0; i < infos->len; i++)
+      g_string_append_printf(known, "%s%s", i ? ", " : "",
+                             ((const EmaPolicyInfo *) infos->pdata[i])->name);
+    g_string_append(known, "; ");
+  }
+  g_string_append(known, "compositions: ");
+  for (guint i = 0; i < compositions->len; i++)
+    g_string_append_printf(known, "%s%s", i ? ", " : "",
+                           ((const EmaPolicyComposition *) compositions->pdata[i])->name);
+  return g_error_new(EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN, "unknown policy '%s' (%s)", name,
+                     known->str);
+}
+
+/* Every policy and composition called NAME: a composition first, then one
+ * policy per kind that has one, separated by blank lines. */
+static int command_describe_policy(int argc, char **argv) {
+  g_auto(GStrv) plugin_dirs = NULL;
+  g_autoptr(GString) text = g_string_new(NULL);
+  GError *error = NULL;
+  GOptionEntry entries[] = {PLUGIN_DIR_ENTRY(plugin_dirs), {NULL}};
+  const EmaPolicyComposition *composition;
+  const char *name;
+
+  if (!parse_options("Describe a policy or a named composition.", entries, &argc, &argv, "NAME"))
+    return EXIT_USAGE;
+  if (argc != 2)
+    return usage_error("usage: ema-sim describe-policy NAME");
+  if (!load_plugins(plugin_dirs, &error))
+    return fail(error);
+  name = argv[1];
+
+  composition = ema_policy_registry_find_composition(name, NULL);
+  if (composition) {
+    g_auto(GStrv) lines = g_strsplit(composition->yaml, "\n", -1);
+    g_string_append_printf(text, "%s: composition", composition->name);
+    describe_origin(text, "built-in");
+    g_string_append_printf(text, "  %s\n", composition->summary);
+    if (g_strv_length(lines) == 1)
+      g_string_append_printf(text, "  policy: %s\n", composition->yaml);
+    else {
+      g_string_append(text, "  policy:\n");
+      for (guint i = 0; lines[i]; i++)
+        if (*lines[i])
+          g_string_append_printf(text, "    %s\n", lines[i]);
+    }
+  }
+  for (EmaPolicyKind kind = EMA_POLICY_BORROW; kind <= EMA_POLICY_RECLAIM; kind++) {
+    const EmaPolicyInfo *info = ema_policy_registry_find(kind, name, NULL);
+    if (info == NULL)
+      continue;
+    if (text->len)
+      g_string_append(text, "\n");
+    g_string_append_printf(text, "%s: %s policy", info->name, ema_policy_kind_name(kind));
+    describe_origin(text, info->origin);
+    g_string_append_printf(text, "  %s\n", info->summary);
+    if (info->params && info->params->n_params > 0) {
+      g_string_append(text, "  parameters:\n");
+      ema_params_describe(info->params, text, 4);
+    } else
+      g_string_append(text, "  parameters: none\n");
+  }
+  if (text->len == 0)
+    return fail(unknown_policy_error(name));
+  fputs(text->str, stdout);
+  return 0;
+}
+
+/* Take the --plugin-dir options before the command off ARGV (ARGV[0] stays
+ * the program). FALSE on a usage error (already printed). */
+static gboolean take_global_options(int *argc, char ***argv) {
+  int first = 1;
+  global_plugin_dirs = g_ptr_array_new();
+  while (first < *argc) {
+    const char *arg = (*argv)[first];
+    if (strcmp(arg, "--plugin-dir") == 0) {
+      if (first + 1 >= *argc) {
+        usage_error("--plugin-dir: missing DIR");
+        return FALSE;
+      }
+      g_ptr_array_add(global_plugin_dirs, (*argv)[first + 1]);
+      first += 2;
+    } else if (g_str_has_prefix(arg, "--plugin-dir=")) {
+      g_ptr_array_add(global_plugin_dirs, (gpointer) (arg + strlen("--plugin-dir=")));
+      first++;
+    } else
+      break;
+  }
+  (*argv)[first - 1] = (*argv)[0];
+  *argv += first - 1;
+  *argc -= first - 1;
+  return TRUE;
+}
+
 int main(int argc, char **argv) {
   const char *command;
   setlocale(LC_ALL, "");
+  if (!take_global_options(&argc, &argv))
+    return EXIT_USAGE;
   if (argc < 2)
     return usage_error("missing COMMAND");
   command = argv[1];
@@ -198,6 +388,15 @@ int main(int argc, char **argv) {
     printf("ema-sim %s\n", EMA_VERSION);
     return 0;
   }
+  if (global_plugin_dirs->len > 0 && strcmp(command, "run") != 0 && strcmp(command, "check") != 0 &&
+      strcmp(command, "list") != 0 && strcmp(command, "describe-policy") != 0 &&
+      strcmp(command, "describe") != 0) {
+    g_autofree char *message =
+        g_strdup_printf("--plugin-dir is not an option of '%s' (only of run, check, list and "
+                        "describe-policy)",
+                        command);
+    return usage_error(message);
+  }
   /* the subcommand parsers see "ema-sim COMMAND" as their program name */
   argv[1] = g_strconcat("ema-sim ", command, NULL);
   if (strcmp(command, "run") == 0)
@@ -208,6 +407,8 @@ int main(int argc, char **argv) {
     return command_list(argc - 1, argv + 1);
   if (strcmp(command, "describe") == 0)
     return command_describe(argc - 1, argv + 1);
+  if (strcmp(command, "describe-policy") == 0)
+    return command_describe_policy(argc - 1, argv + 1);
   {
     g_autofree char *message =
         g_strdup_printf("unknown command '%s' (commands: run, check, list, describe)", command);

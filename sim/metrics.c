@@ -7,6 +7,7 @@
  * walk from the lowest bucket finds nearest-rank quantiles. */
 #include "ema/metrics.h"
 
+#include <float.h>
 #include <math.h>
 
 #define SUB_BUCKETS 256
@@ -71,7 +72,9 @@ double ema_histogram_quantile(const EmaHistogram *histogram, double q) {
   g_return_val_if_fail(q >= 0 && q <= 1, 0);
   if (histogram->count == 0)
     return 0;
-  rank = (guint64) ceil(q * (double) histogram->count);
+  /* ceil(q x count), where a product a few ulps above a whole number is that
+   * number (0.035 x 10000 = 350.00000000000006 is rank 350, not 351) */
+  rank = (guint64) ceil(q * (double) histogram->count * (1 - 4 * DBL_EPSILON));
   rank = CLAMP(rank, 1, histogram->count);
   for (guint i = 0; i < N_BUCKETS; i++) {
     seen += histogram->buckets[i];

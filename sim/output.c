@@ -160,6 +160,30 @@ static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
   json_builder_end_object(builder);
 }
 
+static void add_pool(JsonBuilder *builder, const EmaExperiment *experiment,
+                     const EmaPoolStats *pool) {
+  json_builder_set_member_name(builder, "pool");
+  json_builder_begin_object(builder);
+  json_builder_set_member_name(builder, "policy");
+  json_builder_add_string_value(builder, experiment->policy.name);
+  add_count(builder, "borrows", pool->borrows);
+  add_count(builder, "slices_borrowed", pool->slices_borrowed);
+  add_count(builder, "returns", pool->returns);
+  add_count(builder, "slices_returned", pool->slices_returned);
+  add_count(builder, "reclaims", pool->reclaims);
+  add_count(builder, "slices_reclaimed", pool->slices_reclaimed);
+  add_count(builder, "blocks_migrated", pool->blocks_migrated);
+  add_count(builder, "blocks_to_host", pool->blocks_to_host);
+  add_count(builder, "blocks_dropped", pool->blocks_dropped);
+  add_number(builder, "reclaim_wait_mean_ms",
+             pool->reclaims ? (double) pool->reclaim_wait / (double) pool->reclaims / 1e6 : 0);
+  add_number(builder, "reclaim_wait_max_ms", (double) pool->reclaim_wait_max / 1e6);
+  add_count(builder, "plans_adjusted", pool->plans_adjusted);
+  add_count(builder, "remote_steps", pool->remote_steps);
+  add_number(builder, "exposed_remote_s", (double) pool->exposed_remote / 1e9);
+  json_builder_end_object(builder);
+}
+
 gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *experiment,
                                           const EmaServingReport *report, GError **error) {
   g_autoptr(JsonBuilder) builder = json_builder_new();
@@ -169,6 +193,7 @@ gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *
   for (guint i = 0; i < report->tenants->len; i++)
     add_tenant(builder, report->tenants->pdata[i]);
   json_builder_end_array(builder);
+  add_pool(builder, experiment, &report->pool);
   return end_summary(builder, report->events, report->simulated, report->wall_s, dir, error);
 }
 

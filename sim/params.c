@@ -46,14 +46,16 @@ static const char *type_name(EmaParamType type) {
     return "a map";
   case EMA_PARAM_LIST:
     return "a list";
+  case EMA_PARAM_OBJECT:
+    return "a map";
   }
   return "?";
 }
 
 static const char *short_type_name(EmaParamType type) {
-  static const char *const names[] = {"bool",      "int",      "number", "size",
-                                      "bandwidth", "duration", "flops",  "fraction",
-                                      "string",    "enum",     "map",    "list"};
+  static const char *const names[] = {"bool",     "int",   "number",   "size",   "bandwidth",
+                                      "duration", "flops", "fraction", "string", "enum",
+                                      "map",      "list",  "map"};
   return names[type];
 }
 
@@ -190,6 +192,7 @@ gboolean ema_params_parse_value(const EmaParam *param, const char *text, gpointe
     return FALSE;
   case EMA_PARAM_STRUCT:
   case EMA_PARAM_LIST:
+  case EMA_PARAM_OBJECT:
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE, "expected %s, got '%s'",
                 type_name(param->type), text);
     return FALSE;
@@ -219,6 +222,23 @@ static const char *node_kind_name(const EmaNode *node) {
   if (node->kind == EMA_NODE_SEQ)
     return "a list";
   return node->value ? "a plain value" : "nothing";
+}
+
+static gboolean bind_object(const EmaParam *param, gpointer object, const EmaNode *value,
+                            const EmaNode *map, const char *path, GError **error) {
+  const EmaParamTable *table = param->table_for(object);
+  gpointer *field = field_ptr(object, param);
+  if (value && value->kind == EMA_NODE_SCALAR && value->value == NULL)
+    value = NULL;
+  if (table == NULL) {
+    if (value && !(value->kind == EMA_NODE_MAP && value->keys->len == 0)) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, value, path, "takes no parameters here");
+      return FALSE;
+    }
+    return TRUE;
+  }
+  *field = g_malloc0(table->size);
+  return ema_params_bind(table, *field, value, path, error);
 }
 
 static gboolean bind_param(const EmaParam *param, gpointer object, const EmaNode *value,
@@ -257,6 +277,8 @@ static gboolean bind_param(const EmaParam *param, gpointer object, const EmaNode
 
   if (param->type == EMA_PARAM_LIST)
     return bind_list(param, object, value, path, error);
+  if (param->type == EMA_PARAM_OBJECT)
+    return bind_object(param, object, value, map, path, error);
   if (param->type == EMA_PARAM_STRUCT) {
     g_autoptr(EmaNode) resolved = NULL;
     if (value && value->kind == EMA_NODE_SCALAR && value->value && param->resolve) {
@@ -397,10 +419,16 @@ gboolean ema_params_expand(const EmaParamTable *table, EmaNode *node, GError **e
 }
 
 void ema_params_clear(const EmaParamTable *table, gpointer object) {
-  for (guint i = 0; i < table->n_params; i++) {
+  for (guint i = table->n_params; i-- > 0;) {
     const EmaParam *param = &table->params[i];
     gpointer field = field_ptr(object, param);
-    if (param->type == EMA_PARAM_STRING) {
+    if (param->type == EMA_PARAM_OBJECT) {
+      gpointer *inner = field;
+      const EmaParamTable *inner_table = *inner ? param->table_for(object) : NULL;
+      if (inner_table)
+        ema_params_clear(inner_table, *inner);
+      g_clear_pointer(inner, g_free);
+    } else if (param->type == EMA_PARAM_STRING) {
       g_clear_pointer((char **) field, g_free);
     } else if (param->type == EMA_PARAM_STRUCT) {
       ema_params_clear(param->table, field);
@@ -474,14 +502,21 @@ static void write_struct(const EmaParamTable *table, gconstpointer object, GStri
     if ((param->flags & EMA_PARAM_OPTIONAL) && param->type < EMA_PARAM_STRUCT &&
         is_zero(param, field))
       continue;
+    if ((param->flags & EMA_PARAM_OPTIONAL) && param->type == EMA_PARAM_LIST &&
+        (*(GArray *const *) field == NULL || (*(GArray *const *) field)->len == 0))
+      continue;
     if (first && first_prefix)
       g_string_append(out, first_prefix);
     else
       g_string_append_printf(out, "%*s", (int) indent, "");
     first = FALSE;
-    if (param->type == EMA_PARAM_STRUCT) {
+    if (param->type == EMA_PARAM_STRUCT || param->type == EMA_PARAM_OBJECT) {
       g_autoptr(GString) inner = g_string_new(NULL);
-      write_struct(param->table, field, inner, indent + 2, NULL);
+      if (param->type == EMA_PARAM_STRUCT)
+        write_struct(param->table, field, inner, indent + 2, NULL);
+      else if (*(gconstpointer const *) field)
+        write_struct(param->table_for(object), *(gconstpointer const *) field, inner, indent + 2,
+                     NULL);
       if (inner->len == 0)
         g_string_append_printf(out, "%s: {}\n", param->key);
       else
@@ -543,6 +578,8 @@ gboolean ema_params_check_defaults(const EmaParamTable *table, GError **error) {
   for (guint i = 0; i < table->n_params; i++) {
     const EmaParam *param = &table->params[i];
     GError *inner = NULL;
+    if (param->type == EMA_PARAM_OBJECT)
+      continue; /* its table depends on the values bound */
     if (param->type == EMA_PARAM_STRUCT || param->type == EMA_PARAM_LIST) {
       if (param->table == NULL) {
         g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,

@@ -12,20 +12,27 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "ema/pool.h"
+
 #define SAMPLE_PRIORITY 100
 #define PROGRESS_INTERVAL_US 500000
 
 typedef struct {
   EmaTenantResult *result;
   EmaStepModel *step_model;
-  EmaKvPool *pool;
+  EmaPool *pool; /* the run's, shared */
+  guint gpu;
   EmaEngine *engine;
+  EmaKvMemory memory;
+  EmaEngineConfig config;
+  EmaTraceSource *trace; /* until the engine takes it */
 } Tenant;
 
 typedef struct {
   const EmaExperiment *experiment;
   EmaSim *sim;
   GArray *tenants; /* Tenant */
+  EmaPool *pool;
   FILE *timeline;
   EmaEvent sample_event;
   gboolean progress;
@@ -33,7 +40,13 @@ typedef struct {
 } Run;
 
 static EmaTime step_cost(gpointer data, const EmaStepBatch *batch) {
-  return ema_step_time(data, batch, NULL);
+  Tenant *tenant = data;
+  return ema_pool_step_time(tenant->pool, tenant->gpu, batch);
+}
+
+static void on_step(gpointer data, const EmaStepReport *step) {
+  Tenant *tenant = data;
+  ema_pool_after_step(tenant->pool, tenant->gpu, step);
 }
 
 static void print_progress(Run *run) {
@@ -54,20 +67,30 @@ static void print_progress(Run *run) {
 static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
   Run *run = data;
   EmaTime now = ema_sim_now(sim);
+  GError *error = NULL;
+  if (!ema_pool_check(run->pool, &error)) {
+    g_prefix_error(&error, "memory ledger broken at %.9f s: ", (double) now / 1e9);
+    ema_sim_fail(sim, error);
+    return;
+  }
   for (guint i = 0; i < run->tenants->len; i++) {
     Tenant *tenant = &g_array_index(run->tenants, Tenant, i);
-    EmaKvMemory memory = ema_kv_pool_memory(tenant->pool);
-    guint64 total = memory.ops->total_blocks(memory.self);
-    guint64 free_blocks = memory.ops->free_blocks(memory.self);
+    guint64 used = ema_engine_blocks_held(tenant->engine);
+    guint64 free_blocks = tenant->memory.ops->free_blocks(tenant->memory.self);
     const EmaTenantSpec *spec = tenant->result->spec;
-    ema_tenant_metrics_sample_kv(tenant->result->metrics, total - free_blocks, total);
+    ema_tenant_metrics_sample_kv(tenant->result->metrics, used, used + free_blocks);
     for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++)
       fprintf(run->timeline,
               "%" G_GINT64_FORMAT ".%09" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-              ",%s,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%u,%u,%.6f\n",
-              now / 1000000000, now % 1000000000, g, spec->name, total - free_blocks, free_blocks,
+              ",%s,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%u,%u,%.6f,%" G_GUINT64_FORMAT
+              ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT "\n",
+              now / 1000000000, now % 1000000000, g, spec->name, used, free_blocks,
               ema_engine_running(tenant->engine), ema_engine_waiting(tenant->engine),
-              (double) tenant->result->metrics->last_step / 1e6);
+              (double) tenant->result->metrics->last_step / 1e6,
+              ema_pool_slices_lent(run->pool, (guint) g),
+              ema_pool_slices_borrowed(run->pool, (guint) g),
+              ema_pool_blocks_remote(run->pool, (guint) g),
+              ema_pool_slices_staging(run->pool, (guint) g));
   }
   if (run->progress && g_get_monotonic_time() - run->last_progress >= PROGRESS_INTERVAL_US) {
     run->last_progress = g_get_monotonic_time();
@@ -107,7 +130,7 @@ static gboolean close_output(FILE **file, const char *dir, const char *name, GEr
 static void tenant_clear(gpointer data) {
   Tenant *tenant = data;
   ema_engine_free(tenant->engine);
-  ema_kv_pool_free(tenant->pool);
+  ema_trace_source_free(tenant->trace);
   ema_step_model_free(tenant->step_model);
 }
 
@@ -124,40 +147,89 @@ void ema_serving_report_free(EmaServingReport *report) {
   g_free(report);
 }
 
-/* Build tenant I of the experiment into RUN. */
+/* The policy's preemption choice over the tenant's own. */
+static void apply_preempt_choice(const EmaExperiment *experiment, EmaEngineConfig *config) {
+  const EmaServerSpec *server = &experiment->server;
+  switch (experiment->policy.preempt) {
+  case EMA_PREEMPT_CHOICE_ENGINE:
+    break;
+  case EMA_PREEMPT_CHOICE_RECOMPUTE:
+    config->preempt = EMA_PREEMPT_RECOMPUTE;
+    break;
+  case EMA_PREEMPT_CHOICE_SWAP_HOST:
+    config->preempt = EMA_PREEMPT_SWAP;
+    break;
+  case EMA_PREEMPT_CHOICE_SWAP_PEER:
+    /* parked on a peer over the GPU fabric instead of the host link */
+    config->preempt = EMA_PREEMPT_SWAP;
+    config->swap_bandwidth = server->link.bandwidth;
+    config->swap_fixed_cost = server->link.copy_fixed_cost;
+    break;
+  }
+}
+
+/* Build tenant I of the experiment into RUN (its engine comes later). */
 static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *requests,
                            GError **error) {
   const EmaExperiment *experiment = run->experiment;
   const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
   g_autofree char *stream = g_strconcat("tenant/", spec->name, NULL);
   EmaTenantResult *result = g_new0(EmaTenantResult, 1);
-  Tenant tenant = {result, NULL, NULL, NULL};
-  EmaEngineConfig config;
-  EmaTraceSource *trace;
-  EmaEngineObserver observer;
+  Tenant tenant = {.result = result, .pool = run->pool, .gpu = (guint) spec->gpu};
 
   result->spec = spec;
   result->metrics = ema_tenant_metrics_new(spec->name, requests);
   g_ptr_array_add(report->tenants, result);
   if (!ema_tenant_plan(spec, &experiment->server, &result->plan, error))
     return FALSE;
-  trace = ema_trace_spec_open(&spec->trace,
-                              ema_trace_seed_derive((guint64) experiment->seed, stream), error);
-  if (trace == NULL) {
+  tenant.trace = ema_trace_spec_open(
+      &spec->trace, ema_trace_seed_derive((guint64) experiment->seed, stream), error);
+  if (tenant.trace == NULL) {
     g_prefix_error(error, "tenant %s: ", spec->name);
     return FALSE;
   }
   tenant.step_model =
       ema_step_model_new(&spec->model, &experiment->server, (guint) spec->tp, error);
   g_assert(tenant.step_model); /* the experiment's checks planned it */
-  tenant.pool = ema_kv_pool_new(result->plan.blocks);
-  ema_tenant_engine_config(spec, &result->plan, &experiment->server, &config);
-  tenant.engine = ema_engine_new(run->sim, &config, ema_kv_pool_memory(tenant.pool), step_cost,
-                                 tenant.step_model, trace);
-  observer = ema_tenant_metrics_observer(result->metrics);
-  ema_engine_add_observer(tenant.engine, &observer);
+  tenant.memory = ema_pool_add_tenant(run->pool, tenant.gpu, result->plan.slices,
+                                      result->plan.block_bytes, tenant.step_model);
+  ema_tenant_engine_config(spec, &result->plan, &experiment->server, &tenant.config);
+  apply_preempt_choice(experiment, &tenant.config);
   g_array_append_val(run->tenants, tenant);
   return TRUE;
+}
+
+/* Engines, once the tenant array is complete (their callbacks point into it). */
+static void start_engines(Run *run) {
+  for (guint i = 0; i < run->tenants->len; i++) {
+    Tenant *tenant = &g_array_index(run->tenants, Tenant, i);
+    EmaEngineObserver metrics = ema_tenant_metrics_observer(tenant->result->metrics);
+    EmaEngineObserver pool = {on_step, NULL, tenant};
+    tenant->engine = ema_engine_new(run->sim, &tenant->config, tenant->memory, step_cost, tenant,
+                                    g_steal_pointer(&tenant->trace));
+    ema_engine_add_observer(tenant->engine, &metrics);
+    ema_engine_add_observer(tenant->engine, &pool);
+    ema_pool_set_engine(run->pool, tenant->gpu, tenant->engine);
+  }
+  for (guint i = 0; i < run->tenants->len; i++)
+    ema_engine_start(g_array_index(run->tenants, Tenant, i).engine);
+}
+
+/* GPUs without a tenant lend their HBM. */
+static void add_idle_gpus(Run *run) {
+  const EmaServerSpec *server = &run->experiment->server;
+  g_autofree gboolean *busy = g_new0(gboolean, (gsize) server->gpus);
+  for (guint i = 0; i < run->experiment->tenants->len; i++) {
+    const EmaTenantSpec *spec = &g_array_index(run->experiment->tenants, EmaTenantSpec, i);
+    for (gint64 g = spec->gpu; g < spec->gpu + spec->tp; g++)
+      busy[g] = TRUE;
+  }
+  for (gint64 g = 0; g < server->gpus; g++)
+    if (!busy[g])
+      ema_pool_add_idle_gpu(
+          run->pool, (guint) g,
+          (guint64) ((double) server->gpu.hbm_capacity * run->experiment->idle_gpu_memory) /
+              EMA_SLICE_BYTES);
 }
 
 EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *out_dir,
@@ -165,11 +237,16 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   g_autoptr(EmaServingReport) report = g_new0(EmaServingReport, 1);
   g_autoptr(EmaSim) sim = ema_sim_new();
   g_autoptr(GArray) tenants = g_array_new(FALSE, TRUE, sizeof(Tenant));
-  Run run = {experiment, sim, tenants, NULL, {0}, progress, g_get_monotonic_time(), 0};
+  g_autoptr(EmaPool) pool = NULL;
+  Run run = {experiment, sim, tenants, NULL, NULL, {0}, progress, g_get_monotonic_time(), 0};
   FILE *requests = NULL;
   gboolean ok = TRUE;
 
   g_return_val_if_fail(experiment->tenants && experiment->tenants->len > 0, NULL);
+  pool = ema_pool_new(sim, &experiment->server, &experiment->policy, error);
+  if (pool == NULL)
+    return NULL;
+  run.pool = pool;
   g_array_set_clear_func(tenants, tenant_clear);
   report->tenants = g_ptr_array_new_with_free_func(result_free);
   if (out_dir) {
@@ -184,14 +261,18 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
       fclose(requests);
       return NULL;
     }
-    fputs("time_s,gpu,tenant,kv_blocks_used,kv_blocks_free,running,waiting,last_step_ms\n",
+    fputs("time_s,gpu,tenant,kv_blocks_used,kv_blocks_free,running,waiting,last_step_ms,"
+          "slices_lent,slices_borrowed,kv_blocks_remote,slices_staging\n",
           run.timeline);
   }
   for (guint i = 0; ok && i < experiment->tenants->len; i++)
     ok = add_tenant(&run, report, i, requests, error);
   if (ok) {
-    for (guint i = 0; i < tenants->len; i++)
-      ema_engine_start(g_array_index(tenants, Tenant, i).engine);
+    add_idle_gpus(&run);
+    ok = ema_pool_start(pool, error);
+  }
+  if (ok) {
+    start_engines(&run);
     ema_event_init(&run.sample_event, on_sample, &run);
     ema_sim_schedule(sim, &run.sample_event, 0, SAMPLE_PRIORITY);
     ok =
@@ -211,7 +292,9 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     tenant->result->arrived =
         tenant->result->metrics->completed + tenant->result->rejected + tenant->result->unfinished;
   }
-  g_array_set_size(tenants, 0); /* engines go before the simulator */
+  report->pool = *ema_pool_stats(pool);
+  g_array_set_size(tenants, 0); /* engines go before the pool and the simulator */
+  g_clear_pointer(&pool, ema_pool_free);
   if (!close_output(&requests, out_dir, "requests.csv", ok ? error : NULL))
     ok = FALSE;
   if (!close_output(&run.timeline, out_dir, "timeline.csv", ok ? error : NULL))

@@ -117,6 +117,11 @@ void ema_step_model_free(EmaStepModel *step_model) {
   g_free(step_model);
 }
 
+guint ema_step_model_layers(const EmaStepModel *step_model) {
+  g_return_val_if_fail(step_model != NULL, 0);
+  return (guint) step_model->layers;
+}
+
 guint ema_step_model_tp(const EmaStepModel *step_model) {
   g_return_val_if_fail(step_model != NULL, 0);
   return step_model->tp;

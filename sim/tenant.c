@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ema/policy.h"
 #include "ema/units.h"
 
 #define LENGTH_FIELD(f) G_STRUCT_OFFSET(EmaLengthSpec, f)
@@ -20,8 +21,8 @@
 
 static const char *const length_kind_names[] = {"none",      "fixed",    "uniform",
                                                 "lognormal", "resample", NULL};
-static const char *const arrivals_kind_names[] = {"file",  "poisson", "gamma",
-                                                  "onoff", "diurnal", NULL};
+static const char *const arrivals_kind_names[] = {"file",    "poisson", "gamma", "onoff",
+                                                  "diurnal", "phases",  NULL};
 static const char *const format_names[] = {"auto",     "azure",   "vidur", "burstgpt",
                                            "mooncake", "lengths", NULL};
 static const char *const preempt_names[] = {"recompute", "swap", NULL};
@@ -175,7 +176,18 @@ static const ChoiceKeys arrival_choice_keys[] = {
                             (const char *const[]){"rate_off", NULL}},
     [EMA_ARRIVALS_DIURNAL] = {(const char *const[]){"rate_max", "period", NULL},
                               (const char *const[]){"rate_min", NULL}},
+    [EMA_ARRIVALS_PHASES] = {(const char *const[]){"phases", NULL}, NULL},
 };
+
+static const EmaParam phase_params[] = {
+    {"duration", EMA_PARAM_DURATION, G_STRUCT_OFFSET(EmaPhaseSpec, duration),
+     .flags = EMA_PARAM_REQUIRED, .min = 1, .max = 1e18, .help = "how long the phase lasts"},
+    {"rate", EMA_PARAM_DOUBLE, G_STRUCT_OFFSET(EmaPhaseSpec, rate), .flags = EMA_PARAM_REQUIRED,
+     .min = 0, .max = 1e9, .help = "requests per second in the phase (Poisson)"},
+};
+
+static const EmaParamTable phase_table = {"phase", sizeof(EmaPhaseSpec), phase_params,
+                                          EMA_PARAMS_N(phase_params), NULL};
 
 static const EmaParam trace_params[] = {
     {"file", EMA_PARAM_STRING, TRACE_FIELD(file), .flags = EMA_PARAM_OPTIONAL,
@@ -189,7 +201,7 @@ static const EmaParam trace_params[] = {
      .help = "lengths: start the file again at its end"},
     {"arrivals", EMA_PARAM_ENUM, TRACE_FIELD(arrivals), .default_value = "file",
      .choices = arrivals_kind_names,
-     .help = "file (times from the trace file), poisson, gamma, onoff or diurnal"},
+     .help = "file (times from the trace file), poisson, gamma, onoff, diurnal or phases"},
     {"rate", EMA_PARAM_DOUBLE, TRACE_FIELD(rate), .flags = EMA_PARAM_OPTIONAL, .min = 1e-9,
      .max = 1e9, .help = "poisson, gamma: mean requests per second"},
     {"cv", EMA_PARAM_DOUBLE, TRACE_FIELD(cv), .flags = EMA_PARAM_OPTIONAL, .min = 1e-3, .max = 1e3,
@@ -208,6 +220,9 @@ static const EmaParam trace_params[] = {
      .max = 1e9, .help = "diurnal: rate at half a period"},
     {"period", EMA_PARAM_DURATION, TRACE_FIELD(period), .flags = EMA_PARAM_OPTIONAL, .min = 1,
      .max = 1e18, .help = "diurnal: period of the cosine"},
+    {"phases", EMA_PARAM_LIST, TRACE_FIELD(phases), .table = &phase_table,
+     .flags = EMA_PARAM_OPTIONAL,
+     .help = "phases: [{duration, rate}, ...]; the last phase lasts on"},
     {"prompt", EMA_PARAM_STRUCT, TRACE_FIELD(prompt), .table = &length_table,
      .help = "prompt lengths (synthetic and lengths-file traces)"},
     {"output", EMA_PARAM_STRUCT, TRACE_FIELD(output), .table = &length_table,
@@ -228,6 +243,8 @@ static const EmaParam trace_params[] = {
      .max = 1e18, .help = "shift every arrival by this much (after the other transformations)"},
 };
 
+static EmaTraceArrivals *open_arrivals(const EmaTraceSpec *spec, guint64 seed, GError **error);
+
 static gboolean check_trace(gpointer object, const EmaNode *node, const char *path,
                             GError **error) {
   EmaTraceSpec *trace = object;
@@ -246,9 +263,9 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
     ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at ? at : node, key_path, "%s",
                    needs_arrivals
                        ? (trace->file ? "a lengths file needs an arrival process (arrivals: "
-                                        "poisson, gamma, onoff or diurnal)"
+                                        "poisson, gamma, onoff, diurnal or phases)"
                                       : "a synthetic trace needs an arrival process (arrivals: "
-                                        "poisson, gamma, onoff or diurnal) or a file")
+                                        "poisson, gamma, onoff, diurnal or phases) or a file")
                        : "this trace file has its own arrival times: leave arrivals out, or use "
                          "format: lengths");
     return FALSE;
@@ -270,6 +287,23 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, length_node ? length_node : node, length_path,
                      "lengths come from the trace file: leave %s out",
                      i == 0 ? "prompt" : "output");
+      return FALSE;
+    }
+  }
+  if (trace->arrivals == EMA_ARRIVALS_PHASES) {
+    /* the generator's own checks, located at the list */
+    g_autoptr(EmaTraceArrivals) probe = NULL;
+    GError *inner = NULL;
+    g_autofree char *key_path = path ? g_strconcat(path, ".phases", NULL) : g_strdup("phases");
+    if (trace->phases->len == 0)
+      g_set_error(&inner, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID,
+                  "phases: at least one phase is needed");
+    else
+      probe = open_arrivals(trace, 0, &inner);
+    if (probe == NULL) {
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "phases"), key_path, "%s",
+                     inner->message);
+      g_error_free(inner);
       return FALSE;
     }
   }
@@ -377,6 +411,16 @@ static EmaTraceArrivals *open_arrivals(const EmaTraceSpec *spec, guint64 seed, G
   case EMA_ARRIVALS_DIURNAL:
     return ema_trace_arrivals_new_diurnal(spec->rate_min, spec->rate_max, spec->period, seed,
                                           error);
+  case EMA_ARRIVALS_PHASES: {
+    guint n = spec->phases->len;
+    g_autofree double *rates = g_new(double, n);
+    g_autofree EmaTime *durations = g_new(EmaTime, n);
+    for (guint k = 0; k < n; k++) {
+      rates[k] = g_array_index(spec->phases, EmaPhaseSpec, k).rate;
+      durations[k] = g_array_index(spec->phases, EmaPhaseSpec, k).duration;
+    }
+    return ema_trace_arrivals_new_phases(rates, durations, n, seed, error);
+  }
   case EMA_ARRIVALS_FILE:
     break;
   }
@@ -472,7 +516,8 @@ gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *serve
   usable = floor((double) server->gpu.hbm_capacity * tenant->engine.gpu_memory_utilization);
   if (usable > (double) (plan->weight_bytes + plan->activation_reserve))
     plan->kv_bytes = (guint64) usable - plan->weight_bytes - plan->activation_reserve;
-  plan->blocks = plan->kv_bytes / plan->block_bytes;
+  plan->slices = plan->kv_bytes / EMA_SLICE_BYTES;
+  plan->blocks = plan->slices * EMA_SLICE_BYTES / plan->block_bytes;
   if (plan->blocks == 0) {
     g_autofree char *hbm = ema_units_format_size((guint64) usable);
     g_autofree char *weights = ema_units_format_size(plan->weight_bytes);

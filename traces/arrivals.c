@@ -1,6 +1,6 @@
 /* arrivals.c: synthetic arrival processes (Poisson, Gamma renewal, on/off
- * bursts, diurnal sinusoid by thinning) and the seeding of every synthetic
- * generator in traces/.
+ * bursts, diurnal sinusoid by thinning, piecewise-constant phases) and the seeding of every
+ * synthetic generator in traces/.
  *
  * Invariants: each process owns one gsl_rng_mt19937, so its draws depend on
  * its seed only, never on other components; the process clock is a double in
@@ -39,7 +39,7 @@ gsl_rng *ema_trace_rng_new(guint64 seed) {
   return rng;
 }
 
-typedef enum { KIND_POISSON, KIND_GAMMA, KIND_ONOFF, KIND_DIURNAL } Kind;
+typedef enum { KIND_POISSON, KIND_GAMMA, KIND_ONOFF, KIND_DIURNAL, KIND_PHASES } Kind;
 
 struct _EmaTraceArrivals {
   Kind kind;
@@ -51,6 +51,8 @@ struct _EmaTraceArrivals {
   gboolean on;
   double phase_end;
   double rate_min, rate_max, period;
+  double *phase_rates, *phase_ends; /* phases: rate of phase k until phase_ends[k] (s) */
+  guint n_phases, phase;
 };
 
 static gboolean check(gboolean ok, GError **error, const char *format, ...) G_GNUC_PRINTF(3, 4);
@@ -127,6 +129,34 @@ EmaTraceArrivals *ema_trace_arrivals_new_diurnal(double rate_min, double rate_ma
   return a;
 }
 
+EmaTraceArrivals *ema_trace_arrivals_new_phases(const double *rates, const EmaTime *durations,
+                                                guint n, guint64 seed, GError **error) {
+  double end = 0;
+  gboolean any = FALSE;
+  if (!check(n > 0, error, "phases: at least one phase is needed"))
+    return NULL;
+  for (guint k = 0; k < n; k++) {
+    if (!check(isfinite(rates[k]) && rates[k] >= 0, error,
+               "phases: phase %u: rate must be >= 0 (got %g)", k + 1, rates[k]) ||
+        !check(durations[k] > 0, error, "phases: phase %u: duration must be > 0", k + 1))
+      return NULL;
+    any |= rates[k] > 0;
+  }
+  if (!check(rates[n - 1] > 0, error, "phases: the last phase's rate must be > 0 (it lasts on)") ||
+      !check(any, error, "phases: some rate must be > 0"))
+    return NULL;
+  EmaTraceArrivals *a = arrivals_new(KIND_PHASES, seed);
+  a->n_phases = n;
+  a->phase_rates = g_new(double, n);
+  a->phase_ends = g_new(double, n);
+  for (guint k = 0; k < n; k++) {
+    end += (double) durations[k] * 1e-9;
+    a->phase_rates[k] = rates[k];
+    a->phase_ends[k] = k + 1 == n ? INFINITY : end;
+  }
+  return a;
+}
+
 static void advance(EmaTraceArrivals *a) {
   switch (a->kind) {
   case KIND_POISSON:
@@ -150,6 +180,21 @@ static void advance(EmaTraceArrivals *a) {
       a->t = a->phase_end;
       a->on = !a->on;
       a->phase_end = a->t + gsl_ran_exponential(a->rng, a->on ? a->mean_on : a->mean_off);
+    }
+  case KIND_PHASES:
+    /* piecewise-constant Poisson: as for on/off, a gap that crosses the end
+     * of a phase is drawn again from that end at the next phase's rate */
+    for (;;) {
+      double rate = a->phase_rates[a->phase];
+      if (rate > 0) {
+        double next = a->t + gsl_ran_exponential(a->rng, 1.0 / rate);
+        if (next < a->phase_ends[a->phase]) {
+          a->t = next;
+          return;
+        }
+      }
+      a->t = a->phase_ends[a->phase];
+      a->phase++;
     }
   case KIND_DIURNAL:
     /* Lewis-Shedler thinning: candidates at rate_max, each kept with
@@ -177,5 +222,7 @@ void ema_trace_arrivals_free(EmaTraceArrivals *arrivals) {
   if (arrivals == NULL)
     return;
   gsl_rng_free(arrivals->rng);
+  g_free(arrivals->phase_rates);
+  g_free(arrivals->phase_ends);
   g_free(arrivals);
 }

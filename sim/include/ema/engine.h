@@ -33,6 +33,15 @@ typedef struct {
   guint64 (*free_blocks)(gpointer self);
   /* Blocks in all (free + taken). */
   guint64 (*total_blocks)(gpointer self);
+  /* Optional (NULL: not told). Called at the end of a scheduling pass that
+   * was held back by blocks, with that pass's blocks_short (see
+   * EmaStepReport), whether or not a step started: an idle engine whose
+   * queue's head does not fit reports no step, so this is the only word of
+   * its need. It may schedule events, call ema_engine_release_blocks or
+   * ema_engine_wake (only once blocks were added: a woken engine that is
+   * still short asks again at the same instant); it may not take or give
+   * blocks for the engine. */
+  void (*want)(gpointer self, guint64 blocks_short);
 } EmaKvMemoryOps;
 
 typedef struct {
@@ -80,6 +89,19 @@ typedef struct {
   guint running, waiting;
   guint64 blocks_used, blocks_free;
   guint preempted; /* requests preempted while scheduling this step */
+  /* How many more free blocks this step would have needed, at the start of
+   * its scheduling, to preempt nothing and to admit the head of the waiting
+   * queue; 0 when nothing was held back by blocks. When the step preempts:
+   * the blocks its running requests would have taken with nothing
+   * preempted (each as far as the token budget reaches), plus, if the
+   * budget and max_num_seqs would still have let the waiting queue's head
+   * in, that head's blocks and the watermark, minus the free blocks. When
+   * it does not preempt but admission stopped on blocks: the blocks and
+   * watermark of the request it stopped at, minus the free blocks then. */
+  guint64 blocks_short;
+  /* requests preempted by ema_engine_release_blocks since the previous
+   * step's report (not counted in preempted) */
+  guint released;
 } EmaStepReport;
 
 typedef struct {
@@ -111,5 +133,44 @@ guint64 ema_engine_preemptions(const EmaEngine *engine);
 guint64 ema_engine_rejected(const EmaEngine *engine);
 guint ema_engine_running(const EmaEngine *engine);
 guint ema_engine_waiting(const EmaEngine *engine);
+
+/* KV blocks the engine holds now (taken from its memory, including those
+ * taken for the step in flight). */
+guint64 ema_engine_blocks_held(const EmaEngine *engine);
+
+/* Give blocks back to the memory: preempt running requests newest first,
+ * in the configured mode (recompute drops the KV; swap copies it to host,
+ * and the copy's time is added to the next step that starts), until at
+ * least BLOCKS blocks came back or no running request is left. Returns the
+ * blocks given back (possibly more than BLOCKS: whole requests go). These
+ * count as preemptions (ema_engine_preemptions, EmaRequest.preemptions)
+ * and in the next step report's released field.
+ *
+ * Safe between steps, from an observer (requests that have just produced
+ * their last token are not preempted: they finish and give their blocks
+ * back in a moment), and while a step is in flight: a victim's work in
+ * that step is dropped (its tokens are not counted when the step
+ * completes, it does not finish there, and the blocks taken for the step
+ * come back too). Not from a step-cost function. The caller may then take
+ * blocks away from the memory's total: requests that can no longer ever
+ * fit in the smaller total are rejected (ema_engine_rejected), running ones
+ * at the next scheduling and waiting ones when they reach the queue's head.
+ * The engine does not start a step by itself when the memory grows again:
+ * call ema_engine_wake(). */
+guint64 ema_engine_release_blocks(EmaEngine *engine, guint64 blocks);
+/* The same in MODE whatever the configured mode (the swap time from the
+ * config's block_bytes, swap_bandwidth and swap_fixed_cost). */
+guint64 ema_engine_release_blocks_mode(EmaEngine *engine, guint64 blocks, EmaPreemptMode mode);
+
+/* Start a step at the current instant if none is in flight and there is
+ * work (after the memory gained free blocks, say). Safe from anywhere
+ * except a step-cost function; a no-op when a step is in flight. */
+void ema_engine_wake(EmaEngine *engine);
+
+/* Diagnostic, for tests and benchmarks: how many times the engine has
+ * touched a request individually (scheduled, admitted, preempted, finished,
+ * moved into or out of the steady set, applied a step's tokens to it). A
+ * decode step in which no request changes state adds O(1) to it. */
+guint64 ema_engine_work_counter(const EmaEngine *engine);
 
 G_END_DECLS

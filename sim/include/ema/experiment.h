@@ -12,6 +12,7 @@
 #include "ema/fabric.h"
 #include "ema/hwmodel.h"
 #include "ema/params.h"
+#include "ema/policyspec.h"
 #include "ema/tenant.h"
 
 G_BEGIN_DECLS
@@ -45,11 +46,13 @@ typedef struct {
   gint64 seed;
   double tolerance; /* default relative tolerance of expectations */
   EmaServerSpec server;
-  GArray *ops;           /* EmaOpSpec; run one after another, each on an idle server */
-  GArray *tenants;       /* EmaTenantSpec; serve together on the server */
-  gint64 duration;       /* serving: stop at this simulated time; 0 = when every trace ends */
-  gint64 sample_period;  /* serving: timeline.csv period, ns */
-  gboolean requests_csv; /* serving: write requests.csv */
+  GArray *ops;            /* EmaOpSpec; run one after another, each on an idle server */
+  GArray *tenants;        /* EmaTenantSpec; serve together on the server */
+  gint64 duration;        /* serving: stop at this simulated time; 0 = when every trace ends */
+  gint64 sample_period;   /* serving: timeline.csv period, ns */
+  gboolean requests_csv;  /* serving: write requests.csv */
+  EmaPolicySpec policy;   /* serving: memory-sharing policies */
+  double idle_gpu_memory; /* serving: share of an idle GPU's HBM it lends */
 } EmaExperiment;
 
 extern const EmaParamTable ema_experiment_params;

@@ -25,6 +25,9 @@ typedef struct {
   double matrix_efficiency; /* fraction of matrix_flops that a step's matrix products reach */
   double hbm_efficiency;    /* fraction of hbm_bandwidth that a step's weight and KV reads reach */
   gint64 step_overhead;     /* ns: fixed cost of one engine step (scheduling, launches) */
+  /* elastic pool (see pool.h): HBM bytes a peer's pulls or incoming copies
+   * take from this GPU's own work, per byte moved */
+  double interference;
 } EmaGpuSpec;
 
 typedef enum {
@@ -54,6 +57,13 @@ typedef struct {
   gint64 copy_fixed_cost;  /* ns: fixed cost of one host copy */
 } EmaHostLinkSpec;
 
+/* CUDA virtual-memory costs of lending one 2 MiB slice (driver calls). */
+typedef struct {
+  gint64 create_cost; /* ns: cuMemCreate on the lender */
+  gint64 map_cost;    /* ns: cuMemMap + cuMemSetAccess on the borrower */
+  gint64 unmap_cost;  /* ns: cuMemUnmap + cuMemRelease */
+} EmaVmmSpec;
+
 typedef struct {
   char *name;
   char *summary;
@@ -62,6 +72,7 @@ typedef struct {
   EmaTopology topology;
   EmaLinkSpec link;
   EmaHostLinkSpec host;
+  EmaVmmSpec vmm;
 } EmaServerSpec;
 
 /* Parameter tables that bind YAML to the structs above. */

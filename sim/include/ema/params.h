@@ -26,6 +26,9 @@ typedef enum {
   EMA_PARAM_ENUM,      /* int: index into choices */
   EMA_PARAM_STRUCT,    /* an embedded struct bound by `table` */
   EMA_PARAM_LIST,      /* GArray * of structs bound by `table` */
+  EMA_PARAM_OBJECT,    /* gpointer to a struct whose table `table_for` picks from the
+                          fields bound before it (e.g. a policy's parameters, chosen by
+                          the policy's name); NULL when that table is NULL */
 } EmaParamType;
 
 typedef enum {
@@ -39,6 +42,10 @@ typedef struct _EmaParamTable EmaParamTable;
  * `server: h200x2`) into the node tree to bind; AT is the scalar. */
 typedef EmaNode *(*EmaParamResolveFunc)(const EmaNode *at, GError **error);
 
+/* OBJECT: the table of the field, from OBJECT (the enclosing struct, whose
+ * earlier fields are bound); NULL when there is nothing to bind. */
+typedef const struct _EmaParamTable *(*EmaParamTableForFunc)(gconstpointer object);
+
 typedef struct {
   const char *key;
   EmaParamType type;
@@ -50,6 +57,7 @@ typedef struct {
   const EmaParamTable *table;  /* STRUCT and LIST */
   EmaParamResolveFunc resolve; /* STRUCT: optional, for names */
   guint flags;
+  EmaParamTableForFunc table_for; /* OBJECT */
 } EmaParam;
 
 /* Cross-field check after a struct is bound; NODE is its map. */
@@ -80,7 +88,9 @@ gpointer ema_params_load_file(const EmaParamTable *table, const char *path, GErr
 /* Clear and free a struct from ema_params_load_file() (NULL is fine). */
 void ema_params_free(const EmaParamTable *table, gpointer object);
 
-/* Free what bind allocated inside OBJECT (strings, lists) and zero it. */
+/* Free what bind allocated inside OBJECT (strings, lists, objects) and zero
+ * it. Fields are cleared last to first, so an OBJECT's table_for still sees
+ * the fields before it. */
 void ema_params_clear(const EmaParamTable *table, gpointer object);
 
 /* Append OBJECT as a YAML block map at INDENT spaces, every value explicit. */

@@ -1,16 +1,17 @@
 /* serving.h: runs the serving workload of an experiment: one engine per
- * tenant on its GPU (or tensor-parallel group), each with a fixed KV pool
- * (the static-partition baseline: no GPU lends memory to another), fed by
- * the tenant's trace, timed by the step-time model. Metrics observers
- * collect the figures; a sampler writes timeline.csv every sample_period.
- * The run ends when every trace is exhausted and every request has
- * finished, or at the experiment's duration. */
+ * tenant on its GPU (or tensor-parallel group), its KV blocks in the
+ * elastic memory pool (pool.h) run by the experiment's policies (with the
+ * default, static, no GPU lends memory to another), fed by the tenant's trace, timed by the
+ * step-time model. Metrics observers collect the figures; a sampler writes timeline.csv every
+ * sample_period. The run ends when every trace is exhausted and every request has finished, or at
+ * the experiment's duration. */
 #pragma once
 
 #include <glib.h>
 
 #include "ema/experiment.h"
 #include "ema/metrics.h"
+#include "ema/pool.h"
 #include "ema/tenant.h"
 
 G_BEGIN_DECLS
@@ -27,6 +28,7 @@ typedef struct {
 
 typedef struct {
   GPtrArray *tenants; /* EmaTenantResult *, in the experiment's order */
+  EmaPoolStats pool;  /* what the memory pool did */
   guint64 events;
   EmaTime simulated; /* time of the last event */
   double wall_s;

@@ -129,6 +129,7 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
                       EmaStepBreakdown *out);
 
 guint ema_step_model_tp(const EmaStepModel *step_model);
+guint ema_step_model_layers(const EmaStepModel *step_model);
 /* Resident weight bytes on each GPU: weight bytes / tp, rounded up (the
  * k/v projections replicated when kv_heads < tp and the replicated norms
  * are neglected: < 1 % for every shape in hwmodels/llms). */

@@ -16,7 +16,8 @@
  * KV pool sizing (vLLM's rule): on each GPU of the group,
  *   kv_bytes = hbm_capacity x gpu_memory_utilization
  *              - weights / tp - activation_reserve
- *   blocks   = floor(kv_bytes / (16 x KV bytes of a token on one GPU))
+ *   slices   = floor(kv_bytes / 2 MiB)        (the elastic pool's unit)
+ *   blocks   = floor(slices x 2 MiB / (16 x KV bytes of a token on one GPU))
  * activation_reserve, when not given, is derived as the peak activation
  * memory of a step of max_num_batched_tokens tokens plus the logits of
  * max_num_seqs sequences (formula in tenant.c); vLLM measures this peak by a
@@ -60,7 +61,14 @@ typedef enum {
   EMA_ARRIVALS_GAMMA,
   EMA_ARRIVALS_ONOFF,
   EMA_ARRIVALS_DIURNAL,
+  EMA_ARRIVALS_PHASES,
 } EmaArrivalsKind;
+
+/* One phase of `arrivals: phases`. */
+typedef struct {
+  gint64 duration; /* ns */
+  double rate;     /* req/s */
+} EmaPhaseSpec;
 
 typedef struct {
   char *file;            /* a trace file, relative to the experiment file */
@@ -77,6 +85,7 @@ typedef struct {
   double rate_min; /* diurnal */
   double rate_max; /* diurnal */
   gint64 period;   /* diurnal, ns */
+  GArray *phases;  /* phases: EmaPhaseSpec */
   EmaLengthSpec prompt, output;
   gint64 start;       /* window start (files), ns */
   gint64 duration;    /* window length (files) or end of a synthetic stream; 0 = none */
@@ -117,7 +126,8 @@ typedef struct {
   guint64 activation_reserve; /* bytes per GPU */
   guint64 block_bytes;        /* one 16-token KV block on one GPU */
   guint64 kv_bytes;           /* the KV region per GPU */
-  guint64 blocks;             /* KV blocks of the tenant (the same on every GPU of the group) */
+  guint64 slices;             /* the KV region in whole 2 MiB slices (policy.h) */
+  guint64 blocks;             /* KV blocks the slices hold (the same on every GPU of the group) */
   guint64 watermark_blocks;
 } EmaTenantPlan;
 

@@ -146,6 +146,11 @@ EmaTraceArrivals *ema_trace_arrivals_new_onoff(double rate_on, double rate_off, 
  * PERIOD)) / 2: MIN at t = 0, MAX at PERIOD/2 (Lewis-Shedler thinning). */
 EmaTraceArrivals *ema_trace_arrivals_new_diurnal(double rate_min, double rate_max, EmaTime period,
                                                  guint64 seed, GError **error);
+/* Piecewise-constant Poisson: RATES[k] (>= 0) requests per second for
+ * DURATIONS[k]; the last phase lasts on (its rate must be > 0). Load that
+ * shifts between tenants is phases with swapped rates. */
+EmaTraceArrivals *ema_trace_arrivals_new_phases(const double *rates, const EmaTime *durations,
+                                                guint n, guint64 seed, GError **error);
 EmaTime ema_trace_arrivals_next(EmaTraceArrivals *arrivals);
 void ema_trace_arrivals_free(EmaTraceArrivals *arrivals);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaTraceArrivals, ema_trace_arrivals_free)

@@ -1,0 +1,72 @@
+/* borrow-most-idle.c: the `most-idle` borrow policy (the borrow half of
+ * `ema`). After each step it tops its tenant up to the memory it will need
+ * over the next `horizon` at its current demand trend, plus whatever the
+ * last step lacked, from the peers with the most idle memory, never taking
+ * a lender below `lender_reserve` of its region plus its own demand over
+ * the same horizon (lender priority: a lender's growth is reserved before
+ * it lends). Borrows are at least `min_borrow` slices, to keep mapping
+ * calls few. Empty borrowed slices beyond that need go back once nothing
+ * waits. */
+#include <math.h>
+
+#include "builtin.h"
+#include "common.h"
+
+typedef struct {
+  double lender_reserve;
+  gint64 horizon;
+  gint64 min_borrow;
+} Params;
+
+static const EmaParam params[] = {
+    {"lender_reserve", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, lender_reserve),
+     .default_value = "10%", .min = 0, .max = 1,
+     .help = "share of each lender's KV region it never lends"},
+    {"horizon", EMA_PARAM_DURATION, G_STRUCT_OFFSET(Params, horizon), .default_value = "2s",
+     .min = 0, .max = 3.6e12, .help = "how far ahead demand trends are projected"},
+    {"min_borrow", EMA_PARAM_INT, G_STRUCT_OFFSET(Params, min_borrow), .default_value = "16",
+     .min = 1, .max = 1e9, .help = "smallest borrow, in 2 MiB slices"},
+};
+
+static const EmaParamTable table = {"most-idle", sizeof(Params), params, EMA_PARAMS_N(params),
+                                    NULL};
+
+static void decide(gpointer state, gconstpointer params_data, const EmaPoolView *view,
+                   guint borrower, EmaBorrowPlan *plan) {
+  const Params *p = params_data;
+  const EmaGpuView *g = &view->gpus[borrower];
+  double horizon_s = (double) p->horizon / 1e9;
+  double growth = MAX(g->demand_blocks_per_s, 0) * horizon_s;
+  guint64 free_blocks = g->blocks_total > g->blocks_used ? g->blocks_total - g->blocks_used : 0;
+  double need = (double) g->blocks_short + MAX(0, growth - (double) free_blocks);
+  guint64 slices = view_slices_for(view, borrower, (guint64) ceil(need));
+  /* borrowed slices it holds empty (the prefetch policy may not admit more
+   * remote KV into them yet) and borrows on their way count first */
+  guint64 have = g->slices_pending + (g->slices_borrowed - g->slices_borrowed_used);
+  if (slices > have) {
+    slices = MAX(slices - have, (guint64) p->min_borrow);
+    plan_borrow_most_idle(view, borrower, slices, p->lender_reserve, horizon_s, plan);
+    return;
+  }
+  if (g->blocks_short == 0 && g->waiting == 0) {
+    /* keep the projected growth; give back the rest of what is empty */
+    guint64 keep = view_slices_for(view, borrower, (guint64) ceil(growth));
+    guint64 local_room = view_slices_for(view, borrower, view_local_free(view, borrower));
+    keep = keep > local_room ? keep - local_room : 0;
+    for (guint j = 0; j < view->n_gpus && plan->n < G_N_ELEMENTS(plan->actions); j++) {
+      guint64 empty = view_empty_borrowed(view, borrower, j);
+      guint64 give = empty > keep ? empty - keep : 0;
+      keep -= MIN(keep, empty);
+      if (give >= (guint64) p->min_borrow)
+        plan->actions[plan->n++] = (EmaBorrowAction){j, -(gint64) give};
+    }
+  }
+}
+
+const EmaBorrowPolicyOps ema_borrow_most_idle = {
+    .abi_version = EMA_POLICY_ABI_VERSION,
+    .name = "most-idle",
+    .summary = "borrow ahead of the demand trend from the most idle peers, above a lender reserve",
+    .params = &table,
+    .decide = decide,
+};

@@ -1,0 +1,203 @@
+/* policy.h: the policy API of the elastic memory pool. Policies decide,
+ * the backend acts: a policy gets a read-only view of the pool and returns
+ * a plan; the backend (the simulator's pool, or ema-validate on real GPUs)
+ * checks the plan against the ledger, charges its costs and applies it. A
+ * policy never changes state outside its own private state, never opens
+ * files and keeps no globals, so the same code runs in both backends.
+ *
+ * Three kinds of policy, each with its own ops struct, composed per
+ * experiment (`policy: {borrow: ..., prefetch: ..., reclaim: ...}`):
+ *   borrow   - after each step of a tenant: borrow slices from peers, or
+ *              return borrowed slices that are empty;
+ *   prefetch - before each step of a tenant that holds remote KV: read it
+ *              directly over the link, or prefetch it layer groups ahead
+ *              into a local staging buffer; and how much of the tenant's KV
+ *              may be remote at all;
+ *   reclaim  - when a lender's own tenant needs memory it has lent (and,
+ *              proactively, after each of its steps): which slices to take
+ *              back from which borrower, and where their data goes.
+ *
+ * Memory is counted in slices of EMA_SLICE_BYTES (2 MiB, the CUDA VMM
+ * granularity). A GPU's slices are its KV region (HBM x
+ * gpu_memory_utilization - weights - activation reserve; all of it on a GPU
+ * without a tenant). Each slice is the owner's, or lent to one borrower.
+ *
+ * ABI: an ops struct starts with abi_version == EMA_POLICY_ABI_VERSION and
+ * ends with reserved pointers that must be NULL; new optional hooks take
+ * reserved slots, so a module built against an older minor layout keeps
+ * loading. A module that exports `ema_policy_module` (EmaPolicyModule) is a
+ * plugin (see policies/README.md). */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/event.h"
+#include "ema/hwmodel.h"
+#include "ema/params.h"
+
+G_BEGIN_DECLS
+
+#define EMA_POLICY_ABI_VERSION 1
+#define EMA_SLICE_BYTES (G_GUINT64_CONSTANT(2) << 20)
+#define EMA_POLICY_RESERVED 6
+
+/* ---- views (read only) ------------------------------------------------------ */
+
+/* One GPU as the policies see it. Block counts are the tenant's KV blocks
+ * (0 on a GPU without a tenant or with a tenant that does not share). */
+typedef struct {
+  guint index;
+  gboolean shares; /* takes part in sharing (a tenant with tp = 1, or no tenant) */
+  gboolean has_tenant;
+  guint64 slices;               /* the GPU's KV region */
+  guint64 slices_lent;          /* of which lent to peers, being mapped for them, or coming back */
+  guint64 slices_used;          /* of which holding the tenant's own blocks (local use) */
+  guint64 slices_staging;       /* of which the tenant's prefetch staging buffer */
+  guint64 slices_borrowed;      /* peers' slices mapped for this GPU's tenant */
+  guint64 slices_borrowed_used; /* of which holding its blocks */
+  guint64 slices_pending;       /* borrows for this GPU being mapped, not usable yet */
+  guint64 block_bytes;          /* one KV block of the tenant */
+  guint64 blocks_total, blocks_used; /* the tenant's KV blocks, local and remote */
+  guint64 blocks_remote;             /* of blocks_used, on peers */
+  guint64 blocks_short;              /* free blocks the last step lacked (engine.h) */
+  guint running, waiting;
+  double demand_blocks_per_s; /* trend of blocks_used (exponential average of its rate) */
+  EmaTime last_step;          /* duration of the tenant's last step */
+} EmaGpuView;
+
+typedef struct {
+  EmaTime now;
+  guint n_gpus;
+  const EmaGpuView *gpus;
+  /* lent[lender * n_gpus + borrower]: slices LENDER lends to BORROWER */
+  const guint64 *lent;
+  /* remote_blocks[borrower * n_gpus + lender]: BORROWER's blocks in them */
+  const guint64 *remote_blocks;
+  const EmaServerSpec *server;
+} EmaPoolView;
+
+/* Slices a GPU can lend right now: its KV region minus what it lends, what
+ * its own blocks and staging occupy, and RESERVE slices it keeps. (Inline,
+ * so that plugins need no symbol from the program that loads them.) */
+static inline guint64 ema_pool_view_lendable(const EmaPoolView *view, guint gpu, guint64 reserve) {
+  const EmaGpuView *g = &view->gpus[gpu];
+  guint64 taken = g->slices_lent + g->slices_used + g->slices_staging + reserve;
+  if (!g->shares)
+    return 0;
+  return g->slices > taken ? g->slices - taken : 0;
+}
+
+/* ---- borrow ------------------------------------------------------------------ */
+
+typedef struct {
+  guint lender;
+  gint64 slices; /* > 0 borrow this many; < 0 return this many empty slices */
+} EmaBorrowAction;
+
+typedef struct {
+  guint n;
+  EmaBorrowAction actions[16];
+} EmaBorrowPlan;
+
+typedef struct {
+  guint abi_version;
+  const char *name;
+  const char *summary;
+  const EmaParamTable *params; /* may be NULL: no parameters */
+  gsize state_size;            /* private state the backend allocates, zeroed; may be 0 */
+  /* optional: set up STATE; FALSE with an error stops the run */
+  gboolean (*init)(gpointer state, gconstpointer params, const EmaPoolView *view, GError **error);
+  /* required: after a step of BORROWER's tenant, fill PLAN (starts empty) */
+  void (*decide)(gpointer state, gconstpointer params, const EmaPoolView *view, guint borrower,
+                 EmaBorrowPlan *plan);
+  gpointer reserved[EMA_POLICY_RESERVED];
+} EmaBorrowPolicyOps;
+
+/* ---- prefetch ------------------------------------------------------------------ */
+
+typedef enum {
+  EMA_REMOTE_DIRECT,   /* kernels load remote KV over the link as they need it */
+  EMA_REMOTE_PREFETCH, /* copy engines bring it into a staging buffer layers ahead */
+} EmaRemoteMode;
+
+/* What the coming step looks like, per layer, on the tenant's GPU. */
+typedef struct {
+  guint layers;
+  double layer_compute_s;  /* one layer with every byte local: max(compute, memory) */
+  double layer_memory_s;   /* of which the memory side alone (what a decode step of the same
+                              KV takes: prefill chunks lengthen only the compute side) */
+  double kv_bytes;         /* KV bytes one layer reads, local and remote */
+  double remote_bytes;     /* of which remote */
+  double link_bandwidth;   /* B/s the copy engines get from the lenders now */
+  double direct_bandwidth; /* B/s direct loads get from the lenders now */
+  EmaTime copy_fixed_cost; /* per prefetch copy */
+} EmaStepCostView;
+
+typedef struct {
+  EmaRemoteMode mode;
+  guint depth;           /* prefetch: layers fetched ahead (>= 1); sizes the staging buffer */
+  guint layers_per_copy; /* prefetch: layers per copy (a layer group, >= 1) */
+  double remote_limit;   /* largest share of the tenant's KV blocks that may be remote, 0..1 */
+} EmaPrefetchPlan;
+
+typedef struct {
+  guint abi_version;
+  const char *name;
+  const char *summary;
+  const EmaParamTable *params;
+  gsize state_size;
+  gboolean (*init)(gpointer state, gconstpointer params, const EmaPoolView *view, GError **error);
+  /* required: before a step of GPU's tenant (or when its remote share is
+   * planned), fill PLAN (starts as direct, depth 1, group 1, limit 1) */
+  void (*decide)(gpointer state, gconstpointer params, const EmaPoolView *view, guint gpu,
+                 const EmaStepCostView *step, EmaPrefetchPlan *plan);
+  gpointer reserved[EMA_POLICY_RESERVED];
+} EmaPrefetchPolicyOps;
+
+/* ---- reclaim ----------------------------------------------------------------- */
+
+typedef enum {
+  EMA_VACATE_TO_BORROWER, /* copy into the borrower's free local memory */
+  EMA_VACATE_TO_PEER,     /* copy to another GPU that lends it room (target) */
+  EMA_VACATE_TO_HOST,     /* copy to host memory (the requests swap back in later) */
+  EMA_VACATE_DROP,        /* drop it: the borrower's affected requests recompute */
+} EmaVacateTarget;
+
+typedef struct {
+  guint borrower;
+  guint64 slices; /* slices LENDER takes back from BORROWER */
+  EmaVacateTarget target;
+  guint target_gpu; /* EMA_VACATE_TO_PEER: where the data goes */
+} EmaReclaimAction;
+
+typedef struct {
+  guint n;
+  EmaReclaimAction actions[32];
+} EmaReclaimPlan;
+
+typedef struct {
+  guint abi_version;
+  const char *name;
+  const char *summary;
+  const EmaParamTable *params;
+  gsize state_size;
+  gboolean (*init)(gpointer state, gconstpointer params, const EmaPoolView *view, GError **error);
+  /* required: LENDER's tenant lacks NEEDED slices (0: a proactive call after
+   * one of its steps); fill PLAN (starts empty). Empty slices come back
+   * first whatever the plan says about data. */
+  void (*decide)(gpointer state, gconstpointer params, const EmaPoolView *view, guint lender,
+                 guint64 needed, EmaReclaimPlan *plan);
+  gpointer reserved[EMA_POLICY_RESERVED];
+} EmaReclaimPolicyOps;
+
+/* ---- modules ------------------------------------------------------------------- */
+
+/* What a plugin exports as the symbol `ema_policy_module`. */
+typedef struct {
+  guint abi_version;
+  const EmaBorrowPolicyOps *const *borrow;     /* NULL-terminated, may be NULL */
+  const EmaPrefetchPolicyOps *const *prefetch; /* NULL-terminated, may be NULL */
+  const EmaReclaimPolicyOps *const *reclaim;   /* NULL-terminated, may be NULL */
+} EmaPolicyModule;
+
+G_END_DECLS

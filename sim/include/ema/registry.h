@@ -1,0 +1,90 @@
+/* registry.h: the policies a run can name. The built-in policies come from
+ * an explicit table (policies/builtin.c, ema_builtin_policies); external
+ * ones are GModule shared objects that export `ema_policy_module`
+ * (policy.h), found in the directories given by --plugin-dir and then
+ * EMA_PLUGIN_PATH (colon-separated), or loaded by path. Every policy is
+ * checked when it is registered: ABI version, name (non-empty, [a-z0-9-]),
+ * summary, required hooks present, reserved slots NULL, no duplicate name
+ * within its kind (a plugin cannot shadow a built-in), parameter defaults
+ * valid. A module that fails any check is refused as a whole, with an error
+ * that names the file and the problem.
+ *
+ * Named compositions (`policy: ema`) are registered the same way: a name,
+ * a summary and the YAML map it stands for.
+ *
+ * The process has one registry, filled by the command line before an
+ * experiment is loaded (the first call of any function here registers the
+ * built-ins); the experiment's parameter tables look names up in it.
+ * Policies themselves never see it. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/policy.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  EMA_POLICY_BORROW,
+  EMA_POLICY_PREFETCH,
+  EMA_POLICY_RECLAIM,
+} EmaPolicyKind;
+
+#define EMA_POLICY_ERROR (ema_policy_error_quark())
+GQuark ema_policy_error_quark(void);
+
+typedef enum {
+  EMA_POLICY_ERROR_LOAD,      /* the file is not a loadable module */
+  EMA_POLICY_ERROR_SYMBOL,    /* no ema_policy_module symbol */
+  EMA_POLICY_ERROR_ABI,       /* abi_version mismatch */
+  EMA_POLICY_ERROR_INVALID,   /* a missing hook, bad name, bad default, non-NULL reserved */
+  EMA_POLICY_ERROR_DUPLICATE, /* a name already registered for that kind */
+  EMA_POLICY_ERROR_UNKNOWN,   /* no policy of that name (the message lists the known ones) */
+} EmaPolicyError;
+
+/* "borrow", "prefetch", "reclaim". */
+const char *ema_policy_kind_name(EmaPolicyKind kind);
+
+/* A registered policy of any kind, as the registry lists it. */
+typedef struct {
+  EmaPolicyKind kind;
+  const char *name;
+  const char *summary;
+  const EmaParamTable *params; /* may be NULL */
+  const char *origin;          /* "built-in" or the module's path */
+  gconstpointer ops;           /* the kind's ops struct */
+} EmaPolicyInfo;
+
+/* A named composition: `policy: NAME` stands for the YAML map YAML. */
+typedef struct {
+  const char *name;
+  const char *summary;
+  const char *yaml;
+} EmaPolicyComposition;
+
+/* Register every policy of MODULE (checked first; all or nothing). ORIGIN
+ * names it in listings and errors. */
+gboolean ema_policy_registry_add_module(const EmaPolicyModule *module, const char *origin,
+                                        GError **error);
+/* Load one shared object by path and register its policies. */
+gboolean ema_policy_registry_load_file(const char *path, GError **error);
+/* Load every shared object (G_MODULE_SUFFIX) in DIRS (NULL-terminated, may
+ * be NULL), then in EMA_PLUGIN_PATH, in sorted file-name order. */
+gboolean ema_policy_registry_load_dirs(const char *const *dirs, GError **error);
+
+/* The policy NAME of KIND, or NULL with EMA_POLICY_ERROR_UNKNOWN:
+ * "unknown borrow policy 'NAME' (known: a, b, c)". */
+const EmaPolicyInfo *ema_policy_registry_find(EmaPolicyKind kind, const char *name, GError **error);
+/* All policies of KIND sorted by name (EmaPolicyInfo *, owned by the
+ * registry). */
+GPtrArray *ema_policy_registry_list(EmaPolicyKind kind);
+
+/* Named compositions (built-in: ema_builtin_compositions). */
+const EmaPolicyComposition *ema_policy_registry_find_composition(const char *name, GError **error);
+GPtrArray *ema_policy_registry_list_compositions(void);
+
+/* The built-in table (policies/builtin.c). */
+extern const EmaPolicyModule ema_builtin_policies;
+extern const EmaPolicyComposition ema_builtin_compositions[]; /* ends with {NULL} */
+
+G_END_DECLS

@@ -1,0 +1,878 @@
+/* pool.c: the elastic memory pool (pool.h): the slice ledger, the tenants'
+ * KV memory over it, the policy calls and the checks of their plans, and
+ * the cost of remote KV in a step.
+ *
+ * Ledger, per GPU g (all in slices unless said):
+ *   slices        its KV region
+ *   lent[g][b]    lent to borrower b (mapped and usable by b)
+ *   lending[g]    reserved on g for borrows still being mapped
+ *   returning[g]  reclaimed from borrowers, usable again when the reclaim's
+ *                 copies and unmaps are done
+ *   staging[g]    its tenant's prefetch staging buffer
+ *   local_used    its tenant's blocks in its own slices (blocks)
+ *   remote[g][j]  its tenant's blocks in slices lent by j (blocks)
+ * Invariants (ema_pool_check): for every g,
+ *   ceil(local_used x B / S) + sum_b lent[g][b] + lending + returning + staging <= slices;
+ *   remote[g][j] <= floor(lent[j][g] x S / B);
+ *   local_used + sum_j remote[g][j] == the blocks g's engine holds;
+ * with B the block size and S the slice size; lent equals borrowed by
+ * construction (one matrix). Only sharing GPUs (tp = 1 tenants, idle GPUs)
+ * lend or borrow.
+ *
+ * Policy calls: after each step of a sharing tenant and whenever its engine
+ * reports blocks it lacks (EmaKvMemoryOps.want), the GPU gets one decision
+ * event at the same instant, after the engines: if it lends and lacks
+ * memory, the reclaim policy (lender priority); if it lends, the reclaim
+ * policy again as a proactive call (needed 0); then the borrow policy.
+ * Before each step with remote KV, the prefetch policy. Plans are checked
+ * action by action; what the ledger cannot honour is cut to what it can
+ * (counted in plans_adjusted), never applied beyond it. */
+#include "ema/pool.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ema/registry.h"
+
+#define DECIDE_PRIORITY 50
+/* the demand trend: an exponential average of the rate of change of a
+ * tenant's blocks, sampled at most every DEMAND_SAMPLE, with time constant
+ * DEMAND_TAU (so one request's prefill moves it little, a sustained climb
+ * moves it fully within a few seconds) */
+#define DEMAND_SAMPLE (100 * 1000 * 1000)
+#define DEMAND_TAU_S 2.0
+
+typedef struct _Pool Pool;
+
+typedef struct {
+  Pool *pool;
+  guint index;
+  gboolean present, shares, has_tenant;
+  guint64 slices, block_bytes;
+  guint layers;
+  const EmaStepModel *model;
+  EmaEngine *engine;
+  guint64 local_used;
+  guint64 *remote; /* [n] blocks on lender j */
+  guint64 remote_total;
+  guint64 lending, returning, staging, borrowing;
+  EmaPrefetchPlan plan;
+  guint64 blocks_short;
+  guint running, waiting;
+  double demand;         /* blocks per second */
+  guint64 demand_blocks; /* blocks used at the last trend sample */
+  EmaTime demand_at;     /* time of that sample */
+  EmaTime last_step;
+  double *pull;    /* [n] B/s this tenant pulled from lender j in its last step */
+  double incoming; /* B/s copied into this GPU by its prefetches in its last step */
+  EmaEvent decide_event;
+  gboolean dropping; /* a drop for a reclaim is freeing blocks: give() takes them from... */
+  guint drop_lender; /* ...this lender first */
+  gpointer states[3];
+} Gpu;
+
+struct _Pool {
+  EmaSim *sim;
+  const EmaServerSpec *server;
+  const EmaPolicySpec *spec;
+  guint n;
+  Gpu *gpus;
+  guint64 *lent;        /* [lender * n + borrower] */
+  guint64 *remote_view; /* [borrower * n + lender], a copy of the Gpus' remote[] for views */
+  const EmaPolicyInfo *policies[3];
+  EmaGpuView *views;
+  EmaPoolView view;
+  EmaPoolStats stats;
+};
+
+struct _EmaPool {
+  Pool pool;
+};
+
+typedef enum {
+  PENDING_BORROW,  /* slices being mapped for a borrower */
+  PENDING_RETURN,  /* empty slices a borrower gave back, being unmapped */
+  PENDING_RECLAIM, /* slices a lender took back, data leaving and unmapping */
+} PendingKind;
+
+/* A ledger change that completes after its cost. */
+typedef struct {
+  EmaEvent event;
+  Pool *pool;
+  PendingKind kind;
+  guint lender, borrower;
+  guint64 slices;
+  EmaTime started;
+} Pending;
+
+/* ---- ledger arithmetic --------------------------------------------------- */
+
+static guint64 slices_for_blocks(const Gpu *g, guint64 blocks) {
+  if (g->block_bytes == 0)
+    return 0;
+  return (blocks * g->block_bytes + EMA_SLICE_BYTES - 1) / EMA_SLICE_BYTES;
+}
+
+static guint64 blocks_in_slices(const Gpu *g, guint64 slices) {
+  return g->block_bytes ? slices * EMA_SLICE_BYTES / g->block_bytes : 0;
+}
+
+static guint64 lent_out(const Pool *p, guint g) {
+  guint64 total = 0;
+  for (guint b = 0; b < p->n; b++)
+    total += p->lent[g * p->n + b];
+  return total;
+}
+
+static guint64 borrowed_in(const Pool *p, guint g) {
+  guint64 total = 0;
+  for (guint j = 0; j < p->n; j++)
+    total += p->lent[j * p->n + g];
+  return total;
+}
+
+/* Slices of g not lent, lending, returning or staging: where its own blocks live. */
+static guint64 own_slices(const Pool *p, const Gpu *g) {
+  guint64 taken = lent_out(p, g->index) + g->lending + g->returning + g->staging;
+  return g->slices > taken ? g->slices - taken : 0;
+}
+
+static guint64 local_capacity(const Pool *p, const Gpu *g) {
+  return blocks_in_slices(g, own_slices(p, g));
+}
+
+static guint64 remote_capacity(const Pool *p, const Gpu *g, guint lender) {
+  return blocks_in_slices(g, p->lent[lender * p->n + g->index]);
+}
+
+/* Remote blocks the prefetch plan admits in all. */
+static guint64 remote_admitted(const Pool *p, const Gpu *g) {
+  guint64 total = 0;
+  for (guint j = 0; j < p->n; j++)
+    total += remote_capacity(p, g, j);
+  if (g->plan.remote_limit < 1) {
+    double limit =
+        g->plan.remote_limit / (1 - g->plan.remote_limit) * (double) local_capacity(p, g);
+    total = MIN(total, (guint64) floor(limit));
+  }
+  return total;
+}
+
+static guint64 lendable(const Pool *p, const Gpu *g) {
+  guint64 used = slices_for_blocks(g, g->local_used);
+  guint64 own = own_slices(p, g);
+  return own > used ? own - used : 0;
+}
+
+/* ---- the tenant's KV memory ---------------------------------------------- */
+
+static guint64 memory_free_blocks(gpointer self) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint64 local_cap = local_capacity(p, g);
+  guint64 local_free = local_cap > g->local_used ? local_cap - g->local_used : 0;
+  guint64 admitted = remote_admitted(p, g);
+  return local_free + (admitted > g->remote_total ? admitted - g->remote_total : 0);
+}
+
+static guint64 memory_total_blocks(gpointer self) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  /* the region it owns (lent slices come back on demand) plus what it borrows */
+  return blocks_in_slices(g, g->slices) + blocks_in_slices(g, borrowed_in(p, g->index));
+}
+
+static gboolean memory_take(gpointer self, guint64 n) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint64 local_cap = local_capacity(p, g);
+  guint64 local = MIN(n, local_cap > g->local_used ? local_cap - g->local_used : 0);
+  guint64 rest = n - local;
+  if (rest > 0) {
+    guint64 admitted = remote_admitted(p, g);
+    if (admitted < g->remote_total + rest)
+      return FALSE;
+  }
+  while (rest > 0) {
+    /* the lender with the most free room for g's blocks; ties to the lowest index */
+    guint best = p->n;
+    guint64 most = 0;
+    for (guint j = 0; j < p->n; j++) {
+      guint64 cap = remote_capacity(p, g, j);
+      guint64 room = cap > g->remote[j] ? cap - g->remote[j] : 0;
+      if (room > most) {
+        most = room;
+        best = j;
+      }
+    }
+    g_assert(best < p->n); /* the rooms add up to at least what is admitted */
+    g->remote[best] += MIN(most, rest);
+    g->remote_total += MIN(most, rest);
+    rest -= MIN(most, rest);
+  }
+  g->local_used += local;
+  return TRUE;
+}
+
+/* Take N remote blocks off g's lenders: FIRST (if < n) first, then in
+ * proportion to each lender's share, the remainder from the largest. */
+static void give_remote(Pool *p, Gpu *g, guint64 n, guint first) {
+  guint64 left = n, total = g->remote_total;
+  if (first < p->n) {
+    guint64 k = MIN(left, g->remote[first]);
+    g->remote[first] -= k;
+    left -= k;
+    total -= k;
+  }
+  if (left > 0 && total > 0) {
+    guint64 share_total = left;
+    for (guint j = 0; j < p->n && left > 0; j++) {
+      guint64 k = MIN(g->remote[j], share_total * g->remote[j] / total);
+      g->remote[j] -= k;
+      left -= MIN(left, k);
+    }
+  }
+  while (left > 0) {
+    guint best = 0;
+    for (guint j = 1; j < p->n; j++)
+      if (g->remote[j] > g->remote[best])
+        best = j;
+    g_assert(g->remote[best] > 0);
+    g->remote[best]--;
+    left--;
+  }
+  g->remote_total -= n;
+}
+
+static void memory_give(gpointer self, guint64 n) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint64 used = g->local_used + g->remote_total;
+  guint64 remote;
+  g_assert_cmpuint(n, <=, used);
+  if (g->dropping) {
+    remote = MIN(n, g->remote_total);
+    give_remote(p, g, remote, g->drop_lender);
+  } else {
+    /* in proportion, rounded to the nearest */
+    remote = (guint64) floor((double) n * (double) g->remote_total / (double) used + 0.5);
+    remote = MIN(remote, g->remote_total);
+    if (n - remote > g->local_used)
+      remote = n - g->local_used;
+    give_remote(p, g, remote, p->n);
+  }
+  g->local_used -= n - remote;
+}
+
+static void schedule_decision(Gpu *g);
+
+static void memory_want(gpointer self, guint64 blocks_short) {
+  Gpu *g = self;
+  g->blocks_short = MAX(g->blocks_short, blocks_short);
+  schedule_decision(g);
+}
+
+static const EmaKvMemoryOps pool_memory_ops = {memory_take, memory_give, memory_free_blocks,
+                                               memory_total_blocks, memory_want};
+
+/* ---- views ----------------------------------------------------------------- */
+
+static const EmaPoolView *build_view(Pool *p) {
+  for (guint i = 0; i < p->n; i++) {
+    Gpu *g = &p->gpus[i];
+    EmaGpuView *v = &p->views[i];
+    memset(v, 0, sizeof *v);
+    v->index = i;
+    v->shares = g->shares;
+    v->has_tenant = g->has_tenant;
+    v->slices = g->slices;
+    v->slices_lent = lent_out(p, i) + g->lending + g->returning;
+    v->slices_used = slices_for_blocks(g, g->local_used);
+    v->slices_staging = g->staging;
+    v->slices_pending = g->borrowing;
+    v->slices_borrowed = borrowed_in(p, i);
+    for (guint j = 0; j < p->n; j++)
+      v->slices_borrowed_used += slices_for_blocks(g, g->remote[j]);
+    v->block_bytes = g->block_bytes;
+    v->blocks_total = g->has_tenant ? local_capacity(p, g) + remote_admitted(p, g) : 0;
+    v->blocks_used = g->local_used + g->remote_total;
+    v->blocks_remote = g->remote_total;
+    v->blocks_short = g->blocks_short;
+    v->running = g->running;
+    v->waiting = g->waiting;
+    v->demand_blocks_per_s = g->demand;
+    v->last_step = g->last_step;
+  }
+  p->view.now = ema_sim_now(p->sim);
+  p->view.n_gpus = p->n;
+  p->view.gpus = p->views;
+  p->view.lent = p->lent;
+  for (guint b = 0; b < p->n; b++)
+    memcpy(&p->remote_view[b * p->n], p->gpus[b].remote, p->n * sizeof(guint64));
+  p->view.remote_blocks = p->remote_view;
+  p->view.server = p->server;
+  return &p->view;
+}
+
+/* ---- applying plans -------------------------------------------------------- */
+
+static EmaTime ns(double seconds) {
+  return (EmaTime) llround(seconds * 1e9);
+}
+
+static void wake(Gpu *g) {
+  if (g->engine)
+    ema_engine_wake(g->engine);
+}
+
+static void on_pending_done(EmaSim *sim, EmaEvent *event, gpointer data) {
+  Pending *pending = data;
+  Pool *p = pending->pool;
+  if (pending->kind != PENDING_BORROW) {
+    Gpu *lender = &p->gpus[pending->lender];
+    EmaTime waited = ema_sim_now(sim) - pending->started;
+    lender->returning -= pending->slices;
+    if (pending->kind == PENDING_RECLAIM) {
+      p->stats.reclaim_wait += waited;
+      p->stats.reclaim_wait_max = MAX(p->stats.reclaim_wait_max, waited);
+    }
+    wake(lender);
+  } else {
+    Gpu *lender = &p->gpus[pending->lender];
+    Gpu *borrower = &p->gpus[pending->borrower];
+    lender->lending -= pending->slices;
+    borrower->borrowing -= pending->slices;
+    p->lent[pending->lender * p->n + pending->borrower] += pending->slices;
+    wake(borrower);
+  }
+  g_free(pending);
+}
+
+static void start_pending(Pool *p, PendingKind kind, guint lender, guint borrower, guint64 slices,
+                          EmaTime cost) {
+  Pending *pending = g_new0(Pending, 1);
+  pending->pool = p;
+  pending->kind = kind;
+  pending->lender = lender;
+  pending->borrower = borrower;
+  pending->slices = slices;
+  pending->started = ema_sim_now(p->sim);
+  ema_event_init(&pending->event, on_pending_done, pending);
+  ema_sim_schedule_in(p->sim, &pending->event, cost, 0);
+}
+
+/* BORROWER borrows SLICES from LENDER (cut to what LENDER can lend). */
+static void apply_borrow(Pool *p, guint borrower, guint lender, guint64 slices) {
+  Gpu *l = &p->gpus[lender];
+  guint64 can = lender == borrower || !l->shares ? 0 : lendable(p, l);
+  if (slices > can) {
+    p->stats.plans_adjusted++;
+    slices = can;
+  }
+  if (slices == 0)
+    return;
+  l->lending += slices;
+  p->gpus[borrower].borrowing += slices;
+  p->stats.borrows++;
+  p->stats.slices_borrowed += slices;
+  start_pending(p, PENDING_BORROW, lender, borrower, slices,
+                (EmaTime) slices * (p->server->vmm.create_cost + p->server->vmm.map_cost));
+}
+
+/* BORROWER gives back SLICES empty slices of LENDER (cut to the empty ones). */
+static void apply_return(Pool *p, guint borrower, guint lender, guint64 slices) {
+  Gpu *b = &p->gpus[borrower];
+  guint64 *lent = &p->lent[lender * p->n + borrower];
+  guint64 used = slices_for_blocks(b, b->remote[lender]);
+  guint64 empty = *lent > used ? *lent - used : 0;
+  if (slices > empty) {
+    p->stats.plans_adjusted++;
+    slices = empty;
+  }
+  if (slices == 0)
+    return;
+  /* the borrower unmaps; the lender has the slices back once that is done */
+  *lent -= slices;
+  p->gpus[lender].returning += slices;
+  p->stats.returns++;
+  p->stats.slices_returned += slices;
+  start_pending(p, PENDING_RETURN, lender, borrower, slices,
+                (EmaTime) slices * p->server->vmm.unmap_cost);
+}
+
+static double link_copy_time(const Pool *p, double bytes) {
+  return bytes > 0
+             ? (double) p->server->link.copy_fixed_cost / 1e9 + bytes / p->server->link.bandwidth
+             : 0;
+}
+
+static double host_copy_time(const Pool *p, double bytes) {
+  return bytes > 0 ? (double) p->server->host.copy_fixed_cost / 1e9 +
+                         bytes / p->server->host.d2h_bandwidth
+                   : 0;
+}
+
+/* Free at least BLOCKS of b's blocks held on LENDER by preempting its
+ * requests (MODE: recompute drops, swap goes to host); returns the time
+ * the data takes to leave. */
+static double evict(Pool *p, Gpu *b, guint lender, guint64 blocks, EmaPreemptMode mode) {
+  guint64 before = b->remote[lender];
+  b->dropping = TRUE;
+  b->drop_lender = lender;
+  ema_engine_release_blocks_mode(b->engine, blocks, mode);
+  b->dropping = FALSE;
+  if (mode == EMA_PREEMPT_SWAP) {
+    p->stats.blocks_to_host += before - b->remote[lender];
+    return host_copy_time(p, (double) (before - b->remote[lender]) * (double) b->block_bytes);
+  }
+  p->stats.blocks_dropped += before - b->remote[lender];
+  return 0;
+}
+
+/* Move up to BLOCKS of b's blocks from LENDER to TARGET (b itself: its own
+ * free slices; another GPU: slices it lends b on the spot); returns the
+ * copy time and sets *MOVED. */
+static double migrate(Pool *p, Gpu *b, guint lender, guint target, guint64 blocks, guint64 *moved) {
+  guint64 room;
+  if (target == b->index) {
+    guint64 cap = local_capacity(p, b);
+    room = cap > b->local_used ? cap - b->local_used : 0;
+  } else {
+    Gpu *t = &p->gpus[target];
+    room = t->shares && target != lender ? blocks_in_slices(b, lendable(p, t)) : 0;
+  }
+  *moved = MIN(room, blocks);
+  if (*moved == 0)
+    return 0;
+  b->remote[lender] -= *moved;
+  if (target == b->index) {
+    b->remote_total -= *moved;
+    b->local_used += *moved;
+  } else {
+    p->lent[target * p->n + b->index] += slices_for_blocks(b, *moved);
+    b->remote[target] += *moved;
+  }
+  p->stats.blocks_migrated += *moved;
+  return link_copy_time(p, (double) *moved * (double) b->block_bytes);
+}
+
+/* LENDER takes back the slices of ACTION. */
+static double apply_reclaim_action(Pool *p, guint lender, const EmaReclaimAction *action,
+                                   guint64 *taken) {
+  guint64 *lent = &p->lent[lender * p->n + action->borrower];
+  Gpu *b = &p->gpus[action->borrower];
+  guint64 slices = MIN(action->slices, *lent);
+  guint64 keep, excess, moved = 0;
+  double time = 0;
+  if (slices < action->slices)
+    p->stats.plans_adjusted++;
+  *taken = 0;
+  if (slices == 0 || action->borrower == lender)
+    return 0;
+  keep = blocks_in_slices(b, *lent - slices);
+  excess = b->remote[lender] > keep ? b->remote[lender] - keep : 0;
+  if (excess > 0) {
+    switch (action->target) {
+    case EMA_VACATE_TO_BORROWER:
+      time = migrate(p, b, lender, b->index, excess, &moved);
+      break;
+    case EMA_VACATE_TO_PEER:
+      if (action->target_gpu < p->n)
+        time = migrate(p, b, lender, action->target_gpu, excess, &moved);
+      break;
+    case EMA_VACATE_TO_HOST: {
+      guint64 before = b->remote[lender];
+      time = evict(p, b, lender, excess, EMA_PREEMPT_SWAP);
+      moved = before - b->remote[lender];
+      break;
+    }
+    case EMA_VACATE_DROP:
+      break;
+    }
+    if (moved < excess) {
+      if (action->target != EMA_VACATE_DROP)
+        p->stats.plans_adjusted++;
+      /* what could not go where the plan said is dropped */
+      evict(p, b, lender, excess - moved, EMA_PREEMPT_RECOMPUTE);
+    }
+  }
+  g_assert_cmpuint(b->remote[lender], <=, keep);
+  *lent -= slices;
+  *taken = slices;
+  return time;
+}
+
+static void run_reclaim(Pool *p, guint lender, guint64 needed) {
+  const EmaReclaimPolicyOps *ops = p->policies[EMA_POLICY_RECLAIM]->ops;
+  EmaReclaimPlan plan = {0};
+  guint64 total = 0;
+  double wait = 0;
+  ops->decide(p->gpus[lender].states[EMA_POLICY_RECLAIM], p->spec->reclaim_params, build_view(p),
+              lender, needed, &plan);
+  for (guint i = 0; i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
+    guint64 taken;
+    double time;
+    if (plan.actions[i].borrower >= p->n) {
+      p->stats.plans_adjusted++;
+      continue;
+    }
+    time = apply_reclaim_action(p, lender, &plan.actions[i], &taken);
+    if (taken == 0)
+      continue;
+    total += taken;
+    wait = MAX(wait, time); /* copies to different places run side by side */
+  }
+  if (total == 0)
+    return;
+  p->gpus[lender].returning += total;
+  p->stats.reclaims++;
+  p->stats.slices_reclaimed += total;
+  start_pending(p, PENDING_RECLAIM, lender, lender, total,
+                ns(wait) + (EmaTime) total * p->server->vmm.unmap_cost);
+}
+
+static void run_borrow(Pool *p, guint borrower) {
+  const EmaBorrowPolicyOps *ops = p->policies[EMA_POLICY_BORROW]->ops;
+  EmaBorrowPlan plan = {0};
+  ops->decide(p->gpus[borrower].states[EMA_POLICY_BORROW], p->spec->borrow_params, build_view(p),
+              borrower, &plan);
+  for (guint i = 0; i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
+    const EmaBorrowAction *a = &plan.actions[i];
+    if (a->lender >= p->n) {
+      p->stats.plans_adjusted++;
+    } else if (a->slices > 0) {
+      apply_borrow(p, borrower, a->lender, (guint64) a->slices);
+    } else if (a->slices < 0) {
+      apply_return(p, borrower, a->lender, (guint64) -a->slices);
+    }
+  }
+}
+
+static void on_decide(EmaSim *sim, EmaEvent *event, gpointer data) {
+  Gpu *g = data;
+  Pool *p = g->pool;
+  if (lent_out(p, g->index) > 0) {
+    if (g->blocks_short > 0) {
+      guint64 needed = slices_for_blocks(g, g->blocks_short);
+      guint64 coming = g->returning;
+      if (needed > coming)
+        run_reclaim(p, g->index, needed - coming);
+    }
+    if (lent_out(p, g->index) > 0)
+      run_reclaim(p, g->index, 0);
+  }
+  if (g->has_tenant)
+    run_borrow(p, g->index);
+  g->blocks_short = 0;
+}
+
+static void schedule_decision(Gpu *g) {
+  if (g->shares && !ema_event_is_scheduled(&g->decide_event))
+    ema_sim_schedule(g->pool->sim, &g->decide_event, ema_sim_now(g->pool->sim), DECIDE_PRIORITY);
+}
+
+/* ---- remote KV in a step ----------------------------------------------------- */
+
+/* Time to move BYTES[j] from each lender j at BANDWIDTH per port, each
+ * lender's port shared by the tenants holding data on it; on a switch (and
+ * PCIe) the reader's own ingress carries the sum. */
+static double remote_time(const Pool *p, const double *bytes, double bandwidth) {
+  double longest = 0, sum = 0;
+  for (guint j = 0; j < p->n; j++) {
+    guint sharers = 0;
+    if (bytes[j] <= 0)
+      continue;
+    for (guint b = 0; b < p->n; b++)
+      sharers += p->gpus[b].present && p->gpus[b].remote && p->gpus[b].remote[j] > 0;
+    longest = MAX(longest, bytes[j] * MAX(sharers, 1) / bandwidth);
+    sum += bytes[j];
+  }
+  if (p->server->topology != EMA_TOPOLOGY_DIRECT)
+    longest = MAX(longest, sum / bandwidth);
+  return longest;
+}
+
+static void update_staging(Pool *p, Gpu *g) {
+  guint64 want = 0, avail;
+  guint64 taken =
+      lent_out(p, g->index) + g->lending + g->returning + slices_for_blocks(g, g->local_used);
+  if (g->plan.mode == EMA_REMOTE_PREFETCH && g->layers > 0) {
+    /* the layers fetched ahead of the remote KV in use */
+    guint64 ahead = (guint64) MAX(g->plan.depth, 1) * MAX(g->plan.layers_per_copy, 1);
+    guint64 remote = slices_for_blocks(g, g->remote_total);
+    want = (MIN(ahead, g->layers) * remote + g->layers - 1) / g->layers;
+  }
+  avail = g->slices > taken ? g->slices - taken : 0;
+  g->staging = MIN(want, avail);
+}
+
+EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) {
+  Pool *p = &pool->pool;
+  Gpu *g = &p->gpus[gpu];
+  EmaStepBreakdown bd;
+  EmaTime all_local = ema_step_time(g->model, batch, &bd);
+  const EmaGpuSpec *spec = &p->server->gpu;
+  double rate_m = spec->hbm_bandwidth * spec->hbm_efficiency;
+  double steal = g->incoming, slow, layer_mem, step, tail;
+  double L = g->layers, used = (double) (g->local_used + g->remote_total);
+  g_autofree double *bytes = g_new0(double, p->n);
+  double R, t_copy, t_direct;
+  EmaStepCostView view;
+
+  if (all_local == 0)
+    return 0;
+  for (guint b = 0; b < p->n; b++)
+    steal += p->gpus[b].pull ? p->gpus[b].pull[gpu] : 0;
+  /* what peers' traffic leaves of this GPU's HBM rate (at least a tenth) */
+  slow = rate_m / MAX(rate_m - spec->interference * steal, rate_m / 10);
+  layer_mem = bd.layer_memory_s * slow;
+  tail = bd.lm_head_s + bd.allreduce_s + bd.overhead_s;
+  for (guint j = 0; j < p->n; j++)
+    g->pull[j] = 0;
+  g->incoming = 0;
+  R = used > 0 ? (double) g->remote_total / used * bd.kv_read_bytes / L : 0;
+  if (R <= 0) {
+    step = L * MAX(bd.layer_compute_s, layer_mem) + tail;
+    return MAX(ns(step), 1);
+  }
+  for (guint j = 0; j < p->n; j++)
+    bytes[j] = R * (double) g->remote[j] / (double) g->remote_total;
+  t_copy = remote_time(p, bytes, p->server->link.bandwidth);
+  t_direct = remote_time(p, bytes, p->server->link.direct_read_bandwidth);
+  view = (EmaStepCostView){(guint) L,
+                           MAX(bd.layer_compute_s, layer_mem),
+                           layer_mem,
+                           bd.kv_read_bytes / L,
+                           R,
+                           R / t_copy,
+                           R / t_direct,
+                           p->server->link.copy_fixed_cost};
+  g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
+  ((const EmaPrefetchPolicyOps *) p->policies[EMA_POLICY_PREFETCH]->ops)
+      ->decide(g->states[EMA_POLICY_PREFETCH], p->spec->prefetch_params, build_view(p), gpu, &view,
+               &g->plan);
+  g->plan.depth = MAX(g->plan.depth, 1);
+  g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, (guint) L);
+  g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
+  update_staging(p, g);
+  if (g->plan.mode == EMA_REMOTE_DIRECT) {
+    /* the remote bytes are not read from local HBM; the kernel loads them over the link */
+    double local_mem = layer_mem - R / rate_m * slow;
+    step = L * MAX(bd.layer_compute_s, local_mem + t_direct) + tail;
+  } else {
+    double group = g->plan.layers_per_copy;
+    double groups = L / group;
+    double compute = group * view.layer_compute_s;
+    double copy = (double) p->server->link.copy_fixed_cost / 1e9 + group * t_copy;
+    double fill = MAX(0, copy - g->plan.depth * MAX(0, compute - copy) - bd.lm_head_s);
+    step = groups * MAX(compute, copy) + fill + tail;
+    g->incoming = R * L / step;
+  }
+  for (guint j = 0; j < p->n; j++)
+    g->pull[j] = bytes[j] * L / step;
+  p->stats.remote_steps++;
+  if (ns(step) > all_local)
+    p->stats.exposed_remote += ns(step) - all_local;
+  return ns(step);
+}
+
+void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) {
+  Pool *p = &pool->pool;
+  Gpu *g = &p->gpus[gpu];
+  EmaTime now = ema_sim_now(p->sim);
+  guint64 used = g->local_used + g->remote_total;
+  g->running = report->running;
+  g->waiting = report->waiting;
+  g->last_step = report->duration;
+  g->blocks_short = MAX(g->blocks_short, report->blocks_short);
+  if (now - g->demand_at >= DEMAND_SAMPLE) {
+    double dt = (double) (now - g->demand_at) / 1e9;
+    double rate = ((double) used - (double) g->demand_blocks) / dt;
+    double weight = -expm1(-dt / DEMAND_TAU_S);
+    g->demand += weight * (rate - g->demand);
+    g->demand_blocks = used;
+    g->demand_at = now;
+  }
+  schedule_decision(g);
+}
+
+/* ---- set-up, figures, checks ----------------------------------------------------- */
+
+EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicySpec *policy,
+                      GError **error) {
+  EmaPool *pool = g_new0(EmaPool, 1);
+  Pool *p = &pool->pool;
+  const char *names[3] = {policy->borrow, policy->prefetch, policy->reclaim};
+  p->sim = sim;
+  p->server = server;
+  p->spec = policy;
+  p->n = (guint) server->gpus;
+  p->gpus = g_new0(Gpu, p->n);
+  p->lent = g_new0(guint64, (gsize) p->n * p->n);
+  p->views = g_new0(EmaGpuView, p->n);
+  p->remote_view = g_new0(guint64, (gsize) p->n * p->n);
+  for (guint k = 0; k < 3; k++) {
+    p->policies[k] = ema_policy_registry_find((EmaPolicyKind) k, names[k], error);
+    if (p->policies[k] == NULL) {
+      ema_pool_free(pool);
+      return NULL;
+    }
+  }
+  for (guint i = 0; i < p->n; i++) {
+    Gpu *g = &p->gpus[i];
+    g->pool = p;
+    g->index = i;
+    g->remote = g_new0(guint64, p->n);
+    g->pull = g_new0(double, p->n);
+    g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
+    ema_event_init(&g->decide_event, on_decide, g);
+  }
+  return pool;
+}
+
+static gsize state_size(const EmaPolicyInfo *info) {
+  switch (info->kind) {
+  case EMA_POLICY_BORROW:
+    return ((const EmaBorrowPolicyOps *) info->ops)->state_size;
+  case EMA_POLICY_PREFETCH:
+    return ((const EmaPrefetchPolicyOps *) info->ops)->state_size;
+  case EMA_POLICY_RECLAIM:
+    return ((const EmaReclaimPolicyOps *) info->ops)->state_size;
+  }
+  return 0;
+}
+
+gboolean ema_pool_start(EmaPool *pool, GError **error) {
+  Pool *p = &pool->pool;
+  gconstpointer params[3] = {p->spec->borrow_params, p->spec->prefetch_params,
+                             p->spec->reclaim_params};
+  for (guint i = 0; i < p->n; i++) {
+    Gpu *g = &p->gpus[i];
+    if (!g->present)
+      continue;
+    for (guint k = 0; k < 3; k++) {
+      const EmaPolicyInfo *info = p->policies[k];
+      gboolean (*init)(gpointer, gconstpointer, const EmaPoolView *, GError **) = NULL;
+      g->states[k] = g_malloc0(MAX(state_size(info), 1));
+      if (k == EMA_POLICY_BORROW)
+        init = ((const EmaBorrowPolicyOps *) info->ops)->init;
+      else if (k == EMA_POLICY_PREFETCH)
+        init = ((const EmaPrefetchPolicyOps *) info->ops)->init;
+      else
+        init = ((const EmaReclaimPolicyOps *) info->ops)->init;
+      if (init && !init(g->states[k], params[k], build_view(p), error)) {
+        g_prefix_error(error, "%s policy %s: ", ema_policy_kind_name(info->kind), info->name);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+void ema_pool_free(EmaPool *pool) {
+  Pool *p;
+  if (pool == NULL)
+    return;
+  p = &pool->pool;
+  for (guint i = 0; i < p->n; i++) {
+    Gpu *g = &p->gpus[i];
+    ema_sim_cancel(p->sim, &g->decide_event);
+    for (guint k = 0; k < 3; k++)
+      g_free(g->states[k]);
+    g_free(g->remote);
+    g_free(g->pull);
+  }
+  g_free(p->gpus);
+  g_free(p->lent);
+  g_free(p->views);
+  g_free(p->remote_view);
+  g_free(pool);
+}
+
+void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices) {
+  Gpu *g = &pool->pool.gpus[gpu];
+  g->present = g->shares = TRUE;
+  g->slices = slices;
+}
+
+EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint64 block_bytes,
+                                const EmaStepModel *step_model) {
+  Gpu *g = &pool->pool.gpus[gpu];
+  g->present = g->has_tenant = TRUE;
+  g->shares = ema_step_model_tp(step_model) == 1;
+  g->slices = slices;
+  g->block_bytes = block_bytes;
+  g->model = step_model;
+  g->layers = (guint) ema_step_model_layers(step_model);
+  return (EmaKvMemory){&pool_memory_ops, g};
+}
+
+void ema_pool_set_engine(EmaPool *pool, guint gpu, EmaEngine *engine) {
+  pool->pool.gpus[gpu].engine = engine;
+}
+
+const EmaPoolStats *ema_pool_stats(const EmaPool *pool) {
+  return &pool->pool.stats;
+}
+
+guint64 ema_pool_slices_lent(const EmaPool *pool, guint gpu) {
+  return lent_out(&pool->pool, gpu);
+}
+
+guint64 ema_pool_slices_borrowed(const EmaPool *pool, guint gpu) {
+  return borrowed_in(&pool->pool, gpu);
+}
+
+guint64 ema_pool_blocks_remote(const EmaPool *pool, guint gpu) {
+  return pool->pool.gpus[gpu].remote_total;
+}
+
+guint64 ema_pool_slices_staging(const EmaPool *pool, guint gpu) {
+  return pool->pool.gpus[gpu].staging;
+}
+
+gboolean ema_pool_check(const EmaPool *pool, GError **error) {
+  const Pool *p = &pool->pool;
+  for (guint i = 0; i < p->n; i++) {
+    const Gpu *g = &p->gpus[i];
+    guint64 sum = 0, taken = slices_for_blocks(g, g->local_used) + lent_out(p, i) + g->lending +
+                             g->returning + g->staging;
+    if (taken > g->slices) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "gpu%u: %" G_GUINT64_FORMAT
+                  " slices in use, lent or reserved, above its %" G_GUINT64_FORMAT,
+                  i, taken, g->slices);
+      return FALSE;
+    }
+    if (!g->shares && (lent_out(p, i) > 0 || borrowed_in(p, i) > 0)) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "gpu%u does not share, yet lends or borrows", i);
+      return FALSE;
+    }
+    for (guint j = 0; j < p->n; j++) {
+      if (g->remote && g->remote[j] > remote_capacity(p, g, j)) {
+        g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                    "gpu%u holds %" G_GUINT64_FORMAT
+                    " blocks on gpu%u, above the %" G_GUINT64_FORMAT " its borrowed slices hold",
+                    i, g->remote[j], j, remote_capacity(p, g, j));
+        return FALSE;
+      }
+      sum += g->remote ? g->remote[j] : 0;
+    }
+    if (sum != g->remote_total) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "gpu%u: remote blocks per lender add up to %" G_GUINT64_FORMAT
+                  ", not %" G_GUINT64_FORMAT,
+                  i, sum, g->remote_total);
+      return FALSE;
+    }
+    if (g->engine && ema_engine_blocks_held(g->engine) != g->local_used + g->remote_total) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "gpu%u: its engine holds %" G_GUINT64_FORMAT
+                  " blocks, the pool counts %" G_GUINT64_FORMAT,
+                  i, ema_engine_blocks_held(g->engine), g->local_used + g->remote_total);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
