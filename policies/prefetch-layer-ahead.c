@@ -22,8 +22,9 @@ static const EmaParam params[] = {
     {"depth", EMA_PARAM_INT, G_STRUCT_OFFSET(Params, depth), .default_value = "2", .min = 1,
      .max = 1024, .help = "layer groups fetched ahead (sizes the staging buffer)"},
     {"hide_margin", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, hide_margin),
-     .default_value = "90%", .min = 0, .max = 1,
-     .help = "share of a layer's compute time the link may fill"},
+     .default_value = "90%", .min = 0, .max = 10,
+     .help = "share of a layer's memory time the link may fill (above 100%: remote KV may be "
+             "exposed, trading step time for capacity)"},
     {"fixed_share", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, fixed_share),
      .default_value = "10%", .min = 1e-6, .max = 1,
      .help = "largest share of a copy's time its fixed cost may take (sets the group size)"},

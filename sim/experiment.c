@@ -263,8 +263,11 @@ EmaExperiment *ema_experiment_load(const char *path, const char *const *override
   }
   if (!ema_params_expand(&ema_experiment_params, root, error))
     return NULL;
+  /* names an override sets (--set policy=ema) are expanded before the next
+   * override, so that it can reach inside them (--set policy.borrow=...) */
   for (guint i = 0; overrides && overrides[i]; i++)
-    if (!ema_node_apply_override(root, overrides[i], i + 1, error))
+    if (!ema_node_apply_override(root, overrides[i], i + 1, error) ||
+        !ema_params_expand(&ema_experiment_params, root, error))
       return NULL;
   experiment = g_new0(EmaExperiment, 1);
   if (!ema_params_bind(&ema_experiment_params, experiment, root, NULL, error))

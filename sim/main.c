@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ema/experiment.h"
+#include "ema/frontier.h"
 #include "ema/ops.h"
 #include "ema/output.h"
 #include "ema/registry.h"
@@ -40,6 +41,9 @@ static const char usage_text[] =
     "  describe hwmodel NAME  print one server model with every value\n"
     "  describe-policy NAME   print a policy or composition: kind, summary, origin, parameters\n"
     "                         (also: describe policy NAME)\n"
+    "  frontier [--model M] [--tolerance F] [SERVER...]\n"
+    "                         the largest share of a decode step's KV that can be remote\n"
+    "                         while the step stays within F (default 5%) of all-local\n"
     "\n"
     "Options:\n"
     "  --plugin-dir DIR       load the policy modules in DIR (repeatable; before the command or\n"
@@ -235,6 +239,54 @@ static int command_list(int argc, char **argv) {
 
 static int command_describe_policy(int argc, char **argv);
 
+/* frontier [--model M] [--tolerance F] [SERVER...]: a table per server. */
+static int command_frontier(int argc, char **argv) {
+  static const guint batches[] = {1, 8, 32, 128};
+  static const guint contexts[] = {1024, 4096, 16384};
+  g_autofree char *model_name = NULL;
+  g_autofree char *tolerance_text = NULL;
+  double tolerance = 0.05;
+  GError *error = NULL;
+  g_autoptr(EmaLlmSpec) model = NULL;
+  g_autoptr(GPtrArray) servers = NULL;
+  GOptionEntry entries[] = {
+      {"model", 0, 0, G_OPTION_ARG_STRING, &model_name, "LLM shape (default llama-3.1-8b)", "M"},
+      {"tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance_text,
+       "Allowed slowdown over all-local (default 5%)", "F"},
+      {NULL}};
+  if (!parse_options("The transparency frontier of remote KV, per server.", entries, &argc, &argv,
+                     "[SERVER...]"))
+    return EXIT_USAGE;
+  if (tolerance_text && (!ema_units_parse_fraction(tolerance_text, &tolerance, NULL) ||
+                         tolerance <= 0 || tolerance >= 1))
+    return usage_error("--tolerance: give a fraction between 0 and 1, e.g. 5%");
+  model = ema_llm_load(model_name ? model_name : "llama-3.1-8b", &error);
+  if (model == NULL)
+    return fail(error);
+  servers = argc > 1 ? g_ptr_array_new_with_free_func(g_free) : ema_hwmodel_list();
+  for (int i = 1; i < argc; i++)
+    g_ptr_array_add(servers, g_strdup(argv[i]));
+  printf("remote share of KV within %.1f%% of all-local, %s, one lender, no interference\n",
+         100 * tolerance, model->name);
+  for (guint s = 0; s < servers->len; s++) {
+    g_autoptr(EmaServerSpec) server = ema_server_load(servers->pdata[s], &error);
+    if (server == NULL)
+      return fail(error);
+    printf("\n%s (HBM %.0f GB/s, link %.0f GB/s)\n%8s %8s %12s %10s %10s\n", server->name,
+           server->gpu.hbm_bandwidth / 1e9, server->link.bandwidth / 1e9, "batch", "context",
+           "local step", "prefetch", "direct");
+    for (guint b = 0; b < G_N_ELEMENTS(batches); b++)
+      for (guint c = 0; c < G_N_ELEMENTS(contexts); c++) {
+        EmaFrontierPoint point;
+        if (!ema_frontier_point(model, server, batches[b], contexts[c], tolerance, &point, &error))
+          return fail(error);
+        printf("%8u %8u %9.3f ms %9.1f%% %9.1f%%\n", point.batch, point.context,
+               point.local_step_s * 1e3, 100 * point.prefetch_share, 100 * point.direct_share);
+      }
+  }
+  return 0;
+}
+
 static int command_describe(int argc, char **argv) {
   GError *error = NULL;
   g_autoptr(EmaServerSpec) server = NULL;
@@ -409,9 +461,11 @@ int main(int argc, char **argv) {
     return command_describe(argc - 1, argv + 1);
   if (strcmp(command, "describe-policy") == 0)
     return command_describe_policy(argc - 1, argv + 1);
+  if (strcmp(command, "frontier") == 0)
+    return command_frontier(argc - 1, argv + 1);
   {
-    g_autofree char *message =
-        g_strdup_printf("unknown command '%s' (commands: run, check, list, describe)", command);
+    g_autofree char *message = g_strdup_printf(
+        "unknown command '%s' (commands: run, check, list, describe, frontier)", command);
     return usage_error(message);
   }
 }

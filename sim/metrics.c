@@ -162,6 +162,7 @@ static void on_finish(gpointer data, const EmaRequest *request) {
 static void on_step(gpointer data, const EmaStepReport *step) {
   EmaTenantMetrics *metrics = data;
   metrics->steps++;
+  metrics->tokens_generated += step->batch.logits;
   metrics->busy += step->duration;
   metrics->last_step = step->duration;
 }

@@ -145,7 +145,9 @@ static guint64 remote_capacity(const Pool *p, const Gpu *g, guint lender) {
   return blocks_in_slices(g, p->lent[lender * p->n + g->index]);
 }
 
-/* Remote blocks the prefetch plan admits in all. */
+/* Remote blocks the prefetch plan admits in all: what admission of new
+ * requests may fill (free_blocks); running requests may grow beyond it
+ * into any borrowed room (take). */
 static guint64 remote_admitted(const Pool *p, const Gpu *g) {
   guint64 total = 0;
   for (guint j = 0; j < p->n; j++)
@@ -189,8 +191,12 @@ static gboolean memory_take(gpointer self, guint64 n) {
   guint64 local = MIN(n, local_cap > g->local_used ? local_cap - g->local_used : 0);
   guint64 rest = n - local;
   if (rest > 0) {
-    guint64 admitted = remote_admitted(p, g);
-    if (admitted < g->remote_total + rest)
+    /* growth may use all borrowed room; the prefetch plan's limit gates
+     * admission only, through free_blocks() */
+    guint64 room = 0;
+    for (guint j = 0; j < p->n; j++)
+      room += remote_capacity(p, g, j);
+    if (room < g->remote_total + rest)
       return FALSE;
   }
   while (rest > 0) {
@@ -205,7 +211,7 @@ static gboolean memory_take(gpointer self, guint64 n) {
         best = j;
       }
     }
-    g_assert(best < p->n); /* the rooms add up to at least what is admitted */
+    g_assert(best < p->n); /* the rooms add up to at least what was asked */
     g->remote[best] += MIN(most, rest);
     g->remote_total += MIN(most, rest);
     rest -= MIN(most, rest);
@@ -531,6 +537,25 @@ static void run_reclaim(Pool *p, guint lender, guint64 needed) {
                 ns(wait) + (EmaTime) total * p->server->vmm.unmap_cost);
 }
 
+void ema_pool_reclaim_everything(EmaPool *pool, guint lender) {
+  Pool *p = &pool->pool;
+  guint64 lent = lent_out(p, lender);
+  if (lent == 0)
+    return;
+  run_reclaim(p, lender, lent);
+  for (guint b = 0; b < p->n; b++) {
+    guint64 left = p->lent[lender * p->n + b];
+    if (left > 0) {
+      EmaReclaimAction drop = {b, left, EMA_VACATE_DROP, 0};
+      guint64 taken;
+      apply_reclaim_action(p, lender, &drop, &taken);
+      p->gpus[lender].returning += taken;
+      start_pending(p, PENDING_RECLAIM, lender, lender, taken,
+                    (EmaTime) taken * p->server->vmm.unmap_cost);
+    }
+  }
+}
+
 static void run_borrow(Pool *p, guint borrower) {
   const EmaBorrowPolicyOps *ops = p->policies[EMA_POLICY_BORROW]->ops;
   EmaBorrowPlan plan = {0};
@@ -606,6 +631,27 @@ static void update_staging(Pool *p, Gpu *g) {
   g->staging = MIN(want, avail);
 }
 
+double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *server,
+                               double layers, double slow, double remote_bytes, double t_copy,
+                               double t_direct, const EmaPrefetchPlan *plan) {
+  const EmaGpuSpec *gpu = &server->gpu;
+  double rate_m = gpu->hbm_bandwidth * gpu->hbm_efficiency;
+  double layer_mem = bd->layer_memory_s * slow;
+  double tail = bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
+  if (plan->mode == EMA_REMOTE_DIRECT) {
+    /* the remote bytes are not read from local HBM; the kernel loads them over the link */
+    double local_mem = layer_mem - remote_bytes / rate_m * slow;
+    return layers * MAX(bd->layer_compute_s, local_mem + t_direct) + tail;
+  } else {
+    double group = MAX(plan->layers_per_copy, 1);
+    double groups = layers / group;
+    double compute = group * MAX(bd->layer_compute_s, layer_mem);
+    double copy = (double) server->link.copy_fixed_cost / 1e9 + group * t_copy;
+    double fill = MAX(0, copy - MAX(plan->depth, 1) * MAX(0, compute - copy) - bd->lm_head_s);
+    return groups * MAX(compute, copy) + fill + tail;
+  }
+}
+
 EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) {
   Pool *p = &pool->pool;
   Gpu *g = &p->gpus[gpu];
@@ -655,19 +701,9 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, (guint) L);
   g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
   update_staging(p, g);
-  if (g->plan.mode == EMA_REMOTE_DIRECT) {
-    /* the remote bytes are not read from local HBM; the kernel loads them over the link */
-    double local_mem = layer_mem - R / rate_m * slow;
-    step = L * MAX(bd.layer_compute_s, local_mem + t_direct) + tail;
-  } else {
-    double group = g->plan.layers_per_copy;
-    double groups = L / group;
-    double compute = group * view.layer_compute_s;
-    double copy = (double) p->server->link.copy_fixed_cost / 1e9 + group * t_copy;
-    double fill = MAX(0, copy - g->plan.depth * MAX(0, compute - copy) - bd.lm_head_s);
-    step = groups * MAX(compute, copy) + fill + tail;
+  step = ema_remote_step_seconds(&bd, p->server, L, slow, R, t_copy, t_direct, &g->plan);
+  if (g->plan.mode == EMA_REMOTE_PREFETCH)
     g->incoming = R * L / step;
-  }
   for (guint j = 0; j < p->n; j++)
     g->pull[j] = bytes[j] * L / step;
   p->stats.remote_steps++;

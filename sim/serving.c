@@ -25,7 +25,8 @@ typedef struct {
   EmaEngine *engine;
   EmaKvMemory memory;
   EmaEngineConfig config;
-  EmaTraceSource *trace; /* until the engine takes it */
+  EmaTraceSource *trace;  /* until the engine takes it */
+  guint64 tokens_sampled; /* tokens_generated at the previous sample */
 } Tenant;
 
 typedef struct {
@@ -78,19 +79,23 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     guint64 used = ema_engine_blocks_held(tenant->engine);
     guint64 free_blocks = tenant->memory.ops->free_blocks(tenant->memory.self);
     const EmaTenantSpec *spec = tenant->result->spec;
+    /* output tokens the tenant produced since the previous sample */
+    guint64 tokens = tenant->result->metrics->tokens_generated - tenant->tokens_sampled;
     ema_tenant_metrics_sample_kv(tenant->result->metrics, used, used + free_blocks);
     for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++)
       fprintf(run->timeline,
               "%" G_GINT64_FORMAT ".%09" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
               ",%s,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%u,%u,%.6f,%" G_GUINT64_FORMAT
-              ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT "\n",
+              ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+              ",%" G_GUINT64_FORMAT "\n",
               now / 1000000000, now % 1000000000, g, spec->name, used, free_blocks,
               ema_engine_running(tenant->engine), ema_engine_waiting(tenant->engine),
               (double) tenant->result->metrics->last_step / 1e6,
               ema_pool_slices_lent(run->pool, (guint) g),
               ema_pool_slices_borrowed(run->pool, (guint) g),
               ema_pool_blocks_remote(run->pool, (guint) g),
-              ema_pool_slices_staging(run->pool, (guint) g));
+              ema_pool_slices_staging(run->pool, (guint) g), tokens);
+    tenant->tokens_sampled = tenant->result->metrics->tokens_generated;
   }
   if (run->progress && g_get_monotonic_time() - run->last_progress >= PROGRESS_INTERVAL_US) {
     run->last_progress = g_get_monotonic_time();
@@ -258,11 +263,12 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     }
     run.timeline = open_output(out_dir, "timeline.csv", error);
     if (run.timeline == NULL) {
-      fclose(requests);
+      if (requests) /* NULL when the experiment writes no requests.csv */
+        fclose(requests);
       return NULL;
     }
     fputs("time_s,gpu,tenant,kv_blocks_used,kv_blocks_free,running,waiting,last_step_ms,"
-          "slices_lent,slices_borrowed,kv_blocks_remote,slices_staging\n",
+          "slices_lent,slices_borrowed,kv_blocks_remote,slices_staging,tokens\n",
           run.timeline);
   }
   for (guint i = 0; ok && i < experiment->tenants->len; i++)

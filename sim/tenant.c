@@ -307,9 +307,12 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
       return FALSE;
     }
   }
-  if (trace->file == NULL && trace->duration == 0 && trace->requests == 0) {
-    ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, path,
-                   "a synthetic trace never ends: give requests or duration");
+  /* a cycled lengths file never ends either (the run would not stop) */
+  if ((trace->file == NULL || (lengths_file && trace->cycle)) && trace->duration == 0 &&
+      trace->requests == 0) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, path, "%s",
+                   trace->file ? "a cycled lengths file never ends: give requests or duration"
+                               : "a synthetic trace never ends: give requests or duration");
     return FALSE;
   }
   if (trace->split_index >= MAX(trace->split, 1)) {

@@ -192,7 +192,7 @@ static void usage_error(CliRun *run, const char *contains) {
 static void test_usage_errors(void) {
   usage_error(cli(NULL), "missing COMMAND");
   usage_error(cli("frobnicate", NULL),
-              "unknown command 'frobnicate' (commands: run, check, list, describe)");
+              "unknown command 'frobnicate' (commands: run, check, list, describe, frontier)");
   usage_error(cli("run", NULL), "missing experiment FILE");
   usage_error(cli("check", BASELINE, "extra", NULL), "too many arguments");
   usage_error(cli("run", "--bogus", BASELINE, NULL), "--bogus");
@@ -407,7 +407,7 @@ static const BadInput bad_inputs[] = {
     {"bad-indent.yaml", ":4:7: ", NULL, "mapping values are not allowed in this context"},
     {"unknown-key-top.yaml", ":2:1: ", "nmae: ",
      "unknown key in experiment (valid keys: name, summary, seed, tolerance, server, ops, tenants, "
-     "duration, sample_period, requests_csv)"},
+     "duration, sample_period, policy, idle_gpu_memory, requests_csv)"},
     {"unknown-key-nested.yaml",
      ":6:48: ", "ops.0.flows.0.byts: ", "unknown key in flow (valid keys: kind, src, dst, bytes)"},
     {"negative-size.yaml", ":6:55: ", "ops.0.flows.0.bytes: ", "negative size '-4KiB'"},

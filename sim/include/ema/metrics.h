@@ -45,7 +45,8 @@ typedef struct {
   EmaHistogram *tpot; /* (finish - first token) / (output - 1), requests with output > 1 */
   EmaHistogram *e2e;  /* arrival -> finish */
   guint64 steps;
-  EmaTime busy; /* sum of step times */
+  guint64 tokens_generated; /* output tokens sampled by steps (finished or not, preempted or not) */
+  EmaTime busy;             /* sum of step times */
   EmaTime last_step;
   double kv_util_sum; /* of the samples: blocks used / blocks total */
   guint64 kv_util_samples;

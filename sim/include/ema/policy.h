@@ -22,6 +22,10 @@
  * gpu_memory_utilization - weights - activation reserve; all of it on a GPU
  * without a tenant). Each slice is the owner's, or lent to one borrower.
  *
+ * State: the backend keeps one private state (state_size bytes, zeroed)
+ * per GPU and policy kind, passed to that GPU's calls; init runs once per
+ * state, at the start of a run.
+ *
  * ABI: an ops struct starts with abi_version == EMA_POLICY_ABI_VERSION and
  * ends with reserved pointers that must be NULL; new optional hooks take
  * reserved slots, so a module built against an older minor layout keeps

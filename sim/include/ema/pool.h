@@ -12,7 +12,9 @@
  *   with the most free borrowed room; freed blocks come out of local and
  *   remote in proportion to their use (so a step's remote share of KV reads
  *   is the tenant's remote share of blocks). A drop during a reclaim frees
- *   the lender's blocks first.
+ *   the lender's blocks first. The prefetch plan's remote_limit gates the
+ *   admission of new requests (the free blocks the engine sees); running
+ *   requests may grow into any borrowed room.
  * - Borrowing n slices costs the VMM create + map + set-access time of n
  *   slices (server vmm costs) before they can hold blocks; returning or
  *   reclaiming costs the unmap time, plus the copy time of any data moved
@@ -93,8 +95,22 @@ gboolean ema_pool_start(EmaPool *pool, GError **error);
 /* The step time of BATCH for GPU's tenant, remote KV and interference
  * included (calls the prefetch policy). */
 EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch);
+/* The formula above, alone: the step time (s) of a step whose all-local
+ * breakdown is BD, on LAYERS layers, with REMOTE_BYTES of each layer's KV
+ * remote, moved in T_COPY by copy engines or T_DIRECT by direct loads,
+ * local HBM slowed by SLOW (>= 1) by interference, under PLAN. */
+double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *server,
+                               double layers, double slow, double remote_bytes, double t_copy,
+                               double t_direct, const EmaPrefetchPlan *plan);
+
 /* After a step of GPU's tenant: the reclaim and borrow policies. */
 void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *step);
+
+/* Fault injection (for the policy contract tests): LENDER suddenly needs
+ * every slice it lends; the reclaim policy is asked for all of them, and
+ * whatever its plan leaves lent is then dropped (EMA_VACATE_DROP) so that
+ * nothing stays lent. */
+void ema_pool_reclaim_everything(EmaPool *pool, guint lender);
 
 /* Read-only figures. */
 const EmaPoolStats *ema_pool_stats(const EmaPool *pool);

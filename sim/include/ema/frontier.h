@@ -1,0 +1,30 @@
+/* frontier.h: the transparency frontier: how much of a decode step's KV
+ * can live on a peer before the step gets slower than all-local by more
+ * than a tolerance, for a model on one GPU of a server, as a function of
+ * batch and context. It evaluates the pool's own remote-step formula
+ * (ema_remote_step_seconds) with the remote KV on one lender and no
+ * interference, for prefetch (the layer-ahead rule for the group size,
+ * depth 2) and for direct loads. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/hwmodel.h"
+#include "ema/llm.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint batch;           /* sequences decoding */
+  guint context;         /* tokens of context each */
+  double local_step_s;   /* all-local step time */
+  double prefetch_share; /* largest remote share within the tolerance, prefetched */
+  double direct_share;   /* the same with direct loads */
+} EmaFrontierPoint;
+
+/* One point; shares to 0.1%. FALSE when MODEL does not fit SERVER's GPU. */
+gboolean ema_frontier_point(const EmaLlmSpec *model, const EmaServerSpec *server, guint batch,
+                            guint context, double tolerance, EmaFrontierPoint *point,
+                            GError **error);
+
+G_END_DECLS
