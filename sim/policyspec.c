@@ -67,6 +67,10 @@ static const EmaParam spec_params[] = {
     {"preempt", EMA_PARAM_ENUM, SPEC_FIELD(preempt), .default_value = "engine",
      .choices = preempt_choice_names,
      .help = "engine (each tenant's setting), recompute, swap-host or swap-peer"},
+    {"decision_period", EMA_PARAM_DURATION, SPEC_FIELD(decision_period), .default_value = "10ms",
+     .min = 0, .max = 3.6e12,
+     .help = "after a step, the policies run at most this often per GPU (always when the step "
+             "lacked blocks)"},
 };
 
 const EmaParamTable ema_policy_spec_params = {"policy", sizeof(EmaPolicySpec), spec_params,

@@ -55,7 +55,12 @@ typedef struct {
   guint64 local_used;
   guint64 *remote; /* [n] blocks on lender j */
   guint64 remote_total;
+  gboolean remote_viewed; /* remote_view holds nonzero entries of this GPU */
   guint64 lending, returning, staging, borrowing;
+  /* kept equal to sums over the lent matrix by change_lent() */
+  guint64 lent_total;       /* sum_b lent[g][b] */
+  guint64 borrowed_total;   /* sum_j lent[j][g] */
+  guint64 remote_cap_total; /* sum_j floor(lent[j][g] x S / B): blocks its borrowed slices hold */
   EmaPrefetchPlan plan;
   guint64 blocks_short;
   guint running, waiting;
@@ -66,8 +71,9 @@ typedef struct {
   double *pull;    /* [n] B/s this tenant pulled from lender j in its last step */
   double incoming; /* B/s copied into this GPU by its prefetches in its last step */
   EmaEvent decide_event;
-  gboolean dropping; /* a drop for a reclaim is freeing blocks: give() takes them from... */
-  guint drop_lender; /* ...this lender first */
+  EmaTime decided_at; /* the last decision */
+  gboolean dropping;  /* a drop for a reclaim is freeing blocks: give() takes them from... */
+  guint drop_lender;  /* ...this lender first */
   gpointer states[3];
 } Gpu;
 
@@ -77,8 +83,10 @@ struct _Pool {
   const EmaPolicySpec *spec;
   guint n;
   Gpu *gpus;
-  guint64 *lent;        /* [lender * n + borrower] */
-  guint64 *remote_view; /* [borrower * n + lender], a copy of the Gpus' remote[] for views */
+  guint64 *lent;         /* [lender * n + borrower] */
+  guint64 *remote_view;  /* [borrower * n + lender], a copy of the Gpus' remote[] for views */
+  double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
+  EmaTime decision_period;
   const EmaPolicyInfo *policies[3];
   EmaGpuView *views;
   EmaPoolView view;
@@ -118,17 +126,25 @@ static guint64 blocks_in_slices(const Gpu *g, guint64 slices) {
 }
 
 static guint64 lent_out(const Pool *p, guint g) {
-  guint64 total = 0;
-  for (guint b = 0; b < p->n; b++)
-    total += p->lent[g * p->n + b];
-  return total;
+  return p->gpus[g].lent_total;
 }
 
 static guint64 borrowed_in(const Pool *p, guint g) {
-  guint64 total = 0;
-  for (guint j = 0; j < p->n; j++)
-    total += p->lent[j * p->n + g];
-  return total;
+  return p->gpus[g].borrowed_total;
+}
+
+static guint64 remote_capacity(const Pool *p, const Gpu *g, guint lender);
+
+/* Add DELTA slices to lent[LENDER][BORROWER], keeping the counters. */
+static void change_lent(Pool *p, guint lender, guint borrower, gint64 delta) {
+  guint64 *lent = &p->lent[lender * p->n + borrower];
+  Gpu *b = &p->gpus[borrower];
+  g_assert(delta >= 0 || (guint64) -delta <= *lent);
+  b->remote_cap_total -= remote_capacity(p, b, lender);
+  *lent = (guint64) ((gint64) *lent + delta);
+  b->remote_cap_total += remote_capacity(p, b, lender);
+  p->gpus[lender].lent_total = (guint64) ((gint64) p->gpus[lender].lent_total + delta);
+  b->borrowed_total = (guint64) ((gint64) b->borrowed_total + delta);
 }
 
 /* Slices of g not lent, lending, returning or staging: where its own blocks live. */
@@ -149,10 +165,8 @@ static guint64 remote_capacity(const Pool *p, const Gpu *g, guint lender) {
  * requests may fill (free_blocks); running requests may grow beyond it
  * into any borrowed room (take). */
 static guint64 remote_admitted(const Pool *p, const Gpu *g) {
-  guint64 total = 0;
-  for (guint j = 0; j < p->n; j++)
-    total += remote_capacity(p, g, j);
-  if (g->plan.remote_limit < 1) {
+  guint64 total = g->remote_cap_total;
+  if (total > 0 && g->plan.remote_limit < 1) {
     double limit =
         g->plan.remote_limit / (1 - g->plan.remote_limit) * (double) local_capacity(p, g);
     total = MIN(total, (guint64) floor(limit));
@@ -193,10 +207,7 @@ static gboolean memory_take(gpointer self, guint64 n) {
   if (rest > 0) {
     /* growth may use all borrowed room; the prefetch plan's limit gates
      * admission only, through free_blocks() */
-    guint64 room = 0;
-    for (guint j = 0; j < p->n; j++)
-      room += remote_capacity(p, g, j);
-    if (room < g->remote_total + rest)
+    if (g->remote_cap_total < g->remote_total + rest)
       return FALSE;
   }
   while (rest > 0) {
@@ -297,7 +308,7 @@ static const EmaPoolView *build_view(Pool *p) {
     v->slices_staging = g->staging;
     v->slices_pending = g->borrowing;
     v->slices_borrowed = borrowed_in(p, i);
-    for (guint j = 0; j < p->n; j++)
+    for (guint j = 0; g->remote_total > 0 && j < p->n; j++)
       v->slices_borrowed_used += slices_for_blocks(g, g->remote[j]);
     v->block_bytes = g->block_bytes;
     v->blocks_total = g->has_tenant ? local_capacity(p, g) + remote_admitted(p, g) : 0;
@@ -314,7 +325,10 @@ static const EmaPoolView *build_view(Pool *p) {
   p->view.gpus = p->views;
   p->view.lent = p->lent;
   for (guint b = 0; b < p->n; b++)
-    memcpy(&p->remote_view[b * p->n], p->gpus[b].remote, p->n * sizeof(guint64));
+    if (p->gpus[b].remote_total > 0 || p->gpus[b].remote_viewed)
+      memcpy(&p->remote_view[b * p->n], p->gpus[b].remote, p->n * sizeof(guint64));
+  for (guint b = 0; b < p->n; b++)
+    p->gpus[b].remote_viewed = p->gpus[b].remote_total > 0;
   p->view.remote_blocks = p->remote_view;
   p->view.server = p->server;
   return &p->view;
@@ -348,7 +362,7 @@ static void on_pending_done(EmaSim *sim, EmaEvent *event, gpointer data) {
     Gpu *borrower = &p->gpus[pending->borrower];
     lender->lending -= pending->slices;
     borrower->borrowing -= pending->slices;
-    p->lent[pending->lender * p->n + pending->borrower] += pending->slices;
+    change_lent(p, pending->lender, pending->borrower, (gint64) pending->slices);
     wake(borrower);
   }
   g_free(pending);
@@ -388,7 +402,7 @@ static void apply_borrow(Pool *p, guint borrower, guint lender, guint64 slices) 
 /* BORROWER gives back SLICES empty slices of LENDER (cut to the empty ones). */
 static void apply_return(Pool *p, guint borrower, guint lender, guint64 slices) {
   Gpu *b = &p->gpus[borrower];
-  guint64 *lent = &p->lent[lender * p->n + borrower];
+  const guint64 *lent = &p->lent[lender * p->n + borrower];
   guint64 used = slices_for_blocks(b, b->remote[lender]);
   guint64 empty = *lent > used ? *lent - used : 0;
   if (slices > empty) {
@@ -398,7 +412,7 @@ static void apply_return(Pool *p, guint borrower, guint lender, guint64 slices) 
   if (slices == 0)
     return;
   /* the borrower unmaps; the lender has the slices back once that is done */
-  *lent -= slices;
+  change_lent(p, lender, borrower, -(gint64) slices);
   p->gpus[lender].returning += slices;
   p->stats.returns++;
   p->stats.slices_returned += slices;
@@ -455,7 +469,7 @@ static double migrate(Pool *p, Gpu *b, guint lender, guint target, guint64 block
     b->remote_total -= *moved;
     b->local_used += *moved;
   } else {
-    p->lent[target * p->n + b->index] += slices_for_blocks(b, *moved);
+    change_lent(p, target, b->index, (gint64) slices_for_blocks(b, *moved));
     b->remote[target] += *moved;
   }
   p->stats.blocks_migrated += *moved;
@@ -465,7 +479,7 @@ static double migrate(Pool *p, Gpu *b, guint lender, guint target, guint64 block
 /* LENDER takes back the slices of ACTION. */
 static double apply_reclaim_action(Pool *p, guint lender, const EmaReclaimAction *action,
                                    guint64 *taken) {
-  guint64 *lent = &p->lent[lender * p->n + action->borrower];
+  const guint64 *lent = &p->lent[lender * p->n + action->borrower];
   Gpu *b = &p->gpus[action->borrower];
   guint64 slices = MIN(action->slices, *lent);
   guint64 keep, excess, moved = 0;
@@ -503,7 +517,7 @@ static double apply_reclaim_action(Pool *p, guint lender, const EmaReclaimAction
     }
   }
   g_assert_cmpuint(b->remote[lender], <=, keep);
-  *lent -= slices;
+  change_lent(p, lender, action->borrower, -(gint64) slices);
   *taken = slices;
   return time;
 }
@@ -573,9 +587,9 @@ static void run_borrow(Pool *p, guint borrower) {
   }
 }
 
-static void on_decide(EmaSim *sim, EmaEvent *event, gpointer data) {
-  Gpu *g = data;
+static void decide(Gpu *g) {
   Pool *p = g->pool;
+  g->decided_at = ema_sim_now(p->sim);
   if (lent_out(p, g->index) > 0) {
     if (g->blocks_short > 0) {
       guint64 needed = slices_for_blocks(g, g->blocks_short);
@@ -589,6 +603,10 @@ static void on_decide(EmaSim *sim, EmaEvent *event, gpointer data) {
   if (g->has_tenant)
     run_borrow(p, g->index);
   g->blocks_short = 0;
+}
+
+static void on_decide(EmaSim *sim, EmaEvent *event, gpointer data) {
+  decide(data);
 }
 
 static void schedule_decision(Gpu *g) {
@@ -661,7 +679,7 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   double rate_m = spec->hbm_bandwidth * spec->hbm_efficiency;
   double steal = g->incoming, slow, layer_mem, step, tail;
   double L = g->layers, used = (double) (g->local_used + g->remote_total);
-  g_autofree double *bytes = g_new0(double, p->n);
+  double *bytes = p->bytes_scratch;
   double R, t_copy, t_direct;
   EmaStepCostView view;
 
@@ -729,7 +747,12 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
     g->demand_blocks = used;
     g->demand_at = now;
   }
-  schedule_decision(g);
+  /* the policies run after a step that lacked blocks, and otherwise at
+   * most once per decision period (a want() during scheduling has its own
+   * event, as it comes from inside the engine) */
+  if (g->shares && (g->blocks_short > 0 || now - g->decided_at >= p->decision_period) &&
+      !ema_event_is_scheduled(&g->decide_event))
+    decide(g);
 }
 
 /* ---- set-up, figures, checks ----------------------------------------------------- */
@@ -747,6 +770,8 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->lent = g_new0(guint64, (gsize) p->n * p->n);
   p->views = g_new0(EmaGpuView, p->n);
   p->remote_view = g_new0(guint64, (gsize) p->n * p->n);
+  p->bytes_scratch = g_new0(double, p->n);
+  p->decision_period = policy->decision_period;
   for (guint k = 0; k < 3; k++) {
     p->policies[k] = ema_policy_registry_find((EmaPolicyKind) k, names[k], error);
     if (p->policies[k] == NULL) {
@@ -822,6 +847,7 @@ void ema_pool_free(EmaPool *pool) {
   g_free(p->lent);
   g_free(p->views);
   g_free(p->remote_view);
+  g_free(p->bytes_scratch);
   g_free(pool);
 }
 
@@ -894,6 +920,19 @@ gboolean ema_pool_check(const EmaPool *pool, GError **error) {
         return FALSE;
       }
       sum += g->remote ? g->remote[j] : 0;
+    }
+    {
+      guint64 lent = 0, borrowed = 0, cap = 0;
+      for (guint j = 0; j < p->n; j++) {
+        lent += p->lent[i * p->n + j];
+        borrowed += p->lent[j * p->n + i];
+        cap += remote_capacity(p, g, j);
+      }
+      if (lent != g->lent_total || borrowed != g->borrowed_total || cap != g->remote_cap_total) {
+        g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                    "gpu%u: lent/borrowed counters disagree with the ledger", i);
+        return FALSE;
+      }
     }
     if (sum != g->remote_total) {
       g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,

@@ -27,6 +27,7 @@ typedef struct {
   char *reclaim;
   gpointer reclaim_params;
   EmaPreemptChoice preempt;
+  gint64 decision_period; /* ns: the policies run at most this often per GPU, unless short */
 } EmaPolicySpec;
 
 extern const EmaParamTable ema_policy_spec_params;
