@@ -1,9 +1,10 @@
 /* test-traces.c: tests for traces/ (trace.h): the field parsers, every file
  * reader on good / malformed / truncated / empty fixtures with exact records
  * and exact "file:line: problem" messages, the transformations and their
- * composition, the synthetic arrival processes and length distributions
- * (statistics on 100k draws with fixed seeds, determinism), and integration
- * tests on the real traces in $EMA_SHARED_DIR/traces (skipped when absent).
+ * composition (and the round-robin split on its own), the synthetic arrival
+ * processes and length distributions (statistics on 100k draws with fixed
+ * seeds, determinism), and integration tests on the real traces in
+ * $EMA_SHARED_DIR/traces (skipped when absent).
  *
  * Fixtures live in $EMA_TEST_FIXTURES/traces and are hand-written; variants
  * that .editorconfig would not allow in the tree (CRLF, no final newline,
@@ -768,6 +769,54 @@ static void test_transform_compose(void) {
       1, EMA_TRACE_ERROR_PARSE, bad, "3: ContextTokens: not an integer: '39x6'");
 }
 
+/* split: a round-robin router's share, by position in the source (not by
+ * id); arrivals, lengths and ids pass through; composes with limit (which
+ * counts the kept records) and offset. */
+static void test_transform_split(void) {
+  EmaRequestRecord records[10];
+  for (guint i = 0; i < 10; i++)
+    records[i] = (EmaRequestRecord){.arrival = EMA_MS(100) * i + i * i,
+                                    .prompt_tokens = 50 + i,
+                                    .output_tokens = 5 + i,
+                                    .id = i};
+  static const Want third[] = {
+      {EMA_MS(100) + 1, 51, 6, 1, 0},
+      {EMA_MS(400) + 16, 54, 9, 4, 0},
+      {EMA_MS(700) + 49, 57, 12, 7, 0},
+  };
+  expect_records(ema_trace_split(ema_trace_source_new_array(records, 10), 3, 1), third,
+                 G_N_ELEMENTS(third));
+  /* index 0 of 3 gets the extra record; 1 way keeps everything */
+  static const Want first[] = {
+      {0, 50, 5, 0, 0},
+      {EMA_MS(300) + 9, 53, 8, 3, 0},
+      {EMA_MS(600) + 36, 56, 11, 6, 0},
+      {EMA_MS(900) + 81, 59, 14, 9, 0},
+  };
+  expect_records(ema_trace_split(ema_trace_source_new_array(records, 10), 3, 0), first,
+                 G_N_ELEMENTS(first));
+  g_autoptr(EmaTraceSource) all = ema_trace_split(ema_trace_source_new_array(records, 10), 1, 0);
+  GError *error = NULL;
+  g_autoptr(GArray) kept = read_all(all, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(kept->len, ==, 10);
+  g_assert_cmpuint(ema_trace_source_get_count(all), ==, 10);
+  /* more ways than records: the last index gets nothing, and ends cleanly */
+  expect_records(ema_trace_split(ema_trace_source_new_array(records, 10), 12, 11), NULL, 0);
+  /* position, not id: split a split (every 2nd of every 2nd = every 4th) */
+  static const Want fourth[] = {{EMA_MS(300) + 9, 53, 8, 3, 0}, {EMA_MS(700) + 49, 57, 12, 7, 0}};
+  expect_records(
+      ema_trace_split(ema_trace_split(ema_trace_source_new_array(records, 10), 2, 1), 2, 1), fourth,
+      G_N_ELEMENTS(fourth));
+  /* the limit counts kept records; the offset shifts them */
+  static const Want limited[] = {{EMA_MS(1100) + 1, 51, 6, 1, 0}, {EMA_MS(1400) + 16, 54, 9, 4, 0}};
+  expect_records(
+      ema_trace_offset(
+          ema_trace_limit(ema_trace_split(ema_trace_source_new_array(records, 10), 3, 1), 2),
+          EMA_S(1)),
+      limited, G_N_ELEMENTS(limited));
+}
+
 /* ---- synthetic arrivals ------------------------------------------------------------ */
 
 #define N_DRAWS 100000
@@ -1273,6 +1322,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/traces/lengths-file/stop-cycle-errors", test_lengths_file);
   g_test_add_func("/traces/open/formats", test_open_formats);
   g_test_add_func("/traces/transform/compose", test_transform_compose);
+  g_test_add_func("/traces/transform/split", test_transform_split);
   g_test_add_func("/traces/poisson/rate", test_poisson_rate);
   g_test_add_func("/traces/poisson/determinism", test_poisson_determinism);
   g_test_add_func("/traces/gamma/cv", test_gamma_cv);

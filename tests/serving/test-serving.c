@@ -1,0 +1,1243 @@
+/* test-serving.c: serving runs at the library level (tenant.h, metrics.h,
+ * serving.h, output.h), on the fixtures in tests/fixtures/serving/:
+ *
+ * - one request on an idle GPU, every time checked by hand against the
+ *   step-time model (the batch sums of each step written out), in
+ *   requests.csv, timeline.csv and summary.json; a request too big for its
+ *   KV pool is rejected;
+ * - KV pool sizing (ema_tenant_plan: bytes, 2 MiB slices, blocks) by
+ *   hand for Llama-3.1-8B on one H200 and Llama-3.1-70B on a TP-4 group,
+ *   and the "does not fit" error;
+ * - configuration errors, each an exact "file:line:col: key: problem" line
+ *   (tests/fixtures/serving/errors/);
+ * - invariants of a larger run cut short by `duration`, with overloaded
+ *   tenants that preempt (recompute and swap) and a TP group: request
+ *   counts against the trace itself, requests.csv rows against their trace
+ *   records and against summary.json, timeline.csv rows and block sums;
+ * - golden outputs of a small experiment (tests/fixtures/serving/golden/;
+ *   EMA_UPDATE_GOLDEN=1 rewrites them, see golden.yaml);
+ * - resolved.yaml round trips (the same text, the same requests.csv);
+ * - latency histograms (exactness below 512 ns, 0.2% quantiles, exact
+ *   means); the metrics observer's requests.csv rows; output errors;
+ * - the Azure 2023 conversation trace on one H200 (skipped without
+ *   $EMA_SHARED_DIR/traces).
+ *
+ * Fixtures through EMA_TEST_FIXTURES, the shared traces through
+ * EMA_SHARED_DIR. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#include "ema/experiment.h"
+#include "ema/metrics.h"
+#include "ema/output.h"
+#include "ema/serving.h"
+#include "ema/steptime.h"
+#include "ema/tenant.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static char *fixture(const char *rel) {
+  const char *dir = g_getenv("EMA_TEST_FIXTURES");
+  g_assert_nonnull(dir);
+  return g_build_filename(dir, "serving", rel, NULL);
+}
+
+static EmaExperiment *load(const char *path, const char *const *overrides) {
+  GError *error = NULL;
+  EmaExperiment *experiment = ema_experiment_load(path, overrides, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(experiment);
+  g_assert_true(ema_experiment_is_serving(experiment));
+  return experiment;
+}
+
+static EmaExperiment *load_fixture(const char *rel) {
+  g_autofree char *path = fixture(rel);
+  return load(path, NULL);
+}
+
+static char *temp_dir(void) {
+  GError *error = NULL;
+  char *dir = g_dir_make_tmp("ema-serving-XXXXXX", &error);
+  g_assert_no_error(error);
+  return dir;
+}
+
+static void remove_tree(const char *dir) {
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_DIR))
+      remove_tree(path);
+    else
+      g_remove(path);
+  }
+  g_rmdir(dir);
+}
+
+static char *read_text(const char *dir, const char *name) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  char *text = NULL;
+  GError *error = NULL;
+  g_file_get_contents(path, &text, NULL, &error);
+  g_assert_no_error(error);
+  return text;
+}
+
+static void write_text(const char *dir, const char *name, const char *text) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  GError *error = NULL;
+  g_file_set_contents(path, text, -1, &error);
+  g_assert_no_error(error);
+}
+
+/* Run EXPERIMENT into DIR as `ema-sim run` does: resolved.yaml, the
+ * serving files, summary.json. */
+static EmaServingReport *run_into(const EmaExperiment *experiment, const char *dir) {
+  GError *error = NULL;
+  EmaServingReport *report;
+  g_assert_true(ema_output_write_resolved(dir, experiment, &error));
+  g_assert_no_error(error);
+  report = ema_serving_run(experiment, dir, FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(report);
+  g_assert_true(ema_output_write_serving_summary(dir, experiment, report, &error));
+  g_assert_no_error(error);
+  return report;
+}
+
+static JsonNode *parse_json(const char *text) {
+  g_autoptr(JsonParser) parser = json_parser_new();
+  GError *error = NULL;
+  json_parser_load_from_data(parser, text, -1, &error);
+  g_assert_no_error(error);
+  return json_node_copy(json_parser_get_root(parser));
+}
+
+static JsonObject *tenant_json(JsonNode *root, guint i) {
+  JsonArray *tenants = json_object_get_array_member(json_node_get_object(root), "tenants");
+  g_assert_nonnull(tenants);
+  g_assert_cmpuint(i, <, json_array_get_length(tenants));
+  return json_array_get_object_element(tenants, i);
+}
+
+static double latency(JsonObject *tenant, const char *metric, const char *which) {
+  JsonObject *object = json_object_get_object_member(tenant, metric);
+  g_assert_nonnull(object);
+  g_assert_true(json_object_has_member(object, which));
+  return json_object_get_double_member(object, which);
+}
+
+/* The lines of TEXT, which must end in a newline (the last, empty piece is
+ * dropped). */
+static GStrv lines_of(const char *text) {
+  gsize len = strlen(text);
+  GStrv lines;
+  g_assert_cmpuint(len, >, 0);
+  g_assert_cmpint(text[len - 1], ==, '\n');
+  lines = g_strsplit(text, "\n", -1);
+  g_free(lines[g_strv_length(lines) - 1]);
+  lines[g_strv_length(lines) - 1] = NULL;
+  return lines;
+}
+
+/* "S.FFF" with exactly DIGITS fraction digits, as an integer of 10^-DIGITS
+ * units (ns for seconds with 9 digits, ns for ms with 6). */
+static gint64 parse_fixed(const char *text, guint digits) {
+  const char *dot = strchr(text, '.');
+  guint64 whole, fraction;
+  g_autofree char *head = NULL;
+  if (dot == NULL || strlen(dot + 1) != digits)
+    g_error("'%s' is not a number with %u decimals", text, digits);
+  head = g_strndup(text, (gsize) (dot - text));
+  g_assert_true(g_ascii_string_to_unsigned(head, 10, 0, G_MAXINT64, &whole, NULL));
+  g_assert_true(g_ascii_string_to_unsigned(dot + 1, 10, 0, G_MAXINT64, &fraction, NULL));
+  return (gint64) (whole * (guint64) pow(10, digits) + fraction);
+}
+
+static guint64 parse_count(const char *text) {
+  guint64 value;
+  if (!g_ascii_string_to_unsigned(text, 10, 0, G_MAXUINT64, &value, NULL))
+    g_error("'%s' is not a count", text);
+  return value;
+}
+
+/* ns as requests.csv writes seconds and milliseconds. */
+static char *format_s(EmaTime ns) {
+  return g_strdup_printf("%" G_GINT64_FORMAT ".%09" G_GINT64_FORMAT, ns / 1000000000,
+                         ns % 1000000000);
+}
+
+static char *format_ms(EmaTime ns) {
+  return g_strdup_printf("%" G_GINT64_FORMAT ".%06" G_GINT64_FORMAT, ns / 1000000, ns % 1000000);
+}
+
+/* Fail at the first line where GOT and WANT differ, showing both. */
+static void assert_same_text(const char *what, const char *got, const char *want) {
+  g_auto(GStrv) got_lines = g_strsplit(got, "\n", -1);
+  g_auto(GStrv) want_lines = g_strsplit(want, "\n", -1);
+  for (guint i = 0; got_lines[i] || want_lines[i]; i++) {
+    if (got_lines[i] == NULL || want_lines[i] == NULL || strcmp(got_lines[i], want_lines[i]) != 0)
+      g_error("%s differs at line %u:\n  got:  %s\n  want: %s", what, i + 1,
+              got_lines[i] ? got_lines[i] : "(end)", want_lines[i] ? want_lines[i] : "(end)");
+  }
+}
+
+/* The columns of timeline.csv this file checks (later columns, which the
+ * memory pool may add, are left out), line by line. */
+#define TIMELINE_COLUMNS 8
+#define TIMELINE_HEADER                                                                            \
+  "time_s,gpu,tenant,kv_blocks_used,kv_blocks_free,running,waiting,last_step_ms"
+
+static char *timeline_head(const char *text) {
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; lines[i]; i++) {
+    g_auto(GStrv) fields = g_strsplit(lines[i], ",", TIMELINE_COLUMNS + 1);
+    if (g_strv_length(fields) > TIMELINE_COLUMNS) {
+      g_free(fields[TIMELINE_COLUMNS]);
+      fields[TIMELINE_COLUMNS] = NULL;
+    }
+    g_autofree char *head = g_strjoinv(",", fields);
+    g_string_append(out, head);
+    if (lines[i + 1])
+      g_string_append_c(out, '\n');
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* The nearest-rank quantile NUM/DEN of SORTED (N values): the value of rank
+ * ceil(N NUM / DEN), computed in integers. */
+static guint64 exact_quantile(const guint64 *sorted, guint64 n, guint64 num, guint64 den) {
+  guint64 rank = (n * num + den - 1) / den;
+  rank = CLAMP(rank, 1, n);
+  return sorted[rank - 1];
+}
+
+static gint compare_u64(gconstpointer a, gconstpointer b) {
+  guint64 x = *(const guint64 *) a, y = *(const guint64 *) b;
+  return x < y ? -1 : x > y;
+}
+
+static guint64 blocks_for(guint64 tokens) {
+  return (tokens + EMA_KV_BLOCK_TOKENS - 1) / EMA_KV_BLOCK_TOKENS;
+}
+
+/* ---- 1. one request, by hand --------------------------------------------- */
+
+static EmaTime step_of(const EmaStepModel *model, guint64 prefill, double prefill_context,
+                       double prefill_kv_read, guint64 decode_seqs, double decode_context) {
+  EmaStepBatch batch = {prefill, prefill_context, prefill_kv_read, decode_seqs, decode_context, 1};
+  return ema_step_time(model, &batch, NULL);
+}
+
+static void test_one_request(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture("one-request.yaml");
+  const EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
+  g_autofree char *dir = temp_dir();
+  g_autoptr(EmaServingReport) report = NULL;
+  g_autoptr(EmaStepModel) model = NULL;
+  g_autoptr(JsonNode) root = NULL;
+  g_autofree char *requests = NULL, *timeline = NULL, *summary = NULL, *want_requests = NULL;
+  g_autofree char *want_timeline = NULL, *timeline_text = NULL;
+  g_autofree char *s_arrival = NULL, *s_first = NULL, *s_finish = NULL;
+  g_autofree char *ms_ttft = NULL, *ms_tpot = NULL, *ms_e2e = NULL;
+  const EmaTenantResult *result;
+  JsonObject *t, *sim;
+  GError *error = NULL;
+  EmaTime arrival = EMA_MS(250), prefill, decode[3], first, finish, tpot;
+  const double n = 1000;
+
+  model = ema_step_model_new(&tenant->model, &experiment->server, 1, &error);
+  g_assert_no_error(error);
+  /* step 1: the whole prompt in one chunk (1000 <= max_num_batched_tokens
+   * 8192) after p = 0 cached tokens: prefill_tokens n, prefill_context
+   * n (n + 1) / 2, prefill_kv_read p + n = n; it samples the first token */
+  prefill = step_of(model, 1000, n * (n + 1) / 2, n, 0, 0);
+  /* steps 2-4: one decode token each, attending to 1001, 1002, 1003 tokens */
+  for (guint i = 0; i < 3; i++)
+    decode[i] = step_of(model, 0, 0, 0, 1, 1001 + i);
+  first = arrival + prefill;
+  finish = first + decode[0] + decode[1] + decode[2];
+  tpot = (finish - first + 1) / 3;         /* nearest ns: (x + (out - 1) / 2) / (out - 1) */
+  g_assert_cmpint(prefill, >, EMA_MS(10)); /* a sane 1000-token prefill on an H200 */
+  g_assert_cmpint(prefill, <, EMA_MS(30));
+  g_assert_cmpint(decode[0], <=, decode[1]);
+  g_assert_cmpint(decode[1], <=, decode[2]);
+
+  report = run_into(experiment, dir);
+  g_assert_cmpuint(report->tenants->len, ==, 1);
+  result = report->tenants->pdata[0];
+  g_assert_cmpuint(result->arrived, ==, 1);
+  g_assert_cmpuint(result->metrics->completed, ==, 1);
+  g_assert_cmpuint(result->rejected, ==, 0);
+  g_assert_cmpuint(result->unfinished, ==, 0);
+  g_assert_cmpuint(result->metrics->steps, ==, 4);
+  g_assert_cmpint(result->metrics->busy, ==, finish - arrival);
+
+  /* requests.csv: exactly the header and this row */
+  s_arrival = format_s(arrival);
+  s_first = format_s(first);
+  s_finish = format_s(finish);
+  ms_ttft = format_ms(first - arrival);
+  ms_tpot = format_ms(tpot);
+  ms_e2e = format_ms(finish - arrival);
+  want_requests = g_strdup_printf(
+      "tenant,id,arrival_s,scheduled_s,first_token_s,finish_s,prompt_tokens,output_tokens,"
+      "preemptions,ttft_ms,tpot_ms,e2e_ms\n"
+      "solo,0,%s,%s,%s,%s,1000,4,0,%s,%s,%s\n",
+      s_arrival, s_arrival, s_first, s_finish, ms_ttft, ms_tpot, ms_e2e);
+  requests = read_text(dir, "requests.csv");
+  g_assert_cmpstr(requests, ==, want_requests);
+  g_assert_cmpstr(s_arrival, ==, "0.250000000");
+
+  /* timeline.csv: a sample at 0 (before the arrival) and at 1 s (after the
+   * finish), when the sampler is the only event left */
+  want_timeline = g_strdup_printf(TIMELINE_HEADER "\n"
+                                                  "0.000000000,0,solo,0,56362,0,0,0.000000\n"
+                                                  "1.000000000,0,solo,0,56362,0,0,%.6f\n",
+                                  (double) decode[2] / 1e6);
+  timeline_text = read_text(dir, "timeline.csv");
+  timeline = timeline_head(timeline_text);
+  g_assert_cmpstr(timeline, ==, want_timeline);
+
+  /* summary.json */
+  summary = read_text(dir, "summary.json");
+  root = parse_json(summary);
+  g_assert_cmpstr(json_object_get_string_member(json_node_get_object(root), "experiment"), ==,
+                  "one-request");
+  g_assert_cmpstr(json_object_get_string_member(json_node_get_object(root), "server"), ==,
+                  "h200x2");
+  t = tenant_json(root, 0);
+  g_assert_cmpstr(json_object_get_string_member(t, "name"), ==, "solo");
+  g_assert_cmpstr(json_object_get_string_member(t, "model"), ==, "llama-3.1-8b");
+  g_assert_cmpint(json_object_get_int_member(t, "gpu"), ==, 0);
+  g_assert_cmpint(json_object_get_int_member(t, "tp"), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(t, "arrived"), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(t, "completed"), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(t, "rejected"), ==, 0);
+  g_assert_cmpint(json_object_get_int_member(t, "unfinished"), ==, 0);
+  g_assert_cmpint(json_object_get_int_member(t, "preemptions"), ==, 0);
+  g_assert_cmpint(json_object_get_int_member(t, "steps"), ==, 4);
+  g_assert_cmpint(json_object_get_int_member(t, "kv_blocks"), ==, 56362);
+  g_assert_cmpfloat(json_object_get_double_member(t, "busy_s"), ==,
+                    (double) (finish - arrival) / 1e9);
+  for (guint i = 0; i < 3; i++) {
+    const char *const q[] = {"p50", "p90", "p99"};
+    /* one sample: every quantile is the value itself (clamped to min/max) */
+    g_assert_cmpfloat(latency(t, "ttft_ms", q[i]), ==, (double) (first - arrival) / 1e6);
+    g_assert_cmpfloat(latency(t, "tpot_ms", q[i]), ==, (double) tpot / 1e6);
+    g_assert_cmpfloat(latency(t, "e2e_ms", q[i]), ==, (double) (finish - arrival) / 1e6);
+  }
+  g_assert_cmpfloat(latency(t, "ttft_ms", "mean"), ==, (double) (first - arrival) / 1e6);
+  g_assert_cmpfloat(latency(t, "tpot_ms", "mean"), ==, (double) tpot / 1e6);
+  g_assert_cmpfloat(latency(t, "e2e_ms", "mean"), ==, (double) (finish - arrival) / 1e6);
+  /* throughput over the span from the first arrival to the last finish */
+  g_assert_cmpfloat_with_epsilon(json_object_get_double_member(t, "throughput_tok_s"),
+                                 4 / ((double) (finish - arrival) / 1e9), 1e-9);
+  g_assert_cmpfloat_with_epsilon(json_object_get_double_member(t, "req_per_s"),
+                                 1 / ((double) (finish - arrival) / 1e9), 1e-9);
+  g_assert_cmpfloat(json_object_get_double_member(t, "kv_util_mean"), ==, 0);
+  sim = json_object_get_object_member(json_node_get_object(root), "sim");
+  g_assert_cmpfloat(json_object_get_double_member(sim, "simulated_s"), ==, 1.0);
+  remove_tree(dir);
+}
+
+/* The same request with a KV pool of 10 blocks (160 tokens): it can never
+ * fit (1004 tokens need 63 blocks), so it is rejected on arrival. */
+static void test_rejected(void) {
+  g_autoptr(EmaExperiment) probe = load_fixture("one-request.yaml");
+  g_autoptr(EmaExperiment) experiment = NULL;
+  g_autoptr(EmaServingReport) report = NULL;
+  g_autoptr(JsonNode) root = NULL;
+  g_autofree char *path = fixture("one-request.yaml");
+  g_autofree char *dir = temp_dir();
+  g_autofree char *override = NULL, *requests = NULL, *timeline = NULL, *summary = NULL;
+  g_autofree char *timeline_text = NULL;
+  const EmaTenantSpec *tenant = &g_array_index(probe->tenants, EmaTenantSpec, 0);
+  EmaTenantPlan plan;
+  GError *error = NULL;
+  JsonObject *t;
+  guint64 usable;
+
+  g_assert_true(ema_tenant_plan(tenant, &probe->server, &plan, &error));
+  usable = (guint64) floor((double) probe->server.gpu.hbm_capacity * 0.9);
+  override = g_strdup_printf("tenants.0.engine.activation_reserve=%" G_GUINT64_FORMAT,
+                             usable - plan.weight_bytes - 10 * plan.block_bytes - 5);
+  experiment = load(path, (const char *const[]){override, NULL});
+  report = run_into(experiment, dir);
+  t = NULL;
+  summary = read_text(dir, "summary.json");
+  root = parse_json(summary);
+  t = tenant_json(root, 0);
+  g_assert_cmpint(json_object_get_int_member(t, "kv_blocks"), ==, 10);
+  g_assert_cmpint(json_object_get_int_member(t, "arrived"), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(t, "rejected"), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(t, "completed"), ==, 0);
+  g_assert_cmpint(json_object_get_int_member(t, "unfinished"), ==, 0);
+  g_assert_cmpint(json_object_get_int_member(t, "steps"), ==, 0);
+  /* no samples: every latency figure is 0, and so are the rates */
+  g_assert_cmpfloat(latency(t, "ttft_ms", "p99"), ==, 0);
+  g_assert_cmpfloat(latency(t, "e2e_ms", "mean"), ==, 0);
+  g_assert_cmpfloat(json_object_get_double_member(t, "throughput_tok_s"), ==, 0);
+  g_assert_cmpfloat(json_object_get_double_member(t, "req_per_s"), ==, 0);
+  requests = read_text(dir, "requests.csv");
+  g_assert_cmpstr(strchr(requests, '\n') + 1, ==, "");
+  timeline_text = read_text(dir, "timeline.csv");
+  timeline = timeline_head(timeline_text);
+  g_assert_nonnull(strstr(timeline, "\n0.000000000,0,solo,0,10,0,0,0.000000\n"));
+  remove_tree(dir);
+}
+
+/* ---- 2. KV pool sizing --------------------------------------------------- */
+
+/* tenant.h: the KV region is counted in whole slices of 2 MiB */
+#define SLICE (G_GUINT64_CONSTANT(2) << 20)
+
+static void test_plan_h200(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture("one-request.yaml");
+  const EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
+  EmaTenantPlan plan;
+  GError *error = NULL;
+  /* the H200's 139.8 GiB, as resolved.yaml shows it */
+  const guint64 hbm = 150109106995;
+  const guint64 usable = 135098196295; /* floor(hbm x 0.9) */
+  /* 8,030,261,248 parameters x 2 B (bf16) */
+  const guint64 weights = 16060522496;
+  /* max_num_batched_tokens x (2 h + (H + 2 K) d + 2 F) x b + max_num_seqs x V x 4:
+   * 8192 x (8192 + 6144 + 28672) x 2 + 256 x 128256 x 4 */
+  const guint64 reserve =
+      8192ull * (2 * 4096 + (32 + 2 * 8) * 128 + 2 * 14336) * 2 + 256ull * 128256 * 4;
+  /* 16 tokens x 2 (K and V) x 32 layers x 8 KV heads x 128 x 2 B */
+  const guint64 block = 16ull * 2 * 32 * 8 * 128 * 2;
+
+  g_assert_cmpuint(experiment->server.gpu.hbm_capacity, ==, hbm);
+  g_assert_cmpuint(reserve, ==, 835977216);
+  g_assert_cmpuint(block, ==, 2097152);
+  g_assert_cmpuint(ema_tenant_default_activation_reserve(tenant), ==, reserve);
+  g_assert_true(ema_tenant_plan(tenant, &experiment->server, &plan, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan.weight_bytes, ==, weights);
+  g_assert_cmpuint(plan.activation_reserve, ==, reserve);
+  g_assert_cmpuint(plan.block_bytes, ==, block);
+  g_assert_cmpuint(plan.kv_bytes, ==, usable - weights - reserve);
+  g_assert_cmpuint(plan.kv_bytes, ==, 118201696583);
+  /* whole 2 MiB slices (the elastic pool's unit), then the blocks they hold */
+  g_assert_cmpuint(plan.slices, ==, (usable - weights - reserve) / SLICE);
+  g_assert_cmpuint(plan.slices, ==, 56362);
+  g_assert_cmpuint(plan.blocks, ==, plan.slices * SLICE / block);
+  g_assert_cmpuint(plan.blocks, ==, 56362);
+  g_assert_cmpuint(plan.watermark_blocks, ==, 564); /* ceil(1% of 56362) */
+  /* the loaded experiment holds the derived reserve explicitly */
+  g_assert_cmpuint(tenant->engine.activation_reserve, ==, reserve);
+}
+
+static void test_plan_70b_tp4(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture("plan-70b-tp4.yaml");
+  const EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
+  EmaTenantPlan plan;
+  EmaEngineConfig config;
+  GError *error = NULL;
+  const guint64 usable = 135098196295;
+  /* ceil(70,553,706,496 x 2 B / 4) */
+  const guint64 weights = (141107412992ull + 3) / 4;
+  /* per token: 2 h + (H + 2 K) d / tp + 2 F / tp = 16384 + 80 x 128 / 4 + 2 x 28672 / 4 */
+  const guint64 reserve =
+      8192ull * (2 * 8192 + (64 + 2 * 8) * 128 / 4 + 2 * 28672 / 4) * 2 + 256ull * 128256 * 4;
+  /* 16 tokens x 2 x 80 layers x (8 / 4) KV heads per GPU x 128 x 2 B */
+  const guint64 block = 16ull * 2 * 80 * (8 / 4) * 128 * 2;
+
+  g_assert_cmpint(tenant->tp, ==, 4);
+  g_assert_cmpuint(weights, ==, 35276853248);
+  g_assert_cmpuint(reserve, ==, 676593664);
+  g_assert_cmpuint(block, ==, 1310720);
+  g_assert_true(ema_tenant_plan(tenant, &experiment->server, &plan, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan.weight_bytes, ==, weights);
+  g_assert_cmpuint(plan.activation_reserve, ==, reserve);
+  g_assert_cmpuint(plan.block_bytes, ==, block);
+  g_assert_cmpuint(plan.kv_bytes, ==, usable - weights - reserve);
+  g_assert_cmpuint(plan.kv_bytes, ==, 99144749383);
+  g_assert_cmpuint(plan.slices, ==, (usable - weights - reserve) / SLICE);
+  g_assert_cmpuint(plan.slices, ==, 47275);
+  /* 47275 slices of 2 MiB hold 75640 blocks of 1.25 MiB */
+  g_assert_cmpuint(plan.blocks, ==, plan.slices * SLICE / block);
+  g_assert_cmpuint(plan.blocks, ==, 75640);
+  g_assert_cmpuint(plan.watermark_blocks, ==, 757); /* ceil(756.4) */
+
+  /* what the engine gets: the plan, and swap over the slower host direction */
+  ema_tenant_engine_config(tenant, &plan, &experiment->server, &config);
+  g_assert_cmpuint(config.max_num_seqs, ==, 256);
+  g_assert_cmpuint(config.max_num_batched_tokens, ==, 8192);
+  g_assert_cmpuint(config.watermark_blocks, ==, 757);
+  g_assert_cmpuint(config.block_bytes, ==, block);
+  g_assert_cmpint(config.preempt, ==, EMA_PREEMPT_RECOMPUTE);
+  g_assert_cmpfloat(config.swap_bandwidth, ==, 55.3e9);
+  g_assert_cmpint(config.swap_fixed_cost, ==, EMA_NS(5200));
+}
+
+static void test_plan_does_not_fit(void) {
+  g_autofree char *path = fixture("errors/does-not-fit.yaml");
+  g_autofree char *want = g_strconcat(
+      path,
+      ":5:5: tenants.0: llama-3.1-70b does not fit with tp 1 on A100-SXM4-40GB: 38161858167B of "
+      "HBM per GPU (gpu_memory_utilization 90%) leaves no KV cache after 137800208KiB of weights "
+      "and 1471744KiB of activation reserve",
+      NULL);
+  GError *error = NULL;
+  g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, NULL, &error);
+  g_assert_null(experiment);
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+  g_assert_cmpstr(error->message, ==, want);
+  g_error_free(error);
+}
+
+/* ---- 3. configuration errors --------------------------------------------- */
+
+typedef struct {
+  const char *file; /* in tests/fixtures/serving/errors/ */
+  gint code;
+  const char *message; /* after "PATH:" */
+} BadConfig;
+
+static const BadConfig bad_configs[] = {
+    {"same-gpu.yaml", EMA_CONFIG_ERROR_INVALID,
+     "6:41: tenants.1.gpu: gpu0 already serves tenant a"},
+    {"gpu-out-of-range.yaml", EMA_CONFIG_ERROR_INVALID,
+     "5:41: tenants.0.gpu: GPUs 2..2 are not on h200x2 (it has gpu0..gpu1)"},
+    {"tp-past-end.yaml", EMA_CONFIG_ERROR_INVALID,
+     "5:41: tenants.0.gpu: GPUs 6..9 are not on h200x8-hgx (it has gpu0..gpu7)"},
+    {"tp-heads.yaml", EMA_CONFIG_ERROR_INVALID,
+     "5:5: tenants.0: tensor-parallel size 3 must divide llama-3.1-8b's 32 heads"},
+    {"tp-gpus.yaml", EMA_CONFIG_ERROR_INVALID,
+     "5:5: tenants.0: tensor-parallel size 3 must divide the server's 8 GPUs"},
+    {"duplicate-name.yaml", EMA_CONFIG_ERROR_INVALID,
+     "6:12: tenants.1: tenant name 'a' is used twice"},
+    {"no-end.yaml", EMA_CONFIG_ERROR_KEY,
+     "9:7: tenants.0.trace: a synthetic trace never ends: give requests or duration"},
+    {"cycle-no-end.yaml", EMA_CONFIG_ERROR_KEY,
+     "8:12: tenants.0.trace: a cycled lengths file never ends: give requests or duration"},
+    {"no-arrivals.yaml", EMA_CONFIG_ERROR_INVALID,
+     "9:7: tenants.0.trace.arrivals: a synthetic trace needs an arrival process (arrivals: "
+     "poisson, gamma, onoff, diurnal or phases) or a file"},
+    {"file-with-arrivals.yaml", EMA_CONFIG_ERROR_INVALID,
+     "8:49: tenants.0.trace.arrivals: this trace file has its own arrival times: leave arrivals "
+     "out, or use format: lengths"},
+    {"cv-with-poisson.yaml", EMA_CONFIG_ERROR_KEY,
+     "11:7: tenants.0.trace.cv: not used by arrivals: poisson"},
+    {"start-synthetic.yaml", EMA_CONFIG_ERROR_KEY,
+     "8:54: tenants.0.trace.start: not used by a synthetic trace"},
+    {"median-and-mean.yaml", EMA_CONFIG_ERROR_INVALID,
+     "12:15: tenants.0.trace.prompt: dist: lognormal needs exactly one of median and mean"},
+    {"uniform-min-max.yaml", EMA_CONFIG_ERROR_INVALID,
+     "13:45: tenants.0.trace.output: max (10) is below min (50)"},
+    {"missing-trace.yaml", EMA_CONFIG_ERROR_INVALID,
+     "8:19: tenants.0.trace.file: no such file: @DIR@/no-such-trace.csv"},
+    {"prompt-with-file.yaml", EMA_CONFIG_ERROR_KEY,
+     "10:15: tenants.0.trace.prompt: lengths come from the trace file: leave prompt out"},
+    {"split-index.yaml", EMA_CONFIG_ERROR_INVALID,
+     "8:62: tenants.0.trace.split_index: split_index must be below split (3)"},
+    {"ops-and-tenants.yaml", EMA_CONFIG_ERROR_KEY,
+     "5:3: tenants: give ops or tenants, not both (run them as two experiments)"},
+    {"engine-unknown-key.yaml", EMA_CONFIG_ERROR_KEY,
+     "9:32: tenants.0.engine.max_batch: unknown key in engine (valid keys: max_num_seqs, "
+     "max_num_batched_tokens, gpu_memory_utilization, activation_reserve, watermark, preempt)"},
+    {"bad-unit.yaml", -1,
+     "9:38: tenants.0.engine.gpu_memory_utilization: unknown unit 'GB' in '2GB' (fractions use % "
+     "or a plain number)"},
+    {"missing-gpu.yaml", EMA_CONFIG_ERROR_KEY,
+     "5:5: tenants.0.gpu: missing required key (an integer)"},
+    /* the key path of a model error is "model", not "tenants.0.model" (the
+     * model resolver does not know where it is): only the location and the
+     * problem are checked */
+    {"unknown-model.yaml", -1,
+     "5:22: @ANY@unknown model 'llama-9' (known: llama-2-13b, llama-2-7b, llama-3.1-70b, "
+     "llama-3.1-8b, mistral-7b-v0.1, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b)"},
+};
+
+static void test_bad_config(gconstpointer data) {
+  const BadConfig *bad = data;
+  g_autofree char *errors_path = fixture("errors");
+  g_autofree char *errors_dir = g_canonicalize_filename(errors_path, NULL);
+  g_autofree char *relative = g_strconcat("errors/", bad->file, NULL);
+  g_autofree char *file = fixture(relative);
+  g_autoptr(GString) want = g_string_new(bad->message);
+  GError *error = NULL;
+  g_autoptr(EmaExperiment) experiment = NULL;
+  const char *any;
+
+  g_string_replace(want, "@DIR@", errors_dir, 0);
+  g_string_prepend(want, ":");
+  g_string_prepend(want, file);
+  experiment = ema_experiment_load(file, NULL, &error);
+  g_assert_null(experiment);
+  g_assert_nonnull(error);
+  if (g_test_verbose())
+    g_test_message("%s", error->message);
+  g_assert_null(strchr(error->message, '\n'));
+  if (bad->code >= 0)
+    g_assert_error(error, EMA_CONFIG_ERROR, bad->code);
+  else
+    g_assert_true(error->domain == EMA_CONFIG_ERROR);
+  any = strstr(want->str, "@ANY@");
+  if (any) {
+    g_autofree char *head = g_strndup(want->str, (gsize) (any - want->str));
+    if (!g_str_has_prefix(error->message, head) || !g_str_has_suffix(error->message, any + 5))
+      g_error("error '%s' is not '%s...%s'", error->message, head, any + 5);
+  } else {
+    g_assert_cmpstr(error->message, ==, want->str);
+  }
+  g_error_free(error);
+}
+
+/* ---- 4. invariants of a larger run --------------------------------------- */
+
+typedef struct {
+  guint64 completed, rows, preemptions_in_rows, output_tokens;
+  EmaTime first_arrival, last_finish;
+  GArray *ttft, *tpot, *e2e; /* guint64 ns */
+  GHashTable *seen_ids;
+} RowStats;
+
+static void check_latency(JsonObject *t, const char *metric, GArray *values) {
+  static const char *const names[] = {"p50", "p90", "p99"};
+  static const guint64 num[] = {1, 9, 99}, den[] = {2, 10, 100};
+  guint64 sum = 0;
+  g_array_sort(values, compare_u64);
+  for (guint i = 0; i < values->len; i++)
+    sum += g_array_index(values, guint64, i);
+  for (guint i = 0; i < 3; i++) {
+    double got = latency(t, metric, names[i]) * 1e6;
+    double want = values->len ? (double) exact_quantile((const guint64 *) values->data, values->len,
+                                                        num[i], den[i])
+                              : 0;
+    if (fabs(got - want) > 0.002 * want + 0.5)
+      g_error("%s %s: %.1f ns, exact nearest-rank %.1f ns", metric, names[i], got, want);
+  }
+  g_assert_cmpfloat_with_epsilon(latency(t, metric, "mean") * 1e6,
+                                 values->len ? (double) sum / values->len : 0,
+                                 1e-9 * (double) sum / MAX(values->len, 1) + 1e-6);
+}
+
+static void test_invariants(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture("invariants.yaml");
+  g_autofree char *dir = temp_dir();
+  g_autoptr(EmaServingReport) report = run_into(experiment, dir);
+  g_autofree char *summary = read_text(dir, "summary.json");
+  g_autofree char *requests = read_text(dir, "requests.csv");
+  g_autofree char *timeline = read_text(dir, "timeline.csv");
+  g_autoptr(JsonNode) root = parse_json(summary);
+  g_auto(GStrv) request_lines = lines_of(requests);
+  g_auto(GStrv) timeline_lines = lines_of(timeline);
+  guint n = experiment->tenants->len;
+  g_autofree RowStats *stats = g_new0(RowStats, n);
+  g_autofree GHashTable **records = g_new0(GHashTable *, n);
+  g_autoptr(GArray) row_gpus = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_autoptr(GArray) row_tenants = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autofree double *kv_util_sum = g_new0(double, n);
+  const EmaTime end = experiment->duration;
+  const EmaTime period = experiment->sample_period;
+  guint64 unfinished_total = 0;
+  guint samples, n_columns;
+
+  g_assert_cmpint(end, ==, EMA_S(20));
+  g_assert_cmpint(period, ==, EMA_MS(500));
+  g_assert_cmpint(report->simulated, ==, end);
+  g_assert_cmpuint(report->tenants->len, ==, n);
+
+  /* what each trace delivers up to the end: the same requests the run saw
+   * (a tenant's streams are seeded from the experiment seed and
+   * "tenant/NAME", as serving.c does) */
+  for (guint i = 0; i < n; i++) {
+    const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    const EmaTenantResult *result = report->tenants->pdata[i];
+    g_autofree char *stream = g_strconcat("tenant/", spec->name, NULL);
+    GError *error = NULL;
+    g_autoptr(EmaTraceSource) trace = ema_trace_spec_open(
+        &spec->trace, ema_trace_seed_derive((guint64) experiment->seed, stream), &error);
+    JsonObject *t = tenant_json(root, i);
+    EmaRequestRecord record;
+    guint64 arrived = 0, too_big = 0;
+    g_assert_no_error(error);
+    records[i] = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
+    while (ema_trace_source_next(trace, &record, &error)) {
+      if (record.arrival > end)
+        break;
+      arrived++;
+      if (blocks_for((guint64) MAX(record.prompt_tokens, 1) + MAX(record.output_tokens, 1)) >
+          result->plan.blocks)
+        too_big++;
+      else {
+        EmaRequestRecord *copy = g_memdup2(&record, sizeof record);
+        g_hash_table_insert(records[i], &copy->id, copy);
+      }
+    }
+    g_assert_no_error(error);
+
+    g_assert_cmpstr(json_object_get_string_member(t, "name"), ==, spec->name);
+    g_assert_cmpint(json_object_get_int_member(t, "arrived"), ==, (gint64) arrived);
+    g_assert_cmpint(json_object_get_int_member(t, "rejected"), ==, (gint64) too_big);
+    g_assert_cmpint(json_object_get_int_member(t, "completed") +
+                        json_object_get_int_member(t, "rejected") +
+                        json_object_get_int_member(t, "unfinished"),
+                    ==, (gint64) arrived);
+    g_assert_cmpint(json_object_get_int_member(t, "kv_blocks"), ==, (gint64) result->plan.blocks);
+    g_assert_cmpint(json_object_get_int_member(t, "gpu"), ==, spec->gpu);
+    g_assert_cmpint(json_object_get_int_member(t, "tp"), ==, spec->tp);
+    stats[i].completed = (guint64) json_object_get_int_member(t, "completed");
+    stats[i].first_arrival = G_MAXINT64;
+    stats[i].last_finish = -1;
+    stats[i].ttft = g_array_new(FALSE, FALSE, sizeof(guint64));
+    stats[i].tpot = g_array_new(FALSE, FALSE, sizeof(guint64));
+    stats[i].e2e = g_array_new(FALSE, FALSE, sizeof(guint64));
+    stats[i].seen_ids = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    unfinished_total += (guint64) json_object_get_int_member(t, "unfinished");
+    for (gint64 g = spec->gpu; g < spec->gpu + spec->tp; g++) {
+      g_array_append_val(row_gpus, g);
+      g_array_append_val(row_tenants, i);
+    }
+  }
+  /* the overloaded tenants preempt; the run was cut short */
+  g_assert_cmpint(json_object_get_int_member(tenant_json(root, 0), "preemptions"), >, 0);
+  g_assert_cmpint(json_object_get_int_member(tenant_json(root, 1), "preemptions"), >, 0);
+  g_assert_cmpint(json_object_get_int_member(tenant_json(root, 2), "preemptions"), ==, 0);
+  g_assert_cmpuint(unfinished_total, >, 0);
+
+  /* requests.csv */
+  g_assert_cmpstr(request_lines[0], ==,
+                  "tenant,id,arrival_s,scheduled_s,first_token_s,finish_s,prompt_tokens,"
+                  "output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms");
+  for (guint r = 1; request_lines[r]; r++) {
+    g_auto(GStrv) f = g_strsplit(request_lines[r], ",", -1);
+    guint i = n;
+    EmaTime arrival, scheduled, first, finish;
+    guint64 id, prompt, output;
+    const EmaRequestRecord *record;
+    g_assert_cmpuint(g_strv_length(f), ==, 12);
+    for (guint k = 0; k < n; k++)
+      if (strcmp(f[0], g_array_index(experiment->tenants, EmaTenantSpec, k).name) == 0)
+        i = k;
+    g_assert_cmpuint(i, <, n);
+    id = parse_count(f[1]);
+    arrival = parse_fixed(f[2], 9);
+    scheduled = parse_fixed(f[3], 9);
+    first = parse_fixed(f[4], 9);
+    finish = parse_fixed(f[5], 9);
+    prompt = parse_count(f[6]);
+    output = parse_count(f[7]);
+    /* each request finishes once, and it is the trace's request of that id */
+    g_assert_false(g_hash_table_contains(stats[i].seen_ids, &id));
+    g_hash_table_add(stats[i].seen_ids, g_memdup2(&id, sizeof id));
+    record = g_hash_table_lookup(records[i], &id);
+    if (record == NULL)
+      g_error("%s: request %" G_GUINT64_FORMAT " is not in its trace", f[0], id);
+    g_assert_cmpint(arrival, ==, record->arrival);
+    g_assert_cmpuint(prompt, ==, MAX(record->prompt_tokens, 1));
+    g_assert_cmpuint(output, ==, MAX(record->output_tokens, 1));
+    g_assert_cmpint(arrival, <=, scheduled);
+    g_assert_cmpint(scheduled, <, first);
+    g_assert_cmpint(first, <=, finish);
+    g_assert_cmpint(finish, <=, end);
+    g_assert_true(output > 1 || first == finish);
+    g_assert_cmpint(parse_fixed(f[9], 6), ==, first - arrival);
+    g_assert_cmpint(parse_fixed(f[11], 6), ==, finish - arrival);
+    if (output > 1) {
+      EmaTime tpot = (finish - first + (EmaTime) (output - 1) / 2) / (EmaTime) (output - 1);
+      g_assert_cmpint(parse_fixed(f[10], 6), ==, tpot);
+      g_array_append_val(stats[i].tpot, tpot);
+    } else {
+      g_assert_cmpstr(f[10], ==, "");
+    }
+    {
+      guint64 ttft = (guint64) (first - arrival), e2e = (guint64) (finish - arrival);
+      g_array_append_val(stats[i].ttft, ttft);
+      g_array_append_val(stats[i].e2e, e2e);
+    }
+    stats[i].rows++;
+    stats[i].preemptions_in_rows += parse_count(f[8]);
+    stats[i].output_tokens += output;
+    stats[i].first_arrival = MIN(stats[i].first_arrival, arrival);
+    stats[i].last_finish = MAX(stats[i].last_finish, finish);
+  }
+  for (guint i = 0; i < n; i++) {
+    JsonObject *t = tenant_json(root, i);
+    double span = (double) (stats[i].last_finish - stats[i].first_arrival) / 1e9;
+    g_assert_cmpuint(stats[i].rows, ==, stats[i].completed);
+    g_assert_cmpuint(stats[i].rows, >, 10);
+    g_assert_cmpint((gint64) stats[i].preemptions_in_rows, <=,
+                    json_object_get_int_member(t, "preemptions"));
+    g_assert_cmpfloat_with_epsilon(json_object_get_double_member(t, "throughput_tok_s"),
+                                   (double) stats[i].output_tokens / span, 1e-9);
+    g_assert_cmpfloat_with_epsilon(json_object_get_double_member(t, "req_per_s"),
+                                   (double) stats[i].rows / span, 1e-9);
+    check_latency(t, "ttft_ms", stats[i].ttft);
+    check_latency(t, "tpot_ms", stats[i].tpot);
+    check_latency(t, "e2e_ms", stats[i].e2e);
+  }
+
+  /* timeline.csv: one row per GPU of every tenant at 0, period, 2 period ...
+   * up to the end; used + free = the tenant's blocks; a TP group's rows
+   * agree; the last sample sees exactly the unfinished requests */
+  {
+    g_autofree char *header = timeline_head(timeline_lines[0]);
+    g_auto(GStrv) columns = g_strsplit(timeline_lines[0], ",", -1);
+    g_assert_cmpstr(header, ==, TIMELINE_HEADER);
+    n_columns = g_strv_length(columns);
+  }
+  samples = (guint) (end / period) + 1;
+  g_assert_cmpuint(g_strv_length(timeline_lines), ==, 1 + samples * row_gpus->len);
+  for (guint s = 0; s < samples; s++) {
+    for (guint j = 0; j < row_gpus->len; j++) {
+      const char *line = timeline_lines[1 + s * row_gpus->len + j];
+      g_auto(GStrv) f = g_strsplit(line, ",", -1);
+      guint i = g_array_index(row_tenants, guint, j);
+      const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+      JsonObject *t = tenant_json(root, i);
+      guint64 used, free_blocks;
+      g_assert_cmpuint(g_strv_length(f), ==, n_columns);
+      g_assert_cmpint(parse_fixed(f[0], 9), ==, (EmaTime) s * period);
+      g_assert_cmpint((gint64) parse_count(f[1]), ==, g_array_index(row_gpus, gint64, j));
+      g_assert_cmpstr(f[2], ==, spec->name);
+      used = parse_count(f[3]);
+      free_blocks = parse_count(f[4]);
+      g_assert_cmpint((gint64) (used + free_blocks), ==,
+                      json_object_get_int_member(t, "kv_blocks"));
+      if (g_array_index(row_gpus, gint64, j) == spec->gpu) {
+        kv_util_sum[i] += (double) used / (double) (used + free_blocks);
+        if (s == samples - 1)
+          g_assert_cmpint((gint64) (parse_count(f[5]) + parse_count(f[6])), ==,
+                          json_object_get_int_member(t, "unfinished"));
+      } else {
+        /* the other GPUs of a TP group repeat the group's figures */
+        g_autofree char *group_head = timeline_head(timeline_lines[1 + s * row_gpus->len + j - 1]);
+        g_autofree char *head = timeline_head(line);
+        g_assert_cmpstr(strchr(strchr(head, ',') + 1, ','), ==,
+                        strchr(strchr(group_head, ',') + 1, ','));
+      }
+    }
+  }
+  for (guint i = 0; i < n; i++)
+    g_assert_cmpfloat_with_epsilon(
+        json_object_get_double_member(tenant_json(root, i), "kv_util_mean"),
+        kv_util_sum[i] / samples, 1e-12);
+  /* the overloaded tenants did fill their pools at some sample */
+  g_assert_cmpfloat(json_object_get_double_member(tenant_json(root, 1), "kv_util_mean"), >, 0.2);
+
+  for (guint i = 0; i < n; i++) {
+    g_array_unref(stats[i].ttft);
+    g_array_unref(stats[i].tpot);
+    g_array_unref(stats[i].e2e);
+    g_hash_table_unref(stats[i].seen_ids);
+    g_hash_table_unref(records[i]);
+  }
+  remove_tree(dir);
+}
+
+/* ---- 6. golden outputs ---------------------------------------------------- */
+
+/* summary.json without the sim.wall_s line (the comma before it dropped,
+ * so that the text stays JSON). */
+static char *summary_without_wall(const char *text) {
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  GString *out = g_string_new(NULL);
+  guint found = 0;
+  for (guint i = 0; lines[i]; i++) {
+    if (strstr(lines[i], "\"wall_s\" :")) {
+      found++;
+      if (out->len >= 2 && out->str[out->len - 2] == ',')
+        g_string_erase(out, (gssize) out->len - 2, 1);
+      continue;
+    }
+    g_string_append(out, lines[i]);
+    if (lines[i + 1])
+      g_string_append_c(out, '\n');
+  }
+  g_assert_cmpuint(found, ==, 1);
+  return g_string_free(out, FALSE);
+}
+
+static void test_golden(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture("golden.yaml");
+  g_autofree char *dir = temp_dir();
+  g_autofree char *golden = fixture("golden");
+  g_autoptr(EmaServingReport) report = run_into(experiment, dir);
+  g_autofree char *summary_text = read_text(dir, "summary.json");
+  g_autofree char *summary = summary_without_wall(summary_text);
+  g_autofree char *requests = read_text(dir, "requests.csv");
+  g_autofree char *want_summary = NULL, *want_requests = NULL;
+  g_autoptr(JsonNode) check = parse_json(summary);
+
+  (void) check; /* the golden summary stays JSON */
+  if (g_strcmp0(g_getenv("EMA_UPDATE_GOLDEN"), "1") == 0) {
+    write_text(golden, "summary.json", summary);
+    write_text(golden, "requests.csv", requests);
+    g_test_message("rewrote %s/summary.json and requests.csv", golden);
+  }
+  want_summary = read_text(golden, "summary.json");
+  want_requests = read_text(golden, "requests.csv");
+  assert_same_text("summary.json (golden/summary.json; EMA_UPDATE_GOLDEN=1 rewrites it)", summary,
+                   want_summary);
+  assert_same_text("requests.csv (golden/requests.csv; EMA_UPDATE_GOLDEN=1 rewrites it)", requests,
+                   want_requests);
+  /* the golden run is what golden.yaml says: 30 + 20 requests, all served */
+  g_assert_cmpuint(((EmaTenantResult *) report->tenants->pdata[0])->metrics->completed, ==, 30);
+  g_assert_cmpuint(((EmaTenantResult *) report->tenants->pdata[1])->metrics->completed, ==, 20);
+  remove_tree(dir);
+}
+
+/* ---- 7. resolved.yaml round trip ----------------------------------------- */
+
+static void round_trip(gconstpointer data) {
+  const char *name = data;
+  g_autoptr(EmaExperiment) first = load_fixture(name);
+  g_autofree char *dir = temp_dir();
+  g_autofree char *dir1 = g_build_filename(dir, "first", NULL);
+  g_autofree char *dir2 = g_build_filename(dir, "second", NULL);
+  g_autofree char *text1 = ema_experiment_to_yaml(first);
+  g_autofree char *resolved = g_build_filename(dir, "resolved.yaml", NULL);
+  g_autoptr(EmaExperiment) second = NULL;
+  g_autofree char *text2 = NULL, *requests1 = NULL, *requests2 = NULL;
+  g_autofree char *timeline1 = NULL, *timeline2 = NULL;
+  g_autoptr(EmaServingReport) report1 = NULL, report2 = NULL;
+
+  write_text(dir, "resolved.yaml", text1);
+  second = load(resolved, NULL);
+  text2 = ema_experiment_to_yaml(second);
+  assert_same_text("resolved.yaml written again", text2, text1);
+  g_assert_cmpint(g_mkdir(dir1, 0755), ==, 0);
+  g_assert_cmpint(g_mkdir(dir2, 0755), ==, 0);
+  report1 = run_into(first, dir1);
+  report2 = run_into(second, dir2);
+  requests1 = read_text(dir1, "requests.csv");
+  requests2 = read_text(dir2, "requests.csv");
+  timeline1 = read_text(dir1, "timeline.csv");
+  timeline2 = read_text(dir2, "timeline.csv");
+  g_assert_cmpuint(strlen(requests1), >, 200);
+  assert_same_text("requests.csv of the resolved file", requests2, requests1);
+  assert_same_text("timeline.csv of the resolved file", timeline2, timeline1);
+  g_assert_cmpuint(report1->events, ==, report2->events);
+  remove_tree(dir);
+}
+
+/* Overrides land in resolved.yaml, and a synthetic trace's start stays a
+ * default that loads again. */
+static void test_resolved_overrides(void) {
+  g_autofree char *path = fixture("golden.yaml");
+  g_autoptr(EmaExperiment) experiment =
+      load(path, (const char *const[]){"tenants.0.trace.rate=9", "tenants.1.engine.preempt=swap",
+                                       "duration=30s", NULL});
+  g_autofree char *text = ema_experiment_to_yaml(experiment);
+  g_assert_nonnull(strstr(text, "\n      rate: 9\n"));
+  g_assert_nonnull(strstr(text, "\n      preempt: swap\n"));
+  g_assert_nonnull(strstr(text, "\nduration: 30s\n"));
+  g_assert_nonnull(strstr(text, "\n      start: 0ns\n"));
+  g_assert_nonnull(strstr(text, "\nrequests_csv: true\n"));
+}
+
+/* ---- 8. histograms -------------------------------------------------------- */
+
+static void test_histogram_empty(void) {
+  g_autoptr(EmaHistogram) h = ema_histogram_new();
+  g_assert_cmpuint(ema_histogram_count(h), ==, 0);
+  g_assert_cmpfloat(ema_histogram_mean(h), ==, 0);
+  g_assert_cmpfloat(ema_histogram_quantile(h, 0), ==, 0);
+  g_assert_cmpfloat(ema_histogram_quantile(h, 0.5), ==, 0);
+  g_assert_cmpfloat(ema_histogram_quantile(h, 1), ==, 0);
+}
+
+static void test_histogram_exact(void) {
+  g_autoptr(EmaHistogram) h = ema_histogram_new();
+  guint64 values[1022];
+  guint n = 0;
+  /* 0 .. 511, each twice, in a scrambled order */
+  for (guint i = 0; i < 511; i++) {
+    values[n++] = (i * 7919) % 511 + 1;
+    values[n++] = (i * 104729) % 511;
+  }
+  for (guint i = 0; i < n; i++)
+    ema_histogram_add(h, values[i]);
+  g_assert_cmpuint(ema_histogram_count(h), ==, n);
+  qsort(values, n, sizeof values[0], compare_u64);
+  for (guint k = 0; k <= 100; k++) {
+    /* nearest rank ceil(n k / 100), exact below 512 */
+    guint64 want = exact_quantile(values, n, k, 100);
+    g_assert_cmpfloat(ema_histogram_quantile(h, k / 100.0), ==, (double) want);
+  }
+  g_assert_cmpfloat(ema_histogram_quantile(h, 0), ==, (double) values[0]);
+  g_assert_cmpfloat(ema_histogram_quantile(h, 1), ==, (double) values[n - 1]);
+  {
+    guint64 sum = 0;
+    for (guint i = 0; i < n; i++)
+      sum += values[i];
+    g_assert_cmpfloat(ema_histogram_mean(h), ==, (double) sum / n);
+  }
+
+  /* one value is every quantile, whatever its bucket's width */
+  {
+    g_autoptr(EmaHistogram) one = ema_histogram_new();
+    ema_histogram_add(one, 123456789);
+    g_assert_cmpfloat(ema_histogram_quantile(one, 0.5), ==, 123456789);
+    g_assert_cmpfloat(ema_histogram_quantile(one, 0.99), ==, 123456789);
+    g_assert_cmpfloat(ema_histogram_mean(one), ==, 123456789);
+  }
+  /* the ends of the range: 0 and 2^64 - 1 */
+  {
+    g_autoptr(EmaHistogram) ends = ema_histogram_new();
+    ema_histogram_add(ends, 0);
+    ema_histogram_add(ends, G_MAXUINT64);
+    g_assert_cmpfloat(ema_histogram_quantile(ends, 0.5), ==, 0);
+    g_assert_cmpfloat(fabs(ema_histogram_quantile(ends, 1) / (double) G_MAXUINT64 - 1), <=, 0.002);
+  }
+  /* the first bucketed values: 512 and 513 share a 2-wide bucket */
+  {
+    g_autoptr(EmaHistogram) edge = ema_histogram_new();
+    ema_histogram_add(edge, 511);
+    ema_histogram_add(edge, 512);
+    ema_histogram_add(edge, 513);
+    g_assert_cmpfloat(ema_histogram_quantile(edge, 0.3), ==, 511);
+    g_assert_cmpfloat(ema_histogram_quantile(edge, 0.6), ==, 512.5);
+    g_assert_cmpfloat(ema_histogram_quantile(edge, 1), ==, 512.5);
+  }
+}
+
+static void test_histogram_quantiles(void) {
+  g_autoptr(EmaHistogram) h = ema_histogram_new();
+  g_autoptr(GRand) rand = g_rand_new_with_seed(20261129);
+  const guint n = 10000;
+  g_autofree guint64 *values = g_new(guint64, n);
+  guint64 sum = 0;
+  static const guint64 num[] = {1, 9, 99}, den[] = {2, 10, 100};
+
+  /* log-uniform over 1 us .. 100 s */
+  for (guint i = 0; i < n; i++) {
+    values[i] = (guint64) llround(exp(g_rand_double_range(rand, log(1e3), log(1e11))));
+    sum += values[i];
+    ema_histogram_add(h, values[i]);
+  }
+  qsort(values, n, sizeof values[0], compare_u64);
+  g_assert_cmpuint(values[0], <, 2000);
+  g_assert_cmpuint(values[n - 1], >, 50000000000);
+  g_assert_cmpuint(ema_histogram_count(h), ==, n);
+  for (guint i = 0; i < 3; i++) {
+    double q = (double) num[i] / (double) den[i];
+    double want = (double) exact_quantile(values, n, num[i], den[i]);
+    double got = ema_histogram_quantile(h, q);
+    if (fabs(got - want) > 0.002 * want)
+      g_error("quantile %.2f: %.0f, exact %.0f (%.4f%% off)", q, got, want,
+              100 * fabs(got - want) / want);
+  }
+  /* every percentile, not only the reported ones */
+  for (guint k = 1; k <= 1000; k++) {
+    double want = (double) exact_quantile(values, n, k, 1000);
+    double got = ema_histogram_quantile(h, k / 1000.0);
+    if (fabs(got - want) > 0.002 * want)
+      g_error("quantile %.3f: %.0f, exact %.0f", k / 1000.0, got, want);
+  }
+  /* the sum stays below 2^53, so the mean is exact */
+  g_assert_cmpuint(sum, <, G_GUINT64_CONSTANT(1) << 53);
+  g_assert_cmpfloat(ema_histogram_mean(h), ==, (double) sum / n);
+}
+
+/* ---- the metrics observer -------------------------------------------------- */
+
+static void test_metrics_observer(void) {
+  char *buffer = NULL;
+  size_t size = 0;
+  FILE *csv = open_memstream(&buffer, &size);
+  g_autoptr(EmaTenantMetrics) metrics = ema_tenant_metrics_new("t1", csv);
+  EmaEngineObserver observer = ema_tenant_metrics_observer(metrics);
+  EmaRequest a = {.id = 7,
+                  .arrival = EMA_MS(1500),
+                  .scheduled = EMA_MS(1500) + 3,
+                  .first_token = EMA_MS(1500) + 7,
+                  .finished = EMA_MS(1500) + 12, /* 5 ns over 2 gaps: 2.5 -> 3 */
+                  .prompt_tokens = 10,
+                  .output_tokens = 3,
+                  .preemptions = 2};
+  EmaRequest b = {.id = 8,
+                  .arrival = EMA_S(2),
+                  .scheduled = EMA_S(3),
+                  .first_token = EMA_S(4),
+                  .finished = EMA_S(4), /* one output token: no TPOT */
+                  .prompt_tokens = 1,
+                  .output_tokens = 1};
+  EmaStepReport step = {.start = 0, .duration = EMA_US(250)};
+
+  ema_requests_csv_header(csv);
+  observer.on_finish(observer.data, &a);
+  observer.on_finish(observer.data, &b);
+  observer.on_step(observer.data, &step);
+  step.duration = EMA_US(100);
+  observer.on_step(observer.data, &step);
+  ema_tenant_metrics_sample_kv(metrics, 1, 4);
+  ema_tenant_metrics_sample_kv(metrics, 3, 4);
+  ema_tenant_metrics_sample_kv(metrics, 0, 0);
+  fclose(csv);
+  g_assert_cmpstr(buffer, ==,
+                  "tenant,id,arrival_s,scheduled_s,first_token_s,finish_s,prompt_tokens,"
+                  "output_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms\n"
+                  "t1,7,1.500000000,1.500000003,1.500000007,1.500000012,10,3,2,0.000007,0.000003,"
+                  "0.000012\n"
+                  "t1,8,2.000000000,3.000000000,4.000000000,4.000000000,1,1,0,2000.000000,,"
+                  "2000.000000\n");
+  free(buffer);
+  g_assert_cmpuint(metrics->completed, ==, 2);
+  g_assert_cmpuint(metrics->prompt_tokens, ==, 11);
+  g_assert_cmpuint(metrics->output_tokens, ==, 4);
+  g_assert_cmpuint(metrics->preemptions, ==, 2);
+  g_assert_cmpint(metrics->first_arrival, ==, EMA_MS(1500));
+  g_assert_cmpint(metrics->last_finish, ==, EMA_S(4));
+  g_assert_cmpuint(ema_histogram_count(metrics->ttft), ==, 2);
+  g_assert_cmpuint(ema_histogram_count(metrics->tpot), ==, 1);
+  g_assert_cmpfloat(ema_histogram_mean(metrics->tpot), ==, 3);
+  g_assert_cmpuint(metrics->steps, ==, 2);
+  g_assert_cmpint(metrics->busy, ==, EMA_US(350));
+  g_assert_cmpint(metrics->last_step, ==, EMA_US(100));
+  g_assert_cmpfloat(ema_tenant_metrics_kv_util_mean(metrics), ==, (0.25 + 0.75 + 0) / 3);
+  /* 4 tokens and 2 requests over 1.5 s .. 4 s */
+  g_assert_cmpfloat_with_epsilon(ema_tenant_metrics_throughput_tok_s(metrics), 4 / 2.5, 1e-12);
+  g_assert_cmpfloat_with_epsilon(ema_tenant_metrics_req_per_s(metrics), 2 / 2.5, 1e-12);
+}
+
+/* ---- outputs ---------------------------------------------------------------- */
+
+/* A run writes no files for a NULL directory, and the same results. */
+static void test_no_files(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture("golden.yaml");
+  g_autofree char *dir = temp_dir();
+  g_autoptr(EmaServingReport) with_files = run_into(experiment, dir);
+  GError *error = NULL;
+  g_autoptr(EmaServingReport) without = ema_serving_run(experiment, NULL, FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(without->events, ==, with_files->events);
+  g_assert_cmpint(without->simulated, ==, with_files->simulated);
+  for (guint i = 0; i < without->tenants->len; i++) {
+    const EmaTenantResult *a = with_files->tenants->pdata[i], *b = without->tenants->pdata[i];
+    g_assert_cmpuint(a->metrics->completed, ==, b->metrics->completed);
+    g_assert_cmpfloat(ema_histogram_mean(a->metrics->e2e), ==, ema_histogram_mean(b->metrics->e2e));
+  }
+  remove_tree(dir);
+}
+
+/* requests_csv: false writes no requests.csv. */
+static void test_no_requests_csv(void) {
+  g_autofree char *path = fixture("golden.yaml");
+  g_autoptr(EmaExperiment) experiment =
+      load(path, (const char *const[]){"requests_csv=false", NULL});
+  g_autofree char *dir = temp_dir();
+  g_autofree char *requests = g_build_filename(dir, "requests.csv", NULL);
+  g_autofree char *timeline = g_build_filename(dir, "timeline.csv", NULL);
+  g_autoptr(EmaServingReport) report = run_into(experiment, dir);
+  g_assert_false(g_file_test(requests, G_FILE_TEST_EXISTS));
+  g_assert_true(g_file_test(timeline, G_FILE_TEST_IS_REGULAR));
+  remove_tree(dir);
+}
+
+/* A directory that cannot hold the files (a path through a regular file:
+ * refused even to root) fails the run with the file's name, whether or not
+ * requests.csv is written. */
+static void test_unwritable_dir(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *blocker = g_build_filename(dir, "file", NULL);
+  g_autofree char *out = g_build_filename(blocker, "out", NULL);
+  g_autofree char *path = fixture("golden.yaml");
+  const char *const settings[] = {"requests_csv=true", "requests_csv=false"};
+  const char *const first_file[] = {"requests.csv", "timeline.csv"};
+  write_text(dir, "file", "not a directory\n");
+  for (guint i = 0; i < G_N_ELEMENTS(settings); i++) {
+    g_autoptr(EmaExperiment) experiment = load(path, (const char *const[]){settings[i], NULL});
+    g_autofree char *prefix = g_strdup_printf("cannot write %s/%s: ", out, first_file[i]);
+    GError *error = NULL;
+    g_autoptr(EmaServingReport) report = ema_serving_run(experiment, out, FALSE, &error);
+    g_assert_null(report);
+    g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR);
+    if (!g_str_has_prefix(error->message, prefix))
+      g_error("'%s' does not start with '%s'", error->message, prefix);
+    g_error_free(error);
+  }
+  remove_tree(dir);
+}
+
+/* ---- 9. the Azure 2023 conversation trace ---------------------------------- */
+
+static void test_azure_conv(void) {
+  const char *shared = g_getenv("EMA_SHARED_DIR");
+  g_autofree char *trace = NULL, *canonical = NULL, *yaml = NULL, *dir = NULL, *path = NULL;
+  g_autoptr(EmaExperiment) experiment = NULL;
+  g_autoptr(EmaServingReport) report = NULL;
+  const EmaTenantResult *result;
+  GError *error = NULL;
+
+  if (shared)
+    trace = g_build_filename(shared, "traces", "azure-llm-2023", "AzureLLMInferenceTrace_conv.csv",
+                             NULL);
+  if (trace == NULL || !g_file_test(trace, G_FILE_TEST_IS_REGULAR)) {
+    g_test_skip("AzureLLMInferenceTrace_conv.csv not found under $EMA_SHARED_DIR/traces");
+    return;
+  }
+  canonical = g_canonicalize_filename(trace, NULL);
+  /* a double-quoted YAML string: escape what YAML would read otherwise */
+  {
+    g_autoptr(GString) quoted = g_string_new(canonical);
+    g_string_replace(quoted, "\\", "\\\\", 0);
+    g_string_replace(quoted, "\"", "\\\"", 0);
+    yaml = g_strdup_printf("# the Azure 2023 conversation trace on one H200, Llama-3.1-8B\n"
+                           "name: azure-conv\n"
+                           "server: h200x2\n"
+                           "requests_csv: false\n"
+                           "tenants:\n"
+                           "  - {name: conv, model: llama-3.1-8b, gpu: 0, trace: {file: \"%s\"}}\n",
+                           quoted->str);
+  }
+  dir = temp_dir();
+  write_text(dir, "azure-conv.yaml", yaml);
+  path = g_build_filename(dir, "azure-conv.yaml", NULL);
+  experiment = load(path, NULL);
+  report = ema_serving_run(experiment, NULL, FALSE, &error);
+  g_assert_no_error(error);
+  result = report->tenants->pdata[0];
+  g_assert_cmpuint(result->arrived, ==, 19366);
+  g_assert_cmpuint(result->metrics->completed, ==, 19366);
+  g_assert_cmpuint(result->rejected, ==, 0);
+  g_assert_cmpuint(result->unfinished, ==, 0);
+  /* the hour-long trace is served within minutes of its last arrival */
+  g_assert_cmpint(report->simulated, >, EMA_S(3400));
+  g_assert_cmpint(report->simulated, <, EMA_S(3700));
+  remove_tree(dir);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+
+  g_test_add_func("/serving/one-request", test_one_request);
+  g_test_add_func("/serving/rejected", test_rejected);
+  g_test_add_func("/serving/plan/llama-8b-h200", test_plan_h200);
+  g_test_add_func("/serving/plan/llama-70b-tp4", test_plan_70b_tp4);
+  g_test_add_func("/serving/plan/does-not-fit", test_plan_does_not_fit);
+  for (guint i = 0; i < G_N_ELEMENTS(bad_configs); i++) {
+    g_autofree char *name = g_strndup(bad_configs[i].file, strlen(bad_configs[i].file) - 5);
+    g_autofree char *test_path = g_strconcat("/serving/errors/", name, NULL);
+    g_test_add_data_func(test_path, &bad_configs[i], test_bad_config);
+  }
+  g_test_add_func("/serving/invariants", test_invariants);
+  g_test_add_func("/serving/golden", test_golden);
+  g_test_add_data_func("/serving/round-trip/one-request", "one-request.yaml", round_trip);
+  g_test_add_data_func("/serving/round-trip/golden", "golden.yaml", round_trip);
+  g_test_add_data_func("/serving/round-trip/invariants", "invariants.yaml", round_trip);
+  g_test_add_data_func("/serving/round-trip/every-setting", "roundtrip.yaml", round_trip);
+  g_test_add_func("/serving/round-trip/overrides", test_resolved_overrides);
+  g_test_add_func("/serving/histogram/empty", test_histogram_empty);
+  g_test_add_func("/serving/histogram/exact", test_histogram_exact);
+  g_test_add_func("/serving/histogram/quantiles", test_histogram_quantiles);
+  g_test_add_func("/serving/metrics/observer", test_metrics_observer);
+  g_test_add_func("/serving/output/no-files", test_no_files);
+  g_test_add_func("/serving/output/no-requests-csv", test_no_requests_csv);
+  g_test_add_func("/serving/output/unwritable-dir", test_unwritable_dir);
+  g_test_add_func("/serving/azure-conv", test_azure_conv);
+  return g_test_run();
+}
