@@ -85,6 +85,51 @@ static gboolean check_op(gpointer object, const EmaNode *node, const char *path,
 static const EmaParamTable op_table = {"op", sizeof(EmaOpSpec), op_params, EMA_PARAMS_N(op_params),
                                        check_op};
 
+static const char *const decode_mode_names[] = {"local", "direct", "prefetch", NULL};
+
+#define DECODE_FIELD(f) G_STRUCT_OFFSET(EmaDecodeScenarioSpec, f)
+
+static const EmaParam decode_params[] = {
+    {"name", EMA_PARAM_STRING, DECODE_FIELD(name), .flags = EMA_PARAM_REQUIRED,
+     .help = "name shown in the results"},
+    {"model", EMA_PARAM_STRUCT, DECODE_FIELD(model), .table = &ema_llm_params,
+     .resolve = ema_llm_resolve, .flags = EMA_PARAM_REQUIRED,
+     .help = "LLM shape: a name from hwmodels/llms, or a map"},
+    {"batch", EMA_PARAM_INT, DECODE_FIELD(batch), .flags = EMA_PARAM_REQUIRED, .min = 1, .max = 1e6,
+     .help = "sequences decoding one token each"},
+    {"context", EMA_PARAM_INT, DECODE_FIELD(context), .flags = EMA_PARAM_REQUIRED, .min = 1,
+     .max = 1e8, .help = "tokens of KV each sequence reads"},
+    {"mode", EMA_PARAM_ENUM, DECODE_FIELD(mode), .default_value = "local",
+     .choices = decode_mode_names,
+     .help = "local, direct (kernels load remote KV) or prefetch (copied ahead)"},
+    {"remote_fraction", EMA_PARAM_FRACTION, DECODE_FIELD(remote_fraction), .default_value = "0%",
+     .min = 0, .max = 1, .help = "share of the KV on gpu1 (direct and prefetch)"},
+    {"depth", EMA_PARAM_INT, DECODE_FIELD(depth), .default_value = "2", .min = 1, .max = 1024,
+     .help = "prefetch: layers fetched ahead"},
+    {"peer_pull", EMA_PARAM_BANDWIDTH, DECODE_FIELD(peer_pull), .default_value = "0B/s", .min = 0,
+     .max = 1e14, .help = "a peer pulls this much from gpu0's HBM during the step (interference)"},
+    {"expect", EMA_PARAM_STRUCT, DECODE_FIELD(expect), .table = &expect_table,
+     .help = "optional: measured value to compare with (time, or bytes read / time)"},
+};
+
+static gboolean check_decode(gpointer object, const EmaNode *node, const char *path,
+                             GError **error) {
+  const EmaDecodeScenarioSpec *d = object;
+  if ((d->mode == EMA_DECODE_SCENARIO_LOCAL) != (d->remote_fraction == 0)) {
+    g_autofree char *key_path = g_strconcat(path, ".remote_fraction", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, key_path, "%s",
+                   d->mode == EMA_DECODE_SCENARIO_LOCAL
+                       ? "mode local has no remote KV: give mode direct or prefetch"
+                       : "mode direct or prefetch needs a remote_fraction above 0");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const EmaParamTable decode_table = {"decode scenario", sizeof(EmaDecodeScenarioSpec),
+                                           decode_params, EMA_PARAMS_N(decode_params),
+                                           check_decode};
+
 static EmaNode *resolve_server(const EmaNode *at, GError **error) {
   GError *inner = NULL;
   g_autofree char *path = ema_hwmodel_find(at->value, &inner);
@@ -150,15 +195,18 @@ static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GErr
  * not overlap; names are unique (default tenantN); each fits in memory. */
 static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GError **error) {
   const EmaNode *tenants_node = ema_node_get(root, "tenants");
-  guint n_ops = experiment->ops ? experiment->ops->len : 0;
+  guint n_ops = (experiment->ops ? experiment->ops->len : 0) +
+                (experiment->decode ? experiment->decode->len : 0);
   guint n_tenants = experiment->tenants ? experiment->tenants->len : 0;
   g_autofree gint *owner = g_new(gint, (gsize) experiment->server.gpus);
 
   if ((n_ops > 0) == (n_tenants > 0)) {
     ema_node_error(error, EMA_CONFIG_ERROR_KEY, n_ops ? ema_node_get(root, "tenants") : root,
                    n_ops ? "tenants" : NULL, "%s",
-                   n_ops ? "give ops or tenants, not both (run them as two experiments)"
-                         : "nothing to run: give ops (data movements) or tenants (serving)");
+                   n_ops ? "give ops and decode scenarios, or tenants, not both (run them as two "
+                           "experiments)"
+                         : "nothing to run: give ops (data movements), decode scenarios or tenants "
+                           "(serving)");
     return FALSE;
   }
   if (ema_node_get(root, "policy") == NULL) {
@@ -223,6 +271,9 @@ static const EmaParam experiment_params[] = {
      .help = "hardware model: a name from `ema-sim list hwmodels`, or a map"},
     {"ops", EMA_PARAM_LIST, EXPERIMENT_FIELD(ops), .table = &op_table,
      .help = "micro-operations to time, one after another (or give tenants)"},
+    {"decode", EMA_PARAM_LIST, EXPERIMENT_FIELD(decode), .table = &decode_table,
+     .flags = EMA_PARAM_OPTIONAL,
+     .help = "decode steps to time, with some KV remote (with or without ops)"},
     {"tenants", EMA_PARAM_LIST, EXPERIMENT_FIELD(tenants), .table = &ema_tenant_params,
      .help = "LLM serving instances, one per GPU or tensor-parallel group (or give ops)"},
     {"duration", EMA_PARAM_DURATION, EXPERIMENT_FIELD(duration), .flags = EMA_PARAM_OPTIONAL,

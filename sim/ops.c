@@ -9,6 +9,9 @@
 
 #include <math.h>
 
+#include "ema/pool.h"
+#include "ema/steptime.h"
+
 typedef struct {
   const EmaExperiment *experiment;
   EmaSim *sim;
@@ -23,25 +26,32 @@ typedef struct {
 
 static void start_op(EmaSim *sim, EmaEvent *event, gpointer user_data);
 
+/* Fill RESULT's expectation fields from EXPECT, and count a miss. */
+static void judge(EmaOpResult *result, const EmaOpExpect *expect, const EmaExperiment *experiment,
+                  EmaOpsReport *report) {
+  double seconds = (double) result->seconds_ns / 1e9;
+  result->has_expect = expect->time != 0 || expect->bandwidth != 0;
+  if (!result->has_expect)
+    return;
+  result->expect_is_time = expect->time != 0;
+  result->expected = result->expect_is_time ? (double) expect->time / 1e9 : expect->bandwidth;
+  result->measured = result->expect_is_time ? seconds : result->bandwidth;
+  result->error = (result->measured - result->expected) / result->expected;
+  result->tolerance = expect->tolerance > 0 ? expect->tolerance : experiment->tolerance;
+  result->pass = fabs(result->error) <= result->tolerance;
+  if (!result->pass)
+    report->failed++;
+}
+
 static void finish_op(OpsRun *run) {
   const EmaOpSpec *op = &g_array_index(run->experiment->ops, EmaOpSpec, run->op_index);
-  EmaOpResult result = {.spec = op};
+  EmaOpResult result = {.name = op->name, .spec = op};
   double seconds;
 
   result.seconds_ns = ema_sim_now(run->sim) - run->op_start;
   seconds = (double) result.seconds_ns / 1e9;
   result.bandwidth = seconds > 0 ? (double) ema_op_bytes(op) / seconds : INFINITY;
-  result.has_expect = op->expect.time != 0 || op->expect.bandwidth != 0;
-  if (result.has_expect) {
-    result.expect_is_time = op->expect.time != 0;
-    result.expected = result.expect_is_time ? (double) op->expect.time / 1e9 : op->expect.bandwidth;
-    result.measured = result.expect_is_time ? seconds : result.bandwidth;
-    result.error = (result.measured - result.expected) / result.expected;
-    result.tolerance = op->expect.tolerance > 0 ? op->expect.tolerance : run->experiment->tolerance;
-    result.pass = fabs(result.error) <= result.tolerance;
-    if (!result.pass)
-      run->report->failed++;
-  }
+  judge(&result, &op->expect, run->experiment, run->report);
   g_array_append_val(run->report->ops, result);
 
   run->op_index++;
@@ -70,6 +80,46 @@ static void start_op(EmaSim *sim, EmaEvent *event, gpointer user_data) {
   }
 }
 
+/* One decode scenario: the step-time model's all-local breakdown, then the
+ * remote share through the pool's formula (one lender, gpu1; interference
+ * from peer_pull on gpu0's HBM). */
+static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScenarioSpec *d,
+                            EmaOpsReport *report, GError **error) {
+  const EmaServerSpec *server = &experiment->server;
+  g_autoptr(EmaStepModel) model = ema_step_model_new(&d->model, server, 1, error);
+  EmaStepBatch batch = {0};
+  EmaStepBreakdown bd;
+  EmaOpResult result = {.name = d->name};
+  EmaPrefetchPlan plan = {d->mode == EMA_DECODE_SCENARIO_PREFETCH ? EMA_REMOTE_PREFETCH
+                                                                  : EMA_REMOTE_DIRECT,
+                          (guint) d->depth, 1, 1};
+  double rate_m = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
+  double slow, layers, remote, seconds;
+  if (model == NULL) {
+    g_prefix_error(error, "decode scenario %s: ", d->name);
+    return FALSE;
+  }
+  batch.decode_seqs = (guint64) d->batch;
+  batch.decode_context = (double) d->batch * (double) d->context;
+  batch.logits = (guint64) d->batch;
+  ema_step_time(model, &batch, &bd);
+  layers = ema_step_model_layers(model);
+  slow = rate_m / MAX(rate_m - server->gpu.interference * d->peer_pull, rate_m / 10);
+  remote = d->remote_fraction * bd.kv_read_bytes / layers;
+  if (remote > 0)
+    seconds =
+        ema_remote_step_seconds(&bd, server, layers, slow, remote, remote / server->link.bandwidth,
+                                remote / server->link.direct_read_bandwidth, &plan);
+  else
+    seconds = layers * MAX(bd.layer_compute_s, bd.layer_memory_s * slow) + bd.lm_head_s +
+              bd.allreduce_s + bd.overhead_s;
+  result.seconds_ns = (EmaTime) llround(seconds * 1e9);
+  result.bandwidth = bd.bytes / seconds;
+  judge(&result, &d->expect, experiment, report);
+  g_array_append_val(report->ops, result);
+  return TRUE;
+}
+
 EmaOpsReport *ema_ops_run(const EmaExperiment *experiment, GError **error) {
   g_autoptr(EmaSim) sim = ema_sim_new();
   g_autoptr(EmaOpsReport) report = g_new0(EmaOpsReport, 1);
@@ -78,7 +128,7 @@ EmaOpsReport *ema_ops_run(const EmaExperiment *experiment, GError **error) {
 
   report->ops = g_array_new(FALSE, TRUE, sizeof(EmaOpResult));
   if (experiment->ops == NULL || experiment->ops->len == 0)
-    return g_steal_pointer(&report);
+    goto decode;
   run.fabric = ema_fabric_new(sim, &experiment->server);
   ema_event_init(&run.start_event, start_op, &run);
   ema_sim_schedule(sim, &run.start_event, 0, 0);
@@ -90,6 +140,11 @@ EmaOpsReport *ema_ops_run(const EmaExperiment *experiment, GError **error) {
   if (!ok)
     return NULL;
   g_assert_cmpuint(report->ops->len, ==, experiment->ops->len);
+decode:
+  for (guint i = 0; experiment->decode && i < experiment->decode->len; i++)
+    if (!time_decode(experiment, &g_array_index(experiment->decode, EmaDecodeScenarioSpec, i),
+                     report, error))
+      return NULL;
   return g_steal_pointer(&report);
 }
 

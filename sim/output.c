@@ -34,7 +34,7 @@ gboolean ema_output_write_resolved(const char *dir, const EmaExperiment *experim
 static void add_op(JsonBuilder *builder, const EmaOpResult *result) {
   json_builder_begin_object(builder);
   json_builder_set_member_name(builder, "name");
-  json_builder_add_string_value(builder, result->spec->name);
+  json_builder_add_string_value(builder, result->name);
   json_builder_set_member_name(builder, "seconds");
   json_builder_add_double_value(builder, (double) result->seconds_ns / 1e9);
   json_builder_set_member_name(builder, "bandwidth_gbps");
@@ -242,7 +242,7 @@ void ema_output_print_ops(FILE *out, const EmaOpsReport *report) {
   gboolean any_expect = FALSE;
   for (guint i = 0; i < report->ops->len; i++) {
     const EmaOpResult *r = &g_array_index(report->ops, EmaOpResult, i);
-    width = MAX(width, (guint) strlen(r->spec->name));
+    width = MAX(width, (guint) strlen(r->name));
     any_expect |= r->has_expect;
   }
   fprintf(out, "%-*s %13s %10s", (int) width, "op", "time", "GB/s");
@@ -253,7 +253,7 @@ void ema_output_print_ops(FILE *out, const EmaOpsReport *report) {
     const EmaOpResult *r = &g_array_index(report->ops, EmaOpResult, i);
     g_autofree char *time = format_seconds((double) r->seconds_ns / 1e9);
     g_autofree char *expected = NULL;
-    fprintf(out, "%-*s %13s %10.2f", (int) width, r->spec->name, time, r->bandwidth / 1e9);
+    fprintf(out, "%-*s %13s %10.2f", (int) width, r->name, time, r->bandwidth / 1e9);
     if (!r->has_expect) {
       fputc('\n', out);
       continue;

@@ -406,7 +406,8 @@ static const BadInput bad_inputs[] = {
      "did not find expected ',' or ']' while parsing a flow sequence"},
     {"bad-indent.yaml", ":4:7: ", NULL, "mapping values are not allowed in this context"},
     {"unknown-key-top.yaml", ":2:1: ", "nmae: ",
-     "unknown key in experiment (valid keys: name, summary, seed, tolerance, server, ops, tenants, "
+     "unknown key in experiment (valid keys: name, summary, seed, tolerance, server, ops, decode, "
+     "tenants, "
      "duration, sample_period, policy, idle_gpu_memory, requests_csv)"},
     {"unknown-key-nested.yaml",
      ":6:48: ", "ops.0.flows.0.byts: ", "unknown key in flow (valid keys: kind, src, dst, bytes)"},

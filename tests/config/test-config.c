@@ -1506,7 +1506,8 @@ static void test_experiment_errors(void) {
        ":8:9: ops.0.flows.1: a read flow needs a GPU on both ends", "host memory"},
       {"unknown-key-top.yaml", EMA_CONFIG_ERROR_KEY,
        ":2:1: nmae: unknown key in experiment (valid keys: name, summary, seed, tolerance, "
-       "server, ops, tenants, duration, sample_period, policy, idle_gpu_memory, requests_csv)",
+       "server, ops, decode, tenants, duration, sample_period, policy, idle_gpu_memory, "
+       "requests_csv)",
        NULL},
       {"unknown-key-nested.yaml", EMA_CONFIG_ERROR_KEY,
        ":6:48: ops.0.flows.0.byts: unknown key in flow (valid keys: kind, src, dst, bytes)", NULL},
@@ -1629,8 +1630,8 @@ static void test_experiment_no_ops(void) {
   g_assert_null(e);
   g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
   expected = g_strconcat(path,
-                         ":1:1: nothing to run: give ops (data movements) or tenants "
-                         "(serving)",
+                         ":1:1: nothing to run: give ops (data movements), decode scenarios or "
+                         "tenants (serving)",
                          NULL);
   g_assert_cmpstr(error->message, ==, expected);
   g_error_free(error);

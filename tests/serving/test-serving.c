@@ -543,7 +543,8 @@ static const BadConfig bad_configs[] = {
     {"split-index.yaml", EMA_CONFIG_ERROR_INVALID,
      "8:62: tenants.0.trace.split_index: split_index must be below split (3)"},
     {"ops-and-tenants.yaml", EMA_CONFIG_ERROR_KEY,
-     "5:3: tenants: give ops or tenants, not both (run them as two experiments)"},
+     "5:3: tenants: give ops and decode scenarios, or tenants, not both (run them as two "
+     "experiments)"},
     {"engine-unknown-key.yaml", EMA_CONFIG_ERROR_KEY,
      "9:32: tenants.0.engine.max_batch: unknown key in engine (valid keys: max_num_seqs, "
      "max_num_batched_tokens, gpu_memory_utilization, activation_reserve, watermark, preempt)"},

@@ -1,8 +1,9 @@
 /* experiment.h: an experiment file, bound to structs. An experiment names a
- * server (a hardware model) and a workload: either a list of "ops"
- * (micro-operations such as copies and streaming reads, each with an
- * optional expected time or bandwidth) or a list of serving tenants
- * (tenant.h), one per GPU or tensor-parallel group. Loading goes: YAML file ->
+ * server (a hardware model) and a workload: "ops" (micro-operations such
+ * as copies and streaming reads, each with an optional expected time or
+ * bandwidth) and/or "decode" scenarios (one decode step with some of its
+ * KV remote, timed by the step-time and pool models), or else a list of
+ * serving tenants (tenant.h), one per GPU or tensor-parallel group. Loading goes: YAML file ->
  * expand names (server: h200x2 -> the model's tree) -> apply --set overrides
  * -> bind through the parameter tables -> cross-checks (endpoints exist). */
 #pragma once
@@ -11,6 +12,7 @@
 
 #include "ema/fabric.h"
 #include "ema/hwmodel.h"
+#include "ema/llm.h"
 #include "ema/params.h"
 #include "ema/policyspec.h"
 #include "ema/tenant.h"
@@ -40,6 +42,26 @@ typedef struct {
   EmaOpExpect expect;
 } EmaOpSpec;
 
+typedef enum {
+  EMA_DECODE_SCENARIO_LOCAL,    /* every KV byte local */
+  EMA_DECODE_SCENARIO_DIRECT,   /* remote KV loaded by the kernels over the link */
+  EMA_DECODE_SCENARIO_PREFETCH, /* remote KV copied ahead into local staging */
+} EmaDecodeScenarioMode;
+
+/* One decode step to time (the synthetic decode of ema-validate): a batch
+ * of sequences with a context each, a share of the KV on a peer. */
+typedef struct {
+  char *name;
+  EmaLlmSpec model;
+  gint64 batch;
+  gint64 context;
+  EmaDecodeScenarioMode mode;
+  double remote_fraction;
+  gint64 depth;     /* prefetch: layers ahead */
+  double peer_pull; /* B/s peers pull from this GPU's HBM meanwhile (interference) */
+  EmaOpExpect expect;
+} EmaDecodeScenarioSpec;
+
 typedef struct {
   char *name;
   char *summary;
@@ -47,6 +69,7 @@ typedef struct {
   double tolerance; /* default relative tolerance of expectations */
   EmaServerSpec server;
   GArray *ops;            /* EmaOpSpec; run one after another, each on an idle server */
+  GArray *decode;         /* EmaDecodeScenarioSpec; timed after the ops, each alone on gpu0 */
   GArray *tenants;        /* EmaTenantSpec; serve together on the server */
   gint64 duration;        /* serving: stop at this simulated time; 0 = when every trace ends */
   gint64 sample_period;   /* serving: timeline.csv period, ns */

@@ -1,7 +1,10 @@
 /* ops.h: the "ops" workload. Each op starts all its flows at once on an
  * otherwise idle server; the op's time is from that start until its last
  * flow finishes. Ops run one after another through the event core and the
- * fabric model. */
+ * fabric model. Then the experiment's decode scenarios are timed, each by
+ * the step-time model and the pool's remote-KV formula (pool.h) on gpu0
+ * with its remote KV on gpu1; their results follow the ops' in the same
+ * list. */
 #pragma once
 
 #include <glib.h>
@@ -11,9 +14,10 @@
 G_BEGIN_DECLS
 
 typedef struct {
-  const EmaOpSpec *spec;
-  EmaTime seconds_ns; /* op time */
-  double bandwidth;   /* ema_op_bytes / time, B/s */
+  const char *name;
+  const EmaOpSpec *spec; /* NULL for a decode scenario */
+  EmaTime seconds_ns;    /* op time */
+  double bandwidth;      /* ema_op_bytes / time, B/s */
   gboolean has_expect;
   gboolean expect_is_time;
   double expected;  /* seconds or B/s, as the expectation was written */
