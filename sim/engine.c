@@ -135,8 +135,10 @@ static guint64 pool_total_blocks(gpointer self) {
   return ((EmaKvPool *) self)->total;
 }
 
-static const EmaKvMemoryOps pool_ops = {pool_take, pool_give, pool_free_blocks, pool_total_blocks,
-                                        NULL};
+static const EmaKvMemoryOps pool_ops = {.take = pool_take,
+                                        .give = pool_give,
+                                        .free_blocks = pool_free_blocks,
+                                        .total_blocks = pool_total_blocks};
 
 EmaKvPool *ema_kv_pool_new(guint64 blocks) {
   EmaKvPool *pool = g_new0(EmaKvPool, 1);
@@ -461,12 +463,15 @@ static EmaTime preempt(EmaEngine *engine, Req *req, EmaPreemptMode mode, guint64
   req->pub.preemptions++;
   engine->preemptions++;
   if (mode == EMA_PREEMPT_SWAP) {
-    cost = swap_time(engine, blocks_for(req->pub.kv_tokens));
+    if (engine->memory.ops->swap_out == NULL)
+      cost = swap_time(engine, blocks_for(req->pub.kv_tokens));
     req->pub.swapped = TRUE;
   } else {
     req->pub.kv_tokens = 0;
   }
   *freed = release_request_blocks(engine, req);
+  if (mode == EMA_PREEMPT_SWAP && engine->memory.ops->swap_out)
+    cost = engine->memory.ops->swap_out(engine->memory.self, blocks_for(req->pub.kv_tokens));
   running_unlink(engine, req);
   req->state = REQ_WAITING;
   g_queue_push_head_link(&engine->waiting, &req->link);
@@ -669,7 +674,9 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
     }
     g_queue_unlink(&engine->waiting, &req->link);
     if (request->swapped) {
-      swap += swap_time(engine, blocks_for(request->kv_tokens));
+      guint64 blocks = blocks_for(request->kv_tokens);
+      swap += engine->memory.ops->swap_in ? engine->memory.ops->swap_in(engine->memory.self, blocks)
+                                          : swap_time(engine, blocks);
       request->swapped = FALSE;
     }
     take_blocks(engine, req, need);

@@ -61,6 +61,13 @@ typedef struct {
   guint64 lent_total;       /* sum_b lent[g][b] */
   guint64 borrowed_total;   /* sum_j lent[j][g] */
   guint64 remote_cap_total; /* sum_j floor(lent[j][g] x S / B): blocks its borrowed slices hold */
+  /* peer swap (preempt: swap-peer): this tenant's preempted KV parked on
+   * peers and on host, in blocks; and the slices of other tenants' parked
+   * KV this GPU holds */
+  guint64 *parked; /* [n] on lender j */
+  guint64 parked_host;
+  guint64 parking;           /* slices */
+  gboolean evicting_to_host; /* the pool's own eviction: swap_out must not park on peers */
   EmaPrefetchPlan plan;
   guint64 blocks_short;
   guint running, waiting;
@@ -149,7 +156,7 @@ static void change_lent(Pool *p, guint lender, guint borrower, gint64 delta) {
 
 /* Slices of g not lent, lending, returning or staging: where its own blocks live. */
 static guint64 own_slices(const Pool *p, const Gpu *g) {
-  guint64 taken = lent_out(p, g->index) + g->lending + g->returning + g->staging;
+  guint64 taken = lent_out(p, g->index) + g->lending + g->returning + g->staging + g->parking;
   return g->slices > taken ? g->slices - taken : 0;
 }
 
@@ -289,8 +296,90 @@ static void memory_want(gpointer self, guint64 blocks_short) {
   schedule_decision(g);
 }
 
-static const EmaKvMemoryOps pool_memory_ops = {memory_take, memory_give, memory_free_blocks,
-                                               memory_total_blocks, memory_want};
+static const EmaKvMemoryOps pool_memory_ops = {.take = memory_take,
+                                               .give = memory_give,
+                                               .free_blocks = memory_free_blocks,
+                                               .total_blocks = memory_total_blocks,
+                                               .want = memory_want};
+
+/* ---- peer swap: preempted KV parked on peers ------------------------------ */
+
+static double link_copy_time(const Pool *p, double bytes);
+static double host_copy_time(const Pool *p, double bytes);
+
+/* Move K of g's parked blocks onto (K > 0) or off (K < 0) lender J. */
+static void change_parked(Pool *p, Gpu *g, guint j, gint64 k) {
+  Gpu *l = &p->gpus[j];
+  l->parking -= slices_for_blocks(g, g->parked[j]);
+  g->parked[j] = (guint64) ((gint64) g->parked[j] + k);
+  l->parking += slices_for_blocks(g, g->parked[j]);
+}
+
+static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint64 left = blocks, to_peers = 0;
+  double peer_time, host_time;
+  while (left > 0 && !g->evicting_to_host) {
+    /* the peer with the most room left for g's blocks */
+    guint best = p->n;
+    guint64 most = 0;
+    for (guint j = 0; j < p->n; j++) {
+      Gpu *l = &p->gpus[j];
+      guint64 room;
+      if (j == g->index || !l->shares)
+        continue;
+      room =
+          blocks_in_slices(g, slices_for_blocks(g, g->parked[j]) + lendable(p, l)) - g->parked[j];
+      if (room > most) {
+        most = room;
+        best = j;
+      }
+    }
+    if (best == p->n)
+      break;
+    change_parked(p, g, best, (gint64) MIN(most, left));
+    to_peers += MIN(most, left);
+    left -= MIN(most, left);
+  }
+  g->parked_host += left;
+  peer_time = link_copy_time(p, (double) to_peers * (double) g->block_bytes);
+  host_time = host_copy_time(p, (double) left * (double) g->block_bytes);
+  return (EmaTime) llround(MAX(peer_time, host_time) * 1e9); /* the two copies run side by side */
+}
+
+static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint64 left = blocks, from_peers = 0, from_host;
+  /* blocks of parked KV are not told apart: the peers' come back first */
+  while (left > 0) {
+    guint best = 0;
+    guint64 k;
+    for (guint j = 1; j < p->n; j++)
+      if (g->parked[j] > g->parked[best])
+        best = j;
+    if (g->parked[best] == 0)
+      break;
+    k = MIN(g->parked[best], left);
+    change_parked(p, g, best, -(gint64) k);
+    from_peers += k;
+    left -= k;
+  }
+  from_host = MIN(left, g->parked_host);
+  g->parked_host -= from_host;
+  return (EmaTime) llround(MAX(link_copy_time(p, (double) from_peers * (double) g->block_bytes),
+                               host_copy_time(p, (double) from_host * (double) g->block_bytes)) *
+                           1e9);
+}
+
+static const EmaKvMemoryOps pool_memory_ops_peer_swap = {.take = memory_take,
+                                                         .give = memory_give,
+                                                         .free_blocks = memory_free_blocks,
+                                                         .total_blocks = memory_total_blocks,
+                                                         .want = memory_want,
+                                                         .swap_out = memory_swap_out,
+                                                         .swap_in = memory_swap_in};
 
 /* ---- views ----------------------------------------------------------------- */
 
@@ -303,7 +392,7 @@ static const EmaPoolView *build_view(Pool *p) {
     v->shares = g->shares;
     v->has_tenant = g->has_tenant;
     v->slices = g->slices;
-    v->slices_lent = lent_out(p, i) + g->lending + g->returning;
+    v->slices_lent = lent_out(p, i) + g->lending + g->returning + g->parking;
     v->slices_used = slices_for_blocks(g, g->local_used);
     v->slices_staging = g->staging;
     v->slices_pending = g->borrowing;
@@ -439,7 +528,9 @@ static double evict(Pool *p, Gpu *b, guint lender, guint64 blocks, EmaPreemptMod
   guint64 before = b->remote[lender];
   b->dropping = TRUE;
   b->drop_lender = lender;
+  b->evicting_to_host = TRUE;
   ema_engine_release_blocks_mode(b->engine, blocks, mode);
+  b->evicting_to_host = FALSE;
   b->dropping = FALSE;
   if (mode == EMA_PREEMPT_SWAP) {
     p->stats.blocks_to_host += before - b->remote[lender];
@@ -587,9 +678,30 @@ static void run_borrow(Pool *p, guint borrower) {
   }
 }
 
+/* G needs memory that holds peers' parked KV: it goes to host memory, and
+ * G has the slices back when the copy is done. */
+static void unpark(Pool *p, Gpu *g) {
+  guint64 before = g->parking, blocks_bytes = 0;
+  for (guint b = 0; b < p->n; b++) {
+    Gpu *owner = &p->gpus[b];
+    guint64 k = owner->parked ? owner->parked[g->index] : 0;
+    if (k == 0)
+      continue;
+    change_parked(p, owner, g->index, -(gint64) k);
+    owner->parked_host += k;
+    blocks_bytes += k * owner->block_bytes;
+    p->stats.blocks_to_host += k;
+  }
+  g->returning += before - g->parking;
+  start_pending(p, PENDING_RECLAIM, g->index, g->index, before - g->parking,
+                ns(host_copy_time(p, (double) blocks_bytes)));
+}
+
 static void decide(Gpu *g) {
   Pool *p = g->pool;
   g->decided_at = ema_sim_now(p->sim);
+  if (g->blocks_short > 0 && g->parking > 0)
+    unpark(p, g);
   if (lent_out(p, g->index) > 0) {
     if (g->blocks_short > 0) {
       guint64 needed = slices_for_blocks(g, g->blocks_short);
@@ -784,6 +896,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
     g->pool = p;
     g->index = i;
     g->remote = g_new0(guint64, p->n);
+    g->parked = g_new0(guint64, p->n);
     g->pull = g_new0(double, p->n);
     g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
     ema_event_init(&g->decide_event, on_decide, g);
@@ -841,6 +954,7 @@ void ema_pool_free(EmaPool *pool) {
     for (guint k = 0; k < 3; k++)
       g_free(g->states[k]);
     g_free(g->remote);
+    g_free(g->parked);
     g_free(g->pull);
   }
   g_free(p->gpus);
@@ -866,7 +980,10 @@ EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint6
   g->block_bytes = block_bytes;
   g->model = step_model;
   g->layers = (guint) ema_step_model_layers(step_model);
-  return (EmaKvMemory){&pool_memory_ops, g};
+  return (EmaKvMemory){pool->pool.spec->preempt == EMA_PREEMPT_CHOICE_SWAP_PEER
+                           ? &pool_memory_ops_peer_swap
+                           : &pool_memory_ops,
+                       g};
 }
 
 void ema_pool_set_engine(EmaPool *pool, guint gpu, EmaEngine *engine) {
@@ -898,7 +1015,7 @@ gboolean ema_pool_check(const EmaPool *pool, GError **error) {
   for (guint i = 0; i < p->n; i++) {
     const Gpu *g = &p->gpus[i];
     guint64 sum = 0, taken = slices_for_blocks(g, g->local_used) + lent_out(p, i) + g->lending +
-                             g->returning + g->staging;
+                             g->returning + g->staging + g->parking;
     if (taken > g->slices) {
       g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
                   "gpu%u: %" G_GUINT64_FORMAT

@@ -154,7 +154,6 @@ void ema_serving_report_free(EmaServingReport *report) {
 
 /* The policy's preemption choice over the tenant's own. */
 static void apply_preempt_choice(const EmaExperiment *experiment, EmaEngineConfig *config) {
-  const EmaServerSpec *server = &experiment->server;
   switch (experiment->policy.preempt) {
   case EMA_PREEMPT_CHOICE_ENGINE:
     break;
@@ -165,10 +164,8 @@ static void apply_preempt_choice(const EmaExperiment *experiment, EmaEngineConfi
     config->preempt = EMA_PREEMPT_SWAP;
     break;
   case EMA_PREEMPT_CHOICE_SWAP_PEER:
-    /* parked on a peer over the GPU fabric instead of the host link */
+    /* the pool's memory parks the KV on peers (or host) and times the copies */
     config->preempt = EMA_PREEMPT_SWAP;
-    config->swap_bandwidth = server->link.bandwidth;
-    config->swap_fixed_cost = server->link.copy_fixed_cost;
     break;
   }
 }

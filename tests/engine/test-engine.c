@@ -450,8 +450,10 @@ static guint64 shrink_total(gpointer self) {
   return ((ShrinkingMemory *) self)->total;
 }
 
-static const EmaKvMemoryOps shrink_ops = {shrink_take, shrink_give, shrink_free, shrink_total,
-                                          NULL};
+static const EmaKvMemoryOps shrink_ops = {.take = shrink_take,
+                                          .give = shrink_give,
+                                          .free_blocks = shrink_free,
+                                          .total_blocks = shrink_total};
 
 /* Each step report takes one block away from the memory's total. */
 static void shrink_on_step(gpointer data, const EmaStepReport *step) {
@@ -851,8 +853,11 @@ static void want_hook(gpointer self, guint64 blocks_short) {
   ema_engine_wake(w->engine);
 }
 
-static const EmaKvMemoryOps want_ops = {shrink_take, shrink_give, shrink_free, shrink_total,
-                                        want_hook};
+static const EmaKvMemoryOps want_ops = {.take = shrink_take,
+                                        .give = shrink_give,
+                                        .free_blocks = shrink_free,
+                                        .total_blocks = shrink_total,
+                                        .want = want_hook};
 
 /* Someone else holds 8 of 10 blocks; r0 (prompt 40: 3 blocks) arrives and
  * cannot get in: no step starts, so no step report carries blocks_short;

@@ -42,6 +42,14 @@ typedef struct {
    * still short asks again at the same instant); it may not take or give
    * blocks for the engine. */
   void (*want)(gpointer self, guint64 blocks_short);
+  /* Optional (NULL: the engine charges its host link, EmaEngineConfig's
+   * swap_bandwidth and swap_fixed_cost). In swap mode, a preempted
+   * request's BLOCKS of KV leave the GPU (swap_out, after they were given
+   * back) or come back (swap_in, before they are taken); each returns the
+   * time the copy takes, which the engine adds to the step, and the memory
+   * decides where the data is kept meanwhile. */
+  EmaTime (*swap_out)(gpointer self, guint64 blocks);
+  EmaTime (*swap_in)(gpointer self, guint64 blocks);
 } EmaKvMemoryOps;
 
 typedef struct {

@@ -42,6 +42,12 @@
  *   memory rate becomes rate_m - k x (that traffic's rate over the last
  *   step), k = gpu.interference (1: one for one; calibrated by
  *   ema-validate).
+ * - Peer swap (policy preempt: swap-peer): a preempted request's KV is
+ *   parked in the lendable slices of the peers with the most room (the
+ *   rest on host), each copy timed as above, and brought back (peers
+ *   first) before the request resumes. A GPU that needs memory holding
+ *   peers' parked KV sends it to host memory first and waits for that copy.
+ *   Parking copies are not counted as interference on the peer.
  * Tenants with tp > 1 keep to their own memory (they neither borrow nor
  * lend); GPUs without a tenant lend all their KV region. */
 #pragma once
