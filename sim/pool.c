@@ -93,6 +93,7 @@ struct _Pool {
   guint64 *lent;         /* [lender * n + borrower] */
   guint64 *remote_view;  /* [borrower * n + lender], a copy of the Gpus' remote[] for views */
   double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
+  GPtrArray *pending;    /* Pending * in flight (freed with the pool if a run ends first) */
   EmaTime decision_period;
   const EmaPolicyInfo *policies[3];
   EmaGpuView *views;
@@ -454,6 +455,7 @@ static void on_pending_done(EmaSim *sim, EmaEvent *event, gpointer data) {
     change_lent(p, pending->lender, pending->borrower, (gint64) pending->slices);
     wake(borrower);
   }
+  g_ptr_array_remove_fast(p->pending, pending);
   g_free(pending);
 }
 
@@ -468,6 +470,7 @@ static void start_pending(Pool *p, PendingKind kind, guint lender, guint borrowe
   pending->started = ema_sim_now(p->sim);
   ema_event_init(&pending->event, on_pending_done, pending);
   ema_sim_schedule_in(p->sim, &pending->event, cost, 0);
+  g_ptr_array_add(p->pending, pending);
 }
 
 /* BORROWER borrows SLICES from LENDER (cut to what LENDER can lend). */
@@ -564,7 +567,12 @@ static double migrate(Pool *p, Gpu *b, guint lender, guint target, guint64 block
     b->remote[target] += *moved;
   }
   p->stats.blocks_migrated += *moved;
-  return link_copy_time(p, (double) *moved * (double) b->block_bytes);
+  /* a peer target maps the new slices for the borrower before the copy */
+  return link_copy_time(p, (double) *moved * (double) b->block_bytes) +
+         (target == b->index
+              ? 0
+              : (double) slices_for_blocks(b, *moved) *
+                    (double) (p->server->vmm.create_cost + p->server->vmm.map_cost) / 1e9);
 }
 
 /* LENDER takes back the slices of ACTION. */
@@ -655,6 +663,8 @@ void ema_pool_reclaim_everything(EmaPool *pool, guint lender) {
       guint64 taken;
       apply_reclaim_action(p, lender, &drop, &taken);
       p->gpus[lender].returning += taken;
+      p->stats.reclaims++; /* counted like the policy's, as its wait is */
+      p->stats.slices_reclaimed += taken;
       start_pending(p, PENDING_RECLAIM, lender, lender, taken,
                     (EmaTime) taken * p->server->vmm.unmap_cost);
     }
@@ -693,6 +703,8 @@ static void unpark(Pool *p, Gpu *g) {
     p->stats.blocks_to_host += k;
   }
   g->returning += before - g->parking;
+  p->stats.reclaims++;
+  p->stats.slices_reclaimed += before - g->parking;
   start_pending(p, PENDING_RECLAIM, g->index, g->index, before - g->parking,
                 ns(host_copy_time(p, (double) blocks_bytes)));
 }
@@ -749,8 +761,8 @@ static double remote_time(const Pool *p, const double *bytes, double bandwidth) 
 
 static void update_staging(Pool *p, Gpu *g) {
   guint64 want = 0, avail;
-  guint64 taken =
-      lent_out(p, g->index) + g->lending + g->returning + slices_for_blocks(g, g->local_used);
+  guint64 taken = lent_out(p, g->index) + g->lending + g->returning + g->parking +
+                  slices_for_blocks(g, g->local_used);
   if (g->plan.mode == EMA_REMOTE_PREFETCH && g->layers > 0) {
     /* the layers fetched ahead of the remote KV in use */
     guint64 ahead = (guint64) MAX(g->plan.depth, 1) * MAX(g->plan.layers_per_copy, 1);
@@ -883,6 +895,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->views = g_new0(EmaGpuView, p->n);
   p->remote_view = g_new0(guint64, (gsize) p->n * p->n);
   p->bytes_scratch = g_new0(double, p->n);
+  p->pending = g_ptr_array_new();
   p->decision_period = policy->decision_period;
   for (guint k = 0; k < 3; k++) {
     p->policies[k] = ema_policy_registry_find((EmaPolicyKind) k, names[k], error);
@@ -957,6 +970,12 @@ void ema_pool_free(EmaPool *pool) {
     g_free(g->parked);
     g_free(g->pull);
   }
+  for (guint i = 0; i < p->pending->len; i++) {
+    Pending *pending = p->pending->pdata[i];
+    ema_sim_cancel(p->sim, &pending->event);
+    g_free(pending);
+  }
+  g_ptr_array_unref(p->pending);
   g_free(p->gpus);
   g_free(p->lent);
   g_free(p->views);

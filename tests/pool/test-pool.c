@@ -1,0 +1,1303 @@
+/* test-pool.c: the elastic memory pool (pool.h) driven through its public
+ * API, with the test policies of testpolicies.h and figures checked by
+ * hand:
+ *
+ * - the ledger: a borrow of N slices becomes usable exactly N x
+ *   (vmm.create_cost + vmm.map_cost) after the decision, and the lender's
+ *   memory shrinks at once; plans beyond what can be lent are cut and
+ *   counted; new blocks go local first, then to the lender with the most
+ *   free borrowed room; a take that does not fit takes nothing; a return
+ *   gives the lender its slices back after the unmap; the prefetch plan's
+ *   remote limit gates admission, not growth; a YAML experiment naming the
+ *   test policies runs with the ledger checked every millisecond; a pool
+ *   freed with changes in flight frees them (the sanitizer build checks);
+ *   KV parked on a peer (preempt: swap-peer) keeps its slices from the
+ *   peer's own staging buffer;
+ * - remote KV in a step (ema_pool_step_time on hand-built batches): hidden
+ *   prefetch costs exactly the all-local step (also with a step overhead,
+ *   over 64 batches); exposed prefetch, direct
+ *   reads, interference (the lender's and the borrower's), a lender shared
+ *   by two borrowers and two lenders on a link-per-pair and on a switch
+ *   server each give the formula of pool.h, computed here from
+ *   EmaStepBreakdown and the server's parameters;
+ * - gives: n blocks given back return round(n R / (L + R)) of the remote
+ *   ones; a drop during a reclaim frees the reclaimed lender's blocks
+ *   first;
+ * - reclaims with real engines: to the borrower, to a peer, to host
+ *   (requests swap, preemptions rise), drop (requests recompute); what
+ *   cannot go where the plan says is dropped and counted in
+ *   plans_adjusted; the lender's slices come back after the copy and the
+ *   unmap, to the nanosecond.
+ *
+ * Fixtures in $EMA_TEST_FIXTURES/pool. Llama-3.1-8B's KV block is one 2 MiB
+ * slice, so blocks and slices count alike in the hand figures. */
+#include <math.h>
+#include <string.h>
+
+#include "ema/engine.h"
+#include "ema/experiment.h"
+#include "ema/pool.h"
+#include "ema/registry.h"
+#include "ema/serving.h"
+#include "ema/steptime.h"
+#include "ema/tenant.h"
+#include "ema/trace.h"
+
+#include "rig.h"
+#include "testpolicies.h"
+
+#define MAX_GPUS 8
+
+/* ---- the bench: a pool built by hand ------------------------------------- */
+
+typedef struct _Bench Bench;
+
+/* What an engine's callbacks get: the bench and the GPU. */
+typedef struct {
+  Bench *bench;
+  guint gpu;
+} BenchSlot;
+
+struct _Bench {
+  EmaExperiment *experiment;
+  const EmaServerSpec *server;
+  EmaSim *sim;
+  EmaPool *pool;
+  EmaPolicySpec spec;
+  TestBorrowParams borrow;
+  TestPrefetchParams prefetch;
+  TestReclaimParams reclaim;
+  TestProbe prefetch_probe, reclaim_probe;
+  guint64 block_bytes;
+  EmaStepModel *models[MAX_GPUS];
+  EmaKvMemory memory[MAX_GPUS];
+  EmaEngine *engines[MAX_GPUS];
+  BenchSlot slots[MAX_GPUS];
+};
+
+static char *fixture(const char *rel) {
+  const char *dir = g_getenv("EMA_TEST_FIXTURES");
+  g_assert_nonnull(dir);
+  return g_build_filename(dir, "pool", rel, NULL);
+}
+
+static EmaExperiment *load(const char *rel, const char *const *overrides) {
+  g_autofree char *path = fixture(rel);
+  GError *error = NULL;
+  EmaExperiment *experiment = ema_experiment_load(path, overrides, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(experiment);
+  return experiment;
+}
+
+static const EmaTenantSpec *tenant_spec(const EmaExperiment *experiment, guint i) {
+  return &g_array_index(experiment->tenants, EmaTenantSpec, i);
+}
+
+/* A bench on bench.yaml (SERVER_OVERRIDE: another server, or NULL): the
+ * test policies with no action (borrow nothing, direct reads, reclaim
+ * nothing) until the test sets their parameters; then bench_pool(). */
+static Bench *bench_new(const char *server_override) {
+  Bench *b = g_new0(Bench, 1);
+  const char *overrides[] = {server_override, NULL};
+  EmaTenantPlan plan;
+  GError *error = NULL;
+  b->experiment = load("bench.yaml", server_override ? overrides : NULL);
+  b->server = &b->experiment->server;
+  b->sim = ema_sim_new();
+  g_assert_true(ema_tenant_plan(tenant_spec(b->experiment, 0), b->server, &plan, &error));
+  g_assert_no_error(error);
+  b->block_bytes = plan.block_bytes;
+  g_assert_cmpuint(b->block_bytes, ==, EMA_SLICE_BYTES); /* Llama-3.1-8B: a block is a slice */
+  b->borrow = (TestBorrowParams){0, 1, 0, 2, 0, 0};
+  b->prefetch = (TestPrefetchParams){EMA_REMOTE_DIRECT, 1, 1, 1, &b->prefetch_probe};
+  b->reclaim = (TestReclaimParams){0, 0, EMA_VACATE_DROP, 0, &b->reclaim_probe};
+  /* decision_period 0: every after-step decides (bench_decide) */
+  b->spec = (EmaPolicySpec){.name = (char *) "test",
+                            .borrow = (char *) "test-borrow-n",
+                            .borrow_params = &b->borrow,
+                            .prefetch = (char *) "test-prefetch-fixed",
+                            .prefetch_params = &b->prefetch,
+                            .reclaim = (char *) "test-reclaim-fixed",
+                            .reclaim_params = &b->reclaim,
+                            .preempt = EMA_PREEMPT_CHOICE_ENGINE,
+                            .decision_period = 0};
+  return b;
+}
+
+static void bench_pool(Bench *b) {
+  GError *error = NULL;
+  b->pool = ema_pool_new(b->sim, b->server, &b->spec, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(b->pool);
+}
+
+static EmaKvMemory *bench_tenant(Bench *b, guint gpu, guint64 slices) {
+  GError *error = NULL;
+  b->models[gpu] = ema_step_model_new(&tenant_spec(b->experiment, 0)->model, b->server, 1, &error);
+  g_assert_no_error(error);
+  b->memory[gpu] = ema_pool_add_tenant(b->pool, gpu, slices, b->block_bytes, b->models[gpu]);
+  return &b->memory[gpu];
+}
+
+static void bench_start(Bench *b) {
+  GError *error = NULL;
+  g_assert_true(ema_pool_start(b->pool, &error));
+  g_assert_no_error(error);
+}
+
+static void bench_check(Bench *b) {
+  GError *error = NULL;
+  gboolean ok = ema_pool_check(b->pool, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+}
+
+/* Run to T exactly (every event at T included), checking the ledger. */
+static void bench_to(Bench *b, EmaTime t) {
+  GError *error = NULL;
+  g_assert_cmpint(t, >=, ema_sim_now(b->sim));
+  g_assert_true(ema_sim_run_until(b->sim, t, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(ema_sim_now(b->sim), ==, t);
+  bench_check(b);
+}
+
+/* GPU's policies decide now (as after one of its steps). */
+static void bench_decide(Bench *b, guint gpu) {
+  EmaStepReport report = {0};
+  report.start = ema_sim_now(b->sim);
+  ema_pool_after_step(b->pool, gpu, &report);
+  bench_to(b, ema_sim_now(b->sim));
+}
+
+static EmaTime step_cost(gpointer data, const EmaStepBatch *batch) {
+  BenchSlot *slot = data;
+  return ema_pool_step_time(slot->bench->pool, slot->gpu, batch);
+}
+
+static void on_step(gpointer data, const EmaStepReport *step) {
+  BenchSlot *slot = data;
+  ema_pool_after_step(slot->bench->pool, slot->gpu, step);
+}
+
+/* An engine on GPU's memory serving RECORDS (recompute on preemption,
+ * swap over the host link, no watermark). */
+static EmaEngine *bench_engine(Bench *b, guint gpu, const EmaRequestRecord *records, gsize n) {
+  EmaEngineConfig config = {.max_num_seqs = 16,
+                            .max_num_batched_tokens = 4096,
+                            .watermark_blocks = 0,
+                            .preempt = EMA_PREEMPT_RECOMPUTE,
+                            .block_bytes = b->block_bytes,
+                            .swap_bandwidth = b->server->host.d2h_bandwidth,
+                            .swap_fixed_cost = b->server->host.copy_fixed_cost};
+  BenchSlot *slot = &b->slots[gpu];
+  EmaEngineObserver observer = {on_step, NULL, slot};
+  slot->bench = b;
+  slot->gpu = gpu;
+  b->engines[gpu] = ema_engine_new(b->sim, &config, b->memory[gpu], step_cost, slot,
+                                   ema_trace_source_new_array(records, n));
+  ema_engine_add_observer(b->engines[gpu], &observer);
+  ema_pool_set_engine(b->pool, gpu, b->engines[gpu]);
+  ema_engine_start(b->engines[gpu]);
+  return b->engines[gpu];
+}
+
+static void bench_free(Bench *b) {
+  for (guint g = 0; g < MAX_GPUS; g++)
+    g_clear_pointer(&b->engines[g], ema_engine_free);
+  g_clear_pointer(&b->pool, ema_pool_free);
+  for (guint g = 0; g < MAX_GPUS; g++)
+    g_clear_pointer(&b->models[g], ema_step_model_free);
+  ema_sim_free(b->sim);
+  ema_experiment_free(b->experiment);
+  g_free(b);
+}
+
+static gboolean take(EmaKvMemory *m, guint64 n) {
+  return m->ops->take(m->self, n);
+}
+
+static void give(EmaKvMemory *m, guint64 n) {
+  m->ops->give(m->self, n);
+}
+
+static guint64 free_blocks(EmaKvMemory *m) {
+  return m->ops->free_blocks(m->self);
+}
+
+static guint64 total_blocks(EmaKvMemory *m) {
+  return m->ops->total_blocks(m->self);
+}
+
+static EmaTime borrow_time(const Bench *b, guint64 slices) {
+  return (EmaTime) slices * (b->server->vmm.create_cost + b->server->vmm.map_cost);
+}
+
+static EmaTime unmap_time(const Bench *b, guint64 slices) {
+  return (EmaTime) slices * b->server->vmm.unmap_cost;
+}
+
+static EmaTime ns(double seconds) {
+  return (EmaTime) llround(seconds * 1e9);
+}
+
+/* The copy of BLOCKS blocks over the link and to host (pool.h). */
+static double link_copy_s(const Bench *b, guint64 blocks) {
+  double bytes = (double) blocks * (double) b->block_bytes;
+  return bytes > 0
+             ? (double) b->server->link.copy_fixed_cost / 1e9 + bytes / b->server->link.bandwidth
+             : 0;
+}
+
+/* A migration to a peer: the peer's new slices (one block each here) are
+ * created and mapped, then the blocks copied. */
+static double peer_migrate_s(const Bench *b, guint64 blocks) {
+  return (double) blocks * (double) (b->server->vmm.create_cost + b->server->vmm.map_cost) / 1e9 +
+         link_copy_s(b, blocks);
+}
+
+static double host_copy_s(const Bench *b, guint64 blocks) {
+  double bytes = (double) blocks * (double) b->block_bytes;
+  return bytes > 0 ? (double) b->server->host.copy_fixed_cost / 1e9 +
+                         bytes / b->server->host.d2h_bandwidth
+                   : 0;
+}
+
+/* GPU 0 borrows SLICES from LENDER (and SLICES2 from LENDER2), decided at
+ * the current instant; returns when they are usable. */
+static void bench_borrow(Bench *b, guint64 slices, guint64 slices2) {
+  EmaTime start = ema_sim_now(b->sim);
+  guint64 before = ema_pool_slices_borrowed(b->pool, 0);
+  bench_decide(b, 0);
+  bench_to(b, start + MAX(borrow_time(b, slices), borrow_time(b, slices2)));
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 0), ==, before + slices + slices2);
+}
+
+/* ---- 1. the ledger ---------------------------------------------------------- */
+
+static void test_borrow_timing(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m0, *m1;
+  EmaTime ready;
+  b->borrow = (TestBorrowParams){0, 1, 8, 2, 0, 0};
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 10);
+  m1 = bench_tenant(b, 1, 40);
+  ema_pool_add_idle_gpu(b->pool, 2, 30);
+  bench_start(b);
+  bench_check(b);
+  for (guint g = 0; g < 4; g++) {
+    g_assert_cmpuint(ema_pool_slices_lent(b->pool, g), ==, 0);
+    g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, g), ==, 0);
+  }
+  g_assert_cmpuint(total_blocks(m0), ==, 10);
+  g_assert_cmpuint(free_blocks(m0), ==, 10);
+  g_assert_cmpuint(free_blocks(m1), ==, 40);
+
+  /* the decision at t = 0: the lender reserves the slices at once, the
+   * borrower has them once they are created and mapped */
+  bench_decide(b, 0);
+  ready = borrow_time(b, 8);
+  g_assert_cmpint(ready, ==, 8 * (15000 + 25000)); /* the default VMM costs */
+  g_assert_cmpuint(ema_pool_stats(b->pool)->borrows, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->slices_borrowed, ==, 8);
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 0), ==, 0);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 1), ==, 0);
+  g_assert_cmpuint(free_blocks(m1), ==, 32);
+  g_assert_cmpuint(total_blocks(m1), ==, 40);
+  g_assert_cmpuint(total_blocks(m0), ==, 10);
+
+  bench_to(b, ready - 1);
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 0), ==, 0);
+  g_assert_cmpuint(free_blocks(m0), ==, 10);
+  g_assert_false(take(m0, 11));
+
+  bench_to(b, ready);
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 0), ==, 8);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 1), ==, 8);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 2), ==, 0);
+  g_assert_cmpuint(total_blocks(m0), ==, 18);
+  g_assert_cmpuint(free_blocks(m0), ==, 18);
+  g_assert_cmpuint(free_blocks(m1), ==, 32);
+  g_assert_true(take(m0, 18));
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 8);
+  g_assert_cmpuint(free_blocks(m0), ==, 0);
+  bench_check(b);
+  /* the second decision does nothing (give 0) */
+  bench_decide(b, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->borrows, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 0);
+  give(m0, 18);
+  bench_check(b);
+  bench_free(b);
+}
+
+/* Borrows beyond what a lender can lend are cut to it, and counted; a GPU
+ * cannot lend to itself, and a GPU outside the pool lends nothing. */
+static void test_borrow_cut(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m0;
+  b->borrow = (TestBorrowParams){0, 2, 100, 0, 5, 0};
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 10);
+  bench_tenant(b, 1, 40);
+  ema_pool_add_idle_gpu(b->pool, 2, 30);
+  bench_start(b);
+  g_assert_true(take(m0, 4)); /* its own blocks do not change what it can lend others */
+  bench_decide(b, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 2);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->borrows, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->slices_borrowed, ==, 30);
+  bench_to(b, borrow_time(b, 30));
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 0), ==, 30);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 2), ==, 30);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 0), ==, 0);
+  g_assert_cmpuint(free_blocks(m0), ==, 6 + 30);
+  give(m0, 4);
+  bench_free(b);
+
+  /* gpu3 is not in the pool; a lender with a tenant keeps its used slices */
+  b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){0, 3, 10, 1, 50, 0};
+  bench_pool(b);
+  bench_tenant(b, 0, 10);
+  {
+    EmaKvMemory *m1 = bench_tenant(b, 1, 40);
+    bench_start(b);
+    g_assert_true(take(m1, 15));
+    bench_decide(b, 0);
+    g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 2);
+    g_assert_cmpuint(ema_pool_stats(b->pool)->slices_borrowed, ==, 25);
+    g_assert_cmpuint(free_blocks(m1), ==, 0);
+    g_assert_false(take(m1, 1));
+    bench_to(b, borrow_time(b, 25));
+    g_assert_cmpuint(ema_pool_slices_lent(b->pool, 1), ==, 25);
+    g_assert_cmpuint(ema_pool_slices_lent(b->pool, 3), ==, 0);
+    give(m1, 15);
+    g_assert_cmpuint(free_blocks(m1), ==, 15);
+  }
+  bench_free(b);
+}
+
+/* The blocks GPU 0 holds on each lender, as the policies see them (the
+ * prefetch policy's probe, through a one-token step). */
+static guint64 remote_on(Bench *b, guint lender) {
+  EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 16, .logits = 1};
+  guint calls = b->prefetch_probe.calls;
+  ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpuint(b->prefetch_probe.calls, ==, calls + 1);
+  return b->prefetch_probe.remote_blocks[0 * TEST_PROBE_GPUS + lender];
+}
+
+/* New blocks go local first, then to the lender with the most free room
+ * in its borrowed slices (ties to the lower index); a take that does not
+ * fit takes nothing. */
+static void test_take_order(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m0;
+  b->borrow = (TestBorrowParams){0, 1, 4, 2, 6, 0};
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 4);
+  ema_pool_add_idle_gpu(b->pool, 1, 20);
+  ema_pool_add_idle_gpu(b->pool, 2, 20);
+  bench_start(b);
+  bench_borrow(b, 4, 6);
+  g_assert_cmpuint(free_blocks(m0), ==, 14);
+  g_assert_true(take(m0, 4));
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
+  g_assert_true(take(m0, 3)); /* rooms 4 and 6: gpu2 */
+  g_assert_cmpuint(remote_on(b, 1), ==, 0);
+  g_assert_cmpuint(remote_on(b, 2), ==, 3);
+  g_assert_true(take(m0, 2)); /* rooms 4 and 3: gpu1 */
+  g_assert_cmpuint(remote_on(b, 1), ==, 2);
+  g_assert_cmpuint(remote_on(b, 2), ==, 3);
+  g_assert_true(take(m0, 1)); /* rooms 2 and 3: gpu2 */
+  g_assert_cmpuint(remote_on(b, 2), ==, 4);
+  g_assert_true(take(m0, 1)); /* rooms 2 and 2: the lower index */
+  g_assert_cmpuint(remote_on(b, 1), ==, 3);
+  g_assert_cmpuint(remote_on(b, 2), ==, 4);
+  g_assert_cmpuint(free_blocks(m0), ==, 3);
+  g_assert_false(take(m0, 4));
+  g_assert_cmpuint(free_blocks(m0), ==, 3);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 7);
+  g_assert_true(take(m0, 3)); /* rooms 1 and 2: 2 on gpu2, then 1 on gpu1 */
+  g_assert_cmpuint(remote_on(b, 1), ==, 4);
+  g_assert_cmpuint(remote_on(b, 2), ==, 6);
+  g_assert_cmpuint(free_blocks(m0), ==, 0);
+  g_assert_false(take(m0, 1));
+  bench_check(b);
+  give(m0, 14);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
+  bench_check(b);
+  bench_free(b);
+}
+
+/* A borrower gives back empty slices: gone from the ledger at once, the
+ * lender's again after the unmap; a return of more than the empty slices
+ * is cut to them. */
+static void test_return(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m0, *m1;
+  EmaTime t;
+  b->borrow = (TestBorrowParams){0, 1, 8, 2, 0, 5};
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 10);
+  m1 = bench_tenant(b, 1, 40);
+  bench_start(b);
+  bench_borrow(b, 8, 0);
+  g_assert_true(take(m0, 12));
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 2);
+  t = ema_sim_now(b->sim);
+  bench_decide(b, 0); /* second decision: give 5 back (6 are empty) */
+  g_assert_cmpuint(ema_pool_stats(b->pool)->returns, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->slices_returned, ==, 5);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 0);
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 0), ==, 3);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 1), ==, 3);
+  g_assert_cmpuint(total_blocks(m0), ==, 13);
+  g_assert_cmpuint(free_blocks(m0), ==, 1);
+  g_assert_cmpuint(free_blocks(m1), ==, 32);
+  bench_to(b, t + unmap_time(b, 5) - 1);
+  g_assert_cmpuint(free_blocks(m1), ==, 32);
+  bench_to(b, t + unmap_time(b, 5));
+  g_assert_cmpuint(free_blocks(m1), ==, 37);
+  give(m0, 12);
+  bench_free(b);
+
+  /* give 7 while only 6 are empty */
+  b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){0, 1, 8, 2, 0, 7};
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 10);
+  m1 = bench_tenant(b, 1, 40);
+  bench_start(b);
+  bench_borrow(b, 8, 0);
+  g_assert_true(take(m0, 12));
+  t = ema_sim_now(b->sim);
+  bench_decide(b, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->slices_returned, ==, 6);
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 0), ==, 2);
+  g_assert_cmpuint(free_blocks(m0), ==, 0);
+  bench_to(b, t + unmap_time(b, 6));
+  g_assert_cmpuint(free_blocks(m1), ==, 38);
+  give(m0, 12);
+  bench_free(b);
+}
+
+/* The prefetch plan's remote_limit gates admission: the free blocks the
+ * engine sees leave at most limit / (1 - limit) x the local capacity
+ * remote; growth (take) may still use every borrowed block. */
+static void test_remote_limit(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m0;
+  EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 16, .logits = 1};
+  b->borrow = (TestBorrowParams){0, 1, 10, 2, 0, 0};
+  b->prefetch.limit = 0.25;
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 20);
+  ema_pool_add_idle_gpu(b->pool, 1, 40);
+  bench_start(b);
+  bench_borrow(b, 10, 0);
+  g_assert_cmpuint(free_blocks(m0), ==, 30); /* no plan yet: any share */
+  g_assert_true(take(m0, 21));
+  ema_pool_step_time(b->pool, 0, &batch); /* the plan: limit 25% */
+  /* floor(0.25 / 0.75 x 20) = 6 remote blocks admitted */
+  g_assert_cmpuint(free_blocks(m0), ==, 5);
+  g_assert_true(take(m0, 6)); /* growth beyond the limit */
+  g_assert_cmpuint(free_blocks(m0), ==, 0);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 7);
+  g_assert_true(take(m0, 3));
+  g_assert_false(take(m0, 1)); /* but not beyond the borrowed slices */
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 10);
+  bench_check(b);
+  give(m0, 30);
+  g_assert_cmpuint(free_blocks(m0), ==, 20 + 6);
+  bench_free(b);
+}
+
+/* A YAML experiment naming the test policies, through ema_serving_run (the
+ * sampler checks the ledger every millisecond) and through the rig (the
+ * ledger checked at the end as well). */
+static void test_serving_custom(void) {
+  g_autoptr(EmaExperiment) experiment = load("custom.yaml", NULL);
+  g_autoptr(EmaServingReport) report = NULL;
+  g_autoptr(Rig) rig = NULL;
+  const EmaTenantResult *result;
+  GError *error = NULL;
+  g_assert_cmpstr(experiment->policy.borrow, ==, "test-borrow-n");
+  g_assert_cmpint(((TestBorrowParams *) experiment->policy.borrow_params)->slices, ==, 640);
+  g_assert_cmpint(((TestPrefetchParams *) experiment->policy.prefetch_params)->group, ==, 4);
+  g_assert_null(((TestPrefetchParams *) experiment->policy.prefetch_params)->probe);
+  g_assert_cmpint(experiment->sample_period, ==, EMA_MS(1));
+  report = ema_serving_run(experiment, NULL, FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(report);
+  result = report->tenants->pdata[0];
+  g_assert_cmpuint(result->metrics->completed, ==, 150);
+  g_assert_cmpuint(result->unfinished, ==, 0);
+  g_assert_cmpuint(report->pool.borrows, ==, 1);
+  g_assert_cmpuint(report->pool.slices_borrowed, ==, 640);
+  g_assert_cmpuint(report->pool.plans_adjusted, ==, 0);
+  g_assert_cmpuint(report->pool.remote_steps, >, 0);
+
+  rig = rig_new(experiment, &error);
+  g_assert_no_error(error);
+  rig_check_every(rig, EMA_MS(1));
+  g_assert_true(rig_run(rig, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(rig_completed(rig), ==, 150);
+  g_assert_cmpuint(rig->checks, >, 1000);
+  /* the rig is the same run */
+  g_assert_cmpuint(ema_pool_stats(rig->pool)->remote_steps, ==, report->pool.remote_steps);
+  g_assert_cmpint(ema_pool_stats(rig->pool)->exposed_remote, ==, report->pool.exposed_remote);
+}
+
+/* A pool freed with ledger changes still in flight (a run that ends at its
+ * duration while slices are being mapped, returned or reclaimed) frees
+ * them too (the sanitizer build's leak check is the assertion). */
+static void test_free_in_flight(void) {
+  Bench *b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){0, 1, 8, 2, 4, 2};
+  bench_pool(b);
+  bench_tenant(b, 0, 10);
+  bench_tenant(b, 1, 40);
+  ema_pool_add_idle_gpu(b->pool, 2, 30);
+  bench_start(b);
+  bench_borrow(b, 8, 4);
+  bench_decide(b, 0); /* the return of 2: an unmap in flight */
+  b->reclaim = (TestReclaimParams){0, 4, EMA_VACATE_TO_BORROWER, 0, &b->reclaim_probe};
+  ema_pool_reclaim_everything(b->pool, 2); /* and a reclaim */
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 0), ==, 6);
+  b->borrow = (TestBorrowParams){0, 1, 8, 2, 0, 0};
+  bench_free(b);
+
+  /* a serving run cut by its duration while a borrow is being mapped */
+  {
+    const char *overrides[] = {"policy=ema", "duration=1ms", NULL};
+    g_autoptr(EmaExperiment) experiment = load("tiny.yaml", overrides);
+    g_autoptr(EmaServingReport) report = NULL;
+    GError *error = NULL;
+    report = ema_serving_run(experiment, NULL, FALSE, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(report);
+  }
+}
+
+/* Peer swap (preempt: swap-peer): a tenant's preempted KV parked in a
+ * peer's free slices is the peer's to keep room for: neither its own new
+ * blocks nor its prefetch staging buffer may take those slices. */
+static void test_parked_staging(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m0, *m1;
+  EmaStepBatch batch = {.decode_seqs = 20, .decode_context = 20 * 16, .logits = 20};
+  EmaTime copy;
+  b->spec.preempt = EMA_PREEMPT_CHOICE_SWAP_PEER;
+  b->borrow = (TestBorrowParams){0, 2, 10, 3, 0, 0};
+  b->prefetch = (TestPrefetchParams){EMA_REMOTE_PREFETCH, 2, 4, 1, &b->prefetch_probe};
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 40);
+  m1 = bench_tenant(b, 1, 8);
+  ema_pool_add_idle_gpu(b->pool, 2, 10);
+  bench_start(b);
+  g_assert_nonnull(m1->ops->swap_out);
+  bench_borrow(b, 10, 0); /* gpu2 lends all it has to gpu0 */
+  /* 7 of gpu1's blocks swap out: to gpu0, the peer with room */
+  copy = m1->ops->swap_out(m1->self, 7);
+  g_assert_cmpint(copy, ==, ns(link_copy_s(b, 7)));
+  bench_check(b);
+  g_assert_cmpuint(free_blocks(m0), ==, 33 + 10);
+  g_assert_true(take(m0, 33 + 5));
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 5);
+  bench_check(b);
+  ema_pool_step_time(b->pool, 0, &batch); /* staging for the 5 remote blocks... */
+  bench_check(b);                         /* ...only from slices nobody else holds */
+  g_assert_cmpuint(ema_pool_slices_staging(b->pool, 0), ==, 0);
+  give(m0, 38);
+  ema_pool_step_time(b->pool, 0, &batch);
+  /* the parked KV comes back */
+  g_assert_cmpint(m1->ops->swap_in(m1->self, 7), ==, ns(link_copy_s(b, 7)));
+  g_assert_cmpuint(free_blocks(m0), ==, 40 + 10);
+  bench_check(b);
+  bench_free(b);
+}
+
+/* ---- 2. remote KV in a step --------------------------------------------------- */
+
+/* What pool.h's formula gives for GPU's step of BATCH with REMOTE of USED
+ * blocks remote, all on one lender shared by SHARERS tenants, the GPU's
+ * HBM slowed by STEAL B/s of peer traffic. Also the rates it leaves behind. */
+typedef struct {
+  EmaStepBreakdown bd;
+  EmaTime all_local;
+  double slow, t_l, R, bytes, t_copy, t_direct, copy, step_s;
+  EmaTime step;
+  double pull, incoming;
+} Expected;
+
+static Expected expect_step(const Bench *b, guint gpu, const EmaStepBatch *batch, guint64 remote,
+                            guint64 used, double sharers, double steal) {
+  const EmaGpuSpec *gpu_spec = &b->server->gpu;
+  const EmaLinkSpec *link = &b->server->link;
+  double rate_m = gpu_spec->hbm_bandwidth * gpu_spec->hbm_efficiency;
+  double L = ema_step_model_layers(b->models[gpu]);
+  double layer_mem, tail;
+  Expected e = {0};
+  e.all_local = ema_step_time(b->models[gpu], batch, &e.bd);
+  e.slow = rate_m / MAX(rate_m - gpu_spec->interference * steal, rate_m / 10);
+  layer_mem = e.bd.layer_memory_s * e.slow;
+  e.t_l = MAX(e.bd.layer_compute_s, layer_mem);
+  tail = e.bd.lm_head_s + e.bd.allreduce_s + e.bd.overhead_s;
+  e.R = used > 0 ? (double) remote / (double) used * e.bd.kv_read_bytes / L : 0;
+  if (e.R <= 0) {
+    e.step_s = L * e.t_l + tail;
+    e.step = ns(e.step_s);
+    return e;
+  }
+  e.bytes = e.R * (double) remote / (double) remote; /* one lender holds it all */
+  e.t_copy = e.bytes * sharers / link->bandwidth;
+  e.t_direct = e.bytes * sharers / link->direct_read_bandwidth;
+  if (b->prefetch.mode == EMA_REMOTE_DIRECT) {
+    double local_mem = layer_mem - e.R / rate_m * e.slow;
+    e.step_s = L * MAX(e.bd.layer_compute_s, local_mem + e.t_direct) + tail;
+  } else {
+    double g = (double) b->prefetch.group, d = (double) b->prefetch.depth;
+    double groups = L / g, compute = g * e.t_l;
+    double fill;
+    e.copy = (double) link->copy_fixed_cost / 1e9 + g * e.t_copy;
+    fill = MAX(0, e.copy - d * MAX(0, compute - e.copy) - e.bd.lm_head_s);
+    e.step_s = groups * MAX(compute, e.copy) + fill + tail;
+    e.incoming = e.R * L / e.step_s;
+  }
+  e.pull = e.bytes * L / e.step_s;
+  e.step = ns(e.step_s);
+  return e;
+}
+
+/* GPU 0 with LOCAL local and REMOTE remote blocks (local region LOCAL
+ * slices), lent by GPU 1 (a tenant with LENDER_SLICES slices, so that its
+ * own steps can be timed). */
+static Bench *remote_bench(guint64 local, guint64 remote, guint64 lender_slices, int mode,
+                           guint depth, guint group) {
+  Bench *b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){0, 1, (gint64) remote, 2, 0, 0};
+  b->prefetch.mode = mode;
+  b->prefetch.depth = depth;
+  b->prefetch.group = group;
+  bench_pool(b);
+  bench_tenant(b, 0, local);
+  bench_tenant(b, 1, lender_slices);
+  bench_start(b);
+  bench_borrow(b, remote, 0);
+  g_assert_true(take(&b->memory[0], local + remote));
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, remote);
+  return b;
+}
+
+/* Prefetch hides every remote byte: the step is exactly the all-local one. */
+static void test_step_hidden(void) {
+  Bench *b = remote_bench(20, 10, 40, EMA_REMOTE_PREFETCH, 2, 4);
+  EmaStepBatch batch = {.decode_seqs = 20, .decode_context = 20 * 16, .logits = 20};
+  Expected e;
+  EmaTime t;
+  /* 10 blocks given: round(10 x 10 / 30) = 3 of them remote */
+  give(&b->memory[0], 10);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 7);
+  e = expect_step(b, 0, &batch, 7, 20, 1, 0);
+  /* hidden: each group's copy fits in its compute, and the first copy in
+   * the depth ahead */
+  g_assert_cmpfloat(4 * e.t_l, >, e.copy);
+  g_assert_cmpfloat(2 * (4 * e.t_l - e.copy) + e.bd.lm_head_s, >=, e.copy);
+  t = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(t, ==, e.all_local);
+  g_assert_cmpint(t, ==, e.step);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->remote_steps, ==, 1);
+  g_assert_cmpint(ema_pool_stats(b->pool)->exposed_remote, ==, 0);
+  /* the policy saw the step as pool.h says */
+  g_assert_cmpuint(b->prefetch_probe.step.layers, ==, 32);
+  g_assert_cmpfloat(b->prefetch_probe.step.remote_bytes, ==, e.R);
+  g_assert_cmpfloat(b->prefetch_probe.step.kv_bytes, ==, e.bd.kv_read_bytes / 32);
+  g_assert_cmpfloat(b->prefetch_probe.step.layer_compute_s, ==, e.t_l);
+  g_assert_cmpfloat(b->prefetch_probe.step.link_bandwidth, ==, e.R / e.t_copy);
+  g_assert_cmpint(b->prefetch_probe.step.copy_fixed_cost, ==, b->server->link.copy_fixed_cost);
+  /* staging: ceil(d g x 7 remote slices / L) = ceil(56 / 32) = 2 of the 7 free local slices */
+  g_assert_cmpuint(ema_pool_slices_staging(b->pool, 0), ==, 2);
+  g_assert_cmpuint(free_blocks(&b->memory[0]), ==, (20 - 2 - 13) + (10 - 7));
+  bench_check(b);
+  bench_free(b);
+
+  /* with no room for staging the step is charged the same */
+  b = remote_bench(20, 10, 40, EMA_REMOTE_PREFETCH, 2, 4);
+  e = expect_step(b, 0, &batch, 10, 30, 1, 0);
+  t = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(t, ==, e.all_local);
+  g_assert_cmpuint(ema_pool_slices_staging(b->pool, 0), ==, 0);
+  bench_free(b);
+
+  /* and with a per-step overhead, over many batches: whenever the formula
+   * hides the remote KV, not even a rounding nanosecond is added */
+  {
+    guint hidden = 0;
+    for (guint i = 0; i < 64; i++) {
+      EmaStepBatch varied = {
+          .decode_seqs = 1 + i, .decode_context = (1 + i) * (16 + 7 * i), .logits = 1 + i};
+      guint64 remote = i % 11;
+      b = bench_new("server.gpu.step_overhead=37.3us");
+      b->borrow = (TestBorrowParams){0, 1, 10, 2, 0, 0};
+      b->prefetch.mode = EMA_REMOTE_PREFETCH;
+      b->prefetch.depth = 2;
+      b->prefetch.group = 4;
+      bench_pool(b);
+      bench_tenant(b, 0, 20);
+      bench_tenant(b, 1, 40);
+      bench_start(b);
+      bench_borrow(b, 10, 0);
+      g_assert_true(take(&b->memory[0], 20 + remote));
+      e = expect_step(b, 0, &varied, remote, 20 + remote, 1, 0);
+      g_assert_cmpfloat(e.bd.overhead_s, >, 0);
+      t = ema_pool_step_time(b->pool, 0, &varied);
+      g_assert_cmpint(t, ==, e.step);
+      if (remote == 0 ||
+          (4 * e.t_l >= e.copy && 2 * (4 * e.t_l - e.copy) + e.bd.lm_head_s >= e.copy)) {
+        g_assert_cmpint(t, ==, e.all_local);
+        hidden++;
+      } else {
+        g_assert_cmpint(t, >, e.all_local);
+      }
+      bench_free(b);
+    }
+    g_assert_cmpuint(hidden, >, 32);
+  }
+}
+
+/* Prefetch cannot keep up: groups x max(g t_l, c) + fill + head + ... */
+static void test_step_exposed(void) {
+  Bench *b = remote_bench(200, 800, 1000, EMA_REMOTE_PREFETCH, 2, 4);
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  Expected e = expect_step(b, 0, &batch, 800, 1000, 1, 0);
+  EmaTime t;
+  g_assert_cmpfloat(e.copy, >, 4 * e.t_l); /* not hidden */
+  t = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(t, ==, e.step);
+  g_assert_cmpint(t, >, e.all_local);
+  /* spelled out: 8 groups of c, plus the first copy less the LM head, plus the tail */
+  g_assert_cmpint(t, ==,
+                  ns(8 * e.copy + (e.copy - e.bd.lm_head_s) + e.bd.lm_head_s + e.bd.allreduce_s +
+                     e.bd.overhead_s));
+  g_assert_cmpint(ema_pool_stats(b->pool)->exposed_remote, ==, t - e.all_local);
+  bench_free(b);
+
+  /* deeper prefetch does not help a link that is slower than compute; a
+   * single group (g = L) pays one copy then the compute */
+  b = remote_bench(200, 800, 1000, EMA_REMOTE_PREFETCH, 1, 32);
+  e = expect_step(b, 0, &batch, 800, 1000, 1, 0);
+  t = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(t, ==, e.step);
+  g_assert_cmpint(
+      t, ==,
+      ns(e.copy + (e.copy - e.bd.lm_head_s) + e.bd.lm_head_s + e.bd.allreduce_s + e.bd.overhead_s));
+  bench_free(b);
+}
+
+/* Direct reads: L x max(compute, local memory + R / B_direct) + tail. */
+static void test_step_direct(void) {
+  Bench *b = remote_bench(200, 800, 1000, EMA_REMOTE_DIRECT, 1, 1);
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  Expected e = expect_step(b, 0, &batch, 800, 1000, 1, 0);
+  const EmaGpuSpec *gpu = &b->server->gpu;
+  double rate_m = gpu->hbm_bandwidth * gpu->hbm_efficiency;
+  double local_mem = e.bd.layer_memory_s - e.R / rate_m;
+  EmaTime t = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(t, ==, e.step);
+  g_assert_cmpint(
+      t, ==,
+      ns(32 * MAX(e.bd.layer_compute_s, local_mem + e.R / b->server->link.direct_read_bandwidth) +
+         e.bd.lm_head_s + e.bd.allreduce_s + e.bd.overhead_s));
+  g_assert_cmpint(t, >, e.all_local);
+  g_assert_cmpuint(ema_pool_slices_staging(b->pool, 0), ==, 0);
+  bench_free(b);
+
+  /* a small remote share: the remote loads replace local ones, the step
+   * stays memory-bound on the local side plus the link time */
+  b = remote_bench(20, 10, 40, EMA_REMOTE_DIRECT, 1, 1);
+  batch = (EmaStepBatch){.decode_seqs = 30, .decode_context = 30 * 16, .logits = 30};
+  e = expect_step(b, 0, &batch, 10, 30, 1, 0);
+  t = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(t, ==, e.step);
+  bench_free(b);
+}
+
+/* Interference: a step's pulls slow the lender's next step, and its
+ * incoming prefetch copies the borrower's own next step (unless the link,
+ * not HBM, sets that step's time). */
+static void test_step_interference(void) {
+  Bench *b = remote_bench(200, 800, 1000, EMA_REMOTE_PREFETCH, 2, 4);
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
+  EmaStepBatch small = {.decode_seqs = 20, .decode_context = 20 * 16, .logits = 20};
+  Expected first = expect_step(b, 0, &batch, 800, 1000, 1, 0), lender, second;
+  EmaTime t = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(t, ==, first.step);
+  g_assert_cmpfloat(first.pull, >, 0);
+  g_assert_cmpfloat(first.incoming, >, 0);
+  /* GPU 1 holds no remote KV; its HBM served first.pull B/s */
+  lender = expect_step(b, 1, &lender_batch, 0, 0, 1, first.pull);
+  g_assert_cmpfloat(lender.slow, >, 1);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender.step);
+  g_assert_cmpint(lender.step, >, lender.all_local);
+  /* GPU 0's next step, slowed by its own incoming copies of the last one:
+   * the link still sets its time */
+  second = expect_step(b, 0, &batch, 800, 1000, 1, first.incoming);
+  g_assert_cmpfloat(second.slow, >, 1);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, second.step);
+  g_assert_cmpint(second.step, ==, first.step);
+  /* all blocks back: GPU 0's next step has no remote traffic but is still
+   * slowed by the last one's copies; the step after it is all-local; and
+   * GPU 1, no longer pulled from, runs unslowed */
+  give(&b->memory[0], 1000);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==,
+                  expect_step(b, 0, &batch, 0, 0, 1, second.incoming).step);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, first.all_local);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender.all_local);
+  bench_free(b);
+
+  /* a hidden prefetch: HBM sets the step, so the incoming copies show */
+  b = remote_bench(20, 10, 40, EMA_REMOTE_PREFETCH, 2, 4);
+  first = expect_step(b, 0, &small, 10, 30, 1, 0);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &small), ==, first.all_local);
+  second = expect_step(b, 0, &small, 10, 30, 1, first.incoming);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &small), ==, second.step);
+  g_assert_cmpint(second.step, >, first.all_local);
+  bench_free(b);
+}
+
+/* Two borrowers on one lender share its link: each gets half. */
+static void test_step_shared_lender(void) {
+  Bench *b = bench_new(NULL);
+  EmaStepBatch batch = {.decode_seqs = 30, .decode_context = 30 * 400, .logits = 30};
+  Expected alone, shared;
+  b->borrow = (TestBorrowParams){-1, 1, 10, 3, 0, 0};
+  bench_pool(b);
+  bench_tenant(b, 0, 20);
+  ema_pool_add_idle_gpu(b->pool, 1, 40);
+  bench_tenant(b, 2, 20);
+  bench_start(b);
+  bench_borrow(b, 10, 0);
+  g_assert_true(take(&b->memory[0], 30));
+  alone = expect_step(b, 0, &batch, 10, 30, 1, 0);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, alone.step);
+  /* GPU 2 borrows from GPU 1 too and puts blocks there */
+  bench_decide(b, 2);
+  bench_to(b, ema_sim_now(b->sim) + borrow_time(b, 10));
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 1), ==, 20);
+  g_assert_true(take(&b->memory[2], 21));
+  /* GPU 0's next step: the link shared by 2, and no interference (GPU 0
+   * pulls from GPU 1, direct mode brings nothing into GPU 0's HBM) */
+  shared = expect_step(b, 0, &batch, 10, 30, 2, 0);
+  g_assert_cmpfloat(shared.t_direct, ==, 2 * alone.t_direct);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, shared.step);
+  g_assert_cmpint(shared.step, >, alone.step);
+  bench_free(b);
+}
+
+/* Two lenders: on links per GPU pair the slower lender sets the time; on a
+ * switch the borrower's own port carries the sum. */
+static void two_lenders(const char *server, gboolean is_switch) {
+  Bench *b = bench_new(server);
+  EmaStepBatch batch = {.decode_seqs = 40, .decode_context = 40 * 2000, .logits = 40};
+  const EmaGpuSpec *gpu = &b->server->gpu;
+  double rate_m = gpu->hbm_bandwidth * gpu->hbm_efficiency;
+  EmaStepBreakdown bd;
+  double R, b1, b2, t_direct, step;
+  g_assert_cmpint(b->server->topology, ==, is_switch ? EMA_TOPOLOGY_SWITCH : EMA_TOPOLOGY_DIRECT);
+  b->borrow = (TestBorrowParams){0, 1, 30, 2, 10, 0};
+  bench_pool(b);
+  bench_tenant(b, 0, 20);
+  ema_pool_add_idle_gpu(b->pool, 1, 40);
+  ema_pool_add_idle_gpu(b->pool, 2, 40);
+  bench_start(b);
+  bench_borrow(b, 30, 10);
+  g_assert_true(take(&b->memory[0], 20 + 40));
+  ema_step_time(b->models[0], &batch, &bd);
+  R = 40.0 / 60.0 * bd.kv_read_bytes / 32;
+  b1 = R * 30 / 40;
+  b2 = R * 10 / 40;
+  t_direct = is_switch ? (b1 + b2) / b->server->link.direct_read_bandwidth
+                       : MAX(b1 / b->server->link.direct_read_bandwidth,
+                             b2 / b->server->link.direct_read_bandwidth);
+  step = 32 * MAX(bd.layer_compute_s, bd.layer_memory_s - R / rate_m * 1 + t_direct) +
+         (bd.lm_head_s + bd.allreduce_s + bd.overhead_s);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, ns(step));
+  bench_free(b);
+}
+
+static void test_step_two_lenders(void) {
+  two_lenders(NULL, FALSE);
+  two_lenders("server=h200x8-hgx", TRUE);
+}
+
+/* ---- 3. gives ----------------------------------------------------------------- */
+
+/* n blocks given return round(n R / (L + R)) of the remote ones. */
+static void test_give_proportional(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m0;
+  guint64 local = 40, remote = 24;
+  const guint64 gives[] = {1, 2, 3, 5, 7, 10, 4, 1, 6, 1};
+  b->borrow = (TestBorrowParams){0, 1, 30, 2, 0, 0};
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 40);
+  ema_pool_add_idle_gpu(b->pool, 1, 40);
+  bench_start(b);
+  bench_borrow(b, 30, 0);
+  g_assert_true(take(m0, local + remote));
+  for (guint i = 0; i < G_N_ELEMENTS(gives); i++) {
+    guint64 n = gives[i], used = local + remote;
+    /* round half up in integers: floor((2 n R + used) / (2 used)) */
+    guint64 back = (2 * n * remote + used) / (2 * used);
+    give(m0, n);
+    remote -= back;
+    local -= n - back;
+    g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, remote);
+    g_assert_cmpuint(free_blocks(m0), ==, (40 - local) + (30 - remote));
+    bench_check(b);
+  }
+  g_assert_cmpuint(local, ==, 14); /* the sequence above, by hand: 26 local and 14 remote given */
+  g_assert_cmpuint(remote, ==, 10);
+  /* giving everything back empties both */
+  give(m0, local + remote);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
+  g_assert_cmpuint(free_blocks(m0), ==, 70);
+  bench_free(b);
+
+  /* the rounding's edge: with 1 local and 3 remote, giving 2 is 1.5 -> 2
+   * remote; with 3 local and 1 remote, 2 is 0.5 -> 1 */
+  b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){0, 1, 8, 2, 0, 0};
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 1);
+  ema_pool_add_idle_gpu(b->pool, 1, 40);
+  bench_start(b);
+  bench_borrow(b, 8, 0);
+  g_assert_true(take(m0, 4));
+  give(m0, 2);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 1);
+  give(m0, 2);
+  bench_free(b);
+  b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){0, 1, 8, 2, 0, 0};
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 3);
+  ema_pool_add_idle_gpu(b->pool, 1, 40);
+  bench_start(b);
+  bench_borrow(b, 8, 0);
+  g_assert_true(take(m0, 4));
+  give(m0, 2);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
+  g_assert_cmpuint(free_blocks(m0), ==, 1 + 8);
+  give(m0, 2);
+  bench_free(b);
+}
+
+/* ---- 4. reclaims, with an engine ------------------------------------------------ */
+
+/* Requests of PROMPT tokens and OUTPUT tokens arriving at 1 ms. */
+static EmaRequestRecord request(guint64 id, guint32 prompt, guint32 output) {
+  return (EmaRequestRecord){EMA_MS(1), prompt, output, id, 0};
+}
+
+/* GPU 0 (8 slices, an engine), GPU 1 a lender tenant with 40 slices and no
+ * engine, GPU 2 idle with PEER_SLICES; GPU 0 borrows 16 from GPU 1 (and
+ * SLICES2 from GPU 2) at t = 0 and serves RECORDS from 1 ms. */
+static Bench *reclaim_bench(guint64 peer_slices, guint64 slices2, const EmaRequestRecord *records,
+                            gsize n) {
+  Bench *b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){0, 1, 16, 2, (gint64) slices2, 0};
+  bench_pool(b);
+  bench_tenant(b, 0, 8);
+  bench_tenant(b, 1, 40);
+  ema_pool_add_idle_gpu(b->pool, 2, peer_slices);
+  bench_start(b);
+  bench_engine(b, 0, records, n);
+  bench_borrow(b, 16, slices2);
+  return b;
+}
+
+typedef struct {
+  guint64 held, remote, lent1;
+  EmaPoolStats stats;
+  guint64 preemptions;
+} Before;
+
+static Before before_reclaim(Bench *b) {
+  Before s = {ema_engine_blocks_held(b->engines[0]), ema_pool_blocks_remote(b->pool, 0),
+              ema_pool_slices_lent(b->pool, 1), *ema_pool_stats(b->pool),
+              ema_engine_preemptions(b->engines[0])};
+  return s;
+}
+
+/* GPU 1 reclaims everything at T (its policy: ACTION's target); returns
+ * when that happened, checking the probe saw the lender's need. */
+static EmaTime reclaim_at(Bench *b, EmaTime t, int target, guint target_gpu) {
+  b->reclaim = (TestReclaimParams){0, 16, target, target_gpu, &b->reclaim_probe};
+  bench_to(b, t);
+  ema_pool_reclaim_everything(b->pool, 1);
+  g_assert_cmpuint(b->reclaim_probe.calls, ==, 1);
+  g_assert_cmpuint(b->reclaim_probe.gpu, ==, 1);
+  g_assert_cmpuint(b->reclaim_probe.needed, ==, 16);
+  bench_check(b);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 1), ==, 0);
+  return t;
+}
+
+/* The lender's 16 slices are back WAIT after T (its memory shows them),
+ * and the reclaim's wait is counted. */
+static void assert_back_after(Bench *b, EmaTime t, EmaTime wait) {
+  EmaTime waited = ema_pool_stats(b->pool)->reclaim_wait;
+  g_assert_cmpuint(free_blocks(&b->memory[1]), ==, 40 - 16);
+  bench_to(b, t + wait - 1);
+  g_assert_cmpuint(free_blocks(&b->memory[1]), ==, 40 - 16);
+  g_assert_cmpint(ema_pool_stats(b->pool)->reclaim_wait, ==, waited);
+  bench_to(b, t + wait);
+  g_assert_cmpuint(free_blocks(&b->memory[1]), ==, 40);
+  g_assert_cmpint(ema_pool_stats(b->pool)->reclaim_wait, ==, waited + wait);
+  g_assert_cmpint(ema_pool_stats(b->pool)->reclaim_wait_max, >=, wait);
+}
+
+static void finish(Bench *b, guint64 completed) {
+  bench_to(b, EMA_S(60));
+  g_assert_cmpuint(ema_engine_completed(b->engines[0]), ==, completed);
+  g_assert_cmpuint(ema_engine_rejected(b->engines[0]), ==, 0);
+  g_assert_cmpuint(ema_engine_running(b->engines[0]) + ema_engine_waiting(b->engines[0]), ==, 0);
+  g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 0);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
+  bench_check(b);
+}
+
+/* To the borrower: A (7 blocks) finished and gave back 7 blocks of 14, 3 of
+ * them remote; B's 3 remote blocks move into the 4 free local ones. */
+static void test_reclaim_to_borrower(void) {
+  const EmaRequestRecord records[] = {request(0, 100, 2), request(1, 100, 20)};
+  Bench *b = reclaim_bench(40, 0, records, 2);
+  Before s;
+  EmaTime t;
+  bench_to(b, EMA_MS(60));
+  s = before_reclaim(b);
+  g_assert_cmpuint(ema_engine_completed(b->engines[0]), ==, 1);
+  g_assert_cmpuint(s.held, ==, 7);
+  g_assert_cmpuint(s.remote, ==, 3); /* round(7 x 6 / 14) of A's came off remote */
+  t = reclaim_at(b, EMA_MS(60), EMA_VACATE_TO_BORROWER, 0);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
+  g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 7);
+  g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 0);
+  g_assert_cmpuint(free_blocks(&b->memory[0]), ==, 1);
+  g_assert_cmpuint(total_blocks(&b->memory[0]), ==, 8);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->reclaims, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->slices_reclaimed, ==, 16);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_migrated, ==, 3);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 0);
+  assert_back_after(b, t, ns(link_copy_s(b, 3)) + unmap_time(b, 16));
+  finish(b, 2);
+  g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 0);
+  bench_free(b);
+}
+
+/* A (7 blocks, all local) and B (7 blocks: 1 local, 6 on gpu1), from 1 ms. */
+static const EmaRequestRecord two_requests[] = {{EMA_MS(1), 100, 20, 0, 0},
+                                                {EMA_MS(1), 100, 20, 1, 0}};
+
+/* To a peer: B's 6 remote blocks move to GPU 2, which lends the room. */
+static void test_reclaim_to_peer(void) {
+  Bench *b = reclaim_bench(40, 0, two_requests, 2);
+  Before s;
+  EmaTime t;
+  bench_to(b, EMA_MS(25));
+  s = before_reclaim(b);
+  g_assert_cmpuint(s.held, ==, 14);
+  g_assert_cmpuint(s.remote, ==, 6);
+  t = reclaim_at(b, EMA_MS(25), EMA_VACATE_TO_PEER, 2);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 6);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 2), ==, 6);
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 0), ==, 6);
+  g_assert_cmpuint(total_blocks(&b->memory[0]), ==, 8 + 6);
+  g_assert_cmpuint(free_blocks(&b->memory[0]), ==, 0);
+  g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_migrated, ==, 6);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 0);
+  assert_back_after(
+      b, t,
+      ns(link_copy_s(b, 6) +
+         6.0 * (double) (b->server->vmm.create_cost + b->server->vmm.map_cost) / 1e9) +
+          unmap_time(b, 16));
+  finish(b, 2);
+  bench_free(b);
+}
+
+/* To host: the newest request (B) swaps out; its 6 remote blocks are the
+ * ones that go, and the copy is charged on the host link. */
+static void test_reclaim_to_host(void) {
+  Bench *b = reclaim_bench(40, 0, two_requests, 2);
+  EmaTime t;
+  bench_to(b, EMA_MS(25));
+  g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 14);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 6);
+  t = reclaim_at(b, EMA_MS(25), EMA_VACATE_TO_HOST, 0);
+  g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 1);
+  g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 7);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
+  g_assert_cmpuint(free_blocks(&b->memory[0]), ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_to_host, ==, 6);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 0);
+  assert_back_after(b, t, ns(host_copy_s(b, 6)) + unmap_time(b, 16));
+  finish(b, 2); /* B swaps back in once A is done */
+  g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 1);
+  bench_free(b);
+}
+
+/* Drop: B recomputes; nothing is copied, only the unmap is charged. */
+static void test_reclaim_drop(void) {
+  Bench *b = reclaim_bench(40, 0, two_requests, 2);
+  EmaTime t;
+  bench_to(b, EMA_MS(25));
+  t = reclaim_at(b, EMA_MS(25), EMA_VACATE_DROP, 0);
+  g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 1);
+  g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 7);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 6);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_to_host, ==, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 0);
+  assert_back_after(b, t, unmap_time(b, 16));
+  finish(b, 2);
+  bench_free(b);
+}
+
+/* What cannot go where the plan says is dropped, and counted: the
+ * borrower has no free local block; the peer has room for 3 of 6; the
+ * "peer" is the lender itself; the plan names a borrower that does not
+ * exist (nothing happens, then everything is dropped). */
+static void test_reclaim_fallback(void) {
+  Bench *b = reclaim_bench(40, 0, two_requests, 2);
+  EmaTime t;
+  bench_to(b, EMA_MS(25));
+  t = reclaim_at(b, EMA_MS(25), EMA_VACATE_TO_BORROWER, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_migrated, ==, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 6);
+  g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 1);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
+  assert_back_after(b, t, unmap_time(b, 16));
+  finish(b, 2);
+  bench_free(b);
+
+  b = reclaim_bench(3, 0, two_requests, 2);
+  bench_to(b, EMA_MS(25));
+  t = reclaim_at(b, EMA_MS(25), EMA_VACATE_TO_PEER, 2);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_migrated, ==, 3);
+  /* B is dropped whole: the 3 left on gpu1 count as dropped from it, and
+   * the 3 just moved to gpu2 go with B */
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 3);
+  g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 1);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 2), ==, 3);
+  assert_back_after(
+      b, t,
+      ns(link_copy_s(b, 3) +
+         3.0 * (double) (b->server->vmm.create_cost + b->server->vmm.map_cost) / 1e9) +
+          unmap_time(b, 16));
+  finish(b, 2);
+  bench_free(b);
+
+  b = reclaim_bench(40, 0, two_requests, 2);
+  bench_to(b, EMA_MS(25));
+  t = reclaim_at(b, EMA_MS(25), EMA_VACATE_TO_PEER, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 6);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 2), ==, 0);
+  assert_back_after(b, t, unmap_time(b, 16));
+  finish(b, 2);
+  bench_free(b);
+
+  b = reclaim_bench(40, 0, two_requests, 2);
+  bench_to(b, EMA_MS(25));
+  b->reclaim = (TestReclaimParams){7, 16, EMA_VACATE_TO_HOST, 0, &b->reclaim_probe};
+  ema_pool_reclaim_everything(b->pool, 1);
+  bench_check(b);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 6);
+  /* the forced drop is a reclaim like the policy's own */
+  g_assert_cmpuint(ema_pool_stats(b->pool)->reclaims, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->slices_reclaimed, ==, 16);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 1), ==, 0);
+  assert_back_after(b, EMA_MS(25), unmap_time(b, 16));
+  finish(b, 2);
+  bench_free(b);
+}
+
+/* A drop during a reclaim frees the reclaimed lender's blocks first: C (the
+ * newest, 4 blocks) is dropped to free gpu1's 2; its 4 blocks come off
+ * remote (gpu1's 2, then 2 of gpu2's), none off local. Proportional
+ * freeing would have taken round(4 x 6 / 14) = 2 off remote. */
+static void test_drop_attribution(void) {
+  const EmaRequestRecord records[] = {request(0, 100, 20), request(1, 40, 20), request(2, 60, 20)};
+  Bench *b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){0, 1, 4, 2, 4, 0};
+  bench_pool(b);
+  bench_tenant(b, 0, 8);
+  bench_tenant(b, 1, 40);
+  ema_pool_add_idle_gpu(b->pool, 2, 40);
+  bench_start(b);
+  bench_engine(b, 0, records, 3);
+  bench_borrow(b, 4, 4);
+  bench_to(b, EMA_MS(25));
+  g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 7 + 3 + 4);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 6);
+  b->reclaim = (TestReclaimParams){0, 4, EMA_VACATE_DROP, 0, &b->reclaim_probe};
+  ema_pool_reclaim_everything(b->pool, 1);
+  /* where the blocks were: A 7 local; B 1 local + 2 on gpu1 (rooms 4 and
+   * 4: the lower index); C 4 on gpu2 (rooms 2 and 4) */
+  g_assert_cmpuint(b->reclaim_probe.remote_blocks[0 * TEST_PROBE_GPUS + 1], ==, 2);
+  g_assert_cmpuint(b->reclaim_probe.remote_blocks[0 * TEST_PROBE_GPUS + 2], ==, 4);
+  g_assert_cmpuint(b->reclaim_probe.gpus[0].blocks_used, ==, 14);
+  bench_check(b);
+  g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 1);
+  g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 10);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 2);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 2);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 1), ==, 0);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 2), ==, 4);
+  /* local: 8 of 8 still used */
+  g_assert_cmpuint(free_blocks(&b->memory[0]), ==, 4 - 2);
+  finish(b, 3);
+  bench_free(b);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  test_policies_register();
+  g_test_add_func("/pool/ledger/borrow-timing", test_borrow_timing);
+  g_test_add_func("/pool/ledger/borrow-cut", test_borrow_cut);
+  g_test_add_func("/pool/ledger/take-order", test_take_order);
+  g_test_add_func("/pool/ledger/return", test_return);
+  g_test_add_func("/pool/ledger/remote-limit", test_remote_limit);
+  g_test_add_func("/pool/ledger/serving-custom", test_serving_custom);
+  g_test_add_func("/pool/ledger/free-in-flight", test_free_in_flight);
+  g_test_add_func("/pool/ledger/parked-staging", test_parked_staging);
+  g_test_add_func("/pool/step/hidden", test_step_hidden);
+  g_test_add_func("/pool/step/exposed", test_step_exposed);
+  g_test_add_func("/pool/step/direct", test_step_direct);
+  g_test_add_func("/pool/step/interference", test_step_interference);
+  g_test_add_func("/pool/step/shared-lender", test_step_shared_lender);
+  g_test_add_func("/pool/step/two-lenders", test_step_two_lenders);
+  g_test_add_func("/pool/give/proportional", test_give_proportional);
+  g_test_add_func("/pool/give/drop-attribution", test_drop_attribution);
+  g_test_add_func("/pool/reclaim/to-borrower", test_reclaim_to_borrower);
+  g_test_add_func("/pool/reclaim/to-peer", test_reclaim_to_peer);
+  g_test_add_func("/pool/reclaim/to-host", test_reclaim_to_host);
+  g_test_add_func("/pool/reclaim/drop", test_reclaim_drop);
+  g_test_add_func("/pool/reclaim/fallback", test_reclaim_fallback);
+  return g_test_run();
+}
