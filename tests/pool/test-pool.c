@@ -1126,11 +1126,7 @@ static void test_reclaim_to_peer(void) {
   g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 0);
   g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_migrated, ==, 6);
   g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 0);
-  assert_back_after(
-      b, t,
-      ns(link_copy_s(b, 6) +
-         6.0 * (double) (b->server->vmm.create_cost + b->server->vmm.map_cost) / 1e9) +
-          unmap_time(b, 16));
+  assert_back_after(b, t, ns(peer_migrate_s(b, 6)) + unmap_time(b, 16));
   finish(b, 2);
   bench_free(b);
 }
@@ -1203,11 +1199,7 @@ static void test_reclaim_fallback(void) {
   g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 1);
   g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
   g_assert_cmpuint(ema_pool_slices_lent(b->pool, 2), ==, 3);
-  assert_back_after(
-      b, t,
-      ns(link_copy_s(b, 3) +
-         3.0 * (double) (b->server->vmm.create_cost + b->server->vmm.map_cost) / 1e9) +
-          unmap_time(b, 16));
+  assert_back_after(b, t, ns(peer_migrate_s(b, 3)) + unmap_time(b, 16));
   finish(b, 2);
   bench_free(b);
 
