@@ -45,10 +45,22 @@ static const EmaParam gpu_params[] = {
     {"step_overhead", EMA_PARAM_DURATION, GPU_FIELD(step_overhead), .default_value = "0ns",
      .min = 0, .max = 1e9,
      .help = "fixed cost of one engine step beyond its kernels (default 0: not yet calibrated)"},
-    {"interference", EMA_PARAM_DOUBLE, GPU_FIELD(interference), .default_value = "1", .min = 0,
-     .max = 10,
-     .help = "HBM bytes of own work lost per byte peers pull from, or copy into, this GPU "
-             "(default 1: one for one; not yet calibrated)"},
+    {"kv_efficiency", EMA_PARAM_FRACTION, GPU_FIELD(kv_efficiency), .default_value = "100%",
+     .min = 0.01, .max = 1,
+     .help = "fraction of the weight-streaming rate (hbm_bandwidth x hbm_efficiency) that a "
+             "step's KV-cache reads reach (default: the same; not yet calibrated)"},
+    {"layer_overhead", EMA_PARAM_DURATION, GPU_FIELD(layer_overhead), .default_value = "0ns",
+     .min = 0, .max = 1e9,
+     .help = "fixed cost of one decoder layer in a step beyond its roofline (default 0: not yet "
+             "calibrated)"},
+    {"interference_outgoing", EMA_PARAM_DOUBLE, GPU_FIELD(interference_outgoing),
+     .default_value = "1", .min = 0, .max = 10,
+     .help = "HBM bytes of own work lost per byte peers pull from this GPU (default 1: one for "
+             "one; not yet calibrated)"},
+    {"interference_incoming", EMA_PARAM_DOUBLE, GPU_FIELD(interference_incoming),
+     .default_value = "1", .min = 0, .max = 10,
+     .help = "HBM bytes of own work lost per byte copied into this GPU (default 1; not yet "
+             "calibrated)"},
 };
 
 const EmaParamTable ema_gpu_params = {"gpu", sizeof(EmaGpuSpec), gpu_params,

@@ -774,20 +774,25 @@ static void update_staging(Pool *p, Gpu *g) {
 }
 
 double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *server,
-                               double layers, double slow, double remote_bytes, double t_copy,
+                               double layers, double slow, double remote_share, double t_copy,
                                double t_direct, const EmaPrefetchPlan *plan) {
-  const EmaGpuSpec *gpu = &server->gpu;
-  double rate_m = gpu->hbm_bandwidth * gpu->hbm_efficiency;
   double layer_mem = bd->layer_memory_s * slow;
   double tail = bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
   if (plan->mode == EMA_REMOTE_DIRECT) {
-    /* the remote bytes are not read from local HBM; the kernel loads them over the link */
-    double local_mem = layer_mem - remote_bytes / rate_m * slow;
-    return layers * MAX(bd->layer_compute_s, local_mem + t_direct) + tail;
+    /* the attention kernel reads its local KV and loads the remote share
+     * over the link side by side (its thread blocks do both at once); the
+     * rest of the layer's memory traffic comes before and after */
+    double kv_all = bd->layer_kv_read_s * slow;
+    double kv_local = kv_all * (1 - remote_share);
+    double attention = MAX(kv_local, t_direct);
+    return layers *
+               (MAX(bd->layer_compute_s, layer_mem - kv_all + attention) + bd->layer_overhead_s) +
+           tail;
   } else {
+    /* prefetched KV is read from the local staging buffer like local KV */
     double group = MAX(plan->layers_per_copy, 1);
     double groups = layers / group;
-    double compute = group * MAX(bd->layer_compute_s, layer_mem);
+    double compute = group * (MAX(bd->layer_compute_s, layer_mem) + bd->layer_overhead_s);
     double copy = (double) server->link.copy_fixed_cost / 1e9 + group * t_copy;
     double fill = MAX(0, copy - MAX(plan->depth, 1) * MAX(0, compute - copy) - bd->lm_head_s);
     return groups * MAX(compute, copy) + fill + tail;
@@ -801,7 +806,7 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   EmaTime all_local = ema_step_time(g->model, batch, &bd);
   const EmaGpuSpec *spec = &p->server->gpu;
   double rate_m = spec->hbm_bandwidth * spec->hbm_efficiency;
-  double steal = g->incoming, slow, layer_mem, step, tail;
+  double steal = spec->interference_incoming * g->incoming, slow, layer_mem, step, tail;
   double L = g->layers, used = (double) (g->local_used + g->remote_total);
   double *bytes = p->bytes_scratch;
   double R, t_copy, t_direct;
@@ -810,9 +815,9 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   if (all_local == 0)
     return 0;
   for (guint b = 0; b < p->n; b++)
-    steal += p->gpus[b].pull ? p->gpus[b].pull[gpu] : 0;
+    steal += spec->interference_outgoing * (p->gpus[b].pull ? p->gpus[b].pull[gpu] : 0);
   /* what peers' traffic leaves of this GPU's HBM rate (at least a tenth) */
-  slow = rate_m / MAX(rate_m - spec->interference * steal, rate_m / 10);
+  slow = rate_m / MAX(rate_m - steal, rate_m / 10);
   layer_mem = bd.layer_memory_s * slow;
   tail = bd.lm_head_s + bd.allreduce_s + bd.overhead_s;
   for (guint j = 0; j < p->n; j++)
@@ -843,7 +848,8 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, (guint) L);
   g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
   update_staging(p, g);
-  step = ema_remote_step_seconds(&bd, p->server, L, slow, R, t_copy, t_direct, &g->plan);
+  step = ema_remote_step_seconds(&bd, p->server, L, slow, R * L / bd.kv_read_bytes, t_copy,
+                                 t_direct, &g->plan);
   if (g->plan.mode == EMA_REMOTE_PREFETCH)
     g->incoming = R * L / step;
   for (guint j = 0; j < p->n; j++)

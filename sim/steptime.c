@@ -33,6 +33,8 @@ struct _EmaStepModel {
   /* the GPU and its link */
   double flop_rate; /* rate_c */
   double byte_rate; /* rate_m */
+  double kv_rate;   /* rate_kv = rate_m x kv_efficiency */
+  double layer_overhead_s;
   double link_bandwidth;
   double link_latency_s;
   EmaTime step_overhead;
@@ -69,7 +71,7 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   }
   if (server->gpu.matrix_flops <= 0 || server->gpu.matrix_efficiency <= 0 ||
       server->gpu.hbm_bandwidth <= 0 || server->gpu.hbm_efficiency <= 0 ||
-      (tp > 1 && server->link.bandwidth <= 0)) {
+      server->gpu.kv_efficiency <= 0 || (tp > 1 && server->link.bandwidth <= 0)) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
                 "server %s: the step-time model needs positive matrix and HBM rates and "
                 "efficiencies (and a link bandwidth for tensor parallelism)",
@@ -104,6 +106,8 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
 
   step->flop_rate = server->gpu.matrix_flops * server->gpu.matrix_efficiency;
   step->byte_rate = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
+  step->kv_rate = step->byte_rate * server->gpu.kv_efficiency;
+  step->layer_overhead_s = (double) server->gpu.layer_overhead * 1e-9;
   step->link_bandwidth = server->link.bandwidth;
   step->link_latency_s = (double) server->link.latency * 1e-9;
   step->step_overhead = server->gpu.step_overhead;
@@ -166,9 +170,11 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   layer_bytes = layer_weight_bytes + layer_kv_read + s->kv_bytes_per_token * tokens +
                 s->activation_bytes_per_token * tokens;
   r.layer_compute_s = layer_flops / s->flop_rate;
-  r.layer_memory_s = layer_bytes / s->byte_rate;
+  r.layer_kv_read_s = layer_kv_read / s->kv_rate;
+  r.layer_memory_s = (layer_bytes - layer_kv_read) / s->byte_rate + r.layer_kv_read_s;
   r.layer_bound = bound_of(r.layer_compute_s, r.layer_memory_s);
-  r.layers_s = s->layers * MAX(r.layer_compute_s, r.layer_memory_s);
+  r.layer_overhead_s = s->layer_overhead_s;
+  r.layers_s = s->layers * (MAX(r.layer_compute_s, r.layer_memory_s) + r.layer_overhead_s);
 
   /* the LM head */
   r.lm_head_bound = EMA_STEP_BOUND_NONE;

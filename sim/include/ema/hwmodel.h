@@ -25,9 +25,12 @@ typedef struct {
   double matrix_efficiency; /* fraction of matrix_flops that a step's matrix products reach */
   double hbm_efficiency;    /* fraction of hbm_bandwidth that a step's weight and KV reads reach */
   gint64 step_overhead;     /* ns: fixed cost of one engine step (scheduling, launches) */
-  /* elastic pool (see pool.h): HBM bytes a peer's pulls or incoming copies
-   * take from this GPU's own work, per byte moved */
-  double interference;
+  double kv_efficiency;     /* fraction of the weight-streaming rate that KV-cache reads reach */
+  gint64 layer_overhead;    /* ns: fixed cost of one decoder layer in a step (its kernels' tails) */
+  /* elastic pool (see pool.h): HBM bytes of this GPU's own work lost per
+   * byte peers pull from its HBM (outgoing) or copy into it (incoming) */
+  double interference_outgoing;
+  double interference_incoming;
 } EmaGpuSpec;
 
 typedef enum {

@@ -20,11 +20,14 @@
  *   reclaiming costs the unmap time, plus the copy time of any data moved
  *   (fixed cost + bytes / bandwidth of the link or host link, not shared
  *   with other traffic).
- * - Remote KV in a step: R_l remote bytes per layer, read either directly
- *   (the attention kernel's remote loads add R_l / B_direct to the layer's
- *   memory time) or prefetched in groups of g layers, d groups ahead, over
- *   the copy engines (a group's copy takes c = fixed + g R_l / B_copy and
- *   overlaps the compute of earlier groups):
+ * - Remote KV in a step: a share f of the step's KV reads is remote, R_l
+ *   bytes per layer. Read directly, the attention kernel loads them over
+ *   the link while it reads its local KV (the two overlap, as measured on
+ *   H200: validate/README.md), so a layer's KV time becomes
+ *   max((1 - f) t_kv, R_l / B_direct) in place of t_kv. Prefetched in
+ *   groups of g layers, d groups ahead, over the copy engines (a group's
+ *   copy takes c = fixed + g R_l / B_copy and overlaps the compute of
+ *   earlier groups):
  *     step = sum over groups of max(g t_l, c) + max(0, c - d max(0, g t_l - c) - t_head)
  *            + t_head + t_allreduce + overhead
  *   where t_l is the layer time with every byte local (prefetched KV is
@@ -39,9 +42,10 @@
  *   for the fabric model's max-min sharing, evaluated once per step.
  * - Interference: bytes peers pull from a lender's HBM and bytes copied
  *   into a borrower's HBM take HBM bandwidth from the GPU's own work: its
- *   memory rate becomes rate_m - k x (that traffic's rate over the last
- *   step), k = gpu.interference (1: one for one; calibrated by
- *   ema-validate).
+ *   memory rate becomes rate_m - k_out x (pull rate) - k_in x (incoming
+ *   rate), each over the last step, k = gpu.interference_outgoing and
+ *   gpu.interference_incoming (calibrated by ema-validate on H200: about 0.9
+ *   and 2).
  * - Peer swap (policy preempt: swap-peer): a preempted request's KV is
  *   parked in the lendable slices of the peers with the most room (the
  *   rest on host), each copy timed as above, and brought back (peers
@@ -102,11 +106,12 @@ gboolean ema_pool_start(EmaPool *pool, GError **error);
  * included (calls the prefetch policy). */
 EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch);
 /* The formula above, alone: the step time (s) of a step whose all-local
- * breakdown is BD, on LAYERS layers, with REMOTE_BYTES of each layer's KV
- * remote, moved in T_COPY by copy engines or T_DIRECT by direct loads,
- * local HBM slowed by SLOW (>= 1) by interference, under PLAN. */
+ * breakdown is BD, on LAYERS layers, with a share REMOTE_SHARE of its KV
+ * remote, one layer's of which moves in T_COPY by copy engines or T_DIRECT
+ * by direct loads, local HBM slowed by SLOW (>= 1) by interference, under
+ * PLAN. */
 double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *server,
-                               double layers, double slow, double remote_bytes, double t_copy,
+                               double layers, double slow, double remote_share, double t_copy,
                                double t_direct, const EmaPrefetchPlan *plan);
 
 /* After a step of GPU's tenant: the reclaim and borrow policies. */

@@ -11,8 +11,9 @@
  * T = prefill_tokens + decode_seqs, C = prefill_context + decode_context,
  * R = decode_context + prefill_kv_read, G = logits.
  *
- *   rate_c = matrix_flops x matrix_efficiency        (FLOP/s)
- *   rate_m = hbm_bandwidth x hbm_efficiency          (B/s)
+ *   rate_c  = matrix_flops x matrix_efficiency       (FLOP/s)
+ *   rate_m  = hbm_bandwidth x hbm_efficiency         (B/s, weights and activations)
+ *   rate_kv = rate_m x kv_efficiency                 (B/s, KV-cache reads)
  *
  * One decoder layer (all L alike), a roofline:
  *   F_l = (2 P_l T + 4 H d C) / tp                             FLOPs
@@ -26,7 +27,11 @@
  *            is read and the KV of the T new tokens written
  *     2 h b T: the residual stream read and written once per token; every
  *            GPU of the group holds it whole, so it is not divided by tp
- *   t_l = max(F_l / rate_c, B_l / rate_m)
+ *   t_l = max(F_l / rate_c, (B_l - kv_l R) / rate_m + kv_l R / rate_kv)
+ *         + layer_overhead
+ *   (the KV reads have their own rate: a paged-attention kernel walking a
+ *   block table need not stream as fast as a weight GEMV; layer_overhead is
+ *   what a layer's kernels cost beyond their roofline, e.g. small grids)
  * The LM head, once per step, only when G > 0:
  *   F_head = 2 h V G / tp,  B_head = (h V / tp + final norm) b + V b G / tp
  *   t_head = max(F_head / rate_c, B_head / rate_m)
@@ -41,6 +46,8 @@
  *   out)
  * The step:
  *   t_step = L t_l + t_head + t_ar + step_overhead
+ * (kv_efficiency 100% and layer_overhead 0, the defaults, give the plain
+ * roofline B_l / rate_m)
  *
  * Prefill KV reads (R): a chunk of n prompt tokens that starts after p
  * tokens already in the cache reads the KV of all p + n tokens once (one
@@ -95,12 +102,14 @@ typedef enum {
  * layers_s + lm_head_s + allreduce_s + overhead_s. */
 typedef struct {
   double layer_compute_s, layer_memory_s; /* one layer */
+  double layer_kv_read_s;                 /* of layer_memory_s, the KV-cache reads */
+  double layer_overhead_s;                /* gpu.layer_overhead */
   EmaStepBound layer_bound;               /* every layer is alike */
   double lm_head_compute_s, lm_head_memory_s;
   EmaStepBound lm_head_bound;
   double compute_s;         /* L x layer_compute_s + lm_head_compute_s */
   double memory_s;          /* L x layer_memory_s + lm_head_memory_s */
-  double layers_s;          /* L x max(layer compute, layer memory) */
+  double layers_s;          /* L x (max(layer compute, layer memory) + layer overhead) */
   double lm_head_s;         /* max(lm head compute, lm head memory) */
   double allreduce_s;       /* tensor-parallel all-reduces */
   double overhead_s;        /* gpu.step_overhead */
