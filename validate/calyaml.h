@@ -1,0 +1,137 @@
+/* calyaml.h: the figures that `ema-validate calibrate` derives from its
+ * measurements, and the server-model YAML it writes from them
+ * (hwmodels/calibration/<name>.yaml).
+ *
+ * The YAML has the schema of hwmodels/servers/NAME.yaml (the
+ * ema_server_params table of libema: name, summary, gpus, gpu with its
+ * interference_outgoing and _incoming, topology, link, host, vmm); it
+ * leaves out the keys calibrate does not measure (the step-time model's
+ * efficiencies and overheads), which keep their defaults. Every key has a
+ * comment saying how it was measured; a provenance header gives the date,
+ * GPUs, driver, CUDA and the exact command; and, as YAML comments under
+ * names ready to become keys, follows what the schema cannot hold yet:
+ * pull-copy costs, the VMM costs of each call, the interference ratios and
+ * the prefetch/compute overlap. Values are rounded to 4 significant
+ * digits; a value outside a bound that the schema enforces (duplex
+ * bandwidths, direct reads no faster than copies, interference 0..10) is
+ * clamped to the bound and the comment says so. ema_calibration_write()
+ * loads what it wrote back through libema, so a file it accepts is a file
+ * `ema-sim` accepts. Pure C. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/hwmodel.h"
+#include "fit.h"
+
+G_BEGIN_DECLS
+
+/* CUDA virtual memory management costs (cuMem*), seconds, medians. The
+ * schema's vmm keys take the batch figures per slice: create_cost =
+ * cuMemCreate, map_cost = cuMemMap + cuMemSetAccess, unmap_cost =
+ * cuMemUnmap + cuMemRelease. */
+typedef struct {
+  guint64 slice_bytes;          /* the slice: the allocation granularity, normally 2 MiB */
+  guint64 granularity_min;      /* cuMemGetAllocationGranularity MINIMUM */
+  guint64 granularity_rec;      /* ... RECOMMENDED */
+  guint single_repeats;         /* repeats of the one-slice measurements */
+  double create_s;              /* cuMemCreate of one slice on the lender */
+  double release_s;             /* cuMemRelease of one unmapped slice */
+  double reserve_s;             /* cuMemAddressReserve of one slice's range on the borrower */
+  double address_free_s;        /* cuMemAddressFree of it */
+  double map_s;                 /* cuMemMap of one slice */
+  double set_access_s;          /* cuMemSetAccess (borrower read/write) on one slice */
+  double unmap_s;               /* cuMemUnmap of one slice */
+  guint batch_slices;           /* slices in the batch measurement */
+  guint batch_repeats;          /* repeats of the batch */
+  double batch_create_s;        /* all slices created one after another (total) */
+  double batch_map_s;           /* all slices mapped into one reserved range (total) */
+  double batch_set_access_s;    /* one cuMemSetAccess over the whole range */
+  double batch_unmap_s;         /* every slice unmapped (total) */
+  double batch_release_s;       /* every slice released (total) */
+  double direct_read_bandwidth; /* kernel on the borrower reading the batch range */
+} EmaVmmFigures;
+
+/* Interference and overlap, ratios of median kernel or copy times. */
+typedef struct {
+  double lender_kernel_by_peer_copy;   /* lender's HBM kernel: with / without a peer pulling */
+  double peer_copy_by_lender_kernel;   /* that pull: with / without the lender's kernel */
+  double lender_kernel_by_direct_read; /* lender's kernel: with / without a peer kernel reading */
+  double direct_read_by_lender_kernel; /* the peer's direct read: with / without */
+  double borrower_kernel_by_incoming_copy; /* borrower's HBM kernel: with / without copies in */
+  double incoming_copy_by_borrower_kernel; /* those copies: with / without the kernel */
+  /* HBM bytes of the kernel's own work lost per byte moved by the other load
+   * (the schema's gpu.interference_outgoing and _incoming): rate_alone
+   * (1 - 1 / slowdown) / the other load's rate while both run */
+  double lender_loss_per_pulled_byte;      /* a peer pulls with its copy engine */
+  double lender_loss_per_direct_read_byte; /* a peer's kernel loads directly */
+  double borrower_loss_per_incoming_byte;  /* copies land in the kernel's GPU */
+  guint64 overlap_chunk_bytes;             /* pipelined prefetch: bytes per chunk */
+  guint overlap_chunks;                    /* ... and chunks */
+  double overlap_copy_s;                   /* all chunks copied, no compute */
+  double overlap_compute_s;                /* all compute stages, no copies */
+  double overlap_pipelined_s;              /* both, pipelined */
+  double overlap_hidden_fraction;          /* (copy + compute - pipelined) / min(copy, compute) */
+} EmaInterferenceFigures;
+
+typedef struct {
+  /* provenance */
+  const char *name;              /* model name, also the file name */
+  const char *date;              /* ISO 8601, UTC */
+  const char *command;           /* the exact command line */
+  const char *gpu_name;          /* device name of the GPUs ("NVIDIA H200") */
+  const char *gpu_list;          /* every GPU with its PCI bus id, one line */
+  const char *driver_version;    /* NVIDIA driver ("580.159.04") */
+  const char *cuda_versions;     /* "driver API 13.0, runtime 13.0" */
+  const char *results_dir;       /* where the CSV files went */
+  const char *reference_name;    /* server model the unmeasured keys come from */
+  const char *rederived_command; /* `calibrate --from-results` that wrote it again, or NULL */
+  guint repeats, warmups;        /* of the event-timed measurements */
+  gint64 gpus;
+  EmaTopology topology;
+
+  /* gpu */
+  guint64 hbm_capacity;        /* free HBM before the run (cudaMemGetInfo) */
+  guint64 hbm_total;           /* total HBM (cudaMemGetInfo) */
+  double hbm_bandwidth;        /* streaming-read kernel at the largest size */
+  double local_copy_bandwidth; /* device-to-device copy, (read + written) / time */
+  guint64 local_bytes;         /* the size of both */
+  double kernel_overhead_s;    /* median of small read kernels (4 KiB-1 MiB) */
+  double empty_kernel_s;       /* one empty kernel, event-timed */
+  double matrix_flops;         /* not measured: from the reference model */
+  double local_latency_s;      /* dependent load from local HBM */
+
+  /* link */
+  EmaCopyFit peer_push; /* copies issued on the source GPU's stream, both directions */
+  EmaCopyFit peer_pull; /* copies issued on the destination GPU's stream */
+  guint64 peer_min_bytes, peer_max_bytes; /* the fitted sizes */
+  double peer_copy_0to1, peer_copy_1to0;  /* largest push copy alone, B/s */
+  double duplex_bandwidth;                /* both directions at once, largest size, sum */
+  double direct_read_bandwidth; /* kernel on GPU0 reading GPU1 (cudaMalloc, peer access) */
+  double link_latency_s;        /* dependent load GPU0 -> GPU1 memory */
+
+  /* host */
+  EmaCopyFit h2d, d2h; /* pinned host copies, F + n/W */
+  guint64 host_min_bytes, host_max_bytes;
+  double h2d_largest, d2h_largest; /* largest size alone, B/s */
+  double host_duplex_bandwidth;    /* both directions at once, largest size, sum */
+
+  EmaVmmFigures vmm;
+  EmaInterferenceFigures interference;
+} EmaCalibrationFigures;
+
+/* The default model name for COUNT GPUs named DEVICE_NAME: lower case,
+ * a leading "nvidia " dropped, runs of characters other than letters and
+ * digits turned into one '-', then "xCOUNT" ("NVIDIA H200", 2 -> "h200x2"). */
+char *ema_calibration_default_name(const char *device_name, int count);
+
+/* The YAML text. Newly allocated. */
+char *ema_calibration_yaml(const EmaCalibrationFigures *figures);
+
+/* Write the YAML to PATH (its directory is created), then load it back
+ * through libema's server table to prove that it is a valid model. Errors:
+ * EMA_VALIDATE_ERROR_IO, or libema's located EMA_CONFIG_ERROR. */
+gboolean ema_calibration_write(const EmaCalibrationFigures *figures, const char *path,
+                               GError **error);
+
+G_END_DECLS

@@ -1,0 +1,289 @@
+/* test-cli.c: the ema-validate command line, run as a real program (its
+ * path in EMA_VALIDATE) on a machine that may have no GPU: --help and
+ * --version, every usage error (exit 2, the message and a pointer to
+ * --help, all before any CUDA call), and the failure when no CUDA device is
+ * visible (CUDA_VISIBLE_DEVICES empty, or no driver at all): one line
+ * "ema-validate: no CUDA device: ..." and exit 1, never a crash, and
+ * nothing written; and `calibrate --from-results`, which needs no GPU. */
+#include <string.h>
+#include <sys/wait.h>
+
+#include <glib/gstdio.h>
+
+typedef struct {
+  int status;
+  char *out;
+  char *err;
+} CliRun;
+
+static void cli_run_free(CliRun *run) {
+  g_free(run->out);
+  g_free(run->err);
+  g_free(run);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliRun, cli_run_free)
+
+static const char *program(void) {
+  const char *path = g_getenv("EMA_VALIDATE");
+  if (path == NULL || !g_file_test(path, G_FILE_TEST_IS_EXECUTABLE))
+    g_error("EMA_VALIDATE must name the ema-validate executable (got %s)", path ? path : "nothing");
+  return path;
+}
+
+/* Run ema-validate with ARGS (NULL-terminated); HIDE_DEVICES empties
+ * CUDA_VISIBLE_DEVICES. */
+static CliRun *run_with(gboolean hide_devices, const char *first, va_list args) {
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_auto(GStrv) envp = g_get_environ();
+  CliRun *run = g_new0(CliRun, 1);
+  GError *error = NULL;
+  int wait_status = 0;
+
+  g_ptr_array_add(argv, (gpointer) program());
+  for (const char *arg = first; arg != NULL; arg = va_arg(args, const char *))
+    g_ptr_array_add(argv, (gpointer) arg);
+  g_ptr_array_add(argv, NULL);
+  envp = g_environ_unsetenv(envp, "EMA_HWMODEL_PATH");
+  envp = g_environ_unsetenv(envp, "EMA_LLM_PATH");
+  if (hide_devices)
+    envp = g_environ_setenv(envp, "CUDA_VISIBLE_DEVICES", "", TRUE);
+  if (!g_spawn_sync(g_getenv("EMA_SOURCE_ROOT"), (char **) argv->pdata, envp, G_SPAWN_DEFAULT, NULL,
+                    NULL, &run->out, &run->err, &wait_status, &error))
+    g_error("cannot run %s: %s", program(), error->message);
+  if (!WIFEXITED(wait_status))
+    g_error("ema-validate did not exit normally (wait status %d; stderr: %s)", wait_status,
+            run->err);
+  run->status = WEXITSTATUS(wait_status);
+  if (g_test_verbose())
+    g_test_message("exit %d\nstdout: %s\nstderr: %s", run->status, run->out, run->err);
+  return run;
+}
+
+static CliRun *cli(const char *first, ...) {
+  va_list args;
+  CliRun *run;
+  va_start(args, first);
+  run = run_with(FALSE, first, args);
+  va_end(args);
+  return run;
+}
+
+static CliRun *cli_without_devices(const char *first, ...) {
+  va_list args;
+  CliRun *run;
+  va_start(args, first);
+  run = run_with(TRUE, first, args);
+  va_end(args);
+  return run;
+}
+
+static void assert_contains(const char *text, const char *part) {
+  if (strstr(text, part) == NULL)
+    g_error("'%s' does not contain '%s'", text, part);
+}
+
+/* A usage error: exit 2, stderr "ema-validate: MESSAGE" (containing PART)
+ * then the pointer to --help, nothing on stdout. */
+static void assert_usage_error(const CliRun *run, const char *part) {
+  if (run->status != 2)
+    g_error("exit %d, expected 2 (stderr: %s)", run->status, run->err);
+  g_assert_true(g_str_has_prefix(run->err, "ema-validate: "));
+  assert_contains(run->err, part);
+  g_assert_true(g_str_has_suffix(run->err, "\nTry 'ema-validate --help'.\n"));
+  g_assert_cmpstr(run->out, ==, "");
+}
+
+static void test_help(void) {
+  g_autoptr(CliRun) help = cli("--help", NULL);
+  g_autoptr(CliRun) short_help = cli("-h", NULL);
+  g_autoptr(CliRun) version = cli("--version", NULL);
+  g_autoptr(CliRun) decode_help = cli("decode", "--help", NULL);
+  g_autoptr(CliRun) calibrate_help = cli("calibrate", "--help", NULL);
+  g_assert_cmpint(help->status, ==, 0);
+  assert_contains(help->out, "Usage: ema-validate COMMAND [OPTIONS]");
+  assert_contains(help->out, "calibrate [-o FILE]");
+  assert_contains(help->out, "decode --model NAME --batch B --context C");
+  assert_contains(help->out, "devices");
+  g_assert_cmpstr(help->err, ==, "");
+  g_assert_cmpint(short_help->status, ==, 0);
+  g_assert_cmpstr(short_help->out, ==, help->out);
+  g_assert_cmpint(version->status, ==, 0);
+  g_assert_true(g_str_has_prefix(version->out, "ema-validate "));
+  g_assert_cmpint(decode_help->status, ==, 0);
+  assert_contains(decode_help->out, "ema-validate decode");
+  assert_contains(decode_help->out, "--remote-fraction=F");
+  assert_contains(decode_help->out, "--prefetch-depth=LAYERS");
+  g_assert_cmpint(calibrate_help->status, ==, 0);
+  assert_contains(calibrate_help->out, "--quick");
+  assert_contains(calibrate_help->out, "--topology=KIND");
+}
+
+static void test_usage_errors(void) {
+  const struct {
+    const char *args[12];
+    const char *message;
+  } cases[] = {
+      {{NULL}, "missing COMMAND"},
+      {{"frobnicate"}, "unknown command 'frobnicate' (known: calibrate, decode, devices)"},
+      {{"devices", "extra"}, "usage: ema-validate devices"},
+      {{"decode"}, "decode needs --model, --batch and --context"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1"},
+       "decode needs --model, --batch and --context"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "x", "--context", "10"},
+       "--batch: 'x' is not a whole number in 1..2147483647"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "0", "--context", "10"},
+       "--batch: '0' is not a whole number in 1..2147483647"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "-5"},
+       "--context: '-5' is not a whole number"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "70000", "--context", "10"},
+       "--batch: 70000 is outside 1..65536"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "200000"},
+       "--context: 200000 is outside 1..131072 (llama-3.1-8b's max_context)"},
+      {{"decode", "--model", "nosuch", "--batch", "1", "--context", "10"},
+       "--model: unknown model 'nosuch' (known: "},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "10", "--server",
+        "nosuch"},
+       "--server: unknown hardware model 'nosuch' (known: "},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "10", "--remote-fraction",
+        "0.5"},
+       "--remote-fraction 0.5 needs --mode direct or --mode prefetch"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "10", "--remote-fraction",
+        "half", "--mode", "direct"},
+       "--remote-fraction: 'half' is not a fraction (0.25 or 25%)"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "10", "--remote-fraction",
+        "150%", "--mode", "direct"},
+       "--remote-fraction: 1.5 is outside 0..1"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "10", "--mode",
+        "sideways"},
+       "--mode: unknown mode 'sideways' (known: local, direct, prefetch)"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "10", "--prefetch-depth",
+        "2"},
+       "--prefetch-depth applies to --mode prefetch only"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "10", "--mode",
+        "prefetch", "--prefetch-depth", "32"},
+       "--prefetch-depth: 32 is outside 1..31 (layers - 1)"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "10", "--repeats", "0"},
+       "--repeats: '0' is not a whole number in 1..10000"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "10", "--warmups", "-1"},
+       "--warmups: '-1' is not a whole number in 0..1000"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "10", "extra"},
+       "decode takes no arguments besides its options"},
+      {{"decode", "--bogus"}, "Unknown option --bogus"},
+      {{"calibrate", "extra"}, "calibrate takes no arguments besides its options"},
+      {{"calibrate", "--topology", "ring"},
+       "--topology: unknown topology 'ring' (known: direct, switch, pcie)"},
+      {{"calibrate", "--repeats", "0"}, "--repeats: '0' is not a whole number in 1..10000"},
+      {{"calibrate", "--name", "a/b"},
+       "--name: 'a/b' must be a non-empty file name without '/' or spaces"},
+      {{"calibrate", "--reference", "nosuch"},
+       "--reference: unknown hardware model 'nosuch' (known: "},
+      {{"calibrate", "--from-results", "somewhere", "--quick"},
+       "--from-results takes only -o and --reference"},
+      {{"calibrate", "--from-results", "somewhere", "--name", "x"},
+       "--from-results takes only -o and --reference"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const char *const *a = cases[i].args;
+    g_autoptr(CliRun) run =
+        cli(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], NULL);
+    assert_usage_error(run, cases[i].message);
+  }
+}
+
+/* The one-line "no CUDA device" failure. */
+static void assert_no_device(const CliRun *run) {
+  gsize len = strlen(run->err);
+  if (run->status != 1)
+    g_error("exit %d, expected 1 (stderr: %s)", run->status, run->err);
+  g_assert_true(g_str_has_prefix(run->err, "ema-validate: no CUDA device: cudaGetDeviceCount"));
+  g_assert_true(len > 0 && run->err[len - 1] == '\n' &&
+                strchr(run->err, '\n') == run->err + len - 1);
+}
+
+static void test_no_device(void) {
+  g_autofree char *dir = NULL;
+  g_autofree char *yaml = NULL, *results = NULL, *csv = NULL;
+  GError *error = NULL;
+  dir = g_dir_make_tmp("ema-validate-cli-XXXXXX", &error);
+  g_assert_no_error(error);
+  yaml = g_build_filename(dir, "model.yaml", NULL);
+  results = g_build_filename(dir, "results", NULL);
+  csv = g_build_filename(dir, "decode.csv", NULL);
+  {
+    g_autoptr(CliRun) devices = cli_without_devices("devices", NULL);
+    g_autoptr(CliRun) decode = cli_without_devices("decode", "--model", "llama-3.1-8b", "--batch",
+                                                   "1", "--context", "16", "--csv", csv, NULL);
+    g_autoptr(CliRun) remote =
+        cli_without_devices("decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "16",
+                            "--remote-fraction", "25%", "--mode", "prefetch", NULL);
+    g_autoptr(CliRun) calibrate =
+        cli_without_devices("calibrate", "-o", yaml, "--results", results, "--quick", NULL);
+    assert_no_device(devices);
+    assert_no_device(decode);
+    assert_no_device(remote);
+    assert_no_device(calibrate);
+    g_assert_cmpstr(decode->out, ==, "");
+  }
+  /* nothing was written */
+  g_assert_false(g_file_test(yaml, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(results, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(csv, G_FILE_TEST_EXISTS));
+  g_rmdir(dir);
+}
+
+static void copy_file(const char *from_dir, const char *to_dir, const char *name) {
+  g_autofree char *from = g_build_filename(from_dir, name, NULL);
+  g_autofree char *to = g_build_filename(to_dir, name, NULL);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(from, &text, NULL, NULL));
+  g_assert_true(g_file_set_contents(to, text, -1, NULL));
+}
+
+/* calibrate --from-results needs no GPU: it runs with the devices hidden. */
+static void test_from_results(void) {
+  g_autofree char *results = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), "validate", "results",
+                                              "2026-11-29-h200x2-calibrate", NULL);
+  g_autofree char *dir = g_dir_make_tmp("ema-validate-cli-XXXXXX", NULL);
+  g_autofree char *model = g_build_filename(dir, "model.yaml", NULL);
+  g_autofree char *missing = g_build_filename(dir, "missing", NULL);
+  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt"};
+  g_assert_nonnull(dir);
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++)
+    copy_file(results, dir, files[i]);
+  {
+    g_autoptr(CliRun) run =
+        cli_without_devices("calibrate", "--from-results", dir, "-o", model, NULL);
+    g_autoptr(CliRun) none = cli("calibrate", "--from-results", missing, "-o", model, NULL);
+    g_autofree char *text = NULL;
+    if (run->status != 0)
+      g_error("exit %d: %s", run->status, run->err);
+    assert_contains(run->out, "wrote ");
+    assert_contains(run->out, "gpu.interference_incoming");
+    g_assert_true(g_file_get_contents(model, &text, NULL, NULL));
+    assert_contains(text, "# Derived again from these measurements (no GPU): ");
+    assert_contains(text, "\nlink:\n");
+    g_assert_cmpint(none->status, ==, 1);
+    g_assert_true(g_str_has_prefix(none->err, "ema-validate: "));
+    assert_contains(none->err, "provenance.txt");
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *path = g_build_filename(dir, files[i], NULL);
+    g_remove(path);
+  }
+  {
+    g_autofree char *derived = g_build_filename(dir, "derived.csv", NULL);
+    g_remove(derived);
+  }
+  g_remove(model);
+  g_rmdir(dir);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/validate/cli/help", test_help);
+  g_test_add_func("/validate/cli/usage-errors", test_usage_errors);
+  g_test_add_func("/validate/cli/no-device", test_no_device);
+  g_test_add_func("/validate/cli/from-results", test_from_results);
+  return g_test_run();
+}

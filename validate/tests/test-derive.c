@@ -1,0 +1,351 @@
+/* test-derive.c: from raw results to a server model without a GPU
+ * (validate/calderive.c, and the CSV reader of validate/report.c). The
+ * provenance file and the CSV files read back what was written; bad files
+ * answer with the file, line and key; the committed two-H200 results
+ * (validate/results/2026-11-29-h200x2-calibrate) derive the committed model
+ * (hwmodels/calibration/h200x2.yaml) line for line; a missing measurement
+ * is named. Nothing in the source tree is written: results are copied to a
+ * temporary directory first. */
+#include <math.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+#include "calderive.h"
+#include "errors.h"
+#include "report.h"
+
+#define RESULTS "validate/results/2026-11-29-h200x2-calibrate"
+#define MODEL "hwmodels/calibration/h200x2.yaml"
+
+static char *source_path(const char *relative) {
+  return g_build_filename(g_getenv("EMA_SOURCE_ROOT"), relative, NULL);
+}
+
+static char *temp_dir(void) {
+  GError *error = NULL;
+  char *dir = g_dir_make_tmp("ema-derive-XXXXXX", &error);
+  g_assert_no_error(error);
+  return dir;
+}
+
+static void remove_tree(const char *dir) {
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_DIR))
+      remove_tree(path);
+    else
+      g_remove(path);
+  }
+  g_rmdir(dir);
+}
+
+static void write_text(const char *dir, const char *name, const char *text) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+}
+
+static char *read_text(const char *path) {
+  char *text = NULL;
+  GError *error = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, &error));
+  g_assert_no_error(error);
+  return text;
+}
+
+/* A copy of the committed results in a new temporary directory. */
+static char *copy_results(void) {
+  g_autofree char *from = source_path(RESULTS);
+  char *dir = temp_dir();
+  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt"};
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *source = g_build_filename(from, files[i], NULL);
+    g_autofree char *text = read_text(source);
+    write_text(dir, files[i], text);
+  }
+  return dir;
+}
+
+static void assert_error(GError *error, int code, const char *part) {
+  g_assert_nonnull(error);
+  g_assert_error(error, EMA_VALIDATE_ERROR, code);
+  if (strstr(error->message, part) == NULL)
+    g_error("'%s' does not contain '%s'", error->message, part);
+}
+
+/* ---- provenance.txt --------------------------------------------------------- */
+
+static void test_run_round_trip(void) {
+  g_autofree char *dir = temp_dir();
+  EmaCalibrationRun run = {
+      .name = "test",
+      .date = "2026-11-29T22:32:24Z",
+      .command = "ema-validate calibrate --name 'a b'",
+      .gpu_name = "NVIDIA H200",
+      .gpu_list = "GPU0 NVIDIA H200; GPU1 NVIDIA H200",
+      .driver_version = "580.159.04",
+      .cuda_versions = "driver API 13.0, runtime 13.0",
+      .results_dir = "results/x",
+      .reference_name = "h200x2",
+      .gpus = 2,
+      .topology = EMA_TOPOLOGY_SWITCH,
+      .hbm_capacity = G_GUINT64_CONSTANT(149572236083),
+      .hbm_total = G_GUINT64_CONSTANT(150109106995),
+      .matrix_flops = 989e12,
+      .repeats = 20,
+      .warmups = 3,
+      .vmm_granularity_min = 2097152,
+      .vmm_granularity_rec = 2097152,
+      .overlap_chunks = 16,
+      .overlap_chunk_bytes = 67108864,
+      .remote_chase_steps = 10000,
+      .local_chase_steps = 20000,
+  };
+  g_autoptr(EmaCalibrationRun) back = NULL;
+  GError *error = NULL;
+  g_assert_true(ema_calibration_run_save(&run, dir, &error));
+  g_assert_no_error(error);
+  back = ema_calibration_run_load(dir, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(back->name, ==, run.name);
+  g_assert_cmpstr(back->command, ==, run.command);
+  g_assert_cmpstr(back->gpu_list, ==, run.gpu_list);
+  g_assert_cmpstr(back->reference_name, ==, "h200x2");
+  g_assert_cmpint(back->topology, ==, EMA_TOPOLOGY_SWITCH);
+  g_assert_cmpuint(back->hbm_capacity, ==, run.hbm_capacity);
+  g_assert_cmpfloat(back->matrix_flops, ==, 989e12);
+  g_assert_cmpuint(back->overlap_chunk_bytes, ==, 67108864);
+  g_assert_cmpuint(back->local_chase_steps, ==, 20000);
+  remove_tree(dir);
+}
+
+static void test_run_errors(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *committed = source_path(RESULTS "/provenance.txt");
+  g_autofree char *good = read_text(committed);
+  const struct {
+    const char *from, *to, *message;
+  } cases[] = {
+      {"topology=direct", "topology=ring", "topology: 'ring' is not direct, switch or pcie"},
+      {"gpus=2", "gpus=two", "[calibration] gpus: not a whole number in range"},
+      {"gpus=2", "gpus=0", "gpus and the chase steps must be positive"},
+      {"matrix_flops=989000000000000", "matrix_flops=fast",
+       "matrix_flops: 'fast' is not a positive number"},
+      {"name=h200x2\n", "", "[calibration] name: "},
+      {"[calibration]", "[calibration", "provenance.txt: "},
+  };
+  GError *error = NULL;
+  g_assert_null(ema_calibration_run_load(dir, &error));
+  assert_error(error, EMA_VALIDATE_ERROR_IO, "provenance.txt");
+  g_clear_error(&error);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = NULL;
+    g_auto(GStrv) parts = g_strsplit(good, cases[i].from, 2);
+    g_assert_cmpuint(g_strv_length(parts), ==, 2);
+    text = g_strjoin(cases[i].to, parts[0], parts[1], NULL);
+    write_text(dir, "provenance.txt", text);
+    g_assert_null(ema_calibration_run_load(dir, &error));
+    assert_error(error, EMA_VALIDATE_ERROR_DATA, cases[i].message);
+    g_clear_error(&error);
+  }
+  remove_tree(dir);
+}
+
+/* ---- CSV files ----------------------------------------------------------------- */
+
+static void test_csv_split(void) {
+  g_auto(GStrv) plain = ema_csv_split("a,b,,c");
+  g_auto(GStrv) quoted = ema_csv_split("x,\"a, \"\"b\"\"\",y");
+  g_assert_cmpuint(g_strv_length(plain), ==, 4);
+  g_assert_cmpstr(plain[2], ==, "");
+  g_assert_cmpuint(g_strv_length(quoted), ==, 3);
+  g_assert_cmpstr(quoted[1], ==, "a, \"b\"");
+  g_assert_null(ema_csv_split("x,\"open"));
+}
+
+static void test_report_round_trip(void) {
+  g_autoptr(EmaReport) report = ema_report_new();
+  g_autoptr(EmaReport) back = NULL;
+  g_autofree char *dir = temp_dir();
+  const double samples[] = {10e-6, 12.5e-6, 11e-6};
+  const EmaMeasurement *m;
+  GError *error = NULL;
+  ema_report_add(report, "peer-copy", "copy, odd name", "gpu0", "gpu1", 4194304, 4194304.0, samples,
+                 3);
+  ema_report_add(report, "local", "empty-kernel", NULL, NULL, 0, 0, samples, 1);
+  g_assert_true(ema_report_write_csv(report, dir, &error));
+  back = ema_report_read_csv(dir, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ema_report_count(back), ==, 2);
+  m = ema_report_find(back, "copy, odd name");
+  g_assert_nonnull(m);
+  g_assert_cmpstr(m->group, ==, "peer-copy");
+  g_assert_cmpuint(m->bytes, ==, 4194304);
+  g_assert_cmpuint(m->stats.n, ==, 3);
+  g_assert_cmpfloat_with_epsilon(m->stats.median, 11e-6, 1e-15);
+  /* the rate comes back through gb_per_s (2 decimals) */
+  g_assert_cmpfloat(fabs(m->rate_bytes / m->stats.median - 4194304.0 / 11e-6), <, 0.01e9);
+  g_assert_cmpfloat(ema_report_find(back, "empty-kernel")->rate_bytes, ==, 0);
+  remove_tree(dir);
+}
+
+static void test_report_read_errors(void) {
+  g_autofree char *dir = temp_dir();
+  const char *header =
+      "group,name,src,dst,bytes,repeats,median_us,min_us,q1_us,q3_us,max_us,spread_pct,gb_per_s\n";
+  const char *row = "local,k,-,-,0,2,1.000,1.000,1.000,1.000,1.000,0.00,\n";
+  const struct {
+    const char *measurements, *samples, *message;
+  } cases[] = {
+      {"bad header\n", "name,repeat,us\n", "measurements.csv:1: the header is not"},
+      {NULL, "name,repeat\n", "samples.csv:1: the header is not"},
+      {"local,k,-,-,0\n", "name,repeat,us\nk,0,1.0\nk,1,1.0\n",
+       "measurements.csv:2: expected the 13 columns"},
+      {"local,k,-,-,x,2,1,1,1,1,1,0,\n", "name,repeat,us\nk,0,1.0\nk,1,1.0\n",
+       "measurements.csv:2: expected the 13 columns"},
+      {NULL, "name,repeat,us\nk,0,fast\n", "samples.csv:2: expected name,repeat,us"},
+      {NULL, "name,repeat,us\nk,0,1.0\n",
+       "measurements.csv:2: k has 1 samples in samples.csv, not 2"},
+      {NULL, "name,repeat,us\nother,0,1.0\n", "k has 0 samples"},
+  };
+  GError *error = NULL;
+  g_assert_null(ema_report_read_csv(dir, &error));
+  assert_error(error, EMA_VALIDATE_ERROR_IO, "cannot read");
+  g_clear_error(&error);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *measurements = NULL;
+    if (cases[i].measurements && strchr(cases[i].measurements, ',') == NULL)
+      measurements = g_strdup(cases[i].measurements); /* a whole (bad) file */
+    else
+      measurements = g_strconcat(header, cases[i].measurements ? cases[i].measurements : row, NULL);
+    write_text(dir, "measurements.csv", measurements);
+    write_text(dir, "samples.csv", cases[i].samples);
+    g_assert_null(ema_report_read_csv(dir, &error));
+    assert_error(error, EMA_VALIDATE_ERROR_DATA, cases[i].message);
+    g_clear_error(&error);
+  }
+  {
+    g_autofree char *twice = g_strconcat(header, row, row, NULL);
+    write_text(dir, "measurements.csv", twice);
+    write_text(dir, "samples.csv", "name,repeat,us\nk,0,1.0\nk,1,1.0\n");
+    g_assert_null(ema_report_read_csv(dir, &error));
+    assert_error(error, EMA_VALIDATE_ERROR_DATA, "measurements.csv:3: k appears twice");
+    g_clear_error(&error);
+  }
+  remove_tree(dir);
+}
+
+/* ---- deriving the committed model ---------------------------------------------- */
+
+/* TEXT without its "# Derived again" line. */
+static char *without_rederived_line(const char *text) {
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; lines[i]; i++) {
+    if (g_str_has_prefix(lines[i], "# Derived again"))
+      continue;
+    g_string_append(out, lines[i]);
+    if (lines[i + 1])
+      g_string_append_c(out, '\n');
+  }
+  return g_string_free(out, FALSE);
+}
+
+static void test_committed_results(void) {
+  g_autofree char *dir = copy_results();
+  g_autofree char *output = g_build_filename(dir, "h200x2.yaml", NULL);
+  g_autofree char *committed_path = source_path(MODEL);
+  g_autofree char *committed = read_text(committed_path);
+  g_autofree char *written = NULL, *a = NULL, *b = NULL, *derived = NULL;
+  GError *error = NULL;
+  g_assert_true(ema_calibration_from_results(dir, output, "test", NULL, NULL, &error));
+  g_assert_no_error(error);
+  written = read_text(output);
+  a = without_rederived_line(committed);
+  b = without_rederived_line(written);
+  g_assert_cmpstr(b, ==, a);
+  /* derived.csv was written next to the measurements */
+  {
+    g_autofree char *path = g_build_filename(dir, "derived.csv", NULL);
+    derived = read_text(path);
+  }
+  g_assert_nonnull(strstr(derived, "\nlender-loss-per-pulled-byte,0.9560998"));
+  g_assert_nonnull(strstr(derived, "\nborrower-loss-per-incoming-byte,1.942247"));
+  remove_tree(dir);
+}
+
+static void test_derive_figures(void) {
+  g_autofree char *results = source_path(RESULTS);
+  g_autoptr(EmaCalibrationRun) run = NULL;
+  g_autoptr(EmaReport) report = NULL;
+  EmaCalibrationFigures f;
+  GError *error = NULL;
+  run = ema_calibration_run_load(results, &error);
+  g_assert_no_error(error);
+  report = ema_report_read_csv(results, &error);
+  g_assert_no_error(error);
+  g_assert_true(ema_calibration_derive(report, run, &f, &error));
+  g_assert_no_error(error);
+  /* 4 GiB read in 929.7 us; 1 GiB pulls; ten thousand chased loads in 9.58 ms */
+  g_assert_cmpfloat(fabs(f.hbm_bandwidth - 4.62e12), <, 0.01e12);
+  g_assert_cmpuint(f.local_bytes, ==, G_GUINT64_CONSTANT(4294967296));
+  g_assert_cmpuint(f.peer_min_bytes, ==, 4096);
+  g_assert_cmpuint(f.peer_max_bytes, ==, G_GUINT64_CONSTANT(4294967296));
+  g_assert_cmpuint(f.peer_push.points, ==, 22);
+  g_assert_cmpuint(f.h2d.points, ==, 10);
+  g_assert_cmpfloat(fabs(f.link_latency_s - 958e-9), <, 1e-9);
+  g_assert_cmpuint(f.vmm.batch_slices, ==, 512);
+  g_assert_cmpuint(f.vmm.single_repeats, ==, 50);
+  g_assert_cmpuint(f.vmm.slice_bytes, ==, 2097152);
+  g_assert_cmpfloat(f.interference.lender_kernel_by_peer_copy, >, 1);
+  g_assert_cmpfloat(f.interference.overlap_hidden_fraction, >, 0.8);
+  g_assert_cmpstr(f.name, ==, "h200x2");
+  g_assert_null(f.rederived_command);
+}
+
+static void test_missing_measurement(void) {
+  g_autofree char *results = source_path(RESULTS);
+  g_autoptr(EmaCalibrationRun) run = ema_calibration_run_load(results, NULL);
+  const char *const dropped[] = {"empty-kernel", "latency-gpu1-from-gpu0", "overlap-pipelined",
+                                 "lender-vs-peer-copy-kernel-overlapped:kernel-together"};
+  const char *const prefixes[] = {"local-read-gpu0-", "vmm-batch-map-",
+                                  "peer-copy-both-directions-"};
+  for (guint i = 0; i < G_N_ELEMENTS(dropped) + G_N_ELEMENTS(prefixes); i++) {
+    g_autoptr(EmaReport) full = ema_report_read_csv(results, NULL);
+    g_autoptr(EmaReport) partial = ema_report_new();
+    EmaCalibrationFigures f;
+    GError *error = NULL;
+    gboolean by_name = i < G_N_ELEMENTS(dropped);
+    const char *what = by_name ? dropped[i] : prefixes[i - G_N_ELEMENTS(dropped)];
+    for (guint k = 0; k < ema_report_count(full); k++) {
+      const EmaMeasurement *m = ema_report_get(full, k);
+      if (by_name ? strcmp(m->name, what) == 0 : g_str_has_prefix(m->name, what))
+        continue;
+      ema_report_add(partial, m->group, m->name, m->src, m->dst, m->bytes, m->rate_bytes,
+                     (const double *) m->samples->data, m->samples->len);
+    }
+    g_assert_false(ema_calibration_derive(partial, run, &f, &error));
+    if (by_name) {
+      g_autofree char *message = g_strdup_printf("the results have no measurement '%s'", what);
+      assert_error(error, EMA_VALIDATE_ERROR_DATA, message);
+    } else {
+      assert_error(error, EMA_VALIDATE_ERROR_DATA, "the results have no measurement");
+    }
+    g_clear_error(&error);
+  }
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/validate/derive/run-round-trip", test_run_round_trip);
+  g_test_add_func("/validate/derive/run-errors", test_run_errors);
+  g_test_add_func("/validate/derive/csv-split", test_csv_split);
+  g_test_add_func("/validate/derive/report-round-trip", test_report_round_trip);
+  g_test_add_func("/validate/derive/report-read-errors", test_report_read_errors);
+  g_test_add_func("/validate/derive/committed-results", test_committed_results);
+  g_test_add_func("/validate/derive/figures", test_derive_figures);
+  g_test_add_func("/validate/derive/missing-measurement", test_missing_measurement);
+  return g_test_run();
+}
