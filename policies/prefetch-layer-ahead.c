@@ -7,7 +7,11 @@
  * share of KV that may be remote is what the link can bring in during
  * `hide_margin` of a layer's time, counting the memory side only: a step
  * made long by a prefill chunk's compute must not admit remote KV that the
- * decode steps after it cannot hide. */
+ * decode steps after it cannot hide. Two more bounds keep the cost to HBM
+ * bandwidth in check (pool.h, interference): the copies landing in this
+ * GPU may slow its layers by at most `max_borrower_slowdown`, and the
+ * lenders' HBM, read at the rate this step pulls, may lose at most
+ * `max_lender_slowdown` (lender priority). */
 #include <math.h>
 
 #include "builtin.h"
@@ -16,6 +20,8 @@ typedef struct {
   gint64 depth;
   double hide_margin;
   double fixed_share;
+  double max_borrower_slowdown;
+  double max_lender_slowdown;
 } Params;
 
 static const EmaParam params[] = {
@@ -28,6 +34,12 @@ static const EmaParam params[] = {
     {"fixed_share", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, fixed_share),
      .default_value = "10%", .min = 1e-6, .max = 1,
      .help = "largest share of a copy's time its fixed cost may take (sets the group size)"},
+    {"max_borrower_slowdown", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, max_borrower_slowdown),
+     .default_value = "5%", .min = 0, .max = 10,
+     .help = "largest slowdown of this GPU's layers by the copies landing in its HBM"},
+    {"max_lender_slowdown", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, max_lender_slowdown),
+     .default_value = "2%", .min = 0, .max = 10,
+     .help = "largest loss of a lender's HBM bandwidth to this GPU's pulls"},
 };
 
 static const EmaParamTable table = {"layer-ahead", sizeof(Params), params, EMA_PARAMS_N(params),
@@ -49,6 +61,22 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
    * time, after fixed costs */
   hideable = MAX(0, p->hide_margin * step->layer_memory_s - fixed / plan->layers_per_copy) *
              step->link_bandwidth;
+  {
+    const EmaGpuSpec *g = &view->server->gpu;
+    double rate_m = g->hbm_bandwidth * g->hbm_efficiency;
+    double layer_s = MAX(step->layer_compute_s, step->layer_memory_s);
+    guint lenders = 0;
+    for (guint j = 0; j < view->n_gpus; j++)
+      lenders += view->remote_blocks[gpu * view->n_gpus + j] > 0;
+    /* landing copies: k_in x bytes of this GPU's HBM time per layer */
+    if (g->interference_incoming > 0)
+      hideable = MIN(hideable, p->max_borrower_slowdown * step->layer_memory_s * rate_m /
+                                   g->interference_incoming);
+    /* pulls: k_out x (bytes per layer / layer time) of each lender's HBM rate */
+    if (g->interference_outgoing > 0)
+      hideable = MIN(hideable, p->max_lender_slowdown * rate_m / g->interference_outgoing *
+                                   layer_s * MAX(lenders, 1));
+  }
   plan->remote_limit = step->kv_bytes > 0 ? CLAMP(hideable / step->kv_bytes, 0, 1) : 1;
 }
 
