@@ -302,11 +302,28 @@ void ema_experiment_free(EmaExperiment *experiment) {
   g_free(experiment);
 }
 
+const char *const ema_experiment_sweep_keys[] = {"variants", "sweep", "repeats", "plot", NULL};
+
 EmaExperiment *ema_experiment_load(const char *path, const char *const *overrides, GError **error) {
   g_autoptr(EmaNode) root = ema_node_load_file(path, error);
-  g_autoptr(EmaExperiment) experiment = NULL;
   if (root == NULL)
     return NULL;
+  /* a sweep file's own keys are only accepted by ema-sim sweep (sweep.c),
+   * which takes them off before it loads each point */
+  for (guint i = 0; root->kind == EMA_NODE_MAP && ema_experiment_sweep_keys[i]; i++) {
+    const EmaNode *key = ema_node_get_key(root, ema_experiment_sweep_keys[i]);
+    if (key) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
+                     "this is a sweep file: run it with `ema-sim sweep %s`", path);
+      return NULL;
+    }
+  }
+  return ema_experiment_load_tree(root, overrides, error);
+}
+
+EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overrides,
+                                        GError **error) {
+  g_autoptr(EmaExperiment) experiment = NULL;
   if (root->kind != EMA_NODE_MAP) {
     ema_node_error(error, EMA_CONFIG_ERROR_TYPE, root, NULL,
                    "an experiment file must be a map of settings");

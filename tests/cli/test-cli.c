@@ -191,8 +191,8 @@ static void usage_error(CliRun *run, const char *contains) {
 
 static void test_usage_errors(void) {
   usage_error(cli(NULL), "missing COMMAND");
-  usage_error(cli("frobnicate", NULL),
-              "unknown command 'frobnicate' (commands: run, check, list, describe, frontier)");
+  usage_error(cli("frobnicate", NULL), "unknown command 'frobnicate' (commands: run, check, list, "
+                                       "describe, frontier, sweep, plot)");
   usage_error(cli("run", NULL), "missing experiment FILE");
   usage_error(cli("check", BASELINE, "extra", NULL), "too many arguments");
   usage_error(cli("run", "--bogus", BASELINE, NULL), "--bogus");

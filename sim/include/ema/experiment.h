@@ -83,6 +83,15 @@ extern const EmaParamTable ema_experiment_params;
 /* Load PATH, apply OVERRIDES ("a.b=c", NULL-terminated, may be NULL), bind
  * and check. Returns NULL with a located error. */
 EmaExperiment *ema_experiment_load(const char *path, const char *const *overrides, GError **error);
+/* The same from a tree already loaded (ema-sim sweep builds one per point):
+ * ROOT is edited in place (names expanded, overrides applied). Unlike
+ * ema_experiment_load it does not refuse the sweep keys: the caller takes
+ * them off first. */
+EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overrides,
+                                        GError **error);
+/* The top-level keys of sweep files (sweep.h), NULL-terminated; a file with
+ * any of them is refused by ema_experiment_load ("this is a sweep file"). */
+extern const char *const ema_experiment_sweep_keys[];
 void ema_experiment_free(EmaExperiment *experiment);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaExperiment, ema_experiment_free)
 

@@ -1,0 +1,25 @@
+# common.gp: what every figure shares; each script here loads it first.
+# Variables (set by plots.gp, which ema-sim plot writes next to the figures):
+#   fmt     'png' or 'svg'
+#   name    the figure's file name without its extension
+#   width, height   its size in pixels
+# Text is not "enhanced" (an underscore in a tenant or path name stays an
+# underscore). Colours: the ColorBrewer Dark2 set, one per line type.
+if (fmt eq 'svg') {
+  set terminal svg size width, height font 'Sans,12' noenhanced dynamic background rgb 'white'
+} else {
+  set terminal pngcairo size width, height font 'Sans,10' noenhanced background rgb 'white'
+}
+set output name.'.'.fmt
+set grid lc rgb '#dddddd' lt 1
+set border lc rgb '#444444'
+set key noautotitle box lc rgb '#bbbbbb' opaque samplen 3
+set linetype 1 lc rgb '#1b9e77' lw 2 pt 7 ps 0.9
+set linetype 2 lc rgb '#d95f02' lw 2 pt 5 ps 0.9
+set linetype 3 lc rgb '#7570b3' lw 2 pt 9 ps 1.0
+set linetype 4 lc rgb '#e7298a' lw 2 pt 11 ps 1.0
+set linetype 5 lc rgb '#66a61e' lw 2 pt 13 ps 1.0
+set linetype 6 lc rgb '#e6ab02' lw 2 pt 15 ps 1.0
+set linetype 7 lc rgb '#a6761d' lw 2 pt 3 ps 1.0
+set linetype 8 lc rgb '#666666' lw 2 pt 1 ps 1.0
+set linetype cycle 8

@@ -1,0 +1,44 @@
+/* plot.h: figures with gnuplot (`ema-sim plot DIR`, and the end of `run`
+ * and `sweep`). The C side reads the results (sweep.csv; requests.csv,
+ * timeline.csv and summary.json of a run), writes the series gnuplot draws
+ * as .dat files into DIR/plots/, and a driver DIR/plots/plots.gp that sets
+ * each figure's variables (titles, series names) and loads its script;
+ * gnuplot then draws every figure as PNG and SVG. The scripts are plain
+ * files a user edits: the .gp files of plots/ in the source tree, or the
+ * same names in a folder of EMA_PLOT_PATH (colon-separated, searched
+ * first). `gnuplot plots.gp` in DIR/plots draws them again.
+ *
+ * Figures of a sweep (from sweep.csv): throughput and p99 TTFT/TPOT against
+ * a swept number, one line per policy (or variant); ops sweeps: each op's
+ * GB/s. Repeats are averaged; failed and not-run points are left out.
+ * Figures of a serving run: TTFT and TPOT CDFs per tenant; per GPU, memory
+ * over time stacked as local KV / staging / lent / borrowed with reclaims
+ * marked; remote KV per GPU and the rate its steps read it over the links
+ * (an estimate: the simulator records no per-link counters). */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const char *x;      /* sweep: the column on the x axis (default: the first swept number) */
+  const char *by;     /* sweep: the column that makes the lines (default: variant, or a
+                         swept path with "policy" in it) */
+  const char *tenant; /* sweep: whose metrics: a tenant, or "all" (throughput summed,
+                         latency the worst tenant's; the default with several tenants) */
+  const char *title;
+  const char *xlabel;
+} EmaPlotOptions;
+
+/* gnuplot's path on PATH (or EMA_GNUPLOT), NULL when there is none. */
+char *ema_plot_find_gnuplot(void);
+
+/* Draw the figures of DIR into DIR/plots/ with GNUPLOT. OPTIONS (may be
+ * NULL) override DIR/plot.yaml (written by ema-sim sweep). FIGURES, when
+ * not NULL, gets the file names drawn ("memory.png", ...). FALSE with an
+ * error when DIR has nothing to plot or gnuplot fails. */
+gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions *options,
+                      GPtrArray *figures, GError **error);
+
+G_END_DECLS
