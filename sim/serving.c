@@ -152,8 +152,8 @@ void ema_serving_report_free(EmaServingReport *report) {
   g_free(report);
 }
 
-/* The policy's preemption choice over the tenant's own. */
-static void apply_preempt_choice(const EmaExperiment *experiment, EmaEngineConfig *config) {
+/* The policy's preemption choice over the tenant's own (serving.h). */
+void ema_serving_apply_preempt_choice(const EmaExperiment *experiment, EmaEngineConfig *config) {
   switch (experiment->policy.preempt) {
   case EMA_PREEMPT_CHOICE_ENGINE:
     break;
@@ -196,7 +196,7 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
   tenant.memory = ema_pool_add_tenant(run->pool, tenant.gpu, result->plan.slices,
                                       result->plan.block_bytes, tenant.step_model);
   ema_tenant_engine_config(spec, &result->plan, &experiment->server, &tenant.config);
-  apply_preempt_choice(experiment, &tenant.config);
+  ema_serving_apply_preempt_choice(experiment, &tenant.config);
   g_array_append_val(run->tenants, tenant);
   return TRUE;
 }
@@ -217,20 +217,20 @@ static void start_engines(Run *run) {
     ema_engine_start(g_array_index(run->tenants, Tenant, i).engine);
 }
 
-/* GPUs without a tenant lend their HBM. */
-static void add_idle_gpus(Run *run) {
-  const EmaServerSpec *server = &run->experiment->server;
+/* GPUs without a tenant lend their HBM (serving.h). */
+void ema_serving_add_idle_gpus(const EmaExperiment *experiment, EmaPool *pool) {
+  const EmaServerSpec *server = &experiment->server;
   g_autofree gboolean *busy = g_new0(gboolean, (gsize) server->gpus);
-  for (guint i = 0; i < run->experiment->tenants->len; i++) {
-    const EmaTenantSpec *spec = &g_array_index(run->experiment->tenants, EmaTenantSpec, i);
+  for (guint i = 0; i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
     for (gint64 g = spec->gpu; g < spec->gpu + spec->tp; g++)
       busy[g] = TRUE;
   }
   for (gint64 g = 0; g < server->gpus; g++)
     if (!busy[g])
       ema_pool_add_idle_gpu(
-          run->pool, (guint) g,
-          (guint64) ((double) server->gpu.hbm_capacity * run->experiment->idle_gpu_memory) /
+          pool, (guint) g,
+          (guint64) ((double) server->gpu.hbm_capacity * experiment->idle_gpu_memory) /
               EMA_SLICE_BYTES);
 }
 
@@ -271,7 +271,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   for (guint i = 0; ok && i < experiment->tenants->len; i++)
     ok = add_tenant(&run, report, i, requests, error);
   if (ok) {
-    add_idle_gpus(&run);
+    ema_serving_add_idle_gpus(experiment, pool);
     ok = ema_pool_start(pool, error);
   }
   if (ok) {

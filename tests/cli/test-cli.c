@@ -7,137 +7,29 @@
  * path:line:col: and exits 1. */
 #include <math.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "testutil.h"
+
 #define BASELINE "experiments/calibration/h200x2-baseline.yaml"
 #define FIXTURES "tests/fixtures/experiments/"
 
-typedef struct {
-  int status; /* exit code */
-  char *out;
-  char *err;
-} CliRun;
-
-static void cli_run_free(CliRun *run) {
-  g_free(run->out);
-  g_free(run->err);
-  g_free(run);
-}
-
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliRun, cli_run_free)
-
-static const char *ema_sim_path(void) {
-  const char *path = g_getenv("EMA_SIM");
-  if (path == NULL || !g_file_test(path, G_FILE_TEST_IS_EXECUTABLE))
-    g_error("EMA_SIM must name the ema-sim executable (got %s)", path ? path : "nothing");
-  return path;
-}
-
-/* Run ema-sim with ARGS (NULL-terminated) in the source root. */
-static CliRun *cli(const char *first, ...) {
-  g_autoptr(GPtrArray) argv = g_ptr_array_new();
-  g_auto(GStrv) envp = g_get_environ();
-  CliRun *run = g_new0(CliRun, 1);
-  GError *error = NULL;
-  int wait_status = 0;
-  va_list args;
-
-  g_ptr_array_add(argv, (gpointer) ema_sim_path());
-  va_start(args, first);
-  for (const char *arg = first; arg != NULL; arg = va_arg(args, const char *))
-    g_ptr_array_add(argv, (gpointer) arg);
-  va_end(args);
-  g_ptr_array_add(argv, NULL);
-  envp = g_environ_unsetenv(envp, "EMA_HWMODEL_PATH");
-
-  if (!g_spawn_sync(g_getenv("EMA_SOURCE_ROOT"), (char **) argv->pdata, envp, G_SPAWN_DEFAULT, NULL,
-                    NULL, &run->out, &run->err, &wait_status, &error))
-    g_error("cannot run %s: %s", ema_sim_path(), error->message);
-  g_assert_true(WIFEXITED(wait_status));
-  run->status = WEXITSTATUS(wait_status);
-  if (g_test_verbose())
-    g_test_message("exit %d\nstdout: %s\nstderr: %s", run->status, run->out, run->err);
-  return run;
-}
-
-/* TEXT with its newlines escaped, so that a failure stays one TAP line. */
-static char *escaped(const char *text) {
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-  return g_strjoinv("\\n", lines);
-}
-
-static void assert_contains(const char *text, const char *part) {
-  if (strstr(text, part) == NULL) {
-    g_autofree char *e = escaped(text);
-    g_error("'%s' does not contain '%s'", e, part);
-  }
-}
-
-/* TEXT is exactly one line, ending in a newline. */
-static void assert_one_line(const char *text) {
-  gsize len = strlen(text);
-  if (len == 0 || text[len - 1] != '\n' || strchr(text, '\n') != text + len - 1)
-    g_error("expected exactly one line, got '%s'", escaped(text));
-}
-
 /* A failed run: exit 1, stderr one line that starts with PREFIX and
  * contains each of the NULL-terminated parts that follow. */
-static void assert_error_line(const CliRun *run, const char *prefix, ...) {
+static void assert_error_line(const EmaTestRun *run, const char *prefix, ...) {
   va_list args;
-  if (run->status != 1)
-    g_error("exit %d, expected 1 (stderr: %s)", run->status, escaped(run->err));
-  assert_one_line(run->err);
-  if (!g_str_has_prefix(run->err, prefix))
-    g_error("stderr '%s' does not start with '%s'", escaped(run->err), prefix);
+  ema_test_assert_failed(run, 1, prefix);
   va_start(args, prefix);
   for (const char *part = va_arg(args, const char *); part; part = va_arg(args, const char *))
-    assert_contains(run->err, part);
+    ema_test_assert_contains(run->err, part);
   va_end(args);
-}
-
-static char *temp_dir(void) {
-  GError *error = NULL;
-  char *dir = g_dir_make_tmp("ema-cli-XXXXXX", &error);
-  g_assert_no_error(error);
-  return dir;
-}
-
-static void remove_tree(const char *dir) {
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    if (g_file_test(path, G_FILE_TEST_IS_DIR))
-      remove_tree(path);
-    else
-      g_remove(path);
-  }
-  g_rmdir(dir);
-}
-
-static char *read_file(const char *dir, const char *name) {
-  g_autofree char *path = g_build_filename(dir, name, NULL);
-  char *text = NULL;
-  GError *error = NULL;
-  g_file_get_contents(path, &text, NULL, &error);
-  g_assert_no_error(error);
-  return text;
-}
-
-static JsonNode *parse_json(const char *text) {
-  g_autoptr(JsonParser) parser = json_parser_new();
-  GError *error = NULL;
-  json_parser_load_from_data(parser, text, -1, &error);
-  g_assert_no_error(error);
-  return json_node_copy(json_parser_get_root(parser));
 }
 
 /* summary.json without sim.wall_s, as canonical text. */
 static char *summary_without_wall(const char *text) {
-  g_autoptr(JsonNode) root = parse_json(text);
+  g_autoptr(JsonNode) root = ema_test_parse_json(text);
   g_autoptr(JsonGenerator) generator = json_generator_new();
   JsonObject *sim = json_object_get_object_member(json_node_get_object(root), "sim");
   g_assert_nonnull(sim);
@@ -153,60 +45,61 @@ static char *summary_without_wall(const char *text) {
 static void test_help(void) {
   const char *const forms[] = {"--help", "-h", "help"};
   for (guint i = 0; i < G_N_ELEMENTS(forms); i++) {
-    g_autoptr(CliRun) run = cli(forms[i], NULL);
+    g_autoptr(EmaTestRun) run = ema_test_cli(forms[i], NULL);
     g_assert_cmpint(run->status, ==, 0);
     g_assert_cmpstr(run->err, ==, "");
     g_assert_true(g_str_has_prefix(run->out, "Usage: ema-sim COMMAND"));
-    assert_contains(run->out, "\n  run FILE");
-    assert_contains(run->out, "\n  check FILE");
-    assert_contains(run->out, "\n  list hwmodels");
-    assert_contains(run->out, "\n  describe hwmodel NAME");
-    assert_contains(run->out, "--set");
+    ema_test_assert_contains(run->out, "\n  run FILE");
+    ema_test_assert_contains(run->out, "\n  check FILE");
+    ema_test_assert_contains(run->out, "\n  list hwmodels");
+    ema_test_assert_contains(run->out, "\n  describe hwmodel NAME");
+    ema_test_assert_contains(run->out, "--set");
   }
   {
-    g_autoptr(CliRun) run = cli("run", "--help", NULL);
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", "--help", NULL);
     g_assert_cmpint(run->status, ==, 0);
-    assert_contains(run->out, "--seed");
-    assert_contains(run->out, "--output");
+    ema_test_assert_contains(run->out, "--seed");
+    ema_test_assert_contains(run->out, "--output");
   }
 }
 
 static void test_version(void) {
-  g_autoptr(CliRun) run = cli("--version", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("--version", NULL);
   g_autoptr(GRegex) regex = g_regex_new("^ema-sim [0-9]+\\.[0-9]+\\.[0-9]+\n$", 0, 0, NULL);
   g_assert_cmpint(run->status, ==, 0);
   g_assert_cmpstr(run->err, ==, "");
   if (!g_regex_match(regex, run->out, 0, NULL))
-    g_error("bad --version output '%s'", escaped(run->out));
+    g_error("bad --version output '%s'", ema_test_escaped(run->out));
 }
 
-static void usage_error(CliRun *run, const char *contains) {
+static void usage_error(EmaTestRun *run, const char *contains) {
   g_assert_cmpint(run->status, ==, 2);
   g_assert_cmpstr(run->out, ==, "");
   g_assert_true(g_str_has_prefix(run->err, "ema-sim: "));
-  assert_contains(run->err, contains);
-  assert_contains(run->err, "ema-sim --help");
-  cli_run_free(run);
+  ema_test_assert_contains(run->err, contains);
+  ema_test_assert_contains(run->err, "ema-sim --help");
+  ema_test_run_free(run);
 }
 
 static void test_usage_errors(void) {
-  usage_error(cli(NULL), "missing COMMAND");
-  usage_error(cli("frobnicate", NULL), "unknown command 'frobnicate' (commands: run, check, list, "
-                                       "describe, frontier, sweep, plot)");
-  usage_error(cli("run", NULL), "missing experiment FILE");
-  usage_error(cli("check", BASELINE, "extra", NULL), "too many arguments");
-  usage_error(cli("run", "--bogus", BASELINE, NULL), "--bogus");
-  usage_error(cli("run", BASELINE, "--seed", "x", NULL), "x");
-  usage_error(cli("list", NULL), "ema-sim list hwmodels");
-  usage_error(cli("list", "models", NULL), "ema-sim list hwmodels");
-  usage_error(cli("describe", "hwmodel", NULL), "ema-sim describe hwmodel NAME");
-  usage_error(cli("describe", "gpu", "h200", NULL), "ema-sim describe hwmodel NAME");
+  usage_error(ema_test_cli(NULL, NULL), "missing COMMAND"); /* no arguments at all */
+  usage_error(ema_test_cli("frobnicate", NULL),
+              "unknown command 'frobnicate' (commands: run, check, list, "
+              "describe, frontier, sweep, plot)");
+  usage_error(ema_test_cli("run", NULL), "missing experiment FILE");
+  usage_error(ema_test_cli("check", BASELINE, "extra", NULL), "too many arguments");
+  usage_error(ema_test_cli("run", "--bogus", BASELINE, NULL), "--bogus");
+  usage_error(ema_test_cli("run", BASELINE, "--seed", "x", NULL), "x");
+  usage_error(ema_test_cli("list", NULL), "ema-sim list hwmodels");
+  usage_error(ema_test_cli("list", "models", NULL), "ema-sim list hwmodels");
+  usage_error(ema_test_cli("describe", "hwmodel", NULL), "ema-sim describe hwmodel NAME");
+  usage_error(ema_test_cli("describe", "gpu", "h200", NULL), "ema-sim describe hwmodel NAME");
 }
 
 /* ---- run ---------------------------------------------------------------- */
 
 static void check_summary(const char *text, gint64 seed) {
-  g_autoptr(JsonNode) root = parse_json(text);
+  g_autoptr(JsonNode) root = ema_test_parse_json(text);
   JsonObject *top, *sim;
   JsonArray *ops;
   g_assert_true(JSON_NODE_HOLDS_OBJECT(root));
@@ -245,7 +138,7 @@ static void check_summary(const char *text, gint64 seed) {
 }
 
 static void test_run_baseline(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *out1 = g_build_filename(dir, "first", NULL);
   g_autofree char *out2 = g_build_filename(dir, "second", "nested", NULL);
   g_autofree char *resolved_path = g_build_filename(out1, "resolved.yaml", NULL);
@@ -254,102 +147,103 @@ static void test_run_baseline(void) {
   g_autofree char *results_line = g_strdup_printf("results in %s/\n", out1);
 
   {
-    g_autoptr(CliRun) run = cli("run", BASELINE, "-o", out1, NULL);
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", BASELINE, "-o", out1, NULL);
     g_assert_cmpint(run->status, ==, 0);
     g_assert_cmpstr(run->err, ==, "");
     g_assert_true(g_str_has_prefix(run->out, "h200x2-baseline on h200x2 (2 GPUs)\n"));
-    assert_contains(run->out, "\npeer-copy-4KiB ");
-    assert_contains(run->out, results_line);
+    ema_test_assert_contains(run->out, "\npeer-copy-4KiB ");
+    ema_test_assert_contains(run->out, results_line);
     g_assert_null(strstr(run->out, "MISSED"));
   }
-  resolved1 = read_file(out1, "resolved.yaml");
-  summary1 = read_file(out1, "summary.json");
+  resolved1 = ema_test_read_file(out1, "resolved.yaml");
+  summary1 = ema_test_read_file(out1, "summary.json");
   g_assert_true(g_str_has_prefix(resolved1, "# Resolved by ema-sim "));
-  assert_contains(resolved1, "\nseed: 1\n");
+  ema_test_assert_contains(resolved1, "\nseed: 1\n");
   check_summary(summary1, 1);
 
   /* the resolved file runs again to the same results (directories are
    * created as needed) */
   {
-    g_autoptr(CliRun) run = cli("run", resolved_path, "--output", out2, NULL);
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", resolved_path, "--output", out2, NULL);
     g_assert_cmpint(run->status, ==, 0);
     g_assert_cmpstr(run->err, ==, "");
   }
-  resolved2 = read_file(out2, "resolved.yaml");
-  summary2 = read_file(out2, "summary.json");
+  resolved2 = ema_test_read_file(out2, "resolved.yaml");
+  summary2 = ema_test_read_file(out2, "summary.json");
   g_assert_cmpstr(resolved1, ==, resolved2);
   canon1 = summary_without_wall(summary1);
   canon2 = summary_without_wall(summary2);
   g_assert_cmpstr(canon1, ==, canon2);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_run_seed(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *resolved = NULL, *summary = NULL;
-  g_autoptr(CliRun) run = cli("run", BASELINE, "--seed", "7", "-o", dir, NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", BASELINE, "--seed", "7", "-o", dir, NULL);
   g_assert_cmpint(run->status, ==, 0);
-  resolved = read_file(dir, "resolved.yaml");
-  summary = read_file(dir, "summary.json");
-  assert_contains(resolved, "\nseed: 7\n");
+  resolved = ema_test_read_file(dir, "resolved.yaml");
+  summary = ema_test_read_file(dir, "summary.json");
+  ema_test_assert_contains(resolved, "\nseed: 7\n");
   g_assert_null(strstr(resolved, "\nseed: 1\n"));
   check_summary(summary, 7);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* A negative --seed is refused, not silently ignored (the seed's range is
  * [0, 9.2e18]). */
 static void test_run_seed_negative(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(dir, "out", NULL);
-  g_autoptr(CliRun) run = cli("run", BASELINE, "--seed", "-5", "-o", out, NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", BASELINE, "--seed", "-5", "-o", out, NULL);
   if (run->status != 1 && run->status != 2)
     g_error("--seed -5: exit %d, expected 1 or 2", run->status);
-  assert_contains(run->err, "seed");
+  ema_test_assert_contains(run->err, "seed");
   g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_run_set(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *resolved = NULL;
-  g_autoptr(CliRun) run = cli("run", BASELINE, "--set", "server.gpus=4", "--set",
-                              "server.link.bandwidth=400GB/s", "-o", dir, NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", BASELINE, "--set", "server.gpus=4", "--set",
+                                           "server.link.bandwidth=400GB/s", "-o", dir, NULL);
   g_assert_cmpint(run->status, ==, 0);
   g_assert_true(g_str_has_prefix(run->out, "h200x2-baseline on h200x2 (4 GPUs)\n"));
-  resolved = read_file(dir, "resolved.yaml");
-  assert_contains(resolved, "\n  gpus: 4\n");
-  assert_contains(resolved, "\n    bandwidth: 400GB/s\n");
-  remove_tree(dir);
+  resolved = ema_test_read_file(dir, "resolved.yaml");
+  ema_test_assert_contains(resolved, "\n  gpus: 4\n");
+  ema_test_assert_contains(resolved, "\n    bandwidth: 400GB/s\n");
+  ema_test_remove_tree(dir);
 }
 
 static void test_run_missed_expectation(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *summary = NULL;
   g_autoptr(JsonNode) root = NULL;
   JsonObject *op;
-  g_autoptr(CliRun) run = cli("run", FIXTURES "missed-expectation.yaml", "-o", dir, NULL);
+  g_autoptr(EmaTestRun) run =
+      ema_test_cli("run", FIXTURES "missed-expectation.yaml", "-o", dir, NULL);
   g_assert_cmpint(run->status, ==, 1);
   g_assert_cmpstr(run->err, ==, "1 of 1 expectations missed\n");
-  assert_contains(run->out, "MISSED");
+  ema_test_assert_contains(run->out, "MISSED");
   /* the results are still written */
-  summary = read_file(dir, "summary.json");
-  root = parse_json(summary);
+  summary = ema_test_read_file(dir, "summary.json");
+  root = ema_test_parse_json(summary);
   g_assert_cmpint(json_object_get_int_member(json_node_get_object(root), "expectations_missed"), ==,
                   1);
   op = json_array_get_object_element(
       json_object_get_array_member(json_node_get_object(root), "ops"), 0);
   g_assert_false(json_object_get_boolean_member(op, "pass"));
   g_assert_cmpfloat(json_object_get_double_member(op, "expected"), ==, 1e-6);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* ---- check, list, describe ---------------------------------------------- */
 
 static void test_check(void) {
-  g_autoptr(CliRun) run = cli("check", BASELINE, NULL);
-  g_autoptr(CliRun) set = cli("check", BASELINE, "--set", "server=h200x8-hgx", NULL);
-  g_autoptr(CliRun) inline_server = cli("check", FIXTURES "inline-server.yaml", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("check", BASELINE, NULL);
+  g_autoptr(EmaTestRun) set = ema_test_cli("check", BASELINE, "--set", "server=h200x8-hgx", NULL);
+  g_autoptr(EmaTestRun) inline_server = ema_test_cli("check", FIXTURES "inline-server.yaml", NULL);
   g_assert_cmpint(run->status, ==, 0);
   g_assert_cmpstr(run->err, ==, "");
   g_assert_cmpstr(run->out, ==, BASELINE ": ok (h200x2-baseline on h200x2, 13 ops)\n");
@@ -363,29 +257,29 @@ static void test_check(void) {
 static void test_list(void) {
   const char *const names[] = {"a100x4-40gb", "a100x8-dgx", "gb200-nvl72", "h100x8-hgx",
                                "h200x2",      "h200x8-hgx", "l40sx8-pcie", "mi300x8"};
-  g_autoptr(CliRun) run = cli("list", "hwmodels", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("list", "hwmodels", NULL);
   g_assert_cmpint(run->status, ==, 0);
   g_assert_cmpstr(run->err, ==, "");
   for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
     g_autofree char *line_start = g_strdup_printf("\n%s ", names[i]);
     g_autofree char *text = g_strconcat("\n", run->out, NULL);
-    assert_contains(text, line_start);
+    ema_test_assert_contains(text, line_start);
   }
-  assert_contains(run->out, "h200x2           2x H200 SXM 141GB");
+  ema_test_assert_contains(run->out, "h200x2           2x H200 SXM 141GB");
   g_assert_null(strstr(run->out, "does not load"));
 }
 
 static void test_describe(void) {
-  g_autoptr(CliRun) run = cli("describe", "hwmodel", "h200x2", NULL);
-  g_autoptr(CliRun) bad = cli("describe", "hwmodel", "nope", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("describe", "hwmodel", "h200x2", NULL);
+  g_autoptr(EmaTestRun) bad = ema_test_cli("describe", "hwmodel", "nope", NULL);
   g_assert_cmpint(run->status, ==, 0);
   g_assert_cmpstr(run->err, ==, "");
   g_assert_true(g_str_has_prefix(run->out, "name: \"h200x2\"\n"));
-  assert_contains(run->out, "\ngpus: 2\n");
-  assert_contains(run->out, "\ntopology: direct\n");
-  assert_contains(run->out, "\n  bandwidth: 397GB/s\n");
-  assert_contains(run->out, "\n  copy_fixed_cost: 6.4us\n");
-  assert_contains(run->out, "\n# derived: total HBM ");
+  ema_test_assert_contains(run->out, "\ngpus: 2\n");
+  ema_test_assert_contains(run->out, "\ntopology: direct\n");
+  ema_test_assert_contains(run->out, "\n  bandwidth: 397GB/s\n");
+  ema_test_assert_contains(run->out, "\n  copy_fixed_cost: 6.4us\n");
+  ema_test_assert_contains(run->out, "\n# derived: total HBM ");
 
   g_assert_cmpstr(bad->out, ==, "");
   assert_error_line(bad, "unknown hardware model 'nope' (known: ", "a100x4-40gb", "h200x2",
@@ -427,10 +321,10 @@ static void test_bad_input(gconstpointer data) {
   const BadInput *bad = data;
   g_autofree char *file = g_strconcat(FIXTURES, bad->file, NULL);
   g_autofree char *prefix = g_strconcat(file, bad->at, bad->key ? bad->key : "", NULL);
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(dir, "out", NULL);
-  g_autoptr(CliRun) check = cli("check", file, NULL);
-  g_autoptr(CliRun) run = cli("run", file, "-o", out, NULL);
+  g_autoptr(EmaTestRun) check = ema_test_cli("check", file, NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", file, "-o", out, NULL);
   assert_error_line(check, prefix, bad->problem, NULL);
   g_assert_cmpstr(check->out, ==, "");
   assert_error_line(run, prefix, bad->problem, NULL);
@@ -441,11 +335,12 @@ static void test_bad_input(gconstpointer data) {
 }
 
 static void test_set_errors(void) {
-  g_autoptr(CliRun) range = cli("check", BASELINE, "--set", "server.gpus=0", NULL);
-  g_autoptr(CliRun) index = cli("check", BASELINE, "--set", "ops.20.name=x", NULL);
-  g_autoptr(CliRun) syntax = cli("check", BASELINE, "--set", "server.gpus", NULL);
-  g_autoptr(CliRun) value = cli("check", BASELINE, "--set", "seed=[1,", NULL);
-  g_autoptr(CliRun) second = cli("check", BASELINE, "--set", "seed=3", "--set", "seed=x", NULL);
+  g_autoptr(EmaTestRun) range = ema_test_cli("check", BASELINE, "--set", "server.gpus=0", NULL);
+  g_autoptr(EmaTestRun) index = ema_test_cli("check", BASELINE, "--set", "ops.20.name=x", NULL);
+  g_autoptr(EmaTestRun) syntax = ema_test_cli("check", BASELINE, "--set", "server.gpus", NULL);
+  g_autoptr(EmaTestRun) value = ema_test_cli("check", BASELINE, "--set", "seed=[1,", NULL);
+  g_autoptr(EmaTestRun) second =
+      ema_test_cli("check", BASELINE, "--set", "seed=3", "--set", "seed=x", NULL);
   assert_error_line(range, "--set:1:13: server.gpus: ", "0 is out of range [1, 1024]", NULL);
   assert_error_line(index, "--set:1:1: ops.20.name: ", "'20' is not an index of this list", NULL);
   assert_error_line(syntax, "--set:1:1: ", "expected key.path=value", NULL);
@@ -455,15 +350,16 @@ static void test_set_errors(void) {
 
 /* An unknown key from --set points at that key in the --set text. */
 static void test_set_unknown_key(void) {
-  g_autoptr(CliRun) run = cli("check", BASELINE, "--set", "server.gpuz=4", NULL);
-  g_autoptr(CliRun) second = cli("run", BASELINE, "--set", "seed=2", "--set", "ops.0.nme=x", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("check", BASELINE, "--set", "server.gpuz=4", NULL);
+  g_autoptr(EmaTestRun) second =
+      ema_test_cli("run", BASELINE, "--set", "seed=2", "--set", "ops.0.nme=x", NULL);
   assert_error_line(run, "--set:1:8: server.gpuz: ", "unknown key in server (valid keys: ", NULL);
   assert_error_line(second, "--set:2:7: ops.0.nme: ", "unknown key in op", NULL);
 }
 
 static void test_missing_file(void) {
-  g_autoptr(CliRun) check = cli("check", FIXTURES "does-not-exist.yaml", NULL);
-  g_autoptr(CliRun) run = cli("run", FIXTURES "does-not-exist.yaml", NULL);
+  g_autoptr(EmaTestRun) check = ema_test_cli("check", FIXTURES "does-not-exist.yaml", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", FIXTURES "does-not-exist.yaml", NULL);
   assert_error_line(check, "", FIXTURES "does-not-exist.yaml", NULL);
   g_assert_cmpstr(check->out, ==, "");
   assert_error_line(run, "", FIXTURES "does-not-exist.yaml", NULL);
@@ -471,7 +367,7 @@ static void test_missing_file(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
-  ema_sim_path();
+  ema_test_sim_path();
 
   g_test_add_func("/cli/help", test_help);
   g_test_add_func("/cli/version", test_version);

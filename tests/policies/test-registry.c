@@ -13,12 +13,13 @@
  * temporary ones holding symbolic links to the built modules (a link is the
  * same file to the dynamic loader, a copy would not be). */
 #include <string.h>
-#include <unistd.h>
 
 #include <glib/gstdio.h>
 #include <gmodule.h>
 
 #include "ema/registry.h"
+
+#include "testutil.h"
 
 static const char *neighbour_path(void) {
   const char *path = g_getenv("EMA_TEST_POLICY_NEIGHBOUR");
@@ -39,30 +40,6 @@ static char *module_path(const char *name) {
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
     g_error("test module %s was not built", path);
   return path;
-}
-
-static char *temp_dir(void) {
-  GError *error = NULL;
-  char *dir = g_dir_make_tmp("ema-policies-XXXXXX", &error);
-  g_assert_no_error(error);
-  return dir;
-}
-
-static void remove_dir(const char *dir) {
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    g_remove(path);
-  }
-  g_rmdir(dir);
-}
-
-/* DIR/NAME, a symbolic link to TARGET. */
-static void link_into(const char *dir, const char *name, const char *target) {
-  g_autofree char *path = g_build_filename(dir, name, NULL);
-  g_autofree char *absolute = g_canonicalize_filename(target, NULL);
-  g_assert_cmpint(symlink(absolute, path), ==, 0);
 }
 
 /* "a, b, c" from a list of EmaPolicyInfo *. */
@@ -306,19 +283,19 @@ static void test_example_by_path(void) {
 }
 
 static void test_example_by_dir(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *readme = g_build_filename(dir, "README", NULL);
   g_autofree char *name = g_strconcat("ema-policy-neighbour.", G_MODULE_SUFFIX, NULL);
   const char *dirs[] = {dir, NULL};
   GError *error = NULL;
 
-  link_into(dir, name, neighbour_path());
+  ema_test_link_into(dir, name, neighbour_path());
   /* files without the module suffix are ignored */
   g_assert_true(g_file_set_contents(readme, "not a module\n", -1, NULL));
   g_assert_true(ema_policy_registry_load_dirs(dirs, &error));
   g_assert_no_error(error);
   assert_neighbour_loaded();
-  remove_dir(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* The example decides as documented on a two-GPU view. */
@@ -532,7 +509,7 @@ static void test_missing_dir(void) {
 /* A folder is loaded in sorted file-name order and stops at the first
  * refused module. */
 static void test_dir_order(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *no_symbol = module_path("no-symbol");
   g_autofree char *no_decide = module_path("no-decide");
   g_autofree char *first = g_build_filename(dir, "a-first." G_MODULE_SUFFIX, NULL);
@@ -543,18 +520,18 @@ static void test_dir_order(void) {
 
   /* created in the other order, so that directory order is unlikely to be
    * sorted by accident */
-  link_into(dir, "b-second." G_MODULE_SUFFIX, no_decide);
-  link_into(dir, "a-first." G_MODULE_SUFFIX, no_symbol);
+  ema_test_link_into(dir, "b-second." G_MODULE_SUFFIX, no_decide);
+  ema_test_link_into(dir, "a-first." G_MODULE_SUFFIX, no_symbol);
   g_assert_false(ema_policy_registry_load_dirs(dirs, &error));
   g_assert_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_SYMBOL);
   g_assert_cmpstr(error->message, ==, expected);
   g_clear_error(&error);
   assert_unknown(EMA_POLICY_BORROW, "no-decide-ok");
-  remove_dir(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_plugin_path(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *probe = module_path("path-probe");
   g_autofree char *linked = g_build_filename(dir, "path-probe." G_MODULE_SUFFIX, NULL);
   g_autofree char *env =
@@ -562,7 +539,7 @@ static void test_plugin_path(void) {
   GError *error = NULL;
   const EmaPolicyInfo *info;
 
-  link_into(dir, "path-probe." G_MODULE_SUFFIX, probe);
+  ema_test_link_into(dir, "path-probe." G_MODULE_SUFFIX, probe);
   g_assert_true(g_setenv("EMA_PLUGIN_PATH", env, TRUE));
   /* missing and empty entries of the search path are skipped */
   g_assert_true(ema_policy_registry_load_dirs(NULL, &error));
@@ -571,7 +548,7 @@ static void test_plugin_path(void) {
   info = ema_policy_registry_find(EMA_POLICY_PREFETCH, "path-probe", &error);
   g_assert_no_error(error);
   g_assert_cmpstr(info->origin, ==, linked);
-  remove_dir(dir);
+  ema_test_remove_tree(dir);
 }
 
 int main(int argc, char **argv) {

@@ -1,9 +1,12 @@
 /* rig.c: the test harness of rig.h. The wiring follows sim/serving.c
- * step by step (tenant order, stream names of the seeds, preemption
- * choice), so a rig run is the serving run of the same experiment. */
+ * step by step (tenant order, stream names of the seeds) and takes the
+ * preemption choice and the idle GPUs' lending from serving.c itself
+ * (ema_serving_apply_preempt_choice, ema_serving_add_idle_gpus), so a rig
+ * run is the serving run of the same experiment. */
 #include "rig.h"
 
 #include "ema/registry.h"
+#include "ema/serving.h"
 #include "ema/tenant.h"
 #include "ema/trace.h"
 
@@ -57,23 +60,6 @@ static void on_fault(EmaSim *sim, EmaEvent *event, gpointer data) {
   }
 }
 
-static void apply_preempt_choice(const EmaExperiment *experiment, EmaEngineConfig *config) {
-  switch (experiment->policy.preempt) {
-  case EMA_PREEMPT_CHOICE_ENGINE:
-    break;
-  case EMA_PREEMPT_CHOICE_RECOMPUTE:
-    config->preempt = EMA_PREEMPT_RECOMPUTE;
-    break;
-  case EMA_PREEMPT_CHOICE_SWAP_HOST:
-    config->preempt = EMA_PREEMPT_SWAP;
-    break;
-  case EMA_PREEMPT_CHOICE_SWAP_PEER:
-    /* the pool's memory parks the KV on peers (or host) and times the copies */
-    config->preempt = EMA_PREEMPT_SWAP;
-    break;
-  }
-}
-
 static void tenant_clear(gpointer data) {
   RigTenant *tenant = data;
   ema_engine_free(tenant->engine);
@@ -99,7 +85,6 @@ void rig_free(Rig *rig) {
 Rig *rig_new(const EmaExperiment *experiment, GError **error) {
   g_autoptr(Rig) rig = g_new0(Rig, 1);
   const EmaServerSpec *server = &experiment->server;
-  g_autofree gboolean *busy = g_new0(gboolean, (gsize) server->gpus);
 
   rig->experiment = experiment;
   rig->sim = ema_sim_new();
@@ -121,17 +106,10 @@ Rig *rig_new(const EmaExperiment *experiment, GError **error) {
     tenant.memory = ema_pool_add_tenant(rig->pool, tenant.gpu, tenant.plan.slices,
                                         tenant.plan.block_bytes, tenant.step_model);
     ema_tenant_engine_config(spec, &tenant.plan, server, &tenant.config);
-    apply_preempt_choice(experiment, &tenant.config);
+    ema_serving_apply_preempt_choice(experiment, &tenant.config);
     g_array_append_val(rig->tenants, tenant);
-    for (gint64 g = spec->gpu; g < spec->gpu + spec->tp; g++)
-      busy[g] = TRUE;
   }
-  for (gint64 g = 0; g < server->gpus; g++)
-    if (!busy[g])
-      ema_pool_add_idle_gpu(
-          rig->pool, (guint) g,
-          (guint64) ((double) server->gpu.hbm_capacity * experiment->idle_gpu_memory) /
-              EMA_SLICE_BYTES);
+  ema_serving_add_idle_gpus(experiment, rig->pool);
   if (!ema_pool_start(rig->pool, error))
     return NULL;
   /* engines once the array is complete: their callbacks point into it */

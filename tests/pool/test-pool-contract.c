@@ -34,6 +34,7 @@
 
 #include "rig.h"
 #include "testpolicies.h"
+#include "testutil.h"
 
 static const char *const default_partner[] = {"most-idle", "layer-ahead", "migrate"};
 
@@ -44,14 +45,8 @@ typedef struct {
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static char *fixture(const char *rel) {
-  const char *dir = g_getenv("EMA_TEST_FIXTURES");
-  g_assert_nonnull(dir);
-  return g_build_filename(dir, "pool", rel, NULL);
-}
-
 static EmaExperiment *load_with(const char *const *overrides) {
-  g_autofree char *path = fixture("tiny.yaml");
+  g_autofree char *path = ema_test_fixture("pool", "tiny.yaml");
   GError *error = NULL;
   EmaExperiment *experiment = ema_experiment_load(path, overrides, &error);
   g_assert_no_error(error);
@@ -83,44 +78,16 @@ static EmaExperiment *load_case(const Case *c) {
   return load_case_preempt(c, NULL);
 }
 
-static char *temp_dir(void) {
-  GError *error = NULL;
-  char *dir = g_dir_make_tmp("ema-pool-XXXXXX", &error);
-  g_assert_no_error(error);
-  return dir;
-}
-
-static void remove_tree(const char *dir) {
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    g_remove(path);
-  }
-  g_rmdir(dir);
-}
-
-static char *read_text(const char *dir, const char *name) {
-  g_autofree char *path = g_build_filename(dir, name, NULL);
-  char *text = NULL;
-  GError *error = NULL;
-  g_file_get_contents(path, &text, NULL, &error);
-  g_assert_no_error(error);
-  return text;
-}
-
-/* summary.json with the wall-clock time blanked. */
+/* DIR's summary.json without the wall-clock time. */
 static char *summary_text(const char *dir) {
-  g_autofree char *text = read_text(dir, "summary.json");
-  g_autoptr(GRegex) wall = g_regex_new("\"wall_s\"\\s*:\\s*[-+0-9.eE]+", 0, 0, NULL);
-  g_assert_true(strstr(text, "\"wall_s\"") != NULL);
-  return g_regex_replace_literal(wall, text, -1, 0, "\"wall_s\" : 0", 0, NULL);
+  g_autofree char *text = ema_test_read_file(dir, "summary.json");
+  return ema_test_summary_without_wall(text);
 }
 
 /* Run EXPERIMENT into a new temporary directory (returned): requests.csv,
  * timeline.csv, summary.json. */
 static char *run_into_dir(const EmaExperiment *experiment, EmaServingReport **report_out) {
-  char *dir = temp_dir();
+  char *dir = ema_test_temp_dir();
   GError *error = NULL;
   EmaServingReport *report = ema_serving_run(experiment, dir, FALSE, &error);
   g_assert_no_error(error);
@@ -137,8 +104,8 @@ static char *run_into_dir(const EmaExperiment *experiment, EmaServingReport **re
 static void assert_same_outputs(const char *a, const char *b) {
   const char *files[] = {"requests.csv", "timeline.csv"};
   for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
-    g_autofree char *ta = read_text(a, files[i]);
-    g_autofree char *tb = read_text(b, files[i]);
+    g_autofree char *ta = ema_test_read_file(a, files[i]);
+    g_autofree char *tb = ema_test_read_file(b, files[i]);
     g_assert_cmpuint(strlen(ta), >, 0);
     if (strcmp(ta, tb) != 0)
       g_error("%s differs between %s and %s", files[i], a, b);
@@ -195,8 +162,8 @@ static void test_deterministic(gconstpointer data) {
   g_autofree char *a = run_into_dir(first, NULL);
   g_autofree char *b = run_into_dir(second, NULL);
   assert_same_outputs(a, b);
-  remove_tree(a);
-  remove_tree(b);
+  ema_test_remove_tree(a);
+  ema_test_remove_tree(b);
 }
 
 static void test_ledger(gconstpointer data) {
@@ -299,8 +266,8 @@ static void test_static_is_default(void) {
   a = run_into_dir(plain, NULL);
   b = run_into_dir(named, NULL);
   assert_same_outputs(a, b);
-  remove_tree(a);
-  remove_tree(b);
+  ema_test_remove_tree(a);
+  ema_test_remove_tree(b);
 }
 
 /* ---- the example plugin ----------------------------------------------------------- */

@@ -45,6 +45,7 @@
 
 #include "rig.h"
 #include "testpolicies.h"
+#include "testutil.h"
 
 #define MAX_GPUS 8
 
@@ -75,14 +76,8 @@ struct _Bench {
   BenchSlot slots[MAX_GPUS];
 };
 
-static char *fixture(const char *rel) {
-  const char *dir = g_getenv("EMA_TEST_FIXTURES");
-  g_assert_nonnull(dir);
-  return g_build_filename(dir, "pool", rel, NULL);
-}
-
 static EmaExperiment *load(const char *rel, const char *const *overrides) {
-  g_autofree char *path = fixture(rel);
+  g_autofree char *path = ema_test_fixture("pool", rel);
   GError *error = NULL;
   EmaExperiment *experiment = ema_experiment_load(path, overrides, &error);
   g_assert_no_error(error);

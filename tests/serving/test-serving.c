@@ -38,13 +38,9 @@
 #include "ema/steptime.h"
 #include "ema/tenant.h"
 
-/* ---- helpers ------------------------------------------------------------ */
+#include "testutil.h"
 
-static char *fixture(const char *rel) {
-  const char *dir = g_getenv("EMA_TEST_FIXTURES");
-  g_assert_nonnull(dir);
-  return g_build_filename(dir, "serving", rel, NULL);
-}
+/* ---- helpers ------------------------------------------------------------ */
 
 static EmaExperiment *load(const char *path, const char *const *overrides) {
   GError *error = NULL;
@@ -56,37 +52,8 @@ static EmaExperiment *load(const char *path, const char *const *overrides) {
 }
 
 static EmaExperiment *load_fixture(const char *rel) {
-  g_autofree char *path = fixture(rel);
+  g_autofree char *path = ema_test_fixture("serving", rel);
   return load(path, NULL);
-}
-
-static char *temp_dir(void) {
-  GError *error = NULL;
-  char *dir = g_dir_make_tmp("ema-serving-XXXXXX", &error);
-  g_assert_no_error(error);
-  return dir;
-}
-
-static void remove_tree(const char *dir) {
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    if (g_file_test(path, G_FILE_TEST_IS_DIR))
-      remove_tree(path);
-    else
-      g_remove(path);
-  }
-  g_rmdir(dir);
-}
-
-static char *read_text(const char *dir, const char *name) {
-  g_autofree char *path = g_build_filename(dir, name, NULL);
-  char *text = NULL;
-  GError *error = NULL;
-  g_file_get_contents(path, &text, NULL, &error);
-  g_assert_no_error(error);
-  return text;
 }
 
 static void write_text(const char *dir, const char *name, const char *text) {
@@ -109,14 +76,6 @@ static EmaServingReport *run_into(const EmaExperiment *experiment, const char *d
   g_assert_true(ema_output_write_serving_summary(dir, experiment, report, &error));
   g_assert_no_error(error);
   return report;
-}
-
-static JsonNode *parse_json(const char *text) {
-  g_autoptr(JsonParser) parser = json_parser_new();
-  GError *error = NULL;
-  json_parser_load_from_data(parser, text, -1, &error);
-  g_assert_no_error(error);
-  return json_node_copy(json_parser_get_root(parser));
 }
 
 static JsonObject *tenant_json(JsonNode *root, guint i) {
@@ -239,7 +198,7 @@ static EmaTime step_of(const EmaStepModel *model, guint64 prefill, double prefil
 static void test_one_request(void) {
   g_autoptr(EmaExperiment) experiment = load_fixture("one-request.yaml");
   const EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autoptr(EmaServingReport) report = NULL;
   g_autoptr(EmaStepModel) model = NULL;
   g_autoptr(JsonNode) root = NULL;
@@ -292,7 +251,7 @@ static void test_one_request(void) {
       "preemptions,ttft_ms,tpot_ms,e2e_ms\n"
       "solo,0,%s,%s,%s,%s,1000,4,0,%s,%s,%s\n",
       s_arrival, s_arrival, s_first, s_finish, ms_ttft, ms_tpot, ms_e2e);
-  requests = read_text(dir, "requests.csv");
+  requests = ema_test_read_file(dir, "requests.csv");
   g_assert_cmpstr(requests, ==, want_requests);
   g_assert_cmpstr(s_arrival, ==, "0.250000000");
 
@@ -302,13 +261,13 @@ static void test_one_request(void) {
                                                   "0.000000000,0,solo,0,56362,0,0,0.000000\n"
                                                   "1.000000000,0,solo,0,56362,0,0,%.6f\n",
                                   (double) decode[2] / 1e6);
-  timeline_text = read_text(dir, "timeline.csv");
+  timeline_text = ema_test_read_file(dir, "timeline.csv");
   timeline = timeline_head(timeline_text);
   g_assert_cmpstr(timeline, ==, want_timeline);
 
   /* summary.json */
-  summary = read_text(dir, "summary.json");
-  root = parse_json(summary);
+  summary = ema_test_read_file(dir, "summary.json");
+  root = ema_test_parse_json(summary);
   g_assert_cmpstr(json_object_get_string_member(json_node_get_object(root), "experiment"), ==,
                   "one-request");
   g_assert_cmpstr(json_object_get_string_member(json_node_get_object(root), "server"), ==,
@@ -345,7 +304,7 @@ static void test_one_request(void) {
   g_assert_cmpfloat(json_object_get_double_member(t, "kv_util_mean"), ==, 0);
   sim = json_object_get_object_member(json_node_get_object(root), "sim");
   g_assert_cmpfloat(json_object_get_double_member(sim, "simulated_s"), ==, 1.0);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* The same request with a KV pool of 10 blocks (160 tokens): it can never
@@ -355,8 +314,8 @@ static void test_rejected(void) {
   g_autoptr(EmaExperiment) experiment = NULL;
   g_autoptr(EmaServingReport) report = NULL;
   g_autoptr(JsonNode) root = NULL;
-  g_autofree char *path = fixture("one-request.yaml");
-  g_autofree char *dir = temp_dir();
+  g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *override = NULL, *requests = NULL, *timeline = NULL, *summary = NULL;
   g_autofree char *timeline_text = NULL;
   const EmaTenantSpec *tenant = &g_array_index(probe->tenants, EmaTenantSpec, 0);
@@ -372,8 +331,8 @@ static void test_rejected(void) {
   experiment = load(path, (const char *const[]){override, NULL});
   report = run_into(experiment, dir);
   t = NULL;
-  summary = read_text(dir, "summary.json");
-  root = parse_json(summary);
+  summary = ema_test_read_file(dir, "summary.json");
+  root = ema_test_parse_json(summary);
   t = tenant_json(root, 0);
   g_assert_cmpint(json_object_get_int_member(t, "kv_blocks"), ==, 10);
   g_assert_cmpint(json_object_get_int_member(t, "arrived"), ==, 1);
@@ -386,12 +345,12 @@ static void test_rejected(void) {
   g_assert_cmpfloat(latency(t, "e2e_ms", "mean"), ==, 0);
   g_assert_cmpfloat(json_object_get_double_member(t, "throughput_tok_s"), ==, 0);
   g_assert_cmpfloat(json_object_get_double_member(t, "req_per_s"), ==, 0);
-  requests = read_text(dir, "requests.csv");
+  requests = ema_test_read_file(dir, "requests.csv");
   g_assert_cmpstr(strchr(requests, '\n') + 1, ==, "");
-  timeline_text = read_text(dir, "timeline.csv");
+  timeline_text = ema_test_read_file(dir, "timeline.csv");
   timeline = timeline_head(timeline_text);
   g_assert_nonnull(strstr(timeline, "\n0.000000000,0,solo,0,10,0,0,0.000000\n"));
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* ---- 2. KV pool sizing --------------------------------------------------- */
@@ -482,7 +441,7 @@ static void test_plan_70b_tp4(void) {
 }
 
 static void test_plan_does_not_fit(void) {
-  g_autofree char *path = fixture("errors/does-not-fit.yaml");
+  g_autofree char *path = ema_test_fixture("serving", "errors/does-not-fit.yaml");
   g_autofree char *want = g_strconcat(
       path,
       ":5:5: tenants.0: llama-3.1-70b does not fit with tp 1 on A100-SXM4-40GB: 38161858167B of "
@@ -563,10 +522,10 @@ static const BadConfig bad_configs[] = {
 
 static void test_bad_config(gconstpointer data) {
   const BadConfig *bad = data;
-  g_autofree char *errors_path = fixture("errors");
+  g_autofree char *errors_path = ema_test_fixture("serving", "errors");
   g_autofree char *errors_dir = g_canonicalize_filename(errors_path, NULL);
   g_autofree char *relative = g_strconcat("errors/", bad->file, NULL);
-  g_autofree char *file = fixture(relative);
+  g_autofree char *file = ema_test_fixture("serving", relative);
   g_autoptr(GString) want = g_string_new(bad->message);
   GError *error = NULL;
   g_autoptr(EmaExperiment) experiment = NULL;
@@ -627,12 +586,12 @@ static void check_latency(JsonObject *t, const char *metric, GArray *values) {
 
 static void test_invariants(void) {
   g_autoptr(EmaExperiment) experiment = load_fixture("invariants.yaml");
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autoptr(EmaServingReport) report = run_into(experiment, dir);
-  g_autofree char *summary = read_text(dir, "summary.json");
-  g_autofree char *requests = read_text(dir, "requests.csv");
-  g_autofree char *timeline = read_text(dir, "timeline.csv");
-  g_autoptr(JsonNode) root = parse_json(summary);
+  g_autofree char *summary = ema_test_read_file(dir, "summary.json");
+  g_autofree char *requests = ema_test_read_file(dir, "requests.csv");
+  g_autofree char *timeline = ema_test_read_file(dir, "timeline.csv");
+  g_autoptr(JsonNode) root = ema_test_parse_json(summary);
   g_auto(GStrv) request_lines = lines_of(requests);
   g_auto(GStrv) timeline_lines = lines_of(timeline);
   guint n = experiment->tenants->len;
@@ -836,42 +795,21 @@ static void test_invariants(void) {
     g_hash_table_unref(stats[i].seen_ids);
     g_hash_table_unref(records[i]);
   }
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* ---- 6. golden outputs ---------------------------------------------------- */
 
-/* summary.json without the sim.wall_s line (the comma before it dropped,
- * so that the text stays JSON). */
-static char *summary_without_wall(const char *text) {
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-  GString *out = g_string_new(NULL);
-  guint found = 0;
-  for (guint i = 0; lines[i]; i++) {
-    if (strstr(lines[i], "\"wall_s\" :")) {
-      found++;
-      if (out->len >= 2 && out->str[out->len - 2] == ',')
-        g_string_erase(out, (gssize) out->len - 2, 1);
-      continue;
-    }
-    g_string_append(out, lines[i]);
-    if (lines[i + 1])
-      g_string_append_c(out, '\n');
-  }
-  g_assert_cmpuint(found, ==, 1);
-  return g_string_free(out, FALSE);
-}
-
 static void test_golden(void) {
   g_autoptr(EmaExperiment) experiment = load_fixture("golden.yaml");
-  g_autofree char *dir = temp_dir();
-  g_autofree char *golden = fixture("golden");
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *golden = ema_test_fixture("serving", "golden");
   g_autoptr(EmaServingReport) report = run_into(experiment, dir);
-  g_autofree char *summary_text = read_text(dir, "summary.json");
-  g_autofree char *summary = summary_without_wall(summary_text);
-  g_autofree char *requests = read_text(dir, "requests.csv");
+  g_autofree char *summary_text = ema_test_read_file(dir, "summary.json");
+  g_autofree char *summary = ema_test_summary_without_wall(summary_text);
+  g_autofree char *requests = ema_test_read_file(dir, "requests.csv");
   g_autofree char *want_summary = NULL, *want_requests = NULL;
-  g_autoptr(JsonNode) check = parse_json(summary);
+  g_autoptr(JsonNode) check = ema_test_parse_json(summary);
 
   (void) check; /* the golden summary stays JSON */
   if (g_strcmp0(g_getenv("EMA_UPDATE_GOLDEN"), "1") == 0) {
@@ -879,8 +817,8 @@ static void test_golden(void) {
     write_text(golden, "requests.csv", requests);
     g_test_message("rewrote %s/summary.json and requests.csv", golden);
   }
-  want_summary = read_text(golden, "summary.json");
-  want_requests = read_text(golden, "requests.csv");
+  want_summary = ema_test_read_file(golden, "summary.json");
+  want_requests = ema_test_read_file(golden, "requests.csv");
   assert_same_text("summary.json (golden/summary.json; EMA_UPDATE_GOLDEN=1 rewrites it)", summary,
                    want_summary);
   assert_same_text("requests.csv (golden/requests.csv; EMA_UPDATE_GOLDEN=1 rewrites it)", requests,
@@ -888,7 +826,7 @@ static void test_golden(void) {
   /* the golden run is what golden.yaml says: 30 + 20 requests, all served */
   g_assert_cmpuint(((EmaTenantResult *) report->tenants->pdata[0])->metrics->completed, ==, 30);
   g_assert_cmpuint(((EmaTenantResult *) report->tenants->pdata[1])->metrics->completed, ==, 20);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* ---- 7. resolved.yaml round trip ----------------------------------------- */
@@ -896,7 +834,7 @@ static void test_golden(void) {
 static void round_trip(gconstpointer data) {
   const char *name = data;
   g_autoptr(EmaExperiment) first = load_fixture(name);
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *dir1 = g_build_filename(dir, "first", NULL);
   g_autofree char *dir2 = g_build_filename(dir, "second", NULL);
   g_autofree char *text1 = ema_experiment_to_yaml(first);
@@ -914,21 +852,21 @@ static void round_trip(gconstpointer data) {
   g_assert_cmpint(g_mkdir(dir2, 0755), ==, 0);
   report1 = run_into(first, dir1);
   report2 = run_into(second, dir2);
-  requests1 = read_text(dir1, "requests.csv");
-  requests2 = read_text(dir2, "requests.csv");
-  timeline1 = read_text(dir1, "timeline.csv");
-  timeline2 = read_text(dir2, "timeline.csv");
+  requests1 = ema_test_read_file(dir1, "requests.csv");
+  requests2 = ema_test_read_file(dir2, "requests.csv");
+  timeline1 = ema_test_read_file(dir1, "timeline.csv");
+  timeline2 = ema_test_read_file(dir2, "timeline.csv");
   g_assert_cmpuint(strlen(requests1), >, 200);
   assert_same_text("requests.csv of the resolved file", requests2, requests1);
   assert_same_text("timeline.csv of the resolved file", timeline2, timeline1);
   g_assert_cmpuint(report1->events, ==, report2->events);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* Overrides land in resolved.yaml, and a synthetic trace's start stays a
  * default that loads again. */
 static void test_resolved_overrides(void) {
-  g_autofree char *path = fixture("golden.yaml");
+  g_autofree char *path = ema_test_fixture("serving", "golden.yaml");
   g_autoptr(EmaExperiment) experiment =
       load(path, (const char *const[]){"tenants.0.trace.rate=9", "tenants.1.engine.preempt=swap",
                                        "duration=30s", NULL});
@@ -1110,7 +1048,7 @@ static void test_metrics_observer(void) {
 /* A run writes no files for a NULL directory, and the same results. */
 static void test_no_files(void) {
   g_autoptr(EmaExperiment) experiment = load_fixture("golden.yaml");
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autoptr(EmaServingReport) with_files = run_into(experiment, dir);
   GError *error = NULL;
   g_autoptr(EmaServingReport) without = ema_serving_run(experiment, NULL, FALSE, &error);
@@ -1122,31 +1060,31 @@ static void test_no_files(void) {
     g_assert_cmpuint(a->metrics->completed, ==, b->metrics->completed);
     g_assert_cmpfloat(ema_histogram_mean(a->metrics->e2e), ==, ema_histogram_mean(b->metrics->e2e));
   }
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* requests_csv: false writes no requests.csv. */
 static void test_no_requests_csv(void) {
-  g_autofree char *path = fixture("golden.yaml");
+  g_autofree char *path = ema_test_fixture("serving", "golden.yaml");
   g_autoptr(EmaExperiment) experiment =
       load(path, (const char *const[]){"requests_csv=false", NULL});
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *requests = g_build_filename(dir, "requests.csv", NULL);
   g_autofree char *timeline = g_build_filename(dir, "timeline.csv", NULL);
   g_autoptr(EmaServingReport) report = run_into(experiment, dir);
   g_assert_false(g_file_test(requests, G_FILE_TEST_EXISTS));
   g_assert_true(g_file_test(timeline, G_FILE_TEST_IS_REGULAR));
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* A directory that cannot hold the files (a path through a regular file:
  * refused even to root) fails the run with the file's name, whether or not
  * requests.csv is written. */
 static void test_unwritable_dir(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *blocker = g_build_filename(dir, "file", NULL);
   g_autofree char *out = g_build_filename(blocker, "out", NULL);
-  g_autofree char *path = fixture("golden.yaml");
+  g_autofree char *path = ema_test_fixture("serving", "golden.yaml");
   const char *const settings[] = {"requests_csv=true", "requests_csv=false"};
   const char *const first_file[] = {"requests.csv", "timeline.csv"};
   write_text(dir, "file", "not a directory\n");
@@ -1161,7 +1099,7 @@ static void test_unwritable_dir(void) {
       g_error("'%s' does not start with '%s'", error->message, prefix);
     g_error_free(error);
   }
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* ---- 9. the Azure 2023 conversation trace ---------------------------------- */
@@ -1195,7 +1133,7 @@ static void test_azure_conv(void) {
                            "  - {name: conv, model: llama-3.1-8b, gpu: 0, trace: {file: \"%s\"}}\n",
                            quoted->str);
   }
-  dir = temp_dir();
+  dir = ema_test_temp_dir();
   write_text(dir, "azure-conv.yaml", yaml);
   path = g_build_filename(dir, "azure-conv.yaml", NULL);
   experiment = load(path, NULL);
@@ -1209,7 +1147,7 @@ static void test_azure_conv(void) {
   /* the hour-long trace is served within minutes of its last arrival */
   g_assert_cmpint(report->simulated, >, EMA_S(3400));
   g_assert_cmpint(report->simulated, <, EMA_S(3700));
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 int main(int argc, char **argv) {

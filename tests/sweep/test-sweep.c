@@ -19,141 +19,11 @@
 
 #include "ema/sweep.h"
 
+#include "testutil.h"
+
 #define FIXTURES "tests/fixtures/sweep/"
 #define GRID FIXTURES "serving-grid.yaml"
 #define GRID_POINTS 24
-
-typedef struct {
-  int status; /* exit code */
-  char *out;
-  char *err;
-} CliRun;
-
-static void cli_run_free(CliRun *run) {
-  g_free(run->out);
-  g_free(run->err);
-  g_free(run);
-}
-
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliRun, cli_run_free)
-
-static const char *ema_sim_path(void) {
-  const char *path = g_getenv("EMA_SIM");
-  if (path == NULL || !g_file_test(path, G_FILE_TEST_IS_EXECUTABLE))
-    g_error("EMA_SIM must name the ema-sim executable (got %s)", path ? path : "nothing");
-  return path;
-}
-
-/* The environment of the runs: without EMA_HWMODEL_PATH, and with PATH
- * replaced when NEW_PATH is given. */
-static char **run_environment(const char *new_path) {
-  char **envp = g_get_environ();
-  envp = g_environ_unsetenv(envp, "EMA_HWMODEL_PATH");
-  if (new_path)
-    envp = g_environ_setenv(envp, "PATH", new_path, TRUE);
-  return envp;
-}
-
-/* Run ARGV (NULL-terminated, the program first) in the source root. */
-static CliRun *run_argv(const char *const *argv, const char *new_path) {
-  g_auto(GStrv) envp = run_environment(new_path);
-  CliRun *run = g_new0(CliRun, 1);
-  GError *error = NULL;
-  int wait_status = 0;
-  if (!g_spawn_sync(g_getenv("EMA_SOURCE_ROOT"), (char **) argv, envp, G_SPAWN_SEARCH_PATH, NULL,
-                    NULL, &run->out, &run->err, &wait_status, &error))
-    g_error("cannot run %s: %s", argv[0], error->message);
-  g_assert_true(WIFEXITED(wait_status));
-  run->status = WEXITSTATUS(wait_status);
-  if (g_test_verbose())
-    g_test_message("exit %d\nstdout: %s\nstderr: %s", run->status, run->out, run->err);
-  return run;
-}
-
-static GPtrArray *argv_new(const char *first, va_list args) {
-  GPtrArray *argv = g_ptr_array_new();
-  g_ptr_array_add(argv, (gpointer) ema_sim_path());
-  for (const char *arg = first; arg != NULL; arg = va_arg(args, const char *))
-    g_ptr_array_add(argv, (gpointer) arg);
-  g_ptr_array_add(argv, NULL);
-  return argv;
-}
-
-/* Run ema-sim with ARGS (NULL-terminated). */
-static CliRun *cli(const char *first, ...) {
-  g_autoptr(GPtrArray) argv = NULL;
-  va_list args;
-  va_start(args, first);
-  argv = argv_new(first, args);
-  va_end(args);
-  return run_argv((const char *const *) argv->pdata, NULL);
-}
-
-/* The same with PATH set to NEW_PATH. */
-static CliRun *cli_with_path(const char *new_path, const char *first, ...) {
-  g_autoptr(GPtrArray) argv = NULL;
-  va_list args;
-  va_start(args, first);
-  argv = argv_new(first, args);
-  va_end(args);
-  return run_argv((const char *const *) argv->pdata, new_path);
-}
-
-/* TEXT with its newlines escaped, so that a failure stays one TAP line. */
-static char *escaped(const char *text) {
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-  return g_strjoinv("\\n", lines);
-}
-
-static void assert_ok(const CliRun *run) {
-  if (run->status != 0 || run->err[0] != '\0') {
-    g_autofree char *e = escaped(run->err);
-    g_error("exit %d, stderr '%s'", run->status, e);
-  }
-}
-
-/* A failed command: exit 1, nothing on stdout, stderr one line that starts
- * with PREFIX. */
-static void assert_error_line(const CliRun *run, const char *prefix) {
-  gsize len = strlen(run->err);
-  g_autofree char *e = escaped(run->err);
-  if (run->status != 1)
-    g_error("exit %d, expected 1 (stderr: %s)", run->status, e);
-  if (len == 0 || run->err[len - 1] != '\n' || strchr(run->err, '\n') != run->err + len - 1)
-    g_error("expected exactly one line on stderr, got '%s'", e);
-  if (!g_str_has_prefix(run->err, prefix))
-    g_error("stderr '%s' does not start with '%s'", e, prefix);
-  g_assert_cmpstr(run->out, ==, "");
-}
-
-static char *temp_dir(void) {
-  GError *error = NULL;
-  char *dir = g_dir_make_tmp("ema-sweep-XXXXXX", &error);
-  g_assert_no_error(error);
-  return dir;
-}
-
-static void remove_tree(const char *dir) {
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK))
-      remove_tree(path);
-    else
-      g_remove(path);
-  }
-  g_rmdir(dir);
-}
-
-static char *read_text(const char *dir, const char *name) {
-  g_autofree char *path = g_build_filename(dir, name, NULL);
-  char *text = NULL;
-  GError *error = NULL;
-  g_file_get_contents(path, &text, NULL, &error);
-  g_assert_no_error(error);
-  return text;
-}
 
 static gboolean exists(const char *dir, const char *name) {
   g_autofree char *path = g_build_filename(dir, name, NULL);
@@ -174,7 +44,7 @@ static guint points_done(const char *dir) {
 
 /* The "status" column of each row of DIR/sweep.csv, joined by spaces. */
 static char *statuses(const char *dir) {
-  g_autofree char *csv = read_text(dir, "sweep.csv");
+  g_autofree char *csv = ema_test_read_file(dir, "sweep.csv");
   g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
   g_auto(GStrv) header = g_strsplit(lines[0], ",", -1);
   g_autoptr(GString) out = g_string_new(NULL);
@@ -322,34 +192,35 @@ static void test_records_text(void) {
 /* ---- errors ------------------------------------------------------------------- */
 
 static void test_run_refuses_sweep(void) {
-  g_autoptr(CliRun) run = cli("run", GRID, "-o", "/nonexistent/never", NULL);
-  g_autoptr(CliRun) check = cli("check", GRID, NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", GRID, "-o", "/nonexistent/never", NULL);
+  g_autoptr(EmaTestRun) check = ema_test_cli("check", GRID, NULL);
   const char *prefix = GRID ":15:1: variants: this is a sweep file: run it with `ema-sim sweep";
-  assert_error_line(run, prefix);
-  assert_error_line(check, prefix);
+  ema_test_assert_error_line(run, prefix);
+  ema_test_assert_error_line(check, prefix);
 }
 
 static void test_bad_file(gconstpointer data) {
   const char *name = data;
   g_autofree char *file = g_strconcat(FIXTURES "errors/", name, NULL);
-  g_autofree char *text = read_text(g_getenv("EMA_SOURCE_ROOT"), file);
+  g_autofree char *text = ema_test_read_file(g_getenv("EMA_SOURCE_ROOT"), file);
   g_autofree char *expected = NULL;
   g_autofree char *prefix = NULL;
-  g_autofree char *dir = temp_dir();
-  g_autoptr(CliRun) list = cli("sweep", file, "--list", NULL);
-  g_autoptr(CliRun) run = cli("sweep", file, "-o", dir, NULL);
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaTestRun) list = ema_test_cli("sweep", file, "--list", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("sweep", file, "-o", dir, NULL);
   g_assert_true(g_str_has_prefix(text, "# error: "));
   expected = g_strndup(text + strlen("# error: "), strcspn(text + strlen("# error: "), "\n"));
   prefix = g_strconcat(file, ":", expected, NULL);
-  assert_error_line(list, prefix);
-  assert_error_line(run, prefix);
+  ema_test_assert_error_line(list, prefix);
+  ema_test_assert_error_line(run, prefix);
   /* nothing ran */
   g_assert_false(exists(dir, "sweep.csv"));
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_point_named(void) {
-  g_autoptr(CliRun) run = cli("sweep", FIXTURES "errors/point-cross-check.yaml", "--list", NULL);
+  g_autoptr(EmaTestRun) run =
+      ema_test_cli("sweep", FIXTURES "errors/point-cross-check.yaml", "--list", NULL);
   g_assert_nonnull(strstr(run->err, " (point 001-gpu=2)\n"));
 }
 
@@ -360,29 +231,29 @@ static char *reference_dir;
 /* The grid run uninterrupted with -j 1 (once; the tests compare to it). */
 static const char *reference(void) {
   if (reference_dir == NULL) {
-    g_autofree char *dir = temp_dir();
-    g_autoptr(CliRun) run = NULL;
+    g_autofree char *dir = ema_test_temp_dir();
+    g_autoptr(EmaTestRun) run = NULL;
     reference_dir = g_build_filename(dir, "j1", NULL);
-    run = cli("sweep", GRID, "-j", "1", "-o", reference_dir, "--no-plot", NULL);
-    assert_ok(run);
+    run = ema_test_cli("sweep", GRID, "-j", "1", "-o", reference_dir, "--no-plot", NULL);
+    ema_test_assert_ok(run);
   }
   return reference_dir;
 }
 
 static void test_jobs(void) {
   const char *one = reference();
-  g_autofree char *dir = temp_dir();
-  g_autofree char *csv1 = read_text(one, "sweep.csv");
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *csv1 = ema_test_read_file(one, "sweep.csv");
   g_autofree char *csv2 = NULL;
   g_autofree char *states = NULL;
   g_auto(GStrv) lines = g_strsplit(csv1, "\n", -1);
-  g_autoptr(CliRun) run = cli("sweep", GRID, "-j", "2", "-o", dir, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("sweep", GRID, "-j", "2", "-o", dir, "--no-plot", NULL);
   g_autofree char *header =
       g_strdup_printf("sweep grid: %u points in %s/, 2 at a time\n", GRID_POINTS, dir);
-  assert_ok(run);
+  ema_test_assert_ok(run);
   g_assert_true(g_str_has_prefix(run->out, header));
   g_assert_nonnull(strstr(run->out, "\n24 points: 24 ok, 0 failed\n"));
-  csv2 = read_text(dir, "sweep.csv");
+  csv2 = ema_test_read_file(dir, "sweep.csv");
   g_assert_cmpstr(csv1, ==, csv2);
   /* the header, then one row per point in point order */
   g_assert_cmpuint(g_strv_length(lines), ==, GRID_POINTS + 2);
@@ -405,7 +276,7 @@ static void test_jobs(void) {
   g_assert_true(exists(dir, "023-ema-rate=160-max_num_seqs=64-r1/timeline.csv"));
   g_assert_true(exists(dir, "plot.yaml"));
   g_assert_false(exists(dir, "plots"));
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void kill_group(GPid pid) {
@@ -420,14 +291,15 @@ static void in_own_group(gpointer data) {
 
 static void test_resume(void) {
   const char *one = reference();
-  g_autofree char *dir = temp_dir();
-  g_auto(GStrv) envp = run_environment(NULL);
-  const char *argv[] = {ema_sim_path(), "sweep", GRID, "-j", "2", "-o", dir, "--no-plot", NULL};
+  g_autofree char *dir = ema_test_temp_dir();
+  g_auto(GStrv) envp = ema_test_cli_environ(NULL);
+  const char *argv[] = {ema_test_sim_path(), "sweep", GRID, "-j", "2", "-o", dir,
+                        "--no-plot",         NULL};
   GError *error = NULL;
   GPid pid;
   guint done = 0;
   gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
-  g_autofree char *csv1 = read_text(one, "sweep.csv");
+  g_autofree char *csv1 = ema_test_read_file(one, "sweep.csv");
   g_autofree char *csv2 = NULL;
   g_autofree char *found = NULL;
   /* start it in its own process group, wait until some points are done,
@@ -449,26 +321,27 @@ static void test_resume(void) {
   if (done == GRID_POINTS)
     g_test_message("the sweep ended before the kill: resume finds everything done");
   {
-    g_autoptr(CliRun) run = cli("sweep", GRID, "-j", "2", "-o", dir, "--no-plot", NULL);
-    assert_ok(run);
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", GRID, "-j", "2", "-o", dir, "--no-plot", NULL);
+    ema_test_assert_ok(run);
     /* every point complete after the kill is found done, not run again */
     found = g_strdup_printf("24 points: 24 ok (%u found done), 0 failed\n", done);
     g_assert_nonnull(strstr(run->out, found));
   }
-  csv2 = read_text(dir, "sweep.csv");
+  csv2 = ema_test_read_file(dir, "sweep.csv");
   g_assert_cmpstr(csv1, ==, csv2);
   /* a point whose experiment changed runs again */
   {
-    g_autoptr(CliRun) run = cli("sweep", GRID, "-j", "2", "-o", dir, "--no-plot", "--set",
-                                "tenants.0.trace.requests=50", NULL);
-    assert_ok(run);
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", GRID, "-j", "2", "-o", dir, "--no-plot",
+                                             "--set", "tenants.0.trace.requests=50", NULL);
+    ema_test_assert_ok(run);
     g_assert_nonnull(strstr(run->out, "24 points: 24 ok, 0 failed\n"));
   }
   {
-    g_autofree char *csv3 = read_text(dir, "sweep.csv");
+    g_autofree char *csv3 = ema_test_read_file(dir, "sweep.csv");
     g_assert_cmpstr(csv1, !=, csv3);
   }
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_mpi(void) {
@@ -476,7 +349,7 @@ static void test_mpi(void) {
   g_autofree char *mpirun = g_find_program_in_path("mpirun");
   g_autofree char *dir = NULL;
   g_autofree char *csv1 = NULL, *csv2 = NULL;
-  g_autoptr(CliRun) run = NULL;
+  g_autoptr(EmaTestRun) run = NULL;
   if (g_strcmp0(g_getenv("EMA_SIM_MPI"), "1") != 0) {
     g_test_skip("ema-sim was built without MPI (-Dmpi)");
     return;
@@ -485,7 +358,7 @@ static void test_mpi(void) {
     g_test_skip("mpirun is not on PATH");
     return;
   }
-  dir = temp_dir();
+  dir = ema_test_temp_dir();
   /* as root in CI: Open MPI refuses root without these; containers often
    * lack the shared-memory single-copy mechanism; one machine needs no ssh */
   g_setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", TRUE);
@@ -502,33 +375,35 @@ static void test_mpi(void) {
   }
   {
     const char *argv[] = {
-        mpirun, "-n",        "2", "--oversubscribe", ema_sim_path(), "sweep", GRID, "-o",
+        mpirun, "-n",        "2", "--oversubscribe", ema_test_sim_path(), "sweep", GRID, "-o",
         dir,    "--no-plot", NULL};
-    run = run_argv(argv, NULL);
+    run = ema_test_cli_argv(argv, NULL);
   }
   if (run->status != 0) {
-    g_autofree char *e = escaped(run->err);
+    g_autofree char *e = ema_test_escaped(run->err);
     g_error("mpirun exit %d, stderr '%s'", run->status, e);
   }
   g_assert_nonnull(strstr(run->out, " over 2 MPI ranks, 1 at a time each\n"));
   g_assert_nonnull(strstr(run->out, "24 points: 24 ok, 0 failed\n"));
-  csv1 = read_text(one, "sweep.csv");
-  csv2 = read_text(dir, "sweep.csv");
+  csv1 = ema_test_read_file(one, "sweep.csv");
+  csv2 = ema_test_read_file(dir, "sweep.csv");
   g_assert_cmpstr(csv1, ==, csv2);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* --part R/K: shares run apart (a job array), then one run gathers them. */
 static void test_parts(void) {
   const char *one = reference();
-  g_autofree char *dir = temp_dir();
-  g_autofree char *csv1 = read_text(one, "sweep.csv");
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *csv1 = ema_test_read_file(one, "sweep.csv");
   g_autofree char *csv2 = NULL;
-  g_autoptr(CliRun) first = cli("sweep", GRID, "--part", "0/3", "-o", dir, "--no-plot", NULL);
-  g_autoptr(CliRun) second = cli("sweep", GRID, "--part", "2/3", "-o", dir, "--no-plot", NULL);
-  g_autoptr(CliRun) bad = cli("sweep", GRID, "--part", "3/3", "-o", dir, NULL);
-  assert_ok(first);
-  assert_ok(second);
+  g_autoptr(EmaTestRun) first =
+      ema_test_cli("sweep", GRID, "--part", "0/3", "-o", dir, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) second =
+      ema_test_cli("sweep", GRID, "--part", "2/3", "-o", dir, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) bad = ema_test_cli("sweep", GRID, "--part", "3/3", "-o", dir, NULL);
+  ema_test_assert_ok(first);
+  ema_test_assert_ok(second);
   g_assert_nonnull(strstr(first->out, "part 0/3 of 24 points in "));
   g_assert_nonnull(strstr(first->out, "\n8 points: 8 ok, 0 failed\n"));
   g_assert_false(exists(dir, "sweep.csv"));
@@ -538,23 +413,23 @@ static void test_parts(void) {
   g_assert_cmpuint(points_done(dir), ==, 16);
   g_assert_cmpint(bad->status, ==, 2);
   {
-    g_autoptr(CliRun) gather = cli("sweep", GRID, "-o", dir, "--no-plot", NULL);
-    assert_ok(gather);
+    g_autoptr(EmaTestRun) gather = ema_test_cli("sweep", GRID, "-o", dir, "--no-plot", NULL);
+    ema_test_assert_ok(gather);
     g_assert_nonnull(strstr(gather->out, "\n24 points: 24 ok (16 found done), 0 failed\n"));
   }
-  csv2 = read_text(dir, "sweep.csv");
+  csv2 = ema_test_read_file(dir, "sweep.csv");
   g_assert_cmpstr(csv1, ==, csv2);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* ---- failures ---------------------------------------------------------------- */
 
 static void test_failing_points(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *fast = g_build_filename(dir, "fast", NULL);
   g_autofree char *states = NULL;
-  g_autoptr(CliRun) run =
-      cli("sweep", FIXTURES "failing.yaml", "-j", "2", "-o", dir, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) run =
+      ema_test_cli("sweep", FIXTURES "failing.yaml", "-j", "2", "-o", dir, "--no-plot", NULL);
   g_auto(GStrv) lines = g_strsplit(run->err, "\n", -1);
   g_assert_cmpint(run->status, ==, 1);
   /* one line per failed point, with the run's own error */
@@ -571,8 +446,8 @@ static void test_failing_points(void) {
   g_assert_true(exists(dir, "002-file=malformed.csv-max_num_seqs=8/run.err"));
   /* --fail-fast, one at a time: nothing starts after the first failure */
   {
-    g_autoptr(CliRun) stop = cli("sweep", FIXTURES "failing.yaml", "-j", "1", "--fail-fast", "-o",
-                                 fast, "--no-plot", NULL);
+    g_autoptr(EmaTestRun) stop = ema_test_cli("sweep", FIXTURES "failing.yaml", "-j", "1",
+                                              "--fail-fast", "-o", fast, "--no-plot", NULL);
     g_autofree char *stopped = statuses(fast);
     g_assert_cmpint(stop->status, ==, 1);
     g_assert_cmpstr(stopped, ==, "ok ok failed not-run not-run not-run");
@@ -581,23 +456,24 @@ static void test_failing_points(void) {
   }
   /* resuming runs the failed points again, and only them */
   {
-    g_autoptr(CliRun) again =
-        cli("sweep", FIXTURES "failing.yaml", "-j", "2", "-o", dir, "--no-plot", NULL);
+    g_autoptr(EmaTestRun) again =
+        ema_test_cli("sweep", FIXTURES "failing.yaml", "-j", "2", "-o", dir, "--no-plot", NULL);
     g_assert_cmpint(again->status, ==, 1);
     g_assert_nonnull(strstr(again->out, "6 points: 4 ok (4 found done), 2 failed\n"));
   }
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_ops_sweep(void) {
-  g_autofree char *dir = temp_dir();
-  g_autoptr(CliRun) run = cli("sweep", FIXTURES "copies.yaml", "-o", dir, "--no-plot", NULL);
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaTestRun) run =
+      ema_test_cli("sweep", FIXTURES "copies.yaml", "-o", dir, "--no-plot", NULL);
   g_autofree char *csv = NULL;
   g_autofree char *states = NULL;
   g_assert_cmpint(run->status, ==, 1); /* expectations missed, as with run */
   g_assert_cmpstr(run->err, ==, "");
   g_assert_nonnull(strstr(run->out, "6 points: 2 ok, 4 missed an expectation, 0 failed\n"));
-  csv = read_text(dir, "sweep.csv");
+  csv = ema_test_read_file(dir, "sweep.csv");
   g_assert_true(g_str_has_prefix(
       csv, "point,variant,ops.0.flows.0.bytes,ops.1.flows.0.bytes,repeat,seed,status,"
            "copy.seconds,copy.bandwidth_gbps,read.seconds,read.bandwidth_gbps,"
@@ -605,7 +481,7 @@ static void test_ops_sweep(void) {
   g_assert_nonnull(strstr(csv, "\n004-bytes=1GiB-bytes=1MiB,,1GiB,1MiB,0,1,ok,"));
   states = statuses(dir);
   g_assert_cmpstr(states, ==, "missed missed missed missed ok ok");
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* ---- figures ----------------------------------------------------------------- */
@@ -622,7 +498,7 @@ static void assert_figure(const char *dir, const char *name, const char *title) 
   g_assert_cmpuint(png_size, >, 8000);
   g_assert_cmpuint(png_size, <, 400000);
   g_assert_cmpmem(png, 4, "\x89PNG", 4);
-  svg = read_text(dir, svg_name);
+  svg = ema_test_read_file(dir, svg_name);
   g_assert_nonnull(strstr(svg, "<svg"));
   g_assert_nonnull(strstr(svg, title));
 }
@@ -635,28 +511,28 @@ static void test_sweep_figures(void) {
     g_test_skip("gnuplot is not on PATH");
     return;
   }
-  dir = temp_dir();
+  dir = ema_test_temp_dir();
   /* plot a copy of the reference (sweep.csv and plot.yaml) */
   {
-    g_autofree char *csv = read_text(one, "sweep.csv");
-    g_autofree char *settings = read_text(one, "plot.yaml");
+    g_autofree char *csv = ema_test_read_file(one, "sweep.csv");
+    g_autofree char *settings = ema_test_read_file(one, "plot.yaml");
     g_autofree char *csv_path = g_build_filename(dir, "sweep.csv", NULL);
     g_autofree char *settings_path = g_build_filename(dir, "plot.yaml", NULL);
     g_assert_true(g_file_set_contents(csv_path, csv, -1, NULL));
     g_assert_true(g_file_set_contents(settings_path, settings, -1, NULL));
   }
   {
-    g_autoptr(CliRun) run = cli("plot", dir, NULL);
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, NULL);
     g_autofree char *expected = g_strdup_printf(
         "figures in %s/plots/ (sweep-throughput, sweep-latency; PNG and SVG)\n", dir);
-    assert_ok(run);
+    ema_test_assert_ok(run);
     g_assert_cmpstr(run->out, ==, expected);
   }
   assert_figure(dir, "sweep-throughput", "throughput of chat");
   assert_figure(dir, "sweep-latency", "p99 latency of chat");
   {
-    g_autofree char *driver = read_text(dir, "plots/plots.gp");
-    g_autofree char *data = read_text(dir, "plots/sweep.dat");
+    g_autofree char *driver = ema_test_read_file(dir, "plots/plots.gp");
+    g_autofree char *data = ema_test_read_file(dir, "plots/sweep.dat");
     /* lines per variant and batch limit; x the swept rate, labelled by plot.yaml */
     g_assert_nonnull(strstr(driver, "nseries = 4\nseries1 = 'static, max_num_seqs=16'\n"));
     g_assert_nonnull(strstr(driver, "xtitle = 'arrival rate (requests/s)'\n"));
@@ -665,25 +541,26 @@ static void test_sweep_figures(void) {
   }
   /* options override plot.yaml; a column that is not there is an error */
   {
-    g_autoptr(CliRun) run = cli("plot", dir, "--by", "none", "--x", "tenants.0.engine.max_num_seqs",
-                                "--title", "by batch", NULL);
-    g_autofree char *driver = read_text(dir, "plots/plots.gp");
-    assert_ok(run);
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("plot", dir, "--by", "none", "--x", "tenants.0.engine.max_num_seqs", "--title",
+                     "by batch", NULL);
+    g_autofree char *driver = ema_test_read_file(dir, "plots/plots.gp");
+    ema_test_assert_ok(run);
     g_assert_nonnull(strstr(driver, "figtitle = 'by batch'\n"));
     g_assert_nonnull(strstr(driver, "series1 = 'variant=static, rate=10'\n"));
   }
   {
-    g_autoptr(CliRun) run = cli("plot", dir, "--x", "nope", NULL);
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--x", "nope", NULL);
     g_autofree char *prefix = g_strdup_printf("%s/sweep.csv has no column 'nope' for x", dir);
-    assert_error_line(run, prefix);
+    ema_test_assert_error_line(run, prefix);
   }
   {
-    g_autoptr(CliRun) run = cli("plot", dir, "--tenant", "nobody", NULL);
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--tenant", "nobody", NULL);
     g_autofree char *prefix =
         g_strdup_printf("%s/sweep.csv has no tenant 'nobody' (tenants: chat; or all)", dir);
-    assert_error_line(run, prefix);
+    ema_test_assert_error_line(run, prefix);
   }
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_run_figures(void) {
@@ -693,49 +570,51 @@ static void test_run_figures(void) {
     g_test_skip("gnuplot is not on PATH");
     return;
   }
-  dir = temp_dir();
+  dir = ema_test_temp_dir();
   {
     /* one point of the grid with borrowing under pressure: ema on a busy GPU */
-    g_autoptr(CliRun) run =
-        cli("run", FIXTURES "pressure.yaml", "-o", dir, "--set", "policy=ema", NULL);
-    assert_ok(run);
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("run", FIXTURES "pressure.yaml", "-o", dir, "--set", "policy=ema", NULL);
+    ema_test_assert_ok(run);
   }
   assert_figure(dir, "latency-cdf", "latency CDFs per tenant");
   assert_figure(dir, "memory", "memory per GPU over time");
   assert_figure(dir, "remote", "remote KV per GPU");
   {
-    g_autofree char *data = read_text(dir, "plots/memory.dat");
-    g_autofree char *driver = read_text(dir, "plots/plots.gp");
+    g_autofree char *data = ema_test_read_file(dir, "plots/memory.dat");
+    g_autofree char *driver = ema_test_read_file(dir, "plots/plots.gp");
     g_assert_true(g_str_has_prefix(data, "# time_s, local KV, staging, lent, borrowed"));
     g_assert_nonnull(strstr(driver, "series1 = 'gpu0 (busy)'\n"));
   }
   /* --no-plot draws nothing; plot draws the same again */
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
   g_free(dir);
-  dir = temp_dir();
+  dir = ema_test_temp_dir();
   {
-    g_autoptr(CliRun) run = cli("run", FIXTURES "pressure.yaml", "-o", dir, "--no-plot", NULL);
-    assert_ok(run);
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("run", FIXTURES "pressure.yaml", "-o", dir, "--no-plot", NULL);
+    ema_test_assert_ok(run);
     g_assert_false(exists(dir, "plots"));
   }
   {
-    g_autoptr(CliRun) run = cli("plot", dir, NULL);
-    assert_ok(run);
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, NULL);
+    ema_test_assert_ok(run);
     g_assert_nonnull(strstr(run->out, "(latency-cdf, memory, remote; PNG and SVG)\n"));
   }
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_without_gnuplot(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *run_dir = g_build_filename(dir, "run", NULL);
   g_autofree char *sweep_dir = g_build_filename(dir, "sweep", NULL);
   /* PATH without gnuplot (ema-sim runs its points by its own path) */
-  g_autoptr(CliRun) sweep =
-      cli_with_path("/nonexistent", "sweep", FIXTURES "copies.yaml", "-o", sweep_dir, NULL);
-  g_autoptr(CliRun) run =
-      cli_with_path("/nonexistent", "run", FIXTURES "pressure.yaml", "-o", run_dir, NULL);
-  g_autoptr(CliRun) plot = cli_with_path("/nonexistent", "plot", run_dir, NULL);
+  const char *const no_gnuplot[] = {"PATH=/nonexistent", NULL};
+  g_autoptr(EmaTestRun) sweep =
+      ema_test_cli_env(no_gnuplot, "sweep", FIXTURES "copies.yaml", "-o", sweep_dir, NULL);
+  g_autoptr(EmaTestRun) run =
+      ema_test_cli_env(no_gnuplot, "run", FIXTURES "pressure.yaml", "-o", run_dir, NULL);
+  g_autoptr(EmaTestRun) plot = ema_test_cli_env(no_gnuplot, "plot", run_dir, NULL);
   /* the sweep says so once and does not fail for it (1: expectations missed) */
   g_assert_cmpint(sweep->status, ==, 1);
   g_assert_cmpstr(sweep->err, ==,
@@ -743,21 +622,15 @@ static void test_without_gnuplot(void) {
                   "ema-sim plot DIR)\n");
   g_assert_true(exists(sweep_dir, "sweep.csv"));
   /* a run off a terminal stays quiet */
-  assert_ok(run);
+  ema_test_assert_ok(run);
   g_assert_false(exists(run_dir, "plots"));
-  assert_error_line(plot, "ema-sim plot: gnuplot is not on PATH");
-  remove_tree(dir);
-}
-
-static gint compare_names(gconstpointer a, gconstpointer b) {
-  return strcmp(*(const char *const *) a, *(const char *const *) b);
+  ema_test_assert_error_line(plot, "ema-sim plot: gnuplot is not on PATH");
+  ema_test_remove_tree(dir);
 }
 
 int main(int argc, char **argv) {
   g_autofree char *errors = NULL;
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(GDir) dir = NULL;
-  const char *name;
+  g_autoptr(GPtrArray) names = NULL;
   int status;
   g_test_init(&argc, &argv, NULL);
   if (g_getenv("EMA_SOURCE_ROOT") == NULL || g_chdir(g_getenv("EMA_SOURCE_ROOT")) != 0)
@@ -767,12 +640,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/records-text", test_records_text);
   g_test_add_func("/sweep/errors/run-refuses-sweep-file", test_run_refuses_sweep);
   errors = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), FIXTURES "errors", NULL);
-  dir = g_dir_open(errors, 0, NULL);
-  g_assert_nonnull(dir);
-  while ((name = g_dir_read_name(dir)) != NULL)
-    if (g_str_has_suffix(name, ".yaml"))
-      g_ptr_array_add(names, g_strdup(name));
-  g_ptr_array_sort(names, compare_names);
+  names = ema_test_list_dir(errors, ".yaml");
   for (guint i = 0; i < names->len; i++) {
     g_autofree char *path = g_strdup_printf("/sweep/errors/%s", (char *) names->pdata[i]);
     g_test_add_data_func(path, names->pdata[i], test_bad_file);
@@ -790,7 +658,7 @@ int main(int argc, char **argv) {
   status = g_test_run();
   if (reference_dir) {
     g_autofree char *parent = g_path_get_dirname(reference_dir);
-    remove_tree(parent);
+    ema_test_remove_tree(parent);
     g_clear_pointer(&reference_dir, g_free);
   }
   return status;

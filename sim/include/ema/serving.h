@@ -42,4 +42,20 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
 void ema_serving_report_free(EmaServingReport *report);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaServingReport, ema_serving_report_free)
 
+/* The experiment's policy.preempt over a tenant's own engine.preempt:
+ * CONFIG (a tenant's engine configuration, from ema_tenant_engine_config)
+ * keeps its preempt mode for EMA_PREEMPT_CHOICE_ENGINE, and takes
+ * EMA_PREEMPT_RECOMPUTE for recompute and EMA_PREEMPT_SWAP for swap-host
+ * and swap-peer (with swap-peer the pool's KV memory parks the blocks on
+ * peers, or the host, and times the copies). ema_serving_run applies it to
+ * every tenant; a harness that wires a run by hand (tests/pool/rig.c) calls
+ * it to make the same engines. */
+void ema_serving_apply_preempt_choice(const EmaExperiment *experiment, EmaEngineConfig *config);
+
+/* Make every GPU of EXPERIMENT's server that no tenant (nor a tenant's TP
+ * group) runs on an idle lender in POOL, lending idle_gpu_memory of its HBM
+ * (ema_pool_add_idle_gpu). ema_serving_run calls it once the tenants are in
+ * the pool and before ema_pool_start; so does tests/pool/rig.c. */
+void ema_serving_add_idle_gpus(const EmaExperiment *experiment, EmaPool *pool);
+
 G_END_DECLS
