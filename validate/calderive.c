@@ -10,6 +10,7 @@
 
 #include <glib/gstdio.h>
 
+#include "decodefit.h"
 #include "errors.h"
 #include "fit.h"
 
@@ -498,6 +499,39 @@ gboolean ema_calibration_derive(EmaReport *report, const EmaCalibrationRun *run,
          derive_interference(report, run, &f->interference, error);
 }
 
+/* The step-time keys from DIR/decode.csv, when there is one (decodefit.h),
+ * added to REPORT's derived figures. */
+static gboolean derive_step(EmaReport *report, const char *dir, EmaCalibrationFigures *f,
+                            GError **error) {
+  g_autofree char *path = g_build_filename(dir, "decode.csv", NULL);
+  g_autoptr(GPtrArray) rows = NULL;
+  EmaStepFigures *s = &f->step;
+  memset(s, 0, sizeof *s);
+  if (!g_file_test(path, G_FILE_TEST_EXISTS))
+    return TRUE;
+  rows = ema_decode_rows_read(path, error);
+  if (rows == NULL || !ema_decode_fit(rows, ema_calibration_round(f->hbm_bandwidth), s, error))
+    return FALSE;
+  ema_report_add_derived(report, "decode-weight-rate", s->weight_rate, "B/s",
+                         "median over the decode runs of weight bytes / the weight pass alone");
+  ema_report_add_derived(report, "decode-hbm-efficiency", s->hbm_efficiency, "fraction",
+                         "decode-weight-rate / hbm_bandwidth (gpu.hbm_efficiency)");
+  ema_report_add_derived(report, "decode-kv-rate", s->kv_rate, "B/s",
+                         "1 / slope of attention time against local KV bytes, all-local runs "
+                         "of one model, least squares");
+  ema_report_add_derived(report, "decode-kv-efficiency", s->kv_efficiency, "fraction",
+                         "decode-kv-rate / decode-weight-rate (gpu.kv_efficiency)");
+  ema_report_add_derived(report, "decode-layer-overhead", s->layer_overhead_s, "s",
+                         "intercept of that line / layers (gpu.layer_overhead)");
+  ema_report_add_derived(report, "decode-kv-max-rel-error", s->kv_max_rel_error, "fraction",
+                         "largest |line - measured| / measured over its runs");
+  ema_report_add_derived(report, "decode-step-residual", s->step_residual_s, "s",
+                         "median over those runs of step - (weights + attention as fitted)");
+  ema_report_add_derived(report, "decode-step-overhead", s->step_overhead_s, "s",
+                         "max(0, decode-step-residual) (gpu.step_overhead)");
+  return TRUE;
+}
+
 /* ---- writing the results ------------------------------------------------------ */
 
 static void print_figures(FILE *log, const EmaCalibrationFigures *f) {
@@ -528,6 +562,19 @@ static void print_figures(FILE *log, const EmaCalibrationFigures *f) {
           x->direct_read_by_lender_kernel, x->lender_loss_per_direct_read_byte,
           x->borrower_kernel_by_incoming_copy, x->incoming_copy_by_borrower_kernel,
           x->borrower_loss_per_incoming_byte, 100 * x->overlap_hidden_fraction);
+  if (f->step.fitted)
+    fprintf(log,
+            "decode runs (decode.csv):\n"
+            "  weight GEMVs %.3f TB/s (median of %u runs): %.1f%% of hbm_bandwidth\n"
+            "  attention of %s (%u all-local runs): %.2f us per layer + KV at %.3f TB/s "
+            "(%.1f%% of the weight rate; largest error %.1f%%)\n"
+            "  step beyond weights + attention: %+.1f us (median)\n",
+            f->step.weight_rate / 1e12, f->step.weight_runs, 100 * f->step.hbm_efficiency,
+            f->step.model, f->step.kv_runs, f->step.layer_overhead_s * 1e6, f->step.kv_rate / 1e12,
+            100 * f->step.kv_efficiency, 100 * f->step.kv_max_rel_error,
+            f->step.step_residual_s * 1e6);
+  else
+    fprintf(log, "decode runs: none (no decode.csv): the step-time keys keep their defaults\n");
 }
 
 static void print_comparison(FILE *log, const EmaCalibrationFigures *f,
@@ -544,6 +591,12 @@ static void print_comparison(FILE *log, const EmaCalibrationFigures *f,
       {"gpu.local_copy_bandwidth", f->local_copy_bandwidth, reference->gpu.local_copy_bandwidth,
        "GB/s", 1e-9},
       {"gpu.kernel_overhead", f->kernel_overhead_s, reference->gpu.kernel_overhead * 1e-9, "us",
+       1e6},
+      {"gpu.hbm_efficiency", f->step.hbm_efficiency, reference->gpu.hbm_efficiency, "%", 100},
+      {"gpu.kv_efficiency", f->step.kv_efficiency, reference->gpu.kv_efficiency, "%", 100},
+      {"gpu.layer_overhead", f->step.layer_overhead_s, reference->gpu.layer_overhead * 1e-9, "us",
+       1e6},
+      {"gpu.step_overhead", f->step.step_overhead_s, reference->gpu.step_overhead * 1e-9, "us",
        1e6},
       {"gpu.interference_outgoing", f->interference.lender_loss_per_pulled_byte,
        reference->gpu.interference_outgoing, "", 1},
@@ -575,9 +628,14 @@ static void print_comparison(FILE *log, const EmaCalibrationFigures *f,
   };
   fprintf(log, "\n%-28s %14s %14s %9s\n", "key", "measured", reference->name, "diff");
   for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
-    double diff = rows[i].reference != 0
-                      ? 100.0 * (rows[i].measured - rows[i].reference) / rows[i].reference
-                      : 0;
+    double diff;
+    if (!f->step.fitted && g_str_has_prefix(rows[i].key, "gpu.") &&
+        (strstr(rows[i].key, "_efficiency") || strstr(rows[i].key, "layer_overhead") ||
+         strstr(rows[i].key, "step_overhead")))
+      continue; /* the step-time keys: no decode runs */
+    diff = rows[i].reference != 0
+               ? 100.0 * (rows[i].measured - rows[i].reference) / rows[i].reference
+               : 0;
     fprintf(log, "%-28s %9.3f %-4s %9.3f %-4s %+8.1f%%\n", rows[i].key,
             rows[i].measured * rows[i].scale, rows[i].unit, rows[i].reference * rows[i].scale,
             rows[i].unit, diff);
@@ -587,7 +645,8 @@ static void print_comparison(FILE *log, const EmaCalibrationFigures *f,
 gboolean ema_calibration_write_results(EmaReport *report, const EmaCalibrationRun *run,
                                        const EmaCalibrationOutput *output, GError **error) {
   EmaCalibrationFigures figures;
-  if (!ema_calibration_derive(report, run, &figures, error))
+  if (!ema_calibration_derive(report, run, &figures, error) ||
+      !derive_step(report, output->results_dir, &figures, error))
     return FALSE;
   figures.rederived_command = output->new_run ? NULL : output->rederived_command;
   if (output->new_run) {

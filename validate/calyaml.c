@@ -59,6 +59,10 @@ static char *format_number(double value) {
   return text;
 }
 
+double ema_calibration_round(double value) {
+  return round_significant(value);
+}
+
 static char *format_bandwidth(double bytes_per_s) {
   return ema_units_format_bandwidth(round_significant(bytes_per_s));
 }
@@ -202,6 +206,58 @@ static void append_interference_keys(GString *out, const EmaCalibrationFigures *
                   "HBM bytes of GPU0's own streaming lost per byte copied into it from GPU1");
 }
 
+/* A fraction key (the schema's 0.01..1) as a percentage with 4 significant
+ * digits; outside the bounds it is clamped and the comment says so. */
+static void key_fraction(GString *out, const char *key, double value, const char *comment) {
+  g_autofree char *number = NULL, *text = NULL;
+  g_autofree char *note = NULL;
+  double written = isfinite(value) ? CLAMP(ema_calibration_round(value), 0.01, 1) : 1;
+  if (written != ema_calibration_round(value))
+    note = g_strdup_printf("%s; measured %.4g, clamped to the schema's 0.01..1", comment, value);
+  number = format_number(100 * written);
+  text = g_strconcat(number, "%", NULL);
+  append_line(out, "", 2, key, text, note ? note : comment);
+}
+
+/* The step-time model's keys fitted to the decode runs (decodefit.h), or a
+ * comment saying why they keep their defaults. */
+static void append_step_keys(GString *out, const EmaCalibrationFigures *f) {
+  const EmaStepFigures *s = &f->step;
+  g_autofree char *weight_rate = NULL, *kv_rate = NULL, *intercept = NULL, *magnitude = NULL;
+  g_autofree char *hbm_note = NULL, *kv_note = NULL, *layer_note = NULL, *step_note = NULL;
+  if (!s->fitted) {
+    g_string_append_printf(out,
+                           "  # hbm_efficiency, kv_efficiency, layer_overhead, step_overhead: not "
+                           "fitted (no decode.csv in %s;\n"
+                           "  # `ema-validate decode ... --csv %s/decode.csv`, then `calibrate "
+                           "--from-results`): defaults\n",
+                           f->results_dir, f->results_dir);
+    return;
+  }
+  weight_rate = format_bandwidth(s->weight_rate);
+  kv_rate = format_bandwidth(s->kv_rate);
+  intercept = format_duration(s->line_intercept_s);
+  magnitude = format_duration(fabs(s->step_residual_s));
+  hbm_note = g_strdup_printf("decode weight GEMVs alone: %s (median of %u runs, decode.csv) / "
+                             "hbm_bandwidth",
+                             weight_rate, s->weight_runs);
+  kv_note = g_strdup_printf("paged attention alone, %u all-local runs of %s: attention = %u x "
+                            "layer_overhead + KV bytes / %s (least squares, largest error "
+                            "%.1f%%); / the weight rate",
+                            s->kv_runs, s->model, s->layers, kv_rate, 100 * s->kv_max_rel_error);
+  layer_note = s->intercept_clamped
+                   ? g_strdup_printf("that line crossed below 0: refitted through the origin")
+                   : g_strdup_printf("that line's intercept %s / %u layers", intercept, s->layers);
+  step_note = g_strdup_printf("median over those runs of step - (weights + attention as fitted): "
+                              "%s%s%s",
+                              s->step_residual_s < 0 ? "-" : "", magnitude,
+                              s->step_residual_s < 0 ? ", clamped at 0" : "");
+  key_fraction(out, "hbm_efficiency", f->step.hbm_efficiency, hbm_note);
+  key_fraction(out, "kv_efficiency", f->step.kv_efficiency, kv_note);
+  key_duration(out, "", 2, "layer_overhead", s->layer_overhead_s, layer_note);
+  key_duration(out, "", 2, "step_overhead", s->step_overhead_s, step_note);
+}
+
 static void append_gpu(GString *out, const EmaCalibrationFigures *f) {
   g_autofree char *total = format_size((double) f->hbm_total);
   g_autofree char *local = format_size((double) f->local_bytes);
@@ -227,6 +283,7 @@ static void append_gpu(GString *out, const EmaCalibrationFigures *f) {
                 copy_note);
   append_line(out, "", 2, "matrix_flops", flops, flops_note);
   key_duration(out, "", 2, "kernel_overhead", f->kernel_overhead_s, overhead_note);
+  append_step_keys(out, f);
   append_interference_keys(out, f);
 }
 

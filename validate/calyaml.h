@@ -4,9 +4,11 @@
  *
  * The YAML has the schema of hwmodels/servers/NAME.yaml (the
  * ema_server_params table of libema: name, summary, gpus, gpu with its
- * interference_outgoing and _incoming, topology, link, host, vmm); it
- * leaves out the keys calibrate does not measure (the step-time model's
- * efficiencies and overheads), which keep their defaults. Every key has a
+ * interference_outgoing and _incoming, topology, link, host, vmm); the
+ * step-time model's hbm_efficiency, kv_efficiency, layer_overhead and
+ * step_overhead are written when decode runs were fitted (figures->step),
+ * and left at their defaults otherwise, as is matrix_efficiency (not
+ * measured). Every key has a
  * comment saying how it was measured; a provenance header gives the date,
  * GPUs, driver, CUDA and the exact command; and, as YAML comments under
  * names ready to become keys, follows what the schema cannot hold yet:
@@ -74,6 +76,26 @@ typedef struct {
   double overlap_hidden_fraction;          /* (copy + compute - pipelined) / min(copy, compute) */
 } EmaInterferenceFigures;
 
+/* The step-time model's GPU keys (steptime.h), fitted to the synthetic
+ * decode runs of a results directory (decode.csv, decodefit.h). */
+typedef struct {
+  gboolean fitted;            /* FALSE: no decode runs; the keys keep their defaults */
+  char model[64];             /* the model of the attention line */
+  guint layers;               /* its decoder layers */
+  guint weight_runs;          /* decode runs whose weight pass gives the weight rate */
+  double weight_rate;         /* median of weight bytes / weight-pass time, B/s */
+  double hbm_efficiency;      /* weight_rate / hbm_bandwidth (the value written) */
+  guint kv_runs;              /* all-local runs of MODEL on the attention line */
+  double kv_rate;             /* 1 / the line's slope, B/s */
+  double kv_efficiency;       /* kv_rate / weight_rate */
+  double line_intercept_s;    /* attention time at no KV: layers x layer_overhead */
+  double layer_overhead_s;    /* line_intercept_s / layers, at least 0 */
+  gboolean intercept_clamped; /* the line crossed below 0: refitted through the origin */
+  double kv_max_rel_error;    /* largest |line - measured| / measured over its runs */
+  double step_residual_s;     /* median over those runs of step - fitted model */
+  double step_overhead_s;     /* max(0, step_residual_s) */
+} EmaStepFigures;
+
 typedef struct {
   /* provenance */
   const char *name;              /* model name, also the file name */
@@ -118,7 +140,11 @@ typedef struct {
 
   EmaVmmFigures vmm;
   EmaInterferenceFigures interference;
+  EmaStepFigures step;
 } EmaCalibrationFigures;
+
+/* VALUE rounded to the 4 significant digits every number of the YAML has. */
+double ema_calibration_round(double value);
 
 /* The default model name for COUNT GPUs named DEVICE_NAME: lower case,
  * a leading "nvidia " dropped, runs of characters other than letters and

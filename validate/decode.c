@@ -25,6 +25,8 @@
 
 #define COMPUTE_GPU 0
 #define REMOTE_GPU 1
+#define PULL_MARGIN 1.5     /* pull this many times the longest step the passes suggest */
+#define PULL_RATE_MAX 450e9 /* B/s, above any NVLink 4 pair's copy rate */
 #define MEMORY_MARGIN ((guint64) 512 << 20)
 #define DATASHEET_HBM_BANDWIDTH 4.8e12 /* NVIDIA H200 datasheet, for the printed percentage */
 #define GEMV_TOLERANCE 1e-4            /* of the sum of |w x| over the row */
@@ -45,6 +47,13 @@ typedef struct {
   guint64 y_floats;
   /* what a timed pass enqueues */
   gboolean with_weights, with_attention, with_copies;
+  /* the peer pull (options->peer_pull > 0): GPU1 copies pull_src (GPU0)
+   * into pull_dst (GPU1) on pull_stream, pull_chunks times per step */
+  gboolean pull;
+  void *pull_src, *pull_dst;
+  cudaStream_t pull_stream;
+  cudaEvent_t pull_first, pull_last; /* timing events on GPU1 */
+  guint pull_chunks;
 } Decode;
 
 static guint64 local_layer_bytes(const EmaDecodePlan *plan) {
@@ -198,6 +207,25 @@ static gboolean fill(cudaStream_t stream, const EmaKernelShape *shape, void *buf
   return EMA_CUDA(device, error, ema_launch_fill_bf16(stream, shape, buffer, elements, seed));
 }
 
+/* The peer pull's buffers, stream and events; peer access both ways. */
+static gboolean allocate_pull(Decode *d, EmaGpuArena *arena, GError **error) {
+  EmaKernelShape remote_shape;
+  return ema_gpu_peer_enable(arena, REMOTE_GPU, COMPUTE_GPU, error) &&
+         ema_gpu_peer_enable(arena, COMPUTE_GPU, REMOTE_GPU, error) &&
+         ema_gpu_malloc(arena, COMPUTE_GPU, EMA_DECODE_PULL_CHUNK, &d->pull_src, error) &&
+         ema_gpu_malloc(arena, REMOTE_GPU, EMA_DECODE_PULL_CHUNK, &d->pull_dst, error) &&
+         ema_gpu_stream_new(arena, REMOTE_GPU, &d->pull_stream, error) &&
+         ema_gpu_event_new(arena, REMOTE_GPU, TRUE, &d->pull_first, error) &&
+         ema_gpu_event_new(arena, REMOTE_GPU, TRUE, &d->pull_last, error) &&
+         fill(d->stream, &d->shape, d->pull_src, EMA_DECODE_PULL_CHUNK / 2,
+              EMA_SEED_CALIBRATION + 16, COMPUTE_GPU, error) &&
+         EMA_CUDA(COMPUTE_GPU, error, cudaStreamSynchronize(d->stream)) &&
+         EMA_CUDA(REMOTE_GPU, error, ema_kernel_shape(REMOTE_GPU, &remote_shape)) &&
+         fill(d->pull_stream, &remote_shape, d->pull_dst, EMA_DECODE_PULL_CHUNK / 2,
+              EMA_SEED_CALIBRATION + 17, REMOTE_GPU, error) &&
+         EMA_CUDA(REMOTE_GPU, error, cudaStreamSynchronize(d->pull_stream));
+}
+
 static gboolean allocate_and_fill(Decode *d, EmaGpuArena *arena, GError **error) {
   EmaDecodePlan *plan = d->plan;
   guint layers = plan->layers;
@@ -221,9 +249,11 @@ static gboolean allocate_and_fill(Decode *d, EmaGpuArena *arena, GError **error)
   d->y_floats = (guint64) layers * plan->layer_weight_rows + plan->lm_head_rows;
   needed = weight_bytes + plan->lm_head_bytes + activation_bytes + query_bytes + local_bytes +
            (prefetch ? staging_bytes : 0) + table_bytes + partial_bytes + counter_bytes +
-           out_bytes + d->y_floats * sizeof(float);
+           out_bytes + d->y_floats * sizeof(float) + (d->pull ? EMA_DECODE_PULL_CHUNK : 0);
   if (!check_memory(COMPUTE_GPU, needed, error) ||
-      (remote && !check_memory(REMOTE_GPU, remote_bytes, error)))
+      ((remote || d->pull) &&
+       !check_memory(REMOTE_GPU,
+                     (remote ? remote_bytes : 0) + (d->pull ? EMA_DECODE_PULL_CHUNK : 0), error)))
     return FALSE;
 
   if (!ema_gpu_stream_new(arena, COMPUTE_GPU, &d->stream, error) ||
@@ -267,6 +297,8 @@ static gboolean allocate_and_fill(Decode *d, EmaGpuArena *arena, GError **error)
       !EMA_CUDA(COMPUTE_GPU, error, cudaStreamSynchronize(d->stream)))
     return FALSE;
 
+  if (d->pull && !allocate_pull(d, arena, error))
+    return FALSE;
   if (remote) {
     if (!ema_gpu_peer_enable(arena, COMPUTE_GPU, REMOTE_GPU, error) ||
         !ema_gpu_malloc(arena, REMOTE_GPU, remote_bytes, &d->remote_pool, error) ||
@@ -373,6 +405,7 @@ typedef struct {
   gboolean has_copies;
   double verify_error;
   gboolean verified;
+  double pull_bytes, pull_s; /* timed steps only */
 } DecodeTimes;
 
 typedef struct {
@@ -385,11 +418,67 @@ static gboolean work_graph(gpointer data, GError **error) {
   return EMA_CUDA(COMPUTE_GPU, error, cudaGraphLaunch(work->exec, work->stream));
 }
 
-/* Time the pass that D's flags select: as a CUDA graph captured once and
- * replayed (as serving engines run decode steps), or enqueued afresh. */
-static gboolean time_pass(Decode *d, const EmaDecodeRunOptions *options, gboolean weights,
-                          gboolean attention, gboolean copies, EmaSampleStats *stats,
+/* A step with the peer pull: the step first (so that the host enqueueing
+ * the pull adds nothing to its timed span), then the pull's chunks on
+ * GPU1's stream, behind what earlier steps left there: each step brings
+ * more pull than it lasts, so from the first step on the pull never pauses
+ * and covers every timed step whole. The first timed call records
+ * pull_first before its chunks; every call records pull_last after them
+ * (the last one counts). */
+typedef struct {
+  Decode *d;
+  EmaGpuWork step;
+  gpointer step_data;
+  guint calls, warmups;
+} PullWork;
+
+static gboolean work_with_pull(gpointer data, GError **error) {
+  PullWork *w = data;
+  Decode *d = w->d;
+  gboolean ok = EMA_CUDA(COMPUTE_GPU, error, cudaSetDevice(COMPUTE_GPU)) &&
+                w->step(w->step_data, error) &&
+                EMA_CUDA(REMOTE_GPU, error, cudaSetDevice(REMOTE_GPU)) &&
+                (w->calls != w->warmups ||
+                 EMA_CUDA(REMOTE_GPU, error, cudaEventRecord(d->pull_first, d->pull_stream)));
+  for (guint i = 0; ok && i < d->pull_chunks; i++)
+    ok = EMA_CUDA(REMOTE_GPU, error,
+                  cudaMemcpyPeerAsync(d->pull_dst, REMOTE_GPU, d->pull_src, COMPUTE_GPU,
+                                      EMA_DECODE_PULL_CHUNK, d->pull_stream));
+  w->calls++;
+  return ok && EMA_CUDA(REMOTE_GPU, error, cudaEventRecord(d->pull_last, d->pull_stream)) &&
+         EMA_CUDA(COMPUTE_GPU, error, cudaSetDevice(COMPUTE_GPU));
+}
+
+/* Time WORK on GPU0's stream, with the peer pull around every call when D
+ * has one; SAMPLES gets REPEATS seconds. The pull's timed bytes and time
+ * go to T. */
+static gboolean time_work(Decode *d, const EmaDecodeRunOptions *options, gboolean pull,
+                          EmaGpuWork work, gpointer data, double *samples, DecodeTimes *t,
                           GError **error) {
+  PullWork pull_work = {d, work, data, 0, options->warmups};
+  float ms = 0;
+  gboolean ok;
+  if (!pull)
+    return ema_gpu_time(COMPUTE_GPU, d->stream, options->warmups, options->repeats, work, data,
+                        samples, error);
+  ok = ema_gpu_time(COMPUTE_GPU, d->stream, options->warmups, options->repeats, work_with_pull,
+                    &pull_work, samples, error);
+  /* the pull outlasts the steps: wait for it whatever happened */
+  ok = EMA_CUDA(REMOTE_GPU, error, cudaSetDevice(REMOTE_GPU)) &&
+       EMA_CUDA(REMOTE_GPU, error, cudaStreamSynchronize(d->pull_stream)) && ok &&
+       EMA_CUDA(REMOTE_GPU, error, cudaEventElapsedTime(&ms, d->pull_first, d->pull_last)) &&
+       EMA_CUDA(COMPUTE_GPU, error, cudaSetDevice(COMPUTE_GPU));
+  t->pull_bytes = (double) options->repeats * d->pull_chunks * EMA_DECODE_PULL_CHUNK;
+  t->pull_s = ms * 1e-3;
+  return ok;
+}
+
+/* Time the pass that D's flags select: as a CUDA graph captured once and
+ * replayed (as serving engines run decode steps), or enqueued afresh; with
+ * the peer pull if PULL. SAMPLES (NULL: none) gets every timed repeat. */
+static gboolean time_pass(Decode *d, const EmaDecodeRunOptions *options, gboolean weights,
+                          gboolean attention, gboolean copies, gboolean pull, EmaSampleStats *stats,
+                          GArray *samples_out, DecodeTimes *t, GError **error) {
   g_autofree double *samples = g_new(double, options->repeats);
   cudaGraph_t graph = NULL;
   GraphWork work = {NULL, d->stream};
@@ -399,8 +488,7 @@ static gboolean time_pass(Decode *d, const EmaDecodeRunOptions *options, gboolea
   d->with_attention = attention;
   d->with_copies = copies;
   if (!options->graph) {
-    ok = ema_gpu_time(COMPUTE_GPU, d->stream, options->warmups, options->repeats, work_step, d,
-                      samples, error);
+    ok = time_work(d, options, pull, work_step, d, samples, t, error);
   } else {
     ok = EMA_CUDA(COMPUTE_GPU, error, cudaSetDevice(COMPUTE_GPU)) &&
          EMA_CUDA(COMPUTE_GPU, error,
@@ -411,8 +499,7 @@ static gboolean time_pass(Decode *d, const EmaDecodeRunOptions *options, gboolea
       ok = EMA_CUDA(COMPUTE_GPU, error, cudaStreamEndCapture(d->stream, &graph)) && enqueued;
     }
     ok = ok && EMA_CUDA(COMPUTE_GPU, error, cudaGraphInstantiate(&work.exec, graph, 0)) &&
-         ema_gpu_time(COMPUTE_GPU, d->stream, options->warmups, options->repeats, work_graph, &work,
-                      samples, error);
+         time_work(d, options, pull, work_graph, &work, samples, t, error);
     if (work.exec)
       ok = EMA_CUDA(COMPUTE_GPU, error, cudaGraphExecDestroy(work.exec)) && ok;
     if (graph)
@@ -420,6 +507,8 @@ static gboolean time_pass(Decode *d, const EmaDecodeRunOptions *options, gboolea
   }
   if (ok)
     ema_sample_stats(samples, options->repeats, stats);
+  if (ok && samples_out)
+    g_array_append_vals(samples_out, samples, options->repeats);
   return ok;
 }
 
@@ -436,20 +525,21 @@ static char *format_row(const EmaDecodePlan *plan, const DecodeTimes *t, const c
   g_autofree char *gpu = ema_csv_field(gpu_name);
   return g_strdup_printf(
       "%s,%s,%s,%u,%u,%s,%.4f,%u,%u,%u,%u,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,"
-      "%.4f,%.4f,%.4f,%s,%s",
+      "%.4f,%.4f,%.4f,%s,%s,%.2f",
       date, gpu, plan->model_name, o->batch, o->context, ema_decode_mode_name(o->mode),
       o->remote_fraction, o->prefetch_depth, plan->remote_blocks, plan->total_blocks, repeats,
       t->step.mean * 1e3, t->step.median * 1e3, t->step.min * 1e3, t->step.max * 1e3,
       ema_sample_spread_pct(&t->step), t->weights.median * 1e3, t->attention.median * 1e3,
       t->has_copies ? t->copies.median * 1e3 : 0, weight_gb, local_gb, remote_gb, copy_gb,
-      effective, predicted_s * 1e3, graph ? "graph" : "stream", t->verified ? "yes" : "skipped");
+      effective, predicted_s * 1e3, graph ? "graph" : "stream", t->verified ? "yes" : "skipped",
+      t->pull_s > 0 ? t->pull_bytes / t->pull_s / 1e9 : 0.0);
 }
 
 #define DECODE_CSV_HEADER                                                                          \
   "date,gpu,model,batch,context,mode,remote_fraction,prefetch_depth,remote_blocks,total_blocks,"   \
   "repeats,step_ms_mean,step_ms_median,step_ms_min,step_ms_max,step_spread_pct,weights_ms,"        \
   "attention_ms,copies_ms,weight_gb,kv_local_gb,kv_remote_gb,copy_gb,effective_tb_s,"              \
-  "model_step_ms,launch,verified"
+  "model_step_ms,launch,verified,peer_pull_gb_s"
 
 static void print_summary(const EmaDecodePlan *plan, const DecodeTimes *t, double predicted_s,
                           const char *server_name, guint repeats) {
@@ -510,33 +600,57 @@ static double predicted_step(const EmaLlmSpec *model, const EmaDecodePlan *plan,
   return ema_step_time(step_model, &batch, NULL) * 1e-9;
 }
 
+void ema_decode_result_clear(EmaDecodeResult *result) {
+  if (result == NULL)
+    return;
+  if (result->step_samples)
+    g_array_unref(result->step_samples);
+  memset(result, 0, sizeof *result);
+}
+
+/* The pull's setting: enough chunks per step to outlast the longest step
+ * the passes alone suggest, at any rate the link can reach. */
+static void size_pull(Decode *d, const DecodeTimes *t) {
+  double step = t->weights.max + t->attention.max + (t->has_copies ? t->copies.max : 0);
+  d->pull_chunks =
+      (guint) MAX(1, ceil(PULL_MARGIN * step * PULL_RATE_MAX / (double) EMA_DECODE_PULL_CHUNK));
+}
+
 gboolean ema_decode_run(EmaDecodePlan *plan, const EmaLlmSpec *model,
-                        const EmaDecodeRunOptions *options, GError **error) {
+                        const EmaDecodeRunOptions *options, EmaDecodeResult *result,
+                        GError **error) {
   g_autoptr(EmaGpuArena) arena = ema_gpu_arena_new();
   g_autoptr(GDateTime) now = g_date_time_new_now_utc();
   g_autofree char *date = g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
   g_autofree char *row = NULL;
+  g_autoptr(GArray) step_samples = g_array_new(FALSE, FALSE, sizeof(double));
   Decode d = {0};
   DecodeTimes t = {0};
   struct cudaDeviceProp prop;
   int count = 0;
   gboolean remote = plan->options.mode != EMA_DECODE_LOCAL;
   gboolean prefetch = plan->options.mode == EMA_DECODE_PREFETCH;
+  gboolean pull = options->peer_pull > 0;
   double predicted;
   gboolean ok;
 
   if (!ema_cuda_device_count(&count, error))
     return FALSE;
-  if (remote && count < 2) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_NO_DEVICE,
-                "--mode %s keeps KV blocks on a second GPU; found %d CUDA device",
-                ema_decode_mode_name(plan->options.mode), count);
+  if ((remote || pull) && count < 2) {
+    if (remote)
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_NO_DEVICE,
+                  "--mode %s keeps KV blocks on a second GPU; found %d CUDA device",
+                  ema_decode_mode_name(plan->options.mode), count);
+    else
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_NO_DEVICE,
+                  "a peer pull needs a second GPU; found %d CUDA device", count);
     return FALSE;
   }
   if (!EMA_CUDA(COMPUTE_GPU, error, cudaGetDeviceProperties(&prop, COMPUTE_GPU)))
     return FALSE;
 
   d.plan = plan;
+  d.pull = pull;
   printf("decode %s: batch %u, context %u, mode %s", plan->model_name, plan->options.batch,
          plan->options.context, ema_decode_mode_name(plan->options.mode));
   if (remote)
@@ -548,15 +662,25 @@ gboolean ema_decode_run(EmaDecodePlan *plan, const EmaLlmSpec *model,
          remote ? ", GPU1 holds the remote blocks" : "",
          options->graph ? "captured once as a CUDA graph and replayed"
                         : "enqueued kernel by kernel");
+  if (pull)
+    printf("  while the step is timed, GPU1 pulls from GPU0's HBM (copies of %" G_GUINT64_FORMAT
+           " MiB, back to back; the scenario asks %.0f GB/s)\n",
+           EMA_DECODE_PULL_CHUNK >> 20, options->peer_pull / 1e9);
   fflush(stdout);
 
-  ok = setup(&d, arena, error) && time_pass(&d, options, TRUE, FALSE, FALSE, &t.weights, error) &&
-       time_pass(&d, options, FALSE, TRUE, FALSE, &t.attention, error) &&
-       (!prefetch || time_pass(&d, options, FALSE, FALSE, TRUE, &t.copies, error)) &&
-       time_pass(&d, options, TRUE, TRUE, prefetch, &t.step, error) &&
+  t.has_copies = prefetch;
+  ok = setup(&d, arena, error) &&
+       time_pass(&d, options, TRUE, FALSE, FALSE, FALSE, &t.weights, NULL, &t, error) &&
+       time_pass(&d, options, FALSE, TRUE, FALSE, FALSE, &t.attention, NULL, &t, error) &&
+       (!prefetch || time_pass(&d, options, FALSE, FALSE, TRUE, FALSE, &t.copies, NULL, &t, error));
+  if (ok && pull)
+    size_pull(&d, &t);
+  ok = ok && time_pass(&d, options, TRUE, TRUE, prefetch, pull, &t.step, step_samples, &t, error) &&
        (!options->verify || verify(&d, &t.verify_error, error));
-  if (!ok) {
-    (void) cudaDeviceSynchronize();
+  if (!ok) { /* let queued work finish before the buffers go; the error is already set */
+    for (int g = MIN(count, 2) - 1; g >= 0; g--)
+      if (cudaSetDevice(g) == cudaSuccess)
+        (void) cudaDeviceSynchronize();
     (void) cudaGetLastError();
   }
   ok = ema_gpu_arena_release(arena, error) && ok;
@@ -564,17 +688,32 @@ gboolean ema_decode_run(EmaDecodePlan *plan, const EmaLlmSpec *model,
   g_free(d.consumed);
   if (!ok)
     return FALSE;
-  t.has_copies = prefetch;
   t.verified = options->verify;
 
   predicted = predicted_step(model, plan, options->server);
   print_summary(plan, &t, predicted, options->server ? options->server->name : "-",
                 options->repeats);
+  if (pull)
+    printf("  peer pull: GPU1 copied %.2f GB out of GPU0 while the steps were timed, at %.1f "
+           "GB/s\n",
+           t.pull_bytes / 1e9, t.pull_bytes / t.pull_s / 1e9);
   if (options->csv_path) {
     row = format_row(plan, &t, prop.name, date, predicted, options->repeats, options->graph);
     if (!ema_csv_append_row(options->csv_path, DECODE_CSV_HEADER, row, error))
       return FALSE;
     printf("  appended to %s\n", options->csv_path);
+  }
+  if (result) {
+    memset(result, 0, sizeof *result);
+    result->step = t.step;
+    result->weights = t.weights;
+    result->attention = t.attention;
+    result->copies = t.copies;
+    result->step_samples = g_steal_pointer(&step_samples);
+    result->bytes = (double) ema_decode_plan_weight_bytes(plan) +
+                    (double) ema_decode_plan_kv_local_bytes(plan) +
+                    (double) ema_decode_plan_kv_remote_bytes(plan);
+    result->pull_rate = pull && t.pull_s > 0 ? t.pull_bytes / t.pull_s : 0;
   }
   return TRUE;
 }

@@ -10,7 +10,9 @@
  * engines run decode steps, unless told otherwise), checks layer 0's and
  * the last layer's outputs against CPU references, and
  * prints the breakdown, the bytes moved, the achieved bandwidth and the
- * step time that libema's step-time model predicts for the same batch. */
+ * step time that libema's step-time model predicts for the same batch.
+ * `ema-validate run` times an experiment's decode scenarios with it (with
+ * a peer pulling from GPU0 during the step when the scenario says so). */
 #pragma once
 
 #include <glib.h>
@@ -18,6 +20,7 @@
 #include "decodeplan.h"
 #include "ema/hwmodel.h"
 #include "ema/llm.h"
+#include "stats.h"
 
 G_BEGIN_DECLS
 
@@ -27,11 +30,35 @@ typedef struct {
   gboolean verify;
   const char *csv_path;        /* append one row per run; NULL: none */
   const EmaServerSpec *server; /* for the step-time prediction; NULL: none */
+  /* > 0: while the step is timed, GPU1 pulls from GPU0's HBM (the
+   * lender's own decode while a borrower copies out of it): copies of
+   * EMA_DECODE_PULL_CHUNK back to back with cudaMemcpyPeerAsync on a GPU1
+   * stream (issued by the destination, as calibrate's interference
+   * measurement), more of them per step than it lasts, so that the pull
+   * runs through every timed step. They run as
+   * fast as the link lets them: the value is what the scenario asks for,
+   * the rate reached is measured (EmaDecodeResult.pull_rate). */
+  double peer_pull;
 } EmaDecodeRunOptions;
 
-/* Run PLAN (partitioned here for GPU0). Needs 1 GPU in local mode, 2 with
- * peer access otherwise. */
+#define EMA_DECODE_PULL_CHUNK ((guint64) 256 << 20)
+
+/* What a run measured. Times are seconds. */
+typedef struct {
+  EmaSampleStats step, weights, attention, copies; /* copies: prefetch mode only */
+  GArray *step_samples;                            /* double, every timed step */
+  double bytes;     /* weights + local KV + remote KV one step reads */
+  double pull_rate; /* peer_pull: bytes GPU1 pulled / the time the pull took; 0: none */
+} EmaDecodeResult;
+
+void ema_decode_result_clear(EmaDecodeResult *result);
+
+/* Run PLAN (partitioned here for GPU0), print the breakdown (and append the
+ * CSV row), and fill RESULT if not NULL (clear it with
+ * ema_decode_result_clear). Needs 1 GPU in local mode without a peer pull,
+ * 2 with peer access otherwise. */
 gboolean ema_decode_run(EmaDecodePlan *plan, const EmaLlmSpec *model,
-                        const EmaDecodeRunOptions *options, GError **error);
+                        const EmaDecodeRunOptions *options, EmaDecodeResult *result,
+                        GError **error);
 
 G_END_DECLS

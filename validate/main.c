@@ -3,6 +3,11 @@
  *               (--from-results DIR: derive the model again, without a GPU)
  *   decode      time a synthetic decode step of a model on the GPUs
  *   devices     list the CUDA devices and their peer access
+ *   run         measure an experiment's ops and decode scenarios on the GPUs
+ *               and write them in ema-sim's output schema
+ *   compare     the same experiment simulated against the GPUs (measured now,
+ *               or read back from a run's summary.json: no GPU needed)
+ *   pool        the elastic pool on real GPUs, run by the simulator's policies
  * Every argument is checked before the first CUDA call, so --help and
  * usage errors work on a machine without a GPU or driver. Usage errors
  * (anything wrong on the command line, found before CUDA starts) print
@@ -14,11 +19,17 @@
 
 #include "calderive.h"
 #include "calibrate.h"
+#include "compare.h"
 #include "cudacheck.h"
 #include "decode.h"
 #include "decodeplan.h"
 #include "ema/experiment.h"
+#include "ema/ops.h"
+#include "ema/output.h"
 #include "ema/units.h"
+#include "poolledger.h"
+#include "realpool.h"
+#include "run.h"
 
 #define EXIT_USAGE 2
 #define MAX_REPEATS 10000
@@ -44,6 +55,17 @@ static const char usage_text[] =
     "                         time a synthetic decode step of a model (hwmodels/llms) on\n"
     "                         GPU0 with a fraction F of its KV blocks on GPU1\n"
     "  devices                list the CUDA devices and their peer access\n"
+    "  run FILE [-o DIR] [--set KEY=VALUE]... [--repeats N] [--warmups N] [--no-verify]\n"
+    "                         measure an experiment's ops and decode scenarios on the GPUs;\n"
+    "                         DIR (default results/NAME-measured) gets summary.json in\n"
+    "                         ema-sim's schema, resolved.yaml, provenance.txt and CSV files\n"
+    "  compare FILE [--measured DIR] [-o DIR] [--set KEY=VALUE]... [--repeats N] ...\n"
+    "                         simulate FILE (libema) and compare with the GPUs, measured\n"
+    "                         now (as run) or read from DIR/summary.json (no GPU needed):\n"
+    "                         a table, DIR/compare.csv and DIR/compare.md\n"
+    "  pool [--policy NAME] [--plugin-dir DIR] [--seconds S] [-o DIR]\n"
+    "                         GPU0 borrows from GPU1 through real CUDA VMM mappings under\n"
+    "                         the simulator's policies; GPU1 decodes throughout and reclaims\n"
     "\n"
     "Options:\n"
     "  -h, --help             show help (also: ema-validate COMMAND --help)\n"
@@ -217,7 +239,7 @@ static int command_decode(int argc, char **argv) {
        "Skip the check of the outputs against the CPU reference", NULL},
       {NULL}};
   EmaDecodeOptions options = {0};
-  EmaDecodeRunOptions run = {20, 3, TRUE, TRUE, NULL, NULL};
+  EmaDecodeRunOptions run = {20, 3, TRUE, TRUE, NULL, NULL, 0};
   g_autoptr(EmaLlmSpec) model = NULL;
   g_autoptr(EmaServerSpec) server = NULL;
   g_autoptr(EmaDecodePlan) plan = NULL;
@@ -270,8 +292,187 @@ static int command_decode(int argc, char **argv) {
   if (plan == NULL)
     return usage_gerror(error);
 
-  if (!ema_decode_run(plan, model, &run, &error))
+  if (!ema_decode_run(plan, model, &run, NULL, &error))
     return fail(error);
+  return 0;
+}
+
+/* The options run and compare share. */
+typedef struct {
+  char *output;
+  char **overrides;
+  char *repeats_text, *warmups_text;
+  gboolean no_verify;
+} RunArguments;
+
+static void run_arguments_clear(RunArguments *a) {
+  g_free(a->output);
+  g_strfreev(a->overrides);
+  g_free(a->repeats_text);
+  g_free(a->warmups_text);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(RunArguments, run_arguments_clear)
+
+/* Parse the counts of A into OPTIONS; FALSE after a usage message. */
+static gboolean run_options(const RunArguments *a, EmaRunOptions *options) {
+  options->repeats = 20;
+  options->warmups = 3;
+  options->verify = !a->no_verify;
+  return (!a->repeats_text ||
+          parse_count("--repeats", a->repeats_text, 1, MAX_REPEATS, &options->repeats)) &&
+         (!a->warmups_text ||
+          parse_count("--warmups", a->warmups_text, 0, MAX_WARMUPS, &options->warmups));
+}
+
+/* Load FILE with the --set overrides; NULL after printing the error. */
+static EmaExperiment *load_experiment(const char *file, char **overrides) {
+  GError *error = NULL;
+  EmaExperiment *experiment = ema_experiment_load(file, (const char *const *) overrides, &error);
+  if (experiment == NULL) {
+    fail(error);
+    return NULL;
+  }
+  if (!ema_run_check(experiment, &error)) {
+    fail(error);
+    ema_experiment_free(experiment);
+    return NULL;
+  }
+  return experiment;
+}
+
+static char *default_output(const EmaExperiment *experiment) {
+  return g_strdup_printf("results/%s-measured", experiment->name);
+}
+
+static int command_run(int argc, char **argv, const char *command) {
+  g_auto(RunArguments) a = {0};
+  GOptionEntry entries[] = {{"output", 'o', 0, G_OPTION_ARG_FILENAME, &a.output,
+                             "Results directory (default: results/NAME-measured)", "DIR"},
+                            {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &a.overrides,
+                             "Override a value of FILE, as ema-sim does (repeatable)", "KEY=VALUE"},
+                            {"repeats", 0, 0, G_OPTION_ARG_STRING, &a.repeats_text,
+                             "Timed repeats of each op and step (default 20)", "N"},
+                            {"warmups", 0, 0, G_OPTION_ARG_STRING, &a.warmups_text,
+                             "Untimed repeats first (default 3)", "N"},
+                            {"no-verify", 0, 0, G_OPTION_ARG_NONE, &a.no_verify,
+                             "Skip the decode steps' check against the CPU reference", NULL},
+                            {NULL}};
+  EmaRunOptions options = {0};
+  g_autoptr(EmaExperiment) experiment = NULL;
+  g_autoptr(EmaOpsReport) report = NULL;
+  g_autofree char *dir = NULL;
+  GError *error = NULL;
+
+  if (!parse_options("Measure an experiment's ops and decode scenarios on the GPUs.", entries,
+                     &argc, &argv, "FILE"))
+    return EXIT_USAGE;
+  if (argc != 2)
+    return usage_error(argc < 2 ? "run needs an experiment FILE" : "run takes one experiment FILE");
+  if (!run_options(&a, &options))
+    return EXIT_USAGE;
+  if ((experiment = load_experiment(argv[1], a.overrides)) == NULL)
+    return 1;
+  options.command = command;
+  options.experiment_file = argv[1];
+  dir = a.output ? g_strdup(a.output) : default_output(experiment);
+  report = ema_run_experiment(experiment, &options, dir, &error);
+  if (report == NULL)
+    return fail(error);
+  printf("\n");
+  ema_output_print_ops(stdout, report);
+  printf("results in %s/\n", dir);
+  if (report->failed) {
+    fprintf(stderr, "%u of %u expectations missed\n", report->failed, report->ops->len);
+    return 1;
+  }
+  return 0;
+}
+
+static int command_compare(int argc, char **argv, const char *command) {
+  g_auto(RunArguments) a = {0};
+  g_autofree char *measured_dir = NULL;
+  GOptionEntry entries[] = {
+      {"measured", 0, 0, G_OPTION_ARG_FILENAME, &measured_dir,
+       "Compare with DIR/summary.json of an earlier run instead of measuring (no GPU needed)",
+       "DIR"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a.output,
+       "Where compare.csv and compare.md go, and the measurements when measuring now (default: "
+       "the --measured DIR, or results/NAME-measured)",
+       "DIR"},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &a.overrides,
+       "Override a value of FILE, as ema-sim does (repeatable)", "KEY=VALUE"},
+      {"repeats", 0, 0, G_OPTION_ARG_STRING, &a.repeats_text,
+       "Measuring now: timed repeats (default 20)", "N"},
+      {"warmups", 0, 0, G_OPTION_ARG_STRING, &a.warmups_text,
+       "Measuring now: untimed repeats first (default 3)", "N"},
+      {"no-verify", 0, 0, G_OPTION_ARG_NONE, &a.no_verify,
+       "Measuring now: skip the decode steps' check against the CPU reference", NULL},
+      {NULL}};
+  EmaRunOptions options = {0};
+  g_autoptr(EmaExperiment) experiment = NULL;
+  g_autoptr(EmaOpsReport) simulated = NULL, measured = NULL;
+  g_autoptr(EmaComparison) comparison = NULL;
+  g_autofree char *dir = NULL, *sim_dir = NULL, *simulated_with = NULL;
+  EmaCompareInfo info = {0};
+  gint64 wall_start;
+  GError *error = NULL;
+
+  if (!parse_options("Compare the simulator with the GPUs on one experiment.", entries, &argc,
+                     &argv, "FILE"))
+    return EXIT_USAGE;
+  if (argc != 2)
+    return usage_error(argc < 2 ? "compare needs an experiment FILE"
+                                : "compare takes one experiment FILE");
+  if (measured_dir && (a.repeats_text || a.warmups_text || a.no_verify))
+    return usage_error("--repeats, --warmups and --no-verify are for measuring now, not with "
+                       "--measured");
+  if (!run_options(&a, &options))
+    return EXIT_USAGE;
+  if ((experiment = load_experiment(argv[1], a.overrides)) == NULL)
+    return 1;
+  dir = a.output       ? g_strdup(a.output)
+        : measured_dir ? g_strdup(measured_dir)
+                       : default_output(experiment);
+
+  wall_start = g_get_monotonic_time();
+  simulated = ema_ops_run(experiment, &error);
+  if (simulated == NULL)
+    return fail(error);
+  if (measured_dir) {
+    measured = ema_compare_read_summary(measured_dir, experiment, &error);
+  } else {
+    options.command = command;
+    options.experiment_file = argv[1];
+    measured = ema_run_experiment(experiment, &options, dir, &error);
+  }
+  if (measured == NULL)
+    return fail(error);
+  comparison = ema_comparison_new(measured, simulated, &error);
+  if (comparison == NULL)
+    return fail(error);
+
+  /* the simulator's own outputs beside the comparison */
+  sim_dir = g_build_filename(dir, "sim", NULL);
+  if (!ema_output_prepare_dir(sim_dir, &error) ||
+      !ema_output_write_resolved(sim_dir, experiment, &error) ||
+      !ema_output_write_ops_summary(sim_dir, experiment, simulated,
+                                    (double) (g_get_monotonic_time() - wall_start) / 1e6, &error))
+    return fail(error);
+  simulated_with = g_strdup_printf("ema-sim's models (libema %s, ema_ops_run) on the same file: "
+                                   "`%s/sim/summary.json`",
+                                   EMA_VERSION, dir);
+  info.experiment_file = argv[1];
+  info.experiment_name = experiment->name;
+  info.server_name = experiment->server.name;
+  info.measured_dir = measured_dir ? measured_dir : dir;
+  info.simulated_with = simulated_with;
+  if (!ema_comparison_write(comparison, &info, dir, &error))
+    return fail(error);
+  printf("\n%s on %s: measured (%s) against simulated\n", experiment->name, experiment->server.name,
+         info.measured_dir);
+  ema_comparison_print(stdout, comparison);
+  printf("wrote %s/compare.csv, %s/compare.md and %s/sim/\n", dir, dir, dir);
   return 0;
 }
 
@@ -307,6 +508,122 @@ static int command_devices(int argc, char **argv) {
   return 0;
 }
 
+/* `pool`: the elastic pool on the GPUs (validate/realpool.c). */
+static int command_pool(int argc, char **argv, const char *command) {
+  g_autofree char *policy_text = NULL, *seconds_text = NULL, *tick_text = NULL, *output = NULL;
+  g_autofree char *model_name = NULL, *batch_text = NULL, *context_text = NULL;
+  g_autofree char *borrower_text = NULL, *lender_text = NULL, *server_name = NULL;
+  g_auto(GStrv) plugin_dirs = NULL;
+  gboolean dry_run = FALSE, no_ballast = FALSE;
+  GOptionEntry entries[] = {
+      {"policy", 0, 0, G_OPTION_ARG_STRING, &policy_text,
+       "A composition (ema, remote-direct, static, ...; default ema) or a map of policies, "
+       "e.g. '{borrow: neighbour, reclaim: migrate}'",
+       "NAME|MAP"},
+      {"plugin-dir", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &plugin_dirs,
+       "Load the policy modules in DIR (repeatable; then EMA_PLUGIN_PATH)", "DIR"},
+      {"seconds", 0, 0, G_OPTION_ARG_STRING, &seconds_text, "Length of the scenario (default 20s)",
+       "S"},
+      {"tick", 0, 0, G_OPTION_ARG_STRING, &tick_text, "Time between rounds (default 50ms)", "T"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+       "Results directory (default: results/pool-POLICY)", "DIR"},
+      {"model", 0, 0, G_OPTION_ARG_STRING, &model_name,
+       "Model of both tenants' KV blocks and of the lender's decode (default llama-3.1-8b)",
+       "NAME"},
+      {"batch", 0, 0, G_OPTION_ARG_STRING, &batch_text, "The lender's decode batch (default 16)",
+       "B"},
+      {"context", 0, 0, G_OPTION_ARG_STRING, &context_text,
+       "The lender's decode context, and tokens per sequence (default 2000)", "C"},
+      {"borrower-region", 0, 0, G_OPTION_ARG_STRING, &borrower_text,
+       "GPU0's KV region (default 2GiB)", "SIZE"},
+      {"lender-region", 0, 0, G_OPTION_ARG_STRING, &lender_text, "GPU1's KV region (default 8GiB)",
+       "SIZE"},
+      {"server", 0, 0, G_OPTION_ARG_STRING, &server_name,
+       "Server model the policies see (default h200x2)", "NAME"},
+      {"no-ballast", 0, 0, G_OPTION_ARG_NONE, &no_ballast,
+       "Leave the GPUs' other free memory alone (default: cut it to each region + 1 GiB)", NULL},
+      {"dry-run", 0, 0, G_OPTION_ARG_NONE, &dry_run,
+       "No GPU: the same ledger and policies over an emulated VMM, in simulated time", NULL},
+      {NULL}};
+  EmaRealPoolOptions options = {0};
+  EmaPolicySpec spec;
+  g_autoptr(EmaLlmSpec) model = NULL;
+  g_autoptr(EmaServerSpec) server = NULL;
+  g_autofree char *dir = NULL;
+  gint64 seconds_ns = 20 * G_GINT64_CONSTANT(1000000000), tick_ns = 50 * 1000 * 1000;
+  guint64 regions[2] = {(guint64) 2 << 30, (guint64) 8 << 30};
+  const char *region_texts[2];
+  GError *error = NULL;
+  gboolean ok;
+
+  if (!parse_options("Run the elastic pool on GPU0 (borrower) and GPU1 (lender) while GPU1 "
+                     "decodes, and check that a reclaim gives all memory back.",
+                     entries, &argc, &argv, ""))
+    return EXIT_USAGE;
+  if (argc != 1)
+    return usage_error("pool takes no arguments besides its options");
+  if (seconds_text) { /* a duration, or a bare number of seconds */
+    double plain = 0;
+    if (!ema_units_parse_duration(seconds_text, &seconds_ns, NULL))
+      seconds_ns = ema_units_parse_double(seconds_text, &plain, NULL) && plain > 0 && plain < 1e6
+                       ? (gint64) (plain * 1e9 + 0.5)
+                       : 0;
+  }
+  if ((seconds_text &&
+       (seconds_ns < 1000000000 || seconds_ns > 3600 * G_GINT64_CONSTANT(1000000000))) ||
+      (tick_text && (!ema_units_parse_duration(tick_text, &tick_ns, NULL) || tick_ns < 1000000 ||
+                     tick_ns > seconds_ns / 10)))
+    return usage_error("--seconds: a duration of 1s..1h (a bare number is seconds: 20 or 20s); "
+                       "--tick: 1ms..a tenth of it");
+  options.batch = 16;
+  options.context = 2000;
+  if ((batch_text && !parse_count("--batch", batch_text, 1, 4096, &options.batch)) ||
+      (context_text && !parse_count("--context", context_text, 16, 1 << 20, &options.context)))
+    return EXIT_USAGE;
+  region_texts[0] = borrower_text;
+  region_texts[1] = lender_text;
+  for (guint d = 0; d < 2; d++) {
+    if (region_texts[d] &&
+        (!ema_units_parse_size(region_texts[d], &regions[d], NULL) ||
+         regions[d] < ((guint64) 64 << 20) || regions[d] > ((guint64) 1 << 40))) {
+      g_autofree char *message = g_strdup_printf("--%s-region: '%s' is not a size of 64MiB..1TiB",
+                                                 d == 0 ? "borrower" : "lender", region_texts[d]);
+      return usage_error(message);
+    }
+  }
+  if (!ema_policy_registry_load_dirs((const char *const *) plugin_dirs, &error))
+    return fail(error);
+  if (!ema_ledger_policy_parse(policy_text ? policy_text : "ema", &spec, &error))
+    return usage_gerror(error);
+  model = ema_llm_load(model_name ? model_name : "llama-3.1-8b", &error);
+  if (model == NULL) {
+    ema_params_clear(&ema_policy_spec_params, &spec);
+    g_prefix_error(&error, "--model: ");
+    return usage_gerror(error);
+  }
+  server = ema_server_load(server_name ? server_name : DEFAULT_REFERENCE, &error);
+  if (server == NULL) {
+    ema_params_clear(&ema_policy_spec_params, &spec);
+    g_prefix_error(&error, "--server: ");
+    return usage_gerror(error);
+  }
+  dir = output ? g_strdup(output) : g_strdup_printf("results/pool-%s", spec.name);
+  options.policy = &spec;
+  options.seconds = (double) seconds_ns / 1e9;
+  options.tick_seconds = (double) tick_ns / 1e9;
+  options.out_dir = dir;
+  options.model = model;
+  options.server = server;
+  options.region_bytes[0] = regions[0];
+  options.region_bytes[1] = regions[1];
+  options.ballast = !no_ballast;
+  options.dry_run = dry_run;
+  options.command = command;
+  ok = ema_realpool_run(&options, &error);
+  ema_params_clear(&ema_policy_spec_params, &spec);
+  return ok ? 0 : fail(error);
+}
+
 int main(int argc, char **argv) {
   g_autofree char *command = command_line(argc, argv);
   if (argc < 2)
@@ -326,9 +643,15 @@ int main(int argc, char **argv) {
     return command_decode(argc - 1, argv + 1);
   if (strcmp(argv[1], "devices") == 0)
     return command_devices(argc - 1, argv + 1);
+  if (strcmp(argv[1], "run") == 0)
+    return command_run(argc - 1, argv + 1, command);
+  if (strcmp(argv[1], "compare") == 0)
+    return command_compare(argc - 1, argv + 1, command);
+  if (strcmp(argv[1], "pool") == 0)
+    return command_pool(argc - 1, argv + 1, command);
   {
-    g_autofree char *message =
-        g_strdup_printf("unknown command '%s' (known: calibrate, decode, devices)", argv[1]);
+    g_autofree char *message = g_strdup_printf(
+        "unknown command '%s' (known: calibrate, compare, decode, devices, pool, run)", argv[1]);
     return usage_error(message);
   }
 }

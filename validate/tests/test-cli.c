@@ -4,7 +4,8 @@
  * --help, all before any CUDA call), and the failure when no CUDA device is
  * visible (CUDA_VISIBLE_DEVICES empty, or no driver at all): one line
  * "ema-validate: no CUDA device: ..." and exit 1, never a crash, and
- * nothing written; and `calibrate --from-results`, which needs no GPU. */
+ * nothing written; and `calibrate --from-results` and `compare --measured`,
+ * which need no GPU. */
 #include <string.h>
 #include <sys/wait.h>
 
@@ -23,6 +24,9 @@ static void cli_run_free(CliRun *run) {
 }
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliRun, cli_run_free)
+
+#define FIXTURE_EXPERIMENT "validate/tests/fixtures/compare/experiment.yaml"
+#define FIXTURE_MEASURED "validate/tests/fixtures/compare/measured"
 
 static const char *program(void) {
   const char *path = g_getenv("EMA_VALIDATE");
@@ -105,6 +109,8 @@ static void test_help(void) {
   assert_contains(help->out, "calibrate [-o FILE]");
   assert_contains(help->out, "decode --model NAME --batch B --context C");
   assert_contains(help->out, "devices");
+  assert_contains(help->out, "run FILE [-o DIR]");
+  assert_contains(help->out, "compare FILE [--measured DIR]");
   g_assert_cmpstr(help->err, ==, "");
   g_assert_cmpint(short_help->status, ==, 0);
   g_assert_cmpstr(short_help->out, ==, help->out);
@@ -125,7 +131,8 @@ static void test_usage_errors(void) {
     const char *message;
   } cases[] = {
       {{NULL}, "missing COMMAND"},
-      {{"frobnicate"}, "unknown command 'frobnicate' (known: calibrate, decode, devices)"},
+      {{"frobnicate"},
+       "unknown command 'frobnicate' (known: calibrate, compare, decode, devices, pool, run)"},
       {{"devices", "extra"}, "usage: ema-validate devices"},
       {{"decode"}, "decode needs --model, --batch and --context"},
       {{"decode", "--model", "llama-3.1-8b", "--batch", "1"},
@@ -182,6 +189,17 @@ static void test_usage_errors(void) {
        "--from-results takes only -o and --reference"},
       {{"calibrate", "--from-results", "somewhere", "--name", "x"},
        "--from-results takes only -o and --reference"},
+      {{"run"}, "run needs an experiment FILE"},
+      {{"run", "a.yaml", "b.yaml"}, "run takes one experiment FILE"},
+      {{"run", "a.yaml", "--repeats", "0"}, "--repeats: '0' is not a whole number in 1..10000"},
+      {{"run", "a.yaml", "--warmups", "x"}, "--warmups: 'x' is not a whole number in 0..1000"},
+      {{"run", "--bogus"}, "Unknown option --bogus"},
+      {{"compare"}, "compare needs an experiment FILE"},
+      {{"compare", "a.yaml", "b.yaml"}, "compare takes one experiment FILE"},
+      {{"compare", "a.yaml", "--measured", "d", "--repeats", "5"},
+       "--repeats, --warmups and --no-verify are for measuring now, not with --measured"},
+      {{"compare", "a.yaml", "--measured", "d", "--no-verify"},
+       "--repeats, --warmups and --no-verify are for measuring now"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     const char *const *a = cases[i].args;
@@ -219,10 +237,15 @@ static void test_no_device(void) {
                             "--remote-fraction", "25%", "--mode", "prefetch", NULL);
     g_autoptr(CliRun) calibrate =
         cli_without_devices("calibrate", "-o", yaml, "--results", results, "--quick", NULL);
+    g_autoptr(CliRun) run = cli_without_devices("run", FIXTURE_EXPERIMENT, "-o", results, NULL);
+    g_autoptr(CliRun) compare =
+        cli_without_devices("compare", FIXTURE_EXPERIMENT, "-o", results, NULL);
     assert_no_device(devices);
     assert_no_device(decode);
     assert_no_device(remote);
     assert_no_device(calibrate);
+    assert_no_device(run);
+    assert_no_device(compare);
     g_assert_cmpstr(decode->out, ==, "");
   }
   /* nothing was written */
@@ -230,6 +253,65 @@ static void test_no_device(void) {
   g_assert_false(g_file_test(results, G_FILE_TEST_EXISTS));
   g_assert_false(g_file_test(csv, G_FILE_TEST_EXISTS));
   g_rmdir(dir);
+}
+
+/* run and compare: a file that does not load, or is not for them, exits 1
+ * with one line. */
+static void test_run_errors(void) {
+  const struct {
+    const char *file;
+    const char *message;
+  } cases[] = {
+      {"no/such/file.yaml", "no/such/file.yaml"},
+      {"experiments/default.yaml", "serves tenants: ema-validate runs ops and decode scenarios"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(CliRun) run = cli_without_devices("run", cases[i].file, "-o", "/nonexistent", NULL);
+    g_autoptr(CliRun) compare =
+        cli_without_devices("compare", cases[i].file, "--measured", "/nonexistent", NULL);
+    const CliRun *both[] = {run, compare};
+    for (guint k = 0; k < 2; k++) {
+      if (both[k]->status != 1)
+        g_error("exit %d, expected 1 (stderr: %s)", both[k]->status, both[k]->err);
+      g_assert_true(g_str_has_prefix(both[k]->err, "ema-validate: "));
+      assert_contains(both[k]->err, cases[i].message);
+    }
+  }
+}
+
+/* compare --measured reads a saved summary.json: no GPU needed. */
+static void test_compare_measured(void) {
+  g_autofree char *dir = g_dir_make_tmp("ema-validate-cli-XXXXXX", NULL);
+  g_autofree char *empty = g_dir_make_tmp("ema-validate-cli-XXXXXX", NULL);
+  const char *const written[] = {"compare.csv", "compare.md", "sim/summary.json",
+                                 "sim/resolved.yaml"};
+  g_assert_nonnull(dir);
+  {
+    g_autoptr(CliRun) run = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
+                                                FIXTURE_MEASURED, "-o", dir, NULL);
+    g_autoptr(CliRun) missing =
+        cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured", empty, NULL);
+    if (run->status != 0)
+      g_error("exit %d: %s", run->status, run->err);
+    assert_contains(run->out,
+                    "compare-fixture on h200x2: measured (" FIXTURE_MEASURED ") against simulated");
+    assert_contains(run->out, "copy-both-1MiB          op         20.00 us");
+    assert_contains(run->out, "ops: median |error| ");
+    assert_contains(run->out, "decode: median |error| ");
+    g_assert_cmpint(missing->status, ==, 1);
+    assert_contains(missing->err, "summary.json: no such file: measure first");
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(written); i++) {
+    g_autofree char *path = g_build_filename(dir, written[i], NULL);
+    g_assert_true(g_file_test(path, G_FILE_TEST_EXISTS));
+    g_remove(path);
+  }
+  {
+    g_autofree char *sim = g_build_filename(dir, "sim", NULL);
+    g_rmdir(sim);
+  }
+  g_rmdir(dir);
+  g_rmdir(empty);
 }
 
 static void copy_file(const char *from_dir, const char *to_dir, const char *name) {
@@ -285,5 +367,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/usage-errors", test_usage_errors);
   g_test_add_func("/validate/cli/no-device", test_no_device);
   g_test_add_func("/validate/cli/from-results", test_from_results);
+  g_test_add_func("/validate/cli/run-errors", test_run_errors);
+  g_test_add_func("/validate/cli/compare-measured", test_compare_measured);
   return g_test_run();
 }

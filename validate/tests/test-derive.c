@@ -4,14 +4,20 @@
  * answer with the file, line and key; the committed two-H200 results
  * (validate/results/2026-11-29-h200x2-calibrate) derive the committed model
  * (hwmodels/calibration/h200x2.yaml) line for line; a missing measurement
- * is named. Nothing in the source tree is written: results are copied to a
- * temporary directory first. */
+ * is named; the step-time keys are fitted to decode runs (decode.csv: the
+ * committed runs give the committed keys, synthetic runs give back the
+ * parameters they were made with, bad files and unusable runs are named).
+ * Nothing in the source tree is written: results are copied to a temporary
+ * directory first. */
 #include <math.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
 
 #include "calderive.h"
+#include "decodefit.h"
+#include "ema/hwmodel.h"
+#include "ema/params.h"
 #include "errors.h"
 #include "report.h"
 
@@ -59,7 +65,7 @@ static char *read_text(const char *path) {
 static char *copy_results(void) {
   g_autofree char *from = source_path(RESULTS);
   char *dir = temp_dir();
-  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt"};
+  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt", "decode.csv"};
   for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
     g_autofree char *source = g_build_filename(from, files[i], NULL);
     g_autofree char *text = read_text(source);
@@ -272,6 +278,7 @@ static void test_committed_results(void) {
     derived = read_text(path);
   }
   g_assert_nonnull(strstr(derived, "\nlender-loss-per-pulled-byte,0.9560998"));
+  g_assert_nonnull(strstr(derived, "\ndecode-kv-efficiency,0.585"));
   g_assert_nonnull(strstr(derived, "\nborrower-loss-per-incoming-byte,1.942247"));
   remove_tree(dir);
 }
@@ -337,6 +344,228 @@ static void test_missing_measurement(void) {
   }
 }
 
+/* ---- the step-time keys from decode runs ------------------------------------------ */
+
+static GPtrArray *read_rows(const char *dir, GError **error) {
+  g_autofree char *path = g_build_filename(dir, "decode.csv", NULL);
+  return ema_decode_rows_read(path, error);
+}
+
+static void test_decode_fit_committed(void) {
+  g_autofree char *results = source_path(RESULTS);
+  GError *error = NULL;
+  g_autoptr(GPtrArray) rows = read_rows(results, &error);
+  EmaStepFigures s;
+  g_assert_no_error(error);
+  g_assert_cmpuint(rows->len, ==, 17);
+  g_assert_true(ema_decode_fit(rows, 4.62e12, &s, &error));
+  g_assert_no_error(error);
+  g_assert_true(s.fitted);
+  g_assert_cmpstr(s.model, ==, "llama-3.1-8b");
+  g_assert_cmpuint(s.layers, ==, 32);
+  g_assert_cmpuint(s.weight_runs, ==, 16); /* the one run without a CUDA graph is left out */
+  g_assert_cmpuint(s.kv_runs, ==, 7);
+  g_assert_cmpfloat(fabs(s.hbm_efficiency - 0.9231), <, 0.0005);
+  g_assert_cmpfloat(fabs(s.kv_efficiency - 0.5853), <, 0.0005);
+  g_assert_cmpfloat(fabs(s.layer_overhead_s - 16.54e-6), <, 0.01e-6);
+  g_assert_false(s.intercept_clamped);
+  g_assert_cmpfloat(s.step_residual_s, <, 0);
+  g_assert_cmpfloat(s.step_overhead_s, ==, 0);
+}
+
+#define DECODE_HEADER                                                                              \
+  "extra,model,batch,context,mode,remote_fraction,step_ms_median,weights_ms,attention_ms,"         \
+  "weight_gb,kv_local_gb,kv_remote_gb,launch,peer_pull_gb_s\n"
+
+/* A row of the synthetic runs: weights at 4 TB/s, attention 32 x 10 us +
+ * KV at 2 TB/s, the step 20 us more than both (times in ms). */
+static char *synthetic_row(const char *model, const char *mode, double weight_gb, double kv_gb,
+                           const char *launch, double pull) {
+  double weights = weight_gb / 4e12 * 1e12;
+  double attention = 0.32 + kv_gb / 2e12 * 1e12;
+  char numbers[4][G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(numbers[0], sizeof numbers[0], "%.9g", weights + attention + 0.02);
+  g_ascii_formatd(numbers[1], sizeof numbers[1], "%.9g", weights);
+  g_ascii_formatd(numbers[2], sizeof numbers[2], "%.9g", attention);
+  g_ascii_formatd(numbers[3], sizeof numbers[3], "%.9g", kv_gb);
+  return g_strdup_printf("x,%s,8,1000,%s,0,%s,%s,%s,%g,%s,0,%s,%g\n", model, mode, numbers[0],
+                         numbers[1], numbers[2], weight_gb, numbers[3], launch, pull);
+}
+
+static char *synthetic_csv(gboolean negative_intercept) {
+  GString *text = g_string_new(DECODE_HEADER);
+  const double kv[] = {1, 2, 4, 8};
+  for (guint i = 0; i < G_N_ELEMENTS(kv); i++) {
+    g_autofree char *row = synthetic_row("llama-3.1-8b", "local", 15, kv[i], "graph", 0);
+    g_string_append(text, row);
+  }
+  {
+    /* left out: stream launches (graph runs exist), pulled runs; another model's local run
+     * counts for the weight rate only */
+    g_autofree char *stream = g_strdup("x,llama-3.1-8b,8,1000,local,0,99,99,99,15,3,0,stream,0\n");
+    g_autofree char *pulled = g_strdup("x,llama-3.1-8b,8,1000,local,0,99,99,99,15,5,0,graph,390\n");
+    g_autofree char *other = synthetic_row("llama-2-7b", "local", 13, 8, "graph", 0);
+    g_autofree char *direct = synthetic_row("llama-3.1-8b", "direct", 15, 6, "graph", 0);
+    g_string_append(text, stream);
+    g_string_append(text, pulled);
+    g_string_append(text, other);
+    g_string_append(text, direct);
+  }
+  if (negative_intercept) { /* attention shorter than the line at small KV: through 0 */
+    g_string_truncate(text, strlen(DECODE_HEADER));
+    g_string_append(text, "x,llama-3.1-8b,8,1000,local,0,4,3.75,0.1,15,1,0,graph,0\n"
+                          "x,llama-3.1-8b,8,1000,local,0,5,3.75,1.0,15,4,0,graph,0\n");
+  }
+  return g_string_free(text, FALSE);
+}
+
+static void test_decode_fit_synthetic(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *text = synthetic_csv(FALSE);
+  g_autoptr(GPtrArray) rows = NULL;
+  EmaStepFigures s;
+  GError *error = NULL;
+  write_text(dir, "decode.csv", text);
+  rows = read_rows(dir, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rows->len, ==, 8);
+  g_assert_cmpfloat(((EmaDecodeRow *) rows->pdata[5])->peer_pull_gb_s, ==, 390);
+  g_assert_true(ema_decode_fit(rows, 5e12, &s, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(s.weight_runs, ==, 6);
+  g_assert_cmpuint(s.kv_runs, ==, 4);
+  g_assert_cmpfloat(fabs(s.weight_rate / 4e12 - 1), <, 1e-6);
+  g_assert_cmpfloat(fabs(s.hbm_efficiency - 0.8), <, 1e-6);
+  g_assert_cmpfloat(fabs(s.kv_rate / 2e12 - 1), <, 1e-6);
+  g_assert_cmpfloat(fabs(s.kv_efficiency - 0.5), <, 1e-6);
+  g_assert_cmpfloat(fabs(s.layer_overhead_s - 10e-6), <, 1e-11);
+  g_assert_cmpfloat(fabs(s.step_overhead_s - 20e-6), <, 1e-10);
+  g_assert_cmpfloat(s.kv_max_rel_error, <, 1e-6);
+  remove_tree(dir);
+}
+
+static void test_decode_fit_clamped(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *text = synthetic_csv(TRUE);
+  g_autoptr(GPtrArray) rows = NULL;
+  EmaStepFigures s;
+  GError *error = NULL;
+  write_text(dir, "decode.csv", text);
+  rows = read_rows(dir, &error);
+  g_assert_true(ema_decode_fit(rows, 5e12, &s, &error));
+  g_assert_true(s.intercept_clamped);
+  g_assert_cmpfloat(s.layer_overhead_s, ==, 0);
+  /* through the origin: slope = sum(x y) / sum(x x) = (0.1 + 4) / 17 ms per GB */
+  g_assert_cmpfloat(fabs(s.kv_rate - 17 / 4.1 * 1e12), <, 1e3);
+  remove_tree(dir);
+}
+
+static void test_decode_fit_errors(void) {
+  const struct {
+    const char *csv;
+    int code;
+    const char *message;
+  } cases[] = {
+      {DECODE_HEADER "x,llama-3.1-8b,8,1000,local,0,5,3.5,1.5,15,4,0,graph,0\n"
+                     "x,llama-3.1-8b,16,500,local,0,5,3.5,1.5,15,4,0,graph,0\n",
+       EMA_VALIDATE_ERROR_FIT, "at two KV sizes at least (found 2 runs)"},
+      {DECODE_HEADER "x,llama-3.1-8b,8,1000,direct,0.5,5,3.5,1.5,15,4,4,graph,0\n",
+       EMA_VALIDATE_ERROR_FIT, "no all-local run"},
+      {DECODE_HEADER "x,llama-3.1-8b,8,1000,local,0,5,0,1.5,15,4,0,graph,0\n",
+       EMA_VALIDATE_ERROR_FIT, "no run with a timed weight pass"},
+      {DECODE_HEADER "x,no-such-model,8,1000,local,0,5,3.5,1.5,15,4,0,graph,0\n"
+                     "x,no-such-model,8,1000,local,0,5,3.5,2.5,15,8,0,graph,0\n",
+       EMA_CONFIG_ERROR_INVALID, "the model of the KV line"},
+      {DECODE_HEADER "x,llama-3.1-8b,8,1000,local,0,5,3.5,2.5,15,4,0,graph,0\n"
+                     "x,llama-3.1-8b,8,1000,local,0,5,3.5,1.5,15,8,0,graph,0\n",
+       EMA_VALIDATE_ERROR_FIT, "does not grow with its KV bytes"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *dir = temp_dir();
+    g_autoptr(GPtrArray) rows = NULL;
+    EmaStepFigures s;
+    GError *error = NULL;
+    write_text(dir, "decode.csv", cases[i].csv);
+    rows = read_rows(dir, &error);
+    g_assert_no_error(error);
+    g_assert_false(ema_decode_fit(rows, 5e12, &s, &error));
+    g_assert_nonnull(error);
+    if (cases[i].code == EMA_CONFIG_ERROR_INVALID)
+      g_assert_true(error->domain != EMA_VALIDATE_ERROR);
+    else
+      g_assert_error(error, EMA_VALIDATE_ERROR, cases[i].code);
+    if (strstr(error->message, cases[i].message) == NULL)
+      g_error("'%s' does not contain '%s'", error->message, cases[i].message);
+    g_clear_error(&error);
+    remove_tree(dir);
+  }
+}
+
+static void test_decode_rows_errors(void) {
+  const struct {
+    const char *csv;
+    int code;
+    const char *message;
+  } cases[] = {
+      {"model,batch\n", EMA_VALIDATE_ERROR_DATA,
+       "decode.csv:1: the header has no column 'context'"},
+      {DECODE_HEADER "x,llama-3.1-8b,8,1000,local\n", EMA_VALIDATE_ERROR_DATA,
+       "decode.csv:2: expected the 14 columns of the header"},
+      {DECODE_HEADER "\nx,llama-3.1-8b,8,1000,local,0,5,3.5,fast,15,4,0,graph,0\n",
+       EMA_VALIDATE_ERROR_DATA, "decode.csv:3: a number is missing, malformed or negative"},
+      {DECODE_HEADER "x,llama-3.1-8b,0,1000,local,0,5,3.5,1,15,4,0,graph,0\n",
+       EMA_VALIDATE_ERROR_DATA, "decode.csv:2:"},
+      {NULL, EMA_VALIDATE_ERROR_IO, "cannot read"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *dir = temp_dir();
+    GError *error = NULL;
+    if (cases[i].csv)
+      write_text(dir, "decode.csv", cases[i].csv);
+    g_assert_null(read_rows(dir, &error));
+    assert_error(error, cases[i].code, cases[i].message);
+    g_clear_error(&error);
+    remove_tree(dir);
+  }
+}
+
+/* --from-results with decode runs writes the step-time keys, and the model
+ * loads with them; a directory without decode.csv leaves them out. */
+static void test_decode_keys_written(void) {
+  g_autofree char *dir = copy_results();
+  g_autofree char *output = g_build_filename(dir, "model.yaml", NULL);
+  g_autofree char *csv = synthetic_csv(FALSE);
+  g_autofree char *text = NULL;
+  EmaServerSpec *server;
+  GError *error = NULL;
+  write_text(dir, "decode.csv", csv);
+  g_assert_true(ema_calibration_from_results(dir, output, "test", NULL, NULL, &error));
+  g_assert_no_error(error);
+  text = read_text(output);
+  g_assert_nonnull(strstr(text, "\n  kv_efficiency: 50%"));
+  g_assert_nonnull(strstr(text, "\n  layer_overhead: 10us"));
+  g_assert_nonnull(strstr(text, "\n  step_overhead: 20us"));
+  server = ema_params_load_file(&ema_server_params, output, &error);
+  g_assert_no_error(error);
+  /* 4 TB/s over the measured 4.62 TB/s (rounded as written) */
+  g_assert_cmpfloat(fabs(server->gpu.hbm_efficiency - 0.8658), <, 1e-6);
+  g_assert_cmpfloat(fabs(server->gpu.kv_efficiency - 0.5), <, 1e-9);
+  g_assert_cmpint(server->gpu.layer_overhead, ==, 10000);
+  g_assert_cmpint(server->gpu.step_overhead, ==, 20000);
+  ema_params_free(&ema_server_params, server);
+
+  {
+    g_autofree char *path = g_build_filename(dir, "decode.csv", NULL);
+    g_autofree char *without = NULL;
+    g_remove(path);
+    g_assert_true(ema_calibration_from_results(dir, output, "test", NULL, NULL, &error));
+    without = read_text(output);
+    g_assert_null(strstr(without, "\n  kv_efficiency:"));
+    g_assert_nonnull(strstr(without, "layer_overhead, step_overhead: not fitted"));
+  }
+  remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/derive/run-round-trip", test_run_round_trip);
@@ -347,5 +576,11 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/derive/committed-results", test_committed_results);
   g_test_add_func("/validate/derive/figures", test_derive_figures);
   g_test_add_func("/validate/derive/missing-measurement", test_missing_measurement);
+  g_test_add_func("/validate/derive/decode-fit-committed", test_decode_fit_committed);
+  g_test_add_func("/validate/derive/decode-fit-synthetic", test_decode_fit_synthetic);
+  g_test_add_func("/validate/derive/decode-fit-clamped", test_decode_fit_clamped);
+  g_test_add_func("/validate/derive/decode-fit-errors", test_decode_fit_errors);
+  g_test_add_func("/validate/derive/decode-rows-errors", test_decode_rows_errors);
+  g_test_add_func("/validate/derive/decode-keys-written", test_decode_keys_written);
   return g_test_run();
 }

@@ -1,0 +1,405 @@
+/* compare.c: measured against simulated (compare.h). */
+#include "compare.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "errors.h"
+#include "report.h"
+#include "stats.h"
+
+#define SUMMARY_FILE "summary.json"
+#define PROVENANCE_FILE "provenance.txt"
+#define PROVENANCE_GROUP "run"
+
+void ema_compare_judge(EmaOpResult *result, const EmaOpExpect *expect,
+                       const EmaExperiment *experiment, EmaOpsReport *report) {
+  double seconds = (double) result->seconds_ns / 1e9;
+  result->has_expect = expect->time != 0 || expect->bandwidth != 0;
+  if (!result->has_expect)
+    return;
+  result->expect_is_time = expect->time != 0;
+  result->expected = result->expect_is_time ? (double) expect->time / 1e9 : expect->bandwidth;
+  result->measured = result->expect_is_time ? seconds : result->bandwidth;
+  result->error = (result->measured - result->expected) / result->expected;
+  result->tolerance = expect->tolerance > 0 ? expect->tolerance : experiment->tolerance;
+  result->pass = fabs(result->error) <= result->tolerance;
+  if (!result->pass)
+    report->failed++;
+}
+
+/* ---- reading summary.json ------------------------------------------------------ */
+
+static gboolean data_error(GError **error, const char *path, const char *format, ...)
+    G_GNUC_PRINTF(3, 4);
+
+static gboolean data_error(GError **error, const char *path, const char *format, ...) {
+  va_list args;
+  g_autofree char *message = NULL;
+  va_start(args, format);
+  message = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s: %s", path, message);
+  return FALSE;
+}
+
+/* MEMBER of OBJECT as a number; FALSE if absent or not a number. */
+static gboolean get_number(JsonObject *object, const char *member, double *out) {
+  JsonNode *node = json_object_get_member(object, member);
+  GType type;
+  if (node == NULL || !JSON_NODE_HOLDS_VALUE(node))
+    return FALSE;
+  type = json_node_get_value_type(node);
+  if (type != G_TYPE_DOUBLE && type != G_TYPE_INT64)
+    return FALSE;
+  *out = json_node_get_double(node);
+  return isfinite(*out);
+}
+
+static const char *get_string(JsonObject *object, const char *member) {
+  JsonNode *node = json_object_get_member(object, member);
+  if (node == NULL || !JSON_NODE_HOLDS_VALUE(node) ||
+      json_node_get_value_type(node) != G_TYPE_STRING)
+    return NULL;
+  return json_node_get_string(node);
+}
+
+/* Result I of EXPERIMENT: an op, then a decode scenario. */
+static void expected_result(const EmaExperiment *experiment, guint i, const char **name,
+                            const EmaOpSpec **spec, const EmaOpExpect **expect) {
+  guint ops = experiment->ops ? experiment->ops->len : 0;
+  if (i < ops) {
+    const EmaOpSpec *op = &g_array_index(experiment->ops, EmaOpSpec, i);
+    *name = op->name;
+    *spec = op;
+    *expect = &op->expect;
+  } else {
+    const EmaDecodeScenarioSpec *d =
+        &g_array_index(experiment->decode, EmaDecodeScenarioSpec, i - ops);
+    *name = d->name;
+    *spec = NULL;
+    *expect = &d->expect;
+  }
+}
+
+EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *experiment,
+                                       GError **error) {
+  g_autofree char *path = g_build_filename(dir, SUMMARY_FILE, NULL);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autoptr(EmaOpsReport) report = g_new0(EmaOpsReport, 1);
+  guint ops = experiment->ops ? experiment->ops->len : 0;
+  guint decodes = experiment->decode ? experiment->decode->len : 0;
+  GError *local = NULL;
+  JsonNode *root;
+  JsonObject *object;
+  JsonArray *results;
+  JsonNode *results_node;
+  const char *name;
+  double simulated = 0;
+
+  report->ops = g_array_new(FALSE, TRUE, sizeof(EmaOpResult));
+  if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO,
+                "%s: no such file: measure first (ema-validate run FILE -o %s)", path, dir);
+    return NULL;
+  }
+  if (!json_parser_load_from_file(parser, path, &local)) {
+    gboolean io = local->domain == G_FILE_ERROR;
+    g_set_error(error, EMA_VALIDATE_ERROR, io ? EMA_VALIDATE_ERROR_IO : EMA_VALIDATE_ERROR_DATA,
+                "%s: %s", path, local->message);
+    g_error_free(local);
+    return NULL;
+  }
+  root = json_parser_get_root(parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+    data_error(error, path, "not a summary (no JSON object)");
+    return NULL;
+  }
+  object = json_node_get_object(root);
+  name = get_string(object, "experiment");
+  if (name == NULL) {
+    data_error(error, path,
+               "no \"experiment\" name: not a summary.json of ema-sim or "
+               "ema-validate run");
+    return NULL;
+  }
+  if (strcmp(name, experiment->name) != 0) {
+    data_error(error, path, "the results of experiment '%s', not '%s'", name, experiment->name);
+    return NULL;
+  }
+  results_node = json_object_get_member(object, "ops");
+  if (results_node == NULL || !JSON_NODE_HOLDS_ARRAY(results_node)) {
+    data_error(error, path,
+               "no \"ops\" list: the summary of a serving run, not of ops and decode "
+               "scenarios");
+    return NULL;
+  }
+  results = json_node_get_array(results_node);
+  if (json_array_get_length(results) != ops + decodes) {
+    data_error(error, path,
+               "%u results, but experiment '%s' has %u op%s and %u decode scenario%s: measured "
+               "from another version of the file?",
+               json_array_get_length(results), experiment->name, ops, ops == 1 ? "" : "s", decodes,
+               decodes == 1 ? "" : "s");
+    return NULL;
+  }
+  for (guint i = 0; i < ops + decodes; i++) {
+    JsonNode *node = json_array_get_element(results, i);
+    EmaOpResult result = {0};
+    const EmaOpExpect *expect;
+    const char *got;
+    double seconds = 0, gbps = 0;
+    expected_result(experiment, i, &result.name, &result.spec, &expect);
+    if (!JSON_NODE_HOLDS_OBJECT(node)) {
+      data_error(error, path, "ops[%u]: not an object", i);
+      return NULL;
+    }
+    got = get_string(json_node_get_object(node), "name");
+    if (got == NULL) {
+      data_error(error, path, "ops[%u].name: missing or not a string", i);
+      return NULL;
+    }
+    if (strcmp(got, result.name) != 0) {
+      data_error(error, path,
+                 "ops[%u] is '%s', but the experiment's %s %u is '%s': measured from another "
+                 "version of the file?",
+                 i, got, result.spec ? "op" : "decode scenario", result.spec ? i + 1 : i - ops + 1,
+                 result.name);
+      return NULL;
+    }
+    if (!get_number(json_node_get_object(node), "seconds", &seconds) || !(seconds > 0)) {
+      data_error(error, path, "ops[%u].seconds (%s): missing or not a positive number", i, got);
+      return NULL;
+    }
+    if (!get_number(json_node_get_object(node), "bandwidth_gbps", &gbps) || gbps < 0) {
+      data_error(error, path, "ops[%u].bandwidth_gbps (%s): missing or not a number >= 0", i, got);
+      return NULL;
+    }
+    result.seconds_ns = (EmaTime) llround(seconds * 1e9);
+    result.bandwidth = gbps * 1e9;
+    ema_compare_judge(&result, expect, experiment, report);
+    if (result.spec)
+      simulated += seconds;
+    g_array_append_val(report->ops, result);
+  }
+  report->simulated = (EmaTime) llround(simulated * 1e9);
+  return g_steal_pointer(&report);
+}
+
+/* ---- the comparison ---------------------------------------------------------------- */
+
+EmaComparison *ema_comparison_new(const EmaOpsReport *measured, const EmaOpsReport *simulated,
+                                  GError **error) {
+  g_autoptr(EmaComparison) c = g_new0(EmaComparison, 1);
+  g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) decodes = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(double));
+  double ops_worst = -1, decode_worst = -1;
+
+  c->rows = g_array_new(FALSE, TRUE, sizeof(EmaCompareRow));
+  c->ops_worst = c->decode_worst = -1;
+  if (measured->ops->len != simulated->ops->len) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                "%u measured results against %u simulated", measured->ops->len,
+                simulated->ops->len);
+    return NULL;
+  }
+  for (guint i = 0; i < measured->ops->len; i++) {
+    const EmaOpResult *m = &g_array_index(measured->ops, EmaOpResult, i);
+    const EmaOpResult *s = &g_array_index(simulated->ops, EmaOpResult, i);
+    EmaCompareRow row = {0};
+    double magnitude;
+    if (strcmp(m->name, s->name) != 0 || (m->spec == NULL) != (s->spec == NULL)) {
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                  "result %u is '%s' measured but '%s' simulated", i + 1, m->name, s->name);
+      return NULL;
+    }
+    if (m->seconds_ns <= 0 || s->seconds_ns <= 0) {
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                  "'%s' takes no time (measured %" G_GINT64_FORMAT
+                  " ns, simulated %" G_GINT64_FORMAT " ns)",
+                  m->name, (gint64) m->seconds_ns, (gint64) s->seconds_ns);
+      return NULL;
+    }
+    row.name = m->name;
+    row.decode = m->spec == NULL;
+    row.measured_s = (double) m->seconds_ns / 1e9;
+    row.simulated_s = (double) s->seconds_ns / 1e9;
+    row.measured_bandwidth = m->bandwidth;
+    row.simulated_bandwidth = s->bandwidth;
+    row.error = (row.simulated_s - row.measured_s) / row.measured_s;
+    magnitude = fabs(row.error);
+    g_array_append_val(row.decode ? decodes : ops, magnitude);
+    g_array_append_val(all, magnitude);
+    if (row.decode && magnitude > decode_worst) {
+      decode_worst = magnitude;
+      c->decode_worst = (gint) i;
+    } else if (!row.decode && magnitude > ops_worst) {
+      ops_worst = magnitude;
+      c->ops_worst = (gint) i;
+    }
+    g_array_append_val(c->rows, row);
+  }
+  c->ops = ops->len;
+  c->decodes = decodes->len;
+  c->ops_median = ops->len ? ema_median((const double *) ops->data, ops->len) : NAN;
+  c->decode_median = decodes->len ? ema_median((const double *) decodes->data, decodes->len) : NAN;
+  c->all_median = all->len ? ema_median((const double *) all->data, all->len) : NAN;
+  return g_steal_pointer(&c);
+}
+
+void ema_comparison_free(EmaComparison *comparison) {
+  if (comparison == NULL)
+    return;
+  g_array_unref(comparison->rows);
+  g_free(comparison);
+}
+
+/* ---- printing and writing ------------------------------------------------------------ */
+
+/* SECONDS with 4 significant digits in ns, us, ms or s. */
+static char *format_time(double seconds) {
+  static const struct {
+    double scale;
+    const char *unit;
+  } units[] = {{1e-6, "us"}, {1e-3, "ms"}, {1, "s"}};
+  double value = seconds * 1e9;
+  const char *unit = "ns";
+  int decimals;
+  for (guint i = 0; i < G_N_ELEMENTS(units) && fabs(seconds) >= units[i].scale; i++) {
+    value = seconds / units[i].scale;
+    unit = units[i].unit;
+  }
+  decimals = fabs(value) >= 100 ? 1 : fabs(value) >= 10 ? 2 : 3;
+  return g_strdup_printf("%.*f %s", decimals, value, unit);
+}
+
+static const EmaCompareRow *row_at(const EmaComparison *c, gint i) {
+  return i < 0 ? NULL : &g_array_index(c->rows, EmaCompareRow, i);
+}
+
+/* "median |error| 1.23% over 36 ops, largest +4.56% (name)" */
+static char *summary_line(const EmaComparison *c, gboolean decode) {
+  guint count = decode ? c->decodes : c->ops;
+  const EmaCompareRow *worst = row_at(c, decode ? c->decode_worst : c->ops_worst);
+  if (count == 0)
+    return g_strdup_printf("no %s", decode ? "decode scenarios" : "ops");
+  return g_strdup_printf("median |error| %.2f%% over %u %s, largest %+.2f%% (%s)",
+                         100 * (decode ? c->decode_median : c->ops_median), count,
+                         decode ? (count == 1 ? "decode scenario" : "decode scenarios")
+                                : (count == 1 ? "op" : "ops"),
+                         100 * worst->error, worst->name);
+}
+
+void ema_comparison_print(FILE *out, const EmaComparison *c) {
+  guint width = 8;
+  g_autofree char *ops = summary_line(c, FALSE);
+  g_autofree char *decodes = summary_line(c, TRUE);
+  for (guint i = 0; i < c->rows->len; i++)
+    width = MAX(width, (guint) strlen(g_array_index(c->rows, EmaCompareRow, i).name));
+  fprintf(out, "%-*s %-6s %12s %12s %9s\n", (int) width, "name", "kind", "measured", "simulated",
+          "error");
+  for (guint i = 0; i < c->rows->len; i++) {
+    const EmaCompareRow *r = &g_array_index(c->rows, EmaCompareRow, i);
+    g_autofree char *measured = format_time(r->measured_s);
+    g_autofree char *simulated = format_time(r->simulated_s);
+    fprintf(out, "%-*s %-6s %12s %12s %+8.2f%%\n", (int) width, r->name,
+            r->decode ? "decode" : "op", measured, simulated, 100 * r->error);
+  }
+  fprintf(out, "ops: %s\ndecode: %s\n", ops, decodes);
+  if (c->ops && c->decodes)
+    fprintf(out, "all: median |error| %.2f%% over %u\n", 100 * c->all_median, c->rows->len);
+}
+
+static gboolean write_file(const char *dir, const char *name, const char *text, GError **error) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  GError *local = NULL;
+  if (!g_file_set_contents(path, text, -1, &local)) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot write %s: %s", path,
+                local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+char *ema_compare_provenance(const char *dir) {
+  g_autofree char *path = g_build_filename(dir, PROVENANCE_FILE, NULL);
+  g_autoptr(GKeyFile) file = g_key_file_new();
+  g_auto(GStrv) keys = NULL;
+  GString *out;
+  if (!g_key_file_load_from_file(file, path, G_KEY_FILE_NONE, NULL))
+    return NULL;
+  keys = g_key_file_get_keys(file, PROVENANCE_GROUP, NULL, NULL);
+  if (keys == NULL)
+    return NULL;
+  out = g_string_new(NULL);
+  for (guint i = 0; keys[i]; i++) {
+    g_autofree char *value = g_key_file_get_string(file, PROVENANCE_GROUP, keys[i], NULL);
+    if (value)
+      g_string_append_printf(out, "%s: %s\n", keys[i], value);
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* A markdown table cell: '|' escaped. */
+static char *cell(const char *text) {
+  g_auto(GStrv) parts = g_strsplit(text, "|", -1);
+  return g_strjoinv("\\|", parts);
+}
+
+gboolean ema_comparison_write(const EmaComparison *c, const EmaCompareInfo *info, const char *dir,
+                              GError **error) {
+  GString *csv =
+      g_string_new("name,kind,measured_s,simulated_s,measured_gb_s,simulated_gb_s,error_pct\n");
+  GString *md = g_string_new(NULL);
+  g_autofree char *provenance = ema_compare_provenance(info->measured_dir);
+  g_autofree char *ops = summary_line(c, FALSE);
+  g_autofree char *decodes = summary_line(c, TRUE);
+  gboolean ok;
+
+  g_string_append_printf(md, "# %s: the GPUs against the simulator\n\n", info->experiment_name);
+  g_string_append_printf(md, "- experiment: `%s` (server `%s`)\n", info->experiment_file,
+                         info->server_name);
+  g_string_append_printf(md, "- measured: `%s/summary.json`\n", info->measured_dir);
+  if (provenance) {
+    g_auto(GStrv) lines = g_strsplit(provenance, "\n", -1);
+    for (guint i = 0; lines[i]; i++)
+      if (*lines[i])
+        g_string_append_printf(md, "  - %s\n", lines[i]);
+  }
+  g_string_append_printf(md, "- simulated: %s\n", info->simulated_with);
+  g_string_append(md, "- error = (simulated - measured) / measured time\n\n");
+  g_string_append_printf(md, "Ops: %s.  \nDecode: %s.", ops, decodes);
+  if (c->ops && c->decodes)
+    g_string_append_printf(md, "  \nAll: median |error| %.2f%% over %u.", 100 * c->all_median,
+                           c->rows->len);
+  g_string_append(md, "\n\n| name | kind | measured | simulated | measured GB/s | simulated "
+                      "GB/s | error |\n|---|---|---:|---:|---:|---:|---:|\n");
+  for (guint i = 0; i < c->rows->len; i++) {
+    const EmaCompareRow *r = &g_array_index(c->rows, EmaCompareRow, i);
+    g_autofree char *name_csv = NULL;
+    g_autofree char *name_md = cell(r->name);
+    g_autofree char *measured = format_time(r->measured_s);
+    g_autofree char *simulated = format_time(r->simulated_s);
+    char numbers[5][G_ASCII_DTOSTR_BUF_SIZE];
+    g_ascii_formatd(numbers[0], sizeof numbers[0], "%.9g", r->measured_s);
+    g_ascii_formatd(numbers[1], sizeof numbers[1], "%.9g", r->simulated_s);
+    g_ascii_formatd(numbers[2], sizeof numbers[2], "%.6g", r->measured_bandwidth / 1e9);
+    g_ascii_formatd(numbers[3], sizeof numbers[3], "%.6g", r->simulated_bandwidth / 1e9);
+    g_ascii_formatd(numbers[4], sizeof numbers[4], "%.4f", 100 * r->error);
+    name_csv = ema_csv_field(r->name);
+    g_string_append_printf(csv, "%s,%s,%s,%s,%s,%s,%s\n", name_csv, r->decode ? "decode" : "op",
+                           numbers[0], numbers[1], numbers[2], numbers[3], numbers[4]);
+    g_string_append_printf(md, "| %s | %s | %s | %s | %.2f | %.2f | %+.2f%% |\n", name_md,
+                           r->decode ? "decode" : "op", measured, simulated,
+                           r->measured_bandwidth / 1e9, r->simulated_bandwidth / 1e9,
+                           100 * r->error);
+  }
+  ok = write_file(dir, "compare.csv", csv->str, error) &&
+       write_file(dir, "compare.md", md->str, error);
+  g_string_free(csv, TRUE);
+  g_string_free(md, TRUE);
+  return ok;
+}

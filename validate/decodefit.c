@@ -1,0 +1,256 @@
+/* decodefit.c: decode.csv and the step-time keys fitted to it
+ * (decodefit.h). */
+#include "decodefit.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ema/llm.h"
+#include "errors.h"
+#include "report.h"
+#include "stats.h"
+
+void ema_decode_row_free(EmaDecodeRow *row) {
+  if (row == NULL)
+    return;
+  g_free(row->model);
+  g_free(row->mode);
+  g_free(row);
+}
+
+/* The columns read, in the order of EmaDecodeRow's fields. */
+enum {
+  COL_MODEL,
+  COL_BATCH,
+  COL_CONTEXT,
+  COL_MODE,
+  COL_REMOTE_FRACTION,
+  COL_STEP,
+  COL_WEIGHTS,
+  COL_ATTENTION,
+  COL_WEIGHT_GB,
+  COL_KV_LOCAL_GB,
+  COL_KV_REMOTE_GB,
+  COL_LAUNCH,
+  COL_PULL, /* optional */
+  N_COLUMNS
+};
+
+static const char *const column_names[N_COLUMNS] = {
+    "model",          "batch",      "context",       "mode",      "remote_fraction",
+    "step_ms_median", "weights_ms", "attention_ms",  "weight_gb", "kv_local_gb",
+    "kv_remote_gb",   "launch",     "peer_pull_gb_s"};
+
+static gboolean parse_double(const char *text, double *value) {
+  char *end = NULL;
+  if (*text == '\0')
+    return FALSE;
+  *value = g_ascii_strtod(text, &end);
+  return end != NULL && *end == '\0' && isfinite(*value);
+}
+
+static gboolean parse_count(const char *text, guint *value) {
+  guint64 number = 0;
+  if (!g_ascii_string_to_unsigned(text, 10, 1, G_MAXUINT32, &number, NULL))
+    return FALSE;
+  *value = (guint) number;
+  return TRUE;
+}
+
+GPtrArray *ema_decode_rows_read(const char *path, GError **error) {
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_auto(GStrv) header = NULL;
+  g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify) ema_decode_row_free);
+  int index[N_COLUMNS];
+  guint width;
+  GError *local = NULL;
+
+  if (!g_file_get_contents(path, &text, NULL, &local)) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot read %s: %s", path,
+                local->message);
+    g_error_free(local);
+    return NULL;
+  }
+  lines = g_strsplit(text, "\n", -1);
+  header = lines[0] ? ema_csv_split(lines[0]) : NULL;
+  if (header == NULL) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:1: no header", path);
+    return NULL;
+  }
+  width = g_strv_length(header);
+  for (guint c = 0; c < N_COLUMNS; c++) {
+    index[c] = -1;
+    for (guint k = 0; k < width; k++)
+      if (strcmp(header[k], column_names[c]) == 0)
+        index[c] = (int) k;
+    if (index[c] < 0 && c != COL_PULL) {
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                  "%s:1: the header has no column '%s'", path, column_names[c]);
+      return NULL;
+    }
+  }
+  for (guint i = 1; lines[i]; i++) {
+    g_auto(GStrv) f = NULL;
+    EmaDecodeRow *row;
+    gboolean ok;
+    if (*lines[i] == '\0')
+      continue;
+    f = ema_csv_split(lines[i]);
+    if (f == NULL || g_strv_length(f) != width) {
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                  "%s:%u: expected the %u columns of the header", path, i + 1, width);
+      return NULL;
+    }
+    row = g_new0(EmaDecodeRow, 1);
+    g_ptr_array_add(rows, row);
+    row->model = g_strdup(f[index[COL_MODEL]]);
+    row->mode = g_strdup(f[index[COL_MODE]]);
+    row->graph = strcmp(f[index[COL_LAUNCH]], "graph") == 0;
+    ok = parse_count(f[index[COL_BATCH]], &row->batch) &&
+         parse_count(f[index[COL_CONTEXT]], &row->context) &&
+         parse_double(f[index[COL_REMOTE_FRACTION]], &row->remote_fraction) &&
+         parse_double(f[index[COL_STEP]], &row->step_ms) &&
+         parse_double(f[index[COL_WEIGHTS]], &row->weights_ms) &&
+         parse_double(f[index[COL_ATTENTION]], &row->attention_ms) &&
+         parse_double(f[index[COL_WEIGHT_GB]], &row->weight_gb) &&
+         parse_double(f[index[COL_KV_LOCAL_GB]], &row->kv_local_gb) &&
+         parse_double(f[index[COL_KV_REMOTE_GB]], &row->kv_remote_gb) &&
+         (index[COL_PULL] < 0 || parse_double(f[index[COL_PULL]], &row->peer_pull_gb_s));
+    if (!ok || row->model[0] == '\0' || row->step_ms < 0 || row->weights_ms < 0 ||
+        row->attention_ms < 0 || row->weight_gb < 0 || row->kv_local_gb < 0) {
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                  "%s:%u: a number is missing, malformed or negative", path, i + 1);
+      return NULL;
+    }
+  }
+  return g_steal_pointer(&rows);
+}
+
+/* Runs without a peer pull; of those, the graph-launched ones, or every one
+ * when none is. */
+static gboolean use_row(const EmaDecodeRow *row, gboolean any_graph) {
+  return row->peer_pull_gb_s == 0 && (row->graph || !any_graph);
+}
+
+/* The model with the most all-local runs (the first such on a tie). */
+static const char *line_model(const GPtrArray *rows, gboolean any_graph) {
+  const char *best = NULL;
+  guint best_count = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const EmaDecodeRow *a = rows->pdata[i];
+    guint count = 0;
+    if (!use_row(a, any_graph) || strcmp(a->mode, "local") != 0)
+      continue;
+    for (guint k = 0; k < rows->len; k++) {
+      const EmaDecodeRow *b = rows->pdata[k];
+      count +=
+          use_row(b, any_graph) && strcmp(b->mode, "local") == 0 && strcmp(b->model, a->model) == 0;
+    }
+    if (count > best_count) {
+      best = a->model;
+      best_count = count;
+    }
+  }
+  return best;
+}
+
+static gboolean fit_error(GError **error, const char *message) {
+  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_FIT, "decode runs: %s", message);
+  return FALSE;
+}
+
+gboolean ema_decode_fit(const GPtrArray *rows, double hbm_bandwidth, EmaStepFigures *out,
+                        GError **error) {
+  g_autoptr(GArray) rates = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) residuals = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GPtrArray) line = g_ptr_array_new();
+  g_autoptr(EmaLlmSpec) model = NULL;
+  gboolean any_graph = FALSE;
+  const char *name;
+  double n, sx = 0, sy = 0, sxx = 0, sxy = 0, slope, intercept, kv_min = INFINITY, kv_max = 0;
+
+  memset(out, 0, sizeof *out);
+  for (guint i = 0; i < rows->len; i++) {
+    const EmaDecodeRow *row = rows->pdata[i];
+    any_graph |= row->graph && row->peer_pull_gb_s == 0;
+  }
+
+  /* the weight rate */
+  for (guint i = 0; i < rows->len; i++) {
+    const EmaDecodeRow *row = rows->pdata[i];
+    double rate;
+    if (!use_row(row, any_graph) || !(row->weights_ms > 0) || !(row->weight_gb > 0))
+      continue;
+    rate = row->weight_gb * 1e9 / (row->weights_ms * 1e-3);
+    g_array_append_val(rates, rate);
+  }
+  if (rates->len == 0)
+    return fit_error(error, "no run with a timed weight pass");
+  out->weight_runs = rates->len;
+  out->weight_rate = ema_median((const double *) rates->data, rates->len);
+  out->hbm_efficiency = out->weight_rate / hbm_bandwidth;
+
+  /* the attention line */
+  name = line_model(rows, any_graph);
+  if (name == NULL)
+    return fit_error(error, "no all-local run (mode local) for the KV line");
+  for (guint i = 0; i < rows->len; i++) {
+    const EmaDecodeRow *row = rows->pdata[i];
+    if (use_row(row, any_graph) && strcmp(row->mode, "local") == 0 &&
+        strcmp(row->model, name) == 0) {
+      g_ptr_array_add(line, (gpointer) row);
+      sx += row->kv_local_gb;
+      sy += row->attention_ms;
+      sxx += row->kv_local_gb * row->kv_local_gb;
+      sxy += row->kv_local_gb * row->attention_ms;
+      kv_min = MIN(kv_min, row->kv_local_gb);
+      kv_max = MAX(kv_max, row->kv_local_gb);
+    }
+  }
+  if (!(kv_max > kv_min)) {
+    g_autofree char *message = g_strdup_printf(
+        "the KV line needs all-local runs of %s at two KV sizes at least (found %u run%s)", name,
+        line->len, line->len == 1 ? "" : "s");
+    return fit_error(error, message);
+  }
+  model = ema_llm_load(name, error);
+  if (model == NULL) {
+    g_prefix_error(error, "decode runs: the model of the KV line: ");
+    return FALSE;
+  }
+  n = line->len;
+  slope = (n * sxy - sx * sy) / (n * sxx - sx * sx); /* ms per GB */
+  intercept = (sy - slope * sx) / n;                 /* ms */
+  if (intercept < 0) {
+    out->intercept_clamped = TRUE;
+    intercept = 0;
+    slope = sxy / sxx;
+  }
+  if (!(slope > 0)) {
+    g_autofree char *message =
+        g_strdup_printf("the attention time of %s does not grow with its KV bytes", name);
+    return fit_error(error, message);
+  }
+  g_strlcpy(out->model, name, sizeof out->model);
+  out->layers = (guint) model->layers;
+  out->kv_runs = line->len;
+  out->kv_rate = 1e9 / (slope * 1e-3);
+  out->kv_efficiency = out->kv_rate / out->weight_rate;
+  out->line_intercept_s = intercept * 1e-3;
+  out->layer_overhead_s = out->line_intercept_s / out->layers;
+  for (guint i = 0; i < line->len; i++) {
+    const EmaDecodeRow *row = line->pdata[i];
+    double fitted = intercept + slope * row->kv_local_gb;
+    double residual =
+        row->step_ms * 1e-3 - (row->weight_gb * 1e9 / out->weight_rate + out->line_intercept_s +
+                               row->kv_local_gb * 1e9 / out->kv_rate);
+    out->kv_max_rel_error =
+        MAX(out->kv_max_rel_error, fabs(fitted - row->attention_ms) / MAX(row->attention_ms, 1e-9));
+    g_array_append_val(residuals, residual);
+  }
+  out->step_residual_s = ema_median((const double *) residuals->data, residuals->len);
+  out->step_overhead_s = MAX(0, out->step_residual_s);
+  out->fitted = TRUE;
+  return TRUE;
+}

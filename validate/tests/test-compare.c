@@ -1,0 +1,352 @@
+/* test-compare.c: `ema-validate compare` without a GPU (validate/compare.c):
+ * the comparison maths on hand-made reports (errors, medians of odd and
+ * even counts, the largest error, mismatches), expectations judged as
+ * ema-sim judges them, the measured summary.json read back for the
+ * experiment of tests/fixtures/compare/ (and every way such a file can be
+ * missing, malformed or another experiment's), and the written
+ * compare.csv and compare.md. */
+#include <math.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+#include "compare.h"
+#include "errors.h"
+
+#define FIXTURES "validate/tests/fixtures/compare"
+
+static char *source_path(const char *relative) {
+  return g_build_filename(g_getenv("EMA_SOURCE_ROOT"), relative, NULL);
+}
+
+static char *temp_dir(void) {
+  GError *error = NULL;
+  char *dir = g_dir_make_tmp("ema-compare-XXXXXX", &error);
+  g_assert_no_error(error);
+  return dir;
+}
+
+static void remove_tree(const char *dir) {
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_DIR))
+      remove_tree(path);
+    else
+      g_remove(path);
+  }
+  g_rmdir(dir);
+}
+
+static char *read_text(const char *path) {
+  char *text = NULL;
+  GError *error = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, &error));
+  g_assert_no_error(error);
+  return text;
+}
+
+static void write_text(const char *dir, const char *name, const char *text) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+}
+
+static void assert_contains(const char *text, const char *part) {
+  if (strstr(text, part) == NULL)
+    g_error("'%s' does not contain '%s'", text, part);
+}
+
+static void assert_error(GError *error, int code, const char *part) {
+  g_assert_nonnull(error);
+  g_assert_error(error, EMA_VALIDATE_ERROR, code);
+  assert_contains(error->message, part);
+}
+
+static EmaExperiment *load_fixture(void) {
+  g_autofree char *path = source_path(FIXTURES "/experiment.yaml");
+  GError *error = NULL;
+  EmaExperiment *experiment = ema_experiment_load(path, NULL, &error);
+  g_assert_no_error(error);
+  return experiment;
+}
+
+/* A report of N results named NAMES, the first OPS of them ops. */
+static EmaOpsReport *make_report(const char *const *names, const double *seconds, guint n,
+                                 guint ops) {
+  static const EmaOpSpec op_spec = {0}; /* only its address: "an op, not a decode scenario" */
+  EmaOpsReport *report = g_new0(EmaOpsReport, 1);
+  report->ops = g_array_new(FALSE, TRUE, sizeof(EmaOpResult));
+  for (guint i = 0; i < n; i++) {
+    EmaOpResult r = {0};
+    r.name = names[i];
+    r.spec = i < ops ? &op_spec : NULL;
+    r.seconds_ns = (EmaTime) llround(seconds[i] * 1e9);
+    r.bandwidth = 1e9 / seconds[i];
+    g_array_append_val(report->ops, r);
+  }
+  return report;
+}
+
+/* ---- the maths ------------------------------------------------------------------- */
+
+static void test_maths(void) {
+  static const char *const names[] = {"a", "b", "c", "d", "e"};
+  const double measured_s[] = {10e-6, 20e-6, 1e-3, 40e-3, 50e-3};
+  const double simulated_s[] = {11e-6, 19e-6, 1.03e-3, 40e-3, 60e-3};
+  g_autoptr(EmaOpsReport) measured = make_report(names, measured_s, 5, 3);
+  g_autoptr(EmaOpsReport) simulated = make_report(names, simulated_s, 5, 3);
+  GError *error = NULL;
+  g_autoptr(EmaComparison) c = ema_comparison_new(measured, simulated, &error);
+  const EmaCompareRow *rows;
+  g_assert_no_error(error);
+  rows = (const EmaCompareRow *) c->rows->data;
+  g_assert_cmpuint(c->rows->len, ==, 5);
+  g_assert_cmpuint(c->ops, ==, 3);
+  g_assert_cmpuint(c->decodes, ==, 2);
+  g_assert_cmpfloat(fabs(rows[0].error - 0.10), <, 1e-9);
+  g_assert_cmpfloat(fabs(rows[1].error + 0.05), <, 1e-9);
+  g_assert_cmpfloat(fabs(rows[2].error - 0.03), <, 1e-9);
+  g_assert_cmpfloat(fabs(rows[3].error), <, 1e-12);
+  g_assert_cmpfloat(fabs(rows[4].error - 0.20), <, 1e-9);
+  g_assert_false(rows[2].decode);
+  g_assert_true(rows[3].decode);
+  g_assert_cmpfloat(fabs(rows[0].measured_bandwidth - 1e14), <, 1);
+  /* |errors| of the ops 0.10, 0.05, 0.03: median 0.05, the largest the first */
+  g_assert_cmpfloat(fabs(c->ops_median - 0.05), <, 1e-9);
+  g_assert_cmpint(c->ops_worst, ==, 0);
+  /* decode 0 and 0.20: the mean of the middle two */
+  g_assert_cmpfloat(fabs(c->decode_median - 0.10), <, 1e-9);
+  g_assert_cmpint(c->decode_worst, ==, 4);
+  /* all: 0, 0.03, 0.05, 0.10, 0.20 */
+  g_assert_cmpfloat(fabs(c->all_median - 0.05), <, 1e-9);
+}
+
+static void test_maths_empty_side(void) {
+  static const char *const names[] = {"only"};
+  const double seconds[] = {1e-3};
+  const double other[] = {0.5e-3};
+  g_autoptr(EmaOpsReport) measured = make_report(names, seconds, 1, 1);
+  g_autoptr(EmaOpsReport) simulated = make_report(names, other, 1, 1);
+  g_autoptr(EmaComparison) c = ema_comparison_new(measured, simulated, NULL);
+  g_assert_nonnull(c);
+  g_assert_cmpfloat(fabs(c->ops_median - 0.5), <, 1e-9);
+  g_assert_true(isnan(c->decode_median));
+  g_assert_cmpint(c->decode_worst, ==, -1);
+}
+
+static void test_maths_mismatch(void) {
+  static const char *const names[] = {"a", "b"};
+  static const char *const other_names[] = {"a", "x"};
+  const double seconds[] = {1e-3, 2e-3};
+  const double zero[] = {1e-3, 0};
+  g_autoptr(EmaOpsReport) two = make_report(names, seconds, 2, 2);
+  g_autoptr(EmaOpsReport) one = make_report(names, seconds, 1, 1);
+  g_autoptr(EmaOpsReport) renamed = make_report(other_names, seconds, 2, 2);
+  g_autoptr(EmaOpsReport) decode = make_report(names, seconds, 2, 1);
+  g_autoptr(EmaOpsReport) zero_time = make_report(names, zero, 2, 2);
+  GError *error = NULL;
+  g_assert_null(ema_comparison_new(two, one, &error));
+  assert_error(error, EMA_VALIDATE_ERROR_DATA, "2 measured results against 1 simulated");
+  g_clear_error(&error);
+  g_assert_null(ema_comparison_new(two, renamed, &error));
+  assert_error(error, EMA_VALIDATE_ERROR_DATA, "result 2 is 'b' measured but 'x' simulated");
+  g_clear_error(&error);
+  g_assert_null(ema_comparison_new(two, decode, &error));
+  assert_error(error, EMA_VALIDATE_ERROR_DATA, "result 2 is 'b'");
+  g_clear_error(&error);
+  g_assert_null(ema_comparison_new(two, zero_time, &error));
+  assert_error(error, EMA_VALIDATE_ERROR_DATA, "'b' takes no time");
+  g_clear_error(&error);
+}
+
+static void test_judge(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture();
+  EmaOpsReport report = {0};
+  EmaOpResult result = {0};
+  EmaOpExpect by_time = {6500, 0, 0}; /* 6.5 us, the experiment's 5% */
+  EmaOpExpect by_bandwidth = {0, 400e9, 0.001};
+  result.seconds_ns = 6800; /* +4.6% */
+  result.bandwidth = 398e9; /* -0.5% */
+  ema_compare_judge(&result, &by_time, experiment, &report);
+  g_assert_true(result.has_expect && result.expect_is_time && result.pass);
+  g_assert_cmpfloat(fabs(result.error - 300.0 / 6500), <, 1e-12);
+  g_assert_cmpfloat(result.tolerance, ==, 0.05);
+  g_assert_cmpuint(report.failed, ==, 0);
+  ema_compare_judge(&result, &by_bandwidth, experiment, &report);
+  g_assert_false(result.expect_is_time);
+  g_assert_false(result.pass);
+  g_assert_cmpfloat(fabs(result.error + 0.005), <, 1e-12);
+  g_assert_cmpuint(report.failed, ==, 1);
+}
+
+/* ---- summary.json ------------------------------------------------------------------ */
+
+static void test_read_summary(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture();
+  g_autofree char *dir = source_path(FIXTURES "/measured");
+  GError *error = NULL;
+  g_autoptr(EmaOpsReport) report = ema_compare_read_summary(dir, experiment, &error);
+  const EmaOpResult *r;
+  g_assert_no_error(error);
+  g_assert_cmpuint(report->ops->len, ==, 3);
+  r = &g_array_index(report->ops, EmaOpResult, 0);
+  g_assert_true(r->name == g_array_index(experiment->ops, EmaOpSpec, 0).name);
+  g_assert_true(r->spec == &g_array_index(experiment->ops, EmaOpSpec, 0));
+  g_assert_cmpint(r->seconds_ns, ==, 10800000);
+  g_assert_cmpfloat(fabs(r->bandwidth - 397.6755e9), <, 1);
+  g_assert_true(r->has_expect && !r->expect_is_time && r->pass); /* 397.68 against 397 GB/s */
+  r = &g_array_index(report->ops, EmaOpResult, 1);
+  g_assert_cmpint(r->seconds_ns, ==, 20000);
+  g_assert_false(r->has_expect);
+  r = &g_array_index(report->ops, EmaOpResult, 2);
+  g_assert_null(r->spec);
+  g_assert_cmpstr(r->name, ==, "llama31-8b-local-1x1000");
+  g_assert_cmpint(r->seconds_ns, ==, 4000000);
+  g_assert_cmpuint(report->failed, ==, 0);
+  g_assert_cmpint(report->simulated, ==, 10820000); /* the ops' times, not the decode's */
+}
+
+/* The fixture summary with FROM replaced by TO, in a new directory. */
+static char *edited_summary(const char *from, const char *to) {
+  g_autofree char *path = source_path(FIXTURES "/measured/summary.json");
+  g_autofree char *text = read_text(path);
+  g_auto(GStrv) parts = g_strsplit(text, from, 2);
+  g_autofree char *edited = NULL;
+  char *dir = temp_dir();
+  g_assert_nonnull(parts[1]); /* FROM is in the fixture */
+  edited = g_strjoin(to, parts[0], parts[1], NULL);
+  write_text(dir, "summary.json", edited);
+  return dir;
+}
+
+static void test_read_summary_errors(void) {
+  const struct {
+    const char *from, *to; /* NULL from: replace the whole file with TO */
+    int code;
+    const char *message;
+  } cases[] = {
+      {"\"compare-fixture\"", "\"another\"", EMA_VALIDATE_ERROR_DATA,
+       "the results of experiment 'another', not 'compare-fixture'"},
+      {"\"experiment\" : \"compare-fixture\",", "", EMA_VALIDATE_ERROR_DATA,
+       "no \"experiment\" name"},
+      {"\"ops\" :", "\"tenants\" :", EMA_VALIDATE_ERROR_DATA, "no \"ops\" list"},
+      {"\"copy-both-1MiB\"", "\"copy-both-2MiB\"", EMA_VALIDATE_ERROR_DATA,
+       "ops[1] is 'copy-both-2MiB', but the experiment's op 2 is 'copy-both-1MiB'"},
+      {"\"llama31-8b-local-1x1000\"", "\"x\"", EMA_VALIDATE_ERROR_DATA,
+       "the experiment's decode scenario 1 is 'llama31-8b-local-1x1000'"},
+      {"\"seconds\" : 2e-05", "\"seconds\" : -1", EMA_VALIDATE_ERROR_DATA,
+       "ops[1].seconds (copy-both-1MiB): missing or not a positive number"},
+      {"\"seconds\" : 0.004", "\"seconds\" : \"4ms\"", EMA_VALIDATE_ERROR_DATA,
+       "ops[2].seconds (llama31-8b-local-1x1000)"},
+      {"\"bandwidth_gbps\" : 104.8576", "\"bw\" : 1", EMA_VALIDATE_ERROR_DATA,
+       "ops[1].bandwidth_gbps (copy-both-1MiB)"},
+      {"\"name\" : \"copy-0to1-4GiB\",", "", EMA_VALIDATE_ERROR_DATA,
+       "ops[0].name: missing or not a string"},
+      {"    {\n      \"name\" : \"copy-both-1MiB\",\n      \"seconds\" : 2e-05,\n      "
+       "\"bandwidth_gbps\" : 104.8576\n    },\n",
+       "", EMA_VALIDATE_ERROR_DATA,
+       "2 results, but experiment 'compare-fixture' has 2 ops and 1 decode scenario"},
+      {NULL, "{\"experiment\": ", EMA_VALIDATE_ERROR_DATA, "summary.json"},
+      {NULL, "[1, 2]", EMA_VALIDATE_ERROR_DATA, "not a summary"},
+  };
+  g_autoptr(EmaExperiment) experiment = load_fixture();
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *dir = NULL;
+    GError *error = NULL;
+    if (cases[i].from) {
+      dir = edited_summary(cases[i].from, cases[i].to);
+    } else {
+      dir = temp_dir();
+      write_text(dir, "summary.json", cases[i].to);
+    }
+    g_assert_null(ema_compare_read_summary(dir, experiment, &error));
+    assert_error(error, cases[i].code, cases[i].message);
+    g_clear_error(&error);
+    remove_tree(dir);
+  }
+}
+
+static void test_read_summary_missing(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture();
+  g_autofree char *dir = temp_dir();
+  GError *error = NULL;
+  g_assert_null(ema_compare_read_summary(dir, experiment, &error));
+  assert_error(error, EMA_VALIDATE_ERROR_IO, "summary.json: no such file");
+  assert_contains(error->message, "ema-validate run FILE -o ");
+  g_clear_error(&error);
+  remove_tree(dir);
+}
+
+/* ---- compare.csv and compare.md ------------------------------------------------------- */
+
+static void test_write(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture();
+  g_autofree char *measured_dir = source_path(FIXTURES "/measured");
+  g_autofree char *dir = temp_dir();
+  g_autofree char *csv_path = g_build_filename(dir, "compare.csv", NULL);
+  g_autofree char *md_path = g_build_filename(dir, "compare.md", NULL);
+  g_autofree char *csv = NULL, *md = NULL, *expected_row = NULL;
+  GError *error = NULL;
+  g_autoptr(EmaOpsReport) measured = ema_compare_read_summary(measured_dir, experiment, &error);
+  g_autoptr(EmaOpsReport) simulated = ema_ops_run(experiment, &error);
+  g_autoptr(EmaComparison) c = NULL;
+  EmaCompareInfo info = {"experiment.yaml", experiment->name, experiment->server.name, measured_dir,
+                         "libema (test)"};
+  const EmaCompareRow *decode;
+  char error_text[G_ASCII_DTOSTR_BUF_SIZE];
+  g_assert_no_error(error);
+  c = ema_comparison_new(measured, simulated, &error);
+  g_assert_no_error(error);
+  g_assert_true(ema_comparison_write(c, &info, dir, &error));
+  g_assert_no_error(error);
+  csv = read_text(csv_path);
+  md = read_text(md_path);
+  g_assert_true(g_str_has_prefix(
+      csv, "name,kind,measured_s,simulated_s,measured_gb_s,simulated_gb_s,error_pct\n"));
+  assert_contains(csv, "\ncopy-0to1-4GiB,op,0.0108,");
+  assert_contains(csv, "\nllama31-8b-local-1x1000,decode,0.004,");
+  /* the decode row's error is (simulated - 4 ms) / 4 ms, to 4 decimals of a percent */
+  decode = &g_array_index(c->rows, EmaCompareRow, 2);
+  g_assert_cmpfloat(fabs(decode->error - (decode->simulated_s - 0.004) / 0.004), <, 1e-12);
+  g_ascii_formatd(error_text, sizeof error_text, "%.4f", 100 * decode->error);
+  expected_row = g_strdup_printf(",%s\n", error_text);
+  assert_contains(csv, expected_row);
+  assert_contains(md, "# compare-fixture: the GPUs against the simulator");
+  assert_contains(md, "- experiment: `experiment.yaml` (server `h200x2`)");
+  assert_contains(md, "  - driver: 580.159.04");
+  assert_contains(md, "  - gpus: GPU0 NVIDIA H200");
+  assert_contains(md, "Ops: median |error| ");
+  assert_contains(md, "over 2 ops, largest ");
+  assert_contains(md, "Decode: median |error| ");
+  assert_contains(md, "| copy-both-1MiB | op | 20.00 us |");
+  g_assert_true(ema_comparison_write(c, &info, "/nonexistent/dir", &error) == FALSE);
+  assert_error(error, EMA_VALIDATE_ERROR_IO, "cannot write /nonexistent/dir/compare.csv");
+  g_clear_error(&error);
+  remove_tree(dir);
+}
+
+static void test_provenance(void) {
+  g_autofree char *dir = source_path(FIXTURES "/measured");
+  g_autofree char *text = ema_compare_provenance(dir);
+  g_autofree char *empty = temp_dir();
+  g_assert_nonnull(text);
+  g_assert_true(g_str_has_prefix(text, "date: 2026-11-29T23:07:00Z\n"));
+  assert_contains(text, "\nrepeats: 20\n");
+  g_assert_null(ema_compare_provenance(empty));
+  remove_tree(empty);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/validate/compare/maths", test_maths);
+  g_test_add_func("/validate/compare/maths-empty-side", test_maths_empty_side);
+  g_test_add_func("/validate/compare/maths-mismatch", test_maths_mismatch);
+  g_test_add_func("/validate/compare/judge", test_judge);
+  g_test_add_func("/validate/compare/read-summary", test_read_summary);
+  g_test_add_func("/validate/compare/read-summary-errors", test_read_summary_errors);
+  g_test_add_func("/validate/compare/read-summary-missing", test_read_summary_missing);
+  g_test_add_func("/validate/compare/write", test_write);
+  g_test_add_func("/validate/compare/provenance", test_provenance);
+  return g_test_run();
+}
