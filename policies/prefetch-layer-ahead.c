@@ -11,7 +11,8 @@
  * bandwidth in check (pool.h, interference): the copies landing in this
  * GPU may slow its layers by at most `max_borrower_slowdown`, and the
  * lenders' HBM, read at the rate this step pulls, may lose at most
- * `max_lender_slowdown` (lender priority). */
+ * `max_lender_slowdown` (lender priority), shared equally among the
+ * tenants that read from the same lender. */
 #include <math.h>
 
 #include "builtin.h"
@@ -65,9 +66,16 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     const EmaGpuSpec *g = &view->server->gpu;
     double rate_m = g->hbm_bandwidth * g->hbm_efficiency;
     double layer_s = MAX(step->layer_compute_s, step->layer_memory_s);
-    guint lenders = 0;
-    for (guint j = 0; j < view->n_gpus; j++)
-      lenders += view->remote_blocks[gpu * view->n_gpus + j] > 0;
+    /* each lender's allowance is shared among the tenants reading from it */
+    double lenders = 0;
+    for (guint j = 0; j < view->n_gpus; j++) {
+      guint readers = 0;
+      if (view->remote_blocks[gpu * view->n_gpus + j] == 0)
+        continue;
+      for (guint b = 0; b < view->n_gpus; b++)
+        readers += view->remote_blocks[b * view->n_gpus + j] > 0;
+      lenders += 1.0 / MAX(readers, 1);
+    }
     /* landing copies: k_in x bytes of this GPU's HBM time per layer */
     if (g->interference_incoming > 0)
       hideable = MIN(hideable, p->max_borrower_slowdown * step->layer_memory_s * rate_m /
@@ -75,7 +83,7 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     /* pulls: k_out x (bytes per layer / layer time) of each lender's HBM rate */
     if (g->interference_outgoing > 0)
       hideable = MIN(hideable, p->max_lender_slowdown * rate_m / g->interference_outgoing *
-                                   layer_s * MAX(lenders, 1));
+                                   layer_s * MAX(lenders, 1.0 / view->n_gpus));
   }
   plan->remote_limit = step->kv_bytes > 0 ? CLAMP(hideable / step->kv_bytes, 0, 1) : 1;
 }
