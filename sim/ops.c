@@ -26,9 +26,8 @@ typedef struct {
 
 static void start_op(EmaSim *sim, EmaEvent *event, gpointer user_data);
 
-/* Fill RESULT's expectation fields from EXPECT, and count a miss. */
-static void judge(EmaOpResult *result, const EmaOpExpect *expect, const EmaExperiment *experiment,
-                  EmaOpsReport *report) {
+void ema_op_result_judge(EmaOpResult *result, const EmaOpExpect *expect, double default_tolerance,
+                         guint *failed) {
   double seconds = (double) result->seconds_ns / 1e9;
   result->has_expect = expect->time != 0 || expect->bandwidth != 0;
   if (!result->has_expect)
@@ -37,10 +36,10 @@ static void judge(EmaOpResult *result, const EmaOpExpect *expect, const EmaExper
   result->expected = result->expect_is_time ? (double) expect->time / 1e9 : expect->bandwidth;
   result->measured = result->expect_is_time ? seconds : result->bandwidth;
   result->error = (result->measured - result->expected) / result->expected;
-  result->tolerance = expect->tolerance > 0 ? expect->tolerance : experiment->tolerance;
+  result->tolerance = expect->tolerance > 0 ? expect->tolerance : default_tolerance;
   result->pass = fabs(result->error) <= result->tolerance;
   if (!result->pass)
-    report->failed++;
+    (*failed)++;
 }
 
 static void finish_op(OpsRun *run) {
@@ -51,7 +50,7 @@ static void finish_op(OpsRun *run) {
   result.seconds_ns = ema_sim_now(run->sim) - run->op_start;
   seconds = (double) result.seconds_ns / 1e9;
   result.bandwidth = seconds > 0 ? (double) ema_op_bytes(op) / seconds : INFINITY;
-  judge(&result, &op->expect, run->experiment, run->report);
+  ema_op_result_judge(&result, &op->expect, run->experiment->tolerance, &run->report->failed);
   g_array_append_val(run->report->ops, result);
 
   run->op_index++;
@@ -127,7 +126,7 @@ static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScen
   }
   result.seconds_ns = (EmaTime) llround(seconds * 1e9);
   result.bandwidth = bd.bytes / seconds;
-  judge(&result, &d->expect, experiment, report);
+  ema_op_result_judge(&result, &d->expect, experiment->tolerance, &report->failed);
   g_array_append_val(report->ops, result);
   return TRUE;
 }

@@ -32,6 +32,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ema/ledger.h"
 #include "ema/registry.h"
 
 #define DECIDE_PRIORITY 50
@@ -45,38 +46,27 @@
 typedef struct _Pool Pool;
 
 typedef struct {
+  /* the ledger's counters (ledger.h), read as g->local_used and so on */
+  union {
+    EmaSliceGpu counters;
+    struct {
+      EMA_SLICE_GPU_FIELDS
+    };
+  };
   Pool *pool;
-  guint index;
-  gboolean present, shares, has_tenant;
-  guint64 slices, block_bytes;
   guint layers;
   const EmaStepModel *model;
   EmaEngine *engine;
-  guint64 local_used;
-  guint64 *remote; /* [n] blocks on lender j */
-  guint64 remote_total;
-  gboolean remote_viewed; /* remote_view holds nonzero entries of this GPU */
-  guint64 lending, returning, staging, borrowing;
-  /* kept equal to sums over the lent matrix by change_lent() */
-  guint64 lent_total;       /* sum_b lent[g][b] */
-  guint64 borrowed_total;   /* sum_j lent[j][g] */
-  guint64 remote_cap_total; /* sum_j floor(lent[j][g] x S / B): blocks its borrowed slices hold */
   /* peer swap (preempt: swap-peer): this tenant's preempted KV parked on
-   * peers and on host, in blocks; and the slices of other tenants' parked
-   * KV this GPU holds */
+   * peers and on host, in blocks (the slices of other tenants' parked KV
+   * this GPU holds are its parking) */
   guint64 *parked; /* [n] on lender j */
   guint64 parked_host;
-  guint64 parking;           /* slices */
   gboolean evicting_to_host; /* the pool's own eviction: swap_out must not park on peers */
-  EmaPrefetchPlan plan;
-  guint64 blocks_short;
-  guint running, waiting;
-  double demand;         /* blocks per second */
-  guint64 demand_blocks; /* blocks used at the last trend sample */
-  EmaTime demand_at;     /* time of that sample */
-  EmaTime last_step;
-  double *pull;    /* [n] B/s this tenant pulled from lender j in its last step */
-  double incoming; /* B/s copied into this GPU by its prefetches in its last step */
+  guint64 demand_blocks;     /* blocks used at the last trend sample */
+  EmaTime demand_at;         /* time of that sample */
+  double *pull;              /* [n] B/s this tenant pulled from lender j in its last step */
+  double incoming;           /* B/s copied into this GPU by its prefetches in its last step */
   EmaEvent decide_event;
   EmaTime decided_at; /* the last decision */
   gboolean dropping;  /* a drop for a reclaim is freeing blocks: give() takes them from... */
@@ -90,14 +80,11 @@ struct _Pool {
   const EmaPolicySpec *spec;
   guint n;
   Gpu *gpus;
-  guint64 *lent;         /* [lender * n + borrower] */
-  guint64 *remote_view;  /* [borrower * n + lender], a copy of the Gpus' remote[] for views */
+  EmaSliceLedger ledger; /* the lent matrix and the views; gpus[i] is &gpus[i].counters */
   double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
   GPtrArray *pending;    /* Pending * in flight (freed with the pool if a run ends first) */
   EmaTime decision_period;
   const EmaPolicyInfo *policies[3];
-  EmaGpuView *views;
-  EmaPoolView view;
   EmaPoolStats stats;
 };
 
@@ -124,13 +111,11 @@ typedef struct {
 /* ---- ledger arithmetic --------------------------------------------------- */
 
 static guint64 slices_for_blocks(const Gpu *g, guint64 blocks) {
-  if (g->block_bytes == 0)
-    return 0;
-  return (blocks * g->block_bytes + EMA_SLICE_BYTES - 1) / EMA_SLICE_BYTES;
+  return ema_slices_for_blocks(&g->counters, blocks);
 }
 
 static guint64 blocks_in_slices(const Gpu *g, guint64 slices) {
-  return g->block_bytes ? slices * EMA_SLICE_BYTES / g->block_bytes : 0;
+  return ema_blocks_in_slices(&g->counters, slices);
 }
 
 static guint64 lent_out(const Pool *p, guint g) {
@@ -141,62 +126,27 @@ static guint64 borrowed_in(const Pool *p, guint g) {
   return p->gpus[g].borrowed_total;
 }
 
-static guint64 remote_capacity(const Pool *p, const Gpu *g, guint lender);
-
-/* Add DELTA slices to lent[LENDER][BORROWER], keeping the counters. */
 static void change_lent(Pool *p, guint lender, guint borrower, gint64 delta) {
-  guint64 *lent = &p->lent[lender * p->n + borrower];
-  Gpu *b = &p->gpus[borrower];
-  g_assert(delta >= 0 || (guint64) -delta <= *lent);
-  b->remote_cap_total -= remote_capacity(p, b, lender);
-  *lent = (guint64) ((gint64) *lent + delta);
-  b->remote_cap_total += remote_capacity(p, b, lender);
-  p->gpus[lender].lent_total = (guint64) ((gint64) p->gpus[lender].lent_total + delta);
-  b->borrowed_total = (guint64) ((gint64) b->borrowed_total + delta);
+  ema_slice_ledger_change_lent(&p->ledger, lender, borrower, delta);
 }
 
-/* Slices of g not lent, lending, returning or staging: where its own blocks live. */
-static guint64 own_slices(const Pool *p, const Gpu *g) {
-  guint64 taken = lent_out(p, g->index) + g->lending + g->returning + g->staging + g->parking;
-  return g->slices > taken ? g->slices - taken : 0;
-}
-
-static guint64 local_capacity(const Pool *p, const Gpu *g) {
-  return blocks_in_slices(g, own_slices(p, g));
+static guint64 local_capacity(const Gpu *g) {
+  return ema_slice_gpu_local_capacity(&g->counters);
 }
 
 static guint64 remote_capacity(const Pool *p, const Gpu *g, guint lender) {
-  return blocks_in_slices(g, p->lent[lender * p->n + g->index]);
+  return ema_slice_ledger_remote_capacity(&p->ledger, &g->counters, lender);
 }
 
-/* Remote blocks the prefetch plan admits in all: what admission of new
- * requests may fill (free_blocks); running requests may grow beyond it
- * into any borrowed room (take). */
-static guint64 remote_admitted(const Pool *p, const Gpu *g) {
-  guint64 total = g->remote_cap_total;
-  if (total > 0 && g->plan.remote_limit < 1) {
-    double limit =
-        g->plan.remote_limit / (1 - g->plan.remote_limit) * (double) local_capacity(p, g);
-    total = MIN(total, (guint64) floor(limit));
-  }
-  return total;
-}
-
-static guint64 lendable(const Pool *p, const Gpu *g) {
-  guint64 used = slices_for_blocks(g, g->local_used);
-  guint64 own = own_slices(p, g);
-  return own > used ? own - used : 0;
+static guint64 lendable(const Gpu *g) {
+  return ema_slice_gpu_lendable(&g->counters);
 }
 
 /* ---- the tenant's KV memory ---------------------------------------------- */
 
 static guint64 memory_free_blocks(gpointer self) {
   Gpu *g = self;
-  Pool *p = g->pool;
-  guint64 local_cap = local_capacity(p, g);
-  guint64 local_free = local_cap > g->local_used ? local_cap - g->local_used : 0;
-  guint64 admitted = remote_admitted(p, g);
-  return local_free + (admitted > g->remote_total ? admitted - g->remote_total : 0);
+  return ema_slice_gpu_free_blocks(&g->counters);
 }
 
 static guint64 memory_total_blocks(gpointer self) {
@@ -209,7 +159,7 @@ static guint64 memory_total_blocks(gpointer self) {
 static gboolean memory_take(gpointer self, guint64 n) {
   Gpu *g = self;
   Pool *p = g->pool;
-  guint64 local_cap = local_capacity(p, g);
+  guint64 local_cap = local_capacity(g);
   guint64 local = MIN(n, local_cap > g->local_used ? local_cap - g->local_used : 0);
   guint64 rest = n - local;
   if (rest > 0) {
@@ -330,8 +280,7 @@ static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
       guint64 room;
       if (j == g->index || !l->shares)
         continue;
-      room =
-          blocks_in_slices(g, slices_for_blocks(g, g->parked[j]) + lendable(p, l)) - g->parked[j];
+      room = blocks_in_slices(g, slices_for_blocks(g, g->parked[j]) + lendable(l)) - g->parked[j];
       if (room > most) {
         most = room;
         best = j;
@@ -385,43 +334,7 @@ static const EmaKvMemoryOps pool_memory_ops_peer_swap = {.take = memory_take,
 /* ---- views ----------------------------------------------------------------- */
 
 static const EmaPoolView *build_view(Pool *p) {
-  for (guint i = 0; i < p->n; i++) {
-    Gpu *g = &p->gpus[i];
-    EmaGpuView *v = &p->views[i];
-    memset(v, 0, sizeof *v);
-    v->index = i;
-    v->shares = g->shares;
-    v->has_tenant = g->has_tenant;
-    v->slices = g->slices;
-    v->slices_lent = lent_out(p, i) + g->lending + g->returning + g->parking;
-    v->slices_used = slices_for_blocks(g, g->local_used);
-    v->slices_staging = g->staging;
-    v->slices_pending = g->borrowing;
-    v->slices_borrowed = borrowed_in(p, i);
-    for (guint j = 0; g->remote_total > 0 && j < p->n; j++)
-      v->slices_borrowed_used += slices_for_blocks(g, g->remote[j]);
-    v->block_bytes = g->block_bytes;
-    v->blocks_total = g->has_tenant ? local_capacity(p, g) + remote_admitted(p, g) : 0;
-    v->blocks_used = g->local_used + g->remote_total;
-    v->blocks_remote = g->remote_total;
-    v->blocks_short = g->blocks_short;
-    v->running = g->running;
-    v->waiting = g->waiting;
-    v->demand_blocks_per_s = g->demand;
-    v->last_step = g->last_step;
-  }
-  p->view.now = ema_sim_now(p->sim);
-  p->view.n_gpus = p->n;
-  p->view.gpus = p->views;
-  p->view.lent = p->lent;
-  for (guint b = 0; b < p->n; b++)
-    if (p->gpus[b].remote_total > 0 || p->gpus[b].remote_viewed)
-      memcpy(&p->remote_view[b * p->n], p->gpus[b].remote, p->n * sizeof(guint64));
-  for (guint b = 0; b < p->n; b++)
-    p->gpus[b].remote_viewed = p->gpus[b].remote_total > 0;
-  p->view.remote_blocks = p->remote_view;
-  p->view.server = p->server;
-  return &p->view;
+  return ema_slice_ledger_view(&p->ledger, ema_sim_now(p->sim), p->server);
 }
 
 /* ---- applying plans -------------------------------------------------------- */
@@ -476,7 +389,7 @@ static void start_pending(Pool *p, PendingKind kind, guint lender, guint borrowe
 /* BORROWER borrows SLICES from LENDER (cut to what LENDER can lend). */
 static void apply_borrow(Pool *p, guint borrower, guint lender, guint64 slices) {
   Gpu *l = &p->gpus[lender];
-  guint64 can = lender == borrower || !l->shares ? 0 : lendable(p, l);
+  guint64 can = lender == borrower || !l->shares ? 0 : lendable(l);
   if (slices > can) {
     p->stats.plans_adjusted++;
     slices = can;
@@ -494,7 +407,7 @@ static void apply_borrow(Pool *p, guint borrower, guint lender, guint64 slices) 
 /* BORROWER gives back SLICES empty slices of LENDER (cut to the empty ones). */
 static void apply_return(Pool *p, guint borrower, guint lender, guint64 slices) {
   Gpu *b = &p->gpus[borrower];
-  const guint64 *lent = &p->lent[lender * p->n + borrower];
+  const guint64 *lent = &p->ledger.lent[lender * p->n + borrower];
   guint64 used = slices_for_blocks(b, b->remote[lender]);
   guint64 empty = *lent > used ? *lent - used : 0;
   if (slices > empty) {
@@ -549,11 +462,11 @@ static double evict(Pool *p, Gpu *b, guint lender, guint64 blocks, EmaPreemptMod
 static double migrate(Pool *p, Gpu *b, guint lender, guint target, guint64 blocks, guint64 *moved) {
   guint64 room;
   if (target == b->index) {
-    guint64 cap = local_capacity(p, b);
+    guint64 cap = local_capacity(b);
     room = cap > b->local_used ? cap - b->local_used : 0;
   } else {
     Gpu *t = &p->gpus[target];
-    room = t->shares && target != lender ? blocks_in_slices(b, lendable(p, t)) : 0;
+    room = t->shares && target != lender ? blocks_in_slices(b, lendable(t)) : 0;
   }
   *moved = MIN(room, blocks);
   if (*moved == 0)
@@ -578,7 +491,7 @@ static double migrate(Pool *p, Gpu *b, guint lender, guint target, guint64 block
 /* LENDER takes back the slices of ACTION. */
 static double apply_reclaim_action(Pool *p, guint lender, const EmaReclaimAction *action,
                                    guint64 *taken) {
-  const guint64 *lent = &p->lent[lender * p->n + action->borrower];
+  const guint64 *lent = &p->ledger.lent[lender * p->n + action->borrower];
   Gpu *b = &p->gpus[action->borrower];
   guint64 slices = MIN(action->slices, *lent);
   guint64 keep, excess, moved = 0;
@@ -657,7 +570,7 @@ void ema_pool_reclaim_everything(EmaPool *pool, guint lender) {
     return;
   run_reclaim(p, lender, lent);
   for (guint b = 0; b < p->n; b++) {
-    guint64 left = p->lent[lender * p->n + b];
+    guint64 left = p->ledger.lent[lender * p->n + b];
     if (left > 0) {
       EmaReclaimAction drop = {b, left, EMA_VACATE_DROP, 0};
       guint64 taken;
@@ -897,9 +810,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->spec = policy;
   p->n = (guint) server->gpus;
   p->gpus = g_new0(Gpu, p->n);
-  p->lent = g_new0(guint64, (gsize) p->n * p->n);
-  p->views = g_new0(EmaGpuView, p->n);
-  p->remote_view = g_new0(guint64, (gsize) p->n * p->n);
+  ema_slice_ledger_init(&p->ledger, p->n);
   p->bytes_scratch = g_new0(double, p->n);
   p->pending = g_ptr_array_new();
   p->decision_period = policy->decision_period;
@@ -914,6 +825,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
     Gpu *g = &p->gpus[i];
     g->pool = p;
     g->index = i;
+    p->ledger.gpus[i] = &g->counters;
     g->remote = g_new0(guint64, p->n);
     g->parked = g_new0(guint64, p->n);
     g->pull = g_new0(double, p->n);
@@ -921,18 +833,6 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
     ema_event_init(&g->decide_event, on_decide, g);
   }
   return pool;
-}
-
-static gsize state_size(const EmaPolicyInfo *info) {
-  switch (info->kind) {
-  case EMA_POLICY_BORROW:
-    return ((const EmaBorrowPolicyOps *) info->ops)->state_size;
-  case EMA_POLICY_PREFETCH:
-    return ((const EmaPrefetchPolicyOps *) info->ops)->state_size;
-  case EMA_POLICY_RECLAIM:
-    return ((const EmaReclaimPolicyOps *) info->ops)->state_size;
-  }
-  return 0;
 }
 
 gboolean ema_pool_start(EmaPool *pool, GError **error) {
@@ -945,14 +845,8 @@ gboolean ema_pool_start(EmaPool *pool, GError **error) {
       continue;
     for (guint k = 0; k < 3; k++) {
       const EmaPolicyInfo *info = p->policies[k];
-      gboolean (*init)(gpointer, gconstpointer, const EmaPoolView *, GError **) = NULL;
-      g->states[k] = g_malloc0(MAX(state_size(info), 1));
-      if (k == EMA_POLICY_BORROW)
-        init = ((const EmaBorrowPolicyOps *) info->ops)->init;
-      else if (k == EMA_POLICY_PREFETCH)
-        init = ((const EmaPrefetchPolicyOps *) info->ops)->init;
-      else
-        init = ((const EmaReclaimPolicyOps *) info->ops)->init;
+      EmaPolicyInitFunc init = ema_policy_info_init_func(info);
+      g->states[k] = g_malloc0(MAX(ema_policy_info_state_size(info), 1));
       if (init && !init(g->states[k], params[k], build_view(p), error)) {
         g_prefix_error(error, "%s policy %s: ", ema_policy_kind_name(info->kind), info->name);
         return FALSE;
@@ -983,9 +877,7 @@ void ema_pool_free(EmaPool *pool) {
   }
   g_ptr_array_unref(p->pending);
   g_free(p->gpus);
-  g_free(p->lent);
-  g_free(p->views);
-  g_free(p->remote_view);
+  ema_slice_ledger_clear(&p->ledger);
   g_free(p->bytes_scratch);
   g_free(pool);
 }
@@ -1066,8 +958,8 @@ gboolean ema_pool_check(const EmaPool *pool, GError **error) {
     {
       guint64 lent = 0, borrowed = 0, cap = 0;
       for (guint j = 0; j < p->n; j++) {
-        lent += p->lent[i * p->n + j];
-        borrowed += p->lent[j * p->n + i];
+        lent += p->ledger.lent[i * p->n + j];
+        borrowed += p->ledger.lent[j * p->n + i];
         cap += remote_capacity(p, g, j);
       }
       if (lent != g->lent_total || borrowed != g->borrowed_total || cap != g->remote_cap_total) {

@@ -474,6 +474,30 @@ GPtrArray *ema_policy_registry_list(EmaPolicyKind kind) {
   return g_ptr_array_copy(registry->policies[kind], NULL, NULL);
 }
 
+gsize ema_policy_info_state_size(const EmaPolicyInfo *info) {
+  switch (info->kind) {
+  case EMA_POLICY_BORROW:
+    return ((const EmaBorrowPolicyOps *) info->ops)->state_size;
+  case EMA_POLICY_PREFETCH:
+    return ((const EmaPrefetchPolicyOps *) info->ops)->state_size;
+  case EMA_POLICY_RECLAIM:
+    return ((const EmaReclaimPolicyOps *) info->ops)->state_size;
+  }
+  return 0;
+}
+
+EmaPolicyInitFunc ema_policy_info_init_func(const EmaPolicyInfo *info) {
+  switch (info->kind) {
+  case EMA_POLICY_BORROW:
+    return ((const EmaBorrowPolicyOps *) info->ops)->init;
+  case EMA_POLICY_PREFETCH:
+    return ((const EmaPrefetchPolicyOps *) info->ops)->init;
+  case EMA_POLICY_RECLAIM:
+    return ((const EmaReclaimPolicyOps *) info->ops)->init;
+  }
+  return NULL;
+}
+
 const EmaPolicyComposition *ema_policy_registry_find_composition(const char *name, GError **error) {
   const EmaPolicyComposition *composition;
   g_return_val_if_fail(name != NULL, NULL);

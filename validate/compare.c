@@ -15,18 +15,7 @@
 
 void ema_compare_judge(EmaOpResult *result, const EmaOpExpect *expect,
                        const EmaExperiment *experiment, EmaOpsReport *report) {
-  double seconds = (double) result->seconds_ns / 1e9;
-  result->has_expect = expect->time != 0 || expect->bandwidth != 0;
-  if (!result->has_expect)
-    return;
-  result->expect_is_time = expect->time != 0;
-  result->expected = result->expect_is_time ? (double) expect->time / 1e9 : expect->bandwidth;
-  result->measured = result->expect_is_time ? seconds : result->bandwidth;
-  result->error = (result->measured - result->expected) / result->expected;
-  result->tolerance = expect->tolerance > 0 ? expect->tolerance : experiment->tolerance;
-  result->pass = fabs(result->error) <= result->tolerance;
-  if (!result->pass)
-    report->failed++;
+  ema_op_result_judge(result, expect, experiment->tolerance, &report->failed);
 }
 
 /* ---- reading summary.json ------------------------------------------------------ */

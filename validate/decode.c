@@ -56,7 +56,7 @@ typedef struct {
   guint pull_chunks;
 } Decode;
 
-static guint64 local_layer_bytes(const EmaDecodePlan *plan) {
+guint64 ema_decode_local_layer_bytes(const EmaDecodePlan *plan) {
   return (guint64) plan->local_blocks * plan->block_bytes;
 }
 
@@ -81,17 +81,19 @@ static const void *other_pool(const Decode *d, guint layer) {
   return NULL;
 }
 
-static EmaAttentionArgs attention_args(const Decode *d, guint layer) {
-  const EmaDecodePlan *plan = d->plan;
+EmaAttentionArgs ema_decode_attention_args(const EmaDecodePlan *plan, guint layer,
+                                           const int32_t *table, const void *pool_local,
+                                           const void *pool_other, const void *queries,
+                                           float *partial, unsigned *counters, float *out) {
   EmaAttentionArgs args = {
-      .block_table = d->table,
-      .pool_local = (const char *) d->local_pool + (guint64) layer * local_layer_bytes(plan),
-      .pool_other = other_pool(d, layer),
+      .block_table = table,
+      .pool_local = pool_local,
+      .pool_other = pool_other,
       .queries =
-          (const char *) d->queries + (guint64) layer * ema_decode_plan_query_elements(plan) * 2,
-      .partial = d->partial,
-      .counters = d->counters,
-      .out = d->out + (guint64) layer * ema_decode_plan_output_elements(plan),
+          (const char *) queries + (guint64) layer * ema_decode_plan_query_elements(plan) * 2,
+      .partial = partial,
+      .counters = counters,
+      .out = out + (guint64) layer * ema_decode_plan_output_elements(plan),
       .batch = plan->options.batch,
       .context = plan->options.context,
       .blocks_per_seq = plan->blocks_per_seq,
@@ -104,6 +106,13 @@ static EmaAttentionArgs attention_args(const Decode *d, guint layer) {
       .scale = (float) (1.0 / sqrt((double) plan->head_dim)),
   };
   return args;
+}
+
+static EmaAttentionArgs attention_args(const Decode *d, guint layer) {
+  return ema_decode_attention_args(
+      d->plan, layer, d->table,
+      (const char *) d->local_pool + (guint64) layer * ema_decode_local_layer_bytes(d->plan),
+      other_pool(d, layer), d->queries, d->partial, d->counters, d->out);
 }
 
 static gboolean enqueue_gemv(Decode *d, guint layer, GError **error) {
@@ -234,7 +243,7 @@ static gboolean allocate_and_fill(Decode *d, EmaGpuArena *arena, GError **error)
   guint64 weight_bytes = (guint64) layers * plan->layer_weight_bytes;
   guint64 activation_bytes = (guint64) (layers + 1) * plan->hidden * 2;
   guint64 query_bytes = (guint64) layers * ema_decode_plan_query_elements(plan) * 2;
-  guint64 local_bytes = MAX(16, (guint64) layers * local_layer_bytes(plan));
+  guint64 local_bytes = MAX(16, (guint64) layers * ema_decode_local_layer_bytes(plan));
   guint64 remote_bytes = MAX(16, (guint64) layers * remote_layer_bytes(plan));
   guint64 staging_bytes =
       MAX(16, (guint64) (plan->options.prefetch_depth + 1) * remote_layer_bytes(plan));
@@ -288,8 +297,9 @@ static gboolean allocate_and_fill(Decode *d, EmaGpuArena *arena, GError **error)
             COMPUTE_GPU, error) ||
       !fill(d->stream, &d->shape, d->queries, query_bytes / 2, EMA_SEED_QUERIES, COMPUTE_GPU,
             error) ||
-      !fill(d->stream, &d->shape, d->local_pool, (guint64) layers * local_layer_bytes(plan) / 2,
-            EMA_SEED_KV_LOCAL, COMPUTE_GPU, error) ||
+      !fill(d->stream, &d->shape, d->local_pool,
+            (guint64) layers * ema_decode_local_layer_bytes(plan) / 2, EMA_SEED_KV_LOCAL,
+            COMPUTE_GPU, error) ||
       !EMA_CUDA(COMPUTE_GPU, error,
                 cudaMemcpyAsync(d->table, plan->block_table, table_bytes, cudaMemcpyHostToDevice,
                                 d->stream)) ||

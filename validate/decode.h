@@ -20,6 +20,7 @@
 #include "decodeplan.h"
 #include "ema/hwmodel.h"
 #include "ema/llm.h"
+#include "kernels.h"
 #include "stats.h"
 
 G_BEGIN_DECLS
@@ -60,5 +61,19 @@ void ema_decode_result_clear(EmaDecodeResult *result);
 gboolean ema_decode_run(EmaDecodePlan *plan, const EmaLlmSpec *model,
                         const EmaDecodeRunOptions *options, EmaDecodeResult *result,
                         GError **error);
+
+/* The bytes of one layer's local KV blocks (the whole pool holds PLAN's
+ * layers one after the other). */
+guint64 ema_decode_local_layer_bytes(const EmaDecodePlan *plan);
+
+/* The attention kernel's arguments for layer LAYER of PLAN (partitioned):
+ * PLAN's shape, the block TABLE and the scratch PARTIAL and COUNTERS of the
+ * step, the layer's blocks POOL_LOCAL and POOL_OTHER (NULL: none), and the
+ * layer's part of QUERIES (bf16) and OUT, which hold every layer's. For the
+ * decode step here and the lender's own decode of `ema-validate pool`. */
+EmaAttentionArgs ema_decode_attention_args(const EmaDecodePlan *plan, guint layer,
+                                           const int32_t *table, const void *pool_local,
+                                           const void *pool_other, const void *queries,
+                                           float *partial, unsigned *counters, float *out);
 
 G_END_DECLS

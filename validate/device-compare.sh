@@ -12,36 +12,11 @@
 # Model files are read from this checkout (EMA_HWMODEL_PATH, EMA_LLM_PATH), so a binary built
 # elsewhere works. Each command has a time limit; a failing one is logged and the rest still run.
 set -uo pipefail
-bin=$(realpath "$1")
-out=$(realpath -m "$2")
+# shellcheck source=validate/device-common.sh
+source "$(dirname "$0")/device-common.sh"
 shift 2
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-export EMA_HWMODEL_PATH=$root/hwmodels/servers EMA_LLM_PATH=$root/hwmodels/llms
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(experiments/validate/h200x2-ops.yaml experiments/validate/h200x2-decode.yaml)
-mkdir -p "$out"
-log=$out/log.txt
-: >"$log"
-status=0
-
-run() { # LIMIT_S COMMAND...
-  local limit=$1
-  shift
-  echo "+ $*" | tee -a "$log"
-  timeout "$limit" "$@" 2>&1 | tee -a "$log"
-  local rc=${PIPESTATUS[0]}
-  [ "$rc" -eq 0 ] || { echo "! exit $rc" | tee -a "$log"; status=1; }
-}
-
-{
-  date -u
-  uname -a
-  nvidia-smi
-  nvidia-smi topo -m
-  nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
-  ldd "$bin"
-} >"$out/machine.txt" 2>&1
 
 run 60 "$bin" devices
 for file in "${files[@]}"; do
@@ -50,4 +25,4 @@ for file in "${files[@]}"; do
 done
 tar -C "$out" -czf "$out/results.tgz" --exclude results.tgz .
 echo "device-compare: exit $status" | tee -a "$log"
-exit $status
+exit "$status"

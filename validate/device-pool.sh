@@ -11,36 +11,9 @@
 # Model files are read from this checkout (EMA_HWMODEL_PATH, EMA_LLM_PATH), so a binary built
 # elsewhere works. Each command has a time limit; a failing one is logged and the rest still run.
 set -uo pipefail
-bin=$(realpath "$1")
-out=$(realpath -m "$2")
 plugins=${3:+$(realpath "$3")}
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-export EMA_HWMODEL_PATH=$root/hwmodels/servers EMA_LLM_PATH=$root/hwmodels/llms
-mkdir -p "$out"
-log=$out/log.txt
-: >"$log"
-status=0
-
-run() { # LIMIT_S COMMAND...
-  local limit=$1
-  shift
-  echo "+ $*" | tee -a "$log"
-  timeout "$limit" "$@" 2>&1 | tee -a "$log"
-  local rc=${PIPESTATUS[0]}
-  [ "$rc" -eq 0 ] || { echo "! exit $rc" | tee -a "$log"; status=1; }
-  return "$rc"
-}
-
-{
-  date -u
-  uname -a
-  nvidia-smi
-  nvidia-smi topo -m
-  nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total,memory.used,clocks.max.sm,clocks.max.mem --format=csv
-  nvcc --version 2>/dev/null || true
-  ldd "$bin"
-} >"$out/machine.txt" 2>&1
+# shellcheck source=validate/device-common.sh
+source "$(dirname "$0")/device-common.sh"
 
 run 60 "$bin" devices
 run 120 "$bin" pool --seconds 6 -o "$out/quick-ema" || {
@@ -59,4 +32,4 @@ fi
 run 90 "$bin" pool --policy static --seconds 4 -o "$out/static"
 nvidia-smi --query-gpu=index,memory.used --format=csv >>"$out/machine.txt" 2>&1
 echo "device-pool: exit $status" | tee -a "$log"
-exit $status
+exit "$status"

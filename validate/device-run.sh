@@ -14,36 +14,11 @@
 # Model files are read from this checkout (EMA_HWMODEL_PATH, EMA_LLM_PATH), so a binary built
 # elsewhere works. Each command has a time limit; a failing one is logged and the rest still run.
 set -uo pipefail
-bin=$(realpath "$1")
-out=$(realpath -m "$2")
 name=${3:-h200x2}
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-export EMA_HWMODEL_PATH=$root/hwmodels/servers EMA_LLM_PATH=$root/hwmodels/llms
+# shellcheck source=validate/device-common.sh
+source "$(dirname "$0")/device-common.sh"
 results=validate/results/$(date -u +%F)-$name-calibrate
-mkdir -p "$out" "$results"
-log=$out/log.txt
-: >"$log"
-status=0
-
-run() { # LIMIT_S COMMAND...
-  local limit=$1
-  shift
-  echo "+ $*" | tee -a "$log"
-  timeout "$limit" "$@" 2>&1 | tee -a "$log"
-  local rc=${PIPESTATUS[0]}
-  [ "$rc" -eq 0 ] || { echo "! exit $rc" | tee -a "$log"; status=1; }
-}
-
-{
-  date -u
-  uname -a
-  nvidia-smi
-  nvidia-smi topo -m
-  nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
-  nvcc --version 2>/dev/null || true
-  ldd "$bin"
-} >"$out/machine.txt" 2>&1
+mkdir -p "$results"
 
 run 60 "$bin" devices
 run 60 "$bin" decode --model llama-3.1-8b --batch 1 --context 1000 --repeats 5
@@ -84,4 +59,4 @@ cp "hwmodels/calibration/$name.yaml" "$out/" 2>/dev/null
 mkdir -p "$out/results"
 cp "$results"/*.csv "$out/results/" 2>/dev/null
 echo "device-run: exit $status" | tee -a "$log"
-exit $status
+exit "$status"

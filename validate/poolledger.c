@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ema/ledger.h"
 #include "ema/registry.h"
 #include "errors.h"
 
@@ -59,25 +60,19 @@ typedef struct {
 } Retired;
 
 typedef struct {
-  guint index;
-  gboolean present, shares, has_tenant;
-  guint64 slices, block_bytes;
+  /* the ledger's counters (ema/ledger.h), read as g->local_used and so on */
+  union {
+    EmaSliceGpu counters;
+    struct {
+      EMA_SLICE_GPU_FIELDS
+    };
+  };
   guint layers;
   const EmaStepModel *model;
-  guint64 local_used;
-  guint64 *remote; /* [n] blocks on lender j */
-  guint64 remote_total;
-  gboolean remote_viewed;
-  guint64 lending, returning, staging, borrowing;
-  guint64 lent_total, borrowed_total, remote_cap_total;
-  EmaPrefetchPlan plan;
-  guint64 blocks_short;
   guint64 lacking; /* what the tenant still lacked at the end of the last tick */
-  guint running, waiting;
-  double demand;
   guint64 demand_blocks;
   EmaTime demand_at;
-  EmaTime last_step, decided_at;
+  EmaTime decided_at;
   gpointer states[3];
   /* real memory */
   guint64 home_va;
@@ -93,15 +88,12 @@ struct _EmaLedger {
   EmaLedgerConfig config;
   guint n;
   Gpu *gpus;
-  guint64 *lent;     /* [lender * n + borrower] */
-  GArray **pairs;    /* [lender * n + borrower]: LentSlice */
-  GArray **pair_uid; /* [lender * n + borrower]: guint64 */
-  GArray *retired;   /* Retired */
-  guint64 *remote_view;
+  EmaSliceLedger slice; /* the lent matrix and the views; gpus[i] is &gpus[i].counters */
+  GArray **pairs;       /* [lender * n + borrower]: LentSlice */
+  GArray **pair_uid;    /* [lender * n + borrower]: guint64 */
+  GArray *retired;      /* Retired */
   double *bytes_scratch;
   const EmaPolicyInfo *policies[3];
-  EmaGpuView *views;
-  EmaPoolView view;
   EmaLedgerStats stats;
   EmaLedgerLive live;
   GArray *events; /* EmaLedgerEvent */
@@ -121,16 +113,10 @@ const char *ema_ledger_event_kind_name(EmaLedgerEventKind kind) {
   return (guint) kind < G_N_ELEMENTS(names) ? names[kind] : "?";
 }
 
-/* ---- ledger arithmetic (sim/pool.c) ------------------------------------------ */
+/* ---- ledger arithmetic (ema/ledger.h) ------------------------------------------ */
 
 static guint64 slices_for_blocks(const Gpu *g, guint64 blocks) {
-  if (g->block_bytes == 0)
-    return 0;
-  return (blocks * g->block_bytes + SLICE - 1) / SLICE;
-}
-
-static guint64 blocks_in_slices(const Gpu *g, guint64 slices) {
-  return g->block_bytes ? slices * SLICE / g->block_bytes : 0;
+  return ema_slices_for_blocks(&g->counters, blocks);
 }
 
 static guint64 lent_out(const EmaLedger *l, guint g) {
@@ -142,50 +128,23 @@ static guint64 borrowed_in(const EmaLedger *l, guint g) {
 }
 
 static guint64 remote_capacity(const EmaLedger *l, const Gpu *g, guint lender) {
-  return blocks_in_slices(g, l->lent[lender * l->n + g->index]);
+  return ema_slice_ledger_remote_capacity(&l->slice, &g->counters, lender);
 }
 
 static void change_lent(EmaLedger *l, guint lender, guint borrower, gint64 delta) {
-  guint64 *lent = &l->lent[lender * l->n + borrower];
-  Gpu *b = &l->gpus[borrower];
-  g_assert(delta >= 0 || (guint64) -delta <= *lent);
-  b->remote_cap_total -= remote_capacity(l, b, lender);
-  *lent = (guint64) ((gint64) *lent + delta);
-  b->remote_cap_total += remote_capacity(l, b, lender);
-  l->gpus[lender].lent_total = (guint64) ((gint64) l->gpus[lender].lent_total + delta);
-  b->borrowed_total = (guint64) ((gint64) b->borrowed_total + delta);
+  ema_slice_ledger_change_lent(&l->slice, lender, borrower, delta);
 }
 
-static guint64 own_slices(const EmaLedger *l, const Gpu *g) {
-  guint64 taken = lent_out(l, g->index) + g->lending + g->returning + g->staging;
-  return g->slices > taken ? g->slices - taken : 0;
+static guint64 local_capacity(const Gpu *g) {
+  return ema_slice_gpu_local_capacity(&g->counters);
 }
 
-static guint64 local_capacity(const EmaLedger *l, const Gpu *g) {
-  return blocks_in_slices(g, own_slices(l, g));
+static guint64 lendable(const Gpu *g) {
+  return ema_slice_gpu_lendable(&g->counters);
 }
 
-static guint64 remote_admitted(const EmaLedger *l, const Gpu *g) {
-  guint64 total = g->remote_cap_total;
-  if (total > 0 && g->plan.remote_limit < 1) {
-    double limit =
-        g->plan.remote_limit / (1 - g->plan.remote_limit) * (double) local_capacity(l, g);
-    total = MIN(total, (guint64) floor(limit));
-  }
-  return total;
-}
-
-static guint64 lendable(const EmaLedger *l, const Gpu *g) {
-  guint64 used = slices_for_blocks(g, g->local_used);
-  guint64 own = own_slices(l, g);
-  return own > used ? own - used : 0;
-}
-
-static guint64 free_blocks(const EmaLedger *l, const Gpu *g) {
-  guint64 local_cap = local_capacity(l, g);
-  guint64 local_free = local_cap > g->local_used ? local_cap - g->local_used : 0;
-  guint64 admitted = remote_admitted(l, g);
-  return local_free + (admitted > g->remote_total ? admitted - g->remote_total : 0);
+static guint64 free_blocks(const Gpu *g) {
+  return ema_slice_gpu_free_blocks(&g->counters);
 }
 
 /* ---- real resources ------------------------------------------------------------ */
@@ -562,7 +521,7 @@ static GArray *uids_at(EmaLedger *l, guint b, guint where) {
 /* G's tenant takes N blocks (at most its free blocks): local first, then
  * the lenders with the most free room (sim/pool.c's memory_take). */
 static gboolean take(EmaLedger *l, Gpu *g, guint64 n, GError **error) {
-  guint64 local_cap = local_capacity(l, g);
+  guint64 local_cap = local_capacity(g);
   guint64 local = MIN(n, local_cap > g->local_used ? local_cap - g->local_used : 0);
   guint64 rest = n - local, first_local = g->local_used;
   g_autofree guint64 *add = g_new0(guint64, l->n);
@@ -673,43 +632,7 @@ static gboolean give(EmaLedger *l, Gpu *g, guint64 n, GError **error) {
 /* ---- views (sim/pool.c's build_view) ---------------------------------------------------- */
 
 static const EmaPoolView *build_view(EmaLedger *l) {
-  for (guint i = 0; i < l->n; i++) {
-    Gpu *g = &l->gpus[i];
-    EmaGpuView *v = &l->views[i];
-    memset(v, 0, sizeof *v);
-    v->index = i;
-    v->shares = g->shares;
-    v->has_tenant = g->has_tenant;
-    v->slices = g->slices;
-    v->slices_lent = lent_out(l, i) + g->lending + g->returning;
-    v->slices_used = slices_for_blocks(g, g->local_used);
-    v->slices_staging = g->staging;
-    v->slices_pending = g->borrowing;
-    v->slices_borrowed = borrowed_in(l, i);
-    for (guint j = 0; g->remote_total > 0 && j < l->n; j++)
-      v->slices_borrowed_used += slices_for_blocks(g, g->remote[j]);
-    v->block_bytes = g->block_bytes;
-    v->blocks_total = g->has_tenant ? local_capacity(l, g) + remote_admitted(l, g) : 0;
-    v->blocks_used = g->local_used + g->remote_total;
-    v->blocks_remote = g->remote_total;
-    v->blocks_short = g->blocks_short;
-    v->running = g->running;
-    v->waiting = g->waiting;
-    v->demand_blocks_per_s = g->demand;
-    v->last_step = g->last_step;
-  }
-  l->view.now = l->now;
-  l->view.n_gpus = l->n;
-  l->view.gpus = l->views;
-  l->view.lent = l->lent;
-  for (guint b = 0; b < l->n; b++)
-    if (l->gpus[b].remote_total > 0 || l->gpus[b].remote_viewed)
-      memcpy(&l->remote_view[b * l->n], l->gpus[b].remote, l->n * sizeof(guint64));
-  for (guint b = 0; b < l->n; b++)
-    l->gpus[b].remote_viewed = l->gpus[b].remote_total > 0;
-  l->view.remote_blocks = l->remote_view;
-  l->view.server = l->config.server;
-  return &l->view;
+  return ema_slice_ledger_view(&l->slice, l->now, l->config.server);
 }
 
 const EmaPoolView *ema_ledger_view(EmaLedger *ledger) {
@@ -722,7 +645,7 @@ const EmaPoolView *ema_ledger_view(EmaLedger *ledger) {
 static gboolean apply_borrow(EmaLedger *l, guint borrower, guint lender, guint64 slices,
                              GError **error) {
   Gpu *lg = &l->gpus[lender];
-  guint64 can = lender == borrower || !lg->shares ? 0 : lendable(l, lg);
+  guint64 can = lender == borrower || !lg->shares ? 0 : lendable(lg);
   EmaLedgerEvent event = {
       .tick = l->tick, .at = l->now, .kind = EMA_LEDGER_BORROW, .gpu = borrower, .peer = lender};
   double t0;
@@ -750,7 +673,7 @@ static gboolean apply_borrow(EmaLedger *l, guint borrower, guint lender, guint64
 static gboolean apply_return(EmaLedger *l, guint borrower, guint lender, guint64 slices,
                              GError **error) {
   Gpu *b = &l->gpus[borrower];
-  guint64 lent = l->lent[lender * l->n + borrower];
+  guint64 lent = l->slice.lent[lender * l->n + borrower];
   guint64 used = slices_for_blocks(b, b->remote[lender]);
   guint64 empty = lent > used ? lent - used : 0;
   EmaLedgerEvent event = {
@@ -787,11 +710,11 @@ static gboolean migrate(EmaLedger *l, Gpu *b, guint lender, guint target, guint6
   double t0;
   gboolean ok = TRUE;
   if (target == bi) {
-    guint64 cap = local_capacity(l, b);
+    guint64 cap = local_capacity(b);
     room = cap > b->local_used ? cap - b->local_used : 0;
   } else {
     Gpu *t = &l->gpus[target];
-    room = t->shares && target != lender ? blocks_in_slices(b, lendable(l, t)) : 0;
+    room = t->shares && target != lender ? ema_blocks_in_slices(&b->counters, lendable(t)) : 0;
   }
   *moved = m = MIN(room, blocks);
   if (m == 0)
@@ -876,7 +799,7 @@ static gboolean apply_reclaim_action(EmaLedger *l, guint lender, const EmaReclai
                                      guint64 *taken, GError **error) {
   guint bi = action->borrower;
   Gpu *b = &l->gpus[bi];
-  guint64 lent = l->lent[lender * l->n + bi];
+  guint64 lent = l->slice.lent[lender * l->n + bi];
   guint64 slices = MIN(action->slices, lent);
   guint64 keep, excess, moved = 0;
   EmaLedgerEvent event = {.tick = l->tick,
@@ -894,7 +817,7 @@ static gboolean apply_reclaim_action(EmaLedger *l, guint lender, const EmaReclai
   if (slices == 0 || bi == lender)
     return TRUE;
   event.started = t0 = wall();
-  keep = blocks_in_slices(b, lent - slices);
+  keep = ema_blocks_in_slices(&b->counters, lent - slices);
   excess = b->remote[lender] > keep ? b->remote[lender] - keep : 0;
   if (excess > 0) {
     switch (action->target) {
@@ -1094,7 +1017,7 @@ static gboolean adjust(EmaLedger *l, Gpu *g, guint64 target, guint64 *lacking, G
   if (target < used)
     return give(l, g, used - target, error);
   if (target > used) {
-    guint64 k = MIN(target - used, free_blocks(l, g));
+    guint64 k = MIN(target - used, free_blocks(g));
     if (k > 0 && !take(l, g, k, error))
       return FALSE;
     *lacking = target - blocks_used(g);
@@ -1172,7 +1095,7 @@ EmaLedger *ema_ledger_new(const EmaLedgerConfig *config, GError **error) {
     l->config.context_tokens = DEFAULT_CONTEXT;
   l->n = n;
   l->gpus = g_new0(Gpu, n);
-  l->lent = g_new0(guint64, (gsize) n * n);
+  ema_slice_ledger_init(&l->slice, n);
   l->pairs = g_new0(GArray *, (gsize) n * n);
   l->pair_uid = g_new0(GArray *, (gsize) n * n);
   for (guint i = 0; i < n * n; i++) {
@@ -1180,14 +1103,13 @@ EmaLedger *ema_ledger_new(const EmaLedgerConfig *config, GError **error) {
     l->pair_uid[i] = g_array_new(FALSE, FALSE, sizeof(guint64));
   }
   l->retired = g_array_new(FALSE, FALSE, sizeof(Retired));
-  l->remote_view = g_new0(guint64, (gsize) n * n);
   l->bytes_scratch = g_new0(double, n);
-  l->views = g_new0(EmaGpuView, n);
   l->events = g_array_new(FALSE, FALSE, sizeof(EmaLedgerEvent));
   l->next_uid = UID_BASE;
   for (guint i = 0; i < n; i++) {
     Gpu *g = &l->gpus[i];
     g->index = i;
+    l->slice.gpus[i] = &g->counters;
     g->remote = g_new0(guint64, n);
     g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
     g->home = g_array_new(FALSE, FALSE, sizeof(guint64));
@@ -1222,18 +1144,6 @@ void ema_ledger_add_idle_gpu(EmaLedger *l, guint gpu, guint64 slices) {
   g->slices = slices;
 }
 
-static gsize state_size(const EmaPolicyInfo *info) {
-  switch (info->kind) {
-  case EMA_POLICY_BORROW:
-    return ((const EmaBorrowPolicyOps *) info->ops)->state_size;
-  case EMA_POLICY_PREFETCH:
-    return ((const EmaPrefetchPolicyOps *) info->ops)->state_size;
-  case EMA_POLICY_RECLAIM:
-    return ((const EmaReclaimPolicyOps *) info->ops)->state_size;
-  }
-  return 0;
-}
-
 gboolean ema_ledger_start(EmaLedger *l, EmaTime now, GError **error) {
   gconstpointer params[3] = {l->config.policy->borrow_params, l->config.policy->prefetch_params,
                              l->config.policy->reclaim_params};
@@ -1254,15 +1164,9 @@ gboolean ema_ledger_start(EmaLedger *l, EmaTime now, GError **error) {
       continue;
     for (guint k = 0; k < 3; k++) {
       const EmaPolicyInfo *info = l->policies[k];
-      gboolean (*init)(gpointer, gconstpointer, const EmaPoolView *, GError **) = NULL;
+      EmaPolicyInitFunc init = ema_policy_info_init_func(info);
       if (g->states[k] == NULL)
-        g->states[k] = g_malloc0(MAX(state_size(info), 1));
-      if (k == EMA_POLICY_BORROW)
-        init = ((const EmaBorrowPolicyOps *) info->ops)->init;
-      else if (k == EMA_POLICY_PREFETCH)
-        init = ((const EmaPrefetchPolicyOps *) info->ops)->init;
-      else
-        init = ((const EmaReclaimPolicyOps *) info->ops)->init;
+        g->states[k] = g_malloc0(MAX(ema_policy_info_state_size(info), 1));
       if (init && !init(g->states[k], params[k], build_view(l), error)) {
         g_prefix_error(error, "%s policy %s: ", ema_policy_kind_name(info->kind), info->name);
         return FALSE;
@@ -1315,8 +1219,8 @@ gboolean ema_ledger_drain(EmaLedger *l, GError **error) {
   }
   for (guint j = 0; j < l->n; j++)
     for (guint b = 0; b < l->n; b++)
-      if (l->lent[j * l->n + b] > 0)
-        ok = apply_return(l, b, j, l->lent[j * l->n + b], error) && ok;
+      if (l->slice.lent[j * l->n + b] > 0)
+        ok = apply_return(l, b, j, l->slice.lent[j * l->n + b], error) && ok;
   ok = flush_retired(l, error) && ok;
   for (guint i = 0; i < l->n; i++)
     ok = unreserve_all(l, &l->gpus[i], error) && ok;
@@ -1327,7 +1231,7 @@ gboolean ema_ledger_teardown(EmaLedger *l, GError **error) {
   gboolean ok = TRUE;
   for (guint j = 0; j < l->n; j++) {
     for (guint b = 0; b < l->n; b++) {
-      guint64 lent = l->lent[j * l->n + b];
+      guint64 lent = l->slice.lent[j * l->n + b];
       if (lent > 0)
         change_lent(l, j, b, -(gint64) lent);
       retire_tail(l, j, b, l->pairs[j * l->n + b]->len);
@@ -1377,10 +1281,8 @@ void ema_ledger_free(EmaLedger *l) {
   g_array_unref(l->retired);
   g_array_unref(l->events);
   g_free(l->gpus);
-  g_free(l->lent);
-  g_free(l->remote_view);
+  ema_slice_ledger_clear(&l->slice);
   g_free(l->bytes_scratch);
-  g_free(l->views);
   g_free(l);
 }
 
@@ -1419,14 +1321,14 @@ gboolean ema_ledger_check(const EmaLedger *l, GError **error) {
                        "gpu%u holds %" G_GUINT64_FORMAT
                        " blocks on gpu%u, above the %" G_GUINT64_FORMAT " its borrowed slices hold",
                        i, g->remote[j], j, remote_capacity(l, g, j));
-      if (pair->len != l->lent[j * l->n + i])
+      if (pair->len != l->slice.lent[j * l->n + i])
         return invalid(error, "gpu%u lends gpu%u %" G_GUINT64_FORMAT " slices, %u of them mapped",
-                       j, i, l->lent[j * l->n + i], pair->len);
+                       j, i, l->slice.lent[j * l->n + i], pair->len);
       if (l->pair_uid[j * l->n + i]->len != g->remote[j])
         return invalid(error, "gpu%u: its blocks on gpu%u and their data disagree", i, j);
       sum += g->remote[j];
-      lent += l->lent[i * l->n + j];
-      borrowed += l->lent[j * l->n + i];
+      lent += l->slice.lent[i * l->n + j];
+      borrowed += l->slice.lent[j * l->n + i];
       cap += remote_capacity(l, g, j);
       handles += pair->len;
       mappings += pair->len;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cudacheck.h"
+#include "decode.h"
 #include "decodeplan.h"
 #include "ema/steptime.h"
 #include "fill.h"
@@ -280,10 +281,6 @@ typedef struct {
   GError *error; /* the thread's */
 } Lender;
 
-static guint64 layer_pool_bytes(const EmaDecodePlan *plan) {
-  return (guint64) plan->local_blocks * plan->block_bytes;
-}
-
 static gboolean lender_enqueue(Lender *d, GError **error) {
   const EmaDecodePlan *plan = d->plan;
   int dev = d->device;
@@ -299,26 +296,10 @@ static gboolean lender_enqueue(Lender *d, GError **error) {
                                   head ? plan->lm_head_rows : plan->layer_weight_rows,
                                   plan->hidden));
     if (ok && !head) {
-      EmaAttentionArgs args = {
-          .block_table = d->table,
-          .pool_local = (const char *) d->pool + (guint64) l * layer_pool_bytes(plan),
-          .pool_other = NULL,
-          .queries =
-              (const char *) d->queries + (guint64) l * ema_decode_plan_query_elements(plan) * 2,
-          .partial = d->partial,
-          .counters = d->counters,
-          .out = d->out + (guint64) l * ema_decode_plan_output_elements(plan),
-          .batch = plan->options.batch,
-          .context = plan->options.context,
-          .blocks_per_seq = plan->blocks_per_seq,
-          .blocks_per_part = plan->blocks_per_part,
-          .parts_per_seq = plan->parts_per_seq,
-          .kv_heads = plan->kv_heads,
-          .group = plan->group,
-          .head_dim = plan->head_dim,
-          .group_splits = plan->group_splits,
-          .scale = (float) (1.0 / sqrt((double) plan->head_dim)),
-      };
+      EmaAttentionArgs args = ema_decode_attention_args(
+          plan, l, d->table,
+          (const char *) d->pool + (guint64) l * ema_decode_local_layer_bytes(plan), NULL,
+          d->queries, d->partial, d->counters, d->out);
       ok = EMA_CUDA(dev, error, ema_launch_attention(d->stream, &args));
     }
   }
@@ -346,7 +327,7 @@ static gboolean lender_setup(Lender *d, EmaGpuArena *arena, GError **error) {
   guint64 weight_bytes = (guint64) layers * plan->layer_weight_bytes;
   guint64 activation_bytes = (guint64) (layers + 1) * plan->hidden * 2;
   guint64 query_bytes = (guint64) layers * ema_decode_plan_query_elements(plan) * 2;
-  guint64 pool_bytes = MAX(16, (guint64) layers * layer_pool_bytes(plan));
+  guint64 pool_bytes = MAX(16, (guint64) layers * ema_decode_local_layer_bytes(plan));
   guint64 table_bytes = (guint64) plan->total_blocks * sizeof(int32_t);
   guint64 partial_bytes = ema_decode_plan_partial_floats(plan) * sizeof(float);
   guint64 counter_bytes = ema_decode_plan_counters(plan) * sizeof(unsigned);
@@ -375,8 +356,8 @@ static gboolean lender_setup(Lender *d, EmaGpuArena *arena, GError **error) {
       !fill_buffer(d, d->lm_head, plan->lm_head_bytes / 2, EMA_SEED_LM_HEAD, error) ||
       !fill_buffer(d, d->activations, activation_bytes / 2, EMA_SEED_ACTIVATIONS, error) ||
       !fill_buffer(d, d->queries, query_bytes / 2, EMA_SEED_QUERIES, error) ||
-      !fill_buffer(d, d->pool, (guint64) layers * layer_pool_bytes(plan) / 2, EMA_SEED_KV_LOCAL,
-                   error) ||
+      !fill_buffer(d, d->pool, (guint64) layers * ema_decode_local_layer_bytes(plan) / 2,
+                   EMA_SEED_KV_LOCAL, error) ||
       !EMA_CUDA(dev, error,
                 cudaMemcpyAsync(d->table, plan->block_table, table_bytes, cudaMemcpyHostToDevice,
                                 d->stream)) ||

@@ -6,24 +6,7 @@
  * "ema-validate: no CUDA device: ..." and exit 1, never a crash, and
  * nothing written; and `calibrate --from-results` and `compare --measured`,
  * which need no GPU. */
-#include <string.h>
-#include <sys/wait.h>
-
-#include <glib/gstdio.h>
-
-typedef struct {
-  int status;
-  char *out;
-  char *err;
-} CliRun;
-
-static void cli_run_free(CliRun *run) {
-  g_free(run->out);
-  g_free(run->err);
-  g_free(run);
-}
-
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliRun, cli_run_free)
+#include "testutil.h"
 
 #define FIXTURE_EXPERIMENT "validate/tests/fixtures/compare/experiment.yaml"
 #define FIXTURE_MEASURED "validate/tests/fixtures/compare/measured"
@@ -35,94 +18,57 @@ static const char *program(void) {
   return path;
 }
 
-/* Run ema-validate with ARGS (NULL-terminated); HIDE_DEVICES empties
- * CUDA_VISIBLE_DEVICES. */
-static CliRun *run_with(gboolean hide_devices, const char *first, va_list args) {
+/* Run ema-validate with ARGS (NULL-terminated) in EMA_SOURCE_ROOT, without
+ * the user's model paths; HIDE_DEVICES empties CUDA_VISIBLE_DEVICES. */
+static EmaTestRun *run_validate(gboolean hide_devices, const char *const *args) {
+  const char *const edits[] = {"EMA_HWMODEL_PATH", "EMA_LLM_PATH",
+                               hide_devices ? "CUDA_VISIBLE_DEVICES=" : NULL, NULL};
   g_autoptr(GPtrArray) argv = g_ptr_array_new();
-  g_auto(GStrv) envp = g_get_environ();
-  CliRun *run = g_new0(CliRun, 1);
-  GError *error = NULL;
-  int wait_status = 0;
-
   g_ptr_array_add(argv, (gpointer) program());
-  for (const char *arg = first; arg != NULL; arg = va_arg(args, const char *))
-    g_ptr_array_add(argv, (gpointer) arg);
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add(argv, (gpointer) args[i]);
   g_ptr_array_add(argv, NULL);
-  envp = g_environ_unsetenv(envp, "EMA_HWMODEL_PATH");
-  envp = g_environ_unsetenv(envp, "EMA_LLM_PATH");
-  if (hide_devices)
-    envp = g_environ_setenv(envp, "CUDA_VISIBLE_DEVICES", "", TRUE);
-  if (!g_spawn_sync(g_getenv("EMA_SOURCE_ROOT"), (char **) argv->pdata, envp, G_SPAWN_DEFAULT, NULL,
-                    NULL, &run->out, &run->err, &wait_status, &error))
-    g_error("cannot run %s: %s", program(), error->message);
-  if (!WIFEXITED(wait_status))
-    g_error("ema-validate did not exit normally (wait status %d; stderr: %s)", wait_status,
-            run->err);
-  run->status = WEXITSTATUS(wait_status);
-  if (g_test_verbose())
-    g_test_message("exit %d\nstdout: %s\nstderr: %s", run->status, run->out, run->err);
-  return run;
+  return ema_test_run((const char *const *) argv->pdata, g_getenv("EMA_SOURCE_ROOT"), edits);
 }
 
-static CliRun *cli(const char *first, ...) {
-  va_list args;
-  CliRun *run;
-  va_start(args, first);
-  run = run_with(FALSE, first, args);
-  va_end(args);
-  return run;
-}
-
-static CliRun *cli_without_devices(const char *first, ...) {
-  va_list args;
-  CliRun *run;
-  va_start(args, first);
-  run = run_with(TRUE, first, args);
-  va_end(args);
-  return run;
-}
-
-static void assert_contains(const char *text, const char *part) {
-  if (strstr(text, part) == NULL)
-    g_error("'%s' does not contain '%s'", text, part);
-}
+/* cli("decode", "--help", NULL): ema-validate with these arguments. */
+#define cli(...) run_validate(FALSE, (const char *const[]){__VA_ARGS__})
+#define cli_without_devices(...) run_validate(TRUE, (const char *const[]){__VA_ARGS__})
 
 /* A usage error: exit 2, stderr "ema-validate: MESSAGE" (containing PART)
  * then the pointer to --help, nothing on stdout. */
-static void assert_usage_error(const CliRun *run, const char *part) {
-  if (run->status != 2)
-    g_error("exit %d, expected 2 (stderr: %s)", run->status, run->err);
-  g_assert_true(g_str_has_prefix(run->err, "ema-validate: "));
-  assert_contains(run->err, part);
+static void assert_usage_error(const EmaTestRun *run, const char *part) {
+  ema_test_assert_failed(run, 2, "ema-validate: ");
+  ema_test_assert_contains(run->err, part);
   g_assert_true(g_str_has_suffix(run->err, "\nTry 'ema-validate --help'.\n"));
   g_assert_cmpstr(run->out, ==, "");
 }
 
 static void test_help(void) {
-  g_autoptr(CliRun) help = cli("--help", NULL);
-  g_autoptr(CliRun) short_help = cli("-h", NULL);
-  g_autoptr(CliRun) version = cli("--version", NULL);
-  g_autoptr(CliRun) decode_help = cli("decode", "--help", NULL);
-  g_autoptr(CliRun) calibrate_help = cli("calibrate", "--help", NULL);
+  g_autoptr(EmaTestRun) help = cli("--help", NULL);
+  g_autoptr(EmaTestRun) short_help = cli("-h", NULL);
+  g_autoptr(EmaTestRun) version = cli("--version", NULL);
+  g_autoptr(EmaTestRun) decode_help = cli("decode", "--help", NULL);
+  g_autoptr(EmaTestRun) calibrate_help = cli("calibrate", "--help", NULL);
   g_assert_cmpint(help->status, ==, 0);
-  assert_contains(help->out, "Usage: ema-validate COMMAND [OPTIONS]");
-  assert_contains(help->out, "calibrate [-o FILE]");
-  assert_contains(help->out, "decode --model NAME --batch B --context C");
-  assert_contains(help->out, "devices");
-  assert_contains(help->out, "run FILE [-o DIR]");
-  assert_contains(help->out, "compare FILE [--measured DIR]");
+  ema_test_assert_contains(help->out, "Usage: ema-validate COMMAND [OPTIONS]");
+  ema_test_assert_contains(help->out, "calibrate [-o FILE]");
+  ema_test_assert_contains(help->out, "decode --model NAME --batch B --context C");
+  ema_test_assert_contains(help->out, "devices");
+  ema_test_assert_contains(help->out, "run FILE [-o DIR]");
+  ema_test_assert_contains(help->out, "compare FILE [--measured DIR]");
   g_assert_cmpstr(help->err, ==, "");
   g_assert_cmpint(short_help->status, ==, 0);
   g_assert_cmpstr(short_help->out, ==, help->out);
   g_assert_cmpint(version->status, ==, 0);
   g_assert_true(g_str_has_prefix(version->out, "ema-validate "));
   g_assert_cmpint(decode_help->status, ==, 0);
-  assert_contains(decode_help->out, "ema-validate decode");
-  assert_contains(decode_help->out, "--remote-fraction=F");
-  assert_contains(decode_help->out, "--prefetch-depth=LAYERS");
+  ema_test_assert_contains(decode_help->out, "ema-validate decode");
+  ema_test_assert_contains(decode_help->out, "--remote-fraction=F");
+  ema_test_assert_contains(decode_help->out, "--prefetch-depth=LAYERS");
   g_assert_cmpint(calibrate_help->status, ==, 0);
-  assert_contains(calibrate_help->out, "--quick");
-  assert_contains(calibrate_help->out, "--topology=KIND");
+  ema_test_assert_contains(calibrate_help->out, "--quick");
+  ema_test_assert_contains(calibrate_help->out, "--topology=KIND");
 }
 
 static void test_usage_errors(void) {
@@ -202,43 +148,33 @@ static void test_usage_errors(void) {
        "--repeats, --warmups and --no-verify are for measuring now"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    const char *const *a = cases[i].args;
-    g_autoptr(CliRun) run =
-        cli(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], NULL);
+    g_autoptr(EmaTestRun) run = run_validate(FALSE, cases[i].args); /* args[11] is NULL */
     assert_usage_error(run, cases[i].message);
   }
 }
 
 /* The one-line "no CUDA device" failure. */
-static void assert_no_device(const CliRun *run) {
-  gsize len = strlen(run->err);
-  if (run->status != 1)
-    g_error("exit %d, expected 1 (stderr: %s)", run->status, run->err);
-  g_assert_true(g_str_has_prefix(run->err, "ema-validate: no CUDA device: cudaGetDeviceCount"));
-  g_assert_true(len > 0 && run->err[len - 1] == '\n' &&
-                strchr(run->err, '\n') == run->err + len - 1);
+static void assert_no_device(const EmaTestRun *run) {
+  ema_test_assert_failed(run, 1, "ema-validate: no CUDA device: cudaGetDeviceCount");
 }
 
 static void test_no_device(void) {
-  g_autofree char *dir = NULL;
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *yaml = NULL, *results = NULL, *csv = NULL;
-  GError *error = NULL;
-  dir = g_dir_make_tmp("ema-validate-cli-XXXXXX", &error);
-  g_assert_no_error(error);
   yaml = g_build_filename(dir, "model.yaml", NULL);
   results = g_build_filename(dir, "results", NULL);
   csv = g_build_filename(dir, "decode.csv", NULL);
   {
-    g_autoptr(CliRun) devices = cli_without_devices("devices", NULL);
-    g_autoptr(CliRun) decode = cli_without_devices("decode", "--model", "llama-3.1-8b", "--batch",
-                                                   "1", "--context", "16", "--csv", csv, NULL);
-    g_autoptr(CliRun) remote =
+    g_autoptr(EmaTestRun) devices = cli_without_devices("devices", NULL);
+    g_autoptr(EmaTestRun) decode = cli_without_devices(
+        "decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "16", "--csv", csv, NULL);
+    g_autoptr(EmaTestRun) remote =
         cli_without_devices("decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "16",
                             "--remote-fraction", "25%", "--mode", "prefetch", NULL);
-    g_autoptr(CliRun) calibrate =
+    g_autoptr(EmaTestRun) calibrate =
         cli_without_devices("calibrate", "-o", yaml, "--results", results, "--quick", NULL);
-    g_autoptr(CliRun) run = cli_without_devices("run", FIXTURE_EXPERIMENT, "-o", results, NULL);
-    g_autoptr(CliRun) compare =
+    g_autoptr(EmaTestRun) run = cli_without_devices("run", FIXTURE_EXPERIMENT, "-o", results, NULL);
+    g_autoptr(EmaTestRun) compare =
         cli_without_devices("compare", FIXTURE_EXPERIMENT, "-o", results, NULL);
     assert_no_device(devices);
     assert_no_device(decode);
@@ -252,7 +188,7 @@ static void test_no_device(void) {
   g_assert_false(g_file_test(yaml, G_FILE_TEST_EXISTS));
   g_assert_false(g_file_test(results, G_FILE_TEST_EXISTS));
   g_assert_false(g_file_test(csv, G_FILE_TEST_EXISTS));
-  g_rmdir(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* run and compare: a file that does not load, or is not for them, exits 1
@@ -266,59 +202,50 @@ static void test_run_errors(void) {
       {"experiments/default.yaml", "serves tenants: ema-validate runs ops and decode scenarios"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autoptr(CliRun) run = cli_without_devices("run", cases[i].file, "-o", "/nonexistent", NULL);
-    g_autoptr(CliRun) compare =
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("run", cases[i].file, "-o", "/nonexistent", NULL);
+    g_autoptr(EmaTestRun) compare =
         cli_without_devices("compare", cases[i].file, "--measured", "/nonexistent", NULL);
-    const CliRun *both[] = {run, compare};
+    const EmaTestRun *both[] = {run, compare};
     for (guint k = 0; k < 2; k++) {
-      if (both[k]->status != 1)
-        g_error("exit %d, expected 1 (stderr: %s)", both[k]->status, both[k]->err);
-      g_assert_true(g_str_has_prefix(both[k]->err, "ema-validate: "));
-      assert_contains(both[k]->err, cases[i].message);
+      ema_test_assert_failed(both[k], 1, "ema-validate: ");
+      ema_test_assert_contains(both[k]->err, cases[i].message);
     }
   }
 }
 
 /* compare --measured reads a saved summary.json: no GPU needed. */
 static void test_compare_measured(void) {
-  g_autofree char *dir = g_dir_make_tmp("ema-validate-cli-XXXXXX", NULL);
-  g_autofree char *empty = g_dir_make_tmp("ema-validate-cli-XXXXXX", NULL);
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *empty = ema_test_temp_dir();
   const char *const written[] = {"compare.csv", "compare.md", "sim/summary.json",
                                  "sim/resolved.yaml"};
-  g_assert_nonnull(dir);
   {
-    g_autoptr(CliRun) run = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
-                                                FIXTURE_MEASURED, "-o", dir, NULL);
-    g_autoptr(CliRun) missing =
+    g_autoptr(EmaTestRun) run = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
+                                                    FIXTURE_MEASURED, "-o", dir, NULL);
+    g_autoptr(EmaTestRun) missing =
         cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured", empty, NULL);
     if (run->status != 0)
       g_error("exit %d: %s", run->status, run->err);
-    assert_contains(run->out,
-                    "compare-fixture on h200x2: measured (" FIXTURE_MEASURED ") against simulated");
-    assert_contains(run->out, "copy-both-1MiB          op         20.00 us");
-    assert_contains(run->out, "ops: median |error| ");
-    assert_contains(run->out, "decode: median |error| ");
+    ema_test_assert_contains(run->out, "compare-fixture on h200x2: measured (" FIXTURE_MEASURED
+                                       ") against simulated");
+    ema_test_assert_contains(run->out, "copy-both-1MiB          op         20.00 us");
+    ema_test_assert_contains(run->out, "ops: median |error| ");
+    ema_test_assert_contains(run->out, "decode: median |error| ");
     g_assert_cmpint(missing->status, ==, 1);
-    assert_contains(missing->err, "summary.json: no such file: measure first");
+    ema_test_assert_contains(missing->err, "summary.json: no such file: measure first");
   }
   for (guint i = 0; i < G_N_ELEMENTS(written); i++) {
     g_autofree char *path = g_build_filename(dir, written[i], NULL);
     g_assert_true(g_file_test(path, G_FILE_TEST_EXISTS));
-    g_remove(path);
   }
-  {
-    g_autofree char *sim = g_build_filename(dir, "sim", NULL);
-    g_rmdir(sim);
-  }
-  g_rmdir(dir);
-  g_rmdir(empty);
+  ema_test_remove_tree(dir);
+  ema_test_remove_tree(empty);
 }
 
 static void copy_file(const char *from_dir, const char *to_dir, const char *name) {
-  g_autofree char *from = g_build_filename(from_dir, name, NULL);
   g_autofree char *to = g_build_filename(to_dir, name, NULL);
-  g_autofree char *text = NULL;
-  g_assert_true(g_file_get_contents(from, &text, NULL, NULL));
+  g_autofree char *text = ema_test_read_file(from_dir, name);
   g_assert_true(g_file_set_contents(to, text, -1, NULL));
 }
 
@@ -326,39 +253,28 @@ static void copy_file(const char *from_dir, const char *to_dir, const char *name
 static void test_from_results(void) {
   g_autofree char *results = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), "validate", "results",
                                               "2026-11-29-h200x2-calibrate", NULL);
-  g_autofree char *dir = g_dir_make_tmp("ema-validate-cli-XXXXXX", NULL);
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *model = g_build_filename(dir, "model.yaml", NULL);
   g_autofree char *missing = g_build_filename(dir, "missing", NULL);
   const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt"};
-  g_assert_nonnull(dir);
   for (guint i = 0; i < G_N_ELEMENTS(files); i++)
     copy_file(results, dir, files[i]);
   {
-    g_autoptr(CliRun) run =
+    g_autoptr(EmaTestRun) run =
         cli_without_devices("calibrate", "--from-results", dir, "-o", model, NULL);
-    g_autoptr(CliRun) none = cli("calibrate", "--from-results", missing, "-o", model, NULL);
+    g_autoptr(EmaTestRun) none = cli("calibrate", "--from-results", missing, "-o", model, NULL);
     g_autofree char *text = NULL;
     if (run->status != 0)
       g_error("exit %d: %s", run->status, run->err);
-    assert_contains(run->out, "wrote ");
-    assert_contains(run->out, "gpu.interference_incoming");
-    g_assert_true(g_file_get_contents(model, &text, NULL, NULL));
-    assert_contains(text, "# Derived again from these measurements (no GPU): ");
-    assert_contains(text, "\nlink:\n");
-    g_assert_cmpint(none->status, ==, 1);
-    g_assert_true(g_str_has_prefix(none->err, "ema-validate: "));
-    assert_contains(none->err, "provenance.txt");
+    ema_test_assert_contains(run->out, "wrote ");
+    ema_test_assert_contains(run->out, "gpu.interference_incoming");
+    text = ema_test_read_file(dir, "model.yaml");
+    ema_test_assert_contains(text, "# Derived again from these measurements (no GPU): ");
+    ema_test_assert_contains(text, "\nlink:\n");
+    ema_test_assert_failed(none, 1, "ema-validate: ");
+    ema_test_assert_contains(none->err, "provenance.txt");
   }
-  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
-    g_autofree char *path = g_build_filename(dir, files[i], NULL);
-    g_remove(path);
-  }
-  {
-    g_autofree char *derived = g_build_filename(dir, "derived.csv", NULL);
-    g_remove(derived);
-  }
-  g_remove(model);
-  g_rmdir(dir);
+  ema_test_remove_tree(dir);
 }
 
 int main(int argc, char **argv) {

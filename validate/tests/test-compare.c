@@ -6,65 +6,24 @@
  * missing, malformed or another experiment's), and the written
  * compare.csv and compare.md. */
 #include <math.h>
-#include <string.h>
-
-#include <glib/gstdio.h>
 
 #include "compare.h"
 #include "errors.h"
-
-#define FIXTURES "validate/tests/fixtures/compare"
-
-static char *source_path(const char *relative) {
-  return g_build_filename(g_getenv("EMA_SOURCE_ROOT"), relative, NULL);
-}
-
-static char *temp_dir(void) {
-  GError *error = NULL;
-  char *dir = g_dir_make_tmp("ema-compare-XXXXXX", &error);
-  g_assert_no_error(error);
-  return dir;
-}
-
-static void remove_tree(const char *dir) {
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    if (g_file_test(path, G_FILE_TEST_IS_DIR))
-      remove_tree(path);
-    else
-      g_remove(path);
-  }
-  g_rmdir(dir);
-}
-
-static char *read_text(const char *path) {
-  char *text = NULL;
-  GError *error = NULL;
-  g_assert_true(g_file_get_contents(path, &text, NULL, &error));
-  g_assert_no_error(error);
-  return text;
-}
+#include "testutil.h"
 
 static void write_text(const char *dir, const char *name, const char *text) {
   g_autofree char *path = g_build_filename(dir, name, NULL);
   g_assert_true(g_file_set_contents(path, text, -1, NULL));
 }
 
-static void assert_contains(const char *text, const char *part) {
-  if (strstr(text, part) == NULL)
-    g_error("'%s' does not contain '%s'", text, part);
-}
-
 static void assert_error(GError *error, int code, const char *part) {
   g_assert_nonnull(error);
   g_assert_error(error, EMA_VALIDATE_ERROR, code);
-  assert_contains(error->message, part);
+  ema_test_assert_contains(error->message, part);
 }
 
 static EmaExperiment *load_fixture(void) {
-  g_autofree char *path = source_path(FIXTURES "/experiment.yaml");
+  g_autofree char *path = ema_test_fixture("compare", "experiment.yaml");
   GError *error = NULL;
   EmaExperiment *experiment = ema_experiment_load(path, NULL, &error);
   g_assert_no_error(error);
@@ -184,7 +143,7 @@ static void test_judge(void) {
 
 static void test_read_summary(void) {
   g_autoptr(EmaExperiment) experiment = load_fixture();
-  g_autofree char *dir = source_path(FIXTURES "/measured");
+  g_autofree char *dir = ema_test_fixture("compare", "measured");
   GError *error = NULL;
   g_autoptr(EmaOpsReport) report = ema_compare_read_summary(dir, experiment, &error);
   const EmaOpResult *r;
@@ -209,11 +168,11 @@ static void test_read_summary(void) {
 
 /* The fixture summary with FROM replaced by TO, in a new directory. */
 static char *edited_summary(const char *from, const char *to) {
-  g_autofree char *path = source_path(FIXTURES "/measured/summary.json");
-  g_autofree char *text = read_text(path);
+  g_autofree char *measured = ema_test_fixture("compare", "measured");
+  g_autofree char *text = ema_test_read_file(measured, "summary.json");
   g_auto(GStrv) parts = g_strsplit(text, from, 2);
   g_autofree char *edited = NULL;
-  char *dir = temp_dir();
+  char *dir = ema_test_temp_dir();
   g_assert_nonnull(parts[1]); /* FROM is in the fixture */
   edited = g_strjoin(to, parts[0], parts[1], NULL);
   write_text(dir, "summary.json", edited);
@@ -257,35 +216,33 @@ static void test_read_summary_errors(void) {
     if (cases[i].from) {
       dir = edited_summary(cases[i].from, cases[i].to);
     } else {
-      dir = temp_dir();
+      dir = ema_test_temp_dir();
       write_text(dir, "summary.json", cases[i].to);
     }
     g_assert_null(ema_compare_read_summary(dir, experiment, &error));
     assert_error(error, cases[i].code, cases[i].message);
     g_clear_error(&error);
-    remove_tree(dir);
+    ema_test_remove_tree(dir);
   }
 }
 
 static void test_read_summary_missing(void) {
   g_autoptr(EmaExperiment) experiment = load_fixture();
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   GError *error = NULL;
   g_assert_null(ema_compare_read_summary(dir, experiment, &error));
   assert_error(error, EMA_VALIDATE_ERROR_IO, "summary.json: no such file");
-  assert_contains(error->message, "ema-validate run FILE -o ");
+  ema_test_assert_contains(error->message, "ema-validate run FILE -o ");
   g_clear_error(&error);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* ---- compare.csv and compare.md ------------------------------------------------------- */
 
 static void test_write(void) {
   g_autoptr(EmaExperiment) experiment = load_fixture();
-  g_autofree char *measured_dir = source_path(FIXTURES "/measured");
-  g_autofree char *dir = temp_dir();
-  g_autofree char *csv_path = g_build_filename(dir, "compare.csv", NULL);
-  g_autofree char *md_path = g_build_filename(dir, "compare.md", NULL);
+  g_autofree char *measured_dir = ema_test_fixture("compare", "measured");
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *csv = NULL, *md = NULL, *expected_row = NULL;
   GError *error = NULL;
   g_autoptr(EmaOpsReport) measured = ema_compare_read_summary(measured_dir, experiment, &error);
@@ -300,41 +257,41 @@ static void test_write(void) {
   g_assert_no_error(error);
   g_assert_true(ema_comparison_write(c, &info, dir, &error));
   g_assert_no_error(error);
-  csv = read_text(csv_path);
-  md = read_text(md_path);
+  csv = ema_test_read_file(dir, "compare.csv");
+  md = ema_test_read_file(dir, "compare.md");
   g_assert_true(g_str_has_prefix(
       csv, "name,kind,measured_s,simulated_s,measured_gb_s,simulated_gb_s,error_pct\n"));
-  assert_contains(csv, "\ncopy-0to1-4GiB,op,0.0108,");
-  assert_contains(csv, "\nllama31-8b-local-1x1000,decode,0.004,");
+  ema_test_assert_contains(csv, "\ncopy-0to1-4GiB,op,0.0108,");
+  ema_test_assert_contains(csv, "\nllama31-8b-local-1x1000,decode,0.004,");
   /* the decode row's error is (simulated - 4 ms) / 4 ms, to 4 decimals of a percent */
   decode = &g_array_index(c->rows, EmaCompareRow, 2);
   g_assert_cmpfloat(fabs(decode->error - (decode->simulated_s - 0.004) / 0.004), <, 1e-12);
   g_ascii_formatd(error_text, sizeof error_text, "%.4f", 100 * decode->error);
   expected_row = g_strdup_printf(",%s\n", error_text);
-  assert_contains(csv, expected_row);
-  assert_contains(md, "# compare-fixture: the GPUs against the simulator");
-  assert_contains(md, "- experiment: `experiment.yaml` (server `h200x2`)");
-  assert_contains(md, "  - driver: 580.159.04");
-  assert_contains(md, "  - gpus: GPU0 NVIDIA H200");
-  assert_contains(md, "Ops: median |error| ");
-  assert_contains(md, "over 2 ops, largest ");
-  assert_contains(md, "Decode: median |error| ");
-  assert_contains(md, "| copy-both-1MiB | op | 20.00 us |");
+  ema_test_assert_contains(csv, expected_row);
+  ema_test_assert_contains(md, "# compare-fixture: the GPUs against the simulator");
+  ema_test_assert_contains(md, "- experiment: `experiment.yaml` (server `h200x2`)");
+  ema_test_assert_contains(md, "  - driver: 580.159.04");
+  ema_test_assert_contains(md, "  - gpus: GPU0 NVIDIA H200");
+  ema_test_assert_contains(md, "Ops: median |error| ");
+  ema_test_assert_contains(md, "over 2 ops, largest ");
+  ema_test_assert_contains(md, "Decode: median |error| ");
+  ema_test_assert_contains(md, "| copy-both-1MiB | op | 20.00 us |");
   g_assert_true(ema_comparison_write(c, &info, "/nonexistent/dir", &error) == FALSE);
   assert_error(error, EMA_VALIDATE_ERROR_IO, "cannot write /nonexistent/dir/compare.csv");
   g_clear_error(&error);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_provenance(void) {
-  g_autofree char *dir = source_path(FIXTURES "/measured");
+  g_autofree char *dir = ema_test_fixture("compare", "measured");
   g_autofree char *text = ema_compare_provenance(dir);
-  g_autofree char *empty = temp_dir();
+  g_autofree char *empty = ema_test_temp_dir();
   g_assert_nonnull(text);
   g_assert_true(g_str_has_prefix(text, "date: 2026-11-29T23:07:00Z\n"));
-  assert_contains(text, "\nrepeats: 20\n");
+  ema_test_assert_contains(text, "\nrepeats: 20\n");
   g_assert_null(ema_compare_provenance(empty));
-  remove_tree(empty);
+  ema_test_remove_tree(empty);
 }
 
 int main(int argc, char **argv) {

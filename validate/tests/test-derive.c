@@ -20,6 +20,7 @@
 #include "ema/params.h"
 #include "errors.h"
 #include "report.h"
+#include "testutil.h"
 
 #define RESULTS "validate/results/2026-11-29-h200x2-calibrate"
 #define MODEL "hwmodels/calibration/h200x2.yaml"
@@ -28,47 +29,18 @@ static char *source_path(const char *relative) {
   return g_build_filename(g_getenv("EMA_SOURCE_ROOT"), relative, NULL);
 }
 
-static char *temp_dir(void) {
-  GError *error = NULL;
-  char *dir = g_dir_make_tmp("ema-derive-XXXXXX", &error);
-  g_assert_no_error(error);
-  return dir;
-}
-
-static void remove_tree(const char *dir) {
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    if (g_file_test(path, G_FILE_TEST_IS_DIR))
-      remove_tree(path);
-    else
-      g_remove(path);
-  }
-  g_rmdir(dir);
-}
-
 static void write_text(const char *dir, const char *name, const char *text) {
   g_autofree char *path = g_build_filename(dir, name, NULL);
   g_assert_true(g_file_set_contents(path, text, -1, NULL));
 }
 
-static char *read_text(const char *path) {
-  char *text = NULL;
-  GError *error = NULL;
-  g_assert_true(g_file_get_contents(path, &text, NULL, &error));
-  g_assert_no_error(error);
-  return text;
-}
-
 /* A copy of the committed results in a new temporary directory. */
 static char *copy_results(void) {
   g_autofree char *from = source_path(RESULTS);
-  char *dir = temp_dir();
+  char *dir = ema_test_temp_dir();
   const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt", "decode.csv"};
   for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
-    g_autofree char *source = g_build_filename(from, files[i], NULL);
-    g_autofree char *text = read_text(source);
+    g_autofree char *text = ema_test_read_file(from, files[i]);
     write_text(dir, files[i], text);
   }
   return dir;
@@ -77,14 +49,13 @@ static char *copy_results(void) {
 static void assert_error(GError *error, int code, const char *part) {
   g_assert_nonnull(error);
   g_assert_error(error, EMA_VALIDATE_ERROR, code);
-  if (strstr(error->message, part) == NULL)
-    g_error("'%s' does not contain '%s'", error->message, part);
+  ema_test_assert_contains(error->message, part);
 }
 
 /* ---- provenance.txt --------------------------------------------------------- */
 
 static void test_run_round_trip(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   EmaCalibrationRun run = {
       .name = "test",
       .date = "2026-11-29T22:32:24Z",
@@ -124,13 +95,13 @@ static void test_run_round_trip(void) {
   g_assert_cmpfloat(back->matrix_flops, ==, 989e12);
   g_assert_cmpuint(back->overlap_chunk_bytes, ==, 67108864);
   g_assert_cmpuint(back->local_chase_steps, ==, 20000);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_run_errors(void) {
-  g_autofree char *dir = temp_dir();
-  g_autofree char *committed = source_path(RESULTS "/provenance.txt");
-  g_autofree char *good = read_text(committed);
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *good =
+      ema_test_read_file(g_getenv("EMA_SOURCE_ROOT"), RESULTS "/provenance.txt");
   const struct {
     const char *from, *to, *message;
   } cases[] = {
@@ -156,7 +127,7 @@ static void test_run_errors(void) {
     assert_error(error, EMA_VALIDATE_ERROR_DATA, cases[i].message);
     g_clear_error(&error);
   }
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* ---- CSV files ----------------------------------------------------------------- */
@@ -174,7 +145,7 @@ static void test_csv_split(void) {
 static void test_report_round_trip(void) {
   g_autoptr(EmaReport) report = ema_report_new();
   g_autoptr(EmaReport) back = NULL;
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   const double samples[] = {10e-6, 12.5e-6, 11e-6};
   const EmaMeasurement *m;
   GError *error = NULL;
@@ -194,11 +165,11 @@ static void test_report_round_trip(void) {
   /* the rate comes back through gb_per_s (2 decimals) */
   g_assert_cmpfloat(fabs(m->rate_bytes / m->stats.median - 4194304.0 / 11e-6), <, 0.01e9);
   g_assert_cmpfloat(ema_report_find(back, "empty-kernel")->rate_bytes, ==, 0);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_report_read_errors(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   const char *header =
       "group,name,src,dst,bytes,repeats,median_us,min_us,q1_us,q3_us,max_us,spread_pct,gb_per_s\n";
   const char *row = "local,k,-,-,0,2,1.000,1.000,1.000,1.000,1.000,0.00,\n";
@@ -240,7 +211,7 @@ static void test_report_read_errors(void) {
     assert_error(error, EMA_VALIDATE_ERROR_DATA, "measurements.csv:3: k appears twice");
     g_clear_error(&error);
   }
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* ---- deriving the committed model ---------------------------------------------- */
@@ -262,25 +233,21 @@ static char *without_rederived_line(const char *text) {
 static void test_committed_results(void) {
   g_autofree char *dir = copy_results();
   g_autofree char *output = g_build_filename(dir, "h200x2.yaml", NULL);
-  g_autofree char *committed_path = source_path(MODEL);
-  g_autofree char *committed = read_text(committed_path);
+  g_autofree char *committed = ema_test_read_file(g_getenv("EMA_SOURCE_ROOT"), MODEL);
   g_autofree char *written = NULL, *a = NULL, *b = NULL, *derived = NULL;
   GError *error = NULL;
   g_assert_true(ema_calibration_from_results(dir, output, "test", NULL, NULL, &error));
   g_assert_no_error(error);
-  written = read_text(output);
+  written = ema_test_read_file(dir, "h200x2.yaml");
   a = without_rederived_line(committed);
   b = without_rederived_line(written);
   g_assert_cmpstr(b, ==, a);
   /* derived.csv was written next to the measurements */
-  {
-    g_autofree char *path = g_build_filename(dir, "derived.csv", NULL);
-    derived = read_text(path);
-  }
-  g_assert_nonnull(strstr(derived, "\nlender-loss-per-pulled-byte,0.9560998"));
-  g_assert_nonnull(strstr(derived, "\ndecode-kv-efficiency,0.585"));
-  g_assert_nonnull(strstr(derived, "\nborrower-loss-per-incoming-byte,1.942247"));
-  remove_tree(dir);
+  derived = ema_test_read_file(dir, "derived.csv");
+  ema_test_assert_contains(derived, "\nlender-loss-per-pulled-byte,0.9560998");
+  ema_test_assert_contains(derived, "\ndecode-kv-efficiency,0.585");
+  ema_test_assert_contains(derived, "\nborrower-loss-per-incoming-byte,1.942247");
+  ema_test_remove_tree(dir);
 }
 
 static void test_derive_figures(void) {
@@ -420,7 +387,7 @@ static char *synthetic_csv(gboolean negative_intercept) {
 }
 
 static void test_decode_fit_synthetic(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *text = synthetic_csv(FALSE);
   g_autoptr(GPtrArray) rows = NULL;
   EmaStepFigures s;
@@ -441,11 +408,11 @@ static void test_decode_fit_synthetic(void) {
   g_assert_cmpfloat(fabs(s.layer_overhead_s - 10e-6), <, 1e-11);
   g_assert_cmpfloat(fabs(s.step_overhead_s - 20e-6), <, 1e-10);
   g_assert_cmpfloat(s.kv_max_rel_error, <, 1e-6);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_decode_fit_clamped(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *text = synthetic_csv(TRUE);
   g_autoptr(GPtrArray) rows = NULL;
   EmaStepFigures s;
@@ -457,7 +424,7 @@ static void test_decode_fit_clamped(void) {
   g_assert_cmpfloat(s.layer_overhead_s, ==, 0);
   /* through the origin: slope = sum(x y) / sum(x x) = (0.1 + 4) / 17 ms per GB */
   g_assert_cmpfloat(fabs(s.kv_rate - 17 / 4.1 * 1e12), <, 1e3);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_decode_fit_errors(void) {
@@ -481,7 +448,7 @@ static void test_decode_fit_errors(void) {
        EMA_VALIDATE_ERROR_FIT, "does not grow with its KV bytes"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autofree char *dir = temp_dir();
+    g_autofree char *dir = ema_test_temp_dir();
     g_autoptr(GPtrArray) rows = NULL;
     EmaStepFigures s;
     GError *error = NULL;
@@ -494,10 +461,9 @@ static void test_decode_fit_errors(void) {
       g_assert_true(error->domain != EMA_VALIDATE_ERROR);
     else
       g_assert_error(error, EMA_VALIDATE_ERROR, cases[i].code);
-    if (strstr(error->message, cases[i].message) == NULL)
-      g_error("'%s' does not contain '%s'", error->message, cases[i].message);
+    ema_test_assert_contains(error->message, cases[i].message);
     g_clear_error(&error);
-    remove_tree(dir);
+    ema_test_remove_tree(dir);
   }
 }
 
@@ -518,14 +484,14 @@ static void test_decode_rows_errors(void) {
       {NULL, EMA_VALIDATE_ERROR_IO, "cannot read"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autofree char *dir = temp_dir();
+    g_autofree char *dir = ema_test_temp_dir();
     GError *error = NULL;
     if (cases[i].csv)
       write_text(dir, "decode.csv", cases[i].csv);
     g_assert_null(read_rows(dir, &error));
     assert_error(error, cases[i].code, cases[i].message);
     g_clear_error(&error);
-    remove_tree(dir);
+    ema_test_remove_tree(dir);
   }
 }
 
@@ -541,10 +507,10 @@ static void test_decode_keys_written(void) {
   write_text(dir, "decode.csv", csv);
   g_assert_true(ema_calibration_from_results(dir, output, "test", NULL, NULL, &error));
   g_assert_no_error(error);
-  text = read_text(output);
-  g_assert_nonnull(strstr(text, "\n  kv_efficiency: 50%"));
-  g_assert_nonnull(strstr(text, "\n  layer_overhead: 10us"));
-  g_assert_nonnull(strstr(text, "\n  step_overhead: 20us"));
+  text = ema_test_read_file(dir, "model.yaml");
+  ema_test_assert_contains(text, "\n  kv_efficiency: 50%");
+  ema_test_assert_contains(text, "\n  layer_overhead: 10us");
+  ema_test_assert_contains(text, "\n  step_overhead: 20us");
   server = ema_params_load_file(&ema_server_params, output, &error);
   g_assert_no_error(error);
   /* 4 TB/s over the measured 4.62 TB/s (rounded as written) */
@@ -559,11 +525,11 @@ static void test_decode_keys_written(void) {
     g_autofree char *without = NULL;
     g_remove(path);
     g_assert_true(ema_calibration_from_results(dir, output, "test", NULL, NULL, &error));
-    without = read_text(output);
+    without = ema_test_read_file(dir, "model.yaml");
     g_assert_null(strstr(without, "\n  kv_efficiency:"));
-    g_assert_nonnull(strstr(without, "layer_overhead, step_overhead: not fitted"));
+    ema_test_assert_contains(without, "layer_overhead, step_overhead: not fitted");
   }
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 int main(int argc, char **argv) {

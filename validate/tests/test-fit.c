@@ -4,11 +4,11 @@
  * under measurement-like noise, and reject unusable points with a clear
  * message. */
 #include <math.h>
-#include <string.h>
 
 #include "errors.h"
 #include "fit.h"
 #include "stats.h"
+#include "testutil.h"
 
 #define KIB 1024.0
 #define MIB (1024.0 * KIB)
@@ -178,8 +178,7 @@ static void expect_fit_error(const EmaCopyPoint *points, guint n, gboolean with_
   GError *error = NULL;
   g_assert_false(ema_copy_fit(points, n, with_ramp, &fit, &error));
   g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_FIT);
-  if (strstr(error->message, part) == NULL)
-    g_error("'%s' does not contain '%s'", error->message, part);
+  ema_test_assert_contains(error->message, part);
   g_error_free(error);
 }
 

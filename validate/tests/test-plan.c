@@ -7,11 +7,11 @@
  * with independent computations over the layout that decodeplan.h
  * documents. */
 #include <math.h>
-#include <string.h>
 
 #include "decodeplan.h"
 #include "errors.h"
 #include "fill.h"
+#include "testutil.h"
 
 #define H200_SMS 132
 
@@ -38,8 +38,7 @@ static void expect_error(const EmaLlmSpec *model, const EmaDecodeOptions *option
   EmaDecodePlan *plan = ema_decode_plan_new(model, options, &error);
   g_assert_null(plan);
   g_assert_error(error, EMA_VALIDATE_ERROR, code);
-  if (strstr(error->message, part) == NULL)
-    g_error("'%s' does not contain '%s'", error->message, part);
+  ema_test_assert_contains(error->message, part);
   g_error_free(error);
 }
 

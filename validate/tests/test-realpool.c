@@ -21,6 +21,7 @@
 #include "fill.h"
 #include "poolfake.h"
 #include "poolledger.h"
+#include "testutil.h"
 
 #define SLICE EMA_SLICE_BYTES
 #define MS (1000 * 1000)
@@ -188,8 +189,7 @@ static void rig_tick_fails(Rig *r, const guint64 *targets, const char *part) {
   r->now += 50 * MS;
   g_assert_false(ema_ledger_tick(r->ledger, r->now, targets, &error));
   g_assert_nonnull(error);
-  if (strstr(error->message, part) == NULL)
-    g_error("'%s' does not contain '%s'", error->message, part);
+  ema_test_assert_contains(error->message, part);
   g_error_free(error);
 }
 
@@ -240,10 +240,10 @@ static void test_policy_parse(void) {
   g_assert_cmpstr(spec.prefetch, ==, "direct");
   ema_params_clear(&ema_policy_spec_params, &spec);
   g_assert_false(ema_ledger_policy_parse("sideways", &spec, &error));
-  g_assert_nonnull(strstr(error->message, "sideways"));
+  ema_test_assert_contains(error->message, "sideways");
   g_clear_error(&error);
   g_assert_false(ema_ledger_policy_parse("{borrow: sideways}", &spec, &error));
-  g_assert_nonnull(strstr(error->message, "unknown borrow policy 'sideways'"));
+  ema_test_assert_contains(error->message, "unknown borrow policy 'sideways'");
   g_clear_error(&error);
 }
 

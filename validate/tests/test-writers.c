@@ -16,42 +16,9 @@
 #include "ema/hwmodel.h"
 #include "errors.h"
 #include "report.h"
+#include "testutil.h"
 
 #define MIB 1048576.0
-
-static char *temp_dir(void) {
-  GError *error = NULL;
-  char *dir = g_dir_make_tmp("ema-validate-XXXXXX", &error);
-  g_assert_no_error(error);
-  return dir;
-}
-
-static void remove_tree(const char *dir) {
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    if (g_file_test(path, G_FILE_TEST_IS_DIR))
-      remove_tree(path);
-    else
-      g_remove(path);
-  }
-  g_rmdir(dir);
-}
-
-static char *read_file(const char *dir, const char *name) {
-  g_autofree char *path = g_build_filename(dir, name, NULL);
-  GError *error = NULL;
-  char *text = NULL;
-  g_assert_true(g_file_get_contents(path, &text, NULL, &error));
-  g_assert_no_error(error);
-  return text;
-}
-
-static void assert_contains(const char *text, const char *part) {
-  if (strstr(text, part) == NULL)
-    g_error("the text does not contain '%s':\n%s", part, text);
-}
 
 static void assert_close(double actual, double expected, double relative, const char *what) {
   if (!(fabs(actual - expected) <= relative * fabs(expected)))
@@ -73,7 +40,7 @@ static void test_csv_field(void) {
 
 static void test_report_csv(void) {
   g_autoptr(EmaReport) report = ema_report_new();
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *measurements = NULL, *samples = NULL, *derived = NULL;
   const double copy[] = {10e-6, 12e-6, 11e-6, 13e-6};
   const double kernel[] = {7e-6};
@@ -96,9 +63,9 @@ static void test_report_csv(void) {
 
   g_assert_true(ema_report_write_csv(report, dir, &error));
   g_assert_no_error(error);
-  measurements = read_file(dir, "measurements.csv");
-  samples = read_file(dir, "samples.csv");
-  derived = read_file(dir, "derived.csv");
+  measurements = ema_test_read_file(dir, "measurements.csv");
+  samples = ema_test_read_file(dir, "samples.csv");
+  derived = ema_test_read_file(dir, "derived.csv");
   /* median 11.5 us, quartiles 10.75 and 12.25 us: spread 1.5 / 11.5 = 13.04%;
    * 4 MiB / 11.5 us = 364.72 GB/s */
   g_assert_cmpstr(measurements, ==,
@@ -114,12 +81,12 @@ static void test_report_csv(void) {
                   "name,value,unit,description\n"
                   "fit-bandwidth,3.97e+11,B/s,\"least squares, relative\"\n"
                   "ratio,1.25,ratio,with / without\n");
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_report_csv_error(void) {
   g_autoptr(EmaReport) report = ema_report_new();
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *file = g_build_filename(dir, "a-file", NULL);
   g_autofree char *below = g_build_filename(file, "results", NULL);
   g_autofree char *in_the_way = g_build_filename(dir, "measurements.csv", NULL);
@@ -127,33 +94,33 @@ static void test_report_csv_error(void) {
   g_assert_true(g_file_set_contents(file, "x", -1, NULL));
   g_assert_false(ema_report_write_csv(report, below, &error));
   g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO);
-  assert_contains(error->message, "cannot create");
+  ema_test_assert_contains(error->message, "cannot create");
   g_clear_error(&error);
   /* a directory where measurements.csv should be */
   g_assert_cmpint(g_mkdir(in_the_way, 0755), ==, 0);
   g_assert_false(ema_report_write_csv(report, dir, &error));
   g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO);
-  assert_contains(error->message, "cannot write");
+  ema_test_assert_contains(error->message, "cannot write");
   g_clear_error(&error);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_csv_append(void) {
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *path = g_build_filename(dir, "decode.csv", NULL);
   g_autofree char *text = NULL;
   GError *error = NULL;
   g_assert_true(ema_csv_append_row(path, "a,b", "1,2", &error));
   g_assert_true(ema_csv_append_row(path, "a,b", "3,4", &error));
   g_assert_no_error(error);
-  text = read_file(dir, "decode.csv");
+  text = ema_test_read_file(dir, "decode.csv");
   g_assert_cmpstr(text, ==, "a,b\n1,2\n3,4\n");
   /* a directory cannot be appended to */
   g_assert_false(ema_csv_append_row(dir, "a,b", "5,6", &error));
   g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO);
-  assert_contains(error->message, "cannot open");
+  ema_test_assert_contains(error->message, "cannot open");
   g_clear_error(&error);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 /* ---- the calibrated server model ------------------------------------------ */
@@ -235,30 +202,32 @@ static void figures_h200(EmaCalibrationFigures *f) {
                                              .overlap_hidden_fraction = 0.839};
 }
 
-/* Write F into a new directory as NAME.yaml; returns the directory. */
-static char *write_model(const EmaCalibrationFigures *f, char **path_out) {
-  char *dir = temp_dir();
+/* Write F into a new temporary directory (*DIR_OUT) as NAME.yaml and load
+ * it back through libema's server table (free with ema_params_free). */
+static EmaServerSpec *write_and_load(const EmaCalibrationFigures *f, char **dir_out) {
+  char *dir = ema_test_temp_dir();
   g_autofree char *file = g_strconcat(f->name, ".yaml", NULL);
-  char *path = g_build_filename(dir, file, NULL);
+  g_autofree char *path = g_build_filename(dir, file, NULL);
   GError *error = NULL;
+  EmaServerSpec *server;
   g_assert_true(ema_calibration_write(f, path, &error));
   g_assert_no_error(error);
-  *path_out = path;
-  return dir;
+  server = ema_params_load_file(&ema_server_params, path, &error);
+  g_assert_no_error(error);
+  *dir_out = dir;
+  return server;
 }
 
 static void test_calibration_loads(void) {
   EmaCalibrationFigures f;
-  g_autofree char *path = NULL, *text = NULL;
+  g_autofree char *text = NULL;
   g_autofree char *dir = NULL;
   EmaServerSpec *server;
   g_autoptr(EmaServerSpec) by_name = NULL;
   GError *error = NULL;
 
   figures_h200(&f);
-  dir = write_model(&f, &path);
-  server = ema_params_load_file(&ema_server_params, path, &error);
-  g_assert_no_error(error);
+  server = write_and_load(&f, &dir);
   g_assert_cmpstr(server->name, ==, "test-h200x2");
   g_assert_cmpstr(server->summary, ==,
                   "2x NVIDIA H200, calibrated by ema-validate on 2026-11-29 (measured)");
@@ -297,39 +266,38 @@ static void test_calibration_loads(void) {
   g_assert_nonnull(by_name);
 
   text = ema_calibration_yaml(&f);
-  assert_contains(text, "# Date: 2026-11-29T22:32:24Z\n");
-  assert_contains(text, "# GPUs: GPU0 NVIDIA H200 (PCI 0000:00:06.0)");
-  assert_contains(text, "# Driver: 580.159.04; CUDA driver API 13.0, runtime 13.0\n");
-  assert_contains(text, "# Command: ema-validate calibrate --name test-h200x2\n");
-  assert_contains(text, "median of 20 event-timed repeats after 3 warm-ups");
-  assert_contains(text, "  hbm_bandwidth: 4.62TB/s ");
-  assert_contains(text, "  local_copy_bandwidth: 4.264TB/s ");
-  assert_contains(text, "  copy_ramp_bytes: 67.95MiB\n");
-  assert_contains(text, "NOT measured: from the server model h200x2");
-  assert_contains(text, "# vmm_detail:");
-  assert_contains(text, "\nvmm:  ");
-  assert_contains(text, "#   borrower_loss_per_incoming_byte: 1.942 ");
+  ema_test_assert_contains(text, "# Date: 2026-11-29T22:32:24Z\n");
+  ema_test_assert_contains(text, "# GPUs: GPU0 NVIDIA H200 (PCI 0000:00:06.0)");
+  ema_test_assert_contains(text, "# Driver: 580.159.04; CUDA driver API 13.0, runtime 13.0\n");
+  ema_test_assert_contains(text, "# Command: ema-validate calibrate --name test-h200x2\n");
+  ema_test_assert_contains(text, "median of 20 event-timed repeats after 3 warm-ups");
+  ema_test_assert_contains(text, "  hbm_bandwidth: 4.62TB/s ");
+  ema_test_assert_contains(text, "  local_copy_bandwidth: 4.264TB/s ");
+  ema_test_assert_contains(text, "  copy_ramp_bytes: 67.95MiB\n");
+  ema_test_assert_contains(text, "NOT measured: from the server model h200x2");
+  ema_test_assert_contains(text, "# vmm_detail:");
+  ema_test_assert_contains(text, "\nvmm:  ");
+  ema_test_assert_contains(text, "#   borrower_loss_per_incoming_byte: 1.942 ");
   g_assert_null(strstr(text, "Derived again"));
-  assert_contains(text, "#   create_cost: 9.493us ");
-  assert_contains(text, "#   batch_set_access_cost: 14.53ms ");
-  assert_contains(text, "#   batch_create_cost: 9.729us ");
-  assert_contains(text, "#   lender_kernel_slowdown_by_peer_copy: 1.086 ");
-  assert_contains(text, "#   borrower_kernel_slowdown_by_incoming_copy: 1.199 ");
-  assert_contains(text, "#   hidden_fraction: 0.839 ");
-  assert_contains(text, "# link_pull:");
-  assert_contains(text, "(a poor fit: largest error 11%");
+  ema_test_assert_contains(text, "#   create_cost: 9.493us ");
+  ema_test_assert_contains(text, "#   batch_set_access_cost: 14.53ms ");
+  ema_test_assert_contains(text, "#   batch_create_cost: 9.729us ");
+  ema_test_assert_contains(text, "#   lender_kernel_slowdown_by_peer_copy: 1.086 ");
+  ema_test_assert_contains(text, "#   borrower_kernel_slowdown_by_incoming_copy: 1.199 ");
+  ema_test_assert_contains(text, "#   hidden_fraction: 0.839 ");
+  ema_test_assert_contains(text, "# link_pull:");
+  ema_test_assert_contains(text, "(a poor fit: largest error 11%");
   /* no binary-to-decimal residue such as 4.2639999999999995TB/s */
   g_assert_null(strstr(text, "99999"));
   g_assert_null(strstr(text, "00000"));
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_calibration_clamps(void) {
   EmaCalibrationFigures f;
-  g_autofree char *path = NULL, *text = NULL;
+  g_autofree char *text = NULL;
   g_autofree char *dir = NULL;
   EmaServerSpec *server;
-  GError *error = NULL;
 
   figures_h200(&f);
   f.duplex_bandwidth = 1000e9;     /* above 2 x 397.7 GB/s */
@@ -337,9 +305,7 @@ static void test_calibration_clamps(void) {
   f.host_duplex_bandwidth = 50e9;  /* below one direction */
   f.interference.lender_loss_per_pulled_byte = 12;
   f.interference.borrower_loss_per_incoming_byte = NAN;
-  dir = write_model(&f, &path);
-  server = ema_params_load_file(&ema_server_params, path, &error);
-  g_assert_no_error(error);
+  server = write_and_load(&f, &dir);
   assert_close(server->link.duplex_bandwidth, 2 * 397.7e9, 1e-12, "clamped duplex");
   assert_close(server->link.direct_read_bandwidth, 397.7e9, 1e-12, "clamped direct read");
   assert_close(server->host.duplex_bandwidth, 55.36e9, 1e-12, "clamped host duplex");
@@ -347,44 +313,42 @@ static void test_calibration_clamps(void) {
   g_assert_cmpfloat(server->gpu.interference_incoming, ==, 1);
   ema_params_free(&ema_server_params, server);
   text = ema_calibration_yaml(&f);
-  assert_contains(text,
-                  "measured 1TB/s, clamped to the schema's bounds (bandwidth..2 x bandwidth)");
-  assert_contains(text, "measured 420GB/s, clamped to bandwidth");
-  assert_contains(text, "measured 50GB/s, clamped to the schema's bounds");
-  assert_contains(text, "measured 12, outside the schema's 0..10, written 10");
-  assert_contains(text, "measured nan, outside the schema's 0..10, written 1");
-  remove_tree(dir);
+  ema_test_assert_contains(
+      text, "measured 1TB/s, clamped to the schema's bounds (bandwidth..2 x bandwidth)");
+  ema_test_assert_contains(text, "measured 420GB/s, clamped to bandwidth");
+  ema_test_assert_contains(text, "measured 50GB/s, clamped to the schema's bounds");
+  ema_test_assert_contains(text, "measured 12, outside the schema's 0..10, written 10");
+  ema_test_assert_contains(text, "measured nan, outside the schema's 0..10, written 1");
+  ema_test_remove_tree(dir);
 }
 
 static void test_calibration_without_ramp(void) {
   EmaCalibrationFigures f;
-  g_autofree char *path = NULL, *text = NULL;
+  g_autofree char *text = NULL;
   g_autofree char *dir = NULL;
   EmaServerSpec *server;
-  GError *error = NULL;
 
   figures_h200(&f);
   f.peer_push.ramp_s = 0;
   f.peer_push.max_rel_error = 0.2; /* and a poor fit */
   f.rederived_command = "ema-validate calibrate --from-results DIR";
-  dir = write_model(&f, &path);
-  server = ema_params_load_file(&ema_server_params, path, &error);
-  g_assert_no_error(error);
+  server = write_and_load(&f, &dir);
   g_assert_cmpint(server->link.copy_ramp_time, ==, 0);
   g_assert_cmpuint(server->link.copy_ramp_bytes, ==, 1048576);
   ema_params_free(&ema_server_params, server);
   text = ema_calibration_yaml(&f);
-  assert_contains(text, "  copy_ramp_time: 0ns ");
-  assert_contains(text, "the fit needs no ramp");
-  assert_contains(text, "  # (a poor fit: the copy times do not follow the model");
-  assert_contains(text, "# Derived again from these measurements (no GPU): ema-validate calibrate "
-                        "--from-results DIR\n");
-  remove_tree(dir);
+  ema_test_assert_contains(text, "  copy_ramp_time: 0ns ");
+  ema_test_assert_contains(text, "the fit needs no ramp");
+  ema_test_assert_contains(text, "  # (a poor fit: the copy times do not follow the model");
+  ema_test_assert_contains(
+      text, "# Derived again from these measurements (no GPU): ema-validate calibrate "
+            "--from-results DIR\n");
+  ema_test_remove_tree(dir);
 }
 
 static void test_calibration_write_error(void) {
   EmaCalibrationFigures f;
-  g_autofree char *dir = temp_dir();
+  g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *file = g_build_filename(dir, "a-file", NULL);
   g_autofree char *below = g_build_filename(file, "calibration", "model.yaml", NULL);
   g_autofree char *as_dir = g_build_filename(dir, "model.yaml", NULL);
@@ -394,14 +358,14 @@ static void test_calibration_write_error(void) {
   g_assert_true(g_file_set_contents(file, "x", -1, NULL));
   g_assert_false(ema_calibration_write(&f, below, &error));
   g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO);
-  assert_contains(error->message, "cannot create");
+  ema_test_assert_contains(error->message, "cannot create");
   g_clear_error(&error);
   g_assert_cmpint(g_mkdir(as_dir, 0755), ==, 0);
   g_assert_false(ema_calibration_write(&f, as_dir, &error));
   g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO);
-  assert_contains(error->message, "cannot write");
+  ema_test_assert_contains(error->message, "cannot write");
   g_clear_error(&error);
-  remove_tree(dir);
+  ema_test_remove_tree(dir);
 }
 
 static void test_default_name(void) {

@@ -34,6 +34,14 @@ typedef struct {
   guint failed; /* expectations missed */
 } EmaOpsReport;
 
+/* Fill RESULT's expectation fields from EXPECT (seconds_ns and bandwidth
+ * already set): the quantity the expectation was written in (time when it
+ * gives one, else bandwidth), the relative error and whether it is within
+ * EXPECT's tolerance (DEFAULT_TOLERANCE when it gives none); a miss adds
+ * one to *FAILED. No expectation: has_expect FALSE, nothing else set. */
+void ema_op_result_judge(EmaOpResult *result, const EmaOpExpect *expect, double default_tolerance,
+                         guint *failed);
+
 EmaOpsReport *ema_ops_run(const EmaExperiment *experiment, GError **error);
 void ema_ops_report_free(EmaOpsReport *report);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaOpsReport, ema_ops_report_free)

@@ -75,6 +75,13 @@ gboolean ema_policy_registry_load_dirs(const char *const *dirs, GError **error);
 /* The policy NAME of KIND, or NULL with EMA_POLICY_ERROR_UNKNOWN:
  * "unknown borrow policy 'NAME' (known: a, b, c)". */
 const EmaPolicyInfo *ema_policy_registry_find(EmaPolicyKind kind, const char *name, GError **error);
+typedef gboolean (*EmaPolicyInitFunc)(gpointer state, gconstpointer params, const EmaPoolView *view,
+                                      GError **error);
+/* The size of the state one instance of INFO's policy keeps (its ops'
+ * state_size). */
+gsize ema_policy_info_state_size(const EmaPolicyInfo *info);
+/* INFO's policy's init hook (its ops' init; NULL when it has none). */
+EmaPolicyInitFunc ema_policy_info_init_func(const EmaPolicyInfo *info);
 /* All policies of KIND sorted by name (EmaPolicyInfo *, owned by the
  * registry). */
 GPtrArray *ema_policy_registry_list(EmaPolicyKind kind);

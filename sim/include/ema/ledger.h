@@ -1,0 +1,104 @@
+/* ledger.h: the slice ledger of an elastic memory pool, shared by the
+ * simulator's pool (pool.c) and the real, CUDA-backed pool of
+ * `ema-validate pool` (validate/poolledger.c): each GPU's counters, the
+ * lent matrix, the arithmetic over them and the views the policies get.
+ *
+ * Per GPU g (slices unless said; S = EMA_SLICE_BYTES, B = g's block size):
+ *   slices        its KV region
+ *   lent[g][b]    lent to borrower b (mapped and usable by b)
+ *   lending       reserved on g for borrows still being mapped
+ *   returning     reclaimed from borrowers, usable again when the reclaim's
+ *                 copies and unmaps are done
+ *   staging       its tenant's prefetch staging buffer
+ *   parking       holding other tenants' preempted KV (peer swap)
+ *   borrowing     being mapped for g as a borrower (not yet in lent)
+ *   local_used    its tenant's blocks in its own slices (blocks)
+ *   remote[j]     its tenant's blocks in slices lent by j (blocks)
+ * lent_total, borrowed_total and remote_cap_total are kept equal to the
+ * sums over the lent matrix by ema_slice_ledger_change_lent(); remote_total
+ * is the sum of remote[] (kept by its owner). A pool whose actions complete
+ * inside their call (validate) leaves lending, returning, borrowing and
+ * parking at zero.
+ *
+ * The owner's per-GPU record starts with the counters through
+ * EMA_SLICE_GPU_FIELDS in an anonymous union with an EmaSliceGpu (so it
+ * reads g->local_used as before, and &g->counters is the EmaSliceGpu the
+ * ledger sees):
+ *   typedef struct {
+ *     union { EmaSliceGpu counters; struct { EMA_SLICE_GPU_FIELDS }; };
+ *     ...the owner's own fields...
+ *   } Gpu;
+ * and points the ledger's gpus[i] at each of them. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/policy.h"
+
+G_BEGIN_DECLS
+
+#define EMA_SLICE_GPU_FIELDS                                                                       \
+  guint index;                                                                                     \
+  gboolean present, shares, has_tenant;                                                            \
+  guint64 slices, block_bytes;                                                                     \
+  guint64 local_used;                                                                              \
+  guint64 *remote; /* [n] blocks on lender j */                                                    \
+  guint64 remote_total;                                                                            \
+  gboolean remote_viewed; /* the ledger's remote_view holds nonzero entries of this GPU */         \
+  guint64 lending, returning, staging, borrowing, parking;                                         \
+  guint64 lent_total;       /* sum_b lent[g][b] */                                                 \
+  guint64 borrowed_total;   /* sum_j lent[j][g] */                                                 \
+  guint64 remote_cap_total; /* sum_j floor(lent[j][g] x S / B): blocks its borrowed slices hold */ \
+  EmaPrefetchPlan plan;     /* the last prefetch plan (remote_limit gates admission) */            \
+  guint64 blocks_short;                                                                            \
+  guint running, waiting;                                                                          \
+  double demand; /* blocks per second */                                                           \
+  EmaTime last_step;
+
+typedef struct {
+  EMA_SLICE_GPU_FIELDS
+} EmaSliceGpu;
+
+typedef struct {
+  guint n;
+  EmaSliceGpu **gpus;   /* [n], the owner's records */
+  guint64 *lent;        /* [lender * n + borrower] */
+  guint64 *remote_view; /* [borrower * n + lender], a copy of the gpus' remote[] for views */
+  EmaGpuView *views;    /* [n] */
+  EmaPoolView view;
+} EmaSliceLedger;
+
+/* LEDGER over N GPUs, its matrices zero; the caller sets gpus[i]. */
+void ema_slice_ledger_init(EmaSliceLedger *ledger, guint n);
+void ema_slice_ledger_clear(EmaSliceLedger *ledger);
+
+/* Slices that BLOCKS of G's blocks fill, rounded up (0 without a block size). */
+guint64 ema_slices_for_blocks(const EmaSliceGpu *g, guint64 blocks);
+/* Whole blocks of G that SLICES hold (0 without a block size). */
+guint64 ema_blocks_in_slices(const EmaSliceGpu *g, guint64 slices);
+
+/* Add DELTA slices to lent[LENDER][BORROWER], keeping the counters. */
+void ema_slice_ledger_change_lent(EmaSliceLedger *ledger, guint lender, guint borrower,
+                                  gint64 delta);
+/* Blocks of G that the slices LENDER lends it hold. */
+guint64 ema_slice_ledger_remote_capacity(const EmaSliceLedger *ledger, const EmaSliceGpu *g,
+                                         guint lender);
+/* Slices of G not lent, lending, returning, staging or parking: where its
+ * own blocks live. */
+guint64 ema_slice_gpu_own_slices(const EmaSliceGpu *g);
+/* Blocks of G its own slices hold. */
+guint64 ema_slice_gpu_local_capacity(const EmaSliceGpu *g);
+/* Remote blocks the prefetch plan admits in all: what admission of new
+ * requests may fill; running requests may grow beyond it into any borrowed
+ * room. */
+guint64 ema_slice_gpu_remote_admitted(const EmaSliceGpu *g);
+/* Own slices of G not used by its blocks: what it can lend. */
+guint64 ema_slice_gpu_lendable(const EmaSliceGpu *g);
+/* Blocks G's tenant may still take: free local ones plus admitted remote room. */
+guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g);
+
+/* The view the policies get (valid until the next call), at NOW over SERVER. */
+const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *ledger, EmaTime now,
+                                         const EmaServerSpec *server);
+
+G_END_DECLS
