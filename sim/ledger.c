@@ -22,16 +22,6 @@ void ema_slice_ledger_clear(EmaSliceLedger *l) {
   memset(l, 0, sizeof *l);
 }
 
-guint64 ema_slices_for_blocks(const EmaSliceGpu *g, guint64 blocks) {
-  if (g->block_bytes == 0)
-    return 0;
-  return (blocks * g->block_bytes + EMA_SLICE_BYTES - 1) / EMA_SLICE_BYTES;
-}
-
-guint64 ema_blocks_in_slices(const EmaSliceGpu *g, guint64 slices) {
-  return g->block_bytes ? slices * EMA_SLICE_BYTES / g->block_bytes : 0;
-}
-
 guint64 ema_slice_ledger_remote_capacity(const EmaSliceLedger *l, const EmaSliceGpu *g,
                                          guint lender) {
   return ema_blocks_in_slices(g, l->lent[lender * l->n + g->index]);

@@ -72,10 +72,18 @@ typedef struct {
 void ema_slice_ledger_init(EmaSliceLedger *ledger, guint n);
 void ema_slice_ledger_clear(EmaSliceLedger *ledger);
 
-/* Slices that BLOCKS of G's blocks fill, rounded up (0 without a block size). */
-guint64 ema_slices_for_blocks(const EmaSliceGpu *g, guint64 blocks);
+/* Slices that BLOCKS of G's blocks fill, rounded up (0 without a block
+ * size). Inline: the tenants' memory calls it on every take and free. */
+static inline guint64 ema_slices_for_blocks(const EmaSliceGpu *g, guint64 blocks) {
+  if (g->block_bytes == 0)
+    return 0;
+  return (blocks * g->block_bytes + EMA_SLICE_BYTES - 1) / EMA_SLICE_BYTES;
+}
+
 /* Whole blocks of G that SLICES hold (0 without a block size). */
-guint64 ema_blocks_in_slices(const EmaSliceGpu *g, guint64 slices);
+static inline guint64 ema_blocks_in_slices(const EmaSliceGpu *g, guint64 slices) {
+  return g->block_bytes ? slices * EMA_SLICE_BYTES / g->block_bytes : 0;
+}
 
 /* Add DELTA slices to lent[LENDER][BORROWER], keeping the counters. */
 void ema_slice_ledger_change_lent(EmaSliceLedger *ledger, guint lender, guint borrower,
