@@ -19,11 +19,14 @@
  * construction (one matrix). Only sharing GPUs (tp = 1 tenants, idle GPUs)
  * lend or borrow.
  *
- * Policy calls: after each step of a sharing tenant and whenever its engine
- * reports blocks it lacks (EmaKvMemoryOps.want), the GPU gets one decision
- * event at the same instant, after the engines: if it lends and lacks
- * memory, the reclaim policy (lender priority); if it lends, the reclaim
- * policy again as a proactive call (needed 0); then the borrow policy.
+ * Policy calls: a GPU decides after a step of its tenant that lacked
+ * blocks, after its other steps at most once per policy.decision_period,
+ * and, when its engine reports blocks it lacks while scheduling
+ * (EmaKvMemoryOps.want), in an event at the same instant after the engines.
+ * A decision: if it holds peers' parked KV and lacks memory, that goes to
+ * host; if it lends and lacks memory, the reclaim policy (lender
+ * priority); if it lends, the reclaim policy again as a proactive call
+ * (needed 0); then the borrow policy.
  * Before each step with remote KV, the prefetch policy. Plans are checked
  * action by action; what the ledger cannot honour is cut to what it can
  * (counted in plans_adjusted), never applied beyond it. */
