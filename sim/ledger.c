@@ -3,6 +3,7 @@
 #include "ema/ledger.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
@@ -110,4 +111,125 @@ const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
   l->view.remote_blocks = l->remote_view;
   l->view.server = server;
   return &l->view;
+}
+
+guint64 ema_slice_ledger_borrow_limit(const EmaSliceLedger *l, guint borrower, guint lender) {
+  const EmaSliceGpu *lg = l->gpus[lender];
+  return lender == borrower || !lg->shares ? 0 : ema_slice_gpu_lendable(lg);
+}
+
+guint64 ema_slice_ledger_return_limit(const EmaSliceLedger *l, guint borrower, guint lender) {
+  const EmaSliceGpu *b = l->gpus[borrower];
+  guint64 lent = l->lent[lender * l->n + borrower];
+  guint64 used = ema_slices_for_blocks(b, b->remote[lender]);
+  return lent > used ? lent - used : 0;
+}
+
+guint64 ema_slice_ledger_reclaim_limit(const EmaSliceLedger *l, guint lender, guint borrower) {
+  return l->lent[lender * l->n + borrower];
+}
+
+guint64 ema_slice_ledger_reclaim_excess(const EmaSliceLedger *l, guint lender, guint borrower,
+                                        guint64 slices, guint64 *keep) {
+  const EmaSliceGpu *b = l->gpus[borrower];
+  *keep = ema_blocks_in_slices(b, l->lent[lender * l->n + borrower] - slices);
+  return b->remote[lender] > *keep ? b->remote[lender] - *keep : 0;
+}
+
+void ema_slice_gpu_update_staging(EmaSliceGpu *g, guint layers) {
+  guint64 want = 0, avail;
+  guint64 taken = g->lent_total + g->lending + g->returning + g->parking +
+                  ema_slices_for_blocks(g, g->local_used);
+  if (g->plan.mode == EMA_REMOTE_PREFETCH && layers > 0) {
+    /* the layers fetched ahead of the remote KV in use */
+    guint64 ahead = (guint64) MAX(g->plan.depth, 1) * MAX(g->plan.layers_per_copy, 1);
+    guint64 remote = ema_slices_for_blocks(g, g->remote_total);
+    want = (MIN(ahead, layers) * remote + layers - 1) / layers;
+  }
+  avail = g->slices > taken ? g->slices - taken : 0;
+  g->staging = MIN(want, avail);
+}
+
+#define DEMAND_SAMPLE (100 * 1000 * 1000)
+#define DEMAND_TAU_S 2.0
+
+void ema_slice_gpu_update_demand(EmaSliceGpu *g, EmaTime now, guint64 used) {
+  double dt, rate, weight;
+  if (now - g->demand_at < DEMAND_SAMPLE)
+    return;
+  dt = (double) (now - g->demand_at) / 1e9;
+  rate = ((double) used - (double) g->demand_blocks) / dt;
+  weight = -expm1(-dt / DEMAND_TAU_S);
+  g->demand += weight * (rate - g->demand);
+  g->demand_blocks = used;
+  g->demand_at = now;
+}
+
+static gboolean invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean invalid(GError **error, const char *format, ...) {
+  va_list args;
+  if (error == NULL || *error != NULL)
+    return FALSE;
+  va_start(args, format);
+  *error = g_error_new_valist(EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID, format, args);
+  va_end(args);
+  return FALSE;
+}
+
+gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error) {
+  for (guint i = 0; i < l->n; i++) {
+    const EmaSliceGpu *g = l->gpus[i];
+    guint64 sum = 0, lent = 0, borrowed = 0, cap = 0;
+    guint64 taken = ema_slices_for_blocks(g, g->local_used) + g->lent_total + g->lending +
+                    g->returning + g->staging + g->parking;
+    if (taken > g->slices)
+      return invalid(error,
+                     "gpu%u: %" G_GUINT64_FORMAT
+                     " slices in use, lent or reserved, above its %" G_GUINT64_FORMAT,
+                     i, taken, g->slices);
+    if (!g->shares && (g->lent_total > 0 || g->borrowed_total > 0))
+      return invalid(error, "gpu%u does not share, yet lends or borrows", i);
+    for (guint j = 0; j < l->n; j++) {
+      guint64 remote = g->remote ? g->remote[j] : 0;
+      if (remote > ema_slice_ledger_remote_capacity(l, g, j))
+        return invalid(error,
+                       "gpu%u holds %" G_GUINT64_FORMAT
+                       " blocks on gpu%u, above the %" G_GUINT64_FORMAT " its borrowed slices hold",
+                       i, remote, j, ema_slice_ledger_remote_capacity(l, g, j));
+      sum += remote;
+      lent += l->lent[i * l->n + j];
+      borrowed += l->lent[j * l->n + i];
+      cap += ema_slice_ledger_remote_capacity(l, g, j);
+    }
+    if (lent != g->lent_total || borrowed != g->borrowed_total || cap != g->remote_cap_total)
+      return invalid(error, "gpu%u: lent/borrowed counters disagree with the ledger", i);
+    if (sum != g->remote_total)
+      return invalid(error,
+                     "gpu%u: remote blocks per lender add up to %" G_GUINT64_FORMAT
+                     ", not %" G_GUINT64_FORMAT,
+                     i, sum, g->remote_total);
+  }
+  return TRUE;
+}
+
+gboolean ema_slice_ledger_init_policies(EmaSliceLedger *l, const EmaPolicyInfo *const *policies,
+                                        const gconstpointer *params, EmaTime now,
+                                        const EmaServerSpec *server, GError **error) {
+  for (guint i = 0; i < l->n; i++) {
+    EmaSliceGpu *g = l->gpus[i];
+    if (!g->present)
+      continue;
+    for (guint k = 0; k < 3; k++) {
+      const EmaPolicyInfo *info = policies[k];
+      EmaPolicyInitFunc init = ema_policy_info_init_func(info);
+      if (g->states[k] == NULL)
+        g->states[k] = g_malloc0(MAX(ema_policy_info_state_size(info), 1));
+      if (init && !init(g->states[k], params[k], ema_slice_ledger_view(l, now, server), error)) {
+        g_prefix_error(error, "%s policy %s: ", ema_policy_kind_name(info->kind), info->name);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
 }

@@ -39,12 +39,6 @@
 #include "ema/registry.h"
 
 #define DECIDE_PRIORITY 50
-/* the demand trend: an exponential average of the rate of change of a
- * tenant's blocks, sampled at most every DEMAND_SAMPLE, with time constant
- * DEMAND_TAU (so one request's prefill moves it little, a sustained climb
- * moves it fully within a few seconds) */
-#define DEMAND_SAMPLE (100 * 1000 * 1000)
-#define DEMAND_TAU_S 2.0
 
 typedef struct _Pool Pool;
 
@@ -66,15 +60,12 @@ typedef struct {
   guint64 *parked; /* [n] on lender j */
   guint64 parked_host;
   gboolean evicting_to_host; /* the pool's own eviction: swap_out must not park on peers */
-  guint64 demand_blocks;     /* blocks used at the last trend sample */
-  EmaTime demand_at;         /* time of that sample */
   double *pull;              /* [n] B/s this tenant pulled from lender j in its last step */
   double incoming;           /* B/s copied into this GPU by its prefetches in its last step */
   EmaEvent decide_event;
   EmaTime decided_at; /* the last decision */
   gboolean dropping;  /* a drop for a reclaim is freeing blocks: give() takes them from... */
   guint drop_lender;  /* ...this lender first */
-  gpointer states[3];
 } Gpu;
 
 struct _Pool {
@@ -121,24 +112,12 @@ static guint64 blocks_in_slices(const Gpu *g, guint64 slices) {
   return ema_blocks_in_slices(&g->counters, slices);
 }
 
-static guint64 lent_out(const Pool *p, guint g) {
-  return p->gpus[g].lent_total;
-}
-
-static guint64 borrowed_in(const Pool *p, guint g) {
-  return p->gpus[g].borrowed_total;
-}
-
 static void change_lent(Pool *p, guint lender, guint borrower, gint64 delta) {
   ema_slice_ledger_change_lent(&p->ledger, lender, borrower, delta);
 }
 
 static guint64 local_capacity(const Gpu *g) {
   return ema_slice_gpu_local_capacity(&g->counters);
-}
-
-static guint64 remote_capacity(const Pool *p, const Gpu *g, guint lender) {
-  return ema_slice_ledger_remote_capacity(&p->ledger, &g->counters, lender);
 }
 
 static guint64 lendable(const Gpu *g) {
@@ -154,9 +133,8 @@ static guint64 memory_free_blocks(gpointer self) {
 
 static guint64 memory_total_blocks(gpointer self) {
   Gpu *g = self;
-  Pool *p = g->pool;
   /* the region it owns (lent slices come back on demand) plus what it borrows */
-  return blocks_in_slices(g, g->slices) + blocks_in_slices(g, borrowed_in(p, g->index));
+  return blocks_in_slices(g, g->slices) + blocks_in_slices(g, g->borrowed_total);
 }
 
 static gboolean memory_take(gpointer self, guint64 n) {
@@ -176,7 +154,7 @@ static gboolean memory_take(gpointer self, guint64 n) {
     guint best = p->n;
     guint64 most = 0;
     for (guint j = 0; j < p->n; j++) {
-      guint64 cap = remote_capacity(p, g, j);
+      guint64 cap = ema_slice_ledger_remote_capacity(&p->ledger, &g->counters, j);
       guint64 room = cap > g->remote[j] ? cap - g->remote[j] : 0;
       if (room > most) {
         most = room;
@@ -392,11 +370,8 @@ static void start_pending(Pool *p, PendingKind kind, guint lender, guint borrowe
 /* BORROWER borrows SLICES from LENDER (cut to what LENDER can lend). */
 static void apply_borrow(Pool *p, guint borrower, guint lender, guint64 slices) {
   Gpu *l = &p->gpus[lender];
-  guint64 can = lender == borrower || !l->shares ? 0 : lendable(l);
-  if (slices > can) {
-    p->stats.plans_adjusted++;
-    slices = can;
-  }
+  slices = ema_slice_cut(slices, ema_slice_ledger_borrow_limit(&p->ledger, borrower, lender),
+                         &p->stats.plans_adjusted);
   if (slices == 0)
     return;
   l->lending += slices;
@@ -409,14 +384,8 @@ static void apply_borrow(Pool *p, guint borrower, guint lender, guint64 slices) 
 
 /* BORROWER gives back SLICES empty slices of LENDER (cut to the empty ones). */
 static void apply_return(Pool *p, guint borrower, guint lender, guint64 slices) {
-  Gpu *b = &p->gpus[borrower];
-  const guint64 *lent = &p->ledger.lent[lender * p->n + borrower];
-  guint64 used = slices_for_blocks(b, b->remote[lender]);
-  guint64 empty = *lent > used ? *lent - used : 0;
-  if (slices > empty) {
-    p->stats.plans_adjusted++;
-    slices = empty;
-  }
+  slices = ema_slice_cut(slices, ema_slice_ledger_return_limit(&p->ledger, borrower, lender),
+                         &p->stats.plans_adjusted);
   if (slices == 0)
     return;
   /* the borrower unmaps; the lender has the slices back once that is done */
@@ -494,18 +463,16 @@ static double migrate(Pool *p, Gpu *b, guint lender, guint target, guint64 block
 /* LENDER takes back the slices of ACTION. */
 static double apply_reclaim_action(Pool *p, guint lender, const EmaReclaimAction *action,
                                    guint64 *taken) {
-  const guint64 *lent = &p->ledger.lent[lender * p->n + action->borrower];
   Gpu *b = &p->gpus[action->borrower];
-  guint64 slices = MIN(action->slices, *lent);
+  guint64 slices = ema_slice_cut(
+      action->slices, ema_slice_ledger_reclaim_limit(&p->ledger, lender, action->borrower),
+      &p->stats.plans_adjusted);
   guint64 keep, excess, moved = 0;
   double time = 0;
-  if (slices < action->slices)
-    p->stats.plans_adjusted++;
   *taken = 0;
   if (slices == 0 || action->borrower == lender)
     return 0;
-  keep = blocks_in_slices(b, *lent - slices);
-  excess = b->remote[lender] > keep ? b->remote[lender] - keep : 0;
+  excess = ema_slice_ledger_reclaim_excess(&p->ledger, lender, action->borrower, slices, &keep);
   if (excess > 0) {
     switch (action->target) {
     case EMA_VACATE_TO_BORROWER:
@@ -568,7 +535,7 @@ static void run_reclaim(Pool *p, guint lender, guint64 needed) {
 
 void ema_pool_reclaim_everything(EmaPool *pool, guint lender) {
   Pool *p = &pool->pool;
-  guint64 lent = lent_out(p, lender);
+  guint64 lent = p->gpus[lender].lent_total;
   if (lent == 0)
     return;
   run_reclaim(p, lender, lent);
@@ -630,14 +597,14 @@ static void decide(Gpu *g) {
   g->decided_at = ema_sim_now(p->sim);
   if (g->blocks_short > 0 && g->parking > 0)
     unpark(p, g);
-  if (lent_out(p, g->index) > 0) {
+  if (g->lent_total > 0) {
     if (g->blocks_short > 0) {
       guint64 needed = slices_for_blocks(g, g->blocks_short);
       guint64 coming = g->returning;
       if (needed > coming)
         run_reclaim(p, g->index, needed - coming);
     }
-    if (lent_out(p, g->index) > 0)
+    if (g->lent_total > 0)
       run_reclaim(p, g->index, 0);
   }
   if (g->has_tenant)
@@ -673,20 +640,6 @@ static double remote_time(const Pool *p, const double *bytes, double bandwidth) 
   if (p->server->topology != EMA_TOPOLOGY_DIRECT)
     longest = MAX(longest, sum / bandwidth);
   return longest;
-}
-
-static void update_staging(Pool *p, Gpu *g) {
-  guint64 want = 0, avail;
-  guint64 taken = lent_out(p, g->index) + g->lending + g->returning + g->parking +
-                  slices_for_blocks(g, g->local_used);
-  if (g->plan.mode == EMA_REMOTE_PREFETCH && g->layers > 0) {
-    /* the layers fetched ahead of the remote KV in use */
-    guint64 ahead = (guint64) MAX(g->plan.depth, 1) * MAX(g->plan.layers_per_copy, 1);
-    guint64 remote = slices_for_blocks(g, g->remote_total);
-    want = (MIN(ahead, g->layers) * remote + g->layers - 1) / g->layers;
-  }
-  avail = g->slices > taken ? g->slices - taken : 0;
-  g->staging = MIN(want, avail);
 }
 
 double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *server,
@@ -763,7 +716,7 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   g->plan.depth = MAX(g->plan.depth, 1);
   g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, (guint) L);
   g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
-  update_staging(p, g);
+  ema_slice_gpu_update_staging(&g->counters, g->layers);
   step = ema_remote_step_seconds(&bd, p->server, L, slow, R * L / bd.kv_read_bytes, t_copy,
                                  t_direct, &g->plan);
   if (g->plan.mode == EMA_REMOTE_PREFETCH)
@@ -785,14 +738,7 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
   g->waiting = report->waiting;
   g->last_step = report->duration;
   g->blocks_short = MAX(g->blocks_short, report->blocks_short);
-  if (now - g->demand_at >= DEMAND_SAMPLE) {
-    double dt = (double) (now - g->demand_at) / 1e9;
-    double rate = ((double) used - (double) g->demand_blocks) / dt;
-    double weight = -expm1(-dt / DEMAND_TAU_S);
-    g->demand += weight * (rate - g->demand);
-    g->demand_blocks = used;
-    g->demand_at = now;
-  }
+  ema_slice_gpu_update_demand(&g->counters, now, used);
   /* the policies run after a step that lacked blocks, and otherwise at
    * most once per decision period (a want() during scheduling has its own
    * event, as it comes from inside the engine) */
@@ -842,21 +788,8 @@ gboolean ema_pool_start(EmaPool *pool, GError **error) {
   Pool *p = &pool->pool;
   gconstpointer params[3] = {p->spec->borrow_params, p->spec->prefetch_params,
                              p->spec->reclaim_params};
-  for (guint i = 0; i < p->n; i++) {
-    Gpu *g = &p->gpus[i];
-    if (!g->present)
-      continue;
-    for (guint k = 0; k < 3; k++) {
-      const EmaPolicyInfo *info = p->policies[k];
-      EmaPolicyInitFunc init = ema_policy_info_init_func(info);
-      g->states[k] = g_malloc0(MAX(ema_policy_info_state_size(info), 1));
-      if (init && !init(g->states[k], params[k], build_view(p), error)) {
-        g_prefix_error(error, "%s policy %s: ", ema_policy_kind_name(info->kind), info->name);
-        return FALSE;
-      }
-    }
-  }
-  return TRUE;
+  return ema_slice_ledger_init_policies(&p->ledger, p->policies, params, ema_sim_now(p->sim),
+                                        p->server, error);
 }
 
 void ema_pool_free(EmaPool *pool) {
@@ -915,11 +848,11 @@ const EmaPoolStats *ema_pool_stats(const EmaPool *pool) {
 }
 
 guint64 ema_pool_slices_lent(const EmaPool *pool, guint gpu) {
-  return lent_out(&pool->pool, gpu);
+  return pool->pool.gpus[gpu].lent_total;
 }
 
 guint64 ema_pool_slices_borrowed(const EmaPool *pool, guint gpu) {
-  return borrowed_in(&pool->pool, gpu);
+  return pool->pool.gpus[gpu].borrowed_total;
 }
 
 guint64 ema_pool_blocks_remote(const EmaPool *pool, guint gpu) {
@@ -932,52 +865,10 @@ guint64 ema_pool_slices_staging(const EmaPool *pool, guint gpu) {
 
 gboolean ema_pool_check(const EmaPool *pool, GError **error) {
   const Pool *p = &pool->pool;
+  if (!ema_slice_ledger_check_counters(&p->ledger, error))
+    return FALSE;
   for (guint i = 0; i < p->n; i++) {
     const Gpu *g = &p->gpus[i];
-    guint64 sum = 0, taken = slices_for_blocks(g, g->local_used) + lent_out(p, i) + g->lending +
-                             g->returning + g->staging + g->parking;
-    if (taken > g->slices) {
-      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
-                  "gpu%u: %" G_GUINT64_FORMAT
-                  " slices in use, lent or reserved, above its %" G_GUINT64_FORMAT,
-                  i, taken, g->slices);
-      return FALSE;
-    }
-    if (!g->shares && (lent_out(p, i) > 0 || borrowed_in(p, i) > 0)) {
-      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
-                  "gpu%u does not share, yet lends or borrows", i);
-      return FALSE;
-    }
-    for (guint j = 0; j < p->n; j++) {
-      if (g->remote && g->remote[j] > remote_capacity(p, g, j)) {
-        g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
-                    "gpu%u holds %" G_GUINT64_FORMAT
-                    " blocks on gpu%u, above the %" G_GUINT64_FORMAT " its borrowed slices hold",
-                    i, g->remote[j], j, remote_capacity(p, g, j));
-        return FALSE;
-      }
-      sum += g->remote ? g->remote[j] : 0;
-    }
-    {
-      guint64 lent = 0, borrowed = 0, cap = 0;
-      for (guint j = 0; j < p->n; j++) {
-        lent += p->ledger.lent[i * p->n + j];
-        borrowed += p->ledger.lent[j * p->n + i];
-        cap += remote_capacity(p, g, j);
-      }
-      if (lent != g->lent_total || borrowed != g->borrowed_total || cap != g->remote_cap_total) {
-        g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
-                    "gpu%u: lent/borrowed counters disagree with the ledger", i);
-        return FALSE;
-      }
-    }
-    if (sum != g->remote_total) {
-      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
-                  "gpu%u: remote blocks per lender add up to %" G_GUINT64_FORMAT
-                  ", not %" G_GUINT64_FORMAT,
-                  i, sum, g->remote_total);
-      return FALSE;
-    }
     if (g->engine && ema_engine_blocks_held(g->engine) != g->local_used + g->remote_total) {
       g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
                   "gpu%u: its engine holds %" G_GUINT64_FORMAT

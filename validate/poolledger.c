@@ -35,8 +35,6 @@
 
 #define SLICE EMA_SLICE_BYTES
 #define NONE G_MAXUINT
-#define DEMAND_SAMPLE (100 * 1000 * 1000)
-#define DEMAND_TAU_S 2.0
 #define DEFAULT_GROW 256
 #define DEFAULT_CONTEXT 2000
 #define BLOCK_TOKENS 16
@@ -70,10 +68,7 @@ typedef struct {
   guint layers;
   const EmaStepModel *model;
   guint64 lacking; /* what the tenant still lacked at the end of the last tick */
-  guint64 demand_blocks;
-  EmaTime demand_at;
   EmaTime decided_at;
-  gpointer states[3];
   /* real memory */
   guint64 home_va;
   gboolean home_reserved;
@@ -119,32 +114,8 @@ static guint64 slices_for_blocks(const Gpu *g, guint64 blocks) {
   return ema_slices_for_blocks(&g->counters, blocks);
 }
 
-static guint64 lent_out(const EmaLedger *l, guint g) {
-  return l->gpus[g].lent_total;
-}
-
-static guint64 borrowed_in(const EmaLedger *l, guint g) {
-  return l->gpus[g].borrowed_total;
-}
-
-static guint64 remote_capacity(const EmaLedger *l, const Gpu *g, guint lender) {
-  return ema_slice_ledger_remote_capacity(&l->slice, &g->counters, lender);
-}
-
 static void change_lent(EmaLedger *l, guint lender, guint borrower, gint64 delta) {
   ema_slice_ledger_change_lent(&l->slice, lender, borrower, delta);
-}
-
-static guint64 local_capacity(const Gpu *g) {
-  return ema_slice_gpu_local_capacity(&g->counters);
-}
-
-static guint64 lendable(const Gpu *g) {
-  return ema_slice_gpu_lendable(&g->counters);
-}
-
-static guint64 free_blocks(const Gpu *g) {
-  return ema_slice_gpu_free_blocks(&g->counters);
 }
 
 /* ---- real resources ------------------------------------------------------------ */
@@ -521,7 +492,7 @@ static GArray *uids_at(EmaLedger *l, guint b, guint where) {
 /* G's tenant takes N blocks (at most its free blocks): local first, then
  * the lenders with the most free room (sim/pool.c's memory_take). */
 static gboolean take(EmaLedger *l, Gpu *g, guint64 n, GError **error) {
-  guint64 local_cap = local_capacity(g);
+  guint64 local_cap = ema_slice_gpu_local_capacity(&g->counters);
   guint64 local = MIN(n, local_cap > g->local_used ? local_cap - g->local_used : 0);
   guint64 rest = n - local, first_local = g->local_used;
   g_autofree guint64 *add = g_new0(guint64, l->n);
@@ -531,7 +502,8 @@ static gboolean take(EmaLedger *l, Gpu *g, guint64 n, GError **error) {
     guint best = l->n;
     guint64 most = 0;
     for (guint j = 0; j < l->n; j++) {
-      guint64 cap = remote_capacity(l, g, j), have = g->remote[j] + add[j];
+      guint64 cap = ema_slice_ledger_remote_capacity(&l->slice, &g->counters, j),
+              have = g->remote[j] + add[j];
       guint64 room = cap > have ? cap - have : 0;
       if (room > most) {
         most = room;
@@ -644,15 +616,11 @@ const EmaPoolView *ema_ledger_view(EmaLedger *ledger) {
 /* BORROWER borrows SLICES from LENDER, cut to what LENDER can lend. */
 static gboolean apply_borrow(EmaLedger *l, guint borrower, guint lender, guint64 slices,
                              GError **error) {
-  Gpu *lg = &l->gpus[lender];
-  guint64 can = lender == borrower || !lg->shares ? 0 : lendable(lg);
   EmaLedgerEvent event = {
       .tick = l->tick, .at = l->now, .kind = EMA_LEDGER_BORROW, .gpu = borrower, .peer = lender};
   double t0;
-  if (slices > can) {
-    l->stats.plans_adjusted++;
-    slices = can;
-  }
+  slices = ema_slice_cut(slices, ema_slice_ledger_borrow_limit(&l->slice, borrower, lender),
+                         &l->stats.plans_adjusted);
   if (slices == 0)
     return TRUE;
   event.started = t0 = wall();
@@ -672,18 +640,12 @@ static gboolean apply_borrow(EmaLedger *l, guint borrower, guint lender, guint64
 /* BORROWER gives back SLICES empty slices of LENDER, cut to the empty ones. */
 static gboolean apply_return(EmaLedger *l, guint borrower, guint lender, guint64 slices,
                              GError **error) {
-  Gpu *b = &l->gpus[borrower];
-  guint64 lent = l->slice.lent[lender * l->n + borrower];
-  guint64 used = slices_for_blocks(b, b->remote[lender]);
-  guint64 empty = lent > used ? lent - used : 0;
   EmaLedgerEvent event = {
       .tick = l->tick, .at = l->now, .kind = EMA_LEDGER_RETURN, .gpu = borrower, .peer = lender};
   double t0;
   gboolean ok;
-  if (slices > empty) {
-    l->stats.plans_adjusted++;
-    slices = empty;
-  }
+  slices = ema_slice_cut(slices, ema_slice_ledger_return_limit(&l->slice, borrower, lender),
+                         &l->stats.plans_adjusted);
   if (slices == 0)
     return TRUE;
   event.started = t0 = wall();
@@ -710,11 +672,13 @@ static gboolean migrate(EmaLedger *l, Gpu *b, guint lender, guint target, guint6
   double t0;
   gboolean ok = TRUE;
   if (target == bi) {
-    guint64 cap = local_capacity(b);
+    guint64 cap = ema_slice_gpu_local_capacity(&b->counters);
     room = cap > b->local_used ? cap - b->local_used : 0;
   } else {
     Gpu *t = &l->gpus[target];
-    room = t->shares && target != lender ? ema_blocks_in_slices(&b->counters, lendable(t)) : 0;
+    room = t->shares && target != lender
+               ? ema_blocks_in_slices(&b->counters, ema_slice_gpu_lendable(&t->counters))
+               : 0;
   }
   *moved = m = MIN(room, blocks);
   if (m == 0)
@@ -799,8 +763,9 @@ static gboolean apply_reclaim_action(EmaLedger *l, guint lender, const EmaReclai
                                      guint64 *taken, GError **error) {
   guint bi = action->borrower;
   Gpu *b = &l->gpus[bi];
-  guint64 lent = l->slice.lent[lender * l->n + bi];
-  guint64 slices = MIN(action->slices, lent);
+  guint64 slices =
+      ema_slice_cut(action->slices, ema_slice_ledger_reclaim_limit(&l->slice, lender, bi),
+                    &l->stats.plans_adjusted);
   guint64 keep, excess, moved = 0;
   EmaLedgerEvent event = {.tick = l->tick,
                           .at = l->now,
@@ -811,14 +776,11 @@ static gboolean apply_reclaim_action(EmaLedger *l, guint lender, const EmaReclai
                           .target_gpu = action->target_gpu};
   double t0, t1;
   gboolean ok = TRUE;
-  if (slices < action->slices)
-    l->stats.plans_adjusted++;
   *taken = 0;
   if (slices == 0 || bi == lender)
     return TRUE;
   event.started = t0 = wall();
-  keep = ema_blocks_in_slices(&b->counters, lent - slices);
-  excess = b->remote[lender] > keep ? b->remote[lender] - keep : 0;
+  excess = ema_slice_ledger_reclaim_excess(&l->slice, lender, bi, slices, &keep);
   if (excess > 0) {
     switch (action->target) {
     case EMA_VACATE_TO_BORROWER:
@@ -911,14 +873,14 @@ static gboolean run_borrow(EmaLedger *l, guint borrower, GError **error) {
 static gboolean decide(EmaLedger *l, Gpu *g, GError **error) {
   gboolean ok = TRUE;
   g->decided_at = l->now;
-  if (lent_out(l, g->index) > 0) {
+  if (g->lent_total > 0) {
     if (g->blocks_short > 0) {
       guint64 needed = slices_for_blocks(g, g->blocks_short);
       guint64 coming = g->returning;
       if (needed > coming)
         ok = run_reclaim(l, g->index, needed - coming, error);
     }
-    if (ok && lent_out(l, g->index) > 0)
+    if (ok && g->lent_total > 0)
       ok = run_reclaim(l, g->index, 0, error);
   }
   if (ok && g->has_tenant)
@@ -943,19 +905,6 @@ static double remote_time(const EmaLedger *l, const double *bytes, double bandwi
   if (l->config.server->topology != EMA_TOPOLOGY_DIRECT)
     longest = MAX(longest, sum / bandwidth);
   return longest;
-}
-
-static void update_staging(EmaLedger *l, Gpu *g) {
-  guint64 want = 0, avail;
-  guint64 taken =
-      lent_out(l, g->index) + g->lending + g->returning + slices_for_blocks(g, g->local_used);
-  if (g->plan.mode == EMA_REMOTE_PREFETCH && g->layers > 0) {
-    guint64 ahead = (guint64) MAX(g->plan.depth, 1) * MAX(g->plan.layers_per_copy, 1);
-    guint64 remote = slices_for_blocks(g, g->remote_total);
-    want = (MIN(ahead, g->layers) * remote + g->layers - 1) / g->layers;
-  }
-  avail = g->slices > taken ? g->slices - taken : 0;
-  g->staging = MIN(want, avail);
 }
 
 /* Before G's step: the prefetch policy, if G holds remote KV. The step is
@@ -995,7 +944,7 @@ static gboolean plan_prefetch(EmaLedger *l, Gpu *g, GError **error) {
   g->plan.depth = MAX(g->plan.depth, 1);
   g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, (guint) L);
   g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
-  update_staging(l, g);
+  ema_slice_gpu_update_staging(&g->counters, g->layers);
   return home_sync(l, g, error);
 }
 
@@ -1017,7 +966,7 @@ static gboolean adjust(EmaLedger *l, Gpu *g, guint64 target, guint64 *lacking, G
   if (target < used)
     return give(l, g, used - target, error);
   if (target > used) {
-    guint64 k = MIN(target - used, free_blocks(g));
+    guint64 k = MIN(target - used, ema_slice_gpu_free_blocks(&g->counters));
     if (k > 0 && !take(l, g, k, error))
       return FALSE;
     *lacking = target - blocks_used(g);
@@ -1059,17 +1008,8 @@ gboolean ema_ledger_tick(EmaLedger *l, EmaTime now, const guint64 *targets, GErr
   }
   for (guint i = 0; i < l->n; i++) {
     Gpu *g = &l->gpus[i];
-    guint64 used = blocks_used(g);
-    if (!g->has_tenant || now - g->demand_at < DEMAND_SAMPLE)
-      continue;
-    {
-      double dt = (double) (now - g->demand_at) / 1e9;
-      double rate = ((double) used - (double) g->demand_blocks) / dt;
-      double weight = -expm1(-dt / DEMAND_TAU_S);
-      g->demand += weight * (rate - g->demand);
-      g->demand_blocks = used;
-      g->demand_at = now;
-    }
+    if (g->has_tenant)
+      ema_slice_gpu_update_demand(&g->counters, now, blocks_used(g));
   }
   for (guint i = 0; i < l->n; i++)
     if (l->gpus[i].present && !BACKEND(l)->sync(DATA(l), i, error))
@@ -1158,22 +1098,8 @@ gboolean ema_ledger_start(EmaLedger *l, EmaTime now, GError **error) {
       g->home_reserved = TRUE;
     }
   }
-  for (guint i = 0; i < l->n; i++) {
-    Gpu *g = &l->gpus[i];
-    if (!g->present)
-      continue;
-    for (guint k = 0; k < 3; k++) {
-      const EmaPolicyInfo *info = l->policies[k];
-      EmaPolicyInitFunc init = ema_policy_info_init_func(info);
-      if (g->states[k] == NULL)
-        g->states[k] = g_malloc0(MAX(ema_policy_info_state_size(info), 1));
-      if (init && !init(g->states[k], params[k], build_view(l), error)) {
-        g_prefix_error(error, "%s policy %s: ", ema_policy_kind_name(info->kind), info->name);
-        return FALSE;
-      }
-    }
-  }
-  return TRUE;
+  return ema_slice_ledger_init_policies(&l->slice, l->policies, params, l->now, l->config.server,
+                                        error);
 }
 
 /* Free G's borrowed segments (all slots must be unmapped) and its home range. */
@@ -1302,44 +1228,20 @@ static gboolean invalid(GError **error, const char *format, ...) {
 
 gboolean ema_ledger_check(const EmaLedger *l, GError **error) {
   guint64 handles = 0, mappings = 0;
+  if (!ema_slice_ledger_check_counters(&l->slice, error))
+    return FALSE;
   for (guint i = 0; i < l->n; i++) {
     const Gpu *g = &l->gpus[i];
-    guint64 sum = 0, lent = 0, borrowed = 0, cap = 0;
-    guint64 taken = slices_for_blocks(g, g->local_used) + lent_out(l, i) + g->lending +
-                    g->returning + g->staging;
-    if (taken > g->slices)
-      return invalid(error,
-                     "gpu%u: %" G_GUINT64_FORMAT
-                     " slices in use, lent or reserved, above its %" G_GUINT64_FORMAT,
-                     i, taken, g->slices);
-    if (!g->shares && (lent_out(l, i) > 0 || borrowed_in(l, i) > 0))
-      return invalid(error, "gpu%u does not share, yet lends or borrows", i);
     for (guint j = 0; j < l->n; j++) {
       const GArray *pair = l->pairs[j * l->n + i];
-      if (g->remote[j] > remote_capacity(l, g, j))
-        return invalid(error,
-                       "gpu%u holds %" G_GUINT64_FORMAT
-                       " blocks on gpu%u, above the %" G_GUINT64_FORMAT " its borrowed slices hold",
-                       i, g->remote[j], j, remote_capacity(l, g, j));
       if (pair->len != l->slice.lent[j * l->n + i])
         return invalid(error, "gpu%u lends gpu%u %" G_GUINT64_FORMAT " slices, %u of them mapped",
                        j, i, l->slice.lent[j * l->n + i], pair->len);
       if (l->pair_uid[j * l->n + i]->len != g->remote[j])
         return invalid(error, "gpu%u: its blocks on gpu%u and their data disagree", i, j);
-      sum += g->remote[j];
-      lent += l->slice.lent[i * l->n + j];
-      borrowed += l->slice.lent[j * l->n + i];
-      cap += remote_capacity(l, g, j);
       handles += pair->len;
       mappings += pair->len;
     }
-    if (lent != g->lent_total || borrowed != g->borrowed_total || cap != g->remote_cap_total)
-      return invalid(error, "gpu%u: lent/borrowed counters disagree with the ledger", i);
-    if (sum != g->remote_total)
-      return invalid(error,
-                     "gpu%u: remote blocks per lender add up to %" G_GUINT64_FORMAT
-                     ", not %" G_GUINT64_FORMAT,
-                     i, sum, g->remote_total);
     if (g->home->len != home_target(g))
       return invalid(error,
                      "gpu%u: %u own slices mapped for %" G_GUINT64_FORMAT
@@ -1377,11 +1279,11 @@ const GArray *ema_ledger_events(const EmaLedger *ledger) {
 }
 
 guint64 ema_ledger_slices_lent(const EmaLedger *ledger, guint gpu) {
-  return lent_out(ledger, gpu);
+  return ledger->gpus[gpu].lent_total;
 }
 
 guint64 ema_ledger_slices_borrowed(const EmaLedger *ledger, guint gpu) {
-  return borrowed_in(ledger, gpu);
+  return ledger->gpus[gpu].borrowed_total;
 }
 
 guint64 ema_ledger_blocks_used(const EmaLedger *ledger, guint gpu) {

@@ -34,6 +34,7 @@
 #include <glib.h>
 
 #include "ema/policy.h"
+#include "ema/registry.h"
 
 G_BEGIN_DECLS
 
@@ -52,8 +53,11 @@ G_BEGIN_DECLS
   EmaPrefetchPlan plan;     /* the last prefetch plan (remote_limit gates admission) */            \
   guint64 blocks_short;                                                                            \
   guint running, waiting;                                                                          \
-  double demand; /* blocks per second */                                                           \
-  EmaTime last_step;
+  double demand;         /* blocks per second (ema_slice_gpu_update_demand()) */                   \
+  guint64 demand_blocks; /* blocks used at the last trend sample */                                \
+  EmaTime demand_at;     /* time of that sample */                                                 \
+  EmaTime last_step;                                                                               \
+  gpointer states[3]; /* the borrow, prefetch and reclaim policies' state (EmaPolicyKind order) */
 
 typedef struct {
   EMA_SLICE_GPU_FIELDS
@@ -104,6 +108,56 @@ guint64 ema_slice_gpu_remote_admitted(const EmaSliceGpu *g);
 guint64 ema_slice_gpu_lendable(const EmaSliceGpu *g);
 /* Blocks G's tenant may still take: free local ones plus admitted remote room. */
 guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g);
+
+/* Slices BORROWER may borrow from LENDER: what LENDER can lend (0 when it
+ * is BORROWER itself or does not share). A borrow plan's action is cut to it. */
+guint64 ema_slice_ledger_borrow_limit(const EmaSliceLedger *ledger, guint borrower, guint lender);
+/* Slices of LENDER that BORROWER may give back: those it lends BORROWER
+ * that BORROWER's blocks there do not fill. A return is cut to it. */
+guint64 ema_slice_ledger_return_limit(const EmaSliceLedger *ledger, guint borrower, guint lender);
+/* Slices LENDER may reclaim from BORROWER: all it lends it. */
+guint64 ema_slice_ledger_reclaim_limit(const EmaSliceLedger *ledger, guint lender, guint borrower);
+/* Blocks of BORROWER on LENDER that must leave when LENDER takes back
+ * SLICES of the slices it lends it; *KEEP is what may stay. */
+guint64 ema_slice_ledger_reclaim_excess(const EmaSliceLedger *ledger, guint lender, guint borrower,
+                                        guint64 slices, guint64 *keep);
+/* SLICES cut to LIMIT, counting a cut in *ADJUSTED (plans_adjusted). */
+static inline guint64 ema_slice_cut(guint64 slices, guint64 limit, guint64 *adjusted) {
+  if (slices > limit) {
+    (*adjusted)++;
+    return limit;
+  }
+  return slices;
+}
+
+/* Sets G's staging to what its prefetch plan wants (the layers fetched
+ * ahead, of its LAYERS, times its remote slices; 0 without prefetch), cut
+ * to what its slices not lent, returning, parking or used leave. */
+void ema_slice_gpu_update_staging(EmaSliceGpu *g, guint layers);
+
+/* The demand trend of G, whose tenant uses USED blocks at NOW: an
+ * exponential average of the rate of change of its blocks, sampled at most
+ * every 100 ms (nothing happens before), with a time constant of 2 s (so one
+ * request's prefill moves it little, a sustained climb moves it fully
+ * within a few seconds). */
+void ema_slice_gpu_update_demand(EmaSliceGpu *g, EmaTime now, guint64 used);
+
+/* Invariants of the counters, for every GPU g: its slices in use, lent,
+ * reserved, staging or parking fit in its region; only a sharing GPU lends
+ * or borrows; remote[j] fits in what j lends it; lent_total, borrowed_total
+ * and remote_cap_total equal the sums over the lent matrix; remote_total is
+ * the sum of remote[]. FALSE with ERROR (EMA_POLICY_ERROR_INVALID) at the
+ * first that fails. The owner checks its own records after. */
+gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *ledger, GError **error);
+
+/* Gives each present GPU's states[k] (allocated zeroed when NULL) to the
+ * init function of POLICIES[k] with PARAMS[k] and the view at NOW over
+ * SERVER, in GPU order then kind order; FALSE with ERROR (prefixed with the
+ * policy's kind and name) at the first that fails. */
+gboolean ema_slice_ledger_init_policies(EmaSliceLedger *ledger,
+                                        const EmaPolicyInfo *const *policies,
+                                        const gconstpointer *params, EmaTime now,
+                                        const EmaServerSpec *server, GError **error);
 
 /* The view the policies get (valid until the next call), at NOW over SERVER. */
 const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *ledger, EmaTime now,
