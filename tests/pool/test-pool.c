@@ -938,6 +938,21 @@ static void test_step_two_lenders(void) {
 /* ---- 3. gives ----------------------------------------------------------------- */
 
 /* n blocks given return round(n R / (L + R)) of the remote ones. */
+
+/* GPU 0 with LOCAL slices of its own and 8 borrowed from GPU 1, holding 4
+ * blocks (LOCAL local, the rest remote); *M0 is its memory. */
+static Bench *rounding_bench(guint64 local, EmaKvMemory **m0) {
+  Bench *b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){0, 1, 8, 2, 0, 0};
+  bench_pool(b);
+  *m0 = bench_tenant(b, 0, local);
+  ema_pool_add_idle_gpu(b->pool, 1, 40);
+  bench_start(b);
+  bench_borrow(b, 8, 0);
+  g_assert_true(take(*m0, 4));
+  return b;
+}
+
 static void test_give_proportional(void) {
   Bench *b = bench_new(NULL);
   EmaKvMemory *m0;
@@ -971,26 +986,12 @@ static void test_give_proportional(void) {
 
   /* the rounding's edge: with 1 local and 3 remote, giving 2 is 1.5 -> 2
    * remote; with 3 local and 1 remote, 2 is 0.5 -> 1 */
-  b = bench_new(NULL);
-  b->borrow = (TestBorrowParams){0, 1, 8, 2, 0, 0};
-  bench_pool(b);
-  m0 = bench_tenant(b, 0, 1);
-  ema_pool_add_idle_gpu(b->pool, 1, 40);
-  bench_start(b);
-  bench_borrow(b, 8, 0);
-  g_assert_true(take(m0, 4));
+  b = rounding_bench(1, &m0);
   give(m0, 2);
   g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 1);
   give(m0, 2);
   bench_free(b);
-  b = bench_new(NULL);
-  b->borrow = (TestBorrowParams){0, 1, 8, 2, 0, 0};
-  bench_pool(b);
-  m0 = bench_tenant(b, 0, 3);
-  ema_pool_add_idle_gpu(b->pool, 1, 40);
-  bench_start(b);
-  bench_borrow(b, 8, 0);
-  g_assert_true(take(m0, 4));
+  b = rounding_bench(3, &m0);
   give(m0, 2);
   g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
   g_assert_cmpuint(free_blocks(m0), ==, 1 + 8);
