@@ -27,7 +27,7 @@ static double step_with_share(const EmaStepBreakdown *bd, const EmaServerSpec *s
     return bd->layers_s + bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
   plan.layers_per_copy =
       group_for((double) server->link.copy_fixed_cost / 1e9, t_copy, (guint) layers);
-  return ema_remote_step_seconds(bd, server, layers, 1, share, t_copy, t_direct, &plan);
+  return ema_remote_step_seconds(bd, server, layers, 1, t_copy, t_direct, &plan);
 }
 
 static double largest_share(const EmaStepBreakdown *bd, const EmaServerSpec *server, double layers,

@@ -71,6 +71,58 @@ guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g) {
   return local_free + (admitted > g->remote_total ? admitted - g->remote_total : 0);
 }
 
+void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gconstpointer params,
+                                 const EmaPoolView *view, const EmaStepCostView *cost,
+                                 guint layers) {
+  g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
+  ((const EmaPrefetchPolicyOps *) policy->ops)
+      ->decide(g->states[EMA_POLICY_PREFETCH], params, view, g->index, cost, &g->plan);
+  g->plan.depth = MAX(g->plan.depth, 1);
+  g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, MAX(layers, 1));
+  g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
+  ema_slice_gpu_update_staging(g, layers);
+}
+
+static double remote_time(const EmaSliceLedger *l, const EmaServerSpec *server, const double *bytes,
+                          double bandwidth) {
+  double longest = 0, sum = 0;
+  for (guint j = 0; j < l->n; j++) {
+    guint sharers = 0;
+    if (bytes[j] <= 0)
+      continue;
+    for (guint b = 0; b < l->n; b++)
+      sharers += l->gpus[b]->present && l->gpus[b]->remote[j] > 0;
+    longest = MAX(longest, bytes[j] * MAX(sharers, 1) / bandwidth);
+    sum += bytes[j];
+  }
+  if (server->topology != EMA_TOPOLOGY_DIRECT)
+    longest = MAX(longest, sum / bandwidth);
+  return longest;
+}
+
+void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
+                                const EmaServerSpec *server, const EmaStepBreakdown *bd,
+                                double layers, double slow, double *bytes, EmaStepCostView *view,
+                                double *t_copy, double *t_direct) {
+  double used = (double) (g->local_used + g->remote_total);
+  double layer_mem = bd->layer_memory_s * slow;
+  double remote = (double) g->remote_total / used * bd->kv_read_bytes / layers;
+  g_assert(g->remote_total > 0);
+  for (guint j = 0; j < l->n; j++)
+    bytes[j] = remote * (double) g->remote[j] / (double) g->remote_total;
+  *t_copy = remote_time(l, server, bytes, server->link.bandwidth);
+  *t_direct = remote_time(l, server, bytes, server->link.direct_read_bandwidth);
+  *view = (EmaStepCostView){(guint) layers,
+                            MAX(bd->layer_compute_s, layer_mem),
+                            layer_mem,
+                            bd->kv_read_bytes / layers,
+                            remote,
+                            remote / *t_copy,
+                            remote / *t_direct,
+                            server->link.copy_fixed_cost,
+                            bd->layer_kv_read_s * slow};
+}
+
 const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
                                          const EmaServerSpec *server) {
   for (guint i = 0; i < l->n; i++) {

@@ -108,8 +108,7 @@ static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScen
   if (remote > 0) {
     double t_copy = remote / server->link.bandwidth;
     double t_direct = remote / server->link.direct_read_bandwidth;
-    seconds = ema_remote_step_seconds(&bd, server, layers, slow, d->remote_fraction, t_copy,
-                                      t_direct, &plan);
+    seconds = ema_remote_step_seconds(&bd, server, layers, slow, t_copy, t_direct, &plan);
     if (plan.mode == EMA_REMOTE_PREFETCH) {
       /* the copies land in this GPU's HBM at the rate the step lets them:
        * once more with that incoming traffic's interference */
@@ -117,8 +116,7 @@ static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScen
       slow = rate_m / MAX(rate_m - server->gpu.interference_outgoing * d->peer_pull -
                               server->gpu.interference_incoming * incoming,
                           rate_m / 10);
-      seconds = ema_remote_step_seconds(&bd, server, layers, slow, d->remote_fraction, t_copy,
-                                        t_direct, &plan);
+      seconds = ema_remote_step_seconds(&bd, server, layers, slow, t_copy, t_direct, &plan);
     }
   } else {
     seconds = layers * (MAX(bd.layer_compute_s, bd.layer_memory_s * slow) + bd.layer_overhead_s) +

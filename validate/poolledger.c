@@ -891,22 +891,6 @@ static gboolean decide(EmaLedger *l, Gpu *g, GError **error) {
 
 /* ---- prefetch: the step-cost view (sim/pool.c's ema_pool_step_time) ----------------------- */
 
-static double remote_time(const EmaLedger *l, const double *bytes, double bandwidth) {
-  double longest = 0, sum = 0;
-  for (guint j = 0; j < l->n; j++) {
-    guint sharers = 0;
-    if (bytes[j] <= 0)
-      continue;
-    for (guint b = 0; b < l->n; b++)
-      sharers += l->gpus[b].present && l->gpus[b].remote[j] > 0;
-    longest = MAX(longest, bytes[j] * MAX(sharers, 1) / bandwidth);
-    sum += bytes[j];
-  }
-  if (l->config.server->topology != EMA_TOPOLOGY_DIRECT)
-    longest = MAX(longest, sum / bandwidth);
-  return longest;
-}
-
 /* Before G's step: the prefetch policy, if G holds remote KV. The step is
  * the decode of its blocks by `running` sequences, timed by its step
  * model; interference is not tracked here (no steps run on this side). */
@@ -914,8 +898,7 @@ static gboolean plan_prefetch(EmaLedger *l, Gpu *g, GError **error) {
   EmaStepBatch batch = {0};
   EmaStepBreakdown bd;
   EmaStepCostView view;
-  double used = (double) (g->local_used + g->remote_total), L = g->layers, R, t_copy, t_direct;
-  double *bytes = l->bytes_scratch;
+  double used = (double) (g->local_used + g->remote_total), L = g->layers, t_copy, t_direct;
   const EmaServerSpec *server = l->config.server;
   if (g->model == NULL || g->remote_total == 0 || L <= 0)
     return TRUE;
@@ -924,27 +907,10 @@ static gboolean plan_prefetch(EmaLedger *l, Gpu *g, GError **error) {
   batch.logits = batch.decode_seqs;
   if (ema_step_time(g->model, &batch, &bd) == 0)
     return TRUE;
-  R = (double) g->remote_total / used * bd.kv_read_bytes / L;
-  for (guint j = 0; j < l->n; j++)
-    bytes[j] = R * (double) g->remote[j] / (double) g->remote_total;
-  t_copy = remote_time(l, bytes, server->link.bandwidth);
-  t_direct = remote_time(l, bytes, server->link.direct_read_bandwidth);
-  view = (EmaStepCostView){(guint) L,
-                           MAX(bd.layer_compute_s, bd.layer_memory_s),
-                           bd.layer_memory_s,
-                           bd.kv_read_bytes / L,
-                           R,
-                           R / t_copy,
-                           R / t_direct,
-                           server->link.copy_fixed_cost};
-  g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
-  ((const EmaPrefetchPolicyOps *) l->policies[EMA_POLICY_PREFETCH]->ops)
-      ->decide(g->states[EMA_POLICY_PREFETCH], l->config.policy->prefetch_params, build_view(l),
-               g->index, &view, &g->plan);
-  g->plan.depth = MAX(g->plan.depth, 1);
-  g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, (guint) L);
-  g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
-  ema_slice_gpu_update_staging(&g->counters, g->layers);
+  ema_slice_ledger_step_cost(&l->slice, &g->counters, server, &bd, L, 1, l->bytes_scratch, &view,
+                             &t_copy, &t_direct);
+  ema_slice_gpu_plan_prefetch(&g->counters, l->policies[EMA_POLICY_PREFETCH],
+                              l->config.policy->prefetch_params, build_view(l), &view, g->layers);
   return home_sync(l, g, error);
 }
 

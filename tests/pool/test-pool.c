@@ -12,7 +12,8 @@
  *   test policies runs with the ledger checked every millisecond; a pool
  *   freed with changes in flight frees them (the sanitizer build checks);
  *   KV parked on a peer (preempt: swap-peer) keeps its slices from the
- *   peer's own staging buffer;
+ *   peer's own staging buffer, and its copies slow the peer's steps while
+ *   they run;
  * - remote KV in a step (ema_pool_step_time on hand-built batches): hidden
  *   prefetch costs exactly the all-local step (also with a step overhead,
  *   over 64 batches); exposed prefetch, direct
@@ -656,10 +657,9 @@ static Expected expect_step(const Bench *b, guint gpu, const EmaStepBatch *batch
   e.t_copy = e.bytes * sharers / link->bandwidth;
   e.t_direct = e.bytes * sharers / link->direct_read_bandwidth;
   if (b->prefetch.mode == EMA_REMOTE_DIRECT) {
-    /* the local KV reads and the remote loads overlap */
+    /* the remote loads hide under the attention kernel's all-local time */
     double kv_all = e.bd.layer_kv_read_s * e.slow;
-    double kv_local = kv_all * (1 - (double) remote / (double) used);
-    e.step_s = L * MAX(e.bd.layer_compute_s, layer_mem - kv_all + MAX(kv_local, e.t_direct)) + tail;
+    e.step_s = L * MAX(e.bd.layer_compute_s, layer_mem - kv_all + MAX(kv_all, e.t_direct)) + tail;
   } else {
     double g = (double) b->prefetch.group, d = (double) b->prefetch.depth;
     double groups = L / g, compute = g * e.t_l;
@@ -672,6 +672,48 @@ static Expected expect_step(const Bench *b, guint gpu, const EmaStepBatch *batch
   e.pull = e.bytes * L / e.step_s;
   e.step = ns(e.step_s);
   return e;
+}
+
+/* Peer swap's copies take HBM rate from the peers while they run: 7
+ * blocks parked on GPU 0 slow its steps by k_in x bytes / copy time until
+ * the copy ends, and bringing them back by k_out x bytes / copy time (the
+ * bench's coefficients are 1). */
+static void test_parked_interference(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m1;
+  EmaStepBatch batch = {.decode_seqs = 20, .decode_context = 20 * 16, .logits = 20};
+  double copy_s = 0, rate;
+  Expected slowed;
+  b->spec.preempt = EMA_PREEMPT_CHOICE_SWAP_PEER;
+  bench_pool(b);
+  bench_tenant(b, 0, 40);
+  m1 = bench_tenant(b, 1, 8);
+  bench_start(b);
+  copy_s = link_copy_s(b, 7);
+  rate = 7.0 * (double) b->block_bytes / copy_s;
+  g_assert_cmpint(m1->ops->swap_out(m1->self, 7), ==, ns(copy_s));
+  slowed = expect_step(b, 0, &batch, 0, 0, 1, rate);
+  g_assert_cmpint(slowed.step, >, slowed.all_local);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, slowed.step);
+  /* the last nanosecond of the copy still slows; once it ends, nothing does */
+  bench_to(b, ns(copy_s) - 1);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, slowed.step);
+  bench_to(b, ns(copy_s));
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, slowed.all_local);
+  /* swapping back in reads them out of GPU 0's HBM */
+  g_assert_cmpint(m1->ops->swap_in(m1->self, 7), ==, ns(copy_s));
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, slowed.step);
+  /* two copies at once add their rates until the later one ends */
+  bench_to(b, 10 * ns(copy_s));
+  g_assert_cmpint(m1->ops->swap_out(m1->self, 3), ==, ns(link_copy_s(b, 3)));
+  g_assert_cmpint(m1->ops->swap_out(m1->self, 4), ==, ns(link_copy_s(b, 4)));
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==,
+                  expect_step(b, 0, &batch, 0, 0, 1,
+                              3.0 * (double) b->block_bytes / link_copy_s(b, 3) +
+                                  4.0 * (double) b->block_bytes / link_copy_s(b, 4))
+                      .step);
+  bench_check(b);
+  bench_free(b);
 }
 
 /* GPU 0 with LOCAL local and REMOTE remote blocks (local region LOCAL
@@ -1283,6 +1325,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/step/interference", test_step_interference);
   g_test_add_func("/pool/step/shared-lender", test_step_shared_lender);
   g_test_add_func("/pool/step/two-lenders", test_step_two_lenders);
+  g_test_add_func("/pool/step/parked-interference", test_parked_interference);
   g_test_add_func("/pool/give/proportional", test_give_proportional);
   g_test_add_func("/pool/give/drop-attribution", test_drop_attribution);
   g_test_add_func("/pool/reclaim/to-borrower", test_reclaim_to_borrower);

@@ -35,6 +35,7 @@
 
 #include "ema/policy.h"
 #include "ema/registry.h"
+#include "ema/steptime.h"
 
 G_BEGIN_DECLS
 
@@ -109,6 +110,19 @@ guint64 ema_slice_gpu_lendable(const EmaSliceGpu *g);
 /* Blocks G's tenant may still take: free local ones plus admitted remote room. */
 guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g);
 
+/* What the prefetch policy sees of a step of G's tenant (G holds remote
+ * blocks) whose all-local breakdown is BD, on LAYERS layers, its local HBM
+ * slowed by SLOW (>= 1): each layer's remote KV is the tenant's remote
+ * share of its KV reads, split over the lenders as its blocks are
+ * (BYTES[n], filled); *T_COPY and *T_DIRECT are the times copy engines and
+ * direct loads take to bring one layer's of it, each lender's port shared
+ * by the tenants holding data on it and, on a switch (and PCIe), the
+ * reader's ingress carrying the sum. */
+void ema_slice_ledger_step_cost(const EmaSliceLedger *ledger, const EmaSliceGpu *g,
+                                const EmaServerSpec *server, const EmaStepBreakdown *bd,
+                                double layers, double slow, double *bytes, EmaStepCostView *view,
+                                double *t_copy, double *t_direct);
+
 /* Slices BORROWER may borrow from LENDER: what LENDER can lend (0 when it
  * is BORROWER itself or does not share). A borrow plan's action is cut to it. */
 guint64 ema_slice_ledger_borrow_limit(const EmaSliceLedger *ledger, guint borrower, guint lender);
@@ -134,6 +148,14 @@ static inline guint64 ema_slice_cut(guint64 slices, guint64 limit, guint64 *adju
  * ahead, of its LAYERS, times its remote slices; 0 without prefetch), cut
  * to what its slices not lent, returning, parking or used leave. */
 void ema_slice_gpu_update_staging(EmaSliceGpu *g, guint layers);
+
+/* Before a step of G's tenant (LAYERS layers) whose cost is COST: asks
+ * the prefetch POLICY (PARAMS, G's state) for G's plan, starting from
+ * direct loads, depth 1, one layer per copy, no limit; clamps what it
+ * returns and sizes G's staging buffer for it. */
+void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gconstpointer params,
+                                 const EmaPoolView *view, const EmaStepCostView *cost,
+                                 guint layers);
 
 /* The demand trend of G, whose tenant uses USED blocks at NOW: an
  * exponential average of the rate of change of its blocks, sampled at most

@@ -135,6 +135,7 @@ typedef struct {
   double link_bandwidth;   /* B/s the copy engines get from the lenders now */
   double direct_bandwidth; /* B/s direct loads get from the lenders now */
   EmaTime copy_fixed_cost; /* per prefetch copy */
+  double layer_kv_s;       /* of layer_memory_s, reading the layer's KV (all of it local) */
 } EmaStepCostView;
 
 typedef struct {

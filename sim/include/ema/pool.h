@@ -23,8 +23,10 @@
  * - Remote KV in a step: a share f of the step's KV reads is remote, R_l
  *   bytes per layer. Read directly, the attention kernel loads them over
  *   the link while it reads its local KV (the two overlap, as measured on
- *   H200: validate/README.md), so a layer's KV time becomes
- *   max((1 - f) t_kv, R_l / B_direct) in place of t_kv. Prefetched in
+ *   H200: validate/README.md); the remote loads hide under the kernel's
+ *   all-local time but do not shorten it (10% of the blocks remote left
+ *   the measured step as long as all-local), so a layer's KV time becomes
+ *   max(t_kv, R_l / B_direct) in place of t_kv. Prefetched in
  *   groups of g layers, d groups ahead, over the copy engines (a group's
  *   copy takes c = fixed + g R_l / B_copy and overlaps the compute of
  *   earlier groups):
@@ -106,13 +108,12 @@ gboolean ema_pool_start(EmaPool *pool, GError **error);
  * included (calls the prefetch policy). */
 EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch);
 /* The formula above, alone: the step time (s) of a step whose all-local
- * breakdown is BD, on LAYERS layers, with a share REMOTE_SHARE of its KV
- * remote, one layer's of which moves in T_COPY by copy engines or T_DIRECT
- * by direct loads, local HBM slowed by SLOW (>= 1) by interference, under
- * PLAN. */
+ * breakdown is BD, on LAYERS layers, whose remote KV of one layer moves in
+ * T_COPY by copy engines or T_DIRECT by direct loads, local HBM slowed by
+ * SLOW (>= 1) by interference, under PLAN. */
 double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *server,
-                               double layers, double slow, double remote_share, double t_copy,
-                               double t_direct, const EmaPrefetchPlan *plan);
+                               double layers, double slow, double t_copy, double t_direct,
+                               const EmaPrefetchPlan *plan);
 
 /* After a step of GPU's tenant: the reclaim and borrow policies. */
 void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *step);
