@@ -41,6 +41,6 @@ const EmaPolicyComposition ema_builtin_compositions[] = {
     {"ema",
      "borrow ahead of demand, prefetch layers ahead, admit remote KV while it hides, "
      "reclaim with lender priority",
-     "{borrow: most-idle, prefetch: layer-ahead, reclaim: migrate, preempt: recompute}"},
+     "{borrow: most-idle, prefetch: layer-ahead, reclaim: migrate, preempt: swap-peer}"},
     {NULL, NULL, NULL},
 };

@@ -1,23 +1,31 @@
 /* prefetch-layer-ahead.c: the `layer-ahead` prefetch policy (the prefetch
- * half of `ema`). Remote KV is copied into a local staging buffer in groups
- * of layers, `depth` groups ahead of the layer that reads it. The group is
- * the smallest number of layers whose copy's fixed cost is at most
- * `fixed_share` of the group's copy time, so that fixed costs do not
- * dominate. Remote placement is admitted only while it can be hidden: the
- * share of KV that may be remote is what the link can bring in during
- * `hide_margin` of a layer's time, counting the memory side only: a step
- * made long by a prefill chunk's compute must not admit remote KV that the
- * decode steps after it cannot hide. Two more bounds keep the cost to HBM
- * bandwidth in check (pool.h, interference): the copies landing in this
- * GPU may slow its layers by at most `max_borrower_slowdown`, and the
- * lenders' HBM, read at the rate this step pulls, may lose at most
- * `max_lender_slowdown` (lender priority), shared equally among the
- * tenants that read from the same lender. */
+ * half of `ema`). It reads remote KV the cheaper of two ways (pool.h):
+ * - direct loads, while they hide under the attention kernel's all-local
+ *   KV time: at most `direct_margin` of that time's worth of link bytes.
+ *   They cost this GPU nothing, need no staging buffer and land nothing in
+ *   its HBM (measured on two H200s: up to 10% of the KV remote left the
+ *   step within 0.4% of all-local; validate/results/2026-11-30-h200x2-
+ *   direct);
+ * - prefetch: copies into a local staging buffer in groups of layers,
+ *   `depth` groups ahead of the layer that reads them. The group is the
+ *   smallest number of layers whose copy's fixed cost is at most
+ *   `fixed_share` of the group's copy time. The link may fill `hide_margin`
+ *   of a layer's memory time (the memory side only: a step made long by a
+ *   prefill chunk's compute must not admit remote KV that the decode steps
+ *   after it cannot hide), and the copies landing in this GPU's HBM may
+ *   slow its layers by at most `max_borrower_slowdown`.
+ * Either way the lenders' HBM, read at the rate a decode step pulls, may
+ * lose at most `max_lender_slowdown` (lender priority), each lender's
+ * allowance shared equally among the tenants reading from it and checked
+ * against the share of this GPU's remote blocks it holds. The remote share
+ * the plan admits is the larger of the two ways' bounds; the mode is direct
+ * when this step's remote bytes fit under the direct bound. */
 #include <math.h>
 
 #include "builtin.h"
 
 typedef struct {
+  double direct_margin;
   gint64 depth;
   double hide_margin;
   double fixed_share;
@@ -26,12 +34,16 @@ typedef struct {
 } Params;
 
 static const EmaParam params[] = {
+    {"direct_margin", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, direct_margin),
+     .default_value = "70%", .min = 0, .max = 10,
+     .help = "share of the attention kernel's all-local KV time that direct loads may fill "
+             "(the modelled switch-over is sharp, the measured one starts at ~75% of it)"},
     {"depth", EMA_PARAM_INT, G_STRUCT_OFFSET(Params, depth), .default_value = "2", .min = 1,
      .max = 1024, .help = "layer groups fetched ahead (sizes the staging buffer)"},
     {"hide_margin", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, hide_margin),
      .default_value = "90%", .min = 0, .max = 10,
-     .help = "share of a layer's memory time the link may fill (above 100%: remote KV may be "
-             "exposed, trading step time for capacity)"},
+     .help = "share of a layer's memory time prefetch copies may fill (above 100%: remote KV "
+             "may be exposed, trading step time for capacity)"},
     {"fixed_share", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, fixed_share),
      .default_value = "10%", .min = 1e-6, .max = 1,
      .help = "largest share of a copy's time its fixed cost may take (sets the group size)"},
@@ -46,52 +58,81 @@ static const EmaParam params[] = {
 static const EmaParamTable table = {"layer-ahead", sizeof(Params), params, EMA_PARAMS_N(params),
                                     NULL};
 
+/* Remote KV bytes per layer that keep every lender's loss of HBM bandwidth
+ * within the allowance: lender j serves a share s_j of this GPU's remote
+ * blocks and its allowance is split among the r_j tenants reading from it,
+ * so s_j x bytes / layer_s <= max_lender_slowdown x rate_m / (k_out r_j). */
+static double lender_bytes_cap(const Params *p, const EmaPoolView *view, guint gpu,
+                               double layer_s) {
+  const EmaGpuSpec *g = &view->server->gpu;
+  double allowance, cap = G_MAXDOUBLE, total = 0;
+  if (g->interference_outgoing <= 0)
+    return cap;
+  allowance = p->max_lender_slowdown * g->hbm_bandwidth * g->hbm_efficiency /
+              g->interference_outgoing * layer_s;
+  for (guint j = 0; j < view->n_gpus; j++)
+    total += (double) view->remote_blocks[gpu * view->n_gpus + j];
+  if (total <= 0)
+    return allowance;
+  for (guint j = 0; j < view->n_gpus; j++) {
+    double share = (double) view->remote_blocks[gpu * view->n_gpus + j] / total;
+    guint readers = 0;
+    if (share <= 0)
+      continue;
+    for (guint b = 0; b < view->n_gpus; b++)
+      readers += view->remote_blocks[b * view->n_gpus + j] > 0;
+    cap = MIN(cap, allowance / MAX(readers, 1) / share);
+  }
+  return cap;
+}
+
 static void decide(gpointer state, gconstpointer params_data, const EmaPoolView *view, guint gpu,
                    const EmaStepCostView *step, EmaPrefetchPlan *plan) {
   const Params *p = params_data;
+  const EmaGpuSpec *g = &view->server->gpu;
+  double rate_m = g->hbm_bandwidth * g->hbm_efficiency;
   double fixed = (double) step->copy_fixed_cost / 1e9;
   double per_layer = step->remote_bytes / step->link_bandwidth;
+  double kv = step->kv_bytes, lender_cap, direct, prefetch;
   guint group = 1;
-  double hideable;
-  plan->mode = EMA_REMOTE_PREFETCH;
-  plan->depth = (guint) p->depth;
+  if (kv <= 0) {
+    plan->remote_limit = 1;
+    return;
+  }
+  lender_cap = lender_bytes_cap(p, view, gpu, step->layer_memory_s);
+  /* direct loads: hidden while the attention kernel's remote loads take at
+   * most the margin of its all-local KV time; no copy lands in this GPU's
+   * HBM and no staging buffer is needed */
+  direct = MIN(p->direct_margin * step->layer_kv_s * step->direct_bandwidth, lender_cap);
+  /* prefetch: the group is the smallest whose fixed cost is at most
+   * fixed_share of its copy; the link moves within the margin of a layer's
+   * memory time, after fixed costs */
   while (group < step->layers && fixed > p->fixed_share * (fixed + group * per_layer))
     group *= 2;
-  plan->layers_per_copy = MIN(group, step->layers);
-  /* bytes per layer the link moves within the margin of a layer's memory
-   * time, after fixed costs */
-  hideable = MAX(0, p->hide_margin * step->layer_memory_s - fixed / plan->layers_per_copy) *
-             step->link_bandwidth;
-  {
-    const EmaGpuSpec *g = &view->server->gpu;
-    double rate_m = g->hbm_bandwidth * g->hbm_efficiency;
-    double layer_s = MAX(step->layer_compute_s, step->layer_memory_s);
-    /* each lender's allowance is shared among the tenants reading from it */
-    double lenders = 0;
-    for (guint j = 0; j < view->n_gpus; j++) {
-      guint readers = 0;
-      if (view->remote_blocks[gpu * view->n_gpus + j] == 0)
-        continue;
-      for (guint b = 0; b < view->n_gpus; b++)
-        readers += view->remote_blocks[b * view->n_gpus + j] > 0;
-      lenders += 1.0 / MAX(readers, 1);
-    }
-    /* landing copies: k_in x bytes of this GPU's HBM time per layer */
-    if (g->interference_incoming > 0)
-      hideable = MIN(hideable, p->max_borrower_slowdown * step->layer_memory_s * rate_m /
-                                   g->interference_incoming);
-    /* pulls: k_out x (bytes per layer / layer time) of each lender's HBM rate */
-    if (g->interference_outgoing > 0)
-      hideable = MIN(hideable, p->max_lender_slowdown * rate_m / g->interference_outgoing *
-                                   layer_s * MAX(lenders, 1.0 / view->n_gpus));
+  group = MIN(group, step->layers);
+  prefetch = MAX(0, p->hide_margin * step->layer_memory_s - fixed / group) * step->link_bandwidth;
+  /* landing copies: k_in x bytes of this GPU's HBM time per layer */
+  if (g->interference_incoming > 0)
+    prefetch = MIN(prefetch, p->max_borrower_slowdown * step->layer_memory_s * rate_m /
+                                 g->interference_incoming);
+  prefetch = MIN(prefetch, lender_cap);
+  /* direct loads cost this GPU nothing while they hide: use them whenever
+   * the remote bytes of this step fit, or prefetching admits no more */
+  if (step->remote_bytes <= direct || direct >= prefetch) {
+    plan->mode = EMA_REMOTE_DIRECT;
+  } else {
+    plan->mode = EMA_REMOTE_PREFETCH;
+    plan->depth = (guint) p->depth;
+    plan->layers_per_copy = group;
   }
-  plan->remote_limit = step->kv_bytes > 0 ? CLAMP(hideable / step->kv_bytes, 0, 1) : 1;
+  plan->remote_limit = CLAMP(MAX(direct, prefetch) / kv, 0, 1);
 }
 
 const EmaPrefetchPolicyOps ema_prefetch_layer_ahead = {
     .abi_version = EMA_POLICY_ABI_VERSION,
     .name = "layer-ahead",
-    .summary = "prefetch remote KV layer groups ahead; admit remote KV only while it hides",
+    .summary = "read remote KV directly while that hides, else prefetch it layer groups ahead; "
+               "admit remote KV only while it hides",
     .params = &table,
     .decide = decide,
 };

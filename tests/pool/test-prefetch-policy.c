@@ -1,0 +1,159 @@
+/* test-prefetch-policy.c: the decisions of `layer-ahead`, ema's prefetch
+ * policy (policies/prefetch-layer-ahead.c), on hand-built views, each
+ * figure computed here from its defaults (direct_margin 70%, hide_margin
+ * 90%, fixed_share 10%, max_borrower_slowdown 5%, max_lender_slowdown 2%,
+ * depth 2):
+ *
+ * - direct loads are chosen while the step's remote bytes fit in 70% of the
+ *   attention kernel's all-local KV time at the direct-load bandwidth;
+ * - each lender's 2% allowance binds on the share of the borrower's remote
+ *   blocks it holds (the largest share binds first) and is split among the
+ *   tenants reading from it;
+ * - prefetch is chosen when direct loads admit less than prefetching and
+ *   the step's remote bytes do not fit under the direct bound; the landing
+ *   copies' 5% bound and the layer group follow the fixed cost;
+ * - the admitted share is the larger of the two bounds over the layer's KV. */
+#include "ema/params.h"
+#include "ema/registry.h"
+
+#include "testutil.h"
+
+#define N_GPUS 3
+
+typedef struct {
+  const EmaPrefetchPolicyOps *ops;
+  const EmaParamTable *table;
+  gpointer params;
+  EmaServerSpec server;
+  EmaGpuView gpus[N_GPUS];
+  guint64 lent[N_GPUS * N_GPUS];
+  guint64 remote[N_GPUS * N_GPUS]; /* [borrower * n + lender] */
+  EmaPoolView view;
+  EmaStepCostView step;
+} Case;
+
+/* GPU 0 borrows; one layer reads 5e8 B of KV (5e-4 s of it all-local) in
+ * a 1 ms layer, the link moves 1e11 B/s either way, copies have no fixed
+ * cost; HBM 1e12 B/s, k_out 1, k_in 2. GPU 0 holds 30 blocks on GPU 1 and
+ * 10 on GPU 2; this step's remote bytes are 1e7 per layer. */
+static Case *case_new(void) {
+  Case *c = g_new0(Case, 1);
+  GError *error = NULL;
+  const EmaPolicyInfo *info = ema_policy_registry_find(EMA_POLICY_PREFETCH, "layer-ahead", &error);
+  g_assert_no_error(error);
+  c->ops = info->ops;
+  c->table = c->ops->params;
+  c->params = g_malloc0(c->table->size);
+  g_assert_true(ema_params_bind(c->table, c->params, NULL, NULL, &error));
+  g_assert_no_error(error);
+  c->server.gpus = N_GPUS;
+  c->server.gpu.hbm_bandwidth = 1e12;
+  c->server.gpu.hbm_efficiency = 1;
+  c->server.gpu.interference_outgoing = 1;
+  c->server.gpu.interference_incoming = 2;
+  for (guint i = 0; i < N_GPUS; i++)
+    c->gpus[i] = (EmaGpuView){.index = i, .shares = TRUE, .has_tenant = TRUE};
+  c->remote[0 * N_GPUS + 1] = 30;
+  c->remote[0 * N_GPUS + 2] = 10;
+  c->view = (EmaPoolView){0, N_GPUS, c->gpus, c->lent, c->remote, &c->server};
+  c->step = (EmaStepCostView){.layers = 10,
+                              .layer_compute_s = 1e-3,
+                              .layer_memory_s = 1e-3,
+                              .kv_bytes = 5e8,
+                              .remote_bytes = 1e7,
+                              .link_bandwidth = 1e11,
+                              .direct_bandwidth = 1e11,
+                              .copy_fixed_cost = 0,
+                              .layer_kv_s = 5e-4};
+  return c;
+}
+
+static void case_free(Case *c) {
+  ema_params_free(c->table, c->params);
+  g_free(c);
+}
+
+static EmaPrefetchPlan decide(Case *c) {
+  EmaPrefetchPlan plan = {EMA_REMOTE_DIRECT, 1, 1, 1};
+  c->ops->decide(NULL, c->params, &c->view, 0, &c->step, &plan);
+  return plan;
+}
+
+/* Lender 1 holds 3/4 of the remote blocks: its allowance, 2% x 1e12 B/s x
+ * 1 ms = 2e7 B per layer, allows 2e7 / 0.75 B; direct loads alone would
+ * allow 0.7 x 5e-4 s x 1e11 B/s = 3.5e7 B; prefetch min(0.9 x 1 ms x 1e11,
+ * 5% x 1 ms x 1e12 / 2) = 2.5e7 B. The larger bound, 2.67e7 B, is direct. */
+static void test_direct_lender_share(void) {
+  Case *c = case_new();
+  EmaPrefetchPlan plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2e7 / 0.75 / 5e8, 1e-12);
+  /* spread evenly, the lender bound (2 x 2e7 B) no longer binds: direct's own, 3.5e7 B */
+  c->remote[0 * N_GPUS + 1] = 20;
+  c->remote[0 * N_GPUS + 2] = 20;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 3.5e7 / 5e8, 1e-12);
+  case_free(c);
+}
+
+/* A second tenant reading from lender 1 halves its allowance there:
+ * 2e7 / 2 / 0.75 = 1.33e7 B binds both ways. */
+static void test_shared_lender(void) {
+  Case *c = case_new();
+  EmaPrefetchPlan plan;
+  c->remote[2 * N_GPUS + 1] = 5;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2e7 / 2 / 0.75 / 5e8, 1e-12);
+  case_free(c);
+}
+
+/* A short attention (1e-4 s) lets direct loads hide only 7e6 B, less than
+ * this step's 1e7: prefetch, admitting its 2.5e7 B (the landing copies'
+ * bound), depth 2, one layer per copy (no fixed cost). Without lender
+ * interference the lenders bound nothing. */
+static void test_prefetch(void) {
+  Case *c = case_new();
+  EmaPrefetchPlan plan;
+  c->server.gpu.interference_outgoing = 0;
+  c->step.layer_kv_s = 1e-4;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_PREFETCH);
+  g_assert_cmpuint(plan.depth, ==, 2);
+  g_assert_cmpuint(plan.layers_per_copy, ==, 1);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2.5e7 / 5e8, 1e-12);
+  /* remote bytes under the direct bound: direct, the limit unchanged */
+  c->step.remote_bytes = 6.9e6;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2.5e7 / 5e8, 1e-12);
+  case_free(c);
+}
+
+/* A copy's fixed cost of 1e-4 s against 1e-4 s of link time per layer: the
+ * group doubles while the fixed cost is above 10% of the copy, 1 -> 16,
+ * cut to the 10 layers; the link then fills 0.9 ms less 1e-5 s per layer
+ * (8.9e7 B), and with no landing-copy interference that is the bound. */
+static void test_group(void) {
+  Case *c = case_new();
+  EmaPrefetchPlan plan;
+  c->server.gpu.interference_outgoing = 0;
+  c->server.gpu.interference_incoming = 0;
+  c->step.layer_kv_s = 1e-4;
+  c->step.copy_fixed_cost = 100000;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_PREFETCH);
+  g_assert_cmpuint(plan.layers_per_copy, ==, 10);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, (0.9e-3 - 1e-4 / 10) * 1e11 / 5e8, 1e-12);
+  case_free(c);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/prefetch-policy/direct-lender-share", test_direct_lender_share);
+  g_test_add_func("/prefetch-policy/shared-lender", test_shared_lender);
+  g_test_add_func("/prefetch-policy/prefetch", test_prefetch);
+  g_test_add_func("/prefetch-policy/group", test_group);
+  return g_test_run();
+}
