@@ -47,13 +47,14 @@
  *   memory rate becomes rate_m - k_out x (pull rate) - k_in x (incoming
  *   rate), each over the last step, k = gpu.interference_outgoing and
  *   gpu.interference_incoming (calibrated by ema-validate on H200: about 0.9
- *   and 2).
+ *   and 2). Peer-swap and migration copies do the same to the GPUs they
+ *   read from and land in while they run (copies that overlap add up until
+ *   the last ends: an upper bound).
  * - Peer swap (policy preempt: swap-peer): a preempted request's KV is
  *   parked in the lendable slices of the peers with the most room (the
  *   rest on host), each copy timed as above, and brought back (peers
  *   first) before the request resumes. A GPU that needs memory holding
  *   peers' parked KV sends it to host memory first and waits for that copy.
- *   Parking copies are not counted as interference on the peer.
  * Tenants with tp > 1 keep to their own memory (they neither borrow nor
  * lend); GPUs without a tenant lend all their KV region. */
 #pragma once
