@@ -39,8 +39,8 @@ const EmaPolicyComposition ema_builtin_compositions[] = {
     {"peer-swap", "no borrowing; preempted requests park their KV on peers (Aqua-like)",
      "{borrow: none, prefetch: direct, reclaim: drop, preempt: swap-peer}"},
     {"ema",
-     "borrow ahead of demand, prefetch layers ahead, admit remote KV while it hides, "
-     "reclaim with lender priority",
+     "borrow ahead of demand, read remote KV directly or prefetch it while that hides, "
+     "park preempted KV on peers, reclaim with lender priority",
      "{borrow: most-idle, prefetch: layer-ahead, reclaim: migrate, preempt: swap-peer}"},
     {NULL, NULL, NULL},
 };

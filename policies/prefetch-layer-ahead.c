@@ -131,8 +131,8 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
 const EmaPrefetchPolicyOps ema_prefetch_layer_ahead = {
     .abi_version = EMA_POLICY_ABI_VERSION,
     .name = "layer-ahead",
-    .summary = "read remote KV directly while that hides, else prefetch it layer groups ahead; "
-               "admit remote KV only while it hides",
+    .summary =
+        "read remote KV directly, or prefetch it layer groups ahead; admit it while it hides",
     .params = &table,
     .decide = decide,
 };
