@@ -715,7 +715,9 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
     g->pull[j] = 0;
   g->incoming = 0;
   if (g->remote_total == 0) {
-    step = L * MAX(bd.layer_compute_s, layer_mem) + tail;
+    if (steal <= 0)
+      return all_local;
+    step = L * (MAX(bd.layer_compute_s, layer_mem) + bd.layer_overhead_s) + tail;
     return MAX(ns(step), 1);
   }
   ema_slice_ledger_step_cost(&p->ledger, &g->counters, p->server, &bd, L, slow, bytes, &view,

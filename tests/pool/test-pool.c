@@ -634,12 +634,12 @@ typedef struct {
 
 static Expected expect_step(const Bench *b, guint gpu, const EmaStepBatch *batch, guint64 remote,
                             guint64 used, double sharers, double steal) {
-  /* (the test servers keep kv_efficiency 100% and layer_overhead 0) */
+  /* (the test servers keep kv_efficiency 100%) */
   const EmaGpuSpec *gpu_spec = &b->server->gpu;
   const EmaLinkSpec *link = &b->server->link;
   double rate_m = gpu_spec->hbm_bandwidth * gpu_spec->hbm_efficiency;
   double L = ema_step_model_layers(b->models[gpu]);
-  double layer_mem, tail;
+  double layer_mem, tail, overhead;
   Expected e = {0};
   e.all_local = ema_step_time(b->models[gpu], batch, &e.bd);
   /* STEAL is already weighted by the interference coefficients (1 here) */
@@ -647,10 +647,11 @@ static Expected expect_step(const Bench *b, guint gpu, const EmaStepBatch *batch
   layer_mem = e.bd.layer_memory_s * e.slow;
   e.t_l = MAX(e.bd.layer_compute_s, layer_mem);
   tail = e.bd.lm_head_s + e.bd.allreduce_s + e.bd.overhead_s;
+  overhead = e.bd.layer_overhead_s;
   e.R = used > 0 ? (double) remote / (double) used * e.bd.kv_read_bytes / L : 0;
   if (e.R <= 0) {
-    e.step_s = L * e.t_l + tail;
-    e.step = ns(e.step_s);
+    e.step_s = L * (e.t_l + overhead) + tail;
+    e.step = steal > 0 ? ns(e.step_s) : e.all_local;
     return e;
   }
   e.bytes = e.R * (double) remote / (double) remote; /* one lender holds it all */
@@ -659,10 +660,12 @@ static Expected expect_step(const Bench *b, guint gpu, const EmaStepBatch *batch
   if (b->prefetch.mode == EMA_REMOTE_DIRECT) {
     /* the remote loads hide under the attention kernel's all-local time */
     double kv_all = e.bd.layer_kv_read_s * e.slow;
-    e.step_s = L * MAX(e.bd.layer_compute_s, layer_mem - kv_all + MAX(kv_all, e.t_direct)) + tail;
+    e.step_s =
+        L * (MAX(e.bd.layer_compute_s, layer_mem - kv_all + MAX(kv_all, e.t_direct)) + overhead) +
+        tail;
   } else {
     double g = (double) b->prefetch.group, d = (double) b->prefetch.depth;
-    double groups = L / g, compute = g * e.t_l;
+    double groups = L / g, compute = g * (e.t_l + overhead);
     double fill;
     e.copy = (double) link->copy_fixed_cost / 1e9 + g * e.t_copy;
     fill = MAX(0, e.copy - d * MAX(0, compute - e.copy) - e.bd.lm_head_s);
@@ -672,6 +675,34 @@ static Expected expect_step(const Bench *b, guint gpu, const EmaStepBatch *batch
   e.pull = e.bytes * L / e.step_s;
   e.step = ns(e.step_s);
   return e;
+}
+
+/* A per-layer overhead (gpu.layer_overhead) is charged with and without
+ * remote KV: a step with nothing remote and no peer traffic is exactly the
+ * all-local one, and a peer's pull slows only its memory side. */
+static void test_step_layer_overhead(void) {
+  Bench *b = bench_new("server.gpu.layer_overhead=20us");
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
+  Expected local, first, lender;
+  b->borrow = (TestBorrowParams){0, 1, 800, 2, 0, 0};
+  bench_pool(b);
+  bench_tenant(b, 0, 200);
+  bench_tenant(b, 1, 1000);
+  bench_start(b);
+  local = expect_step(b, 1, &lender_batch, 0, 0, 1, 0);
+  g_assert_cmpfloat(local.bd.layer_overhead_s, ==, 20e-6);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, local.all_local);
+  bench_borrow(b, 800, 0);
+  g_assert_true(take(&b->memory[0], 1000));
+  first = expect_step(b, 0, &batch, 800, 1000, 1, 0);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, first.step);
+  lender = expect_step(b, 1, &lender_batch, 0, 0, 1, first.pull);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender.step);
+  g_assert_cmpint(lender.step, >, local.all_local);
+  g_assert_cmpint(lender.step - local.all_local, <,
+                  ns(32 * lender.bd.layer_memory_s * (lender.slow - 1)) + 2);
+  bench_free(b);
 }
 
 /* Peer swap's copies take HBM rate from the peers while they run: 7
@@ -1326,6 +1357,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/step/shared-lender", test_step_shared_lender);
   g_test_add_func("/pool/step/two-lenders", test_step_two_lenders);
   g_test_add_func("/pool/step/parked-interference", test_parked_interference);
+  g_test_add_func("/pool/step/layer-overhead", test_step_layer_overhead);
   g_test_add_func("/pool/give/proportional", test_give_proportional);
   g_test_add_func("/pool/give/drop-attribution", test_drop_attribution);
   g_test_add_func("/pool/reclaim/to-borrower", test_reclaim_to_borrower);
