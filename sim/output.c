@@ -157,6 +157,7 @@ static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
   add_count(builder, "activation_reserve_per_gpu", result->plan.activation_reserve);
   add_count(builder, "steps", metrics->steps);
   add_number(builder, "busy_s", (double) metrics->busy / 1e9);
+  add_number(builder, "slowed_by_peers_s", (double) result->slowed_by_peers / 1e9);
   json_builder_end_object(builder);
 }
 

@@ -64,6 +64,7 @@ typedef struct {
   double incoming;           /* B/s copied into this GPU by its prefetches in its last step */
   double copy_steal;         /* B/s of HBM rate taken by swap and migration copies... */
   EmaTime copy_until;        /* ...until then */
+  EmaTime slowed_by_peers;   /* step time peers' traffic added to this GPU's steps */
   EmaEvent decide_event;
   EmaTime decided_at; /* the last decision */
   gboolean dropping;  /* a drop for a reclaim is freeing blocks: give() takes them from... */
@@ -688,52 +689,69 @@ double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *
   }
 }
 
+/* Step of G's tenant (breakdown BD, all-local ALL_LOCAL ns) with its
+ * HBM rate slowed by SLOW, under its current plan when it holds remote KV
+ * (T_COPY, T_DIRECT: one layer's remote KV by copies or direct loads). */
+static double step_seconds(const Pool *p, const Gpu *g, const EmaStepBreakdown *bd,
+                           EmaTime all_local, double slow, double t_copy, double t_direct) {
+  if (g->remote_total > 0)
+    return ema_remote_step_seconds(bd, p->server, g->layers, slow, t_copy, t_direct, &g->plan);
+  if (slow <= 1)
+    return (double) all_local / 1e9;
+  return g->layers * (MAX(bd->layer_compute_s, bd->layer_memory_s * slow) + bd->layer_overhead_s) +
+         bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
+}
+
+/* What is left of RATE_M after STEAL B/s are taken, as a slowdown (>= 1;
+ * at least a tenth of the rate is left). */
+static double slowdown(double rate_m, double steal) {
+  return rate_m / MAX(rate_m - steal, rate_m / 10);
+}
+
 EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) {
   Pool *p = &pool->pool;
   Gpu *g = &p->gpus[gpu];
   EmaStepBreakdown bd;
-  EmaTime all_local = ema_step_time(g->model, batch, &bd);
+  EmaTime all_local = ema_step_time(g->model, batch, &bd), step;
   const EmaGpuSpec *spec = &p->server->gpu;
   double rate_m = spec->hbm_bandwidth * spec->hbm_efficiency;
-  double steal = spec->interference_incoming * g->incoming, slow, layer_mem, step, tail;
-  double L = g->layers;
+  /* HBM rate taken by this GPU's own prefetch copies, and by peers' traffic */
+  double own = spec->interference_incoming * g->incoming, peers = 0, slow, seconds;
   double *bytes = p->bytes_scratch;
-  double R, t_copy, t_direct;
+  double t_copy = 0, t_direct = 0;
   EmaStepCostView view;
 
   if (all_local == 0)
     return 0;
   for (guint b = 0; b < p->n; b++)
-    steal += spec->interference_outgoing * (p->gpus[b].pull ? p->gpus[b].pull[gpu] : 0);
+    peers += spec->interference_outgoing * (p->gpus[b].pull ? p->gpus[b].pull[gpu] : 0);
   if (ema_sim_now(p->sim) < g->copy_until)
-    steal += g->copy_steal;
-  /* what peers' traffic leaves of this GPU's HBM rate (at least a tenth) */
-  slow = rate_m / MAX(rate_m - steal, rate_m / 10);
-  layer_mem = bd.layer_memory_s * slow;
-  tail = bd.lm_head_s + bd.allreduce_s + bd.overhead_s;
+    peers += g->copy_steal;
+  slow = slowdown(rate_m, own + peers);
   for (guint j = 0; j < p->n; j++)
     g->pull[j] = 0;
   g->incoming = 0;
-  if (g->remote_total == 0) {
-    if (steal <= 0)
-      return all_local;
-    step = L * (MAX(bd.layer_compute_s, layer_mem) + bd.layer_overhead_s) + tail;
-    return MAX(ns(step), 1);
+  if (g->remote_total > 0) {
+    ema_slice_ledger_step_cost(&p->ledger, &g->counters, p->server, &bd, g->layers, slow, bytes,
+                               &view, &t_copy, &t_direct);
+    ema_slice_gpu_plan_prefetch(&g->counters, p->policies[EMA_POLICY_PREFETCH],
+                                p->spec->prefetch_params, build_view(p), &view, g->layers);
   }
-  ema_slice_ledger_step_cost(&p->ledger, &g->counters, p->server, &bd, L, slow, bytes, &view,
-                             &t_copy, &t_direct);
-  R = view.remote_bytes;
-  ema_slice_gpu_plan_prefetch(&g->counters, p->policies[EMA_POLICY_PREFETCH],
-                              p->spec->prefetch_params, build_view(p), &view, g->layers);
-  step = ema_remote_step_seconds(&bd, p->server, L, slow, t_copy, t_direct, &g->plan);
+  seconds = step_seconds(p, g, &bd, all_local, slow, t_copy, t_direct);
+  step = slow > 1 ? MAX(ns(seconds), 1) : ns(seconds);
+  if (peers > 0)
+    g->slowed_by_peers +=
+        step - ns(step_seconds(p, g, &bd, all_local, slowdown(rate_m, own), t_copy, t_direct));
+  if (g->remote_total == 0)
+    return step;
   if (g->plan.mode == EMA_REMOTE_PREFETCH)
-    g->incoming = R * L / step;
+    g->incoming = view.remote_bytes * g->layers / seconds;
   for (guint j = 0; j < p->n; j++)
-    g->pull[j] = bytes[j] * L / step;
+    g->pull[j] = bytes[j] * g->layers / seconds;
   p->stats.remote_steps++;
-  if (ns(step) > all_local)
-    p->stats.exposed_remote += ns(step) - all_local;
-  return ns(step);
+  if (step > all_local)
+    p->stats.exposed_remote += step - all_local;
+  return step;
 }
 
 void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) {
@@ -868,6 +886,10 @@ guint64 ema_pool_blocks_remote(const EmaPool *pool, guint gpu) {
 
 guint64 ema_pool_slices_staging(const EmaPool *pool, guint gpu) {
   return pool->pool.gpus[gpu].staging;
+}
+
+EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu) {
+  return pool->pool.gpus[gpu].slowed_by_peers;
 }
 
 gboolean ema_pool_check(const EmaPool *pool, GError **error) {

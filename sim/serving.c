@@ -294,6 +294,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
         ema_engine_running(tenant->engine) + ema_engine_waiting(tenant->engine);
     tenant->result->arrived =
         tenant->result->metrics->completed + tenant->result->rejected + tenant->result->unfinished;
+    tenant->result->slowed_by_peers = ema_pool_slowed_by_peers(pool, tenant->result->spec->gpu);
   }
   report->pool = *ema_pool_stats(pool);
   g_array_set_size(tenants, 0); /* engines go before the pool and the simulator */

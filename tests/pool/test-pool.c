@@ -16,7 +16,9 @@
  *   they run;
  * - remote KV in a step (ema_pool_step_time on hand-built batches): hidden
  *   prefetch costs exactly the all-local step (also with a step overhead,
- *   over 64 batches); exposed prefetch, direct
+ *   over 64 batches); what peers' traffic adds to a GPU's steps is counted
+ *   (ema_pool_slowed_by_peers), its own copies' share is not; exposed
+ *   prefetch, direct
  *   reads, interference (the lender's and the borrower's), a lender shared
  *   by two borrowers and two lenders on a link-per-pair and on a switch
  *   server each give the formula of pool.h, computed here from
@@ -726,6 +728,7 @@ static void test_parked_interference(void) {
   slowed = expect_step(b, 0, &batch, 0, 0, 1, rate);
   g_assert_cmpint(slowed.step, >, slowed.all_local);
   g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, slowed.step);
+  g_assert_cmpint(ema_pool_slowed_by_peers(b->pool, 0), ==, slowed.step - slowed.all_local);
   /* the last nanosecond of the copy still slows; once it ends, nothing does */
   bench_to(b, ns(copy_s) - 1);
   g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, slowed.step);
@@ -917,12 +920,16 @@ static void test_step_interference(void) {
   g_assert_cmpfloat(lender.slow, >, 1);
   g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender.step);
   g_assert_cmpint(lender.step, >, lender.all_local);
+  /* what the pull cost the lender is counted as peers' doing */
+  g_assert_cmpint(ema_pool_slowed_by_peers(b->pool, 1), ==, lender.step - lender.all_local);
   /* GPU 0's next step, slowed by its own incoming copies of the last one:
    * the link still sets its time */
   second = expect_step(b, 0, &batch, 800, 1000, 1, first.incoming);
   g_assert_cmpfloat(second.slow, >, 1);
   g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, second.step);
   g_assert_cmpint(second.step, ==, first.step);
+  /* (its own copies are not peers' doing) */
+  g_assert_cmpint(ema_pool_slowed_by_peers(b->pool, 0), ==, 0);
   /* all blocks back: GPU 0's next step has no remote traffic but is still
    * slowed by the last one's copies; the step after it is all-local; and
    * GPU 1, no longer pulled from, runs unslowed */

@@ -132,6 +132,11 @@ guint64 ema_pool_slices_lent(const EmaPool *pool, guint gpu);
 guint64 ema_pool_slices_borrowed(const EmaPool *pool, guint gpu);
 guint64 ema_pool_blocks_remote(const EmaPool *pool, guint gpu);
 guint64 ema_pool_slices_staging(const EmaPool *pool, guint gpu);
+/* Step time that peers' traffic (their pulls from GPU's HBM, and swap or
+ * migration copies reading from or landing in it) added to GPU's steps so
+ * far, over what they would have taken with only GPU's own prefetch copies
+ * landing. */
+EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu);
 
 /* Check every ledger invariant (no GPU above its region, lent equals
  * borrowed, blocks in borrowed slices fit them, blocks counted equal the

@@ -20,10 +20,11 @@ typedef struct {
   const EmaTenantSpec *spec; /* borrowed from the experiment */
   EmaTenantPlan plan;
   EmaTenantMetrics *metrics;
-  guint64 arrived;     /* requests the trace delivered */
-  guint64 rejected;    /* of which never fit in the KV cache */
-  guint64 unfinished;  /* still waiting or running at the end */
-  guint64 preemptions; /* all preemptions, finished requests or not */
+  guint64 arrived;         /* requests the trace delivered */
+  guint64 rejected;        /* of which never fit in the KV cache */
+  guint64 unfinished;      /* still waiting or running at the end */
+  guint64 preemptions;     /* all preemptions, finished requests or not */
+  EmaTime slowed_by_peers; /* step time peers' traffic added (ema_pool_slowed_by_peers) */
 } EmaTenantResult;
 
 typedef struct {
