@@ -130,12 +130,13 @@ static const EmaParamTable decode_table = {"decode scenario", sizeof(EmaDecodeSc
                                            decode_params, EMA_PARAMS_N(decode_params),
                                            check_decode};
 
-static EmaNode *resolve_server(const EmaNode *at, GError **error) {
+static EmaNode *resolve_server(const EmaNode *at, const char *key_path, GError **error) {
   GError *inner = NULL;
   g_autofree char *path = ema_hwmodel_find(at->value, &inner);
   EmaNode *tree;
   if (path == NULL) {
-    ema_node_error(error, EMA_CONFIG_ERROR_KEY, at, "server", "%s", inner->message);
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, at, key_path ? key_path : "server", "%s",
+                   inner->message);
     g_error_free(inner);
     return NULL;
   }
@@ -231,11 +232,14 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
         return FALSE;
       }
     if (tenant->gpu + tenant->tp > experiment->server.gpus) {
+      g_autofree char *gpus =
+          tenant->tp > 1 ? g_strdup_printf("GPUs gpu%" G_GINT64_FORMAT "..gpu%" G_GINT64_FORMAT
+                                           " (tp %" G_GINT64_FORMAT ") are",
+                                           tenant->gpu, tenant->gpu + tenant->tp - 1, tenant->tp)
+                         : g_strdup_printf("gpu%" G_GINT64_FORMAT " is", tenant->gpu);
       ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "gpu"), gpu_path,
-                     "GPUs %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT
-                     " are not on %s (it has gpu0..gpu%" G_GINT64_FORMAT ")",
-                     tenant->gpu, tenant->gpu + tenant->tp - 1, experiment->server.name,
-                     experiment->server.gpus - 1);
+                     "%s not on %s (it has gpu0..gpu%" G_GINT64_FORMAT ")", gpus,
+                     experiment->server.name, experiment->server.gpus - 1);
       return FALSE;
     }
     for (gint64 g = tenant->gpu; g < tenant->gpu + tenant->tp; g++) {

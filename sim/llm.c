@@ -153,14 +153,15 @@ char *ema_llm_find(const char *name, GError **error) {
   return ema_model_dir_find(LLMS_DIR, LLMS_ENV, name, "model", error);
 }
 
-EmaNode *ema_llm_resolve(const EmaNode *at, GError **error) {
+EmaNode *ema_llm_resolve(const EmaNode *at, const char *key_path, GError **error) {
   GError *inner = NULL;
   g_autofree char *path = NULL;
 
   g_return_val_if_fail(at != NULL && at->value != NULL, NULL);
   path = ema_llm_find(at->value, &inner);
   if (path == NULL) {
-    ema_node_error(error, EMA_CONFIG_ERROR_KEY, at, "model", "%s", inner->message);
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, at, key_path ? key_path : "model", "%s",
+                   inner->message);
     g_error_free(inner);
     return NULL;
   }

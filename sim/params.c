@@ -282,7 +282,7 @@ static gboolean bind_param(const EmaParam *param, gpointer object, const EmaNode
   if (param->type == EMA_PARAM_STRUCT) {
     g_autoptr(EmaNode) resolved = NULL;
     if (value && value->kind == EMA_NODE_SCALAR && value->value && param->resolve) {
-      resolved = param->resolve(value, error);
+      resolved = param->resolve(value, path, error);
       if (resolved == NULL)
         return FALSE;
       value = resolved;
@@ -383,13 +383,16 @@ void ema_params_free(const EmaParamTable *table, gpointer object) {
   g_free(object);
 }
 
-gboolean ema_params_expand(const EmaParamTable *table, EmaNode *node, GError **error) {
+/* ema_params_expand at NODE, whose dotted key path is PATH (NULL: the root). */
+static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char *path,
+                          GError **error) {
   if (node == NULL || node->kind != EMA_NODE_MAP)
     return TRUE;
   for (guint i = 0; i < table->n_params; i++) {
     const EmaParam *param = &table->params[i];
     gint index = -1;
     EmaNode *child;
+    g_autofree char *key_path = NULL;
     if (param->type != EMA_PARAM_STRUCT && param->type != EMA_PARAM_LIST)
       continue;
     for (guint k = 0; k < node->keys->len; k++)
@@ -398,24 +401,32 @@ gboolean ema_params_expand(const EmaParamTable *table, EmaNode *node, GError **e
     if (index < 0)
       continue;
     child = node->items->pdata[index];
+    key_path = child_path(path, param->key);
     if (param->type == EMA_PARAM_STRUCT && param->resolve && child->kind == EMA_NODE_SCALAR &&
         child->value) {
-      EmaNode *resolved = param->resolve(child, error);
+      EmaNode *resolved = param->resolve(child, key_path, error);
       if (resolved == NULL)
         return FALSE;
       ema_node_free(child);
       node->items->pdata[index] = child = resolved;
     }
     if (param->type == EMA_PARAM_STRUCT) {
-      if (!ema_params_expand(param->table, child, error))
+      if (!expand_at(param->table, child, key_path, error))
         return FALSE;
     } else if (child->kind == EMA_NODE_SEQ) {
-      for (guint j = 0; j < child->items->len; j++)
-        if (!ema_params_expand(param->table, child->items->pdata[j], error))
+      for (guint j = 0; j < child->items->len; j++) {
+        g_autofree char *index_text = g_strdup_printf("%u", j);
+        g_autofree char *item_path = child_path(key_path, index_text);
+        if (!expand_at(param->table, child->items->pdata[j], item_path, error))
           return FALSE;
+      }
     }
   }
   return TRUE;
+}
+
+gboolean ema_params_expand(const EmaParamTable *table, EmaNode *node, GError **error) {
+  return expand_at(table, node, NULL, error);
 }
 
 void ema_params_clear(const EmaParamTable *table, gpointer object) {

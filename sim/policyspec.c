@@ -76,13 +76,13 @@ static const EmaParam spec_params[] = {
 const EmaParamTable ema_policy_spec_params = {"policy", sizeof(EmaPolicySpec), spec_params,
                                               EMA_PARAMS_N(spec_params), check_policy};
 
-EmaNode *ema_policy_spec_resolve(const EmaNode *at, GError **error) {
+EmaNode *ema_policy_spec_resolve(const EmaNode *at, const char *path, GError **error) {
   GError *inner = NULL;
   const EmaPolicyComposition *composition = ema_policy_registry_find_composition(at->value, &inner);
   EmaNode *tree;
   g_autofree char *source = NULL;
   if (composition == NULL) {
-    ema_node_error(error, EMA_CONFIG_ERROR_KEY, at, "policy", "%s", inner->message);
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, at, path ? path : "policy", "%s", inner->message);
     g_error_free(inner);
     return NULL;
   }

@@ -1296,7 +1296,7 @@ gboolean ema_ledger_policy_parse(const char *text, EmaPolicySpec *spec, GError *
   if (tree == NULL)
     return FALSE;
   if (tree->kind == EMA_NODE_SCALAR) {
-    EmaNode *map = tree->value ? ema_policy_spec_resolve(tree, error) : NULL;
+    EmaNode *map = tree->value ? ema_policy_spec_resolve(tree, "--policy", error) : NULL;
     if (tree->value == NULL)
       g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
                   "--policy: a composition's name or a map of policies");

@@ -278,7 +278,7 @@ static void test_resolve(void) {
   g_assert_cmpint(holder.model.kv_heads, ==, 8);
   ema_params_clear(&holder_table, &holder);
 
-  g_assert_null(ema_llm_resolve(ema_node_get(bad, "model"), &error));
+  g_assert_null(ema_llm_resolve(ema_node_get(bad, "model"), NULL, &error));
   g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
   g_assert_cmpstr(error->message, ==,
                   "exp.yaml:2:8: model: unknown model 'gpt-5' (known: " KNOWN_MODELS ")");

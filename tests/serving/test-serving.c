@@ -468,9 +468,9 @@ static const BadConfig bad_configs[] = {
     {"same-gpu.yaml", EMA_CONFIG_ERROR_INVALID,
      "6:41: tenants.1.gpu: gpu0 already serves tenant a"},
     {"gpu-out-of-range.yaml", EMA_CONFIG_ERROR_INVALID,
-     "5:41: tenants.0.gpu: GPUs 2..2 are not on h200x2 (it has gpu0..gpu1)"},
+     "5:41: tenants.0.gpu: gpu2 is not on h200x2 (it has gpu0..gpu1)"},
     {"tp-past-end.yaml", EMA_CONFIG_ERROR_INVALID,
-     "5:41: tenants.0.gpu: GPUs 6..9 are not on h200x8-hgx (it has gpu0..gpu7)"},
+     "5:41: tenants.0.gpu: GPUs gpu6..gpu9 (tp 4) are not on h200x8-hgx (it has gpu0..gpu7)"},
     {"tp-heads.yaml", EMA_CONFIG_ERROR_INVALID,
      "5:5: tenants.0: tensor-parallel size 3 must divide llama-3.1-8b's 32 heads"},
     {"tp-gpus.yaml", EMA_CONFIG_ERROR_INVALID,
@@ -512,11 +512,9 @@ static const BadConfig bad_configs[] = {
      "or a plain number)"},
     {"missing-gpu.yaml", EMA_CONFIG_ERROR_KEY,
      "5:5: tenants.0.gpu: missing required key (an integer)"},
-    /* the key path of a model error is "model", not "tenants.0.model" (the
-     * model resolver does not know where it is): only the location and the
-     * problem are checked */
-    {"unknown-model.yaml", -1,
-     "5:22: @ANY@unknown model 'llama-9' (known: llama-2-13b, llama-2-7b, llama-3.1-70b, "
+    {"unknown-model.yaml", EMA_CONFIG_ERROR_KEY,
+     "5:22: tenants.0.model: unknown model 'llama-9' (known: llama-2-13b, llama-2-7b, "
+     "llama-3.1-70b, "
      "llama-3.1-8b, mistral-7b-v0.1, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b)"},
 };
 

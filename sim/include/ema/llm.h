@@ -85,8 +85,9 @@ char *ema_llm_find(const char *name, GError **error);
 /* Sorted names of all models on the search path. */
 GPtrArray *ema_llm_list(void);
 /* EmaParamResolveFunc for `model: NAME`: the named file's node tree, or NULL
- * with "file:line:col: model: unknown model 'NAME' (known: ...)". */
-EmaNode *ema_llm_resolve(const EmaNode *at, GError **error);
+ * with "file:line:col: PATH: unknown model 'NAME' (known: ...)" (PATH NULL:
+ * `model`). */
+EmaNode *ema_llm_resolve(const EmaNode *at, const char *path, GError **error);
 
 /* Load and bind the model NAME (see ema_llm_find). */
 EmaLlmSpec *ema_llm_load(const char *name, GError **error);

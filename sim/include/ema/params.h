@@ -39,8 +39,9 @@ typedef enum {
 typedef struct _EmaParamTable EmaParamTable;
 
 /* Turns a scalar given where a STRUCT is expected (a name such as
- * `server: h200x2`) into the node tree to bind; AT is the scalar. */
-typedef EmaNode *(*EmaParamResolveFunc)(const EmaNode *at, GError **error);
+ * `server: h200x2`) into the node tree to bind; AT is the scalar, PATH its
+ * dotted key path (for messages). */
+typedef EmaNode *(*EmaParamResolveFunc)(const EmaNode *at, const char *path, GError **error);
 
 /* OBJECT: the table of the field, from OBJECT (the enclosing struct, whose
  * earlier fields are bound); NULL when there is nothing to bind. */

@@ -33,6 +33,6 @@ typedef struct {
 extern const EmaParamTable ema_policy_spec_params;
 
 /* EmaParamResolveFunc for `policy: NAME`: the composition's map. */
-EmaNode *ema_policy_spec_resolve(const EmaNode *at, GError **error);
+EmaNode *ema_policy_spec_resolve(const EmaNode *at, const char *path, GError **error);
 
 G_END_DECLS
