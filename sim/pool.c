@@ -670,8 +670,8 @@ double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *
     /* the attention kernel loads the remote share over the link while its
      * other thread blocks read local KV; the remote loads hide under the
      * kernel's all-local time but do not shorten it (measured on two H200s:
-     * 10% of the blocks remote left the step as long as all-local,
-     * validate/results/2026-11-29-h200x2-compare); the rest of the layer's
+     * up to 10% of the blocks remote left the step within 0.4% of all-local,
+     * validate/results/2026-11-30-h200x2-direct); the rest of the layer's
      * memory traffic comes before and after */
     double kv_all = bd->layer_kv_read_s * slow;
     double attention = MAX(kv_all, t_direct);
@@ -690,11 +690,12 @@ double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *
 }
 
 /* Step of G's tenant (breakdown BD, all-local ALL_LOCAL ns) with its
- * HBM rate slowed by SLOW, under its current plan when it holds remote KV
+ * HBM rate slowed by SLOW; when it reads REMOTE KV, under its current plan
  * (T_COPY, T_DIRECT: one layer's remote KV by copies or direct loads). */
 static double step_seconds(const Pool *p, const Gpu *g, const EmaStepBreakdown *bd,
-                           EmaTime all_local, double slow, double t_copy, double t_direct) {
-  if (g->remote_total > 0)
+                           EmaTime all_local, double slow, gboolean remote, double t_copy,
+                           double t_direct) {
+  if (remote)
     return ema_remote_step_seconds(bd, p->server, g->layers, slow, t_copy, t_direct, &g->plan);
   if (slow <= 1)
     return (double) all_local / 1e9;
@@ -719,6 +720,7 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   double own = spec->interference_incoming * g->incoming, peers = 0, slow, seconds;
   double *bytes = p->bytes_scratch;
   double t_copy = 0, t_direct = 0;
+  gboolean remote = FALSE; /* the step reads remote KV */
   EmaStepCostView view;
 
   if (all_local == 0)
@@ -734,15 +736,17 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   if (g->remote_total > 0) {
     ema_slice_ledger_step_cost(&p->ledger, &g->counters, p->server, &bd, g->layers, slow, bytes,
                                &view, &t_copy, &t_direct);
+    remote = view.remote_bytes > 0;
+  }
+  if (remote)
     ema_slice_gpu_plan_prefetch(&g->counters, p->policies[EMA_POLICY_PREFETCH],
                                 p->spec->prefetch_params, build_view(p), &view, g->layers);
-  }
-  seconds = step_seconds(p, g, &bd, all_local, slow, t_copy, t_direct);
+  seconds = step_seconds(p, g, &bd, all_local, slow, remote, t_copy, t_direct);
   step = slow > 1 ? MAX(ns(seconds), 1) : ns(seconds);
   if (peers > 0)
-    g->slowed_by_peers +=
-        step - ns(step_seconds(p, g, &bd, all_local, slowdown(rate_m, own), t_copy, t_direct));
-  if (g->remote_total == 0)
+    g->slowed_by_peers += step - ns(step_seconds(p, g, &bd, all_local, slowdown(rate_m, own),
+                                                 remote, t_copy, t_direct));
+  if (!remote)
     return step;
   if (g->plan.mode == EMA_REMOTE_PREFETCH)
     g->incoming = view.remote_bytes * g->layers / seconds;

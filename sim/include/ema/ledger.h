@@ -111,7 +111,8 @@ guint64 ema_slice_gpu_lendable(const EmaSliceGpu *g);
 guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g);
 
 /* What the prefetch policy sees of a step of G's tenant (G holds remote
- * blocks) whose all-local breakdown is BD, on LAYERS layers, its local HBM
+ * blocks; the view means nothing when the step reads no KV, remote_bytes
+ * 0) whose all-local breakdown is BD, on LAYERS layers, its local HBM
  * slowed by SLOW (>= 1): each layer's remote KV is the tenant's remote
  * share of its KV reads, split over the lenders as its blocks are
  * (BYTES[n], filled); *T_COPY and *T_DIRECT are the times copy engines and
