@@ -2,7 +2,7 @@
  * f, the step's remote bytes per layer are f x its KV reads per layer; the
  * share found is the largest f (bisection to 0.1%) whose step time is
  * within the tolerance of the all-local step. Step time is monotone in f
- * for both modes, so bisection is exact to its resolution. */
+ * in every mode, so bisection is exact to its resolution. */
 #include "ema/frontier.h"
 
 #include "ema/pool.h"
@@ -17,27 +17,30 @@ static guint group_for(double fixed_s, double per_layer_s, guint layers) {
   return MIN(group, layers);
 }
 
+/* The step with SHARE of its KV remote, read MODE; LANDED: prefetch copies
+ * charged to this GPU's HBM as they land. */
 static double step_with_share(const EmaStepBreakdown *bd, const EmaServerSpec *server,
-                              double layers, double share, EmaRemoteMode mode) {
+                              double layers, double share, EmaRemoteMode mode, gboolean landed) {
   double remote = share * bd->kv_read_bytes / layers;
-  double t_copy = remote / server->link.bandwidth;
-  double t_direct = remote / server->link.direct_read_bandwidth;
   EmaPrefetchPlan plan = {mode, 2, 1, 1};
   if (remote <= 0)
     return bd->layers_s + bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
-  plan.layers_per_copy =
-      group_for((double) server->link.copy_fixed_cost / 1e9, t_copy, (guint) layers);
-  return ema_remote_step_seconds(bd, server, layers, 1, t_copy, t_direct, &plan);
+  plan.layers_per_copy = group_for((double) server->link.copy_fixed_cost / 1e9,
+                                   remote / server->link.bandwidth, (guint) layers);
+  if (landed)
+    return ema_remote_step_seconds_one_lender(bd, server, layers, 0, remote, &plan);
+  return ema_remote_step_seconds(bd, server, layers, 1, remote / server->link.bandwidth,
+                                 remote / server->link.direct_read_bandwidth, &plan);
 }
 
 static double largest_share(const EmaStepBreakdown *bd, const EmaServerSpec *server, double layers,
-                            double limit_s, EmaRemoteMode mode) {
+                            double limit_s, EmaRemoteMode mode, gboolean landed) {
   double lo = 0, hi = 1;
-  if (step_with_share(bd, server, layers, 1, mode) <= limit_s)
+  if (step_with_share(bd, server, layers, 1, mode, landed) <= limit_s)
     return 1;
   while (hi - lo > 0.0005) {
     double mid = (lo + hi) / 2;
-    if (step_with_share(bd, server, layers, mid, mode) <= limit_s)
+    if (step_with_share(bd, server, layers, mid, mode, landed) <= limit_s)
       lo = mid;
     else
       hi = mid;
@@ -51,7 +54,7 @@ gboolean ema_frontier_point(const EmaLlmSpec *model, const EmaServerSpec *server
   g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, 1, error);
   EmaStepBatch work = {0};
   EmaStepBreakdown bd;
-  double layers;
+  double layers, limit_s;
   if (step == NULL)
     return FALSE;
   layers = ema_step_model_layers(step);
@@ -62,9 +65,10 @@ gboolean ema_frontier_point(const EmaLlmSpec *model, const EmaServerSpec *server
   point->batch = batch;
   point->context = context;
   point->local_step_s = bd.layers_s + bd.lm_head_s + bd.allreduce_s + bd.overhead_s;
-  point->prefetch_share = largest_share(&bd, server, layers, point->local_step_s * (1 + tolerance),
-                                        EMA_REMOTE_PREFETCH);
-  point->direct_share =
-      largest_share(&bd, server, layers, point->local_step_s * (1 + tolerance), EMA_REMOTE_DIRECT);
+  limit_s = point->local_step_s * (1 + tolerance);
+  point->prefetch_share = largest_share(&bd, server, layers, limit_s, EMA_REMOTE_PREFETCH, FALSE);
+  point->direct_share = largest_share(&bd, server, layers, limit_s, EMA_REMOTE_DIRECT, FALSE);
+  point->prefetch_landed_share =
+      largest_share(&bd, server, layers, limit_s, EMA_REMOTE_PREFETCH, TRUE);
   return TRUE;
 }

@@ -289,22 +289,25 @@ static int command_frontier(int argc, char **argv) {
   servers = argc > 1 ? g_ptr_array_new_with_free_func(g_free) : ema_hwmodel_list();
   for (int i = 1; i < argc; i++)
     g_ptr_array_add(servers, g_strdup(argv[i]));
-  printf("remote share of KV within %.1f%% of all-local, %s, one lender, no interference\n",
+  printf("remote share of KV within %.1f%% of all-local, %s, one lender; prefetch and direct "
+         "without interference, landed: prefetch with its copies' HBM interference\n",
          100 * tolerance, model->name);
   for (guint s = 0; s < servers->len; s++) {
     g_autoptr(EmaServerSpec) server = ema_server_load(servers->pdata[s], &error);
     if (server == NULL)
       return fail(error);
-    printf("\n%s (HBM %.0f GB/s, link %.0f GB/s)\n%8s %8s %12s %10s %10s\n", server->name,
-           server->gpu.hbm_bandwidth / 1e9, server->link.bandwidth / 1e9, "batch", "context",
-           "local step", "prefetch", "direct");
+    printf("\n%s (HBM %.0f GB/s, link %.0f GB/s, k_in %.2f)\n%8s %8s %12s %10s %10s %10s\n",
+           server->name, server->gpu.hbm_bandwidth / 1e9, server->link.bandwidth / 1e9,
+           server->gpu.interference_incoming, "batch", "context", "local step", "prefetch",
+           "direct", "landed");
     for (guint b = 0; b < G_N_ELEMENTS(batches); b++)
       for (guint c = 0; c < G_N_ELEMENTS(contexts); c++) {
         EmaFrontierPoint point;
         if (!ema_frontier_point(model, server, batches[b], contexts[c], tolerance, &point, &error))
           return fail(error);
-        printf("%8u %8u %9.3f ms %9.1f%% %9.1f%%\n", point.batch, point.context,
-               point.local_step_s * 1e3, 100 * point.prefetch_share, 100 * point.direct_share);
+        printf("%8u %8u %9.3f ms %9.1f%% %9.1f%% %9.1f%%\n", point.batch, point.context,
+               point.local_step_s * 1e3, 100 * point.prefetch_share, 100 * point.direct_share,
+               100 * point.prefetch_landed_share);
       }
   }
   return 0;

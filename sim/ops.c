@@ -92,8 +92,7 @@ static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScen
   EmaPrefetchPlan plan = {d->mode == EMA_DECODE_SCENARIO_PREFETCH ? EMA_REMOTE_PREFETCH
                                                                   : EMA_REMOTE_DIRECT,
                           (guint) d->depth, 1, 1};
-  double rate_m = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
-  double slow, layers, remote, seconds;
+  double layers, seconds;
   if (model == NULL) {
     g_prefix_error(error, "decode scenario %s: ", d->name);
     return FALSE;
@@ -103,25 +102,9 @@ static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScen
   batch.logits = (guint64) d->batch;
   ema_step_time(model, &batch, &bd);
   layers = ema_step_model_layers(model);
-  slow = rate_m / MAX(rate_m - server->gpu.interference_outgoing * d->peer_pull, rate_m / 10);
-  remote = d->remote_fraction * bd.kv_read_bytes / layers;
-  if (remote > 0) {
-    double t_copy = remote / server->link.bandwidth;
-    double t_direct = remote / server->link.direct_read_bandwidth;
-    seconds = ema_remote_step_seconds(&bd, server, layers, slow, t_copy, t_direct, &plan);
-    if (plan.mode == EMA_REMOTE_PREFETCH) {
-      /* the copies land in this GPU's HBM at the rate the step lets them:
-       * once more with that incoming traffic's interference */
-      double incoming = remote * layers / seconds;
-      slow = rate_m / MAX(rate_m - server->gpu.interference_outgoing * d->peer_pull -
-                              server->gpu.interference_incoming * incoming,
-                          rate_m / 10);
-      seconds = ema_remote_step_seconds(&bd, server, layers, slow, t_copy, t_direct, &plan);
-    }
-  } else {
-    seconds = layers * (MAX(bd.layer_compute_s, bd.layer_memory_s * slow) + bd.layer_overhead_s) +
-              bd.lm_head_s + bd.allreduce_s + bd.overhead_s;
-  }
+  seconds = ema_remote_step_seconds_one_lender(
+      &bd, server, layers, server->gpu.interference_outgoing * d->peer_pull,
+      d->remote_fraction * bd.kv_read_bytes / layers, &plan);
   result.seconds_ns = (EmaTime) llround(seconds * 1e9);
   result.bandwidth = bd.bytes / seconds;
   ema_op_result_judge(&result, &d->expect, experiment->tolerance, &report->failed);

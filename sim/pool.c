@@ -689,6 +689,31 @@ double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *
   }
 }
 
+/* What is left of RATE_M after STEAL B/s are taken, as a slowdown (>= 1;
+ * at least a tenth of the rate is left). */
+static double slowdown(double rate_m, double steal) {
+  return rate_m / MAX(rate_m - steal, rate_m / 10);
+}
+
+double ema_remote_step_seconds_one_lender(const EmaStepBreakdown *bd, const EmaServerSpec *server,
+                                          double layers, double steal, double remote,
+                                          const EmaPrefetchPlan *plan) {
+  double rate_m = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
+  double slow = slowdown(rate_m, steal), t_copy, t_direct, seconds;
+  if (remote <= 0)
+    return layers * (MAX(bd->layer_compute_s, bd->layer_memory_s * slow) + bd->layer_overhead_s) +
+           bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
+  t_copy = remote / server->link.bandwidth;
+  t_direct = remote / server->link.direct_read_bandwidth;
+  seconds = ema_remote_step_seconds(bd, server, layers, slow, t_copy, t_direct, plan);
+  if (plan->mode == EMA_REMOTE_PREFETCH && server->gpu.interference_incoming > 0) {
+    double incoming = remote * layers / seconds;
+    slow = slowdown(rate_m, steal + server->gpu.interference_incoming * incoming);
+    seconds = ema_remote_step_seconds(bd, server, layers, slow, t_copy, t_direct, plan);
+  }
+  return seconds;
+}
+
 /* Step of G's tenant (breakdown BD, all-local ALL_LOCAL ns) with its
  * HBM rate slowed by SLOW; when it reads REMOTE KV, under its current plan
  * (T_COPY, T_DIRECT: one layer's remote KV by copies or direct loads). */
@@ -701,12 +726,6 @@ static double step_seconds(const Pool *p, const Gpu *g, const EmaStepBreakdown *
     return (double) all_local / 1e9;
   return g->layers * (MAX(bd->layer_compute_s, bd->layer_memory_s * slow) + bd->layer_overhead_s) +
          bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
-}
-
-/* What is left of RATE_M after STEAL B/s are taken, as a slowdown (>= 1;
- * at least a tenth of the rate is left). */
-static double slowdown(double rate_m, double steal) {
-  return rate_m / MAX(rate_m - steal, rate_m / 10);
 }
 
 EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) {

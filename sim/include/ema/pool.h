@@ -116,6 +116,17 @@ double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *
                                double layers, double slow, double t_copy, double t_direct,
                                const EmaPrefetchPlan *plan);
 
+/* A step read from one lender alone (no link sharing): REMOTE bytes of
+ * each layer's KV on the peer (0: all local), STEAL B/s of this GPU's HBM
+ * rate already taken by others (weighted by the interference
+ * coefficients). With PLAN's prefetch the copies land in this GPU's HBM at
+ * the rate the step lets them, and the step is timed once more with that
+ * incoming traffic (k_in x bytes / step) taken as well, as the pool charges
+ * a borrower's next step. For decode scenarios and the frontier. */
+double ema_remote_step_seconds_one_lender(const EmaStepBreakdown *bd, const EmaServerSpec *server,
+                                          double layers, double steal, double remote,
+                                          const EmaPrefetchPlan *plan);
+
 /* After a step of GPU's tenant: the reclaim and borrow policies. */
 void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *step);
 

@@ -1,0 +1,102 @@
+/* test-frontier.c: the transparency frontier (frontier.h) against figures
+ * computed here from the step model's breakdown:
+ *
+ * - direct loads: while a decode step is bound by HBM, a remote share f
+ *   costs L x (f x K / B_direct - t_kv) over the all-local step once the
+ *   link time passes the attention's KV time, so the largest f within a
+ *   tolerance tol is B_direct / K x (t_kv + tol x t_local / L) (K and t_kv:
+ *   one layer's KV bytes and read time); the bisection finds it to 0.1%;
+ * - prefetch with its copies' landing charged is never above prefetch
+ *   without it, below it once the landing matters, and equal to it on a
+ *   GPU whose landing costs nothing (interference_incoming 0);
+ * - every share is in [0, 1], and a batch of one at short context hides
+ *   everything by prefetch on an NVSwitch server. */
+#include <math.h>
+
+#include "ema/experiment.h"
+#include "ema/frontier.h"
+#include "ema/llm.h"
+#include "ema/steptime.h"
+
+typedef struct {
+  EmaLlmSpec *model;
+  EmaServerSpec *server;
+} Setup;
+
+static Setup setup(const char *server) {
+  GError *error = NULL;
+  Setup s = {ema_llm_load("llama-3.1-8b", &error), NULL};
+  g_assert_no_error(error);
+  s.server = ema_server_load(server, &error);
+  g_assert_no_error(error);
+  return s;
+}
+
+static void teardown(Setup *s) {
+  ema_llm_free(s->model);
+  ema_server_free(s->server);
+}
+
+static EmaFrontierPoint point(const Setup *s, guint batch, guint context, double tolerance) {
+  EmaFrontierPoint p;
+  GError *error = NULL;
+  g_assert_true(ema_frontier_point(s->model, s->server, batch, context, tolerance, &p, &error));
+  g_assert_no_error(error);
+  g_assert_cmpfloat(p.prefetch_share, >=, 0);
+  g_assert_cmpfloat(p.prefetch_share, <=, 1);
+  g_assert_cmpfloat(p.direct_share, >=, 0);
+  g_assert_cmpfloat(p.direct_share, <=, 1);
+  g_assert_cmpfloat(p.prefetch_landed_share, >=, 0);
+  g_assert_cmpfloat(p.prefetch_landed_share, <=, p.prefetch_share);
+  return p;
+}
+
+static void test_direct_closed_form(void) {
+  Setup s = setup("h200x8-hgx");
+  const guint batch = 32, context = 4096;
+  GError *error = NULL;
+  g_autoptr(EmaStepModel) model = ema_step_model_new(s.model, s.server, 1, &error);
+  EmaStepBatch work = {
+      .decode_seqs = batch, .decode_context = (double) batch * context, .logits = batch};
+  EmaStepBreakdown bd;
+  double L, K, local, expected;
+  EmaFrontierPoint p;
+  g_assert_no_error(error);
+  ema_step_time(model, &work, &bd);
+  L = ema_step_model_layers(model);
+  g_assert_cmpfloat(bd.layer_memory_s, >, bd.layer_compute_s); /* bound by HBM */
+  K = bd.kv_read_bytes / L;
+  local = bd.layers_s + bd.lm_head_s + bd.allreduce_s + bd.overhead_s;
+  for (double tolerance = 0.01; tolerance < 0.2; tolerance *= 2) {
+    expected =
+        s.server->link.direct_read_bandwidth / K * (bd.layer_kv_read_s + tolerance * local / L);
+    p = point(&s, batch, context, tolerance);
+    g_assert_cmpfloat(expected, <, 1);
+    g_assert_cmpfloat(fabs(p.direct_share - expected), <=, 0.001);
+  }
+  teardown(&s);
+}
+
+static void test_landed(void) {
+  Setup s = setup("h200x8-hgx");
+  EmaFrontierPoint p = point(&s, 1, 1024, 0.05);
+  /* batch 1: the weights dominate, everything hides */
+  g_assert_cmpfloat(p.prefetch_share, ==, 1);
+  /* at scale the landing copies (1.94 B of HBM time per byte on H200) bind */
+  p = point(&s, 128, 16384, 0.05);
+  g_assert_cmpfloat(p.prefetch_landed_share, <, p.prefetch_share / 2);
+  /* a landing that costs nothing changes nothing */
+  s.server->gpu.interference_incoming = 0;
+  for (guint batch = 1; batch <= 128; batch *= 8) {
+    p = point(&s, batch, 4096, 0.05);
+    g_assert_cmpfloat(p.prefetch_landed_share, ==, p.prefetch_share);
+  }
+  teardown(&s);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/frontier/direct-closed-form", test_direct_closed_form);
+  g_test_add_func("/frontier/landed", test_landed);
+  return g_test_run();
+}
