@@ -86,6 +86,7 @@ static const EmaParamTable op_table = {"op", sizeof(EmaOpSpec), op_params, EMA_P
                                        check_op};
 
 static const char *const decode_mode_names[] = {"local", "direct", "prefetch", NULL};
+static const char *const peer_pull_mode_names[] = {"copy", "direct", NULL};
 
 #define DECODE_FIELD(f) G_STRUCT_OFFSET(EmaDecodeScenarioSpec, f)
 
@@ -108,6 +109,10 @@ static const EmaParam decode_params[] = {
      .help = "prefetch: layers fetched ahead"},
     {"peer_pull", EMA_PARAM_BANDWIDTH, DECODE_FIELD(peer_pull), .default_value = "0B/s", .min = 0,
      .max = 1e14, .help = "a peer pulls this much from gpu0's HBM during the step (interference)"},
+    {"peer_pull_mode", EMA_PARAM_ENUM, DECODE_FIELD(peer_pull_mode), .default_value = "copy",
+     .choices = peer_pull_mode_names,
+     .help = "how the peer pulls: copy engines, or its kernel loading gpu0's memory (direct); "
+             "the simulator charges both with gpu.interference_outgoing"},
     {"expect", EMA_PARAM_STRUCT, DECODE_FIELD(expect), .table = &expect_table,
      .help = "optional: measured value to compare with (time, or bytes read / time)"},
 };
@@ -121,6 +126,12 @@ static gboolean check_decode(gpointer object, const EmaNode *node, const char *p
                    d->mode == EMA_DECODE_SCENARIO_LOCAL
                        ? "mode local has no remote KV: give mode direct or prefetch"
                        : "mode direct or prefetch needs a remote_fraction above 0");
+    return FALSE;
+  }
+  if (d->peer_pull_mode != EMA_PEER_PULL_COPY && d->peer_pull == 0) {
+    g_autofree char *key_path = g_strconcat(path, ".peer_pull_mode", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "peer_pull_mode"), key_path,
+                   "%s", "a peer_pull_mode needs a peer_pull above 0");
     return FALSE;
   }
   return TRUE;

@@ -81,7 +81,8 @@ static void start_op(EmaSim *sim, EmaEvent *event, gpointer user_data) {
 
 /* One decode scenario: the step-time model's all-local breakdown, then the
  * remote share through the pool's formula (one lender, gpu1; interference
- * from peer_pull on gpu0's HBM). */
+ * from peer_pull on gpu0's HBM, the same per byte whether the peer copies
+ * or loads). */
 static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScenarioSpec *d,
                             EmaOpsReport *report, GError **error) {
   const EmaServerSpec *server = &experiment->server;

@@ -54,6 +54,9 @@ typedef struct {
   cudaStream_t pull_stream;
   cudaEvent_t pull_first, pull_last; /* timing events on GPU1 */
   guint pull_chunks;
+  gboolean pull_direct;      /* a read kernel on GPU1 in place of the copies */
+  EmaKernelShape pull_shape; /* GPU1's, for that kernel */
+  void *pull_sink;           /* its 16 bytes of output, on GPU1 */
 } Decode;
 
 guint64 ema_decode_local_layer_bytes(const EmaDecodePlan *plan) {
@@ -218,8 +221,8 @@ static gboolean fill(cudaStream_t stream, const EmaKernelShape *shape, void *buf
 
 /* The peer pull's buffers, stream and events; peer access both ways. */
 static gboolean allocate_pull(Decode *d, EmaGpuArena *arena, GError **error) {
-  EmaKernelShape remote_shape;
   return ema_gpu_peer_enable(arena, REMOTE_GPU, COMPUTE_GPU, error) &&
+         ema_gpu_malloc(arena, REMOTE_GPU, 16, &d->pull_sink, error) &&
          ema_gpu_peer_enable(arena, COMPUTE_GPU, REMOTE_GPU, error) &&
          ema_gpu_malloc(arena, COMPUTE_GPU, EMA_DECODE_PULL_CHUNK, &d->pull_src, error) &&
          ema_gpu_malloc(arena, REMOTE_GPU, EMA_DECODE_PULL_CHUNK, &d->pull_dst, error) &&
@@ -229,8 +232,8 @@ static gboolean allocate_pull(Decode *d, EmaGpuArena *arena, GError **error) {
          fill(d->stream, &d->shape, d->pull_src, EMA_DECODE_PULL_CHUNK / 2,
               EMA_SEED_CALIBRATION + 16, COMPUTE_GPU, error) &&
          EMA_CUDA(COMPUTE_GPU, error, cudaStreamSynchronize(d->stream)) &&
-         EMA_CUDA(REMOTE_GPU, error, ema_kernel_shape(REMOTE_GPU, &remote_shape)) &&
-         fill(d->pull_stream, &remote_shape, d->pull_dst, EMA_DECODE_PULL_CHUNK / 2,
+         EMA_CUDA(REMOTE_GPU, error, ema_kernel_shape(REMOTE_GPU, &d->pull_shape)) &&
+         fill(d->pull_stream, &d->pull_shape, d->pull_dst, EMA_DECODE_PULL_CHUNK / 2,
               EMA_SEED_CALIBRATION + 17, REMOTE_GPU, error) &&
          EMA_CUDA(REMOTE_GPU, error, cudaStreamSynchronize(d->pull_stream));
 }
@@ -450,7 +453,11 @@ static gboolean work_with_pull(gpointer data, GError **error) {
                 EMA_CUDA(REMOTE_GPU, error, cudaSetDevice(REMOTE_GPU)) &&
                 (w->calls != w->warmups ||
                  EMA_CUDA(REMOTE_GPU, error, cudaEventRecord(d->pull_first, d->pull_stream)));
-  for (guint i = 0; ok && i < d->pull_chunks; i++)
+  if (ok && d->pull_direct)
+    ok = EMA_CUDA(REMOTE_GPU, error,
+                  ema_launch_stream_read(d->pull_stream, &d->pull_shape, d->pull_src,
+                                         EMA_DECODE_PULL_CHUNK, d->pull_chunks, d->pull_sink));
+  for (guint i = 0; ok && !d->pull_direct && i < d->pull_chunks; i++)
     ok = EMA_CUDA(REMOTE_GPU, error,
                   cudaMemcpyPeerAsync(d->pull_dst, REMOTE_GPU, d->pull_src, COMPUTE_GPU,
                                       EMA_DECODE_PULL_CHUNK, d->pull_stream));
@@ -661,6 +668,7 @@ gboolean ema_decode_run(EmaDecodePlan *plan, const EmaLlmSpec *model,
 
   d.plan = plan;
   d.pull = pull;
+  d.pull_direct = pull && options->peer_pull_direct;
   printf("decode %s: batch %u, context %u, mode %s", plan->model_name, plan->options.batch,
          plan->options.context, ema_decode_mode_name(plan->options.mode));
   if (remote)
@@ -673,9 +681,10 @@ gboolean ema_decode_run(EmaDecodePlan *plan, const EmaLlmSpec *model,
          options->graph ? "captured once as a CUDA graph and replayed"
                         : "enqueued kernel by kernel");
   if (pull)
-    printf("  while the step is timed, GPU1 pulls from GPU0's HBM (copies of %" G_GUINT64_FORMAT
+    printf("  while the step is timed, GPU1 pulls from GPU0's HBM (%s of %" G_GUINT64_FORMAT
            " MiB, back to back; the scenario asks %.0f GB/s)\n",
-           EMA_DECODE_PULL_CHUNK >> 20, options->peer_pull / 1e9);
+           d.pull_direct ? "a read kernel loading chunks" : "copies", EMA_DECODE_PULL_CHUNK >> 20,
+           options->peer_pull / 1e9);
   fflush(stdout);
 
   t.has_copies = prefetch;
@@ -704,9 +713,9 @@ gboolean ema_decode_run(EmaDecodePlan *plan, const EmaLlmSpec *model,
   print_summary(plan, &t, predicted, options->server ? options->server->name : "-",
                 options->repeats);
   if (pull)
-    printf("  peer pull: GPU1 copied %.2f GB out of GPU0 while the steps were timed, at %.1f "
+    printf("  peer pull: GPU1 %s %.2f GB out of GPU0 while the steps were timed, at %.1f "
            "GB/s\n",
-           t.pull_bytes / 1e9, t.pull_bytes / t.pull_s / 1e9);
+           d.pull_direct ? "loaded" : "copied", t.pull_bytes / 1e9, t.pull_bytes / t.pull_s / 1e9);
   if (options->csv_path) {
     row = format_row(plan, &t, prop.name, date, predicted, options->repeats, options->graph);
     if (!ema_csv_append_row(options->csv_path, DECODE_CSV_HEADER, row, error))

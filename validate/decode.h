@@ -40,6 +40,10 @@ typedef struct {
    * fast as the link lets them: the value is what the scenario asks for,
    * the rate reached is measured (EmaDecodeResult.pull_rate). */
   double peer_pull;
+  /* the pull is a streaming-read kernel on GPU1 loading GPU0's memory over
+   * the link (as a borrower's direct loads), the same chunks, in place of
+   * the copies */
+  gboolean peer_pull_direct;
 } EmaDecodeRunOptions;
 
 #define EMA_DECODE_PULL_CHUNK ((guint64) 256 << 20)

@@ -239,7 +239,7 @@ static int command_decode(int argc, char **argv) {
        "Skip the check of the outputs against the CPU reference", NULL},
       {NULL}};
   EmaDecodeOptions options = {0};
-  EmaDecodeRunOptions run = {20, 3, TRUE, TRUE, NULL, NULL, 0};
+  EmaDecodeRunOptions run = {20, 3, TRUE, TRUE, NULL, NULL, 0, FALSE};
   g_autoptr(EmaLlmSpec) model = NULL;
   g_autoptr(EmaServerSpec) server = NULL;
   g_autoptr(EmaDecodePlan) plan = NULL;

@@ -327,9 +327,14 @@ static gboolean measure_decode(Run *run, const EmaDecodeScenarioSpec *d, const c
                                GError **error) {
   g_autoptr(EmaDecodePlan) plan = NULL;
   EmaDecodeOptions o;
-  EmaDecodeRunOptions options = {
-      run->options->repeats,    run->options->warmups, TRUE, run->options->verify, csv,
-      &run->experiment->server, d->peer_pull};
+  EmaDecodeRunOptions options = {run->options->repeats,
+                                 run->options->warmups,
+                                 TRUE,
+                                 run->options->verify,
+                                 csv,
+                                 &run->experiment->server,
+                                 d->peer_pull,
+                                 d->peer_pull_mode == EMA_PEER_PULL_DIRECT};
   EmaDecodeResult measured = {0};
   EmaOpResult result = {.name = d->name, .spec = NULL};
   const EmaMeasurement *m;
@@ -348,8 +353,11 @@ static gboolean measure_decode(Run *run, const EmaDecodeScenarioSpec *d, const c
   if (d->peer_pull > 0) {
     g_autofree char *name = g_strdup_printf("%s-peer-pull-rate", d->name);
     ema_report_add_derived(run->raw, name, measured.pull_rate, "B/s",
-                           "GPU1 pulling from GPU0 (back-to-back copies on a GPU1 stream) while "
-                           "the steps were timed: bytes / time");
+                           d->peer_pull_mode == EMA_PEER_PULL_DIRECT
+                               ? "GPU1 loading GPU0's memory (a streaming-read kernel on GPU1) "
+                                 "while the steps were timed: bytes / time"
+                               : "GPU1 pulling from GPU0 (back-to-back copies on a GPU1 stream) "
+                                 "while the steps were timed: bytes / time");
     if (fabs(measured.pull_rate - d->peer_pull) > 0.1 * d->peer_pull)
       printf("  note: the scenario asks a pull of %.0f GB/s; the GPUs pulled %.0f GB/s (as fast "
              "as the link lets them)\n",
@@ -416,7 +424,8 @@ static gboolean write_provenance(const char *dir, const EmaExperiment *experimen
                         "first flow's stream");
   g_key_file_set_string(file, PROVENANCE_GROUP, "decode",
                         "ema-validate decode's synthetic step on GPU0 (remote KV on GPU1), CUDA "
-                        "graphs; peer_pull: GPU1 copies out of GPU0 back to back meanwhile");
+                        "graphs; peer_pull: GPU1 copies out of GPU0 back to back meanwhile "
+                        "(peer_pull_mode direct: a streaming-read kernel on GPU1 loads it)");
   text = g_key_file_to_data(file, NULL, NULL);
   if (!g_file_set_contents(path, text, -1, &local)) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot write %s: %s", path,

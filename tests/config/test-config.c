@@ -1699,6 +1699,49 @@ static void test_ops_baseline(void) {
   g_assert_cmpfloat(r->measured, ==, r->bandwidth);
 }
 
+/* Decode scenarios through the pool's step formula on h200x2: 5% of the KV
+ * read directly hides under the attention (exactly the all-local step),
+ * 50% does not; a peer's pull slows the step, by copies or by loads alike
+ * (the model charges both with interference_outgoing); a peer_pull_mode
+ * without a pull is a located error. */
+static void test_decode_scenarios(void) {
+  static const char text[] =
+      "name: decode-test\n"
+      "server: h200x2\n"
+      "decode:\n"
+      "  - {name: local, model: llama-3.1-8b, batch: 32, context: 2000}\n"
+      "  - {name: direct-5, model: llama-3.1-8b, batch: 32, context: 2000, mode: direct,\n"
+      "     remote_fraction: 5%}\n"
+      "  - {name: direct-50, model: llama-3.1-8b, batch: 32, context: 2000, mode: direct,\n"
+      "     remote_fraction: 50%}\n"
+      "  - {name: pull-copy, model: llama-3.1-8b, batch: 32, context: 2000, peer_pull: 100GB/s}\n"
+      "  - {name: pull-direct, model: llama-3.1-8b, batch: 32, context: 2000, peer_pull: 100GB/s,\n"
+      "     peer_pull_mode: direct}\n";
+  g_autofree char *dir = g_dir_make_tmp("ema-decode-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "decode.yaml", NULL);
+  g_autofree char *prefix = g_strconcat(path, ":11:22: decode.4.peer_pull_mode: ", NULL);
+  const char *const no_pull[] = {"decode.4.peer_pull=0B/s", NULL};
+  g_autoptr(EmaExperiment) e = NULL;
+  g_autoptr(EmaOpsReport) report = NULL;
+  const EmaOpResult *r;
+  GError *error = NULL;
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  e = load_experiment(path, NULL);
+  report = ema_ops_run(e, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(report->ops->len, ==, 5);
+  r = (const EmaOpResult *) report->ops->data;
+  g_assert_cmpint(r[1].seconds_ns, ==, r[0].seconds_ns);
+  g_assert_cmpint(r[2].seconds_ns, >, r[0].seconds_ns);
+  g_assert_cmpint(r[3].seconds_ns, >, r[0].seconds_ns);
+  g_assert_cmpint(r[4].seconds_ns, ==, r[3].seconds_ns);
+  g_assert_null(ema_experiment_load(path, no_pull, &error));
+  check_error(error, EMA_CONFIG_ERROR_INVALID, NULL, prefix,
+              "a peer_pull_mode needs a peer_pull above 0");
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 static void test_ops_missed(void) {
   g_autofree char *path = baseline_path();
   const char *const too_fast[] = {"ops.9.expect.time=1us", NULL};
@@ -1814,6 +1857,7 @@ int main(int argc, char **argv) {
 
   g_test_add_func("/config/ops/baseline", test_ops_baseline);
   g_test_add_func("/config/ops/missed", test_ops_missed);
+  g_test_add_func("/config/ops/decode-scenarios", test_decode_scenarios);
   g_test_add_func("/config/ops/deterministic", test_ops_deterministic);
   return g_test_run();
 }

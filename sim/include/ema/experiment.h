@@ -48,6 +48,12 @@ typedef enum {
   EMA_DECODE_SCENARIO_PREFETCH, /* remote KV copied ahead into local staging */
 } EmaDecodeScenarioMode;
 
+/* How a peer pulls from the GPU's HBM in a decode scenario. */
+typedef enum {
+  EMA_PEER_PULL_COPY,   /* copy engines (cudaMemcpyPeerAsync issued by the peer) */
+  EMA_PEER_PULL_DIRECT, /* the peer's kernel loads the memory over the link (direct loads) */
+} EmaPeerPullMode;
+
 /* One decode step to time (the synthetic decode of ema-validate): a batch
  * of sequences with a context each, a share of the KV on a peer. */
 typedef struct {
@@ -59,6 +65,7 @@ typedef struct {
   double remote_fraction;
   gint64 depth;     /* prefetch: layers ahead */
   double peer_pull; /* B/s peers pull from this GPU's HBM meanwhile (interference) */
+  EmaPeerPullMode peer_pull_mode;
   EmaOpExpect expect;
 } EmaDecodeScenarioSpec;
 
