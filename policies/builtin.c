@@ -27,6 +27,8 @@ static const EmaReclaimPolicyOps *const reclaim_policies[] = {
 const EmaPolicyModule ema_builtin_policies = {EMA_POLICY_ABI_VERSION, borrow_policies,
                                               prefetch_policies, reclaim_policies};
 
+const EmaBorrowPolicyOps *const ema_builtin_never_borrows = &ema_borrow_none;
+
 const EmaPolicyComposition ema_builtin_compositions[] = {
     {"static", "no sharing: each GPU keeps its own memory (the baseline)",
      "{borrow: none, prefetch: direct, reclaim: drop, preempt: engine}"},

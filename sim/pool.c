@@ -20,7 +20,8 @@
  * lend or borrow.
  *
  * Policy calls: a GPU decides after a step of its tenant that lacked
- * blocks, after its other steps at most once per policy.decision_period,
+ * blocks, after its other steps at most once per policy.decision_period
+ * (not at all while it lends nothing and the borrow policy never acts),
  * and, when its engine reports blocks it lacks while scheduling
  * (EmaKvMemoryOps.want), in an event at the same instant after the engines.
  * A decision: if it holds peers' parked KV and lacks memory, that goes to
@@ -789,8 +790,13 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
   ema_slice_gpu_update_demand(&g->counters, now, used);
   /* the policies run after a step that lacked blocks, and otherwise at
    * most once per decision period (a want() during scheduling has its own
-   * event, as it comes from inside the engine) */
-  if (g->shares && (g->blocks_short > 0 || now - g->decided_at >= p->decision_period) &&
+   * event, as it comes from inside the engine); a periodic decision of a
+   * GPU that lends nothing under a borrow policy that never acts would do
+   * nothing, and is skipped */
+  if (g->shares &&
+      (g->blocks_short > 0 ||
+       (now - g->decided_at >= p->decision_period &&
+        (!p->policies[EMA_POLICY_BORROW]->never_acts || g->lent_total > 0))) &&
       !ema_event_is_scheduled(&g->decide_event))
     decide(g);
 }

@@ -261,6 +261,7 @@ static gboolean check_module(const EmaPolicyModule *module, const char *origin,
       info->summary = f.summary;
       info->params = f.params;
       info->ops = ops;
+      info->never_acts = k == EMA_POLICY_BORROW && ops == ema_builtin_never_borrows;
       g_ptr_array_add(new_infos, info);
     }
   }

@@ -53,6 +53,9 @@ typedef struct {
   const EmaParamTable *params; /* may be NULL */
   const char *origin;          /* "built-in" or the module's path */
   gconstpointer ops;           /* the kind's ops struct */
+  /* a built-in borrow policy whose plans are always empty (ema_builtin_never_borrows): the
+   * pool need not ask it unless something else is due */
+  gboolean never_acts;
 } EmaPolicyInfo;
 
 /* A named composition: `policy: NAME` stands for the YAML map YAML. */
@@ -93,5 +96,7 @@ GPtrArray *ema_policy_registry_list_compositions(void);
 /* The built-in table (policies/builtin.c). */
 extern const EmaPolicyModule ema_builtin_policies;
 extern const EmaPolicyComposition ema_builtin_compositions[]; /* ends with {NULL} */
+/* The built-in borrow policy that never borrows (`none`). */
+extern const EmaBorrowPolicyOps *const ema_builtin_never_borrows;
 
 G_END_DECLS
