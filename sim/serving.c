@@ -53,6 +53,7 @@ static void on_step(gpointer data, const EmaStepReport *step) {
 static void print_progress(Run *run) {
   guint64 done = 0, waiting = 0;
   double wall = (double) (g_get_monotonic_time() - run->wall_start) / 1e6;
+  EmaTime now = ema_sim_now(run->sim), duration = run->experiment->duration;
   for (guint i = 0; i < run->tenants->len; i++) {
     Tenant *tenant = &g_array_index(run->tenants, Tenant, i);
     done += ema_engine_completed(tenant->engine);
@@ -60,9 +61,14 @@ static void print_progress(Run *run) {
   }
   fprintf(stderr,
           "\r  simulated %.0f s  requests done %" G_GUINT64_FORMAT "  waiting %" G_GUINT64_FORMAT
-          "  %.1f M events/s   ",
-          (double) ema_sim_now(run->sim) / 1e9, done, waiting,
+          "  %.1f M events/s",
+          (double) now / 1e9, done, waiting,
           wall > 0 ? (double) ema_sim_events_fired(run->sim) / wall / 1e6 : 0);
+  /* with a duration, how much of it is done and how long the rest should take at this pace */
+  if (duration > 0 && now > 0)
+    fprintf(stderr, "  %.0f%%, about %.1f s left", 100.0 * (double) MIN(now, duration) / duration,
+            wall * (double) MAX(duration - now, 0) / (double) now);
+  fputs("   ", stderr);
 }
 
 static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
