@@ -217,9 +217,7 @@ void ema_slice_gpu_update_demand(EmaSliceGpu *g, EmaTime now, guint64 used) {
   g->demand_at = now;
 }
 
-static gboolean invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean invalid(GError **error, const char *format, ...) {
+gboolean ema_slice_ledger_invalid(GError **error, const char *format, ...) {
   va_list args;
   if (error == NULL || *error != NULL)
     return FALSE;
@@ -236,31 +234,34 @@ gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error
     guint64 taken = ema_slices_for_blocks(g, g->local_used) + g->lent_total + g->lending +
                     g->returning + g->staging + g->parking;
     if (taken > g->slices)
-      return invalid(error,
-                     "gpu%u: %" G_GUINT64_FORMAT
-                     " slices in use, lent or reserved, above its %" G_GUINT64_FORMAT,
-                     i, taken, g->slices);
+      return ema_slice_ledger_invalid(
+          error,
+          "gpu%u: %" G_GUINT64_FORMAT
+          " slices in use, lent or reserved, above its %" G_GUINT64_FORMAT,
+          i, taken, g->slices);
     if (!g->shares && (g->lent_total > 0 || g->borrowed_total > 0))
-      return invalid(error, "gpu%u does not share, yet lends or borrows", i);
+      return ema_slice_ledger_invalid(error, "gpu%u does not share, yet lends or borrows", i);
     for (guint j = 0; j < l->n; j++) {
       guint64 remote = g->remote ? g->remote[j] : 0;
       if (remote > ema_slice_ledger_remote_capacity(l, g, j))
-        return invalid(error,
-                       "gpu%u holds %" G_GUINT64_FORMAT
-                       " blocks on gpu%u, above the %" G_GUINT64_FORMAT " its borrowed slices hold",
-                       i, remote, j, ema_slice_ledger_remote_capacity(l, g, j));
+        return ema_slice_ledger_invalid(error,
+                                        "gpu%u holds %" G_GUINT64_FORMAT
+                                        " blocks on gpu%u, above the %" G_GUINT64_FORMAT
+                                        " its borrowed slices hold",
+                                        i, remote, j, ema_slice_ledger_remote_capacity(l, g, j));
       sum += remote;
       lent += l->lent[i * l->n + j];
       borrowed += l->lent[j * l->n + i];
       cap += ema_slice_ledger_remote_capacity(l, g, j);
     }
     if (lent != g->lent_total || borrowed != g->borrowed_total || cap != g->remote_cap_total)
-      return invalid(error, "gpu%u: lent/borrowed counters disagree with the ledger", i);
+      return ema_slice_ledger_invalid(error,
+                                      "gpu%u: lent/borrowed counters disagree with the ledger", i);
     if (sum != g->remote_total)
-      return invalid(error,
-                     "gpu%u: remote blocks per lender add up to %" G_GUINT64_FORMAT
-                     ", not %" G_GUINT64_FORMAT,
-                     i, sum, g->remote_total);
+      return ema_slice_ledger_invalid(error,
+                                      "gpu%u: remote blocks per lender add up to %" G_GUINT64_FORMAT
+                                      ", not %" G_GUINT64_FORMAT,
+                                      i, sum, g->remote_total);
   }
   return TRUE;
 }

@@ -1180,18 +1180,6 @@ void ema_ledger_free(EmaLedger *l) {
 
 /* ---- checks and figures -------------------------------------------------------------------- */
 
-static gboolean invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean invalid(GError **error, const char *format, ...) {
-  va_list args;
-  if (error == NULL || *error != NULL)
-    return FALSE;
-  va_start(args, format);
-  *error = g_error_new_valist(EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID, format, args);
-  va_end(args);
-  return FALSE;
-}
-
 gboolean ema_ledger_check(const EmaLedger *l, GError **error) {
   guint64 handles = 0, mappings = 0;
   if (!ema_slice_ledger_check_counters(&l->slice, error))
@@ -1201,20 +1189,22 @@ gboolean ema_ledger_check(const EmaLedger *l, GError **error) {
     for (guint j = 0; j < l->n; j++) {
       const GArray *pair = l->pairs[j * l->n + i];
       if (pair->len != l->slice.lent[j * l->n + i])
-        return invalid(error, "gpu%u lends gpu%u %" G_GUINT64_FORMAT " slices, %u of them mapped",
-                       j, i, l->slice.lent[j * l->n + i], pair->len);
+        return ema_slice_ledger_invalid(
+            error, "gpu%u lends gpu%u %" G_GUINT64_FORMAT " slices, %u of them mapped", j, i,
+            l->slice.lent[j * l->n + i], pair->len);
       if (l->pair_uid[j * l->n + i]->len != g->remote[j])
-        return invalid(error, "gpu%u: its blocks on gpu%u and their data disagree", i, j);
+        return ema_slice_ledger_invalid(error, "gpu%u: its blocks on gpu%u and their data disagree",
+                                        i, j);
       handles += pair->len;
       mappings += pair->len;
     }
     if (g->home->len != home_target(g))
-      return invalid(error,
-                     "gpu%u: %u own slices mapped for %" G_GUINT64_FORMAT
-                     " slices of blocks and staging",
-                     i, g->home->len, home_target(g));
+      return ema_slice_ledger_invalid(error,
+                                      "gpu%u: %u own slices mapped for %" G_GUINT64_FORMAT
+                                      " slices of blocks and staging",
+                                      i, g->home->len, home_target(g));
     if (g->home_uid->len != g->local_used)
-      return invalid(error, "gpu%u: its local blocks and their data disagree", i);
+      return ema_slice_ledger_invalid(error, "gpu%u: its local blocks and their data disagree", i);
     handles += g->home->len;
     mappings += g->home->len;
   }
@@ -1224,11 +1214,11 @@ gboolean ema_ledger_check(const EmaLedger *l, GError **error) {
     mappings += r->mapped;
   }
   if (handles != l->live.handles || mappings != l->live.mappings)
-    return invalid(error,
-                   "%" G_GUINT64_FORMAT " handles and %" G_GUINT64_FORMAT
-                   " mappings alive, the ledger accounts for %" G_GUINT64_FORMAT
-                   " and %" G_GUINT64_FORMAT,
-                   l->live.handles, l->live.mappings, handles, mappings);
+    return ema_slice_ledger_invalid(error,
+                                    "%" G_GUINT64_FORMAT " handles and %" G_GUINT64_FORMAT
+                                    " mappings alive, the ledger accounts for %" G_GUINT64_FORMAT
+                                    " and %" G_GUINT64_FORMAT,
+                                    l->live.handles, l->live.mappings, handles, mappings);
   return TRUE;
 }
 

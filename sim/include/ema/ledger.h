@@ -124,6 +124,10 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *ledger, const EmaSliceGpu 
                                 double layers, double slow, double *bytes, EmaStepCostView *view,
                                 double *t_copy, double *t_direct);
 
+/* Sets *ERROR (EMA_POLICY_ERROR_INVALID, FORMAT) unless it is NULL or
+ * already set; returns FALSE. The ledger checks of both pools use it. */
+gboolean ema_slice_ledger_invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
 /* Slices BORROWER may borrow from LENDER: what LENDER can lend (0 when it
  * is BORROWER itself or does not share). A borrow plan's action is cut to it. */
 guint64 ema_slice_ledger_borrow_limit(const EmaSliceLedger *ledger, guint borrower, guint lender);
