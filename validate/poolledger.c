@@ -25,7 +25,6 @@
 #include "poolledger.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 
