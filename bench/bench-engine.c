@@ -1,5 +1,5 @@
 /* bench-engine.c: microbenchmark of the serving engine's scheduler alone
- * (sim/engine.c), against the plain O(batch) walk it replaced (the test
+ * (sim/serving/engine.c), against the plain O(batch) walk it replaced (the test
  * oracle tests/engine/engine-reference.c, the "before").
  *
  * SEQS requests of prompt 16 arrive at t = 0 with outputs longer than the
@@ -10,7 +10,7 @@
  * STEPS steps; the monotonic clock times ema_sim_run_until() only.
  *
  * Usage: bench-engine [STEPS [SEQS]]   (defaults: 1000000 256) */
-#include <ema/engine.h>
+#include <ema/serving/engine.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* bench-event.c: microbenchmark of the discrete-event core (sim/event.c).
+/* bench-event.c: microbenchmark of the discrete-event core (sim/core/event.c).
  *
  * Hold model: N events are kept pending; every fired event re-schedules
  * itself at now + a pseudo-random delay (uniform in [1, 2^20] ns, from a
@@ -9,7 +9,7 @@
  * and teardown are not timed).
  *
  * Usage: bench-event [EVENTS [N...]]   (defaults: 20000000 1000 100000) */
-#include <ema/event.h>
+#include <ema/core/event.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* builtin.c: the explicit table of built-in policies and named
  * compositions (registry.h). Each policy lives in its own file here; adding
  * one means adding its ops struct to a list below. */
-#include "ema/registry.h"
+#include "ema/pool/registry.h"
 
 #include "builtin.h"
 

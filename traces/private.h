@@ -11,7 +11,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "ema/trace.h"
+#include "ema/traces/trace.h"
 
 G_BEGIN_DECLS
 

@@ -1,6 +1,8 @@
 /* source.c: the EmaTraceSource base behind trace.h: next/free dispatch, the
- * end-of-source latch, counters, format names, ema_trace_source_open() with
- * format sniffing, and the in-memory array source.
+ * end-of-source latch, counters, and the in-memory array source. The readers
+ * (csv.c, mooncake.c, ...) build on this base; formats.c, above them, names
+ * the formats and opens a file with the right reader. Nothing here calls a
+ * reader, so the dependency runs one way: formats -> readers -> source.
  *
  * Invariants kept here for every source: once a subclass's next() returns
  * FALSE it is never called again, and later calls return FALSE with a copy
@@ -68,104 +70,6 @@ guint64 ema_trace_source_get_skipped(const EmaTraceSource *src) {
   while (src->inner != NULL)
     src = src->inner;
   return src->skipped;
-}
-
-/* ---- formats -------------------------------------------------------------- */
-
-static const char *const format_names[] = {
-    [EMA_TRACE_FORMAT_AUTO] = "auto",         [EMA_TRACE_FORMAT_AZURE] = "azure",
-    [EMA_TRACE_FORMAT_VIDUR] = "vidur",       [EMA_TRACE_FORMAT_BURSTGPT] = "burstgpt",
-    [EMA_TRACE_FORMAT_MOONCAKE] = "mooncake", [EMA_TRACE_FORMAT_LENGTHS] = "lengths",
-};
-
-const char *ema_trace_format_name(EmaTraceFormat format) {
-  g_return_val_if_fail((guint) format < G_N_ELEMENTS(format_names), NULL);
-
-  return format_names[format];
-}
-
-gboolean ema_trace_format_from_name(const char *name, EmaTraceFormat *format, GError **error) {
-  g_return_val_if_fail(name != NULL && format != NULL, FALSE);
-
-  for (guint i = 0; i < G_N_ELEMENTS(format_names); i++) {
-    if (strcmp(name, format_names[i]) == 0) {
-      *format = (EmaTraceFormat) i;
-      return TRUE;
-    }
-  }
-  g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID,
-              "unknown trace format '%s' (valid: auto, azure, vidur, burstgpt, mooncake, lengths)",
-              name);
-  return FALSE;
-}
-
-/* Guess the format from the first line: '{' is JSONL, otherwise a CSV header
- * is recognised by its time column. */
-static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **error) {
-  EmaTraceReader reader;
-  char *line;
-  gsize len;
-
-  if (!ema_trace_reader_open(&reader, path, EMA_TRACE_JSON_MAX_LINE, error))
-    return FALSE;
-  int got = ema_trace_reader_next(&reader, &line, &len, error);
-  gboolean ok = got > 0;
-  if (got == 0)
-    ema_trace_reader_error_at(&reader, 1, error, EMA_TRACE_ERROR_EMPTY, "empty file: no header");
-  if (ok) {
-    if (len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
-      line += 3;
-      len -= 3;
-    }
-    while (len > 0 && (*line == ' ' || *line == '\t')) {
-      line++;
-      len--;
-    }
-    g_autofree char *lower = g_ascii_strdown(line, (gssize) len);
-    if (len > 0 && line[0] == '{')
-      *format = EMA_TRACE_FORMAT_MOONCAKE;
-    else if (strstr(lower, "arrived_at") != NULL)
-      *format = EMA_TRACE_FORMAT_VIDUR;
-    else if (strstr(lower, "request tokens") != NULL)
-      *format = EMA_TRACE_FORMAT_BURSTGPT;
-    else if (strstr(lower, "contexttokens") != NULL && strstr(lower, "timestamp") != NULL)
-      *format = EMA_TRACE_FORMAT_AZURE;
-    else if (strstr(lower, "num_prefill_tokens") != NULL)
-      *format = EMA_TRACE_FORMAT_LENGTHS;
-    else {
-      ema_trace_reader_error(&reader, error, EMA_TRACE_ERROR_HEADER,
-                             "unknown trace format (not an Azure, Vidur, BurstGPT or Mooncake "
-                             "header)");
-      ok = FALSE;
-    }
-  }
-  ema_trace_reader_close(&reader);
-  return ok;
-}
-
-EmaTraceSource *ema_trace_source_open(EmaTraceFormat format, const char *path, GError **error) {
-  g_return_val_if_fail(path != NULL, NULL);
-
-  if (format == EMA_TRACE_FORMAT_AUTO && !sniff_format(path, &format, error))
-    return NULL;
-  switch (format) {
-  case EMA_TRACE_FORMAT_AZURE:
-    return ema_trace_source_open_azure(path, error);
-  case EMA_TRACE_FORMAT_VIDUR:
-    return ema_trace_source_open_vidur(path, error);
-  case EMA_TRACE_FORMAT_BURSTGPT:
-    return ema_trace_source_open_burstgpt(path, NULL, error);
-  case EMA_TRACE_FORMAT_MOONCAKE:
-    return ema_trace_source_open_mooncake(path, error);
-  case EMA_TRACE_FORMAT_LENGTHS:
-    g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID,
-                "%s: a length-only trace needs an arrival process", path);
-    return NULL;
-  case EMA_TRACE_FORMAT_AUTO:
-  default:
-    break;
-  }
-  g_return_val_if_reached(NULL);
 }
 
 /* ---- array source --------------------------------------------------------- */

@@ -19,7 +19,7 @@
 #include <glib.h>
 
 #include "calyaml.h"
-#include "ema/hwmodel.h"
+#include "ema/hw/hwmodel.h"
 #include "report.h"
 
 G_BEGIN_DECLS

@@ -25,7 +25,7 @@
 
 #include <glib.h>
 
-#include "ema/hwmodel.h"
+#include "ema/hw/hwmodel.h"
 
 G_BEGIN_DECLS
 

@@ -12,8 +12,8 @@
 
 #include <glib/gstdio.h>
 
-#include "ema/params.h"
-#include "ema/units.h"
+#include "ema/core/params.h"
+#include "ema/core/units.h"
 #include "errors.h"
 
 #define COMMENT_COLUMN 34

@@ -23,7 +23,7 @@
 
 #include <glib.h>
 
-#include "ema/hwmodel.h"
+#include "ema/hw/hwmodel.h"
 #include "fit.h"
 
 G_BEGIN_DECLS

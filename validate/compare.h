@@ -20,8 +20,8 @@
 
 #include <glib.h>
 
-#include "ema/experiment.h"
-#include "ema/ops.h"
+#include "ema/run/experiment.h"
+#include "ema/run/ops.h"
 
 G_BEGIN_DECLS
 

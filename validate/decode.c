@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cudacheck.h"
-#include "ema/steptime.h"
+#include "ema/hw/steptime.h"
 #include "fill.h"
 #include "gpu.h"
 #include "kernels.h"

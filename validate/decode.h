@@ -18,8 +18,8 @@
 #include <glib.h>
 
 #include "decodeplan.h"
-#include "ema/hwmodel.h"
-#include "ema/llm.h"
+#include "ema/hw/hwmodel.h"
+#include "ema/hw/llm.h"
 #include "kernels.h"
 #include "stats.h"
 

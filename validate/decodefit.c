@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ema/llm.h"
+#include "ema/hw/llm.h"
 #include "errors.h"
 #include "report.h"
 #include "stats.h"

@@ -30,7 +30,7 @@
 
 #include <glib.h>
 
-#include "ema/llm.h"
+#include "ema/hw/llm.h"
 
 G_BEGIN_DECLS
 

@@ -1,6 +1,6 @@
 /* fit.h: the copy-time fit of EMA's fabric model, done on measurements.
  *
- * A copy of n bytes alone takes (sim/fabric.c, hwmodel.h's link keys)
+ * A copy of n bytes alone takes (sim/hw/fabric.c, hwmodel.h's link keys)
  *
  *   t(n) = F + R (1 - exp(-n / B)) + n / W
  *

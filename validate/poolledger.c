@@ -1,10 +1,10 @@
 /* poolledger.c: the elastic pool of `ema-validate pool` over real memory
  * (poolledger.h). The arithmetic, the views and the plan checks follow
- * sim/pool.c function by function (same names where there is one); what is
+ * sim/pool/pool.c function by function (same names where there is one); what is
  * new is the real memory behind each slice and block, reached through the
  * backend table.
  *
- * Ledger, per GPU g (slices unless said), as in sim/pool.c:
+ * Ledger, per GPU g (slices unless said), as in sim/pool/pool.c:
  *   slices        its KV region
  *   lent[g][b]    lent to borrower b
  *   staging       its tenant's prefetch staging buffer
@@ -28,8 +28,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "ema/ledger.h"
-#include "ema/registry.h"
+#include "ema/pool/ledger.h"
+#include "ema/pool/registry.h"
 #include "errors.h"
 
 #define SLICE EMA_SLICE_BYTES
@@ -489,7 +489,7 @@ static GArray *uids_at(EmaLedger *l, guint b, guint where) {
 /* ---- the tenant's blocks ------------------------------------------------------------- */
 
 /* G's tenant takes N blocks (at most its free blocks): local first, then
- * the lenders with the most free room (sim/pool.c's memory_take). */
+ * the lenders with the most free room (sim/pool/pool.c's memory_take). */
 static gboolean take(EmaLedger *l, Gpu *g, guint64 n, GError **error) {
   guint64 local_cap = ema_slice_gpu_local_capacity(&g->counters);
   guint64 local = MIN(n, local_cap > g->local_used ? local_cap - g->local_used : 0);
@@ -550,7 +550,7 @@ static void remove_remote(EmaLedger *l, Gpu *g, guint lender, guint64 k) {
 }
 
 /* N remote blocks of G go: FIRST (if < n) first, then in proportion to each
- * lender's share, the remainder from the largest (sim/pool.c). */
+ * lender's share, the remainder from the largest (sim/pool/pool.c). */
 static void give_remote(EmaLedger *l, Gpu *g, guint64 n, guint first) {
   guint64 left = n, total = g->remote_total;
   g_autofree guint64 *cut = g_new0(guint64, l->n);
@@ -584,7 +584,7 @@ static void give_remote(EmaLedger *l, Gpu *g, guint64 n, guint first) {
 }
 
 /* G's tenant gives back N blocks: local and remote in proportion
- * (sim/pool.c's memory_give); its own slices follow. */
+ * (sim/pool/pool.c's memory_give); its own slices follow. */
 static gboolean give(EmaLedger *l, Gpu *g, guint64 n, GError **error) {
   guint64 used = g->local_used + g->remote_total, remote;
   g_assert(n <= used);
@@ -600,7 +600,7 @@ static gboolean give(EmaLedger *l, Gpu *g, guint64 n, GError **error) {
   return home_sync(l, g, error);
 }
 
-/* ---- views (sim/pool.c's build_view) ---------------------------------------------------- */
+/* ---- views (sim/pool/pool.c's build_view) ---------------------------------------------------- */
 
 static const EmaPoolView *build_view(EmaLedger *l) {
   return ema_slice_ledger_view(&l->slice, l->now, l->config.server);
@@ -757,7 +757,7 @@ static gboolean evict_to_host(EmaLedger *l, Gpu *b, guint lender, guint64 blocks
   return TRUE;
 }
 
-/* LENDER takes back the slices of ACTION (sim/pool.c's apply_reclaim_action). */
+/* LENDER takes back the slices of ACTION (sim/pool/pool.c's apply_reclaim_action). */
 static gboolean apply_reclaim_action(EmaLedger *l, guint lender, const EmaReclaimAction *action,
                                      guint64 *taken, GError **error) {
   guint bi = action->borrower;
@@ -868,7 +868,7 @@ static gboolean run_borrow(EmaLedger *l, guint borrower, GError **error) {
   return TRUE;
 }
 
-/* sim/pool.c's decide(). */
+/* sim/pool/pool.c's decide(). */
 static gboolean decide(EmaLedger *l, Gpu *g, GError **error) {
   gboolean ok = TRUE;
   g->decided_at = l->now;
@@ -888,7 +888,8 @@ static gboolean decide(EmaLedger *l, Gpu *g, GError **error) {
   return ok;
 }
 
-/* ---- prefetch: the step-cost view (sim/pool.c's ema_pool_step_time) ----------------------- */
+/* ---- prefetch: the step-cost view (sim/pool/pool.c's ema_pool_step_time) -----------------------
+ */
 
 /* Before G's step: the prefetch policy, if G holds remote KV. The step is
  * the decode of its blocks by `running` sequences, timed by its step

@@ -1,12 +1,12 @@
 /* poolledger.h: the elastic memory pool of `ema-validate pool`, as the
- * simulator's pool (sim/pool.c) keeps it, with every slice backed by real
+ * simulator's pool (sim/pool/pool.c) keeps it, with every slice backed by real
  * memory through a table of backend operations. The CUDA backend
  * (realpool.c) turns them into cuMemCreate / cuMemAddressReserve / cuMemMap
  * / cuMemSetAccess / cuMemUnmap / cuMemRelease calls and copies on a
  * stream; a recording backend (poolfake.h) emulates them on the CPU for
  * the tests and `pool --dry-run`.
  *
- * The ledger is sim/pool.c's (2 MiB slices, a KV region per GPU, the lent
+ * The ledger is sim/pool/pool.c's (2 MiB slices, a KV region per GPU, the lent
  * matrix, each tenant's blocks local and per lender), and so are the views
  * the policies get (EmaPoolView, EmaGpuView: the same fields with the same
  * meaning), the rules that check a plan (every action cut to what the
@@ -49,11 +49,11 @@
 
 #include <glib.h>
 
-#include "ema/hwmodel.h"
+#include "ema/hw/hwmodel.h"
 #include "ema/policy.h"
-#include "ema/policyspec.h"
-#include "ema/registry.h"
-#include "ema/steptime.h"
+#include "ema/pool/policyspec.h"
+#include "ema/pool/registry.h"
+#include "ema/hw/steptime.h"
 
 G_BEGIN_DECLS
 
@@ -190,7 +190,7 @@ gboolean ema_ledger_drain(EmaLedger *ledger, GError **error);
  * empty. Keeps going after an error (the first is reported). */
 gboolean ema_ledger_teardown(EmaLedger *ledger, GError **error);
 
-/* The ledger's invariants (sim/pool.c's ema_pool_check), and that the real
+/* The ledger's invariants (sim/pool/pool.c's ema_pool_check), and that the real
  * resources match it: each lent slice one handle and one mapping, each
  * GPU's mapped own slices its blocks' slices plus staging. */
 gboolean ema_ledger_check(const EmaLedger *ledger, GError **error);

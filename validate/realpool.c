@@ -12,7 +12,7 @@
 #include "cudacheck.h"
 #include "decode.h"
 #include "decodeplan.h"
-#include "ema/steptime.h"
+#include "ema/hw/steptime.h"
 #include "fill.h"
 #include "gpu.h"
 #include "kernels.h"

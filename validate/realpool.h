@@ -44,9 +44,9 @@
 
 #include <glib.h>
 
-#include "ema/hwmodel.h"
-#include "ema/llm.h"
-#include "ema/policyspec.h"
+#include "ema/hw/hwmodel.h"
+#include "ema/hw/llm.h"
+#include "ema/pool/policyspec.h"
 
 G_BEGIN_DECLS
 

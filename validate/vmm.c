@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "cudacheck.h"
-#include "ema/units.h"
+#include "ema/core/units.h"
 #include "gpu.h"
 
 #define SLICE_MIN_BYTES ((size_t) 2 << 20)

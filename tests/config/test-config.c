@@ -14,12 +14,12 @@
 
 #include <glib/gstdio.h>
 
-#include "ema/experiment.h"
-#include "ema/hwmodel.h"
-#include "ema/node.h"
-#include "ema/ops.h"
-#include "ema/params.h"
-#include "ema/units.h"
+#include "ema/run/experiment.h"
+#include "ema/hw/hwmodel.h"
+#include "ema/core/node.h"
+#include "ema/run/ops.h"
+#include "ema/core/params.h"
+#include "ema/core/units.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

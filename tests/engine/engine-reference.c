@@ -1,13 +1,13 @@
 /* engine-reference.c: TEST-ONLY ORACLE. A verbatim copy of the serving
  * engine's scheduler as it was before the O(1)-per-step rewrite of
- * sim/engine.c (git 6758ad4), renamed RefEngine / ref_engine_*. It walks every
+ * sim/serving/engine.c (git 6758ad4), renamed RefEngine / ref_engine_*. It walks every
  * running request every step, O(batch) per step, which makes it obviously
  * right and slow. tests/engine/test-engine.c runs it side by side with the
  * real engine on random workloads and checks that every step and every
  * request come out identical; bench/bench-engine.c times it as "before".
  * Never link it into libema; do not "fix" it: it defines the behaviour.
  *
- * Semantics (as they were documented in sim/engine.c):
+ * Semantics (as they were documented in sim/serving/engine.c):
  *
  * Token accounting. A request has S = prompt + generated known tokens and
  * kv_tokens of them in the KV cache. Each step it is scheduled for, it
@@ -23,7 +23,7 @@
  * this step, waiting requests are admitted in FCFS order while max_num_seqs,
  * the token budget and the watermark allow. Preempted requests go to the
  * front of the waiting queue. */
-#include "ema/engine.h"
+#include "ema/serving/engine.h"
 
 typedef struct _RefEngine RefEngine;
 

@@ -6,7 +6,7 @@
  * on random workloads, step by step and request by request; the work a
  * step costs (ema_engine_work_counter); ema_engine_release_blocks between
  * and during steps; and blocks_short on cases computed by hand. */
-#include "ema/engine.h"
+#include "ema/serving/engine.h"
 
 #include <math.h>
 

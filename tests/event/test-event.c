@@ -1,8 +1,8 @@
-/* test-event.c: unit tests for the discrete-event core (sim/event.c): firing
+/* test-event.c: unit tests for the discrete-event core (sim/core/event.c): firing
  * order (time, priority, insertion sequence), cancel and re-schedule, events
  * scheduled from handlers, run_until bounds and clock, stop and fail, the
  * counters, and a randomized comparison against a sorted reference. */
-#include <ema/event.h>
+#include <ema/core/event.h>
 
 #include <stdlib.h>
 

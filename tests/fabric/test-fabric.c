@@ -1,11 +1,11 @@
-/* test-fabric.c: the fabric model (sim/fabric.c): max-min sharing of link
+/* test-fabric.c: the fabric model (sim/hw/fabric.c): max-min sharing of link
  * directions, duplex limits, switch ports, HBM and host links, per-flow caps,
  * re-rating when flows start, finish or are aborted, the copy ramp, and
  * ema_fabric_solo_time() against the event loop. Every expected number is
  * worked out by hand in the comment next to it. Times are in ns. */
 #include <math.h>
 
-#include "ema/fabric.h"
+#include "ema/hw/fabric.h"
 
 #define GiB (G_GUINT64_CONSTANT(1) << 30)
 #define MiB (G_GUINT64_CONSTANT(1) << 20)

@@ -1,5 +1,5 @@
-/* test-llm.c: the LLM shapes (sim/llm.c) and the step-time model
- * (sim/steptime.c). Every model file in hwmodels/llms loads by name and
+/* test-llm.c: the LLM shapes (sim/hw/llm.c) and the step-time model
+ * (sim/hw/steptime.c). Every model file in hwmodels/llms loads by name and
  * gives the parameter counts worked out by hand in its comments; name
  * search and shape errors answer with the known names or a file:line:col;
  * and the step time of small batches equals the equations of steptime.h,
@@ -10,10 +10,10 @@
 
 #include <glib/gstdio.h>
 
-#include "ema/experiment.h"
-#include "ema/hwmodel.h"
-#include "ema/llm.h"
-#include "ema/steptime.h"
+#include "ema/run/experiment.h"
+#include "ema/hw/hwmodel.h"
+#include "ema/hw/llm.h"
+#include "ema/hw/steptime.h"
 
 /* The ten shapes, with their total parameter counts as derived by hand in
  * hwmodels/llms/README.md (and at the bottom of each file). */

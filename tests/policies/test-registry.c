@@ -17,7 +17,7 @@
 #include <glib/gstdio.h>
 #include <gmodule.h>
 
-#include "ema/registry.h"
+#include "ema/pool/registry.h"
 
 #include "testutil.h"
 

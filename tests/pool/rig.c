@@ -1,14 +1,14 @@
-/* rig.c: the test harness of rig.h. The wiring follows sim/serving.c
+/* rig.c: the test harness of rig.h. The wiring follows sim/run/serving.c
  * step by step (tenant order, stream names of the seeds) and takes the
  * preemption choice and the idle GPUs' lending from serving.c itself
  * (ema_serving_apply_preempt_choice, ema_serving_add_idle_gpus), so a rig
  * run is the serving run of the same experiment. */
 #include "rig.h"
 
-#include "ema/registry.h"
-#include "ema/serving.h"
-#include "ema/tenant.h"
-#include "ema/trace.h"
+#include "ema/pool/registry.h"
+#include "ema/run/serving.h"
+#include "ema/serving/tenant.h"
+#include "ema/traces/trace.h"
 
 #define CHECK_PRIORITY 100
 #define FAULT_PRIORITY 60

@@ -1,14 +1,14 @@
 /* rig.h: a serving run built piece by piece for the pool tests: the same
- * wiring as sim/serving.c (a step model, the pool's KV memory and an engine
+ * wiring as sim/run/serving.c (a step model, the pool's KV memory and an engine
  * per tenant, idle GPUs lending their share, the policies' preemption
  * choice), without output files, so that a test can reach the pool while
  * the run goes: check the ledger every PERIOD (ema_pool_check) and inject
  * faults (every GPU suddenly reclaims everything it lends) at set times. */
 #pragma once
 
-#include "ema/engine.h"
-#include "ema/experiment.h"
-#include "ema/pool.h"
+#include "ema/serving/engine.h"
+#include "ema/run/experiment.h"
+#include "ema/pool/pool.h"
 
 typedef struct _Rig Rig;
 

@@ -13,10 +13,10 @@
  *   everything by prefetch on an NVSwitch server. */
 #include <math.h>
 
-#include "ema/experiment.h"
-#include "ema/frontier.h"
-#include "ema/llm.h"
-#include "ema/steptime.h"
+#include "ema/run/experiment.h"
+#include "ema/pool/frontier.h"
+#include "ema/hw/llm.h"
+#include "ema/hw/steptime.h"
 
 typedef struct {
   EmaLlmSpec *model;

@@ -27,10 +27,10 @@
 
 #include <glib/gstdio.h>
 
-#include "ema/experiment.h"
-#include "ema/output.h"
-#include "ema/registry.h"
-#include "ema/serving.h"
+#include "ema/run/experiment.h"
+#include "ema/run/output.h"
+#include "ema/pool/registry.h"
+#include "ema/run/serving.h"
 
 #include "rig.h"
 #include "testpolicies.h"

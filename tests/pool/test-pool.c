@@ -37,14 +37,14 @@
 #include <math.h>
 #include <string.h>
 
-#include "ema/engine.h"
-#include "ema/experiment.h"
-#include "ema/pool.h"
-#include "ema/registry.h"
-#include "ema/serving.h"
-#include "ema/steptime.h"
-#include "ema/tenant.h"
-#include "ema/trace.h"
+#include "ema/serving/engine.h"
+#include "ema/run/experiment.h"
+#include "ema/pool/pool.h"
+#include "ema/pool/registry.h"
+#include "ema/run/serving.h"
+#include "ema/hw/steptime.h"
+#include "ema/serving/tenant.h"
+#include "ema/traces/trace.h"
 
 #include "rig.h"
 #include "testpolicies.h"

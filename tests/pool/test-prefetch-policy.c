@@ -13,8 +13,8 @@
  *   the step's remote bytes do not fit under the direct bound; the landing
  *   copies' 5% bound and the layer group follow the fixed cost;
  * - the admitted share is the larger of the two bounds over the layer's KV. */
-#include "ema/params.h"
-#include "ema/registry.h"
+#include "ema/core/params.h"
+#include "ema/pool/registry.h"
 
 #include "testutil.h"
 

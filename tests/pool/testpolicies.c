@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "ema/registry.h"
+#include "ema/pool/registry.h"
 
 /* ---- test-borrow-n ----------------------------------------------------------- */
 

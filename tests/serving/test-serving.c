@@ -31,12 +31,12 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
-#include "ema/experiment.h"
-#include "ema/metrics.h"
-#include "ema/output.h"
-#include "ema/serving.h"
-#include "ema/steptime.h"
-#include "ema/tenant.h"
+#include "ema/run/experiment.h"
+#include "ema/serving/metrics.h"
+#include "ema/run/output.h"
+#include "ema/run/serving.h"
+#include "ema/hw/steptime.h"
+#include "ema/serving/tenant.h"
 
 #include "testutil.h"
 

@@ -17,7 +17,7 @@
 
 #include <glib/gstdio.h>
 
-#include "ema/sweep.h"
+#include "ema/cli/sweep.h"
 
 #include "testutil.h"
 

@@ -14,7 +14,7 @@
 
 #include <glib/gstdio.h>
 
-#include "ema/trace.h"
+#include "ema/traces/trace.h"
 
 static char *tmp_dir;
 

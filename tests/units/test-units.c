@@ -2,7 +2,7 @@
  * durations, FLOP rates, fractions and plain numbers; strict rejection of
  * malformed input with one-line messages; and exact round trips
  * parse(format(x)) == x over many random values (fixed seed). */
-#include "ema/units.h"
+#include "ema/core/units.h"
 
 #include <float.h>
 #include <math.h>

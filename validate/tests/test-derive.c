@@ -16,8 +16,8 @@
 
 #include "calderive.h"
 #include "decodefit.h"
-#include "ema/hwmodel.h"
-#include "ema/params.h"
+#include "ema/hw/hwmodel.h"
+#include "ema/core/params.h"
 #include "errors.h"
 #include "report.h"
 #include "testutil.h"

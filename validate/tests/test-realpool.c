@@ -13,10 +13,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "ema/experiment.h"
-#include "ema/hwmodel.h"
-#include "ema/llm.h"
-#include "ema/registry.h"
+#include "ema/run/experiment.h"
+#include "ema/hw/hwmodel.h"
+#include "ema/hw/llm.h"
+#include "ema/pool/registry.h"
 #include "errors.h"
 #include "fill.h"
 #include "poolfake.h"
@@ -303,7 +303,7 @@ static void test_borrow_cut(void) {
   /* handles: 118 lent, 64 + 10 own */
   g_assert_cmpuint(ema_fake_backend_live(r.fake).handles, ==, 118 + 64 + 10);
   g_assert_cmpuint(ema_fake_backend_free_bytes(r.fake, 1), ==, G_MAXUINT64 - 128 * SLICE);
-  /* the views, as sim/pool.c builds them */
+  /* the views, as sim/pool/pool.c builds them */
   view = ema_ledger_view(r.ledger);
   g_assert_cmpuint(view->n_gpus, ==, 2);
   g_assert_cmpuint(view->lent[1 * 2 + 0], ==, 118);

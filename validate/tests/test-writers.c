@@ -12,8 +12,8 @@
 #include <glib/gstdio.h>
 
 #include "calyaml.h"
-#include "ema/experiment.h"
-#include "ema/hwmodel.h"
+#include "ema/run/experiment.h"
+#include "ema/hw/hwmodel.h"
 #include "errors.h"
 #include "report.h"
 #include "testutil.h"

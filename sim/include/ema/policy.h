@@ -35,14 +35,13 @@
 
 #include <glib.h>
 
-#include "ema/event.h"
-#include "ema/hwmodel.h"
-#include "ema/params.h"
+#include "ema/core/event.h"
+#include "ema/hw/hwmodel.h"
+#include "ema/core/params.h"
 
 G_BEGIN_DECLS
 
 #define EMA_POLICY_ABI_VERSION 1
-#define EMA_SLICE_BYTES (G_GUINT64_CONSTANT(2) << 20)
 #define EMA_POLICY_RESERVED 6
 
 /* ---- views (read only) ------------------------------------------------------ */

@@ -1,0 +1,772 @@
+/* main.c: the ema-sim command line. Subcommands:
+ *   run FILE [-o DIR] [--seed N] [--set k=v]...   run an experiment
+ *   check FILE [--set k=v]...                     load and check only
+ *   list hwmodels                                 known server models
+ *   list policies                                 registered policies and compositions
+ *   describe hwmodel NAME                         one model, every value
+ *   describe-policy NAME (or describe policy NAME) one policy and its parameters
+ *   sweep FILE [-o DIR] [-j N] [--fail-fast] ...  run every point of a sweep file
+ *   plot DIR [--x PATH] [--by COLUMN] ...         gnuplot figures of a run or sweep
+ * run, check, list and describe-policy take --plugin-dir DIR (repeatable;
+ * also before the command) and load the policy modules found there and in
+ * EMA_PLUGIN_PATH before anything else.
+ * Errors print one line (file:line:col: key: problem) on stderr and exit 1;
+ * usage errors exit 2. */
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ema/run/experiment.h"
+#include "ema/pool/frontier.h"
+#include "ema/run/ops.h"
+#include "ema/run/output.h"
+#include "ema/cli/plot.h"
+#include "ema/pool/registry.h"
+#include "ema/cli/sweep.h"
+#include "ema/core/units.h"
+#include "sweepmpi.h"
+
+#define EXIT_USAGE 2
+
+static const char usage_text[] =
+    "Usage: ema-sim COMMAND [OPTIONS]\n"
+    "\n"
+    "Discrete-event simulator of elastic memory sharing between the GPUs of a server.\n"
+    "\n"
+    "Commands:\n"
+    "  run FILE [-o DIR] [--seed N] [--set key.path=value]... [--no-plot]\n"
+    "                         run an experiment; writes DIR/resolved.yaml and DIR/summary.json\n"
+    "                         (serving runs also DIR/requests.csv, DIR/timeline.csv and, when\n"
+    "                         gnuplot is on PATH, figures in DIR/plots/)\n"
+    "  check FILE [--set key.path=value]...\n"
+    "                         load and check an experiment without running it\n"
+    "  list hwmodels          list the server models (EMA_HWMODEL_PATH, then built-in)\n"
+    "  list policies          list the borrow, prefetch and reclaim policies and the named\n"
+    "                         compositions\n"
+    "  describe hwmodel NAME  print one server model with every value\n"
+    "  describe-policy NAME   print a policy or composition: kind, summary, origin, parameters\n"
+    "                         (also: describe policy NAME)\n"
+    "  frontier [--model M] [--tolerance F] [SERVER...]\n"
+    "                         the largest share of a decode step's KV that can be remote\n"
+    "                         while the step stays within F (default 5%) of all-local\n"
+    "  sweep FILE [-o DIR] [-j N] [--fail-fast] [--list] [--part R/K] [--set key.path=value]...\n"
+    "        [--no-plot]      run every point of a sweep file (variants, sweep, repeats), N at\n"
+    "                         a time, each in DIR/POINT/; resumes; writes DIR/sweep.csv (under\n"
+    "                         mpirun the points are spread over the ranks; --part R/K runs one\n"
+    "                         share, e.g. of a job array)\n"
+    "  plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title TEXT] [--xlabel TEXT]\n"
+    "                         gnuplot figures (PNG, SVG) of a run or a sweep in DIR/plots/\n"
+    "\n"
+    "Options:\n"
+    "  --plugin-dir DIR       load the policy modules in DIR (repeatable; before the command or\n"
+    "                         after it, for run, check, list, describe-policy and sweep); the\n"
+    "                         folders of EMA_PLUGIN_PATH (colon-separated) are always searched "
+    "too\n"
+    "  -h, --help             show help (also: ema-sim COMMAND --help)\n"
+    "  --version              print the version\n";
+
+/* --plugin-dir options given before the command. */
+static GPtrArray *global_plugin_dirs;
+
+static int fail(GError *error) {
+  fprintf(stderr, "%s\n", error->message);
+  g_error_free(error);
+  return 1;
+}
+
+static int usage_error(const char *message) {
+  fprintf(stderr, "ema-sim: %s\nTry 'ema-sim --help'.\n", message);
+  return EXIT_USAGE;
+}
+
+/* Parse a subcommand's options; returns FALSE (and prints) on a usage error. */
+static gboolean parse_options(const char *summary, GOptionEntry *entries, int *argc, char ***argv,
+                              const char *parameter_string) {
+  g_autoptr(GOptionContext) context = g_option_context_new(parameter_string);
+  g_autoptr(GError) error = NULL;
+  g_option_context_set_summary(context, summary);
+  g_option_context_add_main_entries(context, entries, NULL);
+  if (!g_option_context_parse(context, argc, argv, &error)) {
+    usage_error(error->message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+#define PLUGIN_DIR_ENTRY(dirs)                                                                     \
+  {                                                                                                \
+    "plugin-dir", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &(dirs),                                      \
+        "Load the policy modules in DIR (repeatable)", "DIR"                                       \
+  }
+
+/* Load the policy modules of the global --plugin-dir options, then of the
+ * command's (OPTION_DIRS, may be NULL), then of EMA_PLUGIN_PATH. */
+static gboolean load_plugins(char **option_dirs, GError **error) {
+  g_autoptr(GPtrArray) dirs = g_ptr_array_new();
+  for (guint i = 0; global_plugin_dirs && i < global_plugin_dirs->len; i++)
+    g_ptr_array_add(dirs, global_plugin_dirs->pdata[i]);
+  for (guint i = 0; option_dirs && option_dirs[i]; i++)
+    g_ptr_array_add(dirs, option_dirs[i]);
+  g_ptr_array_add(dirs, NULL);
+  return ema_policy_registry_load_dirs((const char *const *) dirs->pdata, error);
+}
+
+static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
+  GError *error = NULL;
+  gint64 wall_start = g_get_monotonic_time();
+  g_autoptr(EmaOpsReport) report = ema_ops_run(experiment, &error);
+  double wall_s = (double) (g_get_monotonic_time() - wall_start) / 1e6;
+  if (report == NULL)
+    return fail(error);
+  if (!ema_output_write_ops_summary(out_dir, experiment, report, wall_s, &error))
+    return fail(error);
+  ema_output_print_ops(stdout, report);
+  printf("results in %s/\n", out_dir);
+  if (report->failed) {
+    fprintf(stderr, "%u of %u expectations missed\n", report->failed, report->ops->len);
+    return 1;
+  }
+  return 0;
+}
+
+static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
+  GError *error = NULL;
+  g_autoptr(EmaServingReport) report =
+      ema_serving_run(experiment, out_dir, isatty(STDERR_FILENO), &error);
+  if (report == NULL)
+    return fail(error);
+  if (!ema_output_write_serving_summary(out_dir, experiment, report, &error))
+    return fail(error);
+  ema_output_print_serving(stdout, report);
+  printf("results in %s/ (summary.json, requests.csv, timeline.csv, resolved.yaml)\n", out_dir);
+  return 0;
+}
+
+static void plot_after_run(const char *dir);
+
+static int command_run(int argc, char **argv, gboolean check_only) {
+  g_autofree char *out_dir = NULL;
+  gboolean no_plot = FALSE;
+  int status;
+  g_auto(GStrv) overrides = NULL;
+  g_autofree char *seed_text = NULL;
+  g_auto(GStrv) plugin_dirs = NULL;
+  gint64 seed = 0;
+  GError *error = NULL;
+  g_autoptr(EmaExperiment) experiment = NULL;
+  GOptionEntry run_entries[] = {
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir,
+       "Directory for the results (default: results/NAME)", "DIR"},
+      {"seed", 0, 0, G_OPTION_ARG_STRING, &seed_text,
+       "Seed of all random streams, 0 or more (overrides the file)", "N"},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
+       "Override one value, e.g. --set server.gpus=4 (repeatable)", "KEY.PATH=VALUE"},
+      PLUGIN_DIR_ENTRY(plugin_dirs),
+      {"no-plot", 0, 0, G_OPTION_ARG_NONE, &no_plot,
+       "Draw no figures (by default: DIR/plots/ when gnuplot is on PATH)", NULL},
+      {NULL}};
+  GOptionEntry check_entries[] = {run_entries[2], run_entries[3], {NULL}};
+
+  if (!parse_options(check_only ? "Load and check an experiment file." : "Run an experiment.",
+                     check_only ? check_entries : run_entries, &argc, &argv, "FILE"))
+    return EXIT_USAGE;
+  if (argc != 2)
+    return usage_error(argc < 2 ? "missing experiment FILE" : "too many arguments");
+  if (seed_text && (!ema_units_parse_int(seed_text, &seed, NULL) || seed < 0)) {
+    g_autofree char *message =
+        g_strdup_printf("--seed: '%s' is not a whole number >= 0", seed_text);
+    return usage_error(message);
+  }
+
+  if (!load_plugins(plugin_dirs, &error))
+    return fail(error);
+  experiment = ema_experiment_load(argv[1], (const char *const *) overrides, &error);
+  if (experiment == NULL)
+    return fail(error);
+  if (seed_text)
+    experiment->seed = seed;
+  if (check_only) {
+    if (ema_experiment_is_serving(experiment))
+      printf("%s: ok (%s on %s, %u tenants)\n", argv[1], experiment->name, experiment->server.name,
+             experiment->tenants->len);
+    else
+      printf("%s: ok (%s on %s, %u ops)\n", argv[1], experiment->name, experiment->server.name,
+             experiment->ops->len);
+    return 0;
+  }
+  if (out_dir == NULL)
+    out_dir = g_build_filename("results", experiment->name, NULL);
+  if (!ema_output_prepare_dir(out_dir, &error) ||
+      !ema_output_write_resolved(out_dir, experiment, &error))
+    return fail(error);
+  printf("%s on %s (%" G_GINT64_FORMAT " GPUs)\n", experiment->name, experiment->server.name,
+         experiment->server.gpus);
+  status = ema_experiment_is_serving(experiment) ? run_serving(experiment, out_dir)
+                                                 : run_ops(experiment, out_dir);
+  if (status == 0 && !no_plot && ema_experiment_is_serving(experiment))
+    plot_after_run(out_dir);
+  return status;
+}
+
+static int list_hwmodels(void) {
+  g_autoptr(GPtrArray) names = ema_hwmodel_list();
+  for (guint i = 0; i < names->len; i++) {
+    GError *error = NULL;
+    g_autoptr(EmaServerSpec) server = ema_server_load(names->pdata[i], &error);
+    if (server)
+      printf("%-16s %s\n", (char *) names->pdata[i], server->summary);
+    else {
+      printf("%-16s (does not load: %s)\n", (char *) names->pdata[i], error->message);
+      g_error_free(error);
+    }
+  }
+  return 0;
+}
+
+/* One line per policy, grouped by kind, then the compositions; all sorted
+ * by name (the registry's order). */
+static int list_policies(void) {
+  g_autoptr(GPtrArray) compositions = ema_policy_registry_list_compositions();
+  for (EmaPolicyKind kind = EMA_POLICY_BORROW; kind <= EMA_POLICY_RECLAIM; kind++) {
+    g_autoptr(GPtrArray) infos = ema_policy_registry_list(kind);
+    printf("%s%s policies:\n", kind == EMA_POLICY_BORROW ? "" : "\n", ema_policy_kind_name(kind));
+    for (guint i = 0; i < infos->len; i++) {
+      const EmaPolicyInfo *info = infos->pdata[i];
+      printf("  %-16s %s", info->name, info->summary);
+      if (strcmp(info->origin, "built-in") != 0)
+        printf(" (from %s)", info->origin);
+      printf("\n");
+    }
+  }
+  printf("\ncompositions (policy: NAME):\n");
+  for (guint i = 0; i < compositions->len; i++) {
+    const EmaPolicyComposition *composition = compositions->pdata[i];
+    printf("  %-16s %s\n", composition->name, composition->summary);
+  }
+  return 0;
+}
+
+static int command_list(int argc, char **argv) {
+  g_auto(GStrv) plugin_dirs = NULL;
+  GError *error = NULL;
+  GOptionEntry entries[] = {PLUGIN_DIR_ENTRY(plugin_dirs), {NULL}};
+  if (!parse_options("List server models or policies.", entries, &argc, &argv, "hwmodels|policies"))
+    return EXIT_USAGE;
+  if (argc != 2 || (strcmp(argv[1], "hwmodels") != 0 && strcmp(argv[1], "policies") != 0))
+    return usage_error("usage: ema-sim list hwmodels|policies");
+  if (!load_plugins(plugin_dirs, &error))
+    return fail(error);
+  return strcmp(argv[1], "hwmodels") == 0 ? list_hwmodels() : list_policies();
+}
+
+static int command_describe_policy(int argc, char **argv);
+
+/* frontier [--model M] [--tolerance F] [SERVER...]: a table per server. */
+static int command_frontier(int argc, char **argv) {
+  static const guint batches[] = {1, 8, 32, 128};
+  static const guint contexts[] = {1024, 4096, 16384};
+  g_autofree char *model_name = NULL;
+  g_autofree char *tolerance_text = NULL;
+  double tolerance = 0.05;
+  GError *error = NULL;
+  g_autoptr(EmaLlmSpec) model = NULL;
+  g_autoptr(GPtrArray) servers = NULL;
+  GOptionEntry entries[] = {
+      {"model", 0, 0, G_OPTION_ARG_STRING, &model_name, "LLM shape (default llama-3.1-8b)", "M"},
+      {"tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance_text,
+       "Allowed slowdown over all-local (default 5%)", "F"},
+      {NULL}};
+  if (!parse_options("The transparency frontier of remote KV, per server.", entries, &argc, &argv,
+                     "[SERVER...]"))
+    return EXIT_USAGE;
+  if (tolerance_text && (!ema_units_parse_fraction(tolerance_text, &tolerance, NULL) ||
+                         tolerance <= 0 || tolerance >= 1))
+    return usage_error("--tolerance: give a fraction between 0 and 1, e.g. 5%");
+  model = ema_llm_load(model_name ? model_name : "llama-3.1-8b", &error);
+  if (model == NULL)
+    return fail(error);
+  servers = argc > 1 ? g_ptr_array_new_with_free_func(g_free) : ema_hwmodel_list();
+  for (int i = 1; i < argc; i++)
+    g_ptr_array_add(servers, g_strdup(argv[i]));
+  printf("remote share of KV within %.1f%% of all-local, %s, one lender; prefetch and direct "
+         "without interference, landed: prefetch with its copies' HBM interference\n",
+         100 * tolerance, model->name);
+  for (guint s = 0; s < servers->len; s++) {
+    g_autoptr(EmaServerSpec) server = ema_server_load(servers->pdata[s], &error);
+    if (server == NULL)
+      return fail(error);
+    printf("\n%s (HBM %.0f GB/s, link %.0f GB/s, k_in %.2f)\n%8s %8s %12s %10s %10s %10s\n",
+           server->name, server->gpu.hbm_bandwidth / 1e9, server->link.bandwidth / 1e9,
+           server->gpu.interference_incoming, "batch", "context", "local step", "prefetch",
+           "direct", "landed");
+    for (guint b = 0; b < G_N_ELEMENTS(batches); b++)
+      for (guint c = 0; c < G_N_ELEMENTS(contexts); c++) {
+        EmaFrontierPoint point;
+        if (!ema_frontier_point(model, server, batches[b], contexts[c], tolerance, &point, &error))
+          return fail(error);
+        printf("%8u %8u %9.3f ms %9.1f%% %9.1f%% %9.1f%%\n", point.batch, point.context,
+               point.local_step_s * 1e3, 100 * point.prefetch_share, 100 * point.direct_share,
+               100 * point.prefetch_landed_share);
+      }
+  }
+  return 0;
+}
+
+static int command_describe(int argc, char **argv) {
+  GError *error = NULL;
+  g_autoptr(EmaServerSpec) server = NULL;
+  g_autoptr(GString) text = g_string_new(NULL);
+  g_autofree char *hbm = NULL;
+  if (argc >= 2 && strcmp(argv[1], "policy") == 0) {
+    /* `describe policy NAME` is `describe-policy NAME` */
+    argv[1] = (char *) "ema-sim describe policy";
+    return command_describe_policy(argc - 1, argv + 1);
+  }
+  if (global_plugin_dirs->len > 0)
+    return usage_error("--plugin-dir is not an option of 'describe hwmodel'");
+  if (argc != 3 || strcmp(argv[1], "hwmodel") != 0)
+    return usage_error("usage: ema-sim describe hwmodel NAME (or: describe policy NAME)");
+  server = ema_server_load(argv[2], &error);
+  if (server == NULL)
+    return fail(error);
+  ema_params_write_yaml(&ema_server_params, server, text, 0);
+  hbm = ema_units_format_size(server->gpu.hbm_capacity * (guint64) server->gpus);
+  g_string_append_printf(text,
+                         "# derived: total HBM %s; a peer link streams %.1f%% of local HBM "
+                         "bandwidth (%.1fx slower)\n",
+                         hbm, 100 * server->link.bandwidth / server->gpu.hbm_bandwidth,
+                         server->gpu.hbm_bandwidth / server->link.bandwidth);
+  fputs(text->str, stdout);
+  return 0;
+}
+
+static void describe_origin(GString *text, const char *origin) {
+  if (strcmp(origin, "built-in") == 0)
+    g_string_append(text, " (built-in)\n");
+  else
+    g_string_append_printf(text, " (from %s)\n", origin);
+}
+
+/* "unknown policy 'NAME' (borrow: a, b; prefetch: c; reclaim: d;
+ * compositions: e)" */
+static GError *unknown_policy_error(const char *name) {
+  g_autoptr(GString) known = g_string_new(NULL);
+  g_autoptr(GPtrArray) compositions = ema_policy_registry_list_compositions();
+  for (EmaPolicyKind kind = EMA_POLICY_BORROW; kind <= EMA_POLICY_RECLAIM; kind++) {
+    g_autoptr(GPtrArray) infos = ema_policy_registry_list(kind);
+    g_string_append_printf(known, "%s: ", ema_policy_kind_name(kind));
+    for (guint i = 0; i < infos->len; i++)
+      g_string_append_printf(known, "%s%s", i ? ", " : "",
+                             ((const EmaPolicyInfo *) infos->pdata[i])->name);
+    g_string_append(known, "; ");
+  }
+  g_string_append(known, "compositions: ");
+  for (guint i = 0; i < compositions->len; i++)
+    g_string_append_printf(known, "%s%s", i ? ", " : "",
+                           ((const EmaPolicyComposition *) compositions->pdata[i])->name);
+  return g_error_new(EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN, "unknown policy '%s' (%s)", name,
+                     known->str);
+}
+
+/* Every policy and composition called NAME: a composition first, then one
+ * policy per kind that has one, separated by blank lines. */
+static int command_describe_policy(int argc, char **argv) {
+  g_auto(GStrv) plugin_dirs = NULL;
+  g_autoptr(GString) text = g_string_new(NULL);
+  GError *error = NULL;
+  GOptionEntry entries[] = {PLUGIN_DIR_ENTRY(plugin_dirs), {NULL}};
+  const EmaPolicyComposition *composition;
+  const char *name;
+
+  if (!parse_options("Describe a policy or a named composition.", entries, &argc, &argv, "NAME"))
+    return EXIT_USAGE;
+  if (argc != 2)
+    return usage_error("usage: ema-sim describe-policy NAME");
+  if (!load_plugins(plugin_dirs, &error))
+    return fail(error);
+  name = argv[1];
+
+  composition = ema_policy_registry_find_composition(name, NULL);
+  if (composition) {
+    g_auto(GStrv) lines = g_strsplit(composition->yaml, "\n", -1);
+    g_string_append_printf(text, "%s: composition", composition->name);
+    describe_origin(text, "built-in");
+    g_string_append_printf(text, "  %s\n", composition->summary);
+    if (g_strv_length(lines) == 1)
+      g_string_append_printf(text, "  policy: %s\n", composition->yaml);
+    else {
+      g_string_append(text, "  policy:\n");
+      for (guint i = 0; lines[i]; i++)
+        if (*lines[i])
+          g_string_append_printf(text, "    %s\n", lines[i]);
+    }
+  }
+  for (EmaPolicyKind kind = EMA_POLICY_BORROW; kind <= EMA_POLICY_RECLAIM; kind++) {
+    const EmaPolicyInfo *info = ema_policy_registry_find(kind, name, NULL);
+    if (info == NULL)
+      continue;
+    if (text->len)
+      g_string_append(text, "\n");
+    g_string_append_printf(text, "%s: %s policy", info->name, ema_policy_kind_name(kind));
+    describe_origin(text, info->origin);
+    g_string_append_printf(text, "  %s\n", info->summary);
+    if (info->params && info->params->n_params > 0) {
+      g_string_append(text, "  parameters:\n");
+      ema_params_describe(info->params, text, 4);
+    } else
+      g_string_append(text, "  parameters: none\n");
+  }
+  if (text->len == 0)
+    return fail(unknown_policy_error(name));
+  fputs(text->str, stdout);
+  return 0;
+}
+
+/* ---- figures, sweeps ------------------------------------------------------ */
+
+/* The figure names of FIGURES ("memory.png", "memory.svg", ...) once each,
+ * without their extension: "memory, remote". */
+static char *figure_names(GPtrArray *figures) {
+  g_autoptr(GString) names = g_string_new(NULL);
+  for (guint i = 0; i < figures->len; i++) {
+    const char *figure = figures->pdata[i];
+    const char *dot = strrchr(figure, '.');
+    g_autofree char *name = g_strndup(figure, dot ? (gsize) (dot - figure) : strlen(figure));
+    g_autofree char *listed = g_strconcat(", ", names->str, ", ", NULL);
+    g_autofree char *needle = g_strconcat(", ", name, ", ", NULL);
+    if (strstr(listed, needle) == NULL)
+      g_string_append_printf(names, "%s%s", names->len ? ", " : "", name);
+  }
+  return g_string_free(g_steal_pointer(&names), FALSE);
+}
+
+/* The figures of a finished run or sweep in DIR/plots/. Never a failure of
+ * the command: without gnuplot it says so once (for run only on a
+ * terminal, like the progress line), and a figure that cannot be drawn is
+ * a warning. */
+static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot) {
+  g_autofree char *gnuplot = ema_plot_find_gnuplot();
+  g_autoptr(GPtrArray) figures = g_ptr_array_new_with_free_func(g_free);
+  GError *error = NULL;
+  if (gnuplot == NULL) {
+    if (!quiet_without_gnuplot || isatty(STDERR_FILENO))
+      fprintf(stderr, "ema-sim: gnuplot is not on PATH: no figures (install gnuplot-nox, then "
+                      "ema-sim plot DIR)\n");
+    return;
+  }
+  if (!ema_plot_dir(dir, gnuplot, NULL, figures, &error)) {
+    fprintf(stderr, "ema-sim: no figures: %s\n", error->message);
+    g_error_free(error);
+    return;
+  }
+  if (!quiet_without_gnuplot || isatty(STDOUT_FILENO)) {
+    g_autofree char *names = figure_names(figures);
+    printf("figures in %s/plots/ (%s; PNG and SVG)\n", dir, names);
+  }
+}
+
+static void plot_after_run(const char *dir) {
+  plot_at_end(dir, TRUE);
+}
+
+/* plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title T] [--xlabel T] */
+static int command_plot(int argc, char **argv) {
+  EmaPlotOptions options = {0};
+  g_autofree char *x = NULL, *by = NULL, *tenant = NULL, *title = NULL, *xlabel = NULL;
+  g_autofree char *gnuplot = NULL;
+  g_autoptr(GPtrArray) figures = g_ptr_array_new_with_free_func(g_free);
+  GError *error = NULL;
+  GOptionEntry entries[] = {
+      {"x", 0, 0, G_OPTION_ARG_STRING, &x,
+       "Sweep: the column on the x axis (default: the first swept number)", "PATH"},
+      {"by", 0, 0, G_OPTION_ARG_STRING, &by,
+       "Sweep: the column that makes the lines (default: variant or a policy path; none: one)",
+       "COLUMN"},
+      {"tenant", 0, 0, G_OPTION_ARG_STRING, &tenant,
+       "Sweep: whose throughput and latency (default: the only tenant, or all)", "NAME"},
+      {"title", 0, 0, G_OPTION_ARG_STRING, &title, "Title of the figures", "TEXT"},
+      {"xlabel", 0, 0, G_OPTION_ARG_STRING, &xlabel, "Sweep: label of the x axis", "TEXT"},
+      {NULL}};
+  g_autofree char *names = NULL;
+  if (!parse_options("Draw the figures of a run or sweep directory with gnuplot (PNG and SVG in "
+                     "DIR/plots/).",
+                     entries, &argc, &argv, "DIR"))
+    return EXIT_USAGE;
+  if (argc != 2)
+    return usage_error(argc < 2 ? "missing DIR (a run's or a sweep's output)"
+                                : "too many arguments");
+  gnuplot = ema_plot_find_gnuplot();
+  if (gnuplot == NULL) {
+    fprintf(stderr, "ema-sim plot: gnuplot is not on PATH (install gnuplot-nox)\n");
+    return 1;
+  }
+  options = (EmaPlotOptions){x, by, tenant, title, xlabel};
+  if (!ema_plot_dir(argv[1], gnuplot, &options, figures, &error))
+    return fail(error);
+  names = figure_names(figures);
+  printf("figures in %s/plots/ (%s; PNG and SVG)\n", argv[1], names);
+  return 0;
+}
+
+/* The path of this program, to run the points with. */
+static char *self_program(void) {
+  char *path = g_file_read_link("/proc/self/exe", NULL);
+  if (path == NULL)
+    path = g_find_program_in_path("ema-sim");
+  return path ? path : g_strdup("ema-sim");
+}
+
+/* Counts of a sweep's records; the exit status (0: every point ok). */
+static int sweep_report(GPtrArray *records, const char *out_dir) {
+  guint counts[EMA_SWEEP_NOT_RUN + 1] = {0}, resumed = 0;
+  for (guint i = 0; i < records->len; i++) {
+    const EmaSweepRecord *record = records->pdata[i];
+    counts[record->status]++;
+    resumed += record->resumed;
+  }
+  printf("%u points: %u ok", records->len, counts[EMA_SWEEP_OK]);
+  if (resumed)
+    printf(" (%u found done)", resumed);
+  if (counts[EMA_SWEEP_MISSED])
+    printf(", %u missed an expectation", counts[EMA_SWEEP_MISSED]);
+  printf(", %u failed", counts[EMA_SWEEP_FAILED]);
+  if (counts[EMA_SWEEP_NOT_RUN])
+    printf(", %u not run (--fail-fast)", counts[EMA_SWEEP_NOT_RUN]);
+  printf("\n");
+  return counts[EMA_SWEEP_OK] == records->len ? 0 : 1;
+}
+
+/* --part R/K: R and K, 0 <= R < K; FALSE if TEXT is not that. */
+static gboolean parse_part(const char *text, guint *rank, guint *ranks) {
+  g_auto(GStrv) parts = g_strsplit(text, "/", -1);
+  guint64 r, k;
+  if (g_strv_length(parts) != 2 ||
+      !g_ascii_string_to_unsigned(parts[1], 10, 1, 1000000, &k, NULL) ||
+      !g_ascii_string_to_unsigned(parts[0], 10, 0, k - 1, &r, NULL))
+    return FALSE;
+  *rank = (guint) r;
+  *ranks = (guint) k;
+  return TRUE;
+}
+
+/* sweep FILE [-o DIR] [-j N] [--fail-fast] [--list] [--part R/K] [--set k=v]...
+ * [--no-plot]: every point of a sweep file; over MPI ranks when mpirun
+ * started it; only a share of them with --part (a job array's task). */
+static int command_sweep(int argc, char **argv) {
+  g_autofree char *out_dir = NULL;
+  g_autofree char *part = NULL;
+  g_autofree char *program = NULL;
+  g_auto(GStrv) overrides = NULL;
+  g_auto(GStrv) plugin_dirs = NULL;
+  gint jobs = 0;
+  gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE;
+  g_autoptr(EmaSweep) sweep = NULL;
+  g_autoptr(GPtrArray) records = NULL;
+  g_autoptr(GPtrArray) program_args = g_ptr_array_new_with_free_func(g_free);
+  EmaSweepRunOptions options = {0};
+  GError *error = NULL;
+  guint rank = 0, ranks = 1;
+  int status = 0;
+  GOptionEntry entries[] = {
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir,
+       "Directory for the results (default: results/NAME)", "DIR"},
+      {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+       "Points run at a time (default: the number of CPUs; 1 per MPI rank)", "N"},
+      {"fail-fast", 0, 0, G_OPTION_ARG_NONE, &fail_fast, "Start no more points after one fails",
+       NULL},
+      {"list", 0, 0, G_OPTION_ARG_NONE, &list, "Check every point and list them; run nothing",
+       NULL},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
+       "Override one value of the base experiment (repeatable)", "KEY.PATH=VALUE"},
+      {"part", 0, 0, G_OPTION_ARG_STRING, &part,
+       "Run only the points i with i % K == R, write no sweep.csv (a job array's share; a "
+       "run without --part then gathers)",
+       "R/K"},
+      {"no-plot", 0, 0, G_OPTION_ARG_NONE, &no_plot, "Draw no figures at the end", NULL},
+      PLUGIN_DIR_ENTRY(plugin_dirs),
+      {NULL}};
+
+  if (!parse_options("Run every point of a sweep file: the base experiment under each variant, "
+                     "each combination of the swept values and each repeat.",
+                     entries, &argc, &argv, "FILE"))
+    return EXIT_USAGE;
+  if (argc != 2)
+    return usage_error(argc < 2 ? "missing sweep FILE" : "too many arguments");
+  if (jobs < 0 || jobs > 4096)
+    return usage_error("--jobs: give a number of processes from 1 to 4096");
+  if (part && !parse_part(part, &rank, &ranks))
+    return usage_error("--part: give R/K with 0 <= R < K, e.g. --part 3/16");
+  if (part && ema_sweep_mpi_launched_size() != 1)
+    return usage_error("--part: not under an MPI launcher (the ranks share the points)");
+  if (!part && !ema_sweep_mpi_init(&rank, &ranks, &error))
+    return fail(error);
+  /* every rank loads and checks every point; rank 0 speaks */
+  if (!load_plugins(plugin_dirs, &error) ||
+      (sweep = ema_sweep_load(argv[1], (const char *const *) overrides, &error)) == NULL ||
+      !ema_sweep_resolve(sweep, &error)) {
+    if (rank == 0)
+      fprintf(stderr, "%s\n", error->message);
+    g_error_free(error);
+    ema_sweep_mpi_finalize();
+    return 1;
+  }
+  if (list) {
+    for (guint p = 0; rank == 0 && p < ema_sweep_n_points(sweep); p++) {
+      g_autofree char *what = ema_sweep_point_describe(sweep, p);
+      printf("%s  %s\n", ema_sweep_point_name(sweep, p), what);
+    }
+    ema_sweep_mpi_finalize();
+    return 0;
+  }
+  if (out_dir == NULL)
+    out_dir = g_build_filename("results", ema_sweep_name(sweep), NULL);
+  program = self_program();
+  for (guint i = 0; global_plugin_dirs && i < global_plugin_dirs->len; i++) {
+    g_ptr_array_add(program_args, g_strdup("--plugin-dir"));
+    g_ptr_array_add(program_args, g_strdup(global_plugin_dirs->pdata[i]));
+  }
+  for (guint i = 0; plugin_dirs && plugin_dirs[i]; i++) {
+    g_ptr_array_add(program_args, g_strdup("--plugin-dir"));
+    g_ptr_array_add(program_args, g_strdup(plugin_dirs[i]));
+  }
+  g_ptr_array_add(program_args, NULL);
+  options.program = program;
+  options.program_args = (const char *const *) program_args->pdata;
+  options.jobs = jobs > 0 ? (guint) jobs : ranks > 1 ? 1 : MAX(1, g_get_num_processors());
+  options.fail_fast = fail_fast;
+  options.progress = rank == 0 && isatty(STDERR_FILENO);
+  options.rank = rank;
+  options.ranks = ranks;
+  if (part)
+    printf("sweep %s: part %u/%u of %u points in %s/, %u at a time\n", ema_sweep_name(sweep), rank,
+           ranks, ema_sweep_n_points(sweep), out_dir, options.jobs);
+  else if (rank == 0) {
+    if (ranks > 1)
+      printf("sweep %s: %u points in %s/ over %u MPI ranks, %u at a time each\n",
+             ema_sweep_name(sweep), ema_sweep_n_points(sweep), out_dir, ranks, options.jobs);
+    else
+      printf("sweep %s: %u points in %s/, %u at a time\n", ema_sweep_name(sweep),
+             ema_sweep_n_points(sweep), out_dir, options.jobs);
+    fflush(stdout);
+  }
+  records = ema_sweep_run(sweep, out_dir, &options, &error);
+  if (records == NULL) {
+    fprintf(stderr, "%s\n", error->message);
+    g_clear_error(&error);
+    records = g_ptr_array_new_with_free_func((GDestroyNotify) ema_sweep_record_free);
+    status = 1;
+  }
+  if (part) {
+    if (records == NULL)
+      return status;
+    status = sweep_report(records, out_dir) || status;
+    printf("sweep.csv: run `ema-sim sweep %s -o %s` (without --part) when every part is done\n",
+           argv[1], out_dir);
+    return status;
+  }
+  if (ranks > 1) { /* rank 0 gathers every rank's records */
+    g_autofree char *mine = ema_sweep_records_to_text(records);
+    g_autofree char *all = ema_sweep_mpi_gather(mine);
+    g_clear_pointer(&records, g_ptr_array_unref);
+    if (rank == 0 && (records = ema_sweep_records_from_text(all, &error)) == NULL) {
+      fprintf(stderr, "ema-sim sweep: %s\n", error->message);
+      g_clear_error(&error);
+      status = 1;
+    }
+  }
+  if (rank == 0 && records && records->len == ema_sweep_n_points(sweep)) {
+    if (!ema_sweep_write_results(sweep, out_dir, records, &error)) {
+      fprintf(stderr, "%s\n", error->message);
+      g_clear_error(&error);
+      status = 1;
+    } else {
+      status = sweep_report(records, out_dir) || status;
+      printf("results in %s/sweep.csv (each point in %s/POINT/)\n", out_dir, out_dir);
+      if (!no_plot)
+        plot_at_end(out_dir, FALSE);
+    }
+  } else if (rank == 0)
+    status = 1;
+  status = ema_sweep_mpi_broadcast(status);
+  ema_sweep_mpi_finalize();
+  return status;
+}
+
+/* Take the --plugin-dir options before the command off ARGV (ARGV[0] stays
+ * the program). FALSE on a usage error (already printed). */
+static gboolean take_global_options(int *argc, char ***argv) {
+  int first = 1;
+  global_plugin_dirs = g_ptr_array_new();
+  while (first < *argc) {
+    const char *arg = (*argv)[first];
+    if (strcmp(arg, "--plugin-dir") == 0) {
+      if (first + 1 >= *argc) {
+        usage_error("--plugin-dir: missing DIR");
+        return FALSE;
+      }
+      g_ptr_array_add(global_plugin_dirs, (*argv)[first + 1]);
+      first += 2;
+    } else if (g_str_has_prefix(arg, "--plugin-dir=")) {
+      g_ptr_array_add(global_plugin_dirs, (gpointer) (arg + strlen("--plugin-dir=")));
+      first++;
+    } else
+      break;
+  }
+  (*argv)[first - 1] = (*argv)[0];
+  *argv += first - 1;
+  *argc -= first - 1;
+  return TRUE;
+}
+
+int main(int argc, char **argv) {
+  const char *command;
+  setlocale(LC_ALL, "");
+  if (!take_global_options(&argc, &argv))
+    return EXIT_USAGE;
+  if (argc < 2)
+    return usage_error("missing COMMAND");
+  command = argv[1];
+  if (strcmp(command, "--help") == 0 || strcmp(command, "-h") == 0 ||
+      strcmp(command, "help") == 0) {
+    fputs(usage_text, stdout);
+    return 0;
+  }
+  if (strcmp(command, "--version") == 0) {
+    printf("ema-sim %s\n", EMA_VERSION);
+    return 0;
+  }
+  if (global_plugin_dirs->len > 0 && strcmp(command, "run") != 0 && strcmp(command, "check") != 0 &&
+      strcmp(command, "list") != 0 && strcmp(command, "describe-policy") != 0 &&
+      strcmp(command, "describe") != 0 && strcmp(command, "sweep") != 0) {
+    g_autofree char *message =
+        g_strdup_printf("--plugin-dir is not an option of '%s' (only of run, check, list, "
+                        "describe-policy and sweep)",
+                        command);
+    return usage_error(message);
+  }
+  /* the subcommand parsers see "ema-sim COMMAND" as their program name */
+  argv[1] = g_strconcat("ema-sim ", command, NULL);
+  if (strcmp(command, "run") == 0)
+    return command_run(argc - 1, argv + 1, FALSE);
+  if (strcmp(command, "check") == 0)
+    return command_run(argc - 1, argv + 1, TRUE);
+  if (strcmp(command, "list") == 0)
+    return command_list(argc - 1, argv + 1);
+  if (strcmp(command, "describe") == 0)
+    return command_describe(argc - 1, argv + 1);
+  if (strcmp(command, "describe-policy") == 0)
+    return command_describe_policy(argc - 1, argv + 1);
+  if (strcmp(command, "frontier") == 0)
+    return command_frontier(argc - 1, argv + 1);
+  if (strcmp(command, "sweep") == 0)
+    return command_sweep(argc - 1, argv + 1);
+  if (strcmp(command, "plot") == 0)
+    return command_plot(argc - 1, argv + 1);
+  {
+    g_autofree char *message = g_strdup_printf(
+        "unknown command '%s' (commands: run, check, list, describe, frontier, sweep, plot)",
+        command);
+    return usage_error(message);
+  }
+}

@@ -1,0 +1,938 @@
+/* plot.c: the data side of the figures (plot.h). It reads sweep.csv,
+ * requests.csv, timeline.csv and summary.json, writes the series gnuplot
+ * draws into .dat files in DIR/plots/ (one block per series, blocks separated by
+ * two blank lines, numbers in the C locale) and DIR/plots/plots.gp, which
+ * sets each figure's variables and loads its script from plots/; then runs
+ * gnuplot once on plots.gp.
+ *
+ * Invariants: a figure is only asked for when its data has at least one
+ * point; series are in the order they first appear in the results; the
+ * .dat files depend only on the results (so figures are reproducible). */
+#include "ema/cli/plot.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#include "ema/core/node.h"
+#include "ema/policy.h"
+
+#define MAX_CDF_POINTS 400
+#define MAX_TIMELINE_POINTS 2000
+#define MAX_GPU_PANELS 16
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+typedef struct {
+  GPtrArray *header; /* char * */
+  GPtrArray *rows;   /* GPtrArray * of char * */
+} Csv;
+
+static void csv_clear(Csv *csv) {
+  g_clear_pointer(&csv->header, g_ptr_array_unref);
+  g_clear_pointer(&csv->rows, g_ptr_array_unref);
+}
+
+/* One CSV line (RFC 4180 quoting, no newlines inside fields). */
+static GPtrArray *csv_split(const char *line) {
+  GPtrArray *fields = g_ptr_array_new_with_free_func(g_free);
+  GString *field = g_string_new(NULL);
+  gboolean quoted = FALSE;
+  for (const char *c = line;; c++) {
+    if (quoted) {
+      if (*c == '\0')
+        break;
+      if (*c == '"' && c[1] == '"')
+        g_string_append_c(field, *c++);
+      else if (*c == '"')
+        quoted = FALSE;
+      else
+        g_string_append_c(field, *c);
+    } else if (*c == '"')
+      quoted = TRUE;
+    else if (*c == ',' || *c == '\0' || *c == '\r') {
+      g_ptr_array_add(fields, g_strdup(field->str));
+      g_string_truncate(field, 0);
+      if (*c != ',')
+        break;
+    } else
+      g_string_append_c(field, *c);
+  }
+  g_string_free(field, TRUE);
+  return fields;
+}
+
+static gboolean csv_read(const char *path, Csv *csv, GError **error) {
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  if (!g_file_get_contents(path, &text, NULL, error))
+    return FALSE;
+  lines = g_strsplit(text, "\n", -1);
+  csv->rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
+  for (guint i = 0; lines[i]; i++) {
+    if (lines[i][0] == '\0')
+      continue;
+    if (csv->header == NULL)
+      csv->header = csv_split(lines[i]);
+    else
+      g_ptr_array_add(csv->rows, csv_split(lines[i]));
+  }
+  if (csv->header == NULL) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: empty", path);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gint csv_column(const Csv *csv, const char *name) {
+  for (guint i = 0; i < csv->header->len; i++)
+    if (strcmp(csv->header->pdata[i], name) == 0)
+      return (gint) i;
+  return -1;
+}
+
+static const char *csv_cell(GPtrArray *row, gint column) {
+  return column >= 0 && (guint) column < row->len ? row->pdata[column] : "";
+}
+
+/* TEXT as a number; FALSE unless all of it is one finite number. */
+static gboolean parse_number(const char *text, double *value) {
+  char *end;
+  if (text == NULL || *text == '\0')
+    return FALSE;
+  *value = g_ascii_strtod(text, &end);
+  return *end == '\0' && isfinite(*value);
+}
+
+static void append_number(GString *out, double value) {
+  char buffer[G_ASCII_DTOSTR_BUF_SIZE];
+  if (!isfinite(value))
+    g_string_append(out, "NaN");
+  else
+    g_string_append(out, g_ascii_formatd(buffer, sizeof buffer, "%.6g", value));
+}
+
+/* A gnuplot string literal: single quotes, '' for a quote, no newlines. */
+static void append_gp_string(GString *out, const char *text) {
+  g_string_append_c(out, '\'');
+  for (const char *c = text; *c; c++) {
+    if (*c == '\'')
+      g_string_append(out, "''");
+    else if (*c == '\n' || *c == '\r')
+      g_string_append_c(out, ' ');
+    else
+      g_string_append_c(out, *c);
+  }
+  g_string_append_c(out, '\'');
+}
+
+static void gp_set(GString *driver, const char *name, const char *value) {
+  g_string_append_printf(driver, "%s = ", name);
+  append_gp_string(driver, value);
+  g_string_append_c(driver, '\n');
+}
+
+static void gp_series(GString *driver, GPtrArray *names) {
+  g_string_append_printf(driver, "nseries = %u\n", names->len);
+  for (guint i = 0; i < names->len; i++) {
+    g_autofree char *name = g_strdup_printf("series%u", i + 1);
+    gp_set(driver, name, names->pdata[i]);
+  }
+}
+
+/* Where SCRIPT (e.g. "memory.gp") is: EMA_PLOT_PATH's folders, then plots/. */
+static char *find_script(const char *script, GError **error) {
+  const char *env = g_getenv("EMA_PLOT_PATH");
+  char *path;
+  if (env && *env) {
+    g_auto(GStrv) dirs = g_strsplit(env, G_SEARCHPATH_SEPARATOR_S, -1);
+    for (guint i = 0; dirs[i]; i++) {
+      if (*dirs[i] == '\0')
+        continue;
+      path = g_build_filename(dirs[i], script, NULL);
+      if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+        return path;
+      g_free(path);
+    }
+  }
+  path = g_build_filename(EMA_SOURCE_PLOTS, script, NULL);
+  if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+    return path;
+  g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+              "gnuplot script %s not found (in EMA_PLOT_PATH or %s)", script, EMA_SOURCE_PLOTS);
+  g_free(path);
+  return NULL;
+}
+
+/* Ask for figure NAME (NAME.png and NAME.svg, WIDTH x HEIGHT pixels) drawn
+ * by SCRIPT. */
+static gboolean add_figure(GString *driver, GPtrArray *figures, const char *name,
+                           const char *script, guint width, guint height, GError **error) {
+  static const char *const formats[] = {"png", "svg"};
+  g_autofree char *path = find_script(script, error);
+  if (path == NULL)
+    return FALSE;
+  g_string_append_printf(driver, "width = %u; height = %u\n", width, height);
+  for (guint f = 0; f < G_N_ELEMENTS(formats); f++) {
+    g_string_append_printf(driver, "fmt = '%s'; name = ", formats[f]);
+    append_gp_string(driver, name);
+    g_string_append(driver, "; load ");
+    append_gp_string(driver, path);
+    g_string_append(driver, "; reset\n");
+    g_ptr_array_add(figures, g_strdup_printf("%s.%s", name, formats[f]));
+  }
+  g_string_append_c(driver, '\n');
+  return TRUE;
+}
+
+static gboolean write_data(const char *plots, const char *name, const GString *text,
+                           GError **error) {
+  g_autofree char *path = g_build_filename(plots, name, NULL);
+  return g_file_set_contents(path, text->str, (gssize) text->len, error);
+}
+
+/* ---- plot.yaml (settings a sweep leaves for ema-sim plot) --------------------------- */
+
+typedef struct {
+  char *x, *by, *tenant, *title, *xlabel;
+} Settings;
+
+static void settings_clear(Settings *settings) {
+  g_free(settings->x);
+  g_free(settings->by);
+  g_free(settings->tenant);
+  g_free(settings->title);
+  g_free(settings->xlabel);
+}
+
+static gboolean settings_load(const char *dir, const EmaPlotOptions *options, Settings *settings,
+                              GError **error) {
+  g_autofree char *path = g_build_filename(dir, "plot.yaml", NULL);
+  char **fields[] = {&settings->x, &settings->by, &settings->tenant, &settings->title,
+                     &settings->xlabel};
+  static const char *const keys[] = {"x", "by", "tenant", "title", "xlabel"};
+  if (g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+    g_autoptr(EmaNode) root = ema_node_load_file(path, error);
+    if (root == NULL)
+      return FALSE;
+    for (guint i = 0; root->kind == EMA_NODE_MAP && i < root->keys->len; i++) {
+      const EmaNode *key = root->keys->pdata[i];
+      const EmaNode *value = root->items->pdata[i];
+      gboolean found = FALSE;
+      for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
+        if (strcmp(key->value, keys[k]) == 0 && value->kind == EMA_NODE_SCALAR && value->value) {
+          g_free(*fields[k]);
+          *fields[k] = g_strdup(value->value);
+          found = TRUE;
+        }
+      if (!found) {
+        ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
+                       "unknown plot setting (valid: x, by, tenant, title, xlabel)");
+        return FALSE;
+      }
+    }
+  }
+  if (options) {
+    const char *given[] = {options->x, options->by, options->tenant, options->title,
+                           options->xlabel};
+    for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
+      if (given[k]) {
+        g_free(*fields[k]);
+        *fields[k] = g_strdup(given[k]);
+      }
+  }
+  return TRUE;
+}
+
+/* ---- sweep figures -------------------------------------------------------------- */
+
+#define SWEEP_Y 4 /* throughput, ttft p99, tpot p99, e2e p99 */
+
+typedef struct {
+  double x;
+  char *label; /* the x value as text (categories) */
+  double sum[SWEEP_Y];
+  guint count[SWEEP_Y];
+} SweepRow;
+
+typedef struct {
+  char *name;
+  GArray *rows; /* SweepRow */
+} Series;
+
+static void sweep_row_clear(SweepRow *row) {
+  g_free(row->label);
+}
+
+static void series_free(Series *series) {
+  g_free(series->name);
+  g_array_unref(series->rows);
+  g_free(series);
+}
+
+static Series *series_get(GPtrArray *all, const char *name) {
+  Series *series;
+  for (guint i = 0; i < all->len; i++)
+    if (strcmp(((Series *) all->pdata[i])->name, name) == 0)
+      return all->pdata[i];
+  series = g_new0(Series, 1);
+  series->name = g_strdup(name);
+  series->rows = g_array_new(FALSE, TRUE, sizeof(SweepRow));
+  g_array_set_clear_func(series->rows, (GDestroyNotify) sweep_row_clear);
+  g_ptr_array_add(all, series);
+  return series;
+}
+
+static void series_add(Series *series, double x, const char *label, const double *y) {
+  SweepRow *row = NULL;
+  for (guint i = 0; i < series->rows->len && row == NULL; i++)
+    if (g_array_index(series->rows, SweepRow, i).x == x)
+      row = &g_array_index(series->rows, SweepRow, i);
+  if (row == NULL) {
+    SweepRow fresh = {x, g_strdup(label), {0}, {0}};
+    g_array_append_val(series->rows, fresh);
+    row = &g_array_index(series->rows, SweepRow, series->rows->len - 1);
+  }
+  for (guint k = 0; k < SWEEP_Y; k++)
+    if (isfinite(y[k])) {
+      row->sum[k] += y[k];
+      row->count[k]++;
+    }
+}
+
+static gint compare_rows(gconstpointer a, gconstpointer b) {
+  double x = ((const SweepRow *) a)->x, y = ((const SweepRow *) b)->x;
+  return x < y ? -1 : x > y;
+}
+
+/* The blocks of SERIES as a .dat text: x, the means, the label. */
+static GString *series_data(GPtrArray *all) {
+  GString *out = g_string_new("# x, throughput_tok_s, ttft_p99_ms, tpot_p99_ms, e2e_p99_ms "
+                              "(means over repeats; ops: GB/s, seconds), label\n");
+  for (guint s = 0; s < all->len; s++) {
+    Series *series = all->pdata[s];
+    g_string_append_printf(out, "%s# %s\n", s ? "\n\n" : "", series->name);
+    g_array_sort(series->rows, compare_rows);
+    for (guint i = 0; i < series->rows->len; i++) {
+      const SweepRow *row = &g_array_index(series->rows, SweepRow, i);
+      g_autofree char *label = g_strescape(row->label, NULL);
+      append_number(out, row->x);
+      for (guint k = 0; k < SWEEP_Y; k++) {
+        g_string_append_c(out, ' ');
+        append_number(out, row->count[k] ? row->sum[k] / row->count[k] : NAN);
+      }
+      g_string_append_printf(out, " \"%s\"\n", label);
+    }
+  }
+  return out;
+}
+
+/* The last key of a swept PATH that is not a list index (the "bytes" of
+ * ops.0.flows.0.bytes), for series names. */
+static const char *path_leaf(const char *path) {
+  const char *leaf = path;
+  for (const char *c = path; *c; c++)
+    if (*c == '.' && c[1] && !g_ascii_isdigit(c[1]))
+      leaf = c + 1;
+  return leaf;
+}
+
+/* A row with results: ok, or an ops point that missed an expectation. */
+static gboolean row_has_results(GPtrArray *row, gint status) {
+  const char *text = csv_cell(row, status);
+  return strcmp(text, "ok") == 0 || strcmp(text, "missed") == 0;
+}
+
+/* The distinct values of COLUMN over the rows with results, in order of
+ * appearance. */
+static GPtrArray *distinct(const Csv *csv, gint column, gint status) {
+  GPtrArray *values = g_ptr_array_new();
+  for (guint r = 0; column >= 0 && r < csv->rows->len; r++) {
+    GPtrArray *row = csv->rows->pdata[r];
+    const char *value = csv_cell(row, column);
+    gboolean seen = FALSE;
+    if (!row_has_results(row, status))
+      continue;
+    for (guint i = 0; i < values->len && !seen; i++)
+      seen = strcmp(values->pdata[i], value) == 0;
+    if (!seen)
+      g_ptr_array_add(values, (gpointer) value);
+  }
+  return values;
+}
+
+static gboolean all_numbers(GPtrArray *values) {
+  double v;
+  for (guint i = 0; i < values->len; i++)
+    if (!parse_number(values->pdata[i], &v))
+      return FALSE;
+  return values->len > 0;
+}
+
+/* Sweep metric Y (0..3) of TENANT ("all": summed or worst) in ROW. */
+static double tenant_metric(const Csv *csv, GPtrArray *row, GPtrArray *tenants, const char *tenant,
+                            guint y) {
+  static const char *const suffixes[] = {"throughput_tok_s", "ttft_p99_ms", "tpot_p99_ms",
+                                         "e2e_p99_ms"};
+  double total = y == 0 ? 0 : -INFINITY;
+  for (guint t = 0; t < tenants->len; t++) {
+    g_autofree char *name = NULL;
+    double value;
+    if (strcmp(tenant, "all") != 0 && strcmp(tenant, tenants->pdata[t]) != 0)
+      continue;
+    name = g_strconcat(tenants->pdata[t], ".", suffixes[y], NULL);
+    if (!parse_number(csv_cell(row, csv_column(csv, name)), &value))
+      return NAN;
+    total = y == 0 ? total + value : MAX(total, value);
+  }
+  return isfinite(total) ? total : NAN;
+}
+
+static gboolean plot_sweep(const char *dir, const char *plots, const Settings *settings,
+                           GString *driver, GPtrArray *figures, GError **error) {
+  g_autofree char *path = g_build_filename(dir, "sweep.csv", NULL);
+  Csv csv = {0};
+  gint variant, repeat, status, x_column = -1, by_column = -1;
+  g_autoptr(GPtrArray) swept = g_ptr_array_new(); /* gint columns as pointers */
+  g_autoptr(GPtrArray) tenants = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) ops = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) serving = g_ptr_array_new_full(0, (GDestroyNotify) series_free);
+  g_autoptr(GPtrArray) op_series = g_ptr_array_new_full(0, (GDestroyNotify) series_free);
+  g_autoptr(GPtrArray) categories = NULL;
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  const char *tenant = settings->tenant;
+  gboolean categorical = FALSE;
+  gboolean ok = FALSE;
+
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  variant = csv_column(&csv, "variant");
+  repeat = csv_column(&csv, "repeat");
+  status = csv_column(&csv, "status");
+  if (variant != 1 || repeat < variant || status < 0) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "%s: not a sweep.csv of ema-sim sweep (point, variant, ..., repeat, seed, "
+                "status, ...)",
+                path);
+    goto out;
+  }
+  for (gint c = variant + 1; c < repeat; c++)
+    g_ptr_array_add(swept, GINT_TO_POINTER(c));
+  for (guint c = (guint) status + 1; c < csv.header->len; c++) {
+    const char *name = csv.header->pdata[c];
+    if (g_str_has_suffix(name, ".throughput_tok_s"))
+      g_ptr_array_add(tenants, g_strndup(name, strlen(name) - strlen(".throughput_tok_s")));
+    else if (g_str_has_suffix(name, ".bandwidth_gbps"))
+      g_ptr_array_add(ops, g_strndup(name, strlen(name) - strlen(".bandwidth_gbps")));
+  }
+
+  /* x: given, or the first swept column of numbers with two values or more */
+  if (settings->x) {
+    x_column = csv_column(&csv, settings->x);
+    if (x_column < 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column '%s' for x", path,
+                  settings->x);
+      goto out;
+    }
+  }
+  for (guint i = 0; x_column < 0 && i < swept->len; i++) {
+    g_autoptr(GPtrArray) values = distinct(&csv, GPOINTER_TO_INT(swept->pdata[i]), status);
+    if (values->len >= 2 && all_numbers(values))
+      x_column = GPOINTER_TO_INT(swept->pdata[i]);
+  }
+  if (x_column < 0) /* categories: the first swept column, or the variants */
+    x_column = swept->len ? GPOINTER_TO_INT(swept->pdata[0]) : variant;
+  categories = distinct(&csv, x_column, status);
+  categorical = !all_numbers(categories);
+  /* lines: given, or the variants, or a swept policy */
+  if (settings->by && strcmp(settings->by, "none") != 0) {
+    by_column = csv_column(&csv, settings->by);
+    if (by_column < 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column '%s' for the lines",
+                  path, settings->by);
+      goto out;
+    }
+  } else if (settings->by == NULL) {
+    g_autoptr(GPtrArray) variants = distinct(&csv, variant, status);
+    if (variant != x_column && variants->len >= 2)
+      by_column = variant;
+    for (guint i = 0; by_column < 0 && i < swept->len; i++) {
+      gint c = GPOINTER_TO_INT(swept->pdata[i]);
+      g_autoptr(GPtrArray) values = distinct(&csv, c, status);
+      if (c != x_column && strstr(csv.header->pdata[c], "policy") && values->len >= 2)
+        by_column = c;
+    }
+  }
+  if (tenant == NULL)
+    tenant = tenants->len == 1 ? tenants->pdata[0] : "all";
+  if (strcmp(tenant, "all") != 0 &&
+      !g_ptr_array_find_with_equal_func(tenants, tenant, g_str_equal, NULL) && tenants->len > 0) {
+    g_autofree char *known = NULL;
+    g_ptr_array_add(tenants, NULL);
+    known = g_strjoinv(", ", (char **) tenants->pdata);
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "%s has no tenant '%s' (tenants: %s; or all)", path, tenant, known);
+    goto out;
+  }
+
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    g_autoptr(GString) line = g_string_new(NULL);
+    const char *x_text = csv_cell(row, x_column);
+    double x = 0, y[SWEEP_Y];
+    if (!row_has_results(row, status))
+      continue;
+    if (categorical) {
+      for (guint i = 0; i < categories->len; i++)
+        if (strcmp(categories->pdata[i], x_text) == 0)
+          x = i;
+    } else
+      parse_number(x_text, &x);
+    /* the line: BY's value, then every other swept column that varies */
+    if (by_column >= 0)
+      g_string_append(line, csv_cell(row, by_column));
+    for (gint c = variant; c < repeat; c++) {
+      g_autoptr(GPtrArray) values = NULL;
+      if (c == x_column || c == by_column)
+        continue;
+      values = distinct(&csv, c, status);
+      if (values->len >= 2)
+        g_string_append_printf(line, "%s%s=%s", line->len ? ", " : "",
+                               c == variant ? "variant" : path_leaf(csv.header->pdata[c]),
+                               csv_cell(row, c));
+    }
+    if (line->len == 0)
+      g_string_append(line, strcmp(tenant, "all") == 0 ? "all tenants" : tenant);
+    if (tenants->len) {
+      for (guint k = 0; k < SWEEP_Y; k++)
+        y[k] = tenant_metric(&csv, row, tenants, tenant, k);
+      series_add(series_get(serving, line->str), x, x_text, y);
+    }
+    for (guint o = 0; o < ops->len; o++) {
+      g_autofree char *gbps = g_strconcat(ops->pdata[o], ".bandwidth_gbps", NULL);
+      g_autofree char *seconds = g_strconcat(ops->pdata[o], ".seconds", NULL);
+      g_autofree char *name = line->len && (by_column >= 0 || strcmp(line->str, "all tenants"))
+                                  ? g_strdup_printf("%s (%s)", (char *) ops->pdata[o], line->str)
+                                  : g_strdup(ops->pdata[o]);
+      double values[SWEEP_Y] = {NAN, NAN, NAN, NAN};
+      parse_number(csv_cell(row, csv_column(&csv, gbps)), &values[0]);
+      parse_number(csv_cell(row, csv_column(&csv, seconds)), &values[1]);
+      series_add(series_get(op_series, name), x, x_text, values);
+    }
+  }
+
+  gp_set(driver, "figtitle", settings->title ? settings->title : "sweep");
+  gp_set(driver, "xtitle", settings->xlabel ? settings->xlabel : csv.header->pdata[x_column]);
+  g_string_append_printf(driver, "categorical = %d\n", categorical);
+  if (serving->len) {
+    g_autoptr(GString) data = series_data(serving);
+    g_autofree char *who = strcmp(tenant, "all") == 0
+                               ? g_strdup("all tenants (throughput summed, latency the worst)")
+                               : g_strdup(tenant);
+    if (!write_data(plots, "sweep.dat", data, error))
+      goto out;
+    g_ptr_array_set_size(names, 0);
+    for (guint s = 0; s < serving->len; s++)
+      g_ptr_array_add(names, ((Series *) serving->pdata[s])->name);
+    gp_series(driver, names);
+    gp_set(driver, "who", who);
+    gp_set(driver, "data", "sweep.dat");
+    if (!add_figure(driver, figures, "sweep-throughput", "sweep-throughput.gp", 900, 560, error) ||
+        !add_figure(driver, figures, "sweep-latency", "sweep-latency.gp", 1200, 520, error))
+      goto out;
+  }
+  if (op_series->len) {
+    g_autoptr(GString) data = series_data(op_series);
+    if (!write_data(plots, "sweep-ops.dat", data, error))
+      goto out;
+    g_ptr_array_set_size(names, 0);
+    for (guint s = 0; s < op_series->len; s++)
+      g_ptr_array_add(names, ((Series *) op_series->pdata[s])->name);
+    gp_series(driver, names);
+    gp_set(driver, "data", "sweep-ops.dat");
+    if (!add_figure(driver, figures, "sweep-ops", "sweep-ops.gp", 900, 560, error))
+      goto out;
+  }
+  if (serving->len == 0 && op_series->len == 0) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: no point ended ok: nothing to plot",
+                path);
+    goto out;
+  }
+  ok = TRUE;
+out:
+  csv_clear(&csv);
+  return ok;
+}
+
+/* ---- run figures --------------------------------------------------------------- */
+
+static gint compare_doubles(gconstpointer a, gconstpointer b) {
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* Each tenant's sorted VALUES as CDF points, at most MAX_CDF_POINTS each. */
+static GString *cdf_data(GPtrArray *tenants, GPtrArray *values, const char *what) {
+  GString *out = g_string_new(NULL);
+  g_string_append_printf(out, "# %s (ms), fraction of requests at or below; one block per tenant\n",
+                         what);
+  for (guint t = 0; t < tenants->len; t++) {
+    GArray *v = values->pdata[t];
+    guint n = v->len;
+    g_string_append_printf(out, "%s# %s\n", t ? "\n\n" : "", (char *) tenants->pdata[t]);
+    g_array_sort(v, compare_doubles);
+    if (n == 0)
+      g_string_append(out, "NaN NaN\n");
+    for (guint k = 0; n && k < MIN(n, MAX_CDF_POINTS); k++) {
+      /* evenly spaced ranks, the first and the last included */
+      guint i = n <= MAX_CDF_POINTS ? k : (guint) ((double) k * (n - 1) / (MAX_CDF_POINTS - 1));
+      append_number(out, g_array_index(v, double, i));
+      g_string_append_c(out, ' ');
+      append_number(out, (double) (i + 1) / n);
+      g_string_append_c(out, '\n');
+    }
+  }
+  return out;
+}
+
+/* ORDER: the tenants in the experiment's order (summary.json); others after. */
+static gboolean plot_requests(const char *dir, const char *plots, const char *title,
+                              GPtrArray *order, GString *driver, GPtrArray *figures,
+                              GError **error) {
+  g_autofree char *path = g_build_filename(dir, "requests.csv", NULL);
+  g_autoptr(GPtrArray) tenants = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) ttft = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+  g_autoptr(GPtrArray) tpot = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+  g_autoptr(GString) ttft_data = NULL, tpot_data = NULL;
+  Csv csv = {0};
+  gint tenant_col, ttft_col, tpot_col;
+  guint n = 0, n_tpot = 0;
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  for (guint t = 0; t < order->len; t++) {
+    g_ptr_array_add(tenants, g_strdup(order->pdata[t]));
+    g_ptr_array_add(ttft, g_array_new(FALSE, FALSE, sizeof(double)));
+    g_ptr_array_add(tpot, g_array_new(FALSE, FALSE, sizeof(double)));
+  }
+  tenant_col = csv_column(&csv, "tenant");
+  ttft_col = csv_column(&csv, "ttft_ms");
+  tpot_col = csv_column(&csv, "tpot_ms");
+  for (guint r = 0; tenant_col >= 0 && r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    const char *tenant = csv_cell(row, tenant_col);
+    guint t;
+    double value;
+    for (t = 0; t < tenants->len; t++)
+      if (strcmp(tenants->pdata[t], tenant) == 0)
+        break;
+    if (t == tenants->len) {
+      g_ptr_array_add(tenants, g_strdup(tenant));
+      g_ptr_array_add(ttft, g_array_new(FALSE, FALSE, sizeof(double)));
+      g_ptr_array_add(tpot, g_array_new(FALSE, FALSE, sizeof(double)));
+    }
+    if (parse_number(csv_cell(row, ttft_col), &value) && value > 0) {
+      g_array_append_val(ttft->pdata[t], value);
+      n++;
+    }
+    if (parse_number(csv_cell(row, tpot_col), &value) && value > 0)
+      g_array_append_val(tpot->pdata[t], value);
+  }
+  csv_clear(&csv);
+  if (n == 0)
+    return TRUE; /* no finished request: no CDF */
+  ttft_data = cdf_data(tenants, ttft, "TTFT");
+  tpot_data = cdf_data(tenants, tpot, "TPOT");
+  if (!write_data(plots, "ttft-cdf.dat", ttft_data, error) ||
+      !write_data(plots, "tpot-cdf.dat", tpot_data, error))
+    return FALSE;
+  gp_set(driver, "figtitle", title);
+  gp_series(driver, tenants);
+  for (guint t = 0; t < tpot->len; t++)
+    n_tpot += ((GArray *) tpot->pdata[t])->len;
+  g_string_append_printf(driver, "ntpot = %u\n", n_tpot);
+  return add_figure(driver, figures, "latency-cdf", "latency-cdf.gp", 1200, 520, error);
+}
+
+/* Per-GPU bytes of one KV block, its own KV region, and the tenants in
+ * order (ORDER), from summary.json. */
+static gboolean read_kv_sizes(const char *dir, GHashTable *block_bytes, GHashTable *region_bytes,
+                              GPtrArray *order, char **name, GError **error) {
+  g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  JsonObject *root;
+  JsonArray *tenants;
+  if (!json_parser_load_from_file(parser, path, error))
+    return FALSE;
+  root = json_node_get_object(json_parser_get_root(parser));
+  *name = g_strdup(json_object_get_string_member_with_default(root, "experiment", "run"));
+  if (!json_object_has_member(root, "tenants"))
+    return TRUE;
+  tenants = json_object_get_array_member(root, "tenants");
+  for (guint i = 0; i < json_array_get_length(tenants); i++) {
+    JsonObject *tenant = json_array_get_object_element(tenants, i);
+    const char *tenant_name = json_object_get_string_member_with_default(tenant, "name", "");
+    double blocks = (double) json_object_get_int_member_with_default(tenant, "kv_blocks", 0);
+    double bytes = (double) json_object_get_int_member_with_default(tenant, "kv_bytes_per_gpu", 0);
+    double *block = g_new(double, 1), *region = g_new(double, 1);
+    *block = blocks > 0 ? bytes / blocks : 0;
+    *region = bytes;
+    g_ptr_array_add(order, g_strdup(tenant_name));
+    g_hash_table_insert(block_bytes, g_strdup(tenant_name), block);
+    g_hash_table_insert(region_bytes, g_strdup(tenant_name), region);
+  }
+  return TRUE;
+}
+
+typedef struct {
+  gint64 gpu;
+  char *label;
+  GString *data;
+  guint rows;
+  double last_lent;
+  gboolean reclaim_pending; /* a reclaim in samples skipped by the stride */
+} GpuSeries;
+
+static void gpu_series_free(GpuSeries *series) {
+  g_free(series->label);
+  g_string_free(series->data, TRUE);
+  g_free(series);
+}
+
+static gint compare_gpus(gconstpointer a, gconstpointer b) {
+  const GpuSeries *x = *(GpuSeries *const *) a, *y = *(GpuSeries *const *) b;
+  return x->gpu < y->gpu ? -1 : x->gpu > y->gpu;
+}
+
+static gboolean plot_timeline(const char *dir, const char *plots, const char *title,
+                              GHashTable *block_bytes, GHashTable *region_bytes, GString *driver,
+                              GPtrArray *figures, GError **error) {
+  static const char *const needed[] = {
+      "time_s",       "gpu",         "tenant",          "kv_blocks_used",   "running",
+      "last_step_ms", "slices_lent", "slices_borrowed", "kv_blocks_remote", "slices_staging"};
+  g_autofree char *path = g_build_filename(dir, "timeline.csv", NULL);
+  g_autoptr(GPtrArray) gpus = g_ptr_array_new_with_free_func((GDestroyNotify) gpu_series_free);
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  g_autoptr(GString) data = g_string_new(
+      "# time_s, local KV, staging, lent, borrowed, own KV region (GiB), reclaim (1: lent "
+      "fell), remote KV (GiB), remote read rate (GB/s: remote KV / step time)\n");
+  gint col[G_N_ELEMENTS(needed)];
+  Csv csv = {0};
+  guint samples = 0, stride = 1;
+  gboolean ok = FALSE;
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS(needed); i++)
+    if ((col[i] = csv_column(&csv, needed[i])) < 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column %s", path, needed[i]);
+      goto out;
+    }
+  /* one series per GPU, in GPU order */
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    double gpu;
+    GpuSeries *series = NULL;
+    if (!parse_number(csv_cell(row, col[1]), &gpu))
+      continue;
+    for (guint g = 0; g < gpus->len && series == NULL; g++)
+      if (((GpuSeries *) gpus->pdata[g])->gpu == (gint64) gpu)
+        series = gpus->pdata[g];
+    if (series == NULL) {
+      series = g_new0(GpuSeries, 1);
+      series->gpu = (gint64) gpu;
+      series->label =
+          g_strdup_printf("gpu%" G_GINT64_FORMAT " (%s)", series->gpu, csv_cell(row, col[2]));
+      series->data = g_string_new(NULL);
+      series->last_lent = NAN;
+      g_ptr_array_add(gpus, series);
+    }
+    series->rows++;
+    samples = MAX(samples, series->rows);
+  }
+  if (gpus->len == 0) {
+    ok = TRUE; /* no samples: no figure */
+    goto out;
+  }
+  g_ptr_array_sort(gpus, compare_gpus);
+  stride =
+      samples > MAX_TIMELINE_POINTS ? (samples + MAX_TIMELINE_POINTS - 1) / MAX_TIMELINE_POINTS : 1;
+  for (guint g = 0; g < gpus->len; g++)
+    ((GpuSeries *) gpus->pdata[g])->rows = 0;
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    double v[G_N_ELEMENTS(needed)] = {0};
+    const double *block, *region;
+    GpuSeries *series = NULL;
+    double local, staging, lent, borrowed, remote, rate;
+    gboolean reclaim;
+    for (guint i = 0; i < G_N_ELEMENTS(needed); i++)
+      if (i != 2)
+        parse_number(csv_cell(row, col[i]), &v[i]);
+    for (guint g = 0; g < gpus->len && series == NULL; g++)
+      if (((GpuSeries *) gpus->pdata[g])->gpu == (gint64) v[1])
+        series = gpus->pdata[g];
+    if (series == NULL)
+      continue;
+    block = g_hash_table_lookup(block_bytes, csv_cell(row, col[2]));
+    region = g_hash_table_lookup(region_bytes, csv_cell(row, col[2]));
+    lent = v[6] * EMA_SLICE_BYTES / GIB;
+    reclaim = isfinite(series->last_lent) && lent < series->last_lent;
+    series->last_lent = lent;
+    if (series->rows++ % stride != 0) {
+      series->reclaim_pending = series->reclaim_pending || reclaim;
+      continue;
+    }
+    reclaim = reclaim || series->reclaim_pending;
+    series->reclaim_pending = FALSE;
+    remote = block ? v[8] * *block : 0;
+    local = block ? (v[3] - v[8]) * *block / GIB : 0;
+    staging = v[9] * EMA_SLICE_BYTES / GIB;
+    borrowed = v[7] * EMA_SLICE_BYTES / GIB;
+    rate = v[4] > 0 && v[5] > 0 ? remote / (v[5] / 1e3) / 1e9 : 0;
+    g_string_append_printf(series->data, "%s", csv_cell(row, col[0]));
+    for (guint k = 0; k < 5; k++) {
+      double values[] = {local, staging, lent, borrowed, region ? *region / GIB : NAN};
+      g_string_append_c(series->data, ' ');
+      append_number(series->data, values[k]);
+    }
+    g_string_append_printf(series->data, " %d ", reclaim);
+    append_number(series->data, remote / GIB);
+    g_string_append_c(series->data, ' ');
+    append_number(series->data, rate);
+    g_string_append_c(series->data, '\n');
+  }
+  for (guint g = 0; g < gpus->len && g < MAX_GPU_PANELS; g++) {
+    GpuSeries *series = gpus->pdata[g];
+    g_string_append_printf(data, "%s# %s\n%s", g ? "\n\n" : "", series->label, series->data->str);
+    g_ptr_array_add(names, series->label);
+  }
+  if (!write_data(plots, "memory.dat", data, error))
+    goto out;
+  if (gpus->len > MAX_GPU_PANELS) {
+    g_autofree char *shown =
+        g_strdup_printf("%s (the first %u of %u GPUs)", title, MAX_GPU_PANELS, gpus->len);
+    gp_set(driver, "figtitle", shown);
+  } else
+    gp_set(driver, "figtitle", title);
+  gp_series(driver, names);
+  gp_set(driver, "data", "memory.dat");
+  ok = add_figure(driver, figures, "memory", "memory.gp", 1100,
+                  120 + 230 * ((names->len + 1) / (names->len > 1 ? 2 : 1)), error) &&
+       add_figure(driver, figures, "remote", "remote.gp", 1000, 640, error);
+out:
+  csv_clear(&csv);
+  return ok;
+}
+
+/* ---- running gnuplot ---------------------------------------------------------- */
+
+char *ema_plot_find_gnuplot(void) {
+  const char *given = g_getenv("EMA_GNUPLOT");
+  if (given && *given)
+    return g_find_program_in_path(given);
+  return g_find_program_in_path("gnuplot");
+}
+
+static gboolean run_gnuplot(const char *gnuplot, const char *plots, GError **error) {
+  const char *argv[] = {gnuplot, "plots.gp", NULL};
+  g_autofree char *err = NULL;
+  int wait_status = 0;
+  if (!g_spawn_sync(plots, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                    &wait_status, error))
+    return FALSE;
+  if (!g_spawn_check_wait_status(wait_status, NULL)) {
+    g_auto(GStrv) lines = g_strsplit(err ? err : "", "\n", -1);
+    g_autoptr(GString) message = g_string_new(NULL);
+    /* gnuplot's error: the last non-empty lines, on one line */
+    for (guint i = 0; lines[i]; i++) {
+      g_strstrip(lines[i]);
+      if (lines[i][0] && strstr(lines[i], "warning:") == NULL)
+        g_string_append_printf(message, "%s%s", message->len ? " " : "", lines[i]);
+    }
+    g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, "gnuplot failed on %s/plots.gp: %s",
+                plots, message->str);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions *options,
+                      GPtrArray *figures, GError **error) {
+  g_autofree char *plots = g_build_filename(dir, "plots", NULL);
+  g_autofree char *sweep_csv = g_build_filename(dir, "sweep.csv", NULL);
+  g_autofree char *requests = g_build_filename(dir, "requests.csv", NULL);
+  g_autofree char *timeline = g_build_filename(dir, "timeline.csv", NULL);
+  g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
+  g_autofree char *driver_path = g_build_filename(plots, "plots.gp", NULL);
+  g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GString) driver = g_string_new(NULL);
+  g_autoptr(GHashTable) block_bytes =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) region_bytes =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GPtrArray) order = g_ptr_array_new_with_free_func(g_free);
+  g_autofree char *name = NULL;
+  g_autofree char *common = find_script("common.gp", error);
+  Settings settings = {0};
+  gboolean ok = FALSE;
+
+  if (common == NULL)
+    return FALSE;
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT, "%s: no such directory", dir);
+    return FALSE;
+  }
+  if (g_mkdir_with_parents(plots, 0777) != 0) {
+    int saved = errno;
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot create %s: %s", plots,
+                g_strerror(saved));
+    return FALSE;
+  }
+  g_string_append_printf(driver,
+                         "# Made by ema-sim plot %s: `gnuplot plots.gp` in this folder draws the\n"
+                         "# figures again. The scripts it loads are plain gnuplot: edit them, or\n"
+                         "# put your own versions in a folder named by EMA_PLOT_PATH.\n",
+                         EMA_VERSION);
+  gp_set(driver, "common", common);
+  g_string_append_c(driver, '\n');
+  if (!settings_load(dir, options, &settings, error))
+    goto out;
+  if (g_file_test(sweep_csv, G_FILE_TEST_IS_REGULAR) &&
+      !plot_sweep(dir, plots, &settings, driver, drawn, error))
+    goto out;
+  if (g_file_test(summary, G_FILE_TEST_IS_REGULAR) &&
+      (g_file_test(requests, G_FILE_TEST_IS_REGULAR) ||
+       g_file_test(timeline, G_FILE_TEST_IS_REGULAR))) {
+    g_autofree char *title = NULL;
+    if (!read_kv_sizes(dir, block_bytes, region_bytes, order, &name, error))
+      goto out;
+    title = g_strdup(settings.title ? settings.title : name);
+    if (g_file_test(requests, G_FILE_TEST_IS_REGULAR) &&
+        !plot_requests(dir, plots, title, order, driver, drawn, error))
+      goto out;
+    if (g_file_test(timeline, G_FILE_TEST_IS_REGULAR) &&
+        !plot_timeline(dir, plots, title, block_bytes, region_bytes, driver, drawn, error))
+      goto out;
+  }
+  if (drawn->len == 0) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+                "%s: nothing to plot (no sweep.csv, and no requests.csv or timeline.csv with a "
+                "summary.json)",
+                dir);
+    goto out;
+  }
+  if (!g_file_set_contents(driver_path, driver->str, (gssize) driver->len, error) ||
+      !run_gnuplot(gnuplot, plots, error))
+    goto out;
+  for (guint i = 0; figures && i < drawn->len; i++)
+    g_ptr_array_add(figures, g_strdup(drawn->pdata[i]));
+  ok = TRUE;
+out:
+  settings_clear(&settings);
+  return ok;
+}

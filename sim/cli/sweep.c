@@ -1,0 +1,1093 @@
+/* sweep.c: sweep files (variants, swept paths, repeats) and the runner that
+ * runs their points as separate ema-sim processes (sweep.h has the file
+ * format and the rules).
+ *
+ * Invariants: the points and their names depend only on the sweep file;
+ * every point is loaded and checked (ema_sweep_resolve) before any runs; a
+ * point directory's summary.json is removed before the point runs, so a
+ * summary.json next to a resolved.yaml always belongs to it; sweep.csv is
+ * written from the records in point order and from nothing else (no
+ * times, no completion order). */
+#include "ema/cli/sweep.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#include "ema/traces/trace.h"
+
+#define MAX_POINTS 1000000
+#define MAX_REPEATS 100000
+#define NAME_VALUE_MAX 24
+#define PROGRESS_INTERVAL_MS 500
+
+static const char *const plot_keys[] = {"x", "by", "tenant", "title", "xlabel", NULL};
+
+typedef struct {
+  char *path;            /* "tenants.0.trace.rate" */
+  const EmaNode *key;    /* the path's key in the sweep file */
+  const EmaNode *values; /* its list of values */
+} Axis;
+
+typedef struct {
+  gint variant; /* index into the variants map; -1 without variants */
+  guint *value; /* per axis: index into its values */
+  guint repeat;
+  char *name;
+} Point;
+
+struct _EmaSweep {
+  char *path;
+  EmaNode *root;           /* the file as loaded */
+  EmaNode *base;           /* without the sweep keys, overrides applied, names expanded */
+  const EmaNode *variants; /* inside root; NULL without variants */
+  GPtrArray *axes;         /* Axis * */
+  guint repeats;
+  const EmaNode *plot; /* inside root; NULL without plot settings */
+  GArray *points;      /* Point */
+  char *name;
+  GPtrArray *resolved; /* char *: each point's resolved.yaml, after ema_sweep_resolve */
+  GArray *seeds;       /* gint64 per point, after ema_sweep_resolve */
+};
+
+static void axis_free(Axis *axis) {
+  g_free(axis->path);
+  g_free(axis);
+}
+
+static void point_clear(Point *point) {
+  g_free(point->value);
+  g_free(point->name);
+}
+
+void ema_sweep_free(EmaSweep *sweep) {
+  if (sweep == NULL)
+    return;
+  g_free(sweep->path);
+  ema_node_free(sweep->root);
+  ema_node_free(sweep->base);
+  g_ptr_array_unref(sweep->axes);
+  g_array_unref(sweep->points);
+  g_free(sweep->name);
+  if (sweep->resolved)
+    g_ptr_array_unref(sweep->resolved);
+  if (sweep->seeds)
+    g_array_unref(sweep->seeds);
+  g_free(sweep);
+}
+
+/* ---- node helpers ---------------------------------------------------------- */
+
+/* Take KEY and its value out of MAP (if there). */
+static void map_remove(EmaNode *map, const char *key) {
+  for (guint i = 0; i < map->keys->len; i++)
+    if (g_strcmp0(((EmaNode *) map->keys->pdata[i])->value, key) == 0) {
+      g_ptr_array_remove_index(map->keys, i);
+      g_ptr_array_remove_index(map->items, i);
+      return;
+    }
+}
+
+/* NODE as one line of flow YAML, for names, descriptions and sweep.csv. */
+static void append_flow(GString *out, const EmaNode *node) {
+  if (node->kind == EMA_NODE_SCALAR) {
+    g_string_append(out, node->value ? node->value : "~");
+    return;
+  }
+  g_string_append_c(out, node->kind == EMA_NODE_MAP ? '{' : '[');
+  for (guint i = 0; i < node->items->len; i++) {
+    if (i)
+      g_string_append(out, ", ");
+    if (node->keys) {
+      append_flow(out, node->keys->pdata[i]);
+      g_string_append(out, ": ");
+    }
+    append_flow(out, node->items->pdata[i]);
+  }
+  g_string_append_c(out, node->kind == EMA_NODE_MAP ? '}' : ']');
+}
+
+static char *flow_text(const EmaNode *node) {
+  GString *out = g_string_new(NULL);
+  append_flow(out, node);
+  return g_string_free(out, FALSE);
+}
+
+static gboolean parse_index(const char *text, guint *index) {
+  guint64 value;
+  if (!g_ascii_string_to_unsigned(text, 10, 0, G_MAXUINT, &value, NULL))
+    return FALSE;
+  *index = (guint) value;
+  return TRUE;
+}
+
+static gboolean set_path(EmaNode *root, const char *path, const EmaNode *where, EmaNode *value,
+                         gboolean merge, GError **error);
+
+/* Merge the map FROM into the map INTO, key by key (each key a path). */
+static gboolean merge_map(EmaNode *into, const EmaNode *from, GError **error) {
+  for (guint k = 0; k < from->keys->len; k++) {
+    const EmaNode *key = from->keys->pdata[k];
+    if (!set_path(into, key->value, key, ema_node_copy(from->items->pdata[k]), TRUE, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* Put VALUE (taken) at the dot-path PATH under ROOT, like --set: missing
+ * map keys are added, list indices must exist. With MERGE, a map given
+ * where a map is merges into it key by key (each key again a path). Errors
+ * point at WHERE (the path's key in the sweep file), and so do new keys. */
+static gboolean set_path(EmaNode *root, const char *path, const EmaNode *where, EmaNode *value,
+                         gboolean merge, GError **error) {
+  g_autoptr(EmaNode) owned = value;
+  g_auto(GStrv) parts = g_strsplit(path, ".", -1);
+  EmaNode *node = root;
+  for (guint i = 0; parts[i]; i++) {
+    const char *part = parts[i];
+    gboolean last = parts[i + 1] == NULL;
+    EmaNode *child = NULL;
+    guint index = 0;
+    if (part[0] == '\0') {
+      ema_node_error(error, EMA_CONFIG_ERROR_SYNTAX, where, path, "empty key in path");
+      return FALSE;
+    }
+    if (node->kind == EMA_NODE_MAP) {
+      child = ema_node_get(node, part);
+      if (child == NULL || (child->kind == EMA_NODE_SCALAR && child->value == NULL && !last)) {
+        /* a new key (or a null one on the way): a map, or the value at the end */
+        EmaNode *fresh =
+            last ? g_steal_pointer(&owned) : ema_node_new_map(where->file, where->line, where->col);
+        if (child == NULL) {
+          g_ptr_array_add(node->keys,
+                          ema_node_new_scalar(part, where->file, where->line, where->col));
+          g_ptr_array_add(node->items, fresh);
+        } else
+          ema_node_set(node, part, fresh);
+        if (last)
+          return TRUE;
+        node = fresh;
+        continue;
+      }
+      if (last) {
+        if (merge && child->kind == EMA_NODE_MAP && owned->kind == EMA_NODE_MAP)
+          return merge_map(child, owned, error);
+        ema_node_set(node, part, g_steal_pointer(&owned));
+        return TRUE;
+      }
+    } else if (node->kind == EMA_NODE_SEQ) {
+      if (!parse_index(part, &index) || index >= node->items->len) {
+        ema_node_error(error, EMA_CONFIG_ERROR_KEY, where, path,
+                       "'%s' is not an index of this list (it has %u items)", part,
+                       node->items->len);
+        return FALSE;
+      }
+      child = node->items->pdata[index];
+      if (last) {
+        if (merge && child->kind == EMA_NODE_MAP && owned->kind == EMA_NODE_MAP)
+          return merge_map(child, owned, error);
+        ema_node_free(child);
+        node->items->pdata[index] = g_steal_pointer(&owned);
+        return TRUE;
+      }
+    }
+    if (child->kind == EMA_NODE_SCALAR) {
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, where, path,
+                     "'%s' holds the plain value '%s', not a map or list", part,
+                     child->value ? child->value : "~");
+      return FALSE;
+    }
+    node = child;
+  }
+  return TRUE;
+}
+
+/* ---- loading --------------------------------------------------------------- */
+
+static gboolean load_variants(EmaSweep *sweep, GError **error) {
+  const EmaNode *variants = ema_node_get(sweep->root, "variants");
+  if (variants == NULL)
+    return TRUE;
+  if (variants->kind != EMA_NODE_MAP || variants->items->len == 0) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, variants, "variants",
+                   "give a map of named variants, e.g. {static: {}, ema: {policy: ema}}");
+    return FALSE;
+  }
+  for (guint i = 0; i < variants->items->len; i++) {
+    const EmaNode *key = variants->keys->pdata[i];
+    const EmaNode *variant = variants->items->pdata[i];
+    g_autofree char *path = g_strconcat("variants.", key->value, NULL);
+    if (key->value == NULL || key->value[0] == '\0') {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, "variants", "a variant needs a name");
+      return FALSE;
+    }
+    if (variant->kind == EMA_NODE_SCALAR && variant->value == NULL)
+      continue; /* `name:` or `name: ~`: the base itself */
+    if (variant->kind != EMA_NODE_MAP) {
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, variant, path,
+                     "a variant is a map of settings (key.path: value, or a partial tree)");
+      return FALSE;
+    }
+  }
+  sweep->variants = variants;
+  return TRUE;
+}
+
+static gboolean load_axes(EmaSweep *sweep, GError **error) {
+  const EmaNode *axes = ema_node_get(sweep->root, "sweep");
+  if (axes == NULL)
+    return TRUE;
+  if (axes->kind != EMA_NODE_MAP || axes->items->len == 0) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, axes, "sweep",
+                   "give a map of key.path: [values], e.g. {tenants.0.trace.rate: [1, 2, 4]}");
+    return FALSE;
+  }
+  for (guint i = 0; i < axes->items->len; i++) {
+    const EmaNode *key = axes->keys->pdata[i];
+    const EmaNode *values = axes->items->pdata[i];
+    Axis *axis;
+    if (key->value == NULL || key->value[0] == '\0' || strstr(key->value, "..") ||
+        key->value[0] == '.' || g_str_has_suffix(key->value, ".")) {
+      ema_node_error(error, EMA_CONFIG_ERROR_SYNTAX, key, "sweep",
+                     "'%s' is not a key path (keys and list indices joined by dots)",
+                     key->value ? key->value : "");
+      return FALSE;
+    }
+    if (g_strv_contains(ema_experiment_sweep_keys, key->value)) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, "sweep", "'%s' cannot be swept", key->value);
+      return FALSE;
+    }
+    if (values->kind != EMA_NODE_SEQ || values->items->len == 0) {
+      g_autofree char *path = g_strconcat("sweep.", key->value, NULL);
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, values, path,
+                     "give a non-empty list of values, e.g. [1, 2, 4]");
+      return FALSE;
+    }
+    axis = g_new0(Axis, 1);
+    axis->path = g_strdup(key->value);
+    axis->key = key;
+    axis->values = values;
+    g_ptr_array_add(sweep->axes, axis);
+  }
+  return TRUE;
+}
+
+static gboolean load_repeats_and_plot(EmaSweep *sweep, GError **error) {
+  const EmaNode *repeats = ema_node_get(sweep->root, "repeats");
+  const EmaNode *plot = ema_node_get(sweep->root, "plot");
+  guint64 n = 1;
+  if (repeats && (repeats->kind != EMA_NODE_SCALAR || repeats->value == NULL ||
+                  !g_ascii_string_to_unsigned(repeats->value, 10, 1, MAX_REPEATS, &n, NULL))) {
+    ema_node_error(error, EMA_CONFIG_ERROR_RANGE, repeats, "repeats",
+                   "give a whole number of runs per point, 1 to %u", MAX_REPEATS);
+    return FALSE;
+  }
+  sweep->repeats = (guint) n;
+  if (plot == NULL)
+    return TRUE;
+  if (plot->kind != EMA_NODE_MAP) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, plot, "plot",
+                   "give a map of plot settings (x, by, tenant, title, xlabel)");
+    return FALSE;
+  }
+  for (guint i = 0; i < plot->keys->len; i++) {
+    const EmaNode *key = plot->keys->pdata[i];
+    const EmaNode *value = plot->items->pdata[i];
+    g_autofree char *path = g_strconcat("plot.", key->value, NULL);
+    if (!g_strv_contains(plot_keys, key->value)) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, path,
+                     "unknown key (valid: x, by, tenant, title, xlabel)");
+      return FALSE;
+    }
+    if (value->kind != EMA_NODE_SCALAR || value->value == NULL) {
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, value, path, "give one value");
+      return FALSE;
+    }
+  }
+  sweep->plot = plot;
+  return TRUE;
+}
+
+/* Keep letters, digits and ._+-; the rest becomes '_'; at most MAX chars. */
+static void append_slug(GString *out, const char *text, guint max) {
+  for (guint i = 0; text[i] && i < max; i++) {
+    char c = text[i];
+    g_string_append_c(out, g_ascii_isalnum(c) || strchr("._+-", c) ? c : '_');
+  }
+}
+
+static const char *variant_name(const EmaSweep *sweep, const Point *point) {
+  return point->variant < 0
+             ? ""
+             : ((const EmaNode *) sweep->variants->keys->pdata[point->variant])->value;
+}
+
+/* The last key of PATH that is not a list index ("rate" of tenants.0.trace.rate). */
+static const char *path_leaf(const char *path) {
+  const char *end = path + strlen(path);
+  for (;;) {
+    const char *dot = g_strrstr_len(path, end - path, ".");
+    const char *start = dot ? dot + 1 : path;
+    gboolean number = start < end;
+    for (const char *c = start; c < end; c++)
+      number = number && g_ascii_isdigit(*c);
+    if (!number || dot == NULL)
+      return start;
+    end = dot;
+  }
+}
+
+static void name_points(EmaSweep *sweep) {
+  guint n = sweep->points->len;
+  guint width = 3;
+  for (guint limit = 1000; n > limit && width < 7; limit *= 10)
+    width++;
+  for (guint p = 0; p < n; p++) {
+    Point *point = &g_array_index(sweep->points, Point, p);
+    GString *name = g_string_new(NULL);
+    g_string_append_printf(name, "%0*u", (int) width, p);
+    if (point->variant >= 0) {
+      g_string_append_c(name, '-');
+      append_slug(name, variant_name(sweep, point), NAME_VALUE_MAX);
+    }
+    for (guint a = 0; a < sweep->axes->len; a++) {
+      const Axis *axis = sweep->axes->pdata[a];
+      const EmaNode *value = axis->values->items->pdata[point->value[a]];
+      const char *leaf = path_leaf(axis->path);
+      g_string_append_c(name, '-');
+      append_slug(name, leaf, NAME_VALUE_MAX);
+      g_string_append_c(name, '=');
+      if (value->kind == EMA_NODE_SCALAR && value->value && value->value[0])
+        append_slug(name, value->value, NAME_VALUE_MAX);
+      else
+        g_string_append_printf(name, "v%u", point->value[a]);
+    }
+    if (sweep->repeats > 1)
+      g_string_append_printf(name, "-r%u", point->repeat);
+    point->name = g_string_free(name, FALSE);
+  }
+}
+
+static gboolean enumerate_points(EmaSweep *sweep, const EmaNode *where, GError **error) {
+  guint n_variants = sweep->variants ? sweep->variants->items->len : 1;
+  guint n_axes = sweep->axes->len;
+  double total = (double) n_variants * sweep->repeats;
+  g_autofree guint *value = g_new0(guint, n_axes + 1);
+  for (guint a = 0; a < n_axes; a++)
+    total *= ((const Axis *) sweep->axes->pdata[a])->values->items->len;
+  if (total > MAX_POINTS) {
+    ema_node_error(error, EMA_CONFIG_ERROR_RANGE, where, "sweep",
+                   "%.0f points is more than the %u a sweep may have", total, MAX_POINTS);
+    return FALSE;
+  }
+  for (guint v = 0; v < n_variants; v++) {
+    memset(value, 0, sizeof(guint) * (n_axes + 1));
+    for (;;) {
+      for (guint r = 0; r < sweep->repeats; r++) {
+        Point point = {sweep->variants ? (gint) v : -1, NULL, r, NULL};
+        point.value = g_memdup2(value, sizeof(guint) * (n_axes + 1));
+        g_array_append_val(sweep->points, point);
+      }
+      /* the next combination: the last path varies fastest */
+      guint a = n_axes;
+      while (a > 0) {
+        const Axis *axis = sweep->axes->pdata[a - 1];
+        if (++value[a - 1] < axis->values->items->len)
+          break;
+        value[a - 1] = 0;
+        a--;
+      }
+      if (a == 0)
+        break;
+    }
+  }
+  name_points(sweep);
+  return TRUE;
+}
+
+EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError **error) {
+  g_autoptr(EmaSweep) sweep = g_new0(EmaSweep, 1);
+  const EmaNode *name;
+  sweep->path = g_strdup(path);
+  sweep->axes = g_ptr_array_new_with_free_func((GDestroyNotify) axis_free);
+  sweep->points = g_array_new(FALSE, TRUE, sizeof(Point));
+  g_array_set_clear_func(sweep->points, (GDestroyNotify) point_clear);
+  sweep->root = ema_node_load_file(path, error);
+  if (sweep->root == NULL)
+    return NULL;
+  if (sweep->root->kind != EMA_NODE_MAP) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, sweep->root, NULL,
+                   "a sweep file must be a map of settings");
+    return NULL;
+  }
+  if (!load_variants(sweep, error) || !load_axes(sweep, error) ||
+      !load_repeats_and_plot(sweep, error))
+    return NULL;
+  sweep->base = ema_node_copy(sweep->root);
+  for (guint i = 0; ema_experiment_sweep_keys[i]; i++)
+    map_remove(sweep->base, ema_experiment_sweep_keys[i]);
+  if (!ema_params_expand(&ema_experiment_params, sweep->base, error))
+    return NULL;
+  for (guint i = 0; overrides && overrides[i]; i++)
+    if (!ema_node_apply_override(sweep->base, overrides[i], i + 1, error) ||
+        !ema_params_expand(&ema_experiment_params, sweep->base, error))
+      return NULL;
+  name = ema_node_get(sweep->base, "name");
+  sweep->name =
+      g_strdup(name && name->kind == EMA_NODE_SCALAR && name->value ? name->value : "sweep");
+  if (!enumerate_points(sweep, sweep->root, error))
+    return NULL;
+  return g_steal_pointer(&sweep);
+}
+
+const char *ema_sweep_name(const EmaSweep *sweep) {
+  return sweep->name;
+}
+
+guint ema_sweep_n_points(const EmaSweep *sweep) {
+  return sweep->points->len;
+}
+
+const char *ema_sweep_point_name(const EmaSweep *sweep, guint point) {
+  g_return_val_if_fail(point < sweep->points->len, NULL);
+  return g_array_index(sweep->points, Point, point).name;
+}
+
+char *ema_sweep_point_describe(const EmaSweep *sweep, guint p) {
+  const Point *point = &g_array_index(sweep->points, Point, p);
+  GString *out = g_string_new(NULL);
+  if (point->variant >= 0)
+    g_string_append_printf(out, "variant=%s", variant_name(sweep, point));
+  for (guint a = 0; a < sweep->axes->len; a++) {
+    const Axis *axis = sweep->axes->pdata[a];
+    g_string_append_printf(out, "%s%s=", out->len ? " " : "", axis->path);
+    append_flow(out, axis->values->items->pdata[point->value[a]]);
+  }
+  if (sweep->repeats > 1)
+    g_string_append_printf(out, "%srepeat=%u", out->len ? " " : "", point->repeat);
+  if (out->len == 0)
+    g_string_append(out, "(the base experiment)");
+  return g_string_free(out, FALSE);
+}
+
+/* The tree of point P: the base, its variant, its swept values. */
+static EmaNode *point_tree(const EmaSweep *sweep, const Point *point, GError **error) {
+  g_autoptr(EmaNode) tree = ema_node_copy(sweep->base);
+  if (point->variant >= 0) {
+    const EmaNode *variant = sweep->variants->items->pdata[point->variant];
+    for (guint i = 0; variant->kind == EMA_NODE_MAP && i < variant->keys->len; i++) {
+      const EmaNode *key = variant->keys->pdata[i];
+      if (!set_path(tree, key->value, key, ema_node_copy(variant->items->pdata[i]), TRUE, error) ||
+          !ema_params_expand(&ema_experiment_params, tree, error))
+        return NULL;
+    }
+  }
+  for (guint a = 0; a < sweep->axes->len; a++) {
+    const Axis *axis = sweep->axes->pdata[a];
+    const EmaNode *value = axis->values->items->pdata[point->value[a]];
+    if (!set_path(tree, axis->path, axis->key, ema_node_copy(value), FALSE, error) ||
+        !ema_params_expand(&ema_experiment_params, tree, error))
+      return NULL;
+  }
+  return g_steal_pointer(&tree);
+}
+
+EmaExperiment *ema_sweep_load_point(const EmaSweep *sweep, guint p, GError **error) {
+  const Point *point;
+  g_autoptr(EmaNode) tree = NULL;
+  EmaExperiment *experiment = NULL;
+  GError *inner = NULL;
+  g_return_val_if_fail(p < sweep->points->len, NULL);
+  point = &g_array_index(sweep->points, Point, p);
+  tree = point_tree(sweep, point, &inner);
+  if (tree)
+    experiment = ema_experiment_load_tree(tree, NULL, &inner);
+  if (experiment == NULL) {
+    /* the located message first, then which point it is */
+    char *message = g_strdup_printf("%s (point %s)", inner->message, point->name);
+    g_free(inner->message);
+    inner->message = message;
+    g_propagate_error(error, inner);
+    return NULL;
+  }
+  if (point->repeat > 0) {
+    g_autofree char *stream = g_strdup_printf("repeat %u", point->repeat);
+    experiment->seed = (gint64) (ema_trace_seed_derive((guint64) experiment->seed, stream) >> 2);
+  }
+  return experiment;
+}
+
+gboolean ema_sweep_resolve(EmaSweep *sweep, GError **error) {
+  g_autoptr(GPtrArray) resolved = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GArray) seeds = g_array_new(FALSE, FALSE, sizeof(gint64));
+  if (sweep->resolved)
+    return TRUE;
+  for (guint p = 0; p < sweep->points->len; p++) {
+    g_autoptr(EmaExperiment) experiment = ema_sweep_load_point(sweep, p, error);
+    if (experiment == NULL)
+      return FALSE;
+    g_ptr_array_add(resolved, ema_experiment_to_yaml(experiment));
+    g_array_append_val(seeds, experiment->seed);
+  }
+  sweep->resolved = g_steal_pointer(&resolved);
+  sweep->seeds = g_steal_pointer(&seeds);
+  return TRUE;
+}
+
+/* ---- records ---------------------------------------------------------------- */
+
+const char *ema_sweep_status_name(EmaSweepStatus status) {
+  static const char *const names[] = {"ok", "missed", "failed", "not-run"};
+  return names[status];
+}
+
+static EmaSweepRecord *record_new(guint point, EmaSweepStatus status) {
+  EmaSweepRecord *record = g_new0(EmaSweepRecord, 1);
+  record->point = point;
+  record->status = status;
+  record->names = g_ptr_array_new_with_free_func(g_free);
+  record->values = g_ptr_array_new_with_free_func(g_free);
+  return record;
+}
+
+void ema_sweep_record_free(EmaSweepRecord *record) {
+  if (record == NULL)
+    return;
+  g_ptr_array_unref(record->names);
+  g_ptr_array_unref(record->values);
+  g_free(record);
+}
+
+static void record_add(EmaSweepRecord *record, const char *prefix, const char *name,
+                       const char *value) {
+  g_ptr_array_add(record->names, prefix ? g_strconcat(prefix, ".", name, NULL) : g_strdup(name));
+  g_ptr_array_add(record->values, g_strdup(value));
+}
+
+/* MEMBER of OBJECT (MEMBER may be "a.b": a member of a member) as sweep.csv
+ * writes it; NULL when absent or not a plain value. */
+static char *json_text(JsonObject *object, const char *member) {
+  g_auto(GStrv) parts = g_strsplit(member, ".", -1);
+  JsonNode *node = NULL;
+  char buffer[G_ASCII_DTOSTR_BUF_SIZE];
+  for (guint i = 0; parts[i]; i++) {
+    if (object == NULL || !json_object_has_member(object, parts[i]))
+      return NULL;
+    node = json_object_get_member(object, parts[i]);
+    object = JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : NULL;
+  }
+  if (node == NULL || !JSON_NODE_HOLDS_VALUE(node))
+    return NULL;
+  switch (json_node_get_value_type(node)) {
+  case G_TYPE_INT64:
+    return g_strdup_printf("%" G_GINT64_FORMAT, json_node_get_int(node));
+  case G_TYPE_DOUBLE:
+    return g_strdup(g_ascii_formatd(buffer, sizeof buffer, "%.9g", json_node_get_double(node)));
+  case G_TYPE_BOOLEAN:
+    return g_strdup(json_node_get_boolean(node) ? "true" : "false");
+  case G_TYPE_STRING:
+    return g_strdup(json_node_get_string(node));
+  default:
+    return NULL;
+  }
+}
+
+/* Columns of sweep.csv: {summary.json member, column name}. */
+static const char *const tenant_columns[][2] = {
+    {"throughput_tok_s", "throughput_tok_s"},
+    {"ttft_ms.p50", "ttft_p50_ms"},
+    {"ttft_ms.p99", "ttft_p99_ms"},
+    {"tpot_ms.p50", "tpot_p50_ms"},
+    {"tpot_ms.p99", "tpot_p99_ms"},
+    {"e2e_ms.p99", "e2e_p99_ms"},
+    {"completed", "completed"},
+    {"unfinished", "unfinished"},
+    {"preemptions", "preemptions"},
+};
+static const char *const pool_columns[] = {
+    "borrows",          "slices_borrowed",      "reclaims",
+    "slices_reclaimed", "reclaim_wait_mean_ms", "exposed_remote_s",
+};
+static const char *const op_columns[] = {"seconds", "bandwidth_gbps"};
+
+static void record_add_json(EmaSweepRecord *record, JsonObject *object, const char *prefix,
+                            const char *member, const char *column) {
+  g_autofree char *text = json_text(object, member);
+  if (text)
+    record_add(record, prefix, column, text);
+}
+
+/* The record of a point from DIR/summary.json; NULL when there is none (or
+ * it does not parse: a run cut short). */
+static EmaSweepRecord *record_read(guint point, const char *dir) {
+  g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  JsonObject *root;
+  EmaSweepRecord *record;
+  JsonArray *array;
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR) || !json_parser_load_from_file(parser, path, NULL))
+    return NULL;
+  if (!JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)))
+    return NULL;
+  root = json_node_get_object(json_parser_get_root(parser));
+  record = record_new(point, EMA_SWEEP_OK);
+  if (json_object_has_member(root, "tenants")) {
+    array = json_object_get_array_member(root, "tenants");
+    for (guint i = 0; array && i < json_array_get_length(array); i++) {
+      JsonObject *tenant = json_array_get_object_element(array, i);
+      const char *name = json_object_get_string_member_with_default(tenant, "name", "?");
+      for (guint c = 0; c < G_N_ELEMENTS(tenant_columns); c++)
+        record_add_json(record, tenant, name, tenant_columns[c][0], tenant_columns[c][1]);
+    }
+    for (guint c = 0; c < G_N_ELEMENTS(pool_columns); c++) {
+      g_autofree char *member = g_strconcat("pool.", pool_columns[c], NULL);
+      record_add_json(record, root, "pool", member, pool_columns[c]);
+    }
+  }
+  if (json_object_has_member(root, "ops")) {
+    array = json_object_get_array_member(root, "ops");
+    for (guint i = 0; array && i < json_array_get_length(array); i++) {
+      JsonObject *op = json_array_get_object_element(array, i);
+      const char *name = json_object_get_string_member_with_default(op, "name", "?");
+      for (guint c = 0; c < G_N_ELEMENTS(op_columns); c++)
+        record_add_json(record, op, name, op_columns[c], op_columns[c]);
+    }
+    record_add_json(record, root, NULL, "expectations_missed", "expectations_missed");
+    if (json_object_get_int_member_with_default(root, "expectations_missed", 0) > 0)
+      record->status = EMA_SWEEP_MISSED;
+  }
+  record_add_json(record, root, "sim", "sim.simulated_s", "simulated_s");
+  record_add_json(record, root, "sim", "sim.events", "events");
+  return record;
+}
+
+char *ema_sweep_records_to_text(const GPtrArray *records) {
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < records->len; i++) {
+    const EmaSweepRecord *record = records->pdata[i];
+    g_string_append_printf(out, "P\t%u\t%d\t%d\n", record->point, (int) record->status,
+                           record->resumed);
+    for (guint m = 0; m < record->names->len; m++) {
+      g_autofree char *name = g_strescape(record->names->pdata[m], NULL);
+      g_autofree char *value = g_strescape(record->values->pdata[m], NULL);
+      g_string_append_printf(out, "M\t%s\t%s\n", name, value);
+    }
+  }
+  return g_string_free(out, FALSE);
+}
+
+GPtrArray *ema_sweep_records_from_text(const char *text, GError **error) {
+  g_autoptr(GPtrArray) records =
+      g_ptr_array_new_with_free_func((GDestroyNotify) ema_sweep_record_free);
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  EmaSweepRecord *record = NULL;
+  for (guint i = 0; lines[i]; i++) {
+    g_auto(GStrv) fields = NULL;
+    if (lines[i][0] == '\0')
+      continue;
+    fields = g_strsplit(lines[i], "\t", -1);
+    if (g_strv_length(fields) == 4 && strcmp(fields[0], "P") == 0) {
+      guint64 point, status, resumed;
+      if (!g_ascii_string_to_unsigned(fields[1], 10, 0, G_MAXUINT, &point, NULL) ||
+          !g_ascii_string_to_unsigned(fields[2], 10, 0, EMA_SWEEP_NOT_RUN, &status, NULL) ||
+          !g_ascii_string_to_unsigned(fields[3], 10, 0, 1, &resumed, NULL))
+        break;
+      record = record_new((guint) point, (EmaSweepStatus) status);
+      record->resumed = resumed != 0;
+      g_ptr_array_add(records, record);
+    } else if (g_strv_length(fields) == 3 && strcmp(fields[0], "M") == 0 && record) {
+      g_ptr_array_add(record->names, g_strcompress(fields[1]));
+      g_ptr_array_add(record->values, g_strcompress(fields[2]));
+    } else {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "bad sweep record line %u: %s", i + 1,
+                  lines[i]);
+      return NULL;
+    }
+  }
+  return g_steal_pointer(&records);
+}
+
+/* ---- running ------------------------------------------------------------------ */
+
+typedef struct {
+  EmaSweep *sweep;
+  const char *dir;
+  const EmaSweepRunOptions *options;
+  GArray *queue;      /* guint: points to run, in point order */
+  GPtrArray *records; /* by point; NULL until known */
+  guint next;         /* in queue */
+  guint running;
+  guint total;   /* this rank's points */
+  guint done;    /* finished or resumed */
+  guint resumed; /* of which found complete */
+  guint ran;     /* of which run now */
+  guint failed;
+  gboolean stop;
+  guint progress_width; /* of the progress line on the terminal; 0: none */
+  gint64 start;
+  GMainLoop *loop;
+} Runner;
+
+typedef struct {
+  Runner *runner;
+  guint point;
+} Child;
+
+static char *point_dir(const Runner *runner, guint point) {
+  return g_build_filename(runner->dir, ema_sweep_point_name(runner->sweep, point), NULL);
+}
+
+static void clear_progress(Runner *runner) {
+  if (runner->progress_width)
+    fprintf(stderr, "\r%*s\r", (int) runner->progress_width, "");
+  runner->progress_width = 0;
+}
+
+static void draw_progress(Runner *runner) {
+  double elapsed = (double) (g_get_monotonic_time() - runner->start) / 1e6;
+  double rate = elapsed > 0 ? runner->ran / elapsed : 0;
+  guint left = runner->total - runner->done;
+  g_autoptr(GString) line = g_string_new(NULL);
+  if (!runner->options->progress)
+    return;
+  g_string_append_printf(line, "  points %u/%u", runner->done, runner->total);
+  if (runner->resumed)
+    g_string_append_printf(line, " (%u resumed)", runner->resumed);
+  if (runner->failed)
+    g_string_append_printf(line, "  %u failed", runner->failed);
+  g_string_append_printf(line, "  running %u", runner->running);
+  if (runner->ran > 0) {
+    gint64 eta = (gint64) (left / rate + 0.5);
+    g_string_append_printf(line, "  %.2f points/s  ETA ", rate);
+    if (eta >= 3600)
+      g_string_append_printf(line, "%" G_GINT64_FORMAT "h%02dm", eta / 3600,
+                             (int) (eta % 3600 / 60));
+    else
+      g_string_append_printf(line, "%d:%02d", (int) (eta / 60), (int) (eta % 60));
+  }
+  /* over the previous line, padded where it was longer */
+  fprintf(stderr, "\r%-*s", (int) MAX(runner->progress_width, line->len), line->str);
+  runner->progress_width = (guint) line->len;
+}
+
+static gboolean on_progress_tick(gpointer data) {
+  draw_progress(data);
+  return G_SOURCE_CONTINUE;
+}
+
+/* The last non-empty line of DIR/run.err (the run's error), else of
+ * DIR/run.out, for the failure message. */
+static char *last_log_line(const char *dir) {
+  static const char *const names[] = {"run.err", "run.out"};
+  for (guint n = 0; n < G_N_ELEMENTS(names); n++) {
+    g_autofree char *path = g_build_filename(dir, names[n], NULL);
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+      continue;
+    lines = g_strsplit(text, "\n", -1);
+    for (guint i = g_strv_length(lines); i-- > 0;) {
+      g_strstrip(lines[i]);
+      if (lines[i][0])
+        return g_strdup(lines[i]);
+    }
+  }
+  return g_strdup("(it printed nothing)");
+}
+
+/* Open DIR/NAME for a child's output; -1 with an error. */
+static int open_log(const char *dir, const char *name, GError **error) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    int saved = errno;
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot write %s: %s", path,
+                g_strerror(saved));
+  }
+  return fd;
+}
+
+static void report_failure(Runner *runner, guint point, const char *how, const char *message) {
+  clear_progress(runner);
+  fprintf(stderr, "ema-sim sweep: point %s failed (%s): %s\n",
+          ema_sweep_point_name(runner->sweep, point), how, message);
+}
+
+static void launch_more(Runner *runner);
+
+static void finish_point(Runner *runner, guint point, EmaSweepRecord *record) {
+  g_assert(runner->records->pdata[point] == NULL);
+  runner->records->pdata[point] = record;
+  runner->done++;
+  if (record->status == EMA_SWEEP_FAILED) {
+    runner->failed++;
+    if (runner->options->fail_fast)
+      runner->stop = TRUE;
+  }
+}
+
+static void on_child_exit(GPid pid, gint wait_status, gpointer data) {
+  Child *child = data;
+  Runner *runner = child->runner;
+  g_autofree char *dir = point_dir(runner, child->point);
+  EmaSweepRecord *record = record_read(child->point, dir);
+  g_spawn_close_pid(pid);
+  runner->running--;
+  runner->ran++;
+  if (record == NULL) {
+    g_autofree char *how = WIFSIGNALED(wait_status)
+                               ? g_strdup_printf("killed by signal %d", WTERMSIG(wait_status))
+                               : g_strdup_printf("exit %d", WEXITSTATUS(wait_status));
+    g_autofree char *message = last_log_line(dir);
+    record = record_new(child->point, EMA_SWEEP_FAILED);
+    report_failure(runner, child->point, how, message);
+  }
+  finish_point(runner, child->point, record);
+  g_free(child);
+  launch_more(runner);
+  draw_progress(runner);
+}
+
+/* Make the point's directory, write its resolved.yaml (after removing a
+ * summary.json of an earlier run) and start ema-sim run on it. */
+static gboolean start_point(Runner *runner, guint point, GError **error) {
+  g_autofree char *dir = point_dir(runner, point);
+  g_autofree char *resolved = g_build_filename(dir, "resolved.yaml", NULL);
+  g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  Child *child;
+  GPid pid;
+  int out, err;
+  gboolean ok;
+  if (g_mkdir_with_parents(dir, 0777) != 0) {
+    int saved = errno;
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot create %s: %s", dir,
+                g_strerror(saved));
+    return FALSE;
+  }
+  if (g_remove(summary) != 0 && errno != ENOENT) {
+    int saved = errno;
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot remove %s: %s",
+                summary, g_strerror(saved));
+    return FALSE;
+  }
+  if (!g_file_set_contents(resolved, runner->sweep->resolved->pdata[point], -1, error))
+    return FALSE;
+  if ((out = open_log(dir, "run.out", error)) < 0)
+    return FALSE;
+  if ((err = open_log(dir, "run.err", error)) < 0) {
+    close(out);
+    return FALSE;
+  }
+  g_ptr_array_add(argv, (gpointer) runner->options->program);
+  for (guint i = 0; runner->options->program_args && runner->options->program_args[i]; i++)
+    g_ptr_array_add(argv, (gpointer) runner->options->program_args[i]);
+  g_ptr_array_add(argv, (gpointer) "run");
+  g_ptr_array_add(argv, resolved);
+  g_ptr_array_add(argv, (gpointer) "-o");
+  g_ptr_array_add(argv, dir);
+  g_ptr_array_add(argv, (gpointer) "--no-plot");
+  g_ptr_array_add(argv, NULL);
+  ok = g_spawn_async_with_pipes_and_fds(NULL, (const char *const *) argv->pdata, NULL,
+                                        G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL,
+                                        NULL, NULL, -1, out, err, NULL, NULL, 0, &pid, NULL, NULL,
+                                        NULL, error);
+  close(out);
+  close(err);
+  if (!ok)
+    return FALSE;
+  child = g_new0(Child, 1);
+  child->runner = runner;
+  child->point = point;
+  runner->running++;
+  g_child_watch_add(pid, on_child_exit, child);
+  return TRUE;
+}
+
+static void launch_more(Runner *runner) {
+  while (!runner->stop && runner->running < runner->options->jobs &&
+         runner->next < runner->queue->len) {
+    guint point = g_array_index(runner->queue, guint, runner->next++);
+    GError *error = NULL;
+    if (!start_point(runner, point, &error)) {
+      report_failure(runner, point, "not started", error->message);
+      g_error_free(error);
+      finish_point(runner, point, record_new(point, EMA_SWEEP_FAILED));
+    }
+  }
+  if (runner->running == 0 && (runner->stop || runner->next >= runner->queue->len))
+    g_main_loop_quit(runner->loop);
+}
+
+/* A point is complete when its summary.json reads and its resolved.yaml is
+ * the one the sweep resolves now. */
+static EmaSweepRecord *complete_record(Runner *runner, guint point) {
+  g_autofree char *dir = point_dir(runner, point);
+  g_autofree char *path = g_build_filename(dir, "resolved.yaml", NULL);
+  g_autofree char *text = NULL;
+  EmaSweepRecord *record;
+  if (!g_file_get_contents(path, &text, NULL, NULL) ||
+      strcmp(text, runner->sweep->resolved->pdata[point]) != 0)
+    return NULL;
+  record = record_read(point, dir);
+  if (record)
+    record->resumed = TRUE;
+  return record;
+}
+
+GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOptions *options,
+                         GError **error) {
+  g_autoptr(GPtrArray) records = g_ptr_array_new_full(sweep->points->len, NULL);
+  GPtrArray *mine = g_ptr_array_new_with_free_func((GDestroyNotify) ema_sweep_record_free);
+  Runner runner = {0};
+  guint tick = 0;
+  g_return_val_if_fail(sweep->resolved != NULL, NULL);
+  g_return_val_if_fail(options->jobs >= 1 && options->ranks >= 1, NULL);
+  if (g_mkdir_with_parents(dir, 0777) != 0) {
+    int saved = errno;
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved),
+                "cannot create output directory %s: %s", dir, g_strerror(saved));
+    g_ptr_array_unref(mine);
+    return NULL;
+  }
+  g_ptr_array_set_size(records, (gint) sweep->points->len);
+  runner.sweep = sweep;
+  runner.dir = dir;
+  runner.options = options;
+  runner.records = records;
+  runner.queue = g_array_new(FALSE, FALSE, sizeof(guint));
+  runner.start = g_get_monotonic_time();
+  for (guint p = options->rank; p < sweep->points->len; p += options->ranks) {
+    EmaSweepRecord *record = complete_record(&runner, p);
+    runner.total++;
+    if (record) {
+      runner.resumed++;
+      finish_point(&runner, p, record);
+    } else
+      g_array_append_val(runner.queue, p);
+  }
+  /* the default main context: child watches and the progress tick */
+  runner.loop = g_main_loop_new(NULL, FALSE);
+  if (options->progress) {
+    tick = g_timeout_add(PROGRESS_INTERVAL_MS, on_progress_tick, &runner);
+    draw_progress(&runner);
+  }
+  launch_more(&runner);
+  if (runner.running > 0)
+    g_main_loop_run(runner.loop);
+  if (tick)
+    g_source_remove(tick);
+  clear_progress(&runner);
+  g_main_loop_unref(runner.loop);
+  for (guint i = runner.next; i < runner.queue->len; i++) {
+    guint p = g_array_index(runner.queue, guint, i);
+    records->pdata[p] = record_new(p, EMA_SWEEP_NOT_RUN);
+  }
+  g_array_unref(runner.queue);
+  for (guint p = options->rank; p < sweep->points->len; p += options->ranks)
+    g_ptr_array_add(mine, g_steal_pointer(&records->pdata[p]));
+  return mine;
+}
+
+/* ---- results ---------------------------------------------------------------- */
+
+static void csv_field(GString *out, const char *text) {
+  if (strpbrk(text, ",\"\n\r") == NULL) {
+    g_string_append(out, text);
+    return;
+  }
+  g_string_append_c(out, '"');
+  for (const char *c = text; *c; c++) {
+    if (*c == '"')
+      g_string_append_c(out, '"');
+    g_string_append_c(out, *c);
+  }
+  g_string_append_c(out, '"');
+}
+
+static void yaml_string(GString *out, const char *key, const char *value) {
+  g_autofree char *escaped = g_strescape(value, NULL);
+  g_string_append_printf(out, "%s: \"%s\"\n", key, escaped);
+}
+
+gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArray *all,
+                                 GError **error) {
+  guint n = sweep->points->len;
+  g_autofree EmaSweepRecord **by_point = g_new0(EmaSweepRecord *, n);
+  g_autoptr(GPtrArray) columns = g_ptr_array_new();
+  g_autoptr(GHashTable) known = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GString) csv = g_string_new(NULL);
+  g_autoptr(GString) plot = g_string_new(NULL);
+  g_autofree char *csv_path = g_build_filename(dir, "sweep.csv", NULL);
+  g_autofree char *plot_path = g_build_filename(dir, "plot.yaml", NULL);
+  const EmaNode *plot_title = sweep->plot ? ema_node_get(sweep->plot, "title") : NULL;
+  for (guint i = 0; i < all->len; i++) {
+    EmaSweepRecord *record = all->pdata[i];
+    g_return_val_if_fail(record->point < n && by_point[record->point] == NULL, FALSE);
+    by_point[record->point] = record;
+  }
+  /* metric columns in the order they first appear, points in order */
+  for (guint p = 0; p < n; p++)
+    for (guint m = 0; by_point[p] && m < by_point[p]->names->len; m++) {
+      const char *name = by_point[p]->names->pdata[m];
+      if (!g_hash_table_contains(known, name)) {
+        g_hash_table_add(known, (gpointer) name);
+        g_ptr_array_add(columns, (gpointer) name);
+      }
+    }
+  g_string_append(csv, "point,variant");
+  for (guint a = 0; a < sweep->axes->len; a++) {
+    g_string_append_c(csv, ',');
+    csv_field(csv, ((const Axis *) sweep->axes->pdata[a])->path);
+  }
+  g_string_append(csv, ",repeat,seed,status");
+  for (guint c = 0; c < columns->len; c++) {
+    g_string_append_c(csv, ',');
+    csv_field(csv, columns->pdata[c]);
+  }
+  g_string_append_c(csv, '\n');
+  for (guint p = 0; p < n; p++) {
+    const Point *point = &g_array_index(sweep->points, Point, p);
+    const EmaSweepRecord *record = by_point[p];
+    g_autoptr(GHashTable) values = g_hash_table_new(g_str_hash, g_str_equal);
+    csv_field(csv, point->name);
+    g_string_append_c(csv, ',');
+    csv_field(csv, variant_name(sweep, point));
+    for (guint a = 0; a < sweep->axes->len; a++) {
+      const Axis *axis = sweep->axes->pdata[a];
+      g_autofree char *text = flow_text(axis->values->items->pdata[point->value[a]]);
+      g_string_append_c(csv, ',');
+      csv_field(csv, text);
+    }
+    g_string_append_printf(csv, ",%u,%" G_GINT64_FORMAT ",%s", point->repeat,
+                           g_array_index(sweep->seeds, gint64, p),
+                           ema_sweep_status_name(record ? record->status : EMA_SWEEP_NOT_RUN));
+    for (guint m = 0; record && m < record->names->len; m++)
+      g_hash_table_insert(values, record->names->pdata[m], record->values->pdata[m]);
+    for (guint c = 0; c < columns->len; c++) {
+      const char *value = g_hash_table_lookup(values, columns->pdata[c]);
+      g_string_append_c(csv, ',');
+      csv_field(csv, value ? value : "");
+    }
+    g_string_append_c(csv, '\n');
+  }
+  if (!g_file_set_contents(csv_path, csv->str, (gssize) csv->len, error))
+    return FALSE;
+
+  g_string_append(plot, "# How `ema-sim plot` draws sweep.csv (from the sweep file's plot: key;\n"
+                        "# edit it and run ema-sim plot again).\n");
+  yaml_string(plot, "title", plot_title ? plot_title->value : sweep->name);
+  for (guint i = 0; sweep->plot && i < sweep->plot->keys->len; i++) {
+    const EmaNode *key = sweep->plot->keys->pdata[i];
+    const EmaNode *value = sweep->plot->items->pdata[i];
+    if (strcmp(key->value, "title") != 0)
+      yaml_string(plot, key->value, value->value);
+  }
+  return g_file_set_contents(plot_path, plot->str, (gssize) plot->len, error);
+}

@@ -1,0 +1,72 @@
+/* modelpath.c: the search for model files by name (modelpath.h), shared by
+ * the hardware models (hwmodel.c) and the LLM shapes (llm.c).
+ *
+ * Invariants: the search order is the environment variable's directories in
+ * order, then the built-in one; names are listed sorted (strcmp) and each
+ * once, whatever directory order or duplicates the path has. */
+#include "ema/core/modelpath.h"
+
+#include <string.h>
+
+#include "ema/core/node.h"
+
+GPtrArray *ema_model_dir_search_path(const char *subdir, const char *env_var) {
+  GPtrArray *dirs = g_ptr_array_new_with_free_func(g_free);
+  const char *env = g_getenv(env_var);
+  if (env && *env) {
+    g_auto(GStrv) parts = g_strsplit(env, G_SEARCHPATH_SEPARATOR_S, -1);
+    for (guint i = 0; parts[i]; i++)
+      if (*parts[i])
+        g_ptr_array_add(dirs, g_strdup(parts[i]));
+  }
+  g_ptr_array_add(dirs, g_build_filename(EMA_SOURCE_HWMODELS, subdir, NULL));
+  return dirs;
+}
+
+static gint compare_names(gconstpointer a, gconstpointer b) {
+  return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+GPtrArray *ema_model_dir_list(const char *subdir, const char *env_var) {
+  g_autoptr(GPtrArray) dirs = ema_model_dir_search_path(subdir, env_var);
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < dirs->len; i++) {
+    g_autoptr(GDir) dir = g_dir_open(dirs->pdata[i], 0, NULL);
+    const char *entry;
+    while (dir && (entry = g_dir_read_name(dir)) != NULL) {
+      g_autofree char *name = NULL;
+      gboolean seen = FALSE;
+      if (!g_str_has_suffix(entry, ".yaml"))
+        continue;
+      name = g_strndup(entry, strlen(entry) - 5);
+      for (guint j = 0; j < names->len && !seen; j++)
+        seen = strcmp(names->pdata[j], name) == 0;
+      if (!seen)
+        g_ptr_array_add(names, g_steal_pointer(&name));
+    }
+  }
+  g_ptr_array_sort(names, compare_names);
+  return names;
+}
+
+char *ema_model_dir_find(const char *subdir, const char *env_var, const char *name,
+                         const char *what, GError **error) {
+  g_autoptr(GPtrArray) dirs = ema_model_dir_search_path(subdir, env_var);
+  g_autoptr(GPtrArray) known = NULL;
+  g_autofree char *list = NULL;
+  if (strchr(name, '/') == NULL && *name) {
+    for (guint i = 0; i < dirs->len; i++) {
+      g_autofree char *file = g_strconcat(name, ".yaml", NULL);
+      char *path = g_build_filename(dirs->pdata[i], file, NULL);
+      if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+        return path;
+      g_free(path);
+    }
+  }
+  known = ema_model_dir_list(subdir, env_var);
+  g_ptr_array_add(known, NULL);
+  list = g_strjoinv(", ", (char **) known->pdata);
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY, "unknown %s '%s' (known: %s)", what,
+              name, list);
+  return NULL;
+}

@@ -1,0 +1,539 @@
+/* node.c: loads YAML (libyaml's event API) into EmaNode trees that keep the
+ * file, line and column of every node, resolves `!include` tags, and applies
+ * `--set path=value` overrides.
+ *
+ * Invariants: every node has a location; a MAP's keys are unique scalars and
+ * `keys` and `items` have the same length; an include never loops (the chain
+ * of files being loaded is checked) and never nests deeper than
+ * MAX_INCLUDE_DEPTH. Anchors and aliases are rejected rather than half
+ * supported, and so are documents with more than one YAML document. */
+#include "ema/core/node.h"
+
+#include <stdarg.h>
+#include <string.h>
+#include <yaml.h>
+
+#define MAX_INCLUDE_DEPTH 16
+
+GQuark ema_config_error_quark(void) {
+  return g_quark_from_static_string("ema-config-error-quark");
+}
+
+EmaNode *ema_node_new_scalar(const char *value, const char *file, guint line, guint col) {
+  EmaNode *node = g_new0(EmaNode, 1);
+  node->kind = EMA_NODE_SCALAR;
+  node->value = g_strdup(value);
+  node->file = g_ref_string_new_intern(file ? file : "<none>");
+  node->line = line;
+  node->col = col;
+  return node;
+}
+
+static EmaNode *new_container(EmaNodeKind kind, const char *file, guint line, guint col) {
+  EmaNode *node = ema_node_new_scalar(NULL, file, line, col);
+  node->kind = kind;
+  node->items = g_ptr_array_new_with_free_func((GDestroyNotify) ema_node_free);
+  if (kind == EMA_NODE_MAP)
+    node->keys = g_ptr_array_new_with_free_func((GDestroyNotify) ema_node_free);
+  return node;
+}
+
+EmaNode *ema_node_new_map(const char *file, guint line, guint col) {
+  return new_container(EMA_NODE_MAP, file, line, col);
+}
+
+EmaNode *ema_node_new_seq(const char *file, guint line, guint col) {
+  return new_container(EMA_NODE_SEQ, file, line, col);
+}
+
+void ema_node_free(EmaNode *node) {
+  if (node == NULL)
+    return;
+  g_free(node->value);
+  if (node->keys)
+    g_ptr_array_unref(node->keys);
+  if (node->items)
+    g_ptr_array_unref(node->items);
+  g_ref_string_release(node->file);
+  g_free(node);
+}
+
+EmaNode *ema_node_copy(const EmaNode *node) {
+  EmaNode *copy;
+  if (node->kind == EMA_NODE_SCALAR)
+    return ema_node_new_scalar(node->value, node->file, node->line, node->col);
+  copy = new_container(node->kind, node->file, node->line, node->col);
+  for (guint i = 0; i < node->items->len; i++) {
+    if (node->keys)
+      g_ptr_array_add(copy->keys, ema_node_copy(node->keys->pdata[i]));
+    g_ptr_array_add(copy->items, ema_node_copy(node->items->pdata[i]));
+  }
+  return copy;
+}
+
+void ema_node_error(GError **error, gint code, const EmaNode *node, const char *path,
+                    const char *format, ...) {
+  va_list args;
+  g_autofree char *message = NULL;
+  va_start(args, format);
+  message = g_strdup_vprintf(format, args);
+  va_end(args);
+  if (path && *path)
+    g_set_error(error, EMA_CONFIG_ERROR, code, "%s:%u:%u: %s: %s", node->file, node->line,
+                node->col, path, message);
+  else
+    g_set_error(error, EMA_CONFIG_ERROR, code, "%s:%u:%u: %s", node->file, node->line, node->col,
+                message);
+}
+
+static gint map_index(const EmaNode *map, const char *key) {
+  g_return_val_if_fail(map != NULL && map->kind == EMA_NODE_MAP, -1);
+  for (guint i = 0; i < map->keys->len; i++) {
+    const EmaNode *k = map->keys->pdata[i];
+    if (g_strcmp0(k->value, key) == 0)
+      return (gint) i;
+  }
+  return -1;
+}
+
+EmaNode *ema_node_get(const EmaNode *map, const char *key) {
+  gint i = map_index(map, key);
+  return i < 0 ? NULL : map->items->pdata[i];
+}
+
+const EmaNode *ema_node_get_key(const EmaNode *map, const char *key) {
+  gint i = map_index(map, key);
+  return i < 0 ? NULL : map->keys->pdata[i];
+}
+
+void ema_node_set(EmaNode *map, const char *key, EmaNode *value) {
+  gint i = map_index(map, key);
+  if (i >= 0) {
+    ema_node_free(map->items->pdata[i]);
+    map->items->pdata[i] = value;
+    return;
+  }
+  g_ptr_array_add(map->keys, ema_node_new_scalar(key, value->file, value->line, value->col));
+  g_ptr_array_add(map->items, value);
+}
+
+/* ---- loading ---------------------------------------------------------- */
+
+typedef struct {
+  yaml_parser_t parser;
+  const char *name; /* for locations */
+  char *base_dir;   /* for includes */
+  GPtrArray *chain; /* files being loaded, outermost first (cycle check) */
+} Loader;
+
+static EmaNode *load_file_chained(const char *path, GPtrArray *chain, GError **error);
+
+/* Failures of a file itself (unreadable, part of a cycle, too deep) carry no
+ * location until the caller adds the place that named the file. */
+static GQuark unlocated_quark(void) {
+  return g_quark_from_static_string("ema-config-unlocated-quark");
+}
+
+static void set_parser_error(Loader *loader, GError **error) {
+  yaml_parser_t *p = &loader->parser;
+  const char *problem = p->problem ? p->problem : "malformed YAML";
+  if (p->context)
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%zu:%zu: %s %s", loader->name,
+                p->problem_mark.line + 1, p->problem_mark.column + 1, problem, p->context);
+  else
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%zu:%zu: %s", loader->name,
+                p->problem_mark.line + 1, p->problem_mark.column + 1, problem);
+}
+
+static gboolean next_event(Loader *loader, yaml_event_t *event, GError **error) {
+  if (!yaml_parser_parse(&loader->parser, event)) {
+    set_parser_error(loader, error);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void location_error(Loader *loader, const yaml_mark_t *mark, GError **error, gint code,
+                           const char *message) {
+  g_set_error(error, EMA_CONFIG_ERROR, code, "%s:%zu:%zu: %s", loader->name, mark->line + 1,
+              mark->column + 1, message);
+}
+
+static gboolean is_null_scalar(const yaml_event_t *event) {
+  const char *v = (const char *) event->data.scalar.value;
+  if (event->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+    return FALSE;
+  return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 ||
+         strcmp(v, "NULL") == 0;
+}
+
+static EmaNode *include_file(Loader *loader, const yaml_event_t *event, GError **error) {
+  const char *target = (const char *) event->data.scalar.value;
+  g_autofree char *path = NULL;
+  GError *inner = NULL;
+  EmaNode *node;
+
+  if (target[0] == '\0') {
+    location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_IO,
+                   "!include needs a file name");
+    return NULL;
+  }
+  path = g_path_is_absolute(target) ? g_strdup(target)
+                                    : g_build_filename(loader->base_dir, target, NULL);
+  node = load_file_chained(path, loader->chain, &inner);
+  if (node == NULL) {
+    /* An include that cannot be read is reported where the include is;
+     * errors inside the included file already carry their location. */
+    if (inner->domain == unlocated_quark()) {
+      g_autofree char *message = g_strdup_printf("!include %s: %s", target, inner->message);
+      location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_IO, message);
+      g_error_free(inner);
+    } else {
+      g_propagate_error(error, inner);
+    }
+  }
+  return node;
+}
+
+/* Build the node that starts with EVENT (already parsed); consumes the
+ * events up to and including its end. */
+static EmaNode *build_node(Loader *loader, yaml_event_t *event, GError **error) {
+  guint line = (guint) event->start_mark.line + 1, col = (guint) event->start_mark.column + 1;
+
+  switch (event->type) {
+  case YAML_ALIAS_EVENT:
+    location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
+                   "YAML aliases (*name) are not supported; repeat the value or use !include");
+    return NULL;
+  case YAML_SCALAR_EVENT: {
+    const char *tag = (const char *) event->data.scalar.tag;
+    if (event->data.scalar.anchor) {
+      location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
+                     "YAML anchors (&name) are not supported");
+      return NULL;
+    }
+    if (tag && strcmp(tag, "!include") == 0)
+      return include_file(loader, event, error);
+    if (tag && tag[0] == '!' && tag[1] != '!') {
+      g_autofree char *message =
+          g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)", tag);
+      location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
+      return NULL;
+    }
+    return ema_node_new_scalar(is_null_scalar(event) ? NULL
+                                                     : (const char *) event->data.scalar.value,
+                               loader->name, line, col);
+  }
+  case YAML_SEQUENCE_START_EVENT:
+  case YAML_MAPPING_START_EVENT: {
+    gboolean is_map = event->type == YAML_MAPPING_START_EVENT;
+    yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
+    const yaml_char_t *anchor =
+        is_map ? event->data.mapping_start.anchor : event->data.sequence_start.anchor;
+    const char *tag =
+        (const char *) (is_map ? event->data.mapping_start.tag : event->data.sequence_start.tag);
+    if (tag && tag[0] == '!') {
+      g_autofree char *message =
+          strcmp(tag, "!include") == 0
+              ? g_strdup("!include takes a file name, not a map or list")
+              : g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)", tag);
+      location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
+      return NULL;
+    }
+    g_autoptr(EmaNode) node = NULL;
+    if (anchor) {
+      location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
+                     "YAML anchors (&name) are not supported");
+      return NULL;
+    }
+    node = new_container(is_map ? EMA_NODE_MAP : EMA_NODE_SEQ, loader->name, line, col);
+    for (;;) {
+      yaml_event_t child_event;
+      EmaNode *key = NULL, *value;
+      if (!next_event(loader, &child_event, error))
+        return NULL;
+      if (child_event.type == end) {
+        yaml_event_delete(&child_event);
+        break;
+      }
+      if (is_map) {
+        if (child_event.type == YAML_SCALAR_EVENT &&
+            (child_event.data.scalar.anchor || child_event.data.scalar.tag)) {
+          g_autofree char *message =
+              child_event.data.scalar.anchor
+                  ? g_strdup("YAML anchors (&name) are not supported")
+                  : g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)",
+                                    (const char *) child_event.data.scalar.tag);
+          location_error(loader, &child_event.start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
+          yaml_event_delete(&child_event);
+          return NULL;
+        }
+        if (child_event.type != YAML_SCALAR_EVENT) {
+          location_error(loader, &child_event.start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
+                         "map keys must be plain names");
+          yaml_event_delete(&child_event);
+          return NULL;
+        }
+        key = ema_node_new_scalar((const char *) child_event.data.scalar.value, loader->name,
+                                  (guint) child_event.start_mark.line + 1,
+                                  (guint) child_event.start_mark.column + 1);
+        if (map_index(node, key->value) >= 0) {
+          g_autofree char *message = g_strdup_printf("duplicate key '%s'", key->value);
+          location_error(loader, &child_event.start_mark, error, EMA_CONFIG_ERROR_KEY, message);
+          yaml_event_delete(&child_event);
+          ema_node_free(key);
+          return NULL;
+        }
+        yaml_event_delete(&child_event);
+        if (!next_event(loader, &child_event, error)) {
+          ema_node_free(key);
+          return NULL;
+        }
+      }
+      value = build_node(loader, &child_event, error);
+      yaml_event_delete(&child_event);
+      if (value == NULL) {
+        ema_node_free(key);
+        return NULL;
+      }
+      if (is_map)
+        g_ptr_array_add(node->keys, key);
+      g_ptr_array_add(node->items, value);
+    }
+    return g_steal_pointer(&node);
+  }
+  default:
+    location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
+                   "unexpected YAML structure");
+    return NULL;
+  }
+}
+
+/* Parse one document from the loader's input. An empty document is an empty
+ * map. */
+static EmaNode *parse_document(Loader *loader, GError **error) {
+  yaml_event_t event;
+  EmaNode *root = NULL;
+
+  /* STREAM-START, then DOCUMENT-START or STREAM-END */
+  if (!next_event(loader, &event, error))
+    return NULL;
+  yaml_event_delete(&event);
+  if (!next_event(loader, &event, error))
+    return NULL;
+  if (event.type == YAML_STREAM_END_EVENT) {
+    yaml_event_delete(&event);
+    return ema_node_new_map(loader->name, 1, 1);
+  }
+  yaml_event_delete(&event);
+  if (!next_event(loader, &event, error))
+    return NULL;
+  root = build_node(loader, &event, error);
+  yaml_event_delete(&event);
+  if (root == NULL)
+    return NULL;
+  /* DOCUMENT-END, then STREAM-END (a second document is an error) */
+  if (!next_event(loader, &event, error))
+    goto fail;
+  yaml_event_delete(&event);
+  if (!next_event(loader, &event, error))
+    goto fail;
+  if (event.type != YAML_STREAM_END_EVENT) {
+    location_error(loader, &event.start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
+                   "only one YAML document per file is allowed");
+    yaml_event_delete(&event);
+    goto fail;
+  }
+  yaml_event_delete(&event);
+  return root;
+fail:
+  ema_node_free(root);
+  return NULL;
+}
+
+static EmaNode *load_text(const char *text, gsize length, const char *name, const char *base_dir,
+                          GPtrArray *chain, GError **error) {
+  Loader loader = {0};
+  EmaNode *root;
+  if (!g_utf8_validate(text, (gssize) length, NULL)) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX,
+                "%s:1:1: not a text file (invalid UTF-8)", name);
+    return NULL;
+  }
+  loader.name = name;
+  loader.base_dir = g_strdup(base_dir ? base_dir : ".");
+  loader.chain = chain;
+  yaml_parser_initialize(&loader.parser);
+  yaml_parser_set_input_string(&loader.parser, (const unsigned char *) text, length);
+  root = parse_document(&loader, error);
+  yaml_parser_delete(&loader.parser);
+  g_free(loader.base_dir);
+  return root;
+}
+
+static EmaNode *load_file_chained(const char *path, GPtrArray *chain, GError **error) {
+  g_autofree char *text = NULL;
+  g_autofree char *canonical = g_canonicalize_filename(path, NULL);
+  g_autofree char *dir = g_path_get_dirname(path);
+  gsize length;
+  GError *io_error = NULL;
+  EmaNode *root;
+
+  for (guint i = 0; i < chain->len; i++) {
+    if (strcmp(chain->pdata[i], canonical) == 0) {
+      g_set_error(error, unlocated_quark(), 0, "include cycle through %s", path);
+      return NULL;
+    }
+  }
+  if (chain->len >= MAX_INCLUDE_DEPTH) {
+    g_set_error(error, unlocated_quark(), 0, "includes nested deeper than %d files",
+                MAX_INCLUDE_DEPTH);
+    return NULL;
+  }
+  if (!g_file_get_contents(path, &text, &length, &io_error)) {
+    g_set_error(error, unlocated_quark(), 0, "%s", io_error->message);
+    g_error_free(io_error);
+    return NULL;
+  }
+  g_ptr_array_add(chain, g_steal_pointer(&canonical));
+  root = load_text(text, length, path, dir, chain, error);
+  g_ptr_array_remove_index(chain, chain->len - 1);
+  return root;
+}
+
+EmaNode *ema_node_load_file(const char *path, GError **error) {
+  g_autoptr(GPtrArray) chain = g_ptr_array_new_with_free_func(g_free);
+  GError *inner = NULL;
+  EmaNode *root = load_file_chained(path, chain, &inner);
+  if (root == NULL) {
+    if (inner->domain == unlocated_quark()) {
+      inner->domain = EMA_CONFIG_ERROR;
+      inner->code = EMA_CONFIG_ERROR_IO;
+    }
+    g_propagate_error(error, inner);
+  }
+  return root;
+}
+
+EmaNode *ema_node_load_string(const char *text, const char *name, const char *base_dir,
+                              GError **error) {
+  g_autoptr(GPtrArray) chain = g_ptr_array_new_with_free_func(g_free);
+  return load_text(text, strlen(text), name, base_dir, chain, error);
+}
+
+/* ---- overrides -------------------------------------------------------- */
+
+/* Give every node of TREE the location --set:ORDINAL:(COL + its column - 1). */
+static void relocate(EmaNode *tree, const char *file, guint ordinal, guint col) {
+  char *old = tree->file;
+  tree->file = g_ref_string_new_intern(file);
+  g_ref_string_release(old);
+  tree->col = col + tree->col - 1;
+  tree->line = ordinal;
+  if (tree->kind == EMA_NODE_SCALAR)
+    return;
+  for (guint i = 0; i < tree->items->len; i++) {
+    if (tree->keys)
+      relocate(tree->keys->pdata[i], file, ordinal, col);
+    relocate(tree->items->pdata[i], file, ordinal, col);
+  }
+}
+
+static gboolean parse_index(const char *text, guint *index) {
+  guint64 value;
+  if (!g_ascii_string_to_unsigned(text, 10, 0, G_MAXUINT, &value, NULL))
+    return FALSE;
+  *index = (guint) value;
+  return TRUE;
+}
+
+gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint ordinal,
+                                 GError **error) {
+  const char *eq = strchr(assignment, '=');
+  g_autoptr(EmaNode) where = ema_node_new_scalar(NULL, "--set", ordinal, 1);
+  g_autoptr(EmaNode) value = NULL;
+  g_autofree char *path = NULL;
+  g_auto(GStrv) parts = NULL;
+  EmaNode *node = root;
+  GError *inner = NULL;
+  guint value_col;
+
+  if (eq == NULL || eq == assignment) {
+    ema_node_error(error, EMA_CONFIG_ERROR_SYNTAX, where, NULL, "'%s': expected key.path=value",
+                   assignment);
+    return FALSE;
+  }
+  path = g_strndup(assignment, (gsize) (eq - assignment));
+  value_col = (guint) (eq - assignment) + 2;
+  value = ema_node_load_string(eq + 1, "--set", NULL, &inner);
+  if (value == NULL) {
+    /* the parser's location is relative to the value text */
+    where->col = value_col;
+    ema_node_error(error, EMA_CONFIG_ERROR_SYNTAX, where, path, "bad value: %s",
+                   strchr(inner->message, ' ') ? strchr(inner->message, ' ') + 1 : inner->message);
+    g_error_free(inner);
+    return FALSE;
+  }
+  /* an empty value text is an empty document (a map): make it a null */
+  if (eq[1] == '\0') {
+    ema_node_free(value);
+    value = ema_node_new_scalar(NULL, "--set", 1, 1);
+  }
+  relocate(value, "--set", ordinal, value_col);
+
+  parts = g_strsplit(path, ".", -1);
+  for (guint i = 0, part_col = 1; parts[i] != NULL; part_col += (guint) strlen(parts[i]) + 1, i++) {
+    const char *part = parts[i];
+    gboolean last = parts[i + 1] == NULL;
+    if (part[0] == '\0') {
+      ema_node_error(error, EMA_CONFIG_ERROR_SYNTAX, where, path, "empty key in path");
+      return FALSE;
+    }
+    if (node->kind == EMA_NODE_MAP) {
+      EmaNode *child = ema_node_get(node, part);
+      if (child == NULL) /* a new key: errors about it point at it */
+        g_ptr_array_add(node->keys, ema_node_new_scalar(part, "--set", ordinal, part_col));
+      if (child == NULL && !last) {
+        child = ema_node_new_map("--set", ordinal, part_col);
+        g_ptr_array_add(node->items, child);
+      } else if (child == NULL) {
+        g_ptr_array_add(node->items, g_steal_pointer(&value));
+        return TRUE;
+      }
+      if (last) {
+        ema_node_set(node, part, g_steal_pointer(&value));
+        return TRUE;
+      }
+      if (child != NULL && child->kind == EMA_NODE_SCALAR && child->value != NULL) {
+        ema_node_error(error, EMA_CONFIG_ERROR_TYPE, where, path,
+                       "'%s' holds the plain value '%s', not a map or list", part, child->value);
+        return FALSE;
+      }
+      if (child->kind == EMA_NODE_SCALAR) { /* a null value: make it a map */
+        EmaNode *map = ema_node_new_map("--set", ordinal, part_col);
+        ema_node_set(node, part, map);
+        child = map;
+      }
+      node = child;
+    } else if (node->kind == EMA_NODE_SEQ) {
+      guint index;
+      if (!parse_index(part, &index) || index >= node->items->len) {
+        ema_node_error(error, EMA_CONFIG_ERROR_KEY, where, path,
+                       "'%s' is not an index of this list (it has %u items)", part,
+                       node->items->len);
+        return FALSE;
+      }
+      if (last) {
+        ema_node_free(node->items->pdata[index]);
+        node->items->pdata[index] = g_steal_pointer(&value);
+        return TRUE;
+      }
+      node = node->items->pdata[index];
+    } else {
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, where, path,
+                     "'%s' is inside a plain value, not a map or list", part);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}

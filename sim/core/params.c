@@ -1,0 +1,628 @@
+/* params.c: binds YAML node trees to C structs through parameter tables,
+ * writes structs back as YAML, and describes tables for the CLI.
+ *
+ * Invariants: a bound struct has every field either from the file, from its
+ * table default, or zero for OPTIONAL fields that were absent; every error
+ * names file:line:col and the dotted key path; unknown keys are always
+ * errors and list the valid keys; numbers outside [min, max] are errors. */
+#include "ema/core/params.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ema/core/units.h"
+
+static gpointer field_ptr(gpointer object, const EmaParam *param) {
+  return (char *) object + param->offset;
+}
+
+static gconstpointer field_cptr(gconstpointer object, const EmaParam *param) {
+  return (const char *) object + param->offset;
+}
+
+static const char *type_name(EmaParamType type) {
+  switch (type) {
+  case EMA_PARAM_BOOL:
+    return "true or false";
+  case EMA_PARAM_INT:
+    return "an integer";
+  case EMA_PARAM_DOUBLE:
+    return "a number";
+  case EMA_PARAM_SIZE:
+    return "a size (e.g. 2MiB)";
+  case EMA_PARAM_BANDWIDTH:
+    return "a bandwidth (e.g. 397GB/s)";
+  case EMA_PARAM_DURATION:
+    return "a duration (e.g. 6.5us)";
+  case EMA_PARAM_FLOPS:
+    return "a FLOP rate (e.g. 989TFLOP/s)";
+  case EMA_PARAM_FRACTION:
+    return "a fraction (e.g. 5% or 0.05)";
+  case EMA_PARAM_STRING:
+    return "a string";
+  case EMA_PARAM_ENUM:
+    return "one of a list of names";
+  case EMA_PARAM_STRUCT:
+    return "a map";
+  case EMA_PARAM_LIST:
+    return "a list";
+  case EMA_PARAM_OBJECT:
+    return "a map";
+  }
+  return "?";
+}
+
+static const char *short_type_name(EmaParamType type) {
+  static const char *const names[] = {"bool",     "int",   "number",   "size",   "bandwidth",
+                                      "duration", "flops", "fraction", "string", "enum",
+                                      "map",      "list",  "map"};
+  return names[type];
+}
+
+static char *join_choices(const char *const *choices) {
+  return g_strjoinv(", ", (char **) choices);
+}
+
+static char *valid_keys(const EmaParamTable *table) {
+  GString *keys = g_string_new(NULL);
+  for (guint i = 0; i < table->n_params; i++)
+    g_string_append_printf(keys, "%s%s", i ? ", " : "", table->params[i].key);
+  return g_string_free(keys, FALSE);
+}
+
+static char *child_path(const char *path, const char *key) {
+  return path && *path ? g_strconcat(path, ".", key, NULL) : g_strdup(key);
+}
+
+/* Numeric value of a scalar field, for range checks. */
+static double numeric_value(const EmaParam *param, gconstpointer field) {
+  switch (param->type) {
+  case EMA_PARAM_BOOL:
+    return *(const gboolean *) field ? 1 : 0;
+  case EMA_PARAM_ENUM:
+    return *(const int *) field;
+  case EMA_PARAM_INT:
+  case EMA_PARAM_DURATION:
+    return (double) *(const gint64 *) field;
+  case EMA_PARAM_SIZE:
+    return (double) *(const guint64 *) field;
+  case EMA_PARAM_DOUBLE:
+  case EMA_PARAM_BANDWIDTH:
+  case EMA_PARAM_FLOPS:
+  case EMA_PARAM_FRACTION:
+    return *(const double *) field;
+  default:
+    return 0;
+  }
+}
+
+static gboolean has_range(const EmaParam *param) {
+  return param->min < param->max;
+}
+
+static char *format_number(EmaParamType type, double value) {
+  switch (type) {
+  case EMA_PARAM_SIZE:
+    return ema_units_format_size((guint64) value);
+  case EMA_PARAM_DURATION:
+    return ema_units_format_duration((gint64) value);
+  case EMA_PARAM_BANDWIDTH:
+    return ema_units_format_bandwidth(value);
+  case EMA_PARAM_FLOPS:
+    return ema_units_format_flops(value);
+  case EMA_PARAM_FRACTION:
+    return ema_units_format_fraction(value);
+  case EMA_PARAM_INT:
+    return g_strdup_printf("%" G_GINT64_FORMAT, (gint64) value);
+  default:
+    return ema_units_format_double(value);
+  }
+}
+
+static gboolean check_range(const EmaParam *param, gconstpointer field, GError **error) {
+  double value;
+  if (!has_range(param))
+    return TRUE;
+  value = numeric_value(param, field);
+  if (value < param->min || value > param->max) {
+    g_autofree char *lo = format_number(param->type, param->min);
+    g_autofree char *hi = format_number(param->type, param->max);
+    g_autofree char *got = format_number(param->type, value);
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE, "%s is out of range [%s, %s]", got,
+                lo, hi);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean ema_params_parse_value(const EmaParam *param, const char *text, gpointer field,
+                                GError **error) {
+  GError *inner = NULL;
+  gboolean ok = TRUE;
+
+  switch (param->type) {
+  case EMA_PARAM_BOOL:
+    if (strcmp(text, "true") == 0)
+      *(gboolean *) field = TRUE;
+    else if (strcmp(text, "false") == 0)
+      *(gboolean *) field = FALSE;
+    else {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE, "'%s' is not true or false",
+                  text);
+      return FALSE;
+    }
+    return TRUE;
+  case EMA_PARAM_INT:
+    ok = ema_units_parse_int(text, field, &inner);
+    break;
+  case EMA_PARAM_DOUBLE:
+    ok = ema_units_parse_double(text, field, &inner);
+    break;
+  case EMA_PARAM_SIZE:
+    ok = ema_units_parse_size(text, field, &inner);
+    break;
+  case EMA_PARAM_BANDWIDTH:
+    ok = ema_units_parse_bandwidth(text, field, &inner);
+    break;
+  case EMA_PARAM_DURATION:
+    ok = ema_units_parse_duration(text, field, &inner);
+    break;
+  case EMA_PARAM_FLOPS:
+    ok = ema_units_parse_flops(text, field, &inner);
+    break;
+  case EMA_PARAM_FRACTION:
+    ok = ema_units_parse_fraction(text, field, &inner);
+    break;
+  case EMA_PARAM_STRING:
+    g_free(*(char **) field);
+    *(char **) field = g_strdup(text);
+    return TRUE;
+  case EMA_PARAM_ENUM:
+    for (guint i = 0; param->choices[i] != NULL; i++) {
+      if (strcmp(param->choices[i], text) == 0) {
+        *(int *) field = (int) i;
+        return TRUE;
+      }
+    }
+    {
+      g_autofree char *list = join_choices(param->choices);
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+                  "unknown value '%s' (choose from: %s)", text, list);
+    }
+    return FALSE;
+  case EMA_PARAM_STRUCT:
+  case EMA_PARAM_LIST:
+  case EMA_PARAM_OBJECT:
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE, "expected %s, got '%s'",
+                type_name(param->type), text);
+    return FALSE;
+  }
+  if (!ok) {
+    g_set_error(error, EMA_CONFIG_ERROR,
+                g_error_matches(inner, EMA_UNITS_ERROR, EMA_UNITS_ERROR_RANGE)
+                    ? EMA_CONFIG_ERROR_RANGE
+                    : EMA_CONFIG_ERROR_TYPE,
+                "%s", inner->message);
+    g_error_free(inner);
+    return FALSE;
+  }
+  return check_range(param, field, error);
+}
+
+/* Rewrap a location-free ERROR from parse_value with NODE's location. */
+static gboolean fail_at(GError **error, GError *inner, const EmaNode *node, const char *path) {
+  ema_node_error(error, inner->code, node, path, "%s", inner->message);
+  g_error_free(inner);
+  return FALSE;
+}
+
+static const char *node_kind_name(const EmaNode *node) {
+  if (node->kind == EMA_NODE_MAP)
+    return "a map";
+  if (node->kind == EMA_NODE_SEQ)
+    return "a list";
+  return node->value ? "a plain value" : "nothing";
+}
+
+static gboolean bind_object(const EmaParam *param, gpointer object, const EmaNode *value,
+                            const EmaNode *map, const char *path, GError **error) {
+  const EmaParamTable *table = param->table_for(object);
+  gpointer *field = field_ptr(object, param);
+  if (value && value->kind == EMA_NODE_SCALAR && value->value == NULL)
+    value = NULL;
+  if (table == NULL) {
+    if (value && !(value->kind == EMA_NODE_MAP && value->keys->len == 0)) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, value, path, "takes no parameters here");
+      return FALSE;
+    }
+    return TRUE;
+  }
+  *field = g_malloc0(table->size);
+  return ema_params_bind(table, *field, value, path, error);
+}
+
+static gboolean bind_param(const EmaParam *param, gpointer object, const EmaNode *value,
+                           const EmaNode *map, const char *path, GError **error);
+
+static GArray *new_list(const EmaParamTable *table) {
+  return g_array_new(FALSE, TRUE, (guint) table->size);
+}
+
+static gboolean bind_list(const EmaParam *param, gpointer object, const EmaNode *value,
+                          const char *path, GError **error) {
+  GArray **list = field_ptr(object, param);
+  *list = new_list(param->table);
+  if (value == NULL)
+    return TRUE;
+  if (value->kind != EMA_NODE_SEQ) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, value, path, "expected a list, got %s",
+                   node_kind_name(value));
+    return FALSE;
+  }
+  g_array_set_size(*list, value->items->len);
+  for (guint i = 0; i < value->items->len; i++) {
+    g_autofree char *index = g_strdup_printf("%u", i);
+    g_autofree char *item_path = child_path(path, index);
+    gpointer item = (*list)->data + (gsize) i * param->table->size;
+    if (!ema_params_bind(param->table, item, value->items->pdata[i], item_path, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean bind_param(const EmaParam *param, gpointer object, const EmaNode *value,
+                           const EmaNode *map, const char *path, GError **error) {
+  gpointer field = field_ptr(object, param);
+  GError *inner = NULL;
+
+  if (param->type == EMA_PARAM_LIST)
+    return bind_list(param, object, value, path, error);
+  if (param->type == EMA_PARAM_OBJECT)
+    return bind_object(param, object, value, map, path, error);
+  if (param->type == EMA_PARAM_STRUCT) {
+    g_autoptr(EmaNode) resolved = NULL;
+    if (value && value->kind == EMA_NODE_SCALAR && value->value && param->resolve) {
+      resolved = param->resolve(value, path, error);
+      if (resolved == NULL)
+        return FALSE;
+      value = resolved;
+    }
+    if (value && value->kind == EMA_NODE_SCALAR && value->value == NULL)
+      value = NULL; /* `key:` with nothing after it: all defaults */
+    if (value && value->kind != EMA_NODE_MAP) {
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, value, path, "expected %s, got %s",
+                     param->resolve ? "a name or a map" : "a map", node_kind_name(value));
+      return FALSE;
+    }
+    if (value == NULL && (param->flags & EMA_PARAM_REQUIRED)) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, map, path, "missing required key");
+      return FALSE;
+    }
+    return ema_params_bind(param->table, field, value, path, error);
+  }
+
+  if (value == NULL || (value->kind == EMA_NODE_SCALAR && value->value == NULL)) {
+    if (param->flags & EMA_PARAM_OPTIONAL)
+      return TRUE;
+    if (param->default_value == NULL) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, value ? value : map, path,
+                     value ? "needs a value (%s)" : "missing required key (%s)",
+                     type_name(param->type));
+      return FALSE;
+    }
+    if (!ema_params_parse_value(param, param->default_value, field, &inner))
+      g_error("parameter %s: bad default '%s': %s", param->key, param->default_value,
+              inner->message);
+    return TRUE;
+  }
+  if (value->kind != EMA_NODE_SCALAR) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, value, path, "expected %s, got %s",
+                   type_name(param->type), node_kind_name(value));
+    return FALSE;
+  }
+  if (!ema_params_parse_value(param, value->value, field, &inner))
+    return fail_at(error, inner, value, path);
+  return TRUE;
+}
+
+gboolean ema_params_bind(const EmaParamTable *table, gpointer object, const EmaNode *node,
+                         const char *path, GError **error) {
+  if (node && node->kind != EMA_NODE_MAP) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, node, path,
+                   "expected a map of %s settings, got %s", table->name, node_kind_name(node));
+    return FALSE;
+  }
+  if (node) {
+    for (guint k = 0; k < node->keys->len; k++) {
+      const EmaNode *key = node->keys->pdata[k];
+      gboolean known = FALSE;
+      for (guint i = 0; i < table->n_params && !known; i++)
+        known = strcmp(table->params[i].key, key->value) == 0;
+      if (!known) {
+        g_autofree char *keys = valid_keys(table);
+        g_autofree char *key_path = child_path(path, key->value);
+        ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key_path,
+                       "unknown key in %s (valid keys: %s)", table->name, keys);
+        return FALSE;
+      }
+    }
+  }
+  for (guint i = 0; i < table->n_params; i++) {
+    const EmaParam *param = &table->params[i];
+    g_autofree char *key_path = child_path(path, param->key);
+    const EmaNode *value = node ? ema_node_get(node, param->key) : NULL;
+    const EmaNode *where = node;
+    g_autoptr(EmaNode) nowhere = NULL;
+    if (where == NULL)
+      where = nowhere = ema_node_new_scalar(NULL, "<defaults>", 0, 0);
+    if (!bind_param(param, object, value, where, key_path, error))
+      return FALSE;
+  }
+  if (table->check && node && !table->check(object, node, path, error))
+    return FALSE;
+  return TRUE;
+}
+
+gpointer ema_params_load_file(const EmaParamTable *table, const char *path, GError **error) {
+  g_autoptr(EmaNode) root = ema_node_load_file(path, error);
+  gpointer object;
+  if (root == NULL)
+    return NULL;
+  object = g_malloc0(table->size);
+  if (!ema_params_bind(table, object, root, NULL, error)) {
+    ema_params_free(table, object);
+    return NULL;
+  }
+  return object;
+}
+
+void ema_params_free(const EmaParamTable *table, gpointer object) {
+  if (object == NULL)
+    return;
+  ema_params_clear(table, object);
+  g_free(object);
+}
+
+/* ema_params_expand at NODE, whose dotted key path is PATH (NULL: the root). */
+static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char *path,
+                          GError **error) {
+  if (node == NULL || node->kind != EMA_NODE_MAP)
+    return TRUE;
+  for (guint i = 0; i < table->n_params; i++) {
+    const EmaParam *param = &table->params[i];
+    gint index = -1;
+    EmaNode *child;
+    g_autofree char *key_path = NULL;
+    if (param->type != EMA_PARAM_STRUCT && param->type != EMA_PARAM_LIST)
+      continue;
+    for (guint k = 0; k < node->keys->len; k++)
+      if (strcmp(((EmaNode *) node->keys->pdata[k])->value, param->key) == 0)
+        index = (gint) k;
+    if (index < 0)
+      continue;
+    child = node->items->pdata[index];
+    key_path = child_path(path, param->key);
+    if (param->type == EMA_PARAM_STRUCT && param->resolve && child->kind == EMA_NODE_SCALAR &&
+        child->value) {
+      EmaNode *resolved = param->resolve(child, key_path, error);
+      if (resolved == NULL)
+        return FALSE;
+      ema_node_free(child);
+      node->items->pdata[index] = child = resolved;
+    }
+    if (param->type == EMA_PARAM_STRUCT) {
+      if (!expand_at(param->table, child, key_path, error))
+        return FALSE;
+    } else if (child->kind == EMA_NODE_SEQ) {
+      for (guint j = 0; j < child->items->len; j++) {
+        g_autofree char *index_text = g_strdup_printf("%u", j);
+        g_autofree char *item_path = child_path(key_path, index_text);
+        if (!expand_at(param->table, child->items->pdata[j], item_path, error))
+          return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+gboolean ema_params_expand(const EmaParamTable *table, EmaNode *node, GError **error) {
+  return expand_at(table, node, NULL, error);
+}
+
+void ema_params_clear(const EmaParamTable *table, gpointer object) {
+  for (guint i = table->n_params; i-- > 0;) {
+    const EmaParam *param = &table->params[i];
+    gpointer field = field_ptr(object, param);
+    if (param->type == EMA_PARAM_OBJECT) {
+      gpointer *inner = field;
+      const EmaParamTable *inner_table = *inner ? param->table_for(object) : NULL;
+      if (inner_table)
+        ema_params_clear(inner_table, *inner);
+      g_clear_pointer(inner, g_free);
+    } else if (param->type == EMA_PARAM_STRING) {
+      g_clear_pointer((char **) field, g_free);
+    } else if (param->type == EMA_PARAM_STRUCT) {
+      ema_params_clear(param->table, field);
+    } else if (param->type == EMA_PARAM_LIST) {
+      GArray *list = *(GArray **) field;
+      if (list == NULL)
+        continue;
+      for (guint j = 0; j < list->len; j++)
+        ema_params_clear(param->table, list->data + (gsize) j * param->table->size);
+      g_array_unref(list);
+      *(GArray **) field = NULL;
+    }
+  }
+  memset(object, 0, table->size);
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static gboolean is_zero(const EmaParam *param, gconstpointer field) {
+  if (param->type == EMA_PARAM_STRING)
+    return *(char *const *) field == NULL;
+  return numeric_value(param, field) == 0;
+}
+
+static void append_quoted(GString *out, const char *text) {
+  g_string_append_c(out, '"');
+  for (const char *p = text; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      g_string_append_c(out, '\\');
+    if (*p == '\n')
+      g_string_append(out, "\\n");
+    else if ((unsigned char) *p < 0x20 || *p == 0x7f)
+      g_string_append_printf(out, "\\x%02x", (unsigned char) *p);
+    else
+      g_string_append_c(out, *p);
+  }
+  g_string_append_c(out, '"');
+}
+
+static char *format_value(const EmaParam *param, gconstpointer field) {
+  switch (param->type) {
+  case EMA_PARAM_BOOL:
+    return g_strdup(*(const gboolean *) field ? "true" : "false");
+  case EMA_PARAM_ENUM:
+    return g_strdup(param->choices[*(const int *) field]);
+  case EMA_PARAM_STRING: {
+    GString *quoted = g_string_new(NULL);
+    append_quoted(quoted, *(char *const *) field);
+    return g_string_free(quoted, FALSE);
+  }
+  /* integers are printed from their own type: a double would round above 2^53 */
+  case EMA_PARAM_INT:
+    return g_strdup_printf("%" G_GINT64_FORMAT, *(const gint64 *) field);
+  case EMA_PARAM_SIZE:
+    return ema_units_format_size(*(const guint64 *) field);
+  case EMA_PARAM_DURATION:
+    return ema_units_format_duration(*(const gint64 *) field);
+  default:
+    return format_number(param->type, numeric_value(param, field));
+  }
+}
+
+/* Write TABLE's fields of OBJECT; the first line starts with FIRST_PREFIX
+ * (e.g. "  - " for a list item), the others with INDENT spaces. */
+static void write_struct(const EmaParamTable *table, gconstpointer object, GString *out,
+                         guint indent, const char *first_prefix) {
+  gboolean first = TRUE;
+  for (guint i = 0; i < table->n_params; i++) {
+    const EmaParam *param = &table->params[i];
+    gconstpointer field = field_cptr(object, param);
+    if ((param->flags & EMA_PARAM_OPTIONAL) && param->type < EMA_PARAM_STRUCT &&
+        is_zero(param, field))
+      continue;
+    if ((param->flags & EMA_PARAM_OPTIONAL) && param->type == EMA_PARAM_LIST &&
+        (*(GArray *const *) field == NULL || (*(GArray *const *) field)->len == 0))
+      continue;
+    if (first && first_prefix)
+      g_string_append(out, first_prefix);
+    else
+      g_string_append_printf(out, "%*s", (int) indent, "");
+    first = FALSE;
+    if (param->type == EMA_PARAM_STRUCT || param->type == EMA_PARAM_OBJECT) {
+      g_autoptr(GString) inner = g_string_new(NULL);
+      if (param->type == EMA_PARAM_STRUCT)
+        write_struct(param->table, field, inner, indent + 2, NULL);
+      else if (*(gconstpointer const *) field)
+        write_struct(param->table_for(object), *(gconstpointer const *) field, inner, indent + 2,
+                     NULL);
+      if (inner->len == 0)
+        g_string_append_printf(out, "%s: {}\n", param->key);
+      else
+        g_string_append_printf(out, "%s:\n%s", param->key, inner->str);
+    } else if (param->type == EMA_PARAM_LIST) {
+      const GArray *list = *(GArray *const *) field;
+      if (list == NULL || list->len == 0) {
+        g_string_append_printf(out, "%s: []\n", param->key);
+        continue;
+      }
+      g_string_append_printf(out, "%s:\n", param->key);
+      for (guint j = 0; j < list->len; j++) {
+        g_autofree char *prefix = g_strdup_printf("%*s- ", (int) indent + 2, "");
+        write_struct(param->table, list->data + (gsize) j * param->table->size, out, indent + 4,
+                     prefix);
+      }
+    } else {
+      g_autofree char *text = format_value(param, field);
+      g_string_append_printf(out, "%s: %s\n", param->key, text);
+    }
+  }
+  if (first && first_prefix)
+    g_string_append_printf(out, "%s{}\n", first_prefix);
+}
+
+void ema_params_write_yaml(const EmaParamTable *table, gconstpointer object, GString *out,
+                           guint indent) {
+  write_struct(table, object, out, indent, NULL);
+}
+
+void ema_params_describe(const EmaParamTable *table, GString *out, guint indent) {
+  for (guint i = 0; i < table->n_params; i++) {
+    const EmaParam *param = &table->params[i];
+    g_string_append_printf(out, "%*s%-24s %-9s ", (int) indent, "", param->key,
+                           short_type_name(param->type));
+    if (param->flags & EMA_PARAM_REQUIRED)
+      g_string_append(out, "required");
+    else if (param->flags & EMA_PARAM_OPTIONAL)
+      g_string_append(out, "optional");
+    else if (param->default_value)
+      g_string_append_printf(out, "default %s", param->default_value);
+    if (has_range(param)) {
+      g_autofree char *lo = format_number(param->type, param->min);
+      g_autofree char *hi = format_number(param->type, param->max);
+      g_string_append_printf(out, ", range [%s, %s]", lo, hi);
+    }
+    if (param->type == EMA_PARAM_ENUM) {
+      g_autofree char *list = join_choices(param->choices);
+      g_string_append_printf(out, ", one of: %s", list);
+    }
+    g_string_append_printf(out, "\n%*s    %s\n", (int) indent, "", param->help ? param->help : "");
+    if (param->type == EMA_PARAM_STRUCT || param->type == EMA_PARAM_LIST)
+      ema_params_describe(param->table, out, indent + 2);
+  }
+}
+
+gboolean ema_params_check_defaults(const EmaParamTable *table, GError **error) {
+  g_autofree gpointer scratch = g_malloc0(table->size);
+  for (guint i = 0; i < table->n_params; i++) {
+    const EmaParam *param = &table->params[i];
+    GError *inner = NULL;
+    if (param->type == EMA_PARAM_OBJECT)
+      continue; /* its table depends on the values bound */
+    if (param->type == EMA_PARAM_STRUCT || param->type == EMA_PARAM_LIST) {
+      if (param->table == NULL) {
+        g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                    "%s.%s: a map or list parameter needs a table", table->name, param->key);
+        return FALSE;
+      }
+      if (!ema_params_check_defaults(param->table, error))
+        return FALSE;
+      continue;
+    }
+    if (param->type == EMA_PARAM_ENUM && param->choices == NULL) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                  "%s.%s: an enum parameter needs choices", table->name, param->key);
+      return FALSE;
+    }
+    if (param->default_value == NULL) {
+      if (!(param->flags & (EMA_PARAM_REQUIRED | EMA_PARAM_OPTIONAL))) {
+        g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                    "%s.%s: no default, yet neither required nor optional", table->name,
+                    param->key);
+        return FALSE;
+      }
+      continue;
+    }
+    if (!ema_params_parse_value(param, param->default_value, field_ptr(scratch, param), &inner)) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID, "%s.%s: bad default '%s': %s",
+                  table->name, param->key, param->default_value, inner->message);
+      g_error_free(inner);
+      ema_params_clear(table, scratch);
+      return FALSE;
+    }
+  }
+  ema_params_clear(table, scratch);
+  return TRUE;
+}

@@ -1,0 +1,194 @@
+/* hwmodel.c: parameter tables for the hardware model (hwmodel.h) and the
+ * search for server models by name (through modelpath.h).
+ *
+ * Invariants kept by the tables' checks: duplex bandwidth is at least one
+ * direction's and at most both directions'; a direct read is no faster than
+ * a copy over the same link; a server has at least one GPU. */
+#include "ema/hw/hwmodel.h"
+
+#include "ema/core/modelpath.h"
+#include "ema/core/units.h"
+
+#define GPU_FIELD(f) G_STRUCT_OFFSET(EmaGpuSpec, f)
+#define LINK_FIELD(f) G_STRUCT_OFFSET(EmaLinkSpec, f)
+#define HOST_FIELD(f) G_STRUCT_OFFSET(EmaHostLinkSpec, f)
+#define SERVER_FIELD(f) G_STRUCT_OFFSET(EmaServerSpec, f)
+#define VMM_FIELD(f) G_STRUCT_OFFSET(EmaVmmSpec, f)
+
+/* Bandwidth limits: 1 MB/s to 100 TB/s; durations up to 1 s; sizes to 1 PiB. */
+#define BW_MIN 1e6
+#define BW_MAX 1e14
+#define FIXED_MAX 1e9
+
+static const EmaParam gpu_params[] = {
+    {"name", EMA_PARAM_STRING, GPU_FIELD(name), .flags = EMA_PARAM_REQUIRED,
+     .help = "GPU model name"},
+    {"hbm_capacity", EMA_PARAM_SIZE, GPU_FIELD(hbm_capacity), .flags = EMA_PARAM_REQUIRED,
+     .min = 1048576, .max = 1125899906842624.0, .help = "usable HBM per GPU"},
+    {"hbm_bandwidth", EMA_PARAM_BANDWIDTH, GPU_FIELD(hbm_bandwidth), .flags = EMA_PARAM_REQUIRED,
+     .min = BW_MIN, .max = BW_MAX, .help = "streaming-read bandwidth of local HBM"},
+    {"local_copy_bandwidth", EMA_PARAM_BANDWIDTH, GPU_FIELD(local_copy_bandwidth),
+     .flags = EMA_PARAM_REQUIRED, .min = BW_MIN, .max = BW_MAX,
+     .help = "device-to-device copy bandwidth, bytes read + written"},
+    {"matrix_flops", EMA_PARAM_FLOPS, GPU_FIELD(matrix_flops), .flags = EMA_PARAM_REQUIRED,
+     .min = 1e9, .max = 1e17, .help = "dense bf16/fp16 matrix rate"},
+    {"kernel_overhead", EMA_PARAM_DURATION, GPU_FIELD(kernel_overhead), .flags = EMA_PARAM_REQUIRED,
+     .min = 0, .max = FIXED_MAX, .help = "fixed cost of one kernel (launch and drain)"},
+    {"matrix_efficiency", EMA_PARAM_FRACTION, GPU_FIELD(matrix_efficiency),
+     .default_value = "79.7%", .min = 0.01, .max = 1,
+     .help = "fraction of matrix_flops reached by a step's matrix products (default: 788 of 989 "
+             "TFLOP/s, a bf16 8192^3 product measured on H200)"},
+    {"hbm_efficiency", EMA_PARAM_FRACTION, GPU_FIELD(hbm_efficiency), .default_value = "100%",
+     .min = 0.01, .max = 1,
+     .help = "fraction of hbm_bandwidth reached by a step's weight and KV reads (default: as fast "
+             "as a streaming read; not yet calibrated)"},
+    {"step_overhead", EMA_PARAM_DURATION, GPU_FIELD(step_overhead), .default_value = "0ns",
+     .min = 0, .max = 1e9,
+     .help = "fixed cost of one engine step beyond its kernels (default 0: not yet calibrated)"},
+    {"kv_efficiency", EMA_PARAM_FRACTION, GPU_FIELD(kv_efficiency), .default_value = "100%",
+     .min = 0.01, .max = 1,
+     .help = "fraction of the weight-streaming rate (hbm_bandwidth x hbm_efficiency) that a "
+             "step's KV-cache reads reach (default: the same; not yet calibrated)"},
+    {"layer_overhead", EMA_PARAM_DURATION, GPU_FIELD(layer_overhead), .default_value = "0ns",
+     .min = 0, .max = 1e9,
+     .help = "fixed cost of one decoder layer in a step beyond its roofline (default 0: not yet "
+             "calibrated)"},
+    {"interference_outgoing", EMA_PARAM_DOUBLE, GPU_FIELD(interference_outgoing),
+     .default_value = "1", .min = 0, .max = 10,
+     .help = "HBM bytes of own work lost per byte peers pull from this GPU (default 1: one for "
+             "one; not yet calibrated)"},
+    {"interference_incoming", EMA_PARAM_DOUBLE, GPU_FIELD(interference_incoming),
+     .default_value = "1", .min = 0, .max = 10,
+     .help = "HBM bytes of own work lost per byte copied into this GPU (default 1; not yet "
+             "calibrated)"},
+};
+
+const EmaParamTable ema_gpu_params = {"gpu", sizeof(EmaGpuSpec), gpu_params,
+                                      EMA_PARAMS_N(gpu_params), NULL};
+
+static const char *const topology_names[] = {"direct", "switch", "pcie", NULL};
+
+static const EmaParam link_params[] = {
+    {"bandwidth", EMA_PARAM_BANDWIDTH, LINK_FIELD(bandwidth), .flags = EMA_PARAM_REQUIRED,
+     .min = BW_MIN, .max = BW_MAX, .help = "per direction, copy engine"},
+    {"duplex_bandwidth", EMA_PARAM_BANDWIDTH, LINK_FIELD(duplex_bandwidth),
+     .flags = EMA_PARAM_REQUIRED, .min = BW_MIN, .max = 2 * BW_MAX,
+     .help = "both directions at once, summed"},
+    {"direct_read_bandwidth", EMA_PARAM_BANDWIDTH, LINK_FIELD(direct_read_bandwidth),
+     .flags = EMA_PARAM_REQUIRED, .min = BW_MIN, .max = BW_MAX,
+     .help = "a kernel loading peer memory directly"},
+    {"latency", EMA_PARAM_DURATION, LINK_FIELD(latency), .flags = EMA_PARAM_REQUIRED, .min = 0,
+     .max = FIXED_MAX, .help = "dependent load from peer memory"},
+    {"copy_fixed_cost", EMA_PARAM_DURATION, LINK_FIELD(copy_fixed_cost),
+     .flags = EMA_PARAM_REQUIRED, .min = 0, .max = FIXED_MAX, .help = "fixed cost of one copy"},
+    {"copy_ramp_time", EMA_PARAM_DURATION, LINK_FIELD(copy_ramp_time), .default_value = "0ns",
+     .min = 0, .max = FIXED_MAX, .help = "extra time a copy needs to reach full rate (asymptote)"},
+    {"copy_ramp_bytes", EMA_PARAM_SIZE, LINK_FIELD(copy_ramp_bytes), .default_value = "1MiB",
+     .min = 1, .max = 1099511627776.0, .help = "size over which the ramp time builds up"},
+};
+
+static gboolean check_link(gpointer object, const EmaNode *node, const char *path, GError **error) {
+  const EmaLinkSpec *link = object;
+  if (link->duplex_bandwidth < link->bandwidth || link->duplex_bandwidth > 2 * link->bandwidth) {
+    g_autofree char *key_path = g_strconcat(path, ".duplex_bandwidth", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "duplex_bandwidth"),
+                   key_path, "must lie between bandwidth and twice bandwidth");
+    return FALSE;
+  }
+  if (link->direct_read_bandwidth > link->bandwidth) {
+    g_autofree char *key_path = g_strconcat(path, ".direct_read_bandwidth", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "direct_read_bandwidth"),
+                   key_path, "cannot exceed the link bandwidth");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const EmaParamTable link_table = {"link", sizeof(EmaLinkSpec), link_params,
+                                         EMA_PARAMS_N(link_params), check_link};
+
+static const EmaParam host_params[] = {
+    {"h2d_bandwidth", EMA_PARAM_BANDWIDTH, HOST_FIELD(h2d_bandwidth), .flags = EMA_PARAM_REQUIRED,
+     .min = BW_MIN, .max = BW_MAX, .help = "host to device, pinned memory"},
+    {"d2h_bandwidth", EMA_PARAM_BANDWIDTH, HOST_FIELD(d2h_bandwidth), .flags = EMA_PARAM_REQUIRED,
+     .min = BW_MIN, .max = BW_MAX, .help = "device to host, pinned memory"},
+    {"duplex_bandwidth", EMA_PARAM_BANDWIDTH, HOST_FIELD(duplex_bandwidth),
+     .flags = EMA_PARAM_REQUIRED, .min = BW_MIN, .max = 2 * BW_MAX,
+     .help = "both directions at once, summed"},
+    {"copy_fixed_cost", EMA_PARAM_DURATION, HOST_FIELD(copy_fixed_cost),
+     .flags = EMA_PARAM_REQUIRED, .min = 0, .max = FIXED_MAX,
+     .help = "fixed cost of one host copy"},
+};
+
+static gboolean check_host(gpointer object, const EmaNode *node, const char *path, GError **error) {
+  const EmaHostLinkSpec *host = object;
+  double one_way = MAX(host->h2d_bandwidth, host->d2h_bandwidth);
+  if (host->duplex_bandwidth < one_way ||
+      host->duplex_bandwidth > host->h2d_bandwidth + host->d2h_bandwidth) {
+    g_autofree char *key_path = g_strconcat(path, ".duplex_bandwidth", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "duplex_bandwidth"),
+                   key_path, "must lie between the faster direction and the sum of both");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const EmaParam vmm_params[] = {
+    {"create_cost", EMA_PARAM_DURATION, VMM_FIELD(create_cost), .default_value = "15us", .min = 0,
+     .max = FIXED_MAX,
+     .help = "cuMemCreate of one 2 MiB slice on the lender (default: an estimate until "
+             "calibrated)"},
+    {"map_cost", EMA_PARAM_DURATION, VMM_FIELD(map_cost), .default_value = "25us", .min = 0,
+     .max = FIXED_MAX,
+     .help = "cuMemMap + cuMemSetAccess of one slice for the borrower (default: an estimate)"},
+    {"unmap_cost", EMA_PARAM_DURATION, VMM_FIELD(unmap_cost), .default_value = "15us", .min = 0,
+     .max = FIXED_MAX, .help = "cuMemUnmap + cuMemRelease of one slice (default: an estimate)"},
+};
+
+static const EmaParamTable vmm_table = {"vmm", sizeof(EmaVmmSpec), vmm_params,
+                                        EMA_PARAMS_N(vmm_params), NULL};
+
+static const EmaParamTable host_table = {"host link", sizeof(EmaHostLinkSpec), host_params,
+                                         EMA_PARAMS_N(host_params), check_host};
+
+static const EmaParam server_params[] = {
+    {"name", EMA_PARAM_STRING, SERVER_FIELD(name), .flags = EMA_PARAM_REQUIRED,
+     .help = "short name of the server model"},
+    {"summary", EMA_PARAM_STRING, SERVER_FIELD(summary), .default_value = "",
+     .help = "one line for listings"},
+    {"gpus", EMA_PARAM_INT, SERVER_FIELD(gpus), .flags = EMA_PARAM_REQUIRED, .min = 1, .max = 1024,
+     .help = "number of GPUs"},
+    {"gpu", EMA_PARAM_STRUCT, SERVER_FIELD(gpu), .table = &ema_gpu_params,
+     .flags = EMA_PARAM_REQUIRED, .help = "the GPU (all GPUs of a server are alike)"},
+    {"topology", EMA_PARAM_ENUM, SERVER_FIELD(topology), .flags = EMA_PARAM_REQUIRED,
+     .choices = topology_names,
+     .help = "direct: a link per GPU pair; switch: a port per GPU into a switch; pcie: no GPU "
+             "fabric"},
+    {"link", EMA_PARAM_STRUCT, SERVER_FIELD(link), .table = &link_table,
+     .flags = EMA_PARAM_REQUIRED,
+     .help = "peer path: a pair's link (direct), a GPU's switch port (switch), PCIe peer limits"},
+    {"host", EMA_PARAM_STRUCT, SERVER_FIELD(host), .table = &host_table,
+     .flags = EMA_PARAM_REQUIRED, .help = "each GPU's link to host memory"},
+    {"vmm", EMA_PARAM_STRUCT, SERVER_FIELD(vmm), .table = &vmm_table,
+     .help = "virtual-memory costs of lending a slice"},
+};
+
+const EmaParamTable ema_server_params = {"server", sizeof(EmaServerSpec), server_params,
+                                         EMA_PARAMS_N(server_params), NULL};
+
+/* ---- finding models ---------------------------------------------------- */
+
+#define SERVERS_DIR "servers"
+#define SERVERS_ENV "EMA_HWMODEL_PATH"
+
+GPtrArray *ema_hwmodel_search_path(void) {
+  return ema_model_dir_search_path(SERVERS_DIR, SERVERS_ENV);
+}
+
+GPtrArray *ema_hwmodel_list(void) {
+  return ema_model_dir_list(SERVERS_DIR, SERVERS_ENV);
+}
+
+char *ema_hwmodel_find(const char *name, GError **error) {
+  return ema_model_dir_find(SERVERS_DIR, SERVERS_ENV, name, "hardware model", error);
+}

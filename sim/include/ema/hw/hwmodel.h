@@ -1,0 +1,98 @@
+/* hwmodel.h: the hardware model of one server as plain structs: its GPUs,
+ * the GPU-to-GPU fabric and the host link. hwmodels/servers/<name>.yaml are
+ * bound into these structs by hwmodel.c through the parameter tables; the
+ * fabric model (fabric.h) and, later, the step-time model read them.
+ *
+ * Units: bytes, bytes per second, FLOP per second, nanoseconds. Every number
+ * in the YAML files carries its provenance in a comment there. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/core/params.h"
+
+G_BEGIN_DECLS
+
+/* The unit in which GPU memory is lent, mapped and counted: 2 MiB, the CUDA
+ * VMM allocation granularity on every NVIDIA data-centre GPU. */
+#define EMA_SLICE_BYTES (G_GUINT64_CONSTANT(2) << 20)
+
+/* One GPU. */
+typedef struct {
+  char *name;
+  guint64 hbm_capacity;        /* usable HBM bytes */
+  double hbm_bandwidth;        /* B/s a streaming-read kernel achieves on local HBM */
+  double local_copy_bandwidth; /* device-to-device copy, (bytes read + bytes written) per s */
+  double matrix_flops;         /* dense bf16/fp16 matrix FLOP/s */
+  gint64 kernel_overhead;      /* ns: fixed cost of one kernel (launch and drain) */
+  /* LLM step-time model (see steptime.h); calibration sets these */
+  double matrix_efficiency; /* fraction of matrix_flops that a step's matrix products reach */
+  double hbm_efficiency;    /* fraction of hbm_bandwidth that a step's weight and KV reads reach */
+  gint64 step_overhead;     /* ns: fixed cost of one engine step (scheduling, launches) */
+  double kv_efficiency;     /* fraction of the weight-streaming rate that KV-cache reads reach */
+  gint64 layer_overhead;    /* ns: fixed cost of one decoder layer in a step (its kernels' tails) */
+  /* elastic pool (see pool.h): HBM bytes of this GPU's own work lost per
+   * byte peers pull from its HBM (outgoing) or copy into it (incoming) */
+  double interference_outgoing;
+  double interference_incoming;
+} EmaGpuSpec;
+
+typedef enum {
+  EMA_TOPOLOGY_DIRECT, /* every GPU pair has its own point-to-point link (full mesh) */
+  EMA_TOPOLOGY_SWITCH, /* each GPU has one port into a non-blocking switch (NVSwitch) */
+  EMA_TOPOLOGY_PCIE,   /* no GPU fabric: peer traffic crosses the GPUs' host links */
+} EmaTopology;
+
+/* The peer path. DIRECT: one GPU pair's link. SWITCH: one GPU's port into
+ * the switch (a flow i->j uses i's egress and j's ingress). PCIE: the limits
+ * of a peer transfer over PCIe; the bandwidth is shared on the host links. */
+typedef struct {
+  double bandwidth;             /* B/s per direction, copy engine */
+  double duplex_bandwidth;      /* B/s both directions together (<= 2 x bandwidth) */
+  double direct_read_bandwidth; /* B/s a kernel gets loading peer memory directly */
+  gint64 latency;               /* ns: dependent load from peer memory */
+  gint64 copy_fixed_cost;       /* ns: fixed cost of one copy-engine copy */
+  gint64 copy_ramp_time;        /* ns: extra time a copy needs to reach full rate (asymptote) */
+  guint64 copy_ramp_bytes;      /* bytes: size scale over which that ramp time builds up */
+} EmaLinkSpec;
+
+/* One GPU's link to host memory (PCIe). */
+typedef struct {
+  double h2d_bandwidth;    /* B/s host -> device, pinned memory */
+  double d2h_bandwidth;    /* B/s device -> host, pinned memory */
+  double duplex_bandwidth; /* B/s both directions together */
+  gint64 copy_fixed_cost;  /* ns: fixed cost of one host copy */
+} EmaHostLinkSpec;
+
+/* CUDA virtual-memory costs of lending one 2 MiB slice (driver calls). */
+typedef struct {
+  gint64 create_cost; /* ns: cuMemCreate on the lender */
+  gint64 map_cost;    /* ns: cuMemMap + cuMemSetAccess on the borrower */
+  gint64 unmap_cost;  /* ns: cuMemUnmap + cuMemRelease */
+} EmaVmmSpec;
+
+typedef struct {
+  char *name;
+  char *summary;
+  gint64 gpus; /* number of GPUs */
+  EmaGpuSpec gpu;
+  EmaTopology topology;
+  EmaLinkSpec link;
+  EmaHostLinkSpec host;
+  EmaVmmSpec vmm;
+} EmaServerSpec;
+
+/* Parameter tables that bind YAML to the structs above. */
+extern const EmaParamTable ema_server_params;
+extern const EmaParamTable ema_gpu_params;
+
+/* Directory list searched for hwmodels/servers/<name>.yaml: EMA_HWMODEL_PATH
+ * (colon-separated) first, then the built-in directory. */
+GPtrArray *ema_hwmodel_search_path(void);
+/* Path of the server model NAME, or NULL with an error that lists the known
+ * names. */
+char *ema_hwmodel_find(const char *name, GError **error);
+/* Sorted names of all server models on the search path. */
+GPtrArray *ema_hwmodel_list(void);
+
+G_END_DECLS

@@ -1,0 +1,34 @@
+/* frontier.h: the transparency frontier: how much of a decode step's KV
+ * can live on a peer before the step gets slower than all-local by more
+ * than a tolerance, for a model on one GPU of a server, as a function of
+ * batch and context. It evaluates the pool's own remote-step formula
+ * (ema_remote_step_seconds) with the remote KV on one lender, for prefetch
+ * (the layer-ahead rule for the group size, depth 2) and for direct loads,
+ * both without interference, and for prefetch once more with its copies'
+ * landing charged to the GPU's HBM (ema_remote_step_seconds_one_lender).
+ * What pulls cost the lender is not part of it. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/hw/hwmodel.h"
+#include "ema/hw/llm.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint batch;                  /* sequences decoding */
+  guint context;                /* tokens of context each */
+  double local_step_s;          /* all-local step time */
+  double prefetch_share;        /* largest remote share within the tolerance, prefetched */
+  double direct_share;          /* the same with direct loads */
+  double prefetch_landed_share; /* prefetched, its copies charged to this GPU's HBM as they land
+                                   (gpu.interference_incoming, as the pool charges a step) */
+} EmaFrontierPoint;
+
+/* One point; shares to 0.1%. FALSE when MODEL does not fit SERVER's GPU. */
+gboolean ema_frontier_point(const EmaLlmSpec *model, const EmaServerSpec *server, guint batch,
+                            guint context, double tolerance, EmaFrontierPoint *point,
+                            GError **error);
+
+G_END_DECLS

@@ -1,0 +1,193 @@
+/* ledger.h: the slice ledger of an elastic memory pool, shared by the
+ * simulator's pool (pool.c) and the real, CUDA-backed pool of
+ * `ema-validate pool` (validate/poolledger.c): each GPU's counters, the
+ * lent matrix, the arithmetic over them and the views the policies get.
+ *
+ * Per GPU g (slices unless said; S = EMA_SLICE_BYTES, B = g's block size):
+ *   slices        its KV region
+ *   lent[g][b]    lent to borrower b (mapped and usable by b)
+ *   lending       reserved on g for borrows still being mapped
+ *   returning     reclaimed from borrowers, usable again when the reclaim's
+ *                 copies and unmaps are done
+ *   staging       its tenant's prefetch staging buffer
+ *   parking       holding other tenants' preempted KV (peer swap)
+ *   borrowing     being mapped for g as a borrower (not yet in lent)
+ *   local_used    its tenant's blocks in its own slices (blocks)
+ *   remote[j]     its tenant's blocks in slices lent by j (blocks)
+ * lent_total, borrowed_total and remote_cap_total are kept equal to the
+ * sums over the lent matrix by ema_slice_ledger_change_lent(); remote_total
+ * is the sum of remote[] (kept by its owner). A pool whose actions complete
+ * inside their call (validate) leaves lending, returning, borrowing and
+ * parking at zero.
+ *
+ * The owner's per-GPU record starts with the counters through
+ * EMA_SLICE_GPU_FIELDS in an anonymous union with an EmaSliceGpu (so it
+ * reads g->local_used as before, and &g->counters is the EmaSliceGpu the
+ * ledger sees):
+ *   typedef struct {
+ *     union { EmaSliceGpu counters; struct { EMA_SLICE_GPU_FIELDS }; };
+ *     ...the owner's own fields...
+ *   } Gpu;
+ * and points the ledger's gpus[i] at each of them. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/policy.h"
+#include "ema/pool/registry.h"
+#include "ema/hw/steptime.h"
+
+G_BEGIN_DECLS
+
+#define EMA_SLICE_GPU_FIELDS                                                                       \
+  guint index;                                                                                     \
+  gboolean present, shares, has_tenant;                                                            \
+  guint64 slices, block_bytes;                                                                     \
+  guint64 local_used;                                                                              \
+  guint64 *remote; /* [n] blocks on lender j */                                                    \
+  guint64 remote_total;                                                                            \
+  gboolean remote_viewed; /* the ledger's remote_view holds nonzero entries of this GPU */         \
+  guint64 lending, returning, staging, borrowing, parking;                                         \
+  guint64 lent_total;       /* sum_b lent[g][b] */                                                 \
+  guint64 borrowed_total;   /* sum_j lent[j][g] */                                                 \
+  guint64 remote_cap_total; /* sum_j floor(lent[j][g] x S / B): blocks its borrowed slices hold */ \
+  EmaPrefetchPlan plan;     /* the last prefetch plan (remote_limit gates admission) */            \
+  guint64 blocks_short;                                                                            \
+  guint running, waiting;                                                                          \
+  double demand;         /* blocks per second (ema_slice_gpu_update_demand()) */                   \
+  guint64 demand_blocks; /* blocks used at the last trend sample */                                \
+  EmaTime demand_at;     /* time of that sample */                                                 \
+  EmaTime last_step;                                                                               \
+  gpointer states[3]; /* the borrow, prefetch and reclaim policies' state (EmaPolicyKind order) */
+
+typedef struct {
+  EMA_SLICE_GPU_FIELDS
+} EmaSliceGpu;
+
+typedef struct {
+  guint n;
+  EmaSliceGpu **gpus;   /* [n], the owner's records */
+  guint64 *lent;        /* [lender * n + borrower] */
+  guint64 *remote_view; /* [borrower * n + lender], a copy of the gpus' remote[] for views */
+  EmaGpuView *views;    /* [n] */
+  EmaPoolView view;
+} EmaSliceLedger;
+
+/* LEDGER over N GPUs, its matrices zero; the caller sets gpus[i]. */
+void ema_slice_ledger_init(EmaSliceLedger *ledger, guint n);
+void ema_slice_ledger_clear(EmaSliceLedger *ledger);
+
+/* Slices that BLOCKS of G's blocks fill, rounded up (0 without a block
+ * size). Inline: the tenants' memory calls it on every take and free. */
+static inline guint64 ema_slices_for_blocks(const EmaSliceGpu *g, guint64 blocks) {
+  if (g->block_bytes == 0)
+    return 0;
+  return (blocks * g->block_bytes + EMA_SLICE_BYTES - 1) / EMA_SLICE_BYTES;
+}
+
+/* Whole blocks of G that SLICES hold (0 without a block size). */
+static inline guint64 ema_blocks_in_slices(const EmaSliceGpu *g, guint64 slices) {
+  return g->block_bytes ? slices * EMA_SLICE_BYTES / g->block_bytes : 0;
+}
+
+/* Add DELTA slices to lent[LENDER][BORROWER], keeping the counters. */
+void ema_slice_ledger_change_lent(EmaSliceLedger *ledger, guint lender, guint borrower,
+                                  gint64 delta);
+/* Blocks of G that the slices LENDER lends it hold. */
+guint64 ema_slice_ledger_remote_capacity(const EmaSliceLedger *ledger, const EmaSliceGpu *g,
+                                         guint lender);
+/* Slices of G not lent, lending, returning, staging or parking: where its
+ * own blocks live. */
+guint64 ema_slice_gpu_own_slices(const EmaSliceGpu *g);
+/* Blocks of G its own slices hold. */
+guint64 ema_slice_gpu_local_capacity(const EmaSliceGpu *g);
+/* Remote blocks the prefetch plan admits in all: what admission of new
+ * requests may fill; running requests may grow beyond it into any borrowed
+ * room. */
+guint64 ema_slice_gpu_remote_admitted(const EmaSliceGpu *g);
+/* Own slices of G not used by its blocks: what it can lend. */
+guint64 ema_slice_gpu_lendable(const EmaSliceGpu *g);
+/* Blocks G's tenant may still take: free local ones plus admitted remote room. */
+guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g);
+
+/* What the prefetch policy sees of a step of G's tenant (G holds remote
+ * blocks; the view means nothing when the step reads no KV, remote_bytes
+ * 0) whose all-local breakdown is BD, on LAYERS layers, its local HBM
+ * slowed by SLOW (>= 1): each layer's remote KV is the tenant's remote
+ * share of its KV reads, split over the lenders as its blocks are
+ * (BYTES[n], filled); *T_COPY and *T_DIRECT are the times copy engines and
+ * direct loads take to bring one layer's of it, each lender's port shared
+ * by the tenants holding data on it and, on a switch (and PCIe), the
+ * reader's ingress carrying the sum. */
+void ema_slice_ledger_step_cost(const EmaSliceLedger *ledger, const EmaSliceGpu *g,
+                                const EmaServerSpec *server, const EmaStepBreakdown *bd,
+                                double layers, double slow, double *bytes, EmaStepCostView *view,
+                                double *t_copy, double *t_direct);
+
+/* Sets *ERROR (EMA_POLICY_ERROR_INVALID, FORMAT) unless it is NULL or
+ * already set; returns FALSE. The ledger checks of both pools use it. */
+gboolean ema_slice_ledger_invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+/* Slices BORROWER may borrow from LENDER: what LENDER can lend (0 when it
+ * is BORROWER itself or does not share). A borrow plan's action is cut to it. */
+guint64 ema_slice_ledger_borrow_limit(const EmaSliceLedger *ledger, guint borrower, guint lender);
+/* Slices of LENDER that BORROWER may give back: those it lends BORROWER
+ * that BORROWER's blocks there do not fill. A return is cut to it. */
+guint64 ema_slice_ledger_return_limit(const EmaSliceLedger *ledger, guint borrower, guint lender);
+/* Slices LENDER may reclaim from BORROWER: all it lends it. */
+guint64 ema_slice_ledger_reclaim_limit(const EmaSliceLedger *ledger, guint lender, guint borrower);
+/* Blocks of BORROWER on LENDER that must leave when LENDER takes back
+ * SLICES of the slices it lends it; *KEEP is what may stay. */
+guint64 ema_slice_ledger_reclaim_excess(const EmaSliceLedger *ledger, guint lender, guint borrower,
+                                        guint64 slices, guint64 *keep);
+/* SLICES cut to LIMIT, counting a cut in *ADJUSTED (plans_adjusted). */
+static inline guint64 ema_slice_cut(guint64 slices, guint64 limit, guint64 *adjusted) {
+  if (slices > limit) {
+    (*adjusted)++;
+    return limit;
+  }
+  return slices;
+}
+
+/* Sets G's staging to what its prefetch plan wants (the layers fetched
+ * ahead, of its LAYERS, times its remote slices; 0 without prefetch), cut
+ * to what its slices not lent, returning, parking or used leave. */
+void ema_slice_gpu_update_staging(EmaSliceGpu *g, guint layers);
+
+/* Before a step of G's tenant (LAYERS layers) whose cost is COST: asks
+ * the prefetch POLICY (PARAMS, G's state) for G's plan, starting from
+ * direct loads, depth 1, one layer per copy, no limit; clamps what it
+ * returns and sizes G's staging buffer for it. */
+void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gconstpointer params,
+                                 const EmaPoolView *view, const EmaStepCostView *cost,
+                                 guint layers);
+
+/* The demand trend of G, whose tenant uses USED blocks at NOW: an
+ * exponential average of the rate of change of its blocks, sampled at most
+ * every 100 ms (nothing happens before), with a time constant of 2 s (so one
+ * request's prefill moves it little, a sustained climb moves it fully
+ * within a few seconds). */
+void ema_slice_gpu_update_demand(EmaSliceGpu *g, EmaTime now, guint64 used);
+
+/* Invariants of the counters, for every GPU g: its slices in use, lent,
+ * reserved, staging or parking fit in its region; only a sharing GPU lends
+ * or borrows; remote[j] fits in what j lends it; lent_total, borrowed_total
+ * and remote_cap_total equal the sums over the lent matrix; remote_total is
+ * the sum of remote[]. FALSE with ERROR (EMA_POLICY_ERROR_INVALID) at the
+ * first that fails. The owner checks its own records after. */
+gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *ledger, GError **error);
+
+/* Gives each present GPU's states[k] (allocated zeroed when NULL) to the
+ * init function of POLICIES[k] with PARAMS[k] and the view at NOW over
+ * SERVER, in GPU order then kind order; FALSE with ERROR (prefixed with the
+ * policy's kind and name) at the first that fails. */
+gboolean ema_slice_ledger_init_policies(EmaSliceLedger *ledger,
+                                        const EmaPolicyInfo *const *policies,
+                                        const gconstpointer *params, EmaTime now,
+                                        const EmaServerSpec *server, GError **error);
+
+/* The view the policies get (valid until the next call), at NOW over SERVER. */
+const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *ledger, EmaTime now,
+                                         const EmaServerSpec *server);
+
+G_END_DECLS

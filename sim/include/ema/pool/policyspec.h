@@ -1,0 +1,38 @@
+/* policyspec.h: the `policy` section of an experiment: which borrow,
+ * prefetch and reclaim policies run (names from the registry, registry.h),
+ * their parameters (bound by each policy's own table), and how tenants
+ * preempt. `policy: NAME` names a composition, which stands for a map of
+ * these keys. With no policy section the run is the static partition. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/core/params.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  EMA_PREEMPT_CHOICE_ENGINE,    /* each tenant's engine.preempt */
+  EMA_PREEMPT_CHOICE_RECOMPUTE, /* every tenant recomputes (vLLM v1) */
+  EMA_PREEMPT_CHOICE_SWAP_HOST, /* every tenant swaps to host memory (vLLM v0) */
+  EMA_PREEMPT_CHOICE_SWAP_PEER, /* every tenant parks preempted KV on peers (Aqua-like) */
+} EmaPreemptChoice;
+
+typedef struct {
+  char *name; /* the composition's name, or "custom" */
+  char *borrow;
+  gpointer borrow_params; /* bound by the borrow policy's table; NULL without one */
+  char *prefetch;
+  gpointer prefetch_params;
+  char *reclaim;
+  gpointer reclaim_params;
+  EmaPreemptChoice preempt;
+  gint64 decision_period; /* ns: the policies run at most this often per GPU, unless short */
+} EmaPolicySpec;
+
+extern const EmaParamTable ema_policy_spec_params;
+
+/* EmaParamResolveFunc for `policy: NAME`: the composition's map. */
+EmaNode *ema_policy_spec_resolve(const EmaNode *at, const char *path, GError **error);
+
+G_END_DECLS

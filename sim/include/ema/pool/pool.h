@@ -1,0 +1,158 @@
+/* pool.h: the elastic memory pool of one server, the simulator's backend
+ * for the policies of policy.h. It keeps the ledger of 2 MiB slices (each
+ * GPU's KV region; a slice is its owner's or lent to one borrower), gives
+ * each sharing tenant an EmaKvMemory whose blocks live in local or borrowed
+ * slices, calls the policies, checks and applies their plans with their
+ * costs, and adds the cost of remote KV to each step.
+ *
+ * The model, and what it leaves out:
+ * - Blocks are fungible within a tenant: the pool counts how many of a
+ *   tenant's blocks are local and how many on each lender, not which
+ *   request owns which. New blocks go local first, then to the lenders
+ *   with the most free borrowed room; freed blocks come out of local and
+ *   remote in proportion to their use (so a step's remote share of KV reads
+ *   is the tenant's remote share of blocks). A drop during a reclaim frees
+ *   the lender's blocks first. The prefetch plan's remote_limit gates the
+ *   admission of new requests (the free blocks the engine sees); running
+ *   requests may grow into any borrowed room.
+ * - Borrowing n slices costs the VMM create + map + set-access time of n
+ *   slices (server vmm costs) before they can hold blocks; returning or
+ *   reclaiming costs the unmap time, plus the copy time of any data moved
+ *   (fixed cost + bytes / bandwidth of the link or host link, not shared
+ *   with other traffic).
+ * - Remote KV in a step: a share f of the step's KV reads is remote, R_l
+ *   bytes per layer. Read directly, the attention kernel loads them over
+ *   the link while it reads its local KV (the two overlap, as measured on
+ *   H200: validate/README.md); the remote loads hide under the kernel's
+ *   all-local time but do not shorten it (10% of the blocks remote left
+ *   the measured step as long as all-local), so a layer's KV time becomes
+ *   max(t_kv, R_l / B_direct) in place of t_kv. Prefetched in
+ *   groups of g layers, d groups ahead, over the copy engines (a group's
+ *   copy takes c = fixed + g R_l / B_copy and overlaps the compute of
+ *   earlier groups):
+ *     step = sum over groups of max(g t_l, c) + max(0, c - d max(0, g t_l - c) - t_head)
+ *            + t_head + t_allreduce + overhead
+ *   where t_l is the layer time with every byte local (prefetched KV is
+ *   read from the local staging buffer). The staging buffer takes
+ *   ceil(d g x slices of remote KV in use / L) of the tenant's local
+ *   slices (fewer when they are full: the step time does not charge a
+ *   buffer smaller than the plan asks).
+ * - Link sharing: the B_copy and B_direct a tenant gets from lender j are
+ *   the link bandwidth divided by the number of tenants holding data on j
+ *   (its port or link is shared); on an NVSwitch the tenant's own ingress
+ *   port also caps the sum over its lenders. This is an analytic stand-in
+ *   for the fabric model's max-min sharing, evaluated once per step.
+ * - Interference: bytes peers pull from a lender's HBM and bytes copied
+ *   into a borrower's HBM take HBM bandwidth from the GPU's own work: its
+ *   memory rate becomes rate_m - k_out x (pull rate) - k_in x (incoming
+ *   rate), each over the last step, k = gpu.interference_outgoing and
+ *   gpu.interference_incoming (calibrated by ema-validate on H200: about 0.9
+ *   and 2). Peer-swap and migration copies do the same to the GPUs they
+ *   read from and land in while they run (copies that overlap add up until
+ *   the last ends: an upper bound).
+ * - Peer swap (policy preempt: swap-peer): a preempted request's KV is
+ *   parked in the lendable slices of the peers with the most room (the
+ *   rest on host), each copy timed as above, and brought back (peers
+ *   first) before the request resumes. A GPU that needs memory holding
+ *   peers' parked KV sends it to host memory first and waits for that copy.
+ * Tenants with tp > 1 keep to their own memory (they neither borrow nor
+ * lend); GPUs without a tenant lend all their KV region. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/serving/engine.h"
+#include "ema/core/event.h"
+#include "ema/hw/hwmodel.h"
+#include "ema/policy.h"
+#include "ema/pool/policyspec.h"
+#include "ema/hw/steptime.h"
+
+G_BEGIN_DECLS
+
+typedef struct _EmaPool EmaPool;
+
+/* What the pool did, for the summary. Times are ns. */
+typedef struct {
+  guint64 borrows, slices_borrowed;   /* borrow actions and slices */
+  guint64 returns, slices_returned;   /* empty slices given back by borrowers */
+  guint64 reclaims, slices_reclaimed; /* reclaim actions by lenders and slices */
+  guint64 blocks_migrated, blocks_to_host, blocks_dropped;
+  EmaTime reclaim_wait;     /* sum over reclaims of the time until the slices were usable */
+  EmaTime reclaim_wait_max; /* the longest */
+  guint64 plans_adjusted;   /* plan actions the ledger could not honour as asked */
+  guint64 remote_steps;     /* steps with remote KV */
+  EmaTime exposed_remote;   /* step time added by remote KV over all-local */
+} EmaPoolStats;
+
+/* A pool for SERVER under POLICY (names already checked). Errors: a
+ * policy's init failing. */
+EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicySpec *policy,
+                      GError **error);
+void ema_pool_free(EmaPool *pool);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaPool, ema_pool_free)
+
+/* GPU has no tenant: it lends SLICES slices. */
+void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices);
+/* GPU's tenant (tp = 1) has a KV region of SLICES slices, blocks of
+ * BLOCK_BYTES, and STEP_MODEL (borrowed; must outlive the pool). Returns
+ * the memory its engine takes blocks from. */
+EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint64 block_bytes,
+                                const EmaStepModel *step_model);
+/* The tenant's engine, once created (for preemptions a reclaim forces, and
+ * for waking it when memory arrives). */
+void ema_pool_set_engine(EmaPool *pool, guint gpu, EmaEngine *engine);
+/* Start: the policies' init hooks. */
+gboolean ema_pool_start(EmaPool *pool, GError **error);
+
+/* The step time of BATCH for GPU's tenant, remote KV and interference
+ * included (calls the prefetch policy). */
+EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch);
+/* The formula above, alone: the step time (s) of a step whose all-local
+ * breakdown is BD, on LAYERS layers, whose remote KV of one layer moves in
+ * T_COPY by copy engines or T_DIRECT by direct loads, local HBM slowed by
+ * SLOW (>= 1) by interference, under PLAN. */
+double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *server,
+                               double layers, double slow, double t_copy, double t_direct,
+                               const EmaPrefetchPlan *plan);
+
+/* A step read from one lender alone (no link sharing): REMOTE bytes of
+ * each layer's KV on the peer (0: all local), STEAL B/s of this GPU's HBM
+ * rate already taken by others (weighted by the interference
+ * coefficients). With PLAN's prefetch the copies land in this GPU's HBM at
+ * the rate the step lets them, and the step is timed once more with that
+ * incoming traffic (k_in x bytes / step) taken as well, as the pool charges
+ * a borrower's next step. For decode scenarios and the frontier. */
+double ema_remote_step_seconds_one_lender(const EmaStepBreakdown *bd, const EmaServerSpec *server,
+                                          double layers, double steal, double remote,
+                                          const EmaPrefetchPlan *plan);
+
+/* After a step of GPU's tenant: the reclaim and borrow policies. */
+void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *step);
+
+/* Fault injection (for the policy contract tests): LENDER suddenly needs
+ * every slice it lends; the reclaim policy is asked for all of them, and
+ * whatever its plan leaves lent is then dropped (EMA_VACATE_DROP) so that
+ * nothing stays lent. */
+void ema_pool_reclaim_everything(EmaPool *pool, guint lender);
+
+/* Read-only figures. */
+const EmaPoolStats *ema_pool_stats(const EmaPool *pool);
+/* Slices GPU lends to peers now, and borrows from them. */
+guint64 ema_pool_slices_lent(const EmaPool *pool, guint gpu);
+guint64 ema_pool_slices_borrowed(const EmaPool *pool, guint gpu);
+guint64 ema_pool_blocks_remote(const EmaPool *pool, guint gpu);
+guint64 ema_pool_slices_staging(const EmaPool *pool, guint gpu);
+/* Step time that peers' traffic (their pulls from GPU's HBM, and swap or
+ * migration copies reading from or landing in it) added to GPU's steps so
+ * far, over what they would have taken with only GPU's own prefetch copies
+ * landing. */
+EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu);
+
+/* Check every ledger invariant (no GPU above its region, lent equals
+ * borrowed, blocks in borrowed slices fit them, blocks counted equal the
+ * engine's); FALSE with a message naming the first broken one. O(n^2) in
+ * GPUs. */
+gboolean ema_pool_check(const EmaPool *pool, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,62 @@
+/* serving.h: runs the serving workload of an experiment: one engine per
+ * tenant on its GPU (or tensor-parallel group), its KV blocks in the
+ * elastic memory pool (pool.h) run by the experiment's policies (with the
+ * default, static, no GPU lends memory to another), fed by the tenant's trace, timed by the
+ * step-time model. Metrics observers collect the figures; a sampler writes timeline.csv every
+ * sample_period. The run ends when every trace is exhausted and every request has finished, or at
+ * the experiment's duration. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/run/experiment.h"
+#include "ema/serving/metrics.h"
+#include "ema/pool/pool.h"
+#include "ema/serving/tenant.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const EmaTenantSpec *spec; /* borrowed from the experiment */
+  EmaTenantPlan plan;
+  EmaTenantMetrics *metrics;
+  guint64 arrived;         /* requests the trace delivered */
+  guint64 rejected;        /* of which never fit in the KV cache */
+  guint64 unfinished;      /* still waiting or running at the end */
+  guint64 preemptions;     /* all preemptions, finished requests or not */
+  EmaTime slowed_by_peers; /* step time peers' traffic added (ema_pool_slowed_by_peers) */
+} EmaTenantResult;
+
+typedef struct {
+  GPtrArray *tenants; /* EmaTenantResult *, in the experiment's order */
+  EmaPoolStats pool;  /* what the memory pool did */
+  guint64 events;
+  EmaTime simulated; /* time of the last event */
+  double wall_s;
+} EmaServingReport;
+
+/* Run EXPERIMENT's tenants. OUT_DIR receives requests.csv (when the
+ * experiment asks for it) and timeline.csv; NULL writes no files. PROGRESS,
+ * when TRUE, redraws a progress line on stderr about twice a second. */
+EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *out_dir,
+                                  gboolean progress, GError **error);
+void ema_serving_report_free(EmaServingReport *report);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaServingReport, ema_serving_report_free)
+
+/* The experiment's policy.preempt over a tenant's own engine.preempt:
+ * CONFIG (a tenant's engine configuration, from ema_tenant_engine_config)
+ * keeps its preempt mode for EMA_PREEMPT_CHOICE_ENGINE, and takes
+ * EMA_PREEMPT_RECOMPUTE for recompute and EMA_PREEMPT_SWAP for swap-host
+ * and swap-peer (with swap-peer the pool's KV memory parks the blocks on
+ * peers, or the host, and times the copies). ema_serving_run applies it to
+ * every tenant; a harness that wires a run by hand (tests/pool/rig.c) calls
+ * it to make the same engines. */
+void ema_serving_apply_preempt_choice(const EmaExperiment *experiment, EmaEngineConfig *config);
+
+/* Make every GPU of EXPERIMENT's server that no tenant (nor a tenant's TP
+ * group) runs on an idle lender in POOL, lending idle_gpu_memory of its HBM
+ * (ema_pool_add_idle_gpu). ema_serving_run calls it once the tenants are in
+ * the pool and before ema_pool_start; so does tests/pool/rig.c. */
+void ema_serving_add_idle_gpus(const EmaExperiment *experiment, EmaPool *pool);
+
+G_END_DECLS

@@ -1,0 +1,184 @@
+/* engine.h: a vLLM-like serving engine for one tenant (one GPU, or one
+ * tensor-parallel group). Continuous batching: an FCFS waiting queue,
+ * max_num_seqs, max_num_batched_tokens and chunked prefill; a paged KV cache
+ * of 16-token blocks taken from a memory interface (EmaKvMemory), admission
+ * only with a watermark of free blocks left, and preemption of the newest
+ * running request when a running request needs a block and none is free
+ * (recompute, as vLLM v1; or swap to host, as vLLM v0).
+ *
+ * The engine only decides and keeps state; the time of a step comes from a
+ * step-cost function (normally the step-time model), and what happened is
+ * told to observers (metrics, CSV writers). Requests arrive from a trace
+ * source that is read lazily, so memory stays flat in trace length. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/core/event.h"
+#include "ema/hw/steptime.h"
+#include "ema/traces/trace.h"
+
+G_BEGIN_DECLS
+
+#define EMA_KV_BLOCK_TOKENS 16
+
+/* Where KV blocks come from. The static-partition baseline is a fixed pool
+ * (ema_kv_pool_new); the elastic pool implements the same interface. */
+typedef struct {
+  /* Take N blocks; FALSE (and nothing taken) if fewer are free. */
+  gboolean (*take)(gpointer self, guint64 n);
+  /* Give back N blocks. */
+  void (*give)(gpointer self, guint64 n);
+  /* Blocks free now. */
+  guint64 (*free_blocks)(gpointer self);
+  /* Blocks in all (free + taken). */
+  guint64 (*total_blocks)(gpointer self);
+  /* Optional (NULL: not told). Called at the end of a scheduling pass that
+   * was held back by blocks, with that pass's blocks_short (see
+   * EmaStepReport), whether or not a step started: an idle engine whose
+   * queue's head does not fit reports no step, so this is the only word of
+   * its need. It may schedule events, call ema_engine_release_blocks or
+   * ema_engine_wake (only once blocks were added: a woken engine that is
+   * still short asks again at the same instant); it may not take or give
+   * blocks for the engine. */
+  void (*want)(gpointer self, guint64 blocks_short);
+  /* Optional (NULL: the engine charges its host link, EmaEngineConfig's
+   * swap_bandwidth and swap_fixed_cost). In swap mode, a preempted
+   * request's BLOCKS of KV leave the GPU (swap_out, after they were given
+   * back) or come back (swap_in, before they are taken); each returns the
+   * time the copy takes, which the engine adds to the step, and the memory
+   * decides where the data is kept meanwhile. */
+  EmaTime (*swap_out)(gpointer self, guint64 blocks);
+  EmaTime (*swap_in)(gpointer self, guint64 blocks);
+} EmaKvMemoryOps;
+
+typedef struct {
+  const EmaKvMemoryOps *ops;
+  gpointer self;
+} EmaKvMemory;
+
+typedef struct _EmaKvPool EmaKvPool;
+EmaKvPool *ema_kv_pool_new(guint64 blocks);
+void ema_kv_pool_free(EmaKvPool *pool);
+EmaKvMemory ema_kv_pool_memory(EmaKvPool *pool);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaKvPool, ema_kv_pool_free)
+
+typedef enum {
+  EMA_PREEMPT_RECOMPUTE, /* drop the KV; the request prefills again later */
+  EMA_PREEMPT_SWAP,      /* copy the KV to host memory and back before it resumes */
+} EmaPreemptMode;
+
+typedef struct {
+  guint64 max_num_seqs;           /* running requests at most */
+  guint64 max_num_batched_tokens; /* tokens per step at most */
+  guint64 watermark_blocks;       /* admission leaves at least this many blocks free */
+  EmaPreemptMode preempt;
+  guint64 block_bytes;   /* KV bytes of one block on this GPU (for swap) */
+  double swap_bandwidth; /* B/s host link for swap; the slower direction */
+  EmaTime swap_fixed_cost;
+} EmaEngineConfig;
+
+/* One request as the engine tracks it; observers read it, never write. */
+typedef struct {
+  guint64 id;
+  EmaTime arrival, scheduled, first_token, finished; /* -1 until it happens */
+  guint32 prompt_tokens, output_tokens;
+  guint32 kv_tokens; /* tokens whose KV is in the cache */
+  guint32 generated; /* output tokens produced */
+  guint64 blocks;    /* KV blocks held */
+  guint32 preemptions;
+  gboolean swapped; /* KV on host (swap mode), to be brought back */
+} EmaRequest;
+
+/* What one step did, for observers. */
+typedef struct {
+  EmaTime start, duration;
+  EmaStepBatch batch;
+  guint running, waiting;
+  guint64 blocks_used, blocks_free;
+  guint preempted; /* requests preempted while scheduling this step */
+  /* How many more free blocks this step would have needed, at the start of
+   * its scheduling, to preempt nothing and to admit the head of the waiting
+   * queue; 0 when nothing was held back by blocks. When the step preempts:
+   * the blocks its running requests would have taken with nothing
+   * preempted (each as far as the token budget reaches), plus, if the
+   * budget and max_num_seqs would still have let the waiting queue's head
+   * in, that head's blocks and the watermark, minus the free blocks. When
+   * it does not preempt but admission stopped on blocks: the blocks and
+   * watermark of the request it stopped at, minus the free blocks then. */
+  guint64 blocks_short;
+  /* requests preempted by ema_engine_release_blocks since the previous
+   * step's report (not counted in preempted) */
+  guint released;
+} EmaStepReport;
+
+typedef struct {
+  void (*on_step)(gpointer data, const EmaStepReport *step);
+  void (*on_finish)(gpointer data, const EmaRequest *request);
+  gpointer data;
+} EmaEngineObserver;
+
+/* Time of one step with BATCH (normally ema_step_time). */
+typedef EmaTime (*EmaStepCostFunc)(gpointer data, const EmaStepBatch *batch);
+
+typedef struct _EmaEngine EmaEngine;
+
+/* The engine takes TRACE (and frees it). */
+EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemory memory,
+                          EmaStepCostFunc step_cost, gpointer step_cost_data,
+                          EmaTraceSource *trace);
+void ema_engine_free(EmaEngine *engine);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaEngine, ema_engine_free)
+
+void ema_engine_add_observer(EmaEngine *engine, const EmaEngineObserver *observer);
+/* Schedule the first arrival. A trace error fails the simulation. */
+void ema_engine_start(EmaEngine *engine);
+
+guint64 ema_engine_completed(const EmaEngine *engine);
+guint64 ema_engine_preemptions(const EmaEngine *engine);
+/* Requests dropped on arrival because their prompt and output can never fit
+ * in the KV memory at once. */
+guint64 ema_engine_rejected(const EmaEngine *engine);
+guint ema_engine_running(const EmaEngine *engine);
+guint ema_engine_waiting(const EmaEngine *engine);
+
+/* KV blocks the engine holds now (taken from its memory, including those
+ * taken for the step in flight). */
+guint64 ema_engine_blocks_held(const EmaEngine *engine);
+
+/* Give blocks back to the memory: preempt running requests newest first,
+ * in the configured mode (recompute drops the KV; swap copies it to host,
+ * and the copy's time is added to the next step that starts), until at
+ * least BLOCKS blocks came back or no running request is left. Returns the
+ * blocks given back (possibly more than BLOCKS: whole requests go). These
+ * count as preemptions (ema_engine_preemptions, EmaRequest.preemptions)
+ * and in the next step report's released field.
+ *
+ * Safe between steps, from an observer (requests that have just produced
+ * their last token are not preempted: they finish and give their blocks
+ * back in a moment), and while a step is in flight: a victim's work in
+ * that step is dropped (its tokens are not counted when the step
+ * completes, it does not finish there, and the blocks taken for the step
+ * come back too). Not from a step-cost function. The caller may then take
+ * blocks away from the memory's total: requests that can no longer ever
+ * fit in the smaller total are rejected (ema_engine_rejected), running ones
+ * at the next scheduling and waiting ones when they reach the queue's head.
+ * The engine does not start a step by itself when the memory grows again:
+ * call ema_engine_wake(). */
+guint64 ema_engine_release_blocks(EmaEngine *engine, guint64 blocks);
+/* The same in MODE whatever the configured mode (the swap time from the
+ * config's block_bytes, swap_bandwidth and swap_fixed_cost). */
+guint64 ema_engine_release_blocks_mode(EmaEngine *engine, guint64 blocks, EmaPreemptMode mode);
+
+/* Start a step at the current instant if none is in flight and there is
+ * work (after the memory gained free blocks, say). Safe from anywhere
+ * except a step-cost function; a no-op when a step is in flight. */
+void ema_engine_wake(EmaEngine *engine);
+
+/* Diagnostic, for tests and benchmarks: how many times the engine has
+ * touched a request individually (scheduled, admitted, preempted, finished,
+ * moved into or out of the steady set, applied a step's tokens to it). A
+ * decode step in which no request changes state adds O(1) to it. */
+guint64 ema_engine_work_counter(const EmaEngine *engine);
+
+G_END_DECLS

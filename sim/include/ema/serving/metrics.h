@@ -1,0 +1,74 @@
+/* metrics.h: what a serving run measures, collected by observers of the
+ * engines (models never measure themselves). Per tenant: request counts and
+ * tokens, latency distributions (TTFT, TPOT, E2E), preemptions, KV-cache
+ * use; rows of requests.csv as requests finish.
+ *
+ * Latency distributions are log-linear histograms of integer nanoseconds
+ * (HDR-style): values below 512 ns are exact, larger ones fall in buckets
+ * 1/256 of their power of two wide, so a quantile is within 0.2% of the
+ * true sample quantile, memory is fixed (115 KiB per histogram) whatever the
+ * number of requests, and adding a value is O(1). Quantiles are nearest-rank
+ * (the smallest value with at least q of the samples at or below it),
+ * reported as the midpoint of that value's bucket, clamped to the observed
+ * minimum and maximum. Means are exact. */
+#pragma once
+
+#include <stdio.h>
+
+#include <glib.h>
+
+#include "ema/serving/engine.h"
+
+G_BEGIN_DECLS
+
+typedef struct _EmaHistogram EmaHistogram;
+
+EmaHistogram *ema_histogram_new(void);
+void ema_histogram_free(EmaHistogram *histogram);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaHistogram, ema_histogram_free)
+
+void ema_histogram_add(EmaHistogram *histogram, guint64 value);
+guint64 ema_histogram_count(const EmaHistogram *histogram);
+/* Exact mean of the values added; 0 when empty. */
+double ema_histogram_mean(const EmaHistogram *histogram);
+/* Nearest-rank quantile Q in [0, 1] (see above); 0 when empty. */
+double ema_histogram_quantile(const EmaHistogram *histogram, double q);
+
+/* One tenant's figures. Times are ns; tokens are counts. */
+typedef struct {
+  const char *tenant; /* borrowed: the tenant's name */
+  guint64 completed;
+  guint64 prompt_tokens, output_tokens; /* of completed requests */
+  guint64 preemptions;                  /* of completed requests */
+  EmaTime first_arrival, last_finish;   /* -1 before the first */
+  EmaHistogram *ttft;                   /* arrival -> first token */
+  EmaHistogram *tpot; /* (finish - first token) / (output - 1), requests with output > 1 */
+  EmaHistogram *e2e;  /* arrival -> finish */
+  guint64 steps;
+  guint64 tokens_generated; /* output tokens sampled by steps (finished or not, preempted or not) */
+  EmaTime busy;             /* sum of step times */
+  EmaTime last_step;
+  double kv_util_sum; /* of the samples: blocks used / blocks total */
+  guint64 kv_util_samples;
+  FILE *requests_csv; /* borrowed; NULL: no rows */
+} EmaTenantMetrics;
+
+EmaTenantMetrics *ema_tenant_metrics_new(const char *tenant, FILE *requests_csv);
+void ema_tenant_metrics_free(EmaTenantMetrics *metrics);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaTenantMetrics, ema_tenant_metrics_free)
+
+/* The observer that fills METRICS from an engine. */
+EmaEngineObserver ema_tenant_metrics_observer(EmaTenantMetrics *metrics);
+/* Add one KV-utilisation sample (taken by the timeline sampler). */
+void ema_tenant_metrics_sample_kv(EmaTenantMetrics *metrics, guint64 used, guint64 total);
+
+/* The header line of requests.csv. */
+void ema_requests_csv_header(FILE *out);
+
+/* Derived figures. Throughput is over the tenant's active span, from its
+ * first arrival to its last completion. */
+double ema_tenant_metrics_throughput_tok_s(const EmaTenantMetrics *metrics);
+double ema_tenant_metrics_req_per_s(const EmaTenantMetrics *metrics);
+double ema_tenant_metrics_kv_util_mean(const EmaTenantMetrics *metrics);
+
+G_END_DECLS

@@ -1,0 +1,146 @@
+/* tenant.h: the serving part of an experiment file. A tenant is one LLM
+ * serving instance (a model, a request stream and engine settings) placed on
+ * one GPU of the server or on a tensor-parallel group of tp consecutive GPUs
+ * starting at `gpu`. This header holds the structs the tenant keys bind to,
+ * their parameter tables, and the two things built from them: the request
+ * source of a tenant (ema_trace_spec_open) and the sizing of its KV-cache
+ * pool (ema_tenant_plan).
+ *
+ * A trace is either a file (`file:`, read by the readers in traces/, with
+ * `arrivals` only for the length-only format) or synthetic (`arrivals:` a
+ * process, `prompt:`/`output:` length distributions, ended by `requests`
+ * or `duration`). Transformations apply in a fixed order: window (start,
+ * duration for files), rate_scale, split (a round-robin router's share),
+ * requests (limit), offset.
+ *
+ * KV pool sizing (vLLM's rule): on each GPU of the group,
+ *   kv_bytes = hbm_capacity x gpu_memory_utilization
+ *              - weights / tp - activation_reserve
+ *   slices   = floor(kv_bytes / 2 MiB)        (the elastic pool's unit)
+ *   blocks   = floor(slices x 2 MiB / (16 x KV bytes of a token on one GPU))
+ * activation_reserve, when not given, is derived as the peak activation
+ * memory of a step of max_num_batched_tokens tokens plus the logits of
+ * max_num_seqs sequences (formula in tenant.c); vLLM measures this peak by a
+ * profiling run, so the derived value is an estimate. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/serving/engine.h"
+#include "ema/hw/hwmodel.h"
+#include "ema/hw/llm.h"
+#include "ema/core/params.h"
+#include "ema/hw/steptime.h"
+#include "ema/traces/trace.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  EMA_LENGTH_NONE, /* the length comes from the trace file */
+  EMA_LENGTH_FIXED,
+  EMA_LENGTH_UNIFORM,
+  EMA_LENGTH_LOGNORMAL,
+  EMA_LENGTH_RESAMPLE,
+} EmaLengthKind;
+
+/* A token-length distribution (prompt or output). */
+typedef struct {
+  EmaLengthKind dist;
+  gint64 tokens; /* fixed */
+  gint64 min;    /* bounds of every draw (uniform: the range) */
+  gint64 max;    /* 0 = no upper bound */
+  double median; /* lognormal: median, or */
+  double mean;   /* lognormal: mean (give one of them) */
+  double sigma;  /* lognormal: standard deviation of the log */
+  char *file;    /* resample: a length-only CSV, relative to the experiment file */
+} EmaLengthSpec;
+
+typedef enum {
+  EMA_ARRIVALS_FILE, /* the arrival times in the trace file */
+  EMA_ARRIVALS_POISSON,
+  EMA_ARRIVALS_GAMMA,
+  EMA_ARRIVALS_ONOFF,
+  EMA_ARRIVALS_DIURNAL,
+  EMA_ARRIVALS_PHASES,
+} EmaArrivalsKind;
+
+/* One phase of `arrivals: phases`. */
+typedef struct {
+  gint64 duration; /* ns */
+  double rate;     /* req/s */
+} EmaPhaseSpec;
+
+typedef struct {
+  char *file;            /* a trace file, relative to the experiment file */
+  EmaTraceFormat format; /* auto: sniffed */
+  gboolean keep_failed;  /* BurstGPT: keep failed requests */
+  gboolean cycle;        /* lengths format: start again at the end */
+  EmaArrivalsKind arrivals;
+  double rate;     /* poisson, gamma: req/s */
+  double cv;       /* gamma: coefficient of variation of inter-arrival times */
+  double rate_on;  /* onoff */
+  double rate_off; /* onoff */
+  gint64 mean_on;  /* onoff, ns */
+  gint64 mean_off; /* onoff, ns */
+  double rate_min; /* diurnal */
+  double rate_max; /* diurnal */
+  gint64 period;   /* diurnal, ns */
+  GArray *phases;  /* phases: EmaPhaseSpec */
+  EmaLengthSpec prompt, output;
+  gint64 start;       /* window start (files), ns */
+  gint64 duration;    /* window length (files) or end of a synthetic stream; 0 = none */
+  double rate_scale;  /* arrivals x this rate */
+  gint64 split;       /* keep one request in split (round robin); 0 = all */
+  gint64 split_index; /* which one: 0 .. split-1 */
+  gint64 requests;    /* at most this many; 0 = no limit */
+  gint64 offset;      /* added to every arrival, ns */
+} EmaTraceSpec;
+
+typedef struct {
+  gint64 max_num_seqs;
+  gint64 max_num_batched_tokens;
+  double gpu_memory_utilization;
+  guint64 activation_reserve; /* bytes per GPU; 0 in the file = derived */
+  double watermark;           /* fraction of the KV blocks admission leaves free */
+  EmaPreemptMode preempt;
+} EmaEngineSpec;
+
+typedef struct {
+  char *name;
+  EmaLlmSpec model;
+  gint64 gpu; /* first GPU of the group */
+  gint64 tp;  /* GPUs in the group */
+  EmaTraceSpec trace;
+  EmaEngineSpec engine;
+} EmaTenantSpec;
+
+extern const EmaParamTable ema_tenant_params;
+
+/* The request source of TRACE; SEED seeds its random streams (derive one
+ * per tenant). Errors: the trace readers' and generators' errors. */
+EmaTraceSource *ema_trace_spec_open(const EmaTraceSpec *trace, guint64 seed, GError **error);
+
+/* What a tenant gets on each GPU of its group. */
+typedef struct {
+  guint64 weight_bytes;       /* resident weights per GPU */
+  guint64 activation_reserve; /* bytes per GPU */
+  guint64 block_bytes;        /* one 16-token KV block on one GPU */
+  guint64 kv_bytes;           /* the KV region per GPU */
+  guint64 slices;             /* the KV region in whole 2 MiB slices (policy.h) */
+  guint64 blocks;             /* KV blocks the slices hold (the same on every GPU of the group) */
+  guint64 watermark_blocks;
+} EmaTenantPlan;
+
+/* Size TENANT's memory on SERVER. FALSE with a message that says what does
+ * not fit when the weights and the reserve leave no room for one request. */
+gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *server,
+                         EmaTenantPlan *plan, GError **error);
+
+/* The activation reserve derived for TENANT when the file gives none. */
+guint64 ema_tenant_default_activation_reserve(const EmaTenantSpec *tenant);
+
+/* The engine configuration of TENANT with PLAN on SERVER. */
+void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *plan,
+                              const EmaServerSpec *server, EmaEngineConfig *config);
+
+G_END_DECLS

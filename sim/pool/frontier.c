@@ -1,0 +1,74 @@
+/* frontier.c: the transparency frontier (frontier.h). For a remote share
+ * f, the step's remote bytes per layer are f x its KV reads per layer; the
+ * share found is the largest f (bisection to 0.1%) whose step time is
+ * within the tolerance of the all-local step. Step time is monotone in f
+ * in every mode, so bisection is exact to its resolution. */
+#include "ema/pool/frontier.h"
+
+#include "ema/pool/pool.h"
+#include "ema/hw/steptime.h"
+
+/* The layer-ahead policy's group size: the smallest power of two whose
+ * copy's fixed cost is at most 10% of its time. */
+static guint group_for(double fixed_s, double per_layer_s, guint layers) {
+  guint group = 1;
+  while (group < layers && fixed_s > 0.1 * (fixed_s + group * per_layer_s))
+    group *= 2;
+  return MIN(group, layers);
+}
+
+/* The step with SHARE of its KV remote, read MODE; LANDED: prefetch copies
+ * charged to this GPU's HBM as they land. */
+static double step_with_share(const EmaStepBreakdown *bd, const EmaServerSpec *server,
+                              double layers, double share, EmaRemoteMode mode, gboolean landed) {
+  double remote = share * bd->kv_read_bytes / layers;
+  EmaPrefetchPlan plan = {mode, 2, 1, 1};
+  if (remote <= 0)
+    return bd->layers_s + bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
+  plan.layers_per_copy = group_for((double) server->link.copy_fixed_cost / 1e9,
+                                   remote / server->link.bandwidth, (guint) layers);
+  if (landed)
+    return ema_remote_step_seconds_one_lender(bd, server, layers, 0, remote, &plan);
+  return ema_remote_step_seconds(bd, server, layers, 1, remote / server->link.bandwidth,
+                                 remote / server->link.direct_read_bandwidth, &plan);
+}
+
+static double largest_share(const EmaStepBreakdown *bd, const EmaServerSpec *server, double layers,
+                            double limit_s, EmaRemoteMode mode, gboolean landed) {
+  double lo = 0, hi = 1;
+  if (step_with_share(bd, server, layers, 1, mode, landed) <= limit_s)
+    return 1;
+  while (hi - lo > 0.0005) {
+    double mid = (lo + hi) / 2;
+    if (step_with_share(bd, server, layers, mid, mode, landed) <= limit_s)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+gboolean ema_frontier_point(const EmaLlmSpec *model, const EmaServerSpec *server, guint batch,
+                            guint context, double tolerance, EmaFrontierPoint *point,
+                            GError **error) {
+  g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, 1, error);
+  EmaStepBatch work = {0};
+  EmaStepBreakdown bd;
+  double layers, limit_s;
+  if (step == NULL)
+    return FALSE;
+  layers = ema_step_model_layers(step);
+  work.decode_seqs = batch;
+  work.decode_context = (double) batch * context;
+  work.logits = batch;
+  ema_step_time(step, &work, &bd);
+  point->batch = batch;
+  point->context = context;
+  point->local_step_s = bd.layers_s + bd.lm_head_s + bd.allreduce_s + bd.overhead_s;
+  limit_s = point->local_step_s * (1 + tolerance);
+  point->prefetch_share = largest_share(&bd, server, layers, limit_s, EMA_REMOTE_PREFETCH, FALSE);
+  point->direct_share = largest_share(&bd, server, layers, limit_s, EMA_REMOTE_DIRECT, FALSE);
+  point->prefetch_landed_share =
+      largest_share(&bd, server, layers, limit_s, EMA_REMOTE_PREFETCH, TRUE);
+  return TRUE;
+}

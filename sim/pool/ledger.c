@@ -1,0 +1,288 @@
+/* ledger.c: the slice ledger's arithmetic and views (ledger.h), for the
+ * simulator's pool and the real pool of `ema-validate pool`. */
+#include "ema/pool/ledger.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
+  memset(l, 0, sizeof *l);
+  l->n = n;
+  l->gpus = g_new0(EmaSliceGpu *, n);
+  l->lent = g_new0(guint64, (gsize) n * n);
+  l->remote_view = g_new0(guint64, (gsize) n * n);
+  l->views = g_new0(EmaGpuView, n);
+}
+
+void ema_slice_ledger_clear(EmaSliceLedger *l) {
+  g_free(l->gpus);
+  g_free(l->lent);
+  g_free(l->remote_view);
+  g_free(l->views);
+  memset(l, 0, sizeof *l);
+}
+
+guint64 ema_slice_ledger_remote_capacity(const EmaSliceLedger *l, const EmaSliceGpu *g,
+                                         guint lender) {
+  return ema_blocks_in_slices(g, l->lent[lender * l->n + g->index]);
+}
+
+void ema_slice_ledger_change_lent(EmaSliceLedger *l, guint lender, guint borrower, gint64 delta) {
+  guint64 *lent = &l->lent[lender * l->n + borrower];
+  EmaSliceGpu *b = l->gpus[borrower];
+  g_assert(delta >= 0 || (guint64) -delta <= *lent);
+  b->remote_cap_total -= ema_slice_ledger_remote_capacity(l, b, lender);
+  *lent = (guint64) ((gint64) *lent + delta);
+  b->remote_cap_total += ema_slice_ledger_remote_capacity(l, b, lender);
+  l->gpus[lender]->lent_total = (guint64) ((gint64) l->gpus[lender]->lent_total + delta);
+  b->borrowed_total = (guint64) ((gint64) b->borrowed_total + delta);
+}
+
+guint64 ema_slice_gpu_own_slices(const EmaSliceGpu *g) {
+  guint64 taken = g->lent_total + g->lending + g->returning + g->staging + g->parking;
+  return g->slices > taken ? g->slices - taken : 0;
+}
+
+guint64 ema_slice_gpu_local_capacity(const EmaSliceGpu *g) {
+  return ema_blocks_in_slices(g, ema_slice_gpu_own_slices(g));
+}
+
+guint64 ema_slice_gpu_remote_admitted(const EmaSliceGpu *g) {
+  guint64 total = g->remote_cap_total;
+  if (total > 0 && g->plan.remote_limit < 1) {
+    double limit = g->plan.remote_limit / (1 - g->plan.remote_limit) *
+                   (double) ema_slice_gpu_local_capacity(g);
+    total = MIN(total, (guint64) floor(limit));
+  }
+  return total;
+}
+
+guint64 ema_slice_gpu_lendable(const EmaSliceGpu *g) {
+  guint64 used = ema_slices_for_blocks(g, g->local_used);
+  guint64 own = ema_slice_gpu_own_slices(g);
+  return own > used ? own - used : 0;
+}
+
+guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g) {
+  guint64 local_cap = ema_slice_gpu_local_capacity(g);
+  guint64 local_free = local_cap > g->local_used ? local_cap - g->local_used : 0;
+  guint64 admitted = ema_slice_gpu_remote_admitted(g);
+  return local_free + (admitted > g->remote_total ? admitted - g->remote_total : 0);
+}
+
+void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gconstpointer params,
+                                 const EmaPoolView *view, const EmaStepCostView *cost,
+                                 guint layers) {
+  g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
+  ((const EmaPrefetchPolicyOps *) policy->ops)
+      ->decide(g->states[EMA_POLICY_PREFETCH], params, view, g->index, cost, &g->plan);
+  g->plan.depth = MAX(g->plan.depth, 1);
+  g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, MAX(layers, 1));
+  g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
+  ema_slice_gpu_update_staging(g, layers);
+}
+
+static double remote_time(const EmaSliceLedger *l, const EmaServerSpec *server, const double *bytes,
+                          double bandwidth) {
+  double longest = 0, sum = 0;
+  for (guint j = 0; j < l->n; j++) {
+    guint sharers = 0;
+    if (bytes[j] <= 0)
+      continue;
+    for (guint b = 0; b < l->n; b++)
+      sharers += l->gpus[b]->present && l->gpus[b]->remote[j] > 0;
+    longest = MAX(longest, bytes[j] * MAX(sharers, 1) / bandwidth);
+    sum += bytes[j];
+  }
+  if (server->topology != EMA_TOPOLOGY_DIRECT)
+    longest = MAX(longest, sum / bandwidth);
+  return longest;
+}
+
+void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
+                                const EmaServerSpec *server, const EmaStepBreakdown *bd,
+                                double layers, double slow, double *bytes, EmaStepCostView *view,
+                                double *t_copy, double *t_direct) {
+  double used = (double) (g->local_used + g->remote_total);
+  double layer_mem = bd->layer_memory_s * slow;
+  double remote = (double) g->remote_total / used * bd->kv_read_bytes / layers;
+  g_assert(g->remote_total > 0);
+  for (guint j = 0; j < l->n; j++)
+    bytes[j] = remote * (double) g->remote[j] / (double) g->remote_total;
+  *t_copy = remote_time(l, server, bytes, server->link.bandwidth);
+  *t_direct = remote_time(l, server, bytes, server->link.direct_read_bandwidth);
+  *view = (EmaStepCostView){(guint) layers,
+                            MAX(bd->layer_compute_s, layer_mem),
+                            layer_mem,
+                            bd->kv_read_bytes / layers,
+                            remote,
+                            remote / *t_copy,
+                            remote / *t_direct,
+                            server->link.copy_fixed_cost,
+                            bd->layer_kv_read_s * slow};
+}
+
+const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
+                                         const EmaServerSpec *server) {
+  for (guint i = 0; i < l->n; i++) {
+    const EmaSliceGpu *g = l->gpus[i];
+    EmaGpuView *v = &l->views[i];
+    memset(v, 0, sizeof *v);
+    v->index = i;
+    v->shares = g->shares;
+    v->has_tenant = g->has_tenant;
+    v->slices = g->slices;
+    v->slices_lent = g->lent_total + g->lending + g->returning + g->parking;
+    v->slices_used = ema_slices_for_blocks(g, g->local_used);
+    v->slices_staging = g->staging;
+    v->slices_pending = g->borrowing;
+    v->slices_borrowed = g->borrowed_total;
+    for (guint j = 0; g->remote_total > 0 && j < l->n; j++)
+      v->slices_borrowed_used += ema_slices_for_blocks(g, g->remote[j]);
+    v->block_bytes = g->block_bytes;
+    v->blocks_total =
+        g->has_tenant ? ema_slice_gpu_local_capacity(g) + ema_slice_gpu_remote_admitted(g) : 0;
+    v->blocks_used = g->local_used + g->remote_total;
+    v->blocks_remote = g->remote_total;
+    v->blocks_short = g->blocks_short;
+    v->running = g->running;
+    v->waiting = g->waiting;
+    v->demand_blocks_per_s = g->demand;
+    v->last_step = g->last_step;
+  }
+  l->view.now = now;
+  l->view.n_gpus = l->n;
+  l->view.gpus = l->views;
+  l->view.lent = l->lent;
+  for (guint b = 0; b < l->n; b++)
+    if (l->gpus[b]->remote_total > 0 || l->gpus[b]->remote_viewed)
+      memcpy(&l->remote_view[b * l->n], l->gpus[b]->remote, l->n * sizeof(guint64));
+  for (guint b = 0; b < l->n; b++)
+    l->gpus[b]->remote_viewed = l->gpus[b]->remote_total > 0;
+  l->view.remote_blocks = l->remote_view;
+  l->view.server = server;
+  return &l->view;
+}
+
+guint64 ema_slice_ledger_borrow_limit(const EmaSliceLedger *l, guint borrower, guint lender) {
+  const EmaSliceGpu *lg = l->gpus[lender];
+  return lender == borrower || !lg->shares ? 0 : ema_slice_gpu_lendable(lg);
+}
+
+guint64 ema_slice_ledger_return_limit(const EmaSliceLedger *l, guint borrower, guint lender) {
+  const EmaSliceGpu *b = l->gpus[borrower];
+  guint64 lent = l->lent[lender * l->n + borrower];
+  guint64 used = ema_slices_for_blocks(b, b->remote[lender]);
+  return lent > used ? lent - used : 0;
+}
+
+guint64 ema_slice_ledger_reclaim_limit(const EmaSliceLedger *l, guint lender, guint borrower) {
+  return l->lent[lender * l->n + borrower];
+}
+
+guint64 ema_slice_ledger_reclaim_excess(const EmaSliceLedger *l, guint lender, guint borrower,
+                                        guint64 slices, guint64 *keep) {
+  const EmaSliceGpu *b = l->gpus[borrower];
+  *keep = ema_blocks_in_slices(b, l->lent[lender * l->n + borrower] - slices);
+  return b->remote[lender] > *keep ? b->remote[lender] - *keep : 0;
+}
+
+void ema_slice_gpu_update_staging(EmaSliceGpu *g, guint layers) {
+  guint64 want = 0, avail;
+  guint64 taken = g->lent_total + g->lending + g->returning + g->parking +
+                  ema_slices_for_blocks(g, g->local_used);
+  if (g->plan.mode == EMA_REMOTE_PREFETCH && layers > 0) {
+    /* the layers fetched ahead of the remote KV in use */
+    guint64 ahead = (guint64) MAX(g->plan.depth, 1) * MAX(g->plan.layers_per_copy, 1);
+    guint64 remote = ema_slices_for_blocks(g, g->remote_total);
+    want = (MIN(ahead, layers) * remote + layers - 1) / layers;
+  }
+  avail = g->slices > taken ? g->slices - taken : 0;
+  g->staging = MIN(want, avail);
+}
+
+#define DEMAND_SAMPLE (100 * 1000 * 1000)
+#define DEMAND_TAU_S 2.0
+
+void ema_slice_gpu_update_demand(EmaSliceGpu *g, EmaTime now, guint64 used) {
+  double dt, rate, weight;
+  if (now - g->demand_at < DEMAND_SAMPLE)
+    return;
+  dt = (double) (now - g->demand_at) / 1e9;
+  rate = ((double) used - (double) g->demand_blocks) / dt;
+  weight = -expm1(-dt / DEMAND_TAU_S);
+  g->demand += weight * (rate - g->demand);
+  g->demand_blocks = used;
+  g->demand_at = now;
+}
+
+gboolean ema_slice_ledger_invalid(GError **error, const char *format, ...) {
+  va_list args;
+  if (error == NULL || *error != NULL)
+    return FALSE;
+  va_start(args, format);
+  *error = g_error_new_valist(EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID, format, args);
+  va_end(args);
+  return FALSE;
+}
+
+gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error) {
+  for (guint i = 0; i < l->n; i++) {
+    const EmaSliceGpu *g = l->gpus[i];
+    guint64 sum = 0, lent = 0, borrowed = 0, cap = 0;
+    guint64 taken = ema_slices_for_blocks(g, g->local_used) + g->lent_total + g->lending +
+                    g->returning + g->staging + g->parking;
+    if (taken > g->slices)
+      return ema_slice_ledger_invalid(
+          error,
+          "gpu%u: %" G_GUINT64_FORMAT
+          " slices in use, lent or reserved, above its %" G_GUINT64_FORMAT,
+          i, taken, g->slices);
+    if (!g->shares && (g->lent_total > 0 || g->borrowed_total > 0))
+      return ema_slice_ledger_invalid(error, "gpu%u does not share, yet lends or borrows", i);
+    for (guint j = 0; j < l->n; j++) {
+      guint64 remote = g->remote ? g->remote[j] : 0;
+      if (remote > ema_slice_ledger_remote_capacity(l, g, j))
+        return ema_slice_ledger_invalid(error,
+                                        "gpu%u holds %" G_GUINT64_FORMAT
+                                        " blocks on gpu%u, above the %" G_GUINT64_FORMAT
+                                        " its borrowed slices hold",
+                                        i, remote, j, ema_slice_ledger_remote_capacity(l, g, j));
+      sum += remote;
+      lent += l->lent[i * l->n + j];
+      borrowed += l->lent[j * l->n + i];
+      cap += ema_slice_ledger_remote_capacity(l, g, j);
+    }
+    if (lent != g->lent_total || borrowed != g->borrowed_total || cap != g->remote_cap_total)
+      return ema_slice_ledger_invalid(error,
+                                      "gpu%u: lent/borrowed counters disagree with the ledger", i);
+    if (sum != g->remote_total)
+      return ema_slice_ledger_invalid(error,
+                                      "gpu%u: remote blocks per lender add up to %" G_GUINT64_FORMAT
+                                      ", not %" G_GUINT64_FORMAT,
+                                      i, sum, g->remote_total);
+  }
+  return TRUE;
+}
+
+gboolean ema_slice_ledger_init_policies(EmaSliceLedger *l, const EmaPolicyInfo *const *policies,
+                                        const gconstpointer *params, EmaTime now,
+                                        const EmaServerSpec *server, GError **error) {
+  for (guint i = 0; i < l->n; i++) {
+    EmaSliceGpu *g = l->gpus[i];
+    if (!g->present)
+      continue;
+    for (guint k = 0; k < 3; k++) {
+      const EmaPolicyInfo *info = policies[k];
+      EmaPolicyInitFunc init = ema_policy_info_init_func(info);
+      if (g->states[k] == NULL)
+        g->states[k] = g_malloc0(MAX(ema_policy_info_state_size(info), 1));
+      if (init && !init(g->states[k], params[k], ema_slice_ledger_view(l, now, server), error)) {
+        g_prefix_error(error, "%s policy %s: ", ema_policy_kind_name(info->kind), info->name);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}

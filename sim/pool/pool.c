@@ -1,0 +1,939 @@
+/* pool.c: the elastic memory pool (pool.h): the slice ledger, the tenants'
+ * KV memory over it, the policy calls and the checks of their plans, and
+ * the cost of remote KV in a step.
+ *
+ * Ledger, per GPU g (all in slices unless said):
+ *   slices        its KV region
+ *   lent[g][b]    lent to borrower b (mapped and usable by b)
+ *   lending[g]    reserved on g for borrows still being mapped
+ *   returning[g]  reclaimed from borrowers, usable again when the reclaim's
+ *                 copies and unmaps are done
+ *   staging[g]    its tenant's prefetch staging buffer
+ *   local_used    its tenant's blocks in its own slices (blocks)
+ *   remote[g][j]  its tenant's blocks in slices lent by j (blocks)
+ * Invariants (ema_pool_check): for every g,
+ *   ceil(local_used x B / S) + sum_b lent[g][b] + lending + returning + staging <= slices;
+ *   remote[g][j] <= floor(lent[j][g] x S / B);
+ *   local_used + sum_j remote[g][j] == the blocks g's engine holds;
+ * with B the block size and S the slice size; lent equals borrowed by
+ * construction (one matrix). Only sharing GPUs (tp = 1 tenants, idle GPUs)
+ * lend or borrow.
+ *
+ * Policy calls: a GPU decides after a step of its tenant that lacked
+ * blocks, after its other steps at most once per policy.decision_period
+ * (not at all while it lends nothing and the borrow policy never acts),
+ * and, when its engine reports blocks it lacks while scheduling
+ * (EmaKvMemoryOps.want), in an event at the same instant after the engines.
+ * A decision: if it holds peers' parked KV and lacks memory, that goes to
+ * host; if it lends and lacks memory, the reclaim policy (lender
+ * priority); if it lends, the reclaim policy again as a proactive call
+ * (needed 0); then the borrow policy.
+ * Before each step with remote KV, the prefetch policy. Plans are checked
+ * action by action; what the ledger cannot honour is cut to what it can
+ * (counted in plans_adjusted), never applied beyond it. */
+#include "ema/pool/pool.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ema/pool/ledger.h"
+#include "ema/pool/registry.h"
+
+#define DECIDE_PRIORITY 50
+
+typedef struct _Pool Pool;
+
+typedef struct {
+  /* the ledger's counters (ledger.h), read as g->local_used and so on */
+  union {
+    EmaSliceGpu counters;
+    struct {
+      EMA_SLICE_GPU_FIELDS
+    };
+  };
+  Pool *pool;
+  guint layers;
+  const EmaStepModel *model;
+  EmaEngine *engine;
+  /* peer swap (preempt: swap-peer): this tenant's preempted KV parked on
+   * peers and on host, in blocks (the slices of other tenants' parked KV
+   * this GPU holds are its parking) */
+  guint64 *parked; /* [n] on lender j */
+  guint64 parked_host;
+  gboolean evicting_to_host; /* the pool's own eviction: swap_out must not park on peers */
+  double *pull;              /* [n] B/s this tenant pulled from lender j in its last step */
+  double incoming;           /* B/s copied into this GPU by its prefetches in its last step */
+  double copy_steal;         /* B/s of HBM rate taken by swap and migration copies... */
+  EmaTime copy_until;        /* ...until then */
+  EmaTime slowed_by_peers;   /* step time peers' traffic added to this GPU's steps */
+  EmaEvent decide_event;
+  EmaTime decided_at; /* the last decision */
+  gboolean dropping;  /* a drop for a reclaim is freeing blocks: give() takes them from... */
+  guint drop_lender;  /* ...this lender first */
+} Gpu;
+
+struct _Pool {
+  EmaSim *sim;
+  const EmaServerSpec *server;
+  const EmaPolicySpec *spec;
+  guint n;
+  Gpu *gpus;
+  EmaSliceLedger ledger; /* the lent matrix and the views; gpus[i] is &gpus[i].counters */
+  double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
+  GPtrArray *pending;    /* Pending * in flight (freed with the pool if a run ends first) */
+  EmaTime decision_period;
+  const EmaPolicyInfo *policies[3];
+  EmaPoolStats stats;
+};
+
+struct _EmaPool {
+  Pool pool;
+};
+
+typedef enum {
+  PENDING_BORROW,  /* slices being mapped for a borrower */
+  PENDING_RETURN,  /* empty slices a borrower gave back, being unmapped */
+  PENDING_RECLAIM, /* slices a lender took back, data leaving and unmapping */
+} PendingKind;
+
+/* A ledger change that completes after its cost. */
+typedef struct {
+  EmaEvent event;
+  Pool *pool;
+  PendingKind kind;
+  guint lender, borrower;
+  guint64 slices;
+  EmaTime started;
+} Pending;
+
+/* ---- ledger arithmetic --------------------------------------------------- */
+
+static guint64 slices_for_blocks(const Gpu *g, guint64 blocks) {
+  return ema_slices_for_blocks(&g->counters, blocks);
+}
+
+static guint64 blocks_in_slices(const Gpu *g, guint64 slices) {
+  return ema_blocks_in_slices(&g->counters, slices);
+}
+
+static void change_lent(Pool *p, guint lender, guint borrower, gint64 delta) {
+  ema_slice_ledger_change_lent(&p->ledger, lender, borrower, delta);
+}
+
+static guint64 local_capacity(const Gpu *g) {
+  return ema_slice_gpu_local_capacity(&g->counters);
+}
+
+static guint64 lendable(const Gpu *g) {
+  return ema_slice_gpu_lendable(&g->counters);
+}
+
+/* ---- the tenant's KV memory ---------------------------------------------- */
+
+static guint64 memory_free_blocks(gpointer self) {
+  Gpu *g = self;
+  return ema_slice_gpu_free_blocks(&g->counters);
+}
+
+static guint64 memory_total_blocks(gpointer self) {
+  Gpu *g = self;
+  /* the region it owns (lent slices come back on demand) plus what it borrows */
+  return blocks_in_slices(g, g->slices) + blocks_in_slices(g, g->borrowed_total);
+}
+
+static gboolean memory_take(gpointer self, guint64 n) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint64 local_cap = local_capacity(g);
+  guint64 local = MIN(n, local_cap > g->local_used ? local_cap - g->local_used : 0);
+  guint64 rest = n - local;
+  if (rest > 0) {
+    /* growth may use all borrowed room; the prefetch plan's limit gates
+     * admission only, through free_blocks() */
+    if (g->remote_cap_total < g->remote_total + rest)
+      return FALSE;
+  }
+  while (rest > 0) {
+    /* the lender with the most free room for g's blocks; ties to the lowest index */
+    guint best = p->n;
+    guint64 most = 0;
+    for (guint j = 0; j < p->n; j++) {
+      guint64 cap = ema_slice_ledger_remote_capacity(&p->ledger, &g->counters, j);
+      guint64 room = cap > g->remote[j] ? cap - g->remote[j] : 0;
+      if (room > most) {
+        most = room;
+        best = j;
+      }
+    }
+    g_assert(best < p->n); /* the rooms add up to at least what was asked */
+    g->remote[best] += MIN(most, rest);
+    g->remote_total += MIN(most, rest);
+    rest -= MIN(most, rest);
+  }
+  g->local_used += local;
+  return TRUE;
+}
+
+/* Take N remote blocks off g's lenders: FIRST (if < n) first, then in
+ * proportion to each lender's share, the remainder from the largest. */
+static void give_remote(Pool *p, Gpu *g, guint64 n, guint first) {
+  guint64 left = n, total = g->remote_total;
+  if (first < p->n) {
+    guint64 k = MIN(left, g->remote[first]);
+    g->remote[first] -= k;
+    left -= k;
+    total -= k;
+  }
+  if (left > 0 && total > 0) {
+    guint64 share_total = left;
+    for (guint j = 0; j < p->n && left > 0; j++) {
+      guint64 k = MIN(g->remote[j], share_total * g->remote[j] / total);
+      g->remote[j] -= k;
+      left -= MIN(left, k);
+    }
+  }
+  while (left > 0) {
+    guint best = 0;
+    for (guint j = 1; j < p->n; j++)
+      if (g->remote[j] > g->remote[best])
+        best = j;
+    g_assert(g->remote[best] > 0);
+    g->remote[best]--;
+    left--;
+  }
+  g->remote_total -= n;
+}
+
+static void memory_give(gpointer self, guint64 n) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint64 used = g->local_used + g->remote_total;
+  guint64 remote;
+  g_assert_cmpuint(n, <=, used);
+  if (g->dropping) {
+    remote = MIN(n, g->remote_total);
+    give_remote(p, g, remote, g->drop_lender);
+  } else {
+    /* in proportion, rounded to the nearest */
+    remote = (guint64) floor((double) n * (double) g->remote_total / (double) used + 0.5);
+    remote = MIN(remote, g->remote_total);
+    if (n - remote > g->local_used)
+      remote = n - g->local_used;
+    give_remote(p, g, remote, p->n);
+  }
+  g->local_used -= n - remote;
+}
+
+static void schedule_decision(Gpu *g);
+
+static void memory_want(gpointer self, guint64 blocks_short) {
+  Gpu *g = self;
+  g->blocks_short = MAX(g->blocks_short, blocks_short);
+  schedule_decision(g);
+}
+
+static const EmaKvMemoryOps pool_memory_ops = {.take = memory_take,
+                                               .give = memory_give,
+                                               .free_blocks = memory_free_blocks,
+                                               .total_blocks = memory_total_blocks,
+                                               .want = memory_want};
+
+/* ---- peer swap: preempted KV parked on peers ------------------------------ */
+
+static double link_copy_time(const Pool *p, double bytes);
+static double host_copy_time(const Pool *p, double bytes);
+
+/* A copy of BYTES taking SECONDS that reads from or lands in GPU's HBM
+ * (COEFFICIENT: gpu.interference_outgoing or _incoming) takes HBM rate
+ * from the GPU's own steps while it runs; copies that overlap add up until
+ * the last of them ends (an upper bound when they do not overlap fully). */
+static void charge_copy(Pool *p, guint gpu, double coefficient, double bytes, double seconds) {
+  Gpu *g = &p->gpus[gpu];
+  EmaTime now = ema_sim_now(p->sim), end;
+  if (bytes <= 0 || seconds <= 0 || coefficient <= 0)
+    return;
+  end = now + (EmaTime) llround(seconds * 1e9);
+  if (now >= g->copy_until)
+    g->copy_steal = 0;
+  g->copy_steal += coefficient * bytes / seconds;
+  g->copy_until = MAX(g->copy_until, end);
+}
+
+/* charge_copy for each GPU j the bytes_scratch[j] that one copy of
+ * SECONDS moves to or from it, and clear them. */
+static void charge_copies(Pool *p, double coefficient, double seconds) {
+  for (guint j = 0; j < p->n; j++) {
+    charge_copy(p, j, coefficient, p->bytes_scratch[j], seconds);
+    p->bytes_scratch[j] = 0;
+  }
+}
+
+/* Move K of g's parked blocks onto (K > 0) or off (K < 0) lender J. */
+static void change_parked(Pool *p, Gpu *g, guint j, gint64 k) {
+  Gpu *l = &p->gpus[j];
+  l->parking -= slices_for_blocks(g, g->parked[j]);
+  g->parked[j] = (guint64) ((gint64) g->parked[j] + k);
+  l->parking += slices_for_blocks(g, g->parked[j]);
+}
+
+static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint64 left = blocks, to_peers = 0;
+  double peer_time, host_time;
+  memset(p->bytes_scratch, 0, p->n * sizeof(double));
+  while (left > 0 && !g->evicting_to_host) {
+    /* the peer with the most room left for g's blocks */
+    guint best = p->n;
+    guint64 most = 0;
+    for (guint j = 0; j < p->n; j++) {
+      Gpu *l = &p->gpus[j];
+      guint64 room;
+      if (j == g->index || !l->shares)
+        continue;
+      room = blocks_in_slices(g, slices_for_blocks(g, g->parked[j]) + lendable(l)) - g->parked[j];
+      if (room > most) {
+        most = room;
+        best = j;
+      }
+    }
+    if (best == p->n)
+      break;
+    change_parked(p, g, best, (gint64) MIN(most, left));
+    p->bytes_scratch[best] += (double) MIN(most, left) * (double) g->block_bytes;
+    to_peers += MIN(most, left);
+    left -= MIN(most, left);
+  }
+  g->parked_host += left;
+  peer_time = link_copy_time(p, (double) to_peers * (double) g->block_bytes);
+  host_time = host_copy_time(p, (double) left * (double) g->block_bytes);
+  charge_copies(p, p->server->gpu.interference_incoming, peer_time);
+  return (EmaTime) llround(MAX(peer_time, host_time) * 1e9); /* the two copies run side by side */
+}
+
+static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint64 left = blocks, from_peers = 0, from_host;
+  double peer_time;
+  memset(p->bytes_scratch, 0, p->n * sizeof(double));
+  /* blocks of parked KV are not told apart: the peers' come back first */
+  while (left > 0) {
+    guint best = 0;
+    guint64 k;
+    for (guint j = 1; j < p->n; j++)
+      if (g->parked[j] > g->parked[best])
+        best = j;
+    if (g->parked[best] == 0)
+      break;
+    k = MIN(g->parked[best], left);
+    change_parked(p, g, best, -(gint64) k);
+    p->bytes_scratch[best] += (double) k * (double) g->block_bytes;
+    from_peers += k;
+    left -= k;
+  }
+  from_host = MIN(left, g->parked_host);
+  g->parked_host -= from_host;
+  peer_time = link_copy_time(p, (double) from_peers * (double) g->block_bytes);
+  charge_copies(p, p->server->gpu.interference_outgoing, peer_time);
+  return (EmaTime) llround(
+      MAX(peer_time, host_copy_time(p, (double) from_host * (double) g->block_bytes)) * 1e9);
+}
+
+static const EmaKvMemoryOps pool_memory_ops_peer_swap = {.take = memory_take,
+                                                         .give = memory_give,
+                                                         .free_blocks = memory_free_blocks,
+                                                         .total_blocks = memory_total_blocks,
+                                                         .want = memory_want,
+                                                         .swap_out = memory_swap_out,
+                                                         .swap_in = memory_swap_in};
+
+/* ---- views ----------------------------------------------------------------- */
+
+static const EmaPoolView *build_view(Pool *p) {
+  return ema_slice_ledger_view(&p->ledger, ema_sim_now(p->sim), p->server);
+}
+
+/* ---- applying plans -------------------------------------------------------- */
+
+static EmaTime ns(double seconds) {
+  return (EmaTime) llround(seconds * 1e9);
+}
+
+static void wake(Gpu *g) {
+  if (g->engine)
+    ema_engine_wake(g->engine);
+}
+
+static void on_pending_done(EmaSim *sim, EmaEvent *event, gpointer data) {
+  Pending *pending = data;
+  Pool *p = pending->pool;
+  if (pending->kind != PENDING_BORROW) {
+    Gpu *lender = &p->gpus[pending->lender];
+    EmaTime waited = ema_sim_now(sim) - pending->started;
+    lender->returning -= pending->slices;
+    if (pending->kind == PENDING_RECLAIM) {
+      p->stats.reclaim_wait += waited;
+      p->stats.reclaim_wait_max = MAX(p->stats.reclaim_wait_max, waited);
+    }
+    wake(lender);
+  } else {
+    Gpu *lender = &p->gpus[pending->lender];
+    Gpu *borrower = &p->gpus[pending->borrower];
+    lender->lending -= pending->slices;
+    borrower->borrowing -= pending->slices;
+    change_lent(p, pending->lender, pending->borrower, (gint64) pending->slices);
+    wake(borrower);
+  }
+  g_ptr_array_remove_fast(p->pending, pending);
+  g_free(pending);
+}
+
+static void start_pending(Pool *p, PendingKind kind, guint lender, guint borrower, guint64 slices,
+                          EmaTime cost) {
+  Pending *pending = g_new0(Pending, 1);
+  pending->pool = p;
+  pending->kind = kind;
+  pending->lender = lender;
+  pending->borrower = borrower;
+  pending->slices = slices;
+  pending->started = ema_sim_now(p->sim);
+  ema_event_init(&pending->event, on_pending_done, pending);
+  ema_sim_schedule_in(p->sim, &pending->event, cost, 0);
+  g_ptr_array_add(p->pending, pending);
+}
+
+/* BORROWER borrows SLICES from LENDER (cut to what LENDER can lend). */
+static void apply_borrow(Pool *p, guint borrower, guint lender, guint64 slices) {
+  Gpu *l = &p->gpus[lender];
+  slices = ema_slice_cut(slices, ema_slice_ledger_borrow_limit(&p->ledger, borrower, lender),
+                         &p->stats.plans_adjusted);
+  if (slices == 0)
+    return;
+  l->lending += slices;
+  p->gpus[borrower].borrowing += slices;
+  p->stats.borrows++;
+  p->stats.slices_borrowed += slices;
+  start_pending(p, PENDING_BORROW, lender, borrower, slices,
+                (EmaTime) slices * (p->server->vmm.create_cost + p->server->vmm.map_cost));
+}
+
+/* BORROWER gives back SLICES empty slices of LENDER (cut to the empty ones). */
+static void apply_return(Pool *p, guint borrower, guint lender, guint64 slices) {
+  slices = ema_slice_cut(slices, ema_slice_ledger_return_limit(&p->ledger, borrower, lender),
+                         &p->stats.plans_adjusted);
+  if (slices == 0)
+    return;
+  /* the borrower unmaps; the lender has the slices back once that is done */
+  change_lent(p, lender, borrower, -(gint64) slices);
+  p->gpus[lender].returning += slices;
+  p->stats.returns++;
+  p->stats.slices_returned += slices;
+  start_pending(p, PENDING_RETURN, lender, borrower, slices,
+                (EmaTime) slices * p->server->vmm.unmap_cost);
+}
+
+static double link_copy_time(const Pool *p, double bytes) {
+  return bytes > 0
+             ? (double) p->server->link.copy_fixed_cost / 1e9 + bytes / p->server->link.bandwidth
+             : 0;
+}
+
+static double host_copy_time(const Pool *p, double bytes) {
+  return bytes > 0 ? (double) p->server->host.copy_fixed_cost / 1e9 +
+                         bytes / p->server->host.d2h_bandwidth
+                   : 0;
+}
+
+/* Free at least BLOCKS of b's blocks held on LENDER by preempting its
+ * requests (MODE: recompute drops, swap goes to host); returns the time
+ * the data takes to leave. */
+static double evict(Pool *p, Gpu *b, guint lender, guint64 blocks, EmaPreemptMode mode) {
+  guint64 before = b->remote[lender];
+  b->dropping = TRUE;
+  b->drop_lender = lender;
+  b->evicting_to_host = TRUE;
+  ema_engine_release_blocks_mode(b->engine, blocks, mode);
+  b->evicting_to_host = FALSE;
+  b->dropping = FALSE;
+  if (mode == EMA_PREEMPT_SWAP) {
+    p->stats.blocks_to_host += before - b->remote[lender];
+    return host_copy_time(p, (double) (before - b->remote[lender]) * (double) b->block_bytes);
+  }
+  p->stats.blocks_dropped += before - b->remote[lender];
+  return 0;
+}
+
+/* Move up to BLOCKS of b's blocks from LENDER to TARGET (b itself: its own
+ * free slices; another GPU: slices it lends b on the spot); returns the
+ * copy time and sets *MOVED. */
+static double migrate(Pool *p, Gpu *b, guint lender, guint target, guint64 blocks, guint64 *moved) {
+  guint64 room;
+  double copy;
+  if (target == b->index) {
+    guint64 cap = local_capacity(b);
+    room = cap > b->local_used ? cap - b->local_used : 0;
+  } else {
+    Gpu *t = &p->gpus[target];
+    room = t->shares && target != lender ? blocks_in_slices(b, lendable(t)) : 0;
+  }
+  *moved = MIN(room, blocks);
+  if (*moved == 0)
+    return 0;
+  b->remote[lender] -= *moved;
+  if (target == b->index) {
+    b->remote_total -= *moved;
+    b->local_used += *moved;
+  } else {
+    change_lent(p, target, b->index, (gint64) slices_for_blocks(b, *moved));
+    b->remote[target] += *moved;
+  }
+  p->stats.blocks_migrated += *moved;
+  copy = link_copy_time(p, (double) *moved * (double) b->block_bytes);
+  charge_copy(p, target, p->server->gpu.interference_incoming,
+              (double) *moved * (double) b->block_bytes, copy);
+  /* a peer target maps the new slices for the borrower before the copy */
+  return copy + (target == b->index
+                     ? 0
+                     : (double) slices_for_blocks(b, *moved) *
+                           (double) (p->server->vmm.create_cost + p->server->vmm.map_cost) / 1e9);
+}
+
+/* LENDER takes back the slices of ACTION. */
+static double apply_reclaim_action(Pool *p, guint lender, const EmaReclaimAction *action,
+                                   guint64 *taken) {
+  Gpu *b = &p->gpus[action->borrower];
+  guint64 slices = ema_slice_cut(
+      action->slices, ema_slice_ledger_reclaim_limit(&p->ledger, lender, action->borrower),
+      &p->stats.plans_adjusted);
+  guint64 keep, excess, moved = 0;
+  double time = 0;
+  *taken = 0;
+  if (slices == 0 || action->borrower == lender)
+    return 0;
+  excess = ema_slice_ledger_reclaim_excess(&p->ledger, lender, action->borrower, slices, &keep);
+  if (excess > 0) {
+    switch (action->target) {
+    case EMA_VACATE_TO_BORROWER:
+      time = migrate(p, b, lender, b->index, excess, &moved);
+      break;
+    case EMA_VACATE_TO_PEER:
+      if (action->target_gpu < p->n)
+        time = migrate(p, b, lender, action->target_gpu, excess, &moved);
+      break;
+    case EMA_VACATE_TO_HOST: {
+      guint64 before = b->remote[lender];
+      time = evict(p, b, lender, excess, EMA_PREEMPT_SWAP);
+      moved = before - b->remote[lender];
+      break;
+    }
+    case EMA_VACATE_DROP:
+      break;
+    }
+    if (moved < excess) {
+      if (action->target != EMA_VACATE_DROP)
+        p->stats.plans_adjusted++;
+      /* what could not go where the plan said is dropped */
+      evict(p, b, lender, excess - moved, EMA_PREEMPT_RECOMPUTE);
+    }
+  }
+  g_assert_cmpuint(b->remote[lender], <=, keep);
+  change_lent(p, lender, action->borrower, -(gint64) slices);
+  *taken = slices;
+  return time;
+}
+
+static void run_reclaim(Pool *p, guint lender, guint64 needed) {
+  const EmaReclaimPolicyOps *ops = p->policies[EMA_POLICY_RECLAIM]->ops;
+  EmaReclaimPlan plan = {0};
+  guint64 total = 0;
+  double wait = 0;
+  ops->decide(p->gpus[lender].states[EMA_POLICY_RECLAIM], p->spec->reclaim_params, build_view(p),
+              lender, needed, &plan);
+  for (guint i = 0; i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
+    guint64 taken;
+    double time;
+    if (plan.actions[i].borrower >= p->n) {
+      p->stats.plans_adjusted++;
+      continue;
+    }
+    time = apply_reclaim_action(p, lender, &plan.actions[i], &taken);
+    if (taken == 0)
+      continue;
+    total += taken;
+    wait = MAX(wait, time); /* copies to different places run side by side */
+  }
+  if (total == 0)
+    return;
+  p->gpus[lender].returning += total;
+  p->stats.reclaims++;
+  p->stats.slices_reclaimed += total;
+  start_pending(p, PENDING_RECLAIM, lender, lender, total,
+                ns(wait) + (EmaTime) total * p->server->vmm.unmap_cost);
+}
+
+void ema_pool_reclaim_everything(EmaPool *pool, guint lender) {
+  Pool *p = &pool->pool;
+  guint64 lent = p->gpus[lender].lent_total;
+  if (lent == 0)
+    return;
+  run_reclaim(p, lender, lent);
+  for (guint b = 0; b < p->n; b++) {
+    guint64 left = p->ledger.lent[lender * p->n + b];
+    if (left > 0) {
+      EmaReclaimAction drop = {b, left, EMA_VACATE_DROP, 0};
+      guint64 taken;
+      apply_reclaim_action(p, lender, &drop, &taken);
+      p->gpus[lender].returning += taken;
+      p->stats.reclaims++; /* counted like the policy's, as its wait is */
+      p->stats.slices_reclaimed += taken;
+      start_pending(p, PENDING_RECLAIM, lender, lender, taken,
+                    (EmaTime) taken * p->server->vmm.unmap_cost);
+    }
+  }
+}
+
+static void run_borrow(Pool *p, guint borrower) {
+  const EmaBorrowPolicyOps *ops = p->policies[EMA_POLICY_BORROW]->ops;
+  EmaBorrowPlan plan = {0};
+  ops->decide(p->gpus[borrower].states[EMA_POLICY_BORROW], p->spec->borrow_params, build_view(p),
+              borrower, &plan);
+  for (guint i = 0; i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
+    const EmaBorrowAction *a = &plan.actions[i];
+    if (a->lender >= p->n) {
+      p->stats.plans_adjusted++;
+    } else if (a->slices > 0) {
+      apply_borrow(p, borrower, a->lender, (guint64) a->slices);
+    } else if (a->slices < 0) {
+      apply_return(p, borrower, a->lender, (guint64) -a->slices);
+    }
+  }
+}
+
+/* G needs memory that holds peers' parked KV: it goes to host memory, and
+ * G has the slices back when the copy is done. */
+static void unpark(Pool *p, Gpu *g) {
+  guint64 before = g->parking, blocks_bytes = 0;
+  for (guint b = 0; b < p->n; b++) {
+    Gpu *owner = &p->gpus[b];
+    guint64 k = owner->parked ? owner->parked[g->index] : 0;
+    if (k == 0)
+      continue;
+    change_parked(p, owner, g->index, -(gint64) k);
+    owner->parked_host += k;
+    blocks_bytes += k * owner->block_bytes;
+    p->stats.blocks_to_host += k;
+  }
+  g->returning += before - g->parking;
+  p->stats.reclaims++;
+  p->stats.slices_reclaimed += before - g->parking;
+  start_pending(p, PENDING_RECLAIM, g->index, g->index, before - g->parking,
+                ns(host_copy_time(p, (double) blocks_bytes)));
+}
+
+static void decide(Gpu *g) {
+  Pool *p = g->pool;
+  g->decided_at = ema_sim_now(p->sim);
+  if (g->blocks_short > 0 && g->parking > 0)
+    unpark(p, g);
+  if (g->lent_total > 0) {
+    if (g->blocks_short > 0) {
+      guint64 needed = slices_for_blocks(g, g->blocks_short);
+      guint64 coming = g->returning;
+      if (needed > coming)
+        run_reclaim(p, g->index, needed - coming);
+    }
+    if (g->lent_total > 0)
+      run_reclaim(p, g->index, 0);
+  }
+  if (g->has_tenant)
+    run_borrow(p, g->index);
+  g->blocks_short = 0;
+}
+
+static void on_decide(EmaSim *sim, EmaEvent *event, gpointer data) {
+  decide(data);
+}
+
+static void schedule_decision(Gpu *g) {
+  if (g->shares && !ema_event_is_scheduled(&g->decide_event))
+    ema_sim_schedule(g->pool->sim, &g->decide_event, ema_sim_now(g->pool->sim), DECIDE_PRIORITY);
+}
+
+/* ---- remote KV in a step ----------------------------------------------------- */
+
+double ema_remote_step_seconds(const EmaStepBreakdown *bd, const EmaServerSpec *server,
+                               double layers, double slow, double t_copy, double t_direct,
+                               const EmaPrefetchPlan *plan) {
+  double layer_mem = bd->layer_memory_s * slow;
+  double tail = bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
+  if (plan->mode == EMA_REMOTE_DIRECT) {
+    /* the attention kernel loads the remote share over the link while its
+     * other thread blocks read local KV; the remote loads hide under the
+     * kernel's all-local time but do not shorten it (measured on two H200s:
+     * up to 10% of the blocks remote left the step within 0.4% of all-local,
+     * validate/results/2026-11-30-h200x2-direct); the rest of the layer's
+     * memory traffic comes before and after */
+    double kv_all = bd->layer_kv_read_s * slow;
+    double attention = MAX(kv_all, t_direct);
+    return layers *
+               (MAX(bd->layer_compute_s, layer_mem - kv_all + attention) + bd->layer_overhead_s) +
+           tail;
+  } else {
+    /* prefetched KV is read from the local staging buffer like local KV */
+    double group = MAX(plan->layers_per_copy, 1);
+    double groups = layers / group;
+    double compute = group * (MAX(bd->layer_compute_s, layer_mem) + bd->layer_overhead_s);
+    double copy = (double) server->link.copy_fixed_cost / 1e9 + group * t_copy;
+    double fill = MAX(0, copy - MAX(plan->depth, 1) * MAX(0, compute - copy) - bd->lm_head_s);
+    return groups * MAX(compute, copy) + fill + tail;
+  }
+}
+
+/* What is left of RATE_M after STEAL B/s are taken, as a slowdown (>= 1;
+ * at least a tenth of the rate is left). */
+static double slowdown(double rate_m, double steal) {
+  return rate_m / MAX(rate_m - steal, rate_m / 10);
+}
+
+double ema_remote_step_seconds_one_lender(const EmaStepBreakdown *bd, const EmaServerSpec *server,
+                                          double layers, double steal, double remote,
+                                          const EmaPrefetchPlan *plan) {
+  double rate_m = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
+  double slow = slowdown(rate_m, steal), t_copy, t_direct, seconds;
+  if (remote <= 0)
+    return layers * (MAX(bd->layer_compute_s, bd->layer_memory_s * slow) + bd->layer_overhead_s) +
+           bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
+  t_copy = remote / server->link.bandwidth;
+  t_direct = remote / server->link.direct_read_bandwidth;
+  seconds = ema_remote_step_seconds(bd, server, layers, slow, t_copy, t_direct, plan);
+  if (plan->mode == EMA_REMOTE_PREFETCH && server->gpu.interference_incoming > 0) {
+    double incoming = remote * layers / seconds;
+    slow = slowdown(rate_m, steal + server->gpu.interference_incoming * incoming);
+    seconds = ema_remote_step_seconds(bd, server, layers, slow, t_copy, t_direct, plan);
+  }
+  return seconds;
+}
+
+/* Step of G's tenant (breakdown BD, all-local ALL_LOCAL ns) with its
+ * HBM rate slowed by SLOW; when it reads REMOTE KV, under its current plan
+ * (T_COPY, T_DIRECT: one layer's remote KV by copies or direct loads). */
+static double step_seconds(const Pool *p, const Gpu *g, const EmaStepBreakdown *bd,
+                           EmaTime all_local, double slow, gboolean remote, double t_copy,
+                           double t_direct) {
+  if (remote)
+    return ema_remote_step_seconds(bd, p->server, g->layers, slow, t_copy, t_direct, &g->plan);
+  if (slow <= 1)
+    return (double) all_local / 1e9;
+  return g->layers * (MAX(bd->layer_compute_s, bd->layer_memory_s * slow) + bd->layer_overhead_s) +
+         bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
+}
+
+EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) {
+  Pool *p = &pool->pool;
+  Gpu *g = &p->gpus[gpu];
+  EmaStepBreakdown bd;
+  EmaTime all_local = ema_step_time(g->model, batch, &bd), step;
+  const EmaGpuSpec *spec = &p->server->gpu;
+  double rate_m = spec->hbm_bandwidth * spec->hbm_efficiency;
+  /* HBM rate taken by this GPU's own prefetch copies, and by peers' traffic */
+  double own = spec->interference_incoming * g->incoming, peers = 0, slow, seconds;
+  double *bytes = p->bytes_scratch;
+  double t_copy = 0, t_direct = 0;
+  gboolean remote = FALSE; /* the step reads remote KV */
+  EmaStepCostView view;
+
+  if (all_local == 0)
+    return 0;
+  for (guint b = 0; b < p->n; b++)
+    peers += spec->interference_outgoing * (p->gpus[b].pull ? p->gpus[b].pull[gpu] : 0);
+  if (ema_sim_now(p->sim) < g->copy_until)
+    peers += g->copy_steal;
+  slow = slowdown(rate_m, own + peers);
+  for (guint j = 0; j < p->n; j++)
+    g->pull[j] = 0;
+  g->incoming = 0;
+  if (g->remote_total > 0) {
+    ema_slice_ledger_step_cost(&p->ledger, &g->counters, p->server, &bd, g->layers, slow, bytes,
+                               &view, &t_copy, &t_direct);
+    remote = view.remote_bytes > 0;
+  }
+  if (remote)
+    ema_slice_gpu_plan_prefetch(&g->counters, p->policies[EMA_POLICY_PREFETCH],
+                                p->spec->prefetch_params, build_view(p), &view, g->layers);
+  seconds = step_seconds(p, g, &bd, all_local, slow, remote, t_copy, t_direct);
+  step = slow > 1 ? MAX(ns(seconds), 1) : ns(seconds);
+  if (peers > 0)
+    g->slowed_by_peers += step - ns(step_seconds(p, g, &bd, all_local, slowdown(rate_m, own),
+                                                 remote, t_copy, t_direct));
+  if (!remote)
+    return step;
+  if (g->plan.mode == EMA_REMOTE_PREFETCH)
+    g->incoming = view.remote_bytes * g->layers / seconds;
+  for (guint j = 0; j < p->n; j++)
+    g->pull[j] = bytes[j] * g->layers / seconds;
+  p->stats.remote_steps++;
+  if (step > all_local)
+    p->stats.exposed_remote += step - all_local;
+  return step;
+}
+
+void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) {
+  Pool *p = &pool->pool;
+  Gpu *g = &p->gpus[gpu];
+  EmaTime now = ema_sim_now(p->sim);
+  guint64 used = g->local_used + g->remote_total;
+  g->running = report->running;
+  g->waiting = report->waiting;
+  g->last_step = report->duration;
+  g->blocks_short = MAX(g->blocks_short, report->blocks_short);
+  ema_slice_gpu_update_demand(&g->counters, now, used);
+  /* the policies run after a step that lacked blocks, and otherwise at
+   * most once per decision period (a want() during scheduling has its own
+   * event, as it comes from inside the engine); a periodic decision of a
+   * GPU that lends nothing under a borrow policy that never acts would do
+   * nothing, and is skipped */
+  if (g->shares &&
+      (g->blocks_short > 0 ||
+       (now - g->decided_at >= p->decision_period &&
+        (!p->policies[EMA_POLICY_BORROW]->never_acts || g->lent_total > 0))) &&
+      !ema_event_is_scheduled(&g->decide_event))
+    decide(g);
+}
+
+/* ---- set-up, figures, checks ----------------------------------------------------- */
+
+EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicySpec *policy,
+                      GError **error) {
+  EmaPool *pool = g_new0(EmaPool, 1);
+  Pool *p = &pool->pool;
+  const char *names[3] = {policy->borrow, policy->prefetch, policy->reclaim};
+  p->sim = sim;
+  p->server = server;
+  p->spec = policy;
+  p->n = (guint) server->gpus;
+  p->gpus = g_new0(Gpu, p->n);
+  ema_slice_ledger_init(&p->ledger, p->n);
+  p->bytes_scratch = g_new0(double, p->n);
+  p->pending = g_ptr_array_new();
+  p->decision_period = policy->decision_period;
+  for (guint k = 0; k < 3; k++) {
+    p->policies[k] = ema_policy_registry_find((EmaPolicyKind) k, names[k], error);
+    if (p->policies[k] == NULL) {
+      ema_pool_free(pool);
+      return NULL;
+    }
+  }
+  for (guint i = 0; i < p->n; i++) {
+    Gpu *g = &p->gpus[i];
+    g->pool = p;
+    g->index = i;
+    p->ledger.gpus[i] = &g->counters;
+    g->remote = g_new0(guint64, p->n);
+    g->parked = g_new0(guint64, p->n);
+    g->pull = g_new0(double, p->n);
+    g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
+    ema_event_init(&g->decide_event, on_decide, g);
+  }
+  return pool;
+}
+
+gboolean ema_pool_start(EmaPool *pool, GError **error) {
+  Pool *p = &pool->pool;
+  gconstpointer params[3] = {p->spec->borrow_params, p->spec->prefetch_params,
+                             p->spec->reclaim_params};
+  return ema_slice_ledger_init_policies(&p->ledger, p->policies, params, ema_sim_now(p->sim),
+                                        p->server, error);
+}
+
+void ema_pool_free(EmaPool *pool) {
+  Pool *p;
+  if (pool == NULL)
+    return;
+  p = &pool->pool;
+  for (guint i = 0; i < p->n; i++) {
+    Gpu *g = &p->gpus[i];
+    ema_sim_cancel(p->sim, &g->decide_event);
+    for (guint k = 0; k < 3; k++)
+      g_free(g->states[k]);
+    g_free(g->remote);
+    g_free(g->parked);
+    g_free(g->pull);
+  }
+  for (guint i = 0; i < p->pending->len; i++) {
+    Pending *pending = p->pending->pdata[i];
+    ema_sim_cancel(p->sim, &pending->event);
+    g_free(pending);
+  }
+  g_ptr_array_unref(p->pending);
+  g_free(p->gpus);
+  ema_slice_ledger_clear(&p->ledger);
+  g_free(p->bytes_scratch);
+  g_free(pool);
+}
+
+void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices) {
+  Gpu *g = &pool->pool.gpus[gpu];
+  g->present = g->shares = TRUE;
+  g->slices = slices;
+}
+
+EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint64 block_bytes,
+                                const EmaStepModel *step_model) {
+  Gpu *g = &pool->pool.gpus[gpu];
+  g->present = g->has_tenant = TRUE;
+  g->shares = ema_step_model_tp(step_model) == 1;
+  g->slices = slices;
+  g->block_bytes = block_bytes;
+  g->model = step_model;
+  g->layers = (guint) ema_step_model_layers(step_model);
+  return (EmaKvMemory){pool->pool.spec->preempt == EMA_PREEMPT_CHOICE_SWAP_PEER
+                           ? &pool_memory_ops_peer_swap
+                           : &pool_memory_ops,
+                       g};
+}
+
+void ema_pool_set_engine(EmaPool *pool, guint gpu, EmaEngine *engine) {
+  pool->pool.gpus[gpu].engine = engine;
+}
+
+const EmaPoolStats *ema_pool_stats(const EmaPool *pool) {
+  return &pool->pool.stats;
+}
+
+guint64 ema_pool_slices_lent(const EmaPool *pool, guint gpu) {
+  return pool->pool.gpus[gpu].lent_total;
+}
+
+guint64 ema_pool_slices_borrowed(const EmaPool *pool, guint gpu) {
+  return pool->pool.gpus[gpu].borrowed_total;
+}
+
+guint64 ema_pool_blocks_remote(const EmaPool *pool, guint gpu) {
+  return pool->pool.gpus[gpu].remote_total;
+}
+
+guint64 ema_pool_slices_staging(const EmaPool *pool, guint gpu) {
+  return pool->pool.gpus[gpu].staging;
+}
+
+EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu) {
+  return pool->pool.gpus[gpu].slowed_by_peers;
+}
+
+gboolean ema_pool_check(const EmaPool *pool, GError **error) {
+  const Pool *p = &pool->pool;
+  if (!ema_slice_ledger_check_counters(&p->ledger, error))
+    return FALSE;
+  for (guint i = 0; i < p->n; i++) {
+    const Gpu *g = &p->gpus[i];
+    if (g->engine && ema_engine_blocks_held(g->engine) != g->local_used + g->remote_total) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "gpu%u: its engine holds %" G_GUINT64_FORMAT
+                  " blocks, the pool counts %" G_GUINT64_FORMAT,
+                  i, ema_engine_blocks_held(g->engine), g->local_used + g->remote_total);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}

@@ -1,0 +1,392 @@
+/* experiment.c: the experiment file's parameter tables and its loading
+ * pipeline (load -> expand names -> overrides -> bind -> cross-checks), the
+ * resolved.yaml writer, and loading of server models by name.
+ *
+ * Invariants after a successful load: the server is complete and checked;
+ * every op has at least one flow; every flow's endpoints exist on the server
+ * and form a flow the fabric can carry (src_index/dst_index are set). */
+#include "ema/run/experiment.h"
+
+#include <string.h>
+
+#include "ema/core/units.h"
+
+static const char *const flow_kind_names[] = {"copy", "read", NULL};
+
+#define FLOW_FIELD(f) G_STRUCT_OFFSET(EmaOpFlowSpec, f)
+#define EXPECT_FIELD(f) G_STRUCT_OFFSET(EmaOpExpect, f)
+#define OP_FIELD(f) G_STRUCT_OFFSET(EmaOpSpec, f)
+#define EXPERIMENT_FIELD(f) G_STRUCT_OFFSET(EmaExperiment, f)
+
+static const EmaParam flow_params[] = {
+    {"kind", EMA_PARAM_ENUM, FLOW_FIELD(kind), .flags = EMA_PARAM_REQUIRED,
+     .choices = flow_kind_names,
+     .help = "copy: copy engine src -> dst; read: a kernel on dst streams memory of src"},
+    {"src", EMA_PARAM_STRING, FLOW_FIELD(src), .flags = EMA_PARAM_REQUIRED,
+     .help = "where the data is: gpu0..gpuN-1 or host"},
+    {"dst", EMA_PARAM_STRING, FLOW_FIELD(dst), .flags = EMA_PARAM_REQUIRED,
+     .help = "where it goes (copy) or which GPU reads it (read)"},
+    {"bytes", EMA_PARAM_SIZE, FLOW_FIELD(bytes), .flags = EMA_PARAM_REQUIRED, .min = 1,
+     .max = 1125899906842624.0, .help = "bytes to move"},
+};
+
+static const EmaParamTable flow_table = {"flow", sizeof(EmaOpFlowSpec), flow_params,
+                                         EMA_PARAMS_N(flow_params), NULL};
+
+static const EmaParam expect_params[] = {
+    {"time", EMA_PARAM_DURATION, EXPECT_FIELD(time), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 1e15, .help = "expected op time"},
+    {"bandwidth", EMA_PARAM_BANDWIDTH, EXPECT_FIELD(bandwidth), .flags = EMA_PARAM_OPTIONAL,
+     .min = 1, .max = 1e15, .help = "expected op bytes / op time"},
+    {"tolerance", EMA_PARAM_FRACTION, EXPECT_FIELD(tolerance), .flags = EMA_PARAM_OPTIONAL,
+     .min = 1e-9, .max = 1, .help = "allowed relative error (default: the experiment's)"},
+};
+
+static gboolean check_expect(gpointer object, const EmaNode *node, const char *path,
+                             GError **error) {
+  const EmaOpExpect *expect = object;
+  if (expect->time && expect->bandwidth) {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, path,
+                   "give either time or bandwidth, not both");
+    return FALSE;
+  }
+  if (!expect->time && !expect->bandwidth && node->keys->len > 0) { /* `expect: {}` is none */
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, path,
+                   "an expectation needs time or bandwidth");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const EmaParamTable expect_table = {"expect", sizeof(EmaOpExpect), expect_params,
+                                           EMA_PARAMS_N(expect_params), check_expect};
+
+static const EmaParam op_params[] = {
+    {"name", EMA_PARAM_STRING, OP_FIELD(name), .flags = EMA_PARAM_REQUIRED,
+     .help = "name shown in the results"},
+    {"flows", EMA_PARAM_LIST, OP_FIELD(flows), .table = &flow_table,
+     .help = "transfers that start together"},
+    {"expect", EMA_PARAM_STRUCT, OP_FIELD(expect), .table = &expect_table,
+     .help = "optional: measured value to compare with (time or bandwidth)"},
+};
+
+static gboolean check_op(gpointer object, const EmaNode *node, const char *path, GError **error) {
+  const EmaOpSpec *op = object;
+  if (op->flows->len == 0) {
+    const EmaNode *flows = ema_node_get(node, "flows");
+    g_autofree char *flows_path = g_strconcat(path, ".flows", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, flows ? flows : node, flows_path,
+                   "an op needs at least one flow");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const EmaParamTable op_table = {"op", sizeof(EmaOpSpec), op_params, EMA_PARAMS_N(op_params),
+                                       check_op};
+
+static const char *const decode_mode_names[] = {"local", "direct", "prefetch", NULL};
+static const char *const peer_pull_mode_names[] = {"copy", "direct", NULL};
+
+#define DECODE_FIELD(f) G_STRUCT_OFFSET(EmaDecodeScenarioSpec, f)
+
+static const EmaParam decode_params[] = {
+    {"name", EMA_PARAM_STRING, DECODE_FIELD(name), .flags = EMA_PARAM_REQUIRED,
+     .help = "name shown in the results"},
+    {"model", EMA_PARAM_STRUCT, DECODE_FIELD(model), .table = &ema_llm_params,
+     .resolve = ema_llm_resolve, .flags = EMA_PARAM_REQUIRED,
+     .help = "LLM shape: a name from hwmodels/llms, or a map"},
+    {"batch", EMA_PARAM_INT, DECODE_FIELD(batch), .flags = EMA_PARAM_REQUIRED, .min = 1, .max = 1e6,
+     .help = "sequences decoding one token each"},
+    {"context", EMA_PARAM_INT, DECODE_FIELD(context), .flags = EMA_PARAM_REQUIRED, .min = 1,
+     .max = 1e8, .help = "tokens of KV each sequence reads"},
+    {"mode", EMA_PARAM_ENUM, DECODE_FIELD(mode), .default_value = "local",
+     .choices = decode_mode_names,
+     .help = "local, direct (kernels load remote KV) or prefetch (copied ahead)"},
+    {"remote_fraction", EMA_PARAM_FRACTION, DECODE_FIELD(remote_fraction), .default_value = "0%",
+     .min = 0, .max = 1, .help = "share of the KV on gpu1 (direct and prefetch)"},
+    {"depth", EMA_PARAM_INT, DECODE_FIELD(depth), .default_value = "2", .min = 1, .max = 1024,
+     .help = "prefetch: layers fetched ahead"},
+    {"peer_pull", EMA_PARAM_BANDWIDTH, DECODE_FIELD(peer_pull), .default_value = "0B/s", .min = 0,
+     .max = 1e14, .help = "a peer pulls this much from gpu0's HBM during the step (interference)"},
+    {"peer_pull_mode", EMA_PARAM_ENUM, DECODE_FIELD(peer_pull_mode), .default_value = "copy",
+     .choices = peer_pull_mode_names,
+     .help = "how the peer pulls: copy engines, or its kernel loading gpu0's memory (direct); "
+             "the simulator charges both with gpu.interference_outgoing"},
+    {"expect", EMA_PARAM_STRUCT, DECODE_FIELD(expect), .table = &expect_table,
+     .help = "optional: measured value to compare with (time, or bytes read / time)"},
+};
+
+static gboolean check_decode(gpointer object, const EmaNode *node, const char *path,
+                             GError **error) {
+  const EmaDecodeScenarioSpec *d = object;
+  if ((d->mode == EMA_DECODE_SCENARIO_LOCAL) != (d->remote_fraction == 0)) {
+    g_autofree char *key_path = g_strconcat(path, ".remote_fraction", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, key_path, "%s",
+                   d->mode == EMA_DECODE_SCENARIO_LOCAL
+                       ? "mode local has no remote KV: give mode direct or prefetch"
+                       : "mode direct or prefetch needs a remote_fraction above 0");
+    return FALSE;
+  }
+  if (d->peer_pull_mode != EMA_PEER_PULL_COPY && d->peer_pull == 0) {
+    g_autofree char *key_path = g_strconcat(path, ".peer_pull_mode", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "peer_pull_mode"), key_path,
+                   "%s", "a peer_pull_mode needs a peer_pull above 0");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const EmaParamTable decode_table = {"decode scenario", sizeof(EmaDecodeScenarioSpec),
+                                           decode_params, EMA_PARAMS_N(decode_params),
+                                           check_decode};
+
+static EmaNode *resolve_server(const EmaNode *at, const char *key_path, GError **error) {
+  GError *inner = NULL;
+  g_autofree char *path = ema_hwmodel_find(at->value, &inner);
+  EmaNode *tree;
+  if (path == NULL) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, at, key_path ? key_path : "server", "%s",
+                   inner->message);
+    g_error_free(inner);
+    return NULL;
+  }
+  tree = ema_node_load_file(path, error);
+  return tree;
+}
+
+/* "host" -> EMA_ENDPOINT_HOST, "gpuN" -> N (N < gpus); -2 if invalid. */
+static gint parse_endpoint(const char *text, gint64 gpus) {
+  guint64 index;
+  if (strcmp(text, "host") == 0)
+    return EMA_ENDPOINT_HOST;
+  if (!g_str_has_prefix(text, "gpu") || text[3] == '\0' ||
+      !g_ascii_string_to_unsigned(text + 3, 10, 0, (guint64) gpus - 1, &index, NULL))
+    return -2;
+  return (gint) index;
+}
+
+static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GError **error) {
+  const EmaNode *ops_node = ema_node_get(root, "ops");
+  g_autoptr(EmaSim) sim = ema_sim_new();
+  g_autoptr(EmaFabric) fabric = ema_fabric_new(sim, &experiment->server);
+
+  for (guint i = 0; experiment->ops && i < experiment->ops->len; i++) {
+    EmaOpSpec *op = &g_array_index(experiment->ops, EmaOpSpec, i);
+    const EmaNode *flows_node = ema_node_get(ops_node->items->pdata[i], "flows");
+    for (guint j = 0; j < op->flows->len; j++) {
+      EmaOpFlowSpec *flow = &g_array_index(op->flows, EmaOpFlowSpec, j);
+      const EmaNode *flow_node = flows_node->items->pdata[j];
+      const char *const ends[] = {"src", "dst"};
+      gint *indices[] = {&flow->src_index, &flow->dst_index};
+      g_autofree char *flow_path = g_strdup_printf("ops.%u.flows.%u", i, j);
+      GError *inner = NULL;
+      for (guint e = 0; e < 2; e++) {
+        const char *text = e == 0 ? flow->src : flow->dst;
+        *indices[e] = parse_endpoint(text, experiment->server.gpus);
+        if (*indices[e] == -2) {
+          g_autofree char *end_path = g_strconcat(flow_path, ".", ends[e], NULL);
+          ema_node_error(
+              error, EMA_CONFIG_ERROR_INVALID, ema_node_get(flow_node, ends[e]), end_path,
+              "unknown endpoint '%s' (this server has host and gpu0..gpu%" G_GINT64_FORMAT ")",
+              text, experiment->server.gpus - 1);
+          return FALSE;
+        }
+      }
+      if (!ema_fabric_check_flow(fabric, flow->kind, flow->src_index, flow->dst_index, &inner)) {
+        ema_node_error(error, EMA_CONFIG_ERROR_INVALID, flow_node, flow_path, "%s", inner->message);
+        g_error_free(inner);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+/* Tenants: a workload is ops or tenants; groups lie on the server and do
+ * not overlap; names are unique (default tenantN); each fits in memory. */
+static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GError **error) {
+  const EmaNode *tenants_node = ema_node_get(root, "tenants");
+  guint n_ops = (experiment->ops ? experiment->ops->len : 0) +
+                (experiment->decode ? experiment->decode->len : 0);
+  guint n_tenants = experiment->tenants ? experiment->tenants->len : 0;
+  g_autofree gint *owner = g_new(gint, (gsize) experiment->server.gpus);
+
+  if ((n_ops > 0) == (n_tenants > 0)) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, n_ops ? ema_node_get(root, "tenants") : root,
+                   n_ops ? "tenants" : NULL, "%s",
+                   n_ops ? "give ops and decode scenarios, or tenants, not both (run them as two "
+                           "experiments)"
+                         : "nothing to run: give ops (data movements), decode scenarios or tenants "
+                           "(serving)");
+    return FALSE;
+  }
+  if (ema_node_get(root, "policy") == NULL) {
+    g_free(experiment->policy.name);
+    experiment->policy.name = g_strdup("static");
+  }
+  for (gint64 g = 0; g < experiment->server.gpus; g++)
+    owner[g] = -1;
+  for (guint i = 0; i < n_tenants; i++) {
+    EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    const EmaNode *node = tenants_node->items->pdata[i];
+    g_autofree char *path = g_strdup_printf("tenants.%u", i);
+    g_autofree char *gpu_path = g_strconcat(path, ".gpu", NULL);
+    EmaTenantPlan plan;
+    GError *inner = NULL;
+    if (tenant->name == NULL)
+      tenant->name = g_strdup_printf("tenant%u", i);
+    for (guint j = 0; j < i; j++)
+      if (strcmp(g_array_index(experiment->tenants, EmaTenantSpec, j).name, tenant->name) == 0) {
+        ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), path,
+                       "tenant name '%s' is used twice", tenant->name);
+        return FALSE;
+      }
+    if (tenant->gpu + tenant->tp > experiment->server.gpus) {
+      g_autofree char *gpus =
+          tenant->tp > 1 ? g_strdup_printf("GPUs gpu%" G_GINT64_FORMAT "..gpu%" G_GINT64_FORMAT
+                                           " (tp %" G_GINT64_FORMAT ") are",
+                                           tenant->gpu, tenant->gpu + tenant->tp - 1, tenant->tp)
+                         : g_strdup_printf("gpu%" G_GINT64_FORMAT " is", tenant->gpu);
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "gpu"), gpu_path,
+                     "%s not on %s (it has gpu0..gpu%" G_GINT64_FORMAT ")", gpus,
+                     experiment->server.name, experiment->server.gpus - 1);
+      return FALSE;
+    }
+    for (gint64 g = tenant->gpu; g < tenant->gpu + tenant->tp; g++) {
+      if (owner[g] >= 0) {
+        ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "gpu"), gpu_path,
+                       "gpu%" G_GINT64_FORMAT " already serves tenant %s", g,
+                       g_array_index(experiment->tenants, EmaTenantSpec, owner[g]).name);
+        return FALSE;
+      }
+      owner[g] = (gint) i;
+    }
+    if (!ema_tenant_plan(tenant, &experiment->server, &plan, &inner)) {
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, path, "%s", inner->message);
+      g_error_free(inner);
+      return FALSE;
+    }
+    tenant->engine.activation_reserve = plan.activation_reserve;
+  }
+  return TRUE;
+}
+
+static const EmaParam experiment_params[] = {
+    {"name", EMA_PARAM_STRING, EXPERIMENT_FIELD(name), .flags = EMA_PARAM_REQUIRED,
+     .help = "experiment name"},
+    {"summary", EMA_PARAM_STRING, EXPERIMENT_FIELD(summary), .default_value = "",
+     .help = "one line on what it shows"},
+    {"seed", EMA_PARAM_INT, EXPERIMENT_FIELD(seed), .default_value = "1", .min = 0, .max = 9.2e18,
+     .help = "seed of every random stream (--seed overrides)"},
+    {"tolerance", EMA_PARAM_FRACTION, EXPERIMENT_FIELD(tolerance), .default_value = "5%",
+     .min = 1e-9, .max = 1, .help = "default allowed relative error of op expectations"},
+    {"server", EMA_PARAM_STRUCT, EXPERIMENT_FIELD(server), .table = &ema_server_params,
+     .resolve = resolve_server, .flags = EMA_PARAM_REQUIRED,
+     .help = "hardware model: a name from `ema-sim list hwmodels`, or a map"},
+    {"ops", EMA_PARAM_LIST, EXPERIMENT_FIELD(ops), .table = &op_table,
+     .help = "micro-operations to time, one after another (or give tenants)"},
+    {"decode", EMA_PARAM_LIST, EXPERIMENT_FIELD(decode), .table = &decode_table,
+     .flags = EMA_PARAM_OPTIONAL,
+     .help = "decode steps to time, with some KV remote (with or without ops)"},
+    {"tenants", EMA_PARAM_LIST, EXPERIMENT_FIELD(tenants), .table = &ema_tenant_params,
+     .help = "LLM serving instances, one per GPU or tensor-parallel group (or give ops)"},
+    {"duration", EMA_PARAM_DURATION, EXPERIMENT_FIELD(duration), .flags = EMA_PARAM_OPTIONAL,
+     .min = 1, .max = 1e18,
+     .help = "serving: stop at this simulated time (default: when every trace ends)"},
+    {"sample_period", EMA_PARAM_DURATION, EXPERIMENT_FIELD(sample_period), .default_value = "1s",
+     .min = 1000, .max = 1e18, .help = "serving: one timeline.csv row per GPU this often"},
+    {"policy", EMA_PARAM_STRUCT, EXPERIMENT_FIELD(policy), .table = &ema_policy_spec_params,
+     .resolve = ema_policy_spec_resolve,
+     .help = "serving: memory sharing, a composition name (ema-sim list policies) or a map of "
+             "borrow, prefetch, reclaim and preempt (default: static, no sharing)"},
+    {"idle_gpu_memory", EMA_PARAM_FRACTION, EXPERIMENT_FIELD(idle_gpu_memory),
+     .default_value = "90%", .min = 0, .max = 1,
+     .help = "serving: share of the HBM of a GPU without a tenant that it lends"},
+    {"requests_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(requests_csv), .default_value = "true",
+     .help = "serving: write one requests.csv row per finished request"},
+};
+
+const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment), experiment_params,
+                                             EMA_PARAMS_N(experiment_params), NULL};
+
+void ema_experiment_free(EmaExperiment *experiment) {
+  if (experiment == NULL)
+    return;
+  ema_params_clear(&ema_experiment_params, experiment);
+  g_free(experiment);
+}
+
+const char *const ema_experiment_sweep_keys[] = {"variants", "sweep", "repeats", "plot", NULL};
+
+EmaExperiment *ema_experiment_load(const char *path, const char *const *overrides, GError **error) {
+  g_autoptr(EmaNode) root = ema_node_load_file(path, error);
+  if (root == NULL)
+    return NULL;
+  /* a sweep file's own keys are only accepted by ema-sim sweep (sweep.c),
+   * which takes them off before it loads each point */
+  for (guint i = 0; root->kind == EMA_NODE_MAP && ema_experiment_sweep_keys[i]; i++) {
+    const EmaNode *key = ema_node_get_key(root, ema_experiment_sweep_keys[i]);
+    if (key) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
+                     "this is a sweep file: run it with `ema-sim sweep %s`", path);
+      return NULL;
+    }
+  }
+  return ema_experiment_load_tree(root, overrides, error);
+}
+
+EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overrides,
+                                        GError **error) {
+  g_autoptr(EmaExperiment) experiment = NULL;
+  if (root->kind != EMA_NODE_MAP) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, root, NULL,
+                   "an experiment file must be a map of settings");
+    return NULL;
+  }
+  if (!ema_params_expand(&ema_experiment_params, root, error))
+    return NULL;
+  /* names an override sets (--set policy=ema) are expanded before the next
+   * override, so that it can reach inside them (--set policy.borrow=...) */
+  for (guint i = 0; overrides && overrides[i]; i++)
+    if (!ema_node_apply_override(root, overrides[i], i + 1, error) ||
+        !ema_params_expand(&ema_experiment_params, root, error))
+      return NULL;
+  experiment = g_new0(EmaExperiment, 1);
+  if (!ema_params_bind(&ema_experiment_params, experiment, root, NULL, error))
+    return NULL;
+  if (!check_flows(experiment, root, error) || !check_tenants(experiment, root, error))
+    return NULL;
+  return g_steal_pointer(&experiment);
+}
+
+gboolean ema_experiment_is_serving(const EmaExperiment *experiment) {
+  return experiment->tenants && experiment->tenants->len > 0;
+}
+
+char *ema_experiment_to_yaml(const EmaExperiment *experiment) {
+  GString *out = g_string_new(NULL);
+  g_string_append_printf(out, "# Resolved by ema-sim %s: every value explicit.\n", EMA_VERSION);
+  ema_params_write_yaml(&ema_experiment_params, experiment, out, 0);
+  return g_string_free(out, FALSE);
+}
+
+void ema_server_free(EmaServerSpec *server) {
+  ema_params_free(&ema_server_params, server);
+}
+
+EmaServerSpec *ema_server_load(const char *name, GError **error) {
+  g_autofree char *path = ema_hwmodel_find(name, error);
+  return path ? ema_params_load_file(&ema_server_params, path, error) : NULL;
+}
+
+guint64 ema_op_bytes(const EmaOpSpec *op) {
+  guint64 total = 0;
+  for (guint j = 0; j < op->flows->len; j++) {
+    const EmaOpFlowSpec *flow = &g_array_index(op->flows, EmaOpFlowSpec, j);
+    gboolean local_copy = flow->kind == EMA_FLOW_COPY && flow->src_index == flow->dst_index &&
+                          flow->src_index != EMA_ENDPOINT_HOST;
+    total += local_copy ? 2 * flow->bytes : flow->bytes;
+  }
+  return total;
+}

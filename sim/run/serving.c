@@ -1,0 +1,314 @@
+/* serving.c: the serving run (serving.h). It wires, per tenant, a step-time
+ * model, a fixed KV pool sized by ema_tenant_plan, an engine, and a metrics
+ * observer; then runs the event loop. Nothing here decides scheduling (the
+ * engine does) or computes times (the step model does).
+ *
+ * The timeline sampler is one event every sample_period (priority after
+ * everything else at that instant, so a sample sees the state the instant
+ * settled into). It stops rescheduling itself when it is the only pending
+ * event, which is how a run without a duration ends. */
+#include "ema/run/serving.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "ema/pool/pool.h"
+
+#define SAMPLE_PRIORITY 100
+#define PROGRESS_INTERVAL_US 500000
+
+typedef struct {
+  EmaTenantResult *result;
+  EmaStepModel *step_model;
+  EmaPool *pool; /* the run's, shared */
+  guint gpu;
+  EmaEngine *engine;
+  EmaKvMemory memory;
+  EmaEngineConfig config;
+  EmaTraceSource *trace;  /* until the engine takes it */
+  guint64 tokens_sampled; /* tokens_generated at the previous sample */
+} Tenant;
+
+typedef struct {
+  const EmaExperiment *experiment;
+  EmaSim *sim;
+  GArray *tenants; /* Tenant */
+  EmaPool *pool;
+  FILE *timeline;
+  EmaEvent sample_event;
+  gboolean progress;
+  gint64 wall_start, last_progress;
+} Run;
+
+static EmaTime step_cost(gpointer data, const EmaStepBatch *batch) {
+  Tenant *tenant = data;
+  return ema_pool_step_time(tenant->pool, tenant->gpu, batch);
+}
+
+static void on_step(gpointer data, const EmaStepReport *step) {
+  Tenant *tenant = data;
+  ema_pool_after_step(tenant->pool, tenant->gpu, step);
+}
+
+static void print_progress(Run *run) {
+  guint64 done = 0, waiting = 0;
+  double wall = (double) (g_get_monotonic_time() - run->wall_start) / 1e6;
+  EmaTime now = ema_sim_now(run->sim), duration = run->experiment->duration;
+  for (guint i = 0; i < run->tenants->len; i++) {
+    Tenant *tenant = &g_array_index(run->tenants, Tenant, i);
+    done += ema_engine_completed(tenant->engine);
+    waiting += ema_engine_waiting(tenant->engine);
+  }
+  fprintf(stderr,
+          "\r  simulated %.0f s  requests done %" G_GUINT64_FORMAT "  waiting %" G_GUINT64_FORMAT
+          "  %.1f M events/s",
+          (double) now / 1e9, done, waiting,
+          wall > 0 ? (double) ema_sim_events_fired(run->sim) / wall / 1e6 : 0);
+  /* with a duration, how much of it is done and how long the rest should take at this pace */
+  if (duration > 0 && now > 0)
+    fprintf(stderr, "  %.0f%%, about %.1f s left", 100.0 * (double) MIN(now, duration) / duration,
+            wall * (double) MAX(duration - now, 0) / (double) now);
+  fputs("   ", stderr);
+}
+
+static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
+  Run *run = data;
+  EmaTime now = ema_sim_now(sim);
+  GError *error = NULL;
+  if (!ema_pool_check(run->pool, &error)) {
+    g_prefix_error(&error, "memory ledger broken at %.9f s: ", (double) now / 1e9);
+    ema_sim_fail(sim, error);
+    return;
+  }
+  for (guint i = 0; i < run->tenants->len; i++) {
+    Tenant *tenant = &g_array_index(run->tenants, Tenant, i);
+    guint64 used = ema_engine_blocks_held(tenant->engine);
+    guint64 free_blocks = tenant->memory.ops->free_blocks(tenant->memory.self);
+    const EmaTenantSpec *spec = tenant->result->spec;
+    /* output tokens the tenant produced since the previous sample */
+    guint64 tokens = tenant->result->metrics->tokens_generated - tenant->tokens_sampled;
+    ema_tenant_metrics_sample_kv(tenant->result->metrics, used, used + free_blocks);
+    for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++)
+      fprintf(run->timeline,
+              "%" G_GINT64_FORMAT ".%09" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+              ",%s,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%u,%u,%.6f,%" G_GUINT64_FORMAT
+              ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+              ",%" G_GUINT64_FORMAT "\n",
+              now / 1000000000, now % 1000000000, g, spec->name, used, free_blocks,
+              ema_engine_running(tenant->engine), ema_engine_waiting(tenant->engine),
+              (double) tenant->result->metrics->last_step / 1e6,
+              ema_pool_slices_lent(run->pool, (guint) g),
+              ema_pool_slices_borrowed(run->pool, (guint) g),
+              ema_pool_blocks_remote(run->pool, (guint) g),
+              ema_pool_slices_staging(run->pool, (guint) g), tokens);
+    tenant->tokens_sampled = tenant->result->metrics->tokens_generated;
+  }
+  if (run->progress && g_get_monotonic_time() - run->last_progress >= PROGRESS_INTERVAL_US) {
+    run->last_progress = g_get_monotonic_time();
+    print_progress(run);
+  }
+  if (ema_sim_pending(sim) > 0)
+    ema_sim_schedule_in(sim, event, run->experiment->sample_period, SAMPLE_PRIORITY);
+}
+
+static FILE *open_output(const char *dir, const char *name, GError **error) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  FILE *file = fopen(path, "w");
+  if (file == NULL) {
+    int saved = errno;
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot write %s: %s", path,
+                g_strerror(saved));
+  }
+  return file;
+}
+
+static gboolean close_output(FILE **file, const char *dir, const char *name, GError **error) {
+  gboolean ok;
+  if (*file == NULL)
+    return TRUE;
+  ok = fflush(*file) == 0 && !ferror(*file);
+  ok = fclose(*file) == 0 && ok;
+  *file = NULL;
+  if (!ok) {
+    int saved = errno;
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot write %s: %s", path,
+                g_strerror(saved));
+  }
+  return ok;
+}
+
+static void tenant_clear(gpointer data) {
+  Tenant *tenant = data;
+  ema_engine_free(tenant->engine);
+  ema_trace_source_free(tenant->trace);
+  ema_step_model_free(tenant->step_model);
+}
+
+static void result_free(gpointer data) {
+  EmaTenantResult *result = data;
+  ema_tenant_metrics_free(result->metrics);
+  g_free(result);
+}
+
+void ema_serving_report_free(EmaServingReport *report) {
+  if (report == NULL)
+    return;
+  g_ptr_array_unref(report->tenants);
+  g_free(report);
+}
+
+/* The policy's preemption choice over the tenant's own (serving.h). */
+void ema_serving_apply_preempt_choice(const EmaExperiment *experiment, EmaEngineConfig *config) {
+  switch (experiment->policy.preempt) {
+  case EMA_PREEMPT_CHOICE_ENGINE:
+    break;
+  case EMA_PREEMPT_CHOICE_RECOMPUTE:
+    config->preempt = EMA_PREEMPT_RECOMPUTE;
+    break;
+  case EMA_PREEMPT_CHOICE_SWAP_HOST:
+    config->preempt = EMA_PREEMPT_SWAP;
+    break;
+  case EMA_PREEMPT_CHOICE_SWAP_PEER:
+    /* the pool's memory parks the KV on peers (or host) and times the copies */
+    config->preempt = EMA_PREEMPT_SWAP;
+    break;
+  }
+}
+
+/* Build tenant I of the experiment into RUN (its engine comes later). */
+static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *requests,
+                           GError **error) {
+  const EmaExperiment *experiment = run->experiment;
+  const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+  g_autofree char *stream = g_strconcat("tenant/", spec->name, NULL);
+  EmaTenantResult *result = g_new0(EmaTenantResult, 1);
+  Tenant tenant = {.result = result, .pool = run->pool, .gpu = (guint) spec->gpu};
+
+  result->spec = spec;
+  result->metrics = ema_tenant_metrics_new(spec->name, requests);
+  g_ptr_array_add(report->tenants, result);
+  if (!ema_tenant_plan(spec, &experiment->server, &result->plan, error))
+    return FALSE;
+  tenant.trace = ema_trace_spec_open(
+      &spec->trace, ema_trace_seed_derive((guint64) experiment->seed, stream), error);
+  if (tenant.trace == NULL) {
+    g_prefix_error(error, "tenant %s: ", spec->name);
+    return FALSE;
+  }
+  tenant.step_model =
+      ema_step_model_new(&spec->model, &experiment->server, (guint) spec->tp, error);
+  g_assert(tenant.step_model); /* the experiment's checks planned it */
+  tenant.memory = ema_pool_add_tenant(run->pool, tenant.gpu, result->plan.slices,
+                                      result->plan.block_bytes, tenant.step_model);
+  ema_tenant_engine_config(spec, &result->plan, &experiment->server, &tenant.config);
+  ema_serving_apply_preempt_choice(experiment, &tenant.config);
+  g_array_append_val(run->tenants, tenant);
+  return TRUE;
+}
+
+/* Engines, once the tenant array is complete (their callbacks point into it). */
+static void start_engines(Run *run) {
+  for (guint i = 0; i < run->tenants->len; i++) {
+    Tenant *tenant = &g_array_index(run->tenants, Tenant, i);
+    EmaEngineObserver metrics = ema_tenant_metrics_observer(tenant->result->metrics);
+    EmaEngineObserver pool = {on_step, NULL, tenant};
+    tenant->engine = ema_engine_new(run->sim, &tenant->config, tenant->memory, step_cost, tenant,
+                                    g_steal_pointer(&tenant->trace));
+    ema_engine_add_observer(tenant->engine, &metrics);
+    ema_engine_add_observer(tenant->engine, &pool);
+    ema_pool_set_engine(run->pool, tenant->gpu, tenant->engine);
+  }
+  for (guint i = 0; i < run->tenants->len; i++)
+    ema_engine_start(g_array_index(run->tenants, Tenant, i).engine);
+}
+
+/* GPUs without a tenant lend their HBM (serving.h). */
+void ema_serving_add_idle_gpus(const EmaExperiment *experiment, EmaPool *pool) {
+  const EmaServerSpec *server = &experiment->server;
+  g_autofree gboolean *busy = g_new0(gboolean, (gsize) server->gpus);
+  for (guint i = 0; i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    for (gint64 g = spec->gpu; g < spec->gpu + spec->tp; g++)
+      busy[g] = TRUE;
+  }
+  for (gint64 g = 0; g < server->gpus; g++)
+    if (!busy[g])
+      ema_pool_add_idle_gpu(
+          pool, (guint) g,
+          (guint64) ((double) server->gpu.hbm_capacity * experiment->idle_gpu_memory) /
+              EMA_SLICE_BYTES);
+}
+
+EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *out_dir,
+                                  gboolean progress, GError **error) {
+  g_autoptr(EmaServingReport) report = g_new0(EmaServingReport, 1);
+  g_autoptr(EmaSim) sim = ema_sim_new();
+  g_autoptr(GArray) tenants = g_array_new(FALSE, TRUE, sizeof(Tenant));
+  g_autoptr(EmaPool) pool = NULL;
+  Run run = {experiment, sim, tenants, NULL, NULL, {0}, progress, g_get_monotonic_time(), 0};
+  FILE *requests = NULL;
+  gboolean ok = TRUE;
+
+  g_return_val_if_fail(experiment->tenants && experiment->tenants->len > 0, NULL);
+  pool = ema_pool_new(sim, &experiment->server, &experiment->policy, error);
+  if (pool == NULL)
+    return NULL;
+  run.pool = pool;
+  g_array_set_clear_func(tenants, tenant_clear);
+  report->tenants = g_ptr_array_new_with_free_func(result_free);
+  if (out_dir) {
+    if (experiment->requests_csv) {
+      requests = open_output(out_dir, "requests.csv", error);
+      if (requests == NULL)
+        return NULL;
+      ema_requests_csv_header(requests);
+    }
+    run.timeline = open_output(out_dir, "timeline.csv", error);
+    if (run.timeline == NULL) {
+      if (requests) /* NULL when the experiment writes no requests.csv */
+        fclose(requests);
+      return NULL;
+    }
+    fputs("time_s,gpu,tenant,kv_blocks_used,kv_blocks_free,running,waiting,last_step_ms,"
+          "slices_lent,slices_borrowed,kv_blocks_remote,slices_staging,tokens\n",
+          run.timeline);
+  }
+  for (guint i = 0; ok && i < experiment->tenants->len; i++)
+    ok = add_tenant(&run, report, i, requests, error);
+  if (ok) {
+    ema_serving_add_idle_gpus(experiment, pool);
+    ok = ema_pool_start(pool, error);
+  }
+  if (ok) {
+    start_engines(&run);
+    ema_event_init(&run.sample_event, on_sample, &run);
+    ema_sim_schedule(sim, &run.sample_event, 0, SAMPLE_PRIORITY);
+    ok =
+        ema_sim_run_until(sim, experiment->duration ? experiment->duration : EMA_TIME_NEVER, error);
+    ema_sim_cancel(sim, &run.sample_event);
+  }
+  if (progress)
+    fputc('\n', stderr);
+  report->events = ema_sim_events_fired(sim);
+  report->simulated = ema_sim_now(sim);
+  for (guint i = 0; ok && i < tenants->len; i++) {
+    Tenant *tenant = &g_array_index(tenants, Tenant, i);
+    tenant->result->rejected = ema_engine_rejected(tenant->engine);
+    tenant->result->preemptions = ema_engine_preemptions(tenant->engine);
+    tenant->result->unfinished =
+        ema_engine_running(tenant->engine) + ema_engine_waiting(tenant->engine);
+    tenant->result->arrived =
+        tenant->result->metrics->completed + tenant->result->rejected + tenant->result->unfinished;
+    tenant->result->slowed_by_peers = ema_pool_slowed_by_peers(pool, tenant->result->spec->gpu);
+  }
+  report->pool = *ema_pool_stats(pool);
+  g_array_set_size(tenants, 0); /* engines go before the pool and the simulator */
+  g_clear_pointer(&pool, ema_pool_free);
+  if (!close_output(&requests, out_dir, "requests.csv", ok ? error : NULL))
+    ok = FALSE;
+  if (!close_output(&run.timeline, out_dir, "timeline.csv", ok ? error : NULL))
+    ok = FALSE;
+  report->wall_s = (double) (g_get_monotonic_time() - run.wall_start) / 1e6;
+  return ok ? g_steal_pointer(&report) : NULL;
+}

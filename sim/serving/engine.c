@@ -1,0 +1,955 @@
+/* engine.c: the vLLM-like serving engine (see engine.h).
+ *
+ * Token accounting. A request has S = prompt + generated known tokens and
+ * kv_tokens of them in the KV cache. Each step it is scheduled for, it
+ * processes chunk = min(S - kv_tokens, budget) tokens; when that brings
+ * kv_tokens to S, the step samples one new token (generated += 1). So a new
+ * request prefills its prompt in chunks, its last prefill step yields the
+ * first token, and every later step is a decode step of one token (a chunk
+ * of one token counts as a decode only once the request has generated). A
+ * request is finished when generated == output_tokens. After a recompute
+ * preemption kv_tokens = 0 and the request prefills prompt + generated
+ * tokens again. A step needs ceil((kv_tokens + chunk) / 16) blocks.
+ *
+ * Scheduling one step (as vLLM v1): running requests first, oldest first;
+ * if one needs a block and none is free, the newest running request is
+ * preempted (its blocks freed) until the block fits or the request itself is
+ * the newest, in which case it is preempted too. Then, unless something was
+ * preempted in this step, waiting requests are admitted in FCFS order while
+ * max_num_seqs, the token budget and the watermark allow. Preempted requests
+ * go to the front of the waiting queue. In swap mode a preempted request's
+ * KV goes to host and comes back when it is admitted again; both copies are
+ * charged to the step (host link, swap_fixed_cost + bytes / bandwidth each).
+ * A request whose prompt + output can never fit in the memory's total is
+ * rejected on arrival. A step starts once every arrival of its instant is
+ * queued (the kick event runs after the arrivals of the same time).
+ *
+ * How a step is computed without walking the batch. The running requests
+ * form one list in admission order (the scheduling order). It is split in
+ * two: a prefix, the steady region, and the rest, the tail.
+ *
+ * - A steady request decodes one token every step: it has generated, its KV
+ *   holds all but the last sampled token, and it is scheduled every step
+ *   (the region is a prefix and the budget covers it). Its kv_tokens and
+ *   generated are not stored: they are kv0 + (clock - t0) and gen0 + (clock
+ *   - t0), where clock counts completed steps and t0 is the step at which
+ *   it joined. The region keeps only running sums: D requests, the sum of
+ *   kv0 - t0 (so the decode context of a step is that sum + D x clock + D),
+ *   and, per phase (kv0 - t0) mod 16, how many of them there are: at a step
+ *   exactly the phase whose kv_tokens is a multiple of 16 needs one new
+ *   block each. Their finishing steps are in a binary heap keyed by (step
+ *   of the last token, admission order).
+ * - The tail is walked request by request, exactly as the plain algorithm
+ *   does: partly prefilled requests, requests just admitted, stalled ones
+ *   the budget did not reach. The walk stops when the budget is spent, so
+ *   it touches at most one request that does not change state.
+ *
+ * The region never outgrows the token budget (it only gains requests that
+ * were scheduled in the step before, each with at least one token of it),
+ * so the plain walk always gets through the whole region. A step, in order:
+ * 1. If the free blocks cover the needing phase (n_c requests), one bulk
+ *    take of n_c blocks (O(1)). Otherwise preemption starts inside the
+ *    region: victims are taken newest first from the end of the running
+ *    list, and with s = free + blocks freed so far, the region's first s
+ *    needing requests are served, so the front is the (s+1)-th; the walk
+ *    preempts until s covers every needing request left, or the victim is
+ *    the front itself (it preempts itself and the step's walk ends). Cost
+ *    O(log n) per victim; the region is never walked.
+ * 2. The region's sums go into the batch (O(1)); the tail is walked (plain
+ *    algorithm, its own preemptions); then admission (plain algorithm).
+ * 3. When the step completes: clock += 1 advances the whole region (O(1));
+ *    the tail's chunks are applied one by one; the heap gives the region's
+ *    finishing requests (O(log n) each), which are finished before the
+ *    tail's, both in admission order; tail requests that completed their
+ *    chunk and now decode join the region at its end (O(log n) each).
+ * So a step where nothing joins, leaves, finishes or is preempted costs
+ * O(1) plus at most one partially prefilled tail request, whether or not
+ * requests cross a 16-token block boundary in it; each request event costs
+ * O(log n). The only O(batch) pass is the rejection
+ * sweep after the memory's total shrank (below). Blocks short (engine.h)
+ * costs a walk of the tail up to the budget, only in steps that preempt.
+ * ema_engine_work_counter() counts the requests touched one by one.
+ *
+ * The outcome is identical to walking every running request every step
+ * (tests/engine/engine-reference.c is that walk, kept as a test oracle):
+ * same blocks taken and freed (the region's in one call per step), same
+ * preemption victims in the same order, same batch sums (all sums are
+ * integers, exact in a double below 2^53), same finishing order.
+ *
+ * Releasing blocks (ema_engine_release_blocks) preempts the newest running
+ * requests, in the configured mode, until enough blocks came back. Between
+ * steps (idle, or from an observer while a step completes) requests that
+ * have just produced their last token are skipped: they are about to give
+ * their blocks back anyway. During a step, a victim's work in that step is
+ * dropped: the blocks it took for the step are freed with the rest, its
+ * chunk is not applied when the step completes and it does not finish
+ * there; in swap mode it copies out only the KV it had before the step.
+ * The swap-out time is added to the next step that starts (the mode may
+ * differ from the configured one: ema_engine_release_blocks_mode). These count as
+ * preemptions (per request and in total) and in the next step report's
+ * released field, not in its preempted field.
+ *
+ * When the memory's total shrinks (an elastic owner took blocks back), a
+ * request whose prompt + output no longer fits the new total is rejected,
+ * as on arrival (counted by ema_engine_rejected, not passed to on_finish):
+ * running ones at the next scheduling (a sweep of the running list, only
+ * when the total is seen lower than before), waiting ones when they reach
+ * the head of the queue. A step whose requests all preempted themselves
+ * (possible only when the memory is shared or shrank) schedules another
+ * scheduling pass at the same instant rather than idling with work queued.
+ *
+ * Invariants: blocks held by requests == blocks taken from the memory
+ * (blocks_held); a running request holds exactly ceil(kv_tokens / 16)
+ * blocks between steps, and ceil((kv_tokens + chunk) / 16) while its step
+ * is in flight (a swapped-out request holds none on the GPU); the steady
+ * region is a prefix of the running list and every member of it is in
+ * every step; time only moves forward. */
+#include "ema/serving/engine.h"
+
+/* ---- the fixed KV pool (static partition) ------------------------------ */
+
+struct _EmaKvPool {
+  guint64 total, used;
+};
+
+static gboolean pool_take(gpointer self, guint64 n) {
+  EmaKvPool *pool = self;
+  if (pool->total - pool->used < n)
+    return FALSE;
+  pool->used += n;
+  return TRUE;
+}
+
+static void pool_give(gpointer self, guint64 n) {
+  EmaKvPool *pool = self;
+  g_assert_cmpuint(n, <=, pool->used);
+  pool->used -= n;
+}
+
+static guint64 pool_free_blocks(gpointer self) {
+  EmaKvPool *pool = self;
+  return pool->total - pool->used;
+}
+
+static guint64 pool_total_blocks(gpointer self) {
+  return ((EmaKvPool *) self)->total;
+}
+
+static const EmaKvMemoryOps pool_ops = {.take = pool_take,
+                                        .give = pool_give,
+                                        .free_blocks = pool_free_blocks,
+                                        .total_blocks = pool_total_blocks};
+
+EmaKvPool *ema_kv_pool_new(guint64 blocks) {
+  EmaKvPool *pool = g_new0(EmaKvPool, 1);
+  pool->total = blocks;
+  return pool;
+}
+
+void ema_kv_pool_free(EmaKvPool *pool) {
+  g_free(pool);
+}
+
+EmaKvMemory ema_kv_pool_memory(EmaKvPool *pool) {
+  return (EmaKvMemory){&pool_ops, pool};
+}
+
+/* ---- the engine -------------------------------------------------------- */
+
+typedef enum {
+  REQ_WAITING,   /* in the waiting queue */
+  REQ_TAIL,      /* running, after the steady region: walked one by one */
+  REQ_STEADY,    /* running, in the steady region: state derived from clock */
+  REQ_FINISHING, /* produced its last token in the step being completed */
+} ReqState;
+
+/* A request and the engine's bookkeeping around it. */
+typedef struct {
+  EmaRequest pub; /* what observers see (materialised before they do) */
+  GList link;     /* in the waiting or the running list; data = this */
+  ReqState state;
+  gboolean in_batch; /* a tail request scheduled in the current step */
+  guint32 chunk;     /* its tokens in that step */
+  guint64 seq;       /* admission order: the running list is sorted by it */
+  /* steady region: kv_tokens = kv0 + clock - t0, generated = gen0 + clock - t0 */
+  guint64 t0, finish_at; /* finish_at: clock value after its last token */
+  guint32 kv0, gen0;
+  guint phase;     /* (kv0 - t0) mod 16 */
+  guint heap_slot; /* 1 + index in the finish heap, 0 if not in it */
+} Req;
+
+#define PHASES EMA_KV_BLOCK_TOKENS
+
+struct _EmaEngine {
+  EmaSim *sim;
+  EmaEngineConfig config;
+  EmaKvMemory memory;
+  EmaStepCostFunc step_cost;
+  gpointer step_cost_data;
+  EmaTraceSource *trace;
+  GArray *observers; /* EmaEngineObserver */
+
+  GQueue waiting;       /* Req links, FCFS; preempted ones at the head */
+  GQueue running;       /* Req links, oldest admission at the head */
+  GList *tail_head;     /* first running link after the steady region, or NULL */
+  GPtrArray *batch;     /* Req * of the tail scheduled in the step in flight */
+  GPtrArray *finishing; /* Req * finishing in the step being completed */
+
+  /* the steady region */
+  guint64 clock;      /* steps the region has advanced */
+  guint64 steady;     /* D: requests in it */
+  gint64 steady_base; /* sum of kv0 - t0 */
+  guint64 phase_count[PHASES];
+  GPtrArray *heap;           /* Req *, min-heap on (finish_at, seq) */
+  gboolean steady_scheduled; /* the region holds its blocks for the step in flight */
+
+  EmaEvent arrival_event, step_event;
+  EmaEvent kick_event;   /* a step start after all arrivals of this instant */
+  EmaRequestRecord next; /* the arrival scheduled in arrival_event */
+  gboolean step_in_flight, scheduling;
+  EmaStepReport step;
+
+  /* scheduling state of the step being built (for blocks_short) */
+  guint64 free_at_start, taken_this_step, running_at_start;
+  Req *waiting_head_at_start;
+  gboolean shortage_noted;
+
+  EmaTime pending_swap; /* swap-out time of releases, charged to the next step */
+  guint released_since_report;
+  guint64 last_total;
+  guint64 next_seq, work;
+  guint64 completed, preemptions, rejected, blocks_held;
+};
+
+/* Arrivals fire before a step starts at the same instant. */
+#define ARRIVAL_PRIORITY 0
+
+static guint64 blocks_for(guint64 tokens) {
+  return (tokens + EMA_KV_BLOCK_TOKENS - 1) / EMA_KV_BLOCK_TOKENS;
+}
+
+static guint32 known_tokens(const EmaRequest *request) {
+  return request->prompt_tokens + request->generated;
+}
+
+/* Blocks of the whole request: more than the memory's total never fits. */
+static guint64 footprint(const EmaRequest *request) {
+  return blocks_for((guint64) request->prompt_tokens + request->output_tokens);
+}
+
+static guint64 total_blocks(const EmaEngine *engine) {
+  return engine->memory.ops->total_blocks(engine->memory.self);
+}
+
+static guint64 free_blocks(const EmaEngine *engine) {
+  return engine->memory.ops->free_blocks(engine->memory.self);
+}
+
+/* ---- the finish heap of the steady region ------------------------------- */
+
+static gboolean heap_less(const Req *a, const Req *b) {
+  return a->finish_at < b->finish_at || (a->finish_at == b->finish_at && a->seq < b->seq);
+}
+
+static void heap_set(EmaEngine *engine, guint i, Req *req) {
+  engine->heap->pdata[i] = req;
+  req->heap_slot = i + 1;
+}
+
+static void heap_up(EmaEngine *engine, guint i) {
+  Req *req = engine->heap->pdata[i];
+  while (i > 0) {
+    guint parent = (i - 1) / 2;
+    Req *p = engine->heap->pdata[parent];
+    if (!heap_less(req, p))
+      break;
+    heap_set(engine, i, p);
+    i = parent;
+  }
+  heap_set(engine, i, req);
+}
+
+static void heap_down(EmaEngine *engine, guint i) {
+  guint n = engine->heap->len;
+  Req *req = engine->heap->pdata[i];
+  for (;;) {
+    guint child = 2 * i + 1;
+    Req *c;
+    if (child >= n)
+      break;
+    if (child + 1 < n && heap_less(engine->heap->pdata[child + 1], engine->heap->pdata[child]))
+      child++;
+    c = engine->heap->pdata[child];
+    if (!heap_less(c, req))
+      break;
+    heap_set(engine, i, c);
+    i = child;
+  }
+  heap_set(engine, i, req);
+}
+
+static void heap_push(EmaEngine *engine, Req *req) {
+  g_ptr_array_add(engine->heap, req);
+  heap_up(engine, engine->heap->len - 1);
+}
+
+static void heap_remove(EmaEngine *engine, Req *req) {
+  guint i = req->heap_slot - 1;
+  Req *last = engine->heap->pdata[engine->heap->len - 1];
+  g_assert(req->heap_slot > 0);
+  g_ptr_array_set_size(engine->heap, engine->heap->len - 1);
+  req->heap_slot = 0;
+  if (last != req) {
+    heap_set(engine, i, last);
+    heap_up(engine, i);
+    heap_down(engine, last->heap_slot - 1);
+  }
+}
+
+/* ---- the steady region ------------------------------------------------- */
+
+/* Write a steady request's derived state into its public fields. */
+static void materialise(const EmaEngine *engine, Req *req) {
+  guint64 steps;
+  if (req->state != REQ_STEADY)
+    return;
+  steps = engine->clock - req->t0;
+  req->pub.kv_tokens = req->kv0 + (guint32) steps;
+  req->pub.generated = req->gen0 + (guint32) steps;
+  req->pub.blocks = blocks_for((guint64) req->pub.kv_tokens + (engine->steady_scheduled ? 1 : 0));
+}
+
+/* REQ (a tail request that decodes, between steps, first of the tail) joins
+ * the end of the region. */
+static void steady_add(EmaEngine *engine, Req *req) {
+  engine->work++;
+  req->state = REQ_STEADY;
+  req->t0 = engine->clock;
+  req->kv0 = req->pub.kv_tokens;
+  req->gen0 = req->pub.generated;
+  req->phase = (guint) (((guint64) req->kv0 - req->t0) % PHASES);
+  req->finish_at = req->t0 + (req->pub.output_tokens - req->gen0);
+  heap_push(engine, req);
+  engine->phase_count[req->phase]++;
+  engine->steady++;
+  engine->steady_base += (gint64) req->kv0 - (gint64) req->t0;
+}
+
+/* REQ leaves the region with its state materialised; it becomes a tail
+ * request (the caller moves it on). */
+static void steady_remove(EmaEngine *engine, Req *req) {
+  g_assert(req->state == REQ_STEADY);
+  materialise(engine, req);
+  heap_remove(engine, req);
+  engine->phase_count[req->phase]--;
+  engine->steady--;
+  engine->steady_base -= (gint64) req->kv0 - (gint64) req->t0;
+  req->state = REQ_TAIL;
+}
+
+/* The phase whose members need a new block in the step about to run:
+ * kv_tokens = kv0 - t0 + clock is a multiple of 16. */
+static guint needing_phase(const EmaEngine *engine) {
+  return (guint) ((PHASES - engine->clock % PHASES) % PHASES);
+}
+
+/* ---- lists ------------------------------------------------------------- */
+
+static void running_unlink(EmaEngine *engine, Req *req) {
+  if (engine->tail_head == &req->link)
+    engine->tail_head = req->link.next;
+  g_queue_unlink(&engine->running, &req->link);
+}
+
+/* REQ joins the end of the running list (the tail). */
+static void running_append(EmaEngine *engine, Req *req) {
+  req->seq = engine->next_seq++;
+  req->state = REQ_TAIL;
+  g_queue_push_tail_link(&engine->running, &req->link);
+  if (engine->tail_head == NULL)
+    engine->tail_head = &req->link;
+}
+
+static Req *running_newest(const EmaEngine *engine) {
+  return engine->running.tail ? engine->running.tail->data : NULL;
+}
+
+/* ---- arrivals ---------------------------------------------------------- */
+
+static void kick(EmaEngine *engine);
+
+static void fetch_arrival(EmaEngine *engine) {
+  GError *error = NULL;
+  if (ema_trace_source_next(engine->trace, &engine->next, &error)) {
+    EmaTime at = MAX(engine->next.arrival, ema_sim_now(engine->sim));
+    ema_sim_schedule(engine->sim, &engine->arrival_event, at, ARRIVAL_PRIORITY);
+  } else if (error) {
+    ema_sim_fail(engine->sim, error);
+  }
+}
+
+static void schedule_kick(EmaEngine *engine) {
+  if (!engine->step_in_flight && !ema_event_is_scheduled(&engine->kick_event))
+    ema_sim_schedule(engine->sim, &engine->kick_event, ema_sim_now(engine->sim),
+                     ARRIVAL_PRIORITY + 1);
+}
+
+static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
+  EmaEngine *engine = data;
+  Req *req = g_new0(Req, 1);
+  EmaRequest *request = &req->pub;
+  req->link.data = req;
+  request->id = engine->next.id;
+  request->arrival = ema_sim_now(sim);
+  request->scheduled = request->first_token = request->finished = -1;
+  request->prompt_tokens = MAX(engine->next.prompt_tokens, 1);
+  request->output_tokens = MAX(engine->next.output_tokens, 1);
+  fetch_arrival(engine);
+  /* A request whose whole KV can never fit would preempt itself forever. */
+  if (footprint(request) > total_blocks(engine)) {
+    engine->rejected++;
+    g_free(req);
+    return;
+  }
+  req->state = REQ_WAITING;
+  g_queue_push_tail_link(&engine->waiting, &req->link);
+  /* start a step once every arrival of this instant is queued */
+  schedule_kick(engine);
+}
+
+/* ---- blocks, preemption, rejection ------------------------------------- */
+
+/* Give back the blocks of REQ (a tail, waiting or finishing request). */
+static guint64 release_request_blocks(EmaEngine *engine, Req *req) {
+  guint64 n = req->pub.blocks;
+  engine->memory.ops->give(engine->memory.self, n);
+  engine->blocks_held -= n;
+  req->pub.blocks = 0;
+  return n;
+}
+
+static gboolean take_blocks(EmaEngine *engine, Req *req, guint64 n) {
+  if (n == 0)
+    return TRUE;
+  if (!engine->memory.ops->take(engine->memory.self, n))
+    return FALSE;
+  req->pub.blocks += n;
+  engine->blocks_held += n;
+  engine->taken_this_step += n;
+  return TRUE;
+}
+
+/* Host-link time to move BLOCKS blocks one way (swap mode). */
+static EmaTime swap_time(const EmaEngine *engine, guint64 blocks) {
+  double bytes = (double) blocks * (double) engine->config.block_bytes;
+  if (blocks == 0)
+    return 0;
+  if (engine->config.swap_bandwidth <= 0) /* no host link configured: the fixed cost only */
+    return engine->config.swap_fixed_cost;
+  return engine->config.swap_fixed_cost +
+         (EmaTime) ((bytes / engine->config.swap_bandwidth) * 1e9 + 0.5);
+}
+
+/* Preempt running request REQ in MODE: its blocks go back (*FREED), it goes
+ * to the head of the waiting queue; work it had in a step in flight is
+ * dropped. Returns the host-link time its swap-out costs (0 for
+ * recompute). */
+static EmaTime preempt(EmaEngine *engine, Req *req, EmaPreemptMode mode, guint64 *freed) {
+  EmaTime cost = 0;
+  engine->work++;
+  if (req->state == REQ_STEADY)
+    steady_remove(engine, req);
+  req->in_batch = FALSE;
+  req->pub.preemptions++;
+  engine->preemptions++;
+  if (mode == EMA_PREEMPT_SWAP) {
+    if (engine->memory.ops->swap_out == NULL)
+      cost = swap_time(engine, blocks_for(req->pub.kv_tokens));
+    req->pub.swapped = TRUE;
+  } else {
+    req->pub.kv_tokens = 0;
+  }
+  *freed = release_request_blocks(engine, req);
+  if (mode == EMA_PREEMPT_SWAP && engine->memory.ops->swap_out)
+    cost = engine->memory.ops->swap_out(engine->memory.self, blocks_for(req->pub.kv_tokens));
+  running_unlink(engine, req);
+  req->state = REQ_WAITING;
+  g_queue_push_head_link(&engine->waiting, &req->link);
+  return cost;
+}
+
+/* Preempt the newest running request while scheduling; returns its swap
+ * time and adds its blocks to *FREED. */
+static EmaTime preempt_newest(EmaEngine *engine, guint64 *freed) {
+  guint64 n;
+  EmaTime cost = preempt(engine, running_newest(engine), engine->config.preempt, &n);
+  engine->step.preempted++;
+  *freed += n;
+  return cost;
+}
+
+static void reject(EmaEngine *engine, Req *req) {
+  engine->rejected++;
+  g_free(req);
+}
+
+/* After the memory's total shrank: reject the running requests that can no
+ * longer ever fit. O(running), only when the total went down. */
+static void reject_unfit_running(EmaEngine *engine) {
+  guint64 total = total_blocks(engine);
+  GList *link = engine->running.head;
+  gboolean shrank = total < engine->last_total;
+  engine->last_total = total;
+  if (!shrank)
+    return;
+  while (link) {
+    Req *req = link->data;
+    link = link->next;
+    engine->work++;
+    if (footprint(&req->pub) <= total)
+      continue;
+    if (req->state == REQ_STEADY)
+      steady_remove(engine, req);
+    release_request_blocks(engine, req);
+    running_unlink(engine, req);
+    reject(engine, req);
+  }
+}
+
+/* ---- scheduling one step ----------------------------------------------- */
+
+/* Add tail request REQ with CHUNK tokens to the step batch sums. */
+static void add_to_batch(EmaEngine *engine, Req *req, guint32 chunk) {
+  EmaStepBatch *b = &engine->step.batch;
+  EmaRequest *request = &req->pub;
+  double kv = request->kv_tokens;
+  gboolean samples = request->kv_tokens + chunk == known_tokens(request);
+  if (chunk == 1 && request->generated > 0) {
+    b->decode_seqs++;
+    b->decode_context += kv + 1;
+  } else {
+    b->prefill_tokens += chunk;
+    /* token i of the chunk attends to kv + i tokens (i = 1..chunk) */
+    b->prefill_context += chunk * kv + (double) chunk * (chunk + 1) / 2;
+    b->prefill_kv_read += kv + chunk;
+  }
+  if (samples)
+    b->logits++;
+  req->in_batch = TRUE;
+  req->chunk = chunk;
+  g_ptr_array_add(engine->batch, req);
+}
+
+/* Blocks the tail from LINK on would take with BUDGET tokens and nothing
+ * preempted (the counterfactual of blocks_short); *BUDGET_LEFT: what stays. */
+static guint64 tail_demand(EmaEngine *engine, GList *link, guint64 budget, guint64 *budget_left) {
+  guint64 demand = 0;
+  for (; link && budget > 0; link = link->next) {
+    const EmaRequest *request = &((Req *) link->data)->pub;
+    guint32 chunk = (guint32) MIN((guint64) (known_tokens(request) - request->kv_tokens), budget);
+    engine->work++;
+    demand += blocks_for((guint64) request->kv_tokens + chunk) - request->blocks;
+    budget -= chunk;
+  }
+  *budget_left = budget;
+  return demand;
+}
+
+/* The step is about to preempt: the running requests would have taken
+ * DEMAND blocks in all, leaving BUDGET_LEFT tokens for admission. */
+static void note_shortage(EmaEngine *engine, guint64 demand, guint64 budget_left) {
+  guint64 want = demand;
+  const Req *head = engine->waiting_head_at_start;
+  if (engine->shortage_noted)
+    return;
+  engine->shortage_noted = TRUE;
+  if (head && budget_left > 0 && engine->running_at_start < engine->config.max_num_seqs &&
+      footprint(&head->pub) <= total_blocks(engine)) {
+    guint32 resume_kv = head->pub.swapped ? head->pub.kv_tokens : 0;
+    guint32 chunk = (guint32) MIN((guint64) (known_tokens(&head->pub) - resume_kv), budget_left);
+    want += blocks_for((guint64) resume_kv + chunk) + engine->config.watermark_blocks;
+  }
+  engine->step.blocks_short = want > engine->free_at_start ? want - engine->free_at_start : 0;
+}
+
+/* Schedule the steady region (its blocks, its sums); returns TRUE if the
+ * step's walk ended there (a request preempted itself). *BUDGET >= D. */
+static gboolean schedule_steady(EmaEngine *engine, guint64 *budget, EmaTime *swap) {
+  guint phase = needing_phase(engine);
+  guint64 need = engine->phase_count[phase];
+  guint64 served = engine->free_at_start; /* needing requests that can be served */
+  gboolean preempted_self = FALSE;
+  EmaStepBatch *b = &engine->step.batch;
+  if (need > served) {
+    guint64 left;
+    guint64 demand = need + tail_demand(engine, engine->tail_head, *budget - engine->steady, &left);
+    note_shortage(engine, demand, left);
+  }
+  /* The front (the (served+1)-th needing request) cannot get its block:
+   * preempt the newest until it can, or until it is the newest itself. */
+  while (need > served) {
+    Req *victim = running_newest(engine);
+    if (victim->state == REQ_STEADY && victim->phase == phase) {
+      /* needing requests are served in order: the victim is the last one left */
+      if (need == served + 1)
+        preempted_self = TRUE;
+      need--;
+    }
+    *swap += preempt_newest(engine, &served);
+    if (preempted_self)
+      break;
+  }
+  if (need > 0) {
+    gboolean taken = engine->memory.ops->take(engine->memory.self, need);
+    g_assert(taken);
+    engine->blocks_held += need;
+    engine->taken_this_step += need;
+  }
+  engine->steady_scheduled = TRUE;
+  if (engine->steady > 0) {
+    gint64 context = engine->steady_base + (gint64) engine->steady * (gint64) engine->clock;
+    b->decode_seqs += engine->steady;
+    b->decode_context += (double) (context + (gint64) engine->steady);
+    b->logits += engine->steady;
+    *budget -= engine->steady;
+  }
+  return preempted_self;
+}
+
+/* Schedule the tail requests (the plain walk); returns the swap time. */
+static EmaTime schedule_tail(EmaEngine *engine, guint64 *budget) {
+  EmaTime swap = 0;
+  GList *link = engine->tail_head;
+  while (link && *budget > 0) {
+    Req *req = link->data;
+    EmaRequest *request = &req->pub;
+    guint32 chunk = (guint32) MIN((guint64) (known_tokens(request) - request->kv_tokens), *budget);
+    guint64 need = blocks_for((guint64) request->kv_tokens + chunk) - request->blocks;
+    gboolean preempted_self = FALSE;
+    engine->work++;
+    if (!take_blocks(engine, req, need)) {
+      guint64 left, freed = 0;
+      guint64 demand = engine->taken_this_step + tail_demand(engine, link, *budget, &left);
+      note_shortage(engine, demand, left);
+      do {
+        if (engine->running.tail == link)
+          preempted_self = TRUE;
+        swap += preempt_newest(engine, &freed);
+        if (preempted_self)
+          break;
+      } while (!take_blocks(engine, req, need));
+    }
+    if (preempted_self)
+      break;
+    add_to_batch(engine, req, chunk);
+    *budget -= chunk;
+    link = link->next;
+  }
+  return swap;
+}
+
+/* Admit waiting requests in FCFS order; returns the swap-in time spent. */
+static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
+  EmaTime swap = 0;
+  while (!g_queue_is_empty(&engine->waiting) && *budget > 0 &&
+         engine->running.length < engine->config.max_num_seqs) {
+    Req *req = engine->waiting.head->data;
+    EmaRequest *request = &req->pub;
+    guint32 resume_kv, chunk;
+    guint64 need, free_now;
+    engine->work++;
+    if (footprint(request) > total_blocks(engine)) {
+      /* the memory shrank under it: it can never fit any more */
+      g_queue_unlink(&engine->waiting, &req->link);
+      reject(engine, req);
+      continue;
+    }
+    resume_kv = request->swapped ? request->kv_tokens : 0;
+    chunk = (guint32) MIN((guint64) (known_tokens(request) - resume_kv), *budget);
+    need = blocks_for((guint64) resume_kv + chunk);
+    free_now = free_blocks(engine);
+    if (free_now < need + engine->config.watermark_blocks) {
+      engine->step.blocks_short = need + engine->config.watermark_blocks - free_now;
+      break;
+    }
+    g_queue_unlink(&engine->waiting, &req->link);
+    if (request->swapped) {
+      guint64 blocks = blocks_for(request->kv_tokens);
+      swap += engine->memory.ops->swap_in ? engine->memory.ops->swap_in(engine->memory.self, blocks)
+                                          : swap_time(engine, blocks);
+      request->swapped = FALSE;
+    }
+    take_blocks(engine, req, need);
+    if (request->scheduled < 0)
+      request->scheduled = ema_sim_now(engine->sim);
+    running_append(engine, req);
+    add_to_batch(engine, req, chunk);
+    *budget -= chunk;
+  }
+  return swap;
+}
+
+static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data);
+
+static void on_kick(EmaSim *sim, EmaEvent *event, gpointer data) {
+  kick(data);
+}
+
+/* Tell the memory what the pass just done lacked (EmaKvMemoryOps.want);
+ * called once the step is in flight, or the engine idle, so that the hook
+ * may call back into the engine. */
+static void tell_want(EmaEngine *engine) {
+  if (engine->step.blocks_short > 0 && engine->memory.ops->want)
+    engine->memory.ops->want(engine->memory.self, engine->step.blocks_short);
+}
+
+/* Start a step if none is in flight and there is work. */
+static void kick(EmaEngine *engine) {
+  guint64 budget = engine->config.max_num_batched_tokens;
+  EmaTime swap = 0;
+  gboolean stopped;
+  if (engine->step_in_flight)
+    return;
+  memset(&engine->step, 0, sizeof engine->step);
+  g_ptr_array_set_size(engine->batch, 0);
+  engine->scheduling = TRUE;
+  reject_unfit_running(engine);
+  /* The region only gains requests that were scheduled in the step before,
+   * each with at least one token of that step's budget: it never outgrows
+   * the budget, so the plain walk never stops inside it. */
+  g_assert_cmpuint(engine->steady, <=, budget);
+  engine->free_at_start = free_blocks(engine);
+  engine->taken_this_step = 0;
+  engine->running_at_start = engine->running.length;
+  engine->waiting_head_at_start = engine->waiting.head ? engine->waiting.head->data : NULL;
+  engine->shortage_noted = FALSE;
+  stopped = schedule_steady(engine, &budget, &swap);
+  if (!stopped)
+    swap += schedule_tail(engine, &budget);
+  if (engine->step.preempted == 0)
+    swap += admit_waiting(engine, &budget);
+  engine->scheduling = FALSE;
+  if (engine->steady == 0 && engine->batch->len == 0) {
+    engine->steady_scheduled = FALSE;
+    /* everything preempted itself (a shared or shrunk memory): try again
+     * rather than idle with requests queued */
+    if (engine->step.preempted > 0)
+      schedule_kick(engine);
+    tell_want(engine);
+    return; /* idle until the next arrival (or ema_engine_wake) */
+  }
+  swap += engine->pending_swap;
+  engine->pending_swap = 0;
+  engine->step.start = ema_sim_now(engine->sim);
+  engine->step.duration = swap + engine->step_cost(engine->step_cost_data, &engine->step.batch);
+  engine->step_in_flight = TRUE;
+  ema_sim_schedule_in(engine->sim, &engine->step_event, engine->step.duration, 0);
+  tell_want(engine);
+}
+
+/* ---- completing a step ------------------------------------------------- */
+
+static void finish_request(EmaEngine *engine, Req *req) {
+  engine->work++;
+  req->pub.finished = ema_sim_now(engine->sim);
+  running_unlink(engine, req);
+  release_request_blocks(engine, req);
+  engine->completed++;
+  for (guint i = 0; i < engine->observers->len; i++) {
+    const EmaEngineObserver *o = &g_array_index(engine->observers, EmaEngineObserver, i);
+    if (o->on_finish)
+      o->on_finish(o->data, &req->pub);
+  }
+  g_free(req);
+}
+
+/* Tail requests that completed their chunk in this step and now decode
+ * join the region, from the head of the tail on. */
+static void promote(EmaEngine *engine) {
+  while (engine->tail_head) {
+    Req *req = engine->tail_head->data;
+    const EmaRequest *request = &req->pub;
+    if (!req->in_batch || request->generated == 0 ||
+        known_tokens(request) - request->kv_tokens != 1)
+      break;
+    steady_add(engine, req);
+    engine->tail_head = engine->tail_head->next;
+  }
+}
+
+static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data) {
+  EmaEngine *engine = data;
+  EmaTime now = ema_sim_now(sim);
+  engine->step_in_flight = FALSE;
+  /* the steady region decodes one token each */
+  engine->clock++;
+  engine->steady_scheduled = FALSE;
+  for (guint i = 0; i < engine->batch->len; i++) {
+    Req *req = engine->batch->pdata[i];
+    EmaRequest *request = &req->pub;
+    if (!req->in_batch)
+      continue; /* preempted while the step ran: its work is dropped */
+    engine->work++;
+    request->kv_tokens += req->chunk;
+    if (request->kv_tokens == known_tokens(request)) {
+      request->generated++;
+      if (request->first_token < 0)
+        request->first_token = now;
+    }
+  }
+  /* who finishes, in admission order: the region first, then the tail */
+  g_ptr_array_set_size(engine->finishing, 0);
+  while (engine->heap->len > 0 && ((Req *) engine->heap->pdata[0])->finish_at == engine->clock) {
+    Req *req = engine->heap->pdata[0];
+    engine->work++;
+    steady_remove(engine, req);
+    req->state = REQ_FINISHING;
+    g_ptr_array_add(engine->finishing, req);
+  }
+  for (guint i = 0; i < engine->batch->len; i++) {
+    Req *req = engine->batch->pdata[i];
+    if (req->in_batch && req->pub.generated >= req->pub.output_tokens) {
+      req->state = REQ_FINISHING;
+      req->in_batch = FALSE;
+      engine->batch->pdata[i] = NULL; /* freed when it finishes */
+      g_ptr_array_add(engine->finishing, req);
+    }
+  }
+  engine->step.running = engine->running.length;
+  engine->step.waiting = engine->waiting.length;
+  engine->step.blocks_free = free_blocks(engine);
+  engine->step.blocks_used = engine->blocks_held;
+  engine->step.released = engine->released_since_report;
+  engine->released_since_report = 0;
+  for (guint i = 0; i < engine->observers->len; i++) {
+    const EmaEngineObserver *o = &g_array_index(engine->observers, EmaEngineObserver, i);
+    if (o->on_step)
+      o->on_step(o->data, &engine->step);
+  }
+  for (guint i = 0; i < engine->finishing->len; i++)
+    finish_request(engine, engine->finishing->pdata[i]);
+  g_ptr_array_set_size(engine->finishing, 0);
+  promote(engine);
+  for (guint i = 0; i < engine->batch->len; i++)
+    if (engine->batch->pdata[i])
+      ((Req *) engine->batch->pdata[i])->in_batch = FALSE;
+  g_ptr_array_set_size(engine->batch, 0);
+  kick(engine);
+}
+
+/* ---- the public interface ---------------------------------------------- */
+
+EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemory memory,
+                          EmaStepCostFunc step_cost, gpointer step_cost_data,
+                          EmaTraceSource *trace) {
+  EmaEngine *engine;
+  g_return_val_if_fail(config->max_num_seqs > 0 && config->max_num_batched_tokens > 0, NULL);
+  engine = g_new0(EmaEngine, 1);
+  engine->sim = sim;
+  engine->config = *config;
+  engine->memory = memory;
+  engine->step_cost = step_cost;
+  engine->step_cost_data = step_cost_data;
+  engine->trace = trace;
+  engine->observers = g_array_new(FALSE, FALSE, sizeof(EmaEngineObserver));
+  engine->batch = g_ptr_array_new();
+  engine->finishing = g_ptr_array_new();
+  engine->heap = g_ptr_array_new();
+  engine->last_total = total_blocks(engine);
+  g_queue_init(&engine->waiting);
+  g_queue_init(&engine->running);
+  ema_event_init(&engine->arrival_event, on_arrival, engine);
+  ema_event_init(&engine->step_event, on_step_done, engine);
+  ema_event_init(&engine->kick_event, on_kick, engine);
+  return engine;
+}
+
+static void free_requests(GQueue *queue) {
+  GList *link = queue->head;
+  while (link) {
+    Req *req = link->data;
+    link = link->next;
+    g_free(req);
+  }
+  g_queue_init(queue);
+}
+
+void ema_engine_free(EmaEngine *engine) {
+  if (engine == NULL)
+    return;
+  ema_sim_cancel(engine->sim, &engine->arrival_event);
+  ema_sim_cancel(engine->sim, &engine->step_event);
+  ema_sim_cancel(engine->sim, &engine->kick_event);
+  free_requests(&engine->waiting);
+  free_requests(&engine->running);
+  g_ptr_array_unref(engine->batch);
+  g_ptr_array_unref(engine->finishing);
+  g_ptr_array_unref(engine->heap);
+  g_array_unref(engine->observers);
+  ema_trace_source_free(engine->trace);
+  g_free(engine);
+}
+
+void ema_engine_add_observer(EmaEngine *engine, const EmaEngineObserver *observer) {
+  g_array_append_val(engine->observers, *observer);
+}
+
+void ema_engine_start(EmaEngine *engine) {
+  fetch_arrival(engine);
+}
+
+guint64 ema_engine_release_blocks(EmaEngine *engine, guint64 blocks) {
+  g_return_val_if_fail(engine != NULL, 0);
+  return ema_engine_release_blocks_mode(engine, blocks, engine->config.preempt);
+}
+
+guint64 ema_engine_release_blocks_mode(EmaEngine *engine, guint64 blocks, EmaPreemptMode mode) {
+  guint64 given = 0;
+  GList *link;
+  g_return_val_if_fail(engine != NULL, 0);
+  g_return_val_if_fail(!engine->scheduling, 0);
+  link = engine->running.tail;
+  while (link && given < blocks) {
+    Req *req = link->data;
+    guint64 n;
+    link = link->prev;
+    if (req->state == REQ_FINISHING)
+      continue; /* its blocks come back when it finishes, in a moment */
+    engine->pending_swap += preempt(engine, req, mode, &n);
+    engine->released_since_report++;
+    given += n;
+  }
+  return given;
+}
+
+guint64 ema_engine_blocks_held(const EmaEngine *engine) {
+  return engine->blocks_held;
+}
+
+void ema_engine_wake(EmaEngine *engine) {
+  schedule_kick(engine);
+}
+
+guint64 ema_engine_work_counter(const EmaEngine *engine) {
+  return engine->work;
+}
+
+guint64 ema_engine_completed(const EmaEngine *engine) {
+  return engine->completed;
+}
+
+guint64 ema_engine_preemptions(const EmaEngine *engine) {
+  return engine->preemptions;
+}
+
+guint64 ema_engine_rejected(const EmaEngine *engine) {
+  return engine->rejected;
+}
+
+guint ema_engine_running(const EmaEngine *engine) {
+  return engine->running.length;
+}
+
+guint ema_engine_waiting(const EmaEngine *engine) {
+  return engine->waiting.length;
+}

@@ -1,0 +1,550 @@
+/* tenant.c: the tenant, trace, length and engine parameter tables (tenant.h),
+ * the request source built from a trace spec, and the KV-pool sizing.
+ *
+ * Invariants after a successful bind: a trace is a file or synthetic, never
+ * half of each; every key an arrival process or length distribution does
+ * not use is absent (given one is an error, not ignored); file paths are
+ * absolute (resolved against the directory of the file that named them,
+ * or the working directory for --set) and the files exist. */
+#include "ema/serving/tenant.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ema/core/units.h"
+
+#define LENGTH_FIELD(f) G_STRUCT_OFFSET(EmaLengthSpec, f)
+#define TRACE_FIELD(f) G_STRUCT_OFFSET(EmaTraceSpec, f)
+#define ENGINE_FIELD(f) G_STRUCT_OFFSET(EmaEngineSpec, f)
+#define TENANT_FIELD(f) G_STRUCT_OFFSET(EmaTenantSpec, f)
+
+static const char *const length_kind_names[] = {"none",      "fixed",    "uniform",
+                                                "lognormal", "resample", NULL};
+static const char *const arrivals_kind_names[] = {"file",    "poisson", "gamma", "onoff",
+                                                  "diurnal", "phases",  NULL};
+static const char *const format_names[] = {"auto",     "azure",   "vidur", "burstgpt",
+                                           "mooncake", "lengths", NULL};
+static const char *const preempt_names[] = {"recompute", "swap", NULL};
+
+/* ---- file paths ---------------------------------------------------------- */
+
+/* Make *FIELD (the value of KEY in NODE) absolute and check that it exists. */
+static gboolean resolve_path(char **field, const EmaNode *node, const char *key, const char *path,
+                             GError **error) {
+  const EmaNode *value = ema_node_get(node, key);
+  g_autofree char *key_path = path ? g_strconcat(path, ".", key, NULL) : g_strdup(key);
+  g_autofree char *base = NULL;
+  char *absolute;
+  if (*field == NULL)
+    return TRUE;
+  /* values from --set have no file: they are relative to the working directory */
+  if (value && value->file && g_file_test(value->file, G_FILE_TEST_IS_REGULAR)) {
+    g_autofree char *dir = g_path_get_dirname(value->file);
+    base = g_canonicalize_filename(dir, NULL);
+  } else
+    base = g_get_current_dir();
+  absolute = g_canonicalize_filename(*field, base);
+  g_free(*field);
+  *field = absolute;
+  if (!g_file_test(absolute, G_FILE_TEST_IS_REGULAR)) {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, value ? value : node, key_path,
+                   "no such file: %s", absolute);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Fail if any of KEYS (NULL-terminated) is present in NODE: WHY says what
+ * makes it unused. */
+static gboolean reject_keys(const EmaNode *node, const char *path, const char *const *keys,
+                            const char *why, GError **error) {
+  for (guint i = 0; node && keys[i]; i++) {
+    const EmaNode *key = ema_node_get_key(node, keys[i]);
+    if (key) {
+      g_autofree char *key_path = path ? g_strconcat(path, ".", keys[i], NULL) : g_strdup(keys[i]);
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key_path, "not used %s", why);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Fail unless every one of KEYS is present in NODE. */
+static gboolean require_keys(const EmaNode *node, const char *path, const char *const *keys,
+                             const char *why, GError **error) {
+  for (guint i = 0; keys[i]; i++) {
+    if (node == NULL || ema_node_get(node, keys[i]) == NULL) {
+      g_autofree char *key_path = path ? g_strconcat(path, ".", keys[i], NULL) : g_strdup(keys[i]);
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, key_path, "missing required key %s", why);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Keys of a choice that are required, and all keys any choice may use: a
+ * key of the family not in the chosen one's list is rejected. */
+typedef struct {
+  const char *const *required;
+  const char *const *optional;
+} ChoiceKeys;
+
+static gboolean check_choice_keys(const EmaNode *node, const char *path, const char *const *family,
+                                  const ChoiceKeys *chosen, const char *why, GError **error) {
+  for (guint i = 0; family[i]; i++) {
+    gboolean used = g_strv_contains(chosen->required, family[i]) ||
+                    (chosen->optional && g_strv_contains(chosen->optional, family[i]));
+    const char *one[] = {family[i], NULL};
+    if (!used && !reject_keys(node, path, one, why, error))
+      return FALSE;
+  }
+  return require_keys(node, path, chosen->required, why, error);
+}
+
+/* ---- lengths ------------------------------------------------------------- */
+
+static const char *const length_keys[] = {"tokens", "min",   "max",  "median",
+                                          "mean",   "sigma", "file", NULL};
+
+static const ChoiceKeys length_choice_keys[] = {
+    [EMA_LENGTH_FIXED] = {(const char *const[]){"tokens", NULL}, NULL},
+    [EMA_LENGTH_UNIFORM] = {(const char *const[]){"min", "max", NULL}, NULL},
+    [EMA_LENGTH_LOGNORMAL] = {(const char *const[]){"sigma", NULL},
+                              (const char *const[]){"median", "mean", "min", "max", NULL}},
+    [EMA_LENGTH_RESAMPLE] = {(const char *const[]){"file", NULL},
+                             (const char *const[]){"min", "max", NULL}},
+};
+
+static const EmaParam length_params[] = {
+    {"dist", EMA_PARAM_ENUM, LENGTH_FIELD(dist), .default_value = "none",
+     .choices = length_kind_names,
+     .help = "none (lengths from the trace file), fixed, uniform, lognormal or resample"},
+    {"tokens", EMA_PARAM_INT, LENGTH_FIELD(tokens), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 4294967295.0, .help = "fixed: every request's length"},
+    {"min", EMA_PARAM_INT, LENGTH_FIELD(min), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 4294967295.0, .help = "smallest length (uniform: the range; others: a clamp)"},
+    {"max", EMA_PARAM_INT, LENGTH_FIELD(max), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 4294967295.0, .help = "largest length (uniform: the range; others: a clamp)"},
+    {"median", EMA_PARAM_DOUBLE, LENGTH_FIELD(median), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 1e9, .help = "lognormal: the median (or give mean)"},
+    {"mean", EMA_PARAM_DOUBLE, LENGTH_FIELD(mean), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 1e9, .help = "lognormal: the mean (or give median)"},
+    {"sigma", EMA_PARAM_DOUBLE, LENGTH_FIELD(sigma), .flags = EMA_PARAM_OPTIONAL, .min = 1e-6,
+     .max = 10, .help = "lognormal: standard deviation of ln(length)"},
+    {"file", EMA_PARAM_STRING, LENGTH_FIELD(file), .flags = EMA_PARAM_OPTIONAL,
+     .help = "resample: a length-only CSV (its column for this length is drawn from)"},
+};
+
+static gboolean check_length(gpointer object, const EmaNode *node, const char *path,
+                             GError **error) {
+  EmaLengthSpec *length = object;
+  g_autofree char *why = NULL;
+  if (length->dist == EMA_LENGTH_NONE)
+    return reject_keys(node, path, length_keys, "without a dist", error);
+  why = g_strdup_printf("by dist: %s", length_kind_names[length->dist]);
+  if (!check_choice_keys(node, path, length_keys, &length_choice_keys[length->dist], why, error))
+    return FALSE;
+  if (length->dist == EMA_LENGTH_LOGNORMAL && (length->median > 0) == (length->mean > 0)) {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, path,
+                   "dist: lognormal needs exactly one of median and mean");
+    return FALSE;
+  }
+  if (length->min && length->max && length->min > length->max) {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "max"), path,
+                   "max (%" G_GINT64_FORMAT ") is below min (%" G_GINT64_FORMAT ")", length->max,
+                   length->min);
+    return FALSE;
+  }
+  return resolve_path(&length->file, node, "file", path, error);
+}
+
+static const EmaParamTable length_table = {"length", sizeof(EmaLengthSpec), length_params,
+                                           EMA_PARAMS_N(length_params), check_length};
+
+/* ---- traces -------------------------------------------------------------- */
+
+static const char *const arrival_keys[] = {"rate",    "cv",       "rate_on",  "rate_off",
+                                           "mean_on", "mean_off", "rate_min", "rate_max",
+                                           "period",  NULL};
+
+static const ChoiceKeys arrival_choice_keys[] = {
+    [EMA_ARRIVALS_FILE] = {(const char *const[]){NULL}, NULL},
+    [EMA_ARRIVALS_POISSON] = {(const char *const[]){"rate", NULL}, NULL},
+    [EMA_ARRIVALS_GAMMA] = {(const char *const[]){"rate", "cv", NULL}, NULL},
+    [EMA_ARRIVALS_ONOFF] = {(const char *const[]){"rate_on", "mean_on", "mean_off", NULL},
+                            (const char *const[]){"rate_off", NULL}},
+    [EMA_ARRIVALS_DIURNAL] = {(const char *const[]){"rate_max", "period", NULL},
+                              (const char *const[]){"rate_min", NULL}},
+    [EMA_ARRIVALS_PHASES] = {(const char *const[]){"phases", NULL}, NULL},
+};
+
+static const EmaParam phase_params[] = {
+    {"duration", EMA_PARAM_DURATION, G_STRUCT_OFFSET(EmaPhaseSpec, duration),
+     .flags = EMA_PARAM_REQUIRED, .min = 1, .max = 1e18, .help = "how long the phase lasts"},
+    {"rate", EMA_PARAM_DOUBLE, G_STRUCT_OFFSET(EmaPhaseSpec, rate), .flags = EMA_PARAM_REQUIRED,
+     .min = 0, .max = 1e9, .help = "requests per second in the phase (Poisson)"},
+};
+
+static const EmaParamTable phase_table = {"phase", sizeof(EmaPhaseSpec), phase_params,
+                                          EMA_PARAMS_N(phase_params), NULL};
+
+static const EmaParam trace_params[] = {
+    {"file", EMA_PARAM_STRING, TRACE_FIELD(file), .flags = EMA_PARAM_OPTIONAL,
+     .help = "a trace file (relative to the experiment file); absent: synthetic"},
+    {"format", EMA_PARAM_ENUM, TRACE_FIELD(format), .default_value = "auto",
+     .choices = format_names,
+     .help = "auto (sniffed), azure, vidur, burstgpt, mooncake, lengths (needs arrivals)"},
+    {"keep_failed", EMA_PARAM_BOOL, TRACE_FIELD(keep_failed), .default_value = "false",
+     .help = "burstgpt: keep failed requests (0 response tokens)"},
+    {"cycle", EMA_PARAM_BOOL, TRACE_FIELD(cycle), .default_value = "false",
+     .help = "lengths: start the file again at its end"},
+    {"arrivals", EMA_PARAM_ENUM, TRACE_FIELD(arrivals), .default_value = "file",
+     .choices = arrivals_kind_names,
+     .help = "file (times from the trace file), poisson, gamma, onoff, diurnal or phases"},
+    {"rate", EMA_PARAM_DOUBLE, TRACE_FIELD(rate), .flags = EMA_PARAM_OPTIONAL, .min = 1e-9,
+     .max = 1e9, .help = "poisson, gamma: mean requests per second"},
+    {"cv", EMA_PARAM_DOUBLE, TRACE_FIELD(cv), .flags = EMA_PARAM_OPTIONAL, .min = 1e-3, .max = 1e3,
+     .help = "gamma: coefficient of variation of inter-arrival times (1 = Poisson)"},
+    {"rate_on", EMA_PARAM_DOUBLE, TRACE_FIELD(rate_on), .flags = EMA_PARAM_OPTIONAL, .min = 1e-9,
+     .max = 1e9, .help = "onoff: requests per second during a burst"},
+    {"rate_off", EMA_PARAM_DOUBLE, TRACE_FIELD(rate_off), .flags = EMA_PARAM_OPTIONAL, .min = 0,
+     .max = 1e9, .help = "onoff: requests per second between bursts (default 0)"},
+    {"mean_on", EMA_PARAM_DURATION, TRACE_FIELD(mean_on), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 1e18, .help = "onoff: mean burst length (exponential)"},
+    {"mean_off", EMA_PARAM_DURATION, TRACE_FIELD(mean_off), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 1e18, .help = "onoff: mean time between bursts (exponential)"},
+    {"rate_min", EMA_PARAM_DOUBLE, TRACE_FIELD(rate_min), .flags = EMA_PARAM_OPTIONAL, .min = 0,
+     .max = 1e9, .help = "diurnal: rate at time 0 (default 0)"},
+    {"rate_max", EMA_PARAM_DOUBLE, TRACE_FIELD(rate_max), .flags = EMA_PARAM_OPTIONAL, .min = 1e-9,
+     .max = 1e9, .help = "diurnal: rate at half a period"},
+    {"period", EMA_PARAM_DURATION, TRACE_FIELD(period), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 1e18, .help = "diurnal: period of the cosine"},
+    {"phases", EMA_PARAM_LIST, TRACE_FIELD(phases), .table = &phase_table,
+     .flags = EMA_PARAM_OPTIONAL,
+     .help = "phases: [{duration, rate}, ...]; the last phase lasts on"},
+    {"prompt", EMA_PARAM_STRUCT, TRACE_FIELD(prompt), .table = &length_table,
+     .help = "prompt lengths (synthetic and lengths-file traces)"},
+    {"output", EMA_PARAM_STRUCT, TRACE_FIELD(output), .table = &length_table,
+     .help = "output lengths (synthetic and lengths-file traces)"},
+    {"start", EMA_PARAM_DURATION, TRACE_FIELD(start), .default_value = "0s", .min = 0, .max = 1e18,
+     .help = "files: skip the requests before this time"},
+    {"duration", EMA_PARAM_DURATION, TRACE_FIELD(duration), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 1e18, .help = "files: keep this much after start; synthetic: stop after it"},
+    {"rate_scale", EMA_PARAM_DOUBLE, TRACE_FIELD(rate_scale), .default_value = "1", .min = 1e-6,
+     .max = 1e6, .help = "replay this many times faster (divides every arrival time)"},
+    {"split", EMA_PARAM_INT, TRACE_FIELD(split), .flags = EMA_PARAM_OPTIONAL, .min = 1, .max = 1e6,
+     .help = "keep one request in this many, round robin (a router over replicas)"},
+    {"split_index", EMA_PARAM_INT, TRACE_FIELD(split_index), .default_value = "0", .min = 0,
+     .max = 1e6, .help = "which request of each split to keep: 0 .. split-1"},
+    {"requests", EMA_PARAM_INT, TRACE_FIELD(requests), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 9.2e18, .help = "stop after this many requests"},
+    {"offset", EMA_PARAM_DURATION, TRACE_FIELD(offset), .default_value = "0s", .min = 0,
+     .max = 1e18, .help = "shift every arrival by this much (after the other transformations)"},
+};
+
+static EmaTraceArrivals *open_arrivals(const EmaTraceSpec *spec, guint64 seed, GError **error);
+
+static gboolean check_trace(gpointer object, const EmaNode *node, const char *path,
+                            GError **error) {
+  EmaTraceSpec *trace = object;
+  gboolean lengths_file = trace->file && trace->format == EMA_TRACE_FORMAT_LENGTHS;
+  gboolean needs_arrivals = trace->file == NULL || lengths_file;
+  gboolean needs_lengths = trace->file == NULL;
+  g_autofree char *why = g_strdup_printf("by arrivals: %s", arrivals_kind_names[trace->arrivals]);
+  g_autofree char *prompt_path = path ? g_strconcat(path, ".prompt", NULL) : g_strdup("prompt");
+  g_autofree char *output_path = path ? g_strconcat(path, ".output", NULL) : g_strdup("output");
+  const EmaNode *at = ema_node_get(node, "arrivals");
+
+  if (!resolve_path(&trace->file, node, "file", path, error))
+    return FALSE;
+  if (needs_arrivals != (trace->arrivals != EMA_ARRIVALS_FILE)) {
+    g_autofree char *key_path = path ? g_strconcat(path, ".arrivals", NULL) : g_strdup("arrivals");
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at ? at : node, key_path, "%s",
+                   needs_arrivals
+                       ? (trace->file ? "a lengths file needs an arrival process (arrivals: "
+                                        "poisson, gamma, onoff, diurnal or phases)"
+                                      : "a synthetic trace needs an arrival process (arrivals: "
+                                        "poisson, gamma, onoff, diurnal or phases) or a file")
+                       : "this trace file has its own arrival times: leave arrivals out, or use "
+                         "format: lengths");
+    return FALSE;
+  }
+  if (!check_choice_keys(node, path, arrival_keys, &arrival_choice_keys[trace->arrivals], why,
+                         error))
+    return FALSE;
+  for (guint i = 0; i < 2; i++) {
+    const EmaLengthSpec *length = i == 0 ? &trace->prompt : &trace->output;
+    const char *length_path = i == 0 ? prompt_path : output_path;
+    const EmaNode *length_node = ema_node_get(node, i == 0 ? "prompt" : "output");
+    if (needs_lengths && length->dist == EMA_LENGTH_NONE) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, length_node ? length_node : node, length_path,
+                     "a synthetic trace needs a length distribution (dist: fixed, uniform, "
+                     "lognormal or resample)");
+      return FALSE;
+    }
+    if (!needs_lengths && length->dist != EMA_LENGTH_NONE) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, length_node ? length_node : node, length_path,
+                     "lengths come from the trace file: leave %s out",
+                     i == 0 ? "prompt" : "output");
+      return FALSE;
+    }
+  }
+  if (trace->arrivals == EMA_ARRIVALS_PHASES) {
+    /* the generator's own checks, located at the list */
+    g_autoptr(EmaTraceArrivals) probe = NULL;
+    GError *inner = NULL;
+    g_autofree char *key_path = path ? g_strconcat(path, ".phases", NULL) : g_strdup("phases");
+    if (trace->phases->len == 0)
+      g_set_error(&inner, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID,
+                  "phases: at least one phase is needed");
+    else
+      probe = open_arrivals(trace, 0, &inner);
+    if (probe == NULL) {
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "phases"), key_path, "%s",
+                     inner->message);
+      g_error_free(inner);
+      return FALSE;
+    }
+  }
+  /* a cycled lengths file never ends either (the run would not stop) */
+  if ((trace->file == NULL || (lengths_file && trace->cycle)) && trace->duration == 0 &&
+      trace->requests == 0) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, path, "%s",
+                   trace->file ? "a cycled lengths file never ends: give requests or duration"
+                               : "a synthetic trace never ends: give requests or duration");
+    return FALSE;
+  }
+  if (trace->split_index >= MAX(trace->split, 1)) {
+    g_autofree char *key_path =
+        path ? g_strconcat(path, ".split_index", NULL) : g_strdup("split_index");
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "split_index"), key_path,
+                   "split_index must be below split (%" G_GINT64_FORMAT ")", MAX(trace->split, 1));
+    return FALSE;
+  }
+  if (trace->file == NULL && trace->start != 0) {
+    const char *one[] = {"start", NULL};
+    return reject_keys(node, path, one, "by a synthetic trace", error);
+  }
+  return TRUE;
+}
+
+static const EmaParamTable trace_table = {"trace", sizeof(EmaTraceSpec), trace_params,
+                                          EMA_PARAMS_N(trace_params), check_trace};
+
+/* ---- engine and tenant --------------------------------------------------- */
+
+static const EmaParam engine_params[] = {
+    {"max_num_seqs", EMA_PARAM_INT, ENGINE_FIELD(max_num_seqs), .default_value = "256", .min = 1,
+     .max = 1e7, .help = "running requests at most (vLLM max_num_seqs)"},
+    {"max_num_batched_tokens", EMA_PARAM_INT, ENGINE_FIELD(max_num_batched_tokens),
+     .default_value = "8192", .min = 1, .max = 1e8,
+     .help = "tokens per step at most, prefill chunks included (vLLM max_num_batched_tokens)"},
+    {"gpu_memory_utilization", EMA_PARAM_FRACTION, ENGINE_FIELD(gpu_memory_utilization),
+     .default_value = "90%", .min = 1e-3, .max = 1,
+     .help = "share of HBM for weights, activations and KV cache (vLLM's knob)"},
+    {"activation_reserve", EMA_PARAM_SIZE, ENGINE_FIELD(activation_reserve),
+     .flags = EMA_PARAM_OPTIONAL, .min = 0, .max = 1125899906842624.0,
+     .help = "HBM per GPU kept for activations (absent: derived, see tenant.h)"},
+    {"watermark", EMA_PARAM_FRACTION, ENGINE_FIELD(watermark), .default_value = "1%", .min = 0,
+     .max = 0.5, .help = "share of KV blocks that admission leaves free"},
+    {"preempt", EMA_PARAM_ENUM, ENGINE_FIELD(preempt), .default_value = "recompute",
+     .choices = preempt_names,
+     .help = "recompute (drop KV, vLLM v1) or swap (to host memory, vLLM v0)"},
+};
+
+static const EmaParamTable engine_table = {"engine", sizeof(EmaEngineSpec), engine_params,
+                                           EMA_PARAMS_N(engine_params), NULL};
+
+static const EmaParam tenant_params[] = {
+    {"name", EMA_PARAM_STRING, TENANT_FIELD(name), .flags = EMA_PARAM_OPTIONAL,
+     .help = "name in the results (default: tenantN, N its index)"},
+    {"model", EMA_PARAM_STRUCT, TENANT_FIELD(model), .table = &ema_llm_params,
+     .resolve = ema_llm_resolve, .flags = EMA_PARAM_REQUIRED,
+     .help = "LLM shape: a name from hwmodels/llms, or a map"},
+    {"gpu", EMA_PARAM_INT, TENANT_FIELD(gpu), .flags = EMA_PARAM_REQUIRED, .min = 0, .max = 65535,
+     .help = "first GPU of the tenant (gpu .. gpu+tp-1 with tensor parallelism)"},
+    {"tp", EMA_PARAM_INT, TENANT_FIELD(tp), .default_value = "1", .min = 1, .max = 1024,
+     .help = "tensor-parallel GPUs: 1, 2, 4 or 8 (must divide heads)"},
+    {"trace", EMA_PARAM_STRUCT, TENANT_FIELD(trace), .table = &trace_table,
+     .flags = EMA_PARAM_REQUIRED, .help = "where the requests come from"},
+    {"engine", EMA_PARAM_STRUCT, TENANT_FIELD(engine), .table = &engine_table,
+     .help = "serving-engine settings"},
+};
+
+const EmaParamTable ema_tenant_params = {"tenant", sizeof(EmaTenantSpec), tenant_params,
+                                         EMA_PARAMS_N(tenant_params), NULL};
+
+/* ---- building the request source ------------------------------------------ */
+
+static EmaTraceLengths *open_lengths(const EmaLengthSpec *spec, EmaTraceLengthColumn column,
+                                     guint64 seed, GError **error) {
+  EmaTraceLengths *lengths = NULL;
+  switch (spec->dist) {
+  case EMA_LENGTH_NONE:
+    g_return_val_if_reached(NULL);
+  case EMA_LENGTH_FIXED:
+    return ema_trace_lengths_new_fixed((guint32) spec->tokens, error);
+  case EMA_LENGTH_UNIFORM:
+    return ema_trace_lengths_new_uniform((guint32) spec->min, (guint32) spec->max, seed, error);
+  case EMA_LENGTH_LOGNORMAL:
+    lengths = spec->median > 0
+                  ? ema_trace_lengths_new_lognormal(spec->median, spec->sigma, seed, error)
+                  : ema_trace_lengths_new_lognormal_mean(spec->mean, spec->sigma, seed, error);
+    break;
+  case EMA_LENGTH_RESAMPLE:
+    lengths = ema_trace_lengths_new_resample(spec->file, column, seed, error);
+    break;
+  }
+  if (lengths && (spec->min || spec->max))
+    ema_trace_lengths_set_bounds(lengths, spec->min ? (guint32) spec->min : 1,
+                                 spec->max ? (guint32) spec->max : G_MAXUINT32);
+  return lengths;
+}
+
+static EmaTraceArrivals *open_arrivals(const EmaTraceSpec *spec, guint64 seed, GError **error) {
+  switch (spec->arrivals) {
+  case EMA_ARRIVALS_POISSON:
+    return ema_trace_arrivals_new_poisson(spec->rate, seed, error);
+  case EMA_ARRIVALS_GAMMA:
+    return ema_trace_arrivals_new_gamma(spec->rate, spec->cv, seed, error);
+  case EMA_ARRIVALS_ONOFF:
+    return ema_trace_arrivals_new_onoff(spec->rate_on, spec->rate_off, spec->mean_on,
+                                        spec->mean_off, seed, error);
+  case EMA_ARRIVALS_DIURNAL:
+    return ema_trace_arrivals_new_diurnal(spec->rate_min, spec->rate_max, spec->period, seed,
+                                          error);
+  case EMA_ARRIVALS_PHASES: {
+    guint n = spec->phases->len;
+    g_autofree double *rates = g_new(double, n);
+    g_autofree EmaTime *durations = g_new(EmaTime, n);
+    for (guint k = 0; k < n; k++) {
+      rates[k] = g_array_index(spec->phases, EmaPhaseSpec, k).rate;
+      durations[k] = g_array_index(spec->phases, EmaPhaseSpec, k).duration;
+    }
+    return ema_trace_arrivals_new_phases(rates, durations, n, seed, error);
+  }
+  case EMA_ARRIVALS_FILE:
+    break;
+  }
+  g_return_val_if_reached(NULL);
+}
+
+static EmaTraceSource *open_file(const EmaTraceSpec *spec, guint64 seed, GError **error) {
+  if (spec->format == EMA_TRACE_FORMAT_LENGTHS) {
+    EmaTraceArrivals *arrivals =
+        open_arrivals(spec, ema_trace_seed_derive(seed, "arrivals"), error);
+    return arrivals ? ema_trace_source_open_lengths(spec->file, arrivals, spec->cycle, error)
+                    : NULL;
+  }
+  if (spec->format == EMA_TRACE_FORMAT_BURSTGPT) {
+    EmaTraceBurstGptOptions options = {.keep_failed = spec->keep_failed};
+    return ema_trace_source_open_burstgpt(spec->file, &options, error);
+  }
+  return ema_trace_source_open(spec->format, spec->file, error);
+}
+
+EmaTraceSource *ema_trace_spec_open(const EmaTraceSpec *spec, guint64 seed, GError **error) {
+  EmaTraceSource *source;
+  if (spec->file) {
+    source = open_file(spec, seed, error);
+    if (source && (spec->start || spec->duration))
+      source = ema_trace_window(source, spec->start,
+                                spec->duration ? spec->start + spec->duration : EMA_TIME_NEVER);
+  } else {
+    g_autoptr(EmaTraceArrivals) arrivals =
+        open_arrivals(spec, ema_trace_seed_derive(seed, "arrivals"), error);
+    g_autoptr(EmaTraceLengths) prompt = NULL;
+    g_autoptr(EmaTraceLengths) output = NULL;
+    if (arrivals == NULL)
+      return NULL;
+    prompt = open_lengths(&spec->prompt, EMA_TRACE_COLUMN_PROMPT,
+                          ema_trace_seed_derive(seed, "prompt"), error);
+    if (prompt == NULL)
+      return NULL;
+    output = open_lengths(&spec->output, EMA_TRACE_COLUMN_OUTPUT,
+                          ema_trace_seed_derive(seed, "output"), error);
+    if (output == NULL)
+      return NULL;
+    source = ema_trace_source_new_synthetic(g_steal_pointer(&arrivals), g_steal_pointer(&prompt),
+                                            g_steal_pointer(&output), 0, spec->duration);
+  }
+  if (source == NULL)
+    return NULL;
+  if (spec->rate_scale != 1)
+    source = ema_trace_scale_rate(source, spec->rate_scale);
+  if (spec->split)
+    source = ema_trace_split(source, (guint64) spec->split, (guint64) spec->split_index);
+  if (spec->requests)
+    source = ema_trace_limit(source, (guint64) spec->requests);
+  if (spec->offset)
+    source = ema_trace_offset(source, spec->offset);
+  return source;
+}
+
+/* ---- memory sizing --------------------------------------------------------- */
+
+guint64 ema_tenant_default_activation_reserve(const EmaTenantSpec *tenant) {
+  EmaLlmDerived derived;
+  const EmaLlmSpec *m = &tenant->model;
+  double tp = (double) tenant->tp;
+  double tokens = (double) tenant->engine.max_num_batched_tokens;
+  double per_token;
+  ema_llm_derive(m, &derived);
+  /* live at the peak of one layer, per token: the residual stream and the
+   * normed input (2 h), the q/k/v projections ((H + 2K) d / tp) and the FFN's
+   * inner activations (2 F / tp, gate and up; the active experts' for MoE) */
+  per_token = 2.0 * (double) m->hidden +
+              (double) ((m->heads + 2 * m->kv_heads) * m->head_dim) / tp +
+              2.0 * (double) (m->ffn * m->active_experts) / tp;
+  /* plus fp32 logits over the vocabulary for every running sequence */
+  return (guint64) ceil(tokens * per_token * derived.bytes_per_element +
+                        (double) tenant->engine.max_num_seqs * (double) m->vocab * 4.0);
+}
+
+gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *server,
+                         EmaTenantPlan *plan, GError **error) {
+  g_autoptr(EmaStepModel) step =
+      ema_step_model_new(&tenant->model, server, (guint) tenant->tp, error);
+  double usable;
+  if (step == NULL)
+    return FALSE;
+  memset(plan, 0, sizeof *plan);
+  plan->weight_bytes = ema_step_model_weight_bytes_per_gpu(step);
+  plan->activation_reserve = tenant->engine.activation_reserve
+                                 ? tenant->engine.activation_reserve
+                                 : ema_tenant_default_activation_reserve(tenant);
+  plan->block_bytes =
+      (guint64) llround(ema_step_model_kv_bytes_per_token_per_gpu(step) * EMA_KV_BLOCK_TOKENS);
+  usable = floor((double) server->gpu.hbm_capacity * tenant->engine.gpu_memory_utilization);
+  if (usable > (double) (plan->weight_bytes + plan->activation_reserve))
+    plan->kv_bytes = (guint64) usable - plan->weight_bytes - plan->activation_reserve;
+  plan->slices = plan->kv_bytes / EMA_SLICE_BYTES;
+  plan->blocks = plan->slices * EMA_SLICE_BYTES / plan->block_bytes;
+  if (plan->blocks == 0) {
+    g_autofree char *hbm = ema_units_format_size((guint64) usable);
+    g_autofree char *weights = ema_units_format_size(plan->weight_bytes);
+    g_autofree char *reserve = ema_units_format_size(plan->activation_reserve);
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "%s does not fit with tp %" G_GINT64_FORMAT " on %s: %s of HBM per GPU "
+                "(gpu_memory_utilization %.0f%%) leaves no KV cache after %s of weights and "
+                "%s of activation reserve",
+                tenant->model.name, tenant->tp, server->gpu.name, hbm,
+                100 * tenant->engine.gpu_memory_utilization, weights, reserve);
+    return FALSE;
+  }
+  plan->watermark_blocks = (guint64) ceil(tenant->engine.watermark * (double) plan->blocks);
+  return TRUE;
+}
+
+void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *plan,
+                              const EmaServerSpec *server, EmaEngineConfig *config) {
+  memset(config, 0, sizeof *config);
+  config->max_num_seqs = (guint64) tenant->engine.max_num_seqs;
+  config->max_num_batched_tokens = (guint64) tenant->engine.max_num_batched_tokens;
+  config->watermark_blocks = plan->watermark_blocks;
+  config->preempt = tenant->engine.preempt;
+  config->block_bytes = plan->block_bytes;
+  /* a swap goes out and comes back; the slower direction bounds both */
+  config->swap_bandwidth = MIN(server->host.h2d_bandwidth, server->host.d2h_bandwidth);
+  config->swap_fixed_cost = server->host.copy_fixed_cost;
+}

@@ -1,0 +1,136 @@
+/* formats.c: the table of trace file formats behind trace.h's
+ * ema_trace_format_*() and ema_trace_source_open(): each row names a format,
+ * the header words that identify its CSV files when the format is "auto",
+ * and the reader that opens it. This file sits above the readers (csv.c,
+ * mooncake.c) and they never call back into it: adding a format is a reader
+ * plus one row here. */
+#include <string.h>
+
+#include "private.h"
+
+typedef EmaTraceSource *(*OpenFn)(const char *path, GError **error);
+
+static EmaTraceSource *open_burstgpt(const char *path, GError **error) {
+  return ema_trace_source_open_burstgpt(path, NULL, error);
+}
+
+typedef struct {
+  EmaTraceFormat format;
+  const char *name;
+  /* lower-case words that all appear in the first line of such a CSV file
+   * (NULL: not recognised from a CSV header) */
+  const char *const *header_words;
+  OpenFn open; /* NULL: cannot be opened from a path alone */
+} FormatRow;
+
+/* Sniffing tries the rows in this order; "auto" is not a format of its own. */
+static const FormatRow formats[] = {
+    {EMA_TRACE_FORMAT_AUTO, "auto", NULL, NULL},
+    {EMA_TRACE_FORMAT_AZURE, "azure", (const char *const[]){"contexttokens", "timestamp", NULL},
+     ema_trace_source_open_azure},
+    {EMA_TRACE_FORMAT_VIDUR, "vidur", (const char *const[]){"arrived_at", NULL},
+     ema_trace_source_open_vidur},
+    {EMA_TRACE_FORMAT_BURSTGPT, "burstgpt", (const char *const[]){"request tokens", NULL},
+     open_burstgpt},
+    {EMA_TRACE_FORMAT_MOONCAKE, "mooncake", NULL, ema_trace_source_open_mooncake},
+    {EMA_TRACE_FORMAT_LENGTHS, "lengths", (const char *const[]){"num_prefill_tokens", NULL}, NULL},
+};
+
+static const FormatRow *row_of(EmaTraceFormat format) {
+  for (guint i = 0; i < G_N_ELEMENTS(formats); i++)
+    if (formats[i].format == format)
+      return &formats[i];
+  return NULL;
+}
+
+const char *ema_trace_format_name(EmaTraceFormat format) {
+  const FormatRow *row = row_of(format);
+  g_return_val_if_fail(row != NULL, NULL);
+
+  return row->name;
+}
+
+gboolean ema_trace_format_from_name(const char *name, EmaTraceFormat *format, GError **error) {
+  g_return_val_if_fail(name != NULL && format != NULL, FALSE);
+
+  for (guint i = 0; i < G_N_ELEMENTS(formats); i++) {
+    if (strcmp(name, formats[i].name) == 0) {
+      *format = formats[i].format;
+      return TRUE;
+    }
+  }
+  g_autoptr(GString) valid = g_string_new(NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(formats); i++)
+    g_string_append_printf(valid, "%s%s", i ? ", " : "", formats[i].name);
+  g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID,
+              "unknown trace format '%s' (valid: %s)", name, valid->str);
+  return FALSE;
+}
+
+static gboolean header_has_words(const char *lower, const char *const *words) {
+  for (; *words != NULL; words++)
+    if (strstr(lower, *words) == NULL)
+      return FALSE;
+  return TRUE;
+}
+
+/* Guess the format from the first line: '{' is JSONL (Mooncake), otherwise a
+ * CSV header is recognised by the words of a row above. Vidur's header is
+ * tried before Azure's (a Vidur file may carry a timestamp column too). */
+static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **error) {
+  static const EmaTraceFormat csv_order[] = {EMA_TRACE_FORMAT_VIDUR, EMA_TRACE_FORMAT_BURSTGPT,
+                                             EMA_TRACE_FORMAT_AZURE, EMA_TRACE_FORMAT_LENGTHS};
+  EmaTraceReader reader;
+  char *line;
+  gsize len;
+
+  if (!ema_trace_reader_open(&reader, path, EMA_TRACE_JSON_MAX_LINE, error))
+    return FALSE;
+  int got = ema_trace_reader_next(&reader, &line, &len, error);
+  gboolean ok = got > 0;
+  if (got == 0)
+    ema_trace_reader_error_at(&reader, 1, error, EMA_TRACE_ERROR_EMPTY, "empty file: no header");
+  if (ok) {
+    if (len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
+      line += 3;
+      len -= 3;
+    }
+    while (len > 0 && (*line == ' ' || *line == '\t')) {
+      line++;
+      len--;
+    }
+    g_autofree char *lower = g_ascii_strdown(line, (gssize) len);
+    ok = FALSE;
+    if (len > 0 && line[0] == '{') {
+      *format = EMA_TRACE_FORMAT_MOONCAKE;
+      ok = TRUE;
+    }
+    for (guint i = 0; !ok && i < G_N_ELEMENTS(csv_order); i++) {
+      if (header_has_words(lower, row_of(csv_order[i])->header_words)) {
+        *format = csv_order[i];
+        ok = TRUE;
+      }
+    }
+    if (!ok)
+      ema_trace_reader_error(&reader, error, EMA_TRACE_ERROR_HEADER,
+                             "unknown trace format (not an Azure, Vidur, BurstGPT or Mooncake "
+                             "header)");
+  }
+  ema_trace_reader_close(&reader);
+  return ok;
+}
+
+EmaTraceSource *ema_trace_source_open(EmaTraceFormat format, const char *path, GError **error) {
+  g_return_val_if_fail(path != NULL, NULL);
+
+  if (format == EMA_TRACE_FORMAT_AUTO && !sniff_format(path, &format, error))
+    return NULL;
+  const FormatRow *row = row_of(format);
+  g_return_val_if_fail(row != NULL && format != EMA_TRACE_FORMAT_AUTO, NULL);
+  if (row->open == NULL) {
+    g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID,
+                "%s: a length-only trace needs an arrival process", path);
+    return NULL;
+  }
+  return row->open(path, error);
+}
