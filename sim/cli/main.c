@@ -21,6 +21,7 @@
 #include "ema/pool/frontier.h"
 #include "ema/run/ops.h"
 #include "ema/run/output.h"
+#include "ema/cli/compare.h"
 #include "ema/cli/plot.h"
 #include "ema/pool/registry.h"
 #include "ema/cli/sweep.h"
@@ -145,6 +146,63 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
 
 static void plot_after_run(const char *dir);
 
+/* results/NAME, NAME made safe as one folder name. */
+static char *default_output_dir(const char *name) {
+  g_autofree char *safe = ema_output_safe_name(name);
+  return g_build_filename("results", safe, NULL);
+}
+
+/* TRUE when PATH is an experiment file with `compare:` (errors in the file
+ * are reported by the loader that runs next). */
+static gboolean file_compares(const char *path) {
+  g_autoptr(EmaNode) root = ema_node_load_file(path, NULL);
+  return root && root->kind == EMA_NODE_MAP &&
+         ema_node_get_key(root, EMA_EXPERIMENT_COMPARE_KEY) != NULL;
+}
+
+/* run or check of an experiment with compare: (compare.h). */
+static int run_comparison(const char *path, char **overrides, const char *seed_text,
+                          const char *out_dir, gboolean check_only, gboolean no_plot) {
+  g_autoptr(GPtrArray) sets = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(EmaSweep) comparison = NULL;
+  g_autofree char *dir = NULL;
+  g_auto(GStrv) dirs = NULL;
+  g_autofree char *names = NULL;
+  GError *error = NULL;
+  for (guint i = 0; overrides && overrides[i]; i++)
+    g_ptr_array_add(sets, g_strdup(overrides[i]));
+  if (seed_text)
+    g_ptr_array_add(sets, g_strconcat("seed=", seed_text, NULL));
+  g_ptr_array_add(sets, NULL);
+  comparison = ema_sweep_load_compare(path, (const char *const *) sets->pdata, &error);
+  if (comparison == NULL || !ema_sweep_resolve(comparison, &error))
+    return fail(error);
+  dirs = ema_compare_variant_dirs(comparison);
+  if (check_only) {
+    g_autoptr(EmaExperiment) first = ema_sweep_load_point(comparison, 0, &error);
+    names = g_strjoinv(", ", dirs);
+    if (first == NULL)
+      return fail(error);
+    printf("%s: ok (%s on %s, %u tenants, compares %s)\n", path, first->name, first->server.name,
+           first->tenants ? first->tenants->len : 0, names);
+    return 0;
+  }
+  dir = out_dir ? g_strdup(out_dir) : default_output_dir(ema_sweep_name(comparison));
+  names = g_strjoinv(", ", dirs);
+  printf("%s: %s side by side\n", ema_sweep_name(comparison), names);
+  if (!ema_compare_run(comparison, dir, isatty(STDERR_FILENO), stdout, &error))
+    return fail(error);
+  printf("results in %s/ (compare.csv; each variant in %s/VARIANT/)\n", dir, dir);
+  if (!no_plot) {
+    for (guint i = 0; dirs[i]; i++) {
+      g_autofree char *sub = g_build_filename(dir, dirs[i], NULL);
+      plot_after_run(sub);
+    }
+    plot_after_run(dir);
+  }
+  return 0;
+}
+
 static int command_run(int argc, char **argv, gboolean check_only) {
   g_autofree char *out_dir = NULL;
   gboolean no_plot = FALSE;
@@ -181,6 +239,8 @@ static int command_run(int argc, char **argv, gboolean check_only) {
 
   if (!load_plugins(plugin_dirs, &error))
     return fail(error);
+  if (file_compares(argv[1]))
+    return run_comparison(argv[1], overrides, seed_text, out_dir, check_only, no_plot);
   experiment = ema_experiment_load(argv[1], (const char *const *) overrides, &error);
   if (experiment == NULL)
     return fail(error);
@@ -196,8 +256,8 @@ static int command_run(int argc, char **argv, gboolean check_only) {
     return 0;
   }
   if (out_dir == NULL)
-    out_dir = g_build_filename("results", experiment->name, NULL);
-  if (!ema_output_prepare_dir(out_dir, &error) ||
+    out_dir = default_output_dir(experiment->name);
+  if (!ema_output_claim_dir(out_dir, NULL, &error) ||
       !ema_output_write_resolved(out_dir, experiment, &error))
     return fail(error);
   printf("%s on %s (%" G_GINT64_FORMAT " GPUs)\n", experiment->name, experiment->server.name,
@@ -331,7 +391,7 @@ static int command_describe(int argc, char **argv) {
   if (server == NULL)
     return fail(error);
   ema_params_write_yaml(&ema_server_params, server, text, 0);
-  hbm = ema_units_format_size(server->gpu.hbm_capacity * (guint64) server->gpus);
+  hbm = ema_units_format_size(ema_gpu_hbm_bytes(&server->gpu) * (guint64) server->gpus);
   g_string_append_printf(text,
                          "# derived: total HBM %s; a peer link streams %.1f%% of local HBM "
                          "bandwidth (%.1fx slower)\n",
@@ -560,7 +620,7 @@ static int command_sweep(int argc, char **argv) {
   g_auto(GStrv) overrides = NULL;
   g_auto(GStrv) plugin_dirs = NULL;
   gint jobs = 0;
-  gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE;
+  gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE, reuse = FALSE;
   g_autoptr(EmaSweep) sweep = NULL;
   g_autoptr(GPtrArray) records = NULL;
   g_autoptr(GPtrArray) program_args = g_ptr_array_new_with_free_func(g_free);
@@ -584,6 +644,9 @@ static int command_sweep(int argc, char **argv) {
        "run without --part then gathers)",
        "R/K"},
       {"no-plot", 0, 0, G_OPTION_ARG_NONE, &no_plot, "Draw no figures at the end", NULL},
+      {"reuse", 0, 0, G_OPTION_ARG_NONE, &reuse,
+       "Resume points made by another build of ema-sim or its plugins (default: run them again)",
+       NULL},
       PLUGIN_DIR_ENTRY(plugin_dirs),
       {NULL}};
 
@@ -635,6 +698,7 @@ static int command_sweep(int argc, char **argv) {
   options.program_args = (const char *const *) program_args->pdata;
   options.jobs = jobs > 0 ? (guint) jobs : ranks > 1 ? 1 : MAX(1, g_get_num_processors());
   options.fail_fast = fail_fast;
+  options.reuse_other_builds = reuse;
   options.progress = rank == 0 && isatty(STDERR_FILENO);
   options.rank = rank;
   options.ranks = ranks;

@@ -831,6 +831,137 @@ out:
 
 /* ---- running gnuplot ---------------------------------------------------------- */
 
+/* ---- comparison figure (compare.csv of `ema-sim run` with compare:) ---------------- */
+
+/* The borrower's output tokens/s and borrowed GiB over time in one
+ * variant's timeline.csv, as one data block; FALSE on a read error. */
+static gboolean compare_timeline(const char *dir, const char *borrower, GString *out,
+                                 GError **error) {
+  g_autofree char *path = g_build_filename(dir, "timeline.csv", NULL);
+  Csv csv = {0};
+  gint time_col, tenant_col, tokens_col, borrowed_col;
+  double previous = NAN;
+  gboolean ok = FALSE;
+  guint rows = 0;
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  time_col = csv_column(&csv, "time_s");
+  tenant_col = csv_column(&csv, "tenant");
+  tokens_col = csv_column(&csv, "tokens");
+  borrowed_col = csv_column(&csv, "slices_borrowed");
+  if (time_col < 0 || tenant_col < 0 || tokens_col < 0 || borrowed_col < 0) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "%s lacks time_s, tenant, tokens or slices_borrowed", path);
+    goto out;
+  }
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    double t, tokens, borrowed;
+    if (strcmp(csv_cell(row, tenant_col), borrower) != 0 ||
+        !parse_number(csv_cell(row, time_col), &t) ||
+        !parse_number(csv_cell(row, tokens_col), &tokens) ||
+        !parse_number(csv_cell(row, borrowed_col), &borrowed))
+      continue;
+    if (isfinite(previous) && t > previous) {
+      append_number(out, t);
+      g_string_append_c(out, ' ');
+      append_number(out, tokens / (t - previous));
+      g_string_append_c(out, ' ');
+      append_number(out, borrowed * (double) EMA_SLICE_BYTES / GIB);
+      g_string_append_c(out, '\n');
+      rows++;
+    }
+    previous = t;
+  }
+  if (rows == 0)
+    g_string_append(out, "NaN NaN NaN\n");
+  ok = TRUE;
+out:
+  csv_clear(&csv);
+  return ok;
+}
+
+/* The TTFTs of one variant's requests.csv: the borrower's into MINE, every
+ * other tenant's into LENDERS. */
+static gboolean compare_ttfts(const char *dir, const char *borrower, GArray *mine, GArray *lenders,
+                              GError **error) {
+  g_autofree char *path = g_build_filename(dir, "requests.csv", NULL);
+  Csv csv = {0};
+  gint tenant_col, ttft_col;
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
+    return TRUE; /* requests_csv: false */
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  tenant_col = csv_column(&csv, "tenant");
+  ttft_col = csv_column(&csv, "ttft_ms");
+  for (guint r = 0; tenant_col >= 0 && ttft_col >= 0 && r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    double value;
+    if (parse_number(csv_cell(row, ttft_col), &value) && value > 0)
+      g_array_append_val(strcmp(csv_cell(row, tenant_col), borrower) == 0 ? mine : lenders, value);
+  }
+  csv_clear(&csv);
+  return TRUE;
+}
+
+static gboolean plot_compare(const char *dir, const char *plots, const char *title, GString *driver,
+                             GPtrArray *figures, GError **error) {
+  g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
+  g_autoptr(GPtrArray) variants = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) mine = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+  g_autoptr(GPtrArray) lenders = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+  g_autoptr(GString) timeline = g_string_new(
+      "# per variant: time_s, the borrower's output tokens/s, the GiB it had borrowed\n");
+  g_autoptr(GString) mine_data = NULL, lenders_data = NULL;
+  g_autofree char *borrower = NULL;
+  Csv csv = {0};
+  gint variant_col, dir_col, borrower_col;
+  gboolean ok = FALSE;
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  variant_col = csv_column(&csv, "variant");
+  dir_col = csv_column(&csv, "dir");
+  borrower_col = csv_column(&csv, "borrower");
+  if (variant_col < 0 || dir_col < 0 || borrower_col < 0 || csv.rows->len == 0) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "%s: no rows with variant, dir and borrower", path);
+    goto out;
+  }
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    const char *sub = csv_cell(row, dir_col);
+    g_autofree char *variant_dir = NULL;
+    if (sub[0] == '\0' || strchr(sub, '/') || strcmp(sub, "..") == 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: row %u: bad dir '%s'", path, r + 2,
+                  sub);
+      goto out;
+    }
+    variant_dir = g_build_filename(dir, sub, NULL);
+    if (borrower == NULL)
+      borrower = g_strdup(csv_cell(row, borrower_col));
+    g_ptr_array_add(variants, g_strdup(csv_cell(row, variant_col)));
+    g_ptr_array_add(mine, g_array_new(FALSE, FALSE, sizeof(double)));
+    g_ptr_array_add(lenders, g_array_new(FALSE, FALSE, sizeof(double)));
+    g_string_append_printf(timeline, "%s# %s\n", r ? "\n\n" : "", csv_cell(row, variant_col));
+    if (!compare_timeline(variant_dir, borrower, timeline, error) ||
+        !compare_ttfts(variant_dir, borrower, mine->pdata[r], lenders->pdata[r], error))
+      goto out;
+  }
+  mine_data = cdf_data(variants, mine, "the borrower's TTFT");
+  lenders_data = cdf_data(variants, lenders, "the lenders' TTFT");
+  if (!write_data(plots, "compare-timeline.dat", timeline, error) ||
+      !write_data(plots, "compare-borrower-ttft.dat", mine_data, error) ||
+      !write_data(plots, "compare-lenders-ttft.dat", lenders_data, error))
+    goto out;
+  gp_set(driver, "figtitle", title);
+  gp_set(driver, "borrower", borrower);
+  gp_series(driver, variants);
+  ok = add_figure(driver, figures, "compare", "compare.gp", 1200, 900, error);
+out:
+  csv_clear(&csv);
+  return ok;
+}
+
 char *ema_plot_find_gnuplot(void) {
   const char *given = g_getenv("EMA_GNUPLOT");
   if (given && *given)
@@ -868,6 +999,7 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   g_autofree char *requests = g_build_filename(dir, "requests.csv", NULL);
   g_autofree char *timeline = g_build_filename(dir, "timeline.csv", NULL);
   g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
+  g_autofree char *compare_csv = g_build_filename(dir, "compare.csv", NULL);
   g_autofree char *driver_path = g_build_filename(plots, "plots.gp", NULL);
   g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GString) driver = g_string_new(NULL);
@@ -905,6 +1037,10 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   if (g_file_test(sweep_csv, G_FILE_TEST_IS_REGULAR) &&
       !plot_sweep(dir, plots, &settings, driver, drawn, error))
     goto out;
+  if (g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR) &&
+      !plot_compare(dir, plots, settings.title ? settings.title : "comparison", driver, drawn,
+                    error))
+    goto out;
   if (g_file_test(summary, G_FILE_TEST_IS_REGULAR) &&
       (g_file_test(requests, G_FILE_TEST_IS_REGULAR) ||
        g_file_test(timeline, G_FILE_TEST_IS_REGULAR))) {
@@ -921,7 +1057,8 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   }
   if (drawn->len == 0) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
-                "%s: nothing to plot (no sweep.csv, and no requests.csv or timeline.csv with a "
+                "%s: nothing to plot (no sweep.csv, no compare.csv, and no requests.csv or "
+                "timeline.csv with a "
                 "summary.json)",
                 dir);
     goto out;

@@ -25,6 +25,10 @@ static const EmaParam gpu_params[] = {
      .help = "GPU model name"},
     {"hbm_capacity", EMA_PARAM_SIZE, GPU_FIELD(hbm_capacity), .flags = EMA_PARAM_REQUIRED,
      .min = 1048576, .max = 1125899906842624.0, .help = "usable HBM per GPU"},
+    {"hbm_scale", EMA_PARAM_DOUBLE, GPU_FIELD(hbm_scale), .default_value = "1", .min = 0.01,
+     .max = 64,
+     .help = "what-if factor on hbm_capacity: the simulated GPU has hbm_capacity x hbm_scale "
+             "(2: the 2x oracle, a server with twice the memory; nothing else changes)"},
     {"hbm_bandwidth", EMA_PARAM_BANDWIDTH, GPU_FIELD(hbm_bandwidth), .flags = EMA_PARAM_REQUIRED,
      .min = BW_MIN, .max = BW_MAX, .help = "streaming-read bandwidth of local HBM"},
     {"local_copy_bandwidth", EMA_PARAM_BANDWIDTH, GPU_FIELD(local_copy_bandwidth),
@@ -175,6 +179,10 @@ static const EmaParam server_params[] = {
 
 const EmaParamTable ema_server_params = {"server", sizeof(EmaServerSpec), server_params,
                                          EMA_PARAMS_N(server_params), NULL};
+
+guint64 ema_gpu_hbm_bytes(const EmaGpuSpec *gpu) {
+  return (guint64) ((double) gpu->hbm_capacity * gpu->hbm_scale);
+}
 
 /* ---- finding models ---------------------------------------------------- */
 

@@ -333,6 +333,13 @@ EmaExperiment *ema_experiment_load(const char *path, const char *const *override
       return NULL;
     }
   }
+  if (root->kind == EMA_NODE_MAP && ema_node_get_key(root, EMA_EXPERIMENT_COMPARE_KEY)) {
+    const EmaNode *key = ema_node_get_key(root, EMA_EXPERIMENT_COMPARE_KEY);
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
+                   "this experiment compares variants: load it with ema_sweep_load_compare "
+                   "(ema-sim run and check do)");
+    return NULL;
+  }
   return ema_experiment_load_tree(root, overrides, error);
 }
 

@@ -35,6 +35,7 @@ static char *summary_without_wall(const char *text) {
   g_assert_nonnull(sim);
   g_assert_true(json_object_has_member(sim, "wall_s"));
   json_object_remove_member(sim, "wall_s");
+  json_object_remove_member(json_node_get_object(root), "provenance"); /* the build's */
   json_generator_set_root(generator, root);
   json_generator_set_pretty(generator, TRUE);
   return json_generator_to_data(generator, NULL);

@@ -444,9 +444,9 @@ static void test_plan_does_not_fit(void) {
   g_autofree char *path = ema_test_fixture("serving", "errors/does-not-fit.yaml");
   g_autofree char *want = g_strconcat(
       path,
-      ":5:5: tenants.0: llama-3.1-70b does not fit with tp 1 on A100-SXM4-40GB: 38161858167B of "
-      "HBM per GPU (gpu_memory_utilization 90%) leaves no KV cache after 137800208KiB of weights "
-      "and 1471744KiB of activation reserve",
+      ":5:5: tenants.0: llama-3.1-70b does not fit with tp 1 on A100-SXM4-40GB: 35.5 GiB of "
+      "HBM per GPU (gpu_memory_utilization 90%) leaves no KV cache after 131 GiB of weights "
+      "and 1.40 GiB of activation reserve",
       NULL);
   GError *error = NULL;
   g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, NULL, &error);

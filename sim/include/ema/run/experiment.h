@@ -99,6 +99,9 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
 /* The top-level keys of sweep files (sweep.h), NULL-terminated; a file with
  * any of them is refused by ema_experiment_load ("this is a sweep file"). */
 extern const char *const ema_experiment_sweep_keys[];
+/* The top-level key of an experiment that runs under several variants side
+ * by side (`ema-sim run`, see compare.h); ema_experiment_load refuses it. */
+#define EMA_EXPERIMENT_COMPARE_KEY "compare"
 void ema_experiment_free(EmaExperiment *experiment);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaExperiment, ema_experiment_free)
 
