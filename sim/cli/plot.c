@@ -257,7 +257,7 @@ static gboolean settings_load(const char *dir, const EmaPlotOptions *options, Se
 typedef struct {
   double x;
   char *label; /* the x value as text (categories) */
-  double sum[SWEEP_Y];
+  double sum[SWEEP_Y], sum_squares[SWEEP_Y];
   guint count[SWEEP_Y];
 } SweepRow;
 
@@ -295,13 +295,14 @@ static void series_add(Series *series, double x, const char *label, const double
     if (g_array_index(series->rows, SweepRow, i).x == x)
       row = &g_array_index(series->rows, SweepRow, i);
   if (row == NULL) {
-    SweepRow fresh = {x, g_strdup(label), {0}, {0}};
+    SweepRow fresh = {x, g_strdup(label), {0}, {0}, {0}};
     g_array_append_val(series->rows, fresh);
     row = &g_array_index(series->rows, SweepRow, series->rows->len - 1);
   }
   for (guint k = 0; k < SWEEP_Y; k++)
     if (isfinite(y[k])) {
       row->sum[k] += y[k];
+      row->sum_squares[k] += y[k] * y[k];
       row->count[k]++;
     }
 }
@@ -311,10 +312,36 @@ static gint compare_rows(gconstpointer a, gconstpointer b) {
   return x < y ? -1 : x > y;
 }
 
-/* The blocks of SERIES as a .dat text: x, the means, the label. */
+/* The half-width of the 95% confidence interval of the mean of N values
+ * with sample standard deviation SD (Student's t); 0 for one value. */
+static double ci95_half_width(guint n, double sd) {
+  static const double t975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                                2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                                2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+  if (n < 2)
+    return 0;
+  return (n - 1 <= G_N_ELEMENTS(t975) ? t975[n - 2] : 1.960) * sd / sqrt((double) n);
+}
+
+/* The mean of Y over a row's repeats and its 95% confidence half-width. */
+static void row_mean_ci(const SweepRow *row, guint k, double *mean, double *ci) {
+  guint n = row->count[k];
+  double variance;
+  *mean = n ? row->sum[k] / n : NAN;
+  *ci = 0;
+  if (n < 2)
+    return;
+  variance = (row->sum_squares[k] - n * *mean * *mean) / (n - 1);
+  *ci = ci95_half_width(n, variance > 0 ? sqrt(variance) : 0);
+}
+
+/* The blocks of SERIES as a .dat text: x, the means, the label, the
+ * confidence half-widths. */
 static GString *series_data(GPtrArray *all) {
   GString *out = g_string_new("# x, throughput_tok_s, ttft_p99_ms, tpot_p99_ms, e2e_p99_ms "
-                              "(means over repeats; ops: GB/s, seconds), label\n");
+                              "(means over repeats; ops: GB/s, seconds), label, then the 95% "
+                              "confidence half-width of each mean (Student t; 0: one repeat)\n");
   for (guint s = 0; s < all->len; s++) {
     Series *series = all->pdata[s];
     g_string_append_printf(out, "%s# %s\n", s ? "\n\n" : "", series->name);
@@ -322,12 +349,19 @@ static GString *series_data(GPtrArray *all) {
     for (guint i = 0; i < series->rows->len; i++) {
       const SweepRow *row = &g_array_index(series->rows, SweepRow, i);
       g_autofree char *label = g_strescape(row->label, NULL);
+      double mean[SWEEP_Y], ci[SWEEP_Y];
       append_number(out, row->x);
       for (guint k = 0; k < SWEEP_Y; k++) {
+        row_mean_ci(row, k, &mean[k], &ci[k]);
         g_string_append_c(out, ' ');
-        append_number(out, row->count[k] ? row->sum[k] / row->count[k] : NAN);
+        append_number(out, mean[k]);
       }
-      g_string_append_printf(out, " \"%s\"\n", label);
+      g_string_append_printf(out, " \"%s\"", label);
+      for (guint k = 0; k < SWEEP_Y; k++) {
+        g_string_append_c(out, ' ');
+        append_number(out, ci[k]);
+      }
+      g_string_append_c(out, '\n');
     }
   }
   return out;

@@ -631,18 +631,15 @@ static char *json_text(JsonObject *object, const char *member) {
   }
 }
 
-/* Columns of sweep.csv: {summary.json member, column name}. */
-static const char *const tenant_columns[][2] = {
-    {"throughput_tok_s", "throughput_tok_s"},
-    {"ttft_ms.p50", "ttft_p50_ms"},
-    {"ttft_ms.p99", "ttft_p99_ms"},
-    {"tpot_ms.p50", "tpot_p50_ms"},
-    {"tpot_ms.p99", "tpot_p99_ms"},
-    {"e2e_ms.p99", "e2e_p99_ms"},
-    {"completed", "completed"},
-    {"unfinished", "unfinished"},
-    {"preemptions", "preemptions"},
+/* Columns of sweep.csv per tenant: summary.json members (a latency block
+ * "ttft_ms" gives ttft_p50_ms .. ttft_std_ms). */
+static const char *const tenant_columns[] = {
+    "throughput_tok_s", "total_tok_s",         "req_per_s",         "goodput_req_s",
+    "slo_attainment",   "completed",           "unfinished",        "preemptions",
+    "kv_util_mean",     "kv_util_usable_mean", "slowed_by_peers_s", "borrowed_peak_bytes",
 };
+static const char *const latency_columns[] = {"ttft", "tpot", "itl", "e2e"};
+static const char *const latency_stats[] = {"p50", "p90", "p95", "p99", "mean", "std"};
 static const char *const pool_columns[] = {
     "borrows",          "slices_borrowed",      "reclaims",
     "slices_reclaimed", "reclaim_wait_mean_ms", "exposed_remote_s",
@@ -676,7 +673,15 @@ static EmaSweepRecord *record_read(guint point, const char *dir) {
       JsonObject *tenant = json_array_get_object_element(array, i);
       const char *name = json_object_get_string_member_with_default(tenant, "name", "?");
       for (guint c = 0; c < G_N_ELEMENTS(tenant_columns); c++)
-        record_add_json(record, tenant, name, tenant_columns[c][0], tenant_columns[c][1]);
+        record_add_json(record, tenant, name, tenant_columns[c], tenant_columns[c]);
+      for (guint l = 0; l < G_N_ELEMENTS(latency_columns); l++)
+        for (guint q = 0; q < G_N_ELEMENTS(latency_stats); q++) {
+          g_autofree char *member =
+              g_strdup_printf("%s_ms.%s", latency_columns[l], latency_stats[q]);
+          g_autofree char *column =
+              g_strdup_printf("%s_%s_ms", latency_columns[l], latency_stats[q]);
+          record_add_json(record, tenant, name, member, column);
+        }
     }
     for (guint c = 0; c < G_N_ELEMENTS(pool_columns); c++) {
       g_autofree char *member = g_strconcat("pool.", pool_columns[c], NULL);
@@ -695,6 +700,7 @@ static EmaSweepRecord *record_read(guint point, const char *dir) {
     if (json_object_get_int_member_with_default(root, "expectations_missed", 0) > 0)
       record->status = EMA_SWEEP_MISSED;
   }
+  record_add_json(record, root, "sim", "makespan_s", "makespan_s");
   record_add_json(record, root, "sim", "sim.simulated_s", "simulated_s");
   record_add_json(record, root, "sim", "sim.events", "events");
   return record;

@@ -314,46 +314,140 @@ static void add_count(JsonBuilder *builder, const char *name, guint64 value) {
   json_builder_add_int_value(builder, (gint64) value);
 }
 
-/* {p50, p90, p99, mean} of a histogram of ns, in ms. */
-static void add_latency(JsonBuilder *builder, const char *name, const EmaHistogram *histogram) {
-  static const double quantiles[] = {0.5, 0.9, 0.99};
-  static const char *const names[] = {"p50", "p90", "p99"};
-  json_builder_set_member_name(builder, name);
-  json_builder_begin_object(builder);
-  for (guint i = 0; i < G_N_ELEMENTS(quantiles); i++)
-    add_number(builder, names[i], ema_histogram_quantile(histogram, quantiles[i]) / 1e6);
-  add_number(builder, "mean", ema_histogram_mean(histogram) / 1e6);
-  json_builder_end_object(builder);
+/* The latency quantiles and moments every histogram reports (ms). */
+static const double latency_quantiles[] = {0.5, 0.9, 0.95, 0.99};
+static const char *const latency_names[] = {"p50", "p90", "p95", "p99", "mean", "std"};
+#define N_LATENCY G_N_ELEMENTS(latency_names)
+
+static void latency_values(const EmaHistogram *histogram, double values[N_LATENCY]) {
+  for (guint i = 0; i < G_N_ELEMENTS(latency_quantiles); i++)
+    values[i] = ema_histogram_quantile(histogram, latency_quantiles[i]) / 1e6;
+  values[N_LATENCY - 2] = ema_histogram_mean(histogram) / 1e6;
+  values[N_LATENCY - 1] = ema_histogram_std(histogram) / 1e6;
 }
 
+/* A tenant's flat fields, in summary.json's and tenants.csv's order: the
+ * name of each and its value as a number (integers exact below 2^53). */
+typedef struct {
+  const char *name;
+  double value;
+  gboolean integer;
+} Field;
+
+#define MAX_FIELDS 64
+
+static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
+  const EmaTenantMetrics *m = result->metrics;
+  const struct {
+    const char *name;
+    const EmaHistogram *histogram;
+  } latencies[] = {
+      {"ttft_ms", m->ttft}, {"tpot_ms", m->tpot}, {"itl_ms", m->itl}, {"e2e_ms", m->e2e}};
+  guint n = 0;
+#define INT(key, v) fields[n++] = (Field){key, (double) (v), TRUE}
+#define NUM(key, v)                                                                                \
+  fields[n++] = (Field) {                                                                          \
+    key, (v), FALSE                                                                                \
+  }
+  INT("gpu", result->spec->gpu);
+  INT("tp", result->spec->tp);
+  INT("arrived", result->arrived);
+  INT("completed", m->completed);
+  INT("rejected", result->rejected);
+  INT("unfinished", result->unfinished);
+  NUM("throughput_tok_s", ema_tenant_metrics_throughput_tok_s(m));
+  NUM("total_tok_s", ema_tenant_metrics_total_tok_s(m));
+  NUM("req_per_s", ema_tenant_metrics_req_per_s(m));
+  NUM("goodput_req_s", ema_tenant_metrics_goodput_req_s(m));
+  NUM("slo_attainment", ema_tenant_metrics_slo_attainment(m));
+  INT("prompt_tokens", m->prompt_tokens);
+  INT("output_tokens", m->output_tokens);
+  for (guint l = 0; l < G_N_ELEMENTS(latencies); l++) {
+    double values[N_LATENCY];
+    latency_values(latencies[l].histogram, values);
+    for (guint q = 0; q < N_LATENCY; q++)
+      NUM(NULL, values[q]);
+  }
+  INT("preemptions", result->preemptions);
+  NUM("kv_util_mean", ema_tenant_metrics_kv_util_mean(m));
+  NUM("kv_util_usable_mean", ema_tenant_metrics_kv_util_usable_mean(m));
+  INT("kv_blocks", result->plan.blocks);
+  INT("kv_bytes_per_gpu", result->plan.kv_bytes);
+  INT("weight_bytes_per_gpu", result->plan.weight_bytes);
+  INT("activation_reserve_per_gpu", result->plan.activation_reserve);
+  INT("borrowed_peak_bytes", result->peak_slices_borrowed * EMA_SLICE_BYTES);
+  INT("lent_peak_bytes", result->peak_slices_lent * EMA_SLICE_BYTES);
+  INT("steps", m->steps);
+  NUM("busy_s", (double) m->busy / 1e9);
+  NUM("slowed_by_peers_s", (double) result->slowed_by_peers / 1e9);
+  NUM("last_finish_s", m->last_finish >= 0 ? (double) m->last_finish / 1e9 : 0);
+#undef INT
+#undef NUM
+  g_assert(n <= MAX_FIELDS);
+  return n;
+}
+
+/* The latency block names, in tenant_fields' order, for its NULL names. */
+static const char *const latency_blocks[] = {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"};
+
 static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
-  const EmaTenantMetrics *metrics = result->metrics;
+  Field fields[MAX_FIELDS];
+  guint n = tenant_fields(result, fields);
   json_builder_begin_object(builder);
   json_builder_set_member_name(builder, "name");
   json_builder_add_string_value(builder, result->spec->name);
-  add_count(builder, "gpu", (guint64) result->spec->gpu);
-  add_count(builder, "tp", (guint64) result->spec->tp);
   json_builder_set_member_name(builder, "model");
   json_builder_add_string_value(builder, result->spec->model.name);
-  add_count(builder, "arrived", result->arrived);
-  add_count(builder, "completed", metrics->completed);
-  add_count(builder, "rejected", result->rejected);
-  add_count(builder, "unfinished", result->unfinished);
-  add_number(builder, "throughput_tok_s", ema_tenant_metrics_throughput_tok_s(metrics));
-  add_number(builder, "req_per_s", ema_tenant_metrics_req_per_s(metrics));
-  add_latency(builder, "ttft_ms", metrics->ttft);
-  add_latency(builder, "tpot_ms", metrics->tpot);
-  add_latency(builder, "e2e_ms", metrics->e2e);
-  add_count(builder, "preemptions", result->preemptions);
-  add_number(builder, "kv_util_mean", ema_tenant_metrics_kv_util_mean(metrics));
-  add_count(builder, "kv_blocks", result->plan.blocks);
-  add_count(builder, "kv_bytes_per_gpu", result->plan.kv_bytes);
-  add_count(builder, "weight_bytes_per_gpu", result->plan.weight_bytes);
-  add_count(builder, "activation_reserve_per_gpu", result->plan.activation_reserve);
-  add_count(builder, "steps", metrics->steps);
-  add_number(builder, "busy_s", (double) metrics->busy / 1e9);
-  add_number(builder, "slowed_by_peers_s", (double) result->slowed_by_peers / 1e9);
+  for (guint i = 0, block = 0; i < n; i++) {
+    if (fields[i].name == NULL) { /* a latency block: N_LATENCY values */
+      json_builder_set_member_name(builder, latency_blocks[block++]);
+      json_builder_begin_object(builder);
+      for (guint q = 0; q < N_LATENCY; q++)
+        add_number(builder, latency_names[q], fields[i + q].value);
+      json_builder_end_object(builder);
+      i += N_LATENCY - 1;
+    } else if (fields[i].integer)
+      add_count(builder, fields[i].name, (guint64) fields[i].value);
+    else
+      add_number(builder, fields[i].name, fields[i].value);
+  }
   json_builder_end_object(builder);
+}
+
+/* DIR/tenants.csv: one row per tenant, the fields of summary.json's
+ * tenants flattened (ttft_ms.p99 -> ttft_p99_ms). */
+static gboolean write_tenants_csv(const char *dir, const EmaServingReport *report, GError **error) {
+  g_autoptr(GString) csv = g_string_new("tenant,model");
+  for (guint t = 0; t < report->tenants->len; t++) {
+    const EmaTenantResult *result = report->tenants->pdata[t];
+    Field fields[MAX_FIELDS];
+    guint n = tenant_fields(result, fields);
+    for (guint i = 0, block = 0; t == 0 && i < n; i++) {
+      if (fields[i].name == NULL) {
+        g_autofree char *stem = g_strndup(latency_blocks[block], strlen(latency_blocks[block]) - 3);
+        for (guint q = 0; q < N_LATENCY; q++)
+          g_string_append_printf(csv, ",%s_%s_ms", stem, latency_names[q]);
+        block++;
+        i += N_LATENCY - 1;
+      } else
+        g_string_append_printf(csv, ",%s", fields[i].name);
+    }
+    if (t == 0)
+      g_string_append_c(csv, '\n');
+    ema_output_csv_field(csv, result->spec->name);
+    g_string_append_c(csv, ',');
+    ema_output_csv_field(csv, result->spec->model.name);
+    for (guint i = 0; i < n; i++) {
+      char buffer[G_ASCII_DTOSTR_BUF_SIZE];
+      if (fields[i].integer)
+        g_string_append_printf(csv, ",%" G_GUINT64_FORMAT, (guint64) fields[i].value);
+      else
+        g_string_append_printf(csv, ",%s",
+                               g_ascii_formatd(buffer, sizeof buffer, "%.17g", fields[i].value));
+    }
+    g_string_append_c(csv, '\n');
+  }
+  return write_file(dir, "tenants.csv", csv->str, error);
 }
 
 static void add_pool(JsonBuilder *builder, const EmaExperiment *experiment,
@@ -383,6 +477,9 @@ static void add_pool(JsonBuilder *builder, const EmaExperiment *experiment,
 gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *experiment,
                                           const EmaServingReport *report, GError **error) {
   g_autoptr(JsonBuilder) builder = json_builder_new();
+  EmaTime makespan = 0;
+  if (!write_tenants_csv(dir, report, error))
+    return FALSE;
   begin_summary(builder, experiment);
   json_builder_set_member_name(builder, "tenants");
   json_builder_begin_array(builder);
@@ -390,6 +487,12 @@ gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *
     add_tenant(builder, report->tenants->pdata[i]);
   json_builder_end_array(builder);
   add_pool(builder, experiment, &report->pool);
+  /* the makespan: the last request's completion (simulated_s runs on to
+   * the last event, a timeline sample) */
+  for (guint i = 0; i < report->tenants->len; i++)
+    makespan =
+        MAX(makespan, ((const EmaTenantResult *) report->tenants->pdata[i])->metrics->last_finish);
+  add_number(builder, "makespan_s", (double) makespan / 1e9);
   return end_summary(builder, report->events, report->simulated, report->wall_s, dir, error);
 }
 

@@ -94,7 +94,8 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     }
     tenant->result->peak_slices_borrowed = MAX(tenant->result->peak_slices_borrowed, borrowed);
     tenant->result->peak_slices_lent = MAX(tenant->result->peak_slices_lent, lent);
-    ema_tenant_metrics_sample_kv(tenant->result->metrics, used, used + free_blocks);
+    ema_tenant_metrics_sample_kv(tenant->result->metrics, used, tenant->result->plan.blocks,
+                                 used + free_blocks);
     for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++)
       fprintf(run->timeline,
               "%" G_GINT64_FORMAT ".%09" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
@@ -194,6 +195,8 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
 
   result->spec = spec;
   result->metrics = ema_tenant_metrics_new(spec->name, requests);
+  result->metrics->slo_ttft = experiment->slo.ttft;
+  result->metrics->slo_tpot = experiment->slo.tpot;
   g_ptr_array_add(report->tenants, result);
   if (!ema_tenant_plan(spec, &experiment->server, &result->plan, error))
     return FALSE;

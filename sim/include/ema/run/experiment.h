@@ -69,6 +69,12 @@ typedef struct {
   EmaOpExpect expect;
 } EmaDecodeScenarioSpec;
 
+/* Service-level objectives a completed request meets (ns; 0: none). */
+typedef struct {
+  gint64 ttft;
+  gint64 tpot;
+} EmaSloSpec;
+
 typedef struct {
   char *name;
   char *summary;
@@ -83,6 +89,7 @@ typedef struct {
   gboolean requests_csv;  /* serving: write requests.csv */
   EmaPolicySpec policy;   /* serving: memory-sharing policies */
   double idle_gpu_memory; /* serving: share of an idle GPU's HBM it lends */
+  EmaSloSpec slo;         /* serving: goodput and SLO attainment against these */
 } EmaExperiment;
 
 extern const EmaParamTable ema_experiment_params;
