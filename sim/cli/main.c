@@ -25,6 +25,7 @@
 #include "ema/cli/plot.h"
 #include "ema/pool/registry.h"
 #include "ema/cli/sweep.h"
+#include "ema/core/modelpath.h"
 #include "ema/core/units.h"
 #include "sweepmpi.h"
 
@@ -102,13 +103,17 @@ static gboolean parse_options(const char *summary, GOptionEntry *entries, int *a
   }
 
 /* Load the policy modules of the global --plugin-dir options, then of the
- * command's (OPTION_DIRS, may be NULL), then of EMA_PLUGIN_PATH. */
+ * command's (OPTION_DIRS, may be NULL), then of an installed ema-sim's
+ * plugin folder (ema_installed_plugin_dir), then of EMA_PLUGIN_PATH. */
 static gboolean load_plugins(char **option_dirs, GError **error) {
   g_autoptr(GPtrArray) dirs = g_ptr_array_new();
   for (guint i = 0; global_plugin_dirs && i < global_plugin_dirs->len; i++)
     g_ptr_array_add(dirs, global_plugin_dirs->pdata[i]);
+  g_autofree char *installed = ema_installed_plugin_dir();
   for (guint i = 0; option_dirs && option_dirs[i]; i++)
     g_ptr_array_add(dirs, option_dirs[i]);
+  if (installed)
+    g_ptr_array_add(dirs, installed);
   g_ptr_array_add(dirs, NULL);
   return ema_policy_registry_load_dirs((const char *const *) dirs->pdata, error);
 }
@@ -271,6 +276,14 @@ static int command_run(int argc, char **argv, gboolean check_only) {
 
 static int list_hwmodels(void) {
   g_autoptr(GPtrArray) names = ema_hwmodel_list();
+  if (names->len == 0) {
+    g_autoptr(GPtrArray) dirs = ema_hwmodel_search_path();
+    g_autofree char *where = NULL;
+    g_ptr_array_add(dirs, NULL);
+    where = g_strjoinv(", ", (char **) dirs->pdata);
+    fprintf(stderr, "ema-sim: no server models found (searched %s)\n", where);
+    return 1;
+  }
   for (guint i = 0; i < names->len; i++) {
     GError *error = NULL;
     g_autoptr(EmaServerSpec) server = ema_server_load(names->pdata[i], &error);

@@ -19,6 +19,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ema/core/modelpath.h"
 #include "ema/core/node.h"
 #include "ema/policy.h"
 
@@ -146,7 +147,8 @@ static void gp_series(GString *driver, GPtrArray *names) {
   }
 }
 
-/* Where SCRIPT (e.g. "memory.gp") is: EMA_PLOT_PATH's folders, then plots/. */
+/* Where SCRIPT (e.g. "memory.gp") is: EMA_PLOT_PATH's folders, then the
+ * built-in plots/ (installed, else the source tree's: ema_data_dir). */
 static char *find_script(const char *script, GError **error) {
   const char *env = g_getenv("EMA_PLOT_PATH");
   char *path;
@@ -161,11 +163,14 @@ static char *find_script(const char *script, GError **error) {
       g_free(path);
     }
   }
-  path = g_build_filename(EMA_SOURCE_PLOTS, script, NULL);
-  if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
-    return path;
-  g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
-              "gnuplot script %s not found (in EMA_PLOT_PATH or %s)", script, EMA_SOURCE_PLOTS);
+  {
+    g_autofree char *builtin = ema_data_dir("plots");
+    path = g_build_filename(builtin, script, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+      return path;
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+                "gnuplot script %s not found (in EMA_PLOT_PATH or %s)", script, builtin);
+  }
   g_free(path);
   return NULL;
 }
