@@ -1033,9 +1033,10 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
   }
   if (runner.other_build > 0)
     fprintf(stderr,
-            "ema-sim sweep: %u finished points were made by another build of ema-sim or of its "
-            "plugins: running them again (--reuse keeps them)\n",
-            runner.other_build);
+            "ema-sim sweep: %u finished point%s made by another build of ema-sim or of its "
+            "plugins: running %s again (--reuse keeps them)\n",
+            runner.other_build, runner.other_build == 1 ? " was" : "s were",
+            runner.other_build == 1 ? "it" : "them");
   /* the default main context: child watches and the progress tick */
   runner.loop = g_main_loop_new(NULL, FALSE);
   if (options->progress) {

@@ -2,8 +2,8 @@
  * the hardware models (hwmodel.c) and the LLM shapes (llm.c).
  *
  * Invariants: the search order is the environment variable's directories in
- * order, then the built-in one (installed, else the source tree's); names are listed sorted (strcmp) and each
- * once, whatever directory order or duplicates the path has. */
+ * order, then the built-in one (installed, else the source tree's); names are listed sorted
+ * (strcmp) and each once, whatever directory order or duplicates the path has. */
 #include "ema/core/modelpath.h"
 
 #include <string.h>
