@@ -22,6 +22,7 @@
 #include "ema/run/ops.h"
 #include "ema/run/output.h"
 #include "ema/cli/compare.h"
+#include "ema/traces/trace.h"
 #include "ema/cli/plot.h"
 #include "ema/pool/registry.h"
 #include "ema/cli/sweep.h"
@@ -44,9 +45,13 @@ static const char usage_text[] =
     "  check FILE [--set key.path=value]...\n"
     "                         load and check an experiment without running it\n"
     "  list hwmodels          list the server models (EMA_HWMODEL_PATH, then built-in)\n"
+    "  list llms              list the LLM shapes with their parameter counts, weights and KV\n"
+    "                         per token (EMA_LLM_PATH, then built-in)\n"
     "  list policies          list the borrow, prefetch and reclaim policies and the named\n"
     "                         compositions\n"
     "  describe hwmodel NAME  print one server model with every value\n"
+    "  describe llm NAME      print one LLM shape with every value and its derived sizes\n"
+    "  describe experiment    every key of experiment files: type, default, range, meaning\n"
     "  describe-policy NAME   print a policy or composition: kind, summary, origin, parameters\n"
     "                         (also: describe policy NAME)\n"
     "  frontier [--model M] [--tolerance F] [SERVER...]\n"
@@ -95,6 +100,9 @@ static gboolean parse_options(const char *summary, GOptionEntry *entries, int *a
   }
   return TRUE;
 }
+
+/* the options of a command that has none but --help */
+static GOptionEntry no_entries[] = {{NULL}};
 
 #define PLUGIN_DIR_ENTRY(dirs)                                                                     \
   {                                                                                                \
@@ -151,6 +159,40 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
 
 static void plot_after_run(const char *dir);
 
+/* check: open every tenant's trace as the run will and read each trace
+ * file through (a file that cycles is read once around; a synthetic stream
+ * is only opened: its parameters are checked then), so that a bad row
+ * fails check, not run. */
+static gboolean check_traces(const EmaExperiment *experiment, GError **error) {
+  for (guint i = 0; experiment->tenants && i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    g_autofree char *stream = g_strconcat("tenant/", spec->name, NULL);
+    g_autoptr(EmaTraceSource) source = ema_trace_spec_open(
+        &spec->trace, ema_trace_seed_derive((guint64) experiment->seed, stream), error);
+    EmaRequestRecord record;
+    guint64 first_id = G_MAXUINT64;
+    if (source == NULL) {
+      g_prefix_error(error, "tenant %s: ", spec->name);
+      return FALSE;
+    }
+    if (spec->trace.file == NULL || *spec->trace.file == '\0')
+      continue;
+    while (ema_trace_source_next(source, &record, error)) {
+      if (experiment->duration > 0 && record.arrival > experiment->duration)
+        break;
+      if (first_id == G_MAXUINT64)
+        first_id = record.id;
+      else if (spec->trace.cycle && record.id == first_id)
+        break; /* around once */
+    }
+    if (error && *error) {
+      g_prefix_error(error, "tenant %s: ", spec->name);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* results/NAME, NAME made safe as one folder name. */
 static char *default_output_dir(const char *name) {
   g_autofree char *safe = ema_output_safe_name(name);
@@ -186,7 +228,7 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
   if (check_only) {
     g_autoptr(EmaExperiment) first = ema_sweep_load_point(comparison, 0, &error);
     names = g_strjoinv(", ", dirs);
-    if (first == NULL)
+    if (first == NULL || !check_traces(first, &error))
       return fail(error);
     printf("%s: ok (%s on %s, %u tenants, compares %s)\n", path, first->name, first->server.name,
            first->tenants ? first->tenants->len : 0, names);
@@ -251,6 +293,8 @@ static int command_run(int argc, char **argv, gboolean check_only) {
     return fail(error);
   if (seed_text)
     experiment->seed = seed;
+  if (check_only && !check_traces(experiment, &error))
+    return fail(error);
   if (check_only) {
     if (ema_experiment_is_serving(experiment))
       printf("%s: ok (%s on %s, %u tenants)\n", argv[1], experiment->name, experiment->server.name,
@@ -320,16 +364,55 @@ static int list_policies(void) {
   return 0;
 }
 
+/* The derived lines of MODEL (describe llm, list llms). */
+static void append_llm_derived(GString *text, const EmaLlmSpec *model) {
+  EmaLlmDerived d;
+  g_autofree char *weights = NULL, *kv = NULL;
+  ema_llm_derive(model, &d);
+  weights = ema_units_format_size_human(d.weight_bytes);
+  kv = ema_units_format_size_human(d.kv_bytes_per_token);
+  g_string_append_printf(text,
+                         "# derived: %.3g B parameters (%.3g B active per token), weights %s, KV "
+                         "%s per token (%" G_GUINT64_FORMAT " B)",
+                         (double) d.total_parameters / 1e9, (double) d.active_parameters / 1e9,
+                         weights, kv, d.kv_bytes_per_token);
+  if (model->reference_parameters > 0)
+    g_string_append_printf(text, "; published %.3g B: %+.2f%%", model->reference_parameters / 1e9,
+                           100 * ((double) d.total_parameters / model->reference_parameters - 1));
+  g_string_append_c(text, '\n');
+}
+
+static int list_llms(void) {
+  g_autoptr(GPtrArray) names = ema_llm_list();
+  for (guint i = 0; i < names->len; i++) {
+    GError *error = NULL;
+    g_autoptr(EmaLlmSpec) model = ema_llm_load(names->pdata[i], &error);
+    g_autoptr(GString) derived = g_string_new(NULL);
+    if (model == NULL) {
+      printf("%-16s (does not load: %s)\n", (char *) names->pdata[i], error->message);
+      g_error_free(error);
+      continue;
+    }
+    append_llm_derived(derived, model);
+    printf("%-16s %s", (char *) names->pdata[i], derived->str + strlen("# derived: "));
+  }
+  return names->len ? 0 : 1;
+}
+
 static int command_list(int argc, char **argv) {
   g_auto(GStrv) plugin_dirs = NULL;
   GError *error = NULL;
   GOptionEntry entries[] = {PLUGIN_DIR_ENTRY(plugin_dirs), {NULL}};
-  if (!parse_options("List server models or policies.", entries, &argc, &argv, "hwmodels|policies"))
+  if (!parse_options("List server models, LLM shapes or policies.", entries, &argc, &argv,
+                     "hwmodels|llms|policies"))
     return EXIT_USAGE;
-  if (argc != 2 || (strcmp(argv[1], "hwmodels") != 0 && strcmp(argv[1], "policies") != 0))
-    return usage_error("usage: ema-sim list hwmodels|policies");
+  if (argc != 2 || (strcmp(argv[1], "hwmodels") != 0 && strcmp(argv[1], "policies") != 0 &&
+                    strcmp(argv[1], "llms") != 0))
+    return usage_error("usage: ema-sim list hwmodels|llms|policies");
   if (!load_plugins(plugin_dirs, &error))
     return fail(error);
+  if (strcmp(argv[1], "llms") == 0)
+    return list_llms();
   return strcmp(argv[1], "hwmodels") == 0 ? list_hwmodels() : list_policies();
 }
 
@@ -386,6 +469,53 @@ static int command_frontier(int argc, char **argv) {
   return 0;
 }
 
+/* describe experiment: every key of an experiment file, from the tables. */
+static int describe_experiment(int argc, char **argv) {
+  g_autoptr(GString) text = g_string_new(NULL);
+  argv[0] = (char *) "ema-sim describe experiment";
+  if (!parse_options("Print every key of experiment files (from the parameter tables): type, "
+                     "default or required, range, and what it means.",
+                     no_entries, &argc, &argv, ""))
+    return EXIT_USAGE;
+  if (argc != 1)
+    return usage_error("describe experiment takes no arguments");
+  g_string_append(
+      text,
+      "Experiment file keys (indented: the keys inside a map or inside each list item).\n"
+      "Types: size in bytes with B, KB, MB, GB, KiB, MiB, GiB ... (2MiB); bandwidth in B/s\n"
+      "(397GB/s); duration with ns, us, ms, s, min, h (6.5us); flops in FLOP/s (989TFLOP/s);\n"
+      "fraction as 0.9 or 90%; int, number, bool, string; enum: one of the names listed.\n"
+      "A map key with a name instead of a map (server: h200x8-hgx, model: llama-3.1-8b,\n"
+      "policy: ema) loads that model or composition. Policy parameters: ema-sim\n"
+      "describe-policy NAME. Sweep files add variants, sweep, repeats and plot (ema-sim\n"
+      "sweep); an experiment with compare (a map of named variants, like a sweep's\n"
+      "variants) runs them side by side (ema-sim run).\n"
+      "\n"
+      "\n");
+  ema_params_describe(&ema_experiment_params, text, 0);
+  fputs(text->str, stdout);
+  return 0;
+}
+
+/* describe llm NAME: the shape and what follows from it. */
+static int describe_llm(int argc, char **argv) {
+  g_autoptr(GString) text = g_string_new(NULL);
+  g_autoptr(EmaLlmSpec) model = NULL;
+  GError *error = NULL;
+  argv[0] = (char *) "ema-sim describe llm";
+  if (!parse_options("Print one LLM shape with every value, and its derived sizes.", no_entries,
+                     &argc, &argv, "NAME"))
+    return EXIT_USAGE;
+  if (argc != 2)
+    return usage_error("usage: ema-sim describe llm NAME (ema-sim list llms)");
+  if ((model = ema_llm_load(argv[1], &error)) == NULL)
+    return fail(error);
+  ema_params_write_yaml(&ema_llm_params, model, text, 0);
+  append_llm_derived(text, model);
+  fputs(text->str, stdout);
+  return 0;
+}
+
 static int command_describe(int argc, char **argv) {
   GError *error = NULL;
   g_autoptr(EmaServerSpec) server = NULL;
@@ -396,15 +526,28 @@ static int command_describe(int argc, char **argv) {
     argv[1] = (char *) "ema-sim describe policy";
     return command_describe_policy(argc - 1, argv + 1);
   }
+  if (argc >= 2 && strcmp(argv[1], "experiment") == 0)
+    return describe_experiment(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "llm") == 0)
+    return describe_llm(argc - 1, argv + 1);
+  if (argc < 2 || strcmp(argv[1], "hwmodel") != 0)
+    return usage_error("usage: ema-sim describe hwmodel|llm NAME, describe experiment, or "
+                       "describe policy NAME");
+  argc--;
+  argv++;
+  argv[0] = (char *) "ema-sim describe hwmodel";
+  if (!parse_options("Print one server model with every value, and a derived line.", no_entries,
+                     &argc, &argv, "NAME"))
+    return EXIT_USAGE;
   if (global_plugin_dirs->len > 0)
     return usage_error("--plugin-dir is not an option of 'describe hwmodel'");
-  if (argc != 3 || strcmp(argv[1], "hwmodel") != 0)
-    return usage_error("usage: ema-sim describe hwmodel NAME (or: describe policy NAME)");
-  server = ema_server_load(argv[2], &error);
+  if (argc != 2)
+    return usage_error("usage: ema-sim describe hwmodel NAME (ema-sim list hwmodels)");
+  server = ema_server_load(argv[1], &error);
   if (server == NULL)
     return fail(error);
   ema_params_write_yaml(&ema_server_params, server, text, 0);
-  hbm = ema_units_format_size(ema_gpu_hbm_bytes(&server->gpu) * (guint64) server->gpus);
+  hbm = ema_units_format_size_human(ema_gpu_hbm_bytes(&server->gpu) * (guint64) server->gpus);
   g_string_append_printf(text,
                          "# derived: total HBM %s; a peer link streams %.1f%% of local HBM "
                          "bandwidth (%.1fx slower)\n",

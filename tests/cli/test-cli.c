@@ -94,7 +94,7 @@ static void test_usage_errors(void) {
   usage_error(ema_test_cli("list", NULL), "ema-sim list hwmodels");
   usage_error(ema_test_cli("list", "models", NULL), "ema-sim list hwmodels");
   usage_error(ema_test_cli("describe", "hwmodel", NULL), "ema-sim describe hwmodel NAME");
-  usage_error(ema_test_cli("describe", "gpu", "h200", NULL), "ema-sim describe hwmodel NAME");
+  usage_error(ema_test_cli("describe", "gpu", "h200", NULL), "ema-sim describe hwmodel|llm NAME");
 }
 
 /* ---- run ---------------------------------------------------------------- */

@@ -282,6 +282,52 @@ static void test_sweep_other_build(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* check reads trace files through: a bad row fails check, with its line. */
+static void test_check_reads_traces(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *exp =
+      write_experiment(tmp, "e.yaml", "chk", "true", "file: bad.csv, format: azure");
+  g_autofree char *want = g_strdup_printf(
+      "tenant b: %s/bad.csv:3: TIMESTAMP: not a date-time (YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): "
+      "'not-a-time'\n",
+      tmp);
+  touch(tmp, "bad.csv",
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,10\n"
+        "not-a-time,10,10\n");
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", exp, NULL);
+    ema_test_assert_failed(run, 1, want);
+  }
+  ema_test_remove_tree(tmp);
+}
+
+/* list llms, describe llm, describe experiment, describe hwmodel --help. */
+static void test_discover(void) {
+  g_autoptr(EmaTestRun) llms = ema_test_cli("list", "llms", NULL);
+  g_autoptr(EmaTestRun) llm = ema_test_cli("describe", "llm", "llama-3.1-8b", NULL);
+  g_autoptr(EmaTestRun) keys = ema_test_cli("describe", "experiment", NULL);
+  g_autoptr(EmaTestRun) help = ema_test_cli("describe", "hwmodel", "--help", NULL);
+  g_autoptr(EmaTestRun) none = ema_test_cli("describe", "llm", "no-such-model", NULL);
+  ema_test_assert_ok(llms);
+  /* 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 131072 B per token */
+  ema_test_assert_contains(llms->out, "\nllama-3.1-8b     8.03 B parameters (8.03 B active per "
+                                      "token), weights 15.0 GiB, KV 128 KiB per token (131072 B); "
+                                      "published 8.03 B: ");
+  ema_test_assert_ok(llm);
+  ema_test_assert_contains(llm->out, "layers: 32\n");
+  ema_test_assert_contains(llm->out, "# derived: 8.03 B parameters");
+  ema_test_assert_ok(keys);
+  /* from the tables: a key of every level, with type, default and range */
+  ema_test_assert_contains(keys->out, "\nsample_period            duration  default 1s, range ");
+  ema_test_assert_contains(keys->out, "\n    hbm_scale                number    default 1, range ");
+  ema_test_assert_contains(keys->out, "\n  ttft                     duration  optional");
+  ema_test_assert_contains(keys->out, "phases");
+  ema_test_assert_ok(help);
+  ema_test_assert_contains(help->out, "Usage:\n  ema-sim describe hwmodel [OPTION");
+  g_assert_cmpint(none->status, ==, 1);
+  ema_test_assert_contains(none->err, "unknown model 'no-such-model'");
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/output/owned-folder", test_owned_folder);
@@ -291,5 +337,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/provenance", test_provenance);
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
+  g_test_add_func("/output/check-reads-traces", test_check_reads_traces);
+  g_test_add_func("/output/discover", test_discover);
   return g_test_run();
 }
