@@ -526,6 +526,13 @@ static int command_describe(int argc, char **argv) {
     argv[1] = (char *) "ema-sim describe policy";
     return command_describe_policy(argc - 1, argv + 1);
   }
+  if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    fputs("Usage:\n  ema-sim describe hwmodel NAME | llm NAME | experiment | policy NAME\n\n"
+          "Print one server model, one LLM shape, every key of experiment files, or one policy\n"
+          "or composition (also: ema-sim describe-policy NAME). Each answers --help.\n",
+          stdout);
+    return 0;
+  }
   if (argc >= 2 && strcmp(argv[1], "experiment") == 0)
     return describe_experiment(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "llm") == 0)
