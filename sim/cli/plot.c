@@ -177,10 +177,26 @@ static char *find_script(const char *script, GError **error) {
 
 /* Ask for figure NAME (NAME.png and NAME.svg, WIDTH x HEIGHT pixels) drawn
  * by SCRIPT. */
-static gboolean add_figure(GString *driver, GPtrArray *figures, const char *name,
+/* Copy the script at PATH into PLOTS (so that plots.gp loads it by a path
+ * relative to its folder, and the folder draws again wherever it is
+ * moved); its file name, or NULL with an error. */
+static char *copy_script(const char *plots, const char *path, GError **error) {
+  g_autofree char *text = NULL;
+  g_autofree char *name = g_path_get_basename(path);
+  g_autofree char *copy = g_build_filename(plots, name, NULL);
+  gsize length;
+  if (!g_file_get_contents(path, &text, &length, error) ||
+      !g_file_set_contents(copy, text, (gssize) length, error))
+    return NULL;
+  return g_steal_pointer(&name);
+}
+
+static gboolean add_figure(const char *plots, GString *driver, GPtrArray *figures,
+                           const char *name,
                            const char *script, guint width, guint height, GError **error) {
   static const char *const formats[] = {"png", "svg"};
-  g_autofree char *path = find_script(script, error);
+  g_autofree char *found = find_script(script, error);
+  g_autofree char *path = found ? copy_script(plots, found, error) : NULL;
   if (path == NULL)
     return FALSE;
   g_string_append_printf(driver, "width = %u; height = %u\n", width, height);
@@ -582,8 +598,8 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
     gp_series(driver, names);
     gp_set(driver, "who", who);
     gp_set(driver, "data", "sweep.dat");
-    if (!add_figure(driver, figures, "sweep-throughput", "sweep-throughput.gp", 900, 560, error) ||
-        !add_figure(driver, figures, "sweep-latency", "sweep-latency.gp", 1200, 520, error))
+    if (!add_figure(plots, driver, figures, "sweep-throughput", "sweep-throughput.gp", 900, 560, error) ||
+        !add_figure(plots, driver, figures, "sweep-latency", "sweep-latency.gp", 1200, 520, error))
       goto out;
   }
   if (op_series->len) {
@@ -595,7 +611,7 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
       g_ptr_array_add(names, ((Series *) op_series->pdata[s])->name);
     gp_series(driver, names);
     gp_set(driver, "data", "sweep-ops.dat");
-    if (!add_figure(driver, figures, "sweep-ops", "sweep-ops.gp", 900, 560, error))
+    if (!add_figure(plots, driver, figures, "sweep-ops", "sweep-ops.gp", 900, 560, error))
       goto out;
   }
   if (serving->len == 0 && op_series->len == 0) {
@@ -695,7 +711,7 @@ static gboolean plot_requests(const char *dir, const char *plots, const char *ti
   for (guint t = 0; t < tpot->len; t++)
     n_tpot += ((GArray *) tpot->pdata[t])->len;
   g_string_append_printf(driver, "ntpot = %u\n", n_tpot);
-  return add_figure(driver, figures, "latency-cdf", "latency-cdf.gp", 1200, 520, error);
+  return add_figure(plots, driver, figures, "latency-cdf", "latency-cdf.gp", 1200, 520, error);
 }
 
 /* Per-GPU bytes of one KV block, its own KV region, and the tenants in
@@ -860,9 +876,9 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
     gp_set(driver, "figtitle", title);
   gp_series(driver, names);
   gp_set(driver, "data", "memory.dat");
-  ok = add_figure(driver, figures, "memory", "memory.gp", 1100,
+  ok = add_figure(plots, driver, figures, "memory", "memory.gp", 1100,
                   120 + 230 * ((names->len + 1) / (names->len > 1 ? 2 : 1)), error) &&
-       add_figure(driver, figures, "remote", "remote.gp", 1000, 640, error);
+       add_figure(plots, driver, figures, "remote", "remote.gp", 1000, 640, error);
 out:
   csv_clear(&csv);
   return ok;
@@ -995,7 +1011,7 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
   gp_set(driver, "figtitle", title);
   gp_set(driver, "borrower", borrower);
   gp_series(driver, variants);
-  ok = add_figure(driver, figures, "compare", "compare.gp", 1200, 900, error);
+  ok = add_figure(plots, driver, figures, "compare", "compare.gp", 1200, 900, error);
 out:
   csv_clear(&csv);
   return ok;
@@ -1066,10 +1082,16 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   }
   g_string_append_printf(driver,
                          "# Made by ema-sim plot %s: `gnuplot plots.gp` in this folder draws the\n"
-                         "# figures again. The scripts it loads are plain gnuplot: edit them, or\n"
-                         "# put your own versions in a folder named by EMA_PLOT_PATH.\n",
+                         "# figures again. The scripts it loads are copies, here, of the plain\n"
+                         "# gnuplot scripts of ema-sim's plots/: edit them, or put your own\n"
+                         "# versions in a folder named by EMA_PLOT_PATH.\n",
                          EMA_VERSION);
-  gp_set(driver, "common", common);
+  {
+    g_autofree char *copied = copy_script(plots, common, error);
+    if (copied == NULL)
+      return FALSE;
+    gp_set(driver, "common", copied);
+  }
   g_string_append_c(driver, '\n');
   if (!settings_load(dir, options, &settings, error))
     goto out;
