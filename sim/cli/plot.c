@@ -191,8 +191,7 @@ static char *copy_script(const char *plots, const char *path, GError **error) {
   return g_steal_pointer(&name);
 }
 
-static gboolean add_figure(const char *plots, GString *driver, GPtrArray *figures,
-                           const char *name,
+static gboolean add_figure(const char *plots, GString *driver, GPtrArray *figures, const char *name,
                            const char *script, guint width, guint height, GError **error) {
   static const char *const formats[] = {"png", "svg"};
   g_autofree char *found = find_script(script, error);
@@ -598,7 +597,8 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
     gp_series(driver, names);
     gp_set(driver, "who", who);
     gp_set(driver, "data", "sweep.dat");
-    if (!add_figure(plots, driver, figures, "sweep-throughput", "sweep-throughput.gp", 900, 560, error) ||
+    if (!add_figure(plots, driver, figures, "sweep-throughput", "sweep-throughput.gp", 900, 560,
+                    error) ||
         !add_figure(plots, driver, figures, "sweep-latency", "sweep-latency.gp", 1200, 520, error))
       goto out;
   }
