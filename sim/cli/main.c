@@ -54,9 +54,10 @@ static const char usage_text[] =
     "  describe experiment    every key of experiment files: type, default, range, meaning\n"
     "  describe-policy NAME   print a policy or composition: kind, summary, origin, parameters\n"
     "                         (also: describe policy NAME)\n"
-    "  frontier [--model M] [--tolerance F] [SERVER...]\n"
+    "  frontier [--model M] [--tolerance F] [-o DIR] [--no-plot] [SERVER...]\n"
     "                         the largest share of a decode step's KV that can be remote\n"
-    "                         while the step stays within F (default 5%) of all-local\n"
+    "                         while the step stays within F (default 5%) of all-local; writes\n"
+    "                         DIR/frontier.csv and the figure DIR/plots/frontier.png\n"
     "  sweep FILE [-o DIR] [-j N] [--fail-fast] [--list] [--part R/K] [--set key.path=value]...\n"
     "        [--no-plot]      run every point of a sweep file (variants, sweep, repeats), N at\n"
     "                         a time, each in DIR/POINT/; resumes; writes DIR/sweep.csv (under\n"
@@ -158,6 +159,7 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
 }
 
 static void plot_after_run(const char *dir);
+static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot);
 
 /* check: open every tenant's trace as the run will and read each trace
  * file through (a file that cycles is read once around; a synthetic stream
@@ -424,14 +426,23 @@ static int command_frontier(int argc, char **argv) {
   static const guint contexts[] = {1024, 4096, 16384};
   g_autofree char *model_name = NULL;
   g_autofree char *tolerance_text = NULL;
+  g_autofree char *out_dir = NULL;
+  gboolean no_plot = FALSE;
   double tolerance = 0.05;
   GError *error = NULL;
   g_autoptr(EmaLlmSpec) model = NULL;
   g_autoptr(GPtrArray) servers = NULL;
+  g_autoptr(GString) csv = g_string_new("server,batch,context,local_step_ms,prefetch_share,"
+                                        "direct_share,prefetch_landed_share\n");
+  g_autofree char *csv_path = NULL;
   GOptionEntry entries[] = {
       {"model", 0, 0, G_OPTION_ARG_STRING, &model_name, "LLM shape (default llama-3.1-8b)", "M"},
       {"tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance_text,
        "Allowed slowdown over all-local (default 5%)", "F"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir,
+       "Directory for frontier.csv and the figure (default: results/frontier)", "DIR"},
+      {"no-plot", 0, 0, G_OPTION_ARG_NONE, &no_plot,
+       "Draw no figure (by default: DIR/plots/frontier.png when gnuplot is on PATH)", NULL},
       {NULL}};
   if (!parse_options("The transparency frontier of remote KV, per server.", entries, &argc, &argv,
                      "[SERVER...]"))
@@ -464,8 +475,21 @@ static int command_frontier(int argc, char **argv) {
         printf("%8u %8u %9.3f ms %9.1f%% %9.1f%% %9.1f%%\n", point.batch, point.context,
                point.local_step_s * 1e3, 100 * point.prefetch_share, 100 * point.direct_share,
                100 * point.prefetch_landed_share);
+        ema_output_csv_field(csv, server->name);
+        g_string_append_printf(csv, ",%u,%u,%.6f,%.6f,%.6f,%.6f\n", point.batch, point.context,
+                               point.local_step_s * 1e3, point.prefetch_share, point.direct_share,
+                               point.prefetch_landed_share);
       }
   }
+  if (out_dir == NULL)
+    out_dir = g_strdup("results/frontier");
+  csv_path = g_build_filename(out_dir, "frontier.csv", NULL);
+  if (!ema_output_claim_dir(out_dir, NULL, &error) ||
+      !g_file_set_contents(csv_path, csv->str, (gssize) csv->len, &error))
+    return fail(error);
+  printf("\nresults in %s/frontier.csv\n", out_dir);
+  if (!no_plot)
+    plot_at_end(out_dir, FALSE);
   return 0;
 }
 

@@ -886,6 +886,87 @@ out:
 
 /* ---- running gnuplot ---------------------------------------------------------- */
 
+/* ---- the transparency frontier (frontier.csv of ema-sim frontier) ------------------ */
+
+typedef struct {
+  double tokens, prefetch, direct;
+} FrontierRow;
+
+static gint compare_frontier_rows(gconstpointer a, gconstpointer b) {
+  double x = ((const FrontierRow *) a)->tokens, y = ((const FrontierRow *) b)->tokens;
+  return x < y ? -1 : x > y;
+}
+
+/* ROWS, sorted by tokens, as one data block; ROWS is emptied. */
+static void frontier_block(GString *data, GArray *rows) {
+  g_array_sort(rows, compare_frontier_rows);
+  for (guint i = 0; i < rows->len; i++) {
+    const FrontierRow *row = &g_array_index(rows, FrontierRow, i);
+    append_number(data, row->tokens);
+    g_string_append_c(data, ' ');
+    append_number(data, row->prefetch);
+    g_string_append_c(data, ' ');
+    append_number(data, row->direct);
+    g_string_append_c(data, '\n');
+  }
+  g_array_set_size(rows, 0);
+}
+
+static gboolean plot_frontier(const char *dir, const char *plots, const char *title,
+                              GString *driver, GPtrArray *figures, GError **error) {
+  static const char *const needed[] = {"server", "batch", "context", "prefetch_share",
+                                       "direct_share"};
+  g_autofree char *path = g_build_filename(dir, "frontier.csv", NULL);
+  g_autoptr(GPtrArray) servers = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GString) data = g_string_new(
+      "# per server: KV tokens a step reads (batch x context), prefetch and direct remote share "
+      "(%), sorted by tokens\n");
+  g_autoptr(GArray) block = g_array_new(FALSE, FALSE, sizeof(FrontierRow));
+  gint col[G_N_ELEMENTS(needed)];
+  Csv csv = {0};
+  gboolean ok = FALSE;
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS(needed); i++)
+    if ((col[i] = csv_column(&csv, needed[i])) < 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column %s", path, needed[i]);
+      goto out;
+    }
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    const char *server = csv_cell(row, col[0]);
+    double v[4];
+    for (guint k = 0; k < 4; k++)
+      if (!parse_number(csv_cell(row, col[k + 1]), &v[k])) {
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: row %u: not a number", path,
+                    r + 2);
+        goto out;
+      }
+    if (servers->len == 0 || strcmp(servers->pdata[servers->len - 1], server) != 0) {
+      frontier_block(data, block);
+      g_string_append_printf(data, "%s# %s\n", servers->len ? "\n\n" : "", server);
+      g_ptr_array_add(servers, g_strdup(server));
+    }
+    {
+      FrontierRow point = {v[0] * v[1], 100 * v[2], 100 * v[3]};
+      g_array_append_val(block, point);
+    }
+  }
+  frontier_block(data, block);
+  if (servers->len == 0) {
+    ok = TRUE;
+    goto out;
+  }
+  if (!write_data(plots, "frontier.dat", data, error))
+    goto out;
+  gp_set(driver, "figtitle", title);
+  gp_series(driver, servers);
+  ok = add_figure(plots, driver, figures, "frontier", "frontier.gp", 1000, 560, error);
+out:
+  csv_clear(&csv);
+  return ok;
+}
+
 /* ---- comparison figure (compare.csv of `ema-sim run` with compare:) ---------------- */
 
 /* The borrower's output tokens/s and borrowed GiB over time in one
@@ -1055,6 +1136,7 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   g_autofree char *timeline = g_build_filename(dir, "timeline.csv", NULL);
   g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
   g_autofree char *compare_csv = g_build_filename(dir, "compare.csv", NULL);
+  g_autofree char *frontier_csv = g_build_filename(dir, "frontier.csv", NULL);
   g_autofree char *driver_path = g_build_filename(plots, "plots.gp", NULL);
   g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GString) driver = g_string_new(NULL);
@@ -1098,6 +1180,10 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   if (g_file_test(sweep_csv, G_FILE_TEST_IS_REGULAR) &&
       !plot_sweep(dir, plots, &settings, driver, drawn, error))
     goto out;
+  if (g_file_test(frontier_csv, G_FILE_TEST_IS_REGULAR) &&
+      !plot_frontier(dir, plots, settings.title ? settings.title : "transparency frontier", driver,
+                     drawn, error))
+    goto out;
   if (g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR) &&
       !plot_compare(dir, plots, settings.title ? settings.title : "comparison", driver, drawn,
                     error))
@@ -1117,11 +1203,12 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
       goto out;
   }
   if (drawn->len == 0) {
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
-                "%s: nothing to plot (no sweep.csv, no compare.csv, and no requests.csv or "
-                "timeline.csv with a "
-                "summary.json)",
-                dir);
+    g_set_error(
+        error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+        "%s: nothing to plot (no sweep.csv, compare.csv or frontier.csv, and no requests.csv or "
+        "timeline.csv with a "
+        "summary.json)",
+        dir);
     goto out;
   }
   if (!g_file_set_contents(driver_path, driver->str, (gssize) driver->len, error) ||
