@@ -154,7 +154,8 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   if (!ema_output_write_serving_summary(out_dir, experiment, report, &error))
     return fail(error);
   ema_output_print_serving(stdout, report);
-  printf("results in %s/ (summary.json, requests.csv, timeline.csv, resolved.yaml)\n", out_dir);
+  printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
+         out_dir);
   return 0;
 }
 
@@ -579,11 +580,14 @@ static int command_describe(int argc, char **argv) {
     return fail(error);
   ema_params_write_yaml(&ema_server_params, server, text, 0);
   hbm = ema_units_format_size_human(ema_gpu_hbm_bytes(&server->gpu) * (guint64) server->gpus);
-  g_string_append_printf(text,
-                         "# derived: total HBM %s; a peer link streams %.1f%% of local HBM "
-                         "bandwidth (%.1fx slower)\n",
-                         hbm, 100 * server->link.bandwidth / server->gpu.hbm_bandwidth,
-                         server->gpu.hbm_bandwidth / server->link.bandwidth);
+  if (server->link.bandwidth > 0)
+    g_string_append_printf(text,
+                           "# derived: total HBM %s; a peer link streams %.1f%% of local HBM "
+                           "bandwidth (%.1fx slower)\n",
+                           hbm, 100 * server->link.bandwidth / server->gpu.hbm_bandwidth,
+                           server->gpu.hbm_bandwidth / server->link.bandwidth);
+  else
+    g_string_append_printf(text, "# derived: total HBM %s; no peer link (one GPU)\n", hbm);
   fputs(text->str, stdout);
   return 0;
 }

@@ -328,6 +328,35 @@ static void test_discover(void) {
   ema_test_assert_contains(none->err, "unknown model 'no-such-model'");
 }
 
+/* A one-GPU server needs no link block; two GPUs do. */
+static void test_one_gpu_without_link(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *fixture = ema_test_fixture("experiments", "one-gpu-no-link.yaml");
+  g_autofree char *resolved = NULL;
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", fixture, "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  resolved = ema_test_read_file(out, "resolved.yaml");
+  g_assert_null(strstr(resolved, "link:"));
+  {
+    g_autofree char *again = g_build_filename(out, "resolved.yaml", NULL);
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", again, NULL);
+    ema_test_assert_ok(run);
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", fixture, "--set", "server.gpus=2", NULL);
+    g_autofree char *want = g_strconcat(fixture,
+                                        ":6:3: server.link: missing required key (a "
+                                        "server of 2 GPUs needs its peer link; only a "
+                                        "one-GPU server may leave it out)\n",
+                                        NULL);
+    ema_test_assert_failed(run, 1, want);
+  }
+  ema_test_remove_tree(tmp);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/output/owned-folder", test_owned_folder);
@@ -339,5 +368,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
   g_test_add_func("/output/check-reads-traces", test_check_reads_traces);
   g_test_add_func("/output/discover", test_discover);
+  g_test_add_func("/output/one-gpu-without-link", test_one_gpu_without_link);
   return g_test_run();
 }
