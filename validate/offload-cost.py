@@ -19,8 +19,7 @@ the lender's side of that on one real GPU:
 
 Per rate it records the lender's step time (CUDA events around each replay,
 median), the offload launches that ran inside the lender's window, and so
-the offloaded bytes actually read per second. The model the simulator uses
-is
+the offloaded bytes actually read per second, and fits the lender's cost as
 
   lender step = T0 * (1 + c * r),   r = offloaded KV bytes per second / B_hbm
 
