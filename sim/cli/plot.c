@@ -98,6 +98,18 @@ static gint csv_column(const Csv *csv, const char *name) {
   return -1;
 }
 
+/* The columns NEEDED (N names) of CSV into COL; FALSE with an error naming
+ * PATH and the first one missing. */
+static gboolean csv_columns(const Csv *csv, const char *path, const char *const *needed, guint n,
+                            gint *col, GError **error) {
+  for (guint i = 0; i < n; i++)
+    if ((col[i] = csv_column(csv, needed[i])) < 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column %s", path, needed[i]);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static const char *csv_cell(GPtrArray *row, gint column) {
   return column >= 0 && (guint) column < row->len ? row->pdata[column] : "";
 }
@@ -782,11 +794,8 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
   gboolean ok = FALSE;
   if (!csv_read(path, &csv, error))
     return FALSE;
-  for (guint i = 0; i < G_N_ELEMENTS(needed); i++)
-    if ((col[i] = csv_column(&csv, needed[i])) < 0) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column %s", path, needed[i]);
-      goto out;
-    }
+  if (!csv_columns(&csv, path, needed, G_N_ELEMENTS(needed), col, error))
+    goto out;
   /* one series per GPU, in GPU order */
   for (guint r = 0; r < csv.rows->len; r++) {
     GPtrArray *row = csv.rows->pdata[r];
@@ -927,11 +936,8 @@ static gboolean plot_frontier(const char *dir, const char *plots, const char *ti
   gboolean ok = FALSE;
   if (!csv_read(path, &csv, error))
     return FALSE;
-  for (guint i = 0; i < G_N_ELEMENTS(needed); i++)
-    if ((col[i] = csv_column(&csv, needed[i])) < 0) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column %s", path, needed[i]);
-      goto out;
-    }
+  if (!csv_columns(&csv, path, needed, G_N_ELEMENTS(needed), col, error))
+    goto out;
   for (guint r = 0; r < csv.rows->len; r++) {
     GPtrArray *row = csv.rows->pdata[r];
     const char *server = csv_cell(row, col[0]);

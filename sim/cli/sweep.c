@@ -1063,20 +1063,6 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
 
 /* ---- results ---------------------------------------------------------------- */
 
-static void csv_field(GString *out, const char *text) {
-  if (strpbrk(text, ",\"\n\r") == NULL) {
-    g_string_append(out, text);
-    return;
-  }
-  g_string_append_c(out, '"');
-  for (const char *c = text; *c; c++) {
-    if (*c == '"')
-      g_string_append_c(out, '"');
-    g_string_append_c(out, *c);
-  }
-  g_string_append_c(out, '"');
-}
-
 static void yaml_string(GString *out, const char *key, const char *value) {
   g_autofree char *escaped = g_strescape(value, NULL);
   g_string_append_printf(out, "%s: \"%s\"\n", key, escaped);
@@ -1110,26 +1096,26 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
   g_string_append(csv, "point,variant");
   for (guint a = 0; a < sweep->axes->len; a++) {
     g_string_append_c(csv, ',');
-    csv_field(csv, ((const Axis *) sweep->axes->pdata[a])->path);
+    ema_output_csv_field(csv, ((const Axis *) sweep->axes->pdata[a])->path);
   }
   g_string_append(csv, ",repeat,seed,status");
   for (guint c = 0; c < columns->len; c++) {
     g_string_append_c(csv, ',');
-    csv_field(csv, columns->pdata[c]);
+    ema_output_csv_field(csv, columns->pdata[c]);
   }
   g_string_append_c(csv, '\n');
   for (guint p = 0; p < n; p++) {
     const Point *point = &g_array_index(sweep->points, Point, p);
     const EmaSweepRecord *record = by_point[p];
     g_autoptr(GHashTable) values = g_hash_table_new(g_str_hash, g_str_equal);
-    csv_field(csv, point->name);
+    ema_output_csv_field(csv, point->name);
     g_string_append_c(csv, ',');
-    csv_field(csv, variant_name(sweep, point));
+    ema_output_csv_field(csv, variant_name(sweep, point));
     for (guint a = 0; a < sweep->axes->len; a++) {
       const Axis *axis = sweep->axes->pdata[a];
       g_autofree char *text = flow_text(axis->values->items->pdata[point->value[a]]);
       g_string_append_c(csv, ',');
-      csv_field(csv, text);
+      ema_output_csv_field(csv, text);
     }
     g_string_append_printf(csv, ",%u,%" G_GINT64_FORMAT ",%s", point->repeat,
                            g_array_index(sweep->seeds, gint64, p),
@@ -1139,7 +1125,7 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
     for (guint c = 0; c < columns->len; c++) {
       const char *value = g_hash_table_lookup(values, columns->pdata[c]);
       g_string_append_c(csv, ',');
-      csv_field(csv, value ? value : "");
+      ema_output_csv_field(csv, value ? value : "");
     }
     g_string_append_c(csv, '\n');
   }
