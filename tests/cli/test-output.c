@@ -12,6 +12,14 @@
 
 #include "testutil.h"
 
+/* Strings a check reads once, freed at the end (LeakSanitizer runs at exit). */
+static GPtrArray *kept;
+
+static char *keep(char *text) {
+  g_ptr_array_add(kept, text);
+  return text;
+}
+
 /* A synthetic two-tenant experiment on h200x2 (each GPU one tenant). */
 static const char experiment_text[] =
     "name: %s\n"
@@ -64,7 +72,7 @@ static void test_owned_folder(void) {
   ema_test_assert_contains(marker, "\nrequests.csv\n");
   g_assert_true(exists(out, "requests.csv"));
   g_assert_true(exists(out, "tenants.csv"));
-  g_mkdir(g_build_filename(out, "plots", NULL), 0755);
+  g_mkdir(keep(g_build_filename(out, "plots", NULL)), 0755);
   touch(out, "plots/old.png", "stale figure");
   touch(out, "notes.txt", "mine");
   {
@@ -97,7 +105,7 @@ static void test_foreign_folder(void) {
     ema_test_assert_failed(run, 1, want);
   }
   g_assert_false(exists(out, "resolved.yaml"));
-  g_assert_cmpstr(ema_test_read_file(out, "summary.json"), ==, "{\"not\": \"ours\"}");
+  g_assert_cmpstr(keep(ema_test_read_file(out, "summary.json")), ==, "{\"not\": \"ours\"}");
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("run", exp, "-o", empty, "--no-plot", NULL);
     ema_test_assert_ok(run);
@@ -126,7 +134,7 @@ static void test_failed_run_leaves_no_summary(void) {
     ema_test_assert_contains(run->err, "bad.csv");
   }
   g_assert_true(exists(out, "resolved.yaml"));
-  ema_test_assert_contains(ema_test_read_file(out, "resolved.yaml"), "bad.csv");
+  ema_test_assert_contains(keep(ema_test_read_file(out, "resolved.yaml")), "bad.csv");
   g_assert_false(exists(out, "summary.json"));
   g_assert_false(exists(out, "tenants.csv"));
   ema_test_remove_tree(tmp);
@@ -176,11 +184,12 @@ static void test_provenance(void) {
     g_autoptr(EmaTestRun) run = ema_test_cli("run", exp, "-o", out, "--no-plot", NULL);
     ema_test_assert_ok(run);
   }
-  root = ema_test_parse_json(ema_test_read_file(out, "summary.json"));
+  root = ema_test_parse_json(keep(ema_test_read_file(out, "summary.json")));
   provenance = json_object_get_object_member(json_node_get_object(root), "provenance");
   g_assert_nonnull(provenance);
-  g_assert_cmpstr(version->out + strlen("ema-sim "), ==,
-                  g_strconcat(json_object_get_string_member(provenance, "version"), "\n", NULL));
+  g_assert_cmpstr(
+      version->out + strlen("ema-sim "), ==,
+      keep(g_strconcat(json_object_get_string_member(provenance, "version"), "\n", NULL)));
   g_assert_cmpuint(strlen(json_object_get_string_member(provenance, "build_id")), ==, 64);
   g_assert_true(json_object_has_member(provenance, "commit"));
   g_assert_cmpuint(json_array_get_length(json_object_get_array_member(provenance, "plugins")), ==,
@@ -200,7 +209,7 @@ static void test_compare(void) {
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
   g_autofree char *path = g_build_filename(tmp, "c.yaml", NULL);
   g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
-  g_autofree char *text = g_strconcat(ema_test_read_file(tmp, "base.yaml"),
+  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
                                       "compare:\n  static: {policy: static}\n"
                                       "  2x: {server.gpu.hbm_scale: 2}\n",
                                       NULL);
@@ -220,7 +229,7 @@ static void test_compare(void) {
   }
   g_assert_true(exists(out, "static/summary.json"));
   g_assert_true(exists(out, "2x/summary.json"));
-  ema_test_assert_contains(ema_test_read_file(out, "2x/resolved.yaml"), "hbm_scale: 2\n");
+  ema_test_assert_contains(keep(ema_test_read_file(out, "2x/resolved.yaml")), "hbm_scale: 2\n");
   csv = ema_test_read_file(out, "compare.csv");
   lines = g_strsplit(csv, "\n", -1);
   g_assert_cmpuint(g_strv_length(lines), ==, 4);
@@ -243,7 +252,8 @@ static void test_sweep_other_build(void) {
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
   g_autofree char *path = g_build_filename(tmp, "s.yaml", NULL);
   g_autofree char *base = write_experiment(tmp, "base.yaml", "swp", "true", synthetic_b);
-  g_autofree char *text = g_strconcat(ema_test_read_file(tmp, "base.yaml"), "repeats: 2\n", NULL);
+  g_autofree char *text =
+      g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")), "repeats: 2\n", NULL);
   g_autofree char *point = g_build_filename(out, "000-r0", NULL);
   g_autofree char *summary = NULL;
   GError *error = NULL;
@@ -277,8 +287,8 @@ static void test_sweep_other_build(void) {
     ema_test_assert_contains(run->out, "2 points: 2 ok (1 found done)");
     ema_test_assert_contains(run->err, "1 finished point was made by another build");
   }
-  ema_test_assert_contains(ema_test_read_file(point, "summary.json"), "\"build_id\" : \"");
-  g_assert_null(strstr(ema_test_read_file(point, "summary.json"), "\"other\""));
+  ema_test_assert_contains(keep(ema_test_read_file(point, "summary.json")), "\"build_id\" : \"");
+  g_assert_null(strstr(keep(ema_test_read_file(point, "summary.json")), "\"other\""));
   ema_test_remove_tree(tmp);
 }
 
@@ -358,7 +368,9 @@ static void test_one_gpu_without_link(void) {
 }
 
 int main(int argc, char **argv) {
+  int status;
   g_test_init(&argc, &argv, NULL);
+  kept = g_ptr_array_new_with_free_func(g_free);
   g_test_add_func("/output/owned-folder", test_owned_folder);
   g_test_add_func("/output/foreign-folder", test_foreign_folder);
   g_test_add_func("/output/failed-run-leaves-no-summary", test_failed_run_leaves_no_summary);
@@ -369,5 +381,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/check-reads-traces", test_check_reads_traces);
   g_test_add_func("/output/discover", test_discover);
   g_test_add_func("/output/one-gpu-without-link", test_one_gpu_without_link);
-  return g_test_run();
+  status = g_test_run();
+  g_ptr_array_unref(kept);
+  return status;
 }
