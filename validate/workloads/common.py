@@ -10,7 +10,6 @@ repeat owns exactly the kernels it launched; a repeat's time is the sum of its k
 import ctypes
 import datetime
 import os
-import re
 import subprocess
 
 from common_shapes import ROOT, load_model  # noqa: F401 (re-exported)
@@ -29,7 +28,12 @@ def point(table, keys, fn, repeats, warmups=2):
     for _ in range(warmups):
         fn()
     torch.cuda.synchronize()
-    name = "ema.point " + table + " " + " ".join(f"{k}={v}" for k, v in keys.items())
+    repeat_in_ranges("ema.point " + table + " " + " ".join(f"{k}={v}" for k, v in keys.items()),
+                     fn, repeats)
+
+
+def repeat_in_ranges(name, fn, repeats):
+    """the range NAME holding REPEATS "ema.rep" ranges of FN, each synchronised before it ends"""
     torch.cuda.nvtx.range_push(name)
     for _ in range(repeats):
         torch.cuda.nvtx.range_push("ema.rep")
@@ -37,6 +41,12 @@ def point(table, keys, fn, repeats, warmups=2):
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
     torch.cuda.nvtx.range_pop()
+
+
+def rope(x, cos, sin):
+    """rotate-half RoPE, as PyTorch eager runs it (cat, neg, two products, a sum)"""
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
 
 
 def rotation(bytes_each, floor=512 << 20, most=64):

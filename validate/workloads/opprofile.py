@@ -17,7 +17,7 @@ point range (common.py) whose time validate/trace.c takes from the captured kern
 - elementwise: PyTorch eager kernels by tokens: rmsnorm (F.rms_norm, width hidden), layernorm
   (F.layer_norm with bias, hidden), silu_mul (silu(x[:, :f]) * x[:, f:], width 2 x ffn), gelu
   (width ffn, for the plain-MLP models: OPT's relu moves the same bytes), rope (rotate-half
-  RoPE on q and k, width (heads + 2 x kv_heads)/... = (heads + kv_heads) x head_dim), add
+  RoPE on q and k together, width (heads + kv_heads) x head_dim), add
   (residual add, hidden), embedding (row gather, hidden)."""
 import argparse
 import sys
@@ -152,12 +152,6 @@ def run_moe(models, tokens, repeats, log):
             torch.cuda.empty_cache()
 
 
-def rope(x, cos, sin):
-    half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos + rotated * sin
-
-
 def run_elementwise(models, tokens, repeats, log):
     done = set()
     bf = torch.bfloat16
@@ -199,7 +193,7 @@ def run_elementwise(models, tokens, repeats, log):
                         return F.silu(x[:, : width // 2]) * x[:, width // 2:]
                     if op == "gelu":
                         return F.gelu(x)
-                    return rope(x.view(t, heads, hd), cos, sin)
+                    return common.rope(x.view(t, heads, hd), cos, sin)
                 common.point("elementwise", {"op": op, "tokens": t, "width": width,
                                              "dtype": "bf16"}, fn, repeats)
                 del xs, ys

@@ -117,8 +117,8 @@ class Model:
                                                                 self.hd)
             q, k, v = qkv.split([self.hq, self.hkv, self.hkv], dim=2)
             if not self.opt:
-                q = rope(q, cos, sin)
-                k = rope(k, cos, sin)
+                q = common.rope(q, cos, sin)
+                k = common.rope(k, cos, sin)
             kc, vc = caches[li]
             kc[:, :, cached:total] = k.transpose(1, 2)
             vc[:, :, cached:total] = v.transpose(1, 2)
@@ -153,11 +153,6 @@ class Model:
             return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=gqa)
 
 
-def rope(x, cos, sin):
-    half = x.shape[-1] // 2
-    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
-
-
 def run_point(model, name, fn, repeats, graph):
     """warm-ups (which also choose the attention backends), then REPEATS repeats in ranges"""
     fn()
@@ -175,13 +170,7 @@ def run_point(model, name, fn, repeats, graph):
         run = g.replay
     run()
     torch.cuda.synchronize()
-    torch.cuda.nvtx.range_push(name)
-    for _ in range(repeats):
-        torch.cuda.nvtx.range_push("ema.rep")
-        run()
-        torch.cuda.synchronize()
-        torch.cuda.nvtx.range_pop()
-    torch.cuda.nvtx.range_pop()
+    common.repeat_in_ranges(name, run, repeats)
 
 
 def main():
