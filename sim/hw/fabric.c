@@ -309,6 +309,7 @@ EmaFabric *ema_fabric_new(EmaSim *sim, const EmaServerSpec *server) {
   f->server.name = NULL;
   f->server.summary = NULL;
   f->server.gpu.name = NULL;
+  f->server.gpu.profile = NULL;
   G = f->gpus = (guint) server->gpus;
 
   n = 4 * G;

@@ -61,6 +61,9 @@ static const EmaParam gpu_params[] = {
      .default_value = "1", .min = 0, .max = 10,
      .help = "HBM bytes of own work lost per byte copied into this GPU (default 1; not yet "
              "calibrated)"},
+    {"profile", EMA_PARAM_STRING, GPU_FIELD(profile), .default_value = "",
+     .help = "operator profiles in hwmodels/profiles/<profile>/ that time the GPU's steps "
+             "(default none: the roofline)"},
 };
 
 const EmaParamTable ema_gpu_params = {"gpu", sizeof(EmaGpuSpec), gpu_params,

@@ -14,6 +14,8 @@
 
 #include <math.h>
 
+#include "ema/hw/profile.h"
+
 struct _EmaStepModel {
   guint tp;
   double layers;
@@ -41,7 +43,38 @@ struct _EmaStepModel {
   /* figures for the engine */
   guint64 weight_bytes_per_gpu;
   double kv_bytes_per_token_per_gpu;
+  /* the profile path (NULL: the roofline above); shapes on one GPU */
+  const EmaProfile *profile;
+  EmaProfileDtype dtype;
+  double bytes_per_element;
+  guint q_heads, kv_heads, head_dim;
+  guint64 hidden, qkv_n, o_k, up_n, down_k, head_n, act_width, rope_width;
+  gboolean gated, moe;
+  guint experts_n;
+  double router_fraction;     /* A / E */
+  double lm_head_extra_bytes; /* final norm */
 };
+
+/* The operators' shapes on one GPU, as the profile tables key them (the
+ * Vidur import in profile.c forms the same shapes). */
+static void set_profile_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint tp) {
+  s->dtype = model->dtype == EMA_DTYPE_FP16 ? EMA_PROFILE_FP16 : EMA_PROFILE_BF16;
+  s->q_heads = (guint) (model->heads / tp);
+  s->kv_heads = (guint) MAX(1, model->kv_heads / (gint64) tp);
+  s->head_dim = (guint) model->head_dim;
+  s->hidden = (guint64) model->hidden;
+  s->gated = model->ffn_kind == EMA_FFN_GATED;
+  s->qkv_n = (guint64) (s->q_heads + 2 * s->kv_heads) * s->head_dim;
+  s->o_k = (guint64) s->q_heads * s->head_dim;
+  s->up_n = (guint64) ((s->gated ? 2 : 1) * model->ffn / (gint64) tp);
+  s->down_k = (guint64) (model->ffn / (gint64) tp);
+  s->head_n = (guint64) (model->vocab / (gint64) tp);
+  s->act_width = s->gated ? 2 * s->down_k : s->down_k;
+  s->rope_width = (guint64) (s->q_heads + s->kv_heads) * s->head_dim;
+  s->moe = model->experts > 1;
+  s->experts_n = (guint) model->experts;
+  s->router_fraction = (double) model->active_experts / (double) model->experts;
+}
 
 EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
                                  GError **error) {
@@ -85,6 +118,7 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
 
   step = g_new0(EmaStepModel, 1);
   step->tp = tp;
+  step->bytes_per_element = b;
   step->layers = (double) model->layers;
   step->linear_flops_per_token = 2.0 * (double) derived.layer_active_parameters / tp;
   step->attention_flops_per_context = 4.0 * (double) model->heads * (double) model->head_dim / tp;
@@ -114,6 +148,15 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
 
   step->weight_bytes_per_gpu = (derived.weight_bytes + tp - 1) / tp;
   step->kv_bytes_per_token_per_gpu = step->layers * step->kv_bytes_per_token;
+
+  if (server->gpu.profile && *server->gpu.profile) {
+    step->profile = ema_profile_get(server->gpu.profile, error);
+    if (!step->profile) {
+      g_free(step);
+      return NULL;
+    }
+    set_profile_shapes(step, model, tp);
+  }
   return step;
 }
 
@@ -143,6 +186,141 @@ double ema_step_model_kv_bytes_per_token_per_gpu(const EmaStepModel *step_model)
 
 static EmaStepBound bound_of(double compute_s, double memory_s) {
   return compute_s > memory_s ? EMA_STEP_BOUND_COMPUTE : EMA_STEP_BOUND_MEMORY;
+}
+
+/* ---- the profile path (equations in steptime.h) ------------------------- */
+
+/* Running sums of a step's operator times by their origin. */
+typedef struct {
+  double profiled_s, roofline_s;
+} OpSums;
+
+/* COUNT runs of one operator: the profile's time (FOUND, US microseconds)
+ * or the roofline's max(FLOPS / rate_c, BYTES / RATE). */
+static double op_time(const EmaStepModel *s, OpSums *sums, gboolean found, double us, double flops,
+                      double bytes, double rate, double count) {
+  double t = count * (found ? us * 1e-6 : MAX(flops / s->flop_rate, bytes / rate));
+  if (found)
+    sums->profiled_s += t;
+  else
+    sums->roofline_s += t;
+  return t;
+}
+
+static double gemm_time(const EmaStepModel *s, OpSums *sums, double m, guint64 k, guint64 n,
+                        double count) {
+  double us = 0, kd = (double) k, nd = (double) n;
+  gboolean found;
+  if (m <= 0)
+    return 0;
+  found = ema_profile_gemm(s->profile, s->dtype, m, k, n, &us);
+  return op_time(s, sums, found, us, 2 * m * kd * nd,
+                 (kd * nd + m * (kd + nd)) * s->bytes_per_element, s->byte_rate, count);
+}
+
+/* An elementwise operator reads and writes WIDTH elements per token. */
+static double elementwise_time(const EmaStepModel *s, OpSums *sums, const char *name, guint64 width,
+                               double tokens, double count) {
+  double us = 0;
+  gboolean found = ema_profile_elementwise(s->profile, s->dtype, name, width, tokens, &us);
+  return op_time(s, sums, found, us, 0, 2 * tokens * (double) width * s->bytes_per_element,
+                 s->byte_rate, count);
+}
+
+/* The expert FFN of one layer for T tokens: two projections, each from the
+ * moe table at T A / E tokens per expert, or the roofline of the experts
+ * touched. */
+static double moe_time(const EmaStepModel *s, OpSums *sums, double tokens, double touched) {
+  const guint64 k[2] = {s->hidden, s->down_k}, n[2] = {s->up_n, s->hidden};
+  double t = 0, per_expert = tokens * s->router_fraction; /* T A / E */
+  for (int i = 0; i < 2; i++) {
+    double us = 0, kd = (double) k[i], nd = (double) n[i];
+    gboolean found =
+        ema_profile_moe(s->profile, s->dtype, s->experts_n, per_expert, k[i], n[i], &us);
+    double routed = tokens * s->router_fraction * s->experts;
+    t += op_time(s, sums, found, us, 2 * routed * kd * nd,
+                 (touched * kd * nd + routed * (kd + nd)) * s->bytes_per_element, s->byte_rate, 1);
+  }
+  return t;
+}
+
+/* Decode attention of B sequences of C context tokens in all: the table at
+ * (B, C / B), every sequence taken at the batch's mean context. */
+static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b) {
+  double us = 0, seqs = (double) b->decode_seqs;
+  gboolean found;
+  if (b->decode_seqs == 0)
+    return 0;
+  found = ema_profile_attn_decode(s->profile, s->dtype, s->q_heads, s->kv_heads, s->head_dim, seqs,
+                                  b->decode_context / seqs, &us);
+  return op_time(s, sums, found, us, s->attention_flops_per_context * b->decode_context,
+                 s->kv_bytes_per_token * b->decode_context, s->kv_rate, 1);
+}
+
+/* Prefill attention of c chunks: c runs of the table at the mean chunk
+ * N / c after the mean prior context (sum of p) / c. */
+static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b) {
+  double us = 0, chunks, tokens = (double) b->prefill_tokens, prior;
+  gboolean found;
+  if (b->prefill_tokens == 0)
+    return 0;
+  chunks = (double) MAX(b->prefill_chunks, 1);
+  prior = MAX(0.0, b->prefill_kv_read - tokens) / chunks;
+  found = ema_profile_attn_prefill(s->profile, s->dtype, s->q_heads, s->kv_heads, s->head_dim,
+                                   tokens / chunks, prior, &us);
+  if (found)
+    return op_time(s, sums, TRUE, us, 0, 0, s->kv_rate, chunks);
+  return op_time(s, sums, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
+                 s->kv_bytes_per_token * b->prefill_kv_read, s->kv_rate, 1);
+}
+
+/* One decoder layer from the profile. */
+static double profiled_layer(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b,
+                             double tokens, double touched) {
+  const char *norm = s->gated ? "rmsnorm" : "layernorm";
+  double t = gemm_time(s, sums, tokens, s->hidden, s->qkv_n, 1) +
+             gemm_time(s, sums, tokens, s->o_k, s->hidden, 1);
+  if (s->moe)
+    t += moe_time(s, sums, tokens, touched);
+  else
+    t += gemm_time(s, sums, tokens, s->hidden, s->up_n, 1) +
+         gemm_time(s, sums, tokens, s->down_k, s->hidden, 1);
+  t += decode_attention_time(s, sums, b) + prefill_attention_time(s, sums, b);
+  /* the new tokens' K and V written to the cache: roofline only */
+  t += op_time(s, sums, FALSE, 0, 0, s->kv_bytes_per_token * tokens, s->byte_rate, 1);
+  t += elementwise_time(s, sums, norm, s->hidden, tokens, 2) +
+       elementwise_time(s, sums, s->gated ? "silu_mul" : "gelu", s->act_width, tokens, 1) +
+       elementwise_time(s, sums, "add", s->hidden, tokens, 2);
+  if (s->gated)
+    t += elementwise_time(s, sums, "rope", s->rope_width, tokens, 1);
+  return t;
+}
+
+/* Replace the roofline's layers, head and all-reduces in R by the profile's
+ * operator sums. */
+static void profiled_step(const EmaStepModel *s, const EmaStepBatch *b, double tokens,
+                          double touched, EmaStepBreakdown *r) {
+  OpSums layer = {0}, once = {0}, reduce = {0};
+  double one = profiled_layer(s, &layer, b, tokens, touched);
+  r->layer_overhead_s = 0;
+  r->layers_s = s->layers * one;
+  r->lm_head_s =
+      elementwise_time(s, &once, "embedding", s->hidden, tokens, 1) +
+      elementwise_time(s, &once, s->gated ? "rmsnorm" : "layernorm", s->hidden, tokens, 1) +
+      gemm_time(s, &once, (double) b->logits, s->hidden, s->head_n, 1);
+  if (s->tp > 1) {
+    double size = s->allreduce_bytes_per_token * tokens, us = 0;
+    gboolean found = ema_profile_allreduce(s->profile, s->dtype, s->tp, size, &us);
+    double ring = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
+                  2.0 * (s->tp - 1) * s->link_latency_s;
+    r->allreduce_s = 2.0 * s->layers * (found ? us * 1e-6 : ring);
+    if (found)
+      reduce.profiled_s = r->allreduce_s;
+    else
+      reduce.roofline_s = r->allreduce_s;
+  }
+  r->profiled_s = s->layers * layer.profiled_s + once.profiled_s + reduce.profiled_s;
+  r->roofline_s = s->layers * layer.roofline_s + once.roofline_s + reduce.roofline_s;
 }
 
 EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
@@ -203,6 +381,8 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   r.weight_bytes_read =
       s->layers * layer_weight_bytes + (batch->logits > 0 ? s->lm_head_weight_bytes : 0);
   r.kv_read_bytes = s->layers * layer_kv_read;
+  if (s->profile)
+    profiled_step(s, batch, tokens, experts_touched, &r);
   r.time = (EmaTime) llround((r.layers_s + r.lm_head_s + r.allreduce_s) * 1e9) + s->step_overhead;
   if (out)
     *out = r;

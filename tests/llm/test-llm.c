@@ -22,6 +22,7 @@ static const struct {
   guint64 total_parameters;
 } models[] = {
     {"llama-2-13b", G_GUINT64_CONSTANT(13015864320)},
+    {"llama-2-70b", G_GUINT64_CONSTANT(68976648192)},
     {"llama-2-7b", G_GUINT64_CONSTANT(6738415616)},
     {"llama-3.1-70b", G_GUINT64_CONSTANT(70553706496)},
     {"llama-3.1-8b", G_GUINT64_CONSTANT(8030261248)},
@@ -34,7 +35,8 @@ static const struct {
 };
 
 #define KNOWN_MODELS                                                                               \
-  "llama-2-13b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, mistral-7b-v0.1, mixtral-8x7b, "          \
+  "llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, mistral-7b-v0.1, "           \
+  "mixtral-8x7b, "                                                                                 \
   "opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b"
 
 /* ---- helpers ------------------------------------------------------------ */

@@ -35,6 +35,9 @@ typedef struct {
    * byte peers pull from its HBM (outgoing) or copy into it (incoming) */
   double interference_outgoing;
   double interference_incoming;
+  /* operator profiles (profile.h): the name of hwmodels/profiles/<name>/,
+   * NULL or "" for none (the step-time model then uses the roofline) */
+  char *profile;
 } EmaGpuSpec;
 
 typedef enum {

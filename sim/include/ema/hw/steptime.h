@@ -89,6 +89,8 @@ typedef struct {
   double decode_context;
   /* sequences that produce a token this step (LM head rows); at most the step's tokens */
   guint64 logits;
+  /* prefill chunks in the step (0 is read as 1 when prefill_tokens > 0) */
+  guint64 prefill_chunks;
 } EmaStepBatch;
 
 typedef enum {
@@ -117,7 +119,11 @@ typedef struct {
   double bytes;             /* HBM bytes this GPU reads and writes */
   double weight_bytes_read; /* of which weights (all layers and the LM head) */
   double kv_read_bytes;     /* of which KV cache reads (all layers) */
-  EmaTime time;             /* the step, ns (what ema_step_time returns) */
+  /* with a profile: of layers_s + lm_head_s + allreduce_s, the operators
+   * timed from the profile's tables and those timed by the roofline (both 0
+   * without a profile: everything is the roofline's) */
+  double profiled_s, roofline_s;
+  EmaTime time; /* the step, ns (what ema_step_time returns) */
 } EmaStepBreakdown;
 
 typedef struct _EmaStepModel EmaStepModel;
