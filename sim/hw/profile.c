@@ -831,6 +831,8 @@ void ema_profile_free(EmaProfile *profile) {
 }
 
 static gboolean load_tables(EmaProfile *p, const char *dir, const EmaNode *tables, GError **error) {
+  if (tables->kind == EMA_NODE_SCALAR && (!tables->value || !*tables->value))
+    return TRUE; /* `tables:` with nothing: none */
   if (tables->kind != EMA_NODE_SEQ) {
     ema_node_error(error, EMA_CONFIG_ERROR_TYPE, tables, "tables", "must be a list of CSV files");
     return FALSE;
