@@ -13,9 +13,9 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "ema/core/csv.h"
 #include "ema/core/node.h"
 
 typedef struct {
@@ -141,14 +141,10 @@ static gboolean finalize(EmaProfile *p, GError **error) {
 /* The interpolation rule of profile.h over N sorted (xs[i], vs[i]). */
 static double extend(const double *xs, const double *vs, guint n, double x) {
   guint lo = 0, hi;
-  if (n == 1)
-    return x > xs[0] && xs[0] > 0 ? vs[0] * x / xs[0] : vs[0];
   if (x <= xs[0])
     return vs[0];
-  if (x >= xs[n - 1]) {
-    double slope = (vs[n - 1] - vs[n - 2]) / (xs[n - 1] - xs[n - 2]);
-    return vs[n - 1] + (x - xs[n - 1]) * MAX(0.0, slope);
-  }
+  if (x >= xs[n - 1])
+    return xs[n - 1] > 0 ? vs[n - 1] * x / xs[n - 1] : vs[n - 1];
   hi = n - 1;
   while (hi - lo > 1) {
     guint mid = (lo + hi) / 2;
@@ -164,16 +160,10 @@ static double curve_at(const Curve *c, double x) {
   const Point *pts = (const Point *) c->points->data;
   guint n = c->points->len, lo = 0, hi;
   double xs[2], vs[2];
-  if (n == 1 || x <= pts[0].x || x >= pts[n - 1].x) {
-    /* ends: at most the last two points matter */
-    guint first = n >= 2 && x >= pts[n - 1].x ? n - 2 : 0;
-    guint count = MIN(n, 2u);
-    for (guint i = 0; i < count; i++) {
-      xs[i] = pts[first + i].x;
-      vs[i] = pts[first + i].t;
-    }
-    return extend(xs, vs, count, x);
-  }
+  if (x <= pts[0].x)
+    return pts[0].t;
+  if (x >= pts[n - 1].x)
+    return pts[n - 1].t * x / pts[n - 1].x;
   hi = n - 1;
   while (hi - lo > 1) {
     guint mid = (lo + hi) / 2;
@@ -312,110 +302,9 @@ gboolean ema_profile_allreduce(const EmaProfile *profile, EmaProfileDtype dtype,
   return surface_at(profile, EMA_PROFILE_ALLREDUCE, key, 0, bytes, time_us);
 }
 
-/* ---- CSV ----------------------------------------------------------------- */
+/* ---- tables --------------------------------------------------------------- */
 
-typedef struct {
-  const char *file; /* interned */
-  char *text;
-  GStrv lines;
-  GStrv header;
-  guint line;   /* 1-based number of the current row */
-  GStrv fields; /* the current row */
-} Csv;
-
-static void csv_clear(Csv *csv) {
-  g_free(csv->text);
-  g_strfreev(csv->lines);
-  g_strfreev(csv->header);
-  g_strfreev(csv->fields);
-  memset(csv, 0, sizeof *csv);
-}
-
-static GStrv split_row(const char *line) {
-  GStrv fields = g_strsplit(line, ",", -1);
-  for (guint i = 0; fields[i]; i++)
-    g_strstrip(fields[i]);
-  return fields;
-}
-
-static gboolean csv_open(Csv *csv, const char *path, GError **error) {
-  GError *local = NULL;
-  memset(csv, 0, sizeof *csv);
-  csv->file = g_intern_string(path);
-  if (!g_file_get_contents(path, &csv->text, NULL, &local)) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_IO, "%s: %s", path, local->message);
-    g_error_free(local);
-    return FALSE;
-  }
-  csv->lines = g_strsplit(csv->text, "\n", -1);
-  if (!csv->lines[0] || !*g_strstrip(csv->lines[0])) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:1: no header row", path);
-    return FALSE;
-  }
-  csv->header = split_row(csv->lines[0]);
-  csv->line = 1;
-  return TRUE;
-}
-
-/* Advance to the next non-empty row: TRUE, or FALSE at the end or on a row
- * whose field count differs from the header's (ERROR set). */
-static gboolean csv_next(Csv *csv, GError **error) {
-  g_clear_pointer(&csv->fields, g_strfreev);
-  while (csv->lines[csv->line]) {
-    char *row = g_strstrip(csv->lines[csv->line++]);
-    if (!*row)
-      continue;
-    csv->fields = split_row(row);
-    if (g_strv_length(csv->fields) != g_strv_length(csv->header)) {
-      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX,
-                  "%s:%u: %u fields where the header has %u", csv->file, csv->line,
-                  g_strv_length(csv->fields), g_strv_length(csv->header));
-      return FALSE;
-    }
-    return TRUE;
-  }
-  return FALSE;
-}
-
-static gboolean csv_column(const Csv *csv, const char *name, guint *index, GError **error) {
-  for (guint i = 0; csv->header[i]; i++)
-    if (strcmp(csv->header[i], name) == 0) {
-      *index = i;
-      return TRUE;
-    }
-  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY, "%s:1: no column '%s'", csv->file,
-              name);
-  return FALSE;
-}
-
-/* Find every column of NAMES (NULL-terminated) into INDEX. */
-static gboolean csv_columns(const Csv *csv, const char *const *names, guint *index,
-                            GError **error) {
-  for (guint i = 0; names[i]; i++)
-    if (!csv_column(csv, names[i], &index[i], error))
-      return FALSE;
-  return TRUE;
-}
-
-/* The field of column INDEX as a number: positive (or zero if ZERO_OK),
- * and whole if INTEGER. */
-static gboolean csv_number(const Csv *csv, guint index, gboolean integer, gboolean zero_ok,
-                           double *value, GError **error) {
-  const char *text = csv->fields[index];
-  char *end = NULL;
-  double v = g_ascii_strtod(text, &end);
-  if (!*text || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok) ||
-      (integer && v != floor(v))) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
-                "%s:%u: column '%s': '%s' is not a %s %s", csv->file, csv->line, csv->header[index],
-                text, zero_ok ? "non-negative" : "positive", integer ? "integer" : "number");
-    return FALSE;
-  }
-  *value = v;
-  return TRUE;
-}
-
-static gboolean csv_dtype(const Csv *csv, guint index, EmaProfileDtype *dtype, GError **error) {
+static gboolean csv_dtype(const EmaCsv *csv, guint index, EmaProfileDtype *dtype, GError **error) {
   for (int i = 0; dtype_names[i]; i++)
     if (strcmp(csv->fields[index], dtype_names[i]) == 0) {
       *dtype = (EmaProfileDtype) i;
@@ -427,17 +316,7 @@ static gboolean csv_dtype(const Csv *csv, guint index, EmaProfileDtype *dtype, G
   return FALSE;
 }
 
-/* Numbers of the columns INDEX into V: all whole but the last, a time;
- * those whose bit is set in ZERO_OK may be 0. */
-static gboolean csv_numbers(const Csv *csv, const guint *index, guint count, guint zero_ok,
-                            double *v, GError **error) {
-  for (guint i = 0; i < count; i++)
-    if (!csv_number(csv, index[i], i + 1 < count, (zero_ok >> i) & 1, &v[i], error))
-      return FALSE;
-  return TRUE;
-}
-
-static Point point_here(const Csv *csv, double x, double t, gboolean keep_fastest) {
+static Point point_here(const EmaCsv *csv, double x, double t, gboolean keep_fastest) {
   Point pt = {x, t, csv->file, csv->line, keep_fastest};
   return pt;
 }
@@ -457,25 +336,26 @@ static gboolean load_table(EmaProfile *p, EmaProfileKind kind, const char *path,
   };
   const char *const *names = columns[kind];
   guint index[8], numeric = 0, dtype_col;
-  Csv csv;
+  EmaCsv csv;
   gboolean ok = FALSE;
   GError *row_error = NULL;
 
-  if (!csv_open(&csv, path, error))
+  if (!ema_csv_open(&csv, path, error))
     goto out;
-  if (!csv_columns(&csv, names, index, error))
+  if (!ema_csv_columns(&csv, names, index, error))
     goto out;
   while (names[numeric] && strcmp(names[numeric], "dtype") != 0)
     numeric++;
   dtype_col = index[numeric];
-  while (csv_next(&csv, &row_error)) {
+  while (ema_csv_next(&csv, &row_error)) {
     double v[8];
     EmaProfileDtype dtype;
     char key[128];
     Point pt;
     gboolean attention = kind == EMA_PROFILE_ATTN_DECODE || kind == EMA_PROFILE_ATTN_PREFILL;
     /* a prefill chunk's prior_context may be 0 */
-    if (!csv_numbers(&csv, index, numeric, kind == EMA_PROFILE_ATTN_PREFILL ? 2u : 0u, v, error))
+    if (!ema_csv_numbers(&csv, index, numeric, kind == EMA_PROFILE_ATTN_PREFILL ? 2u : 0u, v,
+                         error))
       goto out;
     if (!csv_dtype(&csv, dtype_col, &dtype, error))
       goto out;
@@ -523,7 +403,7 @@ static gboolean load_table(EmaProfile *p, EmaProfileKind kind, const char *path,
   }
   ok = TRUE;
 out:
-  csv_clear(&csv);
+  ema_csv_clear(&csv);
   return ok;
 }
 
@@ -549,19 +429,19 @@ static gboolean import_vidur_mlp(EmaProfile *p, const char *path, EmaProfileDtyp
       "attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj", "input_layernorm",
       "attn_rope",     "mlp_act",        "add",         "emb",           NULL};
   guint shape_index[6], op_index[9], gated_col;
-  Csv csv;
+  EmaCsv csv;
   gboolean ok = FALSE;
   GError *row_error = NULL;
 
-  if (!csv_open(&csv, path, error) || !csv_columns(&csv, shape_cols, shape_index, error) ||
-      !csv_column(&csv, "use_gated_mlp", &gated_col, error))
+  if (!ema_csv_open(&csv, path, error) || !ema_csv_columns(&csv, shape_cols, shape_index, error) ||
+      !ema_csv_column(&csv, "use_gated_mlp", &gated_col, error))
     goto out;
   for (guint i = 0; ops[i]; i++) {
     g_autofree char *col = g_strdup_printf("time_stats.%s.median", ops[i]);
-    if (!csv_column(&csv, col, &op_index[i], error))
+    if (!ema_csv_column(&csv, col, &op_index[i], error))
       goto out;
   }
-  while (csv_next(&csv, &row_error)) {
+  while (ema_csv_next(&csv, &row_error)) {
     double v[6], t[9];
     VidurShape s;
     guint q, kv, d;
@@ -569,10 +449,10 @@ static gboolean import_vidur_mlp(EmaProfile *p, const char *path, EmaProfileDtyp
     const char *elementwise[5] = {"rmsnorm", "rope", "silu_mul", "add", "embedding"};
     guint64 widths[5];
     char key[128];
-    if (!csv_numbers(&csv, shape_index, 6, 0, v, error))
+    if (!ema_csv_numbers(&csv, shape_index, 6, 0, v, error))
       goto out;
     for (guint i = 0; ops[i]; i++)
-      if (!csv_number(&csv, op_index[i], FALSE, FALSE, &t[i], error))
+      if (!ema_csv_number(&csv, op_index[i], FALSE, FALSE, &t[i], error))
         goto out;
     s = (VidurShape){
         v[0], v[1], v[2], v[3], v[4], v[5], g_ascii_strcasecmp(csv.fields[gated_col], "true") == 0};
@@ -612,7 +492,7 @@ static gboolean import_vidur_mlp(EmaProfile *p, const char *path, EmaProfileDtyp
   }
   ok = TRUE;
 out:
-  csv_clear(&csv);
+  ema_csv_clear(&csv);
   return ok;
 }
 
@@ -620,16 +500,16 @@ static gboolean import_vidur_allreduce(EmaProfile *p, const char *path, EmaProfi
                                        GError **error) {
   static const char *const cols[] = {"num_workers", "size", "time_stats.all_reduce.median", NULL};
   guint index[3];
-  Csv csv;
+  EmaCsv csv;
   gboolean ok = FALSE;
   GError *row_error = NULL;
-  if (!csv_open(&csv, path, error) || !csv_columns(&csv, cols, index, error))
+  if (!ema_csv_open(&csv, path, error) || !ema_csv_columns(&csv, cols, index, error))
     goto out;
-  while (csv_next(&csv, &row_error)) {
+  while (ema_csv_next(&csv, &row_error)) {
     double v[3];
     char key[64];
     Point pt;
-    if (!csv_numbers(&csv, index, 3, 0, v, error))
+    if (!ema_csv_numbers(&csv, index, 3, 0, v, error))
       goto out;
     allreduce_key(key, sizeof key, dtype, (guint) v[0]);
     pt = point_here(&csv, v[1], v[2] * 1e3, TRUE);
@@ -641,7 +521,7 @@ static gboolean import_vidur_allreduce(EmaProfile *p, const char *path, EmaProfi
   }
   ok = TRUE;
 out:
-  csv_clear(&csv);
+  ema_csv_clear(&csv);
   return ok;
 }
 
@@ -649,16 +529,16 @@ static gboolean import_kernels_gemm(EmaProfile *p, const char *path, EmaProfileD
                                     GError **error) {
   static const char *const cols[] = {"m", "k", "n", "latency_us", NULL};
   guint index[4];
-  Csv csv;
+  EmaCsv csv;
   gboolean ok = FALSE;
   GError *row_error = NULL;
-  if (!csv_open(&csv, path, error) || !csv_columns(&csv, cols, index, error))
+  if (!ema_csv_open(&csv, path, error) || !ema_csv_columns(&csv, cols, index, error))
     goto out;
-  while (csv_next(&csv, &row_error)) {
+  while (ema_csv_next(&csv, &row_error)) {
     double v[4];
     char key[96];
     Point pt;
-    if (!csv_numbers(&csv, index, 4, 0, v, error))
+    if (!ema_csv_numbers(&csv, index, 4, 0, v, error))
       goto out;
     gemm_key(key, sizeof key, dtype, (guint64) v[1], (guint64) v[2]);
     pt = point_here(&csv, v[0], v[3], TRUE);
@@ -670,7 +550,7 @@ static gboolean import_kernels_gemm(EmaProfile *p, const char *path, EmaProfileD
   }
   ok = TRUE;
 out:
-  csv_clear(&csv);
+  ema_csv_clear(&csv);
   return ok;
 }
 
@@ -683,7 +563,7 @@ static gboolean import_kernels_attn_file(EmaProfile *p, const char *path, const 
   static const char *const decode_cols[] = {"batch_size", "kv_len", "latency_us", NULL};
   static const char *const prefill_cols[] = {"seq_len", "latency_us", NULL};
   guint heads, kv_heads, dim, tp = 1, index[3], dtype_col, count = decode ? 3 : 2;
-  Csv csv;
+  EmaCsv csv;
   gboolean ok = FALSE;
   GError *row_error = NULL;
   char key[96];
@@ -694,16 +574,16 @@ static gboolean import_kernels_attn_file(EmaProfile *p, const char *path, const 
     return FALSE;
   }
   attn_key(key, sizeof key, dtype, heads_per_gpu(heads, tp), heads_per_gpu(kv_heads, tp), dim);
-  if (!csv_open(&csv, path, error) ||
-      !csv_columns(&csv, decode ? decode_cols : prefill_cols, index, error) ||
-      !csv_column(&csv, "dtype", &dtype_col, error))
+  if (!ema_csv_open(&csv, path, error) ||
+      !ema_csv_columns(&csv, decode ? decode_cols : prefill_cols, index, error) ||
+      !ema_csv_column(&csv, "dtype", &dtype_col, error))
     goto out;
-  while (csv_next(&csv, &row_error)) {
+  while (ema_csv_next(&csv, &row_error)) {
     double v[3];
     Point pt;
     if (strcmp(csv.fields[dtype_col], dtype_names[dtype]) != 0)
       continue;
-    if (!csv_numbers(&csv, index, count, 0, v, error))
+    if (!ema_csv_numbers(&csv, index, count, 0, v, error))
       goto out;
     pt = point_here(&csv, decode ? v[1] : v[0], v[count - 1], TRUE);
     add_point(p, decode ? EMA_PROFILE_ATTN_DECODE : EMA_PROFILE_ATTN_PREFILL, key,
@@ -715,7 +595,7 @@ static gboolean import_kernels_attn_file(EmaProfile *p, const char *path, const 
   }
   ok = TRUE;
 out:
-  csv_clear(&csv);
+  ema_csv_clear(&csv);
   return ok;
 }
 

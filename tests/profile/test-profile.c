@@ -126,9 +126,9 @@ static void test_interpolation(void) {
   g_assert_cmpfloat(gemm_at(p, 3), ==, 20);
   g_assert_cmpfloat(gemm_at(p, 2), ==, 15);
   g_assert_cmpfloat(gemm_at(p, 5), ==, 20.5);
-  /* below the grid: the smallest point; above: the last slope (1 / 4 per token) */
+  /* below the grid: the smallest point; above: proportional to m from the last */
   g_assert_cmpfloat(gemm_at(p, 0.5), ==, 10);
-  g_assert_cmpfloat(gemm_at(p, 11), ==, 22);
+  g_assert_cmpfloat(gemm_at(p, 14), ==, 42);
   /* monotone over a fine sweep */
   for (double m = 0.5, last = 0; m < 20; m += 0.25) {
     g_assert_cmpfloat(gemm_at(p, m), >=, last);
@@ -145,10 +145,12 @@ static void test_interpolation(void) {
   g_assert_cmpfloat(us, ==, (15.0 + 34.0) / 2);
   g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 3, 200, &us));
   g_assert_cmpfloat(us, ==, 38);
-  /* batch 5: past the last two batches' slope (34 - 15) / 2 per sequence */
-  g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 5, 150, &us));
-  g_assert_cmpfloat(us, ==, 34 + 2 * (34.0 - 15.0) / 2);
-  /* a one-point curve scales with the work past its point */
+  /* batch 6: twice batch 3's 34; context 400 at batch 1: twice 20 */
+  g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 6, 150, &us));
+  g_assert_cmpfloat(us, ==, 68);
+  g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 1, 400, &us));
+  g_assert_cmpfloat(us, ==, 40);
+  /* a one-point curve: the same rule */
   g_assert_true(ema_profile_elementwise(p, EMA_PROFILE_BF16, "add", 8, 6, &us));
   g_assert_cmpfloat(us, ==, 12);
   g_assert_true(ema_profile_elementwise(p, EMA_PROFILE_BF16, "add", 8, 1, &us));

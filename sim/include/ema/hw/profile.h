@@ -17,10 +17,12 @@
  *   x_i < x < x_i+1         linear between t_i and t_i+1
  *   x < x_1                 t_1 (a smaller operator is not slower; bounded
  *                           below by the smallest measured one)
- *   x > x_n                 t_n + (x - x_n) s, s = max(0, slope of the last
- *                           segment): linear in the work term, which is what
- *                           a compute- or memory-bound kernel does past the
- *                           grid; a one-point curve scales t_1 x / x_1
+ *   x > x_n                 t_n x / x_n: proportional to the work past the
+ *                           grid, which is what a compute- or memory-bound
+ *                           kernel does (its fixed cost is already small at
+ *                           the grid's end; the slope of the last segment is
+ *                           not used, as measurement noise can flatten it);
+ *                           0 < x_n, so this never falls below t_n
  * At load, each curve's times are made non-decreasing in x (running
  * maximum): a measured dip is noise, and the step-time model's
  * monotonicity rests on it. A shape key that a table does not hold is not
