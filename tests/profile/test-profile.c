@@ -13,7 +13,9 @@
 #include "ema/core/node.h"
 #include "ema/hw/profile.h"
 #include "ema/hw/steptime.h"
+#include "ema/hw/llm.h"
 #include "ema/run/experiment.h"
+#include "ema/run/stepcheck.h"
 
 /* A profile folder DIR/NAME with profile.yaml listing the tables given as
  * (file, contents) pairs, NULL-terminated. Returns DIR/NAME. */
@@ -346,6 +348,116 @@ static void test_public_h100(void) {
   g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_MOE), ==, 0);
 }
 
+/* compare-steps on rows whose times are the model's own times scaled by
+ * hand-picked factors: the errors are 1 / factor - 1. */
+static void test_compare_steps(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *path = g_build_filename(dir, "steps.csv", NULL);
+  g_autoptr(EmaServerSpec) server = ema_server_load("h200x8-hgx", NULL);
+  g_autoptr(EmaLlmSpec) model = ema_llm_load("llama-3.1-8b", NULL);
+  g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, 1, NULL);
+  /* decode: 8 sequences of 1000 cached tokens attend to 1001 each */
+  EmaStepBatch decode = {.decode_seqs = 8, .decode_context = 8 * 1001.0, .logits = 8};
+  EmaStepBatch decode1 = {.decode_seqs = 1, .decode_context = 2049, .logits = 1};
+  /* prefill: a chunk of 512 after 1024 */
+  EmaStepBatch prefill = {.prefill_tokens = 512,
+                          .prefill_context = 512.0 * 1024 + 512.0 * 513 / 2,
+                          .prefill_kv_read = 1536,
+                          .prefill_chunks = 1,
+                          .logits = 1};
+  double td = ema_step_time(step, &decode, NULL) * 1e-3,
+         t1 = ema_step_time(step, &decode1, NULL) * 1e-3;
+  double tp = ema_step_time(step, &prefill, NULL) * 1e-3;
+  g_autofree char *csv =
+      g_strdup_printf("model,tp,phase,batch,context,chunk,prior_context,time_us,std_us,repeats\n"
+                      "llama-3.1-8b,1,decode,8,1000,0,0,%.17g,1,5\n"
+                      "llama-3.1-8b,1,prefill,0,0,512,1024,%.17g,1,5\n"
+                      "llama-3.1-8b,1,decode,1,2048,0,0,%.17g,1,5\n",
+                      td * 1.10, tp * 0.95, t1 * 1.02);
+  g_autoptr(GString) table = g_string_new(NULL);
+  EmaStepCheckStats stats;
+  GError *error = NULL;
+  g_assert_true(g_file_set_contents(path, csv, -1, NULL));
+  g_assert_true(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(stats.rows, ==, 3);
+  g_assert_cmpfloat(fabs(stats.median_error - (1 / 0.95 - 1)), <, 1e-6);
+  g_assert_cmpfloat(fabs(stats.worst_error - (1 - 1 / 1.10)), <, 1e-6);
+  g_assert_cmpfloat(
+      fabs(stats.mean_signed_error - ((1 / 1.10 - 1) + (1 / 0.95 - 1) + (1 / 1.02 - 1)) / 3), <,
+      1e-6);
+  g_assert_nonnull(strstr(table->str, "llama-3.1-8b,1,prefill,0,0,512,1024,"));
+
+  /* a bad phase is an error at its line */
+  g_assert_true(g_file_set_contents(path,
+                                    "model,tp,phase,batch,context,chunk,prior_context,time_us\n"
+                                    "llama-3.1-8b,1,verify,1,1,0,0,10\n",
+                                    -1, NULL));
+  g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
+  g_assert_nonnull(
+      strstr(error->message, "steps.csv:2: column 'phase': 'verify' is not decode or prefill"));
+  g_clear_error(&error);
+  /* a model that does not resolve names the row */
+  g_assert_true(g_file_set_contents(path,
+                                    "model,tp,phase,batch,context,chunk,prior_context,time_us\n"
+                                    "llama-9,1,decode,1,1,0,0,10\n",
+                                    -1, NULL));
+  g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
+  g_assert_nonnull(strstr(error->message, "steps.csv:2: unknown model 'llama-9'"));
+  g_clear_error(&error);
+}
+
+/* compare-static on a hand-written perf table: the repeats of a point are
+ * one point (their median), other models and the power-capped GPU are
+ * skipped. */
+static void test_compare_static_fixture(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *path = g_build_filename(dir, "perf.csv", NULL);
+  static const char header[] = "model,hardware,prompt_size,batch_size,token_size,peak_power,"
+                               "average_power,prompt_time,token_time,e2e_time,tensor_parallel\n";
+  g_autofree char *csv = g_strconcat(header,
+                                     "llama2-70b,h100-80gb,512,1,128,1,1,80,30,0,8\n"
+                                     "llama2-70b,h100-80gb,512,1,128,1,1,90,40,0,8\n"
+                                     "llama2-70b,h100-80gb,512,1,128,1,1,100,35,0,8\n"
+                                     "llama2-70b,h100-80gb-pcap,512,1,128,1,1,100,35,0,8\n"
+                                     "bloom-176b,h100-80gb,512,1,128,1,1,100,35,0,8\n",
+                                     NULL);
+  g_autoptr(GString) table = g_string_new(NULL);
+  EmaStepCheckStats stats[4];
+  GError *error = NULL;
+  g_assert_true(g_file_set_contents(path, csv, -1, NULL));
+  g_assert_true(ema_stepcheck_static(path, 0, table, stats, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(stats[0].rows, ==, 0);
+  g_assert_cmpuint(stats[2].rows, ==, 1);
+  g_assert_cmpuint(stats[3].rows, ==, 1);
+  /* the medians of the three repeats: 90 ms and 35 ms */
+  g_assert_nonnull(strstr(table->str, "h100-80gb,h100x8-hgx,8,512,1,128,90.000,"));
+  g_assert_nonnull(strstr(table->str, ",35.000,"));
+}
+
+/* The test-sized run of the splitwise comparison on the public data: the
+ * first six points (A100 and H100 at TP2, prompt 512, batch 1, 2, 4). */
+static void test_compare_static_public(void) {
+  g_autofree char *shared = ema_profile_shared_dir();
+  g_autofree char *path =
+      g_build_filename(shared, "groundtruth", "splitwise-perf", "perf_model.csv", NULL);
+  g_autoptr(GString) table = g_string_new(NULL);
+  EmaStepCheckStats stats[4];
+  GError *error = NULL;
+  if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+    g_test_skip("../shared/groundtruth/splitwise-perf is absent");
+    return;
+  }
+  g_assert_true(ema_stepcheck_static(path, 6, table, stats, &error));
+  g_assert_no_error(error);
+  for (int i = 0; i < 4; i++)
+    g_assert_cmpuint(stats[i].rows, ==, 3);
+  /* A100 at TP2 is GPU-bound in both phases: within 20 % (README: the table) */
+  g_assert_cmpfloat(stats[0].worst_error, <, 0.20);
+  g_assert_cmpfloat(stats[1].worst_error, <, 0.20);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/profile/errors", test_errors);
@@ -358,5 +470,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/unknown-profile", test_unknown_profile);
   g_test_add_func("/profile/import-absent", test_import_absent);
   g_test_add_func("/profile/public-h100", test_public_h100);
+  g_test_add_func("/profile/compare-steps", test_compare_steps);
+  g_test_add_func("/profile/compare-static-fixture", test_compare_static_fixture);
+  g_test_add_func("/profile/compare-static-public", test_compare_static_public);
   return g_test_run();
 }
