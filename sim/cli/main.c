@@ -422,6 +422,16 @@ static int command_describe(int argc, char **argv) {
                          "bandwidth (%.1fx slower)\n",
                          hbm, 100 * server->link.bandwidth / server->gpu.hbm_bandwidth,
                          server->gpu.hbm_bandwidth / server->link.bandwidth);
+  if (server->gpu.profile && *server->gpu.profile) {
+    const EmaProfile *profile = ema_profile_get(server->gpu.profile, &error);
+    if (!profile)
+      return fail(error);
+    g_string_append(text, "# step time: the operators this profile holds; the per-operator "
+                          "roofline (gpu.roofline_p) for the rest\n");
+    ema_profile_describe(profile, text);
+  } else {
+    g_string_append(text, "# step time: the per-operator roofline (gpu.roofline_p); no profile\n");
+  }
   fputs(text->str, stdout);
   return 0;
 }

@@ -821,6 +821,9 @@ const EmaProfile *ema_profile_get(const char *name, GError **error) {
     g_mutex_unlock(&cache_lock);
     return NULL;
   }
+  /* said once per process, when the profile is first loaded */
+  for (guint i = 0; i < loaded->warnings->len; i++)
+    g_printerr("ema: warning: %s\n", (const char *) loaded->warnings->pdata[i]);
   g_hash_table_insert(cache, g_strdup(name), loaded);
   g_mutex_unlock(&cache_lock);
   return loaded;
@@ -844,4 +847,16 @@ const GPtrArray *ema_profile_warnings(const EmaProfile *profile) {
 guint ema_profile_rows(const EmaProfile *profile, EmaProfileKind kind) {
   g_return_val_if_fail(profile != NULL && kind < EMA_PROFILE_N_KINDS, 0);
   return profile->rows[kind];
+}
+
+void ema_profile_describe(const EmaProfile *profile, GString *out) {
+  static const char *const kinds[EMA_PROFILE_N_KINDS] = {"gemm", "attn_decode", "attn_prefill",
+                                                         "moe",  "elementwise", "allreduce"};
+  g_return_if_fail(profile != NULL && out != NULL);
+  g_string_append_printf(out, "# profile %s (source: %s), rows:", profile->name, profile->source);
+  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
+    g_string_append_printf(out, " %s %u", kinds[k], profile->rows[k]);
+  g_string_append(out, "\n");
+  for (guint i = 0; i < profile->warnings->len; i++)
+    g_string_append_printf(out, "# warning: %s\n", (const char *) profile->warnings->pdata[i]);
 }

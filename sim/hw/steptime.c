@@ -37,6 +37,7 @@ struct _EmaStepModel {
   double byte_rate; /* rate_m */
   double kv_rate;   /* rate_kv = rate_m x kv_efficiency */
   double layer_overhead_s;
+  double roofline_p; /* p of the per-operator roofline */
   double link_bandwidth;
   double link_latency_s;
   EmaTime step_overhead;
@@ -57,7 +58,7 @@ struct _EmaStepModel {
 
 /* The operators' shapes on one GPU, as the profile tables key them (the
  * Vidur import in profile.c forms the same shapes). */
-static void set_profile_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint tp) {
+static void set_operator_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint tp) {
   s->dtype = model->dtype == EMA_DTYPE_FP16 ? EMA_PROFILE_FP16 : EMA_PROFILE_BF16;
   s->q_heads = (guint) (model->heads / tp);
   s->kv_heads = (guint) MAX(1, model->kv_heads / (gint64) tp);
@@ -142,6 +143,7 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   step->byte_rate = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
   step->kv_rate = step->byte_rate * server->gpu.kv_efficiency;
   step->layer_overhead_s = (double) server->gpu.layer_overhead * 1e-9;
+  step->roofline_p = server->gpu.roofline_p;
   step->link_bandwidth = server->link.bandwidth;
   step->link_latency_s = (double) server->link.latency * 1e-9;
   step->step_overhead = server->gpu.step_overhead;
@@ -155,8 +157,8 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
       g_free(step);
       return NULL;
     }
-    set_profile_shapes(step, model, tp);
   }
+  set_operator_shapes(step, model, tp);
   return step;
 }
 
@@ -195,11 +197,21 @@ typedef struct {
   double profiled_s, roofline_s;
 } OpSums;
 
+/* The roofline of one operator: (c^p + m^p)^(1/p) of its compute time c
+ * and memory time m (steptime.h). */
+static double roofline(const EmaStepModel *s, double compute_s, double memory_s) {
+  double big = MAX(compute_s, memory_s), small = MIN(compute_s, memory_s);
+  if (big <= 0)
+    return 0;
+  /* factored so that the powers stay within range: big (1 + (small/big)^p)^(1/p) */
+  return big * pow(1.0 + pow(small / big, s->roofline_p), 1.0 / s->roofline_p);
+}
+
 /* COUNT runs of one operator: the profile's time (FOUND, US microseconds)
- * or the roofline's max(FLOPS / rate_c, BYTES / RATE). */
+ * or the roofline of FLOPS at rate_c and BYTES at RATE. */
 static double op_time(const EmaStepModel *s, OpSums *sums, gboolean found, double us, double flops,
                       double bytes, double rate, double count) {
-  double t = count * (found ? us * 1e-6 : MAX(flops / s->flop_rate, bytes / rate));
+  double t = count * (found ? us * 1e-6 : roofline(s, flops / s->flop_rate, bytes / rate));
   if (found)
     sums->profiled_s += t;
   else
@@ -213,7 +225,7 @@ static double gemm_time(const EmaStepModel *s, OpSums *sums, double m, guint64 k
   gboolean found;
   if (m <= 0)
     return 0;
-  found = ema_profile_gemm(s->profile, s->dtype, m, k, n, &us);
+  found = s->profile && ema_profile_gemm(s->profile, s->dtype, m, k, n, &us);
   return op_time(s, sums, found, us, 2 * m * kd * nd,
                  (kd * nd + m * (kd + nd)) * s->bytes_per_element, s->byte_rate, count);
 }
@@ -222,7 +234,8 @@ static double gemm_time(const EmaStepModel *s, OpSums *sums, double m, guint64 k
 static double elementwise_time(const EmaStepModel *s, OpSums *sums, const char *name, guint64 width,
                                double tokens, double count) {
   double us = 0;
-  gboolean found = ema_profile_elementwise(s->profile, s->dtype, name, width, tokens, &us);
+  gboolean found =
+      s->profile && ema_profile_elementwise(s->profile, s->dtype, name, width, tokens, &us);
   return op_time(s, sums, found, us, 0, 2 * tokens * (double) width * s->bytes_per_element,
                  s->byte_rate, count);
 }
@@ -235,8 +248,8 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, double tokens, doubl
   double t = 0, per_expert = tokens * s->router_fraction; /* T A / E */
   for (int i = 0; i < 2; i++) {
     double us = 0, kd = (double) k[i], nd = (double) n[i];
-    gboolean found =
-        ema_profile_moe(s->profile, s->dtype, s->experts_n, per_expert, k[i], n[i], &us);
+    gboolean found = s->profile && ema_profile_moe(s->profile, s->dtype, s->experts_n, per_expert,
+                                                   k[i], n[i], &us);
     double routed = tokens * s->router_fraction * s->experts;
     t += op_time(s, sums, found, us, 2 * routed * kd * nd,
                  (touched * kd * nd + routed * (kd + nd)) * s->bytes_per_element, s->byte_rate, 1);
@@ -251,8 +264,8 @@ static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const E
   gboolean found;
   if (b->decode_seqs == 0)
     return 0;
-  found = ema_profile_attn_decode(s->profile, s->dtype, s->q_heads, s->kv_heads, s->head_dim, seqs,
-                                  b->decode_context / seqs, &us);
+  found = s->profile && ema_profile_attn_decode(s->profile, s->dtype, s->q_heads, s->kv_heads,
+                                                s->head_dim, seqs, b->decode_context / seqs, &us);
   return op_time(s, sums, found, us, s->attention_flops_per_context * b->decode_context,
                  s->kv_bytes_per_token * b->decode_context, s->kv_rate, 1);
 }
@@ -266,8 +279,8 @@ static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const 
     return 0;
   chunks = (double) MAX(b->prefill_chunks, 1);
   prior = MAX(0.0, b->prefill_kv_read - tokens) / chunks;
-  found = ema_profile_attn_prefill(s->profile, s->dtype, s->q_heads, s->kv_heads, s->head_dim,
-                                   tokens / chunks, prior, &us);
+  found = s->profile && ema_profile_attn_prefill(s->profile, s->dtype, s->q_heads, s->kv_heads,
+                                                 s->head_dim, tokens / chunks, prior, &us);
   if (found)
     return op_time(s, sums, TRUE, us, 0, 0, s->kv_rate, chunks);
   return op_time(s, sums, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
@@ -275,7 +288,7 @@ static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const 
 }
 
 /* One decoder layer from the profile. */
-static double profiled_layer(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b,
+static double operator_layer(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b,
                              double tokens, double touched) {
   const char *norm = s->gated ? "rmsnorm" : "layernorm";
   double t = gemm_time(s, sums, tokens, s->hidden, s->qkv_n, 1) +
@@ -296,21 +309,42 @@ static double profiled_layer(const EmaStepModel *s, OpSums *sums, const EmaStepB
   return t;
 }
 
-/* Replace the roofline's layers, head and all-reduces in R by the profile's
- * operator sums. */
-static void profiled_step(const EmaStepModel *s, const EmaStepBatch *b, double tokens,
+/* Scale the layer's two roofline sides (and its KV-read share) by one
+ * factor so that the larger is ONE, the operator sum: the elastic pool
+ * (pool.h) slows the memory side by HBM interference and recombines the
+ * sides with max, which then gives back ONE when nothing slows it. */
+static void rescale_layer_sides(EmaStepBreakdown *r, double one) {
+  double big = MAX(r->layer_compute_s, r->layer_memory_s), k;
+  if (big <= 0)
+    return;
+  k = one / big;
+  r->layer_kv_read_s *= k;
+  if (r->layer_memory_s >= r->layer_compute_s) {
+    r->layer_compute_s *= k;
+    r->layer_memory_s = one;
+  } else {
+    r->layer_memory_s *= k;
+    r->layer_compute_s = one;
+  }
+}
+
+/* The step as a sum of operators into R: layers, the once-per-step
+ * operators (in lm_head_s) and the all-reduces. */
+static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, double tokens,
                           double touched, EmaStepBreakdown *r) {
   OpSums layer = {0}, once = {0}, reduce = {0};
-  double one = profiled_layer(s, &layer, b, tokens, touched);
-  r->layer_overhead_s = 0;
-  r->layers_s = s->layers * one;
+  double one = operator_layer(s, &layer, b, tokens, touched);
+  /* a profile's kernel times include their tails: no layer_overhead */
+  r->layer_overhead_s = s->profile ? 0 : s->layer_overhead_s;
+  r->layers_s = s->layers * (one + r->layer_overhead_s);
+  rescale_layer_sides(r, one);
   r->lm_head_s =
       elementwise_time(s, &once, "embedding", s->hidden, tokens, 1) +
       elementwise_time(s, &once, s->gated ? "rmsnorm" : "layernorm", s->hidden, tokens, 1) +
       gemm_time(s, &once, (double) b->logits, s->hidden, s->head_n, 1);
   if (s->tp > 1) {
     double size = s->allreduce_bytes_per_token * tokens, us = 0;
-    gboolean found = ema_profile_allreduce(s->profile, s->dtype, s->tp, size, &us);
+    gboolean found = s->profile && ema_profile_allreduce(s->profile, s->dtype, s->tp, size, &us);
     double ring = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
                   2.0 * (s->tp - 1) * s->link_latency_s;
     r->allreduce_s = 2.0 * s->layers * (found ? us * 1e-6 : ring);
@@ -320,7 +354,8 @@ static void profiled_step(const EmaStepModel *s, const EmaStepBatch *b, double t
       reduce.roofline_s = r->allreduce_s;
   }
   r->profiled_s = s->layers * layer.profiled_s + once.profiled_s + reduce.profiled_s;
-  r->roofline_s = s->layers * layer.roofline_s + once.roofline_s + reduce.roofline_s;
+  r->roofline_s =
+      s->layers * (layer.roofline_s + r->layer_overhead_s) + once.roofline_s + reduce.roofline_s;
 }
 
 EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
@@ -351,8 +386,6 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   r.layer_kv_read_s = layer_kv_read / s->kv_rate;
   r.layer_memory_s = (layer_bytes - layer_kv_read) / s->byte_rate + r.layer_kv_read_s;
   r.layer_bound = bound_of(r.layer_compute_s, r.layer_memory_s);
-  r.layer_overhead_s = s->layer_overhead_s;
-  r.layers_s = s->layers * (MAX(r.layer_compute_s, r.layer_memory_s) + r.layer_overhead_s);
 
   /* the LM head */
   r.lm_head_bound = EMA_STEP_BOUND_NONE;
@@ -362,15 +395,6 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
     r.lm_head_compute_s = head_flops / s->flop_rate;
     r.lm_head_memory_s = head_bytes / s->byte_rate;
     r.lm_head_bound = bound_of(r.lm_head_compute_s, r.lm_head_memory_s);
-    r.lm_head_s = MAX(r.lm_head_compute_s, r.lm_head_memory_s);
-  }
-
-  /* two ring all-reduces per layer */
-  if (s->tp > 1) {
-    double size = s->allreduce_bytes_per_token * tokens;
-    double ring = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
-                  2.0 * (s->tp - 1) * s->link_latency_s;
-    r.allreduce_s = 2.0 * s->layers * ring;
   }
 
   r.overhead_s = (double) s->step_overhead * 1e-9;
@@ -381,10 +405,65 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   r.weight_bytes_read =
       s->layers * layer_weight_bytes + (batch->logits > 0 ? s->lm_head_weight_bytes : 0);
   r.kv_read_bytes = s->layers * layer_kv_read;
-  if (s->profile)
-    profiled_step(s, batch, tokens, experts_touched, &r);
+  operator_step(s, batch, tokens, experts_touched, &r);
   r.time = (EmaTime) llround((r.layers_s + r.lm_head_s + r.allreduce_s) * 1e9) + s->step_overhead;
   if (out)
     *out = r;
   return r.time;
+}
+
+/* One operator's origin: "profile" when the profile has its shape. */
+static const char *origin(gboolean found) {
+  return found ? "profile" : "roofline";
+}
+
+void ema_step_model_describe(const EmaStepModel *step_model, GString *out) {
+  const EmaStepModel *s = step_model;
+  const EmaProfile *p = s->profile;
+  double us;
+  const char *norm = s->gated ? "rmsnorm" : "layernorm";
+  const struct {
+    const char *name;
+    guint64 k, n;
+  } gemms[] = {{"qkv", s->hidden, s->qkv_n},
+               {"o", s->o_k, s->hidden},
+               {"up", s->hidden, s->up_n},
+               {"down", s->down_k, s->hidden},
+               {"lm_head", s->hidden, s->head_n}};
+  g_return_if_fail(s != NULL && out != NULL);
+  if (!p) {
+    g_string_append(out, "# step time: every operator from the per-operator roofline (the GPU "
+                         "has no profile)\n");
+    return;
+  }
+  ema_profile_describe(p, out);
+  g_string_append(out, "# step time by operator:");
+  for (guint i = 0; i < G_N_ELEMENTS(gemms); i++) {
+    gboolean dense = i == 4 || i < 2 || !s->moe;
+    gboolean found =
+        dense ? ema_profile_gemm(p, s->dtype, 1, gemms[i].k, gemms[i].n, &us)
+              : ema_profile_moe(p, s->dtype, s->experts_n, 1, gemms[i].k, gemms[i].n, &us);
+    g_string_append_printf(out, " %s %s%s,", gemms[i].name, dense ? "" : "(moe) ", origin(found));
+  }
+  g_string_append_printf(
+      out, " attn_decode %s, attn_prefill %s,",
+      origin(ema_profile_attn_decode(p, s->dtype, s->q_heads, s->kv_heads, s->head_dim, 1, 1, &us)),
+      origin(
+          ema_profile_attn_prefill(p, s->dtype, s->q_heads, s->kv_heads, s->head_dim, 1, 0, &us)));
+  g_string_append_printf(
+      out, " %s %s, %s %s, add %s, embedding %s,", norm,
+      origin(ema_profile_elementwise(p, s->dtype, norm, s->hidden, 1, &us)),
+      s->gated ? "silu_mul" : "gelu",
+      origin(ema_profile_elementwise(p, s->dtype, s->gated ? "silu_mul" : "gelu", s->act_width, 1,
+                                     &us)),
+      origin(ema_profile_elementwise(p, s->dtype, "add", s->hidden, 1, &us)),
+      origin(ema_profile_elementwise(p, s->dtype, "embedding", s->hidden, 1, &us)));
+  if (s->gated)
+    g_string_append_printf(
+        out, " rope %s,",
+        origin(ema_profile_elementwise(p, s->dtype, "rope", s->rope_width, 1, &us)));
+  g_string_append_printf(
+      out, " kv_write roofline, allreduce %s\n",
+      s->tp == 1 ? "none (tp 1)"
+                 : (ema_profile_allreduce(p, s->dtype, s->tp, 1, &us) ? "profile" : "ring model"));
 }

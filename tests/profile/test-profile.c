@@ -247,8 +247,13 @@ static void test_step_sum(void) {
   ema_server_free(server);
 }
 
-/* A profile without rows: every operator is the roofline's, max(F / rate_c,
- * B / rate_m) each. */
+/* One operator's roofline (steptime.h) at p 1.25, the h200x2 GPU's. */
+static double pnorm(double c, double m) {
+  return pow(pow(c, 1.25) + pow(m, 1.25), 1 / 1.25);
+}
+
+/* A profile without rows: every operator is the roofline's,
+ * (c^p + m^p)^(1/p) each, and no layer_overhead (the GPU names a profile). */
 static void test_fallback(void) {
   g_autofree char *dir = temp_dir();
   g_autofree char *folder = write_profile(dir, "tiny-empty", NULL, NULL);
@@ -267,21 +272,27 @@ static void test_fallback(void) {
   double rate_kv = rate_m * server->gpu.kv_efficiency;
   double b = 2, layer = 0, once = 0;
   const double gemms[4][2] = {{8, 24}, {8, 8}, {8, 32}, {16, 8}};
+  const double widths[6] = {8, 8, 32, 8, 8, 16}; /* 2 norms, silu_mul, 2 adds, rope */
   g_assert_no_error(error);
   (void) folder;
-  /* every operator here is memory-bound: check it, then sum the bytes */
+  g_assert_cmpfloat(server->gpu.roofline_p, ==, 1.25);
   for (int i = 0; i < 4; i++) {
     double k = gemms[i][0], n = gemms[i][1];
-    g_assert_cmpfloat(2 * 2 * k * n / rate_c, <, (k * n + 2 * (k + n)) * b / rate_m);
-    layer += (k * n + 2 * (k + n)) * b / rate_m;
+    layer += pnorm(2 * 2 * k * n / rate_c, (k * n + 2 * (k + n)) * b / rate_m);
   }
-  layer += MAX(4.0 * 2 * 4 * 3 / rate_c, 2 * 2 * 4 * b * 2 / rate_kv); /* prefill attention */
-  layer += 2 * 2 * 4 * b * 2 / rate_m;                                 /* KV write */
-  layer += (2 * 8 + 32 + 2 * 8 + 16) * 2 * 2 * b / rate_m;             /* norms, act, adds, rope */
-  once = (8 + 8) * 2 * 2 * b / rate_m + (8 * 32 + 1 * (8 + 32)) * b / rate_m;
+  /* prefill attention: 4 x 2 heads x 4 x 3 FLOPs, 2 x 2 x 4 x 2 B x 2 tokens of KV */
+  layer += pnorm(4.0 * 2 * 4 * 3 / rate_c, 2 * 2 * 4 * b * 2 / rate_kv);
+  layer += 2 * 2 * 4 * b * 2 / rate_m; /* KV write */
+  for (int i = 0; i < 6; i++)
+    layer += 2 * 2 * widths[i] * b / rate_m;
+  /* embedding, final norm; the LM head for one row */
+  once = 2 * (2 * 2 * 8 * b / rate_m) +
+         pnorm(2 * 8 * 32 / rate_c, (8 * 32 + 1 * (8 + 32)) * b / rate_m);
   ema_step_time(step, &batch, &bd);
   g_assert_cmpfloat(bd.profiled_s, ==, 0);
-  g_assert_cmpfloat(fabs(bd.roofline_s - (2 * layer + once)), <, 1e-15);
+  g_assert_cmpfloat(bd.layer_overhead_s, ==, 0);
+  g_assert_cmpfloat(fabs(bd.roofline_s - (2 * layer + once)), <, 1e-9 * (2 * layer + once));
+  g_assert_cmpint(bd.time, ==, llround((2 * layer + once) * 1e9));
   ema_server_free(server);
 }
 

@@ -80,6 +80,10 @@ const GPtrArray *ema_profile_warnings(const EmaProfile *profile);
 /* Number of rows loaded into KIND's tables. */
 guint ema_profile_rows(const EmaProfile *profile, EmaProfileKind kind);
 
+/* Append "# " lines to OUT: the profile's name, source, rows per table
+ * and its warnings. */
+void ema_profile_describe(const EmaProfile *profile, GString *out);
+
 /* Interpolated time in microseconds, TRUE; FALSE when the profile holds no
  * curve of that shape (the caller uses the roofline). */
 gboolean ema_profile_gemm(const EmaProfile *profile, EmaProfileDtype dtype, double m, guint64 k,
