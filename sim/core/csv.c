@@ -112,3 +112,25 @@ gboolean ema_csv_numbers(const EmaCsv *csv, const guint *index, guint count, gui
       return FALSE;
   return TRUE;
 }
+
+gboolean ema_csv_read(const char *path, const char *const *columns, EmaCsvRowFunc row,
+                      gpointer data, GError **error) {
+  EmaCsv csv;
+  guint index[EMA_CSV_MAX_COLUMNS];
+  GError *row_error = NULL;
+  gboolean ok = FALSE;
+  g_return_val_if_fail(g_strv_length((char **) columns) <= EMA_CSV_MAX_COLUMNS, FALSE);
+  if (!ema_csv_open(&csv, path, error) || !ema_csv_columns(&csv, columns, index, error))
+    goto out;
+  while (ema_csv_next(&csv, &row_error))
+    if (!row(&csv, index, data, error))
+      goto out;
+  if (row_error) {
+    g_propagate_error(error, row_error);
+    goto out;
+  }
+  ok = TRUE;
+out:
+  ema_csv_clear(&csv);
+  return ok;
+}

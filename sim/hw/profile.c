@@ -324,87 +324,82 @@ static Point point_here(const EmaCsv *csv, double x, double t, gboolean keep_fas
 static const char *const elementwise_ops[] = {"rmsnorm", "layernorm", "silu_mul",  "gelu",
                                               "rope",    "add",       "embedding", NULL};
 
+/* The columns of each table of PROFILES.md: the numbers (all whole but
+ * the time, the last of them), then dtype, then op for elementwise. */
+static const char *const table_columns[EMA_PROFILE_N_KINDS][8] = {
+    {"m", "k", "n", "time_us", "dtype", NULL},
+    {"batch", "context", "q_heads", "kv_heads", "head_dim", "time_us", "dtype", NULL},
+    {"chunk", "prior_context", "q_heads", "kv_heads", "head_dim", "time_us", "dtype", NULL},
+    {"experts", "tokens_per_expert", "k", "n", "time_us", "dtype", NULL},
+    {"tokens", "width", "time_us", "dtype", "op", NULL},
+    {"gpus", "bytes", "time_us", "dtype", NULL},
+};
+
+typedef struct {
+  EmaProfile *p;
+  EmaProfileKind kind;
+} TableLoad;
+
+static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, GError **error) {
+  const TableLoad *load = data;
+  EmaProfileKind kind = load->kind;
+  const char *const *names = table_columns[kind];
+  guint numeric = 0;
+  double v[8];
+  EmaProfileDtype dtype;
+  char key[128];
+  Point pt;
+  gboolean attention = kind == EMA_PROFILE_ATTN_DECODE || kind == EMA_PROFILE_ATTN_PREFILL;
+  while (strcmp(names[numeric], "dtype") != 0)
+    numeric++;
+  /* a prefill chunk's prior_context may be 0 */
+  if (!ema_csv_numbers(csv, index, numeric, kind == EMA_PROFILE_ATTN_PREFILL ? 2u : 0u, v, error) ||
+      !csv_dtype(csv, index[numeric], &dtype, error))
+    return FALSE;
+  switch (kind) {
+  case EMA_PROFILE_GEMM:
+    gemm_key(key, sizeof key, dtype, (guint64) v[1], (guint64) v[2]);
+    pt = point_here(csv, v[0], v[3], FALSE);
+    add_point(load->p, kind, key, 0, &pt);
+    break;
+  case EMA_PROFILE_ATTN_DECODE:
+  case EMA_PROFILE_ATTN_PREFILL:
+    attn_key(key, sizeof key, dtype, (guint) v[2], (guint) v[3], (guint) v[4]);
+    pt = point_here(csv, kind == EMA_PROFILE_ATTN_DECODE ? v[1] : v[0], v[5], attention);
+    add_point(load->p, kind, key, kind == EMA_PROFILE_ATTN_DECODE ? v[0] : v[1], &pt);
+    break;
+  case EMA_PROFILE_MOE:
+    moe_key(key, sizeof key, dtype, (guint) v[0], (guint64) v[2], (guint64) v[3]);
+    pt = point_here(csv, v[1], v[4], FALSE);
+    add_point(load->p, kind, key, 0, &pt);
+    break;
+  case EMA_PROFILE_ELEMENTWISE: {
+    const char *op = csv->fields[index[4]];
+    if (!g_strv_contains(elementwise_ops, op)) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+                  "%s:%u: column 'op': unknown operator '%s'", csv->file, csv->line, op);
+      return FALSE;
+    }
+    elementwise_key(key, sizeof key, dtype, op, (guint64) v[1]);
+    pt = point_here(csv, v[0], v[2], FALSE);
+    add_point(load->p, kind, key, 0, &pt);
+    break;
+  }
+  case EMA_PROFILE_ALLREDUCE:
+    allreduce_key(key, sizeof key, dtype, (guint) v[0]);
+    pt = point_here(csv, v[1], v[2], FALSE);
+    add_point(load->p, kind, key, 0, &pt);
+    break;
+  default:
+    g_assert_not_reached();
+  }
+  return TRUE;
+}
+
 /* One table of PROFILES.md's format. */
 static gboolean load_table(EmaProfile *p, EmaProfileKind kind, const char *path, GError **error) {
-  static const char *const columns[EMA_PROFILE_N_KINDS][8] = {
-      {"m", "k", "n", "time_us", "dtype", NULL},
-      {"batch", "context", "q_heads", "kv_heads", "head_dim", "time_us", "dtype", NULL},
-      {"chunk", "prior_context", "q_heads", "kv_heads", "head_dim", "time_us", "dtype", NULL},
-      {"experts", "tokens_per_expert", "k", "n", "time_us", "dtype", NULL},
-      {"tokens", "width", "time_us", "dtype", "op", NULL},
-      {"gpus", "bytes", "time_us", "dtype", NULL},
-  };
-  const char *const *names = columns[kind];
-  guint index[8], numeric = 0, dtype_col;
-  EmaCsv csv;
-  gboolean ok = FALSE;
-  GError *row_error = NULL;
-
-  if (!ema_csv_open(&csv, path, error))
-    goto out;
-  if (!ema_csv_columns(&csv, names, index, error))
-    goto out;
-  while (names[numeric] && strcmp(names[numeric], "dtype") != 0)
-    numeric++;
-  dtype_col = index[numeric];
-  while (ema_csv_next(&csv, &row_error)) {
-    double v[8];
-    EmaProfileDtype dtype;
-    char key[128];
-    Point pt;
-    gboolean attention = kind == EMA_PROFILE_ATTN_DECODE || kind == EMA_PROFILE_ATTN_PREFILL;
-    /* a prefill chunk's prior_context may be 0 */
-    if (!ema_csv_numbers(&csv, index, numeric, kind == EMA_PROFILE_ATTN_PREFILL ? 2u : 0u, v,
-                         error))
-      goto out;
-    if (!csv_dtype(&csv, dtype_col, &dtype, error))
-      goto out;
-    switch (kind) {
-    case EMA_PROFILE_GEMM:
-      gemm_key(key, sizeof key, dtype, (guint64) v[1], (guint64) v[2]);
-      pt = point_here(&csv, v[0], v[3], FALSE);
-      add_point(p, kind, key, 0, &pt);
-      break;
-    case EMA_PROFILE_ATTN_DECODE:
-    case EMA_PROFILE_ATTN_PREFILL:
-      attn_key(key, sizeof key, dtype, (guint) v[2], (guint) v[3], (guint) v[4]);
-      pt = point_here(&csv, kind == EMA_PROFILE_ATTN_DECODE ? v[1] : v[0], v[5], attention);
-      add_point(p, kind, key, kind == EMA_PROFILE_ATTN_DECODE ? v[0] : v[1], &pt);
-      break;
-    case EMA_PROFILE_MOE:
-      moe_key(key, sizeof key, dtype, (guint) v[0], (guint64) v[2], (guint64) v[3]);
-      pt = point_here(&csv, v[1], v[4], FALSE);
-      add_point(p, kind, key, 0, &pt);
-      break;
-    case EMA_PROFILE_ELEMENTWISE: {
-      const char *op = csv.fields[index[4]];
-      if (!g_strv_contains(elementwise_ops, op)) {
-        g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
-                    "%s:%u: column 'op': unknown operator '%s'", csv.file, csv.line, op);
-        goto out;
-      }
-      elementwise_key(key, sizeof key, dtype, op, (guint64) v[1]);
-      pt = point_here(&csv, v[0], v[2], FALSE);
-      add_point(p, kind, key, 0, &pt);
-      break;
-    }
-    case EMA_PROFILE_ALLREDUCE:
-      allreduce_key(key, sizeof key, dtype, (guint) v[0]);
-      pt = point_here(&csv, v[1], v[2], FALSE);
-      add_point(p, kind, key, 0, &pt);
-      break;
-    default:
-      g_assert_not_reached();
-    }
-  }
-  if (row_error) {
-    g_propagate_error(error, row_error);
-    goto out;
-  }
-  ok = TRUE;
-out:
-  ema_csv_clear(&csv);
-  return ok;
+  TableLoad load = {p, kind};
+  return ema_csv_read(path, table_columns[kind], table_row, &load, error);
 }
 
 /* ---- imports of public data sets ----------------------------------------- */
@@ -420,138 +415,138 @@ static guint heads_per_gpu(double heads, double tp) {
   return (guint) MAX(1.0, heads / tp);
 }
 
-static gboolean import_vidur_mlp(EmaProfile *p, const char *path, EmaProfileDtype dtype,
-                                 GError **error) {
-  static const char *const shape_cols[] = {
-      "n_head",     "n_kv_head", "n_embd", "n_expanded_embd", "num_tensor_parallel_workers",
-      "num_tokens", NULL};
-  static const char *const ops[] = {
-      "attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj", "input_layernorm",
-      "attn_rope",     "mlp_act",        "add",         "emb",           NULL};
-  guint shape_index[6], op_index[9], gated_col;
-  EmaCsv csv;
-  gboolean ok = FALSE;
-  GError *row_error = NULL;
+/* Vidur's mlp.csv: the shape columns, use_gated_mlp, then the operators'
+ * medians (ms), in the order of vidur_ops. */
+static const char *const vidur_columns[] = {"n_head",
+                                            "n_kv_head",
+                                            "n_embd",
+                                            "n_expanded_embd",
+                                            "num_tensor_parallel_workers",
+                                            "num_tokens",
+                                            "use_gated_mlp",
+                                            "time_stats.attn_pre_proj.median",
+                                            "time_stats.attn_post_proj.median",
+                                            "time_stats.mlp_up_proj.median",
+                                            "time_stats.mlp_down_proj.median",
+                                            "time_stats.input_layernorm.median",
+                                            "time_stats.attn_rope.median",
+                                            "time_stats.mlp_act.median",
+                                            "time_stats.add.median",
+                                            "time_stats.emb.median",
+                                            NULL};
 
-  if (!ema_csv_open(&csv, path, error) || !ema_csv_columns(&csv, shape_cols, shape_index, error) ||
-      !ema_csv_column(&csv, "use_gated_mlp", &gated_col, error))
-    goto out;
-  for (guint i = 0; ops[i]; i++) {
-    g_autofree char *col = g_strdup_printf("time_stats.%s.median", ops[i]);
-    if (!ema_csv_column(&csv, col, &op_index[i], error))
-      goto out;
+typedef struct {
+  EmaProfile *p;
+  EmaProfileDtype dtype;
+} ImportLoad;
+
+static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer data,
+                              GError **error) {
+  const ImportLoad *load = data;
+  const char *elementwise[5] = {"rmsnorm", "rope", "silu_mul", "add", "embedding"};
+  double v[6], t[9];
+  VidurShape s;
+  guint q, kv, d;
+  guint64 gemm_k[4], gemm_n[4], widths[5];
+  char key[128];
+  if (!ema_csv_numbers(csv, index, 6, 0, v, error))
+    return FALSE;
+  for (guint i = 0; i < 9; i++)
+    if (!ema_csv_number(csv, index[7 + i], FALSE, FALSE, &t[i], error))
+      return FALSE;
+  s = (VidurShape){
+      v[0], v[1], v[2], v[3], v[4], v[5], g_ascii_strcasecmp(csv->fields[index[6]], "true") == 0};
+  d = (guint) (s.hidden / s.heads);
+  q = heads_per_gpu(s.heads, s.tp);
+  kv = heads_per_gpu(s.kv_heads, s.tp);
+  /* the four projections as (k, n) GEMMs; must match steptime.c's shapes */
+  gemm_k[0] = (guint64) s.hidden;
+  gemm_n[0] = (guint64) (q + 2 * kv) * d;
+  gemm_k[1] = (guint64) q * d;
+  gemm_n[1] = (guint64) s.hidden;
+  gemm_k[2] = (guint64) s.hidden;
+  gemm_n[2] = (guint64) ((s.gated ? 2 : 1) * s.ffn / s.tp);
+  gemm_k[3] = (guint64) (s.ffn / s.tp);
+  gemm_n[3] = (guint64) s.hidden;
+  for (guint i = 0; i < 4; i++) {
+    Point pt = point_here(csv, s.tokens, t[i] * 1e3, TRUE);
+    gemm_key(key, sizeof key, load->dtype, gemm_k[i], gemm_n[i]);
+    add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
   }
-  while (ema_csv_next(&csv, &row_error)) {
-    double v[6], t[9];
-    VidurShape s;
-    guint q, kv, d;
-    guint64 gemm_k[4], gemm_n[4];
-    const char *elementwise[5] = {"rmsnorm", "rope", "silu_mul", "add", "embedding"};
-    guint64 widths[5];
-    char key[128];
-    if (!ema_csv_numbers(&csv, shape_index, 6, 0, v, error))
-      goto out;
-    for (guint i = 0; ops[i]; i++)
-      if (!ema_csv_number(&csv, op_index[i], FALSE, FALSE, &t[i], error))
-        goto out;
-    s = (VidurShape){
-        v[0], v[1], v[2], v[3], v[4], v[5], g_ascii_strcasecmp(csv.fields[gated_col], "true") == 0};
-    d = (guint) (s.hidden / s.heads);
-    q = heads_per_gpu(s.heads, s.tp);
-    kv = heads_per_gpu(s.kv_heads, s.tp);
-    /* the four projections as (k, n) GEMMs; must match steptime.c's shapes */
-    gemm_k[0] = (guint64) s.hidden;
-    gemm_n[0] = (guint64) (q + 2 * kv) * d;
-    gemm_k[1] = (guint64) q * d;
-    gemm_n[1] = (guint64) s.hidden;
-    gemm_k[2] = (guint64) s.hidden;
-    gemm_n[2] = (guint64) ((s.gated ? 2 : 1) * s.ffn / s.tp);
-    gemm_k[3] = (guint64) (s.ffn / s.tp);
-    gemm_n[3] = (guint64) s.hidden;
-    for (guint i = 0; i < 4; i++) {
-      Point pt = point_here(&csv, s.tokens, t[i] * 1e3, TRUE);
-      gemm_key(key, sizeof key, dtype, gemm_k[i], gemm_n[i]);
-      add_point(p, EMA_PROFILE_GEMM, key, 0, &pt);
-    }
-    widths[0] = (guint64) s.hidden;
-    widths[1] = (guint64) (q + kv) * d;
-    widths[2] = (guint64) (2 * s.ffn / s.tp);
-    widths[3] = (guint64) s.hidden;
-    widths[4] = (guint64) s.hidden;
-    for (guint i = 0; i < 5; i++) {
-      Point pt = point_here(&csv, s.tokens, t[4 + i] * 1e3, TRUE);
-      if (!s.gated && i == 2)
-        continue; /* a plain MLP's activation is not silu_mul */
-      elementwise_key(key, sizeof key, dtype, elementwise[i], widths[i]);
-      add_point(p, EMA_PROFILE_ELEMENTWISE, key, 0, &pt);
-    }
+  widths[0] = (guint64) s.hidden;
+  widths[1] = (guint64) (q + kv) * d;
+  widths[2] = (guint64) (2 * s.ffn / s.tp);
+  widths[3] = (guint64) s.hidden;
+  widths[4] = (guint64) s.hidden;
+  for (guint i = 0; i < 5; i++) {
+    Point pt = point_here(csv, s.tokens, t[4 + i] * 1e3, TRUE);
+    if (!s.gated && i == 2)
+      continue; /* a plain MLP's activation is not silu_mul */
+    elementwise_key(key, sizeof key, load->dtype, elementwise[i], widths[i]);
+    add_point(load->p, EMA_PROFILE_ELEMENTWISE, key, 0, &pt);
   }
-  if (row_error) {
-    g_propagate_error(error, row_error);
-    goto out;
-  }
-  ok = TRUE;
-out:
-  ema_csv_clear(&csv);
-  return ok;
+  return TRUE;
 }
 
-static gboolean import_vidur_allreduce(EmaProfile *p, const char *path, EmaProfileDtype dtype,
-                                       GError **error) {
-  static const char *const cols[] = {"num_workers", "size", "time_stats.all_reduce.median", NULL};
-  guint index[3];
-  EmaCsv csv;
-  gboolean ok = FALSE;
-  GError *row_error = NULL;
-  if (!ema_csv_open(&csv, path, error) || !ema_csv_columns(&csv, cols, index, error))
-    goto out;
-  while (ema_csv_next(&csv, &row_error)) {
-    double v[3];
-    char key[64];
-    Point pt;
-    if (!ema_csv_numbers(&csv, index, 3, 0, v, error))
-      goto out;
-    allreduce_key(key, sizeof key, dtype, (guint) v[0]);
-    pt = point_here(&csv, v[1], v[2] * 1e3, TRUE);
-    add_point(p, EMA_PROFILE_ALLREDUCE, key, 0, &pt);
-  }
-  if (row_error) {
-    g_propagate_error(error, row_error);
-    goto out;
-  }
-  ok = TRUE;
-out:
-  ema_csv_clear(&csv);
-  return ok;
-}
+/* Vidur's all_reduce.csv (size in bytes, median in ms) and the kernel
+ * tables' gemm data.csv (latency in us): one row, one point. */
+static const char *const vidur_allreduce_columns[] = {"num_workers", "size",
+                                                      "time_stats.all_reduce.median", NULL};
+static const char *const kernels_gemm_columns[] = {"m", "k", "n", "latency_us", NULL};
 
-static gboolean import_kernels_gemm(EmaProfile *p, const char *path, EmaProfileDtype dtype,
+static gboolean vidur_allreduce_row(const EmaCsv *csv, const guint *index, gpointer data,
                                     GError **error) {
-  static const char *const cols[] = {"m", "k", "n", "latency_us", NULL};
-  guint index[4];
-  EmaCsv csv;
-  gboolean ok = FALSE;
-  GError *row_error = NULL;
-  if (!ema_csv_open(&csv, path, error) || !ema_csv_columns(&csv, cols, index, error))
-    goto out;
-  while (ema_csv_next(&csv, &row_error)) {
-    double v[4];
-    char key[96];
-    Point pt;
-    if (!ema_csv_numbers(&csv, index, 4, 0, v, error))
-      goto out;
-    gemm_key(key, sizeof key, dtype, (guint64) v[1], (guint64) v[2]);
-    pt = point_here(&csv, v[0], v[3], TRUE);
-    add_point(p, EMA_PROFILE_GEMM, key, 0, &pt);
-  }
-  if (row_error) {
-    g_propagate_error(error, row_error);
-    goto out;
-  }
-  ok = TRUE;
-out:
-  ema_csv_clear(&csv);
-  return ok;
+  const ImportLoad *load = data;
+  double v[3];
+  char key[64];
+  Point pt;
+  if (!ema_csv_numbers(csv, index, 3, 0, v, error))
+    return FALSE;
+  allreduce_key(key, sizeof key, load->dtype, (guint) v[0]);
+  pt = point_here(csv, v[1], v[2] * 1e3, TRUE);
+  add_point(load->p, EMA_PROFILE_ALLREDUCE, key, 0, &pt);
+  return TRUE;
+}
+
+static gboolean kernels_gemm_row(const EmaCsv *csv, const guint *index, gpointer data,
+                                 GError **error) {
+  const ImportLoad *load = data;
+  double v[4];
+  char key[96];
+  Point pt;
+  if (!ema_csv_numbers(csv, index, 4, 0, v, error))
+    return FALSE;
+  gemm_key(key, sizeof key, load->dtype, (guint64) v[1], (guint64) v[2]);
+  pt = point_here(csv, v[0], v[3], TRUE);
+  add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
+  return TRUE;
+}
+
+typedef struct {
+  EmaProfile *p;
+  EmaProfileDtype dtype;
+  gboolean decode;
+  const char *key;
+} AttnLoad;
+
+static const char *const kernels_decode_columns[] = {"batch_size", "kv_len", "latency_us", "dtype",
+                                                     NULL};
+static const char *const kernels_prefill_columns[] = {"seq_len", "latency_us", "dtype", NULL};
+
+static gboolean kernels_attn_row(const EmaCsv *csv, const guint *index, gpointer data,
+                                 GError **error) {
+  const AttnLoad *load = data;
+  guint count = load->decode ? 3 : 2;
+  double v[3];
+  Point pt;
+  if (strcmp(csv->fields[index[count]], dtype_names[load->dtype]) != 0)
+    return TRUE; /* another dtype's row */
+  if (!ema_csv_numbers(csv, index, count, 0, v, error))
+    return FALSE;
+  pt = point_here(csv, load->decode ? v[1] : v[0], v[count - 1], TRUE);
+  add_point(load->p, load->decode ? EMA_PROFILE_ATTN_DECODE : EMA_PROFILE_ATTN_PREFILL, load->key,
+            load->decode ? v[0] : 0, &pt);
+  return TRUE;
 }
 
 /* One kernel-table attention file, named HEADS-KVHEADS-DIM[-tpN].csv (heads
@@ -560,13 +555,9 @@ out:
  * no prior context). Rows of another dtype than DTYPE are skipped. */
 static gboolean import_kernels_attn_file(EmaProfile *p, const char *path, const char *base,
                                          gboolean decode, EmaProfileDtype dtype, GError **error) {
-  static const char *const decode_cols[] = {"batch_size", "kv_len", "latency_us", NULL};
-  static const char *const prefill_cols[] = {"seq_len", "latency_us", NULL};
-  guint heads, kv_heads, dim, tp = 1, index[3], dtype_col, count = decode ? 3 : 2;
-  EmaCsv csv;
-  gboolean ok = FALSE;
-  GError *row_error = NULL;
+  guint heads, kv_heads, dim, tp = 1;
   char key[96];
+  AttnLoad load = {p, dtype, decode, key};
   int parsed = sscanf(base, "%u-%u-%u-tp%u.csv", &heads, &kv_heads, &dim, &tp);
   if (parsed < 3 || heads == 0 || kv_heads == 0 || dim == 0 || tp == 0) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
@@ -574,29 +565,8 @@ static gboolean import_kernels_attn_file(EmaProfile *p, const char *path, const 
     return FALSE;
   }
   attn_key(key, sizeof key, dtype, heads_per_gpu(heads, tp), heads_per_gpu(kv_heads, tp), dim);
-  if (!ema_csv_open(&csv, path, error) ||
-      !ema_csv_columns(&csv, decode ? decode_cols : prefill_cols, index, error) ||
-      !ema_csv_column(&csv, "dtype", &dtype_col, error))
-    goto out;
-  while (ema_csv_next(&csv, &row_error)) {
-    double v[3];
-    Point pt;
-    if (strcmp(csv.fields[dtype_col], dtype_names[dtype]) != 0)
-      continue;
-    if (!ema_csv_numbers(&csv, index, count, 0, v, error))
-      goto out;
-    pt = point_here(&csv, decode ? v[1] : v[0], v[count - 1], TRUE);
-    add_point(p, decode ? EMA_PROFILE_ATTN_DECODE : EMA_PROFILE_ATTN_PREFILL, key,
-              decode ? v[0] : 0, &pt);
-  }
-  if (row_error) {
-    g_propagate_error(error, row_error);
-    goto out;
-  }
-  ok = TRUE;
-out:
-  ema_csv_clear(&csv);
-  return ok;
+  return ema_csv_read(path, decode ? kernels_decode_columns : kernels_prefill_columns,
+                      kernels_attn_row, &load, error);
 }
 
 static gboolean import_kernels_attn(EmaProfile *p, const char *dir_path, gboolean decode,
@@ -676,15 +646,18 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
                                     p->name, rel->value, path));
     return TRUE;
   }
-  switch (which) {
-  case 0:
-    return import_vidur_mlp(p, path, dtype, error);
-  case 1:
-    return import_vidur_allreduce(p, path, dtype, error);
-  case 2:
-    return import_kernels_gemm(p, path, dtype, error);
-  default:
-    return import_kernels_attn(p, path, which == 3, dtype, error);
+  {
+    ImportLoad load = {p, dtype};
+    switch (which) {
+    case 0:
+      return ema_csv_read(path, vidur_columns, vidur_mlp_row, &load, error);
+    case 1:
+      return ema_csv_read(path, vidur_allreduce_columns, vidur_allreduce_row, &load, error);
+    case 2:
+      return ema_csv_read(path, kernels_gemm_columns, kernels_gemm_row, &load, error);
+    default:
+      return import_kernels_attn(p, path, which == 3, dtype, error);
+    }
   }
 }
 

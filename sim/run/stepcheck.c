@@ -117,63 +117,61 @@ static void add_error(GArray *errors, double predicted, double measured) {
 
 /* ---- captured steps ------------------------------------------------------ */
 
+static const char *const steps_columns[] = {
+    "model", "tp", "phase", "batch", "context", "chunk", "prior_context", "time_us", NULL};
+
+typedef struct {
+  Models models;
+  GArray *errors;
+  GString *table;
+} StepsCheck;
+
+static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GError **error) {
+  StepsCheck *check = data;
+  const char *phase = csv->fields[c[2]];
+  gboolean decode = strcmp(phase, "decode") == 0;
+  guint numeric[2] = {c[1], c[7]};
+  double v[2], batch = 0, context = 0, chunk = 0, prior = 0, predicted;
+  const EmaStepModel *step;
+  if (!decode && strcmp(phase, "prefill") != 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+                "%s:%u: column 'phase': '%s' is not decode or prefill", csv->file, csv->line,
+                phase);
+    return FALSE;
+  }
+  /* tp and time_us, then the columns of the row's phase */
+  if (!ema_csv_numbers(csv, numeric, 2, 0, v, error))
+    return FALSE;
+  if (decode ? !ema_csv_number(csv, c[3], TRUE, FALSE, &batch, error) ||
+                   !ema_csv_number(csv, c[4], TRUE, TRUE, &context, error)
+             : !ema_csv_number(csv, c[5], TRUE, FALSE, &chunk, error) ||
+                   !ema_csv_number(csv, c[6], TRUE, TRUE, &prior, error))
+    return FALSE;
+  step = models_get(&check->models, csv->fields[c[0]], (guint) v[0], csv->file, csv->line, error);
+  if (!step)
+    return FALSE;
+  /* a decode sequence of CONTEXT cached tokens attends to them and its new one */
+  predicted = decode ? decode_us(step, batch, context + 1) : prefill_us(step, 1, chunk, prior);
+  add_error(check->errors, predicted, v[1]);
+  g_string_append_printf(check->table, "%s,%u,%s,%.0f,%.0f,%.0f,%.0f,%.3f,%.3f,%+.2f%%\n",
+                         csv->fields[c[0]], (guint) v[0], phase, batch, context, chunk, prior, v[1],
+                         predicted, 100 * (predicted / v[1] - 1));
+  return TRUE;
+}
+
 gboolean ema_stepcheck_steps(const char *steps_csv, const char *server, GString *table,
                              EmaStepCheckStats *stats, GError **error) {
-  static const char *const cols[] = {
-      "model", "tp", "phase", "batch", "context", "chunk", "prior_context", "time_us", NULL};
-  guint c[8];
-  EmaCsv csv;
-  Models models = {0};
-  g_autoptr(GArray) errors = g_array_new(FALSE, FALSE, sizeof(double));
-  gboolean ok = FALSE;
-  GError *row_error = NULL;
-
-  if (!models_init(&models, server, error) || !ema_csv_open(&csv, steps_csv, error))
-    goto out_models;
-  if (!ema_csv_columns(&csv, cols, c, error))
-    goto out;
-  g_string_append(table, "model,tp,phase,batch,context,chunk,prior_context,measured_us,"
-                         "predicted_us,error\n");
-  while (ema_csv_next(&csv, &row_error)) {
-    const char *phase = csv.fields[c[2]];
-    gboolean decode = strcmp(phase, "decode") == 0;
-    guint numeric[2] = {c[1], c[7]};
-    double v[2], batch = 0, context = 0, chunk = 0, prior = 0, predicted;
-    const EmaStepModel *step;
-    if (!decode && strcmp(phase, "prefill") != 0) {
-      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
-                  "%s:%u: column 'phase': '%s' is not decode or prefill", csv.file, csv.line,
-                  phase);
-      goto out;
-    }
-    /* tp and time_us, then the columns of the row's phase */
-    if (!ema_csv_numbers(&csv, numeric, 2, 0, v, error))
-      goto out;
-    if (decode ? !ema_csv_number(&csv, c[3], TRUE, FALSE, &batch, error) ||
-                     !ema_csv_number(&csv, c[4], TRUE, TRUE, &context, error)
-               : !ema_csv_number(&csv, c[5], TRUE, FALSE, &chunk, error) ||
-                     !ema_csv_number(&csv, c[6], TRUE, TRUE, &prior, error))
-      goto out;
-    step = models_get(&models, csv.fields[c[0]], (guint) v[0], csv.file, csv.line, error);
-    if (!step)
-      goto out;
-    /* a decode sequence of CONTEXT cached tokens attends to them and its new one */
-    predicted = decode ? decode_us(step, batch, context + 1) : prefill_us(step, 1, chunk, prior);
-    add_error(errors, predicted, v[1]);
-    g_string_append_printf(table, "%s,%u,%s,%.0f,%.0f,%.0f,%.0f,%.3f,%.3f,%+.2f%%\n",
-                           csv.fields[c[0]], (guint) v[0], phase, batch, context, chunk, prior,
-                           v[1], predicted, 100 * (predicted / v[1] - 1));
+  StepsCheck check = {{0}, g_array_new(FALSE, FALSE, sizeof(double)), table};
+  gboolean ok = models_init(&check.models, server, error);
+  if (ok) {
+    g_string_append(table, "model,tp,phase,batch,context,chunk,prior_context,measured_us,"
+                           "predicted_us,error\n");
+    ok = ema_csv_read(steps_csv, steps_columns, steps_row, &check, error);
   }
-  if (row_error) {
-    g_propagate_error(error, row_error);
-    goto out;
-  }
-  summarize(errors, stats);
-  ok = TRUE;
-out:
-  ema_csv_clear(&csv);
-out_models:
-  models_clear(&models);
+  if (ok)
+    summarize(check.errors, stats);
+  models_clear(&check.models);
+  g_array_unref(check.errors);
   return ok;
 }
 
@@ -201,60 +199,60 @@ static double median_of(GArray *values) {
                      2;
 }
 
+/* perf_model.csv's columns: the whole ones, the two times, model, hardware. */
+static const char *const static_columns[] = {"tensor_parallel", "prompt_size", "batch_size",
+                                             "token_size",      "prompt_time", "token_time",
+                                             "model",           "hardware",    NULL};
+
+typedef struct {
+  GPtrArray *points;
+  GHashTable *index; /* "hw/tp/prompt/batch/tokens" -> StaticPoint * */
+  guint max_points;
+} StaticRead;
+
+static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GError **error) {
+  StaticRead *read = data;
+  const char *hw = csv->fields[c[7]];
+  double v[6];
+  g_autofree char *key = NULL;
+  StaticPoint *p;
+  if (strcmp(csv->fields[c[6]], "llama2-70b") != 0 ||
+      (strcmp(hw, "a100-80gb") != 0 && strcmp(hw, "h100-80gb") != 0))
+    return TRUE;
+  /* prompt_time and token_time are not whole: read them with the time rule */
+  if (!ema_csv_numbers(csv, c, 4, 0, v, error) ||
+      !ema_csv_number(csv, c[4], FALSE, FALSE, &v[4], error) ||
+      !ema_csv_number(csv, c[5], FALSE, FALSE, &v[5], error))
+    return FALSE;
+  key = g_strdup_printf("%s/%g/%g/%g/%g", hw, v[0], v[1], v[2], v[3]);
+  p = g_hash_table_lookup(read->index, key);
+  if (!p) {
+    if (read->max_points > 0 && read->points->len >= read->max_points)
+      return TRUE;
+    p = g_new0(StaticPoint, 1);
+    *p = (StaticPoint){g_strdup(hw),
+                       v[0],
+                       v[1],
+                       v[2],
+                       v[3],
+                       g_array_new(FALSE, FALSE, sizeof(double)),
+                       g_array_new(FALSE, FALSE, sizeof(double))};
+    g_ptr_array_add(read->points, p);
+    g_hash_table_insert(read->index, g_steal_pointer(&key), p);
+  }
+  g_array_append_val(p->prompt_ms, v[4]);
+  g_array_append_val(p->token_ms, v[5]);
+  return TRUE;
+}
+
 /* Read perf_model.csv's Llama2-70B points on the two unconstrained GPUs. */
 static GPtrArray *read_static_points(const char *perf_csv, guint max_points, GError **error) {
-  static const char *const cols[] = {"tensor_parallel", "prompt_size", "batch_size", "token_size",
-                                     "prompt_time",     "token_time",  NULL};
-  guint c[6], model_col, hw_col;
-  EmaCsv csv;
   g_autoptr(GPtrArray) points = g_ptr_array_new_with_free_func(static_point_free);
   g_autoptr(GHashTable) index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  GError *row_error = NULL;
-  gboolean ok = FALSE;
-  if (!ema_csv_open(&csv, perf_csv, error) || !ema_csv_columns(&csv, cols, c, error) ||
-      !ema_csv_column(&csv, "model", &model_col, error) ||
-      !ema_csv_column(&csv, "hardware", &hw_col, error))
-    goto out;
-  while (ema_csv_next(&csv, &row_error)) {
-    const char *hw = csv.fields[hw_col];
-    double v[6];
-    g_autofree char *key = NULL;
-    StaticPoint *p;
-    if (strcmp(csv.fields[model_col], "llama2-70b") != 0 ||
-        (strcmp(hw, "a100-80gb") != 0 && strcmp(hw, "h100-80gb") != 0))
-      continue;
-    /* prompt_time and token_time are not whole: read them with the time rule */
-    if (!ema_csv_numbers(&csv, c, 4, 0, v, error) ||
-        !ema_csv_number(&csv, c[4], FALSE, FALSE, &v[4], error) ||
-        !ema_csv_number(&csv, c[5], FALSE, FALSE, &v[5], error))
-      goto out;
-    key = g_strdup_printf("%s/%g/%g/%g/%g", hw, v[0], v[1], v[2], v[3]);
-    p = g_hash_table_lookup(index, key);
-    if (!p) {
-      if (max_points > 0 && points->len >= max_points)
-        continue;
-      p = g_new0(StaticPoint, 1);
-      *p = (StaticPoint){g_strdup(hw),
-                         v[0],
-                         v[1],
-                         v[2],
-                         v[3],
-                         g_array_new(FALSE, FALSE, sizeof(double)),
-                         g_array_new(FALSE, FALSE, sizeof(double))};
-      g_ptr_array_add(points, p);
-      g_hash_table_insert(index, g_steal_pointer(&key), p);
-    }
-    g_array_append_val(p->prompt_ms, v[4]);
-    g_array_append_val(p->token_ms, v[5]);
-  }
-  if (row_error) {
-    g_propagate_error(error, row_error);
-    goto out;
-  }
-  ok = TRUE;
-out:
-  ema_csv_clear(&csv);
-  return ok ? g_steal_pointer(&points) : NULL;
+  StaticRead read = {points, index, max_points};
+  if (!ema_csv_read(perf_csv, static_columns, static_row, &read, error))
+    return NULL;
+  return g_steal_pointer(&points);
 }
 
 /* The mean decode step of the TOKENS - 1 steps after a prompt of PROMPT

@@ -36,4 +36,16 @@ gboolean ema_csv_numbers(const EmaCsv *csv, const guint *index, guint count, gui
                          double *v, GError **error);
 void ema_csv_clear(EmaCsv *csv);
 
+/* Most columns ema_csv_read() looks up. */
+#define EMA_CSV_MAX_COLUMNS 16
+
+/* One row of ema_csv_read(): INDEX[i] is the field of its COLUMNS[i]. */
+typedef gboolean (*EmaCsvRowFunc)(const EmaCsv *csv, const guint *index, gpointer data,
+                                  GError **error);
+/* Open PATH, find every column of COLUMNS (NULL-terminated, at most
+ * EMA_CSV_MAX_COLUMNS) and call ROW on each row; FALSE at the first error,
+ * the file's or ROW's. */
+gboolean ema_csv_read(const char *path, const char *const *columns, EmaCsvRowFunc row,
+                      gpointer data, GError **error);
+
 G_END_DECLS
