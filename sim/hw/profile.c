@@ -190,6 +190,10 @@ static gboolean surface_at(const EmaProfile *p, EmaProfileKind kind, const char 
   cs = (const Curve *const *) s->curves->pdata;
   n = s->curves->len;
   if (n == 1) {
+    /* one curve at outer 0 (a prefill table at prior context 0 only) says
+     * nothing about a larger outer: no time, the caller's roofline */
+    if (cs[0]->outer <= 0 && outer > 0)
+      return FALSE;
     xs[0] = cs[0]->outer;
     vs[0] = curve_at(cs[0], x);
     *time_us = extend(xs, vs, 1, outer);

@@ -445,11 +445,18 @@ void ema_step_model_describe(const EmaStepModel *step_model, GString *out) {
               : ema_profile_moe(p, s->dtype, s->experts_n, 1, gemms[i].k, gemms[i].n, &us);
     g_string_append_printf(out, " %s %s%s,", gemms[i].name, dense ? "" : "(moe) ", origin(found));
   }
-  g_string_append_printf(
-      out, " attn_decode %s, attn_prefill %s,",
-      origin(ema_profile_attn_decode(p, s->dtype, s->q_heads, s->kv_heads, s->head_dim, 1, 1, &us)),
-      origin(
-          ema_profile_attn_prefill(p, s->dtype, s->q_heads, s->kv_heads, s->head_dim, 1, 0, &us)));
+  {
+    gboolean fresh =
+        ema_profile_attn_prefill(p, s->dtype, s->q_heads, s->kv_heads, s->head_dim, 1, 0, &us);
+    gboolean cached =
+        ema_profile_attn_prefill(p, s->dtype, s->q_heads, s->kv_heads, s->head_dim, 1, 1, &us);
+    g_string_append_printf(out, " attn_decode %s, attn_prefill %s,",
+                           origin(ema_profile_attn_decode(p, s->dtype, s->q_heads, s->kv_heads,
+                                                          s->head_dim, 1, 1, &us)),
+                           fresh && !cached
+                               ? "profile (no prior context; roofline after cached tokens)"
+                               : origin(fresh));
+  }
   g_string_append_printf(
       out, " %s %s, %s %s, add %s, embedding %s,", norm,
       origin(ema_profile_elementwise(p, s->dtype, norm, s->hidden, 1, &us)),

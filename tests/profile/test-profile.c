@@ -117,7 +117,10 @@ static void test_interpolation(void) {
       "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
       "1,100,2,2,4,bf16,flash,10\n1,200,2,2,4,bf16,flash,20\n"
       "3,100,2,2,4,bf16,flash,30\n3,200,2,2,4,bf16,flash,40\n3,200,2,2,4,bf16,cudnn,38\n",
-      "elementwise.csv", "op,tokens,width,dtype,time_us\nadd,2,8,bf16,4\n", NULL);
+      "elementwise.csv", "op,tokens,width,dtype,time_us\nadd,2,8,bf16,4\n", "attn_prefill.csv",
+      "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+      "16,0,2,2,4,bf16,flash,3\n",
+      NULL);
   GError *error = NULL;
   g_autoptr(EmaProfile) p = ema_profile_load(folder, &error);
   double us = 0;
@@ -157,6 +160,11 @@ static void test_interpolation(void) {
   g_assert_cmpfloat(us, ==, 12);
   g_assert_true(ema_profile_elementwise(p, EMA_PROFILE_BF16, "add", 8, 1, &us));
   g_assert_cmpfloat(us, ==, 4);
+  /* a prefill table without prior context: chunks scale, cached tokens are
+   * not extrapolated to */
+  g_assert_true(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 2, 2, 4, 32, 0, &us));
+  g_assert_cmpfloat(us, ==, 6);
+  g_assert_false(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 2, 2, 4, 16, 8, &us));
 }
 
 static void test_monotone_dip(void) {
@@ -359,6 +367,11 @@ static void test_public_h100(void) {
   g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_ALLREDUCE), >, 0);
   g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_MOE), ==, 0);
   g_assert_false(ema_profile_gemm(p, EMA_PROFILE_BF16, 16, 2048, 6144, &us));
+  /* prefill of 64 q / 8 kv heads of 128: 1024 tokens at prior 0 measured
+   * 53.338 us; after cached tokens the table says nothing */
+  g_assert_true(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 64, 8, 128, 1024, 0, &us));
+  g_assert_cmpfloat(fabs(us - 53.338), <, 1e-9);
+  g_assert_false(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 64, 8, 128, 1024, 512, &us));
 }
 
 /* compare-steps on rows whose times are the model's own times scaled by

@@ -26,7 +26,9 @@
  * At load, each curve's times are made non-decreasing in x (running
  * maximum): a measured dip is noise, and the step-time model's
  * monotonicity rests on it. A shape key that a table does not hold is not
- * interpolated across: the caller falls back to the roofline for it. fp16
+ * interpolated across: the caller falls back to the roofline for it; nor
+ * is a surface whose only curve lies at outer 0 (a prefill table measured
+ * without prior context) extrapolated to a larger outer. fp16
  * and bf16 rows share one table (the same rates on every GPU modelled).
  *
  * Errors: bad CSV rows are EMA_CONFIG_ERROR with "file:line: ..."; a missing
