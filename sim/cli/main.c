@@ -58,7 +58,7 @@ static const char usage_text[] =
     "                         mpirun the points are spread over the ranks; --part R/K runs one\n"
     "                         share, e.g. of a job array)\n"
     "  compare-steps STEPS.csv [--server NAME] [-o FILE]\n"
-    "                         predict each captured step of STEPS.csv (PROFILES.md's format)\n"
+    "                         predict each captured step of STEPS.csv (hwmodels/profiles/README.md's format)\n"
     "                         with the server model (default h200x8-hgx); the table to FILE or\n"
     "                         stdout, then the median and worst error\n"
     "  compare-static [PERF.csv] [--points N] [-o FILE]\n"
