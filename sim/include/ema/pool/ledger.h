@@ -58,6 +58,7 @@ G_BEGIN_DECLS
   guint64 demand_blocks; /* blocks used at the last trend sample */                                \
   EmaTime demand_at;     /* time of that sample */                                                 \
   EmaTime last_step;                                                                               \
+  EmaTime decided_at; /* the last decision */                                                      \
   gpointer states[3]; /* the borrow, prefetch and reclaim policies' state (EmaPolicyKind order) */
 
 typedef struct {
