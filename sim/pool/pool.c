@@ -162,8 +162,8 @@ static const EmaKvMemoryOps pool_memory_ops = {.take = memory_take,
 
 /* ---- peer swap: preempted KV parked on peers ------------------------------ */
 
-static double link_copy_time(const Pool *p, double bytes);
-static double host_copy_time(const Pool *p, double bytes);
+static double link_copy_time(const EmaServerSpec *server, double bytes);
+static double host_copy_time(const EmaServerSpec *server, double bytes);
 
 /* A copy of BYTES taking SECONDS that reads from or lands in GPU's HBM
  * (COEFFICIENT: gpu.interference_outgoing or _incoming) takes HBM rate
@@ -227,8 +227,8 @@ static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
     left -= MIN(most, left);
   }
   g->parked_host += left;
-  peer_time = link_copy_time(p, (double) to_peers * (double) g->block_bytes);
-  host_time = host_copy_time(p, (double) left * (double) g->block_bytes);
+  peer_time = link_copy_time(p->server, (double) to_peers * (double) g->block_bytes);
+  host_time = host_copy_time(p->server, (double) left * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_incoming, peer_time);
   return (EmaTime) llround(MAX(peer_time, host_time) * 1e9); /* the two copies run side by side */
 }
@@ -256,10 +256,11 @@ static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
   }
   from_host = MIN(left, g->parked_host);
   g->parked_host -= from_host;
-  peer_time = link_copy_time(p, (double) from_peers * (double) g->block_bytes);
+  peer_time = link_copy_time(p->server, (double) from_peers * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_outgoing, peer_time);
   return (EmaTime) llround(
-      MAX(peer_time, host_copy_time(p, (double) from_host * (double) g->block_bytes)) * 1e9);
+      MAX(peer_time, host_copy_time(p->server, (double) from_host * (double) g->block_bytes)) *
+      1e9);
 }
 
 static const EmaKvMemoryOps pool_memory_ops_peer_swap = {.take = memory_take,
@@ -325,32 +326,81 @@ static void sim_defer(gpointer data, EmaPoolEventKind kind, guint lender, guint 
   start_pending(data, kind, lender, borrower, slices, cost);
 }
 
+/* ---- the cost model (ema_pool_model_backend; DATA the server) ---- */
+
 /* Borrowing n slices costs the VMM create + map time of n slices. */
+static gboolean model_lend(gpointer data, guint lender, guint borrower, guint64 slices,
+                           double *seconds, GError **error) {
+  const EmaServerSpec *server = data;
+  *seconds = (double) slices * (double) (server->vmm.create_cost + server->vmm.map_cost) / 1e9;
+  return TRUE;
+}
+
+static gboolean model_unlend(gpointer data, guint lender, guint borrower, guint64 slices,
+                             double *seconds, GError **error) {
+  const EmaServerSpec *server = data;
+  *seconds = (double) slices * (double) server->vmm.unmap_cost / 1e9;
+  return TRUE;
+}
+
+static double link_copy_time(const EmaServerSpec *server, double bytes) {
+  return bytes > 0 ? (double) server->link.copy_fixed_cost / 1e9 + bytes / server->link.bandwidth
+                   : 0;
+}
+
+static double host_copy_time(const EmaServerSpec *server, double bytes) {
+  return bytes > 0
+             ? (double) server->host.copy_fixed_cost / 1e9 + bytes / server->host.d2h_bandwidth
+             : 0;
+}
+
+/* The block size is the pool's to know: the model backend's moves and
+ * host copies are timed by the core's records. */
+static gboolean model_move(gpointer data, guint gpu, guint from, guint to, guint64 n,
+                           double *seconds, GError **error) {
+  const EmaPoolModel *m = data;
+  *seconds = link_copy_time(m->server, (double) n * (double) m->ledger->gpus[gpu]->block_bytes);
+  return TRUE;
+}
+
+static gboolean model_to_host(gpointer data, guint gpu, guint lender, guint64 n, double *seconds,
+                              GError **error) {
+  const EmaPoolModel *m = data;
+  *seconds = host_copy_time(m->server, (double) n * (double) m->ledger->gpus[gpu]->block_bytes);
+  return TRUE;
+}
+
+static gboolean model_lend_m(gpointer data, guint lender, guint borrower, guint64 slices,
+                             double *seconds, GError **error) {
+  return model_lend((gpointer) ((const EmaPoolModel *) data)->server, lender, borrower, slices,
+                    seconds, error);
+}
+
+static gboolean model_unlend_m(gpointer data, guint lender, guint borrower, guint64 slices,
+                               double *seconds, GError **error) {
+  return model_unlend((gpointer) ((const EmaPoolModel *) data)->server, lender, borrower, slices,
+                      seconds, error);
+}
+
+static const EmaPoolBackend model_backend = {
+    .lend = model_lend_m, .unlend = model_unlend_m, .move = model_move, .to_host = model_to_host};
+
+const EmaPoolBackend *ema_pool_model_backend(void) {
+  return &model_backend;
+}
+
+/* ---- the simulator's backend: the cost model, engines, interference, events ---- */
+
 static gboolean sim_lend(gpointer data, guint lender, guint borrower, guint64 slices,
                          double *seconds, GError **error) {
   const Pool *p = data;
-  *seconds =
-      (double) slices * (double) (p->server->vmm.create_cost + p->server->vmm.map_cost) / 1e9;
-  return TRUE;
+  return model_lend((gpointer) p->server, lender, borrower, slices, seconds, error);
 }
 
 static gboolean sim_unlend(gpointer data, guint lender, guint borrower, guint64 slices,
                            double *seconds, GError **error) {
   const Pool *p = data;
-  *seconds = (double) slices * (double) p->server->vmm.unmap_cost / 1e9;
-  return TRUE;
-}
-
-static double link_copy_time(const Pool *p, double bytes) {
-  return bytes > 0
-             ? (double) p->server->link.copy_fixed_cost / 1e9 + bytes / p->server->link.bandwidth
-             : 0;
-}
-
-static double host_copy_time(const Pool *p, double bytes) {
-  return bytes > 0 ? (double) p->server->host.copy_fixed_cost / 1e9 +
-                         bytes / p->server->host.d2h_bandwidth
-                   : 0;
+  return model_unlend((gpointer) p->server, lender, borrower, slices, seconds, error);
 }
 
 /* A migration's copy over the link, landing in TO's HBM. */
@@ -358,7 +408,7 @@ static gboolean sim_move(gpointer data, guint gpu, guint from, guint to, guint64
                          GError **error) {
   Pool *p = data;
   double bytes = (double) n * (double) p->gpus[gpu].block_bytes;
-  *seconds = link_copy_time(p, bytes);
+  *seconds = link_copy_time(p->server, bytes);
   charge_copy(p, to, p->server->gpu.interference_incoming, bytes, *seconds);
   return TRUE;
 }
@@ -377,7 +427,7 @@ static gboolean sim_evict(gpointer data, guint gpu, guint lender, guint64 n, gbo
   b->evicting_to_host = FALSE;
   b->dropping = FALSE;
   *freed = before - b->remote[lender];
-  *seconds = to_host ? host_copy_time(p, (double) *freed * (double) b->block_bytes) : 0;
+  *seconds = to_host ? host_copy_time(p->server, (double) *freed * (double) b->block_bytes) : 0;
   return TRUE;
 }
 
@@ -406,7 +456,7 @@ static void unpark(Pool *p, Gpu *g) {
   stats->reclaims++;
   stats->slices_reclaimed += before - g->parking;
   start_pending(p, EMA_POOL_EVENT_RECLAIM, g->index, g->index, before - g->parking,
-                ns(host_copy_time(p, (double) blocks_bytes)));
+                ns(host_copy_time(p->server, (double) blocks_bytes)));
   ema_pool_core_checked(&p->core, EMA_POOL_ACTION_SWAP, g->index);
 }
 
