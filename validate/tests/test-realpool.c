@@ -1,4 +1,4 @@
-/* test-realpool.c: the pool of `ema-validate pool` (validate/poolledger.c)
+/* test-realpool.c: the pool of `ema-validate pool` (libema's pool over validate/poolmem.c)
  * without a GPU, over the recording backend (validate/poolfake.c) that
  * emulates CUDA virtual memory: plans beyond what the ledger can honour
  * are cut (and counted); a reclaim unmaps and releases exactly the slices

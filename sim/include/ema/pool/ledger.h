@@ -1,6 +1,6 @@
 /* ledger.h: the slice ledger of an elastic memory pool, shared by the
  * simulator's pool (pool.c) and the real, CUDA-backed pool of
- * `ema-validate pool` (validate/poolledger.c): each GPU's counters, the
+ * `ema-validate pool` (both through core.c): each GPU's counters, the
  * lent matrix, the arithmetic over them and the views the policies get.
  *
  * Per GPU g (slices unless said; S = EMA_SLICE_BYTES, B = g's block size):

@@ -1,9 +1,10 @@
-/* pool.h: the elastic memory pool of one server, the simulator's backend
- * for the policies of policy.h. It keeps the ledger of 2 MiB slices (each
- * GPU's KV region; a slice is its owner's or lent to one borrower), gives
- * each sharing tenant an EmaKvMemory whose blocks live in local or borrowed
- * slices, calls the policies, checks and applies their plans with their
- * costs, and adds the cost of remote KV to each step.
+/* pool.h: the elastic memory pool of one server in the simulator, for the
+ * policies of policy.h: the pool mechanism (core.h: the ledger of 2 MiB
+ * slices, each GPU's KV region; a slice is its owner's or lent to one
+ * borrower; the policy calls, the checks and application of their plans)
+ * over the simulator's backend (modelled costs, actions completing as
+ * events), with each sharing tenant's EmaKvMemory over it and the cost of
+ * remote KV in each step.
  *
  * The model, and what it leaves out:
  * - Blocks are fungible within a tenant: the pool counts how many of a
