@@ -64,6 +64,7 @@ gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server
   c->models = g_new0(const EmaStepModel *, n);
   c->context_tokens = DEFAULT_CONTEXT;
   c->check_level = check_level_from_env();
+  c->blocks_untracked = backend->own == NULL && backend->fill == NULL;
   for (guint k = 0; k < 3; k++) {
     c->policies[k] = ema_policy_registry_find((EmaPolicyKind) k, names[k], error);
     if (c->policies[k] == NULL)
@@ -105,10 +106,6 @@ gboolean ema_pool_core_start(EmaPoolCore *c, GError **error) {
   gconstpointer params[3] = {c->spec->borrow_params, c->spec->prefetch_params,
                              c->spec->reclaim_params};
   return ema_slice_ledger_init_policies(&c->ledger, c->policies, params, c->now, c->server, error);
-}
-
-const EmaPoolView *ema_pool_core_view(EmaPoolCore *c) {
-  return ema_slice_ledger_view(&c->ledger, c->now, c->server);
 }
 
 /* ---- events --------------------------------------------------------------- */
@@ -179,6 +176,12 @@ gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, GError **
   guint64 local = MIN(n, local_cap > g->local_used ? local_cap - g->local_used : 0);
   guint64 rest = n - local;
   guint64 *add = c->scratch;
+  if (rest == 0 && c->blocks_untracked) {
+    /* all local, nothing to map or write: the simulator's common case */
+    g->local_used += n;
+    ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
+    return TRUE;
+  }
   if (rest > 0 && g->remote_cap_total < g->remote_total + rest)
     return FALSE;
   if (rest > 0)
@@ -220,43 +223,40 @@ gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, GError **
 }
 
 /* N remote blocks of G go: FIRST (if < n) first, then in proportion to each
- * lender's share, the remainder from the largest. */
+ * lender's share, the remainder from the largest. A backend that tracks
+ * blocks is told what left each lender. */
 static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint first) {
   guint64 left = n, total = g->remote_total;
-  guint64 *cut = c->scratch;
-  memset(cut, 0, c->n * sizeof *cut);
+  guint64 *before = c->scratch;
+  if (B(c)->forget)
+    memcpy(before, g->remote, c->n * sizeof *before);
   if (first < c->n) {
     guint64 k = MIN(left, g->remote[first]);
-    cut[first] = k;
+    g->remote[first] -= k;
     left -= k;
     total -= k;
   }
   if (left > 0 && total > 0) {
     guint64 share_total = left;
     for (guint j = 0; j < c->n && left > 0; j++) {
-      guint64 have = g->remote[j] - cut[j];
-      guint64 k = MIN(have, share_total * have / total);
-      cut[j] += k;
+      guint64 k = MIN(g->remote[j], share_total * g->remote[j] / total);
+      g->remote[j] -= k;
       left -= MIN(left, k);
     }
   }
   while (left > 0) {
     guint best = 0;
     for (guint j = 1; j < c->n; j++)
-      if (g->remote[j] - cut[j] > g->remote[best] - cut[best])
+      if (g->remote[j] > g->remote[best])
         best = j;
-    g_assert(g->remote[best] - cut[best] > 0);
-    cut[best]++;
+    g_assert(g->remote[best] > 0);
+    g->remote[best]--;
     left--;
   }
-  for (guint j = 0; j < c->n; j++) {
-    if (cut[j] == 0)
-      continue;
-    g->remote[j] -= cut[j];
-    if (B(c)->forget)
-      B(c)->forget(D(c), g->index, j, cut[j]);
-  }
   g->remote_total -= n;
+  for (guint j = 0; B(c)->forget && j < c->n; j++)
+    if (before[j] > g->remote[j])
+      B(c)->forget(D(c), g->index, j, before[j] - g->remote[j]);
 }
 
 gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint first,
@@ -280,7 +280,7 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint fir
   g->local_used -= n - remote;
   if (B(c)->forget && n > remote)
     B(c)->forget(D(c), g->index, g->index, n - remote);
-  if (!ema_pool_core_sync_own(c, g, error))
+  if (B(c)->own && !ema_pool_core_sync_own(c, g, error))
     return FALSE;
   ema_pool_core_checked(c, EMA_POOL_ACTION_GIVE, g->index);
   return TRUE;
@@ -730,17 +730,16 @@ static gboolean owner_agrees_now(EmaPoolAction action) {
   return action != EMA_POOL_ACTION_TAKE && action != EMA_POOL_ACTION_GIVE;
 }
 
-void ema_pool_core_checked(EmaPoolCore *c, EmaPoolAction action, guint gpu) {
+void ema_pool_core_check_now(EmaPoolCore *c, EmaPoolAction action, guint gpu) {
   GError *error = NULL;
-  if (c->check_level == EMA_POOL_CHECK_OFF ||
-      (c->check_level == EMA_POOL_CHECK_SAMPLED && ++c->check_count % EMA_POOL_CHECK_SAMPLE != 0))
-    return;
+  EmaTime now;
   if (owner_agrees_now(action) ? ema_pool_core_check(c, &error)
                                : ema_slice_ledger_check_counters(&c->ledger, &error))
     return;
+  now = c->clock ? c->clock(c->clock_data) : c->now;
   if (gpu == G_MAXUINT)
     g_error("pool ledger broken after %s at %.9f s: %s", ema_pool_action_name(action),
-            (double) c->now / 1e9, error->message);
+            (double) now / 1e9, error->message);
   g_error("pool ledger broken after %s of gpu%u at %.9f s: %s", ema_pool_action_name(action), gpu,
-          (double) c->now / 1e9, error->message);
+          (double) now / 1e9, error->message);
 }

@@ -132,22 +132,29 @@ static guint64 memory_total_blocks(gpointer self) {
   return blocks_in_slices(g, g->slices) + blocks_in_slices(g, g->borrowed_total);
 }
 
-/* The core's time is the simulation's (for its views, events and checks). */
+/* The core's time is the simulation's (for its views, events and checks;
+ * takes and gives, the hot path, leave it as the last action set it and
+ * the checks' messages read the clock). */
 static EmaPoolCore *core_now(Pool *p) {
   p->core.now = ema_sim_now(p->sim);
   return &p->core;
 }
 
+static EmaTime sim_clock(gpointer data) {
+  const Pool *p = data;
+  return ema_sim_now(p->sim);
+}
+
 static gboolean memory_take(gpointer self, guint64 n) {
   Gpu *g = self;
-  return ema_pool_core_take(core_now(g->pool), &g->counters, n, NULL);
+  return ema_pool_core_take(&g->pool->core, &g->counters, n, NULL);
 }
 
 static void memory_give(gpointer self, guint64 n) {
   Gpu *g = self;
   Pool *p = g->pool;
   /* a drop for a reclaim frees the lender's blocks first */
-  ema_pool_core_give(core_now(p), &g->counters, n, g->dropping ? g->drop_lender : p->n, NULL);
+  ema_pool_core_give(&p->core, &g->counters, n, g->dropping ? g->drop_lender : p->n, NULL);
 }
 
 static void schedule_decision(Gpu *g);
@@ -466,10 +473,12 @@ static void unpark(Pool *p, Gpu *g) {
 
 static void decide(Gpu *g) {
   Pool *p = g->pool;
-  g->decided_at = ema_sim_now(p->sim);
-  if (g->blocks_short > 0 && g->parking > 0)
+  EmaPoolCore *core = core_now(p);
+  if (g->blocks_short > 0 && g->parking > 0) {
+    g->decided_at = core->now;
     unpark(p, g);
-  ema_pool_core_decide(core_now(p), &g->counters, NULL);
+  }
+  ema_pool_core_decide(core, &g->counters, NULL);
 }
 
 void ema_pool_reclaim_everything(EmaPool *pool, guint lender) {
@@ -682,6 +691,8 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   }
   for (guint i = 0; i < p->n; i++)
     p->core.ledger.gpus[i] = &p->gpus[i].counters;
+  p->core.clock = sim_clock;
+  p->core.clock_data = p;
   p->core.owner_check = check_engines;
   p->core.owner_data = p;
   return pool;

@@ -100,7 +100,9 @@ struct _EmaPoolCore {
   const EmaPolicyInfo *policies[3];
   const EmaPoolBackend *backend;
   gpointer backend_data;
-  EmaTime now; /* set by the owner before each call */
+  EmaTime now;                           /* set by the owner before each call but take and give */
+  EmaTime (*clock)(gpointer clock_data); /* the owner's time now, for messages (NULL: now) */
+  gpointer clock_data;
   guint64 tick;
   EmaPoolCoreStats stats;
   GArray *events;        /* EmaPoolEvent, NULL unless logging (ema_pool_core_log) */
@@ -111,6 +113,7 @@ struct _EmaPoolCore {
   const EmaStepModel **models; /* [n] */
   guint context_tokens;
   /* checks */
+  gboolean blocks_untracked; /* the backend neither maps own slices nor writes blocks */
   EmaPoolCheckLevel check_level;
   guint64 check_count;
   EmaPoolOwnerCheck owner_check;
@@ -132,7 +135,10 @@ void ema_pool_core_log(EmaPoolCore *core);
 
 /* The policies' init hooks at core->now. */
 gboolean ema_pool_core_start(EmaPoolCore *core, GError **error);
-const EmaPoolView *ema_pool_core_view(EmaPoolCore *core);
+/* The view the policies get at core->now (valid until the next call). */
+static inline const EmaPoolView *ema_pool_core_view(EmaPoolCore *core) {
+  return ema_slice_ledger_view(&core->ledger, core->now, core->server);
+}
 
 /* G's tenant takes N blocks: local first, then the lenders with the most
  * free room for its blocks (ties to the lowest index); FALSE (nothing
@@ -187,8 +193,15 @@ gboolean ema_pool_core_tick(EmaPoolCore *core, const guint64 *targets, GError **
 /* The ledger's invariants (ema_slice_ledger_check_counters), then the
  * owner's. */
 gboolean ema_pool_core_check(const EmaPoolCore *core, GError **error);
-/* After ACTION of GPU (G_MAXUINT: none): the check at this level; a
- * violation is fatal, naming the action. */
-void ema_pool_core_checked(EmaPoolCore *core, EmaPoolAction action, guint gpu);
+/* The check after ACTION of GPU (G_MAXUINT: none), now; a violation is
+ * fatal, naming the action. */
+void ema_pool_core_check_now(EmaPoolCore *core, EmaPoolAction action, guint gpu);
+/* After ACTION of GPU: the check at core's level (inline: the pool's hot
+ * paths call it on every take and give). */
+static inline void ema_pool_core_checked(EmaPoolCore *core, EmaPoolAction action, guint gpu) {
+  if (core->check_level == EMA_POOL_CHECK_ALL || (core->check_level == EMA_POOL_CHECK_SAMPLED &&
+                                                  ++core->check_count % EMA_POOL_CHECK_SAMPLE == 0))
+    ema_pool_core_check_now(core, action, gpu);
+}
 
 G_END_DECLS
