@@ -32,7 +32,7 @@
 #include "ema/run/ops.h"
 #include "ema/run/output.h"
 #include "ema/core/units.h"
-#include "poolledger.h"
+#include "poolmem.h"
 #include "realpool.h"
 #include "run.h"
 
@@ -606,7 +606,7 @@ static int command_pool(int argc, char **argv, const char *command) {
   }
   if (!ema_policy_registry_load_dirs((const char *const *) plugin_dirs, &error))
     return fail(error);
-  if (!ema_ledger_policy_parse(policy_text ? policy_text : "ema", &spec, &error))
+  if (!ema_pool_mem_policy_parse(policy_text ? policy_text : "ema", &spec, &error))
     return usage_gerror(error);
   model = ema_llm_load(model_name ? model_name : "llama-3.1-8b", &error);
   if (model == NULL) {
