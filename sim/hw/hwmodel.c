@@ -61,6 +61,11 @@ static const EmaParam gpu_params[] = {
      .default_value = "1", .min = 0, .max = 10,
      .help = "HBM bytes of own work lost per byte copied into this GPU (default 1; not yet "
              "calibrated)"},
+    {"offload_interference", EMA_PARAM_DOUBLE, GPU_FIELD(offload_interference),
+     .default_value = "1.11", .min = 0, .max = 10,
+     .help = "a lender's step slows by this times the share of its HBM time that offloaded "
+             "attention reads (default: the H200 measurement, "
+             "validate/results/2026-12-01-h200-offload/; not measured on other GPUs)"},
 };
 
 const EmaParamTable ema_gpu_params = {"gpu", sizeof(EmaGpuSpec), gpu_params,

@@ -35,6 +35,9 @@ typedef struct {
    * byte peers pull from its HBM (outgoing) or copy into it (incoming) */
   double interference_outgoing;
   double interference_incoming;
+  /* attention offload (see offload.h): a lender's step slows by this times
+   * the share of its HBM time that a borrower's offloaded attention reads */
+  double offload_interference;
 } EmaGpuSpec;
 
 typedef enum {
