@@ -31,27 +31,30 @@
 #define H200_BW 4489e9
 #define NVLINK4 397e9
 
+/* SPEC, after checking that the call that made it set no ERROR. */
+static gpointer loaded(gpointer spec, GError *error) {
+  g_assert_no_error(error);
+  g_assert_nonnull(spec);
+  return spec;
+}
+
 static EmaLlmSpec *load_model(const char *name) {
   GError *error = NULL;
   EmaLlmSpec *spec = ema_llm_load(name, &error);
-  g_assert_no_error(error);
-  return spec;
+  return loaded(spec, error);
 }
 
 static EmaServerSpec *load_server(const char *name) {
   GError *error = NULL;
   EmaServerSpec *server = ema_server_load(name, &error);
-  g_assert_no_error(error);
-  return server;
+  return loaded(server, error);
 }
 
 static EmaOffloadModel *offload_model(const char *model, const EmaServerSpec *server, guint tp) {
   GError *error = NULL;
   g_autoptr(EmaLlmSpec) llm = load_model(model);
   EmaOffloadModel *m = ema_offload_model_new(llm, server, tp, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(m);
-  return m;
+  return loaded(m, error);
 }
 
 static void assert_close(double got, double want, double rel) {
