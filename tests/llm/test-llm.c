@@ -15,12 +15,13 @@
 #include "ema/hw/llm.h"
 #include "ema/hw/steptime.h"
 
-/* The ten shapes, with their total parameter counts as derived by hand in
+/* The eleven shapes, with their total parameter counts as derived by hand in
  * hwmodels/llms/README.md (and at the bottom of each file). */
 static const struct {
   const char *name;
   guint64 total_parameters;
 } models[] = {
+    {"llama-13b", G_GUINT64_CONSTANT(13015864320)},
     {"llama-2-13b", G_GUINT64_CONSTANT(13015864320)},
     {"llama-2-70b", G_GUINT64_CONSTANT(68976648192)},
     {"llama-2-7b", G_GUINT64_CONSTANT(6738415616)},
@@ -35,7 +36,8 @@ static const struct {
 };
 
 #define KNOWN_MODELS                                                                               \
-  "llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, mistral-7b-v0.1, "           \
+  "llama-13b, llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, "                 \
+  "mistral-7b-v0.1, "                                                                              \
   "mixtral-8x7b, "                                                                                 \
   "opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b"
 
