@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -109,4 +110,18 @@ gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, g
   if (length)
     *length = len;
   return TRUE;
+}
+
+void ema_file_csv_field(GString *out, const char *text) {
+  if (strpbrk(text, ",\"\n\r") == NULL) {
+    g_string_append(out, text);
+    return;
+  }
+  g_string_append_c(out, '"');
+  for (const char *c = text; *c; c++) {
+    if (*c == '"')
+      g_string_append_c(out, '"');
+    g_string_append_c(out, *c);
+  }
+  g_string_append_c(out, '"');
 }

@@ -652,3 +652,31 @@ gboolean ema_params_check_defaults(const EmaParamTable *table, GError **error) {
   ema_params_clear(table, scratch);
   return TRUE;
 }
+
+gsize ema_params_field_size(const EmaParam *param) {
+  switch (param->type) {
+  case EMA_PARAM_BOOL:
+    return sizeof(gboolean);
+  case EMA_PARAM_ENUM:
+    return sizeof(int);
+  case EMA_PARAM_INT:
+  case EMA_PARAM_DURATION:
+    return sizeof(gint64);
+  case EMA_PARAM_SIZE:
+    return sizeof(guint64);
+  case EMA_PARAM_DOUBLE:
+  case EMA_PARAM_BANDWIDTH:
+  case EMA_PARAM_FLOPS:
+  case EMA_PARAM_FRACTION:
+    return sizeof(double);
+  case EMA_PARAM_STRING:
+    return sizeof(char *);
+  case EMA_PARAM_LIST:
+    return sizeof(GArray *);
+  case EMA_PARAM_OBJECT:
+    return sizeof(gpointer);
+  case EMA_PARAM_STRUCT:
+    return param->table ? param->table->size : 0;
+  }
+  return 0;
+}

@@ -4,6 +4,8 @@
  * error, never a hang or an unbounded read, and a file larger than its
  * reader accepts is refused before it is read.
  *
+ * Also the one CSV field writer (RFC 4180 quoting) of every CSV EMA writes.
+ *
  * Errors use G_FILE_ERROR and read "PATH: reason". */
 #pragma once
 
@@ -24,5 +26,9 @@ FILE *ema_file_open_regular(const char *path, GError **error);
  * (NUL-terminated, free with g_free) and *LENGTH (may be NULL). */
 gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,
                                GError **error);
+
+/* Append TEXT to OUT as one CSV field: as it is, or in double quotes (with
+ * quotes doubled) when it holds a comma, a quote, CR or LF (RFC 4180). */
+void ema_file_csv_field(GString *out, const char *text);
 
 G_END_DECLS
