@@ -144,7 +144,9 @@ static GQuark unlocated_quark(void) {
 
 static void set_parser_error(Loader *loader, GError **error) {
   yaml_parser_t *p = &loader->parser;
-  const char *problem = p->problem ? p->problem : "malformed YAML";
+  const char *problem = p->error == YAML_MEMORY_ERROR ? "out of memory while parsing"
+                        : p->problem                  ? p->problem
+                                                      : "malformed YAML";
   if (p->context)
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%zu:%zu: %s %s", loader->name,
                 p->problem_mark.line + 1, p->problem_mark.column + 1, problem, p->context);
