@@ -71,6 +71,15 @@ static const char short_trace[] =
     "{arrivals: poisson, rate: 20, requests: 40, prompt: {dist: fixed, tokens: 200}, "
     "output: {dist: fixed, tokens: 8}}";
 
+/* Run (ema-sim run, no plots) the serving experiment of serving_yaml
+ * (TENANT, TRACE), written to DIR/exp.yaml, into DIR/out. */
+static EmaTestRun *run_serving(const char *dir, const char *tenant, const char *trace) {
+  g_autofree char *text = serving_yaml(tenant, trace);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  return ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+}
+
 /* Limits for a child: RLIMIT_FSIZE (bytes a file may grow to; writes past
  * it fail with EFBIG, SIGXFSZ ignored). 0: not set. */
 typedef struct {
@@ -233,11 +242,8 @@ static void test_params_null(void) {
 /* What a run writes as resolved.yaml is an experiment `check` accepts. */
 static void test_params_resolved_checks(void) {
   g_autofree char *dir = ema_test_temp_dir();
-  g_autofree char *text = serving_yaml("a", short_trace);
-  g_autofree char *path = write_temp(dir, "exp.yaml", text);
-  g_autofree char *out = g_build_filename(dir, "out", NULL);
-  g_autofree char *resolved = g_build_filename(out, "resolved.yaml", NULL);
-  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_autofree char *resolved = g_build_filename(dir, "out", "resolved.yaml", NULL);
+  g_autoptr(EmaTestRun) run = run_serving(dir, "a", short_trace);
   ema_test_assert_ok(run);
   g_autoptr(EmaTestRun) check = ema_test_cli("check", resolved, NULL);
   ema_test_assert_ok(check);
@@ -428,10 +434,8 @@ static void test_plugin_silent_init(void) {
 
 static void test_run_csv_quoting(void) {
   g_autofree char *dir = ema_test_temp_dir();
-  g_autofree char *text = serving_yaml("a,\"b\"", short_trace);
-  g_autofree char *path = write_temp(dir, "exp.yaml", text);
   g_autofree char *out = g_build_filename(dir, "out", NULL);
-  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) run = run_serving(dir, "a,\"b\"", short_trace);
   ema_test_assert_ok(run);
   g_autofree char *csv = ema_test_read_file(out, "requests.csv");
   g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
@@ -444,12 +448,10 @@ static void test_run_csv_quoting(void) {
 
 static void test_run_all_rejected(void) {
   g_autofree char *dir = ema_test_temp_dir();
-  g_autofree char *text =
-      serving_yaml("huge", "{arrivals: poisson, rate: 5, requests: 3, prompt: {dist: fixed, "
-                           "tokens: 4000000}, output: {dist: fixed, tokens: 8}}");
-  g_autofree char *path = write_temp(dir, "exp.yaml", text);
-  g_autofree char *out = g_build_filename(dir, "out", NULL);
-  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) run =
+      run_serving(dir, "huge",
+                  "{arrivals: poisson, rate: 5, requests: 3, prompt: {dist: fixed, "
+                  "tokens: 4000000}, output: {dist: fixed, tokens: 8}}");
   g_assert_cmpint(run->status, ==, 0);
   g_assert_cmpstr(run->err, ==,
                   "ema-sim: warning: tenant huge: all 3 requests were rejected (prompt + output "
