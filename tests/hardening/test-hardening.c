@@ -415,8 +415,8 @@ static void test_plugin_small_symbol(void) {
 
 static void test_plugin_silent_init(void) {
   g_autofree char *dir = ema_test_temp_dir();
-  g_autofree char *text =
-      g_strconcat("policy: {borrow: silent-init}\n", serving_yaml("a", short_trace), NULL);
+  g_autofree char *base = serving_yaml("a", short_trace);
+  g_autofree char *text = g_strconcat("policy: {borrow: silent-init}\n", base, NULL);
   g_autofree char *path = write_temp(dir, "exp.yaml", text);
   g_autofree char *out = g_build_filename(dir, "out", NULL);
   g_autofree char *plugins = g_build_filename(dir, "plugins", NULL);
@@ -541,10 +541,10 @@ static GArray *children_of(GPid parent) {
 static void test_sweep_sigterm(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(dir, "out", NULL);
-  g_autofree char *text = g_strconcat(
+  g_autofree char *base =
       serving_yaml("long", "{arrivals: poisson, rate: 40, duration: 3600s, prompt: {dist: fixed, "
-                           "tokens: 200}, output: {dist: fixed, tokens: 64}}"),
-      "sweep:\n  seed: [1, 2, 3, 4]\n", NULL);
+                           "tokens: 200}, output: {dist: fixed, tokens: 64}}");
+  g_autofree char *text = g_strconcat(base, "sweep:\n  seed: [1, 2, 3, 4]\n", NULL);
   g_autofree char *path = write_temp(dir, "long.yaml", text);
   g_auto(GStrv) envp = ema_test_cli_environ(NULL);
   const char *argv[] = {ema_test_sim_path(), "sweep", path, "-o", out, "-j", "2", NULL};
@@ -614,8 +614,8 @@ static gboolean sweep_fault_then_resume(const Limits *limits, const char *const 
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(dir, "out", NULL);
   g_autofree char *clean = g_build_filename(dir, "clean", NULL);
-  g_autofree char *text =
-      g_strconcat(serving_yaml("a", fault_trace), "sweep:\n  seed: [1, 2, 3]\n", NULL);
+  g_autofree char *base = serving_yaml("a", fault_trace);
+  g_autofree char *text = g_strconcat(base, "sweep:\n  seed: [1, 2, 3]\n", NULL);
   g_autofree char *path = write_temp(dir, "sweep.yaml", text);
   const char *args[] = {"sweep", path, "-o", out, "-j", "2", NULL};
   const char *clean_args[] = {"sweep", path, "-o", clean, "-j", "2", NULL};
@@ -641,6 +641,7 @@ static void test_fault_write_sweep(void) {
   g_assert_true(sweep_fault_then_resume(&limits, NULL));
 }
 
+#if !defined(__SANITIZE_ADDRESS__)
 /* The run of the fault tests without faults: its summary.json without
  * wall_s. */
 static char *clean_summary(const char *dir, const char *path) {
@@ -691,6 +692,8 @@ static GArray *check_alloc_runs(const char *dir, const char *path) {
   ema_test_remove_tree(out);
   return mid_run;
 }
+
+#endif
 
 static void test_fault_alloc_run(void) {
 #if defined(__SANITIZE_ADDRESS__)
