@@ -532,6 +532,7 @@ static void add_to_batch(EmaEngine *engine, Req *req, guint32 chunk) {
     /* token i of the chunk attends to kv + i tokens (i = 1..chunk) */
     b->prefill_context += chunk * kv + (double) chunk * (chunk + 1) / 2;
     b->prefill_kv_read += kv + chunk;
+    b->prefill_chunks++;
   }
   if (samples)
     b->logits++;
@@ -924,6 +925,23 @@ guint64 ema_engine_release_blocks_mode(EmaEngine *engine, guint64 blocks, EmaPre
 
 guint64 ema_engine_blocks_held(const EmaEngine *engine) {
   return engine->blocks_held;
+}
+
+/* The blocks REQ holds (a steady request's derived from the clock). */
+static guint64 request_blocks(const EmaEngine *engine, const Req *req) {
+  if (req->state != REQ_STEADY)
+    return req->pub.blocks;
+  return blocks_for((guint64) req->kv0 + (engine->clock - req->t0) +
+                    (engine->steady_scheduled ? 1 : 0));
+}
+
+guint64 ema_engine_request_blocks(const EmaEngine *engine) {
+  guint64 sum = 0;
+  const GQueue *queues[2] = {&engine->running, &engine->waiting};
+  for (guint q = 0; q < 2; q++)
+    for (const GList *link = queues[q]->head; link; link = link->next)
+      sum += request_blocks(engine, link->data);
+  return sum; /* finishing requests are in the running list until they finish */
 }
 
 void ema_engine_wake(EmaEngine *engine) {

@@ -191,7 +191,8 @@ static guint64 blocks_for(guint64 tokens) {
 
 static EmaTime step_of(const EmaStepModel *model, guint64 prefill, double prefill_context,
                        double prefill_kv_read, guint64 decode_seqs, double decode_context) {
-  EmaStepBatch batch = {prefill, prefill_context, prefill_kv_read, decode_seqs, decode_context, 1};
+  EmaStepBatch batch = {prefill, prefill_context, prefill_kv_read, decode_seqs, decode_context, 1,
+                        1};
   return ema_step_time(model, &batch, NULL);
 }
 
@@ -513,7 +514,8 @@ static const BadConfig bad_configs[] = {
     {"missing-gpu.yaml", EMA_CONFIG_ERROR_KEY,
      "5:5: tenants.0.gpu: missing required key (an integer)"},
     {"unknown-model.yaml", EMA_CONFIG_ERROR_KEY,
-     "5:22: tenants.0.model: unknown model 'llama-9' (known: llama-2-13b, llama-2-7b, "
+     "5:22: tenants.0.model: unknown model 'llama-9' (known: llama-13b, llama-2-13b, llama-2-70b, "
+     "llama-2-7b, "
      "llama-3.1-70b, "
      "llama-3.1-8b, mistral-7b-v0.1, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b)"},
 };
