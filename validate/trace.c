@@ -70,6 +70,8 @@ static gboolean csv_error(const CsvReader *r, guint field, const char *what, GEr
       for (text++, col++; *text && !(*text == '"' && text[1] != '"'); text++, col++)
         if (*text == '"')
           text++, col++;
+      if (*text == '\0') /* an unterminated quote: the row ends inside it */
+        break;
     }
     if (*text == ',')
       f++;

@@ -91,6 +91,16 @@ static gboolean end_summary(JsonBuilder *builder, guint64 events, EmaTime simula
   json_generator_set_pretty(generator, TRUE);
   json_generator_set_indent(generator, 2);
   text = json_generator_to_data(generator, NULL);
+  /* a failed allocation inside the C library's printf drops text silently
+   * (an empty "events" value): what does not parse back is not written */
+  {
+    g_autoptr(JsonParser) check = json_parser_new();
+    if (!json_parser_load_from_data(check, text, -1, NULL)) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOMEM,
+                  "%s/summary.json: the generated JSON does not parse (out of memory?)", dir);
+      return FALSE;
+    }
+  }
   with_newline = g_strconcat(text, "\n", NULL);
   return write_file(dir, "summary.json", with_newline, error);
 }

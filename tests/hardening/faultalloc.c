@@ -5,7 +5,10 @@
  * too, only a process whose first argument is CMD (e.g. the `run` point
  * processes of a sweep, not the sweep) is affected. GLib aborts on a
  * failed allocation, so the process dies there: the tests check what it
- * leaves behind. Nothing here allocates (getenv, open, read). */
+ * leaves behind. With EMA_FAULT_ALLOC_COUNT=FILE, the number of
+ * allocations the process made is written to FILE when it exits (so that a
+ * test can aim at the last ones). Nothing here allocates (getenv, open,
+ * read, write). */
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -17,8 +20,28 @@ extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *ptr, size_t size);
 
 static long countdown = -2; /* -2: not read yet; -1: no failure (left) */
+static unsigned long made;  /* allocations so far */
+
+__attribute__((destructor)) static void write_count(void) {
+  const char *path = getenv("EMA_FAULT_ALLOC_COUNT");
+  char digits[32];
+  int n = 0, fd;
+  unsigned long v = made;
+  if (path == NULL)
+    return;
+  do
+    digits[sizeof digits - 1 - n++] = (char) ('0' + v % 10);
+  while ((v /= 10) > 0);
+  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd >= 0) {
+    if (write(fd, digits + sizeof digits - n, (size_t) n) < 0)
+      n = 0;
+    close(fd);
+  }
+}
 
 static int fail_now(void) {
+  made++;
   if (countdown == -2) {
     const char *after = getenv("EMA_FAULT_ALLOC_AFTER");
     const char *command = getenv("EMA_FAULT_ALLOC_COMMAND");

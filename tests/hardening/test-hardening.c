@@ -654,12 +654,12 @@ static char *clean_summary(const char *dir, const char *path) {
 }
 
 /* Allocation failure (the faultalloc shim fails the Nth allocation; GLib
- * aborts) anywhere in a run, for N over the whole run: either the run
- * was not hit (exit 0, the same summary as without faults) or it failed
- * with no summary.json, never with a parse error that blames the input;
+ * aborts) anywhere in a run, for N over the whole run: a summary.json
+ * left is always the same as without faults, and a run that leaves none
+ * failed, never with a parse error that blames the input;
  * and at least one N hits the run after resolved.yaml is written (mid-run).
- * Returns those N (a GArray of long). Not under ASan (the shim would come before its
- * runtime). */
+ * Returns the N that failed the run (a GArray of long). Not under ASan (the shim would come before
+ * its runtime). */
 static GArray *check_alloc_runs(const char *dir, const char *path) {
   g_autofree char *clean = clean_summary(dir, path);
   g_autofree char *out = g_build_filename(dir, "out", NULL);
@@ -668,8 +668,20 @@ static GArray *check_alloc_runs(const char *dir, const char *path) {
   g_autofree char *preload = g_strconcat("LD_PRELOAD=", g_getenv("EMA_TEST_FAULT_ALLOC"), NULL);
   const char *args[] = {"run", path, "-o", out, "--no-plot", NULL};
   const Limits none = {0};
-  GArray *mid_run = g_array_new(FALSE, FALSE, sizeof(long));
-  for (long n = 250; n <= 6000; n += 125) {
+  GArray *failing = g_array_new(FALSE, FALSE, sizeof(long));
+  gboolean hit_mid_run = FALSE;
+  g_autofree char *count_path = g_build_filename(dir, "allocations", NULL);
+  g_autofree char *count_edit = g_strconcat("EMA_FAULT_ALLOC_COUNT=", count_path, NULL);
+  const char *count_edits[] = {preload, count_edit, NULL};
+  g_autofree char *count_text = NULL;
+  long total;
+  /* how many allocations a whole run makes; then N over all of it (40 steps) and each of the
+   * last 300 (writing the results: after resolved.yaml, before summary.json) */
+  g_assert_cmpint(run_faulty(args, &none, count_edits, NULL), ==, 0);
+  g_assert_true(g_file_get_contents(count_path, &count_text, NULL, NULL));
+  total = atol(count_text);
+  g_assert_cmpint(total, >, 300);
+  for (long n = 0; n < total; n += n < total - 300 ? MAX(1, total / 40) : 1) {
     g_autofree char *after = g_strdup_printf("EMA_FAULT_ALLOC_AFTER=%ld", n);
     const char *edits[] = {preload, after, NULL};
     g_autofree char *err = NULL;
@@ -678,19 +690,22 @@ static GArray *check_alloc_runs(const char *dir, const char *path) {
     status = run_faulty(args, &none, edits, &err);
     g_assert_null(strstr(err, "malformed YAML"));
     g_assert_null(strstr(err, "unexpected YAML structure"));
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    /* a summary.json, whenever there is one (the process may die after writing it), is the
+     * whole result */
+    if (g_file_test(summary, G_FILE_TEST_EXISTS)) {
       g_autofree char *text = ema_test_read_file(out, "summary.json");
       g_autofree char *without = ema_test_summary_without_wall(text);
       g_assert_cmpstr(without, ==, clean);
       continue;
     }
-    g_assert_false(g_file_test(summary, G_FILE_TEST_EXISTS));
+    g_assert_false(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     if (g_file_test(resolved, G_FILE_TEST_EXISTS))
-      g_array_append_val(mid_run, n);
+      hit_mid_run = TRUE;
+    g_array_append_val(failing, n);
   }
-  g_assert_cmpuint(mid_run->len, >, 0);
+  g_assert_true(hit_mid_run);
   ema_test_remove_tree(out);
-  return mid_run;
+  return failing;
 }
 
 #endif
@@ -707,7 +722,7 @@ static void test_fault_alloc_run(void) {
 #endif
 }
 
-/* A sweep whose point processes hit an allocation failure mid-run fails;
+/* A sweep whose point processes hit an allocation failure fails;
  * the same sweep without faults resumes to the sweep.csv of a clean one. */
 static void test_fault_alloc_sweep(void) {
 #if defined(__SANITIZE_ADDRESS__)
@@ -716,14 +731,14 @@ static void test_fault_alloc_sweep(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *text = serving_yaml("a", fault_trace);
   g_autofree char *path = write_temp(dir, "exp.yaml", text);
-  g_autoptr(GArray) mid_run = check_alloc_runs(dir, path);
+  g_autoptr(GArray) failing = check_alloc_runs(dir, path);
   g_autofree char *preload = g_strconcat("LD_PRELOAD=", g_getenv("EMA_TEST_FAULT_ALLOC"), NULL);
   gboolean hit = FALSE;
-  /* the points run their resolved.yaml, whose allocations differ a little:
-   * the first N that hits them */
-  for (guint i = 0; i < mid_run->len && !hit; i++) {
+  /* the points run their resolved.yaml, whose allocations differ from the
+   * direct run's: the first N that failed the run and also fails them */
+  for (guint i = 0; i < failing->len && !hit; i++) {
     g_autofree char *after =
-        g_strdup_printf("EMA_FAULT_ALLOC_AFTER=%ld", g_array_index(mid_run, long, i));
+        g_strdup_printf("EMA_FAULT_ALLOC_AFTER=%ld", g_array_index(failing, long, i));
     const char *edits[] = {preload, after, "EMA_FAULT_ALLOC_COMMAND=run", NULL};
     hit = sweep_fault_then_resume(NULL, edits);
   }
