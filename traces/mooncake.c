@@ -8,8 +8,13 @@
  * is in [1, 2^32-1], output_length in [0, 2^32-1]; hash_ids, when present, is
  * an array and its length is the record's prefix_blocks; other keys are
  * ignored; blank lines are skipped. The first record is read when the file is
- * opened, so an empty file or a bad first line fails the open. */
+ * opened, so an empty file or a bad first line fails the open. A line is
+ * scanned before json-glib sees it: nesting deeper than
+ * EMA_TRACE_JSON_MAX_DEPTH (json-glib recurses per level) and integers
+ * outside 64 bits (json-glib would wrap them) are errors, so a line costs at
+ * most max_line bytes and a bounded stack. */
 #include <math.h>
+#include <string.h>
 
 #include <json-glib/json-glib.h>
 
@@ -95,6 +100,39 @@ range:
   return FALSE;
 }
 
+/* The problem with LINE that json-glib would not report safely, or NULL:
+ * nesting deeper than EMA_TRACE_JSON_MAX_DEPTH, an integer outside gint64.
+ * Strings are skipped (brackets and digits in them are text). */
+static const char *scan_line(const char *line, gsize len) {
+  int depth = 0;
+  for (gsize i = 0; i < len; i++) {
+    char c = line[i];
+    if (c == '"') {
+      for (i++; i < len && line[i] != '"'; i++)
+        if (line[i] == '\\')
+          i++;
+    } else if (c == '[' || c == '{') {
+      if (++depth > EMA_TRACE_JSON_MAX_DEPTH)
+        return "JSON nested deeper than " G_STRINGIFY(EMA_TRACE_JSON_MAX_DEPTH) " levels";
+    } else if (c == ']' || c == '}') {
+      depth--;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      gsize end = i;
+      gboolean integer = TRUE;
+      gint64 ignored;
+      while (end < len && line[end] != '\0' && strchr("0123456789+-.eE", line[end]) != NULL) {
+        integer = integer && strchr(".eE", line[end]) == NULL;
+        end++;
+      }
+      if (integer &&
+          g_strcmp0(ema_trace_parse_int(line + i, end - i, &ignored), "out of range") == 0)
+        return "integer out of range (beyond 64 bits)";
+      i = end - 1;
+    }
+  }
+  return NULL;
+}
+
 /* Reads one record. Returns 1, 0 at the end, -1 on error. */
 static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **error) {
   char *line;
@@ -108,6 +146,11 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
     return got;
 
   g_autoptr(GError) jerr = NULL;
+  const char *problem = scan_line(line, len);
+  if (problem != NULL) {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "%s", problem);
+    return -1;
+  }
   if (!json_parser_load_from_data(self->parser, line, (gssize) len, &jerr)) {
     ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "invalid JSON: %s",
                            jerr->message);

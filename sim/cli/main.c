@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ema/core/file.h"
 #include "ema/run/experiment.h"
 #include "ema/pool/frontier.h"
 #include "ema/run/ops.h"
@@ -156,6 +157,20 @@ static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
   return 0;
 }
 
+/* A tenant whose every request was rejected (none fits in its KV cache)
+ * has run, but measured nothing: say so on stderr (the run still succeeds,
+ * its results are true). */
+static void warn_all_rejected(const EmaServingReport *report) {
+  for (guint i = 0; i < report->tenants->len; i++) {
+    const EmaTenantResult *r = report->tenants->pdata[i];
+    if (r->arrived > 0 && r->rejected == r->arrived)
+      fprintf(stderr,
+              "ema-sim: warning: tenant %s: all %" G_GUINT64_FORMAT
+              " requests were rejected (prompt + output larger than its KV cache)\n",
+              r->spec->name, r->arrived);
+  }
+}
+
 static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   GError *error = NULL;
   g_autoptr(EmaServingReport) report =
@@ -167,6 +182,7 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   ema_output_print_serving(stdout, report);
   printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
          out_dir);
+  warn_all_rejected(report);
   return 0;
 }
 
@@ -487,7 +503,7 @@ static int command_frontier(int argc, char **argv) {
         printf("%8u %8u %9.3f ms %9.1f%% %9.1f%% %9.1f%%\n", point.batch, point.context,
                point.local_step_s * 1e3, 100 * point.prefetch_share, 100 * point.direct_share,
                100 * point.prefetch_landed_share);
-        ema_output_csv_field(csv, server->name);
+        ema_file_csv_field(csv, server->name);
         g_string_append_printf(csv, ",%u,%u,%.6f,%.6f,%.6f,%.6f\n", point.batch, point.context,
                                point.local_step_s * 1e3, point.prefetch_share, point.direct_share,
                                point.prefetch_landed_share);
@@ -906,7 +922,7 @@ static int command_sweep(int argc, char **argv) {
   g_autofree char *program = NULL;
   g_auto(GStrv) overrides = NULL;
   g_auto(GStrv) plugin_dirs = NULL;
-  gint jobs = 0;
+  gint jobs = -1; /* not given: one per CPU */
   gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE, reuse = FALSE;
   g_autoptr(EmaSweep) sweep = NULL;
   g_autoptr(GPtrArray) records = NULL;
@@ -943,8 +959,9 @@ static int command_sweep(int argc, char **argv) {
     return EXIT_USAGE;
   if (argc != 2)
     return usage_error(argc < 2 ? "missing sweep FILE" : "too many arguments");
-  if (jobs < 0 || jobs > 4096)
-    return usage_error("--jobs: give a number of processes from 1 to 4096");
+  if (jobs != -1 && (jobs < 1 || jobs > 4096))
+    return usage_error("--jobs: give a number of processes from 1 to 4096 (leave -j out for one "
+                       "per CPU)");
   if (part && !parse_part(part, &rank, &ranks))
     return usage_error("--part: give R/K with 0 <= R < K, e.g. --part 3/16");
   if (part && ema_sweep_mpi_launched_size() != 1)
@@ -954,7 +971,7 @@ static int command_sweep(int argc, char **argv) {
   /* every rank loads and checks every point; rank 0 speaks */
   if (!load_plugins(plugin_dirs, &error) ||
       (sweep = ema_sweep_load(argv[1], (const char *const *) overrides, &error)) == NULL ||
-      !ema_sweep_resolve(sweep, &error)) {
+      (!list && !ema_sweep_resolve(sweep, &error))) {
     if (rank == 0)
       fprintf(stderr, "%s\n", error->message);
     g_error_free(error);
@@ -962,6 +979,17 @@ static int command_sweep(int argc, char **argv) {
     return 1;
   }
   if (list) {
+    /* every point is checked first, one at a time (each loaded and freed:
+     * no resolved text of every point held at once), then listed */
+    for (guint p = 0; rank == 0 && p < ema_sweep_n_points(sweep); p++) {
+      g_autoptr(EmaExperiment) point = ema_sweep_load_point(sweep, p, &error);
+      if (point == NULL) {
+        fprintf(stderr, "%s\n", error->message);
+        g_error_free(error);
+        ema_sweep_mpi_finalize();
+        return 1;
+      }
+    }
     for (guint p = 0; rank == 0 && p < ema_sweep_n_points(sweep); p++) {
       g_autofree char *what = ema_sweep_point_describe(sweep, p);
       printf("%s  %s\n", ema_sweep_point_name(sweep, p), what);

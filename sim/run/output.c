@@ -8,6 +8,8 @@
  * a result of this run), and nothing ema-sim did not write is touched. */
 #include "ema/run/output.h"
 
+#include "ema/core/file.h"
+
 #include <errno.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -114,20 +116,6 @@ gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError 
   for (guint i = 0; extra && extra[i]; i++)
     g_string_append_printf(list, "%s\n", extra[i]);
   return g_file_set_contents(marker, list->str, (gssize) list->len, error);
-}
-
-void ema_output_csv_field(GString *out, const char *text) {
-  if (strpbrk(text, ",\"\r\n") == NULL) {
-    g_string_append(out, text);
-    return;
-  }
-  g_string_append_c(out, '"');
-  for (const char *c = text; *c; c++) {
-    if (*c == '"')
-      g_string_append_c(out, '"');
-    g_string_append_c(out, *c);
-  }
-  g_string_append_c(out, '"');
 }
 
 static gboolean write_file(const char *dir, const char *name, const char *text, GError **error) {
@@ -286,6 +274,16 @@ static gboolean end_summary(JsonBuilder *builder, guint64 events, EmaTime simula
   json_generator_set_pretty(generator, TRUE);
   json_generator_set_indent(generator, 2);
   text = json_generator_to_data(generator, NULL);
+  /* a failed allocation inside the C library's printf drops text silently
+   * (an empty "events" value): what does not parse back is not written */
+  {
+    g_autoptr(JsonParser) check = json_parser_new();
+    if (!json_parser_load_from_data(check, text, -1, NULL)) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOMEM,
+                  "%s/summary.json: the generated JSON does not parse (out of memory?)", dir);
+      return FALSE;
+    }
+  }
   with_newline = g_strconcat(text, "\n", NULL);
   return write_file(dir, "summary.json", with_newline, error);
 }
@@ -434,9 +432,9 @@ static gboolean write_tenants_csv(const char *dir, const EmaServingReport *repor
     }
     if (t == 0)
       g_string_append_c(csv, '\n');
-    ema_output_csv_field(csv, result->spec->name);
+    ema_file_csv_field(csv, result->spec->name);
     g_string_append_c(csv, ',');
-    ema_output_csv_field(csv, result->spec->model.name);
+    ema_file_csv_field(csv, result->spec->model.name);
     for (guint i = 0; i < n; i++) {
       char buffer[G_ASCII_DTOSTR_BUF_SIZE];
       if (fields[i].integer)

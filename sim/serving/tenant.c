@@ -47,8 +47,10 @@ static gboolean resolve_path(char **field, const EmaNode *node, const char *key,
   g_free(*field);
   *field = absolute;
   if (!g_file_test(absolute, G_FILE_TEST_IS_REGULAR)) {
-    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, value ? value : node, key_path,
-                   "no such file: %s", absolute);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, value ? value : node, key_path, "%s: %s",
+                   g_file_test(absolute, G_FILE_TEST_EXISTS) ? "not a regular file"
+                                                             : "no such file",
+                   absolute);
     return FALSE;
   }
   return TRUE;
