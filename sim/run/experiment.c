@@ -305,6 +305,9 @@ static const EmaParam experiment_params[] = {
      .help = "serving: share of the HBM of a GPU without a tenant that it lends"},
     {"requests_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(requests_csv), .default_value = "true",
      .help = "serving: write one requests.csv row per finished request"},
+    {"steps_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(steps_csv), .default_value = "false",
+     .help = "serving: write steps.csv, one row per engine step (the columns of vLLM's step "
+             "traces)"},
 };
 
 const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment), experiment_params,

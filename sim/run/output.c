@@ -131,6 +131,27 @@ static void add_latency(JsonBuilder *builder, const char *name, const EmaHistogr
   json_builder_end_object(builder);
 }
 
+static void add_string(JsonBuilder *builder, const char *name, const char *value) {
+  json_builder_set_member_name(builder, name);
+  json_builder_add_string_value(builder, value);
+}
+
+/* What the tenant's times rest on: the engine profile (with its measured
+ * error, from its file) and the step model. */
+static void add_fidelity(JsonBuilder *builder, const EmaTenantSpec *spec) {
+  g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(spec->engine.profile, NULL);
+  json_builder_set_member_name(builder, "fidelity");
+  json_builder_begin_object(builder);
+  add_string(builder, "engine_profile", spec->engine.profile);
+  add_string(builder, "scheduler", spec->engine.scheduler == EMA_SCHEDULER_V0 ? "v0" : "v1");
+  add_number(builder, "step_cpu_cost_s", (double) spec->engine.step_cpu_cost / 1e9);
+  add_string(builder, "step_model", "roofline (sim/hw/steptime.c) on the server's gpu model");
+  /* the profile was loaded when the experiment was; it is there unless removed since */
+  add_string(builder, "profile_source", profile ? profile->source : "(profile file gone)");
+  add_string(builder, "measured_error", profile ? profile->fidelity : "(profile file gone)");
+  json_builder_end_object(builder);
+}
+
 static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
   const EmaTenantMetrics *metrics = result->metrics;
   json_builder_begin_object(builder);
@@ -143,6 +164,7 @@ static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
   add_count(builder, "arrived", result->arrived);
   add_count(builder, "completed", metrics->completed);
   add_count(builder, "rejected", result->rejected);
+  add_count(builder, "rejected_max_model_len", result->rejected_too_long);
   add_count(builder, "unfinished", result->unfinished);
   add_number(builder, "throughput_tok_s", ema_tenant_metrics_throughput_tok_s(metrics));
   add_number(builder, "req_per_s", ema_tenant_metrics_req_per_s(metrics));
@@ -150,6 +172,16 @@ static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
   add_latency(builder, "tpot_ms", metrics->tpot);
   add_latency(builder, "e2e_ms", metrics->e2e);
   add_count(builder, "preemptions", result->preemptions);
+  json_builder_set_member_name(builder, "prefix_cache");
+  json_builder_begin_object(builder);
+  add_count(builder, "query_tokens", result->prefix.query_tokens);
+  add_count(builder, "hit_tokens", result->prefix.hit_tokens);
+  add_number(builder, "hit_rate",
+             result->prefix.query_tokens
+                 ? (double) result->prefix.hit_tokens / (double) result->prefix.query_tokens
+                 : 0);
+  add_count(builder, "evictions", result->prefix.evictions);
+  json_builder_end_object(builder);
   add_number(builder, "kv_util_mean", ema_tenant_metrics_kv_util_mean(metrics));
   add_count(builder, "kv_blocks", result->plan.blocks);
   add_count(builder, "kv_bytes_per_gpu", result->plan.kv_bytes);
@@ -158,6 +190,7 @@ static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
   add_count(builder, "steps", metrics->steps);
   add_number(builder, "busy_s", (double) metrics->busy / 1e9);
   add_number(builder, "slowed_by_peers_s", (double) result->slowed_by_peers / 1e9);
+  add_fidelity(builder, result->spec);
   json_builder_end_object(builder);
 }
 

@@ -85,7 +85,7 @@ static void test_usage_errors(void) {
   usage_error(ema_test_cli(NULL, NULL), "missing COMMAND"); /* no arguments at all */
   usage_error(ema_test_cli("frobnicate", NULL),
               "unknown command 'frobnicate' (commands: run, check, list, "
-              "describe, frontier, sweep, plot)");
+              "describe, frontier, sweep, plot, step-time)");
   usage_error(ema_test_cli("run", NULL), "missing experiment FILE");
   usage_error(ema_test_cli("check", BASELINE, "extra", NULL), "too many arguments");
   usage_error(ema_test_cli("run", "--bogus", BASELINE, NULL), "--bogus");
@@ -302,7 +302,7 @@ static const BadInput bad_inputs[] = {
     {"unknown-key-top.yaml", ":2:1: ", "nmae: ",
      "unknown key in experiment (valid keys: name, summary, seed, tolerance, server, ops, decode, "
      "tenants, "
-     "duration, sample_period, policy, idle_gpu_memory, requests_csv)"},
+     "duration, sample_period, policy, idle_gpu_memory, requests_csv, steps_csv)"},
     {"unknown-key-nested.yaml",
      ":6:48: ", "ops.0.flows.0.byts: ", "unknown key in flow (valid keys: kind, src, dst, bytes)"},
     {"negative-size.yaml", ":6:55: ", "ops.0.flows.0.bytes: ", "negative size '-4KiB'"},

@@ -21,7 +21,9 @@ static const struct {
   const char *name;
   guint64 total_parameters;
 } models[] = {
+    {"codellama-34b", G_GUINT64_CONSTANT(33743970304)},
     {"llama-2-13b", G_GUINT64_CONSTANT(13015864320)},
+    {"llama-2-70b", G_GUINT64_CONSTANT(68976648192)},
     {"llama-2-7b", G_GUINT64_CONSTANT(6738415616)},
     {"llama-3.1-70b", G_GUINT64_CONSTANT(70553706496)},
     {"llama-3.1-8b", G_GUINT64_CONSTANT(8030261248)},
@@ -31,11 +33,12 @@ static const struct {
     {"opt-30b", G_GUINT64_CONSTANT(29974540288)},
     {"qwen2.5-14b", G_GUINT64_CONSTANT(14770033664)},
     {"qwen2.5-32b", G_GUINT64_CONSTANT(32763876352)},
+    {"qwen2.5-7b", G_GUINT64_CONSTANT(7615616512)},
 };
 
 #define KNOWN_MODELS                                                                               \
-  "llama-2-13b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, mistral-7b-v0.1, mixtral-8x7b, "          \
-  "opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b"
+  "codellama-34b, llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, "             \
+  "mistral-7b-v0.1, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, qwen2.5-7b"
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -217,15 +217,17 @@ static void test_one_request(void) {
   /* step 1: the whole prompt in one chunk (1000 <= max_num_batched_tokens
    * 8192) after p = 0 cached tokens: prefill_tokens n, prefill_context
    * n (n + 1) / 2, prefill_kv_read p + n = n; it samples the first token */
-  prefill = step_of(model, 1000, n * (n + 1) / 2, n, 0, 0);
-  /* steps 2-4: one decode token each, attending to 1001, 1002, 1003 tokens */
+  prefill = step_of(model, 1000, n * (n + 1) / 2, n, 0, 0) + tenant->engine.step_cpu_cost;
+  /* steps 2-4: one decode token each, attending to 1001, 1002, 1003 tokens;
+   * every step also costs the engine profile's fixed CPU time */
   for (guint i = 0; i < 3; i++)
-    decode[i] = step_of(model, 0, 0, 0, 1, 1001 + i);
+    decode[i] = step_of(model, 0, 0, 0, 1, 1001 + i) + tenant->engine.step_cpu_cost;
   first = arrival + prefill;
   finish = first + decode[0] + decode[1] + decode[2];
-  tpot = (finish - first + 1) / 3;         /* nearest ns: (x + (out - 1) / 2) / (out - 1) */
-  g_assert_cmpint(prefill, >, EMA_MS(10)); /* a sane 1000-token prefill on an H200 */
-  g_assert_cmpint(prefill, <, EMA_MS(30));
+  tpot = (finish - first + 1) / 3; /* nearest ns: (x + (out - 1) / 2) / (out - 1) */
+  g_assert_cmpint(tenant->engine.step_cpu_cost, >, 0); /* the default profile, vllm-v1 */
+  g_assert_cmpint(prefill - tenant->engine.step_cpu_cost, >, EMA_MS(10)); /* a sane 1000-token */
+  g_assert_cmpint(prefill - tenant->engine.step_cpu_cost, <, EMA_MS(30)); /* prefill on an H200 */
   g_assert_cmpint(decode[0], <=, decode[1]);
   g_assert_cmpint(decode[1], <=, decode[2]);
 
@@ -420,21 +422,27 @@ static void test_plan_70b_tp4(void) {
   g_assert_cmpuint(plan.weight_bytes, ==, weights);
   g_assert_cmpuint(plan.activation_reserve, ==, reserve);
   g_assert_cmpuint(plan.block_bytes, ==, block);
-  g_assert_cmpuint(plan.kv_bytes, ==, usable - weights - reserve);
-  g_assert_cmpuint(plan.kv_bytes, ==, 99144749383);
-  g_assert_cmpuint(plan.slices, ==, (usable - weights - reserve) / SLICE);
-  g_assert_cmpuint(plan.slices, ==, 47275);
-  /* 47275 slices of 2 MiB hold 75640 blocks of 1.25 MiB */
+  /* the default profile (vllm-v1) adds its fixed reserve and keeps no watermark */
+  g_assert_cmpstr(tenant->engine.profile, ==, "vllm-v1");
+  g_assert_cmpuint(tenant->engine.fixed_reserve, >, 0);
+  g_assert_cmpuint(plan.kv_bytes, ==, usable - weights - reserve - tenant->engine.fixed_reserve);
+  g_assert_cmpuint(plan.slices, ==, plan.kv_bytes / SLICE);
+  /* slices of 2 MiB hold 1.6 blocks of 1.25 MiB each */
   g_assert_cmpuint(plan.blocks, ==, plan.slices * SLICE / block);
-  g_assert_cmpuint(plan.blocks, ==, 75640);
-  g_assert_cmpuint(plan.watermark_blocks, ==, 757); /* ceil(756.4) */
+  g_assert_cmpuint(plan.blocks, ==, plan.slices * 8 / 5);
+  g_assert_cmpuint(plan.watermark_blocks, ==, 0);
 
   /* what the engine gets: the plan, and swap over the slower host direction */
   ema_tenant_engine_config(tenant, &plan, &experiment->server, &config);
   g_assert_cmpuint(config.max_num_seqs, ==, 256);
   g_assert_cmpuint(config.max_num_batched_tokens, ==, 8192);
-  g_assert_cmpuint(config.watermark_blocks, ==, 757);
+  g_assert_cmpuint(config.watermark_blocks, ==, 0);
   g_assert_cmpuint(config.block_bytes, ==, block);
+  g_assert_cmpuint(config.block_tokens, ==, 16);
+  g_assert_cmpuint(config.max_model_len, ==, 131072); /* the model's max_context */
+  g_assert_cmpint(config.step_cpu_cost, ==, tenant->engine.step_cpu_cost);
+  g_assert_cmpint(config.scheduler, ==, EMA_SCHEDULER_V1);
+  g_assert_true(config.prefix_caching);
   g_assert_cmpint(config.preempt, ==, EMA_PREEMPT_RECOMPUTE);
   g_assert_cmpfloat(config.swap_bandwidth, ==, 55.3e9);
   g_assert_cmpint(config.swap_fixed_cost, ==, EMA_NS(5200));
@@ -505,17 +513,21 @@ static const BadConfig bad_configs[] = {
      "5:3: tenants: give ops and decode scenarios, or tenants, not both (run them as two "
      "experiments)"},
     {"engine-unknown-key.yaml", EMA_CONFIG_ERROR_KEY,
-     "9:32: tenants.0.engine.max_batch: unknown key in engine (valid keys: max_num_seqs, "
-     "max_num_batched_tokens, gpu_memory_utilization, activation_reserve, watermark, preempt)"},
+     "9:32: tenants.0.engine.max_batch: unknown key in engine (valid keys: profile, "
+     "max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, activation_reserve, "
+     "watermark, preempt, block_size, max_model_len, num_gpu_blocks, prefix_caching)"},
+    {"unknown-profile.yaml", EMA_CONFIG_ERROR_KEY,
+     "9:41: tenants.0.engine.profile: unknown engine profile 'vllm-v9' (known: test-free, "
+     "test-v1, vllm-v0, vllm-v1)"},
     {"bad-unit.yaml", -1,
      "9:38: tenants.0.engine.gpu_memory_utilization: unknown unit 'GB' in '2GB' (fractions use % "
      "or a plain number)"},
     {"missing-gpu.yaml", EMA_CONFIG_ERROR_KEY,
      "5:5: tenants.0.gpu: missing required key (an integer)"},
     {"unknown-model.yaml", EMA_CONFIG_ERROR_KEY,
-     "5:22: tenants.0.model: unknown model 'llama-9' (known: llama-2-13b, llama-2-7b, "
-     "llama-3.1-70b, "
-     "llama-3.1-8b, mistral-7b-v0.1, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b)"},
+     "5:22: tenants.0.model: unknown model 'llama-9' (known: codellama-34b, llama-2-13b, "
+     "llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, mistral-7b-v0.1, mixtral-8x7b, "
+     "opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, qwen2.5-7b)"},
 };
 
 static void test_bad_config(gconstpointer data) {
