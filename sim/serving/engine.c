@@ -9,7 +9,9 @@
  * of one token counts as a decode only once the request has generated). A
  * request is finished when generated == output_tokens. After a recompute
  * preemption kv_tokens = 0 and the request prefills prompt + generated
- * tokens again. A step needs ceil((kv_tokens + chunk) / 16) blocks.
+ * tokens again. A step needs ceil((kv_tokens + chunk) / B) blocks, B the
+ * block size (block_tokens, 16 by default). A step lasts the step cost
+ * (GPU) + step_cpu_cost (the engine's fixed CPU time) + any swap time.
  *
  * Scheduling one step (as vLLM v1): running requests first, oldest first;
  * if one needs a block and none is free, the newest running request is
@@ -20,9 +22,33 @@
  * go to the front of the waiting queue. In swap mode a preempted request's
  * KV goes to host and comes back when it is admitted again; both copies are
  * charged to the step (host link, swap_fixed_cost + bytes / bandwidth each).
- * A request whose prompt + output can never fit in the memory's total is
- * rejected on arrival. A step starts once every arrival of its instant is
- * queued (the kick event runs after the arrivals of the same time).
+ * A request whose prompt + output can never fit in the memory's total, or
+ * exceeds max_model_len, is rejected on arrival. A step starts once every
+ * arrival of its instant is queued (the kick event runs after the arrivals
+ * of the same time). V0 (EMA_SCHEDULER_V0): admission comes first, and a
+ * step that admitted anything holds prefills only; the steady region is
+ * not scheduled in it and its clock does not advance.
+ *
+ * Closed loop (concurrency N): the next trace record is fetched when fewer
+ * than N requests are in the engine (arrived, not finished or rejected) and
+ * arrives at once; a finish or a rejection frees its client.
+ *
+ * Prefix caching (as vLLM's, with counted blocks). A request's identified
+ * prompt blocks have hashes chained from the first (compute_hashes). At
+ * admission (not of a swapped-out request) the leading blocks found in the
+ * cache, at most all but the last known token, are taken by reference
+ * (kv_tokens starts after them); a cached block no request holds is free
+ * in the memory, so taking it back takes one block from the memory. Blocks
+ * a request fills become cached as they fill, until one is found cached
+ * already. When a request lets go, a block others still hold stays taken;
+ * one nobody holds goes back to the memory but stays cached, last in the
+ * eviction order (a request's blocks tail first). After any take, while
+ * more cached blocks are free than the memory has free blocks, the least
+ * recently freed is evicted. Simplification: the memory's free blocks that
+ * hold nothing cached are always used before cached ones (vLLM keeps one
+ * LRU queue over all free blocks, so it may evict an old cached block
+ * while a more recently freed uncached one is left); only the prompt's
+ * identified prefix is hashed (unidentified blocks never hit anyway).
  *
  * How a step is computed without walking the batch. The running requests
  * form one list in admission order (the scheduling order). It is split in
@@ -35,8 +61,8 @@
  *   - t0), where clock counts completed steps and t0 is the step at which
  *   it joined. The region keeps only running sums: D requests, the sum of
  *   kv0 - t0 (so the decode context of a step is that sum + D x clock + D),
- *   and, per phase (kv0 - t0) mod 16, how many of them there are: at a step
- *   exactly the phase whose kv_tokens is a multiple of 16 needs one new
+ *   and, per phase (kv0 - t0) mod B, how many of them there are: at a step
+ *   exactly the phase whose kv_tokens is a multiple of B needs one new
  *   block each. Their finishing steps are in a binary heap keyed by (step
  *   of the last token, admission order).
  * - The tail is walked request by request, exactly as the plain algorithm
@@ -64,7 +90,7 @@
  *    chunk and now decode join the region at its end (O(log n) each).
  * So a step where nothing joins, leaves, finishes or is preempted costs
  * O(1) plus at most one partially prefilled tail request, whether or not
- * requests cross a 16-token block boundary in it; each request event costs
+ * requests cross a block boundary in it; each request event costs
  * O(log n). The only O(batch) pass is the rejection
  * sweep after the memory's total shrank (below). Blocks short (engine.h)
  * costs a walk of the tail up to the budget, only in steps that preempt.
@@ -98,10 +124,14 @@
  * (possible only when the memory is shared or shrank) schedules another
  * scheduling pass at the same instant rather than idling with work queued.
  *
- * Invariants: blocks held by requests == blocks taken from the memory
- * (blocks_held); a running request holds exactly ceil(kv_tokens / 16)
- * blocks between steps, and ceil((kv_tokens + chunk) / 16) while its step
- * is in flight (a swapped-out request holds none on the GPU); the steady
+ * Invariants: blocks held by requests, a cached block shared by several
+ * once, == blocks taken from the memory (blocks_held); a running request
+ * holds exactly ceil(kv_tokens / B) blocks between steps, its first
+ * `registered` of them cache blocks it holds a reference on, and
+ * ceil((kv_tokens + chunk) / B) while its step is in flight (a swapped-out
+ * request holds none on the GPU); a cached block with no reference is in
+ * the eviction queue, and there are never more of those than free blocks
+ * in the memory after a take; the steady
  * region is a prefix of the running list and every member of it is in
  * every step; time only moves forward. */
 #include "ema/serving/engine.h"
@@ -490,7 +520,7 @@ static void steady_remove(EmaEngine *engine, Req *req) {
 }
 
 /* The phase whose members need a new block in the step about to run:
- * kv_tokens = kv0 - t0 + clock is a multiple of 16. */
+ * kv_tokens = kv0 - t0 + clock is a multiple of B. */
 static guint needing_phase(const EmaEngine *engine) {
   return (guint) ((engine->config.block_tokens - engine->clock % engine->config.block_tokens) %
                   engine->config.block_tokens);

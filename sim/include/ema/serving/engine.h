@@ -1,10 +1,12 @@
 /* engine.h: a vLLM-like serving engine for one tenant (one GPU, or one
  * tensor-parallel group). Continuous batching: an FCFS waiting queue,
  * max_num_seqs, max_num_batched_tokens and chunked prefill; a paged KV cache
- * of 16-token blocks taken from a memory interface (EmaKvMemory), admission
- * only with a watermark of free blocks left, and preemption of the newest
- * running request when a running request needs a block and none is free
- * (recompute, as vLLM v1; or swap to host, as vLLM v0).
+ * of block_tokens-token blocks (16 by default) taken from a memory interface
+ * (EmaKvMemory), admission only with a watermark of free blocks left, and
+ * preemption of the newest running request when a running request needs a
+ * block and none is free (recompute, as vLLM v1; or swap to host, as vLLM
+ * v0). vLLM's V1 or V0 step filling, max_model_len, a fixed CPU cost per
+ * step, prefix caching and closed-loop clients are EmaEngineConfig options.
  *
  * The engine only decides and keeps state; the time of a step comes from a
  * step-cost function (normally the step-time model), and what happened is
