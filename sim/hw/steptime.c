@@ -47,7 +47,7 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
                                  GError **error) {
   EmaLlmDerived derived;
   EmaStepModel *step;
-  double b, kv_heads_per_gpu;
+  double b, bw, bkv, kv_heads_per_gpu;
 
   g_return_val_if_fail(model != NULL && server != NULL, NULL);
   if (tp == 0 || server->gpus % tp != 0) {
@@ -79,8 +79,18 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
     return NULL;
   }
 
+  if (model->weights == EMA_PRECISION_FP8 && server->gpu.matrix_flops_fp8 <= 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "%s: FP8 weights need a GPU with an FP8 matrix rate (gpu.matrix_flops_fp8)",
+                server->gpu.name ? server->gpu.name : "?");
+    return NULL;
+  }
+
   ema_llm_derive(model, &derived);
   b = derived.bytes_per_element;
+  /* the FP8 hook (llm.h): layer weights and the KV cache may be 1 byte */
+  bw = derived.layer_bytes_per_element;
+  bkv = derived.kv_bytes_per_element;
   kv_heads_per_gpu = MAX(1.0, (double) model->kv_heads / tp);
 
   step = g_new0(EmaStepModel, 1);
@@ -90,11 +100,11 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   step->attention_flops_per_context = 4.0 * (double) model->heads * (double) model->head_dim / tp;
   step->shared_weight_bytes =
       (double) (derived.layer_parameters - (guint64) model->experts * derived.expert_parameters) *
-      b / tp;
-  step->expert_weight_bytes = (double) derived.expert_parameters * b / tp;
+      bw / tp;
+  step->expert_weight_bytes = (double) derived.expert_parameters * bw / tp;
   step->experts = (double) model->experts;
   step->active_fraction = (double) model->active_experts / (double) model->experts;
-  step->kv_bytes_per_token = 2.0 * kv_heads_per_gpu * (double) model->head_dim * b;
+  step->kv_bytes_per_token = 2.0 * kv_heads_per_gpu * (double) model->head_dim * bkv;
   step->activation_bytes_per_token = 2.0 * (double) model->hidden * b;
   step->allreduce_bytes_per_token = (double) model->hidden * b;
 
@@ -104,7 +114,9 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
                                b;
   step->lm_head_bytes_per_logit = (double) model->vocab * b / tp;
 
-  step->flop_rate = server->gpu.matrix_flops * server->gpu.matrix_efficiency;
+  step->flop_rate = (model->weights == EMA_PRECISION_FP8 ? server->gpu.matrix_flops_fp8
+                                                         : server->gpu.matrix_flops) *
+                    server->gpu.matrix_efficiency;
   step->byte_rate = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
   step->kv_rate = step->byte_rate * server->gpu.kv_efficiency;
   step->layer_overhead_s = (double) server->gpu.layer_overhead * 1e-9;

@@ -377,6 +377,7 @@ static void test_plan_given_blocks(void) {
   g_autoptr(EmaExperiment) experiment = load_fixture("plan-given-blocks.yaml");
   const EmaTenantSpec *given = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
   const EmaTenantSpec *derived = &g_array_index(experiment->tenants, EmaTenantSpec, 1);
+  EmaTenantSpec fp8 = *derived; /* a shallow copy: only its model's kv_cache differs */
   EmaTenantPlan plan;
   GError *error = NULL;
   const guint64 mib = G_GUINT64_CONSTANT(1) << 20;
@@ -405,6 +406,14 @@ static void test_plan_given_blocks(void) {
   g_assert_cmpuint(plan.kv_bytes, ==, G_GUINT64_CONSTANT(8436794654));
   g_assert_cmpuint(plan.slices, ==, 4022);
   g_assert_cmpuint(plan.blocks, ==, 2681);
+
+  /* an FP8 KV cache: 1.5 MiB blocks, twice as many in the same slices */
+  fp8.model.kv_cache = EMA_PRECISION_FP8;
+  g_assert_true(ema_tenant_plan(&fp8, &experiment->server, &plan, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan.block_bytes, ==, 3 * mib / 2);
+  g_assert_cmpuint(plan.slices, ==, 4022);
+  g_assert_cmpuint(plan.blocks, ==, 5362);
 }
 
 /* The same request with a KV pool of 10 blocks (160 tokens): it can never

@@ -60,6 +60,11 @@
  * remains per step is left to gpu.step_overhead (default 0 until
  * ema-validate calibrates it).
  *
+ * FP8 (llm.h): with `weights: fp8` b is 1 in W_l (the LM head keeps the
+ * checkpoint's type) and rate_c uses gpu.matrix_flops_fp8 (for attention's
+ * FLOPs too); with `kv_cache: fp8` b is 1 in kv_l. Activations and the
+ * all-reduces stay in the checkpoint's type.
+ *
  * Not modelled: attention's FLOPs run at the matrix rate like the linear
  * layers; norms, softmax, rotary and router arithmetic (< 0.1 % of FLOPs);
  * compute/memory overlap across layers; MoE load imbalance. */
