@@ -7,12 +7,13 @@
  *   describe-policy NAME (or describe policy NAME) one policy and its parameters
  *   sweep FILE [-o DIR] [-j N] [--fail-fast] ...  run every point of a sweep file
  *   plot DIR [--x PATH] [--by COLUMN] ...         gnuplot figures of a run or sweep
- *   step-time SERVER MODEL TP < batches.csv       the step model's time of each batch
+ *   step-time SERVER MODEL TP [FILE]              the step model's time of each batch
  * run, check, list and describe-policy take --plugin-dir DIR (repeatable;
  * also before the command) and load the policy modules found there and in
  * EMA_PLUGIN_PATH before anything else.
  * Errors print one line (file:line:col: key: problem) on stderr and exit 1;
  * usage errors exit 2. */
+#include <errno.h>
 #include <locale.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,8 +61,8 @@ static const char usage_text[] =
     "                         share, e.g. of a job array)\n"
     "  plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title TEXT] [--xlabel TEXT]\n"
     "                         gnuplot figures (PNG, SVG) of a run or a sweep in DIR/plots/\n"
-    "  step-time SERVER MODEL TP\n"
-    "                         read batches (CSV on stdin: " STEP_TIME_COLUMNS ")\n"
+    "  step-time SERVER MODEL TP [FILE]\n"
+    "                         read batches (CSV in FILE or on stdin: " STEP_TIME_COLUMNS ")\n"
     "                         and print the step model's GPU time of each, in us\n"
     "\n"
     "Options:\n"
@@ -319,19 +320,21 @@ static int command_frontier(int argc, char **argv) {
   return 0;
 }
 
-/* step-time SERVER MODEL TP: one line of time_us per batch line on stdin
- * (the columns of STEP_TIME_COLUMNS, a header line first), for comparing
- * the step model with measured steps (experiments/groundtruth). */
+/* step-time SERVER MODEL TP [FILE]: one line of time_us per batch line of
+ * FILE or stdin (the columns of STEP_TIME_COLUMNS, a header line first),
+ * for comparing the step model with measured steps (experiments/groundtruth). */
+static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step);
+
 static int command_step_time(int argc, char **argv) {
   GError *error = NULL;
   g_autoptr(EmaServerSpec) server = NULL;
   g_autoptr(EmaLlmSpec) model = NULL;
   g_autoptr(EmaStepModel) step = NULL;
   guint64 tp;
-  char line[1024];
-  guint64 line_no = 0;
-  if (argc != 4 || !g_ascii_string_to_unsigned(argv[3], 10, 1, 1024, &tp, NULL))
-    return usage_error("usage: ema-sim step-time SERVER MODEL TP < batches.csv");
+  FILE *in = stdin;
+  int status;
+  if ((argc != 4 && argc != 5) || !g_ascii_string_to_unsigned(argv[3], 10, 1, 1024, &tp, NULL))
+    return usage_error("usage: ema-sim step-time SERVER MODEL TP [FILE] (TP from 1 to 1024)");
   server = ema_server_load(argv[1], &error);
   if (server == NULL)
     return fail(error);
@@ -341,8 +344,21 @@ static int command_step_time(int argc, char **argv) {
   step = ema_step_model_new(model, server, (guint) tp, &error);
   if (step == NULL)
     return fail(error);
+  if (argc == 5 && (in = fopen(argv[4], "r")) == NULL) {
+    fprintf(stderr, "%s: %s\n", argv[4], g_strerror(errno));
+    return 1;
+  }
+  status = step_time_lines(in, argc == 5 ? argv[4] : "stdin", step);
+  if (in != stdin)
+    fclose(in);
+  return status;
+}
+
+static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step) {
+  char line[1024];
+  guint64 line_no = 0;
   puts("time_us");
-  while (fgets(line, sizeof line, stdin)) {
+  while (fgets(line, sizeof line, in)) {
     EmaStepBatch batch = {0};
     g_auto(GStrv) fields = NULL;
     double values[6];
@@ -350,22 +366,22 @@ static int command_step_time(int argc, char **argv) {
     g_strchomp(line);
     if (line_no == 1) {
       if (strcmp(line, STEP_TIME_COLUMNS) != 0) {
-        fprintf(stderr, "stdin:1: the header must be %s\n", STEP_TIME_COLUMNS);
+        fprintf(stderr, "%s:1: the header must be %s\n", name, STEP_TIME_COLUMNS);
         return 1;
       }
       continue;
     }
     fields = g_strsplit(line, ",", -1);
     if (g_strv_length(fields) != 6) {
-      fprintf(stderr, "stdin:%" G_GUINT64_FORMAT ": expected 6 fields\n", line_no);
+      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": expected 6 fields\n", name, line_no);
       return 1;
     }
     for (guint i = 0; i < 6; i++) {
       char *end;
       values[i] = g_ascii_strtod(fields[i], &end);
       if (*fields[i] == '\0' || *end != '\0' || !(values[i] >= 0) || values[i] > 1e15) {
-        fprintf(stderr, "stdin:%" G_GUINT64_FORMAT ": field %u: not a number >= 0: '%s'\n", line_no,
-                i + 1, fields[i]);
+        fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": field %u: not a number >= 0: '%s'\n", name,
+                line_no, i + 1, fields[i]);
         return 1;
       }
     }
@@ -376,7 +392,7 @@ static int command_step_time(int argc, char **argv) {
     batch.decode_context = values[4];
     batch.logits = (guint64) values[5];
     if (batch.logits > batch.prefill_tokens + batch.decode_seqs) {
-      fprintf(stderr, "stdin:%" G_GUINT64_FORMAT ": more logits than tokens\n", line_no);
+      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": more logits than tokens\n", name, line_no);
       return 1;
     }
     printf("%.3f\n", (double) ema_step_time(step, &batch, NULL) / 1e3);
