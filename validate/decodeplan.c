@@ -186,7 +186,15 @@ EmaDecodePlan *ema_decode_plan_new(const EmaLlmSpec *model, const EmaDecodeOptio
                                               EMA_ATTENTION_HEADS_PER_BLOCK;
   plan->head_dim = (guint) model->head_dim;
   plan->vocab = (guint) model->vocab;
-  plan->layer_weight_rows = (derived.layer_active_parameters + plan->hidden - 1) / plan->hidden;
+  plan->experts_read = ema_decode_plan_experts_read(model, options->batch);
+  {
+    /* every expert that gets a token is read once for the batch; the others not at all */
+    guint64 unread = (guint64) llround(((double) model->experts - plan->experts_read) *
+                                       (double) derived.expert_parameters);
+    guint64 read =
+        model->experts > 1 ? derived.layer_parameters - unread : derived.layer_active_parameters;
+    plan->layer_weight_rows = (read + plan->hidden - 1) / plan->hidden;
+  }
   plan->layer_weight_bytes = plan->layer_weight_rows * plan->hidden * 2;
   plan->lm_head_rows = plan->vocab;
   plan->lm_head_bytes = plan->lm_head_rows * plan->hidden * 2;
@@ -222,6 +230,13 @@ void ema_decode_plan_partition(EmaDecodePlan *plan, guint multiprocessors) {
   /* Even parts: the same number of parts, each as small as they can be. */
   plan->blocks_per_part = (plan->blocks_per_seq + parts - 1) / parts;
   plan->parts_per_seq = (plan->blocks_per_seq + plan->blocks_per_part - 1) / plan->blocks_per_part;
+}
+
+double ema_decode_plan_experts_read(const EmaLlmSpec *model, guint batch) {
+  if (model->experts <= 1)
+    return 1;
+  double k = (double) model->active_experts, e = (double) model->experts;
+  return e * (1.0 - pow(1.0 - k / e, (double) batch));
 }
 
 guint64 ema_decode_plan_weight_bytes(const EmaDecodePlan *plan) {

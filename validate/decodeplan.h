@@ -6,7 +6,11 @@
  *
  * One step of a batch of B sequences, each with C tokens of context:
  *   per layer: a GEMV-like kernel streams the layer's weights (rows of
- *   `hidden` bf16 values, ceil(layer_active_parameters / hidden) rows),
+ *   `hidden` bf16 values, ceil(layer parameters read / hidden) rows: a dense
+ *   layer's parameters; for MoE, the layer less the experts no token of the
+ *   batch is routed to: with top-k of E experts routed uniformly and
+ *   independently, E (1 - (1 - k/E)^B) experts are read at batch B, their
+ *   expected number: 2 of Mixtral's 8 at batch 1, 7.92 at 16),
  *   then a paged-attention kernel reads every sequence's KV blocks through
  *   a block table: 16 tokens per block, kv_bytes_per_token = 2 x kv_heads x
  *   head_dim x 2 bytes per layer; after the last layer the LM head (vocab
@@ -62,7 +66,8 @@ typedef struct {
   EmaDecodeOptions options;
   char *model_name;
   guint layers, hidden, heads, kv_heads, group, head_dim, vocab;
-  guint64 layer_weight_rows;  /* ceil(layer_active_parameters / hidden) */
+  double experts_read;        /* experts a step reads per layer (1 for a dense model) */
+  guint64 layer_weight_rows;  /* ceil(parameters read per layer / hidden) */
   guint64 layer_weight_bytes; /* rows x hidden x 2 */
   guint64 lm_head_rows;       /* vocab */
   guint64 lm_head_bytes;      /* vocab x hidden x 2 */
@@ -96,6 +101,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaDecodePlan, ema_decode_plan_free)
  * block of a sequence merges them), parts of equal size within a
  * sequence. */
 void ema_decode_plan_partition(EmaDecodePlan *plan, guint multiprocessors);
+
+/* The expected number of a layer's experts that a batch of BATCH tokens routes at least one
+ * token to: E (1 - (1 - k/E)^BATCH) for top-k of E (uniform, independent routing); 1 when
+ * dense. */
+double ema_decode_plan_experts_read(const EmaLlmSpec *model, guint batch);
 
 /* Bytes one step reads: all layers' weights and the LM head; KV in local
  * blocks; KV in remote blocks (all layers, context tokens only). */

@@ -8,6 +8,10 @@
  *   compare     the same experiment simulated against the GPUs (measured now,
  *               or read back from a run's summary.json: no GPU needed)
  *   pool        the elastic pool on real GPUs, run by the simulator's policies
+ *   capture     run any CUDA program under the CUPTI capture library and write
+ *               its trace (CSV per record kind, summaries, Chrome trace JSON)
+ *   profile     the operator profiling workload (PyTorch) under capture, turned
+ *               into the profile tables of PROFILES.md
  * Every argument is checked before the first CUDA call, so --help and
  * usage errors work on a machine without a GPU or driver. Usage errors
  * (anything wrong on the command line, found before CUDA starts) print
@@ -19,6 +23,7 @@
 
 #include "calderive.h"
 #include "calibrate.h"
+#include "capture.h"
 #include "compare.h"
 #include "cudacheck.h"
 #include "decode.h"
@@ -66,6 +71,14 @@ static const char usage_text[] =
     "  pool [--policy NAME] [--plugin-dir DIR] [--seconds S] [-o DIR]\n"
     "                         GPU0 borrows from GPU1 through real CUDA VMM mappings under\n"
     "                         the simulator's policies; GPU1 decodes throughout and reclaims\n"
+    "  capture -o DIR [--buffers N] [--buffer-mb MB] -- COMMAND [ARGS]...\n"
+    "                         run any CUDA program under CUPTI: every kernel, copy, memset,\n"
+    "                         allocation, VMM call and NVTX range into DIR (CSV files,\n"
+    "                         ranges.csv, kernel-names.csv, trace.json for Perfetto)\n"
+    "  profile -o DIR [--models LIST] [--quick] [--python PY] [--workload FILE]\n"
+    "          [--from-capture CAPDIR]\n"
+    "                         the operator profiling workload (PyTorch) under capture:\n"
+    "                         DIR/*.csv tables (PROFILES.md) and DIR/profile.yaml\n"
     "\n"
     "Options:\n"
     "  -h, --help             show help (also: ema-validate COMMAND --help)\n"
@@ -624,6 +637,121 @@ static int command_pool(int argc, char **argv, const char *command) {
   return ok ? 0 : fail(error);
 }
 
+/* splits ARGV at its first "--": *before gets the count before it; the index after it, or -1 */
+static int split_at_dashes(int argc, char **argv, int *before) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--") == 0) {
+      *before = i;
+      return i + 1 < argc ? i + 1 : -1;
+    }
+  *before = argc;
+  return -1;
+}
+
+static int command_capture(int argc, char **argv) {
+  g_autofree char *output = NULL, *buffers_text = NULL, *mb_text = NULL;
+  GOptionEntry entries[] = {
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "write the trace into DIR", "DIR"},
+      {"buffers", 0, 0, G_OPTION_ARG_STRING, &buffers_text,
+       "activity buffers in the fixed pool (default 32)", "N"},
+      {"buffer-mb", 0, 0, G_OPTION_ARG_STRING, &mb_text, "MiB per activity buffer (default 8)",
+       "MB"},
+      {NULL}};
+  int before = 0;
+  int program = split_at_dashes(argc, argv, &before);
+  int own_argc = before;
+  if (!parse_options("Run a CUDA program under the CUPTI capture library.", entries, &own_argc,
+                     &argv, "-- COMMAND [ARGS...]"))
+    return EXIT_USAGE;
+  if (own_argc != 1)
+    return usage_error("capture: options first, then -- and the program");
+  if (program < 0)
+    return usage_error("capture: no program (-- COMMAND [ARGS...])");
+  if (!output)
+    return usage_error("capture: -o DIR is required");
+  EmaCaptureOptions options = {.dir = output, .argv = argv + program};
+  if ((buffers_text && !parse_count("--buffers", buffers_text, 2, 1024, &options.buffers)) ||
+      (mb_text && !parse_count("--buffer-mb", mb_text, 1, 256, &options.buffer_mb)))
+    return EXIT_USAGE;
+  GError *error = NULL;
+  g_autofree char *library = ema_capture_find_library(&error);
+  if (!library)
+    return fail(error);
+  options.library = library;
+  int status = 0;
+  if (!ema_capture_run(&options, &status, &error))
+    return fail(error);
+  return status;
+}
+
+static int command_profile(int argc, char **argv, const char *command) {
+  g_autofree char *output = NULL, *models = NULL, *python = NULL, *workload = NULL;
+  g_autofree char *from_capture = NULL;
+  gboolean quick = FALSE;
+  GOptionEntry entries[] = {
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "write the tables into DIR", "DIR"},
+      {"models", 0, 0, G_OPTION_ARG_STRING, &models,
+       "comma-separated models of hwmodels/llms (default: the five of the profile)", "LIST"},
+      {"quick", 0, 0, G_OPTION_ARG_NONE, &quick, "a coarse grid (a check that it runs)", NULL},
+      {"python", 0, 0, G_OPTION_ARG_FILENAME, &python, "the Python with PyTorch (python3)", "PY"},
+      {"workload", 0, 0, G_OPTION_ARG_FILENAME, &workload,
+       "the workload script (validate/workloads/opprofile.py)", "FILE"},
+      {"from-capture", 0, 0, G_OPTION_ARG_FILENAME, &from_capture,
+       "convert an earlier capture directory again, running nothing", "CAPDIR"},
+      {NULL}};
+  if (!parse_options("Profile operators on GPU0 with PyTorch, through the capture library.",
+                     entries, &argc, &argv, ""))
+    return EXIT_USAGE;
+  if (argc != 1)
+    return usage_error("profile takes no arguments besides its options");
+  if (!output)
+    return usage_error("profile: -o DIR is required");
+  GError *error = NULL;
+  g_autofree char *capture_dir = g_build_filename(output, "capture", NULL);
+  if (!from_capture) {
+    if (!workload) {
+      const char *dir = g_getenv("EMA_VALIDATE_WORKLOADS");
+      workload = g_build_filename(dir && *dir ? dir : EMA_VALIDATE_WORKLOADS, "opprofile.py", NULL);
+    }
+    if (!g_file_test(workload, G_FILE_TEST_IS_REGULAR)) {
+      g_autofree char *message = g_strdup_printf("--workload: %s: no such file", workload);
+      return usage_error(message);
+    }
+    g_autofree char *library = ema_capture_find_library(&error);
+    if (!library)
+      return fail(error);
+    g_autofree char *meta = g_build_filename(capture_dir, "workload.yaml", NULL);
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    g_ptr_array_add(args, python ? python : (char *) "python3");
+    g_ptr_array_add(args, workload);
+    g_ptr_array_add(args, (char *) "--meta");
+    g_ptr_array_add(args, meta);
+    if (models) {
+      g_ptr_array_add(args, (char *) "--models");
+      g_ptr_array_add(args, models);
+    }
+    if (quick)
+      g_ptr_array_add(args, (char *) "--quick");
+    g_ptr_array_add(args, NULL);
+    EmaCaptureOptions options = {
+        .dir = capture_dir, .library = library, .argv = (char **) args->pdata};
+    int status = 0;
+    if (!ema_capture_run(&options, &status, &error))
+      return fail(error);
+    if (status != 0) {
+      fprintf(stderr,
+              "ema-validate: profile: the workload exited with status %d (its trace is "
+              "in %s)\n",
+              status, capture_dir);
+      return 1;
+    }
+  }
+  if (!ema_capture_write_profile(from_capture ? from_capture : capture_dir, output, command,
+                                 &error))
+    return fail(error);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   g_autofree char *command = command_line(argc, argv);
   if (argc < 2)
@@ -649,9 +777,14 @@ int main(int argc, char **argv) {
     return command_compare(argc - 1, argv + 1, command);
   if (strcmp(argv[1], "pool") == 0)
     return command_pool(argc - 1, argv + 1, command);
+  if (strcmp(argv[1], "capture") == 0)
+    return command_capture(argc - 1, argv + 1);
+  if (strcmp(argv[1], "profile") == 0)
+    return command_profile(argc - 1, argv + 1, command);
   {
-    g_autofree char *message = g_strdup_printf(
-        "unknown command '%s' (known: calibrate, compare, decode, devices, pool, run)", argv[1]);
+    g_autofree char *message = g_strdup_printf("unknown command '%s' (known: calibrate, capture, "
+                                               "compare, decode, devices, pool, profile, run)",
+                                               argv[1]);
     return usage_error(message);
   }
 }

@@ -87,6 +87,37 @@ static void test_llama_local(void) {
     g_assert_cmpint(plan->block_table[b], >=, 0);
 }
 
+/* Mixtral-8x7B: a layer is 1,451,270,144 parameters, an expert 3 x 4096 x 14336 = 176,160,768.
+ * A step reads the experts its tokens are routed to: E (1 - (1 - k/E)^B) of 8 (top-2), so
+ * batch 1 reads 2 (394,305,536 parameters = 96,266 rows, the active figure), batch 2 3.5,
+ * batch 16 7.92 (1,437,145,439 parameters: the step reads ~92 GB, not 25.5), batch 64 all but
+ * 14 parameters. Dense models read their layer whole at any batch. */
+static void test_moe_experts_read(void) {
+  g_autoptr(EmaLlmSpec) model = load("mixtral-8x7b");
+  const struct {
+    guint batch;
+    double experts;
+    guint64 rows, step_bytes;
+  } cases[] = {
+      {1, 2.0, 96266, G_GUINT64_CONSTANT(25497698304)},
+      {2, 3.5, 160778, G_GUINT64_CONSTANT(42409132032)},
+      {16, 7.919819233939052, 350866, G_GUINT64_CONSTANT(92239560704)},
+      {64, 7.999999919274481, 354314, G_GUINT64_CONSTANT(93143433216)},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(EmaDecodePlan) plan = plan_for(model, cases[i].batch, 100, 0, EMA_DECODE_LOCAL);
+    g_assert_cmpfloat_with_epsilon(plan->experts_read, cases[i].experts, 1e-12);
+    g_assert_cmpfloat_with_epsilon(ema_decode_plan_experts_read(model, cases[i].batch),
+                                   cases[i].experts, 1e-12);
+    g_assert_cmpuint(plan->layer_weight_rows, ==, cases[i].rows);
+    g_assert_cmpuint(ema_decode_plan_weight_bytes(plan), ==, cases[i].step_bytes);
+  }
+  g_autoptr(EmaLlmSpec) dense = load("llama-3.1-8b");
+  g_autoptr(EmaDecodePlan) wide = plan_for(dense, 64, 100, 0, EMA_DECODE_LOCAL);
+  g_assert_cmpfloat(wide->experts_read, ==, 1.0);
+  g_assert_cmpuint(wide->layer_weight_rows, ==, 53250);
+}
+
 /* Each of the two pools' physical numbers is used exactly once. */
 static void assert_permutations(const EmaDecodePlan *plan) {
   g_autofree guint8 *local_seen = g_new0(guint8, MAX(plan->local_blocks, 1));
@@ -397,6 +428,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/plan/mode-names", test_mode_names);
   g_test_add_func("/validate/plan/llama-local", test_llama_local);
+  g_test_add_func("/validate/plan/moe-experts-read", test_moe_experts_read);
   g_test_add_func("/validate/plan/remote-quarter", test_remote_quarter);
   g_test_add_func("/validate/plan/fractions", test_fractions);
   g_test_add_func("/validate/plan/partial-block", test_partial_block);

@@ -1,0 +1,39 @@
+/* capture.h: `ema-validate capture` and `ema-validate profile`: run a program under the CUPTI
+ * injection library (libemacapture.so, capturelib.c) and turn what it recorded into summaries,
+ * Chrome trace JSON and, for a profiling workload, the operator profile tables of PROFILES.md.
+ * No CUDA here: the program run does the CUDA; this side forks, waits and converts (trace.h).
+ *
+ * Invariants: the program's exit status is returned whatever it was (a crash is a status too:
+ * 128 + signal), and the trace is converted in every case, so a program that died leaves a
+ * readable trace; a conversion that fails is an error, never a partial silent result. */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const char *dir;          /* where the CSVs, summaries and trace.json go (made) */
+  const char *library;      /* libemacapture.so (absolute) */
+  char **argv;              /* the program and its arguments, NULL-terminated */
+  guint buffers, buffer_mb; /* the activity-buffer pool (0: the library's default) */
+} EmaCaptureOptions;
+
+/* the injection library: EMA_CAPTURE_LIB, else libemacapture.so beside the running executable,
+ * else NULL (with the error saying where it looked) */
+char *ema_capture_find_library(GError **error);
+
+/* Runs the program with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH naming the library and
+ * EMA_CAPTURE_DIR the directory, waits for it, and writes DIR/ranges.csv, DIR/kernel-names.csv
+ * and DIR/trace.json from what it recorded. *status gets the program's exit status (128 + N
+ * when signal N ended it). FALSE when the program cannot start or its trace cannot be read. */
+gboolean ema_capture_run(const EmaCaptureOptions *options, int *status, GError **error);
+
+/* The profile tables of a capture directory into OUT_DIR (trace.h's ema_trace_write_profiles)
+ * and OUT_DIR/profile.yaml: the `key: value` lines of CAPTURE_DIR/workload.yaml the workload
+ * wrote (device, driver, versions, what it measured), then date, command, source: measured and
+ * the tables written. */
+gboolean ema_capture_write_profile(const char *capture_dir, const char *out_dir,
+                                   const char *command, GError **error);
+
+G_END_DECLS

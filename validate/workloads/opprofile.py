@@ -1,0 +1,264 @@
+"""validate/workloads/opopprofile.py: the operator profiling workload of `ema-validate profile`.
+
+Run under the capture library (ema-validate profile runs it so); each measured point is an NVTX
+point range (common.py) whose time validate/trace.c takes from the captured kernel durations
+(median over the repeats). It measures on GPU0, for the shapes of the models named:
+
+- gemm: y[m,n] = x[m,k] W[k,n] through F.linear (cuBLAS), for QKV, O, gate/up (or fc1), down
+  (or fc2), the LM head and the MoE router, m on a log grid 1..8192 (ratio ~2^(1/4)), in the
+  model's dtype and in bf16; weights rotated over copies >= 512 MB so repeats read HBM;
+- attn_decode: one query token per sequence against `context` cached tokens (contiguous KV,
+  [batch, kv_heads, context, head_dim]), SDPA with the cuDNN, FlashAttention and memory-efficient
+  backends (GQA natively, enable_gqa), each backend a row; the converter keeps the fastest;
+- attn_prefill: one sequence, `chunk` new tokens attending causally (lower-right aligned) to
+  themselves and `prior_context` cached tokens, the same backends;
+- moe: `experts` experts each with `tokens_per_expert` tokens, each expert's own weights,
+  looped F.linear per expert (as an engine without a grouped kernel runs them), gate/up and down;
+- elementwise: PyTorch eager kernels by tokens: rmsnorm (F.rms_norm, width hidden), layernorm
+  (F.layer_norm with bias, hidden), silu_mul (silu(x[:, :f]) * x[:, f:], width 2 x ffn), gelu
+  (width ffn, for the plain-MLP models: OPT's relu moves the same bytes), rope (rotate-half
+  RoPE on q and k together, width (heads + kv_heads) x head_dim), add
+  (residual add, hidden), embedding (row gather, hidden)."""
+import argparse
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
+
+import common
+
+M_GRID = sorted({1, 2, 3, 4, 5, 6, 7} | {round(2 ** (e / 4)) for e in range(12, 53)})
+M_QUICK = [1, 16, 128, 1024, 8192]
+BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+CONTEXTS = [128, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192]
+CHUNKS = [512, 1024, 2048, 4096, 8192]
+PRIORS = [0, 512, 1024, 2048, 4096, 8192]
+TOKENS = sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192}
+                | {3, 6, 12, 24, 48, 96, 192, 384, 768, 1536, 3072, 6144})
+EXPERTS = [1, 2, 4, 8]
+KV_FLOOR = 40 << 30  # the largest KV a decode point allocates (bytes)
+
+
+def gemm_shapes(m):
+    """(k, n, what) of the model's GEMMs"""
+    h, hd = m["hidden"], m["head_dim"]
+    shapes = [(h, (m["heads"] + 2 * m["kv_heads"]) * hd, "qkv"), (m["heads"] * hd, h, "o"),
+              (h, m["vocab"], "lm_head")]
+    gated = m["ffn_kind"] == "gated"
+    if m["experts"] > 1:
+        shapes.append((h, m["experts"], "router"))
+    else:
+        shapes += [(h, (2 if gated else 1) * m["ffn"], "gate_up"), (m["ffn"], h, "down")]
+    return shapes
+
+
+def run_gemms(models, grid, repeats, log):
+    done = set()
+    for m in models:
+        for dtype in sorted({m["dtype"], "bf16"}):
+            for k, n, what in gemm_shapes(m):
+                if (k, n, dtype) in done:
+                    continue
+                done.add((k, n, dtype))
+                dt = common.DTYPES[dtype]
+                copies = common.rotation(k * n * 2)
+                ws = [torch.randn(n, k, device="cuda", dtype=dt) / k ** 0.5 for _ in range(copies)]
+                for mm in grid:
+                    x = torch.randn(mm, k, device="cuda", dtype=dt)
+                    it = iter(range(1 << 62))
+                    common.point("gemm", {"m": mm, "k": k, "n": n, "dtype": dtype},
+                                 lambda: F.linear(x, ws[next(it) % copies]), repeats)
+                log(f"gemm {what} k={k} n={n} {dtype}: {len(grid)} points")
+                del ws
+                torch.cuda.empty_cache()
+
+
+def attn_configs(models):
+    return sorted({(m["heads"], m["kv_heads"], m["head_dim"]) for m in models})
+
+
+def run_decode(models, batches, contexts, repeats, log, skipped):
+    for hq, hkv, d in attn_configs(models):
+        for b in batches:
+            for c in contexts:
+                kv_bytes = 2 * b * hkv * c * d * 2
+                if kv_bytes > KV_FLOOR:
+                    skipped.append(f"attn_decode batch={b} context={c} kv_heads={hkv}: KV over "
+                                   f"{KV_FLOOR >> 30} GiB")
+                    continue
+                copies = common.rotation(kv_bytes, most=8)
+                q = torch.randn(b, hq, 1, d, device="cuda", dtype=torch.bfloat16)
+                kvs = [(torch.randn(b, hkv, c, d, device="cuda", dtype=torch.bfloat16),
+                        torch.randn(b, hkv, c, d, device="cuda", dtype=torch.bfloat16))
+                       for _ in range(copies)]
+                for backend in common.BACKENDS:
+                    calls = [common.sdpa_call(backend, q, k, v) for k, v in kvs]
+                    if calls[0] is None:
+                        skipped.append(f"attn_decode {backend} batch={b} context={c} "
+                                       f"q_heads={hq} kv_heads={hkv}: backend refused")
+                        continue
+                    it = iter(range(1 << 62))
+                    common.point("attn_decode",
+                                 {"batch": b, "context": c, "q_heads": hq, "kv_heads": hkv,
+                                  "head_dim": d, "dtype": "bf16", "backend": backend},
+                                 lambda: calls[next(it) % copies](), repeats)
+                del kvs
+            torch.cuda.empty_cache()
+        log(f"attn_decode q_heads={hq} kv_heads={hkv} head_dim={d}")
+
+
+def run_prefill(models, chunks, priors, repeats, log, skipped):
+    for hq, hkv, d in attn_configs(models):
+        for chunk in chunks:
+            for prior in priors:
+                total = chunk + prior
+                q = torch.randn(1, hq, chunk, d, device="cuda", dtype=torch.bfloat16)
+                k = torch.randn(1, hkv, total, d, device="cuda", dtype=torch.bfloat16)
+                v = torch.randn(1, hkv, total, d, device="cuda", dtype=torch.bfloat16)
+                bias = causal_lower_right(chunk, total) if prior else None
+                for backend in common.BACKENDS:
+                    call = common.sdpa_call(backend, q, k, v, causal_bias=bias,
+                                            is_causal=prior == 0)
+                    if call is None:
+                        skipped.append(f"attn_prefill {backend} chunk={chunk} prior={prior} "
+                                       f"q_heads={hq} kv_heads={hkv}: backend refused")
+                        continue
+                    common.point("attn_prefill",
+                                 {"chunk": chunk, "prior_context": prior, "q_heads": hq,
+                                  "kv_heads": hkv, "head_dim": d, "dtype": "bf16",
+                                  "backend": backend}, call, repeats)
+        log(f"attn_prefill q_heads={hq} kv_heads={hkv} head_dim={d}")
+
+
+def run_moe(models, tokens, repeats, log):
+    for m in models:
+        if m["experts"] <= 1:
+            continue
+        h, f, e_all = m["hidden"], m["ffn"], m["experts"]
+        for k, n in ((h, 2 * f), (f, h)):
+            ws = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k ** 0.5
+                  for _ in range(e_all)]
+            for experts in [e for e in EXPERTS if e <= e_all]:
+                for t in tokens:
+                    xs = [torch.randn(t, k, device="cuda", dtype=torch.bfloat16)
+                          for _ in range(experts)]
+                    common.point("moe", {"experts": experts, "tokens_per_expert": t, "k": k,
+                                         "n": n, "dtype": "bf16"},
+                                 lambda: [F.linear(xs[i], ws[i]) for i in range(experts)],
+                                 repeats)
+            log(f"moe k={k} n={n}: {len(tokens)} token counts")
+            del ws
+            torch.cuda.empty_cache()
+
+
+def run_elementwise(models, tokens, repeats, log):
+    done = set()
+    bf = torch.bfloat16
+    for m in models:
+        h, f, hd = m["hidden"], m["ffn"], m["head_dim"]
+        gated = m["ffn_kind"] == "gated"
+        ops = [("rmsnorm", h), ("layernorm", h), ("add", h), ("embedding", h),
+               ("silu_mul" if gated else "gelu", 2 * f if gated else f),
+               ("rope", (m["heads"] + m["kv_heads"]) * hd)]
+        for op, width in ops:
+            if (op, width) in done:
+                continue
+            done.add((op, width))
+            w = torch.randn(width, device="cuda", dtype=bf)
+            bias = torch.randn(width, device="cuda", dtype=bf)
+            table = torch.randn(m["vocab"], width, device="cuda", dtype=bf)
+            for t in tokens:
+                copies = common.rotation(t * width * 2, most=16)
+                xs = [torch.randn(t, width, device="cuda", dtype=bf) for _ in range(copies)]
+                ys = [torch.randn(t, width, device="cuda", dtype=bf) for _ in range(copies)]
+                ids = torch.randint(0, m["vocab"], (t,), device="cuda")
+                heads = width // hd
+                cos = torch.randn(t, 1, hd, device="cuda", dtype=bf)
+                sin = torch.randn(t, 1, hd, device="cuda", dtype=bf)
+                it = iter(range(1 << 62))
+
+                def fn(op=op, width=width):
+                    i = next(it) % copies
+                    x = xs[i]
+                    if op == "rmsnorm":
+                        return F.rms_norm(x, (width,), w, 1e-5)
+                    if op == "layernorm":
+                        return F.layer_norm(x, (width,), w, bias, 1e-5)
+                    if op == "add":
+                        return x.add_(ys[i])
+                    if op == "embedding":
+                        return F.embedding(ids, table)
+                    if op == "silu_mul":
+                        return F.silu(x[:, : width // 2]) * x[:, width // 2:]
+                    if op == "gelu":
+                        return F.gelu(x)
+                    return common.rope(x.view(t, heads, hd), cos, sin)
+                common.point("elementwise", {"op": op, "tokens": t, "width": width,
+                                             "dtype": "bf16"}, fn, repeats)
+                del xs, ys
+            del table
+            torch.cuda.empty_cache()
+            log(f"elementwise {op} width={width}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--meta", required=True, help="where to write the provenance lines")
+    ap.add_argument("--models", default=",".join(common.DEFAULT_MODELS))
+    ap.add_argument("--quick", action="store_true", help="a coarse grid")
+    ap.add_argument("--repeats", type=int, default=0)
+    ap.add_argument("--only", default="gemm,attn_decode,attn_prefill,moe,elementwise")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("opprofile.py: no CUDA device")
+    models = [common.load_model(n) for n in a.models.split(",") if n]
+    repeats = a.repeats or (3 if a.quick else 9)
+    only = set(a.only.split(","))
+    skipped = []
+
+    def log(msg):
+        print(f"opprofile.py: {msg}", flush=True)
+
+    torch.manual_seed(0)
+    g = M_QUICK if a.quick else M_GRID
+    if "gemm" in only:
+        run_gemms(models, g, repeats, log)
+    if "attn_decode" in only:
+        run_decode(models, [1, 16, 256] if a.quick else BATCHES,
+                   [1024, 4096] if a.quick else CONTEXTS, repeats, log, skipped)
+    if "attn_prefill" in only:
+        run_prefill(models, [512, 2048] if a.quick else CHUNKS,
+                    [0, 1024] if a.quick else PRIORS, repeats, log, skipped)
+    if "moe" in only:
+        run_moe(models, M_QUICK if a.quick else TOKENS, repeats, log)
+    if "elementwise" in only:
+        run_elementwise(models, M_QUICK if a.quick else TOKENS, repeats, log)
+    meta = common.versions()
+    meta["gpus_measured"] = 1
+    meta["models"] = "[" + ", ".join(m["name"] for m in models) + "]"
+    lines = [
+        "fastest-of: [cudnn, flash, efficient]  # SDPA backends tried per attention point; "
+        "*-backends.csv has each",
+        "kv_layout: \"contiguous [batch, kv_heads, context, head_dim], not paged\"",
+        "time: \"median over repeats of the summed captured kernel durations (launch gaps "
+        "excluded)\"",
+        f"repeats: {repeats}",
+        "gemm: \"F.linear (cuBLAS), weights rotated over >= 512 MB of copies (cold L2)\"",
+        "moe: \"looped F.linear per expert, each expert its own weights\"",
+        "elementwise_kernels: \"PyTorch eager: rmsnorm F.rms_norm; layernorm F.layer_norm; "
+        "silu_mul silu(x[:, :f]) * x[:, f:] (width 2 x ffn); gelu F.gelu (width ffn, for "
+        "relu MLPs too); rope rotate-half on q and k (width (heads + kv_heads) x head_dim); "
+        "add in-place residual (hidden); embedding row gather (hidden)\"",
+        "allreduce: \"not measured: one GPU was lent\"",
+        "prefill_causal: \"lower-right aligned (chunk after prior_context)\"",
+        f"skipped_points: {len(skipped)}",
+    ]
+    lines += [f"  # {s}" for s in skipped[:200]]
+    common.write_meta(a.meta, meta, lines)
+    log(f"done; {len(skipped)} points skipped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

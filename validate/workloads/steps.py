@@ -1,0 +1,246 @@
+"""validate/workloads/steps.py: whole model steps with engine-grade kernels, for capture.
+
+For each model (random weights of the exact shapes, in its dtype): embedding, per layer the
+pre-attention norm (RMSNorm, or LayerNorm with bias for OPT), the fused QKV GEMM (+bias), RoPE
+on q and k (rotate-half; OPT has learned positions: a gathered row added to the embedding), the
+new token's K/V written into a contiguous KV cache, attention through SDPA with the fastest of
+the cuDNN, FlashAttention and memory-efficient backends for that shape (timed once, as an engine
+picks), the O GEMM, the residual add, the post-attention norm, the MLP (gate/up GEMM, silu*mul,
+down GEMM; OPT fc1, relu, fc2) or, for Mixtral, the router GEMM, top-2 routing and the two
+chosen experts' MLPs per token (looped over the experts that got tokens, weighted sum), the
+residual add; then the final norm and the LM head (every sequence's token in decode, the last
+token of the chunk in prefill).
+
+Decode steps (batch B, every sequence `context` cached tokens) of dense models are captured as
+one CUDA graph and replayed; Mixtral's routing is data-dependent, so its steps run eagerly. Each
+step is a point of common.py's protocol, table `steps` with the keys of steps.csv (PROFILES.md):
+`ema-validate profile --from-capture DIR -o OUT` turns the capture into OUT/steps.csv (a step's
+time: the summed durations of its kernels, median over the repeats). Points whose KV cache does not fit in the memory left are skipped and listed."""
+import argparse
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
+
+import common
+
+DECODE_BATCHES = [1, 4, 16, 64, 256]
+DECODE_CONTEXTS = [1024, 2048, 4096]
+PREFILL = [(512, 0), (1024, 0), (2048, 0), (4096, 0), (8192, 0), (1024, 4096), (2048, 2048)]
+
+
+class Model:
+    def __init__(self, m):
+        self.m = m
+        dt = common.DTYPES[m["dtype"]]
+        self.dt = dt
+        h, hd = m["hidden"], m["head_dim"]
+        self.hq, self.hkv, self.hd = m["heads"], m["kv_heads"], hd
+        qkv = (self.hq + 2 * self.hkv) * hd
+        self.opt = m["ffn_kind"] == "plain"
+        self.moe = m["experts"] > 1
+
+        def w(*shape):
+            return (torch.randn(*shape, device="cuda", dtype=dt) * shape[-1] ** -0.5)
+        self.embed = torch.randn(m["vocab"], h, device="cuda", dtype=dt) * 0.02
+        self.pos = torch.randn(m.get("max_context_rows", 8192 + 2), h, device="cuda",
+                               dtype=dt) * 0.02 if self.opt else None
+        self.lm = self.embed if m["tied_embeddings"] else w(m["vocab"], h)
+        self.layers = []
+        for _ in range(m["layers"]):
+            L = {"norm1": torch.ones(h, device="cuda", dtype=dt),
+                 "norm2": torch.ones(h, device="cuda", dtype=dt),
+                 "qkv": w(qkv, h), "o": w(h, self.hq * hd)}
+            if m["attention_bias"]:
+                L["qkv_b"] = torch.zeros(qkv, device="cuda", dtype=dt)
+                L["o_b"] = torch.zeros(h, device="cuda", dtype=dt)
+                L["norm1_b"] = torch.zeros(h, device="cuda", dtype=dt)
+                L["norm2_b"] = torch.zeros(h, device="cuda", dtype=dt)
+            if self.moe:
+                L["router"] = w(m["experts"], h)
+                L["experts"] = [(w(2 * m["ffn"], h), w(h, m["ffn"]))
+                                for _ in range(m["experts"])]
+            elif self.opt:
+                L["fc1"], L["fc2"] = w(m["ffn"], h), w(h, m["ffn"])
+                L["fc1_b"] = torch.zeros(m["ffn"], device="cuda", dtype=dt)
+                L["fc2_b"] = torch.zeros(h, device="cuda", dtype=dt)
+            else:
+                L["gate_up"], L["down"] = w(2 * m["ffn"], h), w(h, m["ffn"])
+            self.layers.append(L)
+        self.final = torch.ones(h, device="cuda", dtype=dt)
+        self.final_b = torch.zeros(h, device="cuda", dtype=dt)
+        self.backend = {}
+
+    def norm(self, x, w, b):
+        if self.opt:
+            return F.layer_norm(x, (x.shape[-1],), w, b, 1e-5)
+        return F.rms_norm(x, (x.shape[-1],), w, 1e-5)
+
+    def mlp(self, L, x):
+        if self.opt:
+            return F.linear(F.relu(F.linear(x, L["fc1"], L["fc1_b"])), L["fc2"], L["fc2_b"])
+        if not self.moe:
+            gu = F.linear(x, L["gate_up"])
+            f = gu.shape[-1] // 2
+            return F.linear(F.silu(gu[:, :f]) * gu[:, f:], L["down"])
+        logits = F.linear(x, L["router"])
+        weights, ids = torch.topk(torch.softmax(logits.float(), dim=-1), 2, dim=-1)
+        weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype)
+        out = torch.zeros_like(x)
+        for e in torch.unique(ids).tolist():  # data-dependent: eager only
+            rows, slot = (ids == e).nonzero(as_tuple=True)
+            gu = F.linear(x[rows], L["experts"][e][0])
+            f = gu.shape[-1] // 2
+            y = F.linear(F.silu(gu[:, :f]) * gu[:, f:], L["experts"][e][1])
+            out.index_add_(0, rows, y * weights[rows, slot].unsqueeze(-1))
+        return out
+
+    def step(self, tokens, positions, caches, new_len, cached, decode):
+        """one step: TOKENS [T] (T = batch in decode, chunk in prefill), KV caches per layer
+        [S, hkv, cached + new, hd] (S = batch in decode, 1 in prefill)"""
+        m = self.m
+        x = F.embedding(tokens, self.embed)
+        if self.opt:
+            x = x + F.embedding(positions, self.pos)
+        T = x.shape[0]
+        S = T if decode else 1
+        Lq = 1 if decode else T
+        cos = torch.cos(positions.to(self.dt)).view(S, Lq, 1, 1).expand(S, Lq, 1, self.hd)
+        sin = torch.sin(positions.to(self.dt)).view(S, Lq, 1, 1).expand(S, Lq, 1, self.hd)
+        total = cached + new_len
+        bias = None if decode or cached == 0 else causal_lower_right(Lq, total)
+        for li, L in enumerate(self.layers):
+            r = x
+            y = self.norm(x, L["norm1"], L.get("norm1_b"))
+            qkv = F.linear(y, L["qkv"], L.get("qkv_b")).view(S, Lq, self.hq + 2 * self.hkv,
+                                                                self.hd)
+            q, k, v = qkv.split([self.hq, self.hkv, self.hkv], dim=2)
+            if not self.opt:
+                q = common.rope(q, cos, sin)
+                k = common.rope(k, cos, sin)
+            kc, vc = caches[li]
+            kc[:, :, cached:total] = k.transpose(1, 2)
+            vc[:, :, cached:total] = v.transpose(1, 2)
+            qh = q.transpose(1, 2)
+            attn = self.attend(qh, kc[:, :, :total], vc[:, :, :total], bias, not decode
+                               and cached == 0)
+            x = r + F.linear(attn.transpose(1, 2).reshape(T, self.hq * self.hd), L["o"],
+                             L.get("o_b"))
+            r = x
+            x = r + self.mlp(L, self.norm(x, L["norm2"], L.get("norm2_b")))
+        last = x if decode else x[-1:]
+        return F.linear(self.norm(last, self.final, self.final_b), self.lm)
+
+    def attend(self, q, k, v, bias, is_causal):
+        key = (tuple(q.shape), tuple(k.shape), bias is not None, is_causal)
+        if key not in self.backend:
+            best = None
+            for name in common.BACKENDS:
+                call = common.sdpa_call(name, q, k, v, causal_bias=bias, is_causal=is_causal)
+                if call is None:
+                    continue
+                t = common.event_time(call)
+                if best is None or t < best[0]:
+                    best = (t, name)
+            if best is None:
+                raise SystemExit(f"steps.py: no SDPA backend runs {key}")
+            self.backend[key] = best[1]
+        with common.sdpa_kernel([common.BACKENDS[self.backend[key]]]):
+            gqa = q.shape[1] != k.shape[1]
+            if bias is not None:
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, enable_gqa=gqa)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=gqa)
+
+
+def run_point(model, name, fn, repeats, graph):
+    """warm-ups (which also choose the attention backends), then REPEATS repeats in ranges"""
+    fn()
+    torch.cuda.synchronize()
+    run = fn
+    if graph:
+        g = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        with torch.cuda.graph(g):
+            fn()
+        run = g.replay
+    run()
+    torch.cuda.synchronize()
+    common.repeat_in_ranges(name, run, repeats)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--meta", required=True)
+    ap.add_argument("--models", default=",".join(common.DEFAULT_MODELS))
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--phases", default="decode,prefill")
+    a = ap.parse_args()
+    skipped, backends = [], []
+    phases = set(a.phases.split(","))
+    for name in [n for n in a.models.split(",") if n]:
+        m = common.load_model(name)
+        torch.manual_seed(0)
+        model = Model(m)
+        kv_token = 2 * m["kv_heads"] * m["head_dim"] * 2  # bytes per token and layer
+        free = torch.cuda.mem_get_info()[0] - (6 << 30)  # headroom for activations
+        print(f"steps.py: {name} loaded; {free / 2**30:.1f} GiB left for KV", flush=True)
+        points = []
+        if "decode" in phases:
+            for b in ([1, 64] if a.quick else DECODE_BATCHES):
+                for c in ([1024] if a.quick else DECODE_CONTEXTS):
+                    points.append(("decode", b, c, 1, 0))
+        if "prefill" in phases:
+            for chunk, prior in ([(1024, 0)] if a.quick else PREFILL):
+                points.append(("prefill", 1, 0, chunk, prior))
+        for phase, b, c, chunk, prior in points:
+            decode = phase == "decode"
+            seqs, cached, new = (b, c, 1) if decode else (1, prior, chunk)
+            need = m["layers"] * seqs * (cached + new) * kv_token
+            if need > free:
+                skipped.append(f"{name} {phase} batch={b} context={c} chunk={chunk} "
+                               f"prior={prior}: KV {need / 2**30:.1f} GiB does not fit")
+                continue
+            caches = [(torch.randn(seqs, m["kv_heads"], cached + new, m["head_dim"],
+                                   device="cuda", dtype=model.dt),
+                       torch.randn(seqs, m["kv_heads"], cached + new, m["head_dim"],
+                                   device="cuda", dtype=model.dt)) for _ in range(m["layers"])]
+            T = b if decode else chunk
+            tokens = torch.randint(0, m["vocab"], (T,), device="cuda")
+            positions = (torch.full((T,), cached, device="cuda") if decode else
+                         torch.arange(cached, cached + chunk, device="cuda"))
+            if model.opt:
+                positions = positions.clamp(max=model.pos.shape[0] - 1)
+            label = (f"ema.point steps model={name} tp=1 phase={phase} batch={b} context={c} "
+                     f"chunk={chunk} prior_context={prior}")
+            graph = decode and not model.moe
+            with torch.inference_mode():
+                step = lambda: model.step(tokens, positions, caches, new, cached, decode)
+                try:
+                    run_point(model, label, step, a.repeats, graph=graph)
+                except RuntimeError as e:  # a graph capture the backend refuses: eager
+                    if not graph:
+                        raise
+                    torch.cuda.synchronize()
+                    skipped.append(f"{label}: CUDA graph capture failed ({e}); eager")
+                    run_point(model, label, step, a.repeats, graph=False)
+            print(f"steps.py: {label}", flush=True)
+            del caches
+            torch.cuda.empty_cache()
+        backends += [f"  # {name} {k}: {v}" for k, v in model.backend.items()]
+        del model
+        torch.cuda.empty_cache()
+    meta = common.versions()
+    common.write_meta(a.meta, meta, [f"skipped_points: {len(skipped)}"] +
+                      [f"  # {s}" for s in skipped] + ["attention_backends:"] + backends)
+    print(f"steps.py: done; {len(skipped)} skipped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
