@@ -23,10 +23,12 @@
 #include "ema/pool/frontier.h"
 #include "ema/run/ops.h"
 #include "ema/run/output.h"
+#include "ema/run/stepcheck.h"
 #include "ema/cli/plot.h"
 #include "ema/pool/registry.h"
 #include "ema/cli/sweep.h"
 #include "ema/core/units.h"
+#include "ema/hw/profile.h"
 #include "sweepmpi.h"
 
 #define EXIT_USAGE 2
@@ -59,6 +61,14 @@ static const char usage_text[] =
     "                         a time, each in DIR/POINT/; resumes; writes DIR/sweep.csv (under\n"
     "                         mpirun the points are spread over the ranks; --part R/K runs one\n"
     "                         share, e.g. of a job array)\n"
+    "  compare-steps STEPS.csv [--server NAME] [-o FILE]\n"
+    "                         predict each captured step of STEPS.csv (PROFILES.md's format)\n"
+    "                         with the server model (default h200x8-hgx); the table to FILE or\n"
+    "                         stdout, then the median and worst error\n"
+    "  compare-static [PERF.csv] [--points N] [-o FILE]\n"
+    "                         Llama2-70B static batches of splitwise-perf (default\n"
+    "                         <shared>/groundtruth/splitwise-perf/perf_model.csv) against\n"
+    "                         a100x8-dgx and h100x8-hgx; --points N keeps the first N\n"
     "  plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title TEXT] [--xlabel TEXT]\n"
     "                         gnuplot figures (PNG, SVG) of a run or a sweep in DIR/plots/\n"
     "  step-time SERVER MODEL TP [FILE]\n"
@@ -400,6 +410,81 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step)
   return 0;
 }
 
+/* Write TABLE to OUTPUT (NULL: stdout); the summary lines follow on stdout. */
+static int write_table(const GString *table, const char *output) {
+  GError *error = NULL;
+  if (!output) {
+    fputs(table->str, stdout);
+    return 0;
+  }
+  if (!g_file_set_contents(output, table->str, (gssize) table->len, &error))
+    return fail(error);
+  return 0;
+}
+
+static int command_compare_steps(int argc, char **argv) {
+  g_autofree char *server = NULL;
+  g_autofree char *output = NULL;
+  g_autoptr(GString) table = g_string_new(NULL);
+  g_autofree char *summary = NULL;
+  EmaStepCheckStats stats;
+  GError *error = NULL;
+  GOptionEntry entries[] = {
+      {"server", 0, 0, G_OPTION_ARG_STRING, &server, "Server model (default h200x8-hgx)", "NAME"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the table to FILE", "FILE"},
+      {NULL}};
+  if (!parse_options("Captured steps against the step-time model.", entries, &argc, &argv,
+                     "STEPS.csv"))
+    return EXIT_USAGE;
+  if (argc != 2)
+    return usage_error("usage: ema-sim compare-steps STEPS.csv [--server NAME] [-o FILE]");
+  if (!ema_stepcheck_steps(argv[1], server ? server : "h200x8-hgx", table, &stats, &error))
+    return fail(error);
+  if (write_table(table, output) != 0)
+    return 1;
+  summary = ema_stepcheck_stats_format(&stats);
+  printf("steps on %s: %s\n", server ? server : "h200x8-hgx", summary);
+  return 0;
+}
+
+static int command_compare_static(int argc, char **argv) {
+  static const char *const names[4] = {"a100 prefill", "a100 decode", "h100 prefill",
+                                       "h100 decode"};
+  g_autofree char *output = NULL;
+  g_autofree char *points_text = NULL;
+  g_autofree char *path = NULL;
+  g_autoptr(GString) table = g_string_new(NULL);
+  EmaStepCheckStats stats[4];
+  guint64 points = 0;
+  GError *error = NULL;
+  GOptionEntry entries[] = {
+      {"points", 0, 0, G_OPTION_ARG_STRING, &points_text, "Keep the first N points", "N"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the table to FILE", "FILE"},
+      {NULL}};
+  if (!parse_options("Static-batch times of splitwise-perf against the step-time model.", entries,
+                     &argc, &argv, "[PERF.csv]"))
+    return EXIT_USAGE;
+  if (argc > 2)
+    return usage_error("usage: ema-sim compare-static [PERF.csv] [--points N] [-o FILE]");
+  if (points_text && (!g_ascii_string_to_unsigned(points_text, 10, 1, G_MAXUINT, &points, NULL)))
+    return usage_error("--points: give a positive integer");
+  if (argc == 2) {
+    path = g_strdup(argv[1]);
+  } else {
+    g_autofree char *shared = ema_profile_shared_dir();
+    path = g_build_filename(shared, "groundtruth", "splitwise-perf", "perf_model.csv", NULL);
+  }
+  if (!ema_stepcheck_static(path, (guint) points, table, stats, &error))
+    return fail(error);
+  if (write_table(table, output) != 0)
+    return 1;
+  for (int i = 0; i < 4; i++) {
+    g_autofree char *summary = ema_stepcheck_stats_format(&stats[i]);
+    printf("%s: %s\n", names[i], summary);
+  }
+  return 0;
+}
+
 static int command_describe(int argc, char **argv) {
   GError *error = NULL;
   g_autoptr(EmaServerSpec) server = NULL;
@@ -424,6 +509,16 @@ static int command_describe(int argc, char **argv) {
                          "bandwidth (%.1fx slower)\n",
                          hbm, 100 * server->link.bandwidth / server->gpu.hbm_bandwidth,
                          server->gpu.hbm_bandwidth / server->link.bandwidth);
+  if (server->gpu.profile && *server->gpu.profile) {
+    const EmaProfile *profile = ema_profile_get(server->gpu.profile, &error);
+    if (!profile)
+      return fail(error);
+    g_string_append(text, "# step time: the operators this profile holds; the per-operator "
+                          "roofline (gpu.roofline_p) for the rest\n");
+    ema_profile_describe(profile, text);
+  } else {
+    g_string_append(text, "# step time: the per-operator roofline (gpu.roofline_p); no profile\n");
+  }
   fputs(text->str, stdout);
   return 0;
 }
@@ -852,10 +947,14 @@ int main(int argc, char **argv) {
     return command_plot(argc - 1, argv + 1);
   if (strcmp(command, "step-time") == 0)
     return command_step_time(argc - 1, argv + 1);
+  if (strcmp(command, "compare-steps") == 0)
+    return command_compare_steps(argc - 1, argv + 1);
+  if (strcmp(command, "compare-static") == 0)
+    return command_compare_static(argc - 1, argv + 1);
   {
     g_autofree char *message = g_strdup_printf(
         "unknown command '%s' (commands: run, check, list, describe, frontier, sweep, plot, "
-        "step-time)",
+        "step-time, compare-steps, compare-static)",
         command);
     return usage_error(message);
   }

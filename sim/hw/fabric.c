@@ -18,20 +18,30 @@
  *
  * Flows. A flow f uses resources with weights w_fr (bytes of resource use
  * per byte moved), has a per-flow cap c_f (B/s) and a setup time S_f (ns):
- *   COPY i->j (peer)   HBM(i) 1, HBM(j) 1, path(i->j) 1 each
+ *   COPY i->j (peer)   HBM(i) k_out, HBM(j) k_in, path(i->j) 1 each
  *                      c = link.bandwidth
  *                      S = link.copy_fixed_cost + ramp(n)
  *   COPY i->i (local)  HBM(i) 2 (read + write)
  *                      c = gpu.local_copy_bandwidth / 2 (that figure counts
  *                          bytes read + bytes written)
  *                      S = gpu.kernel_overhead
- *   COPY host->i       HBM(i) 1, H2D(i) 1, HDUP(i) 1;  c = host.h2d_bandwidth
- *   COPY i->host       HBM(i) 1, D2H(i) 1, HDUP(i) 1;  c = host.d2h_bandwidth
+ *   COPY host->i       HBM(i) k_in, H2D(i) 1, HDUP(i) 1;  c = host.h2d_bandwidth
+ *   COPY i->host       HBM(i) k_out, D2H(i) 1, HDUP(i) 1;  c = host.d2h_bandwidth
  *                      S = host.copy_fixed_cost (both directions)
  *   READ i->i (local)  HBM(i) 1;  c = infinity;  S = gpu.kernel_overhead
- *   READ s->d (peer)   HBM(s) 1, path(s->d) 1 each;  c = link.direct_read_bandwidth
+ *   READ s->d (peer)   HBM(s) k_out, path(s->d) 1 each;  c = link.direct_read_bandwidth
  *                      S = gpu.kernel_overhead + link.latency
  * Host endpoints are valid only for COPY, and not on both ends.
+ *
+ * Interference. k_out = gpu.interference_outgoing and k_in =
+ * gpu.interference_incoming, the HBM bytes of a GPU's own work lost per
+ * byte a transfer reads out of it or writes into it: the coefficients the
+ * elastic pool's steps use (pool.h), so that ops and decode scenarios see
+ * one model of the same effect. On H200 they were measured (0.956 and
+ * 1.942: a streaming kernel 1.086x slower under a peer pull, 1.199x under
+ * copies landing; hwmodels/gpus/h200-sxm.yaml); 1 (a byte moved costs a
+ * byte of HBM time) where not calibrated. A weight of 0 leaves HBM out of
+ * the flow's resources.
  *
  * Copy ramp. Measured peer copies of 4 KiB..16 MiB take longer than
  * fixed + n / bandwidth; the excess grows with n and levels off. We fit it
@@ -212,20 +222,27 @@ static char *endpoint_name(gint e) {
   return e == EMA_ENDPOINT_HOST ? g_strdup("host") : g_strdup_printf("GPU %d", e);
 }
 
+/* GPU G's HBM with WEIGHT, unless the weight is 0. */
+static void shape_hbm(const EmaFabric *f, FlowShape *s, gint g, double weight) {
+  if (weight > 0)
+    shape_use(s, r_hbm(f, (guint) g), weight);
+}
+
 /* Fill S for a flow; endpoints must be valid (see check_shape). */
 static void flow_shape(const EmaFabric *f, EmaFlowKind kind, gint src, gint dst, FlowShape *s) {
   const EmaServerSpec *sv = &f->server;
+  double k_out = sv->gpu.interference_outgoing, k_in = sv->gpu.interference_incoming;
   memset(s, 0, sizeof *s);
   s->cap = INFINITY;
   if (kind == EMA_FLOW_COPY) {
     if (src == EMA_ENDPOINT_HOST) {
-      shape_use(s, r_hbm(f, dst), 1);
+      shape_hbm(f, s, dst, k_in);
       shape_use(s, r_h2d(f, dst), 1);
       shape_use(s, r_hdup(f, dst), 1);
       s->cap = sv->host.h2d_bandwidth;
       s->fixed = sv->host.copy_fixed_cost;
     } else if (dst == EMA_ENDPOINT_HOST) {
-      shape_use(s, r_hbm(f, src), 1);
+      shape_hbm(f, s, src, k_out);
       shape_use(s, r_d2h(f, src), 1);
       shape_use(s, r_hdup(f, src), 1);
       s->cap = sv->host.d2h_bandwidth;
@@ -235,15 +252,15 @@ static void flow_shape(const EmaFabric *f, EmaFlowKind kind, gint src, gint dst,
       s->cap = sv->gpu.local_copy_bandwidth / 2;
       s->fixed = sv->gpu.kernel_overhead;
     } else {
-      shape_use(s, r_hbm(f, src), 1);
-      shape_use(s, r_hbm(f, dst), 1);
+      shape_hbm(f, s, src, k_out);
+      shape_hbm(f, s, dst, k_in);
       shape_peer_path(f, s, src, dst);
       s->cap = sv->link.bandwidth;
       s->fixed = sv->link.copy_fixed_cost;
       s->ramp = TRUE;
     }
   } else {
-    shape_use(s, r_hbm(f, src), 1);
+    shape_hbm(f, s, src, src != dst ? k_out : 1);
     s->fixed = sv->gpu.kernel_overhead;
     if (src != dst) {
       shape_peer_path(f, s, src, dst);
@@ -309,6 +326,7 @@ EmaFabric *ema_fabric_new(EmaSim *sim, const EmaServerSpec *server) {
   f->server.name = NULL;
   f->server.summary = NULL;
   f->server.gpu.name = NULL;
+  f->server.gpu.profile = NULL;
   G = f->gpus = (guint) server->gpus;
 
   n = 4 * G;

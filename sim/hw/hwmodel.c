@@ -56,6 +56,10 @@ static const EmaParam gpu_params[] = {
      .min = 0, .max = 1e9,
      .help = "fixed cost of one decoder layer in a step beyond its roofline (default 0: not yet "
              "calibrated)"},
+    {"roofline_p", EMA_PARAM_DOUBLE, GPU_FIELD(roofline_p), .default_value = "1.25", .min = 1,
+     .max = 64,
+     .help = "p of an operator's roofline time (c^p + m^p)^(1/p), c and m its compute and memory "
+             "times (default 1.25: fitted on Vidur's A100 and H100 GEMM profiles)"},
     {"interference_outgoing", EMA_PARAM_DOUBLE, GPU_FIELD(interference_outgoing),
      .default_value = "1", .min = 0, .max = 10,
      .help = "HBM bytes of own work lost per byte peers pull from this GPU (default 1: one for "
@@ -64,6 +68,9 @@ static const EmaParam gpu_params[] = {
      .default_value = "1", .min = 0, .max = 10,
      .help = "HBM bytes of own work lost per byte copied into this GPU (default 1; not yet "
              "calibrated)"},
+    {"profile", EMA_PARAM_STRING, GPU_FIELD(profile), .default_value = "",
+     .help = "operator profiles in hwmodels/profiles/<profile>/ that time the GPU's steps "
+             "(default none: the roofline)"},
 };
 
 const EmaParamTable ema_gpu_params = {"gpu", sizeof(EmaGpuSpec), gpu_params,

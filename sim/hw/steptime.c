@@ -14,6 +14,8 @@
 
 #include <math.h>
 
+#include "ema/hw/profile.h"
+
 struct _EmaStepModel {
   guint tp;
   double layers;
@@ -35,13 +37,49 @@ struct _EmaStepModel {
   double byte_rate; /* rate_m */
   double kv_rate;   /* rate_kv = rate_m x kv_efficiency */
   double layer_overhead_s;
+  double roofline_p; /* p of the per-operator roofline */
   double link_bandwidth;
   double link_latency_s;
   EmaTime step_overhead;
   /* figures for the engine */
   guint64 weight_bytes_per_gpu;
   double kv_bytes_per_token_per_gpu;
+  /* the profile path (NULL: the roofline above); shapes on one GPU */
+  const EmaProfile *profile;
+  EmaProfileDtype dtype;
+  double bytes_per_element;
+  /* the FP8 hook (llm.h): 1-byte GEMM weights at the FP8 rate, 1-byte KV;
+   * the profiles' 16-bit kernels do not time them */
+  double weight_bytes_per_element;
+  gboolean fp8_weights, fp8_kv;
+  guint q_heads, kv_heads, head_dim;
+  guint64 hidden, qkv_n, o_k, up_n, down_k, head_n, act_width, rope_width;
+  gboolean gated, moe;
+  guint experts_n;
+  double router_fraction;     /* A / E */
+  double lm_head_extra_bytes; /* final norm */
 };
+
+/* The operators' shapes on one GPU, as the profile tables key them (the
+ * Vidur import in profile.c forms the same shapes). */
+static void set_operator_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint tp) {
+  s->dtype = model->dtype == EMA_DTYPE_FP16 ? EMA_PROFILE_FP16 : EMA_PROFILE_BF16;
+  s->q_heads = (guint) (model->heads / tp);
+  s->kv_heads = (guint) MAX(1, model->kv_heads / (gint64) tp);
+  s->head_dim = (guint) model->head_dim;
+  s->hidden = (guint64) model->hidden;
+  s->gated = model->ffn_kind == EMA_FFN_GATED;
+  s->qkv_n = (guint64) (s->q_heads + 2 * s->kv_heads) * s->head_dim;
+  s->o_k = (guint64) s->q_heads * s->head_dim;
+  s->up_n = (guint64) ((s->gated ? 2 : 1) * model->ffn / (gint64) tp);
+  s->down_k = (guint64) (model->ffn / (gint64) tp);
+  s->head_n = (guint64) (model->vocab / (gint64) tp);
+  s->act_width = s->gated ? 2 * s->down_k : s->down_k;
+  s->rope_width = (guint64) (s->q_heads + s->kv_heads) * s->head_dim;
+  s->moe = model->experts > 1;
+  s->experts_n = (guint) model->experts;
+  s->router_fraction = (double) model->active_experts / (double) model->experts;
+}
 
 EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
                                  GError **error) {
@@ -95,6 +133,10 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
 
   step = g_new0(EmaStepModel, 1);
   step->tp = tp;
+  step->bytes_per_element = b;
+  step->weight_bytes_per_element = bw;
+  step->fp8_weights = model->weights == EMA_PRECISION_FP8;
+  step->fp8_kv = model->kv_cache == EMA_PRECISION_FP8;
   step->layers = (double) model->layers;
   step->linear_flops_per_token = 2.0 * (double) derived.layer_active_parameters / tp;
   step->attention_flops_per_context = 4.0 * (double) model->heads * (double) model->head_dim / tp;
@@ -120,12 +162,22 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   step->byte_rate = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
   step->kv_rate = step->byte_rate * server->gpu.kv_efficiency;
   step->layer_overhead_s = (double) server->gpu.layer_overhead * 1e-9;
+  step->roofline_p = server->gpu.roofline_p;
   step->link_bandwidth = server->link.bandwidth;
   step->link_latency_s = (double) server->link.latency * 1e-9;
   step->step_overhead = server->gpu.step_overhead;
 
   step->weight_bytes_per_gpu = (derived.weight_bytes + tp - 1) / tp;
   step->kv_bytes_per_token_per_gpu = step->layers * step->kv_bytes_per_token;
+
+  if (server->gpu.profile && *server->gpu.profile) {
+    step->profile = ema_profile_get(server->gpu.profile, error);
+    if (!step->profile) {
+      g_free(step);
+      return NULL;
+    }
+  }
+  set_operator_shapes(step, model, tp);
   return step;
 }
 
@@ -157,6 +209,180 @@ static EmaStepBound bound_of(double compute_s, double memory_s) {
   return compute_s > memory_s ? EMA_STEP_BOUND_COMPUTE : EMA_STEP_BOUND_MEMORY;
 }
 
+/* ---- the profile path (equations in steptime.h) ------------------------- */
+
+/* Running sums of a step's operator times by their origin. */
+typedef struct {
+  double profiled_s, roofline_s;
+} OpSums;
+
+/* The roofline of one operator: (c^p + m^p)^(1/p) of its compute time c
+ * and memory time m (steptime.h). */
+static double roofline(const EmaStepModel *s, double compute_s, double memory_s) {
+  double big = MAX(compute_s, memory_s), small = MIN(compute_s, memory_s);
+  if (big <= 0)
+    return 0;
+  /* factored so that the powers stay within range: big (1 + (small/big)^p)^(1/p) */
+  return big * pow(1.0 + pow(small / big, s->roofline_p), 1.0 / s->roofline_p);
+}
+
+/* COUNT runs of one operator: the profile's time (FOUND, US microseconds)
+ * or the roofline of FLOPS at rate_c and BYTES at RATE. */
+static double op_time(const EmaStepModel *s, OpSums *sums, gboolean found, double us, double flops,
+                      double bytes, double rate, double count) {
+  double t = count * (found ? us * 1e-6 : roofline(s, flops / s->flop_rate, bytes / rate));
+  if (found)
+    sums->profiled_s += t;
+  else
+    sums->roofline_s += t;
+  return t;
+}
+
+static double gemm_time(const EmaStepModel *s, OpSums *sums, double m, guint64 k, guint64 n,
+                        double count) {
+  double us = 0, kd = (double) k, nd = (double) n;
+  gboolean found;
+  if (m <= 0)
+    return 0;
+  found = s->profile && !s->fp8_weights && ema_profile_gemm(s->profile, s->dtype, m, k, n, &us);
+  return op_time(s, sums, found, us, 2 * m * kd * nd,
+                 kd * nd * s->weight_bytes_per_element + m * (kd + nd) * s->bytes_per_element,
+                 s->byte_rate, count);
+}
+
+/* An elementwise operator reads and writes WIDTH elements per token. */
+static double elementwise_time(const EmaStepModel *s, OpSums *sums, const char *name, guint64 width,
+                               double tokens, double count) {
+  double us = 0;
+  gboolean found =
+      s->profile && ema_profile_elementwise(s->profile, s->dtype, name, width, tokens, &us);
+  return op_time(s, sums, found, us, 0, 2 * tokens * (double) width * s->bytes_per_element,
+                 s->byte_rate, count);
+}
+
+/* The expert FFN of one layer for T tokens: two projections, each from the
+ * moe table at T A / E tokens per expert, or the roofline of the experts
+ * touched. */
+static double moe_time(const EmaStepModel *s, OpSums *sums, double tokens, double touched) {
+  const guint64 k[2] = {s->hidden, s->down_k}, n[2] = {s->up_n, s->hidden};
+  double t = 0, per_expert = tokens * s->router_fraction; /* T A / E */
+  for (int i = 0; i < 2; i++) {
+    double us = 0, kd = (double) k[i], nd = (double) n[i];
+    gboolean found =
+        s->profile && !s->fp8_weights &&
+        ema_profile_moe(s->profile, s->dtype, s->experts_n, per_expert, k[i], n[i], &us);
+    double routed = tokens * s->router_fraction * s->experts;
+    t += op_time(s, sums, found, us, 2 * routed * kd * nd,
+                 touched * kd * nd * s->weight_bytes_per_element +
+                     routed * (kd + nd) * s->bytes_per_element,
+                 s->byte_rate, 1);
+  }
+  return t;
+}
+
+/* Decode attention of B sequences of C context tokens in all: the table at
+ * (B, C / B), every sequence taken at the batch's mean context. */
+static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b) {
+  double us = 0, seqs = (double) b->decode_seqs;
+  gboolean found;
+  if (b->decode_seqs == 0)
+    return 0;
+  found = s->profile && !s->fp8_kv &&
+          ema_profile_attn_decode(s->profile, s->dtype, s->q_heads, s->kv_heads, s->head_dim, seqs,
+                                  b->decode_context / seqs, &us);
+  return op_time(s, sums, found, us, s->attention_flops_per_context * b->decode_context,
+                 s->kv_bytes_per_token * b->decode_context, s->kv_rate, 1);
+}
+
+/* Prefill attention of c chunks: c runs of the table at the mean chunk
+ * N / c after the mean prior context (sum of p) / c. */
+static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b) {
+  double us = 0, chunks, tokens = (double) b->prefill_tokens, prior;
+  gboolean found;
+  if (b->prefill_tokens == 0)
+    return 0;
+  chunks = (double) MAX(b->prefill_chunks, 1);
+  prior = MAX(0.0, b->prefill_kv_read - tokens) / chunks;
+  found = s->profile && !s->fp8_kv &&
+          ema_profile_attn_prefill(s->profile, s->dtype, s->q_heads, s->kv_heads, s->head_dim,
+                                   tokens / chunks, prior, &us);
+  if (found)
+    return op_time(s, sums, TRUE, us, 0, 0, s->kv_rate, chunks);
+  return op_time(s, sums, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
+                 s->kv_bytes_per_token * b->prefill_kv_read, s->kv_rate, 1);
+}
+
+/* One decoder layer from the profile. */
+static double operator_layer(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b,
+                             double tokens, double touched) {
+  const char *norm = s->gated ? "rmsnorm" : "layernorm";
+  double t = gemm_time(s, sums, tokens, s->hidden, s->qkv_n, 1) +
+             gemm_time(s, sums, tokens, s->o_k, s->hidden, 1);
+  if (s->moe)
+    t += moe_time(s, sums, tokens, touched);
+  else
+    t += gemm_time(s, sums, tokens, s->hidden, s->up_n, 1) +
+         gemm_time(s, sums, tokens, s->down_k, s->hidden, 1);
+  t += decode_attention_time(s, sums, b) + prefill_attention_time(s, sums, b);
+  /* the new tokens' K and V written to the cache: roofline only */
+  t += op_time(s, sums, FALSE, 0, 0, s->kv_bytes_per_token * tokens, s->byte_rate, 1);
+  t += elementwise_time(s, sums, norm, s->hidden, tokens, 2) +
+       elementwise_time(s, sums, s->gated ? "silu_mul" : "gelu", s->act_width, tokens, 1) +
+       elementwise_time(s, sums, "add", s->hidden, tokens, 2);
+  if (s->gated)
+    t += elementwise_time(s, sums, "rope", s->rope_width, tokens, 1);
+  return t;
+}
+
+/* Scale the layer's two roofline sides (and its KV-read share) by one
+ * factor so that the larger is ONE, the operator sum: the elastic pool
+ * (pool.h) slows the memory side by HBM interference and recombines the
+ * sides with max, which then gives back ONE when nothing slows it. */
+static void rescale_layer_sides(EmaStepBreakdown *r, double one) {
+  double big = MAX(r->layer_compute_s, r->layer_memory_s), k;
+  if (big <= 0)
+    return;
+  k = one / big;
+  r->layer_kv_read_s *= k;
+  if (r->layer_memory_s >= r->layer_compute_s) {
+    r->layer_compute_s *= k;
+    r->layer_memory_s = one;
+  } else {
+    r->layer_memory_s *= k;
+    r->layer_compute_s = one;
+  }
+}
+
+/* The step as a sum of operators into R: layers, the once-per-step
+ * operators (in lm_head_s) and the all-reduces. */
+static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, double tokens,
+                          double touched, EmaStepBreakdown *r) {
+  OpSums layer = {0}, once = {0}, reduce = {0};
+  double one = operator_layer(s, &layer, b, tokens, touched);
+  /* a profile's kernel times include their tails: no layer_overhead */
+  r->layer_overhead_s = s->profile ? 0 : s->layer_overhead_s;
+  r->layers_s = s->layers * (one + r->layer_overhead_s);
+  rescale_layer_sides(r, one);
+  r->lm_head_s =
+      elementwise_time(s, &once, "embedding", s->hidden, tokens, 1) +
+      elementwise_time(s, &once, s->gated ? "rmsnorm" : "layernorm", s->hidden, tokens, 1) +
+      gemm_time(s, &once, (double) b->logits, s->hidden, s->head_n, 1);
+  if (s->tp > 1) {
+    double size = s->allreduce_bytes_per_token * tokens, us = 0;
+    gboolean found = s->profile && ema_profile_allreduce(s->profile, s->dtype, s->tp, size, &us);
+    double ring = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
+                  2.0 * (s->tp - 1) * s->link_latency_s;
+    r->allreduce_s = 2.0 * s->layers * (found ? us * 1e-6 : ring);
+    if (found)
+      reduce.profiled_s = r->allreduce_s;
+    else
+      reduce.roofline_s = r->allreduce_s;
+  }
+  r->profiled_s = s->layers * layer.profiled_s + once.profiled_s + reduce.profiled_s;
+  r->roofline_s =
+      s->layers * (layer.roofline_s + r->layer_overhead_s) + once.roofline_s + reduce.roofline_s;
+}
+
 EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
                       EmaStepBreakdown *out) {
   const EmaStepModel *s = step_model;
@@ -185,8 +411,6 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   r.layer_kv_read_s = layer_kv_read / s->kv_rate;
   r.layer_memory_s = (layer_bytes - layer_kv_read) / s->byte_rate + r.layer_kv_read_s;
   r.layer_bound = bound_of(r.layer_compute_s, r.layer_memory_s);
-  r.layer_overhead_s = s->layer_overhead_s;
-  r.layers_s = s->layers * (MAX(r.layer_compute_s, r.layer_memory_s) + r.layer_overhead_s);
 
   /* the LM head */
   r.lm_head_bound = EMA_STEP_BOUND_NONE;
@@ -196,15 +420,6 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
     r.lm_head_compute_s = head_flops / s->flop_rate;
     r.lm_head_memory_s = head_bytes / s->byte_rate;
     r.lm_head_bound = bound_of(r.lm_head_compute_s, r.lm_head_memory_s);
-    r.lm_head_s = MAX(r.lm_head_compute_s, r.lm_head_memory_s);
-  }
-
-  /* two ring all-reduces per layer */
-  if (s->tp > 1) {
-    double size = s->allreduce_bytes_per_token * tokens;
-    double ring = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
-                  2.0 * (s->tp - 1) * s->link_latency_s;
-    r.allreduce_s = 2.0 * s->layers * ring;
   }
 
   r.overhead_s = (double) s->step_overhead * 1e-9;
@@ -215,8 +430,72 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   r.weight_bytes_read =
       s->layers * layer_weight_bytes + (batch->logits > 0 ? s->lm_head_weight_bytes : 0);
   r.kv_read_bytes = s->layers * layer_kv_read;
+  operator_step(s, batch, tokens, experts_touched, &r);
   r.time = (EmaTime) llround((r.layers_s + r.lm_head_s + r.allreduce_s) * 1e9) + s->step_overhead;
   if (out)
     *out = r;
   return r.time;
+}
+
+/* One operator's origin: "profile" when the profile has its shape. */
+static const char *origin(gboolean found) {
+  return found ? "profile" : "roofline";
+}
+
+void ema_step_model_describe(const EmaStepModel *step_model, GString *out) {
+  const EmaStepModel *s = step_model;
+  const EmaProfile *p = s->profile;
+  double us;
+  const char *norm = s->gated ? "rmsnorm" : "layernorm";
+  const struct {
+    const char *name;
+    guint64 k, n;
+  } gemms[] = {{"qkv", s->hidden, s->qkv_n},
+               {"o", s->o_k, s->hidden},
+               {"up", s->hidden, s->up_n},
+               {"down", s->down_k, s->hidden},
+               {"lm_head", s->hidden, s->head_n}};
+  g_return_if_fail(s != NULL && out != NULL);
+  if (!p) {
+    g_string_append(out, "# step time: every operator from the per-operator roofline (the GPU "
+                         "has no profile)\n");
+    return;
+  }
+  ema_profile_describe(p, out);
+  g_string_append(out, "# step time by operator:");
+  for (guint i = 0; i < G_N_ELEMENTS(gemms); i++) {
+    gboolean dense = i == 4 || i < 2 || !s->moe;
+    gboolean found =
+        dense ? ema_profile_gemm(p, s->dtype, 1, gemms[i].k, gemms[i].n, &us)
+              : ema_profile_moe(p, s->dtype, s->experts_n, 1, gemms[i].k, gemms[i].n, &us);
+    g_string_append_printf(out, " %s %s%s,", gemms[i].name, dense ? "" : "(moe) ", origin(found));
+  }
+  {
+    gboolean fresh =
+        ema_profile_attn_prefill(p, s->dtype, s->q_heads, s->kv_heads, s->head_dim, 1, 0, &us);
+    gboolean cached =
+        ema_profile_attn_prefill(p, s->dtype, s->q_heads, s->kv_heads, s->head_dim, 1, 1, &us);
+    g_string_append_printf(out, " attn_decode %s, attn_prefill %s,",
+                           origin(ema_profile_attn_decode(p, s->dtype, s->q_heads, s->kv_heads,
+                                                          s->head_dim, 1, 1, &us)),
+                           fresh && !cached
+                               ? "profile (no prior context; roofline after cached tokens)"
+                               : origin(fresh));
+  }
+  g_string_append_printf(
+      out, " %s %s, %s %s, add %s, embedding %s,", norm,
+      origin(ema_profile_elementwise(p, s->dtype, norm, s->hidden, 1, &us)),
+      s->gated ? "silu_mul" : "gelu",
+      origin(ema_profile_elementwise(p, s->dtype, s->gated ? "silu_mul" : "gelu", s->act_width, 1,
+                                     &us)),
+      origin(ema_profile_elementwise(p, s->dtype, "add", s->hidden, 1, &us)),
+      origin(ema_profile_elementwise(p, s->dtype, "embedding", s->hidden, 1, &us)));
+  if (s->gated)
+    g_string_append_printf(
+        out, " rope %s,",
+        origin(ema_profile_elementwise(p, s->dtype, "rope", s->rope_width, 1, &us)));
+  g_string_append_printf(
+      out, " kv_write roofline, allreduce %s\n",
+      s->tp == 1 ? "none (tp 1)"
+                 : (ema_profile_allreduce(p, s->dtype, s->tp, 1, &us) ? "profile" : "ring model"));
 }

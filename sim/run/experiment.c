@@ -7,6 +7,8 @@
  * and form a flow the fabric can carry (src_index/dst_index are set). */
 #include "ema/run/experiment.h"
 
+#include "ema/hw/steptime.h"
+
 #include <string.h>
 
 #include "ema/core/units.h"
@@ -371,6 +373,20 @@ char *ema_experiment_to_yaml(const EmaExperiment *experiment) {
   GString *out = g_string_new(NULL);
   g_string_append_printf(out, "# Resolved by ema-sim %s: every value explicit.\n", EMA_VERSION);
   ema_params_write_yaml(&ema_experiment_params, experiment, out, 0);
+  /* where each tenant's step times come from, as comments (the file still
+   * loads as the experiment it resolves) */
+  for (guint i = 0; experiment->tenants && i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EmaStepModel) step =
+        ema_step_model_new(&t->model, &experiment->server, (guint) t->tp, &error);
+    g_string_append_printf(out, "# tenants.%u (%s, tp %" G_GINT64_FORMAT "):\n", i, t->model.name,
+                           t->tp);
+    if (step)
+      ema_step_model_describe(step, out);
+    else
+      g_string_append_printf(out, "# no step model: %s\n", error->message);
+  }
   return g_string_free(out, FALSE);
 }
 

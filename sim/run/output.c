@@ -145,7 +145,9 @@ static void add_fidelity(JsonBuilder *builder, const EmaTenantSpec *spec) {
   add_string(builder, "engine_profile", spec->engine.profile);
   add_string(builder, "scheduler", spec->engine.scheduler == EMA_SCHEDULER_V0 ? "v0" : "v1");
   add_number(builder, "step_cpu_cost_s", (double) spec->engine.step_cpu_cost / 1e9);
-  add_string(builder, "step_model", "roofline (sim/hw/steptime.c) on the server's gpu model");
+  add_string(builder, "step_model",
+             "sim/hw/steptime.c: the GPU's operator profiles (gpu.profile) where they hold an "
+             "operator, else its roofline");
   /* the profile was loaded when the experiment was; it is there unless removed since */
   add_string(builder, "profile_source", profile ? profile->source : "(profile file gone)");
   add_string(builder, "measured_error", profile ? profile->fidelity : "(profile file gone)");

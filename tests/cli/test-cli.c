@@ -85,7 +85,7 @@ static void test_usage_errors(void) {
   usage_error(ema_test_cli(NULL, NULL), "missing COMMAND"); /* no arguments at all */
   usage_error(ema_test_cli("frobnicate", NULL),
               "unknown command 'frobnicate' (commands: run, check, list, "
-              "describe, frontier, sweep, plot, step-time)");
+              "describe, frontier, sweep, plot, step-time, compare-steps, compare-static)");
   usage_error(ema_test_cli("run", NULL), "missing experiment FILE");
   usage_error(ema_test_cli("check", BASELINE, "extra", NULL), "too many arguments");
   usage_error(ema_test_cli("run", "--bogus", BASELINE, NULL), "--bogus");

@@ -166,6 +166,7 @@ static void add_to_batch(RefEngine *engine, EmaRequest *request, guint32 chunk) 
     /* token i of the chunk attends to kv + i tokens (i = 1..chunk) */
     b->prefill_context += chunk * kv + (double) chunk * (chunk + 1) / 2;
     b->prefill_kv_read += kv + chunk;
+    b->prefill_chunks++;
   }
   if (samples)
     b->logits++;

@@ -1003,8 +1003,9 @@ static void two_lenders(const char *server, gboolean is_switch) {
                        : MAX(b1 / b->server->link.direct_read_bandwidth,
                              b2 / b->server->link.direct_read_bandwidth);
   /* a third of the KV local, read side by side with the remote loads */
-  step = 32 * MAX(bd.layer_compute_s,
-                  bd.layer_memory_s - bd.layer_kv_read_s + MAX(bd.layer_kv_read_s / 3, t_direct)) +
+  step = 32 * (MAX(bd.layer_compute_s,
+                   bd.layer_memory_s - bd.layer_kv_read_s + MAX(bd.layer_kv_read_s / 3, t_direct)) +
+               bd.layer_overhead_s) +
          (bd.lm_head_s + bd.allreduce_s + bd.overhead_s);
   g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, ns(step));
   bench_free(b);

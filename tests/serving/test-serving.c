@@ -191,7 +191,8 @@ static guint64 blocks_for(guint64 tokens) {
 
 static EmaTime step_of(const EmaStepModel *model, guint64 prefill, double prefill_context,
                        double prefill_kv_read, guint64 decode_seqs, double decode_context) {
-  EmaStepBatch batch = {prefill, prefill_context, prefill_kv_read, decode_seqs, decode_context, 1};
+  EmaStepBatch batch = {prefill, prefill_context, prefill_kv_read, decode_seqs, decode_context, 1,
+                        1};
   return ema_step_time(model, &batch, NULL);
 }
 

@@ -32,10 +32,14 @@ typedef struct {
   gint64 step_overhead;     /* ns: fixed cost of one engine step (scheduling, launches) */
   double kv_efficiency;     /* fraction of the weight-streaming rate that KV-cache reads reach */
   gint64 layer_overhead;    /* ns: fixed cost of one decoder layer in a step (its kernels' tails) */
+  double roofline_p;        /* p of an operator's roofline (c^p + m^p)^(1/p) (steptime.h) */
   /* elastic pool (see pool.h): HBM bytes of this GPU's own work lost per
    * byte peers pull from its HBM (outgoing) or copy into it (incoming) */
   double interference_outgoing;
   double interference_incoming;
+  /* operator profiles (profile.h): the name of hwmodels/profiles/<name>/,
+   * NULL or "" for none (the step-time model then uses the roofline) */
+  char *profile;
 } EmaGpuSpec;
 
 typedef enum {

@@ -1,73 +1,95 @@
 /* steptime.h: the iteration-time model of one engine step on one GPU, or on
- * one GPU of a tensor-parallel (TP) group of size tp. The engine keeps the
- * running sums of EmaStepBatch as requests join and leave the batch, so a
- * step costs O(1) to time, whatever the batch size; the step is computed
- * analytically inside one event (no event per layer).
+ * one GPU of a tensor-parallel (TP) group of size tp: the GPU time of the
+ * step's kernels (the engine's own CPU time per step is the engine's,
+ * sim/serving). The engine keeps the running sums of EmaStepBatch as
+ * requests join and leave the batch, so a step costs O(1) to time, whatever
+ * the batch size; the step is computed inside one event (no event per
+ * layer).
  *
  * Notation (llm.h, hwmodel.h): L layers, h hidden, H heads, K kv_heads,
- * d head_dim, V vocab, b bytes per element, E experts, A active experts;
- * P_l = one layer's parameters as a token uses them (A experts), all per
- * GPU: everything split over the TP group is divided by tp. Of the batch:
- * T = prefill_tokens + decode_seqs, C = prefill_context + decode_context,
- * R = decode_context + prefill_kv_read, G = logits.
+ * d head_dim, f ffn, V vocab, b bytes per element, E experts, A active
+ * experts; per GPU: q = H/tp query heads, k = max(1, K/tp) KV heads (KV
+ * heads are replicated when K < tp). Of the batch: T = prefill_tokens +
+ * decode_seqs, B = decode_seqs, C_d = decode_context, N = prefill_tokens in
+ * c = prefill_chunks chunks after P = prefill_kv_read - N cached tokens in
+ * all, C_p = prefill_context, G = logits.
  *
  *   rate_c  = matrix_flops x matrix_efficiency       (FLOP/s)
  *   rate_m  = hbm_bandwidth x hbm_efficiency         (B/s, weights and activations)
  *   rate_kv = rate_m x kv_efficiency                 (B/s, KV-cache reads)
  *
- * One decoder layer (all L alike), a roofline:
- *   F_l = (2 P_l T + 4 H d C) / tp                             FLOPs
- *   B_l = W_l + kv_l (R + T) + 2 h b T                         bytes
- *     W_l  = (layer weights other than experts
- *             + E (1 - (1 - A/E)^T) x one expert's weights) b / tp
- *            (the expected number of distinct experts that T tokens route
- *            to, uniform independent routing; = 1 FFN for a dense model)
- *     kv_l = 2 max(1, K/tp) d b, KV bytes of one token in one layer on one
- *            GPU (KV heads are replicated when K < tp); the KV of R tokens
- *            is read and the KV of the T new tokens written
- *     2 h b T: the residual stream read and written once per token; every
- *            GPU of the group holds it whole, so it is not divided by tp
- *   t_l = max(F_l / rate_c, (B_l - kv_l R) / rate_m + kv_l R / rate_kv)
- *         + layer_overhead
- *   (the KV reads have their own rate: a paged-attention kernel walking a
- *   block table need not stream as fast as a weight GEMV; layer_overhead is
- *   what a layer's kernels cost beyond their roofline, e.g. small grids)
- * The LM head, once per step, only when G > 0:
- *   F_head = 2 h V G / tp,  B_head = (h V / tp + final norm) b + V b G / tp
- *   t_head = max(F_head / rate_c, B_head / rate_m)
- *   (the token-embedding gather of T rows is left out; a tied LM head still
- *   reads the whole table)
- * Tensor-parallel all-reduces, 2 per layer (after attention and after the
- * FFN), each of S = T h b bytes, as the analytic ring cost on the server's
- * link parameters (link.bandwidth per direction, link.latency), not as
- * simulated fabric flows, and not overlapped with the layer's kernels:
- *   t_ar = 2 L [2 (tp-1)/tp x S / link.bandwidth + 2 (tp-1) x link.latency]
- *   (0 when tp = 1; the logits all-gather of a vocab-parallel head is left
- *   out)
+ * A step is a sum of operators, each timed from the GPU's profile
+ * (gpu.profile, profile.h: interpolated tables of measured kernel times)
+ * where the profile holds its shape, else by its own roofline
+ *   t_op = (c^p + m^p)^(1/p),  c = F_op / rate_c,  m = B_op / rate
+ * (p = gpu.roofline_p, 1.25 fitted on Vidur's A100 and H100 GEMM profiles
+ * of Llama-2-7B/70B and CodeLlama-34B: median error 7-12%; max(c, m) is
+ * p -> infinity and hides one side entirely, which measured GEMMs of
+ * 64-512 tokens do not):
+ *   GEMMs y[m, n] = x[m, k] W[k, n], m = T tokens, F = 2 m k n,
+ *     B = (k n + m (k + n)) b:  qkv (h -> (q + 2k) d), o (q d -> h),
+ *     up (h -> 2 f/tp gated, f/tp plain), down (f/tp -> h); the LM head
+ *     (h -> V/tp) at m = G
+ *   MoE experts (E > 1), per projection: the moe table at T A / E tokens
+ *     per expert, or F = 2 T A k n, B = (D k n + T A (k + n)) b with
+ *     D = E (1 - (1 - A/E)^T) the expected distinct experts T tokens route
+ *     to (uniform independent routing); the router GEMM is left out
+ *   decode attention: the table at (B, C_d / B): a mixed batch of different
+ *     contexts is taken as B sequences of the mean context, i.e. at its
+ *     total KV tokens (exact for the KV read, which is linear in the
+ *     tokens; it ignores the tail of the longest sequence in a kernel that
+ *     splits work per sequence); roofline F = 4 q d C_d, B = 2 k d b C_d at
+ *     rate_kv
+ *   prefill attention: c runs of the table at (chunk N / c, prior P / c):
+ *     the chunks taken alike; roofline F = 4 q d C_p, B = 2 k d b (P + N)
+ *     at rate_kv (one FlashAttention pass per chunk reads its KV once)
+ *   the KV of the T new tokens written: B = 2 k d b T (roofline only)
+ *   elementwise, each reading and writing its width per token (roofline
+ *     B = 2 T width b): 2 norms (rmsnorm, or layernorm for the plain FFN
+ *     family) of width h, the activation (silu_mul of width 2 f/tp, or gelu
+ *     of width f/tp for OPT's ReLU), rope of width (q + k) d (gated models
+ *     only), 2 residual adds of width h; once per step the token embedding
+ *     (T rows of h) and the final norm
+ *   all-reduces, 2 per layer of S = T h b bytes: the allreduce table at
+ *     (tp, S), else the analytic ring on the server's link,
+ *     2 (tp-1)/tp S / link.bandwidth + 2 (tp-1) link.latency
+ *     (not overlapped with the kernels; the logits all-gather left out)
  * The step:
- *   t_step = L t_l + t_head + t_ar + step_overhead
- * (kv_efficiency 100% and layer_overhead 0, the defaults, give the plain
- * roofline B_l / rate_m)
- *
- * Prefill KV reads (R): a chunk of n prompt tokens that starts after p
- * tokens already in the cache reads the KV of all p + n tokens once (one
- * FlashAttention pass per chunk), so prefill_kv_read is the sum over the
- * step's prefill chunks of p + n; the engine adds each chunk's end position.
+ *   t_step = L (sum of a layer's operators + layer_overhead)
+ *          + embedding + final norm + LM head + all-reduces + step_overhead
+ * layer_overhead (a layer's kernels' tails beyond their rooflines) is
+ * charged only on GPUs without a profile: measured kernel times include it.
+ * step_overhead is the GPU's fixed cost of a step (0 unless calibrated).
  *
  * Kernel launches: no per-kernel cost is charged (gpu.kernel_overhead is
- * not used). A decode step of Llama-3.1-8B runs ~10 kernels per layer, but
- * serving engines replay it as a CUDA graph, which hides launch cost; what
- * remains per step is left to gpu.step_overhead (default 0 until
- * ema-validate calibrates it).
+ * not used): serving engines replay a decode step as a CUDA graph.
  *
- * FP8 (llm.h): with `weights: fp8` b is 1 in W_l (the LM head keeps the
- * checkpoint's type) and rate_c uses gpu.matrix_flops_fp8 (for attention's
- * FLOPs too); with `kv_cache: fp8` b is 1 in kv_l. Activations and the
+ * FP8 (llm.h): with `weights: fp8` the GEMMs' weight bytes are 1 per
+ * element and their roofline runs at gpu.matrix_flops_fp8; with `kv_cache:
+ * fp8` the KV bytes are 1 per element. The GPU profiles hold 16-bit kernels,
+ * so an FP8 GEMM (or, with an FP8 KV cache, an attention kernel) is timed
+ * by its roofline, not by the tables. Activations, the LM head and the
  * all-reduces stay in the checkpoint's type.
  *
- * Not modelled: attention's FLOPs run at the matrix rate like the linear
- * layers; norms, softmax, rotary and router arithmetic (< 0.1 % of FLOPs);
- * compute/memory overlap across layers; MoE load imbalance. */
+ * Breakdown. flops and bytes are the step's analytic matrix work and HBM
+ * traffic (per layer F_l = (2 P_l T + 4 H d (C_p + C_d)) / tp with P_l a
+ * layer's parameters as a token uses them, and B_l = weights read (the
+ * touched experts) + KV read and written + the residual stream 2 h b T;
+ * plus the LM head), compute_s and memory_s those over rate_c and over
+ * rate_m (rate_kv for the KV reads), whatever times the step. layer_compute_s and layer_memory_s
+ * are the two sides of one layer's roofline, scaled by one factor so that the larger equals the
+ * layer's operator sum; the elastic pool (pool.h) slows the memory side by
+ * HBM interference and recombines them with max.
+ *
+ * Monotonicity: every operator time is non-decreasing in its sizes (the
+ * tables are made non-decreasing at load, the rooflines are), so a step is
+ * non-decreasing in each batch sum at a fixed sequence count; adding a
+ * decode sequence at the same total context moves the attention to a
+ * larger batch of shorter contexts, which the table may time faster.
+ *
+ * Precision: the per-GPU operator shapes are those the tables key (a TP
+ * split divides heads and the FFN; a model whose f is not divisible by tp
+ * rounds down). fp16 and bf16 share the tables. */
 #pragma once
 
 #include <glib.h>
@@ -94,6 +116,8 @@ typedef struct {
   double decode_context;
   /* sequences that produce a token this step (LM head rows); at most the step's tokens */
   guint64 logits;
+  /* prefill chunks in the step (0 is read as 1 when prefill_tokens > 0) */
+  guint64 prefill_chunks;
 } EmaStepBatch;
 
 typedef enum {
@@ -102,27 +126,30 @@ typedef enum {
   EMA_STEP_BOUND_COMPUTE, /* FLOPs / rate_c > bytes / rate_m */
 } EmaStepBound;
 
-/* Where a step's time goes, per GPU. compute_s and memory_s are the totals
- * of both sides of every roofline, hidden or not; the step time is
- * layers_s + lm_head_s + allreduce_s + overhead_s. */
+/* Where a step's time goes, per GPU (see "Breakdown" above); the step time
+ * is layers_s + lm_head_s + allreduce_s + overhead_s. */
 typedef struct {
-  double layer_compute_s, layer_memory_s; /* one layer */
-  double layer_kv_read_s;                 /* of layer_memory_s, the KV-cache reads */
+  double layer_compute_s, layer_memory_s; /* one layer's roofline sides, scaled (above) */
+  double layer_kv_read_s;                 /* of layer_memory_s, the KV-cache reads, scaled */
   double layer_overhead_s;                /* gpu.layer_overhead */
   EmaStepBound layer_bound;               /* every layer is alike */
   double lm_head_compute_s, lm_head_memory_s;
   EmaStepBound lm_head_bound;
   double compute_s;         /* L x layer_compute_s + lm_head_compute_s */
   double memory_s;          /* L x layer_memory_s + lm_head_memory_s */
-  double layers_s;          /* L x (max(layer compute, layer memory) + layer overhead) */
-  double lm_head_s;         /* max(lm head compute, lm head memory) */
+  double layers_s;          /* L x (a layer's operators + layer overhead) */
+  double lm_head_s;         /* the LM head, the token embedding and the final norm */
   double allreduce_s;       /* tensor-parallel all-reduces */
   double overhead_s;        /* gpu.step_overhead */
   double flops;             /* matrix FLOPs on this GPU */
   double bytes;             /* HBM bytes this GPU reads and writes */
   double weight_bytes_read; /* of which weights (all layers and the LM head) */
   double kv_read_bytes;     /* of which KV cache reads (all layers) */
-  EmaTime time;             /* the step, ns (what ema_step_time returns) */
+  /* with a profile: of layers_s + lm_head_s + allreduce_s, the operators
+   * timed from the profile's tables and those timed by the roofline (both 0
+   * without a profile: everything is the roofline's) */
+  double profiled_s, roofline_s;
+  EmaTime time; /* the step, ns (what ema_step_time returns) */
 } EmaStepBreakdown;
 
 typedef struct _EmaStepModel EmaStepModel;
@@ -141,6 +168,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaStepModel, ema_step_model_free)
  * allocates. */
 EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
                       EmaStepBreakdown *out);
+
+/* Append "# " lines to OUT saying which of the model's operators come
+ * from the GPU's profile and which from the roofline. */
+void ema_step_model_describe(const EmaStepModel *step_model, GString *out);
 
 guint ema_step_model_tp(const EmaStepModel *step_model);
 guint ema_step_model_layers(const EmaStepModel *step_model);

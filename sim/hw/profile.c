@@ -1,0 +1,839 @@
+/* profile.c: loading a GPU's operator profiles (profile.h, PROFILES.md) into
+ * curves, converting the public data sets named by `import:` entries, and
+ * interpolating.
+ *
+ * Invariants: after ema_profile_load() every curve's x are strictly
+ * increasing and its times positive and non-decreasing; every surface's
+ * curves are sorted by their outer value, each outer value once. A duplicate
+ * point of a `tables:` CSV is an error at its line, except in the attention
+ * tables, where rows of several backends for one shape keep the fastest (as
+ * engines pick it); duplicates within or across imports keep the fastest
+ * too. Lookups never allocate. */
+#include "ema/hw/profile.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ema/core/csv.h"
+#include "ema/core/node.h"
+
+typedef struct {
+  double x, t;
+  const char *file; /* interned */
+  guint line;
+  gboolean keep_fastest;
+} Point;
+
+typedef struct {
+  double outer;
+  GArray *points; /* Point, sorted by x after finalize */
+} Curve;
+
+typedef struct {
+  GPtrArray *curves; /* Curve *, sorted by outer after finalize */
+} Surface;
+
+struct _EmaProfile {
+  char *name;
+  char *source;
+  GHashTable *tables[EMA_PROFILE_N_KINDS]; /* shape key -> Surface */
+  guint rows[EMA_PROFILE_N_KINDS];
+  GPtrArray *warnings;
+};
+
+static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
+static const char *const table_files[EMA_PROFILE_N_KINDS] = {"gemm.csv",         "attn_decode.csv",
+                                                             "attn_prefill.csv", "moe.csv",
+                                                             "elementwise.csv",  "allreduce.csv"};
+
+/* ---- surfaces ------------------------------------------------------------ */
+
+static void curve_free(gpointer data) {
+  Curve *c = data;
+  g_array_unref(c->points);
+  g_free(c);
+}
+
+static void surface_free(gpointer data) {
+  Surface *s = data;
+  g_ptr_array_unref(s->curves);
+  g_free(s);
+}
+
+static void add_point(EmaProfile *p, EmaProfileKind kind, const char *key, double outer,
+                      const Point *point) {
+  Surface *s = g_hash_table_lookup(p->tables[kind], key);
+  Curve *c = NULL;
+  if (!s) {
+    s = g_new0(Surface, 1);
+    s->curves = g_ptr_array_new_with_free_func(curve_free);
+    g_hash_table_insert(p->tables[kind], g_strdup(key), s);
+  }
+  for (guint i = 0; i < s->curves->len && !c; i++)
+    if (((Curve *) s->curves->pdata[i])->outer == outer)
+      c = s->curves->pdata[i];
+  if (!c) {
+    c = g_new0(Curve, 1);
+    c->outer = outer;
+    c->points = g_array_new(FALSE, FALSE, sizeof(Point));
+    g_ptr_array_add(s->curves, c);
+  }
+  g_array_append_val(c->points, *point);
+  p->rows[kind]++;
+}
+
+static gint compare_points(gconstpointer a, gconstpointer b) {
+  const Point *pa = a, *pb = b;
+  return (pa->x > pb->x) - (pa->x < pb->x);
+}
+
+static gint compare_curves(gconstpointer a, gconstpointer b) {
+  const Curve *ca = *(Curve *const *) a, *cb = *(Curve *const *) b;
+  return (ca->outer > cb->outer) - (ca->outer < cb->outer);
+}
+
+/* Sort, merge duplicates (or fail on them), make times non-decreasing. */
+static gboolean finalize_curve(Curve *c, GError **error) {
+  guint kept = 0;
+  double running = 0;
+  g_array_sort(c->points, compare_points);
+  for (guint i = 0; i < c->points->len; i++) {
+    Point *pt = &g_array_index(c->points, Point, i);
+    if (kept > 0 && g_array_index(c->points, Point, kept - 1).x == pt->x) {
+      Point *prev = &g_array_index(c->points, Point, kept - 1);
+      if (!pt->keep_fastest || !prev->keep_fastest) {
+        g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                    "%s:%u: duplicate row (the same point as %s:%u)", pt->file, pt->line,
+                    prev->file, prev->line);
+        return FALSE;
+      }
+      prev->t = MIN(prev->t, pt->t);
+      continue;
+    }
+    g_array_index(c->points, Point, kept++) = *pt;
+  }
+  g_array_set_size(c->points, kept);
+  for (guint i = 0; i < kept; i++) {
+    Point *pt = &g_array_index(c->points, Point, i);
+    running = MAX(running, pt->t);
+    pt->t = running;
+  }
+  return TRUE;
+}
+
+static gboolean finalize(EmaProfile *p, GError **error) {
+  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++) {
+    GHashTableIter it;
+    gpointer value;
+    g_hash_table_iter_init(&it, p->tables[k]);
+    while (g_hash_table_iter_next(&it, NULL, &value)) {
+      Surface *s = value;
+      g_ptr_array_sort(s->curves, compare_curves);
+      for (guint i = 0; i < s->curves->len; i++)
+        if (!finalize_curve(s->curves->pdata[i], error))
+          return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* The interpolation rule of profile.h over N sorted (xs[i], vs[i]). */
+static double extend(const double *xs, const double *vs, guint n, double x) {
+  guint lo = 0, hi;
+  if (x <= xs[0])
+    return vs[0];
+  if (x >= xs[n - 1])
+    return xs[n - 1] > 0 ? vs[n - 1] * x / xs[n - 1] : vs[n - 1];
+  hi = n - 1;
+  while (hi - lo > 1) {
+    guint mid = (lo + hi) / 2;
+    if (xs[mid] <= x)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return vs[lo] + (vs[hi] - vs[lo]) * (x - xs[lo]) / (xs[hi] - xs[lo]);
+}
+
+static double curve_at(const Curve *c, double x) {
+  const Point *pts = (const Point *) c->points->data;
+  guint n = c->points->len, lo = 0, hi;
+  double xs[2], vs[2];
+  if (x <= pts[0].x)
+    return pts[0].t;
+  if (x >= pts[n - 1].x)
+    return pts[n - 1].t * x / pts[n - 1].x;
+  hi = n - 1;
+  while (hi - lo > 1) {
+    guint mid = (lo + hi) / 2;
+    if (pts[mid].x <= x)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  xs[0] = pts[lo].x;
+  xs[1] = pts[hi].x;
+  vs[0] = pts[lo].t;
+  vs[1] = pts[hi].t;
+  return extend(xs, vs, 2, x);
+}
+
+static gboolean surface_at(const EmaProfile *p, EmaProfileKind kind, const char *key, double outer,
+                           double x, double *time_us) {
+  const Surface *s = g_hash_table_lookup(p->tables[kind], key);
+  const Curve *const *cs;
+  guint n, lo = 0, hi;
+  double xs[2], vs[2];
+  if (!s || s->curves->len == 0)
+    return FALSE;
+  cs = (const Curve *const *) s->curves->pdata;
+  n = s->curves->len;
+  if (n == 1) {
+    /* one curve at outer 0 (a prefill table at prior context 0 only) says
+     * nothing about a larger outer: no time, the caller's roofline */
+    if (cs[0]->outer <= 0 && outer > 0)
+      return FALSE;
+    xs[0] = cs[0]->outer;
+    vs[0] = curve_at(cs[0], x);
+    *time_us = extend(xs, vs, 1, outer);
+    return TRUE;
+  }
+  if (outer <= cs[0]->outer) {
+    lo = 0;
+    hi = 1;
+  } else if (outer >= cs[n - 1]->outer) {
+    lo = n - 2;
+    hi = n - 1;
+  } else {
+    hi = n - 1;
+    while (hi - lo > 1) {
+      guint mid = (lo + hi) / 2;
+      if (cs[mid]->outer <= outer)
+        lo = mid;
+      else
+        hi = mid;
+    }
+  }
+  xs[0] = cs[lo]->outer;
+  xs[1] = cs[hi]->outer;
+  vs[0] = curve_at(cs[lo], x);
+  vs[1] = curve_at(cs[hi], x);
+  *time_us = extend(xs, vs, 2, outer);
+  return TRUE;
+}
+
+/* ---- shape keys ---------------------------------------------------------- */
+
+/* fp16 and bf16 share their tables: the same tensor-core and memory rates on
+ * every GPU of hwmodels/gpus. */
+static const char *rate_class(EmaProfileDtype dtype) {
+  return dtype_names[dtype == EMA_PROFILE_FP16 ? EMA_PROFILE_BF16 : dtype];
+}
+
+static void gemm_key(char *buf, gsize size, EmaProfileDtype dtype, guint64 k, guint64 n) {
+  g_snprintf(buf, size, "%s k=%" G_GUINT64_FORMAT " n=%" G_GUINT64_FORMAT, rate_class(dtype), k, n);
+}
+
+static void attn_key(char *buf, gsize size, EmaProfileDtype dtype, guint q, guint kv, guint d) {
+  g_snprintf(buf, size, "%s q=%u kv=%u d=%u", rate_class(dtype), q, kv, d);
+}
+
+static void moe_key(char *buf, gsize size, EmaProfileDtype dtype, guint experts, guint64 k,
+                    guint64 n) {
+  g_snprintf(buf, size, "%s e=%u k=%" G_GUINT64_FORMAT " n=%" G_GUINT64_FORMAT, rate_class(dtype),
+             experts, k, n);
+}
+
+static void elementwise_key(char *buf, gsize size, EmaProfileDtype dtype, const char *op,
+                            guint64 width) {
+  g_snprintf(buf, size, "%s %s w=%" G_GUINT64_FORMAT, rate_class(dtype), op, width);
+}
+
+static void allreduce_key(char *buf, gsize size, EmaProfileDtype dtype, guint gpus) {
+  g_snprintf(buf, size, "%s g=%u", rate_class(dtype), gpus);
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+gboolean ema_profile_gemm(const EmaProfile *profile, EmaProfileDtype dtype, double m, guint64 k,
+                          guint64 n, double *time_us) {
+  char key[96];
+  g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
+  gemm_key(key, sizeof key, dtype, k, n);
+  return surface_at(profile, EMA_PROFILE_GEMM, key, 0, m, time_us);
+}
+
+gboolean ema_profile_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
+                                 guint kv_heads, guint head_dim, double batch, double context,
+                                 double *time_us) {
+  char key[96];
+  g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
+  attn_key(key, sizeof key, dtype, q_heads, kv_heads, head_dim);
+  return surface_at(profile, EMA_PROFILE_ATTN_DECODE, key, batch, context, time_us);
+}
+
+gboolean ema_profile_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
+                                  guint kv_heads, guint head_dim, double chunk,
+                                  double prior_context, double *time_us) {
+  char key[96];
+  g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
+  attn_key(key, sizeof key, dtype, q_heads, kv_heads, head_dim);
+  return surface_at(profile, EMA_PROFILE_ATTN_PREFILL, key, prior_context, chunk, time_us);
+}
+
+gboolean ema_profile_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts,
+                         double tokens_per_expert, guint64 k, guint64 n, double *time_us) {
+  char key[96];
+  g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
+  moe_key(key, sizeof key, dtype, experts, k, n);
+  return surface_at(profile, EMA_PROFILE_MOE, key, 0, tokens_per_expert, time_us);
+}
+
+gboolean ema_profile_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *op,
+                                 guint64 width, double tokens, double *time_us) {
+  char key[96];
+  g_return_val_if_fail(profile != NULL && op != NULL && time_us != NULL, FALSE);
+  elementwise_key(key, sizeof key, dtype, op, width);
+  return surface_at(profile, EMA_PROFILE_ELEMENTWISE, key, 0, tokens, time_us);
+}
+
+gboolean ema_profile_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
+                               double bytes, double *time_us) {
+  char key[96];
+  g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
+  allreduce_key(key, sizeof key, dtype, gpus);
+  return surface_at(profile, EMA_PROFILE_ALLREDUCE, key, 0, bytes, time_us);
+}
+
+/* ---- tables --------------------------------------------------------------- */
+
+static gboolean csv_dtype(const EmaCsv *csv, guint index, EmaProfileDtype *dtype, GError **error) {
+  for (int i = 0; dtype_names[i]; i++)
+    if (strcmp(csv->fields[index], dtype_names[i]) == 0) {
+      *dtype = (EmaProfileDtype) i;
+      return TRUE;
+    }
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+              "%s:%u: column 'dtype': '%s' is not bf16, fp16 or fp8", csv->file, csv->line,
+              csv->fields[index]);
+  return FALSE;
+}
+
+static Point point_here(const EmaCsv *csv, double x, double t, gboolean keep_fastest) {
+  Point pt = {x, t, csv->file, csv->line, keep_fastest};
+  return pt;
+}
+
+static const char *const elementwise_ops[] = {"rmsnorm", "layernorm", "silu_mul",  "gelu",
+                                              "rope",    "add",       "embedding", NULL};
+
+/* The columns of each table of PROFILES.md: the numbers (all whole but
+ * the time, the last of them), then dtype, then op for elementwise. */
+static const char *const table_columns[EMA_PROFILE_N_KINDS][8] = {
+    {"m", "k", "n", "time_us", "dtype", NULL},
+    {"batch", "context", "q_heads", "kv_heads", "head_dim", "time_us", "dtype", NULL},
+    {"chunk", "prior_context", "q_heads", "kv_heads", "head_dim", "time_us", "dtype", NULL},
+    {"experts", "tokens_per_expert", "k", "n", "time_us", "dtype", NULL},
+    {"tokens", "width", "time_us", "dtype", "op", NULL},
+    {"gpus", "bytes", "time_us", "dtype", NULL},
+};
+
+typedef struct {
+  EmaProfile *p;
+  EmaProfileKind kind;
+} TableLoad;
+
+static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, GError **error) {
+  const TableLoad *load = data;
+  EmaProfileKind kind = load->kind;
+  const char *const *names = table_columns[kind];
+  guint numeric = 0;
+  double v[8];
+  EmaProfileDtype dtype;
+  char key[128];
+  Point pt;
+  gboolean attention = kind == EMA_PROFILE_ATTN_DECODE || kind == EMA_PROFILE_ATTN_PREFILL;
+  while (strcmp(names[numeric], "dtype") != 0)
+    numeric++;
+  /* a prefill chunk's prior_context may be 0 */
+  if (!ema_csv_numbers(csv, index, numeric, kind == EMA_PROFILE_ATTN_PREFILL ? 2u : 0u, v, error) ||
+      !csv_dtype(csv, index[numeric], &dtype, error))
+    return FALSE;
+  switch (kind) {
+  case EMA_PROFILE_GEMM:
+    gemm_key(key, sizeof key, dtype, (guint64) v[1], (guint64) v[2]);
+    pt = point_here(csv, v[0], v[3], FALSE);
+    add_point(load->p, kind, key, 0, &pt);
+    break;
+  case EMA_PROFILE_ATTN_DECODE:
+  case EMA_PROFILE_ATTN_PREFILL:
+    attn_key(key, sizeof key, dtype, (guint) v[2], (guint) v[3], (guint) v[4]);
+    pt = point_here(csv, kind == EMA_PROFILE_ATTN_DECODE ? v[1] : v[0], v[5], attention);
+    add_point(load->p, kind, key, kind == EMA_PROFILE_ATTN_DECODE ? v[0] : v[1], &pt);
+    break;
+  case EMA_PROFILE_MOE:
+    moe_key(key, sizeof key, dtype, (guint) v[0], (guint64) v[2], (guint64) v[3]);
+    pt = point_here(csv, v[1], v[4], FALSE);
+    add_point(load->p, kind, key, 0, &pt);
+    break;
+  case EMA_PROFILE_ELEMENTWISE: {
+    const char *op = csv->fields[index[4]];
+    if (!g_strv_contains(elementwise_ops, op)) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+                  "%s:%u: column 'op': unknown operator '%s'", csv->file, csv->line, op);
+      return FALSE;
+    }
+    elementwise_key(key, sizeof key, dtype, op, (guint64) v[1]);
+    pt = point_here(csv, v[0], v[2], FALSE);
+    add_point(load->p, kind, key, 0, &pt);
+    break;
+  }
+  case EMA_PROFILE_ALLREDUCE:
+    allreduce_key(key, sizeof key, dtype, (guint) v[0]);
+    pt = point_here(csv, v[1], v[2], FALSE);
+    add_point(load->p, kind, key, 0, &pt);
+    break;
+  default:
+    g_assert_not_reached();
+  }
+  return TRUE;
+}
+
+/* One table of PROFILES.md's format. */
+static gboolean load_table(EmaProfile *p, EmaProfileKind kind, const char *path, GError **error) {
+  TableLoad load = {p, kind};
+  return ema_csv_read(path, table_columns[kind], table_row, &load, error);
+}
+
+/* ---- imports of public data sets ----------------------------------------- */
+
+/* Shape of a Vidur mlp.csv row on one GPU of its TP group. */
+typedef struct {
+  double heads, kv_heads, hidden, ffn, tp, tokens;
+  gboolean gated;
+} VidurShape;
+
+/* Heads of one GPU in a TP group: kv heads are replicated when fewer than tp. */
+static guint heads_per_gpu(double heads, double tp) {
+  return (guint) MAX(1.0, heads / tp);
+}
+
+/* Vidur's mlp.csv: the shape columns, use_gated_mlp, then the operators'
+ * medians (ms), in the order of vidur_ops. */
+static const char *const vidur_columns[] = {"n_head",
+                                            "n_kv_head",
+                                            "n_embd",
+                                            "n_expanded_embd",
+                                            "num_tensor_parallel_workers",
+                                            "num_tokens",
+                                            "use_gated_mlp",
+                                            "time_stats.attn_pre_proj.median",
+                                            "time_stats.attn_post_proj.median",
+                                            "time_stats.mlp_up_proj.median",
+                                            "time_stats.mlp_down_proj.median",
+                                            "time_stats.input_layernorm.median",
+                                            "time_stats.attn_rope.median",
+                                            "time_stats.mlp_act.median",
+                                            "time_stats.add.median",
+                                            "time_stats.emb.median",
+                                            NULL};
+
+typedef struct {
+  EmaProfile *p;
+  EmaProfileDtype dtype;
+} ImportLoad;
+
+static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer data,
+                              GError **error) {
+  const ImportLoad *load = data;
+  const char *elementwise[5] = {"rmsnorm", "rope", "silu_mul", "add", "embedding"};
+  double v[6], t[9];
+  VidurShape s;
+  guint q, kv, d;
+  guint64 gemm_k[4], gemm_n[4], widths[5];
+  char key[128];
+  if (!ema_csv_numbers(csv, index, 6, 0, v, error))
+    return FALSE;
+  for (guint i = 0; i < 9; i++)
+    if (!ema_csv_number(csv, index[7 + i], FALSE, FALSE, &t[i], error))
+      return FALSE;
+  s = (VidurShape){
+      v[0], v[1], v[2], v[3], v[4], v[5], g_ascii_strcasecmp(csv->fields[index[6]], "true") == 0};
+  d = (guint) (s.hidden / s.heads);
+  q = heads_per_gpu(s.heads, s.tp);
+  kv = heads_per_gpu(s.kv_heads, s.tp);
+  /* the four projections as (k, n) GEMMs; must match steptime.c's shapes */
+  gemm_k[0] = (guint64) s.hidden;
+  gemm_n[0] = (guint64) (q + 2 * kv) * d;
+  gemm_k[1] = (guint64) q * d;
+  gemm_n[1] = (guint64) s.hidden;
+  gemm_k[2] = (guint64) s.hidden;
+  gemm_n[2] = (guint64) ((s.gated ? 2 : 1) * s.ffn / s.tp);
+  gemm_k[3] = (guint64) (s.ffn / s.tp);
+  gemm_n[3] = (guint64) s.hidden;
+  for (guint i = 0; i < 4; i++) {
+    Point pt = point_here(csv, s.tokens, t[i] * 1e3, TRUE);
+    gemm_key(key, sizeof key, load->dtype, gemm_k[i], gemm_n[i]);
+    add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
+  }
+  widths[0] = (guint64) s.hidden;
+  widths[1] = (guint64) (q + kv) * d;
+  widths[2] = (guint64) (2 * s.ffn / s.tp);
+  widths[3] = (guint64) s.hidden;
+  widths[4] = (guint64) s.hidden;
+  for (guint i = 0; i < 5; i++) {
+    Point pt = point_here(csv, s.tokens, t[4 + i] * 1e3, TRUE);
+    if (!s.gated && i == 2)
+      continue; /* a plain MLP's activation is not silu_mul */
+    elementwise_key(key, sizeof key, load->dtype, elementwise[i], widths[i]);
+    add_point(load->p, EMA_PROFILE_ELEMENTWISE, key, 0, &pt);
+  }
+  return TRUE;
+}
+
+/* Vidur's all_reduce.csv (size in bytes, median in ms) and the kernel
+ * tables' gemm data.csv (latency in us): one row, one point. */
+static const char *const vidur_allreduce_columns[] = {"num_workers", "size",
+                                                      "time_stats.all_reduce.median", NULL};
+static const char *const kernels_gemm_columns[] = {"m", "k", "n", "latency_us", NULL};
+
+static gboolean vidur_allreduce_row(const EmaCsv *csv, const guint *index, gpointer data,
+                                    GError **error) {
+  const ImportLoad *load = data;
+  double v[3];
+  char key[64];
+  Point pt;
+  if (!ema_csv_numbers(csv, index, 3, 0, v, error))
+    return FALSE;
+  allreduce_key(key, sizeof key, load->dtype, (guint) v[0]);
+  pt = point_here(csv, v[1], v[2] * 1e3, TRUE);
+  add_point(load->p, EMA_PROFILE_ALLREDUCE, key, 0, &pt);
+  return TRUE;
+}
+
+static gboolean kernels_gemm_row(const EmaCsv *csv, const guint *index, gpointer data,
+                                 GError **error) {
+  const ImportLoad *load = data;
+  double v[4];
+  char key[96];
+  Point pt;
+  if (!ema_csv_numbers(csv, index, 4, 0, v, error))
+    return FALSE;
+  gemm_key(key, sizeof key, load->dtype, (guint64) v[1], (guint64) v[2]);
+  pt = point_here(csv, v[0], v[3], TRUE);
+  add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
+  return TRUE;
+}
+
+typedef struct {
+  EmaProfile *p;
+  EmaProfileDtype dtype;
+  gboolean decode;
+  const char *key;
+} AttnLoad;
+
+static const char *const kernels_decode_columns[] = {"batch_size", "kv_len", "latency_us", "dtype",
+                                                     NULL};
+static const char *const kernels_prefill_columns[] = {"seq_len", "latency_us", "dtype", NULL};
+
+static gboolean kernels_attn_row(const EmaCsv *csv, const guint *index, gpointer data,
+                                 GError **error) {
+  const AttnLoad *load = data;
+  guint count = load->decode ? 3 : 2;
+  double v[3];
+  Point pt;
+  if (strcmp(csv->fields[index[count]], dtype_names[load->dtype]) != 0)
+    return TRUE; /* another dtype's row */
+  if (!ema_csv_numbers(csv, index, count, 0, v, error))
+    return FALSE;
+  pt = point_here(csv, load->decode ? v[1] : v[0], v[count - 1], TRUE);
+  add_point(load->p, load->decode ? EMA_PROFILE_ATTN_DECODE : EMA_PROFILE_ATTN_PREFILL, load->key,
+            load->decode ? v[0] : 0, &pt);
+  return TRUE;
+}
+
+/* One kernel-table attention file, named HEADS-KVHEADS-DIM[-tpN].csv (heads
+ * of the whole model; the per-GPU heads are those over N, 1 without -tp):
+ * decode rows (batch_size, kv_len) or prefill rows (seq_len: one sequence,
+ * no prior context). Rows of another dtype than DTYPE are skipped. */
+static gboolean import_kernels_attn_file(EmaProfile *p, const char *path, const char *base,
+                                         gboolean decode, EmaProfileDtype dtype, GError **error) {
+  guint heads, kv_heads, dim, tp = 1;
+  char key[96];
+  AttnLoad load = {p, dtype, decode, key};
+  int parsed = sscanf(base, "%u-%u-%u-tp%u.csv", &heads, &kv_heads, &dim, &tp);
+  if (parsed < 3 || heads == 0 || kv_heads == 0 || dim == 0 || tp == 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "%s: the name is not HEADS-KVHEADS-DIM[-tpN].csv", path);
+    return FALSE;
+  }
+  attn_key(key, sizeof key, dtype, heads_per_gpu(heads, tp), heads_per_gpu(kv_heads, tp), dim);
+  return ema_csv_read(path, decode ? kernels_decode_columns : kernels_prefill_columns,
+                      kernels_attn_row, &load, error);
+}
+
+static gboolean import_kernels_attn(EmaProfile *p, const char *dir_path, gboolean decode,
+                                    EmaProfileDtype dtype, GError **error) {
+  g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  const char *entry;
+  if (!dir) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_IO, "%s: not a readable folder",
+                dir_path);
+    return FALSE;
+  }
+  while ((entry = g_dir_read_name(dir)) != NULL)
+    if (g_str_has_suffix(entry, ".csv"))
+      g_ptr_array_add(names, g_strdup(entry));
+  /* the order of a folder's entries must not change the result */
+  g_ptr_array_sort(names, (GCompareFunc) g_strcmp0);
+  for (guint i = 0; i < names->len; i++) {
+    g_autofree char *path = g_build_filename(dir_path, names->pdata[i], NULL);
+    if (!import_kernels_attn_file(p, path, names->pdata[i], decode, dtype, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+char *ema_profile_shared_dir(void) {
+  const char *env = g_getenv("EMA_SHARED_DIR");
+  if (env && *env)
+    return g_strdup(env);
+  return g_build_filename(EMA_SOURCE_HWMODELS, "..", "..", "shared", NULL);
+}
+
+static const char *const import_formats[] = {"vidur-mlp",      "vidur-allreduce", "kernels-gemm",
+                                             "kernels-decode", "kernels-prefill", NULL};
+
+static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *path_key,
+                            GError **error) {
+  EmaNode *format = ema_node_get(entry, "format");
+  EmaNode *rel = ema_node_get(entry, "path");
+  EmaNode *dtype_node = ema_node_get(entry, "dtype");
+  EmaProfileDtype dtype = EMA_PROFILE_BF16;
+  g_autofree char *shared = ema_profile_shared_dir();
+  g_autofree char *path = NULL;
+  int which = -1;
+  if (entry->kind != EMA_NODE_MAP || !format || !format->value || !rel || !rel->value) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, entry, path_key,
+                   "an import needs `format` and `path` (relative to the shared folder)");
+    return FALSE;
+  }
+  for (int i = 0; import_formats[i]; i++)
+    if (strcmp(format->value, import_formats[i]) == 0)
+      which = i;
+  if (which < 0) {
+    g_autofree char *list = g_strjoinv(", ", (char **) import_formats);
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, format, path_key,
+                   "unknown import format '%s' (known: %s)", format->value, list);
+    return FALSE;
+  }
+  if (dtype_node) {
+    gboolean found = FALSE;
+    for (int i = 0; dtype_names[i] && dtype_node->value; i++)
+      if (strcmp(dtype_node->value, dtype_names[i]) == 0) {
+        dtype = (EmaProfileDtype) i;
+        found = TRUE;
+      }
+    if (!found) {
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, dtype_node, path_key,
+                     "dtype must be bf16, fp16 or fp8");
+      return FALSE;
+    }
+  }
+  path = g_build_filename(shared, rel->value, NULL);
+  if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+    g_ptr_array_add(p->warnings,
+                    g_strdup_printf("profile %s: %s absent (%s): its operators fall back to the "
+                                    "roofline",
+                                    p->name, rel->value, path));
+    return TRUE;
+  }
+  {
+    ImportLoad load = {p, dtype};
+    switch (which) {
+    case 0:
+      return ema_csv_read(path, vidur_columns, vidur_mlp_row, &load, error);
+    case 1:
+      return ema_csv_read(path, vidur_allreduce_columns, vidur_allreduce_row, &load, error);
+    case 2:
+      return ema_csv_read(path, kernels_gemm_columns, kernels_gemm_row, &load, error);
+    default:
+      return import_kernels_attn(p, path, which == 3, dtype, error);
+    }
+  }
+}
+
+/* ---- profile.yaml -------------------------------------------------------- */
+
+static EmaProfile *profile_new(const char *name) {
+  EmaProfile *p = g_new0(EmaProfile, 1);
+  p->name = g_strdup(name);
+  p->warnings = g_ptr_array_new_with_free_func(g_free);
+  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
+    p->tables[k] = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, surface_free);
+  return p;
+}
+
+void ema_profile_free(EmaProfile *profile) {
+  if (!profile)
+    return;
+  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
+    g_hash_table_unref(profile->tables[k]);
+  g_ptr_array_unref(profile->warnings);
+  g_free(profile->name);
+  g_free(profile->source);
+  g_free(profile);
+}
+
+static gboolean load_tables(EmaProfile *p, const char *dir, const EmaNode *tables, GError **error) {
+  if (tables->kind == EMA_NODE_SCALAR && (!tables->value || !*tables->value))
+    return TRUE; /* `tables:` with nothing: none */
+  if (tables->kind != EMA_NODE_SEQ) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, tables, "tables", "must be a list of CSV files");
+    return FALSE;
+  }
+  for (guint i = 0; i < tables->items->len; i++) {
+    const EmaNode *item = tables->items->pdata[i];
+    int kind = -1;
+    g_autofree char *path = NULL;
+    for (int k = 0; k < EMA_PROFILE_N_KINDS && item->value; k++)
+      if (strcmp(item->value, table_files[k]) == 0)
+        kind = k;
+    if (kind < 0) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, item, "tables",
+                     "unknown table '%s' (known: gemm.csv, attn_decode.csv, attn_prefill.csv, "
+                     "moe.csv, elementwise.csv, allreduce.csv)",
+                     item->value ? item->value : "~");
+      return FALSE;
+    }
+    path = g_build_filename(dir, item->value, NULL);
+    if (!load_table(p, (EmaProfileKind) kind, path, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+EmaProfile *ema_profile_load(const char *dir, GError **error) {
+  g_autofree char *yaml = g_build_filename(dir, "profile.yaml", NULL);
+  g_autofree char *name = g_path_get_basename(dir);
+  g_autoptr(EmaNode) root = ema_node_load_file(yaml, error);
+  g_autoptr(EmaProfile) p = NULL;
+  EmaNode *source, *tables, *imports;
+  if (!root)
+    return NULL;
+  if (root->kind != EMA_NODE_MAP) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, root, NULL, "a profile.yaml is a map");
+    return NULL;
+  }
+  p = profile_new(name);
+  source = ema_node_get(root, "source");
+  if (!source || !source->value) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, root, "source",
+                   "missing (measured, or the public data set imported)");
+    return NULL;
+  }
+  p->source = g_strdup(source->value);
+  tables = ema_node_get(root, "tables");
+  if (tables && !load_tables(p, dir, tables, error))
+    return NULL;
+  imports = ema_node_get(root, "import");
+  if (imports) {
+    if (imports->kind != EMA_NODE_SEQ) {
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, imports, "import", "must be a list");
+      return NULL;
+    }
+    for (guint i = 0; i < imports->items->len; i++)
+      if (!load_import(p, imports->items->pdata[i], "import", error))
+        return NULL;
+  }
+  if (!finalize(p, error))
+    return NULL;
+  return g_steal_pointer(&p);
+}
+
+/* ---- the per-process cache ----------------------------------------------- */
+
+static GMutex cache_lock;
+static GHashTable *cache; /* name -> EmaProfile *, never freed */
+
+const EmaProfile *ema_profile_get(const char *name, GError **error) {
+  const EmaProfile *found;
+  g_autoptr(GPtrArray) dirs = g_ptr_array_new_with_free_func(g_free);
+  const char *env = g_getenv("EMA_PROFILE_PATH");
+  EmaProfile *loaded = NULL;
+  g_return_val_if_fail(name != NULL, NULL);
+  g_mutex_lock(&cache_lock);
+  if (!cache)
+    cache = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  found = g_hash_table_lookup(cache, name);
+  if (found) {
+    g_mutex_unlock(&cache_lock);
+    return found;
+  }
+  if (env && *env) {
+    g_auto(GStrv) parts = g_strsplit(env, G_SEARCHPATH_SEPARATOR_S, -1);
+    for (guint i = 0; parts[i]; i++)
+      if (*parts[i])
+        g_ptr_array_add(dirs, g_strdup(parts[i]));
+  }
+  g_ptr_array_add(dirs, g_build_filename(EMA_SOURCE_HWMODELS, "profiles", NULL));
+  for (guint i = 0; i < dirs->len && !loaded; i++) {
+    g_autofree char *dir = g_build_filename(dirs->pdata[i], name, NULL);
+    g_autofree char *yaml = g_build_filename(dir, "profile.yaml", NULL);
+    if (strchr(name, '/') || !g_file_test(yaml, G_FILE_TEST_EXISTS))
+      continue;
+    loaded = ema_profile_load(dir, error);
+    if (!loaded) {
+      g_mutex_unlock(&cache_lock);
+      return NULL;
+    }
+  }
+  if (!loaded) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
+                "unknown profile '%s' (no %s/profile.yaml under EMA_PROFILE_PATH or "
+                "hwmodels/profiles)",
+                name, name);
+    g_mutex_unlock(&cache_lock);
+    return NULL;
+  }
+  /* said once per process, when the profile is first loaded */
+  for (guint i = 0; i < loaded->warnings->len; i++)
+    g_printerr("ema: warning: %s\n", (const char *) loaded->warnings->pdata[i]);
+  g_hash_table_insert(cache, g_strdup(name), loaded);
+  g_mutex_unlock(&cache_lock);
+  return loaded;
+}
+
+const char *ema_profile_name(const EmaProfile *profile) {
+  g_return_val_if_fail(profile != NULL, NULL);
+  return profile->name;
+}
+
+const char *ema_profile_source(const EmaProfile *profile) {
+  g_return_val_if_fail(profile != NULL, NULL);
+  return profile->source;
+}
+
+const GPtrArray *ema_profile_warnings(const EmaProfile *profile) {
+  g_return_val_if_fail(profile != NULL, NULL);
+  return profile->warnings;
+}
+
+guint ema_profile_rows(const EmaProfile *profile, EmaProfileKind kind) {
+  g_return_val_if_fail(profile != NULL && kind < EMA_PROFILE_N_KINDS, 0);
+  return profile->rows[kind];
+}
+
+void ema_profile_describe(const EmaProfile *profile, GString *out) {
+  static const char *const kinds[EMA_PROFILE_N_KINDS] = {"gemm", "attn_decode", "attn_prefill",
+                                                         "moe",  "elementwise", "allreduce"};
+  g_return_if_fail(profile != NULL && out != NULL);
+  g_string_append_printf(out, "# profile %s (source: %s), rows:", profile->name, profile->source);
+  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
+    g_string_append_printf(out, " %s %u", kinds[k], profile->rows[k]);
+  g_string_append(out, "\n");
+  for (guint i = 0; i < profile->warnings->len; i++)
+    g_string_append_printf(out, "# warning: %s\n", (const char *) profile->warnings->pdata[i]);
+}

@@ -1,0 +1,107 @@
+/* profile.h: a GPU's measured operator times (hwmodels/profiles/<gpu>/, the
+ * format of PROFILES.md), loaded once per GPU into interpolation tables that
+ * the step-time model (steptime.h) reads.
+ *
+ * A profile directory holds profile.yaml (provenance, `tables:` naming the
+ * CSV files present, and optionally `import:` entries that convert a public
+ * data set at load time; see hwmodels/README.md) and the CSV files. Every
+ * table becomes a set of curves: rows with the same shape key (a GEMM's
+ * k, n and dtype; an attention table's heads, head_dim and dtype; ...) form
+ * one surface t(outer, x), x the operator's size (tokens, context, bytes)
+ * and outer a second size where the table has one (decode batch, prefill
+ * prior context, MoE experts), else a single outer value.
+ *
+ * Interpolation of a curve t(x), x_1 < ... < x_n (the same rule along outer
+ * between the curves of the two bracketing outer values):
+ *   x = x_i                 t_i (exact at grid points)
+ *   x_i < x < x_i+1         linear between t_i and t_i+1
+ *   x < x_1                 t_1 (a smaller operator is not slower; bounded
+ *                           below by the smallest measured one)
+ *   x > x_n                 t_n x / x_n: proportional to the work past the
+ *                           grid, which is what a compute- or memory-bound
+ *                           kernel does (its fixed cost is already small at
+ *                           the grid's end; the slope of the last segment is
+ *                           not used, as measurement noise can flatten it);
+ *                           0 < x_n, so this never falls below t_n
+ * At load, each curve's times are made non-decreasing in x (running
+ * maximum): a measured dip is noise, and the step-time model's
+ * monotonicity rests on it. A shape key that a table does not hold is not
+ * interpolated across: the caller falls back to the roofline for it; nor
+ * is a surface whose only curve lies at outer 0 (a prefill table measured
+ * without prior context) extrapolated to a larger outer. fp16
+ * and bf16 rows share one table (the same rates on every GPU modelled).
+ *
+ * Errors: bad CSV rows are EMA_CONFIG_ERROR with "file:line: ..."; a missing
+ * or unreadable file EMA_CONFIG_ERROR_IO. */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct _EmaProfile EmaProfile;
+
+/* Element types of PROFILES.md ("bf16", "fp16", "fp8"). */
+typedef enum {
+  EMA_PROFILE_BF16,
+  EMA_PROFILE_FP16,
+  EMA_PROFILE_FP8,
+} EmaProfileDtype;
+
+/* The operators a profile can hold (PROFILES.md's tables). */
+typedef enum {
+  EMA_PROFILE_GEMM,
+  EMA_PROFILE_ATTN_DECODE,
+  EMA_PROFILE_ATTN_PREFILL,
+  EMA_PROFILE_MOE,
+  EMA_PROFILE_ELEMENTWISE,
+  EMA_PROFILE_ALLREDUCE,
+  EMA_PROFILE_N_KINDS,
+} EmaProfileKind;
+
+/* Load the profile in directory DIR (DIR/profile.yaml and its tables).
+ * Imports whose data set is absent are skipped and named in the warnings
+ * (ema_profile_warnings); every other error fails the load. */
+EmaProfile *ema_profile_load(const char *dir, GError **error);
+/* The profile NAME, loaded once per process and kept (never freed): the
+ * first DIR/NAME/profile.yaml over EMA_PROFILE_PATH (colon-separated), then
+ * the built-in hwmodels/profiles. Thread-safe. */
+const EmaProfile *ema_profile_get(const char *name, GError **error);
+void ema_profile_free(EmaProfile *profile);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaProfile, ema_profile_free)
+
+/* The folder the public data sets are read from: EMA_SHARED_DIR, else
+ * <source root>/../shared (newly allocated). */
+char *ema_profile_shared_dir(void);
+
+const char *ema_profile_name(const EmaProfile *profile);
+/* profile.yaml's `source` ("measured" or the public data set). */
+const char *ema_profile_source(const EmaProfile *profile);
+/* One line per import skipped or table gap the load found (may be empty). */
+const GPtrArray *ema_profile_warnings(const EmaProfile *profile);
+/* Number of rows loaded into KIND's tables. */
+guint ema_profile_rows(const EmaProfile *profile, EmaProfileKind kind);
+
+/* Append "# " lines to OUT: the profile's name, source, rows per table
+ * and its warnings. */
+void ema_profile_describe(const EmaProfile *profile, GString *out);
+
+/* Interpolated time in microseconds, TRUE; FALSE when the profile holds no
+ * curve of that shape (the caller uses the roofline). */
+gboolean ema_profile_gemm(const EmaProfile *profile, EmaProfileDtype dtype, double m, guint64 k,
+                          guint64 n, double *time_us);
+gboolean ema_profile_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
+                                 guint kv_heads, guint head_dim, double batch, double context,
+                                 double *time_us);
+gboolean ema_profile_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
+                                  guint kv_heads, guint head_dim, double chunk,
+                                  double prior_context, double *time_us);
+gboolean ema_profile_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts,
+                         double tokens_per_expert, guint64 k, guint64 n, double *time_us);
+/* OP: rmsnorm, layernorm, silu_mul, gelu, rope, add, embedding. */
+gboolean ema_profile_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *op,
+                                 guint64 width, double tokens, double *time_us);
+gboolean ema_profile_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
+                               double bytes, double *time_us);
+
+G_END_DECLS

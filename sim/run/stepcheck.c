@@ -1,0 +1,317 @@
+/* stepcheck.c: the step-time model against measured steps (stepcheck.h).
+ *
+ * Invariants: every compared row adds one relative error to its set; a
+ * step model is built once per (model, tp) and server; the tables list the
+ * rows in the order of the input file (static points in the order of their
+ * first row), so the output is deterministic. */
+#include "ema/run/stepcheck.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ema/core/csv.h"
+#include "ema/core/node.h"
+#include "ema/hw/llm.h"
+#include "ema/hw/steptime.h"
+#include "ema/run/experiment.h"
+
+/* ---- errors and their summary -------------------------------------------- */
+
+static gint compare_doubles(gconstpointer a, gconstpointer b) {
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+/* Summarize the signed relative errors in ERRORS (reordered). */
+static void summarize(GArray *errors, EmaStepCheckStats *stats) {
+  g_autoptr(GArray) abs_errors = g_array_sized_new(FALSE, FALSE, sizeof(double), errors->len);
+  double sum = 0;
+  memset(stats, 0, sizeof *stats);
+  stats->rows = errors->len;
+  if (errors->len == 0)
+    return;
+  for (guint i = 0; i < errors->len; i++) {
+    double e = g_array_index(errors, double, i), a = fabs(e);
+    sum += e;
+    g_array_append_val(abs_errors, a);
+  }
+  g_array_sort(abs_errors, compare_doubles);
+  stats->worst_error = g_array_index(abs_errors, double, abs_errors->len - 1);
+  stats->median_error = abs_errors->len % 2
+                            ? g_array_index(abs_errors, double, abs_errors->len / 2)
+                            : (g_array_index(abs_errors, double, abs_errors->len / 2 - 1) +
+                               g_array_index(abs_errors, double, abs_errors->len / 2)) /
+                                  2;
+  stats->mean_signed_error = sum / errors->len;
+}
+
+char *ema_stepcheck_stats_format(const EmaStepCheckStats *stats) {
+  return g_strdup_printf("median %.1f%%, worst %.1f%% (mean %+.1f%%) over %u rows",
+                         100 * stats->median_error, 100 * stats->worst_error,
+                         100 * stats->mean_signed_error, stats->rows);
+}
+
+/* ---- step models by (model, tp) ------------------------------------------ */
+
+typedef struct {
+  EmaServerSpec *server;
+  GHashTable *models; /* "model/tp" -> EmaStepModel * */
+} Models;
+
+static void models_clear(Models *m) {
+  if (m->models)
+    g_hash_table_unref(m->models);
+  if (m->server)
+    ema_server_free(m->server);
+}
+
+static gboolean models_init(Models *m, const char *server, GError **error) {
+  m->models =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) ema_step_model_free);
+  m->server = ema_server_load(server, error);
+  return m->server != NULL;
+}
+
+/* The step model of MODEL at TP; errors name the row at FILE:LINE. */
+static const EmaStepModel *models_get(Models *m, const char *model, guint tp, const char *file,
+                                      guint line, GError **error) {
+  g_autofree char *key = g_strdup_printf("%s/%u", model, tp);
+  EmaStepModel *step = g_hash_table_lookup(m->models, key);
+  g_autoptr(EmaLlmSpec) spec = NULL;
+  GError *local = NULL;
+  if (step)
+    return step;
+  spec = ema_llm_load(model, &local);
+  if (spec)
+    step = ema_step_model_new(spec, m->server, tp, &local);
+  if (!step) {
+    g_set_error(error, EMA_CONFIG_ERROR, local->code, "%s:%u: %s", file, line, local->message);
+    g_error_free(local);
+    return NULL;
+  }
+  g_hash_table_insert(m->models, g_steal_pointer(&key), step);
+  return step;
+}
+
+/* One prefill step of SEQS sequences, each a chunk of N tokens after P. */
+static double prefill_us(const EmaStepModel *step, double seqs, double n, double p) {
+  EmaStepBatch b = {.prefill_tokens = (guint64) (seqs * n),
+                    .prefill_context = seqs * (n * p + n * (n + 1) / 2),
+                    .prefill_kv_read = seqs * (p + n),
+                    .prefill_chunks = (guint64) seqs,
+                    .logits = (guint64) seqs};
+  return (double) ema_step_time(step, &b, NULL) * 1e-3;
+}
+
+/* One decode step of SEQS sequences with CONTEXT tokens attended each. */
+static double decode_us(const EmaStepModel *step, double seqs, double context) {
+  EmaStepBatch b = {
+      .decode_seqs = (guint64) seqs, .decode_context = seqs * context, .logits = (guint64) seqs};
+  return (double) ema_step_time(step, &b, NULL) * 1e-3;
+}
+
+static void add_error(GArray *errors, double predicted, double measured) {
+  double e = predicted / measured - 1;
+  g_array_append_val(errors, e);
+}
+
+/* ---- captured steps ------------------------------------------------------ */
+
+static const char *const steps_columns[] = {
+    "model", "tp", "phase", "batch", "context", "chunk", "prior_context", "time_us", NULL};
+
+typedef struct {
+  Models models;
+  GArray *errors;
+  GString *table;
+} StepsCheck;
+
+static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GError **error) {
+  StepsCheck *check = data;
+  const char *phase = csv->fields[c[2]];
+  gboolean decode = strcmp(phase, "decode") == 0;
+  guint numeric[2] = {c[1], c[7]};
+  double v[2], batch = 0, context = 0, chunk = 0, prior = 0, predicted;
+  const EmaStepModel *step;
+  if (!decode && strcmp(phase, "prefill") != 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+                "%s:%u: column 'phase': '%s' is not decode or prefill", csv->file, csv->line,
+                phase);
+    return FALSE;
+  }
+  /* tp and time_us, then the columns of the row's phase */
+  if (!ema_csv_numbers(csv, numeric, 2, 0, v, error))
+    return FALSE;
+  if (decode ? !ema_csv_number(csv, c[3], TRUE, FALSE, &batch, error) ||
+                   !ema_csv_number(csv, c[4], TRUE, TRUE, &context, error)
+             : !ema_csv_number(csv, c[5], TRUE, FALSE, &chunk, error) ||
+                   !ema_csv_number(csv, c[6], TRUE, TRUE, &prior, error))
+    return FALSE;
+  step = models_get(&check->models, csv->fields[c[0]], (guint) v[0], csv->file, csv->line, error);
+  if (!step)
+    return FALSE;
+  /* a decode sequence of CONTEXT cached tokens attends to them and its new one */
+  predicted = decode ? decode_us(step, batch, context + 1) : prefill_us(step, 1, chunk, prior);
+  add_error(check->errors, predicted, v[1]);
+  g_string_append_printf(check->table, "%s,%u,%s,%.0f,%.0f,%.0f,%.0f,%.3f,%.3f,%+.2f%%\n",
+                         csv->fields[c[0]], (guint) v[0], phase, batch, context, chunk, prior, v[1],
+                         predicted, 100 * (predicted / v[1] - 1));
+  return TRUE;
+}
+
+gboolean ema_stepcheck_steps(const char *steps_csv, const char *server, GString *table,
+                             EmaStepCheckStats *stats, GError **error) {
+  StepsCheck check = {{0}, g_array_new(FALSE, FALSE, sizeof(double)), table};
+  gboolean ok = models_init(&check.models, server, error);
+  if (ok) {
+    g_string_append(table, "model,tp,phase,batch,context,chunk,prior_context,measured_us,"
+                           "predicted_us,error\n");
+    ok = ema_csv_read(steps_csv, steps_columns, steps_row, &check, error);
+  }
+  if (ok)
+    summarize(check.errors, stats);
+  models_clear(&check.models);
+  g_array_unref(check.errors);
+  return ok;
+}
+
+/* ---- static batches ------------------------------------------------------ */
+
+typedef struct {
+  char *hardware;
+  double tp, prompt, batch, tokens;
+  GArray *prompt_ms, *token_ms;
+} StaticPoint;
+
+static void static_point_free(gpointer data) {
+  StaticPoint *p = data;
+  g_free(p->hardware);
+  g_array_unref(p->prompt_ms);
+  g_array_unref(p->token_ms);
+  g_free(p);
+}
+
+static double median_of(GArray *values) {
+  guint n = values->len;
+  g_array_sort(values, compare_doubles);
+  return n % 2 ? g_array_index(values, double, n / 2)
+               : (g_array_index(values, double, n / 2 - 1) + g_array_index(values, double, n / 2)) /
+                     2;
+}
+
+/* perf_model.csv's columns: the whole ones, the two times, model, hardware. */
+static const char *const static_columns[] = {"tensor_parallel", "prompt_size", "batch_size",
+                                             "token_size",      "prompt_time", "token_time",
+                                             "model",           "hardware",    NULL};
+
+typedef struct {
+  GPtrArray *points;
+  GHashTable *index; /* "hw/tp/prompt/batch/tokens" -> StaticPoint * */
+  guint max_points;
+} StaticRead;
+
+static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GError **error) {
+  StaticRead *read = data;
+  const char *hw = csv->fields[c[7]];
+  double v[6];
+  g_autofree char *key = NULL;
+  StaticPoint *p;
+  if (strcmp(csv->fields[c[6]], "llama2-70b") != 0 ||
+      (strcmp(hw, "a100-80gb") != 0 && strcmp(hw, "h100-80gb") != 0))
+    return TRUE;
+  /* prompt_time and token_time are not whole: read them with the time rule */
+  if (!ema_csv_numbers(csv, c, 4, 0, v, error) ||
+      !ema_csv_number(csv, c[4], FALSE, FALSE, &v[4], error) ||
+      !ema_csv_number(csv, c[5], FALSE, FALSE, &v[5], error))
+    return FALSE;
+  key = g_strdup_printf("%s/%g/%g/%g/%g", hw, v[0], v[1], v[2], v[3]);
+  p = g_hash_table_lookup(read->index, key);
+  if (!p) {
+    if (read->max_points > 0 && read->points->len >= read->max_points)
+      return TRUE;
+    p = g_new0(StaticPoint, 1);
+    *p = (StaticPoint){g_strdup(hw),
+                       v[0],
+                       v[1],
+                       v[2],
+                       v[3],
+                       g_array_new(FALSE, FALSE, sizeof(double)),
+                       g_array_new(FALSE, FALSE, sizeof(double))};
+    g_ptr_array_add(read->points, p);
+    g_hash_table_insert(read->index, g_steal_pointer(&key), p);
+  }
+  g_array_append_val(p->prompt_ms, v[4]);
+  g_array_append_val(p->token_ms, v[5]);
+  return TRUE;
+}
+
+/* Read perf_model.csv's Llama2-70B points on the two unconstrained GPUs. */
+static GPtrArray *read_static_points(const char *perf_csv, guint max_points, GError **error) {
+  g_autoptr(GPtrArray) points = g_ptr_array_new_with_free_func(static_point_free);
+  g_autoptr(GHashTable) index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  StaticRead read = {points, index, max_points};
+  if (!ema_csv_read(perf_csv, static_columns, static_row, &read, error))
+    return NULL;
+  return g_steal_pointer(&points);
+}
+
+/* The mean decode step of the TOKENS - 1 steps after a prompt of PROMPT
+ * tokens (step i attends to PROMPT + i tokens), sampled at 33 points. */
+static double mean_decode_us(const EmaStepModel *step, double batch, double prompt, double tokens) {
+  const guint samples = 33;
+  double steps = tokens - 1, sum = 0;
+  guint n = steps < samples ? (guint) steps : samples;
+  if (steps < 1)
+    return 0;
+  for (guint j = 0; j < n; j++) {
+    double i = n == 1 ? 1 : 1 + floor(j * (steps - 1) / (n - 1) + 0.5);
+    sum += decode_us(step, batch, prompt + i);
+  }
+  return sum / n;
+}
+
+gboolean ema_stepcheck_static(const char *perf_csv, guint max_points, GString *table,
+                              EmaStepCheckStats stats[4], GError **error) {
+  g_autoptr(GPtrArray) points = read_static_points(perf_csv, max_points, error);
+  Models servers[2] = {{0}, {0}};
+  const char *const server_names[2] = {"a100x8-dgx", "h100x8-hgx"};
+  GArray *errors[4];
+  gboolean ok = FALSE;
+  if (!points)
+    return FALSE;
+  for (int i = 0; i < 4; i++)
+    errors[i] = g_array_new(FALSE, FALSE, sizeof(double));
+  for (int i = 0; i < 2; i++)
+    if (!models_init(&servers[i], server_names[i], error))
+      goto out;
+  g_string_append(table, "hardware,server,tp,prompt,batch,tokens,prompt_ms,predicted_prompt_ms,"
+                         "prompt_error,token_ms,predicted_token_ms,token_error\n");
+  for (guint i = 0; i < points->len; i++) {
+    StaticPoint *p = points->pdata[i];
+    int h = strcmp(p->hardware, "h100-80gb") == 0;
+    const EmaStepModel *step =
+        models_get(&servers[h], "llama-2-70b", (guint) p->tp, perf_csv, 0, error);
+    double prompt_ms, token_ms, predicted_prompt, predicted_token;
+    if (!step)
+      goto out;
+    prompt_ms = median_of(p->prompt_ms);
+    token_ms = median_of(p->token_ms);
+    predicted_prompt = prefill_us(step, p->batch, p->prompt, 0) * 1e-3;
+    predicted_token = mean_decode_us(step, p->batch, p->prompt, p->tokens) * 1e-3;
+    add_error(errors[2 * h], predicted_prompt, prompt_ms);
+    add_error(errors[2 * h + 1], predicted_token, token_ms);
+    g_string_append_printf(table, "%s,%s,%g,%g,%g,%g,%.3f,%.3f,%+.1f%%,%.3f,%.3f,%+.1f%%\n",
+                           p->hardware, server_names[h], p->tp, p->prompt, p->batch, p->tokens,
+                           prompt_ms, predicted_prompt, 100 * (predicted_prompt / prompt_ms - 1),
+                           token_ms, predicted_token, 100 * (predicted_token / token_ms - 1));
+  }
+  for (int i = 0; i < 4; i++)
+    summarize(errors[i], &stats[i]);
+  ok = TRUE;
+out:
+  for (int i = 0; i < 4; i++)
+    g_array_unref(errors[i]);
+  for (int i = 0; i < 2; i++)
+    models_clear(&servers[i]);
+  return ok;
+}

@@ -1,0 +1,503 @@
+/* test-profile.c: operator profiles (ema/hw/profile.h) and the step-time
+ * model's profile path (ema/hw/steptime.h): table errors at file:line,
+ * interpolation on hand-computed tables (exact at grid points, linear
+ * between, bounded outside, monotone), the step as a hand-computed sum of
+ * operators, the roofline fallback, and the import of the public profiles
+ * (skipped without ../shared). Each test writes its profile into a fresh
+ * temporary folder. */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "ema/core/node.h"
+#include "ema/hw/profile.h"
+#include "ema/hw/steptime.h"
+#include "ema/hw/llm.h"
+#include "ema/run/experiment.h"
+#include "ema/run/stepcheck.h"
+
+/* A profile folder DIR/NAME with profile.yaml listing the tables given as
+ * (file, contents) pairs, NULL-terminated. Returns DIR/NAME. */
+static char *write_profile(const char *dir, const char *name, const char *extra_yaml, ...) {
+  g_autofree char *folder = g_build_filename(dir, name, NULL);
+  g_autoptr(GString) yaml = g_string_new("source: measured\ntables:\n");
+  g_autofree char *yaml_path = g_build_filename(folder, "profile.yaml", NULL);
+  va_list ap;
+  const char *file;
+  g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+  va_start(ap, extra_yaml);
+  while ((file = va_arg(ap, const char *)) != NULL) {
+    const char *text = va_arg(ap, const char *);
+    g_autofree char *path = g_build_filename(folder, file, NULL);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    g_string_append_printf(yaml, "  - %s\n", file);
+  }
+  va_end(ap);
+  if (extra_yaml)
+    g_string_append(yaml, extra_yaml);
+  g_assert_true(g_file_set_contents(yaml_path, yaml->str, -1, NULL));
+  return g_steal_pointer(&folder);
+}
+
+static char *temp_dir(void) {
+  GError *error = NULL;
+  char *dir = g_dir_make_tmp("ema-profile-XXXXXX", &error);
+  g_assert_no_error(error);
+  return dir;
+}
+
+static void load_fails(const char *table, const char *text, const char *want_suffix) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *folder = write_profile(dir, "bad", NULL, table, text, NULL);
+  GError *error = NULL;
+  g_autofree char *path = g_build_filename(folder, table, NULL);
+  g_autofree char *want = g_strconcat(path, want_suffix, NULL);
+  EmaProfile *p = ema_profile_load(folder, &error);
+  g_assert_null(p);
+  g_assert_nonnull(error);
+  g_assert_cmpstr(error->message, ==, want);
+  g_error_free(error);
+}
+
+static void test_errors(void) {
+  load_fails("gemm.csv", "m,k,n,dtype,time_us\n1,4,8,bf16,10\n2,4,8,bf16,abc\n",
+             ":3: column 'time_us': 'abc' is not a positive number");
+  load_fails("gemm.csv", "m,k,n,dtype,time_us\n1,4,8,bf16\n",
+             ":2: 4 fields where the header has 5");
+  load_fails("gemm.csv", "m,k,n,time_us\n1,4,8,10\n", ":1: no column 'dtype'");
+  load_fails("gemm.csv", "m,k,n,dtype,time_us\n1.5,4,8,bf16,10\n",
+             ":2: column 'm': '1.5' is not a positive integer");
+  load_fails("gemm.csv", "m,k,n,dtype,time_us\n1,4,8,fp32,10\n",
+             ":2: column 'dtype': 'fp32' is not bf16, fp16 or fp8");
+  load_fails("elementwise.csv", "op,tokens,width,dtype,time_us\nsoftmax,1,8,bf16,1\n",
+             ":2: column 'op': unknown operator 'softmax'");
+  load_fails("attn_prefill.csv",
+             "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+             "16,-1,2,2,4,bf16,flash,3\n",
+             ":2: column 'prior_context': '-1' is not a non-negative integer");
+}
+
+static void test_duplicate(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *folder =
+      write_profile(dir, "dup", NULL, "gemm.csv",
+                    "m,k,n,dtype,time_us\n1,4,8,bf16,10\n2,4,8,bf16,12\n1,4,8,bf16,11\n", NULL);
+  g_autofree char *path = g_build_filename(folder, "gemm.csv", NULL);
+  g_autofree char *want =
+      g_strdup_printf("%s:4: duplicate row (the same point as %s:2)", path, path);
+  GError *error = NULL;
+  g_assert_null(ema_profile_load(folder, &error));
+  g_assert_cmpstr(error->message, ==, want);
+  g_error_free(error);
+}
+
+static void test_unknown_table(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *folder = write_profile(dir, "odd", NULL, "softmax.csv", "a\n1\n", NULL);
+  GError *error = NULL;
+  g_assert_null(ema_profile_load(folder, &error));
+  g_test_message("%s", error->message);
+  g_assert_nonnull(strstr(error->message, "profile.yaml:3:5: tables: unknown table 'softmax.csv'"));
+  g_error_free(error);
+}
+
+static double gemm_at(const EmaProfile *p, double m) {
+  double us = -1;
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, m, 4, 8, &us));
+  return us;
+}
+
+static void test_interpolation(void) {
+  g_autofree char *dir = temp_dir();
+  /* rows out of order, fp16 rows read from the bf16 table's key */
+  g_autofree char *folder = write_profile(
+      dir, "interp", NULL, "gemm.csv",
+      "m,k,n,dtype,time_us\n3,4,8,bf16,20\n1,4,8,bf16,10\n7,4,8,bf16,21\n", "attn_decode.csv",
+      "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+      "1,100,2,2,4,bf16,flash,10\n1,200,2,2,4,bf16,flash,20\n"
+      "3,100,2,2,4,bf16,flash,30\n3,200,2,2,4,bf16,flash,40\n3,200,2,2,4,bf16,cudnn,38\n",
+      "elementwise.csv", "op,tokens,width,dtype,time_us\nadd,2,8,bf16,4\n", "attn_prefill.csv",
+      "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+      "16,0,2,2,4,bf16,flash,3\n",
+      NULL);
+  GError *error = NULL;
+  g_autoptr(EmaProfile) p = ema_profile_load(folder, &error);
+  double us = 0;
+  g_assert_no_error(error);
+  g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_GEMM), ==, 3);
+  /* exact at grid points, linear between */
+  g_assert_cmpfloat(gemm_at(p, 1), ==, 10);
+  g_assert_cmpfloat(gemm_at(p, 3), ==, 20);
+  g_assert_cmpfloat(gemm_at(p, 2), ==, 15);
+  g_assert_cmpfloat(gemm_at(p, 5), ==, 20.5);
+  /* below the grid: the smallest point; above: proportional to m from the last */
+  g_assert_cmpfloat(gemm_at(p, 0.5), ==, 10);
+  g_assert_cmpfloat(gemm_at(p, 14), ==, 42);
+  /* monotone over a fine sweep */
+  for (double m = 0.5, last = 0; m < 20; m += 0.25) {
+    g_assert_cmpfloat(gemm_at(p, m), >=, last);
+    last = gemm_at(p, m);
+  }
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP16, 2, 4, 8, &us));
+  g_assert_cmpfloat(us, ==, 15);
+  /* no curve of that shape: the caller's roofline */
+  g_assert_false(ema_profile_gemm(p, EMA_PROFILE_BF16, 2, 4, 16, &us));
+  g_assert_false(ema_profile_gemm(p, EMA_PROFILE_FP8, 2, 4, 8, &us));
+  /* two dimensions: batch 2 between batch 1 (15 at context 150) and 3
+   * (34 at 150: the fastest backend's 38 at 200) */
+  g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 2, 150, &us));
+  g_assert_cmpfloat(us, ==, (15.0 + 34.0) / 2);
+  g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 3, 200, &us));
+  g_assert_cmpfloat(us, ==, 38);
+  /* batch 6: twice batch 3's 34; context 400 at batch 1: twice 20 */
+  g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 6, 150, &us));
+  g_assert_cmpfloat(us, ==, 68);
+  g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 1, 400, &us));
+  g_assert_cmpfloat(us, ==, 40);
+  /* a one-point curve: the same rule */
+  g_assert_true(ema_profile_elementwise(p, EMA_PROFILE_BF16, "add", 8, 6, &us));
+  g_assert_cmpfloat(us, ==, 12);
+  g_assert_true(ema_profile_elementwise(p, EMA_PROFILE_BF16, "add", 8, 1, &us));
+  g_assert_cmpfloat(us, ==, 4);
+  /* a prefill table without prior context: chunks scale, cached tokens are
+   * not extrapolated to */
+  g_assert_true(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 2, 2, 4, 32, 0, &us));
+  g_assert_cmpfloat(us, ==, 6);
+  g_assert_false(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 2, 2, 4, 16, 8, &us));
+}
+
+static void test_monotone_dip(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *folder =
+      write_profile(dir, "dip", NULL, "gemm.csv",
+                    "m,k,n,dtype,time_us\n1,4,8,bf16,10\n2,4,8,bf16,5\n3,4,8,bf16,20\n", NULL);
+  GError *error = NULL;
+  g_autoptr(EmaProfile) p = ema_profile_load(folder, &error);
+  g_assert_no_error(error);
+  /* the dip at m = 2 is lifted to the running maximum */
+  g_assert_cmpfloat(gemm_at(p, 2), ==, 10);
+  g_assert_cmpfloat(gemm_at(p, 2.5), ==, 15);
+}
+
+/* The shape the step tests time: 2 layers, hidden 8, 2 heads of 4, SwiGLU
+ * of 16, vocab 32, bf16. On one GPU: qkv 8 -> 24, o 8 -> 8, up 8 -> 32,
+ * down 16 -> 8, LM head 8 -> 32; rope width 16, silu_mul width 32. */
+static EmaLlmSpec tiny_model(void) {
+  EmaLlmSpec m = {.name = "tiny",
+                  .layers = 2,
+                  .hidden = 8,
+                  .ffn = 16,
+                  .heads = 2,
+                  .kv_heads = 2,
+                  .head_dim = 4,
+                  .vocab = 32,
+                  .dtype = EMA_DTYPE_BF16,
+                  .ffn_kind = EMA_FFN_GATED,
+                  .experts = 1,
+                  .active_experts = 1,
+                  .max_context = 1024};
+  return m;
+}
+
+static const char tiny_gemm[] = "m,k,n,dtype,time_us\n"
+                                "2,8,24,bf16,10\n"
+                                "2,8,8,bf16,5\n"
+                                "2,8,32,bf16,20\n"
+                                "2,16,8,bf16,10\n";
+static const char tiny_attn[] = "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                                "2,100,2,2,4,bf16,cudnn,30\n";
+static const char tiny_elementwise[] = "op,tokens,width,dtype,time_us\n"
+                                       "rmsnorm,2,8,bf16,1\n"
+                                       "silu_mul,2,32,bf16,2\n"
+                                       "add,2,8,bf16,0.5\n"
+                                       "rope,2,16,bf16,1.5\n"
+                                       "embedding,2,8,bf16,3\n";
+
+static EmaServerSpec *server_with_profile(const char *dir, const char *name) {
+  GError *error = NULL;
+  EmaServerSpec *server = ema_server_load("h200x2", &error);
+  g_assert_no_error(error);
+  g_setenv("EMA_PROFILE_PATH", dir, TRUE);
+  g_free(server->gpu.profile);
+  server->gpu.profile = g_strdup(name);
+  return server;
+}
+
+static void test_step_sum(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *folder =
+      write_profile(dir, "tiny-sum", NULL, "gemm.csv", tiny_gemm, "attn_decode.csv", tiny_attn,
+                    "elementwise.csv", tiny_elementwise, NULL);
+  EmaServerSpec *server = server_with_profile(dir, "tiny-sum");
+  EmaLlmSpec model = tiny_model();
+  GError *error = NULL;
+  g_autoptr(EmaStepModel) step = ema_step_model_new(&model, server, 1, &error);
+  EmaStepBatch batch = {.decode_seqs = 2, .decode_context = 200, .logits = 2};
+  EmaStepBreakdown bd;
+  double rate_m = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
+  /* the n = 32 GEMM row serves both up (8 -> 32) and the LM head (8 -> 32):
+   * the hand sum takes 20 for both */
+  double layer_us = 10 + 5 + 20 + 10 + 30 + 2 * 1 + 2 + 2 * 0.5 + 1.5;
+  double once_us = 3 + 1 + 20;
+  /* the KV write, roofline: 2 x 2 heads x 4 x 2 B per token, 2 tokens */
+  double kv_write_s = 2 * 2 * 4 * 2 * 2.0 / rate_m;
+  g_assert_no_error(error);
+  (void) folder;
+  ema_step_time(step, &batch, &bd);
+  g_assert_cmpfloat(fabs(bd.profiled_s - (2 * layer_us + once_us) * 1e-6), <, 1e-12);
+  g_assert_cmpfloat(fabs(bd.roofline_s - 2 * kv_write_s), <, 1e-15);
+  g_assert_cmpfloat(fabs(bd.layers_s - 2 * (layer_us * 1e-6 + kv_write_s)), <, 1e-12);
+  g_assert_cmpint(bd.time, ==,
+                  (EmaTime) llround((2 * layer_us + once_us) * 1e3 + 2 * kv_write_s * 1e9) +
+                      server->gpu.step_overhead);
+  g_assert_cmpfloat(bd.allreduce_s, ==, 0);
+  ema_server_free(server);
+}
+
+/* One operator's roofline (steptime.h) at p 1.25, the h200x2 GPU's. */
+static double pnorm(double c, double m) {
+  return pow(pow(c, 1.25) + pow(m, 1.25), 1 / 1.25);
+}
+
+/* A profile without rows: every operator is the roofline's,
+ * (c^p + m^p)^(1/p) each, and no layer_overhead (the GPU names a profile). */
+static void test_fallback(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *folder = write_profile(dir, "tiny-empty", NULL, NULL);
+  EmaServerSpec *server = server_with_profile(dir, "tiny-empty");
+  EmaLlmSpec model = tiny_model();
+  GError *error = NULL;
+  g_autoptr(EmaStepModel) step = ema_step_model_new(&model, server, 1, &error);
+  EmaStepBatch batch = {.prefill_tokens = 2,
+                        .prefill_context = 3,
+                        .prefill_kv_read = 2,
+                        .prefill_chunks = 1,
+                        .logits = 1};
+  EmaStepBreakdown bd;
+  double rate_m = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
+  double rate_c = server->gpu.matrix_flops * server->gpu.matrix_efficiency;
+  double rate_kv = rate_m * server->gpu.kv_efficiency;
+  double b = 2, layer = 0, once = 0;
+  const double gemms[4][2] = {{8, 24}, {8, 8}, {8, 32}, {16, 8}};
+  const double widths[6] = {8, 8, 32, 8, 8, 16}; /* 2 norms, silu_mul, 2 adds, rope */
+  g_assert_no_error(error);
+  (void) folder;
+  g_assert_cmpfloat(server->gpu.roofline_p, ==, 1.25);
+  for (int i = 0; i < 4; i++) {
+    double k = gemms[i][0], n = gemms[i][1];
+    layer += pnorm(2 * 2 * k * n / rate_c, (k * n + 2 * (k + n)) * b / rate_m);
+  }
+  /* prefill attention: 4 x 2 heads x 4 x 3 FLOPs, 2 x 2 x 4 x 2 B x 2 tokens of KV */
+  layer += pnorm(4.0 * 2 * 4 * 3 / rate_c, 2 * 2 * 4 * b * 2 / rate_kv);
+  layer += 2 * 2 * 4 * b * 2 / rate_m; /* KV write */
+  for (int i = 0; i < 6; i++)
+    layer += 2 * 2 * widths[i] * b / rate_m;
+  /* embedding, final norm; the LM head for one row */
+  once = 2 * (2 * 2 * 8 * b / rate_m) +
+         pnorm(2 * 8 * 32 / rate_c, (8 * 32 + 1 * (8 + 32)) * b / rate_m);
+  ema_step_time(step, &batch, &bd);
+  g_assert_cmpfloat(bd.profiled_s, ==, 0);
+  g_assert_cmpfloat(bd.layer_overhead_s, ==, 0);
+  g_assert_cmpfloat(fabs(bd.roofline_s - (2 * layer + once)), <, 1e-9 * (2 * layer + once));
+  g_assert_cmpint(bd.time, ==, llround((2 * layer + once) * 1e9));
+  ema_server_free(server);
+}
+
+static void test_unknown_profile(void) {
+  g_autofree char *dir = temp_dir();
+  EmaServerSpec *server = server_with_profile(dir, "no-such-profile");
+  EmaLlmSpec model = tiny_model();
+  GError *error = NULL;
+  g_assert_null(ema_step_model_new(&model, server, 1, &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
+  g_assert_nonnull(strstr(error->message, "unknown profile 'no-such-profile'"));
+  g_error_free(error);
+  ema_server_free(server);
+}
+
+/* An import whose data set is absent is skipped with a warning. */
+static void test_import_absent(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *folder = write_profile(
+      dir, "gone", "import:\n  - {format: kernels-gemm, path: groundtruth/none/data.csv}\n", NULL);
+  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+  GError *error = NULL;
+  g_autoptr(EmaProfile) p = NULL;
+  double us;
+  g_setenv("EMA_SHARED_DIR", dir, TRUE);
+  p = ema_profile_load(folder, &error);
+  if (saved)
+    g_setenv("EMA_SHARED_DIR", saved, TRUE);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ema_profile_warnings(p)->len, ==, 1);
+  g_assert_nonnull(
+      strstr(g_ptr_array_index(ema_profile_warnings(p), 0), "groundtruth/none/data.csv absent"));
+  g_assert_false(ema_profile_gemm(p, EMA_PROFILE_BF16, 1, 4, 8, &us));
+}
+
+/* The H100 profile imported from ../shared: a Vidur row and a kernel row
+ * read back at their grid points. */
+static void test_public_h100(void) {
+  g_autofree char *shared = ema_profile_shared_dir();
+  g_autofree char *probe = g_build_filename(shared, "groundtruth", "vidur-profiles", NULL);
+  g_autofree char *folder = NULL;
+  GError *error = NULL;
+  g_autoptr(EmaProfile) p = NULL;
+  double us = 0;
+  if (!g_file_test(probe, G_FILE_TEST_IS_DIR)) {
+    g_test_skip("../shared/groundtruth is absent");
+    return;
+  }
+  folder = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), "hwmodels", "profiles", "h100-sxm", NULL);
+  p = ema_profile_load(folder, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ema_profile_warnings(p)->len, ==, 0);
+  /* Vidur, Llama-2-70B TP1, 4096 tokens: mlp_up_proj medians of 5.6685 and
+   * 5.749 ms in two rows (the fastest kept), lifted to the running maximum
+   * of the smaller token counts' rows: within 2 % */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP16, 4096, 8192, 2 * 28672, &us));
+  g_assert_cmpfloat(fabs(us - 5668.5), <, 0.02 * 5668.5);
+  /* h100-kernels gemm (fp8: its big GEMMs reach 1246 TFLOP/s, above the
+   * 989 of dense bf16), k 2048, n 6144: m 16 measured 8.816 us, below m 8's
+   * 8.988 us: the running maximum gives 8.988 */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP8, 16, 2048, 6144, &us));
+  g_assert_cmpfloat(fabs(us - 8.988), <, 1e-9);
+  g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_ATTN_DECODE), >, 0);
+  g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_ALLREDUCE), >, 0);
+  g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_MOE), ==, 0);
+  g_assert_false(ema_profile_gemm(p, EMA_PROFILE_BF16, 16, 2048, 6144, &us));
+  /* prefill of 64 q / 8 kv heads of 128: 1024 tokens at prior 0 measured
+   * 53.338 us; after cached tokens the table says nothing */
+  g_assert_true(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 64, 8, 128, 1024, 0, &us));
+  g_assert_cmpfloat(fabs(us - 53.338), <, 1e-9);
+  g_assert_false(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 64, 8, 128, 1024, 512, &us));
+}
+
+/* compare-steps on rows whose times are the model's own times scaled by
+ * hand-picked factors: the errors are 1 / factor - 1. */
+static void test_compare_steps(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *path = g_build_filename(dir, "steps.csv", NULL);
+  g_autoptr(EmaServerSpec) server = ema_server_load("h200x8-hgx", NULL);
+  g_autoptr(EmaLlmSpec) model = ema_llm_load("llama-3.1-8b", NULL);
+  g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, 1, NULL);
+  /* decode: 8 sequences of 1000 cached tokens attend to 1001 each */
+  EmaStepBatch decode = {.decode_seqs = 8, .decode_context = 8 * 1001.0, .logits = 8};
+  EmaStepBatch decode1 = {.decode_seqs = 1, .decode_context = 2049, .logits = 1};
+  /* prefill: a chunk of 512 after 1024 */
+  EmaStepBatch prefill = {.prefill_tokens = 512,
+                          .prefill_context = 512.0 * 1024 + 512.0 * 513 / 2,
+                          .prefill_kv_read = 1536,
+                          .prefill_chunks = 1,
+                          .logits = 1};
+  double td = ema_step_time(step, &decode, NULL) * 1e-3,
+         t1 = ema_step_time(step, &decode1, NULL) * 1e-3;
+  double tp = ema_step_time(step, &prefill, NULL) * 1e-3;
+  g_autofree char *csv =
+      g_strdup_printf("model,tp,phase,batch,context,chunk,prior_context,time_us,std_us,repeats\n"
+                      "llama-3.1-8b,1,decode,8,1000,0,0,%.17g,1,5\n"
+                      "llama-3.1-8b,1,prefill,0,0,512,1024,%.17g,1,5\n"
+                      "llama-3.1-8b,1,decode,1,2048,0,0,%.17g,1,5\n",
+                      td * 1.10, tp * 0.95, t1 * 1.02);
+  g_autoptr(GString) table = g_string_new(NULL);
+  EmaStepCheckStats stats;
+  GError *error = NULL;
+  g_assert_true(g_file_set_contents(path, csv, -1, NULL));
+  g_assert_true(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(stats.rows, ==, 3);
+  g_assert_cmpfloat(fabs(stats.median_error - (1 / 0.95 - 1)), <, 1e-6);
+  g_assert_cmpfloat(fabs(stats.worst_error - (1 - 1 / 1.10)), <, 1e-6);
+  g_assert_cmpfloat(
+      fabs(stats.mean_signed_error - ((1 / 1.10 - 1) + (1 / 0.95 - 1) + (1 / 1.02 - 1)) / 3), <,
+      1e-6);
+  g_assert_nonnull(strstr(table->str, "llama-3.1-8b,1,prefill,0,0,512,1024,"));
+
+  /* a bad phase is an error at its line */
+  g_assert_true(g_file_set_contents(path,
+                                    "model,tp,phase,batch,context,chunk,prior_context,time_us\n"
+                                    "llama-3.1-8b,1,verify,1,1,0,0,10\n",
+                                    -1, NULL));
+  g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
+  g_assert_nonnull(
+      strstr(error->message, "steps.csv:2: column 'phase': 'verify' is not decode or prefill"));
+  g_clear_error(&error);
+  /* a model that does not resolve names the row */
+  g_assert_true(g_file_set_contents(path,
+                                    "model,tp,phase,batch,context,chunk,prior_context,time_us\n"
+                                    "llama-9,1,decode,1,1,0,0,10\n",
+                                    -1, NULL));
+  g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
+  g_assert_nonnull(strstr(error->message, "steps.csv:2: unknown model 'llama-9'"));
+  g_clear_error(&error);
+}
+
+/* compare-static on a hand-written perf table: the repeats of a point are
+ * one point (their median), other models and the power-capped GPU are
+ * skipped. */
+static void test_compare_static_fixture(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *path = g_build_filename(dir, "perf.csv", NULL);
+  static const char header[] = "model,hardware,prompt_size,batch_size,token_size,peak_power,"
+                               "average_power,prompt_time,token_time,e2e_time,tensor_parallel\n";
+  g_autofree char *csv = g_strconcat(header,
+                                     "llama2-70b,h100-80gb,512,1,128,1,1,80,30,0,8\n"
+                                     "llama2-70b,h100-80gb,512,1,128,1,1,90,40,0,8\n"
+                                     "llama2-70b,h100-80gb,512,1,128,1,1,100,35,0,8\n"
+                                     "llama2-70b,h100-80gb-pcap,512,1,128,1,1,100,35,0,8\n"
+                                     "bloom-176b,h100-80gb,512,1,128,1,1,100,35,0,8\n",
+                                     NULL);
+  g_autoptr(GString) table = g_string_new(NULL);
+  EmaStepCheckStats stats[4];
+  GError *error = NULL;
+  g_assert_true(g_file_set_contents(path, csv, -1, NULL));
+  g_assert_true(ema_stepcheck_static(path, 0, table, stats, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(stats[0].rows, ==, 0);
+  g_assert_cmpuint(stats[2].rows, ==, 1);
+  g_assert_cmpuint(stats[3].rows, ==, 1);
+  /* the medians of the three repeats: 90 ms and 35 ms */
+  g_assert_nonnull(strstr(table->str, "h100-80gb,h100x8-hgx,8,512,1,128,90.000,"));
+  g_assert_nonnull(strstr(table->str, ",35.000,"));
+}
+
+/* The test-sized run of the splitwise comparison on the public data: the
+ * first six points (A100 and H100 at TP2, prompt 512, batch 1, 2, 4). */
+static void test_compare_static_public(void) {
+  g_autofree char *shared = ema_profile_shared_dir();
+  g_autofree char *path =
+      g_build_filename(shared, "groundtruth", "splitwise-perf", "perf_model.csv", NULL);
+  g_autoptr(GString) table = g_string_new(NULL);
+  EmaStepCheckStats stats[4];
+  GError *error = NULL;
+  if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+    g_test_skip("../shared/groundtruth/splitwise-perf is absent");
+    return;
+  }
+  g_assert_true(ema_stepcheck_static(path, 6, table, stats, &error));
+  g_assert_no_error(error);
+  for (int i = 0; i < 4; i++)
+    g_assert_cmpuint(stats[i].rows, ==, 3);
+  /* A100 at TP2 is GPU-bound in both phases: within 20 % (README: the table) */
+  g_assert_cmpfloat(stats[0].worst_error, <, 0.20);
+  g_assert_cmpfloat(stats[1].worst_error, <, 0.20);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/profile/errors", test_errors);
+  g_test_add_func("/profile/duplicate", test_duplicate);
+  g_test_add_func("/profile/unknown-table", test_unknown_table);
+  g_test_add_func("/profile/interpolation", test_interpolation);
+  g_test_add_func("/profile/monotone-dip", test_monotone_dip);
+  g_test_add_func("/profile/step-sum", test_step_sum);
+  g_test_add_func("/profile/fallback", test_fallback);
+  g_test_add_func("/profile/unknown-profile", test_unknown_profile);
+  g_test_add_func("/profile/import-absent", test_import_absent);
+  g_test_add_func("/profile/public-h100", test_public_h100);
+  g_test_add_func("/profile/compare-steps", test_compare_steps);
+  g_test_add_func("/profile/compare-static-fixture", test_compare_static_fixture);
+  g_test_add_func("/profile/compare-static-public", test_compare_static_public);
+  return g_test_run();
+}
