@@ -148,17 +148,24 @@ gboolean ema_capture_write_profile(const char *capture_dir, const char *out_dir,
     return FALSE;
   }
   g_autoptr(GString) out = g_string_new("# Operator profiles measured by ema-validate profile "
-                                        "(format: PROFILES.md)\n");
+                                        "(format: hwmodels/profiles/README.md)\n");
   g_autofree char *workload = g_build_filename(capture_dir, "workload.yaml", NULL);
   if (!append_workload(out, workload, error))
     return FALSE;
   g_autoptr(GDateTime) now = g_date_time_new_now_utc();
   g_autofree char *date = g_date_time_format(now, "%F");
   g_autofree char *quoted = g_strescape(command, NULL);
-  g_string_append_printf(out, "date: %s\ncommand: \"%s\"\nsource: measured\ntables:\n", date,
-                         quoted);
-  for (guint i = 0; i < tables->len; i++)
-    g_string_append_printf(out, "  - %s\n", (const char *) g_ptr_array_index(tables, i));
+  g_string_append_printf(out, "date: %s\ncommand: \"%s\"\nsource: measured\n", date, quoted);
+  /* the step model reads `tables:`; each backend's own times (TABLE-backends.csv) are
+   * listed apart, for reading by people and scripts */
+  for (int backends = 0; backends <= 1; backends++) {
+    g_string_append(out, backends ? "backend_tables:\n" : "tables:\n");
+    for (guint i = 0; i < tables->len; i++) {
+      const char *name = g_ptr_array_index(tables, i);
+      if (g_str_has_suffix(name, "-backends.csv") == backends)
+        g_string_append_printf(out, "  - %s\n", name);
+    }
+  }
   g_autofree char *path = g_build_filename(out_dir, "profile.yaml", NULL);
   GError *io = NULL;
   if (!g_file_set_contents(path, out->str, (gssize) out->len, &io)) {

@@ -1,7 +1,8 @@
 /* capture.h: `ema-validate capture` and `ema-validate profile`: run a program under the CUPTI
  * injection library (libemacapture.so, capturelib.c) and turn what it recorded into summaries,
- * Chrome trace JSON and, for a profiling workload, the operator profile tables of PROFILES.md.
- * No CUDA here: the program run does the CUDA; this side forks, waits and converts (trace.h).
+ * Chrome trace JSON and, for a profiling workload, the operator profile tables of
+ * hwmodels/profiles/README.md. No CUDA here: the program run does the CUDA; this side forks, waits
+ * and converts (trace.h).
  *
  * Invariants: the program's exit status is returned whatever it was (a crash is a status too:
  * 128 + signal), and the trace is converted in every case, so a program that died leaves a

@@ -11,7 +11,7 @@
  *   capture     run any CUDA program under the CUPTI capture library and write
  *               its trace (CSV per record kind, summaries, Chrome trace JSON)
  *   profile     the operator profiling workload (PyTorch) under capture, turned
- *               into the profile tables of PROFILES.md
+ *               into the profile tables of hwmodels/profiles/README.md
  * Every argument is checked before the first CUDA call, so --help and
  * usage errors work on a machine without a GPU or driver. Usage errors
  * (anything wrong on the command line, found before CUDA starts) print
@@ -32,7 +32,7 @@
 #include "ema/run/ops.h"
 #include "ema/run/output.h"
 #include "ema/core/units.h"
-#include "poolledger.h"
+#include "poolmem.h"
 #include "realpool.h"
 #include "run.h"
 
@@ -78,7 +78,7 @@ static const char usage_text[] =
     "  profile -o DIR [--models LIST] [--quick] [--python PY] [--workload FILE]\n"
     "          [--from-capture CAPDIR]\n"
     "                         the operator profiling workload (PyTorch) under capture:\n"
-    "                         DIR/*.csv tables (PROFILES.md) and DIR/profile.yaml\n"
+    "                         DIR/*.csv tables (hwmodels/profiles/README.md) and DIR/profile.yaml\n"
     "\n"
     "Options:\n"
     "  -h, --help             show help (also: ema-validate COMMAND --help)\n"
@@ -606,7 +606,7 @@ static int command_pool(int argc, char **argv, const char *command) {
   }
   if (!ema_policy_registry_load_dirs((const char *const *) plugin_dirs, &error))
     return fail(error);
-  if (!ema_ledger_policy_parse(policy_text ? policy_text : "ema", &spec, &error))
+  if (!ema_pool_mem_policy_parse(policy_text ? policy_text : "ema", &spec, &error))
     return usage_gerror(error);
   model = ema_llm_load(model_name ? model_name : "llama-3.1-8b", &error);
   if (model == NULL) {

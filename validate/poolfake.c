@@ -153,8 +153,8 @@ guint64 ema_fake_backend_calls(const EmaFakeBackend *f, EmaFakeOp op) {
   return f->calls[op];
 }
 
-EmaLedgerLive ema_fake_backend_live(const EmaFakeBackend *f) {
-  EmaLedgerLive live = {0, g_hash_table_size(f->mappings), f->reservations};
+EmaPoolMemLive ema_fake_backend_live(const EmaFakeBackend *f) {
+  EmaPoolMemLive live = {0, g_hash_table_size(f->mappings), f->reservations};
   for (guint i = 0; i < f->handles->len; i++)
     live.handles += ((const Handle *) f->handles->pdata[i])->live;
   return live;
@@ -499,11 +499,11 @@ static gboolean fake_check(gpointer data, guint device, guint64 va, guint64 byte
   return TRUE;
 }
 
-static const EmaLedgerBackend fake_ops = {
+static const EmaPoolDevice fake_ops = {
     fake_create,     fake_release, fake_reserve, fake_unreserve, fake_map,  fake_unmap,
     fake_set_access, fake_fill,    fake_copy,    fake_to_host,   fake_sync, fake_check,
 };
 
-const EmaLedgerBackend *ema_fake_backend_ops(void) {
+const EmaPoolDevice *ema_fake_backend_ops(void) {
   return &fake_ops;
 }

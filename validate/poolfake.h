@@ -1,4 +1,4 @@
-/* poolfake.h: a backend for the pool ledger (poolledger.h) that emulates
+/* poolfake.h: a backend for the pool ledger (poolmem.h) that emulates
  * CUDA virtual memory on the CPU and records every call: for the CPU tests
  * and `ema-validate pool --dry-run`.
  *
@@ -15,7 +15,7 @@
 
 #include <glib.h>
 
-#include "poolledger.h"
+#include "poolmem.h"
 
 G_BEGIN_DECLS
 
@@ -42,8 +42,8 @@ EmaFakeBackend *ema_fake_backend_new(guint n_devices, guint64 capacity);
 void ema_fake_backend_free(EmaFakeBackend *fake);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaFakeBackend, ema_fake_backend_free)
 
-/* The table to put in EmaLedgerConfig (backend_data: the fake). */
-const EmaLedgerBackend *ema_fake_backend_ops(void);
+/* The table to put in EmaPoolMemConfig (backend_data: the fake). */
+const EmaPoolDevice *ema_fake_backend_ops(void);
 
 /* The NTH call (1: the next) of OP from now fails (0: none). */
 void ema_fake_backend_fail(EmaFakeBackend *fake, EmaFakeOp op, guint64 nth);
@@ -58,7 +58,7 @@ void ema_fake_backend_clear_log(EmaFakeBackend *fake);
 /* Calls of OP so far (failed ones included). */
 guint64 ema_fake_backend_calls(const EmaFakeBackend *fake, EmaFakeOp op);
 /* Handles, mappings and reservations alive, over all devices. */
-EmaLedgerLive ema_fake_backend_live(const EmaFakeBackend *fake);
+EmaPoolMemLive ema_fake_backend_live(const EmaFakeBackend *fake);
 /* What cudaMemGetInfo would say: capacity minus live handles (unlimited:
  * G_MAXUINT64 minus them). */
 guint64 ema_fake_backend_free_bytes(const EmaFakeBackend *fake, guint device);

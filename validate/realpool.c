@@ -17,7 +17,7 @@
 #include "gpu.h"
 #include "kernels.h"
 #include "poolfake.h"
-#include "poolledger.h"
+#include "poolmem.h"
 
 #define SLICE EMA_SLICE_BYTES
 #define N_GPUS 2
@@ -140,7 +140,7 @@ static gboolean cu_fill(gpointer data, guint device, guint64 va, guint64 bytes, 
          EMA_CUDA((int) device, error,
                   ema_launch_fill_bf16(c->streams[device], &c->shapes[device],
                                        (void *) (uintptr_t) va, bytes / 2,
-                                       ema_ledger_fill_seed(seed, index)));
+                                       ema_pool_mem_fill_seed(seed, index)));
 }
 
 static gboolean cu_copy(gpointer data, guint device, guint64 dst, guint64 src, guint64 bytes,
@@ -205,7 +205,7 @@ static gboolean cu_check(gpointer data, guint device, guint64 va, guint64 bytes,
   return TRUE;
 }
 
-static const EmaLedgerBackend cuda_ops = {
+static const EmaPoolDevice cuda_ops = {
     cu_create,     cu_release, cu_reserve, cu_unreserve, cu_map,  cu_unmap,
     cu_set_access, cu_fill,    cu_copy,    cu_to_host,   cu_sync, cu_check,
 };
@@ -539,8 +539,8 @@ typedef struct {
   GArray *ticks;   /* TickRow */
   GArray *samples; /* StepSample, copied from the lender at the end */
   const GArray *events;
-  EmaLedgerStats stats;
-  EmaLedgerLive live_after;
+  EmaPoolCoreStats stats;
+  EmaPoolMemLive live_after;
   guint64 free_start[N_GPUS], free_before[N_GPUS], free_after[N_GPUS], free_end[N_GPUS];
   guint64 ballast[N_GPUS];
   guint64 region_slices[N_GPUS], block_bytes;
@@ -632,37 +632,37 @@ static EmaTime borrower_step(const EmaStepModel *model, guint64 blocks, guint co
   return ema_step_time(model, &batch, NULL);
 }
 
-static void record_tick(Run *run, EmaLedger *ledger, TickRow *row, guint first_event) {
-  const GArray *events = ema_ledger_events(ledger);
+static void record_tick(Run *run, EmaPoolMem *ledger, TickRow *row, guint first_event) {
+  const GArray *events = ema_pool_mem_events(ledger);
   for (guint d = 0; d < N_GPUS; d++) {
-    row->used[d] = ema_ledger_blocks_used(ledger, d);
-    row->remote[d] = ema_ledger_blocks_remote(ledger, d);
-    row->lacking[d] = ema_ledger_blocks_short(ledger, d);
-    row->lent[d] = ema_ledger_slices_lent(ledger, d);
-    row->borrowed[d] = ema_ledger_slices_borrowed(ledger, d);
-    row->own[d] = ema_ledger_own_mapped(ledger, d);
-    row->staging[d] = ema_ledger_staging(ledger, d);
+    row->used[d] = ema_pool_mem_blocks_used(ledger, d);
+    row->remote[d] = ema_pool_mem_blocks_remote(ledger, d);
+    row->lacking[d] = ema_pool_mem_blocks_short(ledger, d);
+    row->lent[d] = ema_pool_mem_slices_lent(ledger, d);
+    row->borrowed[d] = ema_pool_mem_slices_borrowed(ledger, d);
+    row->own[d] = ema_pool_mem_own_mapped(ledger, d);
+    row->staging[d] = ema_pool_mem_staging(ledger, d);
   }
   for (guint i = first_event; i < events->len; i++) {
-    const EmaLedgerEvent *e = &g_array_index(events, EmaLedgerEvent, i);
+    const EmaPoolEvent *e = &g_array_index(events, EmaPoolEvent, i);
     switch (e->kind) {
-    case EMA_LEDGER_BORROW:
+    case EMA_POOL_EVENT_BORROW:
       row->borrows++;
       row->slices_borrowed += e->slices;
       row->borrow_s += e->seconds;
       break;
-    case EMA_LEDGER_RETURN:
+    case EMA_POOL_EVENT_RETURN:
       row->returns++;
       row->slices_returned += e->slices;
       row->return_s += e->seconds;
       break;
-    case EMA_LEDGER_RECLAIM:
+    case EMA_POOL_EVENT_RECLAIM:
       row->reclaims++;
       row->slices_reclaimed += e->slices;
       row->reclaim_s += e->seconds;
       break;
-    case EMA_LEDGER_OWN_MAP:
-    case EMA_LEDGER_OWN_UNMAP:
+    case EMA_POOL_EVENT_OWN_MAP:
+    case EMA_POOL_EVENT_OWN_UNMAP:
       break;
     }
   }
@@ -778,20 +778,19 @@ static GString *events_csv(const Run *run) {
                             "copy_ms,unmap_ms,us_per_slice,lender_steps,lender_step_ms_max,"
                             "lender_gap_ms_max\n");
   for (guint i = 0; run->events && i < run->events->len; i++) {
-    const EmaLedgerEvent *e = &g_array_index(run->events, EmaLedgerEvent, i);
+    const EmaPoolEvent *e = &g_array_index(run->events, EmaPoolEvent, i);
     StepWindow w = steps_between(run->samples, e->started, e->started + e->seconds);
-    g_string_append_printf(s,
-                           "%" G_GUINT64_FORMAT ",%.3f,%.6f,%s,%u,%u,%s,%u,%" G_GUINT64_FORMAT
-                           ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-                           ",%" G_GUINT64_FORMAT ",%.4f,%.4f,%.4f,%.4f,%.2f,%u,%.4f,%.4f\n",
-                           e->tick, (double) e->at / 1e9, e->started - run->origin,
-                           ema_ledger_event_kind_name(e->kind), e->gpu, e->peer,
-                           e->kind == EMA_LEDGER_RECLAIM ? target_name(e->target) : "",
-                           e->target_gpu, e->slices, e->blocks_moved, e->blocks_to_host,
-                           e->blocks_dropped, e->bytes_copied, e->seconds * 1e3,
-                           e->map_seconds * 1e3, e->copy_seconds * 1e3, e->unmap_seconds * 1e3,
-                           e->slices ? e->seconds * 1e6 / (double) e->slices : 0, w.steps,
-                           w.max_step_ms, w.max_gap_ms);
+    g_string_append_printf(
+        s,
+        "%" G_GUINT64_FORMAT ",%.3f,%.6f,%s,%u,%u,%s,%u,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+        ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+        ",%.4f,%.4f,%.4f,%.4f,%.2f,%u,%.4f,%.4f\n",
+        e->tick, (double) e->at / 1e9, e->started - run->origin, ema_pool_event_kind_name(e->kind),
+        e->gpu, e->peer, e->kind == EMA_POOL_EVENT_RECLAIM ? target_name(e->target) : "",
+        e->target_gpu, e->slices, e->blocks_moved, e->blocks_to_host, e->blocks_dropped,
+        e->bytes_copied, e->seconds * 1e3, e->map_seconds * 1e3, e->copy_seconds * 1e3,
+        e->unmap_seconds * 1e3, e->slices ? e->seconds * 1e6 / (double) e->slices : 0, w.steps,
+        w.max_step_ms, w.max_gap_ms);
   }
   return s;
 }
@@ -804,8 +803,8 @@ static GString *steps_csv(const Run *run) {
     EmaPoolScenario scenario = {run->o->seconds, {0, 0}};
     double t = p->start - run->origin;
     for (guint k = 0; run->events && k < run->events->len && !reclaim; k++) {
-      const EmaLedgerEvent *e = &g_array_index(run->events, EmaLedgerEvent, k);
-      reclaim = e->kind == EMA_LEDGER_RECLAIM && p->start <= e->started + e->seconds &&
+      const EmaPoolEvent *e = &g_array_index(run->events, EmaPoolEvent, k);
+      reclaim = e->kind == EMA_POOL_EVENT_RECLAIM && p->start <= e->started + e->seconds &&
                 p->start + p->step_ms / 1e3 >= e->started;
     }
     g_string_append_printf(s, "%" G_GUINT64_FORMAT ",%.6f,%.4f,%.4f,%s,%d\n", p->index, t,
@@ -821,10 +820,10 @@ typedef struct {
   guint64 slices;
 } KindFigures;
 
-static KindFigures kind_figures(const Run *run, EmaLedgerEventKind kind) {
+static KindFigures kind_figures(const Run *run, EmaPoolEventKind kind) {
   KindFigures f = {0};
   for (guint i = 0; run->events && i < run->events->len; i++) {
-    const EmaLedgerEvent *e = &g_array_index(run->events, EmaLedgerEvent, i);
+    const EmaPoolEvent *e = &g_array_index(run->events, EmaPoolEvent, i);
     if (e->kind != kind)
       continue;
     f.count++;
@@ -871,9 +870,9 @@ static LenderFigures lender_figures(const Run *run) {
     f.max_gap = MAX(f.max_gap, s->gap_ms);
   }
   for (guint i = 0; run->events && i < run->events->len; i++) {
-    const EmaLedgerEvent *e = &g_array_index(run->events, EmaLedgerEvent, i);
+    const EmaPoolEvent *e = &g_array_index(run->events, EmaPoolEvent, i);
     StepWindow w;
-    if (e->kind != EMA_LEDGER_RECLAIM)
+    if (e->kind != EMA_POOL_EVENT_RECLAIM)
       continue;
     w = steps_between(run->samples, e->started, e->started + e->seconds);
     f.reclaim_steps += w.steps;
@@ -891,7 +890,7 @@ static gboolean leaked(const Run *run, guint d) {
 
 static GString *summary_json(const Run *run) {
   const EmaRealPoolOptions *o = run->o;
-  const EmaLedgerStats *st = &run->stats;
+  const EmaPoolCoreStats *st = &run->stats;
   LenderFigures lf = lender_figures(run);
   GString *s = g_string_new("{\n");
   g_autoptr(GDateTime) now = g_date_time_new_now_utc();
@@ -938,11 +937,11 @@ static GString *summary_json(const Run *run) {
       st->reclaims ? st->reclaim_seconds * 1e3 / (double) st->reclaims : 0,
       st->reclaim_max_seconds * 1e3);
   g_string_append(s, "  \"latency\": {\n");
-  json_kind(s, "borrow", kind_figures(run, EMA_LEDGER_BORROW), FALSE);
-  json_kind(s, "return", kind_figures(run, EMA_LEDGER_RETURN), FALSE);
-  json_kind(s, "reclaim", kind_figures(run, EMA_LEDGER_RECLAIM), FALSE);
-  json_kind(s, "own_map", kind_figures(run, EMA_LEDGER_OWN_MAP), FALSE);
-  json_kind(s, "own_unmap", kind_figures(run, EMA_LEDGER_OWN_UNMAP), TRUE);
+  json_kind(s, "borrow", kind_figures(run, EMA_POOL_EVENT_BORROW), FALSE);
+  json_kind(s, "return", kind_figures(run, EMA_POOL_EVENT_RETURN), FALSE);
+  json_kind(s, "reclaim", kind_figures(run, EMA_POOL_EVENT_RECLAIM), FALSE);
+  json_kind(s, "own_map", kind_figures(run, EMA_POOL_EVENT_OWN_MAP), FALSE);
+  json_kind(s, "own_unmap", kind_figures(run, EMA_POOL_EVENT_OWN_UNMAP), TRUE);
   g_string_append(s, "  },\n  \"memory\": {\n");
   json_array(s, "free_start", run->free_start, ",");
   json_array(s, "free_before", run->free_before, ",");
@@ -969,9 +968,11 @@ static GString *summary_json(const Run *run) {
 }
 
 static void print_summary(const Run *run) {
-  const EmaLedgerStats *st = &run->stats;
-  KindFigures b = kind_figures(run, EMA_LEDGER_BORROW), r = kind_figures(run, EMA_LEDGER_RETURN),
-              c = kind_figures(run, EMA_LEDGER_RECLAIM), m = kind_figures(run, EMA_LEDGER_OWN_MAP);
+  const EmaPoolCoreStats *st = &run->stats;
+  KindFigures b = kind_figures(run, EMA_POOL_EVENT_BORROW),
+              r = kind_figures(run, EMA_POOL_EVENT_RETURN),
+              c = kind_figures(run, EMA_POOL_EVENT_RECLAIM),
+              m = kind_figures(run, EMA_POOL_EVENT_OWN_MAP);
   LenderFigures lf = lender_figures(run);
   printf("pool %s: %u ticks of %.0f ms%s\n", run->o->policy->name, run->ticks->len,
          run->o->tick_seconds * 1e3, run->o->dry_run ? " (dry run: no GPU, simulated time)" : "");
@@ -1030,7 +1031,7 @@ static gboolean write_outputs(const Run *run, GError **error) {
 
 /* ---- the scenario --------------------------------------------------------------------------- */
 
-static gboolean run_ticks(Run *run, EmaLedger *ledger, Lender *lender, const EmaStepModel *model,
+static gboolean run_ticks(Run *run, EmaPoolMem *ledger, Lender *lender, const EmaStepModel *model,
                           GError **error) {
   const EmaRealPoolOptions *o = run->o;
   EmaPoolScenario scenario = {o->seconds,
@@ -1040,7 +1041,7 @@ static gboolean run_ticks(Run *run, EmaLedger *ledger, Lender *lender, const Ema
   run->origin = wall();
   for (guint k = 0; k < ticks; k++) {
     TickRow row = {0};
-    guint first_event = ema_ledger_events(ledger)->len;
+    guint first_event = ema_pool_mem_events(ledger)->len;
     double t = k * o->tick_seconds, now;
     guint64 targets[N_GPUS];
     if (!o->dry_run) {
@@ -1055,14 +1056,14 @@ static gboolean run_ticks(Run *run, EmaLedger *ledger, Lender *lender, const Ema
     row.phase = ema_pool_scenario_phase(&scenario, t);
     for (guint d = 0; d < N_GPUS; d++)
       row.target[d] = targets[d] = ema_pool_scenario_target(&scenario, d, t);
-    ema_ledger_set_last_step(
+    ema_pool_mem_set_last_step(
         ledger, LENDER,
         lender ? lender_last_step(lender)
-               : borrower_step(model, ema_ledger_blocks_used(ledger, LENDER), o->context));
-    ema_ledger_set_last_step(
+               : borrower_step(model, ema_pool_mem_blocks_used(ledger, LENDER), o->context));
+    ema_pool_mem_set_last_step(
         ledger, BORROWER,
-        borrower_step(model, ema_ledger_blocks_used(ledger, BORROWER), o->context));
-    if (!ema_ledger_tick(ledger, (EmaTime) llround(now * 1e9), targets, error)) {
+        borrower_step(model, ema_pool_mem_blocks_used(ledger, BORROWER), o->context));
+    if (!ema_pool_mem_tick(ledger, (EmaTime) llround(now * 1e9), targets, error)) {
       g_prefix_error(error, "tick %u (%.2f s, %s): ", k, t, row.phase);
       return FALSE;
     }
@@ -1077,7 +1078,7 @@ static gboolean run_ticks(Run *run, EmaLedger *ledger, Lender *lender, const Ema
              row.took * 1e3);
       fflush(stdout);
     }
-    if (!ema_ledger_check(ledger, error)) {
+    if (!ema_pool_mem_check(ledger, error)) {
       g_prefix_error(error, "tick %u: ", k);
       return FALSE;
     }
@@ -1090,11 +1091,11 @@ gboolean ema_realpool_run(const EmaRealPoolOptions *o, GError **error) {
   g_autoptr(EmaFakeBackend) fake = NULL;
   g_autoptr(EmaStepModel) model = NULL;
   g_autoptr(EmaDecodePlan) plan = NULL;
-  EmaLedger *ledger = NULL;
+  EmaPoolMem *ledger = NULL;
   Cuda cuda = {0};
   Lender lender = {0};
   Run run = {0};
-  EmaLedgerConfig config = {0};
+  EmaPoolMemConfig config = {0};
   GError *cleanup = NULL;
   gboolean ok, scenario_ok;
 
@@ -1115,8 +1116,8 @@ gboolean ema_realpool_run(const EmaRealPoolOptions *o, GError **error) {
     fake = ema_fake_backend_new(N_GPUS, MAX(o->region_bytes[0], o->region_bytes[1]) + MARGIN);
     g_strlcpy(run.gpu_name[0], "none (dry run)", sizeof run.gpu_name[0]);
     g_strlcpy(run.gpu_name[1], "none (dry run)", sizeof run.gpu_name[1]);
-    config.backend = ema_fake_backend_ops();
-    config.backend_data = fake;
+    config.device = ema_fake_backend_ops();
+    config.device_data = fake;
   } else {
     EmaDecodeOptions decode = {o->batch, o->context, 0, EMA_DECODE_LOCAL, 1};
     arena = ema_gpu_arena_new();
@@ -1159,8 +1160,8 @@ gboolean ema_realpool_run(const EmaRealPoolOptions *o, GError **error) {
           goto out;
       }
     }
-    config.backend = &cuda_ops;
-    config.backend_data = &cuda;
+    config.device = &cuda_ops;
+    config.device_data = &cuda;
     lender.thread = g_thread_new("lender-decode", lender_thread, &lender);
     g_usleep(200 * 1000); /* its first steps */
   }
@@ -1170,25 +1171,25 @@ gboolean ema_realpool_run(const EmaRealPoolOptions *o, GError **error) {
   config.policy = o->policy;
   config.context_tokens = o->context;
   config.write_blocks = TRUE;
-  ledger = ema_ledger_new(&config, error);
+  ledger = ema_pool_mem_new(&config, error);
   if (ledger == NULL)
     goto out;
   for (guint d = 0; d < N_GPUS; d++)
-    ema_ledger_add_tenant(ledger, d, run.region_slices[d], run.block_bytes, model);
-  if (!free_memory_all(&run, fake, run.free_before, error) || !ema_ledger_start(ledger, 0, error))
+    ema_pool_mem_add_tenant(ledger, d, run.region_slices[d], run.block_bytes, model);
+  if (!free_memory_all(&run, fake, run.free_before, error) || !ema_pool_mem_start(ledger, 0, error))
     goto out;
   scenario_ok = run_ticks(&run, ledger, o->dry_run ? NULL : &lender, model, error);
-  run.events = ema_ledger_events(ledger);
-  run.stats = *ema_ledger_stats(ledger);
+  run.events = ema_pool_mem_events(ledger);
+  run.stats = *ema_pool_mem_stats(ledger);
   if (!scenario_ok)
     goto out;
-  if (!ema_ledger_drain(ledger, error)) {
+  if (!ema_pool_mem_drain(ledger, error)) {
     g_prefix_error(error, "giving everything back: ");
     goto out;
   }
-  run.stats = *ema_ledger_stats(ledger);
-  run.live_after = ema_ledger_live(ledger);
-  if (!ema_ledger_check(ledger, error) || !free_memory_all(&run, fake, run.free_after, error))
+  run.stats = *ema_pool_mem_stats(ledger);
+  run.live_after = ema_pool_mem_live(ledger);
+  if (!ema_pool_mem_check(ledger, error) || !free_memory_all(&run, fake, run.free_after, error))
     goto out;
   if (!o->dry_run) {
     if (!lender_stop(&lender, error) || !lender_verify(&lender, error))
@@ -1211,10 +1212,10 @@ out:
   }
   if (lender.samples)
     run.samples = g_array_ref(lender.samples);
-  if (ledger && !ema_ledger_teardown(ledger, run.finished ? error : &cleanup))
+  if (ledger && !ema_pool_mem_teardown(ledger, run.finished ? error : &cleanup))
     run.finished = FALSE;
   if (ledger)
-    run.events = ema_ledger_events(ledger);
+    run.events = ema_pool_mem_events(ledger);
   if (!o->dry_run && arena) {
     (void) cudaSetDevice(LENDER);
     if (lender.exec &&
@@ -1258,7 +1259,7 @@ out:
   }
   g_clear_error(&cleanup);
   if (ledger)
-    ema_ledger_free(ledger);
+    ema_pool_mem_free(ledger);
   if (run.samples)
     g_array_unref(run.samples);
   g_array_unref(run.ticks);

@@ -1,5 +1,5 @@
 /* realpool.h: `ema-validate pool`, the elastic pool on real GPUs. The
- * ledger, the policy calls and the checks of their plans are poolledger.h's
+ * ledger, the policy calls and the checks of their plans are poolmem.h's
  * (the simulator's rules); this file gives them CUDA:
  *
  *   create     cuMemCreate of one 2 MiB slice, location = the lending GPU
@@ -51,7 +51,7 @@
 G_BEGIN_DECLS
 
 typedef struct {
-  const EmaPolicySpec *policy; /* bound (poolledger.h's ema_ledger_policy_parse) */
+  const EmaPolicySpec *policy; /* bound (poolmem.h's ema_pool_mem_policy_parse) */
   double seconds;              /* the scenario */
   double tick_seconds;
   const char *out_dir;

@@ -1,7 +1,7 @@
 /* trace.h: a captured CUDA trace (the CSVs libemacapture.so writes, validate/capturelib.c) read
  * back, its NVTX ranges paired, kernels attributed to ranges, aggregated per range name and per
  * kernel name, written as Chrome trace JSON (Perfetto opens it), and turned into the operator
- * profile tables of PROFILES.md. Plain C, no CUDA: tested on small fixtures.
+ * profile tables of hwmodels/profiles/README.md. Plain C, no CUDA: tested on small fixtures.
  *
  * Invariants: times are nanoseconds on CUPTI's clock (one clock for GPU records and NVTX
  * markers); every record has end >= start (a row that does not is an error naming its line);
@@ -84,11 +84,11 @@ gboolean ema_trace_write_summaries(const EmaTrace *trace, const char *dir, GErro
  * depth; VMM calls on pid "vmm"; allocations as a counter of device bytes in use per device. */
 gboolean ema_trace_write_chrome(const EmaTrace *trace, const char *path, GError **error);
 
-/* The profile tables of PROFILES.md from the point ranges of a profiling workload: a range named
- * "ema.point TABLE KEY=VALUE KEY=VALUE ..." holds child ranges "ema.rep", one per repeat; a
- * repeat's time is the sum of the durations of the kernels it owns, the point's time the median
- * over its repeats (std_us: their standard deviation). Each TABLE becomes OUT_DIR/TABLE.csv with
- * the point's keys as columns (in the order of the first point of the table; every point of a
+/* The profile tables of hwmodels/profiles/README.md from the point ranges of a profiling workload:
+ * a range named "ema.point TABLE KEY=VALUE KEY=VALUE ..." holds child ranges "ema.rep", one per
+ * repeat; a repeat's time is the sum of the durations of the kernels it owns, the point's time the
+ * median over its repeats (std_us: their standard deviation). Each TABLE becomes OUT_DIR/TABLE.csv
+ * with the point's keys as columns (in the order of the first point of the table; every point of a
  * table must name the same keys), then time_us,std_us,repeats, rows sorted by their keys
  * (numerically where both values are numbers). Where a table's points differ only in a `backend`
  * key, TABLE.csv keeps the fastest backend per key and TABLE-backends.csv every one. A point

@@ -1,4 +1,4 @@
-/* csv.c: reading the comma-separated tables of PROFILES.md and of the
+/* csv.c: reading the comma-separated tables of hwmodels/profiles/README.md and of the
  * public data sets: a header row, then rows of as many fields (blank lines
  * skipped, fields trimmed, no quoting). Errors carry "file:line: ".
  *

@@ -71,6 +71,11 @@ static const EmaParam gpu_params[] = {
     {"profile", EMA_PARAM_STRING, GPU_FIELD(profile), .default_value = "",
      .help = "operator profiles in hwmodels/profiles/<profile>/ that time the GPU's steps "
              "(default none: the roofline)"},
+    {"offload_interference", EMA_PARAM_DOUBLE, GPU_FIELD(offload_interference),
+     .default_value = "1.11", .min = 0, .max = 10,
+     .help = "a lender's step slows by this times the share of its HBM time that offloaded "
+             "attention reads (default: the H200 measurement, "
+             "validate/results/2026-12-01-h200-offload/; not measured on other GPUs)"},
 };
 
 const EmaParamTable ema_gpu_params = {"gpu", sizeof(EmaGpuSpec), gpu_params,

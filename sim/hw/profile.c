@@ -1,4 +1,4 @@
-/* profile.c: loading a GPU's operator profiles (profile.h, PROFILES.md) into
+/* profile.c: loading a GPU's operator profiles (profile.h, hwmodels/profiles/README.md) into
  * curves, converting the public data sets named by `import:` entries, and
  * interpolating.
  *
@@ -225,10 +225,20 @@ static gboolean surface_at(const EmaProfile *p, EmaProfileKind kind, const char 
 
 /* ---- shape keys ---------------------------------------------------------- */
 
-/* fp16 and bf16 share their tables: the same tensor-core and memory rates on
- * every GPU of hwmodels/gpus. */
+/* Rows are kept per dtype. A lookup in fp16 that a table holds only in bf16
+ * (or the other way round) takes the other's rows: the two have the same
+ * tensor-core and memory rates on every GPU of hwmodels/gpus. */
 static const char *rate_class(EmaProfileDtype dtype) {
-  return dtype_names[dtype == EMA_PROFILE_FP16 ? EMA_PROFILE_BF16 : dtype];
+  return dtype_names[dtype];
+}
+
+/* The dtypes whose rows may answer a lookup in DTYPE, best first; returns how many. */
+static guint lookup_dtypes(EmaProfileDtype dtype, EmaProfileDtype out[2]) {
+  out[0] = dtype;
+  if (dtype == EMA_PROFILE_FP8)
+    return 1;
+  out[1] = dtype == EMA_PROFILE_FP16 ? EMA_PROFILE_BF16 : EMA_PROFILE_FP16;
+  return 2;
 }
 
 static void gemm_key(char *buf, gsize size, EmaProfileDtype dtype, guint64 k, guint64 n) {
@@ -260,8 +270,13 @@ gboolean ema_profile_gemm(const EmaProfile *profile, EmaProfileDtype dtype, doub
                           guint64 n, double *time_us) {
   char key[96];
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  gemm_key(key, sizeof key, dtype, k, n);
-  return surface_at(profile, EMA_PROFILE_GEMM, key, 0, m, time_us);
+  EmaProfileDtype dtypes[2];
+  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
+    gemm_key(key, sizeof key, dtypes[i], k, n);
+    if (surface_at(profile, EMA_PROFILE_GEMM, key, 0, m, time_us))
+      return TRUE;
+  }
+  return FALSE;
 }
 
 gboolean ema_profile_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
@@ -269,8 +284,13 @@ gboolean ema_profile_attn_decode(const EmaProfile *profile, EmaProfileDtype dtyp
                                  double *time_us) {
   char key[96];
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  attn_key(key, sizeof key, dtype, q_heads, kv_heads, head_dim);
-  return surface_at(profile, EMA_PROFILE_ATTN_DECODE, key, batch, context, time_us);
+  EmaProfileDtype dtypes[2];
+  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
+    attn_key(key, sizeof key, dtypes[i], q_heads, kv_heads, head_dim);
+    if (surface_at(profile, EMA_PROFILE_ATTN_DECODE, key, batch, context, time_us))
+      return TRUE;
+  }
+  return FALSE;
 }
 
 gboolean ema_profile_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
@@ -278,32 +298,52 @@ gboolean ema_profile_attn_prefill(const EmaProfile *profile, EmaProfileDtype dty
                                   double prior_context, double *time_us) {
   char key[96];
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  attn_key(key, sizeof key, dtype, q_heads, kv_heads, head_dim);
-  return surface_at(profile, EMA_PROFILE_ATTN_PREFILL, key, prior_context, chunk, time_us);
+  EmaProfileDtype dtypes[2];
+  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
+    attn_key(key, sizeof key, dtypes[i], q_heads, kv_heads, head_dim);
+    if (surface_at(profile, EMA_PROFILE_ATTN_PREFILL, key, prior_context, chunk, time_us))
+      return TRUE;
+  }
+  return FALSE;
 }
 
 gboolean ema_profile_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts,
                          double tokens_per_expert, guint64 k, guint64 n, double *time_us) {
   char key[96];
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  moe_key(key, sizeof key, dtype, experts, k, n);
-  return surface_at(profile, EMA_PROFILE_MOE, key, 0, tokens_per_expert, time_us);
+  EmaProfileDtype dtypes[2];
+  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
+    moe_key(key, sizeof key, dtypes[i], experts, k, n);
+    if (surface_at(profile, EMA_PROFILE_MOE, key, 0, tokens_per_expert, time_us))
+      return TRUE;
+  }
+  return FALSE;
 }
 
 gboolean ema_profile_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *op,
                                  guint64 width, double tokens, double *time_us) {
   char key[96];
   g_return_val_if_fail(profile != NULL && op != NULL && time_us != NULL, FALSE);
-  elementwise_key(key, sizeof key, dtype, op, width);
-  return surface_at(profile, EMA_PROFILE_ELEMENTWISE, key, 0, tokens, time_us);
+  EmaProfileDtype dtypes[2];
+  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
+    elementwise_key(key, sizeof key, dtypes[i], op, width);
+    if (surface_at(profile, EMA_PROFILE_ELEMENTWISE, key, 0, tokens, time_us))
+      return TRUE;
+  }
+  return FALSE;
 }
 
 gboolean ema_profile_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
                                double bytes, double *time_us) {
   char key[96];
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  allreduce_key(key, sizeof key, dtype, gpus);
-  return surface_at(profile, EMA_PROFILE_ALLREDUCE, key, 0, bytes, time_us);
+  EmaProfileDtype dtypes[2];
+  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
+    allreduce_key(key, sizeof key, dtypes[i], gpus);
+    if (surface_at(profile, EMA_PROFILE_ALLREDUCE, key, 0, bytes, time_us))
+      return TRUE;
+  }
+  return FALSE;
 }
 
 /* ---- tables --------------------------------------------------------------- */
@@ -328,7 +368,7 @@ static Point point_here(const EmaCsv *csv, double x, double t, gboolean keep_fas
 static const char *const elementwise_ops[] = {"rmsnorm", "layernorm", "silu_mul",  "gelu",
                                               "rope",    "add",       "embedding", NULL};
 
-/* The columns of each table of PROFILES.md: the numbers (all whole but
+/* The columns of each table of hwmodels/profiles/README.md: the numbers (all whole but
  * the time, the last of them), then dtype, then op for elementwise. */
 static const char *const table_columns[EMA_PROFILE_N_KINDS][8] = {
     {"m", "k", "n", "time_us", "dtype", NULL},
@@ -400,7 +440,7 @@ static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, 
   return TRUE;
 }
 
-/* One table of PROFILES.md's format. */
+/* One table of hwmodels/profiles/README.md's format. */
 static gboolean load_table(EmaProfile *p, EmaProfileKind kind, const char *path, GError **error) {
   TableLoad load = {p, kind};
   return ema_csv_read(path, table_columns[kind], table_row, &load, error);

@@ -39,38 +39,6 @@ void ema_slice_ledger_change_lent(EmaSliceLedger *l, guint lender, guint borrowe
   b->borrowed_total = (guint64) ((gint64) b->borrowed_total + delta);
 }
 
-guint64 ema_slice_gpu_own_slices(const EmaSliceGpu *g) {
-  guint64 taken = g->lent_total + g->lending + g->returning + g->staging + g->parking;
-  return g->slices > taken ? g->slices - taken : 0;
-}
-
-guint64 ema_slice_gpu_local_capacity(const EmaSliceGpu *g) {
-  return ema_blocks_in_slices(g, ema_slice_gpu_own_slices(g));
-}
-
-guint64 ema_slice_gpu_remote_admitted(const EmaSliceGpu *g) {
-  guint64 total = g->remote_cap_total;
-  if (total > 0 && g->plan.remote_limit < 1) {
-    double limit = g->plan.remote_limit / (1 - g->plan.remote_limit) *
-                   (double) ema_slice_gpu_local_capacity(g);
-    total = MIN(total, (guint64) floor(limit));
-  }
-  return total;
-}
-
-guint64 ema_slice_gpu_lendable(const EmaSliceGpu *g) {
-  guint64 used = ema_slices_for_blocks(g, g->local_used);
-  guint64 own = ema_slice_gpu_own_slices(g);
-  return own > used ? own - used : 0;
-}
-
-guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g) {
-  guint64 local_cap = ema_slice_gpu_local_capacity(g);
-  guint64 local_free = local_cap > g->local_used ? local_cap - g->local_used : 0;
-  guint64 admitted = ema_slice_gpu_remote_admitted(g);
-  return local_free + (admitted > g->remote_total ? admitted - g->remote_total : 0);
-}
-
 void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gconstpointer params,
                                  const EmaPoolView *view, const EmaStepCostView *cost,
                                  guint layers) {

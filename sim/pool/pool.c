@@ -1,6 +1,10 @@
-/* pool.c: the elastic memory pool (pool.h): the slice ledger, the tenants'
- * KV memory over it, the policy calls and the checks of their plans, and
- * the cost of remote KV in a step.
+/* pool.c: the elastic memory pool of the simulator (pool.h): the pool
+ * mechanism (core.c: the slice ledger, the blocks, the policy calls, the
+ * checks and application of their plans) with the simulator's backend
+ * around it (modelled costs, pending actions as events, evictions through
+ * the engines, interference), the tenants' KV memory, peer swap, and the
+ * cost of remote KV in a step. What follows describes the whole; the
+ * mechanism's code is core.c's.
  *
  * Ledger, per GPU g (all in slices unless said):
  *   slices        its KV region
@@ -36,7 +40,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ema/pool/ledger.h"
+#include "ema/pool/core.h"
 #include "ema/pool/registry.h"
 
 #define DECIDE_PRIORITY 50
@@ -67,9 +71,8 @@ typedef struct {
   EmaTime copy_until;        /* ...until then */
   EmaTime slowed_by_peers;   /* step time peers' traffic added to this GPU's steps */
   EmaEvent decide_event;
-  EmaTime decided_at; /* the last decision */
-  gboolean dropping;  /* a drop for a reclaim is freeing blocks: give() takes them from... */
-  guint drop_lender;  /* ...this lender first */
+  gboolean dropping; /* a drop for a reclaim is freeing blocks: give() takes them from... */
+  guint drop_lender; /* ...this lender first */
 } Gpu;
 
 struct _Pool {
@@ -78,29 +81,25 @@ struct _Pool {
   const EmaPolicySpec *spec;
   guint n;
   Gpu *gpus;
-  EmaSliceLedger ledger; /* the lent matrix and the views; gpus[i] is &gpus[i].counters */
+  EmaPoolCore core;      /* the mechanism; core.ledger.gpus[i] is &gpus[i].counters */
   double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
   GPtrArray *pending;    /* Pending * in flight (freed with the pool if a run ends first) */
   EmaTime decision_period;
-  const EmaPolicyInfo *policies[3];
-  EmaPoolStats stats;
+  EmaPoolStats stats; /* the step figures and reclaim waits; the rest is core.stats' */
 };
 
 struct _EmaPool {
   Pool pool;
 };
 
-typedef enum {
-  PENDING_BORROW,  /* slices being mapped for a borrower */
-  PENDING_RETURN,  /* empty slices a borrower gave back, being unmapped */
-  PENDING_RECLAIM, /* slices a lender took back, data leaving and unmapping */
-} PendingKind;
-
-/* A ledger change that completes after its cost. */
+/* A ledger change that completes after its cost: a borrow (slices being
+ * mapped for a borrower), a return (empty slices a borrower gave back,
+ * being unmapped) or a reclaim (slices a lender took back, data leaving and
+ * unmapping). */
 typedef struct {
   EmaEvent event;
   Pool *pool;
-  PendingKind kind;
+  EmaPoolEventKind kind;
   guint lender, borrower;
   guint64 slices;
   EmaTime started;
@@ -114,14 +113,6 @@ static guint64 slices_for_blocks(const Gpu *g, guint64 blocks) {
 
 static guint64 blocks_in_slices(const Gpu *g, guint64 slices) {
   return ema_blocks_in_slices(&g->counters, slices);
-}
-
-static void change_lent(Pool *p, guint lender, guint borrower, gint64 delta) {
-  ema_slice_ledger_change_lent(&p->ledger, lender, borrower, delta);
-}
-
-static guint64 local_capacity(const Gpu *g) {
-  return ema_slice_gpu_local_capacity(&g->counters);
 }
 
 static guint64 lendable(const Gpu *g) {
@@ -141,87 +132,29 @@ static guint64 memory_total_blocks(gpointer self) {
   return blocks_in_slices(g, g->slices) + blocks_in_slices(g, g->borrowed_total);
 }
 
-static gboolean memory_take(gpointer self, guint64 n) {
-  Gpu *g = self;
-  Pool *p = g->pool;
-  guint64 local_cap = local_capacity(g);
-  guint64 local = MIN(n, local_cap > g->local_used ? local_cap - g->local_used : 0);
-  guint64 rest = n - local;
-  if (rest > 0) {
-    /* growth may use all borrowed room; the prefetch plan's limit gates
-     * admission only, through free_blocks() */
-    if (g->remote_cap_total < g->remote_total + rest)
-      return FALSE;
-  }
-  while (rest > 0) {
-    /* the lender with the most free room for g's blocks; ties to the lowest index */
-    guint best = p->n;
-    guint64 most = 0;
-    for (guint j = 0; j < p->n; j++) {
-      guint64 cap = ema_slice_ledger_remote_capacity(&p->ledger, &g->counters, j);
-      guint64 room = cap > g->remote[j] ? cap - g->remote[j] : 0;
-      if (room > most) {
-        most = room;
-        best = j;
-      }
-    }
-    g_assert(best < p->n); /* the rooms add up to at least what was asked */
-    g->remote[best] += MIN(most, rest);
-    g->remote_total += MIN(most, rest);
-    rest -= MIN(most, rest);
-  }
-  g->local_used += local;
-  return TRUE;
+/* The core's time is the simulation's (for its views, events and checks;
+ * takes and gives, the hot path, leave it as the last action set it and
+ * the checks' messages read the clock). */
+static EmaPoolCore *core_now(Pool *p) {
+  p->core.now = ema_sim_now(p->sim);
+  return &p->core;
 }
 
-/* Take N remote blocks off g's lenders: FIRST (if < n) first, then in
- * proportion to each lender's share, the remainder from the largest. */
-static void give_remote(Pool *p, Gpu *g, guint64 n, guint first) {
-  guint64 left = n, total = g->remote_total;
-  if (first < p->n) {
-    guint64 k = MIN(left, g->remote[first]);
-    g->remote[first] -= k;
-    left -= k;
-    total -= k;
-  }
-  if (left > 0 && total > 0) {
-    guint64 share_total = left;
-    for (guint j = 0; j < p->n && left > 0; j++) {
-      guint64 k = MIN(g->remote[j], share_total * g->remote[j] / total);
-      g->remote[j] -= k;
-      left -= MIN(left, k);
-    }
-  }
-  while (left > 0) {
-    guint best = 0;
-    for (guint j = 1; j < p->n; j++)
-      if (g->remote[j] > g->remote[best])
-        best = j;
-    g_assert(g->remote[best] > 0);
-    g->remote[best]--;
-    left--;
-  }
-  g->remote_total -= n;
+static EmaTime sim_clock(gpointer data) {
+  const Pool *p = data;
+  return ema_sim_now(p->sim);
+}
+
+static gboolean memory_take(gpointer self, guint64 n) {
+  Gpu *g = self;
+  return ema_pool_core_take(&g->pool->core, &g->counters, n, NULL);
 }
 
 static void memory_give(gpointer self, guint64 n) {
   Gpu *g = self;
   Pool *p = g->pool;
-  guint64 used = g->local_used + g->remote_total;
-  guint64 remote;
-  g_assert_cmpuint(n, <=, used);
-  if (g->dropping) {
-    remote = MIN(n, g->remote_total);
-    give_remote(p, g, remote, g->drop_lender);
-  } else {
-    /* in proportion, rounded to the nearest */
-    remote = (guint64) floor((double) n * (double) g->remote_total / (double) used + 0.5);
-    remote = MIN(remote, g->remote_total);
-    if (n - remote > g->local_used)
-      remote = n - g->local_used;
-    give_remote(p, g, remote, p->n);
-  }
-  g->local_used -= n - remote;
+  /* a drop for a reclaim frees the lender's blocks first */
+  ema_pool_core_give(&p->core, &g->counters, n, g->dropping ? g->drop_lender : p->n, NULL);
 }
 
 static void schedule_decision(Gpu *g);
@@ -240,8 +173,8 @@ static const EmaKvMemoryOps pool_memory_ops = {.take = memory_take,
 
 /* ---- peer swap: preempted KV parked on peers ------------------------------ */
 
-static double link_copy_time(const Pool *p, double bytes);
-static double host_copy_time(const Pool *p, double bytes);
+static double link_copy_time(const EmaServerSpec *server, double bytes);
+static double host_copy_time(const EmaServerSpec *server, double bytes);
 
 /* A copy of BYTES taking SECONDS that reads from or lands in GPU's HBM
  * (COEFFICIENT: gpu.interference_outgoing or _incoming) takes HBM rate
@@ -305,8 +238,8 @@ static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
     left -= MIN(most, left);
   }
   g->parked_host += left;
-  peer_time = link_copy_time(p, (double) to_peers * (double) g->block_bytes);
-  host_time = host_copy_time(p, (double) left * (double) g->block_bytes);
+  peer_time = link_copy_time(p->server, (double) to_peers * (double) g->block_bytes);
+  host_time = host_copy_time(p->server, (double) left * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_incoming, peer_time);
   return (EmaTime) llround(MAX(peer_time, host_time) * 1e9); /* the two copies run side by side */
 }
@@ -334,10 +267,11 @@ static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
   }
   from_host = MIN(left, g->parked_host);
   g->parked_host -= from_host;
-  peer_time = link_copy_time(p, (double) from_peers * (double) g->block_bytes);
+  peer_time = link_copy_time(p->server, (double) from_peers * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_outgoing, peer_time);
   return (EmaTime) llround(
-      MAX(peer_time, host_copy_time(p, (double) from_host * (double) g->block_bytes)) * 1e9);
+      MAX(peer_time, host_copy_time(p->server, (double) from_host * (double) g->block_bytes)) *
+      1e9);
 }
 
 static const EmaKvMemoryOps pool_memory_ops_peer_swap = {.take = memory_take,
@@ -351,10 +285,10 @@ static const EmaKvMemoryOps pool_memory_ops_peer_swap = {.take = memory_take,
 /* ---- views ----------------------------------------------------------------- */
 
 static const EmaPoolView *build_view(Pool *p) {
-  return ema_slice_ledger_view(&p->ledger, ema_sim_now(p->sim), p->server);
+  return ema_pool_core_view(core_now(p));
 }
 
-/* ---- applying plans -------------------------------------------------------- */
+/* ---- the simulated backend: modelled costs, actions completing later ---------- */
 
 static EmaTime ns(double seconds) {
   return (EmaTime) llround(seconds * 1e9);
@@ -368,29 +302,24 @@ static void wake(Gpu *g) {
 static void on_pending_done(EmaSim *sim, EmaEvent *event, gpointer data) {
   Pending *pending = data;
   Pool *p = pending->pool;
-  if (pending->kind != PENDING_BORROW) {
-    Gpu *lender = &p->gpus[pending->lender];
+  ema_pool_core_complete(core_now(p), pending->kind, pending->lender, pending->borrower,
+                         pending->slices);
+  if (pending->kind != EMA_POOL_EVENT_BORROW) {
     EmaTime waited = ema_sim_now(sim) - pending->started;
-    lender->returning -= pending->slices;
-    if (pending->kind == PENDING_RECLAIM) {
+    if (pending->kind == EMA_POOL_EVENT_RECLAIM) {
       p->stats.reclaim_wait += waited;
       p->stats.reclaim_wait_max = MAX(p->stats.reclaim_wait_max, waited);
     }
-    wake(lender);
+    wake(&p->gpus[pending->lender]);
   } else {
-    Gpu *lender = &p->gpus[pending->lender];
-    Gpu *borrower = &p->gpus[pending->borrower];
-    lender->lending -= pending->slices;
-    borrower->borrowing -= pending->slices;
-    change_lent(p, pending->lender, pending->borrower, (gint64) pending->slices);
-    wake(borrower);
+    wake(&p->gpus[pending->borrower]);
   }
   g_ptr_array_remove_fast(p->pending, pending);
   g_free(pending);
 }
 
-static void start_pending(Pool *p, PendingKind kind, guint lender, guint borrower, guint64 slices,
-                          EmaTime cost) {
+static void start_pending(Pool *p, EmaPoolEventKind kind, guint lender, guint borrower,
+                          guint64 slices, EmaTime cost) {
   Pending *pending = g_new0(Pending, 1);
   pending->pool = p;
   pending->kind = kind;
@@ -403,217 +332,127 @@ static void start_pending(Pool *p, PendingKind kind, guint lender, guint borrowe
   g_ptr_array_add(p->pending, pending);
 }
 
-/* BORROWER borrows SLICES from LENDER (cut to what LENDER can lend). */
-static void apply_borrow(Pool *p, guint borrower, guint lender, guint64 slices) {
-  Gpu *l = &p->gpus[lender];
-  slices = ema_slice_cut(slices, ema_slice_ledger_borrow_limit(&p->ledger, borrower, lender),
-                         &p->stats.plans_adjusted);
-  if (slices == 0)
-    return;
-  l->lending += slices;
-  p->gpus[borrower].borrowing += slices;
-  p->stats.borrows++;
-  p->stats.slices_borrowed += slices;
-  start_pending(p, PENDING_BORROW, lender, borrower, slices,
-                (EmaTime) slices * (p->server->vmm.create_cost + p->server->vmm.map_cost));
+static void sim_defer(gpointer data, EmaPoolEventKind kind, guint lender, guint borrower,
+                      guint64 slices, EmaTime cost) {
+  start_pending(data, kind, lender, borrower, slices, cost);
 }
 
-/* BORROWER gives back SLICES empty slices of LENDER (cut to the empty ones). */
-static void apply_return(Pool *p, guint borrower, guint lender, guint64 slices) {
-  slices = ema_slice_cut(slices, ema_slice_ledger_return_limit(&p->ledger, borrower, lender),
-                         &p->stats.plans_adjusted);
-  if (slices == 0)
-    return;
-  /* the borrower unmaps; the lender has the slices back once that is done */
-  change_lent(p, lender, borrower, -(gint64) slices);
-  p->gpus[lender].returning += slices;
-  p->stats.returns++;
-  p->stats.slices_returned += slices;
-  start_pending(p, PENDING_RETURN, lender, borrower, slices,
-                (EmaTime) slices * p->server->vmm.unmap_cost);
+/* ---- the cost model (ema_pool_model_backend; DATA the server) ---- */
+
+/* Borrowing n slices costs the VMM create + map time of n slices. */
+static gboolean model_lend(gpointer data, guint lender, guint borrower, guint64 slices,
+                           double *seconds, GError **error) {
+  const EmaServerSpec *server = data;
+  *seconds = (double) slices * (double) (server->vmm.create_cost + server->vmm.map_cost) / 1e9;
+  return TRUE;
 }
 
-static double link_copy_time(const Pool *p, double bytes) {
-  return bytes > 0
-             ? (double) p->server->link.copy_fixed_cost / 1e9 + bytes / p->server->link.bandwidth
-             : 0;
+static gboolean model_unlend(gpointer data, guint lender, guint borrower, guint64 slices,
+                             double *seconds, GError **error) {
+  const EmaServerSpec *server = data;
+  *seconds = (double) slices * (double) server->vmm.unmap_cost / 1e9;
+  return TRUE;
 }
 
-static double host_copy_time(const Pool *p, double bytes) {
-  return bytes > 0 ? (double) p->server->host.copy_fixed_cost / 1e9 +
-                         bytes / p->server->host.d2h_bandwidth
+static double link_copy_time(const EmaServerSpec *server, double bytes) {
+  return bytes > 0 ? (double) server->link.copy_fixed_cost / 1e9 + bytes / server->link.bandwidth
                    : 0;
 }
 
-/* Free at least BLOCKS of b's blocks held on LENDER by preempting its
- * requests (MODE: recompute drops, swap goes to host); returns the time
- * the data takes to leave. */
-static double evict(Pool *p, Gpu *b, guint lender, guint64 blocks, EmaPreemptMode mode) {
+static double host_copy_time(const EmaServerSpec *server, double bytes) {
+  return bytes > 0
+             ? (double) server->host.copy_fixed_cost / 1e9 + bytes / server->host.d2h_bandwidth
+             : 0;
+}
+
+/* The block size is the pool's to know: the model backend's moves and
+ * host copies are timed by the core's records. */
+static gboolean model_move(gpointer data, guint gpu, guint from, guint to, guint64 n,
+                           double *seconds, GError **error) {
+  const EmaPoolModel *m = data;
+  *seconds = link_copy_time(m->server, (double) n * (double) m->ledger->gpus[gpu]->block_bytes);
+  return TRUE;
+}
+
+static gboolean model_to_host(gpointer data, guint gpu, guint lender, guint64 n, double *seconds,
+                              GError **error) {
+  const EmaPoolModel *m = data;
+  *seconds = host_copy_time(m->server, (double) n * (double) m->ledger->gpus[gpu]->block_bytes);
+  return TRUE;
+}
+
+static gboolean model_lend_m(gpointer data, guint lender, guint borrower, guint64 slices,
+                             double *seconds, GError **error) {
+  return model_lend((gpointer) ((const EmaPoolModel *) data)->server, lender, borrower, slices,
+                    seconds, error);
+}
+
+static gboolean model_unlend_m(gpointer data, guint lender, guint borrower, guint64 slices,
+                               double *seconds, GError **error) {
+  return model_unlend((gpointer) ((const EmaPoolModel *) data)->server, lender, borrower, slices,
+                      seconds, error);
+}
+
+static const EmaPoolBackend model_backend = {
+    .lend = model_lend_m, .unlend = model_unlend_m, .move = model_move, .to_host = model_to_host};
+
+const EmaPoolBackend *ema_pool_model_backend(void) {
+  return &model_backend;
+}
+
+/* ---- the simulator's backend: the cost model, engines, interference, events ---- */
+
+static gboolean sim_lend(gpointer data, guint lender, guint borrower, guint64 slices,
+                         double *seconds, GError **error) {
+  const Pool *p = data;
+  return model_lend((gpointer) p->server, lender, borrower, slices, seconds, error);
+}
+
+static gboolean sim_unlend(gpointer data, guint lender, guint borrower, guint64 slices,
+                           double *seconds, GError **error) {
+  const Pool *p = data;
+  return model_unlend((gpointer) p->server, lender, borrower, slices, seconds, error);
+}
+
+/* A migration's copy over the link, landing in TO's HBM. */
+static gboolean sim_move(gpointer data, guint gpu, guint from, guint to, guint64 n, double *seconds,
+                         GError **error) {
+  Pool *p = data;
+  double bytes = (double) n * (double) p->gpus[gpu].block_bytes;
+  *seconds = link_copy_time(p->server, bytes);
+  charge_copy(p, to, p->server->gpu.interference_incoming, bytes, *seconds);
+  return TRUE;
+}
+
+/* The engine preempts requests of GPU's tenant (swapping them to host, or
+ * dropping them to recompute) until N of its blocks on LENDER are free. */
+static gboolean sim_evict(gpointer data, guint gpu, guint lender, guint64 n, gboolean to_host,
+                          guint64 *freed, double *seconds, GError **error) {
+  Pool *p = data;
+  Gpu *b = &p->gpus[gpu];
   guint64 before = b->remote[lender];
   b->dropping = TRUE;
   b->drop_lender = lender;
   b->evicting_to_host = TRUE;
-  ema_engine_release_blocks_mode(b->engine, blocks, mode);
+  ema_engine_release_blocks_mode(b->engine, n, to_host ? EMA_PREEMPT_SWAP : EMA_PREEMPT_RECOMPUTE);
   b->evicting_to_host = FALSE;
   b->dropping = FALSE;
-  if (mode == EMA_PREEMPT_SWAP) {
-    p->stats.blocks_to_host += before - b->remote[lender];
-    return host_copy_time(p, (double) (before - b->remote[lender]) * (double) b->block_bytes);
-  }
-  p->stats.blocks_dropped += before - b->remote[lender];
-  return 0;
+  *freed = before - b->remote[lender];
+  *seconds = to_host ? host_copy_time(p->server, (double) *freed * (double) b->block_bytes) : 0;
+  return TRUE;
 }
 
-/* Move up to BLOCKS of b's blocks from LENDER to TARGET (b itself: its own
- * free slices; another GPU: slices it lends b on the spot); returns the
- * copy time and sets *MOVED. */
-static double migrate(Pool *p, Gpu *b, guint lender, guint target, guint64 blocks, guint64 *moved) {
-  guint64 room;
-  double copy;
-  if (target == b->index) {
-    guint64 cap = local_capacity(b);
-    room = cap > b->local_used ? cap - b->local_used : 0;
-  } else {
-    Gpu *t = &p->gpus[target];
-    room = t->shares && target != lender ? blocks_in_slices(b, lendable(t)) : 0;
-  }
-  *moved = MIN(room, blocks);
-  if (*moved == 0)
-    return 0;
-  b->remote[lender] -= *moved;
-  if (target == b->index) {
-    b->remote_total -= *moved;
-    b->local_used += *moved;
-  } else {
-    change_lent(p, target, b->index, (gint64) slices_for_blocks(b, *moved));
-    b->remote[target] += *moved;
-  }
-  p->stats.blocks_migrated += *moved;
-  copy = link_copy_time(p, (double) *moved * (double) b->block_bytes);
-  charge_copy(p, target, p->server->gpu.interference_incoming,
-              (double) *moved * (double) b->block_bytes, copy);
-  /* a peer target maps the new slices for the borrower before the copy */
-  return copy + (target == b->index
-                     ? 0
-                     : (double) slices_for_blocks(b, *moved) *
-                           (double) (p->server->vmm.create_cost + p->server->vmm.map_cost) / 1e9);
-}
-
-/* LENDER takes back the slices of ACTION. */
-static double apply_reclaim_action(Pool *p, guint lender, const EmaReclaimAction *action,
-                                   guint64 *taken) {
-  Gpu *b = &p->gpus[action->borrower];
-  guint64 slices = ema_slice_cut(
-      action->slices, ema_slice_ledger_reclaim_limit(&p->ledger, lender, action->borrower),
-      &p->stats.plans_adjusted);
-  guint64 keep, excess, moved = 0;
-  double time = 0;
-  *taken = 0;
-  if (slices == 0 || action->borrower == lender)
-    return 0;
-  excess = ema_slice_ledger_reclaim_excess(&p->ledger, lender, action->borrower, slices, &keep);
-  if (excess > 0) {
-    switch (action->target) {
-    case EMA_VACATE_TO_BORROWER:
-      time = migrate(p, b, lender, b->index, excess, &moved);
-      break;
-    case EMA_VACATE_TO_PEER:
-      if (action->target_gpu < p->n)
-        time = migrate(p, b, lender, action->target_gpu, excess, &moved);
-      break;
-    case EMA_VACATE_TO_HOST: {
-      guint64 before = b->remote[lender];
-      time = evict(p, b, lender, excess, EMA_PREEMPT_SWAP);
-      moved = before - b->remote[lender];
-      break;
-    }
-    case EMA_VACATE_DROP:
-      break;
-    }
-    if (moved < excess) {
-      if (action->target != EMA_VACATE_DROP)
-        p->stats.plans_adjusted++;
-      /* what could not go where the plan said is dropped */
-      evict(p, b, lender, excess - moved, EMA_PREEMPT_RECOMPUTE);
-    }
-  }
-  g_assert_cmpuint(b->remote[lender], <=, keep);
-  change_lent(p, lender, action->borrower, -(gint64) slices);
-  *taken = slices;
-  return time;
-}
-
-static void run_reclaim(Pool *p, guint lender, guint64 needed) {
-  const EmaReclaimPolicyOps *ops = p->policies[EMA_POLICY_RECLAIM]->ops;
-  EmaReclaimPlan plan = {0};
-  guint64 total = 0;
-  double wait = 0;
-  ops->decide(p->gpus[lender].states[EMA_POLICY_RECLAIM], p->spec->reclaim_params, build_view(p),
-              lender, needed, &plan);
-  for (guint i = 0; i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
-    guint64 taken;
-    double time;
-    if (plan.actions[i].borrower >= p->n) {
-      p->stats.plans_adjusted++;
-      continue;
-    }
-    time = apply_reclaim_action(p, lender, &plan.actions[i], &taken);
-    if (taken == 0)
-      continue;
-    total += taken;
-    wait = MAX(wait, time); /* copies to different places run side by side */
-  }
-  if (total == 0)
-    return;
-  p->gpus[lender].returning += total;
-  p->stats.reclaims++;
-  p->stats.slices_reclaimed += total;
-  start_pending(p, PENDING_RECLAIM, lender, lender, total,
-                ns(wait) + (EmaTime) total * p->server->vmm.unmap_cost);
-}
-
-void ema_pool_reclaim_everything(EmaPool *pool, guint lender) {
-  Pool *p = &pool->pool;
-  guint64 lent = p->gpus[lender].lent_total;
-  if (lent == 0)
-    return;
-  run_reclaim(p, lender, lent);
-  for (guint b = 0; b < p->n; b++) {
-    guint64 left = p->ledger.lent[lender * p->n + b];
-    if (left > 0) {
-      EmaReclaimAction drop = {b, left, EMA_VACATE_DROP, 0};
-      guint64 taken;
-      apply_reclaim_action(p, lender, &drop, &taken);
-      p->gpus[lender].returning += taken;
-      p->stats.reclaims++; /* counted like the policy's, as its wait is */
-      p->stats.slices_reclaimed += taken;
-      start_pending(p, PENDING_RECLAIM, lender, lender, taken,
-                    (EmaTime) taken * p->server->vmm.unmap_cost);
-    }
-  }
-}
-
-static void run_borrow(Pool *p, guint borrower) {
-  const EmaBorrowPolicyOps *ops = p->policies[EMA_POLICY_BORROW]->ops;
-  EmaBorrowPlan plan = {0};
-  ops->decide(p->gpus[borrower].states[EMA_POLICY_BORROW], p->spec->borrow_params, build_view(p),
-              borrower, &plan);
-  for (guint i = 0; i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
-    const EmaBorrowAction *a = &plan.actions[i];
-    if (a->lender >= p->n) {
-      p->stats.plans_adjusted++;
-    } else if (a->slices > 0) {
-      apply_borrow(p, borrower, a->lender, (guint64) a->slices);
-    } else if (a->slices < 0) {
-      apply_return(p, borrower, a->lender, (guint64) -a->slices);
-    }
-  }
-}
+static const EmaPoolBackend sim_backend = {.lend = sim_lend,
+                                           .unlend = sim_unlend,
+                                           .move = sim_move,
+                                           .evict = sim_evict,
+                                           .defer = sim_defer};
 
 /* G needs memory that holds peers' parked KV: it goes to host memory, and
  * G has the slices back when the copy is done. */
 static void unpark(Pool *p, Gpu *g) {
   guint64 before = g->parking, blocks_bytes = 0;
+  EmaPoolCoreStats *stats = &p->core.stats;
   for (guint b = 0; b < p->n; b++) {
     Gpu *owner = &p->gpus[b];
     guint64 k = owner->parked ? owner->parked[g->index] : 0;
@@ -622,33 +461,28 @@ static void unpark(Pool *p, Gpu *g) {
     change_parked(p, owner, g->index, -(gint64) k);
     owner->parked_host += k;
     blocks_bytes += k * owner->block_bytes;
-    p->stats.blocks_to_host += k;
+    stats->blocks_to_host += k;
   }
   g->returning += before - g->parking;
-  p->stats.reclaims++;
-  p->stats.slices_reclaimed += before - g->parking;
-  start_pending(p, PENDING_RECLAIM, g->index, g->index, before - g->parking,
-                ns(host_copy_time(p, (double) blocks_bytes)));
+  stats->reclaims++;
+  stats->slices_reclaimed += before - g->parking;
+  start_pending(p, EMA_POOL_EVENT_RECLAIM, g->index, g->index, before - g->parking,
+                ns(host_copy_time(p->server, (double) blocks_bytes)));
+  ema_pool_core_checked(&p->core, EMA_POOL_ACTION_SWAP, g->index);
 }
 
 static void decide(Gpu *g) {
   Pool *p = g->pool;
-  g->decided_at = ema_sim_now(p->sim);
-  if (g->blocks_short > 0 && g->parking > 0)
+  EmaPoolCore *core = core_now(p);
+  if (g->blocks_short > 0 && g->parking > 0) {
+    g->decided_at = core->now;
     unpark(p, g);
-  if (g->lent_total > 0) {
-    if (g->blocks_short > 0) {
-      guint64 needed = slices_for_blocks(g, g->blocks_short);
-      guint64 coming = g->returning;
-      if (needed > coming)
-        run_reclaim(p, g->index, needed - coming);
-    }
-    if (g->lent_total > 0)
-      run_reclaim(p, g->index, 0);
   }
-  if (g->has_tenant)
-    run_borrow(p, g->index);
-  g->blocks_short = 0;
+  ema_pool_core_decide(core, &g->counters, NULL);
+}
+
+void ema_pool_reclaim_everything(EmaPool *pool, guint lender) {
+  ema_pool_core_reclaim_everything(core_now(&pool->pool), lender, NULL);
 }
 
 static void on_decide(EmaSim *sim, EmaEvent *event, gpointer data) {
@@ -754,12 +588,12 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
     g->pull[j] = 0;
   g->incoming = 0;
   if (g->remote_total > 0) {
-    ema_slice_ledger_step_cost(&p->ledger, &g->counters, p->server, &bd, g->layers, slow, bytes,
-                               &view, &t_copy, &t_direct);
+    ema_slice_ledger_step_cost(&p->core.ledger, &g->counters, p->server, &bd, g->layers, slow,
+                               bytes, &view, &t_copy, &t_direct);
     remote = view.remote_bytes > 0;
   }
   if (remote)
-    ema_slice_gpu_plan_prefetch(&g->counters, p->policies[EMA_POLICY_PREFETCH],
+    ema_slice_gpu_plan_prefetch(&g->counters, p->core.policies[EMA_POLICY_PREFETCH],
                                 p->spec->prefetch_params, build_view(p), &view, g->layers);
   seconds = step_seconds(p, g, &bd, all_local, slow, remote, t_copy, t_direct);
   step = slow > 1 ? MAX(ns(seconds), 1) : ns(seconds);
@@ -796,54 +630,76 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
   if (g->shares &&
       (g->blocks_short > 0 ||
        (now - g->decided_at >= p->decision_period &&
-        (!p->policies[EMA_POLICY_BORROW]->never_acts || g->lent_total > 0))) &&
+        (!p->core.policies[EMA_POLICY_BORROW]->never_acts || g->lent_total > 0))) &&
       !ema_event_is_scheduled(&g->decide_event))
     decide(g);
 }
 
 /* ---- set-up, figures, checks ----------------------------------------------------- */
 
+/* The engines' blocks are the ledger's, and (EMA_POOL_CHECKS=all) every
+ * request's blocks are its engine's. */
+static gboolean check_engines(const EmaPoolCore *core, gpointer data, GError **error) {
+  const Pool *p = data;
+  for (guint i = 0; i < p->n; i++) {
+    const Gpu *g = &p->gpus[i];
+    if (g->engine == NULL)
+      continue;
+    if (ema_engine_blocks_held(g->engine) != g->local_used + g->remote_total) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "gpu%u: its engine holds %" G_GUINT64_FORMAT
+                  " blocks, the pool counts %" G_GUINT64_FORMAT,
+                  i, ema_engine_blocks_held(g->engine), g->local_used + g->remote_total);
+      return FALSE;
+    }
+    /* walking every request is for the checked builds; a sampled check stays O(GPUs) */
+    if (core->check_level == EMA_POOL_CHECK_ALL &&
+        ema_engine_request_blocks(g->engine) != ema_engine_blocks_held(g->engine)) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "gpu%u: its requests hold %" G_GUINT64_FORMAT
+                  " blocks, its engine counts %" G_GUINT64_FORMAT,
+                  i, ema_engine_request_blocks(g->engine), ema_engine_blocks_held(g->engine));
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicySpec *policy,
                       GError **error) {
   EmaPool *pool = g_new0(EmaPool, 1);
   Pool *p = &pool->pool;
-  const char *names[3] = {policy->borrow, policy->prefetch, policy->reclaim};
   p->sim = sim;
   p->server = server;
   p->spec = policy;
   p->n = (guint) server->gpus;
   p->gpus = g_new0(Gpu, p->n);
-  ema_slice_ledger_init(&p->ledger, p->n);
   p->bytes_scratch = g_new0(double, p->n);
   p->pending = g_ptr_array_new();
   p->decision_period = policy->decision_period;
-  for (guint k = 0; k < 3; k++) {
-    p->policies[k] = ema_policy_registry_find((EmaPolicyKind) k, names[k], error);
-    if (p->policies[k] == NULL) {
-      ema_pool_free(pool);
-      return NULL;
-    }
-  }
   for (guint i = 0; i < p->n; i++) {
     Gpu *g = &p->gpus[i];
+    ema_slice_gpu_setup(&g->counters, i, p->n);
     g->pool = p;
-    g->index = i;
-    p->ledger.gpus[i] = &g->counters;
-    g->remote = g_new0(guint64, p->n);
     g->parked = g_new0(guint64, p->n);
     g->pull = g_new0(double, p->n);
-    g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
     ema_event_init(&g->decide_event, on_decide, g);
   }
+  if (!ema_pool_core_init(&p->core, p->n, server, policy, &sim_backend, p, error)) {
+    ema_pool_free(pool);
+    return NULL;
+  }
+  for (guint i = 0; i < p->n; i++)
+    p->core.ledger.gpus[i] = &p->gpus[i].counters;
+  p->core.clock = sim_clock;
+  p->core.clock_data = p;
+  p->core.owner_check = check_engines;
+  p->core.owner_data = p;
   return pool;
 }
 
 gboolean ema_pool_start(EmaPool *pool, GError **error) {
-  Pool *p = &pool->pool;
-  gconstpointer params[3] = {p->spec->borrow_params, p->spec->prefetch_params,
-                             p->spec->reclaim_params};
-  return ema_slice_ledger_init_policies(&p->ledger, p->policies, params, ema_sim_now(p->sim),
-                                        p->server, error);
+  return ema_pool_core_start(core_now(&pool->pool), error);
 }
 
 void ema_pool_free(EmaPool *pool) {
@@ -854,9 +710,7 @@ void ema_pool_free(EmaPool *pool) {
   for (guint i = 0; i < p->n; i++) {
     Gpu *g = &p->gpus[i];
     ema_sim_cancel(p->sim, &g->decide_event);
-    for (guint k = 0; k < 3; k++)
-      g_free(g->states[k]);
-    g_free(g->remote);
+    ema_slice_gpu_clear(&g->counters);
     g_free(g->parked);
     g_free(g->pull);
   }
@@ -867,7 +721,7 @@ void ema_pool_free(EmaPool *pool) {
   }
   g_ptr_array_unref(p->pending);
   g_free(p->gpus);
-  ema_slice_ledger_clear(&p->ledger);
+  ema_pool_core_clear(&p->core);
   g_free(p->bytes_scratch);
   g_free(pool);
 }
@@ -898,7 +752,20 @@ void ema_pool_set_engine(EmaPool *pool, guint gpu, EmaEngine *engine) {
 }
 
 const EmaPoolStats *ema_pool_stats(const EmaPool *pool) {
-  return &pool->pool.stats;
+  /* the counters are the core's; the step figures and waits the pool's own */
+  EmaPoolStats *stats = (EmaPoolStats *) &pool->pool.stats;
+  const EmaPoolCoreStats *core = &pool->pool.core.stats;
+  stats->borrows = core->borrows;
+  stats->slices_borrowed = core->slices_borrowed;
+  stats->returns = core->returns;
+  stats->slices_returned = core->slices_returned;
+  stats->reclaims = core->reclaims;
+  stats->slices_reclaimed = core->slices_reclaimed;
+  stats->blocks_migrated = core->blocks_migrated;
+  stats->blocks_to_host = core->blocks_to_host;
+  stats->blocks_dropped = core->blocks_dropped;
+  stats->plans_adjusted = core->plans_adjusted;
+  return stats;
 }
 
 guint64 ema_pool_slices_lent(const EmaPool *pool, guint gpu) {
@@ -922,18 +789,5 @@ EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu) {
 }
 
 gboolean ema_pool_check(const EmaPool *pool, GError **error) {
-  const Pool *p = &pool->pool;
-  if (!ema_slice_ledger_check_counters(&p->ledger, error))
-    return FALSE;
-  for (guint i = 0; i < p->n; i++) {
-    const Gpu *g = &p->gpus[i];
-    if (g->engine && ema_engine_blocks_held(g->engine) != g->local_used + g->remote_total) {
-      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
-                  "gpu%u: its engine holds %" G_GUINT64_FORMAT
-                  " blocks, the pool counts %" G_GUINT64_FORMAT,
-                  i, ema_engine_blocks_held(g->engine), g->local_used + g->remote_total);
-      return FALSE;
-    }
-  }
-  return TRUE;
+  return ema_pool_core_check(&pool->pool.core, error);
 }

@@ -264,8 +264,9 @@ struct _EmaEngine {
   gboolean trace_done;
 
   /* prefix caching */
-  GHashTable *cache; /* &CachedBlock.hash -> CachedBlock */
-  GQueue evictable;  /* CachedBlock links, least recently freed at the head */
+  GHashTable *cache;   /* &CachedBlock.hash -> CachedBlock */
+  GQueue evictable;    /* CachedBlock links, least recently freed at the head */
+  guint64 cached_held; /* cached blocks some request holds (refs > 0) */
   EmaPrefixCacheStats prefix;
 };
 
@@ -370,6 +371,7 @@ static void cache_take(EmaEngine *engine, Req *req, guint hits) {
     CachedBlock *block = cache_lookup(engine, req->hashes[i]);
     if (block->refs++ == 0) {
       gboolean taken = engine->memory.ops->take(engine->memory.self, 1);
+      engine->cached_held++;
       g_assert(taken); /* a free cached block's room is free */
       g_queue_unlink(&engine->evictable, &block->lru);
       engine->blocks_held++;
@@ -395,6 +397,7 @@ static void cache_register(EmaEngine *engine, Req *req) {
     block->hash = req->hashes[req->registered];
     block->refs = 1;
     block->lru.data = block;
+    engine->cached_held++;
     g_hash_table_insert(engine->cache, &block->hash, block);
     req->registered++;
   }
@@ -407,9 +410,10 @@ static guint64 cache_release(EmaEngine *engine, Req *req) {
   guint64 held = 0;
   for (guint i = req->registered; i-- > 0;) {
     CachedBlock *block = cache_lookup(engine, req->hashes[i]);
-    if (--block->refs == 0)
+    if (--block->refs == 0) {
       g_queue_push_tail_link(&engine->evictable, &block->lru);
-    else
+      engine->cached_held--;
+    } else
       held++;
   }
   req->registered = 0;
@@ -1161,6 +1165,25 @@ guint64 ema_engine_release_blocks_mode(EmaEngine *engine, guint64 blocks, EmaPre
 
 guint64 ema_engine_blocks_held(const EmaEngine *engine) {
   return engine->blocks_held;
+}
+
+/* The blocks REQ holds (a steady request's derived from the clock). */
+static guint64 request_blocks(const EmaEngine *engine, const Req *req) {
+  if (req->state != REQ_STEADY)
+    return req->pub.blocks;
+  return blocks_for(engine, (guint64) req->kv0 + (engine->clock - req->t0) +
+                                (engine->steady_scheduled ? 1 : 0));
+}
+
+guint64 ema_engine_request_blocks(const EmaEngine *engine) {
+  guint64 sum = 0;
+  const GQueue *queues[2] = {&engine->running, &engine->waiting};
+  for (guint q = 0; q < 2; q++)
+    for (const GList *link = queues[q]->head; link; link = link->next)
+      sum += request_blocks(engine, link->data) - ((const Req *) link->data)->registered;
+  /* finishing requests are in the running list until they finish; a cached block is held once
+   * however many requests share it */
+  return sum + engine->cached_held;
 }
 
 void ema_engine_wake(EmaEngine *engine) {

@@ -24,6 +24,8 @@ static void on_step(gpointer data, const EmaStepReport *step) {
   Run *r = data;
   /* blocks the engine holds (shared ones once) + free == the pool */
   g_assert_cmpuint(step->blocks_used + step->blocks_free, ==, r->total);
+  /* counted request by request, a shared cached block once */
+  g_assert_cmpuint(ema_engine_request_blocks(r->engine), ==, ema_engine_blocks_held(r->engine));
   g_array_append_val(r->steps, *step);
 }
 

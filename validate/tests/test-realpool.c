@@ -1,4 +1,4 @@
-/* test-realpool.c: the pool of `ema-validate pool` (validate/poolledger.c)
+/* test-realpool.c: the pool of `ema-validate pool` (libema's pool over validate/poolmem.c)
  * without a GPU, over the recording backend (validate/poolfake.c) that
  * emulates CUDA virtual memory: plans beyond what the ledger can honour
  * are cut (and counted); a reclaim unmaps and releases exactly the slices
@@ -20,7 +20,7 @@
 #include "errors.h"
 #include "fill.h"
 #include "poolfake.h"
-#include "poolledger.h"
+#include "poolmem.h"
 #include "testutil.h"
 
 #define SLICE EMA_SLICE_BYTES
@@ -101,7 +101,7 @@ typedef struct {
   EmaServerSpec *server;
   EmaLlmSpec *llm;
   EmaStepModel *model;
-  EmaLedger *ledger;
+  EmaPoolMem *ledger;
   guint64 block_bytes;
   EmaTime now;
 } Rig;
@@ -112,11 +112,11 @@ typedef struct {
 static void rig_init(Rig *r, guint n, const char *policy, const guint64 *regions,
                      const gboolean *idle, const char *model) {
   GError *error = NULL;
-  EmaLedgerConfig config = {0};
+  EmaPoolMemConfig config = {0};
   memset(r, 0, sizeof *r);
   r->n = n;
   r->fake = ema_fake_backend_new(n, 0);
-  g_assert_true(ema_ledger_policy_parse(policy, &r->spec, &error));
+  g_assert_true(ema_pool_mem_policy_parse(policy, &r->spec, &error));
   g_assert_no_error(error);
   r->server = ema_server_load("h200x2", &error);
   g_assert_no_error(error);
@@ -131,25 +131,25 @@ static void rig_init(Rig *r, guint n, const char *policy, const guint64 *regions
   config.n_gpus = n;
   config.server = r->server;
   config.policy = &r->spec;
-  config.backend = ema_fake_backend_ops();
-  config.backend_data = r->fake;
+  config.device = ema_fake_backend_ops();
+  config.device_data = r->fake;
   config.grow_slices = 16;
   config.write_blocks = TRUE;
-  r->ledger = ema_ledger_new(&config, &error);
+  r->ledger = ema_pool_mem_new(&config, &error);
   g_assert_no_error(error);
   for (guint i = 0; i < n; i++) {
     if (idle && idle[i])
-      ema_ledger_add_idle_gpu(r->ledger, i, regions[i]);
+      ema_pool_mem_add_idle_gpu(r->ledger, i, regions[i]);
     else if (regions[i] > 0)
-      ema_ledger_add_tenant(r->ledger, i, regions[i], r->block_bytes, r->model);
+      ema_pool_mem_add_tenant(r->ledger, i, regions[i], r->block_bytes, r->model);
   }
-  g_assert_true(ema_ledger_start(r->ledger, 0, &error));
+  g_assert_true(ema_pool_mem_start(r->ledger, 0, &error));
   g_assert_no_error(error);
 }
 
 static void rig_clear(Rig *r) {
-  EmaLedgerLive live;
-  ema_ledger_free(r->ledger);
+  EmaPoolMemLive live;
+  ema_pool_mem_free(r->ledger);
   live = ema_fake_backend_live(r->fake);
   /* freeing the ledger releases whatever it still held */
   g_assert_cmpuint(live.handles, ==, 0);
@@ -166,8 +166,8 @@ static void rig_clear(Rig *r) {
 
 static void assert_consistent(Rig *r) {
   GError *error = NULL;
-  EmaLedgerLive ledger = ema_ledger_live(r->ledger), fake = ema_fake_backend_live(r->fake);
-  if (!ema_ledger_check(r->ledger, &error))
+  EmaPoolMemLive ledger = ema_pool_mem_live(r->ledger), fake = ema_fake_backend_live(r->fake);
+  if (!ema_pool_mem_check(r->ledger, &error))
     g_error("ledger: %s", error->message);
   g_assert_cmpuint(ledger.handles, ==, fake.handles);
   g_assert_cmpuint(ledger.mappings, ==, fake.mappings);
@@ -178,7 +178,7 @@ static void assert_consistent(Rig *r) {
 static void rig_tick(Rig *r, const guint64 *targets) {
   GError *error = NULL;
   r->now += 50 * MS;
-  if (!ema_ledger_tick(r->ledger, r->now, targets, &error))
+  if (!ema_pool_mem_tick(r->ledger, r->now, targets, &error))
     g_error("tick at %.2f s: %s", (double) r->now / 1e9, error->message);
   assert_consistent(r);
 }
@@ -187,7 +187,7 @@ static void rig_tick(Rig *r, const guint64 *targets) {
 static void rig_tick_fails(Rig *r, const guint64 *targets, const char *part) {
   GError *error = NULL;
   r->now += 50 * MS;
-  g_assert_false(ema_ledger_tick(r->ledger, r->now, targets, &error));
+  g_assert_false(ema_pool_mem_tick(r->ledger, r->now, targets, &error));
   g_assert_nonnull(error);
   ema_test_assert_contains(error->message, part);
   g_error_free(error);
@@ -195,8 +195,8 @@ static void rig_tick_fails(Rig *r, const guint64 *targets, const char *part) {
 
 static void rig_drain(Rig *r) {
   GError *error = NULL;
-  EmaLedgerLive live;
-  if (!ema_ledger_drain(r->ledger, &error))
+  EmaPoolMemLive live;
+  if (!ema_pool_mem_drain(r->ledger, &error))
     g_error("drain: %s", error->message);
   assert_consistent(r);
   live = ema_fake_backend_live(r->fake);
@@ -228,21 +228,21 @@ static GArray *handles_in_log(const char *log, const char *verb, guint gpu) {
 static void test_policy_parse(void) {
   EmaPolicySpec spec;
   GError *error = NULL;
-  g_assert_true(ema_ledger_policy_parse("ema", &spec, &error));
+  g_assert_true(ema_pool_mem_policy_parse("ema", &spec, &error));
   g_assert_cmpstr(spec.name, ==, "ema");
   g_assert_cmpstr(spec.borrow, ==, "most-idle");
   g_assert_cmpstr(spec.prefetch, ==, "layer-ahead");
   g_assert_cmpstr(spec.reclaim, ==, "migrate");
   ema_params_clear(&ema_policy_spec_params, &spec);
-  g_assert_true(ema_ledger_policy_parse("{borrow: on-demand, reclaim: migrate}", &spec, &error));
+  g_assert_true(ema_pool_mem_policy_parse("{borrow: on-demand, reclaim: migrate}", &spec, &error));
   g_assert_cmpstr(spec.name, ==, "custom");
   g_assert_cmpstr(spec.borrow, ==, "on-demand");
   g_assert_cmpstr(spec.prefetch, ==, "direct");
   ema_params_clear(&ema_policy_spec_params, &spec);
-  g_assert_false(ema_ledger_policy_parse("sideways", &spec, &error));
+  g_assert_false(ema_pool_mem_policy_parse("sideways", &spec, &error));
   ema_test_assert_contains(error->message, "sideways");
   g_clear_error(&error);
-  g_assert_false(ema_ledger_policy_parse("{borrow: sideways}", &spec, &error));
+  g_assert_false(ema_pool_mem_policy_parse("{borrow: sideways}", &spec, &error));
   ema_test_assert_contains(error->message, "unknown borrow policy 'sideways'");
   g_clear_error(&error);
 }
@@ -252,7 +252,7 @@ static void test_fill_seed(void) {
   const guint64 indexes[] = {0, 1, 8, 1048568, G_GUINT64_CONSTANT(1) << 40};
   for (guint s = 0; s < G_N_ELEMENTS(seeds); s++)
     for (guint k = 0; k < G_N_ELEMENTS(indexes); k++) {
-      guint64 moved = ema_ledger_fill_seed(seeds[s], indexes[k]);
+      guint64 moved = ema_pool_mem_fill_seed(seeds[s], indexes[k]);
       for (guint64 i = 0; i < 64; i++)
         g_assert_cmpuint(ema_fill_bf16(moved, i), ==, ema_fill_bf16(seeds[s], indexes[k] + i));
     }
@@ -287,24 +287,24 @@ static void setup_greedy_borrow(Rig *r, const char *reclaim) {
 
 static void test_borrow_cut(void) {
   Rig r;
-  const EmaLedgerStats *stats;
+  const EmaPoolCoreStats *stats;
   const EmaPoolView *view;
   setup_greedy_borrow(&r, "drop");
-  stats = ema_ledger_stats(r.ledger);
+  stats = ema_pool_mem_stats(r.ledger);
   /* a billion asked, 118 lendable (128 - 10 in use); the GPU that does not
    * exist is refused: two cuts */
-  g_assert_cmpuint(ema_ledger_slices_lent(r.ledger, 1), ==, 118);
-  g_assert_cmpuint(ema_ledger_slices_borrowed(r.ledger, 0), ==, 118);
+  g_assert_cmpuint(ema_pool_mem_slices_lent(r.ledger, 1), ==, 118);
+  g_assert_cmpuint(ema_pool_mem_slices_borrowed(r.ledger, 0), ==, 118);
   g_assert_cmpuint(stats->borrows, ==, 1);
   g_assert_cmpuint(stats->plans_adjusted, ==, 2);
-  g_assert_cmpuint(ema_ledger_blocks_used(r.ledger, 0), ==, 182);
-  g_assert_cmpuint(ema_ledger_blocks_remote(r.ledger, 0), ==, 118);
-  g_assert_cmpuint(ema_ledger_blocks_short(r.ledger, 0), ==, 18);
+  g_assert_cmpuint(ema_pool_mem_blocks_used(r.ledger, 0), ==, 182);
+  g_assert_cmpuint(ema_pool_mem_blocks_remote(r.ledger, 0), ==, 118);
+  g_assert_cmpuint(ema_pool_mem_blocks_short(r.ledger, 0), ==, 18);
   /* handles: 118 lent, 64 + 10 own */
   g_assert_cmpuint(ema_fake_backend_live(r.fake).handles, ==, 118 + 64 + 10);
   g_assert_cmpuint(ema_fake_backend_free_bytes(r.fake, 1), ==, G_MAXUINT64 - 128 * SLICE);
   /* the views, as sim/pool/pool.c builds them */
-  view = ema_ledger_view(r.ledger);
+  view = ema_pool_mem_view(r.ledger);
   g_assert_cmpuint(view->n_gpus, ==, 2);
   g_assert_cmpuint(view->lent[1 * 2 + 0], ==, 118);
   g_assert_cmpuint(view->remote_blocks[0 * 2 + 1], ==, 118);
@@ -331,7 +331,7 @@ static void test_reclaim_releases_exactly(void) {
   Rig r;
   const guint64 targets[] = {200, 100};
   g_autoptr(GArray) mapped = NULL, unmapped = NULL, released = NULL;
-  const EmaLedgerStats *stats;
+  const EmaPoolCoreStats *stats;
   rig_init(&r, 2, "{borrow: test-greedy, reclaim: drop}", cut_regions, NULL, NULL);
   ema_fake_backend_record(r.fake, TRUE);
   {
@@ -344,12 +344,12 @@ static void test_reclaim_releases_exactly(void) {
   /* GPU1 now wants 100 of its 128 slices: it lacks 90, and `drop` takes
    * exactly those back */
   rig_tick(&r, targets);
-  stats = ema_ledger_stats(r.ledger);
+  stats = ema_pool_mem_stats(r.ledger);
   g_assert_cmpuint(stats->reclaims, ==, 1);
   g_assert_cmpuint(stats->slices_reclaimed, ==, 90);
   g_assert_cmpuint(stats->blocks_dropped, ==, 90);
-  g_assert_cmpuint(ema_ledger_slices_lent(r.ledger, 1), ==, 28);
-  g_assert_cmpuint(ema_ledger_blocks_used(r.ledger, 1), ==, 100);
+  g_assert_cmpuint(ema_pool_mem_slices_lent(r.ledger, 1), ==, 28);
+  g_assert_cmpuint(ema_pool_mem_blocks_used(r.ledger, 1), ==, 100);
   unmapped = handles_in_log(ema_fake_backend_log(r.fake), "unmap", 0);
   released = handles_in_log(ema_fake_backend_log(r.fake), "release", 1);
   g_assert_cmpuint(unmapped->len, ==, 90);
@@ -369,7 +369,7 @@ static void test_reclaim_releases_exactly(void) {
 static void borrow_fails(EmaFakeOp op, guint64 nth, const char *part) {
   Rig r;
   const guint64 targets[] = {200, 10};
-  EmaLedgerLive before;
+  EmaPoolMemLive before;
   rig_init(&r, 2, "{borrow: test-greedy, reclaim: drop}", cut_regions, NULL, NULL);
   {
     const guint64 first[] = {64, 10}; /* own slices mapped first */
@@ -379,14 +379,14 @@ static void borrow_fails(EmaFakeOp op, guint64 nth, const char *part) {
   ema_fake_backend_fail(r.fake, op, nth);
   rig_tick_fails(&r, targets, part);
   assert_consistent(&r);
-  g_assert_cmpuint(ema_ledger_slices_lent(r.ledger, 1), ==, 0);
+  g_assert_cmpuint(ema_pool_mem_slices_lent(r.ledger, 1), ==, 0);
   g_assert_cmpuint(ema_fake_backend_live(r.fake).handles, ==, before.handles);
   g_assert_cmpuint(ema_fake_backend_live(r.fake).mappings, ==, before.mappings);
   /* a range that grew for the borrow stays reserved, empty, for the next */
-  g_assert_cmpuint(ema_ledger_stats(r.ledger)->borrows, ==, 0);
+  g_assert_cmpuint(ema_pool_mem_stats(r.ledger)->borrows, ==, 0);
   /* the run could go on: the same borrow now succeeds */
   rig_tick(&r, targets);
-  g_assert_cmpuint(ema_ledger_slices_lent(r.ledger, 1), ==, 118);
+  g_assert_cmpuint(ema_pool_mem_slices_lent(r.ledger, 1), ==, 118);
   rig_drain(&r);
   rig_clear(&r);
 }
@@ -403,7 +403,7 @@ static void test_borrow_failure_unwinds(void) {
 static void test_unmap_failure_is_retried(void) {
   Rig r;
   GError *error = NULL;
-  EmaLedgerLive live;
+  EmaPoolMemLive live;
   setup_greedy_borrow(&r, "drop");
   /* an unmap that fails during a reclaim: the error stops the run, the
    * slice stays on the retired list (the ledger says so), and the teardown
@@ -414,7 +414,7 @@ static void test_unmap_failure_is_retried(void) {
     rig_tick_fails(&r, targets, "fake unmap: injected");
   }
   assert_consistent(&r);
-  g_assert_true(ema_ledger_teardown(r.ledger, &error));
+  g_assert_true(ema_pool_mem_teardown(r.ledger, &error));
   g_assert_no_error(error);
   live = ema_fake_backend_live(r.fake);
   g_assert_cmpuint(live.handles, ==, 0);
@@ -444,18 +444,18 @@ static void test_reclaim_migrates_to_borrower(void) {
   Rig r;
   vacate_rig(&r, "{target: 0}", 2);
   const guint64 jump[] = {100, 100};
-  const EmaLedgerStats *stats = ema_ledger_stats(r.ledger);
-  guint64 remote = ema_ledger_blocks_remote(r.ledger, 0);
-  guint64 local = ema_ledger_blocks_used(r.ledger, 0) - remote;
+  const EmaPoolCoreStats *stats = ema_pool_mem_stats(r.ledger);
+  guint64 remote = ema_pool_mem_blocks_remote(r.ledger, 0);
+  guint64 local = ema_pool_mem_blocks_used(r.ledger, 0) - remote;
   guint64 room = 64 - local;
   g_assert_cmpuint(remote, >, room); /* not all of it fits */
   rig_tick(&r, jump);
-  g_assert_cmpuint(ema_ledger_slices_lent(r.ledger, 1), ==, 0);
+  g_assert_cmpuint(ema_pool_mem_slices_lent(r.ledger, 1), ==, 0);
   g_assert_cmpuint(stats->blocks_migrated, ==, room);
   g_assert_cmpuint(stats->blocks_dropped, ==, remote - room);
   g_assert_cmpuint(stats->blocks_checked, ==, 2); /* the first and the last moved */
   g_assert_cmpuint(stats->plans_adjusted, >=, 3); /* the billion, the bad GPU, the partial move */
-  g_assert_cmpuint(ema_ledger_blocks_used(r.ledger, 0), ==, 64);
+  g_assert_cmpuint(ema_pool_mem_blocks_used(r.ledger, 0), ==, 64);
   g_assert_cmpuint(ema_fake_backend_calls(r.fake, EMA_FAKE_COPY), ==, room);
   rig_drain(&r);
   rig_clear(&r);
@@ -465,19 +465,19 @@ static void test_reclaim_copy_failure(void) {
   Rig r;
   vacate_rig(&r, "{target: 0}", 2);
   const guint64 jump[] = {100, 100};
-  EmaLedgerLive before = ema_fake_backend_live(r.fake);
-  guint64 lent = ema_ledger_slices_lent(r.ledger, 1);
-  guint64 remote = ema_ledger_blocks_remote(r.ledger, 0);
+  EmaPoolMemLive before = ema_fake_backend_live(r.fake);
+  guint64 lent = ema_pool_mem_slices_lent(r.ledger, 1);
+  guint64 remote = ema_pool_mem_blocks_remote(r.ledger, 0);
   /* GPU1 takes its free slices first, then the copy fails: the data stays
    * on GPU1, the borrower's new own slices go */
   ema_fake_backend_fail(r.fake, EMA_FAKE_COPY, 5);
   rig_tick_fails(&r, jump, "fake copy: injected");
   assert_consistent(&r);
-  g_assert_cmpuint(ema_ledger_slices_lent(r.ledger, 1), ==, lent);
-  g_assert_cmpuint(ema_ledger_blocks_remote(r.ledger, 0), ==, remote);
+  g_assert_cmpuint(ema_pool_mem_slices_lent(r.ledger, 1), ==, lent);
+  g_assert_cmpuint(ema_pool_mem_blocks_remote(r.ledger, 0), ==, remote);
   g_assert_cmpuint(ema_fake_backend_live(r.fake).mappings, >=, before.mappings);
-  g_assert_cmpuint(ema_ledger_own_mapped(r.ledger, 0), ==,
-                   ema_ledger_blocks_used(r.ledger, 0) - remote);
+  g_assert_cmpuint(ema_pool_mem_own_mapped(r.ledger, 0), ==,
+                   ema_pool_mem_blocks_used(r.ledger, 0) - remote);
   rig_drain(&r);
   rig_clear(&r);
 }
@@ -487,15 +487,15 @@ static void test_reclaim_to_peer(void) {
   Rig r;
   vacate_rig(&r, "{target: 1, target_gpu: 2}", 3);
   const guint64 jump[] = {100, 100, 0};
-  const EmaLedgerStats *stats = ema_ledger_stats(r.ledger);
-  guint64 remote = ema_ledger_blocks_remote(r.ledger, 0);
+  const EmaPoolCoreStats *stats = ema_pool_mem_stats(r.ledger);
+  guint64 remote = ema_pool_mem_blocks_remote(r.ledger, 0);
   rig_tick(&r, jump);
-  g_assert_cmpuint(ema_ledger_slices_lent(r.ledger, 1), ==, 0);
+  g_assert_cmpuint(ema_pool_mem_slices_lent(r.ledger, 1), ==, 0);
   /* (GPU1, short itself, then borrows the rest of GPU2 with test-greedy) */
-  g_assert_cmpuint(ema_ledger_view(r.ledger)->lent[2 * 3 + 0], ==, remote);
+  g_assert_cmpuint(ema_pool_mem_view(r.ledger)->lent[2 * 3 + 0], ==, remote);
   g_assert_cmpuint(stats->blocks_migrated, ==, remote);
   g_assert_cmpuint(stats->blocks_checked, ==, 2);
-  g_assert_cmpuint(ema_ledger_blocks_remote(r.ledger, 0), ==, remote);
+  g_assert_cmpuint(ema_pool_mem_blocks_remote(r.ledger, 0), ==, remote);
   rig_drain(&r);
   rig_clear(&r);
 }
@@ -506,10 +506,10 @@ static void test_reclaim_to_host_and_drop(void) {
     Rig r;
     vacate_rig(&r, params, 2);
     const guint64 jump[] = {100, 100};
-    const EmaLedgerStats *stats = ema_ledger_stats(r.ledger);
-    guint64 remote = ema_ledger_blocks_remote(r.ledger, 0);
+    const EmaPoolCoreStats *stats = ema_pool_mem_stats(r.ledger);
+    guint64 remote = ema_pool_mem_blocks_remote(r.ledger, 0);
     rig_tick(&r, jump);
-    g_assert_cmpuint(ema_ledger_slices_lent(r.ledger, 1), ==, 0);
+    g_assert_cmpuint(ema_pool_mem_slices_lent(r.ledger, 1), ==, 0);
     if (target == 2) {
       g_assert_cmpuint(stats->blocks_to_host, ==, remote);
       g_assert_cmpuint(ema_fake_backend_host_bytes(r.fake), ==, remote * SLICE);
@@ -535,10 +535,10 @@ static void test_range_grows(void) {
       const guint64 targets[] = {want, 10};
       rig_tick(&r, targets);
     }
-    segments = ema_ledger_segments(r.ledger, 0, &slots);
+    segments = ema_pool_mem_segments(r.ledger, 0, &slots);
     g_assert_cmpuint(segments, >, 1);
     g_assert_cmpuint(slots, >=, 118);
-    g_assert_cmpuint(ema_ledger_slices_lent(r.ledger, 1), ==, 118);
+    g_assert_cmpuint(ema_pool_mem_slices_lent(r.ledger, 1), ==, 118);
     reserves = ema_fake_backend_calls(r.fake, EMA_FAKE_RESERVE);
     g_assert_cmpuint(reserves, ==, 2 + segments); /* the home ranges, the segments */
     rig_drain(&r);
@@ -548,11 +548,12 @@ static void test_range_grows(void) {
 
 /* The scenario of `ema-validate pool` with POLICY over MODEL's blocks,
  * regions of R0 and R1 slices, 400 ticks, the ledger checked after each. */
-static EmaLedgerStats run_scenario(const char *policy, const char *model, guint64 r0, guint64 r1) {
+static EmaPoolCoreStats run_scenario(const char *policy, const char *model, guint64 r0,
+                                     guint64 r1) {
   Rig r;
   const guint64 regions[] = {r0, r1};
   EmaPoolScenario s = {20, {0, 0}};
-  EmaLedgerStats stats;
+  EmaPoolCoreStats stats;
   rig_init(&r, 2, policy, regions, NULL, model);
   s.blocks[0] = r0 * SLICE / r.block_bytes;
   s.blocks[1] = r1 * SLICE / r.block_bytes;
@@ -560,7 +561,7 @@ static EmaLedgerStats run_scenario(const char *policy, const char *model, guint6
     double t = k * 0.05;
     const guint64 targets[] = {ema_pool_scenario_target(&s, 0, t),
                                ema_pool_scenario_target(&s, 1, t)};
-    ema_ledger_set_last_step(r.ledger, 1, 6 * MS);
+    ema_pool_mem_set_last_step(r.ledger, 1, 6 * MS);
     rig_tick(&r, targets);
     if (g_getenv("EMA_TEST_TRACE"))
       g_printerr(
@@ -568,25 +569,25 @@ static EmaLedgerStats run_scenario(const char *policy, const char *model, guint6
           " remote %5" G_GUINT64_FORMAT " short %5" G_GUINT64_FORMAT " | gpu1 %5" G_GUINT64_FORMAT
           " want %5" G_GUINT64_FORMAT " lent %5" G_GUINT64_FORMAT " short %5" G_GUINT64_FORMAT
           " staging0 %" G_GUINT64_FORMAT "\n",
-          t, ema_pool_scenario_phase(&s, t), ema_ledger_blocks_used(r.ledger, 0), targets[0],
-          ema_ledger_blocks_remote(r.ledger, 0), ema_ledger_blocks_short(r.ledger, 0),
-          ema_ledger_blocks_used(r.ledger, 1), targets[1], ema_ledger_slices_lent(r.ledger, 1),
-          ema_ledger_blocks_short(r.ledger, 1), ema_ledger_staging(r.ledger, 0));
+          t, ema_pool_scenario_phase(&s, t), ema_pool_mem_blocks_used(r.ledger, 0), targets[0],
+          ema_pool_mem_blocks_remote(r.ledger, 0), ema_pool_mem_blocks_short(r.ledger, 0),
+          ema_pool_mem_blocks_used(r.ledger, 1), targets[1], ema_pool_mem_slices_lent(r.ledger, 1),
+          ema_pool_mem_blocks_short(r.ledger, 1), ema_pool_mem_staging(r.ledger, 0));
   }
   if (g_getenv("EMA_TEST_TRACE")) {
-    const GArray *events = ema_ledger_events(r.ledger);
+    const GArray *events = ema_pool_mem_events(r.ledger);
     for (guint i = 0; i < events->len; i++) {
-      const EmaLedgerEvent *e = &g_array_index(events, EmaLedgerEvent, i);
-      if (e->kind == EMA_LEDGER_OWN_MAP || e->kind == EMA_LEDGER_OWN_UNMAP)
+      const EmaPoolEvent *e = &g_array_index(events, EmaPoolEvent, i);
+      if (e->kind == EMA_POOL_EVENT_OWN_MAP || e->kind == EMA_POOL_EVENT_OWN_UNMAP)
         continue;
       g_printerr("event %5.2f %-8s gpu%u peer%u %5" G_GUINT64_FORMAT
                  " slices moved %" G_GUINT64_FORMAT " host %" G_GUINT64_FORMAT
                  " dropped %" G_GUINT64_FORMAT " target %d\n",
-                 (double) e->at / 1e9, ema_ledger_event_kind_name(e->kind), e->gpu, e->peer,
+                 (double) e->at / 1e9, ema_pool_event_kind_name(e->kind), e->gpu, e->peer,
                  e->slices, e->blocks_moved, e->blocks_to_host, e->blocks_dropped, e->target);
     }
   }
-  stats = *ema_ledger_stats(r.ledger);
+  stats = *ema_pool_mem_stats(r.ledger);
   rig_drain(&r);
   rig_clear(&r);
   return stats;
@@ -596,7 +597,7 @@ static void test_builtin_compositions(void) {
   g_autoptr(GPtrArray) compositions = ema_policy_registry_list_compositions();
   for (guint i = 0; i < compositions->len; i++) {
     const EmaPolicyComposition *c = compositions->pdata[i];
-    EmaLedgerStats stats = run_scenario(c->name, "llama-3.1-8b", 256, 1024);
+    EmaPoolCoreStats stats = run_scenario(c->name, "llama-3.1-8b", 256, 1024);
     if (g_test_verbose())
       g_printerr("%s: %" G_GUINT64_FORMAT " borrows, %" G_GUINT64_FORMAT
                  " reclaims, %" G_GUINT64_FORMAT " migrated, %" G_GUINT64_FORMAT
@@ -635,7 +636,7 @@ static void test_every_policy_combination(void) {
 
 static void test_straddling_blocks(void) {
   /* Qwen2.5-14B: blocks of 3 MiB straddle the 2 MiB slices */
-  EmaLedgerStats stats = run_scenario("ema", "qwen2.5-14b", 192, 768);
+  EmaPoolCoreStats stats = run_scenario("ema", "qwen2.5-14b", 192, 768);
   g_assert_cmpuint(stats.borrows, >, 0);
   g_assert_cmpuint(stats.blocks_migrated, >, 0);
   g_assert_cmpuint(stats.blocks_checked, >, 0);
@@ -646,7 +647,7 @@ static void test_straddling_blocks(void) {
 static void test_plugin(void) {
   const char *path = g_getenv("EMA_TEST_NEIGHBOUR_PLUGIN");
   GError *error = NULL;
-  EmaLedgerStats stats;
+  EmaPoolCoreStats stats;
   if (path == NULL || !g_file_test(path, G_FILE_TEST_EXISTS)) {
     g_test_skip("the neighbour plugin was not built");
     return;

@@ -370,8 +370,8 @@ static void test_capture_run(void) {
   g_autofree char *yaml = read_text(prof, "profile.yaml");
   ema_test_assert_contains(yaml, "device: \"NVIDIA H200\"\n  # a comment\ndate: ");
   ema_test_assert_contains(yaml, "command: \"ema-validate profile -o p\"\nsource: measured\n"
-                                 "tables:\n  - attn_decode-backends.csv\n  - attn_decode.csv\n"
-                                 "  - gemm.csv\n");
+                                 "tables:\n  - attn_decode.csv\n  - gemm.csv\n"
+                                 "backend_tables:\n  - attn_decode-backends.csv\n");
   write_text(out, "workload.yaml", "device NVIDIA\n");
   g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
   ema_test_assert_contains(error->message, "workload.yaml:1:1: not a 'key: value' line");

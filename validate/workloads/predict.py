@@ -1,6 +1,6 @@
 """validate/workloads/predict.py: the check that a profile reproduces captured steps. No GPU.
 
-Reads a profile directory (PROFILES.md tables: gemm, attn_decode, attn_prefill, moe, elementwise)
+Reads a profile directory (hwmodels/profiles/README.md tables: gemm, attn_decode, attn_prefill, moe, elementwise)
 and a steps.csv of captured steps, predicts each step as the sum of the interpolated operator
 times of the ops validate/workloads/steps.py runs (per layer: norm, QKV GEMM, RoPE, attention,
 O GEMM, residual add, norm, MLP or MoE, residual add; then embedding, final norm and LM head),

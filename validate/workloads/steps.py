@@ -13,7 +13,7 @@ token of the chunk in prefill).
 
 Decode steps (batch B, every sequence `context` cached tokens) of dense models are captured as
 one CUDA graph and replayed; Mixtral's routing is data-dependent, so its steps run eagerly. Each
-step is a point of common.py's protocol, table `steps` with the keys of steps.csv (PROFILES.md):
+step is a point of common.py's protocol, table `steps` with the keys of steps.csv (hwmodels/profiles/README.md):
 `ema-validate profile --from-capture DIR -o OUT` turns the capture into OUT/steps.csv (a step's
 time: the summed durations of its kernels, median over the repeats). Points whose KV cache does not fit in the memory left are skipped and listed."""
 import argparse

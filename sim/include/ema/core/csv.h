@@ -1,5 +1,5 @@
 /* csv.h: a small reader of comma-separated tables with a header row, for
- * the operator profiles (hwmodels/profiles, PROFILES.md) and the measured
+ * the operator profiles (hwmodels/profiles, hwmodels/profiles/README.md) and the measured
  * tables the step model is checked against. Errors are EMA_CONFIG_ERROR
  * with "file:line: " (line 1 the header). */
 #pragma once

@@ -40,6 +40,9 @@ typedef struct {
   /* operator profiles (profile.h): the name of hwmodels/profiles/<name>/,
    * NULL or "" for none (the step-time model then uses the roofline) */
   char *profile;
+  /* attention offload (see offload.h): a lender's step slows by this times
+   * the share of its HBM time that a borrower's offloaded attention reads */
+  double offload_interference;
 } EmaGpuSpec;
 
 typedef enum {

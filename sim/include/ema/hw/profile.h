@@ -1,5 +1,5 @@
 /* profile.h: a GPU's measured operator times (hwmodels/profiles/<gpu>/, the
- * format of PROFILES.md), loaded once per GPU into interpolation tables that
+ * format of hwmodels/profiles/README.md), loaded once per GPU into interpolation tables that
  * the step-time model (steptime.h) reads.
  *
  * A profile directory holds profile.yaml (provenance, `tables:` naming the
@@ -41,14 +41,14 @@ G_BEGIN_DECLS
 
 typedef struct _EmaProfile EmaProfile;
 
-/* Element types of PROFILES.md ("bf16", "fp16", "fp8"). */
+/* Element types of hwmodels/profiles/README.md ("bf16", "fp16", "fp8"). */
 typedef enum {
   EMA_PROFILE_BF16,
   EMA_PROFILE_FP16,
   EMA_PROFILE_FP8,
 } EmaProfileDtype;
 
-/* The operators a profile can hold (PROFILES.md's tables). */
+/* The operators a profile can hold (hwmodels/profiles/README.md's tables). */
 typedef enum {
   EMA_PROFILE_GEMM,
   EMA_PROFILE_ATTN_DECODE,

@@ -1,6 +1,6 @@
 /* ledger.h: the slice ledger of an elastic memory pool, shared by the
  * simulator's pool (pool.c) and the real, CUDA-backed pool of
- * `ema-validate pool` (validate/poolledger.c): each GPU's counters, the
+ * `ema-validate pool` (both through core.c): each GPU's counters, the
  * lent matrix, the arithmetic over them and the views the policies get.
  *
  * Per GPU g (slices unless said; S = EMA_SLICE_BYTES, B = g's block size):
@@ -32,6 +32,7 @@
 #pragma once
 
 #include <glib.h>
+#include <math.h>
 
 #include "ema/policy.h"
 #include "ema/pool/registry.h"
@@ -58,6 +59,7 @@ G_BEGIN_DECLS
   guint64 demand_blocks; /* blocks used at the last trend sample */                                \
   EmaTime demand_at;     /* time of that sample */                                                 \
   EmaTime last_step;                                                                               \
+  EmaTime decided_at; /* the last decision */                                                      \
   gpointer states[3]; /* the borrow, prefetch and reclaim policies' state (EmaPolicyKind order) */
 
 typedef struct {
@@ -96,19 +98,47 @@ void ema_slice_ledger_change_lent(EmaSliceLedger *ledger, guint lender, guint bo
 /* Blocks of G that the slices LENDER lends it hold. */
 guint64 ema_slice_ledger_remote_capacity(const EmaSliceLedger *ledger, const EmaSliceGpu *g,
                                          guint lender);
+/* Inline, as the slice counts above: the views and the tenants' memory
+ * call them on every view, take and free. */
 /* Slices of G not lent, lending, returning, staging or parking: where its
  * own blocks live. */
-guint64 ema_slice_gpu_own_slices(const EmaSliceGpu *g);
+static inline guint64 ema_slice_gpu_own_slices(const EmaSliceGpu *g) {
+  guint64 taken = g->lent_total + g->lending + g->returning + g->staging + g->parking;
+  return g->slices > taken ? g->slices - taken : 0;
+}
+
 /* Blocks of G its own slices hold. */
-guint64 ema_slice_gpu_local_capacity(const EmaSliceGpu *g);
+static inline guint64 ema_slice_gpu_local_capacity(const EmaSliceGpu *g) {
+  return ema_blocks_in_slices(g, ema_slice_gpu_own_slices(g));
+}
+
 /* Remote blocks the prefetch plan admits in all: what admission of new
  * requests may fill; running requests may grow beyond it into any borrowed
  * room. */
-guint64 ema_slice_gpu_remote_admitted(const EmaSliceGpu *g);
+static inline guint64 ema_slice_gpu_remote_admitted(const EmaSliceGpu *g) {
+  guint64 total = g->remote_cap_total;
+  if (total > 0 && g->plan.remote_limit < 1) {
+    double limit = g->plan.remote_limit / (1 - g->plan.remote_limit) *
+                   (double) ema_slice_gpu_local_capacity(g);
+    total = MIN(total, (guint64) floor(limit));
+  }
+  return total;
+}
+
 /* Own slices of G not used by its blocks: what it can lend. */
-guint64 ema_slice_gpu_lendable(const EmaSliceGpu *g);
+static inline guint64 ema_slice_gpu_lendable(const EmaSliceGpu *g) {
+  guint64 used = ema_slices_for_blocks(g, g->local_used);
+  guint64 own = ema_slice_gpu_own_slices(g);
+  return own > used ? own - used : 0;
+}
+
 /* Blocks G's tenant may still take: free local ones plus admitted remote room. */
-guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g);
+static inline guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g) {
+  guint64 local_cap = ema_slice_gpu_local_capacity(g);
+  guint64 local_free = local_cap > g->local_used ? local_cap - g->local_used : 0;
+  guint64 admitted = ema_slice_gpu_remote_admitted(g);
+  return local_free + (admitted > g->remote_total ? admitted - g->remote_total : 0);
+}
 
 /* What the prefetch policy sees of a step of G's tenant (G holds remote
  * blocks; the view means nothing when the step reads no KV, remote_bytes

@@ -1,9 +1,10 @@
-/* pool.h: the elastic memory pool of one server, the simulator's backend
- * for the policies of policy.h. It keeps the ledger of 2 MiB slices (each
- * GPU's KV region; a slice is its owner's or lent to one borrower), gives
- * each sharing tenant an EmaKvMemory whose blocks live in local or borrowed
- * slices, calls the policies, checks and applies their plans with their
- * costs, and adds the cost of remote KV to each step.
+/* pool.h: the elastic memory pool of one server in the simulator, for the
+ * policies of policy.h: the pool mechanism (core.h: the ledger of 2 MiB
+ * slices, each GPU's KV region; a slice is its owner's or lent to one
+ * borrower; the policy calls, the checks and application of their plans)
+ * over the simulator's backend (modelled costs, actions completing as
+ * events), with each sharing tenant's EmaKvMemory over it and the cost of
+ * remote KV in each step.
  *
  * The model, and what it leaves out:
  * - Blocks are fungible within a tenant: the pool counts how many of a
@@ -65,6 +66,8 @@
 #include "ema/core/event.h"
 #include "ema/hw/hwmodel.h"
 #include "ema/policy.h"
+#include "ema/pool/backend.h"
+#include "ema/pool/ledger.h"
 #include "ema/pool/policyspec.h"
 #include "ema/hw/steptime.h"
 
@@ -135,6 +138,19 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *step);
  * whatever its plan leaves lent is then dropped (EMA_VACATE_DROP) so that
  * nothing stays lent. */
 void ema_pool_reclaim_everything(EmaPool *pool, guint lender);
+
+/* The cost model alone as a pool backend (backend.h), for the pool
+ * mechanism driven by demand targets (core.h's ema_pool_core_tick): a
+ * borrow costs the VMM create + map time of its slices, a return or reclaim
+ * their unmap time, a migration its copy over the link, a move to host its
+ * copy over the host link; no engines (evictions free exactly the blocks
+ * asked), no interference, every action done within its call. DATA: an
+ * EmaPoolModel, which must outlive the pool. */
+typedef struct {
+  const EmaServerSpec *server;
+  const EmaSliceLedger *ledger; /* the pool's (for the block sizes) */
+} EmaPoolModel;
+const EmaPoolBackend *ema_pool_model_backend(void);
 
 /* Read-only figures. */
 const EmaPoolStats *ema_pool_stats(const EmaPool *pool);

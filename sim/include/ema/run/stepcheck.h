@@ -2,7 +2,7 @@
  *
  * Two checks, each a table of measured and predicted times and the median
  * and worst relative error:
- *  - captured steps (PROFILES.md's steps.csv: model,tp,phase,batch,context,
+ *  - captured steps (hwmodels/profiles/README.md's steps.csv: model,tp,phase,batch,context,
  *    chunk,prior_context,time_us,...): each row one step, predicted by the
  *    step model of that model shape on one GPU of SERVER in a TP group of tp;
  *  - static batches (splitwise-perf/perf_model.csv: Llama2-70B on

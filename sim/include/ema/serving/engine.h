@@ -187,6 +187,10 @@ guint ema_engine_waiting(const EmaEngine *engine);
 /* KV blocks the engine holds now (taken from its memory, including those
  * taken for the step in flight). */
 guint64 ema_engine_blocks_held(const EmaEngine *engine);
+/* The blocks its requests hold (running, waiting), counted one
+ * by one, a cached block shared by several once: equal to
+ * ema_engine_blocks_held() (an invariant). O(requests). */
+guint64 ema_engine_request_blocks(const EmaEngine *engine);
 
 /* Give blocks back to the memory: preempt running requests newest first,
  * in the configured mode (recompute drops the KV; swap copies it to host,

@@ -1,0 +1,175 @@
+/* offload.c: the cost model of attention offload (equations and assumptions
+ * in offload.h).
+ *
+ * ema_offload_model_new() folds the model shape, the GPU and the link into
+ * per-GPU constants once; every query is then O(number of lenders) and free
+ * of allocation.
+ *
+ * Invariants: a model's rates, link bandwidth and per-token sizes are
+ * positive; a step's added time is never negative and is 0 when no request
+ * has remote KV; every cost is monotone non-decreasing in every field of
+ * every share. */
+#include "ema/hw/offload.h"
+
+#include <math.h>
+
+#define FP32_BYTES 4.0
+
+struct _EmaOffloadModel {
+  double layers;
+  double heads;              /* H: query heads on one GPU */
+  double head_dim;           /* d */
+  double element_bytes;      /* b */
+  double kv_bytes_per_token; /* kv_l: one layer, one GPU */
+  /* the GPU */
+  double flop_rate; /* rate_c */
+  double byte_rate; /* rate_m */
+  double kv_rate;   /* rate_kv */
+  double copy_rate; /* local_copy_bandwidth: what r is a share of */
+  double kernel_s;  /* kernel_overhead */
+  double interference;
+  /* the link */
+  gboolean shared_port; /* switch or PCIe: the borrower's messages share one port */
+  double link_bandwidth;
+  double link_latency_s;
+};
+
+EmaOffloadModel *ema_offload_model_new(const EmaLlmSpec *model, const EmaServerSpec *server,
+                                       guint tp, GError **error) {
+  g_autoptr(EmaStepModel) step = NULL;
+  EmaLlmDerived derived;
+  EmaOffloadModel *m;
+
+  g_return_val_if_fail(model != NULL && server != NULL, NULL);
+  /* the step model checks the TP split and the GPU's rates */
+  step = ema_step_model_new(model, server, tp, error);
+  if (step == NULL)
+    return NULL;
+  if (server->link.bandwidth <= 0 || server->gpu.local_copy_bandwidth <= 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "server %s: attention offload needs a positive link bandwidth and local copy "
+                "bandwidth",
+                server->name ? server->name : "?");
+    return NULL;
+  }
+  ema_llm_derive(model, &derived);
+
+  m = g_new0(EmaOffloadModel, 1);
+  m->layers = (double) model->layers;
+  m->heads = (double) model->heads / tp;
+  m->head_dim = (double) model->head_dim;
+  m->element_bytes = (double) derived.bytes_per_element;
+  m->kv_bytes_per_token = ema_step_model_kv_bytes_per_token_per_gpu(step) / m->layers;
+  m->flop_rate = server->gpu.matrix_flops * server->gpu.matrix_efficiency;
+  m->byte_rate = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
+  m->kv_rate = m->byte_rate * server->gpu.kv_efficiency;
+  m->copy_rate = server->gpu.local_copy_bandwidth;
+  m->kernel_s = (double) server->gpu.kernel_overhead * 1e-9;
+  m->interference = server->gpu.offload_interference;
+  m->shared_port = server->topology != EMA_TOPOLOGY_DIRECT;
+  m->link_bandwidth = server->link.bandwidth;
+  m->link_latency_s = (double) server->link.latency * 1e-9;
+  return m;
+}
+
+void ema_offload_model_free(EmaOffloadModel *offload) {
+  g_free(offload);
+}
+
+double ema_offload_kv_bytes_per_token(const EmaOffloadModel *offload) {
+  g_return_val_if_fail(offload != NULL, 0);
+  return offload->layers * offload->kv_bytes_per_token;
+}
+
+/* S_j and R_j: one layer's bytes to and from a lender. */
+static double sent_bytes(const EmaOffloadModel *m, const EmaOffloadShare *share) {
+  return (double) share->seqs * m->heads * m->head_dim * m->element_bytes +
+         (double) share->new_kv * m->kv_bytes_per_token;
+}
+
+static double returned_bytes(const EmaOffloadModel *m, const EmaOffloadShare *share) {
+  return (double) share->seqs * m->heads * (m->head_dim + 1) * FP32_BYTES;
+}
+
+/* t_att_j: the lender's partial attention over its share, one layer. */
+static double attend_s(const EmaOffloadModel *m, const EmaOffloadShare *share) {
+  double memory = share->context * m->kv_bytes_per_token / m->kv_rate;
+  double compute = 4.0 * m->heads * m->head_dim * share->context / m->flop_rate;
+  return m->kernel_s + MAX(memory, compute) +
+         (double) share->new_kv * m->kv_bytes_per_token / m->byte_rate;
+}
+
+EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreakdown *local,
+                              const EmaOffloadShare *shares, guint n_shares, guint64 merged,
+                              EmaOffloadBreakdown *out) {
+  const EmaOffloadModel *m = offload;
+  EmaOffloadBreakdown r = {0};
+  double sent_total = 0, returned_total = 0, parts = 0;
+  guint64 largest = 0, sum = 0;
+
+  g_return_val_if_fail(m != NULL && local != NULL && (shares != NULL || n_shares == 0), 0);
+  for (guint j = 0; j < n_shares; j++) {
+    g_return_val_if_fail(shares[j].new_kv <= shares[j].seqs && shares[j].context >= 0, 0);
+    g_return_val_if_fail(shares[j].seqs > 0 || shares[j].context == 0, 0);
+    sent_total += sent_bytes(m, &shares[j]);
+    returned_total += returned_bytes(m, &shares[j]);
+    largest = MAX(largest, shares[j].seqs);
+    sum += shares[j].seqs;
+  }
+  g_return_val_if_fail(merged >= largest && merged <= sum, 0);
+
+  for (guint j = 0; j < n_shares; j++) {
+    double send, attend, back;
+    if (shares[j].seqs == 0)
+      continue;
+    send = m->link_latency_s +
+           (m->shared_port ? sent_total : sent_bytes(m, &shares[j])) / m->link_bandwidth;
+    attend = attend_s(m, &shares[j]);
+    back = m->link_latency_s +
+           (m->shared_port ? returned_total : returned_bytes(m, &shares[j])) / m->link_bandwidth;
+    if (send + attend + back > r.layer_remote_s) {
+      r.layer_remote_s = send + attend + back;
+      r.layer_send_s = send;
+      r.layer_attend_s = attend;
+      r.layer_return_s = back;
+    }
+  }
+  if (merged > 0) {
+    parts = (double) sum + (double) merged;
+    r.layer_wait_s = MAX(0.0, r.layer_remote_s - local->layer_kv_read_s);
+    r.layer_merge_s = m->heads *
+                      (parts * (m->head_dim + 1) * FP32_BYTES +
+                       (double) merged * m->head_dim * m->element_bytes) /
+                      m->byte_rate;
+  }
+  r.bytes_sent = m->layers * sent_total;
+  r.bytes_returned = m->layers * returned_total;
+  r.added = (EmaTime) llround(m->layers * (r.layer_wait_s + r.layer_merge_s) * 1e9);
+  r.time = local->time + r.added;
+  if (out)
+    *out = r;
+  return r.time;
+}
+
+double ema_offload_lender_share(const EmaOffloadModel *offload, const EmaOffloadShare *share,
+                                EmaTime borrower_step) {
+  g_return_val_if_fail(offload != NULL && share != NULL && borrower_step > 0, 0);
+  return offload->layers * share->context * offload->kv_bytes_per_token /
+         ((double) borrower_step * 1e-9 * offload->copy_rate);
+}
+
+EmaTime ema_offload_lender_extra(const EmaOffloadModel *offload, const EmaOffloadShare *share,
+                                 EmaTime borrower_step, EmaTime lender_step) {
+  g_return_val_if_fail(offload != NULL && lender_step >= 0, 0);
+  return (EmaTime) llround(offload->interference *
+                           ema_offload_lender_share(offload, share, borrower_step) *
+                           (double) lender_step);
+}
+
+double ema_offload_max_context(const EmaOffloadModel *offload, double allowance,
+                               EmaTime borrower_step) {
+  g_return_val_if_fail(offload != NULL && borrower_step > 0, 0);
+  g_return_val_if_fail(allowance >= 0 && allowance <= 1, 0);
+  return allowance * offload->copy_rate * (double) borrower_step * 1e-9 /
+         (offload->layers * offload->kv_bytes_per_token);
+}

@@ -1,0 +1,207 @@
+/* core.h: the one mechanism of the elastic memory pool, shared by the
+ * simulator (pool.c, with its engines and events around it) and the real
+ * pool of `ema-validate pool` (validate/poolmem.c, driven by demand targets
+ * per tick): the slice ledger (ledger.h) and its invariants, the tenants'
+ * blocks over it (take, give), the views the policies read, the policy
+ * calls, the checks of their plans (every action cut to what the ledger can
+ * honour, counted in plans_adjusted) and their application (borrow, return,
+ * reclaim with migration or eviction), and the log of what was done. What
+ * the memory behind a slice is, and what an action costs, is the backend's
+ * (backend.h).
+ *
+ * Decision order (ema_pool_core_decide): a lender that lacks memory
+ * reclaims first (lender priority), then a proactive reclaim (needed 0),
+ * then the borrow policy. A reclaim action moves the borrower's blocks that
+ * no longer fit (to its own free slices, to a peer's slices lent on the
+ * spot, to host), and what cannot go where the plan said is dropped.
+ *
+ * Invariant checks (ema_pool_core_checked): after every pool action when
+ * EMA_POOL_CHECKS=all (the test builds set it), one action in
+ * EMA_POOL_CHECK_SAMPLE otherwise (release builds: a cheap sample); a
+ * violation is fatal, with the action named. */
+#pragma once
+
+#include <glib.h>
+
+#include "ema/hw/steptime.h"
+#include "ema/policy.h"
+#include "ema/pool/backend.h"
+#include "ema/pool/ledger.h"
+#include "ema/pool/policyspec.h"
+
+G_BEGIN_DECLS
+
+/* One action as it was applied. Times: the backend's (modelled or real). */
+typedef struct {
+  guint64 tick;   /* the round (demand driver) */
+  EmaTime at;     /* the pool's time */
+  double started; /* the backend's clock when it began (no clock: at, in s) */
+  EmaPoolEventKind kind;
+  guint gpu, peer;
+  EmaVacateTarget target; /* RECLAIM: where the plan sent the data */
+  guint target_gpu;
+  guint64 slices;
+  guint64 blocks_moved, blocks_to_host, blocks_dropped;
+  guint64 bytes_copied;
+  double seconds;      /* the whole action */
+  double map_seconds;  /* of which creating and mapping (a move's destination) */
+  double copy_seconds; /* of which copies */
+  double unmap_seconds;
+} EmaPoolEvent;
+
+/* "borrow", "return", "reclaim", "own-map", "own-unmap". */
+const char *ema_pool_event_kind_name(EmaPoolEventKind kind);
+
+typedef struct {
+  guint64 borrows, slices_borrowed;   /* borrow actions and slices */
+  guint64 returns, slices_returned;   /* empty slices given back by borrowers */
+  guint64 reclaims, slices_reclaimed; /* reclaim decisions by lenders and their slices */
+  guint64 blocks_migrated, blocks_to_host, blocks_dropped;
+  guint64 plans_adjusted; /* plan actions the ledger could not honour as asked */
+  guint64 blocks_checked; /* moved blocks whose data was read back (real backends) */
+  double borrow_seconds, borrow_max_seconds;
+  double return_seconds;
+  double reclaim_seconds, reclaim_max_seconds; /* per reclaim decision (all its actions) */
+} EmaPoolCoreStats;
+
+/* Every action the checks name. */
+typedef enum {
+  EMA_POOL_ACTION_TAKE,
+  EMA_POOL_ACTION_GIVE,
+  EMA_POOL_ACTION_BORROW,
+  EMA_POOL_ACTION_RETURN,
+  EMA_POOL_ACTION_RECLAIM,
+  EMA_POOL_ACTION_COMPLETE,
+  EMA_POOL_ACTION_PREFETCH,
+  EMA_POOL_ACTION_SWAP,
+  EMA_POOL_ACTION_TICK,
+  EMA_POOL_N_ACTIONS,
+} EmaPoolAction;
+
+const char *ema_pool_action_name(EmaPoolAction action);
+
+/* How often the invariants are checked: every action, one in
+ * EMA_POOL_CHECK_SAMPLE, or never (EMA_POOL_CHECKS=all, =sample (the
+ * default), =off). */
+#define EMA_POOL_CHECK_SAMPLE 4096
+typedef enum { EMA_POOL_CHECK_OFF, EMA_POOL_CHECK_SAMPLED, EMA_POOL_CHECK_ALL } EmaPoolCheckLevel;
+
+typedef struct _EmaPoolCore EmaPoolCore;
+
+/* The owner's own invariants (blocks its engines hold...), checked after
+ * the ledger's. */
+typedef gboolean (*EmaPoolOwnerCheck)(const EmaPoolCore *core, gpointer data, GError **error);
+
+struct _EmaPoolCore {
+  guint n;
+  EmaSliceLedger ledger; /* gpus[i]: the owner's records (ledger.h) */
+  const EmaServerSpec *server;
+  const EmaPolicySpec *spec;
+  const EmaPolicyInfo *policies[3];
+  const EmaPoolBackend *backend;
+  gpointer backend_data;
+  EmaTime now;                           /* set by the owner before each call but take and give */
+  EmaTime (*clock)(gpointer clock_data); /* the owner's time now, for messages (NULL: now) */
+  gpointer clock_data;
+  guint64 tick;
+  EmaPoolCoreStats stats;
+  GArray *events;        /* EmaPoolEvent, NULL unless logging (ema_pool_core_log) */
+  guint64 *scratch;      /* [n] */
+  double *bytes_scratch; /* [n] */
+  guint64 *lacking;      /* [n] what each tenant lacked at the end of its last round */
+  /* the demand driver (ema_pool_core_tick) */
+  const EmaStepModel **models; /* [n] */
+  guint context_tokens;
+  /* checks */
+  gboolean blocks_untracked; /* the backend neither maps own slices nor writes blocks */
+  EmaPoolCheckLevel check_level;
+  guint64 check_count;
+  EmaPoolOwnerCheck owner_check;
+  gpointer owner_data;
+};
+
+/* CORE over N GPUs under POLICY (names looked up in the registry) on
+ * SERVER, with BACKEND. The owner then points core->ledger.gpus[i] at its
+ * records, each set up by ema_slice_gpu_setup(). Errors: an unknown policy. */
+gboolean ema_pool_core_init(EmaPoolCore *core, guint n, const EmaServerSpec *server,
+                            const EmaPolicySpec *policy, const EmaPoolBackend *backend,
+                            gpointer backend_data, GError **error);
+void ema_pool_core_clear(EmaPoolCore *core);
+/* A GPU record's counters, zeroed, for GPU INDEX of N. */
+void ema_slice_gpu_setup(EmaSliceGpu *g, guint index, guint n);
+void ema_slice_gpu_clear(EmaSliceGpu *g);
+/* Keep a log of every action (events). */
+void ema_pool_core_log(EmaPoolCore *core);
+
+/* The policies' init hooks at core->now. */
+gboolean ema_pool_core_start(EmaPoolCore *core, GError **error);
+/* The view the policies get at core->now (valid until the next call). */
+static inline const EmaPoolView *ema_pool_core_view(EmaPoolCore *core) {
+  return ema_slice_ledger_view(&core->ledger, core->now, core->server);
+}
+
+/* G's tenant takes N blocks: local first, then the lenders with the most
+ * free room for its blocks (ties to the lowest index); FALSE (nothing
+ * taken) when its room does not hold them (*ERROR set only when the
+ * backend failed). Growth may use all borrowed room: the prefetch plan's
+ * remote_limit gates admission, through ema_slice_gpu_free_blocks(). */
+gboolean ema_pool_core_take(EmaPoolCore *core, EmaSliceGpu *g, guint64 n, GError **error);
+/* G's tenant gives back N blocks: local and remote in proportion (rounded
+ * to the nearest), the remote ones in proportion to each lender's share,
+ * the remainder from the largest; with FIRST < n, FIRST's blocks go first
+ * (a drop for a reclaim). Its own mapped slices follow. */
+gboolean ema_pool_core_give(EmaPoolCore *core, EmaSliceGpu *g, guint64 n, guint first,
+                            GError **error);
+
+/* A decision of G at core->now (the order above); blocks_short is then 0. */
+gboolean ema_pool_core_decide(EmaPoolCore *core, EmaSliceGpu *g, GError **error);
+/* The reclaim policy of LENDER for NEEDED slices (0: proactive), its plan
+ * checked and applied. */
+gboolean ema_pool_core_reclaim(EmaPoolCore *core, guint lender, guint64 needed, GError **error);
+/* BORROWER gives back SLICES empty slices of LENDER (cut to the empty ones). */
+gboolean ema_pool_core_return(EmaPoolCore *core, guint borrower, guint lender, guint64 slices,
+                              GError **error);
+/* Fault injection: LENDER needs every slice it lends; what the reclaim
+ * policy's plan leaves lent is then dropped. */
+gboolean ema_pool_core_reclaim_everything(EmaPoolCore *core, guint lender, GError **error);
+/* A deferred action is done (backend.h's defer): its slices usable. */
+void ema_pool_core_complete(EmaPoolCore *core, EmaPoolEventKind kind, guint lender, guint borrower,
+                            guint64 slices);
+/* G's own mapped slices follow its blocks and staging (backend's own). */
+gboolean ema_pool_core_sync_own(EmaPoolCore *core, EmaSliceGpu *g, GError **error);
+
+/* ---- the demand driver (a synchronous backend without engines) ---------- */
+
+/* GPU's tenant runs STEP_MODEL (for its prefetch plans; NULL: none);
+ * sequences count CONTEXT_TOKENS tokens (0: 2000). */
+void ema_pool_core_set_model(EmaPoolCore *core, guint gpu, const EmaStepModel *step_model);
+/* One round at core->now, TARGETS[g] the blocks g's tenant wants:
+ *   1. the prefetch policy for each tenant holding remote blocks (the step
+ *      is the decode of its blocks by its running sequences), then each
+ *      tenant gives back blocks above its target or takes what it lacks,
+ *      as far as its free blocks allow: what it still lacks is its
+ *      blocks_short;
+ *   2. each sharing tenant's GPU decides (at most once per decision_period
+ *      unless short);
+ *   3. each tenant takes what it still lacks from the memory step 2 gave;
+ *   4. the demand trend; every GPU's work is waited for.
+ * FALSE with the first error (the ledger is consistent; stop the run). */
+gboolean ema_pool_core_tick(EmaPoolCore *core, const guint64 *targets, GError **error);
+
+/* ---- invariants ---------------------------------------------------------- */
+
+/* The ledger's invariants (ema_slice_ledger_check_counters), then the
+ * owner's. */
+gboolean ema_pool_core_check(const EmaPoolCore *core, GError **error);
+/* The check after ACTION of GPU (G_MAXUINT: none), now; a violation is
+ * fatal, naming the action. */
+void ema_pool_core_check_now(EmaPoolCore *core, EmaPoolAction action, guint gpu);
+/* After ACTION of GPU: the check at core's level (inline: the pool's hot
+ * paths call it on every take and give). */
+static inline void ema_pool_core_checked(EmaPoolCore *core, EmaPoolAction action, guint gpu) {
+  if (core->check_level == EMA_POOL_CHECK_ALL || (core->check_level == EMA_POOL_CHECK_SAMPLED &&
+                                                  ++core->check_count % EMA_POOL_CHECK_SAMPLE == 0))
+    ema_pool_core_check_now(core, action, gpu);
+}
+
+G_END_DECLS

@@ -1,0 +1,745 @@
+/* core.c: the pool mechanism (core.h): blocks over the slice ledger, the
+ * policy calls, the checks and application of their plans, the event log
+ * and the invariant checks, over a backend (backend.h).
+ *
+ * Invariants (ema_pool_core_check, ledger.h's counters): for every GPU g,
+ * its blocks' slices + lent + in flight + staging + parking fit in its
+ * region; remote[j] fits in what j lends it; the totals equal the sums over
+ * the lent matrix; only sharing GPUs lend or borrow; the owner's records
+ * (an engine's blocks, real mappings) agree with the ledger.
+ * With a deferring backend a borrow's slices are lending (lender) and
+ * borrowing (borrower) until complete, and returned or reclaimed slices
+ * are returning (lender); with a synchronous one those stay 0. */
+#include "ema/pool/core.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ema/pool/registry.h"
+
+#define DEFAULT_CONTEXT 2000
+#define BLOCK_TOKENS 16
+
+#define B(c) ((c)->backend)
+#define D(c) ((c)->backend_data)
+
+const char *ema_pool_event_kind_name(EmaPoolEventKind kind) {
+  static const char *const names[] = {"borrow", "return", "reclaim", "own-map", "own-unmap"};
+  return (guint) kind < G_N_ELEMENTS(names) ? names[kind] : "?";
+}
+
+const char *ema_pool_action_name(EmaPoolAction action) {
+  static const char *const names[] = {"take",     "give",     "borrow", "return", "reclaim",
+                                      "complete", "prefetch", "swap",   "tick"};
+  return (guint) action < G_N_ELEMENTS(names) ? names[action] : "?";
+}
+
+/* ---- set-up ------------------------------------------------------------- */
+
+static EmaPoolCheckLevel check_level_from_env(void) {
+  const char *env = g_getenv("EMA_POOL_CHECKS");
+  if (env == NULL || *env == '\0' || strcmp(env, "sample") == 0)
+    return EMA_POOL_CHECK_SAMPLED;
+  if (strcmp(env, "all") == 0)
+    return EMA_POOL_CHECK_ALL;
+  if (strcmp(env, "off") == 0)
+    return EMA_POOL_CHECK_OFF;
+  g_error("EMA_POOL_CHECKS=%s: all, sample or off", env);
+}
+
+gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server,
+                            const EmaPolicySpec *policy, const EmaPoolBackend *backend,
+                            gpointer backend_data, GError **error) {
+  const char *names[3] = {policy->borrow, policy->prefetch, policy->reclaim};
+  memset(c, 0, sizeof *c);
+  c->n = n;
+  c->server = server;
+  c->spec = policy;
+  c->backend = backend;
+  c->backend_data = backend_data;
+  ema_slice_ledger_init(&c->ledger, n);
+  c->scratch = g_new0(guint64, n);
+  c->bytes_scratch = g_new0(double, n);
+  c->lacking = g_new0(guint64, n);
+  c->models = g_new0(const EmaStepModel *, n);
+  c->context_tokens = DEFAULT_CONTEXT;
+  c->check_level = check_level_from_env();
+  c->blocks_untracked = backend->own == NULL && backend->fill == NULL;
+  for (guint k = 0; k < 3; k++) {
+    c->policies[k] = ema_policy_registry_find((EmaPolicyKind) k, names[k], error);
+    if (c->policies[k] == NULL)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+void ema_pool_core_clear(EmaPoolCore *c) {
+  ema_slice_ledger_clear(&c->ledger);
+  g_free(c->scratch);
+  g_free(c->bytes_scratch);
+  g_free(c->lacking);
+  g_free(c->models);
+  if (c->events)
+    g_array_unref(c->events);
+  memset(c, 0, sizeof *c);
+}
+
+void ema_slice_gpu_setup(EmaSliceGpu *g, guint index, guint n) {
+  memset(g, 0, sizeof *g);
+  g->index = index;
+  g->remote = g_new0(guint64, n);
+  g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
+}
+
+void ema_slice_gpu_clear(EmaSliceGpu *g) {
+  for (guint k = 0; k < 3; k++)
+    g_clear_pointer(&g->states[k], g_free);
+  g_clear_pointer(&g->remote, g_free);
+}
+
+void ema_pool_core_log(EmaPoolCore *c) {
+  if (c->events == NULL)
+    c->events = g_array_new(FALSE, FALSE, sizeof(EmaPoolEvent));
+}
+
+gboolean ema_pool_core_start(EmaPoolCore *c, GError **error) {
+  gconstpointer params[3] = {c->spec->borrow_params, c->spec->prefetch_params,
+                             c->spec->reclaim_params};
+  return ema_slice_ledger_init_policies(&c->ledger, c->policies, params, c->now, c->server, error);
+}
+
+/* ---- events --------------------------------------------------------------- */
+
+static EmaPoolEvent event_start(const EmaPoolCore *c, EmaPoolEventKind kind, guint gpu,
+                                guint peer) {
+  EmaPoolEvent e = {.tick = c->tick, .at = c->now, .kind = kind, .gpu = gpu, .peer = peer};
+  e.started = B(c)->clock ? B(c)->clock(D(c)) : (double) c->now / 1e9;
+  return e;
+}
+
+static void event_push(EmaPoolCore *c, const EmaPoolEvent *e) {
+  if (c->events)
+    g_array_append_val(c->events, *e);
+}
+
+static EmaTime ns(double seconds) {
+  return (EmaTime) llround(seconds * 1e9);
+}
+
+/* ---- the tenant's blocks ----------------------------------------------------- */
+
+/* ema_pool_core_sync_own, adding its time to *SECONDS. */
+static gboolean sync_own(EmaPoolCore *c, EmaSliceGpu *g, double *seconds, GError **error) {
+  gint64 changed = 0;
+  EmaPoolEvent e;
+  if (B(c)->own == NULL)
+    return TRUE;
+  e = event_start(c, EMA_POOL_EVENT_OWN_MAP, g->index, g->index);
+  if (!B(c)->own(D(c), g->index, ema_slices_for_blocks(g, g->local_used) + g->staging, &changed,
+                 &e.seconds, error))
+    return FALSE;
+  *seconds += e.seconds;
+  if (changed == 0)
+    return TRUE;
+  if (changed < 0) {
+    e.kind = EMA_POOL_EVENT_OWN_UNMAP;
+    e.unmap_seconds = e.seconds;
+  } else {
+    e.map_seconds = e.seconds;
+  }
+  e.slices = (guint64) (changed < 0 ? -changed : changed);
+  event_push(c, &e);
+  return TRUE;
+}
+
+gboolean ema_pool_core_sync_own(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
+  double seconds = 0;
+  return sync_own(c, g, &seconds, error);
+}
+
+/* Own slices for LOCAL more local blocks of G (before they are counted);
+ * adds the time to *SECONDS. */
+static gboolean own_for(EmaPoolCore *c, EmaSliceGpu *g, guint64 local, double *seconds,
+                        GError **error) {
+  guint64 used = g->local_used;
+  gboolean ok;
+  if (B(c)->own == NULL)
+    return TRUE;
+  g->local_used += local;
+  ok = sync_own(c, g, seconds, error);
+  g->local_used = used;
+  return ok;
+}
+
+gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, GError **error) {
+  guint64 local_cap = ema_slice_gpu_local_capacity(g);
+  guint64 local = MIN(n, local_cap > g->local_used ? local_cap - g->local_used : 0);
+  guint64 rest = n - local;
+  guint64 *add = c->scratch;
+  if (rest == 0 && c->blocks_untracked) {
+    /* all local, nothing to map or write: the simulator's common case */
+    g->local_used += n;
+    ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
+    return TRUE;
+  }
+  if (rest > 0 && g->remote_cap_total < g->remote_total + rest)
+    return FALSE;
+  if (rest > 0)
+    memset(add, 0, c->n * sizeof *add);
+  while (rest > 0) {
+    /* the lender with the most free room for g's blocks; ties to the lowest index */
+    guint best = c->n;
+    guint64 most = 0;
+    for (guint j = 0; j < c->n; j++) {
+      guint64 cap = ema_slice_ledger_remote_capacity(&c->ledger, g, j),
+              have = g->remote[j] + add[j];
+      guint64 room = cap > have ? cap - have : 0;
+      if (room > most) {
+        most = room;
+        best = j;
+      }
+    }
+    g_assert(best < c->n); /* the rooms add up to at least what was asked */
+    add[best] += MIN(most, rest);
+    rest -= MIN(most, rest);
+  }
+  /* the local blocks' slices first: nothing changes if they cannot be had */
+  double seconds = 0;
+  if (local > 0 && !own_for(c, g, local, &seconds, error))
+    return FALSE;
+  g->local_used += local;
+  if (B(c)->fill && local > 0 && !B(c)->fill(D(c), g->index, g->index, local, error))
+    return FALSE;
+  for (guint j = 0; local < n && j < c->n; j++) {
+    if (add[j] == 0)
+      continue;
+    g->remote[j] += add[j];
+    g->remote_total += add[j];
+    if (B(c)->fill && !B(c)->fill(D(c), g->index, j, add[j], error))
+      return FALSE;
+  }
+  ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
+  return TRUE;
+}
+
+/* N remote blocks of G go: FIRST (if < n) first, then in proportion to each
+ * lender's share, the remainder from the largest. A backend that tracks
+ * blocks is told what left each lender. */
+static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint first) {
+  guint64 left = n, total = g->remote_total;
+  guint64 *before = c->scratch;
+  if (B(c)->forget)
+    memcpy(before, g->remote, c->n * sizeof *before);
+  if (first < c->n) {
+    guint64 k = MIN(left, g->remote[first]);
+    g->remote[first] -= k;
+    left -= k;
+    total -= k;
+  }
+  if (left > 0 && total > 0) {
+    guint64 share_total = left;
+    for (guint j = 0; j < c->n && left > 0; j++) {
+      guint64 k = MIN(g->remote[j], share_total * g->remote[j] / total);
+      g->remote[j] -= k;
+      left -= MIN(left, k);
+    }
+  }
+  while (left > 0) {
+    guint best = 0;
+    for (guint j = 1; j < c->n; j++)
+      if (g->remote[j] > g->remote[best])
+        best = j;
+    g_assert(g->remote[best] > 0);
+    g->remote[best]--;
+    left--;
+  }
+  g->remote_total -= n;
+  for (guint j = 0; B(c)->forget && j < c->n; j++)
+    if (before[j] > g->remote[j])
+      B(c)->forget(D(c), g->index, j, before[j] - g->remote[j]);
+}
+
+gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint first,
+                            GError **error) {
+  guint64 used = g->local_used + g->remote_total;
+  guint64 remote;
+  g_assert_cmpuint(n, <=, used);
+  if (n == 0)
+    return TRUE;
+  if (first < c->n) {
+    remote = MIN(n, g->remote_total);
+  } else {
+    /* in proportion, rounded to the nearest */
+    remote = (guint64) floor((double) n * (double) g->remote_total / (double) used + 0.5);
+    remote = MIN(remote, g->remote_total);
+    if (n - remote > g->local_used)
+      remote = n - g->local_used;
+  }
+  if (remote > 0)
+    give_remote(c, g, remote, first);
+  g->local_used -= n - remote;
+  if (B(c)->forget && n > remote)
+    B(c)->forget(D(c), g->index, g->index, n - remote);
+  if (B(c)->own && !ema_pool_core_sync_own(c, g, error))
+    return FALSE;
+  ema_pool_core_checked(c, EMA_POOL_ACTION_GIVE, g->index);
+  return TRUE;
+}
+
+/* Exactly N of G's blocks on LENDER go (their data is gone or copied out). */
+static void remove_remote(EmaPoolCore *c, EmaSliceGpu *g, guint lender, guint64 n) {
+  g_assert(n <= g->remote[lender]);
+  g->remote[lender] -= n;
+  g->remote_total -= n;
+  if (B(c)->forget)
+    B(c)->forget(D(c), g->index, lender, n);
+}
+
+/* ---- applying plans ---------------------------------------------------------- */
+
+/* BORROWER borrows SLICES from LENDER (cut to what LENDER can lend). */
+static gboolean apply_borrow(EmaPoolCore *c, guint borrower, guint lender, guint64 slices,
+                             GError **error) {
+  EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_BORROW, borrower, lender);
+  slices = ema_slice_cut(slices, ema_slice_ledger_borrow_limit(&c->ledger, borrower, lender),
+                         &c->stats.plans_adjusted);
+  if (slices == 0)
+    return TRUE;
+  if (!B(c)->lend(D(c), lender, borrower, slices, &e.seconds, error))
+    return FALSE;
+  e.map_seconds = e.seconds;
+  e.slices = slices;
+  c->stats.borrows++;
+  c->stats.slices_borrowed += slices;
+  c->stats.borrow_seconds += e.seconds;
+  c->stats.borrow_max_seconds = MAX(c->stats.borrow_max_seconds, e.seconds);
+  if (B(c)->defer) {
+    c->ledger.gpus[lender]->lending += slices;
+    c->ledger.gpus[borrower]->borrowing += slices;
+    B(c)->defer(D(c), EMA_POOL_EVENT_BORROW, lender, borrower, slices, ns(e.seconds));
+  } else {
+    ema_slice_ledger_change_lent(&c->ledger, lender, borrower, (gint64) slices);
+  }
+  event_push(c, &e);
+  ema_pool_core_checked(c, EMA_POOL_ACTION_BORROW, borrower);
+  return TRUE;
+}
+
+/* BORROWER gives back SLICES empty slices of LENDER (cut to the empty ones). */
+static gboolean apply_return(EmaPoolCore *c, guint borrower, guint lender, guint64 slices,
+                             GError **error) {
+  EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_RETURN, borrower, lender);
+  gboolean ok;
+  slices = ema_slice_cut(slices, ema_slice_ledger_return_limit(&c->ledger, borrower, lender),
+                         &c->stats.plans_adjusted);
+  if (slices == 0)
+    return TRUE;
+  /* the borrower unmaps; the lender has the slices back once that is done */
+  ema_slice_ledger_change_lent(&c->ledger, lender, borrower, -(gint64) slices);
+  ok = B(c)->unlend(D(c), lender, borrower, slices, &e.seconds, error);
+  e.unmap_seconds = e.seconds;
+  e.slices = slices;
+  c->stats.returns++;
+  c->stats.slices_returned += slices;
+  c->stats.return_seconds += e.seconds;
+  if (B(c)->defer) {
+    c->ledger.gpus[lender]->returning += slices;
+    B(c)->defer(D(c), EMA_POOL_EVENT_RETURN, lender, borrower, slices, ns(e.seconds));
+  }
+  event_push(c, &e);
+  ema_pool_core_checked(c, EMA_POOL_ACTION_RETURN, borrower);
+  return ok;
+}
+
+gboolean ema_pool_core_return(EmaPoolCore *c, guint borrower, guint lender, guint64 slices,
+                              GError **error) {
+  return apply_return(c, borrower, lender, slices, error);
+}
+
+/* Move up to BLOCKS of b's blocks from LENDER to TARGET (b itself: its own
+ * free slices; another GPU: slices it lends b on the spot); sets *MOVED
+ * and the event's times. */
+static gboolean migrate(EmaPoolCore *c, EmaSliceGpu *b, guint lender, guint target, guint64 blocks,
+                        guint64 *moved, EmaPoolEvent *e, GError **error) {
+  guint64 room, m, new_slices = 0;
+  double map_s = 0, copy_s = 0;
+  if (target == b->index) {
+    guint64 cap = ema_slice_gpu_local_capacity(b);
+    room = cap > b->local_used ? cap - b->local_used : 0;
+  } else {
+    const EmaSliceGpu *t = c->ledger.gpus[target];
+    room = t->shares && target != lender ? ema_blocks_in_slices(b, ema_slice_gpu_lendable(t)) : 0;
+  }
+  *moved = m = MIN(room, blocks);
+  if (m == 0)
+    return TRUE;
+  /* the destination's slices first: a peer maps new slices for the borrower */
+  if (target == b->index) {
+    if (!own_for(c, b, m, &map_s, error))
+      goto failed;
+  } else {
+    new_slices = ema_slices_for_blocks(b, m);
+    if (!B(c)->lend(D(c), target, b->index, new_slices, &map_s, error))
+      goto failed;
+  }
+  if (B(c)->move && !B(c)->move(D(c), b->index, lender, target, m, &copy_s, error)) {
+    /* the data stays where it was; the destination goes */
+    GError *inner = NULL;
+    double ignored;
+    if (target == b->index ? !ema_pool_core_sync_own(c, b, &inner)
+                           : !B(c)->unlend(D(c), target, b->index, new_slices, &ignored, &inner))
+      g_debug("while undoing a move: %s", inner ? inner->message : "failed");
+    g_clear_error(&inner);
+    goto failed;
+  }
+  b->remote[lender] -= m;
+  if (target == b->index) {
+    b->remote_total -= m;
+    b->local_used += m;
+  } else {
+    ema_slice_ledger_change_lent(&c->ledger, target, b->index, (gint64) new_slices);
+    b->remote[target] += m;
+  }
+  c->stats.blocks_migrated += m;
+  e->blocks_moved += m;
+  e->bytes_copied += m * b->block_bytes;
+  e->map_seconds += map_s;
+  e->copy_seconds += copy_s;
+  return TRUE;
+failed:
+  *moved = 0;
+  return FALSE;
+}
+
+/* At least N of b's blocks on LENDER leave (to host, or dropped); *FREED. */
+static gboolean evict(EmaPoolCore *c, EmaSliceGpu *b, guint lender, guint64 n, gboolean to_host,
+                      guint64 *freed, double *seconds, GError **error) {
+  *seconds = 0;
+  if (B(c)->evict)
+    return B(c)->evict(D(c), b->index, lender, n, to_host, freed, seconds, error);
+  if (to_host && B(c)->to_host && !B(c)->to_host(D(c), b->index, lender, n, seconds, error))
+    return FALSE;
+  remove_remote(c, b, lender, n);
+  *freed = n;
+  return TRUE;
+}
+
+/* LENDER takes back the slices of ACTION; *TAKEN, *DATA_S the time its
+ * data takes to leave, *UNMAP the unmapping's. */
+static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaReclaimAction *action,
+                                     guint64 *taken, double *data_s, EmaTime *unmap, double *sum,
+                                     GError **error) {
+  guint bi = action->borrower;
+  EmaSliceGpu *b = c->ledger.gpus[bi];
+  guint64 slices =
+      ema_slice_cut(action->slices, ema_slice_ledger_reclaim_limit(&c->ledger, lender, bi),
+                    &c->stats.plans_adjusted);
+  guint64 keep, excess, moved = 0, freed;
+  EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_RECLAIM, lender, bi);
+  double time = 0, unmap_s = 0, evict_s;
+  gboolean ok = TRUE;
+  *taken = 0;
+  *data_s = 0;
+  *unmap = 0;
+  if (slices == 0 || bi == lender)
+    return TRUE;
+  e.target = action->target;
+  e.target_gpu = action->target_gpu;
+  excess = ema_slice_ledger_reclaim_excess(&c->ledger, lender, bi, slices, &keep);
+  if (excess > 0) {
+    switch (action->target) {
+    case EMA_VACATE_TO_BORROWER:
+      ok = migrate(c, b, lender, bi, excess, &moved, &e, error);
+      time = e.copy_seconds + e.map_seconds;
+      break;
+    case EMA_VACATE_TO_PEER:
+      if (action->target_gpu < c->n) {
+        ok = migrate(c, b, lender, action->target_gpu, excess, &moved, &e, error);
+        time = e.copy_seconds + e.map_seconds;
+      }
+      break;
+    case EMA_VACATE_TO_HOST:
+      ok = evict(c, b, lender, excess, TRUE, &moved, &time, error);
+      c->stats.blocks_to_host += moved;
+      e.blocks_to_host += moved;
+      e.bytes_copied += moved * b->block_bytes;
+      e.copy_seconds += time;
+      break;
+    case EMA_VACATE_DROP:
+      break;
+    }
+    if (!ok)
+      return FALSE;
+    if (moved < excess) {
+      if (action->target != EMA_VACATE_DROP)
+        c->stats.plans_adjusted++;
+      /* what could not go where the plan said is dropped */
+      if (!evict(c, b, lender, excess - moved, FALSE, &freed, &evict_s, error))
+        return FALSE;
+      c->stats.blocks_dropped += freed;
+      e.blocks_dropped += freed;
+    }
+  }
+  g_assert_cmpuint(b->remote[lender], <=, keep);
+  ema_slice_ledger_change_lent(&c->ledger, lender, bi, -(gint64) slices);
+  ok = B(c)->unlend(D(c), lender, bi, slices, &unmap_s, error);
+  *taken = slices;
+  *data_s = time;
+  *unmap = ns(unmap_s);
+  e.unmap_seconds = unmap_s;
+  e.seconds = e.map_seconds + e.copy_seconds + unmap_s;
+  *sum += e.seconds;
+  e.slices = slices;
+  event_push(c, &e);
+  return ok;
+}
+
+/* TOTAL slices of LENDER taken back in one decision, whose data took
+ * WAIT (the longest of its actions' copies: they run side by side) and
+ * whose unmapping UNMAP; SUM the time of all its actions, one after the
+ * other. */
+static void reclaimed(EmaPoolCore *c, guint lender, guint64 total, double wait, EmaTime unmap,
+                      double sum) {
+  /* a deferring backend's actions overlap; a synchronous one's run in turn */
+  double seconds = B(c)->defer ? wait + (double) unmap / 1e9 : sum;
+  c->stats.reclaims++;
+  c->stats.slices_reclaimed += total;
+  c->stats.reclaim_seconds += seconds;
+  c->stats.reclaim_max_seconds = MAX(c->stats.reclaim_max_seconds, seconds);
+  if (B(c)->defer) {
+    c->ledger.gpus[lender]->returning += total;
+    B(c)->defer(D(c), EMA_POOL_EVENT_RECLAIM, lender, lender, total, ns(wait) + unmap);
+  }
+  ema_pool_core_checked(c, EMA_POOL_ACTION_RECLAIM, lender);
+}
+
+gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GError **error) {
+  const EmaReclaimPolicyOps *ops = c->policies[EMA_POLICY_RECLAIM]->ops;
+  EmaReclaimPlan plan = {0};
+  guint64 total = 0;
+  double wait = 0, sum = 0;
+  EmaTime unmap = 0;
+  gboolean ok = TRUE;
+  ops->decide(c->ledger.gpus[lender]->states[EMA_POLICY_RECLAIM], c->spec->reclaim_params,
+              ema_pool_core_view(c), lender, needed, &plan);
+  for (guint i = 0; ok && i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
+    guint64 taken;
+    double time;
+    EmaTime action_unmap;
+    if (plan.actions[i].borrower >= c->n) {
+      c->stats.plans_adjusted++;
+      continue;
+    }
+    ok = apply_reclaim_action(c, lender, &plan.actions[i], &taken, &time, &action_unmap, &sum,
+                              error);
+    if (taken == 0)
+      continue;
+    total += taken;
+    unmap += action_unmap;
+    wait = MAX(wait, time); /* copies to different places run side by side */
+  }
+  if (total > 0)
+    reclaimed(c, lender, total, wait, unmap, sum);
+  return ok;
+}
+
+gboolean ema_pool_core_reclaim_everything(EmaPoolCore *c, guint lender, GError **error) {
+  if (c->ledger.gpus[lender]->lent_total == 0)
+    return TRUE;
+  if (!ema_pool_core_reclaim(c, lender, c->ledger.gpus[lender]->lent_total, error))
+    return FALSE;
+  for (guint b = 0; b < c->n; b++) {
+    guint64 left = c->ledger.lent[lender * c->n + b];
+    if (left > 0) {
+      EmaReclaimAction drop = {b, left, EMA_VACATE_DROP, 0};
+      guint64 taken;
+      double time, sum = 0;
+      EmaTime unmap;
+      gboolean ok = apply_reclaim_action(c, lender, &drop, &taken, &time, &unmap, &sum, error);
+      /* counted like the policy's, as its wait is */
+      reclaimed(c, lender, taken, time, unmap, sum);
+      if (!ok)
+        return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+void ema_pool_core_complete(EmaPoolCore *c, EmaPoolEventKind kind, guint lender, guint borrower,
+                            guint64 slices) {
+  if (kind == EMA_POOL_EVENT_BORROW) {
+    c->ledger.gpus[lender]->lending -= slices;
+    c->ledger.gpus[borrower]->borrowing -= slices;
+    ema_slice_ledger_change_lent(&c->ledger, lender, borrower, (gint64) slices);
+  } else {
+    c->ledger.gpus[lender]->returning -= slices;
+  }
+  ema_pool_core_checked(c, EMA_POOL_ACTION_COMPLETE, lender);
+}
+
+static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
+  const EmaBorrowPolicyOps *ops = c->policies[EMA_POLICY_BORROW]->ops;
+  EmaBorrowPlan plan = {0};
+  ops->decide(c->ledger.gpus[borrower]->states[EMA_POLICY_BORROW], c->spec->borrow_params,
+              ema_pool_core_view(c), borrower, &plan);
+  for (guint i = 0; i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
+    const EmaBorrowAction *a = &plan.actions[i];
+    gboolean ok = TRUE;
+    if (a->lender >= c->n)
+      c->stats.plans_adjusted++;
+    else if (a->slices > 0)
+      ok = apply_borrow(c, borrower, a->lender, (guint64) a->slices, error);
+    else if (a->slices < 0)
+      ok = apply_return(c, borrower, a->lender, (guint64) -a->slices, error);
+    if (!ok)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
+  gboolean ok = TRUE;
+  g->decided_at = c->now;
+  if (g->lent_total > 0) {
+    if (g->blocks_short > 0) {
+      guint64 needed = ema_slices_for_blocks(g, g->blocks_short);
+      guint64 coming = g->returning;
+      if (needed > coming)
+        ok = ema_pool_core_reclaim(c, g->index, needed - coming, error);
+    }
+    if (ok && g->lent_total > 0)
+      ok = ema_pool_core_reclaim(c, g->index, 0, error);
+  }
+  if (ok && g->has_tenant)
+    ok = run_borrow(c, g->index, error);
+  g->blocks_short = 0;
+  return ok;
+}
+
+/* ---- the demand driver ----------------------------------------------------------- */
+
+void ema_pool_core_set_model(EmaPoolCore *c, guint gpu, const EmaStepModel *step_model) {
+  c->models[gpu] = step_model;
+}
+
+/* Before G's step: the prefetch policy, if G holds remote KV. The step is
+ * the decode of its blocks by `running` sequences, timed by its step
+ * model; interference is not tracked here (no steps run on this side). */
+static gboolean plan_prefetch(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
+  const EmaStepModel *model = c->models[g->index];
+  EmaStepBatch batch = {0};
+  EmaStepBreakdown bd;
+  EmaStepCostView view;
+  double used = (double) (g->local_used + g->remote_total), t_copy, t_direct, layers;
+  if (model == NULL || g->remote_total == 0 || (layers = ema_step_model_layers(model)) <= 0)
+    return TRUE;
+  batch.decode_seqs = MAX(g->running, 1);
+  batch.decode_context = used * BLOCK_TOKENS;
+  batch.logits = batch.decode_seqs;
+  if (ema_step_time(model, &batch, &bd) == 0)
+    return TRUE;
+  ema_slice_ledger_step_cost(&c->ledger, g, c->server, &bd, layers, 1, c->bytes_scratch, &view,
+                             &t_copy, &t_direct);
+  ema_slice_gpu_plan_prefetch(g, c->policies[EMA_POLICY_PREFETCH], c->spec->prefetch_params,
+                              ema_pool_core_view(c), &view, (guint) layers);
+  return ema_pool_core_sync_own(c, g, error);
+}
+
+static guint64 blocks_used(const EmaSliceGpu *g) {
+  return g->local_used + g->remote_total;
+}
+
+static guint count_seqs(const EmaPoolCore *c, guint64 blocks) {
+  guint64 tokens = blocks * BLOCK_TOKENS;
+  return (guint) ((tokens + c->context_tokens - 1) / c->context_tokens);
+}
+
+/* G's tenant moves towards TARGET blocks; *LACKING what it still lacks. */
+static gboolean adjust(EmaPoolCore *c, EmaSliceGpu *g, guint64 target, guint64 *lacking,
+                       GError **error) {
+  guint64 used = blocks_used(g);
+  *lacking = 0;
+  if (target < used)
+    return ema_pool_core_give(c, g, used - target, c->n, error);
+  if (target > used) {
+    guint64 k = MIN(target - used, ema_slice_gpu_free_blocks(g));
+    GError *inner = NULL;
+    if (k > 0 && !ema_pool_core_take(c, g, k, &inner) && inner) {
+      g_propagate_error(error, inner);
+      return FALSE;
+    }
+    *lacking = target - blocks_used(g);
+  }
+  return TRUE;
+}
+
+gboolean ema_pool_core_tick(EmaPoolCore *c, const guint64 *targets, GError **error) {
+  c->tick++;
+  for (guint i = 0; i < c->n; i++) {
+    EmaSliceGpu *g = c->ledger.gpus[i];
+    guint64 lacking;
+    if (!g->has_tenant)
+      continue;
+    if (!plan_prefetch(c, g, error) || !adjust(c, g, targets[i], &lacking, error))
+      return FALSE;
+    g->blocks_short = lacking;
+    g->running = count_seqs(c, blocks_used(g));
+    g->waiting = count_seqs(c, lacking);
+  }
+  for (guint i = 0; i < c->n; i++) {
+    EmaSliceGpu *g = c->ledger.gpus[i];
+    if (g->has_tenant && g->shares &&
+        (g->blocks_short > 0 || c->now - g->decided_at >= c->spec->decision_period) &&
+        !ema_pool_core_decide(c, g, error))
+      return FALSE;
+  }
+  for (guint i = 0; i < c->n; i++) {
+    EmaSliceGpu *g = c->ledger.gpus[i];
+    guint64 lacking;
+    if (!g->has_tenant)
+      continue;
+    if (!adjust(c, g, targets[i], &lacking, error))
+      return FALSE;
+    c->lacking[i] = lacking;
+    g->running = count_seqs(c, blocks_used(g));
+    g->waiting = count_seqs(c, lacking);
+  }
+  for (guint i = 0; i < c->n; i++) {
+    EmaSliceGpu *g = c->ledger.gpus[i];
+    if (g->has_tenant)
+      ema_slice_gpu_update_demand(g, c->now, blocks_used(g));
+  }
+  for (guint i = 0; i < c->n; i++)
+    if (c->ledger.gpus[i]->present && B(c)->sync && !B(c)->sync(D(c), i, error))
+      return FALSE;
+  ema_pool_core_checked(c, EMA_POOL_ACTION_TICK, G_MAXUINT);
+  return TRUE;
+}
+
+/* ---- invariants ---------------------------------------------------------------- */
+
+gboolean ema_pool_core_check(const EmaPoolCore *c, GError **error) {
+  if (!ema_slice_ledger_check_counters(&c->ledger, error))
+    return FALSE;
+  return c->owner_check == NULL || c->owner_check(c, c->owner_data, error);
+}
+
+/* A take or a give is checked inside its caller's bookkeeping (an engine
+ * counts its blocks once the call returns): the ledger alone. */
+static gboolean owner_agrees_now(EmaPoolAction action) {
+  return action != EMA_POOL_ACTION_TAKE && action != EMA_POOL_ACTION_GIVE;
+}
+
+void ema_pool_core_check_now(EmaPoolCore *c, EmaPoolAction action, guint gpu) {
+  GError *error = NULL;
+  EmaTime now;
+  if (owner_agrees_now(action) ? ema_pool_core_check(c, &error)
+                               : ema_slice_ledger_check_counters(&c->ledger, &error))
+    return;
+  now = c->clock ? c->clock(c->clock_data) : c->now;
+  if (gpu == G_MAXUINT)
+    g_error("pool ledger broken after %s at %.9f s: %s", ema_pool_action_name(action),
+            (double) now / 1e9, error->message);
+  g_error("pool ledger broken after %s of gpu%u at %.9f s: %s", ema_pool_action_name(action), gpu,
+          (double) now / 1e9, error->message);
+}

@@ -1,0 +1,163 @@
+/* test-checks.c: the pool's invariants are checked after its actions
+ * (sim/pool/core.c): a ledger corrupted on purpose is caught at the next
+ * action, fatally, with the action and the broken invariant named; with
+ * EMA_POOL_CHECKS=sample the check still comes within
+ * EMA_POOL_CHECK_SAMPLE actions, and =off never. The pool here is the
+ * mechanism alone over the simulator's cost model, driven by demand
+ * targets (ema_pool_core_tick), two tenants of 64 slices, blocks of one
+ * slice, GPU0 wanting more than its region. */
+#include <string.h>
+
+#include "ema/pool/core.h"
+#include "ema/pool/pool.h"
+#include "ema/pool/registry.h"
+#include "ema/run/experiment.h"
+#include "testutil.h"
+
+#define MS (1000 * 1000)
+
+typedef struct {
+  EmaServerSpec *server;
+  EmaPolicySpec spec;
+  EmaPoolCore core;
+  EmaPoolModel model;
+  EmaSliceGpu gpus[2];
+  guint64 targets[2];
+} Rig;
+
+static void rig_init(Rig *r, EmaPoolCheckLevel level) {
+  GError *error = NULL;
+  g_autoptr(EmaNode) node =
+      ema_node_load_string("{borrow: on-demand, reclaim: migrate}", "policy", NULL, &error);
+  memset(r, 0, sizeof *r);
+  g_assert_no_error(error);
+  g_assert_true(ema_params_bind(&ema_policy_spec_params, &r->spec, node, "policy", &error));
+  r->server = ema_server_load("h200x2", &error);
+  g_assert_no_error(error);
+  g_assert_true(ema_pool_core_init(&r->core, 2, r->server, &r->spec, ema_pool_model_backend(),
+                                   &r->model, &error));
+  r->model.server = r->server;
+  r->model.ledger = &r->core.ledger;
+  r->core.check_level = level;
+  for (guint i = 0; i < 2; i++) {
+    ema_slice_gpu_setup(&r->gpus[i], i, 2);
+    r->gpus[i].present = r->gpus[i].has_tenant = r->gpus[i].shares = TRUE;
+    r->gpus[i].slices = 64;
+    r->gpus[i].block_bytes = EMA_SLICE_BYTES;
+    r->core.ledger.gpus[i] = &r->gpus[i];
+  }
+  g_assert_true(ema_pool_core_start(&r->core, &error));
+  r->targets[0] = 80;
+  r->targets[1] = 8;
+}
+
+static void rig_ticks(Rig *r, guint n) {
+  GError *error = NULL;
+  for (guint k = 0; k < n; k++) {
+    r->core.now += 50 * MS;
+    /* GPU0 alternates between wanting more than its region and less */
+    r->targets[0] = r->targets[0] == 80 ? 40 : 80;
+    g_assert_true(ema_pool_core_tick(&r->core, r->targets, &error));
+    g_assert_no_error(error);
+  }
+}
+
+static void rig_clear(Rig *r) {
+  for (guint i = 0; i < 2; i++)
+    ema_slice_gpu_clear(&r->gpus[i]);
+  ema_pool_core_clear(&r->core);
+  ema_params_clear(&ema_policy_spec_params, &r->spec);
+  ema_server_free(r->server);
+}
+
+/* A healthy run: it borrows, and every check passes. */
+static void test_healthy(void) {
+  Rig r;
+  rig_init(&r, EMA_POOL_CHECK_ALL);
+  rig_ticks(&r, 50);
+  g_assert_cmpuint(r.core.stats.borrows, >, 0);
+  g_assert_cmpuint(r.gpus[0].borrowed_total, >, 0);
+  rig_clear(&r);
+}
+
+/* The corruptions, run in a subprocess each (the check is fatal). */
+static void corrupt_remote(void) {
+  Rig r;
+  rig_init(&r, EMA_POOL_CHECK_ALL);
+  rig_ticks(&r, 3);
+  r.gpus[0].remote_total += 1; /* a block counted remote that no lender holds */
+  rig_ticks(&r, 1);
+}
+
+static void corrupt_region(void) {
+  Rig r;
+  rig_init(&r, EMA_POOL_CHECK_ALL);
+  rig_ticks(&r, 3);
+  r.gpus[1].slices = 1; /* GPU1 above its region */
+  rig_ticks(&r, 1);
+}
+
+static void corrupt_lent(EmaPoolCheckLevel level, guint ticks) {
+  Rig r;
+  rig_init(&r, level);
+  rig_ticks(&r, 3);
+  r.core.ledger.lent[1 * 2 + 0] += 1; /* lent != borrowed */
+  rig_ticks(&r, ticks);
+  rig_clear(&r);
+}
+
+static void test_corrupted(void) {
+  if (g_test_subprocess()) {
+    const char *which = g_getenv("EMA_TEST_CORRUPT");
+    if (strcmp(which, "remote") == 0)
+      corrupt_remote();
+    else if (strcmp(which, "region") == 0)
+      corrupt_region();
+    else if (strcmp(which, "lent-sampled") == 0)
+      corrupt_lent(EMA_POOL_CHECK_SAMPLED, 2 * EMA_POOL_CHECK_SAMPLE);
+    else
+      corrupt_lent(EMA_POOL_CHECK_OFF, 2 * EMA_POOL_CHECK_SAMPLE);
+    return;
+  }
+  g_setenv("EMA_TEST_CORRUPT", "remote", TRUE);
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed();
+  /* GPU0's first action in a round is its take (or give) */
+  g_test_trap_assert_stderr("*pool ledger broken after take of gpu0 at 0.200000000 s: gpu0: "
+                            "remote blocks per lender add up to * not *");
+  g_setenv("EMA_TEST_CORRUPT", "region", TRUE);
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed();
+  g_test_trap_assert_stderr("*pool ledger broken after * gpu1: * slices in use, lent or reserved, "
+                            "above its 1*");
+  /* sampled: caught within EMA_POOL_CHECK_SAMPLE actions all the same */
+  g_setenv("EMA_TEST_CORRUPT", "lent-sampled", TRUE);
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed();
+  g_test_trap_assert_stderr("*pool ledger broken after *lent/borrowed counters disagree*");
+  /* off: nothing is checked */
+  g_setenv("EMA_TEST_CORRUPT", "lent-off", TRUE);
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
+}
+
+/* The level comes from EMA_POOL_CHECKS; a value it does not know is fatal. */
+static void test_level_from_env(void) {
+  if (g_test_subprocess()) {
+    Rig r;
+    g_setenv("EMA_POOL_CHECKS", "sometimes", TRUE);
+    rig_init(&r, EMA_POOL_CHECK_ALL);
+    return;
+  }
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed();
+  g_test_trap_assert_stderr("*EMA_POOL_CHECKS=sometimes: all, sample or off*");
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/checks/healthy", test_healthy);
+  g_test_add_func("/checks/corrupted", test_corrupted);
+  g_test_add_func("/checks/level-from-env", test_level_from_env);
+  return g_test_run();
+}
