@@ -352,6 +352,7 @@ static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
   INT("arrived", result->arrived);
   INT("completed", m->completed);
   INT("rejected", result->rejected);
+  INT("rejected_max_model_len", result->rejected_too_long);
   INT("unfinished", result->unfinished);
   NUM("throughput_tok_s", ema_tenant_metrics_throughput_tok_s(m));
   NUM("total_tok_s", ema_tenant_metrics_total_tok_s(m));
@@ -367,6 +368,12 @@ static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
       NUM(NULL, values[q]);
   }
   INT("preemptions", result->preemptions);
+  INT("prefix_query_tokens", result->prefix.query_tokens);
+  INT("prefix_hit_tokens", result->prefix.hit_tokens);
+  NUM("prefix_hit_rate", result->prefix.query_tokens ? (double) result->prefix.hit_tokens /
+                                                           (double) result->prefix.query_tokens
+                                                     : 0);
+  INT("prefix_evictions", result->prefix.evictions);
   NUM("kv_util_mean", ema_tenant_metrics_kv_util_mean(m));
   NUM("kv_util_usable_mean", ema_tenant_metrics_kv_util_usable_mean(m));
   INT("kv_blocks", result->plan.blocks);
@@ -387,6 +394,29 @@ static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
 
 /* The latency block names, in tenant_fields' order, for its NULL names. */
 static const char *const latency_blocks[] = {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"};
+
+static void add_string(JsonBuilder *builder, const char *name, const char *value) {
+  json_builder_set_member_name(builder, name);
+  json_builder_add_string_value(builder, value);
+}
+
+/* What the tenant's times rest on: the engine profile (with its measured
+ * error, from its file) and the step model. */
+static void add_fidelity(JsonBuilder *builder, const EmaTenantSpec *spec) {
+  g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(spec->engine.profile, NULL);
+  json_builder_set_member_name(builder, "fidelity");
+  json_builder_begin_object(builder);
+  add_string(builder, "engine_profile", spec->engine.profile);
+  add_string(builder, "scheduler", spec->engine.scheduler == EMA_SCHEDULER_V0 ? "v0" : "v1");
+  add_number(builder, "step_cpu_cost_s", (double) spec->engine.step_cpu_cost / 1e9);
+  add_string(builder, "step_model",
+             "sim/hw/steptime.c: the GPU's operator profiles (gpu.profile) where they hold an "
+             "operator, else its roofline");
+  /* the profile was loaded when the experiment was; it is there unless removed since */
+  add_string(builder, "profile_source", profile ? profile->source : "(profile file gone)");
+  add_string(builder, "measured_error", profile ? profile->fidelity : "(profile file gone)");
+  json_builder_end_object(builder);
+}
 
 static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
   Field fields[MAX_FIELDS];
@@ -409,6 +439,7 @@ static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
     else
       add_number(builder, fields[i].name, fields[i].value);
   }
+  add_fidelity(builder, result->spec);
   json_builder_end_object(builder);
 }
 
