@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "testutil.h"
 #include "ema/core/node.h"
 #include "ema/hw/profile.h"
 #include "ema/hw/steptime.h"
@@ -40,15 +41,21 @@ static char *write_profile(const char *dir, const char *name, const char *extra_
   return g_steal_pointer(&folder);
 }
 
-static char *temp_dir(void) {
-  GError *error = NULL;
-  char *dir = g_dir_make_tmp("ema-profile-XXXXXX", &error);
-  g_assert_no_error(error);
-  return dir;
+/* A scratch folder that is removed, with everything in it, when it goes out
+ * of scope (g_autoptr(TempDir)). */
+typedef char TempDir;
+static void temp_dir_free(TempDir *dir) {
+  ema_test_remove_tree(dir);
+  g_free(dir);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TempDir, temp_dir_free)
+
+static TempDir *temp_dir(void) {
+  return ema_test_temp_dir();
 }
 
 static void load_fails(const char *table, const char *text, const char *want_suffix) {
-  g_autofree char *dir = temp_dir();
+  g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *folder = write_profile(dir, "bad", NULL, table, text, NULL);
   GError *error = NULL;
   g_autofree char *path = g_build_filename(folder, table, NULL);
@@ -79,7 +86,7 @@ static void test_errors(void) {
 }
 
 static void test_duplicate(void) {
-  g_autofree char *dir = temp_dir();
+  g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *folder =
       write_profile(dir, "dup", NULL, "gemm.csv",
                     "m,k,n,dtype,time_us\n1,4,8,bf16,10\n2,4,8,bf16,12\n1,4,8,bf16,11\n", NULL);
@@ -93,7 +100,7 @@ static void test_duplicate(void) {
 }
 
 static void test_unknown_table(void) {
-  g_autofree char *dir = temp_dir();
+  g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *folder = write_profile(dir, "odd", NULL, "softmax.csv", "a\n1\n", NULL);
   GError *error = NULL;
   g_assert_null(ema_profile_load(folder, &error));
@@ -109,7 +116,7 @@ static double gemm_at(const EmaProfile *p, double m) {
 }
 
 static void test_interpolation(void) {
-  g_autofree char *dir = temp_dir();
+  g_autoptr(TempDir) dir = temp_dir();
   /* rows out of order, fp16 rows read from the bf16 table's key */
   g_autofree char *folder = write_profile(
       dir, "interp", NULL, "gemm.csv",
@@ -168,7 +175,7 @@ static void test_interpolation(void) {
 }
 
 static void test_monotone_dip(void) {
-  g_autofree char *dir = temp_dir();
+  g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *folder =
       write_profile(dir, "dip", NULL, "gemm.csv",
                     "m,k,n,dtype,time_us\n1,4,8,bf16,10\n2,4,8,bf16,5\n3,4,8,bf16,20\n", NULL);
@@ -225,7 +232,7 @@ static EmaServerSpec *server_with_profile(const char *dir, const char *name) {
 }
 
 static void test_step_sum(void) {
-  g_autofree char *dir = temp_dir();
+  g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *folder =
       write_profile(dir, "tiny-sum", NULL, "gemm.csv", tiny_gemm, "attn_decode.csv", tiny_attn,
                     "elementwise.csv", tiny_elementwise, NULL);
@@ -263,7 +270,7 @@ static double pnorm(double c, double m) {
 /* A profile without rows: every operator is the roofline's,
  * (c^p + m^p)^(1/p) each, and no layer_overhead (the GPU names a profile). */
 static void test_fallback(void) {
-  g_autofree char *dir = temp_dir();
+  g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *folder = write_profile(dir, "tiny-empty", NULL, NULL);
   EmaServerSpec *server = server_with_profile(dir, "tiny-empty");
   EmaLlmSpec model = tiny_model();
@@ -305,7 +312,7 @@ static void test_fallback(void) {
 }
 
 static void test_unknown_profile(void) {
-  g_autofree char *dir = temp_dir();
+  g_autoptr(TempDir) dir = temp_dir();
   EmaServerSpec *server = server_with_profile(dir, "no-such-profile");
   EmaLlmSpec model = tiny_model();
   GError *error = NULL;
@@ -318,7 +325,7 @@ static void test_unknown_profile(void) {
 
 /* An import whose data set is absent is skipped with a warning. */
 static void test_import_absent(void) {
-  g_autofree char *dir = temp_dir();
+  g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *folder = write_profile(
       dir, "gone", "import:\n  - {format: kernels-gemm, path: groundtruth/none/data.csv}\n", NULL);
   g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
@@ -377,7 +384,7 @@ static void test_public_h100(void) {
 /* compare-steps on rows whose times are the model's own times scaled by
  * hand-picked factors: the errors are 1 / factor - 1. */
 static void test_compare_steps(void) {
-  g_autofree char *dir = temp_dir();
+  g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *path = g_build_filename(dir, "steps.csv", NULL);
   g_autoptr(EmaServerSpec) server = ema_server_load("h200x8-hgx", NULL);
   g_autoptr(EmaLlmSpec) model = ema_llm_load("llama-3.1-8b", NULL);
@@ -437,7 +444,7 @@ static void test_compare_steps(void) {
  * one point (their median), other models and the power-capped GPU are
  * skipped. */
 static void test_compare_static_fixture(void) {
-  g_autofree char *dir = temp_dir();
+  g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *path = g_build_filename(dir, "perf.csv", NULL);
   static const char header[] = "model,hardware,prompt_size,batch_size,token_size,peak_power,"
                                "average_power,prompt_time,token_time,e2e_time,tensor_parallel\n";
