@@ -7,19 +7,27 @@
  * point directory's summary.json is removed before the point runs, so a
  * summary.json next to a resolved.yaml always belongs to it; sweep.csv is
  * written from the records in point order and from nothing else (no
- * times, no completion order). */
+ * times, no completion order); a summary.json counts as a finished point
+ * only when it has the shape ema-sim run writes (a "sim" object and a list
+ * of tenant or op objects); SIGINT, SIGTERM and SIGHUP are forwarded to
+ * the running points, which are waited for before the sweep dies of the
+ * same signal (no point process outlives the sweep). */
 #include "ema/cli/sweep.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <glib-unix.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ema/core/file.h"
+#include "ema/run/output.h"
 #include "ema/traces/trace.h"
 
 #define MAX_POINTS 1000000
@@ -210,21 +218,22 @@ static gboolean set_path(EmaNode *root, const char *path, const EmaNode *where, 
 
 /* ---- loading --------------------------------------------------------------- */
 
-static gboolean load_variants(EmaSweep *sweep, GError **error) {
-  const EmaNode *variants = ema_node_get(sweep->root, "variants");
+/* The variants under KEY ("variants", or "compare" for ema-sim run). */
+static gboolean load_variants(EmaSweep *sweep, const char *key_name, GError **error) {
+  const EmaNode *variants = ema_node_get(sweep->root, key_name);
   if (variants == NULL)
     return TRUE;
   if (variants->kind != EMA_NODE_MAP || variants->items->len == 0) {
-    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, variants, "variants",
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, variants, key_name,
                    "give a map of named variants, e.g. {static: {}, ema: {policy: ema}}");
     return FALSE;
   }
   for (guint i = 0; i < variants->items->len; i++) {
     const EmaNode *key = variants->keys->pdata[i];
     const EmaNode *variant = variants->items->pdata[i];
-    g_autofree char *path = g_strconcat("variants.", key->value, NULL);
+    g_autofree char *path = g_strconcat(key_name, ".", key->value, NULL);
     if (key->value == NULL || key->value[0] == '\0') {
-      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, "variants", "a variant needs a name");
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key_name, "a variant needs a name");
       return FALSE;
     }
     if (variant->kind == EMA_NODE_SCALAR && variant->value == NULL)
@@ -411,7 +420,10 @@ static gboolean enumerate_points(EmaSweep *sweep, const EmaNode *where, GError *
   return TRUE;
 }
 
-EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError **error) {
+/* A sweep file, or with COMPARE an experiment file's `compare:` variants
+ * (ema_sweep_load_compare). */
+static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboolean compare,
+                            GError **error) {
   g_autoptr(EmaSweep) sweep = g_new0(EmaSweep, 1);
   const EmaNode *name;
   sweep->path = g_strdup(path);
@@ -426,12 +438,27 @@ EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError 
                    "a sweep file must be a map of settings");
     return NULL;
   }
-  if (!load_variants(sweep, error) || !load_axes(sweep, error) ||
-      !load_repeats_and_plot(sweep, error))
+  for (guint i = 0; compare && ema_experiment_sweep_keys[i]; i++) {
+    const EmaNode *key = ema_node_get_key(sweep->root, ema_experiment_sweep_keys[i]);
+    if (key) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
+                     "an experiment with compare is not a sweep file (a sweep has variants)");
+      return NULL;
+    }
+  }
+  if (!compare && ema_node_get_key(sweep->root, EMA_EXPERIMENT_COMPARE_KEY)) {
+    const EmaNode *key = ema_node_get_key(sweep->root, EMA_EXPERIMENT_COMPARE_KEY);
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
+                   "compare is for ema-sim run; a sweep file gives variants");
+    return NULL;
+  }
+  if (!load_variants(sweep, compare ? EMA_EXPERIMENT_COMPARE_KEY : "variants", error) ||
+      !load_axes(sweep, error) || !load_repeats_and_plot(sweep, error))
     return NULL;
   sweep->base = ema_node_copy(sweep->root);
   for (guint i = 0; ema_experiment_sweep_keys[i]; i++)
     map_remove(sweep->base, ema_experiment_sweep_keys[i]);
+  map_remove(sweep->base, EMA_EXPERIMENT_COMPARE_KEY);
   if (!ema_params_expand(&ema_experiment_params, sweep->base, error))
     return NULL;
   for (guint i = 0; overrides && overrides[i]; i++)
@@ -444,6 +471,19 @@ EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError 
   if (!enumerate_points(sweep, sweep->root, error))
     return NULL;
   return g_steal_pointer(&sweep);
+}
+
+EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError **error) {
+  return sweep_load(path, overrides, FALSE, error);
+}
+
+EmaSweep *ema_sweep_load_compare(const char *path, const char *const *overrides, GError **error) {
+  return sweep_load(path, overrides, TRUE, error);
+}
+
+const char *ema_sweep_variant_name(const EmaSweep *sweep, guint point) {
+  g_return_val_if_fail(point < sweep->points->len, NULL);
+  return variant_name(sweep, &g_array_index(sweep->points, Point, point));
 }
 
 const char *ema_sweep_name(const EmaSweep *sweep) {
@@ -598,18 +638,15 @@ static char *json_text(JsonObject *object, const char *member) {
   }
 }
 
-/* Columns of sweep.csv: {summary.json member, column name}. */
-static const char *const tenant_columns[][2] = {
-    {"throughput_tok_s", "throughput_tok_s"},
-    {"ttft_ms.p50", "ttft_p50_ms"},
-    {"ttft_ms.p99", "ttft_p99_ms"},
-    {"tpot_ms.p50", "tpot_p50_ms"},
-    {"tpot_ms.p99", "tpot_p99_ms"},
-    {"e2e_ms.p99", "e2e_p99_ms"},
-    {"completed", "completed"},
-    {"unfinished", "unfinished"},
-    {"preemptions", "preemptions"},
+/* Columns of sweep.csv per tenant: summary.json members (a latency block
+ * "ttft_ms" gives ttft_p50_ms .. ttft_std_ms). */
+static const char *const tenant_columns[] = {
+    "throughput_tok_s", "total_tok_s",         "req_per_s",         "goodput_req_s",
+    "slo_attainment",   "completed",           "unfinished",        "preemptions",
+    "kv_util_mean",     "kv_util_usable_mean", "slowed_by_peers_s", "borrowed_peak_bytes",
 };
+static const char *const latency_columns[] = {"ttft", "tpot", "itl", "e2e"};
+static const char *const latency_stats[] = {"p50", "p90", "p95", "p99", "mean", "std"};
 static const char *const pool_columns[] = {
     "borrows",          "slices_borrowed",      "reclaims",
     "slices_reclaimed", "reclaim_wait_mean_ms", "exposed_remote_s",
@@ -625,17 +662,58 @@ static void record_add_json(EmaSweepRecord *record, JsonObject *object, const ch
 
 /* The record of a point from DIR/summary.json; NULL when there is none (or
  * it does not parse: a run cut short). */
+/* MEMBER of ROOT is a list of objects (or absent); every tenant or op
+ * object has a string "name". */
+static gboolean is_list_of_named(JsonObject *root, const char *member) {
+  JsonNode *node = json_object_get_member(root, member);
+  JsonArray *array;
+  if (node == NULL)
+    return TRUE;
+  if (!JSON_NODE_HOLDS_ARRAY(node))
+    return FALSE;
+  array = json_node_get_array(node);
+  for (guint i = 0; i < json_array_get_length(array); i++) {
+    JsonNode *item = json_array_get_element(array, i);
+    JsonNode *name;
+    if (!JSON_NODE_HOLDS_OBJECT(item))
+      return FALSE;
+    name = json_object_get_member(json_node_get_object(item), "name");
+    if (name == NULL || !JSON_NODE_HOLDS_VALUE(name) ||
+        json_node_get_value_type(name) != G_TYPE_STRING)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* ROOT has the shape of a summary.json that ema-sim run writes: a "sim"
+ * object, tenants (with a "pool" object) or ops, each a list of named
+ * objects. */
+static gboolean is_summary(JsonObject *root) {
+  JsonNode *sim = json_object_get_member(root, "sim");
+  JsonNode *pool = json_object_get_member(root, "pool");
+  gboolean tenants = json_object_has_member(root, "tenants");
+  gboolean ops = json_object_has_member(root, "ops");
+  return sim != NULL && JSON_NODE_HOLDS_OBJECT(sim) && tenants != ops &&
+         is_list_of_named(root, "tenants") && is_list_of_named(root, "ops") &&
+         (!tenants || (pool != NULL && JSON_NODE_HOLDS_OBJECT(pool)));
+}
+
 static EmaSweepRecord *record_read(guint point, const char *dir) {
   g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
   g_autoptr(JsonParser) parser = json_parser_new();
+  g_autofree char *text = NULL;
+  gsize length;
   JsonObject *root;
   EmaSweepRecord *record;
   JsonArray *array;
-  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR) || !json_parser_load_from_file(parser, path, NULL))
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, NULL) ||
+      !json_parser_load_from_data(parser, text, (gssize) length, NULL))
     return NULL;
   if (!JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)))
     return NULL;
   root = json_node_get_object(json_parser_get_root(parser));
+  if (!is_summary(root))
+    return NULL;
   record = record_new(point, EMA_SWEEP_OK);
   if (json_object_has_member(root, "tenants")) {
     array = json_object_get_array_member(root, "tenants");
@@ -643,7 +721,15 @@ static EmaSweepRecord *record_read(guint point, const char *dir) {
       JsonObject *tenant = json_array_get_object_element(array, i);
       const char *name = json_object_get_string_member_with_default(tenant, "name", "?");
       for (guint c = 0; c < G_N_ELEMENTS(tenant_columns); c++)
-        record_add_json(record, tenant, name, tenant_columns[c][0], tenant_columns[c][1]);
+        record_add_json(record, tenant, name, tenant_columns[c], tenant_columns[c]);
+      for (guint l = 0; l < G_N_ELEMENTS(latency_columns); l++)
+        for (guint q = 0; q < G_N_ELEMENTS(latency_stats); q++) {
+          g_autofree char *member =
+              g_strdup_printf("%s_ms.%s", latency_columns[l], latency_stats[q]);
+          g_autofree char *column =
+              g_strdup_printf("%s_%s_ms", latency_columns[l], latency_stats[q]);
+          record_add_json(record, tenant, name, member, column);
+        }
     }
     for (guint c = 0; c < G_N_ELEMENTS(pool_columns); c++) {
       g_autofree char *member = g_strconcat("pool.", pool_columns[c], NULL);
@@ -662,6 +748,7 @@ static EmaSweepRecord *record_read(guint point, const char *dir) {
     if (json_object_get_int_member_with_default(root, "expectations_missed", 0) > 0)
       record->status = EMA_SWEEP_MISSED;
   }
+  record_add_json(record, root, "sim", "makespan_s", "makespan_s");
   record_add_json(record, root, "sim", "sim.simulated_s", "simulated_s");
   record_add_json(record, root, "sim", "sim.events", "events");
   return record;
@@ -728,7 +815,11 @@ typedef struct {
   guint resumed; /* of which found complete */
   guint ran;     /* of which run now */
   guint failed;
+  guint other_build; /* complete points made by another build, run again */
+  char *build_id;    /* ema_output_build_id of the program that runs the points */
   gboolean stop;
+  int signal;           /* the signal that stopped the sweep; 0: none */
+  GHashTable *children; /* GPid -> Child *: the point processes running */
   guint progress_width; /* of the progress line on the terminal; 0: none */
   gint64 start;
   GMainLoop *loop;
@@ -837,6 +928,7 @@ static void on_child_exit(GPid pid, gint wait_status, gpointer data) {
   Runner *runner = child->runner;
   g_autofree char *dir = point_dir(runner, child->point);
   EmaSweepRecord *record = record_read(child->point, dir);
+  g_hash_table_remove(runner->children, GINT_TO_POINTER(pid));
   g_spawn_close_pid(pid);
   runner->running--;
   runner->ran++;
@@ -854,29 +946,20 @@ static void on_child_exit(GPid pid, gint wait_status, gpointer data) {
   draw_progress(runner);
 }
 
-/* Make the point's directory, write its resolved.yaml (after removing a
- * summary.json of an earlier run) and start ema-sim run on it. */
+/* Claim the point's directory (which removes an earlier run's summary.json
+ * and the rest it wrote), write its resolved.yaml and start ema-sim run on
+ * it. */
 static gboolean start_point(Runner *runner, guint point, GError **error) {
   g_autofree char *dir = point_dir(runner, point);
   g_autofree char *resolved = g_build_filename(dir, "resolved.yaml", NULL);
-  g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
   g_autoptr(GPtrArray) argv = g_ptr_array_new();
   Child *child;
   GPid pid;
   int out, err;
   gboolean ok;
-  if (g_mkdir_with_parents(dir, 0777) != 0) {
-    int saved = errno;
-    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot create %s: %s", dir,
-                g_strerror(saved));
+  /* the point's folder is a run's (output.h): what an earlier run wrote goes */
+  if (!ema_output_claim_dir(dir, NULL, error))
     return FALSE;
-  }
-  if (g_remove(summary) != 0 && errno != ENOENT) {
-    int saved = errno;
-    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot remove %s: %s",
-                summary, g_strerror(saved));
-    return FALSE;
-  }
   if (!g_file_set_contents(resolved, runner->sweep->resolved->pdata[point], -1, error))
     return FALSE;
   if ((out = open_log(dir, "run.out", error)) < 0)
@@ -906,6 +989,7 @@ static gboolean start_point(Runner *runner, guint point, GError **error) {
   child->runner = runner;
   child->point = point;
   runner->running++;
+  g_hash_table_insert(runner->children, GINT_TO_POINTER(pid), child);
   g_child_watch_add(pid, on_child_exit, child);
   return TRUE;
 }
@@ -925,16 +1009,68 @@ static void launch_more(Runner *runner) {
     g_main_loop_quit(runner->loop);
 }
 
-/* A point is complete when its summary.json reads and its resolved.yaml is
- * the one the sweep resolves now. */
+/* SIGINT, SIGTERM or SIGHUP: start no more points and pass the signal on
+ * to the running ones; the loop ends when the last has exited. */
+static gboolean on_signal(Runner *runner, int signo) {
+  GHashTableIter iter;
+  gpointer pid;
+  runner->stop = TRUE;
+  runner->signal = signo;
+  g_hash_table_iter_init(&iter, runner->children);
+  while (g_hash_table_iter_next(&iter, &pid, NULL))
+    kill((pid_t) GPOINTER_TO_INT(pid), signo);
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_sigint(gpointer data) {
+  return on_signal(data, SIGINT);
+}
+
+static gboolean on_sigterm(gpointer data) {
+  return on_signal(data, SIGTERM);
+}
+
+static gboolean on_sighup(gpointer data) {
+  return on_signal(data, SIGHUP);
+}
+
+/* provenance.build_id of DIR/summary.json; NULL when there is none. */
+static char *summary_build_id(const char *dir) {
+  g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  JsonNode *root;
+  JsonObject *provenance;
+  if (!json_parser_load_from_mapped_file(parser, path, NULL) ||
+      (root = json_parser_get_root(parser)) == NULL || !JSON_NODE_HOLDS_OBJECT(root) ||
+      !json_object_has_member(json_node_get_object(root), "provenance") ||
+      !JSON_NODE_HOLDS_OBJECT(json_object_get_member(json_node_get_object(root), "provenance")))
+    return NULL;
+  provenance = json_object_get_object_member(json_node_get_object(root), "provenance");
+  if (!json_object_has_member(provenance, "build_id") ||
+      json_node_get_value_type(json_object_get_member(provenance, "build_id")) != G_TYPE_STRING)
+    return NULL;
+  return g_strdup(json_object_get_string_member(provenance, "build_id"));
+}
+
+/* A point is complete when its summary.json reads (with the shape `ema-sim
+ * run` writes), its resolved.yaml is
+ * the one the sweep resolves now, and it was made by this build of ema-sim
+ * and its plugins (or the options say to reuse other builds' points). */
 static EmaSweepRecord *complete_record(Runner *runner, guint point) {
   g_autofree char *dir = point_dir(runner, point);
   g_autofree char *path = g_build_filename(dir, "resolved.yaml", NULL);
   g_autofree char *text = NULL;
+  g_autofree char *build_id = NULL;
   EmaSweepRecord *record;
   if (!g_file_get_contents(path, &text, NULL, NULL) ||
       strcmp(text, runner->sweep->resolved->pdata[point]) != 0)
     return NULL;
+  build_id = summary_build_id(dir);
+  if (!runner->options->reuse_other_builds && build_id &&
+      g_strcmp0(build_id, runner->build_id) != 0) {
+    runner->other_build++;
+    return NULL;
+  }
   record = record_read(point, dir);
   if (record)
     record->resumed = TRUE;
@@ -946,7 +1082,7 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
   g_autoptr(GPtrArray) records = g_ptr_array_new_full(sweep->points->len, NULL);
   GPtrArray *mine = g_ptr_array_new_with_free_func((GDestroyNotify) ema_sweep_record_free);
   Runner runner = {0};
-  guint tick = 0;
+  guint tick = 0, signals[3];
   g_return_val_if_fail(sweep->resolved != NULL, NULL);
   g_return_val_if_fail(options->jobs >= 1 && options->ranks >= 1, NULL);
   if (g_mkdir_with_parents(dir, 0777) != 0) {
@@ -963,6 +1099,7 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
   runner.records = records;
   runner.queue = g_array_new(FALSE, FALSE, sizeof(guint));
   runner.start = g_get_monotonic_time();
+  runner.build_id = ema_output_build_id(options->program);
   for (guint p = options->rank; p < sweep->points->len; p += options->ranks) {
     EmaSweepRecord *record = complete_record(&runner, p);
     runner.total++;
@@ -972,15 +1109,39 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
     } else
       g_array_append_val(runner.queue, p);
   }
+  if (runner.other_build > 0)
+    fprintf(stderr,
+            "ema-sim sweep: %u finished point%s made by another build of ema-sim or of its "
+            "plugins: running %s again (--reuse keeps them)\n",
+            runner.other_build, runner.other_build == 1 ? " was" : "s were",
+            runner.other_build == 1 ? "it" : "them");
   /* the default main context: child watches and the progress tick */
   runner.loop = g_main_loop_new(NULL, FALSE);
   if (options->progress) {
     tick = g_timeout_add(PROGRESS_INTERVAL_MS, on_progress_tick, &runner);
     draw_progress(&runner);
   }
+  runner.children = g_hash_table_new(NULL, NULL);
+  signals[0] = g_unix_signal_add(SIGINT, on_sigint, &runner);
+  signals[1] = g_unix_signal_add(SIGTERM, on_sigterm, &runner);
+  signals[2] = g_unix_signal_add(SIGHUP, on_sighup, &runner);
   launch_more(&runner);
   if (runner.running > 0)
     g_main_loop_run(runner.loop);
+  for (guint i = 0; i < G_N_ELEMENTS(signals); i++)
+    g_source_remove(signals[i]);
+  g_hash_table_unref(runner.children);
+  if (runner.signal) {
+    /* every point process has exited: die of the signal, as without a
+     * handler (the point directories are left for a resume) */
+    clear_progress(&runner);
+    fprintf(stderr,
+            "ema-sim sweep: stopped by signal %d after waiting for the running points; "
+            "run the same command to resume\n",
+            runner.signal);
+    signal(runner.signal, SIG_DFL);
+    raise(runner.signal);
+  }
   if (tick)
     g_source_remove(tick);
   clear_progress(&runner);
@@ -990,26 +1151,13 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
     records->pdata[p] = record_new(p, EMA_SWEEP_NOT_RUN);
   }
   g_array_unref(runner.queue);
+  g_free(runner.build_id);
   for (guint p = options->rank; p < sweep->points->len; p += options->ranks)
     g_ptr_array_add(mine, g_steal_pointer(&records->pdata[p]));
   return mine;
 }
 
 /* ---- results ---------------------------------------------------------------- */
-
-static void csv_field(GString *out, const char *text) {
-  if (strpbrk(text, ",\"\n\r") == NULL) {
-    g_string_append(out, text);
-    return;
-  }
-  g_string_append_c(out, '"');
-  for (const char *c = text; *c; c++) {
-    if (*c == '"')
-      g_string_append_c(out, '"');
-    g_string_append_c(out, *c);
-  }
-  g_string_append_c(out, '"');
-}
 
 static void yaml_string(GString *out, const char *key, const char *value) {
   g_autofree char *escaped = g_strescape(value, NULL);
@@ -1044,26 +1192,26 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
   g_string_append(csv, "point,variant");
   for (guint a = 0; a < sweep->axes->len; a++) {
     g_string_append_c(csv, ',');
-    csv_field(csv, ((const Axis *) sweep->axes->pdata[a])->path);
+    ema_file_csv_field(csv, ((const Axis *) sweep->axes->pdata[a])->path);
   }
   g_string_append(csv, ",repeat,seed,status");
   for (guint c = 0; c < columns->len; c++) {
     g_string_append_c(csv, ',');
-    csv_field(csv, columns->pdata[c]);
+    ema_file_csv_field(csv, columns->pdata[c]);
   }
   g_string_append_c(csv, '\n');
   for (guint p = 0; p < n; p++) {
     const Point *point = &g_array_index(sweep->points, Point, p);
     const EmaSweepRecord *record = by_point[p];
     g_autoptr(GHashTable) values = g_hash_table_new(g_str_hash, g_str_equal);
-    csv_field(csv, point->name);
+    ema_file_csv_field(csv, point->name);
     g_string_append_c(csv, ',');
-    csv_field(csv, variant_name(sweep, point));
+    ema_file_csv_field(csv, variant_name(sweep, point));
     for (guint a = 0; a < sweep->axes->len; a++) {
       const Axis *axis = sweep->axes->pdata[a];
       g_autofree char *text = flow_text(axis->values->items->pdata[point->value[a]]);
       g_string_append_c(csv, ',');
-      csv_field(csv, text);
+      ema_file_csv_field(csv, text);
     }
     g_string_append_printf(csv, ",%u,%" G_GINT64_FORMAT ",%s", point->repeat,
                            g_array_index(sweep->seeds, gint64, p),
@@ -1073,7 +1221,7 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
     for (guint c = 0; c < columns->len; c++) {
       const char *value = g_hash_table_lookup(values, columns->pdata[c]);
       g_string_append_c(csv, ',');
-      csv_field(csv, value ? value : "");
+      ema_file_csv_field(csv, value ? value : "");
     }
     g_string_append_c(csv, '\n');
   }

@@ -33,7 +33,8 @@ typedef enum {
 
 typedef enum {
   EMA_PARAM_REQUIRED = 1 << 0, /* must be given (no default) */
-  EMA_PARAM_OPTIONAL = 1 << 1, /* may be absent: the field stays zero and is not written */
+  EMA_PARAM_OPTIONAL = 1 << 1, /* may be absent: the field stays zero and is not written (a map:
+                                   all of it zero, then not written) */
 } EmaParamFlags;
 
 typedef struct _EmaParamTable EmaParamTable;
@@ -103,6 +104,10 @@ void ema_params_describe(const EmaParamTable *table, GString *out, guint indent)
 /* Check that every default in TABLE (and its sub-tables) parses and is in
  * range; for tests and plugin loading. */
 gboolean ema_params_check_defaults(const EmaParamTable *table, GError **error);
+
+/* The bytes PARAM's field takes in its struct (a STRUCT: its table's size;
+ * 0 if that table is missing or PARAM's type is unknown). */
+gsize ema_params_field_size(const EmaParam *param);
 
 /* Parse one scalar value of a given type, as bind does (no location in the
  * error). */

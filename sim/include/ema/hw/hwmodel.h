@@ -21,9 +21,11 @@ G_BEGIN_DECLS
 typedef struct {
   char *name;
   guint64 hbm_capacity;        /* usable HBM bytes */
+  double hbm_scale;            /* what-if factor on hbm_capacity (2: the 2x oracle); 1 = as built */
   double hbm_bandwidth;        /* B/s a streaming-read kernel achieves on local HBM */
   double local_copy_bandwidth; /* device-to-device copy, (bytes read + bytes written) per s */
   double matrix_flops;         /* dense bf16/fp16 matrix FLOP/s */
+  double matrix_flops_fp8;     /* dense FP8 matrix FLOP/s; 0: no FP8 tensor cores */
   gint64 kernel_overhead;      /* ns: fixed cost of one kernel (launch and drain) */
   /* LLM step-time model (see steptime.h); calibration sets these */
   double matrix_efficiency; /* fraction of matrix_flops that a step's matrix products reach */
@@ -88,6 +90,9 @@ typedef struct {
   EmaHostLinkSpec host;
   EmaVmmSpec vmm;
 } EmaServerSpec;
+
+/* The HBM bytes a GPU has in the simulation: hbm_capacity x hbm_scale. */
+guint64 ema_gpu_hbm_bytes(const EmaGpuSpec *gpu);
 
 /* Parameter tables that bind YAML to the structs above. */
 extern const EmaParamTable ema_server_params;

@@ -20,11 +20,16 @@ typedef struct {
   const EmaTenantSpec *spec; /* borrowed from the experiment */
   EmaTenantPlan plan;
   EmaTenantMetrics *metrics;
-  guint64 arrived;         /* requests the trace delivered */
-  guint64 rejected;        /* of which never fit in the KV cache */
+  guint64 arrived;           /* requests the trace delivered */
+  guint64 rejected;          /* of which never fit in the KV cache or were over max_model_len */
+  guint64 rejected_too_long; /* of those, over max_model_len */
+  EmaPrefixCacheStats prefix;
   guint64 unfinished;      /* still waiting or running at the end */
   guint64 preemptions;     /* all preemptions, finished requests or not */
   EmaTime slowed_by_peers; /* step time peers' traffic added (ema_pool_slowed_by_peers) */
+  /* the most slices its GPUs had borrowed from peers / lent to peers at
+   * one timeline sample (summed over a TP group) */
+  guint64 peak_slices_borrowed, peak_slices_lent;
 } EmaTenantResult;
 
 typedef struct {
