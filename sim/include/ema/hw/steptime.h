@@ -53,14 +53,11 @@
  *     B = 2 T width b): 2 norms (rmsnorm, or layernorm for the plain FFN
  *     family) of width h, the activation of a dense FFN (silu_mul of width
  *     2 f/tp, or gelu of width f/tp for OPT's ReLU), rope of width (q + k) d
- *     (gated models only; RoPE on q and on k), 2 residual adds of width h; once per step the token embedding
- *     (T rows of h) and the final norm
- *   all-reduces, 2 per layer of S = T h b bytes: the allreduce table at
- *     (tp, S), else the analytic ring on the server's link,
- *     2 (tp-1)/tp S / link.bandwidth + 2 (tp-1) link.latency
- *     (not overlapped with the kernels; the logits all-gather left out)
- * The step:
- *   t_step = L (sum of a layer's operators + layer_overhead)
+ *     (gated models only; RoPE on q and on k), 2 residual adds of width h; once per step the token
+ * embedding (T rows of h) and the final norm all-reduces, 2 per layer of S = T h b bytes: the
+ * allreduce table at (tp, S), else the analytic ring on the server's link, 2 (tp-1)/tp S /
+ * link.bandwidth + 2 (tp-1) link.latency (not overlapped with the kernels; the logits all-gather
+ * left out) The step: t_step = L (sum of a layer's operators + layer_overhead)
  *          + embedding + final norm + LM head + all-reduces + step_overhead
  * layer_overhead (a layer's kernels' tails beyond their rooflines) is
  * charged only on GPUs without a profile: measured kernel times include it.
