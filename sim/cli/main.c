@@ -70,7 +70,7 @@ static const char usage_text[] =
     "                         a time, each in DIR/POINT/; resumes; writes DIR/sweep.csv (under\n"
     "                         mpirun the points are spread over the ranks; --part R/K runs one\n"
     "                         share, e.g. of a job array)\n"
-    "  compare-steps STEPS.csv [--server NAME] [-o FILE]\n"
+    "  compare-steps STEPS.csv [--server NAME] [--summary] [-o FILE]\n"
     "                         predict each captured step of STEPS.csv "
     "(hwmodels/profiles/README.md's format)\n"
     "                         with the server model (default h200x8-hgx); the table to FILE or\n"
@@ -676,18 +676,23 @@ static int command_compare_steps(int argc, char **argv) {
   g_autofree char *output = NULL;
   g_autoptr(GString) table = g_string_new(NULL);
   g_autofree char *summary = NULL;
+  gboolean by_model = FALSE;
   EmaStepCheckStats stats;
   GError *error = NULL;
   GOptionEntry entries[] = {
       {"server", 0, 0, G_OPTION_ARG_STRING, &server, "Server model (default h200x8-hgx)", "NAME"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the table to FILE", "FILE"},
+      {"summary", 0, 0, G_OPTION_ARG_NONE, &by_model,
+       "The table is markdown: median and worst error per model and phase", NULL},
       {NULL}};
   if (!parse_options("Captured steps against the step-time model.", entries, &argc, &argv,
                      "STEPS.csv"))
     return EXIT_USAGE;
   if (argc != 2)
-    return usage_error("usage: ema-sim compare-steps STEPS.csv [--server NAME] [-o FILE]");
-  if (!ema_stepcheck_steps(argv[1], server ? server : "h200x8-hgx", table, &stats, &error))
+    return usage_error(
+        "usage: ema-sim compare-steps STEPS.csv [--server NAME] [--summary] [-o FILE]");
+  if (!(by_model ? ema_stepcheck_steps_summary : ema_stepcheck_steps)(
+          argv[1], server ? server : "h200x8-hgx", table, &stats, &error))
     return fail(error);
   if (write_table(table, output) != 0)
     return 1;

@@ -365,8 +365,9 @@ static Point point_here(const EmaCsv *csv, double x, double t, gboolean keep_fas
   return pt;
 }
 
-static const char *const elementwise_ops[] = {"rmsnorm", "layernorm", "silu_mul",  "gelu",
-                                              "rope",    "add",       "embedding", NULL};
+static const char *const elementwise_ops[] = {"rmsnorm",   "layernorm", "silu_mul",  "gelu",
+                                              "rope",      "add",       "embedding", "kv_write",
+                                              "moe_route", NULL};
 
 /* The columns of each table of hwmodels/profiles/README.md: the numbers (all whole but
  * the time, the last of them), then dtype, then op for elementwise. */

@@ -261,16 +261,25 @@ static double elementwise_time(const EmaStepModel *s, OpSums *sums, const char *
 }
 
 /* The expert FFN of one layer for T tokens: two projections, each from the
- * moe table at T A / E tokens per expert, or the roofline of the experts
- * touched. */
+ * moe table at the experts touched (between its measured counts) with
+ * T A / touched tokens each, or the roofline of the experts touched. */
 static double moe_time(const EmaStepModel *s, OpSums *sums, double tokens, double touched) {
   const guint64 k[2] = {s->hidden, s->down_k}, n[2] = {s->up_n, s->hidden};
-  double t = 0, per_expert = tokens * s->router_fraction; /* T A / E */
+  double hit = CLAMP(touched, 1.0, (double) s->experts_n);
+  double t = 0, per_expert = tokens * s->router_fraction * s->experts / hit; /* T A / touched */
+  /* the table's expert counts are powers of two (1, 2, 4, 8, ...): linear
+   * between the two around the experts touched */
+  guint lo = 1;
+  while (lo * 2 <= hit && lo * 2 <= s->experts_n)
+    lo *= 2;
+  guint hi = MIN(lo * 2, s->experts_n);
   for (int i = 0; i < 2; i++) {
-    double us = 0, kd = (double) k[i], nd = (double) n[i];
-    gboolean found =
-        s->profile && !s->fp8_weights &&
-        ema_profile_moe(s->profile, s->dtype, s->experts_n, per_expert, k[i], n[i], &us);
+    double us = 0, us_lo = 0, us_hi = 0, kd = (double) k[i], nd = (double) n[i];
+    gboolean found = s->profile && !s->fp8_weights &&
+                     ema_profile_moe(s->profile, s->dtype, lo, per_expert, k[i], n[i], &us_lo) &&
+                     ema_profile_moe(s->profile, s->dtype, hi, per_expert, k[i], n[i], &us_hi);
+    if (found)
+      us = hi > lo ? us_lo + (us_hi - us_lo) * (hit - lo) / (hi - lo) : us_lo;
     double routed = tokens * s->router_fraction * s->experts;
     t += op_time(s, sums, found, us, 2 * routed * kd * nd,
                  touched * kd * nd * s->weight_bytes_per_element +
@@ -318,16 +327,26 @@ static double operator_layer(const EmaStepModel *s, OpSums *sums, const EmaStepB
   const char *norm = s->gated ? "rmsnorm" : "layernorm";
   double t = gemm_time(s, sums, tokens, s->hidden, s->qkv_n, 1) +
              gemm_time(s, sums, tokens, s->o_k, s->hidden, 1);
-  if (s->moe)
-    t += moe_time(s, sums, tokens, touched);
-  else
+  if (s->moe && tokens > 0) {
+    /* the router GEMM, the routing's own kernels (moe_route: softmax, top-k,
+     * per expert touched a gather and a weighted scatter-add), the experts'
+     * GEMMs, and one silu_mul per expert touched on its T A / touched rows */
+    double touched_n = MAX(touched, 1.0);
+    t += gemm_time(s, sums, tokens, s->hidden, s->experts_n, 1) +
+         elementwise_time(s, sums, "moe_route", s->hidden, tokens, 1) +
+         moe_time(s, sums, tokens, touched) +
+         elementwise_time(s, sums, "silu_mul", s->act_width,
+                          tokens * s->router_fraction * s->experts / touched_n, touched_n);
+  } else if (!s->moe) {
     t += gemm_time(s, sums, tokens, s->hidden, s->up_n, 1) +
-         gemm_time(s, sums, tokens, s->down_k, s->hidden, 1);
+         gemm_time(s, sums, tokens, s->down_k, s->hidden, 1) +
+         elementwise_time(s, sums, s->gated ? "silu_mul" : "gelu", s->act_width, tokens, 1);
+  }
   t += decode_attention_time(s, sums, b) + prefill_attention_time(s, sums, b);
-  /* the new tokens' K and V written to the cache: roofline only */
-  t += op_time(s, sums, FALSE, 0, 0, s->kv_bytes_per_token * tokens, s->byte_rate, 1);
+  /* the new tokens' K and V copied into the cache (one kv_write row covers
+   * both; its roofline: the bytes written) */
+  t += elementwise_time(s, sums, "kv_write", (guint64) s->kv_heads * s->head_dim, tokens, 1);
   t += elementwise_time(s, sums, norm, s->hidden, tokens, 2) +
-       elementwise_time(s, sums, s->gated ? "silu_mul" : "gelu", s->act_width, tokens, 1) +
        elementwise_time(s, sums, "add", s->hidden, tokens, 2);
   if (s->gated)
     t += elementwise_time(s, sums, "rope", s->rope_width, tokens, 1);
@@ -495,7 +514,16 @@ void ema_step_model_describe(const EmaStepModel *step_model, GString *out) {
         out, " rope %s,",
         origin(ema_profile_elementwise(p, s->dtype, "rope", s->rope_width, 1, &us)));
   g_string_append_printf(
-      out, " kv_write roofline, allreduce %s\n",
+      out, " kv_write %s,",
+      origin(ema_profile_elementwise(p, s->dtype, "kv_write", (guint64) s->kv_heads * s->head_dim,
+                                     1, &us)));
+  if (s->moe)
+    g_string_append_printf(
+        out, " router %s, moe_route %s,",
+        origin(ema_profile_gemm(p, s->dtype, 1, s->hidden, s->experts_n, &us)),
+        origin(ema_profile_elementwise(p, s->dtype, "moe_route", s->hidden, 1, &us)));
+  g_string_append_printf(
+      out, " allreduce %s\n",
       s->tp == 1 ? "none (tp 1)"
                  : (ema_profile_allreduce(p, s->dtype, s->tp, 1, &us) ? "profile" : "ring model"));
 }

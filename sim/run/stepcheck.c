@@ -124,6 +124,8 @@ typedef struct {
   Models models;
   GArray *errors;
   GString *table;
+  GPtrArray *group_names; /* "model phase", in the order first seen */
+  GHashTable *groups;     /* "model phase" -> GArray of its errors */
 } StepsCheck;
 
 static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GError **error) {
@@ -153,15 +155,32 @@ static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GErr
   /* a decode sequence of CONTEXT cached tokens attends to them and its new one */
   predicted = decode ? decode_us(step, batch, context + 1) : prefill_us(step, 1, chunk, prior);
   add_error(check->errors, predicted, v[1]);
+  {
+    g_autofree char *name = g_strdup_printf("%s %s", csv->fields[c[0]], phase);
+    GArray *group = g_hash_table_lookup(check->groups, name);
+    if (!group) {
+      group = g_array_new(FALSE, FALSE, sizeof(double));
+      g_ptr_array_add(check->group_names, g_strdup(name));
+      g_hash_table_insert(check->groups, g_steal_pointer(&name), group);
+    }
+    add_error(group, predicted, v[1]);
+  }
   g_string_append_printf(check->table, "%s,%u,%s,%.0f,%.0f,%.0f,%.0f,%.3f,%.3f,%+.2f%%\n",
                          csv->fields[c[0]], (guint) v[0], phase, batch, context, chunk, prior, v[1],
                          predicted, 100 * (predicted / v[1] - 1));
   return TRUE;
 }
 
-gboolean ema_stepcheck_steps(const char *steps_csv, const char *server, GString *table,
-                             EmaStepCheckStats *stats, GError **error) {
-  StepsCheck check = {{0}, g_array_new(FALSE, FALSE, sizeof(double)), table};
+/* Check every row of STEPS_CSV; TABLE gets the CSV, SUMMARY (may be NULL)
+ * the markdown table per model and phase, then all rows. */
+static gboolean steps_check(const char *steps_csv, const char *server, GString *table,
+                            GString *summary, EmaStepCheckStats *stats, GError **error) {
+  StepsCheck check = {
+      {0},
+      g_array_new(FALSE, FALSE, sizeof(double)),
+      table,
+      g_ptr_array_new_with_free_func(g_free),
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_array_unref)};
   gboolean ok = models_init(&check.models, server, error);
   if (ok) {
     g_string_append(table, "model,tp,phase,batch,context,chunk,prior_context,measured_us,"
@@ -170,9 +189,37 @@ gboolean ema_stepcheck_steps(const char *steps_csv, const char *server, GString 
   }
   if (ok)
     summarize(check.errors, stats);
+  if (ok && summary) {
+    g_string_append(summary, "| model | phase | steps | median abs error | worst | mean |\n"
+                             "|---|---|---|---|---|---|\n");
+    for (guint i = 0; i <= check.group_names->len; i++) {
+      EmaStepCheckStats group = *stats;
+      const char *name = i < check.group_names->len ? check.group_names->pdata[i] : "all both";
+      const char *space = strchr(name, ' ');
+      if (i < check.group_names->len)
+        summarize(g_hash_table_lookup(check.groups, name), &group);
+      g_string_append_printf(summary, "| %.*s | %s | %u | %.1f%% | %.1f%% | %+.1f%% |\n",
+                             (int) (space - name), name, space + 1, group.rows,
+                             100 * group.median_error, 100 * group.worst_error,
+                             100 * group.mean_signed_error);
+    }
+  }
   models_clear(&check.models);
   g_array_unref(check.errors);
+  g_ptr_array_unref(check.group_names);
+  g_hash_table_unref(check.groups);
   return ok;
+}
+
+gboolean ema_stepcheck_steps(const char *steps_csv, const char *server, GString *table,
+                             EmaStepCheckStats *stats, GError **error) {
+  return steps_check(steps_csv, server, table, NULL, stats, error);
+}
+
+gboolean ema_stepcheck_steps_summary(const char *steps_csv, const char *server, GString *summary,
+                                     EmaStepCheckStats *stats, GError **error) {
+  g_autoptr(GString) table = g_string_new(NULL);
+  return steps_check(steps_csv, server, table, summary, stats, error);
 }
 
 /* ---- static batches ------------------------------------------------------ */

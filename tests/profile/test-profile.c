@@ -420,6 +420,19 @@ static void test_compare_steps(void) {
       fabs(stats.mean_signed_error - ((1 / 1.10 - 1) + (1 / 0.95 - 1) + (1 / 1.02 - 1)) / 3), <,
       1e-6);
   g_assert_nonnull(strstr(table->str, "llama-3.1-8b,1,prefill,0,0,512,1024,"));
+  /* the summary per model and phase: decode -9.09% and -1.96% (median of the
+   * absolute errors 5.5%), prefill +5.26%, all three: median 5.3%, mean -1.9% */
+  {
+    g_autoptr(GString) summary = g_string_new(NULL);
+    g_assert_true(ema_stepcheck_steps_summary(path, "h200x8-hgx", summary, &stats, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(summary->str, ==,
+                    "| model | phase | steps | median abs error | worst | mean |\n"
+                    "|---|---|---|---|---|---|\n"
+                    "| llama-3.1-8b | decode | 2 | 5.5% | 9.1% | -5.5% |\n"
+                    "| llama-3.1-8b | prefill | 1 | 5.3% | 5.3% | +5.3% |\n"
+                    "| all | both | 3 | 5.3% | 9.1% | -1.9% |\n");
+  }
 
   /* a bad phase is an error at its line */
   g_assert_true(g_file_set_contents(path,

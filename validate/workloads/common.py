@@ -1,7 +1,8 @@
 """validate/workloads/common.py: what the PyTorch workloads of `ema-validate profile` and the
 captured steps share: model shapes read from hwmodels/llms/*.yaml (the keys a workload needs,
 no YAML library), the NVTX point/repeat protocol that validate/trace.c reads, the choice of the
-fastest SDPA backend, and the provenance lines (workload.yaml) that become profile.yaml.
+fastest SDPA backend, the operators both run (one function each, so that a profile row times the
+kernels a step runs), and the provenance lines (workload.yaml) that become profile.yaml.
 
 Protocol (trace.h): a point is an NVTX range "ema.point TABLE KEY=VALUE ...", holding one
 range "ema.rep" per repeat; the device is synchronised before each repeat range ends, so the
@@ -43,10 +44,74 @@ def repeat_in_ranges(name, fn, repeats):
     torch.cuda.nvtx.range_pop()
 
 
+# ---- the operators: steps.py runs these and opprofile.py times these, so that a profile row
+# and a step run the same kernels for the same operator
+
 def rope(x, cos, sin):
     """rotate-half RoPE, as PyTorch eager runs it (cat, neg, two products, a sum)"""
     half = x.shape[-1] // 2
     return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+
+def split_qkv(qkv, seqs, hq, hkv, hd):
+    """the fused QKV GEMM's output [T, (hq + 2 hkv) hd] as q, k, v [seqs, T / seqs, heads, hd]
+    (views)"""
+    return qkv.view(seqs, -1, hq + 2 * hkv, hd).split([hq, hkv, hkv], dim=2)
+
+
+def rope_qk(q, k, cos, sin):
+    """RoPE on q and on k (two rope calls; profile op `rope`, width (hq + hkv) hd)"""
+    return rope(q, cos, sin), rope(k, cos, sin)
+
+
+def kv_write(kc, vc, k, v, start):
+    """the new tokens' K and V [S, L, hkv, hd] into the caches [S, hkv, cap, hd] at START
+    (two strided copies; profile op `kv_write`, width hkv hd)"""
+    kc[:, :, start:start + k.shape[1]] = k.transpose(1, 2)
+    vc[:, :, start:start + v.shape[1]] = v.transpose(1, 2)
+
+
+def residual(r, y):
+    """the residual add (profile op `add`, width hidden)"""
+    return r + y
+
+
+def silu_mul(gu):
+    """SwiGLU's activation on the gate/up GEMM's output [T, 2 f] (profile op `silu_mul`)"""
+    f = gu.shape[-1] // 2
+    return F.silu(gu[:, :f]) * gu[:, f:]
+
+
+def attend(backend, q, k, v, bias, is_causal):
+    """SDPA through BACKEND: q [S, Lq, hq, hd] (the QKV split's layout), k, v [S, hkv, L, hd];
+    the output as [S Lq, hq hd] for the O GEMM (profile tables attn_decode, attn_prefill)"""
+    s, lq, hq, hd = q.shape
+    gqa = hq != k.shape[1]
+    with sdpa_kernel([BACKENDS[backend]]):
+        if bias is not None:
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k, v, attn_mask=bias,
+                                                 enable_gqa=gqa)
+        else:
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k, v, is_causal=is_causal,
+                                                 enable_gqa=gqa)
+    return out.transpose(1, 2).reshape(s * lq, hq * hd)
+
+
+def route(x, logits, top, expert_fn):
+    """a MoE layer's routing around its experts: softmax over LOGITS [T, E] (fp32), top-TOP,
+    renormalised weights, then per expert that got tokens (data-dependent: eager only) the
+    gather of its rows, EXPERT_FN(e, rows_x) and the weighted scatter-add into the output.
+    Profile op `moe_route` (width hidden) times it with EXPERT_FN returning its input: the
+    routing's own kernels; the experts' GEMMs are the moe table's, their silu_mul rows the
+    elementwise table's."""
+    weights, ids = torch.topk(torch.softmax(logits.float(), dim=-1), top, dim=-1)
+    weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype)
+    out = torch.zeros_like(x)
+    for e in torch.unique(ids).tolist():
+        rows, slot = (ids == e).nonzero(as_tuple=True)
+        y = expert_fn(e, x[rows])
+        out.index_add_(0, rows, y * weights[rows, slot].unsqueeze(-1))
+    return out
 
 
 def rotation(bytes_each, floor=512 << 20, most=64):
@@ -69,22 +134,40 @@ def event_time(fn, runs=3):
 
 
 def sdpa_call(backend, q, k, v, causal_bias=None, is_causal=False):
-    """a closure running SDPA with one backend (GQA natively: enable_gqa), or None where the
-    backend refuses the shape"""
-    gqa = q.shape[1] != k.shape[1]
-
+    """a closure running attend() with one backend (q [S, Lq, hq, hd]; GQA natively:
+    enable_gqa), or None where the backend refuses the shape"""
     def run():
-        with sdpa_kernel([BACKENDS[backend]]):
-            if causal_bias is not None:
-                return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_bias,
-                                                      enable_gqa=gqa)
-            return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=gqa)
+        return attend(backend, q, k, v, causal_bias, is_causal)
     try:
         run()
         torch.cuda.synchronize()
     except (RuntimeError, NotImplementedError, ValueError):
         return None
     return run
+
+
+def profile_backends(profile_dir):
+    """the backend of each attention row of a profile's attn_decode.csv and attn_prefill.csv (the
+    fastest measured there): {(table, q_heads, kv_heads, head_dim): {(a, b): backend}} with (a, b)
+    = (batch, context) or (chunk, prior_context)"""
+    import csv
+    out = {}
+    for table, a, b in (("attn_decode", "batch", "context"),
+                        ("attn_prefill", "chunk", "prior_context")):
+        with open(os.path.join(profile_dir, table + ".csv")) as f:
+            for r in csv.DictReader(f):
+                key = (table, int(r["q_heads"]), int(r["kv_heads"]), int(r["head_dim"]))
+                out.setdefault(key, {})[(int(r[a]), int(r[b]))] = r["backend"]
+    return out
+
+
+def nearest_backend(rows, a, b):
+    """the backend of the row of ROWS nearest to (A, B) in log2 distance (0 counts as 1)"""
+    import math
+
+    def dist(p):
+        return sum(abs(math.log2(max(x, 1)) - math.log2(max(y, 1))) for x, y in zip(p, (a, b)))
+    return rows[min(rows, key=dist)]
 
 
 def versions():

@@ -1,4 +1,4 @@
-"""validate/workloads/opopprofile.py: the operator profiling workload of `ema-validate profile`.
+"""validate/workloads/opprofile.py: the operator profiling workload of `ema-validate profile`.
 
 Run under the capture library (ema-validate profile runs it so); each measured point is an NVTX
 point range (common.py) whose time validate/trace.c takes from the captured kernel durations
@@ -8,7 +8,7 @@ point range (common.py) whose time validate/trace.c takes from the captured kern
   (or fc2), the LM head and the MoE router, m on a log grid 1..8192 (ratio ~2^(1/4)), in the
   model's dtype and in bf16; weights rotated over copies >= 512 MB so repeats read HBM;
 - attn_decode: one query token per sequence against `context` cached tokens (contiguous KV,
-  [batch, kv_heads, context, head_dim]), SDPA with the cuDNN, FlashAttention and memory-efficient
+  [batch, kv_heads, context, head_dim]), common.attend (the layout steps.py has), SDPA with the cuDNN, FlashAttention and memory-efficient
   backends (GQA natively, enable_gqa), each backend a row; the converter keeps the fastest;
 - attn_prefill: one sequence, `chunk` new tokens attending causally (lower-right aligned) to
   themselves and `prior_context` cached tokens, the same backends;
@@ -17,8 +17,10 @@ point range (common.py) whose time validate/trace.c takes from the captured kern
 - elementwise: PyTorch eager kernels by tokens: rmsnorm (F.rms_norm, width hidden), layernorm
   (F.layer_norm with bias, hidden), silu_mul (silu(x[:, :f]) * x[:, f:], width 2 x ffn), gelu
   (width ffn, for the plain-MLP models: OPT's relu moves the same bytes), rope (rotate-half
-  RoPE on q and k together, width (heads + kv_heads) x head_dim), add
-  (residual add, hidden), embedding (row gather, hidden)."""
+  RoPE on q and on k, views of a QKV output, width (heads + kv_heads) x head_dim), kv_write (the
+  new tokens' K and V copied into the caches, width kv_heads x head_dim), moe_route (MoE models:
+  common.route without the experts' GEMMs, width hidden), add (residual add, hidden), embedding
+  (row gather, hidden). Every operator is common.py's function, the one steps.py runs."""
 import argparse
 import sys
 
@@ -88,7 +90,7 @@ def run_decode(models, batches, contexts, repeats, log, skipped):
                                    f"{KV_FLOOR >> 30} GiB")
                     continue
                 copies = common.rotation(kv_bytes, most=8)
-                q = torch.randn(b, hq, 1, d, device="cuda", dtype=torch.bfloat16)
+                q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
                 kvs = [(torch.randn(b, hkv, c, d, device="cuda", dtype=torch.bfloat16),
                         torch.randn(b, hkv, c, d, device="cuda", dtype=torch.bfloat16))
                        for _ in range(copies)]
@@ -113,7 +115,7 @@ def run_prefill(models, chunks, priors, repeats, log, skipped):
         for chunk in chunks:
             for prior in priors:
                 total = chunk + prior
-                q = torch.randn(1, hq, chunk, d, device="cuda", dtype=torch.bfloat16)
+                q = torch.randn(1, chunk, hq, d, device="cuda", dtype=torch.bfloat16)
                 k = torch.randn(1, hkv, total, d, device="cuda", dtype=torch.bfloat16)
                 v = torch.randn(1, hkv, total, d, device="cuda", dtype=torch.bfloat16)
                 bias = causal_lower_right(chunk, total) if prior else None
@@ -158,24 +160,31 @@ def run_elementwise(models, tokens, repeats, log):
     for m in models:
         h, f, hd = m["hidden"], m["ffn"], m["head_dim"]
         gated = m["ffn_kind"] == "gated"
+        hq, hkv = m["heads"], m["kv_heads"]
         ops = [("rmsnorm", h), ("layernorm", h), ("add", h), ("embedding", h),
                ("silu_mul" if gated else "gelu", 2 * f if gated else f),
-               ("rope", (m["heads"] + m["kv_heads"]) * hd)]
+               ("rope", (hq + hkv) * hd), ("kv_write", hkv * hd)]
+        if m["experts"] > 1:
+            ops.append(("moe_route", h))
         for op, width in ops:
             if (op, width) in done:
                 continue
             done.add((op, width))
+            qkv_width = (hq + 2 * hkv) * hd
             w = torch.randn(width, device="cuda", dtype=bf)
             bias = torch.randn(width, device="cuda", dtype=bf)
             table = torch.randn(m["vocab"], width, device="cuda", dtype=bf)
             for t in tokens:
-                copies = common.rotation(t * width * 2, most=16)
-                xs = [torch.randn(t, width, device="cuda", dtype=bf) for _ in range(copies)]
+                x_width = qkv_width if op in ("rope", "kv_write") else width
+                copies = common.rotation(t * x_width * 2, most=16)
+                xs = [torch.randn(t, x_width, device="cuda", dtype=bf) for _ in range(copies)]
                 ys = [torch.randn(t, width, device="cuda", dtype=bf) for _ in range(copies)]
                 ids = torch.randint(0, m["vocab"], (t,), device="cuda")
-                heads = width // hd
-                cos = torch.randn(t, 1, hd, device="cuda", dtype=bf)
-                sin = torch.randn(t, 1, hd, device="cuda", dtype=bf)
+                cos = torch.randn(t, 1, 1, hd, device="cuda", dtype=bf)
+                sin = torch.randn(t, 1, 1, hd, device="cuda", dtype=bf)
+                cache = [torch.empty(t, hkv, 2, hd, device="cuda", dtype=bf) for _ in range(2)]
+                logits = (torch.randn(t, m["experts"], device="cuda", dtype=bf)
+                          if op == "moe_route" else None)
                 it = iter(range(1 << 62))
 
                 def fn(op=op, width=width):
@@ -186,14 +195,19 @@ def run_elementwise(models, tokens, repeats, log):
                     if op == "layernorm":
                         return F.layer_norm(x, (width,), w, bias, 1e-5)
                     if op == "add":
-                        return x.add_(ys[i])
+                        return common.residual(x, ys[i])
                     if op == "embedding":
                         return F.embedding(ids, table)
                     if op == "silu_mul":
-                        return F.silu(x[:, : width // 2]) * x[:, width // 2:]
+                        return common.silu_mul(x)
                     if op == "gelu":
                         return F.gelu(x)
-                    return common.rope(x.view(t, heads, hd), cos, sin)
+                    if op == "moe_route":
+                        return common.route(x, logits, m["active_experts"], lambda e, r: r)
+                    q, k, v = common.split_qkv(x, t, hq, hkv, hd)
+                    if op == "kv_write":
+                        return common.kv_write(cache[0], cache[1], k, v, 1)
+                    return common.rope_qk(q, k, cos, sin)
                 common.point("elementwise", {"op": op, "tokens": t, "width": width,
                                              "dtype": "bf16"}, fn, repeats)
                 del xs, ys
@@ -246,10 +260,14 @@ def main():
         f"repeats: {repeats}",
         "gemm: \"F.linear (cuBLAS), weights rotated over >= 512 MB of copies (cold L2)\"",
         "moe: \"looped F.linear per expert, each expert its own weights\"",
-        "elementwise_kernels: \"PyTorch eager: rmsnorm F.rms_norm; layernorm F.layer_norm; "
-        "silu_mul silu(x[:, :f]) * x[:, f:] (width 2 x ffn); gelu F.gelu (width ffn, for "
-        "relu MLPs too); rope rotate-half on q and k (width (heads + kv_heads) x head_dim); "
-        "add in-place residual (hidden); embedding row gather (hidden)\"",
+        "elementwise_kernels: \"PyTorch eager, common.py's operators (the kernels steps.py "
+        "runs): rmsnorm F.rms_norm; layernorm F.layer_norm; silu_mul silu(x[:, :f]) * x[:, f:] "
+        "(width 2 x ffn); gelu F.gelu (width ffn, for relu MLPs too); rope rotate-half on q "
+        "and on k, views of the QKV output (width (heads + kv_heads) x head_dim); kv_write the "
+        "new tokens' K and V into the caches (width kv_heads x head_dim; one token per "
+        "sequence); moe_route the routing of a top-k MoE layer without its experts' GEMMs "
+        "(softmax, top-k, per expert hit a gather, a weighted scatter-add; width hidden); add "
+        "residual (hidden); embedding row gather (hidden)\"",
         "allreduce: \"not measured: one GPU was lent\"",
         "prefill_causal: \"lower-right aligned (chunk after prior_context)\"",
         f"skipped_points: {len(skipped)}",

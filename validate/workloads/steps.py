@@ -8,7 +8,7 @@ the cuDNN, FlashAttention and memory-efficient backends for that shape (timed on
 picks), the O GEMM, the residual add, the post-attention norm, the MLP (gate/up GEMM, silu*mul,
 down GEMM; OPT fc1, relu, fc2) or, for Mixtral, the router GEMM, top-2 routing and the two
 chosen experts' MLPs per token (looped over the experts that got tokens, weighted sum), the
-residual add; then the final norm and the LM head (every sequence's token in decode, the last
+residual add. Each operator is common.py's function, the one opprofile.py times; then the final norm and the LM head (every sequence's token in decode, the last
 token of the chunk in prefill).
 
 Decode steps (batch B, every sequence `context` cached tokens) of dense models are captured as
@@ -31,8 +31,9 @@ PREFILL = [(512, 0), (1024, 0), (2048, 0), (4096, 0), (8192, 0), (1024, 4096), (
 
 
 class Model:
-    def __init__(self, m):
+    def __init__(self, m, profile=None):
         self.m = m
+        self.profile = profile
         dt = common.DTYPES[m["dtype"]]
         self.dt = dt
         h, hd = m["hidden"], m["head_dim"]
@@ -81,20 +82,12 @@ class Model:
         if self.opt:
             return F.linear(F.relu(F.linear(x, L["fc1"], L["fc1_b"])), L["fc2"], L["fc2_b"])
         if not self.moe:
-            gu = F.linear(x, L["gate_up"])
-            f = gu.shape[-1] // 2
-            return F.linear(F.silu(gu[:, :f]) * gu[:, f:], L["down"])
-        logits = F.linear(x, L["router"])
-        weights, ids = torch.topk(torch.softmax(logits.float(), dim=-1), 2, dim=-1)
-        weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype)
-        out = torch.zeros_like(x)
-        for e in torch.unique(ids).tolist():  # data-dependent: eager only
-            rows, slot = (ids == e).nonzero(as_tuple=True)
-            gu = F.linear(x[rows], L["experts"][e][0])
-            f = gu.shape[-1] // 2
-            y = F.linear(F.silu(gu[:, :f]) * gu[:, f:], L["experts"][e][1])
-            out.index_add_(0, rows, y * weights[rows, slot].unsqueeze(-1))
-        return out
+            return F.linear(common.silu_mul(F.linear(x, L["gate_up"])), L["down"])
+
+        def expert(e, rows_x):
+            return F.linear(common.silu_mul(F.linear(rows_x, L["experts"][e][0])),
+                            L["experts"][e][1])
+        return common.route(x, F.linear(x, L["router"]), self.m["active_experts"], expert)
 
     def step(self, tokens, positions, caches, new_len, cached, decode):
         """one step: TOKENS [T] (T = batch in decode, chunk in prefill), KV caches per layer
@@ -113,27 +106,32 @@ class Model:
         for li, L in enumerate(self.layers):
             r = x
             y = self.norm(x, L["norm1"], L.get("norm1_b"))
-            qkv = F.linear(y, L["qkv"], L.get("qkv_b")).view(S, Lq, self.hq + 2 * self.hkv,
-                                                                self.hd)
-            q, k, v = qkv.split([self.hq, self.hkv, self.hkv], dim=2)
+            q, k, v = common.split_qkv(F.linear(y, L["qkv"], L.get("qkv_b")), S, self.hq,
+                                       self.hkv, self.hd)
             if not self.opt:
-                q = common.rope(q, cos, sin)
-                k = common.rope(k, cos, sin)
+                q, k = common.rope_qk(q, k, cos, sin)
             kc, vc = caches[li]
-            kc[:, :, cached:total] = k.transpose(1, 2)
-            vc[:, :, cached:total] = v.transpose(1, 2)
-            qh = q.transpose(1, 2)
-            attn = self.attend(qh, kc[:, :, :total], vc[:, :, :total], bias, not decode
+            common.kv_write(kc, vc, k, v, cached)
+            attn = self.attend(q, kc[:, :, :total], vc[:, :, :total], bias, not decode
                                and cached == 0)
-            x = r + F.linear(attn.transpose(1, 2).reshape(T, self.hq * self.hd), L["o"],
-                             L.get("o_b"))
+            x = common.residual(r, F.linear(attn, L["o"], L.get("o_b")))
             r = x
-            x = r + self.mlp(L, self.norm(x, L["norm2"], L.get("norm2_b")))
+            x = common.residual(r, self.mlp(L, self.norm(x, L["norm2"], L.get("norm2_b"))))
         last = x if decode else x[-1:]
         return F.linear(self.norm(last, self.final, self.final_b), self.lm)
 
     def attend(self, q, k, v, bias, is_causal):
         key = (tuple(q.shape), tuple(k.shape), bias is not None, is_causal)
+        if key not in self.backend and self.profile is not None:
+            # the profile's backend for the nearest row: the kernel its row timed
+            decode = q.shape[1] == 1
+            rows = self.profile.get(("attn_decode" if decode else "attn_prefill", self.hq,
+                                     self.hkv, self.hd))
+            if rows is None:
+                raise SystemExit(f"steps.py: the profile has no attention rows for {key}")
+            at = (q.shape[0], k.shape[2] - 1) if decode else (q.shape[1],
+                                                              k.shape[2] - q.shape[1])
+            self.backend[key] = common.nearest_backend(rows, *at)
         if key not in self.backend:
             best = None
             for name in common.BACKENDS:
@@ -146,11 +144,7 @@ class Model:
             if best is None:
                 raise SystemExit(f"steps.py: no SDPA backend runs {key}")
             self.backend[key] = best[1]
-        with common.sdpa_kernel([common.BACKENDS[self.backend[key]]]):
-            gqa = q.shape[1] != k.shape[1]
-            if bias is not None:
-                return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, enable_gqa=gqa)
-            return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=gqa)
+        return common.attend(self.backend[key], q, k, v, bias, is_causal)
 
 
 def run_point(model, name, fn, repeats, graph):
@@ -180,13 +174,17 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--phases", default="decode,prefill")
+    ap.add_argument("--profile", help="a profile directory: each attention call uses the "
+                    "backend of the nearest row of its attn_decode.csv / attn_prefill.csv "
+                    "(default: the fastest by CUDA-event timing, once per shape)")
     a = ap.parse_args()
+    profile = common.profile_backends(a.profile) if a.profile else None
     skipped, backends = [], []
     phases = set(a.phases.split(","))
     for name in [n for n in a.models.split(",") if n]:
         m = common.load_model(name)
         torch.manual_seed(0)
-        model = Model(m)
+        model = Model(m, profile)
         kv_token = 2 * m["kv_heads"] * m["head_dim"] * 2  # bytes per token and layer
         free = torch.cuda.mem_get_info()[0] - (6 << 30)  # headroom for activations
         print(f"steps.py: {name} loaded; {free / 2**30:.1f} GiB left for KV", flush=True)

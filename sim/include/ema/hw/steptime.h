@@ -30,10 +30,14 @@
  *     B = (k n + m (k + n)) b:  qkv (h -> (q + 2k) d), o (q d -> h),
  *     up (h -> 2 f/tp gated, f/tp plain), down (f/tp -> h); the LM head
  *     (h -> V/tp) at m = G
- *   MoE experts (E > 1), per projection: the moe table at T A / E tokens
- *     per expert, or F = 2 T A k n, B = (D k n + T A (k + n)) b with
+ *   MoE experts (E > 1), per projection: the moe table at the D experts
+ *     touched (linear between its power-of-two expert counts) with T A / D
+ *     tokens each, or F = 2 T A k n, B = (D k n + T A (k + n)) b, with
  *     D = E (1 - (1 - A/E)^T) the expected distinct experts T tokens route
- *     to (uniform independent routing); the router GEMM is left out
+ *     to (uniform independent routing); the router GEMM (h -> E) at m = T;
+ *     the routing's own kernels (elementwise moe_route, width h: softmax,
+ *     top-k, per expert a gather and a weighted scatter-add); silu_mul once
+ *     per expert touched on T A / D rows
  *   decode attention: the table at (B, C_d / B): a mixed batch of different
  *     contexts is taken as B sequences of the mean context, i.e. at its
  *     total KV tokens (exact for the KV read, which is linear in the
@@ -43,19 +47,17 @@
  *   prefill attention: c runs of the table at (chunk N / c, prior P / c):
  *     the chunks taken alike; roofline F = 4 q d C_p, B = 2 k d b (P + N)
  *     at rate_kv (one FlashAttention pass per chunk reads its KV once)
- *   the KV of the T new tokens written: B = 2 k d b T (roofline only)
+ *   the KV of the T new tokens written: elementwise kv_write of width k d
+ *     (K and V in one row; roofline B = 2 k d b T)
  *   elementwise, each reading and writing its width per token (roofline
  *     B = 2 T width b): 2 norms (rmsnorm, or layernorm for the plain FFN
- *     family) of width h, the activation (silu_mul of width 2 f/tp, or gelu
- *     of width f/tp for OPT's ReLU), rope of width (q + k) d (gated models
- *     only), 2 residual adds of width h; once per step the token embedding
- *     (T rows of h) and the final norm
- *   all-reduces, 2 per layer of S = T h b bytes: the allreduce table at
- *     (tp, S), else the analytic ring on the server's link,
- *     2 (tp-1)/tp S / link.bandwidth + 2 (tp-1) link.latency
- *     (not overlapped with the kernels; the logits all-gather left out)
- * The step:
- *   t_step = L (sum of a layer's operators + layer_overhead)
+ *     family) of width h, the activation of a dense FFN (silu_mul of width
+ *     2 f/tp, or gelu of width f/tp for OPT's ReLU), rope of width (q + k) d
+ *     (gated models only; RoPE on q and on k), 2 residual adds of width h; once per step the token
+ * embedding (T rows of h) and the final norm all-reduces, 2 per layer of S = T h b bytes: the
+ * allreduce table at (tp, S), else the analytic ring on the server's link, 2 (tp-1)/tp S /
+ * link.bandwidth + 2 (tp-1) link.latency (not overlapped with the kernels; the logits all-gather
+ * left out) The step: t_step = L (sum of a layer's operators + layer_overhead)
  *          + embedding + final norm + LM head + all-reduces + step_overhead
  * layer_overhead (a layer's kernels' tails beyond their rooflines) is
  * charged only on GPUs without a profile: measured kernel times include it.

@@ -32,6 +32,12 @@ typedef struct {
 gboolean ema_stepcheck_steps(const char *steps_csv, const char *server, GString *table,
                              EmaStepCheckStats *stats, GError **error);
 
+/* The same comparison as a markdown table appended to SUMMARY: one row per
+ * (model, phase) in the order first seen (steps, median and worst absolute
+ * error, mean signed error), then "all both"; STATS as above. */
+gboolean ema_stepcheck_steps_summary(const char *steps_csv, const char *server, GString *summary,
+                                     EmaStepCheckStats *stats, GError **error);
+
 /* Compare perf_model.csv's Llama2-70B points (a100-80gb on a100x8-dgx,
  * h100-80gb on h100x8-hgx; the power-capped h100-80gb-pcap and BLOOM-176B,
  * which has no shape here, are skipped). MAX_POINTS > 0 keeps the first
