@@ -54,6 +54,11 @@ struct _EmaStepModel {
   guint experts_n;
   double router_fraction;     /* A / E */
   double lm_head_extra_bytes; /* final norm */
+  /* the operators' profile surfaces, resolved once (set_profile_ops) */
+  struct {
+    EmaProfileOp qkv, o, up, down, lm_head, moe[2], attn_decode, attn_prefill;
+    EmaProfileOp norm, act, add, rope, embedding, allreduce;
+  } ops;
 };
 
 /* The operators' shapes on one GPU, as the profile tables key them (the
@@ -75,6 +80,28 @@ static void set_operator_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint 
   s->moe = model->experts > 1;
   s->experts_n = (guint) model->experts;
   s->router_fraction = (double) model->active_experts / (double) model->experts;
+}
+
+/* Resolve every operator's shape in the profile once, so that a step does
+ * no key formatting or hashing. */
+static void set_profile_ops(EmaStepModel *s) {
+  const EmaProfile *p = s->profile;
+  EmaProfileDtype t = s->dtype;
+  ema_profile_op_gemm(p, t, s->hidden, s->qkv_n, &s->ops.qkv);
+  ema_profile_op_gemm(p, t, s->o_k, s->hidden, &s->ops.o);
+  ema_profile_op_gemm(p, t, s->hidden, s->up_n, &s->ops.up);
+  ema_profile_op_gemm(p, t, s->down_k, s->hidden, &s->ops.down);
+  ema_profile_op_gemm(p, t, s->hidden, s->head_n, &s->ops.lm_head);
+  ema_profile_op_moe(p, t, s->experts_n, s->hidden, s->up_n, &s->ops.moe[0]);
+  ema_profile_op_moe(p, t, s->experts_n, s->down_k, s->hidden, &s->ops.moe[1]);
+  ema_profile_op_attn_decode(p, t, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_decode);
+  ema_profile_op_attn_prefill(p, t, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_prefill);
+  ema_profile_op_elementwise(p, t, s->gated ? "rmsnorm" : "layernorm", s->hidden, &s->ops.norm);
+  ema_profile_op_elementwise(p, t, s->gated ? "silu_mul" : "gelu", s->act_width, &s->ops.act);
+  ema_profile_op_elementwise(p, t, "add", s->hidden, &s->ops.add);
+  ema_profile_op_elementwise(p, t, "rope", s->rope_width, &s->ops.rope);
+  ema_profile_op_elementwise(p, t, "embedding", s->hidden, &s->ops.embedding);
+  ema_profile_op_allreduce(p, t, s->tp, &s->ops.allreduce);
 }
 
 EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
@@ -159,6 +186,8 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
     }
   }
   set_operator_shapes(step, model, tp);
+  if (step->profile)
+    set_profile_ops(step);
   return step;
 }
 
@@ -203,6 +232,8 @@ static double roofline(const EmaStepModel *s, double compute_s, double memory_s)
   double big = MAX(compute_s, memory_s), small = MIN(compute_s, memory_s);
   if (big <= 0)
     return 0;
+  if (small <= 0)
+    return big; /* what the formula gives: big (1 + 0)^(1/p) */
   /* factored so that the powers stay within range: big (1 + (small/big)^p)^(1/p) */
   return big * pow(1.0 + pow(small / big, s->roofline_p), 1.0 / s->roofline_p);
 }
@@ -219,23 +250,28 @@ static double op_time(const EmaStepModel *s, OpSums *sums, gboolean found, doubl
   return t;
 }
 
-static double gemm_time(const EmaStepModel *s, OpSums *sums, double m, guint64 k, guint64 n,
-                        double count) {
+/* OP at (OUTER, X) where the step model has a profile (profile.h). */
+static gboolean profiled(const EmaStepModel *s, const EmaProfileOp *op, double outer, double x,
+                         double *us) {
+  return s->profile && ema_profile_op_at(op, outer, x, us);
+}
+
+static double gemm_time(const EmaStepModel *s, OpSums *sums, const EmaProfileOp *op, double m,
+                        guint64 k, guint64 n, double count) {
   double us = 0, kd = (double) k, nd = (double) n;
   gboolean found;
   if (m <= 0)
     return 0;
-  found = s->profile && ema_profile_gemm(s->profile, s->dtype, m, k, n, &us);
+  found = profiled(s, op, 0, m, &us);
   return op_time(s, sums, found, us, 2 * m * kd * nd,
                  (kd * nd + m * (kd + nd)) * s->bytes_per_element, s->byte_rate, count);
 }
 
 /* An elementwise operator reads and writes WIDTH elements per token. */
-static double elementwise_time(const EmaStepModel *s, OpSums *sums, const char *name, guint64 width,
-                               double tokens, double count) {
+static double elementwise_time(const EmaStepModel *s, OpSums *sums, const EmaProfileOp *op,
+                               guint64 width, double tokens, double count) {
   double us = 0;
-  gboolean found =
-      s->profile && ema_profile_elementwise(s->profile, s->dtype, name, width, tokens, &us);
+  gboolean found = profiled(s, op, 0, tokens, &us);
   return op_time(s, sums, found, us, 0, 2 * tokens * (double) width * s->bytes_per_element,
                  s->byte_rate, count);
 }
@@ -248,8 +284,7 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, double tokens, doubl
   double t = 0, per_expert = tokens * s->router_fraction; /* T A / E */
   for (int i = 0; i < 2; i++) {
     double us = 0, kd = (double) k[i], nd = (double) n[i];
-    gboolean found = s->profile && ema_profile_moe(s->profile, s->dtype, s->experts_n, per_expert,
-                                                   k[i], n[i], &us);
+    gboolean found = profiled(s, &s->ops.moe[i], 0, per_expert, &us);
     double routed = tokens * s->router_fraction * s->experts;
     t += op_time(s, sums, found, us, 2 * routed * kd * nd,
                  (touched * kd * nd + routed * (kd + nd)) * s->bytes_per_element, s->byte_rate, 1);
@@ -264,8 +299,7 @@ static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const E
   gboolean found;
   if (b->decode_seqs == 0)
     return 0;
-  found = s->profile && ema_profile_attn_decode(s->profile, s->dtype, s->q_heads, s->kv_heads,
-                                                s->head_dim, seqs, b->decode_context / seqs, &us);
+  found = profiled(s, &s->ops.attn_decode, seqs, b->decode_context / seqs, &us);
   return op_time(s, sums, found, us, s->attention_flops_per_context * b->decode_context,
                  s->kv_bytes_per_token * b->decode_context, s->kv_rate, 1);
 }
@@ -279,8 +313,7 @@ static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const 
     return 0;
   chunks = (double) MAX(b->prefill_chunks, 1);
   prior = MAX(0.0, b->prefill_kv_read - tokens) / chunks;
-  found = s->profile && ema_profile_attn_prefill(s->profile, s->dtype, s->q_heads, s->kv_heads,
-                                                 s->head_dim, tokens / chunks, prior, &us);
+  found = profiled(s, &s->ops.attn_prefill, prior, tokens / chunks, &us);
   if (found)
     return op_time(s, sums, TRUE, us, 0, 0, s->kv_rate, chunks);
   return op_time(s, sums, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
@@ -290,22 +323,21 @@ static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const 
 /* One decoder layer from the profile. */
 static double operator_layer(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b,
                              double tokens, double touched) {
-  const char *norm = s->gated ? "rmsnorm" : "layernorm";
-  double t = gemm_time(s, sums, tokens, s->hidden, s->qkv_n, 1) +
-             gemm_time(s, sums, tokens, s->o_k, s->hidden, 1);
+  double t = gemm_time(s, sums, &s->ops.qkv, tokens, s->hidden, s->qkv_n, 1) +
+             gemm_time(s, sums, &s->ops.o, tokens, s->o_k, s->hidden, 1);
   if (s->moe)
     t += moe_time(s, sums, tokens, touched);
   else
-    t += gemm_time(s, sums, tokens, s->hidden, s->up_n, 1) +
-         gemm_time(s, sums, tokens, s->down_k, s->hidden, 1);
+    t += gemm_time(s, sums, &s->ops.up, tokens, s->hidden, s->up_n, 1) +
+         gemm_time(s, sums, &s->ops.down, tokens, s->down_k, s->hidden, 1);
   t += decode_attention_time(s, sums, b) + prefill_attention_time(s, sums, b);
   /* the new tokens' K and V written to the cache: roofline only */
   t += op_time(s, sums, FALSE, 0, 0, s->kv_bytes_per_token * tokens, s->byte_rate, 1);
-  t += elementwise_time(s, sums, norm, s->hidden, tokens, 2) +
-       elementwise_time(s, sums, s->gated ? "silu_mul" : "gelu", s->act_width, tokens, 1) +
-       elementwise_time(s, sums, "add", s->hidden, tokens, 2);
+  t += elementwise_time(s, sums, &s->ops.norm, s->hidden, tokens, 2) +
+       elementwise_time(s, sums, &s->ops.act, s->act_width, tokens, 1) +
+       elementwise_time(s, sums, &s->ops.add, s->hidden, tokens, 2);
   if (s->gated)
-    t += elementwise_time(s, sums, "rope", s->rope_width, tokens, 1);
+    t += elementwise_time(s, sums, &s->ops.rope, s->rope_width, tokens, 1);
   return t;
 }
 
@@ -338,13 +370,12 @@ static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, double t
   r->layer_overhead_s = s->profile ? 0 : s->layer_overhead_s;
   r->layers_s = s->layers * (one + r->layer_overhead_s);
   rescale_layer_sides(r, one);
-  r->lm_head_s =
-      elementwise_time(s, &once, "embedding", s->hidden, tokens, 1) +
-      elementwise_time(s, &once, s->gated ? "rmsnorm" : "layernorm", s->hidden, tokens, 1) +
-      gemm_time(s, &once, (double) b->logits, s->hidden, s->head_n, 1);
+  r->lm_head_s = elementwise_time(s, &once, &s->ops.embedding, s->hidden, tokens, 1) +
+                 elementwise_time(s, &once, &s->ops.norm, s->hidden, tokens, 1) +
+                 gemm_time(s, &once, &s->ops.lm_head, (double) b->logits, s->hidden, s->head_n, 1);
   if (s->tp > 1) {
     double size = s->allreduce_bytes_per_token * tokens, us = 0;
-    gboolean found = s->profile && ema_profile_allreduce(s->profile, s->dtype, s->tp, size, &us);
+    gboolean found = profiled(s, &s->ops.allreduce, 0, size, &us);
     double ring = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
                   2.0 * (s->tp - 1) * s->link_latency_s;
     r->allreduce_s = 2.0 * s->layers * (found ? us * 1e-6 : ring);
@@ -375,7 +406,10 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   tokens = (double) batch->prefill_tokens + (double) batch->decode_seqs;
 
   /* one layer */
-  experts_touched = s->experts * (1.0 - pow(1.0 - s->active_fraction, tokens));
+  /* every expert active (a dense model): pow(0, T > 0) = 0, all touched */
+  experts_touched = s->active_fraction >= 1.0
+                        ? s->experts
+                        : s->experts * (1.0 - pow(1.0 - s->active_fraction, tokens));
   layer_flops = s->linear_flops_per_token * tokens +
                 s->attention_flops_per_context * (batch->prefill_context + batch->decode_context);
   layer_weight_bytes = s->shared_weight_bytes + s->expert_weight_bytes * experts_touched;
