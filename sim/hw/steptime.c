@@ -59,7 +59,40 @@ struct _EmaStepModel {
     EmaProfileOp qkv, o, up, down, lm_head, moe[2], attn_decode, attn_prefill;
     EmaProfileOp norm, act, add, rope, embedding, allreduce;
   } ops;
+  /* the operators that depend on a step's token count alone, by tokens
+   * 0..TOKEN_ROWS-1, each row filled by fill_row() on first use (the
+   * model's one mutable part; a step model serves one thread) */
+  struct _TokenRow *rows;
 };
+
+/* The operators timed at the step's T tokens (or, for the LM head, at the
+ * row's index as its logits), each the time op_time() gives. */
+enum {
+  ROW_QKV,
+  ROW_O,
+  ROW_UP, /* the experts' first projection for an MoE */
+  ROW_DOWN,
+  ROW_KV_WRITE,
+  ROW_NORM2, /* the layer's 2 norms */
+  ROW_ACT,
+  ROW_ADD2, /* the layer's 2 residual adds */
+  ROW_ROPE,
+  ROW_EMBEDDING,
+  ROW_NORM1, /* the final norm */
+  ROW_LM_HEAD,
+  ROW_ALLREDUCE, /* one all-reduce: the profile's or the ring's */
+  N_ROW
+};
+
+typedef struct _TokenRow {
+  double t[N_ROW];
+  guint32 found; /* bit i: t[i] is the profile's */
+  gboolean filled;
+} TokenRow;
+
+/* Rows kept: tokens 0..8191 (vLLM's default max_num_batched_tokens is
+ * 8192); a larger step is timed without the table, by the same code. */
+#define TOKEN_ROWS 8192
 
 /* The operators' shapes on one GPU, as the profile tables key them (the
  * Vidur import in profile.c forms the same shapes). */
@@ -188,10 +221,14 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   set_operator_shapes(step, model, tp);
   if (step->profile)
     set_profile_ops(step);
+  step->rows = g_new0(TokenRow, TOKEN_ROWS);
   return step;
 }
 
 void ema_step_model_free(EmaStepModel *step_model) {
+  if (!step_model)
+    return;
+  g_free(step_model->rows);
   g_free(step_model);
 }
 
@@ -226,6 +263,14 @@ typedef struct {
   double profiled_s, roofline_s;
 } OpSums;
 
+/* Add T, the profile's if FOUND, to SUMS. */
+static void op_sum(OpSums *sums, gboolean found, double t) {
+  if (found)
+    sums->profiled_s += t;
+  else
+    sums->roofline_s += t;
+}
+
 /* The roofline of one operator: (c^p + m^p)^(1/p) of its compute time c
  * and memory time m (steptime.h). */
 static double roofline(const EmaStepModel *s, double compute_s, double memory_s) {
@@ -243,10 +288,7 @@ static double roofline(const EmaStepModel *s, double compute_s, double memory_s)
 static double op_time(const EmaStepModel *s, OpSums *sums, gboolean found, double us, double flops,
                       double bytes, double rate, double count) {
   double t = count * (found ? us * 1e-6 : roofline(s, flops / s->flop_rate, bytes / rate));
-  if (found)
-    sums->profiled_s += t;
-  else
-    sums->roofline_s += t;
+  op_sum(sums, found, t);
   return t;
 }
 
@@ -279,17 +321,99 @@ static double elementwise_time(const EmaStepModel *s, OpSums *sums, const EmaPro
 /* The expert FFN of one layer for T tokens: two projections, each from the
  * moe table at T A / E tokens per expert, or the roofline of the experts
  * touched. */
-static double moe_time(const EmaStepModel *s, OpSums *sums, double tokens, double touched) {
+static double moe_time(const EmaStepModel *s, OpSums *sums, int i, double tokens, double touched) {
   const guint64 k[2] = {s->hidden, s->down_k}, n[2] = {s->up_n, s->hidden};
-  double t = 0, per_expert = tokens * s->router_fraction; /* T A / E */
-  for (int i = 0; i < 2; i++) {
-    double us = 0, kd = (double) k[i], nd = (double) n[i];
-    gboolean found = profiled(s, &s->ops.moe[i], 0, per_expert, &us);
-    double routed = tokens * s->router_fraction * s->experts;
-    t += op_time(s, sums, found, us, 2 * routed * kd * nd,
+  double per_expert = tokens * s->router_fraction; /* T A / E */
+  double us = 0, kd = (double) k[i], nd = (double) n[i];
+  gboolean found = profiled(s, &s->ops.moe[i], 0, per_expert, &us);
+  double routed = tokens * s->router_fraction * s->experts;
+  return op_time(s, sums, found, us, 2 * routed * kd * nd,
                  (touched * kd * nd + routed * (kd + nd)) * s->bytes_per_element, s->byte_rate, 1);
+}
+
+/* D = E (1 - (1 - A/E)^T), the experts T tokens touch (steptime.h); every
+ * expert active (a dense model): pow(0, T > 0) = 0, all touched. */
+static double experts_touched(const EmaStepModel *s, double tokens) {
+  return s->active_fraction >= 1.0 ? s->experts
+                                   : s->experts * (1.0 - pow(1.0 - s->active_fraction, tokens));
+}
+
+/* ROW's operators at X tokens (the LM head at X logits): the times and
+ * origins that the operator functions give. */
+static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
+  double tokens = (double) x, touched = experts_touched(s, tokens);
+  double size = s->allreduce_bytes_per_token * tokens, us = 0;
+  for (int i = 0; i < N_ROW; i++) {
+    OpSums sums = {0};
+    double t = 0;
+    switch (i) {
+    case ROW_QKV:
+      t = gemm_time(s, &sums, &s->ops.qkv, tokens, s->hidden, s->qkv_n, 1);
+      break;
+    case ROW_O:
+      t = gemm_time(s, &sums, &s->ops.o, tokens, s->o_k, s->hidden, 1);
+      break;
+    case ROW_UP:
+    case ROW_DOWN:
+      t = s->moe        ? moe_time(s, &sums, i - ROW_UP, tokens, touched)
+          : i == ROW_UP ? gemm_time(s, &sums, &s->ops.up, tokens, s->hidden, s->up_n, 1)
+                        : gemm_time(s, &sums, &s->ops.down, tokens, s->down_k, s->hidden, 1);
+      break;
+    case ROW_KV_WRITE: /* the new tokens' K and V written to the cache: roofline only */
+      t = op_time(s, &sums, FALSE, 0, 0, s->kv_bytes_per_token * tokens, s->byte_rate, 1);
+      break;
+    case ROW_NORM2:
+    case ROW_NORM1:
+      t = elementwise_time(s, &sums, &s->ops.norm, s->hidden, tokens, i == ROW_NORM2 ? 2 : 1);
+      break;
+    case ROW_ACT:
+      t = elementwise_time(s, &sums, &s->ops.act, s->act_width, tokens, 1);
+      break;
+    case ROW_ADD2:
+      t = elementwise_time(s, &sums, &s->ops.add, s->hidden, tokens, 2);
+      break;
+    case ROW_ROPE:
+      t = elementwise_time(s, &sums, &s->ops.rope, s->rope_width, tokens, 1);
+      break;
+    case ROW_EMBEDDING:
+      t = elementwise_time(s, &sums, &s->ops.embedding, s->hidden, tokens, 1);
+      break;
+    case ROW_LM_HEAD:
+      t = gemm_time(s, &sums, &s->ops.lm_head, tokens, s->hidden, s->head_n, 1);
+      break;
+    case ROW_ALLREDUCE:
+      if (profiled(s, &s->ops.allreduce, 0, size, &us))
+        op_sum(&sums, TRUE, t = us * 1e-6);
+      else
+        t = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
+            2.0 * (s->tp - 1) * s->link_latency_s;
+      break;
+    default:
+      g_assert_not_reached();
+    }
+    row->t[i] = t;
+    /* a profile's times are positive (profile.h): > 0 where it timed the operator */
+    if (sums.profiled_s > 0)
+      row->found |= 1u << i;
   }
-  return t;
+  row->filled = TRUE;
+}
+
+/* The row of X tokens: the model's, filled on first use, or SCRATCH past
+ * the rows kept. */
+static const TokenRow *token_row(const EmaStepModel *s, guint64 x, TokenRow *scratch) {
+  TokenRow *row = x < TOKEN_ROWS ? &s->rows[x] : scratch;
+  if (!row->filled || row == scratch) {
+    *row = (TokenRow){.filled = FALSE};
+    fill_row(s, x, row);
+  }
+  return row;
+}
+
+/* ROW's operator I, counted in SUMS. */
+static double row_op(const TokenRow *row, int i, OpSums *sums) {
+  op_sum(sums, (row->found >> i) & 1u, row->t[i]);
+  return row->t[i];
 }
 
 /* Decode attention of B sequences of C context tokens in all: the table at
@@ -320,24 +444,16 @@ static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const 
                  s->kv_bytes_per_token * b->prefill_kv_read, s->kv_rate, 1);
 }
 
-/* One decoder layer from the profile. */
+/* One decoder layer from the profile, its token-count operators from ROW. */
 static double operator_layer(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b,
-                             double tokens, double touched) {
-  double t = gemm_time(s, sums, &s->ops.qkv, tokens, s->hidden, s->qkv_n, 1) +
-             gemm_time(s, sums, &s->ops.o, tokens, s->o_k, s->hidden, 1);
-  if (s->moe)
-    t += moe_time(s, sums, tokens, touched);
-  else
-    t += gemm_time(s, sums, &s->ops.up, tokens, s->hidden, s->up_n, 1) +
-         gemm_time(s, sums, &s->ops.down, tokens, s->down_k, s->hidden, 1);
+                             const TokenRow *row) {
+  double t = row_op(row, ROW_QKV, sums) + row_op(row, ROW_O, sums);
+  t += row_op(row, ROW_UP, sums) + row_op(row, ROW_DOWN, sums);
   t += decode_attention_time(s, sums, b) + prefill_attention_time(s, sums, b);
-  /* the new tokens' K and V written to the cache: roofline only */
-  t += op_time(s, sums, FALSE, 0, 0, s->kv_bytes_per_token * tokens, s->byte_rate, 1);
-  t += elementwise_time(s, sums, &s->ops.norm, s->hidden, tokens, 2) +
-       elementwise_time(s, sums, &s->ops.act, s->act_width, tokens, 1) +
-       elementwise_time(s, sums, &s->ops.add, s->hidden, tokens, 2);
+  t += row_op(row, ROW_KV_WRITE, sums);
+  t += row_op(row, ROW_NORM2, sums) + row_op(row, ROW_ACT, sums) + row_op(row, ROW_ADD2, sums);
   if (s->gated)
-    t += elementwise_time(s, sums, &s->ops.rope, s->rope_width, tokens, 1);
+    t += row_op(row, ROW_ROPE, sums);
   return t;
 }
 
@@ -362,27 +478,21 @@ static void rescale_layer_sides(EmaStepBreakdown *r, double one) {
 
 /* The step as a sum of operators into R: layers, the once-per-step
  * operators (in lm_head_s) and the all-reduces. */
-static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, double tokens,
-                          double touched, EmaStepBreakdown *r) {
+static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, EmaStepBreakdown *r) {
   OpSums layer = {0}, once = {0}, reduce = {0};
-  double one = operator_layer(s, &layer, b, tokens, touched);
+  TokenRow scratch, logits_scratch;
+  const TokenRow *row = token_row(s, b->prefill_tokens + b->decode_seqs, &scratch);
+  const TokenRow *logits = token_row(s, b->logits, &logits_scratch);
+  double one = operator_layer(s, &layer, b, row);
   /* a profile's kernel times include their tails: no layer_overhead */
   r->layer_overhead_s = s->profile ? 0 : s->layer_overhead_s;
   r->layers_s = s->layers * (one + r->layer_overhead_s);
   rescale_layer_sides(r, one);
-  r->lm_head_s = elementwise_time(s, &once, &s->ops.embedding, s->hidden, tokens, 1) +
-                 elementwise_time(s, &once, &s->ops.norm, s->hidden, tokens, 1) +
-                 gemm_time(s, &once, &s->ops.lm_head, (double) b->logits, s->hidden, s->head_n, 1);
+  r->lm_head_s = row_op(row, ROW_EMBEDDING, &once) + row_op(row, ROW_NORM1, &once) +
+                 row_op(logits, ROW_LM_HEAD, &once);
   if (s->tp > 1) {
-    double size = s->allreduce_bytes_per_token * tokens, us = 0;
-    gboolean found = profiled(s, &s->ops.allreduce, 0, size, &us);
-    double ring = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
-                  2.0 * (s->tp - 1) * s->link_latency_s;
-    r->allreduce_s = 2.0 * s->layers * (found ? us * 1e-6 : ring);
-    if (found)
-      reduce.profiled_s = r->allreduce_s;
-    else
-      reduce.roofline_s = r->allreduce_s;
+    r->allreduce_s = 2.0 * s->layers * row->t[ROW_ALLREDUCE];
+    op_sum(&reduce, (row->found >> ROW_ALLREDUCE) & 1u, r->allreduce_s);
   }
   r->profiled_s = s->layers * layer.profiled_s + once.profiled_s + reduce.profiled_s;
   r->roofline_s =
@@ -393,7 +503,7 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
                       EmaStepBreakdown *out) {
   const EmaStepModel *s = step_model;
   EmaStepBreakdown r = {0};
-  double tokens, experts_touched, layer_flops, layer_weight_bytes, layer_kv_read, layer_bytes;
+  double tokens, touched, layer_flops, layer_weight_bytes, layer_kv_read, layer_bytes;
   double head_flops = 0, head_bytes = 0;
 
   g_return_val_if_fail(s != NULL && batch != NULL, 0);
@@ -406,13 +516,10 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   tokens = (double) batch->prefill_tokens + (double) batch->decode_seqs;
 
   /* one layer */
-  /* every expert active (a dense model): pow(0, T > 0) = 0, all touched */
-  experts_touched = s->active_fraction >= 1.0
-                        ? s->experts
-                        : s->experts * (1.0 - pow(1.0 - s->active_fraction, tokens));
+  touched = experts_touched(s, tokens);
   layer_flops = s->linear_flops_per_token * tokens +
                 s->attention_flops_per_context * (batch->prefill_context + batch->decode_context);
-  layer_weight_bytes = s->shared_weight_bytes + s->expert_weight_bytes * experts_touched;
+  layer_weight_bytes = s->shared_weight_bytes + s->expert_weight_bytes * touched;
   layer_kv_read = s->kv_bytes_per_token * (batch->decode_context + batch->prefill_kv_read);
   layer_bytes = layer_weight_bytes + layer_kv_read + s->kv_bytes_per_token * tokens +
                 s->activation_bytes_per_token * tokens;
@@ -439,7 +546,7 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   r.weight_bytes_read =
       s->layers * layer_weight_bytes + (batch->logits > 0 ? s->lm_head_weight_bytes : 0);
   r.kv_read_bytes = s->layers * layer_kv_read;
-  operator_step(s, batch, tokens, experts_touched, &r);
+  operator_step(s, batch, &r);
   r.time = (EmaTime) llround((r.layers_s + r.lm_head_s + r.allreduce_s) * 1e9) + s->step_overhead;
   if (out)
     *out = r;
