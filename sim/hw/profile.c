@@ -36,6 +36,7 @@ typedef struct {
 /* EmaProfileSurface of profile.h */
 struct _EmaProfileSurface {
   GPtrArray *curves; /* Curve *, sorted by outer after finalize */
+  double *outers;    /* after finalize: the curves' outer values, in order */
 };
 typedef struct _EmaProfileSurface Surface;
 
@@ -65,6 +66,7 @@ static void curve_free(gpointer data) {
 static void surface_free(gpointer data) {
   Surface *s = data;
   g_ptr_array_unref(s->curves);
+  g_free(s->outers);
   g_free(s);
 }
 
@@ -142,29 +144,39 @@ static gboolean finalize(EmaProfile *p, GError **error) {
     while (g_hash_table_iter_next(&it, NULL, &value)) {
       Surface *s = value;
       g_ptr_array_sort(s->curves, compare_curves);
-      for (guint i = 0; i < s->curves->len; i++)
+      s->outers = g_new(double, s->curves->len);
+      for (guint i = 0; i < s->curves->len; i++) {
+        s->outers[i] = ((Curve *) s->curves->pdata[i])->outer;
         if (!finalize_curve(s->curves->pdata[i], error))
           return FALSE;
+      }
     }
   }
   return TRUE;
 }
 
 /* The interpolation rule of profile.h over N sorted (xs[i], vs[i]). */
+/* The i with xs[i] <= x < xs[i + 1], for xs[0] <= x < xs[n - 1] (xs
+ * strictly increasing): halving without a branch on the data. */
+static guint bracket(const double *xs, guint n, double x) {
+  const double *base = xs;
+  guint len = n - 1; /* the answer lies in [base, base + len) */
+  while (len > 1) {
+    guint half = len / 2;
+    base = base[half] <= x ? base + half : base;
+    len -= half;
+  }
+  return (guint) (base - xs);
+}
+
 static double extend(const double *xs, const double *vs, guint n, double x) {
-  guint lo = 0, hi;
+  guint lo, hi;
   if (x <= xs[0])
     return vs[0];
   if (x >= xs[n - 1])
     return xs[n - 1] > 0 ? vs[n - 1] * x / xs[n - 1] : vs[n - 1];
-  hi = n - 1;
-  while (hi - lo > 1) {
-    guint mid = (lo + hi) / 2;
-    if (xs[mid] <= x)
-      lo = mid;
-    else
-      hi = mid;
-  }
+  lo = bracket(xs, n, x);
+  hi = lo + 1;
   return vs[lo] + (vs[hi] - vs[lo]) * (x - xs[lo]) / (xs[hi] - xs[lo]);
 }
 
@@ -202,14 +214,8 @@ static gboolean surface_at(const Surface *s, double outer, double x, double *tim
     lo = n - 2;
     hi = n - 1;
   } else {
-    hi = n - 1;
-    while (hi - lo > 1) {
-      guint mid = (lo + hi) / 2;
-      if (cs[mid]->outer <= outer)
-        lo = mid;
-      else
-        hi = mid;
-    }
+    lo = bracket(s->outers, n, outer);
+    hi = lo + 1;
   }
   xs[0] = cs[lo]->outer;
   xs[1] = cs[hi]->outer;

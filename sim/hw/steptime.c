@@ -2,7 +2,12 @@
  * choices in steptime.h).
  *
  * ema_step_model_new() folds the model shape, the GPU and the TP split into
- * per-GPU constants once, so that ema_step_time() is a handful of
+ * per-GPU constants once and resolves every operator's profile surfaces
+ * (no key formatting or hashing per step); the operators that depend on the
+ * token count alone are kept per token count in rows filled on first use
+ * by the same functions that time a step past the rows (so a row's times
+ * are exactly those the operators give), so that ema_step_time() is one
+ * row read, the two attention interpolations and a handful of
  * multiply-adds: O(1) in the batch size and free of allocation.
  *
  * Invariants: a step model's tp divides the server's GPUs and the model's
@@ -502,7 +507,9 @@ static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, EmaStepB
 EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
                       EmaStepBreakdown *out) {
   const EmaStepModel *s = step_model;
-  EmaStepBreakdown r = {0};
+  static const EmaStepBreakdown none = {0};
+  /* every field is set below (not zeroed first: this is the hot path) */
+  EmaStepBreakdown r;
   double tokens, touched, layer_flops, layer_weight_bytes, layer_kv_read, layer_bytes;
   double head_flops = 0, head_bytes = 0;
 
@@ -510,7 +517,7 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   g_return_val_if_fail(batch->logits <= batch->prefill_tokens + batch->decode_seqs, 0);
   if (batch->prefill_tokens + batch->decode_seqs == 0) {
     if (out)
-      *out = r;
+      *out = none;
     return 0;
   }
   tokens = (double) batch->prefill_tokens + (double) batch->decode_seqs;
@@ -530,6 +537,8 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
 
   /* the LM head */
   r.lm_head_bound = EMA_STEP_BOUND_NONE;
+  r.lm_head_compute_s = r.lm_head_memory_s = 0;
+  r.allreduce_s = 0;
   if (batch->logits > 0) {
     head_flops = s->lm_head_flops_per_logit * (double) batch->logits;
     head_bytes = s->lm_head_weight_bytes + s->lm_head_bytes_per_logit * (double) batch->logits;
