@@ -53,6 +53,10 @@ struct _EmaStepModel {
   const EmaProfile *profile;
   EmaProfileDtype dtype;
   double bytes_per_element;
+  /* the FP8 hook (llm.h): 1-byte GEMM weights at the FP8 rate, 1-byte KV;
+   * the profiles' 16-bit kernels do not time them */
+  double weight_bytes_per_element;
+  gboolean fp8_weights, fp8_kv;
   guint q_heads, kv_heads, head_dim;
   guint64 hidden, qkv_n, o_k, up_n, down_k, head_n, act_width, rope_width;
   gboolean gated, moe;
@@ -146,7 +150,7 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
                                  GError **error) {
   EmaLlmDerived derived;
   EmaStepModel *step;
-  double b, kv_heads_per_gpu;
+  double b, bw, bkv, kv_heads_per_gpu;
 
   g_return_val_if_fail(model != NULL && server != NULL, NULL);
   if (tp == 0 || server->gpus % tp != 0) {
@@ -178,23 +182,36 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
     return NULL;
   }
 
+  if (model->weights == EMA_PRECISION_FP8 && server->gpu.matrix_flops_fp8 <= 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "%s: FP8 weights need a GPU with an FP8 matrix rate (gpu.matrix_flops_fp8)",
+                server->gpu.name ? server->gpu.name : "?");
+    return NULL;
+  }
+
   ema_llm_derive(model, &derived);
   b = derived.bytes_per_element;
+  /* the FP8 hook (llm.h): layer weights and the KV cache may be 1 byte */
+  bw = derived.layer_bytes_per_element;
+  bkv = derived.kv_bytes_per_element;
   kv_heads_per_gpu = MAX(1.0, (double) model->kv_heads / tp);
 
   step = g_new0(EmaStepModel, 1);
   step->tp = tp;
   step->bytes_per_element = b;
+  step->weight_bytes_per_element = bw;
+  step->fp8_weights = model->weights == EMA_PRECISION_FP8;
+  step->fp8_kv = model->kv_cache == EMA_PRECISION_FP8;
   step->layers = (double) model->layers;
   step->linear_flops_per_token = 2.0 * (double) derived.layer_active_parameters / tp;
   step->attention_flops_per_context = 4.0 * (double) model->heads * (double) model->head_dim / tp;
   step->shared_weight_bytes =
       (double) (derived.layer_parameters - (guint64) model->experts * derived.expert_parameters) *
-      b / tp;
-  step->expert_weight_bytes = (double) derived.expert_parameters * b / tp;
+      bw / tp;
+  step->expert_weight_bytes = (double) derived.expert_parameters * bw / tp;
   step->experts = (double) model->experts;
   step->active_fraction = (double) model->active_experts / (double) model->experts;
-  step->kv_bytes_per_token = 2.0 * kv_heads_per_gpu * (double) model->head_dim * b;
+  step->kv_bytes_per_token = 2.0 * kv_heads_per_gpu * (double) model->head_dim * bkv;
   step->activation_bytes_per_token = 2.0 * (double) model->hidden * b;
   step->allreduce_bytes_per_token = (double) model->hidden * b;
 
@@ -204,7 +221,9 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
                                b;
   step->lm_head_bytes_per_logit = (double) model->vocab * b / tp;
 
-  step->flop_rate = server->gpu.matrix_flops * server->gpu.matrix_efficiency;
+  step->flop_rate = (model->weights == EMA_PRECISION_FP8 ? server->gpu.matrix_flops_fp8
+                                                         : server->gpu.matrix_flops) *
+                    server->gpu.matrix_efficiency;
   step->byte_rate = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
   step->kv_rate = step->byte_rate * server->gpu.kv_efficiency;
   step->layer_overhead_s = (double) server->gpu.layer_overhead * 1e-9;
@@ -309,9 +328,10 @@ static double gemm_time(const EmaStepModel *s, OpSums *sums, const EmaProfileOp 
   gboolean found;
   if (m <= 0)
     return 0;
-  found = profiled(s, op, 0, m, &us);
+  found = !s->fp8_weights && profiled(s, op, 0, m, &us);
   return op_time(s, sums, found, us, 2 * m * kd * nd,
-                 (kd * nd + m * (kd + nd)) * s->bytes_per_element, s->byte_rate, count);
+                 kd * nd * s->weight_bytes_per_element + m * (kd + nd) * s->bytes_per_element,
+                 s->byte_rate, count);
 }
 
 /* An elementwise operator reads and writes WIDTH elements per token. */
@@ -330,10 +350,12 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, int i, double tokens
   const guint64 k[2] = {s->hidden, s->down_k}, n[2] = {s->up_n, s->hidden};
   double per_expert = tokens * s->router_fraction; /* T A / E */
   double us = 0, kd = (double) k[i], nd = (double) n[i];
-  gboolean found = profiled(s, &s->ops.moe[i], 0, per_expert, &us);
+  gboolean found = !s->fp8_weights && profiled(s, &s->ops.moe[i], 0, per_expert, &us);
   double routed = tokens * s->router_fraction * s->experts;
   return op_time(s, sums, found, us, 2 * routed * kd * nd,
-                 (touched * kd * nd + routed * (kd + nd)) * s->bytes_per_element, s->byte_rate, 1);
+                 touched * kd * nd * s->weight_bytes_per_element +
+                     routed * (kd + nd) * s->bytes_per_element,
+                 s->byte_rate, 1);
 }
 
 /* D = E (1 - (1 - A/E)^T), the experts T tokens touch (steptime.h); every
@@ -428,7 +450,7 @@ static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const E
   gboolean found;
   if (b->decode_seqs == 0)
     return 0;
-  found = profiled(s, &s->ops.attn_decode, seqs, b->decode_context / seqs, &us);
+  found = !s->fp8_kv && profiled(s, &s->ops.attn_decode, seqs, b->decode_context / seqs, &us);
   return op_time(s, sums, found, us, s->attention_flops_per_context * b->decode_context,
                  s->kv_bytes_per_token * b->decode_context, s->kv_rate, 1);
 }
@@ -442,7 +464,7 @@ static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const 
     return 0;
   chunks = (double) MAX(b->prefill_chunks, 1);
   prior = MAX(0.0, b->prefill_kv_read - tokens) / chunks;
-  found = profiled(s, &s->ops.attn_prefill, prior, tokens / chunks, &us);
+  found = !s->fp8_kv && profiled(s, &s->ops.attn_prefill, prior, tokens / chunks, &us);
   if (found)
     return op_time(s, sums, TRUE, us, 0, 0, s->kv_rate, chunks);
   return op_time(s, sums, FALSE, 0, s->attention_flops_per_context * b->prefill_context,

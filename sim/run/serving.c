@@ -25,7 +25,9 @@ typedef struct {
   EmaEngine *engine;
   EmaKvMemory memory;
   EmaEngineConfig config;
-  EmaTraceSource *trace;  /* until the engine takes it */
+  EmaTraceSource *trace; /* until the engine takes it */
+  FILE *steps;           /* the run's steps.csv, or NULL */
+  guint64 step_id;
   guint64 tokens_sampled; /* tokens_generated at the previous sample */
 } Tenant;
 
@@ -34,7 +36,7 @@ typedef struct {
   EmaSim *sim;
   GArray *tenants; /* Tenant */
   EmaPool *pool;
-  FILE *timeline;
+  FILE *timeline, *steps;
   EmaEvent sample_event;
   gboolean progress;
   gint64 wall_start, last_progress;
@@ -48,6 +50,33 @@ static EmaTime step_cost(gpointer data, const EmaStepBatch *batch) {
 static void on_step(gpointer data, const EmaStepReport *step) {
   Tenant *tenant = data;
   ema_pool_after_step(tenant->pool, tenant->gpu, step);
+}
+
+/* The header of steps.csv: the columns of vLLM's step traces
+ * (../shared/groundtruth/vllm-h100-steps: step.duration_us is the GPU time
+ * of the step, without the engine's CPU time), then the tenant, the whole
+ * step (cycle) and the engine's CPU part of it. */
+#define STEPS_HEADER                                                                               \
+  "step.id,step.ts_start_ns,step.ts_end_ns,step.duration_us,queue.running_depth,"                  \
+  "queue.waiting_depth,batch.num_prefill_reqs,batch.num_decode_reqs,batch.scheduled_tokens,"       \
+  "batch.prefill_tokens,batch.decode_tokens,batch.num_finished,batch.num_preempted,"               \
+  "kv.usage_gpu_ratio,kv.blocks_total_gpu,kv.blocks_free_gpu,tenant,cycle_time_us,cpu_time_us\n"
+
+static void write_step(gpointer data, const EmaStepReport *step) {
+  Tenant *tenant = data;
+  guint64 total = step->blocks_used + step->blocks_free;
+  const EmaStepBatch *b = &step->batch;
+  fprintf(tenant->steps,
+          "%" G_GUINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+          ",%.3f,%u,%u,%u,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+          ",%" G_GUINT64_FORMAT ",%u,%u,%.6f,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+          ",%s,%.3f,%.3f\n",
+          tenant->step_id++, step->start, step->start + step->duration,
+          (double) step->gpu_time / 1e3, step->running, step->waiting, step->prefill_seqs,
+          b->decode_seqs, b->prefill_tokens + b->decode_seqs, b->prefill_tokens, b->decode_seqs,
+          step->finished, step->preempted + step->released,
+          total ? (double) step->blocks_used / (double) total : 0.0, total, step->blocks_free,
+          tenant->result->spec->name, (double) step->duration / 1e3, (double) step->cpu_time / 1e3);
 }
 
 static void print_progress(Run *run) {
@@ -191,7 +220,8 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
   const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
   g_autofree char *stream = g_strconcat("tenant/", spec->name, NULL);
   EmaTenantResult *result = g_new0(EmaTenantResult, 1);
-  Tenant tenant = {.result = result, .pool = run->pool, .gpu = (guint) spec->gpu};
+  Tenant tenant = {
+      .result = result, .pool = run->pool, .gpu = (guint) spec->gpu, .steps = run->steps};
 
   result->spec = spec;
   result->metrics = ema_tenant_metrics_new(spec->name, requests);
@@ -227,6 +257,10 @@ static void start_engines(Run *run) {
                                     g_steal_pointer(&tenant->trace));
     ema_engine_add_observer(tenant->engine, &metrics);
     ema_engine_add_observer(tenant->engine, &pool);
+    if (tenant->steps) {
+      EmaEngineObserver steps = {write_step, NULL, tenant};
+      ema_engine_add_observer(tenant->engine, &steps);
+    }
     ema_pool_set_engine(run->pool, tenant->gpu, tenant->engine);
   }
   for (guint i = 0; i < run->tenants->len; i++)
@@ -256,7 +290,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   g_autoptr(EmaSim) sim = ema_sim_new();
   g_autoptr(GArray) tenants = g_array_new(FALSE, TRUE, sizeof(Tenant));
   g_autoptr(EmaPool) pool = NULL;
-  Run run = {experiment, sim, tenants, NULL, NULL, {0}, progress, g_get_monotonic_time(), 0};
+  Run run = {experiment, sim, tenants, NULL, NULL, NULL, {0}, progress, g_get_monotonic_time(), 0};
   FILE *requests = NULL;
   gboolean ok = TRUE;
 
@@ -283,6 +317,16 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     fputs("time_s,gpu,tenant,kv_blocks_used,kv_blocks_free,running,waiting,last_step_ms,"
           "slices_lent,slices_borrowed,kv_blocks_remote,slices_staging,tokens\n",
           run.timeline);
+    if (experiment->steps_csv) {
+      run.steps = open_output(out_dir, "steps.csv", error);
+      if (run.steps == NULL) {
+        if (requests)
+          fclose(requests);
+        fclose(run.timeline);
+        return NULL;
+      }
+      fputs(STEPS_HEADER, run.steps);
+    }
   }
   for (guint i = 0; ok && i < experiment->tenants->len; i++)
     ok = add_tenant(&run, report, i, requests, error);
@@ -305,6 +349,8 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   for (guint i = 0; ok && i < tenants->len; i++) {
     Tenant *tenant = &g_array_index(tenants, Tenant, i);
     tenant->result->rejected = ema_engine_rejected(tenant->engine);
+    tenant->result->rejected_too_long = ema_engine_rejected_too_long(tenant->engine);
+    tenant->result->prefix = ema_engine_prefix_cache_stats(tenant->engine);
     tenant->result->preemptions = ema_engine_preemptions(tenant->engine);
     tenant->result->unfinished =
         ema_engine_running(tenant->engine) + ema_engine_waiting(tenant->engine);
@@ -318,6 +364,8 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   if (!close_output(&requests, out_dir, "requests.csv", ok ? error : NULL))
     ok = FALSE;
   if (!close_output(&run.timeline, out_dir, "timeline.csv", ok ? error : NULL))
+    ok = FALSE;
+  if (!close_output(&run.steps, out_dir, "steps.csv", ok ? error : NULL))
     ok = FALSE;
   report->wall_s = (double) (g_get_monotonic_time() - run.wall_start) / 1e6;
   return ok ? g_steal_pointer(&report) : NULL;
