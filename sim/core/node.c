@@ -384,7 +384,12 @@ static EmaNode *load_text(const char *text, gsize length, const char *name, cons
   loader.base_dir = g_strdup(base_dir ? base_dir : ".");
   loader.chain = chain;
   loader.depth = depth;
-  yaml_parser_initialize(&loader.parser);
+  if (!yaml_parser_initialize(&loader.parser)) { /* its buffers could not be allocated */
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX,
+                "%s:1:1: out of memory while parsing", name);
+    g_free(loader.base_dir);
+    return NULL;
+  }
   yaml_parser_set_input_string(&loader.parser, (const unsigned char *) text, length);
   root = parse_document(&loader, error);
   yaml_parser_delete(&loader.parser);

@@ -28,11 +28,17 @@ typedef struct {
 typedef struct {
   double outer;
   GArray *points; /* Point, sorted by x after finalize */
+  /* after finalize: the points' x and t packed, n of each */
+  double *x, *t;
+  guint n;
 } Curve;
 
-typedef struct {
+/* EmaProfileSurface of profile.h */
+struct _EmaProfileSurface {
   GPtrArray *curves; /* Curve *, sorted by outer after finalize */
-} Surface;
+  double *outers;    /* after finalize: the curves' outer values, in order */
+};
+typedef struct _EmaProfileSurface Surface;
 
 struct _EmaProfile {
   char *name;
@@ -52,12 +58,15 @@ static const char *const table_files[EMA_PROFILE_N_KINDS] = {"gemm.csv",        
 static void curve_free(gpointer data) {
   Curve *c = data;
   g_array_unref(c->points);
+  g_free(c->x);
+  g_free(c->t);
   g_free(c);
 }
 
 static void surface_free(gpointer data) {
   Surface *s = data;
   g_ptr_array_unref(s->curves);
+  g_free(s->outers);
   g_free(s);
 }
 
@@ -114,10 +123,15 @@ static gboolean finalize_curve(Curve *c, GError **error) {
     g_array_index(c->points, Point, kept++) = *pt;
   }
   g_array_set_size(c->points, kept);
+  c->x = g_new(double, kept);
+  c->t = g_new(double, kept);
+  c->n = kept;
   for (guint i = 0; i < kept; i++) {
     Point *pt = &g_array_index(c->points, Point, i);
     running = MAX(running, pt->t);
     pt->t = running;
+    c->x[i] = pt->x;
+    c->t[i] = pt->t;
   }
   return TRUE;
 }
@@ -130,58 +144,52 @@ static gboolean finalize(EmaProfile *p, GError **error) {
     while (g_hash_table_iter_next(&it, NULL, &value)) {
       Surface *s = value;
       g_ptr_array_sort(s->curves, compare_curves);
-      for (guint i = 0; i < s->curves->len; i++)
+      s->outers = g_new(double, s->curves->len);
+      for (guint i = 0; i < s->curves->len; i++) {
+        s->outers[i] = ((Curve *) s->curves->pdata[i])->outer;
         if (!finalize_curve(s->curves->pdata[i], error))
           return FALSE;
+      }
     }
   }
   return TRUE;
 }
 
 /* The interpolation rule of profile.h over N sorted (xs[i], vs[i]). */
+/* The i with xs[i] <= x < xs[i + 1], for xs[0] <= x < xs[n - 1] (xs
+ * strictly increasing): halving without a branch on the data. */
+static guint bracket(const double *xs, guint n, double x) {
+  const double *base = xs;
+  guint len = n - 1; /* the answer lies in [base, base + len) */
+  while (len > 1) {
+    guint half = len / 2;
+    base = base[half] <= x ? base + half : base;
+    len -= half;
+  }
+  return (guint) (base - xs);
+}
+
 static double extend(const double *xs, const double *vs, guint n, double x) {
-  guint lo = 0, hi;
+  guint lo, hi;
   if (x <= xs[0])
     return vs[0];
   if (x >= xs[n - 1])
     return xs[n - 1] > 0 ? vs[n - 1] * x / xs[n - 1] : vs[n - 1];
-  hi = n - 1;
-  while (hi - lo > 1) {
-    guint mid = (lo + hi) / 2;
-    if (xs[mid] <= x)
-      lo = mid;
-    else
-      hi = mid;
-  }
+  lo = bracket(xs, n, x);
+  hi = lo + 1;
   return vs[lo] + (vs[hi] - vs[lo]) * (x - xs[lo]) / (xs[hi] - xs[lo]);
 }
 
+/* extend() over the curve's points (its x_n > 0: sizes are positive) */
 static double curve_at(const Curve *c, double x) {
-  const Point *pts = (const Point *) c->points->data;
-  guint n = c->points->len, lo = 0, hi;
-  double xs[2], vs[2];
-  if (x <= pts[0].x)
-    return pts[0].t;
-  if (x >= pts[n - 1].x)
-    return pts[n - 1].t * x / pts[n - 1].x;
-  hi = n - 1;
-  while (hi - lo > 1) {
-    guint mid = (lo + hi) / 2;
-    if (pts[mid].x <= x)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  xs[0] = pts[lo].x;
-  xs[1] = pts[hi].x;
-  vs[0] = pts[lo].t;
-  vs[1] = pts[hi].t;
-  return extend(xs, vs, 2, x);
+  if (x >= c->x[c->n - 1])
+    return c->t[c->n - 1] * x / c->x[c->n - 1];
+  return extend(c->x, c->t, c->n, x);
 }
 
-static gboolean surface_at(const EmaProfile *p, EmaProfileKind kind, const char *key, double outer,
-                           double x, double *time_us) {
-  const Surface *s = g_hash_table_lookup(p->tables[kind], key);
+/* The time of surface S at (OUTER, X), TRUE; FALSE where S says nothing
+ * (no surface, or one curve at outer 0 asked about a larger outer). */
+static gboolean surface_at(const Surface *s, double outer, double x, double *time_us) {
   const Curve *const *cs;
   guint n, lo = 0, hi;
   double xs[2], vs[2];
@@ -206,14 +214,8 @@ static gboolean surface_at(const EmaProfile *p, EmaProfileKind kind, const char 
     lo = n - 2;
     hi = n - 1;
   } else {
-    hi = n - 1;
-    while (hi - lo > 1) {
-      guint mid = (lo + hi) / 2;
-      if (cs[mid]->outer <= outer)
-        lo = mid;
-      else
-        hi = mid;
-    }
+    lo = bracket(s->outers, n, outer);
+    hi = lo + 1;
   }
   xs[0] = cs[lo]->outer;
   xs[1] = cs[hi]->outer;
@@ -266,84 +268,111 @@ static void allreduce_key(char *buf, gsize size, EmaProfileDtype dtype, guint gp
 
 /* ---- lookups ------------------------------------------------------------- */
 
+static const Surface *find_surface(const EmaProfile *p, EmaProfileKind kind, const char *key) {
+  return g_hash_table_lookup(p->tables[kind], key);
+}
+
+gboolean ema_profile_op_at(const EmaProfileOp *op, double outer, double x, double *time_us) {
+  g_return_val_if_fail(op != NULL && time_us != NULL, FALSE);
+  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
+    if (surface_at(op->surfaces[i], outer, x, time_us))
+      return TRUE;
+  return FALSE;
+}
+
+/* OP's surfaces for the shape that KEY_OF writes for each lookup dtype. */
+#define RESOLVE(op, profile, kind, dtype, key_of, ...)                                             \
+  do {                                                                                             \
+    char key_[128];                                                                                \
+    EmaProfileDtype dtypes_[2];                                                                    \
+    guint count_ = lookup_dtypes(dtype, dtypes_);                                                  \
+    g_return_if_fail(profile != NULL && op != NULL);                                               \
+    *op = (EmaProfileOp){{NULL, NULL}};                                                            \
+    for (guint i_ = 0; i_ < count_; i_++) {                                                        \
+      key_of(key_, sizeof key_, dtypes_[i_], __VA_ARGS__);                                         \
+      op->surfaces[i_] = find_surface(profile, kind, key_);                                        \
+    }                                                                                              \
+  } while (0)
+
+void ema_profile_op_gemm(const EmaProfile *profile, EmaProfileDtype dtype, guint64 k, guint64 n,
+                         EmaProfileOp *op) {
+  RESOLVE(op, profile, EMA_PROFILE_GEMM, dtype, gemm_key, k, n);
+}
+
+void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
+                                guint kv_heads, guint head_dim, EmaProfileOp *op) {
+  RESOLVE(op, profile, EMA_PROFILE_ATTN_DECODE, dtype, attn_key, q_heads, kv_heads, head_dim);
+}
+
+void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
+                                 guint kv_heads, guint head_dim, EmaProfileOp *op) {
+  RESOLVE(op, profile, EMA_PROFILE_ATTN_PREFILL, dtype, attn_key, q_heads, kv_heads, head_dim);
+}
+
+void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts, guint64 k,
+                        guint64 n, EmaProfileOp *op) {
+  RESOLVE(op, profile, EMA_PROFILE_MOE, dtype, moe_key, experts, k, n);
+}
+
+void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *name,
+                                guint64 width, EmaProfileOp *op) {
+  g_return_if_fail(name != NULL);
+  RESOLVE(op, profile, EMA_PROFILE_ELEMENTWISE, dtype, elementwise_key, name, width);
+}
+
+void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
+                              EmaProfileOp *op) {
+  RESOLVE(op, profile, EMA_PROFILE_ALLREDUCE, dtype, allreduce_key, gpus);
+}
+
 gboolean ema_profile_gemm(const EmaProfile *profile, EmaProfileDtype dtype, double m, guint64 k,
                           guint64 n, double *time_us) {
-  char key[96];
+  EmaProfileOp op;
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  EmaProfileDtype dtypes[2];
-  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
-    gemm_key(key, sizeof key, dtypes[i], k, n);
-    if (surface_at(profile, EMA_PROFILE_GEMM, key, 0, m, time_us))
-      return TRUE;
-  }
-  return FALSE;
+  ema_profile_op_gemm(profile, dtype, k, n, &op);
+  return ema_profile_op_at(&op, 0, m, time_us);
 }
 
 gboolean ema_profile_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
                                  guint kv_heads, guint head_dim, double batch, double context,
                                  double *time_us) {
-  char key[96];
+  EmaProfileOp op;
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  EmaProfileDtype dtypes[2];
-  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
-    attn_key(key, sizeof key, dtypes[i], q_heads, kv_heads, head_dim);
-    if (surface_at(profile, EMA_PROFILE_ATTN_DECODE, key, batch, context, time_us))
-      return TRUE;
-  }
-  return FALSE;
+  ema_profile_op_attn_decode(profile, dtype, q_heads, kv_heads, head_dim, &op);
+  return ema_profile_op_at(&op, batch, context, time_us);
 }
 
 gboolean ema_profile_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
                                   guint kv_heads, guint head_dim, double chunk,
                                   double prior_context, double *time_us) {
-  char key[96];
+  EmaProfileOp op;
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  EmaProfileDtype dtypes[2];
-  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
-    attn_key(key, sizeof key, dtypes[i], q_heads, kv_heads, head_dim);
-    if (surface_at(profile, EMA_PROFILE_ATTN_PREFILL, key, prior_context, chunk, time_us))
-      return TRUE;
-  }
-  return FALSE;
+  ema_profile_op_attn_prefill(profile, dtype, q_heads, kv_heads, head_dim, &op);
+  return ema_profile_op_at(&op, prior_context, chunk, time_us);
 }
 
 gboolean ema_profile_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts,
                          double tokens_per_expert, guint64 k, guint64 n, double *time_us) {
-  char key[96];
+  EmaProfileOp op;
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  EmaProfileDtype dtypes[2];
-  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
-    moe_key(key, sizeof key, dtypes[i], experts, k, n);
-    if (surface_at(profile, EMA_PROFILE_MOE, key, 0, tokens_per_expert, time_us))
-      return TRUE;
-  }
-  return FALSE;
+  ema_profile_op_moe(profile, dtype, experts, k, n, &op);
+  return ema_profile_op_at(&op, 0, tokens_per_expert, time_us);
 }
 
 gboolean ema_profile_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *op,
                                  guint64 width, double tokens, double *time_us) {
-  char key[96];
+  EmaProfileOp resolved;
   g_return_val_if_fail(profile != NULL && op != NULL && time_us != NULL, FALSE);
-  EmaProfileDtype dtypes[2];
-  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
-    elementwise_key(key, sizeof key, dtypes[i], op, width);
-    if (surface_at(profile, EMA_PROFILE_ELEMENTWISE, key, 0, tokens, time_us))
-      return TRUE;
-  }
-  return FALSE;
+  ema_profile_op_elementwise(profile, dtype, op, width, &resolved);
+  return ema_profile_op_at(&resolved, 0, tokens, time_us);
 }
 
 gboolean ema_profile_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
                                double bytes, double *time_us) {
-  char key[96];
+  EmaProfileOp op;
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  EmaProfileDtype dtypes[2];
-  for (guint i = 0, count = lookup_dtypes(dtype, dtypes); i < count; i++) {
-    allreduce_key(key, sizeof key, dtypes[i], gpus);
-    if (surface_at(profile, EMA_PROFILE_ALLREDUCE, key, 0, bytes, time_us))
-      return TRUE;
-  }
-  return FALSE;
+  ema_profile_op_allreduce(profile, dtype, gpus, &op);
+  return ema_profile_op_at(&op, 0, bytes, time_us);
 }
 
 /* ---- tables --------------------------------------------------------------- */

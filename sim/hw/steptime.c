@@ -2,7 +2,12 @@
  * choices in steptime.h).
  *
  * ema_step_model_new() folds the model shape, the GPU and the TP split into
- * per-GPU constants once, so that ema_step_time() is a handful of
+ * per-GPU constants once and resolves every operator's profile surfaces
+ * (no key formatting or hashing per step); the operators that depend on the
+ * token count alone are kept per token count in rows filled on first use
+ * by the same functions that time a step past the rows (so a row's times
+ * are exactly those the operators give), so that ema_step_time() is one
+ * row read, the two attention interpolations and a handful of
  * multiply-adds: O(1) in the batch size and free of allocation.
  *
  * Invariants: a step model's tp divides the server's GPUs and the model's
@@ -58,7 +63,47 @@ struct _EmaStepModel {
   guint experts_n;
   double router_fraction;     /* A / E */
   double lm_head_extra_bytes; /* final norm */
+  /* the operators' profile surfaces, resolved once (set_profile_ops) */
+  struct {
+    EmaProfileOp qkv, o, up, down, lm_head, moe[2], attn_decode, attn_prefill;
+    EmaProfileOp norm, act, add, rope, embedding, allreduce, router, moe_route, kv_write;
+  } ops;
+  /* the operators that depend on a step's token count alone, by tokens
+   * 0..TOKEN_ROWS-1, each row filled by fill_row() on first use (the
+   * model's one mutable part; a step model serves one thread) */
+  struct _TokenRow *rows;
 };
+
+/* The operators timed at the step's T tokens (or, for the LM head, at the
+ * row's index as its logits), each the time op_time() gives. */
+enum {
+  ROW_QKV,
+  ROW_O,
+  ROW_ROUTER,    /* an MoE's router GEMM (hidden -> experts) */
+  ROW_MOE_ROUTE, /* an MoE's routing kernels (softmax, top-k, gathers, scatter-add) */
+  ROW_UP,        /* the experts' first projection for an MoE */
+  ROW_DOWN,
+  ROW_KV_WRITE,
+  ROW_NORM2, /* the layer's 2 norms */
+  ROW_ACT,
+  ROW_ADD2, /* the layer's 2 residual adds */
+  ROW_ROPE,
+  ROW_EMBEDDING,
+  ROW_NORM1, /* the final norm */
+  ROW_LM_HEAD,
+  ROW_ALLREDUCE, /* one all-reduce: the profile's or the ring's */
+  N_ROW
+};
+
+typedef struct _TokenRow {
+  double t[N_ROW];
+  guint32 found; /* bit i: t[i] is the profile's */
+  gboolean filled;
+} TokenRow;
+
+/* Rows kept: tokens 0..8191 (vLLM's default max_num_batched_tokens is
+ * 8192); a larger step is timed without the table, by the same code. */
+#define TOKEN_ROWS 8192
 
 /* The operators' shapes on one GPU, as the profile tables key them (the
  * Vidur import in profile.c forms the same shapes). */
@@ -79,6 +124,32 @@ static void set_operator_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint 
   s->moe = model->experts > 1;
   s->experts_n = (guint) model->experts;
   s->router_fraction = (double) model->active_experts / (double) model->experts;
+}
+
+/* Resolve every operator's shape in the profile once, so that a step does
+ * no key formatting or hashing. */
+static void set_profile_ops(EmaStepModel *s) {
+  const EmaProfile *p = s->profile;
+  EmaProfileDtype t = s->dtype;
+  ema_profile_op_gemm(p, t, s->hidden, s->qkv_n, &s->ops.qkv);
+  ema_profile_op_gemm(p, t, s->o_k, s->hidden, &s->ops.o);
+  ema_profile_op_gemm(p, t, s->hidden, s->up_n, &s->ops.up);
+  ema_profile_op_gemm(p, t, s->down_k, s->hidden, &s->ops.down);
+  ema_profile_op_gemm(p, t, s->hidden, s->head_n, &s->ops.lm_head);
+  ema_profile_op_moe(p, t, s->experts_n, s->hidden, s->up_n, &s->ops.moe[0]);
+  ema_profile_op_moe(p, t, s->experts_n, s->down_k, s->hidden, &s->ops.moe[1]);
+  ema_profile_op_attn_decode(p, t, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_decode);
+  ema_profile_op_attn_prefill(p, t, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_prefill);
+  ema_profile_op_elementwise(p, t, s->gated ? "rmsnorm" : "layernorm", s->hidden, &s->ops.norm);
+  ema_profile_op_elementwise(p, t, s->gated ? "silu_mul" : "gelu", s->act_width, &s->ops.act);
+  ema_profile_op_elementwise(p, t, "add", s->hidden, &s->ops.add);
+  ema_profile_op_elementwise(p, t, "rope", s->rope_width, &s->ops.rope);
+  ema_profile_op_elementwise(p, t, "embedding", s->hidden, &s->ops.embedding);
+  ema_profile_op_allreduce(p, t, s->tp, &s->ops.allreduce);
+  ema_profile_op_gemm(p, t, s->hidden, s->experts_n, &s->ops.router);
+  ema_profile_op_elementwise(p, t, "moe_route", s->hidden, &s->ops.moe_route);
+  ema_profile_op_elementwise(p, t, "kv_write", (guint64) s->kv_heads * s->head_dim,
+                             &s->ops.kv_write);
 }
 
 EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
@@ -178,10 +249,16 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
     }
   }
   set_operator_shapes(step, model, tp);
+  if (step->profile)
+    set_profile_ops(step);
+  step->rows = g_new0(TokenRow, TOKEN_ROWS);
   return step;
 }
 
 void ema_step_model_free(EmaStepModel *step_model) {
+  if (!step_model)
+    return;
+  g_free(step_model->rows);
   g_free(step_model);
 }
 
@@ -216,12 +293,22 @@ typedef struct {
   double profiled_s, roofline_s;
 } OpSums;
 
+/* Add T, the profile's if FOUND, to SUMS. */
+static void op_sum(OpSums *sums, gboolean found, double t) {
+  if (found)
+    sums->profiled_s += t;
+  else
+    sums->roofline_s += t;
+}
+
 /* The roofline of one operator: (c^p + m^p)^(1/p) of its compute time c
  * and memory time m (steptime.h). */
 static double roofline(const EmaStepModel *s, double compute_s, double memory_s) {
   double big = MAX(compute_s, memory_s), small = MIN(compute_s, memory_s);
   if (big <= 0)
     return 0;
+  if (small <= 0)
+    return big; /* what the formula gives: big (1 + 0)^(1/p) */
   /* factored so that the powers stay within range: big (1 + (small/big)^p)^(1/p) */
   return big * pow(1.0 + pow(small / big, s->roofline_p), 1.0 / s->roofline_p);
 }
@@ -231,62 +318,162 @@ static double roofline(const EmaStepModel *s, double compute_s, double memory_s)
 static double op_time(const EmaStepModel *s, OpSums *sums, gboolean found, double us, double flops,
                       double bytes, double rate, double count) {
   double t = count * (found ? us * 1e-6 : roofline(s, flops / s->flop_rate, bytes / rate));
-  if (found)
-    sums->profiled_s += t;
-  else
-    sums->roofline_s += t;
+  op_sum(sums, found, t);
   return t;
 }
 
-static double gemm_time(const EmaStepModel *s, OpSums *sums, double m, guint64 k, guint64 n,
-                        double count) {
+/* OP at (OUTER, X) where the step model has a profile (profile.h). */
+static gboolean profiled(const EmaStepModel *s, const EmaProfileOp *op, double outer, double x,
+                         double *us) {
+  return s->profile && ema_profile_op_at(op, outer, x, us);
+}
+
+static double gemm_time(const EmaStepModel *s, OpSums *sums, const EmaProfileOp *op, double m,
+                        guint64 k, guint64 n, double count) {
   double us = 0, kd = (double) k, nd = (double) n;
   gboolean found;
   if (m <= 0)
     return 0;
-  found = s->profile && !s->fp8_weights && ema_profile_gemm(s->profile, s->dtype, m, k, n, &us);
+  found = !s->fp8_weights && profiled(s, op, 0, m, &us);
   return op_time(s, sums, found, us, 2 * m * kd * nd,
                  kd * nd * s->weight_bytes_per_element + m * (kd + nd) * s->bytes_per_element,
                  s->byte_rate, count);
 }
 
 /* An elementwise operator reads and writes WIDTH elements per token. */
-static double elementwise_time(const EmaStepModel *s, OpSums *sums, const char *name, guint64 width,
-                               double tokens, double count) {
+static double elementwise_time(const EmaStepModel *s, OpSums *sums, const EmaProfileOp *op,
+                               guint64 width, double tokens, double count) {
   double us = 0;
-  gboolean found =
-      s->profile && ema_profile_elementwise(s->profile, s->dtype, name, width, tokens, &us);
+  gboolean found = profiled(s, op, 0, tokens, &us);
   return op_time(s, sums, found, us, 0, 2 * tokens * (double) width * s->bytes_per_element,
                  s->byte_rate, count);
 }
 
-/* The expert FFN of one layer for T tokens: two projections, each from the
- * moe table at the experts touched (between its measured counts) with
- * T A / touched tokens each, or the roofline of the experts touched. */
-static double moe_time(const EmaStepModel *s, OpSums *sums, double tokens, double touched) {
+/* The expert FFN of one layer for T tokens, projection I (0 up, 1 down): from
+ * the moe table at the experts touched (linear between its measured expert
+ * counts) with T A / touched tokens each, or the roofline of the experts
+ * touched. Called once per token count (fill_row), so it may look the table
+ * up by key. */
+static double moe_time(const EmaStepModel *s, OpSums *sums, int i, double tokens, double touched) {
   const guint64 k[2] = {s->hidden, s->down_k}, n[2] = {s->up_n, s->hidden};
   double hit = CLAMP(touched, 1.0, (double) s->experts_n);
-  double t = 0, per_expert = tokens * s->router_fraction * s->experts / hit; /* T A / touched */
-  /* the table's expert counts are powers of two (1, 2, 4, 8, ...): linear
-   * between the two around the experts touched */
+  double per_expert = tokens * s->router_fraction * s->experts / hit; /* T A / touched */
+  double us = 0, us_lo = 0, us_hi = 0, kd = (double) k[i], nd = (double) n[i];
+  /* the table's expert counts are powers of two (1, 2, 4, 8, ...) */
   guint lo = 1;
   while (lo * 2 <= hit && lo * 2 <= s->experts_n)
     lo *= 2;
   guint hi = MIN(lo * 2, s->experts_n);
-  for (int i = 0; i < 2; i++) {
-    double us = 0, us_lo = 0, us_hi = 0, kd = (double) k[i], nd = (double) n[i];
-    gboolean found = s->profile && !s->fp8_weights &&
-                     ema_profile_moe(s->profile, s->dtype, lo, per_expert, k[i], n[i], &us_lo) &&
-                     ema_profile_moe(s->profile, s->dtype, hi, per_expert, k[i], n[i], &us_hi);
-    if (found)
-      us = hi > lo ? us_lo + (us_hi - us_lo) * (hit - lo) / (hi - lo) : us_lo;
-    double routed = tokens * s->router_fraction * s->experts;
-    t += op_time(s, sums, found, us, 2 * routed * kd * nd,
+  gboolean found = s->profile && !s->fp8_weights &&
+                   ema_profile_moe(s->profile, s->dtype, lo, per_expert, k[i], n[i], &us_lo) &&
+                   ema_profile_moe(s->profile, s->dtype, hi, per_expert, k[i], n[i], &us_hi);
+  if (found)
+    us = hi > lo ? us_lo + (us_hi - us_lo) * (hit - lo) / (hi - lo) : us_lo;
+  double routed = tokens * s->router_fraction * s->experts;
+  return op_time(s, sums, found, us, 2 * routed * kd * nd,
                  touched * kd * nd * s->weight_bytes_per_element +
                      routed * (kd + nd) * s->bytes_per_element,
                  s->byte_rate, 1);
+}
+
+/* D = E (1 - (1 - A/E)^T), the experts T tokens touch (steptime.h); every
+ * expert active (a dense model): pow(0, T > 0) = 0, all touched. */
+static double experts_touched(const EmaStepModel *s, double tokens) {
+  return s->active_fraction >= 1.0 ? s->experts
+                                   : s->experts * (1.0 - pow(1.0 - s->active_fraction, tokens));
+}
+
+/* ROW's operators at X tokens (the LM head at X logits): the times and
+ * origins that the operator functions give. */
+static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
+  double tokens = (double) x, touched = experts_touched(s, tokens);
+  double size = s->allreduce_bytes_per_token * tokens, us = 0;
+  for (int i = 0; i < N_ROW; i++) {
+    OpSums sums = {0};
+    double t = 0;
+    switch (i) {
+    case ROW_QKV:
+      t = gemm_time(s, &sums, &s->ops.qkv, tokens, s->hidden, s->qkv_n, 1);
+      break;
+    case ROW_O:
+      t = gemm_time(s, &sums, &s->ops.o, tokens, s->o_k, s->hidden, 1);
+      break;
+    case ROW_ROUTER: /* the router and the routing's own kernels: MoE steps with tokens */
+      if (s->moe && tokens > 0)
+        t = gemm_time(s, &sums, &s->ops.router, tokens, s->hidden, s->experts_n, 1);
+      break;
+    case ROW_MOE_ROUTE:
+      if (s->moe && tokens > 0)
+        t = elementwise_time(s, &sums, &s->ops.moe_route, s->hidden, tokens, 1);
+      break;
+    case ROW_UP:
+    case ROW_DOWN:
+      t = s->moe        ? (tokens > 0 ? moe_time(s, &sums, i - ROW_UP, tokens, touched) : 0)
+          : i == ROW_UP ? gemm_time(s, &sums, &s->ops.up, tokens, s->hidden, s->up_n, 1)
+                        : gemm_time(s, &sums, &s->ops.down, tokens, s->down_k, s->hidden, 1);
+      break;
+    case ROW_KV_WRITE: /* the new tokens' K and V copied into the cache (one kv_write row
+                        * covers both; its roofline: the bytes written) */
+      t = elementwise_time(s, &sums, &s->ops.kv_write, (guint64) s->kv_heads * s->head_dim, tokens,
+                           1);
+      break;
+    case ROW_NORM2:
+    case ROW_NORM1:
+      t = elementwise_time(s, &sums, &s->ops.norm, s->hidden, tokens, i == ROW_NORM2 ? 2 : 1);
+      break;
+    case ROW_ACT: /* an MoE: one silu_mul per expert touched on its T A / touched rows */
+      if (!s->moe)
+        t = elementwise_time(s, &sums, &s->ops.act, s->act_width, tokens, 1);
+      else if (tokens > 0)
+        t = elementwise_time(s, &sums, &s->ops.act, s->act_width,
+                             tokens * s->router_fraction * s->experts / MAX(touched, 1.0),
+                             MAX(touched, 1.0));
+      break;
+    case ROW_ADD2:
+      t = elementwise_time(s, &sums, &s->ops.add, s->hidden, tokens, 2);
+      break;
+    case ROW_ROPE:
+      t = elementwise_time(s, &sums, &s->ops.rope, s->rope_width, tokens, 1);
+      break;
+    case ROW_EMBEDDING:
+      t = elementwise_time(s, &sums, &s->ops.embedding, s->hidden, tokens, 1);
+      break;
+    case ROW_LM_HEAD:
+      t = gemm_time(s, &sums, &s->ops.lm_head, tokens, s->hidden, s->head_n, 1);
+      break;
+    case ROW_ALLREDUCE:
+      if (profiled(s, &s->ops.allreduce, 0, size, &us))
+        op_sum(&sums, TRUE, t = us * 1e-6);
+      else
+        t = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
+            2.0 * (s->tp - 1) * s->link_latency_s;
+      break;
+    default:
+      g_assert_not_reached();
+    }
+    row->t[i] = t;
+    /* a profile's times are positive (profile.h): > 0 where it timed the operator */
+    if (sums.profiled_s > 0)
+      row->found |= 1u << i;
   }
-  return t;
+  row->filled = TRUE;
+}
+
+/* The row of X tokens: the model's, filled on first use, or SCRATCH past
+ * the rows kept. */
+static const TokenRow *token_row(const EmaStepModel *s, guint64 x, TokenRow *scratch) {
+  TokenRow *row = x < TOKEN_ROWS ? &s->rows[x] : scratch;
+  if (!row->filled || row == scratch) {
+    *row = (TokenRow){.filled = FALSE};
+    fill_row(s, x, row);
+  }
+  return row;
+}
+
+/* ROW's operator I, counted in SUMS. */
+static double row_op(const TokenRow *row, int i, OpSums *sums) {
+  op_sum(sums, (row->found >> i) & 1u, row->t[i]);
+  return row->t[i];
 }
 
 /* Decode attention of B sequences of C context tokens in all: the table at
@@ -296,9 +483,7 @@ static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const E
   gboolean found;
   if (b->decode_seqs == 0)
     return 0;
-  found = s->profile && !s->fp8_kv &&
-          ema_profile_attn_decode(s->profile, s->dtype, s->q_heads, s->kv_heads, s->head_dim, seqs,
-                                  b->decode_context / seqs, &us);
+  found = !s->fp8_kv && profiled(s, &s->ops.attn_decode, seqs, b->decode_context / seqs, &us);
   return op_time(s, sums, found, us, s->attention_flops_per_context * b->decode_context,
                  s->kv_bytes_per_token * b->decode_context, s->kv_rate, 1);
 }
@@ -312,44 +497,24 @@ static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const 
     return 0;
   chunks = (double) MAX(b->prefill_chunks, 1);
   prior = MAX(0.0, b->prefill_kv_read - tokens) / chunks;
-  found = s->profile && !s->fp8_kv &&
-          ema_profile_attn_prefill(s->profile, s->dtype, s->q_heads, s->kv_heads, s->head_dim,
-                                   tokens / chunks, prior, &us);
+  found = !s->fp8_kv && profiled(s, &s->ops.attn_prefill, prior, tokens / chunks, &us);
   if (found)
     return op_time(s, sums, TRUE, us, 0, 0, s->kv_rate, chunks);
   return op_time(s, sums, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
                  s->kv_bytes_per_token * b->prefill_kv_read, s->kv_rate, 1);
 }
 
-/* One decoder layer from the profile. */
+/* One decoder layer from the profile, its token-count operators from ROW. */
 static double operator_layer(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b,
-                             double tokens, double touched) {
-  const char *norm = s->gated ? "rmsnorm" : "layernorm";
-  double t = gemm_time(s, sums, tokens, s->hidden, s->qkv_n, 1) +
-             gemm_time(s, sums, tokens, s->o_k, s->hidden, 1);
-  if (s->moe && tokens > 0) {
-    /* the router GEMM, the routing's own kernels (moe_route: softmax, top-k,
-     * per expert touched a gather and a weighted scatter-add), the experts'
-     * GEMMs, and one silu_mul per expert touched on its T A / touched rows */
-    double touched_n = MAX(touched, 1.0);
-    t += gemm_time(s, sums, tokens, s->hidden, s->experts_n, 1) +
-         elementwise_time(s, sums, "moe_route", s->hidden, tokens, 1) +
-         moe_time(s, sums, tokens, touched) +
-         elementwise_time(s, sums, "silu_mul", s->act_width,
-                          tokens * s->router_fraction * s->experts / touched_n, touched_n);
-  } else if (!s->moe) {
-    t += gemm_time(s, sums, tokens, s->hidden, s->up_n, 1) +
-         gemm_time(s, sums, tokens, s->down_k, s->hidden, 1) +
-         elementwise_time(s, sums, s->gated ? "silu_mul" : "gelu", s->act_width, tokens, 1);
-  }
+                             const TokenRow *row) {
+  double t = row_op(row, ROW_QKV, sums) + row_op(row, ROW_O, sums);
+  t += row_op(row, ROW_ROUTER, sums) + row_op(row, ROW_MOE_ROUTE, sums);
+  t += row_op(row, ROW_UP, sums) + row_op(row, ROW_DOWN, sums);
   t += decode_attention_time(s, sums, b) + prefill_attention_time(s, sums, b);
-  /* the new tokens' K and V copied into the cache (one kv_write row covers
-   * both; its roofline: the bytes written) */
-  t += elementwise_time(s, sums, "kv_write", (guint64) s->kv_heads * s->head_dim, tokens, 1);
-  t += elementwise_time(s, sums, norm, s->hidden, tokens, 2) +
-       elementwise_time(s, sums, "add", s->hidden, tokens, 2);
+  t += row_op(row, ROW_KV_WRITE, sums);
+  t += row_op(row, ROW_NORM2, sums) + row_op(row, ROW_ACT, sums) + row_op(row, ROW_ADD2, sums);
   if (s->gated)
-    t += elementwise_time(s, sums, "rope", s->rope_width, tokens, 1);
+    t += row_op(row, ROW_ROPE, sums);
   return t;
 }
 
@@ -374,28 +539,21 @@ static void rescale_layer_sides(EmaStepBreakdown *r, double one) {
 
 /* The step as a sum of operators into R: layers, the once-per-step
  * operators (in lm_head_s) and the all-reduces. */
-static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, double tokens,
-                          double touched, EmaStepBreakdown *r) {
+static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, EmaStepBreakdown *r) {
   OpSums layer = {0}, once = {0}, reduce = {0};
-  double one = operator_layer(s, &layer, b, tokens, touched);
+  TokenRow scratch, logits_scratch;
+  const TokenRow *row = token_row(s, b->prefill_tokens + b->decode_seqs, &scratch);
+  const TokenRow *logits = token_row(s, b->logits, &logits_scratch);
+  double one = operator_layer(s, &layer, b, row);
   /* a profile's kernel times include their tails: no layer_overhead */
   r->layer_overhead_s = s->profile ? 0 : s->layer_overhead_s;
   r->layers_s = s->layers * (one + r->layer_overhead_s);
   rescale_layer_sides(r, one);
-  r->lm_head_s =
-      elementwise_time(s, &once, "embedding", s->hidden, tokens, 1) +
-      elementwise_time(s, &once, s->gated ? "rmsnorm" : "layernorm", s->hidden, tokens, 1) +
-      gemm_time(s, &once, (double) b->logits, s->hidden, s->head_n, 1);
+  r->lm_head_s = row_op(row, ROW_EMBEDDING, &once) + row_op(row, ROW_NORM1, &once) +
+                 row_op(logits, ROW_LM_HEAD, &once);
   if (s->tp > 1) {
-    double size = s->allreduce_bytes_per_token * tokens, us = 0;
-    gboolean found = s->profile && ema_profile_allreduce(s->profile, s->dtype, s->tp, size, &us);
-    double ring = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
-                  2.0 * (s->tp - 1) * s->link_latency_s;
-    r->allreduce_s = 2.0 * s->layers * (found ? us * 1e-6 : ring);
-    if (found)
-      reduce.profiled_s = r->allreduce_s;
-    else
-      reduce.roofline_s = r->allreduce_s;
+    r->allreduce_s = 2.0 * s->layers * row->t[ROW_ALLREDUCE];
+    op_sum(&reduce, (row->found >> ROW_ALLREDUCE) & 1u, r->allreduce_s);
   }
   r->profiled_s = s->layers * layer.profiled_s + once.profiled_s + reduce.profiled_s;
   r->roofline_s =
@@ -405,24 +563,26 @@ static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, double t
 EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
                       EmaStepBreakdown *out) {
   const EmaStepModel *s = step_model;
-  EmaStepBreakdown r = {0};
-  double tokens, experts_touched, layer_flops, layer_weight_bytes, layer_kv_read, layer_bytes;
+  static const EmaStepBreakdown none = {0};
+  /* every field is set below (not zeroed first: this is the hot path) */
+  EmaStepBreakdown r;
+  double tokens, touched, layer_flops, layer_weight_bytes, layer_kv_read, layer_bytes;
   double head_flops = 0, head_bytes = 0;
 
   g_return_val_if_fail(s != NULL && batch != NULL, 0);
   g_return_val_if_fail(batch->logits <= batch->prefill_tokens + batch->decode_seqs, 0);
   if (batch->prefill_tokens + batch->decode_seqs == 0) {
     if (out)
-      *out = r;
+      *out = none;
     return 0;
   }
   tokens = (double) batch->prefill_tokens + (double) batch->decode_seqs;
 
   /* one layer */
-  experts_touched = s->experts * (1.0 - pow(1.0 - s->active_fraction, tokens));
+  touched = experts_touched(s, tokens);
   layer_flops = s->linear_flops_per_token * tokens +
                 s->attention_flops_per_context * (batch->prefill_context + batch->decode_context);
-  layer_weight_bytes = s->shared_weight_bytes + s->expert_weight_bytes * experts_touched;
+  layer_weight_bytes = s->shared_weight_bytes + s->expert_weight_bytes * touched;
   layer_kv_read = s->kv_bytes_per_token * (batch->decode_context + batch->prefill_kv_read);
   layer_bytes = layer_weight_bytes + layer_kv_read + s->kv_bytes_per_token * tokens +
                 s->activation_bytes_per_token * tokens;
@@ -433,6 +593,8 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
 
   /* the LM head */
   r.lm_head_bound = EMA_STEP_BOUND_NONE;
+  r.lm_head_compute_s = r.lm_head_memory_s = 0;
+  r.allreduce_s = 0;
   if (batch->logits > 0) {
     head_flops = s->lm_head_flops_per_logit * (double) batch->logits;
     head_bytes = s->lm_head_weight_bytes + s->lm_head_bytes_per_logit * (double) batch->logits;
@@ -449,7 +611,7 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   r.weight_bytes_read =
       s->layers * layer_weight_bytes + (batch->logits > 0 ? s->lm_head_weight_bytes : 0);
   r.kv_read_bytes = s->layers * layer_kv_read;
-  operator_step(s, batch, tokens, experts_touched, &r);
+  operator_step(s, batch, &r);
   r.time = (EmaTime) llround((r.layers_s + r.lm_head_s + r.allreduce_s) * 1e9) + s->step_overhead;
   if (out)
     *out = r;

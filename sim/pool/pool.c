@@ -66,6 +66,7 @@ typedef struct {
   guint64 parked_host;
   gboolean evicting_to_host; /* the pool's own eviction: swap_out must not park on peers */
   double *pull;              /* [n] B/s this tenant pulled from lender j in its last step */
+  gboolean pulled;           /* some pull[j] is not 0 (counted in Pool.pulling) */
   double incoming;           /* B/s copied into this GPU by its prefetches in its last step */
   double copy_steal;         /* B/s of HBM rate taken by swap and migration copies... */
   EmaTime copy_until;        /* ...until then */
@@ -83,6 +84,7 @@ struct _Pool {
   Gpu *gpus;
   EmaPoolCore core;      /* the mechanism; core.ledger.gpus[i] is &gpus[i].counters */
   double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
+  guint pulling;         /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
   GPtrArray *pending;    /* Pending * in flight (freed with the pool if a run ends first) */
   EmaTime decision_period;
   EmaPoolStats stats; /* the step figures and reclaim waits; the rest is core.stats' */
@@ -579,13 +581,18 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
 
   if (all_local == 0)
     return 0;
-  for (guint b = 0; b < p->n; b++)
+  /* with no pulls, each term would be 0 and the sum stays 0 */
+  for (guint b = 0; p->pulling > 0 && b < p->n; b++)
     peers += spec->interference_outgoing * (p->gpus[b].pull ? p->gpus[b].pull[gpu] : 0);
   if (ema_sim_now(p->sim) < g->copy_until)
     peers += g->copy_steal;
   slow = slowdown(rate_m, own + peers);
-  for (guint j = 0; j < p->n; j++)
-    g->pull[j] = 0;
+  if (g->pulled) {
+    for (guint j = 0; j < p->n; j++)
+      g->pull[j] = 0;
+    g->pulled = FALSE;
+    p->pulling--;
+  }
   g->incoming = 0;
   if (g->remote_total > 0) {
     ema_slice_ledger_step_cost(&p->core.ledger, &g->counters, p->server, &bd, g->layers, slow,
@@ -606,6 +613,8 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
     g->incoming = view.remote_bytes * g->layers / seconds;
   for (guint j = 0; j < p->n; j++)
     g->pull[j] = bytes[j] * g->layers / seconds;
+  g->pulled = TRUE;
+  p->pulling++;
   p->stats.remote_steps++;
   if (step > all_local)
     p->stats.exposed_remote += step - all_local;

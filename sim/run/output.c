@@ -403,7 +403,13 @@ static void add_string(JsonBuilder *builder, const char *name, const char *value
 /* What the tenant's times rest on: the engine profile (with its measured
  * error, from its file) and the step model. */
 static void add_fidelity(JsonBuilder *builder, const EmaTenantSpec *spec) {
-  g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(spec->engine.profile, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(spec->engine.profile, &error);
+  /* a profile file still there that cannot be read now (out of memory) must
+   * not pass for a removed one: the run ends rather than write another
+   * summary */
+  if (!profile && !g_error_matches(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY))
+    g_error("engine profile '%s' could not be read again for summary.json", spec->engine.profile);
   json_builder_set_member_name(builder, "fidelity");
   json_builder_begin_object(builder);
   add_string(builder, "engine_profile", spec->engine.profile);

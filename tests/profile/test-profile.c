@@ -174,6 +174,48 @@ static void test_interpolation(void) {
   g_assert_false(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 2, 2, 4, 16, 8, &us));
 }
 
+/* A shape resolved once (ema_profile_op_*) answers as the one-shot lookups,
+ * over a sweep across every bracket of both axes and the fp16 fallback. */
+static void test_resolved_ops(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *folder = write_profile(
+      dir, "resolved", NULL, "gemm.csv",
+      "m,k,n,dtype,time_us\n1,4,8,bf16,10\n3,4,8,bf16,20\n7,4,8,bf16,21\n9,4,8,bf16,30\n"
+      "16,4,8,bf16,31\n",
+      "attn_decode.csv",
+      "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+      "1,100,2,2,4,bf16,flash,10\n1,200,2,2,4,bf16,flash,20\n2,100,2,2,4,bf16,flash,15\n"
+      "2,200,2,2,4,bf16,flash,25\n4,100,2,2,4,bf16,flash,30\n4,200,2,2,4,bf16,flash,40\n"
+      "8,100,2,2,4,bf16,flash,50\n8,200,2,2,4,bf16,flash,70\n",
+      NULL);
+  GError *error = NULL;
+  g_autoptr(EmaProfile) p = ema_profile_load(folder, &error);
+  EmaProfileOp gemm, decode, missing;
+  double us, one;
+  g_assert_no_error(error);
+  ema_profile_op_gemm(p, EMA_PROFILE_FP16, 4, 8, &gemm);
+  ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, &decode);
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, 4, 16, &missing);
+  for (double m = 0.5; m < 20; m += 0.25) {
+    g_assert_true(ema_profile_op_at(&gemm, 0, m, &us));
+    g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, m, 4, 8, &one));
+    g_assert_cmpfloat(us, ==, one);
+  }
+  /* hand values: between 9 and 16 (30 + 1 x 2/7); batch 3 at context 150
+   * between batch 2's 20 and batch 4's 35 */
+  g_assert_true(ema_profile_op_at(&gemm, 0, 11, &us));
+  g_assert_cmpfloat(fabs(us - (30 + 2.0 / 7)), <, 1e-12);
+  g_assert_true(ema_profile_op_at(&decode, 3, 150, &us));
+  g_assert_cmpfloat(us, ==, 27.5);
+  for (double b = 0.5; b < 12; b += 0.5)
+    for (double c = 50; c < 300; c += 12.5) {
+      g_assert_true(ema_profile_op_at(&decode, b, c, &us));
+      g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, b, c, &one));
+      g_assert_cmpfloat(us, ==, one);
+    }
+  g_assert_false(ema_profile_op_at(&missing, 0, 2, &us));
+}
+
 static void test_monotone_dip(void) {
   g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *folder =
@@ -259,6 +301,50 @@ static void test_step_sum(void) {
                   (EmaTime) llround((2 * layer_us + once_us) * 1e3 + 2 * kv_write_s * 1e9) +
                       server->gpu.step_overhead);
   g_assert_cmpfloat(bd.allreduce_s, ==, 0);
+  ema_server_free(server);
+}
+
+/* The step model keeps per-token rows, filled on first use: the times do
+ * not depend on the order steps are asked in, and the steps past the rows
+ * (8,192 tokens and more) are timed by the same rule (monotone across). */
+static void test_step_rows(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *folder =
+      write_profile(dir, "tiny-rows", NULL, "gemm.csv", tiny_gemm, "attn_decode.csv", tiny_attn,
+                    "elementwise.csv", tiny_elementwise, NULL);
+  EmaServerSpec *server = server_with_profile(dir, "tiny-rows");
+  EmaLlmSpec model = tiny_model();
+  GError *error = NULL;
+  g_autoptr(EmaStepModel) up = ema_step_model_new(&model, server, 1, &error);
+  g_autoptr(EmaStepModel) down = ema_step_model_new(&model, server, 1, &error);
+  const guint64 tokens[] = {1, 2, 3, 64, 8190, 8191, 8192, 8193, 20000};
+  EmaTime last = 0;
+  g_assert_no_error(error);
+  (void) folder;
+  for (guint i = 0; i < G_N_ELEMENTS(tokens); i++) {
+    guint j = G_N_ELEMENTS(tokens) - 1 - i;
+    EmaStepBatch a = {
+        .decode_seqs = tokens[i], .decode_context = 100.0 * tokens[i], .logits = tokens[i]};
+    EmaStepBatch b = {
+        .decode_seqs = tokens[j], .decode_context = 100.0 * tokens[j], .logits = tokens[j]};
+    EmaStepBreakdown first, again;
+    EmaTime t = ema_step_time(up, &a, &first);
+    g_assert_cmpint(t, >=, last);
+    last = t;
+    ema_step_time(down, &b, NULL);
+    g_assert_cmpint(ema_step_time(up, &a, &again), ==, t);
+    g_assert_cmpfloat(again.layers_s, ==, first.layers_s);
+    g_assert_cmpfloat(again.profiled_s, ==, first.profiled_s);
+    g_assert_cmpfloat(again.roofline_s, ==, first.roofline_s);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(tokens); i++) {
+    EmaStepBatch a = {
+        .decode_seqs = tokens[i], .decode_context = 100.0 * tokens[i], .logits = tokens[i]};
+    EmaStepBreakdown x, y;
+    g_assert_cmpint(ema_step_time(up, &a, &x), ==, ema_step_time(down, &a, &y));
+    g_assert_cmpfloat(x.lm_head_s, ==, y.lm_head_s);
+    g_assert_cmpfloat(x.profiled_s, ==, y.profiled_s);
+  }
   ema_server_free(server);
 }
 
@@ -512,6 +598,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/interpolation", test_interpolation);
   g_test_add_func("/profile/monotone-dip", test_monotone_dip);
   g_test_add_func("/profile/step-sum", test_step_sum);
+  g_test_add_func("/profile/step-rows", test_step_rows);
+  g_test_add_func("/profile/resolved-ops", test_resolved_ops);
   g_test_add_func("/profile/fallback", test_fallback);
   g_test_add_func("/profile/unknown-profile", test_unknown_profile);
   g_test_add_func("/profile/import-absent", test_import_absent);

@@ -86,8 +86,36 @@ guint ema_profile_rows(const EmaProfile *profile, EmaProfileKind kind);
  * and its warnings. */
 void ema_profile_describe(const EmaProfile *profile, GString *out);
 
+/* One operator shape resolved once (the step model's per-GPU shapes are
+ * fixed): the surfaces of its lookup dtypes, best first (NULL where the
+ * profile has none). Valid as long as the profile; ema_profile_op_at() then
+ * interpolates with no key, hash or allocation. */
+typedef struct _EmaProfileSurface EmaProfileSurface;
+typedef struct {
+  const EmaProfileSurface *surfaces[2];
+} EmaProfileOp;
+
+void ema_profile_op_gemm(const EmaProfile *profile, EmaProfileDtype dtype, guint64 k, guint64 n,
+                         EmaProfileOp *op);
+void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
+                                guint kv_heads, guint head_dim, EmaProfileOp *op);
+void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
+                                 guint kv_heads, guint head_dim, EmaProfileOp *op);
+void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts, guint64 k,
+                        guint64 n, EmaProfileOp *op);
+void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *name,
+                                guint64 width, EmaProfileOp *op);
+void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
+                              EmaProfileOp *op);
+/* The time of OP at X on the curve of outer value OUTER (microseconds), as
+ * the lookups below: X is m, context, chunk, tokens per expert, tokens or
+ * bytes; OUTER the decode batch, the prefill prior context, else 0. FALSE
+ * where neither surface answers. */
+gboolean ema_profile_op_at(const EmaProfileOp *op, double outer, double x, double *time_us);
+
 /* Interpolated time in microseconds, TRUE; FALSE when the profile holds no
- * curve of that shape (the caller uses the roofline). */
+ * curve of that shape (the caller uses the roofline). Each resolves the
+ * shape (ema_profile_op_*) and interpolates (ema_profile_op_at). */
 gboolean ema_profile_gemm(const EmaProfile *profile, EmaProfileDtype dtype, double m, guint64 k,
                           guint64 n, double *time_us);
 gboolean ema_profile_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
