@@ -156,6 +156,13 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
 
 static void plot_after_run(const char *dir);
 
+/* The experiment's warnings (ema_experiment_warnings) on stderr. */
+static void print_warnings(const EmaExperiment *experiment) {
+  g_autoptr(GPtrArray) warnings = ema_experiment_warnings(experiment);
+  for (guint i = 0; i < warnings->len; i++)
+    fprintf(stderr, "ema-sim: warning: %s\n", (const char *) warnings->pdata[i]);
+}
+
 static int command_run(int argc, char **argv, gboolean check_only) {
   g_autofree char *out_dir = NULL;
   gboolean no_plot = FALSE;
@@ -197,6 +204,7 @@ static int command_run(int argc, char **argv, gboolean check_only) {
     return fail(error);
   if (seed_text)
     experiment->seed = seed;
+  print_warnings(experiment);
   if (check_only) {
     if (ema_experiment_is_serving(experiment))
       printf("%s: ok (%s on %s, %u tenants)\n", argv[1], experiment->name, experiment->server.name,
