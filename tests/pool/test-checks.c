@@ -5,7 +5,7 @@
  * EMA_POOL_CHECK_SAMPLE actions, and =off never. The pool here is the
  * mechanism alone over the simulator's cost model, driven by demand
  * targets (ema_pool_core_tick), two tenants of 64 slices, blocks of one
- * slice, GPU0 wanting more than its region. */
+ * slice, GPU0 wanting more than its region; the log's reasons. */
 #include <string.h>
 
 #include "ema/pool/core.h"
@@ -77,6 +77,41 @@ static void test_healthy(void) {
   rig_ticks(&r, 50);
   g_assert_cmpuint(r.core.stats.borrows, >, 0);
   g_assert_cmpuint(r.gpus[0].borrowed_total, >, 0);
+  rig_clear(&r);
+}
+
+/* Every action is logged with its reason: GPU0 lacks blocks and borrows
+ * from GPU1 under on-demand; when GPU1 wants its memory back, it reclaims
+ * them under migrate, lender first. */
+static void test_reasons(void) {
+  Rig r;
+  GError *error = NULL;
+  const EmaPoolEvent *borrow = NULL, *reclaim = NULL;
+  rig_init(&r, EMA_POOL_CHECK_ALL);
+  ema_pool_core_log(&r.core);
+  rig_ticks(&r, 2);
+  r.targets[1] = 60;
+  r.core.now += 50 * MS;
+  g_assert_true(ema_pool_core_tick(&r.core, r.targets, &error));
+  g_assert_no_error(error);
+  for (guint i = 0; i < r.core.events->len; i++) {
+    const EmaPoolEvent *e = &g_array_index(r.core.events, EmaPoolEvent, i);
+    g_test_message("%s gpu%u peer%u %" G_GUINT64_FORMAT ": %s", ema_pool_event_kind_name(e->kind),
+                   e->gpu, e->peer, e->slices, e->reason);
+    if (e->kind == EMA_POOL_EVENT_BORROW && borrow == NULL)
+      borrow = e;
+    if (e->kind == EMA_POOL_EVENT_RECLAIM && reclaim == NULL)
+      reclaim = e;
+  }
+  g_assert_nonnull(borrow);
+  /* round 2: 80 blocks wanted in a region of 64, 16 short (one sequence of 2000 tokens) */
+  g_assert_cmpstr(borrow->reason, ==,
+                  "on-demand: gpu0 short 16 blocks, 1 waiting; asked 16 slices of gpu1");
+  g_assert_nonnull(reclaim);
+  /* round 3: GPU1 wants 60 of its 64 slices, 16 lent: 12 short; GPU0's own region is full */
+  g_assert_cmpstr(reclaim->reason, ==,
+                  "migrate: lender gpu1 lacks 12 slices; 12 slices from gpu0, 12 blocks of its KV "
+                  "to host");
   rig_clear(&r);
 }
 
@@ -157,6 +192,7 @@ static void test_level_from_env(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/checks/healthy", test_healthy);
+  g_test_add_func("/checks/reasons", test_reasons);
   g_test_add_func("/checks/corrupted", test_corrupted);
   g_test_add_func("/checks/level-from-env", test_level_from_env);
   return g_test_run();
