@@ -10,10 +10,10 @@ set ylabel 'TTFT p99 (ms, log scale)'
 set logscale y
 set format y '%.0f'
 if (categorical) {
-  plot for [i=1:nseries] data index (i-1) using 1:3:xtic(6) with linespoints lt i \
+  plot for [i=1:nseries] data index (i-1) using 1:3:8:xtic(6) with yerrorlines lt i \
        title value(sprintf('series%d', i))
 } else {
-  plot for [i=1:nseries] data index (i-1) using 1:3 with linespoints lt i \
+  plot for [i=1:nseries] data index (i-1) using 1:3:8 with yerrorlines lt i \
        title value(sprintf('series%d', i))
 }
 unset logscale y
@@ -21,10 +21,10 @@ set format y '%g'
 set ylabel 'TPOT p99 (ms)'
 set yrange [0:*]
 if (categorical) {
-  plot for [i=1:nseries] data index (i-1) using 1:4:xtic(6) with linespoints lt i \
+  plot for [i=1:nseries] data index (i-1) using 1:4:9:xtic(6) with yerrorlines lt i \
        title value(sprintf('series%d', i))
 } else {
-  plot for [i=1:nseries] data index (i-1) using 1:4 with linespoints lt i \
+  plot for [i=1:nseries] data index (i-1) using 1:4:9 with yerrorlines lt i \
        title value(sprintf('series%d', i))
 }
 unset multiplot

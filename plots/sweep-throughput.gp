@@ -2,7 +2,8 @@
 # series (a policy, a variant, or a combination of the other swept values).
 # Data (sweep.dat): one block per series, rows: x, throughput (output
 # tokens/s), TTFT p99, TPOT p99, E2E p99 (ms), x as text (column 6); means
-# over repeats.
+# over repeats; columns 7-10: the 95% confidence half-width of each mean
+# (Student t over the repeats; 0 with one repeat), drawn as error bars.
 # Variables: figtitle, who (the tenant, or all tenants), xtitle, nseries,
 # series1..seriesN (names), categorical (1: x is a list of names).
 load common
@@ -13,9 +14,9 @@ set yrange [0:*]
 set offsets graph 0.03, graph 0.03, graph 0.08, 0
 set key top left
 if (categorical) {
-  plot for [i=1:nseries] data index (i-1) using 1:2:xtic(6) with linespoints lt i \
+  plot for [i=1:nseries] data index (i-1) using 1:2:7:xtic(6) with yerrorlines lt i \
        title value(sprintf('series%d', i))
 } else {
-  plot for [i=1:nseries] data index (i-1) using 1:2 with linespoints lt i \
+  plot for [i=1:nseries] data index (i-1) using 1:2:7 with yerrorlines lt i \
        title value(sprintf('series%d', i))
 }

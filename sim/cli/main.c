@@ -21,10 +21,13 @@
 #include "ema/pool/frontier.h"
 #include "ema/run/ops.h"
 #include "ema/run/output.h"
+#include "ema/cli/compare.h"
 #include "ema/run/stepcheck.h"
+#include "ema/traces/trace.h"
 #include "ema/cli/plot.h"
 #include "ema/pool/registry.h"
 #include "ema/cli/sweep.h"
+#include "ema/core/modelpath.h"
 #include "ema/core/units.h"
 #include "ema/hw/profile.h"
 #include "sweepmpi.h"
@@ -44,14 +47,19 @@ static const char usage_text[] =
     "  check FILE [--set key.path=value]...\n"
     "                         load and check an experiment without running it\n"
     "  list hwmodels          list the server models (EMA_HWMODEL_PATH, then built-in)\n"
+    "  list llms              list the LLM shapes with their parameter counts, weights and KV\n"
+    "                         per token (EMA_LLM_PATH, then built-in)\n"
     "  list policies          list the borrow, prefetch and reclaim policies and the named\n"
     "                         compositions\n"
     "  describe hwmodel NAME  print one server model with every value\n"
+    "  describe llm NAME      print one LLM shape with every value and its derived sizes\n"
+    "  describe experiment    every key of experiment files: type, default, range, meaning\n"
     "  describe-policy NAME   print a policy or composition: kind, summary, origin, parameters\n"
     "                         (also: describe policy NAME)\n"
-    "  frontier [--model M] [--tolerance F] [SERVER...]\n"
+    "  frontier [--model M] [--tolerance F] [-o DIR] [--no-plot] [SERVER...]\n"
     "                         the largest share of a decode step's KV that can be remote\n"
-    "                         while the step stays within F (default 5%) of all-local\n"
+    "                         while the step stays within F (default 5%) of all-local; writes\n"
+    "                         DIR/frontier.csv and the figure DIR/plots/frontier.png\n"
     "  sweep FILE [-o DIR] [-j N] [--fail-fast] [--list] [--part R/K] [--set key.path=value]...\n"
     "        [--no-plot]      run every point of a sweep file (variants, sweep, repeats), N at\n"
     "                         a time, each in DIR/POINT/; resumes; writes DIR/sweep.csv (under\n"
@@ -105,6 +113,9 @@ static gboolean parse_options(const char *summary, GOptionEntry *entries, int *a
   return TRUE;
 }
 
+/* the options of a command that has none but --help */
+static GOptionEntry no_entries[] = {{NULL}};
+
 #define PLUGIN_DIR_ENTRY(dirs)                                                                     \
   {                                                                                                \
     "plugin-dir", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &(dirs),                                      \
@@ -112,13 +123,17 @@ static gboolean parse_options(const char *summary, GOptionEntry *entries, int *a
   }
 
 /* Load the policy modules of the global --plugin-dir options, then of the
- * command's (OPTION_DIRS, may be NULL), then of EMA_PLUGIN_PATH. */
+ * command's (OPTION_DIRS, may be NULL), then of an installed ema-sim's
+ * plugin folder (ema_installed_plugin_dir), then of EMA_PLUGIN_PATH. */
 static gboolean load_plugins(char **option_dirs, GError **error) {
   g_autoptr(GPtrArray) dirs = g_ptr_array_new();
   for (guint i = 0; global_plugin_dirs && i < global_plugin_dirs->len; i++)
     g_ptr_array_add(dirs, global_plugin_dirs->pdata[i]);
+  g_autofree char *installed = ema_installed_plugin_dir();
   for (guint i = 0; option_dirs && option_dirs[i]; i++)
     g_ptr_array_add(dirs, option_dirs[i]);
+  if (installed)
+    g_ptr_array_add(dirs, installed);
   g_ptr_array_add(dirs, NULL);
   return ema_policy_registry_load_dirs((const char *const *) dirs->pdata, error);
 }
@@ -150,11 +165,104 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   if (!ema_output_write_serving_summary(out_dir, experiment, report, &error))
     return fail(error);
   ema_output_print_serving(stdout, report);
-  printf("results in %s/ (summary.json, requests.csv, timeline.csv, resolved.yaml)\n", out_dir);
+  printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
+         out_dir);
   return 0;
 }
 
 static void plot_after_run(const char *dir);
+static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot);
+
+/* check: open every tenant's trace as the run will and read each trace
+ * file through (a file that cycles is read once around; a synthetic stream
+ * is only opened: its parameters are checked then), so that a bad row
+ * fails check, not run. */
+static gboolean check_traces(const EmaExperiment *experiment, GError **error) {
+  for (guint i = 0; experiment->tenants && i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    g_autofree char *stream = g_strconcat("tenant/", spec->name, NULL);
+    g_autoptr(EmaTraceSource) source = ema_trace_spec_open(
+        &spec->trace, ema_trace_seed_derive((guint64) experiment->seed, stream), error);
+    EmaRequestRecord record;
+    guint64 first_id = G_MAXUINT64;
+    if (source == NULL) {
+      g_prefix_error(error, "tenant %s: ", spec->name);
+      return FALSE;
+    }
+    if (spec->trace.file == NULL || *spec->trace.file == '\0')
+      continue;
+    while (ema_trace_source_next(source, &record, error)) {
+      if (experiment->duration > 0 && record.arrival > experiment->duration)
+        break;
+      if (first_id == G_MAXUINT64)
+        first_id = record.id;
+      else if (spec->trace.cycle && record.id == first_id)
+        break; /* around once */
+    }
+    if (error && *error) {
+      g_prefix_error(error, "tenant %s: ", spec->name);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* results/NAME, NAME made safe as one folder name. */
+static char *default_output_dir(const char *name) {
+  g_autofree char *safe = ema_output_safe_name(name);
+  return g_build_filename("results", safe, NULL);
+}
+
+/* TRUE when PATH is an experiment file with `compare:` (errors in the file
+ * are reported by the loader that runs next). */
+static gboolean file_compares(const char *path) {
+  g_autoptr(EmaNode) root = ema_node_load_file(path, NULL);
+  return root && root->kind == EMA_NODE_MAP &&
+         ema_node_get_key(root, EMA_EXPERIMENT_COMPARE_KEY) != NULL;
+}
+
+/* run or check of an experiment with compare: (compare.h). */
+static int run_comparison(const char *path, char **overrides, const char *seed_text,
+                          const char *out_dir, gboolean check_only, gboolean no_plot) {
+  g_autoptr(GPtrArray) sets = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(EmaSweep) comparison = NULL;
+  g_autofree char *dir = NULL;
+  g_auto(GStrv) dirs = NULL;
+  g_autofree char *names = NULL;
+  GError *error = NULL;
+  for (guint i = 0; overrides && overrides[i]; i++)
+    g_ptr_array_add(sets, g_strdup(overrides[i]));
+  if (seed_text)
+    g_ptr_array_add(sets, g_strconcat("seed=", seed_text, NULL));
+  g_ptr_array_add(sets, NULL);
+  comparison = ema_sweep_load_compare(path, (const char *const *) sets->pdata, &error);
+  if (comparison == NULL || !ema_sweep_resolve(comparison, &error))
+    return fail(error);
+  dirs = ema_compare_variant_dirs(comparison);
+  if (check_only) {
+    g_autoptr(EmaExperiment) first = ema_sweep_load_point(comparison, 0, &error);
+    names = g_strjoinv(", ", dirs);
+    if (first == NULL || !check_traces(first, &error))
+      return fail(error);
+    printf("%s: ok (%s on %s, %u tenants, compares %s)\n", path, first->name, first->server.name,
+           first->tenants ? first->tenants->len : 0, names);
+    return 0;
+  }
+  dir = out_dir ? g_strdup(out_dir) : default_output_dir(ema_sweep_name(comparison));
+  names = g_strjoinv(", ", dirs);
+  printf("%s: %s side by side\n", ema_sweep_name(comparison), names);
+  if (!ema_compare_run(comparison, dir, isatty(STDERR_FILENO), stdout, &error))
+    return fail(error);
+  printf("results in %s/ (compare.csv; each variant in %s/VARIANT/)\n", dir, dir);
+  if (!no_plot) {
+    for (guint i = 0; dirs[i]; i++) {
+      g_autofree char *sub = g_build_filename(dir, dirs[i], NULL);
+      plot_after_run(sub);
+    }
+    plot_after_run(dir);
+  }
+  return 0;
+}
 
 /* The experiment's warnings (ema_experiment_warnings) on stderr. */
 static void print_warnings(const EmaExperiment *experiment) {
@@ -199,12 +307,16 @@ static int command_run(int argc, char **argv, gboolean check_only) {
 
   if (!load_plugins(plugin_dirs, &error))
     return fail(error);
+  if (file_compares(argv[1]))
+    return run_comparison(argv[1], overrides, seed_text, out_dir, check_only, no_plot);
   experiment = ema_experiment_load(argv[1], (const char *const *) overrides, &error);
   if (experiment == NULL)
     return fail(error);
   if (seed_text)
     experiment->seed = seed;
   print_warnings(experiment);
+  if (check_only && !check_traces(experiment, &error))
+    return fail(error);
   if (check_only) {
     if (ema_experiment_is_serving(experiment))
       printf("%s: ok (%s on %s, %u tenants)\n", argv[1], experiment->name, experiment->server.name,
@@ -215,8 +327,8 @@ static int command_run(int argc, char **argv, gboolean check_only) {
     return 0;
   }
   if (out_dir == NULL)
-    out_dir = g_build_filename("results", experiment->name, NULL);
-  if (!ema_output_prepare_dir(out_dir, &error) ||
+    out_dir = default_output_dir(experiment->name);
+  if (!ema_output_claim_dir(out_dir, NULL, &error) ||
       !ema_output_write_resolved(out_dir, experiment, &error))
     return fail(error);
   printf("%s on %s (%" G_GINT64_FORMAT " GPUs)\n", experiment->name, experiment->server.name,
@@ -230,6 +342,14 @@ static int command_run(int argc, char **argv, gboolean check_only) {
 
 static int list_hwmodels(void) {
   g_autoptr(GPtrArray) names = ema_hwmodel_list();
+  if (names->len == 0) {
+    g_autoptr(GPtrArray) dirs = ema_hwmodel_search_path();
+    g_autofree char *where = NULL;
+    g_ptr_array_add(dirs, NULL);
+    where = g_strjoinv(", ", (char **) dirs->pdata);
+    fprintf(stderr, "ema-sim: no server models found (searched %s)\n", where);
+    return 1;
+  }
   for (guint i = 0; i < names->len; i++) {
     GError *error = NULL;
     g_autoptr(EmaServerSpec) server = ema_server_load(names->pdata[i], &error);
@@ -266,16 +386,55 @@ static int list_policies(void) {
   return 0;
 }
 
+/* The derived lines of MODEL (describe llm, list llms). */
+static void append_llm_derived(GString *text, const EmaLlmSpec *model) {
+  EmaLlmDerived d;
+  g_autofree char *weights = NULL, *kv = NULL;
+  ema_llm_derive(model, &d);
+  weights = ema_units_format_size_human(d.weight_bytes);
+  kv = ema_units_format_size_human(d.kv_bytes_per_token);
+  g_string_append_printf(text,
+                         "# derived: %.3g B parameters (%.3g B active per token), weights %s, KV "
+                         "%s per token (%" G_GUINT64_FORMAT " B)",
+                         (double) d.total_parameters / 1e9, (double) d.active_parameters / 1e9,
+                         weights, kv, d.kv_bytes_per_token);
+  if (model->reference_parameters > 0)
+    g_string_append_printf(text, "; published %.3g B: %+.2f%%", model->reference_parameters / 1e9,
+                           100 * ((double) d.total_parameters / model->reference_parameters - 1));
+  g_string_append_c(text, '\n');
+}
+
+static int list_llms(void) {
+  g_autoptr(GPtrArray) names = ema_llm_list();
+  for (guint i = 0; i < names->len; i++) {
+    GError *error = NULL;
+    g_autoptr(EmaLlmSpec) model = ema_llm_load(names->pdata[i], &error);
+    g_autoptr(GString) derived = g_string_new(NULL);
+    if (model == NULL) {
+      printf("%-16s (does not load: %s)\n", (char *) names->pdata[i], error->message);
+      g_error_free(error);
+      continue;
+    }
+    append_llm_derived(derived, model);
+    printf("%-16s %s", (char *) names->pdata[i], derived->str + strlen("# derived: "));
+  }
+  return names->len ? 0 : 1;
+}
+
 static int command_list(int argc, char **argv) {
   g_auto(GStrv) plugin_dirs = NULL;
   GError *error = NULL;
   GOptionEntry entries[] = {PLUGIN_DIR_ENTRY(plugin_dirs), {NULL}};
-  if (!parse_options("List server models or policies.", entries, &argc, &argv, "hwmodels|policies"))
+  if (!parse_options("List server models, LLM shapes or policies.", entries, &argc, &argv,
+                     "hwmodels|llms|policies"))
     return EXIT_USAGE;
-  if (argc != 2 || (strcmp(argv[1], "hwmodels") != 0 && strcmp(argv[1], "policies") != 0))
-    return usage_error("usage: ema-sim list hwmodels|policies");
+  if (argc != 2 || (strcmp(argv[1], "hwmodels") != 0 && strcmp(argv[1], "policies") != 0 &&
+                    strcmp(argv[1], "llms") != 0))
+    return usage_error("usage: ema-sim list hwmodels|llms|policies");
   if (!load_plugins(plugin_dirs, &error))
     return fail(error);
+  if (strcmp(argv[1], "llms") == 0)
+    return list_llms();
   return strcmp(argv[1], "hwmodels") == 0 ? list_hwmodels() : list_policies();
 }
 
@@ -287,14 +446,23 @@ static int command_frontier(int argc, char **argv) {
   static const guint contexts[] = {1024, 4096, 16384};
   g_autofree char *model_name = NULL;
   g_autofree char *tolerance_text = NULL;
+  g_autofree char *out_dir = NULL;
+  gboolean no_plot = FALSE;
   double tolerance = 0.05;
   GError *error = NULL;
   g_autoptr(EmaLlmSpec) model = NULL;
   g_autoptr(GPtrArray) servers = NULL;
+  g_autoptr(GString) csv = g_string_new("server,batch,context,local_step_ms,prefetch_share,"
+                                        "direct_share,prefetch_landed_share\n");
+  g_autofree char *csv_path = NULL;
   GOptionEntry entries[] = {
       {"model", 0, 0, G_OPTION_ARG_STRING, &model_name, "LLM shape (default llama-3.1-8b)", "M"},
       {"tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance_text,
        "Allowed slowdown over all-local (default 5%)", "F"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir,
+       "Directory for frontier.csv and the figure (default: results/frontier)", "DIR"},
+      {"no-plot", 0, 0, G_OPTION_ARG_NONE, &no_plot,
+       "Draw no figure (by default: DIR/plots/frontier.png when gnuplot is on PATH)", NULL},
       {NULL}};
   if (!parse_options("The transparency frontier of remote KV, per server.", entries, &argc, &argv,
                      "[SERVER...]"))
@@ -327,8 +495,68 @@ static int command_frontier(int argc, char **argv) {
         printf("%8u %8u %9.3f ms %9.1f%% %9.1f%% %9.1f%%\n", point.batch, point.context,
                point.local_step_s * 1e3, 100 * point.prefetch_share, 100 * point.direct_share,
                100 * point.prefetch_landed_share);
+        ema_output_csv_field(csv, server->name);
+        g_string_append_printf(csv, ",%u,%u,%.6f,%.6f,%.6f,%.6f\n", point.batch, point.context,
+                               point.local_step_s * 1e3, point.prefetch_share, point.direct_share,
+                               point.prefetch_landed_share);
       }
   }
+  if (out_dir == NULL)
+    out_dir = g_strdup("results/frontier");
+  csv_path = g_build_filename(out_dir, "frontier.csv", NULL);
+  if (!ema_output_claim_dir(out_dir, NULL, &error) ||
+      !g_file_set_contents(csv_path, csv->str, (gssize) csv->len, &error))
+    return fail(error);
+  printf("\nresults in %s/frontier.csv\n", out_dir);
+  if (!no_plot)
+    plot_at_end(out_dir, FALSE);
+  return 0;
+}
+
+/* describe experiment: every key of an experiment file, from the tables. */
+static int describe_experiment(int argc, char **argv) {
+  g_autoptr(GString) text = g_string_new(NULL);
+  argv[0] = (char *) "ema-sim describe experiment";
+  if (!parse_options("Print every key of experiment files (from the parameter tables): type, "
+                     "default or required, range, and what it means.",
+                     no_entries, &argc, &argv, ""))
+    return EXIT_USAGE;
+  if (argc != 1)
+    return usage_error("describe experiment takes no arguments");
+  g_string_append(
+      text,
+      "Experiment file keys (indented: the keys inside a map or inside each list item).\n"
+      "Types: size in bytes with B, KB, MB, GB, KiB, MiB, GiB ... (2MiB); bandwidth in B/s\n"
+      "(397GB/s); duration with ns, us, ms, s, min, h (6.5us); flops in FLOP/s (989TFLOP/s);\n"
+      "fraction as 0.9 or 90%; int, number, bool, string; enum: one of the names listed.\n"
+      "A map key with a name instead of a map (server: h200x8-hgx, model: llama-3.1-8b,\n"
+      "policy: ema) loads that model or composition. Policy parameters: ema-sim\n"
+      "describe-policy NAME. Sweep files add variants, sweep, repeats and plot (ema-sim\n"
+      "sweep); an experiment with compare (a map of named variants, like a sweep's\n"
+      "variants) runs them side by side (ema-sim run).\n"
+      "\n"
+      "\n");
+  ema_params_describe(&ema_experiment_params, text, 0);
+  fputs(text->str, stdout);
+  return 0;
+}
+
+/* describe llm NAME: the shape and what follows from it. */
+static int describe_llm(int argc, char **argv) {
+  g_autoptr(GString) text = g_string_new(NULL);
+  g_autoptr(EmaLlmSpec) model = NULL;
+  GError *error = NULL;
+  argv[0] = (char *) "ema-sim describe llm";
+  if (!parse_options("Print one LLM shape with every value, and its derived sizes.", no_entries,
+                     &argc, &argv, "NAME"))
+    return EXIT_USAGE;
+  if (argc != 2)
+    return usage_error("usage: ema-sim describe llm NAME (ema-sim list llms)");
+  if ((model = ema_llm_load(argv[1], &error)) == NULL)
+    return fail(error);
+  ema_params_write_yaml(&ema_llm_params, model, text, 0);
+  append_llm_derived(text, model);
+  fputs(text->str, stdout);
   return 0;
 }
 
@@ -417,20 +645,43 @@ static int command_describe(int argc, char **argv) {
     argv[1] = (char *) "ema-sim describe policy";
     return command_describe_policy(argc - 1, argv + 1);
   }
+  if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    fputs("Usage:\n  ema-sim describe hwmodel NAME | llm NAME | experiment | policy NAME\n\n"
+          "Print one server model, one LLM shape, every key of experiment files, or one policy\n"
+          "or composition (also: ema-sim describe-policy NAME). Each answers --help.\n",
+          stdout);
+    return 0;
+  }
+  if (argc >= 2 && strcmp(argv[1], "experiment") == 0)
+    return describe_experiment(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "llm") == 0)
+    return describe_llm(argc - 1, argv + 1);
+  if (argc < 2 || strcmp(argv[1], "hwmodel") != 0)
+    return usage_error("usage: ema-sim describe hwmodel|llm NAME, describe experiment, or "
+                       "describe policy NAME");
+  argc--;
+  argv++;
+  argv[0] = (char *) "ema-sim describe hwmodel";
+  if (!parse_options("Print one server model with every value, and a derived line.", no_entries,
+                     &argc, &argv, "NAME"))
+    return EXIT_USAGE;
   if (global_plugin_dirs->len > 0)
     return usage_error("--plugin-dir is not an option of 'describe hwmodel'");
-  if (argc != 3 || strcmp(argv[1], "hwmodel") != 0)
-    return usage_error("usage: ema-sim describe hwmodel NAME (or: describe policy NAME)");
-  server = ema_server_load(argv[2], &error);
+  if (argc != 2)
+    return usage_error("usage: ema-sim describe hwmodel NAME (ema-sim list hwmodels)");
+  server = ema_server_load(argv[1], &error);
   if (server == NULL)
     return fail(error);
   ema_params_write_yaml(&ema_server_params, server, text, 0);
-  hbm = ema_units_format_size(server->gpu.hbm_capacity * (guint64) server->gpus);
-  g_string_append_printf(text,
-                         "# derived: total HBM %s; a peer link streams %.1f%% of local HBM "
-                         "bandwidth (%.1fx slower)\n",
-                         hbm, 100 * server->link.bandwidth / server->gpu.hbm_bandwidth,
-                         server->gpu.hbm_bandwidth / server->link.bandwidth);
+  hbm = ema_units_format_size_human(ema_gpu_hbm_bytes(&server->gpu) * (guint64) server->gpus);
+  if (server->link.bandwidth > 0)
+    g_string_append_printf(text,
+                           "# derived: total HBM %s; a peer link streams %.1f%% of local HBM "
+                           "bandwidth (%.1fx slower)\n",
+                           hbm, 100 * server->link.bandwidth / server->gpu.hbm_bandwidth,
+                           server->gpu.hbm_bandwidth / server->link.bandwidth);
+  else
+    g_string_append_printf(text, "# derived: total HBM %s; no peer link (one GPU)\n", hbm);
   if (server->gpu.profile && *server->gpu.profile) {
     const EmaProfile *profile = ema_profile_get(server->gpu.profile, &error);
     if (!profile)
@@ -664,7 +915,7 @@ static int command_sweep(int argc, char **argv) {
   g_auto(GStrv) overrides = NULL;
   g_auto(GStrv) plugin_dirs = NULL;
   gint jobs = 0;
-  gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE;
+  gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE, reuse = FALSE;
   g_autoptr(EmaSweep) sweep = NULL;
   g_autoptr(GPtrArray) records = NULL;
   g_autoptr(GPtrArray) program_args = g_ptr_array_new_with_free_func(g_free);
@@ -688,6 +939,9 @@ static int command_sweep(int argc, char **argv) {
        "run without --part then gathers)",
        "R/K"},
       {"no-plot", 0, 0, G_OPTION_ARG_NONE, &no_plot, "Draw no figures at the end", NULL},
+      {"reuse", 0, 0, G_OPTION_ARG_NONE, &reuse,
+       "Resume points made by another build of ema-sim or its plugins (default: run them again)",
+       NULL},
       PLUGIN_DIR_ENTRY(plugin_dirs),
       {NULL}};
 
@@ -739,6 +993,7 @@ static int command_sweep(int argc, char **argv) {
   options.program_args = (const char *const *) program_args->pdata;
   options.jobs = jobs > 0 ? (guint) jobs : ranks > 1 ? 1 : MAX(1, g_get_num_processors());
   options.fail_fast = fail_fast;
+  options.reuse_other_builds = reuse;
   options.progress = rank == 0 && isatty(STDERR_FILENO);
   options.rank = rank;
   options.ranks = ranks;

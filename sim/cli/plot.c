@@ -19,6 +19,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ema/core/modelpath.h"
 #include "ema/core/node.h"
 #include "ema/policy.h"
 
@@ -97,6 +98,18 @@ static gint csv_column(const Csv *csv, const char *name) {
   return -1;
 }
 
+/* The columns NEEDED (N names) of CSV into COL; FALSE with an error naming
+ * PATH and the first one missing. */
+static gboolean csv_columns(const Csv *csv, const char *path, const char *const *needed, guint n,
+                            gint *col, GError **error) {
+  for (guint i = 0; i < n; i++)
+    if ((col[i] = csv_column(csv, needed[i])) < 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column %s", path, needed[i]);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static const char *csv_cell(GPtrArray *row, gint column) {
   return column >= 0 && (guint) column < row->len ? row->pdata[column] : "";
 }
@@ -146,7 +159,8 @@ static void gp_series(GString *driver, GPtrArray *names) {
   }
 }
 
-/* Where SCRIPT (e.g. "memory.gp") is: EMA_PLOT_PATH's folders, then plots/. */
+/* Where SCRIPT (e.g. "memory.gp") is: EMA_PLOT_PATH's folders, then the
+ * built-in plots/ (installed, else the source tree's: ema_data_dir). */
 static char *find_script(const char *script, GError **error) {
   const char *env = g_getenv("EMA_PLOT_PATH");
   char *path;
@@ -161,21 +175,39 @@ static char *find_script(const char *script, GError **error) {
       g_free(path);
     }
   }
-  path = g_build_filename(EMA_SOURCE_PLOTS, script, NULL);
-  if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
-    return path;
-  g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
-              "gnuplot script %s not found (in EMA_PLOT_PATH or %s)", script, EMA_SOURCE_PLOTS);
+  {
+    g_autofree char *builtin = ema_data_dir("plots");
+    path = g_build_filename(builtin, script, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+      return path;
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+                "gnuplot script %s not found (in EMA_PLOT_PATH or %s)", script, builtin);
+  }
   g_free(path);
   return NULL;
 }
 
 /* Ask for figure NAME (NAME.png and NAME.svg, WIDTH x HEIGHT pixels) drawn
  * by SCRIPT. */
-static gboolean add_figure(GString *driver, GPtrArray *figures, const char *name,
+/* Copy the script at PATH into PLOTS (so that plots.gp loads it by a path
+ * relative to its folder, and the folder draws again wherever it is
+ * moved); its file name, or NULL with an error. */
+static char *copy_script(const char *plots, const char *path, GError **error) {
+  g_autofree char *text = NULL;
+  g_autofree char *name = g_path_get_basename(path);
+  g_autofree char *copy = g_build_filename(plots, name, NULL);
+  gsize length;
+  if (!g_file_get_contents(path, &text, &length, error) ||
+      !g_file_set_contents(copy, text, (gssize) length, error))
+    return NULL;
+  return g_steal_pointer(&name);
+}
+
+static gboolean add_figure(const char *plots, GString *driver, GPtrArray *figures, const char *name,
                            const char *script, guint width, guint height, GError **error) {
   static const char *const formats[] = {"png", "svg"};
-  g_autofree char *path = find_script(script, error);
+  g_autofree char *found = find_script(script, error);
+  g_autofree char *path = found ? copy_script(plots, found, error) : NULL;
   if (path == NULL)
     return FALSE;
   g_string_append_printf(driver, "width = %u; height = %u\n", width, height);
@@ -257,7 +289,7 @@ static gboolean settings_load(const char *dir, const EmaPlotOptions *options, Se
 typedef struct {
   double x;
   char *label; /* the x value as text (categories) */
-  double sum[SWEEP_Y];
+  double sum[SWEEP_Y], sum_squares[SWEEP_Y];
   guint count[SWEEP_Y];
 } SweepRow;
 
@@ -295,13 +327,14 @@ static void series_add(Series *series, double x, const char *label, const double
     if (g_array_index(series->rows, SweepRow, i).x == x)
       row = &g_array_index(series->rows, SweepRow, i);
   if (row == NULL) {
-    SweepRow fresh = {x, g_strdup(label), {0}, {0}};
+    SweepRow fresh = {x, g_strdup(label), {0}, {0}, {0}};
     g_array_append_val(series->rows, fresh);
     row = &g_array_index(series->rows, SweepRow, series->rows->len - 1);
   }
   for (guint k = 0; k < SWEEP_Y; k++)
     if (isfinite(y[k])) {
       row->sum[k] += y[k];
+      row->sum_squares[k] += y[k] * y[k];
       row->count[k]++;
     }
 }
@@ -311,10 +344,36 @@ static gint compare_rows(gconstpointer a, gconstpointer b) {
   return x < y ? -1 : x > y;
 }
 
-/* The blocks of SERIES as a .dat text: x, the means, the label. */
+/* The half-width of the 95% confidence interval of the mean of N values
+ * with sample standard deviation SD (Student's t); 0 for one value. */
+static double ci95_half_width(guint n, double sd) {
+  static const double t975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                                2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                                2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+  if (n < 2)
+    return 0;
+  return (n - 1 <= G_N_ELEMENTS(t975) ? t975[n - 2] : 1.960) * sd / sqrt((double) n);
+}
+
+/* The mean of Y over a row's repeats and its 95% confidence half-width. */
+static void row_mean_ci(const SweepRow *row, guint k, double *mean, double *ci) {
+  guint n = row->count[k];
+  double variance;
+  *mean = n ? row->sum[k] / n : NAN;
+  *ci = 0;
+  if (n < 2)
+    return;
+  variance = (row->sum_squares[k] - n * *mean * *mean) / (n - 1);
+  *ci = ci95_half_width(n, variance > 0 ? sqrt(variance) : 0);
+}
+
+/* The blocks of SERIES as a .dat text: x, the means, the label, the
+ * confidence half-widths. */
 static GString *series_data(GPtrArray *all) {
   GString *out = g_string_new("# x, throughput_tok_s, ttft_p99_ms, tpot_p99_ms, e2e_p99_ms "
-                              "(means over repeats; ops: GB/s, seconds), label\n");
+                              "(means over repeats; ops: GB/s, seconds), label, then the 95% "
+                              "confidence half-width of each mean (Student t; 0: one repeat)\n");
   for (guint s = 0; s < all->len; s++) {
     Series *series = all->pdata[s];
     g_string_append_printf(out, "%s# %s\n", s ? "\n\n" : "", series->name);
@@ -322,12 +381,19 @@ static GString *series_data(GPtrArray *all) {
     for (guint i = 0; i < series->rows->len; i++) {
       const SweepRow *row = &g_array_index(series->rows, SweepRow, i);
       g_autofree char *label = g_strescape(row->label, NULL);
+      double mean[SWEEP_Y], ci[SWEEP_Y];
       append_number(out, row->x);
       for (guint k = 0; k < SWEEP_Y; k++) {
+        row_mean_ci(row, k, &mean[k], &ci[k]);
         g_string_append_c(out, ' ');
-        append_number(out, row->count[k] ? row->sum[k] / row->count[k] : NAN);
+        append_number(out, mean[k]);
       }
-      g_string_append_printf(out, " \"%s\"\n", label);
+      g_string_append_printf(out, " \"%s\"", label);
+      for (guint k = 0; k < SWEEP_Y; k++) {
+        g_string_append_c(out, ' ');
+        append_number(out, ci[k]);
+      }
+      g_string_append_c(out, '\n');
     }
   }
   return out;
@@ -543,8 +609,9 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
     gp_series(driver, names);
     gp_set(driver, "who", who);
     gp_set(driver, "data", "sweep.dat");
-    if (!add_figure(driver, figures, "sweep-throughput", "sweep-throughput.gp", 900, 560, error) ||
-        !add_figure(driver, figures, "sweep-latency", "sweep-latency.gp", 1200, 520, error))
+    if (!add_figure(plots, driver, figures, "sweep-throughput", "sweep-throughput.gp", 900, 560,
+                    error) ||
+        !add_figure(plots, driver, figures, "sweep-latency", "sweep-latency.gp", 1200, 520, error))
       goto out;
   }
   if (op_series->len) {
@@ -556,7 +623,7 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
       g_ptr_array_add(names, ((Series *) op_series->pdata[s])->name);
     gp_series(driver, names);
     gp_set(driver, "data", "sweep-ops.dat");
-    if (!add_figure(driver, figures, "sweep-ops", "sweep-ops.gp", 900, 560, error))
+    if (!add_figure(plots, driver, figures, "sweep-ops", "sweep-ops.gp", 900, 560, error))
       goto out;
   }
   if (serving->len == 0 && op_series->len == 0) {
@@ -656,7 +723,7 @@ static gboolean plot_requests(const char *dir, const char *plots, const char *ti
   for (guint t = 0; t < tpot->len; t++)
     n_tpot += ((GArray *) tpot->pdata[t])->len;
   g_string_append_printf(driver, "ntpot = %u\n", n_tpot);
-  return add_figure(driver, figures, "latency-cdf", "latency-cdf.gp", 1200, 520, error);
+  return add_figure(plots, driver, figures, "latency-cdf", "latency-cdf.gp", 1200, 520, error);
 }
 
 /* Per-GPU bytes of one KV block, its own KV region, and the tenants in
@@ -727,11 +794,8 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
   gboolean ok = FALSE;
   if (!csv_read(path, &csv, error))
     return FALSE;
-  for (guint i = 0; i < G_N_ELEMENTS(needed); i++)
-    if ((col[i] = csv_column(&csv, needed[i])) < 0) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column %s", path, needed[i]);
-      goto out;
-    }
+  if (!csv_columns(&csv, path, needed, G_N_ELEMENTS(needed), col, error))
+    goto out;
   /* one series per GPU, in GPU order */
   for (guint r = 0; r < csv.rows->len; r++) {
     GPtrArray *row = csv.rows->pdata[r];
@@ -821,15 +885,224 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
     gp_set(driver, "figtitle", title);
   gp_series(driver, names);
   gp_set(driver, "data", "memory.dat");
-  ok = add_figure(driver, figures, "memory", "memory.gp", 1100,
+  ok = add_figure(plots, driver, figures, "memory", "memory.gp", 1100,
                   120 + 230 * ((names->len + 1) / (names->len > 1 ? 2 : 1)), error) &&
-       add_figure(driver, figures, "remote", "remote.gp", 1000, 640, error);
+       add_figure(plots, driver, figures, "remote", "remote.gp", 1000, 640, error);
 out:
   csv_clear(&csv);
   return ok;
 }
 
 /* ---- running gnuplot ---------------------------------------------------------- */
+
+/* ---- the transparency frontier (frontier.csv of ema-sim frontier) ------------------ */
+
+typedef struct {
+  double tokens, prefetch, direct;
+} FrontierRow;
+
+static gint compare_frontier_rows(gconstpointer a, gconstpointer b) {
+  double x = ((const FrontierRow *) a)->tokens, y = ((const FrontierRow *) b)->tokens;
+  return x < y ? -1 : x > y;
+}
+
+/* ROWS, sorted by tokens, as one data block; ROWS is emptied. */
+static void frontier_block(GString *data, GArray *rows) {
+  g_array_sort(rows, compare_frontier_rows);
+  for (guint i = 0; i < rows->len; i++) {
+    const FrontierRow *row = &g_array_index(rows, FrontierRow, i);
+    append_number(data, row->tokens);
+    g_string_append_c(data, ' ');
+    append_number(data, row->prefetch);
+    g_string_append_c(data, ' ');
+    append_number(data, row->direct);
+    g_string_append_c(data, '\n');
+  }
+  g_array_set_size(rows, 0);
+}
+
+static gboolean plot_frontier(const char *dir, const char *plots, const char *title,
+                              GString *driver, GPtrArray *figures, GError **error) {
+  static const char *const needed[] = {"server", "batch", "context", "prefetch_share",
+                                       "direct_share"};
+  g_autofree char *path = g_build_filename(dir, "frontier.csv", NULL);
+  g_autoptr(GPtrArray) servers = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GString) data = g_string_new(
+      "# per server: KV tokens a step reads (batch x context), prefetch and direct remote share "
+      "(%), sorted by tokens\n");
+  g_autoptr(GArray) block = g_array_new(FALSE, FALSE, sizeof(FrontierRow));
+  gint col[G_N_ELEMENTS(needed)];
+  Csv csv = {0};
+  gboolean ok = FALSE;
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  if (!csv_columns(&csv, path, needed, G_N_ELEMENTS(needed), col, error))
+    goto out;
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    const char *server = csv_cell(row, col[0]);
+    double v[4];
+    for (guint k = 0; k < 4; k++)
+      if (!parse_number(csv_cell(row, col[k + 1]), &v[k])) {
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: row %u: not a number", path,
+                    r + 2);
+        goto out;
+      }
+    if (servers->len == 0 || strcmp(servers->pdata[servers->len - 1], server) != 0) {
+      frontier_block(data, block);
+      g_string_append_printf(data, "%s# %s\n", servers->len ? "\n\n" : "", server);
+      g_ptr_array_add(servers, g_strdup(server));
+    }
+    {
+      FrontierRow point = {v[0] * v[1], 100 * v[2], 100 * v[3]};
+      g_array_append_val(block, point);
+    }
+  }
+  frontier_block(data, block);
+  if (servers->len == 0) {
+    ok = TRUE;
+    goto out;
+  }
+  if (!write_data(plots, "frontier.dat", data, error))
+    goto out;
+  gp_set(driver, "figtitle", title);
+  gp_series(driver, servers);
+  ok = add_figure(plots, driver, figures, "frontier", "frontier.gp", 1000, 560, error);
+out:
+  csv_clear(&csv);
+  return ok;
+}
+
+/* ---- comparison figure (compare.csv of `ema-sim run` with compare:) ---------------- */
+
+/* The borrower's output tokens/s and borrowed GiB over time in one
+ * variant's timeline.csv, as one data block; FALSE on a read error. */
+static gboolean compare_timeline(const char *dir, const char *borrower, GString *out,
+                                 GError **error) {
+  g_autofree char *path = g_build_filename(dir, "timeline.csv", NULL);
+  Csv csv = {0};
+  gint time_col, tenant_col, tokens_col, borrowed_col;
+  double previous = NAN;
+  gboolean ok = FALSE;
+  guint rows = 0;
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  time_col = csv_column(&csv, "time_s");
+  tenant_col = csv_column(&csv, "tenant");
+  tokens_col = csv_column(&csv, "tokens");
+  borrowed_col = csv_column(&csv, "slices_borrowed");
+  if (time_col < 0 || tenant_col < 0 || tokens_col < 0 || borrowed_col < 0) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "%s lacks time_s, tenant, tokens or slices_borrowed", path);
+    goto out;
+  }
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    double t, tokens, borrowed;
+    if (strcmp(csv_cell(row, tenant_col), borrower) != 0 ||
+        !parse_number(csv_cell(row, time_col), &t) ||
+        !parse_number(csv_cell(row, tokens_col), &tokens) ||
+        !parse_number(csv_cell(row, borrowed_col), &borrowed))
+      continue;
+    if (isfinite(previous) && t > previous) {
+      append_number(out, t);
+      g_string_append_c(out, ' ');
+      append_number(out, tokens / (t - previous));
+      g_string_append_c(out, ' ');
+      append_number(out, borrowed * (double) EMA_SLICE_BYTES / GIB);
+      g_string_append_c(out, '\n');
+      rows++;
+    }
+    previous = t;
+  }
+  if (rows == 0)
+    g_string_append(out, "NaN NaN NaN\n");
+  ok = TRUE;
+out:
+  csv_clear(&csv);
+  return ok;
+}
+
+/* The TTFTs of one variant's requests.csv: the borrower's into MINE, every
+ * other tenant's into LENDERS. */
+static gboolean compare_ttfts(const char *dir, const char *borrower, GArray *mine, GArray *lenders,
+                              GError **error) {
+  g_autofree char *path = g_build_filename(dir, "requests.csv", NULL);
+  Csv csv = {0};
+  gint tenant_col, ttft_col;
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
+    return TRUE; /* requests_csv: false */
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  tenant_col = csv_column(&csv, "tenant");
+  ttft_col = csv_column(&csv, "ttft_ms");
+  for (guint r = 0; tenant_col >= 0 && ttft_col >= 0 && r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    double value;
+    if (parse_number(csv_cell(row, ttft_col), &value) && value > 0)
+      g_array_append_val(strcmp(csv_cell(row, tenant_col), borrower) == 0 ? mine : lenders, value);
+  }
+  csv_clear(&csv);
+  return TRUE;
+}
+
+static gboolean plot_compare(const char *dir, const char *plots, const char *title, GString *driver,
+                             GPtrArray *figures, GError **error) {
+  g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
+  g_autoptr(GPtrArray) variants = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) mine = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+  g_autoptr(GPtrArray) lenders = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+  g_autoptr(GString) timeline = g_string_new(
+      "# per variant: time_s, the borrower's output tokens/s, the GiB it had borrowed\n");
+  g_autoptr(GString) mine_data = NULL, lenders_data = NULL;
+  g_autofree char *borrower = NULL;
+  Csv csv = {0};
+  gint variant_col, dir_col, borrower_col;
+  gboolean ok = FALSE;
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  variant_col = csv_column(&csv, "variant");
+  dir_col = csv_column(&csv, "dir");
+  borrower_col = csv_column(&csv, "borrower");
+  if (variant_col < 0 || dir_col < 0 || borrower_col < 0 || csv.rows->len == 0) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "%s: no rows with variant, dir and borrower", path);
+    goto out;
+  }
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    const char *sub = csv_cell(row, dir_col);
+    g_autofree char *variant_dir = NULL;
+    if (sub[0] == '\0' || strchr(sub, '/') || strcmp(sub, "..") == 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: row %u: bad dir '%s'", path, r + 2,
+                  sub);
+      goto out;
+    }
+    variant_dir = g_build_filename(dir, sub, NULL);
+    if (borrower == NULL)
+      borrower = g_strdup(csv_cell(row, borrower_col));
+    g_ptr_array_add(variants, g_strdup(csv_cell(row, variant_col)));
+    g_ptr_array_add(mine, g_array_new(FALSE, FALSE, sizeof(double)));
+    g_ptr_array_add(lenders, g_array_new(FALSE, FALSE, sizeof(double)));
+    g_string_append_printf(timeline, "%s# %s\n", r ? "\n\n" : "", csv_cell(row, variant_col));
+    if (!compare_timeline(variant_dir, borrower, timeline, error) ||
+        !compare_ttfts(variant_dir, borrower, mine->pdata[r], lenders->pdata[r], error))
+      goto out;
+  }
+  mine_data = cdf_data(variants, mine, "the borrower's TTFT");
+  lenders_data = cdf_data(variants, lenders, "the lenders' TTFT");
+  if (!write_data(plots, "compare-timeline.dat", timeline, error) ||
+      !write_data(plots, "compare-borrower-ttft.dat", mine_data, error) ||
+      !write_data(plots, "compare-lenders-ttft.dat", lenders_data, error))
+    goto out;
+  gp_set(driver, "figtitle", title);
+  gp_set(driver, "borrower", borrower);
+  gp_series(driver, variants);
+  ok = add_figure(plots, driver, figures, "compare", "compare.gp", 1200, 900, error);
+out:
+  csv_clear(&csv);
+  return ok;
+}
 
 char *ema_plot_find_gnuplot(void) {
   const char *given = g_getenv("EMA_GNUPLOT");
@@ -868,6 +1141,8 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   g_autofree char *requests = g_build_filename(dir, "requests.csv", NULL);
   g_autofree char *timeline = g_build_filename(dir, "timeline.csv", NULL);
   g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
+  g_autofree char *compare_csv = g_build_filename(dir, "compare.csv", NULL);
+  g_autofree char *frontier_csv = g_build_filename(dir, "frontier.csv", NULL);
   g_autofree char *driver_path = g_build_filename(plots, "plots.gp", NULL);
   g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GString) driver = g_string_new(NULL);
@@ -895,15 +1170,29 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   }
   g_string_append_printf(driver,
                          "# Made by ema-sim plot %s: `gnuplot plots.gp` in this folder draws the\n"
-                         "# figures again. The scripts it loads are plain gnuplot: edit them, or\n"
-                         "# put your own versions in a folder named by EMA_PLOT_PATH.\n",
+                         "# figures again. The scripts it loads are copies, here, of the plain\n"
+                         "# gnuplot scripts of ema-sim's plots/: edit them, or put your own\n"
+                         "# versions in a folder named by EMA_PLOT_PATH.\n",
                          EMA_VERSION);
-  gp_set(driver, "common", common);
+  {
+    g_autofree char *copied = copy_script(plots, common, error);
+    if (copied == NULL)
+      return FALSE;
+    gp_set(driver, "common", copied);
+  }
   g_string_append_c(driver, '\n');
   if (!settings_load(dir, options, &settings, error))
     goto out;
   if (g_file_test(sweep_csv, G_FILE_TEST_IS_REGULAR) &&
       !plot_sweep(dir, plots, &settings, driver, drawn, error))
+    goto out;
+  if (g_file_test(frontier_csv, G_FILE_TEST_IS_REGULAR) &&
+      !plot_frontier(dir, plots, settings.title ? settings.title : "transparency frontier", driver,
+                     drawn, error))
+    goto out;
+  if (g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR) &&
+      !plot_compare(dir, plots, settings.title ? settings.title : "comparison", driver, drawn,
+                    error))
     goto out;
   if (g_file_test(summary, G_FILE_TEST_IS_REGULAR) &&
       (g_file_test(requests, G_FILE_TEST_IS_REGULAR) ||
@@ -920,10 +1209,12 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
       goto out;
   }
   if (drawn->len == 0) {
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
-                "%s: nothing to plot (no sweep.csv, and no requests.csv or timeline.csv with a "
-                "summary.json)",
-                dir);
+    g_set_error(
+        error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+        "%s: nothing to plot (no sweep.csv, compare.csv or frontier.csv, and no requests.csv or "
+        "timeline.csv with a "
+        "summary.json)",
+        dir);
     goto out;
   }
   if (!g_file_set_contents(driver_path, driver->str, (gssize) driver->len, error) ||

@@ -20,6 +20,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ema/run/output.h"
 #include "ema/traces/trace.h"
 
 #define MAX_POINTS 1000000
@@ -210,21 +211,22 @@ static gboolean set_path(EmaNode *root, const char *path, const EmaNode *where, 
 
 /* ---- loading --------------------------------------------------------------- */
 
-static gboolean load_variants(EmaSweep *sweep, GError **error) {
-  const EmaNode *variants = ema_node_get(sweep->root, "variants");
+/* The variants under KEY ("variants", or "compare" for ema-sim run). */
+static gboolean load_variants(EmaSweep *sweep, const char *key_name, GError **error) {
+  const EmaNode *variants = ema_node_get(sweep->root, key_name);
   if (variants == NULL)
     return TRUE;
   if (variants->kind != EMA_NODE_MAP || variants->items->len == 0) {
-    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, variants, "variants",
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, variants, key_name,
                    "give a map of named variants, e.g. {static: {}, ema: {policy: ema}}");
     return FALSE;
   }
   for (guint i = 0; i < variants->items->len; i++) {
     const EmaNode *key = variants->keys->pdata[i];
     const EmaNode *variant = variants->items->pdata[i];
-    g_autofree char *path = g_strconcat("variants.", key->value, NULL);
+    g_autofree char *path = g_strconcat(key_name, ".", key->value, NULL);
     if (key->value == NULL || key->value[0] == '\0') {
-      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, "variants", "a variant needs a name");
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key_name, "a variant needs a name");
       return FALSE;
     }
     if (variant->kind == EMA_NODE_SCALAR && variant->value == NULL)
@@ -411,7 +413,10 @@ static gboolean enumerate_points(EmaSweep *sweep, const EmaNode *where, GError *
   return TRUE;
 }
 
-EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError **error) {
+/* A sweep file, or with COMPARE an experiment file's `compare:` variants
+ * (ema_sweep_load_compare). */
+static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboolean compare,
+                            GError **error) {
   g_autoptr(EmaSweep) sweep = g_new0(EmaSweep, 1);
   const EmaNode *name;
   sweep->path = g_strdup(path);
@@ -426,12 +431,27 @@ EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError 
                    "a sweep file must be a map of settings");
     return NULL;
   }
-  if (!load_variants(sweep, error) || !load_axes(sweep, error) ||
-      !load_repeats_and_plot(sweep, error))
+  for (guint i = 0; compare && ema_experiment_sweep_keys[i]; i++) {
+    const EmaNode *key = ema_node_get_key(sweep->root, ema_experiment_sweep_keys[i]);
+    if (key) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
+                     "an experiment with compare is not a sweep file (a sweep has variants)");
+      return NULL;
+    }
+  }
+  if (!compare && ema_node_get_key(sweep->root, EMA_EXPERIMENT_COMPARE_KEY)) {
+    const EmaNode *key = ema_node_get_key(sweep->root, EMA_EXPERIMENT_COMPARE_KEY);
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
+                   "compare is for ema-sim run; a sweep file gives variants");
+    return NULL;
+  }
+  if (!load_variants(sweep, compare ? EMA_EXPERIMENT_COMPARE_KEY : "variants", error) ||
+      !load_axes(sweep, error) || !load_repeats_and_plot(sweep, error))
     return NULL;
   sweep->base = ema_node_copy(sweep->root);
   for (guint i = 0; ema_experiment_sweep_keys[i]; i++)
     map_remove(sweep->base, ema_experiment_sweep_keys[i]);
+  map_remove(sweep->base, EMA_EXPERIMENT_COMPARE_KEY);
   if (!ema_params_expand(&ema_experiment_params, sweep->base, error))
     return NULL;
   for (guint i = 0; overrides && overrides[i]; i++)
@@ -444,6 +464,19 @@ EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError 
   if (!enumerate_points(sweep, sweep->root, error))
     return NULL;
   return g_steal_pointer(&sweep);
+}
+
+EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError **error) {
+  return sweep_load(path, overrides, FALSE, error);
+}
+
+EmaSweep *ema_sweep_load_compare(const char *path, const char *const *overrides, GError **error) {
+  return sweep_load(path, overrides, TRUE, error);
+}
+
+const char *ema_sweep_variant_name(const EmaSweep *sweep, guint point) {
+  g_return_val_if_fail(point < sweep->points->len, NULL);
+  return variant_name(sweep, &g_array_index(sweep->points, Point, point));
 }
 
 const char *ema_sweep_name(const EmaSweep *sweep) {
@@ -598,18 +631,15 @@ static char *json_text(JsonObject *object, const char *member) {
   }
 }
 
-/* Columns of sweep.csv: {summary.json member, column name}. */
-static const char *const tenant_columns[][2] = {
-    {"throughput_tok_s", "throughput_tok_s"},
-    {"ttft_ms.p50", "ttft_p50_ms"},
-    {"ttft_ms.p99", "ttft_p99_ms"},
-    {"tpot_ms.p50", "tpot_p50_ms"},
-    {"tpot_ms.p99", "tpot_p99_ms"},
-    {"e2e_ms.p99", "e2e_p99_ms"},
-    {"completed", "completed"},
-    {"unfinished", "unfinished"},
-    {"preemptions", "preemptions"},
+/* Columns of sweep.csv per tenant: summary.json members (a latency block
+ * "ttft_ms" gives ttft_p50_ms .. ttft_std_ms). */
+static const char *const tenant_columns[] = {
+    "throughput_tok_s", "total_tok_s",         "req_per_s",         "goodput_req_s",
+    "slo_attainment",   "completed",           "unfinished",        "preemptions",
+    "kv_util_mean",     "kv_util_usable_mean", "slowed_by_peers_s", "borrowed_peak_bytes",
 };
+static const char *const latency_columns[] = {"ttft", "tpot", "itl", "e2e"};
+static const char *const latency_stats[] = {"p50", "p90", "p95", "p99", "mean", "std"};
 static const char *const pool_columns[] = {
     "borrows",          "slices_borrowed",      "reclaims",
     "slices_reclaimed", "reclaim_wait_mean_ms", "exposed_remote_s",
@@ -643,7 +673,15 @@ static EmaSweepRecord *record_read(guint point, const char *dir) {
       JsonObject *tenant = json_array_get_object_element(array, i);
       const char *name = json_object_get_string_member_with_default(tenant, "name", "?");
       for (guint c = 0; c < G_N_ELEMENTS(tenant_columns); c++)
-        record_add_json(record, tenant, name, tenant_columns[c][0], tenant_columns[c][1]);
+        record_add_json(record, tenant, name, tenant_columns[c], tenant_columns[c]);
+      for (guint l = 0; l < G_N_ELEMENTS(latency_columns); l++)
+        for (guint q = 0; q < G_N_ELEMENTS(latency_stats); q++) {
+          g_autofree char *member =
+              g_strdup_printf("%s_ms.%s", latency_columns[l], latency_stats[q]);
+          g_autofree char *column =
+              g_strdup_printf("%s_%s_ms", latency_columns[l], latency_stats[q]);
+          record_add_json(record, tenant, name, member, column);
+        }
     }
     for (guint c = 0; c < G_N_ELEMENTS(pool_columns); c++) {
       g_autofree char *member = g_strconcat("pool.", pool_columns[c], NULL);
@@ -662,6 +700,7 @@ static EmaSweepRecord *record_read(guint point, const char *dir) {
     if (json_object_get_int_member_with_default(root, "expectations_missed", 0) > 0)
       record->status = EMA_SWEEP_MISSED;
   }
+  record_add_json(record, root, "sim", "makespan_s", "makespan_s");
   record_add_json(record, root, "sim", "sim.simulated_s", "simulated_s");
   record_add_json(record, root, "sim", "sim.events", "events");
   return record;
@@ -728,6 +767,8 @@ typedef struct {
   guint resumed; /* of which found complete */
   guint ran;     /* of which run now */
   guint failed;
+  guint other_build; /* complete points made by another build, run again */
+  char *build_id;    /* ema_output_build_id of the program that runs the points */
   gboolean stop;
   guint progress_width; /* of the progress line on the terminal; 0: none */
   gint64 start;
@@ -854,29 +895,20 @@ static void on_child_exit(GPid pid, gint wait_status, gpointer data) {
   draw_progress(runner);
 }
 
-/* Make the point's directory, write its resolved.yaml (after removing a
- * summary.json of an earlier run) and start ema-sim run on it. */
+/* Claim the point's directory (which removes an earlier run's summary.json
+ * and the rest it wrote), write its resolved.yaml and start ema-sim run on
+ * it. */
 static gboolean start_point(Runner *runner, guint point, GError **error) {
   g_autofree char *dir = point_dir(runner, point);
   g_autofree char *resolved = g_build_filename(dir, "resolved.yaml", NULL);
-  g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
   g_autoptr(GPtrArray) argv = g_ptr_array_new();
   Child *child;
   GPid pid;
   int out, err;
   gboolean ok;
-  if (g_mkdir_with_parents(dir, 0777) != 0) {
-    int saved = errno;
-    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot create %s: %s", dir,
-                g_strerror(saved));
+  /* the point's folder is a run's (output.h): what an earlier run wrote goes */
+  if (!ema_output_claim_dir(dir, NULL, error))
     return FALSE;
-  }
-  if (g_remove(summary) != 0 && errno != ENOENT) {
-    int saved = errno;
-    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot remove %s: %s",
-                summary, g_strerror(saved));
-    return FALSE;
-  }
   if (!g_file_set_contents(resolved, runner->sweep->resolved->pdata[point], -1, error))
     return FALSE;
   if ((out = open_log(dir, "run.out", error)) < 0)
@@ -925,16 +957,42 @@ static void launch_more(Runner *runner) {
     g_main_loop_quit(runner->loop);
 }
 
-/* A point is complete when its summary.json reads and its resolved.yaml is
- * the one the sweep resolves now. */
+/* provenance.build_id of DIR/summary.json; NULL when there is none. */
+static char *summary_build_id(const char *dir) {
+  g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  JsonNode *root;
+  JsonObject *provenance;
+  if (!json_parser_load_from_mapped_file(parser, path, NULL) ||
+      (root = json_parser_get_root(parser)) == NULL || !JSON_NODE_HOLDS_OBJECT(root) ||
+      !json_object_has_member(json_node_get_object(root), "provenance") ||
+      !JSON_NODE_HOLDS_OBJECT(json_object_get_member(json_node_get_object(root), "provenance")))
+    return NULL;
+  provenance = json_object_get_object_member(json_node_get_object(root), "provenance");
+  if (!json_object_has_member(provenance, "build_id") ||
+      json_node_get_value_type(json_object_get_member(provenance, "build_id")) != G_TYPE_STRING)
+    return NULL;
+  return g_strdup(json_object_get_string_member(provenance, "build_id"));
+}
+
+/* A point is complete when its summary.json reads, its resolved.yaml is
+ * the one the sweep resolves now, and it was made by this build of ema-sim
+ * and its plugins (or the options say to reuse other builds' points). */
 static EmaSweepRecord *complete_record(Runner *runner, guint point) {
   g_autofree char *dir = point_dir(runner, point);
   g_autofree char *path = g_build_filename(dir, "resolved.yaml", NULL);
   g_autofree char *text = NULL;
+  g_autofree char *build_id = NULL;
   EmaSweepRecord *record;
   if (!g_file_get_contents(path, &text, NULL, NULL) ||
       strcmp(text, runner->sweep->resolved->pdata[point]) != 0)
     return NULL;
+  build_id = summary_build_id(dir);
+  if (!runner->options->reuse_other_builds && build_id &&
+      g_strcmp0(build_id, runner->build_id) != 0) {
+    runner->other_build++;
+    return NULL;
+  }
   record = record_read(point, dir);
   if (record)
     record->resumed = TRUE;
@@ -963,6 +1021,7 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
   runner.records = records;
   runner.queue = g_array_new(FALSE, FALSE, sizeof(guint));
   runner.start = g_get_monotonic_time();
+  runner.build_id = ema_output_build_id(options->program);
   for (guint p = options->rank; p < sweep->points->len; p += options->ranks) {
     EmaSweepRecord *record = complete_record(&runner, p);
     runner.total++;
@@ -972,6 +1031,12 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
     } else
       g_array_append_val(runner.queue, p);
   }
+  if (runner.other_build > 0)
+    fprintf(stderr,
+            "ema-sim sweep: %u finished point%s made by another build of ema-sim or of its "
+            "plugins: running %s again (--reuse keeps them)\n",
+            runner.other_build, runner.other_build == 1 ? " was" : "s were",
+            runner.other_build == 1 ? "it" : "them");
   /* the default main context: child watches and the progress tick */
   runner.loop = g_main_loop_new(NULL, FALSE);
   if (options->progress) {
@@ -990,26 +1055,13 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
     records->pdata[p] = record_new(p, EMA_SWEEP_NOT_RUN);
   }
   g_array_unref(runner.queue);
+  g_free(runner.build_id);
   for (guint p = options->rank; p < sweep->points->len; p += options->ranks)
     g_ptr_array_add(mine, g_steal_pointer(&records->pdata[p]));
   return mine;
 }
 
 /* ---- results ---------------------------------------------------------------- */
-
-static void csv_field(GString *out, const char *text) {
-  if (strpbrk(text, ",\"\n\r") == NULL) {
-    g_string_append(out, text);
-    return;
-  }
-  g_string_append_c(out, '"');
-  for (const char *c = text; *c; c++) {
-    if (*c == '"')
-      g_string_append_c(out, '"');
-    g_string_append_c(out, *c);
-  }
-  g_string_append_c(out, '"');
-}
 
 static void yaml_string(GString *out, const char *key, const char *value) {
   g_autofree char *escaped = g_strescape(value, NULL);
@@ -1044,26 +1096,26 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
   g_string_append(csv, "point,variant");
   for (guint a = 0; a < sweep->axes->len; a++) {
     g_string_append_c(csv, ',');
-    csv_field(csv, ((const Axis *) sweep->axes->pdata[a])->path);
+    ema_output_csv_field(csv, ((const Axis *) sweep->axes->pdata[a])->path);
   }
   g_string_append(csv, ",repeat,seed,status");
   for (guint c = 0; c < columns->len; c++) {
     g_string_append_c(csv, ',');
-    csv_field(csv, columns->pdata[c]);
+    ema_output_csv_field(csv, columns->pdata[c]);
   }
   g_string_append_c(csv, '\n');
   for (guint p = 0; p < n; p++) {
     const Point *point = &g_array_index(sweep->points, Point, p);
     const EmaSweepRecord *record = by_point[p];
     g_autoptr(GHashTable) values = g_hash_table_new(g_str_hash, g_str_equal);
-    csv_field(csv, point->name);
+    ema_output_csv_field(csv, point->name);
     g_string_append_c(csv, ',');
-    csv_field(csv, variant_name(sweep, point));
+    ema_output_csv_field(csv, variant_name(sweep, point));
     for (guint a = 0; a < sweep->axes->len; a++) {
       const Axis *axis = sweep->axes->pdata[a];
       g_autofree char *text = flow_text(axis->values->items->pdata[point->value[a]]);
       g_string_append_c(csv, ',');
-      csv_field(csv, text);
+      ema_output_csv_field(csv, text);
     }
     g_string_append_printf(csv, ",%u,%" G_GINT64_FORMAT ",%s", point->repeat,
                            g_array_index(sweep->seeds, gint64, p),
@@ -1073,7 +1125,7 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
     for (guint c = 0; c < columns->len; c++) {
       const char *value = g_hash_table_lookup(values, columns->pdata[c]);
       g_string_append_c(csv, ',');
-      csv_field(csv, value ? value : "");
+      ema_output_csv_field(csv, value ? value : "");
     }
     g_string_append_c(csv, '\n');
   }

@@ -2,13 +2,51 @@
  * the hardware models (hwmodel.c) and the LLM shapes (llm.c).
  *
  * Invariants: the search order is the environment variable's directories in
- * order, then the built-in one; names are listed sorted (strcmp) and each
- * once, whatever directory order or duplicates the path has. */
+ * order, then the built-in one (installed, else the source tree's); names are listed sorted
+ * (strcmp) and each once, whatever directory order or duplicates the path has. */
 #include "ema/core/modelpath.h"
 
 #include <string.h>
 
 #include "ema/core/node.h"
+
+/* <prefix> when this program is <prefix>/EMA_INSTALL_BINDIR/NAME and
+ * <prefix>/EMA_INSTALL_DATADIR exists; NULL otherwise (a build tree). */
+static char *installed_prefix(void) {
+  g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
+  g_autofree char *bindir = NULL;
+  g_autofree char *data = NULL;
+  char *prefix;
+  if (exe == NULL)
+    return NULL;
+  bindir = g_path_get_dirname(exe);
+  if (!g_str_has_suffix(bindir, G_DIR_SEPARATOR_S EMA_INSTALL_BINDIR))
+    return NULL;
+  prefix = g_strndup(bindir, strlen(bindir) - strlen(EMA_INSTALL_BINDIR) - 1);
+  data = g_build_filename(prefix, EMA_INSTALL_DATADIR, NULL);
+  if (!g_file_test(data, G_FILE_TEST_IS_DIR)) {
+    g_free(prefix);
+    return NULL;
+  }
+  return prefix;
+}
+
+char *ema_data_dir(const char *name) {
+  g_autofree char *prefix = installed_prefix();
+  if (prefix)
+    return g_build_filename(prefix, EMA_INSTALL_DATADIR, name, NULL);
+  if (strcmp(name, "plots") == 0)
+    return g_strdup(EMA_SOURCE_PLOTS);
+  return g_strdup(EMA_SOURCE_HWMODELS);
+}
+
+char *ema_installed_plugin_dir(void) {
+  g_autofree char *prefix = installed_prefix();
+  char *dir = prefix ? g_build_filename(prefix, EMA_INSTALL_PLUGINDIR, NULL) : NULL;
+  if (dir && !g_file_test(dir, G_FILE_TEST_IS_DIR))
+    g_clear_pointer(&dir, g_free);
+  return dir;
+}
 
 GPtrArray *ema_model_dir_search_path(const char *subdir, const char *env_var) {
   GPtrArray *dirs = g_ptr_array_new_with_free_func(g_free);
@@ -19,7 +57,10 @@ GPtrArray *ema_model_dir_search_path(const char *subdir, const char *env_var) {
       if (*parts[i])
         g_ptr_array_add(dirs, g_strdup(parts[i]));
   }
-  g_ptr_array_add(dirs, g_build_filename(EMA_SOURCE_HWMODELS, subdir, NULL));
+  {
+    g_autofree char *builtin = ema_data_dir("hwmodels");
+    g_ptr_array_add(dirs, g_build_filename(builtin, subdir, NULL));
+  }
   return dirs;
 }
 

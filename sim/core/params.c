@@ -298,6 +298,8 @@ static gboolean bind_param(const EmaParam *param, gpointer object, const EmaNode
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, map, path, "missing required key");
       return FALSE;
     }
+    if (value == NULL && (param->flags & EMA_PARAM_OPTIONAL))
+      return TRUE; /* an optional map that is absent stays all zero */
     return ema_params_bind(param->table, field, value, path, error);
   }
 
@@ -502,6 +504,15 @@ static char *format_value(const EmaParam *param, gconstpointer field) {
   }
 }
 
+/* TRUE when the SIZE bytes at FIELD are all zero (an absent optional map). */
+static gboolean is_all_zero(gconstpointer field, gsize size) {
+  const guchar *bytes = field;
+  for (gsize i = 0; i < size; i++)
+    if (bytes[i])
+      return FALSE;
+  return TRUE;
+}
+
 /* Write TABLE's fields of OBJECT; the first line starts with FIRST_PREFIX
  * (e.g. "  - " for a list item), the others with INDENT spaces. */
 static void write_struct(const EmaParamTable *table, gconstpointer object, GString *out,
@@ -512,6 +523,9 @@ static void write_struct(const EmaParamTable *table, gconstpointer object, GStri
     gconstpointer field = field_cptr(object, param);
     if ((param->flags & EMA_PARAM_OPTIONAL) && param->type < EMA_PARAM_STRUCT &&
         is_zero(param, field))
+      continue;
+    if ((param->flags & EMA_PARAM_OPTIONAL) && param->type == EMA_PARAM_STRUCT &&
+        is_all_zero(field, param->table->size))
       continue;
     if ((param->flags & EMA_PARAM_OPTIONAL) && param->type == EMA_PARAM_LIST &&
         (*(GArray *const *) field == NULL || (*(GArray *const *) field)->len == 0))

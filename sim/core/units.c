@@ -513,6 +513,22 @@ char *ema_units_format_size(guint64 bytes) {
   return g_strdup_printf("%" G_GUINT64_FORMAT "%s", best_value, best->name);
 }
 
+char *ema_units_format_size_human(guint64 bytes) {
+  static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = (double) bytes;
+  guint i = 0;
+  while (value >= 1024 && i + 1 < G_N_ELEMENTS(names)) {
+    value /= 1024;
+    i++;
+  }
+  return i == 0 ? g_strdup_printf("%" G_GUINT64_FORMAT " B", bytes)
+                : g_strdup_printf("%.*f %s",
+                                  value < 10    ? 2
+                                  : value < 100 ? 1
+                                                : 0,
+                                  value, names[i]);
+}
+
 char *ema_units_format_duration(gint64 ns) {
   static const struct {
     guint64 scale;

@@ -3,7 +3,8 @@
  *
  * Invariants kept by the tables' checks: duplex bandwidth is at least one
  * direction's and at most both directions'; a direct read is no faster than
- * a copy over the same link; a server has at least one GPU. */
+ * a copy over the same link; a server has at least one GPU; a server of
+ * more than one GPU has a link (one GPU may leave it out: it stays zero). */
 #include "ema/hw/hwmodel.h"
 
 #include "ema/core/modelpath.h"
@@ -25,6 +26,10 @@ static const EmaParam gpu_params[] = {
      .help = "GPU model name"},
     {"hbm_capacity", EMA_PARAM_SIZE, GPU_FIELD(hbm_capacity), .flags = EMA_PARAM_REQUIRED,
      .min = 1048576, .max = 1125899906842624.0, .help = "usable HBM per GPU"},
+    {"hbm_scale", EMA_PARAM_DOUBLE, GPU_FIELD(hbm_scale), .default_value = "1", .min = 0.01,
+     .max = 64,
+     .help = "what-if factor on hbm_capacity: the simulated GPU has hbm_capacity x hbm_scale "
+             "(2: the 2x oracle, a server with twice the memory; nothing else changes)"},
     {"hbm_bandwidth", EMA_PARAM_BANDWIDTH, GPU_FIELD(hbm_bandwidth), .flags = EMA_PARAM_REQUIRED,
      .min = BW_MIN, .max = BW_MAX, .help = "streaming-read bandwidth of local HBM"},
     {"local_copy_bandwidth", EMA_PARAM_BANDWIDTH, GPU_FIELD(local_copy_bandwidth),
@@ -177,16 +182,36 @@ static const EmaParam server_params[] = {
      .help = "direct: a link per GPU pair; switch: a port per GPU into a switch; pcie: no GPU "
              "fabric"},
     {"link", EMA_PARAM_STRUCT, SERVER_FIELD(link), .table = &link_table,
-     .flags = EMA_PARAM_REQUIRED,
-     .help = "peer path: a pair's link (direct), a GPU's switch port (switch), PCIe peer limits"},
+     .flags = EMA_PARAM_OPTIONAL,
+     .help = "peer path: a pair's link (direct), a GPU's switch port (switch), PCIe peer limits "
+             "(required with more than one GPU)"},
     {"host", EMA_PARAM_STRUCT, SERVER_FIELD(host), .table = &host_table,
      .flags = EMA_PARAM_REQUIRED, .help = "each GPU's link to host memory"},
     {"vmm", EMA_PARAM_STRUCT, SERVER_FIELD(vmm), .table = &vmm_table,
      .help = "virtual-memory costs of lending a slice"},
 };
 
+/* A server of more than one GPU needs its peer path; one GPU has none. */
+static gboolean check_server(gpointer object, const EmaNode *node, const char *path,
+                             GError **error) {
+  const EmaServerSpec *server = object;
+  if (server->gpus > 1 && (node == NULL || ema_node_get(node, "link") == NULL)) {
+    g_autofree char *key_path = path ? g_strconcat(path, ".link", NULL) : g_strdup("link");
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, key_path,
+                   "missing required key (a server of %" G_GINT64_FORMAT
+                   " GPUs needs its peer link; only a one-GPU server may leave it out)",
+                   server->gpus);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 const EmaParamTable ema_server_params = {"server", sizeof(EmaServerSpec), server_params,
-                                         EMA_PARAMS_N(server_params), NULL};
+                                         EMA_PARAMS_N(server_params), check_server};
+
+guint64 ema_gpu_hbm_bytes(const EmaGpuSpec *gpu) {
+  return (guint64) ((double) gpu->hbm_capacity * gpu->hbm_scale);
+}
 
 /* ---- finding models ---------------------------------------------------- */
 

@@ -275,6 +275,20 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
   return TRUE;
 }
 
+#define SLO_FIELD(f) G_STRUCT_OFFSET(EmaSloSpec, f)
+
+static const EmaParam slo_params[] = {
+    {"ttft", EMA_PARAM_DURATION, SLO_FIELD(ttft), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 1e15, .help = "a request meets it when its time to first token is at most this"},
+    {"tpot", EMA_PARAM_DURATION, SLO_FIELD(tpot), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 1e15,
+     .help = "a request meets it when its time per output token (after the first) is at most "
+             "this"},
+};
+
+static const EmaParamTable slo_table = {"slo", sizeof(EmaSloSpec), slo_params,
+                                        EMA_PARAMS_N(slo_params), NULL};
+
 static const EmaParam experiment_params[] = {
     {"name", EMA_PARAM_STRING, EXPERIMENT_FIELD(name), .flags = EMA_PARAM_REQUIRED,
      .help = "experiment name"},
@@ -308,6 +322,9 @@ static const EmaParam experiment_params[] = {
      .help = "serving: share of the HBM of a GPU without a tenant that it lends"},
     {"requests_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(requests_csv), .default_value = "true",
      .help = "serving: write one requests.csv row per finished request"},
+    {"slo", EMA_PARAM_STRUCT, EXPERIMENT_FIELD(slo), .table = &slo_table,
+     .help = "serving: SLOs for goodput (vLLM's: requests/s meeting all) and SLO attainment "
+             "(DistServe's: the share meeting all); none given: every request meets them"},
 };
 
 const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment), experiment_params,
@@ -335,6 +352,13 @@ EmaExperiment *ema_experiment_load(const char *path, const char *const *override
                      "this is a sweep file: run it with `ema-sim sweep %s`", path);
       return NULL;
     }
+  }
+  if (root->kind == EMA_NODE_MAP && ema_node_get_key(root, EMA_EXPERIMENT_COMPARE_KEY)) {
+    const EmaNode *key = ema_node_get_key(root, EMA_EXPERIMENT_COMPARE_KEY);
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
+                   "this experiment compares variants: load it with ema_sweep_load_compare "
+                   "(ema-sim run and check do)");
+    return NULL;
   }
   return ema_experiment_load_tree(root, overrides, error);
 }

@@ -1,6 +1,11 @@
-/* output.c: writes resolved.yaml and summary.json and prints result tables.
- * Models never write output; the CLI calls these after a run. JSON is built
- * with json-glib in a fixed key order, so equal results give equal bytes. */
+/* output.c: output folders (claimed with a marker file), resolved.yaml and
+ * summary.json, and the result tables. Models never write output; the CLI
+ * calls these after a run. JSON is built with json-glib in a fixed key
+ * order, so equal results give equal bytes.
+ *
+ * Invariant of a claimed folder: after ema_output_claim_dir, none of the
+ * entries an earlier run wrote there is left (so nothing in it can pass for
+ * a result of this run), and nothing ema-sim did not write is touched. */
 #include "ema/run/output.h"
 
 #include <errno.h>
@@ -8,7 +13,11 @@
 #include <math.h>
 #include <string.h>
 
+#include <glib/gstdio.h>
+
 #include "ema/core/units.h"
+#include "ema/pool/registry.h"
+#include "ema-vcs.h"
 
 gboolean ema_output_prepare_dir(const char *dir, GError **error) {
   if (g_mkdir_with_parents(dir, 0755) != 0) {
@@ -18,6 +27,107 @@ gboolean ema_output_prepare_dir(const char *dir, GError **error) {
     return FALSE;
   }
   return TRUE;
+}
+
+/* The entries every ema-sim run may write into its folder. */
+static const char *const run_entries[] = {"resolved.yaml", "summary.json", "tenants.csv",
+                                          "requests.csv",  "timeline.csv", "steps.csv",
+                                          "compare.csv",   "plots",        NULL};
+
+char *ema_output_safe_name(const char *name) {
+  GString *out = g_string_new(NULL);
+  for (const char *c = name; *c; c++)
+    g_string_append_c(out, g_ascii_isalnum(*c) || strchr("._+-", *c) ? *c : '_');
+  if (out->len == 0 || out->str[0] == '.')
+    g_string_prepend_c(out, '_');
+  return g_string_free(out, FALSE);
+}
+
+static gboolean file_error(GError **error, int saved, const char *what, const char *path) {
+  g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot %s %s: %s", what, path,
+              g_strerror(saved));
+  return FALSE;
+}
+
+/* Remove PATH: a file, or a folder of ema-sim's (plots/, or a claimed
+ * folder: it has a marker) with everything in it. Absent is fine. */
+static gboolean remove_entry(const char *path, gboolean owned_folder, GError **error) {
+  GStatBuf st;
+  if (g_lstat(path, &st) != 0)
+    return errno == ENOENT ? TRUE : file_error(error, errno, "inspect", path);
+  if (S_ISDIR(st.st_mode)) {
+    g_autofree char *marker = g_build_filename(path, EMA_OUTPUT_MARKER, NULL);
+    g_autoptr(GDir) dir = NULL;
+    const char *entry;
+    if (!owned_folder && !g_file_test(marker, G_FILE_TEST_IS_REGULAR))
+      return TRUE; /* a folder of someone else's: left alone */
+    if ((dir = g_dir_open(path, 0, error)) == NULL)
+      return FALSE;
+    while ((entry = g_dir_read_name(dir)) != NULL) {
+      g_autofree char *child = g_build_filename(path, entry, NULL);
+      if (!remove_entry(child, TRUE, error))
+        return FALSE;
+    }
+  }
+  if (g_remove(path) != 0 && errno != ENOENT)
+    return file_error(error, errno, "remove", path);
+  return TRUE;
+}
+
+gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error) {
+  g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  g_autoptr(GString) list = g_string_new(
+      "# ema-sim output folder: before it writes here again, ema-sim removes the\n"
+      "# entries listed below (what it wrote here) and leaves everything else alone.\n");
+  g_autofree char *previous = NULL;
+  if (g_file_test(dir, G_FILE_TEST_EXISTS) && !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR,
+                "cannot create output directory %s: it exists and is not a folder", dir);
+    return FALSE;
+  }
+  if (g_file_get_contents(marker, &previous, NULL, NULL)) {
+    g_auto(GStrv) lines = g_strsplit(previous, "\n", -1);
+    for (guint i = 0; lines[i]; i++) {
+      g_autofree char *path = NULL;
+      if (lines[i][0] == '\0' || lines[i][0] == '#' || strchr(lines[i], '/') ||
+          strcmp(lines[i], "..") == 0 || strcmp(lines[i], ".") == 0)
+        continue;
+      path = g_build_filename(dir, lines[i], NULL);
+      if (!remove_entry(path, strcmp(lines[i], "plots") == 0, error))
+        return FALSE;
+    }
+  } else if (g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+    g_autoptr(GDir) handle = g_dir_open(dir, 0, error);
+    if (handle == NULL)
+      return FALSE;
+    if (g_dir_read_name(handle) != NULL) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                  "output directory %s is not empty and not an ema-sim output folder (no %s): "
+                  "give another -o, or empty it",
+                  dir, EMA_OUTPUT_MARKER);
+      return FALSE;
+    }
+  } else if (g_mkdir_with_parents(dir, 0755) != 0)
+    return file_error(error, errno, "create output directory", dir);
+  for (guint i = 0; run_entries[i]; i++)
+    g_string_append_printf(list, "%s\n", run_entries[i]);
+  for (guint i = 0; extra && extra[i]; i++)
+    g_string_append_printf(list, "%s\n", extra[i]);
+  return g_file_set_contents(marker, list->str, (gssize) list->len, error);
+}
+
+void ema_output_csv_field(GString *out, const char *text) {
+  if (strpbrk(text, ",\"\r\n") == NULL) {
+    g_string_append(out, text);
+    return;
+  }
+  g_string_append_c(out, '"');
+  for (const char *c = text; *c; c++) {
+    if (*c == '"')
+      g_string_append_c(out, '"');
+    g_string_append_c(out, *c);
+  }
+  g_string_append_c(out, '"');
 }
 
 static gboolean write_file(const char *dir, const char *name, const char *text, GError **error) {
@@ -55,6 +165,90 @@ static void add_op(JsonBuilder *builder, const EmaOpResult *result) {
   json_builder_end_object(builder);
 }
 
+char *ema_output_file_sha256(const char *path) {
+  g_autoptr(GMappedFile) file = g_mapped_file_new(path, FALSE, NULL);
+  if (file == NULL)
+    return NULL;
+  return g_compute_checksum_for_data(G_CHECKSUM_SHA256,
+                                     (const guchar *) g_mapped_file_get_contents(file),
+                                     g_mapped_file_get_length(file));
+}
+
+static gint compare_strings(gconstpointer a, gconstpointer b) {
+  return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The distinct files the loaded policy modules came from, sorted. */
+static GPtrArray *plugin_files(void) {
+  GPtrArray *files = g_ptr_array_new();
+  for (EmaPolicyKind kind = EMA_POLICY_BORROW; kind <= EMA_POLICY_RECLAIM; kind++) {
+    g_autoptr(GPtrArray) infos = ema_policy_registry_list(kind);
+    for (guint i = 0; i < infos->len; i++) {
+      const EmaPolicyInfo *info = infos->pdata[i];
+      gboolean seen = strcmp(info->origin, "built-in") == 0;
+      for (guint j = 0; j < files->len && !seen; j++)
+        seen = strcmp(files->pdata[j], info->origin) == 0;
+      if (!seen)
+        g_ptr_array_add(files, (gpointer) info->origin);
+    }
+  }
+  g_ptr_array_sort(files, compare_strings);
+  return files;
+}
+
+char *ema_output_build_id(const char *program) {
+  g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+  g_autoptr(GPtrArray) plugins = plugin_files();
+  g_autofree char *self = ema_output_file_sha256(program);
+  g_checksum_update(sum, (const guchar *) (self ? self : "?"), -1);
+  for (guint i = 0; i < plugins->len; i++) {
+    g_autofree char *hash = ema_output_file_sha256(plugins->pdata[i]);
+    g_checksum_update(sum, (const guchar *) (hash ? hash : "?"), -1);
+  }
+  return g_strdup(g_checksum_get_string(sum));
+}
+
+static void add_hashed_file(JsonBuilder *builder, const char *what, const char *path) {
+  g_autofree char *hash = ema_output_file_sha256(path);
+  json_builder_begin_object(builder);
+  json_builder_set_member_name(builder, what);
+  json_builder_add_string_value(builder, path);
+  json_builder_set_member_name(builder, "sha256");
+  json_builder_add_string_value(builder, hash ? hash : "");
+  json_builder_end_object(builder);
+}
+
+/* Which program made the results, with which plugins and from which files. */
+static void add_provenance(JsonBuilder *builder, const EmaExperiment *experiment) {
+  g_autoptr(GPtrArray) plugins = plugin_files();
+  g_autofree char *build_id = ema_output_build_id("/proc/self/exe");
+  json_builder_set_member_name(builder, "provenance");
+  json_builder_begin_object(builder);
+  json_builder_set_member_name(builder, "version");
+  json_builder_add_string_value(builder, EMA_VERSION);
+  json_builder_set_member_name(builder, "commit");
+  json_builder_add_string_value(builder, EMA_VCS_COMMIT);
+  json_builder_set_member_name(builder, "build_id");
+  json_builder_add_string_value(builder, build_id);
+  json_builder_set_member_name(builder, "plugins");
+  json_builder_begin_array(builder);
+  for (guint i = 0; i < plugins->len; i++)
+    add_hashed_file(builder, "path", plugins->pdata[i]);
+  json_builder_end_array(builder);
+  json_builder_set_member_name(builder, "traces");
+  json_builder_begin_array(builder);
+  for (guint i = 0; experiment->tenants && i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    const char *files[] = {tenant->trace.file, tenant->trace.prompt.file,
+                           tenant->trace.output.file};
+    for (guint f = 0; f < G_N_ELEMENTS(files); f++)
+      if (files[f] && *files[f])
+        add_hashed_file(builder, "file", files[f]);
+  }
+  json_builder_end_array(builder);
+  json_builder_end_object(builder);
+}
+
 /* The members every summary.json starts with. */
 static void begin_summary(JsonBuilder *builder, const EmaExperiment *experiment) {
   json_builder_begin_object(builder);
@@ -62,6 +256,7 @@ static void begin_summary(JsonBuilder *builder, const EmaExperiment *experiment)
   json_builder_add_string_value(builder, experiment->name);
   json_builder_set_member_name(builder, "version");
   json_builder_add_string_value(builder, EMA_VERSION);
+  add_provenance(builder, experiment);
   json_builder_set_member_name(builder, "seed");
   json_builder_add_int_value(builder, experiment->seed);
   json_builder_set_member_name(builder, "server");
@@ -119,46 +314,140 @@ static void add_count(JsonBuilder *builder, const char *name, guint64 value) {
   json_builder_add_int_value(builder, (gint64) value);
 }
 
-/* {p50, p90, p99, mean} of a histogram of ns, in ms. */
-static void add_latency(JsonBuilder *builder, const char *name, const EmaHistogram *histogram) {
-  static const double quantiles[] = {0.5, 0.9, 0.99};
-  static const char *const names[] = {"p50", "p90", "p99"};
-  json_builder_set_member_name(builder, name);
-  json_builder_begin_object(builder);
-  for (guint i = 0; i < G_N_ELEMENTS(quantiles); i++)
-    add_number(builder, names[i], ema_histogram_quantile(histogram, quantiles[i]) / 1e6);
-  add_number(builder, "mean", ema_histogram_mean(histogram) / 1e6);
-  json_builder_end_object(builder);
+/* The latency quantiles and moments every histogram reports (ms). */
+static const double latency_quantiles[] = {0.5, 0.9, 0.95, 0.99};
+static const char *const latency_names[] = {"p50", "p90", "p95", "p99", "mean", "std"};
+#define N_LATENCY G_N_ELEMENTS(latency_names)
+
+static void latency_values(const EmaHistogram *histogram, double values[N_LATENCY]) {
+  for (guint i = 0; i < G_N_ELEMENTS(latency_quantiles); i++)
+    values[i] = ema_histogram_quantile(histogram, latency_quantiles[i]) / 1e6;
+  values[N_LATENCY - 2] = ema_histogram_mean(histogram) / 1e6;
+  values[N_LATENCY - 1] = ema_histogram_std(histogram) / 1e6;
 }
 
+/* A tenant's flat fields, in summary.json's and tenants.csv's order: the
+ * name of each and its value as a number (integers exact below 2^53). */
+typedef struct {
+  const char *name;
+  double value;
+  gboolean integer;
+} Field;
+
+#define MAX_FIELDS 64
+
+static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
+  const EmaTenantMetrics *m = result->metrics;
+  const struct {
+    const char *name;
+    const EmaHistogram *histogram;
+  } latencies[] = {
+      {"ttft_ms", m->ttft}, {"tpot_ms", m->tpot}, {"itl_ms", m->itl}, {"e2e_ms", m->e2e}};
+  guint n = 0;
+#define INT(key, v) fields[n++] = (Field){key, (double) (v), TRUE}
+#define NUM(key, v)                                                                                \
+  fields[n++] = (Field) {                                                                          \
+    key, (v), FALSE                                                                                \
+  }
+  INT("gpu", result->spec->gpu);
+  INT("tp", result->spec->tp);
+  INT("arrived", result->arrived);
+  INT("completed", m->completed);
+  INT("rejected", result->rejected);
+  INT("unfinished", result->unfinished);
+  NUM("throughput_tok_s", ema_tenant_metrics_throughput_tok_s(m));
+  NUM("total_tok_s", ema_tenant_metrics_total_tok_s(m));
+  NUM("req_per_s", ema_tenant_metrics_req_per_s(m));
+  NUM("goodput_req_s", ema_tenant_metrics_goodput_req_s(m));
+  NUM("slo_attainment", ema_tenant_metrics_slo_attainment(m));
+  INT("prompt_tokens", m->prompt_tokens);
+  INT("output_tokens", m->output_tokens);
+  for (guint l = 0; l < G_N_ELEMENTS(latencies); l++) {
+    double values[N_LATENCY];
+    latency_values(latencies[l].histogram, values);
+    for (guint q = 0; q < N_LATENCY; q++)
+      NUM(NULL, values[q]);
+  }
+  INT("preemptions", result->preemptions);
+  NUM("kv_util_mean", ema_tenant_metrics_kv_util_mean(m));
+  NUM("kv_util_usable_mean", ema_tenant_metrics_kv_util_usable_mean(m));
+  INT("kv_blocks", result->plan.blocks);
+  INT("kv_bytes_per_gpu", result->plan.kv_bytes);
+  INT("weight_bytes_per_gpu", result->plan.weight_bytes);
+  INT("activation_reserve_per_gpu", result->plan.activation_reserve);
+  INT("borrowed_peak_bytes", result->peak_slices_borrowed * EMA_SLICE_BYTES);
+  INT("lent_peak_bytes", result->peak_slices_lent * EMA_SLICE_BYTES);
+  INT("steps", m->steps);
+  NUM("busy_s", (double) m->busy / 1e9);
+  NUM("slowed_by_peers_s", (double) result->slowed_by_peers / 1e9);
+  NUM("last_finish_s", m->last_finish >= 0 ? (double) m->last_finish / 1e9 : 0);
+#undef INT
+#undef NUM
+  g_assert(n <= MAX_FIELDS);
+  return n;
+}
+
+/* The latency block names, in tenant_fields' order, for its NULL names. */
+static const char *const latency_blocks[] = {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"};
+
 static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
-  const EmaTenantMetrics *metrics = result->metrics;
+  Field fields[MAX_FIELDS];
+  guint n = tenant_fields(result, fields);
   json_builder_begin_object(builder);
   json_builder_set_member_name(builder, "name");
   json_builder_add_string_value(builder, result->spec->name);
-  add_count(builder, "gpu", (guint64) result->spec->gpu);
-  add_count(builder, "tp", (guint64) result->spec->tp);
   json_builder_set_member_name(builder, "model");
   json_builder_add_string_value(builder, result->spec->model.name);
-  add_count(builder, "arrived", result->arrived);
-  add_count(builder, "completed", metrics->completed);
-  add_count(builder, "rejected", result->rejected);
-  add_count(builder, "unfinished", result->unfinished);
-  add_number(builder, "throughput_tok_s", ema_tenant_metrics_throughput_tok_s(metrics));
-  add_number(builder, "req_per_s", ema_tenant_metrics_req_per_s(metrics));
-  add_latency(builder, "ttft_ms", metrics->ttft);
-  add_latency(builder, "tpot_ms", metrics->tpot);
-  add_latency(builder, "e2e_ms", metrics->e2e);
-  add_count(builder, "preemptions", result->preemptions);
-  add_number(builder, "kv_util_mean", ema_tenant_metrics_kv_util_mean(metrics));
-  add_count(builder, "kv_blocks", result->plan.blocks);
-  add_count(builder, "kv_bytes_per_gpu", result->plan.kv_bytes);
-  add_count(builder, "weight_bytes_per_gpu", result->plan.weight_bytes);
-  add_count(builder, "activation_reserve_per_gpu", result->plan.activation_reserve);
-  add_count(builder, "steps", metrics->steps);
-  add_number(builder, "busy_s", (double) metrics->busy / 1e9);
-  add_number(builder, "slowed_by_peers_s", (double) result->slowed_by_peers / 1e9);
+  for (guint i = 0, block = 0; i < n; i++) {
+    if (fields[i].name == NULL) { /* a latency block: N_LATENCY values */
+      json_builder_set_member_name(builder, latency_blocks[block++]);
+      json_builder_begin_object(builder);
+      for (guint q = 0; q < N_LATENCY; q++)
+        add_number(builder, latency_names[q], fields[i + q].value);
+      json_builder_end_object(builder);
+      i += N_LATENCY - 1;
+    } else if (fields[i].integer)
+      add_count(builder, fields[i].name, (guint64) fields[i].value);
+    else
+      add_number(builder, fields[i].name, fields[i].value);
+  }
   json_builder_end_object(builder);
+}
+
+/* DIR/tenants.csv: one row per tenant, the fields of summary.json's
+ * tenants flattened (ttft_ms.p99 -> ttft_p99_ms). */
+static gboolean write_tenants_csv(const char *dir, const EmaServingReport *report, GError **error) {
+  g_autoptr(GString) csv = g_string_new("tenant,model");
+  for (guint t = 0; t < report->tenants->len; t++) {
+    const EmaTenantResult *result = report->tenants->pdata[t];
+    Field fields[MAX_FIELDS];
+    guint n = tenant_fields(result, fields);
+    for (guint i = 0, block = 0; t == 0 && i < n; i++) {
+      if (fields[i].name == NULL) {
+        g_autofree char *stem = g_strndup(latency_blocks[block], strlen(latency_blocks[block]) - 3);
+        for (guint q = 0; q < N_LATENCY; q++)
+          g_string_append_printf(csv, ",%s_%s_ms", stem, latency_names[q]);
+        block++;
+        i += N_LATENCY - 1;
+      } else
+        g_string_append_printf(csv, ",%s", fields[i].name);
+    }
+    if (t == 0)
+      g_string_append_c(csv, '\n');
+    ema_output_csv_field(csv, result->spec->name);
+    g_string_append_c(csv, ',');
+    ema_output_csv_field(csv, result->spec->model.name);
+    for (guint i = 0; i < n; i++) {
+      char buffer[G_ASCII_DTOSTR_BUF_SIZE];
+      if (fields[i].integer)
+        g_string_append_printf(csv, ",%" G_GUINT64_FORMAT, (guint64) fields[i].value);
+      else
+        g_string_append_printf(csv, ",%s",
+                               g_ascii_formatd(buffer, sizeof buffer, "%.17g", fields[i].value));
+    }
+    g_string_append_c(csv, '\n');
+  }
+  return write_file(dir, "tenants.csv", csv->str, error);
 }
 
 static void add_pool(JsonBuilder *builder, const EmaExperiment *experiment,
@@ -188,6 +477,9 @@ static void add_pool(JsonBuilder *builder, const EmaExperiment *experiment,
 gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *experiment,
                                           const EmaServingReport *report, GError **error) {
   g_autoptr(JsonBuilder) builder = json_builder_new();
+  EmaTime makespan = 0;
+  if (!write_tenants_csv(dir, report, error))
+    return FALSE;
   begin_summary(builder, experiment);
   json_builder_set_member_name(builder, "tenants");
   json_builder_begin_array(builder);
@@ -195,6 +487,12 @@ gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *
     add_tenant(builder, report->tenants->pdata[i]);
   json_builder_end_array(builder);
   add_pool(builder, experiment, &report->pool);
+  /* the makespan: the last request's completion (simulated_s runs on to
+   * the last event, a timeline sample) */
+  for (guint i = 0; i < report->tenants->len; i++)
+    makespan =
+        MAX(makespan, ((const EmaTenantResult *) report->tenants->pdata[i])->metrics->last_finish);
+  add_number(builder, "makespan_s", (double) makespan / 1e9);
   return end_summary(builder, report->events, report->simulated, report->wall_s, dir, error);
 }
 

@@ -114,7 +114,15 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     const EmaTenantSpec *spec = tenant->result->spec;
     /* output tokens the tenant produced since the previous sample */
     guint64 tokens = tenant->result->metrics->tokens_generated - tenant->tokens_sampled;
-    ema_tenant_metrics_sample_kv(tenant->result->metrics, used, used + free_blocks);
+    guint64 borrowed = 0, lent = 0;
+    for (gint64 g = spec->gpu; g < spec->gpu + spec->tp; g++) {
+      borrowed += ema_pool_slices_borrowed(run->pool, (guint) g);
+      lent += ema_pool_slices_lent(run->pool, (guint) g);
+    }
+    tenant->result->peak_slices_borrowed = MAX(tenant->result->peak_slices_borrowed, borrowed);
+    tenant->result->peak_slices_lent = MAX(tenant->result->peak_slices_lent, lent);
+    ema_tenant_metrics_sample_kv(tenant->result->metrics, used, tenant->result->plan.blocks,
+                                 used + free_blocks);
     for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++)
       fprintf(run->timeline,
               "%" G_GINT64_FORMAT ".%09" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
@@ -214,6 +222,8 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
 
   result->spec = spec;
   result->metrics = ema_tenant_metrics_new(spec->name, requests);
+  result->metrics->slo_ttft = experiment->slo.ttft;
+  result->metrics->slo_tpot = experiment->slo.tpot;
   g_ptr_array_add(report->tenants, result);
   if (!ema_tenant_plan(spec, &experiment->server, &result->plan, error))
     return FALSE;
@@ -263,7 +273,7 @@ void ema_serving_add_idle_gpus(const EmaExperiment *experiment, EmaPool *pool) {
     if (!busy[g])
       ema_pool_add_idle_gpu(
           pool, (guint) g,
-          (guint64) ((double) server->gpu.hbm_capacity * experiment->idle_gpu_memory) /
+          (guint64) ((double) ema_gpu_hbm_bytes(&server->gpu) * experiment->idle_gpu_memory) /
               EMA_SLICE_BYTES);
 }
 

@@ -16,7 +16,7 @@
 
 struct _EmaHistogram {
   guint64 count;
-  double sum;
+  double sum, sum_squares;
   guint64 min, max;
   guint64 buckets[N_BUCKETS];
 };
@@ -40,12 +40,19 @@ void ema_histogram_free(EmaHistogram *histogram) {
   g_free(histogram);
 }
 
-void ema_histogram_add(EmaHistogram *histogram, guint64 value) {
-  histogram->buckets[bucket_index(value)]++;
-  histogram->count++;
-  histogram->sum += (double) value;
+void ema_histogram_add_n(EmaHistogram *histogram, guint64 value, guint64 n) {
+  if (n == 0)
+    return;
+  histogram->buckets[bucket_index(value)] += n;
+  histogram->count += n;
+  histogram->sum += (double) value * (double) n;
+  histogram->sum_squares += (double) value * (double) value * (double) n;
   histogram->min = MIN(histogram->min, value);
   histogram->max = MAX(histogram->max, value);
+}
+
+void ema_histogram_add(EmaHistogram *histogram, guint64 value) {
+  ema_histogram_add_n(histogram, value, 1);
 }
 
 guint64 ema_histogram_count(const EmaHistogram *histogram) {
@@ -54,6 +61,15 @@ guint64 ema_histogram_count(const EmaHistogram *histogram) {
 
 double ema_histogram_mean(const EmaHistogram *histogram) {
   return histogram->count ? histogram->sum / (double) histogram->count : 0;
+}
+
+double ema_histogram_std(const EmaHistogram *histogram) {
+  double mean, variance;
+  if (histogram->count == 0)
+    return 0;
+  mean = histogram->sum / (double) histogram->count;
+  variance = histogram->sum_squares / (double) histogram->count - mean * mean;
+  return variance > 0 ? sqrt(variance) : 0;
 }
 
 /* The midpoint of bucket INDEX. */
@@ -93,7 +109,9 @@ EmaTenantMetrics *ema_tenant_metrics_new(const char *tenant, FILE *requests_csv)
   metrics->first_arrival = metrics->last_finish = -1;
   metrics->ttft = ema_histogram_new();
   metrics->tpot = ema_histogram_new();
+  metrics->itl = ema_histogram_new();
   metrics->e2e = ema_histogram_new();
+  metrics->last_step_end = -1;
   return metrics;
 }
 
@@ -102,6 +120,7 @@ void ema_tenant_metrics_free(EmaTenantMetrics *metrics) {
     return;
   ema_histogram_free(metrics->ttft);
   ema_histogram_free(metrics->tpot);
+  ema_histogram_free(metrics->itl);
   ema_histogram_free(metrics->e2e);
   g_free(metrics);
 }
@@ -141,6 +160,9 @@ static void on_finish(gpointer data, const EmaRequest *request) {
            (request->output_tokens - 1);
     ema_histogram_add(metrics->tpot, (guint64) tpot);
   }
+  if ((metrics->slo_ttft == 0 || ttft <= metrics->slo_ttft) &&
+      (metrics->slo_tpot == 0 || tpot < 0 || tpot <= metrics->slo_tpot))
+    metrics->slo_met++;
   if (metrics->requests_csv == NULL)
     return;
   fprintf(metrics->requests_csv, "%s,%" G_GUINT64_FORMAT, metrics->tenant, request->id);
@@ -161,6 +183,15 @@ static void on_finish(gpointer data, const EmaRequest *request) {
 
 static void on_step(gpointer data, const EmaStepReport *step) {
   EmaTenantMetrics *metrics = data;
+  EmaTime end = step->start + step->duration;
+  /* each decode token's gap: since the engine's previous step ended (a
+   * sequence that decoded then got its previous token then) */
+  if (step->batch.decode_seqs > 0)
+    ema_histogram_add_n(
+        metrics->itl,
+        (guint64) (metrics->last_step_end >= 0 ? end - metrics->last_step_end : step->duration),
+        step->batch.decode_seqs);
+  metrics->last_step_end = end;
   metrics->steps++;
   metrics->tokens_generated += step->batch.logits;
   metrics->busy += step->duration;
@@ -171,8 +202,10 @@ EmaEngineObserver ema_tenant_metrics_observer(EmaTenantMetrics *metrics) {
   return (EmaEngineObserver){on_step, on_finish, metrics};
 }
 
-void ema_tenant_metrics_sample_kv(EmaTenantMetrics *metrics, guint64 used, guint64 total) {
-  metrics->kv_util_sum += total ? (double) used / (double) total : 0;
+void ema_tenant_metrics_sample_kv(EmaTenantMetrics *metrics, guint64 used, guint64 own,
+                                  guint64 usable) {
+  metrics->kv_util_sum += own ? (double) used / (double) own : 0;
+  metrics->kv_util_usable_sum += usable ? (double) used / (double) usable : 0;
   metrics->kv_util_samples++;
 }
 
@@ -187,6 +220,20 @@ double ema_tenant_metrics_throughput_tok_s(const EmaTenantMetrics *metrics) {
   return span > 0 ? (double) metrics->output_tokens / span : 0;
 }
 
+double ema_tenant_metrics_total_tok_s(const EmaTenantMetrics *metrics) {
+  double span = active_span_s(metrics);
+  return span > 0 ? (double) (metrics->prompt_tokens + metrics->output_tokens) / span : 0;
+}
+
+double ema_tenant_metrics_goodput_req_s(const EmaTenantMetrics *metrics) {
+  double span = active_span_s(metrics);
+  return span > 0 ? (double) metrics->slo_met / span : 0;
+}
+
+double ema_tenant_metrics_slo_attainment(const EmaTenantMetrics *metrics) {
+  return metrics->completed ? (double) metrics->slo_met / (double) metrics->completed : 0;
+}
+
 double ema_tenant_metrics_req_per_s(const EmaTenantMetrics *metrics) {
   double span = active_span_s(metrics);
   return span > 0 ? (double) metrics->completed / span : 0;
@@ -194,4 +241,9 @@ double ema_tenant_metrics_req_per_s(const EmaTenantMetrics *metrics) {
 
 double ema_tenant_metrics_kv_util_mean(const EmaTenantMetrics *metrics) {
   return metrics->kv_util_samples ? metrics->kv_util_sum / (double) metrics->kv_util_samples : 0;
+}
+
+double ema_tenant_metrics_kv_util_usable_mean(const EmaTenantMetrics *metrics) {
+  return metrics->kv_util_samples ? metrics->kv_util_usable_sum / (double) metrics->kv_util_samples
+                                  : 0;
 }

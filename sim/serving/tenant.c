@@ -515,15 +515,15 @@ gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *serve
                                  : ema_tenant_default_activation_reserve(tenant);
   plan->block_bytes =
       (guint64) llround(ema_step_model_kv_bytes_per_token_per_gpu(step) * EMA_KV_BLOCK_TOKENS);
-  usable = floor((double) server->gpu.hbm_capacity * tenant->engine.gpu_memory_utilization);
+  usable = floor((double) ema_gpu_hbm_bytes(&server->gpu) * tenant->engine.gpu_memory_utilization);
   if (usable > (double) (plan->weight_bytes + plan->activation_reserve))
     plan->kv_bytes = (guint64) usable - plan->weight_bytes - plan->activation_reserve;
   plan->slices = plan->kv_bytes / EMA_SLICE_BYTES;
   plan->blocks = plan->slices * EMA_SLICE_BYTES / plan->block_bytes;
   if (plan->blocks == 0) {
-    g_autofree char *hbm = ema_units_format_size((guint64) usable);
-    g_autofree char *weights = ema_units_format_size(plan->weight_bytes);
-    g_autofree char *reserve = ema_units_format_size(plan->activation_reserve);
+    g_autofree char *hbm = ema_units_format_size_human((guint64) usable);
+    g_autofree char *weights = ema_units_format_size_human(plan->weight_bytes);
+    g_autofree char *reserve = ema_units_format_size_human(plan->activation_reserve);
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
                 "%s does not fit with tp %" G_GINT64_FORMAT " on %s: %s of HBM per GPU "
                 "(gpu_memory_utilization %.0f%%) leaves no KV cache after %s of weights and "

@@ -36,6 +36,7 @@ static char *summary_without_wall(const char *text) {
   g_assert_nonnull(sim);
   g_assert_true(json_object_has_member(sim, "wall_s"));
   json_object_remove_member(sim, "wall_s");
+  json_object_remove_member(json_node_get_object(root), "provenance"); /* the build's */
   json_generator_set_root(generator, root);
   json_generator_set_pretty(generator, TRUE);
   return json_generator_to_data(generator, NULL);
@@ -94,7 +95,7 @@ static void test_usage_errors(void) {
   usage_error(ema_test_cli("list", NULL), "ema-sim list hwmodels");
   usage_error(ema_test_cli("list", "models", NULL), "ema-sim list hwmodels");
   usage_error(ema_test_cli("describe", "hwmodel", NULL), "ema-sim describe hwmodel NAME");
-  usage_error(ema_test_cli("describe", "gpu", "h200", NULL), "ema-sim describe hwmodel NAME");
+  usage_error(ema_test_cli("describe", "gpu", "h200", NULL), "ema-sim describe hwmodel|llm NAME");
 }
 
 /* ---- run ---------------------------------------------------------------- */
@@ -318,7 +319,7 @@ static const BadInput bad_inputs[] = {
     {"unknown-key-top.yaml", ":2:1: ", "nmae: ",
      "unknown key in experiment (valid keys: name, summary, seed, tolerance, server, ops, decode, "
      "tenants, "
-     "duration, sample_period, policy, idle_gpu_memory, requests_csv)"},
+     "duration, sample_period, policy, idle_gpu_memory, requests_csv, slo)"},
     {"unknown-key-nested.yaml",
      ":6:48: ", "ops.0.flows.0.byts: ", "unknown key in flow (valid keys: kind, src, dst, bytes)"},
     {"negative-size.yaml", ":6:55: ", "ops.0.flows.0.bytes: ", "negative size '-4KiB'"},

@@ -113,7 +113,8 @@ char *ema_test_read_file(const char *dir, const char *name);
  * test fails if DIR cannot be read. Free with g_ptr_array_unref. */
 GPtrArray *ema_test_list_dir(const char *dir, const char *suffix);
 
-/* TEXT, a summary.json, without its sim.wall_s line (the wall-clock time,
+/* TEXT, a summary.json, without its provenance block (which build made
+ * it: it differs between builds) and its sim.wall_s line (the wall-clock time,
  * the one figure that differs between identical runs; the test fails
  * unless exactly one line holds it) and with the comma before that line
  * dropped, so that the text stays JSON. Free with g_free. */

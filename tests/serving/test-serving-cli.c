@@ -44,7 +44,7 @@ static void test_check(void) {
 static void test_run_table(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *results = g_strdup_printf(
-      "results in %s/ (summary.json, requests.csv, timeline.csv, resolved.yaml)", dir);
+      "results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)", dir);
   g_autoptr(EmaTestRun) run = ema_test_cli("run", GOLDEN, "-o", dir, NULL);
   g_auto(GStrv) lines = NULL;
   g_autofree char *summary = NULL;

@@ -445,9 +445,9 @@ static void test_plan_does_not_fit(void) {
   g_autofree char *path = ema_test_fixture("serving", "errors/does-not-fit.yaml");
   g_autofree char *want = g_strconcat(
       path,
-      ":5:5: tenants.0: llama-3.1-70b does not fit with tp 1 on A100-SXM4-40GB: 38161858167B of "
-      "HBM per GPU (gpu_memory_utilization 90%) leaves no KV cache after 137800208KiB of weights "
-      "and 1471744KiB of activation reserve",
+      ":5:5: tenants.0: llama-3.1-70b does not fit with tp 1 on A100-SXM4-40GB: 35.5 GiB of "
+      "HBM per GPU (gpu_memory_utilization 90%) leaves no KV cache after 131 GiB of weights "
+      "and 1.40 GiB of activation reserve",
       NULL);
   GError *error = NULL;
   g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, NULL, &error);
@@ -768,7 +768,7 @@ static void test_invariants(void) {
       g_assert_cmpint((gint64) (used + free_blocks), ==,
                       json_object_get_int_member(t, "kv_blocks"));
       if (g_array_index(row_gpus, gint64, j) == spec->gpu) {
-        kv_util_sum[i] += (double) used / (double) (used + free_blocks);
+        kv_util_sum[i] += (double) used / (double) json_object_get_int_member(t, "kv_blocks");
         if (s == samples - 1)
           g_assert_cmpint((gint64) (parse_count(f[5]) + parse_count(f[6])), ==,
                           json_object_get_int_member(t, "unfinished"));
@@ -887,6 +887,23 @@ static void test_histogram_empty(void) {
   g_assert_cmpfloat(ema_histogram_quantile(h, 0), ==, 0);
   g_assert_cmpfloat(ema_histogram_quantile(h, 0.5), ==, 0);
   g_assert_cmpfloat(ema_histogram_quantile(h, 1), ==, 0);
+  g_assert_cmpfloat(ema_histogram_std(h), ==, 0);
+}
+
+/* std by hand: 2, 4, 4, 4, 5, 5, 7, 9 has mean 5 and std 2; add_n is repeated add */
+static void test_histogram_std(void) {
+  g_autoptr(EmaHistogram) h = ema_histogram_new();
+  ema_histogram_add(h, 2);
+  ema_histogram_add_n(h, 4, 3);
+  ema_histogram_add_n(h, 5, 2);
+  ema_histogram_add(h, 7);
+  ema_histogram_add(h, 9);
+  ema_histogram_add_n(h, 1000, 0);
+  g_assert_cmpuint(ema_histogram_count(h), ==, 8);
+  g_assert_cmpfloat(ema_histogram_mean(h), ==, 5);
+  g_assert_cmpfloat(ema_histogram_std(h), ==, 2);
+  g_assert_cmpfloat(ema_histogram_quantile(h, 0.5), ==, 4);
+  g_assert_cmpfloat(ema_histogram_quantile(h, 1), ==, 9);
 }
 
 static void test_histogram_exact(void) {
@@ -1013,9 +1030,15 @@ static void test_metrics_observer(void) {
   observer.on_step(observer.data, &step);
   step.duration = EMA_US(100);
   observer.on_step(observer.data, &step);
-  ema_tenant_metrics_sample_kv(metrics, 1, 4);
-  ema_tenant_metrics_sample_kv(metrics, 3, 4);
-  ema_tenant_metrics_sample_kv(metrics, 0, 0);
+  /* a decode step of 3 sequences from 400 us, 300 us after the previous step ended */
+  step.start = EMA_US(400);
+  step.duration = EMA_US(50);
+  step.batch.decode_seqs = 3;
+  observer.on_step(observer.data, &step);
+  /* own region 4 blocks; usable 2 (lending) then 6 (borrowing) */
+  ema_tenant_metrics_sample_kv(metrics, 1, 4, 2);
+  ema_tenant_metrics_sample_kv(metrics, 3, 4, 6);
+  ema_tenant_metrics_sample_kv(metrics, 0, 0, 0);
   fclose(csv);
   g_assert_cmpstr(buffer, ==,
                   "tenant,id,arrival_s,scheduled_s,first_token_s,finish_s,prompt_tokens,"
@@ -1034,10 +1057,20 @@ static void test_metrics_observer(void) {
   g_assert_cmpuint(ema_histogram_count(metrics->ttft), ==, 2);
   g_assert_cmpuint(ema_histogram_count(metrics->tpot), ==, 1);
   g_assert_cmpfloat(ema_histogram_mean(metrics->tpot), ==, 3);
-  g_assert_cmpuint(metrics->steps, ==, 2);
-  g_assert_cmpint(metrics->busy, ==, EMA_US(350));
-  g_assert_cmpint(metrics->last_step, ==, EMA_US(100));
+  g_assert_cmpuint(metrics->steps, ==, 3);
+  g_assert_cmpint(metrics->busy, ==, EMA_US(400));
+  g_assert_cmpint(metrics->last_step, ==, EMA_US(50));
+  /* 3 decode tokens, each 450 - 100 us after the previous step's end */
+  g_assert_cmpuint(ema_histogram_count(metrics->itl), ==, 3);
+  g_assert_cmpfloat(ema_histogram_mean(metrics->itl), ==, 350000);
+  g_assert_cmpfloat(ema_histogram_std(metrics->itl), ==, 0);
   g_assert_cmpfloat(ema_tenant_metrics_kv_util_mean(metrics), ==, (0.25 + 0.75 + 0) / 3);
+  g_assert_cmpfloat(ema_tenant_metrics_kv_util_usable_mean(metrics), ==, (0.5 + 0.5 + 0) / 3);
+  /* no SLO given: both requests meet them */
+  g_assert_cmpfloat(ema_tenant_metrics_slo_attainment(metrics), ==, 1);
+  g_assert_cmpfloat_with_epsilon(ema_tenant_metrics_goodput_req_s(metrics), 2 / 2.5, 1e-12);
+  /* 11 prompt + 4 output tokens over 2.5 s */
+  g_assert_cmpfloat_with_epsilon(ema_tenant_metrics_total_tok_s(metrics), 15 / 2.5, 1e-12);
   /* 4 tokens and 2 requests over 1.5 s .. 4 s */
   g_assert_cmpfloat_with_epsilon(ema_tenant_metrics_throughput_tok_s(metrics), 4 / 2.5, 1e-12);
   g_assert_cmpfloat_with_epsilon(ema_tenant_metrics_req_per_s(metrics), 2 / 2.5, 1e-12);
@@ -1172,6 +1205,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/round-trip/overrides", test_resolved_overrides);
   g_test_add_func("/serving/histogram/empty", test_histogram_empty);
   g_test_add_func("/serving/histogram/exact", test_histogram_exact);
+  g_test_add_func("/serving/histogram/std", test_histogram_std);
   g_test_add_func("/serving/histogram/quantiles", test_histogram_quantiles);
   g_test_add_func("/serving/metrics/observer", test_metrics_observer);
   g_test_add_func("/serving/output/no-files", test_no_files);

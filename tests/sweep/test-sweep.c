@@ -259,8 +259,13 @@ static void test_jobs(void) {
   g_assert_cmpuint(g_strv_length(lines), ==, GRID_POINTS + 2);
   g_assert_true(g_str_has_prefix(
       lines[0], "point,variant,tenants.0.trace.rate,tenants.0.engine.max_num_seqs,repeat,seed,"
-                "status,chat.throughput_tok_s,chat.ttft_p50_ms,chat.ttft_p99_ms,chat.tpot_p50_ms,"
-                "chat.tpot_p99_ms,chat.e2e_p99_ms,chat.completed,"));
+                "status,chat.throughput_tok_s,chat.total_tok_s,chat.req_per_s,chat.goodput_req_s,"
+                "chat.slo_attainment,chat.completed,chat.unfinished,chat.preemptions,"
+                "chat.kv_util_mean,chat.kv_util_usable_mean,chat.slowed_by_peers_s,"
+                "chat.borrowed_peak_bytes,chat.ttft_p50_ms,chat.ttft_p90_ms,chat.ttft_p95_ms,"
+                "chat.ttft_p99_ms,chat.ttft_mean_ms,chat.ttft_std_ms,chat.tpot_p50_ms,"));
+  g_assert_nonnull(strstr(lines[0], ",chat.itl_p99_ms,"));
+  g_assert_nonnull(strstr(lines[0], ",chat.e2e_std_ms,"));
   g_assert_nonnull(strstr(lines[0], ",pool.borrows,"));
   g_assert_nonnull(strstr(lines[0], ",pool.reclaims,"));
   g_assert_true(

@@ -211,7 +211,8 @@ static void test_run_errors(void) {
     const char *message;
   } cases[] = {
       {"no/such/file.yaml", "no/such/file.yaml"},
-      {"experiments/default.yaml", "serves tenants: ema-validate runs ops and decode scenarios"},
+      {"experiments/h200x8-azure-conv.yaml",
+       "serves tenants: ema-validate runs ops and decode scenarios"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autoptr(EmaTestRun) run =

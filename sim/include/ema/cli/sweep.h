@@ -27,12 +27,13 @@
  * runs as its own process, `ema-sim run DIR/POINT/resolved.yaml -o
  * DIR/POINT --no-plot` (its output in DIR/POINT/run.out and run.err), so
  * that memory and crashes stay isolated; N at a time. A point whose summary.json exists and
- * whose resolved.yaml equals the one the sweep resolves now is not run
- * again (resume). DIR/sweep.csv has one row per point in point order,
- * whatever order they finished in: point, variant, one column per swept
- * path, repeat, seed, status (ok, missed: an ops expectation missed,
- * failed, not-run: after --fail-fast), then the metrics of summary.json
- * (serving: per tenant throughput, TTFT/TPOT p50/p99, E2E p99, completed,
+ * whose resolved.yaml equals the one the sweep resolves now, and whose
+ * provenance.build_id is this build's (the same ema-sim binary and plugin
+ * files, output.h), is not run again (resume); a point another build made
+ * runs again unless reuse_other_builds (--reuse). DIR/sweep.csv has one row per point in point
+ * order, whatever order they finished in: point, variant, one column per swept path, repeat, seed,
+ * status (ok, missed: an ops expectation missed, failed, not-run: after --fail-fast), then the
+ * metrics of summary.json (serving: per tenant throughput, TTFT/TPOT p50/p99, E2E p99, completed,
  * preemptions; the pool's borrows and reclaims; ops: per op seconds and
  * GB/s) as columns in the order they first appear. The file depends only
  * on the points' results, never on -j, the ranks or the timing. */
@@ -50,6 +51,10 @@ typedef struct _EmaSweep EmaSweep;
  * NULL) are applied to the base experiment first, as --set. The points are
  * not loaded yet: see ema_sweep_resolve. */
 EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError **error);
+/* An experiment file with `compare:` (a map of named variants, the syntax
+ * of a sweep's variants): one point per variant, in file order, named by
+ * the variant. The file may have none of the sweep keys. */
+EmaSweep *ema_sweep_load_compare(const char *path, const char *const *overrides, GError **error);
 void ema_sweep_free(EmaSweep *sweep);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaSweep, ema_sweep_free)
 
@@ -59,6 +64,8 @@ guint ema_sweep_n_points(const EmaSweep *sweep);
 /* "007-ema-rate=4-r1": the point's directory name (index, variant, swept
  * values, repeat) */
 const char *ema_sweep_point_name(const EmaSweep *sweep, guint point);
+/* The point's variant name; NULL without variants. */
+const char *ema_sweep_variant_name(const EmaSweep *sweep, guint point);
 /* "variant=ema tenants.0.trace.rate=4 repeat=1": what the point sets */
 char *ema_sweep_point_describe(const EmaSweep *sweep, guint point);
 /* Load POINT as an experiment (bound and checked, seed derived). */
@@ -96,6 +103,7 @@ typedef struct {
   gboolean fail_fast;              /* start nothing after the first failure */
   gboolean progress;               /* a progress line on stderr */
   guint rank, ranks;               /* run the points i with i % ranks == rank */
+  gboolean reuse_other_builds;     /* resume points another build made (--reuse) */
 } EmaSweepRunOptions;
 
 /* Run (or resume) this rank's points of a resolved sweep in DIR. Returns

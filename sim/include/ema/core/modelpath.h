@@ -1,8 +1,9 @@
 /* modelpath.h: finding model files by name. Hardware models
  * (hwmodels/servers/<name>.yaml) and LLM shapes (hwmodels/llms/<name>.yaml)
  * are looked up the same way: the directories of an environment variable
- * (colon-separated, searched in order) first, then the built-in directory
- * EMA_SOURCE_HWMODELS/<subdir>. The first file found wins; a name never
+ * (colon-separated, searched in order) first, then the built-in directory:
+ * that of an installed ema-sim (ema_data_dir("hwmodels")/<subdir>), else
+ * the source tree's EMA_SOURCE_HWMODELS/<subdir>. The first file found wins; a name never
  * contains a '/'. A miss answers with the sorted list of known names. */
 #pragma once
 
@@ -10,8 +11,16 @@
 
 G_BEGIN_DECLS
 
+/* The data folder NAME ("hwmodels" or "plots") of this program: when it
+ * runs from an installed prefix (<prefix>/bin/ema-sim, wherever the prefix
+ * was moved), <prefix>/share/ema/NAME; otherwise the source tree's. */
+char *ema_data_dir(const char *name);
+/* The installed policy-module folder (<prefix>/lib/.../ema/policies) of an
+ * installed program when it exists; NULL otherwise. */
+char *ema_installed_plugin_dir(void);
+
 /* Directories searched for SUBDIR's models: ENV_VAR's entries, then
- * EMA_SOURCE_HWMODELS/SUBDIR. */
+ * ema_data_dir("hwmodels")/SUBDIR. */
 GPtrArray *ema_model_dir_search_path(const char *subdir, const char *env_var);
 /* Sorted, de-duplicated names (file names without .yaml) on that path. */
 GPtrArray *ema_model_dir_list(const char *subdir, const char *env_var);

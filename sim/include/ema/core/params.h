@@ -33,7 +33,8 @@ typedef enum {
 
 typedef enum {
   EMA_PARAM_REQUIRED = 1 << 0, /* must be given (no default) */
-  EMA_PARAM_OPTIONAL = 1 << 1, /* may be absent: the field stays zero and is not written */
+  EMA_PARAM_OPTIONAL = 1 << 1, /* may be absent: the field stays zero and is not written (a map:
+                                   all of it zero, then not written) */
 } EmaParamFlags;
 
 typedef struct _EmaParamTable EmaParamTable;

@@ -51,7 +51,10 @@ gboolean ema_units_parse_int(const char *text, gint64 *value, GError **error);
 
 /* Printing: newly allocated strings that the matching parser reads back to
  * exactly the same value. */
-char *ema_units_format_size(guint64 bytes);           /* "4GiB", "1000B" -> "1KB" */
+char *ema_units_format_size(guint64 bytes); /* "4GiB", "1000B" -> "1KB" */
+/* For people, not for files: binary units with 3 significant digits
+ * ("39.5 GiB", "512 B"); not exact, so never written where it is read back. */
+char *ema_units_format_size_human(guint64 bytes);
 char *ema_units_format_bandwidth(double bytes_per_s); /* "397GB/s" */
 char *ema_units_format_duration(gint64 ns);           /* "6530ns" -> "6.53us" */
 char *ema_units_format_flops(double flop_per_s);      /* "989TFLOP/s" */

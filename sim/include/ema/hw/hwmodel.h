@@ -21,6 +21,7 @@ G_BEGIN_DECLS
 typedef struct {
   char *name;
   guint64 hbm_capacity;        /* usable HBM bytes */
+  double hbm_scale;            /* what-if factor on hbm_capacity (2: the 2x oracle); 1 = as built */
   double hbm_bandwidth;        /* B/s a streaming-read kernel achieves on local HBM */
   double local_copy_bandwidth; /* device-to-device copy, (bytes read + bytes written) per s */
   double matrix_flops;         /* dense bf16/fp16 matrix FLOP/s */
@@ -88,6 +89,9 @@ typedef struct {
   EmaHostLinkSpec host;
   EmaVmmSpec vmm;
 } EmaServerSpec;
+
+/* The HBM bytes a GPU has in the simulation: hbm_capacity x hbm_scale. */
+guint64 ema_gpu_hbm_bytes(const EmaGpuSpec *gpu);
 
 /* Parameter tables that bind YAML to the structs above. */
 extern const EmaParamTable ema_server_params;

@@ -69,6 +69,12 @@ typedef struct {
   EmaOpExpect expect;
 } EmaDecodeScenarioSpec;
 
+/* Service-level objectives a completed request meets (ns; 0: none). */
+typedef struct {
+  gint64 ttft;
+  gint64 tpot;
+} EmaSloSpec;
+
 typedef struct {
   char *name;
   char *summary;
@@ -83,6 +89,7 @@ typedef struct {
   gboolean requests_csv;  /* serving: write requests.csv */
   EmaPolicySpec policy;   /* serving: memory-sharing policies */
   double idle_gpu_memory; /* serving: share of an idle GPU's HBM it lends */
+  EmaSloSpec slo;         /* serving: goodput and SLO attainment against these */
 } EmaExperiment;
 
 extern const EmaParamTable ema_experiment_params;
@@ -99,6 +106,9 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
 /* The top-level keys of sweep files (sweep.h), NULL-terminated; a file with
  * any of them is refused by ema_experiment_load ("this is a sweep file"). */
 extern const char *const ema_experiment_sweep_keys[];
+/* The top-level key of an experiment that runs under several variants side
+ * by side (`ema-sim run`, see compare.h); ema_experiment_load refuses it. */
+#define EMA_EXPERIMENT_COMPARE_KEY "compare"
 void ema_experiment_free(EmaExperiment *experiment);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaExperiment, ema_experiment_free)
 

@@ -17,6 +17,34 @@ G_BEGIN_DECLS
 
 /* Create DIR (and its parents) if needed. */
 gboolean ema_output_prepare_dir(const char *dir, GError **error);
+
+/* The marker file of a folder ema-sim run writes into. */
+#define EMA_OUTPUT_MARKER ".ema-output"
+/* Claim DIR for a run: a run owns its output folder. DIR is created when
+ * absent; an empty DIR is taken; a DIR with a marker (an earlier run's) has
+ * every entry the marker lists removed (files; plots/ and claimed
+ * sub-folders with all in them); any other non-empty DIR is refused (a
+ * folder ema-sim did not create). Then the marker is written listing the
+ * entries a run writes (summary.json, resolved.yaml, the CSVs, plots/) and
+ * EXTRA (NULL-terminated names, may be NULL: the compare variants'
+ * folders). So a failed run leaves no earlier summary.json behind, and a
+ * file this run does not write (requests.csv with requests_csv: false) is
+ * gone. */
+gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error);
+/* NAME made safe as one path component: letters, digits and ._+- kept, any
+ * other byte '_' (no '/', no newline), a leading '.' or an empty name
+ * prefixed with '_' (so never "." or ".."). The default output folder is
+ * results/<this>. */
+char *ema_output_safe_name(const char *name);
+/* TEXT as one CSV field (RFC 4180: quoted when it holds a comma, quote or
+ * line break). */
+void ema_output_csv_field(GString *out, const char *text);
+/* The SHA-256 of the file at PATH (hex), NULL when it cannot be read. */
+char *ema_output_file_sha256(const char *path);
+/* What summary.json records as provenance.build_id: one SHA-256 over the
+ * hash of PROGRAM (the ema-sim binary) and those of the loaded policy
+ * modules. A sweep resumes a point only when its build_id is this one. */
+char *ema_output_build_id(const char *program);
 /* Write DIR/resolved.yaml. */
 gboolean ema_output_write_resolved(const char *dir, const EmaExperiment *experiment,
                                    GError **error);

@@ -25,6 +25,9 @@ typedef struct {
   guint64 unfinished;      /* still waiting or running at the end */
   guint64 preemptions;     /* all preemptions, finished requests or not */
   EmaTime slowed_by_peers; /* step time peers' traffic added (ema_pool_slowed_by_peers) */
+  /* the most slices its GPUs had borrowed from peers / lent to peers at
+   * one timeline sample (summed over a TP group) */
+  guint64 peak_slices_borrowed, peak_slices_lent;
 } EmaTenantResult;
 
 typedef struct {

@@ -1,0 +1,34 @@
+# compare.gp: one experiment under several variants side by side (ema-sim
+# run of a file with compare:): the borrower's output tokens/s and the
+# memory it had borrowed over time, one line per variant; the CDFs of its
+# TTFT and of the lenders' TTFT (all lenders' requests together).
+# Data: compare-timeline.dat (one block per variant: time_s, tokens/s,
+# borrowed GiB), compare-borrower-ttft.dat and compare-lenders-ttft.dat (one
+# block per variant: TTFT ms, fraction at or below). Variables: figtitle,
+# borrower, nseries, series1..seriesN (the variants).
+load common
+set multiplot layout 2, 2 title sprintf("%s\nthe borrower (%s) and its lenders under each variant", figtitle, borrower)
+set key top right
+set xlabel 'time (s)'
+set ylabel 'output tokens/s'
+set yrange [0:*]
+set title sprintf('%s: throughput', borrower)
+plot for [i=1:nseries] 'compare-timeline.dat' index (i-1) using 1:2 with lines lt i \
+     title value(sprintf('series%d', i))
+set ylabel 'borrowed from peers (GiB)'
+set title sprintf('%s: memory borrowed', borrower)
+plot for [i=1:nseries] 'compare-timeline.dat' index (i-1) using 1:3 with lines lt i \
+     title value(sprintf('series%d', i))
+set key bottom right
+set ylabel 'fraction of requests'
+set yrange [0:1.02]
+set xlabel 'time to first token (ms, log scale)'
+set logscale x
+set format x '%.0f'
+set title sprintf('%s: TTFT', borrower)
+plot for [i=1:nseries] 'compare-borrower-ttft.dat' index (i-1) using 1:2 with steps lt i \
+     title value(sprintf('series%d', i))
+set title 'lenders: TTFT'
+plot for [i=1:nseries] 'compare-lenders-ttft.dat' index (i-1) using 1:2 with steps lt i \
+     title value(sprintf('series%d', i))
+unset multiplot

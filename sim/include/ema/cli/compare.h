@@ -1,0 +1,39 @@
+/* compare.h: `ema-sim run` of an experiment with `compare:`, the same
+ * serving experiment under several named variants side by side (for
+ * example static, ema and the 2x oracle):
+ *
+ *   compare:                      # the syntax of a sweep's variants (sweep.h)
+ *     static: {policy: static}
+ *     ema: {policy: ema}
+ *     2x: {policy: static, server.gpu.hbm_scale: 2}
+ *
+ * Each variant runs in this process, one after another, into DIR/VARIANT/
+ * (a complete run folder: resolved.yaml, summary.json, tenants.csv,
+ * requests.csv, timeline.csv), then DIR/compare.csv gets one row per
+ * variant and the comparison is printed. The borrower is the tenant whose
+ * GPUs borrowed the most (at one timeline sample, in any variant); with no
+ * borrowing anywhere, the tenant with the most preemptions in the first
+ * variant. Every other tenant is a lender; "lenders' p99" is the worst
+ * lender's. "lent" is the pool's slices_borrowed (all slices lent over the
+ * run), "reclaimed" its slices_reclaimed. */
+#pragma once
+
+#include <stdio.h>
+
+#include <glib.h>
+
+#include "ema/cli/sweep.h"
+
+G_BEGIN_DECLS
+
+/* Run every variant of COMPARISON (ema_sweep_load_compare) into DIR,
+ * printing each variant's table and then the comparison on OUT. FALSE with
+ * an error when a variant cannot be loaded or run, or DIR cannot be used. */
+gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progress, FILE *out,
+                         GError **error);
+
+/* The variants' folder names under DIR, in order (as ema_compare_run
+ * writes them); NULL-terminated, free with g_strfreev. */
+char **ema_compare_variant_dirs(const EmaSweep *comparison);
+
+G_END_DECLS

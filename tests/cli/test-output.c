@@ -1,0 +1,387 @@
+/* test-output.c: the output folder rule and what results carry, through
+ * the ema-sim program: a run owns its folder (.ema-output; what an earlier
+ * run wrote is removed, nothing else; an unmarked non-empty folder is
+ * refused; a failed run leaves no earlier summary.json), the default
+ * folder results/NAME is name-safe, summary.json's provenance (version,
+ * build id, trace hashes), the compare mode, and a sweep that reruns points
+ * another build made unless --reuse. */
+#include <string.h>
+
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#include "testutil.h"
+
+/* Strings a check reads once, freed at the end (LeakSanitizer runs at exit). */
+static GPtrArray *kept;
+
+static char *keep(char *text) {
+  g_ptr_array_add(kept, text);
+  return text;
+}
+
+/* A synthetic two-tenant experiment on h200x2 (each GPU one tenant). */
+static const char experiment_text[] =
+    "name: %s\n"
+    "server: h200x2\n"
+    "requests_csv: %s\n"
+    "tenants:\n"
+    "  - {name: a, model: llama-3.1-8b, gpu: 0, trace: {arrivals: poisson, rate: 2, duration: 5s,\n"
+    "      prompt: {dist: fixed, tokens: 100}, output: {dist: fixed, tokens: 20}}}\n"
+    "  - {name: b, model: llama-3.1-8b, gpu: 1, trace: {%s}}\n";
+
+static const char synthetic_b[] = "arrivals: poisson, rate: 1, duration: 5s, prompt: {dist: "
+                                  "fixed, tokens: 50}, output: {dist: fixed, tokens: 10}";
+
+static char *write_experiment(const char *dir, const char *file, const char *name,
+                              const char *requests_csv, const char *trace_b) {
+  g_autofree char *path = g_build_filename(dir, file, NULL);
+  g_autofree char *text = g_strdup_printf(experiment_text, name, requests_csv, trace_b);
+  GError *error = NULL;
+  g_file_set_contents(path, text, -1, &error);
+  g_assert_no_error(error);
+  return g_steal_pointer(&path);
+}
+
+static gboolean exists(const char *dir, const char *name) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  return g_file_test(path, G_FILE_TEST_EXISTS);
+}
+
+static void touch(const char *dir, const char *name, const char *text) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  GError *error = NULL;
+  g_file_set_contents(path, text, -1, &error);
+  g_assert_no_error(error);
+}
+
+/* A run marks its folder; the next run removes what the first wrote and
+ * does not write now (requests.csv), keeps a file it never wrote. */
+static void test_owned_folder(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *with = write_experiment(tmp, "with.yaml", "owned", "true", synthetic_b);
+  g_autofree char *without = write_experiment(tmp, "without.yaml", "owned", "false", synthetic_b);
+  g_autofree char *marker = NULL;
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", with, "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  marker = ema_test_read_file(out, ".ema-output");
+  ema_test_assert_contains(marker, "\nsummary.json\n");
+  ema_test_assert_contains(marker, "\nrequests.csv\n");
+  g_assert_true(exists(out, "requests.csv"));
+  g_assert_true(exists(out, "tenants.csv"));
+  g_mkdir(keep(g_build_filename(out, "plots", NULL)), 0755);
+  touch(out, "plots/old.png", "stale figure");
+  touch(out, "notes.txt", "mine");
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", without, "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  g_assert_false(exists(out, "requests.csv"));
+  g_assert_false(exists(out, "plots/old.png"));
+  g_assert_true(exists(out, "summary.json"));
+  g_assert_true(exists(out, "notes.txt"));
+  ema_test_remove_tree(tmp);
+}
+
+/* A folder ema-sim did not make, with something in it, is refused
+ * untouched; an empty one is taken. */
+static void test_foreign_folder(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "theirs", NULL);
+  g_autofree char *empty = g_build_filename(tmp, "empty", NULL);
+  g_autofree char *exp = write_experiment(tmp, "e.yaml", "foreign", "true", synthetic_b);
+  g_autofree char *want = g_strdup_printf(
+      "output directory %s is not empty and not an ema-sim output folder (no .ema-output): give "
+      "another -o, or empty it\n",
+      out);
+  g_mkdir(out, 0755);
+  g_mkdir(empty, 0755);
+  touch(out, "summary.json", "{\"not\": \"ours\"}");
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", exp, "-o", out, "--no-plot", NULL);
+    ema_test_assert_failed(run, 1, want);
+  }
+  g_assert_false(exists(out, "resolved.yaml"));
+  g_assert_cmpstr(keep(ema_test_read_file(out, "summary.json")), ==, "{\"not\": \"ours\"}");
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", exp, "-o", empty, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  g_assert_true(exists(empty, ".ema-output"));
+  ema_test_remove_tree(tmp);
+}
+
+/* 17#8: a run that fails after it started writing leaves its new
+ * resolved.yaml and no summary.json of the run before. */
+static void test_failed_run_leaves_no_summary(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *good = write_experiment(tmp, "good.yaml", "fails", "true", synthetic_b);
+  g_autofree char *bad =
+      write_experiment(tmp, "bad.yaml", "fails", "true", "file: bad.csv, format: azure");
+  touch(tmp, "bad.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\nnot-a-time,10,10\n");
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", good, "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  g_assert_true(exists(out, "summary.json"));
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", bad, "-o", out, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "bad.csv");
+  }
+  g_assert_true(exists(out, "resolved.yaml"));
+  ema_test_assert_contains(keep(ema_test_read_file(out, "resolved.yaml")), "bad.csv");
+  g_assert_false(exists(out, "summary.json"));
+  g_assert_false(exists(out, "tenants.csv"));
+  ema_test_remove_tree(tmp);
+}
+
+/* 17#9: the default folder results/NAME takes NAME as one safe component:
+ * no escape from results/, no newline in a folder name. */
+static void test_default_folder_is_name_safe(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *work = g_build_filename(tmp, "a", "b", NULL);
+  g_autofree char *exp = NULL;
+  g_autofree char *results = g_build_filename(work, "results", NULL);
+  g_autoptr(GPtrArray) entries = NULL;
+  const char *argv[] = {ema_test_sim_path(), "run", "e.yaml", "--no-plot", NULL};
+  g_mkdir_with_parents(work, 0755);
+  exp = write_experiment(work, "e.yaml", "\"../../esc\\naped\"", "true", synthetic_b);
+  {
+    g_autoptr(EmaTestRun) run = ema_test_run(argv, work, NULL);
+    ema_test_assert_ok(run);
+  }
+  g_assert_false(exists(tmp, "esc\naped"));
+  g_assert_false(exists(tmp, "escaped"));
+  entries = ema_test_list_dir(results, "");
+  g_assert_cmpuint(entries->len, ==, 1);
+  g_assert_cmpstr(entries->pdata[0], ==, "_.._.._esc_aped");
+  g_assert_true(exists(results, "_.._.._esc_aped/summary.json"));
+  ema_test_remove_tree(tmp);
+}
+
+/* summary.json's provenance: the version ema-sim reports, a build id, and
+ * the SHA-256 of each trace file read. */
+static void test_provenance(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *trace = g_build_filename(tmp, "b.csv", NULL);
+  g_autofree char *trace_text =
+      g_strdup("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+               "2023-11-16 18:15:46.6805900,100,10\n2023-11-16 18:15:47.0000000,50,5\n");
+  g_autofree char *hash = g_compute_checksum_for_string(G_CHECKSUM_SHA256, trace_text, -1);
+  g_autofree char *exp =
+      write_experiment(tmp, "e.yaml", "provenance", "true", "file: b.csv, format: azure");
+  g_autoptr(EmaTestRun) version = ema_test_cli("--version", NULL);
+  g_autoptr(JsonNode) root = NULL;
+  JsonObject *provenance, *file;
+  touch(tmp, "b.csv", trace_text);
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", exp, "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  root = ema_test_parse_json(keep(ema_test_read_file(out, "summary.json")));
+  provenance = json_object_get_object_member(json_node_get_object(root), "provenance");
+  g_assert_nonnull(provenance);
+  g_assert_cmpstr(
+      version->out + strlen("ema-sim "), ==,
+      keep(g_strconcat(json_object_get_string_member(provenance, "version"), "\n", NULL)));
+  g_assert_cmpuint(strlen(json_object_get_string_member(provenance, "build_id")), ==, 64);
+  g_assert_true(json_object_has_member(provenance, "commit"));
+  g_assert_cmpuint(json_array_get_length(json_object_get_array_member(provenance, "plugins")), ==,
+                   0);
+  g_assert_cmpuint(json_array_get_length(json_object_get_array_member(provenance, "traces")), ==,
+                   1);
+  file = json_array_get_object_element(json_object_get_array_member(provenance, "traces"), 0);
+  g_assert_cmpstr(json_object_get_string_member(file, "file"), ==, trace);
+  g_assert_cmpstr(json_object_get_string_member(file, "sha256"), ==, hash);
+  ema_test_remove_tree(tmp);
+}
+
+/* compare: each variant in its folder, compare.csv one row per variant in
+ * file order, the comparison printed; check checks every variant. */
+static void test_compare(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *path = g_build_filename(tmp, "c.yaml", NULL);
+  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
+  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
+                                      "compare:\n  static: {policy: static}\n"
+                                      "  2x: {server.gpu.hbm_scale: 2}\n",
+                                      NULL);
+  g_autofree char *csv = NULL;
+  g_auto(GStrv) lines = NULL;
+  touch(tmp, "c.yaml", text);
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", path, NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out, "ok (cmp on h200x2, 2 tenants, compares static, 2x)");
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out, "cmp: static, 2x side by side\n");
+    ema_test_assert_contains(run->out, "\ncomparison: borrower ");
+  }
+  g_assert_true(exists(out, "static/summary.json"));
+  g_assert_true(exists(out, "2x/summary.json"));
+  ema_test_assert_contains(keep(ema_test_read_file(out, "2x/resolved.yaml")), "hbm_scale: 2\n");
+  csv = ema_test_read_file(out, "compare.csv");
+  lines = g_strsplit(csv, "\n", -1);
+  g_assert_cmpuint(g_strv_length(lines), ==, 4);
+  g_assert_true(g_str_has_prefix(lines[0], "variant,dir,borrower,borrower_tok_s,"));
+  g_assert_true(g_str_has_prefix(lines[1], "static,static,"));
+  g_assert_true(g_str_has_prefix(lines[2], "2x,2x,"));
+  /* a plain experiment loader refuses the key */
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", path, "--list", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "compare: compare is for ema-sim run");
+  }
+  ema_test_remove_tree(tmp);
+}
+
+/* Resume keeps a point of this build, reruns one whose build_id is
+ * another's, and keeps it with --reuse. */
+static void test_sweep_other_build(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *path = g_build_filename(tmp, "s.yaml", NULL);
+  g_autofree char *base = write_experiment(tmp, "base.yaml", "swp", "true", synthetic_b);
+  g_autofree char *text =
+      g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")), "repeats: 2\n", NULL);
+  g_autofree char *point = g_build_filename(out, "000-r0", NULL);
+  g_autofree char *summary = NULL;
+  GError *error = NULL;
+  touch(tmp, "s.yaml", text);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  summary = ema_test_read_file(point, "summary.json");
+  {
+    /* the point as another build would have left it */
+    g_autoptr(GRegex) regex = g_regex_new("\"build_id\" : \"[0-9a-f]+\"", 0, 0, NULL);
+    g_autofree char *other =
+        g_regex_replace_literal(regex, summary, -1, 0, "\"build_id\" : \"other\"", 0, NULL);
+    g_autofree char *file = g_build_filename(point, "summary.json", NULL);
+    g_assert_cmpstr(other, !=, summary);
+    g_file_set_contents(file, other, -1, &error);
+    g_assert_no_error(error);
+  }
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", path, "-o", out, "-j", "1", "--no-plot", "--reuse", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out, "2 points: 2 ok (2 found done)");
+  }
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    ema_test_assert_contains(run->out, "2 points: 2 ok (1 found done)");
+    ema_test_assert_contains(run->err, "1 finished point was made by another build");
+  }
+  ema_test_assert_contains(keep(ema_test_read_file(point, "summary.json")), "\"build_id\" : \"");
+  g_assert_null(strstr(keep(ema_test_read_file(point, "summary.json")), "\"other\""));
+  ema_test_remove_tree(tmp);
+}
+
+/* check reads trace files through: a bad row fails check, with its line. */
+static void test_check_reads_traces(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *exp =
+      write_experiment(tmp, "e.yaml", "chk", "true", "file: bad.csv, format: azure");
+  g_autofree char *want = g_strdup_printf(
+      "tenant b: %s/bad.csv:3: TIMESTAMP: not a date-time (YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): "
+      "'not-a-time'\n",
+      tmp);
+  touch(tmp, "bad.csv",
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,10\n"
+        "not-a-time,10,10\n");
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", exp, NULL);
+    ema_test_assert_failed(run, 1, want);
+  }
+  ema_test_remove_tree(tmp);
+}
+
+/* list llms, describe llm, describe experiment, describe hwmodel --help. */
+static void test_discover(void) {
+  g_autoptr(EmaTestRun) llms = ema_test_cli("list", "llms", NULL);
+  g_autoptr(EmaTestRun) llm = ema_test_cli("describe", "llm", "llama-3.1-8b", NULL);
+  g_autoptr(EmaTestRun) keys = ema_test_cli("describe", "experiment", NULL);
+  g_autoptr(EmaTestRun) help = ema_test_cli("describe", "hwmodel", "--help", NULL);
+  g_autoptr(EmaTestRun) none = ema_test_cli("describe", "llm", "no-such-model", NULL);
+  ema_test_assert_ok(llms);
+  /* 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 131072 B per token */
+  ema_test_assert_contains(llms->out, "\nllama-3.1-8b     8.03 B parameters (8.03 B active per "
+                                      "token), weights 15.0 GiB, KV 128 KiB per token (131072 B); "
+                                      "published 8.03 B: ");
+  ema_test_assert_ok(llm);
+  ema_test_assert_contains(llm->out, "layers: 32\n");
+  ema_test_assert_contains(llm->out, "# derived: 8.03 B parameters");
+  ema_test_assert_ok(keys);
+  /* from the tables: a key of every level, with type, default and range */
+  ema_test_assert_contains(keys->out, "\nsample_period            duration  default 1s, range ");
+  ema_test_assert_contains(keys->out, "\n    hbm_scale                number    default 1, range ");
+  ema_test_assert_contains(keys->out, "\n  ttft                     duration  optional");
+  ema_test_assert_contains(keys->out, "phases");
+  ema_test_assert_ok(help);
+  ema_test_assert_contains(help->out, "Usage:\n  ema-sim describe hwmodel [OPTION");
+  g_assert_cmpint(none->status, ==, 1);
+  ema_test_assert_contains(none->err, "unknown model 'no-such-model'");
+}
+
+/* A one-GPU server needs no link block; two GPUs do. */
+static void test_one_gpu_without_link(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *fixture = ema_test_fixture("experiments", "one-gpu-no-link.yaml");
+  g_autofree char *resolved = NULL;
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", fixture, "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  resolved = ema_test_read_file(out, "resolved.yaml");
+  g_assert_null(strstr(resolved, "link:"));
+  {
+    g_autofree char *again = g_build_filename(out, "resolved.yaml", NULL);
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", again, NULL);
+    ema_test_assert_ok(run);
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", fixture, "--set", "server.gpus=2", NULL);
+    g_autofree char *want = g_strconcat(fixture,
+                                        ":6:3: server.link: missing required key (a "
+                                        "server of 2 GPUs needs its peer link; only a "
+                                        "one-GPU server may leave it out)\n",
+                                        NULL);
+    ema_test_assert_failed(run, 1, want);
+  }
+  ema_test_remove_tree(tmp);
+}
+
+int main(int argc, char **argv) {
+  int status;
+  g_test_init(&argc, &argv, NULL);
+  kept = g_ptr_array_new_with_free_func(g_free);
+  g_test_add_func("/output/owned-folder", test_owned_folder);
+  g_test_add_func("/output/foreign-folder", test_foreign_folder);
+  g_test_add_func("/output/failed-run-leaves-no-summary", test_failed_run_leaves_no_summary);
+  g_test_add_func("/output/default-folder-is-name-safe", test_default_folder_is_name_safe);
+  g_test_add_func("/output/provenance", test_provenance);
+  g_test_add_func("/output/compare", test_compare);
+  g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
+  g_test_add_func("/output/check-reads-traces", test_check_reads_traces);
+  g_test_add_func("/output/discover", test_discover);
+  g_test_add_func("/output/one-gpu-without-link", test_one_gpu_without_link);
+  status = g_test_run();
+  g_ptr_array_unref(kept);
+  return status;
+}
