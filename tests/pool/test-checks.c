@@ -12,6 +12,7 @@
 #include "ema/pool/pool.h"
 #include "ema/pool/registry.h"
 #include "ema/run/experiment.h"
+#include "testpolicies.h"
 #include "testutil.h"
 
 #define MS (1000 * 1000)
@@ -25,10 +26,10 @@ typedef struct {
   guint64 targets[2];
 } Rig;
 
-static void rig_init(Rig *r, EmaPoolCheckLevel level) {
+/* The rig under POLICY (YAML). */
+static void rig_init_policy(Rig *r, EmaPoolCheckLevel level, const char *policy) {
   GError *error = NULL;
-  g_autoptr(EmaNode) node =
-      ema_node_load_string("{borrow: on-demand, reclaim: migrate}", "policy", NULL, &error);
+  g_autoptr(EmaNode) node = ema_node_load_string(policy, "policy", NULL, &error);
   memset(r, 0, sizeof *r);
   g_assert_no_error(error);
   g_assert_true(ema_params_bind(&ema_policy_spec_params, &r->spec, node, "policy", &error));
@@ -49,6 +50,10 @@ static void rig_init(Rig *r, EmaPoolCheckLevel level) {
   g_assert_true(ema_pool_core_start(&r->core, &error));
   r->targets[0] = 80;
   r->targets[1] = 8;
+}
+
+static void rig_init(Rig *r, EmaPoolCheckLevel level) {
+  rig_init_policy(r, level, "{borrow: on-demand, reclaim: migrate}");
 }
 
 static void rig_ticks(Rig *r, guint n) {
@@ -112,6 +117,39 @@ static void test_reasons(void) {
   g_assert_cmpstr(reclaim->reason, ==,
                   "migrate: lender gpu1 lacks 12 slices; 12 slices from gpu0, 12 blocks of its KV "
                   "to host");
+  rig_clear(&r);
+}
+
+/* A plan that asks more than the ledger allows is cut, and says so; one
+ * that asks a GPU for its own slices is refused, logged as such. */
+static void test_reasons_cut(void) {
+  Rig r;
+  const EmaPoolEvent *e;
+  test_policies_register();
+  rig_init_policy(&r, EMA_POOL_CHECK_ALL,
+                  "{borrow: test-borrow-n, borrow_params: {borrower: 0, lender: 1, slices: 100, "
+                  "lender2: 0, slices2: 5}, reclaim: migrate}");
+  ema_pool_core_log(&r.core);
+  rig_ticks(&r, 1);
+  for (guint i = 0; i < r.core.events->len; i++) {
+    e = &g_array_index(r.core.events, EmaPoolEvent, i);
+    g_test_message("%s gpu%u peer%u %" G_GUINT64_FORMAT ": %s", ema_pool_event_kind_name(e->kind),
+                   e->gpu, e->peer, e->slices, e->reason);
+  }
+  g_assert_cmpuint(r.core.events->len, ==, 2);
+  e = &g_array_index(r.core.events, EmaPoolEvent, 0);
+  g_assert_cmpint(e->kind, ==, EMA_POOL_EVENT_BORROW);
+  /* GPU1's region of 64 slices holds its 8 blocks of a slice each: 56 to lend */
+  g_assert_cmpuint(e->slices, ==, 56);
+  g_assert_cmpstr(e->reason, ==,
+                  "test-borrow-n: gpu0 short 0 blocks, 0 waiting; asked 100 slices of gpu1; it can "
+                  "lend 56");
+  e = &g_array_index(r.core.events, EmaPoolEvent, 1);
+  g_assert_cmpint(e->kind, ==, EMA_POOL_EVENT_REFUSE);
+  g_assert_cmpuint(e->slices, ==, 0);
+  g_assert_cmpstr(e->reason, ==,
+                  "test-borrow-n: gpu0 short 0 blocks, 0 waiting; asked 5 slices of gpu0; its own");
+  g_assert_cmpuint(r.core.stats.plans_adjusted, ==, 2);
   rig_clear(&r);
 }
 
@@ -193,6 +231,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/checks/healthy", test_healthy);
   g_test_add_func("/checks/reasons", test_reasons);
+  g_test_add_func("/checks/reasons-cut", test_reasons_cut);
   g_test_add_func("/checks/corrupted", test_corrupted);
   g_test_add_func("/checks/level-from-env", test_level_from_env);
   return g_test_run();
