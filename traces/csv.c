@@ -266,6 +266,8 @@ static gboolean timed_next(EmaTraceSource *src, EmaRequestRecord *out, GError **
     }
     out->arrival = t - self->first_time;
     out->prefix_blocks = 0;
+    out->prefix_unit_tokens = 0;
+    out->prefix_ids = NULL;
     return TRUE;
   }
 }
@@ -350,6 +352,8 @@ static gboolean lengths_next(EmaTraceSource *src, EmaRequestRecord *out, GError 
   out->id = src->count;
   out->arrival = ema_trace_arrivals_next(self->arrivals);
   out->prefix_blocks = 0;
+  out->prefix_unit_tokens = 0;
+  out->prefix_ids = NULL;
   return TRUE;
 }
 

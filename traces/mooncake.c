@@ -6,10 +6,17 @@
  * line's tree and frees it on the next load), the reader holds one line;
  * timestamp is an integer or real number of ms, never decreasing; input_length
  * is in [1, 2^32-1], output_length in [0, 2^32-1]; hash_ids, when present, is
- * an array and its length is the record's prefix_blocks; other keys are
+ * an array of non-negative integers, its length is the record's
+ * prefix_blocks and its ids (kept in hash_ids until the next line is read)
+ * the record's prefix_ids; other keys are
  * ignored; blank lines are skipped. The first record is read when the file is
- * opened, so an empty file or a bad first line fails the open. */
+ * opened, so an empty file or a bad first line fails the open. A line is
+ * scanned before json-glib sees it: nesting deeper than
+ * EMA_TRACE_JSON_MAX_DEPTH (json-glib recurses per level) and integers
+ * outside 64 bits (json-glib would wrap them) are errors, so a line costs at
+ * most max_line bytes and a bounded stack. */
 #include <math.h>
+#include <string.h>
 
 #include <json-glib/json-glib.h>
 
@@ -19,6 +26,7 @@ typedef struct {
   EmaTraceSource base;
   EmaTraceReader reader;
   JsonParser *parser;
+  GArray *hash_ids; /* guint64: the last line's hash_ids */
   guint64 row;
   gboolean have_first;
   gint64 first_time;
@@ -95,6 +103,39 @@ range:
   return FALSE;
 }
 
+/* The problem with LINE that json-glib would not report safely, or NULL:
+ * nesting deeper than EMA_TRACE_JSON_MAX_DEPTH, an integer outside gint64.
+ * Strings are skipped (brackets and digits in them are text). */
+static const char *scan_line(const char *line, gsize len) {
+  int depth = 0;
+  for (gsize i = 0; i < len; i++) {
+    char c = line[i];
+    if (c == '"') {
+      for (i++; i < len && line[i] != '"'; i++)
+        if (line[i] == '\\')
+          i++;
+    } else if (c == '[' || c == '{') {
+      if (++depth > EMA_TRACE_JSON_MAX_DEPTH)
+        return "JSON nested deeper than " G_STRINGIFY(EMA_TRACE_JSON_MAX_DEPTH) " levels";
+    } else if (c == ']' || c == '}') {
+      depth--;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      gsize end = i;
+      gboolean integer = TRUE;
+      gint64 ignored;
+      while (end < len && line[end] != '\0' && strchr("0123456789+-.eE", line[end]) != NULL) {
+        integer = integer && strchr(".eE", line[end]) == NULL;
+        end++;
+      }
+      if (integer &&
+          g_strcmp0(ema_trace_parse_int(line + i, end - i, &ignored), "out of range") == 0)
+        return "integer out of range (beyond 64 bits)";
+      i = end - 1;
+    }
+  }
+  return NULL;
+}
+
 /* Reads one record. Returns 1, 0 at the end, -1 on error. */
 static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **error) {
   char *line;
@@ -108,6 +149,11 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
     return got;
 
   g_autoptr(GError) jerr = NULL;
+  const char *problem = scan_line(line, len);
+  if (problem != NULL) {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "%s", problem);
+    return -1;
+  }
   if (!json_parser_load_from_data(self->parser, line, (gssize) len, &jerr)) {
     ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "invalid JSON: %s",
                            jerr->message);
@@ -125,14 +171,32 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
       !get_count(self, obj, "output_length", 0, &out->output_tokens, error))
     return -1;
   out->prefix_blocks = 0;
+  out->prefix_unit_tokens = EMA_TRACE_MOONCAKE_HASH_TOKENS;
+  out->prefix_ids = NULL;
+  g_array_set_size(self->hash_ids, 0);
   JsonNode *hashes = json_object_get_member(obj, "hash_ids");
   if (hashes != NULL) {
+    JsonArray *array;
     if (!JSON_NODE_HOLDS_ARRAY(hashes)) {
       ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
                              "'hash_ids' is not an array");
       return -1;
     }
-    out->prefix_blocks = json_array_get_length(json_node_get_array(hashes));
+    array = json_node_get_array(hashes);
+    for (guint i = 0; i < json_array_get_length(array); i++) {
+      JsonNode *item = json_array_get_element(array, i);
+      guint64 id;
+      if (!JSON_NODE_HOLDS_VALUE(item) || json_node_get_value_type(item) != G_TYPE_INT64 ||
+          json_node_get_int(item) < 0) {
+        ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
+                               "'hash_ids' item %u is not a non-negative integer", i);
+        return -1;
+      }
+      id = (guint64) json_node_get_int(item);
+      g_array_append_val(self->hash_ids, id);
+    }
+    out->prefix_blocks = self->hash_ids->len;
+    out->prefix_ids = (const guint64 *) self->hash_ids->data;
   }
   if (!self->have_first) {
     self->have_first = TRUE;
@@ -172,6 +236,7 @@ static void mooncake_finalize(EmaTraceSource *src) {
 
   ema_trace_reader_close(&self->reader);
   g_clear_object(&self->parser);
+  g_clear_pointer(&self->hash_ids, g_array_unref);
 }
 
 static const EmaTraceSourceClass mooncake_class = {"mooncake", mooncake_next, mooncake_finalize};
@@ -184,6 +249,7 @@ EmaTraceSource *ema_trace_source_open_mooncake(const char *path, GError **error)
   if (!ema_trace_reader_open(&self->reader, path, EMA_TRACE_JSON_MAX_LINE, error))
     return NULL;
   self->parser = json_parser_new_immutable();
+  self->hash_ids = g_array_new(FALSE, FALSE, sizeof(guint64));
   int got = mooncake_read(self, &self->pending, error);
   if (got < 0)
     return NULL;

@@ -113,8 +113,11 @@ const char *ema_trace_parse_decimal(const char *p, gsize len, int scale_digits, 
       return "out of range";
     acc *= 10;
   }
-  if (round_digit >= 5)
+  if (round_digit >= 5) {
+    if (acc == G_MAXUINT64) /* rounding up would wrap to 0 */
+      return "out of range";
     acc++;
+  }
   if (acc > (guint64) G_MAXINT64)
     return "out of range";
   *value = negative ? -(gint64) acc : (gint64) acc;

@@ -44,6 +44,9 @@ gpointer ema_trace_source_alloc(const EmaTraceSourceClass *klass, gsize size);
 #define EMA_TRACE_CHUNK 65536
 #define EMA_TRACE_CSV_MAX_LINE 65536
 #define EMA_TRACE_JSON_MAX_LINE (4 * 1024 * 1024)
+/* The deepest JSON nesting a line may have (json-glib's parser recurses
+ * once per level; a record needs 2). */
+#define EMA_TRACE_JSON_MAX_DEPTH 32
 
 typedef struct {
   FILE *fp;

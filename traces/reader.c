@@ -7,22 +7,24 @@
  * costs at most max_line bytes before it is reported; lines that lie inside
  * a chunk are returned in place without copying. A NUL byte is an error
  * (binary data), "\r\n" and "\n" both end a line, and a last line without a
- * newline is returned like any other. */
+ * newline is returned like any other. Only a regular file is opened (a FIFO
+ * or a device is refused at once, never waited on or read forever). */
 #include <errno.h>
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "private.h"
 
 gboolean ema_trace_reader_open(EmaTraceReader *reader, const char *path, gsize max_line,
                                GError **error) {
+  GError *inner = NULL;
   g_return_val_if_fail(reader != NULL && path != NULL, FALSE);
 
   memset(reader, 0, sizeof *reader);
-  reader->fp = fopen(path, "rb");
+  reader->fp = ema_file_open_regular(path, &inner);
   if (reader->fp == NULL) {
-    int saved = errno;
-    g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_IO, "%s: cannot open: %s", path,
-                g_strerror(saved));
+    g_set_error_literal(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_IO, inner->message);
+    g_error_free(inner);
     return FALSE;
   }
   reader->path = g_strdup(path);

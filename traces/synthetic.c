@@ -29,6 +29,8 @@ static gboolean synthetic_next(EmaTraceSource *src, EmaRequestRecord *out, GErro
   out->output_tokens = ema_trace_lengths_draw(self->output);
   out->id = src->count;
   out->prefix_blocks = 0;
+  out->prefix_unit_tokens = 0;
+  out->prefix_ids = NULL;
   return TRUE;
 }
 

@@ -1,6 +1,7 @@
 /* transform.c: transformations that wrap any source: a time window [start,
- * end) re-based to start, rate scaling, a request limit, a time offset and a
- * round-robin split (one replica's share of a trace).
+ * end) re-based to start, rate scaling, a request limit, a time offset, a
+ * round-robin split (one replica's share of a trace) and a shared prefix
+ * (prompt identity for prefix caching).
  * Each takes its inner source over (freed with the wrapper) and they compose
  * in any order, e.g. limit(scale_rate(window(azure, 600 s, 1200 s), 8), 1000).
  *
@@ -8,7 +9,8 @@
  * (subtract, divide by a positive factor with rounding, add), so the order of
  * the inner source is kept; the window stops reading at the first arrival
  * >= end, so a window at the start of a week-long trace costs only its rows;
- * ids and lengths pass through untouched. */
+ * ids and lengths pass through untouched (the shared prefix replaces only
+ * the prompt's identity). */
 #include <math.h>
 
 #include "private.h"
@@ -160,5 +162,38 @@ EmaTraceSource *ema_trace_split(EmaTraceSource *src, guint64 ways, guint64 index
   self->base.inner = src;
   self->ways = ways;
   self->index = index;
+  return &self->base;
+}
+
+typedef struct {
+  EmaTraceSource base;
+  guint32 tokens, groups;
+  guint64 seen;
+  guint64 id; /* the current record's prefix id */
+} SharedPrefixSource;
+
+static gboolean shared_prefix_next(EmaTraceSource *src, EmaRequestRecord *out, GError **error) {
+  SharedPrefixSource *self = (SharedPrefixSource *) src;
+
+  if (!ema_trace_source_next(src->inner, out, error))
+    return FALSE;
+  /* ids from the top of the range, apart from any small ids a trace uses */
+  self->id = G_MAXUINT64 - self->seen++ % self->groups;
+  out->prefix_blocks = 1;
+  out->prefix_unit_tokens = MIN(self->tokens, out->prompt_tokens);
+  out->prefix_ids = &self->id;
+  return TRUE;
+}
+
+static const EmaTraceSourceClass shared_prefix_class = {"shared-prefix", shared_prefix_next, NULL};
+
+EmaTraceSource *ema_trace_shared_prefix(EmaTraceSource *src, guint32 tokens, guint32 groups) {
+  g_return_val_if_fail(src != NULL, NULL);
+  g_return_val_if_fail(tokens > 0 && groups > 0, NULL);
+
+  SharedPrefixSource *self = ema_trace_source_alloc(&shared_prefix_class, sizeof *self);
+  self->base.inner = src;
+  self->tokens = tokens;
+  self->groups = groups;
   return &self->base;
 }

@@ -8,6 +8,7 @@
 #include "errors.h"
 #include "report.h"
 #include "stats.h"
+#include "ema/core/file.h"
 
 #define SUMMARY_FILE "summary.json"
 #define PROVENANCE_FILE "provenance.txt"
@@ -86,6 +87,8 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
   JsonNode *results_node;
   const char *name;
   double simulated = 0;
+  g_autofree char *text = NULL;
+  gsize length = 0;
 
   report->ops = g_array_new(FALSE, TRUE, sizeof(EmaOpResult));
   if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
@@ -93,7 +96,8 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
                 "%s: no such file: measure first (ema-validate run FILE -o %s)", path, dir);
     return NULL;
   }
-  if (!json_parser_load_from_file(parser, path, &local)) {
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, &local) ||
+      !json_parser_load_from_data(parser, text, (gssize) length, &local)) {
     gboolean io = local->domain == G_FILE_ERROR;
     g_set_error(error, EMA_VALIDATE_ERROR, io ? EMA_VALIDATE_ERROR_IO : EMA_VALIDATE_ERROR_DATA,
                 "%s: %s", path, local->message);

@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "report.h"
 #include "stats.h"
+#include "ema/core/file.h"
 
 void ema_decode_row_free(EmaDecodeRow *row) {
   if (row == NULL)
@@ -66,7 +67,7 @@ GPtrArray *ema_decode_rows_read(const char *path, GError **error) {
   guint width;
   GError *local = NULL;
 
-  if (!g_file_get_contents(path, &text, NULL, &local)) {
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, &local)) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot read %s: %s", path,
                 local->message);
     g_error_free(local);

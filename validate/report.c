@@ -11,6 +11,7 @@
 #include <glib/gstdio.h>
 
 #include "errors.h"
+#include "ema/core/file.h"
 
 #define MEASUREMENTS_HEADER                                                                        \
   "group,name,src,dst,bytes,repeats,median_us,min_us,q1_us,q3_us,max_us,spread_pct,gb_per_s"
@@ -262,7 +263,7 @@ static char **read_table(const char *dir, const char *name, const char *header, 
   g_autofree char *text = NULL;
   GError *local = NULL;
   char **lines;
-  if (!g_file_get_contents(path, &text, NULL, &local)) {
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, &local)) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot read %s: %s", path,
                 local->message);
     g_error_free(local);

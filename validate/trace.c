@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "ema/core/file.h"
 
 gboolean ema_trace_split_csv(const char *line, GPtrArray *fields, guint *col) {
   const char *p = line;
@@ -69,6 +70,8 @@ static gboolean csv_error(const CsvReader *r, guint field, const char *what, GEr
       for (text++, col++; *text && !(*text == '"' && text[1] != '"'); text++, col++)
         if (*text == '"')
           text++, col++;
+      if (*text == '\0') /* an unterminated quote: the row ends inside it */
+        break;
     }
     if (*text == ',')
       f++;
@@ -87,7 +90,7 @@ static gboolean csv_open(CsvReader *r, const char *path, const char *header, gbo
   memset(r, 0, sizeof *r);
   r->path = path;
   *absent = FALSE;
-  if (!g_file_get_contents(path, &text, NULL, &io)) {
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, &io)) {
     if (optional && g_error_matches(io, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
       g_error_free(io);
       *absent = TRUE;
@@ -452,7 +455,7 @@ EmaTrace *ema_trace_load(const char *dir, GError **error) {
   g_array_sort(t->kernels, kernel_by_start);
   g_array_sort(t->copies, copy_by_start);
   g_autofree char *summary_path = g_build_filename(dir, "capture.txt", NULL);
-  if (!g_file_get_contents(summary_path, &t->summary, NULL, NULL))
+  if (!ema_file_read_regular(summary_path, EMA_FILE_MAX_TEXT, &t->summary, NULL, NULL))
     t->summary = NULL;
   return t;
 }

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "ema/core/units.h"
 #include "ema/run/output.h"
 #include "ema/run/serving.h"
@@ -155,11 +156,11 @@ static gboolean write_compare_csv(const char *dir, GArray *arms, guint borrower,
                         (double) row.reclaims,
                         row.reclaimed_gib,
                         row.reclaim_wait_max_ms};
-    ema_output_csv_field(csv, arm->name);
+    ema_file_csv_field(csv, arm->name);
     g_string_append_c(csv, ',');
-    ema_output_csv_field(csv, arm->dir);
+    ema_file_csv_field(csv, arm->dir);
     g_string_append_c(csv, ',');
-    ema_output_csv_field(csv, b->spec->name);
+    ema_file_csv_field(csv, b->spec->name);
     for (guint i = 0; i < G_N_ELEMENTS(numbers); i++)
       g_string_append_printf(csv, ",%.6g", numbers[i]);
     g_string_append_c(csv, '\n');

@@ -7,16 +7,19 @@
  *   describe-policy NAME (or describe policy NAME) one policy and its parameters
  *   sweep FILE [-o DIR] [-j N] [--fail-fast] ...  run every point of a sweep file
  *   plot DIR [--x PATH] [--by COLUMN] ...         gnuplot figures of a run or sweep
+ *   step-time SERVER MODEL TP [FILE]              the step model's time of each batch
  * run, check, list and describe-policy take --plugin-dir DIR (repeatable;
  * also before the command) and load the policy modules found there and in
  * EMA_PLUGIN_PATH before anything else.
  * Errors print one line (file:line:col: key: problem) on stderr and exit 1;
  * usage errors exit 2. */
+#include <errno.h>
 #include <locale.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "ema/core/file.h"
 #include "ema/run/experiment.h"
 #include "ema/pool/frontier.h"
 #include "ema/run/ops.h"
@@ -33,6 +36,8 @@
 #include "sweepmpi.h"
 
 #define EXIT_USAGE 2
+#define STEP_TIME_COLUMNS                                                                          \
+  "prefill_tokens,prefill_context,prefill_kv_read,decode_seqs,decode_context,logits"
 
 static const char usage_text[] =
     "Usage: ema-sim COMMAND [OPTIONS]\n"
@@ -76,6 +81,9 @@ static const char usage_text[] =
     "                         a100x8-dgx and h100x8-hgx; --points N keeps the first N\n"
     "  plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title TEXT] [--xlabel TEXT]\n"
     "                         gnuplot figures (PNG, SVG) of a run or a sweep in DIR/plots/\n"
+    "  step-time SERVER MODEL TP [FILE]\n"
+    "                         read batches (CSV in FILE or on stdin: " STEP_TIME_COLUMNS ")\n"
+    "                         and print the step model's GPU time of each, in us\n"
     "\n"
     "Options:\n"
     "  --plugin-dir DIR       load the policy modules in DIR (repeatable; before the command or\n"
@@ -156,6 +164,20 @@ static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
   return 0;
 }
 
+/* A tenant whose every request was rejected (none fits in its KV cache)
+ * has run, but measured nothing: say so on stderr (the run still succeeds,
+ * its results are true). */
+static void warn_all_rejected(const EmaServingReport *report) {
+  for (guint i = 0; i < report->tenants->len; i++) {
+    const EmaTenantResult *r = report->tenants->pdata[i];
+    if (r->arrived > 0 && r->rejected == r->arrived)
+      fprintf(stderr,
+              "ema-sim: warning: tenant %s: all %" G_GUINT64_FORMAT
+              " requests were rejected (prompt + output larger than its KV cache)\n",
+              r->spec->name, r->arrived);
+  }
+}
+
 static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   GError *error = NULL;
   g_autoptr(EmaServingReport) report =
@@ -167,6 +189,7 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   ema_output_print_serving(stdout, report);
   printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
          out_dir);
+  warn_all_rejected(report);
   return 0;
 }
 
@@ -495,7 +518,7 @@ static int command_frontier(int argc, char **argv) {
         printf("%8u %8u %9.3f ms %9.1f%% %9.1f%% %9.1f%%\n", point.batch, point.context,
                point.local_step_s * 1e3, 100 * point.prefetch_share, 100 * point.direct_share,
                100 * point.prefetch_landed_share);
-        ema_output_csv_field(csv, server->name);
+        ema_file_csv_field(csv, server->name);
         g_string_append_printf(csv, ",%u,%u,%.6f,%.6f,%.6f,%.6f\n", point.batch, point.context,
                                point.local_step_s * 1e3, point.prefetch_share, point.direct_share,
                                point.prefetch_landed_share);
@@ -557,6 +580,90 @@ static int describe_llm(int argc, char **argv) {
   ema_params_write_yaml(&ema_llm_params, model, text, 0);
   append_llm_derived(text, model);
   fputs(text->str, stdout);
+  return 0;
+}
+
+/* step-time SERVER MODEL TP [FILE]: one line of time_us per batch line of
+ * FILE or stdin (the columns of STEP_TIME_COLUMNS, a header line first),
+ * for comparing the step model with measured steps (experiments/groundtruth). */
+static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step);
+
+static int command_step_time(int argc, char **argv) {
+  GError *error = NULL;
+  g_autoptr(EmaServerSpec) server = NULL;
+  g_autoptr(EmaLlmSpec) model = NULL;
+  g_autoptr(EmaStepModel) step = NULL;
+  guint64 tp;
+  FILE *in = stdin;
+  int status;
+  if (!parse_options("The step-time model's time of each batch line of FILE (or stdin): the "
+                     "columns of a step log, a header line first.",
+                     no_entries, &argc, &argv, "SERVER MODEL TP [FILE]"))
+    return EXIT_USAGE;
+  if ((argc != 4 && argc != 5) || !g_ascii_string_to_unsigned(argv[3], 10, 1, 1024, &tp, NULL))
+    return usage_error("usage: ema-sim step-time SERVER MODEL TP [FILE] (TP from 1 to 1024)");
+  server = ema_server_load(argv[1], &error);
+  if (server == NULL)
+    return fail(error);
+  model = ema_llm_load(argv[2], &error);
+  if (model == NULL)
+    return fail(error);
+  step = ema_step_model_new(model, server, (guint) tp, &error);
+  if (step == NULL)
+    return fail(error);
+  if (argc == 5 && (in = fopen(argv[4], "r")) == NULL) {
+    fprintf(stderr, "%s: %s\n", argv[4], g_strerror(errno));
+    return 1;
+  }
+  status = step_time_lines(in, argc == 5 ? argv[4] : "stdin", step);
+  if (in != stdin)
+    fclose(in);
+  return status;
+}
+
+static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step) {
+  char line[1024];
+  guint64 line_no = 0;
+  puts("time_us");
+  while (fgets(line, sizeof line, in)) {
+    EmaStepBatch batch = {0};
+    g_auto(GStrv) fields = NULL;
+    double values[6];
+    line_no++;
+    g_strchomp(line);
+    if (line_no == 1) {
+      if (strcmp(line, STEP_TIME_COLUMNS) != 0) {
+        fprintf(stderr, "%s:1: the header must be %s\n", name, STEP_TIME_COLUMNS);
+        return 1;
+      }
+      continue;
+    }
+    fields = g_strsplit(line, ",", -1);
+    if (g_strv_length(fields) != 6) {
+      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": expected 6 fields\n", name, line_no);
+      return 1;
+    }
+    for (guint i = 0; i < 6; i++) {
+      char *end;
+      values[i] = g_ascii_strtod(fields[i], &end);
+      if (*fields[i] == '\0' || *end != '\0' || !(values[i] >= 0) || values[i] > 1e15) {
+        fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": field %u: not a number >= 0: '%s'\n", name,
+                line_no, i + 1, fields[i]);
+        return 1;
+      }
+    }
+    batch.prefill_tokens = (guint64) values[0];
+    batch.prefill_context = values[1];
+    batch.prefill_kv_read = values[2];
+    batch.decode_seqs = (guint64) values[3];
+    batch.decode_context = values[4];
+    batch.logits = (guint64) values[5];
+    if (batch.logits > batch.prefill_tokens + batch.decode_seqs) {
+      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": more logits than tokens\n", name, line_no);
+      return 1;
+    }
+    printf("%.3f\n", (double) ema_step_time(step, &batch, NULL) / 1e3);
+  }
   return 0;
 }
 
@@ -914,7 +1021,7 @@ static int command_sweep(int argc, char **argv) {
   g_autofree char *program = NULL;
   g_auto(GStrv) overrides = NULL;
   g_auto(GStrv) plugin_dirs = NULL;
-  gint jobs = 0;
+  gint jobs = -1; /* not given: one per CPU */
   gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE, reuse = FALSE;
   g_autoptr(EmaSweep) sweep = NULL;
   g_autoptr(GPtrArray) records = NULL;
@@ -951,8 +1058,9 @@ static int command_sweep(int argc, char **argv) {
     return EXIT_USAGE;
   if (argc != 2)
     return usage_error(argc < 2 ? "missing sweep FILE" : "too many arguments");
-  if (jobs < 0 || jobs > 4096)
-    return usage_error("--jobs: give a number of processes from 1 to 4096");
+  if (jobs != -1 && (jobs < 1 || jobs > 4096))
+    return usage_error("--jobs: give a number of processes from 1 to 4096 (leave -j out for one "
+                       "per CPU)");
   if (part && !parse_part(part, &rank, &ranks))
     return usage_error("--part: give R/K with 0 <= R < K, e.g. --part 3/16");
   if (part && ema_sweep_mpi_launched_size() != 1)
@@ -962,7 +1070,7 @@ static int command_sweep(int argc, char **argv) {
   /* every rank loads and checks every point; rank 0 speaks */
   if (!load_plugins(plugin_dirs, &error) ||
       (sweep = ema_sweep_load(argv[1], (const char *const *) overrides, &error)) == NULL ||
-      !ema_sweep_resolve(sweep, &error)) {
+      (!list && !ema_sweep_resolve(sweep, &error))) {
     if (rank == 0)
       fprintf(stderr, "%s\n", error->message);
     g_error_free(error);
@@ -970,6 +1078,17 @@ static int command_sweep(int argc, char **argv) {
     return 1;
   }
   if (list) {
+    /* every point is checked first, one at a time (each loaded and freed:
+     * no resolved text of every point held at once), then listed */
+    for (guint p = 0; rank == 0 && p < ema_sweep_n_points(sweep); p++) {
+      g_autoptr(EmaExperiment) point = ema_sweep_load_point(sweep, p, &error);
+      if (point == NULL) {
+        fprintf(stderr, "%s\n", error->message);
+        g_error_free(error);
+        ema_sweep_mpi_finalize();
+        return 1;
+      }
+    }
     for (guint p = 0; rank == 0 && p < ema_sweep_n_points(sweep); p++) {
       g_autofree char *what = ema_sweep_point_describe(sweep, p);
       printf("%s  %s\n", ema_sweep_point_name(sweep, p), what);
@@ -1122,6 +1241,8 @@ int main(int argc, char **argv) {
     return command_sweep(argc - 1, argv + 1);
   if (strcmp(command, "plot") == 0)
     return command_plot(argc - 1, argv + 1);
+  if (strcmp(command, "step-time") == 0)
+    return command_step_time(argc - 1, argv + 1);
   if (strcmp(command, "compare-steps") == 0)
     return command_compare_steps(argc - 1, argv + 1);
   if (strcmp(command, "compare-static") == 0)
@@ -1129,7 +1250,7 @@ int main(int argc, char **argv) {
   {
     g_autofree char *message = g_strdup_printf(
         "unknown command '%s' (commands: run, check, list, describe, frontier, sweep, plot, "
-        "compare-steps, compare-static)",
+        "step-time, compare-steps, compare-static)",
         command);
     return usage_error(message);
   }

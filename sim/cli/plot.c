@@ -19,6 +19,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ema/core/file.h"
 #include "ema/core/modelpath.h"
 #include "ema/core/node.h"
 #include "ema/policy.h"
@@ -72,7 +73,7 @@ static GPtrArray *csv_split(const char *line) {
 static gboolean csv_read(const char *path, Csv *csv, GError **error) {
   g_autofree char *text = NULL;
   g_auto(GStrv) lines = NULL;
-  if (!g_file_get_contents(path, &text, NULL, error))
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, error))
     return FALSE;
   lines = g_strsplit(text, "\n", -1);
   csv->rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);

@@ -7,19 +7,26 @@
  * point directory's summary.json is removed before the point runs, so a
  * summary.json next to a resolved.yaml always belongs to it; sweep.csv is
  * written from the records in point order and from nothing else (no
- * times, no completion order). */
+ * times, no completion order); a summary.json counts as a finished point
+ * only when it has the shape ema-sim run writes (a "sim" object and a list
+ * of tenant or op objects); SIGINT, SIGTERM and SIGHUP are forwarded to
+ * the running points, which are waited for before the sweep dies of the
+ * same signal (no point process outlives the sweep). */
 #include "ema/cli/sweep.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <glib-unix.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ema/core/file.h"
 #include "ema/run/output.h"
 #include "ema/traces/trace.h"
 
@@ -655,17 +662,58 @@ static void record_add_json(EmaSweepRecord *record, JsonObject *object, const ch
 
 /* The record of a point from DIR/summary.json; NULL when there is none (or
  * it does not parse: a run cut short). */
+/* MEMBER of ROOT is a list of objects (or absent); every tenant or op
+ * object has a string "name". */
+static gboolean is_list_of_named(JsonObject *root, const char *member) {
+  JsonNode *node = json_object_get_member(root, member);
+  JsonArray *array;
+  if (node == NULL)
+    return TRUE;
+  if (!JSON_NODE_HOLDS_ARRAY(node))
+    return FALSE;
+  array = json_node_get_array(node);
+  for (guint i = 0; i < json_array_get_length(array); i++) {
+    JsonNode *item = json_array_get_element(array, i);
+    JsonNode *name;
+    if (!JSON_NODE_HOLDS_OBJECT(item))
+      return FALSE;
+    name = json_object_get_member(json_node_get_object(item), "name");
+    if (name == NULL || !JSON_NODE_HOLDS_VALUE(name) ||
+        json_node_get_value_type(name) != G_TYPE_STRING)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* ROOT has the shape of a summary.json that ema-sim run writes: a "sim"
+ * object, tenants (with a "pool" object) or ops, each a list of named
+ * objects. */
+static gboolean is_summary(JsonObject *root) {
+  JsonNode *sim = json_object_get_member(root, "sim");
+  JsonNode *pool = json_object_get_member(root, "pool");
+  gboolean tenants = json_object_has_member(root, "tenants");
+  gboolean ops = json_object_has_member(root, "ops");
+  return sim != NULL && JSON_NODE_HOLDS_OBJECT(sim) && tenants != ops &&
+         is_list_of_named(root, "tenants") && is_list_of_named(root, "ops") &&
+         (!tenants || (pool != NULL && JSON_NODE_HOLDS_OBJECT(pool)));
+}
+
 static EmaSweepRecord *record_read(guint point, const char *dir) {
   g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
   g_autoptr(JsonParser) parser = json_parser_new();
+  g_autofree char *text = NULL;
+  gsize length;
   JsonObject *root;
   EmaSweepRecord *record;
   JsonArray *array;
-  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR) || !json_parser_load_from_file(parser, path, NULL))
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, NULL) ||
+      !json_parser_load_from_data(parser, text, (gssize) length, NULL))
     return NULL;
   if (!JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)))
     return NULL;
   root = json_node_get_object(json_parser_get_root(parser));
+  if (!is_summary(root))
+    return NULL;
   record = record_new(point, EMA_SWEEP_OK);
   if (json_object_has_member(root, "tenants")) {
     array = json_object_get_array_member(root, "tenants");
@@ -770,6 +818,8 @@ typedef struct {
   guint other_build; /* complete points made by another build, run again */
   char *build_id;    /* ema_output_build_id of the program that runs the points */
   gboolean stop;
+  int signal;           /* the signal that stopped the sweep; 0: none */
+  GHashTable *children; /* GPid -> Child *: the point processes running */
   guint progress_width; /* of the progress line on the terminal; 0: none */
   gint64 start;
   GMainLoop *loop;
@@ -878,6 +928,7 @@ static void on_child_exit(GPid pid, gint wait_status, gpointer data) {
   Runner *runner = child->runner;
   g_autofree char *dir = point_dir(runner, child->point);
   EmaSweepRecord *record = record_read(child->point, dir);
+  g_hash_table_remove(runner->children, GINT_TO_POINTER(pid));
   g_spawn_close_pid(pid);
   runner->running--;
   runner->ran++;
@@ -938,6 +989,7 @@ static gboolean start_point(Runner *runner, guint point, GError **error) {
   child->runner = runner;
   child->point = point;
   runner->running++;
+  g_hash_table_insert(runner->children, GINT_TO_POINTER(pid), child);
   g_child_watch_add(pid, on_child_exit, child);
   return TRUE;
 }
@@ -955,6 +1007,31 @@ static void launch_more(Runner *runner) {
   }
   if (runner->running == 0 && (runner->stop || runner->next >= runner->queue->len))
     g_main_loop_quit(runner->loop);
+}
+
+/* SIGINT, SIGTERM or SIGHUP: start no more points and pass the signal on
+ * to the running ones; the loop ends when the last has exited. */
+static gboolean on_signal(Runner *runner, int signo) {
+  GHashTableIter iter;
+  gpointer pid;
+  runner->stop = TRUE;
+  runner->signal = signo;
+  g_hash_table_iter_init(&iter, runner->children);
+  while (g_hash_table_iter_next(&iter, &pid, NULL))
+    kill((pid_t) GPOINTER_TO_INT(pid), signo);
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_sigint(gpointer data) {
+  return on_signal(data, SIGINT);
+}
+
+static gboolean on_sigterm(gpointer data) {
+  return on_signal(data, SIGTERM);
+}
+
+static gboolean on_sighup(gpointer data) {
+  return on_signal(data, SIGHUP);
 }
 
 /* provenance.build_id of DIR/summary.json; NULL when there is none. */
@@ -975,7 +1052,8 @@ static char *summary_build_id(const char *dir) {
   return g_strdup(json_object_get_string_member(provenance, "build_id"));
 }
 
-/* A point is complete when its summary.json reads, its resolved.yaml is
+/* A point is complete when its summary.json reads (with the shape `ema-sim
+ * run` writes), its resolved.yaml is
  * the one the sweep resolves now, and it was made by this build of ema-sim
  * and its plugins (or the options say to reuse other builds' points). */
 static EmaSweepRecord *complete_record(Runner *runner, guint point) {
@@ -1004,7 +1082,7 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
   g_autoptr(GPtrArray) records = g_ptr_array_new_full(sweep->points->len, NULL);
   GPtrArray *mine = g_ptr_array_new_with_free_func((GDestroyNotify) ema_sweep_record_free);
   Runner runner = {0};
-  guint tick = 0;
+  guint tick = 0, signals[3];
   g_return_val_if_fail(sweep->resolved != NULL, NULL);
   g_return_val_if_fail(options->jobs >= 1 && options->ranks >= 1, NULL);
   if (g_mkdir_with_parents(dir, 0777) != 0) {
@@ -1043,9 +1121,27 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
     tick = g_timeout_add(PROGRESS_INTERVAL_MS, on_progress_tick, &runner);
     draw_progress(&runner);
   }
+  runner.children = g_hash_table_new(NULL, NULL);
+  signals[0] = g_unix_signal_add(SIGINT, on_sigint, &runner);
+  signals[1] = g_unix_signal_add(SIGTERM, on_sigterm, &runner);
+  signals[2] = g_unix_signal_add(SIGHUP, on_sighup, &runner);
   launch_more(&runner);
   if (runner.running > 0)
     g_main_loop_run(runner.loop);
+  for (guint i = 0; i < G_N_ELEMENTS(signals); i++)
+    g_source_remove(signals[i]);
+  g_hash_table_unref(runner.children);
+  if (runner.signal) {
+    /* every point process has exited: die of the signal, as without a
+     * handler (the point directories are left for a resume) */
+    clear_progress(&runner);
+    fprintf(stderr,
+            "ema-sim sweep: stopped by signal %d after waiting for the running points; "
+            "run the same command to resume\n",
+            runner.signal);
+    signal(runner.signal, SIG_DFL);
+    raise(runner.signal);
+  }
   if (tick)
     g_source_remove(tick);
   clear_progress(&runner);
@@ -1096,26 +1192,26 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
   g_string_append(csv, "point,variant");
   for (guint a = 0; a < sweep->axes->len; a++) {
     g_string_append_c(csv, ',');
-    ema_output_csv_field(csv, ((const Axis *) sweep->axes->pdata[a])->path);
+    ema_file_csv_field(csv, ((const Axis *) sweep->axes->pdata[a])->path);
   }
   g_string_append(csv, ",repeat,seed,status");
   for (guint c = 0; c < columns->len; c++) {
     g_string_append_c(csv, ',');
-    ema_output_csv_field(csv, columns->pdata[c]);
+    ema_file_csv_field(csv, columns->pdata[c]);
   }
   g_string_append_c(csv, '\n');
   for (guint p = 0; p < n; p++) {
     const Point *point = &g_array_index(sweep->points, Point, p);
     const EmaSweepRecord *record = by_point[p];
     g_autoptr(GHashTable) values = g_hash_table_new(g_str_hash, g_str_equal);
-    ema_output_csv_field(csv, point->name);
+    ema_file_csv_field(csv, point->name);
     g_string_append_c(csv, ',');
-    ema_output_csv_field(csv, variant_name(sweep, point));
+    ema_file_csv_field(csv, variant_name(sweep, point));
     for (guint a = 0; a < sweep->axes->len; a++) {
       const Axis *axis = sweep->axes->pdata[a];
       g_autofree char *text = flow_text(axis->values->items->pdata[point->value[a]]);
       g_string_append_c(csv, ',');
-      ema_output_csv_field(csv, text);
+      ema_file_csv_field(csv, text);
     }
     g_string_append_printf(csv, ",%u,%" G_GINT64_FORMAT ",%s", point->repeat,
                            g_array_index(sweep->seeds, gint64, p),
@@ -1125,7 +1221,7 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
     for (guint c = 0; c < columns->len; c++) {
       const char *value = g_hash_table_lookup(values, columns->pdata[c]);
       g_string_append_c(csv, ',');
-      ema_output_csv_field(csv, value ? value : "");
+      ema_file_csv_field(csv, value ? value : "");
     }
     g_string_append_c(csv, '\n');
   }

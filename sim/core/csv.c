@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "ema/core/node.h"
 
 void ema_csv_clear(EmaCsv *csv) {
@@ -30,8 +31,8 @@ gboolean ema_csv_open(EmaCsv *csv, const char *path, GError **error) {
   GError *local = NULL;
   memset(csv, 0, sizeof *csv);
   csv->file = g_intern_string(path);
-  if (!g_file_get_contents(path, &csv->text, NULL, &local)) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_IO, "%s: %s", path, local->message);
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &csv->text, NULL, &local)) {
+    g_set_error_literal(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_IO, local->message);
     g_error_free(local);
     return FALSE;
   }

@@ -5,9 +5,16 @@
  * Invariants: every node has a location; a MAP's keys are unique scalars and
  * `keys` and `items` have the same length; an include never loops (the chain
  * of files being loaded is checked) and never nests deeper than
- * MAX_INCLUDE_DEPTH. Anchors and aliases are rejected rather than half
- * supported, and so are documents with more than one YAML document. */
+ * MAX_INCLUDE_DEPTH; a tree is never deeper than EMA_NODE_MAX_DEPTH levels,
+ * counted across includes and `--set` paths, so that every recursive walk
+ * of a tree (build, copy, free, bind) has a bounded stack; duplicate keys
+ * are found through a hash of the map being built (linear in its size).
+ * Only regular files are read, at most EMA_FILE_MAX_TEXT bytes each.
+ * Anchors and aliases are rejected rather than half supported, and so are
+ * documents with more than one YAML document. */
 #include "ema/core/node.h"
+
+#include "ema/core/file.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -124,9 +131,10 @@ typedef struct {
   const char *name; /* for locations */
   char *base_dir;   /* for includes */
   GPtrArray *chain; /* files being loaded, outermost first (cycle check) */
+  guint depth;      /* tree depth of this document's root (an include's place) */
 } Loader;
 
-static EmaNode *load_file_chained(const char *path, GPtrArray *chain, GError **error);
+static EmaNode *load_file_chained(const char *path, GPtrArray *chain, guint depth, GError **error);
 
 /* Failures of a file itself (unreadable, part of a cycle, too deep) carry no
  * location until the caller adds the place that named the file. */
@@ -136,7 +144,9 @@ static GQuark unlocated_quark(void) {
 
 static void set_parser_error(Loader *loader, GError **error) {
   yaml_parser_t *p = &loader->parser;
-  const char *problem = p->problem ? p->problem : "malformed YAML";
+  const char *problem = p->error == YAML_MEMORY_ERROR ? "out of memory while parsing"
+                        : p->problem                  ? p->problem
+                                                      : "malformed YAML";
   if (p->context)
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%zu:%zu: %s %s", loader->name,
                 p->problem_mark.line + 1, p->problem_mark.column + 1, problem, p->context);
@@ -167,7 +177,8 @@ static gboolean is_null_scalar(const yaml_event_t *event) {
          strcmp(v, "NULL") == 0;
 }
 
-static EmaNode *include_file(Loader *loader, const yaml_event_t *event, GError **error) {
+static EmaNode *include_file(Loader *loader, const yaml_event_t *event, guint depth,
+                             GError **error) {
   const char *target = (const char *) event->data.scalar.value;
   g_autofree char *path = NULL;
   GError *inner = NULL;
@@ -180,7 +191,7 @@ static EmaNode *include_file(Loader *loader, const yaml_event_t *event, GError *
   }
   path = g_path_is_absolute(target) ? g_strdup(target)
                                     : g_build_filename(loader->base_dir, target, NULL);
-  node = load_file_chained(path, loader->chain, &inner);
+  node = load_file_chained(path, loader->chain, depth, &inner);
   if (node == NULL) {
     /* An include that cannot be read is reported where the include is;
      * errors inside the included file already carry their location. */
@@ -195,9 +206,9 @@ static EmaNode *include_file(Loader *loader, const yaml_event_t *event, GError *
   return node;
 }
 
-/* Build the node that starts with EVENT (already parsed); consumes the
- * events up to and including its end. */
-static EmaNode *build_node(Loader *loader, yaml_event_t *event, GError **error) {
+/* Build the node that starts with EVENT (already parsed) at tree depth
+ * DEPTH (the root is 0); consumes the events up to and including its end. */
+static EmaNode *build_node(Loader *loader, yaml_event_t *event, guint depth, GError **error) {
   guint line = (guint) event->start_mark.line + 1, col = (guint) event->start_mark.column + 1;
 
   switch (event->type) {
@@ -213,7 +224,7 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, GError **error) 
       return NULL;
     }
     if (tag && strcmp(tag, "!include") == 0)
-      return include_file(loader, event, error);
+      return include_file(loader, event, depth, error);
     if (tag && tag[0] == '!' && tag[1] != '!') {
       g_autofree char *message =
           g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)", tag);
@@ -241,12 +252,21 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, GError **error) 
       return NULL;
     }
     g_autoptr(EmaNode) node = NULL;
+    g_autoptr(GHashTable) seen = NULL; /* MAP: key text -> present */
     if (anchor) {
       location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
                      "YAML anchors (&name) are not supported");
       return NULL;
     }
+    if (depth >= EMA_NODE_MAX_DEPTH) {
+      g_autofree char *message =
+          g_strdup_printf("maps and lists nested deeper than %d levels", EMA_NODE_MAX_DEPTH);
+      location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
+      return NULL;
+    }
     node = new_container(is_map ? EMA_NODE_MAP : EMA_NODE_SEQ, loader->name, line, col);
+    if (is_map)
+      seen = g_hash_table_new(g_str_hash, g_str_equal);
     for (;;) {
       yaml_event_t child_event;
       EmaNode *key = NULL, *value;
@@ -277,7 +297,7 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, GError **error) 
         key = ema_node_new_scalar((const char *) child_event.data.scalar.value, loader->name,
                                   (guint) child_event.start_mark.line + 1,
                                   (guint) child_event.start_mark.column + 1);
-        if (map_index(node, key->value) >= 0) {
+        if (!g_hash_table_add(seen, key->value)) {
           g_autofree char *message = g_strdup_printf("duplicate key '%s'", key->value);
           location_error(loader, &child_event.start_mark, error, EMA_CONFIG_ERROR_KEY, message);
           yaml_event_delete(&child_event);
@@ -290,7 +310,7 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, GError **error) 
           return NULL;
         }
       }
-      value = build_node(loader, &child_event, error);
+      value = build_node(loader, &child_event, depth + 1, error);
       yaml_event_delete(&child_event);
       if (value == NULL) {
         ema_node_free(key);
@@ -328,7 +348,7 @@ static EmaNode *parse_document(Loader *loader, GError **error) {
   yaml_event_delete(&event);
   if (!next_event(loader, &event, error))
     return NULL;
-  root = build_node(loader, &event, error);
+  root = build_node(loader, &event, loader->depth, error);
   yaml_event_delete(&event);
   if (root == NULL)
     return NULL;
@@ -352,7 +372,7 @@ fail:
 }
 
 static EmaNode *load_text(const char *text, gsize length, const char *name, const char *base_dir,
-                          GPtrArray *chain, GError **error) {
+                          GPtrArray *chain, guint depth, GError **error) {
   Loader loader = {0};
   EmaNode *root;
   if (!g_utf8_validate(text, (gssize) length, NULL)) {
@@ -363,6 +383,7 @@ static EmaNode *load_text(const char *text, gsize length, const char *name, cons
   loader.name = name;
   loader.base_dir = g_strdup(base_dir ? base_dir : ".");
   loader.chain = chain;
+  loader.depth = depth;
   yaml_parser_initialize(&loader.parser);
   yaml_parser_set_input_string(&loader.parser, (const unsigned char *) text, length);
   root = parse_document(&loader, error);
@@ -371,7 +392,7 @@ static EmaNode *load_text(const char *text, gsize length, const char *name, cons
   return root;
 }
 
-static EmaNode *load_file_chained(const char *path, GPtrArray *chain, GError **error) {
+static EmaNode *load_file_chained(const char *path, GPtrArray *chain, guint depth, GError **error) {
   g_autofree char *text = NULL;
   g_autofree char *canonical = g_canonicalize_filename(path, NULL);
   g_autofree char *dir = g_path_get_dirname(path);
@@ -390,13 +411,13 @@ static EmaNode *load_file_chained(const char *path, GPtrArray *chain, GError **e
                 MAX_INCLUDE_DEPTH);
     return NULL;
   }
-  if (!g_file_get_contents(path, &text, &length, &io_error)) {
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, &io_error)) {
     g_set_error(error, unlocated_quark(), 0, "%s", io_error->message);
     g_error_free(io_error);
     return NULL;
   }
   g_ptr_array_add(chain, g_steal_pointer(&canonical));
-  root = load_text(text, length, path, dir, chain, error);
+  root = load_text(text, length, path, dir, chain, depth, error);
   g_ptr_array_remove_index(chain, chain->len - 1);
   return root;
 }
@@ -404,7 +425,7 @@ static EmaNode *load_file_chained(const char *path, GPtrArray *chain, GError **e
 EmaNode *ema_node_load_file(const char *path, GError **error) {
   g_autoptr(GPtrArray) chain = g_ptr_array_new_with_free_func(g_free);
   GError *inner = NULL;
-  EmaNode *root = load_file_chained(path, chain, &inner);
+  EmaNode *root = load_file_chained(path, chain, 0, &inner);
   if (root == NULL) {
     if (inner->domain == unlocated_quark()) {
       inner->domain = EMA_CONFIG_ERROR;
@@ -418,7 +439,7 @@ EmaNode *ema_node_load_file(const char *path, GError **error) {
 EmaNode *ema_node_load_string(const char *text, const char *name, const char *base_dir,
                               GError **error) {
   g_autoptr(GPtrArray) chain = g_ptr_array_new_with_free_func(g_free);
-  return load_text(text, strlen(text), name, base_dir, chain, error);
+  return load_text(text, strlen(text), name, base_dir, chain, 0, error);
 }
 
 /* ---- overrides -------------------------------------------------------- */
@@ -482,6 +503,11 @@ gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint or
   relocate(value, "--set", ordinal, value_col);
 
   parts = g_strsplit(path, ".", -1);
+  if (g_strv_length(parts) >= EMA_NODE_MAX_DEPTH) {
+    ema_node_error(error, EMA_CONFIG_ERROR_SYNTAX, where, NULL,
+                   "key path nested deeper than %d levels", EMA_NODE_MAX_DEPTH);
+    return FALSE;
+  }
   for (guint i = 0, part_col = 1; parts[i] != NULL; part_col += (guint) strlen(parts[i]) + 1, i++) {
     const char *part = parts[i];
     gboolean last = parts[i + 1] == NULL;

@@ -100,12 +100,27 @@ static gboolean has_range(const EmaParam *param) {
   return param->min < param->max;
 }
 
+/* VALUE as an integer of [LO, HI], saturating (a cast of a double outside
+ * the target's range is undefined behaviour). */
+static gint64 saturate_i64(double value) {
+  if (!(value > -9223372036854775808.0))
+    return G_MININT64;
+  return value >= 9223372036854775808.0 ? G_MAXINT64 : (gint64) value;
+}
+
+static guint64 saturate_u64(double value) {
+  if (!(value > 0))
+    return 0;
+  return value >= 18446744073709551616.0 ? G_MAXUINT64 : (guint64) value;
+}
+
+/* A table bound (a double) in the parameter's units. */
 static char *format_number(EmaParamType type, double value) {
   switch (type) {
   case EMA_PARAM_SIZE:
-    return ema_units_format_size((guint64) value);
+    return ema_units_format_size(saturate_u64(value));
   case EMA_PARAM_DURATION:
-    return ema_units_format_duration((gint64) value);
+    return ema_units_format_duration(saturate_i64(value));
   case EMA_PARAM_BANDWIDTH:
     return ema_units_format_bandwidth(value);
   case EMA_PARAM_FLOPS:
@@ -113,11 +128,14 @@ static char *format_number(EmaParamType type, double value) {
   case EMA_PARAM_FRACTION:
     return ema_units_format_fraction(value);
   case EMA_PARAM_INT:
-    return g_strdup_printf("%" G_GINT64_FORMAT, (gint64) value);
+    return g_strdup_printf("%" G_GINT64_FORMAT, saturate_i64(value));
   default:
     return ema_units_format_double(value);
   }
 }
+
+/* FIELD as YAML, exactly as bound (integers not through a double). */
+static char *format_value(const EmaParam *param, gconstpointer field);
 
 static gboolean check_range(const EmaParam *param, gconstpointer field, GError **error) {
   double value;
@@ -127,7 +145,7 @@ static gboolean check_range(const EmaParam *param, gconstpointer field, GError *
   if (value < param->min || value > param->max) {
     g_autofree char *lo = format_number(param->type, param->min);
     g_autofree char *hi = format_number(param->type, param->max);
-    g_autofree char *got = format_number(param->type, value);
+    g_autofree char *got = format_value(param, field);
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE, "%s is out of range [%s, %s]", got,
                 lo, hi);
     return FALSE;
@@ -303,12 +321,20 @@ static gboolean bind_param(const EmaParam *param, gpointer object, const EmaNode
     return ema_params_bind(param->table, field, value, path, error);
   }
 
-  if (value == NULL || (value->kind == EMA_NODE_SCALAR && value->value == NULL)) {
+  /* A null (`key: ~`, `key:`) is not a way to ask for the default: it would
+   * bind as "absent" here yet be written back as a value (resolved.yaml),
+   * so it is an error; leaving the key out gives the default. */
+  if (value && value->kind == EMA_NODE_SCALAR && value->value == NULL) {
+    gboolean may_omit = param->default_value || (param->flags & EMA_PARAM_OPTIONAL);
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, value, path, "needs a value (%s)%s",
+                   type_name(param->type), may_omit ? "; leave the key out for its default" : "");
+    return FALSE;
+  }
+  if (value == NULL) {
     if (param->flags & EMA_PARAM_OPTIONAL)
       return TRUE;
     if (param->default_value == NULL) {
-      ema_node_error(error, EMA_CONFIG_ERROR_KEY, value ? value : map, path,
-                     value ? "needs a value (%s)" : "missing required key (%s)",
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, map, path, "missing required key (%s)",
                      type_name(param->type));
       return FALSE;
     }
@@ -639,4 +665,32 @@ gboolean ema_params_check_defaults(const EmaParamTable *table, GError **error) {
   }
   ema_params_clear(table, scratch);
   return TRUE;
+}
+
+gsize ema_params_field_size(const EmaParam *param) {
+  switch (param->type) {
+  case EMA_PARAM_BOOL:
+    return sizeof(gboolean);
+  case EMA_PARAM_ENUM:
+    return sizeof(int);
+  case EMA_PARAM_INT:
+  case EMA_PARAM_DURATION:
+    return sizeof(gint64);
+  case EMA_PARAM_SIZE:
+    return sizeof(guint64);
+  case EMA_PARAM_DOUBLE:
+  case EMA_PARAM_BANDWIDTH:
+  case EMA_PARAM_FLOPS:
+  case EMA_PARAM_FRACTION:
+    return sizeof(double);
+  case EMA_PARAM_STRING:
+    return sizeof(char *);
+  case EMA_PARAM_LIST:
+    return sizeof(GArray *);
+  case EMA_PARAM_OBJECT:
+    return sizeof(gpointer);
+  case EMA_PARAM_STRUCT:
+    return param->table ? param->table->size : 0;
+  }
+  return 0;
 }

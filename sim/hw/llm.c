@@ -19,6 +19,7 @@
 
 static const char *const dtype_names[] = {"bf16", "fp16", "fp32", NULL};
 static const char *const ffn_kind_names[] = {"gated", "plain", NULL};
+static const char *const precision_names[] = {"auto", "fp8", NULL};
 
 static const EmaParam llm_params[] = {
     {"name", EMA_PARAM_STRING, LLM_FIELD(name), .flags = EMA_PARAM_REQUIRED,
@@ -55,6 +56,13 @@ static const EmaParam llm_params[] = {
     {"reference_parameters", EMA_PARAM_DOUBLE, LLM_FIELD(reference_parameters),
      .flags = EMA_PARAM_OPTIONAL, .min = 1, .max = 1e15,
      .help = "published total parameter count, for checks"},
+    {"weights", EMA_PARAM_ENUM, LLM_FIELD(weights), .default_value = "auto",
+     .choices = precision_names,
+     .help = "decoder-layer weights: auto (the dtype) or fp8 (vLLM --quantization fp8: 1 byte, "
+             "the GPU's FP8 matrix rate)"},
+    {"kv_cache", EMA_PARAM_ENUM, LLM_FIELD(kv_cache), .default_value = "auto",
+     .choices = precision_names,
+     .help = "KV cache: auto (the dtype) or fp8 (vLLM --kv-cache-dtype fp8: 1 byte)"},
 };
 
 static gboolean check_llm(gpointer object, const EmaNode *node, const char *path, GError **error) {
@@ -103,6 +111,10 @@ void ema_llm_derive(const EmaLlmSpec *spec, EmaLlmDerived *derived) {
 
   memset(derived, 0, sizeof *derived);
   derived->bytes_per_element = spec->dtype == EMA_DTYPE_FP32 ? 4 : 2;
+  derived->layer_bytes_per_element =
+      spec->weights == EMA_PRECISION_FP8 ? 1 : derived->bytes_per_element;
+  derived->kv_bytes_per_element =
+      spec->kv_cache == EMA_PRECISION_FP8 ? 1 : derived->bytes_per_element;
 
   /* q, k, v, o projections */
   attention = h * H * d + 2 * h * K * d + H * d * h;
@@ -130,8 +142,10 @@ void ema_llm_derive(const EmaLlmSpec *spec, EmaLlmDerived *derived) {
                               derived->lm_head_parameters;
   derived->active_parameters = derived->total_parameters - L * (E - A) * derived->expert_parameters;
 
-  derived->weight_bytes = derived->total_parameters * derived->bytes_per_element;
-  derived->kv_bytes_per_token_per_layer = 2 * K * d * derived->bytes_per_element;
+  derived->weight_bytes =
+      L * derived->layer_parameters * derived->layer_bytes_per_element +
+      (derived->total_parameters - L * derived->layer_parameters) * derived->bytes_per_element;
+  derived->kv_bytes_per_token_per_layer = 2 * K * d * derived->kv_bytes_per_element;
   derived->kv_bytes_per_token = L * derived->kv_bytes_per_token_per_layer;
 
   derived->linear_flops_per_token = 2 * derived->active_non_embedding_parameters;

@@ -48,6 +48,10 @@ struct _EmaStepModel {
   const EmaProfile *profile;
   EmaProfileDtype dtype;
   double bytes_per_element;
+  /* the FP8 hook (llm.h): 1-byte GEMM weights at the FP8 rate, 1-byte KV;
+   * the profiles' 16-bit kernels do not time them */
+  double weight_bytes_per_element;
+  gboolean fp8_weights, fp8_kv;
   guint q_heads, kv_heads, head_dim;
   guint64 hidden, qkv_n, o_k, up_n, down_k, head_n, act_width, rope_width;
   gboolean gated, moe;
@@ -81,7 +85,7 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
                                  GError **error) {
   EmaLlmDerived derived;
   EmaStepModel *step;
-  double b, kv_heads_per_gpu;
+  double b, bw, bkv, kv_heads_per_gpu;
 
   g_return_val_if_fail(model != NULL && server != NULL, NULL);
   if (tp == 0 || server->gpus % tp != 0) {
@@ -113,23 +117,36 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
     return NULL;
   }
 
+  if (model->weights == EMA_PRECISION_FP8 && server->gpu.matrix_flops_fp8 <= 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "%s: FP8 weights need a GPU with an FP8 matrix rate (gpu.matrix_flops_fp8)",
+                server->gpu.name ? server->gpu.name : "?");
+    return NULL;
+  }
+
   ema_llm_derive(model, &derived);
   b = derived.bytes_per_element;
+  /* the FP8 hook (llm.h): layer weights and the KV cache may be 1 byte */
+  bw = derived.layer_bytes_per_element;
+  bkv = derived.kv_bytes_per_element;
   kv_heads_per_gpu = MAX(1.0, (double) model->kv_heads / tp);
 
   step = g_new0(EmaStepModel, 1);
   step->tp = tp;
   step->bytes_per_element = b;
+  step->weight_bytes_per_element = bw;
+  step->fp8_weights = model->weights == EMA_PRECISION_FP8;
+  step->fp8_kv = model->kv_cache == EMA_PRECISION_FP8;
   step->layers = (double) model->layers;
   step->linear_flops_per_token = 2.0 * (double) derived.layer_active_parameters / tp;
   step->attention_flops_per_context = 4.0 * (double) model->heads * (double) model->head_dim / tp;
   step->shared_weight_bytes =
       (double) (derived.layer_parameters - (guint64) model->experts * derived.expert_parameters) *
-      b / tp;
-  step->expert_weight_bytes = (double) derived.expert_parameters * b / tp;
+      bw / tp;
+  step->expert_weight_bytes = (double) derived.expert_parameters * bw / tp;
   step->experts = (double) model->experts;
   step->active_fraction = (double) model->active_experts / (double) model->experts;
-  step->kv_bytes_per_token = 2.0 * kv_heads_per_gpu * (double) model->head_dim * b;
+  step->kv_bytes_per_token = 2.0 * kv_heads_per_gpu * (double) model->head_dim * bkv;
   step->activation_bytes_per_token = 2.0 * (double) model->hidden * b;
   step->allreduce_bytes_per_token = (double) model->hidden * b;
 
@@ -139,7 +156,9 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
                                b;
   step->lm_head_bytes_per_logit = (double) model->vocab * b / tp;
 
-  step->flop_rate = server->gpu.matrix_flops * server->gpu.matrix_efficiency;
+  step->flop_rate = (model->weights == EMA_PRECISION_FP8 ? server->gpu.matrix_flops_fp8
+                                                         : server->gpu.matrix_flops) *
+                    server->gpu.matrix_efficiency;
   step->byte_rate = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
   step->kv_rate = step->byte_rate * server->gpu.kv_efficiency;
   step->layer_overhead_s = (double) server->gpu.layer_overhead * 1e-9;
@@ -225,9 +244,10 @@ static double gemm_time(const EmaStepModel *s, OpSums *sums, double m, guint64 k
   gboolean found;
   if (m <= 0)
     return 0;
-  found = s->profile && ema_profile_gemm(s->profile, s->dtype, m, k, n, &us);
+  found = s->profile && !s->fp8_weights && ema_profile_gemm(s->profile, s->dtype, m, k, n, &us);
   return op_time(s, sums, found, us, 2 * m * kd * nd,
-                 (kd * nd + m * (kd + nd)) * s->bytes_per_element, s->byte_rate, count);
+                 kd * nd * s->weight_bytes_per_element + m * (kd + nd) * s->bytes_per_element,
+                 s->byte_rate, count);
 }
 
 /* An elementwise operator reads and writes WIDTH elements per token. */
@@ -248,11 +268,14 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, double tokens, doubl
   double t = 0, per_expert = tokens * s->router_fraction; /* T A / E */
   for (int i = 0; i < 2; i++) {
     double us = 0, kd = (double) k[i], nd = (double) n[i];
-    gboolean found = s->profile && ema_profile_moe(s->profile, s->dtype, s->experts_n, per_expert,
-                                                   k[i], n[i], &us);
+    gboolean found =
+        s->profile && !s->fp8_weights &&
+        ema_profile_moe(s->profile, s->dtype, s->experts_n, per_expert, k[i], n[i], &us);
     double routed = tokens * s->router_fraction * s->experts;
     t += op_time(s, sums, found, us, 2 * routed * kd * nd,
-                 (touched * kd * nd + routed * (kd + nd)) * s->bytes_per_element, s->byte_rate, 1);
+                 touched * kd * nd * s->weight_bytes_per_element +
+                     routed * (kd + nd) * s->bytes_per_element,
+                 s->byte_rate, 1);
   }
   return t;
 }
@@ -264,8 +287,9 @@ static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const E
   gboolean found;
   if (b->decode_seqs == 0)
     return 0;
-  found = s->profile && ema_profile_attn_decode(s->profile, s->dtype, s->q_heads, s->kv_heads,
-                                                s->head_dim, seqs, b->decode_context / seqs, &us);
+  found = s->profile && !s->fp8_kv &&
+          ema_profile_attn_decode(s->profile, s->dtype, s->q_heads, s->kv_heads, s->head_dim, seqs,
+                                  b->decode_context / seqs, &us);
   return op_time(s, sums, found, us, s->attention_flops_per_context * b->decode_context,
                  s->kv_bytes_per_token * b->decode_context, s->kv_rate, 1);
 }
@@ -279,8 +303,9 @@ static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const 
     return 0;
   chunks = (double) MAX(b->prefill_chunks, 1);
   prior = MAX(0.0, b->prefill_kv_read - tokens) / chunks;
-  found = s->profile && ema_profile_attn_prefill(s->profile, s->dtype, s->q_heads, s->kv_heads,
-                                                 s->head_dim, tokens / chunks, prior, &us);
+  found = s->profile && !s->fp8_kv &&
+          ema_profile_attn_prefill(s->profile, s->dtype, s->q_heads, s->kv_heads, s->head_dim,
+                                   tokens / chunks, prior, &us);
   if (found)
     return op_time(s, sums, TRUE, us, 0, 0, s->kv_rate, chunks);
   return op_time(s, sums, FALSE, 0, s->attention_flops_per_context * b->prefill_context,

@@ -246,8 +246,16 @@ gboolean ema_slice_ledger_init_policies(EmaSliceLedger *l, const EmaPolicyInfo *
       EmaPolicyInitFunc init = ema_policy_info_init_func(info);
       if (g->states[k] == NULL)
         g->states[k] = g_malloc0(MAX(ema_policy_info_state_size(info), 1));
-      if (init && !init(g->states[k], params[k], ema_slice_ledger_view(l, now, server), error)) {
-        g_prefix_error(error, "%s policy %s: ", ema_policy_kind_name(info->kind), info->name);
+      GError *inner = NULL;
+      /* a plugin's init is trusted with neither its result nor its error:
+       * FALSE without an error, or an error with TRUE, is a failure named here */
+      if (init && (!init(g->states[k], params[k], ema_slice_ledger_view(l, now, server), &inner) ||
+                   inner != NULL)) {
+        if (inner == NULL)
+          g_set_error(&inner, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                      "init failed without saying why");
+        g_propagate_prefixed_error(error, inner, "%s policy %s: ", ema_policy_kind_name(info->kind),
+                                   info->name);
         return FALSE;
       }
     }

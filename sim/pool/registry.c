@@ -14,7 +14,13 @@
  *     by name (strcmp, so independent of the locale); the hash tables are
  *     used for lookups only, never iterated;
  *   - loading the same shared object twice (the same directory given twice,
- *     or by path and by directory) registers it once. */
+ *     or by path and by directory) registers it once;
+ *   - a module symbol whose size the dynamic symbol table gives (st_size)
+ *     is refused when smaller than EmaPolicyModule, before it is read;
+ *     every parameter field lies inside its struct (offset + size). */
+/* dladdr1 (the size of the module symbol) is a GNU extension: meson builds with _GNU_SOURCE */
+#include <dlfcn.h>
+#include <link.h>
 #include <string.h>
 
 #include <gmodule.h>
@@ -130,8 +136,19 @@ static char *policy_label(const char *origin, EmaPolicyKind kind, const char *na
   return g_strdup_printf("%s: %s policy '%s'", origin, ema_policy_kind_name(kind), shown);
 }
 
-static gboolean check_param_table(const char *label, const EmaParamTable *table, GError **error) {
-  GError *inner = NULL;
+/* How deep parameter structs may nest in a plugin's table (a table that
+ * contains itself would otherwise be walked forever). */
+#define MAX_PARAM_NESTING 8
+
+/* TABLE's size, and every field's type and extent (offset + size within the
+ * struct), down its nested STRUCT and LIST tables. */
+static gboolean check_param_layout(const char *label, const EmaParamTable *table, guint depth,
+                                   GError **error) {
+  if (depth > MAX_PARAM_NESTING) {
+    g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                "%s: parameter structs nested deeper than %d levels", label, MAX_PARAM_NESTING);
+    return FALSE;
+  }
   if (table->size == 0 || table->size >= MAX_STATE_SIZE) {
     g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
                 "%s: parameter struct size %" G_GSIZE_FORMAT " is not between 1 byte and 1 MiB",
@@ -145,17 +162,37 @@ static gboolean check_param_table(const char *label, const EmaParamTable *table,
   }
   for (guint i = 0; i < table->n_params; i++) {
     const EmaParam *param = &table->params[i];
+    gsize field_size;
     if (param->key == NULL || *param->key == '\0') {
       g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID, "%s: parameter %u has no key",
                   label, i + 1);
       return FALSE;
     }
-    if (param->offset >= table->size) {
+    if ((guint) param->type > EMA_PARAM_OBJECT) {
       g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
-                  "%s: parameter '%s' lies outside the parameter struct", label, param->key);
+                  "%s: parameter '%s' has an unknown type (%d)", label, param->key,
+                  (int) param->type);
+      return FALSE;
+    }
+    if ((param->type == EMA_PARAM_STRUCT || param->type == EMA_PARAM_LIST) &&
+        param->table != NULL && !check_param_layout(label, param->table, depth + 1, error))
+      return FALSE;
+    field_size = ema_params_field_size(param);
+    if (param->offset >= table->size || field_size > table->size - param->offset) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "%s: parameter '%s' (%" G_GSIZE_FORMAT " bytes at offset %" G_GSIZE_FORMAT
+                  ") does not fit in the %" G_GSIZE_FORMAT "-byte parameter struct",
+                  label, param->key, field_size, param->offset, table->size);
       return FALSE;
     }
   }
+  return TRUE;
+}
+
+static gboolean check_param_table(const char *label, const EmaParamTable *table, GError **error) {
+  GError *inner = NULL;
+  if (!check_param_layout(label, table, 0, error))
+    return FALSE;
   if (!ema_params_check_defaults(table, &inner)) {
     g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID, "%s: %s", label, inner->message);
     g_error_free(inner);
@@ -335,6 +372,21 @@ gboolean ema_policy_registry_add_module(const EmaPolicyModule *module, const cha
   return TRUE;
 }
 
+/* SYMBOL, the start of a dynamic symbol, holds at least SIZE bytes, as far
+ * as the symbol table tells (st_size 0, or no entry: not known, accepted). */
+static gboolean symbol_fits(gconstpointer symbol, gsize size, const char *path, GError **error) {
+  Dl_info info;
+  const ElfW(Sym) *entry = NULL;
+  if (dladdr1(symbol, &info, (void **) &entry, RTLD_DL_SYMENT) == 0 || entry == NULL ||
+      info.dli_saddr != symbol || entry->st_size == 0 || entry->st_size >= size)
+    return TRUE;
+  g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_SYMBOL,
+              "%s: symbol '%s' is %" G_GUINT64_FORMAT
+              " bytes, smaller than an EmaPolicyModule (%" G_GSIZE_FORMAT " bytes)",
+              path, MODULE_SYMBOL, (guint64) entry->st_size, size);
+  return FALSE;
+}
+
 gboolean ema_policy_registry_load_file(const char *path, GError **error) {
   g_autofree char *open_path = NULL;
   GModule *module;
@@ -368,6 +420,10 @@ gboolean ema_policy_registry_load_file(const char *path, GError **error) {
   if (!g_module_symbol(module, MODULE_SYMBOL, &symbol) || symbol == NULL) {
     g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_SYMBOL,
                 "%s: not an EMA policy module (no symbol '%s')", path, MODULE_SYMBOL);
+    g_module_close(module);
+    return FALSE;
+  }
+  if (!symbol_fits(symbol, sizeof(EmaPolicyModule), path, error)) {
     g_module_close(module);
     return FALSE;
   }

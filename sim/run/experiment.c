@@ -325,6 +325,9 @@ static const EmaParam experiment_params[] = {
     {"slo", EMA_PARAM_STRUCT, EXPERIMENT_FIELD(slo), .table = &slo_table,
      .help = "serving: SLOs for goodput (vLLM's: requests/s meeting all) and SLO attainment "
              "(DistServe's: the share meeting all); none given: every request meets them"},
+    {"steps_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(steps_csv), .default_value = "false",
+     .help = "serving: write steps.csv, one row per engine step (the columns of vLLM's step "
+             "traces)"},
 };
 
 const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment), experiment_params,

@@ -8,6 +8,8 @@
  * a result of this run), and nothing ema-sim did not write is touched. */
 #include "ema/run/output.h"
 
+#include "ema/core/file.h"
+
 #include <errno.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -114,20 +116,6 @@ gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError 
   for (guint i = 0; extra && extra[i]; i++)
     g_string_append_printf(list, "%s\n", extra[i]);
   return g_file_set_contents(marker, list->str, (gssize) list->len, error);
-}
-
-void ema_output_csv_field(GString *out, const char *text) {
-  if (strpbrk(text, ",\"\r\n") == NULL) {
-    g_string_append(out, text);
-    return;
-  }
-  g_string_append_c(out, '"');
-  for (const char *c = text; *c; c++) {
-    if (*c == '"')
-      g_string_append_c(out, '"');
-    g_string_append_c(out, *c);
-  }
-  g_string_append_c(out, '"');
 }
 
 static gboolean write_file(const char *dir, const char *name, const char *text, GError **error) {
@@ -286,6 +274,16 @@ static gboolean end_summary(JsonBuilder *builder, guint64 events, EmaTime simula
   json_generator_set_pretty(generator, TRUE);
   json_generator_set_indent(generator, 2);
   text = json_generator_to_data(generator, NULL);
+  /* a failed allocation inside the C library's printf drops text silently
+   * (an empty "events" value): what does not parse back is not written */
+  {
+    g_autoptr(JsonParser) check = json_parser_new();
+    if (!json_parser_load_from_data(check, text, -1, NULL)) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOMEM,
+                  "%s/summary.json: the generated JSON does not parse (out of memory?)", dir);
+      return FALSE;
+    }
+  }
   with_newline = g_strconcat(text, "\n", NULL);
   return write_file(dir, "summary.json", with_newline, error);
 }
@@ -354,6 +352,7 @@ static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
   INT("arrived", result->arrived);
   INT("completed", m->completed);
   INT("rejected", result->rejected);
+  INT("rejected_max_model_len", result->rejected_too_long);
   INT("unfinished", result->unfinished);
   NUM("throughput_tok_s", ema_tenant_metrics_throughput_tok_s(m));
   NUM("total_tok_s", ema_tenant_metrics_total_tok_s(m));
@@ -369,6 +368,12 @@ static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
       NUM(NULL, values[q]);
   }
   INT("preemptions", result->preemptions);
+  INT("prefix_query_tokens", result->prefix.query_tokens);
+  INT("prefix_hit_tokens", result->prefix.hit_tokens);
+  NUM("prefix_hit_rate", result->prefix.query_tokens ? (double) result->prefix.hit_tokens /
+                                                           (double) result->prefix.query_tokens
+                                                     : 0);
+  INT("prefix_evictions", result->prefix.evictions);
   NUM("kv_util_mean", ema_tenant_metrics_kv_util_mean(m));
   NUM("kv_util_usable_mean", ema_tenant_metrics_kv_util_usable_mean(m));
   INT("kv_blocks", result->plan.blocks);
@@ -389,6 +394,29 @@ static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
 
 /* The latency block names, in tenant_fields' order, for its NULL names. */
 static const char *const latency_blocks[] = {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"};
+
+static void add_string(JsonBuilder *builder, const char *name, const char *value) {
+  json_builder_set_member_name(builder, name);
+  json_builder_add_string_value(builder, value);
+}
+
+/* What the tenant's times rest on: the engine profile (with its measured
+ * error, from its file) and the step model. */
+static void add_fidelity(JsonBuilder *builder, const EmaTenantSpec *spec) {
+  g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(spec->engine.profile, NULL);
+  json_builder_set_member_name(builder, "fidelity");
+  json_builder_begin_object(builder);
+  add_string(builder, "engine_profile", spec->engine.profile);
+  add_string(builder, "scheduler", spec->engine.scheduler == EMA_SCHEDULER_V0 ? "v0" : "v1");
+  add_number(builder, "step_cpu_cost_s", (double) spec->engine.step_cpu_cost / 1e9);
+  add_string(builder, "step_model",
+             "sim/hw/steptime.c: the GPU's operator profiles (gpu.profile) where they hold an "
+             "operator, else its roofline");
+  /* the profile was loaded when the experiment was; it is there unless removed since */
+  add_string(builder, "profile_source", profile ? profile->source : "(profile file gone)");
+  add_string(builder, "measured_error", profile ? profile->fidelity : "(profile file gone)");
+  json_builder_end_object(builder);
+}
 
 static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
   Field fields[MAX_FIELDS];
@@ -411,6 +439,7 @@ static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
     else
       add_number(builder, fields[i].name, fields[i].value);
   }
+  add_fidelity(builder, result->spec);
   json_builder_end_object(builder);
 }
 
@@ -434,9 +463,9 @@ static gboolean write_tenants_csv(const char *dir, const EmaServingReport *repor
     }
     if (t == 0)
       g_string_append_c(csv, '\n');
-    ema_output_csv_field(csv, result->spec->name);
+    ema_file_csv_field(csv, result->spec->name);
     g_string_append_c(csv, ',');
-    ema_output_csv_field(csv, result->spec->model.name);
+    ema_file_csv_field(csv, result->spec->model.name);
     for (guint i = 0; i < n; i++) {
       char buffer[G_ASCII_DTOSTR_BUF_SIZE];
       if (fields[i].integer)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "ema/core/file.h"
 #include "ema/pool/pool.h"
 
 #define SAMPLE_PRIORITY 100
@@ -25,7 +26,9 @@ typedef struct {
   EmaEngine *engine;
   EmaKvMemory memory;
   EmaEngineConfig config;
-  EmaTraceSource *trace;  /* until the engine takes it */
+  EmaTraceSource *trace; /* until the engine takes it */
+  FILE *steps;           /* the run's steps.csv, or NULL */
+  guint64 step_id;
   guint64 tokens_sampled; /* tokens_generated at the previous sample */
 } Tenant;
 
@@ -34,7 +37,7 @@ typedef struct {
   EmaSim *sim;
   GArray *tenants; /* Tenant */
   EmaPool *pool;
-  FILE *timeline;
+  FILE *timeline, *steps;
   const char *out_dir;
   FILE *events;         /* events.csv, opened at the pool's first event */
   GError *events_error; /* the first failure to open it */
@@ -68,13 +71,42 @@ static void on_pool_event(gpointer data, const EmaPoolEvent *e) {
   }
   if (run->events == NULL)
     return;
+  g_autoptr(GString) reason = g_string_new(NULL);
+  ema_file_csv_field(reason, e->reason);
   fprintf(run->events,
           "%.6f,%s,%u,%u,%s,%u,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-          ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%.6f,\"%s\"\n",
+          ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%.6f,%s\n",
           (double) e->at / 1e9, ema_pool_event_kind_name(e->kind), e->gpu, e->peer,
           e->kind == EMA_POOL_EVENT_RECLAIM ? ema_pool_vacate_target_name(e->target) : "",
           e->target_gpu, e->slices, e->blocks_moved, e->blocks_to_host, e->blocks_dropped,
-          e->bytes_copied, e->seconds, e->reason);
+          e->bytes_copied, e->seconds, reason->str);
+}
+
+/* The header of steps.csv: the columns of vLLM's step traces
+ * (../shared/groundtruth/vllm-h100-steps: step.duration_us is the GPU time
+ * of the step, without the engine's CPU time), then the tenant, the whole
+ * step (cycle) and the engine's CPU part of it. */
+#define STEPS_HEADER                                                                               \
+  "step.id,step.ts_start_ns,step.ts_end_ns,step.duration_us,queue.running_depth,"                  \
+  "queue.waiting_depth,batch.num_prefill_reqs,batch.num_decode_reqs,batch.scheduled_tokens,"       \
+  "batch.prefill_tokens,batch.decode_tokens,batch.num_finished,batch.num_preempted,"               \
+  "kv.usage_gpu_ratio,kv.blocks_total_gpu,kv.blocks_free_gpu,tenant,cycle_time_us,cpu_time_us\n"
+
+static void write_step(gpointer data, const EmaStepReport *step) {
+  Tenant *tenant = data;
+  guint64 total = step->blocks_used + step->blocks_free;
+  const EmaStepBatch *b = &step->batch;
+  fprintf(tenant->steps,
+          "%" G_GUINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+          ",%.3f,%u,%u,%u,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+          ",%" G_GUINT64_FORMAT ",%u,%u,%.6f,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+          ",%s,%.3f,%.3f\n",
+          tenant->step_id++, step->start, step->start + step->duration,
+          (double) step->gpu_time / 1e3, step->running, step->waiting, step->prefill_seqs,
+          b->decode_seqs, b->prefill_tokens + b->decode_seqs, b->prefill_tokens, b->decode_seqs,
+          step->finished, step->preempted + step->released,
+          total ? (double) step->blocks_used / (double) total : 0.0, total, step->blocks_free,
+          tenant->result->spec->name, (double) step->duration / 1e3, (double) step->cpu_time / 1e3);
 }
 
 static void print_progress(Run *run) {
@@ -218,7 +250,8 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
   const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
   g_autofree char *stream = g_strconcat("tenant/", spec->name, NULL);
   EmaTenantResult *result = g_new0(EmaTenantResult, 1);
-  Tenant tenant = {.result = result, .pool = run->pool, .gpu = (guint) spec->gpu};
+  Tenant tenant = {
+      .result = result, .pool = run->pool, .gpu = (guint) spec->gpu, .steps = run->steps};
 
   result->spec = spec;
   result->metrics = ema_tenant_metrics_new(spec->name, requests);
@@ -254,6 +287,10 @@ static void start_engines(Run *run) {
                                     g_steal_pointer(&tenant->trace));
     ema_engine_add_observer(tenant->engine, &metrics);
     ema_engine_add_observer(tenant->engine, &pool);
+    if (tenant->steps) {
+      EmaEngineObserver steps = {write_step, NULL, tenant};
+      ema_engine_add_observer(tenant->engine, &steps);
+    }
     ema_pool_set_engine(run->pool, tenant->gpu, tenant->engine);
   }
   for (guint i = 0; i < run->tenants->len; i++)
@@ -316,6 +353,16 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
           "slices_lent,slices_borrowed,kv_blocks_remote,slices_staging,tokens\n",
           run.timeline);
     ema_pool_set_event_sink(pool, on_pool_event, &run);
+    if (experiment->steps_csv) {
+      run.steps = open_output(out_dir, "steps.csv", error);
+      if (run.steps == NULL) {
+        if (requests)
+          fclose(requests);
+        fclose(run.timeline);
+        return NULL;
+      }
+      fputs(STEPS_HEADER, run.steps);
+    }
   }
   for (guint i = 0; ok && i < experiment->tenants->len; i++)
     ok = add_tenant(&run, report, i, requests, error);
@@ -338,6 +385,8 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   for (guint i = 0; ok && i < tenants->len; i++) {
     Tenant *tenant = &g_array_index(tenants, Tenant, i);
     tenant->result->rejected = ema_engine_rejected(tenant->engine);
+    tenant->result->rejected_too_long = ema_engine_rejected_too_long(tenant->engine);
+    tenant->result->prefix = ema_engine_prefix_cache_stats(tenant->engine);
     tenant->result->preemptions = ema_engine_preemptions(tenant->engine);
     tenant->result->unfinished =
         ema_engine_running(tenant->engine) + ema_engine_waiting(tenant->engine);
@@ -361,6 +410,8 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
       g_error_free(run.events_error);
     ok = FALSE;
   }
+  if (!close_output(&run.steps, out_dir, "steps.csv", ok ? error : NULL))
+    ok = FALSE;
   report->wall_s = (double) (g_get_monotonic_time() - run.wall_start) / 1e6;
   return ok ? g_steal_pointer(&report) : NULL;
 }

@@ -9,7 +9,9 @@
  * of one token counts as a decode only once the request has generated). A
  * request is finished when generated == output_tokens. After a recompute
  * preemption kv_tokens = 0 and the request prefills prompt + generated
- * tokens again. A step needs ceil((kv_tokens + chunk) / 16) blocks.
+ * tokens again. A step needs ceil((kv_tokens + chunk) / B) blocks, B the
+ * block size (block_tokens, 16 by default). A step lasts the step cost
+ * (GPU) + step_cpu_cost (the engine's fixed CPU time) + any swap time.
  *
  * Scheduling one step (as vLLM v1): running requests first, oldest first;
  * if one needs a block and none is free, the newest running request is
@@ -20,9 +22,33 @@
  * go to the front of the waiting queue. In swap mode a preempted request's
  * KV goes to host and comes back when it is admitted again; both copies are
  * charged to the step (host link, swap_fixed_cost + bytes / bandwidth each).
- * A request whose prompt + output can never fit in the memory's total is
- * rejected on arrival. A step starts once every arrival of its instant is
- * queued (the kick event runs after the arrivals of the same time).
+ * A request whose prompt + output can never fit in the memory's total, or
+ * exceeds max_model_len, is rejected on arrival. A step starts once every
+ * arrival of its instant is queued (the kick event runs after the arrivals
+ * of the same time). V0 (EMA_SCHEDULER_V0): admission comes first, and a
+ * step that admitted anything holds prefills only; the steady region is
+ * not scheduled in it and its clock does not advance.
+ *
+ * Closed loop (concurrency N): the next trace record is fetched when fewer
+ * than N requests are in the engine (arrived, not finished or rejected) and
+ * arrives at once; a finish or a rejection frees its client.
+ *
+ * Prefix caching (as vLLM's, with counted blocks). A request's identified
+ * prompt blocks have hashes chained from the first (compute_hashes). At
+ * admission (not of a swapped-out request) the leading blocks found in the
+ * cache, at most all but the last known token, are taken by reference
+ * (kv_tokens starts after them); a cached block no request holds is free
+ * in the memory, so taking it back takes one block from the memory. Blocks
+ * a request fills become cached as they fill, until one is found cached
+ * already. When a request lets go, a block others still hold stays taken;
+ * one nobody holds goes back to the memory but stays cached, last in the
+ * eviction order (a request's blocks tail first). After any take, while
+ * more cached blocks are free than the memory has free blocks, the least
+ * recently freed is evicted. Simplification: the memory's free blocks that
+ * hold nothing cached are always used before cached ones (vLLM keeps one
+ * LRU queue over all free blocks, so it may evict an old cached block
+ * while a more recently freed uncached one is left); only the prompt's
+ * identified prefix is hashed (unidentified blocks never hit anyway).
  *
  * How a step is computed without walking the batch. The running requests
  * form one list in admission order (the scheduling order). It is split in
@@ -35,8 +61,8 @@
  *   - t0), where clock counts completed steps and t0 is the step at which
  *   it joined. The region keeps only running sums: D requests, the sum of
  *   kv0 - t0 (so the decode context of a step is that sum + D x clock + D),
- *   and, per phase (kv0 - t0) mod 16, how many of them there are: at a step
- *   exactly the phase whose kv_tokens is a multiple of 16 needs one new
+ *   and, per phase (kv0 - t0) mod B, how many of them there are: at a step
+ *   exactly the phase whose kv_tokens is a multiple of B needs one new
  *   block each. Their finishing steps are in a binary heap keyed by (step
  *   of the last token, admission order).
  * - The tail is walked request by request, exactly as the plain algorithm
@@ -64,7 +90,7 @@
  *    chunk and now decode join the region at its end (O(log n) each).
  * So a step where nothing joins, leaves, finishes or is preempted costs
  * O(1) plus at most one partially prefilled tail request, whether or not
- * requests cross a 16-token block boundary in it; each request event costs
+ * requests cross a block boundary in it; each request event costs
  * O(log n). The only O(batch) pass is the rejection
  * sweep after the memory's total shrank (below). Blocks short (engine.h)
  * costs a walk of the tail up to the budget, only in steps that preempt.
@@ -98,10 +124,14 @@
  * (possible only when the memory is shared or shrank) schedules another
  * scheduling pass at the same instant rather than idling with work queued.
  *
- * Invariants: blocks held by requests == blocks taken from the memory
- * (blocks_held); a running request holds exactly ceil(kv_tokens / 16)
- * blocks between steps, and ceil((kv_tokens + chunk) / 16) while its step
- * is in flight (a swapped-out request holds none on the GPU); the steady
+ * Invariants: blocks held by requests, a cached block shared by several
+ * once, == blocks taken from the memory (blocks_held); a running request
+ * holds exactly ceil(kv_tokens / B) blocks between steps, its first
+ * `registered` of them cache blocks it holds a reference on, and
+ * ceil((kv_tokens + chunk) / B) while its step is in flight (a swapped-out
+ * request holds none on the GPU); a cached block with no reference is in
+ * the eviction queue, and there are never more of those than free blocks
+ * in the memory after a take; the steady
  * region is a prefix of the running list and every member of it is in
  * every step; time only moves forward. */
 #include "ema/serving/engine.h"
@@ -174,11 +204,21 @@ typedef struct {
   /* steady region: kv_tokens = kv0 + clock - t0, generated = gen0 + clock - t0 */
   guint64 t0, finish_at; /* finish_at: clock value after its last token */
   guint32 kv0, gen0;
-  guint phase;     /* (kv0 - t0) mod 16 */
+  guint phase;     /* (kv0 - t0) mod block_tokens */
   guint heap_slot; /* 1 + index in the finish heap, 0 if not in it */
+  /* prefix caching: the hashes of the prompt's full identified blocks, and
+   * how many of its leading blocks are cache blocks it holds a reference on */
+  guint64 *hashes;
+  guint n_hashes, registered;
 } Req;
 
-#define PHASES EMA_KV_BLOCK_TOKENS
+/* A cached block: its hash, the requests holding it, and its place in the
+ * eviction order while no request holds it (then its memory is free). */
+typedef struct {
+  guint64 hash;
+  guint refs;
+  GList lru; /* in evictable when refs == 0; data = this */
+} CachedBlock;
 
 struct _EmaEngine {
   EmaSim *sim;
@@ -196,10 +236,10 @@ struct _EmaEngine {
   GPtrArray *finishing; /* Req * finishing in the step being completed */
 
   /* the steady region */
-  guint64 clock;      /* steps the region has advanced */
-  guint64 steady;     /* D: requests in it */
-  gint64 steady_base; /* sum of kv0 - t0 */
-  guint64 phase_count[PHASES];
+  guint64 clock;             /* steps the region has advanced */
+  guint64 steady;            /* D: requests in it */
+  gint64 steady_base;        /* sum of kv0 - t0 */
+  guint64 *phase_count;      /* [block_tokens] */
   GPtrArray *heap;           /* Req *, min-heap on (finish_at, seq) */
   gboolean steady_scheduled; /* the region holds its blocks for the step in flight */
 
@@ -218,14 +258,23 @@ struct _EmaEngine {
   guint released_since_report;
   guint64 last_total;
   guint64 next_seq, work;
-  guint64 completed, preemptions, rejected, blocks_held;
+  guint64 completed, preemptions, rejected, rejected_too_long, blocks_held;
+  /* closed loop: requests arrived and not yet finished or rejected */
+  guint64 outstanding;
+  gboolean trace_done;
+
+  /* prefix caching */
+  GHashTable *cache;   /* &CachedBlock.hash -> CachedBlock */
+  GQueue evictable;    /* CachedBlock links, least recently freed at the head */
+  guint64 cached_held; /* cached blocks some request holds (refs > 0) */
+  EmaPrefixCacheStats prefix;
 };
 
 /* Arrivals fire before a step starts at the same instant. */
 #define ARRIVAL_PRIORITY 0
 
-static guint64 blocks_for(guint64 tokens) {
-  return (tokens + EMA_KV_BLOCK_TOKENS - 1) / EMA_KV_BLOCK_TOKENS;
+static guint64 blocks_for(const EmaEngine *engine, guint64 tokens) {
+  return (tokens + engine->config.block_tokens - 1) / engine->config.block_tokens;
 }
 
 static guint32 known_tokens(const EmaRequest *request) {
@@ -233,8 +282,8 @@ static guint32 known_tokens(const EmaRequest *request) {
 }
 
 /* Blocks of the whole request: more than the memory's total never fits. */
-static guint64 footprint(const EmaRequest *request) {
-  return blocks_for((guint64) request->prompt_tokens + request->output_tokens);
+static guint64 footprint(const EmaEngine *engine, const EmaRequest *request) {
+  return blocks_for(engine, (guint64) request->prompt_tokens + request->output_tokens);
 }
 
 static guint64 total_blocks(const EmaEngine *engine) {
@@ -243,6 +292,132 @@ static guint64 total_blocks(const EmaEngine *engine) {
 
 static guint64 free_blocks(const EmaEngine *engine) {
   return engine->memory.ops->free_blocks(engine->memory.self);
+}
+
+static void req_free(Req *req) {
+  g_free(req->hashes);
+  g_free(req);
+}
+
+/* ---- the prefix cache ---------------------------------------------------- */
+
+/* splitmix64's finaliser: the chain's mixing function. */
+static guint64 mix64(guint64 x) {
+  x ^= x >> 30;
+  x *= G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
+  x ^= x >> 27;
+  x *= G_GUINT64_CONSTANT(0x94d049bb133111eb);
+  return x ^ (x >> 31);
+}
+
+/* The hashes of REQ's full prompt blocks that RECORD identifies: block i
+ * (tokens i b .. (i+1) b - 1) hashes its parent's hash with the id of the
+ * unit holding its last token, so equal hashes mean equal prefixes (up to
+ * 64-bit collisions). */
+static void compute_hashes(const EmaEngine *engine, Req *req, const EmaRequestRecord *record) {
+  guint64 b = engine->config.block_tokens, unit = record->prefix_unit_tokens;
+  guint64 identified, parent = 0;
+  if (!engine->config.prefix_caching || record->prefix_blocks == 0 || unit == 0 ||
+      record->prefix_ids == NULL)
+    return;
+  identified = MIN((guint64) record->prefix_blocks * unit, (guint64) req->pub.prompt_tokens);
+  req->n_hashes = (guint) (identified / b);
+  req->hashes = g_new(guint64, MAX(req->n_hashes, 1));
+  for (guint i = 0; i < req->n_hashes; i++) {
+    guint64 id = record->prefix_ids[((guint64) i * b + b - 1) / unit];
+    parent = mix64(parent ^ mix64(id + G_GUINT64_CONSTANT(0x9e3779b97f4a7c15) * (i + 1)));
+    req->hashes[i] = parent;
+  }
+}
+
+static CachedBlock *cache_lookup(const EmaEngine *engine, guint64 hash) {
+  return g_hash_table_lookup(engine->cache, &hash);
+}
+
+/* Drop the least recently freed cached blocks while more of them are free
+ * than the memory has free blocks (an allocation used their room). */
+static void evict_excess(EmaEngine *engine) {
+  guint64 free_now;
+  if (engine->evictable.length == 0)
+    return;
+  free_now = engine->memory.ops->free_blocks(engine->memory.self);
+  while (engine->evictable.length > free_now) {
+    CachedBlock *block = g_queue_pop_head_link(&engine->evictable)->data;
+    g_hash_table_remove(engine->cache, &block->hash);
+    engine->prefix.evictions++;
+  }
+}
+
+/* Leading blocks of REQ found in the cache, at most all but the last known
+ * token (vLLM computes at least one token); *REVIVED: how many of them no
+ * request holds now (their room is free and must be taken). */
+static guint cache_hits(const EmaEngine *engine, const Req *req, guint64 *revived) {
+  guint64 limit = (guint64) (req->pub.prompt_tokens + req->pub.generated - 1);
+  guint hits = 0;
+  *revived = 0;
+  while (hits < req->n_hashes && (guint64) (hits + 1) * engine->config.block_tokens <= limit) {
+    CachedBlock *block = cache_lookup(engine, req->hashes[hits]);
+    if (block == NULL)
+      break;
+    *revived += block->refs == 0;
+    hits++;
+  }
+  return hits;
+}
+
+/* REQ (admitted, no blocks) takes a reference on its first HITS blocks. */
+static void cache_take(EmaEngine *engine, Req *req, guint hits) {
+  for (guint i = 0; i < hits; i++) {
+    CachedBlock *block = cache_lookup(engine, req->hashes[i]);
+    if (block->refs++ == 0) {
+      gboolean taken = engine->memory.ops->take(engine->memory.self, 1);
+      engine->cached_held++;
+      g_assert(taken); /* a free cached block's room is free */
+      g_queue_unlink(&engine->evictable, &block->lru);
+      engine->blocks_held++;
+    }
+  }
+  req->registered = hits;
+  req->pub.blocks = hits;
+}
+
+/* The blocks REQ has just filled become cached, in order, until one is
+ * cached already (computed by another request meanwhile: REQ keeps its own
+ * copy, as vLLM does, and registers no further). */
+static void cache_register(EmaEngine *engine, Req *req) {
+  guint64 b = engine->config.block_tokens;
+  while (req->registered < req->n_hashes &&
+         (guint64) (req->registered + 1) * b <= req->pub.kv_tokens) {
+    CachedBlock *block;
+    if (cache_lookup(engine, req->hashes[req->registered])) {
+      req->n_hashes = req->registered;
+      break;
+    }
+    block = g_new0(CachedBlock, 1);
+    block->hash = req->hashes[req->registered];
+    block->refs = 1;
+    block->lru.data = block;
+    engine->cached_held++;
+    g_hash_table_insert(engine->cache, &block->hash, block);
+    req->registered++;
+  }
+}
+
+/* REQ lets go of its cached blocks; returns how many of them others still
+ * hold (their room stays taken). Freed ones join the eviction order last
+ * block first, so a prompt's tail is evicted before its head (vLLM's order). */
+static guint64 cache_release(EmaEngine *engine, Req *req) {
+  guint64 held = 0;
+  for (guint i = req->registered; i-- > 0;) {
+    CachedBlock *block = cache_lookup(engine, req->hashes[i]);
+    if (--block->refs == 0) {
+      g_queue_push_tail_link(&engine->evictable, &block->lru);
+      engine->cached_held--;
+    } else
+      held++;
+  }
+  req->registered = 0;
+  return held;
 }
 
 /* ---- the finish heap of the steady region ------------------------------- */
@@ -316,7 +491,8 @@ static void materialise(const EmaEngine *engine, Req *req) {
   steps = engine->clock - req->t0;
   req->pub.kv_tokens = req->kv0 + (guint32) steps;
   req->pub.generated = req->gen0 + (guint32) steps;
-  req->pub.blocks = blocks_for((guint64) req->pub.kv_tokens + (engine->steady_scheduled ? 1 : 0));
+  req->pub.blocks =
+      blocks_for(engine, (guint64) req->pub.kv_tokens + (engine->steady_scheduled ? 1 : 0));
 }
 
 /* REQ (a tail request that decodes, between steps, first of the tail) joins
@@ -327,7 +503,7 @@ static void steady_add(EmaEngine *engine, Req *req) {
   req->t0 = engine->clock;
   req->kv0 = req->pub.kv_tokens;
   req->gen0 = req->pub.generated;
-  req->phase = (guint) (((guint64) req->kv0 - req->t0) % PHASES);
+  req->phase = (guint) (((guint64) req->kv0 - req->t0) % engine->config.block_tokens);
   req->finish_at = req->t0 + (req->pub.output_tokens - req->gen0);
   heap_push(engine, req);
   engine->phase_count[req->phase]++;
@@ -348,9 +524,10 @@ static void steady_remove(EmaEngine *engine, Req *req) {
 }
 
 /* The phase whose members need a new block in the step about to run:
- * kv_tokens = kv0 - t0 + clock is a multiple of 16. */
+ * kv_tokens = kv0 - t0 + clock is a multiple of B. */
 static guint needing_phase(const EmaEngine *engine) {
-  return (guint) ((PHASES - engine->clock % PHASES) % PHASES);
+  return (guint) ((engine->config.block_tokens - engine->clock % engine->config.block_tokens) %
+                  engine->config.block_tokens);
 }
 
 /* ---- lists ------------------------------------------------------------- */
@@ -378,15 +555,33 @@ static Req *running_newest(const EmaEngine *engine) {
 
 static void kick(EmaEngine *engine);
 
+/* Schedule the trace's next request: at its arrival time (open loop), or
+ * now if a client is free (closed loop). */
 static void fetch_arrival(EmaEngine *engine) {
   GError *error = NULL;
+  gboolean closed = engine->config.concurrency > 0;
+  if (engine->trace_done || ema_event_is_scheduled(&engine->arrival_event) ||
+      (closed && engine->outstanding >= engine->config.concurrency))
+    return;
   if (ema_trace_source_next(engine->trace, &engine->next, &error)) {
-    EmaTime at = MAX(engine->next.arrival, ema_sim_now(engine->sim));
+    EmaTime now = ema_sim_now(engine->sim);
+    EmaTime at = closed ? now : MAX(engine->next.arrival, now);
     ema_sim_schedule(engine->sim, &engine->arrival_event, at, ARRIVAL_PRIORITY);
-  } else if (error) {
-    ema_sim_fail(engine->sim, error);
+  } else {
+    engine->trace_done = TRUE;
+    if (error)
+      ema_sim_fail(engine->sim, error);
   }
 }
+
+/* A request left the engine (finished or rejected): its client is free. */
+static void request_gone(EmaEngine *engine) {
+  g_assert(engine->outstanding > 0);
+  engine->outstanding--;
+  fetch_arrival(engine); /* a no-op unless the trace was waiting for a client */
+}
+
+static void reject(EmaEngine *engine, Req *req);
 
 static void schedule_kick(EmaEngine *engine) {
   if (!engine->step_in_flight && !ema_event_is_scheduled(&engine->kick_event))
@@ -404,13 +599,21 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
   request->scheduled = request->first_token = request->finished = -1;
   request->prompt_tokens = MAX(engine->next.prompt_tokens, 1);
   request->output_tokens = MAX(engine->next.output_tokens, 1);
-  fetch_arrival(engine);
-  /* A request whose whole KV can never fit would preempt itself forever. */
-  if (footprint(request) > total_blocks(engine)) {
-    engine->rejected++;
-    g_free(req);
+  engine->outstanding++;
+  /* Longer than the model's context: vLLM refuses it. */
+  if (engine->config.max_model_len > 0 &&
+      (guint64) request->prompt_tokens + request->output_tokens > engine->config.max_model_len) {
+    engine->rejected_too_long++;
+    reject(engine, req);
     return;
   }
+  /* A request whose whole KV can never fit would preempt itself forever. */
+  if (footprint(engine, request) > total_blocks(engine)) {
+    reject(engine, req);
+    return;
+  }
+  compute_hashes(engine, req, &engine->next);
+  fetch_arrival(engine);
   req->state = REQ_WAITING;
   g_queue_push_tail_link(&engine->waiting, &req->link);
   /* start a step once every arrival of this instant is queued */
@@ -419,9 +622,10 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
 
 /* ---- blocks, preemption, rejection ------------------------------------- */
 
-/* Give back the blocks of REQ (a tail, waiting or finishing request). */
+/* Give back the blocks of REQ (a tail, waiting or finishing request); its
+ * cached blocks that other requests still hold stay taken. */
 static guint64 release_request_blocks(EmaEngine *engine, Req *req) {
-  guint64 n = req->pub.blocks;
+  guint64 n = req->pub.blocks - cache_release(engine, req);
   engine->memory.ops->give(engine->memory.self, n);
   engine->blocks_held -= n;
   req->pub.blocks = 0;
@@ -436,6 +640,7 @@ static gboolean take_blocks(EmaEngine *engine, Req *req, guint64 n) {
   req->pub.blocks += n;
   engine->blocks_held += n;
   engine->taken_this_step += n;
+  evict_excess(engine);
   return TRUE;
 }
 
@@ -464,14 +669,15 @@ static EmaTime preempt(EmaEngine *engine, Req *req, EmaPreemptMode mode, guint64
   engine->preemptions++;
   if (mode == EMA_PREEMPT_SWAP) {
     if (engine->memory.ops->swap_out == NULL)
-      cost = swap_time(engine, blocks_for(req->pub.kv_tokens));
+      cost = swap_time(engine, blocks_for(engine, req->pub.kv_tokens));
     req->pub.swapped = TRUE;
   } else {
     req->pub.kv_tokens = 0;
   }
   *freed = release_request_blocks(engine, req);
   if (mode == EMA_PREEMPT_SWAP && engine->memory.ops->swap_out)
-    cost = engine->memory.ops->swap_out(engine->memory.self, blocks_for(req->pub.kv_tokens));
+    cost =
+        engine->memory.ops->swap_out(engine->memory.self, blocks_for(engine, req->pub.kv_tokens));
   running_unlink(engine, req);
   req->state = REQ_WAITING;
   g_queue_push_head_link(&engine->waiting, &req->link);
@@ -490,7 +696,8 @@ static EmaTime preempt_newest(EmaEngine *engine, guint64 *freed) {
 
 static void reject(EmaEngine *engine, Req *req) {
   engine->rejected++;
-  g_free(req);
+  req_free(req);
+  request_gone(engine);
 }
 
 /* After the memory's total shrank: reject the running requests that can no
@@ -506,7 +713,7 @@ static void reject_unfit_running(EmaEngine *engine) {
     Req *req = link->data;
     link = link->next;
     engine->work++;
-    if (footprint(&req->pub) <= total)
+    if (footprint(engine, &req->pub) <= total)
       continue;
     if (req->state == REQ_STEADY)
       steady_remove(engine, req);
@@ -529,6 +736,7 @@ static void add_to_batch(EmaEngine *engine, Req *req, guint32 chunk) {
     b->decode_context += kv + 1;
   } else {
     b->prefill_tokens += chunk;
+    engine->step.prefill_seqs++;
     /* token i of the chunk attends to kv + i tokens (i = 1..chunk) */
     b->prefill_context += chunk * kv + (double) chunk * (chunk + 1) / 2;
     b->prefill_kv_read += kv + chunk;
@@ -549,7 +757,7 @@ static guint64 tail_demand(EmaEngine *engine, GList *link, guint64 budget, guint
     const EmaRequest *request = &((Req *) link->data)->pub;
     guint32 chunk = (guint32) MIN((guint64) (known_tokens(request) - request->kv_tokens), budget);
     engine->work++;
-    demand += blocks_for((guint64) request->kv_tokens + chunk) - request->blocks;
+    demand += blocks_for(engine, (guint64) request->kv_tokens + chunk) - request->blocks;
     budget -= chunk;
   }
   *budget_left = budget;
@@ -565,10 +773,10 @@ static void note_shortage(EmaEngine *engine, guint64 demand, guint64 budget_left
     return;
   engine->shortage_noted = TRUE;
   if (head && budget_left > 0 && engine->running_at_start < engine->config.max_num_seqs &&
-      footprint(&head->pub) <= total_blocks(engine)) {
+      footprint(engine, &head->pub) <= total_blocks(engine)) {
     guint32 resume_kv = head->pub.swapped ? head->pub.kv_tokens : 0;
     guint32 chunk = (guint32) MIN((guint64) (known_tokens(&head->pub) - resume_kv), budget_left);
-    want += blocks_for((guint64) resume_kv + chunk) + engine->config.watermark_blocks;
+    want += blocks_for(engine, (guint64) resume_kv + chunk) + engine->config.watermark_blocks;
   }
   engine->step.blocks_short = want > engine->free_at_start ? want - engine->free_at_start : 0;
 }
@@ -605,6 +813,7 @@ static gboolean schedule_steady(EmaEngine *engine, guint64 *budget, EmaTime *swa
     g_assert(taken);
     engine->blocks_held += need;
     engine->taken_this_step += need;
+    evict_excess(engine);
   }
   engine->steady_scheduled = TRUE;
   if (engine->steady > 0) {
@@ -625,7 +834,7 @@ static EmaTime schedule_tail(EmaEngine *engine, guint64 *budget) {
     Req *req = link->data;
     EmaRequest *request = &req->pub;
     guint32 chunk = (guint32) MIN((guint64) (known_tokens(request) - request->kv_tokens), *budget);
-    guint64 need = blocks_for((guint64) request->kv_tokens + chunk) - request->blocks;
+    guint64 need = blocks_for(engine, (guint64) request->kv_tokens + chunk) - request->blocks;
     gboolean preempted_self = FALSE;
     engine->work++;
     if (!take_blocks(engine, req, need)) {
@@ -656,26 +865,38 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
          engine->running.length < engine->config.max_num_seqs) {
     Req *req = engine->waiting.head->data;
     EmaRequest *request = &req->pub;
-    guint32 resume_kv, chunk;
-    guint64 need, free_now;
+    guint32 resume_kv, chunk, hits;
+    guint64 need, free_now, revived = 0;
     engine->work++;
-    if (footprint(request) > total_blocks(engine)) {
+    if (footprint(engine, request) > total_blocks(engine)) {
       /* the memory shrank under it: it can never fit any more */
       g_queue_unlink(&engine->waiting, &req->link);
       reject(engine, req);
       continue;
     }
-    resume_kv = request->swapped ? request->kv_tokens : 0;
+    hits = request->swapped ? 0 : cache_hits(engine, req, &revived);
+    resume_kv = request->swapped ? request->kv_tokens : hits * engine->config.block_tokens;
     chunk = (guint32) MIN((guint64) (known_tokens(request) - resume_kv), *budget);
-    need = blocks_for((guint64) resume_kv + chunk);
+    /* V0 admits whole prompts; only the step's first may be cut to the budget */
+    if (engine->config.scheduler == EMA_SCHEDULER_V0 && engine->batch->len > 0 &&
+        chunk < known_tokens(request) - resume_kv)
+      break;
+    need = blocks_for(engine, (guint64) resume_kv + chunk) - hits + revived;
     free_now = free_blocks(engine);
     if (free_now < need + engine->config.watermark_blocks) {
       engine->step.blocks_short = need + engine->config.watermark_blocks - free_now;
       break;
     }
+    need -= revived;
+    if (!request->swapped) {
+      engine->prefix.query_tokens += known_tokens(request);
+      engine->prefix.hit_tokens += resume_kv;
+      cache_take(engine, req, hits);
+      request->kv_tokens = resume_kv;
+    }
     g_queue_unlink(&engine->waiting, &req->link);
     if (request->swapped) {
-      guint64 blocks = blocks_for(request->kv_tokens);
+      guint64 blocks = blocks_for(engine, request->kv_tokens);
       swap += engine->memory.ops->swap_in ? engine->memory.ops->swap_in(engine->memory.self, blocks)
                                           : swap_time(engine, blocks);
       request->swapped = FALSE;
@@ -724,11 +945,16 @@ static void kick(EmaEngine *engine) {
   engine->running_at_start = engine->running.length;
   engine->waiting_head_at_start = engine->waiting.head ? engine->waiting.head->data : NULL;
   engine->shortage_noted = FALSE;
-  stopped = schedule_steady(engine, &budget, &swap);
-  if (!stopped)
-    swap += schedule_tail(engine, &budget);
-  if (engine->step.preempted == 0)
+  if (engine->config.scheduler == EMA_SCHEDULER_V0)
     swap += admit_waiting(engine, &budget);
+  if (engine->batch->len == 0) {
+    /* V1, or V0 with nothing admitted: the running requests first */
+    stopped = schedule_steady(engine, &budget, &swap);
+    if (!stopped)
+      swap += schedule_tail(engine, &budget);
+    if (engine->step.preempted == 0 && engine->config.scheduler == EMA_SCHEDULER_V1)
+      swap += admit_waiting(engine, &budget);
+  }
   engine->scheduling = FALSE;
   if (engine->steady == 0 && engine->batch->len == 0) {
     engine->steady_scheduled = FALSE;
@@ -742,7 +968,9 @@ static void kick(EmaEngine *engine) {
   swap += engine->pending_swap;
   engine->pending_swap = 0;
   engine->step.start = ema_sim_now(engine->sim);
-  engine->step.duration = swap + engine->step_cost(engine->step_cost_data, &engine->step.batch);
+  engine->step.gpu_time = engine->step_cost(engine->step_cost_data, &engine->step.batch);
+  engine->step.cpu_time = engine->config.step_cpu_cost;
+  engine->step.duration = swap + engine->step.gpu_time + engine->step.cpu_time;
   engine->step_in_flight = TRUE;
   ema_sim_schedule_in(engine->sim, &engine->step_event, engine->step.duration, 0);
   tell_want(engine);
@@ -761,7 +989,8 @@ static void finish_request(EmaEngine *engine, Req *req) {
     if (o->on_finish)
       o->on_finish(o->data, &req->pub);
   }
-  g_free(req);
+  req_free(req);
+  request_gone(engine);
 }
 
 /* Tail requests that completed their chunk in this step and now decode
@@ -782,8 +1011,9 @@ static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data) {
   EmaEngine *engine = data;
   EmaTime now = ema_sim_now(sim);
   engine->step_in_flight = FALSE;
-  /* the steady region decodes one token each */
-  engine->clock++;
+  /* the steady region decodes one token each (not in a V0 prefill-only step) */
+  if (engine->steady_scheduled)
+    engine->clock++;
   engine->steady_scheduled = FALSE;
   for (guint i = 0; i < engine->batch->len; i++) {
     Req *req = engine->batch->pdata[i];
@@ -792,6 +1022,8 @@ static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data) {
       continue; /* preempted while the step ran: its work is dropped */
     engine->work++;
     request->kv_tokens += req->chunk;
+    if (req->registered < req->n_hashes)
+      cache_register(engine, req);
     if (request->kv_tokens == known_tokens(request)) {
       request->generated++;
       if (request->first_token < 0)
@@ -821,6 +1053,7 @@ static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data) {
   engine->step.blocks_free = free_blocks(engine);
   engine->step.blocks_used = engine->blocks_held;
   engine->step.released = engine->released_since_report;
+  engine->step.finished = engine->finishing->len;
   engine->released_since_report = 0;
   for (guint i = 0; i < engine->observers->len; i++) {
     const EmaEngineObserver *o = &g_array_index(engine->observers, EmaEngineObserver, i);
@@ -848,6 +1081,11 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
   engine = g_new0(EmaEngine, 1);
   engine->sim = sim;
   engine->config = *config;
+  if (engine->config.block_tokens == 0)
+    engine->config.block_tokens = EMA_KV_BLOCK_TOKENS;
+  engine->phase_count = g_new0(guint64, engine->config.block_tokens);
+  engine->cache = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
+  g_queue_init(&engine->evictable);
   engine->memory = memory;
   engine->step_cost = step_cost;
   engine->step_cost_data = step_cost_data;
@@ -870,7 +1108,7 @@ static void free_requests(GQueue *queue) {
   while (link) {
     Req *req = link->data;
     link = link->next;
-    g_free(req);
+    req_free(req);
   }
   g_queue_init(queue);
 }
@@ -886,6 +1124,8 @@ void ema_engine_free(EmaEngine *engine) {
   g_ptr_array_unref(engine->batch);
   g_ptr_array_unref(engine->finishing);
   g_ptr_array_unref(engine->heap);
+  g_free(engine->phase_count);
+  g_hash_table_unref(engine->cache);
   g_array_unref(engine->observers);
   ema_trace_source_free(engine->trace);
   g_free(engine);
@@ -931,8 +1171,8 @@ guint64 ema_engine_blocks_held(const EmaEngine *engine) {
 static guint64 request_blocks(const EmaEngine *engine, const Req *req) {
   if (req->state != REQ_STEADY)
     return req->pub.blocks;
-  return blocks_for((guint64) req->kv0 + (engine->clock - req->t0) +
-                    (engine->steady_scheduled ? 1 : 0));
+  return blocks_for(engine, (guint64) req->kv0 + (engine->clock - req->t0) +
+                                (engine->steady_scheduled ? 1 : 0));
 }
 
 guint64 ema_engine_request_blocks(const EmaEngine *engine) {
@@ -940,8 +1180,10 @@ guint64 ema_engine_request_blocks(const EmaEngine *engine) {
   const GQueue *queues[2] = {&engine->running, &engine->waiting};
   for (guint q = 0; q < 2; q++)
     for (const GList *link = queues[q]->head; link; link = link->next)
-      sum += request_blocks(engine, link->data);
-  return sum; /* finishing requests are in the running list until they finish */
+      sum += request_blocks(engine, link->data) - ((const Req *) link->data)->registered;
+  /* finishing requests are in the running list until they finish; a cached block is held once
+   * however many requests share it */
+  return sum + engine->cached_held;
 }
 
 void ema_engine_wake(EmaEngine *engine) {
@@ -962,6 +1204,16 @@ guint64 ema_engine_preemptions(const EmaEngine *engine) {
 
 guint64 ema_engine_rejected(const EmaEngine *engine) {
   return engine->rejected;
+}
+
+guint64 ema_engine_rejected_too_long(const EmaEngine *engine) {
+  return engine->rejected_too_long;
+}
+
+EmaPrefixCacheStats ema_engine_prefix_cache_stats(const EmaEngine *engine) {
+  EmaPrefixCacheStats stats = engine->prefix;
+  stats.cached_blocks = g_hash_table_size(engine->cache);
+  return stats;
 }
 
 guint ema_engine_running(const EmaEngine *engine) {

@@ -10,6 +10,8 @@
 #include <float.h>
 #include <math.h>
 
+#include "ema/core/file.h"
+
 #define SUB_BUCKETS 256
 #define EXACT_LIMIT (2 * SUB_BUCKETS)
 #define N_BUCKETS (55 * SUB_BUCKETS + EXACT_LIMIT)
@@ -106,6 +108,11 @@ EmaTenantMetrics *ema_tenant_metrics_new(const char *tenant, FILE *requests_csv)
   EmaTenantMetrics *metrics = g_new0(EmaTenantMetrics, 1);
   metrics->tenant = tenant;
   metrics->requests_csv = requests_csv;
+  {
+    GString *field = g_string_new(NULL);
+    ema_file_csv_field(field, tenant);
+    metrics->tenant_csv = g_string_free(field, FALSE);
+  }
   metrics->first_arrival = metrics->last_finish = -1;
   metrics->ttft = ema_histogram_new();
   metrics->tpot = ema_histogram_new();
@@ -122,6 +129,7 @@ void ema_tenant_metrics_free(EmaTenantMetrics *metrics) {
   ema_histogram_free(metrics->tpot);
   ema_histogram_free(metrics->itl);
   ema_histogram_free(metrics->e2e);
+  g_free(metrics->tenant_csv);
   g_free(metrics);
 }
 
@@ -165,7 +173,7 @@ static void on_finish(gpointer data, const EmaRequest *request) {
     metrics->slo_met++;
   if (metrics->requests_csv == NULL)
     return;
-  fprintf(metrics->requests_csv, "%s,%" G_GUINT64_FORMAT, metrics->tenant, request->id);
+  fprintf(metrics->requests_csv, "%s,%" G_GUINT64_FORMAT, metrics->tenant_csv, request->id);
   print_s(metrics->requests_csv, request->arrival);
   print_s(metrics->requests_csv, request->scheduled);
   print_s(metrics->requests_csv, request->first_token);

@@ -11,12 +11,14 @@
 #include <math.h>
 #include <string.h>
 
+#include "ema/core/modelpath.h"
 #include "ema/core/units.h"
 
 #define LENGTH_FIELD(f) G_STRUCT_OFFSET(EmaLengthSpec, f)
 #define TRACE_FIELD(f) G_STRUCT_OFFSET(EmaTraceSpec, f)
 #define ENGINE_FIELD(f) G_STRUCT_OFFSET(EmaEngineSpec, f)
 #define TENANT_FIELD(f) G_STRUCT_OFFSET(EmaTenantSpec, f)
+#define PROFILE_FIELD(f) G_STRUCT_OFFSET(EmaEngineProfile, f)
 
 static const char *const length_kind_names[] = {"none",      "fixed",    "uniform",
                                                 "lognormal", "resample", NULL};
@@ -25,6 +27,7 @@ static const char *const arrivals_kind_names[] = {"file",    "poisson", "gamma",
 static const char *const format_names[] = {"auto",     "azure",   "vidur", "burstgpt",
                                            "mooncake", "lengths", NULL};
 static const char *const preempt_names[] = {"recompute", "swap", NULL};
+static const char *const scheduler_names[] = {"v1", "v0", NULL};
 
 /* ---- file paths ---------------------------------------------------------- */
 
@@ -47,8 +50,10 @@ static gboolean resolve_path(char **field, const EmaNode *node, const char *key,
   g_free(*field);
   *field = absolute;
   if (!g_file_test(absolute, G_FILE_TEST_IS_REGULAR)) {
-    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, value ? value : node, key_path,
-                   "no such file: %s", absolute);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, value ? value : node, key_path, "%s: %s",
+                   g_file_test(absolute, G_FILE_TEST_EXISTS) ? "not a regular file"
+                                                             : "no such file",
+                   absolute);
     return FALSE;
   }
   return TRUE;
@@ -240,6 +245,17 @@ static const EmaParam trace_params[] = {
      .max = 9.2e18, .help = "stop after this many requests"},
     {"offset", EMA_PARAM_DURATION, TRACE_FIELD(offset), .default_value = "0s", .min = 0,
      .max = 1e18, .help = "shift every arrival by this much (after the other transformations)"},
+    {"concurrency", EMA_PARAM_INT, TRACE_FIELD(concurrency), .default_value = "0", .min = 0,
+     .max = 1e7,
+     .help = "closed loop: this many clients, each sending the next request when its last "
+             "one finished (the arrival times are not used); 0: open loop"},
+    {"shared_prefix_tokens", EMA_PARAM_INT, TRACE_FIELD(shared_prefix_tokens), .default_value = "0",
+     .min = 0, .max = 4294967295.0,
+     .help = "every prompt starts with a shared prefix of this many tokens (for prefix "
+             "caching; replaces a trace's own hash_ids); 0: none"},
+    {"shared_prefix_groups", EMA_PARAM_INT, TRACE_FIELD(shared_prefix_groups), .default_value = "1",
+     .min = 1, .max = 4294967295.0,
+     .help = "distinct shared prefixes, given round robin (request k gets prefix k mod groups)"},
 };
 
 static EmaTraceArrivals *open_arrivals(const EmaTraceSpec *spec, guint64 seed, GError **error);
@@ -331,9 +347,50 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
 static const EmaParamTable trace_table = {"trace", sizeof(EmaTraceSpec), trace_params,
                                           EMA_PARAMS_N(trace_params), check_trace};
 
+/* ---- engine profiles ------------------------------------------------------ */
+
+#define ENGINES_DIR "engines"
+#define ENGINES_ENV "EMA_ENGINE_PATH"
+
+static const EmaParam profile_params[] = {
+    {"name", EMA_PARAM_STRING, PROFILE_FIELD(name), .flags = EMA_PARAM_REQUIRED,
+     .help = "profile id (the file name without .yaml)"},
+    {"scheduler", EMA_PARAM_ENUM, PROFILE_FIELD(scheduler), .flags = EMA_PARAM_REQUIRED,
+     .choices = scheduler_names,
+     .help = "v1 (running first, chunked prefill) or v0 (prefill-first steps)"},
+    {"step_cpu_cost", EMA_PARAM_DURATION, PROFILE_FIELD(step_cpu_cost), .flags = EMA_PARAM_REQUIRED,
+     .min = 0, .max = 1e10,
+     .help = "fixed CPU time of every step (scheduling, inputs, sampling, detokenisation)"},
+    {"fixed_reserve", EMA_PARAM_SIZE, PROFILE_FIELD(fixed_reserve), .flags = EMA_PARAM_REQUIRED,
+     .min = 0, .max = 1125899906842624.0,
+     .help = "HBM per GPU outside weights, activations and KV (CUDA context, non-torch, sampler)"},
+    {"watermark", EMA_PARAM_FRACTION, PROFILE_FIELD(watermark), .flags = EMA_PARAM_REQUIRED,
+     .min = 0, .max = 0.5, .help = "share of KV blocks its admission leaves free"},
+    {"source", EMA_PARAM_STRING, PROFILE_FIELD(source), .flags = EMA_PARAM_REQUIRED,
+     .help = "what the numbers were measured or fitted on"},
+    {"fidelity", EMA_PARAM_STRING, PROFILE_FIELD(fidelity), .flags = EMA_PARAM_REQUIRED,
+     .help = "the measured error of this profile with the step model (experiments/groundtruth)"},
+};
+
+const EmaParamTable ema_engine_profile_params = {
+    "engine profile", sizeof(EmaEngineProfile), profile_params, EMA_PARAMS_N(profile_params), NULL};
+
+EmaEngineProfile *ema_engine_profile_load(const char *name, GError **error) {
+  g_autofree char *path =
+      ema_model_dir_find(ENGINES_DIR, ENGINES_ENV, name, "engine profile", error);
+  return path ? ema_params_load_file(&ema_engine_profile_params, path, error) : NULL;
+}
+
+void ema_engine_profile_free(EmaEngineProfile *profile) {
+  ema_params_free(&ema_engine_profile_params, profile);
+}
+
 /* ---- engine and tenant --------------------------------------------------- */
 
 static const EmaParam engine_params[] = {
+    {"profile", EMA_PARAM_STRING, ENGINE_FIELD(profile), .default_value = "vllm-v1",
+     .help = "engine profile: hwmodels/engines/<name>.yaml (scheduler, CPU cost per step, "
+             "reserve)"},
     {"max_num_seqs", EMA_PARAM_INT, ENGINE_FIELD(max_num_seqs), .default_value = "256", .min = 1,
      .max = 1e7, .help = "running requests at most (vLLM max_num_seqs)"},
     {"max_num_batched_tokens", EMA_PARAM_INT, ENGINE_FIELD(max_num_batched_tokens),
@@ -345,11 +402,23 @@ static const EmaParam engine_params[] = {
     {"activation_reserve", EMA_PARAM_SIZE, ENGINE_FIELD(activation_reserve),
      .flags = EMA_PARAM_OPTIONAL, .min = 0, .max = 1125899906842624.0,
      .help = "HBM per GPU kept for activations (absent: derived, see tenant.h)"},
-    {"watermark", EMA_PARAM_FRACTION, ENGINE_FIELD(watermark), .default_value = "1%", .min = 0,
-     .max = 0.5, .help = "share of KV blocks that admission leaves free"},
+    {"watermark", EMA_PARAM_FRACTION, ENGINE_FIELD(watermark), .flags = EMA_PARAM_OPTIONAL,
+     .min = 0, .max = 0.5,
+     .help = "share of KV blocks that admission leaves free (absent: the profile's)"},
     {"preempt", EMA_PARAM_ENUM, ENGINE_FIELD(preempt), .default_value = "recompute",
      .choices = preempt_names,
      .help = "recompute (drop KV, vLLM v1) or swap (to host memory, vLLM v0)"},
+    {"block_size", EMA_PARAM_INT, ENGINE_FIELD(block_size), .default_value = "16", .min = 1,
+     .max = 4096, .help = "tokens per KV block (vLLM block_size)"},
+    {"max_model_len", EMA_PARAM_INT, ENGINE_FIELD(max_model_len), .flags = EMA_PARAM_OPTIONAL,
+     .min = 1, .max = 1e9,
+     .help = "prompt + output at most; longer requests are rejected (absent: the model's "
+             "max_context)"},
+    {"num_gpu_blocks", EMA_PARAM_INT, ENGINE_FIELD(num_gpu_blocks), .flags = EMA_PARAM_OPTIONAL,
+     .min = 1, .max = 1e12, .help = "KV blocks per GPU given directly (absent: sized from HBM)"},
+    {"prefix_caching", EMA_PARAM_BOOL, ENGINE_FIELD(prefix_caching), .default_value = "true",
+     .help = "cache full prompt blocks by content (vLLM V1's default); needs prompts with an "
+             "identity: a trace's hash_ids or trace.shared_prefix_tokens"},
 };
 
 static const EmaParamTable engine_table = {"engine", sizeof(EmaEngineSpec), engine_params,
@@ -371,8 +440,35 @@ static const EmaParam tenant_params[] = {
      .help = "serving-engine settings"},
 };
 
+/* The engine profile's values go into the engine spec (a watermark not
+ * given is the profile's); max_model_len defaults to the model's context. */
+static gboolean check_tenant(gpointer object, const EmaNode *node, const char *path,
+                             GError **error) {
+  EmaTenantSpec *tenant = object;
+  EmaEngineSpec *engine = &tenant->engine;
+  const EmaNode *engine_node = ema_node_get(node, "engine");
+  GError *inner = NULL;
+  g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(engine->profile, &inner);
+  if (profile == NULL) {
+    g_autofree char *key_path =
+        path ? g_strconcat(path, ".engine.profile", NULL) : g_strdup("engine.profile");
+    const EmaNode *at = engine_node ? ema_node_get(engine_node, "profile") : NULL;
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, at ? at : node, key_path, "%s", inner->message);
+    g_error_free(inner);
+    return FALSE;
+  }
+  engine->scheduler = profile->scheduler;
+  engine->step_cpu_cost = profile->step_cpu_cost;
+  engine->fixed_reserve = profile->fixed_reserve;
+  if (engine_node == NULL || ema_node_get(engine_node, "watermark") == NULL)
+    engine->watermark = profile->watermark;
+  if (engine->max_model_len == 0)
+    engine->max_model_len = tenant->model.max_context;
+  return TRUE;
+}
+
 const EmaParamTable ema_tenant_params = {"tenant", sizeof(EmaTenantSpec), tenant_params,
-                                         EMA_PARAMS_N(tenant_params), NULL};
+                                         EMA_PARAMS_N(tenant_params), check_tenant};
 
 /* ---- building the request source ------------------------------------------ */
 
@@ -478,6 +574,9 @@ EmaTraceSource *ema_trace_spec_open(const EmaTraceSpec *spec, guint64 seed, GErr
     source = ema_trace_limit(source, (guint64) spec->requests);
   if (spec->offset)
     source = ema_trace_offset(source, spec->offset);
+  if (spec->shared_prefix_tokens)
+    source = ema_trace_shared_prefix(source, (guint32) spec->shared_prefix_tokens,
+                                     (guint32) spec->shared_prefix_groups);
   return source;
 }
 
@@ -513,12 +612,19 @@ gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *serve
   plan->activation_reserve = tenant->engine.activation_reserve
                                  ? tenant->engine.activation_reserve
                                  : ema_tenant_default_activation_reserve(tenant);
-  plan->block_bytes =
-      (guint64) llround(ema_step_model_kv_bytes_per_token_per_gpu(step) * EMA_KV_BLOCK_TOKENS);
+  plan->block_bytes = (guint64) llround(ema_step_model_kv_bytes_per_token_per_gpu(step) *
+                                        (double) tenant->engine.block_size);
   usable = floor((double) ema_gpu_hbm_bytes(&server->gpu) * tenant->engine.gpu_memory_utilization);
-  if (usable > (double) (plan->weight_bytes + plan->activation_reserve))
-    plan->kv_bytes = (guint64) usable - plan->weight_bytes - plan->activation_reserve;
-  plan->slices = plan->kv_bytes / EMA_SLICE_BYTES;
+  if (tenant->engine.num_gpu_blocks > 0) {
+    plan->kv_bytes = (guint64) tenant->engine.num_gpu_blocks * plan->block_bytes;
+    plan->slices = (plan->kv_bytes + EMA_SLICE_BYTES - 1) / EMA_SLICE_BYTES;
+  } else {
+    double taken = (double) (plan->weight_bytes + plan->activation_reserve) +
+                   (double) tenant->engine.fixed_reserve;
+    if (usable > taken)
+      plan->kv_bytes = (guint64) (usable - taken);
+    plan->slices = plan->kv_bytes / EMA_SLICE_BYTES;
+  }
   plan->blocks = plan->slices * EMA_SLICE_BYTES / plan->block_bytes;
   if (plan->blocks == 0) {
     g_autofree char *hbm = ema_units_format_size_human((guint64) usable);
@@ -547,4 +653,10 @@ void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *
   /* a swap goes out and comes back; the slower direction bounds both */
   config->swap_bandwidth = MIN(server->host.h2d_bandwidth, server->host.d2h_bandwidth);
   config->swap_fixed_cost = server->host.copy_fixed_cost;
+  config->block_tokens = (guint) tenant->engine.block_size;
+  config->max_model_len = (guint64) tenant->engine.max_model_len;
+  config->step_cpu_cost = tenant->engine.step_cpu_cost;
+  config->scheduler = tenant->engine.scheduler;
+  config->concurrency = (guint64) tenant->trace.concurrency;
+  config->prefix_caching = tenant->engine.prefix_caching;
 }

@@ -87,7 +87,7 @@ static void test_usage_errors(void) {
   usage_error(ema_test_cli(NULL, NULL), "missing COMMAND"); /* no arguments at all */
   usage_error(ema_test_cli("frobnicate", NULL),
               "unknown command 'frobnicate' (commands: run, check, list, "
-              "describe, frontier, sweep, plot, compare-steps, compare-static)");
+              "describe, frontier, sweep, plot, step-time, compare-steps, compare-static)");
   usage_error(ema_test_cli("run", NULL), "missing experiment FILE");
   usage_error(ema_test_cli("check", BASELINE, "extra", NULL), "too many arguments");
   usage_error(ema_test_cli("run", "--bogus", BASELINE, NULL), "--bogus");
@@ -319,7 +319,7 @@ static const BadInput bad_inputs[] = {
     {"unknown-key-top.yaml", ":2:1: ", "nmae: ",
      "unknown key in experiment (valid keys: name, summary, seed, tolerance, server, ops, decode, "
      "tenants, "
-     "duration, sample_period, policy, idle_gpu_memory, requests_csv, slo)"},
+     "duration, sample_period, policy, idle_gpu_memory, requests_csv, slo, steps_csv)"},
     {"unknown-key-nested.yaml",
      ":6:48: ", "ops.0.flows.0.byts: ", "unknown key in flow (valid keys: kind, src, dst, bytes)"},
     {"negative-size.yaml", ":6:55: ", "ops.0.flows.0.bytes: ", "negative size '-4KiB'"},
@@ -382,6 +382,44 @@ static void test_missing_file(void) {
   assert_error_line(run, "", FIXTURES "does-not-exist.yaml", NULL);
 }
 
+/* step-time: the step model's time of batches from a file, one line each;
+ * an empty batch takes 0; a bad line is an error with its line number. */
+static void test_step_time(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *good = g_build_filename(dir, "good.csv", NULL);
+  g_autofree char *bad = g_build_filename(dir, "bad.csv", NULL);
+  g_autofree char *want_bad = NULL;
+  const char *header =
+      "prefill_tokens,prefill_context,prefill_kv_read,decode_seqs,decode_context,logits\n";
+  g_autofree char *good_text = g_strconcat(header, "0,0,0,0,0,0\n0,0,0,32,32000,32\n", NULL);
+  g_autofree char *bad_text = g_strconcat(header, "1,2,3\n", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_assert_true(g_file_set_contents(good, good_text, -1, NULL));
+  g_assert_true(g_file_set_contents(bad, bad_text, -1, NULL));
+  run = ema_test_cli("step-time", "h100x8-hgx", "llama-2-70b", "4", good, NULL);
+  ema_test_assert_ok(run);
+  lines = g_strsplit(run->out, "\n", -1);
+  g_assert_cmpstr(lines[0], ==, "time_us");
+  g_assert_cmpstr(lines[1], ==, "0.000");
+  /* a decode step of 32 sequences streams 32 GiB of weights per GPU: > 10 ms on an H100 */
+  g_assert_cmpfloat(g_ascii_strtod(lines[2], NULL), >, 10000);
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("step-time", "h100x8-hgx", "llama-2-70b", "4", bad, NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  want_bad = g_strconcat(bad, ":2: expected 6 fields\n", NULL);
+  g_assert_cmpstr(run->err, ==, want_bad);
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("step-time", "h100x8-hgx", "llama-2-70b", "3", good, NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  ema_test_assert_contains(run->err, "tensor-parallel size 3");
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("step-time", "h100x8-hgx", "llama-2-70b", NULL);
+  g_assert_cmpint(run->status, ==, 2);
+  ema_test_assert_contains(run->err, "usage: ema-sim step-time SERVER MODEL TP [FILE]");
+  ema_test_remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   ema_test_sim_path();
@@ -406,5 +444,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/set-errors", test_set_errors);
   g_test_add_func("/cli/set-unknown-key", test_set_unknown_key);
   g_test_add_func("/cli/missing-file", test_missing_file);
+  g_test_add_func("/cli/step-time", test_step_time);
   return g_test_run();
 }

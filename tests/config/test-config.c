@@ -558,9 +558,14 @@ static void test_params_defaults(void) {
   g_assert_null(t.label);
   g_assert_null(t.items);
 
-  /* null values take the default too; `inner:` alone is all defaults; list
-   * items get their own defaults */
-  bind_ok("req: r\ncount: ~\nlabel:\ninner:\nitems: [{name: a}, {name: b, size: 1MiB}]\n", &t);
+  /* a null scalar is an error at its place, not the default (it would be
+   * written back as a value no file accepts); `inner:` alone is all
+   * defaults; list items get their own defaults */
+  bind_fails("req: r\ncount: ~\n", EMA_CONFIG_ERROR_KEY,
+             "t.yaml:2:8: count: needs a value (an integer); leave the key out for its default");
+  bind_fails("req: r\nlabel:\n", EMA_CONFIG_ERROR_KEY,
+             "t.yaml:2:7: label: needs a value (a string); leave the key out for its default");
+  bind_ok("req: r\ninner:\nitems: [{name: a}, {name: b, size: 1MiB}]\n", &t);
   g_assert_cmpint(t.count, ==, 3);
   g_assert_cmpstr(t.label, ==, "hello");
   g_assert_cmpint(t.inner.a, ==, 7);
@@ -870,7 +875,7 @@ static void test_params_round_trip(void) {
                  "opt_dur: 2h\n"
                  "req: \"true\"\n");
   g_autofree char *b = round_trip("req: r\nratio: 0.1\nsize: 1000\nbw: 1.23456789e9B/s\n"
-                                  "dur: 3ns\nflops: 1FLOP/s\nfrac: 0.000123\nlabel: ~\n"
+                                  "dur: 3ns\nflops: 1FLOP/s\nfrac: 0.000123\n"
                                   "items: []\n");
   g_autofree char *c = round_trip("req: \"\"\nratio: 1e300\nfrac: 1\nflops: 1e-3FLOP/s\n"
                                   "label: \"  spaces  \"\nbig: 0\n");
@@ -930,7 +935,7 @@ static const char override_base[] = "req: base\n"
                                     "items:\n"
                                     "  - {name: one, size: 1KiB}\n"
                                     "  - {name: two}\n"
-                                    "opt_str:\n";
+                                    "opt_str: base\n";
 
 static EmaNode *override_tree(void) {
   return load_ok(override_base);
@@ -955,8 +960,9 @@ static void override_fails(const char *assignment, guint ordinal, gint code, con
 static void bind_tree_ok(const EmaNode *root, Thing *t) {
   GError *error = NULL;
   memset(t, 0, sizeof *t);
-  g_assert_true(ema_params_bind(&thing_table, t, root, NULL, &error));
+  gboolean ok = ema_params_bind(&thing_table, t, root, NULL, &error);
   g_assert_no_error(error);
+  g_assert_true(ok);
 }
 
 static void test_override_values(void) {
@@ -1009,16 +1015,25 @@ static void test_override_structures(void) {
                 NULL, NULL);
   }
   override_ok(root, "inner.s=plain", 3);
-  /* an empty value is a null: the default */
+  /* an empty value is a null: binding rejects it at its place */
   override_ok(root, "inner.a=", 4);
   assert_scalar(ema_node_get(ema_node_get(root, "inner"), "a"), NULL, "--set", 4, 9);
-  /* into a null value: it becomes a map */
+  {
+    Thing bad = {0};
+    GError *error = NULL;
+    g_assert_false(ema_params_bind(&thing_table, &bad, root, NULL, &error));
+    ema_params_clear(&thing_table, &bad);
+    check_error(error, EMA_CONFIG_ERROR_KEY,
+                "--set:4:9: inner.a: needs a value (an integer); leave the key out for its default",
+                NULL, NULL);
+  }
+  override_ok(root, "inner.a=8", 4);
   override_ok(root, "opt_str=hello", 5);
   bind_tree_ok(root, &t);
   g_assert_cmpstr(g_array_index(t.items, Item, 0).name, ==, "zero");
   g_assert_cmpuint(g_array_index(t.items, Item, 0).size, ==, 2048);
   g_assert_cmpstr(t.inner.s, ==, "plain");
-  g_assert_cmpint(t.inner.a, ==, 7);
+  g_assert_cmpint(t.inner.a, ==, 8);
   g_assert_cmpstr(t.opt_str, ==, "hello");
   ema_params_clear(&thing_table, &t);
 }
@@ -1507,7 +1522,7 @@ static void test_experiment_errors(void) {
       {"unknown-key-top.yaml", EMA_CONFIG_ERROR_KEY,
        ":2:1: nmae: unknown key in experiment (valid keys: name, summary, seed, tolerance, "
        "server, ops, decode, tenants, duration, sample_period, policy, idle_gpu_memory, "
-       "requests_csv, slo)",
+       "requests_csv, slo, steps_csv)",
        NULL},
       {"unknown-key-nested.yaml", EMA_CONFIG_ERROR_KEY,
        ":6:48: ops.0.flows.0.byts: unknown key in flow (valid keys: kind, src, dst, bytes)", NULL},

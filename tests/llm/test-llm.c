@@ -21,6 +21,7 @@ static const struct {
   const char *name;
   guint64 total_parameters;
 } models[] = {
+    {"codellama-34b", G_GUINT64_CONSTANT(33743970304)},
     {"llama-13b", G_GUINT64_CONSTANT(13015864320)},
     {"llama-2-13b", G_GUINT64_CONSTANT(13015864320)},
     {"llama-2-70b", G_GUINT64_CONSTANT(68976648192)},
@@ -33,13 +34,12 @@ static const struct {
     {"opt-30b", G_GUINT64_CONSTANT(29974540288)},
     {"qwen2.5-14b", G_GUINT64_CONSTANT(14770033664)},
     {"qwen2.5-32b", G_GUINT64_CONSTANT(32763876352)},
+    {"qwen2.5-7b", G_GUINT64_CONSTANT(7615616512)},
 };
 
 #define KNOWN_MODELS                                                                               \
-  "llama-13b, llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, "                 \
-  "mistral-7b-v0.1, "                                                                              \
-  "mixtral-8x7b, "                                                                                 \
-  "opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b"
+  "codellama-34b, llama-13b, llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, "  \
+  "mistral-7b-v0.1, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, qwen2.5-7b"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -501,6 +501,63 @@ static void test_prefill_compute_bound(void) {
   g_assert_cmpfloat((double) t * 1e-9, >, 32 * layer_flops / H200_FLOPS);
 }
 
+/* FP8 (llm.h): Llama-3.1-8B with FP8 layer weights keeps its embedding and
+ * LM head in bf16: 32 x 218,112,000 x 1 B + (8,030,261,248 - 6,979,584,000)
+ * x 2 B = 9,080,938,496 B; an FP8 KV cache holds 2 x 32 x 8 x 128 x 1 B =
+ * 65,536 B per token. The 4096-token prefill above is compute-bound in its
+ * GEMMs: with FP8 weights they run by their roofline at the FP8 rate (1979
+ * of 989 TFLOP/s on the H200), reading 1-byte weights; an A100 has no FP8
+ * rate. */
+static void test_fp8(void) {
+  g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-8b");
+  g_autoptr(EmaServerSpec) server = load_server("h200x2");
+  g_autoptr(EmaServerSpec) a100 = load_server("a100x4-40gb");
+  g_autoptr(EmaStepModel) bf16 = step_model(llm, server, 1);
+  g_autoptr(EmaStepModel) fp8 = NULL;
+  EmaStepBatch batch = {.prefill_tokens = 4096,
+                        .prefill_context = 4096.0 * 4097 / 2,
+                        .prefill_kv_read = 4096,
+                        .logits = 1};
+  EmaStepBreakdown b16, b8;
+  EmaTime t16, t8;
+  EmaLlmDerived d;
+  GError *error = NULL;
+
+  llm->weights = EMA_PRECISION_FP8;
+  ema_llm_derive(llm, &d);
+  g_assert_cmpuint(d.layer_bytes_per_element, ==, 1);
+  g_assert_cmpuint(d.kv_bytes_per_element, ==, 2);
+  g_assert_cmpuint(d.weight_bytes, ==, G_GUINT64_CONSTANT(9080938496));
+  g_assert_cmpuint(d.kv_bytes_per_token, ==, 131072);
+  fp8 = step_model(llm, server, 1);
+  g_assert_cmpuint(ema_step_model_weight_bytes_per_gpu(fp8), ==, G_GUINT64_CONSTANT(9080938496));
+  t16 = ema_step_time(bf16, &batch, &b16);
+  t8 = ema_step_time(fp8, &batch, &b8);
+  /* the same FLOPs; each of the 32 layers reads 218,112,000 B of weights instead of 436,224,000 */
+  g_assert_cmpfloat(b8.flops, ==, b16.flops);
+  assert_close(b16.weight_bytes_read - b8.weight_bytes_read, 32 * 218112000.0, 1e-12);
+  /* the compute-bound prefill's GEMMs at the FP8 rate, twice the bf16 one: well under the bf16
+   * step (its attention and the LM head stay) */
+  g_assert_cmpint(t8, <, t16 * 3 / 4);
+  g_assert_cmpint(t8, >, t16 / 3);
+  g_assert_null(ema_step_model_new(llm, a100, 1, &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+  g_assert_cmpstr(error->message, ==,
+                  "A100-SXM4-40GB: FP8 weights need a GPU with an FP8 matrix rate "
+                  "(gpu.matrix_flops_fp8)");
+  g_clear_error(&error);
+
+  llm->weights = EMA_PRECISION_AUTO;
+  llm->kv_cache = EMA_PRECISION_FP8;
+  ema_llm_derive(llm, &d);
+  g_assert_cmpuint(d.weight_bytes, ==, 2 * G_GUINT64_CONSTANT(8030261248));
+  g_assert_cmpuint(d.kv_bytes_per_token, ==, 65536);
+  g_assert_cmpuint(d.kv_bytes_per_token_per_layer, ==, 2048);
+  g_clear_pointer(&fp8, ema_step_model_free);
+  fp8 = step_model(llm, a100, 1); /* an FP8 KV cache needs no FP8 matrix rate */
+  assert_close(ema_step_model_kv_bytes_per_token_per_gpu(fp8), 65536, 0);
+}
+
 /* tp = 2 on the two H200s: each GPU holds half the weights, 4 of the 8 KV
  * heads, and pays 2 ring all-reduces per layer over NVLink (397 GB/s,
  * 1002 ns). The 1,000-token decode step:
@@ -683,5 +740,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/steptime/monotonic", test_monotonic);
   g_test_add_func("/steptime/moe/experts", test_moe_experts);
   g_test_add_func("/steptime/empty", test_empty);
+  g_test_add_func("/steptime/fp8", test_fp8);
   return g_test_run();
 }

@@ -1084,7 +1084,7 @@ static void test_give_proportional(void) {
 
 /* Requests of PROMPT tokens and OUTPUT tokens arriving at 1 ms. */
 static EmaRequestRecord request(guint64 id, guint32 prompt, guint32 output) {
-  return (EmaRequestRecord){EMA_MS(1), prompt, output, id, 0};
+  return (EmaRequestRecord){EMA_MS(1), prompt, output, id, 0, 0, NULL};
 }
 
 /* GPU 0 (8 slices, an engine), GPU 1 a lender tenant with 40 slices and no
@@ -1185,8 +1185,8 @@ static void test_reclaim_to_borrower(void) {
 }
 
 /* A (7 blocks, all local) and B (7 blocks: 1 local, 6 on gpu1), from 1 ms. */
-static const EmaRequestRecord two_requests[] = {{EMA_MS(1), 100, 20, 0, 0},
-                                                {EMA_MS(1), 100, 20, 1, 0}};
+static const EmaRequestRecord two_requests[] = {{EMA_MS(1), 100, 20, 0, 0, 0, NULL},
+                                                {EMA_MS(1), 100, 20, 1, 0, 0, NULL}};
 
 /* To a peer: B's 6 remote blocks move to GPU 2, which lends the room. */
 static void test_reclaim_to_peer(void) {

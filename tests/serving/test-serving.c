@@ -218,15 +218,17 @@ static void test_one_request(void) {
   /* step 1: the whole prompt in one chunk (1000 <= max_num_batched_tokens
    * 8192) after p = 0 cached tokens: prefill_tokens n, prefill_context
    * n (n + 1) / 2, prefill_kv_read p + n = n; it samples the first token */
-  prefill = step_of(model, 1000, n * (n + 1) / 2, n, 0, 0);
-  /* steps 2-4: one decode token each, attending to 1001, 1002, 1003 tokens */
+  prefill = step_of(model, 1000, n * (n + 1) / 2, n, 0, 0) + tenant->engine.step_cpu_cost;
+  /* steps 2-4: one decode token each, attending to 1001, 1002, 1003 tokens;
+   * every step also costs the engine profile's fixed CPU time */
   for (guint i = 0; i < 3; i++)
-    decode[i] = step_of(model, 0, 0, 0, 1, 1001 + i);
+    decode[i] = step_of(model, 0, 0, 0, 1, 1001 + i) + tenant->engine.step_cpu_cost;
   first = arrival + prefill;
   finish = first + decode[0] + decode[1] + decode[2];
-  tpot = (finish - first + 1) / 3;         /* nearest ns: (x + (out - 1) / 2) / (out - 1) */
-  g_assert_cmpint(prefill, >, EMA_MS(10)); /* a sane 1000-token prefill on an H200 */
-  g_assert_cmpint(prefill, <, EMA_MS(30));
+  tpot = (finish - first + 1) / 3; /* nearest ns: (x + (out - 1) / 2) / (out - 1) */
+  g_assert_cmpint(tenant->engine.step_cpu_cost, >, 0); /* the default profile, vllm-v1 */
+  g_assert_cmpint(prefill - tenant->engine.step_cpu_cost, >, EMA_MS(10)); /* a sane 1000-token */
+  g_assert_cmpint(prefill - tenant->engine.step_cpu_cost, <, EMA_MS(30)); /* prefill on an H200 */
   g_assert_cmpint(decode[0], <=, decode[1]);
   g_assert_cmpint(decode[1], <=, decode[2]);
 
@@ -306,6 +308,113 @@ static void test_one_request(void) {
   sim = json_object_get_object_member(json_node_get_object(root), "sim");
   g_assert_cmpfloat(json_object_get_double_member(sim, "simulated_s"), ==, 1.0);
   ema_test_remove_tree(dir);
+}
+
+/* steps.csv of the one request: four rows in the columns of vLLM's step
+ * traces, the GPU time in step.duration_us and the whole step (with the
+ * profile's 1 ms of CPU) in cycle_time_us. */
+static void test_steps_csv(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture("one-request.yaml");
+  const EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaServingReport) report = NULL;
+  g_autoptr(EmaStepModel) model = NULL;
+  g_autofree char *steps = NULL, *summary = NULL;
+  g_autoptr(JsonNode) root = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_autofree char *want0 = NULL, *want3 = NULL;
+  JsonObject *fidelity;
+  GError *error = NULL;
+  const double n = 1000;
+  EmaTime prefill, decode, cpu = EMA_MS(1), start3;
+
+  g_assert_cmpint(tenant->engine.step_cpu_cost, ==, cpu); /* test-v1 */
+  model = ema_step_model_new(&tenant->model, &experiment->server, 1, &error);
+  g_assert_no_error(error);
+  prefill = step_of(model, 1000, n * (n + 1) / 2, n, 0, 0);
+  decode = step_of(model, 0, 0, 0, 1, 1003);
+  start3 = EMA_MS(250) + prefill + step_of(model, 0, 0, 0, 1, 1001) +
+           step_of(model, 0, 0, 0, 1, 1002) + 3 * cpu;
+  experiment->steps_csv = TRUE;
+  report = run_into(experiment, dir);
+  steps = ema_test_read_file(dir, "steps.csv");
+  lines = g_strsplit(steps, "\n", -1);
+  g_assert_cmpuint(g_strv_length(lines), ==, 6); /* header, 4 rows, "" */
+  g_assert_cmpstr(lines[0], ==,
+                  "step.id,step.ts_start_ns,step.ts_end_ns,step.duration_us,queue.running_depth,"
+                  "queue.waiting_depth,batch.num_prefill_reqs,batch.num_decode_reqs,"
+                  "batch.scheduled_tokens,batch.prefill_tokens,batch.decode_tokens,"
+                  "batch.num_finished,batch.num_preempted,kv.usage_gpu_ratio,kv.blocks_total_gpu,"
+                  "kv.blocks_free_gpu,tenant,cycle_time_us,cpu_time_us");
+  /* step 0: the 1000-token prefill (63 blocks of 56362 in use) */
+  want0 = g_strdup_printf("0,250000000,%" G_GINT64_FORMAT ",%.3f,1,0,1,0,1000,1000,0,0,0,%.6f,"
+                          "56362,56299,solo,%.3f,1000.000",
+                          EMA_MS(250) + prefill + cpu, (double) prefill / 1e3, 63.0 / 56362,
+                          (double) (prefill + cpu) / 1e3);
+  g_assert_cmpstr(lines[1], ==, want0);
+  /* step 3: the last decode (context 1003), which finishes the request */
+  want3 = g_strdup_printf("3,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%.3f,1,0,0,1,1,0,1,1,0,"
+                          "%.6f,56362,56299,solo,%.3f,1000.000",
+                          start3, start3 + decode + cpu, (double) decode / 1e3, 63.0 / 56362,
+                          (double) (decode + cpu) / 1e3);
+  g_assert_cmpstr(lines[4], ==, want3);
+  /* summary.json says what the times rest on */
+  summary = ema_test_read_file(dir, "summary.json");
+  root = ema_test_parse_json(summary);
+  fidelity = json_object_get_object_member(tenant_json(root, 0), "fidelity");
+  g_assert_cmpstr(json_object_get_string_member(fidelity, "engine_profile"), ==, "test-v1");
+  g_assert_cmpstr(json_object_get_string_member(fidelity, "scheduler"), ==, "v1");
+  g_assert_cmpfloat(json_object_get_double_member(fidelity, "step_cpu_cost_s"), ==, 0.001);
+  g_assert_cmpstr(json_object_get_string_member(fidelity, "measured_error"), ==, "tests only");
+  ema_test_remove_tree(dir);
+}
+
+/* num_gpu_blocks given: CodeLlama-34B's 3 MiB blocks (16 x 2 x 48 x 8 x
+ * 128 x 2 B), 2537 of them as vLLM allocated on an H100: 7611 MiB, 3806
+ * whole slices (7612 MiB), which hold 2537 blocks again. Without it, the
+ * sizing of tenant.h: 79.2 GiB x 0.9 - 62.85 GiB of weights - the derived
+ * activation reserve (test-v1 has no fixed reserve). */
+static void test_plan_given_blocks(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture("plan-given-blocks.yaml");
+  const EmaTenantSpec *given = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
+  const EmaTenantSpec *derived = &g_array_index(experiment->tenants, EmaTenantSpec, 1);
+  EmaTenantSpec fp8 = *derived; /* a shallow copy: only its model's kv_cache differs */
+  EmaTenantPlan plan;
+  GError *error = NULL;
+  const guint64 mib = G_GUINT64_CONSTANT(1) << 20;
+  const guint64 usable = (guint64) floor(79.2 * 1073741824.0 * 0.9);
+  const guint64 weights = G_GUINT64_CONSTANT(67487940608);
+  /* 4096 x (2 x 8192 + 80 x 128 + 2 x 22016) x 2 + 256 x 32000 x 4 */
+  const guint64 reserve = 4096ull * (2 * 8192 + 80 * 128 + 2 * 22016) * 2 + 256ull * 32000 * 4;
+
+  g_assert_true(ema_tenant_plan(given, &experiment->server, &plan, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan.block_bytes, ==, 3 * mib);
+  g_assert_cmpuint(plan.kv_bytes, ==, 7611 * mib);
+  g_assert_cmpuint(plan.slices, ==, 3806);
+  g_assert_cmpuint(plan.blocks, ==, 2537);
+  g_assert_cmpuint(plan.watermark_blocks, ==, 26); /* ceil(1% of 2537) */
+
+  g_assert_true(ema_tenant_plan(derived, &experiment->server, &plan, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan.weight_bytes, ==, weights);
+  g_assert_cmpuint(plan.activation_reserve, ==, reserve);
+  g_assert_cmpuint(plan.kv_bytes, ==, usable - weights - reserve);
+  g_assert_cmpuint(plan.blocks, ==, (usable - weights - reserve) / (2 * mib) * 2 / 3);
+  /* 76,536,317,214 - 67,487,940,608 - 611,581,952 = 8,436,794,654 B: 4022 slices, 2681 blocks
+   * (vLLM: 2537; the fixed reserve of hwmodels/engines/vllm-v1.yaml is for that gap) */
+  g_assert_cmpuint(reserve, ==, 611581952);
+  g_assert_cmpuint(plan.kv_bytes, ==, G_GUINT64_CONSTANT(8436794654));
+  g_assert_cmpuint(plan.slices, ==, 4022);
+  g_assert_cmpuint(plan.blocks, ==, 2681);
+
+  /* an FP8 KV cache: 1.5 MiB blocks, twice as many in the same slices */
+  fp8.model.kv_cache = EMA_PRECISION_FP8;
+  g_assert_true(ema_tenant_plan(&fp8, &experiment->server, &plan, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan.block_bytes, ==, 3 * mib / 2);
+  g_assert_cmpuint(plan.slices, ==, 4022);
+  g_assert_cmpuint(plan.blocks, ==, 5362);
 }
 
 /* The same request with a KV pool of 10 blocks (160 tokens): it can never
@@ -421,21 +530,27 @@ static void test_plan_70b_tp4(void) {
   g_assert_cmpuint(plan.weight_bytes, ==, weights);
   g_assert_cmpuint(plan.activation_reserve, ==, reserve);
   g_assert_cmpuint(plan.block_bytes, ==, block);
-  g_assert_cmpuint(plan.kv_bytes, ==, usable - weights - reserve);
-  g_assert_cmpuint(plan.kv_bytes, ==, 99144749383);
-  g_assert_cmpuint(plan.slices, ==, (usable - weights - reserve) / SLICE);
-  g_assert_cmpuint(plan.slices, ==, 47275);
-  /* 47275 slices of 2 MiB hold 75640 blocks of 1.25 MiB */
+  /* the default profile (vllm-v1) adds its fixed reserve and keeps no watermark */
+  g_assert_cmpstr(tenant->engine.profile, ==, "vllm-v1");
+  g_assert_cmpuint(tenant->engine.fixed_reserve, >, 0);
+  g_assert_cmpuint(plan.kv_bytes, ==, usable - weights - reserve - tenant->engine.fixed_reserve);
+  g_assert_cmpuint(plan.slices, ==, plan.kv_bytes / SLICE);
+  /* slices of 2 MiB hold 1.6 blocks of 1.25 MiB each */
   g_assert_cmpuint(plan.blocks, ==, plan.slices * SLICE / block);
-  g_assert_cmpuint(plan.blocks, ==, 75640);
-  g_assert_cmpuint(plan.watermark_blocks, ==, 757); /* ceil(756.4) */
+  g_assert_cmpuint(plan.blocks, ==, plan.slices * 8 / 5);
+  g_assert_cmpuint(plan.watermark_blocks, ==, 0);
 
   /* what the engine gets: the plan, and swap over the slower host direction */
   ema_tenant_engine_config(tenant, &plan, &experiment->server, &config);
   g_assert_cmpuint(config.max_num_seqs, ==, 256);
   g_assert_cmpuint(config.max_num_batched_tokens, ==, 8192);
-  g_assert_cmpuint(config.watermark_blocks, ==, 757);
+  g_assert_cmpuint(config.watermark_blocks, ==, 0);
   g_assert_cmpuint(config.block_bytes, ==, block);
+  g_assert_cmpuint(config.block_tokens, ==, 16);
+  g_assert_cmpuint(config.max_model_len, ==, 131072); /* the model's max_context */
+  g_assert_cmpint(config.step_cpu_cost, ==, tenant->engine.step_cpu_cost);
+  g_assert_cmpint(config.scheduler, ==, EMA_SCHEDULER_V1);
+  g_assert_true(config.prefix_caching);
   g_assert_cmpint(config.preempt, ==, EMA_PREEMPT_RECOMPUTE);
   g_assert_cmpfloat(config.swap_bandwidth, ==, 55.3e9);
   g_assert_cmpint(config.swap_fixed_cost, ==, EMA_NS(5200));
@@ -506,18 +621,21 @@ static const BadConfig bad_configs[] = {
      "5:3: tenants: give ops and decode scenarios, or tenants, not both (run them as two "
      "experiments)"},
     {"engine-unknown-key.yaml", EMA_CONFIG_ERROR_KEY,
-     "9:32: tenants.0.engine.max_batch: unknown key in engine (valid keys: max_num_seqs, "
-     "max_num_batched_tokens, gpu_memory_utilization, activation_reserve, watermark, preempt)"},
+     "9:32: tenants.0.engine.max_batch: unknown key in engine (valid keys: profile, "
+     "max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, activation_reserve, "
+     "watermark, preempt, block_size, max_model_len, num_gpu_blocks, prefix_caching)"},
+    {"unknown-profile.yaml", EMA_CONFIG_ERROR_KEY,
+     "9:41: tenants.0.engine.profile: unknown engine profile 'vllm-v9' (known: test-free, "
+     "test-v1, vllm-v0, vllm-v1)"},
     {"bad-unit.yaml", -1,
      "9:38: tenants.0.engine.gpu_memory_utilization: unknown unit 'GB' in '2GB' (fractions use % "
      "or a plain number)"},
     {"missing-gpu.yaml", EMA_CONFIG_ERROR_KEY,
      "5:5: tenants.0.gpu: missing required key (an integer)"},
     {"unknown-model.yaml", EMA_CONFIG_ERROR_KEY,
-     "5:22: tenants.0.model: unknown model 'llama-9' (known: llama-13b, llama-2-13b, llama-2-70b, "
-     "llama-2-7b, "
-     "llama-3.1-70b, "
-     "llama-3.1-8b, mistral-7b-v0.1, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b)"},
+     "5:22: tenants.0.model: unknown model 'llama-9' (known: codellama-34b, llama-13b, "
+     "llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, mistral-7b-v0.1, "
+     "mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, qwen2.5-7b)"},
 };
 
 static void test_bad_config(gconstpointer data) {
@@ -1188,6 +1306,8 @@ int main(int argc, char **argv) {
 
   g_test_add_func("/serving/one-request", test_one_request);
   g_test_add_func("/serving/rejected", test_rejected);
+  g_test_add_func("/serving/steps-csv", test_steps_csv);
+  g_test_add_func("/serving/plan/given-blocks", test_plan_given_blocks);
   g_test_add_func("/serving/plan/llama-8b-h200", test_plan_h200);
   g_test_add_func("/serving/plan/llama-70b-tp4", test_plan_70b_tp4);
   g_test_add_func("/serving/plan/does-not-fit", test_plan_does_not_fit);

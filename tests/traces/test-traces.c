@@ -530,6 +530,59 @@ static void test_mooncake_good(void) {
   g_assert_no_error(error);
 }
 
+/* The hash ids themselves, each record's valid until the next is read. */
+static void test_mooncake_hash_ids(void) {
+  g_autofree char *path = fixture("mooncake-good.jsonl");
+  GError *error = NULL;
+  g_autoptr(EmaTraceSource) src = ema_trace_source_open_mooncake(path, &error);
+  EmaRequestRecord r;
+  g_assert_no_error(error);
+  g_assert_true(ema_trace_source_next(src, &r, &error));
+  g_assert_cmpuint(r.prefix_blocks, ==, 14);
+  g_assert_cmpuint(r.prefix_unit_tokens, ==, EMA_TRACE_MOONCAKE_HASH_TOKENS);
+  g_assert_cmpuint(r.prefix_ids[0], ==, 46);
+  g_assert_cmpuint(r.prefix_ids[11], ==, 57);
+  g_assert_cmpuint(r.prefix_ids[13], ==, 2354);
+  g_assert_true(ema_trace_source_next(src, &r, &error));
+  g_assert_cmpuint(r.prefix_ids[12], ==, 2366);
+  g_assert_true(ema_trace_source_next(src, &r, &error));
+  g_assert_cmpuint(r.prefix_blocks, ==, 1);
+  g_assert_cmpuint(r.prefix_ids[0], ==, 1);
+  g_assert_true(ema_trace_source_next(src, &r, &error));
+  g_assert_cmpuint(r.prefix_blocks, ==, 0);
+  g_assert_null(r.prefix_ids);
+  g_assert_false(ema_trace_source_next(src, &r, &error));
+  g_assert_no_error(error);
+}
+
+/* shared_prefix: record k gets prefix k mod groups, as one unit of
+ * min(tokens, prompt) tokens; lengths, times and ids pass through. */
+static void test_transform_shared_prefix(void) {
+  EmaRequestRecord records[4];
+  EmaRequestRecord r;
+  GError *error = NULL;
+  guint64 ids[4];
+  for (guint i = 0; i < 4; i++)
+    records[i] = (EmaRequestRecord){
+        .arrival = EMA_MS(i), .prompt_tokens = 600 + 300 * i, .output_tokens = 5, .id = i};
+  g_autoptr(EmaTraceSource) src =
+      ema_trace_shared_prefix(ema_trace_source_new_array(records, 4), 1024, 2);
+  for (guint i = 0; i < 4; i++) {
+    g_assert_true(ema_trace_source_next(src, &r, &error));
+    g_assert_cmpint(r.arrival, ==, EMA_MS(i));
+    g_assert_cmpuint(r.prompt_tokens, ==, 600 + 300 * i);
+    g_assert_cmpuint(r.id, ==, i);
+    g_assert_cmpuint(r.prefix_blocks, ==, 1);
+    g_assert_cmpuint(r.prefix_unit_tokens, ==, MIN(1024, 600 + 300 * i));
+    ids[i] = r.prefix_ids[0];
+  }
+  g_assert_false(ema_trace_source_next(src, &r, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(ids[0], ==, ids[2]);
+  g_assert_cmpuint(ids[1], ==, ids[3]);
+  g_assert_cmpuint(ids[0], !=, ids[1]);
+}
+
 static void test_mooncake_errors(void) {
   GError *error = NULL;
   g_autofree char *bad = fixture("mooncake-malformed.jsonl");
@@ -573,6 +626,10 @@ static void test_mooncake_errors(void) {
        "'input_length' is not an integer"},
       {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": 3}",
        EMA_TRACE_ERROR_PARSE, "'hash_ids' is not an array"},
+      {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [4, \"a\"]}",
+       EMA_TRACE_ERROR_PARSE, "'hash_ids' item 1 is not a non-negative integer"},
+      {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [-1]}",
+       EMA_TRACE_ERROR_PARSE, "'hash_ids' item 0 is not a non-negative integer"},
       {"{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_ORDER,
        "timestamp goes backwards: 0.009000000 s is earlier than line 1"},
   };
@@ -1299,6 +1356,8 @@ int main(int argc, char **argv) {
   g_assert_no_error(error);
 
   g_test_add_func("/traces/parse/seconds", test_parse_seconds);
+  g_test_add_func("/traces/mooncake/hash-ids", test_mooncake_hash_ids);
+  g_test_add_func("/traces/transform/shared-prefix", test_transform_shared_prefix);
   g_test_add_func("/traces/parse/datetime", test_parse_datetime);
   g_test_add_func("/traces/azure/good", test_azure_good);
   g_test_add_func("/traces/azure/crlf-no-final-newline", test_azure_crlf);

@@ -11,6 +11,10 @@
 
 G_BEGIN_DECLS
 
+/* The deepest a tree may be (maps and lists within one another, across
+ * includes); deeper input is a syntax error, not a deep recursion. */
+#define EMA_NODE_MAX_DEPTH 64
+
 #define EMA_CONFIG_ERROR (ema_config_error_quark())
 GQuark ema_config_error_quark(void);
 

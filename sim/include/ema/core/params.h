@@ -105,6 +105,10 @@ void ema_params_describe(const EmaParamTable *table, GString *out, guint indent)
  * range; for tests and plugin loading. */
 gboolean ema_params_check_defaults(const EmaParamTable *table, GError **error);
 
+/* The bytes PARAM's field takes in its struct (a STRUCT: its table's size;
+ * 0 if that table is missing or PARAM's type is unknown). */
+gsize ema_params_field_size(const EmaParam *param);
+
 /* Parse one scalar value of a given type, as bind does (no location in the
  * error). */
 gboolean ema_params_parse_value(const EmaParam *param, const char *text, gpointer field,

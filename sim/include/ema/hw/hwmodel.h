@@ -25,6 +25,7 @@ typedef struct {
   double hbm_bandwidth;        /* B/s a streaming-read kernel achieves on local HBM */
   double local_copy_bandwidth; /* device-to-device copy, (bytes read + bytes written) per s */
   double matrix_flops;         /* dense bf16/fp16 matrix FLOP/s */
+  double matrix_flops_fp8;     /* dense FP8 matrix FLOP/s; 0: no FP8 tensor cores */
   gint64 kernel_overhead;      /* ns: fixed cost of one kernel (launch and drain) */
   /* LLM step-time model (see steptime.h); calibration sets these */
   double matrix_efficiency; /* fraction of matrix_flops that a step's matrix products reach */

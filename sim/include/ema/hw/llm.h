@@ -25,6 +25,17 @@ typedef enum {
   EMA_DTYPE_FP32,
 } EmaDtype;
 
+/* What a serving engine stores in fewer bits than the checkpoint (vLLM's
+ * --quantization fp8 and --kv-cache-dtype fp8): FP8 weights are the
+ * decoder layers' (the embedding, the LM head and, negligibly, the norms
+ * stay in the checkpoint's type, as vLLM's FP8 keeps them), and their
+ * matrix products run at the GPU's FP8 rate; an FP8 KV cache halves
+ * (16-bit) the KV bytes per token, hence the block size. */
+typedef enum {
+  EMA_PRECISION_AUTO, /* the checkpoint's dtype */
+  EMA_PRECISION_FP8,  /* 1 byte per element */
+} EmaPrecision;
+
 typedef enum {
   EMA_FFN_GATED, /* SwiGLU/GeGLU: gate, up, down (3 matrices) */
   EMA_FFN_PLAIN, /* up, down (2 matrices), e.g. OPT's ReLU fc1/fc2 */
@@ -48,6 +59,8 @@ typedef struct {
   gboolean attention_bias;
   gint64 max_context;          /* longest supported position */
   double reference_parameters; /* published count; 0 when absent */
+  EmaPrecision weights;        /* decoder-layer weights (quantization) */
+  EmaPrecision kv_cache;       /* the KV cache (kv_cache_dtype) */
 } EmaLlmSpec;
 
 extern const EmaParamTable ema_llm_params;
@@ -55,7 +68,9 @@ extern const EmaParamTable ema_llm_params;
 /* Figures derived from a shape. Parameters are counts, bytes are bytes,
  * FLOPs count a multiply-add as 2. */
 typedef struct {
-  guint bytes_per_element;                 /* 2 for bf16/fp16, 4 for fp32 (weights and KV) */
+  guint bytes_per_element;                 /* 2 for bf16/fp16, 4 for fp32 (the checkpoint) */
+  guint layer_bytes_per_element;           /* decoder-layer weights: 1 with FP8 weights */
+  guint kv_bytes_per_element;              /* KV cache: 1 with an FP8 KV cache */
   guint64 layer_parameters;                /* one decoder layer, all experts, biases and norms */
   guint64 layer_active_parameters;         /* one layer as a token uses it: active experts only */
   guint64 expert_parameters;               /* one expert's FFN (matrices and biases) */
@@ -66,10 +81,10 @@ typedef struct {
   guint64 active_parameters;               /* total minus the experts a token does not use */
   guint64 non_embedding_parameters;        /* layers + final norm */
   guint64 active_non_embedding_parameters; /* layers (active experts) + final norm */
-  guint64 weight_bytes;                    /* total_parameters x bytes_per_element */
-  guint64 kv_bytes_per_token;              /* 2 x layers x kv_heads x head_dim x bytes */
-  guint64 kv_bytes_per_token_per_layer;    /* 2 x kv_heads x head_dim x bytes */
-  guint64 linear_flops_per_token;          /* 2 x active non-embedding parameters (no LM head) */
+  guint64 weight_bytes;       /* layers x layer_bytes_per_element + the rest x bytes_per_element */
+  guint64 kv_bytes_per_token; /* 2 x layers x kv_heads x head_dim x kv bytes */
+  guint64 kv_bytes_per_token_per_layer; /* 2 x kv_heads x head_dim x kv bytes */
+  guint64 linear_flops_per_token;       /* 2 x active non-embedding parameters (no LM head) */
   guint64 lm_head_flops_per_token;   /* 2 x hidden x vocab, per token whose logits are computed */
   guint64 attention_flops_per_token; /* 4 x layers x heads x head_dim, per token of context */
 } EmaLlmDerived;

@@ -64,6 +64,13 @@
  * Kernel launches: no per-kernel cost is charged (gpu.kernel_overhead is
  * not used): serving engines replay a decode step as a CUDA graph.
  *
+ * FP8 (llm.h): with `weights: fp8` the GEMMs' weight bytes are 1 per
+ * element and their roofline runs at gpu.matrix_flops_fp8; with `kv_cache:
+ * fp8` the KV bytes are 1 per element. The GPU profiles hold 16-bit kernels,
+ * so an FP8 GEMM (or, with an FP8 KV cache, an attention kernel) is timed
+ * by its roofline, not by the tables. Activations, the LM head and the
+ * all-reduces stay in the checkpoint's type.
+ *
  * Breakdown. flops and bytes are the step's analytic matrix work and HBM
  * traffic (per layer F_l = (2 P_l T + 4 H d (C_p + C_d)) / tp with P_l a
  * layer's parameters as a token uses them, and B_l = weights read (the

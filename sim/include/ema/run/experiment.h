@@ -87,6 +87,7 @@ typedef struct {
   gint64 duration;        /* serving: stop at this simulated time; 0 = when every trace ends */
   gint64 sample_period;   /* serving: timeline.csv period, ns */
   gboolean requests_csv;  /* serving: write requests.csv */
+  gboolean steps_csv;     /* serving: write steps.csv */
   EmaPolicySpec policy;   /* serving: memory-sharing policies */
   double idle_gpu_memory; /* serving: share of an idle GPU's HBM it lends */
   EmaSloSpec slo;         /* serving: goodput and SLO attainment against these */

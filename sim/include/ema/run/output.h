@@ -36,9 +36,6 @@ gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError 
  * prefixed with '_' (so never "." or ".."). The default output folder is
  * results/<this>. */
 char *ema_output_safe_name(const char *name);
-/* TEXT as one CSV field (RFC 4180: quoted when it holds a comma, quote or
- * line break). */
-void ema_output_csv_field(GString *out, const char *text);
 /* The SHA-256 of the file at PATH (hex), NULL when it cannot be read. */
 char *ema_output_file_sha256(const char *path);
 /* What summary.json records as provenance.build_id: one SHA-256 over the

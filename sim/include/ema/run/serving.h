@@ -20,8 +20,10 @@ typedef struct {
   const EmaTenantSpec *spec; /* borrowed from the experiment */
   EmaTenantPlan plan;
   EmaTenantMetrics *metrics;
-  guint64 arrived;         /* requests the trace delivered */
-  guint64 rejected;        /* of which never fit in the KV cache */
+  guint64 arrived;           /* requests the trace delivered */
+  guint64 rejected;          /* of which never fit in the KV cache or were over max_model_len */
+  guint64 rejected_too_long; /* of those, over max_model_len */
+  EmaPrefixCacheStats prefix;
   guint64 unfinished;      /* still waiting or running at the end */
   guint64 preemptions;     /* all preemptions, finished requests or not */
   EmaTime slowed_by_peers; /* step time peers' traffic added (ema_pool_slowed_by_peers) */

@@ -1,10 +1,12 @@
 /* engine.h: a vLLM-like serving engine for one tenant (one GPU, or one
  * tensor-parallel group). Continuous batching: an FCFS waiting queue,
  * max_num_seqs, max_num_batched_tokens and chunked prefill; a paged KV cache
- * of 16-token blocks taken from a memory interface (EmaKvMemory), admission
- * only with a watermark of free blocks left, and preemption of the newest
- * running request when a running request needs a block and none is free
- * (recompute, as vLLM v1; or swap to host, as vLLM v0).
+ * of block_tokens-token blocks (16 by default) taken from a memory interface
+ * (EmaKvMemory), admission only with a watermark of free blocks left, and
+ * preemption of the newest running request when a running request needs a
+ * block and none is free (recompute, as vLLM v1; or swap to host, as vLLM
+ * v0). vLLM's V1 or V0 step filling, max_model_len, a fixed CPU cost per
+ * step, prefix caching and closed-loop clients are EmaEngineConfig options.
  *
  * The engine only decides and keeps state; the time of a step comes from a
  * step-cost function (normally the step-time model), and what happened is
@@ -20,6 +22,7 @@
 
 G_BEGIN_DECLS
 
+/* vLLM's default block size; EmaEngineConfig.block_tokens overrides it. */
 #define EMA_KV_BLOCK_TOKENS 16
 
 /* Where KV blocks come from. The static-partition baseline is a fixed pool
@@ -68,6 +71,18 @@ typedef enum {
   EMA_PREEMPT_SWAP,      /* copy the KV to host memory and back before it resumes */
 } EmaPreemptMode;
 
+/* How a step is filled (vLLM's two engines). */
+typedef enum {
+  /* V1: running requests first (decodes and prefill chunks alike, in
+   * admission order), then waiting ones, all within the token budget */
+  EMA_SCHEDULER_V1,
+  /* V0 (chunked prefill off): a step that can admit waiting requests is
+   * prefill-only (whole prompts while the budget holds; the first one is
+   * chunked if it alone is over the budget); otherwise the running requests
+   * decode (and partly prefilled ones go on) as in V1, with no admission */
+  EMA_SCHEDULER_V0,
+} EmaSchedulerKind;
+
 typedef struct {
   guint64 max_num_seqs;           /* running requests at most */
   guint64 max_num_batched_tokens; /* tokens per step at most */
@@ -76,6 +91,18 @@ typedef struct {
   guint64 block_bytes;   /* KV bytes of one block on this GPU (for swap) */
   double swap_bandwidth; /* B/s host link for swap; the slower direction */
   EmaTime swap_fixed_cost;
+  guint block_tokens;    /* tokens per KV block; 0 = EMA_KV_BLOCK_TOKENS */
+  guint64 max_model_len; /* prompt + output at most; longer ones are rejected; 0 = no limit */
+  EmaTime step_cpu_cost; /* the engine's fixed CPU time per step, added to its step cost */
+  EmaSchedulerKind scheduler;
+  /* closed loop: this many clients, each sending its next request (the
+   * trace's next, arrival time ignored) the moment its last one finished or
+   * was rejected; 0 = open loop (the trace's arrival times) */
+  guint64 concurrency;
+  /* prefix caching (vLLM's automatic prefix caching): full blocks of a
+   * prompt's identified prefix (EmaRequestRecord.prefix_ids) are cached by a
+   * hash chained with their parent's; see engine.c */
+  gboolean prefix_caching;
 } EmaEngineConfig;
 
 /* One request as the engine tracks it; observers read it, never write. */
@@ -92,11 +119,15 @@ typedef struct {
 
 /* What one step did, for observers. */
 typedef struct {
-  EmaTime start, duration;
+  EmaTime start, duration; /* duration = gpu_time + cpu_time + swap time */
+  EmaTime gpu_time;        /* what the step-cost function gave */
+  EmaTime cpu_time;        /* EmaEngineConfig.step_cpu_cost */
   EmaStepBatch batch;
+  guint prefill_seqs; /* requests with a prefill chunk in the step (decode_seqs: decoding) */
   guint running, waiting;
   guint64 blocks_used, blocks_free;
   guint preempted; /* requests preempted while scheduling this step */
+  guint finished;  /* requests that produced their last token in this step */
   /* How many more free blocks this step would have needed, at the start of
    * its scheduling, to preempt nothing and to admit the head of the waiting
    * queue; 0 when nothing was held back by blocks. When the step preempts:
@@ -136,17 +167,29 @@ void ema_engine_start(EmaEngine *engine);
 
 guint64 ema_engine_completed(const EmaEngine *engine);
 guint64 ema_engine_preemptions(const EmaEngine *engine);
-/* Requests dropped on arrival because their prompt and output can never fit
- * in the KV memory at once. */
+/* Requests dropped because their prompt and output can never fit in the KV
+ * memory at once, or are longer than max_model_len (both counted here). */
 guint64 ema_engine_rejected(const EmaEngine *engine);
+/* Of those, the ones longer than max_model_len (vLLM answers them with an
+ * error: prompt + max_tokens over the model's context). */
+guint64 ema_engine_rejected_too_long(const EmaEngine *engine);
 guint ema_engine_running(const EmaEngine *engine);
+
+/* Prefix caching, as vLLM counts it: prompt tokens looked up at admission
+ * (queries), those found cached (hits), cached blocks evicted, and cached
+ * blocks now (held or free). */
+typedef struct {
+  guint64 query_tokens, hit_tokens, evictions, cached_blocks;
+} EmaPrefixCacheStats;
+EmaPrefixCacheStats ema_engine_prefix_cache_stats(const EmaEngine *engine);
 guint ema_engine_waiting(const EmaEngine *engine);
 
 /* KV blocks the engine holds now (taken from its memory, including those
  * taken for the step in flight). */
 guint64 ema_engine_blocks_held(const EmaEngine *engine);
 /* The blocks its requests hold (running, waiting), counted one
- * by one: equal to ema_engine_blocks_held() (an invariant). O(requests). */
+ * by one, a cached block shared by several once: equal to
+ * ema_engine_blocks_held() (an invariant). O(requests). */
 guint64 ema_engine_request_blocks(const EmaEngine *engine);
 
 /* Give blocks back to the memory: preempt running requests newest first,

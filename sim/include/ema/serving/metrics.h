@@ -65,6 +65,7 @@ typedef struct {
   double kv_util_usable_sum; /* of the samples: blocks used / (used + free: what it can use) */
   guint64 kv_util_samples;
   FILE *requests_csv; /* borrowed; NULL: no rows */
+  char *tenant_csv;   /* the name as a requests.csv field (RFC 4180 quoting) */
 } EmaTenantMetrics;
 
 EmaTenantMetrics *ema_tenant_metrics_new(const char *tenant, FILE *requests_csv);

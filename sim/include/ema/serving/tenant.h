@@ -15,13 +15,18 @@
  *
  * KV pool sizing (vLLM's rule): on each GPU of the group,
  *   kv_bytes = hbm_capacity x gpu_memory_utilization
- *              - weights / tp - activation_reserve
+ *              - weights / tp - activation_reserve - profile's fixed_reserve
  *   slices   = floor(kv_bytes / 2 MiB)        (the elastic pool's unit)
  *   blocks   = floor(slices x 2 MiB / (16 x KV bytes of a token on one GPU))
  * activation_reserve, when not given, is derived as the peak activation
  * memory of a step of max_num_batched_tokens tokens plus the logits of
  * max_num_seqs sequences (formula in tenant.c); vLLM measures this peak by a
- * profiling run, so the derived value is an estimate. */
+ * profiling run, so the derived value is an estimate. fixed_reserve (the
+ * engine profile's) is what vLLM's profiling finds beyond that: CUDA
+ * context, non-torch allocations, the sampler's buffers. num_gpu_blocks,
+ * when given, replaces the sizing: kv_bytes = num_gpu_blocks x block bytes,
+ * rounded up to whole slices (so the engine may see a block or two more
+ * when a block is smaller than a slice). */
 #pragma once
 
 #include <glib.h>
@@ -94,15 +99,46 @@ typedef struct {
   gint64 split_index; /* which one: 0 .. split-1 */
   gint64 requests;    /* at most this many; 0 = no limit */
   gint64 offset;      /* added to every arrival, ns */
+  gint64 concurrency; /* closed loop: this many clients (0: open loop, the arrival times) */
+  gint64 shared_prefix_tokens; /* every prompt starts with one of ... (0: none) */
+  gint64 shared_prefix_groups; /* ... this many distinct prefixes of that length */
 } EmaTraceSpec;
 
+/* An engine profile (hwmodels/engines/<name>.yaml): what one vLLM version
+ * does and costs beyond its knobs. The numbers are measured; each file says
+ * on what. */
 typedef struct {
+  char *name;
+  EmaSchedulerKind scheduler;
+  gint64 step_cpu_cost;  /* ns per step: scheduling, input preparation, sampling, detokenisation */
+  guint64 fixed_reserve; /* bytes per GPU outside weights, activations and KV */
+  double watermark;      /* the admission watermark this engine keeps (V1: none) */
+  char *source;          /* what the numbers were fitted on */
+  char *fidelity;        /* the measured error of this profile with the step model */
+} EmaEngineProfile;
+
+extern const EmaParamTable ema_engine_profile_params;
+/* Load the profile NAME (EMA_ENGINE_PATH, then hwmodels/engines). */
+EmaEngineProfile *ema_engine_profile_load(const char *name, GError **error);
+void ema_engine_profile_free(EmaEngineProfile *profile);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaEngineProfile, ema_engine_profile_free)
+
+typedef struct {
+  char *profile; /* engine profile name */
   gint64 max_num_seqs;
   gint64 max_num_batched_tokens;
   double gpu_memory_utilization;
   guint64 activation_reserve; /* bytes per GPU; 0 in the file = derived */
   double watermark;           /* fraction of the KV blocks admission leaves free */
   EmaPreemptMode preempt;
+  gint64 block_size;     /* tokens per KV block */
+  gint64 max_model_len;  /* prompt + output at most (absent: the model's max_context) */
+  gint64 num_gpu_blocks; /* KV blocks given directly (0: sized from memory) */
+  gboolean prefix_caching;
+  /* from the profile file, filled by the table's check (not keys of the file) */
+  EmaSchedulerKind scheduler;
+  gint64 step_cpu_cost;
+  guint64 fixed_reserve;
 } EmaEngineSpec;
 
 typedef struct {

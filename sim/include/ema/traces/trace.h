@@ -46,15 +46,25 @@ typedef enum {
 
 /* One request. ARRIVAL is in ns from the source's time origin; ID is the
  * 0-based data-row index for file readers (skipped rows keep their index) and
- * the draw index for synthetic sources. PREFIX_BLOCKS is the number of
- * 512-token prefix-hash blocks (Mooncake hash_ids), 0 elsewhere. */
+ * the draw index for synthetic sources. The prompt's content identity, for
+ * prefix caching: its first PREFIX_BLOCKS x PREFIX_UNIT_TOKENS tokens are
+ * units of PREFIX_UNIT_TOKENS tokens whose ids are PREFIX_IDS (two requests
+ * whose first k ids agree share the first k units: Mooncake hash_ids, 512
+ * tokens each; ema_trace_shared_prefix); PREFIX_IDS stays valid until the
+ * next call of ema_trace_source_next on the source; 0 and NULL: no identity
+ * (the prompt shares nothing). */
 typedef struct {
   EmaTime arrival;
   guint32 prompt_tokens;
   guint32 output_tokens;
   guint64 id;
   guint32 prefix_blocks;
+  guint32 prefix_unit_tokens;
+  const guint64 *prefix_ids;
 } EmaRequestRecord;
+
+/* The unit of Mooncake's hash_ids. */
+#define EMA_TRACE_MOONCAKE_HASH_TOKENS 512
 
 typedef struct _EmaTraceSource EmaTraceSource;
 typedef struct _EmaTraceArrivals EmaTraceArrivals;
@@ -215,5 +225,11 @@ EmaTraceSource *ema_trace_limit(EmaTraceSource *src, guint64 max_requests);
 EmaTraceSource *ema_trace_split(EmaTraceSource *src, guint64 ways, guint64 index);
 /* Adds OFFSET >= 0 to every arrival (per-tenant shift). */
 EmaTraceSource *ema_trace_offset(EmaTraceSource *src, EmaTime offset);
+/* Gives every record a shared prefix of TOKENS > 0 tokens (or its whole
+ * prompt, if shorter), one of GROUPS > 0 distinct prefixes, round robin
+ * over the records (record k gets prefix k mod GROUPS): a system prompt or
+ * few-shot header that GuideLLM-style benchmarks prepend. It replaces any
+ * identity the records had. */
+EmaTraceSource *ema_trace_shared_prefix(EmaTraceSource *src, guint32 tokens, guint32 groups);
 
 G_END_DECLS

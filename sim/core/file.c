@@ -1,0 +1,127 @@
+/* file.c: regular-file opening and bounded whole-file reads (file.h).
+ *
+ * Invariants: a path is opened with O_NONBLOCK, so that opening a FIFO never
+ * waits for a writer, then checked with fstat on the descriptor itself (no
+ * race between the check and the read); only S_ISREG passes. A whole-file
+ * read stops at MAX_BYTES + 1 bytes whatever the size fstat reported (a file
+ * may grow while it is read), so memory is bounded by MAX_BYTES. */
+#include "ema/core/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void set_errno_error(GError **error, const char *path, const char *what, int saved) {
+  g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "%s: %s: %s", path, what,
+              g_strerror(saved));
+}
+
+/* An open descriptor of the regular file PATH, or -1 (ERROR set). */
+static int open_regular_fd(const char *path, struct stat *st, GError **error) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    set_errno_error(error, path, "cannot open", errno);
+    return -1;
+  }
+  if (fstat(fd, st) != 0) {
+    int saved = errno;
+    close(fd);
+    set_errno_error(error, path, "cannot stat", saved);
+    return -1;
+  }
+  if (!S_ISREG(st->st_mode)) {
+    const char *kind = S_ISDIR(st->st_mode)    ? "a directory"
+                       : S_ISFIFO(st->st_mode) ? "a FIFO"
+                       : S_ISCHR(st->st_mode)  ? "a character device"
+                       : S_ISBLK(st->st_mode)  ? "a block device"
+                       : S_ISSOCK(st->st_mode) ? "a socket"
+                                               : "a special file";
+    close(fd);
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: not a regular file (%s)", path, kind);
+    return -1;
+  }
+  return fd;
+}
+
+FILE *ema_file_open_regular(const char *path, GError **error) {
+  struct stat st;
+  int fd = open_regular_fd(path, &st, error);
+  FILE *fp;
+  if (fd < 0)
+    return NULL;
+  fp = fdopen(fd, "rb");
+  if (fp == NULL) {
+    int saved = errno;
+    close(fd);
+    set_errno_error(error, path, "cannot open", saved);
+  }
+  return fp;
+}
+
+gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,
+                               GError **error) {
+  struct stat st;
+  int fd = open_regular_fd(path, &st, error);
+  g_autofree char *buf = NULL;
+  gsize len = 0, cap;
+
+  if (fd < 0)
+    return FALSE;
+  if ((guint64) st.st_size > max_bytes) {
+    close(fd);
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+                "%s: larger than %" G_GSIZE_FORMAT " bytes (%" G_GUINT64_FORMAT ")", path,
+                max_bytes, (guint64) st.st_size);
+    return FALSE;
+  }
+  cap = (gsize) st.st_size + 1;
+  buf = g_malloc(cap + 1);
+  for (;;) {
+    ssize_t got;
+    if (len == cap) {
+      if (cap > max_bytes) /* it grew past the limit while being read */
+        break;
+      cap = MIN(cap * 2, max_bytes + 1);
+      buf = g_realloc(buf, cap + 1);
+    }
+    got = read(fd, buf + len, cap - len);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      int saved = errno;
+      close(fd);
+      set_errno_error(error, path, "read error", saved);
+      return FALSE;
+    }
+    if (got == 0)
+      break;
+    len += (gsize) got;
+  }
+  close(fd);
+  if (len > max_bytes) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+                "%s: larger than %" G_GSIZE_FORMAT " bytes", path, max_bytes);
+    return FALSE;
+  }
+  buf[len] = '\0';
+  *text = g_steal_pointer(&buf);
+  if (length)
+    *length = len;
+  return TRUE;
+}
+
+void ema_file_csv_field(GString *out, const char *text) {
+  if (strpbrk(text, ",\"\n\r") == NULL) {
+    g_string_append(out, text);
+    return;
+  }
+  g_string_append_c(out, '"');
+  for (const char *c = text; *c; c++) {
+    if (*c == '"')
+      g_string_append_c(out, '"');
+    g_string_append_c(out, *c);
+  }
+  g_string_append_c(out, '"');
+}

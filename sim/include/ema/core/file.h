@@ -1,0 +1,34 @@
+/* file.h: opening and reading the files EMA is given (experiments, includes,
+ * models, traces, results) so that a path naming something other than a
+ * regular file (a FIFO, a device such as /dev/zero, a directory) is a clear
+ * error, never a hang or an unbounded read, and a file larger than its
+ * reader accepts is refused before it is read.
+ *
+ * Also the one CSV field writer (RFC 4180 quoting) of every CSV EMA writes.
+ *
+ * Errors use G_FILE_ERROR and read "PATH: reason". */
+#pragma once
+
+#include <stdio.h>
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* The largest text file read whole (experiments, includes, models, results). */
+#define EMA_FILE_MAX_TEXT ((gsize) 64 << 20)
+
+/* Open PATH for reading, refusing what is not a regular file. The open
+ * never blocks (a FIFO without a writer is refused, not waited for). */
+FILE *ema_file_open_regular(const char *path, GError **error);
+
+/* Read all of the regular file PATH, at most MAX_BYTES, into *TEXT
+ * (NUL-terminated, free with g_free) and *LENGTH (may be NULL). */
+gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,
+                               GError **error);
+
+/* Append TEXT to OUT as one CSV field: as it is, or in double quotes (with
+ * quotes doubled) when it holds a comma, a quote, CR or LF (RFC 4180). */
+void ema_file_csv_field(GString *out, const char *text);
+
+G_END_DECLS

@@ -1,0 +1,325 @@
+/* test-engine-vllm.c: the engine's vLLM behaviours on small cases computed
+ * by hand: block size, max_model_len, the fixed CPU cost per step, V0's
+ * prefill-first steps against V1, closed-loop clients, and prefix caching
+ * (hits, shared blocks held once, reference counts, eviction of the least
+ * recently freed block, tail first). Every step's GPU part costs exactly
+ * 1 ms (a fake step-cost function), so times count steps. */
+#include "ema/serving/engine.h"
+
+#define STEP EMA_MS(1)
+
+typedef struct {
+  guint64 total;
+  EmaKvPool *pool;
+  EmaEngine *engine;
+  GArray *steps;   /* EmaStepReport */
+  GPtrArray *done; /* EmaRequest copies */
+} Run;
+
+static EmaTime one_ms(gpointer data, const EmaStepBatch *batch) {
+  return STEP;
+}
+
+static void on_step(gpointer data, const EmaStepReport *step) {
+  Run *r = data;
+  /* blocks the engine holds (shared ones once) + free == the pool */
+  g_assert_cmpuint(step->blocks_used + step->blocks_free, ==, r->total);
+  /* counted request by request, a shared cached block once */
+  g_assert_cmpuint(ema_engine_request_blocks(r->engine), ==, ema_engine_blocks_held(r->engine));
+  g_array_append_val(r->steps, *step);
+}
+
+static void on_finish(gpointer data, const EmaRequest *request) {
+  Run *r = data;
+  g_ptr_array_add(r->done, g_memdup2(request, sizeof *request));
+}
+
+/* Run RECORDS through an engine with CONFIG and BLOCKS blocks; the engine
+ * stays in R for its counters (run_clear frees it). */
+static void run(Run *r, EmaEngineConfig config, const EmaRequestRecord *records, gsize n,
+                guint64 blocks) {
+  g_autoptr(EmaSim) sim = ema_sim_new();
+  EmaEngineObserver observer = {on_step, on_finish, r};
+  g_autoptr(GError) error = NULL;
+  if (config.max_num_seqs == 0)
+    config.max_num_seqs = 8;
+  if (config.max_num_batched_tokens == 0)
+    config.max_num_batched_tokens = 64;
+  r->total = blocks;
+  r->pool = ema_kv_pool_new(blocks);
+  r->steps = g_array_new(FALSE, TRUE, sizeof(EmaStepReport));
+  r->done = g_ptr_array_new_with_free_func(g_free);
+  r->engine = ema_engine_new(sim, &config, ema_kv_pool_memory(r->pool), one_ms, NULL,
+                             ema_trace_source_new_array(records, n));
+  ema_engine_add_observer(r->engine, &observer);
+  ema_engine_start(r->engine);
+  g_assert_true(ema_sim_run_until(sim, EMA_TIME_NEVER, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(ema_engine_running(r->engine) + ema_engine_waiting(r->engine), ==, 0);
+  g_assert_cmpuint(ema_engine_blocks_held(r->engine), ==, 0);
+  g_assert_cmpuint(ema_kv_pool_memory(r->pool).ops->free_blocks(r->pool), ==, blocks);
+}
+
+static void run_clear(Run *r) {
+  ema_engine_free(r->engine); /* before the pool it points to */
+  ema_kv_pool_free(r->pool);
+  g_array_unref(r->steps);
+  g_ptr_array_unref(r->done);
+}
+
+static const EmaRequest *done(const Run *r, guint64 id) {
+  for (guint i = 0; i < r->done->len; i++)
+    if (((EmaRequest *) r->done->pdata[i])->id == id)
+      return r->done->pdata[i];
+  g_assert_not_reached();
+}
+
+static const EmaStepReport *step(const Run *r, guint i) {
+  g_assert_cmpuint(i, <, r->steps->len);
+  return &g_array_index(r->steps, EmaStepReport, i);
+}
+
+/* Block size 4: prompt 10, output 4. Step 1 prefills 10 tokens:
+ * ceil(10/4) = 3 blocks; steps 2, 3 and 4 decode with 11, 12, 13 tokens of
+ * KV: 3, 3, 4 blocks. With 16-token blocks it would be 1 block throughout. */
+static void test_block_size(void) {
+  const EmaRequestRecord records[] = {{.prompt_tokens = 10, .output_tokens = 4}};
+  EmaEngineConfig config = {.block_tokens = 4};
+  Run r = {0};
+  const guint64 want[] = {3, 3, 3, 4};
+  run(&r, config, records, 1, 100);
+  g_assert_cmpuint(r.steps->len, ==, 4);
+  for (guint i = 0; i < 4; i++)
+    g_assert_cmpuint(step(&r, i)->blocks_used, ==, want[i]);
+  g_assert_cmpint(done(&r, 0)->finished, ==, 4 * STEP);
+  run_clear(&r);
+  /* the same request at the default 16 tokens */
+  config.block_tokens = 0;
+  run(&r, config, records, 1, 100);
+  for (guint i = 0; i < 4; i++)
+    g_assert_cmpuint(step(&r, i)->blocks_used, ==, 1);
+  run_clear(&r);
+}
+
+/* max_model_len 50: prompt 40 + output 10 = 50 runs; 41 + 10 = 51 is
+ * refused (counted in rejected and in rejected_too_long). With 3 blocks,
+ * the two that fit the length never fit the memory (4 blocks of 16 each):
+ * rejected too, but not as too long. */
+static void test_max_model_len(void) {
+  const EmaRequestRecord records[] = {
+      {.prompt_tokens = 40, .output_tokens = 10, .id = 0},
+      {.prompt_tokens = 41, .output_tokens = 10, .id = 1},
+      {.prompt_tokens = 45, .output_tokens = 4, .id = 2}, /* 49 tokens: 4 blocks of 16 > 3 */
+  };
+  EmaEngineConfig config = {.max_model_len = 50};
+  Run r = {0};
+  run(&r, config, records, 3, 4);
+  g_assert_cmpuint(ema_engine_completed(r.engine), ==, 2);
+  g_assert_cmpuint(ema_engine_rejected(r.engine), ==, 1);
+  g_assert_cmpuint(ema_engine_rejected_too_long(r.engine), ==, 1);
+  run_clear(&r);
+  run(&r, config, records, 3, 3);
+  g_assert_cmpuint(ema_engine_completed(r.engine), ==, 0);
+  g_assert_cmpuint(ema_engine_rejected(r.engine), ==, 3);
+  g_assert_cmpuint(ema_engine_rejected_too_long(r.engine), ==, 1);
+  run_clear(&r);
+}
+
+/* step_cpu_cost 0.5 ms: prompt 16, output 2 takes two steps of 1 ms GPU +
+ * 0.5 ms CPU: first token at 1.5 ms, done at 3 ms. */
+static void test_step_cpu_cost(void) {
+  const EmaRequestRecord records[] = {{.prompt_tokens = 16, .output_tokens = 2}};
+  EmaEngineConfig config = {.step_cpu_cost = EMA_US(500)};
+  Run r = {0};
+  run(&r, config, records, 1, 10);
+  g_assert_cmpuint(r.steps->len, ==, 2);
+  g_assert_cmpint(step(&r, 1)->start, ==, EMA_US(1500));
+  g_assert_cmpint(step(&r, 1)->gpu_time, ==, STEP);
+  g_assert_cmpint(step(&r, 1)->cpu_time, ==, EMA_US(500));
+  g_assert_cmpint(step(&r, 1)->duration, ==, EMA_US(1500));
+  g_assert_cmpint(done(&r, 0)->first_token, ==, EMA_US(1500));
+  g_assert_cmpint(done(&r, 0)->finished, ==, EMA_MS(3));
+  run_clear(&r);
+}
+
+/* r0 (prompt 16, output 4) at 0, r1 (prompt 16, output 2) at 1.5 ms.
+ * V1: step 3 (2-3 ms) decodes r0 and prefills r1 together; r0's 4th token
+ * and r1's 2nd come at 4 ms. V0: step 3 only prefills r1 (r0 waits), step 4
+ * decodes both (r1 done at 4 ms), step 5 gives r0 its 4th token at 5 ms. */
+static void test_v0_prefill_first(void) {
+  const EmaRequestRecord records[] = {
+      {.arrival = 0, .prompt_tokens = 16, .output_tokens = 4, .id = 0},
+      {.arrival = EMA_US(1500), .prompt_tokens = 16, .output_tokens = 2, .id = 1},
+  };
+  EmaEngineConfig config = {.scheduler = EMA_SCHEDULER_V1};
+  Run r = {0};
+  run(&r, config, records, 2, 10);
+  g_assert_cmpuint(r.steps->len, ==, 4);
+  g_assert_cmpuint(step(&r, 2)->batch.decode_seqs, ==, 1);
+  g_assert_cmpuint(step(&r, 2)->batch.prefill_tokens, ==, 16);
+  g_assert_cmpuint(step(&r, 2)->prefill_seqs, ==, 1);
+  g_assert_cmpint(done(&r, 0)->finished, ==, 4 * STEP);
+  g_assert_cmpint(done(&r, 1)->finished, ==, 4 * STEP);
+  run_clear(&r);
+
+  config.scheduler = EMA_SCHEDULER_V0;
+  run(&r, config, records, 2, 10);
+  g_assert_cmpuint(r.steps->len, ==, 5);
+  g_assert_cmpuint(step(&r, 2)->batch.decode_seqs, ==, 0);
+  g_assert_cmpuint(step(&r, 2)->batch.prefill_tokens, ==, 16);
+  g_assert_cmpuint(step(&r, 3)->batch.decode_seqs, ==, 2);
+  g_assert_cmpint(done(&r, 1)->finished, ==, 4 * STEP);
+  g_assert_cmpint(done(&r, 0)->finished, ==, 5 * STEP);
+  g_assert_cmpuint(done(&r, 0)->generated, ==, 4);
+  run_clear(&r);
+}
+
+/* Closed loop, 2 clients, four requests (prompt 16, output 2) whose trace
+ * times (1, 2, 3, 4 s) are not used: r0 and r1 are sent at 0 and done at
+ * 2 ms (prefill, decode); r2 and r3 are sent then and done at 4 ms. One
+ * client: each request after the last, 2 ms each. */
+static void test_closed_loop(void) {
+  const EmaRequestRecord records[] = {
+      {.arrival = EMA_S(1), .prompt_tokens = 16, .output_tokens = 2, .id = 0},
+      {.arrival = EMA_S(2), .prompt_tokens = 16, .output_tokens = 2, .id = 1},
+      {.arrival = EMA_S(3), .prompt_tokens = 16, .output_tokens = 2, .id = 2},
+      {.arrival = EMA_S(4), .prompt_tokens = 16, .output_tokens = 2, .id = 3},
+  };
+  EmaEngineConfig config = {.concurrency = 2};
+  Run r = {0};
+  run(&r, config, records, 4, 10);
+  for (guint i = 0; i < 4; i++) {
+    g_assert_cmpint(done(&r, i)->arrival, ==, i < 2 ? 0 : 2 * STEP);
+    g_assert_cmpint(done(&r, i)->finished, ==, i < 2 ? 2 * STEP : 4 * STEP);
+  }
+  for (guint i = 0; i < r.steps->len; i++)
+    g_assert_cmpuint(step(&r, i)->running, <=, 2);
+  run_clear(&r);
+
+  config.concurrency = 1;
+  run(&r, config, records, 4, 10);
+  for (guint i = 0; i < 4; i++) {
+    g_assert_cmpint(done(&r, i)->arrival, ==, 2 * i * STEP);
+    g_assert_cmpint(done(&r, i)->finished, ==, 2 * (i + 1) * STEP);
+  }
+  run_clear(&r);
+}
+
+/* A rejected request frees its client too: concurrency 1, the first
+ * request over max_model_len; the second is sent at once. */
+static void test_closed_loop_reject(void) {
+  const EmaRequestRecord records[] = {
+      {.arrival = EMA_S(1), .prompt_tokens = 90, .output_tokens = 20, .id = 0},
+      {.arrival = EMA_S(2), .prompt_tokens = 16, .output_tokens = 2, .id = 1},
+  };
+  EmaEngineConfig config = {.concurrency = 1, .max_model_len = 100};
+  Run r = {0};
+  run(&r, config, records, 2, 10);
+  g_assert_cmpuint(ema_engine_rejected_too_long(r.engine), ==, 1);
+  g_assert_cmpint(done(&r, 1)->arrival, ==, 0);
+  g_assert_cmpint(done(&r, 1)->finished, ==, 2 * STEP);
+  run_clear(&r);
+}
+
+/* Prefix caching, 4-token blocks, 5 blocks in all, budget 64. r0, r1, r3
+ * and r4 (prompt 12) start with the same 8-token prefix (one id, a unit of
+ * 8 tokens: 2 hashed blocks, A then B); r2 (prompt 16) has no identity.
+ *  0 ms  r0: no hit; prefills 12 (3 blocks), A and B become cached; decodes
+ *        with 13 tokens (4 blocks); done at 2 ms: A and B are free and
+ *        cached, freed tail first (B, then A: B is evicted first).
+ *  5 ms  r2 takes 4 blocks: 1 free left for 2 cached ones: B is evicted.
+ * 10 ms  r1: hits A only (4 tokens): prefills 8 tokens after 4 cached
+ *        (context 8 x 4 + 36 = 68, KV read 12), takes A back plus 2 new
+ *        blocks; B is cached again from its own copy. Done at 12 ms.
+ * 20 ms  r3 and r4 arrive together; each hits A and B (8 tokens) and needs
+ *        one block of its own: 4 blocks held (A and B once), where without
+ *        sharing they would need 6 > 5 and r4 would wait. Done at 21 ms.
+ * Queries 12 + 16 + 12 + 12 + 12 = 64 tokens, hits 0 + 0 + 4 + 8 + 8 = 20. */
+static void test_prefix_cache(void) {
+  static const guint64 prefix[] = {7};
+#define SHARED .prefix_blocks = 1, .prefix_unit_tokens = 8, .prefix_ids = prefix
+  const EmaRequestRecord records[] = {
+      {.arrival = 0, .prompt_tokens = 12, .output_tokens = 2, .id = 0, SHARED},
+      {.arrival = EMA_MS(5), .prompt_tokens = 16, .output_tokens = 1, .id = 2},
+      {.arrival = EMA_MS(10), .prompt_tokens = 12, .output_tokens = 2, .id = 1, SHARED},
+      {.arrival = EMA_MS(20), .prompt_tokens = 12, .output_tokens = 1, .id = 3, SHARED},
+      {.arrival = EMA_MS(20), .prompt_tokens = 12, .output_tokens = 1, .id = 4, SHARED},
+  };
+#undef SHARED
+  EmaEngineConfig config = {.block_tokens = 4, .prefix_caching = TRUE};
+  Run r = {0};
+  EmaPrefixCacheStats stats;
+  run(&r, config, records, G_N_ELEMENTS(records), 5);
+  /* steps: r0 0-1, 1-2; r2 5-6; r1 10-11, 11-12; r3 + r4 20-21 */
+  g_assert_cmpuint(r.steps->len, ==, 6);
+  g_assert_cmpuint(step(&r, 0)->batch.prefill_tokens, ==, 12);
+  g_assert_cmpuint(step(&r, 1)->blocks_used, ==, 4);
+  g_assert_cmpuint(step(&r, 3)->batch.prefill_tokens, ==, 8);
+  g_assert_cmpfloat(step(&r, 3)->batch.prefill_context, ==, 68);
+  g_assert_cmpfloat(step(&r, 3)->batch.prefill_kv_read, ==, 12);
+  g_assert_cmpuint(step(&r, 3)->blocks_used, ==, 3);
+  g_assert_cmpint(done(&r, 1)->first_token, ==, EMA_MS(11));
+  g_assert_cmpint(step(&r, 5)->start, ==, EMA_MS(20));
+  g_assert_cmpuint(step(&r, 5)->batch.prefill_tokens, ==, 8);
+  g_assert_cmpuint(step(&r, 5)->prefill_seqs, ==, 2);
+  g_assert_cmpuint(step(&r, 5)->blocks_used, ==, 4);
+  g_assert_cmpint(done(&r, 3)->finished, ==, EMA_MS(21));
+  g_assert_cmpint(done(&r, 4)->finished, ==, EMA_MS(21));
+  stats = ema_engine_prefix_cache_stats(r.engine);
+  g_assert_cmpuint(stats.query_tokens, ==, 64);
+  g_assert_cmpuint(stats.hit_tokens, ==, 20);
+  g_assert_cmpuint(stats.evictions, ==, 1);
+  g_assert_cmpuint(stats.cached_blocks, ==, 2);
+  run_clear(&r);
+
+  /* off: no hits, r4 waits for r3's blocks (prefill 21-22 ms) */
+  config.prefix_caching = FALSE;
+  run(&r, config, records, G_N_ELEMENTS(records), 5);
+  stats = ema_engine_prefix_cache_stats(r.engine);
+  g_assert_cmpuint(stats.hit_tokens, ==, 0);
+  g_assert_cmpuint(stats.cached_blocks, ==, 0);
+  g_assert_cmpint(done(&r, 4)->finished, ==, EMA_MS(22));
+  run_clear(&r);
+}
+
+/* A prompt that is all prefix still computes its last token: prompt 8 =
+ * the 8-token prefix, cached by r0; r1 hits 1 block only (4 of its 8
+ * tokens: at most 7 may hit, whole blocks). */
+static void test_prefix_cache_last_token(void) {
+  static const guint64 prefix[] = {9};
+  const EmaRequestRecord records[] = {
+      {.arrival = 0,
+       .prompt_tokens = 8,
+       .output_tokens = 1,
+       .id = 0,
+       .prefix_blocks = 1,
+       .prefix_unit_tokens = 8,
+       .prefix_ids = prefix},
+      {.arrival = EMA_MS(5),
+       .prompt_tokens = 8,
+       .output_tokens = 1,
+       .id = 1,
+       .prefix_blocks = 1,
+       .prefix_unit_tokens = 8,
+       .prefix_ids = prefix},
+  };
+  EmaEngineConfig config = {.block_tokens = 4, .prefix_caching = TRUE};
+  Run r = {0};
+  run(&r, config, records, 2, 5);
+  g_assert_cmpuint(step(&r, 1)->batch.prefill_tokens, ==, 4);
+  g_assert_cmpuint(ema_engine_prefix_cache_stats(r.engine).hit_tokens, ==, 4);
+  run_clear(&r);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/engine-vllm/block-size", test_block_size);
+  g_test_add_func("/engine-vllm/max-model-len", test_max_model_len);
+  g_test_add_func("/engine-vllm/step-cpu-cost", test_step_cpu_cost);
+  g_test_add_func("/engine-vllm/v0-prefill-first", test_v0_prefill_first);
+  g_test_add_func("/engine-vllm/closed-loop", test_closed_loop);
+  g_test_add_func("/engine-vllm/closed-loop-reject", test_closed_loop_reject);
+  g_test_add_func("/engine-vllm/prefix-cache", test_prefix_cache);
+  g_test_add_func("/engine-vllm/prefix-cache-last-token", test_prefix_cache_last_token);
+  return g_test_run();
+}

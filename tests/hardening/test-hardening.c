@@ -1,0 +1,780 @@
+/* test-hardening.c: hostile input through the library and the ema-sim
+ * program, one test per way it once crashed, hung or passed for something
+ * else (issue 17): deep nesting (YAML, --set, model files, Mooncake JSON),
+ * wrapping decimals and integers, quadratic key checks, special files (FIFO,
+ * /dev/zero, directories), misbehaving plugins (fields outside their
+ * struct, a too-small module symbol, an init failing without an error),
+ * sweeps (signals, resume of a summary of the wrong shape, --list of many
+ * points, -j 0), CSV quoting, null values, all-rejected runs; and fault
+ * injection: a run or a sweep whose writes fail (RLIMIT_FSIZE, as a full
+ * disk) or whose allocation fails (faultalloc.c, an LD_PRELOAD shim) leaves no summary.json that
+ * passes for a result, and the sweep resumes to the full result. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "ema/core/node.h"
+#include "ema/pool/registry.h"
+#include "ema/traces/trace.h"
+#include "private.h"
+#include "testutil.h"
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static char *write_temp(const char *dir, const char *name, const char *text) {
+  char *path = g_build_filename(dir, name, NULL);
+  GError *error = NULL;
+  g_file_set_contents(path, text, -1, &error);
+  g_assert_no_error(error);
+  return path;
+}
+
+static char *repeat(const char *unit, guint n) {
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < n; i++)
+    g_string_append(out, unit);
+  return g_string_free(out, FALSE);
+}
+
+/* "[" N times, then "]" N times. */
+static char *nested_list(guint n) {
+  g_autofree char *open = repeat("[", n);
+  g_autofree char *close = repeat("]", n);
+  return g_strconcat(open, close, NULL);
+}
+
+static char *fixture(const char *area, const char *name) {
+  return ema_test_fixture(area, name);
+}
+
+/* A small serving experiment of one tenant (its name TENANT, synthetic
+ * trace TRACE as YAML flow text) on an H200 pair. */
+static char *serving_yaml(const char *tenant, const char *trace) {
+  return g_strdup_printf("name: hardening\nserver: h200x2\ntenants:\n"
+                         "  - {name: '%s', model: llama-3.1-8b, gpu: 0, trace: %s}\n",
+                         tenant, trace);
+}
+
+/* 200 requests: requests.csv grows to ~18 KB, past the write limit of the
+ * fault tests, while resolved.yaml (~2 KB) fits under it. */
+static const char fault_trace[] =
+    "{arrivals: poisson, rate: 20, requests: 200, prompt: {dist: fixed, tokens: 200}, "
+    "output: {dist: fixed, tokens: 8}}";
+
+static const char short_trace[] =
+    "{arrivals: poisson, rate: 20, requests: 40, prompt: {dist: fixed, tokens: 200}, "
+    "output: {dist: fixed, tokens: 8}}";
+
+/* Run (ema-sim run, no plots) the serving experiment of serving_yaml
+ * (TENANT, TRACE), written to DIR/exp.yaml, into DIR/out. */
+static EmaTestRun *run_serving(const char *dir, const char *tenant, const char *trace) {
+  g_autofree char *text = serving_yaml(tenant, trace);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  return ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+}
+
+/* Limits for a child: RLIMIT_FSIZE (bytes a file may grow to; writes past
+ * it fail with EFBIG, SIGXFSZ ignored). 0: not set. */
+typedef struct {
+  rlim_t fsize;
+} Limits;
+
+static void set_limits(gpointer data) {
+  const Limits *limits = data;
+  if (limits->fsize) {
+    struct rlimit r = {limits->fsize, limits->fsize};
+    signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &r);
+  }
+}
+
+/* Run ema-sim ARGS (after the program) in EMA_SOURCE_ROOT under LIMITS,
+ * its environment edited by EDITS (as ema_test_environ; may be NULL);
+ * returns the wait status, and its stderr in *ERR_OUT unless NULL. */
+static int run_faulty(const char *const *args, const Limits *limits, const char *const *edits,
+                      char **err_out) {
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_auto(GStrv) envp = ema_test_cli_environ(edits);
+  g_autofree char *out = NULL, *err = NULL;
+  GError *error = NULL;
+  int status = 0;
+  g_ptr_array_add(argv, (gpointer) ema_test_sim_path());
+  for (guint i = 0; args[i]; i++)
+    g_ptr_array_add(argv, (gpointer) args[i]);
+  g_ptr_array_add(argv, NULL);
+  g_spawn_sync(g_getenv("EMA_SOURCE_ROOT"), (char **) argv->pdata, envp, G_SPAWN_DEFAULT,
+               set_limits, (gpointer) limits, &out, &err, &status, &error);
+  g_assert_no_error(error);
+  if (g_test_verbose())
+    g_test_message("status %d\nstdout: %s\nstderr: %s", status, out, err);
+  if (err_out)
+    *err_out = g_steal_pointer(&err);
+  return status;
+}
+
+static int run_limited(const char *const *args, const Limits *limits) {
+  return run_faulty(args, limits, NULL, NULL);
+}
+
+/* ---- YAML ----------------------------------------------------------------------- */
+
+static void test_yaml_deep_file(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *deep = nested_list(50000);
+  g_autofree char *text = g_strconcat("name: deep\nserver: ", deep, "\n", NULL);
+  g_autofree char *path = write_temp(dir, "deep.yaml", text);
+  g_autoptr(EmaTestRun) run = ema_test_cli("check", path, NULL);
+  g_autofree char *prefix = g_strconcat(path, ":2:", NULL);
+  ema_test_assert_error_line(run, prefix);
+  ema_test_assert_contains(run->err, "maps and lists nested deeper than 64 levels");
+  ema_test_remove_tree(dir);
+}
+
+static void test_yaml_deep_set(void) {
+  g_autofree char *deep = nested_list(50000);
+  g_autofree char *value = g_strconcat("server=", deep, NULL);
+  g_autofree char *keys = repeat("a.", 50000);
+  g_autofree char *path = g_strconcat(keys, "b=1", NULL);
+  g_autofree char *experiment = fixture("serving", "one-request.yaml");
+  g_autoptr(EmaTestRun) run = ema_test_cli("check", experiment, "--set", value, NULL);
+  g_autoptr(EmaTestRun) run_path = ema_test_cli("check", experiment, "--set", path, NULL);
+  ema_test_assert_error_line(run, "--set:1:8: server: bad value: ");
+  ema_test_assert_contains(run->err, "nested deeper than 64 levels");
+  ema_test_assert_error_line(run_path, "--set:1:1: key path nested deeper than 64 levels");
+}
+
+/* Includes add up: 16 files each 10 levels deep pass the include limit but
+ * not the tree's. */
+static void test_yaml_deep_includes(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  GError *error = NULL;
+  for (guint i = 0; i < 8; i++) {
+    g_autofree char *name = g_strdup_printf("f%u.yaml", i);
+    g_autofree char *open = repeat("{a: ", 10);
+    g_autofree char *close = repeat("}", 10);
+    g_autofree char *text =
+        i == 7 ? g_strdup("1\n") : g_strdup_printf("%s!include f%u.yaml%s\n", open, i + 1, close);
+    g_free(write_temp(dir, name, text));
+  }
+  g_autofree char *top = g_build_filename(dir, "f0.yaml", NULL);
+  g_autoptr(EmaNode) root = ema_node_load_file(top, &error);
+  g_assert_null(root);
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX);
+  ema_test_assert_contains(error->message, "f6.yaml:1:");
+  ema_test_assert_contains(error->message, "nested deeper than 64 levels");
+  g_clear_error(&error);
+  ema_test_remove_tree(dir);
+}
+
+static void test_yaml_deep_hwmodel(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *deep = nested_list(50000);
+  g_autofree char *text = g_strconcat("summary: ", deep, "\n", NULL);
+  g_autofree char *edit = g_strconcat("EMA_HWMODEL_PATH=", dir, NULL);
+  const char *edits[] = {edit, NULL};
+  g_free(write_temp(dir, "deep.yaml", text));
+  g_autoptr(EmaTestRun) run = ema_test_cli_env(edits, "list", "hwmodels", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  ema_test_assert_contains(run->out, "deep ");
+  ema_test_assert_contains(run->out, "nested deeper than 64 levels");
+  ema_test_remove_tree(dir);
+}
+
+/* 100,000 keys, the last one a duplicate: found at once (a hash), not after
+ * 5e9 string comparisons. */
+static void test_yaml_many_keys(void) {
+  GString *text = g_string_new(NULL);
+  GError *error = NULL;
+  gint64 start = g_get_monotonic_time();
+  for (guint i = 0; i < 100000; i++)
+    g_string_append_printf(text, "k%u: %u\n", i, i);
+  g_string_append(text, "k5: again\n");
+  g_autoptr(EmaNode) root = ema_node_load_string(text->str, "keys.yaml", NULL, &error);
+  g_assert_null(root);
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
+  g_assert_cmpstr(error->message, ==, "keys.yaml:100001:1: duplicate key 'k5'");
+  g_clear_error(&error);
+  g_assert_cmpint(g_get_monotonic_time() - start, <, 10 * G_USEC_PER_SEC);
+  g_string_free(text, TRUE);
+}
+
+static void test_yaml_special_include(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+  g_autofree char *zero = write_temp(dir, "zero.yaml", "name: x\nserver: !include /dev/zero\n");
+  g_autofree char *pipe = write_temp(dir, "pipe.yaml", "name: x\nserver: !include fifo\n");
+  g_autofree char *zero_prefix = g_strconcat(zero, ":2:9: !include /dev/zero: ", NULL);
+  g_autofree char *pipe_prefix = g_strconcat(pipe, ":2:9: !include fifo: ", NULL);
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  g_autoptr(EmaTestRun) run_zero = ema_test_cli("check", zero, NULL);
+  g_autoptr(EmaTestRun) run_pipe = ema_test_cli("check", pipe, NULL);
+  g_autoptr(EmaTestRun) run_fifo = ema_test_cli("check", fifo, NULL);
+  ema_test_assert_error_line(run_zero, zero_prefix);
+  ema_test_assert_contains(run_zero->err, "not a regular file (a character device)");
+  ema_test_assert_error_line(run_pipe, pipe_prefix);
+  ema_test_assert_contains(run_pipe->err, "not a regular file (a FIFO)");
+  ema_test_assert_error_line(run_fifo, fifo);
+  ema_test_assert_contains(run_fifo->err, "not a regular file (a FIFO)");
+  ema_test_remove_tree(dir);
+}
+
+/* ---- parameters --------------------------------------------------------------- */
+
+static void test_params_null(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *text = serving_yaml(
+      "a", "{arrivals: gamma, rate: ~, cv: 1.09, duration: 2s, prompt: {dist: fixed, tokens: "
+           "10}, output: {dist: fixed, tokens: 5}}");
+  g_autofree char *path = write_temp(dir, "null.yaml", text);
+  g_autofree char *prefix = g_strconcat(path, ":4:77: tenants.0.trace.rate: needs a value", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("check", path, NULL);
+  ema_test_assert_error_line(run, prefix);
+  ema_test_remove_tree(dir);
+}
+
+/* What a run writes as resolved.yaml is an experiment `check` accepts. */
+static void test_params_resolved_checks(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *resolved = g_build_filename(dir, "out", "resolved.yaml", NULL);
+  g_autoptr(EmaTestRun) run = run_serving(dir, "a", short_trace);
+  ema_test_assert_ok(run);
+  g_autoptr(EmaTestRun) check = ema_test_cli("check", resolved, NULL);
+  ema_test_assert_ok(check);
+  ema_test_remove_tree(dir);
+}
+
+static void test_params_range_messages(void) {
+  g_autofree char *experiment = fixture("serving", "one-request.yaml");
+  g_autoptr(EmaTestRun) seed =
+      ema_test_cli("check", experiment, "--set", "seed=9223372036854775807", NULL);
+  g_autoptr(EmaTestRun) tokens = ema_test_cli("check", experiment, "--set",
+                                              "tenants.0.trace.prompt={dist: fixed, tokens: "
+                                              "9223372036854775807}",
+                                              NULL);
+  ema_test_assert_error_line(
+      seed, "--set:1:6: seed: 9223372036854775807 is out of range [0, 9200000000000000000]");
+  ema_test_assert_error_line(tokens, "--set:1:46: tenants.0.trace.prompt.tokens: "
+                                     "9223372036854775807 is out of range [1, 4294967295]");
+}
+
+static void test_params_size_range_message(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path =
+      write_temp(dir, "ops.yaml",
+                 "name: ops\nserver: h200x2\nops:\n  - name: copy\n    flows: [{kind: copy, src: "
+                 "gpu0, dst: gpu1, bytes: 18446744073709551615B}]\n");
+  g_autofree char *prefix = g_strconcat(
+      path, ":5:55: ops.0.flows.0.bytes: 18446744073709551615B is out of range [1B, 1024TiB]",
+      NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("check", path, NULL);
+  ema_test_assert_error_line(run, prefix);
+  ema_test_remove_tree(dir);
+}
+
+/* ---- traces --------------------------------------------------------------------- */
+
+static void test_traces_decimal_overflow(void) {
+  static const char text[] = "18446744073.7095516155";
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *first = write_temp(dir, "first.csv",
+                                      "arrived_at,num_prefill_tokens,num_decode_tokens\n"
+                                      "18446744073.7095516155,10,10\n");
+  g_autofree char *later = write_temp(dir, "later.csv",
+                                      "arrived_at,num_prefill_tokens,num_decode_tokens\n"
+                                      "1.0,10,10\n"
+                                      "18446744073.7095516155,10,10\n");
+  g_autofree char *first_message = g_strconcat(first, ":2: arrived_at: out of range", NULL);
+  g_autofree char *later_message = g_strconcat(later, ":3: arrived_at: out of range", NULL);
+  GError *error = NULL;
+  gint64 value = 7;
+  EmaRequestRecord record;
+  g_assert_cmpstr(ema_trace_parse_decimal(text, strlen(text), 9, &value), ==, "out of range");
+  g_assert_cmpint(value, ==, 7);
+  /* the largest that fits still reads exactly */
+  g_assert_null(ema_trace_parse_decimal("9223372036.854775807", 20, 9, &value));
+  g_assert_cmpint(value, ==, G_MAXINT64);
+
+  g_autoptr(EmaTraceSource) bad_first = ema_trace_source_open_vidur(first, &error);
+  g_assert_no_error(error);
+  g_assert_false(ema_trace_source_next(bad_first, &record, &error));
+  g_assert_nonnull(error);
+  ema_test_assert_contains(error->message, first_message);
+  g_clear_error(&error);
+  g_autoptr(EmaTraceSource) src = ema_trace_source_open_vidur(later, &error);
+  g_assert_no_error(error);
+  g_assert_true(ema_trace_source_next(src, &record, &error));
+  g_assert_false(ema_trace_source_next(src, &record, &error));
+  g_assert_nonnull(error);
+  ema_test_assert_contains(error->message, later_message);
+  g_clear_error(&error);
+  ema_test_remove_tree(dir);
+}
+
+static void test_traces_mooncake_deep(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *deep = nested_list(200000);
+  g_autofree char *text = g_strconcat(
+      "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": ", deep, "}\n",
+      NULL);
+  g_autofree char *path = write_temp(dir, "deep.jsonl", text);
+  g_autofree char *expected = g_strconcat(path, ":1: JSON nested deeper than 32 levels", NULL);
+  GError *error = NULL;
+  g_autoptr(EmaTraceSource) src = ema_trace_source_open_mooncake(path, &error);
+  g_assert_null(src);
+  g_assert_nonnull(error);
+  g_assert_cmpstr(error->message, ==, expected);
+  g_clear_error(&error);
+  ema_test_remove_tree(dir);
+}
+
+static void test_traces_mooncake_bigint(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = write_temp(
+      dir, "big.jsonl",
+      "{\"timestamp\": 0, \"input_length\": 18446744073709551621, \"output_length\": 1}\n");
+  g_autofree char *text_ok =
+      write_temp(dir, "ok.jsonl",
+                 "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1, \"note\": \"[[[ "
+                 "99999999999999999999\"}\n");
+  g_autofree char *expected = g_strconcat(path, ":1: integer out of range (beyond 64 bits)", NULL);
+  GError *error = NULL;
+  EmaRequestRecord record;
+  g_autoptr(EmaTraceSource) src = ema_trace_source_open_mooncake(path, &error);
+  g_assert_null(src);
+  g_assert_nonnull(error);
+  g_assert_cmpstr(error->message, ==, expected);
+  g_clear_error(&error);
+  /* brackets and digits inside strings are text */
+  g_autoptr(EmaTraceSource) ok = ema_trace_source_open_mooncake(text_ok, &error);
+  g_assert_no_error(error);
+  g_assert_true(ema_trace_source_next(ok, &record, &error));
+  g_assert_cmpuint(record.prompt_tokens, ==, 5);
+  ema_test_remove_tree(dir);
+}
+
+static void test_traces_special_files(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *fifo = g_build_filename(dir, "fifo.csv", NULL);
+  GError *error = NULL;
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  const char *paths[] = {"/dev/zero", fifo, dir};
+  for (guint i = 0; i < G_N_ELEMENTS(paths); i++) {
+    g_autoptr(EmaTraceSource) src = ema_trace_source_open_vidur(paths[i], &error);
+    g_autofree char *prefix = g_strconcat(paths[i], ": not a regular file", NULL);
+    g_assert_null(src);
+    g_assert_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_IO);
+    g_assert_true(g_str_has_prefix(error->message, prefix));
+    g_clear_error(&error);
+  }
+  /* an experiment naming a directory as its trace says so */
+  g_autofree char *text = serving_yaml("a", "{file: .}");
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autoptr(EmaTestRun) run = ema_test_cli("check", path, NULL);
+  g_autofree char *prefix =
+      g_strconcat(path, ":4:60: tenants.0.trace.file: not a regular file: ", dir, NULL);
+  ema_test_assert_error_line(run, prefix);
+  ema_test_remove_tree(dir);
+}
+
+/* ---- plugins ---------------------------------------------------------------------- */
+
+static char *plugin_path(const char *name) {
+  return g_build_filename(g_getenv("EMA_TEST_HARDENING_PLUGINS"), name, NULL);
+}
+
+static void assert_plugin_refused(const char *name, gint code, const char *message) {
+  g_autofree char *path = plugin_path(name);
+  g_autofree char *expected = g_strdup_printf("%s: %s", path, message);
+  GError *error = NULL;
+  g_assert_false(ema_policy_registry_load_file(path, &error));
+  g_assert_error(error, EMA_POLICY_ERROR, code);
+  g_assert_cmpstr(error->message, ==, expected);
+  g_clear_error(&error);
+}
+
+static void test_plugin_field_overflow(void) {
+  assert_plugin_refused("field-overflow." G_MODULE_SUFFIX, EMA_POLICY_ERROR_INVALID,
+                        "borrow policy 'field-overflow': parameter 'ratio' (8 bytes at offset 2) "
+                        "does not fit in the 4-byte parameter struct");
+}
+
+static void test_plugin_small_symbol(void) {
+  g_autofree char *message =
+      g_strdup_printf("symbol 'ema_policy_module' is 4 bytes, smaller than an EmaPolicyModule "
+                      "(%zu bytes)",
+                      sizeof(EmaPolicyModule));
+  assert_plugin_refused("small-symbol." G_MODULE_SUFFIX, EMA_POLICY_ERROR_SYMBOL, message);
+}
+
+static void test_plugin_silent_init(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *base = serving_yaml("a", short_trace);
+  g_autofree char *text = g_strconcat("policy: {borrow: silent-init}\n", base, NULL);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *plugins = g_build_filename(dir, "plugins", NULL);
+  g_autofree char *module = plugin_path("silent-init." G_MODULE_SUFFIX);
+  g_assert_cmpint(g_mkdir(plugins, 0700), ==, 0);
+  ema_test_link_into(plugins, "silent-init." G_MODULE_SUFFIX, module);
+  g_autoptr(EmaTestRun) run =
+      ema_test_cli("--plugin-dir", plugins, "run", path, "-o", out, "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  ema_test_assert_contains(run->err, "borrow policy silent-init: init failed without saying why");
+  ema_test_remove_tree(dir);
+}
+
+/* ---- runs ------------------------------------------------------------------------ */
+
+static void test_run_csv_quoting(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(EmaTestRun) run = run_serving(dir, "a,\"b\"", short_trace);
+  ema_test_assert_ok(run);
+  g_autofree char *csv = ema_test_read_file(out, "requests.csv");
+  g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+  g_assert_true(g_str_has_prefix(lines[1], "\"a,\"\"b\"\"\",0,"));
+  /* every row has the header's 12 fields once the quoted one is counted as one */
+  g_auto(GStrv) fields = g_strsplit(lines[1] + strlen("\"a,\"\"b\"\"\""), ",", -1);
+  g_assert_cmpuint(g_strv_length(fields), ==, 12);
+  ema_test_remove_tree(dir);
+}
+
+static void test_run_all_rejected(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaTestRun) run =
+      run_serving(dir, "huge",
+                  "{arrivals: poisson, rate: 5, requests: 3, prompt: {dist: fixed, "
+                  "tokens: 4000000}, output: {dist: fixed, tokens: 8}}");
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_cmpstr(run->err, ==,
+                  "ema-sim: warning: tenant huge: all 3 requests were rejected (prompt + output "
+                  "larger than its KV cache)\n");
+  ema_test_remove_tree(dir);
+}
+
+/* ---- sweeps ------------------------------------------------------------------------ */
+
+static void test_sweep_jobs_zero(void) {
+  g_autofree char *sweep = fixture("sweep", "copies.yaml");
+  g_autoptr(EmaTestRun) run = ema_test_cli("sweep", sweep, "-j", "0", "--list", NULL);
+  ema_test_assert_failed(run, 2, "ema-sim: --jobs: give a number of processes from 1 to 4096");
+}
+
+/* A summary.json of the wrong shape is not a finished point: resume runs
+ * the point again. */
+static void test_sweep_resume_shape(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *sweep = fixture("sweep", "copies.yaml");
+  g_autoptr(EmaTestRun) first = ema_test_cli("sweep", sweep, "-o", dir, "-j", "2", NULL);
+  g_autofree char *point = g_build_filename(dir, "005-bytes=1GiB-bytes=1GiB", NULL);
+  g_autofree char *csv = ema_test_read_file(dir, "sweep.csv");
+  g_free(write_temp(point, "summary.json", "{\"tenants\": [1, 2]}\n"));
+  g_autoptr(EmaTestRun) again = ema_test_cli("sweep", sweep, "-o", dir, "-j", "2", NULL);
+  g_assert_cmpint(again->status, ==, first->status);
+  g_assert_null(strstr(again->err, "CRITICAL"));
+  /* 5 points found done, the one with the bad summary run again */
+  ema_test_assert_contains(again->out, "(5 found done)");
+  g_autofree char *summary = ema_test_read_file(point, "summary.json");
+  ema_test_assert_contains(summary, "\"ops\"");
+  g_autofree char *csv_again = ema_test_read_file(dir, "sweep.csv");
+  g_assert_cmpstr(csv_again, ==, csv);
+  ema_test_remove_tree(dir);
+}
+
+/* --list of 20,000 points holds no resolved text of every point: its peak
+ * memory stays far below the ~60 MB that would take. */
+static void test_sweep_list_many(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(GString) text =
+      g_string_new("name: many\nserver: h200x2\nops:\n  - name: copy\n    flows: [{kind: "
+                   "copy, src: gpu0, dst: gpu1, bytes: 1GiB}]\nsweep:\n  ops.0.flows.0.bytes: [");
+  struct rusage usage;
+  for (guint i = 0; i < 200; i++)
+    g_string_append_printf(text, "%s%uMiB", i ? ", " : "", i + 1);
+  g_string_append(text, "]\n  seed: [");
+  for (guint i = 0; i < 100; i++)
+    g_string_append_printf(text, "%s%u", i ? ", " : "", i + 1);
+  g_string_append(text, "]\n");
+  g_autofree char *path = write_temp(dir, "many.yaml", text->str);
+  g_autoptr(EmaTestRun) run = ema_test_cli("sweep", path, "--list", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  g_auto(GStrv) lines = g_strsplit(run->out, "\n", -1);
+  g_assert_cmpuint(g_strv_length(lines), ==, 20001);
+  g_assert_true(g_str_has_prefix(lines[19999], "19999-bytes=200MiB-seed=100  "));
+  getrusage(RUSAGE_CHILDREN, &usage);
+#if !defined(__SANITIZE_ADDRESS__)
+  g_assert_cmpint(usage.ru_maxrss, <, 30 * 1024); /* KiB */
+#endif
+  ema_test_remove_tree(dir);
+}
+
+/* Process ids whose parent is PARENT (from /proc). */
+static GArray *children_of(GPid parent) {
+  GArray *pids = g_array_new(FALSE, FALSE, sizeof(GPid));
+  g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
+  const char *name;
+  while (proc && (name = g_dir_read_name(proc)) != NULL) {
+    g_autofree char *path = g_build_filename("/proc", name, "stat", NULL);
+    g_autofree char *stat = NULL;
+    const char *close;
+    int ppid;
+    if (!g_ascii_isdigit(name[0]) || !g_file_get_contents(path, &stat, NULL, NULL))
+      continue;
+    close = strrchr(stat, ')');
+    if (close && sscanf(close + 2, "%*c %d", &ppid) == 1 && ppid == parent) {
+      GPid pid = (GPid) atoi(name);
+      g_array_append_val(pids, pid);
+    }
+  }
+  return pids;
+}
+
+/* SIGTERM to a sweep reaches its running points; it waits for them and
+ * then dies of the signal, leaving no point process behind. */
+static void test_sweep_sigterm(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *base =
+      serving_yaml("long", "{arrivals: poisson, rate: 40, duration: 3600s, prompt: {dist: fixed, "
+                           "tokens: 200}, output: {dist: fixed, tokens: 64}}");
+  g_autofree char *text = g_strconcat(base, "sweep:\n  seed: [1, 2, 3, 4]\n", NULL);
+  g_autofree char *path = write_temp(dir, "long.yaml", text);
+  g_auto(GStrv) envp = ema_test_cli_environ(NULL);
+  const char *argv[] = {ema_test_sim_path(), "sweep", path, "-o", out, "-j", "2", NULL};
+  g_autoptr(GArray) kids = NULL;
+  GError *error = NULL;
+  GPid pid;
+  int status;
+  g_spawn_async(g_getenv("EMA_SOURCE_ROOT"), (char **) argv, envp,
+                G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
+                NULL, NULL, &pid, &error);
+  g_assert_no_error(error);
+  for (guint i = 0; i < 600; i++) { /* up to 60 s for both points to start */
+    g_clear_pointer(&kids, g_array_unref);
+    kids = children_of(pid);
+    if (kids->len == 2)
+      break;
+    g_usleep(100000);
+  }
+  g_assert_cmpuint(kids->len, ==, 2);
+  g_usleep(200000);
+  kill(pid, SIGTERM);
+  g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+  g_assert_true(WIFSIGNALED(status));
+  g_assert_cmpint(WTERMSIG(status), ==, SIGTERM);
+  for (guint i = 0; i < kids->len; i++) {
+    GPid kid = g_array_index(kids, GPid, i);
+    g_assert_cmpint(kill(kid, 0), ==, -1);
+    g_assert_cmpint(errno, ==, ESRCH);
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* ---- fault injection ----------------------------------------------------------- */
+
+/* The point directories of a sweep in DIR that hold a summary.json. */
+static guint count_summaries(const char *dir) {
+  g_autoptr(GPtrArray) names = ema_test_list_dir(dir, "");
+  guint n = 0;
+  for (guint i = 0; i < names->len; i++) {
+    g_autofree char *summary = g_build_filename(dir, names->pdata[i], "summary.json", NULL);
+    n += g_file_test(summary, G_FILE_TEST_IS_REGULAR);
+  }
+  return n;
+}
+
+/* A run whose writes fail (a file may not grow past 8 KiB: EFBIG, as when
+ * the disk is full) fails, and leaves no summary.json. */
+static void test_fault_write_run(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *text = serving_yaml("a", fault_trace);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *summary = g_build_filename(out, "summary.json", NULL);
+  const char *args[] = {"run", path, "-o", out, "--no-plot", NULL};
+  Limits limits = {8192};
+  int status = run_limited(args, &limits);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+  g_assert_false(g_file_test(summary, G_FILE_TEST_EXISTS));
+  ema_test_remove_tree(dir);
+}
+
+/* A sweep whose points fail (LIMITS, or the faults EDITS set up) and the
+ * same sweep run again without faults: it resumes to the sweep.csv of a
+ * clean sweep. FALSE (nothing checked) when the faults hit no point. */
+static gboolean sweep_fault_then_resume(const Limits *limits, const char *const *edits) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *clean = g_build_filename(dir, "clean", NULL);
+  g_autofree char *base = serving_yaml("a", fault_trace);
+  g_autofree char *text = g_strconcat(base, "sweep:\n  seed: [1, 2, 3]\n", NULL);
+  g_autofree char *path = write_temp(dir, "sweep.yaml", text);
+  const char *args[] = {"sweep", path, "-o", out, "-j", "2", NULL};
+  const char *clean_args[] = {"sweep", path, "-o", clean, "-j", "2", NULL};
+  const Limits none = {0};
+  int status = run_faulty(args, limits ? limits : &none, edits, NULL);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    ema_test_remove_tree(dir);
+    return FALSE;
+  }
+  g_assert_cmpuint(count_summaries(out), <, 3);
+  g_assert_cmpint(run_limited(args, &none), ==, 0);
+  g_assert_cmpuint(count_summaries(out), ==, 3);
+  g_assert_cmpint(run_limited(clean_args, &none), ==, 0);
+  g_autofree char *resumed_csv = ema_test_read_file(out, "sweep.csv");
+  g_autofree char *clean_csv = ema_test_read_file(clean, "sweep.csv");
+  g_assert_cmpstr(resumed_csv, ==, clean_csv);
+  ema_test_remove_tree(dir);
+  return TRUE;
+}
+
+static void test_fault_write_sweep(void) {
+  Limits limits = {8192};
+  g_assert_true(sweep_fault_then_resume(&limits, NULL));
+}
+
+#if !defined(__SANITIZE_ADDRESS__)
+/* The run of the fault tests without faults: its summary.json without
+ * wall_s. */
+static char *clean_summary(const char *dir, const char *path) {
+  g_autofree char *out = g_build_filename(dir, "clean-run", NULL);
+  const char *args[] = {"run", path, "-o", out, "--no-plot", NULL};
+  const Limits none = {0};
+  g_assert_cmpint(run_limited(args, &none), ==, 0);
+  g_autofree char *text = ema_test_read_file(out, "summary.json");
+  return ema_test_summary_without_wall(text);
+}
+
+/* Allocation failure (the faultalloc shim fails the Nth allocation; GLib
+ * aborts) anywhere in a run, for N over the whole run: a summary.json
+ * left is always the same as without faults, and a run that leaves none
+ * failed, never with a parse error that blames the input;
+ * and at least one N hits the run after resolved.yaml is written (mid-run).
+ * Returns the N that failed the run (a GArray of long). Not under ASan (the shim would come before
+ * its runtime). */
+static GArray *check_alloc_runs(const char *dir, const char *path) {
+  g_autofree char *clean = clean_summary(dir, path);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *summary = g_build_filename(out, "summary.json", NULL);
+  g_autofree char *resolved = g_build_filename(out, "resolved.yaml", NULL);
+  g_autofree char *preload = g_strconcat("LD_PRELOAD=", g_getenv("EMA_TEST_FAULT_ALLOC"), NULL);
+  const char *args[] = {"run", path, "-o", out, "--no-plot", NULL};
+  const Limits none = {0};
+  GArray *failing = g_array_new(FALSE, FALSE, sizeof(long));
+  gboolean hit_mid_run = FALSE;
+  g_autofree char *count_path = g_build_filename(dir, "allocations", NULL);
+  g_autofree char *count_edit = g_strconcat("EMA_FAULT_ALLOC_COUNT=", count_path, NULL);
+  const char *count_edits[] = {preload, count_edit, NULL};
+  g_autofree char *count_text = NULL;
+  long total;
+  /* how many allocations a whole run makes; then N over all of it (40 steps) and each of the
+   * last 300 (writing the results: after resolved.yaml, before summary.json) */
+  g_assert_cmpint(run_faulty(args, &none, count_edits, NULL), ==, 0);
+  g_assert_true(g_file_get_contents(count_path, &count_text, NULL, NULL));
+  total = atol(count_text);
+  g_assert_cmpint(total, >, 300);
+  for (long n = 0; n < total; n += n < total - 300 ? MAX(1, total / 40) : 1) {
+    g_autofree char *after = g_strdup_printf("EMA_FAULT_ALLOC_AFTER=%ld", n);
+    const char *edits[] = {preload, after, NULL};
+    g_autofree char *err = NULL;
+    int status;
+    ema_test_remove_tree(out);
+    status = run_faulty(args, &none, edits, &err);
+    g_assert_null(strstr(err, "malformed YAML"));
+    g_assert_null(strstr(err, "unexpected YAML structure"));
+    /* a summary.json, whenever there is one (the process may die after writing it), is the
+     * whole result */
+    if (g_file_test(summary, G_FILE_TEST_EXISTS)) {
+      g_autofree char *text = ema_test_read_file(out, "summary.json");
+      g_autofree char *without = ema_test_summary_without_wall(text);
+      g_assert_cmpstr(without, ==, clean);
+      continue;
+    }
+    g_assert_false(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (g_file_test(resolved, G_FILE_TEST_EXISTS))
+      hit_mid_run = TRUE;
+    g_array_append_val(failing, n);
+  }
+  g_assert_true(hit_mid_run);
+  ema_test_remove_tree(out);
+  return failing;
+}
+
+#endif
+
+static void test_fault_alloc_run(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  g_test_skip("the allocation shim and AddressSanitizer do not mix");
+#else
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *text = serving_yaml("a", fault_trace);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_array_unref(check_alloc_runs(dir, path));
+  ema_test_remove_tree(dir);
+#endif
+}
+
+/* A sweep whose point processes hit an allocation failure fails;
+ * the same sweep without faults resumes to the sweep.csv of a clean one. */
+static void test_fault_alloc_sweep(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  g_test_skip("the allocation shim and AddressSanitizer do not mix");
+#else
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *text = serving_yaml("a", fault_trace);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autoptr(GArray) failing = check_alloc_runs(dir, path);
+  g_autofree char *preload = g_strconcat("LD_PRELOAD=", g_getenv("EMA_TEST_FAULT_ALLOC"), NULL);
+  gboolean hit = FALSE;
+  /* the points run their resolved.yaml, whose allocations differ from the
+   * direct run's: the first N that failed the run and also fails them */
+  for (guint i = 0; i < failing->len && !hit; i++) {
+    g_autofree char *after =
+        g_strdup_printf("EMA_FAULT_ALLOC_AFTER=%ld", g_array_index(failing, long, i));
+    const char *edits[] = {preload, after, "EMA_FAULT_ALLOC_COMMAND=run", NULL};
+    hit = sweep_fault_then_resume(NULL, edits);
+  }
+  g_assert_true(hit);
+  ema_test_remove_tree(dir);
+#endif
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/hardening/yaml/deep-file", test_yaml_deep_file);
+  g_test_add_func("/hardening/yaml/deep-set", test_yaml_deep_set);
+  g_test_add_func("/hardening/yaml/deep-includes", test_yaml_deep_includes);
+  g_test_add_func("/hardening/yaml/deep-hwmodel", test_yaml_deep_hwmodel);
+  g_test_add_func("/hardening/yaml/many-keys", test_yaml_many_keys);
+  g_test_add_func("/hardening/yaml/special-include", test_yaml_special_include);
+  g_test_add_func("/hardening/params/null", test_params_null);
+  g_test_add_func("/hardening/params/resolved-checks", test_params_resolved_checks);
+  g_test_add_func("/hardening/params/range-messages", test_params_range_messages);
+  g_test_add_func("/hardening/params/size-range-message", test_params_size_range_message);
+  g_test_add_func("/hardening/traces/decimal-overflow", test_traces_decimal_overflow);
+  g_test_add_func("/hardening/traces/mooncake-deep", test_traces_mooncake_deep);
+  g_test_add_func("/hardening/traces/mooncake-bigint", test_traces_mooncake_bigint);
+  g_test_add_func("/hardening/traces/special-files", test_traces_special_files);
+  g_test_add_func("/hardening/plugin/field-overflow", test_plugin_field_overflow);
+  g_test_add_func("/hardening/plugin/small-symbol", test_plugin_small_symbol);
+  g_test_add_func("/hardening/plugin/silent-init", test_plugin_silent_init);
+  g_test_add_func("/hardening/run/csv-quoting", test_run_csv_quoting);
+  g_test_add_func("/hardening/run/all-rejected", test_run_all_rejected);
+  g_test_add_func("/hardening/sweep/jobs-zero", test_sweep_jobs_zero);
+  g_test_add_func("/hardening/sweep/resume-shape", test_sweep_resume_shape);
+  g_test_add_func("/hardening/sweep/list-many", test_sweep_list_many);
+  g_test_add_func("/hardening/sweep/sigterm", test_sweep_sigterm);
+  g_test_add_func("/hardening/fault/write-run", test_fault_write_run);
+  g_test_add_func("/hardening/fault/write-sweep", test_fault_write_sweep);
+  g_test_add_func("/hardening/fault/alloc-run", test_fault_alloc_run);
+  g_test_add_func("/hardening/fault/alloc-sweep", test_fault_alloc_sweep);
+  return g_test_run();
+}
