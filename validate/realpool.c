@@ -663,6 +663,7 @@ static void record_tick(Run *run, EmaPoolMem *ledger, TickRow *row, guint first_
       break;
     case EMA_POOL_EVENT_OWN_MAP:
     case EMA_POOL_EVENT_OWN_UNMAP:
+    case EMA_POOL_EVENT_REFUSE:
       break;
     }
   }
@@ -725,20 +726,6 @@ static gboolean write_file(const char *dir, const char *name, const GString *tex
   return TRUE;
 }
 
-static const char *target_name(EmaVacateTarget target) {
-  switch (target) {
-  case EMA_VACATE_TO_BORROWER:
-    return "borrower";
-  case EMA_VACATE_TO_PEER:
-    return "peer";
-  case EMA_VACATE_TO_HOST:
-    return "host";
-  case EMA_VACATE_DROP:
-    return "drop";
-  }
-  return "?";
-}
-
 static GString *ticks_csv(const Run *run) {
   GString *s = g_string_new(
       "tick,t_s,phase,round_ms,"
@@ -776,7 +763,7 @@ static GString *events_csv(const Run *run) {
   GString *s = g_string_new("tick,t_s,start_s,kind,gpu,peer,target,target_gpu,slices,"
                             "blocks_moved,blocks_to_host,blocks_dropped,bytes_copied,ms,map_ms,"
                             "copy_ms,unmap_ms,us_per_slice,lender_steps,lender_step_ms_max,"
-                            "lender_gap_ms_max\n");
+                            "lender_gap_ms_max,reason\n");
   for (guint i = 0; run->events && i < run->events->len; i++) {
     const EmaPoolEvent *e = &g_array_index(run->events, EmaPoolEvent, i);
     StepWindow w = steps_between(run->samples, e->started, e->started + e->seconds);
@@ -784,13 +771,14 @@ static GString *events_csv(const Run *run) {
         s,
         "%" G_GUINT64_FORMAT ",%.3f,%.6f,%s,%u,%u,%s,%u,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
         ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-        ",%.4f,%.4f,%.4f,%.4f,%.2f,%u,%.4f,%.4f\n",
+        ",%.4f,%.4f,%.4f,%.4f,%.2f,%u,%.4f,%.4f,\"%s\"\n",
         e->tick, (double) e->at / 1e9, e->started - run->origin, ema_pool_event_kind_name(e->kind),
-        e->gpu, e->peer, e->kind == EMA_POOL_EVENT_RECLAIM ? target_name(e->target) : "",
+        e->gpu, e->peer,
+        e->kind == EMA_POOL_EVENT_RECLAIM ? ema_pool_vacate_target_name(e->target) : "",
         e->target_gpu, e->slices, e->blocks_moved, e->blocks_to_host, e->blocks_dropped,
         e->bytes_copied, e->seconds * 1e3, e->map_seconds * 1e3, e->copy_seconds * 1e3,
         e->unmap_seconds * 1e3, e->slices ? e->seconds * 1e6 / (double) e->slices : 0, w.steps,
-        w.max_step_ms, w.max_gap_ms);
+        w.max_step_ms, w.max_gap_ms, e->reason);
   }
   return s;
 }

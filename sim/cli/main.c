@@ -287,6 +287,13 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
   return 0;
 }
 
+/* The experiment's warnings (ema_experiment_warnings) on stderr. */
+static void print_warnings(const EmaExperiment *experiment) {
+  g_autoptr(GPtrArray) warnings = ema_experiment_warnings(experiment);
+  for (guint i = 0; i < warnings->len; i++)
+    fprintf(stderr, "ema-sim: warning: %s\n", (const char *) warnings->pdata[i]);
+}
+
 static int command_run(int argc, char **argv, gboolean check_only) {
   g_autofree char *out_dir = NULL;
   gboolean no_plot = FALSE;
@@ -330,6 +337,7 @@ static int command_run(int argc, char **argv, gboolean check_only) {
     return fail(error);
   if (seed_text)
     experiment->seed = seed;
+  print_warnings(experiment);
   if (check_only && !check_traces(experiment, &error))
     return fail(error);
   if (check_only) {

@@ -24,8 +24,14 @@
 #define D(c) ((c)->backend_data)
 
 const char *ema_pool_event_kind_name(EmaPoolEventKind kind) {
-  static const char *const names[] = {"borrow", "return", "reclaim", "own-map", "own-unmap"};
+  static const char *const names[] = {"borrow",  "return",    "reclaim",
+                                      "own-map", "own-unmap", "refuse"};
   return (guint) kind < G_N_ELEMENTS(names) ? names[kind] : "?";
+}
+
+const char *ema_pool_vacate_target_name(EmaVacateTarget target) {
+  static const char *const names[] = {"borrower", "peer", "host", "drop"};
+  return (guint) target < G_N_ELEMENTS(names) ? names[target] : "?";
 }
 
 const char *ema_pool_action_name(EmaPoolAction action) {
@@ -117,9 +123,24 @@ static EmaPoolEvent event_start(const EmaPoolCore *c, EmaPoolEventKind kind, gui
   return e;
 }
 
+/* Adds to E's reason (cut to its size). */
+G_GNUC_PRINTF(2, 3) static void reason_add(EmaPoolEvent *e, const char *format, ...) {
+  gsize used = strlen(e->reason);
+  va_list args;
+  va_start(args, format);
+  g_vsnprintf(e->reason + used, sizeof e->reason - used, format, args);
+  va_end(args);
+}
+
+static const char *policy_name(const EmaPoolCore *c, EmaPolicyKind kind) {
+  return c->policies[kind] ? c->policies[kind]->name : "?";
+}
+
 static void event_push(EmaPoolCore *c, const EmaPoolEvent *e) {
   if (c->events)
     g_array_append_val(c->events, *e);
+  if (c->on_event)
+    c->on_event(c->on_event_data, e);
 }
 
 static EmaTime ns(double seconds) {
@@ -148,6 +169,10 @@ static gboolean sync_own(EmaPoolCore *c, EmaSliceGpu *g, double *seconds, GError
     e.map_seconds = e.seconds;
   }
   e.slices = (guint64) (changed < 0 ? -changed : changed);
+  reason_add(&e,
+             "own blocks and staging: %" G_GUINT64_FORMAT " blocks, %" G_GUINT64_FORMAT
+             " staging slices",
+             g->local_used, g->staging);
   event_push(c, &e);
   return TRUE;
 }
@@ -301,10 +326,26 @@ static void remove_remote(EmaPoolCore *c, EmaSliceGpu *g, guint lender, guint64 
 static gboolean apply_borrow(EmaPoolCore *c, guint borrower, guint lender, guint64 slices,
                              GError **error) {
   EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_BORROW, borrower, lender);
-  slices = ema_slice_cut(slices, ema_slice_ledger_borrow_limit(&c->ledger, borrower, lender),
-                         &c->stats.plans_adjusted);
-  if (slices == 0)
+  const EmaSliceGpu *b = c->ledger.gpus[borrower];
+  guint64 asked = slices, limit = ema_slice_ledger_borrow_limit(&c->ledger, borrower, lender);
+  slices = ema_slice_cut(slices, limit, &c->stats.plans_adjusted);
+  reason_add(&e,
+             "%s: gpu%u short %" G_GUINT64_FORMAT " blocks, %u waiting; asked %" G_GUINT64_FORMAT
+             " slices of gpu%u",
+             policy_name(c, EMA_POLICY_BORROW), borrower, b->blocks_short, b->waiting, asked,
+             lender);
+  if (slices < asked)
+    reason_add(&e, "; %s",
+               !c->ledger.gpus[lender]->shares ? "it does not share"
+               : lender == borrower            ? "its own"
+                                               : "it can lend");
+  if (slices < asked && c->ledger.gpus[lender]->shares && lender != borrower)
+    reason_add(&e, " %" G_GUINT64_FORMAT, limit);
+  if (slices == 0) {
+    e.kind = EMA_POOL_EVENT_REFUSE;
+    event_push(c, &e);
     return TRUE;
+  }
   if (!B(c)->lend(D(c), lender, borrower, slices, &e.seconds, error))
     return FALSE;
   e.map_seconds = e.seconds;
@@ -325,15 +366,22 @@ static gboolean apply_borrow(EmaPoolCore *c, guint borrower, guint lender, guint
   return TRUE;
 }
 
-/* BORROWER gives back SLICES empty slices of LENDER (cut to the empty ones). */
+/* BORROWER gives back SLICES empty slices of LENDER (cut to the empty
+ * ones), as WHO asked. */
 static gboolean apply_return(EmaPoolCore *c, guint borrower, guint lender, guint64 slices,
-                             GError **error) {
+                             const char *who, GError **error) {
   EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_RETURN, borrower, lender);
+  guint64 asked = slices, limit = ema_slice_ledger_return_limit(&c->ledger, borrower, lender);
   gboolean ok;
-  slices = ema_slice_cut(slices, ema_slice_ledger_return_limit(&c->ledger, borrower, lender),
-                         &c->stats.plans_adjusted);
-  if (slices == 0)
+  slices = ema_slice_cut(slices, limit, &c->stats.plans_adjusted);
+  reason_add(&e, "%s: asked to return %" G_GUINT64_FORMAT " slices of gpu%u", who, asked, lender);
+  if (slices < asked)
+    reason_add(&e, "; %" G_GUINT64_FORMAT " of them empty", limit);
+  if (slices == 0) {
+    e.kind = EMA_POOL_EVENT_REFUSE;
+    event_push(c, &e);
     return TRUE;
+  }
   /* the borrower unmaps; the lender has the slices back once that is done */
   ema_slice_ledger_change_lent(&c->ledger, lender, borrower, -(gint64) slices);
   ok = B(c)->unlend(D(c), lender, borrower, slices, &e.seconds, error);
@@ -353,7 +401,7 @@ static gboolean apply_return(EmaPoolCore *c, guint borrower, guint lender, guint
 
 gboolean ema_pool_core_return(EmaPoolCore *c, guint borrower, guint lender, guint64 slices,
                               GError **error) {
-  return apply_return(c, borrower, lender, slices, error);
+  return apply_return(c, borrower, lender, slices, "the pool", error);
 }
 
 /* Move up to BLOCKS of b's blocks from LENDER to TARGET (b itself: its own
@@ -424,11 +472,13 @@ static gboolean evict(EmaPoolCore *c, EmaSliceGpu *b, guint lender, guint64 n, g
   return TRUE;
 }
 
-/* LENDER takes back the slices of ACTION; *TAKEN, *DATA_S the time its
- * data takes to leave, *UNMAP the unmapping's. */
+static const char *const vacate_names[] = {"to the borrower", "to a peer", "to host", "dropped"};
+
+/* LENDER takes back the slices of ACTION, for WHY; *TAKEN, *DATA_S the
+ * time its data takes to leave, *UNMAP the unmapping's. */
 static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaReclaimAction *action,
-                                     guint64 *taken, double *data_s, EmaTime *unmap, double *sum,
-                                     GError **error) {
+                                     const char *why, guint64 *taken, double *data_s,
+                                     EmaTime *unmap, double *sum, GError **error) {
   guint bi = action->borrower;
   EmaSliceGpu *b = c->ledger.gpus[bi];
   guint64 slices =
@@ -446,6 +496,12 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
   e.target = action->target;
   e.target_gpu = action->target_gpu;
   excess = ema_slice_ledger_reclaim_excess(&c->ledger, lender, bi, slices, &keep);
+  reason_add(&e, "%s; %" G_GUINT64_FORMAT " slices from gpu%u", why, slices, bi);
+  if (excess > 0)
+    reason_add(&e, ", %" G_GUINT64_FORMAT " blocks of its KV %s", excess,
+               vacate_names[MIN((guint) action->target, G_N_ELEMENTS(vacate_names) - 1)]);
+  if (excess > 0 && action->target == EMA_VACATE_TO_PEER)
+    reason_add(&e, " gpu%u", action->target_gpu);
   if (excess > 0) {
     switch (action->target) {
     case EMA_VACATE_TO_BORROWER:
@@ -476,6 +532,8 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
       /* what could not go where the plan said is dropped */
       if (!evict(c, b, lender, excess - moved, FALSE, &freed, &evict_s, error))
         return FALSE;
+      if (action->target != EMA_VACATE_DROP)
+        reason_add(&e, "; %" G_GUINT64_FORMAT " dropped: no room there", freed);
       c->stats.blocks_dropped += freed;
       e.blocks_dropped += freed;
     }
@@ -520,6 +578,12 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
   double wait = 0, sum = 0;
   EmaTime unmap = 0;
   gboolean ok = TRUE;
+  char why[64];
+  if (needed > 0)
+    g_snprintf(why, sizeof why, "%s: lender gpu%u lacks %" G_GUINT64_FORMAT " slices",
+               policy_name(c, EMA_POLICY_RECLAIM), lender, needed);
+  else
+    g_snprintf(why, sizeof why, "%s: proactive", policy_name(c, EMA_POLICY_RECLAIM));
   ops->decide(c->ledger.gpus[lender]->states[EMA_POLICY_RECLAIM], c->spec->reclaim_params,
               ema_pool_core_view(c), lender, needed, &plan);
   for (guint i = 0; ok && i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
@@ -530,7 +594,7 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
       c->stats.plans_adjusted++;
       continue;
     }
-    ok = apply_reclaim_action(c, lender, &plan.actions[i], &taken, &time, &action_unmap, &sum,
+    ok = apply_reclaim_action(c, lender, &plan.actions[i], why, &taken, &time, &action_unmap, &sum,
                               error);
     if (taken == 0)
       continue;
@@ -555,7 +619,9 @@ gboolean ema_pool_core_reclaim_everything(EmaPoolCore *c, guint lender, GError *
       guint64 taken;
       double time, sum = 0;
       EmaTime unmap;
-      gboolean ok = apply_reclaim_action(c, lender, &drop, &taken, &time, &unmap, &sum, error);
+      gboolean ok =
+          apply_reclaim_action(c, lender, &drop, "everything back, the plan's rest dropped", &taken,
+                               &time, &unmap, &sum, error);
       /* counted like the policy's, as its wait is */
       reclaimed(c, lender, taken, time, unmap, sum);
       if (!ok)
@@ -590,7 +656,8 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
     else if (a->slices > 0)
       ok = apply_borrow(c, borrower, a->lender, (guint64) a->slices, error);
     else if (a->slices < 0)
-      ok = apply_return(c, borrower, a->lender, (guint64) -a->slices, error);
+      ok = apply_return(c, borrower, a->lender, (guint64) -a->slices,
+                        policy_name(c, EMA_POLICY_BORROW), error);
     if (!ok)
       return FALSE;
   }

@@ -797,6 +797,12 @@ EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu) {
   return pool->pool.gpus[gpu].slowed_by_peers;
 }
 
+void ema_pool_set_event_sink(EmaPool *pool, void (*sink)(gpointer data, const EmaPoolEvent *event),
+                             gpointer data) {
+  pool->pool.core.on_event = sink;
+  pool->pool.core.on_event_data = data;
+}
+
 gboolean ema_pool_check(const EmaPool *pool, GError **error) {
   return ema_pool_core_check(&pool->pool.core, error);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ema/core/units.h"
+#include "ema/pool/registry.h"
 
 static const char *const flow_kind_names[] = {"copy", "read", NULL};
 
@@ -387,6 +388,30 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
   if (!check_flows(experiment, root, error) || !check_tenants(experiment, root, error))
     return NULL;
   return g_steal_pointer(&experiment);
+}
+
+GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
+  GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
+  const EmaPolicyInfo *borrow;
+  if (!ema_experiment_is_serving(experiment) || experiment->policy.borrow == NULL)
+    return warnings;
+  /* bound experiments name registered policies: no error here */
+  borrow = ema_policy_registry_find(EMA_POLICY_BORROW, experiment->policy.borrow, NULL);
+  if (borrow == NULL || borrow->never_acts)
+    return warnings;
+  for (guint i = 0; i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    if (t->tp > 1)
+      g_ptr_array_add(
+          warnings,
+          g_strdup_printf("tenant %s (tp %" G_GINT64_FORMAT " on gpu%" G_GINT64_FORMAT
+                          "..gpu%" G_GINT64_FORMAT ") does not share memory under policy %s "
+                          "(borrow: %s): tensor-parallel tenants keep to their own KV memory, "
+                          "they neither borrow nor lend",
+                          t->name, t->tp, t->gpu, t->gpu + t->tp - 1, experiment->policy.name,
+                          experiment->policy.borrow));
+  }
+  return warnings;
 }
 
 gboolean ema_experiment_is_serving(const EmaExperiment *experiment) {

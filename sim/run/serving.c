@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "ema/core/file.h"
 #include "ema/pool/pool.h"
 
 #define SAMPLE_PRIORITY 100
@@ -37,6 +38,9 @@ typedef struct {
   GArray *tenants; /* Tenant */
   EmaPool *pool;
   FILE *timeline, *steps;
+  const char *out_dir;
+  FILE *events;         /* events.csv, opened at the pool's first event */
+  GError *events_error; /* the first failure to open it */
   EmaEvent sample_event;
   gboolean progress;
   gint64 wall_start, last_progress;
@@ -50,6 +54,32 @@ static EmaTime step_cost(gpointer data, const EmaStepBatch *batch) {
 static void on_step(gpointer data, const EmaStepReport *step) {
   Tenant *tenant = data;
   ema_pool_after_step(tenant->pool, tenant->gpu, step);
+}
+
+static FILE *open_output(const char *dir, const char *name, GError **error);
+
+/* One row of events.csv per pool event: the file exists only for runs
+ * whose pool did something (never under static). */
+static void on_pool_event(gpointer data, const EmaPoolEvent *e) {
+  Run *run = data;
+  if (run->events == NULL && run->events_error == NULL) {
+    run->events = open_output(run->out_dir, "events.csv", &run->events_error);
+    if (run->events)
+      fputs("time_s,event,gpu,peer,target,target_gpu,slices,blocks_moved,blocks_to_host,"
+            "blocks_dropped,bytes_copied,seconds,reason\n",
+            run->events);
+  }
+  if (run->events == NULL)
+    return;
+  g_autoptr(GString) reason = g_string_new(NULL);
+  ema_file_csv_field(reason, e->reason);
+  fprintf(run->events,
+          "%.6f,%s,%u,%u,%s,%u,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+          ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%.6f,%s\n",
+          (double) e->at / 1e9, ema_pool_event_kind_name(e->kind), e->gpu, e->peer,
+          e->kind == EMA_POOL_EVENT_RECLAIM ? ema_pool_vacate_target_name(e->target) : "",
+          e->target_gpu, e->slices, e->blocks_moved, e->blocks_to_host, e->blocks_dropped,
+          e->bytes_copied, e->seconds, reason->str);
 }
 
 /* The header of steps.csv: the columns of vLLM's step traces
@@ -290,7 +320,12 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   g_autoptr(EmaSim) sim = ema_sim_new();
   g_autoptr(GArray) tenants = g_array_new(FALSE, TRUE, sizeof(Tenant));
   g_autoptr(EmaPool) pool = NULL;
-  Run run = {experiment, sim, tenants, NULL, NULL, NULL, {0}, progress, g_get_monotonic_time(), 0};
+  Run run = {.experiment = experiment,
+             .sim = sim,
+             .tenants = tenants,
+             .out_dir = out_dir,
+             .progress = progress,
+             .wall_start = g_get_monotonic_time()};
   FILE *requests = NULL;
   gboolean ok = TRUE;
 
@@ -317,6 +352,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     fputs("time_s,gpu,tenant,kv_blocks_used,kv_blocks_free,running,waiting,last_step_ms,"
           "slices_lent,slices_borrowed,kv_blocks_remote,slices_staging,tokens\n",
           run.timeline);
+    ema_pool_set_event_sink(pool, on_pool_event, &run);
     if (experiment->steps_csv) {
       run.steps = open_output(out_dir, "steps.csv", error);
       if (run.steps == NULL) {
@@ -365,6 +401,15 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     ok = FALSE;
   if (!close_output(&run.timeline, out_dir, "timeline.csv", ok ? error : NULL))
     ok = FALSE;
+  if (!close_output(&run.events, out_dir, "events.csv", ok ? error : NULL))
+    ok = FALSE;
+  if (run.events_error) {
+    if (ok)
+      g_propagate_error(error, run.events_error);
+    else
+      g_error_free(run.events_error);
+    ok = FALSE;
+  }
   if (!close_output(&run.steps, out_dir, "steps.csv", ok ? error : NULL))
     ok = FALSE;
   report->wall_s = (double) (g_get_monotonic_time() - run.wall_start) / 1e6;

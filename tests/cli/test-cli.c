@@ -1,7 +1,8 @@
 /* test-cli.c: the ema-sim command line, run as a real program (its path in
  * EMA_SIM, working directory EMA_SOURCE_ROOT): help, version and usage
  * errors with their exit codes; `run` on the h200x2 baseline (resolved.yaml,
- * summary.json, determinism, --seed, --set); `check`, `list hwmodels` and
+ * summary.json, determinism, --seed, --set); `check` (and its warning for a
+ * tensor-parallel tenant asked to share), `list hwmodels` and
  * `describe hwmodel`; and bad input from tests/fixtures/experiments/, where
  * every error must be exactly one line on stderr that starts with
  * path:line:col: and exits 1. */
@@ -255,6 +256,21 @@ static void test_check(void) {
                   FIXTURES "inline-server.yaml: ok (inline-server on inline-h200x4, 1 ops)\n");
 }
 
+/* A tensor-parallel tenant under a sharing policy is named in a warning;
+ * under static (nothing shares) there is none. */
+static void test_check_tp_warning(void) {
+  g_autoptr(EmaTestRun) ema = ema_test_cli("check", FIXTURES "tp-share.yaml", NULL);
+  g_autoptr(EmaTestRun) fixed =
+      ema_test_cli("check", FIXTURES "tp-share.yaml", "--set", "policy=static", NULL);
+  g_assert_cmpint(ema->status, ==, 0);
+  g_assert_cmpstr(ema->err, ==,
+                  "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) does not share memory under "
+                  "policy ema (borrow: most-idle): tensor-parallel tenants keep to their own KV "
+                  "memory, they neither borrow nor lend\n");
+  g_assert_cmpint(fixed->status, ==, 0);
+  g_assert_cmpstr(fixed->err, ==, "");
+}
+
 static void test_list(void) {
   const char *const names[] = {"a100x4-40gb", "a100x8-dgx", "gb200-nvl72", "h100x8-hgx",
                                "h200x2",      "h200x8-hgx", "l40sx8-pcie", "mi300x8"};
@@ -421,6 +437,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/check", test_check);
   g_test_add_func("/cli/list", test_list);
   g_test_add_func("/cli/describe", test_describe);
+  g_test_add_func("/cli/check-tp-warning", test_check_tp_warning);
   for (guint i = 0; i < G_N_ELEMENTS(bad_inputs); i++) {
     g_autofree char *name = g_strndup(bad_inputs[i].file, strlen(bad_inputs[i].file) - 5);
     g_autofree char *path = g_strconcat("/cli/bad-input/", name, NULL);

@@ -5,13 +5,14 @@
  * EMA_POOL_CHECK_SAMPLE actions, and =off never. The pool here is the
  * mechanism alone over the simulator's cost model, driven by demand
  * targets (ema_pool_core_tick), two tenants of 64 slices, blocks of one
- * slice, GPU0 wanting more than its region. */
+ * slice, GPU0 wanting more than its region; the log's reasons. */
 #include <string.h>
 
 #include "ema/pool/core.h"
 #include "ema/pool/pool.h"
 #include "ema/pool/registry.h"
 #include "ema/run/experiment.h"
+#include "testpolicies.h"
 #include "testutil.h"
 
 #define MS (1000 * 1000)
@@ -25,10 +26,10 @@ typedef struct {
   guint64 targets[2];
 } Rig;
 
-static void rig_init(Rig *r, EmaPoolCheckLevel level) {
+/* The rig under POLICY (YAML). */
+static void rig_init_policy(Rig *r, EmaPoolCheckLevel level, const char *policy) {
   GError *error = NULL;
-  g_autoptr(EmaNode) node =
-      ema_node_load_string("{borrow: on-demand, reclaim: migrate}", "policy", NULL, &error);
+  g_autoptr(EmaNode) node = ema_node_load_string(policy, "policy", NULL, &error);
   memset(r, 0, sizeof *r);
   g_assert_no_error(error);
   g_assert_true(ema_params_bind(&ema_policy_spec_params, &r->spec, node, "policy", &error));
@@ -49,6 +50,10 @@ static void rig_init(Rig *r, EmaPoolCheckLevel level) {
   g_assert_true(ema_pool_core_start(&r->core, &error));
   r->targets[0] = 80;
   r->targets[1] = 8;
+}
+
+static void rig_init(Rig *r, EmaPoolCheckLevel level) {
+  rig_init_policy(r, level, "{borrow: on-demand, reclaim: migrate}");
 }
 
 static void rig_ticks(Rig *r, guint n) {
@@ -77,6 +82,74 @@ static void test_healthy(void) {
   rig_ticks(&r, 50);
   g_assert_cmpuint(r.core.stats.borrows, >, 0);
   g_assert_cmpuint(r.gpus[0].borrowed_total, >, 0);
+  rig_clear(&r);
+}
+
+/* Every action is logged with its reason: GPU0 lacks blocks and borrows
+ * from GPU1 under on-demand; when GPU1 wants its memory back, it reclaims
+ * them under migrate, lender first. */
+static void test_reasons(void) {
+  Rig r;
+  GError *error = NULL;
+  const EmaPoolEvent *borrow = NULL, *reclaim = NULL;
+  rig_init(&r, EMA_POOL_CHECK_ALL);
+  ema_pool_core_log(&r.core);
+  rig_ticks(&r, 2);
+  r.targets[1] = 60;
+  r.core.now += 50 * MS;
+  g_assert_true(ema_pool_core_tick(&r.core, r.targets, &error));
+  g_assert_no_error(error);
+  for (guint i = 0; i < r.core.events->len; i++) {
+    const EmaPoolEvent *e = &g_array_index(r.core.events, EmaPoolEvent, i);
+    g_test_message("%s gpu%u peer%u %" G_GUINT64_FORMAT ": %s", ema_pool_event_kind_name(e->kind),
+                   e->gpu, e->peer, e->slices, e->reason);
+    if (e->kind == EMA_POOL_EVENT_BORROW && borrow == NULL)
+      borrow = e;
+    if (e->kind == EMA_POOL_EVENT_RECLAIM && reclaim == NULL)
+      reclaim = e;
+  }
+  g_assert_nonnull(borrow);
+  /* round 2: 80 blocks wanted in a region of 64, 16 short (one sequence of 2000 tokens) */
+  g_assert_cmpstr(borrow->reason, ==,
+                  "on-demand: gpu0 short 16 blocks, 1 waiting; asked 16 slices of gpu1");
+  g_assert_nonnull(reclaim);
+  /* round 3: GPU1 wants 60 of its 64 slices, 16 lent: 12 short; GPU0's own region is full */
+  g_assert_cmpstr(reclaim->reason, ==,
+                  "migrate: lender gpu1 lacks 12 slices; 12 slices from gpu0, 12 blocks of its KV "
+                  "to host");
+  rig_clear(&r);
+}
+
+/* A plan that asks more than the ledger allows is cut, and says so; one
+ * that asks a GPU for its own slices is refused, logged as such. */
+static void test_reasons_cut(void) {
+  Rig r;
+  const EmaPoolEvent *e;
+  test_policies_register();
+  rig_init_policy(&r, EMA_POOL_CHECK_ALL,
+                  "{borrow: test-borrow-n, borrow_params: {borrower: 0, lender: 1, slices: 100, "
+                  "lender2: 0, slices2: 5}, reclaim: migrate}");
+  ema_pool_core_log(&r.core);
+  rig_ticks(&r, 1);
+  for (guint i = 0; i < r.core.events->len; i++) {
+    e = &g_array_index(r.core.events, EmaPoolEvent, i);
+    g_test_message("%s gpu%u peer%u %" G_GUINT64_FORMAT ": %s", ema_pool_event_kind_name(e->kind),
+                   e->gpu, e->peer, e->slices, e->reason);
+  }
+  g_assert_cmpuint(r.core.events->len, ==, 2);
+  e = &g_array_index(r.core.events, EmaPoolEvent, 0);
+  g_assert_cmpint(e->kind, ==, EMA_POOL_EVENT_BORROW);
+  /* GPU1's region of 64 slices holds its 8 blocks of a slice each: 56 to lend */
+  g_assert_cmpuint(e->slices, ==, 56);
+  g_assert_cmpstr(e->reason, ==,
+                  "test-borrow-n: gpu0 short 0 blocks, 0 waiting; asked 100 slices of gpu1; it can "
+                  "lend 56");
+  e = &g_array_index(r.core.events, EmaPoolEvent, 1);
+  g_assert_cmpint(e->kind, ==, EMA_POOL_EVENT_REFUSE);
+  g_assert_cmpuint(e->slices, ==, 0);
+  g_assert_cmpstr(e->reason, ==,
+                  "test-borrow-n: gpu0 short 0 blocks, 0 waiting; asked 5 slices of gpu0; its own");
+  g_assert_cmpuint(r.core.stats.plans_adjusted, ==, 2);
   rig_clear(&r);
 }
 
@@ -157,6 +230,8 @@ static void test_level_from_env(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/checks/healthy", test_healthy);
+  g_test_add_func("/checks/reasons", test_reasons);
+  g_test_add_func("/checks/reasons-cut", test_reasons_cut);
   g_test_add_func("/checks/corrupted", test_corrupted);
   g_test_add_func("/checks/level-from-env", test_level_from_env);
   return g_test_run();

@@ -61,14 +61,14 @@ static const EmaReclaimPolicyOps rotate = {
 static const EmaReclaimPolicyOps *const test_reclaim[] = {&rotate, NULL};
 static const EmaPolicyModule test_module = {EMA_POLICY_ABI_VERSION, NULL, NULL, test_reclaim};
 
-/* E's fields the two backends must agree on (not its times). */
+/* E's fields the two backends must agree on (not its times; its reason too). */
 static char *describe(const EmaPoolEvent *e) {
   return g_strdup_printf(
       "tick %" G_GUINT64_FORMAT " %s gpu%u peer%u target %d/%u slices %" G_GUINT64_FORMAT
       " moved %" G_GUINT64_FORMAT " host %" G_GUINT64_FORMAT " dropped %" G_GUINT64_FORMAT
-      " bytes %" G_GUINT64_FORMAT,
+      " bytes %" G_GUINT64_FORMAT " (%s)",
       e->tick, ema_pool_event_kind_name(e->kind), e->gpu, e->peer, e->target, e->target_gpu,
-      e->slices, e->blocks_moved, e->blocks_to_host, e->blocks_dropped, e->bytes_copied);
+      e->slices, e->blocks_moved, e->blocks_to_host, e->blocks_dropped, e->bytes_copied, e->reason);
 }
 
 /* The log without own-slice mappings, as lines. */

@@ -29,6 +29,7 @@ typedef enum {
   EMA_POOL_EVENT_RECLAIM,   /* GPU (lender) takes SLICES back from PEER: data moved or freed */
   EMA_POOL_EVENT_OWN_MAP,   /* GPU maps SLICES of its own for its blocks or staging */
   EMA_POOL_EVENT_OWN_UNMAP, /* GPU unmaps SLICES of its own */
+  EMA_POOL_EVENT_REFUSE,    /* a plan's borrow or return of GPU with PEER cut to nothing */
 } EmaPoolEventKind;
 
 typedef struct {

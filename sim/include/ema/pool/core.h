@@ -31,7 +31,10 @@
 
 G_BEGIN_DECLS
 
-/* One action as it was applied. Times: the backend's (modelled or real). */
+#define EMA_POOL_REASON_CHARS 160
+
+/* One action as it was applied (or, REFUSE, asked and not applied). Times: the backend's (modelled
+ * or real). */
 typedef struct {
   guint64 tick;   /* the round (demand driver) */
   EmaTime at;     /* the pool's time */
@@ -47,10 +50,15 @@ typedef struct {
   double map_seconds;  /* of which creating and mapping (a move's destination) */
   double copy_seconds; /* of which copies */
   double unmap_seconds;
+  /* why: the policy that asked, what the ledger made of it, what its data
+   * did ("most-idle: gpu0 short 120 blocks, 14 waiting; asked 64 slices") */
+  char reason[EMA_POOL_REASON_CHARS];
 } EmaPoolEvent;
 
-/* "borrow", "return", "reclaim", "own-map", "own-unmap". */
+/* "borrow", "return", "reclaim", "own-map", "own-unmap", "refuse". */
 const char *ema_pool_event_kind_name(EmaPoolEventKind kind);
+/* "borrower", "peer", "host", "drop". */
+const char *ema_pool_vacate_target_name(EmaVacateTarget target);
 
 typedef struct {
   guint64 borrows, slices_borrowed;   /* borrow actions and slices */
@@ -105,7 +113,10 @@ struct _EmaPoolCore {
   gpointer clock_data;
   guint64 tick;
   EmaPoolCoreStats stats;
-  GArray *events;        /* EmaPoolEvent, NULL unless logging (ema_pool_core_log) */
+  GArray *events; /* EmaPoolEvent, NULL unless logging (ema_pool_core_log) */
+  /* called with every event as it is logged (NULL: none), e.g. to write it out */
+  void (*on_event)(gpointer data, const EmaPoolEvent *event);
+  gpointer on_event_data;
   guint64 *scratch;      /* [n] */
   double *bytes_scratch; /* [n] */
   guint64 *lacking;      /* [n] what each tenant lacked at the end of its last round */

@@ -66,6 +66,7 @@
 #include "ema/core/event.h"
 #include "ema/hw/hwmodel.h"
 #include "ema/policy.h"
+#include "ema/pool/core.h"
 #include "ema/pool/backend.h"
 #include "ema/pool/ledger.h"
 #include "ema/pool/policyspec.h"
@@ -164,6 +165,10 @@ guint64 ema_pool_slices_staging(const EmaPool *pool, guint gpu);
  * far, over what they would have taken with only GPU's own prefetch copies
  * landing. */
 EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu);
+/* SINK gets every pool event (borrow, return, reclaim, refuse; core.h's
+ * EmaPoolEvent with its reason) as it happens; NULL: none. */
+void ema_pool_set_event_sink(EmaPool *pool, void (*sink)(gpointer data, const EmaPoolEvent *event),
+                             gpointer data);
 
 /* Check every ledger invariant (no GPU above its region, lent equals
  * borrowed, blocks in borrowed slices fit them, blocks counted equal the
