@@ -886,7 +886,7 @@ static void test_open_formats(void) {
   g_assert_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID);
   g_assert_cmpstr(error->message, ==,
                   "unknown trace format 'azur' (valid: auto, azure, vidur, burstgpt, mooncake, "
-                  "lengths)");
+                  "lengths, vllm-bench)");
   g_clear_error(&error);
 
   g_autofree char *lengths = fixture("lengths-good.csv");
