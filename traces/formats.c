@@ -2,7 +2,7 @@
  * ema_trace_format_*() and ema_trace_source_open(): each row names a format,
  * the header words that identify its CSV files when the format is "auto",
  * and the reader that opens it. This file sits above the readers (csv.c,
- * mooncake.c) and they never call back into it: adding a format is a reader
+ * mooncake.c, vllm.c) and they never call back into it: adding a format is a reader
  * plus one row here. */
 #include <string.h>
 
@@ -34,6 +34,7 @@ static const FormatRow formats[] = {
      open_burstgpt},
     {EMA_TRACE_FORMAT_MOONCAKE, "mooncake", NULL, ema_trace_source_open_mooncake},
     {EMA_TRACE_FORMAT_LENGTHS, "lengths", (const char *const[]){"num_prefill_tokens", NULL}, NULL},
+    {EMA_TRACE_FORMAT_VLLM_BENCH, "vllm-bench", NULL, NULL},
 };
 
 static const FormatRow *row_of(EmaTraceFormat format) {

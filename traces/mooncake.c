@@ -45,14 +45,7 @@ static gboolean get_count(MooncakeSource *self, JsonObject *obj, const char *key
     ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "missing key '%s'", key);
     return FALSE;
   }
-  GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
-  if (type == G_TYPE_INT64) {
-    v = json_node_get_int(node);
-  } else if (type == G_TYPE_DOUBLE &&
-             json_node_get_double(node) == floor(json_node_get_double(node)) &&
-             fabs(json_node_get_double(node)) < 9e15) {
-    v = (gint64) json_node_get_double(node);
-  } else {
+  if (!ema_trace_json_int(node, &v)) {
     ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "'%s' is not an integer",
                            key);
     return FALSE;
@@ -103,39 +96,6 @@ range:
   return FALSE;
 }
 
-/* The problem with LINE that json-glib would not report safely, or NULL:
- * nesting deeper than EMA_TRACE_JSON_MAX_DEPTH, an integer outside gint64.
- * Strings are skipped (brackets and digits in them are text). */
-static const char *scan_line(const char *line, gsize len) {
-  int depth = 0;
-  for (gsize i = 0; i < len; i++) {
-    char c = line[i];
-    if (c == '"') {
-      for (i++; i < len && line[i] != '"'; i++)
-        if (line[i] == '\\')
-          i++;
-    } else if (c == '[' || c == '{') {
-      if (++depth > EMA_TRACE_JSON_MAX_DEPTH)
-        return "JSON nested deeper than " G_STRINGIFY(EMA_TRACE_JSON_MAX_DEPTH) " levels";
-    } else if (c == ']' || c == '}') {
-      depth--;
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
-      gsize end = i;
-      gboolean integer = TRUE;
-      gint64 ignored;
-      while (end < len && line[end] != '\0' && strchr("0123456789+-.eE", line[end]) != NULL) {
-        integer = integer && strchr(".eE", line[end]) == NULL;
-        end++;
-      }
-      if (integer &&
-          g_strcmp0(ema_trace_parse_int(line + i, end - i, &ignored), "out of range") == 0)
-        return "integer out of range (beyond 64 bits)";
-      i = end - 1;
-    }
-  }
-  return NULL;
-}
-
 /* Reads one record. Returns 1, 0 at the end, -1 on error. */
 static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **error) {
   char *line;
@@ -149,7 +109,7 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
     return got;
 
   g_autoptr(GError) jerr = NULL;
-  const char *problem = scan_line(line, len);
+  const char *problem = ema_trace_json_scan(line, len, NULL);
   if (problem != NULL) {
     ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "%s", problem);
     return -1;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include <gsl/gsl_rng.h>
+#include <json-glib/json-glib.h>
 
 #include "ema/traces/trace.h"
 
@@ -74,6 +75,17 @@ void ema_trace_reader_error(const EmaTraceReader *reader, GError **error, EmaTra
 /* Same at an explicit line number. */
 void ema_trace_reader_error_at(const EmaTraceReader *reader, guint64 line, GError **error,
                                EmaTraceError code, const char *format, ...) G_GNUC_PRINTF(5, 6);
+
+/* ---- JSON (json.c) ------------------------------------------------------- */
+
+/* The problem with TEXT that json-glib would not report safely, or NULL:
+ * nesting deeper than EMA_TRACE_JSON_MAX_DEPTH, an integer outside gint64.
+ * Strings are skipped (brackets and digits in them are text). On a problem,
+ * *AT (may be NULL) is its byte offset. */
+const char *ema_trace_json_scan(const char *text, gsize len, gsize *at);
+/* NODE's value as an integer (an int, or a real with no fraction below
+ * 9e15) into *VALUE; FALSE if it is neither. */
+gboolean ema_trace_json_int(JsonNode *node, gint64 *value);
 
 /* ---- CSV ------------------------------------------------------------------ */
 

@@ -24,8 +24,8 @@ static const char *const length_kind_names[] = {"none",      "fixed",    "unifor
                                                 "lognormal", "resample", NULL};
 static const char *const arrivals_kind_names[] = {"file",    "poisson", "gamma", "onoff",
                                                   "diurnal", "phases",  NULL};
-static const char *const format_names[] = {"auto",     "azure",   "vidur", "burstgpt",
-                                           "mooncake", "lengths", NULL};
+static const char *const format_names[] = {"auto",     "azure",   "vidur",      "burstgpt",
+                                           "mooncake", "lengths", "vllm-bench", NULL};
 static const char *const preempt_names[] = {"recompute", "swap", NULL};
 static const char *const scheduler_names[] = {"v1", "v0", NULL};
 
@@ -198,7 +198,8 @@ static const EmaParam trace_params[] = {
      .help = "a trace file (relative to the experiment file); absent: synthetic"},
     {"format", EMA_PARAM_ENUM, TRACE_FIELD(format), .default_value = "auto",
      .choices = format_names,
-     .help = "auto (sniffed), azure, vidur, burstgpt, mooncake, lengths (needs arrivals)"},
+     .help = "auto (sniffed), azure, vidur, burstgpt, mooncake, lengths or vllm-bench (these two "
+             "need arrivals)"},
     {"keep_failed", EMA_PARAM_BOOL, TRACE_FIELD(keep_failed), .default_value = "false",
      .help = "burstgpt: keep failed requests (0 response tokens)"},
     {"cycle", EMA_PARAM_BOOL, TRACE_FIELD(cycle), .default_value = "false",
@@ -263,7 +264,8 @@ static EmaTraceArrivals *open_arrivals(const EmaTraceSpec *spec, guint64 seed, G
 static gboolean check_trace(gpointer object, const EmaNode *node, const char *path,
                             GError **error) {
   EmaTraceSpec *trace = object;
-  gboolean lengths_file = trace->file && trace->format == EMA_TRACE_FORMAT_LENGTHS;
+  gboolean lengths_file = trace->file && (trace->format == EMA_TRACE_FORMAT_LENGTHS ||
+                                          trace->format == EMA_TRACE_FORMAT_VLLM_BENCH);
   gboolean needs_arrivals = trace->file == NULL || lengths_file;
   gboolean needs_lengths = trace->file == NULL;
   g_autofree char *why = g_strdup_printf("by arrivals: %s", arrivals_kind_names[trace->arrivals]);
@@ -282,7 +284,7 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
                                       : "a synthetic trace needs an arrival process (arrivals: "
                                         "poisson, gamma, onoff, diurnal or phases) or a file")
                        : "this trace file has its own arrival times: leave arrivals out, or use "
-                         "format: lengths");
+                         "format: lengths or vllm-bench");
     return FALSE;
   }
   if (!check_choice_keys(node, path, arrival_keys, &arrival_choice_keys[trace->arrivals], why,
@@ -530,6 +532,12 @@ static EmaTraceSource *open_file(const EmaTraceSpec *spec, guint64 seed, GError 
     EmaTraceArrivals *arrivals =
         open_arrivals(spec, ema_trace_seed_derive(seed, "arrivals"), error);
     return arrivals ? ema_trace_source_open_lengths(spec->file, arrivals, spec->cycle, error)
+                    : NULL;
+  }
+  if (spec->format == EMA_TRACE_FORMAT_VLLM_BENCH) {
+    EmaTraceArrivals *arrivals =
+        open_arrivals(spec, ema_trace_seed_derive(seed, "arrivals"), error);
+    return arrivals ? ema_trace_source_open_vllm_bench(spec->file, arrivals, spec->cycle, error)
                     : NULL;
   }
   if (spec->format == EMA_TRACE_FORMAT_BURSTGPT) {

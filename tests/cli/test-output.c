@@ -311,6 +311,49 @@ static void test_check_reads_traces(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* check opens a vllm-bench trace too: with arrivals it passes, a bad entry
+ * fails with the key and index, a ShareGPT file with the way out. */
+static void test_check_vllm_bench(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *good = write_experiment(
+      tmp, "good.yaml", "chk", "true",
+      "file: bench.json, format: vllm-bench, arrivals: poisson, rate: 2, requests: 2");
+  g_autofree char *bad =
+      write_experiment(tmp, "bad.yaml", "chk", "true",
+                       "file: bad.json, format: vllm-bench, arrivals: poisson, rate: 2");
+  g_autofree char *share =
+      write_experiment(tmp, "share.yaml", "chk", "true",
+                       "file: share.json, format: vllm-bench, arrivals: poisson, rate: 2");
+  g_autofree char *none =
+      write_experiment(tmp, "none.yaml", "chk", "true", "file: bench.json, format: vllm-bench");
+  touch(tmp, "bench.json", "{\"input_lens\": [10, 20], \"output_lens\": [5, 6]}");
+  touch(tmp, "bad.json", "{\"input_lens\": [10, 0], \"output_lens\": [5, 6]}");
+  touch(tmp, "share.json", "[{\"id\": \"x\", \"conversations\": []}]");
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", good, NULL);
+    ema_test_assert_ok(run);
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", bad, NULL);
+    g_autofree char *want = g_strdup_printf(
+        "tenant b: %s/bad.json: input_lens[1] must be in [1, 4294967295], found 0\n", tmp);
+    ema_test_assert_failed(run, 1, want);
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", share, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "share.json: a ShareGPT dataset holds text, not token "
+                                       "counts");
+    ema_test_assert_contains(run->err, "../shared/traces/lengths/sharegpt-llama.csv");
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", none, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "a lengths file needs an arrival process");
+  }
+  ema_test_remove_tree(tmp);
+}
+
 /* list llms, describe llm, describe experiment, describe hwmodel --help. */
 static void test_discover(void) {
   g_autoptr(EmaTestRun) llms = ema_test_cli("list", "llms", NULL);
@@ -379,6 +422,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
   g_test_add_func("/output/check-reads-traces", test_check_reads_traces);
+  g_test_add_func("/output/check-vllm-bench", test_check_vllm_bench);
   g_test_add_func("/output/discover", test_discover);
   g_test_add_func("/output/one-gpu-without-link", test_one_gpu_without_link);
   status = g_test_run();

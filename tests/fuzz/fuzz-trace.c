@@ -1,6 +1,6 @@
 /* fuzz-trace.c: libFuzzer harness of one trace reader, chosen at build time
  * by EMA_FUZZ_FORMAT (an EmaTraceFormat: Azure, Vidur, BurstGPT, Mooncake,
- * or the lengths reader over Poisson arrivals). The input is the file; every
+ * or the lengths and vllm-bench readers over Poisson arrivals). The input is the file; every
  * record is read (at most 100,000); records never go back in time and a
  * failure always comes with an error naming the file. */
 #include <stdio.h>
@@ -19,6 +19,10 @@ static EmaTraceSource *open_source(const char *path, GError **error) {
   if (EMA_FUZZ_FORMAT == EMA_TRACE_FORMAT_LENGTHS) {
     EmaTraceArrivals *arrivals = ema_trace_arrivals_new_poisson(10, 1, error);
     return arrivals ? ema_trace_source_open_lengths(path, arrivals, FALSE, error) : NULL;
+  }
+  if (EMA_FUZZ_FORMAT == EMA_TRACE_FORMAT_VLLM_BENCH) {
+    EmaTraceArrivals *arrivals = ema_trace_arrivals_new_poisson(10, 1, error);
+    return arrivals ? ema_trace_source_open_vllm_bench(path, arrivals, FALSE, error) : NULL;
   }
   return ema_trace_source_open(EMA_FUZZ_FORMAT, path, error);
 }

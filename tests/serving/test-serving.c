@@ -602,7 +602,7 @@ static const BadConfig bad_configs[] = {
      "poisson, gamma, onoff, diurnal or phases) or a file"},
     {"file-with-arrivals.yaml", EMA_CONFIG_ERROR_INVALID,
      "8:49: tenants.0.trace.arrivals: this trace file has its own arrival times: leave arrivals "
-     "out, or use format: lengths"},
+     "out, or use format: lengths or vllm-bench"},
     {"cv-with-poisson.yaml", EMA_CONFIG_ERROR_KEY,
      "11:7: tenants.0.trace.cv: not used by arrivals: poisson"},
     {"start-synthetic.yaml", EMA_CONFIG_ERROR_KEY,

@@ -713,6 +713,144 @@ static void test_lengths_file(void) {
                    1, EMA_TRACE_ERROR_PARSE, cut, "3: expected 2 fields, found 1");
 }
 
+/* ---- vLLM benchmark results ---------------------------------------------------- */
+
+static EmaTraceSource *open_vllm(const char *path, gboolean cycle, GError **error) {
+  return ema_trace_source_open_vllm_bench(path, ema_trace_arrivals_new_poisson(2.0, 7, NULL), cycle,
+                                          error);
+}
+
+static void test_vllm_bench_good(void) {
+  GError *error = NULL;
+  g_autofree char *path = fixture("vllm-bench.json");
+  /* Request 1 failed ("Bad Request"): skipped, its 0 output tokens are not
+   * what it asked for. */
+  static const guint32 prompt[] = {12, 7, 41}, output[] = {64, 5, 128};
+
+  g_autoptr(EmaTraceSource) once = open_vllm(path, FALSE, &error);
+  g_assert_no_error(error);
+  g_autoptr(GArray) a = read_all(once, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(a->len, ==, 3);
+  g_assert_cmpuint(ema_trace_source_get_skipped(once), ==, 1);
+
+  /* The arrivals are the Poisson process's, the same as over a lengths CSV
+   * with the same seed; cycling repeats the lengths. */
+  g_autofree char *csv =
+      write_tmp("vllm-same.csv", "num_prefill_tokens,num_decode_tokens\n12,64\n7,5\n41,128\n", -1);
+  g_autoptr(EmaTraceSource) ref = ema_trace_source_open_lengths(
+      csv, ema_trace_arrivals_new_poisson(2.0, 7, NULL), TRUE, &error);
+  g_autoptr(EmaTraceSource) cyc = ema_trace_limit(open_vllm(path, TRUE, &error), 7);
+  g_assert_no_error(error);
+  for (guint i = 0; i < 7; i++) {
+    EmaRequestRecord r, want;
+    g_assert_true(ema_trace_source_next(cyc, &r, &error));
+    g_assert_true(ema_trace_source_next(ref, &want, &error));
+    g_assert_cmpuint(r.id, ==, i);
+    g_assert_cmpuint(r.prompt_tokens, ==, prompt[i % 3]);
+    g_assert_cmpuint(r.output_tokens, ==, output[i % 3]);
+    g_assert_cmpint(r.arrival, ==, want.arrival);
+    g_assert_cmpuint(r.prefix_blocks, ==, 0);
+  }
+  EmaRequestRecord r;
+  g_assert_false(ema_trace_source_next(cyc, &r, &error));
+  g_assert_no_error(error);
+
+  /* Without "errors" every request is kept; null entries are successes. */
+  g_autofree char *plain = write_tmp(
+      "vllm-plain.json",
+      "{\"input_lens\": [3, 4.0], \"output_lens\": [0, 9], \"errors\": [null, \"\"]}", -1);
+  g_autoptr(EmaTraceSource) p = open_vllm(plain, FALSE, &error);
+  g_assert_no_error(error);
+  g_autoptr(GArray) b = read_all(p, &error);
+  g_assert_cmpuint(b->len, ==, 2);
+  g_assert_cmpuint(g_array_index(b, EmaRequestRecord, 1).prompt_tokens, ==, 4);
+  g_assert_cmpuint(g_array_index(b, EmaRequestRecord, 0).output_tokens, ==, 0);
+}
+
+static void test_vllm_bench_errors(void) {
+  GError *error = NULL;
+
+  g_autofree char *share = fixture("sharegpt-mini.json");
+  g_assert_null(open_vllm(share, FALSE, &error));
+  assert_error(error, EMA_TRACE_ERROR_INVALID, share,
+               " a ShareGPT dataset holds text, not token counts, and EMA has no tokenizer: use "
+               "its lengths tokenized for the model, a length-only CSV (format: lengths), e.g. "
+               "../shared/traces/lengths/sharegpt-llama.csv or sharegpt-opt.csv");
+  g_clear_error(&error);
+
+  static const struct {
+    const char *text;
+    EmaTraceError code;
+    const char *message;
+  } cases[] = {
+      {"", EMA_TRACE_ERROR_EMPTY, " empty file: no JSON value"},
+      {"[1, 2]", EMA_TRACE_ERROR_PARSE,
+       " not a JSON object (a vLLM benchmark result: benchmark_serving.py --save-result)"},
+      {"{\"output_lens\": [1]}", EMA_TRACE_ERROR_PARSE,
+       " missing key 'input_lens' (not a vLLM benchmark result: benchmark_serving.py "
+       "--save-result)"},
+      {"{\"input_lens\": 3, \"output_lens\": [1]}", EMA_TRACE_ERROR_PARSE,
+       " 'input_lens' is not an array"},
+      {"{\"input_lens\": [1, 2], \"output_lens\": [1]}", EMA_TRACE_ERROR_PARSE,
+       " input_lens has 2 entries but output_lens 1"},
+      {"{\"input_lens\": [1], \"output_lens\": [1], \"errors\": []}", EMA_TRACE_ERROR_PARSE,
+       " input_lens has 1 entries but errors 0"},
+      {"{\"input_lens\": [1], \"output_lens\": [1], \"errors\": [3]}", EMA_TRACE_ERROR_PARSE,
+       " errors[0] is not a string"},
+      {"{\"input_lens\": [5, 0], \"output_lens\": [1, 1]}", EMA_TRACE_ERROR_PARSE,
+       " input_lens[1] must be in [1, 4294967295], found 0"},
+      {"{\"input_lens\": [5], \"output_lens\": [4294967296]}", EMA_TRACE_ERROR_PARSE,
+       " output_lens[0] must be in [0, 4294967295], found 4294967296"},
+      {"{\"input_lens\": [\"5\"], \"output_lens\": [1]}", EMA_TRACE_ERROR_PARSE,
+       " input_lens[0] is not an integer"},
+      {"{\"input_lens\": [1.5], \"output_lens\": [1]}", EMA_TRACE_ERROR_PARSE,
+       " input_lens[0] is not an integer"},
+      {"{\"input_lens\": [], \"output_lens\": []}", EMA_TRACE_ERROR_EMPTY,
+       " no requests (input_lens is empty)"},
+      {"{\"input_lens\": [1], \"output_lens\": [0], \"errors\": [\"x\"]}", EMA_TRACE_ERROR_EMPTY,
+       " no requests (input_lens is empty or every request failed)"},
+      {"{\n  \"input_lens\": [1],\n  \"x\": 99999999999999999999}", EMA_TRACE_ERROR_PARSE,
+       "3:8: integer out of range (beyond 64 bits)"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *name = g_strdup_printf("vllm-%u.json", i);
+    g_autofree char *path = write_tmp(name, cases[i].text, -1);
+    g_assert_null(open_vllm(path, FALSE, &error));
+    assert_error(error, cases[i].code, path, cases[i].message);
+    g_clear_error(&error);
+  }
+
+  /* Nesting is refused before json-glib recurses, at its line and column. */
+  g_autoptr(GString) deep = g_string_new("{\"input_lens\":\n");
+  for (int i = 0; i < 40; i++)
+    g_string_append_c(deep, '[');
+  g_autofree char *deep_path = write_tmp("vllm-deep.json", deep->str, -1);
+  g_assert_null(open_vllm(deep_path, FALSE, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, deep_path, "2:32: JSON nested deeper than 32 levels");
+  g_clear_error(&error);
+
+  /* Syntax errors carry json-glib's line and column. */
+  g_autofree char *cut = write_tmp("vllm-cut.json", "{\n \"input_lens\": [1,\n", -1);
+  g_assert_null(open_vllm(cut, FALSE, &error));
+  g_assert_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE);
+  g_autofree char *prefix = g_strconcat(cut, ":3:", NULL);
+  g_assert_true(g_str_has_prefix(error->message, prefix));
+  g_clear_error(&error);
+
+  /* Not a regular file. */
+  g_assert_null(open_vllm(tmp_dir, FALSE, &error));
+  g_assert_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_IO);
+  g_assert_true(g_str_has_prefix(error->message, tmp_dir));
+  g_clear_error(&error);
+
+  /* Opening by format needs an arrival process. */
+  g_autofree char *good = fixture("vllm-bench.json");
+  g_assert_null(ema_trace_source_open(EMA_TRACE_FORMAT_VLLM_BENCH, good, &error));
+  g_assert_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID);
+  g_clear_error(&error);
+}
+
 /* ---- formats and open() ------------------------------------------------------- */
 
 static void test_open_formats(void) {
@@ -748,7 +886,7 @@ static void test_open_formats(void) {
   g_assert_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID);
   g_assert_cmpstr(error->message, ==,
                   "unknown trace format 'azur' (valid: auto, azure, vidur, burstgpt, mooncake, "
-                  "lengths)");
+                  "lengths, vllm-bench)");
   g_clear_error(&error);
 
   g_autofree char *lengths = fixture("lengths-good.csv");
@@ -1379,6 +1517,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/traces/mooncake/good", test_mooncake_good);
   g_test_add_func("/traces/mooncake/errors", test_mooncake_errors);
   g_test_add_func("/traces/lengths-file/stop-cycle-errors", test_lengths_file);
+  g_test_add_func("/traces/vllm-bench/good", test_vllm_bench_good);
+  g_test_add_func("/traces/vllm-bench/errors", test_vllm_bench_errors);
   g_test_add_func("/traces/open/formats", test_open_formats);
   g_test_add_func("/traces/transform/compose", test_transform_compose);
   g_test_add_func("/traces/transform/split", test_transform_split);

@@ -86,15 +86,16 @@ guint64 ema_trace_source_get_skipped(const EmaTraceSource *src);
 /* ---- file readers --------------------------------------------------------- */
 
 typedef enum {
-  EMA_TRACE_FORMAT_AUTO,     /* sniffed from the first line */
-  EMA_TRACE_FORMAT_AZURE,    /* TIMESTAMP,ContextTokens,GeneratedTokens */
-  EMA_TRACE_FORMAT_VIDUR,    /* arrived_at,num_prefill_tokens,num_decode_tokens */
-  EMA_TRACE_FORMAT_BURSTGPT, /* Timestamp,...,Request tokens,Response tokens,... */
-  EMA_TRACE_FORMAT_MOONCAKE, /* JSONL {"timestamp","input_length","output_length","hash_ids"} */
-  EMA_TRACE_FORMAT_LENGTHS,  /* num_prefill_tokens,num_decode_tokens,... (needs arrivals) */
+  EMA_TRACE_FORMAT_AUTO,       /* sniffed from the first line */
+  EMA_TRACE_FORMAT_AZURE,      /* TIMESTAMP,ContextTokens,GeneratedTokens */
+  EMA_TRACE_FORMAT_VIDUR,      /* arrived_at,num_prefill_tokens,num_decode_tokens */
+  EMA_TRACE_FORMAT_BURSTGPT,   /* Timestamp,...,Request tokens,Response tokens,... */
+  EMA_TRACE_FORMAT_MOONCAKE,   /* JSONL {"timestamp","input_length","output_length","hash_ids"} */
+  EMA_TRACE_FORMAT_LENGTHS,    /* num_prefill_tokens,num_decode_tokens,... (needs arrivals) */
+  EMA_TRACE_FORMAT_VLLM_BENCH, /* vLLM benchmark --save-result JSON (needs arrivals) */
 } EmaTraceFormat;
 
-/* "auto", "azure", "vidur", "burstgpt", "mooncake", "lengths". */
+/* "auto", "azure", "vidur", "burstgpt", "mooncake", "lengths", "vllm-bench". */
 const char *ema_trace_format_name(EmaTraceFormat format);
 /* Error (EMA_TRACE_ERROR_INVALID) lists the valid names. */
 gboolean ema_trace_format_from_name(const char *name, EmaTraceFormat *format, GError **error);
@@ -129,6 +130,15 @@ EmaTraceSource *ema_trace_source_open_mooncake(const char *path, GError **error)
  * CYCLE starts again from the first row; otherwise the source ends. */
 EmaTraceSource *ema_trace_source_open_lengths(const char *path, EmaTraceArrivals *arrivals,
                                               gboolean cycle, GError **error);
+/* The result JSON of vLLM's benchmark_serving.py --save-result (an object
+ * with arrays input_lens and output_lens; requests with a non-empty entry in
+ * errors are skipped). It holds no send times, so arrivals are drawn from
+ * ARRIVALS (taken over, even on error); CYCLE as for lengths. A ShareGPT
+ * dataset JSON (text, no token counts) is refused with a pointer to
+ * pre-tokenized length CSVs. The file is read whole (at most
+ * EMA_FILE_MAX_TEXT bytes) and then only its lengths are kept. */
+EmaTraceSource *ema_trace_source_open_vllm_bench(const char *path, EmaTraceArrivals *arrivals,
+                                                 gboolean cycle, GError **error);
 
 /* A source over a copy of N records (arrivals must not decrease); for tests
  * and hand-written workloads. */

@@ -1,0 +1,57 @@
+/* json.c: what the JSON trace readers (mooncake.c, vllm.c) share: a scan of
+ * the text before json-glib sees it, and the integer value of a node.
+ *
+ * Invariants: the scan reads each byte once and allocates nothing; it
+ * refuses what json-glib would not handle safely (nesting deeper than
+ * EMA_TRACE_JSON_MAX_DEPTH, since its parser recurses once per level, and
+ * integers outside gint64, which it would wrap), and says at which byte. */
+#include <math.h>
+#include <string.h>
+
+#include "private.h"
+
+const char *ema_trace_json_scan(const char *text, gsize len, gsize *at) {
+  int depth = 0;
+  for (gsize i = 0; i < len; i++) {
+    char c = text[i];
+    if (at != NULL)
+      *at = i;
+    if (c == '"') {
+      for (i++; i < len && text[i] != '"'; i++)
+        if (text[i] == '\\')
+          i++;
+    } else if (c == '[' || c == '{') {
+      if (++depth > EMA_TRACE_JSON_MAX_DEPTH)
+        return "JSON nested deeper than " G_STRINGIFY(EMA_TRACE_JSON_MAX_DEPTH) " levels";
+    } else if (c == ']' || c == '}') {
+      depth--;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      gsize end = i;
+      gboolean integer = TRUE;
+      gint64 ignored;
+      while (end < len && text[end] != '\0' && strchr("0123456789+-.eE", text[end]) != NULL) {
+        integer = integer && strchr(".eE", text[end]) == NULL;
+        end++;
+      }
+      if (integer &&
+          g_strcmp0(ema_trace_parse_int(text + i, end - i, &ignored), "out of range") == 0)
+        return "integer out of range (beyond 64 bits)";
+      i = end - 1;
+    }
+  }
+  return NULL;
+}
+
+gboolean ema_trace_json_int(JsonNode *node, gint64 *value) {
+  GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
+  if (type == G_TYPE_INT64) {
+    *value = json_node_get_int(node);
+    return TRUE;
+  }
+  if (type == G_TYPE_DOUBLE && json_node_get_double(node) == floor(json_node_get_double(node)) &&
+      fabs(json_node_get_double(node)) < 9e15) {
+    *value = (gint64) json_node_get_double(node);
+    return TRUE;
+  }
+  return FALSE;
+}

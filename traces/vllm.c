@@ -1,0 +1,254 @@
+/* vllm.c: the vLLM benchmark result reader (format "vllm-bench"): the JSON
+ * that vLLM's benchmarks/benchmark_serving.py writes with --save-result.
+ *
+ * What the format holds: one object; "input_lens"[i] is request i's prompt
+ * length and "output_lens"[i] the tokens it generated, both in the
+ * benchmark's tokenizer (the model's, "tokenizer_id"); "errors"[i], when
+ * present, is "" for a request that succeeded and the error text otherwise
+ * (a failed request's output_lens entry is 0, not what it asked for, so such
+ * requests are skipped and counted as skipped). Other keys (ttfts, itls,
+ * generated_texts, the summary figures) are measurements, not workload, and
+ * are ignored. What it lacks: per-request send times (the benchmark draws
+ * them from --request-rate / --burstiness and does not save them), prefix
+ * identities and tenants; so the trace needs an arrival process like a
+ * length-only CSV, and requests are replayed in file order.
+ *
+ * The ShareGPT dataset JSON (an array of {"id", "conversations": [{"from":
+ * "human"|"gpt", "value": text}, ...]}) is recognised and refused: it holds
+ * text, and vLLM's benchmark tokenizes the first human turn and the gpt reply
+ * with the model's tokenizer, which EMA does not have. Its lengths,
+ * tokenized for LLaMA and OPT, are length-only CSVs (format: lengths) in
+ * ../shared/traces/lengths/; no token count is ever guessed from bytes.
+ *
+ * Invariants: the file is a regular file of at most EMA_FILE_MAX_TEXT bytes,
+ * scanned (nesting depth, 64-bit integers) before json-glib parses it; after
+ * the open only the two length arrays (8 bytes a request) are held; input
+ * lengths are in [1, 2^32-1], output lengths in [0, 2^32-1]; errors name the
+ * file and the line:col (syntax) or the key and index (values). */
+#include <string.h>
+
+#include "ema/core/file.h"
+#include "private.h"
+
+typedef struct {
+  EmaTraceSource base;
+  GArray *prompt, *output; /* guint32, one per kept request */
+  guint next;
+  EmaTraceArrivals *arrivals;
+  gboolean cycle;
+} VllmSource;
+
+static void vllm_error(GError **error, EmaTraceError code, const char *path, const char *format,
+                       ...) G_GNUC_PRINTF(4, 5);
+static void vllm_error(GError **error, EmaTraceError code, const char *path, const char *format,
+                       ...) {
+  va_list args;
+  va_start(args, format);
+  g_autofree char *message = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error(error, EMA_TRACE_ERROR, code, "%s: %s", path, message);
+}
+
+/* "LINE:COL" (from 1) of byte AT of TEXT. */
+static char *line_col(const char *text, gsize at) {
+  guint64 line = 1, col = 1;
+  for (gsize i = 0; i < at; i++) {
+    if (text[i] == '\n') {
+      line++;
+      col = 1;
+    } else {
+      col++;
+    }
+  }
+  return g_strdup_printf("%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT, line, col);
+}
+
+static JsonArray *get_array(JsonObject *obj, const char *key, const char *path, GError **error) {
+  JsonNode *node = json_object_get_member(obj, key);
+  if (node == NULL || !JSON_NODE_HOLDS_ARRAY(node)) {
+    vllm_error(error, EMA_TRACE_ERROR_PARSE, path,
+               node == NULL ? "missing key '%s' (not a vLLM benchmark result: "
+                              "benchmark_serving.py --save-result)"
+                            : "'%s' is not an array",
+               key);
+    return NULL;
+  }
+  return json_node_get_array(node);
+}
+
+static gboolean get_length(JsonArray *array, const char *key, guint i, gint64 min, const char *path,
+                           guint32 *value, GError **error) {
+  gint64 v;
+  if (!ema_trace_json_int(json_array_get_element(array, i), &v)) {
+    vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "%s[%u] is not an integer", key, i);
+    return FALSE;
+  }
+  if (v < min || v > G_MAXUINT32) {
+    vllm_error(error, EMA_TRACE_ERROR_PARSE, path,
+               "%s[%u] must be in [%" G_GINT64_FORMAT ", %u], found %" G_GINT64_FORMAT, key, i, min,
+               G_MAXUINT32, v);
+    return FALSE;
+  }
+  *value = (guint32) v;
+  return TRUE;
+}
+
+/* TRUE if errors[I] marks request I as failed (a non-empty string; null and
+ * "" mean success). */
+static gboolean failed(JsonArray *errors, guint i, const char *path, gboolean *out,
+                       GError **error) {
+  JsonNode *node = json_array_get_element(errors, i);
+  if (JSON_NODE_HOLDS_NULL(node)) {
+    *out = FALSE;
+    return TRUE;
+  }
+  if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING) {
+    vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "errors[%u] is not a string", i);
+    return FALSE;
+  }
+  *out = json_node_get_string(node)[0] != '\0';
+  return TRUE;
+}
+
+static gboolean is_sharegpt(JsonNode *root) {
+  if (!JSON_NODE_HOLDS_ARRAY(root) || json_array_get_length(json_node_get_array(root)) == 0)
+    return FALSE;
+  JsonNode *first = json_array_get_element(json_node_get_array(root), 0);
+  return JSON_NODE_HOLDS_OBJECT(first) &&
+         json_object_has_member(json_node_get_object(first), "conversations");
+}
+
+/* Fills SELF's arrays from the parsed ROOT. */
+static gboolean load(VllmSource *self, JsonNode *root, const char *path, GError **error) {
+  if (is_sharegpt(root)) {
+    vllm_error(error, EMA_TRACE_ERROR_INVALID, path,
+               "a ShareGPT dataset holds text, not token counts, and EMA has no tokenizer: use "
+               "its lengths tokenized for the model, a length-only CSV (format: lengths), e.g. "
+               "../shared/traces/lengths/sharegpt-llama.csv or sharegpt-opt.csv");
+    return FALSE;
+  }
+  if (!JSON_NODE_HOLDS_OBJECT(root)) {
+    vllm_error(error, EMA_TRACE_ERROR_PARSE, path,
+               "not a JSON object (a vLLM benchmark result: benchmark_serving.py --save-result)");
+    return FALSE;
+  }
+  JsonObject *obj = json_node_get_object(root);
+  JsonArray *inputs = get_array(obj, "input_lens", path, error);
+  JsonArray *outputs = inputs ? get_array(obj, "output_lens", path, error) : NULL;
+  if (outputs == NULL)
+    return FALSE;
+  guint n = json_array_get_length(inputs);
+  if (json_array_get_length(outputs) != n) {
+    vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "input_lens has %u entries but output_lens %u",
+               n, json_array_get_length(outputs));
+    return FALSE;
+  }
+  JsonArray *errors = NULL;
+  if (json_object_has_member(obj, "errors")) {
+    errors = get_array(obj, "errors", path, error);
+    if (errors == NULL)
+      return FALSE;
+    if (json_array_get_length(errors) != n) {
+      vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "input_lens has %u entries but errors %u", n,
+                 json_array_get_length(errors));
+      return FALSE;
+    }
+  }
+  for (guint i = 0; i < n; i++) {
+    guint32 prompt, output;
+    gboolean skip = FALSE;
+    if (errors != NULL && !failed(errors, i, path, &skip, error))
+      return FALSE;
+    if (skip) {
+      self->base.skipped++;
+      continue;
+    }
+    if (!get_length(inputs, "input_lens", i, 1, path, &prompt, error) ||
+        !get_length(outputs, "output_lens", i, 0, path, &output, error))
+      return FALSE;
+    g_array_append_val(self->prompt, prompt);
+    g_array_append_val(self->output, output);
+  }
+  if (self->prompt->len == 0) {
+    vllm_error(error, EMA_TRACE_ERROR_EMPTY, path, "no requests (input_lens is empty%s)",
+               n > 0 ? " or every request failed" : "");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean vllm_next(EmaTraceSource *src, EmaRequestRecord *out, GError **error) {
+  VllmSource *self = (VllmSource *) src;
+  (void) error;
+
+  if (self->next == self->prompt->len) {
+    if (!self->cycle)
+      return FALSE;
+    self->next = 0;
+  }
+  out->id = src->count;
+  out->arrival = ema_trace_arrivals_next(self->arrivals);
+  out->prompt_tokens = g_array_index(self->prompt, guint32, self->next);
+  out->output_tokens = g_array_index(self->output, guint32, self->next);
+  out->prefix_blocks = 0;
+  out->prefix_unit_tokens = 0;
+  out->prefix_ids = NULL;
+  self->next++;
+  return TRUE;
+}
+
+static void vllm_finalize(EmaTraceSource *src) {
+  VllmSource *self = (VllmSource *) src;
+  g_clear_pointer(&self->prompt, g_array_unref);
+  g_clear_pointer(&self->output, g_array_unref);
+  ema_trace_arrivals_free(self->arrivals);
+}
+
+static const EmaTraceSourceClass vllm_class = {"vllm-bench", vllm_next, vllm_finalize};
+
+EmaTraceSource *ema_trace_source_open_vllm_bench(const char *path, EmaTraceArrivals *arrivals,
+                                                 gboolean cycle, GError **error) {
+  g_return_val_if_fail(path != NULL && arrivals != NULL, NULL);
+
+  VllmSource *self = ema_trace_source_alloc(&vllm_class, sizeof *self);
+  g_autoptr(EmaTraceSource) src = &self->base;
+  self->arrivals = arrivals;
+  self->cycle = cycle;
+  self->prompt = g_array_new(FALSE, FALSE, sizeof(guint32));
+  self->output = g_array_new(FALSE, FALSE, sizeof(guint32));
+
+  g_autofree char *text = NULL;
+  gsize len = 0, at = 0;
+  GError *inner = NULL;
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &len, &inner)) {
+    g_set_error_literal(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_IO, inner->message);
+    g_error_free(inner);
+    return NULL;
+  }
+  const char *problem = ema_trace_json_scan(text, len, &at);
+  if (problem != NULL) {
+    g_autofree char *where = line_col(text, at);
+    g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, "%s:%s: %s", path, where, problem);
+    return NULL;
+  }
+  g_autoptr(JsonParser) parser = json_parser_new_immutable();
+  g_autoptr(GError) jerr = NULL;
+  if (!json_parser_load_from_data(parser, text, (gssize) len, &jerr)) {
+    /* json-glib's message reads "<data>:LINE:COL: Parse error: ..." */
+    const char *msg = jerr->message;
+    if (g_str_has_prefix(msg, "<data>:"))
+      g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, "%s:%s", path,
+                  msg + strlen("<data>:"));
+    else
+      vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "invalid JSON: %s", msg);
+    return NULL;
+  }
+  JsonNode *root = json_parser_get_root(parser);
+  if (root == NULL) {
+    vllm_error(error, EMA_TRACE_ERROR_EMPTY, path, "empty file: no JSON value");
+    return NULL;
+  }
+  if (!load(self, root, path, error))
+    return NULL;
+  return g_steal_pointer(&src);
+}
