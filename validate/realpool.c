@@ -12,6 +12,7 @@
 #include "cudacheck.h"
 #include "decode.h"
 #include "decodeplan.h"
+#include "report.h"
 #include "ema/hw/steptime.h"
 #include "fill.h"
 #include "gpu.h"
@@ -767,18 +768,19 @@ static GString *events_csv(const Run *run) {
   for (guint i = 0; run->events && i < run->events->len; i++) {
     const EmaPoolEvent *e = &g_array_index(run->events, EmaPoolEvent, i);
     StepWindow w = steps_between(run->samples, e->started, e->started + e->seconds);
+    g_autofree char *reason = ema_csv_field(e->reason);
     g_string_append_printf(
         s,
         "%" G_GUINT64_FORMAT ",%.3f,%.6f,%s,%u,%u,%s,%u,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
         ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-        ",%.4f,%.4f,%.4f,%.4f,%.2f,%u,%.4f,%.4f,\"%s\"\n",
+        ",%.4f,%.4f,%.4f,%.4f,%.2f,%u,%.4f,%.4f,%s\n",
         e->tick, (double) e->at / 1e9, e->started - run->origin, ema_pool_event_kind_name(e->kind),
         e->gpu, e->peer,
         e->kind == EMA_POOL_EVENT_RECLAIM ? ema_pool_vacate_target_name(e->target) : "",
         e->target_gpu, e->slices, e->blocks_moved, e->blocks_to_host, e->blocks_dropped,
         e->bytes_copied, e->seconds * 1e3, e->map_seconds * 1e3, e->copy_seconds * 1e3,
         e->unmap_seconds * 1e3, e->slices ? e->seconds * 1e6 / (double) e->slices : 0, w.steps,
-        w.max_step_ms, w.max_gap_ms, e->reason);
+        w.max_step_ms, w.max_gap_ms, reason);
   }
   return s;
 }

@@ -127,16 +127,8 @@ const EmaDerived *ema_report_get_derived(const EmaReport *report, guint index) {
 }
 
 char *ema_csv_field(const char *text) {
-  GString *out;
-  if (strpbrk(text, ",\"\r\n") == NULL)
-    return g_strdup(text);
-  out = g_string_new("\"");
-  for (const char *c = text; *c; c++) {
-    if (*c == '"')
-      g_string_append_c(out, '"');
-    g_string_append_c(out, *c);
-  }
-  g_string_append_c(out, '"');
+  GString *out = g_string_new(NULL);
+  ema_file_csv_field(out, text);
   return g_string_free(out, FALSE);
 }
 
