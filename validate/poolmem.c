@@ -646,6 +646,7 @@ gboolean ema_pool_mem_tick(EmaPoolMem *l, EmaTime now, const guint64 *targets, G
 
 void ema_pool_mem_set_last_step(EmaPoolMem *l, guint gpu, EmaTime duration) {
   l->gpus[gpu].last_step = duration;
+  ema_slice_gpu_touch(&l->gpus[gpu].counters);
 }
 
 /* Free G's borrowed segments (all slots must be unmapped) and its home range. */
@@ -686,6 +687,7 @@ gboolean ema_pool_mem_drain(EmaPoolMem *l, GError **error) {
     if (!g->has_tenant)
       continue;
     g->staging = 0;
+    ema_slice_gpu_refresh(&g->counters);
     ok = ema_pool_core_give(&l->core, &g->counters, g->local_used + g->remote_total, l->n, error) &&
          ok;
     ok = ema_pool_core_sync_own(&l->core, &g->counters, error) && ok;
@@ -720,6 +722,7 @@ gboolean ema_pool_mem_teardown(EmaPoolMem *l, GError **error) {
     g_array_set_size(g->home_uid, 0);
     g->local_used = g->remote_total = g->staging = 0;
     memset(g->remote, 0, l->n * sizeof(guint64));
+    ema_slice_gpu_refresh(&g->counters);
   }
   ok = flush_retired(l, error);
   for (guint i = 0; i < l->n; i++)

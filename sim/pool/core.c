@@ -204,6 +204,7 @@ gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, GError **
   if (rest == 0 && c->blocks_untracked) {
     /* all local, nothing to map or write: the simulator's common case */
     g->local_used += n;
+    ema_slice_gpu_touch(g);
     ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
     return TRUE;
   }
@@ -233,6 +234,7 @@ gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, GError **
   if (local > 0 && !own_for(c, g, local, &seconds, error))
     return FALSE;
   g->local_used += local;
+  ema_slice_gpu_touch(g);
   if (B(c)->fill && local > 0 && !B(c)->fill(D(c), g->index, g->index, local, error))
     return FALSE;
   for (guint j = 0; local < n && j < c->n; j++) {
@@ -279,6 +281,7 @@ static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint first) 
     left--;
   }
   g->remote_total -= n;
+  ema_slice_gpu_touch(g);
   for (guint j = 0; B(c)->forget && j < c->n; j++)
     if (before[j] > g->remote[j])
       B(c)->forget(D(c), g->index, j, before[j] - g->remote[j]);
@@ -303,6 +306,7 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint fir
   if (remote > 0)
     give_remote(c, g, remote, first);
   g->local_used -= n - remote;
+  ema_slice_gpu_touch(g);
   if (B(c)->forget && n > remote)
     B(c)->forget(D(c), g->index, g->index, n - remote);
   if (B(c)->own && !ema_pool_core_sync_own(c, g, error))
@@ -316,6 +320,7 @@ static void remove_remote(EmaPoolCore *c, EmaSliceGpu *g, guint lender, guint64 
   g_assert(n <= g->remote[lender]);
   g->remote[lender] -= n;
   g->remote_total -= n;
+  ema_slice_gpu_touch(g);
   if (B(c)->forget)
     B(c)->forget(D(c), g->index, lender, n);
 }
@@ -357,6 +362,8 @@ static gboolean apply_borrow(EmaPoolCore *c, guint borrower, guint lender, guint
   if (B(c)->defer) {
     c->ledger.gpus[lender]->lending += slices;
     c->ledger.gpus[borrower]->borrowing += slices;
+    ema_slice_gpu_refresh(c->ledger.gpus[lender]);
+    ema_slice_gpu_touch(c->ledger.gpus[borrower]);
     B(c)->defer(D(c), EMA_POOL_EVENT_BORROW, lender, borrower, slices, ns(e.seconds));
   } else {
     ema_slice_ledger_change_lent(&c->ledger, lender, borrower, (gint64) slices);
@@ -392,6 +399,7 @@ static gboolean apply_return(EmaPoolCore *c, guint borrower, guint lender, guint
   c->stats.return_seconds += e.seconds;
   if (B(c)->defer) {
     c->ledger.gpus[lender]->returning += slices;
+    ema_slice_gpu_refresh(c->ledger.gpus[lender]);
     B(c)->defer(D(c), EMA_POOL_EVENT_RETURN, lender, borrower, slices, ns(e.seconds));
   }
   event_push(c, &e);
@@ -448,6 +456,7 @@ static gboolean migrate(EmaPoolCore *c, EmaSliceGpu *b, guint lender, guint targ
     ema_slice_ledger_change_lent(&c->ledger, target, b->index, (gint64) new_slices);
     b->remote[target] += m;
   }
+  ema_slice_gpu_touch(b);
   c->stats.blocks_migrated += m;
   e->blocks_moved += m;
   e->bytes_copied += m * b->block_bytes;
@@ -566,6 +575,7 @@ static void reclaimed(EmaPoolCore *c, guint lender, guint64 total, double wait, 
   c->stats.reclaim_max_seconds = MAX(c->stats.reclaim_max_seconds, seconds);
   if (B(c)->defer) {
     c->ledger.gpus[lender]->returning += total;
+    ema_slice_gpu_refresh(c->ledger.gpus[lender]);
     B(c)->defer(D(c), EMA_POOL_EVENT_RECLAIM, lender, lender, total, ns(wait) + unmap);
   }
   ema_pool_core_checked(c, EMA_POOL_ACTION_RECLAIM, lender);
@@ -640,6 +650,8 @@ void ema_pool_core_complete(EmaPoolCore *c, EmaPoolEventKind kind, guint lender,
   } else {
     c->ledger.gpus[lender]->returning -= slices;
   }
+  ema_slice_gpu_refresh(c->ledger.gpus[lender]);
+  ema_slice_gpu_touch(c->ledger.gpus[borrower]);
   ema_pool_core_checked(c, EMA_POOL_ACTION_COMPLETE, lender);
 }
 
@@ -680,6 +692,7 @@ gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   if (ok && g->has_tenant)
     ok = run_borrow(c, g->index, error);
   g->blocks_short = 0;
+  ema_slice_gpu_touch(g);
   return ok;
 }
 
@@ -752,6 +765,7 @@ gboolean ema_pool_core_tick(EmaPoolCore *c, const guint64 *targets, GError **err
     g->blocks_short = lacking;
     g->running = count_seqs(c, blocks_used(g));
     g->waiting = count_seqs(c, lacking);
+    ema_slice_gpu_touch(g);
   }
   for (guint i = 0; i < c->n; i++) {
     EmaSliceGpu *g = c->ledger.gpus[i];
@@ -770,6 +784,7 @@ gboolean ema_pool_core_tick(EmaPoolCore *c, const guint64 *targets, GError **err
     c->lacking[i] = lacking;
     g->running = count_seqs(c, blocks_used(g));
     g->waiting = count_seqs(c, lacking);
+    ema_slice_gpu_touch(g);
   }
   for (guint i = 0; i < c->n; i++) {
     EmaSliceGpu *g = c->ledger.gpus[i];

@@ -37,6 +37,8 @@ void ema_slice_ledger_change_lent(EmaSliceLedger *l, guint lender, guint borrowe
   b->remote_cap_total += ema_slice_ledger_remote_capacity(l, b, lender);
   l->gpus[lender]->lent_total = (guint64) ((gint64) l->gpus[lender]->lent_total + delta);
   b->borrowed_total = (guint64) ((gint64) b->borrowed_total + delta);
+  ema_slice_gpu_refresh(l->gpus[lender]);
+  ema_slice_gpu_touch(b);
 }
 
 void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gconstpointer params,
@@ -48,6 +50,7 @@ void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gc
   g->plan.depth = MAX(g->plan.depth, 1);
   g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, MAX(layers, 1));
   g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
+  ema_slice_gpu_touch(g); /* remote_limit sets its blocks_total */
   ema_slice_gpu_update_staging(g, layers);
 }
 
@@ -91,46 +94,70 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
                             bd->layer_kv_read_s * slow};
 }
 
+/* GPU I's view entry, as its counters say now, into V (every field set). */
+static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v) {
+  const EmaSliceGpu *g = l->gpus[i];
+  memset(v, 0, sizeof *v);
+  v->index = i;
+  v->shares = g->shares;
+  v->has_tenant = g->has_tenant;
+  v->slices = g->slices;
+  v->slices_lent = g->lent_total + g->lending + g->returning + g->parking;
+  v->slices_used = ema_slices_for_blocks(g, g->local_used);
+  v->slices_staging = g->staging;
+  v->slices_pending = g->borrowing;
+  v->slices_borrowed = g->borrowed_total;
+  for (guint j = 0; g->remote_total > 0 && j < l->n; j++)
+    v->slices_borrowed_used += ema_slices_for_blocks(g, g->remote[j]);
+  v->block_bytes = g->block_bytes;
+  v->blocks_total =
+      g->has_tenant ? ema_slice_gpu_local_capacity(g) + ema_slice_gpu_remote_admitted(g) : 0;
+  v->blocks_used = g->local_used + g->remote_total;
+  v->blocks_remote = g->remote_total;
+  v->blocks_short = g->blocks_short;
+  v->running = g->running;
+  v->waiting = g->waiting;
+  v->demand_blocks_per_s = g->demand;
+  v->last_step = g->last_step;
+}
+
 const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
                                          const EmaServerSpec *server) {
   for (guint i = 0; i < l->n; i++) {
-    const EmaSliceGpu *g = l->gpus[i];
-    EmaGpuView *v = &l->views[i];
-    memset(v, 0, sizeof *v);
-    v->index = i;
-    v->shares = g->shares;
-    v->has_tenant = g->has_tenant;
-    v->slices = g->slices;
-    v->slices_lent = g->lent_total + g->lending + g->returning + g->parking;
-    v->slices_used = ema_slices_for_blocks(g, g->local_used);
-    v->slices_staging = g->staging;
-    v->slices_pending = g->borrowing;
-    v->slices_borrowed = g->borrowed_total;
-    for (guint j = 0; g->remote_total > 0 && j < l->n; j++)
-      v->slices_borrowed_used += ema_slices_for_blocks(g, g->remote[j]);
-    v->block_bytes = g->block_bytes;
-    v->blocks_total =
-        g->has_tenant ? ema_slice_gpu_local_capacity(g) + ema_slice_gpu_remote_admitted(g) : 0;
-    v->blocks_used = g->local_used + g->remote_total;
-    v->blocks_remote = g->remote_total;
-    v->blocks_short = g->blocks_short;
-    v->running = g->running;
-    v->waiting = g->waiting;
-    v->demand_blocks_per_s = g->demand;
-    v->last_step = g->last_step;
+    EmaSliceGpu *g = l->gpus[i];
+    if (!g->view_stale)
+      continue;
+    view_fill(l, i, &l->views[i]);
+    /* the remote row: copied while it holds blocks, and once more when it empties */
+    if (g->remote_total > 0 || g->remote_viewed)
+      memcpy(&l->remote_view[i * l->n], g->remote, l->n * sizeof(guint64));
+    g->remote_viewed = g->remote_total > 0;
+    g->view_stale = FALSE;
   }
   l->view.now = now;
   l->view.n_gpus = l->n;
   l->view.gpus = l->views;
   l->view.lent = l->lent;
-  for (guint b = 0; b < l->n; b++)
-    if (l->gpus[b]->remote_total > 0 || l->gpus[b]->remote_viewed)
-      memcpy(&l->remote_view[b * l->n], l->gpus[b]->remote, l->n * sizeof(guint64));
-  for (guint b = 0; b < l->n; b++)
-    l->gpus[b]->remote_viewed = l->gpus[b]->remote_total > 0;
   l->view.remote_blocks = l->remote_view;
   l->view.server = server;
   return &l->view;
+}
+
+/* The entries of GPUs not touched since the last view are what a fresh
+ * view would hold. */
+static gboolean check_views(const EmaSliceLedger *l, GError **error) {
+  for (guint i = 0; i < l->n; i++) {
+    const EmaSliceGpu *g = l->gpus[i];
+    EmaGpuView fresh;
+    if (g->view_stale)
+      continue;
+    view_fill(l, i, &fresh);
+    if (memcmp(&fresh, &l->views[i], sizeof fresh) != 0 ||
+        (g->remote && memcmp(&l->remote_view[i * l->n], g->remote, l->n * sizeof(guint64)) != 0))
+      return ema_slice_ledger_invalid(error, "gpu%u: its view entry is out of date (not touched)",
+                                      i);
+  }
+  return TRUE;
 }
 
 guint64 ema_slice_ledger_borrow_limit(const EmaSliceLedger *l, guint borrower, guint lender) {
@@ -167,7 +194,10 @@ void ema_slice_gpu_update_staging(EmaSliceGpu *g, guint layers) {
     want = (MIN(ahead, layers) * remote + layers - 1) / layers;
   }
   avail = g->slices > taken ? g->slices - taken : 0;
-  g->staging = MIN(want, avail);
+  if (g->staging != MIN(want, avail)) {
+    g->staging = MIN(want, avail);
+    ema_slice_gpu_refresh(g);
+  }
 }
 
 #define DEMAND_SAMPLE (100 * 1000 * 1000)
@@ -183,6 +213,7 @@ void ema_slice_gpu_update_demand(EmaSliceGpu *g, EmaTime now, guint64 used) {
   g->demand += weight * (rate - g->demand);
   g->demand_blocks = used;
   g->demand_at = now;
+  ema_slice_gpu_touch(g);
 }
 
 gboolean ema_slice_ledger_invalid(GError **error, const char *format, ...) {
@@ -230,13 +261,20 @@ gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error
                                       "gpu%u: remote blocks per lender add up to %" G_GUINT64_FORMAT
                                       ", not %" G_GUINT64_FORMAT,
                                       i, sum, g->remote_total);
+    if (g->local_cap != ema_blocks_in_slices(g, ema_slice_gpu_own_slices(g)))
+      return ema_slice_ledger_invalid(
+          error, "gpu%u: local capacity %" G_GUINT64_FORMAT " blocks kept, not refreshed", i,
+          g->local_cap);
   }
-  return TRUE;
+  return check_views(l, error);
 }
 
 gboolean ema_slice_ledger_init_policies(EmaSliceLedger *l, const EmaPolicyInfo *const *policies,
                                         const gconstpointer *params, EmaTime now,
                                         const EmaServerSpec *server, GError **error) {
+  /* the owners set up their records directly: every capacity and view entry from them */
+  for (guint i = 0; i < l->n; i++)
+    ema_slice_gpu_refresh(l->gpus[i]);
   for (guint i = 0; i < l->n; i++) {
     EmaSliceGpu *g = l->gpus[i];
     if (!g->present)

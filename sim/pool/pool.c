@@ -164,6 +164,7 @@ static void schedule_decision(Gpu *g);
 static void memory_want(gpointer self, guint64 blocks_short) {
   Gpu *g = self;
   g->blocks_short = MAX(g->blocks_short, blocks_short);
+  ema_slice_gpu_touch(&g->counters);
   schedule_decision(g);
 }
 
@@ -209,6 +210,7 @@ static void change_parked(Pool *p, Gpu *g, guint j, gint64 k) {
   l->parking -= slices_for_blocks(g, g->parked[j]);
   g->parked[j] = (guint64) ((gint64) g->parked[j] + k);
   l->parking += slices_for_blocks(g, g->parked[j]);
+  ema_slice_gpu_refresh(&l->counters);
 }
 
 static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
@@ -466,6 +468,7 @@ static void unpark(Pool *p, Gpu *g) {
     stats->blocks_to_host += k;
   }
   g->returning += before - g->parking;
+  ema_slice_gpu_refresh(&g->counters);
   stats->reclaims++;
   stats->slices_reclaimed += before - g->parking;
   start_pending(p, EMA_POOL_EVENT_RECLAIM, g->index, g->index, before - g->parking,
@@ -630,6 +633,7 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
   g->waiting = report->waiting;
   g->last_step = report->duration;
   g->blocks_short = MAX(g->blocks_short, report->blocks_short);
+  ema_slice_gpu_touch(&g->counters);
   ema_slice_gpu_update_demand(&g->counters, now, used);
   /* the policies run after a step that lacked blocks, and otherwise at
    * most once per decision period (a want() during scheduling has its own
@@ -739,6 +743,7 @@ void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices) {
   Gpu *g = &pool->pool.gpus[gpu];
   g->present = g->shares = TRUE;
   g->slices = slices;
+  ema_slice_gpu_refresh(&g->counters);
 }
 
 EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint64 block_bytes,
@@ -750,6 +755,7 @@ EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint6
   g->block_bytes = block_bytes;
   g->model = step_model;
   g->layers = (guint) ema_step_model_layers(step_model);
+  ema_slice_gpu_refresh(&g->counters);
   return (EmaKvMemory){pool->pool.spec->preempt == EMA_PREEMPT_CHOICE_SWAP_PEER
                            ? &pool_memory_ops_peer_swap
                            : &pool_memory_ops,

@@ -20,6 +20,15 @@
  * inside their call (validate) leaves lending, returning, borrowing and
  * parking at zero.
  *
+ * Kept by the actions that change them (never rebuilt per view): local_cap,
+ * the blocks its own slices hold, refreshed by ema_slice_gpu_refresh()
+ * after any change of slices, block_bytes, lent_total, lending, returning,
+ * staging or parking; and each GPU's entry of the policies' view, refilled
+ * only when ema_slice_gpu_touch() (or a refresh) marked it stale since the
+ * last view: every change of a field the view reads touches its GPU. Both
+ * are checked against a fresh computation with the counters
+ * (ema_slice_ledger_check_counters).
+ *
  * The owner's per-GPU record starts with the counters through
  * EMA_SLICE_GPU_FIELDS in an anonymous union with an EmaSliceGpu (so it
  * reads g->local_used as before, and &g->counters is the EmaSliceGpu the
@@ -60,7 +69,9 @@ G_BEGIN_DECLS
   EmaTime demand_at;     /* time of that sample */                                                 \
   EmaTime last_step;                                                                               \
   EmaTime decided_at; /* the last decision */                                                      \
-  gpointer states[3]; /* the borrow, prefetch and reclaim policies' state (EmaPolicyKind order) */
+  gpointer states[3]; /* the borrow, prefetch and reclaim policies' state (EmaPolicyKind order) */ \
+  guint64 local_cap;  /* blocks its own slices hold (ema_slice_gpu_refresh) */                     \
+  gboolean view_stale; /* its view entry is out of date (ema_slice_gpu_touch) */
 
 typedef struct {
   EMA_SLICE_GPU_FIELDS
@@ -107,9 +118,22 @@ static inline guint64 ema_slice_gpu_own_slices(const EmaSliceGpu *g) {
   return g->slices > taken ? g->slices - taken : 0;
 }
 
-/* Blocks of G its own slices hold. */
+/* G's view entry must be refilled: a field the view reads changed (its
+ * blocks, remote[], running, waiting, blocks_short, demand, last_step...). */
+static inline void ema_slice_gpu_touch(EmaSliceGpu *g) {
+  g->view_stale = TRUE;
+}
+
+/* G's slices, block size, lent, lending, returning, staging or parking
+ * changed: its local capacity follows (and its view entry is stale). */
+static inline void ema_slice_gpu_refresh(EmaSliceGpu *g) {
+  g->local_cap = ema_blocks_in_slices(g, ema_slice_gpu_own_slices(g));
+  ema_slice_gpu_touch(g);
+}
+
+/* Blocks of G its own slices hold (kept by ema_slice_gpu_refresh()). */
 static inline guint64 ema_slice_gpu_local_capacity(const EmaSliceGpu *g) {
-  return ema_blocks_in_slices(g, ema_slice_gpu_own_slices(g));
+  return g->local_cap;
 }
 
 /* Remote blocks the prefetch plan admits in all: what admission of new
@@ -216,7 +240,9 @@ gboolean ema_slice_ledger_init_policies(EmaSliceLedger *ledger,
                                         const gconstpointer *params, EmaTime now,
                                         const EmaServerSpec *server, GError **error);
 
-/* The view the policies get (valid until the next call), at NOW over SERVER. */
+/* The view the policies get (valid until the next call), at NOW over SERVER:
+ * the entries of GPUs touched since the last view refilled, the others as
+ * they were. */
 const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *ledger, EmaTime now,
                                          const EmaServerSpec *server);
 
