@@ -169,27 +169,53 @@ static guint bracket(const double *xs, guint n, double x) {
   return (guint) (base - xs);
 }
 
+/* bracket() tried first at *HINT and the bracket after it (the answer is
+ * unique: a hint that does not hold x is searched past); *HINT is then the
+ * answer. HINT NULL: bracket(). */
+static guint bracket_from(const double *xs, guint n, double x, guint *hint) {
+  guint h;
+  if (hint == NULL)
+    return bracket(xs, n, x);
+  h = *hint;
+  if (h + 1 < n && xs[h] <= x) {
+    if (x < xs[h + 1])
+      return h;
+    if (h + 2 < n && x < xs[h + 2])
+      return *hint = h + 1;
+  }
+  return *hint = bracket(xs, n, x);
+}
+
+/* Linear between (xs[lo], vs[lo]) and the point after it. */
+static double between(const double *xs, const double *vs, guint lo, double x) {
+  guint hi = lo + 1;
+  return vs[lo] + (vs[hi] - vs[lo]) * (x - xs[lo]) / (xs[hi] - xs[lo]);
+}
+
 static double extend(const double *xs, const double *vs, guint n, double x) {
-  guint lo, hi;
   if (x <= xs[0])
     return vs[0];
   if (x >= xs[n - 1])
     return xs[n - 1] > 0 ? vs[n - 1] * x / xs[n - 1] : vs[n - 1];
-  lo = bracket(xs, n, x);
-  hi = lo + 1;
-  return vs[lo] + (vs[hi] - vs[lo]) * (x - xs[lo]) / (xs[hi] - xs[lo]);
+  return between(xs, vs, bracket(xs, n, x), x);
 }
 
-/* extend() over the curve's points (its x_n > 0: sizes are positive) */
-static double curve_at(const Curve *c, double x) {
+/* extend() over the curve's points (its x_n > 0: sizes are positive), its
+ * bracket searched from HINT (bracket_from()). */
+static double curve_at(const Curve *c, double x, guint *hint) {
   if (x >= c->x[c->n - 1])
     return c->t[c->n - 1] * x / c->x[c->n - 1];
-  return extend(c->x, c->t, c->n, x);
+  if (x <= c->x[0])
+    return c->t[0];
+  return between(c->x, c->t, bracket_from(c->x, c->n, x, hint), x);
 }
 
 /* The time of surface S at (OUTER, X), TRUE; FALSE where S says nothing
- * (no surface, or one curve at outer 0 asked about a larger outer). */
-static gboolean surface_at(const Surface *s, double outer, double x, double *time_us) {
+ * (no surface, or one curve at outer 0 asked about a larger outer).
+ * OUTER_HINT and X_HINT[2] (NULL: none) start the brackets' searches
+ * along outer and on the lower and upper curve (bracket()). */
+static gboolean surface_at(const Surface *s, double outer, double x, double *time_us,
+                           guint *outer_hint, guint *x_hint) {
   const Curve *const *cs;
   guint n, lo = 0, hi;
   double xs[2], vs[2];
@@ -203,7 +229,7 @@ static gboolean surface_at(const Surface *s, double outer, double x, double *tim
     if (cs[0]->outer <= 0 && outer > 0)
       return FALSE;
     xs[0] = cs[0]->outer;
-    vs[0] = curve_at(cs[0], x);
+    vs[0] = curve_at(cs[0], x, x_hint);
     *time_us = extend(xs, vs, 1, outer);
     return TRUE;
   }
@@ -214,13 +240,13 @@ static gboolean surface_at(const Surface *s, double outer, double x, double *tim
     lo = n - 2;
     hi = n - 1;
   } else {
-    lo = bracket(s->outers, n, outer);
+    lo = bracket_from(s->outers, n, outer, outer_hint);
     hi = lo + 1;
   }
   xs[0] = cs[lo]->outer;
   xs[1] = cs[hi]->outer;
-  vs[0] = curve_at(cs[lo], x);
-  vs[1] = curve_at(cs[hi], x);
+  vs[0] = curve_at(cs[lo], x, x_hint);
+  vs[1] = curve_at(cs[hi], x, x_hint ? x_hint + 1 : NULL);
   *time_us = extend(xs, vs, 2, outer);
   return TRUE;
 }
@@ -275,7 +301,17 @@ static const Surface *find_surface(const EmaProfile *p, EmaProfileKind kind, con
 gboolean ema_profile_op_at(const EmaProfileOp *op, double outer, double x, double *time_us) {
   g_return_val_if_fail(op != NULL && time_us != NULL, FALSE);
   for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
-    if (surface_at(op->surfaces[i], outer, x, time_us))
+    if (surface_at(op->surfaces[i], outer, x, time_us, NULL, NULL))
+      return TRUE;
+  return FALSE;
+}
+
+gboolean ema_profile_op_at_cursor(const EmaProfileOp *op, EmaProfileCursor *cursor, double outer,
+                                  double x, double *time_us) {
+  g_return_val_if_fail(op != NULL && cursor != NULL && time_us != NULL, FALSE);
+  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
+    if (surface_at(op->surfaces[i], outer, x, time_us, &cursor->surfaces[i].outer,
+                   cursor->surfaces[i].x))
       return TRUE;
   return FALSE;
 }

@@ -70,8 +70,13 @@ struct _EmaStepModel {
   } ops;
   /* the operators that depend on a step's token count alone, by tokens
    * 0..TOKEN_ROWS-1, each row filled by fill_row() on first use (the
-   * model's one mutable part; a step model serves one thread) */
+   * model's one mutable part, with the cursors; a step model serves one
+   * thread) */
   struct _TokenRow *rows;
+  /* where the attention lookups of the last step landed (profile.h) */
+  struct {
+    EmaProfileCursor attn_decode, attn_prefill;
+  } * cursors;
 };
 
 /* The operators timed at the step's T tokens (or, for the LM head, at the
@@ -252,6 +257,7 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   if (step->profile)
     set_profile_ops(step);
   step->rows = g_new0(TokenRow, TOKEN_ROWS);
+  step->cursors = g_malloc0(sizeof *step->cursors);
   return step;
 }
 
@@ -259,6 +265,7 @@ void ema_step_model_free(EmaStepModel *step_model) {
   if (!step_model)
     return;
   g_free(step_model->rows);
+  g_free(step_model->cursors);
   g_free(step_model);
 }
 
@@ -483,7 +490,9 @@ static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const E
   gboolean found;
   if (b->decode_seqs == 0)
     return 0;
-  found = !s->fp8_kv && profiled(s, &s->ops.attn_decode, seqs, b->decode_context / seqs, &us);
+  found = !s->fp8_kv && s->profile &&
+          ema_profile_op_at_cursor(&s->ops.attn_decode, &s->cursors->attn_decode, seqs,
+                                   b->decode_context / seqs, &us);
   return op_time(s, sums, found, us, s->attention_flops_per_context * b->decode_context,
                  s->kv_bytes_per_token * b->decode_context, s->kv_rate, 1);
 }
@@ -497,7 +506,9 @@ static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const 
     return 0;
   chunks = (double) MAX(b->prefill_chunks, 1);
   prior = MAX(0.0, b->prefill_kv_read - tokens) / chunks;
-  found = !s->fp8_kv && profiled(s, &s->ops.attn_prefill, prior, tokens / chunks, &us);
+  found = !s->fp8_kv && s->profile &&
+          ema_profile_op_at_cursor(&s->ops.attn_prefill, &s->cursors->attn_prefill, prior,
+                                   tokens / chunks, &us);
   if (found)
     return op_time(s, sums, TRUE, us, 0, 0, s->kv_rate, chunks);
   return op_time(s, sums, FALSE, 0, s->attention_flops_per_context * b->prefill_context,

@@ -113,6 +113,22 @@ void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, 
  * where neither surface answers. */
 gboolean ema_profile_op_at(const EmaProfileOp *op, double outer, double x, double *time_us);
 
+/* Where the last lookups of one operator landed: the brackets a lookup
+ * tries first (a step's batch moves little from one step to the next), so
+ * that a lookup near the last one does no search. Zeroed to start; it only
+ * saves work: every answer is the one ema_profile_op_at() gives (a bracket
+ * is unique, and a hint that does not hold x is searched past). */
+typedef struct {
+  struct {
+    guint outer; /* the bracket of curves along outer */
+    guint x[2];  /* the bracket of x on its lower and its upper curve */
+  } surfaces[2]; /* as EmaProfileOp's */
+} EmaProfileCursor;
+
+/* ema_profile_op_at() starting from CURSOR's brackets, which it updates. */
+gboolean ema_profile_op_at_cursor(const EmaProfileOp *op, EmaProfileCursor *cursor, double outer,
+                                  double x, double *time_us);
+
 /* Interpolated time in microseconds, TRUE; FALSE when the profile holds no
  * curve of that shape (the caller uses the roofline). Each resolves the
  * shape (ema_profile_op_*) and interpolates (ema_profile_op_at). */
