@@ -48,7 +48,8 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     plan_borrow_most_idle(view, borrower, slices, p->lender_reserve, horizon_s, plan);
     return;
   }
-  if (g->blocks_short == 0 && g->waiting == 0) {
+  /* with nothing borrowed there is nothing empty to give back */
+  if (g->blocks_short == 0 && g->waiting == 0 && g->slices_borrowed > 0) {
     /* keep the projected growth; give back the rest of what is empty */
     guint64 keep = view_slices_for(view, borrower, (guint64) ceil(growth));
     guint64 local_room = view_slices_for(view, borrower, view_local_free(view, borrower));

@@ -33,7 +33,9 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
       plan_borrow_most_idle(view, borrower, want - have, p->reserve, 0, plan);
     return;
   }
-  if (g->waiting == 0 && g->blocks_used <= view_local_capacity(view, borrower))
+  /* with nothing borrowed there is nothing empty to give back */
+  if (g->waiting == 0 && g->slices_borrowed > 0 &&
+      g->blocks_used <= view_local_capacity(view, borrower))
     for (guint j = 0; j < view->n_gpus && plan->n < G_N_ELEMENTS(plan->actions); j++) {
       guint64 empty = view_empty_borrowed(view, borrower, j);
       if (empty > 0)

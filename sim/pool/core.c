@@ -679,6 +679,7 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
 gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   gboolean ok = TRUE;
   g->decided_at = c->now;
+  g->decided_touches = ema_slice_ledger_touches(&c->ledger);
   if (g->lent_total > 0) {
     if (g->blocks_short > 0) {
       guint64 needed = ema_slices_for_blocks(g, g->blocks_short);
@@ -691,8 +692,10 @@ gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   }
   if (ok && g->has_tenant)
     ok = run_borrow(c, g->index, error);
-  g->blocks_short = 0;
-  ema_slice_gpu_touch(g);
+  if (g->blocks_short > 0) {
+    g->blocks_short = 0;
+    ema_slice_gpu_touch(g);
+  }
   return ok;
 }
 
@@ -734,6 +737,16 @@ static guint count_seqs(const EmaPoolCore *c, guint64 blocks) {
   return (guint) ((tokens + c->context_tokens - 1) / c->context_tokens);
 }
 
+/* G's shortage and load, touching it only when they change. */
+static void set_load(EmaSliceGpu *g, guint64 blocks_short, guint running, guint waiting) {
+  if (g->blocks_short == blocks_short && g->running == running && g->waiting == waiting)
+    return;
+  g->blocks_short = blocks_short;
+  g->running = running;
+  g->waiting = waiting;
+  ema_slice_gpu_touch(g);
+}
+
 /* G's tenant moves towards TARGET blocks; *LACKING what it still lacks. */
 static gboolean adjust(EmaPoolCore *c, EmaSliceGpu *g, guint64 target, guint64 *lacking,
                        GError **error) {
@@ -762,15 +775,11 @@ gboolean ema_pool_core_tick(EmaPoolCore *c, const guint64 *targets, GError **err
       continue;
     if (!plan_prefetch(c, g, error) || !adjust(c, g, targets[i], &lacking, error))
       return FALSE;
-    g->blocks_short = lacking;
-    g->running = count_seqs(c, blocks_used(g));
-    g->waiting = count_seqs(c, lacking);
-    ema_slice_gpu_touch(g);
+    set_load(g, lacking, count_seqs(c, blocks_used(g)), count_seqs(c, lacking));
   }
   for (guint i = 0; i < c->n; i++) {
     EmaSliceGpu *g = c->ledger.gpus[i];
-    if (g->has_tenant && g->shares &&
-        (g->blocks_short > 0 || c->now - g->decided_at >= c->spec->decision_period) &&
+    if (g->has_tenant && g->shares && (g->blocks_short > 0 || ema_pool_core_periodic_due(c, g)) &&
         !ema_pool_core_decide(c, g, error))
       return FALSE;
   }
@@ -782,9 +791,7 @@ gboolean ema_pool_core_tick(EmaPoolCore *c, const guint64 *targets, GError **err
     if (!adjust(c, g, targets[i], &lacking, error))
       return FALSE;
     c->lacking[i] = lacking;
-    g->running = count_seqs(c, blocks_used(g));
-    g->waiting = count_seqs(c, lacking);
-    ema_slice_gpu_touch(g);
+    set_load(g, g->blocks_short, count_seqs(c, blocks_used(g)), count_seqs(c, lacking));
   }
   for (guint i = 0; i < c->n; i++) {
     EmaSliceGpu *g = c->ledger.gpus[i];

@@ -143,6 +143,13 @@ const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
   return &l->view;
 }
 
+guint64 ema_slice_ledger_touches(const EmaSliceLedger *l) {
+  guint64 sum = 0;
+  for (guint i = 0; i < l->n; i++)
+    sum += l->gpus[i]->touches;
+  return sum;
+}
+
 /* The entries of GPUs not touched since the last view are what a fresh
  * view would hold. */
 static gboolean check_views(const EmaSliceLedger *l, GError **error) {

@@ -25,7 +25,8 @@
  *
  * Policy calls: a GPU decides after a step of its tenant that lacked
  * blocks, after its other steps at most once per policy.decision_period
- * (not at all while it lends nothing and the borrow policy never acts),
+ * and only when the view has changed since its last decision (not at all
+ * while it lends nothing and the borrow policy never acts),
  * and, when its engine reports blocks it lacks while scheduling
  * (EmaKvMemoryOps.want), in an event at the same instant after the engines.
  * A decision: if it holds peers' parked KV and lacks memory, that goes to
@@ -86,8 +87,7 @@ struct _Pool {
   double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
   guint pulling;         /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
   GPtrArray *pending;    /* Pending * in flight (freed with the pool if a run ends first) */
-  EmaTime decision_period;
-  EmaPoolStats stats; /* the step figures and reclaim waits; the rest is core.stats' */
+  EmaPoolStats stats;    /* the step figures and reclaim waits; the rest is core.stats' */
 };
 
 struct _EmaPool {
@@ -629,11 +629,14 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
   Gpu *g = &p->gpus[gpu];
   EmaTime now = ema_sim_now(p->sim);
   guint64 used = g->local_used + g->remote_total;
-  g->running = report->running;
-  g->waiting = report->waiting;
-  g->last_step = report->duration;
-  g->blocks_short = MAX(g->blocks_short, report->blocks_short);
-  ema_slice_gpu_touch(&g->counters);
+  if (g->running != report->running || g->waiting != report->waiting ||
+      g->last_step != report->duration || g->blocks_short < report->blocks_short) {
+    g->running = report->running;
+    g->waiting = report->waiting;
+    g->last_step = report->duration;
+    g->blocks_short = MAX(g->blocks_short, report->blocks_short);
+    ema_slice_gpu_touch(&g->counters);
+  }
   ema_slice_gpu_update_demand(&g->counters, now, used);
   /* the policies run after a step that lacked blocks, and otherwise at
    * most once per decision period (a want() during scheduling has its own
@@ -642,8 +645,8 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
    * nothing, and is skipped */
   if (g->shares &&
       (g->blocks_short > 0 ||
-       (now - g->decided_at >= p->decision_period &&
-        (!p->core.policies[EMA_POLICY_BORROW]->never_acts || g->lent_total > 0))) &&
+       ((!p->core.policies[EMA_POLICY_BORROW]->never_acts || g->lent_total > 0) &&
+        ema_pool_core_periodic_due(core_now(p), &g->counters))) &&
       !ema_event_is_scheduled(&g->decide_event))
     decide(g);
 }
@@ -689,7 +692,6 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->gpus = g_new0(Gpu, p->n);
   p->bytes_scratch = g_new0(double, p->n);
   p->pending = g_ptr_array_new();
-  p->decision_period = policy->decision_period;
   for (guint i = 0; i < p->n; i++) {
     Gpu *g = &p->gpus[i];
     ema_slice_gpu_setup(&g->counters, i, p->n);

@@ -17,6 +17,22 @@
  *              proactively, after each of its steps): which slices to take
  *              back from which borrower, and where their data goes.
  *
+ * When the calls come (what a policy may rely on): the borrow policy, and
+ * the reclaim policy of a GPU that lends, are called together in one
+ * decision of a GPU (reclaim first), which comes
+ *   - after a step (or, in ema-validate, a round) in which its tenant lacked
+ *     blocks, and when its engine reports blocks it lacks while scheduling;
+ *   - otherwise periodically: after a step, once policy.decision_period has
+ *     passed since its last decision, and only if something in the view
+ *     (any GPU's entry, the lent matrix, remote_blocks) has changed since
+ *     that decision; a view equal to the one of its last call but for `now`
+ *     brings no call. (The simulator's pool also makes no periodic call
+ *     under a borrow policy that never acts while the GPU lends nothing.)
+ * A policy is therefore a function of the view (and its own state, changed
+ * only by its calls): one that would act on the passing of time alone,
+ * with nothing else changing, is not called for it. The prefetch policy is
+ * called before every step of a tenant that holds remote KV.
+ *
  * Memory is counted in slices of EMA_SLICE_BYTES (2 MiB, the CUDA VMM
  * granularity). A GPU's slices are its KV region (HBM x
  * gpu_memory_utilization - weights - activation reserve; all of it on a GPU

@@ -164,6 +164,15 @@ gboolean ema_pool_core_take(EmaPoolCore *core, EmaSliceGpu *g, guint64 n, GError
 gboolean ema_pool_core_give(EmaPoolCore *core, EmaSliceGpu *g, guint64 n, guint first,
                             GError **error);
 
+/* A periodic decision of G is due at core->now: a decision period has
+ * passed since its last decision and something in the view has changed
+ * since (a GPU was touched, ledger.h); otherwise the policies would see
+ * the view of their last call again (policy.h). */
+static inline gboolean ema_pool_core_periodic_due(const EmaPoolCore *core, const EmaSliceGpu *g) {
+  return core->now - g->decided_at >= core->spec->decision_period &&
+         ema_slice_ledger_touches(&core->ledger) != g->decided_touches;
+}
+
 /* A decision of G at core->now (the order above); blocks_short is then 0. */
 gboolean ema_pool_core_decide(EmaPoolCore *core, EmaSliceGpu *g, GError **error);
 /* The reclaim policy of LENDER for NEEDED slices (0: proactive), its plan

@@ -71,7 +71,9 @@ G_BEGIN_DECLS
   EmaTime decided_at; /* the last decision */                                                      \
   gpointer states[3]; /* the borrow, prefetch and reclaim policies' state (EmaPolicyKind order) */ \
   guint64 local_cap;  /* blocks its own slices hold (ema_slice_gpu_refresh) */                     \
-  gboolean view_stale; /* its view entry is out of date (ema_slice_gpu_touch) */
+  gboolean view_stale;     /* its view entry is out of date (ema_slice_gpu_touch) */               \
+  guint64 touches;         /* times touched */                                                     \
+  guint64 decided_touches; /* the ledger's touches when it last decided */
 
 typedef struct {
   EMA_SLICE_GPU_FIELDS
@@ -122,6 +124,7 @@ static inline guint64 ema_slice_gpu_own_slices(const EmaSliceGpu *g) {
  * blocks, remote[], running, waiting, blocks_short, demand, last_step...). */
 static inline void ema_slice_gpu_touch(EmaSliceGpu *g) {
   g->view_stale = TRUE;
+  g->touches++;
 }
 
 /* G's slices, block size, lent, lending, returning, staging or parking
@@ -239,6 +242,10 @@ gboolean ema_slice_ledger_init_policies(EmaSliceLedger *ledger,
                                         const EmaPolicyInfo *const *policies,
                                         const gconstpointer *params, EmaTime now,
                                         const EmaServerSpec *server, GError **error);
+
+/* Touches of all GPUs so far: unchanged, the view is what it was (but its
+ * time). */
+guint64 ema_slice_ledger_touches(const EmaSliceLedger *ledger);
 
 /* The view the policies get (valid until the next call), at NOW over SERVER:
  * the entries of GPUs touched since the last view refilled, the others as
