@@ -575,8 +575,9 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
                       EmaStepBreakdown *out) {
   const EmaStepModel *s = step_model;
   static const EmaStepBreakdown none = {0};
-  /* every field is set below (not zeroed first: this is the hot path) */
-  EmaStepBreakdown r;
+  /* every field is set below (not zeroed first: this is the hot path),
+   * into OUT when there is one */
+  EmaStepBreakdown local, *r = out ? out : &local;
   double tokens, touched, layer_flops, layer_weight_bytes, layer_kv_read, layer_bytes;
   double head_flops = 0, head_bytes = 0;
 
@@ -597,36 +598,35 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   layer_kv_read = s->kv_bytes_per_token * (batch->decode_context + batch->prefill_kv_read);
   layer_bytes = layer_weight_bytes + layer_kv_read + s->kv_bytes_per_token * tokens +
                 s->activation_bytes_per_token * tokens;
-  r.layer_compute_s = layer_flops / s->flop_rate;
-  r.layer_kv_read_s = layer_kv_read / s->kv_rate;
-  r.layer_memory_s = (layer_bytes - layer_kv_read) / s->byte_rate + r.layer_kv_read_s;
-  r.layer_bound = bound_of(r.layer_compute_s, r.layer_memory_s);
+  r->layer_compute_s = layer_flops / s->flop_rate;
+  r->layer_kv_read_s = layer_kv_read / s->kv_rate;
+  r->layer_memory_s = (layer_bytes - layer_kv_read) / s->byte_rate + r->layer_kv_read_s;
+  r->layer_bound = bound_of(r->layer_compute_s, r->layer_memory_s);
 
   /* the LM head */
-  r.lm_head_bound = EMA_STEP_BOUND_NONE;
-  r.lm_head_compute_s = r.lm_head_memory_s = 0;
-  r.allreduce_s = 0;
+  r->lm_head_bound = EMA_STEP_BOUND_NONE;
+  r->lm_head_compute_s = r->lm_head_memory_s = 0;
+  r->allreduce_s = 0;
   if (batch->logits > 0) {
     head_flops = s->lm_head_flops_per_logit * (double) batch->logits;
     head_bytes = s->lm_head_weight_bytes + s->lm_head_bytes_per_logit * (double) batch->logits;
-    r.lm_head_compute_s = head_flops / s->flop_rate;
-    r.lm_head_memory_s = head_bytes / s->byte_rate;
-    r.lm_head_bound = bound_of(r.lm_head_compute_s, r.lm_head_memory_s);
+    r->lm_head_compute_s = head_flops / s->flop_rate;
+    r->lm_head_memory_s = head_bytes / s->byte_rate;
+    r->lm_head_bound = bound_of(r->lm_head_compute_s, r->lm_head_memory_s);
   }
 
-  r.overhead_s = (double) s->step_overhead * 1e-9;
-  r.compute_s = s->layers * r.layer_compute_s + r.lm_head_compute_s;
-  r.memory_s = s->layers * r.layer_memory_s + r.lm_head_memory_s;
-  r.flops = s->layers * layer_flops + head_flops;
-  r.bytes = s->layers * layer_bytes + head_bytes;
-  r.weight_bytes_read =
+  r->overhead_s = (double) s->step_overhead * 1e-9;
+  r->compute_s = s->layers * r->layer_compute_s + r->lm_head_compute_s;
+  r->memory_s = s->layers * r->layer_memory_s + r->lm_head_memory_s;
+  r->flops = s->layers * layer_flops + head_flops;
+  r->bytes = s->layers * layer_bytes + head_bytes;
+  r->weight_bytes_read =
       s->layers * layer_weight_bytes + (batch->logits > 0 ? s->lm_head_weight_bytes : 0);
-  r.kv_read_bytes = s->layers * layer_kv_read;
-  operator_step(s, batch, &r);
-  r.time = (EmaTime) llround((r.layers_s + r.lm_head_s + r.allreduce_s) * 1e9) + s->step_overhead;
-  if (out)
-    *out = r;
-  return r.time;
+  r->kv_read_bytes = s->layers * layer_kv_read;
+  operator_step(s, batch, r);
+  r->time =
+      (EmaTime) llround((r->layers_s + r->lm_head_s + r->allreduce_s) * 1e9) + s->step_overhead;
+  return r->time;
 }
 
 /* One operator's origin: "profile" when the profile has its shape. */

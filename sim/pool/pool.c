@@ -589,7 +589,7 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
     peers += spec->interference_outgoing * (p->gpus[b].pull ? p->gpus[b].pull[gpu] : 0);
   if (ema_sim_now(p->sim) < g->copy_until)
     peers += g->copy_steal;
-  slow = slowdown(rate_m, own + peers);
+  slow = own + peers > 0 ? slowdown(rate_m, own + peers) : 1; /* slowdown(rate_m, 0) is 1 */
   if (g->pulled) {
     for (guint j = 0; j < p->n; j++)
       g->pull[j] = 0;
@@ -602,6 +602,8 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
                                bytes, &view, &t_copy, &t_direct);
     remote = view.remote_bytes > 0;
   }
+  if (!remote && slow <= 1)
+    return all_local; /* what step_seconds() gives, in whole ns */
   if (remote)
     ema_slice_gpu_plan_prefetch(&g->counters, p->core.policies[EMA_POLICY_PREFETCH],
                                 p->spec->prefetch_params, build_view(p), &view, g->layers);
