@@ -680,6 +680,7 @@ gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   gboolean ok = TRUE;
   g->decided_at = c->now;
   g->decided_touches = ema_slice_ledger_touches(&c->ledger);
+  g->decided_own = g->touches;
   if (g->lent_total > 0) {
     if (g->blocks_short > 0) {
       guint64 needed = ema_slices_for_blocks(g, g->blocks_short);

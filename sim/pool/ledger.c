@@ -94,10 +94,11 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
                             bd->layer_kv_read_s * slow};
 }
 
-/* GPU I's view entry, as its counters say now, into V (every field set). */
+/* GPU I's view entry, as its counters say now, into V: every field set,
+ * its padding left as it was (zero: the entries are allocated zeroed, and
+ * check_views() zeroes its own). */
 static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v) {
   const EmaSliceGpu *g = l->gpus[i];
-  memset(v, 0, sizeof *v);
   v->index = i;
   v->shares = g->shares;
   v->has_tenant = g->has_tenant;
@@ -107,6 +108,7 @@ static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v) {
   v->slices_staging = g->staging;
   v->slices_pending = g->borrowing;
   v->slices_borrowed = g->borrowed_total;
+  v->slices_borrowed_used = 0;
   for (guint j = 0; g->remote_total > 0 && j < l->n; j++)
     v->slices_borrowed_used += ema_slices_for_blocks(g, g->remote[j]);
   v->block_bytes = g->block_bytes;
@@ -158,6 +160,7 @@ static gboolean check_views(const EmaSliceLedger *l, GError **error) {
     EmaGpuView fresh;
     if (g->view_stale)
       continue;
+    memset(&fresh, 0, sizeof fresh);
     view_fill(l, i, &fresh);
     if (memcmp(&fresh, &l->views[i], sizeof fresh) != 0 ||
         (g->remote && memcmp(&l->remote_view[i * l->n], g->remote, l->n * sizeof(guint64)) != 0))

@@ -73,7 +73,8 @@ G_BEGIN_DECLS
   guint64 local_cap;  /* blocks its own slices hold (ema_slice_gpu_refresh) */                     \
   gboolean view_stale;     /* its view entry is out of date (ema_slice_gpu_touch) */               \
   guint64 touches;         /* times touched */                                                     \
-  guint64 decided_touches; /* the ledger's touches when it last decided */
+  guint64 decided_touches; /* the ledger's touches when it last decided */                         \
+  guint64 decided_own;     /* its own touches then */
 
 typedef struct {
   EMA_SLICE_GPU_FIELDS
