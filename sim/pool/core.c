@@ -679,8 +679,6 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
 gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   gboolean ok = TRUE;
   g->decided_at = c->now;
-  g->decided_touches = ema_slice_ledger_touches(&c->ledger);
-  g->decided_own = g->touches;
   if (g->lent_total > 0) {
     if (g->blocks_short > 0) {
       guint64 needed = ema_slices_for_blocks(g, g->blocks_short);
@@ -693,6 +691,8 @@ gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   }
   if (ok && g->has_tenant)
     ok = run_borrow(c, g->index, error);
+  /* the last view its policies saw (what it did since is touched) */
+  g->decided_version = c->ledger.version;
   if (g->blocks_short > 0) {
     g->blocks_short = 0;
     ema_slice_gpu_touch(g);

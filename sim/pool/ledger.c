@@ -125,6 +125,7 @@ static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v) {
 
 const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
                                          const EmaServerSpec *server) {
+  gboolean refilled = FALSE;
   for (guint i = 0; i < l->n; i++) {
     EmaSliceGpu *g = l->gpus[i];
     if (!g->view_stale)
@@ -135,7 +136,9 @@ const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
       memcpy(&l->remote_view[i * l->n], g->remote, l->n * sizeof(guint64));
     g->remote_viewed = g->remote_total > 0;
     g->view_stale = FALSE;
+    refilled = TRUE;
   }
+  l->version += refilled;
   l->view.now = now;
   l->view.n_gpus = l->n;
   l->view.gpus = l->views;
@@ -145,11 +148,13 @@ const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
   return &l->view;
 }
 
-guint64 ema_slice_ledger_touches(const EmaSliceLedger *l) {
-  guint64 sum = 0;
+gboolean ema_slice_ledger_changed_since(const EmaSliceLedger *l, guint64 version) {
+  if (l->version != version)
+    return TRUE;
   for (guint i = 0; i < l->n; i++)
-    sum += l->gpus[i]->touches;
-  return sum;
+    if (l->gpus[i]->view_stale)
+      return TRUE;
+  return FALSE;
 }
 
 /* The entries of GPUs not touched since the last view are what a fresh

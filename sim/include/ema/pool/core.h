@@ -169,10 +169,9 @@ gboolean ema_pool_core_give(EmaPoolCore *core, EmaSliceGpu *g, guint64 n, guint 
  * since (a GPU was touched, ledger.h); otherwise the policies would see
  * the view of their last call again (policy.h). */
 static inline gboolean ema_pool_core_periodic_due(const EmaPoolCore *core, const EmaSliceGpu *g) {
-  /* its own entry changed (the common case after its step), or any */
+  /* its own entry touched (the common case after its step), or any */
   return core->now - g->decided_at >= core->spec->decision_period &&
-         (g->touches != g->decided_own ||
-          ema_slice_ledger_touches(&core->ledger) != g->decided_touches);
+         (g->view_stale || ema_slice_ledger_changed_since(&core->ledger, g->decided_version));
 }
 
 /* A decision of G at core->now (the order above); blocks_short is then 0. */

@@ -72,9 +72,7 @@ G_BEGIN_DECLS
   gpointer states[3]; /* the borrow, prefetch and reclaim policies' state (EmaPolicyKind order) */ \
   guint64 local_cap;  /* blocks its own slices hold (ema_slice_gpu_refresh) */                     \
   gboolean view_stale;     /* its view entry is out of date (ema_slice_gpu_touch) */               \
-  guint64 touches;         /* times touched */                                                     \
-  guint64 decided_touches; /* the ledger's touches when it last decided */                         \
-  guint64 decided_own;     /* its own touches then */
+  guint64 decided_version; /* the ledger's view version at the end of its last decision */
 
 typedef struct {
   EMA_SLICE_GPU_FIELDS
@@ -87,6 +85,7 @@ typedef struct {
   guint64 *remote_view; /* [borrower * n + lender], a copy of the gpus' remote[] for views */
   EmaGpuView *views;    /* [n] */
   EmaPoolView view;
+  guint64 version; /* views built with an entry refilled */
 } EmaSliceLedger;
 
 /* LEDGER over N GPUs, its matrices zero; the caller sets gpus[i]. */
@@ -125,7 +124,6 @@ static inline guint64 ema_slice_gpu_own_slices(const EmaSliceGpu *g) {
  * blocks, remote[], running, waiting, blocks_short, demand, last_step...). */
 static inline void ema_slice_gpu_touch(EmaSliceGpu *g) {
   g->view_stale = TRUE;
-  g->touches++;
 }
 
 /* G's slices, block size, lent, lending, returning, staging or parking
@@ -244,9 +242,9 @@ gboolean ema_slice_ledger_init_policies(EmaSliceLedger *ledger,
                                         const gconstpointer *params, EmaTime now,
                                         const EmaServerSpec *server, GError **error);
 
-/* Touches of all GPUs so far: unchanged, the view is what it was (but its
- * time). */
-guint64 ema_slice_ledger_touches(const EmaSliceLedger *ledger);
+/* Something in the view has changed since it was at VERSION (a
+ * ledger's version): an entry refilled since, or one touched. */
+gboolean ema_slice_ledger_changed_since(const EmaSliceLedger *ledger, guint64 version);
 
 /* The view the policies get (valid until the next call), at NOW over SERVER:
  * the entries of GPUs touched since the last view refilled, the others as
