@@ -5,7 +5,9 @@
  * EMA_POOL_CHECK_SAMPLE actions, and =off never. The pool here is the
  * mechanism alone over the simulator's cost model, driven by demand
  * targets (ema_pool_core_tick), two tenants of 64 slices, blocks of one
- * slice, GPU0 wanting more than its region; the log's reasons. */
+ * slice, GPU0 wanting more than its region; the log's reasons; the view
+ * entries and capacities kept between actions, and when a periodic
+ * decision is due. */
 #include <string.h>
 
 #include "ema/pool/core.h"
@@ -179,11 +181,35 @@ static void corrupt_lent(EmaPoolCheckLevel level, guint ticks) {
   rig_clear(&r);
 }
 
+/* A field the view reads changed without a touch: the kept entry is out
+ * of date (every entry is fresh after the view just built). */
+static void corrupt_view(void) {
+  Rig r;
+  rig_init(&r, EMA_POOL_CHECK_ALL);
+  rig_ticks(&r, 3);
+  ema_pool_core_view(&r.core);
+  r.gpus[1].demand += 1;
+  rig_ticks(&r, 1);
+}
+
+/* A slice count changed without a refresh: the kept local capacity is wrong. */
+static void corrupt_capacity(void) {
+  Rig r;
+  rig_init(&r, EMA_POOL_CHECK_ALL);
+  rig_ticks(&r, 3);
+  r.gpus[1].parking += 1;
+  rig_ticks(&r, 1);
+}
+
 static void test_corrupted(void) {
   if (g_test_subprocess()) {
     const char *which = g_getenv("EMA_TEST_CORRUPT");
     if (strcmp(which, "remote") == 0)
       corrupt_remote();
+    else if (strcmp(which, "view") == 0)
+      corrupt_view();
+    else if (strcmp(which, "capacity") == 0)
+      corrupt_capacity();
     else if (strcmp(which, "region") == 0)
       corrupt_region();
     else if (strcmp(which, "lent-sampled") == 0)
@@ -203,6 +229,15 @@ static void test_corrupted(void) {
   g_test_trap_assert_failed();
   g_test_trap_assert_stderr("*pool ledger broken after * gpu1: * slices in use, lent or reserved, "
                             "above its 1*");
+  g_setenv("EMA_TEST_CORRUPT", "view", TRUE);
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed();
+  g_test_trap_assert_stderr("*pool ledger broken after * gpu1: its view entry is out of date*");
+  g_setenv("EMA_TEST_CORRUPT", "capacity", TRUE);
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed();
+  g_test_trap_assert_stderr("*pool ledger broken after * gpu1: local capacity * blocks kept, not "
+                            "refreshed*");
   /* sampled: caught within EMA_POOL_CHECK_SAMPLE actions all the same */
   g_setenv("EMA_TEST_CORRUPT", "lent-sampled", TRUE);
   g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
@@ -212,6 +247,43 @@ static void test_corrupted(void) {
   g_setenv("EMA_TEST_CORRUPT", "lent-off", TRUE);
   g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
   g_test_trap_assert_passed();
+}
+
+/* The view keeps the entries of GPUs not touched since it was built, and
+ * refills a touched one; a periodic decision is due once the period has
+ * passed and only if the view changed since the GPU's last decision. */
+static void test_view_kept(void) {
+  Rig r;
+  GError *error = NULL;
+  const EmaPoolView *view;
+  rig_init(&r, EMA_POOL_CHECK_ALL);
+  rig_ticks(&r, 3);
+  view = ema_pool_core_view(&r.core);
+  g_assert_false(r.gpus[0].view_stale || r.gpus[1].view_stale);
+  /* untouched, a changed field stays as the entry was; touched, it is refilled */
+  r.gpus[1].waiting += 5;
+  g_assert_cmpuint(ema_pool_core_view(&r.core)->gpus[1].waiting, ==, r.gpus[1].waiting - 5);
+  ema_slice_gpu_touch(&r.gpus[1]);
+  g_assert_cmpuint(ema_pool_core_view(&r.core)->gpus[1].waiting, ==, r.gpus[1].waiting);
+  g_assert_true(view == ema_pool_core_view(&r.core));
+
+  /* a decision; the period passes with nothing changed: no periodic decision is due */
+  g_assert_true(ema_pool_core_decide(&r.core, &r.gpus[1], &error));
+  g_assert_no_error(error);
+  ema_pool_core_view(&r.core);
+  r.core.now += r.spec.decision_period;
+  g_assert_false(ema_pool_core_periodic_due(&r.core, &r.gpus[1]));
+  /* the other GPU's entry changes: due, whether the view was rebuilt since or not */
+  ema_slice_gpu_touch(&r.gpus[0]);
+  g_assert_true(ema_pool_core_periodic_due(&r.core, &r.gpus[1]));
+  ema_pool_core_view(&r.core);
+  g_assert_true(ema_pool_core_periodic_due(&r.core, &r.gpus[1]));
+  /* decided again: not due before the period, then not while nothing changes */
+  g_assert_true(ema_pool_core_decide(&r.core, &r.gpus[1], &error));
+  g_assert_false(ema_pool_core_periodic_due(&r.core, &r.gpus[1]));
+  r.core.now += r.spec.decision_period;
+  g_assert_false(ema_pool_core_periodic_due(&r.core, &r.gpus[1]));
+  rig_clear(&r);
 }
 
 /* The level comes from EMA_POOL_CHECKS; a value it does not know is fatal. */
@@ -234,5 +306,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/checks/reasons-cut", test_reasons_cut);
   g_test_add_func("/checks/corrupted", test_corrupted);
   g_test_add_func("/checks/level-from-env", test_level_from_env);
+  g_test_add_func("/checks/view-kept", test_view_kept);
   return g_test_run();
 }

@@ -214,6 +214,24 @@ static void test_resolved_ops(void) {
       g_assert_cmpfloat(us, ==, one);
     }
   g_assert_false(ema_profile_op_at(&missing, 0, 2, &us));
+  {
+    /* a cursor walked up, down, across brackets and out of range, and one
+     * left pointing anywhere, gives the answers of a fresh search */
+    EmaProfileCursor cursor = {0};
+    for (guint k = 0; k < 600; k++) {
+      double b = k < 200 ? 1 + k / 40.0 : 0.5 + (double) ((k * 7) % 23) / 2;
+      double c = k < 200 ? 60 + k : 40 + (double) ((k * 13) % 41) * 6.5;
+      if (k == 400)
+        cursor.surfaces[0].outer = cursor.surfaces[0].x[0] = cursor.surfaces[0].x[1] = 1000;
+      g_assert_true(ema_profile_op_at_cursor(&decode, &cursor, b, c, &us));
+      g_assert_true(ema_profile_op_at(&decode, b, c, &one));
+      g_assert_cmpfloat(us, ==, one);
+      g_assert_true(ema_profile_op_at_cursor(&gemm, &cursor, 0, c / 10, &us));
+      g_assert_true(ema_profile_op_at(&gemm, 0, c / 10, &one));
+      g_assert_cmpfloat(us, ==, one);
+    }
+    g_assert_false(ema_profile_op_at_cursor(&missing, &cursor, 0, 2, &us));
+  }
 }
 
 static void test_monotone_dip(void) {
