@@ -201,6 +201,14 @@ static void corrupt_capacity(void) {
   rig_ticks(&r, 1);
 }
 
+/* The subprocess that corrupts WHICH fails with STDERR. */
+static void expect_broken(const char *which, const char *stderr_pattern) {
+  g_setenv("EMA_TEST_CORRUPT", which, TRUE);
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed();
+  g_test_trap_assert_stderr(stderr_pattern);
+}
+
 static void test_corrupted(void) {
   if (g_test_subprocess()) {
     const char *which = g_getenv("EMA_TEST_CORRUPT");
@@ -218,31 +226,16 @@ static void test_corrupted(void) {
       corrupt_lent(EMA_POOL_CHECK_OFF, 2 * EMA_POOL_CHECK_SAMPLE);
     return;
   }
-  g_setenv("EMA_TEST_CORRUPT", "remote", TRUE);
-  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-  g_test_trap_assert_failed();
   /* GPU0's first action in a round is its take (or give) */
-  g_test_trap_assert_stderr("*pool ledger broken after take of gpu0 at 0.200000000 s: gpu0: "
-                            "remote blocks per lender add up to * not *");
-  g_setenv("EMA_TEST_CORRUPT", "region", TRUE);
-  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-  g_test_trap_assert_failed();
-  g_test_trap_assert_stderr("*pool ledger broken after * gpu1: * slices in use, lent or reserved, "
-                            "above its 1*");
-  g_setenv("EMA_TEST_CORRUPT", "view", TRUE);
-  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-  g_test_trap_assert_failed();
-  g_test_trap_assert_stderr("*pool ledger broken after * gpu1: its view entry is out of date*");
-  g_setenv("EMA_TEST_CORRUPT", "capacity", TRUE);
-  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-  g_test_trap_assert_failed();
-  g_test_trap_assert_stderr("*pool ledger broken after * gpu1: local capacity * blocks kept, not "
-                            "refreshed*");
+  expect_broken("remote", "*pool ledger broken after take of gpu0 at 0.200000000 s: gpu0: "
+                          "remote blocks per lender add up to * not *");
+  expect_broken("region", "*pool ledger broken after * gpu1: * slices in use, lent or reserved, "
+                          "above its 1*");
+  expect_broken("view", "*pool ledger broken after * gpu1: its view entry is out of date*");
+  expect_broken("capacity",
+                "*pool ledger broken after * gpu1: local capacity * blocks kept, not refreshed*");
   /* sampled: caught within EMA_POOL_CHECK_SAMPLE actions all the same */
-  g_setenv("EMA_TEST_CORRUPT", "lent-sampled", TRUE);
-  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-  g_test_trap_assert_failed();
-  g_test_trap_assert_stderr("*pool ledger broken after *lent/borrowed counters disagree*");
+  expect_broken("lent-sampled", "*pool ledger broken after *lent/borrowed counters disagree*");
   /* off: nothing is checked */
   g_setenv("EMA_TEST_CORRUPT", "lent-off", TRUE);
   g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
