@@ -202,7 +202,8 @@ void ema_pool_core_set_model(EmaPoolCore *core, guint gpu, const EmaStepModel *s
  *      tenant gives back blocks above its target or takes what it lacks,
  *      as far as its free blocks allow: what it still lacks is its
  *      blocks_short;
- *   2. each sharing tenant's GPU decides (at most once per decision_period
+ *   2. each sharing tenant's GPU decides (at most once per decision_period,
+ *      and only when the view changed since its last decision,
  *      unless short);
  *   3. each tenant takes what it still lacks from the memory step 2 gave;
  *   4. the demand trend; every GPU's work is waited for.
