@@ -55,7 +55,7 @@ static Case *case_new(void) {
     c->gpus[i] = (EmaGpuView){.index = i, .shares = TRUE, .has_tenant = TRUE};
   c->remote[0 * N_GPUS + 1] = 30;
   c->remote[0 * N_GPUS + 2] = 10;
-  c->view = (EmaPoolView){0, N_GPUS, c->gpus, c->lent, c->remote, &c->server};
+  c->view = (EmaPoolView){0, N_GPUS, c->gpus, c->lent, c->remote, &c->server, NULL};
   c->step = (EmaStepCostView){.layers = 10,
                               .layer_compute_s = 1e-3,
                               .layer_memory_s = 1e-3,
@@ -74,7 +74,7 @@ static void case_free(Case *c) {
 }
 
 static EmaPrefetchPlan decide(Case *c) {
-  EmaPrefetchPlan plan = {EMA_REMOTE_DIRECT, 1, 1, 1};
+  EmaPrefetchPlan plan = {EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0};
   c->ops->decide(NULL, c->params, &c->view, 0, &c->step, &plan);
   return plan;
 }

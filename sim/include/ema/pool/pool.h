@@ -103,6 +103,13 @@ void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices);
  * the memory its engine takes blocks from. */
 EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint64 block_bytes,
                                 const EmaStepModel *step_model);
+/* The model GPU's tenant runs (added by ema_pool_add_tenant), for its
+ * attention offload (hw/offload.h); without it, or when the model cannot be
+ * built for the server (or the tenant does not share), the tenant's remote
+ * KV is never offloaded and ema_pool_offload_unavailable() says why. */
+void ema_pool_set_offload_model(EmaPool *pool, guint gpu, const EmaLlmSpec *model);
+/* Why GPU's tenant cannot offload attention (NULL: it can). */
+const char *ema_pool_offload_unavailable(const EmaPool *pool, guint gpu);
 /* The tenant's engine, once created (for preemptions a reclaim forces, and
  * for waking it when memory arrives). */
 void ema_pool_set_engine(EmaPool *pool, guint gpu, EmaEngine *engine);
