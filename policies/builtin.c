@@ -15,6 +15,7 @@ static const EmaBorrowPolicyOps *const borrow_policies[] = {
 static const EmaPrefetchPolicyOps *const prefetch_policies[] = {
     &ema_prefetch_direct,
     &ema_prefetch_layer_ahead,
+    &ema_prefetch_offload,
     NULL,
 };
 
@@ -44,5 +45,9 @@ const EmaPolicyComposition ema_builtin_compositions[] = {
      "borrow ahead of demand, read remote KV directly or prefetch it while that hides, "
      "park preempted KV on peers, reclaim with lender priority",
      "{borrow: most-idle, prefetch: layer-ahead, reclaim: migrate, preempt: swap-peer}"},
+    {"offload",
+     "ema, with attention offloaded to the lenders where that is the cheaper step, within 5% "
+     "of each lender's HBM time",
+     "{borrow: most-idle, prefetch: offload, reclaim: migrate, preempt: swap-peer}"},
     {NULL, NULL, NULL},
 };

@@ -19,14 +19,15 @@
 
 #define DEFAULT_CONTEXT 2000
 #define BLOCK_TOKENS 16
+#define REFUSE_LOG_PERIOD ((EmaTime) 1000 * 1000 * 1000)
 
 #define B(c) ((c)->backend)
 #define D(c) ((c)->backend_data)
 
 const char *ema_pool_event_kind_name(EmaPoolEventKind kind) {
-  static const char *const names[] = {"borrow",  "return",    "reclaim",     "own-map",
-                                      "own-unmap", "refuse",  "offload",     "offload-end",
-                                      "offload-refuse"};
+  static const char *const names[] = {"borrow",  "return",      "reclaim",
+                                      "own-map", "own-unmap",   "refuse",
+                                      "offload", "offload-end", "offload-refuse"};
   return (guint) kind < G_N_ELEMENTS(names) ? names[kind] : "?";
 }
 
@@ -96,6 +97,8 @@ void ema_slice_gpu_setup(EmaSliceGpu *g, guint index, guint n) {
   g->index = index;
   g->remote = g_new0(guint64, n);
   g->plan = ema_prefetch_plan_start();
+  g->refused_by = G_MAXUINT;
+  g->refused_at = G_MININT64 / 2; /* never */
 }
 
 void ema_slice_gpu_clear(EmaSliceGpu *g) {
@@ -813,8 +816,8 @@ static guint reason_lenders(const EmaPoolCore *c, const EmaSliceGpu *g, EmaPoolE
   return most;
 }
 
-void ema_pool_core_plan_events(EmaPoolCore *c, const EmaSliceGpu *g,
-                               const EmaPrefetchPlan *previous, const EmaStepCostView *cost) {
+void ema_pool_core_plan_events(EmaPoolCore *c, EmaSliceGpu *g, const EmaPrefetchPlan *previous,
+                               const EmaStepCostView *cost) {
   const EmaPrefetchPlan *plan = &g->plan;
   gboolean was = previous->mode == EMA_REMOTE_OFFLOAD, is = plan->mode == EMA_REMOTE_OFFLOAD;
   if (is && !was) {
@@ -827,16 +830,25 @@ void ema_pool_core_plan_events(EmaPoolCore *c, const EmaSliceGpu *g,
     event_push(c, &e);
   } else if (was && !is) {
     EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_OFFLOAD_END, g->index, g->index);
-    reason_add(&e, "%s: %s loads; step %s %.2f ms, offload %.2f", policy_name(c, EMA_POLICY_PREFETCH),
-               plan->mode == EMA_REMOTE_PREFETCH ? "prefetch" : "direct",
-               plan->mode == EMA_REMOTE_PREFETCH ? "at least" : "", 
-               (plan->mode == EMA_REMOTE_PREFETCH ? cost->step_local_s : cost->step_direct_s) * 1e3,
-               cost->step_offload_s * 1e3);
+    if (plan->mode == EMA_REMOTE_PREFETCH)
+      reason_add(&e, "%s: prefetch; step at least %.2f ms (all-local), offload %.2f",
+                 policy_name(c, EMA_POLICY_PREFETCH), cost->step_local_s * 1e3,
+                 cost->step_offload_s * 1e3);
+    else
+      reason_add(&e, "%s: direct loads; step %.2f ms, offload %.2f",
+                 policy_name(c, EMA_POLICY_PREFETCH), cost->step_direct_s * 1e3,
+                 cost->step_offload_s * 1e3);
     if (cost->step_offload_s <= 0)
       reason_add(&e, " (offload not possible)");
     event_push(c, &e);
   }
-  if (plan->limit_lender < c->n && plan->limit_lender != previous->limit_lender) {
+  /* a refusal: the allowance bounds the remote KV while requests wait or blocks lack; logged
+   * when that starts, and when another lender's allowance bounds it (at most once a second: with
+   * lenders alike the binding one flaps from step to step) */
+  if (plan->limit_lender >= c->n) {
+    g->refused_by = G_MAXUINT;
+  } else if ((g->waiting > 0 || g->blocks_short > 0) && plan->limit_lender != g->refused_by &&
+             c->now - g->refused_at >= REFUSE_LOG_PERIOD) {
     EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_OFFLOAD_REFUSE, g->index, plan->limit_lender);
     reason_add(&e,
                "remote limit: lender gpu%u at its allowance %.3g%%; %.1f%% of gpu%u's KV may be "
@@ -844,6 +856,8 @@ void ema_pool_core_plan_events(EmaPoolCore *c, const EmaSliceGpu *g,
                plan->limit_lender, plan->limit_allowance * 100, plan->remote_limit * 100, g->index,
                g->waiting);
     event_push(c, &e);
+    g->refused_by = plan->limit_lender;
+    g->refused_at = c->now;
   }
 }
 

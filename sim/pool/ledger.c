@@ -12,7 +12,7 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->gpus = g_new0(EmaSliceGpu *, n);
   l->lent = g_new0(guint64, (gsize) n * n);
   l->remote_view = g_new0(guint64, (gsize) n * n);
-  l->offload_share = g_new0(double, (gsize) n * n);
+  l->offload_share = g_new0(double, (gsize) n *n);
   l->views = g_new0(EmaGpuView, n);
 }
 
@@ -84,21 +84,12 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
     bytes[j] = remote * (double) g->remote[j] / (double) g->remote_total;
   *t_copy = remote_time(l, server, bytes, server->link.bandwidth);
   *t_direct = remote_time(l, server, bytes, server->link.direct_read_bandwidth);
-  *view = (EmaStepCostView){(guint) layers,
-                            MAX(bd->layer_compute_s, layer_mem),
-                            layer_mem,
-                            bd->kv_read_bytes / layers,
-                            remote,
-                            remote / *t_copy,
-                            remote / *t_direct,
-                            server->link.copy_fixed_cost,
-                            bd->layer_kv_read_s * slow,
-                            /* the owner adds the step's times in each way, and offload's */
-                            0,
-                            0,
-                            0,
-                            0,
-                            0};
+  *view =
+      (EmaStepCostView){(guint) layers, MAX(bd->layer_compute_s, layer_mem), layer_mem,
+                        bd->kv_read_bytes / layers, remote, remote / *t_copy, remote / *t_direct,
+                        server->link.copy_fixed_cost, bd->layer_kv_read_s * slow,
+                        /* the owner adds the step's times in each way, and offload's */
+                        0, 0, 0, 0, 0};
 }
 
 const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,

@@ -633,8 +633,10 @@ static EmaTime offload_extra(const Pool *p, guint lender, EmaTime step) {
   EmaTime now = ema_sim_now(p->sim), extra = 0;
   for (guint b = 0; p->offloading > 0 && b < p->n; b++) {
     const Gpu *g = &p->gpus[b];
-    if (b != lender && g->offloading && now < g->offload_until && g->offload_shares[lender].seqs > 0)
-      extra += ema_offload_lender_extra(g->offload, &g->offload_shares[lender], g->offload_step, step);
+    if (b != lender && g->offloading && now < g->offload_until &&
+        g->offload_shares[lender].seqs > 0)
+      extra +=
+          ema_offload_lender_extra(g->offload, &g->offload_shares[lender], g->offload_step, step);
   }
   return extra;
 }
@@ -649,11 +651,19 @@ static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepB
   view->step_local_s = step_seconds(p, g, bd, all_local, slow, FALSE, 0, 0, &direct);
   view->step_direct_s = step_seconds(p, g, bd, all_local, slow, TRUE, t_copy, t_direct, &direct);
   view->context_tokens = batch->decode_context;
+  if (g->offload && batch->decode_seqs > 0) {
+    /* the allowance is of the lender's time while this tenant decodes: a step made long by a
+     * prefill chunk's compute reads the same KV no faster, and must not admit KV that the
+     * decode steps after it would read too often. The bound is c_max at the step of the
+     * decode alone, with offload (shorter than all-local: the conservative side). */
+    EmaStepBatch decode = {.decode_seqs = batch->decode_seqs,
+                           .decode_context = batch->decode_context,
+                           .logits = batch->decode_seqs};
+    double decode_s = offload_seconds(p, g, &decode, slow);
+    view->offload_full_context =
+        decode_s > 0 ? ema_offload_max_context(g->offload, 1, ns(decode_s)) : 0;
+  }
   view->step_offload_s = offload_seconds(p, g, batch, slow);
-  view->offload_full_context =
-      g->offload && view->step_offload_s > 0
-          ? ema_offload_max_context(g->offload, 1, ns(view->step_offload_s))
-          : 0;
   ema_slice_gpu_plan_prefetch(&g->counters, p->core.policies[EMA_POLICY_PREFETCH],
                               p->spec->prefetch_params, build_view(p), view, g->layers);
   if (g->plan.mode == EMA_REMOTE_OFFLOAD && view->step_offload_s <= 0) {

@@ -222,8 +222,8 @@ guint64 ema_pool_core_offload_shares(const EmaPoolCore *core, const EmaSliceGpu 
  * and `offload-refuse` when a lender's allowance starts to bound the
  * tenant's remote KV (a lender other than the last one that did), each with
  * its reason. */
-void ema_pool_core_plan_events(EmaPoolCore *core, const EmaSliceGpu *g,
-                               const EmaPrefetchPlan *previous, const EmaStepCostView *cost);
+void ema_pool_core_plan_events(EmaPoolCore *core, EmaSliceGpu *g, const EmaPrefetchPlan *previous,
+                               const EmaStepCostView *cost);
 
 /* ---- invariants ---------------------------------------------------------- */
 

@@ -60,6 +60,8 @@ G_BEGIN_DECLS
   EmaTime demand_at;     /* time of that sample */                                                 \
   EmaTime last_step;                                                                               \
   EmaTime decided_at; /* the last decision */                                                      \
+  guint refused_by;   /* the lender of the last offload-refuse event (G_MAXUINT: none, or the */   \
+  EmaTime refused_at; /* allowance stopped binding since) and when it was logged */                \
   gpointer states[3]; /* the borrow, prefetch and reclaim policies' state (EmaPolicyKind order) */
 
 typedef struct {
