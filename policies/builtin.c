@@ -42,9 +42,11 @@ const EmaPolicyComposition ema_builtin_compositions[] = {
     {"peer-swap", "no borrowing; preempted requests park their KV on peers (Aqua-like)",
      "{borrow: none, prefetch: direct, reclaim: drop, preempt: swap-peer}"},
     {"ema",
-     "borrow ahead of demand, read remote KV directly or prefetch it while that hides, "
-     "park preempted KV on peers, reclaim with lender priority",
-     "{borrow: most-idle, prefetch: layer-ahead, reclaim: migrate, preempt: swap-peer}"},
+     "borrow ahead of demand, read remote KV directly, prefetch it while that hides or offload "
+     "its attention where that is cheaper (lenders within 2%), park preempted KV on peers, "
+     "reclaim with lender priority",
+     "{borrow: most-idle, prefetch: offload, prefetch_params: {allowance: 1.8%}, reclaim: "
+     "migrate, preempt: swap-peer}"},
     {"offload",
      "ema, with attention offloaded to the lenders where that is the cheaper step, within 5% "
      "of each lender's HBM time",
