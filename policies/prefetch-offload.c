@@ -20,8 +20,9 @@
  * With lender j holding the share s_j of this GPU's remote blocks and
  * c_max(1) = offload_full_context tokens at an allowance of 1, the remote
  * share f of the step's decode context C must satisfy f C s_j <= a_j
- * c_max(1) for every j; the plan admits the larger of that bound and
- * layer-ahead's, and names the lender whose allowance set it.
+ * c_max(1) for every j; where offload is the cheaper step the plan admits
+ * the larger of that bound and layer-ahead's, and names the lender whose
+ * allowance set it.
  *
  * `allowance` 0 is layer-ahead exactly: no offload, the same plans. */
 #include "builtin.h"
@@ -88,7 +89,8 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     plan->depth = 1;
     plan->layers_per_copy = 1;
   }
-  if (limit >= plan->remote_limit) {
+  /* admitting beyond layer-ahead's bounds pays only where offload is the cheaper step */
+  if (step->step_offload_s < other && limit >= plan->remote_limit) {
     plan->remote_limit = limit;
     plan->limit_lender = lender;
     plan->limit_allowance = view->gpus[lender].has_tenant ? p->allowance : 1;
