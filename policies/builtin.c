@@ -43,9 +43,10 @@ const EmaPolicyComposition ema_builtin_compositions[] = {
      "{borrow: none, prefetch: direct, reclaim: drop, preempt: swap-peer}"},
     {"ema",
      "borrow ahead of demand, read remote KV directly, prefetch it while that hides or offload "
-     "its attention where that is cheaper (lenders within 2%), park preempted KV on peers, "
+     "its attention where that is cheaper (within 1% of lender HBM time), park preempted KV on "
+     "peers, "
      "reclaim with lender priority",
-     "{borrow: most-idle, prefetch: offload, prefetch_params: {allowance: 1.8%}, reclaim: "
+     "{borrow: most-idle, prefetch: offload, prefetch_params: {allowance: 1%}, reclaim: "
      "migrate, preempt: swap-peer}"},
     {"offload",
      "ema, with attention offloaded to the lenders where that is the cheaper step, within 5% "
