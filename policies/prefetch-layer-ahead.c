@@ -1,5 +1,6 @@
-/* prefetch-layer-ahead.c: the `layer-ahead` prefetch policy (the prefetch
- * half of `ema`). It reads remote KV the cheaper of two ways (pool.h):
+/* prefetch-layer-ahead.c: the `layer-ahead` prefetch policy (and what the
+ * `offload` policy, `ema`'s, does where it does not offload). It reads
+ * remote KV the cheaper of two ways (pool.h):
  * - direct loads, while they hide under the attention kernel's all-local
  *   KV time: at most `direct_margin` of that time's worth of link bytes.
  *   They cost this GPU nothing, need no staging buffer and land nothing in

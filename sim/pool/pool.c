@@ -715,6 +715,7 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   seconds = offload ? view.step_offload_s
                     : step_seconds(p, g, &bd, all_local, slow, remote, t_copy, t_direct, &g->plan);
   step = slow > 1 ? MAX(ns(seconds), 1) : ns(seconds);
+  /* (an offloading step's own slowdown by peers is not told apart: it is the borrower's) */
   if (peers > 0 && !offload)
     g->slowed_by_peers += step - ns(step_seconds(p, g, &bd, all_local, slowdown(rate_m, own),
                                                  remote, t_copy, t_direct, &g->plan));

@@ -5,8 +5,8 @@
  * registered tomorrow is covered with no change here.
  *
  * Each policy runs composed with the default partners of the other two
- * kinds (those of `ema`: borrow most-idle, prefetch layer-ahead, reclaim
- * migrate) on tests/fixtures/pool/tiny.yaml (4x A100-40GB, OPT-13B: a burst
+ * kinds (borrow most-idle, prefetch layer-ahead, reclaim migrate: `ema`'s
+ * before it offloaded) on tests/fixtures/pool/tiny.yaml (4x A100-40GB, OPT-13B: a burst
  * on GPU 0, a later burst on GPU 1, a light GPU 2, an idle GPU 3 that lends
  * 5%), and must:
  *   defaults   - have valid defaults (ema_params_check_defaults), and bind

@@ -1,4 +1,4 @@
-/* test-prefetch-policy.c: the decisions of `layer-ahead`, ema's prefetch
+/* test-prefetch-policy.c: the decisions of the `layer-ahead` prefetch
  * policy (policies/prefetch-layer-ahead.c), on hand-built views, each
  * figure computed here from its defaults (direct_margin 70%, hide_margin
  * 90%, fixed_share 10%, max_borrower_slowdown 5%, max_lender_slowdown 2%,
