@@ -24,10 +24,11 @@
  *     blocks, and when its engine reports blocks it lacks while scheduling;
  *   - otherwise periodically: after a step, once policy.decision_period has
  *     passed since its last decision, and only if something in the view
- *     (any GPU's entry, the lent matrix, remote_blocks) has changed since
- *     that decision; a view equal to the one of its last call but for `now`
- *     brings no call. (The simulator's pool also makes no periodic call
- *     under a borrow policy that never acts while the GPU lends nothing.)
+ *     (any GPU's entry, the lent matrix, remote_blocks, offload_share) has
+ *     changed since that decision; a view equal to the one of its last call
+ *     but for `now` brings no call. (The simulator's pool also makes no
+ *     periodic call under a borrow policy that never acts while the GPU
+ *     lends nothing.)
  * A policy is therefore a function of the view (and its own state, changed
  * only by its calls): one that would act on the passing of time alone,
  * with nothing else changing, is not called for it. The prefetch policy is
