@@ -195,7 +195,7 @@ static double between(const double *xs, const double *vs, guint lo, double x) {
 static double extend(const double *xs, const double *vs, guint n, double x) {
   if (x <= xs[0])
     return vs[0];
-  if (x >= xs[n - 1])
+  if (n < 2 || x >= xs[n - 1]) /* n == 1: past its one point */
     return xs[n - 1] > 0 ? vs[n - 1] * x / xs[n - 1] : vs[n - 1];
   return between(xs, vs, bracket(xs, n, x), x);
 }
