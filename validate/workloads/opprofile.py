@@ -15,7 +15,8 @@ point range (common.py) whose time validate/trace.c takes from the captured kern
   backends (GQA natively, enable_gqa), each backend a row; the converter keeps the fastest; in
   bf16 and in the dtype of each model of that head shape (OPT-13B: fp16);
 - attn_prefill: one sequence, `chunk` new tokens attending causally (lower-right aligned) to
-  themselves and `prior_context` cached tokens, the same backends and dtypes;
+  themselves and `prior_context` cached tokens, the same backends and dtypes; q, k, v rotated
+  over copies >= 512 MB (at most 64) so repeats read HBM;
 - moe: `experts` experts each with `tokens_per_expert` tokens, each expert's own weights,
   looped F.linear per expert (as an engine without a grouped kernel runs them), gate/up and down;
 - elementwise: PyTorch eager kernels by tokens: rmsnorm (F.rms_norm, width hidden), layernorm
@@ -139,21 +140,30 @@ def run_prefill(models, chunks, priors, repeats, log, skipped):
         for chunk in chunks:
             for prior in priors:
                 total = chunk + prior
-                q = torch.randn(1, chunk, hq, d, device="cuda", dtype=dt)
-                k = torch.randn(1, hkv, total, d, device="cuda", dtype=dt)
-                v = torch.randn(1, hkv, total, d, device="cuda", dtype=dt)
+                # rotated copies, so that a chain's runs read HBM as a step's do (the same
+                # K and V again would be partly in L2)
+                copies = common.rotation((chunk * hq + 2 * total * hkv) * d * 2, most=64)
+                qkvs = [(torch.randn(1, chunk, hq, d, device="cuda", dtype=dt),
+                         torch.randn(1, hkv, total, d, device="cuda", dtype=dt),
+                         torch.randn(1, hkv, total, d, device="cuda", dtype=dt))
+                        for _ in range(copies)]
                 bias = causal_lower_right(chunk, total) if prior else None
                 for backend in common.BACKENDS:
-                    call = common.sdpa_call(backend, q, k, v, causal_bias=bias,
-                                            is_causal=prior == 0)
-                    if call is None:
+                    calls = [common.sdpa_call(backend, *qkvs[0], causal_bias=bias,
+                                              is_causal=prior == 0)]
+                    if calls[0] is None:
                         skipped.append(f"attn_prefill {backend} chunk={chunk} prior={prior} "
                                        f"q_heads={hq} kv_heads={hkv} {dtype}: backend refused")
                         continue
+                    calls += [common.sdpa_call(backend, q, k, v, causal_bias=bias,
+                                               is_causal=prior == 0) for q, k, v in qkvs[1:]]
+                    it = iter(range(1 << 62))
                     common.point("attn_prefill",
                                  {"chunk": chunk, "prior_context": prior, "q_heads": hq,
                                   "kv_heads": hkv, "head_dim": d, "dtype": dtype,
-                                  "backend": backend}, call, repeats)
+                                  "backend": backend},
+                                 lambda: calls[next(it) % copies](), repeats, copies)
+                del qkvs
         log(f"attn_prefill q_heads={hq} kv_heads={hkv} head_dim={d} {dtype}")
 
 
