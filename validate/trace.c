@@ -27,6 +27,11 @@ static gboolean csv_error(const CsvReader *r, guint field, const char *what, GEr
   return FALSE;
 }
 
+/* The largest capture file read back: the files grow with the program (the operator profile of
+ * the five models writes ~0.5 GB of kernels.csv, its demangled names long), so not core/file.h's
+ * limit for configuration text. */
+#define TRACE_MAX_BYTES ((gsize) 4 << 30)
+
 /* opens PATH and checks its header; *absent = TRUE (and TRUE returned) when it does not exist
  * and OPTIONAL */
 static gboolean csv_open(CsvReader *r, const char *path, const char *header, gboolean optional,
@@ -36,7 +41,7 @@ static gboolean csv_open(CsvReader *r, const char *path, const char *header, gbo
   *absent = optional && !g_file_test(path, G_FILE_TEST_EXISTS);
   if (*absent)
     return TRUE;
-  if (!ema_csv_open(&r->csv, path, &local))
+  if (!ema_csv_open_max(&r->csv, path, TRACE_MAX_BYTES, &local))
     return ema_validate_error_from_csv(local, error);
   g_autofree char *got = g_strjoinv(",", r->csv.header);
   if (strcmp(got, header) != 0) {
@@ -698,6 +703,31 @@ static void point_clear(gpointer p) {
 #define POINT_PREFIX "ema.point "
 #define REP_NAME "ema.rep"
 
+/* Whether NAME is a repeat range, "ema.rep" (one run) or "ema.rep xN" (N >= 1 runs back to back):
+ * TRUE with *RUNS set; FALSE for another name; an error for "ema.rep " with a bad count. */
+static gboolean repeat_runs(const char *name, guint *runs, gboolean *is_repeat, GError **error) {
+  guint64 n = 0;
+  *is_repeat = FALSE;
+  *runs = 1;
+  if (!g_str_has_prefix(name, REP_NAME))
+    return TRUE;
+  if (name[strlen(REP_NAME)] == '\0') {
+    *is_repeat = TRUE;
+    return TRUE;
+  }
+  if (name[strlen(REP_NAME)] != ' ')
+    return TRUE; /* another name that starts so */
+  if (name[strlen(REP_NAME) + 1] != 'x' ||
+      !g_ascii_string_to_unsigned(name + strlen(REP_NAME) + 2, 10, 1, G_MAXUINT32, &n, NULL)) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                "NVTX range '%s': not '" REP_NAME "' or '" REP_NAME " xN' (N runs, N >= 1)", name);
+    return FALSE;
+  }
+  *is_repeat = TRUE;
+  *runs = (guint) n;
+  return TRUE;
+}
+
 static gboolean parse_point(const char *name, Point *pt, GError **error) {
   g_auto(GStrv) words = g_strsplit(name + strlen(POINT_PREFIX), " ", -1);
   GPtrArray *keys = g_ptr_array_new(), *values = g_ptr_array_new();
@@ -837,9 +867,17 @@ gboolean ema_trace_write_profiles(const EmaTrace *t, const char *out_dir, GPtrAr
     g_array_set_size(reps, 0);
     for (guint c = r + 1; c < t->ranges->len; c++) {
       const EmaTraceRange *child = &g_array_index(t->ranges, EmaTraceRange, c);
+      guint runs;
+      gboolean is_repeat;
       if (child->start_ns > rg->end_ns)
         break;
-      if (child->parent != (int) r || strcmp(child->name, REP_NAME) != 0)
+      if (child->parent != (int) r)
+        continue;
+      if (!repeat_runs(child->name, &runs, &is_repeat, error)) {
+        point_clear(&pt);
+        return FALSE;
+      }
+      if (!is_repeat)
         continue;
       if (loads[c].kernels == 0) {
         g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
@@ -849,7 +887,8 @@ gboolean ema_trace_write_profiles(const EmaTrace *t, const char *out_dir, GPtrAr
         point_clear(&pt);
         return FALSE;
       }
-      g_array_append_val(reps, loads[c].busy_us);
+      double per_run = loads[c].busy_us / runs;
+      g_array_append_val(reps, per_run);
     }
     if (reps->len == 0) {
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,

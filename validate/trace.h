@@ -86,8 +86,9 @@ gboolean ema_trace_write_chrome(const EmaTrace *trace, const char *path, GError 
 
 /* The profile tables of hwmodels/profiles/README.md from the point ranges of a profiling workload:
  * a range named "ema.point TABLE KEY=VALUE KEY=VALUE ..." holds child ranges "ema.rep", one per
- * repeat; a repeat's time is the sum of the durations of the kernels it owns, the point's time the
- * median over its repeats (std_us: their standard deviation). Each TABLE becomes OUT_DIR/TABLE.csv
+ * repeat (or "ema.rep xN": the repeat ran the operator N times back to back); a repeat's time is
+ * the sum of the durations of the kernels it owns (over N), the point's time the median over its
+ * repeats (std_us: their standard deviation). Each TABLE becomes OUT_DIR/TABLE.csv
  * with the point's keys as columns (in the order of the first point of the table; every point of a
  * table must name the same keys), then time_us,std_us,repeats, rows sorted by their keys
  * (numerically where both values are numbers). Where a table's points differ only in a `backend`

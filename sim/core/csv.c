@@ -120,10 +120,14 @@ static gboolean split_row(const EmaCsv *csv, char *line, guint line_no, GStrv *o
 }
 
 gboolean ema_csv_open(EmaCsv *csv, const char *path, GError **error) {
+  return ema_csv_open_max(csv, path, EMA_FILE_MAX_TEXT, error);
+}
+
+gboolean ema_csv_open_max(EmaCsv *csv, const char *path, gsize max_bytes, GError **error) {
   GError *local = NULL;
   memset(csv, 0, sizeof *csv);
   csv->file = g_intern_string(path);
-  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &csv->text, NULL, &local)) {
+  if (!ema_file_read_regular(path, max_bytes, &csv->text, NULL, &local)) {
     g_set_error_literal(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_IO, local->message);
     g_error_free(local);
     return FALSE;

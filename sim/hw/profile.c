@@ -269,8 +269,10 @@ static guint lookup_dtypes(EmaProfileDtype dtype, EmaProfileDtype out[2]) {
   return 2;
 }
 
-static void gemm_key(char *buf, gsize size, EmaProfileDtype dtype, guint64 k, guint64 n) {
-  g_snprintf(buf, size, "%s k=%" G_GUINT64_FORMAT " n=%" G_GUINT64_FORMAT, rate_class(dtype), k, n);
+static void gemm_key(char *buf, gsize size, EmaProfileDtype dtype, gboolean bias, guint64 k,
+                     guint64 n) {
+  g_snprintf(buf, size, "%s%s k=%" G_GUINT64_FORMAT " n=%" G_GUINT64_FORMAT, rate_class(dtype),
+             bias ? " bias" : "", k, n);
 }
 
 static void attn_key(char *buf, gsize size, EmaProfileDtype dtype, guint q, guint kv, guint d) {
@@ -316,23 +318,33 @@ gboolean ema_profile_op_at_cursor(const EmaProfileOp *op, EmaProfileCursor *curs
   return FALSE;
 }
 
-/* OP's surfaces for the shape that KEY_OF writes for each lookup dtype. */
-#define RESOLVE(op, profile, kind, dtype, key_of, ...)                                             \
+/* OP's surfaces from slot FIRST on for the shape that KEY_OF writes for each
+ * lookup dtype. */
+#define RESOLVE_FROM(op, first, profile, kind, dtype, key_of, ...)                                 \
   do {                                                                                             \
     char key_[128];                                                                                \
     EmaProfileDtype dtypes_[2];                                                                    \
     guint count_ = lookup_dtypes(dtype, dtypes_);                                                  \
-    g_return_if_fail(profile != NULL && op != NULL);                                               \
-    *op = (EmaProfileOp){{NULL, NULL}};                                                            \
     for (guint i_ = 0; i_ < count_; i_++) {                                                        \
       key_of(key_, sizeof key_, dtypes_[i_], __VA_ARGS__);                                         \
-      op->surfaces[i_] = find_surface(profile, kind, key_);                                        \
+      op->surfaces[(first) + i_] = find_surface(profile, kind, key_);                              \
     }                                                                                              \
   } while (0)
 
-void ema_profile_op_gemm(const EmaProfile *profile, EmaProfileDtype dtype, guint64 k, guint64 n,
-                         EmaProfileOp *op) {
-  RESOLVE(op, profile, EMA_PROFILE_GEMM, dtype, gemm_key, k, n);
+/* OP's surfaces for the shape that KEY_OF writes for each lookup dtype. */
+#define RESOLVE(op, profile, kind, dtype, key_of, ...)                                             \
+  do {                                                                                             \
+    g_return_if_fail(profile != NULL && op != NULL);                                               \
+    *op = (EmaProfileOp){{NULL}};                                                                  \
+    RESOLVE_FROM(op, 0, profile, kind, dtype, key_of, __VA_ARGS__);                                \
+  } while (0)
+
+void ema_profile_op_gemm(const EmaProfile *profile, EmaProfileDtype dtype, gboolean bias, guint64 k,
+                         guint64 n, EmaProfileOp *op) {
+  /* a biased GEMM: its bias rows (dtypes in slots 0-1), then the bias-free rows (2-3) */
+  RESOLVE(op, profile, EMA_PROFILE_GEMM, dtype, gemm_key, bias, k, n);
+  if (bias)
+    RESOLVE_FROM(op, 2, profile, EMA_PROFILE_GEMM, dtype, gemm_key, FALSE, k, n);
 }
 
 void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
@@ -365,7 +377,7 @@ gboolean ema_profile_gemm(const EmaProfile *profile, EmaProfileDtype dtype, doub
                           guint64 n, double *time_us) {
   EmaProfileOp op;
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  ema_profile_op_gemm(profile, dtype, k, n, &op);
+  ema_profile_op_gemm(profile, dtype, FALSE, k, n, &op);
   return ema_profile_op_at(&op, 0, m, time_us);
 }
 
@@ -448,6 +460,7 @@ static const char *const table_columns[EMA_PROFILE_N_KINDS][8] = {
 typedef struct {
   EmaProfile *p;
   EmaProfileKind kind;
+  gboolean has_bias; /* gemm.csv has the optional `bias` column (its index after the others) */
 } TableLoad;
 
 static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, GError **error) {
@@ -467,11 +480,22 @@ static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, 
       !csv_dtype(csv, index[numeric], &dtype, error))
     return FALSE;
   switch (kind) {
-  case EMA_PROFILE_GEMM:
-    gemm_key(key, sizeof key, dtype, (guint64) v[1], (guint64) v[2]);
+  case EMA_PROFILE_GEMM: {
+    gboolean bias = FALSE;
+    if (load->has_bias) {
+      const char *field = csv->fields[index[numeric + 1]];
+      if (strcmp(field, "0") != 0 && strcmp(field, "1") != 0) {
+        g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+                    "%s:%u: column 'bias': '%s' is not 0 or 1", csv->file, csv->line, field);
+        return FALSE;
+      }
+      bias = field[0] == '1';
+    }
+    gemm_key(key, sizeof key, dtype, bias, (guint64) v[1], (guint64) v[2]);
     pt = point_here(csv, v[0], v[3], FALSE);
     add_point(load->p, kind, key, 0, &pt);
     break;
+  }
   case EMA_PROFILE_ATTN_DECODE:
   case EMA_PROFILE_ATTN_PREFILL:
     attn_key(key, sizeof key, dtype, (guint) v[2], (guint) v[3], (guint) v[4]);
@@ -507,10 +531,21 @@ static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, 
   return TRUE;
 }
 
+/* gemm.csv's columns with the optional `bias` last */
+static const char *const gemm_bias_columns[] = {"m", "k", "n", "time_us", "dtype", "bias", NULL};
+
 /* One table of hwmodels/profiles/README.md's format. */
 static gboolean load_table(EmaProfile *p, EmaProfileKind kind, const char *path, GError **error) {
-  TableLoad load = {p, kind};
-  return ema_csv_read(path, table_columns[kind], table_row, &load, error);
+  TableLoad load = {p, kind, FALSE};
+  if (kind == EMA_PROFILE_GEMM) {
+    EmaCsv csv;
+    if (!ema_csv_open(&csv, path, error))
+      return FALSE;
+    load.has_bias = g_strv_contains((const char *const *) csv.header, "bias");
+    ema_csv_clear(&csv);
+  }
+  return ema_csv_read(path, load.has_bias ? gemm_bias_columns : table_columns[kind], table_row,
+                      &load, error);
 }
 
 /* ---- imports of public data sets ----------------------------------------- */
@@ -581,7 +616,7 @@ static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer da
   gemm_n[3] = (guint64) s.hidden;
   for (guint i = 0; i < 4; i++) {
     Point pt = point_here(csv, s.tokens, t[i] * 1e3, TRUE);
-    gemm_key(key, sizeof key, load->dtype, gemm_k[i], gemm_n[i]);
+    gemm_key(key, sizeof key, load->dtype, FALSE, gemm_k[i], gemm_n[i]);
     add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
   }
   widths[0] = (guint64) s.hidden;
@@ -627,7 +662,7 @@ static gboolean kernels_gemm_row(const EmaCsv *csv, const guint *index, gpointer
   Point pt;
   if (!ema_csv_numbers(csv, index, 4, 0, v, error))
     return FALSE;
-  gemm_key(key, sizeof key, load->dtype, (guint64) v[1], (guint64) v[2]);
+  gemm_key(key, sizeof key, load->dtype, FALSE, (guint64) v[1], (guint64) v[2]);
   pt = point_here(csv, v[0], v[3], TRUE);
   add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
   return TRUE;

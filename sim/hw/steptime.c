@@ -60,6 +60,8 @@ struct _EmaStepModel {
   guint q_heads, kv_heads, head_dim;
   guint64 hidden, qkv_n, o_k, up_n, down_k, head_n, act_width, rope_width;
   gboolean gated, moe;
+  /* GEMMs with a bias (llm.h): q/k/v with attention_bias; o and the FFN's too in a plain MLP */
+  gboolean qkv_bias, dense_bias;
   guint experts_n;
   double router_fraction;     /* A / E */
   double lm_head_extra_bytes; /* final norm */
@@ -119,6 +121,8 @@ static void set_operator_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint 
   s->head_dim = (guint) model->head_dim;
   s->hidden = (guint64) model->hidden;
   s->gated = model->ffn_kind == EMA_FFN_GATED;
+  s->qkv_bias = model->attention_bias;
+  s->dense_bias = model->attention_bias && !s->gated;
   s->qkv_n = (guint64) (s->q_heads + 2 * s->kv_heads) * s->head_dim;
   s->o_k = (guint64) s->q_heads * s->head_dim;
   s->up_n = (guint64) ((s->gated ? 2 : 1) * model->ffn / (gint64) tp);
@@ -136,11 +140,11 @@ static void set_operator_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint 
 static void set_profile_ops(EmaStepModel *s) {
   const EmaProfile *p = s->profile;
   EmaProfileDtype t = s->dtype;
-  ema_profile_op_gemm(p, t, s->hidden, s->qkv_n, &s->ops.qkv);
-  ema_profile_op_gemm(p, t, s->o_k, s->hidden, &s->ops.o);
-  ema_profile_op_gemm(p, t, s->hidden, s->up_n, &s->ops.up);
-  ema_profile_op_gemm(p, t, s->down_k, s->hidden, &s->ops.down);
-  ema_profile_op_gemm(p, t, s->hidden, s->head_n, &s->ops.lm_head);
+  ema_profile_op_gemm(p, t, s->qkv_bias, s->hidden, s->qkv_n, &s->ops.qkv);
+  ema_profile_op_gemm(p, t, s->dense_bias, s->o_k, s->hidden, &s->ops.o);
+  ema_profile_op_gemm(p, t, s->dense_bias, s->hidden, s->up_n, &s->ops.up);
+  ema_profile_op_gemm(p, t, s->dense_bias, s->down_k, s->hidden, &s->ops.down);
+  ema_profile_op_gemm(p, t, FALSE, s->hidden, s->head_n, &s->ops.lm_head);
   ema_profile_op_moe(p, t, s->experts_n, s->hidden, s->up_n, &s->ops.moe[0]);
   ema_profile_op_moe(p, t, s->experts_n, s->down_k, s->hidden, &s->ops.moe[1]);
   ema_profile_op_attn_decode(p, t, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_decode);
@@ -151,7 +155,7 @@ static void set_profile_ops(EmaStepModel *s) {
   ema_profile_op_elementwise(p, t, "rope", s->rope_width, &s->ops.rope);
   ema_profile_op_elementwise(p, t, "embedding", s->hidden, &s->ops.embedding);
   ema_profile_op_allreduce(p, t, s->tp, &s->ops.allreduce);
-  ema_profile_op_gemm(p, t, s->hidden, s->experts_n, &s->ops.router);
+  ema_profile_op_gemm(p, t, FALSE, s->hidden, s->experts_n, &s->ops.router);
   ema_profile_op_elementwise(p, t, "moe_route", s->hidden, &s->ops.moe_route);
   ema_profile_op_elementwise(p, t, "kv_write", (guint64) s->kv_heads * s->head_dim,
                              &s->ops.kv_write);
@@ -657,10 +661,17 @@ void ema_step_model_describe(const EmaStepModel *step_model, GString *out) {
   g_string_append(out, "# step time by operator:");
   for (guint i = 0; i < G_N_ELEMENTS(gemms); i++) {
     gboolean dense = i == 4 || i < 2 || !s->moe;
-    gboolean found =
-        dense ? ema_profile_gemm(p, s->dtype, 1, gemms[i].k, gemms[i].n, &us)
-              : ema_profile_moe(p, s->dtype, s->experts_n, 1, gemms[i].k, gemms[i].n, &us);
-    g_string_append_printf(out, " %s %s%s,", gemms[i].name, dense ? "" : "(moe) ", origin(found));
+    gboolean bias = i == 0 ? s->qkv_bias : i < 4 && s->dense_bias;
+    EmaProfileOp op;
+    gboolean found;
+    ema_profile_op_gemm(p, s->dtype, bias, gemms[i].k, gemms[i].n, &op);
+    found = dense ? ema_profile_op_at(&op, 0, 1, &us)
+                  : ema_profile_moe(p, s->dtype, s->experts_n, 1, gemms[i].k, gemms[i].n, &us);
+    /* a biased GEMM: whether the profile timed it with its bias (slots 0-1) */
+    g_string_append_printf(out, " %s %s%s%s,", gemms[i].name, dense ? "" : "(moe) ", origin(found),
+                           !dense || !bias || !found          ? ""
+                           : op.surfaces[0] || op.surfaces[1] ? " (with bias)"
+                                                              : " (bias-free rows)");
   }
   {
     gboolean fresh =

@@ -33,8 +33,12 @@
  * than N requests are in the engine (arrived, not finished or rejected) and
  * arrives at once; a finish or a rejection frees its client.
  *
- * Prefix caching (as vLLM's, with counted blocks). A request's identified
- * prompt blocks have hashes chained from the first (compute_hashes). At
+ * Prefix caching (as vLLM's, with counted blocks). A request's full prompt
+ * blocks have hashes chained from the first (compute_hashes): those of its
+ * identified prefix by the prefix's ids (shared with other requests), the
+ * rest by an id of the request's own (so they hit only the request itself,
+ * when it is admitted again after a recompute preemption, as vLLM's
+ * preempted requests find their freed blocks still cached). At
  * admission (not of a swapped-out request) the leading blocks found in the
  * cache, at most all but the last known token, are taken by reference
  * (kv_tokens starts after them); a cached block no request holds is free
@@ -47,8 +51,9 @@
  * recently freed is evicted. Simplification: the memory's free blocks that
  * hold nothing cached are always used before cached ones (vLLM keeps one
  * LRU queue over all free blocks, so it may evict an old cached block
- * while a more recently freed uncached one is left); only the prompt's
- * identified prefix is hashed (unidentified blocks never hit anyway).
+ * while a more recently freed uncached one is left); only prompt blocks
+ * are hashed (vLLM hashes the generated tokens' full blocks too: a
+ * preempted request here recomputes its generated tokens' KV).
  *
  * How a step is computed without walking the batch. The running requests
  * form one list in admission order (the scheduling order). It is split in
@@ -264,9 +269,10 @@ struct _EmaEngine {
   gboolean trace_done;
 
   /* prefix caching */
-  GHashTable *cache;   /* &CachedBlock.hash -> CachedBlock */
-  GQueue evictable;    /* CachedBlock links, least recently freed at the head */
-  guint64 cached_held; /* cached blocks some request holds (refs > 0) */
+  GHashTable *cache;       /* &CachedBlock.hash -> CachedBlock */
+  guint64 hashed_requests; /* arrivals hashed so far: each one's own id */
+  GQueue evictable;        /* CachedBlock links, least recently freed at the head */
+  guint64 cached_held;     /* cached blocks some request holds (refs > 0) */
   EmaPrefixCacheStats prefix;
 };
 
@@ -310,21 +316,25 @@ static guint64 mix64(guint64 x) {
   return x ^ (x >> 31);
 }
 
-/* The hashes of REQ's full prompt blocks that RECORD identifies: block i
- * (tokens i b .. (i+1) b - 1) hashes its parent's hash with the id of the
- * unit holding its last token, so equal hashes mean equal prefixes (up to
- * 64-bit collisions). */
-static void compute_hashes(const EmaEngine *engine, Req *req, const EmaRequestRecord *record) {
+/* The hashes of REQ's full prompt blocks: block i (tokens i b .. (i+1) b -
+ * 1) hashes its parent's hash with the id of the unit holding its last
+ * token where RECORD identifies that token, else with the request's own id
+ * (one per arrival), so equal hashes mean equal prefixes (up to 64-bit
+ * collisions) and a block past the identified prefix is the request's
+ * alone. */
+static void compute_hashes(EmaEngine *engine, Req *req, const EmaRequestRecord *record) {
   guint64 b = engine->config.block_tokens, unit = record->prefix_unit_tokens;
-  guint64 identified, parent = 0;
-  if (!engine->config.prefix_caching || record->prefix_blocks == 0 || unit == 0 ||
-      record->prefix_ids == NULL)
+  guint64 identified = 0, parent = 0, own;
+  if (!engine->config.prefix_caching)
     return;
-  identified = MIN((guint64) record->prefix_blocks * unit, (guint64) req->pub.prompt_tokens);
-  req->n_hashes = (guint) (identified / b);
+  if (record->prefix_blocks > 0 && unit > 0 && record->prefix_ids != NULL)
+    identified = MIN((guint64) record->prefix_blocks * unit, (guint64) req->pub.prompt_tokens);
+  own = mix64(++engine->hashed_requests ^ G_GUINT64_CONSTANT(0xd1b54a32d192ed03));
+  req->n_hashes = (guint) (req->pub.prompt_tokens / b);
   req->hashes = g_new(guint64, MAX(req->n_hashes, 1));
   for (guint i = 0; i < req->n_hashes; i++) {
-    guint64 id = record->prefix_ids[((guint64) i * b + b - 1) / unit];
+    guint64 last = (guint64) i * b + b - 1;
+    guint64 id = last < identified ? record->prefix_ids[last / unit] : own;
     parent = mix64(parent ^ mix64(id + G_GUINT64_CONSTANT(0x9e3779b97f4a7c15) * (i + 1)));
     req->hashes[i] = parent;
   }

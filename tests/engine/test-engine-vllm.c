@@ -2,8 +2,8 @@
  * by hand: block size, max_model_len, the fixed CPU cost per step, V0's
  * prefill-first steps against V1, closed-loop clients, and prefix caching
  * (hits, shared blocks held once, reference counts, eviction of the least
- * recently freed block, tail first). Every step's GPU part costs exactly
- * 1 ms (a fake step-cost function), so times count steps. */
+ * recently freed block, tail first, a preempted request's own blocks hit). Every step's GPU part
+ * costs exactly 1 ms (a fake step-cost function), so times count steps. */
 #include "ema/serving/engine.h"
 
 #define STEP EMA_MS(1)
@@ -224,17 +224,23 @@ static void test_closed_loop_reject(void) {
 /* Prefix caching, 4-token blocks, 5 blocks in all, budget 64. r0, r1, r3
  * and r4 (prompt 12) start with the same 8-token prefix (one id, a unit of
  * 8 tokens: 2 hashed blocks, A then B); r2 (prompt 16) has no identity.
- *  0 ms  r0: no hit; prefills 12 (3 blocks), A and B become cached; decodes
- *        with 13 tokens (4 blocks); done at 2 ms: A and B are free and
- *        cached, freed tail first (B, then A: B is evicted first).
- *  5 ms  r2 takes 4 blocks: 1 free left for 2 cached ones: B is evicted.
+ * Every full prompt block is cached: past the prefix by the request's own
+ * hash (r0's third block C0, r1's C1, r3's C3, r4's C4, r2's D0..D3).
+ *  0 ms  r0: no hit; prefills 12 (3 blocks), A, B and C0 become cached;
+ *        decodes with 13 tokens (4 blocks); done at 2 ms: A, B and C0 are
+ *        free and cached, freed tail first (C0, B, A: C0 is evicted first).
+ *  5 ms  r2 takes 4 blocks: 1 free left for 3 cached ones: C0 and B are
+ *        evicted; D0..D3 become cached, freed at 6 ms after A.
  * 10 ms  r1: hits A only (4 tokens): prefills 8 tokens after 4 cached
  *        (context 8 x 4 + 36 = 68, KV read 12), takes A back plus 2 new
- *        blocks; B is cached again from its own copy. Done at 12 ms.
+ *        blocks (D3, D2 evicted); B is cached again from its own copy, C1
+ *        too; its decode block evicts D1. Done at 12 ms.
  * 20 ms  r3 and r4 arrive together; each hits A and B (8 tokens) and needs
- *        one block of its own: 4 blocks held (A and B once), where without
- *        sharing they would need 6 > 5 and r4 would wait. Done at 21 ms.
- * Queries 12 + 16 + 12 + 12 + 12 = 64 tokens, hits 0 + 0 + 4 + 8 + 8 = 20. */
+ *        one block of its own (r4's evicts D0): 4 blocks held (A and B
+ *        once), where without sharing they would need 6 > 5 and r4 would
+ *        wait. Done at 21 ms; cached at the end: A, B, C1, C3, C4.
+ * Queries 12 + 16 + 12 + 12 + 12 = 64 tokens, hits 0 + 0 + 4 + 8 + 8 = 20;
+ * evictions C0, B, D3, D2, D1, D0. */
 static void test_prefix_cache(void) {
   static const guint64 prefix[] = {7};
 #define SHARED .prefix_blocks = 1, .prefix_unit_tokens = 8, .prefix_ids = prefix
@@ -268,8 +274,8 @@ static void test_prefix_cache(void) {
   stats = ema_engine_prefix_cache_stats(r.engine);
   g_assert_cmpuint(stats.query_tokens, ==, 64);
   g_assert_cmpuint(stats.hit_tokens, ==, 20);
-  g_assert_cmpuint(stats.evictions, ==, 1);
-  g_assert_cmpuint(stats.cached_blocks, ==, 2);
+  g_assert_cmpuint(stats.evictions, ==, 6);
+  g_assert_cmpuint(stats.cached_blocks, ==, 5);
   run_clear(&r);
 
   /* off: no hits, r4 waits for r3's blocks (prefill 21-22 ms) */
@@ -311,6 +317,46 @@ static void test_prefix_cache_last_token(void) {
   run_clear(&r);
 }
 
+/* A request preempted by recompute finds its own freed prompt blocks still
+ * cached when it is admitted again (vLLM hashes every full block). 4-token
+ * blocks, 4 in all; r0 (prompt 8, output 3) and r1 (prompt 4, output 6)
+ * arrive at 0, neither with a shared prefix.
+ * 0-1 ms  both prefill (r0 2 blocks, r1 1: block R cached); 1 free.
+ * 1-2 ms  r0's 9th token takes the last block; r1's 5th needs one, none is
+ *         free: r1, the newest, preempts itself (R free, still cached).
+ * 2-3 ms  r0 decodes and finishes; r1 (5 known tokens) would hit R but needs
+ *         2 blocks with 1 free: it waits.
+ * 3-4 ms  r1 is admitted: R hits (4 tokens), it computes 1 token, not 5
+ *         (a decode: it has generated).
+ * Then 4 decode steps: r1 done at 8 ms. Queries 8 + 4 + 5, hits 4. */
+static void test_prefix_cache_preempted(void) {
+  const EmaRequestRecord records[] = {
+      {.arrival = 0, .prompt_tokens = 8, .output_tokens = 3, .id = 0},
+      {.arrival = 0, .prompt_tokens = 4, .output_tokens = 6, .id = 1},
+  };
+  EmaEngineConfig config = {.block_tokens = 4, .prefix_caching = TRUE};
+  Run r = {0};
+  EmaPrefixCacheStats stats;
+  run(&r, config, records, G_N_ELEMENTS(records), 4);
+  g_assert_cmpuint(step(&r, 1)->preempted, ==, 1);
+  g_assert_cmpint(step(&r, 3)->start, ==, EMA_MS(3));
+  /* its 1 token counts as a decode (it has generated) */
+  g_assert_cmpuint(step(&r, 3)->batch.prefill_tokens, ==, 0);
+  g_assert_cmpuint(step(&r, 3)->batch.decode_seqs, ==, 1);
+  g_assert_cmpint(done(&r, 0)->finished, ==, EMA_MS(3));
+  g_assert_cmpuint(done(&r, 1)->preemptions, ==, 1);
+  g_assert_cmpint(done(&r, 1)->finished, ==, EMA_MS(8));
+  stats = ema_engine_prefix_cache_stats(r.engine);
+  g_assert_cmpuint(stats.query_tokens, ==, 17);
+  g_assert_cmpuint(stats.hit_tokens, ==, 4);
+  run_clear(&r);
+  /* without caching r1 computes its 5 tokens again */
+  config.prefix_caching = FALSE;
+  run(&r, config, records, G_N_ELEMENTS(records), 4);
+  g_assert_cmpuint(step(&r, 3)->batch.prefill_tokens, ==, 5);
+  run_clear(&r);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine-vllm/block-size", test_block_size);
@@ -321,5 +367,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine-vllm/closed-loop-reject", test_closed_loop_reject);
   g_test_add_func("/engine-vllm/prefix-cache", test_prefix_cache);
   g_test_add_func("/engine-vllm/prefix-cache-last-token", test_prefix_cache_last_token);
+  g_test_add_func("/engine-vllm/prefix-cache-preempted", test_prefix_cache_preempted);
   return g_test_run();
 }

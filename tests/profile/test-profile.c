@@ -1,5 +1,6 @@
 /* test-profile.c: operator profiles (ema/hw/profile.h) and the step-time
  * model's profile path (ema/hw/steptime.h): table errors at file:line,
+ * GEMM rows with and without a bias (old tables without the column),
  * interpolation on hand-computed tables (exact at grid points, linear
  * between, bounded outside, monotone), the step as a hand-computed sum of
  * operators, the roofline fallback, and the import of the public profiles
@@ -83,6 +84,43 @@ static void test_errors(void) {
              "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
              "16,-1,2,2,4,bf16,flash,3\n",
              ":2:4: column 'prior_context': '-1' is not a non-negative integer");
+}
+
+/* gemm.csv's optional bias column: bias rows answer biased lookups (fp16 from bf16 rows too),
+ * a shape without bias rows answers them from its bias-free rows, a table without the column is
+ * bias-free; the same m, k, n with bias 0 and 1 is no duplicate; a bias other than 0 or 1 is an
+ * error at its line. */
+static void test_gemm_bias(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder = write_profile(dir, "bias", NULL, "gemm.csv",
+                                          "m,k,n,dtype,bias,time_us\n"
+                                          "1,4,8,bf16,0,10\n1,4,8,bf16,1,12\n"
+                                          "2,4,8,bf16,0,20\n2,4,8,bf16,1,26\n"
+                                          "1,4,16,bf16,0,30\n",
+                                          NULL);
+  g_autofree char *plain =
+      write_profile(dir, "plain", NULL, "gemm.csv", "m,k,n,dtype,time_us\n1,4,8,bf16,10\n", NULL);
+  GError *error = NULL;
+  g_autoptr(EmaProfile) p = ema_profile_load(folder, &error);
+  g_assert_no_error(error);
+  g_autoptr(EmaProfile) old = ema_profile_load(plain, &error);
+  g_assert_no_error(error);
+  EmaProfileOp op;
+  double us;
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, TRUE, 4, 8, &op);
+  g_assert_true(ema_profile_op_at(&op, 0, 1, &us) && us == 12);
+  g_assert_true(ema_profile_op_at(&op, 0, 1.5, &us) && us == 19);
+  ema_profile_op_gemm(p, EMA_PROFILE_FP16, TRUE, 4, 8, &op);
+  g_assert_true(ema_profile_op_at(&op, 0, 2, &us) && us == 26);
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 4, 8, &op);
+  g_assert_true(ema_profile_op_at(&op, 0, 2, &us) && us == 20);
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 2, 4, 8, &us) && us == 20);
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, TRUE, 4, 16, &op);
+  g_assert_true(ema_profile_op_at(&op, 0, 1, &us) && us == 30);
+  ema_profile_op_gemm(old, EMA_PROFILE_BF16, TRUE, 4, 8, &op);
+  g_assert_true(ema_profile_op_at(&op, 0, 1, &us) && us == 10);
+  load_fails("gemm.csv", "m,k,n,dtype,bias,time_us\n1,4,8,bf16,2,10\n",
+             ":2: column 'bias': '2' is not 0 or 1");
 }
 
 static void test_duplicate(void) {
@@ -193,9 +231,9 @@ static void test_resolved_ops(void) {
   EmaProfileOp gemm, decode, missing;
   double us, one;
   g_assert_no_error(error);
-  ema_profile_op_gemm(p, EMA_PROFILE_FP16, 4, 8, &gemm);
+  ema_profile_op_gemm(p, EMA_PROFILE_FP16, FALSE, 4, 8, &gemm);
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, &decode);
-  ema_profile_op_gemm(p, EMA_PROFILE_BF16, 4, 16, &missing);
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 4, 16, &missing);
   for (double m = 0.5; m < 20; m += 0.25) {
     g_assert_true(ema_profile_op_at(&gemm, 0, m, &us));
     g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, m, 4, 8, &one));
@@ -319,6 +357,32 @@ static void test_step_sum(void) {
                   (EmaTime) llround((2 * layer_us + once_us) * 1e3 + 2 * kv_write_s * 1e9) +
                       server->gpu.step_overhead);
   g_assert_cmpfloat(bd.allreduce_s, ==, 0);
+  ema_server_free(server);
+}
+
+/* A gated model with attention_bias (Qwen2's q/k/v biases): its QKV GEMM takes the bias row, its
+ * O GEMM (no bias) the bias-free one; the rest as test_step_sum. */
+static void test_step_bias(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder =
+      write_profile(dir, "tiny-bias", NULL, "gemm.csv",
+                    "m,k,n,dtype,bias,time_us\n"
+                    "2,8,24,bf16,0,10\n2,8,24,bf16,1,13\n2,8,8,bf16,0,5\n2,8,8,bf16,1,7\n"
+                    "2,8,32,bf16,0,20\n2,16,8,bf16,0,10\n",
+                    "attn_decode.csv", tiny_attn, "elementwise.csv", tiny_elementwise, NULL);
+  EmaServerSpec *server = server_with_profile(dir, "tiny-bias");
+  EmaLlmSpec model = tiny_model();
+  GError *error = NULL;
+  model.attention_bias = TRUE;
+  g_autoptr(EmaStepModel) step = ema_step_model_new(&model, server, 1, &error);
+  EmaStepBatch batch = {.decode_seqs = 2, .decode_context = 200, .logits = 2};
+  EmaStepBreakdown bd;
+  double layer_us = 13 + 5 + 20 + 10 + 30 + 2 * 1 + 2 + 2 * 0.5 + 1.5;
+  double once_us = 3 + 1 + 20;
+  g_assert_no_error(error);
+  (void) folder;
+  ema_step_time(step, &batch, &bd);
+  g_assert_cmpfloat(fabs(bd.profiled_s - (2 * layer_us + once_us) * 1e-6), <, 1e-12);
   ema_server_free(server);
 }
 
@@ -612,11 +676,13 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/profile/errors", test_errors);
   g_test_add_func("/profile/duplicate", test_duplicate);
+  g_test_add_func("/profile/gemm-bias", test_gemm_bias);
   g_test_add_func("/profile/unknown-table", test_unknown_table);
   g_test_add_func("/profile/interpolation", test_interpolation);
   g_test_add_func("/profile/monotone-dip", test_monotone_dip);
   g_test_add_func("/profile/step-sum", test_step_sum);
   g_test_add_func("/profile/step-rows", test_step_rows);
+  g_test_add_func("/profile/step-bias", test_step_bias);
   g_test_add_func("/profile/resolved-ops", test_resolved_ops);
   g_test_add_func("/profile/fallback", test_fallback);
   g_test_add_func("/profile/unknown-profile", test_unknown_profile);

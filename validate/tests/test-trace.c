@@ -1,10 +1,10 @@
 /* test-trace.c: captured CUDA traces without a GPU (validate/trace.c, capture.c): a
  * hand-made capture read back (records, sorting, NVTX pairing and nesting, kernel
  * owners), the profile tables it gives (medians and standard deviations computed by hand,
- * numeric row order, the fastest backend kept), the summaries and the Chrome trace JSON, a
- * capture whose program died inside a range, every malformed-row error with its FILE:LINE:COL,
- * and `ema-validate capture` machinery that needs no CUDA (a program's exit status kept, a
- * missing trace reported). Times in the fixtures are nanoseconds. */
+ * numeric row order, the fastest backend kept, repeats of chained runs), the summaries and the
+ * Chrome trace JSON, a capture whose program died inside a range, every malformed-row error with
+ * its FILE:LINE:COL, and `ema-validate capture` machinery that needs no CUDA (a program's exit
+ * status kept, a missing trace reported). Times in the fixtures are nanoseconds. */
 #include <json-glib/json-glib.h>
 #include <math.h>
 
@@ -235,6 +235,42 @@ static void test_crashed(void) {
   ema_test_remove_tree(dir);
 }
 
+/* repeats of chained runs ("ema.rep x2"): a repeat's time is its kernels' sum over the runs; two
+ * runs each of (1.0 + 1.0), (3.0 + 1.0), (1.5 + 1.5) us: 1.0, 2.0, 1.5 per run, median 1.5,
+ * standard deviation sqrt(((-0.5)^2 + 0.5^2 + 0) / 2) = 0.5 */
+static void test_chained_repeats(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  GString *k = g_string_new(KERNEL_HEADER);
+  const guint64 rows[][2] = {{1100, 2100}, {2200, 3200},  {4100, 7100},
+                             {7200, 8200}, {9100, 10600}, {10700, 12200}};
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+    g_autofree char *row = kernel_row(rows[i][0], rows[i][1], "gemm_bias");
+    g_string_append(k, row);
+  }
+  write_text(dir, "kernels.csv", k->str);
+  g_string_free(k, TRUE);
+  write_text(dir, "nvtx.csv",
+             "timestamp_ns,flags,id,domain,name\n"
+             "1000,start,1,\"\",\"ema.point gemm m=4 k=8 n=8 dtype=bf16 bias=1\"\n"
+             "1000,start,2,\"\",\"ema.rep x2\"\n"
+             "4000,end,2,\"\",\"\"\n"
+             "4000,start,3,\"\",\"ema.rep x2\"\n"
+             "9000,end,3,\"\",\"\"\n"
+             "9000,start,4,\"\",\"ema.rep x2\"\n"
+             "13000,end,4,\"\",\"\"\n"
+             "13000,end,1,\"\",\"\"\n");
+  GError *error = NULL;
+  g_autoptr(EmaTrace) t = ema_trace_load(dir, &error);
+  g_assert_no_error(error);
+  g_assert_true(ema_trace_write_profiles(t, dir, NULL, &error));
+  g_assert_no_error(error);
+  g_autofree char *gemm = read_text(dir, "gemm.csv");
+  g_assert_cmpstr(gemm, ==,
+                  "m,k,n,dtype,bias,time_us,std_us,repeats\n"
+                  "4,8,8,bf16,1,1.500,0.500,3\n");
+  ema_test_remove_tree(dir);
+}
+
 static void assert_load_error(const char *file, const char *text, const char *message) {
   g_autofree char *dir = write_fixture();
   write_text(dir, file, text);
@@ -314,6 +350,14 @@ static void test_profile_errors(void) {
       "3000,start,3,\"\",\"ema.point gemm n=1\"\n", "3000,start,4,\"\",\"ema.rep\"\n",
       "6000,end,4,\"\",\"\"\n", "6000,end,3,\"\",\"\"\n", NULL);
   assert_profile_error(keys, "its keys differ from those of the table's first point");
+  const char *const bad_runs[] = {"ema.rep x0", "ema.rep xy", "ema.rep 4", "ema.rep x"};
+  for (guint i = 0; i < G_N_ELEMENTS(bad_runs); i++) {
+    g_autofree char *runs =
+        g_strdup_printf("%s1000,start,1,\"\",\"ema.point gemm m=1\"\n"
+                        "1000,start,2,\"\",\"%s\"\n3000,end,2,\"\",\"\"\n3000,end,1,\"\",\"\"\n",
+                        head, bad_runs[i]);
+    assert_profile_error(runs, "not 'ema.rep' or 'ema.rep xN' (N runs, N >= 1)");
+  }
 }
 
 /* capture without CUDA: the program's status is kept; no trace is an error that says so */
@@ -369,6 +413,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/trace/load", test_load);
   g_test_add_func("/validate/trace/profiles", test_profiles);
+  g_test_add_func("/validate/trace/chained-repeats", test_chained_repeats);
   g_test_add_func("/validate/trace/summaries-chrome", test_summaries_and_chrome);
   g_test_add_func("/validate/trace/crashed", test_crashed);
   g_test_add_func("/validate/trace/errors", test_errors);

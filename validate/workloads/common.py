@@ -5,9 +5,15 @@ fastest SDPA backend, the operators both run (one function each, so that a profi
 kernels a step runs), and the provenance lines (workload.yaml) that become profile.yaml.
 
 Protocol (trace.h): a point is an NVTX range "ema.point TABLE KEY=VALUE ...", holding one
-range "ema.rep" per repeat; the device is synchronised before each repeat range ends, so the
-repeat owns exactly the kernels it launched; a repeat's time is the sum of its kernels' durations
-(so launch gaps never count)."""
+range "ema.rep" (or "ema.rep xN": N runs of the operator back to back) per repeat; the device is
+synchronised before each repeat range ends, so the repeat owns exactly the kernels it launched; a
+repeat's time is the sum of its kernels' durations over N (so launch gaps never count).
+
+A profile point runs its operator as a step runs its operators: back to back, CHAIN runs (or one
+full turn of its rotated inputs, if longer) per repeat, replayed from one CUDA graph (the dense
+models' decode steps are graph replays; prefill steps and MoE run eagerly, back to back too),
+not one run between two synchronisations: an isolated kernel after an idle GPU runs slower
+(a batch-1 GEMV streamed its weights at ~3.6 TB/s alone, ~4.1 TB/s inside a step)."""
 import ctypes
 import datetime
 import os
@@ -24,20 +30,57 @@ BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTEN
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def point(table, keys, fn, repeats, warmups=2):
-    """times FN as one profile point: warm-ups, then REPEATS repeats in their own ranges"""
+CHAIN = 8  # runs of a profile point's operator back to back in one repeat (at least)
+MODES = {"graph": 0, "eager": 0, "graph refused": 0}  # how the points ran (profile.yaml)
+
+
+def point(table, keys, fn, repeats, copies=1, graph=True, warmups=2):
+    """times FN as one profile point: warm-ups, then REPEATS repeats in their own ranges, each
+    max(CHAIN, COPIES) runs of FN back to back (FN rotating over COPIES distinct inputs, so one
+    repeat reads each once and the next finds none in L2), replayed from a CUDA graph where GRAPH
+    and the capture succeeds (eagerly otherwise: data-dependent operators such as MoE routing)"""
+    chain = max(CHAIN, copies)
     for _ in range(warmups):
         fn()
     torch.cuda.synchronize()
+
+    def run():
+        for _ in range(chain):
+            fn()
+    g = graph_of(run) if graph else None
+    MODES["graph" if g is not None else "graph refused" if graph else "eager"] += 1
     repeat_in_ranges("ema.point " + table + " " + " ".join(f"{k}={v}" for k, v in keys.items()),
-                     fn, repeats)
+                     g.replay if g is not None else run, repeats, chain)
+    del g
 
 
-def repeat_in_ranges(name, fn, repeats):
-    """the range NAME holding REPEATS "ema.rep" ranges of FN, each synchronised before it ends"""
+def graph_of(fn):
+    """FN captured as a CUDA graph (warmed up on a side stream, as torch.cuda.graphs asks), or
+    None where the capture fails"""
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        g.replay()
+        torch.cuda.synchronize()
+        return g
+    except RuntimeError:
+        torch.cuda.synchronize()
+        return None
+
+
+def repeat_in_ranges(name, fn, repeats, runs=1):
+    """the range NAME holding REPEATS "ema.rep" ranges of FN (which runs the operator RUNS times:
+    "ema.rep xRUNS" then), each synchronised before it ends"""
+    rep = "ema.rep" if runs == 1 else f"ema.rep x{runs}"
     torch.cuda.nvtx.range_push(name)
     for _ in range(repeats):
-        torch.cuda.nvtx.range_push("ema.rep")
+        torch.cuda.nvtx.range_push(rep)
         fn()
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
@@ -148,15 +191,16 @@ def sdpa_call(backend, q, k, v, causal_bias=None, is_causal=False):
 
 def profile_backends(profile_dir):
     """the backend of each attention row of a profile's attn_decode.csv and attn_prefill.csv (the
-    fastest measured there): {(table, q_heads, kv_heads, head_dim): {(a, b): backend}} with (a, b)
-    = (batch, context) or (chunk, prior_context)"""
+    fastest measured there): {(table, q_heads, kv_heads, head_dim, dtype): {(a, b): backend}}
+    with (a, b) = (batch, context) or (chunk, prior_context)"""
     import csv
     out = {}
     for table, a, b in (("attn_decode", "batch", "context"),
                         ("attn_prefill", "chunk", "prior_context")):
         with open(os.path.join(profile_dir, table + ".csv")) as f:
             for r in csv.DictReader(f):
-                key = (table, int(r["q_heads"]), int(r["kv_heads"]), int(r["head_dim"]))
+                key = (table, int(r["q_heads"]), int(r["kv_heads"]), int(r["head_dim"]),
+                       r["dtype"])
                 out.setdefault(key, {})[(int(r[a]), int(r[b]))] = r["backend"]
     return out
 

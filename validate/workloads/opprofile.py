@@ -4,14 +4,19 @@ Run under the capture library (ema-validate profile runs it so); each measured p
 point range (common.py) whose time validate/trace.c takes from the captured kernel durations
 (median over the repeats). It measures on GPU0, for the shapes of the models named:
 
-- gemm: y[m,n] = x[m,k] W[k,n] through F.linear (cuBLAS), for QKV, O, gate/up (or fc1), down
-  (or fc2), the LM head and the MoE router, m on a log grid 1..8192 (ratio ~2^(1/4)), in the
-  model's dtype and in bf16; weights rotated over copies >= 512 MB so repeats read HBM;
+- gemm: y[m,n] = x[m,k] W[k,n] (+ bias[n]) through F.linear (cuBLAS; with a bias cuBLASLt's
+  bias-epilogue kernels), for QKV, O, gate/up (or fc1), down (or fc2), the LM head and the MoE
+  router, m on a log grid 1..8192 (ratio ~2^(1/4)), in the model's dtype and in bf16, bias=0;
+  the model's biased linears (hwmodels/llms attention_bias: gated models q/k/v, plain models
+  q/k/v/o, fc1, fc2) also with bias=1 in its dtype; weights rotated over copies >= 512 MB so
+  repeats read HBM;
 - attn_decode: one query token per sequence against `context` cached tokens (contiguous KV,
   [batch, kv_heads, context, head_dim]), common.attend (the layout steps.py has), SDPA with the cuDNN, FlashAttention and memory-efficient
-  backends (GQA natively, enable_gqa), each backend a row; the converter keeps the fastest;
+  backends (GQA natively, enable_gqa), each backend a row; the converter keeps the fastest; in
+  bf16 and in the dtype of each model of that head shape (OPT-13B: fp16);
 - attn_prefill: one sequence, `chunk` new tokens attending causally (lower-right aligned) to
-  themselves and `prior_context` cached tokens, the same backends;
+  themselves and `prior_context` cached tokens, the same backends and dtypes; q, k, v rotated
+  over copies >= 512 MB (at most 64) so repeats read HBM;
 - moe: `experts` experts each with `tokens_per_expert` tokens, each expert's own weights,
   looped F.linear per expert (as an engine without a grouped kernel runs them), gate/up and down;
 - elementwise: PyTorch eager kernels by tokens: rmsnorm (F.rms_norm, width hidden), layernorm
@@ -20,7 +25,10 @@ point range (common.py) whose time validate/trace.c takes from the captured kern
   RoPE on q and on k, views of a QKV output, width (heads + kv_heads) x head_dim), kv_write (the
   new tokens' K and V copied into the caches, width kv_heads x head_dim), moe_route (MoE models:
   common.route without the experts' GEMMs, width hidden), add (residual add, hidden), embedding
-  (row gather, hidden). Every operator is common.py's function, the one steps.py runs."""
+  (row gather, hidden). Every operator is common.py's function, the one steps.py runs.
+
+Every point runs its operator back to back, common.CHAIN runs or more per repeat from one CUDA
+graph (common.point: as a step runs; the MoE table and moe_route eagerly, as Mixtral's steps)."""
 import argparse
 import sys
 
@@ -43,15 +51,18 @@ KV_FLOOR = 40 << 30  # the largest KV a decode point allocates (bytes)
 
 
 def gemm_shapes(m):
-    """(k, n, what) of the model's GEMMs"""
+    """(k, n, what, biased) of the model's GEMMs: biased as sim/hw/llm.c counts the biases
+    (attention_bias: a gated model's q/k/v, a plain model's q/k/v/o, fc1 and fc2)"""
     h, hd = m["hidden"], m["head_dim"]
-    shapes = [(h, (m["heads"] + 2 * m["kv_heads"]) * hd, "qkv"), (m["heads"] * hd, h, "o"),
-              (h, m["vocab"], "lm_head")]
     gated = m["ffn_kind"] == "gated"
+    plain_bias = m["attention_bias"] and not gated
+    shapes = [(h, (m["heads"] + 2 * m["kv_heads"]) * hd, "qkv", m["attention_bias"]),
+              (m["heads"] * hd, h, "o", plain_bias), (h, m["vocab"], "lm_head", False)]
     if m["experts"] > 1:
-        shapes.append((h, m["experts"], "router"))
+        shapes.append((h, m["experts"], "router", False))
     else:
-        shapes += [(h, (2 if gated else 1) * m["ffn"], "gate_up"), (m["ffn"], h, "down")]
+        shapes += [(h, (2 if gated else 1) * m["ffn"], "gate_up", plain_bias),
+                   (m["ffn"], h, "down", plain_bias)]
     return shapes
 
 
@@ -59,29 +70,42 @@ def run_gemms(models, grid, repeats, log):
     done = set()
     for m in models:
         for dtype in sorted({m["dtype"], "bf16"}):
-            for k, n, what in gemm_shapes(m):
-                if (k, n, dtype) in done:
-                    continue
-                done.add((k, n, dtype))
-                dt = common.DTYPES[dtype]
-                copies = common.rotation(k * n * 2)
-                ws = [torch.randn(n, k, device="cuda", dtype=dt) / k ** 0.5 for _ in range(copies)]
-                for mm in grid:
-                    x = torch.randn(mm, k, device="cuda", dtype=dt)
-                    it = iter(range(1 << 62))
-                    common.point("gemm", {"m": mm, "k": k, "n": n, "dtype": dtype},
-                                 lambda: F.linear(x, ws[next(it) % copies]), repeats)
-                log(f"gemm {what} k={k} n={n} {dtype}: {len(grid)} points")
-                del ws
-                torch.cuda.empty_cache()
+            for k, n, what, biased in gemm_shapes(m):
+                for bias in (0, 1) if biased and dtype == m["dtype"] else (0,):
+                    if (k, n, dtype, bias) in done:
+                        continue
+                    done.add((k, n, dtype, bias))
+                    run_gemm(k, n, dtype, bias, grid, repeats)
+                    log(f"gemm {what} k={k} n={n} {dtype} bias={bias}: {len(grid)} points")
+
+
+def run_gemm(k, n, dtype, bias, grid, repeats):
+    dt = common.DTYPES[dtype]
+    copies = common.rotation(k * n * 2)
+    ws = [torch.randn(n, k, device="cuda", dtype=dt) / k ** 0.5 for _ in range(copies)]
+    bs = [torch.zeros(n, device="cuda", dtype=dt) if bias else None for _ in range(copies)]
+    for mm in grid:
+        x = torch.randn(mm, k, device="cuda", dtype=dt)
+        it = iter(range(1 << 62))
+
+        def fn():
+            i = next(it) % copies
+            return F.linear(x, ws[i], bs[i])
+        common.point("gemm", {"m": mm, "k": k, "n": n, "dtype": dtype, "bias": bias}, fn,
+                     repeats, copies)
+    del ws, bs
+    torch.cuda.empty_cache()
 
 
 def attn_configs(models):
-    return sorted({(m["heads"], m["kv_heads"], m["head_dim"]) for m in models})
+    """(q_heads, kv_heads, head_dim, dtype): bf16 and each model's dtype per head shape"""
+    return sorted({(m["heads"], m["kv_heads"], m["head_dim"], dt) for m in models
+                   for dt in {"bf16", m["dtype"]}})
 
 
 def run_decode(models, batches, contexts, repeats, log, skipped):
-    for hq, hkv, d in attn_configs(models):
+    for hq, hkv, d, dtype in attn_configs(models):
+        dt = common.DTYPES[dtype]
         for b in batches:
             for c in contexts:
                 kv_bytes = 2 * b * hkv * c * d * 2
@@ -90,47 +114,57 @@ def run_decode(models, batches, contexts, repeats, log, skipped):
                                    f"{KV_FLOOR >> 30} GiB")
                     continue
                 copies = common.rotation(kv_bytes, most=8)
-                q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
-                kvs = [(torch.randn(b, hkv, c, d, device="cuda", dtype=torch.bfloat16),
-                        torch.randn(b, hkv, c, d, device="cuda", dtype=torch.bfloat16))
+                q = torch.randn(b, 1, hq, d, device="cuda", dtype=dt)
+                kvs = [(torch.randn(b, hkv, c, d, device="cuda", dtype=dt),
+                        torch.randn(b, hkv, c, d, device="cuda", dtype=dt))
                        for _ in range(copies)]
                 for backend in common.BACKENDS:
                     calls = [common.sdpa_call(backend, q, k, v) for k, v in kvs]
                     if calls[0] is None:
                         skipped.append(f"attn_decode {backend} batch={b} context={c} "
-                                       f"q_heads={hq} kv_heads={hkv}: backend refused")
+                                       f"q_heads={hq} kv_heads={hkv} {dtype}: backend refused")
                         continue
                     it = iter(range(1 << 62))
                     common.point("attn_decode",
                                  {"batch": b, "context": c, "q_heads": hq, "kv_heads": hkv,
-                                  "head_dim": d, "dtype": "bf16", "backend": backend},
-                                 lambda: calls[next(it) % copies](), repeats)
+                                  "head_dim": d, "dtype": dtype, "backend": backend},
+                                 lambda: calls[next(it) % copies](), repeats, copies)
                 del kvs
             torch.cuda.empty_cache()
-        log(f"attn_decode q_heads={hq} kv_heads={hkv} head_dim={d}")
+        log(f"attn_decode q_heads={hq} kv_heads={hkv} head_dim={d} {dtype}")
 
 
 def run_prefill(models, chunks, priors, repeats, log, skipped):
-    for hq, hkv, d in attn_configs(models):
+    for hq, hkv, d, dtype in attn_configs(models):
+        dt = common.DTYPES[dtype]
         for chunk in chunks:
             for prior in priors:
                 total = chunk + prior
-                q = torch.randn(1, chunk, hq, d, device="cuda", dtype=torch.bfloat16)
-                k = torch.randn(1, hkv, total, d, device="cuda", dtype=torch.bfloat16)
-                v = torch.randn(1, hkv, total, d, device="cuda", dtype=torch.bfloat16)
+                # rotated copies, so that a chain's runs read HBM as a step's do (the same
+                # K and V again would be partly in L2)
+                copies = common.rotation((chunk * hq + 2 * total * hkv) * d * 2, most=64)
+                qkvs = [(torch.randn(1, chunk, hq, d, device="cuda", dtype=dt),
+                         torch.randn(1, hkv, total, d, device="cuda", dtype=dt),
+                         torch.randn(1, hkv, total, d, device="cuda", dtype=dt))
+                        for _ in range(copies)]
                 bias = causal_lower_right(chunk, total) if prior else None
                 for backend in common.BACKENDS:
-                    call = common.sdpa_call(backend, q, k, v, causal_bias=bias,
-                                            is_causal=prior == 0)
-                    if call is None:
+                    calls = [common.sdpa_call(backend, *qkvs[0], causal_bias=bias,
+                                              is_causal=prior == 0)]
+                    if calls[0] is None:
                         skipped.append(f"attn_prefill {backend} chunk={chunk} prior={prior} "
-                                       f"q_heads={hq} kv_heads={hkv}: backend refused")
+                                       f"q_heads={hq} kv_heads={hkv} {dtype}: backend refused")
                         continue
+                    calls += [common.sdpa_call(backend, q, k, v, causal_bias=bias,
+                                               is_causal=prior == 0) for q, k, v in qkvs[1:]]
+                    it = iter(range(1 << 62))
                     common.point("attn_prefill",
                                  {"chunk": chunk, "prior_context": prior, "q_heads": hq,
-                                  "kv_heads": hkv, "head_dim": d, "dtype": "bf16",
-                                  "backend": backend}, call, repeats)
-        log(f"attn_prefill q_heads={hq} kv_heads={hkv} head_dim={d}")
+                                  "kv_heads": hkv, "head_dim": d, "dtype": dtype,
+                                  "backend": backend},
+                                 lambda: calls[next(it) % copies](), repeats, copies)
+                del qkvs
+        log(f"attn_prefill q_heads={hq} kv_heads={hkv} head_dim={d} {dtype}")
 
 
 def run_moe(models, tokens, repeats, log):
@@ -148,7 +182,7 @@ def run_moe(models, tokens, repeats, log):
                     common.point("moe", {"experts": experts, "tokens_per_expert": t, "k": k,
                                          "n": n, "dtype": "bf16"},
                                  lambda: [F.linear(xs[i], ws[i]) for i in range(experts)],
-                                 repeats)
+                                 repeats, graph=False)
             log(f"moe k={k} n={n}: {len(tokens)} token counts")
             del ws
             torch.cuda.empty_cache()
@@ -209,7 +243,8 @@ def run_elementwise(models, tokens, repeats, log):
                         return common.kv_write(cache[0], cache[1], k, v, 1)
                     return common.rope_qk(q, k, cos, sin)
                 common.point("elementwise", {"op": op, "tokens": t, "width": width,
-                                             "dtype": "bf16"}, fn, repeats)
+                                             "dtype": "bf16"}, fn, repeats, copies,
+                             graph=op != "moe_route")
                 del xs, ys
             del table
             torch.cuda.empty_cache()
@@ -227,7 +262,7 @@ def main():
     if not torch.cuda.is_available():
         raise SystemExit("opprofile.py: no CUDA device")
     models = [common.load_model(n) for n in a.models.split(",") if n]
-    repeats = a.repeats or (3 if a.quick else 9)
+    repeats = a.repeats or (3 if a.quick else 7)
     only = set(a.only.split(","))
     skipped = []
 
@@ -258,7 +293,12 @@ def main():
         "time: \"median over repeats of the summed captured kernel durations (launch gaps "
         "excluded)\"",
         f"repeats: {repeats}",
-        "gemm: \"F.linear (cuBLAS), weights rotated over >= 512 MB of copies (cold L2)\"",
+        "gemm: \"F.linear (cuBLAS), weights rotated over >= 512 MB of copies (cold L2); bias 1: "
+        "F.linear with a bias (cuBLASLt bias epilogue), the model's biased linears only\"",
+        f"chain: \"each repeat runs its operator max({common.CHAIN}, rotated copies) times back "
+        f"to back, from one CUDA graph (the MoE table and moe_route eagerly); time per run\"",
+        f"points_by_mode: {{graph: {common.MODES['graph']}, eager: {common.MODES['eager']}, "
+        f"graph_refused_eager: {common.MODES['graph refused']}}}",
         "moe: \"looped F.linear per expert, each expert its own weights\"",
         "elementwise_kernels: \"PyTorch eager, common.py's operators (the kernels steps.py "
         "runs): rmsnorm F.rms_norm; layernorm F.layer_norm; silu_mul silu(x[:, :f]) * x[:, f:] "

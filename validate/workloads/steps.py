@@ -5,7 +5,7 @@ pre-attention norm (RMSNorm, or LayerNorm with bias for OPT), the fused QKV GEMM
 on q and k (rotate-half; OPT has learned positions: a gathered row added to the embedding), the
 new token's K/V written into a contiguous KV cache, attention through SDPA with the fastest of
 the cuDNN, FlashAttention and memory-efficient backends for that shape (timed once, as an engine
-picks), the O GEMM, the residual add, the post-attention norm, the MLP (gate/up GEMM, silu*mul,
+picks), the O GEMM (+bias for OPT; Qwen2 has q/k/v biases only), the residual add, the post-attention norm, the MLP (gate/up GEMM, silu*mul,
 down GEMM; OPT fc1, relu, fc2) or, for Mixtral, the router GEMM, top-2 routing and the two
 chosen experts' MLPs per token (looped over the experts that got tokens, weighted sum), the
 residual add. Each operator is common.py's function, the one opprofile.py times; then the final norm and the LM head (every sequence's token in decode, the last
@@ -53,8 +53,9 @@ class Model:
             L = {"norm1": torch.ones(h, device="cuda", dtype=dt),
                  "norm2": torch.ones(h, device="cuda", dtype=dt),
                  "qkv": w(qkv, h), "o": w(h, self.hq * hd)}
-            if m["attention_bias"]:
+            if m["attention_bias"]:  # sim/hw/llm.c's biases: gated q/k/v; plain q/k/v/o
                 L["qkv_b"] = torch.zeros(qkv, device="cuda", dtype=dt)
+            if m["attention_bias"] and self.opt:
                 L["o_b"] = torch.zeros(h, device="cuda", dtype=dt)
                 L["norm1_b"] = torch.zeros(h, device="cuda", dtype=dt)
                 L["norm2_b"] = torch.zeros(h, device="cuda", dtype=dt)
@@ -125,8 +126,9 @@ class Model:
         if key not in self.backend and self.profile is not None:
             # the profile's backend for the nearest row: the kernel its row timed
             decode = q.shape[1] == 1
-            rows = self.profile.get(("attn_decode" if decode else "attn_prefill", self.hq,
-                                     self.hkv, self.hd))
+            table = "attn_decode" if decode else "attn_prefill"
+            rows = self.profile.get((table, self.hq, self.hkv, self.hd, self.m["dtype"]),
+                                    self.profile.get((table, self.hq, self.hkv, self.hd, "bf16")))
             if rows is None:
                 raise SystemExit(f"steps.py: the profile has no attention rows for {key}")
             at = (q.shape[0], k.shape[2] - 1) if decode else (q.shape[1],

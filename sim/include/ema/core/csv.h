@@ -43,6 +43,9 @@ typedef struct {
 
 /* Read PATH and its header row (EMA_CONFIG_ERROR_IO when unreadable). */
 gboolean ema_csv_open(EmaCsv *csv, const char *path, GError **error);
+/* ema_csv_open() of a file of up to MAX_BYTES (ema_csv_open: EMA_FILE_MAX_TEXT, the limit for
+ * configuration text; a captured trace may be larger). */
+gboolean ema_csv_open_max(EmaCsv *csv, const char *path, gsize max_bytes, GError **error);
 /* Advance to the next non-empty row: TRUE, or FALSE at the end (ERROR
  * unset) or on a row of another field count than the header's (ERROR set). */
 gboolean ema_csv_next(EmaCsv *csv, GError **error);

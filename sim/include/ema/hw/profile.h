@@ -29,7 +29,12 @@
  * interpolated across: the caller falls back to the roofline for it; nor
  * is a surface whose only curve lies at outer 0 (a prefill table measured
  * without prior context) extrapolated to a larger outer. fp16
- * and bf16 rows share one table (the same rates on every GPU modelled).
+ * and bf16 rows answer for each other where a shape has rows of only one
+ * (the same rates on every GPU modelled); a dtype's own rows come first.
+ * GEMM rows carry `bias` (0 or 1: a bias added in the GEMM's epilogue,
+ * cuBLASLt's bias kernels); a table without the column is bias 0; a biased
+ * lookup takes the bias rows where the profile has them, else the
+ * bias-free ones (the bias's extra read is n elements).
  *
  * Errors: bad CSV rows are EMA_CONFIG_ERROR with "file:line: ..."; a missing
  * or unreadable file EMA_CONFIG_ERROR_IO. */
@@ -92,11 +97,12 @@ void ema_profile_describe(const EmaProfile *profile, GString *out);
  * interpolates with no key, hash or allocation. */
 typedef struct _EmaProfileSurface EmaProfileSurface;
 typedef struct {
-  const EmaProfileSurface *surfaces[2];
+  const EmaProfileSurface *surfaces[4];
 } EmaProfileOp;
 
-void ema_profile_op_gemm(const EmaProfile *profile, EmaProfileDtype dtype, guint64 k, guint64 n,
-                         EmaProfileOp *op);
+/* BIAS: the GEMM adds a bias (its bias rows first, then the bias-free ones). */
+void ema_profile_op_gemm(const EmaProfile *profile, EmaProfileDtype dtype, gboolean bias, guint64 k,
+                         guint64 n, EmaProfileOp *op);
 void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
                                 guint kv_heads, guint head_dim, EmaProfileOp *op);
 void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
@@ -131,7 +137,8 @@ gboolean ema_profile_op_at_cursor(const EmaProfileOp *op, EmaProfileCursor *curs
 
 /* Interpolated time in microseconds, TRUE; FALSE when the profile holds no
  * curve of that shape (the caller uses the roofline). Each resolves the
- * shape (ema_profile_op_*) and interpolates (ema_profile_op_at). */
+ * shape (ema_profile_op_*) and interpolates (ema_profile_op_at); the GEMM
+ * without a bias. */
 gboolean ema_profile_gemm(const EmaProfile *profile, EmaProfileDtype dtype, double m, guint64 k,
                           guint64 n, double *time_us);
 gboolean ema_profile_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,

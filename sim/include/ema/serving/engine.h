@@ -99,9 +99,11 @@ typedef struct {
    * trace's next, arrival time ignored) the moment its last one finished or
    * was rejected; 0 = open loop (the trace's arrival times) */
   guint64 concurrency;
-  /* prefix caching (vLLM's automatic prefix caching): full blocks of a
-   * prompt's identified prefix (EmaRequestRecord.prefix_ids) are cached by a
-   * hash chained with their parent's; see engine.c */
+  /* prefix caching (vLLM's automatic prefix caching): a prompt's full
+   * blocks are cached by a hash chained with their parent's, those of its
+   * identified prefix (EmaRequestRecord.prefix_ids) shared with other
+   * requests, the others its own (hit after a recompute preemption); see
+   * engine.c */
   gboolean prefix_caching;
 } EmaEngineConfig;
 
