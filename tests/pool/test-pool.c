@@ -212,12 +212,25 @@ static void bench_free(Bench *b) {
   g_free(b);
 }
 
+/* The bench's blocks without an engine: one unnamed set, given back in
+ * proportion (core.h). */
 static gboolean take(EmaKvMemory *m, guint64 n) {
-  return m->ops->take(m->self, n);
+  return m->ops->take(m->self, EMA_KV_UNNAMED, n);
 }
 
 static void give(EmaKvMemory *m, guint64 n) {
-  m->ops->give(m->self, n);
+  m->ops->give(m->self, EMA_KV_UNNAMED, n);
+}
+
+/* Request SERIAL of GPU's tenant has L blocks local, R1 on gpu1, R2 on gpu2. */
+static void assert_request_at(Bench *b, guint gpu, guint64 serial, guint64 l, guint64 r1,
+                              guint64 r2) {
+  const EmaPoolRequest *r = ema_pool_request(b->pool, gpu, serial);
+  g_assert_nonnull(r);
+  g_assert_cmpuint(r->at[gpu], ==, l);
+  g_assert_cmpuint(r->at[1], ==, r1);
+  g_assert_cmpuint(r->at[2], ==, r2);
+  g_assert_cmpuint(r->blocks, ==, l + r1 + r2);
 }
 
 static guint64 free_blocks(EmaKvMemory *m) {
@@ -1155,8 +1168,9 @@ static void finish(Bench *b, guint64 completed) {
   bench_check(b);
 }
 
-/* To the borrower: A (7 blocks) finished and gave back 7 blocks of 14, 3 of
- * them remote; B's 3 remote blocks move into the 4 free local ones. */
+/* To the borrower: A (7 blocks, all local) finished and gave back its own
+ * 7 local blocks; B's 6 remote blocks (of its 7: 1 local) move into the 7
+ * free local ones. */
 static void test_reclaim_to_borrower(void) {
   const EmaRequestRecord records[] = {request(0, 100, 2), request(1, 100, 20)};
   Bench *b = reclaim_bench(40, 0, records, 2);
@@ -1166,8 +1180,10 @@ static void test_reclaim_to_borrower(void) {
   s = before_reclaim(b);
   g_assert_cmpuint(ema_engine_completed(b->engines[0]), ==, 1);
   g_assert_cmpuint(s.held, ==, 7);
-  g_assert_cmpuint(s.remote, ==, 3); /* round(7 x 6 / 14) of A's came off remote */
+  g_assert_cmpuint(s.remote, ==, 6); /* B's, A's were all local */
+  assert_request_at(b, 0, 1, 1, 6, 0);
   t = reclaim_at(b, EMA_MS(60), EMA_VACATE_TO_BORROWER, 0);
+  assert_request_at(b, 0, 1, 7, 0, 0);
   g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
   g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 7);
   g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 0);
@@ -1175,10 +1191,10 @@ static void test_reclaim_to_borrower(void) {
   g_assert_cmpuint(total_blocks(&b->memory[0]), ==, 8);
   g_assert_cmpuint(ema_pool_stats(b->pool)->reclaims, ==, 1);
   g_assert_cmpuint(ema_pool_stats(b->pool)->slices_reclaimed, ==, 16);
-  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_migrated, ==, 3);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_migrated, ==, 6);
   g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 0);
   g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 0);
-  assert_back_after(b, t, ns(link_copy_s(b, 3)) + unmap_time(b, 16));
+  assert_back_after(b, t, ns(link_copy_s(b, 6)) + unmap_time(b, 16));
   finish(b, 2);
   g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 0);
   bench_free(b);
@@ -1309,10 +1325,10 @@ static void test_reclaim_fallback(void) {
   bench_free(b);
 }
 
-/* A drop during a reclaim frees the reclaimed lender's blocks first: C (the
- * newest, 4 blocks) is dropped to free gpu1's 2; its 4 blocks come off
- * remote (gpu1's 2, then 2 of gpu2's), none off local. Proportional
- * freeing would have taken round(4 x 6 / 14) = 2 off remote. */
+/* A drop during a reclaim preempts the requests whose blocks are on the
+ * reclaimed lender: B (1 local + 2 on gpu1) goes, not C, the newest (its 4
+ * blocks are on gpu2), and A's 7 local blocks stay. (With blocks fungible
+ * within the tenant, C went, its 4 blocks taken off gpu1's 2 first.) */
 static void test_drop_attribution(void) {
   const EmaRequestRecord records[] = {request(0, 100, 20), request(1, 40, 20), request(2, 60, 20)};
   Bench *b = bench_new(NULL);
@@ -1327,6 +1343,11 @@ static void test_drop_attribution(void) {
   bench_to(b, EMA_MS(25));
   g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 7 + 3 + 4);
   g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 6);
+  /* A 7 local; B 1 local + 2 on gpu1 (rooms 4 and 4: the lower index); C 4
+   * on gpu2 (rooms 2 and 4) */
+  assert_request_at(b, 0, 0, 7, 0, 0);
+  assert_request_at(b, 0, 1, 1, 2, 0);
+  assert_request_at(b, 0, 2, 0, 0, 4);
   b->reclaim = (TestReclaimParams){0, 4, EMA_VACATE_DROP, 0, &b->reclaim_probe};
   ema_pool_reclaim_everything(b->pool, 1);
   /* where the blocks were: A 7 local; B 1 local + 2 on gpu1 (rooms 4 and
@@ -1336,13 +1357,17 @@ static void test_drop_attribution(void) {
   g_assert_cmpuint(b->reclaim_probe.gpus[0].blocks_used, ==, 14);
   bench_check(b);
   g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 1);
-  g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 10);
-  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 2);
+  g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 7 + 4);
+  assert_request_at(b, 0, 0, 7, 0, 0);
+  assert_request_at(b, 0, 1, 0, 0, 0);
+  assert_request_at(b, 0, 2, 0, 0, 4);
+  g_assert_cmpint(ema_pool_request(b->pool, 0, 1)->state, ==, EMA_KV_PREEMPTED);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 4);
   g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 2);
   g_assert_cmpuint(ema_pool_slices_lent(b->pool, 1), ==, 0);
   g_assert_cmpuint(ema_pool_slices_lent(b->pool, 2), ==, 4);
-  /* local: 8 of 8 still used */
-  g_assert_cmpuint(free_blocks(&b->memory[0]), ==, 4 - 2);
+  /* local: 7 of 8 used; gpu2's room full with C's */
+  g_assert_cmpuint(free_blocks(&b->memory[0]), ==, 1);
   finish(b, 3);
   bench_free(b);
 }

@@ -30,6 +30,8 @@ typedef enum {
   EMA_POOL_EVENT_OWN_MAP,   /* GPU maps SLICES of its own for its blocks or staging */
   EMA_POOL_EVENT_OWN_UNMAP, /* GPU unmaps SLICES of its own */
   EMA_POOL_EVENT_REFUSE,    /* a plan's borrow or return of GPU with PEER cut to nothing */
+  EMA_POOL_EVENT_PLACE,     /* GPU's tenant moves blocks of a request between its places */
+  EMA_POOL_EVENT_TIER, /* GPU's prefix cache keeps blocks on PEER, fetches them or drops them */
 } EmaPoolEventKind;
 
 typedef struct {
