@@ -371,6 +371,16 @@ static void event_push(EmaPoolCore *c, const EmaPoolEvent *e) {
     c->on_event(c->on_event_data, e);
 }
 
+void ema_pool_core_note(EmaPoolCore *c, EmaPoolEventKind kind, guint gpu, guint peer,
+                        guint64 blocks, guint64 bytes, double seconds, const char *reason) {
+  EmaPoolEvent e = event_start(c, kind, gpu, peer);
+  e.blocks_moved = blocks;
+  e.bytes_copied = bytes;
+  e.seconds = e.copy_seconds = seconds;
+  reason_add(&e, "%s", reason);
+  event_push(c, &e);
+}
+
 static EmaTime ns(double seconds) {
   return (EmaTime) llround(seconds * 1e9);
 }

@@ -182,15 +182,6 @@ static void memory_want(gpointer self, guint64 blocks_short) {
   schedule_decision(g);
 }
 
-static const EmaKvMemoryOps pool_memory_ops = {.take = memory_take,
-                                               .give = memory_give,
-                                               .free_blocks = memory_free_blocks,
-                                               .total_blocks = memory_total_blocks,
-                                               .want = memory_want,
-                                               .take_each = memory_take_each,
-                                               .to_cache = memory_to_cache,
-                                               .state = memory_state};
-
 /* ---- peer swap: preempted KV parked on peers ------------------------------ */
 
 static double link_copy_time(const EmaServerSpec *server, double bytes);
@@ -294,6 +285,89 @@ static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
       1e9);
 }
 
+/* ---- the prefix cache's remote tier ------------------------------------------ */
+
+static EmaTime ns(double seconds);
+
+/* Cached blocks no request holds: in the free part of G's own slices, and
+ * (prefix_tier: remote) in the free part of what its lenders lend it. */
+static void memory_cache_room(gpointer self, guint64 *local, guint64 *remote) {
+  Gpu *g = self;
+  guint64 cap = ema_slice_gpu_local_capacity(&g->counters);
+  *local = cap > g->local_used ? cap - g->local_used : 0;
+  *remote = g->pool->spec->prefix_tier_remote && g->remote_cap_total > g->remote_total
+                ? g->remote_cap_total - g->remote_total
+                : 0;
+}
+
+/* The lender of G with the most free room for its blocks (the tier's
+ * blocks are counted, not placed: its copies are timed to and from it). */
+static guint tier_peer(const Gpu *g) {
+  const Pool *p = g->pool;
+  guint best = g->index;
+  guint64 most = 0;
+  for (guint j = 0; j < p->n; j++) {
+    guint64 cap = ema_slice_ledger_remote_capacity(&p->core.ledger, &g->counters, j);
+    guint64 room = cap > g->remote[j] ? cap - g->remote[j] : 0;
+    if (j != g->index && room > most) {
+      most = room;
+      best = j;
+    }
+  }
+  return best;
+}
+
+static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint peer = tier_peer(g);
+  double bytes = (double) n * (double) g->block_bytes, seconds = 0;
+  char reason[EMA_POOL_REASON_CHARS];
+  switch (move) {
+  case EMA_KV_TIER_DEMOTE:
+    /* a copy engine's copy to the peer; nothing waits for it */
+    seconds = link_copy_time(p->server, bytes);
+    charge_copy(p, g->index, p->server->gpu.interference_outgoing, bytes, seconds);
+    charge_copy(p, peer, p->server->gpu.interference_incoming, bytes, seconds);
+    g_snprintf(reason, sizeof reason,
+               "prefix tier: %" G_GUINT64_FORMAT
+               " cached blocks demoted to gpu%u (their local room was taken)",
+               n, peer);
+    break;
+  case EMA_KV_TIER_FETCH:
+    seconds = link_copy_time(p->server, bytes);
+    charge_copy(p, peer, p->server->gpu.interference_outgoing, bytes, seconds);
+    charge_copy(p, g->index, p->server->gpu.interference_incoming, bytes, seconds);
+    g_snprintf(reason, sizeof reason,
+               "prefix tier: %" G_GUINT64_FORMAT " cached blocks fetched from gpu%u for a hit", n,
+               peer);
+    break;
+  case EMA_KV_TIER_DROP:
+  default:
+    g_snprintf(reason, sizeof reason,
+               "prefix tier: %" G_GUINT64_FORMAT
+               " cached blocks on peers dropped (their room went: a reclaim, a return or the "
+               "tenant's own blocks)",
+               n);
+    bytes = 0;
+    break;
+  }
+  ema_pool_core_note(core_now(p), EMA_POOL_EVENT_TIER, g->index, peer,
+                     move == EMA_KV_TIER_DROP ? 0 : n, (guint64) bytes, seconds, reason);
+  return move == EMA_KV_TIER_FETCH ? ns(seconds) : 0;
+}
+
+static const EmaKvMemoryOps pool_memory_ops = {.take = memory_take,
+                                               .give = memory_give,
+                                               .free_blocks = memory_free_blocks,
+                                               .total_blocks = memory_total_blocks,
+                                               .want = memory_want,
+                                               .take_each = memory_take_each,
+                                               .to_cache = memory_to_cache,
+                                               .state = memory_state,
+                                               .cache_room = memory_cache_room,
+                                               .cache_tier = memory_cache_tier};
+
 static const EmaKvMemoryOps pool_memory_ops_peer_swap = {.take = memory_take,
                                                          .give = memory_give,
                                                          .free_blocks = memory_free_blocks,
@@ -303,7 +377,9 @@ static const EmaKvMemoryOps pool_memory_ops_peer_swap = {.take = memory_take,
                                                          .swap_in = memory_swap_in,
                                                          .take_each = memory_take_each,
                                                          .to_cache = memory_to_cache,
-                                                         .state = memory_state};
+                                                         .state = memory_state,
+                                                         .cache_room = memory_cache_room,
+                                                         .cache_tier = memory_cache_tier};
 
 /* ---- views ----------------------------------------------------------------- */
 

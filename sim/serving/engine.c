@@ -220,7 +220,8 @@ typedef struct {
 typedef struct {
   guint64 hash;
   guint refs;
-  GList lru; /* in evictable when refs == 0; data = this */
+  GList lru;       /* in evictable (or tier) when refs == 0; data = this */
+  gboolean remote; /* in the tier: on a peer */
 } CachedBlock;
 
 struct _EmaEngine {
@@ -273,7 +274,8 @@ struct _EmaEngine {
 
   /* prefix caching */
   GHashTable *cache;   /* &CachedBlock.hash -> CachedBlock */
-  GQueue evictable;    /* CachedBlock links, least recently freed at the head */
+  GQueue evictable;    /* CachedBlock links in local room, least recently freed at the head */
+  GQueue tier;         /* CachedBlock links on peers (the remote tier), likewise */
   guint64 cached_held; /* cached blocks some request holds (refs > 0) */
   EmaPrefixCacheStats prefix;
 };
@@ -348,32 +350,61 @@ static CachedBlock *cache_lookup(const EmaEngine *engine, guint64 hash) {
   return g_hash_table_lookup(engine->cache, &hash);
 }
 
-/* Drop the least recently freed cached blocks while more of them are free
- * than the memory has free blocks (an allocation used their room). */
+/* A cached block no request holds goes (an eviction). */
+static void cache_drop(EmaEngine *engine, CachedBlock *block) {
+  g_hash_table_remove(engine->cache, &block->hash);
+  engine->prefix.evictions++;
+}
+
+/* Keep the cached blocks no request holds within their room (a take or a
+ * reclaim used some): the least recently freed of those in local room move
+ * to the tier while it has room (else they are dropped), then the tier's
+ * least recently freed are dropped while it is over its room. Without the
+ * memory's cache_room: all free blocks are local room, there is no tier. */
 static void evict_excess(EmaEngine *engine) {
-  guint64 free_now;
-  if (engine->evictable.length == 0)
+  guint64 local, remote = 0, demoted = 0, dropped = 0;
+  if (engine->evictable.length == 0 && engine->tier.length == 0)
     return;
-  free_now = engine->memory.ops->free_blocks(engine->memory.self);
-  while (engine->evictable.length > free_now) {
+  if (engine->memory.ops->cache_room)
+    engine->memory.ops->cache_room(engine->memory.self, &local, &remote);
+  else
+    local = engine->memory.ops->free_blocks(engine->memory.self);
+  while (engine->evictable.length > local) {
     CachedBlock *block = g_queue_pop_head_link(&engine->evictable)->data;
-    g_hash_table_remove(engine->cache, &block->hash);
-    engine->prefix.evictions++;
+    if (remote == 0) {
+      cache_drop(engine, block);
+      continue;
+    }
+    block->remote = TRUE;
+    g_queue_push_tail_link(&engine->tier, &block->lru);
+    demoted++;
   }
+  while (engine->tier.length > remote) {
+    cache_drop(engine, g_queue_pop_head_link(&engine->tier)->data);
+    dropped++;
+  }
+  engine->prefix.demoted += demoted;
+  if (demoted > 0 && engine->memory.ops->cache_tier)
+    engine->memory.ops->cache_tier(engine->memory.self, EMA_KV_TIER_DEMOTE, demoted);
+  if (dropped > 0 && engine->memory.ops->cache_tier)
+    engine->memory.ops->cache_tier(engine->memory.self, EMA_KV_TIER_DROP, dropped);
 }
 
 /* Leading blocks of REQ found in the cache, at most all but the last known
  * token (vLLM computes at least one token); *REVIVED: how many of them no
  * request holds now (their room is free and must be taken). */
-static guint cache_hits(const EmaEngine *engine, const Req *req, guint64 *revived) {
+static guint cache_hits(const EmaEngine *engine, const Req *req, guint64 *revived,
+                        guint64 *fetched) {
   guint64 limit = (guint64) (req->pub.prompt_tokens + req->pub.generated - 1);
   guint hits = 0;
   *revived = 0;
+  *fetched = 0;
   while (hits < req->n_hashes && (guint64) (hits + 1) * engine->config.block_tokens <= limit) {
     CachedBlock *block = cache_lookup(engine, req->hashes[hits]);
     if (block == NULL)
       break;
     *revived += block->refs == 0;
+    *fetched += block->remote;
     hits++;
   }
   return hits;
@@ -387,7 +418,8 @@ static void cache_take(EmaEngine *engine, Req *req, guint hits) {
       gboolean taken = engine->memory.ops->take(engine->memory.self, EMA_KV_PREFIX_CACHE, 1);
       engine->cached_held++;
       g_assert(taken); /* a free cached block's room is free */
-      g_queue_unlink(&engine->evictable, &block->lru);
+      g_queue_unlink(block->remote ? &engine->tier : &engine->evictable, &block->lru);
+      block->remote = FALSE;
       engine->blocks_held++;
     }
   }
@@ -908,7 +940,7 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
     Req *req = engine->waiting.head->data;
     EmaRequest *request = &req->pub;
     guint32 resume_kv, chunk, hits;
-    guint64 need, free_now, revived = 0;
+    guint64 need, free_now, revived = 0, fetched = 0;
     engine->work++;
     if (footprint(engine, request) > total_blocks(engine)) {
       /* the memory shrank under it: it can never fit any more */
@@ -916,7 +948,7 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
       reject(engine, req);
       continue;
     }
-    hits = request->swapped ? 0 : cache_hits(engine, req, &revived);
+    hits = request->swapped ? 0 : cache_hits(engine, req, &revived, &fetched);
     resume_kv = request->swapped ? request->kv_tokens : hits * engine->config.block_tokens;
     chunk = (guint32) MIN((guint64) (known_tokens(request) - resume_kv), *budget);
     /* V0 admits whole prompts; only the step's first may be cut to the budget */
@@ -933,6 +965,11 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
     if (!request->swapped) {
       engine->prefix.query_tokens += known_tokens(request);
       engine->prefix.hit_tokens += resume_kv;
+      engine->prefix.remote_hit_tokens += fetched * engine->config.block_tokens;
+      engine->prefix.fetched += fetched;
+      /* the tier's blocks come back over the link before the step runs */
+      if (fetched > 0 && engine->memory.ops->cache_tier)
+        swap += engine->memory.ops->cache_tier(engine->memory.self, EMA_KV_TIER_FETCH, fetched);
       cache_take(engine, req, hits);
       request->kv_tokens = resume_kv;
     }
@@ -979,6 +1016,9 @@ static void kick(EmaEngine *engine) {
   g_ptr_array_set_size(engine->batch, 0);
   engine->scheduling = TRUE;
   reject_unfit_running(engine);
+  /* the tier's room may have gone since the last take (a reclaim) */
+  if (engine->memory.ops->cache_room)
+    evict_excess(engine);
   /* The region only gains requests that were scheduled in the step before,
    * each with at least one token of that step's budget: it never outgrows
    * the budget, so the plain walk never stops inside it. */
@@ -1136,6 +1176,7 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
   engine->last_step_start = -1;
   engine->cache = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
   g_queue_init(&engine->evictable);
+  g_queue_init(&engine->tier);
   engine->memory = memory;
   engine->step_cost = step_cost;
   engine->step_cost_data = step_cost_data;
@@ -1325,6 +1366,7 @@ guint64 ema_engine_rejected_too_long(const EmaEngine *engine) {
 EmaPrefixCacheStats ema_engine_prefix_cache_stats(const EmaEngine *engine) {
   EmaPrefixCacheStats stats = engine->prefix;
   stats.cached_blocks = g_hash_table_size(engine->cache);
+  stats.remote_blocks = engine->tier.length;
   return stats;
 }
 

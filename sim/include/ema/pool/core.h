@@ -211,6 +211,11 @@ const EmaPoolRequest *ema_pool_core_request(const EmaPoolCore *core, guint gpu, 
 /* GPU's requests, in the order the pool first saw them (links of EmaPoolRequest). */
 const GList *ema_pool_core_requests(const EmaPoolCore *core, guint gpu);
 
+/* Logs an event of KIND (PLACE, TIER) that the owner did for GPU with
+ * PEER: BLOCKS moved (BYTES copied) in SECONDS, for REASON. */
+void ema_pool_core_note(EmaPoolCore *core, EmaPoolEventKind kind, guint gpu, guint peer,
+                        guint64 blocks, guint64 bytes, double seconds, const char *reason);
+
 /* Applies PLAN for G's tenant, asked by WHO: each action cut to the blocks
  * its request has where it says and the room where it goes (counted in
  * plans_adjusted), its copy charged through the backend's move; every move,

@@ -41,6 +41,14 @@ typedef enum {
   EMA_KV_FINISHED,  /* finished or rejected: holds nothing, gone */
 } EmaKvState;
 
+/* What the prefix cache's remote tier does with cached blocks no request
+ * holds (EmaKvMemoryOps.cache_tier). */
+typedef enum {
+  EMA_KV_TIER_DEMOTE, /* they leave the GPU's own room for a peer's (copied, not waited for) */
+  EMA_KV_TIER_FETCH,  /* they come back from a peer for a hit (copied; the step waits) */
+  EMA_KV_TIER_DROP,   /* they are dropped from a peer: their room went */
+} EmaKvTierMove;
+
 /* Where KV blocks come from, request by request. The static-partition
  * baseline is a fixed pool (ema_kv_pool_new); the elastic pool implements
  * the same interface and keeps, per request, where its blocks are. Every
@@ -88,6 +96,19 @@ typedef struct {
    * RUNNING; preemption: PREEMPTED, after its blocks were given back;
    * finish or rejection: FINISHED, holding nothing). */
   void (*state)(gpointer self, guint64 request, EmaKvState state);
+  /* Optional: the prefix cache's room (NULL: cached blocks no request
+   * holds may stay in any of the free blocks, all counted local and hit
+   * for free). Of the free blocks, *LOCAL are in the GPU's own slices and
+   * *REMOTE in slices peers lend it that may keep cached blocks (the remote
+   * tier; 0: none). The engine keeps its most recently freed cached
+   * blocks in local room, moves older ones to the tier when local room is
+   * taken (demote), drops the oldest of the tier first when its room goes
+   * (a reclaim, or the tenant's own growth), and brings a tier block back
+   * for a hit (fetch). */
+  void (*cache_room)(gpointer self, guint64 *local, guint64 *remote);
+  /* Optional, with cache_room: N cached blocks make MOVE; returns the time
+   * the step waits for it (a fetch's copy; 0 otherwise). */
+  EmaTime (*cache_tier)(gpointer self, EmaKvTierMove move, guint64 n);
 } EmaKvMemoryOps;
 
 typedef struct {
@@ -216,6 +237,9 @@ guint ema_engine_running(const EmaEngine *engine);
  * blocks now (held or free). */
 typedef struct {
   guint64 query_tokens, hit_tokens, evictions, cached_blocks;
+  /* the remote tier (EmaKvMemoryOps.cache_room): hit tokens served from
+   * peers, blocks demoted to peers, fetched back, and on peers now */
+  guint64 remote_hit_tokens, demoted, fetched, remote_blocks;
 } EmaPrefixCacheStats;
 EmaPrefixCacheStats ema_engine_prefix_cache_stats(const EmaEngine *engine);
 guint ema_engine_waiting(const EmaEngine *engine);
