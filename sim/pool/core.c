@@ -78,6 +78,15 @@ static void request_shift(EmaPoolRequest *r, guint from, guint to, guint64 k) {
     r->last = to;
 }
 
+/* R's newest block is where it still has blocks (after some left). */
+static void request_fix_last(const EmaPoolCore *c, EmaPoolRequest *r) {
+  if (r->blocks == 0 || r->at[r->last] > 0)
+    return;
+  for (guint p = 0; p < c->n; p++)
+    if (r->at[p] > 0)
+      r->last = p;
+}
+
 const EmaPoolRequest *ema_pool_core_request(const EmaPoolCore *c, guint gpu, guint64 request) {
   return request_find(c, gpu, request);
 }
@@ -119,10 +128,7 @@ void ema_pool_core_to_cache(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   }
   r->blocks -= n;
   cache->blocks += n;
-  if (r->blocks > 0 && r->at[r->last] == 0)
-    for (guint p = 0; p < c->n; p++)
-      if (r->at[p] > 0)
-        r->last = p;
+  request_fix_last(c, r);
 }
 
 const char *ema_request_state_name(EmaRequestState state) {
@@ -202,8 +208,7 @@ static void requests_take_from(EmaPoolCore *c, EmaSliceGpu *g, guint from, guint
       } else {
         r->at[from] -= k;
         r->blocks -= k;
-        if (r->blocks > 0 && r->at[r->last] == 0)
-          r->last = g->index;
+        request_fix_last(c, r);
       }
       left -= k;
       touched++;
@@ -620,10 +625,7 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   }
   r->at[g->index] -= n - remote;
   r->blocks -= n;
-  if (r->blocks > 0 && r->at[r->last] == 0)
-    for (guint p = 0; p < c->n; p++)
-      if (r->at[p] > 0)
-        r->last = p;
+  request_fix_last(c, r);
   g->local_used -= n - remote;
   if (B(c)->forget && n > remote)
     B(c)->forget(D(c), g->index, g->index, n - remote);
@@ -765,10 +767,10 @@ static gboolean migrate(EmaPoolCore *c, EmaSliceGpu *b, guint lender, guint targ
     g_clear_error(&inner);
     goto failed;
   }
-  /* into local room the hottest requests' blocks, to a peer the coldest' */
-  requests_take_from(c, b, lender, target, m, target == b->index, &touched);
-  reason_add(e, "; %" G_GUINT64_FORMAT " blocks of %u requests (%s first) moved", m, touched,
-             target == b->index ? "running" : "cold");
+  /* the hottest requests' blocks move first: what finds no room, the
+   * coldest', is dropped */
+  requests_take_from(c, b, lender, target, m, TRUE, &touched);
+  reason_add(e, "; %" G_GUINT64_FORMAT " blocks of %u requests (running first) moved", m, touched);
   b->remote[lender] -= m;
   if (target == b->index) {
     b->remote_total -= m;

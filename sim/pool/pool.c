@@ -981,6 +981,10 @@ const EmaPoolStats *ema_pool_stats(const EmaPool *pool) {
   return stats;
 }
 
+const EmaPoolView *ema_pool_view(EmaPool *pool) {
+  return build_view(&pool->pool);
+}
+
 const EmaPoolRequest *ema_pool_request(const EmaPool *pool, guint gpu, guint64 serial) {
   return ema_pool_core_request(&pool->pool.core, gpu, serial);
 }

@@ -178,6 +178,8 @@ const EmaPoolBackend *ema_pool_model_backend(void);
 
 /* Read-only figures. */
 const EmaPoolStats *ema_pool_stats(const EmaPool *pool);
+/* The view the policies get now (valid until the next call into the pool). */
+const EmaPoolView *ema_pool_view(EmaPool *pool);
 /* Request SERIAL (an engine's, or EMA_KV_PREFIX_CACHE) of GPU's tenant:
  * where its blocks are; NULL if the pool has none. */
 const EmaPoolRequest *ema_pool_request(const EmaPool *pool, guint gpu, guint64 serial);
