@@ -49,6 +49,22 @@
  * LRU queue over all free blocks, so it may evict an old cached block
  * while a more recently freed uncached one is left); only the prompt's
  * identified prefix is hashed (unidentified blocks never hit anyway).
+ * With a memory that has cache_room (the elastic pool), free cached blocks
+ * live in two LRU queues: local room (the most recently freed) and the
+ * remote tier (borrowed room): when local room is taken the oldest local
+ * ones are demoted to the tier while it has room (else dropped), the
+ * tier's oldest are dropped while it is over its room (checked after every
+ * take and at the start of each scheduling pass: a reclaim may have taken
+ * it), and a hit on a tier block is fetched back, its copy added to the
+ * step. Simplification: a freed cached block joins local room wherever its
+ * data was.
+ *
+ * Names. Every take and give names its request (its serial) or the prefix
+ * cache (EMA_KV_PREFIX_CACHE): a request's blocks are its own until one it
+ * filled becomes cached (to_cache), a revived cached block is taken by the
+ * cache, and a block nobody holds any more is given back by the cache. The
+ * steady region's needing requests are named one by one (take_each, from
+ * per-phase member lists) only when the memory asks for names.
  *
  * How a step is computed without walking the batch. The running requests
  * form one list in admission order (the scheduling order). It is split in
