@@ -317,6 +317,15 @@ static guint tier_peer(const Gpu *g) {
   return best;
 }
 
+/* A tier copy of BYTES from FROM to TO over the link (its time), the HBM
+ * traffic charged to both. */
+static double tier_copy(Pool *p, guint from, guint to, double bytes) {
+  double seconds = link_copy_time(p->server, bytes);
+  charge_copy(p, from, p->server->gpu.interference_outgoing, bytes, seconds);
+  charge_copy(p, to, p->server->gpu.interference_incoming, bytes, seconds);
+  return seconds;
+}
+
 static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
   Gpu *g = self;
   Pool *p = g->pool;
@@ -326,18 +335,14 @@ static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
   switch (move) {
   case EMA_KV_TIER_DEMOTE:
     /* a copy engine's copy to the peer; nothing waits for it */
-    seconds = link_copy_time(p->server, bytes);
-    charge_copy(p, g->index, p->server->gpu.interference_outgoing, bytes, seconds);
-    charge_copy(p, peer, p->server->gpu.interference_incoming, bytes, seconds);
+    seconds = tier_copy(p, g->index, peer, bytes);
     g_snprintf(reason, sizeof reason,
                "prefix tier: %" G_GUINT64_FORMAT
                " cached blocks demoted to gpu%u (their local room was taken)",
                n, peer);
     break;
   case EMA_KV_TIER_FETCH:
-    seconds = link_copy_time(p->server, bytes);
-    charge_copy(p, peer, p->server->gpu.interference_outgoing, bytes, seconds);
-    charge_copy(p, g->index, p->server->gpu.interference_incoming, bytes, seconds);
+    seconds = tier_copy(p, peer, g->index, bytes);
     g_snprintf(reason, sizeof reason,
                "prefix tier: %" G_GUINT64_FORMAT " cached blocks fetched from gpu%u for a hit", n,
                peer);
