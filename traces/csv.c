@@ -62,7 +62,7 @@ typedef struct {
   const CsvSpec *spec;
   int n_fields;
   int col[3]; /* field index of each spec column, -1 for none */
-  EmaTraceField fields[EMA_TRACE_CSV_MAX_FIELDS];
+  EmaCsvField fields[EMA_CSV_MAX_FIELDS];
 } Csv;
 
 /* Length of the first name in an '|' list. */
@@ -107,7 +107,8 @@ static gboolean csv_read_header(Csv *csv, GError **error) {
     len -= 3;
   }
   const char *problem = NULL;
-  int n = ema_trace_csv_split(line, len, csv->fields, &problem);
+  gsize at = 0;
+  int n = ema_csv_split(line, len, csv->fields, &problem, &at);
   if (n < 0) {
     ema_trace_reader_error(&csv->reader, error, EMA_TRACE_ERROR_HEADER, "header: %s", problem);
     return FALSE;
@@ -152,7 +153,7 @@ static gboolean csv_open(Csv *csv, const CsvSpec *spec, const char *path, GError
 
 /* A token count in column C: PROMPT must be >= 1, OUTPUT >= 0. */
 static gboolean csv_tokens(Csv *csv, int c, guint32 *value, GError **error) {
-  const EmaTraceField *f = &csv->fields[csv->col[c]];
+  const EmaCsvField *f = &csv->fields[csv->col[c]];
   const char *names = csv->spec->cols[c];
   gint64 v;
   const char *problem = ema_trace_parse_int(f->p, f->len, &v);
@@ -192,7 +193,8 @@ static int csv_next_row(Csv *csv, GError **error) {
   if (got <= 0)
     return got;
   const char *problem = NULL;
-  int n = ema_trace_csv_split(line, len, csv->fields, &problem);
+  gsize at = 0;
+  int n = ema_csv_split(line, len, csv->fields, &problem, &at);
   if (n < 0) {
     ema_trace_reader_error(&csv->reader, error, EMA_TRACE_ERROR_PARSE, "%s", problem);
     return -1;
@@ -227,7 +229,7 @@ static gboolean timed_next(EmaTraceSource *src, EmaRequestRecord *out, GError **
     if (got <= 0)
       return FALSE;
 
-    const EmaTraceField *tf = &csv->fields[csv->col[COL_TIME]];
+    const EmaCsvField *tf = &csv->fields[csv->col[COL_TIME]];
     const char *tname = csv->spec->cols[COL_TIME];
     gint64 t;
     const char *problem = csv->spec->time_kind == TIME_DATETIME

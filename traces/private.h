@@ -1,6 +1,6 @@
 /* private.h: what the files of traces/ share and nobody else sees: the
- * source base struct and its class, the bounded line reader, the CSV field
- * splitter, and the allocation-free number and date parsers.
+ * source base struct and its class, the bounded line reader (its lines are
+ * split by ema/core/csv.h's splitter), and the allocation-free number and date parsers.
  *
  * Invariants: a reader never holds more than one chunk plus one line (at most
  * max_line bytes); parsers never allocate and report problems as static
@@ -12,6 +12,7 @@
 #include <gsl/gsl_rng.h>
 #include <json-glib/json-glib.h>
 
+#include "ema/core/csv.h"
 #include "ema/traces/trace.h"
 
 G_BEGIN_DECLS
@@ -89,17 +90,7 @@ gboolean ema_trace_json_int(JsonNode *node, gint64 *value);
 
 /* ---- CSV ------------------------------------------------------------------ */
 
-#define EMA_TRACE_CSV_MAX_FIELDS 64
-
-typedef struct {
-  char *p; /* into the line; NUL-terminated by the splitter */
-  gsize len;
-} EmaTraceField;
-
-/* Splits LINE in place on commas (RFC 4180 quotes allowed, no newlines inside
- * them), trimming spaces and tabs. Returns the field count, or -1 with
- * *PROBLEM set (more than EMA_TRACE_CSV_MAX_FIELDS, bad quotes). */
-int ema_trace_csv_split(char *line, gsize len, EmaTraceField *fields, const char **problem);
+/* Lines are split by ema_csv_split() (ema/core/csv.h). */
 
 /* Loads one column of a length-only CSV (the rows checked as by
  * ema_trace_source_open_lengths()) into a GArray of guint32. */

@@ -9,7 +9,7 @@
 #include "errors.h"
 #include "report.h"
 #include "stats.h"
-#include "ema/core/file.h"
+#include "ema/core/csv.h"
 
 void ema_decode_row_free(EmaDecodeRow *row) {
   if (row == NULL)
@@ -58,74 +58,64 @@ static gboolean parse_count(const char *text, guint *value) {
   return TRUE;
 }
 
-GPtrArray *ema_decode_rows_read(const char *path, GError **error) {
-  g_autofree char *text = NULL;
-  g_auto(GStrv) lines = NULL;
-  g_auto(GStrv) header = NULL;
-  g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify) ema_decode_row_free);
-  int index[N_COLUMNS];
-  guint width;
-  GError *local = NULL;
+/* One row of decode.csv: the fields of CSV's current row (columns INDEX)
+ * into a new row of ROWS; FALSE with "file:line:col: ..." otherwise. */
+static gboolean read_row(const EmaCsv *csv, const int *index, GPtrArray *rows, GError **error) {
+  GStrv f = csv->fields;
+  EmaDecodeRow *row = g_new0(EmaDecodeRow, 1);
+  gboolean ok;
+  g_ptr_array_add(rows, row);
+  row->model = g_strdup(f[index[COL_MODEL]]);
+  row->mode = g_strdup(f[index[COL_MODE]]);
+  row->graph = strcmp(f[index[COL_LAUNCH]], "graph") == 0;
+  ok = parse_count(f[index[COL_BATCH]], &row->batch) &&
+       parse_count(f[index[COL_CONTEXT]], &row->context) &&
+       parse_double(f[index[COL_REMOTE_FRACTION]], &row->remote_fraction) &&
+       parse_double(f[index[COL_STEP]], &row->step_ms) &&
+       parse_double(f[index[COL_WEIGHTS]], &row->weights_ms) &&
+       parse_double(f[index[COL_ATTENTION]], &row->attention_ms) &&
+       parse_double(f[index[COL_WEIGHT_GB]], &row->weight_gb) &&
+       parse_double(f[index[COL_KV_LOCAL_GB]], &row->kv_local_gb) &&
+       parse_double(f[index[COL_KV_REMOTE_GB]], &row->kv_remote_gb) &&
+       (index[COL_PULL] < 0 || parse_double(f[index[COL_PULL]], &row->peer_pull_gb_s));
+  if (!ok || row->model[0] == '\0' || row->step_ms < 0 || row->weights_ms < 0 ||
+      row->attention_ms < 0 || row->weight_gb < 0 || row->kv_local_gb < 0) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                "%s:%u:1: a number is missing, malformed or negative", csv->file, csv->line);
+    return FALSE;
+  }
+  return TRUE;
+}
 
-  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, &local)) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot read %s: %s", path,
-                local->message);
-    g_error_free(local);
+GPtrArray *ema_decode_rows_read(const char *path, GError **error) {
+  g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify) ema_decode_row_free);
+  EmaCsv csv;
+  int index[N_COLUMNS];
+  GError *local = NULL;
+  gboolean ok = TRUE;
+
+  if (!ema_csv_open(&csv, path, &local)) {
+    ema_csv_clear(&csv);
+    ema_validate_error_from_csv(local, error);
     return NULL;
   }
-  lines = g_strsplit(text, "\n", -1);
-  header = lines[0] ? ema_csv_split(lines[0]) : NULL;
-  if (header == NULL) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:1: no header", path);
-    return NULL;
-  }
-  width = g_strv_length(header);
-  for (guint c = 0; c < N_COLUMNS; c++) {
+  for (guint c = 0; ok && c < N_COLUMNS; c++) {
     index[c] = -1;
-    for (guint k = 0; k < width; k++)
-      if (strcmp(header[k], column_names[c]) == 0)
+    for (guint k = 0; csv.header[k]; k++)
+      if (strcmp(csv.header[k], column_names[c]) == 0)
         index[c] = (int) k;
     if (index[c] < 0 && c != COL_PULL) {
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                  "%s:1: the header has no column '%s'", path, column_names[c]);
-      return NULL;
+                  "%s:1:1: the header has no column '%s'", path, column_names[c]);
+      ok = FALSE;
     }
   }
-  for (guint i = 1; lines[i]; i++) {
-    g_auto(GStrv) f = NULL;
-    EmaDecodeRow *row;
-    gboolean ok;
-    if (*lines[i] == '\0')
-      continue;
-    f = ema_csv_split(lines[i]);
-    if (f == NULL || g_strv_length(f) != width) {
-      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                  "%s:%u: expected the %u columns of the header", path, i + 1, width);
-      return NULL;
-    }
-    row = g_new0(EmaDecodeRow, 1);
-    g_ptr_array_add(rows, row);
-    row->model = g_strdup(f[index[COL_MODEL]]);
-    row->mode = g_strdup(f[index[COL_MODE]]);
-    row->graph = strcmp(f[index[COL_LAUNCH]], "graph") == 0;
-    ok = parse_count(f[index[COL_BATCH]], &row->batch) &&
-         parse_count(f[index[COL_CONTEXT]], &row->context) &&
-         parse_double(f[index[COL_REMOTE_FRACTION]], &row->remote_fraction) &&
-         parse_double(f[index[COL_STEP]], &row->step_ms) &&
-         parse_double(f[index[COL_WEIGHTS]], &row->weights_ms) &&
-         parse_double(f[index[COL_ATTENTION]], &row->attention_ms) &&
-         parse_double(f[index[COL_WEIGHT_GB]], &row->weight_gb) &&
-         parse_double(f[index[COL_KV_LOCAL_GB]], &row->kv_local_gb) &&
-         parse_double(f[index[COL_KV_REMOTE_GB]], &row->kv_remote_gb) &&
-         (index[COL_PULL] < 0 || parse_double(f[index[COL_PULL]], &row->peer_pull_gb_s));
-    if (!ok || row->model[0] == '\0' || row->step_ms < 0 || row->weights_ms < 0 ||
-        row->attention_ms < 0 || row->weight_gb < 0 || row->kv_local_gb < 0) {
-      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                  "%s:%u: a number is missing, malformed or negative", path, i + 1);
-      return NULL;
-    }
-  }
-  return g_steal_pointer(&rows);
+  while (ok && ema_csv_next(&csv, &local))
+    ok = read_row(&csv, index, rows, error);
+  if (local)
+    ok = ema_validate_error_from_csv(local, error);
+  ema_csv_clear(&csv);
+  return ok ? g_steal_pointer(&rows) : NULL;
 }
 
 /* Runs without a peer pull; of those, the graph-launched ones, or every one

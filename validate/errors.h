@@ -22,4 +22,10 @@ typedef enum {
   EMA_VALIDATE_ERROR_DATA, /* a results file lacks a measurement or a value, or is malformed */
 } EmaValidateError;
 
+/* LOCAL, an error of the CSV reader (ema/core/csv.h, EMA_CONFIG_ERROR), set
+ * into ERROR as ema-validate's: EMA_VALIDATE_ERROR_IO ("cannot read ...") for
+ * a file that cannot be read, EMA_VALIDATE_ERROR_DATA (its "file:line:col:
+ * ..." message) otherwise. Frees LOCAL; returns FALSE. */
+gboolean ema_validate_error_from_csv(GError *local, GError **error);
+
 G_END_DECLS

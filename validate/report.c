@@ -11,6 +11,7 @@
 #include <glib/gstdio.h>
 
 #include "errors.h"
+#include "ema/core/csv.h"
 #include "ema/core/file.h"
 
 #define MEASUREMENTS_HEADER                                                                        \
@@ -214,62 +215,31 @@ gboolean ema_report_write_derived_csv(const EmaReport *report, const char *dir, 
   return write_file(dir, "derived.csv", derived, error);
 }
 
-char **ema_csv_split(const char *line) {
-  GPtrArray *fields = g_ptr_array_new();
-  GString *field = g_string_new(NULL);
-  const char *c = line;
-  for (;;) {
-    if (*c == '"') {
-      for (c++;; c++) {
-        if (*c == '\0') {
-          g_string_free(field, TRUE);
-          g_ptr_array_add(fields, NULL);
-          g_strfreev((char **) g_ptr_array_free(fields, FALSE));
-          return NULL;
-        }
-        if (*c == '"' && c[1] == '"')
-          g_string_append_c(field, *c++);
-        else if (*c == '"') {
-          c++;
-          break;
-        } else
-          g_string_append_c(field, *c);
-      }
-    }
-    while (*c != ',' && *c != '\0')
-      g_string_append_c(field, *c++);
-    g_ptr_array_add(fields, g_string_free(field, FALSE));
-    if (*c == '\0')
-      break;
-    c++;
-    field = g_string_new(NULL);
+/* DIR/NAME opened by the one CSV reader (ema/core/csv.h); its header must
+ * be HEADER. */
+static gboolean open_table(EmaCsv *csv, const char *dir, const char *name, const char *header,
+                           GError **error) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  g_autofree char *got = NULL;
+  GError *local = NULL;
+  if (!ema_csv_open(csv, path, &local))
+    return ema_validate_error_from_csv(local, error);
+  got = g_strjoinv(",", csv->header);
+  if (strcmp(got, header) != 0) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                "%s:1:1: the header is not '%s'", path, header);
+    return FALSE;
   }
-  g_ptr_array_add(fields, NULL);
-  return (char **) g_ptr_array_free(fields, FALSE);
+  return TRUE;
 }
 
-/* The lines of DIR/NAME after its header, which must be HEADER. */
-static char **read_table(const char *dir, const char *name, const char *header, char **path_out,
-                         GError **error) {
-  g_autofree char *path = g_build_filename(dir, name, NULL);
-  g_autofree char *text = NULL;
+/* The next row of CSV: TRUE, or FALSE at its end (ERROR unset) or on a
+ * malformed row (ERROR set). */
+static gboolean next_row(EmaCsv *csv, GError **error) {
   GError *local = NULL;
-  char **lines;
-  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, &local)) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot read %s: %s", path,
-                local->message);
-    g_error_free(local);
-    return NULL;
-  }
-  lines = g_strsplit(text, "\n", -1);
-  if (lines[0] == NULL || strcmp(lines[0], header) != 0) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:1: the header is not '%s'",
-                path, header);
-    g_strfreev(lines);
-    return NULL;
-  }
-  *path_out = g_steal_pointer(&path);
-  return lines;
+  if (ema_csv_next(csv, &local))
+    return TRUE;
+  return local ? ema_validate_error_from_csv(local, error) : FALSE;
 }
 
 static gboolean parse_number(const char *text, double *value) {
@@ -280,31 +250,25 @@ static gboolean parse_number(const char *text, double *value) {
   return end != NULL && *end == '\0' && isfinite(*value);
 }
 
-EmaReport *ema_report_read_csv(const char *dir, GError **error) {
-  g_autofree char *measurements_path = NULL, *samples_path = NULL;
-  g_auto(GStrv) measurements = NULL, samples = NULL;
-  g_autoptr(GHashTable) by_name = NULL; /* name -> GArray of double seconds; looked up only */
-  g_autoptr(EmaReport) report = ema_report_new();
+/* "file:line:col: WHAT" about field FIELD of CSV's current row; FALSE */
+static gboolean row_error(const EmaCsv *csv, guint field, GError **error, const char *what) {
+  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%u:%u: %s", csv->file,
+              csv->line, ema_csv_field_column(csv, field), what);
+  return FALSE;
+}
 
-  measurements =
-      read_table(dir, "measurements.csv", MEASUREMENTS_HEADER, &measurements_path, error);
-  if (measurements == NULL)
-    return NULL;
-  samples = read_table(dir, "samples.csv", SAMPLES_HEADER, &samples_path, error);
-  if (samples == NULL)
-    return NULL;
-
-  by_name = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_array_unref);
-  for (guint i = 1; samples[i]; i++) {
-    g_auto(GStrv) f = NULL;
+/* The samples of SAMPLES (an open samples.csv) by measurement name: GArrays
+ * of seconds; NULL with ERROR set on a malformed row. */
+static GHashTable *read_samples(EmaCsv *samples, GError **error) {
+  g_autoptr(GHashTable) by_name =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_array_unref);
+  GError *local = NULL;
+  while (next_row(samples, &local)) {
+    GStrv f = samples->fields;
     GArray *values;
     double us;
-    if (*samples[i] == '\0')
-      continue;
-    f = ema_csv_split(samples[i]);
-    if (f == NULL || g_strv_length(f) != 3 || !parse_number(f[2], &us)) {
-      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                  "%s:%u: expected name,repeat,us", samples_path, i + 1);
+    if (!parse_number(f[2], &us)) {
+      row_error(samples, 2, error, "us is not a number");
       return NULL;
     }
     values = g_hash_table_lookup(by_name, f[0]);
@@ -315,38 +279,62 @@ EmaReport *ema_report_read_csv(const char *dir, GError **error) {
     us *= 1e-6;
     g_array_append_val(values, us);
   }
+  if (local) {
+    g_propagate_error(error, local);
+    return NULL;
+  }
+  return g_steal_pointer(&by_name);
+}
 
-  for (guint i = 1; measurements[i]; i++) {
-    g_auto(GStrv) f = NULL;
+/* The rows of MEASUREMENTS (an open measurements.csv) into REPORT, with
+ * their samples BY_NAME; FALSE with ERROR set on a malformed row. */
+static gboolean read_measurements(EmaCsv *measurements, GHashTable *by_name, EmaReport *report,
+                                  GError **error) {
+  GError *local = NULL;
+  while (next_row(measurements, &local)) {
+    GStrv f = measurements->fields;
     GArray *values;
     double bytes, repeats, gb_per_s = 0;
     EmaSampleStats stats;
-    if (*measurements[i] == '\0')
-      continue;
-    f = ema_csv_split(measurements[i]);
-    if (f == NULL || g_strv_length(f) != 13 || !parse_number(f[4], &bytes) || bytes < 0 ||
-        !parse_number(f[5], &repeats) || (*f[12] && !parse_number(f[12], &gb_per_s))) {
-      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                  "%s:%u: expected the 13 columns of the header", measurements_path, i + 1);
-      return NULL;
-    }
+    g_autofree char *what = NULL;
+    if (!parse_number(f[4], &bytes) || bytes < 0)
+      return row_error(measurements, 4, error, "bytes is not a number >= 0");
+    if (!parse_number(f[5], &repeats))
+      return row_error(measurements, 5, error, "repeats is not a number");
+    if (*f[12] && !parse_number(f[12], &gb_per_s))
+      return row_error(measurements, 12, error, "gb_per_s is not a number");
     values = g_hash_table_lookup(by_name, f[1]);
     if (values == NULL || values->len != (guint) repeats) {
-      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                  "%s:%u: %s has %u samples in samples.csv, not %g", measurements_path, i + 1, f[1],
-                  values ? values->len : 0, repeats);
-      return NULL;
+      what = g_strdup_printf("%s has %u samples in samples.csv, not %g", f[1],
+                             values ? values->len : 0, repeats);
+      return row_error(measurements, 1, error, what);
     }
     if (ema_report_find(report, f[1]) != NULL) {
-      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%u: %s appears twice",
-                  measurements_path, i + 1, f[1]);
-      return NULL;
+      what = g_strdup_printf("%s appears twice", f[1]);
+      return row_error(measurements, 1, error, what);
     }
     ema_sample_stats((const double *) values->data, values->len, &stats);
     ema_report_add(report, f[0], f[1], f[2], f[3], (guint64) bytes, gb_per_s * 1e9 * stats.median,
                    (const double *) values->data, values->len);
   }
-  return g_steal_pointer(&report);
+  if (local) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+EmaReport *ema_report_read_csv(const char *dir, GError **error) {
+  EmaCsv measurements = {0}, samples = {0};
+  g_autoptr(GHashTable) by_name = NULL; /* name -> GArray of double seconds; looked up only */
+  g_autoptr(EmaReport) report = ema_report_new();
+  gboolean ok = open_table(&measurements, dir, "measurements.csv", MEASUREMENTS_HEADER, error) &&
+                open_table(&samples, dir, "samples.csv", SAMPLES_HEADER, error) &&
+                (by_name = read_samples(&samples, error)) != NULL &&
+                read_measurements(&measurements, by_name, report, error);
+  ema_csv_clear(&measurements);
+  ema_csv_clear(&samples);
+  return ok ? g_steal_pointer(&report) : NULL;
 }
 
 gboolean ema_csv_append_row(const char *path, const char *header, const char *row, GError **error) {

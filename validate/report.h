@@ -74,12 +74,8 @@ gboolean ema_report_write_derived_csv(const EmaReport *report, const char *dir, 
  * DIR/samples.csv (derived.csv is not read: it is derived again). The
  * samples give the statistics; rate_bytes is gb_per_s x median. Errors:
  * EMA_VALIDATE_ERROR_IO (a missing file), EMA_VALIDATE_ERROR_DATA
- * ("file:line: what is wrong"). */
+ * ("file:line:col: what is wrong"). */
 EmaReport *ema_report_read_csv(const char *dir, GError **error);
-
-/* Split one CSV line into fields (quoted fields with doubled quotes
- * allowed); NULL if a quote is not closed. Free with g_strfreev(). */
-char **ema_csv_split(const char *line);
 
 /* Append ROW (one CSV line without its newline) to PATH, writing HEADER
  * first when the file is new or empty. Errors: EMA_VALIDATE_ERROR_IO. */

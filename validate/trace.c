@@ -13,71 +13,17 @@
 #include <string.h>
 
 #include "errors.h"
+#include "ema/core/csv.h"
 #include "ema/core/file.h"
 
-gboolean ema_trace_split_csv(const char *line, GPtrArray *fields, guint *col) {
-  const char *p = line;
-  g_ptr_array_set_size(fields, 0);
-  for (;;) {
-    GString *field = g_string_new(NULL);
-    if (*p == '"') {
-      const char *open = p++;
-      for (;;) {
-        if (*p == '\0') {
-          *col = (guint) (open - line) + 1;
-          g_string_free(field, TRUE);
-          return FALSE;
-        }
-        if (*p == '"' && p[1] == '"') {
-          g_string_append_c(field, '"');
-          p += 2;
-        } else if (*p == '"') {
-          p++;
-          break;
-        } else
-          g_string_append_c(field, *p++);
-      }
-      if (*p != ',' && *p != '\0') {
-        *col = (guint) (p - line) + 1;
-        g_string_free(field, TRUE);
-        return FALSE;
-      }
-    } else {
-      while (*p != ',' && *p != '\0')
-        g_string_append_c(field, *p++);
-    }
-    g_ptr_array_add(fields, g_string_free(field, FALSE));
-    if (*p == '\0')
-      return TRUE;
-    p++; /* the comma */
-  }
-}
-
-/* one CSV file being read: the fields of the current row and where it is */
+/* one CSV file being read, by the one CSV reader (ema/core/csv.h) */
 typedef struct {
-  const char *path;
-  char **lines;
-  guint line; /* 0-based index of the current row */
-  GPtrArray *fields;
+  EmaCsv csv;
 } CsvReader;
 
 static gboolean csv_error(const CsvReader *r, guint field, const char *what, GError **error) {
-  /* the column of field FIELD in the row */
-  guint col = 1;
-  const char *text = r->lines[r->line];
-  for (guint f = 0; f < field && *text; text++, col++) {
-    if (*text == '"') {
-      for (text++, col++; *text && !(*text == '"' && text[1] != '"'); text++, col++)
-        if (*text == '"')
-          text++, col++;
-      if (*text == '\0') /* an unterminated quote: the row ends inside it */
-        break;
-    }
-    if (*text == ',')
-      f++;
-  }
-  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%u:%u: %s", r->path,
-              r->line + 1, col, what);
+  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%u:%u: %s", r->csv.file,
+              r->csv.line, ema_csv_field_column(&r->csv, field), what);
   return FALSE;
 }
 
@@ -85,24 +31,15 @@ static gboolean csv_error(const CsvReader *r, guint field, const char *what, GEr
  * and OPTIONAL */
 static gboolean csv_open(CsvReader *r, const char *path, const char *header, gboolean optional,
                          gboolean *absent, GError **error) {
-  g_autofree char *text = NULL;
-  GError *io = NULL;
+  GError *local = NULL;
   memset(r, 0, sizeof *r);
-  r->path = path;
-  *absent = FALSE;
-  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, &io)) {
-    if (optional && g_error_matches(io, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
-      g_error_free(io);
-      *absent = TRUE;
-      return TRUE;
-    }
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "%s: %s", path, io->message);
-    g_error_free(io);
-    return FALSE;
-  }
-  r->lines = g_strsplit(text, "\n", -1);
-  r->fields = g_ptr_array_new_with_free_func(g_free);
-  if (!r->lines[0] || strcmp(g_strchomp(r->lines[0]), header) != 0) {
+  *absent = optional && !g_file_test(path, G_FILE_TEST_EXISTS);
+  if (*absent)
+    return TRUE;
+  if (!ema_csv_open(&r->csv, path, &local))
+    return ema_validate_error_from_csv(local, error);
+  g_autofree char *got = g_strjoinv(",", r->csv.header);
+  if (strcmp(got, header) != 0) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                 "%s:1:1: the header is not '%s' (a capture of another version?)", path, header);
     return FALSE;
@@ -111,37 +48,19 @@ static gboolean csv_open(CsvReader *r, const char *path, const char *header, gbo
 }
 
 static void csv_close(CsvReader *r) {
-  g_strfreev(r->lines);
-  if (r->fields)
-    g_ptr_array_unref(r->fields);
+  ema_csv_clear(&r->csv);
 }
 
-/* the next non-empty row split into exactly N fields; FALSE at the end (or on error, set) */
-static gboolean csv_next(CsvReader *r, guint n, GError **error) {
-  while (r->lines[r->line + 1]) {
-    r->line++;
-    char *line = g_strchomp(r->lines[r->line]);
-    if (*line == '\0')
-      continue;
-    guint col = 0;
-    if (!ema_trace_split_csv(line, r->fields, &col)) {
-      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                  "%s:%u:%u: an unterminated quoted field", r->path, r->line + 1, col);
-      return FALSE;
-    }
-    if (r->fields->len != n) {
-      g_autofree char *what =
-          g_strdup_printf("%u fields where the header has %u", r->fields->len, n);
-      csv_error(r, 0, what, error);
-      return FALSE;
-    }
+/* the next non-empty row (as many fields as the header); FALSE at the end (or on error, set) */
+static gboolean csv_next(CsvReader *r, GError **error) {
+  GError *local = NULL;
+  if (ema_csv_next(&r->csv, &local))
     return TRUE;
-  }
-  return FALSE;
+  return local ? ema_validate_error_from_csv(local, error) : FALSE;
 }
 
 static gboolean csv_u64(const CsvReader *r, guint field, guint64 *out, GError **error) {
-  const char *s = g_ptr_array_index(r->fields, field);
+  const char *s = r->csv.fields[field];
   char *end = NULL;
   errno = 0;
   if (*s < '0' || *s > '9')
@@ -172,7 +91,7 @@ static gboolean csv_span(const CsvReader *r, guint64 *start, guint64 *end, GErro
 }
 
 static char *csv_text(const CsvReader *r, guint field) {
-  return g_strdup(g_ptr_array_index(r->fields, field));
+  return g_strdup(r->csv.fields[field]);
 }
 
 #define KERNEL_HEADER                                                                              \
@@ -183,7 +102,7 @@ static gboolean load_kernels(EmaTrace *t, const char *dir, GError **error) {
   g_autofree char *path = g_build_filename(dir, "kernels.csv", NULL);
   CsvReader r;
   gboolean absent, ok = csv_open(&r, path, KERNEL_HEADER, FALSE, &absent, error);
-  while (ok && csv_next(&r, 16, error)) {
+  while (ok && csv_next(&r, error)) {
     EmaTraceKernel k = {0};
     guint ignored = 0;
     ok = csv_span(&r, &k.start_ns, &k.end_ns, error) && csv_uint(&r, 2, &k.device, error) &&
@@ -210,7 +129,7 @@ static gboolean load_copies(EmaTrace *t, const char *dir, GError **error) {
                                  "start_ns,end_ns,device,stream,kind,bytes,src_device,"
                                  "dst_device",
                                  TRUE, &absent, error);
-  while (ok && !absent && csv_next(&r, 8, error)) {
+  while (ok && !absent && csv_next(&r, error)) {
     EmaTraceCopy c = {0};
     guint src = 0, dst = 0;
     ok = csv_span(&r, &c.start_ns, &c.end_ns, error) && csv_uint(&r, 2, &c.device, error) &&
@@ -229,7 +148,7 @@ static gboolean load_copies(EmaTrace *t, const char *dir, GError **error) {
     return FALSE;
   g_autofree char *spath = g_build_filename(dir, "memset.csv", NULL);
   ok = csv_open(&r, spath, "start_ns,end_ns,device,stream,bytes,value", TRUE, &absent, error);
-  while (ok && !absent && csv_next(&r, 6, error)) {
+  while (ok && !absent && csv_next(&r, error)) {
     EmaTraceCopy c = {.src_device = -1, .dst_device = -1};
     guint value = 0;
     ok = csv_span(&r, &c.start_ns, &c.end_ns, error) && csv_uint(&r, 2, &c.device, error) &&
@@ -251,10 +170,10 @@ static gboolean load_memory(EmaTrace *t, const char *dir, GError **error) {
   gboolean absent,
       ok = csv_open(&r, path, "timestamp_ns,device,stream,operation,memory_kind,address,bytes",
                     TRUE, &absent, error);
-  while (ok && !absent && csv_next(&r, 7, error)) {
+  while (ok && !absent && csv_next(&r, error)) {
     EmaTraceMemory m = {0};
     guint stream = 0;
-    const char *op = g_ptr_array_index(r.fields, 3);
+    const char *op = r.csv.fields[3];
     ok = csv_u64(&r, 0, &m.timestamp_ns, error) && csv_uint(&r, 1, &m.device, error) &&
          csv_uint(&r, 2, &stream, error) && csv_u64(&r, 5, &m.address, error) &&
          csv_u64(&r, 6, &m.bytes, error);
@@ -276,9 +195,9 @@ static gboolean load_vmm(EmaTrace *t, const char *dir, GError **error) {
   CsvReader r;
   gboolean absent,
       ok = csv_open(&r, path, "start_ns,end_ns,call,bytes,result", TRUE, &absent, error);
-  while (ok && !absent && csv_next(&r, 5, error)) {
+  while (ok && !absent && csv_next(&r, error)) {
     EmaTraceVmm v = {0};
-    const char *res = g_ptr_array_index(r.fields, 4);
+    const char *res = r.csv.fields[4];
     char *end = NULL;
     ok = csv_span(&r, &v.start_ns, &v.end_ns, error) && csv_u64(&r, 3, &v.bytes, error);
     long result = ok ? strtol(res, &end, 10) : 0;
@@ -335,10 +254,10 @@ static gboolean load_ranges(EmaTrace *t, const char *dir, GError **error) {
   gboolean absent,
       ok = csv_open(&r, path, "timestamp_ns,flags,id,domain,name", TRUE, &absent, error);
   GHashTable *open = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, open_marker_free);
-  while (ok && !absent && csv_next(&r, 5, error)) {
+  while (ok && !absent && csv_next(&r, error)) {
     guint64 ts = 0;
     guint id = 0;
-    const char *flag = g_ptr_array_index(r.fields, 1);
+    const char *flag = r.csv.fields[1];
     ok = csv_u64(&r, 0, &ts, error) && csv_uint(&r, 2, &id, error);
     if (!ok)
       break;
@@ -347,7 +266,7 @@ static gboolean load_ranges(EmaTrace *t, const char *dir, GError **error) {
       m->ts = ts;
       m->domain = csv_text(&r, 3);
       m->name = csv_text(&r, 4);
-      m->order = r.line;
+      m->order = r.csv.line;
       g_hash_table_replace(open, GUINT_TO_POINTER(id), m);
     } else if (strcmp(flag, "end") == 0) {
       OpenMarker *m = g_hash_table_lookup(open, GUINT_TO_POINTER(id));
@@ -364,7 +283,7 @@ static gboolean load_ranges(EmaTrace *t, const char *dir, GError **error) {
         g_hash_table_remove(open, GUINT_TO_POINTER(id));
       }
     } else if (strcmp(flag, "mark") == 0) {
-      EmaTraceRange range = {ts, ts, csv_text(&r, 4), csv_text(&r, 3), -1, 0, r.line};
+      EmaTraceRange range = {ts, ts, csv_text(&r, 4), csv_text(&r, 3), -1, 0, r.csv.line};
       g_array_append_val(t->ranges, range);
     } else
       ok = csv_error(&r, 1, "flags is not start, end or mark", error);

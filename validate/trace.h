@@ -97,8 +97,4 @@ gboolean ema_trace_write_chrome(const EmaTrace *trace, const char *path, GError 
 gboolean ema_trace_write_profiles(const EmaTrace *trace, const char *out_dir, GPtrArray **tables,
                                   GError **error);
 
-/* a CSV row split into fields ("..." quoting with "" for a quote); FALSE with *col at the
- * column of an unterminated quote. Exposed for the tests. */
-gboolean ema_trace_split_csv(const char *line, GPtrArray *fields, guint *col);
-
 G_END_DECLS

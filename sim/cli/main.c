@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ema/core/csv.h"
 #include "ema/core/file.h"
 #include "ema/run/experiment.h"
 #include "ema/pool/frontier.h"
@@ -627,28 +628,37 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step)
   puts("time_us");
   while (fgets(line, sizeof line, in)) {
     EmaStepBatch batch = {0};
-    g_auto(GStrv) fields = NULL;
+    EmaCsvField fields[EMA_CSV_MAX_FIELDS];
+    const char *problem = NULL;
+    gsize at = 0;
     double values[6];
+    int n;
     line_no++;
     g_strchomp(line);
     if (line_no == 1) {
       if (strcmp(line, STEP_TIME_COLUMNS) != 0) {
-        fprintf(stderr, "%s:1: the header must be %s\n", name, STEP_TIME_COLUMNS);
+        fprintf(stderr, "%s:1:1: the header must be %s\n", name, STEP_TIME_COLUMNS);
         return 1;
       }
       continue;
     }
-    fields = g_strsplit(line, ",", -1);
-    if (g_strv_length(fields) != 6) {
-      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": expected 6 fields\n", name, line_no);
+    n = ema_csv_split(line, strlen(line), fields, &problem, &at);
+    if (n < 0) {
+      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": %s\n", name, line_no, at + 1,
+              problem);
+      return 1;
+    }
+    if (n != 6) {
+      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ":1: expected 6 fields, not %d\n", name, line_no, n);
       return 1;
     }
     for (guint i = 0; i < 6; i++) {
       char *end;
-      values[i] = g_ascii_strtod(fields[i], &end);
-      if (*fields[i] == '\0' || *end != '\0' || !(values[i] >= 0) || values[i] > 1e15) {
-        fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": field %u: not a number >= 0: '%s'\n", name,
-                line_no, i + 1, fields[i]);
+      values[i] = g_ascii_strtod(fields[i].p, &end);
+      if (*fields[i].p == '\0' || *end != '\0' || !(values[i] >= 0) || values[i] > 1e15) {
+        fprintf(stderr,
+                "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": field %u: not a number >= 0: '%s'\n",
+                name, line_no, fields[i].at + 1, i + 1, fields[i].p);
         return 1;
       }
     }

@@ -19,7 +19,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
-#include "ema/core/file.h"
+#include "ema/core/csv.h"
 #include "ema/core/modelpath.h"
 #include "ema/core/node.h"
 #include "ema/policy.h"
@@ -41,52 +41,29 @@ static void csv_clear(Csv *csv) {
   g_clear_pointer(&csv->rows, g_ptr_array_unref);
 }
 
-/* One CSV line (RFC 4180 quoting, no newlines inside fields). */
-static GPtrArray *csv_split(const char *line) {
-  GPtrArray *fields = g_ptr_array_new_with_free_func(g_free);
-  GString *field = g_string_new(NULL);
-  gboolean quoted = FALSE;
-  for (const char *c = line;; c++) {
-    if (quoted) {
-      if (*c == '\0')
-        break;
-      if (*c == '"' && c[1] == '"')
-        g_string_append_c(field, *c++);
-      else if (*c == '"')
-        quoted = FALSE;
-      else
-        g_string_append_c(field, *c);
-    } else if (*c == '"')
-      quoted = TRUE;
-    else if (*c == ',' || *c == '\0' || *c == '\r') {
-      g_ptr_array_add(fields, g_strdup(field->str));
-      g_string_truncate(field, 0);
-      if (*c != ',')
-        break;
-    } else
-      g_string_append_c(field, *c);
-  }
-  g_string_free(field, TRUE);
-  return fields;
+/* The strings of STRV, copied. */
+static GPtrArray *strv_copy(GStrv strv) {
+  GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; strv[i]; i++)
+    g_ptr_array_add(out, g_strdup(strv[i]));
+  return out;
 }
 
+/* The whole table at PATH, read by the one CSV reader (ema/core/csv.h). */
 static gboolean csv_read(const char *path, Csv *csv, GError **error) {
-  g_autofree char *text = NULL;
-  g_auto(GStrv) lines = NULL;
-  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, error))
+  EmaCsv table;
+  GError *row_error = NULL;
+  if (!ema_csv_open(&table, path, error)) {
+    ema_csv_clear(&table);
     return FALSE;
-  lines = g_strsplit(text, "\n", -1);
-  csv->rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
-  for (guint i = 0; lines[i]; i++) {
-    if (lines[i][0] == '\0')
-      continue;
-    if (csv->header == NULL)
-      csv->header = csv_split(lines[i]);
-    else
-      g_ptr_array_add(csv->rows, csv_split(lines[i]));
   }
-  if (csv->header == NULL) {
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: empty", path);
+  csv->header = strv_copy(table.header);
+  csv->rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
+  while (ema_csv_next(&table, &row_error))
+    g_ptr_array_add(csv->rows, strv_copy(table.fields));
+  ema_csv_clear(&table);
+  if (row_error) {
+    g_propagate_error(error, row_error);
     return FALSE;
   }
   return TRUE;

@@ -384,8 +384,8 @@ static gboolean csv_dtype(const EmaCsv *csv, guint index, EmaProfileDtype *dtype
       return TRUE;
     }
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
-              "%s:%u: column 'dtype': '%s' is not bf16, fp16 or fp8", csv->file, csv->line,
-              csv->fields[index]);
+              "%s:%u:%u: column 'dtype': '%s' is not bf16, fp16 or fp8", csv->file, csv->line,
+              ema_csv_field_column(csv, index), csv->fields[index]);
   return FALSE;
 }
 
@@ -451,7 +451,8 @@ static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, 
     const char *op = csv->fields[index[4]];
     if (!g_strv_contains(elementwise_ops, op)) {
       g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
-                  "%s:%u: column 'op': unknown operator '%s'", csv->file, csv->line, op);
+                  "%s:%u:%u: column 'op': unknown operator '%s'", csv->file, csv->line,
+                  ema_csv_field_column(csv, index[4]), op);
       return FALSE;
     }
     elementwise_key(key, sizeof key, dtype, op, (guint64) v[1]);

@@ -409,7 +409,7 @@ static void test_step_time(void) {
   g_clear_pointer(&run, ema_test_run_free);
   run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", bad, NULL);
   g_assert_cmpint(run->status, ==, 1);
-  want_bad = g_strconcat(bad, ":2: expected 6 fields\n", NULL);
+  want_bad = g_strconcat(bad, ":2:1: expected 6 fields, not 3\n", NULL);
   g_assert_cmpstr(run->err, ==, want_bad);
   g_clear_pointer(&run, ema_test_run_free);
   run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "3", good, NULL);

@@ -69,20 +69,20 @@ static void load_fails(const char *table, const char *text, const char *want_suf
 
 static void test_errors(void) {
   load_fails("gemm.csv", "m,k,n,dtype,time_us\n1,4,8,bf16,10\n2,4,8,bf16,abc\n",
-             ":3: column 'time_us': 'abc' is not a positive number");
+             ":3:12: column 'time_us': 'abc' is not a positive number");
   load_fails("gemm.csv", "m,k,n,dtype,time_us\n1,4,8,bf16\n",
-             ":2: 4 fields where the header has 5");
-  load_fails("gemm.csv", "m,k,n,time_us\n1,4,8,10\n", ":1: no column 'dtype'");
+             ":2:11: 4 fields where the header has 5");
+  load_fails("gemm.csv", "m,k,n,time_us\n1,4,8,10\n", ":1:1: no column 'dtype'");
   load_fails("gemm.csv", "m,k,n,dtype,time_us\n1.5,4,8,bf16,10\n",
-             ":2: column 'm': '1.5' is not a positive integer");
+             ":2:1: column 'm': '1.5' is not a positive integer");
   load_fails("gemm.csv", "m,k,n,dtype,time_us\n1,4,8,fp32,10\n",
-             ":2: column 'dtype': 'fp32' is not bf16, fp16 or fp8");
+             ":2:7: column 'dtype': 'fp32' is not bf16, fp16 or fp8");
   load_fails("elementwise.csv", "op,tokens,width,dtype,time_us\nsoftmax,1,8,bf16,1\n",
-             ":2: column 'op': unknown operator 'softmax'");
+             ":2:1: column 'op': unknown operator 'softmax'");
   load_fails("attn_prefill.csv",
              "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
              "16,-1,2,2,4,bf16,flash,3\n",
-             ":2: column 'prior_context': '-1' is not a non-negative integer");
+             ":2:4: column 'prior_context': '-1' is not a non-negative integer");
 }
 
 static void test_duplicate(void) {

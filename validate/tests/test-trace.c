@@ -1,5 +1,5 @@
-/* test-trace.c: captured CUDA traces without a GPU (validate/trace.c, capture.c): the CSV
- * splitter, a hand-made capture read back (records, sorting, NVTX pairing and nesting, kernel
+/* test-trace.c: captured CUDA traces without a GPU (validate/trace.c, capture.c): a
+ * hand-made capture read back (records, sorting, NVTX pairing and nesting, kernel
  * owners), the profile tables it gives (medians and standard deviations computed by hand,
  * numeric row order, the fastest backend kept), the summaries and the Chrome trace JSON, a
  * capture whose program died inside a range, every malformed-row error with its FILE:LINE:COL,
@@ -100,21 +100,6 @@ static char *write_fixture(void) {
              "700,900,cuMemCreate,2097152,0\n");
   write_text(dir, "capture.txt", "pid: 1\nended: exit\n");
   return dir;
-}
-
-static void test_split(void) {
-  g_autoptr(GPtrArray) f = g_ptr_array_new_with_free_func(g_free);
-  guint col = 0;
-  g_assert_true(ema_trace_split_csv("1,\"a, b\",\"say \"\"hi\"\"\",", f, &col));
-  g_assert_cmpuint(f->len, ==, 4);
-  g_assert_cmpstr(g_ptr_array_index(f, 0), ==, "1");
-  g_assert_cmpstr(g_ptr_array_index(f, 1), ==, "a, b");
-  g_assert_cmpstr(g_ptr_array_index(f, 2), ==, "say \"hi\"");
-  g_assert_cmpstr(g_ptr_array_index(f, 3), ==, "");
-  g_assert_false(ema_trace_split_csv("1,\"open", f, &col));
-  g_assert_cmpuint(col, ==, 3);
-  g_assert_false(ema_trace_split_csv("\"a\"b", f, &col));
-  g_assert_cmpuint(col, ==, 4);
 }
 
 static void test_load(void) {
@@ -273,9 +258,9 @@ static void test_errors(void) {
   assert_load_error("kernels.csv", KERNEL_HEADER "500,400,0,1,7,1,1,1,1,1,1,1,1,1,0,a\n",
                     ":2:5: ends before it starts");
   assert_load_error("kernels.csv", KERNEL_HEADER "1,2,3\n",
-                    ":2:1: 3 fields where the header has 16");
+                    ":2:6: 3 fields where the header has 16");
   assert_load_error("kernels.csv", KERNEL_HEADER "1,2,0,1,7,1,1,1,1,1,1,1,1,1,0,\"a\n",
-                    ":2:31: an unterminated quoted field");
+                    ":2:31: unterminated quoted field");
   assert_load_error("nvtx.csv", "timestamp_ns,flags,id,domain,name\n5,begin,1,\"\",\"x\"\n",
                     ":2:3: flags is not start, end or mark");
   assert_load_error("memory.csv",
@@ -382,7 +367,6 @@ static void test_capture_run(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/validate/trace/split", test_split);
   g_test_add_func("/validate/trace/load", test_load);
   g_test_add_func("/validate/trace/profiles", test_profiles);
   g_test_add_func("/validate/trace/summaries-chrome", test_summaries_and_chrome);

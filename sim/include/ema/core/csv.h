@@ -1,20 +1,44 @@
-/* csv.h: a small reader of comma-separated tables with a header row, for
- * the operator profiles (hwmodels/profiles, hwmodels/profiles/README.md) and the measured
- * tables the step model is checked against. Errors are EMA_CONFIG_ERROR
- * with "file:line: " (line 1 the header). */
+/* csv.h: the one CSV mechanism of EMA. ema_csv_split() splits a line in
+ * place (RFC 4180 quotes, no allocation): the trace readers stream through
+ * it. EmaCsv reads a whole table with a header row on top of it: the
+ * operator profiles (hwmodels/profiles/README.md), the measured tables the
+ * step model is checked against, the figures' inputs and ema-validate's
+ * captured traces. Errors are EMA_CONFIG_ERROR with "file:line:col: " (line
+ * 1 the header). */
 #pragma once
 
 #include <glib.h>
 
 G_BEGIN_DECLS
 
+/* ---- one line -------------------------------------------------------------- */
+
+#define EMA_CSV_MAX_FIELDS 64
+
+typedef struct {
+  char *p; /* into the line; NUL-terminated by the splitter */
+  gsize len;
+  gsize at; /* 0-based offset in the line where the field begins (its quote, if quoted) */
+} EmaCsvField;
+
+/* Split LINE (LEN bytes, no newline) in place on commas: RFC 4180 quotes
+ * ("" inside one is a quote; no newline inside), spaces and tabs around a
+ * field trimmed. Returns the field count, or -1 with *PROBLEM and *AT (the
+ * 0-based offset of the problem in the line) set: more than
+ * EMA_CSV_MAX_FIELDS fields, an unterminated quoted field, text after a
+ * quoted field. */
+int ema_csv_split(char *line, gsize len, EmaCsvField *fields, const char **problem, gsize *at);
+
+/* ---- a table ---------------------------------------------------------------- */
+
 typedef struct {
   const char *file; /* interned */
   char *text;
   GStrv lines;
   GStrv header;
-  guint line;   /* 1-based number of the current row */
-  GStrv fields; /* the current row */
+  guint line;                        /* 1-based number of the current row */
+  GStrv fields;                      /* the current row */
+  guint columns[EMA_CSV_MAX_FIELDS]; /* 1-based column of each of its fields */
 } EmaCsv;
 
 /* Read PATH and its header row (EMA_CONFIG_ERROR_IO when unreadable). */
@@ -22,7 +46,10 @@ gboolean ema_csv_open(EmaCsv *csv, const char *path, GError **error);
 /* Advance to the next non-empty row: TRUE, or FALSE at the end (ERROR
  * unset) or on a row of another field count than the header's (ERROR set). */
 gboolean ema_csv_next(EmaCsv *csv, GError **error);
-/* Index of column NAME ("file:1: no column 'NAME'"). */
+/* The 1-based column (character position) of field INDEX of the current
+ * row, for errors. */
+guint ema_csv_field_column(const EmaCsv *csv, guint index);
+/* Index of column NAME ("file:1:1: no column 'NAME'"). */
 gboolean ema_csv_column(const EmaCsv *csv, const char *name, guint *index, GError **error);
 /* Indices of every column of NAMES (NULL-terminated). */
 gboolean ema_csv_columns(const EmaCsv *csv, const char *const *names, guint *index, GError **error);
