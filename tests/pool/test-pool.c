@@ -1330,7 +1330,7 @@ static void test_reclaim_fallback(void) {
  * first block (kv + 1 - 16 tokens) and its newest block; gpu2 all of C's
  * (kv + 1) and its newest; two requests merge remote partials. */
 static void assert_offload_shares(Bench *b) {
-  EmaOffloadShare shares[3];
+  EmaOffloadShare shares[MAX_GPUS]; /* the server's GPUs */
   EmaRequest rb, rc;
   gboolean in_step;
   const EmaRequestView *views;
