@@ -15,6 +15,7 @@ static const EmaBorrowPolicyOps *const borrow_policies[] = {
 static const EmaPrefetchPolicyOps *const prefetch_policies[] = {
     &ema_prefetch_direct,
     &ema_prefetch_layer_ahead,
+    &ema_prefetch_offload,
     NULL,
 };
 
@@ -41,8 +42,15 @@ const EmaPolicyComposition ema_builtin_compositions[] = {
     {"peer-swap", "no borrowing; preempted requests park their KV on peers (Aqua-like)",
      "{borrow: none, prefetch: direct, reclaim: drop, preempt: swap-peer}"},
     {"ema",
-     "borrow ahead of demand, read remote KV directly or prefetch it while that hides, "
-     "park preempted KV on peers, reclaim with lender priority",
-     "{borrow: most-idle, prefetch: layer-ahead, reclaim: migrate, preempt: swap-peer}"},
+     "borrow ahead of demand, read remote KV directly, prefetch it while that hides or offload "
+     "its attention where that is cheaper (within 1% of lender HBM time), park preempted KV on "
+     "peers, "
+     "reclaim with lender priority",
+     "{borrow: most-idle, prefetch: offload, prefetch_params: {allowance: 1%}, reclaim: "
+     "migrate, preempt: swap-peer}"},
+    {"offload",
+     "ema, with attention offloaded to the lenders where that is the cheaper step, within 5% "
+     "of each lender's HBM time",
+     "{borrow: most-idle, prefetch: offload, reclaim: migrate, preempt: swap-peer}"},
     {NULL, NULL, NULL},
 };

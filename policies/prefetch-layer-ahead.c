@@ -1,5 +1,6 @@
-/* prefetch-layer-ahead.c: the `layer-ahead` prefetch policy (the prefetch
- * half of `ema`). It reads remote KV the cheaper of two ways (pool.h):
+/* prefetch-layer-ahead.c: the `layer-ahead` prefetch policy (and what the
+ * `offload` policy, `ema`'s, does where it does not offload). It reads
+ * remote KV the cheaper of two ways (pool.h):
  * - direct loads, while they hide under the attention kernel's all-local
  *   KV time: at most `direct_margin` of that time's worth of link bytes.
  *   They cost this GPU nothing, need no staging buffer and land nothing in
@@ -24,45 +25,18 @@
 
 #include "builtin.h"
 
-typedef struct {
-  double direct_margin;
-  gint64 depth;
-  double hide_margin;
-  double fixed_share;
-  double max_borrower_slowdown;
-  double max_lender_slowdown;
-} Params;
+#include "layer-ahead.h"
 
-static const EmaParam params[] = {
-    {"direct_margin", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, direct_margin),
-     .default_value = "70%", .min = 0, .max = 10,
-     .help = "share of the attention kernel's all-local KV time that direct loads may fill "
-             "(the modelled switch-over is sharp, the measured one starts at ~75% of it)"},
-    {"depth", EMA_PARAM_INT, G_STRUCT_OFFSET(Params, depth), .default_value = "2", .min = 1,
-     .max = 1024, .help = "layer groups fetched ahead (sizes the staging buffer)"},
-    {"hide_margin", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, hide_margin),
-     .default_value = "90%", .min = 0, .max = 10,
-     .help = "share of a layer's memory time prefetch copies may fill (above 100%: remote KV "
-             "may be exposed, trading step time for capacity)"},
-    {"fixed_share", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, fixed_share),
-     .default_value = "10%", .min = 1e-6, .max = 1,
-     .help = "largest share of a copy's time its fixed cost may take (sets the group size)"},
-    {"max_borrower_slowdown", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, max_borrower_slowdown),
-     .default_value = "5%", .min = 0, .max = 10,
-     .help = "largest slowdown of this GPU's layers by the copies landing in its HBM"},
-    {"max_lender_slowdown", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, max_lender_slowdown),
-     .default_value = "2%", .min = 0, .max = 10,
-     .help = "largest loss of a lender's HBM bandwidth to this GPU's pulls"},
-};
+static const EmaParam params[] = {EMA_LAYER_AHEAD_PARAMS(0)};
 
-static const EmaParamTable table = {"layer-ahead", sizeof(Params), params, EMA_PARAMS_N(params),
-                                    NULL};
+static const EmaParamTable table = {"layer-ahead", sizeof(EmaLayerAheadParams), params,
+                                    EMA_PARAMS_N(params), NULL};
 
 /* Remote KV bytes per layer that keep every lender's loss of HBM bandwidth
  * within the allowance: lender j serves a share s_j of this GPU's remote
  * blocks and its allowance is split among the r_j tenants reading from it,
  * so s_j x bytes / layer_s <= max_lender_slowdown x rate_m / (k_out r_j). */
-static double lender_bytes_cap(const Params *p, const EmaPoolView *view, guint gpu,
+static double lender_bytes_cap(const EmaLayerAheadParams *p, const EmaPoolView *view, guint gpu,
                                double layer_s) {
   const EmaGpuSpec *g = &view->server->gpu;
   double allowance, cap = G_MAXDOUBLE, total = 0;
@@ -86,9 +60,8 @@ static double lender_bytes_cap(const Params *p, const EmaPoolView *view, guint g
   return cap;
 }
 
-static void decide(gpointer state, gconstpointer params_data, const EmaPoolView *view, guint gpu,
-                   const EmaStepCostView *step, EmaPrefetchPlan *plan) {
-  const Params *p = params_data;
+void ema_layer_ahead_plan(const EmaLayerAheadParams *p, const EmaPoolView *view, guint gpu,
+                          const EmaStepCostView *step, EmaPrefetchPlan *plan) {
   const EmaGpuSpec *g = &view->server->gpu;
   double rate_m = g->hbm_bandwidth * g->hbm_efficiency;
   double fixed = (double) step->copy_fixed_cost / 1e9;
@@ -126,6 +99,11 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     plan->layers_per_copy = group;
   }
   plan->remote_limit = CLAMP(MAX(direct, prefetch) / kv, 0, 1);
+}
+
+static void decide(gpointer state, gconstpointer params_data, const EmaPoolView *view, guint gpu,
+                   const EmaStepCostView *step, EmaPrefetchPlan *plan) {
+  ema_layer_ahead_plan(params_data, view, gpu, step, plan);
 }
 
 const EmaPrefetchPolicyOps ema_prefetch_layer_ahead = {

@@ -665,6 +665,9 @@ static void record_tick(Run *run, EmaPoolMem *ledger, TickRow *row, guint first_
     case EMA_POOL_EVENT_OWN_MAP:
     case EMA_POOL_EVENT_OWN_UNMAP:
     case EMA_POOL_EVENT_REFUSE:
+    case EMA_POOL_EVENT_OFFLOAD:
+    case EMA_POOL_EVENT_OFFLOAD_END:
+    case EMA_POOL_EVENT_OFFLOAD_REFUSE:
     case EMA_POOL_EVENT_PLACE:
     case EMA_POOL_EVENT_TIER:
       break;

@@ -19,13 +19,15 @@
 
 #define DEFAULT_CONTEXT 2000
 #define BLOCK_TOKENS 16
+#define REFUSE_LOG_PERIOD ((EmaTime) 1000 * 1000 * 1000)
 
 #define B(c) ((c)->backend)
 #define D(c) ((c)->backend_data)
 
 const char *ema_pool_event_kind_name(EmaPoolEventKind kind) {
-  static const char *const names[] = {"borrow",    "return", "reclaim", "own-map",
-                                      "own-unmap", "refuse", "place",   "tier"};
+  static const char *const names[] = {"borrow",         "return", "reclaim", "own-map",
+                                      "own-unmap",      "refuse", "offload", "offload-end",
+                                      "offload-refuse", "place",  "tier"};
   return (guint) kind < G_N_ELEMENTS(names) ? names[kind] : "?";
 }
 
@@ -327,7 +329,9 @@ void ema_slice_gpu_setup(EmaSliceGpu *g, guint index, guint n) {
   memset(g, 0, sizeof *g);
   g->index = index;
   g->remote = g_new0(guint64, n);
-  g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
+  g->plan = ema_prefetch_plan_start();
+  g->refused_by = G_MAXUINT;
+  g->refused_at = G_MININT64 / 2; /* never */
 }
 
 void ema_slice_gpu_clear(EmaSliceGpu *g) {
@@ -1201,6 +1205,80 @@ gboolean ema_pool_core_tick(EmaPoolCore *c, const guint64 *targets, GError **err
       return FALSE;
   ema_pool_core_checked(c, EMA_POOL_ACTION_TICK, G_MAXUINT);
   return TRUE;
+}
+
+/* ---- attention offload ------------------------------------------------------------ */
+
+guint64 ema_pool_core_offload_shares(const EmaPoolCore *c, const EmaSliceGpu *g, guint64 seqs,
+                                     double context, EmaOffloadShare *shares) {
+  double used = (double) (g->local_used + g->remote_total);
+  guint64 merged = 0;
+  for (guint j = 0; j < c->n; j++) {
+    double share = used > 0 && g->remote ? (double) g->remote[j] / used : 0;
+    guint64 n = share > 0 && seqs > 0 ? MIN(seqs, (guint64) ceil(share * (double) seqs)) : 0;
+    shares[j] = (EmaOffloadShare){n, n > 0 ? share * context : 0, n};
+    merged += n;
+  }
+  return MIN(merged, seqs);
+}
+
+/* The lenders holding G's remote blocks, "gpu2 800, gpu3 434", into E's
+ * reason; returns the one holding the most. */
+static guint reason_lenders(const EmaPoolCore *c, const EmaSliceGpu *g, EmaPoolEvent *e) {
+  guint most = c->n;
+  for (guint j = 0; j < c->n; j++) {
+    if (g->remote[j] == 0)
+      continue;
+    reason_add(e, "%sgpu%u %" G_GUINT64_FORMAT, most < c->n ? ", " : "", j, g->remote[j]);
+    if (most == c->n || g->remote[j] > g->remote[most])
+      most = j;
+  }
+  return most;
+}
+
+void ema_pool_core_plan_events(EmaPoolCore *c, EmaSliceGpu *g, const EmaPrefetchPlan *previous,
+                               const EmaStepCostView *cost) {
+  const EmaPrefetchPlan *plan = &g->plan;
+  gboolean was = previous->mode == EMA_REMOTE_OFFLOAD, is = plan->mode == EMA_REMOTE_OFFLOAD;
+  if (is && !was) {
+    EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_OFFLOAD, g->index, g->index);
+    reason_add(&e, "%s: attention over remote blocks on ", policy_name(c, EMA_POLICY_PREFETCH));
+    e.peer = reason_lenders(c, g, &e);
+    reason_add(&e, "; step %.2f ms, direct %.2f, all-local %.2f; remote limit %.1f%%",
+               cost->step_offload_s * 1e3, cost->step_direct_s * 1e3, cost->step_local_s * 1e3,
+               plan->remote_limit * 100);
+    event_push(c, &e);
+  } else if (was && !is) {
+    EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_OFFLOAD_END, g->index, g->index);
+    if (plan->mode == EMA_REMOTE_PREFETCH)
+      reason_add(&e, "%s: prefetch; step at least %.2f ms (all-local), offload %.2f",
+                 policy_name(c, EMA_POLICY_PREFETCH), cost->step_local_s * 1e3,
+                 cost->step_offload_s * 1e3);
+    else
+      reason_add(&e, "%s: direct loads; step %.2f ms, offload %.2f",
+                 policy_name(c, EMA_POLICY_PREFETCH), cost->step_direct_s * 1e3,
+                 cost->step_offload_s * 1e3);
+    if (cost->step_offload_s <= 0)
+      reason_add(&e, " (offload not possible)");
+    event_push(c, &e);
+  }
+  /* a refusal: the allowance bounds the remote KV while requests wait or blocks lack; logged
+   * when that starts, and when another lender's allowance bounds it (at most once a second: with
+   * lenders alike the binding one flaps from step to step) */
+  if (plan->limit_lender >= c->n) {
+    g->refused_by = G_MAXUINT;
+  } else if ((g->waiting > 0 || g->blocks_short > 0) && plan->limit_lender != g->refused_by &&
+             c->now - g->refused_at >= REFUSE_LOG_PERIOD) {
+    EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_OFFLOAD_REFUSE, g->index, plan->limit_lender);
+    reason_add(&e,
+               "remote limit: lender gpu%u at its allowance %.3g%%; %.1f%% of gpu%u's KV may be "
+               "remote, %u waiting",
+               plan->limit_lender, plan->limit_allowance * 100, plan->remote_limit * 100, g->index,
+               g->waiting);
+    event_push(c, &e);
+    g->refused_by = plan->limit_lender;
+    g->refused_at = c->now;
+  }
 }
 
 /* ---- invariants ---------------------------------------------------------------- */

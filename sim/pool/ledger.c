@@ -12,6 +12,7 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->gpus = g_new0(EmaSliceGpu *, n);
   l->lent = g_new0(guint64, (gsize) n * n);
   l->remote_view = g_new0(guint64, (gsize) n * n);
+  l->offload_share = g_new0(double, (gsize) n *n);
   l->views = g_new0(EmaGpuView, n);
 }
 
@@ -19,6 +20,7 @@ void ema_slice_ledger_clear(EmaSliceLedger *l) {
   g_free(l->gpus);
   g_free(l->lent);
   g_free(l->remote_view);
+  g_free(l->offload_share);
   g_free(l->views);
   memset(l, 0, sizeof *l);
 }
@@ -42,12 +44,14 @@ void ema_slice_ledger_change_lent(EmaSliceLedger *l, guint lender, guint borrowe
 void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gconstpointer params,
                                  const EmaPoolView *view, const EmaStepCostView *cost,
                                  guint layers) {
-  g->plan = (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1};
+  g->plan = ema_prefetch_plan_start();
   ((const EmaPrefetchPolicyOps *) policy->ops)
       ->decide(g->states[EMA_POLICY_PREFETCH], params, view, g->index, cost, &g->plan);
   g->plan.depth = MAX(g->plan.depth, 1);
   g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, MAX(layers, 1));
   g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
+  if ((guint) g->plan.mode > EMA_REMOTE_OFFLOAD)
+    g->plan.mode = EMA_REMOTE_DIRECT;
   ema_slice_gpu_update_staging(g, layers);
 }
 
@@ -80,15 +84,12 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
     bytes[j] = remote * (double) g->remote[j] / (double) g->remote_total;
   *t_copy = remote_time(l, server, bytes, server->link.bandwidth);
   *t_direct = remote_time(l, server, bytes, server->link.direct_read_bandwidth);
-  *view = (EmaStepCostView){(guint) layers,
-                            MAX(bd->layer_compute_s, layer_mem),
-                            layer_mem,
-                            bd->kv_read_bytes / layers,
-                            remote,
-                            remote / *t_copy,
-                            remote / *t_direct,
-                            server->link.copy_fixed_cost,
-                            bd->layer_kv_read_s * slow};
+  *view =
+      (EmaStepCostView){(guint) layers, MAX(bd->layer_compute_s, layer_mem), layer_mem,
+                        bd->kv_read_bytes / layers, remote, remote / *t_copy, remote / *t_direct,
+                        server->link.copy_fixed_cost, bd->layer_kv_read_s * slow,
+                        /* the owner adds the step's times in each way, and offload's */
+                        0, 0, 0, 0, 0};
 }
 
 const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
@@ -130,6 +131,7 @@ const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
     l->gpus[b]->remote_viewed = l->gpus[b]->remote_total > 0;
   l->view.remote_blocks = l->remote_view;
   l->view.server = server;
+  l->view.offload_share = l->offload_share;
   return &l->view;
 }
 

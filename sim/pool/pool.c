@@ -71,6 +71,14 @@ typedef struct {
   double copy_steal;         /* B/s of HBM rate taken by swap and migration copies... */
   EmaTime copy_until;        /* ...until then */
   EmaTime slowed_by_peers;   /* step time peers' traffic added to this GPU's steps */
+  /* attention offload (hw/offload.h): the tenant's cost model (NULL: it cannot offload, and
+   * offload_error says why), and while a step of it offloads (until offload_until), what each
+   * lender holds of it and the step's time */
+  EmaOffloadModel *offload;
+  char *offload_error;
+  EmaOffloadShare *offload_shares; /* [n] */
+  EmaTime offload_step, offload_until;
+  gboolean offloading; /* offload_until is set and its row of the ledger's offload_share too */
   EmaEvent decide_event;
   gboolean dropping; /* a drop for a reclaim is freeing blocks: give() takes them from... */
   guint drop_lender; /* ...this lender first */
@@ -85,6 +93,7 @@ struct _Pool {
   EmaPoolCore core;      /* the mechanism; core.ledger.gpus[i] is &gpus[i].counters */
   double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
   guint pulling;         /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
+  guint offloading;      /* GPUs whose offloading is set: none, and no step looks for them */
   GPtrArray *pending;    /* Pending * in flight (freed with the pool if a run ends first) */
   EmaTime decision_period;
   EmaPoolStats stats; /* the step figures and reclaim waits; the rest is core.stats' */
@@ -680,35 +689,136 @@ double ema_remote_step_seconds_one_lender(const EmaStepBreakdown *bd, const EmaS
 }
 
 /* Step of G's tenant (breakdown BD, all-local ALL_LOCAL ns) with its
- * HBM rate slowed by SLOW; when it reads REMOTE KV, under its current plan
+ * HBM rate slowed by SLOW; when it reads REMOTE KV, under PLAN
  * (T_COPY, T_DIRECT: one layer's remote KV by copies or direct loads). */
 static double step_seconds(const Pool *p, const Gpu *g, const EmaStepBreakdown *bd,
                            EmaTime all_local, double slow, gboolean remote, double t_copy,
-                           double t_direct) {
+                           double t_direct, const EmaPrefetchPlan *plan) {
   if (remote)
-    return ema_remote_step_seconds(bd, p->server, g->layers, slow, t_copy, t_direct, &g->plan);
+    return ema_remote_step_seconds(bd, p->server, g->layers, slow, t_copy, t_direct, plan);
   if (slow <= 1)
     return (double) all_local / 1e9;
   return g->layers * (MAX(bd->layer_compute_s, bd->layer_memory_s * slow) + bd->layer_overhead_s) +
          bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
 }
 
+/* ---- attention offload ---------------------------------------------------------- */
+
+/* Rows of the ledger's offload_share whose borrower's offloading step is
+ * over: 0 (an idle borrower charges no lender). */
+static void expire_offloads(Pool *p) {
+  EmaTime now = ema_sim_now(p->sim);
+  for (guint b = 0; p->offloading > 0 && b < p->n; b++) {
+    Gpu *g = &p->gpus[b];
+    if (!g->offloading || now < g->offload_until)
+      continue;
+    memset(&p->core.ledger.offload_share[b * p->n], 0, p->n * sizeof(double));
+    g->offloading = FALSE;
+    p->offloading--;
+  }
+}
+
+/* The step of G's tenant (BATCH) with the decode attention over its remote
+ * KV offloaded to the lenders, its HBM slowed by SLOW (seconds; fills
+ * g->offload_shares). Its local work is the batch with only its local share of the
+ * decode context (hw/offload.h); simplification: prefill chunks read their
+ * KV as if local (a chunk attends mostly to its own tokens, computed in the
+ * step; every ShareGPT prompt here is one chunk). 0 when G cannot offload. */
+static double offload_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow) {
+  EmaStepBatch local = *batch;
+  EmaStepBreakdown bd;
+  EmaOffloadBreakdown ob;
+  double used = (double) (g->local_used + g->remote_total);
+  EmaTime local_ns;
+  guint64 merged;
+  if (g->offload == NULL)
+    return 0;
+  local.decode_context = batch->decode_context * (double) g->local_used / used;
+  local_ns = ema_step_time(g->model, &local, &bd);
+  merged = ema_pool_core_offload_shares(&p->core, &g->counters, batch->decode_seqs,
+                                        batch->decode_context, g->offload_shares);
+  ema_offload_step_time(g->offload, &bd, g->offload_shares, p->n, merged, &ob);
+  return step_seconds(p, g, &bd, local_ns, slow, FALSE, 0, 0, &g->plan) + (double) ob.added / 1e9;
+}
+
+/* G's offloading step of STEP ns starts now: its lenders' shares of HBM
+ * time (r_j) go into the ledger's row for the views and the lenders' steps. */
+static void start_offload(Pool *p, Gpu *g, EmaTime step) {
+  double *row = &p->core.ledger.offload_share[g->index * p->n];
+  for (guint j = 0; j < p->n; j++)
+    row[j] = g->offload_shares[j].seqs > 0 && step > 0
+                 ? ema_offload_lender_share(g->offload, &g->offload_shares[j], step)
+                 : 0;
+  g->offload_step = step;
+  g->offload_until = ema_sim_now(p->sim) + step;
+  if (!g->offloading)
+    p->offloading++;
+  g->offloading = TRUE;
+}
+
+/* What the borrowers offloading to LENDER now add to its step of STEP ns. */
+static EmaTime offload_extra(const Pool *p, guint lender, EmaTime step) {
+  EmaTime now = ema_sim_now(p->sim), extra = 0;
+  for (guint b = 0; p->offloading > 0 && b < p->n; b++) {
+    const Gpu *g = &p->gpus[b];
+    if (b != lender && g->offloading && now < g->offload_until &&
+        g->offload_shares[lender].seqs > 0)
+      extra +=
+          ema_offload_lender_extra(g->offload, &g->offload_shares[lender], g->offload_step, step);
+  }
+  return extra;
+}
+
+/* The prefetch policy's plan for the coming step of G (BATCH; its cost so
+ * far in VIEW), with the step's modelled times in each way of reading its
+ * remote KV added to the view; its offload events logged. */
+static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepBreakdown *bd,
+                      EmaTime all_local, double slow, double t_copy, double t_direct,
+                      EmaStepCostView *view) {
+  EmaPrefetchPlan previous = g->plan, direct = ema_prefetch_plan_start();
+  view->step_local_s = step_seconds(p, g, bd, all_local, slow, FALSE, 0, 0, &direct);
+  view->step_direct_s = step_seconds(p, g, bd, all_local, slow, TRUE, t_copy, t_direct, &direct);
+  view->context_tokens = batch->decode_context;
+  if (g->offload && batch->decode_seqs > 0) {
+    /* the allowance is of the lender's time while this tenant decodes: a step made long by a
+     * prefill chunk's compute reads the same KV no faster, and must not admit KV that the
+     * decode steps after it would read too often. The bound is c_max at the step of the
+     * decode alone, with offload (shorter than all-local: the conservative side). */
+    EmaStepBatch decode = {.decode_seqs = batch->decode_seqs,
+                           .decode_context = batch->decode_context,
+                           .logits = batch->decode_seqs};
+    double decode_s = offload_seconds(p, g, &decode, slow);
+    view->offload_full_context =
+        decode_s > 0 ? ema_offload_max_context(g->offload, 1, ns(decode_s)) : 0;
+  }
+  view->step_offload_s = offload_seconds(p, g, batch, slow);
+  ema_slice_gpu_plan_prefetch(&g->counters, p->core.policies[EMA_POLICY_PREFETCH],
+                              p->spec->prefetch_params, build_view(p), view, g->layers);
+  if (g->plan.mode == EMA_REMOTE_OFFLOAD && view->step_offload_s <= 0) {
+    /* a tenant that cannot offload reads its remote KV directly */
+    g->plan.mode = EMA_REMOTE_DIRECT;
+    p->core.stats.plans_adjusted++;
+  }
+  ema_pool_core_plan_events(core_now(p), &g->counters, &previous, view);
+}
+
 EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) {
   Pool *p = &pool->pool;
   Gpu *g = &p->gpus[gpu];
   EmaStepBreakdown bd;
-  EmaTime all_local = ema_step_time(g->model, batch, &bd), step;
+  EmaTime all_local = ema_step_time(g->model, batch, &bd), step, extra;
   const EmaGpuSpec *spec = &p->server->gpu;
   double rate_m = spec->hbm_bandwidth * spec->hbm_efficiency;
   /* HBM rate taken by this GPU's own prefetch copies, and by peers' traffic */
   double own = spec->interference_incoming * g->incoming, peers = 0, slow, seconds;
   double *bytes = p->bytes_scratch;
   double t_copy = 0, t_direct = 0;
-  gboolean remote = FALSE; /* the step reads remote KV */
+  gboolean remote = FALSE, offload; /* the step reads remote KV; offloads its attention */
   EmaStepCostView view;
 
   if (all_local == 0)
     return 0;
+  expire_offloads(p);
   /* with no pulls, each term would be 0 and the sum stays 0 */
   for (guint b = 0; p->pulling > 0 && b < p->n; b++)
     peers += spec->interference_outgoing * (p->gpus[b].pull ? p->gpus[b].pull[gpu] : 0);
@@ -728,24 +838,35 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
     remote = view.remote_bytes > 0;
   }
   if (remote)
-    ema_slice_gpu_plan_prefetch(&g->counters, p->core.policies[EMA_POLICY_PREFETCH],
-                                p->spec->prefetch_params, build_view(p), &view, g->layers);
-  seconds = step_seconds(p, g, &bd, all_local, slow, remote, t_copy, t_direct);
+    plan_step(p, g, batch, &bd, all_local, slow, t_copy, t_direct, &view);
+  offload = remote && g->plan.mode == EMA_REMOTE_OFFLOAD;
+  seconds = offload ? view.step_offload_s
+                    : step_seconds(p, g, &bd, all_local, slow, remote, t_copy, t_direct, &g->plan);
   step = slow > 1 ? MAX(ns(seconds), 1) : ns(seconds);
-  if (peers > 0)
+  /* (an offloading step's own slowdown by peers is not told apart: it is the borrower's) */
+  if (peers > 0 && !offload)
     g->slowed_by_peers += step - ns(step_seconds(p, g, &bd, all_local, slowdown(rate_m, own),
-                                                 remote, t_copy, t_direct));
+                                                 remote, t_copy, t_direct, &g->plan));
+  /* a lender serving offloaded attention: its own step lengthens (hw/offload.h) */
+  extra = offload_extra(p, gpu, step);
+  step += extra;
+  g->slowed_by_peers += extra;
   if (!remote)
     return step;
+  p->stats.remote_steps++;
+  if (step > all_local)
+    p->stats.exposed_remote += step - all_local;
+  if (offload) {
+    /* only queries and partials cross the link: no pulls of KV */
+    start_offload(p, g, step);
+    return step;
+  }
   if (g->plan.mode == EMA_REMOTE_PREFETCH)
     g->incoming = view.remote_bytes * g->layers / seconds;
   for (guint j = 0; j < p->n; j++)
     g->pull[j] = bytes[j] * g->layers / seconds;
   g->pulled = TRUE;
   p->pulling++;
-  p->stats.remote_steps++;
-  if (step > all_local)
-    p->stats.exposed_remote += step - all_local;
   return step;
 }
 
@@ -900,6 +1021,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
     g->pool = p;
     g->parked = g_new0(guint64, p->n);
     g->pull = g_new0(double, p->n);
+    g->offload_shares = g_new0(EmaOffloadShare, p->n);
     ema_event_init(&g->decide_event, on_decide, g);
   }
   if (!ema_pool_core_init(&p->core, p->n, server, policy, &sim_backend, p, error)) {
@@ -931,6 +1053,9 @@ void ema_pool_free(EmaPool *pool) {
     ema_slice_gpu_clear(&g->counters);
     g_free(g->parked);
     g_free(g->pull);
+    g_free(g->offload_shares);
+    g_free(g->offload_error);
+    ema_offload_model_free(g->offload);
   }
   for (guint i = 0; i < p->pending->len; i++) {
     Pending *pending = p->pending->pdata[i];
@@ -963,6 +1088,22 @@ EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint6
                            ? &pool_memory_ops_peer_swap
                            : &pool_memory_ops,
                        g};
+}
+
+void ema_pool_set_offload_model(EmaPool *pool, guint gpu, const EmaLlmSpec *model) {
+  Gpu *g = &pool->pool.gpus[gpu];
+  GError *error = NULL;
+  g_return_if_fail(g->has_tenant && g->offload == NULL && g->offload_error == NULL);
+  if (!g->shares)
+    g->offload_error = g_strdup("its tenant does not share (tensor parallel)");
+  else if ((g->offload = ema_offload_model_new(model, pool->pool.server, 1, &error)) == NULL)
+    g->offload_error = g_strdup(error->message);
+  g_clear_error(&error);
+}
+
+const char *ema_pool_offload_unavailable(const EmaPool *pool, guint gpu) {
+  const Gpu *g = &pool->pool.gpus[gpu];
+  return g->offload ? NULL : g->offload_error ? g->offload_error : "no model of its tenant given";
 }
 
 void ema_pool_set_engine(EmaPool *pool, guint gpu, EmaEngine *engine) {

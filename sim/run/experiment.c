@@ -407,9 +407,12 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
           g_strdup_printf("tenant %s (tp %" G_GINT64_FORMAT " on gpu%" G_GINT64_FORMAT
                           "..gpu%" G_GINT64_FORMAT ") does not share memory under policy %s "
                           "(borrow: %s): tensor-parallel tenants keep to their own KV memory, "
-                          "they neither borrow nor lend",
+                          "they neither borrow nor lend%s",
                           t->name, t->tp, t->gpu, t->gpu + t->tp - 1, experiment->policy.name,
-                          experiment->policy.borrow));
+                          experiment->policy.borrow,
+                          g_strcmp0(experiment->policy.prefetch, "offload") == 0
+                              ? ", nor offload attention or serve it (prefetch: offload)"
+                              : ""));
   }
   return warnings;
 }

@@ -92,7 +92,11 @@ static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScen
   EmaOpResult result = {.name = d->name};
   EmaPrefetchPlan plan = {d->mode == EMA_DECODE_SCENARIO_PREFETCH ? EMA_REMOTE_PREFETCH
                                                                   : EMA_REMOTE_DIRECT,
-                          (guint) d->depth, 1, 1};
+                          (guint) d->depth,
+                          1,
+                          1,
+                          G_MAXUINT,
+                          0};
   double layers, seconds;
   if (model == NULL) {
     g_prefix_error(error, "decode scenario %s: ", d->name);

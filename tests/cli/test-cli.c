@@ -266,7 +266,8 @@ static void test_check_tp_warning(void) {
   g_assert_cmpstr(ema->err, ==,
                   "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) does not share memory under "
                   "policy ema (borrow: most-idle): tensor-parallel tenants keep to their own KV "
-                  "memory, they neither borrow nor lend\n");
+                  "memory, they neither borrow nor lend, nor offload attention or serve it "
+                  "(prefetch: offload)\n");
   g_assert_cmpint(fixed->status, ==, 0);
   g_assert_cmpstr(fixed->err, ==, "");
 }

@@ -5,8 +5,8 @@
  * registered tomorrow is covered with no change here.
  *
  * Each policy runs composed with the default partners of the other two
- * kinds (those of `ema`: borrow most-idle, prefetch layer-ahead, reclaim
- * migrate) on tests/fixtures/pool/tiny.yaml (4x A100-40GB, OPT-13B: a burst
+ * kinds (borrow most-idle, prefetch layer-ahead, reclaim migrate: `ema`'s
+ * before it offloaded) on tests/fixtures/pool/tiny.yaml (4x A100-40GB, OPT-13B: a burst
  * on GPU 0, a later burst on GPU 1, a light GPU 2, an idle GPU 3 that lends
  * 5%), and must:
  *   defaults   - have valid defaults (ema_params_check_defaults), and bind
@@ -270,6 +270,40 @@ static void test_static_is_default(void) {
   ema_test_remove_tree(b);
 }
 
+/* `offload` with allowance 0 is layer-ahead: byte-identical outputs and
+ * pool events; at its default (5%) the tiny scenario offloads, its events
+ * say so with their reasons, and the outputs differ. */
+static char *run_policy(const char *policy) {
+  const char *overrides[] = {policy, NULL};
+  g_autoptr(EmaExperiment) experiment = load_with(overrides);
+  return run_into_dir(experiment, NULL);
+}
+
+static void test_offload_allowance_zero(void) {
+  const char *base = "policy={borrow: most-idle, reclaim: migrate, preempt: swap-peer, ";
+  g_autofree char *plain = g_strconcat(base, "prefetch: layer-ahead}", NULL);
+  g_autofree char *zero =
+      g_strconcat(base, "prefetch: offload, prefetch_params: {allowance: 0}}", NULL);
+  g_autofree char *five = g_strconcat(base, "prefetch: offload}", NULL);
+  g_autofree char *a = run_policy(plain), *b = run_policy(zero), *c = run_policy(five);
+  g_autofree char *events_a = ema_test_read_file(a, "events.csv");
+  g_autofree char *events_b = ema_test_read_file(b, "events.csv");
+  g_autofree char *events_c = ema_test_read_file(c, "events.csv");
+  g_autofree char *timeline_a = ema_test_read_file(a, "timeline.csv");
+  g_autofree char *timeline_c = ema_test_read_file(c, "timeline.csv");
+  assert_same_outputs(a, b);
+  g_assert_cmpstr(events_a, ==, events_b);
+  g_assert_null(strstr(events_a, ",offload"));
+  g_assert_nonnull(strstr(events_c, ",offload,"));
+  g_assert_nonnull(strstr(events_c, "offload: attention over remote blocks on gpu"));
+  g_assert_nonnull(strstr(events_c, "remote limit: lender gpu"));
+  g_assert_nonnull(strstr(events_c, " at its allowance 5%; "));
+  g_assert_cmpstr(timeline_a, !=, timeline_c);
+  ema_test_remove_tree(a);
+  ema_test_remove_tree(b);
+  ema_test_remove_tree(c);
+}
+
 /* ---- the example plugin ----------------------------------------------------------- */
 
 static gboolean plugin_loaded;
@@ -326,6 +360,7 @@ int main(int argc, char **argv) {
     g_test_add_data_func(path, composition->name, test_composition);
   }
   g_test_add_func("/pool/composition/static-is-default", test_static_is_default);
+  g_test_add_func("/pool/composition/offload-allowance-zero", test_offload_allowance_zero);
   {
     int status = g_test_run();
     for (guint i = 0; i < cases->len; i++) {

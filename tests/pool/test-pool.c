@@ -135,6 +135,7 @@ static EmaKvMemory *bench_tenant(Bench *b, guint gpu, guint64 slices) {
   b->models[gpu] = ema_step_model_new(&tenant_spec(b->experiment, 0)->model, b->server, 1, &error);
   g_assert_no_error(error);
   b->memory[gpu] = ema_pool_add_tenant(b->pool, gpu, slices, b->block_bytes, b->models[gpu]);
+  ema_pool_set_offload_model(b->pool, gpu, &tenant_spec(b->experiment, 0)->model);
   return &b->memory[gpu];
 }
 
@@ -1029,6 +1030,103 @@ static void test_step_two_lenders(void) {
   two_lenders("server=h200x8-hgx", TRUE);
 }
 
+/* Attention offload (hw/offload.h), by hand: GPU 0 holds 200 blocks
+ * locally and 800 on GPU 1; a decode step of 100 sequences over 16,000
+ * tokens offloads the attention over the remote KV. Llama-3.1-8B on one
+ * GPU: L = 32 layers, H = 32 query heads of d = 128, K = 8 KV heads, b = 2
+ * bytes, kv_l = 2 K d b = 4,096 bytes per token and layer. The pool's
+ * shares (ema_pool_core_offload_shares, whole requests remote): lender 1
+ * holds f = 0.8 of the KV, n = ceil(0.8 x 100) = 80 requests, c = 12,800
+ * tokens, m = 80 new K/V; u = 80 requests merge. */
+typedef struct {
+  EmaStepBreakdown local; /* the step of the local share: 3,200 tokens of context */
+  EmaTime local_step, added, step;
+  double c; /* tokens on the lender */
+} Offloaded;
+
+static Offloaded expect_offload(const Bench *b, const EmaStepBatch *batch) {
+  const EmaGpuSpec *gpu = &b->server->gpu;
+  EmaStepBatch local = *batch;
+  Offloaded o;
+  double H = 32, d = 128, kv_l = 4096, n = 80, m = 80, u = 80;
+  double rate_m = gpu->hbm_bandwidth * gpu->hbm_efficiency, rate_kv = rate_m * gpu->kv_efficiency;
+  double rate_c = gpu->matrix_flops * gpu->matrix_efficiency;
+  double latency = (double) b->server->link.latency / 1e9, bw = b->server->link.bandwidth;
+  double sent = n * H * d * 2 + m * kv_l; /* 983,040 bytes */
+  double returned = n * H * (d + 1) * 4;  /* 1,320,960 bytes */
+  double attend, remote, wait, merge;
+  o.c = 0.8 * batch->decode_context;
+  attend = (double) gpu->kernel_overhead / 1e9 +
+           MAX(o.c * kv_l / rate_kv, 4 * H * d * o.c / rate_c) + m * kv_l / rate_m;
+  g_assert_cmpfloat(sent, ==, 983040);
+  g_assert_cmpfloat(returned, ==, 1320960);
+  /* a link per GPU pair (a100x4-40gb): each lender's messages have their own link */
+  g_assert_cmpint(b->server->topology, ==, EMA_TOPOLOGY_DIRECT);
+  remote = (latency + sent / bw) + attend + (latency + returned / bw);
+  local.decode_context = 0.2 * batch->decode_context;
+  o.local_step = ema_step_time(b->models[0], &local, &o.local);
+  wait = MAX(0, remote - o.local.layer_kv_read_s);
+  merge = H * ((n + u) * (d + 1) * 4 + u * d * 2) / rate_m;
+  o.added = (EmaTime) llround(32 * (wait + merge) * 1e9);
+  o.step = o.local_step + o.added;
+  return o;
+}
+
+static void test_step_offload(void) {
+  Bench *b = remote_bench(200, 800, 1000, EMA_REMOTE_OFFLOAD, 1, 1);
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
+  Expected all = expect_step(b, 0, &batch, 800, 1000, 1, 0);
+  Offloaded o = expect_offload(b, &batch);
+  const EmaStepCostView *seen = &b->prefetch_probe.step;
+  EmaStepBreakdown lender_bd;
+  EmaTime start = ema_sim_now(b->sim), t = ema_pool_step_time(b->pool, 0, &batch), lender_local,
+          extra;
+  double r;
+  g_assert_cmpint(t, ==, o.step);
+  /* the remote partials run beside the local attention over a fifth of the
+   * KV; on NVLink 3 pairs the messages' link time leaves the step a little
+   * longer than with every byte local (+4.5%), and shorter than copying
+   * 80% of the KV over the link (12% shorter: its prefetch is exposed) */
+  g_assert_cmpint(o.step, >, all.all_local);
+  g_assert_cmpint(o.step, <, all.all_local * 105 / 100);
+  g_assert_cmpint(o.step, <, all.step);
+  g_assert_cmpint(o.added, >, 0);
+  /* the policy saw each way's modelled step */
+  g_assert_cmpfloat_with_epsilon(seen->step_offload_s, (double) o.step / 1e9, 1e-12);
+  g_assert_cmpfloat_with_epsilon(seen->step_local_s, (double) all.all_local / 1e9, 1e-12);
+  g_assert_cmpfloat(seen->context_tokens, ==, 16000);
+  /* c_max at allowance 1 over the decode step (this one): the tokens whose
+   * reads fill the lender's copy rate for a whole step */
+  g_assert_cmpfloat_with_epsilon(seen->offload_full_context,
+                                 b->server->gpu.local_copy_bandwidth * (double) o.step / 1e9 /
+                                     (32 * 4096),
+                                 1e-6 * seen->offload_full_context);
+  /* no KV crosses the link: nothing is pulled from the lender's HBM */
+  ema_step_time(b->models[1], &lender_batch, &lender_bd);
+  lender_local = lender_bd.time;
+  /* the lender's step while GPU 0's step runs: + 1.11 x r x its step, r =
+   * L c kv_l / (T' x local_copy_bandwidth) */
+  r = 32 * o.c * 4096 / ((double) o.step / 1e9 * b->server->gpu.local_copy_bandwidth);
+  extra = (EmaTime) llround(b->server->gpu.offload_interference * r * (double) lender_local);
+  g_assert_cmpfloat(b->server->gpu.offload_interference, ==, 1.11);
+  g_assert_cmpint(extra, >, 0);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender_local + extra);
+  g_assert_cmpint(ema_pool_slowed_by_peers(b->pool, 1), ==, extra);
+  g_assert_cmpint(ema_pool_slowed_by_peers(b->pool, 0), ==, 0);
+  /* the last nanosecond of the borrower's step still charges the lender;
+   * once it is over (an idle borrower), nothing does */
+  bench_to(b, start + o.step - 1);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender_local + extra);
+  bench_to(b, start + o.step);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender_local);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->remote_steps, ==, 1);
+  g_assert_cmpint(ema_pool_stats(b->pool)->exposed_remote, ==, o.step - all.all_local);
+  g_assert_cmpuint(ema_pool_slices_staging(b->pool, 0), ==, 0);
+  bench_check(b);
+  bench_free(b);
+}
+
 /* ---- 3. gives ----------------------------------------------------------------- */
 
 /* n blocks given return round(n R / (L + R)) of the remote ones. */
@@ -1528,6 +1626,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/step/interference", test_step_interference);
   g_test_add_func("/pool/step/shared-lender", test_step_shared_lender);
   g_test_add_func("/pool/step/two-lenders", test_step_two_lenders);
+  g_test_add_func("/pool/step/offload", test_step_offload);
   g_test_add_func("/pool/step/parked-interference", test_parked_interference);
   g_test_add_func("/pool/step/layer-overhead", test_step_layer_overhead);
   g_test_add_func("/pool/give/proportional", test_give_proportional);

@@ -1,4 +1,4 @@
-/* test-prefetch-policy.c: the decisions of `layer-ahead`, ema's prefetch
+/* test-prefetch-policy.c: the decisions of the `layer-ahead` prefetch
  * policy (policies/prefetch-layer-ahead.c), on hand-built views, each
  * figure computed here from its defaults (direct_margin 70%, hide_margin
  * 90%, fixed_share 10%, max_borrower_slowdown 5%, max_lender_slowdown 2%,
@@ -12,7 +12,12 @@
  * - prefetch is chosen when direct loads admit less than prefetching and
  *   the step's remote bytes do not fit under the direct bound; the landing
  *   copies' 5% bound and the layer group follow the fixed cost;
- * - the admitted share is the larger of the two bounds over the layer's KV. */
+ * - the admitted share is the larger of the two bounds over the layer's KV;
+ * and of `offload` (policies/prefetch-offload.c, allowance 5%): its
+ * admission bound per lender (the allowance less other borrowers' use, all
+ * of the HBM time of a GPU without a tenant), its mode by modelled step
+ * cost, and layer-ahead's plan exactly at allowance 0. */
+#include "ema/core/node.h"
 #include "ema/core/params.h"
 #include "ema/pool/registry.h"
 
@@ -36,10 +41,10 @@ typedef struct {
  * a 1 ms layer, the link moves 1e11 B/s either way, copies have no fixed
  * cost; HBM 1e12 B/s, k_out 1, k_in 2. GPU 0 holds 30 blocks on GPU 1 and
  * 10 on GPU 2; this step's remote bytes are 1e7 per layer. */
-static Case *case_new(void) {
+static Case *case_new_of(const char *name) {
   Case *c = g_new0(Case, 1);
   GError *error = NULL;
-  const EmaPolicyInfo *info = ema_policy_registry_find(EMA_POLICY_PREFETCH, "layer-ahead", &error);
+  const EmaPolicyInfo *info = ema_policy_registry_find(EMA_POLICY_PREFETCH, name, &error);
   g_assert_no_error(error);
   c->ops = info->ops;
   c->table = c->ops->params;
@@ -55,7 +60,7 @@ static Case *case_new(void) {
     c->gpus[i] = (EmaGpuView){.index = i, .shares = TRUE, .has_tenant = TRUE};
   c->remote[0 * N_GPUS + 1] = 30;
   c->remote[0 * N_GPUS + 2] = 10;
-  c->view = (EmaPoolView){0, N_GPUS, c->gpus, c->lent, c->remote, &c->server, NULL, NULL};
+  c->view = (EmaPoolView){0, N_GPUS, c->gpus, c->lent, c->remote, &c->server, NULL, NULL, NULL};
   c->step = (EmaStepCostView){.layers = 10,
                               .layer_compute_s = 1e-3,
                               .layer_memory_s = 1e-3,
@@ -68,13 +73,17 @@ static Case *case_new(void) {
   return c;
 }
 
+static Case *case_new(void) {
+  return case_new_of("layer-ahead");
+}
+
 static void case_free(Case *c) {
   ema_params_free(c->table, c->params);
   g_free(c);
 }
 
 static EmaPrefetchPlan decide(Case *c) {
-  EmaPrefetchPlan plan = {EMA_REMOTE_DIRECT, 1, 1, 1};
+  EmaPrefetchPlan plan = {EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0};
   c->ops->decide(NULL, c->params, &c->view, 0, &c->step, &plan);
   return plan;
 }
@@ -149,11 +158,114 @@ static void test_group(void) {
   case_free(c);
 }
 
+/* `offload` (allowance 5%) on the same view: layer-ahead's plan is direct,
+ * limit 2e7 / 0.75 / 5e8 = 5.33%. The step: 10,000 tokens of decode
+ * context, c_max(1) = 20,000 tokens per lender, offloaded 9 ms against
+ * direct 12 ms and all-local 10 ms. Lender 1 (3/4 of the remote blocks)
+ * admits f <= 0.05 x 20,000 / (0.75 x 10,000) = 13.3%, lender 2 (1/4)
+ * 40%: lender 1 binds, offload is cheaper and this step's 2% remote fits. */
+static Case *offload_case(void) {
+  Case *c = case_new_of("offload");
+  c->step.context_tokens = 10000;
+  c->step.offload_full_context = 20000;
+  c->step.step_offload_s = 9e-3;
+  c->step.step_direct_s = 12e-3;
+  c->step.step_local_s = 10e-3;
+  return c;
+}
+
+static void test_offload(void) {
+  Case *c = offload_case();
+  double share[N_GPUS * N_GPUS] = {0};
+  EmaPrefetchPlan plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_OFFLOAD);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 0.05 * 20000 / 7500, 1e-12);
+  g_assert_cmpuint(plan.limit_lender, ==, 1);
+  g_assert_cmpfloat(plan.limit_allowance, ==, 0.05);
+  /* GPU 2's offloaded steps take 4% of lender 1: 1% is left, f <= 2.67%,
+   * below layer-ahead's bound, which stays; this step's 2% still fits */
+  share[2 * N_GPUS + 1] = 0.04;
+  c->view.offload_share = share;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_OFFLOAD);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2e7 / 0.75 / 5e8, 1e-12);
+  g_assert_cmpuint(plan.limit_lender, ==, G_MAXUINT);
+  /* at 4.5% only 1.33% is left: the 2% remote is read directly (within
+   * layer-ahead's bounds, cheaper for the lender than offloading it) */
+  share[2 * N_GPUS + 1] = 0.045;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
+  /* a lender without a tenant has nothing to protect: all of its HBM time,
+   * so lender 2 binds, 40% */
+  c->gpus[1].has_tenant = FALSE;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_OFFLOAD);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 0.4, 1e-12);
+  g_assert_cmpuint(plan.limit_lender, ==, 2);
+  case_free(c);
+}
+
+/* Offload dearer than direct loads (13 ms against 12): layer-ahead's plan,
+ * and its bound; against prefetch, offload is compared with the all-local
+ * step (prefetch's best). */
+static void test_offload_dearer(void) {
+  Case *c = offload_case();
+  EmaPrefetchPlan plan;
+  c->step.step_offload_s = 13e-3;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2e7 / 0.75 / 5e8, 1e-12);
+  g_assert_cmpuint(plan.limit_lender, ==, G_MAXUINT);
+  /* layer-ahead prefetches (test_prefetch's view): 9 ms beats 10 ms all-local, 10.5 does not */
+  c->server.gpu.interference_outgoing = 0;
+  c->step.layer_kv_s = 1e-4;
+  c->step.step_offload_s = 9e-3;
+  g_assert_cmpint(decide(c).mode, ==, EMA_REMOTE_OFFLOAD);
+  c->step.step_offload_s = 10.5e-3;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_PREFETCH);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2.5e7 / 5e8, 1e-12);
+  case_free(c);
+}
+
+static void assert_same_plan(const EmaPrefetchPlan *a, const EmaPrefetchPlan *b) {
+  g_assert_cmpint(a->mode, ==, b->mode);
+  g_assert_cmpuint(a->depth, ==, b->depth);
+  g_assert_cmpuint(a->layers_per_copy, ==, b->layers_per_copy);
+  g_assert_cmpfloat(a->remote_limit, ==, b->remote_limit);
+  g_assert_cmpuint(a->limit_lender, ==, b->limit_lender);
+  g_assert_cmpfloat(a->limit_allowance, ==, b->limit_allowance);
+}
+
+/* Allowance 0, or a step that cannot offload: layer-ahead's plan exactly. */
+static void test_offload_off(void) {
+  Case *c = offload_case(), *plain = case_new();
+  EmaPrefetchPlan expected = decide(plain), plan;
+  GError *error = NULL;
+  g_autoptr(EmaNode) node = NULL;
+  c->step.step_offload_s = 0;
+  plan = decide(c);
+  assert_same_plan(&plan, &expected);
+  c->step.step_offload_s = 9e-3;
+  node = ema_node_load_string("{allowance: 0}", "test", NULL, &error);
+  g_assert_no_error(error);
+  ema_params_clear(c->table, c->params);
+  g_assert_true(ema_params_bind(c->table, c->params, node, NULL, &error));
+  g_assert_no_error(error);
+  plan = decide(c);
+  assert_same_plan(&plan, &expected);
+  case_free(c);
+  case_free(plain);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/prefetch-policy/direct-lender-share", test_direct_lender_share);
   g_test_add_func("/prefetch-policy/shared-lender", test_shared_lender);
   g_test_add_func("/prefetch-policy/prefetch", test_prefetch);
   g_test_add_func("/prefetch-policy/group", test_group);
+  g_test_add_func("/prefetch-policy/offload", test_offload);
+  g_test_add_func("/prefetch-policy/offload-dearer", test_offload_dearer);
+  g_test_add_func("/prefetch-policy/offload-off", test_offload_off);
   return g_test_run();
 }

@@ -61,11 +61,11 @@ static const EmaBorrowPolicyOps test_borrow_n = {
 
 /* ---- test-prefetch-fixed ------------------------------------------------------- */
 
-static const char *const mode_names[] = {"direct", "prefetch", NULL};
+static const char *const mode_names[] = {"direct", "prefetch", "offload", NULL};
 
 static const EmaParam prefetch_param_list[] = {
     {"mode", EMA_PARAM_ENUM, G_STRUCT_OFFSET(TestPrefetchParams, mode), .default_value = "prefetch",
-     .choices = mode_names, .help = "direct or prefetch"},
+     .choices = mode_names, .help = "direct, prefetch or offload"},
     {"depth", EMA_PARAM_INT, G_STRUCT_OFFSET(TestPrefetchParams, depth), .default_value = "2",
      .min = 1, .max = 1024, .help = "layer groups fetched ahead"},
     {"group", EMA_PARAM_INT, G_STRUCT_OFFSET(TestPrefetchParams, group), .default_value = "4",

@@ -142,7 +142,7 @@ static void test_variants(void) {
   g_assert_cmpfloat(base->idle_gpu_memory, ==, 0.9);
   /* a composition, then a path inside it */
   g_assert_cmpstr(mixed->policy.borrow, ==, "on-demand");
-  g_assert_cmpstr(mixed->policy.prefetch, ==, "layer-ahead");
+  g_assert_cmpstr(mixed->policy.prefetch, ==, "offload");
   g_assert_cmpfloat(trace_rate(mixed), ==, 10);
 }
 

@@ -231,7 +231,7 @@ static void test_policy_parse(void) {
   g_assert_true(ema_pool_mem_policy_parse("ema", &spec, &error));
   g_assert_cmpstr(spec.name, ==, "ema");
   g_assert_cmpstr(spec.borrow, ==, "most-idle");
-  g_assert_cmpstr(spec.prefetch, ==, "layer-ahead");
+  g_assert_cmpstr(spec.prefetch, ==, "offload");
   g_assert_cmpstr(spec.reclaim, ==, "migrate");
   ema_params_clear(&ema_policy_spec_params, &spec);
   g_assert_true(ema_pool_mem_policy_parse("{borrow: on-demand, reclaim: migrate}", &spec, &error));

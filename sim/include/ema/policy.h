@@ -29,7 +29,12 @@
  * ABI: an ops struct starts with abi_version == EMA_POLICY_ABI_VERSION and
  * ends with reserved pointers that must be NULL; new optional hooks take
  * reserved slots, so a module built against an older minor layout keeps
- * loading. A module that exports `ema_policy_module` (EmaPolicyModule) is a
+ * loading. Structs passed by pointer (EmaPoolView, EmaStepCostView,
+ * EmaPrefetchPlan) grow only at their end, and a new field's zero (or the
+ * pool's start value) means what the older layout meant; EmaGpuView, read
+ * as an array, never changes size within a version. Attention offload
+ * (EMA_REMOTE_OFFLOAD and the fields marked so) was added that way, within
+ * version 1. A module that exports `ema_policy_module` (EmaPolicyModule) is a
  * plugin (see policies/README.md). */
 #pragma once
 
@@ -97,6 +102,10 @@ struct _EmaPoolView {
   /* remote_blocks[borrower * n_gpus + lender]: BORROWER's blocks in them */
   const guint64 *remote_blocks;
   const EmaServerSpec *server;
+  /* appended for attention offload: offload_share[borrower * n_gpus + lender], the share of
+   * LENDER's HBM time that reading BORROWER's offloaded KV takes during BORROWER's current step
+   * (hw/offload.h r_j; 0 once that step is over or when it does not offload) */
+  const double *offload_share;
   /* GPU's tenant's requests (*N of them; NULL and 0 without a tenant or
    * where the pool does not know them), built when asked (O(requests)),
    * valid until the next view: in the order the pool first saw them, the
@@ -168,6 +177,8 @@ typedef struct {
 typedef enum {
   EMA_REMOTE_DIRECT,   /* kernels load remote KV over the link as they need it */
   EMA_REMOTE_PREFETCH, /* copy engines bring it into a staging buffer layers ahead */
+  EMA_REMOTE_OFFLOAD,  /* the lenders compute the decode attention over the KV they hold; only
+                          queries, new K/V and partial outputs cross the link (hw/offload.h) */
 } EmaRemoteMode;
 
 /* What the coming step looks like, per layer, on the tenant's GPU. */
@@ -182,6 +193,18 @@ typedef struct {
   double direct_bandwidth; /* B/s direct loads get from the lenders now */
   EmaTime copy_fixed_cost; /* per prefetch copy */
   double layer_kv_s;       /* of layer_memory_s, reading the layer's KV (all of it local) */
+  /* appended for attention offload (a module built before them never reads them): the coming
+   * step's modelled time, seconds, with every byte local, with its remote KV read by direct
+   * loads, and with the attention over its remote KV offloaded to the lenders (0: offload is
+   * not possible for this tenant) */
+  double step_local_s;
+  double step_direct_s;
+  double step_offload_s;
+  double context_tokens; /* the step's decode context (tokens attended to), local and remote */
+  /* KV tokens of this tenant one lender could hold for offloaded attention while their reads
+   * take all of its HBM time, at this step's length (hw/offload.h c_max at an allowance of 1;
+   * c_max is linear in the allowance) */
+  double offload_full_context;
 } EmaStepCostView;
 
 typedef struct {
@@ -189,6 +212,11 @@ typedef struct {
   guint depth;           /* prefetch: layers fetched ahead (>= 1); sizes the staging buffer */
   guint layers_per_copy; /* prefetch: layers per copy (a layer group, >= 1) */
   double remote_limit;   /* largest share of the tenant's KV blocks that may be remote, 0..1 */
+  /* appended for attention offload (the pool starts them as below; a module that does not know
+   * them leaves them so): the lender whose allowance sets remote_limit (G_MAXUINT: none), and
+   * that allowance (a share of its HBM time), for the pool's event log */
+  guint limit_lender;
+  double limit_allowance;
 } EmaPrefetchPlan;
 
 typedef struct {

@@ -23,6 +23,7 @@
 
 #include <glib.h>
 
+#include "ema/hw/offload.h"
 #include "ema/hw/steptime.h"
 #include "ema/policy.h"
 #include "ema/pool/backend.h"
@@ -258,6 +259,31 @@ void ema_pool_core_set_model(EmaPoolCore *core, guint gpu, const EmaStepModel *s
  *   4. the demand trend; every GPU's work is waited for.
  * FALSE with the first error (the ledger is consistent; stop the run). */
 gboolean ema_pool_core_tick(EmaPoolCore *core, const guint64 *targets, GError **error);
+
+/* ---- attention offload --------------------------------------------------- */
+
+/* What each lender holds of a step of G's tenant in which SEQS sequences
+ * decode, attending to CONTEXT tokens together (hw/offload.h n_j, c_j, m_j),
+ * into SHARES[n] (one per GPU; zero where G holds no blocks); returns u, the
+ * step's requests with any remote KV (min(SEQS, sum n_j)).
+ * Approximation while blocks are fungible within a tenant (pool.h: the pool
+ * knows how many of G's blocks are on each lender, not whose): lender j
+ * holds the share f_j = remote[j] / (local + remote) of the step's KV, so
+ * c_j = f_j x CONTEXT; whole requests are remote (each request's KV in one
+ * place, as a placement that offloads would put them), so n_j = ceil(f_j x
+ * SEQS), at most SEQS, and each remote request's new K/V is written beside
+ * its KV, m_j = n_j (the most link bytes). Per-request placement replaces
+ * this one function with the requests' real blocks. */
+guint64 ema_pool_core_offload_shares(const EmaPoolCore *core, const EmaSliceGpu *g, guint64 seqs,
+                                     double context, EmaOffloadShare *shares);
+/* After the prefetch policy planned a step of G's tenant whose costs were
+ * COST (PREVIOUS: the plan before): the event log gets an `offload` event
+ * when its steps start offloading attention, `offload-end` when they stop,
+ * and `offload-refuse` when a lender's allowance starts to bound the
+ * tenant's remote KV (a lender other than the last one that did), each with
+ * its reason. */
+void ema_pool_core_plan_events(EmaPoolCore *core, EmaSliceGpu *g, const EmaPrefetchPlan *previous,
+                               const EmaStepCostView *cost);
 
 /* ---- invariants ---------------------------------------------------------- */
 

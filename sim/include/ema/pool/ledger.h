@@ -60,6 +60,8 @@ G_BEGIN_DECLS
   EmaTime demand_at;     /* time of that sample */                                                 \
   EmaTime last_step;                                                                               \
   EmaTime decided_at; /* the last decision */                                                      \
+  guint refused_by;   /* the lender of the last offload-refuse event (G_MAXUINT: none, or the */   \
+  EmaTime refused_at; /* allowance stopped binding since) and when it was logged */                \
   gpointer states[3]; /* the borrow, prefetch and reclaim policies' state (EmaPolicyKind order) */
 
 typedef struct {
@@ -71,7 +73,10 @@ typedef struct {
   EmaSliceGpu **gpus;   /* [n], the owner's records */
   guint64 *lent;        /* [lender * n + borrower] */
   guint64 *remote_view; /* [borrower * n + lender], a copy of the gpus' remote[] for views */
-  EmaGpuView *views;    /* [n] */
+  /* [borrower * n + lender]: the share of lender's HBM time the borrower's offloaded attention
+   * takes in its current step (kept by the owner; all 0 where nothing is offloaded) */
+  double *offload_share;
+  EmaGpuView *views; /* [n] */
   EmaPoolView view;
 } EmaSliceLedger;
 
@@ -177,6 +182,12 @@ static inline guint64 ema_slice_cut(guint64 slices, guint64 limit, guint64 *adju
     return limit;
   }
   return slices;
+}
+
+/* The plan a prefetch policy starts from: direct loads, depth 1, one layer
+ * per copy, no limit, no lender's allowance binding. */
+static inline EmaPrefetchPlan ema_prefetch_plan_start(void) {
+  return (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0};
 }
 
 /* Sets G's staging to what its prefetch plan wants (the layers fetched

@@ -63,6 +63,18 @@
  *   rest on host), each copy timed as above, and brought back (peers
  *   first) before the request resumes. A GPU that needs memory holding
  *   peers' parked KV sends it to host memory first and waits for that copy.
+ * - Attention offload (plan mode EMA_REMOTE_OFFLOAD, hw/offload.h): the
+ *   borrower's step is ema_offload_step_time over the batch with only its
+ *   local share of the decode context plus each lender's share of the rest
+ *   (ema_pool_core_offload_shares: while blocks are fungible, lender j holds
+ *   the share remote[j] / used of the context, in whole requests); prefill
+ *   chunks read their KV as if local. No KV is pulled: the lenders' HBM is
+ *   charged instead, each lender's own steps lengthening by
+ *   ema_offload_lender_extra while the borrower's step runs (nothing once it
+ *   is over: an idle borrower costs no lender). The policy sees each way's
+ *   modelled step and the lenders' current offload shares; a tenant without
+ *   an offload model (ema_pool_set_offload_model) reads directly instead.
+ *   Reclaim treats offloaded KV like any other lent block.
  * Tenants with tp > 1 keep to their own memory (they neither borrow nor
  * lend); GPUs without a tenant lend all their KV region. */
 #pragma once
@@ -111,6 +123,13 @@ void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices);
  * the memory its engine takes blocks from. */
 EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint64 block_bytes,
                                 const EmaStepModel *step_model);
+/* The model GPU's tenant runs (added by ema_pool_add_tenant), for its
+ * attention offload (hw/offload.h); without it, or when the model cannot be
+ * built for the server (or the tenant does not share), the tenant's remote
+ * KV is never offloaded and ema_pool_offload_unavailable() says why. */
+void ema_pool_set_offload_model(EmaPool *pool, guint gpu, const EmaLlmSpec *model);
+/* Why GPU's tenant cannot offload attention (NULL: it can). */
+const char *ema_pool_offload_unavailable(const EmaPool *pool, guint gpu);
 /* The tenant's engine, once created (for preemptions a reclaim forces, and
  * for waking it when memory arrives). */
 void ema_pool_set_engine(EmaPool *pool, guint gpu, EmaEngine *engine);

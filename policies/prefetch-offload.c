@@ -1,0 +1,107 @@
+/* prefetch-offload.c: the `offload` prefetch policy: `layer-ahead`
+ * (direct loads or prefetch, with all of its parameters) plus attention
+ * offload (policy.h EMA_REMOTE_OFFLOAD, the cost model in hw/offload.h):
+ * the lenders compute the decode attention over the KV of this GPU's tenant
+ * that they hold, and only queries, new K/V and partial outputs cross the
+ * link.
+ *
+ * Mode, per step, by modelled cost: offload when the pool's modelled step
+ * with offload (EmaStepCostView.step_offload_s) is shorter than the step of
+ * the way layer-ahead chose: direct loads' modelled step (step_direct_s), or
+ * for prefetch its lower bound, the all-local step (step_local_s: prefetch
+ * hides at best). Offload is not taken while the remote share exceeds what
+ * the allowance admits but layer-ahead's bounds admit it (reading it costs
+ * the lenders less than offloading it would, within their protection).
+ *
+ * Admission: each lender's reads for offloaded attention may take at most
+ * `allowance` of its HBM time (hw/offload.h r_j <= A), less what the other
+ * borrowers' offloaded steps take of it now (EmaPoolView.offload_share); a
+ * GPU without a tenant has nothing to protect and gives all of its HBM time.
+ * With lender j holding the share s_j of this GPU's remote blocks and
+ * c_max(1) = offload_full_context tokens at an allowance of 1, the remote
+ * share f of the step's decode context C must satisfy f C s_j <= a_j
+ * c_max(1) for every j; where offload is the cheaper step the plan admits
+ * the larger of that bound and layer-ahead's, and names the lender whose
+ * allowance set it.
+ *
+ * `allowance` 0 is layer-ahead exactly: no offload, the same plans. */
+#include "builtin.h"
+#include "layer-ahead.h"
+
+typedef struct {
+  EmaLayerAheadParams layer_ahead; /* first: its parameter rows' offsets are from 0 */
+  double allowance;
+} Params;
+
+static const EmaParam params[] = {
+    EMA_LAYER_AHEAD_PARAMS(G_STRUCT_OFFSET(Params, layer_ahead)){
+        "allowance", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, allowance), .default_value = "5%",
+        .min = 0, .max = 1,
+        .help = "largest share of each lender's HBM time that borrowers' offloaded attention may "
+                "take (its steps slow by about gpu.offload_interference times it; 0: no offload)"},
+};
+
+static const EmaParamTable table = {"offload", sizeof(Params), params, EMA_PARAMS_N(params), NULL};
+
+/* What of lender J's HBM time the borrower GPU may use for offloaded
+ * attention: the allowance less the other borrowers' current use (all of
+ * it on a GPU without a tenant). */
+static double lender_allowance(const Params *p, const EmaPoolView *view, guint gpu, guint j) {
+  double others = 0;
+  if (!view->gpus[j].has_tenant)
+    return 1;
+  for (guint b = 0; view->offload_share && b < view->n_gpus; b++)
+    if (b != gpu)
+      others += view->offload_share[b * view->n_gpus + j];
+  return MAX(0, p->allowance - others);
+}
+
+static void decide(gpointer state, gconstpointer params_data, const EmaPoolView *view, guint gpu,
+                   const EmaStepCostView *step, EmaPrefetchPlan *plan) {
+  const Params *p = params_data;
+  const guint64 *remote = &view->remote_blocks[gpu * view->n_gpus];
+  double total = 0, limit = G_MAXDOUBLE, share, other;
+  guint lender = G_MAXUINT;
+  ema_layer_ahead_plan(&p->layer_ahead, view, gpu, step, plan);
+  if (p->allowance <= 0 || step->step_offload_s <= 0 || step->context_tokens <= 0 ||
+      step->offload_full_context <= 0 || step->kv_bytes <= 0)
+    return;
+  for (guint j = 0; j < view->n_gpus; j++)
+    total += (double) remote[j];
+  if (total <= 0)
+    return;
+  for (guint j = 0; j < view->n_gpus; j++) {
+    double s_j = (double) remote[j] / total, f;
+    if (s_j <= 0)
+      continue;
+    f = lender_allowance(p, view, gpu, j) * step->offload_full_context /
+        (s_j * step->context_tokens);
+    if (f < limit) {
+      limit = f;
+      lender = j;
+    }
+  }
+  limit = CLAMP(limit, 0, 1);
+  share = step->remote_bytes / step->kv_bytes;
+  other = plan->mode == EMA_REMOTE_DIRECT ? step->step_direct_s : step->step_local_s;
+  if (step->step_offload_s < other && (share <= limit || share > plan->remote_limit)) {
+    plan->mode = EMA_REMOTE_OFFLOAD;
+    plan->depth = 1;
+    plan->layers_per_copy = 1;
+  }
+  /* admitting beyond layer-ahead's bounds pays only where offload is the cheaper step */
+  if (step->step_offload_s < other && limit >= plan->remote_limit) {
+    plan->remote_limit = limit;
+    plan->limit_lender = lender;
+    plan->limit_allowance = view->gpus[lender].has_tenant ? p->allowance : 1;
+  }
+}
+
+const EmaPrefetchPolicyOps ema_prefetch_offload = {
+    .abi_version = EMA_POLICY_ABI_VERSION,
+    .name = "offload",
+    .summary = "layer-ahead, or offload attention to the lenders where that is the cheaper step, "
+               "within an allowance of their HBM time",
+    .params = &table,
+    .decide = decide,
+};
