@@ -66,8 +66,9 @@
  * - Attention offload (plan mode EMA_REMOTE_OFFLOAD, hw/offload.h): the
  *   borrower's step is ema_offload_step_time over the batch with only its
  *   local share of the decode context plus each lender's share of the rest
- *   (ema_pool_core_offload_shares: while blocks are fungible, lender j holds
- *   the share remote[j] / used of the context, in whole requests); prefill
+ *   (ema_pool_core_offload_shares, an approximation: lender j holds the
+ *   share remote[j] / used of the context, in whole requests; the exact
+ *   per-request count is ema_pool_offload_shares, below); prefill
  *   chunks read their KV as if local. No KV is pulled: the lenders' HBM is
  *   charged instead, each lender's own steps lengthening by
  *   ema_offload_lender_extra while the borrower's step runs (nothing once it
