@@ -6,7 +6,11 @@
  * the same horizon (lender priority: a lender's growth is reserved before
  * it lends). Borrows are at least `min_borrow` slices, to keep mapping
  * calls few. Empty borrowed slices beyond that need go back once nothing
- * waits. */
+ * waits. With `tier_slices` a tenant with a prefix cache (a request of
+ * state cached in the view) also keeps that many slices borrowed beyond the
+ * need (borrowing them while lenders have room to spare): room for the
+ * prefix cache's remote tier (policy.prefix_tier), which keeps cached
+ * blocks no request holds in borrowed slices that hold no blocks. */
 #include <math.h>
 
 #include "builtin.h"
@@ -16,6 +20,7 @@ typedef struct {
   double lender_reserve;
   gint64 horizon;
   gint64 min_borrow;
+  gint64 tier_slices;
 } Params;
 
 static const EmaParam params[] = {
@@ -26,10 +31,27 @@ static const EmaParam params[] = {
      .min = 0, .max = 3.6e12, .help = "how far ahead demand trends are projected"},
     {"min_borrow", EMA_PARAM_INT, G_STRUCT_OFFSET(Params, min_borrow), .default_value = "16",
      .min = 1, .max = 1e9, .help = "smallest borrow, in 2 MiB slices"},
+    {"tier_slices", EMA_PARAM_INT, G_STRUCT_OFFSET(Params, tier_slices), .default_value = "0",
+     .min = 0, .max = 1e9,
+     .help = "slices kept borrowed beyond the need, for the prefix cache's remote tier"},
 };
 
 static const EmaParamTable table = {"most-idle", sizeof(Params), params, EMA_PARAMS_N(params),
                                     NULL};
+
+/* The tier's slices BORROWER keeps: TIER_SLICES if its tenant has a prefix
+ * cache (a request of state cached in the view), else none. */
+static guint64 tier_keep(const EmaPoolView *view, guint borrower, gint64 tier_slices) {
+  const EmaRequestView *requests;
+  guint n = 0;
+  if (tier_slices == 0 || view->requests == NULL)
+    return 0;
+  requests = view->requests(view, borrower, &n);
+  for (guint i = 0; i < n; i++)
+    if (requests[i].state == EMA_REQUEST_CACHED)
+      return (guint64) tier_slices;
+  return 0;
+}
 
 static void decide(gpointer state, gconstpointer params_data, const EmaPoolView *view,
                    guint borrower, EmaBorrowPlan *plan) {
@@ -39,7 +61,8 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   double growth = MAX(g->demand_blocks_per_s, 0) * horizon_s;
   guint64 free_blocks = g->blocks_total > g->blocks_used ? g->blocks_total - g->blocks_used : 0;
   double need = (double) g->blocks_short + MAX(0, growth - (double) free_blocks);
-  guint64 slices = view_slices_for(view, borrower, (guint64) ceil(need));
+  guint64 tier = tier_keep(view, borrower, p->tier_slices);
+  guint64 slices = view_slices_for(view, borrower, (guint64) ceil(need)) + tier;
   /* borrowed slices it holds empty (the prefetch policy may not admit more
    * remote KV into them yet) and borrows on their way count first */
   guint64 have = g->slices_pending + (g->slices_borrowed - g->slices_borrowed_used);
@@ -53,7 +76,8 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     /* keep the projected growth; give back the rest of what is empty */
     guint64 keep = view_slices_for(view, borrower, (guint64) ceil(growth));
     guint64 local_room = view_slices_for(view, borrower, view_local_free(view, borrower));
-    keep = keep > local_room ? keep - local_room : 0;
+    /* the tier's slices are kept whatever the local room */
+    keep = (keep > local_room ? keep - local_room : 0) + tier;
     for (guint j = 0; j < view->n_gpus && plan->n < G_N_ELEMENTS(plan->actions); j++) {
       guint64 empty = view_empty_borrowed(view, borrower, j);
       guint64 give = empty > keep ? empty - keep : 0;

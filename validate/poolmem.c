@@ -688,7 +688,8 @@ gboolean ema_pool_mem_drain(EmaPoolMem *l, GError **error) {
       continue;
     g->staging = 0;
     ema_slice_gpu_refresh(&g->counters);
-    ok = ema_pool_core_give(&l->core, &g->counters, g->local_used + g->remote_total, l->n, error) &&
+    ok = ema_pool_core_give(&l->core, &g->counters, EMA_KV_UNNAMED, g->local_used + g->remote_total,
+                            l->n, error) &&
          ok;
     ok = ema_pool_core_sync_own(&l->core, &g->counters, error) && ok;
   }

@@ -25,9 +25,9 @@
 #define D(c) ((c)->backend_data)
 
 const char *ema_pool_event_kind_name(EmaPoolEventKind kind) {
-  static const char *const names[] = {"borrow",  "return",      "reclaim",
-                                      "own-map", "own-unmap",   "refuse",
-                                      "offload", "offload-end", "offload-refuse"};
+  static const char *const names[] = {"borrow",         "return", "reclaim", "own-map",
+                                      "own-unmap",      "refuse", "offload", "offload-end",
+                                      "offload-refuse", "place",  "tier"};
   return (guint) kind < G_N_ELEMENTS(names) ? names[kind] : "?";
 }
 
@@ -38,8 +38,222 @@ const char *ema_pool_vacate_target_name(EmaVacateTarget target) {
 
 const char *ema_pool_action_name(EmaPoolAction action) {
   static const char *const names[] = {"take",     "give",     "borrow", "return", "reclaim",
-                                      "complete", "prefetch", "swap",   "tick"};
+                                      "complete", "prefetch", "swap",   "tick",   "place"};
   return (guint) action < G_N_ELEMENTS(names) ? names[action] : "?";
+}
+
+/* ---- the requests' blocks -------------------------------------------------- */
+
+static void request_free(EmaPoolRequest *r) {
+  g_free(r->at);
+  g_free(r);
+}
+
+static EmaPoolRequest *request_find(const EmaPoolCore *c, guint gpu, guint64 request) {
+  return g_hash_table_lookup(c->requests[gpu], &request);
+}
+
+/* REQUEST of GPU's tenant, made when it is new. */
+static EmaPoolRequest *request_get(EmaPoolCore *c, guint gpu, guint64 request) {
+  EmaPoolRequest *r = request_find(c, gpu, request);
+  if (r)
+    return r;
+  r = g_new0(EmaPoolRequest, 1);
+  r->request = request;
+  r->state = request == EMA_KV_PREFIX_CACHE ? EMA_KV_CACHED
+             : request == EMA_KV_UNNAMED    ? EMA_KV_RUNNING
+                                            : EMA_KV_WAITING;
+  r->at = g_new0(guint64, c->n);
+  r->last = gpu;
+  r->link.data = r;
+  g_hash_table_insert(c->requests[gpu], &r->request, r);
+  g_queue_push_tail_link(&c->request_list[gpu], &r->link);
+  return r;
+}
+
+/* K blocks of R move from place FROM to place TO (counts only). */
+static void request_shift(EmaPoolRequest *r, guint from, guint to, guint64 k) {
+  g_assert_cmpuint(k, <=, r->at[from]);
+  r->at[from] -= k;
+  r->at[to] += k;
+  if (r->at[from] == 0 && r->last == from)
+    r->last = to;
+}
+
+/* R's newest block is where it still has blocks (after some left). */
+static void request_fix_last(const EmaPoolCore *c, EmaPoolRequest *r) {
+  if (r->blocks == 0 || r->at[r->last] > 0)
+    return;
+  for (guint p = 0; p < c->n; p++)
+    if (r->at[p] > 0)
+      r->last = p;
+}
+
+const EmaPoolRequest *ema_pool_core_request(const EmaPoolCore *c, guint gpu, guint64 request) {
+  return request_find(c, gpu, request);
+}
+
+const GList *ema_pool_core_requests(const EmaPoolCore *c, guint gpu) {
+  return c->request_list[gpu].head;
+}
+
+void ema_pool_core_request_state(EmaPoolCore *c, EmaSliceGpu *g, guint64 request,
+                                 EmaKvState state) {
+  EmaPoolRequest *r;
+  if (state == EMA_KV_FINISHED) {
+    r = request_find(c, g->index, request);
+    if (r == NULL)
+      return;
+    g_assert_cmpuint(r->blocks, ==, 0); /* it gave everything back first */
+    g_hash_table_remove(c->requests[g->index], &request);
+    g_queue_unlink(&c->request_list[g->index], &r->link);
+    request_free(r);
+    return;
+  }
+  request_get(c, g->index, request)->state = state;
+}
+
+void ema_pool_core_to_cache(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, guint64 n) {
+  EmaPoolRequest *r = request_get(c, g->index, request);
+  EmaPoolRequest *cache = request_get(c, g->index, EMA_KV_PREFIX_CACHE);
+  guint64 left = n;
+  g_assert_cmpuint(n, <=, r->blocks);
+  /* its first blocks: the local ones first (takes are local first) */
+  for (guint k = 0; left > 0 && k < c->n; k++) {
+    guint p = (g->index + k) % c->n;
+    guint64 m = MIN(left, r->at[p]);
+    r->at[p] -= m;
+    cache->at[p] += m;
+    if (m > 0)
+      cache->last = p;
+    left -= m;
+  }
+  r->blocks -= n;
+  cache->blocks += n;
+  request_fix_last(c, r);
+}
+
+const char *ema_request_state_name(EmaRequestState state) {
+  static const char *const names[] = {"waiting", "running", "preempted", "cached"};
+  return (guint) state < G_N_ELEMENTS(names) ? names[state] : "?";
+}
+
+/* The policies' state of a request. */
+static EmaRequestState view_state(EmaKvState state) {
+  switch (state) {
+  case EMA_KV_RUNNING:
+    return EMA_REQUEST_RUNNING;
+  case EMA_KV_PREEMPTED:
+    return EMA_REQUEST_PREEMPTED;
+  case EMA_KV_CACHED:
+    return EMA_REQUEST_CACHED;
+  default:
+    return EMA_REQUEST_WAITING;
+  }
+}
+
+/* EmaPoolView.requests: GPU's requests, built now. */
+static const EmaRequestView *view_requests(const EmaPoolView *view, guint gpu, guint *n) {
+  EmaPoolCore *c = view->requests_data;
+  *n = 0;
+  if (gpu >= c->n || !c->ledger.gpus[gpu]->has_tenant)
+    return NULL;
+  g_array_set_size(c->request_views, 0);
+  for (const GList *l = c->request_list[gpu].head; l; l = l->next) {
+    const EmaPoolRequest *r = l->data;
+    EmaRequestView v = {.request = r->request,
+                        .state = view_state(r->state),
+                        .blocks = r->blocks,
+                        .blocks_at = r->at,
+                        .last_scheduled = -1,
+                        .remaining_tokens = -1};
+    if (c->describe)
+      c->describe(c->owner_data, gpu, &v);
+    g_array_append_val(c->request_views, v);
+  }
+  *n = c->request_views->len;
+  return (const EmaRequestView *) (gpointer) c->request_views->data;
+}
+
+/* How cold R is, for the order of moves and drops: waiting or preempted
+ * requests' KV first, then the prefix cache's, then running requests'. */
+static guint coldness_rank(const EmaPoolRequest *r) {
+  switch (r->state) {
+  case EMA_KV_WAITING:
+  case EMA_KV_PREEMPTED:
+    return 0;
+  case EMA_KV_CACHED:
+    return 1;
+  default:
+    return 2;
+  }
+}
+
+/* N of G's blocks on place FROM leave it, taken from its requests cold
+ * first (then newest first): to place TO (TO < n), or gone (TO = n). HOT
+ * reverses the rank order (hot first: a move into local room). *REQUESTS
+ * (may be NULL): how many requests gave blocks. */
+static void requests_take_from(EmaPoolCore *c, EmaSliceGpu *g, guint from, guint to, guint64 n,
+                               gboolean hot, guint *requests) {
+  guint64 left = n;
+  guint touched = 0;
+  for (guint pass = 0; left > 0 && pass < 3; pass++) {
+    guint rank = hot ? 2 - pass : pass;
+    for (GList *l = c->request_list[g->index].tail; left > 0 && l; l = l->prev) {
+      EmaPoolRequest *r = l->data;
+      guint64 k;
+      if (coldness_rank(r) != rank || r->at[from] == 0)
+        continue;
+      k = MIN(left, r->at[from]);
+      if (to < c->n) {
+        request_shift(r, from, to, k);
+      } else {
+        r->at[from] -= k;
+        r->blocks -= k;
+        request_fix_last(c, r);
+      }
+      left -= k;
+      touched++;
+    }
+  }
+  g_assert_cmpuint(left, ==, 0); /* the requests' blocks add up to the GPU's */
+  if (requests)
+    *requests = touched;
+}
+
+/* The requests' invariants of G: their blocks on each place add up to the
+ * ledger's, and each request's to its total. */
+static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GError **error) {
+  guint64 *sum = g_newa(guint64, c->n);
+  memset(sum, 0, c->n * sizeof *sum);
+  for (const GList *l = c->request_list[g->index].head; l; l = l->next) {
+    const EmaPoolRequest *r = l->data;
+    guint64 total = 0;
+    for (guint p = 0; p < c->n; p++) {
+      sum[p] += r->at[p];
+      total += r->at[p];
+    }
+    if (total != r->blocks)
+      return ema_slice_ledger_invalid(error,
+                                      "gpu%u: request %" G_GUINT64_FORMAT
+                                      " holds %" G_GUINT64_FORMAT " blocks but %" G_GUINT64_FORMAT
+                                      " by place",
+                                      g->index, r->request, r->blocks, total);
+    if (r->blocks > 0 && r->at[r->last] == 0)
+      return ema_slice_ledger_invalid(error,
+                                      "gpu%u: request %" G_GUINT64_FORMAT
+                                      "'s newest block is on gpu%u, where it has none",
+                                      g->index, r->request, r->last);
+  }
+  for (guint p = 0; p < c->n; p++) {
+    guint64 ledger = p == g->index ? g->local_used : g->remote[p];
+    if (sum[p] != ledger)
+      return ema_slice_ledger_invalid(error,
+                                      "gpu%u: its requests hold %" G_GUINT64_FORMAT
+                                      " blocks on gpu%u, the ledger %" G_GUINT64_FORMAT,
+                                      g->index, sum[p], p, ledger);
+  }
+  return TRUE;
 }
 
 /* ---- set-up ------------------------------------------------------------- */
@@ -70,6 +284,13 @@ gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server
   c->bytes_scratch = g_new0(double, n);
   c->lacking = g_new0(guint64, n);
   c->models = g_new0(const EmaStepModel *, n);
+  c->requests = g_new0(GHashTable *, n);
+  c->request_list = g_new0(GQueue, n);
+  for (guint i = 0; i < n; i++)
+    c->requests[i] = g_hash_table_new(g_int64_hash, g_int64_equal);
+  c->request_views = g_array_new(FALSE, FALSE, sizeof(EmaRequestView));
+  c->ledger.view.requests = view_requests;
+  c->ledger.view.requests_data = c;
   c->context_tokens = DEFAULT_CONTEXT;
   c->check_level = check_level_from_env();
   c->blocks_untracked = backend->own == NULL && backend->fill == NULL;
@@ -87,6 +308,18 @@ void ema_pool_core_clear(EmaPoolCore *c) {
   g_free(c->bytes_scratch);
   g_free(c->lacking);
   g_free(c->models);
+  for (guint i = 0; c->requests && i < c->n; i++) {
+    for (GList *l = c->request_list[i].head; l;) {
+      EmaPoolRequest *r = l->data;
+      l = l->next;
+      request_free(r);
+    }
+    g_hash_table_unref(c->requests[i]);
+  }
+  g_free(c->requests);
+  g_free(c->request_list);
+  if (c->request_views)
+    g_array_unref(c->request_views);
   if (c->events)
     g_array_unref(c->events);
   memset(c, 0, sizeof *c);
@@ -147,6 +380,16 @@ static void event_push(EmaPoolCore *c, const EmaPoolEvent *e) {
     c->on_event(c->on_event_data, e);
 }
 
+void ema_pool_core_note(EmaPoolCore *c, EmaPoolEventKind kind, guint gpu, guint peer,
+                        guint64 blocks, guint64 bytes, double seconds, const char *reason) {
+  EmaPoolEvent e = event_start(c, kind, gpu, peer);
+  e.blocks_moved = blocks;
+  e.bytes_copied = bytes;
+  e.seconds = e.copy_seconds = seconds;
+  reason_add(&e, "%s", reason);
+  event_push(c, &e);
+}
+
 static EmaTime ns(double seconds) {
   return (EmaTime) llround(seconds * 1e9);
 }
@@ -200,24 +443,19 @@ static gboolean own_for(EmaPoolCore *c, EmaSliceGpu *g, guint64 local, double *s
   return ok;
 }
 
-gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, GError **error) {
+/* Where N new blocks of G go: *LOCAL local, ADD[j] (c->scratch, zeroed
+ * here) on lender j: local first, then the lender with the most free room
+ * for g's blocks (ties to the lowest index). FALSE when they do not fit. */
+static gboolean take_places(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint64 *local_out) {
   guint64 local_cap = ema_slice_gpu_local_capacity(g);
   guint64 local = MIN(n, local_cap > g->local_used ? local_cap - g->local_used : 0);
   guint64 rest = n - local;
   guint64 *add = c->scratch;
-  if (rest == 0 && c->blocks_untracked) {
-    /* all local, nothing to map or write: the simulator's common case */
-    g->local_used += n;
-    ema_slice_gpu_touch(g);
-    ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
-    return TRUE;
-  }
+  *local_out = local;
   if (rest > 0 && g->remote_cap_total < g->remote_total + rest)
     return FALSE;
-  if (rest > 0)
-    memset(add, 0, c->n * sizeof *add);
+  memset(add, 0, c->n * sizeof *add);
   while (rest > 0) {
-    /* the lender with the most free room for g's blocks; ties to the lowest index */
     guint best = c->n;
     guint64 most = 0;
     for (guint j = 0; j < c->n; j++) {
@@ -233,8 +471,16 @@ gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, GError **
     add[best] += MIN(most, rest);
     rest -= MIN(most, rest);
   }
-  /* the local blocks' slices first: nothing changes if they cannot be had */
+  return TRUE;
+}
+
+/* The N blocks take_places gave (LOCAL local, c->scratch's on lenders)
+ * become G's: slices mapped, blocks written, counted. */
+static gboolean take_apply(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint64 local,
+                           GError **error) {
+  const guint64 *add = c->scratch;
   double seconds = 0;
+  /* the local blocks' slices first: nothing changes if they cannot be had */
   if (local > 0 && !own_for(c, g, local, &seconds, error))
     return FALSE;
   g->local_used += local;
@@ -249,66 +495,143 @@ gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, GError **
     if (B(c)->fill && !B(c)->fill(D(c), g->index, j, add[j], error))
       return FALSE;
   }
+  return TRUE;
+}
+
+/* K of the N blocks just placed, from the K-th on (LOCAL local first, then
+ * c->scratch's lenders in index order), become R's. */
+static void take_assign(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint64 first, guint64 k,
+                        guint64 local) {
+  const guint64 *add = c->scratch;
+  guint64 at = 0; /* where the places' run starts */
+  for (guint p = 0; p <= c->n && k > 0; p++) {
+    guint place = p == 0 ? g->index : p - 1;
+    guint64 count = p == 0 ? local : add[place];
+    guint64 lo = MAX(at, first), hi = MIN(at + count, first + k);
+    if (p > 0 && place == g->index)
+      continue;
+    if (hi > lo) {
+      r->at[place] += hi - lo;
+      r->blocks += hi - lo;
+      r->last = place;
+      k -= hi - lo;
+      first = hi;
+    }
+    at += count;
+  }
+}
+
+gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, guint64 n,
+                            GError **error) {
+  guint64 local_cap = ema_slice_gpu_local_capacity(g), local;
+  EmaPoolRequest *r;
+  if (n == 0)
+    return TRUE;
+  r = request_get(c, g->index, request);
+  if (c->blocks_untracked && g->local_used + n <= local_cap) {
+    /* all local, nothing to map or write: the simulator's common case */
+    g->local_used += n;
+    ema_slice_gpu_touch(g);
+    r->at[g->index] += n;
+    r->blocks += n;
+    r->last = g->index;
+    ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
+    return TRUE;
+  }
+  if (!take_places(c, g, n, &local) || !take_apply(c, g, n, local, error))
+    return FALSE;
+  take_assign(c, g, r, 0, n, local);
   ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
   return TRUE;
 }
 
-/* N remote blocks of G go: FIRST (if < n) first, then in proportion to each
- * lender's share, the remainder from the largest. A backend that tracks
- * blocks is told what left each lender. */
-static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint first) {
-  guint64 left = n, total = g->remote_total;
-  guint64 *before = c->scratch;
-  if (B(c)->forget)
-    memcpy(before, g->remote, c->n * sizeof *before);
-  if (first < c->n) {
-    guint64 k = MIN(left, g->remote[first]);
-    g->remote[first] -= k;
+gboolean ema_pool_core_take_each(EmaPoolCore *c, EmaSliceGpu *g, const guint64 *requests, guint64 n,
+                                 GError **error) {
+  guint64 local;
+  if (n == 0)
+    return TRUE;
+  if (!take_places(c, g, n, &local) || !take_apply(c, g, n, local, error))
+    return FALSE;
+  for (guint64 i = 0; i < n; i++)
+    take_assign(c, g, request_get(c, g->index, requests[i]), i, 1, local);
+  ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
+  return TRUE;
+}
+
+/* N of R's remote blocks go: FIRST (if < n) first, then in proportion to
+ * its share on each lender, the remainder from the largest; GONE[j] (zeroed
+ * here) what left lender j. */
+static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint64 n, guint first,
+                        guint64 *gone) {
+  guint64 left = n, total = r->blocks - r->at[g->index];
+  memset(gone, 0, c->n * sizeof *gone);
+  if (first < c->n && first != g->index) {
+    guint64 k = MIN(left, r->at[first]);
+    gone[first] += k;
     left -= k;
     total -= k;
   }
   if (left > 0 && total > 0) {
     guint64 share_total = left;
     for (guint j = 0; j < c->n && left > 0; j++) {
-      guint64 k = MIN(g->remote[j], share_total * g->remote[j] / total);
-      g->remote[j] -= k;
+      guint64 have = j == g->index ? 0 : r->at[j] - gone[j];
+      guint64 k = MIN(have, share_total * have / total);
+      gone[j] += MIN(left, k);
       left -= MIN(left, k);
     }
   }
   while (left > 0) {
-    guint best = 0;
-    for (guint j = 1; j < c->n; j++)
-      if (g->remote[j] > g->remote[best])
+    guint best = c->n;
+    guint64 most = 0;
+    for (guint j = 0; j < c->n; j++)
+      if (j != g->index && r->at[j] - gone[j] > most) {
+        most = r->at[j] - gone[j];
         best = j;
-    g_assert(g->remote[best] > 0);
-    g->remote[best]--;
+      }
+    g_assert(best < c->n);
+    gone[best]++;
     left--;
   }
-  g->remote_total -= n;
-  ema_slice_gpu_touch(g);
-  for (guint j = 0; B(c)->forget && j < c->n; j++)
-    if (before[j] > g->remote[j])
-      B(c)->forget(D(c), g->index, j, before[j] - g->remote[j]);
 }
 
-gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint first,
+gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, guint64 n, guint first,
                             GError **error) {
-  guint64 used = g->local_used + g->remote_total;
-  guint64 remote;
-  g_assert_cmpuint(n, <=, used);
+  EmaPoolRequest *r;
+  guint64 used, rremote, remote;
+  guint64 *gone = c->scratch;
   if (n == 0)
     return TRUE;
-  if (first < c->n) {
-    remote = MIN(n, g->remote_total);
+  r = request_find(c, g->index, request);
+  g_assert(r != NULL);
+  used = r->blocks;
+  rremote = used - r->at[g->index];
+  g_assert_cmpuint(n, <=, used);
+  if (n == used) {
+    remote = rremote;
+  } else if (first < c->n) {
+    remote = MIN(n, rremote);
   } else {
     /* in proportion, rounded to the nearest */
-    remote = (guint64) floor((double) n * (double) g->remote_total / (double) used + 0.5);
-    remote = MIN(remote, g->remote_total);
-    if (n - remote > g->local_used)
-      remote = n - g->local_used;
+    remote = (guint64) floor((double) n * (double) rremote / (double) used + 0.5);
+    remote = MIN(remote, rremote);
+    if (n - remote > r->at[g->index])
+      remote = n - r->at[g->index];
   }
-  if (remote > 0)
-    give_remote(c, g, remote, first);
+  if (remote > 0) {
+    give_remote(c, g, r, remote, first, gone);
+    for (guint j = 0; j < c->n; j++) {
+      if (gone[j] == 0)
+        continue;
+      r->at[j] -= gone[j];
+      g->remote[j] -= gone[j];
+      if (B(c)->forget)
+        B(c)->forget(D(c), g->index, j, gone[j]);
+    }
+    g->remote_total -= remote;
+  }
+  r->at[g->index] -= n - remote;
+  r->blocks -= n;
+  request_fix_last(c, r);
   g->local_used -= n - remote;
   ema_slice_gpu_touch(g);
   if (B(c)->forget && n > remote)
@@ -319,9 +642,11 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint fir
   return TRUE;
 }
 
-/* Exactly N of G's blocks on LENDER go (their data is gone or copied out). */
+/* Exactly N of G's blocks on LENDER go (their data is gone or copied
+ * out): the coldest requests' first. */
 static void remove_remote(EmaPoolCore *c, EmaSliceGpu *g, guint lender, guint64 n) {
   g_assert(n <= g->remote[lender]);
+  requests_take_from(c, g, lender, c->n, n, FALSE, NULL);
   g->remote[lender] -= n;
   g->remote_total -= n;
   ema_slice_gpu_touch(g);
@@ -423,6 +748,7 @@ static gboolean migrate(EmaPoolCore *c, EmaSliceGpu *b, guint lender, guint targ
                         guint64 *moved, EmaPoolEvent *e, GError **error) {
   guint64 room, m, new_slices = 0;
   double map_s = 0, copy_s = 0;
+  guint touched;
   if (target == b->index) {
     guint64 cap = ema_slice_gpu_local_capacity(b);
     room = cap > b->local_used ? cap - b->local_used : 0;
@@ -452,6 +778,10 @@ static gboolean migrate(EmaPoolCore *c, EmaSliceGpu *b, guint lender, guint targ
     g_clear_error(&inner);
     goto failed;
   }
+  /* the hottest requests' blocks move first: what finds no room, the
+   * coldest', is dropped */
+  requests_take_from(c, b, lender, target, m, TRUE, &touched);
+  reason_add(e, "; %" G_GUINT64_FORMAT " blocks of %u requests (running first) moved", m, touched);
   b->remote[lender] -= m;
   if (target == b->index) {
     b->remote_total -= m;
@@ -680,6 +1010,93 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
   return TRUE;
 }
 
+/* Room on place TO for more of G's blocks: its own free slices, or the
+ * room in what lender TO lends it. */
+static guint64 place_room(const EmaPoolCore *c, const EmaSliceGpu *g, guint to) {
+  guint64 cap, have;
+  if (to == g->index) {
+    cap = ema_slice_gpu_local_capacity(g);
+    have = g->local_used;
+  } else {
+    cap = ema_slice_ledger_remote_capacity(&c->ledger, g, to);
+    have = g->remote[to];
+  }
+  return cap > have ? cap - have : 0;
+}
+
+/* One placement action of G's tenant, as WHO asked. */
+static gboolean apply_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementAction *a,
+                            const char *who, GError **error) {
+  EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_PLACE, g->index, a->to);
+  EmaPoolRequest *r = a->from < c->n && a->to < c->n && a->from != a->to
+                          ? request_find(c, g->index, a->request)
+                          : NULL;
+  guint64 have = r ? r->at[a->from] : 0, room = r ? place_room(c, g, a->to) : 0;
+  guint64 m = MIN(a->blocks, MIN(have, room));
+  double map_s = 0, copy_s = 0;
+  reason_add(&e,
+             "%s: request %" G_GUINT64_FORMAT " (%s), %" G_GUINT64_FORMAT " blocks gpu%u -> gpu%u",
+             who, a->request, r ? ema_request_state_name(view_state(r->state)) : "unknown",
+             a->blocks, a->from, a->to);
+  if (m < a->blocks) {
+    c->stats.plans_adjusted++;
+    reason_add(&e, "; %" G_GUINT64_FORMAT " there, room for %" G_GUINT64_FORMAT, have, room);
+  }
+  if (m == 0) {
+    e.kind = EMA_POOL_EVENT_REFUSE;
+    event_push(c, &e);
+    return TRUE;
+  }
+  if (a->to == g->index && !own_for(c, g, m, &map_s, error))
+    return FALSE;
+  if (B(c)->move && !B(c)->move(D(c), g->index, a->from, a->to, m, &copy_s, error))
+    return FALSE;
+  request_shift(r, a->from, a->to, m);
+  if (a->from == g->index) {
+    g->local_used -= m;
+    g->remote_total += m;
+  } else {
+    g->remote[a->from] -= m;
+  }
+  if (a->to == g->index) {
+    g->local_used += m;
+    g->remote_total -= m;
+  } else {
+    g->remote[a->to] += m;
+  }
+  if (a->from == g->index && B(c)->own && !ema_pool_core_sync_own(c, g, error))
+    return FALSE;
+  c->stats.placements++;
+  c->stats.blocks_placed += m;
+  e.blocks_moved = m;
+  e.bytes_copied = m * g->block_bytes;
+  e.map_seconds = map_s;
+  e.copy_seconds = copy_s;
+  e.seconds = map_s + copy_s;
+  event_push(c, &e);
+  ema_pool_core_checked(c, EMA_POOL_ACTION_PLACE, g->index);
+  return TRUE;
+}
+
+gboolean ema_pool_core_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementPlan *plan,
+                             const char *who, GError **error) {
+  for (guint i = 0; i < MIN(plan->n, G_N_ELEMENTS(plan->actions)); i++)
+    if (!apply_place(c, g, &plan->actions[i], who, error))
+      return FALSE;
+  return TRUE;
+}
+
+/* The borrow policy's placement of G's tenant, if it has one. */
+static gboolean run_place(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
+  const EmaBorrowPolicyOps *ops = c->policies[EMA_POLICY_BORROW]->ops;
+  EmaPlacementPlan plan = {0};
+  if (ops->place == NULL)
+    return TRUE;
+  ops->place(g->states[EMA_POLICY_BORROW], c->spec->borrow_params, ema_pool_core_view(c), g->index,
+             &plan);
+  return ema_pool_core_place(c, g, &plan, policy_name(c, EMA_POLICY_BORROW), error);
+}
+
 gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   gboolean ok = TRUE;
   g->decided_at = c->now;
@@ -695,6 +1112,8 @@ gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   }
   if (ok && g->has_tenant)
     ok = run_borrow(c, g->index, error);
+  if (ok && g->has_tenant)
+    ok = run_place(c, g, error);
   /* the last view its policies saw (what it did since is touched) */
   g->decided_version = c->ledger.version;
   if (g->blocks_short > 0) {
@@ -758,11 +1177,11 @@ static gboolean adjust(EmaPoolCore *c, EmaSliceGpu *g, guint64 target, guint64 *
   guint64 used = blocks_used(g);
   *lacking = 0;
   if (target < used)
-    return ema_pool_core_give(c, g, used - target, c->n, error);
+    return ema_pool_core_give(c, g, EMA_KV_UNNAMED, used - target, c->n, error);
   if (target > used) {
     guint64 k = MIN(target - used, ema_slice_gpu_free_blocks(g));
     GError *inner = NULL;
-    if (k > 0 && !ema_pool_core_take(c, g, k, &inner) && inner) {
+    if (k > 0 && !ema_pool_core_take(c, g, EMA_KV_UNNAMED, k, &inner) && inner) {
       g_propagate_error(error, inner);
       return FALSE;
     }
@@ -889,6 +1308,10 @@ void ema_pool_core_plan_events(EmaPoolCore *c, EmaSliceGpu *g, const EmaPrefetch
 gboolean ema_pool_core_check(const EmaPoolCore *c, GError **error) {
   if (!ema_slice_ledger_check_counters(&c->ledger, error))
     return FALSE;
+  /* every request's blocks: for the checked builds (O(requests)) */
+  for (guint i = 0; c->check_level == EMA_POOL_CHECK_ALL && i < c->n; i++)
+    if (c->ledger.gpus[i]->present && !check_requests(c, c->ledger.gpus[i], error))
+      return FALSE;
   return c->owner_check == NULL || c->owner_check(c, c->owner_data, error);
 }
 

@@ -12,6 +12,8 @@
 static const char *const preempt_choice_names[] = {"engine", "recompute", "swap-host", "swap-peer",
                                                    NULL};
 
+static const char *const prefix_tier_names[] = {"local", "remote", NULL};
+
 static const EmaParamTable *params_of(EmaPolicyKind kind, const char *name) {
   const EmaPolicyInfo *info = name ? ema_policy_registry_find(kind, name, NULL) : NULL;
   return info ? info->params : NULL;
@@ -67,6 +69,11 @@ static const EmaParam spec_params[] = {
     {"preempt", EMA_PARAM_ENUM, SPEC_FIELD(preempt), .default_value = "engine",
      .choices = preempt_choice_names,
      .help = "engine (each tenant's setting), recompute, swap-host or swap-peer"},
+    {"prefix_tier", EMA_PARAM_ENUM, SPEC_FIELD(prefix_tier_remote), .default_value = "remote",
+     .choices = prefix_tier_names,
+     .help = "where cached prefix blocks no request holds may stay: remote (also in borrowed "
+             "slices, fetched over the link on a hit, dropped first when their room goes) or "
+             "local (only in the GPU's own slices)"},
     {"decision_period", EMA_PARAM_DURATION, SPEC_FIELD(decision_period), .default_value = "10ms",
      .min = 0, .max = 3.6e12,
      .help = "after a step, the policies run at most this often per GPU (always when the step "

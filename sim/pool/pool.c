@@ -156,16 +156,31 @@ static EmaTime sim_clock(gpointer data) {
   return ema_sim_now(p->sim);
 }
 
-static gboolean memory_take(gpointer self, guint64 n) {
+static gboolean memory_take(gpointer self, guint64 request, guint64 n) {
   Gpu *g = self;
-  return ema_pool_core_take(&g->pool->core, &g->counters, n, NULL);
+  return ema_pool_core_take(&g->pool->core, &g->counters, request, n, NULL);
 }
 
-static void memory_give(gpointer self, guint64 n) {
+static gboolean memory_take_each(gpointer self, const guint64 *requests, guint64 n) {
+  Gpu *g = self;
+  return ema_pool_core_take_each(&g->pool->core, &g->counters, requests, n, NULL);
+}
+
+static void memory_give(gpointer self, guint64 request, guint64 n) {
   Gpu *g = self;
   Pool *p = g->pool;
-  /* a drop for a reclaim frees the lender's blocks first */
-  ema_pool_core_give(&p->core, &g->counters, n, g->dropping ? g->drop_lender : p->n, NULL);
+  /* a drop for a reclaim frees the lender's blocks first (of the cache's) */
+  ema_pool_core_give(&p->core, &g->counters, request, n, g->dropping ? g->drop_lender : p->n, NULL);
+}
+
+static void memory_to_cache(gpointer self, guint64 request, guint64 n) {
+  Gpu *g = self;
+  ema_pool_core_to_cache(&g->pool->core, &g->counters, request, n);
+}
+
+static void memory_state(gpointer self, guint64 request, EmaKvState state) {
+  Gpu *g = self;
+  ema_pool_core_request_state(&g->pool->core, &g->counters, request, state);
 }
 
 static void schedule_decision(Gpu *g);
@@ -176,12 +191,6 @@ static void memory_want(gpointer self, guint64 blocks_short) {
   ema_slice_gpu_touch(&g->counters);
   schedule_decision(g);
 }
-
-static const EmaKvMemoryOps pool_memory_ops = {.take = memory_take,
-                                               .give = memory_give,
-                                               .free_blocks = memory_free_blocks,
-                                               .total_blocks = memory_total_blocks,
-                                               .want = memory_want};
 
 /* ---- peer swap: preempted KV parked on peers ------------------------------ */
 
@@ -287,13 +296,106 @@ static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
       1e9);
 }
 
+/* ---- the prefix cache's remote tier ------------------------------------------ */
+
+static EmaTime ns(double seconds);
+
+/* Cached blocks no request holds: in the free part of G's own slices, and
+ * (prefix_tier: remote) in the free part of what its lenders lend it. */
+static void memory_cache_room(gpointer self, guint64 *local, guint64 *remote) {
+  Gpu *g = self;
+  guint64 cap = ema_slice_gpu_local_capacity(&g->counters);
+  *local = cap > g->local_used ? cap - g->local_used : 0;
+  *remote = g->pool->spec->prefix_tier_remote && g->remote_cap_total > g->remote_total
+                ? g->remote_cap_total - g->remote_total
+                : 0;
+}
+
+/* The lender of G with the most free room for its blocks (the tier's
+ * blocks are counted, not placed: its copies are timed to and from it). */
+static guint tier_peer(const Gpu *g) {
+  const Pool *p = g->pool;
+  guint best = g->index;
+  guint64 most = 0;
+  for (guint j = 0; j < p->n; j++) {
+    guint64 cap = ema_slice_ledger_remote_capacity(&p->core.ledger, &g->counters, j);
+    guint64 room = cap > g->remote[j] ? cap - g->remote[j] : 0;
+    if (j != g->index && room > most) {
+      most = room;
+      best = j;
+    }
+  }
+  return best;
+}
+
+/* A tier copy of BYTES from FROM to TO over the link (its time), the HBM
+ * traffic charged to both. */
+static double tier_copy(Pool *p, guint from, guint to, double bytes) {
+  double seconds = link_copy_time(p->server, bytes);
+  charge_copy(p, from, p->server->gpu.interference_outgoing, bytes, seconds);
+  charge_copy(p, to, p->server->gpu.interference_incoming, bytes, seconds);
+  return seconds;
+}
+
+static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint peer = tier_peer(g);
+  double bytes = (double) n * (double) g->block_bytes, seconds = 0;
+  char reason[EMA_POOL_REASON_CHARS];
+  switch (move) {
+  case EMA_KV_TIER_DEMOTE:
+    /* a copy engine's copy to the peer; nothing waits for it */
+    seconds = tier_copy(p, g->index, peer, bytes);
+    g_snprintf(reason, sizeof reason,
+               "prefix tier: %" G_GUINT64_FORMAT
+               " cached blocks demoted to gpu%u (their local room was taken)",
+               n, peer);
+    break;
+  case EMA_KV_TIER_FETCH:
+    seconds = tier_copy(p, peer, g->index, bytes);
+    g_snprintf(reason, sizeof reason,
+               "prefix tier: %" G_GUINT64_FORMAT " cached blocks fetched from gpu%u for a hit", n,
+               peer);
+    break;
+  case EMA_KV_TIER_DROP:
+  default:
+    g_snprintf(reason, sizeof reason,
+               "prefix tier: %" G_GUINT64_FORMAT
+               " cached blocks on peers dropped (their room went: a reclaim, a return or the "
+               "tenant's own blocks)",
+               n);
+    bytes = 0;
+    break;
+  }
+  ema_pool_core_note(core_now(p), EMA_POOL_EVENT_TIER, g->index, peer,
+                     move == EMA_KV_TIER_DROP ? 0 : n, (guint64) bytes, seconds, reason);
+  return move == EMA_KV_TIER_FETCH ? ns(seconds) : 0;
+}
+
+static const EmaKvMemoryOps pool_memory_ops = {.take = memory_take,
+                                               .give = memory_give,
+                                               .free_blocks = memory_free_blocks,
+                                               .total_blocks = memory_total_blocks,
+                                               .want = memory_want,
+                                               .take_each = memory_take_each,
+                                               .to_cache = memory_to_cache,
+                                               .state = memory_state,
+                                               .cache_room = memory_cache_room,
+                                               .cache_tier = memory_cache_tier};
+
 static const EmaKvMemoryOps pool_memory_ops_peer_swap = {.take = memory_take,
                                                          .give = memory_give,
                                                          .free_blocks = memory_free_blocks,
                                                          .total_blocks = memory_total_blocks,
                                                          .want = memory_want,
                                                          .swap_out = memory_swap_out,
-                                                         .swap_in = memory_swap_in};
+                                                         .swap_in = memory_swap_in,
+                                                         .take_each = memory_take_each,
+                                                         .to_cache = memory_to_cache,
+                                                         .state = memory_state,
+                                                         .cache_room = memory_cache_room,
+                                                         .cache_tier = memory_cache_tier};
 
 /* ---- views ----------------------------------------------------------------- */
 
@@ -439,15 +541,41 @@ static gboolean sim_move(gpointer data, guint gpu, guint from, guint to, guint64
 
 /* The engine preempts requests of GPU's tenant (swapping them to host, or
  * dropping them to recompute) until N of its blocks on LENDER are free. */
+/* Which of an evicting tenant's requests go: first those with blocks on
+ * the lender, then (their blocks on it being the prefix cache's, which
+ * requests share) any, newest first, until N of its blocks there are free. */
+typedef struct {
+  Pool *pool;
+  Gpu *g;
+  guint lender;
+  guint64 until; /* remote[lender] to reach */
+  gboolean any;  /* the second pass */
+} Eviction;
+
+static EmaKvVictim pick_evicted(gpointer data, const EmaRequest *request) {
+  const Eviction *ev = data;
+  const EmaPoolRequest *r;
+  if (ev->g->remote[ev->lender] <= ev->until)
+    return EMA_KV_VICTIM_STOP;
+  if (ev->any)
+    return EMA_KV_VICTIM_PREEMPT;
+  r = ema_pool_core_request(&ev->pool->core, ev->g->index, request->serial);
+  return r && r->at[ev->lender] > 0 ? EMA_KV_VICTIM_PREEMPT : EMA_KV_VICTIM_SKIP;
+}
+
 static gboolean sim_evict(gpointer data, guint gpu, guint lender, guint64 n, gboolean to_host,
                           guint64 *freed, double *seconds, GError **error) {
   Pool *p = data;
   Gpu *b = &p->gpus[gpu];
   guint64 before = b->remote[lender];
+  Eviction ev = {p, b, lender, before > n ? before - n : 0, FALSE};
+  EmaPreemptMode mode = to_host ? EMA_PREEMPT_SWAP : EMA_PREEMPT_RECOMPUTE;
   b->dropping = TRUE;
   b->drop_lender = lender;
   b->evicting_to_host = TRUE;
-  ema_engine_release_blocks_mode(b->engine, n, to_host ? EMA_PREEMPT_SWAP : EMA_PREEMPT_RECOMPUTE);
+  ema_engine_release_where(b->engine, mode, pick_evicted, &ev);
+  ev.any = TRUE;
+  ema_engine_release_where(b->engine, mode, pick_evicted, &ev);
   b->evicting_to_host = FALSE;
   b->dropping = FALSE;
   *freed = before - b->remote[lender];
@@ -776,7 +904,85 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
     decide(g);
 }
 
+/* ---- requests -------------------------------------------------------------------- */
+
+/* EmaPoolCore.describe: what the engine knows of a request's view. */
+static void describe_request(gpointer data, guint gpu, EmaRequestView *view) {
+  Pool *p = data;
+  Gpu *g = &p->gpus[gpu];
+  EmaRequest request;
+  EmaTime last;
+  if (g->engine == NULL || view->request == EMA_KV_PREFIX_CACHE ||
+      !ema_engine_request(g->engine, view->request, &request, NULL, &last))
+    return;
+  view->context_tokens = request.kv_tokens;
+  view->last_scheduled = last;
+  view->remaining_tokens = (gint64) request.output_tokens - (gint64) request.generated;
+}
+
+guint64 ema_pool_offload_shares(EmaPool *pool, guint borrower, EmaOffloadShare *shares) {
+  Pool *p = &pool->pool;
+  Gpu *g = &p->gpus[borrower];
+  const EmaPoolRequest *cache = ema_pool_core_request(&p->core, borrower, EMA_KV_PREFIX_CACHE);
+  guint64 merged = 0;
+  for (guint j = 0; j < p->n; j++)
+    shares[j] = (EmaOffloadShare){0};
+  if (g->engine == NULL || g->remote_total == 0)
+    return 0;
+  for (const GList *l = ema_pool_core_requests(&p->core, borrower); l; l = l->next) {
+    const EmaPoolRequest *r = l->data;
+    EmaRequest request;
+    gboolean in_step, remote = FALSE;
+    guint64 block_tokens, context, cached, spare;
+    if (r->state != EMA_KV_RUNNING || r->request == EMA_KV_PREFIX_CACHE ||
+        !ema_engine_request(g->engine, r->request, &request, &in_step, NULL) || !in_step ||
+        request.generated == 0 ||
+        request.kv_tokens + 1 != request.prompt_tokens + request.generated)
+      continue; /* not decoding in this step */
+    context = (guint64) request.kv_tokens + 1;
+    block_tokens = ema_engine_block_tokens(g->engine);
+    cached = request.blocks - r->blocks;
+    /* the newest block holds what is left of the context past the full ones */
+    spare = request.blocks * block_tokens > context ? request.blocks * block_tokens - context : 0;
+    for (guint j = 0; j < p->n; j++) {
+      double tokens;
+      if (j == borrower)
+        continue;
+      tokens = (double) (r->at[j] * block_tokens) - (r->last == j ? (double) spare : 0);
+      if (cached > 0 && cache && cache->blocks > 0)
+        tokens += (double) (cached * block_tokens) * (double) cache->at[j] / (double) cache->blocks;
+      if (tokens <= 0)
+        continue;
+      shares[j].seqs++;
+      shares[j].context += tokens;
+      shares[j].new_kv += r->last == j;
+      remote = TRUE;
+    }
+    merged += remote;
+  }
+  return merged;
+}
+
 /* ---- set-up, figures, checks ----------------------------------------------------- */
+
+/* Each request's blocks in the ledger are those its engine gives it, and
+ * the prefix cache's the cached blocks requests hold. */
+static gboolean check_requests(const EmaPoolCore *core, const Gpu *g, GError **error) {
+  for (const GList *l = ema_pool_core_requests(core, g->index); l; l = l->next) {
+    const EmaPoolRequest *r = l->data;
+    guint64 engine = r->request == EMA_KV_PREFIX_CACHE
+                         ? ema_engine_cached_held(g->engine)
+                         : ema_engine_request_own_blocks(g->engine, r->request);
+    if (r->blocks != engine) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "gpu%u: request %" G_GUINT64_FORMAT " holds %" G_GUINT64_FORMAT
+                  " blocks in the pool, %" G_GUINT64_FORMAT " in its engine",
+                  g->index, r->request, r->blocks, engine);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
 
 /* The engines' blocks are the ledger's, and (EMA_POOL_CHECKS=all) every
  * request's blocks are its engine's. */
@@ -794,6 +1000,8 @@ static gboolean check_engines(const EmaPoolCore *core, gpointer data, GError **e
       return FALSE;
     }
     /* walking every request is for the checked builds; a sampled check stays O(GPUs) */
+    if (core->check_level == EMA_POOL_CHECK_ALL && !check_requests(core, g, error))
+      return FALSE;
     if (core->check_level == EMA_POOL_CHECK_ALL &&
         ema_engine_request_blocks(g->engine) != ema_engine_blocks_held(g->engine)) {
       g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
@@ -836,6 +1044,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->core.clock_data = p;
   p->core.owner_check = check_engines;
   p->core.owner_data = p;
+  p->core.describe = describe_request;
   return pool;
 }
 
@@ -928,6 +1137,14 @@ const EmaPoolStats *ema_pool_stats(const EmaPool *pool) {
   stats->blocks_dropped = core->blocks_dropped;
   stats->plans_adjusted = core->plans_adjusted;
   return stats;
+}
+
+const EmaPoolView *ema_pool_view(EmaPool *pool) {
+  return build_view(&pool->pool);
+}
+
+const EmaPoolRequest *ema_pool_request(const EmaPool *pool, guint gpu, guint64 serial) {
+  return ema_pool_core_request(&pool->pool.core, gpu, serial);
 }
 
 guint64 ema_pool_slices_lent(const EmaPool *pool, guint gpu) {

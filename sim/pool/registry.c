@@ -67,6 +67,7 @@ typedef struct {
   gsize state_size;
   gboolean has_decide;
   const gpointer *reserved;
+  guint n_reserved; /* slots still reserved in its kind's layout */
 } OpsFields;
 
 /* The ops of KIND at INDEX of MODULE's list, or NULL at the end. */
@@ -92,7 +93,7 @@ static guint ops_abi_version(gconstpointer ops) {
   (OpsFields) {                                                                                    \
     .abi_version = (o)->abi_version, .name = (o)->name, .summary = (o)->summary,                   \
     .params = (o)->params, .state_size = (o)->state_size, .has_decide = (o)->decide != NULL,       \
-    .reserved = (o)->reserved                                                                      \
+    .reserved = (o)->reserved, .n_reserved = G_N_ELEMENTS((o)->reserved)                           \
   }
 
 /* Only valid once the ABI version is known to match. */
@@ -235,7 +236,7 @@ static gboolean check_ops(const char *origin, EmaPolicyKind kind, guint index, g
     g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID, "%s: no decide hook", label);
     return FALSE;
   }
-  for (guint i = 0; i < EMA_POLICY_RESERVED; i++)
+  for (guint i = 0; i < f.n_reserved; i++)
     if (f.reserved[i] != NULL) {
       g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
                   "%s: reserved slot %u is not NULL", label, i);

@@ -54,6 +54,22 @@
  * while a more recently freed uncached one is left); only prompt blocks
  * are hashed (vLLM hashes the generated tokens' full blocks too: a
  * preempted request here recomputes its generated tokens' KV).
+ * With a memory that has cache_room (the elastic pool), free cached blocks
+ * live in two LRU queues: local room (the most recently freed) and the
+ * remote tier (borrowed room): when local room is taken the oldest local
+ * ones are demoted to the tier while it has room (else dropped), the
+ * tier's oldest are dropped while it is over its room (checked after every
+ * take and at the start of each scheduling pass: a reclaim may have taken
+ * it), and a hit on a tier block is fetched back, its copy added to the
+ * step. Simplification: a freed cached block joins local room wherever its
+ * data was.
+ *
+ * Names. Every take and give names its request (its serial) or the prefix
+ * cache (EMA_KV_PREFIX_CACHE): a request's blocks are its own until one it
+ * filled becomes cached (to_cache), a revived cached block is taken by the
+ * cache, and a block nobody holds any more is given back by the cache. The
+ * steady region's needing requests are named one by one (take_each, from
+ * per-phase member lists) only when the memory asks for names.
  *
  * How a step is computed without walking the batch. The running requests
  * form one list in admission order (the scheduling order). It is split in
@@ -147,7 +163,8 @@ struct _EmaKvPool {
   guint64 total, used;
 };
 
-static gboolean pool_take(gpointer self, guint64 n) {
+/* The fixed pool keeps no requests apart: REQUEST is not looked at. */
+static gboolean pool_take(gpointer self, guint64 request, guint64 n) {
   EmaKvPool *pool = self;
   if (pool->total - pool->used < n)
     return FALSE;
@@ -155,7 +172,7 @@ static gboolean pool_take(gpointer self, guint64 n) {
   return TRUE;
 }
 
-static void pool_give(gpointer self, guint64 n) {
+static void pool_give(gpointer self, guint64 request, guint64 n) {
   EmaKvPool *pool = self;
   g_assert_cmpuint(n, <=, pool->used);
   pool->used -= n;
@@ -215,6 +232,8 @@ typedef struct {
    * how many of its leading blocks are cache blocks it holds a reference on */
   guint64 *hashes;
   guint n_hashes, registered;
+  GList phase_link;  /* in the region's list of its phase; data = this */
+  EmaTime last_step; /* start of the last step it was in as a tail request (-1: none) */
 } Req;
 
 /* A cached block: its hash, the requests holding it, and its place in the
@@ -222,7 +241,8 @@ typedef struct {
 typedef struct {
   guint64 hash;
   guint refs;
-  GList lru; /* in evictable when refs == 0; data = this */
+  GList lru;       /* in evictable (or tier) when refs == 0; data = this */
+  gboolean remote; /* in the tier: on a peer */
 } CachedBlock;
 
 struct _EmaEngine {
@@ -241,10 +261,15 @@ struct _EmaEngine {
   GPtrArray *finishing; /* Req * finishing in the step being completed */
 
   /* the steady region */
-  guint64 clock;             /* steps the region has advanced */
-  guint64 steady;            /* D: requests in it */
-  gint64 steady_base;        /* sum of kv0 - t0 */
-  guint64 *phase_count;      /* [block_tokens] */
+  guint64 clock;         /* steps the region has advanced */
+  guint64 steady;        /* D: requests in it */
+  gint64 steady_base;    /* sum of kv0 - t0 */
+  guint64 *phase_count;  /* [block_tokens] */
+  GQueue *phase_members; /* [block_tokens], Req phase_links in admission order (take_each) */
+  GArray *each;          /* guint64 serials of the step's needing requests (take_each) */
+  GHashTable *by_serial; /* serial -> Req, every waiting and running request */
+  guint64 next_serial;
+  EmaTime last_step_start;   /* start of the step in flight, or of the last one */
   GPtrArray *heap;           /* Req *, min-heap on (finish_at, seq) */
   gboolean steady_scheduled; /* the region holds its blocks for the step in flight */
 
@@ -271,7 +296,8 @@ struct _EmaEngine {
   /* prefix caching */
   GHashTable *cache;       /* &CachedBlock.hash -> CachedBlock */
   guint64 hashed_requests; /* arrivals hashed so far: each one's own id */
-  GQueue evictable;        /* CachedBlock links, least recently freed at the head */
+  GQueue evictable;        /* CachedBlock links in local room, least recently freed at the head */
+  GQueue tier;             /* CachedBlock links on peers (the remote tier), likewise */
   guint64 cached_held;     /* cached blocks some request holds (refs > 0) */
   EmaPrefixCacheStats prefix;
 };
@@ -298,6 +324,12 @@ static guint64 total_blocks(const EmaEngine *engine) {
 
 static guint64 free_blocks(const EmaEngine *engine) {
   return engine->memory.ops->free_blocks(engine->memory.self);
+}
+
+/* Tell the memory REQ is now in STATE (EmaKvMemoryOps.state). */
+static void tell_state(EmaEngine *engine, const Req *req, EmaKvState state) {
+  if (engine->memory.ops->state)
+    engine->memory.ops->state(engine->memory.self, req->pub.serial, state);
 }
 
 static void req_free(Req *req) {
@@ -344,32 +376,61 @@ static CachedBlock *cache_lookup(const EmaEngine *engine, guint64 hash) {
   return g_hash_table_lookup(engine->cache, &hash);
 }
 
-/* Drop the least recently freed cached blocks while more of them are free
- * than the memory has free blocks (an allocation used their room). */
+/* A cached block no request holds goes (an eviction). */
+static void cache_drop(EmaEngine *engine, CachedBlock *block) {
+  g_hash_table_remove(engine->cache, &block->hash);
+  engine->prefix.evictions++;
+}
+
+/* Keep the cached blocks no request holds within their room (a take or a
+ * reclaim used some): the least recently freed of those in local room move
+ * to the tier while it has room (else they are dropped), then the tier's
+ * least recently freed are dropped while it is over its room. Without the
+ * memory's cache_room: all free blocks are local room, there is no tier. */
 static void evict_excess(EmaEngine *engine) {
-  guint64 free_now;
-  if (engine->evictable.length == 0)
+  guint64 local, remote = 0, demoted = 0, dropped = 0;
+  if (engine->evictable.length == 0 && engine->tier.length == 0)
     return;
-  free_now = engine->memory.ops->free_blocks(engine->memory.self);
-  while (engine->evictable.length > free_now) {
+  if (engine->memory.ops->cache_room)
+    engine->memory.ops->cache_room(engine->memory.self, &local, &remote);
+  else
+    local = engine->memory.ops->free_blocks(engine->memory.self);
+  while (engine->evictable.length > local) {
     CachedBlock *block = g_queue_pop_head_link(&engine->evictable)->data;
-    g_hash_table_remove(engine->cache, &block->hash);
-    engine->prefix.evictions++;
+    if (remote == 0) {
+      cache_drop(engine, block);
+      continue;
+    }
+    block->remote = TRUE;
+    g_queue_push_tail_link(&engine->tier, &block->lru);
+    demoted++;
   }
+  while (engine->tier.length > remote) {
+    cache_drop(engine, g_queue_pop_head_link(&engine->tier)->data);
+    dropped++;
+  }
+  engine->prefix.demoted += demoted;
+  if (demoted > 0 && engine->memory.ops->cache_tier)
+    engine->memory.ops->cache_tier(engine->memory.self, EMA_KV_TIER_DEMOTE, demoted);
+  if (dropped > 0 && engine->memory.ops->cache_tier)
+    engine->memory.ops->cache_tier(engine->memory.self, EMA_KV_TIER_DROP, dropped);
 }
 
 /* Leading blocks of REQ found in the cache, at most all but the last known
  * token (vLLM computes at least one token); *REVIVED: how many of them no
  * request holds now (their room is free and must be taken). */
-static guint cache_hits(const EmaEngine *engine, const Req *req, guint64 *revived) {
+static guint cache_hits(const EmaEngine *engine, const Req *req, guint64 *revived,
+                        guint64 *fetched) {
   guint64 limit = (guint64) (req->pub.prompt_tokens + req->pub.generated - 1);
   guint hits = 0;
   *revived = 0;
+  *fetched = 0;
   while (hits < req->n_hashes && (guint64) (hits + 1) * engine->config.block_tokens <= limit) {
     CachedBlock *block = cache_lookup(engine, req->hashes[hits]);
     if (block == NULL)
       break;
     *revived += block->refs == 0;
+    *fetched += block->remote;
     hits++;
   }
   return hits;
@@ -380,10 +441,11 @@ static void cache_take(EmaEngine *engine, Req *req, guint hits) {
   for (guint i = 0; i < hits; i++) {
     CachedBlock *block = cache_lookup(engine, req->hashes[i]);
     if (block->refs++ == 0) {
-      gboolean taken = engine->memory.ops->take(engine->memory.self, 1);
+      gboolean taken = engine->memory.ops->take(engine->memory.self, EMA_KV_PREFIX_CACHE, 1);
       engine->cached_held++;
       g_assert(taken); /* a free cached block's room is free */
-      g_queue_unlink(&engine->evictable, &block->lru);
+      g_queue_unlink(block->remote ? &engine->tier : &engine->evictable, &block->lru);
+      block->remote = FALSE;
       engine->blocks_held++;
     }
   }
@@ -410,6 +472,8 @@ static void cache_register(EmaEngine *engine, Req *req) {
     engine->cached_held++;
     g_hash_table_insert(engine->cache, &block->hash, block);
     req->registered++;
+    if (engine->memory.ops->to_cache)
+      engine->memory.ops->to_cache(engine->memory.self, req->pub.serial, 1);
   }
 }
 
@@ -517,6 +581,7 @@ static void steady_add(EmaEngine *engine, Req *req) {
   req->finish_at = req->t0 + (req->pub.output_tokens - req->gen0);
   heap_push(engine, req);
   engine->phase_count[req->phase]++;
+  g_queue_push_tail_link(&engine->phase_members[req->phase], &req->phase_link);
   engine->steady++;
   engine->steady_base += (gint64) req->kv0 - (gint64) req->t0;
 }
@@ -528,6 +593,7 @@ static void steady_remove(EmaEngine *engine, Req *req) {
   materialise(engine, req);
   heap_remove(engine, req);
   engine->phase_count[req->phase]--;
+  g_queue_unlink(&engine->phase_members[req->phase], &req->phase_link);
   engine->steady--;
   engine->steady_base -= (gint64) req->kv0 - (gint64) req->t0;
   req->state = REQ_TAIL;
@@ -604,7 +670,10 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
   Req *req = g_new0(Req, 1);
   EmaRequest *request = &req->pub;
   req->link.data = req;
+  req->phase_link.data = req;
+  req->last_step = -1;
   request->id = engine->next.id;
+  request->serial = engine->next_serial++;
   request->arrival = ema_sim_now(sim);
   request->scheduled = request->first_token = request->finished = -1;
   request->prompt_tokens = MAX(engine->next.prompt_tokens, 1);
@@ -626,6 +695,8 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
   fetch_arrival(engine);
   req->state = REQ_WAITING;
   g_queue_push_tail_link(&engine->waiting, &req->link);
+  g_hash_table_insert(engine->by_serial, &req->pub.serial, req);
+  tell_state(engine, req, EMA_KV_WAITING);
   /* start a step once every arrival of this instant is queued */
   schedule_kick(engine);
 }
@@ -635,8 +706,12 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
 /* Give back the blocks of REQ (a tail, waiting or finishing request); its
  * cached blocks that other requests still hold stay taken. */
 static guint64 release_request_blocks(EmaEngine *engine, Req *req) {
-  guint64 n = req->pub.blocks - cache_release(engine, req);
-  engine->memory.ops->give(engine->memory.self, n);
+  guint64 registered = req->registered, own = req->pub.blocks - registered;
+  guint64 uncached = registered - cache_release(engine, req), n = own + uncached;
+  if (own > 0)
+    engine->memory.ops->give(engine->memory.self, req->pub.serial, own);
+  if (uncached > 0)
+    engine->memory.ops->give(engine->memory.self, EMA_KV_PREFIX_CACHE, uncached);
   engine->blocks_held -= n;
   req->pub.blocks = 0;
   return n;
@@ -645,7 +720,7 @@ static guint64 release_request_blocks(EmaEngine *engine, Req *req) {
 static gboolean take_blocks(EmaEngine *engine, Req *req, guint64 n) {
   if (n == 0)
     return TRUE;
-  if (!engine->memory.ops->take(engine->memory.self, n))
+  if (!engine->memory.ops->take(engine->memory.self, req->pub.serial, n))
     return FALSE;
   req->pub.blocks += n;
   engine->blocks_held += n;
@@ -691,6 +766,7 @@ static EmaTime preempt(EmaEngine *engine, Req *req, EmaPreemptMode mode, guint64
   running_unlink(engine, req);
   req->state = REQ_WAITING;
   g_queue_push_head_link(&engine->waiting, &req->link);
+  tell_state(engine, req, EMA_KV_PREEMPTED);
   return cost;
 }
 
@@ -706,6 +782,8 @@ static EmaTime preempt_newest(EmaEngine *engine, guint64 *freed) {
 
 static void reject(EmaEngine *engine, Req *req) {
   engine->rejected++;
+  if (g_hash_table_remove(engine->by_serial, &req->pub.serial))
+    tell_state(engine, req, EMA_KV_FINISHED);
   req_free(req);
   request_gone(engine);
 }
@@ -756,6 +834,7 @@ static void add_to_batch(EmaEngine *engine, Req *req, guint32 chunk) {
     b->logits++;
   req->in_batch = TRUE;
   req->chunk = chunk;
+  req->last_step = ema_sim_now(engine->sim);
   g_ptr_array_add(engine->batch, req);
 }
 
@@ -819,7 +898,18 @@ static gboolean schedule_steady(EmaEngine *engine, guint64 *budget, EmaTime *swa
       break;
   }
   if (need > 0) {
-    gboolean taken = engine->memory.ops->take(engine->memory.self, need);
+    gboolean taken;
+    if (engine->memory.ops->take_each) {
+      /* the needing requests left are the phase's members (victims left it) */
+      g_assert_cmpuint(need, ==, engine->phase_members[phase].length);
+      g_array_set_size(engine->each, 0);
+      for (GList *l = engine->phase_members[phase].head; l; l = l->next)
+        g_array_append_val(engine->each, ((Req *) l->data)->pub.serial);
+      taken =
+          engine->memory.ops->take_each(engine->memory.self, (guint64 *) engine->each->data, need);
+    } else {
+      taken = engine->memory.ops->take(engine->memory.self, EMA_KV_UNNAMED, need);
+    }
     g_assert(taken);
     engine->blocks_held += need;
     engine->taken_this_step += need;
@@ -876,7 +966,7 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
     Req *req = engine->waiting.head->data;
     EmaRequest *request = &req->pub;
     guint32 resume_kv, chunk, hits;
-    guint64 need, free_now, revived = 0;
+    guint64 need, free_now, revived = 0, fetched = 0;
     engine->work++;
     if (footprint(engine, request) > total_blocks(engine)) {
       /* the memory shrank under it: it can never fit any more */
@@ -884,7 +974,7 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
       reject(engine, req);
       continue;
     }
-    hits = request->swapped ? 0 : cache_hits(engine, req, &revived);
+    hits = request->swapped ? 0 : cache_hits(engine, req, &revived, &fetched);
     resume_kv = request->swapped ? request->kv_tokens : hits * engine->config.block_tokens;
     chunk = (guint32) MIN((guint64) (known_tokens(request) - resume_kv), *budget);
     /* V0 admits whole prompts; only the step's first may be cut to the budget */
@@ -901,6 +991,11 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
     if (!request->swapped) {
       engine->prefix.query_tokens += known_tokens(request);
       engine->prefix.hit_tokens += resume_kv;
+      engine->prefix.remote_hit_tokens += fetched * engine->config.block_tokens;
+      engine->prefix.fetched += fetched;
+      /* the tier's blocks come back over the link before the step runs */
+      if (fetched > 0 && engine->memory.ops->cache_tier)
+        swap += engine->memory.ops->cache_tier(engine->memory.self, EMA_KV_TIER_FETCH, fetched);
       cache_take(engine, req, hits);
       request->kv_tokens = resume_kv;
     }
@@ -911,6 +1006,7 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
                                           : swap_time(engine, blocks);
       request->swapped = FALSE;
     }
+    tell_state(engine, req, EMA_KV_RUNNING);
     take_blocks(engine, req, need);
     if (request->scheduled < 0)
       request->scheduled = ema_sim_now(engine->sim);
@@ -946,6 +1042,9 @@ static void kick(EmaEngine *engine) {
   g_ptr_array_set_size(engine->batch, 0);
   engine->scheduling = TRUE;
   reject_unfit_running(engine);
+  /* the tier's room may have gone since the last take (a reclaim) */
+  if (engine->memory.ops->cache_room)
+    evict_excess(engine);
   /* The region only gains requests that were scheduled in the step before,
    * each with at least one token of that step's budget: it never outgrows
    * the budget, so the plain walk never stops inside it. */
@@ -978,6 +1077,7 @@ static void kick(EmaEngine *engine) {
   swap += engine->pending_swap;
   engine->pending_swap = 0;
   engine->step.start = ema_sim_now(engine->sim);
+  engine->last_step_start = engine->step.start;
   engine->step.gpu_time = engine->step_cost(engine->step_cost_data, &engine->step.batch);
   engine->step.cpu_time = engine->config.step_cpu_cost;
   engine->step.duration = swap + engine->step.gpu_time + engine->step.cpu_time;
@@ -993,6 +1093,8 @@ static void finish_request(EmaEngine *engine, Req *req) {
   req->pub.finished = ema_sim_now(engine->sim);
   running_unlink(engine, req);
   release_request_blocks(engine, req);
+  g_hash_table_remove(engine->by_serial, &req->pub.serial);
+  tell_state(engine, req, EMA_KV_FINISHED);
   engine->completed++;
   for (guint i = 0; i < engine->observers->len; i++) {
     const EmaEngineObserver *o = &g_array_index(engine->observers, EmaEngineObserver, i);
@@ -1094,8 +1196,13 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
   if (engine->config.block_tokens == 0)
     engine->config.block_tokens = EMA_KV_BLOCK_TOKENS;
   engine->phase_count = g_new0(guint64, engine->config.block_tokens);
+  engine->phase_members = g_new0(GQueue, engine->config.block_tokens);
+  engine->each = g_array_new(FALSE, FALSE, sizeof(guint64));
+  engine->by_serial = g_hash_table_new(g_int64_hash, g_int64_equal);
+  engine->last_step_start = -1;
   engine->cache = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
   g_queue_init(&engine->evictable);
+  g_queue_init(&engine->tier);
   engine->memory = memory;
   engine->step_cost = step_cost;
   engine->step_cost_data = step_cost_data;
@@ -1135,6 +1242,9 @@ void ema_engine_free(EmaEngine *engine) {
   g_ptr_array_unref(engine->finishing);
   g_ptr_array_unref(engine->heap);
   g_free(engine->phase_count);
+  g_free(engine->phase_members);
+  g_array_unref(engine->each);
+  g_hash_table_unref(engine->by_serial);
   g_hash_table_unref(engine->cache);
   g_array_unref(engine->observers);
   ema_trace_source_free(engine->trace);
@@ -1154,23 +1264,82 @@ guint64 ema_engine_release_blocks(EmaEngine *engine, guint64 blocks) {
   return ema_engine_release_blocks_mode(engine, blocks, engine->config.preempt);
 }
 
-guint64 ema_engine_release_blocks_mode(EmaEngine *engine, guint64 blocks, EmaPreemptMode mode) {
+guint64 ema_engine_release_where(EmaEngine *engine, EmaPreemptMode mode, EmaKvVictimFunc pick,
+                                 gpointer data) {
   guint64 given = 0;
   GList *link;
   g_return_val_if_fail(engine != NULL, 0);
   g_return_val_if_fail(!engine->scheduling, 0);
   link = engine->running.tail;
-  while (link && given < blocks) {
+  while (link) {
     Req *req = link->data;
     guint64 n;
+    EmaKvVictim verdict;
     link = link->prev;
     if (req->state == REQ_FINISHING)
       continue; /* its blocks come back when it finishes, in a moment */
+    materialise(engine, req);
+    verdict = pick(data, &req->pub);
+    if (verdict == EMA_KV_VICTIM_STOP)
+      break;
+    if (verdict == EMA_KV_VICTIM_SKIP)
+      continue;
     engine->pending_swap += preempt(engine, req, mode, &n);
     engine->released_since_report++;
     given += n;
   }
   return given;
+}
+
+/* ema_engine_release_blocks_mode's victims: the newest until BLOCKS came
+ * back (blocks_held fell from HELD by that much). */
+typedef struct {
+  const EmaEngine *engine;
+  guint64 blocks, held;
+} ReleaseCount;
+
+static EmaKvVictim pick_until_count(gpointer data, const EmaRequest *request) {
+  const ReleaseCount *count = data;
+  return count->held - count->engine->blocks_held < count->blocks ? EMA_KV_VICTIM_PREEMPT
+                                                                  : EMA_KV_VICTIM_STOP;
+}
+
+guint64 ema_engine_release_blocks_mode(EmaEngine *engine, guint64 blocks, EmaPreemptMode mode) {
+  ReleaseCount count = {engine, blocks, engine ? engine->blocks_held : 0};
+  g_return_val_if_fail(engine != NULL, 0);
+  return ema_engine_release_where(engine, mode, pick_until_count, &count);
+}
+
+gboolean ema_engine_request(EmaEngine *engine, guint64 serial, EmaRequest *out, gboolean *in_step,
+                            EmaTime *last_scheduled) {
+  Req *req = g_hash_table_lookup(engine->by_serial, &serial);
+  gboolean steady;
+  if (req == NULL)
+    return FALSE;
+  steady = req->state == REQ_STEADY;
+  materialise(engine, req);
+  *out = req->pub;
+  if (in_step)
+    *in_step = steady ? engine->steady_scheduled || !engine->step_in_flight : req->in_batch;
+  if (last_scheduled)
+    *last_scheduled = steady ? engine->last_step_start : req->last_step;
+  return TRUE;
+}
+
+guint64 ema_engine_request_own_blocks(EmaEngine *engine, guint64 serial) {
+  Req *req = g_hash_table_lookup(engine->by_serial, &serial);
+  if (req == NULL)
+    return 0;
+  materialise(engine, req);
+  return req->pub.blocks - req->registered;
+}
+
+guint ema_engine_block_tokens(const EmaEngine *engine) {
+  return engine->config.block_tokens;
+}
+
+guint64 ema_engine_cached_held(const EmaEngine *engine) {
+  return engine->cached_held;
 }
 
 guint64 ema_engine_blocks_held(const EmaEngine *engine) {
@@ -1223,6 +1392,7 @@ guint64 ema_engine_rejected_too_long(const EmaEngine *engine) {
 EmaPrefixCacheStats ema_engine_prefix_cache_stats(const EmaEngine *engine) {
   EmaPrefixCacheStats stats = engine->prefix;
   stats.cached_blocks = g_hash_table_size(engine->cache);
+  stats.remote_blocks = engine->tier.length;
   return stats;
 }
 

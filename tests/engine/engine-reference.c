@@ -110,7 +110,7 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
 }
 
 static void release_blocks(RefEngine *engine, EmaRequest *request) {
-  engine->memory.ops->give(engine->memory.self, request->blocks);
+  engine->memory.ops->give(engine->memory.self, request->id, request->blocks);
   engine->blocks_held -= request->blocks;
   request->blocks = 0;
 }
@@ -118,7 +118,7 @@ static void release_blocks(RefEngine *engine, EmaRequest *request) {
 static gboolean take_blocks(RefEngine *engine, EmaRequest *request, guint64 n) {
   if (n == 0)
     return TRUE;
-  if (!engine->memory.ops->take(engine->memory.self, n))
+  if (!engine->memory.ops->take(engine->memory.self, request->id, n))
     return FALSE;
   request->blocks += n;
   engine->blocks_held += n;

@@ -427,7 +427,7 @@ typedef struct {
   guint64 total, used;
 } ShrinkingMemory;
 
-static gboolean shrink_take(gpointer self, guint64 n) {
+static gboolean shrink_take(gpointer self, guint64 request, guint64 n) {
   ShrinkingMemory *m = self;
   if (m->used + n > m->total)
     return FALSE;
@@ -435,7 +435,7 @@ static gboolean shrink_take(gpointer self, guint64 n) {
   return TRUE;
 }
 
-static void shrink_give(gpointer self, guint64 n) {
+static void shrink_give(gpointer self, guint64 request, guint64 n) {
   ShrinkingMemory *m = self;
   g_assert_cmpuint(n, <=, m->used);
   m->used -= n;

@@ -213,12 +213,25 @@ static void bench_free(Bench *b) {
   g_free(b);
 }
 
+/* The bench's blocks without an engine: one unnamed set, given back in
+ * proportion (core.h). */
 static gboolean take(EmaKvMemory *m, guint64 n) {
-  return m->ops->take(m->self, n);
+  return m->ops->take(m->self, EMA_KV_UNNAMED, n);
 }
 
 static void give(EmaKvMemory *m, guint64 n) {
-  m->ops->give(m->self, n);
+  m->ops->give(m->self, EMA_KV_UNNAMED, n);
+}
+
+/* Request SERIAL of GPU's tenant has L blocks local, R1 on gpu1, R2 on gpu2. */
+static void assert_request_at(Bench *b, guint gpu, guint64 serial, guint64 l, guint64 r1,
+                              guint64 r2) {
+  const EmaPoolRequest *r = ema_pool_request(b->pool, gpu, serial);
+  g_assert_nonnull(r);
+  g_assert_cmpuint(r->at[gpu], ==, l);
+  g_assert_cmpuint(r->at[1], ==, r1);
+  g_assert_cmpuint(r->at[2], ==, r2);
+  g_assert_cmpuint(r->blocks, ==, l + r1 + r2);
 }
 
 static guint64 free_blocks(EmaKvMemory *m) {
@@ -1253,8 +1266,9 @@ static void finish(Bench *b, guint64 completed) {
   bench_check(b);
 }
 
-/* To the borrower: A (7 blocks) finished and gave back 7 blocks of 14, 3 of
- * them remote; B's 3 remote blocks move into the 4 free local ones. */
+/* To the borrower: A (7 blocks, all local) finished and gave back its own
+ * 7 local blocks; B's 6 remote blocks (of its 7: 1 local) move into the 7
+ * free local ones. */
 static void test_reclaim_to_borrower(void) {
   const EmaRequestRecord records[] = {request(0, 100, 2), request(1, 100, 20)};
   Bench *b = reclaim_bench(40, 0, records, 2);
@@ -1264,8 +1278,10 @@ static void test_reclaim_to_borrower(void) {
   s = before_reclaim(b);
   g_assert_cmpuint(ema_engine_completed(b->engines[0]), ==, 1);
   g_assert_cmpuint(s.held, ==, 7);
-  g_assert_cmpuint(s.remote, ==, 3); /* round(7 x 6 / 14) of A's came off remote */
+  g_assert_cmpuint(s.remote, ==, 6); /* B's, A's were all local */
+  assert_request_at(b, 0, 1, 1, 6, 0);
   t = reclaim_at(b, EMA_MS(60), EMA_VACATE_TO_BORROWER, 0);
+  assert_request_at(b, 0, 1, 7, 0, 0);
   g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
   g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 7);
   g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 0);
@@ -1273,10 +1289,10 @@ static void test_reclaim_to_borrower(void) {
   g_assert_cmpuint(total_blocks(&b->memory[0]), ==, 8);
   g_assert_cmpuint(ema_pool_stats(b->pool)->reclaims, ==, 1);
   g_assert_cmpuint(ema_pool_stats(b->pool)->slices_reclaimed, ==, 16);
-  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_migrated, ==, 3);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_migrated, ==, 6);
   g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 0);
   g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 0);
-  assert_back_after(b, t, ns(link_copy_s(b, 3)) + unmap_time(b, 16));
+  assert_back_after(b, t, ns(link_copy_s(b, 6)) + unmap_time(b, 16));
   finish(b, 2);
   g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 0);
   bench_free(b);
@@ -1407,10 +1423,46 @@ static void test_reclaim_fallback(void) {
   bench_free(b);
 }
 
-/* A drop during a reclaim frees the reclaimed lender's blocks first: C (the
- * newest, 4 blocks) is dropped to free gpu1's 2; its 4 blocks come off
- * remote (gpu1's 2, then 2 of gpu2's), none off local. Proportional
- * freeing would have taken round(4 x 6 / 14) = 2 off remote. */
+/* The offload shares of the step in flight, with A 7 local, B 1 local + 2
+ * on gpu1, C 4 on gpu2, all decoding: gpu1 holds B's context past its
+ * first block (kv + 1 - 16 tokens) and its newest block; gpu2 all of C's
+ * (kv + 1) and its newest; two requests merge remote partials. */
+static void assert_offload_shares(Bench *b) {
+  EmaOffloadShare shares[MAX_GPUS]; /* the server's GPUs */
+  EmaRequest rb, rc;
+  gboolean in_step;
+  const EmaRequestView *views;
+  guint n;
+  g_assert_true(ema_engine_request(b->engines[0], 1, &rb, &in_step, NULL));
+  g_assert_true(in_step);
+  g_assert_true(ema_engine_request(b->engines[0], 2, &rc, &in_step, NULL));
+  g_assert_true(in_step);
+  g_assert_cmpuint(rb.generated, >, 0);
+  g_assert_cmpuint(rb.kv_tokens + 1, ==, rb.prompt_tokens + rb.generated);
+  g_assert_cmpuint(ema_pool_offload_shares(b->pool, 0, shares), ==, 2);
+  g_assert_cmpuint(shares[0].seqs, ==, 0);
+  g_assert_cmpuint(shares[1].seqs, ==, 1);
+  g_assert_cmpfloat(shares[1].context, ==, rb.kv_tokens + 1 - 16);
+  g_assert_cmpuint(shares[1].new_kv, ==, 1);
+  g_assert_cmpuint(shares[2].seqs, ==, 1);
+  g_assert_cmpfloat(shares[2].context, ==, rc.kv_tokens + 1);
+  g_assert_cmpuint(shares[2].new_kv, ==, 1);
+  /* the policies' view of the same requests, with what the engine knows */
+  views = ema_pool_view(b->pool)->requests(ema_pool_view(b->pool), 0, &n);
+  g_assert_cmpuint(n, ==, 3);
+  g_assert_cmpuint(views[1].request, ==, 1);
+  g_assert_cmpint(views[1].state, ==, EMA_REQUEST_RUNNING);
+  g_assert_cmpuint(views[1].context_tokens, ==, rb.kv_tokens);
+  g_assert_cmpint(views[1].remaining_tokens, ==, 20 - (gint64) rb.generated);
+  g_assert_cmpint(views[1].last_scheduled, >=, EMA_MS(1));
+  g_assert_cmpint(views[1].last_scheduled, <=, ema_sim_now(b->sim));
+  g_assert_cmpuint(views[1].blocks_at[1], ==, 2);
+}
+
+/* A drop during a reclaim preempts the requests whose blocks are on the
+ * reclaimed lender: B (1 local + 2 on gpu1) goes, not C, the newest (its 4
+ * blocks are on gpu2), and A's 7 local blocks stay. (With blocks fungible
+ * within the tenant, C went, its 4 blocks taken off gpu1's 2 first.) */
 static void test_drop_attribution(void) {
   const EmaRequestRecord records[] = {request(0, 100, 20), request(1, 40, 20), request(2, 60, 20)};
   Bench *b = bench_new(NULL);
@@ -1425,6 +1477,12 @@ static void test_drop_attribution(void) {
   bench_to(b, EMA_MS(25));
   g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 7 + 3 + 4);
   g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 6);
+  /* A 7 local; B 1 local + 2 on gpu1 (rooms 4 and 4: the lower index); C 4
+   * on gpu2 (rooms 2 and 4) */
+  assert_request_at(b, 0, 0, 7, 0, 0);
+  assert_request_at(b, 0, 1, 1, 2, 0);
+  assert_request_at(b, 0, 2, 0, 0, 4);
+  assert_offload_shares(b);
   b->reclaim = (TestReclaimParams){0, 4, EMA_VACATE_DROP, 0, &b->reclaim_probe};
   ema_pool_reclaim_everything(b->pool, 1);
   /* where the blocks were: A 7 local; B 1 local + 2 on gpu1 (rooms 4 and
@@ -1434,14 +1492,128 @@ static void test_drop_attribution(void) {
   g_assert_cmpuint(b->reclaim_probe.gpus[0].blocks_used, ==, 14);
   bench_check(b);
   g_assert_cmpuint(ema_engine_preemptions(b->engines[0]), ==, 1);
-  g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 10);
-  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 2);
+  g_assert_cmpuint(ema_engine_blocks_held(b->engines[0]), ==, 7 + 4);
+  assert_request_at(b, 0, 0, 7, 0, 0);
+  assert_request_at(b, 0, 1, 0, 0, 0);
+  assert_request_at(b, 0, 2, 0, 0, 4);
+  g_assert_cmpint(ema_pool_request(b->pool, 0, 1)->state, ==, EMA_KV_PREEMPTED);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 4);
   g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 2);
   g_assert_cmpuint(ema_pool_slices_lent(b->pool, 1), ==, 0);
   g_assert_cmpuint(ema_pool_slices_lent(b->pool, 2), ==, 4);
-  /* local: 8 of 8 still used */
-  g_assert_cmpuint(free_blocks(&b->memory[0]), ==, 4 - 2);
+  /* local: 7 of 8 used; gpu2's room full with C's */
+  g_assert_cmpuint(free_blocks(&b->memory[0]), ==, 1);
   finish(b, 3);
+  bench_free(b);
+}
+
+/* ---- 5. the prefix cache's remote tier ---------------------------------------- */
+
+typedef struct {
+  GArray *events; /* EmaPoolEvent of kind tier */
+  GArray *steps;  /* EmaStepReport */
+} TierLog;
+
+static void tier_sink(gpointer data, const EmaPoolEvent *event) {
+  if (event->kind == EMA_POOL_EVENT_TIER)
+    g_array_append_val(((TierLog *) data)->events, *event);
+}
+
+static void tier_step(gpointer data, const EmaStepReport *step) {
+  g_array_append_val(((TierLog *) data)->steps, *step);
+}
+
+/* The tier event I (of kind tier) moved BLOCKS and its reason starts with HEAD. */
+static void assert_tier_event(const TierLog *log, guint i, guint64 blocks, const char *head) {
+  const EmaPoolEvent *e;
+  g_assert_cmpuint(log->events->len, >, i);
+  e = &g_array_index(log->events, EmaPoolEvent, i);
+  g_assert_cmpuint(e->blocks_moved, ==, blocks);
+  g_assert_true(g_str_has_prefix(e->reason, head));
+}
+
+/* GPU 0 (8 blocks) borrows 16 of gpu1's. A (64 prompt tokens, 4 identified
+ * blocks) finishes: its 4 cached blocks are free, in local room. B's 7
+ * prefill blocks leave 1 local block free: the 3 least recently freed
+ * (A's tail first) are demoted to the tier, and B's first decode block the
+ * last one. B finishes: its 7 full prompt blocks stay cached (every full
+ * prompt block is hashed, B's under its own id), in local room, beside its
+ * uncached decode block. C (A's prefix) hits 3 blocks (all but its last
+ * token's), all on the tier: they come back over the link and C's first
+ * step waits for the copy of 3 blocks. C's 3 fetched blocks and its last
+ * prompt block take the free block and 3 of B's (demoted: the tier holds
+ * 1 + 3), its decode block one more (1 + 4 = 5 on the tier). gpu1 then
+ * takes its slices back: the tier's 5 blocks are dropped at the next
+ * scheduling (D's), and D hits C's 3, local. */
+static void test_prefix_tier(void) {
+  static const guint64 ids[] = {1, 2, 3, 4};
+  const EmaRequestRecord records[] = {{EMA_MS(1), 64, 2, 0, 4, 16, ids},
+                                      {EMA_MS(100), 112, 4, 1, 0, 0, NULL},
+                                      {EMA_MS(200), 64, 2, 2, 4, 16, ids},
+                                      {EMA_MS(400), 64, 2, 3, 4, 16, ids}};
+  Bench *b = bench_new(NULL);
+  TierLog log = {g_array_new(FALSE, FALSE, sizeof(EmaPoolEvent)),
+                 g_array_new(FALSE, FALSE, sizeof(EmaStepReport))};
+  EmaEngineConfig config = {.max_num_seqs = 16,
+                            .max_num_batched_tokens = 4096,
+                            .preempt = EMA_PREEMPT_RECOMPUTE,
+                            .block_bytes = b->block_bytes,
+                            .prefix_caching = TRUE};
+  EmaEngineObserver observers[] = {{on_step, NULL, &b->slots[0]}, {tier_step, NULL, &log}};
+  EmaPrefixCacheStats stats;
+  const EmaStepReport *first_c = NULL;
+  b->borrow = (TestBorrowParams){0, 1, 16, 2, 0, 0};
+  b->spec.prefix_tier_remote = TRUE;
+  bench_pool(b);
+  bench_tenant(b, 0, 8);
+  bench_tenant(b, 1, 40);
+  bench_start(b);
+  ema_pool_set_event_sink(b->pool, tier_sink, &log);
+  b->slots[0] = (BenchSlot){b, 0};
+  b->engines[0] = ema_engine_new(b->sim, &config, b->memory[0], step_cost, &b->slots[0],
+                                 ema_trace_source_new_array(records, G_N_ELEMENTS(records)));
+  for (guint i = 0; i < G_N_ELEMENTS(observers); i++)
+    ema_engine_add_observer(b->engines[0], &observers[i]);
+  ema_pool_set_engine(b->pool, 0, b->engines[0]);
+  ema_engine_start(b->engines[0]);
+  bench_borrow(b, 16, 0);
+  bench_to(b, EMA_MS(199));
+  stats = ema_engine_prefix_cache_stats(b->engines[0]);
+  g_assert_cmpuint(ema_engine_completed(b->engines[0]), ==, 2);
+  g_assert_cmpuint(stats.demoted, ==, 4);
+  g_assert_cmpuint(stats.remote_blocks, ==, 4);
+  assert_tier_event(&log, 0, 3, "prefix tier: 3 cached blocks demoted to gpu1");
+  assert_tier_event(&log, 1, 1, "prefix tier: 1 cached blocks demoted to gpu1");
+  bench_to(b, EMA_MS(300));
+  stats = ema_engine_prefix_cache_stats(b->engines[0]);
+  g_assert_cmpuint(stats.hit_tokens, ==, 48);
+  g_assert_cmpuint(stats.remote_hit_tokens, ==, 48);
+  g_assert_cmpuint(stats.fetched, ==, 3);
+  g_assert_cmpuint(stats.remote_blocks, ==, 5);
+  g_assert_cmpuint(stats.demoted, ==, 8);
+  assert_tier_event(&log, 2, 3, "prefix tier: 3 cached blocks fetched from gpu1 for a hit");
+  assert_tier_event(&log, 3, 3, "prefix tier: 3 cached blocks demoted to gpu1");
+  assert_tier_event(&log, 4, 1, "prefix tier: 1 cached blocks demoted to gpu1");
+  g_assert_cmpfloat_with_epsilon(g_array_index(log.events, EmaPoolEvent, 2).seconds,
+                                 link_copy_s(b, 3), 1e-12);
+  for (guint i = 0; i < log.steps->len && first_c == NULL; i++)
+    if (g_array_index(log.steps, EmaStepReport, i).start == EMA_MS(200))
+      first_c = &g_array_index(log.steps, EmaStepReport, i);
+  g_assert_nonnull(first_c);
+  g_assert_cmpint(first_c->duration - first_c->gpu_time - first_c->cpu_time, ==,
+                  ns(link_copy_s(b, 3)));
+  /* the lender takes everything back: the tier's room goes */
+  ema_pool_reclaim_everything(b->pool, 1);
+  bench_to(b, EMA_MS(500));
+  stats = ema_engine_prefix_cache_stats(b->engines[0]);
+  g_assert_cmpuint(stats.remote_blocks, ==, 0);
+  g_assert_cmpuint(stats.fetched, ==, 3);
+  g_assert_cmpuint(stats.hit_tokens, ==, 96);
+  assert_tier_event(&log, 5, 0, "prefix tier: 5 cached blocks on peers dropped");
+  g_assert_cmpuint(log.events->len, ==, 6);
+  finish(b, 4);
+  g_array_unref(log.events);
+  g_array_unref(log.steps);
   bench_free(b);
 }
 
@@ -1472,5 +1644,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/reclaim/to-host", test_reclaim_to_host);
   g_test_add_func("/pool/reclaim/drop", test_reclaim_drop);
   g_test_add_func("/pool/reclaim/fallback", test_reclaim_fallback);
+  g_test_add_func("/pool/prefix-tier", test_prefix_tier);
   return g_test_run();
 }

@@ -90,7 +90,27 @@ typedef struct {
   EmaTime last_step;          /* duration of the tenant's last step */
 } EmaGpuView;
 
+/* One request of a tenant as the policies see it (EmaPoolView.requests). */
+typedef enum {
+  EMA_REQUEST_WAITING,   /* queued, not admitted yet: no KV */
+  EMA_REQUEST_RUNNING,   /* admitted: its KV is read by each step it is in (hot) */
+  EMA_REQUEST_PREEMPTED, /* preempted, queued again: its KV dropped or swapped out (cold) */
+  EMA_REQUEST_CACHED,    /* the tenant's prefix cache: cached blocks requests share */
+} EmaRequestState;
+
 typedef struct {
+  guint64 request; /* the tenant's name for it (its engine's serial; the prefix cache's own) */
+  EmaRequestState state;
+  guint64 context_tokens;   /* tokens in its KV (0 where the pool does not know) */
+  guint64 blocks;           /* its KV blocks in all */
+  const guint64 *blocks_at; /* [n_gpus]: [gpu] in the tenant's own slices, [j] on lender j */
+  EmaTime last_scheduled;   /* start of the last step it was in; -1: none, or not known */
+  gint64 remaining_tokens;  /* output tokens still to come; -1: not known */
+} EmaRequestView;
+
+typedef struct _EmaPoolView EmaPoolView;
+
+struct _EmaPoolView {
   EmaTime now;
   guint n_gpus;
   const EmaGpuView *gpus;
@@ -103,7 +123,13 @@ typedef struct {
    * LENDER's HBM time that reading BORROWER's offloaded KV takes during BORROWER's current step
    * (hw/offload.h r_j; 0 once that step is over or when it does not offload) */
   const double *offload_share;
-} EmaPoolView;
+  /* GPU's tenant's requests (*N of them; NULL and 0 without a tenant or
+   * where the pool does not know them), built when asked (O(requests)),
+   * valid until the next view: in the order the pool first saw them, the
+   * prefix cache (state CACHED) among them where it holds blocks. */
+  const EmaRequestView *(*requests)(const EmaPoolView *view, guint gpu, guint *n);
+  gpointer requests_data; /* the pool's, for requests() */
+};
 
 /* Slices a GPU can lend right now: its KV region minus what it lends, what
  * its own blocks and staging occupy, and RESERVE slices it keeps. (Inline,
@@ -128,6 +154,22 @@ typedef struct {
   EmaBorrowAction actions[16];
 } EmaBorrowPlan;
 
+/* Placement: which requests' blocks go where. An action moves BLOCKS of
+ * REQUEST's blocks from FROM to TO (places: the tenant's GPU for its own
+ * slices, a lender j for the slices j lends it); the pool copies them over
+ * the link (charged as migrations are) and cuts an action to the blocks
+ * the request has there and the room there is. */
+typedef struct {
+  guint64 request; /* EmaRequestView.request */
+  guint from, to;
+  guint64 blocks;
+} EmaPlacementAction;
+
+typedef struct {
+  guint n;
+  EmaPlacementAction actions[32];
+} EmaPlacementPlan;
+
 typedef struct {
   guint abi_version;
   const char *name;
@@ -139,7 +181,12 @@ typedef struct {
   /* required: after a step of BORROWER's tenant, fill PLAN (starts empty) */
   void (*decide)(gpointer state, gconstpointer params, const EmaPoolView *view, guint borrower,
                  EmaBorrowPlan *plan);
-  gpointer reserved[EMA_POLICY_RESERVED];
+  /* optional (NULL: blocks stay where they were taken): after decide's
+   * plan was applied, fill PLAN (starts empty) to move BORROWER's
+   * requests' blocks (view->requests) */
+  void (*place)(gpointer state, gconstpointer params, const EmaPoolView *view, guint borrower,
+                EmaPlacementPlan *plan);
+  gpointer reserved[EMA_POLICY_RESERVED - 1];
 } EmaBorrowPolicyOps;
 
 /* ---- prefetch ------------------------------------------------------------------ */

@@ -33,6 +33,8 @@ typedef enum {
   EMA_POOL_EVENT_OFFLOAD,   /* GPU's steps offload the attention over its KV on PEER (and others) */
   EMA_POOL_EVENT_OFFLOAD_END,    /* GPU's steps read their remote KV again (direct or prefetch) */
   EMA_POOL_EVENT_OFFLOAD_REFUSE, /* GPU's remote KV is bounded by PEER's offload allowance */
+  EMA_POOL_EVENT_PLACE,          /* GPU's tenant moves blocks of a request between its places */
+  EMA_POOL_EVENT_TIER, /* GPU's prefix cache keeps blocks on PEER, fetches them or drops them */
 } EmaPoolEventKind;
 
 typedef struct {

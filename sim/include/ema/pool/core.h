@@ -29,8 +29,25 @@
 #include "ema/pool/backend.h"
 #include "ema/pool/ledger.h"
 #include "ema/pool/policyspec.h"
+#include "ema/serving/engine.h"
 
 G_BEGIN_DECLS
+
+/* One request of a tenant in the pool's ledger: where its blocks are. A
+ * tenant's blocks are its requests' (and its prefix cache's, request
+ * EMA_KV_PREFIX_CACHE; a driver without engines names its blocks
+ * EMA_KV_UNNAMED): for every GPU g and place p (g itself: its own slices; a
+ * lender j), the sum over g's requests of at[p] is g's local_used (p = g)
+ * or remote[p], and no request holds a block twice (ema_pool_core_check
+ * walks them when EMA_POOL_CHECKS=all). */
+typedef struct {
+  guint64 request;
+  EmaKvState state;
+  guint64 blocks; /* in all */
+  guint64 *at;    /* [n]: at[g] in g's own slices, at[j] in the slices lender j lends g */
+  guint last;     /* where its newest block is (the new token's K/V goes there) */
+  GList link;     /* in its GPU's list, in the order the pool first saw it; data = this */
+} EmaPoolRequest;
 
 #define EMA_POOL_REASON_CHARS 160
 
@@ -58,6 +75,8 @@ typedef struct {
 
 /* "borrow", "return", "reclaim", "own-map", "own-unmap", "refuse". */
 const char *ema_pool_event_kind_name(EmaPoolEventKind kind);
+/* "waiting", "running", "preempted", "cached". */
+const char *ema_request_state_name(EmaRequestState state);
 /* "borrower", "peer", "host", "drop". */
 const char *ema_pool_vacate_target_name(EmaVacateTarget target);
 
@@ -66,8 +85,9 @@ typedef struct {
   guint64 returns, slices_returned;   /* empty slices given back by borrowers */
   guint64 reclaims, slices_reclaimed; /* reclaim decisions by lenders and their slices */
   guint64 blocks_migrated, blocks_to_host, blocks_dropped;
-  guint64 plans_adjusted; /* plan actions the ledger could not honour as asked */
-  guint64 blocks_checked; /* moved blocks whose data was read back (real backends) */
+  guint64 plans_adjusted;            /* plan actions the ledger could not honour as asked */
+  guint64 placements, blocks_placed; /* placement moves (EmaPlacementPlan) and their blocks */
+  guint64 blocks_checked;            /* moved blocks whose data was read back (real backends) */
   double borrow_seconds, borrow_max_seconds;
   double return_seconds;
   double reclaim_seconds, reclaim_max_seconds; /* per reclaim decision (all its actions) */
@@ -84,6 +104,7 @@ typedef enum {
   EMA_POOL_ACTION_PREFETCH,
   EMA_POOL_ACTION_SWAP,
   EMA_POOL_ACTION_TICK,
+  EMA_POOL_ACTION_PLACE,
   EMA_POOL_N_ACTIONS,
 } EmaPoolAction;
 
@@ -130,6 +151,13 @@ struct _EmaPoolCore {
   guint64 check_count;
   EmaPoolOwnerCheck owner_check;
   gpointer owner_data;
+  /* requests: per GPU, the table serial -> EmaPoolRequest and their list */
+  GHashTable **requests; /* [n] */
+  GQueue *request_list;  /* [n] */
+  GArray *request_views; /* EmaRequestView, the last view's requests() */
+  /* the owner fills what only it knows of a request's view (context, last
+   * scheduled, remaining tokens; NULL: not known) */
+  void (*describe)(gpointer owner_data, guint gpu, EmaRequestView *view);
 };
 
 /* CORE over N GPUs under POLICY (names looked up in the registry) on
@@ -152,18 +180,37 @@ static inline const EmaPoolView *ema_pool_core_view(EmaPoolCore *core) {
   return ema_slice_ledger_view(&core->ledger, core->now, core->server);
 }
 
-/* G's tenant takes N blocks: local first, then the lenders with the most
- * free room for its blocks (ties to the lowest index); FALSE (nothing
+/* REQUEST of G's tenant takes N blocks: local first (a running request's
+ * new blocks stay local while there is room), then the lenders with the
+ * most free room for its blocks (ties to the lowest index); FALSE (nothing
  * taken) when its room does not hold them (*ERROR set only when the
  * backend failed). Growth may use all borrowed room: the prefetch plan's
  * remote_limit gates admission, through ema_slice_gpu_free_blocks(). */
-gboolean ema_pool_core_take(EmaPoolCore *core, EmaSliceGpu *g, guint64 n, GError **error);
-/* G's tenant gives back N blocks: local and remote in proportion (rounded
- * to the nearest), the remote ones in proportion to each lender's share,
- * the remainder from the largest; with FIRST < n, FIRST's blocks go first
- * (a drop for a reclaim). Its own mapped slices follow. */
-gboolean ema_pool_core_give(EmaPoolCore *core, EmaSliceGpu *g, guint64 n, guint first,
+gboolean ema_pool_core_take(EmaPoolCore *core, EmaSliceGpu *g, guint64 request, guint64 n,
                             GError **error);
+/* Each of the N requests REQUESTS of G's tenant takes one block: the
+ * places are those ema_pool_core_take(N) would give, the local ones to
+ * the first requests; all or nothing. */
+gboolean ema_pool_core_take_each(EmaPoolCore *core, EmaSliceGpu *g, const guint64 *requests,
+                                 guint64 n, GError **error);
+/* REQUEST of G's tenant gives back N of its blocks: all of them exactly;
+ * fewer, its local and remote ones in proportion (rounded to the nearest),
+ * the remote ones in proportion to its share on each lender, the remainder
+ * from the largest; with FIRST < n, FIRST's blocks go first (a drop for a
+ * reclaim). Its own mapped slices follow. */
+gboolean ema_pool_core_give(EmaPoolCore *core, EmaSliceGpu *g, guint64 request, guint64 n,
+                            guint first, GError **error);
+/* REQUEST of G's tenant is now in STATE: its record is made at its first
+ * state or take and forgotten when FINISHED (holding nothing). */
+void ema_pool_core_request_state(EmaPoolCore *core, EmaSliceGpu *g, guint64 request,
+                                 EmaKvState state);
+/* N of REQUEST's blocks become the prefix cache's (its local ones first,
+ * as its first blocks were taken first). */
+void ema_pool_core_to_cache(EmaPoolCore *core, EmaSliceGpu *g, guint64 request, guint64 n);
+/* REQUEST of GPU's tenant, NULL if the pool has none. */
+const EmaPoolRequest *ema_pool_core_request(const EmaPoolCore *core, guint gpu, guint64 request);
+/* GPU's requests, in the order the pool first saw them (links of EmaPoolRequest). */
+const GList *ema_pool_core_requests(const EmaPoolCore *core, guint gpu);
 
 /* A periodic decision of G is due at core->now: a decision period has
  * passed since its last decision and something in the view has changed
@@ -175,7 +222,20 @@ static inline gboolean ema_pool_core_periodic_due(const EmaPoolCore *core, const
          (g->view_stale || ema_slice_ledger_changed_since(&core->ledger, g->decided_version));
 }
 
-/* A decision of G at core->now (the order above); blocks_short is then 0. */
+/* Logs an event of KIND (PLACE, TIER) that the owner did for GPU with
+ * PEER: BLOCKS moved (BYTES copied) in SECONDS, for REASON. */
+void ema_pool_core_note(EmaPoolCore *core, EmaPoolEventKind kind, guint gpu, guint peer,
+                        guint64 blocks, guint64 bytes, double seconds, const char *reason);
+
+/* Applies PLAN for G's tenant, asked by WHO: each action cut to the blocks
+ * its request has where it says and the room where it goes (counted in
+ * plans_adjusted), its copy charged through the backend's move; every move,
+ * and every action cut to nothing, is an event (place, refuse). */
+gboolean ema_pool_core_place(EmaPoolCore *core, EmaSliceGpu *g, const EmaPlacementPlan *plan,
+                             const char *who, GError **error);
+
+/* A decision of G at core->now (the order above, then the borrow policy's
+ * placement, if it has one); blocks_short is then 0. */
 gboolean ema_pool_core_decide(EmaPoolCore *core, EmaSliceGpu *g, GError **error);
 /* The reclaim policy of LENDER for NEEDED slices (0: proactive), its plan
  * checked and applied. */

@@ -27,6 +27,10 @@ typedef struct {
   char *reclaim;
   gpointer reclaim_params;
   EmaPreemptChoice preempt;
+  /* the prefix cache's remote tier: cached blocks no request holds may stay
+   * in borrowed slices (TRUE: `prefix_tier: remote`) or only in the GPU's
+   * own (`local`) */
+  gboolean prefix_tier_remote;
   gint64 decision_period; /* ns: the policies run at most this often per GPU, unless short */
 } EmaPolicySpec;
 

@@ -7,15 +7,22 @@
  * remote KV in each step.
  *
  * The model, and what it leaves out:
- * - Blocks are fungible within a tenant: the pool counts how many of a
- *   tenant's blocks are local and how many on each lender, not which
- *   request owns which. New blocks go local first, then to the lenders
- *   with the most free borrowed room; freed blocks come out of local and
- *   remote in proportion to their use (so a step's remote share of KV reads
- *   is the tenant's remote share of blocks). A drop during a reclaim frees
- *   the lender's blocks first. The prefetch plan's remote_limit gates the
- *   admission of new requests (the free blocks the engine sees); running
- *   requests may grow into any borrowed room.
+ * - Blocks are placed per request: the pool keeps, for each request of a
+ *   tenant (and its prefix cache), how many of its blocks are local and
+ *   how many on each lender (core.h's EmaPoolRequest), not which block is
+ *   which. A request's new blocks go local first (a running request's KV
+ *   stays local while there is room), then to the lenders with the most
+ *   free borrowed room; a finishing or preempted request frees its own
+ *   blocks where they are (so a step's remote share of KV reads is the
+ *   tenant's remote share of blocks). A reclaim that moves blocks takes
+ *   the coldest requests' first to a peer (waiting or preempted, then the
+ *   prefix cache's, then running ones, newest first) and the hottest'
+ *   first into the borrower's own room; a drop preempts the requests
+ *   holding blocks on the lender, newest first. A borrow policy's place
+ *   hook moves requests' blocks between places (policy.h's
+ *   EmaPlacementPlan, copies charged as migrations). The prefetch plan's
+ *   remote_limit gates the admission of new requests (the free blocks the
+ *   engine sees); running requests may grow into any borrowed room.
  * - Borrowing n slices costs the VMM create + map + set-access time of n
  *   slices (server vmm costs) before they can hold blocks; returning or
  *   reclaiming costs the unmap time, plus the copy time of any data moved
@@ -59,8 +66,9 @@
  * - Attention offload (plan mode EMA_REMOTE_OFFLOAD, hw/offload.h): the
  *   borrower's step is ema_offload_step_time over the batch with only its
  *   local share of the decode context plus each lender's share of the rest
- *   (ema_pool_core_offload_shares: while blocks are fungible, lender j holds
- *   the share remote[j] / used of the context, in whole requests); prefill
+ *   (ema_pool_core_offload_shares, an approximation: lender j holds the
+ *   share remote[j] / used of the context, in whole requests; the exact
+ *   per-request count is ema_pool_offload_shares, below); prefill
  *   chunks read their KV as if local. No KV is pulled: the lenders' HBM is
  *   charged instead, each lender's own steps lengthening by
  *   ema_offload_lender_extra while the borrower's step runs (nothing once it
@@ -82,6 +90,7 @@
 #include "ema/pool/backend.h"
 #include "ema/pool/ledger.h"
 #include "ema/pool/policyspec.h"
+#include "ema/hw/offload.h"
 #include "ema/hw/steptime.h"
 
 G_BEGIN_DECLS
@@ -150,6 +159,21 @@ double ema_remote_step_seconds_one_lender(const EmaStepBreakdown *bd, const EmaS
                                           double layers, double steal, double remote,
                                           const EmaPrefetchPlan *plan);
 
+/* For attention offload (hw/offload.h): the step in flight (or, between
+ * steps, the last one) of BORROWER's tenant, per lender j: SHARES[j] (the
+ * server's GPUs, filled; BORROWER's own entry 0) has n_j = the step's
+ * decoding requests with KV on j, c_j = the tokens of their context (the
+ * KV they attend to, the new token's included) in blocks on j, m_j = of
+ * those requests, the ones whose newest block, where the new token's K/V
+ * is written, is on j. Returns u, the step's decoding requests with any KV
+ * on a lender (EmaOffloadModel's MERGED). Exact for each request's own
+ * blocks (the newest block holds the context past the full ones); the
+ * cached prefix blocks a request shares with others are the prefix cache's
+ * one set in the ledger, so they count on each place in proportion to
+ * where the cache's blocks are. Prefill chunks are not counted. O(the
+ * tenant's requests). */
+guint64 ema_pool_offload_shares(EmaPool *pool, guint borrower, EmaOffloadShare *shares);
+
 /* After a step of GPU's tenant: the reclaim and borrow policies. */
 void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *step);
 
@@ -174,6 +198,11 @@ const EmaPoolBackend *ema_pool_model_backend(void);
 
 /* Read-only figures. */
 const EmaPoolStats *ema_pool_stats(const EmaPool *pool);
+/* The view the policies get now (valid until the next call into the pool). */
+const EmaPoolView *ema_pool_view(EmaPool *pool);
+/* Request SERIAL (an engine's, or EMA_KV_PREFIX_CACHE) of GPU's tenant:
+ * where its blocks are; NULL if the pool has none. */
+const EmaPoolRequest *ema_pool_request(const EmaPool *pool, guint gpu, guint64 serial);
 /* Slices GPU lends to peers now, and borrows from them. */
 guint64 ema_pool_slices_lent(const EmaPool *pool, guint gpu);
 guint64 ema_pool_slices_borrowed(const EmaPool *pool, guint gpu);

@@ -25,13 +25,42 @@ G_BEGIN_DECLS
 /* vLLM's default block size; EmaEngineConfig.block_tokens overrides it. */
 #define EMA_KV_BLOCK_TOKENS 16
 
-/* Where KV blocks come from. The static-partition baseline is a fixed pool
- * (ema_kv_pool_new); the elastic pool implements the same interface. */
+/* Who a memory call is for: a request's serial (EmaRequest.serial), or one
+ * of these two. */
+/* the prefix cache's blocks (held by several requests) */
+#define EMA_KV_PREFIX_CACHE G_MAXUINT64
+/* the steady region's blocks in one take (a memory without take_each) */
+#define EMA_KV_UNNAMED (G_MAXUINT64 - 1)
+
+/* What a request is doing, as its memory is told (EmaKvMemoryOps.state). */
+typedef enum {
+  EMA_KV_WAITING,   /* queued, not admitted yet: holds nothing */
+  EMA_KV_RUNNING,   /* admitted: in the steps, its KV read by each one it is in */
+  EMA_KV_PREEMPTED, /* preempted, back in the queue: its KV dropped (recompute) or swapped out */
+  EMA_KV_CACHED,    /* the prefix cache (EMA_KV_PREFIX_CACHE): cached blocks requests hold */
+  EMA_KV_FINISHED,  /* finished or rejected: holds nothing, gone */
+} EmaKvState;
+
+/* What the prefix cache's remote tier does with cached blocks no request
+ * holds (EmaKvMemoryOps.cache_tier). */
+typedef enum {
+  EMA_KV_TIER_DEMOTE, /* they leave the GPU's own room for a peer's (copied, not waited for) */
+  EMA_KV_TIER_FETCH,  /* they come back from a peer for a hit (copied; the step waits) */
+  EMA_KV_TIER_DROP,   /* they are dropped from a peer: their room went */
+} EmaKvTierMove;
+
+/* Where KV blocks come from, request by request. The static-partition
+ * baseline is a fixed pool (ema_kv_pool_new); the elastic pool implements
+ * the same interface and keeps, per request, where its blocks are. Every
+ * block the engine holds is one request's or the prefix cache's
+ * (EMA_KV_PREFIX_CACHE): a request's blocks are given back by that request
+ * (all of them when it finishes or is preempted), and a block it filled
+ * that becomes cached passes to the cache (to_cache). */
 typedef struct {
-  /* Take N blocks; FALSE (and nothing taken) if fewer are free. */
-  gboolean (*take)(gpointer self, guint64 n);
-  /* Give back N blocks. */
-  void (*give)(gpointer self, guint64 n);
+  /* REQUEST takes N blocks; FALSE (and nothing taken) if fewer are free. */
+  gboolean (*take)(gpointer self, guint64 request, guint64 n);
+  /* REQUEST gives back N of its blocks. */
+  void (*give)(gpointer self, guint64 request, guint64 n);
   /* Blocks free now. */
   guint64 (*free_blocks)(gpointer self);
   /* Blocks in all (free + taken). */
@@ -53,6 +82,33 @@ typedef struct {
    * decides where the data is kept meanwhile. */
   EmaTime (*swap_out)(gpointer self, guint64 blocks);
   EmaTime (*swap_in)(gpointer self, guint64 blocks);
+  /* Optional: each of the N requests REQUESTS takes one block, all or
+   * nothing (the steady region's requests that cross a block boundary in a
+   * step, in admission order). NULL: the memory does not keep requests
+   * apart, and the engine takes them in one take(EMA_KV_UNNAMED, N), so a
+   * step in which no request changes state stays O(1); with it, such a step
+   * costs O(the requests that take a block). */
+  gboolean (*take_each)(gpointer self, const guint64 *requests, guint64 n);
+  /* Optional: N of REQUEST's blocks (those it filled with its prompt's
+   * identified prefix, its first ones) become the prefix cache's. */
+  void (*to_cache)(gpointer self, guint64 request, guint64 n);
+  /* Optional: REQUEST is now in STATE (arrival: WAITING; admission:
+   * RUNNING; preemption: PREEMPTED, after its blocks were given back;
+   * finish or rejection: FINISHED, holding nothing). */
+  void (*state)(gpointer self, guint64 request, EmaKvState state);
+  /* Optional: the prefix cache's room (NULL: cached blocks no request
+   * holds may stay in any of the free blocks, all counted local and hit
+   * for free). Of the free blocks, *LOCAL are in the GPU's own slices and
+   * *REMOTE in slices peers lend it that may keep cached blocks (the remote
+   * tier; 0: none). The engine keeps its most recently freed cached
+   * blocks in local room, moves older ones to the tier when local room is
+   * taken (demote), drops the oldest of the tier first when its room goes
+   * (a reclaim, or the tenant's own growth), and brings a tier block back
+   * for a hit (fetch). */
+  void (*cache_room)(gpointer self, guint64 *local, guint64 *remote);
+  /* Optional, with cache_room: N cached blocks make MOVE; returns the time
+   * the step waits for it (a fetch's copy; 0 otherwise). */
+  EmaTime (*cache_tier)(gpointer self, EmaKvTierMove move, guint64 n);
 } EmaKvMemoryOps;
 
 typedef struct {
@@ -110,6 +166,7 @@ typedef struct {
 /* One request as the engine tracks it; observers read it, never write. */
 typedef struct {
   guint64 id;
+  guint64 serial; /* the engine's number for it (arrivals from 0, unique): its memory's name */
   EmaTime arrival, scheduled, first_token, finished; /* -1 until it happens */
   guint32 prompt_tokens, output_tokens;
   guint32 kv_tokens; /* tokens whose KV is in the cache */
@@ -182,6 +239,9 @@ guint ema_engine_running(const EmaEngine *engine);
  * blocks now (held or free). */
 typedef struct {
   guint64 query_tokens, hit_tokens, evictions, cached_blocks;
+  /* the remote tier (EmaKvMemoryOps.cache_room): hit tokens served from
+   * peers, blocks demoted to peers, fetched back, and on peers now */
+  guint64 remote_hit_tokens, demoted, fetched, remote_blocks;
 } EmaPrefixCacheStats;
 EmaPrefixCacheStats ema_engine_prefix_cache_stats(const EmaEngine *engine);
 guint ema_engine_waiting(const EmaEngine *engine);
@@ -217,6 +277,36 @@ guint64 ema_engine_release_blocks(EmaEngine *engine, guint64 blocks);
 /* The same in MODE whatever the configured mode (the swap time from the
  * config's block_bytes, swap_bandwidth and swap_fixed_cost). */
 guint64 ema_engine_release_blocks_mode(EmaEngine *engine, guint64 blocks, EmaPreemptMode mode);
+
+/* Which requests ema_engine_release_where preempts. */
+typedef enum {
+  EMA_KV_VICTIM_SKIP,    /* not this one */
+  EMA_KV_VICTIM_PREEMPT, /* preempt it */
+  EMA_KV_VICTIM_STOP,    /* enough: stop before it */
+} EmaKvVictim;
+typedef EmaKvVictim (*EmaKvVictimFunc)(gpointer data, const EmaRequest *request);
+
+/* ema_engine_release_blocks_mode with the victims chosen by PICK: the
+ * running requests, newest first (those that have just produced their last
+ * token skipped), each preempted in MODE if PICK says so, until it says
+ * stop or none is left. PICK sees each request materialised. Returns the
+ * blocks given back. The same rules as ema_engine_release_blocks. */
+guint64 ema_engine_release_where(EmaEngine *engine, EmaPreemptMode mode, EmaKvVictimFunc pick,
+                                 gpointer data);
+
+/* The request whose serial is SERIAL (waiting or running), materialised
+ * into *OUT; FALSE if the engine has no such request. *IN_STEP (may be
+ * NULL): it is in the step in flight (or, between steps, was in the last
+ * one); *LAST_SCHEDULED (may be NULL): the start of the last step it was
+ * in, -1 if none. O(1). */
+gboolean ema_engine_request(EmaEngine *engine, guint64 serial, EmaRequest *out, gboolean *in_step,
+                            EmaTime *last_scheduled);
+/* The blocks REQUEST (a serial) holds of its own (not the cached ones it
+ * shares), and the cached blocks requests hold (EMA_KV_PREFIX_CACHE's). */
+guint64 ema_engine_request_own_blocks(EmaEngine *engine, guint64 serial);
+guint64 ema_engine_cached_held(const EmaEngine *engine);
+/* Tokens per KV block (the config's, EMA_KV_BLOCK_TOKENS when it said 0). */
+guint ema_engine_block_tokens(const EmaEngine *engine);
 
 /* Start a step at the current instant if none is in flight and there is
  * work (after the memory gained free blocks, say). Safe from anywhere
