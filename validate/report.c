@@ -297,10 +297,11 @@ static gboolean read_measurements(EmaCsv *measurements, GHashTable *by_name, Ema
     double bytes, repeats, gb_per_s = 0;
     EmaSampleStats stats;
     g_autofree char *what = NULL;
-    if (!parse_number(f[4], &bytes) || bytes < 0)
-      return row_error(measurements, 4, error, "bytes is not a number >= 0");
-    if (!parse_number(f[5], &repeats))
-      return row_error(measurements, 5, error, "repeats is not a number");
+    /* both are converted to integers below: out of range would be undefined */
+    if (!parse_number(f[4], &bytes) || bytes < 0 || bytes >= 0x1p64)
+      return row_error(measurements, 4, error, "bytes is not a number in [0, 2^64)");
+    if (!parse_number(f[5], &repeats) || repeats < 0 || repeats > G_MAXUINT)
+      return row_error(measurements, 5, error, "repeats is not a count");
     if (*f[12] && !parse_number(f[12], &gb_per_s))
       return row_error(measurements, 12, error, "gb_per_s is not a number");
     values = g_hash_table_lookup(by_name, f[1]);
