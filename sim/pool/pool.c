@@ -194,23 +194,27 @@ static void memory_want(gpointer self, guint64 blocks_short) {
 
 /* ---- peer swap: preempted KV parked on peers ------------------------------ */
 
+static EmaTime ns(double seconds);
 static double link_copy_time(const EmaServerSpec *server, double bytes);
 static double host_copy_time(const EmaServerSpec *server, double bytes);
 
 /* A copy of BYTES taking SECONDS that reads from or lands in GPU's HBM
  * (COEFFICIENT: gpu.interference_outgoing or _incoming) takes HBM rate
- * from the GPU's own steps while it runs; copies that overlap add up until
- * the last of them ends (an upper bound when they do not overlap fully). */
+ * from the GPU's own steps while it runs. A GPU's copies go over its port
+ * one after another: a copy starts when the ones before it end, and the
+ * rate taken is what is left to move (weighted by the coefficients) over
+ * the time left, never more than the fastest copy's. (Simplification:
+ * link, PCIe and peer-port copies share one queue; the copy's own SECONDS
+ * reported to its caller do not include the wait.) */
 static void charge_copy(Pool *p, guint gpu, double coefficient, double bytes, double seconds) {
   Gpu *g = &p->gpus[gpu];
-  EmaTime now = ema_sim_now(p->sim), end;
+  EmaTime now = ema_sim_now(p->sim);
+  double left;
   if (bytes <= 0 || seconds <= 0 || coefficient <= 0)
     return;
-  end = now + (EmaTime) llround(seconds * 1e9);
-  if (now >= g->copy_until)
-    g->copy_steal = 0;
-  g->copy_steal += coefficient * bytes / seconds;
-  g->copy_until = MAX(g->copy_until, end);
+  left = now < g->copy_until ? g->copy_steal * (double) (g->copy_until - now) * 1e-9 : 0;
+  g->copy_until = MAX(now, g->copy_until) + MAX(ns(seconds), 1);
+  g->copy_steal = (left + coefficient * bytes) / ((double) (g->copy_until - now) * 1e-9);
 }
 
 /* charge_copy for each GPU j the bytes_scratch[j] that one copy of
@@ -297,8 +301,6 @@ static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
 }
 
 /* ---- the prefix cache's remote tier ------------------------------------------ */
-
-static EmaTime ns(double seconds);
 
 /* Cached blocks no request holds: in the free part of G's own slices, and
  * (prefix_tier: remote) in the free part of what its lenders lend it. */
@@ -827,8 +829,12 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   /* with no pulls, each term would be 0 and the sum stays 0 */
   for (guint b = 0; p->pulling > 0 && b < p->n; b++)
     peers += spec->interference_outgoing * (p->gpus[b].pull ? p->gpus[b].pull[gpu] : 0);
-  if (ema_sim_now(p->sim) < g->copy_until)
-    peers += g->copy_steal;
+  if (ema_sim_now(p->sim) < g->copy_until) {
+    /* the copies still to run take their bytes' HBM time from this step: their rate while
+     * they overlap it, spread over the step when they end before it does */
+    EmaTime left = g->copy_until - ema_sim_now(p->sim);
+    peers += g->copy_steal * (double) MIN(left, all_local) / (double) all_local;
+  }
   slow = own + peers > 0 ? slowdown(rate_m, own + peers) : 1; /* slowdown(rate_m, 0) is 1 */
   if (g->pulled) {
     for (guint j = 0; j < p->n; j++)

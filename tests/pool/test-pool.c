@@ -721,45 +721,60 @@ static void test_step_layer_overhead(void) {
   bench_free(b);
 }
 
+/* The HBM rate a step of ALL_LOCAL ns pays for copies of RATE B/s that
+ * run LEFT ns more: their rate while they overlap it, spread over the step
+ * when they end before it does. */
+static double copy_steal(double rate, EmaTime left, EmaTime all_local) {
+  return rate * (double) MIN(left, all_local) / (double) all_local;
+}
+
 /* Peer swap's copies take HBM rate from the peers while they run: 7
- * blocks parked on GPU 0 slow its steps by k_in x bytes / copy time until
- * the copy ends, and bringing them back by k_out x bytes / copy time (the
- * bench's coefficients are 1). */
+ * blocks parked on GPU 0 slow its steps by k_in x bytes / copy time while
+ * the copy overlaps them, and bringing them back by k_out x bytes / copy
+ * time (the bench's coefficients are 1). A GPU's copies run one after
+ * another: two at once take the sum of their bytes over the sum of their
+ * times, so their rate is not added up. */
 static void test_parked_interference(void) {
   Bench *b = bench_new(NULL);
   EmaKvMemory *m1;
   EmaStepBatch batch = {.decode_seqs = 20, .decode_context = 20 * 16, .logits = 20};
-  double copy_s = 0, rate;
-  Expected slowed;
+  double copy_s = 0, rate, bytes;
+  EmaTime t, half, both;
+  Expected slowed, local;
   b->spec.preempt = EMA_PREEMPT_CHOICE_SWAP_PEER;
   bench_pool(b);
   bench_tenant(b, 0, 40);
   m1 = bench_tenant(b, 1, 8);
   bench_start(b);
+  local = expect_step(b, 0, &batch, 0, 0, 1, 0);
+  t = local.all_local;
   copy_s = link_copy_s(b, 7);
-  rate = 7.0 * (double) b->block_bytes / copy_s;
+  bytes = 7.0 * (double) b->block_bytes;
+  rate = bytes / copy_s;
   g_assert_cmpint(m1->ops->swap_out(m1->self, 7), ==, ns(copy_s));
-  slowed = expect_step(b, 0, &batch, 0, 0, 1, rate);
+  slowed = expect_step(b, 0, &batch, 0, 0, 1, copy_steal(rate, ns(copy_s), t));
   g_assert_cmpint(slowed.step, >, slowed.all_local);
   g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, slowed.step);
   g_assert_cmpint(ema_pool_slowed_by_peers(b->pool, 0), ==, slowed.step - slowed.all_local);
-  /* the last nanosecond of the copy still slows; once it ends, nothing does */
-  bench_to(b, ns(copy_s) - 1);
-  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, slowed.step);
+  /* halfway through the copy, a step pays for the half left; once it ends, nothing */
+  half = ns(copy_s) / 2;
+  bench_to(b, half);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==,
+                  expect_step(b, 0, &batch, 0, 0, 1, copy_steal(rate, ns(copy_s) - half, t)).step);
   bench_to(b, ns(copy_s));
   g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, slowed.all_local);
   /* swapping back in reads them out of GPU 0's HBM */
   g_assert_cmpint(m1->ops->swap_in(m1->self, 7), ==, ns(copy_s));
-  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, slowed.step);
-  /* two copies at once add their rates until the later one ends */
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==,
+                  expect_step(b, 0, &batch, 0, 0, 1, copy_steal(rate, ns(copy_s), t)).step);
+  /* two copies at once: one after the other, 7 blocks over both copies' times */
   bench_to(b, 10 * ns(copy_s));
   g_assert_cmpint(m1->ops->swap_out(m1->self, 3), ==, ns(link_copy_s(b, 3)));
   g_assert_cmpint(m1->ops->swap_out(m1->self, 4), ==, ns(link_copy_s(b, 4)));
-  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==,
-                  expect_step(b, 0, &batch, 0, 0, 1,
-                              3.0 * (double) b->block_bytes / link_copy_s(b, 3) +
-                                  4.0 * (double) b->block_bytes / link_copy_s(b, 4))
-                      .step);
+  both = ns(link_copy_s(b, 3)) + ns(link_copy_s(b, 4));
+  g_assert_cmpint(
+      ema_pool_step_time(b->pool, 0, &batch), ==,
+      expect_step(b, 0, &batch, 0, 0, 1, copy_steal(bytes / ((double) both * 1e-9), both, t)).step);
   bench_check(b);
   bench_free(b);
 }

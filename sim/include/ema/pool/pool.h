@@ -55,9 +55,10 @@
  *   memory rate becomes rate_m - k_out x (pull rate) - k_in x (incoming
  *   rate), each over the last step, k = gpu.interference_outgoing and
  *   gpu.interference_incoming (calibrated by ema-validate on H200: about 0.9
- *   and 2). Peer-swap and migration copies do the same to the GPUs they
- *   read from and land in while they run (copies that overlap add up until
- *   the last ends: an upper bound).
+ *   and 2). Peer-swap, migration and prefix-tier copies do the same to the
+ *   GPUs they read from and land in: a GPU's copies run one after another,
+ *   and a step pays the HBM time of the copy bytes that overlap it (a copy
+ *   that ends before the step does is spread over the step).
  * - Peer swap (policy preempt: swap-peer): a preempted request's KV is
  *   parked in the lendable slices of the peers with the most room (the
  *   rest on host), each copy timed as above, and brought back (peers
