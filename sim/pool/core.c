@@ -53,6 +53,19 @@ static EmaPoolRequest *request_find(const EmaPoolCore *c, guint gpu, guint64 req
   return g_hash_table_lookup(c->requests[gpu], &request);
 }
 
+/* R of GPU's tenant is now in STATE: in GPU's running list while running. */
+static void request_set_state(EmaPoolCore *c, guint gpu, EmaPoolRequest *r, EmaKvState state) {
+  gboolean was = r->running.data != NULL, is = state == EMA_KV_RUNNING;
+  r->state = state;
+  if (is && !was) {
+    r->running.data = r;
+    g_queue_push_tail_link(&c->running_list[gpu], &r->running);
+  } else if (was && !is) {
+    g_queue_unlink(&c->running_list[gpu], &r->running);
+    r->running.data = NULL;
+  }
+}
+
 /* REQUEST of GPU's tenant, made when it is new. */
 static EmaPoolRequest *request_get(EmaPoolCore *c, guint gpu, guint64 request) {
   EmaPoolRequest *r = request_find(c, gpu, request);
@@ -60,14 +73,15 @@ static EmaPoolRequest *request_get(EmaPoolCore *c, guint gpu, guint64 request) {
     return r;
   r = g_new0(EmaPoolRequest, 1);
   r->request = request;
-  r->state = request == EMA_KV_PREFIX_CACHE ? EMA_KV_CACHED
-             : request == EMA_KV_UNNAMED    ? EMA_KV_RUNNING
-                                            : EMA_KV_WAITING;
   r->at = g_new0(guint64, c->n);
   r->last = gpu;
   r->link.data = r;
   g_hash_table_insert(c->requests[gpu], &r->request, r);
   g_queue_push_tail_link(&c->request_list[gpu], &r->link);
+  request_set_state(c, gpu, r,
+                    request == EMA_KV_PREFIX_CACHE ? EMA_KV_CACHED
+                    : request == EMA_KV_UNNAMED    ? EMA_KV_RUNNING
+                                                   : EMA_KV_WAITING);
   return r;
 }
 
@@ -97,6 +111,10 @@ const GList *ema_pool_core_requests(const EmaPoolCore *c, guint gpu) {
   return c->request_list[gpu].head;
 }
 
+const GList *ema_pool_core_running(const EmaPoolCore *c, guint gpu) {
+  return c->running_list[gpu].head;
+}
+
 void ema_pool_core_request_state(EmaPoolCore *c, EmaSliceGpu *g, guint64 request,
                                  EmaKvState state) {
   EmaPoolRequest *r;
@@ -107,10 +125,11 @@ void ema_pool_core_request_state(EmaPoolCore *c, EmaSliceGpu *g, guint64 request
     g_assert_cmpuint(r->blocks, ==, 0); /* it gave everything back first */
     g_hash_table_remove(c->requests[g->index], &request);
     g_queue_unlink(&c->request_list[g->index], &r->link);
+    request_set_state(c, g->index, r, state);
     request_free(r);
     return;
   }
-  request_get(c, g->index, request)->state = state;
+  request_set_state(c, g->index, request_get(c, g->index, request), state);
 }
 
 void ema_pool_core_to_cache(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, guint64 n) {
@@ -222,13 +241,21 @@ static void requests_take_from(EmaPoolCore *c, EmaSliceGpu *g, guint from, guint
 }
 
 /* The requests' invariants of G: their blocks on each place add up to the
- * ledger's, and each request's to its total. */
+ * ledger's, each request's to its total, and the running list holds the
+ * running ones. */
 static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GError **error) {
   guint64 *sum = g_newa(guint64, c->n);
+  guint running = 0;
   memset(sum, 0, c->n * sizeof *sum);
   for (const GList *l = c->request_list[g->index].head; l; l = l->next) {
     const EmaPoolRequest *r = l->data;
     guint64 total = 0;
+    if ((r->state == EMA_KV_RUNNING) != (r->running.data != NULL))
+      return ema_slice_ledger_invalid(
+          error, "gpu%u: request %" G_GUINT64_FORMAT " is %s", g->index, r->request,
+          r->state == EMA_KV_RUNNING ? "running, not in the running list"
+                                     : "in the running list, not running");
+    running += r->state == EMA_KV_RUNNING;
     for (guint p = 0; p < c->n; p++) {
       sum[p] += r->at[p];
       total += r->at[p];
@@ -245,6 +272,9 @@ static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GErro
                                       "'s newest block is on gpu%u, where it has none",
                                       g->index, r->request, r->last);
   }
+  if (running != c->running_list[g->index].length)
+    return ema_slice_ledger_invalid(error, "gpu%u: %u requests running, %u in the running list",
+                                    g->index, running, c->running_list[g->index].length);
   for (guint p = 0; p < c->n; p++) {
     guint64 ledger = p == g->index ? g->local_used : g->remote[p];
     if (sum[p] != ledger)
@@ -286,6 +316,7 @@ gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server
   c->models = g_new0(const EmaStepModel *, n);
   c->requests = g_new0(GHashTable *, n);
   c->request_list = g_new0(GQueue, n);
+  c->running_list = g_new0(GQueue, n);
   for (guint i = 0; i < n; i++)
     c->requests[i] = g_hash_table_new(g_int64_hash, g_int64_equal);
   c->request_views = g_array_new(FALSE, FALSE, sizeof(EmaRequestView));
@@ -318,6 +349,7 @@ void ema_pool_core_clear(EmaPoolCore *c) {
   }
   g_free(c->requests);
   g_free(c->request_list);
+  g_free(c->running_list);
   if (c->request_views)
     g_array_unref(c->request_views);
   if (c->events)
@@ -1230,19 +1262,6 @@ gboolean ema_pool_core_tick(EmaPoolCore *c, const guint64 *targets, GError **err
 }
 
 /* ---- attention offload ------------------------------------------------------------ */
-
-guint64 ema_pool_core_offload_shares(const EmaPoolCore *c, const EmaSliceGpu *g, guint64 seqs,
-                                     double context, EmaOffloadShare *shares) {
-  double used = (double) (g->local_used + g->remote_total);
-  guint64 merged = 0;
-  for (guint j = 0; j < c->n; j++) {
-    double share = used > 0 && g->remote ? (double) g->remote[j] / used : 0;
-    guint64 n = share > 0 && seqs > 0 ? MIN(seqs, (guint64) ceil(share * (double) seqs)) : 0;
-    shares[j] = (EmaOffloadShare){n, n > 0 ? share * context : 0, n};
-    merged += n;
-  }
-  return MIN(merged, seqs);
-}
 
 /* The lenders holding G's remote blocks, "gpu2 800, gpu3 434", into E's
  * reason; returns the one holding the most. */

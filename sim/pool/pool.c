@@ -724,25 +724,102 @@ static void expire_offloads(Pool *p) {
   }
 }
 
+/* What each lender holds of the step of G's tenant (pool.h's
+ * ema_pool_offload_shares) into SHARES[n]; returns u (all 0 unless
+ * DECODING: a step with no decode offloads nothing). The requests are the
+ * ledger's running ones, each one's blocks where they are; with an engine,
+ * it says which decode in the step and their context. Simplification for a
+ * tenant without an engine (the pool's benches, which time hand-made
+ * batches): every running request decodes, its context all of its blocks
+ * (blocks x EMA_KV_BLOCK_TOKENS, the newest block full) and none of them
+ * cached. A request whose own blocks are all local holds nothing on a
+ * lender unless the prefix cache does, and then only its cached blocks'
+ * share on each place of the cache's: those requests are added up and
+ * counted together. O(running requests). */
+static guint64 offload_shares(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare *shares) {
+  const EmaPoolRequest *cache;
+  gboolean cache_remote;
+  guint64 block_tokens = g->engine ? ema_engine_block_tokens(g->engine) : EMA_KV_BLOCK_TOKENS;
+  guint64 merged = 0, cached_seqs = 0, cached_blocks = 0; /* of the requests all local but cached */
+  memset(shares, 0, p->n * sizeof *shares);
+  if (!decoding || g->remote_total == 0)
+    return 0;
+  cache = ema_pool_core_request(&p->core, g->index, EMA_KV_PREFIX_CACHE);
+  cache_remote = cache && cache->blocks > cache->at[g->index];
+  for (const GList *l = ema_pool_core_running(&p->core, g->index); l; l = l->next) {
+    const EmaPoolRequest *r = l->data;
+    EmaRequest request;
+    gboolean in_step, own_remote = r->at[g->index] < r->blocks, remote = FALSE;
+    guint64 context, cached = 0, spare = 0;
+    if (!own_remote && !cache_remote)
+      continue; /* nothing on a lender */
+    if (g->engine == NULL) {
+      context = r->blocks * block_tokens;
+    } else {
+      if (!ema_engine_request(g->engine, r->request, &request, &in_step, NULL) || !in_step ||
+          request.generated == 0 ||
+          request.kv_tokens + 1 != request.prompt_tokens + request.generated)
+        continue; /* not decoding in this step */
+      context = (guint64) request.kv_tokens + 1;
+      cached = cache_remote ? request.blocks - r->blocks : 0;
+      /* the newest block holds what is left of the context past the full ones */
+      spare = request.blocks * block_tokens > context ? request.blocks * block_tokens - context : 0;
+    }
+    if (!own_remote) {
+      cached_seqs += cached > 0;
+      cached_blocks += cached;
+      merged += cached > 0;
+      continue;
+    }
+    for (guint j = 0; j < p->n; j++) {
+      double tokens;
+      if (j == g->index)
+        continue;
+      tokens = (double) (r->at[j] * block_tokens) - (r->last == j ? (double) spare : 0);
+      if (cached > 0)
+        tokens += (double) (cached * block_tokens) * (double) cache->at[j] / (double) cache->blocks;
+      if (tokens <= 0)
+        continue;
+      shares[j].seqs++;
+      shares[j].context += tokens;
+      shares[j].new_kv += r->last == j;
+      remote = TRUE;
+    }
+    merged += remote;
+  }
+  for (guint j = 0; cached_seqs > 0 && j < p->n; j++)
+    if (j != g->index && cache->at[j] > 0) {
+      shares[j].seqs += cached_seqs;
+      shares[j].context +=
+          (double) (cached_blocks * block_tokens) * (double) cache->at[j] / (double) cache->blocks;
+    }
+  return merged;
+}
+
+guint64 ema_pool_offload_shares(EmaPool *pool, guint borrower, EmaOffloadShare *shares) {
+  return offload_shares(&pool->pool, &pool->pool.gpus[borrower], TRUE, shares);
+}
+
 /* The step of G's tenant (BATCH) with the decode attention over its remote
- * KV offloaded to the lenders, its HBM slowed by SLOW (seconds; fills
- * g->offload_shares). Its local work is the batch with only its local share of the
+ * KV offloaded to the lenders, its HBM slowed by SLOW (seconds), given the
+ * step's shares in g->offload_shares (offload_shares(); MERGED their u).
+ * Its local work is the batch with the lenders' context taken out of its
  * decode context (hw/offload.h); simplification: prefill chunks read their
  * KV as if local (a chunk attends mostly to its own tokens, computed in the
  * step; every ShareGPT prompt here is one chunk). 0 when G cannot offload. */
-static double offload_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow) {
+static double offload_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow,
+                              guint64 merged) {
   EmaStepBatch local = *batch;
   EmaStepBreakdown bd;
   EmaOffloadBreakdown ob;
-  double used = (double) (g->local_used + g->remote_total);
+  double remote = 0;
   EmaTime local_ns;
-  guint64 merged;
   if (g->offload == NULL)
     return 0;
-  local.decode_context = batch->decode_context * (double) g->local_used / used;
+  for (guint j = 0; j < p->n; j++)
+    remote += g->offload_shares[j].context;
+  local.decode_context = MAX(0, batch->decode_context - remote);
   local_ns = ema_step_time(g->model, &local, &bd);
-  merged = ema_pool_core_offload_shares(&p->core, &g->counters, batch->decode_seqs,
-                                        batch->decode_context, g->offload_shares);
   ema_offload_step_time(g->offload, &bd, g->offload_shares, p->n, merged, &ob);
   return step_seconds(p, g, &bd, local_ns, slow, FALSE, 0, 0, &g->plan) + (double) ob.added / 1e9;
 }
@@ -783,9 +860,12 @@ static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepB
                       EmaTime all_local, double slow, double t_copy, double t_direct,
                       EmaStepCostView *view) {
   EmaPrefetchPlan previous = g->plan, direct = ema_prefetch_plan_start();
+  guint64 merged;
   view->step_local_s = step_seconds(p, g, bd, all_local, slow, FALSE, 0, 0, &direct);
   view->step_direct_s = step_seconds(p, g, bd, all_local, slow, TRUE, t_copy, t_direct, &direct);
   view->context_tokens = batch->decode_context;
+  /* the step's shares, for both offloaded timings below and the lenders' charge after */
+  merged = g->offload ? offload_shares(p, g, batch->decode_seqs > 0, g->offload_shares) : 0;
   if (g->offload && batch->decode_seqs > 0) {
     /* the allowance is of the lender's time while this tenant decodes: a step made long by a
      * prefill chunk's compute reads the same KV no faster, and must not admit KV that the
@@ -794,11 +874,11 @@ static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepB
     EmaStepBatch decode = {.decode_seqs = batch->decode_seqs,
                            .decode_context = batch->decode_context,
                            .logits = batch->decode_seqs};
-    double decode_s = offload_seconds(p, g, &decode, slow);
+    double decode_s = offload_seconds(p, g, &decode, slow, merged);
     view->offload_full_context =
         decode_s > 0 ? ema_offload_max_context(g->offload, 1, ns(decode_s)) : 0;
   }
-  view->step_offload_s = offload_seconds(p, g, batch, slow);
+  view->step_offload_s = offload_seconds(p, g, batch, slow, merged);
   ema_slice_gpu_plan_prefetch(&g->counters, p->core.policies[EMA_POLICY_PREFETCH],
                               p->spec->prefetch_params, build_view(p), view, g->layers);
   if (g->plan.mode == EMA_REMOTE_OFFLOAD && view->step_offload_s <= 0) {
@@ -924,49 +1004,6 @@ static void describe_request(gpointer data, guint gpu, EmaRequestView *view) {
   view->context_tokens = request.kv_tokens;
   view->last_scheduled = last;
   view->remaining_tokens = (gint64) request.output_tokens - (gint64) request.generated;
-}
-
-guint64 ema_pool_offload_shares(EmaPool *pool, guint borrower, EmaOffloadShare *shares) {
-  Pool *p = &pool->pool;
-  Gpu *g = &p->gpus[borrower];
-  const EmaPoolRequest *cache = ema_pool_core_request(&p->core, borrower, EMA_KV_PREFIX_CACHE);
-  guint64 merged = 0;
-  for (guint j = 0; j < p->n; j++)
-    shares[j] = (EmaOffloadShare){0};
-  if (g->engine == NULL || g->remote_total == 0)
-    return 0;
-  for (const GList *l = ema_pool_core_requests(&p->core, borrower); l; l = l->next) {
-    const EmaPoolRequest *r = l->data;
-    EmaRequest request;
-    gboolean in_step, remote = FALSE;
-    guint64 block_tokens, context, cached, spare;
-    if (r->state != EMA_KV_RUNNING || r->request == EMA_KV_PREFIX_CACHE ||
-        !ema_engine_request(g->engine, r->request, &request, &in_step, NULL) || !in_step ||
-        request.generated == 0 ||
-        request.kv_tokens + 1 != request.prompt_tokens + request.generated)
-      continue; /* not decoding in this step */
-    context = (guint64) request.kv_tokens + 1;
-    block_tokens = ema_engine_block_tokens(g->engine);
-    cached = request.blocks - r->blocks;
-    /* the newest block holds what is left of the context past the full ones */
-    spare = request.blocks * block_tokens > context ? request.blocks * block_tokens - context : 0;
-    for (guint j = 0; j < p->n; j++) {
-      double tokens;
-      if (j == borrower)
-        continue;
-      tokens = (double) (r->at[j] * block_tokens) - (r->last == j ? (double) spare : 0);
-      if (cached > 0 && cache && cache->blocks > 0)
-        tokens += (double) (cached * block_tokens) * (double) cache->at[j] / (double) cache->blocks;
-      if (tokens <= 0)
-        continue;
-      shares[j].seqs++;
-      shares[j].context += tokens;
-      shares[j].new_kv += r->last == j;
-      remote = TRUE;
-    }
-    merged += remote;
-  }
-  return merged;
 }
 
 /* ---- set-up, figures, checks ----------------------------------------------------- */

@@ -5,7 +5,7 @@
  * hand. Each case says where every request's blocks are after each take,
  * give, reclaim and placement move, and the requests' invariants are
  * checked after every action (EMA_POOL_CHECKS=all); a broken record is
- * caught with its request named. */
+ * caught with its request named; the running list follows the states. */
 #include <string.h>
 
 #include "ema/pool/core.h"
@@ -258,6 +258,48 @@ static void test_check_catches(void) {
   g_clear_error(&error);
   q->at[1]++;
   check(&r);
+  /* a running request the running list has lost, and one it keeps but is not running */
+  q->state = EMA_KV_WAITING;
+  g_assert_false(ema_pool_core_check(&r.core, &error));
+  g_assert_cmpstr(error->message, ==, "gpu0: request 11 is in the running list, not running");
+  g_clear_error(&error);
+  q->state = EMA_KV_RUNNING;
+  q = (EmaPoolRequest *) ema_pool_core_request(&r.core, 0, P);
+  q->state = EMA_KV_RUNNING;
+  g_assert_false(ema_pool_core_check(&r.core, &error));
+  g_assert_cmpstr(error->message, ==, "gpu0: request 12 is running, not in the running list");
+  g_clear_error(&error);
+  q->state = EMA_KV_PREEMPTED;
+  check(&r);
+  rig_clear(&r);
+}
+
+/* GPU's running requests, in order, are the NUMBER of EXPECTED. */
+static void assert_running(const Rig *r, guint gpu, const guint64 *expected, guint number) {
+  guint i = 0;
+  for (const GList *l = ema_pool_core_running(&r->core, gpu); l; l = l->next, i++) {
+    g_assert_cmpuint(i, <, number);
+    g_assert_cmpuint(((const EmaPoolRequest *) l->data)->request, ==, expected[i]);
+  }
+  g_assert_cmpuint(i, ==, number);
+}
+
+/* The running list follows the requests' states: the order they started
+ * to run, without the preempted, waiting and finished ones. */
+static void test_running_list(void) {
+  Rig r;
+  const guint64 first[] = {R0, R1}, resumed[] = {R1, P}, last[] = {P};
+  rig_fill(&r);
+  assert_running(&r, 0, first, 2);
+  ema_pool_core_request_state(&r.core, &r.gpus[0], P, EMA_KV_RUNNING);
+  ema_pool_core_give(&r.core, &r.gpus[0], R0, 8, N, NULL);
+  ema_pool_core_request_state(&r.core, &r.gpus[0], R0, EMA_KV_PREEMPTED);
+  assert_running(&r, 0, resumed, 2);
+  ema_pool_core_give(&r.core, &r.gpus[0], R1, 3, N, NULL);
+  ema_pool_core_request_state(&r.core, &r.gpus[0], R1, EMA_KV_FINISHED);
+  g_assert_null(ema_pool_core_request(&r.core, 0, R1));
+  assert_running(&r, 0, last, 1);
+  check(&r);
   rig_clear(&r);
 }
 
@@ -267,5 +309,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/placement/reclaim-cold-last", test_reclaim_cold_last);
   g_test_add_func("/placement/place", test_place);
   g_test_add_func("/placement/check", test_check_catches);
+  g_test_add_func("/placement/running", test_running_list);
   return g_test_run();
 }

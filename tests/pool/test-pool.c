@@ -22,7 +22,10 @@
  *   reads, interference (the lender's and the borrower's), a lender shared
  *   by two borrowers and two lenders on a link-per-pair and on a switch
  *   server each give the formula of pool.h, computed here from
- *   EmaStepBreakdown and the server's parameters;
+ *   EmaStepBreakdown and the server's parameters; an offloading step is
+ *   charged for its requests' own blocks on the lender (one long request
+ *   remote among short local ones: one request's messages, not a share of
+ *   the batch's);
  * - gives: n blocks given back return round(n R / (L + R)) of the remote
  *   ones; a drop during a reclaim frees the reclaimed lender's blocks
  *   first;
@@ -779,11 +782,11 @@ static void test_parked_interference(void) {
   bench_free(b);
 }
 
-/* GPU 0 with LOCAL local and REMOTE remote blocks (local region LOCAL
- * slices), lent by GPU 1 (a tenant with LENDER_SLICES slices, so that its
- * own steps can be timed). */
-static Bench *remote_bench(guint64 local, guint64 remote, guint64 lender_slices, int mode,
-                           guint depth, guint group) {
+/* GPU 0 with a local region of LOCAL slices and REMOTE slices lent by
+ * GPU 1 (a tenant with LENDER_SLICES slices, so that its own steps can be
+ * timed), no block taken yet. */
+static Bench *remote_bench_empty(guint64 local, guint64 remote, guint64 lender_slices, int mode,
+                                 guint depth, guint group) {
   Bench *b = bench_new(NULL);
   b->borrow = (TestBorrowParams){0, 1, (gint64) remote, 2, 0, 0};
   b->prefetch.mode = mode;
@@ -794,6 +797,14 @@ static Bench *remote_bench(guint64 local, guint64 remote, guint64 lender_slices,
   bench_tenant(b, 1, lender_slices);
   bench_start(b);
   bench_borrow(b, remote, 0);
+  return b;
+}
+
+/* remote_bench_empty() holding LOCAL local and REMOTE remote blocks (one
+ * request, EMA_KV_UNNAMED, running). */
+static Bench *remote_bench(guint64 local, guint64 remote, guint64 lender_slices, int mode,
+                           guint depth, guint group) {
+  Bench *b = remote_bench_empty(local, remote, lender_slices, mode, depth, group);
   g_assert_true(take(&b->memory[0], local + remote));
   g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, remote);
   return b;
@@ -1050,35 +1061,38 @@ static void test_step_two_lenders(void) {
  * tokens offloads the attention over the remote KV. Llama-3.1-8B on one
  * GPU: L = 32 layers, H = 32 query heads of d = 128, K = 8 KV heads, b = 2
  * bytes, kv_l = 2 K d b = 4,096 bytes per token and layer. The pool's
- * shares (ema_pool_core_offload_shares, whole requests remote): lender 1
- * holds f = 0.8 of the KV, n = ceil(0.8 x 100) = 80 requests, c = 12,800
- * tokens, m = 80 new K/V; u = 80 requests merge. */
+ * shares are its requests' (ema_pool_offload_shares): the blocks are one
+ * running request's (EMA_KV_UNNAMED; without an engine its context is its
+ * 1,000 blocks x 16 tokens, all decoding), whose 800 blocks on the lender,
+ * its newest among them, make n = 1 request, c = 12,800 tokens, m = 1 new
+ * K/V there and u = 1 request merging; the local step attends to the other
+ * 16,000 - 12,800 = 3,200 tokens. */
 typedef struct {
-  EmaStepBreakdown local; /* the step of the local share: 3,200 tokens of context */
+  double c;               /* tokens on the lender */
+  double n, m, u;         /* its requests, the new K/V it writes, the requests that merge */
+  double sent, back;      /* S and R, bytes per layer */
+  EmaStepBreakdown local; /* the step of the local share: the batch less c tokens of context */
   EmaTime local_step, added, step;
-  double c; /* tokens on the lender */
 } Offloaded;
 
-static Offloaded expect_offload(const Bench *b, const EmaStepBatch *batch) {
+static Offloaded expect_offload(const Bench *b, const EmaStepBatch *batch, double c, double n,
+                                double m, double u) {
   const EmaGpuSpec *gpu = &b->server->gpu;
   EmaStepBatch local = *batch;
-  Offloaded o;
-  double H = 32, d = 128, kv_l = 4096, n = 80, m = 80, u = 80;
+  Offloaded o = {.c = c, .n = n, .m = m, .u = u};
+  double H = 32, d = 128, kv_l = 4096;
   double rate_m = gpu->hbm_bandwidth * gpu->hbm_efficiency, rate_kv = rate_m * gpu->kv_efficiency;
   double rate_c = gpu->matrix_flops * gpu->matrix_efficiency;
   double latency = (double) b->server->link.latency / 1e9, bw = b->server->link.bandwidth;
-  double sent = n * H * d * 2 + m * kv_l; /* 983,040 bytes */
-  double returned = n * H * (d + 1) * 4;  /* 1,320,960 bytes */
   double attend, remote, wait, merge;
-  o.c = 0.8 * batch->decode_context;
-  attend = (double) gpu->kernel_overhead / 1e9 +
-           MAX(o.c * kv_l / rate_kv, 4 * H * d * o.c / rate_c) + m * kv_l / rate_m;
-  g_assert_cmpfloat(sent, ==, 983040);
-  g_assert_cmpfloat(returned, ==, 1320960);
+  o.sent = n * H * d * 2 + m * kv_l;
+  o.back = n * H * (d + 1) * 4;
+  attend = (double) gpu->kernel_overhead / 1e9 + MAX(c * kv_l / rate_kv, 4 * H * d * c / rate_c) +
+           m * kv_l / rate_m;
   /* a link per GPU pair (a100x4-40gb): each lender's messages have their own link */
   g_assert_cmpint(b->server->topology, ==, EMA_TOPOLOGY_DIRECT);
-  remote = (latency + sent / bw) + attend + (latency + returned / bw);
-  local.decode_context = 0.2 * batch->decode_context;
+  remote = (latency + o.sent / bw) + attend + (latency + o.back / bw);
+  local.decode_context = batch->decode_context - c;
   o.local_step = ema_step_time(b->models[0], &local, &o.local);
   wait = MAX(0, remote - o.local.layer_kv_read_s);
   merge = H * ((n + u) * (d + 1) * 4 + u * d * 2) / rate_m;
@@ -1087,24 +1101,43 @@ static Offloaded expect_offload(const Bench *b, const EmaStepBatch *batch) {
   return o;
 }
 
+/* BORROWER's offload share on lender 1 is N requests over C tokens, M of
+ * them writing their new K/V there, U = N merging (the only lender). */
+static void assert_share(Bench *b, guint borrower, guint64 n, double c, guint64 m) {
+  EmaOffloadShare shares[MAX_GPUS];
+  g_assert_cmpuint(ema_pool_offload_shares(b->pool, borrower, shares), ==, n);
+  g_assert_cmpuint(shares[borrower].seqs, ==, 0);
+  g_assert_cmpuint(shares[1].seqs, ==, n);
+  g_assert_cmpfloat(shares[1].context, ==, c);
+  g_assert_cmpuint(shares[1].new_kv, ==, m);
+  for (guint j = 2; j < (guint) b->server->gpus; j++)
+    g_assert_cmpuint(shares[j].seqs, ==, 0);
+}
+
 static void test_step_offload(void) {
   Bench *b = remote_bench(200, 800, 1000, EMA_REMOTE_OFFLOAD, 1, 1);
   EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
   EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
   Expected all = expect_step(b, 0, &batch, 800, 1000, 1, 0);
-  Offloaded o = expect_offload(b, &batch);
+  Offloaded o = expect_offload(b, &batch, 12800, 1, 1, 1);
   const EmaStepCostView *seen = &b->prefetch_probe.step;
   EmaStepBreakdown lender_bd;
   EmaTime start = ema_sim_now(b->sim), t = ema_pool_step_time(b->pool, 0, &batch), lender_local,
           extra;
   double r;
+  /* S = 1 x 32 x 128 x 2 + 4,096 bytes, R = 1 x 32 x 129 x 4 */
+  g_assert_cmpfloat(o.sent, ==, 12288);
+  g_assert_cmpfloat(o.back, ==, 16512);
+  assert_share(b, 0, 1, 12800, 1);
   g_assert_cmpint(t, ==, o.step);
-  /* the remote partials run beside the local attention over a fifth of the
-   * KV; on NVLink 3 pairs the messages' link time leaves the step a little
-   * longer than with every byte local (+4.5%), and shorter than copying
-   * 80% of the KV over the link (12% shorter: its prefetch is exposed) */
-  g_assert_cmpint(o.step, >, all.all_local);
-  g_assert_cmpint(o.step, <, all.all_local * 105 / 100);
+  /* the remote partial runs beside the local attention over a fifth of the
+   * KV; one request's messages (12 KiB out and 16 KiB back per layer) cost
+   * less on NVLink 3 pairs than the lender's HBM saves by reading four
+   * fifths of the KV beside the borrower's: the step is a little shorter
+   * than with every byte local (-0.8%), and shorter than copying 80% of the
+   * KV over the link (16% shorter: its prefetch is exposed) */
+  g_assert_cmpint(o.step, <, all.all_local);
+  g_assert_cmpint(o.step, >, all.all_local * 99 / 100);
   g_assert_cmpint(o.step, <, all.step);
   g_assert_cmpint(o.added, >, 0);
   /* the policy saw each way's modelled step */
@@ -1136,8 +1169,50 @@ static void test_step_offload(void) {
   bench_to(b, start + o.step);
   g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender_local);
   g_assert_cmpuint(ema_pool_stats(b->pool)->remote_steps, ==, 1);
-  g_assert_cmpint(ema_pool_stats(b->pool)->exposed_remote, ==, o.step - all.all_local);
+  g_assert_cmpint(ema_pool_stats(b->pool)->exposed_remote, ==, 0); /* shorter than all-local */
   g_assert_cmpuint(ema_pool_slices_staging(b->pool, 0), ==, 0);
+  bench_check(b);
+  bench_free(b);
+}
+
+/* Where the requests' blocks, not the tenant's block counts, decide: GPU 0's
+ * 100 local blocks hold 50 short requests of 2 blocks (32 tokens each),
+ * and a long one's 300 blocks (4,800 tokens) all went to GPU 1, the local
+ * room being full. A step decodes all 51 (6,400 tokens). Split by the
+ * counts (lender 1 holding 300 / 400 of the KV), the lender would serve
+ * ceil(0.75 x 51) = 39 requests, each sending its query and new K/V and
+ * merging two partials; exactly, it serves the long one alone: n = m = u =
+ * 1, c = 4,800 tokens, and the local step attends to the other 1,600. */
+static void test_step_offload_one_long(void) {
+  Bench *b = remote_bench_empty(100, 300, 1000, EMA_REMOTE_OFFLOAD, 1, 1);
+  EmaStepBatch batch = {.decode_seqs = 51, .decode_context = 6400, .logits = 51};
+  EmaKvMemory *m = &b->memory[0];
+  Offloaded exact = expect_offload(b, &batch, 4800, 1, 1, 1),
+            by_counts = expect_offload(b, &batch, 4800, 39, 39, 39);
+  for (guint64 i = 0; i <= 50; i++) {
+    m->ops->state(m->self, i, EMA_KV_RUNNING);
+    g_assert_true(m->ops->take(m->self, i, i < 50 ? 2 : 300));
+  }
+  assert_request_at(b, 0, 0, 2, 0, 0);
+  assert_request_at(b, 0, 49, 2, 0, 0);
+  assert_request_at(b, 0, 50, 0, 300, 0);
+  assert_share(b, 0, 1, 4800, 1);
+  /* S = 12,288 and R = 16,512 bytes per layer, against 39 times as much */
+  g_assert_cmpfloat(exact.sent, ==, 12288);
+  g_assert_cmpfloat(exact.back, ==, 16512);
+  g_assert_cmpfloat(by_counts.sent, ==, 39 * 12288);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, exact.step);
+  g_assert_cmpint(exact.local_step, ==, by_counts.local_step);
+  g_assert_cmpint(by_counts.step, >, exact.step);
+  /* a short request no longer decoding (preempted, its blocks given back) changes nothing on
+   * the lender; the long one's end leaves it nothing */
+  m->ops->give(m->self, 0, 2);
+  m->ops->state(m->self, 0, EMA_KV_PREEMPTED);
+  assert_share(b, 0, 1, 4800, 1);
+  m->ops->give(m->self, 50, 300);
+  m->ops->state(m->self, 50, EMA_KV_FINISHED);
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
+  assert_share(b, 0, 0, 0, 0);
   bench_check(b);
   bench_free(b);
 }
@@ -1650,6 +1725,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/step/shared-lender", test_step_shared_lender);
   g_test_add_func("/pool/step/two-lenders", test_step_two_lenders);
   g_test_add_func("/pool/step/offload", test_step_offload);
+  g_test_add_func("/pool/step/offload-one-long", test_step_offload_one_long);
   g_test_add_func("/pool/step/parked-interference", test_parked_interference);
   g_test_add_func("/pool/step/layer-overhead", test_step_layer_overhead);
   g_test_add_func("/pool/give/proportional", test_give_proportional);

@@ -38,7 +38,8 @@ G_BEGIN_DECLS
  * EMA_KV_PREFIX_CACHE; a driver without engines names its blocks
  * EMA_KV_UNNAMED): for every GPU g and place p (g itself: its own slices; a
  * lender j), the sum over g's requests of at[p] is g's local_used (p = g)
- * or remote[p], and no request holds a block twice (ema_pool_core_check
+ * or remote[p], no request holds a block twice, and the GPU's running
+ * list holds exactly its requests in EMA_KV_RUNNING (ema_pool_core_check
  * walks them when EMA_POOL_CHECKS=all). */
 typedef struct {
   guint64 request;
@@ -47,6 +48,7 @@ typedef struct {
   guint64 *at;    /* [n]: at[g] in g's own slices, at[j] in the slices lender j lends g */
   guint last;     /* where its newest block is (the new token's K/V goes there) */
   GList link;     /* in its GPU's list, in the order the pool first saw it; data = this */
+  GList running;  /* in its GPU's running list while EMA_KV_RUNNING; data = this */
 } EmaPoolRequest;
 
 #define EMA_POOL_REASON_CHARS 160
@@ -154,6 +156,7 @@ struct _EmaPoolCore {
   /* requests: per GPU, the table serial -> EmaPoolRequest and their list */
   GHashTable **requests; /* [n] */
   GQueue *request_list;  /* [n] */
+  GQueue *running_list;  /* [n] the requests in EMA_KV_RUNNING, in the order they started */
   GArray *request_views; /* EmaRequestView, the last view's requests() */
   /* the owner fills what only it knows of a request's view (context, last
    * scheduled, remaining tokens; NULL: not known) */
@@ -211,6 +214,10 @@ void ema_pool_core_to_cache(EmaPoolCore *core, EmaSliceGpu *g, guint64 request, 
 const EmaPoolRequest *ema_pool_core_request(const EmaPoolCore *core, guint gpu, guint64 request);
 /* GPU's requests, in the order the pool first saw them (links of EmaPoolRequest). */
 const GList *ema_pool_core_requests(const EmaPoolCore *core, guint gpu);
+/* GPU's running requests (EMA_KV_RUNNING), in the order they started to
+ * run (their running links): what a step's decode may read, without the
+ * waiting ones. */
+const GList *ema_pool_core_running(const EmaPoolCore *core, guint gpu);
 
 /* A periodic decision of G is due at core->now: a decision period has
  * passed since its last decision and something in the view has changed
@@ -273,20 +280,6 @@ gboolean ema_pool_core_tick(EmaPoolCore *core, const guint64 *targets, GError **
 
 /* ---- attention offload --------------------------------------------------- */
 
-/* What each lender holds of a step of G's tenant in which SEQS sequences
- * decode, attending to CONTEXT tokens together (hw/offload.h n_j, c_j, m_j),
- * into SHARES[n] (one per GPU; zero where G holds no blocks); returns u, the
- * step's requests with any remote KV (min(SEQS, sum n_j)).
- * Approximation while blocks are fungible within a tenant (pool.h: the pool
- * knows how many of G's blocks are on each lender, not whose): lender j
- * holds the share f_j = remote[j] / (local + remote) of the step's KV, so
- * c_j = f_j x CONTEXT; whole requests are remote (each request's KV in one
- * place, as a placement that offloads would put them), so n_j = ceil(f_j x
- * SEQS), at most SEQS, and each remote request's new K/V is written beside
- * its KV, m_j = n_j (the most link bytes). Per-request placement replaces
- * this one function with the requests' real blocks. */
-guint64 ema_pool_core_offload_shares(const EmaPoolCore *core, const EmaSliceGpu *g, guint64 seqs,
-                                     double context, EmaOffloadShare *shares);
 /* After the prefetch policy planned a step of G's tenant whose costs were
  * COST (PREVIOUS: the plan before): the event log gets an `offload` event
  * when its steps start offloading attention, `offload-end` when they stop,

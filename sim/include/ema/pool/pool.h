@@ -65,12 +65,11 @@
  *   first) before the request resumes. A GPU that needs memory holding
  *   peers' parked KV sends it to host memory first and waits for that copy.
  * - Attention offload (plan mode EMA_REMOTE_OFFLOAD, hw/offload.h): the
- *   borrower's step is ema_offload_step_time over the batch with only its
- *   local share of the decode context plus each lender's share of the rest
- *   (ema_pool_core_offload_shares, an approximation: lender j holds the
- *   share remote[j] / used of the context, in whole requests; the exact
- *   per-request count is ema_pool_offload_shares, below); prefill
- *   chunks read their KV as if local. No KV is pulled: the lenders' HBM is
+ *   borrower's step is ema_offload_step_time over each lender's share of
+ *   the step, from the step's decoding requests' own blocks
+ *   (ema_pool_offload_shares, below), and the batch with the lenders'
+ *   context taken out of its decode context (never below 0) for its local
+ *   work; prefill chunks read their KV as if local. No KV is pulled: the lenders' HBM is
  *   charged instead, each lender's own steps lengthening by
  *   ema_offload_lender_extra while the borrower's step runs (nothing once it
  *   is over: an idle borrower costs no lender). The policy sees each way's
@@ -160,8 +159,9 @@ double ema_remote_step_seconds_one_lender(const EmaStepBreakdown *bd, const EmaS
                                           double layers, double steal, double remote,
                                           const EmaPrefetchPlan *plan);
 
-/* For attention offload (hw/offload.h): the step in flight (or, between
- * steps, the last one) of BORROWER's tenant, per lender j: SHARES[j] (the
+/* For attention offload (hw/offload.h), what the pool charges an
+ * offloading step: the step being timed or in flight (or, between steps,
+ * the last one) of BORROWER's tenant, per lender j: SHARES[j] (the
  * server's GPUs, filled; BORROWER's own entry 0) has n_j = the step's
  * decoding requests with KV on j, c_j = the tokens of their context (the
  * KV they attend to, the new token's included) in blocks on j, m_j = of
@@ -171,8 +171,10 @@ double ema_remote_step_seconds_one_lender(const EmaStepBreakdown *bd, const EmaS
  * blocks (the newest block holds the context past the full ones); the
  * cached prefix blocks a request shares with others are the prefix cache's
  * one set in the ledger, so they count on each place in proportion to
- * where the cache's blocks are. Prefill chunks are not counted. O(the
- * tenant's requests). */
+ * where the cache's blocks are. Prefill chunks are not counted. Without an
+ * engine (a bench timing hand-made batches) every running request of the
+ * ledger decodes, its context all of its blocks' tokens. O(the tenant's
+ * running requests), an engine look-up for those with KV on a lender. */
 guint64 ema_pool_offload_shares(EmaPool *pool, guint borrower, EmaOffloadShare *shares);
 
 /* After a step of GPU's tenant: the reclaim and borrow policies. */
