@@ -773,8 +773,8 @@ static guint64 offload_shares(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShar
     }
     for (guint j = 0; j < p->n; j++) {
       double tokens;
-      if (j == g->index)
-        continue;
+      if (j == g->index || (r->at[j] == 0 && (cached == 0 || cache->at[j] == 0)))
+        continue; /* none of its blocks there */
       tokens = (double) (r->at[j] * block_tokens) - (r->last == j ? (double) spare : 0);
       if (cached > 0)
         tokens += (double) (cached * block_tokens) * (double) cache->at[j] / (double) cache->blocks;
