@@ -33,18 +33,30 @@
  * than N requests are in the engine (arrived, not finished or rejected) and
  * arrives at once; a finish or a rejection frees its client.
  *
- * Prefix caching (as vLLM's, with counted blocks). A request's full prompt
- * blocks have hashes chained from the first (compute_hashes): those of its
- * identified prefix by the prefix's ids (shared with other requests), the
- * rest by an id of the request's own (so they hit only the request itself,
- * when it is admitted again after a recompute preemption, as vLLM's
- * preempted requests find their freed blocks still cached). At
- * admission (not of a swapped-out request) the leading blocks found in the
- * cache, at most all but the last known token, are taken by reference
- * (kv_tokens starts after them); a cached block no request holds is free
- * in the memory, so taking it back takes one block from the memory. Blocks
- * a request fills become cached as they fill, until one is found cached
- * already. When a request lets go, a block others still hold stays taken;
+ * Prefix caching (as vLLM's, with counted blocks). Every full prompt block
+ * of a request may be cached. Those of its identified prefix have hashes
+ * chained from the first (compute_hashes), by the prefix's ids: shared with
+ * other requests, each one an entry of a hash table. The rest are the
+ * request's own: only the request itself can hit them, when it is admitted
+ * again after a recompute preemption (as vLLM's preempted requests find
+ * their freed blocks still cached), so they are not hashed but counted, as
+ * the request's run (Run): how many of its leading own blocks are cached,
+ * how many of those it holds, and its free ones as one counted entry of
+ * local room's eviction queue (and one of the tier's, the older part, once
+ * some are demoted), which a queue's head gives up block by block, last
+ * block first; a run outlives its request while it has free blocks, which
+ * are evicted in their turn. Everything seen outside (the memory's takes,
+ * gives, to_cache calls and tier moves, the evictions, their order) is as
+ * with one hashed block each, but the hash table and the queues cost
+ * O(identified blocks) per request plus O(1) for its own ones (the memory
+ * is still told block by block: a to_cache per block filled, a take per
+ * block revived). At admission (not of a swapped-out request) the leading
+ * blocks found in the cache, at most all but the last known token, are
+ * taken by reference (kv_tokens starts after them; its own cached blocks
+ * count only past all of its identified ones); a cached block no request
+ * holds is free in the memory, so taking it back takes one block from the
+ * memory. Blocks a request fills become cached as they fill, until one is
+ * found cached already. When a request lets go, a block others still hold stays taken;
  * one nobody holds goes back to the memory but stays cached, last in the
  * eviction order (a request's blocks tail first). After any take, while
  * more cached blocks are free than the memory has free blocks, the least
@@ -256,7 +268,7 @@ typedef struct {
  * holding it, and its place in the eviction order while no request holds
  * it (then its memory is free). */
 typedef struct {
-  LruEntry entry;  /* in evictable (or tier) when refs == 0 */
+  LruEntry entry; /* in evictable (or tier) when refs == 0 */
   guint64 hash;
   guint refs;
   gboolean remote; /* in the tier: on a peer */
@@ -325,12 +337,12 @@ struct _EmaEngine {
   gboolean trace_done;
 
   /* prefix caching */
-  GHashTable *cache;       /* &CachedBlock.hash -> CachedBlock */
-  GQueue evictable;        /* LruEntry links in local room, least recently freed at the head */
-  GQueue tier;             /* LruEntry links on peers (the remote tier), likewise */
-  guint64 room_blocks[2];  /* [Room]: free cached blocks in evictable, in tier */
-  guint64 run_blocks;      /* cached blocks of runs (sum of Run.cached) */
-  guint64 cached_held;     /* cached blocks some request holds (refs > 0) */
+  GHashTable *cache;      /* &CachedBlock.hash -> CachedBlock */
+  GQueue evictable;       /* LruEntry links in local room, least recently freed at the head */
+  GQueue tier;            /* LruEntry links on peers (the remote tier), likewise */
+  guint64 room_blocks[2]; /* [Room]: free cached blocks in evictable, in tier */
+  guint64 run_blocks;     /* cached blocks of runs (sum of Run.cached) */
+  guint64 cached_held;    /* cached blocks some request holds (refs > 0) */
   EmaPrefixCacheStats prefix;
 };
 
