@@ -91,13 +91,13 @@ gboolean ema_capture_run(const EmaCaptureOptions *o, int *status, GError **error
   g_autofree char *json = g_build_filename(dir, "trace.json", NULL);
   if (!ema_trace_write_summaries(trace, dir, error) || !ema_trace_write_chrome(trace, json, error))
     return FALSE;
-  printf("capture: %s exited with status %d; %u kernels, %u copies/memsets, %u allocation "
-         "records, %u VMM calls, %u NVTX ranges (%u unmatched markers) in %s\n",
-         o->argv[0], *status, trace->kernels->len, trace->copies->len, trace->memory->len,
-         trace->vmm->len, trace->ranges->len, trace->unmatched_markers, dir);
+  g_print("capture: %s exited with status %d; %u kernels, %u copies/memsets, %u allocation "
+          "records, %u VMM calls, %u NVTX ranges (%u unmatched markers) in %s\n",
+          o->argv[0], *status, trace->kernels->len, trace->copies->len, trace->memory->len,
+          trace->vmm->len, trace->ranges->len, trace->unmatched_markers, dir);
   if (trace->summary && strstr(trace->summary, "ended: running"))
-    printf("capture: the library did not record the program's end (killed?): the trace holds "
-           "the buffers completed before it\n");
+    g_print("capture: the library did not record the program's end (killed?): the trace holds "
+            "the buffers completed before it\n");
   return TRUE;
 }
 
@@ -173,7 +173,7 @@ gboolean ema_capture_write_profile(const char *capture_dir, const char *out_dir,
     g_error_free(io);
     return FALSE;
   }
-  printf("profile: %u tables from %u NVTX ranges into %s\n", tables->len, trace->ranges->len,
-         out_dir);
+  g_print("profile: %u tables from %u NVTX ranges into %s\n", tables->len, trace->ranges->len,
+          out_dir);
   return TRUE;
 }

@@ -477,7 +477,7 @@ static int command_frontier(int argc, char **argv) {
   g_autoptr(EmaLlmSpec) model = NULL;
   g_autoptr(GPtrArray) servers = NULL;
   g_autoptr(GString) csv = g_string_new("server,batch,context,local_step_ms,prefetch_share,"
-                                        "direct_share,prefetch_landed_share\n");
+                                        "direct_share,prefetch_landed_share,offload_share\n");
   g_autofree char *csv_path = NULL;
   GOptionEntry entries[] = {
       {"model", 0, 0, G_OPTION_ARG_STRING, &model_name, "LLM shape (default llama-3.1-8b)", "M"},
@@ -501,28 +501,29 @@ static int command_frontier(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     g_ptr_array_add(servers, g_strdup(argv[i]));
   printf("remote share of KV within %.1f%% of all-local, %s, one lender; prefetch and direct "
-         "without interference, landed: prefetch with its copies' HBM interference\n",
-         100 * tolerance, model->name);
+         "without interference, landed: prefetch with its copies' HBM interference, offload: "
+         "attention computed on the lender, its reads within %.1f%% of its HBM time\n",
+         100 * tolerance, model->name, 100 * tolerance);
   for (guint s = 0; s < servers->len; s++) {
     g_autoptr(EmaServerSpec) server = ema_server_load(servers->pdata[s], &error);
     if (server == NULL)
       return fail(error);
-    printf("\n%s (HBM %.0f GB/s, link %.0f GB/s, k_in %.2f)\n%8s %8s %12s %10s %10s %10s\n",
+    printf("\n%s (HBM %.0f GB/s, link %.0f GB/s, k_in %.2f)\n%8s %8s %12s %10s %10s %10s %10s\n",
            server->name, server->gpu.hbm_bandwidth / 1e9, server->link.bandwidth / 1e9,
            server->gpu.interference_incoming, "batch", "context", "local step", "prefetch",
-           "direct", "landed");
+           "direct", "landed", "offload");
     for (guint b = 0; b < G_N_ELEMENTS(batches); b++)
       for (guint c = 0; c < G_N_ELEMENTS(contexts); c++) {
         EmaFrontierPoint point;
         if (!ema_frontier_point(model, server, batches[b], contexts[c], tolerance, &point, &error))
           return fail(error);
-        printf("%8u %8u %9.3f ms %9.1f%% %9.1f%% %9.1f%%\n", point.batch, point.context,
+        printf("%8u %8u %9.3f ms %9.1f%% %9.1f%% %9.1f%% %9.1f%%\n", point.batch, point.context,
                point.local_step_s * 1e3, 100 * point.prefetch_share, 100 * point.direct_share,
-               100 * point.prefetch_landed_share);
+               100 * point.prefetch_landed_share, 100 * point.offload_share);
         ema_file_csv_field(csv, server->name);
-        g_string_append_printf(csv, ",%u,%u,%.6f,%.6f,%.6f,%.6f\n", point.batch, point.context,
+        g_string_append_printf(csv, ",%u,%u,%.6f,%.6f,%.6f,%.6f,%.6f\n", point.batch, point.context,
                                point.local_step_s * 1e3, point.prefetch_share, point.direct_share,
-                               point.prefetch_landed_share);
+                               point.prefetch_landed_share, point.offload_share);
       }
   }
   if (out_dir == NULL)

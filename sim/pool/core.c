@@ -1089,9 +1089,10 @@ gboolean ema_pool_core_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementP
 /* The borrow policy's placement of G's tenant, if it has one. */
 static gboolean run_place(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   const EmaBorrowPolicyOps *ops = c->policies[EMA_POLICY_BORROW]->ops;
-  EmaPlacementPlan plan = {0};
+  EmaPlacementPlan plan;
   if (ops->place == NULL)
-    return TRUE;
+    return TRUE; /* before the plan is zeroed: most borrow policies place nothing */
+  memset(&plan, 0, sizeof plan);
   ops->place(g->states[EMA_POLICY_BORROW], c->spec->borrow_params, ema_pool_core_view(c), g->index,
              &plan);
   return ema_pool_core_place(c, g, &plan, policy_name(c, EMA_POLICY_BORROW), error);

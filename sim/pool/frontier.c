@@ -2,10 +2,14 @@
  * f, the step's remote bytes per layer are f x its KV reads per layer; the
  * share found is the largest f (bisection to 0.1%) whose step time is
  * within the tolerance of the all-local step. Step time is monotone in f
- * in every mode, so bisection is exact to its resolution. */
+ * in every mode that reads remote KV, so bisection is exact to its
+ * resolution. Offload's step is not (the lender's partials run beside the
+ * borrower's shrinking local attention), so its share is found by a scan
+ * of f in steps of 0.1%. */
 #include "ema/pool/frontier.h"
 
 #include "ema/pool/pool.h"
+#include "ema/hw/offload.h"
 #include "ema/hw/steptime.h"
 
 /* The layer-ahead policy's group size: the smallest power of two whose
@@ -48,14 +52,47 @@ static double largest_share(const EmaStepBreakdown *bd, const EmaServerSpec *ser
   return lo;
 }
 
+/* The step (seconds) of BATCH sequences of CONTEXT tokens with SHARE of
+ * every sequence's KV on one lender and its attention offloaded there (the
+ * new tokens' K/V written locally), and in *LENDER_SHARE the share of the
+ * lender's HBM time that reading it takes (hw/offload.h r). */
+static double offload_step(const EmaStepModel *step, const EmaOffloadModel *offload, guint batch,
+                           guint context, double share, double *lender_share) {
+  EmaStepBatch local = {.decode_seqs = batch,
+                        .decode_context = (1 - share) * (double) batch * context,
+                        .logits = batch};
+  EmaOffloadShare remote = {batch, share * (double) batch * context, 0};
+  EmaStepBreakdown bd;
+  EmaTime t;
+  ema_step_time(step, &local, &bd);
+  t = ema_offload_step_time(offload, &bd, &remote, 1, share > 0 ? batch : 0, NULL);
+  *lender_share = share > 0 && t > 0 ? ema_offload_lender_share(offload, &remote, t) : 0;
+  return (double) t / 1e9;
+}
+
+/* The largest share (to 0.1%) whose offloaded step is within LIMIT_S and
+ * whose lender's share of HBM time is within TOLERANCE. */
+static double largest_offload_share(const EmaStepModel *step, const EmaOffloadModel *offload,
+                                    guint batch, guint context, double limit_s, double tolerance) {
+  double best = 0;
+  for (guint k = 1; k <= 1000; k++) {
+    double lender, share = k / 1000.0;
+    if (offload_step(step, offload, batch, context, share, &lender) <= limit_s &&
+        lender <= tolerance)
+      best = share;
+  }
+  return best;
+}
+
 gboolean ema_frontier_point(const EmaLlmSpec *model, const EmaServerSpec *server, guint batch,
                             guint context, double tolerance, EmaFrontierPoint *point,
                             GError **error) {
   g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, 1, error);
+  g_autoptr(EmaOffloadModel) offload = NULL;
   EmaStepBatch work = {0};
   EmaStepBreakdown bd;
   double layers, limit_s;
-  if (step == NULL)
+  if (step == NULL || (offload = ema_offload_model_new(model, server, 1, error)) == NULL)
     return FALSE;
   layers = ema_step_model_layers(step);
   work.decode_seqs = batch;
@@ -70,5 +107,6 @@ gboolean ema_frontier_point(const EmaLlmSpec *model, const EmaServerSpec *server
   point->direct_share = largest_share(&bd, server, layers, limit_s, EMA_REMOTE_DIRECT, FALSE);
   point->prefetch_landed_share =
       largest_share(&bd, server, layers, limit_s, EMA_REMOTE_PREFETCH, TRUE);
+  point->offload_share = largest_offload_share(step, offload, batch, context, limit_s, tolerance);
   return TRUE;
 }

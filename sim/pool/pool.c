@@ -66,7 +66,8 @@ typedef struct {
   guint64 *parked; /* [n] on lender j */
   guint64 parked_host;
   gboolean evicting_to_host; /* the pool's own eviction: swap_out must not park on peers */
-  double *pull;              /* [n] B/s this tenant pulled from lender j in its last step */
+  double *pull;              /* [n] B/s this tenant pulls from lender j in its last step... */
+  EmaTime pull_until;        /* ...while that step runs (an idle borrower pulls nothing) */
   gboolean pulled;           /* some pull[j] is not 0 (counted in Pool.pulling) */
   double incoming;           /* B/s copied into this GPU by its prefetches in its last step */
   double copy_steal;         /* B/s of HBM rate taken by swap and migration copies... */
@@ -828,7 +829,8 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   expire_offloads(p);
   /* with no pulls, each term would be 0 and the sum stays 0 */
   for (guint b = 0; p->pulling > 0 && b < p->n; b++)
-    peers += spec->interference_outgoing * (p->gpus[b].pull ? p->gpus[b].pull[gpu] : 0);
+    if (p->gpus[b].pulled && ema_sim_now(p->sim) < p->gpus[b].pull_until)
+      peers += spec->interference_outgoing * p->gpus[b].pull[gpu];
   if (ema_sim_now(p->sim) < g->copy_until) {
     /* the copies still to run take their bytes' HBM time from this step: their rate while
      * they overlap it, spread over the step when they end before it does */
@@ -878,6 +880,7 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
     g->incoming = view.remote_bytes * g->layers / seconds;
   for (guint j = 0; j < p->n; j++)
     g->pull[j] = bytes[j] * g->layers / seconds;
+  g->pull_until = ema_sim_now(p->sim) + step;
   g->pulled = TRUE;
   p->pulling++;
   return step;

@@ -10,12 +10,18 @@
  *   without it, below it once the landing matters, and equal to it on a
  *   GPU whose landing costs nothing (interference_incoming 0);
  * - every share is in [0, 1], and a batch of one at short context hides
- *   everything by prefetch on an NVSwitch server. */
+ *   everything by prefetch on an NVSwitch server;
+ * - offload: at scale the lender's allowance binds (its reads of the
+ *   found share take at most the tolerance of its HBM time, 0.1% more
+ *   would take more, timed here with the offload model itself), a batch
+ *   of one offloads everything, and a larger tolerance never offloads
+ *   less. */
 #include <math.h>
 
 #include "ema/run/experiment.h"
 #include "ema/pool/frontier.h"
 #include "ema/hw/llm.h"
+#include "ema/hw/offload.h"
 #include "ema/hw/steptime.h"
 
 typedef struct {
@@ -48,6 +54,8 @@ static EmaFrontierPoint point(const Setup *s, guint batch, guint context, double
   g_assert_cmpfloat(p.direct_share, <=, 1);
   g_assert_cmpfloat(p.prefetch_landed_share, >=, 0);
   g_assert_cmpfloat(p.prefetch_landed_share, <=, p.prefetch_share);
+  g_assert_cmpfloat(p.offload_share, >=, 0);
+  g_assert_cmpfloat(p.offload_share, <=, 1);
   return p;
 }
 
@@ -94,9 +102,50 @@ static void test_landed(void) {
   teardown(&s);
 }
 
+/* The lender's share of HBM time (hw/offload.h r) and the borrower's step
+ * (seconds, *STEP_S) with SHARE of each sequence's KV offloaded. */
+static double lender_share(const Setup *s, guint batch, guint context, double share,
+                           double *step_s) {
+  GError *error = NULL;
+  g_autoptr(EmaStepModel) model = ema_step_model_new(s->model, s->server, 1, &error);
+  g_autoptr(EmaOffloadModel) offload = ema_offload_model_new(s->model, s->server, 1, &error);
+  EmaStepBatch local = {.decode_seqs = batch,
+                        .decode_context = (1 - share) * batch * (double) context,
+                        .logits = batch};
+  EmaOffloadShare remote = {batch, share * batch * (double) context, 0};
+  EmaStepBreakdown bd;
+  EmaTime t;
+  g_assert_no_error(error);
+  ema_step_time(model, &local, &bd);
+  t = ema_offload_step_time(offload, &bd, &remote, 1, batch, NULL);
+  *step_s = (double) t / 1e9;
+  return ema_offload_lender_share(offload, &remote, t);
+}
+
+static void test_offload(void) {
+  Setup s = setup("h200x8-hgx");
+  EmaFrontierPoint p = point(&s, 1, 1024, 0.05), tight;
+  double step_s, r;
+  g_assert_cmpfloat(p.offload_share, ==, 1);
+  p = point(&s, 128, 16384, 0.05);
+  g_assert_cmpfloat(p.offload_share, >, 0);
+  g_assert_cmpfloat(p.offload_share, <, 1);
+  r = lender_share(&s, 128, 16384, p.offload_share, &step_s);
+  g_assert_cmpfloat(r, <=, 0.05);
+  g_assert_cmpfloat(step_s, <=, p.local_step_s * 1.05);
+  g_assert_cmpfloat(lender_share(&s, 128, 16384, p.offload_share + 0.001, &step_s), >, 0.05);
+  for (guint batch = 1; batch <= 128; batch *= 8) {
+    tight = point(&s, batch, 4096, 0.02);
+    p = point(&s, batch, 4096, 0.05);
+    g_assert_cmpfloat(tight.offload_share, <=, p.offload_share);
+  }
+  teardown(&s);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/frontier/direct-closed-form", test_direct_closed_form);
   g_test_add_func("/frontier/landed", test_landed);
+  g_test_add_func("/frontier/offload", test_offload);
   return g_test_run();
 }

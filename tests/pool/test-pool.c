@@ -695,12 +695,14 @@ static Expected expect_step(const Bench *b, guint gpu, const EmaStepBatch *batch
 
 /* A per-layer overhead (gpu.layer_overhead) is charged with and without
  * remote KV: a step with nothing remote and no peer traffic is exactly the
- * all-local one, and a peer's pull slows only its memory side. */
+ * all-local one, and a peer's pull slows only its memory side, while the
+ * peer's step runs. */
 static void test_step_layer_overhead(void) {
   Bench *b = bench_new("server.gpu.layer_overhead=20us");
   EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
   EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
   Expected local, first, lender;
+  EmaTime start;
   b->borrow = (TestBorrowParams){0, 1, 800, 2, 0, 0};
   bench_pool(b);
   bench_tenant(b, 0, 200);
@@ -712,12 +714,19 @@ static void test_step_layer_overhead(void) {
   bench_borrow(b, 800, 0);
   g_assert_true(take(&b->memory[0], 1000));
   first = expect_step(b, 0, &batch, 800, 1000, 1, 0);
+  start = ema_sim_now(b->sim); /* the borrower's step starts */
   g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, first.step);
   lender = expect_step(b, 1, &lender_batch, 0, 0, 1, first.pull);
   g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender.step);
   g_assert_cmpint(lender.step, >, local.all_local);
   g_assert_cmpint(lender.step - local.all_local, <,
                   ns(32 * lender.bd.layer_memory_s * (lender.slow - 1)) + 2);
+  /* the pull lasts while the borrower's step runs: from its last nanosecond on, once the
+   * borrower is idle, the lender's steps are all-local again */
+  bench_to(b, start + first.step - 1);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender.step);
+  bench_to(b, start + first.step);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, local.all_local);
   bench_free(b);
 }
 

@@ -360,8 +360,17 @@ static void test_profile_errors(void) {
   }
 }
 
+/* What the capture functions print (g_print), kept instead of written to
+ * the test's TAP output. */
+static GString *printed;
+
+static void keep_printed(const gchar *text) {
+  g_string_append(printed, text);
+}
+
 /* capture without CUDA: the program's status is kept; no trace is an error that says so */
 static void test_capture_run(void) {
+  GPrintFunc previous;
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(dir, "c", NULL);
   char *argv[] = {(char *) "sh", (char *) "-c",
@@ -373,6 +382,8 @@ static void test_capture_run(void) {
   EmaCaptureOptions o = {.dir = out, .library = "/lib/fake.so", .argv = argv, .buffers = 4};
   int status = -1;
   GError *error = NULL;
+  printed = g_string_new(NULL);
+  previous = g_set_print_handler(keep_printed);
   g_assert_false(ema_capture_run(&o, &status, &error));
   g_assert_cmpint(status, ==, 3);
   g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO);
@@ -405,6 +416,12 @@ static void test_capture_run(void) {
   g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
   ema_test_assert_contains(error->message, "workload.yaml:1:1: not a 'key: value' line");
   g_clear_error(&error);
+  /* the killed program's summary, and the profile's */
+  g_set_print_handler(previous);
+  ema_test_assert_contains(printed->str, "capture: sh exited with status 137; ");
+  ema_test_assert_contains(printed->str, " NVTX ranges (0 unmatched markers) in ");
+  ema_test_assert_contains(printed->str, "profile: 3 tables from ");
+  g_string_free(printed, TRUE);
   ema_test_remove_tree(fixture);
   ema_test_remove_tree(dir);
 }

@@ -6,7 +6,11 @@
  * (the layer-ahead rule for the group size, depth 2) and for direct loads,
  * both without interference, and for prefetch once more with its copies'
  * landing charged to the GPU's HBM (ema_remote_step_seconds_one_lender).
- * What pulls cost the lender is not part of it. */
+ * What pulls cost the lender is not part of it. For attention offload
+ * (hw/offload.h) the share is that of every sequence's KV on the lender,
+ * its attention computed there, within the tolerance for the borrower's
+ * step and with the lender giving at most the tolerance of its HBM time
+ * (its own steps then slow by up to offload_interference times that). */
 #pragma once
 
 #include <glib.h>
@@ -24,6 +28,8 @@ typedef struct {
   double direct_share;          /* the same with direct loads */
   double prefetch_landed_share; /* prefetched, its copies charged to this GPU's HBM as they land
                                    (gpu.interference_incoming, as the pool charges a step) */
+  double offload_share;         /* offloaded, the lender's reads within the tolerance of its
+                                   HBM time too */
 } EmaFrontierPoint;
 
 /* One point; shares to 0.1%. FALSE when MODEL does not fit SERVER's GPU. */

@@ -53,7 +53,9 @@
  * - Interference: bytes peers pull from a lender's HBM and bytes copied
  *   into a borrower's HBM take HBM bandwidth from the GPU's own work: its
  *   memory rate becomes rate_m - k_out x (pull rate) - k_in x (incoming
- *   rate), each over the last step, k = gpu.interference_outgoing and
+ *   rate), the pull rate being each borrower's over its step in flight (an
+ *   idle borrower pulls nothing), the incoming rate this GPU's over its last
+ *   step, k = gpu.interference_outgoing and
  *   gpu.interference_incoming (calibrated by ema-validate on H200: about 0.9
  *   and 2). Peer-swap, migration and prefix-tier copies do the same to the
  *   GPUs they read from and land in: a GPU's copies run one after another,
