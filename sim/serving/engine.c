@@ -56,11 +56,11 @@
  * count only past all of its identified ones); a cached block no request
  * holds is free in the memory, so taking it back takes one block from the
  * memory. Blocks a request fills become cached as they fill, until one is
- * found cached already. When a request lets go, a block others still hold stays taken;
- * one nobody holds goes back to the memory but stays cached, last in the
- * eviction order (a request's blocks tail first). After any take, while
- * more cached blocks are free than the memory has free blocks, the least
- * recently freed is evicted. Simplification: the memory's free blocks that
+ * found cached already. When a request lets go, a block others still hold
+ * stays taken; one nobody holds goes back to the memory but stays cached,
+ * last in the eviction order (a request's blocks tail first). After any
+ * take, while more cached blocks are free than the memory has free blocks,
+ * the least recently freed is evicted. Simplification: the memory's free blocks that
  * hold nothing cached are always used before cached ones (vLLM keeps one
  * LRU queue over all free blocks, so it may evict an old cached block
  * while a more recently freed uncached one is left); only prompt blocks
