@@ -49,8 +49,8 @@
  * gives, to_cache calls and tier moves, the evictions, their order) is as
  * with one hashed block each, but the hash table and the queues cost
  * O(identified blocks) per request plus O(1) for its own ones (the memory
- * is still told block by block: a to_cache per block filled, a take per
- * block revived). At admission (not of a swapped-out request) the leading
+ * is still told block by block of a take per block revived; the blocks a
+ * step fills become the cache's in one to_cache). At admission (not of a swapped-out request) the leading
  * blocks found in the cache, at most all but the last known token, are
  * taken by reference (kv_tokens starts after them; its own cached blocks
  * count only past all of its identified ones); a cached block no request
@@ -607,7 +607,7 @@ static Run *req_run(Req *req) {
  * meanwhile, or an own one still cached from before a swap: REQ keeps its
  * own copy, as vLLM does, and registers no further). */
 static void cache_register(EmaEngine *engine, Req *req) {
-  guint64 b = engine->config.block_tokens;
+  guint64 b = engine->config.block_tokens, moved = 0;
   while (req->registered < req->n_hashes &&
          (guint64) (req->registered + 1) * b <= req->pub.kv_tokens) {
     if (req->registered < req->n_ident) {
@@ -633,9 +633,11 @@ static void cache_register(EmaEngine *engine, Req *req) {
     }
     engine->cached_held++;
     req->registered++;
-    if (engine->memory.ops->to_cache)
-      engine->memory.ops->to_cache(engine->memory.self, req->pub.serial, 1);
+    moved++;
   }
+  /* one call for the pass: its blocks are the request's next ones, in order */
+  if (moved > 0 && engine->memory.ops->to_cache)
+    engine->memory.ops->to_cache(engine->memory.self, req->pub.serial, moved);
 }
 
 /* REQ lets go of its cached blocks; returns how many of them others still

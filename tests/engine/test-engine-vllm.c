@@ -469,7 +469,7 @@ static void test_prefix_run_tier(void) {
   g_assert_true(ema_sim_run_until(sim, EMA_TIME_NEVER, &error));
   g_assert_no_error(error);
   g_assert_cmpstr(m.log->str, ==,
-                  "1:cache:1:1;1:cache:1:1;1:cache:1:1;1:cache:1:1;1:cache:1:1;1:cache:1:1;"
+                  "1:cache:1:6;"
                   "6:give:1:2;6:give:C:6;6:demote:0:3;"
                   "10:demote:0:1;14:demote:0:1;14:drop:0:1;16:give:0:5;"
                   "16:fetch:0:4;16:take:C:1;16:take:C:1;16:take:C:1;16:take:C:1;16:take:C:1;"
