@@ -33,22 +33,34 @@
  * than N requests are in the engine (arrived, not finished or rejected) and
  * arrives at once; a finish or a rejection frees its client.
  *
- * Prefix caching (as vLLM's, with counted blocks). A request's full prompt
- * blocks have hashes chained from the first (compute_hashes): those of its
- * identified prefix by the prefix's ids (shared with other requests), the
- * rest by an id of the request's own (so they hit only the request itself,
- * when it is admitted again after a recompute preemption, as vLLM's
- * preempted requests find their freed blocks still cached). At
- * admission (not of a swapped-out request) the leading blocks found in the
- * cache, at most all but the last known token, are taken by reference
- * (kv_tokens starts after them); a cached block no request holds is free
- * in the memory, so taking it back takes one block from the memory. Blocks
- * a request fills become cached as they fill, until one is found cached
- * already. When a request lets go, a block others still hold stays taken;
- * one nobody holds goes back to the memory but stays cached, last in the
- * eviction order (a request's blocks tail first). After any take, while
- * more cached blocks are free than the memory has free blocks, the least
- * recently freed is evicted. Simplification: the memory's free blocks that
+ * Prefix caching (as vLLM's, with counted blocks). Every full prompt block
+ * of a request may be cached. Those of its identified prefix have hashes
+ * chained from the first (compute_hashes), by the prefix's ids: shared with
+ * other requests, each one an entry of a hash table. The rest are the
+ * request's own: only the request itself can hit them, when it is admitted
+ * again after a recompute preemption (as vLLM's preempted requests find
+ * their freed blocks still cached), so they are not hashed but counted, as
+ * the request's run (Run): how many of its leading own blocks are cached,
+ * how many of those it holds, and its free ones as one counted entry of
+ * local room's eviction queue (and one of the tier's, the older part, once
+ * some are demoted), which a queue's head gives up block by block, last
+ * block first; a run outlives its request while it has free blocks, which
+ * are evicted in their turn. Everything seen outside (the memory's takes,
+ * gives, to_cache calls and tier moves, the evictions, their order) is as
+ * with one hashed block each, but the hash table and the queues cost
+ * O(identified blocks) per request plus O(1) for its own ones (the memory
+ * is still told block by block of a take per block revived; the blocks a
+ * step fills become the cache's in one to_cache). At admission (not of a swapped-out request) the leading
+ * blocks found in the cache, at most all but the last known token, are
+ * taken by reference (kv_tokens starts after them; its own cached blocks
+ * count only past all of its identified ones); a cached block no request
+ * holds is free in the memory, so taking it back takes one block from the
+ * memory. Blocks a request fills become cached as they fill, until one is
+ * found cached already. When a request lets go, a block others still hold
+ * stays taken; one nobody holds goes back to the memory but stays cached,
+ * last in the eviction order (a request's blocks tail first). After any
+ * take, while more cached blocks are free than the memory has free blocks,
+ * the least recently freed is evicted. Simplification: the memory's free blocks that
  * hold nothing cached are always used before cached ones (vLLM keeps one
  * LRU queue over all free blocks, so it may evict an old cached block
  * while a more recently freed uncached one is left); only prompt blocks
@@ -228,22 +240,53 @@ typedef struct {
   guint32 kv0, gen0;
   guint phase;     /* (kv0 - t0) mod block_tokens */
   guint heap_slot; /* 1 + index in the finish heap, 0 if not in it */
-  /* prefix caching: the hashes of the prompt's full identified blocks, and
-   * how many of its leading blocks are cache blocks it holds a reference on */
+  /* prefix caching: the hashes of the prompt's first n_ident full blocks
+   * (those of its identified prefix), how many of its full blocks may be
+   * cached (n_hashes: the identified ones, then its own), how many of its
+   * leading blocks are cache blocks it holds a reference on, and the run of
+   * its own cached blocks (NULL until one is cached) */
   guint64 *hashes;
-  guint n_hashes, registered;
+  guint n_ident, n_hashes, registered;
+  struct _Run *run;
   GList phase_link;  /* in the region's list of its phase; data = this */
   EmaTime last_step; /* start of the last step it was in as a tail request (-1: none) */
 } Req;
 
-/* A cached block: its hash, the requests holding it, and its place in the
- * eviction order while no request holds it (then its memory is free). */
+/* Where a cached block no request holds waits: local room or the tier. */
+typedef enum { ROOM_LOCAL, ROOM_TIER } Room;
+
+/* An entry of an eviction queue (evictable or tier): COUNT free cached
+ * blocks that leave it head first, one hashed block (run NULL, count 1)
+ * or a part of a run. */
 typedef struct {
+  GList lru; /* data = this */
+  guint64 count;
+  struct _Run *run;
+} LruEntry;
+
+/* A hashed cached block (of an identified prefix): its hash, the requests
+ * holding it, and its place in the eviction order while no request holds
+ * it (then its memory is free). */
+typedef struct {
+  LruEntry entry; /* in evictable (or tier) when refs == 0 */
   guint64 hash;
   guint refs;
-  GList lru;       /* in evictable (or tier) when refs == 0; data = this */
   gboolean remote; /* in the tier: on a peer */
 } CachedBlock;
+
+/* A request's own cached blocks (past its identified prefix: no other
+ * request can hit them), counted, never hashed: its first `cached` own
+ * blocks are cached; the first held (Req.registered - Req.n_ident) of them
+ * the request holds, the next part[ROOM_LOCAL].count are free in local
+ * room, the last part[ROOM_TIER].count free in the tier (an eviction
+ * queue's head takes a run's last blocks first). A part is linked in its
+ * queue while its count is > 0. It outlives its request (orphan) while it
+ * has free blocks: they hold room until evicted, and are never hit. */
+typedef struct _Run {
+  LruEntry part[2]; /* [Room] */
+  guint64 cached;
+  gboolean orphan;
+} Run;
 
 struct _EmaEngine {
   EmaSim *sim;
@@ -294,11 +337,12 @@ struct _EmaEngine {
   gboolean trace_done;
 
   /* prefix caching */
-  GHashTable *cache;       /* &CachedBlock.hash -> CachedBlock */
-  guint64 hashed_requests; /* arrivals hashed so far: each one's own id */
-  GQueue evictable;        /* CachedBlock links in local room, least recently freed at the head */
-  GQueue tier;             /* CachedBlock links on peers (the remote tier), likewise */
-  guint64 cached_held;     /* cached blocks some request holds (refs > 0) */
+  GHashTable *cache;      /* &CachedBlock.hash -> CachedBlock */
+  GQueue evictable;       /* LruEntry links in local room, least recently freed at the head */
+  GQueue tier;            /* LruEntry links on peers (the remote tier), likewise */
+  guint64 room_blocks[2]; /* [Room]: free cached blocks in evictable, in tier */
+  guint64 run_blocks;     /* cached blocks of runs (sum of Run.cached) */
+  guint64 cached_held;    /* cached blocks some request holds (refs > 0) */
   EmaPrefixCacheStats prefix;
 };
 
@@ -332,11 +376,6 @@ static void tell_state(EmaEngine *engine, const Req *req, EmaKvState state) {
     engine->memory.ops->state(engine->memory.self, req->pub.serial, state);
 }
 
-static void req_free(Req *req) {
-  g_free(req->hashes);
-  g_free(req);
-}
-
 /* ---- the prefix cache ---------------------------------------------------- */
 
 /* splitmix64's finaliser: the chain's mixing function. */
@@ -348,25 +387,24 @@ static guint64 mix64(guint64 x) {
   return x ^ (x >> 31);
 }
 
-/* The hashes of REQ's full prompt blocks: block i (tokens i b .. (i+1) b -
- * 1) hashes its parent's hash with the id of the unit holding its last
- * token where RECORD identifies that token, else with the request's own id
- * (one per arrival), so equal hashes mean equal prefixes (up to 64-bit
- * collisions) and a block past the identified prefix is the request's
- * alone. */
+/* The hashes of REQ's identified full prompt blocks: block i (tokens i b ..
+ * (i+1) b - 1) hashes its parent's hash with the id of the unit holding its
+ * last token, so equal hashes mean equal prefixes (up to 64-bit
+ * collisions). The full blocks past them are the request's own (a run, not
+ * hashed: they are the request's alone). */
 static void compute_hashes(EmaEngine *engine, Req *req, const EmaRequestRecord *record) {
   guint64 b = engine->config.block_tokens, unit = record->prefix_unit_tokens;
-  guint64 identified = 0, parent = 0, own;
+  guint64 identified = 0, parent = 0;
   if (!engine->config.prefix_caching)
     return;
   if (record->prefix_blocks > 0 && unit > 0 && record->prefix_ids != NULL)
     identified = MIN((guint64) record->prefix_blocks * unit, (guint64) req->pub.prompt_tokens);
-  own = mix64(++engine->hashed_requests ^ G_GUINT64_CONSTANT(0xd1b54a32d192ed03));
   req->n_hashes = (guint) (req->pub.prompt_tokens / b);
-  req->hashes = g_new(guint64, MAX(req->n_hashes, 1));
-  for (guint i = 0; i < req->n_hashes; i++) {
-    guint64 last = (guint64) i * b + b - 1;
-    guint64 id = last < identified ? record->prefix_ids[last / unit] : own;
+  req->n_ident = (guint) (identified / b);
+  if (req->n_ident > 0)
+    req->hashes = g_new(guint64, req->n_ident);
+  for (guint i = 0; i < req->n_ident; i++) {
+    guint64 id = record->prefix_ids[((guint64) i * b + b - 1) / unit];
     parent = mix64(parent ^ mix64(id + G_GUINT64_CONSTANT(0x9e3779b97f4a7c15) * (i + 1)));
     req->hashes[i] = parent;
   }
@@ -376,38 +414,109 @@ static CachedBlock *cache_lookup(const EmaEngine *engine, guint64 hash) {
   return g_hash_table_lookup(engine->cache, &hash);
 }
 
-/* A cached block no request holds goes (an eviction). */
-static void cache_drop(EmaEngine *engine, CachedBlock *block) {
-  g_hash_table_remove(engine->cache, &block->hash);
-  engine->prefix.evictions++;
+/* The own blocks REQ holds: its registered blocks past the identified ones. */
+static guint64 run_held(const Req *req) {
+  return req->registered > req->n_ident ? req->registered - req->n_ident : 0;
+}
+
+static void run_free_if_unused(Run *run) {
+  if (run->orphan && run->part[ROOM_LOCAL].count == 0 && run->part[ROOM_TIER].count == 0)
+    g_free(run);
+}
+
+/* N blocks leave the part of a run E in ROOM's queue (taken, evicted or
+ * demoted); the run goes with its last part once its request is gone. */
+static void part_shrink(EmaEngine *engine, LruEntry *e, Room room, guint64 n) {
+  g_assert_cmpuint(n, <=, e->count);
+  e->count -= n;
+  engine->room_blocks[room] -= n;
+  if (n > 0 && e->count == 0) {
+    g_queue_unlink(room == ROOM_TIER ? &engine->tier : &engine->evictable, &e->lru);
+    run_free_if_unused(e->run);
+  }
+}
+
+/* REQ is gone: its run stays while it has free blocks. */
+static void run_orphan(Run *run) {
+  if (run == NULL)
+    return;
+  run->orphan = TRUE;
+  run_free_if_unused(run);
+}
+
+static void req_free(Req *req) {
+  run_orphan(req->run);
+  g_free(req->hashes);
+  g_free(req);
+}
+
+/* N blocks at the head of ROOM's queue, all of entry E, are evicted (a run
+ * loses its last cached blocks). */
+static void lru_evict(EmaEngine *engine, LruEntry *e, Room room, guint64 n) {
+  engine->prefix.evictions += n;
+  if (e->run) {
+    e->run->cached -= n;
+    engine->run_blocks -= n;
+    part_shrink(engine, e, room, n);
+    return;
+  }
+  g_queue_unlink(room == ROOM_TIER ? &engine->tier : &engine->evictable, &e->lru);
+  engine->room_blocks[room]--;
+  g_hash_table_remove(engine->cache, &((CachedBlock *) e)->hash);
+}
+
+/* N blocks at the head of local room, all of entry E, move to the tier's
+ * tail. A run's part there is the tier's tail already: everything demoted
+ * since it was made came from the head of local room, its local part. */
+static void lru_demote(EmaEngine *engine, LruEntry *e, guint64 n) {
+  if (e->run) {
+    LruEntry *tier = &e->run->part[ROOM_TIER];
+    if (tier->count == 0)
+      g_queue_push_tail_link(&engine->tier, &tier->lru);
+    else
+      g_assert(engine->tier.tail == &tier->lru);
+    tier->count += n;
+    engine->room_blocks[ROOM_TIER] += n;
+    part_shrink(engine, e, ROOM_LOCAL, n);
+    return;
+  }
+  g_queue_unlink(&engine->evictable, &e->lru);
+  engine->room_blocks[ROOM_LOCAL]--;
+  ((CachedBlock *) e)->remote = TRUE;
+  g_queue_push_tail_link(&engine->tier, &e->lru);
+  engine->room_blocks[ROOM_TIER]++;
 }
 
 /* Keep the cached blocks no request holds within their room (a take or a
  * reclaim used some): the least recently freed of those in local room move
  * to the tier while it has room (else they are dropped), then the tier's
  * least recently freed are dropped while it is over its room. Without the
- * memory's cache_room: all free blocks are local room, there is no tier. */
+ * memory's cache_room: all free blocks are local room, there is no tier.
+ * Blocks leave an entry at a queue's head together, as one by one. */
 static void evict_excess(EmaEngine *engine) {
   guint64 local, remote = 0, demoted = 0, dropped = 0;
-  if (engine->evictable.length == 0 && engine->tier.length == 0)
+  guint64 *in_local = &engine->room_blocks[ROOM_LOCAL], *in_tier = &engine->room_blocks[ROOM_TIER];
+  if (*in_local == 0 && *in_tier == 0)
     return;
   if (engine->memory.ops->cache_room)
     engine->memory.ops->cache_room(engine->memory.self, &local, &remote);
   else
     local = engine->memory.ops->free_blocks(engine->memory.self);
-  while (engine->evictable.length > local) {
-    CachedBlock *block = g_queue_pop_head_link(&engine->evictable)->data;
+  while (*in_local > local) {
+    LruEntry *e = engine->evictable.head->data;
+    guint64 n = MIN(e->count, *in_local - local);
     if (remote == 0) {
-      cache_drop(engine, block);
+      lru_evict(engine, e, ROOM_LOCAL, n);
       continue;
     }
-    block->remote = TRUE;
-    g_queue_push_tail_link(&engine->tier, &block->lru);
-    demoted++;
+    lru_demote(engine, e, n);
+    demoted += n;
   }
-  while (engine->tier.length > remote) {
-    cache_drop(engine, g_queue_pop_head_link(&engine->tier)->data);
-    dropped++;
+  while (*in_tier > remote) {
+    LruEntry *e = engine->tier.head->data;
+    guint64 n = MIN(e->count, *in_tier - remote);
+    lru_evict(engine, e, ROOM_TIER, n);
+    dropped += n;
   }
   engine->prefix.demoted += demoted;
   if (demoted > 0 && engine->memory.ops->cache_tier)
@@ -417,75 +526,140 @@ static void evict_excess(EmaEngine *engine) {
 }
 
 /* Leading blocks of REQ found in the cache, at most all but the last known
- * token (vLLM computes at least one token); *REVIVED: how many of them no
- * request holds now (their room is free and must be taken). */
+ * token (vLLM computes at least one token): its identified blocks while
+ * they are cached, then, past all of them, its run's cached blocks (local
+ * ones first, the tier's after). *REVIVED: how many of them no request
+ * holds now (their room is free and must be taken); *FETCHED: how many of
+ * them are in the tier. */
 static guint cache_hits(const EmaEngine *engine, const Req *req, guint64 *revived,
                         guint64 *fetched) {
   guint64 limit = (guint64) (req->pub.prompt_tokens + req->pub.generated - 1);
+  guint64 most = MIN((guint64) req->n_hashes, limit / engine->config.block_tokens);
   guint hits = 0;
   *revived = 0;
   *fetched = 0;
-  while (hits < req->n_hashes && (guint64) (hits + 1) * engine->config.block_tokens <= limit) {
+  while (hits < MIN(most, (guint64) req->n_ident)) {
     CachedBlock *block = cache_lookup(engine, req->hashes[hits]);
     if (block == NULL)
-      break;
+      return hits;
     *revived += block->refs == 0;
     *fetched += block->remote;
     hits++;
   }
+  if (hits == req->n_ident && req->run && most > hits) {
+    const Run *run = req->run;
+    guint64 own = MIN(run->cached, most - hits);
+    g_assert_cmpuint(run_held(req), ==, 0); /* a waiting request holds no blocks */
+    *revived += own;
+    *fetched += own - MIN(own, run->part[ROOM_LOCAL].count);
+    hits += (guint) own;
+  }
   return hits;
 }
 
-/* REQ (admitted, no blocks) takes a reference on its first HITS blocks. */
+/* The cache takes a free cached block back for a request: its room. */
+static void cache_revive(EmaEngine *engine) {
+  gboolean taken = engine->memory.ops->take(engine->memory.self, EMA_KV_PREFIX_CACHE, 1);
+  g_assert(taken); /* a free cached block's room is free */
+  engine->cached_held++;
+  engine->blocks_held++;
+}
+
+/* REQ (admitted, no blocks) takes a reference on its first HITS blocks
+ * (cache_hits). */
 static void cache_take(EmaEngine *engine, Req *req, guint hits) {
-  for (guint i = 0; i < hits; i++) {
+  guint ident = MIN(hits, req->n_ident);
+  for (guint i = 0; i < ident; i++) {
     CachedBlock *block = cache_lookup(engine, req->hashes[i]);
     if (block->refs++ == 0) {
-      gboolean taken = engine->memory.ops->take(engine->memory.self, EMA_KV_PREFIX_CACHE, 1);
-      engine->cached_held++;
-      g_assert(taken); /* a free cached block's room is free */
-      g_queue_unlink(block->remote ? &engine->tier : &engine->evictable, &block->lru);
+      cache_revive(engine);
+      g_queue_unlink(block->remote ? &engine->tier : &engine->evictable, &block->entry.lru);
+      engine->room_blocks[block->remote ? ROOM_TIER : ROOM_LOCAL]--;
       block->remote = FALSE;
-      engine->blocks_held++;
     }
+  }
+  if (hits > ident) {
+    Run *run = req->run;
+    guint64 own = hits - ident, local = MIN(own, run->part[ROOM_LOCAL].count);
+    for (guint64 i = 0; i < own; i++)
+      cache_revive(engine);
+    part_shrink(engine, &run->part[ROOM_LOCAL], ROOM_LOCAL, local);
+    part_shrink(engine, &run->part[ROOM_TIER], ROOM_TIER, own - local);
   }
   req->registered = hits;
   req->pub.blocks = hits;
 }
 
+/* REQ's run, made on its first own cached block. */
+static Run *req_run(Req *req) {
+  if (req->run == NULL) {
+    req->run = g_new0(Run, 1);
+    for (guint r = 0; r < 2; r++) {
+      req->run->part[r].lru.data = &req->run->part[r];
+      req->run->part[r].run = req->run;
+    }
+  }
+  return req->run;
+}
+
 /* The blocks REQ has just filled become cached, in order, until one is
- * cached already (computed by another request meanwhile: REQ keeps its own
- * copy, as vLLM does, and registers no further). */
+ * cached already (an identified one computed by another request
+ * meanwhile, or an own one still cached from before a swap: REQ keeps its
+ * own copy, as vLLM does, and registers no further). */
 static void cache_register(EmaEngine *engine, Req *req) {
-  guint64 b = engine->config.block_tokens;
+  guint64 b = engine->config.block_tokens, moved = 0;
   while (req->registered < req->n_hashes &&
          (guint64) (req->registered + 1) * b <= req->pub.kv_tokens) {
-    CachedBlock *block;
-    if (cache_lookup(engine, req->hashes[req->registered])) {
-      req->n_hashes = req->registered;
-      break;
+    if (req->registered < req->n_ident) {
+      CachedBlock *block;
+      if (cache_lookup(engine, req->hashes[req->registered])) {
+        req->n_hashes = req->registered;
+        break;
+      }
+      block = g_new0(CachedBlock, 1);
+      block->hash = req->hashes[req->registered];
+      block->refs = 1;
+      block->entry.lru.data = block;
+      block->entry.count = 1;
+      g_hash_table_insert(engine->cache, &block->hash, block);
+    } else {
+      Run *run = req_run(req);
+      if (run_held(req) < run->cached) { /* its next own block is cached, free */
+        req->n_hashes = req->registered;
+        break;
+      }
+      run->cached++;
+      engine->run_blocks++;
     }
-    block = g_new0(CachedBlock, 1);
-    block->hash = req->hashes[req->registered];
-    block->refs = 1;
-    block->lru.data = block;
     engine->cached_held++;
-    g_hash_table_insert(engine->cache, &block->hash, block);
     req->registered++;
-    if (engine->memory.ops->to_cache)
-      engine->memory.ops->to_cache(engine->memory.self, req->pub.serial, 1);
+    moved++;
   }
+  /* one call for the pass: its blocks are the request's next ones, in order */
+  if (moved > 0 && engine->memory.ops->to_cache)
+    engine->memory.ops->to_cache(engine->memory.self, req->pub.serial, moved);
 }
 
 /* REQ lets go of its cached blocks; returns how many of them others still
  * hold (their room stays taken). Freed ones join the eviction order last
- * block first, so a prompt's tail is evicted before its head (vLLM's order). */
+ * block first, so a prompt's tail is evicted before its head (vLLM's
+ * order): its own blocks as one part of its run, then its identified ones. */
 static guint64 cache_release(EmaEngine *engine, Req *req) {
-  guint64 held = 0;
-  for (guint i = req->registered; i-- > 0;) {
+  guint64 held = 0, own = run_held(req);
+  if (own > 0) {
+    LruEntry *part = &req->run->part[ROOM_LOCAL];
+    /* a request that holds own blocks has no free ones (cache_register) */
+    g_assert(part->count == 0 && req->run->part[ROOM_TIER].count == 0);
+    part->count = own;
+    g_queue_push_tail_link(&engine->evictable, &part->lru);
+    engine->room_blocks[ROOM_LOCAL] += own;
+    engine->cached_held -= own;
+  }
+  for (guint i = MIN(req->registered, req->n_ident); i-- > 0;) {
     CachedBlock *block = cache_lookup(engine, req->hashes[i]);
     if (--block->refs == 0) {
-      g_queue_push_tail_link(&engine->evictable, &block->lru);
+      g_queue_push_tail_link(&engine->evictable, &block->entry.lru);
+      engine->room_blocks[ROOM_LOCAL]++;
       engine->cached_held--;
     } else
       held++;
@@ -1230,6 +1404,21 @@ static void free_requests(GQueue *queue) {
   g_queue_init(queue);
 }
 
+/* The runs with free blocks in QUEUE (their requests are freed: orphans)
+ * go with their last part; the hash table owns the hashed blocks. */
+static void free_runs(GQueue *queue) {
+  GList *link = queue->head;
+  while (link) {
+    LruEntry *e = link->data;
+    link = link->next;
+    if (e->run) {
+      e->count = 0;
+      run_free_if_unused(e->run);
+    }
+  }
+  g_queue_init(queue);
+}
+
 void ema_engine_free(EmaEngine *engine) {
   if (engine == NULL)
     return;
@@ -1238,6 +1427,8 @@ void ema_engine_free(EmaEngine *engine) {
   ema_sim_cancel(engine->sim, &engine->kick_event);
   free_requests(&engine->waiting);
   free_requests(&engine->running);
+  free_runs(&engine->evictable);
+  free_runs(&engine->tier);
   g_ptr_array_unref(engine->batch);
   g_ptr_array_unref(engine->finishing);
   g_ptr_array_unref(engine->heap);
@@ -1391,8 +1582,8 @@ guint64 ema_engine_rejected_too_long(const EmaEngine *engine) {
 
 EmaPrefixCacheStats ema_engine_prefix_cache_stats(const EmaEngine *engine) {
   EmaPrefixCacheStats stats = engine->prefix;
-  stats.cached_blocks = g_hash_table_size(engine->cache);
-  stats.remote_blocks = engine->tier.length;
+  stats.cached_blocks = g_hash_table_size(engine->cache) + engine->run_blocks;
+  stats.remote_blocks = engine->room_blocks[ROOM_TIER];
   return stats;
 }
 

@@ -2,7 +2,9 @@
  * by hand: block size, max_model_len, the fixed CPU cost per step, V0's
  * prefill-first steps against V1, closed-loop clients, and prefix caching
  * (hits, shared blocks held once, reference counts, eviction of the least
- * recently freed block, tail first, a preempted request's own blocks hit). Every step's GPU part
+ * recently freed block, tail first, a preempted request's own blocks hit,
+ * also once split between local room and the tier and partly dropped).
+ * Every step's GPU part
  * costs exactly 1 ms (a fake step-cost function), so times count steps. */
 #include "ema/serving/engine.h"
 
@@ -357,6 +359,141 @@ static void test_prefix_cache_preempted(void) {
   run_clear(&r);
 }
 
+/* ---- a run of own blocks split between local room and the tier -------- */
+
+/* A memory of LOCAL blocks of the GPU's own and REMOTE borrowed ones
+ * (taken after the own ones); its free borrowed blocks are the prefix
+ * cache's tier. It logs what the cache does to it ("ms:call:name:n;",
+ * name C for the cache), not the requests' own takes. */
+typedef struct {
+  EmaSim *sim;
+  guint64 local, remote, used;
+  GString *log;
+} TierMemory;
+
+static void tier_log(TierMemory *m, const char *call, guint64 request, guint64 n) {
+  g_string_append_printf(m->log, "%" G_GINT64_FORMAT ":%s:", ema_sim_now(m->sim) / EMA_MS(1), call);
+  if (request == EMA_KV_PREFIX_CACHE)
+    g_string_append_c(m->log, 'C');
+  else
+    g_string_append_printf(m->log, "%" G_GUINT64_FORMAT, request);
+  g_string_append_printf(m->log, ":%" G_GUINT64_FORMAT ";", n);
+}
+
+static gboolean tier_take(gpointer self, guint64 request, guint64 n) {
+  TierMemory *m = self;
+  if (m->local + m->remote - m->used < n)
+    return FALSE;
+  m->used += n;
+  if (request == EMA_KV_PREFIX_CACHE)
+    tier_log(m, "take", request, n);
+  return TRUE;
+}
+
+static void tier_give(gpointer self, guint64 request, guint64 n) {
+  TierMemory *m = self;
+  g_assert_cmpuint(n, <=, m->used);
+  m->used -= n;
+  tier_log(m, "give", request, n);
+}
+
+static guint64 tier_free(gpointer self) {
+  TierMemory *m = self;
+  return m->local + m->remote - m->used;
+}
+
+static guint64 tier_total(gpointer self) {
+  TierMemory *m = self;
+  return m->local + m->remote;
+}
+
+static void tier_to_cache(gpointer self, guint64 request, guint64 n) {
+  tier_log(self, "cache", request, n);
+}
+
+static void tier_room(gpointer self, guint64 *local, guint64 *remote) {
+  TierMemory *m = self;
+  *local = m->used < m->local ? m->local - m->used : 0;
+  *remote = tier_free(m) - *local;
+}
+
+/* A fetch costs 1 us a block. */
+static EmaTime tier_move(gpointer self, EmaKvTierMove move, guint64 n) {
+  static const char *names[] = {"demote", "fetch", "drop"};
+  tier_log(self, names[move], 0, n);
+  return move == EMA_KV_TIER_FETCH ? (EmaTime) n * EMA_US(1) : 0;
+}
+
+static const EmaKvMemoryOps tier_ops = {.take = tier_take,
+                                        .give = tier_give,
+                                        .free_blocks = tier_free,
+                                        .total_blocks = tier_total,
+                                        .to_cache = tier_to_cache,
+                                        .cache_room = tier_room,
+                                        .cache_tier = tier_move};
+
+/* Blocks of 4 tokens, 6 local + 4 borrowed. B (serial 0: 3 prompt tokens,
+ * no full block; 16 output) and A (serial 1: 24 prompt tokens, 6 full
+ * blocks of its own, no identified prefix; 10 output) start at 0: A's 6
+ * blocks are cached at 1 ms; A has 8 blocks from 5 ms, B 2, all 10 taken.
+ * At 6 ms B needs its 3rd block: A (the newest) is preempted (A gives its
+ * 2 uncached blocks, the cache its 6: A's run, free in local room) and
+ * B's block leaves 3 of local room: A's last 3 run blocks are demoted.
+ * A (30 known tokens) would hit all 6 (3 of them fetched) but needs 8
+ * blocks, 7 free, and waits while B grows: B's 4th block (10 ms) demotes
+ * one more (the tier's 4 blocks are A's), its 5th (14 ms) one more and
+ * the tier, its room down to 4, drops A's last. B finishes at 16 ms
+ * (gives 5); A hits its 5 cached blocks, the first local, the other 4
+ * fetched (4 us), prefills 10 tokens (16 ms to 17 ms + 4 us), registers
+ * its 6th block, decodes 3 more (its 9th block at 19 ms) and finishes at
+ * 20 ms + 4 us: its run of 6 stays cached, orphaned. */
+static void test_prefix_run_tier(void) {
+  const EmaRequestRecord records[] = {
+      {.arrival = 0, .prompt_tokens = 3, .output_tokens = 16, .id = 0},
+      {.arrival = 0, .prompt_tokens = 24, .output_tokens = 10, .id = 1},
+  };
+  EmaEngineConfig config = {
+      .block_tokens = 4, .prefix_caching = TRUE, .max_num_seqs = 8, .max_num_batched_tokens = 64};
+  g_autoptr(EmaSim) sim = ema_sim_new();
+  g_autoptr(GError) error = NULL;
+  TierMemory m = {sim, 6, 4, 0, g_string_new(NULL)};
+  Run r = {.total = 10,
+           .steps = g_array_new(FALSE, TRUE, sizeof(EmaStepReport)),
+           .done = g_ptr_array_new_with_free_func(g_free)};
+  EmaEngineObserver observer = {on_step, on_finish, &r};
+  EmaPrefixCacheStats stats;
+  r.engine = ema_engine_new(sim, &config, (EmaKvMemory){&tier_ops, &m}, one_ms, NULL,
+                            ema_trace_source_new_array(records, G_N_ELEMENTS(records)));
+  ema_engine_add_observer(r.engine, &observer);
+  ema_engine_start(r.engine);
+  g_assert_true(ema_sim_run_until(sim, EMA_TIME_NEVER, &error));
+  g_assert_no_error(error);
+  g_assert_cmpstr(m.log->str, ==,
+                  "1:cache:1:6;"
+                  "6:give:1:2;6:give:C:6;6:demote:0:3;"
+                  "10:demote:0:1;14:demote:0:1;14:drop:0:1;16:give:0:5;"
+                  "16:fetch:0:4;16:take:C:1;16:take:C:1;16:take:C:1;16:take:C:1;16:take:C:1;"
+                  "17:cache:1:1;20:give:1:3;20:give:C:6;");
+  g_assert_cmpint(done(&r, 0)->finished, ==, EMA_MS(16));
+  g_assert_cmpuint(done(&r, 1)->preemptions, ==, 1);
+  g_assert_cmpint(done(&r, 1)->finished, ==, EMA_MS(20) + EMA_US(4));
+  stats = ema_engine_prefix_cache_stats(r.engine);
+  g_assert_cmpuint(stats.query_tokens, ==, 3 + 24 + 30);
+  g_assert_cmpuint(stats.hit_tokens, ==, 20);
+  g_assert_cmpuint(stats.remote_hit_tokens, ==, 16);
+  g_assert_cmpuint(stats.fetched, ==, 4);
+  g_assert_cmpuint(stats.demoted, ==, 5);
+  g_assert_cmpuint(stats.evictions, ==, 1);
+  g_assert_cmpuint(stats.cached_blocks, ==, 6);
+  g_assert_cmpuint(stats.remote_blocks, ==, 0);
+  g_assert_cmpuint(ema_engine_blocks_held(r.engine), ==, 0);
+  g_assert_cmpuint(m.used, ==, 0);
+  ema_engine_free(r.engine);
+  g_array_unref(r.steps);
+  g_ptr_array_unref(r.done);
+  g_string_free(m.log, TRUE);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine-vllm/block-size", test_block_size);
@@ -368,5 +505,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine-vllm/prefix-cache", test_prefix_cache);
   g_test_add_func("/engine-vllm/prefix-cache-last-token", test_prefix_cache_last_token);
   g_test_add_func("/engine-vllm/prefix-cache-preempted", test_prefix_cache_preempted);
+  g_test_add_func("/engine-vllm/prefix-run-tier", test_prefix_run_tier);
   return g_test_run();
 }

@@ -1636,7 +1636,7 @@ static void assert_tier_event(const TierLog *log, guint i, guint64 blocks, const
  * prefill blocks leave 1 local block free: the 3 least recently freed
  * (A's tail first) are demoted to the tier, and B's first decode block the
  * last one. B finishes: its 7 full prompt blocks stay cached (every full
- * prompt block is hashed, B's under its own id), in local room, beside its
+ * prompt block is cached, B's as its own run), in local room, beside its
  * uncached decode block. C (A's prefix) hits 3 blocks (all but its last
  * token's), all on the tier: they come back over the link and C's first
  * step waits for the copy of 3 blocks. C's 3 fetched blocks and its last
