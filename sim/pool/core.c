@@ -63,7 +63,14 @@ static void request_set_state(EmaPoolCore *c, guint gpu, EmaPoolRequest *r, EmaK
   } else if (was && !is) {
     g_queue_unlink(&c->running_list[gpu], &r->running);
     r->running.data = NULL;
+    r->engine_ref = NULL;
   }
+}
+
+void ema_pool_core_set_engine_ref(EmaPoolCore *c, guint gpu, guint64 request, gconstpointer ref) {
+  EmaPoolRequest *r = request_find(c, gpu, request);
+  g_assert(r != NULL && r->state == EMA_KV_RUNNING);
+  r->engine_ref = ref;
 }
 
 /* REQUEST of GPU's tenant, made when it is new. */

@@ -182,6 +182,9 @@ static void memory_to_cache(gpointer self, guint64 request, guint64 n) {
 static void memory_state(gpointer self, guint64 request, EmaKvState state) {
   Gpu *g = self;
   ema_pool_core_request_state(&g->pool->core, &g->counters, request, state);
+  if (state == EMA_KV_RUNNING && g->engine)
+    ema_pool_core_set_engine_ref(&g->pool->core, g->index, request,
+                                 ema_engine_request_ref(g->engine, request));
 }
 
 static void schedule_decision(Gpu *g);
@@ -749,22 +752,19 @@ static guint64 offload_shares(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShar
   cache_remote = cache && cache->blocks > cache->at[g->index];
   for (const GList *l = ema_pool_core_running(&p->core, g->index); l; l = l->next) {
     const EmaPoolRequest *r = l->data;
-    EmaRequest request;
-    gboolean in_step, own_remote = r->at[g->index] < r->blocks, remote = FALSE;
-    guint64 context, cached = 0, spare = 0;
+    gboolean own_remote = r->at[g->index] < r->blocks, remote = FALSE;
+    guint64 context, blocks, cached = 0, spare = 0;
     if (!own_remote && !cache_remote)
       continue; /* nothing on a lender */
     if (g->engine == NULL) {
       context = r->blocks * block_tokens;
     } else {
-      if (!ema_engine_request(g->engine, r->request, &request, &in_step, NULL) || !in_step ||
-          request.generated == 0 ||
-          request.kv_tokens + 1 != request.prompt_tokens + request.generated)
+      if (r->engine_ref == NULL ||
+          !ema_engine_ref_decoding(g->engine, r->engine_ref, &context, &blocks))
         continue; /* not decoding in this step */
-      context = (guint64) request.kv_tokens + 1;
-      cached = cache_remote ? request.blocks - r->blocks : 0;
+      cached = cache_remote ? blocks - r->blocks : 0;
       /* the newest block holds what is left of the context past the full ones */
-      spare = request.blocks * block_tokens > context ? request.blocks * block_tokens - context : 0;
+      spare = blocks * block_tokens > context ? blocks * block_tokens - context : 0;
     }
     if (!own_remote) {
       cached_seqs += cached > 0;

@@ -1516,6 +1516,27 @@ gboolean ema_engine_request(EmaEngine *engine, guint64 serial, EmaRequest *out, 
   return TRUE;
 }
 
+gconstpointer ema_engine_request_ref(EmaEngine *engine, guint64 serial) {
+  return g_hash_table_lookup(engine->by_serial, &serial);
+}
+
+gboolean ema_engine_ref_decoding(EmaEngine *engine, gconstpointer ref, guint64 *context,
+                                 guint64 *blocks) {
+  Req *req = (Req *) ref; /* the engine's own request (ema_engine_request_ref) */
+  gboolean in_step;
+  in_step = req->state == REQ_STEADY ? engine->steady_scheduled || !engine->step_in_flight
+                                     : req->in_batch;
+  if (!in_step)
+    return FALSE;
+  materialise(engine, req);
+  if (req->pub.generated == 0 ||
+      (guint64) req->pub.kv_tokens + 1 != (guint64) req->pub.prompt_tokens + req->pub.generated)
+    return FALSE;
+  *context = (guint64) req->pub.kv_tokens + 1;
+  *blocks = req->pub.blocks;
+  return TRUE;
+}
+
 guint64 ema_engine_request_own_blocks(EmaEngine *engine, guint64 serial) {
   Req *req = g_hash_table_lookup(engine->by_serial, &serial);
   if (req == NULL)
