@@ -13,7 +13,9 @@ G_BEGIN_DECLS
 
 /* ---- one line -------------------------------------------------------------- */
 
-#define EMA_CSV_MAX_FIELDS 64
+/* The widest row read: a sweep.csv of EMA's own carries some twenty columns
+ * per tenant (159 for eight tenants). */
+#define EMA_CSV_MAX_FIELDS 2048
 
 typedef struct {
   char *p; /* into the line; NUL-terminated by the splitter */
