@@ -49,8 +49,8 @@
  * gives, to_cache calls and tier moves, the evictions, their order) is as
  * with one hashed block each, but the hash table and the queues cost
  * O(identified blocks) per request plus O(1) for its own ones (the memory
- * is still told block by block of a take per block revived; the blocks a
- * step fills become the cache's in one to_cache). At admission (not of a swapped-out request) the
+ * still gets a take per revived block; the blocks one registration pass
+ * caches go to it in one to_cache). At admission (not of a swapped-out request) the
  * leading blocks found in the cache, at most all but the last known token, are taken by reference
  * (kv_tokens starts after them; its own cached blocks count only past all of its identified ones);
  * a cached block no request holds is free in the memory, so taking it back takes one block from the
