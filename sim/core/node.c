@@ -104,12 +104,12 @@ static gint map_index(const EmaNode *map, const char *key) {
 }
 
 EmaNode *ema_node_get(const EmaNode *map, const char *key) {
-  gint i = map_index(map, key);
+  gint i = map && map->kind == EMA_NODE_MAP ? map_index(map, key) : -1;
   return i < 0 ? NULL : map->items->pdata[i];
 }
 
 const EmaNode *ema_node_get_key(const EmaNode *map, const char *key) {
-  gint i = map_index(map, key);
+  gint i = map && map->kind == EMA_NODE_MAP ? map_index(map, key) : -1;
   return i < 0 ? NULL : map->keys->pdata[i];
 }
 

@@ -1570,6 +1570,28 @@ static void test_experiment_not_a_map(void) {
   g_rmdir(dir);
 }
 
+/* A tenant's empty `engine:` (a null, not a map) is its defaults, as any
+ * empty table is; looking keys up in it finds nothing (found by
+ * fuzz-params: a lookup in the null node was a critical). */
+static void test_experiment_empty_engine(void) {
+  g_autofree char *dir = g_dir_make_tmp("ema-experiment-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "engine.yaml", NULL);
+  g_autoptr(EmaExperiment) e = NULL;
+  const EmaTenantSpec *t;
+  g_assert_true(g_file_set_contents(
+      path,
+      "name: x\nserver: h200x8-hgx\nduration: 1s\ntenants:\n  - name: a\n    model: "
+      "llama-3.1-8b\n    gpu: 0\n    trace: {arrivals: poisson, rate: 1, duration: 1s, prompt: "
+      "{dist: fixed, tokens: 10}, output: {dist: fixed, tokens: 10}}\n    engine:\n",
+      -1, NULL));
+  e = load_experiment(path, NULL);
+  t = &g_array_index(e->tenants, EmaTenantSpec, 0);
+  g_assert_cmpstr(t->engine.profile, ==, "vllm-v1");
+  g_assert_cmpuint(t->engine.max_model_len, ==, t->model.max_context);
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 /* to_yaml -> file -> load -> to_yaml gives the same text. */
 static void assert_fixed_point(const EmaExperiment *e) {
   g_autofree char *dir = g_dir_make_tmp("ema-resolved-XXXXXX", NULL);
@@ -1866,6 +1888,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/config/experiment/override-errors", test_experiment_override_errors);
   g_test_add_func("/config/experiment/errors", test_experiment_errors);
   g_test_add_func("/config/experiment/not-a-map", test_experiment_not_a_map);
+  g_test_add_func("/config/experiment/empty-engine", test_experiment_empty_engine);
   g_test_add_func("/config/experiment/resolved", test_experiment_resolved);
   g_test_add_func("/config/experiment/resolved-no-expect", test_experiment_resolved_no_expect);
   g_test_add_func("/config/experiment/no-ops", test_experiment_no_ops);

@@ -57,7 +57,8 @@ EmaNode *ema_node_load_file(const char *path, GError **error);
 EmaNode *ema_node_load_string(const char *text, const char *name, const char *base_dir,
                               GError **error);
 
-/* MAP lookups. */
+/* MAP lookups: KEY's value (or key node), NULL when MAP has no KEY or is
+ * not a map (NULL, a scalar such as an empty `engine:`, a sequence). */
 EmaNode *ema_node_get(const EmaNode *map, const char *key);
 const EmaNode *ema_node_get_key(const EmaNode *map, const char *key);
 /* Replace or add KEY's value (takes VALUE). */
