@@ -67,7 +67,7 @@ static void request_set_state(EmaPoolCore *c, guint gpu, EmaPoolRequest *r, EmaK
   }
 }
 
-void ema_pool_core_set_engine_ref(EmaPoolCore *c, guint gpu, guint64 request, gconstpointer ref) {
+void ema_pool_core_set_engine_ref(EmaPoolCore *c, guint gpu, guint64 request, gpointer ref) {
   EmaPoolRequest *r = request_find(c, gpu, request);
   g_assert(r != NULL && r->state == EMA_KV_RUNNING);
   r->engine_ref = ref;

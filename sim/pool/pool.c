@@ -379,29 +379,17 @@ static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
   return move == EMA_KV_TIER_FETCH ? ns(seconds) : 0;
 }
 
-static const EmaKvMemoryOps pool_memory_ops = {.take = memory_take,
-                                               .give = memory_give,
-                                               .free_blocks = memory_free_blocks,
-                                               .total_blocks = memory_total_blocks,
-                                               .want = memory_want,
-                                               .take_each = memory_take_each,
-                                               .to_cache = memory_to_cache,
-                                               .state = memory_state,
-                                               .cache_room = memory_cache_room,
-                                               .cache_tier = memory_cache_tier};
+/* The pool's memory operations; peer swap adds its own. */
+#define POOL_MEMORY_OPS                                                                            \
+  .take = memory_take, .give = memory_give, .free_blocks = memory_free_blocks,                     \
+  .total_blocks = memory_total_blocks, .want = memory_want, .take_each = memory_take_each,         \
+  .to_cache = memory_to_cache, .state = memory_state, .cache_room = memory_cache_room,             \
+  .cache_tier = memory_cache_tier
 
-static const EmaKvMemoryOps pool_memory_ops_peer_swap = {.take = memory_take,
-                                                         .give = memory_give,
-                                                         .free_blocks = memory_free_blocks,
-                                                         .total_blocks = memory_total_blocks,
-                                                         .want = memory_want,
-                                                         .swap_out = memory_swap_out,
-                                                         .swap_in = memory_swap_in,
-                                                         .take_each = memory_take_each,
-                                                         .to_cache = memory_to_cache,
-                                                         .state = memory_state,
-                                                         .cache_room = memory_cache_room,
-                                                         .cache_tier = memory_cache_tier};
+static const EmaKvMemoryOps pool_memory_ops = {POOL_MEMORY_OPS};
+
+static const EmaKvMemoryOps pool_memory_ops_peer_swap = {
+    POOL_MEMORY_OPS, .swap_out = memory_swap_out, .swap_in = memory_swap_in};
 
 /* ---- views ----------------------------------------------------------------- */
 

@@ -1500,33 +1500,34 @@ guint64 ema_engine_release_blocks_mode(EmaEngine *engine, guint64 blocks, EmaPre
   return ema_engine_release_where(engine, mode, pick_until_count, &count);
 }
 
+/* REQ is in the step in flight (or, between steps, was in the last one). */
+static gboolean req_in_step(const EmaEngine *engine, const Req *req) {
+  return req->state == REQ_STEADY ? engine->steady_scheduled || !engine->step_in_flight
+                                  : req->in_batch;
+}
+
 gboolean ema_engine_request(EmaEngine *engine, guint64 serial, EmaRequest *out, gboolean *in_step,
                             EmaTime *last_scheduled) {
   Req *req = g_hash_table_lookup(engine->by_serial, &serial);
-  gboolean steady;
   if (req == NULL)
     return FALSE;
-  steady = req->state == REQ_STEADY;
+  if (in_step)
+    *in_step = req_in_step(engine, req);
+  if (last_scheduled)
+    *last_scheduled = req->state == REQ_STEADY ? engine->last_step_start : req->last_step;
   materialise(engine, req);
   *out = req->pub;
-  if (in_step)
-    *in_step = steady ? engine->steady_scheduled || !engine->step_in_flight : req->in_batch;
-  if (last_scheduled)
-    *last_scheduled = steady ? engine->last_step_start : req->last_step;
   return TRUE;
 }
 
-gconstpointer ema_engine_request_ref(EmaEngine *engine, guint64 serial) {
+gpointer ema_engine_request_ref(EmaEngine *engine, guint64 serial) {
   return g_hash_table_lookup(engine->by_serial, &serial);
 }
 
-gboolean ema_engine_ref_decoding(EmaEngine *engine, gconstpointer ref, guint64 *context,
+gboolean ema_engine_ref_decoding(EmaEngine *engine, gpointer ref, guint64 *context,
                                  guint64 *blocks) {
-  Req *req = (Req *) ref; /* the engine's own request (ema_engine_request_ref) */
-  gboolean in_step;
-  in_step = req->state == REQ_STEADY ? engine->steady_scheduled || !engine->step_in_flight
-                                     : req->in_batch;
-  if (!in_step)
+  Req *req = ref; /* the engine's own request (ema_engine_request_ref) */
+  if (!req_in_step(engine, req))
     return FALSE;
   materialise(engine, req);
   if (req->pub.generated == 0 ||

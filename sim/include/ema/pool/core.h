@@ -44,12 +44,12 @@ G_BEGIN_DECLS
 typedef struct {
   guint64 request;
   EmaKvState state;
-  guint64 blocks;           /* in all */
-  guint64 *at;              /* [n]: at[g] in g's own slices, at[j] in the slices lender j lends g */
-  guint last;               /* where its newest block is (the new token's K/V goes there) */
-  GList link;               /* in its GPU's list, in the order the pool first saw it; data = this */
-  GList running;            /* in its GPU's running list while EMA_KV_RUNNING; data = this */
-  gconstpointer engine_ref; /* while running: its engine's handle (ema_engine_request_ref), or
+  guint64 blocks;      /* in all */
+  guint64 *at;         /* [n]: at[g] in g's own slices, at[j] in the slices lender j lends g */
+  guint last;          /* where its newest block is (the new token's K/V goes there) */
+  GList link;          /* in its GPU's list, in the order the pool first saw it; data = this */
+  GList running;       /* in its GPU's running list while EMA_KV_RUNNING; data = this */
+  gpointer engine_ref; /* while running: its engine's handle (ema_engine_request_ref), or
                                NULL (no engine) */
 } EmaPoolRequest;
 
@@ -211,7 +211,7 @@ void ema_pool_core_request_state(EmaPoolCore *core, EmaSliceGpu *g, guint64 requ
                                  EmaKvState state);
 /* The engine's handle of running REQUEST of GPU's tenant (kept until it
  * leaves EMA_KV_RUNNING). */
-void ema_pool_core_set_engine_ref(EmaPoolCore *core, guint gpu, guint64 request, gconstpointer ref);
+void ema_pool_core_set_engine_ref(EmaPoolCore *core, guint gpu, guint64 request, gpointer ref);
 /* N of REQUEST's blocks become the prefix cache's (its local ones first,
  * as its first blocks were taken first). */
 void ema_pool_core_to_cache(EmaPoolCore *core, EmaSliceGpu *g, guint64 request, guint64 n);

@@ -304,14 +304,14 @@ gboolean ema_engine_request(EmaEngine *engine, guint64 serial, EmaRequest *out, 
 /* A handle of request SERIAL for ema_engine_ref_decoding, valid while the
  * engine holds the request (until its state FINISHED); NULL if it has no
  * such request. */
-gconstpointer ema_engine_request_ref(EmaEngine *engine, guint64 serial);
+gpointer ema_engine_request_ref(EmaEngine *engine, guint64 serial);
 /* Whether the request of handle REF decodes one token in the step in
  * flight (generated before, in the step, its KV all but the last known
  * token: what ema_engine_request's IN_STEP and fields say), and then its
  * decode context (kv_tokens + 1) in *CONTEXT and its blocks in *BLOCKS.
  * What the pool's offload shares ask of every running request at every
  * step: no lookup, nothing copied. O(1). */
-gboolean ema_engine_ref_decoding(EmaEngine *engine, gconstpointer ref, guint64 *context,
+gboolean ema_engine_ref_decoding(EmaEngine *engine, gpointer ref, guint64 *context,
                                  guint64 *blocks);
 /* The blocks REQUEST (a serial) holds of its own (not the cached ones it
  * shares), and the cached blocks requests hold (EMA_KV_PREFIX_CACHE's). */
