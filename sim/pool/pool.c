@@ -829,17 +829,19 @@ static void start_offload(Pool *p, Gpu *g, EmaTime step) {
   g->offloading = TRUE;
 }
 
-/* What the borrowers offloading to LENDER now add to its step of STEP ns. */
+/* What the borrowers offloading to LENDER now add to its step of STEP ns:
+ * its measured slowdown at their shares of its HBM time together. */
 static EmaTime offload_extra(const Pool *p, guint lender, EmaTime step) {
-  EmaTime now = ema_sim_now(p->sim), extra = 0;
+  EmaTime now = ema_sim_now(p->sim);
+  double share = 0;
   for (guint b = 0; p->offloading > 0 && b < p->n; b++) {
     const Gpu *g = &p->gpus[b];
-    if (b != lender && g->offloading && now < g->offload_until &&
-        g->offload_shares[lender].seqs > 0)
-      extra +=
-          ema_offload_lender_extra(g->offload, &g->offload_shares[lender], g->offload_step, step);
+    if (b != lender && g->offloading && now < g->offload_until)
+      share += p->core.ledger.offload_share[b * p->n + lender];
   }
-  return extra;
+  return share > 0
+             ? (EmaTime) llround(ema_gpu_offload_slowdown(&p->server->gpu, share) * (double) step)
+             : 0;
 }
 
 /* The prefetch policy's plan for the coming step of G (BATCH; its cost so

@@ -1162,11 +1162,14 @@ static void test_step_offload(void) {
   /* no KV crosses the link: nothing is pulled from the lender's HBM */
   ema_step_time(b->models[1], &lender_batch, &lender_bd);
   lender_local = lender_bd.time;
-  /* the lender's step while GPU 0's step runs: + 1.11 x r x its step, r =
-   * L c kv_l / (T' x local_copy_bandwidth) */
+  /* the lender's step while GPU 0's step runs: + s(r) x its step, r =
+   * L c kv_l / (T' x local_copy_bandwidth), s the measured curve, here
+   * between its points (4.84%, 4.62%) and (9.58%, 8.87%) */
   r = 32 * o.c * 4096 / ((double) o.step / 1e9 * b->server->gpu.local_copy_bandwidth);
-  extra = (EmaTime) llround(b->server->gpu.offload_interference * r * (double) lender_local);
-  g_assert_cmpfloat(b->server->gpu.offload_interference, ==, 1.11);
+  g_assert_cmpfloat(r, >, 0.0484);
+  g_assert_cmpfloat(r, <, 0.0958);
+  extra = (EmaTime) llround((0.0462 + (0.0887 - 0.0462) * (r - 0.0484) / (0.0958 - 0.0484)) *
+                            (double) lender_local);
   g_assert_cmpint(extra, >, 0);
   g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender_local + extra);
   g_assert_cmpint(ema_pool_slowed_by_peers(b->pool, 1), ==, extra);

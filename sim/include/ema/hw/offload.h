@@ -47,13 +47,17 @@
  * never other layers.
  *
  * A lender's cost. Its share of HBM time that the offloaded reads take, at
- * the borrower's step rate, and its own step's extra time:
+ * the borrower's step rate, and its own step's extra time while the
+ * borrowers B offloading to it run their steps:
  *   r_j = layers c_j kv_l / (T' x local_copy_bandwidth)
- *   dT_lender = offload_interference x r_j x T_lender
- * local_copy_bandwidth is the measure r was defined against when the
- * coefficient was measured (validate/offload-cost.py: the HBM traffic of a
- * large device-to-device copy, read + written); offload_interference = 1.11
- * on H200 (hwmodels/gpus/h200-sxm.yaml). Only the KV reads count in r (the
+ *   dT_lender = s(sum_B r_j) x T_lender
+ * s is gpu.offload_slowdown, the lender's measured slowdown against its
+ * share, linear between the measured points (ema_gpu_offload_slowdown,
+ * hwmodel.h). local_copy_bandwidth is the measure r was defined against
+ * when s was measured (validate/offload-cost.py: the HBM traffic of a
+ * large device-to-device copy, read + written); on H200 s is the mean of
+ * four lender steps at each measured share (hwmodels/gpus/h200-sxm.yaml,
+ * validate/offload-curve.py). Only the KV reads count in r (the
  * measurement's definition); the few-KiB queries, partials and new K/V are
  * left out of it.
  *
@@ -125,12 +129,6 @@ EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreak
  * borrower step of BORROWER_STEP ns takes (BORROWER_STEP > 0). */
 double ema_offload_lender_share(const EmaOffloadModel *offload, const EmaOffloadShare *share,
                                 EmaTime borrower_step);
-
-/* dT_lender: how much longer (ns, rounded) a lender's own step of
- * LENDER_STEP ns becomes while it serves SHARE to a borrower whose steps
- * take BORROWER_STEP ns. */
-EmaTime ema_offload_lender_extra(const EmaOffloadModel *offload, const EmaOffloadShare *share,
-                                 EmaTime borrower_step, EmaTime lender_step);
 
 /* c_max: the most KV tokens a lender can hold for offloaded attention of a
  * borrower whose steps take BORROWER_STEP ns while their reads stay within
