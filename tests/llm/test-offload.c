@@ -104,6 +104,15 @@ static void test_one_lender_direct(void) {
   g_assert_cmpint(t, ==, 20000000 + b.added);
   g_assert_cmpint(b.time, ==, t);
   assert_close((double) t, 21.994e6, 1e-4);
+  /* a lender serving its own requests: its partial takes 16.6% longer,
+   * 66.31 x 1.166 = 77.31 us; remote 80.72 us, the layer waits 60.72 us:
+   * 20 ms + 40 x (60.72 + 0.149) us = 22.435 ms */
+  g_assert_cmpfloat(server->gpu.offload_partial_slowdown, ==, 0.166);
+  share.lender_busy = TRUE;
+  t = ema_offload_step_time(m, &local_step, &share, 1, 4, &b);
+  assert_close(b.layer_attend_s, attend * 1.166, 1e-12);
+  assert_close(b.layer_wait_s, send + attend * 1.166 + back - 20e-6, 1e-12);
+  assert_close((double) t, 22.435e6, 1e-4);
 }
 
 /* When the local attention is the slower, the layer does not wait: only the
