@@ -21,8 +21,11 @@ attention read, and the lender's slowdown) and prints:
 - for comparison, the one-coefficient line through the origin
   (slowdown = c r, least squares over every point above --min-rate) against
   the per-rate means.
+- with --check OTHER.CSV (another run of offload-cost.py, at other rates or
+  on another machine): the curve of the first CSV against every point of
+  OTHER and against its per-rate means, nothing fitted on OTHER.
 
-Usage: validate/offload-curve.py OFFLOAD-COST.CSV [--min-rate 0.02]
+Usage: validate/offload-curve.py OFFLOAD-COST.CSV [--min-rate 0.02] [--check OTHER.CSV]
 """
 import argparse
 import csv
@@ -78,6 +81,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("csv")
     parser.add_argument("--min-rate", type=float, default=0.02)
+    parser.add_argument("--check", help="another offload-cost.csv to predict with the curve")
     args = parser.parse_args()
     rows = [r for r in load(args.csv) if r["target"] >= args.min_rate and r["share"] > 0]
     if not rows:
@@ -120,6 +124,36 @@ def main():
         print(f"  {100 * t:g}%: c r = {100 * c * share:.2f}% against {100 * slowdown:.2f}% "
               f"({100 * (c * share / slowdown - 1):+.1f}%); the curve: "
               f"{100 * (interpolate(points, share) / slowdown - 1):+.1f}%")
+    if args.check:
+        check(points, args.check, args.min_rate)
+
+
+def check(points, path, min_rate):
+    """POINTS (a curve) against every row of PATH from MIN_RATE and its per-rate means."""
+    rows = [r for r in load(path) if r["target"] >= min_rate and r["share"] > 0]
+    if not rows:
+        sys.exit(f"{path}: no rows at a target rate of at least {min_rate:g}")
+    rates = sorted({r["target"] for r in rows})
+    lenders = sorted({r["lender"] for r in rows})
+    print(f"\nthe curve against {path}: predicted / measured - 1")
+    print("| lender | " + " | ".join(f"{100 * t:g}%" for t in rates) + " |")
+    print("|---|" + "---|" * len(rates))
+    for lender in lenders:
+        cells = []
+        for t in rates:
+            mine = [r for r in rows if r["lender"] == lender and r["target"] == t]
+            if not mine:
+                cells.append("")
+                continue
+            e = interpolate(points, mine[0]["share"]) / mine[0]["slowdown"] - 1
+            cells.append(f"{100 * e:+.1f}%")
+        print(f"| {lender} | " + " | ".join(cells) + " |")
+    cells = []
+    for t in rates:
+        at = [r for r in rows if r["target"] == t]
+        predicted = sum(interpolate(points, r["share"]) for r in at)
+        cells.append(f"{100 * (predicted / sum(r['slowdown'] for r in at) - 1):+.1f}%")
+    print("| the means | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

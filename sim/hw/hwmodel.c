@@ -95,6 +95,10 @@ static const EmaParam gpu_params[] = {
              "increasing share (its steps take 1 + slowdown times as long while offloaded "
              "attention reads that share of its HBM time; linear in between; absent: offload "
              "unavailable)"},
+    {"offload_partial_slowdown", EMA_PARAM_FRACTION, GPU_FIELD(offload_partial_slowdown),
+     .default_value = "0", .min = 0, .max = 100,
+     .help = "how much longer a borrower's offloaded partial attention takes on a lender whose "
+             "own requests are running than on an idle one (default 0: as alone)"},
 };
 
 /* The offload points rise: shares strictly, slowdowns never fall. */

@@ -22,11 +22,12 @@ struct _EmaOffloadModel {
   double element_bytes;      /* b */
   double kv_bytes_per_token; /* kv_l: one layer, one GPU */
   /* the GPU */
-  double flop_rate; /* rate_c */
-  double byte_rate; /* rate_m */
-  double kv_rate;   /* rate_kv */
-  double copy_rate; /* local_copy_bandwidth: what r is a share of */
-  double kernel_s;  /* kernel_overhead */
+  double flop_rate;        /* rate_c */
+  double byte_rate;        /* rate_m */
+  double kv_rate;          /* rate_kv */
+  double copy_rate;        /* local_copy_bandwidth: what r is a share of */
+  double kernel_s;         /* kernel_overhead */
+  double partial_slowdown; /* gpu.offload_partial_slowdown: a busy lender's partial */
   /* the link */
   gboolean shared_port; /* switch or PCIe: the borrower's messages share one port */
   double link_bandwidth;
@@ -71,6 +72,7 @@ EmaOffloadModel *ema_offload_model_new(const EmaLlmSpec *model, const EmaServerS
   m->kv_rate = m->byte_rate * server->gpu.kv_efficiency;
   m->copy_rate = server->gpu.local_copy_bandwidth;
   m->kernel_s = (double) server->gpu.kernel_overhead * 1e-9;
+  m->partial_slowdown = server->gpu.offload_partial_slowdown;
   m->shared_port = server->topology != EMA_TOPOLOGY_DIRECT;
   m->link_bandwidth = server->link.bandwidth;
   m->link_latency_s = (double) server->link.latency * 1e-9;
@@ -100,8 +102,9 @@ static double returned_bytes(const EmaOffloadModel *m, const EmaOffloadShare *sh
 static double attend_s(const EmaOffloadModel *m, const EmaOffloadShare *share) {
   double memory = share->context * m->kv_bytes_per_token / m->kv_rate;
   double compute = 4.0 * m->heads * m->head_dim * share->context / m->flop_rate;
-  return m->kernel_s + MAX(memory, compute) +
-         (double) share->new_kv * m->kv_bytes_per_token / m->byte_rate;
+  return (m->kernel_s + MAX(memory, compute) +
+          (double) share->new_kv * m->kv_bytes_per_token / m->byte_rate) *
+         (share->lender_busy ? 1 + m->partial_slowdown : 1);
 }
 
 EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreakdown *local,

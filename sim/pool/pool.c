@@ -727,7 +727,8 @@ static void expire_offloads(Pool *p) {
  * cached. A request whose own blocks are all local holds nothing on a
  * lender unless the prefix cache does, and then only its cached blocks'
  * share on each place of the cache's: those requests are added up and
- * counted together. O(running requests). */
+ * counted together. A lender whose own requests are running is busy (its
+ * partials are slowed by its steps). O(running requests + GPUs). */
 static guint64 offload_shares(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare *shares) {
   const EmaPoolRequest *cache;
   gboolean cache_remote;
@@ -782,6 +783,8 @@ static guint64 offload_shares(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShar
       shares[j].context +=
           (double) (cached_blocks * block_tokens) * (double) cache->at[j] / (double) cache->blocks;
     }
+  for (guint j = 0; j < p->n; j++)
+    shares[j].lender_busy = shares[j].seqs > 0 && ema_pool_core_running(&p->core, j) != NULL;
   return merged;
 }
 

@@ -53,6 +53,8 @@ typedef struct {
    * the share of its HBM time that offloaded attention reads, EmaOffloadPoint
    * by increasing share (empty: not known; offload is then unavailable) */
   GArray *offload_slowdown;
+  /* the borrower's side: a partial's time beside a busy lender's steps / alone - 1 */
+  double offload_partial_slowdown;
 } EmaGpuSpec;
 
 typedef enum {

@@ -26,8 +26,11 @@
  *                                            4 H d c_j / rate_c) + m_j kv_l / rate_m
  *            rate_m = hbm_bandwidth x hbm_efficiency, rate_kv = rate_m x
  *            kv_efficiency, rate_c = matrix_flops x matrix_efficiency, as in
- *            steptime.h; the lender's partial runs at its rates as if alone
- *            (the measurement below timed the lender's step, not the partial)
+ *            steptime.h, times 1 + gpu.offload_partial_slowdown on a lender whose
+ *            own tenant is running requests (its steps run beside the partial;
+ *            measured on H200 by validate/offload-cost.py --latency-rates: the
+ *            partial's median time beside four lender steps at 2-20% shares, x1.07
+ *            to x1.44, median x1.165), as if alone on an idle lender
  *   remote   t_remote = max_j (t_send_j + t_att_j + t_back_j)
  *   merge    per head of each of the step's u requests with remote KV, the
  *            split-KV merge reads its P partials ((d + 1) 4 bytes each: one
@@ -69,8 +72,9 @@
  * of reads can only fall.
  *
  * Not modelled: link contention with other traffic (the messages are small
- * and the fabric's flows are not consulted), the lender's partial slowed by
- * the lender's own step, the LSE write on the lender. */
+ * and the fabric's flows are not consulted), the partial's slowdown as a
+ * function of the lender's load (one measured factor stands for every busy
+ * lender), the LSE write on the lender. */
 #pragma once
 
 #include <glib.h>
@@ -84,9 +88,11 @@ G_BEGIN_DECLS
 
 /* What one lender holds of a borrower's step: n_j, c_j, m_j above. */
 typedef struct {
-  guint64 seqs;   /* requests of the step with KV on this lender */
-  double context; /* tokens of their KV on this lender, together */
-  guint64 new_kv; /* of those requests, the ones whose new token's K/V the lender stores */
+  guint64 seqs;         /* requests of the step with KV on this lender */
+  double context;       /* tokens of their KV on this lender, together */
+  guint64 new_kv;       /* of those requests, the ones whose new token's K/V the lender stores */
+  gboolean lender_busy; /* the lender's own tenant is running requests: its steps run beside
+                         * the partial, which takes 1 + gpu.offload_partial_slowdown as long */
 } EmaOffloadShare;
 
 /* Where the offloaded part of a borrower's step goes, per layer (seconds)
