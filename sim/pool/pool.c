@@ -882,7 +882,7 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   Pool *p = &pool->pool;
   Gpu *g = &p->gpus[gpu];
   EmaStepBreakdown bd;
-  EmaTime all_local = ema_step_time(g->model, batch, &bd), step, extra;
+  EmaTime all_local, step, extra;
   const EmaGpuSpec *spec = &p->server->gpu;
   double rate_m = spec->hbm_bandwidth * spec->hbm_efficiency;
   /* HBM rate taken by this GPU's own prefetch copies, and by peers' traffic */
@@ -892,6 +892,12 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   gboolean remote = FALSE, offload; /* the step reads remote KV; offloads its attention */
   EmaStepCostView view;
 
+  /* nothing remote, nothing slowing it (no pulls, copies or prefetches), no step offloading
+   * anywhere: the all-local time, what the path below gives then, without its breakdown */
+  if (g->remote_total == 0 && p->pulling == 0 && p->offloading == 0 && g->incoming == 0 &&
+      ema_sim_now(p->sim) >= g->copy_until)
+    return ema_step_time(g->model, batch, NULL);
+  all_local = ema_step_time(g->model, batch, &bd);
   if (all_local == 0)
     return 0;
   expire_offloads(p);
