@@ -560,20 +560,31 @@ static void take_assign(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint
   }
 }
 
+/* N blocks all fit locally and the backend has nothing to map or write for
+ * them (the simulator's common case): what take_places, take_apply and
+ * take_assign would do, in short. */
+static gboolean take_fits_local(const EmaPoolCore *c, const EmaSliceGpu *g, guint64 n) {
+  return c->blocks_untracked && g->local_used + n <= ema_slice_gpu_local_capacity(g);
+}
+
+/* K local blocks of such a take become R's. */
+static void take_local(const EmaSliceGpu *g, EmaPoolRequest *r, guint64 k) {
+  r->at[g->index] += k;
+  r->blocks += k;
+  r->last = g->index;
+}
+
 gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, guint64 n,
                             GError **error) {
-  guint64 local_cap = ema_slice_gpu_local_capacity(g), local;
+  guint64 local;
   EmaPoolRequest *r;
   if (n == 0)
     return TRUE;
   r = request_get(c, g->index, request);
-  if (c->blocks_untracked && g->local_used + n <= local_cap) {
-    /* all local, nothing to map or write: the simulator's common case */
+  if (take_fits_local(c, g, n)) {
     g->local_used += n;
     ema_slice_gpu_touch(g);
-    r->at[g->index] += n;
-    r->blocks += n;
-    r->last = g->index;
+    take_local(g, r, n);
     ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
     return TRUE;
   }
@@ -589,6 +600,14 @@ gboolean ema_pool_core_take_each(EmaPoolCore *c, EmaSliceGpu *g, const guint64 *
   guint64 local;
   if (n == 0)
     return TRUE;
+  if (take_fits_local(c, g, n)) {
+    g->local_used += n;
+    ema_slice_gpu_touch(g);
+    for (guint64 i = 0; i < n; i++)
+      take_local(g, request_get(c, g->index, requests[i]), 1);
+    ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
+    return TRUE;
+  }
   if (!take_places(c, g, n, &local) || !take_apply(c, g, n, local, error))
     return FALSE;
   for (guint64 i = 0; i < n; i++)

@@ -308,7 +308,8 @@ struct _EmaEngine {
   gint64 steady_base;    /* sum of kv0 - t0 */
   guint64 *phase_count;  /* [block_tokens] */
   GQueue *phase_members; /* [block_tokens], Req phase_links in admission order (take_each) */
-  GArray *each;          /* guint64 serials of the step's needing requests (take_each) */
+  guint64 *each;         /* [each_cap], serials of the step's needing requests (take_each) */
+  guint64 each_cap;
   GHashTable *by_serial; /* serial -> Req, every waiting and running request */
   guint64 next_serial;
   EmaTime last_step_start;   /* start of the step in flight, or of the last one */
@@ -1074,12 +1075,15 @@ static gboolean schedule_steady(EmaEngine *engine, guint64 *budget, EmaTime *swa
     gboolean taken;
     if (engine->memory.ops->take_each) {
       /* the needing requests left are the phase's members (victims left it) */
+      guint64 k = 0;
       g_assert_cmpuint(need, ==, engine->phase_members[phase].length);
-      g_array_set_size(engine->each, 0);
+      if (need > engine->each_cap) {
+        engine->each_cap = MAX(need, 2 * engine->each_cap);
+        engine->each = g_renew(guint64, engine->each, engine->each_cap);
+      }
       for (GList *l = engine->phase_members[phase].head; l; l = l->next)
-        g_array_append_val(engine->each, ((Req *) l->data)->pub.serial);
-      taken =
-          engine->memory.ops->take_each(engine->memory.self, (guint64 *) engine->each->data, need);
+        engine->each[k++] = ((Req *) l->data)->pub.serial;
+      taken = engine->memory.ops->take_each(engine->memory.self, engine->each, need);
     } else {
       taken = engine->memory.ops->take(engine->memory.self, EMA_KV_UNNAMED, need);
     }
@@ -1370,7 +1374,6 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
     engine->config.block_tokens = EMA_KV_BLOCK_TOKENS;
   engine->phase_count = g_new0(guint64, engine->config.block_tokens);
   engine->phase_members = g_new0(GQueue, engine->config.block_tokens);
-  engine->each = g_array_new(FALSE, FALSE, sizeof(guint64));
   engine->by_serial = g_hash_table_new(g_int64_hash, g_int64_equal);
   engine->last_step_start = -1;
   engine->cache = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
@@ -1433,7 +1436,7 @@ void ema_engine_free(EmaEngine *engine) {
   g_ptr_array_unref(engine->heap);
   g_free(engine->phase_count);
   g_free(engine->phase_members);
-  g_array_unref(engine->each);
+  g_free(engine->each);
   g_hash_table_unref(engine->by_serial);
   g_hash_table_unref(engine->cache);
   g_array_unref(engine->observers);
