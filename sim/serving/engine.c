@@ -287,6 +287,21 @@ typedef struct _Run {
   gboolean orphan;
 } Run;
 
+/* A growable array of requests, emptied and shortened in place: the step's
+ * batch and finishing requests and the finish heap change every step. */
+typedef struct {
+  Req **pdata;
+  guint len, cap;
+} ReqArray;
+
+static void req_array_add(ReqArray *a, Req *req) {
+  if (a->len == a->cap) {
+    a->cap = MAX(16, 2 * a->cap);
+    a->pdata = g_renew(Req *, a->pdata, a->cap);
+  }
+  a->pdata[a->len++] = req;
+}
+
 struct _EmaEngine {
   EmaSim *sim;
   EmaEngineConfig config;
@@ -296,11 +311,11 @@ struct _EmaEngine {
   EmaTraceSource *trace;
   GArray *observers; /* EmaEngineObserver */
 
-  GQueue waiting;       /* Req links, FCFS; preempted ones at the head */
-  GQueue running;       /* Req links, oldest admission at the head */
-  GList *tail_head;     /* first running link after the steady region, or NULL */
-  GPtrArray *batch;     /* Req * of the tail scheduled in the step in flight */
-  GPtrArray *finishing; /* Req * finishing in the step being completed */
+  GQueue waiting;     /* Req links, FCFS; preempted ones at the head */
+  GQueue running;     /* Req links, oldest admission at the head */
+  GList *tail_head;   /* first running link after the steady region, or NULL */
+  ReqArray batch;     /* the tail scheduled in the step in flight */
+  ReqArray finishing; /* requests finishing in the step being completed */
 
   /* the steady region */
   guint64 clock;         /* steps the region has advanced */
@@ -313,7 +328,7 @@ struct _EmaEngine {
   GHashTable *by_serial; /* serial -> Req, every waiting and running request */
   guint64 next_serial;
   EmaTime last_step_start;   /* start of the step in flight, or of the last one */
-  GPtrArray *heap;           /* Req *, min-heap on (finish_at, seq) */
+  ReqArray heap;             /* min-heap on (finish_at, seq) */
   gboolean steady_scheduled; /* the region holds its blocks for the step in flight */
 
   EmaEvent arrival_event, step_event;
@@ -675,15 +690,15 @@ static gboolean heap_less(const Req *a, const Req *b) {
 }
 
 static void heap_set(EmaEngine *engine, guint i, Req *req) {
-  engine->heap->pdata[i] = req;
+  engine->heap.pdata[i] = req;
   req->heap_slot = i + 1;
 }
 
 static void heap_up(EmaEngine *engine, guint i) {
-  Req *req = engine->heap->pdata[i];
+  Req *req = engine->heap.pdata[i];
   while (i > 0) {
     guint parent = (i - 1) / 2;
-    Req *p = engine->heap->pdata[parent];
+    Req *p = engine->heap.pdata[parent];
     if (!heap_less(req, p))
       break;
     heap_set(engine, i, p);
@@ -693,16 +708,16 @@ static void heap_up(EmaEngine *engine, guint i) {
 }
 
 static void heap_down(EmaEngine *engine, guint i) {
-  guint n = engine->heap->len;
-  Req *req = engine->heap->pdata[i];
+  guint n = engine->heap.len;
+  Req *req = engine->heap.pdata[i];
   for (;;) {
     guint child = 2 * i + 1;
     Req *c;
     if (child >= n)
       break;
-    if (child + 1 < n && heap_less(engine->heap->pdata[child + 1], engine->heap->pdata[child]))
+    if (child + 1 < n && heap_less(engine->heap.pdata[child + 1], engine->heap.pdata[child]))
       child++;
-    c = engine->heap->pdata[child];
+    c = engine->heap.pdata[child];
     if (!heap_less(c, req))
       break;
     heap_set(engine, i, c);
@@ -712,15 +727,15 @@ static void heap_down(EmaEngine *engine, guint i) {
 }
 
 static void heap_push(EmaEngine *engine, Req *req) {
-  g_ptr_array_add(engine->heap, req);
-  heap_up(engine, engine->heap->len - 1);
+  req_array_add(&engine->heap, req);
+  heap_up(engine, engine->heap.len - 1);
 }
 
 static void heap_remove(EmaEngine *engine, Req *req) {
   guint i = req->heap_slot - 1;
-  Req *last = engine->heap->pdata[engine->heap->len - 1];
+  Req *last = engine->heap.pdata[engine->heap.len - 1];
   g_assert(req->heap_slot > 0);
-  g_ptr_array_set_size(engine->heap, engine->heap->len - 1);
+  engine->heap.len--;
   req->heap_slot = 0;
   if (last != req) {
     heap_set(engine, i, last);
@@ -1009,7 +1024,7 @@ static void add_to_batch(EmaEngine *engine, Req *req, guint32 chunk) {
   req->in_batch = TRUE;
   req->chunk = chunk;
   req->last_step = ema_sim_now(engine->sim);
-  g_ptr_array_add(engine->batch, req);
+  req_array_add(&engine->batch, req);
 }
 
 /* Blocks the tail from LINK on would take with BUDGET tokens and nothing
@@ -1155,7 +1170,7 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
     resume_kv = request->swapped ? request->kv_tokens : hits * engine->config.block_tokens;
     chunk = (guint32) MIN((guint64) (known_tokens(request) - resume_kv), *budget);
     /* V0 admits whole prompts; only the step's first may be cut to the budget */
-    if (engine->config.scheduler == EMA_SCHEDULER_V0 && engine->batch->len > 0 &&
+    if (engine->config.scheduler == EMA_SCHEDULER_V0 && engine->batch.len > 0 &&
         chunk < known_tokens(request) - resume_kv)
       break;
     need = blocks_for(engine, (guint64) resume_kv + chunk) - hits + revived;
@@ -1216,7 +1231,7 @@ static void kick(EmaEngine *engine) {
   if (engine->step_in_flight)
     return;
   memset(&engine->step, 0, sizeof engine->step);
-  g_ptr_array_set_size(engine->batch, 0);
+  engine->batch.len = 0;
   engine->scheduling = TRUE;
   reject_unfit_running(engine);
   /* the tier's room may have gone since the last take (a reclaim) */
@@ -1233,7 +1248,7 @@ static void kick(EmaEngine *engine) {
   engine->shortage_noted = FALSE;
   if (engine->config.scheduler == EMA_SCHEDULER_V0)
     swap += admit_waiting(engine, &budget);
-  if (engine->batch->len == 0) {
+  if (engine->batch.len == 0) {
     /* V1, or V0 with nothing admitted: the running requests first */
     stopped = schedule_steady(engine, &budget, &swap);
     if (!stopped)
@@ -1242,7 +1257,7 @@ static void kick(EmaEngine *engine) {
       swap += admit_waiting(engine, &budget);
   }
   engine->scheduling = FALSE;
-  if (engine->steady == 0 && engine->batch->len == 0) {
+  if (engine->steady == 0 && engine->batch.len == 0) {
     engine->steady_scheduled = FALSE;
     /* everything preempted itself (a shared or shrunk memory): try again
      * rather than idle with requests queued */
@@ -1304,8 +1319,8 @@ static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data) {
   if (engine->steady_scheduled)
     engine->clock++;
   engine->steady_scheduled = FALSE;
-  for (guint i = 0; i < engine->batch->len; i++) {
-    Req *req = engine->batch->pdata[i];
+  for (guint i = 0; i < engine->batch.len; i++) {
+    Req *req = engine->batch.pdata[i];
     EmaRequest *request = &req->pub;
     if (!req->in_batch)
       continue; /* preempted while the step ran: its work is dropped */
@@ -1320,21 +1335,21 @@ static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data) {
     }
   }
   /* who finishes, in admission order: the region first, then the tail */
-  g_ptr_array_set_size(engine->finishing, 0);
-  while (engine->heap->len > 0 && ((Req *) engine->heap->pdata[0])->finish_at == engine->clock) {
-    Req *req = engine->heap->pdata[0];
+  engine->finishing.len = 0;
+  while (engine->heap.len > 0 && ((Req *) engine->heap.pdata[0])->finish_at == engine->clock) {
+    Req *req = engine->heap.pdata[0];
     engine->work++;
     steady_remove(engine, req);
     req->state = REQ_FINISHING;
-    g_ptr_array_add(engine->finishing, req);
+    req_array_add(&engine->finishing, req);
   }
-  for (guint i = 0; i < engine->batch->len; i++) {
-    Req *req = engine->batch->pdata[i];
+  for (guint i = 0; i < engine->batch.len; i++) {
+    Req *req = engine->batch.pdata[i];
     if (req->in_batch && req->pub.generated >= req->pub.output_tokens) {
       req->state = REQ_FINISHING;
       req->in_batch = FALSE;
-      engine->batch->pdata[i] = NULL; /* freed when it finishes */
-      g_ptr_array_add(engine->finishing, req);
+      engine->batch.pdata[i] = NULL; /* freed when it finishes */
+      req_array_add(&engine->finishing, req);
     }
   }
   engine->step.running = engine->running.length;
@@ -1342,21 +1357,21 @@ static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data) {
   engine->step.blocks_free = free_blocks(engine);
   engine->step.blocks_used = engine->blocks_held;
   engine->step.released = engine->released_since_report;
-  engine->step.finished = engine->finishing->len;
+  engine->step.finished = engine->finishing.len;
   engine->released_since_report = 0;
   for (guint i = 0; i < engine->observers->len; i++) {
     const EmaEngineObserver *o = &g_array_index(engine->observers, EmaEngineObserver, i);
     if (o->on_step)
       o->on_step(o->data, &engine->step);
   }
-  for (guint i = 0; i < engine->finishing->len; i++)
-    finish_request(engine, engine->finishing->pdata[i]);
-  g_ptr_array_set_size(engine->finishing, 0);
+  for (guint i = 0; i < engine->finishing.len; i++)
+    finish_request(engine, engine->finishing.pdata[i]);
+  engine->finishing.len = 0;
   promote(engine);
-  for (guint i = 0; i < engine->batch->len; i++)
-    if (engine->batch->pdata[i])
-      ((Req *) engine->batch->pdata[i])->in_batch = FALSE;
-  g_ptr_array_set_size(engine->batch, 0);
+  for (guint i = 0; i < engine->batch.len; i++)
+    if (engine->batch.pdata[i])
+      ((Req *) engine->batch.pdata[i])->in_batch = FALSE;
+  engine->batch.len = 0;
   kick(engine);
 }
 
@@ -1384,9 +1399,6 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
   engine->step_cost_data = step_cost_data;
   engine->trace = trace;
   engine->observers = g_array_new(FALSE, FALSE, sizeof(EmaEngineObserver));
-  engine->batch = g_ptr_array_new();
-  engine->finishing = g_ptr_array_new();
-  engine->heap = g_ptr_array_new();
   engine->last_total = total_blocks(engine);
   g_queue_init(&engine->waiting);
   g_queue_init(&engine->running);
@@ -1431,9 +1443,9 @@ void ema_engine_free(EmaEngine *engine) {
   free_requests(&engine->running);
   free_runs(&engine->evictable);
   free_runs(&engine->tier);
-  g_ptr_array_unref(engine->batch);
-  g_ptr_array_unref(engine->finishing);
-  g_ptr_array_unref(engine->heap);
+  g_free(engine->batch.pdata);
+  g_free(engine->finishing.pdata);
+  g_free(engine->heap.pdata);
   g_free(engine->phase_count);
   g_free(engine->phase_members);
   g_free(engine->each);
