@@ -623,32 +623,39 @@ static Run *req_run(Req *req) {
  * own copy, as vLLM does, and registers no further). */
 static void cache_register(EmaEngine *engine, Req *req) {
   guint64 b = engine->config.block_tokens, moved = 0;
-  while (req->registered < req->n_hashes &&
-         (guint64) (req->registered + 1) * b <= req->pub.kv_tokens) {
-    if (req->registered < req->n_ident) {
-      CachedBlock *block;
-      if (cache_lookup(engine, req->hashes[req->registered])) {
-        req->n_hashes = req->registered;
-        break;
-      }
-      block = g_new0(CachedBlock, 1);
-      block->hash = req->hashes[req->registered];
-      block->refs = 1;
-      block->entry.lru.data = block;
-      block->entry.count = 1;
-      g_hash_table_insert(engine->cache, &block->hash, block);
-    } else {
-      Run *run = req_run(req);
-      if (run_held(req) < run->cached) { /* its next own block is cached, free */
-        req->n_hashes = req->registered;
-        break;
-      }
-      run->cached++;
-      engine->run_blocks++;
+  guint64 full = MIN((guint64) req->n_hashes, (guint64) req->pub.kv_tokens / b);
+  while (req->registered < full && req->registered < req->n_ident) {
+    CachedBlock *block;
+    if (cache_lookup(engine, req->hashes[req->registered])) {
+      req->n_hashes = req->registered;
+      full = 0;
+      break;
     }
+    block = g_new0(CachedBlock, 1);
+    block->hash = req->hashes[req->registered];
+    block->refs = 1;
+    block->entry.lru.data = block;
+    block->entry.count = 1;
+    g_hash_table_insert(engine->cache, &block->hash, block);
     engine->cached_held++;
     req->registered++;
     moved++;
+  }
+  if (req->registered < full) {
+    /* its own blocks, all at once: it holds its first run_held of the run's cached ones, so
+     * either its next own block is cached and free (it registers none) or it holds them all
+     * and each block it registers is the run's next */
+    Run *run = req_run(req);
+    guint64 own = full - req->registered;
+    if (run_held(req) < run->cached) {
+      req->n_hashes = req->registered;
+    } else {
+      run->cached += own;
+      engine->run_blocks += own;
+      engine->cached_held += own;
+      req->registered += (guint) own;
+      moved += own;
+    }
   }
   /* one call for the pass: its blocks are the request's next ones, in order */
   if (moved > 0 && engine->memory.ops->to_cache)
