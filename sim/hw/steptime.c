@@ -104,6 +104,9 @@ enum {
 
 typedef struct _TokenRow {
   double t[N_ROW];
+  /* operator_layer's sums of the row's operators before the attention and after the KV write,
+   * in its order (the same doubles: layer_time adds them without their origins) */
+  double before_attention, after_kv_write;
   guint32 found; /* bit i: t[i] is the profile's */
   gboolean filled;
 } TokenRow;
@@ -467,6 +470,10 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
     if (sums.profiled_s > 0)
       row->found |= 1u << i;
   }
+  row->before_attention = row->t[ROW_QKV] + row->t[ROW_O];
+  row->before_attention += row->t[ROW_ROUTER] + row->t[ROW_MOE_ROUTE];
+  row->before_attention += row->t[ROW_UP] + row->t[ROW_DOWN];
+  row->after_kv_write = row->t[ROW_NORM2] + row->t[ROW_ACT] + row->t[ROW_ADD2];
   row->filled = TRUE;
 }
 
@@ -533,6 +540,19 @@ static double operator_layer(const EmaStepModel *s, OpSums *sums, const EmaStepB
   return t;
 }
 
+/* operator_layer's time alone (the same double: its sums of the row's
+ * operators are the row's, made in the same order). */
+static double layer_time(const EmaStepModel *s, const EmaStepBatch *b, const TokenRow *row) {
+  OpSums unused = {0};
+  double t = row->before_attention;
+  t += decode_attention_time(s, &unused, b) + prefill_attention_time(s, &unused, b);
+  t += row_op(row, ROW_KV_WRITE, &unused);
+  t += row->after_kv_write;
+  if (s->gated)
+    t += row_op(row, ROW_ROPE, &unused);
+  return t;
+}
+
 /* Scale the layer's two roofline sides (and its KV-read share) by one
  * factor so that the larger is ONE, the operator sum: the elastic pool
  * (pool.h) slows the memory side by HBM interference and recombines the
@@ -562,7 +582,7 @@ static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, EmaStepB
   TokenRow scratch, logits_scratch;
   const TokenRow *row = token_row(s, b->prefill_tokens + b->decode_seqs, &scratch);
   const TokenRow *logits = token_row(s, b->logits, &logits_scratch);
-  double one = operator_layer(s, &layer, b, row);
+  double one = full ? operator_layer(s, &layer, b, row) : layer_time(s, b, row);
   /* a profile's kernel times include their tails: no layer_overhead */
   r->layer_overhead_s = s->profile ? 0 : s->layer_overhead_s;
   r->layers_s = s->layers * (one + r->layer_overhead_s);
