@@ -1144,12 +1144,10 @@ gboolean ema_pool_core_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementP
   return TRUE;
 }
 
-/* The borrow policy's placement of G's tenant, if it has one. */
+/* The placement of G's tenant by the borrow policy (one that places). */
 static gboolean run_place(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   const EmaBorrowPolicyOps *ops = c->policies[EMA_POLICY_BORROW]->ops;
   EmaPlacementPlan plan;
-  if (ops->place == NULL)
-    return TRUE; /* before the plan is zeroed: most borrow policies place nothing */
   memset(&plan, 0, sizeof plan);
   ops->place(g->states[EMA_POLICY_BORROW], c->spec->borrow_params, ema_pool_core_view(c), g->index,
              &plan);
@@ -1171,7 +1169,9 @@ gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   }
   if (ok && g->has_tenant)
     ok = run_borrow(c, g->index, error);
-  if (ok && g->has_tenant)
+  /* most borrow policies place nothing */
+  if (ok && g->has_tenant &&
+      ((const EmaBorrowPolicyOps *) c->policies[EMA_POLICY_BORROW]->ops)->place)
     ok = run_place(c, g, error);
   /* the last view its policies saw (what it did since is touched) */
   g->decided_version = c->ledger.version;

@@ -143,12 +143,13 @@ const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
   gboolean refilled = FALSE;
   if (!l->tracked)
     track_stale(l);
-  /* the stale entries, in index order */
+  /* the stale entries, in index order (refilling touches nothing) */
   for (guint w = 0; w < (l->n + 63) / 64; w++) {
-    while (l->stale[w] != 0) {
-      guint i = w * 64 + (guint) __builtin_ctzll(l->stale[w]);
+    guint64 bits = l->stale[w];
+    l->stale[w] = 0;
+    for (; bits != 0; bits &= bits - 1) {
+      guint i = w * 64 + (guint) __builtin_ctzll(bits);
       EmaSliceGpu *g = l->gpus[i];
-      l->stale[w] &= l->stale[w] - 1;
       view_fill(l, i, &l->views[i]);
       /* the remote row: copied while it holds blocks, and once more when it empties */
       if (g->remote_total > 0 || g->remote_viewed)
