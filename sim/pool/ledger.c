@@ -15,6 +15,12 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->offload_share = g_new0(double, (gsize) n *n);
   l->views = g_new0(EmaGpuView, n);
   l->stale = g_new0(guint64, (n + 63) / 64);
+  /* the view's tables are the ledger's own: a view sets its time and server */
+  l->view.n_gpus = n;
+  l->view.gpus = l->views;
+  l->view.lent = l->lent;
+  l->view.remote_blocks = l->remote_view;
+  l->view.offload_share = l->offload_share;
 }
 
 void ema_slice_ledger_clear(EmaSliceLedger *l) {
@@ -161,12 +167,7 @@ const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
   }
   l->version += refilled;
   l->view.now = now;
-  l->view.n_gpus = l->n;
-  l->view.gpus = l->views;
-  l->view.lent = l->lent;
-  l->view.remote_blocks = l->remote_view;
   l->view.server = server;
-  l->view.offload_share = l->offload_share;
   return &l->view;
 }
 

@@ -611,14 +611,18 @@ static void unpark(Pool *p, Gpu *g) {
   ema_pool_core_checked(&p->core, EMA_POOL_ACTION_SWAP, g->index);
 }
 
-static void decide(Gpu *g) {
+/* G's decision, the core's clock set. */
+static void decide_now(Gpu *g, EmaPoolCore *core) {
   Pool *p = g->pool;
-  EmaPoolCore *core = core_now(p);
   if (g->blocks_short > 0 && g->parking > 0) {
     g->decided_at = core->now;
     unpark(p, g);
   }
   ema_pool_core_decide(core, &g->counters, NULL);
+}
+
+static void decide(Gpu *g) {
+  decide_now(g, core_now(g->pool));
 }
 
 void ema_pool_reclaim_everything(EmaPool *pool, guint lender) {
@@ -995,7 +999,7 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
        ((!p->core.policies[EMA_POLICY_BORROW]->never_acts || g->lent_total > 0) &&
         ema_pool_core_periodic_due(core_at(p, now), &g->counters))) &&
       !ema_event_is_scheduled(&g->decide_event))
-    decide(g);
+    decide_now(g, core_at(p, now));
 }
 
 /* ---- requests -------------------------------------------------------------------- */
