@@ -508,15 +508,25 @@ static void lru_demote(EmaEngine *engine, LruEntry *e, guint64 n) {
  * least recently freed are dropped while it is over its room. Without the
  * memory's cache_room: all free blocks are local room, there is no tier.
  * Blocks leave an entry at a queue's head together, as one by one. */
+static void evict_over(EmaEngine *engine, guint64 local, guint64 remote);
+
 static void evict_excess(EmaEngine *engine) {
-  guint64 local, remote = 0, demoted = 0, dropped = 0;
-  guint64 *in_local = &engine->room_blocks[ROOM_LOCAL], *in_tier = &engine->room_blocks[ROOM_TIER];
-  if (*in_local == 0 && *in_tier == 0)
+  guint64 local, remote = 0;
+  if (engine->room_blocks[ROOM_LOCAL] == 0 && engine->room_blocks[ROOM_TIER] == 0)
     return;
   if (engine->memory.ops->cache_room)
     engine->memory.ops->cache_room(engine->memory.self, &local, &remote);
   else
     local = engine->memory.ops->free_blocks(engine->memory.self);
+  if (engine->room_blocks[ROOM_LOCAL] > local || engine->room_blocks[ROOM_TIER] > remote)
+    evict_over(engine, local, remote);
+}
+
+/* evict_excess's evictions and demotions, with LOCAL and REMOTE room (not
+ * inlined: most calls find the blocks within their room). */
+G_GNUC_NO_INLINE static void evict_over(EmaEngine *engine, guint64 local, guint64 remote) {
+  guint64 demoted = 0, dropped = 0;
+  guint64 *in_local = &engine->room_blocks[ROOM_LOCAL], *in_tier = &engine->room_blocks[ROOM_TIER];
   while (*in_local > local) {
     LruEntry *e = engine->evictable.head->data;
     guint64 n = MIN(e->count, *in_local - local);
