@@ -45,8 +45,7 @@ const char *ema_pool_action_name(EmaPoolAction action) {
 /* ---- the requests' blocks -------------------------------------------------- */
 
 static void request_free(EmaPoolRequest *r) {
-  g_free(r->at);
-  g_free(r);
+  g_free(r); /* its at[] with it */
 }
 
 static EmaPoolRequest *request_find(const EmaPoolCore *c, guint gpu, guint64 request) {
@@ -78,9 +77,11 @@ static EmaPoolRequest *request_get(EmaPoolCore *c, guint gpu, guint64 request) {
   EmaPoolRequest *r = request_find(c, gpu, request);
   if (r)
     return r;
-  r = g_new0(EmaPoolRequest, 1);
+  /* one allocation: the record, then its at[] (a record's size keeps a guint64 aligned) */
+  G_STATIC_ASSERT(sizeof(EmaPoolRequest) % sizeof(guint64) == 0);
+  r = g_malloc0(sizeof *r + c->n * sizeof(guint64));
   r->request = request;
-  r->at = g_new0(guint64, c->n);
+  r->at = (guint64 *) (gpointer) (r + 1);
   r->last = gpu;
   r->link.data = r;
   g_hash_table_insert(c->requests[gpu], &r->request, r);
