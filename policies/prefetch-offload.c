@@ -38,7 +38,7 @@ static const EmaParam params[] = {
         "allowance", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, allowance), .default_value = "5%",
         .min = 0, .max = 1,
         .help = "largest share of each lender's HBM time that borrowers' offloaded attention may "
-                "take (its steps slow by about gpu.offload_interference times it; 0: no offload)"},
+                "take (its steps slow by gpu.offload_slowdown at that share; 0: no offload)"},
 };
 
 static const EmaParamTable table = {"offload", sizeof(Params), params, EMA_PARAMS_N(params), NULL};

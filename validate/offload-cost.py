@@ -35,8 +35,13 @@ borrower. SDPA's public API does not return the log-sum-exp that a split-KV
 merge needs; the cuDNN/flash kernels compute it internally, so the time is
 the same to within the LSE write (Bb x heads x 4 bytes per launch).
 
+With --latency-rates it also measures the borrower's side on the lender: how
+long each offloaded partial takes while the lender's steps run beside it
+(partial-latency.csv), which the cost model otherwise takes as its time alone.
+
 Usage (on the GPU machine; writes CSV and JSON under --out):
   python3 validate/offload-cost.py --out DIR [--rates 0,0.01,0.02,0.05,0.1,0.2]
+          [--latency-rates 0.05,0.1,0.2]
 """
 import argparse
 import json
@@ -262,6 +267,86 @@ def overlapped_run(off, g_step, sa, sb, rate, t0, t_off, b_hbm, cyc_per_ms, step
     raise SystemExit(f"rate {rate}: the two streams never overlapped")
 
 
+def partial_latency(off, g_step, sa, sb, rate, t0, t_off, b_hbm, cyc_per_ms, steps):
+    """The borrower's side: how long each offloaded partial takes (from its start on stream B
+    to its end) while the lender's steps run on stream A, at `rate`. Eager launches between
+    CUDA events (a graph's kernels cannot be timed one by one), one every period as in
+    overlapped_run; only the partials that start and end inside the lender's window count.
+    Returns (median ms, 90th percentile ms, partials counted, the lender's median step ms)."""
+    period_ms = (off.bytes / b_hbm * 1e3) / rate
+    sleep_ms = max(period_ms - t_off, 0.0)
+    n_off = int(t0 * steps / period_ms) + 8
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_off)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_off)]
+    ev_a = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+    sg = torch.cuda.Stream()
+    gate = torch.cuda.Event()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(sg):
+        torch.cuda._sleep(int((50 + 0.05 * n_off) * cyc_per_ms))
+        gate.record()
+    sb.wait_event(gate)
+    sa.wait_event(gate)
+    with torch.cuda.stream(sb):
+        for i in range(n_off):
+            starts[i].record()
+            off()
+            ends[i].record()
+            if sleep_ms > 0:
+                torch.cuda._sleep(int(sleep_ms * cyc_per_ms))
+    with torch.cuda.stream(sa):
+        torch.cuda._sleep(int(0.3 * cyc_per_ms))
+        ev_a[0].record()
+        for i in range(steps):
+            g_step.replay()
+            ev_a[i + 1].record()
+    torch.cuda.synchronize()
+    inside = [starts[i].elapsed_time(ends[i]) for i in range(n_off)
+              if ev_a[0].elapsed_time(starts[i]) >= 0 and ends[i].elapsed_time(ev_a[steps]) >= 0]
+    if len(inside) < 4:
+        raise SystemExit(f"rate {rate}: only {len(inside)} partials inside the lender's window")
+    inside.sort()
+    lender = statistics.median(ev_a[i].elapsed_time(ev_a[i + 1]) for i in range(steps))
+    return (statistics.median(inside), inside[int(0.9 * (len(inside) - 1))], len(inside),
+            lender)
+
+
+def run_latency(case, off, rates, b_hbm, cyc_per_ms, steps):
+    """partial_latency's rows for one lender step at each rate."""
+    model, batch, context = case
+    dev = torch.device("cuda")
+    sa, sb = torch.cuda.Stream(), torch.cuda.Stream()
+    step = DecodeStep(model, batch, context, dev)
+    g_step = capture(step, sa)
+    t0 = time_graph(g_step, sa, steps)
+    with torch.cuda.stream(sb):
+        for _ in range(3):
+            off()
+    t_off = time_graph(capture(off, sb), sb, 50)
+    rows = []
+    for rate in rates:
+        median, p90, n, lender = partial_latency(off, g_step, sa, sb, rate, t0, t_off, b_hbm,
+                                                 cyc_per_ms, steps)
+        rows.append(dict(model=model, batch=batch, context=context, target_rate=rate,
+                         partial_alone_ms=t_off, partial_ms=median, partial_p90_ms=p90,
+                         partials=n, lender_ms=lender, alone_ms=t0))
+        print(f"{model} b={batch} ctx={context} rate {rate:5.3f}: partial {median:.3f} ms "
+              f"(p90 {p90:.3f}, {n} partials) vs {t_off:.3f} alone, x{median / t_off:.2f}; "
+              f"lender step {lender:.3f} vs {t0:.3f} ms", flush=True)
+    del step, g_step
+    torch.cuda.empty_cache()
+    return rows
+
+
+def write_csv(path, rows):
+    with open(path, "w") as f:
+        cols = list(rows[0])
+        f.write(",".join(cols) + "\n")
+        for r in rows:
+            f.write(",".join(f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c])
+                             for c in cols) + "\n")
+
+
 def run_case(case, off, rates, b_hbm, cyc_per_ms, steps):
     model, batch, context = case
     dev = torch.device("cuda")
@@ -300,14 +385,26 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--rates", default="0,0.01,0.02,0.05,0.1,0.2,0.3")
     ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--latency-rates", default="",
+                    help="also time each offloaded partial beside the lender's steps at these "
+                         "rates (partial-latency.csv; default: not run)")
     args = ap.parse_args()
-    rates = [float(r) for r in args.rates.split(",")]
+    rates = [float(r) for r in args.rates.split(",") if r]
+    latency_rates = [float(r) for r in args.latency_rates.split(",") if r]
     os.makedirs(args.out, exist_ok=True)
     dev = torch.device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
     b_hbm = copy_bandwidth(dev)
     cyc = sleep_cycles_per_ms(torch.cuda.Stream())
     off = OffloadAttention(*OFFLOAD, dev)
+    latency = []
+    for case in LENDER_CASES:
+        if latency_rates:
+            latency += run_latency(case, off, latency_rates, b_hbm, cyc, args.steps)
+    if latency:
+        write_csv(os.path.join(args.out, "partial-latency.csv"), latency)
+    if not rates:
+        return
     rows = []
     for case in LENDER_CASES:
         rows += run_case(case, off, rates, b_hbm, cyc, args.steps)
@@ -323,12 +420,7 @@ def main():
         hbm_copy_traffic_Bps=b_hbm, offload=dict(model=OFFLOAD[0], requests=OFFLOAD[1],
                                               context=OFFLOAD[2]),
         coefficient_fit=c_fit)
-    with open(os.path.join(args.out, "offload-cost.csv"), "w") as f:
-        cols = list(rows[0])
-        f.write(",".join(cols) + "\n")
-        for r in rows:
-            f.write(",".join(f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c])
-                             for c in cols) + "\n")
+    write_csv(os.path.join(args.out, "offload-cost.csv"), rows)
     with open(os.path.join(args.out, "offload-cost.json"), "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)
     print(f"HBM copy traffic {b_hbm / 1e12:.3f} TB/s; offload launch {rows[0]['offload_ms']:.3f} ms "

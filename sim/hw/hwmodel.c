@@ -21,6 +21,19 @@
 #define BW_MAX 1e14
 #define FIXED_MAX 1e9
 
+static const EmaParam offload_point_params[] = {
+    {"share", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(EmaOffloadPoint, share),
+     .flags = EMA_PARAM_REQUIRED, .min = 1e-6, .max = 1,
+     .help = "offloaded KV bytes read per second / local_copy_bandwidth"},
+    {"slowdown", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(EmaOffloadPoint, slowdown),
+     .flags = EMA_PARAM_REQUIRED, .min = 0, .max = 100,
+     .help = "the lender's step time at that share / alone - 1"},
+};
+
+static const EmaParamTable offload_point_table = {"offload point", sizeof(EmaOffloadPoint),
+                                                  offload_point_params,
+                                                  EMA_PARAMS_N(offload_point_params), NULL};
+
 static const EmaParam gpu_params[] = {
     {"name", EMA_PARAM_STRING, GPU_FIELD(name), .flags = EMA_PARAM_REQUIRED,
      .help = "GPU model name"},
@@ -76,15 +89,44 @@ static const EmaParam gpu_params[] = {
     {"profile", EMA_PARAM_STRING, GPU_FIELD(profile), .default_value = "",
      .help = "operator profiles in hwmodels/profiles/<profile>/ that time the GPU's steps "
              "(default none: the roofline)"},
-    {"offload_interference", EMA_PARAM_DOUBLE, GPU_FIELD(offload_interference),
-     .default_value = "1.11", .min = 0, .max = 10,
-     .help = "a lender's step slows by this times the share of its HBM time that offloaded "
-             "attention reads (default: the H200 measurement, "
-             "validate/results/2026-12-01-h200-offload/; not measured on other GPUs)"},
+    {"offload_slowdown", EMA_PARAM_LIST, GPU_FIELD(offload_slowdown), .table = &offload_point_table,
+     .flags = EMA_PARAM_OPTIONAL,
+     .help = "a lender's measured cost of attention offload: [{share, slowdown}, ...] by "
+             "increasing share (its steps take 1 + slowdown times as long while offloaded "
+             "attention reads that share of its HBM time; linear in between; absent: offload "
+             "unavailable)"},
+    {"offload_partial_slowdown", EMA_PARAM_FRACTION, GPU_FIELD(offload_partial_slowdown),
+     .default_value = "0", .min = 0, .max = 100,
+     .help = "how much longer a borrower's offloaded partial attention takes on a lender whose "
+             "own requests are running than on an idle one (default 0: as alone)"},
 };
 
+/* The offload points rise: shares strictly, slowdowns never fall. */
+static gboolean check_gpu(gpointer object, const EmaNode *node, const char *path, GError **error) {
+  const EmaGpuSpec *gpu = object;
+  const GArray *points = gpu->offload_slowdown;
+  for (guint i = 1; points != NULL && i < points->len; i++) {
+    const EmaOffloadPoint *a = &g_array_index(points, EmaOffloadPoint, i - 1);
+    const EmaOffloadPoint *b = &g_array_index(points, EmaOffloadPoint, i);
+    if (b->share <= a->share || b->slowdown < a->slowdown) {
+      const EmaNode *list = node ? ema_node_get(node, "offload_slowdown") : NULL;
+      g_autofree char *key_path =
+          g_strdup_printf("%s%soffload_slowdown.%u", path ? path : "", path ? "." : "", i);
+      ema_node_error(
+          error, EMA_CONFIG_ERROR_RANGE,
+          list && list->kind == EMA_NODE_SEQ && i < list->items->len ? list->items->pdata[i] : node,
+          key_path,
+          "share %g, slowdown %g after share %g, slowdown %g: the points' shares "
+          "must rise and their slowdowns must not fall",
+          b->share, b->slowdown, a->share, a->slowdown);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 const EmaParamTable ema_gpu_params = {"gpu", sizeof(EmaGpuSpec), gpu_params,
-                                      EMA_PARAMS_N(gpu_params), NULL};
+                                      EMA_PARAMS_N(gpu_params), check_gpu};
 
 static const char *const topology_names[] = {"direct", "switch", "pcie", NULL};
 
@@ -231,4 +273,19 @@ GPtrArray *ema_hwmodel_list(void) {
 
 char *ema_hwmodel_find(const char *name, GError **error) {
   return ema_model_dir_find(SERVERS_DIR, SERVERS_ENV, name, "hardware model", error);
+}
+
+double ema_gpu_offload_slowdown(const EmaGpuSpec *gpu, double share) {
+  const GArray *points = gpu->offload_slowdown;
+  EmaOffloadPoint a = {0, 0}, b;
+  g_return_val_if_fail(share >= 0, 0);
+  if (points == NULL || points->len == 0)
+    return 0;
+  for (guint i = 0; i < points->len; i++) {
+    b = g_array_index(points, EmaOffloadPoint, i);
+    if (share <= b.share || i + 1 == points->len)
+      break;
+    a = b;
+  }
+  return a.slowdown + (b.slowdown - a.slowdown) * (share - a.share) / (b.share - a.share);
 }

@@ -22,12 +22,12 @@ struct _EmaOffloadModel {
   double element_bytes;      /* b */
   double kv_bytes_per_token; /* kv_l: one layer, one GPU */
   /* the GPU */
-  double flop_rate; /* rate_c */
-  double byte_rate; /* rate_m */
-  double kv_rate;   /* rate_kv */
-  double copy_rate; /* local_copy_bandwidth: what r is a share of */
-  double kernel_s;  /* kernel_overhead */
-  double interference;
+  double flop_rate;        /* rate_c */
+  double byte_rate;        /* rate_m */
+  double kv_rate;          /* rate_kv */
+  double copy_rate;        /* local_copy_bandwidth: what r is a share of */
+  double kernel_s;         /* kernel_overhead */
+  double partial_slowdown; /* gpu.offload_partial_slowdown: a busy lender's partial */
   /* the link */
   gboolean shared_port; /* switch or PCIe: the borrower's messages share one port */
   double link_bandwidth;
@@ -52,6 +52,13 @@ EmaOffloadModel *ema_offload_model_new(const EmaLlmSpec *model, const EmaServerS
                 server->name ? server->name : "?");
     return NULL;
   }
+  if (server->gpu.offload_slowdown == NULL || server->gpu.offload_slowdown->len == 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "GPU %s: attention offload needs gpu.offload_slowdown (a lender's measured "
+                "slowdown against the share of its HBM time that offloaded attention reads)",
+                server->gpu.name ? server->gpu.name : "?");
+    return NULL;
+  }
   ema_llm_derive(model, &derived);
 
   m = g_new0(EmaOffloadModel, 1);
@@ -65,7 +72,7 @@ EmaOffloadModel *ema_offload_model_new(const EmaLlmSpec *model, const EmaServerS
   m->kv_rate = m->byte_rate * server->gpu.kv_efficiency;
   m->copy_rate = server->gpu.local_copy_bandwidth;
   m->kernel_s = (double) server->gpu.kernel_overhead * 1e-9;
-  m->interference = server->gpu.offload_interference;
+  m->partial_slowdown = server->gpu.offload_partial_slowdown;
   m->shared_port = server->topology != EMA_TOPOLOGY_DIRECT;
   m->link_bandwidth = server->link.bandwidth;
   m->link_latency_s = (double) server->link.latency * 1e-9;
@@ -95,8 +102,9 @@ static double returned_bytes(const EmaOffloadModel *m, const EmaOffloadShare *sh
 static double attend_s(const EmaOffloadModel *m, const EmaOffloadShare *share) {
   double memory = share->context * m->kv_bytes_per_token / m->kv_rate;
   double compute = 4.0 * m->heads * m->head_dim * share->context / m->flop_rate;
-  return m->kernel_s + MAX(memory, compute) +
-         (double) share->new_kv * m->kv_bytes_per_token / m->byte_rate;
+  return (m->kernel_s + MAX(memory, compute) +
+          (double) share->new_kv * m->kv_bytes_per_token / m->byte_rate) *
+         (share->lender_busy ? 1 + m->partial_slowdown : 1);
 }
 
 EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreakdown *local,
@@ -156,14 +164,6 @@ double ema_offload_lender_share(const EmaOffloadModel *offload, const EmaOffload
   g_return_val_if_fail(offload != NULL && share != NULL && borrower_step > 0, 0);
   return offload->layers * share->context * offload->kv_bytes_per_token /
          ((double) borrower_step * 1e-9 * offload->copy_rate);
-}
-
-EmaTime ema_offload_lender_extra(const EmaOffloadModel *offload, const EmaOffloadShare *share,
-                                 EmaTime borrower_step, EmaTime lender_step) {
-  g_return_val_if_fail(offload != NULL && lender_step >= 0, 0);
-  return (EmaTime) llround(offload->interference *
-                           ema_offload_lender_share(offload, share, borrower_step) *
-                           (double) lender_step);
 }
 
 double ema_offload_max_context(const EmaOffloadModel *offload, double allowance,

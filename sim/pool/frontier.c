@@ -54,14 +54,16 @@ static double largest_share(const EmaStepBreakdown *bd, const EmaServerSpec *ser
 
 /* The step (seconds) of BATCH sequences of CONTEXT tokens with SHARE of
  * every sequence's KV on one lender and its attention offloaded there (the
- * new tokens' K/V written locally), and in *LENDER_SHARE the share of the
+ * new tokens' K/V written locally; the lender serving its own requests, so
+ * its partials run beside its steps), and in *LENDER_SHARE the share of the
  * lender's HBM time that reading it takes (hw/offload.h r). */
 static double offload_step(const EmaStepModel *step, const EmaOffloadModel *offload, guint batch,
                            guint context, double share, double *lender_share) {
   EmaStepBatch local = {.decode_seqs = batch,
                         .decode_context = (1 - share) * (double) batch * context,
                         .logits = batch};
-  EmaOffloadShare remote = {batch, share * (double) batch * context, 0};
+  EmaOffloadShare remote = {
+      .seqs = batch, .context = share * (double) batch * context, .lender_busy = TRUE};
   EmaStepBreakdown bd;
   EmaTime t;
   ema_step_time(step, &local, &bd);

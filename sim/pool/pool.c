@@ -735,7 +735,8 @@ static void expire_offloads(Pool *p) {
  * cached. A request whose own blocks are all local holds nothing on a
  * lender unless the prefix cache does, and then only its cached blocks'
  * share on each place of the cache's: those requests are added up and
- * counted together. O(running requests). */
+ * counted together. A lender whose own requests are running is busy (its
+ * partials are slowed by its steps). O(running requests + GPUs). */
 static guint64 offload_shares(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare *shares) {
   const EmaPoolRequest *cache;
   gboolean cache_remote;
@@ -790,6 +791,8 @@ static guint64 offload_shares(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShar
       shares[j].context +=
           (double) (cached_blocks * block_tokens) * (double) cache->at[j] / (double) cache->blocks;
     }
+  for (guint j = 0; j < p->n; j++)
+    shares[j].lender_busy = shares[j].seqs > 0 && ema_pool_core_running(&p->core, j) != NULL;
   return merged;
 }
 
@@ -837,17 +840,19 @@ static void start_offload(Pool *p, Gpu *g, EmaTime step) {
   g->offloading = TRUE;
 }
 
-/* What the borrowers offloading to LENDER now add to its step of STEP ns. */
+/* What the borrowers offloading to LENDER now add to its step of STEP ns:
+ * its measured slowdown at their shares of its HBM time together. */
 static EmaTime offload_extra(const Pool *p, guint lender, EmaTime step) {
-  EmaTime now = ema_sim_now(p->sim), extra = 0;
+  EmaTime now = ema_sim_now(p->sim);
+  double share = 0;
   for (guint b = 0; p->offloading > 0 && b < p->n; b++) {
     const Gpu *g = &p->gpus[b];
-    if (b != lender && g->offloading && now < g->offload_until &&
-        g->offload_shares[lender].seqs > 0)
-      extra +=
-          ema_offload_lender_extra(g->offload, &g->offload_shares[lender], g->offload_step, step);
+    if (b != lender && g->offloading && now < g->offload_until)
+      share += p->core.ledger.offload_share[b * p->n + lender];
   }
-  return extra;
+  return share > 0
+             ? (EmaTime) llround(ema_gpu_offload_slowdown(&p->server->gpu, share) * (double) step)
+             : 0;
 }
 
 /* The prefetch policy's plan for the coming step of G (BATCH; its cost so

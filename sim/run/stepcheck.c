@@ -93,21 +93,38 @@ static const EmaStepModel *models_get(Models *m, const char *model, guint tp, co
   return step;
 }
 
+/* SEQS prefill chunks, each of N tokens after P, into B. */
+static void add_prefill(EmaStepBatch *b, double seqs, double n, double p) {
+  b->prefill_tokens += (guint64) (seqs * n);
+  b->prefill_context += seqs * (n * p + n * (n + 1) / 2);
+  b->prefill_kv_read += seqs * (p + n);
+  b->prefill_chunks += (guint64) seqs;
+  b->logits += (guint64) seqs;
+}
+
+/* SEQS decoding sequences with CONTEXT tokens attended each, into B. */
+static void add_decode(EmaStepBatch *b, double seqs, double context) {
+  b->decode_seqs += (guint64) seqs;
+  b->decode_context += seqs * context;
+  b->logits += (guint64) seqs;
+}
+
+static double step_us(const EmaStepModel *step, const EmaStepBatch *b) {
+  return (double) ema_step_time(step, b, NULL) * 1e-3;
+}
+
 /* One prefill step of SEQS sequences, each a chunk of N tokens after P. */
 static double prefill_us(const EmaStepModel *step, double seqs, double n, double p) {
-  EmaStepBatch b = {.prefill_tokens = (guint64) (seqs * n),
-                    .prefill_context = seqs * (n * p + n * (n + 1) / 2),
-                    .prefill_kv_read = seqs * (p + n),
-                    .prefill_chunks = (guint64) seqs,
-                    .logits = (guint64) seqs};
-  return (double) ema_step_time(step, &b, NULL) * 1e-3;
+  EmaStepBatch b = {0};
+  add_prefill(&b, seqs, n, p);
+  return step_us(step, &b);
 }
 
 /* One decode step of SEQS sequences with CONTEXT tokens attended each. */
 static double decode_us(const EmaStepModel *step, double seqs, double context) {
-  EmaStepBatch b = {
-      .decode_seqs = (guint64) seqs, .decode_context = seqs * context, .logits = (guint64) seqs};
-  return (double) ema_step_time(step, &b, NULL) * 1e-3;
+  EmaStepBatch b = {0};
+  add_decode(&b, seqs, context);
+  return step_us(step, &b);
 }
 
 static void add_error(GArray *errors, double predicted, double measured) {
@@ -131,29 +148,36 @@ typedef struct {
 static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GError **error) {
   StepsCheck *check = data;
   const char *phase = csv->fields[c[2]];
-  gboolean decode = strcmp(phase, "decode") == 0;
+  gboolean decode = strcmp(phase, "decode") == 0, mixed = strcmp(phase, "mixed") == 0;
   guint numeric[2] = {c[1], c[7]};
   double v[2], batch = 0, context = 0, chunk = 0, prior = 0, predicted;
+  EmaStepBatch b = {0};
   const EmaStepModel *step;
-  if (!decode && strcmp(phase, "prefill") != 0) {
+  if (!decode && !mixed && strcmp(phase, "prefill") != 0) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
-                "%s:%u: column 'phase': '%s' is not decode or prefill", csv->file, csv->line,
+                "%s:%u: column 'phase': '%s' is not decode, prefill or mixed", csv->file, csv->line,
                 phase);
     return FALSE;
   }
-  /* tp and time_us, then the columns of the row's phase */
+  /* tp and time_us, then the columns of the row's phase (a mixed step has both) */
   if (!ema_csv_numbers(csv, numeric, 2, 0, v, error))
     return FALSE;
-  if (decode ? !ema_csv_number(csv, c[3], TRUE, FALSE, &batch, error) ||
-                   !ema_csv_number(csv, c[4], TRUE, TRUE, &context, error)
-             : !ema_csv_number(csv, c[5], TRUE, FALSE, &chunk, error) ||
-                   !ema_csv_number(csv, c[6], TRUE, TRUE, &prior, error))
+  if ((decode || mixed) && (!ema_csv_number(csv, c[3], TRUE, FALSE, &batch, error) ||
+                            !ema_csv_number(csv, c[4], TRUE, TRUE, &context, error)))
+    return FALSE;
+  if (!decode && (!ema_csv_number(csv, c[5], TRUE, FALSE, &chunk, error) ||
+                  !ema_csv_number(csv, c[6], TRUE, TRUE, &prior, error)))
     return FALSE;
   step = models_get(&check->models, csv->fields[c[0]], (guint) v[0], csv->file, csv->line, error);
   if (!step)
     return FALSE;
-  /* a decode sequence of CONTEXT cached tokens attends to them and its new one */
-  predicted = decode ? decode_us(step, batch, context + 1) : prefill_us(step, 1, chunk, prior);
+  /* a decode sequence of CONTEXT cached tokens attends to them and its new one; a mixed step
+   * is its decodes and its one prefill chunk in one batch */
+  if (decode || mixed)
+    add_decode(&b, batch, context + 1);
+  if (!decode)
+    add_prefill(&b, 1, chunk, prior);
+  predicted = step_us(step, &b);
   add_error(check->errors, predicted, v[1]);
   {
     g_autofree char *name = g_strdup_printf("%s %s", csv->fields[c[0]], phase);
@@ -194,7 +218,7 @@ static gboolean steps_check(const char *steps_csv, const char *server, GString *
                              "|---|---|---|---|---|---|\n");
     for (guint i = 0; i <= check.group_names->len; i++) {
       EmaStepCheckStats group = *stats;
-      const char *name = i < check.group_names->len ? check.group_names->pdata[i] : "all both";
+      const char *name = i < check.group_names->len ? check.group_names->pdata[i] : "all all";
       const char *space = strchr(name, ' ');
       if (i < check.group_names->len)
         summarize(g_hash_table_lookup(check.groups, name), &group);

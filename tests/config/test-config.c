@@ -1540,6 +1540,10 @@ static void test_experiment_errors(void) {
        ":8:16: ops.0.flows.0.bytes: expected a size (e.g. 2MiB), got a map", NULL},
       {"out-of-range.yaml", EMA_CONFIG_ERROR_RANGE,
        ":6:9: server.gpus: 0 is out of range [1, 1024]", NULL},
+      {"offload-curve-falls.yaml", EMA_CONFIG_ERROR_RANGE,
+       ":17:9: server.gpu.offload_slowdown.1: share 0.1, slowdown 0.04 after share 0.05, "
+       "slowdown 0.06: the points' shares must rise and their slowdowns must not fall",
+       NULL},
       {"malformed.yaml", EMA_CONFIG_ERROR_SYNTAX,
        ":8:5: did not find expected ',' or ']' while parsing a flow sequence", NULL},
       {"bad-indent.yaml", EMA_CONFIG_ERROR_SYNTAX,

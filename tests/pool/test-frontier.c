@@ -112,7 +112,8 @@ static double lender_share(const Setup *s, guint batch, guint context, double sh
   EmaStepBatch local = {.decode_seqs = batch,
                         .decode_context = (1 - share) * batch * (double) context,
                         .logits = batch};
-  EmaOffloadShare remote = {batch, share * batch * (double) context, 0};
+  EmaOffloadShare remote = {
+      .seqs = batch, .context = share * batch * (double) context, .lender_busy = TRUE};
   EmaStepBreakdown bd;
   EmaTime t;
   g_assert_no_error(error);

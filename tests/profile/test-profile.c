@@ -566,30 +566,43 @@ static void test_compare_steps(void) {
                           .prefill_kv_read = 1536,
                           .prefill_chunks = 1,
                           .logits = 1};
+  /* mixed: the 8 decodes and the chunk in one batch, 9 LM head rows */
+  EmaStepBatch mixed = {.decode_seqs = 8,
+                        .decode_context = 8 * 1001.0,
+                        .prefill_tokens = 512,
+                        .prefill_context = 512.0 * 1024 + 512.0 * 513 / 2,
+                        .prefill_kv_read = 1536,
+                        .prefill_chunks = 1,
+                        .logits = 9};
   double td = ema_step_time(step, &decode, NULL) * 1e-3,
          t1 = ema_step_time(step, &decode1, NULL) * 1e-3;
   double tp = ema_step_time(step, &prefill, NULL) * 1e-3;
+  double tm = ema_step_time(step, &mixed, NULL) * 1e-3;
   g_autofree char *csv =
       g_strdup_printf("model,tp,phase,batch,context,chunk,prior_context,time_us,std_us,repeats\n"
                       "llama-3.1-8b,1,decode,8,1000,0,0,%.17g,1,5\n"
                       "llama-3.1-8b,1,prefill,0,0,512,1024,%.17g,1,5\n"
-                      "llama-3.1-8b,1,decode,1,2048,0,0,%.17g,1,5\n",
-                      td * 1.10, tp * 0.95, t1 * 1.02);
+                      "llama-3.1-8b,1,decode,1,2048,0,0,%.17g,1,5\n"
+                      "llama-3.1-8b,1,mixed,8,1000,512,1024,%.17g,1,5\n",
+                      td * 1.10, tp * 0.95, t1 * 1.02, tm * 0.90);
   g_autoptr(GString) table = g_string_new(NULL);
   EmaStepCheckStats stats;
   GError *error = NULL;
   g_assert_true(g_file_set_contents(path, csv, -1, NULL));
   g_assert_true(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
   g_assert_no_error(error);
-  g_assert_cmpuint(stats.rows, ==, 3);
-  g_assert_cmpfloat(fabs(stats.median_error - (1 / 0.95 - 1)), <, 1e-6);
-  g_assert_cmpfloat(fabs(stats.worst_error - (1 - 1 / 1.10)), <, 1e-6);
-  g_assert_cmpfloat(
-      fabs(stats.mean_signed_error - ((1 / 1.10 - 1) + (1 / 0.95 - 1) + (1 / 1.02 - 1)) / 3), <,
-      1e-6);
+  g_assert_cmpuint(stats.rows, ==, 4);
+  /* |errors| 9.09%, 5.26%, 1.96%, 11.11%: the median is between the middle two */
+  g_assert_cmpfloat(fabs(stats.median_error - ((1 / 0.95 - 1) + (1 - 1 / 1.10)) / 2), <, 1e-6);
+  g_assert_cmpfloat(fabs(stats.worst_error - (1 / 0.90 - 1)), <, 1e-6);
+  g_assert_cmpfloat(fabs(stats.mean_signed_error -
+                         ((1 / 1.10 - 1) + (1 / 0.95 - 1) + (1 / 1.02 - 1) + (1 / 0.90 - 1)) / 4),
+                    <, 1e-6);
   g_assert_nonnull(strstr(table->str, "llama-3.1-8b,1,prefill,0,0,512,1024,"));
+  g_assert_nonnull(strstr(table->str, "llama-3.1-8b,1,mixed,8,1000,512,1024,"));
   /* the summary per model and phase: decode -9.09% and -1.96% (median of the
-   * absolute errors 5.5%), prefill +5.26%, all three: median 5.3%, mean -1.9% */
+   * absolute errors 5.5%), prefill +5.26%, mixed +11.11%; all four: median
+   * 7.2%, mean +1.3% */
   {
     g_autoptr(GString) summary = g_string_new(NULL);
     g_assert_true(ema_stepcheck_steps_summary(path, "h200x8-hgx", summary, &stats, &error));
@@ -599,7 +612,8 @@ static void test_compare_steps(void) {
                     "|---|---|---|---|---|---|\n"
                     "| llama-3.1-8b | decode | 2 | 5.5% | 9.1% | -5.5% |\n"
                     "| llama-3.1-8b | prefill | 1 | 5.3% | 5.3% | +5.3% |\n"
-                    "| all | both | 3 | 5.3% | 9.1% | -1.9% |\n");
+                    "| llama-3.1-8b | mixed | 1 | 11.1% | 11.1% | +11.1% |\n"
+                    "| all | all | 4 | 7.2% | 11.1% | +1.3% |\n");
   }
 
   /* a bad phase is an error at its line */
@@ -608,8 +622,8 @@ static void test_compare_steps(void) {
                                     "llama-3.1-8b,1,verify,1,1,0,0,10\n",
                                     -1, NULL));
   g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
-  g_assert_nonnull(
-      strstr(error->message, "steps.csv:2: column 'phase': 'verify' is not decode or prefill"));
+  g_assert_nonnull(strstr(error->message,
+                          "steps.csv:2: column 'phase': 'verify' is not decode, prefill or mixed"));
   g_clear_error(&error);
   /* a model that does not resolve names the row */
   g_assert_true(g_file_set_contents(path,

@@ -11,8 +11,11 @@ chosen experts' MLPs per token (looped over the experts that got tokens, weighte
 residual add. Each operator is common.py's function, the one opprofile.py times; then the final norm and the LM head (every sequence's token in decode, the last
 token of the chunk in prefill).
 
-Decode steps (batch B, every sequence `context` cached tokens) of dense models are captured as
-one CUDA graph and replayed; Mixtral's routing is data-dependent, so its steps run eagerly. Each
+A step is a decode batch (B sequences, every one `context` cached tokens), a prefill chunk (one
+sequence, `chunk` new tokens after `prior_context`) or a mixed step (both: the decodes' rows
+then the chunk's, every GEMM and elementwise operator over all of them, attention one call per
+part, where vLLM's FlashAttention backend makes one varlen call). Decode steps of dense models
+are captured as one CUDA graph and replayed; Mixtral's routing is data-dependent, so its steps run eagerly. Each
 step is a point of common.py's protocol, table `steps` with the keys of steps.csv (hwmodels/profiles/README.md):
 `ema-validate profile --from-capture DIR -o OUT` turns the capture into OUT/steps.csv (a step's
 time: the summed durations of its kernels, median over the repeats). Points whose KV cache does not fit in the memory left are skipped and listed."""
@@ -28,6 +31,28 @@ import common
 DECODE_BATCHES = [1, 4, 16, 64, 256]
 DECODE_CONTEXTS = [1024, 2048, 4096]
 PREFILL = [(512, 0), (1024, 0), (2048, 0), (4096, 0), (8192, 0), (1024, 4096), (2048, 2048)]
+# mixed steps (batch, context, chunk, prior_context): decodes beside one prefill chunk, as a
+# chunked-prefill scheduler fills a token budget of 512, 2048 or 4096 around its running decodes
+MIXED = [(16, 2048, 496, 0), (64, 2048, 1984, 0), (32, 1024, 4064, 0), (128, 1024, 1920, 2048),
+         (8, 4096, 2040, 1024), (256, 1024, 256, 0)]
+
+
+class Part:
+    """the rows of a step that attend alike: SEQS sequences of Q_LEN new tokens each after
+    CACHED tokens, with their KV caches per layer (one tensor pair each)"""
+
+    def __init__(self, m, dt, seqs, cached, q_len):
+        self.seqs, self.cached, self.q_len = seqs, cached, q_len
+        self.caches = [(torch.randn(seqs, m["kv_heads"], cached + q_len, m["head_dim"],
+                                    device="cuda", dtype=dt),
+                        torch.randn(seqs, m["kv_heads"], cached + q_len, m["head_dim"],
+                                    device="cuda", dtype=dt)) for _ in range(m["layers"])]
+        self.bias = causal_lower_right(q_len, cached + q_len) if q_len > 1 and cached else None
+
+    def positions(self):
+        if self.q_len == 1:
+            return torch.full((self.seqs,), self.cached, device="cuda")
+        return torch.arange(self.cached, self.cached + self.q_len, device="cuda")
 
 
 class Model:
@@ -90,35 +115,44 @@ class Model:
                             L["experts"][e][1])
         return common.route(x, F.linear(x, L["router"]), self.m["active_experts"], expert)
 
-    def step(self, tokens, positions, caches, new_len, cached, decode):
-        """one step: TOKENS [T] (T = batch in decode, chunk in prefill), KV caches per layer
-        [S, hkv, cached + new, hd] (S = batch in decode, 1 in prefill)"""
-        m = self.m
+    def step(self, tokens, positions, parts):
+        """one step over TOKENS [T] at POSITIONS [T], the rows of PARTS in order: each Part a
+        decode batch (seqs sequences, one new token each) or a prefill chunk (one sequence,
+        q_len new tokens) with its KV caches per layer [seqs, hkv, cached + q_len, hd]. The
+        GEMMs, norms and elementwise operators run once over all T rows, attention once per
+        part (a mixed step is a decode part and a prefill part)."""
         x = F.embedding(tokens, self.embed)
         if self.opt:
             x = x + F.embedding(positions, self.pos)
-        T = x.shape[0]
-        S = T if decode else 1
-        Lq = 1 if decode else T
-        cos = torch.cos(positions.to(self.dt)).view(S, Lq, 1, 1).expand(S, Lq, 1, self.hd)
-        sin = torch.sin(positions.to(self.dt)).view(S, Lq, 1, 1).expand(S, Lq, 1, self.hd)
-        total = cached + new_len
-        bias = None if decode or cached == 0 else causal_lower_right(Lq, total)
+        rows = [p.seqs * p.q_len for p in parts]
+        starts = [sum(rows[:i]) for i in range(len(parts))]
+        trig = []
+        for p, start, n in zip(parts, starts, rows):
+            pos = positions[start:start + n].to(self.dt).view(p.seqs, p.q_len, 1, 1)
+            trig.append((torch.cos(pos).expand(p.seqs, p.q_len, 1, self.hd),
+                         torch.sin(pos).expand(p.seqs, p.q_len, 1, self.hd)))
         for li, L in enumerate(self.layers):
             r = x
-            y = self.norm(x, L["norm1"], L.get("norm1_b"))
-            q, k, v = common.split_qkv(F.linear(y, L["qkv"], L.get("qkv_b")), S, self.hq,
-                                       self.hkv, self.hd)
-            if not self.opt:
-                q, k = common.rope_qk(q, k, cos, sin)
-            kc, vc = caches[li]
-            common.kv_write(kc, vc, k, v, cached)
-            attn = self.attend(q, kc[:, :, :total], vc[:, :, :total], bias, not decode
-                               and cached == 0)
+            y = F.linear(self.norm(x, L["norm1"], L.get("norm1_b")), L["qkv"], L.get("qkv_b"))
+            outs = []
+            for p, start, n, (cos, sin) in zip(parts, starts, rows, trig):
+                q, k, v = common.split_qkv(y[start:start + n] if len(parts) > 1 else y, p.seqs,
+                                           self.hq, self.hkv, self.hd)
+                if not self.opt:
+                    q, k = common.rope_qk(q, k, cos, sin)
+                kc, vc = p.caches[li]
+                common.kv_write(kc, vc, k, v, p.cached)
+                total = p.cached + p.q_len
+                outs.append(self.attend(q, kc[:, :, :total], vc[:, :, :total], p.bias,
+                                        p.q_len > 1 and p.cached == 0))
+            attn = outs[0] if len(outs) == 1 else torch.cat(outs)
             x = common.residual(r, F.linear(attn, L["o"], L.get("o_b")))
             r = x
             x = common.residual(r, self.mlp(L, self.norm(x, L["norm2"], L.get("norm2_b"))))
-        last = x if decode else x[-1:]
+        # the LM head: every decode sequence's token, the last token of each prefill chunk
+        last = [x[start:start + n] if p.q_len == 1 else x[start + n - 1:start + n]
+                for p, start, n in zip(parts, starts, rows)]
+        last = last[0] if len(last) == 1 else torch.cat(last)
         return F.linear(self.norm(last, self.final, self.final_b), self.lm)
 
     def attend(self, q, k, v, bias, is_causal):
@@ -175,7 +209,7 @@ def main():
     ap.add_argument("--models", default=",".join(common.DEFAULT_MODELS))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--phases", default="decode,prefill")
+    ap.add_argument("--phases", default="decode,prefill,mixed")
     ap.add_argument("--profile", help="a profile directory: each attention call uses the "
                     "backend of the nearest row of its attn_decode.csv / attn_prefill.csv "
                     "(default: the fastest by CUDA-event timing, once per shape)")
@@ -198,29 +232,28 @@ def main():
         if "prefill" in phases:
             for chunk, prior in ([(1024, 0)] if a.quick else PREFILL):
                 points.append(("prefill", 1, 0, chunk, prior))
+        if "mixed" in phases:
+            for b, c, chunk, prior in (MIXED[:1] if a.quick else MIXED):
+                points.append(("mixed", b, c, chunk, prior))
         for phase, b, c, chunk, prior in points:
-            decode = phase == "decode"
-            seqs, cached, new = (b, c, 1) if decode else (1, prior, chunk)
-            need = m["layers"] * seqs * (cached + new) * kv_token
+            # (seqs, cached, new tokens) of each part: decodes first, then the prefill chunk
+            shape = {"decode": [(b, c, 1)], "prefill": [(1, prior, chunk)],
+                     "mixed": [(b, c, 1), (1, prior, chunk)]}[phase]
+            need = m["layers"] * sum(n * (cached + new) for n, cached, new in shape) * kv_token
             if need > free:
                 skipped.append(f"{name} {phase} batch={b} context={c} chunk={chunk} "
                                f"prior={prior}: KV {need / 2**30:.1f} GiB does not fit")
                 continue
-            caches = [(torch.randn(seqs, m["kv_heads"], cached + new, m["head_dim"],
-                                   device="cuda", dtype=model.dt),
-                       torch.randn(seqs, m["kv_heads"], cached + new, m["head_dim"],
-                                   device="cuda", dtype=model.dt)) for _ in range(m["layers"])]
-            T = b if decode else chunk
-            tokens = torch.randint(0, m["vocab"], (T,), device="cuda")
-            positions = (torch.full((T,), cached, device="cuda") if decode else
-                         torch.arange(cached, cached + chunk, device="cuda"))
+            parts = [Part(m, model.dt, n, cached, new) for n, cached, new in shape]
+            positions = torch.cat([p.positions() for p in parts])
+            tokens = torch.randint(0, m["vocab"], (positions.shape[0],), device="cuda")
             if model.opt:
                 positions = positions.clamp(max=model.pos.shape[0] - 1)
             label = (f"ema.point steps model={name} tp=1 phase={phase} batch={b} context={c} "
                      f"chunk={chunk} prior_context={prior}")
-            graph = decode and not model.moe
+            graph = phase == "decode" and not model.moe
             with torch.inference_mode():
-                step = lambda: model.step(tokens, positions, caches, new, cached, decode)
+                step = lambda: model.step(tokens, positions, parts)
                 try:
                     run_point(model, label, step, a.repeats, graph=graph)
                 except RuntimeError as e:  # a graph capture the backend refuses: eager
@@ -230,7 +263,7 @@ def main():
                     skipped.append(f"{label}: CUDA graph capture failed ({e}); eager")
                     run_point(model, label, step, a.repeats, graph=False)
             print(f"steps.py: {label}", flush=True)
-            del caches
+            del parts
             torch.cuda.empty_cache()
         backends += [f"  # {name} {k}: {v}" for k, v in model.backend.items()]
         del model

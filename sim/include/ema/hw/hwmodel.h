@@ -17,6 +17,14 @@ G_BEGIN_DECLS
  * VMM allocation granularity on every NVIDIA data-centre GPU. */
 #define EMA_SLICE_BYTES (G_GUINT64_CONSTANT(2) << 20)
 
+/* One measured point of a lender's cost of attention offload (offload.h):
+ * its own steps take 1 + SLOWDOWN times as long while offloaded attention
+ * reads SHARE of its HBM time. */
+typedef struct {
+  double share;
+  double slowdown;
+} EmaOffloadPoint;
+
 /* One GPU. */
 typedef struct {
   char *name;
@@ -41,9 +49,12 @@ typedef struct {
   /* operator profiles (profile.h): the name of hwmodels/profiles/<name>/,
    * NULL or "" for none (the step-time model then uses the roofline) */
   char *profile;
-  /* attention offload (see offload.h): a lender's step slows by this times
-   * the share of its HBM time that a borrower's offloaded attention reads */
-  double offload_interference;
+  /* attention offload (see offload.h): a lender's measured slowdown against
+   * the share of its HBM time that offloaded attention reads, EmaOffloadPoint
+   * by increasing share (empty: not known; offload is then unavailable) */
+  GArray *offload_slowdown;
+  /* the borrower's side: a partial's time beside a busy lender's steps / alone - 1 */
+  double offload_partial_slowdown;
 } EmaGpuSpec;
 
 typedef enum {
@@ -93,6 +104,12 @@ typedef struct {
 
 /* The HBM bytes a GPU has in the simulation: hbm_capacity x hbm_scale. */
 guint64 ema_gpu_hbm_bytes(const EmaGpuSpec *gpu);
+
+/* A lender's slowdown (its step's extra time over its step's time) while
+ * offloaded attention reads SHARE (>= 0) of its HBM time: linear between
+ * gpu.offload_slowdown's points and (0, 0), the last segment continued past
+ * the last point. 0 without points. Monotone non-decreasing in SHARE. */
+double ema_gpu_offload_slowdown(const EmaGpuSpec *gpu, double share);
 
 /* Parameter tables that bind YAML to the structs above. */
 extern const EmaParamTable ema_server_params;

@@ -26,8 +26,11 @@
  *                                            4 H d c_j / rate_c) + m_j kv_l / rate_m
  *            rate_m = hbm_bandwidth x hbm_efficiency, rate_kv = rate_m x
  *            kv_efficiency, rate_c = matrix_flops x matrix_efficiency, as in
- *            steptime.h; the lender's partial runs at its rates as if alone
- *            (the measurement below timed the lender's step, not the partial)
+ *            steptime.h, times 1 + gpu.offload_partial_slowdown on a lender whose
+ *            own tenant is running requests (its steps run beside the partial;
+ *            measured on H200 by validate/offload-cost.py --latency-rates: the
+ *            partial's median time beside four lender steps at 2-20% shares, x1.07
+ *            to x1.44, median x1.165), as if alone on an idle lender
  *   remote   t_remote = max_j (t_send_j + t_att_j + t_back_j)
  *   merge    per head of each of the step's u requests with remote KV, the
  *            split-KV merge reads its P partials ((d + 1) 4 bytes each: one
@@ -47,13 +50,17 @@
  * never other layers.
  *
  * A lender's cost. Its share of HBM time that the offloaded reads take, at
- * the borrower's step rate, and its own step's extra time:
+ * the borrower's step rate, and its own step's extra time while the
+ * borrowers B offloading to it run their steps:
  *   r_j = layers c_j kv_l / (T' x local_copy_bandwidth)
- *   dT_lender = offload_interference x r_j x T_lender
- * local_copy_bandwidth is the measure r was defined against when the
- * coefficient was measured (validate/offload-cost.py: the HBM traffic of a
- * large device-to-device copy, read + written); offload_interference = 1.11
- * on H200 (hwmodels/gpus/h200-sxm.yaml). Only the KV reads count in r (the
+ *   dT_lender = s(sum_B r_j) x T_lender
+ * s is gpu.offload_slowdown, the lender's measured slowdown against its
+ * share, linear between the measured points (ema_gpu_offload_slowdown,
+ * hwmodel.h). local_copy_bandwidth is the measure r was defined against
+ * when s was measured (validate/offload-cost.py: the HBM traffic of a
+ * large device-to-device copy, read + written); on H200 s is the mean of
+ * four lender steps at each measured share (hwmodels/gpus/h200-sxm.yaml,
+ * validate/offload-curve.py). Only the KV reads count in r (the
  * measurement's definition); the few-KiB queries, partials and new K/V are
  * left out of it.
  *
@@ -65,8 +72,9 @@
  * of reads can only fall.
  *
  * Not modelled: link contention with other traffic (the messages are small
- * and the fabric's flows are not consulted), the lender's partial slowed by
- * the lender's own step, the LSE write on the lender. */
+ * and the fabric's flows are not consulted), the partial's slowdown as a
+ * function of the lender's load (one measured factor stands for every busy
+ * lender), the LSE write on the lender. */
 #pragma once
 
 #include <glib.h>
@@ -80,9 +88,11 @@ G_BEGIN_DECLS
 
 /* What one lender holds of a borrower's step: n_j, c_j, m_j above. */
 typedef struct {
-  guint64 seqs;   /* requests of the step with KV on this lender */
-  double context; /* tokens of their KV on this lender, together */
-  guint64 new_kv; /* of those requests, the ones whose new token's K/V the lender stores */
+  guint64 seqs;         /* requests of the step with KV on this lender */
+  double context;       /* tokens of their KV on this lender, together */
+  guint64 new_kv;       /* of those requests, the ones whose new token's K/V the lender stores */
+  gboolean lender_busy; /* the lender's own tenant is running requests: its steps run beside
+                         * the partial, which takes 1 + gpu.offload_partial_slowdown as long */
 } EmaOffloadShare;
 
 /* Where the offloaded part of a borrower's step goes, per layer (seconds)
@@ -125,12 +135,6 @@ EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreak
  * borrower step of BORROWER_STEP ns takes (BORROWER_STEP > 0). */
 double ema_offload_lender_share(const EmaOffloadModel *offload, const EmaOffloadShare *share,
                                 EmaTime borrower_step);
-
-/* dT_lender: how much longer (ns, rounded) a lender's own step of
- * LENDER_STEP ns becomes while it serves SHARE to a borrower whose steps
- * take BORROWER_STEP ns. */
-EmaTime ema_offload_lender_extra(const EmaOffloadModel *offload, const EmaOffloadShare *share,
-                                 EmaTime borrower_step, EmaTime lender_step);
 
 /* c_max: the most KV tokens a lender can hold for offloaded attention of a
  * borrower whose steps take BORROWER_STEP ns while their reads stay within

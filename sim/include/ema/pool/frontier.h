@@ -10,7 +10,9 @@
  * (hw/offload.h) the share is that of every sequence's KV on the lender,
  * its attention computed there, within the tolerance for the borrower's
  * step and with the lender giving at most the tolerance of its HBM time
- * (its own steps then slow by up to offload_interference times that). */
+ * (its own steps then slow by gpu.offload_slowdown at that share; it serves
+ * its own requests, so the partials take gpu.offload_partial_slowdown
+ * longer than alone). */
 #pragma once
 
 #include <glib.h>

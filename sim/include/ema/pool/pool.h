@@ -72,9 +72,10 @@
  *   (ema_pool_offload_shares, below), and the batch with the lenders'
  *   context taken out of its decode context (never below 0) for its local
  *   work; prefill chunks read their KV as if local. No KV is pulled: the lenders' HBM is
- *   charged instead, each lender's own steps lengthening by
- *   ema_offload_lender_extra while the borrower's step runs (nothing once it
- *   is over: an idle borrower costs no lender). The policy sees each way's
+ *   charged instead, each lender's own steps lengthening by its measured
+ *   slowdown (ema_gpu_offload_slowdown) at the shares of its HBM time of
+ *   the borrowers whose steps run (nothing once a step is over: an idle
+ *   borrower costs no lender). The policy sees each way's
  *   modelled step and the lenders' current offload shares; a tenant without
  *   an offload model (ema_pool_set_offload_model) reads directly instead.
  *   Reclaim treats offloaded KV like any other lent block.
