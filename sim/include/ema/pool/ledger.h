@@ -25,7 +25,9 @@
  * after any change of slices, block_bytes, lent_total, lending, returning,
  * staging or parking; and each GPU's entry of the policies' view, refilled
  * only when ema_slice_gpu_touch() (or a refresh) marked it stale since the
- * last view: every change of a field the view reads touches its GPU. Both
+ * last view: every change of a field the view reads touches its GPU (which,
+ * from the first view on, also sets its bit in the ledger's stale mask, so a
+ * view refills the stale entries without looking at the others). Both
  * are checked against a fresh computation with the counters
  * (ema_slice_ledger_check_counters).
  *
