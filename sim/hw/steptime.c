@@ -104,6 +104,9 @@ enum {
 
 typedef struct _TokenRow {
   double t[N_ROW];
+  /* operator_layer's sums of the row's operators before the attention and after the KV write,
+   * in its order (the same doubles: layer_time adds them without their origins) */
+  double before_attention, after_kv_write;
   guint32 found; /* bit i: t[i] is the profile's */
   gboolean filled;
 } TokenRow;
@@ -467,6 +470,10 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
     if (sums.profiled_s > 0)
       row->found |= 1u << i;
   }
+  row->before_attention = row->t[ROW_QKV] + row->t[ROW_O];
+  row->before_attention += row->t[ROW_ROUTER] + row->t[ROW_MOE_ROUTE];
+  row->before_attention += row->t[ROW_UP] + row->t[ROW_DOWN];
+  row->after_kv_write = row->t[ROW_NORM2] + row->t[ROW_ACT] + row->t[ROW_ADD2];
   row->filled = TRUE;
 }
 
@@ -533,6 +540,19 @@ static double operator_layer(const EmaStepModel *s, OpSums *sums, const EmaStepB
   return t;
 }
 
+/* operator_layer's time alone (the same double: its sums of the row's
+ * operators are the row's, made in the same order). */
+static double layer_time(const EmaStepModel *s, const EmaStepBatch *b, const TokenRow *row) {
+  OpSums unused = {0};
+  double t = row->before_attention;
+  t += decode_attention_time(s, &unused, b) + prefill_attention_time(s, &unused, b);
+  t += row_op(row, ROW_KV_WRITE, &unused);
+  t += row->after_kv_write;
+  if (s->gated)
+    t += row_op(row, ROW_ROPE, &unused);
+  return t;
+}
+
 /* Scale the layer's two roofline sides (and its KV-read share) by one
  * factor so that the larger is ONE, the operator sum: the elastic pool
  * (pool.h) slows the memory side by HBM interference and recombines the
@@ -553,35 +573,45 @@ static void rescale_layer_sides(EmaStepBreakdown *r, double one) {
 }
 
 /* The step as a sum of operators into R: layers, the once-per-step
- * operators (in lm_head_s) and the all-reduces. */
-static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, EmaStepBreakdown *r) {
+ * operators (in lm_head_s) and the all-reduces; with FULL, also the layer's
+ * rescaled roofline sides and the profiled and roofline shares (without it
+ * only the three times step_ns reads are set, the same doubles). */
+static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, EmaStepBreakdown *r,
+                          gboolean full) {
   OpSums layer = {0}, once = {0}, reduce = {0};
   TokenRow scratch, logits_scratch;
   const TokenRow *row = token_row(s, b->prefill_tokens + b->decode_seqs, &scratch);
   const TokenRow *logits = token_row(s, b->logits, &logits_scratch);
-  double one = operator_layer(s, &layer, b, row);
+  double one = full ? operator_layer(s, &layer, b, row) : layer_time(s, b, row);
   /* a profile's kernel times include their tails: no layer_overhead */
   r->layer_overhead_s = s->profile ? 0 : s->layer_overhead_s;
   r->layers_s = s->layers * (one + r->layer_overhead_s);
-  rescale_layer_sides(r, one);
   r->lm_head_s = row_op(row, ROW_EMBEDDING, &once) + row_op(row, ROW_NORM1, &once) +
                  row_op(logits, ROW_LM_HEAD, &once);
+  r->allreduce_s = 0;
   if (s->tp > 1) {
     r->allreduce_s = 2.0 * s->layers * row->t[ROW_ALLREDUCE];
     op_sum(&reduce, (row->found >> ROW_ALLREDUCE) & 1u, r->allreduce_s);
   }
+  if (!full)
+    return;
+  rescale_layer_sides(r, one);
   r->profiled_s = s->layers * layer.profiled_s + once.profiled_s + reduce.profiled_s;
   r->roofline_s =
       s->layers * (layer.roofline_s + r->layer_overhead_s) + once.roofline_s + reduce.roofline_s;
+}
+
+/* The step's time from operator_step's three times. */
+static EmaTime step_ns(const EmaStepModel *s, const EmaStepBreakdown *r) {
+  return (EmaTime) llround((r->layers_s + r->lm_head_s + r->allreduce_s) * 1e9) + s->step_overhead;
 }
 
 EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
                       EmaStepBreakdown *out) {
   const EmaStepModel *s = step_model;
   static const EmaStepBreakdown none = {0};
-  /* every field is set below (not zeroed first: this is the hot path),
-   * into OUT when there is one */
-  EmaStepBreakdown local, *r = out ? out : &local;
+  /* every field is set below (not zeroed first: this is the hot path) */
+  EmaStepBreakdown local, *r = out;
   double tokens, touched, layer_flops, layer_weight_bytes, layer_kv_read, layer_bytes;
   double head_flops = 0, head_bytes = 0;
 
@@ -591,6 +621,11 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
     if (out)
       *out = none;
     return 0;
+  }
+  if (out == NULL) {
+    /* the time alone: the operator sums, none of the breakdown's roofline figures */
+    operator_step(s, batch, &local, FALSE);
+    return step_ns(s, &local);
   }
   tokens = (double) batch->prefill_tokens + (double) batch->decode_seqs;
 
@@ -610,7 +645,6 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   /* the LM head */
   r->lm_head_bound = EMA_STEP_BOUND_NONE;
   r->lm_head_compute_s = r->lm_head_memory_s = 0;
-  r->allreduce_s = 0;
   if (batch->logits > 0) {
     head_flops = s->lm_head_flops_per_logit * (double) batch->logits;
     head_bytes = s->lm_head_weight_bytes + s->lm_head_bytes_per_logit * (double) batch->logits;
@@ -627,9 +661,8 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   r->weight_bytes_read =
       s->layers * layer_weight_bytes + (batch->logits > 0 ? s->lm_head_weight_bytes : 0);
   r->kv_read_bytes = s->layers * layer_kv_read;
-  operator_step(s, batch, r);
-  r->time =
-      (EmaTime) llround((r->layers_s + r->lm_head_s + r->allreduce_s) * 1e9) + s->step_overhead;
+  operator_step(s, batch, r, TRUE);
+  r->time = step_ns(s, r);
   return r->time;
 }
 

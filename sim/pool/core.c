@@ -45,8 +45,7 @@ const char *ema_pool_action_name(EmaPoolAction action) {
 /* ---- the requests' blocks -------------------------------------------------- */
 
 static void request_free(EmaPoolRequest *r) {
-  g_free(r->at);
-  g_free(r);
+  g_free(r); /* its at[] with it */
 }
 
 static EmaPoolRequest *request_find(const EmaPoolCore *c, guint gpu, guint64 request) {
@@ -78,9 +77,11 @@ static EmaPoolRequest *request_get(EmaPoolCore *c, guint gpu, guint64 request) {
   EmaPoolRequest *r = request_find(c, gpu, request);
   if (r)
     return r;
-  r = g_new0(EmaPoolRequest, 1);
+  /* one allocation: the record, then its at[] (a record's size keeps a guint64 aligned) */
+  G_STATIC_ASSERT(sizeof(EmaPoolRequest) % sizeof(guint64) == 0);
+  r = g_malloc0(sizeof *r + c->n * sizeof(guint64));
   r->request = request;
-  r->at = g_new0(guint64, c->n);
+  r->at = (guint64 *) (gpointer) (r + 1);
   r->last = gpu;
   r->link.data = r;
   g_hash_table_insert(c->requests[gpu], &r->request, r);
@@ -560,20 +561,31 @@ static void take_assign(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint
   }
 }
 
+/* N blocks all fit locally and the backend has nothing to map or write for
+ * them (the simulator's common case): what take_places, take_apply and
+ * take_assign would do, in short. */
+static gboolean take_fits_local(const EmaPoolCore *c, const EmaSliceGpu *g, guint64 n) {
+  return c->blocks_untracked && g->local_used + n <= ema_slice_gpu_local_capacity(g);
+}
+
+/* K local blocks of such a take become R's. */
+static void take_local(const EmaSliceGpu *g, EmaPoolRequest *r, guint64 k) {
+  r->at[g->index] += k;
+  r->blocks += k;
+  r->last = g->index;
+}
+
 gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, guint64 n,
                             GError **error) {
-  guint64 local_cap = ema_slice_gpu_local_capacity(g), local;
+  guint64 local;
   EmaPoolRequest *r;
   if (n == 0)
     return TRUE;
   r = request_get(c, g->index, request);
-  if (c->blocks_untracked && g->local_used + n <= local_cap) {
-    /* all local, nothing to map or write: the simulator's common case */
+  if (take_fits_local(c, g, n)) {
     g->local_used += n;
     ema_slice_gpu_touch(g);
-    r->at[g->index] += n;
-    r->blocks += n;
-    r->last = g->index;
+    take_local(g, r, n);
     ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
     return TRUE;
   }
@@ -589,6 +601,14 @@ gboolean ema_pool_core_take_each(EmaPoolCore *c, EmaSliceGpu *g, const guint64 *
   guint64 local;
   if (n == 0)
     return TRUE;
+  if (take_fits_local(c, g, n)) {
+    g->local_used += n;
+    ema_slice_gpu_touch(g);
+    for (guint64 i = 0; i < n; i++)
+      take_local(g, request_get(c, g->index, requests[i]), 1);
+    ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
+    return TRUE;
+  }
   if (!take_places(c, g, n, &local) || !take_apply(c, g, n, local, error))
     return FALSE;
   for (guint64 i = 0; i < n; i++)
@@ -1125,12 +1145,10 @@ gboolean ema_pool_core_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementP
   return TRUE;
 }
 
-/* The borrow policy's placement of G's tenant, if it has one. */
+/* The placement of G's tenant by the borrow policy (one that places). */
 static gboolean run_place(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   const EmaBorrowPolicyOps *ops = c->policies[EMA_POLICY_BORROW]->ops;
   EmaPlacementPlan plan;
-  if (ops->place == NULL)
-    return TRUE; /* before the plan is zeroed: most borrow policies place nothing */
   memset(&plan, 0, sizeof plan);
   ops->place(g->states[EMA_POLICY_BORROW], c->spec->borrow_params, ema_pool_core_view(c), g->index,
              &plan);
@@ -1152,7 +1170,9 @@ gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   }
   if (ok && g->has_tenant)
     ok = run_borrow(c, g->index, error);
-  if (ok && g->has_tenant)
+  /* most borrow policies place nothing */
+  if (ok && g->has_tenant &&
+      ((const EmaBorrowPolicyOps *) c->policies[EMA_POLICY_BORROW]->ops)->place)
     ok = run_place(c, g, error);
   /* the last view its policies saw (what it did since is touched) */
   g->decided_version = c->ledger.version;

@@ -14,6 +14,13 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->remote_view = g_new0(guint64, (gsize) n * n);
   l->offload_share = g_new0(double, (gsize) n *n);
   l->views = g_new0(EmaGpuView, n);
+  l->stale = g_new0(guint64, (n + 63) / 64);
+  /* the view's tables are the ledger's own: a view sets its time and server */
+  l->view.n_gpus = n;
+  l->view.gpus = l->views;
+  l->view.lent = l->lent;
+  l->view.remote_blocks = l->remote_view;
+  l->view.offload_share = l->offload_share;
 }
 
 void ema_slice_ledger_clear(EmaSliceLedger *l) {
@@ -22,6 +29,7 @@ void ema_slice_ledger_clear(EmaSliceLedger *l) {
   g_free(l->remote_view);
   g_free(l->offload_share);
   g_free(l->views);
+  g_free(l->stale); /* the gpus' stale_word point here: they are not touched after this */
   memset(l, 0, sizeof *l);
 }
 
@@ -124,29 +132,42 @@ static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v) {
   v->last_step = g->last_step;
 }
 
+/* From the first view on, touches mark the stale mask too. */
+static void track_stale(EmaSliceLedger *l) {
+  for (guint i = 0; i < l->n; i++) {
+    EmaSliceGpu *g = l->gpus[i];
+    g->stale_word = &l->stale[i / 64];
+    g->stale_bit = G_GUINT64_CONSTANT(1) << (i % 64);
+    if (g->view_stale)
+      *g->stale_word |= g->stale_bit;
+  }
+  l->tracked = TRUE;
+}
+
 const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
                                          const EmaServerSpec *server) {
   gboolean refilled = FALSE;
-  for (guint i = 0; i < l->n; i++) {
-    EmaSliceGpu *g = l->gpus[i];
-    if (!g->view_stale)
-      continue;
-    view_fill(l, i, &l->views[i]);
-    /* the remote row: copied while it holds blocks, and once more when it empties */
-    if (g->remote_total > 0 || g->remote_viewed)
-      memcpy(&l->remote_view[i * l->n], g->remote, l->n * sizeof(guint64));
-    g->remote_viewed = g->remote_total > 0;
-    g->view_stale = FALSE;
-    refilled = TRUE;
+  if (!l->tracked)
+    track_stale(l);
+  /* the stale entries, in index order (refilling touches nothing) */
+  for (guint w = 0; w < (l->n + 63) / 64; w++) {
+    guint64 bits = l->stale[w];
+    l->stale[w] = 0;
+    for (; bits != 0; bits &= bits - 1) {
+      guint i = w * 64 + (guint) __builtin_ctzll(bits);
+      EmaSliceGpu *g = l->gpus[i];
+      view_fill(l, i, &l->views[i]);
+      /* the remote row: copied while it holds blocks, and once more when it empties */
+      if (g->remote_total > 0 || g->remote_viewed)
+        memcpy(&l->remote_view[i * l->n], g->remote, l->n * sizeof(guint64));
+      g->remote_viewed = g->remote_total > 0;
+      g->view_stale = FALSE;
+      refilled = TRUE;
+    }
   }
   l->version += refilled;
   l->view.now = now;
-  l->view.n_gpus = l->n;
-  l->view.gpus = l->views;
-  l->view.lent = l->lent;
-  l->view.remote_blocks = l->remote_view;
   l->view.server = server;
-  l->view.offload_share = l->offload_share;
   return &l->view;
 }
 
@@ -165,6 +186,10 @@ static gboolean check_views(const EmaSliceLedger *l, GError **error) {
   for (guint i = 0; i < l->n; i++) {
     const EmaSliceGpu *g = l->gpus[i];
     EmaGpuView fresh;
+    if (l->tracked && g->view_stale != ((*g->stale_word & g->stale_bit) != 0))
+      return ema_slice_ledger_invalid(error, "gpu%u: its view entry is %s", i,
+                                      g->view_stale ? "stale, not in the stale mask"
+                                                    : "in the stale mask, not stale");
     if (g->view_stale)
       continue;
     memset(&fresh, 0, sizeof fresh);

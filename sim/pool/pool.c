@@ -147,9 +147,13 @@ static guint64 memory_total_blocks(gpointer self) {
 /* The core's time is the simulation's (for its views, events and checks;
  * takes and gives, the hot path, leave it as the last action set it and
  * the checks' messages read the clock). */
-static EmaPoolCore *core_now(Pool *p) {
-  p->core.now = ema_sim_now(p->sim);
+static EmaPoolCore *core_at(Pool *p, EmaTime now) {
+  p->core.now = now;
   return &p->core;
+}
+
+static EmaPoolCore *core_now(Pool *p) {
+  return core_at(p, ema_sim_now(p->sim));
 }
 
 static EmaTime sim_clock(gpointer data) {
@@ -607,14 +611,18 @@ static void unpark(Pool *p, Gpu *g) {
   ema_pool_core_checked(&p->core, EMA_POOL_ACTION_SWAP, g->index);
 }
 
-static void decide(Gpu *g) {
+/* G's decision, the core's clock set. */
+static void decide_now(Gpu *g, EmaPoolCore *core) {
   Pool *p = g->pool;
-  EmaPoolCore *core = core_now(p);
   if (g->blocks_short > 0 && g->parking > 0) {
     g->decided_at = core->now;
     unpark(p, g);
   }
   ema_pool_core_decide(core, &g->counters, NULL);
+}
+
+static void decide(Gpu *g) {
+  decide_now(g, core_now(g->pool));
 }
 
 void ema_pool_reclaim_everything(EmaPool *pool, guint lender) {
@@ -883,11 +891,12 @@ static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepB
   ema_pool_core_plan_events(core_now(p), &g->counters, &previous, view);
 }
 
-EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) {
-  Pool *p = &pool->pool;
-  Gpu *g = &p->gpus[gpu];
+/* ema_pool_step_time's step of a GPU that may read remote KV, be slowed or
+ * offload (not inlined: the all-local step stays a test and a call). */
+G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
+                                                 const EmaStepBatch *batch) {
   EmaStepBreakdown bd;
-  EmaTime all_local = ema_step_time(g->model, batch, &bd), step, extra;
+  EmaTime all_local, step, extra;
   const EmaGpuSpec *spec = &p->server->gpu;
   double rate_m = spec->hbm_bandwidth * spec->hbm_efficiency;
   /* HBM rate taken by this GPU's own prefetch copies, and by peers' traffic */
@@ -897,6 +906,7 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   gboolean remote = FALSE, offload; /* the step reads remote KV; offloads its attention */
   EmaStepCostView view;
 
+  all_local = ema_step_time(g->model, batch, &bd);
   if (all_local == 0)
     return 0;
   expire_offloads(p);
@@ -959,6 +969,17 @@ EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) 
   return step;
 }
 
+EmaTime ema_pool_step_time(EmaPool *pool, guint gpu, const EmaStepBatch *batch) {
+  Pool *p = &pool->pool;
+  Gpu *g = &p->gpus[gpu];
+  /* nothing remote, nothing slowing it (no pulls, copies or prefetches), no step offloading
+   * anywhere: the all-local time, what shared_step_time gives then, without its breakdown */
+  if (g->remote_total == 0 && p->pulling == 0 && p->offloading == 0 && g->incoming == 0 &&
+      ema_sim_now(p->sim) >= g->copy_until)
+    return ema_step_time(g->model, batch, NULL);
+  return shared_step_time(p, g, gpu, batch);
+}
+
 void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) {
   Pool *p = &pool->pool;
   Gpu *g = &p->gpus[gpu];
@@ -981,9 +1002,9 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
   if (g->shares &&
       (g->blocks_short > 0 ||
        ((!p->core.policies[EMA_POLICY_BORROW]->never_acts || g->lent_total > 0) &&
-        ema_pool_core_periodic_due(core_now(p), &g->counters))) &&
+        ema_pool_core_periodic_due(core_at(p, now), &g->counters))) &&
       !ema_event_is_scheduled(&g->decide_event))
-    decide(g);
+    decide_now(g, core_at(p, now));
 }
 
 /* ---- requests -------------------------------------------------------------------- */

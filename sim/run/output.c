@@ -196,13 +196,22 @@ char *ema_output_build_id(const char *program) {
   return g_strdup(g_checksum_get_string(sum));
 }
 
-static void add_hashed_file(JsonBuilder *builder, const char *what, const char *path) {
-  g_autofree char *hash = ema_output_file_sha256(path);
+/* PATH and its hash, read once per summary: HASHES (path -> hash, "" for a
+ * file that cannot be read) keeps those already read (tenants often replay
+ * one trace). */
+static void add_hashed_file(JsonBuilder *builder, const char *what, const char *path,
+                            GHashTable *hashes) {
+  const char *hash = g_hash_table_lookup(hashes, path);
+  if (hash == NULL) {
+    char *read = ema_output_file_sha256(path);
+    hash = read ? read : g_strdup("");
+    g_hash_table_insert(hashes, g_strdup(path), (gpointer) hash);
+  }
   json_builder_begin_object(builder);
   json_builder_set_member_name(builder, what);
   json_builder_add_string_value(builder, path);
   json_builder_set_member_name(builder, "sha256");
-  json_builder_add_string_value(builder, hash ? hash : "");
+  json_builder_add_string_value(builder, hash);
   json_builder_end_object(builder);
 }
 
@@ -210,6 +219,7 @@ static void add_hashed_file(JsonBuilder *builder, const char *what, const char *
 static void add_provenance(JsonBuilder *builder, const EmaExperiment *experiment) {
   g_autoptr(GPtrArray) plugins = plugin_files();
   g_autofree char *build_id = ema_output_build_id("/proc/self/exe");
+  g_autoptr(GHashTable) hashes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   json_builder_set_member_name(builder, "provenance");
   json_builder_begin_object(builder);
   json_builder_set_member_name(builder, "version");
@@ -221,7 +231,7 @@ static void add_provenance(JsonBuilder *builder, const EmaExperiment *experiment
   json_builder_set_member_name(builder, "plugins");
   json_builder_begin_array(builder);
   for (guint i = 0; i < plugins->len; i++)
-    add_hashed_file(builder, "path", plugins->pdata[i]);
+    add_hashed_file(builder, "path", plugins->pdata[i], hashes);
   json_builder_end_array(builder);
   json_builder_set_member_name(builder, "traces");
   json_builder_begin_array(builder);
@@ -231,7 +241,7 @@ static void add_provenance(JsonBuilder *builder, const EmaExperiment *experiment
                            tenant->trace.output.file};
     for (guint f = 0; f < G_N_ELEMENTS(files); f++)
       if (files[f] && *files[f])
-        add_hashed_file(builder, "file", files[f]);
+        add_hashed_file(builder, "file", files[f], hashes);
   }
   json_builder_end_array(builder);
   json_builder_end_object(builder);

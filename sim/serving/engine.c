@@ -287,6 +287,21 @@ typedef struct _Run {
   gboolean orphan;
 } Run;
 
+/* A growable array of requests, emptied and shortened in place: the step's
+ * batch and finishing requests and the finish heap change every step. */
+typedef struct {
+  Req **pdata;
+  guint len, cap;
+} ReqArray;
+
+static void req_array_add(ReqArray *a, Req *req) {
+  if (a->len == a->cap) {
+    a->cap = MAX(16, 2 * a->cap);
+    a->pdata = g_renew(Req *, a->pdata, a->cap);
+  }
+  a->pdata[a->len++] = req;
+}
+
 struct _EmaEngine {
   EmaSim *sim;
   EmaEngineConfig config;
@@ -296,11 +311,11 @@ struct _EmaEngine {
   EmaTraceSource *trace;
   GArray *observers; /* EmaEngineObserver */
 
-  GQueue waiting;       /* Req links, FCFS; preempted ones at the head */
-  GQueue running;       /* Req links, oldest admission at the head */
-  GList *tail_head;     /* first running link after the steady region, or NULL */
-  GPtrArray *batch;     /* Req * of the tail scheduled in the step in flight */
-  GPtrArray *finishing; /* Req * finishing in the step being completed */
+  GQueue waiting;     /* Req links, FCFS; preempted ones at the head */
+  GQueue running;     /* Req links, oldest admission at the head */
+  GList *tail_head;   /* first running link after the steady region, or NULL */
+  ReqArray batch;     /* the tail scheduled in the step in flight */
+  ReqArray finishing; /* requests finishing in the step being completed */
 
   /* the steady region */
   guint64 clock;         /* steps the region has advanced */
@@ -308,11 +323,12 @@ struct _EmaEngine {
   gint64 steady_base;    /* sum of kv0 - t0 */
   guint64 *phase_count;  /* [block_tokens] */
   GQueue *phase_members; /* [block_tokens], Req phase_links in admission order (take_each) */
-  GArray *each;          /* guint64 serials of the step's needing requests (take_each) */
+  guint64 *each;         /* [each_cap], serials of the step's needing requests (take_each) */
+  guint64 each_cap;
   GHashTable *by_serial; /* serial -> Req, every waiting and running request */
   guint64 next_serial;
   EmaTime last_step_start;   /* start of the step in flight, or of the last one */
-  GPtrArray *heap;           /* Req *, min-heap on (finish_at, seq) */
+  ReqArray heap;             /* min-heap on (finish_at, seq) */
   gboolean steady_scheduled; /* the region holds its blocks for the step in flight */
 
   EmaEvent arrival_event, step_event;
@@ -492,15 +508,25 @@ static void lru_demote(EmaEngine *engine, LruEntry *e, guint64 n) {
  * least recently freed are dropped while it is over its room. Without the
  * memory's cache_room: all free blocks are local room, there is no tier.
  * Blocks leave an entry at a queue's head together, as one by one. */
+static void evict_over(EmaEngine *engine, guint64 local, guint64 remote);
+
 static void evict_excess(EmaEngine *engine) {
-  guint64 local, remote = 0, demoted = 0, dropped = 0;
-  guint64 *in_local = &engine->room_blocks[ROOM_LOCAL], *in_tier = &engine->room_blocks[ROOM_TIER];
-  if (*in_local == 0 && *in_tier == 0)
+  guint64 local, remote = 0;
+  if (engine->room_blocks[ROOM_LOCAL] == 0 && engine->room_blocks[ROOM_TIER] == 0)
     return;
   if (engine->memory.ops->cache_room)
     engine->memory.ops->cache_room(engine->memory.self, &local, &remote);
   else
     local = engine->memory.ops->free_blocks(engine->memory.self);
+  if (engine->room_blocks[ROOM_LOCAL] > local || engine->room_blocks[ROOM_TIER] > remote)
+    evict_over(engine, local, remote);
+}
+
+/* evict_excess's evictions and demotions, with LOCAL and REMOTE room (not
+ * inlined: most calls find the blocks within their room). */
+G_GNUC_NO_INLINE static void evict_over(EmaEngine *engine, guint64 local, guint64 remote) {
+  guint64 demoted = 0, dropped = 0;
+  guint64 *in_local = &engine->room_blocks[ROOM_LOCAL], *in_tier = &engine->room_blocks[ROOM_TIER];
   while (*in_local > local) {
     LruEntry *e = engine->evictable.head->data;
     guint64 n = MIN(e->count, *in_local - local);
@@ -607,32 +633,39 @@ static Run *req_run(Req *req) {
  * own copy, as vLLM does, and registers no further). */
 static void cache_register(EmaEngine *engine, Req *req) {
   guint64 b = engine->config.block_tokens, moved = 0;
-  while (req->registered < req->n_hashes &&
-         (guint64) (req->registered + 1) * b <= req->pub.kv_tokens) {
-    if (req->registered < req->n_ident) {
-      CachedBlock *block;
-      if (cache_lookup(engine, req->hashes[req->registered])) {
-        req->n_hashes = req->registered;
-        break;
-      }
-      block = g_new0(CachedBlock, 1);
-      block->hash = req->hashes[req->registered];
-      block->refs = 1;
-      block->entry.lru.data = block;
-      block->entry.count = 1;
-      g_hash_table_insert(engine->cache, &block->hash, block);
-    } else {
-      Run *run = req_run(req);
-      if (run_held(req) < run->cached) { /* its next own block is cached, free */
-        req->n_hashes = req->registered;
-        break;
-      }
-      run->cached++;
-      engine->run_blocks++;
+  guint64 full = MIN((guint64) req->n_hashes, (guint64) req->pub.kv_tokens / b);
+  while (req->registered < full && req->registered < req->n_ident) {
+    CachedBlock *block;
+    if (cache_lookup(engine, req->hashes[req->registered])) {
+      req->n_hashes = req->registered;
+      full = 0;
+      break;
     }
+    block = g_new0(CachedBlock, 1);
+    block->hash = req->hashes[req->registered];
+    block->refs = 1;
+    block->entry.lru.data = block;
+    block->entry.count = 1;
+    g_hash_table_insert(engine->cache, &block->hash, block);
     engine->cached_held++;
     req->registered++;
     moved++;
+  }
+  if (req->registered < full) {
+    /* its own blocks, all at once: it holds its first run_held of the run's cached ones, so
+     * either its next own block is cached and free (it registers none) or it holds them all
+     * and each block it registers is the run's next */
+    Run *run = req_run(req);
+    guint64 own = full - req->registered;
+    if (run_held(req) < run->cached) {
+      req->n_hashes = req->registered;
+    } else {
+      run->cached += own;
+      engine->run_blocks += own;
+      engine->cached_held += own;
+      req->registered += (guint) own;
+      moved += own;
+    }
   }
   /* one call for the pass: its blocks are the request's next ones, in order */
   if (moved > 0 && engine->memory.ops->to_cache)
@@ -674,15 +707,15 @@ static gboolean heap_less(const Req *a, const Req *b) {
 }
 
 static void heap_set(EmaEngine *engine, guint i, Req *req) {
-  engine->heap->pdata[i] = req;
+  engine->heap.pdata[i] = req;
   req->heap_slot = i + 1;
 }
 
 static void heap_up(EmaEngine *engine, guint i) {
-  Req *req = engine->heap->pdata[i];
+  Req *req = engine->heap.pdata[i];
   while (i > 0) {
     guint parent = (i - 1) / 2;
-    Req *p = engine->heap->pdata[parent];
+    Req *p = engine->heap.pdata[parent];
     if (!heap_less(req, p))
       break;
     heap_set(engine, i, p);
@@ -692,16 +725,16 @@ static void heap_up(EmaEngine *engine, guint i) {
 }
 
 static void heap_down(EmaEngine *engine, guint i) {
-  guint n = engine->heap->len;
-  Req *req = engine->heap->pdata[i];
+  guint n = engine->heap.len;
+  Req *req = engine->heap.pdata[i];
   for (;;) {
     guint child = 2 * i + 1;
     Req *c;
     if (child >= n)
       break;
-    if (child + 1 < n && heap_less(engine->heap->pdata[child + 1], engine->heap->pdata[child]))
+    if (child + 1 < n && heap_less(engine->heap.pdata[child + 1], engine->heap.pdata[child]))
       child++;
-    c = engine->heap->pdata[child];
+    c = engine->heap.pdata[child];
     if (!heap_less(c, req))
       break;
     heap_set(engine, i, c);
@@ -711,15 +744,15 @@ static void heap_down(EmaEngine *engine, guint i) {
 }
 
 static void heap_push(EmaEngine *engine, Req *req) {
-  g_ptr_array_add(engine->heap, req);
-  heap_up(engine, engine->heap->len - 1);
+  req_array_add(&engine->heap, req);
+  heap_up(engine, engine->heap.len - 1);
 }
 
 static void heap_remove(EmaEngine *engine, Req *req) {
   guint i = req->heap_slot - 1;
-  Req *last = engine->heap->pdata[engine->heap->len - 1];
+  Req *last = engine->heap.pdata[engine->heap.len - 1];
   g_assert(req->heap_slot > 0);
-  g_ptr_array_set_size(engine->heap, engine->heap->len - 1);
+  engine->heap.len--;
   req->heap_slot = 0;
   if (last != req) {
     heap_set(engine, i, last);
@@ -1008,7 +1041,7 @@ static void add_to_batch(EmaEngine *engine, Req *req, guint32 chunk) {
   req->in_batch = TRUE;
   req->chunk = chunk;
   req->last_step = ema_sim_now(engine->sim);
-  g_ptr_array_add(engine->batch, req);
+  req_array_add(&engine->batch, req);
 }
 
 /* Blocks the tail from LINK on would take with BUDGET tokens and nothing
@@ -1074,12 +1107,15 @@ static gboolean schedule_steady(EmaEngine *engine, guint64 *budget, EmaTime *swa
     gboolean taken;
     if (engine->memory.ops->take_each) {
       /* the needing requests left are the phase's members (victims left it) */
+      guint64 k = 0;
       g_assert_cmpuint(need, ==, engine->phase_members[phase].length);
-      g_array_set_size(engine->each, 0);
+      if (need > engine->each_cap) {
+        engine->each_cap = MAX(need, 2 * engine->each_cap);
+        engine->each = g_renew(guint64, engine->each, engine->each_cap);
+      }
       for (GList *l = engine->phase_members[phase].head; l; l = l->next)
-        g_array_append_val(engine->each, ((Req *) l->data)->pub.serial);
-      taken =
-          engine->memory.ops->take_each(engine->memory.self, (guint64 *) engine->each->data, need);
+        engine->each[k++] = ((Req *) l->data)->pub.serial;
+      taken = engine->memory.ops->take_each(engine->memory.self, engine->each, need);
     } else {
       taken = engine->memory.ops->take(engine->memory.self, EMA_KV_UNNAMED, need);
     }
@@ -1151,7 +1187,7 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
     resume_kv = request->swapped ? request->kv_tokens : hits * engine->config.block_tokens;
     chunk = (guint32) MIN((guint64) (known_tokens(request) - resume_kv), *budget);
     /* V0 admits whole prompts; only the step's first may be cut to the budget */
-    if (engine->config.scheduler == EMA_SCHEDULER_V0 && engine->batch->len > 0 &&
+    if (engine->config.scheduler == EMA_SCHEDULER_V0 && engine->batch.len > 0 &&
         chunk < known_tokens(request) - resume_kv)
       break;
     need = blocks_for(engine, (guint64) resume_kv + chunk) - hits + revived;
@@ -1212,7 +1248,7 @@ static void kick(EmaEngine *engine) {
   if (engine->step_in_flight)
     return;
   memset(&engine->step, 0, sizeof engine->step);
-  g_ptr_array_set_size(engine->batch, 0);
+  engine->batch.len = 0;
   engine->scheduling = TRUE;
   reject_unfit_running(engine);
   /* the tier's room may have gone since the last take (a reclaim) */
@@ -1229,7 +1265,7 @@ static void kick(EmaEngine *engine) {
   engine->shortage_noted = FALSE;
   if (engine->config.scheduler == EMA_SCHEDULER_V0)
     swap += admit_waiting(engine, &budget);
-  if (engine->batch->len == 0) {
+  if (engine->batch.len == 0) {
     /* V1, or V0 with nothing admitted: the running requests first */
     stopped = schedule_steady(engine, &budget, &swap);
     if (!stopped)
@@ -1238,7 +1274,7 @@ static void kick(EmaEngine *engine) {
       swap += admit_waiting(engine, &budget);
   }
   engine->scheduling = FALSE;
-  if (engine->steady == 0 && engine->batch->len == 0) {
+  if (engine->steady == 0 && engine->batch.len == 0) {
     engine->steady_scheduled = FALSE;
     /* everything preempted itself (a shared or shrunk memory): try again
      * rather than idle with requests queued */
@@ -1300,8 +1336,8 @@ static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data) {
   if (engine->steady_scheduled)
     engine->clock++;
   engine->steady_scheduled = FALSE;
-  for (guint i = 0; i < engine->batch->len; i++) {
-    Req *req = engine->batch->pdata[i];
+  for (guint i = 0; i < engine->batch.len; i++) {
+    Req *req = engine->batch.pdata[i];
     EmaRequest *request = &req->pub;
     if (!req->in_batch)
       continue; /* preempted while the step ran: its work is dropped */
@@ -1316,21 +1352,21 @@ static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data) {
     }
   }
   /* who finishes, in admission order: the region first, then the tail */
-  g_ptr_array_set_size(engine->finishing, 0);
-  while (engine->heap->len > 0 && ((Req *) engine->heap->pdata[0])->finish_at == engine->clock) {
-    Req *req = engine->heap->pdata[0];
+  engine->finishing.len = 0;
+  while (engine->heap.len > 0 && ((Req *) engine->heap.pdata[0])->finish_at == engine->clock) {
+    Req *req = engine->heap.pdata[0];
     engine->work++;
     steady_remove(engine, req);
     req->state = REQ_FINISHING;
-    g_ptr_array_add(engine->finishing, req);
+    req_array_add(&engine->finishing, req);
   }
-  for (guint i = 0; i < engine->batch->len; i++) {
-    Req *req = engine->batch->pdata[i];
+  for (guint i = 0; i < engine->batch.len; i++) {
+    Req *req = engine->batch.pdata[i];
     if (req->in_batch && req->pub.generated >= req->pub.output_tokens) {
       req->state = REQ_FINISHING;
       req->in_batch = FALSE;
-      engine->batch->pdata[i] = NULL; /* freed when it finishes */
-      g_ptr_array_add(engine->finishing, req);
+      engine->batch.pdata[i] = NULL; /* freed when it finishes */
+      req_array_add(&engine->finishing, req);
     }
   }
   engine->step.running = engine->running.length;
@@ -1338,21 +1374,21 @@ static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data) {
   engine->step.blocks_free = free_blocks(engine);
   engine->step.blocks_used = engine->blocks_held;
   engine->step.released = engine->released_since_report;
-  engine->step.finished = engine->finishing->len;
+  engine->step.finished = engine->finishing.len;
   engine->released_since_report = 0;
   for (guint i = 0; i < engine->observers->len; i++) {
     const EmaEngineObserver *o = &g_array_index(engine->observers, EmaEngineObserver, i);
     if (o->on_step)
       o->on_step(o->data, &engine->step);
   }
-  for (guint i = 0; i < engine->finishing->len; i++)
-    finish_request(engine, engine->finishing->pdata[i]);
-  g_ptr_array_set_size(engine->finishing, 0);
+  for (guint i = 0; i < engine->finishing.len; i++)
+    finish_request(engine, engine->finishing.pdata[i]);
+  engine->finishing.len = 0;
   promote(engine);
-  for (guint i = 0; i < engine->batch->len; i++)
-    if (engine->batch->pdata[i])
-      ((Req *) engine->batch->pdata[i])->in_batch = FALSE;
-  g_ptr_array_set_size(engine->batch, 0);
+  for (guint i = 0; i < engine->batch.len; i++)
+    if (engine->batch.pdata[i])
+      ((Req *) engine->batch.pdata[i])->in_batch = FALSE;
+  engine->batch.len = 0;
   kick(engine);
 }
 
@@ -1370,7 +1406,6 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
     engine->config.block_tokens = EMA_KV_BLOCK_TOKENS;
   engine->phase_count = g_new0(guint64, engine->config.block_tokens);
   engine->phase_members = g_new0(GQueue, engine->config.block_tokens);
-  engine->each = g_array_new(FALSE, FALSE, sizeof(guint64));
   engine->by_serial = g_hash_table_new(g_int64_hash, g_int64_equal);
   engine->last_step_start = -1;
   engine->cache = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
@@ -1381,9 +1416,6 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
   engine->step_cost_data = step_cost_data;
   engine->trace = trace;
   engine->observers = g_array_new(FALSE, FALSE, sizeof(EmaEngineObserver));
-  engine->batch = g_ptr_array_new();
-  engine->finishing = g_ptr_array_new();
-  engine->heap = g_ptr_array_new();
   engine->last_total = total_blocks(engine);
   g_queue_init(&engine->waiting);
   g_queue_init(&engine->running);
@@ -1428,12 +1460,12 @@ void ema_engine_free(EmaEngine *engine) {
   free_requests(&engine->running);
   free_runs(&engine->evictable);
   free_runs(&engine->tier);
-  g_ptr_array_unref(engine->batch);
-  g_ptr_array_unref(engine->finishing);
-  g_ptr_array_unref(engine->heap);
+  g_free(engine->batch.pdata);
+  g_free(engine->finishing.pdata);
+  g_free(engine->heap.pdata);
   g_free(engine->phase_count);
   g_free(engine->phase_members);
-  g_array_unref(engine->each);
+  g_free(engine->each);
   g_hash_table_unref(engine->by_serial);
   g_hash_table_unref(engine->cache);
   g_array_unref(engine->observers);

@@ -25,7 +25,9 @@
  * after any change of slices, block_bytes, lent_total, lending, returning,
  * staging or parking; and each GPU's entry of the policies' view, refilled
  * only when ema_slice_gpu_touch() (or a refresh) marked it stale since the
- * last view: every change of a field the view reads touches its GPU. Both
+ * last view: every change of a field the view reads touches its GPU (which,
+ * from the first view on, also sets its bit in the ledger's stale mask, so a
+ * view refills the stale entries without looking at the others). Both
  * are checked against a fresh computation with the counters
  * (ema_slice_ledger_check_counters).
  *
@@ -74,6 +76,8 @@ G_BEGIN_DECLS
   gpointer states[3]; /* the borrow, prefetch and reclaim policies' state (EmaPolicyKind order) */ \
   guint64 local_cap;  /* blocks its own slices hold (ema_slice_gpu_refresh) */                     \
   gboolean view_stale;     /* its view entry is out of date (ema_slice_gpu_touch) */               \
+  guint64 *stale_word;     /* its word of the ledger's stale mask (NULL until the first view) */   \
+  guint64 stale_bit;       /* ...and its bit there */                                              \
   guint64 decided_version; /* the ledger's view version at the end of its last decision */
 
 typedef struct {
@@ -91,6 +95,10 @@ typedef struct {
   EmaGpuView *views; /* [n] */
   EmaPoolView view;
   guint64 version; /* views built with an entry refilled */
+  /* [(n + 63) / 64]: bit i set while gpus[i]->view_stale, from the first view on (which points
+   * each GPU's stale_word here): a view refills the stale entries without looking at the rest */
+  guint64 *stale;
+  gboolean tracked;
 } EmaSliceLedger;
 
 /* LEDGER over N GPUs, its matrices zero; the caller sets gpus[i]. */
@@ -129,6 +137,8 @@ static inline guint64 ema_slice_gpu_own_slices(const EmaSliceGpu *g) {
  * blocks, remote[], running, waiting, blocks_short, demand, last_step...). */
 static inline void ema_slice_gpu_touch(EmaSliceGpu *g) {
   g->view_stale = TRUE;
+  if (g->stale_word)
+    *g->stale_word |= g->stale_bit;
 }
 
 /* G's slices, block size, lent, lending, returning, staging or parking
