@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -124,4 +125,35 @@ void ema_file_csv_field(GString *out, const char *text) {
     g_string_append_c(out, *c);
   }
   g_string_append_c(out, '"');
+}
+
+void ema_file_append_fixed(GString *out, double value, guint decimals) {
+  static const double scales[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+  double scaled, whole, fraction;
+  guint64 n;
+  char digits[32];
+  int at = (int) sizeof digits;
+  g_return_if_fail(decimals >= 1 && decimals <= 9);
+  scaled = value * scales[decimals];
+  /* the product's rounding error is at most half an ulp of it: a fraction
+   * that far from one half rounds as the exact value does */
+  if (!(value >= 0) || signbit(value) || !(scaled < 9007199254740992.0)) {
+    g_string_append_printf(out, "%.*f", (int) decimals, value);
+    return;
+  }
+  whole = floor(scaled);
+  fraction = scaled - whole;
+  if (fabs(fraction - 0.5) <= scaled * 1e-15 + 1e-12) {
+    g_string_append_printf(out, "%.*f", (int) decimals, value);
+    return;
+  }
+  n = (guint64) whole + (fraction > 0.5);
+  for (guint i = 0; i < decimals; i++, n /= 10)
+    digits[--at] = (char) ('0' + n % 10);
+  digits[--at] = '.';
+  do {
+    digits[--at] = (char) ('0' + n % 10);
+    n /= 10;
+  } while (n > 0);
+  g_string_append_len(out, digits + at, (gssize) sizeof digits - at);
 }

@@ -1,13 +1,16 @@
 /* test-csv.c: the one CSV mechanism (ema/core/csv.h): the in-place splitter's
  * quoting and trimming rules and its problems with their offsets, and the
  * table reader on it: quoted fields, blank lines, field columns, and every
- * error with its FILE:LINE:COL. */
+ * error with its FILE:LINE:COL; and the fixed-point number writer of the
+ * large CSVs (ema/core/file.h) against printf. */
 #include "ema/core/csv.h"
 
+#include <math.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
 
+#include "ema/core/file.h"
 #include "ema/core/node.h"
 
 static void test_split(void) {
@@ -116,8 +119,46 @@ static void test_missing(void) {
   ema_csv_clear(&csv);
 }
 
+/* The fixed-point writer prints what printf's "%.*f" prints: on hand-picked
+ * values (ties in binary and in decimal, zero, negative zero, negatives,
+ * the largest exact integers, NaN, infinities) and on a million values of
+ * every magnitude a run's times and durations take, at 3, 6 and 9 digits. */
+static void test_fixed(void) {
+  static const double picked[] = {0,     -0.0,  0.5,    1.5,    2.5e-7,    0.0000005,
+                                  1e-7,  1e-6,  0.125,  3600.0, 23.546946, 1e300,
+                                  -1.25, -1e-9, 9.9e15, 4.5e15, 0.0625,    123456.5e-6};
+  const double special[] = {NAN, INFINITY, -INFINITY};
+  g_autoptr(GString) fast = g_string_new(NULL);
+  GRand *rand = g_rand_new_with_seed(7);
+  for (guint digits = 1; digits <= 9; digits++) {
+    for (guint i = 0; i < G_N_ELEMENTS(picked) + G_N_ELEMENTS(special); i++) {
+      double v = i < G_N_ELEMENTS(picked) ? picked[i] : special[i - G_N_ELEMENTS(picked)];
+      g_autofree char *slow = g_strdup_printf("%.*f", (int) digits, v);
+      g_string_truncate(fast, 0);
+      ema_file_append_fixed(fast, v, digits);
+      g_assert_cmpstr(fast->str, ==, slow);
+    }
+  }
+  for (guint i = 0; i < 1000000; i++) {
+    guint digits = 3 * (1 + i % 3);
+    /* 1 ns to 10^5 s, uniform in the exponent; every tenth one a whole
+     * number of nanoseconds, as the event times are */
+    double v = pow(10, g_rand_double_range(rand, -9, 5));
+    g_autofree char *slow = NULL;
+    if (i % 10 == 0)
+      v = (double) (gint64) (v * 1e9) / 1e9;
+    slow = g_strdup_printf("%.*f", (int) digits, v);
+    g_string_truncate(fast, 0);
+    ema_file_append_fixed(fast, v, digits);
+    if (strcmp(fast->str, slow) != 0)
+      g_error("%.17g at %u digits: %s, printf %s", v, digits, fast->str, slow);
+  }
+  g_rand_free(rand);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/csv/fixed", test_fixed);
   g_test_add_func("/csv/split", test_split);
   g_test_add_func("/csv/table", test_table);
   g_test_add_func("/csv/errors", test_errors);

@@ -4,7 +4,8 @@
  * error, never a hang or an unbounded read, and a file larger than its
  * reader accepts is refused before it is read.
  *
- * Also the one CSV field writer (RFC 4180 quoting) of every CSV EMA writes.
+ * Also the one CSV field writer (RFC 4180 quoting) of every CSV EMA writes,
+ * and a fixed-point number writer for the large CSVs.
  *
  * Errors use G_FILE_ERROR and read "PATH: reason". */
 #pragma once
@@ -30,5 +31,12 @@ gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, g
 /* Append TEXT to OUT as one CSV field: as it is, or in double quotes (with
  * quotes doubled) when it holds a comma, a quote, CR or LF (RFC 4180). */
 void ema_file_csv_field(GString *out, const char *text);
+
+/* Append VALUE with DECIMALS (1-9) digits after the point to OUT, the same
+ * characters as printf's "%.*f": scaled to an integer when that is exact
+ * (not within a rounding error of a tie, finite, non-negative, below
+ * 2^53), else through printf. Several times cheaper than printf for the
+ * times and durations of events.csv. */
+void ema_file_append_fixed(GString *out, double value, guint decimals);
 
 G_END_DECLS
