@@ -211,6 +211,32 @@ def copy_bandwidth(dev):
 PERIODS_PER_GRAPH = 16
 
 
+def open_gate(sa, sb, gate_ms, cyc_per_ms):
+    """Make streams A and B wait for a gate that opens GATE_MS from now, so that the host can
+    queue all of their work before either runs ahead of the other."""
+    sg = torch.cuda.Stream()
+    gate = torch.cuda.Event()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(sg):
+        torch.cuda._sleep(int(gate_ms * cyc_per_ms))
+        gate.record()
+    sb.wait_event(gate)
+    sa.wait_event(gate)
+
+
+def queue_lender_steps(sa, g_step, steps, cyc_per_ms):
+    """STEPS replays of the lender's step graph on stream A, once B is running (0.3 ms after
+    the gate); the events around them."""
+    ev_a = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+    with torch.cuda.stream(sa):
+        torch.cuda._sleep(int(0.3 * cyc_per_ms))
+        ev_a[0].record()
+        for i in range(steps):
+            g_step.replay()
+            ev_a[i + 1].record()
+    return ev_a
+
+
 def overlapped_run(off, g_step, sa, sb, rate, t0, t_off, b_hbm, cyc_per_ms, steps):
     """The lender's median step while stream B reads offloaded KV at `rate`;
     retried (up to 4 times) until B's work covers the whole window of the
@@ -229,32 +255,15 @@ def overlapped_run(off, g_step, sa, sb, rate, t0, t_off, b_hbm, cyc_per_ms, step
     g_unit = capture(unit, sb)
     n_units = int(t0 * steps * 1.5 / (PERIODS_PER_GRAPH * max(period_ms, t_off))) + 2
     n_off = n_units * PERIODS_PER_GRAPH
-    sg = torch.cuda.Stream()
     for attempt in range(4):
-        ev_a = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
         eb0, eb1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        gate = torch.cuda.Event()
-        torch.cuda.synchronize()
-        # both streams wait for a gate that opens after the host has queued all
-        # their work, so that neither runs ahead while the other is queued
-        gate_ms = 20 + 0.5 * n_units + 0.3 * steps
-        with torch.cuda.stream(sg):
-            torch.cuda._sleep(int(gate_ms * cyc_per_ms))
-            gate.record()
-        sb.wait_event(gate)
-        sa.wait_event(gate)
+        open_gate(sa, sb, 20 + 0.5 * n_units + 0.3 * steps, cyc_per_ms)
         with torch.cuda.stream(sb):
             eb0.record()
             for _ in range(n_units):
                 g_unit.replay()
             eb1.record()
-        with torch.cuda.stream(sa):
-            # start once B is running
-            torch.cuda._sleep(int(0.3 * cyc_per_ms))
-            ev_a[0].record()
-            for i in range(steps):
-                g_step.replay()
-                ev_a[i + 1].record()
+        ev_a = queue_lender_steps(sa, g_step, steps, cyc_per_ms)
         torch.cuda.synchronize()
         lead = eb0.elapsed_time(ev_a[0])  # > 0: B started first
         tail = ev_a[steps].elapsed_time(eb1)  # > 0: B ended last
@@ -278,15 +287,7 @@ def partial_latency(off, g_step, sa, sb, rate, t0, t_off, b_hbm, cyc_per_ms, ste
     n_off = int(t0 * steps / period_ms) + 8
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_off)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_off)]
-    ev_a = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
-    sg = torch.cuda.Stream()
-    gate = torch.cuda.Event()
-    torch.cuda.synchronize()
-    with torch.cuda.stream(sg):
-        torch.cuda._sleep(int((50 + 0.05 * n_off) * cyc_per_ms))
-        gate.record()
-    sb.wait_event(gate)
-    sa.wait_event(gate)
+    open_gate(sa, sb, 50 + 0.05 * n_off, cyc_per_ms)
     with torch.cuda.stream(sb):
         for i in range(n_off):
             starts[i].record()
@@ -294,12 +295,7 @@ def partial_latency(off, g_step, sa, sb, rate, t0, t_off, b_hbm, cyc_per_ms, ste
             ends[i].record()
             if sleep_ms > 0:
                 torch.cuda._sleep(int(sleep_ms * cyc_per_ms))
-    with torch.cuda.stream(sa):
-        torch.cuda._sleep(int(0.3 * cyc_per_ms))
-        ev_a[0].record()
-        for i in range(steps):
-            g_step.replay()
-            ev_a[i + 1].record()
+    ev_a = queue_lender_steps(sa, g_step, steps, cyc_per_ms)
     torch.cuda.synchronize()
     inside = [starts[i].elapsed_time(ends[i]) for i in range(n_off)
               if ev_a[0].elapsed_time(starts[i]) >= 0 and ends[i].elapsed_time(ev_a[steps]) >= 0]
@@ -314,15 +310,7 @@ def partial_latency(off, g_step, sa, sb, rate, t0, t_off, b_hbm, cyc_per_ms, ste
 def run_latency(case, off, rates, b_hbm, cyc_per_ms, steps):
     """partial_latency's rows for one lender step at each rate."""
     model, batch, context = case
-    dev = torch.device("cuda")
-    sa, sb = torch.cuda.Stream(), torch.cuda.Stream()
-    step = DecodeStep(model, batch, context, dev)
-    g_step = capture(step, sa)
-    t0 = time_graph(g_step, sa, steps)
-    with torch.cuda.stream(sb):
-        for _ in range(3):
-            off()
-    t_off = time_graph(capture(off, sb), sb, 50)
+    sa, sb, step, g_step, t0, t_off = setup_case(case, off, steps)
     rows = []
     for rate in rates:
         median, p90, n, lender = partial_latency(off, g_step, sa, sb, rate, t0, t_off, b_hbm,
@@ -347,15 +335,21 @@ def write_csv(path, rows):
                              for c in cols) + "\n")
 
 
-def run_case(case, off, rates, b_hbm, cyc_per_ms, steps):
+def setup_case(case, off, steps):
+    """A lender step of CASE as a graph on stream A and the partial's graph on stream B: the
+    streams, the step, its graph, the step's median ms alone and the partial's."""
     model, batch, context = case
-    dev = torch.device("cuda")
     sa, sb = torch.cuda.Stream(), torch.cuda.Stream()
-    step = DecodeStep(model, batch, context, dev)
+    step = DecodeStep(model, batch, context, torch.device("cuda"))
     g_step = capture(step, sa)
     t0 = time_graph(g_step, sa, steps)
-    g_off = capture(off, sb)
-    t_off = time_graph(g_off, sb, 50)
+    t_off = time_graph(capture(off, sb), sb, 50)
+    return sa, sb, step, g_step, t0, t_off
+
+
+def run_case(case, off, rates, b_hbm, cyc_per_ms, steps):
+    model, batch, context = case
+    sa, sb, step, g_step, t0, t_off = setup_case(case, off, steps)
     rows = []
     for rate in rates:
         if rate <= 0:

@@ -96,26 +96,12 @@ def main():
         print(f"  - {{share: {100 * share:.2f}%, slowdown: {100 * slowdown:.2f}%}}")
 
     print("\nleave one lender out: predicted / measured - 1, per target rate")
-    print("| lender | " + " | ".join(f"{100 * t:g}%" for t in rates) + " |")
-    print("|---|" + "---|" * len(rates))
-    worst = {t: 0.0 for t in rates}
-    errors = {t: [] for t in rates}
-    for lender in lenders:
-        others = curve([r for r in rows if r["lender"] != lender], rates)
-        cells = []
-        for t in rates:
-            mine = [r for r in rows if r["lender"] == lender and r["target"] == t]
-            if not mine:
-                cells.append("")
-                continue
-            e = interpolate(others, mine[0]["share"]) / mine[0]["slowdown"] - 1
-            worst[t] = max(worst[t], abs(e))
-            errors[t].append(e)
-            cells.append(f"{100 * e:+.1f}%")
-        print(f"| {lender} | " + " | ".join(cells) + " |")
+    errors = lender_table(rows, rates, lenders,
+                          lambda lender: curve([r for r in rows if r["lender"] != lender], rates))
     print("| mean | " + " | ".join(f"{100 * sum(errors[t]) / len(errors[t]):+.1f}%"
                                    for t in rates) + " |")
-    print("| worst | " + " | ".join(f"{100 * worst[t]:.1f}%" for t in rates) + " |")
+    print("| worst | " + " | ".join(f"{100 * max(abs(e) for e in errors[t]):.1f}%"
+                                    for t in rates) + " |")
 
     c = sum(r["share"] * r["slowdown"] for r in rows) / sum(r["share"] ** 2 for r in rows)
     print(f"\none coefficient, slowdown = c r through the origin: c = {c:.3f}; "
@@ -128,6 +114,26 @@ def main():
         check(points, args.check, args.min_rate)
 
 
+def lender_table(rows, rates, lenders, curve_for):
+    """A markdown table of each lender's predicted / measured - 1 per rate, the prediction
+    from curve_for(lender); returns the errors per rate."""
+    errors = {t: [] for t in rates}
+    print("| lender | " + " | ".join(f"{100 * t:g}%" for t in rates) + " |")
+    print("|---|" + "---|" * len(rates))
+    for lender in lenders:
+        points, cells = curve_for(lender), []
+        for t in rates:
+            mine = [r for r in rows if r["lender"] == lender and r["target"] == t]
+            if not mine:
+                cells.append("")
+                continue
+            e = interpolate(points, mine[0]["share"]) / mine[0]["slowdown"] - 1
+            errors[t].append(e)
+            cells.append(f"{100 * e:+.1f}%")
+        print(f"| {lender} | " + " | ".join(cells) + " |")
+    return errors
+
+
 def check(points, path, min_rate):
     """POINTS (a curve) against every row of PATH from MIN_RATE and its per-rate means."""
     rows = [r for r in load(path) if r["target"] >= min_rate and r["share"] > 0]
@@ -136,18 +142,7 @@ def check(points, path, min_rate):
     rates = sorted({r["target"] for r in rows})
     lenders = sorted({r["lender"] for r in rows})
     print(f"\nthe curve against {path}: predicted / measured - 1")
-    print("| lender | " + " | ".join(f"{100 * t:g}%" for t in rates) + " |")
-    print("|---|" + "---|" * len(rates))
-    for lender in lenders:
-        cells = []
-        for t in rates:
-            mine = [r for r in rows if r["lender"] == lender and r["target"] == t]
-            if not mine:
-                cells.append("")
-                continue
-            e = interpolate(points, mine[0]["share"]) / mine[0]["slowdown"] - 1
-            cells.append(f"{100 * e:+.1f}%")
-        print(f"| {lender} | " + " | ".join(cells) + " |")
+    lender_table(rows, rates, lenders, lambda lender: points)
     cells = []
     for t in rates:
         at = [r for r in rows if r["target"] == t]
