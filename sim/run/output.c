@@ -76,6 +76,13 @@ static gboolean remove_entry(const char *path, gboolean owned_folder, GError **e
   return TRUE;
 }
 
+/* NAME is the temporary file g_file_set_contents writes the marker through
+ * (MARKER.XXXXXX) before it renames it into place. */
+static gboolean is_marker_leftover(const char *name) {
+  gsize n = strlen(EMA_OUTPUT_MARKER);
+  return strncmp(name, EMA_OUTPUT_MARKER, n) == 0 && name[n] == '.' && strlen(name + n + 1) == 6;
+}
+
 gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
   g_autoptr(GString) list = g_string_new(
@@ -100,15 +107,24 @@ gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError 
     }
   } else if (g_file_test(dir, G_FILE_TEST_IS_DIR)) {
     g_autoptr(GDir) handle = g_dir_open(dir, 0, error);
+    g_autoptr(GPtrArray) leftovers = g_ptr_array_new_with_free_func(g_free);
+    const char *name;
     if (handle == NULL)
       return FALSE;
-    if (g_dir_read_name(handle) != NULL) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
-                  "output directory %s is not empty and not an ema-sim output folder (no %s): "
-                  "give another -o, or empty it",
-                  dir, EMA_OUTPUT_MARKER);
-      return FALSE;
+    while ((name = g_dir_read_name(handle)) != NULL) {
+      if (!is_marker_leftover(name)) {
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                    "output directory %s is not empty and not an ema-sim output folder (no %s): "
+                    "give another -o, or empty it",
+                    dir, EMA_OUTPUT_MARKER);
+        return FALSE;
+      }
+      g_ptr_array_add(leftovers, g_build_filename(dir, name, NULL));
     }
+    /* a run killed while it wrote its marker left only the marker's temporary file */
+    for (guint i = 0; i < leftovers->len; i++)
+      if (!remove_entry(leftovers->pdata[i], FALSE, error))
+        return FALSE;
   } else if (g_mkdir_with_parents(dir, 0755) != 0)
     return file_error(error, errno, "create output directory", dir);
   for (guint i = 0; run_entries[i]; i++)

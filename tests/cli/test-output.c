@@ -57,16 +57,19 @@ static void touch(const char *dir, const char *name, const char *text) {
 
 /* A run marks its folder; the next run removes what the first wrote and
  * does not write now (requests.csv), keeps a file it never wrote. */
+/* ema-sim run EXP -o OUT --no-plot, which must succeed. */
+static void run_ok(const char *exp, const char *out) {
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", exp, "-o", out, "--no-plot", NULL);
+  ema_test_assert_ok(run);
+}
+
 static void test_owned_folder(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
   g_autofree char *with = write_experiment(tmp, "with.yaml", "owned", "true", synthetic_b);
   g_autofree char *without = write_experiment(tmp, "without.yaml", "owned", "false", synthetic_b);
   g_autofree char *marker = NULL;
-  {
-    g_autoptr(EmaTestRun) run = ema_test_cli("run", with, "-o", out, "--no-plot", NULL);
-    ema_test_assert_ok(run);
-  }
+  run_ok(with, out);
   marker = ema_test_read_file(out, ".ema-output");
   ema_test_assert_contains(marker, "\nsummary.json\n");
   ema_test_assert_contains(marker, "\nrequests.csv\n");
@@ -75,10 +78,7 @@ static void test_owned_folder(void) {
   g_mkdir(keep(g_build_filename(out, "plots", NULL)), 0755);
   touch(out, "plots/old.png", "stale figure");
   touch(out, "notes.txt", "mine");
-  {
-    g_autoptr(EmaTestRun) run = ema_test_cli("run", without, "-o", out, "--no-plot", NULL);
-    ema_test_assert_ok(run);
-  }
+  run_ok(without, out);
   g_assert_false(exists(out, "requests.csv"));
   g_assert_false(exists(out, "plots/old.png"));
   g_assert_true(exists(out, "summary.json"));
@@ -111,6 +111,31 @@ static void test_foreign_folder(void) {
     ema_test_assert_ok(run);
   }
   g_assert_true(exists(empty, ".ema-output"));
+  ema_test_remove_tree(tmp);
+}
+
+/* A run killed while it wrote its marker leaves only the marker's temporary
+ * file (.ema-output.XXXXXX): the next run takes the folder and removes it; a
+ * name like it but not its shape is someone else's. */
+static void test_marker_leftover(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "killed", NULL);
+  g_autofree char *other = g_build_filename(tmp, "other", NULL);
+  g_autofree char *exp = write_experiment(tmp, "e.yaml", "leftover", "true", synthetic_b);
+  g_mkdir(out, 0755);
+  g_mkdir(other, 0755);
+  touch(out, ".ema-output.Ab3dE9", "# ema-sim output folder: half written");
+  touch(other, ".ema-output.notes", "mine");
+  run_ok(exp, out);
+  g_assert_false(exists(out, ".ema-output.Ab3dE9"));
+  g_assert_true(exists(out, ".ema-output"));
+  g_assert_true(exists(out, "summary.json"));
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", exp, "-o", other, "--no-plot", NULL);
+    g_assert_cmpint(run->status, !=, 0);
+  }
+  g_assert_true(exists(other, ".ema-output.notes"));
+  g_assert_false(exists(other, "summary.json"));
   ema_test_remove_tree(tmp);
 }
 
@@ -180,10 +205,7 @@ static void test_provenance(void) {
   g_autoptr(JsonNode) root = NULL;
   JsonObject *provenance, *file;
   touch(tmp, "b.csv", trace_text);
-  {
-    g_autoptr(EmaTestRun) run = ema_test_cli("run", exp, "-o", out, "--no-plot", NULL);
-    ema_test_assert_ok(run);
-  }
+  run_ok(exp, out);
   root = ema_test_parse_json(keep(ema_test_read_file(out, "summary.json")));
   provenance = json_object_get_object_member(json_node_get_object(root), "provenance");
   g_assert_nonnull(provenance);
@@ -416,6 +438,7 @@ int main(int argc, char **argv) {
   kept = g_ptr_array_new_with_free_func(g_free);
   g_test_add_func("/output/owned-folder", test_owned_folder);
   g_test_add_func("/output/foreign-folder", test_foreign_folder);
+  g_test_add_func("/output/marker-leftover", test_marker_leftover);
   g_test_add_func("/output/failed-run-leaves-no-summary", test_failed_run_leaves_no_summary);
   g_test_add_func("/output/default-folder-is-name-safe", test_default_folder_is_name_safe);
   g_test_add_func("/output/provenance", test_provenance);
