@@ -104,8 +104,8 @@ enum {
 
 typedef struct _TokenRow {
   double t[N_ROW];
-  /* operator_layer's sums of the row's operators before the attention and after the KV write,
-   * in its order (the same doubles: layer_time adds them without their origins) */
+  /* the sums of the row's operators before the attention and after the KV write, in the
+   * layer's order (layer_sum adds them around the attention) */
   double before_attention, after_kv_write;
   guint32 found; /* bit i: t[i] is the profile's */
   gboolean filled;
@@ -527,30 +527,41 @@ static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const 
 }
 
 /* One decoder layer from the profile, its token-count operators from ROW. */
-static double operator_layer(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b,
-                             const TokenRow *row) {
-  double t = row_op(row, ROW_QKV, sums) + row_op(row, ROW_O, sums);
-  t += row_op(row, ROW_ROUTER, sums) + row_op(row, ROW_MOE_ROUTE, sums);
-  t += row_op(row, ROW_UP, sums) + row_op(row, ROW_DOWN, sums);
-  t += decode_attention_time(s, sums, b) + prefill_attention_time(s, sums, b);
-  t += row_op(row, ROW_KV_WRITE, sums);
-  t += row_op(row, ROW_NORM2, sums) + row_op(row, ROW_ACT, sums) + row_op(row, ROW_ADD2, sums);
+/* One layer's time from its token row and ATTENTION (the decode and prefill
+ * attention of the step together): the row's operators in the order their
+ * sums were made (fill_row), the attention between them. */
+static double layer_sum(const EmaStepModel *s, const TokenRow *row, double attention) {
+  double t = row->before_attention;
+  t += attention;
+  t += row->t[ROW_KV_WRITE];
+  t += row->after_kv_write;
   if (s->gated)
-    t += row_op(row, ROW_ROPE, sums);
+    t += row->t[ROW_ROPE];
   return t;
 }
 
-/* operator_layer's time alone (the same double: its sums of the row's
- * operators are the row's, made in the same order). */
+/* One layer's time, each operator's time added to SUMS by its origin in
+ * the layer's order. */
+static double operator_layer(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b,
+                             const TokenRow *row) {
+  static const int before[] = {ROW_QKV, ROW_O, ROW_ROUTER, ROW_MOE_ROUTE, ROW_UP, ROW_DOWN};
+  static const int after[] = {ROW_KV_WRITE, ROW_NORM2, ROW_ACT, ROW_ADD2};
+  double attention;
+  for (guint i = 0; i < G_N_ELEMENTS(before); i++)
+    row_op(row, before[i], sums);
+  attention = decode_attention_time(s, sums, b) + prefill_attention_time(s, sums, b);
+  for (guint i = 0; i < G_N_ELEMENTS(after); i++)
+    row_op(row, after[i], sums);
+  if (s->gated)
+    row_op(row, ROW_ROPE, sums);
+  return layer_sum(s, row, attention);
+}
+
+/* operator_layer's time alone, no sums kept. */
 static double layer_time(const EmaStepModel *s, const EmaStepBatch *b, const TokenRow *row) {
   OpSums unused = {0};
-  double t = row->before_attention;
-  t += decode_attention_time(s, &unused, b) + prefill_attention_time(s, &unused, b);
-  t += row_op(row, ROW_KV_WRITE, &unused);
-  t += row->after_kv_write;
-  if (s->gated)
-    t += row_op(row, ROW_ROPE, &unused);
-  return t;
+  return layer_sum(s, row,
+                   decode_attention_time(s, &unused, b) + prefill_attention_time(s, &unused, b));
 }
 
 /* Scale the layer's two roofline sides (and its KV-read share) by one

@@ -686,6 +686,38 @@ static void test_compare_static_public(void) {
   g_assert_cmpfloat(stats[1].worst_error, <, 0.20);
 }
 
+/* A step's time alone (no breakdown asked for) is the breakdown's time, to
+ * the nanosecond: on the H200 profile, for a gated, a plain and an MoE
+ * model, at TP 1 and 2, over decode, prefill and mixed batches. */
+static void test_step_time_alone(void) {
+  static const char *const models[] = {"llama-3.1-8b", "opt-13b", "mixtral-8x7b"};
+  g_autoptr(EmaServerSpec) server = ema_server_load("h200x8-hgx", NULL);
+  guint checked = 0;
+  for (guint m = 0; m < G_N_ELEMENTS(models); m++) {
+    g_autoptr(EmaLlmSpec) model = ema_llm_load(models[m], NULL);
+    for (guint tp = 1; tp <= 2; tp++) {
+      g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, tp, NULL);
+      g_assert_nonnull(step);
+      for (guint64 seqs = 0; seqs <= 256; seqs = seqs ? 4 * seqs : 1)
+        for (guint64 chunk = 0; chunk <= 4096; chunk = chunk ? 8 * chunk : 64) {
+          EmaStepBatch b = {.decode_seqs = seqs,
+                            .decode_context = 1500.0 * (double) seqs,
+                            .prefill_tokens = chunk,
+                            .prefill_context = (double) chunk * (chunk + 1) / 2 + 512.0 * chunk,
+                            .prefill_kv_read = chunk ? 512.0 + chunk : 0,
+                            .prefill_chunks = chunk > 0,
+                            .logits = seqs + (chunk > 0)};
+          EmaStepBreakdown bd;
+          EmaTime with = ema_step_time(step, &b, &bd);
+          g_assert_cmpint(ema_step_time(step, &b, NULL), ==, with);
+          g_assert_cmpint(bd.time, ==, with);
+          checked++;
+        }
+    }
+  }
+  g_assert_cmpuint(checked, ==, 3 * 2 * 6 * 4);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/profile/errors", test_errors);
@@ -696,6 +728,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/monotone-dip", test_monotone_dip);
   g_test_add_func("/profile/step-sum", test_step_sum);
   g_test_add_func("/profile/step-rows", test_step_rows);
+  g_test_add_func("/profile/step-time-alone", test_step_time_alone);
   g_test_add_func("/profile/step-bias", test_step_bias);
   g_test_add_func("/profile/resolved-ops", test_resolved_ops);
   g_test_add_func("/profile/fallback", test_fallback);
