@@ -478,7 +478,8 @@ void ema_pool_core_note(EmaPoolCore *c, EmaPoolEventKind kind, guint gpu, guint 
   e.blocks_moved = blocks;
   e.bytes_copied = bytes;
   e.seconds = e.copy_seconds = seconds;
-  reason_add(&e, "%s", reason);
+  /* reason_add's cut, without printf (E's reason is all zeros) */
+  memcpy(e.reason, reason, strnlen(reason, sizeof e.reason - 1));
   event_push(c, &e);
 }
 
@@ -1036,12 +1037,7 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
   double wait = 0, sum = 0;
   EmaTime unmap = 0;
   gboolean ok = TRUE;
-  char why[64];
-  if (needed > 0)
-    g_snprintf(why, sizeof why, "%s: lender gpu%u lacks %" G_GUINT64_FORMAT " slices",
-               policy_name(c, EMA_POLICY_RECLAIM), lender, needed);
-  else
-    g_snprintf(why, sizeof why, "%s: proactive", policy_name(c, EMA_POLICY_RECLAIM));
+  char why[64] = ""; /* formatted for the plan's first action (most plans have none) */
   ops->decide(c->ledger.gpus[lender]->states[EMA_POLICY_RECLAIM], c->spec->reclaim_params,
               ema_pool_core_view(c), lender, needed, &plan);
   for (guint i = 0; ok && i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
@@ -1052,6 +1048,11 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
       c->stats.plans_adjusted++;
       continue;
     }
+    if (why[0] == '\0' && needed > 0)
+      g_snprintf(why, sizeof why, "%s: lender gpu%u lacks %" G_GUINT64_FORMAT " slices",
+                 policy_name(c, EMA_POLICY_RECLAIM), lender, needed);
+    else if (why[0] == '\0')
+      g_snprintf(why, sizeof why, "%s: proactive", policy_name(c, EMA_POLICY_RECLAIM));
     ok = apply_reclaim_action(c, lender, &plan.actions[i], why, &taken, &time, &action_unmap, &sum,
                               error);
     if (taken == 0)

@@ -41,6 +41,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "ema/pool/core.h"
 #include "ema/pool/registry.h"
 
@@ -347,6 +348,32 @@ static double tier_copy(Pool *p, guint from, guint to, double bytes) {
   return seconds;
 }
 
+/* TEXT (LEN chars) appended to REASON at *AT, cut to its size. */
+static void reason_put(char reason[EMA_POOL_REASON_CHARS], gsize *at, const char *text, gsize len) {
+  len = MIN(len, EMA_POOL_REASON_CHARS - 1 - *at);
+  memcpy(reason + *at, text, len);
+  *at += len;
+  reason[*at] = '\0';
+}
+
+/* A prefix-tier event's reason into REASON: "prefix tier: N cached
+ * blocks WHAT", then gpu PEER's index and TAIL unless PEER is G_MAXUINT.
+ * What printf would write, without its cost (an event per demotion). */
+static void tier_reason(char reason[EMA_POOL_REASON_CHARS], guint64 n, const char *what, guint peer,
+                        const char *tail) {
+  static const char head[] = "prefix tier: ", blocks[] = " cached blocks ";
+  char digits[EMA_FILE_UINT_CHARS];
+  gsize at = 0;
+  reason_put(reason, &at, head, sizeof head - 1);
+  reason_put(reason, &at, digits, ema_file_format_uint(digits, n));
+  reason_put(reason, &at, blocks, sizeof blocks - 1);
+  reason_put(reason, &at, what, strlen(what));
+  if (peer == G_MAXUINT)
+    return;
+  reason_put(reason, &at, digits, ema_file_format_uint(digits, peer));
+  reason_put(reason, &at, tail, strlen(tail));
+}
+
 static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
   Gpu *g = self;
   Pool *p = g->pool;
@@ -357,24 +384,18 @@ static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
   case EMA_KV_TIER_DEMOTE:
     /* a copy engine's copy to the peer; nothing waits for it */
     seconds = tier_copy(p, g->index, peer, bytes);
-    g_snprintf(reason, sizeof reason,
-               "prefix tier: %" G_GUINT64_FORMAT
-               " cached blocks demoted to gpu%u (their local room was taken)",
-               n, peer);
+    tier_reason(reason, n, "demoted to gpu", peer, " (their local room was taken)");
     break;
   case EMA_KV_TIER_FETCH:
     seconds = tier_copy(p, peer, g->index, bytes);
-    g_snprintf(reason, sizeof reason,
-               "prefix tier: %" G_GUINT64_FORMAT " cached blocks fetched from gpu%u for a hit", n,
-               peer);
+    tier_reason(reason, n, "fetched from gpu", peer, " for a hit");
     break;
   case EMA_KV_TIER_DROP:
   default:
-    g_snprintf(reason, sizeof reason,
-               "prefix tier: %" G_GUINT64_FORMAT
-               " cached blocks on peers dropped (their room went: a reclaim, a return or the "
-               "tenant's own blocks)",
-               n);
+    tier_reason(reason, n,
+                "on peers dropped (their room went: a reclaim, a return or the tenant's own "
+                "blocks)",
+                G_MAXUINT, NULL);
     bytes = 0;
     break;
   }
