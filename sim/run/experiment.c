@@ -405,13 +405,15 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
       g_ptr_array_add(
           warnings,
           g_strdup_printf("tenant %s (tp %" G_GINT64_FORMAT " on gpu%" G_GINT64_FORMAT
-                          "..gpu%" G_GINT64_FORMAT ") does not share memory under policy %s "
-                          "(borrow: %s): tensor-parallel tenants keep to their own KV memory, "
-                          "they neither borrow nor lend%s",
+                          "..gpu%" G_GINT64_FORMAT ") shares as a group under policy %s "
+                          "(borrow: %s): it borrows from the GPUs outside the group, each rank "
+                          "reading its shard of the remote KV, but does not lend its own KV "
+                          "memory%s",
                           t->name, t->tp, t->gpu, t->gpu + t->tp - 1, experiment->policy.name,
                           experiment->policy.borrow,
                           g_strcmp0(experiment->policy.prefetch, "offload") == 0
-                              ? ", nor offload attention or serve it (prefetch: offload)"
+                              ? ", nor offload attention (prefetch: offload): it reads its "
+                                "remote KV directly"
                               : ""));
   }
   return warnings;

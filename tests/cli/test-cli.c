@@ -264,10 +264,11 @@ static void test_check_tp_warning(void) {
       ema_test_cli("check", FIXTURES "tp-share.yaml", "--set", "policy=static", NULL);
   g_assert_cmpint(ema->status, ==, 0);
   g_assert_cmpstr(ema->err, ==,
-                  "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) does not share memory under "
-                  "policy ema (borrow: most-idle): tensor-parallel tenants keep to their own KV "
-                  "memory, they neither borrow nor lend, nor offload attention or serve it "
-                  "(prefetch: offload)\n");
+                  "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under "
+                  "policy ema (borrow: most-idle): it borrows from the GPUs outside the group, "
+                  "each rank reading its shard of the remote KV, but does not lend its own KV "
+                  "memory, nor offload attention (prefetch: offload): it reads its remote KV "
+                  "directly\n");
   g_assert_cmpint(fixed->status, ==, 0);
   g_assert_cmpstr(fixed->err, ==, "");
 }
