@@ -35,9 +35,10 @@
  * between the group's own ranks and a peer (peer swap, migrations, the
  * prefix tier) takes a rank's shard over each rank's link on a mesh and
  * all shards over the peer's port otherwise; its host copies go over each
- * rank's own host link (group_link_time, group_host_time). Attention
- * offload is not modelled for a group (ema_pool_set_offload_model says
- * so): its remote KV is read directly or prefetched.
+ * rank's own host link (group_link_time, group_host_time). A group
+ * offloads attention as a group (hw/offload.h's group model: each rank's
+ * queries, the lender computing every rank's partials over all shards,
+ * its share of HBM time all shards' reads).
  *
  * Policy calls: a GPU decides after a step of its tenant that lacked
  * blocks, after its other steps at most once per policy.decision_period
@@ -1203,12 +1204,9 @@ void ema_pool_set_offload_model(EmaPool *pool, guint gpu, const EmaLlmSpec *mode
   Gpu *g = &pool->pool.gpus[gpu];
   GError *error = NULL;
   g_return_if_fail(g->has_tenant && g->offload == NULL && g->offload_error == NULL);
-  if (ema_slice_gpu_ranks(&g->counters) > 1)
-    g->offload_error = g_strdup_printf(
-        "attention offload is not modelled for a tensor-parallel group (tp %u): its remote KV is "
-        "read directly or prefetched",
-        ema_slice_gpu_ranks(&g->counters));
-  else if ((g->offload = ema_offload_model_new(model, pool->pool.server, 1, &error)) == NULL)
+  /* a TP group's: the lender computes every rank's partials (hw/offload.h) */
+  if ((g->offload = ema_offload_model_new_group(model, pool->pool.server,
+                                                ema_slice_gpu_ranks(&g->counters), &error)) == NULL)
     g->offload_error = g_strdup(error->message);
   g_clear_error(&error);
 }

@@ -407,14 +407,12 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
           g_strdup_printf("tenant %s (tp %" G_GINT64_FORMAT " on gpu%" G_GINT64_FORMAT
                           "..gpu%" G_GINT64_FORMAT ") shares as a group under policy %s "
                           "(borrow: %s): it borrows from the GPUs outside the group, each rank "
-                          "reading its shard of the remote KV, but does not lend its own KV "
-                          "memory%s",
+                          "%s its shard of the remote KV, but does not lend its own KV memory",
                           t->name, t->tp, t->gpu, t->gpu + t->tp - 1, experiment->policy.name,
                           experiment->policy.borrow,
                           g_strcmp0(experiment->policy.prefetch, "offload") == 0
-                              ? ", nor offload attention (prefetch: offload): it reads its "
-                                "remote KV directly"
-                              : ""));
+                              ? "reading or offloading the attention over"
+                              : "reading"));
   }
   return warnings;
 }

@@ -266,9 +266,8 @@ static void test_check_tp_warning(void) {
   g_assert_cmpstr(ema->err, ==,
                   "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under "
                   "policy ema (borrow: most-idle): it borrows from the GPUs outside the group, "
-                  "each rank reading its shard of the remote KV, but does not lend its own KV "
-                  "memory, nor offload attention (prefetch: offload): it reads its remote KV "
-                  "directly\n");
+                  "each rank reading or offloading the attention over its shard of the remote "
+                  "KV, but does not lend its own KV memory\n");
   g_assert_cmpint(fixed->status, ==, 0);
   g_assert_cmpstr(fixed->err, ==, "");
 }

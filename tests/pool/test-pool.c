@@ -1082,8 +1082,7 @@ static EmaKvMemory *bench_tp_tenant(Bench *b, guint64 slices_rank) {
 
 /* A TP group borrows from GPUs outside it (its own second rank lends
  * nothing: it is no GPU of the pool), each borrowed block whole on the
- * lender; it lends nothing itself, and the policies see it so; it does
- * not offload. */
+ * lender; it lends nothing itself, and the policies see it so. */
 static void test_tp_borrow(void) {
   Bench *b = bench_new(NULL);
   EmaKvMemory *m0;
@@ -1115,8 +1114,7 @@ static void test_tp_borrow(void) {
   g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 8);
   g_assert_false(take(m0, 1));
   bench_check(b);
-  ema_test_assert_contains(ema_pool_offload_unavailable(b->pool, 0),
-                           "not modelled for a tensor-parallel group (tp 2)");
+  g_assert_null(ema_pool_offload_unavailable(b->pool, 0)); /* it may offload (/pool/tp/offload) */
   give(m0, 28);
   bench_free(b);
 
@@ -1259,6 +1257,58 @@ static void test_tp_prefetch(void) {
                   ns(tp_prefetch_step(b, &small, 2 * R * 32 / first)));
   g_assert_cmpint(ns(tp_prefetch_step(b, &small, R * 32 / first)), >, ns(first));
   give(&b->memory[0], 20);
+  bench_free(b);
+}
+
+/* A TP group offloads as a group (hw/offload.h): the group (tp 2 on gpus
+ * 0-1) holds 200 blocks locally and 800 on gpu2, one running request of
+ * 1,000 blocks (16,000 tokens, all decoding: 12,800 of them and the newest
+ * block on the lender); a decode step of 100 sequences over 16,000 tokens.
+ * Its step is one rank's local work (the batch less the lender's 12,800
+ * tokens, on the tp 2 step model) plus the group model's wait and merge:
+ * the lender computes both ranks' partials, reading both shards, so its
+ * share of HBM time is what the tp 1 tenant's whole KV would take, twice
+ * one rank's. */
+static void test_tp_offload(void) {
+  Bench *b = bench_new(NULL);
+  const EmaLlmSpec *llm = &tenant_spec(b->experiment, 0)->model;
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  EmaStepBatch local = batch;
+  EmaOffloadShare share = {.seqs = 1, .context = 12800, .new_kv = 1};
+  EmaOffloadShare shares[MAX_GPUS];
+  EmaStepBreakdown bd;
+  EmaTime local_ns, step, rank_step;
+  GError *error = NULL;
+  g_autoptr(EmaOffloadModel) group = ema_offload_model_new_group(llm, b->server, 2, &error);
+  g_autoptr(EmaOffloadModel) rank = ema_offload_model_new(llm, b->server, 2, &error);
+  g_assert_no_error(error);
+  b->borrow = (TestBorrowParams){0, 2, 800, 2, 0, 0};
+  b->prefetch = (TestPrefetchParams){EMA_REMOTE_OFFLOAD, 1, 1, 1, &b->prefetch_probe};
+  bench_pool(b);
+  bench_tp_tenant(b, 100);
+  ema_pool_add_idle_gpu(b->pool, 2, 1000);
+  bench_start(b);
+  g_assert_null(ema_pool_offload_unavailable(b->pool, 0));
+  bench_borrow(b, 800, 0);
+  g_assert_true(take(&b->memory[0], 1000));
+  g_assert_cmpuint(ema_pool_offload_shares(b->pool, 0, shares), ==, 1);
+  g_assert_cmpuint(shares[2].seqs, ==, 1);
+  g_assert_cmpfloat(shares[2].context, ==, 12800);
+  g_assert_cmpuint(shares[2].new_kv, ==, 1);
+  local.decode_context = 16000 - 12800;
+  local_ns = ema_step_time(b->models[0], &local, &bd);
+  step = local_ns + (ema_offload_step_time(group, &bd, &share, 1, 1, NULL) - bd.time);
+  rank_step = local_ns + (ema_offload_step_time(rank, &bd, &share, 1, 1, NULL) - bd.time);
+  g_assert_cmpint(step, >, rank_step); /* the lender's partials of both ranks take longer */
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, step);
+  g_assert_cmpfloat_with_epsilon(b->prefetch_probe.step.step_offload_s, (double) step / 1e9, 1e-12);
+  /* the lender's share of HBM time: both shards' reads */
+  g_assert_cmpfloat(ema_pool_view(b->pool)->offload_share[0 * b->server->gpus + 2], ==,
+                    ema_offload_lender_share(group, &share, step));
+  g_assert_cmpfloat_with_epsilon(ema_offload_lender_share(group, &share, step),
+                                 2 * ema_offload_lender_share(rank, &share, step),
+                                 1e-12 * ema_offload_lender_share(group, &share, step));
+  give(&b->memory[0], 1000);
   bench_free(b);
 }
 
@@ -1991,6 +2041,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/tp/step-direct", test_tp_step_direct);
   g_test_add_func("/pool/tp/step-switch", test_tp_step_switch);
   g_test_add_func("/pool/tp/prefetch", test_tp_prefetch);
+  g_test_add_func("/pool/tp/offload", test_tp_offload);
   g_test_add_func("/pool/tp/serving", test_tp_serving);
   g_test_add_func("/pool/step/offload", test_step_offload);
   g_test_add_func("/pool/step/offload-one-long", test_step_offload_one_long);

@@ -82,13 +82,16 @@
  * - Tensor-parallel tenants (tp = t > 1) share as a group: one record at
  *   their first GPU, their region t ranks' and their block all t shards
  *   (KV splits by heads); they borrow from GPUs outside the group (a
- *   borrowed block lies whole on its lender) but do not lend, and do not
- *   offload attention. Their step is one rank's: each rank reads its shard
- *   of the remote KV over its own link to the lender on a link-per-pair
- *   server (R_l of a rank per link), through the lender's one port on a
- *   switch or PCIe (t R_l there, R_l into each rank); the lender's HBM is
+ *   borrowed block lies whole on its lender) but do not lend. Their step
+ *   is one rank's: each rank reads its shard of the remote KV over its own
+ *   link to the lender on a link-per-pair server (R_l of a rank per link),
+ *   through the lender's one port on a switch or PCIe (t R_l there, R_l
+ *   into each rank); the lender's HBM is
  *   charged all t shards, a prefetch lands a rank's shard in each rank
- *   (pool.c says how copies are timed).
+ *   (pool.c says how copies are timed). Offloaded, each rank sends its
+ *   heads' queries and the lender computes every rank's partials over all
+ *   t shards (hw/offload.h's group model; its share of HBM time is all t
+ *   shards' reads).
  * GPUs without a tenant lend all their KV region. */
 #pragma once
 

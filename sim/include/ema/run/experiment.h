@@ -119,8 +119,8 @@ gboolean ema_experiment_is_serving(const EmaExperiment *experiment);
 /* What the run will not do that the experiment asks for, one sentence
  * each (a new array, empty when there is nothing to say): a tenant with
  * tp > 1 under a borrow policy that acts shares only as a borrowing group
- * (it borrows from the GPUs outside it, but does not lend, nor, under the
- * `offload` prefetch policy, offload attention), named with its GPUs. */
+ * (it borrows from the GPUs outside it, and under the `offload` prefetch
+ * policy offloads attention, but does not lend), named with its GPUs. */
 GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment);
 
 /* The experiment as YAML with every value explicit (resolved.yaml). */
