@@ -1213,15 +1213,23 @@ static double tp_prefetch_step(const Bench *b, const EmaStepBatch *batch, double
                                  R / b->server->link.direct_read_bandwidth, &plan);
 }
 
-static Bench *tp_prefetch_bench(void) {
+/* The TP group of SLICES_RANK slices per rank on a bench whose gpu2 is
+ * idle with LENDER_SLICES, the group's remote KV read in MODE (prefetch: 2
+ * groups of 4 layers ahead), BORROWED slices of gpu2 borrowed and mapped. */
+static Bench *tp_bench(int mode, guint64 slices_rank, guint64 lender_slices, guint64 borrowed) {
   Bench *b = bench_new(NULL);
-  b->borrow = (TestBorrowParams){0, 2, 20, 2, 0, 0};
-  b->prefetch = (TestPrefetchParams){EMA_REMOTE_PREFETCH, 2, 4, 1, &b->prefetch_probe};
+  b->borrow = (TestBorrowParams){0, 2, (gint64) borrowed, 2, 0, 0};
+  b->prefetch = (TestPrefetchParams){mode, 2, 4, 1, &b->prefetch_probe};
   bench_pool(b);
-  bench_tp_tenant(b, 10);
-  ema_pool_add_idle_gpu(b->pool, 2, 40);
+  bench_tp_tenant(b, slices_rank);
+  ema_pool_add_idle_gpu(b->pool, 2, lender_slices);
   bench_start(b);
-  bench_borrow(b, 20, 0);
+  bench_borrow(b, borrowed, 0);
+  return b;
+}
+
+static Bench *tp_prefetch_bench(void) {
+  Bench *b = tp_bench(EMA_REMOTE_PREFETCH, 10, 40, 20);
   g_assert_true(take(&b->memory[0], 20 + 20));
   give(&b->memory[0], 20); /* round(20 x 20 / 40) = 10 of them remote: 10 local, 10 remote */
   g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 10);
@@ -1270,7 +1278,7 @@ static void test_tp_prefetch(void) {
  * share of HBM time is what the tp 1 tenant's whole KV would take, twice
  * one rank's. */
 static void test_tp_offload(void) {
-  Bench *b = bench_new(NULL);
+  Bench *b = tp_bench(EMA_REMOTE_OFFLOAD, 100, 1000, 800);
   const EmaLlmSpec *llm = &tenant_spec(b->experiment, 0)->model;
   EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
   EmaStepBatch local = batch;
@@ -1282,14 +1290,7 @@ static void test_tp_offload(void) {
   g_autoptr(EmaOffloadModel) group = ema_offload_model_new_group(llm, b->server, 2, &error);
   g_autoptr(EmaOffloadModel) rank = ema_offload_model_new(llm, b->server, 2, &error);
   g_assert_no_error(error);
-  b->borrow = (TestBorrowParams){0, 2, 800, 2, 0, 0};
-  b->prefetch = (TestPrefetchParams){EMA_REMOTE_OFFLOAD, 1, 1, 1, &b->prefetch_probe};
-  bench_pool(b);
-  bench_tp_tenant(b, 100);
-  ema_pool_add_idle_gpu(b->pool, 2, 1000);
-  bench_start(b);
   g_assert_null(ema_pool_offload_unavailable(b->pool, 0));
-  bench_borrow(b, 800, 0);
   g_assert_true(take(&b->memory[0], 1000));
   g_assert_cmpuint(ema_pool_offload_shares(b->pool, 0, shares), ==, 1);
   g_assert_cmpuint(shares[2].seqs, ==, 1);
@@ -1318,17 +1319,31 @@ static void test_tp_offload(void) {
  * (EMA_POOL_CHECKS=all) every 10 ms; and through the rig, with every GPU
  * taking back all it lends twice while the group holds borrowed memory,
  * every request still completes. */
+/* EXPERIMENT's run through the rig, the ledger checked every CHECK_PERIOD
+ * and every GPU taking back all it lends at each of FAULT_TIMES[N]. */
+static Rig *run_rig_with_faults(const EmaExperiment *experiment, EmaTime check_period,
+                                const EmaTime *fault_times, RigFault **faults, guint n) {
+  GError *error = NULL;
+  Rig *rig = rig_new(experiment, &error);
+  g_assert_no_error(error);
+  rig_check_every(rig, check_period);
+  for (guint i = 0; i < n; i++)
+    faults[i] = rig_fault_at(rig, fault_times[i]);
+  g_assert_true(rig_run(rig, &error));
+  g_assert_no_error(error);
+  return rig;
+}
+
 static void test_tp_serving(void) {
   g_autoptr(EmaExperiment) experiment = load("tp-group.yaml", NULL);
-  g_autoptr(EmaServingReport) report = NULL;
   g_autoptr(Rig) rig = NULL;
-  const EmaTenantResult *big;
+  const EmaTime fault_times[] = {EMA_MS(4500), EMA_MS(6000)};
   RigFault *faults[2];
   GError *error = NULL;
-  g_assert_cmpint(tenant_spec(experiment, 0)->tp, ==, 2);
-  report = ema_serving_run(experiment, NULL, FALSE, &error);
+  g_autoptr(EmaServingReport) report = ema_serving_run(experiment, NULL, FALSE, &error);
+  const EmaTenantResult *big;
   g_assert_no_error(error);
-  g_assert_nonnull(report);
+  g_assert_cmpint(tenant_spec(experiment, 0)->tp, ==, 2);
   big = report->tenants->pdata[0];
   g_assert_cmpuint(report->pool.borrows, >, 0);
   g_assert_cmpuint(report->pool.remote_steps, >, 0);
@@ -1337,13 +1352,7 @@ static void test_tp_serving(void) {
   g_assert_cmpuint(big->unfinished, ==, 0);
   g_assert_cmpuint(big->metrics->completed, ==, big->arrived);
 
-  rig = rig_new(experiment, &error);
-  g_assert_no_error(error);
-  rig_check_every(rig, EMA_MS(5));
-  faults[0] = rig_fault_at(rig, EMA_MS(4500));
-  faults[1] = rig_fault_at(rig, EMA_MS(6000));
-  g_assert_true(rig_run(rig, &error));
-  g_assert_no_error(error);
+  rig = run_rig_with_faults(experiment, EMA_MS(5), fault_times, faults, 2);
   g_assert_true(faults[0]->fired && faults[1]->fired);
   g_assert_cmpuint(faults[0]->lent_before + faults[1]->lent_before, >, 0);
   g_assert_cmpuint(ema_pool_stats(rig->pool)->reclaims, >, 0);
