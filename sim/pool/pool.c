@@ -668,8 +668,16 @@ static void on_decide(EmaSim *sim, EmaEvent *event, gpointer data) {
   decide(data);
 }
 
+/* G's decisions can do something: it shares, and it lends (reclaims,
+ * parking) or its borrow policy acts (a TP group under a borrow policy
+ * that never acts has nothing to decide). */
+static gboolean decides(const Gpu *g) {
+  return g->shares && (ema_slice_gpu_lends(&g->counters) ||
+                       !g->pool->core.policies[EMA_POLICY_BORROW]->never_acts);
+}
+
 static void schedule_decision(Gpu *g) {
-  if (g->shares && !ema_event_is_scheduled(&g->decide_event))
+  if (decides(g) && !ema_event_is_scheduled(&g->decide_event))
     ema_sim_schedule(g->pool->sim, &g->decide_event, ema_sim_now(g->pool->sim), DECIDE_PRIORITY);
 }
 
@@ -1035,7 +1043,7 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
    * event, as it comes from inside the engine); a periodic decision of a
    * GPU that lends nothing under a borrow policy that never acts would do
    * nothing, and is skipped */
-  if (g->shares &&
+  if (decides(g) &&
       (g->blocks_short > 0 ||
        ((!p->core.policies[EMA_POLICY_BORROW]->never_acts || g->lent_total > 0) &&
         ema_pool_core_periodic_due(core_at(p, now), &g->counters))) &&
