@@ -1313,12 +1313,13 @@ static void test_tp_offload(void) {
   bench_free(b);
 }
 
-/* A serving run of a TP group whose KV outgrows its ranks (tp-group.yaml,
- * policy ema: its preempted KV parks on peers): the group borrows, from
- * gpus 2 and 3 only, with the ledger and every request's blocks checked
- * (EMA_POOL_CHECKS=all) every 10 ms; and through the rig, with every GPU
- * taking back all it lends twice while the group holds borrowed memory,
- * every request still completes. */
+/* A serving run of a TP group whose KV outgrows its ranks (tp-group.yaml)
+ * under each borrowing composition (ema and offload park its preempted KV
+ * on peers too): the group borrows, from gpus 2 and 3 only, with the
+ * ledger and every request's blocks checked (EMA_POOL_CHECKS=all) every
+ * 10 ms; and through the rig, with every GPU taking back all it lends
+ * twice while the group holds borrowed memory, every request still
+ * completes. */
 /* EXPERIMENT's run through the rig, the ledger checked every CHECK_PERIOD
  * and every GPU taking back all it lends at each of FAULT_TIMES[N]. */
 static Rig *run_rig_with_faults(const EmaExperiment *experiment, EmaTime check_period,
@@ -1334,8 +1335,10 @@ static Rig *run_rig_with_faults(const EmaExperiment *experiment, EmaTime check_p
   return rig;
 }
 
-static void test_tp_serving(void) {
-  g_autoptr(EmaExperiment) experiment = load("tp-group.yaml", NULL);
+static void test_tp_serving(gconstpointer data) {
+  g_autofree char *policy = g_strconcat("policy=", (const char *) data, NULL);
+  const char *overrides[] = {policy, NULL};
+  g_autoptr(EmaExperiment) experiment = load("tp-group.yaml", overrides);
   g_autoptr(Rig) rig = NULL;
   const EmaTime fault_times[] = {EMA_MS(4500), EMA_MS(6000)};
   RigFault *faults[2];
@@ -2051,7 +2054,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/tp/step-switch", test_tp_step_switch);
   g_test_add_func("/pool/tp/prefetch", test_tp_prefetch);
   g_test_add_func("/pool/tp/offload", test_tp_offload);
-  g_test_add_func("/pool/tp/serving", test_tp_serving);
+  g_test_add_data_func("/pool/tp/serving/ema", "ema", test_tp_serving);
+  g_test_add_data_func("/pool/tp/serving/offload", "offload", test_tp_serving);
+  g_test_add_data_func("/pool/tp/serving/remote-direct", "remote-direct", test_tp_serving);
   g_test_add_func("/pool/step/offload", test_step_offload);
   g_test_add_func("/pool/step/offload-one-long", test_step_offload_one_long);
   g_test_add_func("/pool/step/parked-interference", test_parked_interference);
