@@ -21,6 +21,7 @@ struct _EmaOffloadModel {
   double head_dim;           /* d */
   double element_bytes;      /* b */
   double kv_bytes_per_token; /* kv_l: one layer, one GPU */
+  double ranks;              /* t: the group's ranks whose partials one lender computes (1: one) */
   /* the GPU */
   double flop_rate;        /* rate_c */
   double byte_rate;        /* rate_m */
@@ -76,6 +77,15 @@ EmaOffloadModel *ema_offload_model_new(const EmaLlmSpec *model, const EmaServerS
   m->shared_port = server->topology != EMA_TOPOLOGY_DIRECT;
   m->link_bandwidth = server->link.bandwidth;
   m->link_latency_s = (double) server->link.latency * 1e-9;
+  m->ranks = 1;
+  return m;
+}
+
+EmaOffloadModel *ema_offload_model_new_group(const EmaLlmSpec *model, const EmaServerSpec *server,
+                                             guint tp, GError **error) {
+  EmaOffloadModel *m = ema_offload_model_new(model, server, tp, error);
+  if (m)
+    m->ranks = tp;
   return m;
 }
 
@@ -98,13 +108,22 @@ static double returned_bytes(const EmaOffloadModel *m, const EmaOffloadShare *sh
   return (double) share->seqs * m->heads * (m->head_dim + 1) * FP32_BYTES;
 }
 
-/* t_att_j: the lender's partial attention over its share, one layer. */
+/* t_att_j: the lender's partial attention over its share, one layer (of
+ * every rank of a group: t shards' reads and FLOPs, one kernel). */
 static double attend_s(const EmaOffloadModel *m, const EmaOffloadShare *share) {
-  double memory = share->context * m->kv_bytes_per_token / m->kv_rate;
-  double compute = 4.0 * m->heads * m->head_dim * share->context / m->flop_rate;
+  double memory = m->ranks * share->context * m->kv_bytes_per_token / m->kv_rate;
+  double compute = m->ranks * 4.0 * m->heads * m->head_dim * share->context / m->flop_rate;
   return (m->kernel_s + MAX(memory, compute) +
-          (double) share->new_kv * m->kv_bytes_per_token / m->byte_rate) *
+          m->ranks * (double) share->new_kv * m->kv_bytes_per_token / m->byte_rate) *
          (share->lender_busy ? 1 + m->partial_slowdown : 1);
+}
+
+/* The bytes that set a message's time on the link: its own on a link per
+ * pair (a group's ranks each over their own); on a shared port the rank's
+ * messages to every lender (TOTAL) or the lender's port carrying every
+ * rank's (t x ONE), whichever is more. */
+static double port_bytes(const EmaOffloadModel *m, double one, double total) {
+  return m->shared_port ? MAX(total, m->ranks * one) : one;
 }
 
 EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreakdown *local,
@@ -131,10 +150,10 @@ EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreak
     if (shares[j].seqs == 0)
       continue;
     send = m->link_latency_s +
-           (m->shared_port ? sent_total : sent_bytes(m, &shares[j])) / m->link_bandwidth;
+           port_bytes(m, sent_bytes(m, &shares[j]), sent_total) / m->link_bandwidth;
     attend = attend_s(m, &shares[j]);
     back = m->link_latency_s +
-           (m->shared_port ? returned_total : returned_bytes(m, &shares[j])) / m->link_bandwidth;
+           port_bytes(m, returned_bytes(m, &shares[j]), returned_total) / m->link_bandwidth;
     if (send + attend + back > r.layer_remote_s) {
       r.layer_remote_s = send + attend + back;
       r.layer_send_s = send;
@@ -162,7 +181,7 @@ EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreak
 double ema_offload_lender_share(const EmaOffloadModel *offload, const EmaOffloadShare *share,
                                 EmaTime borrower_step) {
   g_return_val_if_fail(offload != NULL && share != NULL && borrower_step > 0, 0);
-  return offload->layers * share->context * offload->kv_bytes_per_token /
+  return offload->ranks * offload->layers * share->context * offload->kv_bytes_per_token /
          ((double) borrower_step * 1e-9 * offload->copy_rate);
 }
 
@@ -171,5 +190,5 @@ double ema_offload_max_context(const EmaOffloadModel *offload, double allowance,
   g_return_val_if_fail(offload != NULL && borrower_step > 0, 0);
   g_return_val_if_fail(allowance >= 0 && allowance <= 1, 0);
   return allowance * offload->copy_rate * (double) borrower_step * 1e-9 /
-         (offload->layers * offload->kv_bytes_per_token);
+         (offload->layers * offload->kv_bytes_per_token * offload->ranks);
 }

@@ -420,6 +420,7 @@ void ema_pool_core_clear(EmaPoolCore *c) {
 void ema_slice_gpu_setup(EmaSliceGpu *g, guint index, guint n) {
   memset(g, 0, sizeof *g);
   g->index = index;
+  g->ranks = 1;
   g->remote = g_new0(guint64, n);
   g->plan = ema_prefetch_plan_start();
   g->refused_by = G_MAXUINT;
@@ -785,10 +786,11 @@ static gboolean apply_borrow(EmaPoolCore *c, guint borrower, guint lender, guint
              lender);
   if (slices < asked)
     reason_add(&e, "; %s",
-               !c->ledger.gpus[lender]->shares ? "it does not share"
-               : lender == borrower            ? "its own"
-                                               : "it can lend");
-  if (slices < asked && c->ledger.gpus[lender]->shares && lender != borrower)
+               !c->ledger.gpus[lender]->shares                ? "it does not share"
+               : !ema_slice_gpu_lends(c->ledger.gpus[lender]) ? "it does not lend (tensor parallel)"
+               : lender == borrower                           ? "its own"
+                                                              : "it can lend");
+  if (slices < asked && ema_slice_gpu_lends(c->ledger.gpus[lender]) && lender != borrower)
     reason_add(&e, " %" G_GUINT64_FORMAT, limit);
   if (slices == 0) {
     e.kind = EMA_POOL_EVENT_REFUSE;
@@ -869,7 +871,9 @@ static gboolean migrate(EmaPoolCore *c, EmaSliceGpu *b, guint lender, guint targ
     room = cap > b->local_used ? cap - b->local_used : 0;
   } else {
     const EmaSliceGpu *t = c->ledger.gpus[target];
-    room = t->shares && target != lender ? ema_blocks_in_slices(b, ema_slice_gpu_lendable(t)) : 0;
+    room = ema_slice_gpu_lends(t) && target != lender
+               ? ema_blocks_in_slices(b, ema_slice_gpu_lendable(t))
+               : 0;
   }
   *moved = m = MIN(room, blocks);
   if (m == 0)

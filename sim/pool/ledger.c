@@ -66,16 +66,22 @@ void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gc
   ema_slice_gpu_update_staging(g, layers);
 }
 
+/* One layer's remote KV of a reader (BYTES[j] from lender j, per rank of
+ * RANKS reading side by side) at BANDWIDTH: each lender's port (its link
+ * to each rank on a mesh, its one port otherwise, which then carries all
+ * RANKS shards) shared by its sharers; on a switch or PCIe, each rank's
+ * ingress carries its sum too. */
 static double remote_time(const EmaSliceLedger *l, const EmaServerSpec *server, const double *bytes,
-                          double bandwidth) {
+                          double bandwidth, guint ranks) {
   double longest = 0, sum = 0;
+  double port = server->topology == EMA_TOPOLOGY_DIRECT ? 1 : ranks;
   for (guint j = 0; j < l->n; j++) {
     guint sharers = 0;
     if (bytes[j] <= 0)
       continue;
     for (guint b = 0; b < l->n; b++)
       sharers += l->gpus[b]->present && l->gpus[b]->remote[j] > 0;
-    longest = MAX(longest, bytes[j] * MAX(sharers, 1) / bandwidth);
+    longest = MAX(longest, port * bytes[j] * MAX(sharers, 1) / bandwidth);
     sum += bytes[j];
   }
   if (server->topology != EMA_TOPOLOGY_DIRECT)
@@ -93,8 +99,9 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
   g_assert(g->remote_total > 0);
   for (guint j = 0; j < l->n; j++)
     bytes[j] = remote * (double) g->remote[j] / (double) g->remote_total;
-  *t_copy = remote_time(l, server, bytes, server->link.bandwidth);
-  *t_direct = remote_time(l, server, bytes, server->link.direct_read_bandwidth);
+  *t_copy = remote_time(l, server, bytes, server->link.bandwidth, ema_slice_gpu_ranks(g));
+  *t_direct =
+      remote_time(l, server, bytes, server->link.direct_read_bandwidth, ema_slice_gpu_ranks(g));
   *view =
       (EmaStepCostView){(guint) layers, MAX(bd->layer_compute_s, layer_mem), layer_mem,
                         bd->kv_read_bytes / layers, remote, remote / *t_copy, remote / *t_direct,
@@ -109,7 +116,7 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
 static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v) {
   const EmaSliceGpu *g = l->gpus[i];
   v->index = i;
-  v->shares = g->shares;
+  v->shares = ema_slice_gpu_lends(g); /* the policies' "shares": lends (a TP group borrows only) */
   v->has_tenant = g->has_tenant;
   v->slices = g->slices;
   v->slices_lent = g->lent_total + g->lending + g->returning + g->parking;
@@ -204,7 +211,7 @@ static gboolean check_views(const EmaSliceLedger *l, GError **error) {
 
 guint64 ema_slice_ledger_borrow_limit(const EmaSliceLedger *l, guint borrower, guint lender) {
   const EmaSliceGpu *lg = l->gpus[lender];
-  return lender == borrower || !lg->shares ? 0 : ema_slice_gpu_lendable(lg);
+  return lender == borrower || !ema_slice_gpu_lends(lg) ? 0 : ema_slice_gpu_lendable(lg);
 }
 
 guint64 ema_slice_ledger_return_limit(const EmaSliceLedger *l, guint borrower, guint lender) {
@@ -236,6 +243,11 @@ void ema_slice_gpu_update_staging(EmaSliceGpu *g, guint layers) {
     want = (MIN(ahead, layers) * remote + layers - 1) / layers;
   }
   avail = g->slices > taken ? g->slices - taken : 0;
+  /* a TP group's buffer is a rank's share on each rank: whole multiples of
+   * its ranks, so that what its own blocks keep is exactly t ranks' worth
+   * (floor((t s - ceil(t x)) / t) = s - ceil(x) per rank) */
+  want = (want + ema_slice_gpu_ranks(g) - 1) / ema_slice_gpu_ranks(g) * ema_slice_gpu_ranks(g);
+  avail -= avail % ema_slice_gpu_ranks(g);
   if (g->staging != MIN(want, avail)) {
     g->staging = MIN(want, avail);
     ema_slice_gpu_refresh(g);
@@ -282,6 +294,13 @@ gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error
           i, taken, g->slices);
     if (!g->shares && (g->lent_total > 0 || g->borrowed_total > 0))
       return ema_slice_ledger_invalid(error, "gpu%u does not share, yet lends or borrows", i);
+    if (!ema_slice_gpu_lends(g) && (g->lent_total > 0 || g->lending > 0 || g->parking > 0))
+      return ema_slice_ledger_invalid(error, "gpu%u does not lend (tp %u), yet lends", i,
+                                      ema_slice_gpu_ranks(g));
+    if (g->staging % ema_slice_gpu_ranks(g) != 0)
+      return ema_slice_ledger_invalid(
+          error, "gpu%u: staging %" G_GUINT64_FORMAT " slices, not a multiple of its %u ranks", i,
+          g->staging, ema_slice_gpu_ranks(g));
     for (guint j = 0; j < l->n; j++) {
       guint64 remote = g->remote ? g->remote[j] : 0;
       if (remote > ema_slice_ledger_remote_capacity(l, g, j))

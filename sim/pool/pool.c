@@ -20,8 +20,25 @@
  *   remote[g][j] <= floor(lent[j][g] x S / B);
  *   local_used + sum_j remote[g][j] == the blocks g's engine holds;
  * with B the block size and S the slice size; lent equals borrowed by
- * construction (one matrix). Only sharing GPUs (tp = 1 tenants, idle GPUs)
- * lend or borrow.
+ * construction (one matrix). Sharing GPUs lend and borrow: tp = 1 tenants
+ * and idle GPUs; a tensor-parallel group (ledger.h: one record of its t
+ * ranks, its block all t shards) borrows from GPUs outside it, never
+ * lends.
+ *
+ * A TP group's costs: its step model and breakdown are one rank's, and
+ * each rank reads its shard of the remote KV over its own path
+ * (ema_slice_ledger_step_cost); the lender's HBM serves all t shards, so
+ * its pulls are t ranks' (interference_outgoing on the whole bytes),
+ * while a prefetch lands a rank's shard in each rank's HBM (incoming per
+ * rank, against the per-rank step), and so do the copies that land in or
+ * leave the group (charge_copy spreads them over its ranks). A copy
+ * between the group's own ranks and a peer (peer swap, migrations, the
+ * prefix tier) takes a rank's shard over each rank's link on a mesh and
+ * all shards over the peer's port otherwise; its host copies go over each
+ * rank's own host link (group_link_time, group_host_time). A group
+ * offloads attention as a group (hw/offload.h's group model: each rank's
+ * queries, the lender computing every rank's partials over all shards,
+ * its share of HBM time all shards' reads).
  *
  * Policy calls: a GPU decides after a step of its tenant that lacked
  * blocks, after its other steps at most once per policy.decision_period
@@ -207,6 +224,20 @@ static EmaTime ns(double seconds);
 static double link_copy_time(const EmaServerSpec *server, double bytes);
 static double host_copy_time(const EmaServerSpec *server, double bytes);
 
+/* A copy of BYTES (whole blocks of G's tenant) between G's own HBM and a
+ * peer's: a TP group's ranks each move their shard, over their own links
+ * on a mesh, all through the peer's one port on a switch or PCIe. */
+static double group_link_time(const Pool *p, const Gpu *g, double bytes) {
+  gboolean mesh = p->server->topology == EMA_TOPOLOGY_DIRECT;
+  return link_copy_time(p->server, mesh ? bytes / ema_slice_gpu_ranks(&g->counters) : bytes);
+}
+
+/* A copy of BYTES between G's own HBM and host memory: each rank's shard
+ * over its own host link, side by side. */
+static double group_host_time(const Pool *p, const Gpu *g, double bytes) {
+  return host_copy_time(p->server, bytes / ema_slice_gpu_ranks(&g->counters));
+}
+
 /* A copy of BYTES taking SECONDS that reads from or lands in GPU's HBM
  * (COEFFICIENT: gpu.interference_outgoing or _incoming) takes HBM rate
  * from the GPU's own steps while it runs. A GPU's copies go over its port
@@ -214,13 +245,15 @@ static double host_copy_time(const EmaServerSpec *server, double bytes);
  * rate taken is what is left to move (weighted by the coefficients) over
  * the time left, never more than the fastest copy's. (Simplification:
  * link, PCIe and peer-port copies share one queue; the copy's own SECONDS
- * reported to its caller do not include the wait.) */
+ * reported to its caller do not include the wait.) A TP group's copy is
+ * spread over its ranks: each rank's HBM takes its shard. */
 static void charge_copy(Pool *p, guint gpu, double coefficient, double bytes, double seconds) {
   Gpu *g = &p->gpus[gpu];
   EmaTime now = ema_sim_now(p->sim);
   double left;
   if (bytes <= 0 || seconds <= 0 || coefficient <= 0)
     return;
+  bytes /= ema_slice_gpu_ranks(&g->counters); /* a TP group's steps are one rank's */
   left = now < g->copy_until ? g->copy_steal * (double) (g->copy_until - now) * 1e-9 : 0;
   g->copy_until = MAX(now, g->copy_until) + MAX(ns(seconds), 1);
   g->copy_steal = (left + coefficient * bytes) / ((double) (g->copy_until - now) * 1e-9);
@@ -257,7 +290,7 @@ static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
     for (guint j = 0; j < p->n; j++) {
       Gpu *l = &p->gpus[j];
       guint64 room;
-      if (j == g->index || !l->shares)
+      if (j == g->index || !ema_slice_gpu_lends(&l->counters))
         continue;
       room = blocks_in_slices(g, slices_for_blocks(g, g->parked[j]) + lendable(l)) - g->parked[j];
       if (room > most) {
@@ -273,8 +306,8 @@ static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
     left -= MIN(most, left);
   }
   g->parked_host += left;
-  peer_time = link_copy_time(p->server, (double) to_peers * (double) g->block_bytes);
-  host_time = host_copy_time(p->server, (double) left * (double) g->block_bytes);
+  peer_time = group_link_time(p, g, (double) to_peers * (double) g->block_bytes);
+  host_time = group_host_time(p, g, (double) left * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_incoming, peer_time);
   return (EmaTime) llround(MAX(peer_time, host_time) * 1e9); /* the two copies run side by side */
 }
@@ -302,11 +335,10 @@ static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
   }
   from_host = MIN(left, g->parked_host);
   g->parked_host -= from_host;
-  peer_time = link_copy_time(p->server, (double) from_peers * (double) g->block_bytes);
+  peer_time = group_link_time(p, g, (double) from_peers * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_outgoing, peer_time);
   return (EmaTime) llround(
-      MAX(peer_time, host_copy_time(p->server, (double) from_host * (double) g->block_bytes)) *
-      1e9);
+      MAX(peer_time, group_host_time(p, g, (double) from_host * (double) g->block_bytes)) * 1e9);
 }
 
 /* ---- the prefix cache's remote tier ------------------------------------------ */
@@ -339,10 +371,10 @@ static guint tier_peer(const Gpu *g) {
   return best;
 }
 
-/* A tier copy of BYTES from FROM to TO over the link (its time), the HBM
- * traffic charged to both. */
-static double tier_copy(Pool *p, guint from, guint to, double bytes) {
-  double seconds = link_copy_time(p->server, bytes);
+/* A tier copy of BYTES of G's blocks from FROM to TO over the link (its
+ * time), the HBM traffic charged to both. */
+static double tier_copy(Pool *p, const Gpu *g, guint from, guint to, double bytes) {
+  double seconds = group_link_time(p, g, bytes);
   charge_copy(p, from, p->server->gpu.interference_outgoing, bytes, seconds);
   charge_copy(p, to, p->server->gpu.interference_incoming, bytes, seconds);
   return seconds;
@@ -383,11 +415,11 @@ static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
   switch (move) {
   case EMA_KV_TIER_DEMOTE:
     /* a copy engine's copy to the peer; nothing waits for it */
-    seconds = tier_copy(p, g->index, peer, bytes);
+    seconds = tier_copy(p, g, g->index, peer, bytes);
     tier_reason(reason, n, "demoted to gpu", peer, " (their local room was taken)");
     break;
   case EMA_KV_TIER_FETCH:
-    seconds = tier_copy(p, peer, g->index, bytes);
+    seconds = tier_copy(p, g, peer, g->index, bytes);
     tier_reason(reason, n, "fetched from gpu", peer, " for a hit");
     break;
   case EMA_KV_TIER_DROP:
@@ -548,12 +580,15 @@ static gboolean sim_unlend(gpointer data, guint lender, guint borrower, guint64 
   return model_unlend((gpointer) p->server, lender, borrower, slices, seconds, error);
 }
 
-/* A migration's copy over the link, landing in TO's HBM. */
+/* A migration's copy over the link, landing in TO's HBM (between two
+ * lenders, a TP group's blocks move whole over one link). */
 static gboolean sim_move(gpointer data, guint gpu, guint from, guint to, guint64 n, double *seconds,
                          GError **error) {
   Pool *p = data;
-  double bytes = (double) n * (double) p->gpus[gpu].block_bytes;
-  *seconds = link_copy_time(p->server, bytes);
+  const Gpu *g = &p->gpus[gpu];
+  double bytes = (double) n * (double) g->block_bytes;
+  *seconds =
+      from == gpu || to == gpu ? group_link_time(p, g, bytes) : link_copy_time(p->server, bytes);
   charge_copy(p, to, p->server->gpu.interference_incoming, bytes, *seconds);
   return TRUE;
 }
@@ -654,8 +689,16 @@ static void on_decide(EmaSim *sim, EmaEvent *event, gpointer data) {
   decide(data);
 }
 
+/* G's decisions can do something: it shares, and it lends (reclaims,
+ * parking) or its borrow policy acts (a TP group under a borrow policy
+ * that never acts has nothing to decide). */
+static gboolean decides(const Gpu *g) {
+  return g->shares && (ema_slice_gpu_lends(&g->counters) ||
+                       !g->pool->core.policies[EMA_POLICY_BORROW]->never_acts);
+}
+
 static void schedule_decision(Gpu *g) {
-  if (g->shares && !ema_event_is_scheduled(&g->decide_event))
+  if (decides(g) && !ema_event_is_scheduled(&g->decide_event))
     ema_sim_schedule(g->pool->sim, &g->decide_event, ema_sim_now(g->pool->sim), DECIDE_PRIORITY);
 }
 
@@ -1058,8 +1101,9 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   }
   if (g->plan.mode == EMA_REMOTE_PREFETCH)
     g->incoming = view.remote_bytes * g->layers / seconds;
+  /* a lender's HBM serves all of a TP group's ranks (bytes[] are one rank's) */
   for (guint j = 0; j < p->n; j++)
-    g->pull[j] = bytes[j] * g->layers / seconds;
+    g->pull[j] = bytes[j] * ema_slice_gpu_ranks(&g->counters) * g->layers / seconds;
   g->pull_until = ema_sim_now(p->sim) + step;
   g->pulled = TRUE;
   p->pulling++;
@@ -1096,7 +1140,7 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
    * event, as it comes from inside the engine); a periodic decision of a
    * GPU that lends nothing under a borrow policy that never acts would do
    * nothing, and is skipped */
-  if (g->shares &&
+  if (decides(g) &&
       (g->blocks_short > 0 ||
        ((!p->core.policies[EMA_POLICY_BORROW]->never_acts || g->lent_total > 0) &&
         ema_pool_core_periodic_due(core_at(p, now), &g->counters))) &&
@@ -1246,10 +1290,12 @@ void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices) {
 EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint64 block_bytes,
                                 const EmaStepModel *step_model) {
   Gpu *g = &pool->pool.gpus[gpu];
-  g->present = g->has_tenant = TRUE;
-  g->shares = ema_step_model_tp(step_model) == 1;
-  g->slices = slices;
-  g->block_bytes = block_bytes;
+  guint tp = ema_step_model_tp(step_model);
+  g->present = g->has_tenant = g->shares = TRUE;
+  /* a TP group is one record: its ranks' regions together, a block all its shards (ledger.h) */
+  g->ranks = tp;
+  g->slices = slices * tp;
+  g->block_bytes = block_bytes * tp;
   g->model = step_model;
   g->layers = (guint) ema_step_model_layers(step_model);
   ema_slice_gpu_refresh(&g->counters);
@@ -1263,9 +1309,9 @@ void ema_pool_set_offload_model(EmaPool *pool, guint gpu, const EmaLlmSpec *mode
   Gpu *g = &pool->pool.gpus[gpu];
   GError *error = NULL;
   g_return_if_fail(g->has_tenant && g->offload == NULL && g->offload_error == NULL);
-  if (!g->shares)
-    g->offload_error = g_strdup("its tenant does not share (tensor parallel)");
-  else if ((g->offload = ema_offload_model_new(model, pool->pool.server, 1, &error)) == NULL)
+  /* a TP group's: the lender computes every rank's partials (hw/offload.h) */
+  if ((g->offload = ema_offload_model_new_group(model, pool->pool.server,
+                                                ema_slice_gpu_ranks(&g->counters), &error)) == NULL)
     g->offload_error = g_strdup(error->message);
   g_clear_error(&error);
 }

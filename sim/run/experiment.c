@@ -393,26 +393,35 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
 GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
   const EmaPolicyInfo *borrow;
+  gboolean borrows, parks;
   if (!ema_experiment_is_serving(experiment) || experiment->policy.borrow == NULL)
     return warnings;
   /* bound experiments name registered policies: no error here */
   borrow = ema_policy_registry_find(EMA_POLICY_BORROW, experiment->policy.borrow, NULL);
-  if (borrow == NULL || borrow->never_acts)
-    return warnings;
-  for (guint i = 0; i < experiment->tenants->len; i++) {
+  borrows = borrow != NULL && !borrow->never_acts;
+  parks = experiment->policy.preempt == EMA_PREEMPT_CHOICE_SWAP_PEER;
+  for (guint i = 0; (borrows || parks) && i < experiment->tenants->len; i++) {
     const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
-    if (t->tp > 1)
-      g_ptr_array_add(
-          warnings,
-          g_strdup_printf("tenant %s (tp %" G_GINT64_FORMAT " on gpu%" G_GINT64_FORMAT
-                          "..gpu%" G_GINT64_FORMAT ") does not share memory under policy %s "
-                          "(borrow: %s): tensor-parallel tenants keep to their own KV memory, "
-                          "they neither borrow nor lend%s",
-                          t->name, t->tp, t->gpu, t->gpu + t->tp - 1, experiment->policy.name,
-                          experiment->policy.borrow,
-                          g_strcmp0(experiment->policy.prefetch, "offload") == 0
-                              ? ", nor offload attention or serve it (prefetch: offload)"
-                              : ""));
+    g_autofree char *group = NULL;
+    if (t->tp <= 1)
+      continue;
+    group = g_strdup_printf("tenant %s (tp %" G_GINT64_FORMAT " on gpu%" G_GINT64_FORMAT
+                            "..gpu%" G_GINT64_FORMAT ") shares as a group under policy %s",
+                            t->name, t->tp, t->gpu, t->gpu + t->tp - 1, experiment->policy.name);
+    if (borrows)
+      g_ptr_array_add(warnings,
+                      g_strdup_printf("%s (borrow: %s): it borrows from the GPUs outside the "
+                                      "group, each rank %s its shard of the remote KV, but does "
+                                      "not lend its own KV memory%s",
+                                      group, experiment->policy.borrow,
+                                      g_strcmp0(experiment->policy.prefetch, "offload") == 0
+                                          ? "reading or offloading the attention over"
+                                          : "reading",
+                                      parks ? " nor hold peers' parked KV" : ""));
+    else
+      g_ptr_array_add(warnings, g_strdup_printf("%s (preempt: swap-peer): it parks its preempted "
+                                                "KV on peers, but does not hold theirs",
+                                                group));
   }
   return warnings;
 }

@@ -256,18 +256,36 @@ static void test_check(void) {
                   FIXTURES "inline-server.yaml: ok (inline-server on inline-h200x4, 1 ops)\n");
 }
 
-/* A tensor-parallel tenant under a sharing policy is named in a warning;
- * under static (nothing shares) there is none. */
+/* A tensor-parallel tenant under a sharing policy is named in a warning
+ * saying what its group does and does not do (under ema it borrows,
+ * offloads and parks, under remote-direct it reads its shard directly,
+ * under peer-swap it only parks); under static (nothing shares) there is
+ * none. */
 static void test_check_tp_warning(void) {
   g_autoptr(EmaTestRun) ema = ema_test_cli("check", FIXTURES "tp-share.yaml", NULL);
+  g_autoptr(EmaTestRun) direct =
+      ema_test_cli("check", FIXTURES "tp-share.yaml", "--set", "policy=remote-direct", NULL);
+  g_autoptr(EmaTestRun) park =
+      ema_test_cli("check", FIXTURES "tp-share.yaml", "--set", "policy=peer-swap", NULL);
   g_autoptr(EmaTestRun) fixed =
       ema_test_cli("check", FIXTURES "tp-share.yaml", "--set", "policy=static", NULL);
   g_assert_cmpint(ema->status, ==, 0);
   g_assert_cmpstr(ema->err, ==,
-                  "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) does not share memory under "
-                  "policy ema (borrow: most-idle): tensor-parallel tenants keep to their own KV "
-                  "memory, they neither borrow nor lend, nor offload attention or serve it "
-                  "(prefetch: offload)\n");
+                  "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under "
+                  "policy ema (borrow: most-idle): it borrows from the GPUs outside the group, "
+                  "each rank reading or offloading the attention over its shard of the remote "
+                  "KV, but does not lend its own KV memory nor hold peers' parked KV\n");
+  g_assert_cmpint(direct->status, ==, 0);
+  g_assert_cmpstr(direct->err, ==,
+                  "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under "
+                  "policy remote-direct (borrow: on-demand): it borrows from the GPUs outside the "
+                  "group, each rank reading its shard of the remote KV, but does not lend its own "
+                  "KV memory\n");
+  g_assert_cmpint(park->status, ==, 0);
+  g_assert_cmpstr(park->err, ==,
+                  "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under "
+                  "policy peer-swap (preempt: swap-peer): it parks its preempted KV on peers, but "
+                  "does not hold theirs\n");
   g_assert_cmpint(fixed->status, ==, 0);
   g_assert_cmpstr(fixed->err, ==, "");
 }

@@ -192,6 +192,58 @@ static void test_nothing_remote_and_tp(void) {
   assert_close(b2.layer_attend_s - KERNEL, (b1.layer_attend_s - KERNEL) / 2, 1e-12);
 }
 
+/* A TP group of 2 offloading as a group (ema_offload_model_new_group):
+ * OPT-13B, each rank H = 20 heads and kv_l = 10,240 B; one lender holds
+ * 4,000 tokens of 4 requests (both shards).
+ *   sent     a rank's queries, 4 x 20 x 128 x 2 = 20,480 B: over its own
+ *            link on a100x4-40gb; on h200x8-hgx the lender's port carries
+ *            both ranks', 40,960 B
+ *   returned 4 x 20 x 129 x 4 = 41,280 B per rank, likewise
+ *   attend   7 us + max(2 x 4000 x 10240 / rate_kv, 2 x 4 x 20 x 128 x 4000 / rate_c):
+ *            the lender reads both shards, what the tp 1 tenant's whole KV is
+ *   merge    a rank's heads: 20 x ((4 + 4) x 129 x 4 + 4 x 128 x 2) / rate_m
+ * and the lender's share and c_max count both shards: the tp 1 tenant's. */
+static void test_group(void) {
+  g_autoptr(EmaServerSpec) direct = load_server("a100x4-40gb");
+  g_autoptr(EmaServerSpec) sw = load_server("h200x8-hgx");
+  g_autoptr(EmaLlmSpec) llm = load_model("opt-13b");
+  GError *error = NULL;
+  g_autoptr(EmaOffloadModel) g = loaded(ema_offload_model_new_group(llm, direct, 2, &error), error);
+  g_autoptr(EmaOffloadModel) gs = loaded(ema_offload_model_new_group(llm, sw, 2, &error), error);
+  g_autoptr(EmaOffloadModel) one = offload_model("opt-13b", direct, 1);
+  g_autoptr(EmaOffloadModel) rank = offload_model("opt-13b", direct, 2);
+  EmaOffloadShare share = {.seqs = 4, .context = 4000, .new_kv = 0};
+  EmaOffloadBreakdown b, bs, b1, br;
+  double sent = 4 * 20 * D * 2, back = 4 * 20 * (D + 1) * 4;
+  double attend = KERNEL + MAX(2 * 4000 * KV_L / 2 / A100_BW, 2 * 4 * 20 * D * 4000 / A100_FLOPS);
+  double merge = 20 * (8 * (D + 1) * 4 + 4 * D * 2) / A100_BW;
+
+  ema_offload_step_time(g, &local_step, &share, 1, 4, &b);
+  assert_close(b.layer_send_s, LATENCY + sent / NVLINK3, 1e-12);
+  assert_close(b.layer_return_s, LATENCY + back / NVLINK3, 1e-12);
+  assert_close(b.layer_attend_s, attend, 1e-12);
+  assert_close(b.layer_merge_s, merge, 1e-12);
+  assert_close(b.layer_wait_s, b.layer_send_s + attend + b.layer_return_s - 20e-6, 1e-12);
+  g_assert_cmpfloat(b.bytes_sent, ==, 40 * sent);
+  /* the lender's work is the tp 1 tenant's; one rank alone (no group) does half of it */
+  ema_offload_step_time(one, &local_step, &share, 1, 4, &b1);
+  ema_offload_step_time(rank, &local_step, &share, 1, 4, &br);
+  assert_close(b.layer_attend_s, b1.layer_attend_s, 1e-12);
+  assert_close(br.layer_attend_s - KERNEL, (b.layer_attend_s - KERNEL) / 2, 1e-12);
+  assert_close(ema_offload_lender_share(g, &share, 20000000),
+               ema_offload_lender_share(one, &share, 20000000), 1e-12);
+  assert_close(ema_offload_lender_share(g, &share, 20000000),
+               2 * ema_offload_lender_share(rank, &share, 20000000), 1e-12);
+  assert_close(ema_offload_max_context(g, 0.05, 20000000),
+               ema_offload_max_context(one, 0.05, 20000000), 1e-12);
+
+  /* on a switch: the lender's one port carries both ranks' messages */
+  ema_offload_step_time(gs, &local_step, &share, 1, 4, &bs);
+  assert_close(bs.layer_send_s, LATENCY + 2 * sent / NVLINK4, 1e-12);
+  assert_close(bs.layer_return_s, LATENCY + 2 * back / NVLINK4, 1e-12);
+  g_assert_cmpfloat(bs.bytes_sent, ==, 40 * sent);
+}
+
 /* More remote work never costs less, for every field of a share. */
 static void test_monotonic(void) {
   g_autoptr(EmaServerSpec) server = load_server("h200x8-hgx");
@@ -474,6 +526,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/offload/switch-two-lenders", test_switch_two_lenders);
   g_test_add_func("/offload/direct-two-lenders", test_direct_two_lenders);
   g_test_add_func("/offload/nothing-remote-and-tp", test_nothing_remote_and_tp);
+  g_test_add_func("/offload/group", test_group);
   g_test_add_func("/offload/monotonic", test_monotonic);
   g_test_add_func("/offload/lender", test_lender);
   g_test_add_func("/offload/slowdown-curve", test_slowdown_curve);

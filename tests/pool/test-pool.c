@@ -1065,6 +1065,307 @@ static void test_step_two_lenders(void) {
   two_lenders("server=h200x8-hgx", TRUE);
 }
 
+/* ---- tensor-parallel groups --------------------------------------------------- */
+
+/* GPU 0's tenant as a TP group of 2 on gpus 0-1 (Llama-3.1-8B split by
+ * heads): SLICES_RANK slices on each rank, each rank's shard of a block
+ * half of the model's 2 MiB, so that a block of the group (both shards) is
+ * one slice and its region 2 x SLICES_RANK blocks. */
+static EmaKvMemory *bench_tp_tenant(Bench *b, guint64 slices_rank) {
+  GError *error = NULL;
+  b->models[0] = ema_step_model_new(&tenant_spec(b->experiment, 0)->model, b->server, 2, &error);
+  g_assert_no_error(error);
+  b->memory[0] = ema_pool_add_tenant(b->pool, 0, slices_rank, b->block_bytes / 2, b->models[0]);
+  ema_pool_set_offload_model(b->pool, 0, &tenant_spec(b->experiment, 0)->model);
+  return &b->memory[0];
+}
+
+/* A TP group borrows from GPUs outside it (its own second rank lends
+ * nothing: it is no GPU of the pool), each borrowed block whole on the
+ * lender; it lends nothing itself, and the policies see it so. */
+static void test_tp_borrow(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m0;
+  const EmaPoolView *view;
+  /* asks its own rank gpu1 for 5 slices, gpu2 for 8 */
+  b->borrow = (TestBorrowParams){0, 1, 5, 2, 8, 0};
+  bench_pool(b);
+  m0 = bench_tp_tenant(b, 10);
+  ema_pool_add_idle_gpu(b->pool, 2, 30);
+  bench_tenant(b, 3, 40);
+  bench_start(b);
+  g_assert_cmpuint(total_blocks(m0), ==, 20);
+  view = ema_pool_view(b->pool);
+  g_assert_false(view->gpus[0].shares); /* borrows, but lends nothing */
+  g_assert_true(view->gpus[0].has_tenant);
+  g_assert_cmpuint(view->gpus[0].slices, ==, 20);
+  g_assert_cmpuint(view->gpus[0].block_bytes, ==, EMA_SLICE_BYTES);
+  g_assert_false(view->gpus[1].shares);
+  g_assert_cmpuint(view->gpus[1].slices, ==, 0);
+  g_assert_true(view->gpus[3].shares);
+  bench_decide(b, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1); /* gpu1's 5 */
+  bench_to(b, borrow_time(b, 8));
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 0), ==, 8);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 2), ==, 8);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 1), ==, 0);
+  g_assert_cmpuint(total_blocks(m0), ==, 28);
+  g_assert_true(take(m0, 28));
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 8);
+  g_assert_false(take(m0, 1));
+  bench_check(b);
+  g_assert_null(ema_pool_offload_unavailable(b->pool, 0)); /* it may offload (/pool/tp/offload) */
+  give(m0, 28);
+  bench_free(b);
+
+  /* a tp 1 tenant asking the group for slices gets none */
+  b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){3, 0, 5, 2, 0, 0};
+  bench_pool(b);
+  bench_tp_tenant(b, 10);
+  ema_pool_add_idle_gpu(b->pool, 2, 30);
+  bench_tenant(b, 3, 40);
+  bench_start(b);
+  bench_decide(b, 3);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->borrows, ==, 0);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 0), ==, 0);
+  bench_free(b);
+}
+
+/* A TP group's step with remote KV, by hand. The group (tp 2 on gpus 0-1)
+ * holds 20 blocks locally, 30 on gpu2 (a tp 1 tenant) and 10 on gpu3;
+ * its step model is one rank's: the rank holds 4 of the 8 KV heads, so a
+ * decode step over C tokens reads 32 x 2 x 4 x 128 x 2 B x C of KV on each
+ * rank, and R = 40/60 of it per layer is remote, b2 = 3/4 R from gpu2 and
+ * b3 = 1/4 R from gpu3. Each rank loads its shard over its own path: on a
+ * link per GPU pair (a100x4-40gb) each rank's link to gpu2 carries b2, so
+ * t_direct = max(b2, b3) / B_direct; on a switch (h200x8-hgx) gpu2's port
+ * carries both ranks' shards, t_direct = max(2 b2, 2 b3, b2 + b3) /
+ * B_direct = 2 b2 / B_direct. The lender's HBM serves both shards: gpu2's
+ * next step is slowed by k_out x 2 b2 x 32 / step. */
+static void tp_step(const char *server, gboolean is_switch) {
+  Bench *b = bench_new(server);
+  EmaStepBatch batch = {.decode_seqs = 40, .decode_context = 40 * 2000, .logits = 40};
+  EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
+  EmaStepBreakdown bd;
+  Expected lender;
+  double R, b2, b3, t_direct, step, kv, pull;
+  g_assert_cmpint(b->server->topology, ==, is_switch ? EMA_TOPOLOGY_SWITCH : EMA_TOPOLOGY_DIRECT);
+  b->borrow = (TestBorrowParams){0, 2, 30, 3, 10, 0};
+  bench_pool(b);
+  bench_tp_tenant(b, 10);
+  bench_tenant(b, 2, 40);
+  ema_pool_add_idle_gpu(b->pool, 3, 40);
+  bench_start(b);
+  bench_borrow(b, 30, 10);
+  g_assert_true(take(&b->memory[0], 20 + 40));
+  ema_step_time(b->models[0], &batch, &bd);
+  g_assert_cmpfloat(bd.kv_read_bytes, ==, 32.0 * 2 * 4 * 128 * 2 * 40 * 2000);
+  R = 40.0 / 60.0 * bd.kv_read_bytes / 32;
+  b2 = R * 30 / 40;
+  b3 = R * 10 / 40;
+  t_direct = is_switch ? 2 * b2 / b->server->link.direct_read_bandwidth
+                       : MAX(b2, b3) / b->server->link.direct_read_bandwidth;
+  kv = bd.layer_kv_read_s;
+  g_assert_cmpfloat(t_direct, >, kv); /* the link sets the attention's time */
+  step = 32 * (MAX(bd.layer_compute_s, bd.layer_memory_s - kv + MAX(kv, t_direct)) +
+               bd.layer_overhead_s) +
+         (bd.lm_head_s + bd.allreduce_s + bd.overhead_s);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, ns(step));
+  /* the policy saw one rank's step */
+  g_assert_cmpfloat(b->prefetch_probe.step.remote_bytes, ==, R);
+  g_assert_cmpfloat(b->prefetch_probe.step.direct_bandwidth, ==, R / t_direct);
+  /* gpu2's own step while the group's runs: its HBM served both ranks */
+  pull = 2 * b2 * 32 / step;
+  lender = expect_step(b, 2, &lender_batch, 0, 0, 1, b->server->gpu.interference_outgoing * pull);
+  g_assert_cmpfloat(lender.slow, >, 1);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 2, &lender_batch), ==, lender.step);
+  give(&b->memory[0], 60);
+  bench_free(b);
+}
+
+static void test_tp_step_direct(void) {
+  tp_step(NULL, FALSE);
+}
+
+static void test_tp_step_switch(void) {
+  tp_step("server=h200x8-hgx", TRUE);
+}
+
+/* A TP group's prefetch, 10 of its 20 blocks on gpu2: the copy of a
+ * layer's remote KV takes each rank R / B_copy over its own link (a link
+ * per GPU pair); the staging buffer is a rank's share on each rank, a
+ * multiple of 2 slices (ceil(d g x 10 remote slices / L) = ceil(80 / 32) =
+ * 3 -> 4); the copies land a rank's shard in each rank's HBM, so once HBM
+ * sets the step (a small batch, the copies hidden) the group's next step
+ * is slowed by k_in x R x L / step, not twice that. */
+static double tp_prefetch_step(const Bench *b, const EmaStepBatch *batch, double incoming) {
+  EmaPrefetchPlan plan = {EMA_REMOTE_PREFETCH, 2, 4, 1, G_MAXUINT, 0};
+  const EmaGpuSpec *gpu = &b->server->gpu;
+  double rate_m = gpu->hbm_bandwidth * gpu->hbm_efficiency;
+  double slow = rate_m / MAX(rate_m - gpu->interference_incoming * incoming, rate_m / 10);
+  EmaStepBreakdown bd;
+  double R;
+  ema_step_time(b->models[0], batch, &bd);
+  R = 10.0 / 20.0 * bd.kv_read_bytes / 32;
+  return ema_remote_step_seconds(&bd, b->server, 32, slow, R / b->server->link.bandwidth,
+                                 R / b->server->link.direct_read_bandwidth, &plan);
+}
+
+/* The TP group of SLICES_RANK slices per rank on a bench whose gpu2 is
+ * idle with LENDER_SLICES, the group's remote KV read in MODE (prefetch: 2
+ * groups of 4 layers ahead), BORROWED slices of gpu2 borrowed and mapped. */
+static Bench *tp_bench(int mode, guint64 slices_rank, guint64 lender_slices, guint64 borrowed) {
+  Bench *b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){0, 2, (gint64) borrowed, 2, 0, 0};
+  b->prefetch = (TestPrefetchParams){mode, 2, 4, 1, &b->prefetch_probe};
+  bench_pool(b);
+  bench_tp_tenant(b, slices_rank);
+  ema_pool_add_idle_gpu(b->pool, 2, lender_slices);
+  bench_start(b);
+  bench_borrow(b, borrowed, 0);
+  return b;
+}
+
+static Bench *tp_prefetch_bench(void) {
+  Bench *b = tp_bench(EMA_REMOTE_PREFETCH, 10, 40, 20);
+  g_assert_true(take(&b->memory[0], 20 + 20));
+  give(&b->memory[0], 20); /* round(20 x 20 / 40) = 10 of them remote: 10 local, 10 remote */
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 10);
+  return b;
+}
+
+static void test_tp_prefetch(void) {
+  Bench *b = tp_prefetch_bench();
+  EmaStepBatch big = {.decode_seqs = 40, .decode_context = 40 * 2000, .logits = 40};
+  EmaStepBatch small = {.decode_seqs = 20, .decode_context = 20 * 16, .logits = 20};
+  EmaStepBreakdown bd;
+  double first, R;
+  /* a long context: the link sets the step */
+  first = tp_prefetch_step(b, &big, 0);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &big), ==, ns(first));
+  g_assert_cmpint(ns(first), >, ema_step_time(b->models[0], &big, NULL)); /* the copies show */
+  g_assert_cmpuint(ema_pool_slices_staging(b->pool, 0), ==, 4);
+  /* what is left local: 20 - 4 slices, 8 on each rank */
+  g_assert_cmpuint(free_blocks(&b->memory[0]), ==, (16 - 10) + (20 - 10));
+  bench_check(b);
+  give(&b->memory[0], 20);
+  bench_free(b);
+
+  /* a short context: hidden, then slowed by its own landing copies, one rank's shard */
+  b = tp_prefetch_bench();
+  first = tp_prefetch_step(b, &small, 0);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &small), ==, ns(first));
+  g_assert_cmpint(ns(first), ==, ema_step_time(b->models[0], &small, &bd)); /* hidden */
+  R = 10.0 / 20.0 * bd.kv_read_bytes / 32;
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &small), ==,
+                  ns(tp_prefetch_step(b, &small, R * 32 / first)));
+  g_assert_cmpint(ns(tp_prefetch_step(b, &small, R * 32 / first)), <,
+                  ns(tp_prefetch_step(b, &small, 2 * R * 32 / first)));
+  g_assert_cmpint(ns(tp_prefetch_step(b, &small, R * 32 / first)), >, ns(first));
+  give(&b->memory[0], 20);
+  bench_free(b);
+}
+
+/* A TP group offloads as a group (hw/offload.h): the group (tp 2 on gpus
+ * 0-1) holds 200 blocks locally and 800 on gpu2, one running request of
+ * 1,000 blocks (16,000 tokens, all decoding: 12,800 of them and the newest
+ * block on the lender); a decode step of 100 sequences over 16,000 tokens.
+ * Its step is one rank's local work (the batch less the lender's 12,800
+ * tokens, on the tp 2 step model) plus the group model's wait and merge:
+ * the lender computes both ranks' partials, reading both shards, so its
+ * share of HBM time is what the tp 1 tenant's whole KV would take, twice
+ * one rank's. */
+static void test_tp_offload(void) {
+  Bench *b = tp_bench(EMA_REMOTE_OFFLOAD, 100, 1000, 800);
+  const EmaLlmSpec *llm = &tenant_spec(b->experiment, 0)->model;
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  EmaStepBatch local = batch;
+  EmaOffloadShare share = {.seqs = 1, .context = 12800, .new_kv = 1};
+  EmaOffloadShare shares[MAX_GPUS];
+  EmaStepBreakdown bd;
+  EmaTime local_ns, step, rank_step;
+  GError *error = NULL;
+  g_autoptr(EmaOffloadModel) group = ema_offload_model_new_group(llm, b->server, 2, &error);
+  g_autoptr(EmaOffloadModel) rank = ema_offload_model_new(llm, b->server, 2, &error);
+  g_assert_no_error(error);
+  g_assert_null(ema_pool_offload_unavailable(b->pool, 0));
+  g_assert_true(take(&b->memory[0], 1000));
+  g_assert_cmpuint(ema_pool_offload_shares(b->pool, 0, shares), ==, 1);
+  g_assert_cmpuint(shares[2].seqs, ==, 1);
+  g_assert_cmpfloat(shares[2].context, ==, 12800);
+  g_assert_cmpuint(shares[2].new_kv, ==, 1);
+  local.decode_context = 16000 - 12800;
+  local_ns = ema_step_time(b->models[0], &local, &bd);
+  step = local_ns + (ema_offload_step_time(group, &bd, &share, 1, 1, NULL) - bd.time);
+  rank_step = local_ns + (ema_offload_step_time(rank, &bd, &share, 1, 1, NULL) - bd.time);
+  g_assert_cmpint(step, >, rank_step); /* the lender's partials of both ranks take longer */
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, step);
+  g_assert_cmpfloat_with_epsilon(b->prefetch_probe.step.step_offload_s, (double) step / 1e9, 1e-12);
+  /* the lender's share of HBM time: both shards' reads */
+  g_assert_cmpfloat(ema_pool_view(b->pool)->offload_share[0 * b->server->gpus + 2], ==,
+                    ema_offload_lender_share(group, &share, step));
+  g_assert_cmpfloat_with_epsilon(ema_offload_lender_share(group, &share, step),
+                                 2 * ema_offload_lender_share(rank, &share, step),
+                                 1e-12 * ema_offload_lender_share(group, &share, step));
+  give(&b->memory[0], 1000);
+  bench_free(b);
+}
+
+/* A serving run of a TP group whose KV outgrows its ranks (tp-group.yaml)
+ * under each borrowing composition (ema and offload park its preempted KV
+ * on peers too): the group borrows, from gpus 2 and 3 only, with the
+ * ledger and every request's blocks checked (EMA_POOL_CHECKS=all) every
+ * 10 ms; and through the rig, with every GPU taking back all it lends
+ * twice while the group holds borrowed memory, every request still
+ * completes. */
+/* EXPERIMENT's run through the rig, the ledger checked every CHECK_PERIOD
+ * and every GPU taking back all it lends at each of FAULT_TIMES[N]. */
+static Rig *run_rig_with_faults(const EmaExperiment *experiment, EmaTime check_period,
+                                const EmaTime *fault_times, RigFault **faults, guint n) {
+  GError *error = NULL;
+  Rig *rig = rig_new(experiment, &error);
+  g_assert_no_error(error);
+  rig_check_every(rig, check_period);
+  for (guint i = 0; i < n; i++)
+    faults[i] = rig_fault_at(rig, fault_times[i]);
+  g_assert_true(rig_run(rig, &error));
+  g_assert_no_error(error);
+  return rig;
+}
+
+static void test_tp_serving(gconstpointer data) {
+  g_autofree char *policy = g_strconcat("policy=", (const char *) data, NULL);
+  const char *overrides[] = {policy, NULL};
+  g_autoptr(EmaExperiment) experiment = load("tp-group.yaml", overrides);
+  g_autoptr(Rig) rig = NULL;
+  const EmaTime fault_times[] = {EMA_MS(4500), EMA_MS(6000)};
+  RigFault *faults[2];
+  GError *error = NULL;
+  g_autoptr(EmaServingReport) report = ema_serving_run(experiment, NULL, FALSE, &error);
+  const EmaTenantResult *big;
+  g_assert_no_error(error);
+  g_assert_cmpint(tenant_spec(experiment, 0)->tp, ==, 2);
+  big = report->tenants->pdata[0];
+  g_assert_cmpuint(report->pool.borrows, >, 0);
+  g_assert_cmpuint(report->pool.remote_steps, >, 0);
+  g_assert_cmpuint(big->peak_slices_borrowed, >, 0);
+  g_assert_cmpuint(big->peak_slices_lent, ==, 0);
+  g_assert_cmpuint(big->unfinished, ==, 0);
+  g_assert_cmpuint(big->metrics->completed, ==, big->arrived);
+
+  rig = run_rig_with_faults(experiment, EMA_MS(5), fault_times, faults, 2);
+  g_assert_true(faults[0]->fired && faults[1]->fired);
+  g_assert_cmpuint(faults[0]->lent_before + faults[1]->lent_before, >, 0);
+  g_assert_cmpuint(ema_pool_stats(rig->pool)->reclaims, >, 0);
+  g_assert_cmpuint(ema_pool_slices_lent(rig->pool, 1), ==, 0);
+  g_assert_cmpuint(rig_unfinished(rig), ==, 0);
+  /* the same requests arrive (the traces are the run's): all of them done */
+  g_assert_cmpuint(rig_completed(rig), ==,
+                   big->arrived + ((const EmaTenantResult *) report->tenants->pdata[1])->arrived);
+}
+
 /* Attention offload (hw/offload.h), by hand: GPU 0 holds 200 blocks
  * locally and 800 on GPU 1; a decode step of 100 sequences over 16,000
  * tokens offloads the attention over the remote KV. Llama-3.1-8B on one
@@ -1748,6 +2049,14 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/step/interference", test_step_interference);
   g_test_add_func("/pool/step/shared-lender", test_step_shared_lender);
   g_test_add_func("/pool/step/two-lenders", test_step_two_lenders);
+  g_test_add_func("/pool/tp/borrow", test_tp_borrow);
+  g_test_add_func("/pool/tp/step-direct", test_tp_step_direct);
+  g_test_add_func("/pool/tp/step-switch", test_tp_step_switch);
+  g_test_add_func("/pool/tp/prefetch", test_tp_prefetch);
+  g_test_add_func("/pool/tp/offload", test_tp_offload);
+  g_test_add_data_func("/pool/tp/serving/ema", "ema", test_tp_serving);
+  g_test_add_data_func("/pool/tp/serving/offload", "offload", test_tp_serving);
+  g_test_add_data_func("/pool/tp/serving/remote-direct", "remote-direct", test_tp_serving);
   g_test_add_func("/pool/step/offload", test_step_offload);
   g_test_add_func("/pool/step/offload-one-long", test_step_offload_one_long);
   g_test_add_func("/pool/step/parked-interference", test_parked_interference);

@@ -69,10 +69,13 @@ G_BEGIN_DECLS
 /* ---- views (read only) ------------------------------------------------------ */
 
 /* One GPU as the policies see it. Block counts are the tenant's KV blocks
- * (0 on a GPU without a tenant or with a tenant that does not share). */
+ * (0 on a GPU without a tenant). A tensor-parallel group (tp = t > 1) is
+ * one entry at its first GPU: its slices are its t ranks' together, its
+ * block all t shards of a block, and it borrows like any tenant but lends
+ * nothing (shares FALSE); its other GPUs are entries with no slices. */
 typedef struct {
   guint index;
-  gboolean shares; /* takes part in sharing (a tenant with tp = 1, or no tenant) */
+  gboolean shares; /* lends its free slices (a tenant with tp = 1, or no tenant) */
   gboolean has_tenant;
   guint64 slices;               /* the GPU's KV region */
   guint64 slices_lent;          /* of which lent to peers, being mapped for them, or coming back */

@@ -44,6 +44,20 @@
  *            KV, and the layer waits for the slower of the two, then merges
  *   step     T' = T + layers x (max(0, t_remote - t_kv) + t_merge)
  *
+ * A TP group of t GPUs (ema_offload_model_new_group) offloads as a group:
+ * each rank sends its own H heads' queries (S_j, R_j above, one rank's) to
+ * the lender, which holds all t shards of the remote KV and computes every
+ * rank's partials in one kernel:
+ *   t_att_j = kernel_overhead + max(t c_j kv_l / rate_kv, t 4 H d c_j / rate_c)
+ *             + t m_j kv_l / rate_m
+ * Each rank's messages go over its own link on a direct topology; on a
+ * switch or PCIe S'_j = max(sum_k S_k, t S_j) (the rank's port carrying
+ * its messages to every lender, the lender's port every rank's), R'_j
+ * likewise. The merge, the wait and the step are one rank's (the ranks
+ * run alike); r_j and c_max below count the lender's reads of all t
+ * shards (t c_j kv_l in place of c_j kv_l). Simplification: the t ranks'
+ * queries reach the lender together (no skew between ranks).
+ *
  * Assumption: per-layer round trips serialize with their layer (the query
  * exists only after the layer's QKV projection and the output projection
  * needs the merged output); they overlap only the layer's local attention,
@@ -118,6 +132,11 @@ typedef struct _EmaOffloadModel EmaOffloadModel;
  * link bandwidth must be positive. Errors: EMA_CONFIG_ERROR_INVALID. */
 EmaOffloadModel *ema_offload_model_new(const EmaLlmSpec *model, const EmaServerSpec *server,
                                        guint tp, GError **error);
+/* The offload model of a whole TP group of TP GPUs (above), one rank's
+ * step, the lender computing every rank's partials; TP 1 is
+ * ema_offload_model_new's model. Errors as ema_offload_model_new. */
+EmaOffloadModel *ema_offload_model_new_group(const EmaLlmSpec *model, const EmaServerSpec *server,
+                                             guint tp, GError **error);
 void ema_offload_model_free(EmaOffloadModel *offload);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaOffloadModel, ema_offload_model_free)
 

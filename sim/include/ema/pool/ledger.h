@@ -14,6 +14,16 @@
  *   borrowing     being mapped for g as a borrower (not yet in lent)
  *   local_used    its tenant's blocks in its own slices (blocks)
  *   remote[j]     its tenant's blocks in slices lent by j (blocks)
+ * A tensor-parallel group of t GPUs is one record, at its first GPU (its
+ * other ranks have none: they are not present): ranks = t, its region the
+ * t ranks' regions together (slices = t x a rank's) and its block all t
+ * shards of a block (B = t x a rank's shard; KV splits by heads). Its own
+ * blocks stay sharded over its ranks, so its staging buffer is kept to a
+ * multiple of t slices (a rank's share each) and its local capacity is
+ * then exactly t ranks' worth; a block it borrows lies whole on the lender
+ * (all t shards in the lender's slices). A group borrows but does not lend
+ * (ema_slice_gpu_lends): its spare region is not offered to peers, nor
+ * used for their parked KV.
  * lent_total, borrowed_total and remote_cap_total are kept equal to the
  * sums over the lent matrix by ema_slice_ledger_change_lent(); remote_total
  * is the sum of remote[] (kept by its owner). A pool whose actions complete
@@ -54,6 +64,7 @@ G_BEGIN_DECLS
 #define EMA_SLICE_GPU_FIELDS                                                                       \
   guint index;                                                                                     \
   gboolean present, shares, has_tenant;                                                            \
+  guint ranks; /* GPUs its tenant spans: a TP group's tp (0 or 1: one GPU; ema_slice_gpu_ranks) */ \
   guint64 slices, block_bytes;                                                                     \
   guint64 local_used;                                                                              \
   guint64 *remote; /* [n] blocks on lender j */                                                    \
@@ -104,6 +115,17 @@ typedef struct {
 /* LEDGER over N GPUs, its matrices zero; the caller sets gpus[i]. */
 void ema_slice_ledger_init(EmaSliceLedger *ledger, guint n);
 void ema_slice_ledger_clear(EmaSliceLedger *ledger);
+
+/* The GPUs G's tenant spans (a TP group's tp; 1 otherwise). */
+static inline guint ema_slice_gpu_ranks(const EmaSliceGpu *g) {
+  return MAX(g->ranks, 1);
+}
+
+/* G lends its free slices (and holds peers' parked KV): a sharing GPU
+ * that is not a tensor-parallel group. */
+static inline gboolean ema_slice_gpu_lends(const EmaSliceGpu *g) {
+  return g->shares && ema_slice_gpu_ranks(g) == 1;
+}
 
 /* Slices that BLOCKS of G's blocks fill, rounded up (0 without a block
  * size). Inline: the tenants' memory calls it on every take and free. */
@@ -189,7 +211,15 @@ static inline guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g) {
  * (BYTES[n], filled); *T_COPY and *T_DIRECT are the times copy engines and
  * direct loads take to bring one layer's of it, each lender's port shared
  * by the tenants holding data on it and, on a switch (and PCIe), the
- * reader's ingress carrying the sum. */
+ * reader's ingress carrying the sum. A TP group's step model, BD, BYTES
+ * and the view are one rank's (kv_read_bytes is a rank's shard of the
+ * KV): every rank reads its shard of each remote block at once, over its
+ * own path. On a link per GPU pair (DIRECT) each rank has its own link to
+ * the lender, carrying BYTES[j]; on a switch (and PCIe) the lender's one
+ * port carries all t ranks' shards (t x BYTES[j]) while each rank's
+ * ingress carries its own sum. (Simplification: the group counts as one
+ * tenant among a lender's sharers; the lender's HBM, serving all t
+ * shards, is the owner's interference to charge.) */
 void ema_slice_ledger_step_cost(const EmaSliceLedger *ledger, const EmaSliceGpu *g,
                                 const EmaServerSpec *server, const EmaStepBreakdown *bd,
                                 double layers, double slow, double *bytes, EmaStepCostView *view,

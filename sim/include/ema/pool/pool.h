@@ -79,8 +79,20 @@
  *   modelled step and the lenders' current offload shares; a tenant without
  *   an offload model (ema_pool_set_offload_model) reads directly instead.
  *   Reclaim treats offloaded KV like any other lent block.
- * Tenants with tp > 1 keep to their own memory (they neither borrow nor
- * lend); GPUs without a tenant lend all their KV region. */
+ * - Tensor-parallel tenants (tp = t > 1) share as a group: one record at
+ *   their first GPU, their region t ranks' and their block all t shards
+ *   (KV splits by heads); they borrow from GPUs outside the group (a
+ *   borrowed block lies whole on its lender) but do not lend. Their step
+ *   is one rank's: each rank reads its shard of the remote KV over its own
+ *   link to the lender on a link-per-pair server (R_l of a rank per link),
+ *   through the lender's one port on a switch or PCIe (t R_l there, R_l
+ *   into each rank); the lender's HBM is
+ *   charged all t shards, a prefetch lands a rank's shard in each rank
+ *   (pool.c says how copies are timed). Offloaded, each rank sends its
+ *   heads' queries and the lender computes every rank's partials over all
+ *   t shards (hw/offload.h's group model; its share of HBM time is all t
+ *   shards' reads).
+ * GPUs without a tenant lend all their KV region. */
 #pragma once
 
 #include <glib.h>
@@ -122,14 +134,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaPool, ema_pool_free)
 
 /* GPU has no tenant: it lends SLICES slices. */
 void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices);
-/* GPU's tenant (tp = 1) has a KV region of SLICES slices, blocks of
- * BLOCK_BYTES, and STEP_MODEL (borrowed; must outlive the pool). Returns
- * the memory its engine takes blocks from. */
+/* GPU's tenant has a KV region of SLICES slices on each of its GPUs,
+ * blocks of BLOCK_BYTES per GPU (a rank's shard: ema_tenant_plan's), and
+ * STEP_MODEL (borrowed; must outlive the pool). A tenant of tp t > 1 spans
+ * GPUs GPU..GPU+t-1, which get no other record: it is one group of t x
+ * SLICES slices and blocks of t x BLOCK_BYTES. Returns the memory its
+ * engine takes blocks from. */
 EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint64 block_bytes,
                                 const EmaStepModel *step_model);
 /* The model GPU's tenant runs (added by ema_pool_add_tenant), for its
  * attention offload (hw/offload.h); without it, or when the model cannot be
- * built for the server (or the tenant does not share), the tenant's remote
+ * built for the server (or the tenant is a TP group), the tenant's remote
  * KV is never offloaded and ema_pool_offload_unavailable() says why. */
 void ema_pool_set_offload_model(EmaPool *pool, guint gpu, const EmaLlmSpec *model);
 /* Why GPU's tenant cannot offload attention (NULL: it can). */

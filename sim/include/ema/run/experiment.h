@@ -118,10 +118,11 @@ gboolean ema_experiment_is_serving(const EmaExperiment *experiment);
 
 /* What the run will not do that the experiment asks for, one sentence
  * each (a new array, empty when there is nothing to say): a tenant with
- * tp > 1 under a borrow policy that acts does not share (tensor-parallel
- * tenants keep to their own memory: they neither borrow nor lend, nor, under
- * the `offload` prefetch policy, offload attention or serve it), named with
- * its GPUs. */
+ * tp > 1 under a borrow policy that acts, or under peer swap, shares only
+ * as a borrowing group (it borrows from the GPUs outside it, under the
+ * `offload` prefetch policy offloads attention, and parks its preempted KV
+ * on peers, but neither lends nor holds peers' parked KV), named with its
+ * GPUs. */
 GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment);
 
 /* The experiment as YAML with every value explicit (resolved.yaml). */
