@@ -18,7 +18,8 @@ part, where vLLM's FlashAttention backend makes one varlen call). Decode steps o
 are captured as one CUDA graph and replayed; Mixtral's routing is data-dependent, so its steps run eagerly. Each
 step is a point of common.py's protocol, table `steps` with the keys of steps.csv (hwmodels/profiles/README.md):
 `ema-validate profile --from-capture DIR -o OUT` turns the capture into OUT/steps.csv (a step's
-time: the summed durations of its kernels, median over the repeats). Points whose KV cache does not fit in the memory left are skipped and listed."""
+time: the summed durations of its kernels, median over the repeats). Points whose KV cache does not fit in the memory left are skipped and listed.
+`--prefill CHUNK:PRIOR,...` replaces the prefill points (e.g. the sizes of measured engine steps)."""
 import argparse
 import sys
 
@@ -210,6 +211,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--phases", default="decode,prefill,mixed")
+    ap.add_argument("--prefill", help="the prefill points as CHUNK:PRIOR,... (new tokens after "
+                    "PRIOR cached ones; default: the PREFILL list)")
     ap.add_argument("--profile", help="a profile directory: each attention call uses the "
                     "backend of the nearest row of its attn_decode.csv / attn_prefill.csv "
                     "(default: the fastest by CUDA-event timing, once per shape)")
@@ -217,6 +220,14 @@ def main():
     profile = common.profile_backends(a.profile) if a.profile else None
     skipped, backends = [], []
     phases = set(a.phases.split(","))
+    try:
+        prefill = ([tuple(int(v) for v in p.split(":")) for p in a.prefill.split(",")]
+                   if a.prefill else PREFILL)
+    except ValueError:
+        raise SystemExit(f"steps.py: --prefill {a.prefill!r}: expected CHUNK:PRIOR,...")
+    if any(len(p) != 2 or p[0] < 1 or p[1] < 0 for p in prefill):
+        raise SystemExit(f"steps.py: --prefill {a.prefill!r}: expected CHUNK:PRIOR,... with "
+                         "CHUNK >= 1 and PRIOR >= 0")
     for name in [n for n in a.models.split(",") if n]:
         m = common.load_model(name)
         torch.manual_seed(0)
@@ -230,7 +241,7 @@ def main():
                 for c in ([1024] if a.quick else DECODE_CONTEXTS):
                     points.append(("decode", b, c, 1, 0))
         if "prefill" in phases:
-            for chunk, prior in ([(1024, 0)] if a.quick else PREFILL):
+            for chunk, prior in ([(1024, 0)] if a.quick else prefill):
                 points.append(("prefill", 1, 0, chunk, prior))
         if "mixed" in phases:
             for b, c, chunk, prior in (MIXED[:1] if a.quick else MIXED):
