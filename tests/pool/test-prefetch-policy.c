@@ -209,9 +209,10 @@ static void test_offload(void) {
 
 /* Offload dearer than direct loads (13 ms against 12): layer-ahead's plan,
  * and its bound; against prefetch, offload is compared with the all-local
- * step (prefetch's best). */
+ * step (prefetch's best), or with its copies' time on the link where
+ * that is longer. */
 static void test_offload_dearer(void) {
-  Case *c = offload_case();
+  Case *c = offload_case(), *plain = case_new();
   EmaPrefetchPlan plan;
   c->step.step_offload_s = 13e-3;
   plan = decide(c);
@@ -227,6 +228,15 @@ static void test_offload_dearer(void) {
   plan = decide(c);
   g_assert_cmpint(plan.mode, ==, EMA_REMOTE_PREFETCH);
   g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2.5e7 / 5e8, 1e-12);
+  /* but prefetch's step is at least its copies' time on the link: with 1.1e8 B a layer remote
+   * (1.1 ms a layer, 11 ms a step), which layer-ahead still prefetches, 10.5 ms offloaded
+   * (capped or not) is the cheaper step */
+  c->step.remote_bytes = 1.1e8;
+  plain->server = c->server;
+  plain->step = c->step;
+  g_assert_cmpint(decide(plain).mode, ==, EMA_REMOTE_PREFETCH);
+  g_assert_cmpint(decide(c).mode, ==, EMA_REMOTE_OFFLOAD);
+  case_free(plain);
   case_free(c);
 }
 
