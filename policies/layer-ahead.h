@@ -62,9 +62,9 @@ typedef struct {
        .default_value = "2%",                                                                      \
        .min = 0,                                                                                   \
        .max = 10,                                                                                  \
-       .help =                                                                                     \
-           "largest loss of a lender's HBM bandwidth to this GPU's pulls"}, /* (the list ends with \
-                                                                               a comma) */
+       .help = "largest loss of a lender's HBM bandwidth to this GPU's pulls (a GPU without a "    \
+               "tenant: none)"}, /* (the list ends with                                            \
+     a comma) */
 
 /* layer-ahead's plan for a step of GPU's tenant whose cost is STEP, with
  * parameters P, into PLAN (prefetch-layer-ahead.c says how). */

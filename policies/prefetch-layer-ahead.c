@@ -18,7 +18,8 @@
  * Either way the lenders' HBM, read at the rate a decode step pulls, may
  * lose at most `max_lender_slowdown` (lender priority), each lender's
  * allowance shared equally among the tenants reading from it and checked
- * against the share of this GPU's remote blocks it holds. The remote share
+ * against the share of this GPU's remote blocks it holds; a lender without
+ * a tenant (an idle GPU) has no steps to slow and bounds nothing. The remote share
  * the plan admits is the larger of the two ways' bounds; the mode is direct
  * when this step's remote bytes fit under the direct bound. */
 #include <math.h>
@@ -51,8 +52,8 @@ static double lender_bytes_cap(const EmaLayerAheadParams *p, const EmaPoolView *
   for (guint j = 0; j < view->n_gpus; j++) {
     double share = (double) view->remote_blocks[gpu * view->n_gpus + j] / total;
     guint readers = 0;
-    if (share <= 0)
-      continue;
+    if (share <= 0 || !view->gpus[j].has_tenant)
+      continue; /* a GPU without a tenant has no steps to slow: nothing to protect */
     for (guint b = 0; b < view->n_gpus; b++)
       readers += view->remote_blocks[b * view->n_gpus + j] > 0;
     cap = MIN(cap, allowance / MAX(readers, 1) / share);

@@ -8,7 +8,7 @@
  *   attention kernel's all-local KV time at the direct-load bandwidth;
  * - each lender's 2% allowance binds on the share of the borrower's remote
  *   blocks it holds (the largest share binds first) and is split among the
- *   tenants reading from it;
+ *   tenants reading from it; a lender without a tenant bounds nothing;
  * - prefetch is chosen when direct loads admit less than prefetching and
  *   the step's remote bytes do not fit under the direct bound; the landing
  *   copies' 5% bound and the layer group follow the fixed cost;
@@ -115,6 +115,19 @@ static void test_shared_lender(void) {
   plan = decide(c);
   g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
   g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2e7 / 2 / 0.75 / 5e8, 1e-12);
+  case_free(c);
+}
+
+/* Lender 1 without a tenant (an idle GPU) has no steps to slow: its 3/4
+ * of the remote blocks bound nothing, lender 2's 1/4 allows 2e7 / 0.25 =
+ * 8e7 B, so direct loads' own 3.5e7 B binds. */
+static void test_idle_lender(void) {
+  Case *c = case_new();
+  EmaPrefetchPlan plan;
+  c->gpus[1].has_tenant = FALSE;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 3.5e7 / 5e8, 1e-12);
   case_free(c);
 }
 
@@ -281,6 +294,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/prefetch-policy/direct-lender-share", test_direct_lender_share);
   g_test_add_func("/prefetch-policy/shared-lender", test_shared_lender);
+  g_test_add_func("/prefetch-policy/idle-lender", test_idle_lender);
   g_test_add_func("/prefetch-policy/prefetch", test_prefetch);
   g_test_add_func("/prefetch-policy/group", test_group);
   g_test_add_func("/prefetch-policy/offload", test_offload);
