@@ -9,9 +9,17 @@
  * with offload (EmaStepCostView.step_offload_s) is shorter than the step of
  * the way layer-ahead chose: direct loads' modelled step (step_direct_s), or
  * for prefetch its lower bound, the all-local step (step_local_s: prefetch
- * hides at best). Offload is not taken while the remote share exceeds what
- * the allowance admits but layer-ahead's bounds admit it (reading it costs
- * the lenders less than offloading it would, within their protection).
+ * hides at best) or its copies' time on the link if longer (layers x
+ * remote_bytes / link_bandwidth: remote KV beyond what layer-ahead hides). Offload is not taken
+ * while the remote share exceeds what the allowance admits but layer-ahead's bounds admit it
+ * (reading it costs the lenders less than offloading it would, within their protection).
+ *
+ * Bound: the plan's offload_cap is the allowance, which the pool holds on
+ * every lender with a tenant whatever was admitted (policy.h): where the
+ * steps would read KV admitted earlier faster than the allowance (a shorter
+ * step, another borrower's share grown, remote KV beyond the bound below),
+ * the step lengthens until its lenders are at the cap, and its
+ * step_offload_s says so: the mode choice above weighs the capped step.
  *
  * Admission: each lender's reads for offloaded attention may take at most
  * `allowance` of its HBM time (hw/offload.h r_j <= A), less what the other
@@ -20,9 +28,10 @@
  * With lender j holding the share s_j of this GPU's remote blocks and
  * c_max(1) = offload_full_context tokens at an allowance of 1, the remote
  * share f of the step's decode context C must satisfy f C s_j <= a_j
- * c_max(1) for every j; where offload is the cheaper step the plan admits
- * the larger of that bound and layer-ahead's, and names the lender whose
- * allowance set it.
+ * c_max(1) for every j, with c_max at the step's length without the cap
+ * (what can be served without lengthening it); where offload is the cheaper
+ * step the plan admits the larger of that bound and layer-ahead's, and names
+ * the lender whose allowance set it.
  *
  * `allowance` 0 is layer-ahead exactly: no offload, the same plans. */
 #include "builtin.h"
@@ -63,6 +72,8 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   double total = 0, limit = G_MAXDOUBLE, share, other;
   guint lender = G_MAXUINT;
   ema_layer_ahead_plan(&p->layer_ahead, view, gpu, step, plan);
+  if (p->allowance > 0)
+    plan->offload_cap = p->allowance;
   if (p->allowance <= 0 || step->step_offload_s <= 0 || step->context_tokens <= 0 ||
       step->offload_full_context <= 0 || step->kv_bytes <= 0)
     return;
@@ -83,7 +94,10 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   }
   limit = CLAMP(limit, 0, 1);
   share = step->remote_bytes / step->kv_bytes;
-  other = plan->mode == EMA_REMOTE_DIRECT ? step->step_direct_s : step->step_local_s;
+  /* prefetch's step: at least the all-local one, and at least its copies' time on the link */
+  other = plan->mode == EMA_REMOTE_DIRECT
+              ? step->step_direct_s
+              : MAX(step->step_local_s, step->layers * step->remote_bytes / step->link_bandwidth);
   if (step->step_offload_s < other && (share <= limit || share > plan->remote_limit)) {
     plan->mode = EMA_REMOTE_OFFLOAD;
     plan->depth = 1;

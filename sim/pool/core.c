@@ -19,7 +19,6 @@
 
 #define DEFAULT_CONTEXT 2000
 #define BLOCK_TOKENS 16
-#define REFUSE_LOG_PERIOD ((EmaTime) 1000 * 1000 * 1000)
 
 #define B(c) ((c)->backend)
 #define D(c) ((c)->backend_data)
@@ -27,7 +26,7 @@
 const char *ema_pool_event_kind_name(EmaPoolEventKind kind) {
   static const char *const names[] = {"borrow",         "return", "reclaim", "own-map",
                                       "own-unmap",      "refuse", "offload", "offload-end",
-                                      "offload-refuse", "place",  "tier"};
+                                      "offload-refuse", "place",  "tier",    "offload-throttle"};
   return (guint) kind < G_N_ELEMENTS(names) ? names[kind] : "?";
 }
 
@@ -1398,7 +1397,7 @@ void ema_pool_core_plan_events(EmaPoolCore *c, EmaSliceGpu *g, const EmaPrefetch
   if (plan->limit_lender >= c->n) {
     g->refused_by = G_MAXUINT;
   } else if ((g->waiting > 0 || g->blocks_short > 0) && plan->limit_lender != g->refused_by &&
-             c->now - g->refused_at >= REFUSE_LOG_PERIOD) {
+             c->now - g->refused_at >= EMA_POOL_LOG_PERIOD) {
     EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_OFFLOAD_REFUSE, g->index, plan->limit_lender);
     reason_add(&e,
                "remote limit: lender gpu%u at its allowance %.3g%%; %.1f%% of gpu%u's KV may be "

@@ -60,6 +60,7 @@ void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gc
   g->plan.depth = MAX(g->plan.depth, 1);
   g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, MAX(layers, 1));
   g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
+  g->plan.offload_cap = CLAMP(g->plan.offload_cap, 0, 1);
   if ((guint) g->plan.mode > EMA_REMOTE_OFFLOAD)
     g->plan.mode = EMA_REMOTE_DIRECT;
   ema_slice_gpu_touch(g); /* remote_limit sets its blocks_total */

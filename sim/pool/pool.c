@@ -19,7 +19,10 @@
  *   ceil(local_used x B / S) + sum_b lent[g][b] + lending + returning + staging <= slices;
  *   remote[g][j] <= floor(lent[j][g] x S / B);
  *   local_used + sum_j remote[g][j] == the blocks g's engine holds;
- * with B the block size and S the slice size; lent equals borrowed by
+ * with B the block size and S the slice size; and on a lender with a tenant,
+ * the shares of its HBM time the offloading steps running now take add up to
+ * at most the largest offload_cap of their plans (policy.h; an offloading
+ * step lengthens to hold it, offload_capped()). lent equals borrowed by
  * construction (one matrix). Sharing GPUs lend and borrow: tp = 1 tenants
  * and idle GPUs; a tensor-parallel group (ledger.h: one record of its t
  * ranks, its block all t shards) borrows from GPUs outside it, never
@@ -99,6 +102,13 @@ typedef struct {
   EmaOffloadShare *offload_shares; /* [n] */
   EmaTime offload_step, offload_until;
   gboolean offloading; /* offload_until is set and its row of the ledger's offload_share too */
+  /* the lenders' offload cap (EmaPrefetchPlan.offload_cap) on the planned step: the lender
+   * holding it to the cap (G_MAXUINT: none) and the step's time without the cap; the last
+   * offload-throttle event's lender (G_MAXUINT: none, or no throttle since) and its time */
+  guint capped_by;
+  double uncapped_s;
+  guint throttled_by;
+  EmaTime throttled_at;
   EmaEvent decide_event;
   gboolean dropping; /* a drop for a reclaim is freeing blocks: give() takes them from... */
   guint drop_lender; /* ...this lender first */
@@ -788,6 +798,19 @@ static void expire_offloads(Pool *p) {
   }
 }
 
+/* The shares of LENDER's HBM time that the borrowers' offloading steps
+ * running now take together, BORROWER's left out (G_MAXUINT: none). */
+static double lender_offload_share(const Pool *p, guint lender, guint borrower) {
+  EmaTime now = ema_sim_now(p->sim);
+  double share = 0;
+  for (guint b = 0; p->offloading > 0 && b < p->n; b++) {
+    const Gpu *g = &p->gpus[b];
+    if (b != lender && b != borrower && g->offloading && now < g->offload_until)
+      share += p->core.ledger.offload_share[b * p->n + lender];
+  }
+  return share;
+}
+
 /* The sums of a step's offload shares (offload_shares()): the prefix
  * cache of the tenant and whether it is partly on lenders; the requests
  * merging remote partials (of those with own blocks on a lender); of the
@@ -964,6 +987,92 @@ static double offload_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, double
   return step_seconds(p, g, &bd, local_ns, slow, FALSE, 0, 0, &g->plan) + (double) ob.added / 1e9;
 }
 
+/* Longest offloading step the lenders' cap is held by (s): beyond it, none of the cap is left. */
+#define CAPPED_STEP_MAX_S 1e6
+
+/* G's offloading step of SECONDS (offload_seconds(), the shares in
+ * g->offload_shares) with its lenders held within CAP (the plan's
+ * offload_cap): on a lender j with a tenant, the cap less the other
+ * borrowers' current shares of its HBM time leaves a_j (first come, first
+ * served: a borrower's share is fixed for its step); the step's partials take L_j seconds of its
+ * HBM time (r_j x T', the same at any step length), and where L_j / T' > a_j the lender serves them
+ * at a_j: the step takes L_j / a_j (in whole ns, rounded up, so that r_j <= a_j), the longest over
+ * the lenders. *BY: the lender that sets it (G_MAXUINT: none; SECONDS stands). 0 when a lender
+ * holding some of the step has none of the cap left (a_j <= 0, or so little that the step would
+ * take over CAPPED_STEP_MAX_S). */
+static double offload_capped(const Pool *p, const Gpu *g, double seconds, double cap, guint *by) {
+  double capped = seconds;
+  *by = G_MAXUINT;
+  if (seconds <= 0 || cap >= 1)
+    return seconds;
+  for (guint j = 0; j < p->n; j++) {
+    const EmaOffloadShare *share = &g->offload_shares[j];
+    double left, lender_s, at_cap;
+    if (j == g->index || share->seqs == 0 || !p->gpus[j].has_tenant)
+      continue;
+    /* r_j at a step of one second is L_j in seconds */
+    lender_s = ema_offload_lender_share(g->offload, share, 1000 * 1000 * 1000);
+    if (lender_s <= 0)
+      continue;
+    left = cap - lender_offload_share(p, j, g->index);
+    if (left <= 0 || lender_s > left * CAPPED_STEP_MAX_S) {
+      *by = j;
+      return 0;
+    }
+    at_cap = ceil(lender_s / left * 1e9) / 1e9;
+    if (at_cap > capped) {
+      capped = at_cap;
+      *by = j;
+    }
+  }
+  return capped;
+}
+
+/* G's planned step (CAPPED_S: its offloaded time at the lenders' cap) as
+ * the cap left it: an offloading step counted, and where g->capped_by held
+ * it to the cap, the time that added (against g->uncapped_s); where the cap
+ * held it to a lender or left it none there, an offload-throttle event when
+ * that starts for this lender (one other than the last logged, or after
+ * steps the cap left alone), at most once an EMA_POOL_LOG_PERIOD per
+ * borrower (with lenders alike the binding one flaps from step to step). */
+static void count_capped(Pool *p, Gpu *g, double capped_s) {
+  guint j = g->capped_by;
+  gboolean offloads = g->plan.mode == EMA_REMOTE_OFFLOAD;
+  EmaTime now = ema_sim_now(p->sim);
+  char reason[EMA_POOL_REASON_CHARS];
+  double others;
+  if (offloads)
+    p->stats.offload_steps++;
+  if (j >= p->n) {
+    if (offloads)
+      g->throttled_by = G_MAXUINT;
+    return;
+  }
+  if (offloads) {
+    p->stats.offload_throttled_steps++;
+    p->stats.offload_throttled += ns(capped_s) - ns(g->uncapped_s);
+  }
+  if (j == g->throttled_by || now - g->throttled_at < EMA_POOL_LOG_PERIOD)
+    return;
+  others = lender_offload_share(p, j, g->index);
+  g_snprintf(reason, sizeof reason,
+             "offload cap: lender gpu%u at its cap %.3g%%, others %.3g%%; "
+             "wanted %.3g%%, ",
+             j, g->plan.offload_cap * 100, others * 100,
+             ema_offload_lender_share(g->offload, &g->offload_shares[j], ns(g->uncapped_s)) * 100);
+  if (capped_s <= 0)
+    g_strlcat(reason, "none left: the step reads its remote KV", sizeof reason);
+  else
+    g_snprintf(reason + strlen(reason), sizeof reason - strlen(reason),
+               "served %.3g%%: step %.2f ms, %.2f uncapped%s",
+               ema_offload_lender_share(g->offload, &g->offload_shares[j], ns(capped_s)) * 100,
+               capped_s * 1e3, g->uncapped_s * 1e3, offloads ? "" : "; not offloaded");
+  ema_pool_core_note(core_now(p), EMA_POOL_EVENT_OFFLOAD_THROTTLE, g->index, j, 0, 0,
+                     capped_s > 0 ? capped_s - g->uncapped_s : 0, reason);
+  g->throttled_by = j;
+  g->throttled_at = now;
+}
+
 /* G's offloading step of STEP ns starts now: its lenders' shares of HBM
  * time (r_j) go into the ledger's row for the views and the lenders' steps. */
 static void start_offload(Pool *p, Gpu *g, EmaTime step) {
@@ -981,15 +1090,10 @@ static void start_offload(Pool *p, Gpu *g, EmaTime step) {
 }
 
 /* What the borrowers offloading to LENDER now add to its step of STEP ns:
- * its measured slowdown at their shares of its HBM time together. */
+ * its measured slowdown at their shares of its HBM time together (at most
+ * the slowdown at the cap their plans set, offload_capped()). */
 static EmaTime offload_extra(const Pool *p, guint lender, EmaTime step) {
-  EmaTime now = ema_sim_now(p->sim);
-  double share = 0;
-  for (guint b = 0; p->offloading > 0 && b < p->n; b++) {
-    const Gpu *g = &p->gpus[b];
-    if (b != lender && g->offloading && now < g->offload_until)
-      share += p->core.ledger.offload_share[b * p->n + lender];
-  }
+  double share = lender_offload_share(p, lender, G_MAXUINT);
   return share > 0
              ? (EmaTime) llround(ema_gpu_offload_slowdown(&p->server->gpu, share) * (double) step)
              : 0;
@@ -1003,6 +1107,7 @@ static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepB
                       EmaStepCostView *view) {
   EmaPrefetchPlan previous = g->plan, direct = ema_prefetch_plan_start();
   guint64 merged;
+  double cap = previous.offload_cap;
   view->step_local_s = step_seconds(p, g, bd, all_local, slow, FALSE, 0, 0, &direct);
   view->step_direct_s = step_seconds(p, g, bd, all_local, slow, TRUE, t_copy, t_direct, &direct);
   view->context_tokens = batch->decode_context;
@@ -1020,14 +1125,31 @@ static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepB
     view->offload_full_context =
         decode_s > 0 ? ema_offload_max_context(g->offload, 1, ns(decode_s)) : 0;
   }
-  view->step_offload_s = offload_seconds(p, g, batch, slow, merged);
-  ema_slice_gpu_plan_prefetch(&g->counters, p->core.policies[EMA_POLICY_PREFETCH],
-                              p->spec->prefetch_params, build_view(p), view, g->layers);
+  g->uncapped_s = offload_seconds(p, g, batch, slow, merged);
+  /* the offloaded step at the lenders' cap of the last plan; a plan with another cap that
+   * changes it is asked for once more with the step at its own (policy.h), and applied */
+  view->step_offload_s = offload_capped(p, g, g->uncapped_s, cap, &g->capped_by);
+  for (guint asked = 1;; asked++) {
+    double at_plan;
+    ema_slice_gpu_plan_prefetch(&g->counters, p->core.policies[EMA_POLICY_PREFETCH],
+                                p->spec->prefetch_params, build_view(p), view, g->layers);
+    if (g->plan.offload_cap == cap)
+      break;
+    cap = g->plan.offload_cap;
+    at_plan = offload_capped(p, g, g->uncapped_s, cap, &g->capped_by);
+    if (at_plan == view->step_offload_s)
+      break;
+    view->step_offload_s = at_plan;
+    if (asked == 2)
+      break;
+  }
   if (g->plan.mode == EMA_REMOTE_OFFLOAD && view->step_offload_s <= 0) {
-    /* a tenant that cannot offload reads its remote KV directly */
+    /* a tenant that cannot offload, or whose lender has none of its cap left, reads its
+     * remote KV directly */
     g->plan.mode = EMA_REMOTE_DIRECT;
     p->core.stats.plans_adjusted++;
   }
+  count_capped(p, g, view->step_offload_s);
   ema_pool_core_plan_events(core_now(p), &g->counters, &previous, view);
 }
 
@@ -1187,8 +1309,35 @@ static gboolean check_requests(const EmaPoolCore *core, const Gpu *g, GError **e
 
 /* The engines' blocks are the ledger's, and (EMA_POOL_CHECKS=all) every
  * request's blocks are its engine's. */
+/* The lenders' bound (policy.h offload_cap): on a lender with a tenant, the
+ * offloading steps running now take together at most the largest cap their
+ * plans set (up to rounding). O(GPUs^2) while a step offloads, else O(1). */
+static gboolean check_offload_caps(const Pool *p, GError **error) {
+  EmaTime now = ema_sim_now(p->sim);
+  for (guint j = 0; p->offloading > 0 && j < p->n; j++) {
+    double share = lender_offload_share(p, j, G_MAXUINT), cap = 0;
+    if (!p->gpus[j].has_tenant || share <= 0)
+      continue;
+    for (guint b = 0; b < p->n; b++) {
+      const Gpu *g = &p->gpus[b];
+      if (b != j && g->offloading && now < g->offload_until &&
+          p->core.ledger.offload_share[b * p->n + j] > 0)
+        cap = MAX(cap, g->plan.offload_cap);
+    }
+    if (share > cap * (1 + 1e-9)) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "gpu%u: offloaded attention takes %.9g of its HBM time, above its cap %.9g", j,
+                  share, cap);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 static gboolean check_engines(const EmaPoolCore *core, gpointer data, GError **error) {
   const Pool *p = data;
+  if (!check_offload_caps(p, error))
+    return FALSE;
   for (guint i = 0; i < p->n; i++) {
     const Gpu *g = &p->gpus[i];
     if (g->engine == NULL)
@@ -1233,6 +1382,8 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
     g->parked = g_new0(guint64, p->n);
     g->pull = g_new0(double, p->n);
     g->offload_shares = g_new0(EmaOffloadShare, p->n);
+    g->capped_by = g->throttled_by = G_MAXUINT;
+    g->throttled_at = G_MININT64 / 2; /* never */
     ema_event_init(&g->decide_event, on_decide, g);
   }
   if (!ema_pool_core_init(&p->core, p->n, server, policy, &sim_backend, p, error)) {

@@ -96,7 +96,8 @@ static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScen
                           1,
                           1,
                           G_MAXUINT,
-                          0};
+                          0,
+                          1};
   double layers, seconds;
   if (model == NULL) {
     g_prefix_error(error, "decode scenario %s: ", d->name);

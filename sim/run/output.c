@@ -532,6 +532,12 @@ static void add_pool(JsonBuilder *builder, const EmaExperiment *experiment,
   add_count(builder, "plans_adjusted", pool->plans_adjusted);
   add_count(builder, "remote_steps", pool->remote_steps);
   add_number(builder, "exposed_remote_s", (double) pool->exposed_remote / 1e9);
+  /* (only where a step offloaded: the summaries of every other run keep their fields) */
+  if (pool->offload_steps > 0) {
+    add_count(builder, "offload_steps", pool->offload_steps);
+    add_count(builder, "offload_throttled_steps", pool->offload_throttled_steps);
+    add_number(builder, "offload_throttled_s", (double) pool->offload_throttled / 1e9);
+  }
   json_builder_end_object(builder);
 }
 

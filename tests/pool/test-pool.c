@@ -111,7 +111,7 @@ static Bench *bench_new(const char *server_override) {
   b->block_bytes = plan.block_bytes;
   g_assert_cmpuint(b->block_bytes, ==, EMA_SLICE_BYTES); /* Llama-3.1-8B: a block is a slice */
   b->borrow = (TestBorrowParams){0, 1, 0, 2, 0, 0};
-  b->prefetch = (TestPrefetchParams){EMA_REMOTE_DIRECT, 1, 1, 1, &b->prefetch_probe};
+  b->prefetch = (TestPrefetchParams){EMA_REMOTE_DIRECT, 1, 1, 1, &b->prefetch_probe, 0};
   b->reclaim = (TestReclaimParams){0, 0, EMA_VACATE_DROP, 0, &b->reclaim_probe};
   /* decision_period 0: every after-step decides (bench_decide) */
   b->spec = (EmaPolicySpec){.name = (char *) "test",
@@ -610,7 +610,7 @@ static void test_parked_staging(void) {
   EmaTime copy;
   b->spec.preempt = EMA_PREEMPT_CHOICE_SWAP_PEER;
   b->borrow = (TestBorrowParams){0, 2, 10, 3, 0, 0};
-  b->prefetch = (TestPrefetchParams){EMA_REMOTE_PREFETCH, 2, 4, 1, &b->prefetch_probe};
+  b->prefetch = (TestPrefetchParams){EMA_REMOTE_PREFETCH, 2, 4, 1, &b->prefetch_probe, 0};
   bench_pool(b);
   m0 = bench_tenant(b, 0, 40);
   m1 = bench_tenant(b, 1, 8);
@@ -1201,7 +1201,7 @@ static void test_tp_step_switch(void) {
  * sets the step (a small batch, the copies hidden) the group's next step
  * is slowed by k_in x R x L / step, not twice that. */
 static double tp_prefetch_step(const Bench *b, const EmaStepBatch *batch, double incoming) {
-  EmaPrefetchPlan plan = {EMA_REMOTE_PREFETCH, 2, 4, 1, G_MAXUINT, 0};
+  EmaPrefetchPlan plan = {EMA_REMOTE_PREFETCH, 2, 4, 1, G_MAXUINT, 0, 1};
   const EmaGpuSpec *gpu = &b->server->gpu;
   double rate_m = gpu->hbm_bandwidth * gpu->hbm_efficiency;
   double slow = rate_m / MAX(rate_m - gpu->interference_incoming * incoming, rate_m / 10);
@@ -1219,7 +1219,7 @@ static double tp_prefetch_step(const Bench *b, const EmaStepBatch *batch, double
 static Bench *tp_bench(int mode, guint64 slices_rank, guint64 lender_slices, guint64 borrowed) {
   Bench *b = bench_new(NULL);
   b->borrow = (TestBorrowParams){0, 2, (gint64) borrowed, 2, 0, 0};
-  b->prefetch = (TestPrefetchParams){mode, 2, 4, 1, &b->prefetch_probe};
+  b->prefetch = (TestPrefetchParams){mode, 2, 4, 1, &b->prefetch_probe, 0};
   bench_pool(b);
   bench_tp_tenant(b, slices_rank);
   ema_pool_add_idle_gpu(b->pool, 2, lender_slices);
@@ -1538,6 +1538,86 @@ static void test_step_offload_one_long(void) {
   m->ops->state(m->self, 50, EMA_KV_FINISHED);
   g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 0), ==, 0);
   assert_share(b, 0, 0, 0, 0);
+  bench_check(b);
+  bench_free(b);
+}
+
+/* The events of kind offload-throttle. */
+static void throttle_sink(gpointer data, const EmaPoolEvent *event) {
+  if (event->kind == EMA_POOL_EVENT_OFFLOAD_THROTTLE)
+    g_array_append_val((GArray *) data, *event);
+}
+
+/* The lenders' cap (policy.h offload_cap), by hand: test_step_offload's
+ * step, whose partials on lender 1 (a tenant: capped) take L = 32 x 12,800
+ * x 4,096 B / local_copy_bandwidth of its HBM time, r = L / T' between
+ * 4.84% and 9.58% uncapped. With the cap at 4.84% (a point of the measured
+ * curve, +4.62% there) the lender serves them at the cap: the step takes
+ * L / 4.84% (whole ns, rounded up), the lender's steps while it runs +4.62%,
+ * the step counted as throttled with the time it added, and an
+ * offload-throttle event names gpu1. The policy first saw the step at the
+ * cap of the plan before (none) and was asked again with the step at its
+ * cap; the next step is timed at it once. A cap that leaves the lender
+ * next to nothing (1e-9: the step would take 25 days) reads the remote KV
+ * directly (a plan adjusted); a lender without a tenant has no cap. */
+static void test_step_offload_capped(void) {
+  Bench *b = remote_bench(200, 800, 1000, EMA_REMOTE_OFFLOAD, 1, 1);
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
+  Offloaded o = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE);
+  const EmaStepCostView *seen = &b->prefetch_probe.step;
+  g_autoptr(GArray) events = g_array_new(FALSE, FALSE, sizeof(EmaPoolEvent));
+  const EmaPoolStats *stats;
+  EmaStepBreakdown lender_bd;
+  double L = 32 * 12800 * 4096 / b->server->gpu.local_copy_bandwidth, cap = 0.0484;
+  EmaTime capped = (EmaTime) ceil(L / cap * 1e9), start, t, direct;
+  guint calls;
+  guint64 adjusted;
+  g_assert_cmpfloat(L / ((double) o.step / 1e9), >, cap); /* uncapped above the cap */
+  g_assert_cmpint(capped, >, o.step);
+  ema_pool_set_event_sink(b->pool, throttle_sink, events);
+  b->prefetch.cap = cap;
+  calls = b->prefetch_probe.calls;
+  start = ema_sim_now(b->sim);
+  t = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(t, ==, capped);
+  g_assert_cmpuint(b->prefetch_probe.calls, ==, calls + 2);
+  g_assert_cmpfloat_with_epsilon(seen->step_offload_s, (double) capped / 1e9, 1e-15);
+  /* the lender's share is at the cap, its step slowed by the curve there */
+  ema_step_time(b->models[1], &lender_batch, &lender_bd);
+  g_assert_cmpfloat_with_epsilon(ema_pool_view(b->pool)->offload_share[0 * 4 + 1], cap, 1e-9);
+  g_assert_cmpfloat(ema_pool_view(b->pool)->offload_share[0 * 4 + 1], <=, cap);
+  g_assert_cmpint(llabs(ema_pool_step_time(b->pool, 1, &lender_batch) - lender_bd.time -
+                        (EmaTime) llround(0.0462 * (double) lender_bd.time)),
+                  <=, 1);
+  stats = ema_pool_stats(b->pool);
+  g_assert_cmpuint(stats->offload_steps, ==, 1);
+  g_assert_cmpuint(stats->offload_throttled_steps, ==, 1);
+  g_assert_cmpint(stats->offload_throttled, ==, capped - o.step);
+  g_assert_cmpuint(events->len, ==, 1);
+  g_assert_cmpuint(g_array_index(events, EmaPoolEvent, 0).gpu, ==, 0);
+  g_assert_cmpuint(g_array_index(events, EmaPoolEvent, 0).peer, ==, 1);
+  g_assert_true(g_str_has_prefix(g_array_index(events, EmaPoolEvent, 0).reason,
+                                 "offload cap: lender gpu1 at its cap 4.84%"));
+  bench_check(b);
+  /* the next step: asked once, at the cap; throttled again, not logged again */
+  bench_to(b, start + capped);
+  calls = b->prefetch_probe.calls;
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, capped);
+  g_assert_cmpuint(b->prefetch_probe.calls, ==, calls + 1);
+  g_assert_cmpuint(stats->offload_throttled_steps, ==, 2);
+  g_assert_cmpuint(events->len, ==, 1);
+  /* next to nothing left: direct loads (the fixed policy's plan cut to them) */
+  bench_to(b, start + 2 * capped);
+  b->prefetch.cap = 1e-9;
+  b->prefetch.mode = EMA_REMOTE_DIRECT;
+  direct = expect_step(b, 0, &batch, 800, 1000, 1, 0).step;
+  b->prefetch.mode = EMA_REMOTE_OFFLOAD;
+  adjusted = ema_pool_stats(b->pool)->plans_adjusted;
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, direct);
+  g_assert_cmpfloat(seen->step_offload_s, ==, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, adjusted + 1);
+  g_assert_cmpuint(stats->offload_steps, ==, 2);
   bench_check(b);
   bench_free(b);
 }
@@ -2059,6 +2139,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/pool/tp/serving/remote-direct", "remote-direct", test_tp_serving);
   g_test_add_func("/pool/step/offload", test_step_offload);
   g_test_add_func("/pool/step/offload-one-long", test_step_offload_one_long);
+  g_test_add_func("/pool/step/offload-capped", test_step_offload_capped);
   g_test_add_func("/pool/step/parked-interference", test_parked_interference);
   g_test_add_func("/pool/step/layer-overhead", test_step_layer_overhead);
   g_test_add_func("/pool/give/proportional", test_give_proportional);

@@ -83,7 +83,7 @@ static void case_free(Case *c) {
 }
 
 static EmaPrefetchPlan decide(Case *c) {
-  EmaPrefetchPlan plan = {EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0};
+  EmaPrefetchPlan plan = {EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0, 1}; /* the pool's start */
   c->ops->decide(NULL, c->params, &c->view, 0, &c->step, &plan);
   return plan;
 }
@@ -195,6 +195,8 @@ static void test_offload(void) {
   g_assert_cmpfloat_with_epsilon(plan.remote_limit, 0.05 * 20000 / 7500, 1e-12);
   g_assert_cmpuint(plan.limit_lender, ==, 1);
   g_assert_cmpfloat(plan.limit_allowance, ==, 0.05);
+  /* the pool holds every lender with a tenant to the allowance (policy.h offload_cap) */
+  g_assert_cmpfloat(plan.offload_cap, ==, 0.05);
   /* GPU 2's offloaded steps take 4% of lender 1: 1% is left, f <= 2.67%,
    * below layer-ahead's bound, which stays; this step's 2% still fits */
   share[2 * N_GPUS + 1] = 0.04;
@@ -220,9 +222,10 @@ static void test_offload(void) {
 
 /* Offload dearer than direct loads (13 ms against 12): layer-ahead's plan,
  * and its bound; against prefetch, offload is compared with the all-local
- * step (prefetch's best). */
+ * step (prefetch's best), or with its copies' time on the link where
+ * that is longer. */
 static void test_offload_dearer(void) {
-  Case *c = offload_case();
+  Case *c = offload_case(), *plain = case_new();
   EmaPrefetchPlan plan;
   c->step.step_offload_s = 13e-3;
   plan = decide(c);
@@ -238,6 +241,15 @@ static void test_offload_dearer(void) {
   plan = decide(c);
   g_assert_cmpint(plan.mode, ==, EMA_REMOTE_PREFETCH);
   g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2.5e7 / 5e8, 1e-12);
+  /* but prefetch's step is at least its copies' time on the link: with 1.1e8 B a layer remote
+   * (1.1 ms a layer, 11 ms a step), which layer-ahead still prefetches, 10.5 ms offloaded
+   * (capped or not) is the cheaper step */
+  c->step.remote_bytes = 1.1e8;
+  plain->server = c->server;
+  plain->step = c->step;
+  g_assert_cmpint(decide(plain).mode, ==, EMA_REMOTE_PREFETCH);
+  g_assert_cmpint(decide(c).mode, ==, EMA_REMOTE_OFFLOAD);
+  case_free(plain);
   case_free(c);
 }
 
@@ -248,9 +260,13 @@ static void assert_same_plan(const EmaPrefetchPlan *a, const EmaPrefetchPlan *b)
   g_assert_cmpfloat(a->remote_limit, ==, b->remote_limit);
   g_assert_cmpuint(a->limit_lender, ==, b->limit_lender);
   g_assert_cmpfloat(a->limit_allowance, ==, b->limit_allowance);
+  g_assert_cmpfloat(a->offload_cap, ==, b->offload_cap);
 }
 
-/* Allowance 0, or a step that cannot offload: layer-ahead's plan exactly. */
+/* Allowance 0, or a step that cannot offload: layer-ahead's plan exactly,
+ * but for the lenders' cap, the allowance on every plan (a cap that stays
+ * put times the next step at it, policy.h), the plan's start value (none)
+ * at allowance 0. */
 static void test_offload_off(void) {
   Case *c = offload_case(), *plain = case_new();
   EmaPrefetchPlan expected = decide(plain), plan;
@@ -258,6 +274,9 @@ static void test_offload_off(void) {
   g_autoptr(EmaNode) node = NULL;
   c->step.step_offload_s = 0;
   plan = decide(c);
+  g_assert_cmpfloat(plan.offload_cap, ==, 0.05);
+  g_assert_cmpfloat(expected.offload_cap, ==, 1);
+  plan.offload_cap = expected.offload_cap;
   assert_same_plan(&plan, &expected);
   c->step.step_offload_s = 9e-3;
   node = ema_node_load_string("{allowance: 0}", "test", NULL, &error);

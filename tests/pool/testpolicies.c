@@ -72,6 +72,9 @@ static const EmaParam prefetch_param_list[] = {
      .min = 1, .max = 1024, .help = "layers per copy"},
     {"limit", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(TestPrefetchParams, limit),
      .default_value = "100%", .min = 0, .max = 1, .help = "largest remote share of the KV"},
+    {"offload_cap", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(TestPrefetchParams, cap),
+     .default_value = "0", .min = 0, .max = 1,
+     .help = "largest share of a lender's HBM time offloaded attention may take (0: no cap)"},
 };
 
 static const EmaParamTable prefetch_params = {"test-prefetch-fixed", sizeof(TestPrefetchParams),
@@ -98,6 +101,8 @@ static void prefetch_decide(gpointer state, gconstpointer params, const EmaPoolV
   plan->depth = (guint) p->depth;
   plan->layers_per_copy = (guint) p->group;
   plan->remote_limit = p->limit;
+  if (p->cap > 0)
+    plan->offload_cap = p->cap;
   if (p->probe) {
     probe_view(p->probe, view, gpu);
     p->probe->step = *step;

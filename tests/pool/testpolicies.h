@@ -42,6 +42,7 @@ typedef struct {
   gint64 depth, group;
   double limit;
   TestProbe *probe; /* not a parameter */
+  double cap;       /* the plan's offload_cap (0: none, the plan's start value) */
 } TestPrefetchParams;
 
 typedef struct {

@@ -51,7 +51,8 @@
  * pool's start value) means what the older layout meant; EmaGpuView, read
  * as an array, never changes size within a version. Attention offload
  * (EMA_REMOTE_OFFLOAD and the fields marked so) was added that way, within
- * version 1. A module that exports `ema_policy_module` (EmaPolicyModule) is a
+ * version 1, and so was the lenders' offload cap (EmaPrefetchPlan.offload_cap).
+ * A module that exports `ema_policy_module` (EmaPolicyModule) is a
  * plugin (see policies/README.md). */
 #pragma once
 
@@ -219,6 +220,10 @@ typedef struct {
    * not possible for this tenant) */
   double step_local_s;
   double step_direct_s;
+  /* (with offload: at the offload_cap of this GPU's last plan, the lenders serving the partials
+   * at their cap where they would take more: a policy whose plan sets another cap is asked
+   * once more, with the step timed at that one; 0 too where a capped lender has none of the
+   * cap left) */
   double step_offload_s;
   double context_tokens; /* the step's decode context (tokens attended to), local and remote */
   /* KV tokens of this tenant one lender could hold for offloaded attention while their reads
@@ -237,6 +242,15 @@ typedef struct {
    * that allowance (a share of its HBM time), for the pool's event log */
   guint limit_lender;
   double limit_allowance;
+  /* appended for the lenders' bound (the pool starts it at 1, a module that does not know it
+   * leaves it so): the largest share of a lender's HBM time that offloaded attention may take,
+   * every borrower's together, on a lender with a tenant (a GPU without one gives all of its
+   * time). The pool holds it: where this step's partials would take more of a lender's time
+   * than the cap less the other borrowers' current shares leaves, the lender serves them at
+   * that rate and the step lengthens until its share is at it (step_offload_s says how long);
+   * a lender with none of it left takes no offload (the step reads its remote KV directly).
+   * 1 (or more): no cap */
+  double offload_cap;
 } EmaPrefetchPlan;
 
 typedef struct {
@@ -247,7 +261,10 @@ typedef struct {
   gsize state_size;
   gboolean (*init)(gpointer state, gconstpointer params, const EmaPoolView *view, GError **error);
   /* required: before a step of GPU's tenant (or when its remote share is
-   * planned), fill PLAN (starts as direct, depth 1, group 1, limit 1) */
+   * planned), fill PLAN (starts as direct, depth 1, group 1, limit 1, no
+   * offload cap); called a second time for the same step, with STEP's
+   * step_offload_s timed at the new cap, when the plan sets an offload_cap
+   * that changes that time (the second plan is the one applied) */
   void (*decide)(gpointer state, gconstpointer params, const EmaPoolView *view, guint gpu,
                  const EmaStepCostView *step, EmaPrefetchPlan *plan);
   gpointer reserved[EMA_POLICY_RESERVED];

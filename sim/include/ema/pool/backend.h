@@ -35,6 +35,7 @@ typedef enum {
   EMA_POOL_EVENT_OFFLOAD_REFUSE, /* GPU's remote KV is bounded by PEER's offload allowance */
   EMA_POOL_EVENT_PLACE,          /* GPU's tenant moves blocks of a request between its places */
   EMA_POOL_EVENT_TIER, /* GPU's prefix cache keeps blocks on PEER, fetches them or drops them */
+  EMA_POOL_EVENT_OFFLOAD_THROTTLE, /* GPU's offloading steps lengthen to hold PEER at its cap */
 } EmaPoolEventKind;
 
 typedef struct {

@@ -245,7 +245,7 @@ static inline gboolean ema_pool_core_periodic_due(const EmaPoolCore *core, const
          (g->view_stale || ema_slice_ledger_changed_since(&core->ledger, g->decided_version));
 }
 
-/* Logs an event of KIND (PLACE, TIER) that the owner did for GPU with
+/* Logs an event of KIND (PLACE, TIER, OFFLOAD_THROTTLE) that the owner did for GPU with
  * PEER: BLOCKS moved (BYTES copied) in SECONDS, for REASON. */
 void ema_pool_core_note(EmaPoolCore *core, EmaPoolEventKind kind, guint gpu, guint peer,
                         guint64 blocks, guint64 bytes, double seconds, const char *reason);
@@ -295,6 +295,11 @@ void ema_pool_core_set_model(EmaPoolCore *core, guint gpu, const EmaStepModel *s
 gboolean ema_pool_core_tick(EmaPoolCore *core, const guint64 *targets, GError **error);
 
 /* ---- attention offload --------------------------------------------------- */
+
+/* The shortest time between two offload-refuse (or offload-throttle) events
+ * of one borrower for different lenders: with lenders alike the binding one
+ * flaps from step to step. */
+#define EMA_POOL_LOG_PERIOD ((EmaTime) 1000 * 1000 * 1000)
 
 /* After the prefetch policy planned a step of G's tenant whose costs were
  * COST (PREVIOUS: the plan before): the event log gets an `offload` event

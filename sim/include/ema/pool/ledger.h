@@ -251,9 +251,9 @@ static inline guint64 ema_slice_cut(guint64 slices, guint64 limit, guint64 *adju
 }
 
 /* The plan a prefetch policy starts from: direct loads, depth 1, one layer
- * per copy, no limit, no lender's allowance binding. */
+ * per copy, no limit, no lender's allowance binding, no offload cap. */
 static inline EmaPrefetchPlan ema_prefetch_plan_start(void) {
-  return (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0};
+  return (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0, 1};
 }
 
 /* Sets G's staging to what its prefetch plan wants (the layers fetched

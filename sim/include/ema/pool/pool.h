@@ -123,6 +123,10 @@ typedef struct {
   guint64 plans_adjusted;   /* plan actions the ledger could not honour as asked */
   guint64 remote_steps;     /* steps with remote KV */
   EmaTime exposed_remote;   /* step time added by remote KV over all-local */
+  /* attention offload: steps that offloaded, those of them lengthened to hold a lender at the
+   * plan's offload_cap (policy.h), and the time that added */
+  guint64 offload_steps, offload_throttled_steps;
+  EmaTime offload_throttled;
 } EmaPoolStats;
 
 /* A pool for SERVER under POLICY (names already checked). Errors: a
