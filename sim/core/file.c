@@ -119,12 +119,35 @@ void ema_file_csv_field(GString *out, const char *text) {
     return;
   }
   g_string_append_c(out, '"');
-  for (const char *c = text; *c; c++) {
-    if (*c == '"')
-      g_string_append_c(out, '"');
-    g_string_append_c(out, *c);
+  for (const char *c = text;;) {
+    const char *quote = strchr(c, '"');
+    if (quote == NULL) {
+      g_string_append(out, c);
+      break;
+    }
+    g_string_append_len(out, c, quote - c + 1);
+    g_string_append_c(out, '"'); /* doubled */
+    c = quote + 1;
   }
   g_string_append_c(out, '"');
+}
+
+gsize ema_file_format_uint(char out[EMA_FILE_UINT_CHARS], guint64 value) {
+  char digits[EMA_FILE_UINT_CHARS];
+  gsize at = sizeof digits;
+  do {
+    digits[--at] = (char) ('0' + value % 10);
+    value /= 10;
+  } while (value > 0);
+  memcpy(out, digits + at, sizeof digits - at);
+  out[sizeof digits - at] = '\0';
+  return sizeof digits - at;
+}
+
+void ema_file_append_uint(GString *out, guint64 value) {
+  char digits[EMA_FILE_UINT_CHARS];
+  gsize n = ema_file_format_uint(digits, value);
+  g_string_append_len(out, digits, (gssize) n);
 }
 
 void ema_file_append_fixed(GString *out, double value, guint decimals) {

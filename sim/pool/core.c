@@ -51,18 +51,41 @@ static EmaPoolRequest *request_find(const EmaPoolCore *c, guint gpu, guint64 req
   return g_hash_table_lookup(c->requests[gpu], &request);
 }
 
+/* R of GPU's tenant is in GPU's remote-running list while it runs with
+ * blocks on a lender: called after anything that changes its state, its
+ * blocks or their places. The list keeps the running list's order (by
+ * started; a request joins it near its end, or it is short). */
+static void request_placed(EmaPoolCore *c, guint gpu, EmaPoolRequest *r) {
+  gboolean is = r->running.data != NULL && r->at[gpu] < r->blocks, was = r->remote.data != NULL;
+  GQueue *q = &c->remote_list[gpu];
+  GList *before = q->tail;
+  if (is == was)
+    return;
+  if (!is) {
+    g_queue_unlink(q, &r->remote);
+    r->remote.data = NULL;
+    return;
+  }
+  while (before && ((const EmaPoolRequest *) before->data)->started > r->started)
+    before = before->prev;
+  r->remote.data = r;
+  g_queue_insert_after_link(q, before, &r->remote); /* before NULL: at the head */
+}
+
 /* R of GPU's tenant is now in STATE: in GPU's running list while running. */
 static void request_set_state(EmaPoolCore *c, guint gpu, EmaPoolRequest *r, EmaKvState state) {
   gboolean was = r->running.data != NULL, is = state == EMA_KV_RUNNING;
   r->state = state;
   if (is && !was) {
     r->running.data = r;
+    r->started = c->starts++;
     g_queue_push_tail_link(&c->running_list[gpu], &r->running);
   } else if (was && !is) {
     g_queue_unlink(&c->running_list[gpu], &r->running);
     r->running.data = NULL;
     r->engine_ref = NULL;
   }
+  request_placed(c, gpu, r);
 }
 
 void ema_pool_core_set_engine_ref(EmaPoolCore *c, guint gpu, guint64 request, gpointer ref) {
@@ -122,6 +145,10 @@ const GList *ema_pool_core_running(const EmaPoolCore *c, guint gpu) {
   return c->running_list[gpu].head;
 }
 
+const GList *ema_pool_core_remote_running(const EmaPoolCore *c, guint gpu) {
+  return c->remote_list[gpu].head;
+}
+
 void ema_pool_core_request_state(EmaPoolCore *c, EmaSliceGpu *g, guint64 request,
                                  EmaKvState state) {
   EmaPoolRequest *r;
@@ -157,6 +184,7 @@ void ema_pool_core_to_cache(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   r->blocks -= n;
   cache->blocks += n;
   request_fix_last(c, r);
+  request_placed(c, g->index, r);
 }
 
 const char *ema_request_state_name(EmaRequestState state) {
@@ -238,6 +266,7 @@ static void requests_take_from(EmaPoolCore *c, EmaSliceGpu *g, guint from, guint
         r->blocks -= k;
         request_fix_last(c, r);
       }
+      request_placed(c, g->index, r);
       left -= k;
       touched++;
     }
@@ -248,11 +277,13 @@ static void requests_take_from(EmaPoolCore *c, EmaSliceGpu *g, guint from, guint
 }
 
 /* The requests' invariants of G: their blocks on each place add up to the
- * ledger's, each request's to its total, and the running list holds the
- * running ones. */
+ * ledger's, each request's to its total, the running list holds the
+ * running ones and the remote-running list those of them with blocks on a
+ * lender, in order (request_placed's, against a fresh filter). */
 static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GError **error) {
   guint64 *sum = g_newa(guint64, c->n);
   guint running = 0;
+  const GList *remote = c->remote_list[g->index].head;
   memset(sum, 0, c->n * sizeof *sum);
   for (const GList *l = c->request_list[g->index].head; l; l = l->next) {
     const EmaPoolRequest *r = l->data;
@@ -282,6 +313,25 @@ static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GErro
   if (running != c->running_list[g->index].length)
     return ema_slice_ledger_invalid(error, "gpu%u: %u requests running, %u in the running list",
                                     g->index, running, c->running_list[g->index].length);
+  /* the remote-running list: the running ones with blocks on a lender, in order */
+  for (const GList *l = c->running_list[g->index].head; l; l = l->next) {
+    const EmaPoolRequest *r = l->data;
+    if (r->at[g->index] == r->blocks)
+      continue;
+    if (remote == NULL || remote->data != r)
+      return ema_slice_ledger_invalid(error,
+                                      "gpu%u: running request %" G_GUINT64_FORMAT
+                                      " holds blocks on a lender, not next in the remote-running "
+                                      "list",
+                                      g->index, r->request);
+    remote = remote->next;
+  }
+  if (remote != NULL)
+    return ema_slice_ledger_invalid(error,
+                                    "gpu%u: request %" G_GUINT64_FORMAT
+                                    " is in the remote-running list, not running with blocks on "
+                                    "a lender",
+                                    g->index, ((const EmaPoolRequest *) remote->data)->request);
   for (guint p = 0; p < c->n; p++) {
     guint64 ledger = p == g->index ? g->local_used : g->remote[p];
     if (sum[p] != ledger)
@@ -324,6 +374,7 @@ gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server
   c->requests = g_new0(GHashTable *, n);
   c->request_list = g_new0(GQueue, n);
   c->running_list = g_new0(GQueue, n);
+  c->remote_list = g_new0(GQueue, n);
   for (guint i = 0; i < n; i++)
     c->requests[i] = g_hash_table_new(g_int64_hash, g_int64_equal);
   c->request_views = g_array_new(FALSE, FALSE, sizeof(EmaRequestView));
@@ -357,6 +408,7 @@ void ema_pool_core_clear(EmaPoolCore *c) {
   g_free(c->requests);
   g_free(c->request_list);
   g_free(c->running_list);
+  g_free(c->remote_list);
   if (c->request_views)
     g_array_unref(c->request_views);
   if (c->events)
@@ -426,7 +478,8 @@ void ema_pool_core_note(EmaPoolCore *c, EmaPoolEventKind kind, guint gpu, guint 
   e.blocks_moved = blocks;
   e.bytes_copied = bytes;
   e.seconds = e.copy_seconds = seconds;
-  reason_add(&e, "%s", reason);
+  /* reason_add's cut, without printf (E's reason is all zeros) */
+  memcpy(e.reason, reason, strnlen(reason, sizeof e.reason - 1));
   event_push(c, &e);
 }
 
@@ -559,6 +612,7 @@ static void take_assign(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint
     }
     at += count;
   }
+  request_placed(c, g->index, r);
 }
 
 /* N blocks all fit locally and the backend has nothing to map or write for
@@ -568,7 +622,8 @@ static gboolean take_fits_local(const EmaPoolCore *c, const EmaSliceGpu *g, guin
   return c->blocks_untracked && g->local_used + n <= ema_slice_gpu_local_capacity(g);
 }
 
-/* K local blocks of such a take become R's. */
+/* K local blocks of such a take become R's (its blocks on lenders stay as
+ * they were: no change to the remote-running list). */
 static void take_local(const EmaSliceGpu *g, EmaPoolRequest *r, guint64 k) {
   r->at[g->index] += k;
   r->blocks += k;
@@ -691,6 +746,7 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   r->at[g->index] -= n - remote;
   r->blocks -= n;
   request_fix_last(c, r);
+  request_placed(c, g->index, r);
   g->local_used -= n - remote;
   ema_slice_gpu_touch(g);
   if (B(c)->forget && n > remote)
@@ -984,12 +1040,7 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
   double wait = 0, sum = 0;
   EmaTime unmap = 0;
   gboolean ok = TRUE;
-  char why[64];
-  if (needed > 0)
-    g_snprintf(why, sizeof why, "%s: lender gpu%u lacks %" G_GUINT64_FORMAT " slices",
-               policy_name(c, EMA_POLICY_RECLAIM), lender, needed);
-  else
-    g_snprintf(why, sizeof why, "%s: proactive", policy_name(c, EMA_POLICY_RECLAIM));
+  char why[64] = ""; /* formatted for the plan's first action (most plans have none) */
   ops->decide(c->ledger.gpus[lender]->states[EMA_POLICY_RECLAIM], c->spec->reclaim_params,
               ema_pool_core_view(c), lender, needed, &plan);
   for (guint i = 0; ok && i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
@@ -1000,6 +1051,11 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
       c->stats.plans_adjusted++;
       continue;
     }
+    if (why[0] == '\0' && needed > 0)
+      g_snprintf(why, sizeof why, "%s: lender gpu%u lacks %" G_GUINT64_FORMAT " slices",
+                 policy_name(c, EMA_POLICY_RECLAIM), lender, needed);
+    else if (why[0] == '\0')
+      g_snprintf(why, sizeof why, "%s: proactive", policy_name(c, EMA_POLICY_RECLAIM));
     ok = apply_reclaim_action(c, lender, &plan.actions[i], why, &taken, &time, &action_unmap, &sum,
                               error);
     if (taken == 0)
@@ -1114,6 +1170,7 @@ static gboolean apply_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementAc
   if (B(c)->move && !B(c)->move(D(c), g->index, a->from, a->to, m, &copy_s, error))
     return FALSE;
   request_shift(r, a->from, a->to, m);
+  request_placed(c, g->index, r);
   if (a->from == g->index) {
     g->local_used -= m;
     g->remote_total += m;

@@ -61,6 +61,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "ema/pool/core.h"
 #include "ema/pool/registry.h"
 
@@ -389,6 +390,32 @@ static double tier_copy(Pool *p, const Gpu *g, guint from, guint to, double byte
   return seconds;
 }
 
+/* TEXT (LEN chars) appended to REASON at *AT, cut to its size. */
+static void reason_put(char reason[EMA_POOL_REASON_CHARS], gsize *at, const char *text, gsize len) {
+  len = MIN(len, EMA_POOL_REASON_CHARS - 1 - *at);
+  memcpy(reason + *at, text, len);
+  *at += len;
+  reason[*at] = '\0';
+}
+
+/* A prefix-tier event's reason into REASON: "prefix tier: N cached
+ * blocks WHAT", then gpu PEER's index and TAIL unless PEER is G_MAXUINT.
+ * What printf would write, without its cost (an event per demotion). */
+static void tier_reason(char reason[EMA_POOL_REASON_CHARS], guint64 n, const char *what, guint peer,
+                        const char *tail) {
+  static const char head[] = "prefix tier: ", blocks[] = " cached blocks ";
+  char digits[EMA_FILE_UINT_CHARS];
+  gsize at = 0;
+  reason_put(reason, &at, head, sizeof head - 1);
+  reason_put(reason, &at, digits, ema_file_format_uint(digits, n));
+  reason_put(reason, &at, blocks, sizeof blocks - 1);
+  reason_put(reason, &at, what, strlen(what));
+  if (peer == G_MAXUINT)
+    return;
+  reason_put(reason, &at, digits, ema_file_format_uint(digits, peer));
+  reason_put(reason, &at, tail, strlen(tail));
+}
+
 static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
   Gpu *g = self;
   Pool *p = g->pool;
@@ -399,24 +426,18 @@ static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
   case EMA_KV_TIER_DEMOTE:
     /* a copy engine's copy to the peer; nothing waits for it */
     seconds = tier_copy(p, g, g->index, peer, bytes);
-    g_snprintf(reason, sizeof reason,
-               "prefix tier: %" G_GUINT64_FORMAT
-               " cached blocks demoted to gpu%u (their local room was taken)",
-               n, peer);
+    tier_reason(reason, n, "demoted to gpu", peer, " (their local room was taken)");
     break;
   case EMA_KV_TIER_FETCH:
     seconds = tier_copy(p, g, peer, g->index, bytes);
-    g_snprintf(reason, sizeof reason,
-               "prefix tier: %" G_GUINT64_FORMAT " cached blocks fetched from gpu%u for a hit", n,
-               peer);
+    tier_reason(reason, n, "fetched from gpu", peer, " for a hit");
     break;
   case EMA_KV_TIER_DROP:
   default:
-    g_snprintf(reason, sizeof reason,
-               "prefix tier: %" G_GUINT64_FORMAT
-               " cached blocks on peers dropped (their room went: a reclaim, a return or the "
-               "tenant's own blocks)",
-               n);
+    tier_reason(reason, n,
+                "on peers dropped (their room went: a reclaim, a return or the tenant's own "
+                "blocks)",
+                G_MAXUINT, NULL);
     bytes = 0;
     break;
   }
@@ -790,75 +811,151 @@ static double lender_offload_share(const Pool *p, guint lender, guint borrower) 
   return share;
 }
 
-/* What each lender holds of the step of G's tenant (pool.h's
- * ema_pool_offload_shares) into SHARES[n]; returns u (all 0 unless
- * DECODING: a step with no decode offloads nothing). The requests are the
- * ledger's running ones, each one's blocks where they are; with an engine,
- * it says which decode in the step and their context. Simplification for a
- * tenant without an engine (the pool's benches, which time hand-made
- * batches): every running request decodes, its context all of its blocks
- * (blocks x EMA_KV_BLOCK_TOKENS, the newest block full) and none of them
- * cached. A request whose own blocks are all local holds nothing on a
- * lender unless the prefix cache does, and then only its cached blocks'
- * share on each place of the cache's: those requests are added up and
- * counted together. A lender whose own requests are running is busy (its
- * partials are slowed by its steps). O(running requests + GPUs). */
-static guint64 offload_shares(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare *shares) {
+/* The sums of a step's offload shares (offload_shares()): the prefix
+ * cache of the tenant and whether it is partly on lenders; the requests
+ * merging remote partials (of those with own blocks on a lender); of the
+ * requests whose own blocks are all local, those that hold cached blocks
+ * and their cached blocks (counted together); of the others, likewise. */
+typedef struct {
   const EmaPoolRequest *cache;
   gboolean cache_remote;
-  guint64 block_tokens = g->engine ? ema_engine_block_tokens(g->engine) : EMA_KV_BLOCK_TOKENS;
-  guint64 merged = 0, cached_seqs = 0, cached_blocks = 0; /* of the requests all local but cached */
+  guint64 block_tokens;
+  guint64 merged;
+  guint64 cached_seqs, cached_blocks;
+  guint64 remote_cached_seqs, remote_cached_blocks;
+} ShareSums;
+
+/* Start SUMS of G's step into SHARES[n] (zeroed); FALSE: the step
+ * offloads nothing (no decode in it: DECODING false, or nothing remote). */
+static gboolean shares_start(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare *shares,
+                             ShareSums *sums) {
   memset(shares, 0, p->n * sizeof *shares);
+  memset(sums, 0, sizeof *sums);
   if (!decoding || g->remote_total == 0)
-    return 0;
-  cache = ema_pool_core_request(&p->core, g->index, EMA_KV_PREFIX_CACHE);
-  cache_remote = cache && cache->blocks > cache->at[g->index];
-  for (const GList *l = ema_pool_core_running(&p->core, g->index); l; l = l->next) {
-    const EmaPoolRequest *r = l->data;
-    gboolean own_remote = r->at[g->index] < r->blocks, remote = FALSE;
-    guint64 context, blocks, cached = 0, spare = 0;
-    if (!own_remote && !cache_remote)
-      continue; /* nothing on a lender */
-    if (g->engine == NULL) {
-      context = r->blocks * block_tokens;
-    } else {
-      if (r->engine_ref == NULL ||
-          !ema_engine_ref_decoding(g->engine, r->engine_ref, &context, &blocks))
-        continue; /* not decoding in this step */
-      cached = cache_remote ? blocks - r->blocks : 0;
-      /* the newest block holds what is left of the context past the full ones */
-      spare = blocks * block_tokens > context ? blocks * block_tokens - context : 0;
-    }
-    if (!own_remote) {
-      cached_seqs += cached > 0;
-      cached_blocks += cached;
-      merged += cached > 0;
-      continue;
-    }
-    for (guint j = 0; j < p->n; j++) {
-      double tokens;
-      if (j == g->index || (r->at[j] == 0 && (cached == 0 || cache->at[j] == 0)))
-        continue; /* none of its blocks there */
-      tokens = (double) (r->at[j] * block_tokens) - (r->last == j ? (double) spare : 0);
-      if (cached > 0)
-        tokens += (double) (cached * block_tokens) * (double) cache->at[j] / (double) cache->blocks;
-      if (tokens <= 0)
-        continue;
-      shares[j].seqs++;
-      shares[j].context += tokens;
-      shares[j].new_kv += r->last == j;
-      remote = TRUE;
-    }
-    merged += remote;
+    return FALSE;
+  sums->block_tokens = g->engine ? ema_engine_block_tokens(g->engine) : EMA_KV_BLOCK_TOKENS;
+  sums->cache = ema_pool_core_request(&p->core, g->index, EMA_KV_PREFIX_CACHE);
+  sums->cache_remote = sums->cache && sums->cache->blocks > sums->cache->at[g->index];
+  return TRUE;
+}
+
+/* Running request R of G's tenant into SHARES and SUMS: with an engine,
+ * it says whether R decodes in the step and its context; without one
+ * (the pool's benches, which time hand-made batches), every running
+ * request decodes, its context all of its blocks (blocks x block tokens,
+ * the newest block full) and none of them cached. R's own blocks on each
+ * lender, its newest one's spare tokens out, and its cached blocks' share
+ * of each place of the cache's; a request whose own blocks are all local
+ * only counts in SUMS. */
+static void share_request(const Pool *p, const Gpu *g, const EmaPoolRequest *r, ShareSums *sums,
+                          EmaOffloadShare *shares) {
+  const EmaPoolRequest *cache = sums->cache;
+  guint64 block_tokens = sums->block_tokens;
+  gboolean own_remote = r->at[g->index] < r->blocks, remote = FALSE;
+  guint64 context, blocks, cached = 0, spare = 0;
+  if (!own_remote && !sums->cache_remote)
+    return; /* nothing on a lender */
+  if (g->engine == NULL) {
+    context = r->blocks * block_tokens;
+  } else {
+    if (r->engine_ref == NULL ||
+        !ema_engine_ref_decoding(g->engine, r->engine_ref, &context, &blocks))
+      return; /* not decoding in this step */
+    cached = sums->cache_remote ? blocks - r->blocks : 0;
+    /* the newest block holds what is left of the context past the full ones */
+    spare = blocks * block_tokens > context ? blocks * block_tokens - context : 0;
   }
-  for (guint j = 0; cached_seqs > 0 && j < p->n; j++)
+  if (!own_remote) {
+    sums->cached_seqs += cached > 0;
+    sums->cached_blocks += cached;
+    return;
+  }
+  sums->remote_cached_seqs += cached > 0;
+  sums->remote_cached_blocks += cached;
+  for (guint j = 0; j < p->n; j++) {
+    double tokens;
+    if (j == g->index || (r->at[j] == 0 && (cached == 0 || cache->at[j] == 0)))
+      continue; /* none of its blocks there */
+    tokens = (double) (r->at[j] * block_tokens) - (r->last == j ? (double) spare : 0);
+    if (cached > 0)
+      tokens += (double) (cached * block_tokens) * (double) cache->at[j] / (double) cache->blocks;
+    if (tokens <= 0)
+      continue;
+    shares[j].seqs++;
+    shares[j].context += tokens;
+    shares[j].new_kv += r->last == j;
+    remote = TRUE;
+  }
+  sums->merged += remote;
+}
+
+/* SHARES with the requests counted together in SUMS (their cached blocks
+ * on each place of the cache's) and the lenders' busy flags; returns u. */
+static guint64 shares_finish(const Pool *p, const Gpu *g, const ShareSums *sums,
+                             EmaOffloadShare *shares) {
+  const EmaPoolRequest *cache = sums->cache;
+  for (guint j = 0; sums->cached_seqs > 0 && j < p->n; j++)
     if (j != g->index && cache->at[j] > 0) {
-      shares[j].seqs += cached_seqs;
-      shares[j].context +=
-          (double) (cached_blocks * block_tokens) * (double) cache->at[j] / (double) cache->blocks;
+      shares[j].seqs += sums->cached_seqs;
+      shares[j].context += (double) (sums->cached_blocks * sums->block_tokens) *
+                           (double) cache->at[j] / (double) cache->blocks;
     }
   for (guint j = 0; j < p->n; j++)
     shares[j].lender_busy = shares[j].seqs > 0 && ema_pool_core_running(&p->core, j) != NULL;
+  return sums->merged + sums->cached_seqs;
+}
+
+/* offload_shares() from a walk of every running request: what the kept
+ * lists and sums must give, bit for bit (EMA_POOL_CHECKS=all). */
+static guint64 offload_shares_walked(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare *shares) {
+  ShareSums sums;
+  if (!shares_start(p, g, decoding, shares, &sums))
+    return 0;
+  for (const GList *l = ema_pool_core_running(&p->core, g->index); l; l = l->next)
+    share_request(p, g, l->data, &sums, shares);
+  return shares_finish(p, g, &sums, shares);
+}
+
+/* What each lender holds of the step of G's tenant (pool.h's
+ * ema_pool_offload_shares) into SHARES[n]; returns u (all 0 unless
+ * DECODING: a step with no decode offloads nothing). The requests with own
+ * blocks on a lender are the core's remote-running list, each one's blocks
+ * where they are, in the running list's order (so each lender's context
+ * is summed in the order of a walk of every running request:
+ * offload_shares_walked, the same bits). A request whose own blocks are
+ * all local holds nothing on a lender unless the prefix cache does, and
+ * then only its cached blocks' share on each place of the cache's: those
+ * requests are counted together, from the engine's count of the step's
+ * decoding requests that hold cached blocks (ema_engine_decode_cached) less
+ * the ones walked (integer sums: exact in any order). A lender whose own
+ * requests are running is busy (its partials are slowed by its steps).
+ * O(requests with remote blocks + the step's tail + GPUs). */
+static guint64 offload_shares(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare *shares) {
+  ShareSums sums;
+  guint64 merged;
+  if (!shares_start(p, g, decoding, shares, &sums))
+    return 0;
+  for (const GList *l = ema_pool_core_remote_running(&p->core, g->index); l; l = l->next)
+    share_request(p, g, l->data, &sums, shares);
+  if (sums.cache_remote && g->engine) {
+    guint64 seqs, blocks;
+    ema_engine_decode_cached(g->engine, &seqs, &blocks);
+    g_assert(seqs >= sums.remote_cached_seqs && blocks >= sums.remote_cached_blocks);
+    sums.cached_seqs = seqs - sums.remote_cached_seqs;
+    sums.cached_blocks = blocks - sums.remote_cached_blocks;
+  }
+  merged = shares_finish(p, g, &sums, shares);
+  if (p->core.check_level == EMA_POOL_CHECK_ALL) {
+    EmaOffloadShare *walked = g_newa(EmaOffloadShare, p->n);
+    gboolean same = offload_shares_walked(p, g, decoding, walked) == merged;
+    for (guint j = 0; same && j < p->n; j++)
+      same = walked[j].seqs == shares[j].seqs && walked[j].new_kv == shares[j].new_kv &&
+             walked[j].lender_busy == shares[j].lender_busy &&
+             memcmp(&walked[j].context, &shares[j].context, sizeof(double)) == 0;
+    if (!same)
+      g_error("pool offload shares of gpu%u at %.9f s differ from a walk of its running requests",
+              g->index, (double) ema_sim_now(p->sim) / 1e9);
+  }
   return merged;
 }
 

@@ -41,6 +41,7 @@ typedef struct {
   const char *out_dir;
   FILE *events;         /* events.csv, opened at the pool's first event */
   GError *events_error; /* the first failure to open it */
+  GString *event_row;   /* the row being written, emptied for each */
   EmaEvent sample_event;
   gboolean progress;
   gint64 wall_start, last_progress;
@@ -71,18 +72,26 @@ static void on_pool_event(gpointer data, const EmaPoolEvent *e) {
   }
   if (run->events == NULL)
     return;
-  g_autoptr(GString) row = g_string_sized_new(192);
-  /* the two times through the fixed-point writer: printf's %.6f for them was
-   * most of the cost of a run that logs many events */
+  GString *row = g_string_truncate(run->event_row, 0);
+  const guint64 counts[] = {e->target_gpu,     e->slices,         e->blocks_moved,
+                            e->blocks_to_host, e->blocks_dropped, e->bytes_copied};
+  /* the numbers through the fixed-point and integer writers: printf for
+   * them was most of the cost of a run that logs many events */
   ema_file_append_fixed(row, (double) e->at / 1e9, 6);
-  g_string_append_printf(row,
-                         ",%s,%u,%u,%s,%u,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-                         ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",",
-                         ema_pool_event_kind_name(e->kind), e->gpu, e->peer,
-                         e->kind == EMA_POOL_EVENT_RECLAIM ? ema_pool_vacate_target_name(e->target)
-                                                           : "",
-                         e->target_gpu, e->slices, e->blocks_moved, e->blocks_to_host,
-                         e->blocks_dropped, e->bytes_copied);
+  g_string_append_c(row, ',');
+  g_string_append(row, ema_pool_event_kind_name(e->kind));
+  g_string_append_c(row, ',');
+  ema_file_append_uint(row, e->gpu);
+  g_string_append_c(row, ',');
+  ema_file_append_uint(row, e->peer);
+  g_string_append_c(row, ',');
+  if (e->kind == EMA_POOL_EVENT_RECLAIM)
+    g_string_append(row, ema_pool_vacate_target_name(e->target));
+  for (guint i = 0; i < G_N_ELEMENTS(counts); i++) {
+    g_string_append_c(row, ',');
+    ema_file_append_uint(row, counts[i]);
+  }
+  g_string_append_c(row, ',');
   ema_file_append_fixed(row, e->seconds, 6);
   g_string_append_c(row, ',');
   ema_file_csv_field(row, e->reason);
@@ -329,10 +338,12 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   g_autoptr(EmaSim) sim = ema_sim_new();
   g_autoptr(GArray) tenants = g_array_new(FALSE, TRUE, sizeof(Tenant));
   g_autoptr(EmaPool) pool = NULL;
+  g_autoptr(GString) event_row = g_string_sized_new(256);
   Run run = {.experiment = experiment,
              .sim = sim,
              .tenants = tenants,
              .out_dir = out_dir,
+             .event_row = event_row,
              .progress = progress,
              .wall_start = g_get_monotonic_time()};
   FILE *requests = NULL;

@@ -95,7 +95,8 @@
  *   kv0 - t0 (so the decode context of a step is that sum + D x clock + D),
  *   and, per phase (kv0 - t0) mod B, how many of them there are: at a step
  *   exactly the phase whose kv_tokens is a multiple of B needs one new
- *   block each. Their finishing steps are in a binary heap keyed by (step
+ *   block each (and, for ema_engine_decode_cached, how many hold cached
+ *   blocks and how many they hold). Their finishing steps are in a binary heap keyed by (step
  *   of the last token, admission order).
  * - The tail is walked request by request, exactly as the plain algorithm
  *   does: partly prefilled requests, requests just admitted, stalled ones
@@ -318,10 +319,13 @@ struct _EmaEngine {
   ReqArray finishing; /* requests finishing in the step being completed */
 
   /* the steady region */
-  guint64 clock;         /* steps the region has advanced */
-  guint64 steady;        /* D: requests in it */
-  gint64 steady_base;    /* sum of kv0 - t0 */
-  guint64 *phase_count;  /* [block_tokens] */
+  guint64 clock;        /* steps the region has advanced */
+  guint64 steady;       /* D: requests in it */
+  gint64 steady_base;   /* sum of kv0 - t0 */
+  guint64 *phase_count; /* [block_tokens] */
+  /* of its members, how many hold cached blocks and how many they hold (a
+   * member's `registered` does not change while it is in the region) */
+  guint64 steady_cached, steady_cached_blocks;
   GQueue *phase_members; /* [block_tokens], Req phase_links in admission order (take_each) */
   guint64 *each;         /* [each_cap], serials of the step's needing requests (take_each) */
   guint64 each_cap;
@@ -790,6 +794,8 @@ static void steady_add(EmaEngine *engine, Req *req) {
   g_queue_push_tail_link(&engine->phase_members[req->phase], &req->phase_link);
   engine->steady++;
   engine->steady_base += (gint64) req->kv0 - (gint64) req->t0;
+  engine->steady_cached += req->registered > 0;
+  engine->steady_cached_blocks += req->registered;
 }
 
 /* REQ leaves the region with its state materialised; it becomes a tail
@@ -802,6 +808,8 @@ static void steady_remove(EmaEngine *engine, Req *req) {
   g_queue_unlink(&engine->phase_members[req->phase], &req->phase_link);
   engine->steady--;
   engine->steady_base -= (gint64) req->kv0 - (gint64) req->t0;
+  engine->steady_cached -= req->registered > 0;
+  engine->steady_cached_blocks -= req->registered;
   req->state = REQ_TAIL;
 }
 
@@ -1568,6 +1576,21 @@ gboolean ema_engine_ref_decoding(EmaEngine *engine, gpointer ref, guint64 *conte
   *context = (guint64) req->pub.kv_tokens + 1;
   *blocks = req->pub.blocks;
   return TRUE;
+}
+
+void ema_engine_decode_cached(const EmaEngine *engine, guint64 *seqs, guint64 *blocks) {
+  /* ema_engine_ref_decoding's test: the region decodes whenever it is in the step */
+  gboolean steady_in_step = engine->steady_scheduled || !engine->step_in_flight;
+  *seqs = steady_in_step ? engine->steady_cached : 0;
+  *blocks = steady_in_step ? engine->steady_cached_blocks : 0;
+  for (guint i = 0; i < engine->batch.len; i++) {
+    const Req *req = engine->batch.pdata[i]; /* NULL: finishing */
+    if (req == NULL || req->state == REQ_STEADY || !req->in_batch || req->pub.generated == 0 ||
+        (guint64) req->pub.kv_tokens + 1 != (guint64) known_tokens(&req->pub))
+      continue;
+    *seqs += req->registered > 0;
+    *blocks += req->registered;
+  }
 }
 
 guint64 ema_engine_request_own_blocks(EmaEngine *engine, guint64 serial) {

@@ -1,8 +1,9 @@
 /* test-csv.c: the one CSV mechanism (ema/core/csv.h): the in-place splitter's
  * quoting and trimming rules and its problems with their offsets, and the
  * table reader on it: quoted fields, blank lines, field columns, and every
- * error with its FILE:LINE:COL; and the fixed-point number writer of the
- * large CSVs (ema/core/file.h) against printf. */
+ * error with its FILE:LINE:COL; and the fixed-point and integer number
+ * writers of the large CSVs (ema/core/file.h) against printf, and the one
+ * CSV field writer's quoting. */
 #include "ema/core/csv.h"
 
 #include <math.h>
@@ -156,8 +157,46 @@ static void test_fixed(void) {
   g_rand_free(rand);
 }
 
+/* The integer writer prints what printf's "%" G_GUINT64_FORMAT prints: at
+ * every power of ten and one below it, the extremes, and random values. */
+static void test_uint(void) {
+  g_autoptr(GString) appended = g_string_new("x");
+  GRand *rand = g_rand_new_with_seed(11);
+  guint64 power = 1;
+  for (guint i = 0; i < 1000 + 2 * 20; i++) {
+    guint64 v =
+        i < 40 ? (i % 2 ? power - 1 : power) : (guint64) g_rand_int(rand) << 32 | g_rand_int(rand);
+    char out[EMA_FILE_UINT_CHARS];
+    g_autofree char *slow = g_strdup_printf("%" G_GUINT64_FORMAT, v);
+    if (i < 40 && i % 2)
+      power = power > G_MAXUINT64 / 10 ? G_MAXUINT64 : power * 10;
+    g_assert_cmpuint(ema_file_format_uint(out, v), ==, strlen(slow));
+    g_assert_cmpstr(out, ==, slow);
+  }
+  ema_file_append_uint(appended, 0);
+  ema_file_append_uint(appended, G_MAXUINT64);
+  g_assert_cmpstr(appended->str, ==, "x018446744073709551615");
+  g_rand_free(rand);
+}
+
+/* A CSV field is written as it is, or quoted with its quotes doubled. */
+static void test_field(void) {
+  static const char *const cases[][2] = {
+      {"plain text", "plain text"},         {"", ""},           {"a, b", "\"a, b\""},
+      {"say \"hi\"", "\"say \"\"hi\"\"\""}, {"\"", "\"\"\"\""}, {"\"\",\"", "\"\"\"\"\",\"\"\""},
+      {"two\nlines", "\"two\nlines\""},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(GString) out = g_string_new("<");
+    ema_file_csv_field(out, cases[i][0]);
+    g_assert_cmpstr(out->str + 1, ==, cases[i][1]);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/csv/uint", test_uint);
+  g_test_add_func("/csv/field", test_field);
   g_test_add_func("/csv/fixed", test_fixed);
   g_test_add_func("/csv/split", test_split);
   g_test_add_func("/csv/table", test_table);

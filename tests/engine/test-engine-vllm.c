@@ -16,9 +16,31 @@ typedef struct {
   EmaEngine *engine;
   GArray *steps;   /* EmaStepReport */
   GPtrArray *done; /* EmaRequest copies */
+  GArray *cached;  /* guint64 pairs per step: ema_engine_decode_cached's seqs, blocks */
+  gsize records;   /* requests in the trace (serials 0 .. records - 1) */
 } Run;
 
+/* Every step: ema_engine_decode_cached is what a walk of every request
+ * through ema_engine_request gives (those in the step that decode, their
+ * blocks less their own), and is recorded. */
 static EmaTime one_ms(gpointer data, const EmaStepBatch *batch) {
+  Run *r = data;
+  guint64 seqs = 0, blocks = 0, kept[2];
+  for (guint64 serial = 0; serial < r->records; serial++) {
+    EmaRequest q;
+    gboolean in_step;
+    guint64 cached;
+    if (!ema_engine_request(r->engine, serial, &q, &in_step, NULL) || !in_step ||
+        q.generated == 0 || (guint64) q.kv_tokens + 1 != (guint64) q.prompt_tokens + q.generated)
+      continue;
+    cached = q.blocks - ema_engine_request_own_blocks(r->engine, serial);
+    seqs += cached > 0;
+    blocks += cached;
+  }
+  ema_engine_decode_cached(r->engine, &kept[0], &kept[1]);
+  g_assert_cmpuint(kept[0], ==, seqs);
+  g_assert_cmpuint(kept[1], ==, blocks);
+  g_array_append_vals(r->cached, kept, 2);
   return STEP;
 }
 
@@ -48,10 +70,12 @@ static void run(Run *r, EmaEngineConfig config, const EmaRequestRecord *records,
   if (config.max_num_batched_tokens == 0)
     config.max_num_batched_tokens = 64;
   r->total = blocks;
+  r->records = n;
   r->pool = ema_kv_pool_new(blocks);
   r->steps = g_array_new(FALSE, TRUE, sizeof(EmaStepReport));
   r->done = g_ptr_array_new_with_free_func(g_free);
-  r->engine = ema_engine_new(sim, &config, ema_kv_pool_memory(r->pool), one_ms, NULL,
+  r->cached = g_array_new(FALSE, TRUE, sizeof(guint64));
+  r->engine = ema_engine_new(sim, &config, ema_kv_pool_memory(r->pool), one_ms, r,
                              ema_trace_source_new_array(records, n));
   ema_engine_add_observer(r->engine, &observer);
   ema_engine_start(r->engine);
@@ -67,6 +91,7 @@ static void run_clear(Run *r) {
   ema_kv_pool_free(r->pool);
   g_array_unref(r->steps);
   g_ptr_array_unref(r->done);
+  g_array_unref(r->cached);
 }
 
 static const EmaRequest *done(const Run *r, guint64 id) {
@@ -79,6 +104,13 @@ static const EmaRequest *done(const Run *r, guint64 id) {
 static const EmaStepReport *step(const Run *r, guint i) {
   g_assert_cmpuint(i, <, r->steps->len);
   return &g_array_index(r->steps, EmaStepReport, i);
+}
+
+/* Step I's decoding requests holding cached blocks were SEQS, with BLOCKS of them. */
+static void assert_cached(const Run *r, guint i, guint64 seqs, guint64 blocks) {
+  g_assert_cmpuint(2 * i + 1, <, r->cached->len);
+  g_assert_cmpuint(g_array_index(r->cached, guint64, 2 * i), ==, seqs);
+  g_assert_cmpuint(g_array_index(r->cached, guint64, 2 * i + 1), ==, blocks);
 }
 
 /* Block size 4: prompt 10, output 4. Step 1 prefills 10 tokens:
@@ -278,6 +310,9 @@ static void test_prefix_cache(void) {
   g_assert_cmpuint(stats.hit_tokens, ==, 20);
   g_assert_cmpuint(stats.evictions, ==, 6);
   g_assert_cmpuint(stats.cached_blocks, ==, 5);
+  /* r0 decodes holding its 3 full prompt blocks cached (A, B and C0) */
+  assert_cached(&r, 0, 0, 0);
+  assert_cached(&r, 1, 1, 3);
   run_clear(&r);
 
   /* off: no hits, r4 waits for r3's blocks (prefill 21-22 ms) */
@@ -351,11 +386,18 @@ static void test_prefix_cache_preempted(void) {
   stats = ema_engine_prefix_cache_stats(r.engine);
   g_assert_cmpuint(stats.query_tokens, ==, 17);
   g_assert_cmpuint(stats.hit_tokens, ==, 4);
+  /* decoding with cached blocks: r0 (its 2 prompt blocks) in the region at 1-3 ms; r1 (R) in
+   * the tail at 3-4 ms, just admitted, then in the region */
+  assert_cached(&r, 1, 1, 2);
+  assert_cached(&r, 2, 1, 2);
+  assert_cached(&r, 3, 1, 1);
+  assert_cached(&r, 4, 1, 1);
   run_clear(&r);
   /* without caching r1 computes its 5 tokens again */
   config.prefix_caching = FALSE;
   run(&r, config, records, G_N_ELEMENTS(records), 4);
   g_assert_cmpuint(step(&r, 3)->batch.prefill_tokens, ==, 5);
+  assert_cached(&r, 1, 0, 0);
   run_clear(&r);
 }
 
@@ -459,10 +501,12 @@ static void test_prefix_run_tier(void) {
   TierMemory m = {sim, 6, 4, 0, g_string_new(NULL)};
   Run r = {.total = 10,
            .steps = g_array_new(FALSE, TRUE, sizeof(EmaStepReport)),
-           .done = g_ptr_array_new_with_free_func(g_free)};
+           .done = g_ptr_array_new_with_free_func(g_free),
+           .cached = g_array_new(FALSE, TRUE, sizeof(guint64)),
+           .records = G_N_ELEMENTS(records)};
   EmaEngineObserver observer = {on_step, on_finish, &r};
   EmaPrefixCacheStats stats;
-  r.engine = ema_engine_new(sim, &config, (EmaKvMemory){&tier_ops, &m}, one_ms, NULL,
+  r.engine = ema_engine_new(sim, &config, (EmaKvMemory){&tier_ops, &m}, one_ms, &r,
                             ema_trace_source_new_array(records, G_N_ELEMENTS(records)));
   ema_engine_add_observer(r.engine, &observer);
   ema_engine_start(r.engine);
@@ -488,9 +532,12 @@ static void test_prefix_run_tier(void) {
   g_assert_cmpuint(stats.remote_blocks, ==, 0);
   g_assert_cmpuint(ema_engine_blocks_held(r.engine), ==, 0);
   g_assert_cmpuint(m.used, ==, 0);
+  /* B decodes holding its 6 prompt blocks cached; A has none */
+  assert_cached(&r, 1, 1, 6);
   ema_engine_free(r.engine);
   g_array_unref(r.steps);
   g_ptr_array_unref(r.done);
+  g_array_unref(r.cached);
   g_string_free(m.log, TRUE);
 }
 

@@ -5,7 +5,8 @@
  * hand. Each case says where every request's blocks are after each take,
  * give, reclaim and placement move, and the requests' invariants are
  * checked after every action (EMA_POOL_CHECKS=all); a broken record is
- * caught with its request named; the running list follows the states. */
+ * caught with its request named; the running list follows the states,
+ * and the remote-running list the states and the blocks' moves. */
 #include <string.h>
 
 #include "ema/pool/core.h"
@@ -303,6 +304,75 @@ static void test_running_list(void) {
   rig_clear(&r);
 }
 
+/* GPU's running requests with blocks on a lender, in order, are the NUMBER of EXPECTED. */
+static void assert_remote_running(const Rig *r, const guint64 *expected, guint number) {
+  guint i = 0;
+  for (const GList *l = ema_pool_core_remote_running(&r->core, 0); l; l = l->next, i++) {
+    g_assert_cmpuint(i, <, number);
+    g_assert_cmpuint(((const EmaPoolRequest *) l->data)->request, ==, expected[i]);
+  }
+  g_assert_cmpuint(i, ==, number);
+}
+
+/* The remote-running list follows the states and the blocks' moves, in
+ * the running list's order: R1 (3 on gpu1) alone; P resumed after it; R0
+ * (started first) at the head once its 9th block goes to gpu2, and out
+ * again when that block goes; R1 out when preempted, P when its blocks come
+ * home. A list that has lost a request, or keeps one it should not, is
+ * caught. */
+static void test_remote_running_list(void) {
+  Rig r;
+  GError *error = NULL;
+  EmaPlacementPlan plan = {.n = 1};
+  EmaPoolRequest *q;
+  const guint64 r1[] = {R1}, r1p[] = {R1, P}, all[] = {R0, R1, P}, p[] = {P};
+  rig_fill(&r);
+  assert_remote_running(&r, r1, 1);
+  ema_pool_core_request_state(&r.core, &r.gpus[0], P, EMA_KV_RUNNING);
+  assert_remote_running(&r, r1p, 2);
+  take(&r, R0, 1);
+  assert_at(&r, R0, 8, 0, 1, 2); /* gpu2 has the most room left (2 > 1) */
+  assert_remote_running(&r, all, 3);
+  check(&r);
+  /* the list loses R1: caught, and the list restored */
+  q = (EmaPoolRequest *) ema_pool_core_request(&r.core, 0, R1);
+  g_queue_unlink(&r.core.remote_list[0], &q->remote);
+  g_assert_false(ema_pool_core_check(&r.core, &error));
+  g_assert_cmpstr(error->message, ==,
+                  "gpu0: running request 11 holds blocks on a lender, not next in the "
+                  "remote-running list");
+  g_clear_error(&error);
+  g_queue_insert_after_link(&r.core.remote_list[0], r.core.remote_list[0].head, &q->remote);
+  check(&r);
+  g_assert_true(ema_pool_core_give(&r.core, &r.gpus[0], R0, 1, 2, &error));
+  assert_at(&r, R0, 8, 0, 0, 0);
+  assert_remote_running(&r, r1p, 2);
+  ema_pool_core_request_state(&r.core, &r.gpus[0], R1, EMA_KV_PREEMPTED);
+  assert_remote_running(&r, p, 1);
+  /* R0 finishes; P's 2 blocks come home */
+  g_assert_true(ema_pool_core_give(&r.core, &r.gpus[0], R0, 8, N, &error));
+  ema_pool_core_request_state(&r.core, &r.gpus[0], R0, EMA_KV_FINISHED);
+  plan.actions[0] = (EmaPlacementAction){P, 1, 0, 2};
+  g_assert_true(ema_pool_core_place(&r.core, &r.gpus[0], &plan, "test", &error));
+  g_assert_no_error(error);
+  assert_at(&r, P, 2, 0, 0, 0);
+  assert_remote_running(&r, NULL, 0);
+  check(&r);
+  /* a request kept in the list with all its blocks local: caught */
+  q = (EmaPoolRequest *) ema_pool_core_request(&r.core, 0, P);
+  q->remote.data = q;
+  g_queue_push_tail_link(&r.core.remote_list[0], &q->remote);
+  g_assert_false(ema_pool_core_check(&r.core, &error));
+  g_assert_cmpstr(error->message, ==,
+                  "gpu0: request 12 is in the remote-running list, not running with blocks on a "
+                  "lender");
+  g_clear_error(&error);
+  g_queue_unlink(&r.core.remote_list[0], &q->remote);
+  q->remote.data = NULL;
+  check(&r);
+  rig_clear(&r);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/placement/take-give", test_take_give);
@@ -310,5 +380,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/placement/place", test_place);
   g_test_add_func("/placement/check", test_check_catches);
   g_test_add_func("/placement/running", test_running_list);
+  g_test_add_func("/placement/remote-running", test_remote_running_list);
   return g_test_run();
 }

@@ -5,7 +5,7 @@
  * reader accepts is refused before it is read.
  *
  * Also the one CSV field writer (RFC 4180 quoting) of every CSV EMA writes,
- * and a fixed-point number writer for the large CSVs.
+ * and fixed-point and integer number writers for the large CSVs.
  *
  * Errors use G_FILE_ERROR and read "PATH: reason". */
 #pragma once
@@ -38,5 +38,13 @@ void ema_file_csv_field(GString *out, const char *text);
  * 2^53), else through printf. Several times cheaper than printf for the
  * times and durations of events.csv. */
 void ema_file_append_fixed(GString *out, double value, guint decimals);
+
+/* Chars of the longest unsigned 64-bit number in decimal, with its NUL. */
+#define EMA_FILE_UINT_CHARS 21
+/* VALUE in decimal into OUT (NUL-terminated), the characters of printf's
+ * "%" G_GUINT64_FORMAT; returns their number. */
+gsize ema_file_format_uint(char out[EMA_FILE_UINT_CHARS], guint64 value);
+/* VALUE in decimal appended to OUT (ema_file_format_uint). */
+void ema_file_append_uint(GString *out, guint64 value);
 
 G_END_DECLS

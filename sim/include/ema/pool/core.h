@@ -38,9 +38,11 @@ G_BEGIN_DECLS
  * EMA_KV_PREFIX_CACHE; a driver without engines names its blocks
  * EMA_KV_UNNAMED): for every GPU g and place p (g itself: its own slices; a
  * lender j), the sum over g's requests of at[p] is g's local_used (p = g)
- * or remote[p], no request holds a block twice, and the GPU's running
- * list holds exactly its requests in EMA_KV_RUNNING (ema_pool_core_check
- * walks them when EMA_POOL_CHECKS=all). */
+ * or remote[p], no request holds a block twice, the GPU's running list
+ * holds exactly its requests in EMA_KV_RUNNING, and its remote-running
+ * list exactly those of them with blocks on a lender (at[g] < blocks), in
+ * the running list's order (ema_pool_core_check walks them when
+ * EMA_POOL_CHECKS=all). */
 typedef struct {
   guint64 request;
   EmaKvState state;
@@ -49,6 +51,9 @@ typedef struct {
   guint last;          /* where its newest block is (the new token's K/V goes there) */
   GList link;          /* in its GPU's list, in the order the pool first saw it; data = this */
   GList running;       /* in its GPU's running list while EMA_KV_RUNNING; data = this */
+  GList remote;        /* in its GPU's remote-running list while running with blocks on a
+                          lender; data = this */
+  guint64 started;     /* the GPU's running lists' order: when it last started to run */
   gpointer engine_ref; /* while running: its engine's handle (ema_engine_request_ref), or
                                NULL (no engine) */
 } EmaPoolRequest;
@@ -159,6 +164,8 @@ struct _EmaPoolCore {
   GHashTable **requests; /* [n] */
   GQueue *request_list;  /* [n] */
   GQueue *running_list;  /* [n] the requests in EMA_KV_RUNNING, in the order they started */
+  GQueue *remote_list;   /* [n] those of them with blocks on a lender, in the same order */
+  guint64 starts;        /* requests started to run so far (EmaPoolRequest.started) */
   GArray *request_views; /* EmaRequestView, the last view's requests() */
   /* the owner fills what only it knows of a request's view (context, last
    * scheduled, remaining tokens; NULL: not known) */
@@ -223,6 +230,10 @@ const GList *ema_pool_core_requests(const EmaPoolCore *core, guint gpu);
  * run (their running links): what a step's decode may read, without the
  * waiting ones. */
 const GList *ema_pool_core_running(const EmaPoolCore *core, guint gpu);
+/* Those of them with blocks on a lender, in the same order (their remote
+ * links): the ones whose decode reads remote KV of their own; kept as their
+ * blocks move, not searched for. */
+const GList *ema_pool_core_remote_running(const EmaPoolCore *core, guint gpu);
 
 /* A periodic decision of G is due at core->now: a decision period has
  * passed since its last decision and something in the view has changed

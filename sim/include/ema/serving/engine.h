@@ -313,6 +313,12 @@ gpointer ema_engine_request_ref(EmaEngine *engine, guint64 serial);
  * step: no lookup, nothing copied. O(1). */
 gboolean ema_engine_ref_decoding(EmaEngine *engine, gpointer ref, guint64 *context,
                                  guint64 *blocks);
+/* Of the requests that ema_engine_ref_decoding says decode in the step in
+ * flight, how many hold cached blocks (*SEQS) and how many cached blocks
+ * they hold in all (*BLOCKS; a request's blocks less its own,
+ * ema_engine_request_own_blocks). From sums the steady region keeps, and
+ * a walk of the step's tail: O(tail in the step). */
+void ema_engine_decode_cached(const EmaEngine *engine, guint64 *seqs, guint64 *blocks);
 /* The blocks REQUEST (a serial) holds of its own (not the cached ones it
  * shares), and the cached blocks requests hold (EMA_KV_PREFIX_CACHE's). */
 guint64 ema_engine_request_own_blocks(EmaEngine *engine, guint64 serial);
