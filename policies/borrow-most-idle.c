@@ -10,7 +10,19 @@
  * state cached in the view) also keeps that many slices borrowed beyond the
  * need (borrowing them while lenders have room to spare): room for the
  * prefix cache's remote tier (policy.prefix_tier), which keeps cached
- * blocks no request holds in borrowed slices that hold no blocks. */
+ * blocks no request holds in borrowed slices that hold no blocks.
+ *
+ * With `within_limit` it holds borrowed room only up to what the prefetch
+ * plan admits as remote (the tenant's blocks_total beyond its local
+ * capacity, which the plan's remote_limit sets): while that is less than
+ * the room its borrowed slices hold, it borrows nothing (what its tenant
+ * lacks is then the limit's, not memory) and gives back the empty slices
+ * beyond the larger of the admitted room and its remote blocks, whatever
+ * waits. The pool's remote_limit gates only the admission of new requests:
+ * without this, running requests grow into any borrowed room, past what the
+ * plan can read at its cost (for `offload`, past what the lenders'
+ * allowance serves, so that the steps wait for capped partials or read that
+ * KV directly). */
 #include <math.h>
 
 #include "builtin.h"
@@ -21,6 +33,7 @@ typedef struct {
   gint64 horizon;
   gint64 min_borrow;
   gint64 tier_slices;
+  gboolean within_limit;
 } Params;
 
 static const EmaParam params[] = {
@@ -34,6 +47,10 @@ static const EmaParam params[] = {
     {"tier_slices", EMA_PARAM_INT, G_STRUCT_OFFSET(Params, tier_slices), .default_value = "0",
      .min = 0, .max = 1e9,
      .help = "slices kept borrowed beyond the need, for the prefix cache's remote tier"},
+    {"within_limit", EMA_PARAM_BOOL, G_STRUCT_OFFSET(Params, within_limit),
+     .default_value = "false",
+     .help = "hold borrowed room only up to what the prefetch plan admits as remote: no "
+             "borrowing while its remote limit binds, empty slices beyond it given back"},
 };
 
 static const EmaParamTable table = {"most-idle", sizeof(Params), params, EMA_PARAMS_N(params),
@@ -53,6 +70,41 @@ static guint64 tier_keep(const EmaPoolView *view, guint borrower, gint64 tier_sl
   return 0;
 }
 
+/* Give back up to SLICES of BORROWER's empty borrowed slices, at least
+ * MIN_GIVE from a lender (the lenders in index order); returns how many. */
+static guint64 give_empty(const EmaPoolView *view, guint borrower, guint64 slices, guint64 min_give,
+                          EmaBorrowPlan *plan) {
+  guint64 given = 0;
+  for (guint j = 0; j < view->n_gpus && given < slices && plan->n < G_N_ELEMENTS(plan->actions);
+       j++) {
+    guint64 give = MIN(view_empty_borrowed(view, borrower, j), slices - given);
+    if (give >= min_give) {
+      plan->actions[plan->n++] = (EmaBorrowAction){j, -(gint64) give};
+      given += give;
+    }
+  }
+  return given;
+}
+
+/* within_limit: TRUE when the prefetch plan admits less remote KV than
+ * BORROWER's borrowed slices hold; then PLAN gives back the empty slices
+ * beyond the larger of the admitted room and its remote blocks, but for
+ * TIER slices (the prefix tier's, tier_keep()). */
+static gboolean limit_binds(const Params *p, const EmaPoolView *view, guint borrower, guint64 tier,
+                            EmaBorrowPlan *plan) {
+  const EmaGpuView *g = &view->gpus[borrower];
+  guint64 local = view_local_capacity(view, borrower), room = view_remote_room(view, borrower);
+  guint64 admitted = g->blocks_total > local ? g->blocks_total - local : 0, keep, give;
+  if (!p->within_limit || admitted >= room)
+    return FALSE;
+  keep = MAX(admitted, g->blocks_remote);
+  /* whole empty slices: the blocks beyond KEEP, rounded down */
+  give = room > keep ? (room - keep) * g->block_bytes / EMA_SLICE_BYTES : 0;
+  if (give > tier)
+    give_empty(view, borrower, give - tier, (guint64) p->min_borrow, plan);
+  return TRUE;
+}
+
 static void decide(gpointer state, gconstpointer params_data, const EmaPoolView *view,
                    guint borrower, EmaBorrowPlan *plan) {
   const Params *p = params_data;
@@ -66,6 +118,8 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   /* borrowed slices it holds empty (the prefetch policy may not admit more
    * remote KV into them yet) and borrows on their way count first */
   guint64 have = g->slices_pending + (g->slices_borrowed - g->slices_borrowed_used);
+  if (limit_binds(p, view, borrower, tier, plan))
+    return;
   if (slices > have) {
     slices = MAX(slices - have, (guint64) p->min_borrow);
     plan_borrow_most_idle(view, borrower, slices, p->lender_reserve, horizon_s, plan);

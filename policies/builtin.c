@@ -51,6 +51,7 @@ const EmaPolicyComposition ema_builtin_compositions[] = {
     {"offload",
      "ema, with attention offloaded to the lenders where that is the cheaper step, within 5% "
      "of each lender's HBM time",
-     "{borrow: most-idle, prefetch: offload, reclaim: migrate, preempt: swap-peer}"},
+     "{borrow: most-idle, borrow_params: {within_limit: true}, prefetch: offload, reclaim: "
+     "migrate, preempt: swap-peer}"},
     {NULL, NULL, NULL},
 };

@@ -27,6 +27,15 @@ static inline guint64 view_slices_for(const EmaPoolView *view, guint gpu, guint6
   return (bytes + EMA_SLICE_BYTES - 1) / EMA_SLICE_BYTES;
 }
 
+/* Blocks of BORROWER's tenant the slices it borrows hold, each lender's
+ * counted in whole blocks (the pool's remote capacity). */
+static inline guint64 view_remote_room(const EmaPoolView *view, guint borrower) {
+  guint64 room = 0, bytes = view->gpus[borrower].block_bytes;
+  for (guint j = 0; bytes > 0 && j < view->n_gpus; j++)
+    room += view->lent[j * view->n_gpus + borrower] * EMA_SLICE_BYTES / bytes;
+  return room;
+}
+
 /* Empty slices BORROWER holds from LENDER (no block of it in them). */
 static inline guint64 view_empty_borrowed(const EmaPoolView *view, guint borrower, guint lender) {
   guint64 lent = view->lent[lender * view->n_gpus + borrower];

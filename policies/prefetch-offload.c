@@ -53,23 +53,27 @@ static const EmaParam params[] = {
 static const EmaParamTable table = {"offload", sizeof(Params), params, EMA_PARAMS_N(params), NULL};
 
 /* What of lender J's HBM time the borrower GPU may use for offloaded
- * attention: the allowance less the other borrowers' current use (all of
- * it on a GPU without a tenant). */
-static double lender_allowance(const Params *p, const EmaPoolView *view, guint gpu, guint j) {
+ * attention: the allowance less what the other borrowers' remote blocks on
+ * J would take offloaded (all of it on a GPU without a tenant). Their
+ * blocks are counted at this step's TOKENS_PER_BLOCK and length (FULL
+ * tokens at a share of 1): the lender's capacity at the cap is shared by
+ * every borrower's KV held there, whether or not their steps run now. */
+static double lender_allowance(const Params *p, const EmaPoolView *view, guint gpu, guint j,
+                               double tokens_per_block, double full) {
   double others = 0;
   if (!view->gpus[j].has_tenant)
     return 1;
-  for (guint b = 0; view->offload_share && b < view->n_gpus; b++)
+  for (guint b = 0; b < view->n_gpus; b++)
     if (b != gpu)
-      others += view->offload_share[b * view->n_gpus + j];
-  return MAX(0, p->allowance - others);
+      others += (double) view->remote_blocks[b * view->n_gpus + j];
+  return MAX(0, p->allowance - others * tokens_per_block / full);
 }
 
 static void decide(gpointer state, gconstpointer params_data, const EmaPoolView *view, guint gpu,
                    const EmaStepCostView *step, EmaPrefetchPlan *plan) {
   const Params *p = params_data;
   const guint64 *remote = &view->remote_blocks[gpu * view->n_gpus];
-  double total = 0, limit = G_MAXDOUBLE, share, other;
+  double total = 0, limit = G_MAXDOUBLE, share, per_block, other;
   guint lender = G_MAXUINT;
   ema_layer_ahead_plan(&p->layer_ahead, view, gpu, step, plan);
   if (p->allowance > 0)
@@ -81,19 +85,21 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     total += (double) remote[j];
   if (total <= 0)
     return;
+  /* the step's remote tokens per remote block */
+  share = step->remote_bytes / step->kv_bytes;
+  per_block = share * step->context_tokens / total;
   for (guint j = 0; j < view->n_gpus; j++) {
     double s_j = (double) remote[j] / total, f;
     if (s_j <= 0)
       continue;
-    f = lender_allowance(p, view, gpu, j) * step->offload_full_context /
-        (s_j * step->context_tokens);
+    f = lender_allowance(p, view, gpu, j, per_block, step->offload_full_context) *
+        step->offload_full_context / (s_j * step->context_tokens);
     if (f < limit) {
       limit = f;
       lender = j;
     }
   }
   limit = CLAMP(limit, 0, 1);
-  share = step->remote_bytes / step->kv_bytes;
   /* prefetch's step: at least the all-local one, and at least its copies' time on the link */
   other = plan->mode == EMA_REMOTE_DIRECT
               ? step->step_direct_s
