@@ -63,10 +63,13 @@ static double lender_allowance(const Params *p, const EmaPoolView *view, guint g
   double others = 0;
   if (!view->gpus[j].has_tenant)
     return 1;
-  for (guint b = 0; b < view->n_gpus; b++)
-    if (b != gpu)
-      others += (double) view->remote_blocks[b * view->n_gpus + j];
-  return MAX(0, p->allowance - others * tokens_per_block / full);
+  for (guint b = 0; view->offload_share && b < view->n_gpus; b++) {
+    double now = view->offload_share[b * view->n_gpus + j];
+    if (b != gpu && now > 0)
+      others +=
+          MAX(now, (double) view->remote_blocks[b * view->n_gpus + j] * tokens_per_block / full);
+  }
+  return MAX(0, p->allowance - others);
 }
 
 static void decide(gpointer state, gconstpointer params_data, const EmaPoolView *view, guint gpu,
