@@ -23,15 +23,25 @@
  *
  * Admission: each lender's reads for offloaded attention may take at most
  * `allowance` of its HBM time (hw/offload.h r_j <= A), less what the other
- * borrowers' offloaded steps take of it now (EmaPoolView.offload_share); a
- * GPU without a tenant has nothing to protect and gives all of its HBM time.
- * With lender j holding the share s_j of this GPU's remote blocks and
- * c_max(1) = offload_full_context tokens at an allowance of 1, the remote
- * share f of the step's decode context C must satisfy f C s_j <= a_j
- * c_max(1) for every j, with c_max at the step's length without the cap
- * (what can be served without lengthening it); where offload is the cheaper
- * step the plan admits the larger of that bound and layer-ahead's, and names
- * the lender whose allowance set it.
+ * borrowers offloading to it take (lender_allowance(): their remote KV held
+ * there, counted as this step's tokens per block and at this step's length,
+ * or their steps' current share, EmaPoolView.offload_share, if larger; a
+ * borrower not offloading to it now takes none); a GPU without a tenant has
+ * nothing to protect and gives all of its HBM time. Counting the KV held,
+ * not only the steps in flight, shares a lender's capacity at the cap among
+ * its borrowers stably: by the steps in flight alone, the borrower whose
+ * step came first took the whole allowance and the others, holding KV
+ * admitted earlier, found the pool's cap left them none and read that KV
+ * directly (slower than static where the caps bound). With lender j
+ * holding the share s_j of this GPU's remote blocks and c_max(1) =
+ * offload_full_context tokens at an allowance of 1, the remote share f of
+ * the step's decode context C must satisfy f C s_j <= a_j c_max(1) for
+ * every j, with c_max at the step's length without the cap (what can be
+ * served without lengthening it); where offload is the cheaper step the
+ * plan admits the larger of that bound and layer-ahead's, and names the
+ * lender whose allowance set it. The bound gates admission: running
+ * requests grow into any borrowed room, so the `offload` composition's
+ * borrow policy holds only the room admitted (most-idle's within_limit).
  *
  * `allowance` 0 is layer-ahead exactly: no offload, the same plans. */
 #include "builtin.h"
@@ -53,11 +63,10 @@ static const EmaParam params[] = {
 static const EmaParamTable table = {"offload", sizeof(Params), params, EMA_PARAMS_N(params), NULL};
 
 /* What of lender J's HBM time the borrower GPU may use for offloaded
- * attention: the allowance less what the other borrowers' remote blocks on
- * J would take offloaded (all of it on a GPU without a tenant). Their
- * blocks are counted at this step's TOKENS_PER_BLOCK and length (FULL
- * tokens at a share of 1): the lender's capacity at the cap is shared by
- * every borrower's KV held there, whether or not their steps run now. */
+ * attention: the allowance less what the other borrowers offloading to J
+ * take, each the larger of its step's current share and its remote blocks
+ * on J counted at this step's TOKENS_PER_BLOCK and length (FULL tokens at
+ * a share of 1); all of it on a GPU without a tenant. */
 static double lender_allowance(const Params *p, const EmaPoolView *view, guint gpu, guint j,
                                double tokens_per_block, double full) {
   double others = 0;

@@ -823,12 +823,20 @@ static gboolean apply_borrow(EmaPoolCore *c, guint borrower, guint lender, guint
 static gboolean apply_return(EmaPoolCore *c, guint borrower, guint lender, guint64 slices,
                              const char *who, GError **error) {
   EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_RETURN, borrower, lender);
+  const EmaSliceGpu *b = c->ledger.gpus[borrower];
   guint64 asked = slices, limit = ema_slice_ledger_return_limit(&c->ledger, borrower, lender);
   gboolean ok;
   slices = ema_slice_cut(slices, limit, &c->stats.plans_adjusted);
   reason_add(&e, "%s: asked to return %" G_GUINT64_FORMAT " slices of gpu%u", who, asked, lender);
   if (slices < asked)
     reason_add(&e, "; %" G_GUINT64_FORMAT " of them empty", limit);
+  /* the prefetch plan's remote limit admits less than the borrowed room holds */
+  if (ema_slice_gpu_remote_admitted(b) < b->remote_cap_total)
+    reason_add(&e,
+               "; remote limit %.1f%% admits %" G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT
+               " blocks borrowed, %" G_GUINT64_FORMAT " used",
+               b->plan.remote_limit * 100, ema_slice_gpu_remote_admitted(b), b->remote_cap_total,
+               b->remote_total);
   if (slices == 0) {
     e.kind = EMA_POOL_EVENT_REFUSE;
     event_push(c, &e);

@@ -14,9 +14,10 @@
  *   copies' 5% bound and the layer group follow the fixed cost;
  * - the admitted share is the larger of the two bounds over the layer's KV;
  * and of `offload` (policies/prefetch-offload.c, allowance 5%): its
- * admission bound per lender (the allowance less other borrowers' use, all
- * of the HBM time of a GPU without a tenant), its mode by modelled step
- * cost, and layer-ahead's plan exactly at allowance 0. */
+ * admission bound per lender (the allowance less what the offloading
+ * borrowers' remote KV held there takes, all of the HBM time of a GPU
+ * without a tenant), its mode by modelled step cost, and layer-ahead's plan
+ * exactly at allowance 0. */
 #include "ema/core/node.h"
 #include "ema/core/params.h"
 #include "ema/pool/registry.h"
@@ -220,6 +221,44 @@ static void test_offload(void) {
   case_free(c);
 }
 
+/* The allowance is shared by the KV the borrowers hold on a lender, not by
+ * their steps in flight alone. This step's remote KV is 2% of its 10,000
+ * tokens, 200 tokens in 40 remote blocks: 5 tokens a block. GPU 2 holds 100
+ * blocks on lender 1 and offloads: counted at 5 tokens a block they are 500
+ * tokens, 500 / 20,000 = 2.5% of lender 1's HBM time, more than the 1% its
+ * step in flight takes now; 2.5% is left, f <= 0.025 x 20,000 / 7,500 =
+ * 6.67% (above layer-ahead's 5.33%: offload's bound, lender 1's). */
+static void test_offload_held(void) {
+  Case *c = offload_case();
+  double share[N_GPUS * N_GPUS] = {0};
+  EmaPrefetchPlan plan;
+  c->remote[2 * N_GPUS + 1] = 100;
+  share[2 * N_GPUS + 1] = 0.01;
+  c->view.offload_share = share;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_OFFLOAD);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 0.025 * 20000 / 7500, 1e-12);
+  g_assert_cmpuint(plan.limit_lender, ==, 1);
+  /* its step in flight is the larger: 4% of lender 1, 1% left, layer-ahead's bound */
+  share[2 * N_GPUS + 1] = 0.04;
+  plan = decide(c);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2e7 / 0.75 / 5e8, 1e-12);
+  g_assert_cmpuint(plan.limit_lender, ==, G_MAXUINT);
+  /* 300 blocks (7.5%): none of lender 1's allowance left, f 0; layer-ahead's bound */
+  c->remote[2 * N_GPUS + 1] = 300;
+  share[2 * N_GPUS + 1] = 0.01;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2e7 / 0.75 / 5e8, 1e-12);
+  /* not offloading now (no share of lender 1): its blocks there are read another way and
+   * take none of the allowance; 13.3% as alone */
+  share[2 * N_GPUS + 1] = 0;
+  plan = decide(c);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 0.05 * 20000 / 7500, 1e-12);
+  g_assert_cmpuint(plan.limit_lender, ==, 1);
+  case_free(c);
+}
+
 /* Offload dearer than direct loads (13 ms against 12): layer-ahead's plan,
  * and its bound; against prefetch, offload is compared with the all-local
  * step (prefetch's best), or with its copies' time on the link where
@@ -298,6 +337,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/prefetch-policy/prefetch", test_prefetch);
   g_test_add_func("/prefetch-policy/group", test_group);
   g_test_add_func("/prefetch-policy/offload", test_offload);
+  g_test_add_func("/prefetch-policy/offload-held", test_offload_held);
   g_test_add_func("/prefetch-policy/offload-dearer", test_offload_dearer);
   g_test_add_func("/prefetch-policy/offload-off", test_offload_off);
   return g_test_run();
