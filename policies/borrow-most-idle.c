@@ -16,13 +16,14 @@
  * plan admits as remote (the tenant's blocks_total beyond its local
  * capacity, which the plan's remote_limit sets): while that is less than
  * the room its borrowed slices hold, it borrows nothing (what its tenant
- * lacks is then the limit's, not memory) and gives back the empty slices
- * beyond the larger of the admitted room and its remote blocks, whatever
- * waits. The pool's remote_limit gates only the admission of new requests:
- * without this, running requests grow into any borrowed room, past what the
- * plan can read at its cost (for `offload`, past what the lenders'
- * allowance serves, so that the steps wait for capped partials or read that
- * KV directly). */
+ * lacks is then the limit's, not memory), and once that has been so at
+ * every decision for `limit_hold` it gives back the empty slices beyond the
+ * larger of the admitted room and its remote blocks, whatever waits (the
+ * limit moves from step to step with the batch; returning at every dip
+ * borrowed and returned thousands of times a run). The pool's remote_limit gates only the admission
+ * of new requests: without this, running requests grow into any borrowed room, past what the plan
+ * can read at its cost (for `offload`, past what the lenders' allowance serves, so that the steps
+ * wait for capped partials or read that KV directly). */
 #include <math.h>
 
 #include "builtin.h"
@@ -34,7 +35,16 @@ typedef struct {
   gint64 min_borrow;
   gint64 tier_slices;
   gboolean within_limit;
+  gint64 limit_hold;
 } Params;
+
+/* Private state (within_limit): since when the plan's remote limit has
+ * bound at every decision (a streak; bound FALSE: the last decision found
+ * it open). */
+typedef struct {
+  gboolean bound;
+  EmaTime bound_since;
+} State;
 
 static const EmaParam params[] = {
     {"lender_reserve", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, lender_reserve),
@@ -51,6 +61,11 @@ static const EmaParam params[] = {
      .default_value = "false",
      .help = "hold borrowed room only up to what the prefetch plan admits as remote: no "
              "borrowing while its remote limit binds, empty slices beyond it given back"},
+    {"limit_hold", EMA_PARAM_DURATION, G_STRUCT_OFFSET(Params, limit_hold),
+     .default_value = "250ms", .min = 0, .max = 3.6e12,
+     .help = "within_limit: how long the remote limit must bind at every decision before "
+             "empty slices beyond it go back (a limit that moves from step to step returns "
+             "nothing)"},
 };
 
 static const EmaParamTable table = {"most-idle", sizeof(Params), params, EMA_PARAMS_N(params),
@@ -87,16 +102,25 @@ static guint64 give_empty(const EmaPoolView *view, guint borrower, guint64 slice
 }
 
 /* within_limit: TRUE when the prefetch plan admits less remote KV than
- * BORROWER's borrowed slices hold; then PLAN gives back the empty slices
+ * BORROWER's borrowed slices hold; then, once that has been so at every
+ * decision for limit_hold (S's streak), PLAN gives back the empty slices
  * beyond the larger of the admitted room and its remote blocks, but for
  * TIER slices (the prefix tier's, tier_keep()). */
-static gboolean limit_binds(const Params *p, const EmaPoolView *view, guint borrower, guint64 tier,
-                            EmaBorrowPlan *plan) {
+static gboolean limit_binds(const Params *p, State *s, const EmaPoolView *view, guint borrower,
+                            guint64 tier, EmaBorrowPlan *plan) {
   const EmaGpuView *g = &view->gpus[borrower];
   guint64 local = view_local_capacity(view, borrower), room = view_remote_room(view, borrower);
   guint64 admitted = g->blocks_total > local ? g->blocks_total - local : 0, keep, give;
-  if (!p->within_limit || admitted >= room)
+  if (!p->within_limit || admitted >= room) {
+    s->bound = FALSE;
     return FALSE;
+  }
+  if (!s->bound) {
+    s->bound = TRUE;
+    s->bound_since = view->now;
+  }
+  if (view->now - s->bound_since < p->limit_hold)
+    return TRUE;
   keep = MAX(admitted, g->blocks_remote);
   /* whole empty slices: the blocks beyond KEEP, rounded down */
   give = room > keep ? (room - keep) * g->block_bytes / EMA_SLICE_BYTES : 0;
@@ -118,7 +142,7 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   /* borrowed slices it holds empty (the prefetch policy may not admit more
    * remote KV into them yet) and borrows on their way count first */
   guint64 have = g->slices_pending + (g->slices_borrowed - g->slices_borrowed_used);
-  if (limit_binds(p, view, borrower, tier, plan))
+  if (limit_binds(p, state, view, borrower, tier, plan))
     return;
   if (slices > have) {
     slices = MAX(slices - have, (guint64) p->min_borrow);
@@ -147,5 +171,6 @@ const EmaBorrowPolicyOps ema_borrow_most_idle = {
     .name = "most-idle",
     .summary = "borrow ahead of the demand trend from the most idle peers, above a lender reserve",
     .params = &table,
+    .state_size = sizeof(State),
     .decide = decide,
 };

@@ -1,7 +1,7 @@
 /* test-borrow-policy.c: the decisions of the `most-idle` borrow policy
  * (policies/borrow-most-idle.c) with `within_limit` (the `offload`
  * composition's) on hand-built views, each figure computed here: 2 MiB
- * slices of two 1 MiB blocks, min_borrow 16 slices.
+ * slices of two 1 MiB blocks, min_borrow 16 slices, limit_hold 250 ms.
  *
  * GPU 0 borrows; its own 100 slices hold 200 blocks (it lends nothing and
  * stages nothing). Lender 1 lends it 40 slices (80 blocks), lender 2 20
@@ -25,6 +25,7 @@ typedef struct {
   guint64 lent[N_GPUS * N_GPUS];   /* [lender * n + borrower] */
   guint64 remote[N_GPUS * N_GPUS]; /* [borrower * n + lender] */
   EmaPoolView view;
+  gpointer state; /* the policy's private state of GPU 0 */
 } Case;
 
 /* most-idle with within_limit set to WITHIN ("true" or "false"). */
@@ -36,6 +37,7 @@ static Case *case_new(const char *within) {
   c->ops = info->ops;
   c->table = c->ops->params;
   c->params = g_malloc0(c->table->size);
+  c->state = g_malloc0(c->ops->state_size);
   g_assert_true(ema_params_bind(c->table, c->params, NULL, NULL, &error));
   g_assert_no_error(error);
   for (guint i = 0; i < c->table->n_params; i++)
@@ -66,22 +68,30 @@ static Case *case_new(const char *within) {
 
 static void case_free(Case *c) {
   ema_params_free(c->table, c->params);
+  g_free(c->state);
   g_free(c);
 }
 
 static EmaBorrowPlan decide(Case *c) {
   EmaBorrowPlan plan = {0};
-  c->ops->decide(NULL, c->params, &c->view, 0, &plan);
+  c->ops->decide(c->state, c->params, &c->view, 0, &plan);
   return plan;
 }
 
 /* The limit binds (50 admitted of 120): nothing borrowed whatever it lacks;
- * the empty room beyond max(50 admitted, 30 used) blocks, 70 blocks = 35
- * slices, goes back: lender 1's 25 empty slices (>= 16), then 10 of lender
- * 2's 20 (below min_borrow: kept). */
+ * once it has bound at every decision for 250 ms, the empty room beyond
+ * max(50 admitted, 30 used) blocks, 70 blocks = 35 slices, goes back:
+ * lender 1's 25 empty slices (>= 16), then 10 of lender 2's 20 (below
+ * min_borrow: kept). */
 static void test_within_limit(void) {
   Case *c = case_new("true");
   EmaBorrowPlan plan = decide(c);
+  g_assert_cmpuint(plan.n, ==, 0);
+  c->view.now = EMA_MS(249);
+  plan = decide(c);
+  g_assert_cmpuint(plan.n, ==, 0);
+  c->view.now = EMA_MS(250);
+  plan = decide(c);
   g_assert_cmpuint(plan.n, ==, 1);
   g_assert_cmpuint(plan.actions[0].lender, ==, 1);
   g_assert_cmpint(plan.actions[0].slices, ==, -25);
@@ -95,6 +105,16 @@ static void test_within_limit(void) {
   g_assert_cmpuint(plan.n, ==, 1);
   g_assert_cmpuint(plan.actions[0].lender, ==, 2);
   g_assert_cmpint(plan.actions[0].slices, ==, -20);
+  /* a decision that finds the limit open ends the streak: 250 ms more before a return */
+  c->gpus[0].blocks_total = 320;
+  plan = decide(c);
+  c->gpus[0].blocks_total = 250;
+  c->view.now = EMA_MS(400);
+  plan = decide(c);
+  g_assert_cmpuint(plan.n, ==, 0);
+  c->view.now = EMA_MS(650);
+  plan = decide(c);
+  g_assert_cmpuint(plan.n, ==, 1);
   case_free(c);
 }
 
@@ -114,11 +134,10 @@ static void test_limit_open(void) {
   plan = decide(c);
   g_assert_cmpuint(plan.n, ==, 1);
   g_assert_cmpint(plan.actions[0].slices, ==, 30);
-  /* bound again: no borrow, however short */
+  /* bound again: no borrow, however short (and no return within 250 ms) */
   c->gpus[0].blocks_total = 250;
   plan = decide(c);
-  g_assert_cmpuint(plan.n, ==, 1);
-  g_assert_cmpint(plan.actions[0].slices, <, 0);
+  g_assert_cmpuint(plan.n, ==, 0);
   case_free(c);
   case_free(plain);
 }

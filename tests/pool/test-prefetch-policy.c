@@ -227,10 +227,12 @@ static void test_offload(void) {
  * blocks on lender 1 and offloads: counted at 5 tokens a block they are 500
  * tokens, 500 / 20,000 = 2.5% of lender 1's HBM time, more than the 1% its
  * step in flight takes now; 2.5% is left, f <= 0.025 x 20,000 / 7,500 =
- * 6.67% (above layer-ahead's 5.33%: offload's bound, lender 1's). */
+ * 6.67%, above layer-ahead's bound, which is now 2e7 / 2 / 0.75 / 5e8 =
+ * 2.67% (lender 1's 2% split between its two readers): offload's, lender
+ * 1's. */
 static void test_offload_held(void) {
   Case *c = offload_case();
-  double share[N_GPUS * N_GPUS] = {0};
+  double share[N_GPUS * N_GPUS] = {0}, layer_ahead = 2e7 / 2 / 0.75 / 5e8;
   EmaPrefetchPlan plan;
   c->remote[2 * N_GPUS + 1] = 100;
   share[2 * N_GPUS + 1] = 0.01;
@@ -239,17 +241,17 @@ static void test_offload_held(void) {
   g_assert_cmpint(plan.mode, ==, EMA_REMOTE_OFFLOAD);
   g_assert_cmpfloat_with_epsilon(plan.remote_limit, 0.025 * 20000 / 7500, 1e-12);
   g_assert_cmpuint(plan.limit_lender, ==, 1);
-  /* its step in flight is the larger: 4% of lender 1, 1% left, layer-ahead's bound */
-  share[2 * N_GPUS + 1] = 0.04;
+  /* its step in flight is the larger: 4.5% of lender 1, 0.5% left, f <= 1.33%: layer-ahead's */
+  share[2 * N_GPUS + 1] = 0.045;
   plan = decide(c);
-  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2e7 / 0.75 / 5e8, 1e-12);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, layer_ahead, 1e-12);
   g_assert_cmpuint(plan.limit_lender, ==, G_MAXUINT);
-  /* 300 blocks (7.5%): none of lender 1's allowance left, f 0; layer-ahead's bound */
+  /* 300 blocks (7.5%): none of lender 1's allowance left, f 0; layer-ahead's plan */
   c->remote[2 * N_GPUS + 1] = 300;
   share[2 * N_GPUS + 1] = 0.01;
   plan = decide(c);
   g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
-  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 2e7 / 0.75 / 5e8, 1e-12);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, layer_ahead, 1e-12);
   /* not offloading now (no share of lender 1): its blocks there are read another way and
    * take none of the allowance; 13.3% as alone */
   share[2 * N_GPUS + 1] = 0;
