@@ -22,7 +22,8 @@
  *                preempted requests parked on peers (preempt: swap-peer).
  * Then the named compositions (every one registered) each load with
  * `policy: NAME` and run the tiny scenario, and `static` gives the same
- * outputs as an experiment with no policy key. */
+ * outputs as an experiment with no policy key; `offload`'s borrow policy
+ * gives back room its remote limit does not admit, and says so. */
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -304,6 +305,36 @@ static void test_offload_allowance_zero(void) {
   ema_test_remove_tree(c);
 }
 
+/* pool.returns of the summary.json in DIR. */
+static gint64 summary_returns(const char *dir) {
+  g_autofree char *text = ema_test_read_file(dir, "summary.json");
+  JsonNode *root = ema_test_parse_json(text);
+  JsonObject *pool = json_object_get_object_member(json_node_get_object(root), "pool");
+  gint64 returns = json_object_get_int_member(pool, "returns");
+  json_node_unref(root);
+  return returns;
+}
+
+/* The offload composition's borrow policy holds its room to what the plan
+ * admits (most-idle's within_limit): on the tiny scenario it gives empty
+ * slices back while the remote limit binds, each return saying so, where
+ * the same composition without it returns less. */
+static void test_offload_within_limit(void) {
+  g_autofree char *on = run_policy("policy=offload");
+  g_autofree char *off = run_policy("policy={borrow: most-idle, prefetch: offload, reclaim: "
+                                    "migrate, preempt: swap-peer}");
+  g_autofree char *events_on = ema_test_read_file(on, "events.csv");
+  g_autofree char *events_off = ema_test_read_file(off, "events.csv");
+  const char *row = strstr(events_on, "\"most-idle: asked to return ");
+  g_assert_nonnull(row);
+  g_assert_nonnull(strstr(row, "; remote limit "));
+  g_assert_nonnull(strstr(row, " blocks borrowed, "));
+  g_assert_cmpint(summary_returns(on), >, summary_returns(off));
+  g_assert_cmpstr(events_on, !=, events_off);
+  ema_test_remove_tree(on);
+  ema_test_remove_tree(off);
+}
+
 /* ---- the example plugin ----------------------------------------------------------- */
 
 static gboolean plugin_loaded;
@@ -361,6 +392,7 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/pool/composition/static-is-default", test_static_is_default);
   g_test_add_func("/pool/composition/offload-allowance-zero", test_offload_allowance_zero);
+  g_test_add_func("/pool/composition/offload-within-limit", test_offload_within_limit);
   {
     int status = g_test_run();
     for (guint i = 0; i < cases->len; i++) {
