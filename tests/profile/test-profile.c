@@ -362,15 +362,26 @@ static EmaServerSpec *server_with_profile(const char *dir, const char *name) {
   return server;
 }
 
-static void test_step_sum(void) {
-  g_autoptr(TempDir) dir = temp_dir();
-  g_autofree char *folder =
-      write_profile(dir, "tiny-sum", NULL, "gemm.csv", tiny_gemm, "attn_decode.csv", tiny_attn,
-                    "elementwise.csv", tiny_elementwise, NULL);
-  EmaServerSpec *server = server_with_profile(dir, "tiny-sum");
+/* The tiny model's step model on a profile NAME in DIR of tiny_gemm, ATTN as
+ * its attn_decode.csv and tiny_elementwise; *SERVER is the server it runs on
+ * (the caller frees it). */
+static EmaStepModel *tiny_step(const char *dir, const char *name, const char *attn,
+                               EmaServerSpec **server) {
+  g_autofree char *folder = write_profile(dir, name, NULL, "gemm.csv", tiny_gemm, "attn_decode.csv",
+                                          attn, "elementwise.csv", tiny_elementwise, NULL);
   EmaLlmSpec model = tiny_model();
   GError *error = NULL;
-  g_autoptr(EmaStepModel) step = ema_step_model_new(&model, server, 1, &error);
+  EmaStepModel *step;
+  *server = server_with_profile(dir, name);
+  step = ema_step_model_new(&model, *server, 1, &error);
+  g_assert_no_error(error);
+  return step;
+}
+
+static void test_step_sum(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  EmaServerSpec *server = NULL;
+  g_autoptr(EmaStepModel) step = tiny_step(dir, "tiny-sum", tiny_attn, &server);
   EmaStepBatch batch = {.decode_seqs = 2, .decode_context = 200, .logits = 2};
   EmaStepBreakdown bd;
   double rate_m = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
@@ -380,8 +391,6 @@ static void test_step_sum(void) {
   double once_us = 3 + 1 + 20;
   /* the KV write, roofline: 2 x 2 heads x 4 x 2 B per token, 2 tokens */
   double kv_write_s = 2 * 2 * 4 * 2 * 2.0 / rate_m;
-  g_assert_no_error(error);
-  (void) folder;
   ema_step_time(step, &batch, &bd);
   g_assert_cmpfloat(fabs(bd.profiled_s - (2 * layer_us + once_us) * 1e-6), <, 1e-12);
   g_assert_cmpfloat(fabs(bd.roofline_s - 2 * kv_write_s), <, 1e-15);
@@ -400,13 +409,8 @@ static void test_step_prefill_floor(void) {
   g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *attn =
       g_strconcat(tiny_attn, "1,100,2,2,4,bf16,cudnn,25\n", "1,50,2,2,4,bf16,cudnn,20\n", NULL);
-  g_autofree char *folder =
-      write_profile(dir, "tiny-floor", NULL, "gemm.csv", tiny_gemm, "attn_decode.csv", attn,
-                    "elementwise.csv", tiny_elementwise, NULL);
-  EmaServerSpec *server = server_with_profile(dir, "tiny-floor");
-  EmaLlmSpec model = tiny_model();
-  GError *error = NULL;
-  g_autoptr(EmaStepModel) step = ema_step_model_new(&model, server, 1, &error);
+  EmaServerSpec *server = NULL;
+  g_autoptr(EmaStepModel) step = tiny_step(dir, "tiny-floor", attn, &server);
   /* one chunk of 2 after 98; two chunks of 1 after 49 each */
   EmaStepBatch one = {.prefill_tokens = 2,
                       .prefill_context = 2 * 98 + 3,
@@ -421,8 +425,6 @@ static void test_step_prefill_floor(void) {
   EmaStepBreakdown a, b;
   /* the layer's operators at 2 tokens but the attention and the KV write (a roofline) */
   double rest_us = 10 + 5 + 20 + 10 + 2 * 1 + 2 + 2 * 0.5 + 1.5;
-  g_assert_no_error(error);
-  (void) folder;
   ema_step_time(step, &one, &a);
   ema_step_time(step, &two, &b);
   /* 2 layers; once: embedding 3, final norm 1, the LM head 20 */
