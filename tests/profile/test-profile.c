@@ -417,14 +417,13 @@ static void test_step_prefill_floor(void) {
                       .prefill_kv_read = 100,
                       .prefill_chunks = 1,
                       .logits = 1};
-  EmaStepBatch two = {.prefill_tokens = 2,
-                      .prefill_context = 2 * 50,
-                      .prefill_kv_read = 100,
-                      .prefill_chunks = 2,
-                      .logits = 2};
+  EmaStepBatch two = one;
   EmaStepBreakdown a, b;
   /* the layer's operators at 2 tokens but the attention and the KV write (a roofline) */
   double rest_us = 10 + 5 + 20 + 10 + 2 * 1 + 2 + 2 * 0.5 + 1.5;
+  two.prefill_context = 2 * 50;
+  two.prefill_chunks = 2;
+  two.logits = 2;
   ema_step_time(step, &one, &a);
   ema_step_time(step, &two, &b);
   /* 2 layers; once: embedding 3, final norm 1, the LM head 20 */
