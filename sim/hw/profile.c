@@ -325,17 +325,15 @@ gboolean ema_profile_op_at(const EmaProfileOp *op, double outer, double x, doubl
 gboolean ema_profile_op_at_cursor(const EmaProfileOp *op, EmaProfileCursor *cursor, double outer,
                                   double x, double *time_us) {
   G_STATIC_ASSERT(G_N_ELEMENTS(cursor->surfaces) == G_N_ELEMENTS(op->surfaces));
-  G_STATIC_ASSERT(sizeof cursor->last.surfaces == sizeof op->surfaces);
   g_return_val_if_fail(op != NULL && cursor != NULL && time_us != NULL, FALSE);
-  if (!cursor->last.placed || cursor->last.outer != outer ||
-      memcmp(cursor->last.surfaces, op->surfaces, sizeof op->surfaces) != 0) {
+  if (!cursor->last.placed || cursor->last.outer != outer || cursor->last.op != op) {
     /* a new place: the first surface that answers at OUTER (the ones before
      * it say nothing there, whatever the x) */
     guint i = 0;
     while (i < G_N_ELEMENTS(op->surfaces) &&
            !surface_place(op->surfaces[i], outer, &cursor->surfaces[i].outer, &cursor->last.lo))
       i++;
-    memcpy(cursor->last.surfaces, op->surfaces, sizeof op->surfaces);
+    cursor->last.op = op;
     cursor->last.outer = outer;
     cursor->last.slot = i;
     cursor->last.placed = TRUE;

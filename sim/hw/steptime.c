@@ -479,7 +479,8 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
 
 /* The row of X tokens: the model's, filled on first use, or SCRATCH past
  * the rows kept. */
-static const TokenRow *token_row(const EmaStepModel *s, guint64 x, TokenRow *scratch) {
+G_ALWAYS_INLINE static inline const TokenRow *token_row(const EmaStepModel *s, guint64 x,
+                                                        TokenRow *scratch) {
   TokenRow *row = x < TOKEN_ROWS ? &s->rows[x] : scratch;
   if (!row->filled || row == scratch) {
     *row = (TokenRow){.filled = FALSE};
@@ -496,7 +497,8 @@ static double row_op(const TokenRow *row, int i, OpSums *sums) {
 
 /* Decode attention of B sequences of C context tokens in all: the table at
  * (B, C / B), every sequence taken at the batch's mean context. */
-static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b) {
+G_ALWAYS_INLINE static inline double decode_attention_time(const EmaStepModel *s, OpSums *sums,
+                                                           const EmaStepBatch *b) {
   double us = 0, seqs = (double) b->decode_seqs;
   gboolean found;
   if (b->decode_seqs == 0)
@@ -510,7 +512,8 @@ static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const E
 
 /* Prefill attention of c chunks: c runs of the table at the mean chunk
  * N / c after the mean prior context (sum of p) / c. */
-static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b) {
+G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *s, OpSums *sums,
+                                                            const EmaStepBatch *b) {
   double us = 0, chunks, tokens = (double) b->prefill_tokens, prior;
   gboolean found;
   if (b->prefill_tokens == 0)
