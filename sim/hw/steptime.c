@@ -590,8 +590,8 @@ static void rescale_layer_sides(EmaStepBreakdown *r, double one) {
  * operators (in lm_head_s) and the all-reduces; with FULL, also the layer's
  * rescaled roofline sides and the profiled and roofline shares (without it
  * only the three times step_ns reads are set, the same doubles). */
-static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, EmaStepBreakdown *r,
-                          gboolean full) {
+G_ALWAYS_INLINE static inline void operator_step(const EmaStepModel *s, const EmaStepBatch *b,
+                                                 EmaStepBreakdown *r, gboolean full) {
   OpSums layer = {0}, once = {0}, reduce = {0};
   TokenRow scratch, logits_scratch;
   const TokenRow *row = token_row(s, b->prefill_tokens + b->decode_seqs, &scratch);
