@@ -3,7 +3,9 @@
  * interpolating.
  *
  * Invariants: after ema_profile_load() every curve's x are strictly
- * increasing and its times positive and non-decreasing; every surface's
+ * increasing and its times positive and non-decreasing (an imported GEMM
+ * curve keeps the points that no larger size beats; every other curve, its
+ * running maximum: finalize_curve); every surface's
  * curves are sorted by their outer value, each outer value once. A duplicate
  * point of a `tables:` CSV is an error at its line, except in the attention
  * tables, where rows of several backends for one shape keep the fastest (as
@@ -23,6 +25,7 @@ typedef struct {
   const char *file; /* interned */
   guint line;
   gboolean keep_fastest;
+  gboolean imported; /* from an `import:` data set (keep_fastest too) */
 } Point;
 
 typedef struct {
@@ -102,13 +105,41 @@ static gint compare_curves(gconstpointer a, gconstpointer b) {
   return (ca->outer > cb->outer) - (ca->outer < cb->outer);
 }
 
-/* Sort, merge duplicates (or fail on them), make times non-decreasing. */
-static gboolean finalize_curve(Curve *c, GError **error) {
+/* Keep C's first KEPT points that no larger size beats (t <= every later t):
+ * the lower monotone envelope of the measured points, linear between those
+ * kept. A cuBLAS heuristic's slow kernel at some sizes (Vidur's CodeLlama-34B
+ * gate/up projection: 0.73 ms at 328-384 tokens, 0.57 ms at 392) is the
+ * kernel choice of the library that was profiled, not of the engine the
+ * profile times; a running maximum would carry it up to every larger size.
+ * Returns the count kept. */
+static guint lower_envelope(Curve *c, guint kept) {
+  double best = INFINITY;
+  guint n = 0;
+  g_autofree gboolean *keep = g_new(gboolean, MAX(kept, 1));
+  for (guint i = kept; i-- > 0;) {
+    double t = g_array_index(c->points, Point, i).t;
+    keep[i] = t <= best;
+    best = MIN(best, t);
+  }
+  for (guint i = 0; i < kept; i++)
+    if (keep[i])
+      g_array_index(c->points, Point, n++) = g_array_index(c->points, Point, i);
+  return n;
+}
+
+/* Sort, merge duplicates (or fail on them), make times non-decreasing: the
+ * lower envelope for a GEMM curve (GEMM) whose points are all imported from
+ * a public data set of another software stack, else the running maximum (a
+ * measured profile's points are the stack its captured steps run, and the
+ * step's monotonicity in its sizes rests on them: steptime.h). */
+static gboolean finalize_curve(Curve *c, gboolean gemm, GError **error) {
+  gboolean imported = TRUE;
   guint kept = 0;
   double running = 0;
   g_array_sort(c->points, compare_points);
   for (guint i = 0; i < c->points->len; i++) {
     Point *pt = &g_array_index(c->points, Point, i);
+    imported = imported && pt->imported;
     if (kept > 0 && g_array_index(c->points, Point, kept - 1).x == pt->x) {
       Point *prev = &g_array_index(c->points, Point, kept - 1);
       if (!pt->keep_fastest || !prev->keep_fastest) {
@@ -122,6 +153,8 @@ static gboolean finalize_curve(Curve *c, GError **error) {
     }
     g_array_index(c->points, Point, kept++) = *pt;
   }
+  if (gemm && imported)
+    kept = lower_envelope(c, kept);
   g_array_set_size(c->points, kept);
   c->x = g_new(double, kept);
   c->t = g_new(double, kept);
@@ -147,7 +180,7 @@ static gboolean finalize(EmaProfile *p, GError **error) {
       s->outers = g_new(double, s->curves->len);
       for (guint i = 0; i < s->curves->len; i++) {
         s->outers[i] = ((Curve *) s->curves->pdata[i])->outer;
-        if (!finalize_curve(s->curves->pdata[i], error))
+        if (!finalize_curve(s->curves->pdata[i], k == EMA_PROFILE_GEMM, error))
           return FALSE;
       }
     }
@@ -465,7 +498,13 @@ static gboolean csv_dtype(const EmaCsv *csv, guint index, EmaProfileDtype *dtype
 }
 
 static Point point_here(const EmaCsv *csv, double x, double t, gboolean keep_fastest) {
-  Point pt = {x, t, csv->file, csv->line, keep_fastest};
+  Point pt = {x, t, csv->file, csv->line, keep_fastest, FALSE};
+  return pt;
+}
+
+/* A point of an imported data set: duplicates keep the fastest. */
+static Point import_point(const EmaCsv *csv, double x, double t) {
+  Point pt = {x, t, csv->file, csv->line, TRUE, TRUE};
   return pt;
 }
 
@@ -642,7 +681,7 @@ static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer da
   gemm_k[3] = (guint64) (s.ffn / s.tp);
   gemm_n[3] = (guint64) s.hidden;
   for (guint i = 0; i < 4; i++) {
-    Point pt = point_here(csv, s.tokens, t[i] * 1e3, TRUE);
+    Point pt = import_point(csv, s.tokens, t[i] * 1e3);
     gemm_key(key, sizeof key, load->dtype, FALSE, gemm_k[i], gemm_n[i]);
     add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
   }
@@ -652,7 +691,7 @@ static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer da
   widths[3] = (guint64) s.hidden;
   widths[4] = (guint64) s.hidden;
   for (guint i = 0; i < 5; i++) {
-    Point pt = point_here(csv, s.tokens, t[4 + i] * 1e3, TRUE);
+    Point pt = import_point(csv, s.tokens, t[4 + i] * 1e3);
     if (!s.gated && i == 2)
       continue; /* a plain MLP's activation is not silu_mul */
     elementwise_key(key, sizeof key, load->dtype, elementwise[i], widths[i]);
@@ -676,7 +715,7 @@ static gboolean vidur_allreduce_row(const EmaCsv *csv, const guint *index, gpoin
   if (!ema_csv_numbers(csv, index, 3, 0, v, error))
     return FALSE;
   allreduce_key(key, sizeof key, load->dtype, (guint) v[0]);
-  pt = point_here(csv, v[1], v[2] * 1e3, TRUE);
+  pt = import_point(csv, v[1], v[2] * 1e3);
   add_point(load->p, EMA_PROFILE_ALLREDUCE, key, 0, &pt);
   return TRUE;
 }
@@ -690,7 +729,7 @@ static gboolean kernels_gemm_row(const EmaCsv *csv, const guint *index, gpointer
   if (!ema_csv_numbers(csv, index, 4, 0, v, error))
     return FALSE;
   gemm_key(key, sizeof key, load->dtype, FALSE, (guint64) v[1], (guint64) v[2]);
-  pt = point_here(csv, v[0], v[3], TRUE);
+  pt = import_point(csv, v[0], v[3]);
   add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
   return TRUE;
 }
@@ -716,7 +755,7 @@ static gboolean kernels_attn_row(const EmaCsv *csv, const guint *index, gpointer
     return TRUE; /* another dtype's row */
   if (!ema_csv_numbers(csv, index, count, 0, v, error))
     return FALSE;
-  pt = point_here(csv, load->decode ? v[1] : v[0], v[count - 1], TRUE);
+  pt = import_point(csv, load->decode ? v[1] : v[0], v[count - 1]);
   add_point(load->p, load->decode ? EMA_PROFILE_ATTN_DECODE : EMA_PROFILE_ATTN_PREFILL, load->key,
             load->decode ? v[0] : 0, &pt);
   return TRUE;

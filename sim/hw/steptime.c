@@ -511,10 +511,13 @@ G_ALWAYS_INLINE static inline double decode_attention_time(const EmaStepModel *s
 }
 
 /* Prefill attention of c chunks: c runs of the table at the mean chunk
- * N / c after the mean prior context (sum of p) / c. */
+ * N / c after the mean prior context (sum of p) / c, or the roofline; at
+ * least c runs of the decode table at one sequence of the chunk's whole
+ * context (p + n) / c, where the profile has it (steptime.h). */
 G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *s, OpSums *sums,
                                                             const EmaStepBatch *b) {
-  double us = 0, chunks, tokens = (double) b->prefill_tokens, prior;
+  double us = 0, floor_us = 0, chunks, tokens = (double) b->prefill_tokens, prior, t;
+  OpSums own = {0};
   gboolean found;
   if (b->prefill_tokens == 0)
     return 0;
@@ -524,9 +527,17 @@ G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *
           ema_profile_op_at_cursor(&s->ops.attn_prefill, &s->cursors->attn_prefill, prior,
                                    tokens / chunks, &us);
   if (found)
-    return op_time(s, sums, TRUE, us, 0, 0, s->kv_rate, chunks);
-  return op_time(s, sums, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
-                 s->kv_bytes_per_token * b->prefill_kv_read, s->kv_rate, 1);
+    t = op_time(s, &own, TRUE, us, 0, 0, s->kv_rate, chunks);
+  else
+    t = op_time(s, &own, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
+                s->kv_bytes_per_token * b->prefill_kv_read, s->kv_rate, 1);
+  if (!s->fp8_kv && s->profile &&
+      ema_profile_op_at(&s->ops.attn_decode, 1, b->prefill_kv_read / chunks, &floor_us) &&
+      chunks * floor_us * 1e-6 > t)
+    return op_time(s, sums, TRUE, floor_us, 0, 0, s->kv_rate, chunks);
+  sums->profiled_s += own.profiled_s;
+  sums->roofline_s += own.roofline_s;
+  return t;
 }
 
 /* One decoder layer from the profile, its token-count operators from ROW. */

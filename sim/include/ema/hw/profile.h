@@ -25,7 +25,11 @@
  *                           0 < x_n, so this never falls below t_n
  * At load, each curve's times are made non-decreasing in x (running
  * maximum): a measured dip is noise, and the step-time model's
- * monotonicity rests on it. A shape key that a table does not hold is not
+ * monotonicity rests on it. A GEMM curve imported from a public data set
+ * (`import:`) keeps instead the points that no larger size beats, linear
+ * between them (its lower monotone envelope): a slow kernel choice at
+ * some sizes is the profiled library's, not the engine's, and a running
+ * maximum would carry it to every larger size. A shape key that a table does not hold is not
  * interpolated across: the caller falls back to the roofline for it; nor
  * is a surface whose only curve lies at outer 0 (a prefill table measured
  * without prior context) extrapolated to a larger outer. fp16
