@@ -13,6 +13,13 @@
  * - now never goes backwards: events are only accepted at times >= now, and
  *   each fired event's time is >= the previous one.
  * - error holds at most one GError (the first failure); later ones are freed.
+ * - while an event's handler runs, the event is still in heap[0] but
+ *   unscheduled (heap_slot 0, top_fired set): the first queue operation of
+ *   the handler settles it. Re-scheduling a new event then takes the root's
+ *   place with one sift down (a step's event, re-scheduled by its own
+ *   handler, costs one sift where a pop and a push cost two); anything else
+ *   removes it first. The order is total, so the events fire in the same
+ *   order either way.
  */
 #include "ema/core/event.h"
 
@@ -23,9 +30,10 @@ struct _EmaSim {
   EmaTime now;
   guint64 next_seq;
   guint64 fired;
-  gboolean running; /* inside ema_sim_run_until() */
-  gboolean stop;    /* ema_sim_stop() was called during this run */
-  GError *error;    /* first failure not yet returned to the caller */
+  gboolean running;   /* inside ema_sim_run_until() */
+  gboolean stop;      /* ema_sim_stop() was called during this run */
+  gboolean top_fired; /* heap[0] is the firing event, taken out but not yet removed */
+  GError *error;      /* first failure not yet returned to the caller */
 };
 
 #define EMA_HEAP_MIN_CAP 64u
@@ -83,7 +91,7 @@ guint64 ema_sim_events_fired(const EmaSim *sim) {
 guint ema_sim_pending(const EmaSim *sim) {
   g_return_val_if_fail(sim != NULL, 0);
 
-  return sim->len;
+  return sim->len - (sim->top_fired ? 1 : 0);
 }
 
 /* TRUE if A fires before B. seq is unique, so the order is total. */
@@ -152,6 +160,18 @@ static void ema_heap_remove_at(EmaSim *sim, guint i) {
     ema_heap_sift_down(sim, i, last);
 }
 
+/* Remove the fired event still in heap[0], if any (the invariant above). */
+static void ema_heap_settle(EmaSim *sim) {
+  EmaEvent *last;
+
+  if (!sim->top_fired)
+    return;
+  sim->top_fired = FALSE;
+  last = sim->heap[--sim->len];
+  if (sim->len > 0)
+    ema_heap_sift_down(sim, 0, last);
+}
+
 static void ema_heap_grow(EmaSim *sim) {
   g_return_if_fail(sim->cap <= G_MAXUINT / 2);
 
@@ -163,6 +183,17 @@ void ema_sim_schedule(EmaSim *sim, EmaEvent *event, EmaTime at, gint priority) {
   g_return_if_fail(sim != NULL);
   g_return_if_fail(event != NULL);
   g_return_if_fail(at >= sim->now);
+
+  if (sim->top_fired && event->heap_slot == 0) {
+    /* the fired event's place at the root: the new event fills it */
+    sim->top_fired = FALSE;
+    event->time = at;
+    event->priority = priority;
+    event->seq = sim->next_seq++;
+    ema_heap_sift_down(sim, 0, event);
+    return;
+  }
+  ema_heap_settle(sim);
   /* A queued event must be queued in this sim. */
   g_return_if_fail(event->heap_slot == 0 ||
                    (event->heap_slot <= sim->len && sim->heap[event->heap_slot - 1] == event));
@@ -202,6 +233,7 @@ gboolean ema_sim_cancel(EmaSim *sim, EmaEvent *event) {
 
   if (event->heap_slot == 0)
     return FALSE;
+  ema_heap_settle(sim);
   g_return_val_if_fail(event->heap_slot <= sim->len, FALSE);
   g_return_val_if_fail(sim->heap[event->heap_slot - 1] == event, FALSE);
 
@@ -222,11 +254,13 @@ gboolean ema_sim_run_until(EmaSim *sim, EmaTime until, GError **error) {
   while (sim->error == NULL && !sim->stop && sim->len > 0 && sim->heap[0]->time <= until) {
     EmaEvent *event = sim->heap[0];
 
-    ema_heap_remove_at(sim, 0);
+    event->heap_slot = 0;
+    sim->top_fired = TRUE;
     sim->now = event->time;
     sim->fired++;
     if (event->func != NULL)
       event->func(sim, event, event->user_data);
+    ema_heap_settle(sim);
   }
 
   sim->running = FALSE;

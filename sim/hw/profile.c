@@ -205,7 +205,7 @@ static guint bracket(const double *xs, guint n, double x) {
 /* bracket() tried first at *HINT and the bracket after it (the answer is
  * unique: a hint that does not hold x is searched past); *HINT is then the
  * answer. HINT NULL: bracket(). */
-static guint bracket_from(const double *xs, guint n, double x, guint *hint) {
+G_ALWAYS_INLINE static inline guint bracket_from(const double *xs, guint n, double x, guint *hint) {
   guint h;
   if (hint == NULL)
     return bracket(xs, n, x);
@@ -235,7 +235,7 @@ static double extend(const double *xs, const double *vs, guint n, double x) {
 
 /* extend() over the curve's points (its x_n > 0: sizes are positive), its
  * bracket searched from HINT (bracket_from()). */
-static double curve_at(const Curve *c, double x, guint *hint) {
+G_ALWAYS_INLINE static inline double curve_at(const Curve *c, double x, guint *hint) {
   if (x >= c->x[c->n - 1])
     return c->t[c->n - 1] * x / c->x[c->n - 1];
   if (x <= c->x[0])
@@ -243,15 +243,14 @@ static double curve_at(const Curve *c, double x, guint *hint) {
   return between(c->x, c->t, bracket_from(c->x, c->n, x, hint), x);
 }
 
-/* The time of surface S at (OUTER, X), TRUE; FALSE where S says nothing
- * (no surface, or one curve at outer 0 asked about a larger outer).
- * OUTER_HINT and X_HINT[2] (NULL: none) start the brackets' searches
- * along outer and on the lower and upper curve (bracket()). */
-static gboolean surface_at(const Surface *s, double outer, double x, double *time_us,
-                           guint *outer_hint, guint *x_hint) {
+/* Where OUTER falls among surface S's curves: *LO, its lower curve (the
+ * upper one is LO + 1 where S has more than one), TRUE; FALSE where S says
+ * nothing (no surface, or one curve at outer 0 asked about a larger
+ * outer). OUTER_HINT (NULL: none) starts the bracket's search along outer
+ * (bracket_from()). */
+static gboolean surface_place(const Surface *s, double outer, guint *outer_hint, guint *lo) {
   const Curve *const *cs;
-  guint n, lo = 0, hi;
-  double xs[2], vs[2];
+  guint n;
   if (!s || s->curves->len == 0)
     return FALSE;
   cs = (const Curve *const *) s->curves->pdata;
@@ -261,26 +260,41 @@ static gboolean surface_at(const Surface *s, double outer, double x, double *tim
      * nothing about a larger outer: no time, the caller's roofline */
     if (cs[0]->outer <= 0 && outer > 0)
       return FALSE;
-    xs[0] = cs[0]->outer;
-    vs[0] = curve_at(cs[0], x, x_hint);
-    *time_us = extend(xs, vs, 1, outer);
-    return TRUE;
-  }
-  if (outer <= cs[0]->outer) {
-    lo = 0;
-    hi = 1;
+    *lo = 0;
+  } else if (outer <= cs[0]->outer) {
+    *lo = 0;
   } else if (outer >= cs[n - 1]->outer) {
-    lo = n - 2;
-    hi = n - 1;
+    *lo = n - 2;
   } else {
-    lo = bracket_from(s->outers, n, outer, outer_hint);
-    hi = lo + 1;
+    *lo = bracket_from(s->outers, n, outer, outer_hint);
   }
+  return TRUE;
+}
+
+/* The time of surface S at (OUTER, X) from OUTER's place LO
+ * (surface_place()). X_HINT[2] (NULL: none) starts the brackets' searches
+ * on the lower and upper curve. */
+G_ALWAYS_INLINE static inline double surface_eval(const Surface *s, guint lo, double outer,
+                                                  double x, guint *x_hint) {
+  const Curve *const *cs = (const Curve *const *) s->curves->pdata;
+  guint n = MIN(s->curves->len, 2);
+  double xs[2], vs[2];
   xs[0] = cs[lo]->outer;
-  xs[1] = cs[hi]->outer;
   vs[0] = curve_at(cs[lo], x, x_hint);
-  vs[1] = curve_at(cs[hi], x, x_hint ? x_hint + 1 : NULL);
-  *time_us = extend(xs, vs, 2, outer);
+  if (n == 2) {
+    xs[1] = cs[lo + 1]->outer;
+    vs[1] = curve_at(cs[lo + 1], x, x_hint ? x_hint + 1 : NULL);
+  }
+  return extend(xs, vs, n, outer);
+}
+
+/* The time of surface S at (OUTER, X), TRUE; FALSE where S says nothing
+ * (surface_place()). */
+static gboolean surface_at(const Surface *s, double outer, double x, double *time_us) {
+  guint lo;
+  if (!surface_place(s, outer, NULL, &lo))
+    return FALSE;
+  *time_us = surface_eval(s, lo, outer, x, NULL);
   return TRUE;
 }
 
@@ -336,19 +350,32 @@ static const Surface *find_surface(const EmaProfile *p, EmaProfileKind kind, con
 gboolean ema_profile_op_at(const EmaProfileOp *op, double outer, double x, double *time_us) {
   g_return_val_if_fail(op != NULL && time_us != NULL, FALSE);
   for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
-    if (surface_at(op->surfaces[i], outer, x, time_us, NULL, NULL))
+    if (surface_at(op->surfaces[i], outer, x, time_us))
       return TRUE;
   return FALSE;
 }
 
 gboolean ema_profile_op_at_cursor(const EmaProfileOp *op, EmaProfileCursor *cursor, double outer,
                                   double x, double *time_us) {
+  G_STATIC_ASSERT(G_N_ELEMENTS(cursor->surfaces) == G_N_ELEMENTS(op->surfaces));
   g_return_val_if_fail(op != NULL && cursor != NULL && time_us != NULL, FALSE);
-  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
-    if (surface_at(op->surfaces[i], outer, x, time_us, &cursor->surfaces[i].outer,
-                   cursor->surfaces[i].x))
-      return TRUE;
-  return FALSE;
+  if (!cursor->last.placed || cursor->last.outer != outer || cursor->last.op != op) {
+    /* a new place: the first surface that answers at OUTER (the ones before
+     * it say nothing there, whatever the x) */
+    guint i = 0;
+    while (i < G_N_ELEMENTS(op->surfaces) &&
+           !surface_place(op->surfaces[i], outer, &cursor->surfaces[i].outer, &cursor->last.lo))
+      i++;
+    cursor->last.op = op;
+    cursor->last.outer = outer;
+    cursor->last.slot = i;
+    cursor->last.placed = TRUE;
+  }
+  if (cursor->last.slot == G_N_ELEMENTS(op->surfaces))
+    return FALSE;
+  *time_us = surface_eval(op->surfaces[cursor->last.slot], cursor->last.lo, outer, x,
+                          cursor->surfaces[cursor->last.slot].x);
+  return TRUE;
 }
 
 /* OP's surfaces from slot FIRST on for the shape that KEY_OF writes for each

@@ -479,7 +479,8 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
 
 /* The row of X tokens: the model's, filled on first use, or SCRATCH past
  * the rows kept. */
-static const TokenRow *token_row(const EmaStepModel *s, guint64 x, TokenRow *scratch) {
+G_ALWAYS_INLINE static inline const TokenRow *token_row(const EmaStepModel *s, guint64 x,
+                                                        TokenRow *scratch) {
   TokenRow *row = x < TOKEN_ROWS ? &s->rows[x] : scratch;
   if (!row->filled || row == scratch) {
     *row = (TokenRow){.filled = FALSE};
@@ -496,7 +497,8 @@ static double row_op(const TokenRow *row, int i, OpSums *sums) {
 
 /* Decode attention of B sequences of C context tokens in all: the table at
  * (B, C / B), every sequence taken at the batch's mean context. */
-static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b) {
+G_ALWAYS_INLINE static inline double decode_attention_time(const EmaStepModel *s, OpSums *sums,
+                                                           const EmaStepBatch *b) {
   double us = 0, seqs = (double) b->decode_seqs;
   gboolean found;
   if (b->decode_seqs == 0)
@@ -512,7 +514,8 @@ static double decode_attention_time(const EmaStepModel *s, OpSums *sums, const E
  * N / c after the mean prior context (sum of p) / c, or the roofline; at
  * least c runs of the decode table at one sequence of the chunk's whole
  * context (p + n) / c, where the profile has it (steptime.h). */
-static double prefill_attention_time(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b) {
+G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *s, OpSums *sums,
+                                                            const EmaStepBatch *b) {
   double us = 0, floor_us = 0, chunks, tokens = (double) b->prefill_tokens, prior, t;
   OpSums own = {0};
   gboolean found;
@@ -598,8 +601,8 @@ static void rescale_layer_sides(EmaStepBreakdown *r, double one) {
  * operators (in lm_head_s) and the all-reduces; with FULL, also the layer's
  * rescaled roofline sides and the profiled and roofline shares (without it
  * only the three times step_ns reads are set, the same doubles). */
-static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, EmaStepBreakdown *r,
-                          gboolean full) {
+G_ALWAYS_INLINE static inline void operator_step(const EmaStepModel *s, const EmaStepBatch *b,
+                                                 EmaStepBreakdown *r, gboolean full) {
   OpSums layer = {0}, once = {0}, reduce = {0};
   TokenRow scratch, logits_scratch;
   const TokenRow *row = token_row(s, b->prefill_tokens + b->decode_seqs, &scratch);
@@ -623,9 +626,20 @@ static void operator_step(const EmaStepModel *s, const EmaStepBatch *b, EmaStepB
       s->layers * (layer.roofline_s + r->layer_overhead_s) + once.roofline_s + reduce.roofline_s;
 }
 
+/* llround(X) for X >= 0 below 2^53 without the library call (X - its
+ * truncation is exact there; halves round up, away from zero); llround()
+ * itself elsewhere. */
+static gint64 round_ns(double x) {
+  gint64 whole;
+  if (!(x >= 0 && x < 9007199254740992.0))
+    return llround(x);
+  whole = (gint64) x;
+  return x - (double) whole >= 0.5 ? whole + 1 : whole;
+}
+
 /* The step's time from operator_step's three times. */
 static EmaTime step_ns(const EmaStepModel *s, const EmaStepBreakdown *r) {
-  return (EmaTime) llround((r->layers_s + r->lm_head_s + r->allreduce_s) * 1e9) + s->step_overhead;
+  return (EmaTime) round_ns((r->layers_s + r->lm_head_s + r->allreduce_s) * 1e9) + s->step_overhead;
 }
 
 EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,

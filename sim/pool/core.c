@@ -48,7 +48,7 @@ static void request_free(EmaPoolRequest *r) {
 }
 
 static EmaPoolRequest *request_find(const EmaPoolCore *c, guint gpu, guint64 request) {
-  return g_hash_table_lookup(c->requests[gpu], &request);
+  return ema_id_map_lookup(c->requests[gpu], request);
 }
 
 /* R of GPU's tenant is in GPU's remote-running list while it runs with
@@ -106,7 +106,7 @@ static EmaPoolRequest *request_get(EmaPoolCore *c, guint gpu, guint64 request) {
   r->at = (guint64 *) (gpointer) (r + 1);
   r->last = gpu;
   r->link.data = r;
-  g_hash_table_insert(c->requests[gpu], &r->request, r);
+  ema_id_map_insert(c->requests[gpu], request, r);
   g_queue_push_tail_link(&c->request_list[gpu], &r->link);
   request_set_state(c, gpu, r,
                     request == EMA_KV_PREFIX_CACHE ? EMA_KV_CACHED
@@ -157,7 +157,7 @@ void ema_pool_core_request_state(EmaPoolCore *c, EmaSliceGpu *g, guint64 request
     if (r == NULL)
       return;
     g_assert_cmpuint(r->blocks, ==, 0); /* it gave everything back first */
-    g_hash_table_remove(c->requests[g->index], &request);
+    ema_id_map_remove(c->requests[g->index], request);
     g_queue_unlink(&c->request_list[g->index], &r->link);
     request_set_state(c, g->index, r, state);
     request_free(r);
@@ -371,12 +371,12 @@ gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server
   c->bytes_scratch = g_new0(double, n);
   c->lacking = g_new0(guint64, n);
   c->models = g_new0(const EmaStepModel *, n);
-  c->requests = g_new0(GHashTable *, n);
+  c->requests = g_new0(EmaIdMap *, n);
   c->request_list = g_new0(GQueue, n);
   c->running_list = g_new0(GQueue, n);
   c->remote_list = g_new0(GQueue, n);
   for (guint i = 0; i < n; i++)
-    c->requests[i] = g_hash_table_new(g_int64_hash, g_int64_equal);
+    c->requests[i] = ema_id_map_new();
   c->request_views = g_array_new(FALSE, FALSE, sizeof(EmaRequestView));
   c->ledger.view.requests = view_requests;
   c->ledger.view.requests_data = c;
@@ -403,7 +403,7 @@ void ema_pool_core_clear(EmaPoolCore *c) {
       l = l->next;
       request_free(r);
     }
-    g_hash_table_unref(c->requests[i]);
+    ema_id_map_free(c->requests[i], NULL);
   }
   g_free(c->requests);
   g_free(c->request_list);

@@ -179,6 +179,21 @@ const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
   return &l->view;
 }
 
+void ema_slice_ledger_note_step(EmaSliceLedger *l, EmaSliceGpu *g) {
+  EmaGpuView *v;
+  if (!l->tracked || g->view_stale) {
+    ema_slice_gpu_touch(g);
+    return;
+  }
+  /* the fields of view_fill() that a step changes */
+  v = &l->views[g->index];
+  v->blocks_short = g->blocks_short;
+  v->running = g->running;
+  v->waiting = g->waiting;
+  v->last_step = g->last_step;
+  l->version++;
+}
+
 gboolean ema_slice_ledger_changed_since(const EmaSliceLedger *l, guint64 version) {
   if (l->version != version)
     return TRUE;

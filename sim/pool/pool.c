@@ -1254,7 +1254,7 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
     g->waiting = report->waiting;
     g->last_step = report->duration;
     g->blocks_short = MAX(g->blocks_short, report->blocks_short);
-    ema_slice_gpu_touch(&g->counters);
+    ema_slice_ledger_note_step(&p->core.ledger, &g->counters);
   }
   ema_slice_gpu_update_demand(&g->counters, now, used);
   /* the policies run after a step that lacked blocks, and otherwise at

@@ -41,7 +41,7 @@ typedef struct {
   const char *out_dir;
   FILE *events;         /* events.csv, opened at the pool's first event */
   GError *events_error; /* the first failure to open it */
-  GString *event_row;   /* the row being written, emptied for each */
+  GString *event_row;   /* the events.csv or timeline.csv row being written, emptied for each */
   EmaEvent sample_event;
   gboolean progress;
   gint64 wall_start, last_progress;
@@ -172,19 +172,38 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     tenant->result->peak_slices_lent = MAX(tenant->result->peak_slices_lent, lent);
     ema_tenant_metrics_sample_kv(tenant->result->metrics, used, tenant->result->plan.blocks,
                                  used + free_blocks);
-    for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++)
-      fprintf(run->timeline,
-              "%" G_GINT64_FORMAT ".%09" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-              ",%s,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%u,%u,%.6f,%" G_GUINT64_FORMAT
-              ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-              ",%" G_GUINT64_FORMAT "\n",
-              now / 1000000000, now % 1000000000, g, spec->name, used, free_blocks,
-              ema_engine_running(tenant->engine), ema_engine_waiting(tenant->engine),
-              (double) tenant->result->metrics->last_step / 1e6,
-              ema_pool_slices_lent(run->pool, (guint) g),
-              ema_pool_slices_borrowed(run->pool, (guint) g),
-              ema_pool_blocks_remote(run->pool, (guint) g),
-              ema_pool_slices_staging(run->pool, (guint) g), tokens);
+    for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++) {
+      /* the columns through the fixed-point and integer writers, as events.csv's */
+      const guint64 counts[] = {used, free_blocks, ema_engine_running(tenant->engine),
+                                ema_engine_waiting(tenant->engine)};
+      const guint64 pool_counts[] = {ema_pool_slices_lent(run->pool, (guint) g),
+                                     ema_pool_slices_borrowed(run->pool, (guint) g),
+                                     ema_pool_blocks_remote(run->pool, (guint) g),
+                                     ema_pool_slices_staging(run->pool, (guint) g), tokens};
+      GString *row = g_string_truncate(run->event_row, 0);
+      char ns[EMA_FILE_UINT_CHARS];
+      gsize digits = ema_file_format_uint(ns, (guint64) (now % 1000000000));
+      ema_file_append_uint(row, (guint64) (now / 1000000000));
+      g_string_append_c(row, '.');
+      g_string_append_len(row, "000000000", (gssize) (9 - digits));
+      g_string_append_len(row, ns, (gssize) digits);
+      g_string_append_c(row, ',');
+      ema_file_append_uint(row, (guint64) g);
+      g_string_append_c(row, ',');
+      g_string_append(row, spec->name);
+      for (guint k = 0; k < G_N_ELEMENTS(counts); k++) {
+        g_string_append_c(row, ',');
+        ema_file_append_uint(row, counts[k]);
+      }
+      g_string_append_c(row, ',');
+      ema_file_append_fixed(row, (double) tenant->result->metrics->last_step / 1e6, 6);
+      for (guint k = 0; k < G_N_ELEMENTS(pool_counts); k++) {
+        g_string_append_c(row, ',');
+        ema_file_append_uint(row, pool_counts[k]);
+      }
+      g_string_append_c(row, '\n');
+      fwrite(row->str, 1, row->len, run->timeline);
+    }
     tenant->tokens_sampled = tenant->result->metrics->tokens_generated;
   }
   if (run->progress && g_get_monotonic_time() - run->last_progress >= PROGRESS_INTERVAL_US) {

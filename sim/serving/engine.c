@@ -169,6 +169,8 @@
  * every step; time only moves forward. */
 #include "ema/serving/engine.h"
 
+#include "ema/core/idmap.h"
+
 /* ---- the fixed KV pool (static partition) ------------------------------ */
 
 struct _EmaKvPool {
@@ -329,7 +331,7 @@ struct _EmaEngine {
   GQueue *phase_members; /* [block_tokens], Req phase_links in admission order (take_each) */
   guint64 *each;         /* [each_cap], serials of the step's needing requests (take_each) */
   guint64 each_cap;
-  GHashTable *by_serial; /* serial -> Req, every waiting and running request */
+  EmaIdMap *by_serial; /* serial -> Req, every waiting and running request */
   guint64 next_serial;
   EmaTime last_step_start;   /* start of the step in flight, or of the last one */
   ReqArray heap;             /* min-heap on (finish_at, seq) */
@@ -356,7 +358,7 @@ struct _EmaEngine {
   gboolean trace_done;
 
   /* prefix caching */
-  GHashTable *cache;      /* &CachedBlock.hash -> CachedBlock */
+  EmaIdMap *cache;        /* CachedBlock.hash -> CachedBlock */
   GQueue evictable;       /* LruEntry links in local room, least recently freed at the head */
   GQueue tier;            /* LruEntry links on peers (the remote tier), likewise */
   guint64 room_blocks[2]; /* [Room]: free cached blocks in evictable, in tier */
@@ -430,7 +432,7 @@ static void compute_hashes(EmaEngine *engine, Req *req, const EmaRequestRecord *
 }
 
 static CachedBlock *cache_lookup(const EmaEngine *engine, guint64 hash) {
-  return g_hash_table_lookup(engine->cache, &hash);
+  return ema_id_map_lookup(engine->cache, hash);
 }
 
 /* The own blocks REQ holds: its registered blocks past the identified ones. */
@@ -481,7 +483,7 @@ static void lru_evict(EmaEngine *engine, LruEntry *e, Room room, guint64 n) {
   }
   g_queue_unlink(room == ROOM_TIER ? &engine->tier : &engine->evictable, &e->lru);
   engine->room_blocks[room]--;
-  g_hash_table_remove(engine->cache, &((CachedBlock *) e)->hash);
+  g_free(ema_id_map_remove(engine->cache, ((CachedBlock *) e)->hash));
 }
 
 /* N blocks at the head of local room, all of entry E, move to the tier's
@@ -650,7 +652,7 @@ static void cache_register(EmaEngine *engine, Req *req) {
     block->refs = 1;
     block->entry.lru.data = block;
     block->entry.count = 1;
-    g_hash_table_insert(engine->cache, &block->hash, block);
+    ema_id_map_insert(engine->cache, block->hash, block);
     engine->cached_held++;
     req->registered++;
     moved++;
@@ -909,7 +911,7 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
   fetch_arrival(engine);
   req->state = REQ_WAITING;
   g_queue_push_tail_link(&engine->waiting, &req->link);
-  g_hash_table_insert(engine->by_serial, &req->pub.serial, req);
+  ema_id_map_insert(engine->by_serial, req->pub.serial, req);
   tell_state(engine, req, EMA_KV_WAITING);
   /* start a step once every arrival of this instant is queued */
   schedule_kick(engine);
@@ -996,7 +998,7 @@ static EmaTime preempt_newest(EmaEngine *engine, guint64 *freed) {
 
 static void reject(EmaEngine *engine, Req *req) {
   engine->rejected++;
-  if (g_hash_table_remove(engine->by_serial, &req->pub.serial))
+  if (ema_id_map_remove(engine->by_serial, req->pub.serial))
     tell_state(engine, req, EMA_KV_FINISHED);
   req_free(req);
   request_gone(engine);
@@ -1310,7 +1312,7 @@ static void finish_request(EmaEngine *engine, Req *req) {
   req->pub.finished = ema_sim_now(engine->sim);
   running_unlink(engine, req);
   release_request_blocks(engine, req);
-  g_hash_table_remove(engine->by_serial, &req->pub.serial);
+  ema_id_map_remove(engine->by_serial, req->pub.serial);
   tell_state(engine, req, EMA_KV_FINISHED);
   engine->completed++;
   for (guint i = 0; i < engine->observers->len; i++) {
@@ -1414,9 +1416,9 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
     engine->config.block_tokens = EMA_KV_BLOCK_TOKENS;
   engine->phase_count = g_new0(guint64, engine->config.block_tokens);
   engine->phase_members = g_new0(GQueue, engine->config.block_tokens);
-  engine->by_serial = g_hash_table_new(g_int64_hash, g_int64_equal);
+  engine->by_serial = ema_id_map_new();
   engine->last_step_start = -1;
-  engine->cache = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
+  engine->cache = ema_id_map_new();
   g_queue_init(&engine->evictable);
   g_queue_init(&engine->tier);
   engine->memory = memory;
@@ -1474,8 +1476,8 @@ void ema_engine_free(EmaEngine *engine) {
   g_free(engine->phase_count);
   g_free(engine->phase_members);
   g_free(engine->each);
-  g_hash_table_unref(engine->by_serial);
-  g_hash_table_unref(engine->cache);
+  ema_id_map_free(engine->by_serial, NULL);
+  ema_id_map_free(engine->cache, g_free);
   g_array_unref(engine->observers);
   ema_trace_source_free(engine->trace);
   g_free(engine);
@@ -1548,7 +1550,7 @@ static gboolean req_in_step(const EmaEngine *engine, const Req *req) {
 
 gboolean ema_engine_request(EmaEngine *engine, guint64 serial, EmaRequest *out, gboolean *in_step,
                             EmaTime *last_scheduled) {
-  Req *req = g_hash_table_lookup(engine->by_serial, &serial);
+  Req *req = ema_id_map_lookup(engine->by_serial, serial);
   if (req == NULL)
     return FALSE;
   if (in_step)
@@ -1561,7 +1563,7 @@ gboolean ema_engine_request(EmaEngine *engine, guint64 serial, EmaRequest *out, 
 }
 
 gpointer ema_engine_request_ref(EmaEngine *engine, guint64 serial) {
-  return g_hash_table_lookup(engine->by_serial, &serial);
+  return ema_id_map_lookup(engine->by_serial, serial);
 }
 
 gboolean ema_engine_ref_decoding(EmaEngine *engine, gpointer ref, guint64 *context,
@@ -1594,7 +1596,7 @@ void ema_engine_decode_cached(const EmaEngine *engine, guint64 *seqs, guint64 *b
 }
 
 guint64 ema_engine_request_own_blocks(EmaEngine *engine, guint64 serial) {
-  Req *req = g_hash_table_lookup(engine->by_serial, &serial);
+  Req *req = ema_id_map_lookup(engine->by_serial, serial);
   if (req == NULL)
     return 0;
   materialise(engine, req);
@@ -1658,7 +1660,7 @@ guint64 ema_engine_rejected_too_long(const EmaEngine *engine) {
 
 EmaPrefixCacheStats ema_engine_prefix_cache_stats(const EmaEngine *engine) {
   EmaPrefixCacheStats stats = engine->prefix;
-  stats.cached_blocks = g_hash_table_size(engine->cache) + engine->run_blocks;
+  stats.cached_blocks = ema_id_map_size(engine->cache) + engine->run_blocks;
   stats.remote_blocks = engine->room_blocks[ROOM_TIER];
   return stats;
 }

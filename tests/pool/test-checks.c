@@ -244,7 +244,8 @@ static void test_corrupted(void) {
 
 /* The view keeps the entries of GPUs not touched since it was built, and
  * refills a touched one; a periodic decision is due once the period has
- * passed and only if the view changed since the GPU's last decision. */
+ * passed and only if the view changed since the GPU's last decision; a
+ * step's figures are written through. */
 static void test_view_kept(void) {
   Rig r;
   GError *error = NULL;
@@ -276,6 +277,29 @@ static void test_view_kept(void) {
   g_assert_false(ema_pool_core_periodic_due(&r.core, &r.gpus[1]));
   r.core.now += r.spec.decision_period;
   g_assert_false(ema_pool_core_periodic_due(&r.core, &r.gpus[1]));
+
+  /* a step's figures are written through into an up-to-date entry (not
+   * stale, yet changed: due) and agree with a fresh fill; into a stale one
+   * they wait for its refill */
+  r.gpus[0].running = 7;
+  r.gpus[0].waiting = 3;
+  r.gpus[0].last_step = 12 * MS;
+  r.gpus[0].blocks_short = 2;
+  ema_slice_ledger_note_step(&r.core.ledger, &r.gpus[0]);
+  g_assert_false(r.gpus[0].view_stale);
+  g_assert_true(ema_pool_core_periodic_due(&r.core, &r.gpus[1]));
+  g_assert_cmpuint(view->gpus[0].running, ==, 7);
+  g_assert_cmpuint(view->gpus[0].waiting, ==, 3);
+  g_assert_cmpint(view->gpus[0].last_step, ==, 12 * MS);
+  g_assert_cmpuint(view->gpus[0].blocks_short, ==, 2);
+  g_assert_true(ema_pool_core_check(&r.core, &error));
+  g_assert_no_error(error);
+  ema_slice_gpu_touch(&r.gpus[0]);
+  r.gpus[0].running = 9;
+  ema_slice_ledger_note_step(&r.core.ledger, &r.gpus[0]);
+  g_assert_true(r.gpus[0].view_stale);
+  g_assert_cmpuint(view->gpus[0].running, ==, 7);
+  g_assert_cmpuint(ema_pool_core_view(&r.core)->gpus[0].running, ==, 9);
   rig_clear(&r);
 }
 

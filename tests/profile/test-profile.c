@@ -270,6 +270,22 @@ static void test_resolved_ops(void) {
     }
     g_assert_false(ema_profile_op_at_cursor(&missing, &cursor, 0, 2, &us));
   }
+  {
+    /* a cursor of one operator keeps its place along outer while the batch
+     * keeps its size (inside, below and above the curves' outers), and
+     * places anew when it changes: the answers of a fresh search */
+    EmaProfileCursor cursor = {0}, none = {0};
+    static const double sizes[] = {3, 3.5, 0.5, 20, 3.5, 2};
+    for (guint k = 0; k < 300; k++) {
+      double b = sizes[k / 50], c = 40 + (double) ((k * 13) % 41) * 6.5;
+      g_assert_true(ema_profile_op_at_cursor(&decode, &cursor, b, c, &us));
+      g_assert_true(ema_profile_op_at(&decode, b, c, &one));
+      g_assert_cmpfloat(us, ==, one);
+    }
+    /* an operator no surface answers stays unanswered from the kept place */
+    g_assert_false(ema_profile_op_at_cursor(&missing, &none, 0, 2, &us));
+    g_assert_false(ema_profile_op_at_cursor(&missing, &none, 0, 3, &us));
+  }
 }
 
 static void test_monotone_dip(void) {

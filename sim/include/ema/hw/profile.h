@@ -125,14 +125,26 @@ gboolean ema_profile_op_at(const EmaProfileOp *op, double outer, double x, doubl
 
 /* Where the last lookups of one operator landed: the brackets a lookup
  * tries first (a step's batch moves little from one step to the next), so
- * that a lookup near the last one does no search. Zeroed to start; it only
- * saves work: every answer is the one ema_profile_op_at() gives (a bracket
- * is unique, and a hint that does not hold x is searched past). */
+ * that a lookup near the last one does no search, and the last lookup's
+ * place along outer, kept while the outer value and the operator are the
+ * same (a decode batch keeps its size over many steps). Zeroed to start; it
+ * only saves work: every answer is the one ema_profile_op_at() gives (a
+ * bracket is unique, a hint that does not hold x is searched past, and a
+ * place depends on the surfaces and outer alone), as long as an
+ * EmaProfileOp's surfaces are not changed while a cursor has placed it (an
+ * operator resolved anew into the same EmaProfileOp needs a zeroed cursor). */
 typedef struct {
   struct {
     guint outer; /* the bracket of curves along outer */
     guint x[2];  /* the bracket of x on its lower and its upper curve */
-  } surfaces[2]; /* as EmaProfileOp's */
+  } surfaces[4]; /* as EmaProfileOp's */
+  struct {
+    const EmaProfileOp *op; /* the operator placed */
+    double outer;
+    guint slot; /* the surface that answers at outer; 4: none */
+    guint lo;   /* its lower curve at outer */
+    gboolean placed;
+  } last;
 } EmaProfileCursor;
 
 /* ema_profile_op_at() starting from CURSOR's brackets, which it updates. */

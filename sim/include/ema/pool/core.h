@@ -23,6 +23,7 @@
 
 #include <glib.h>
 
+#include "ema/core/idmap.h"
 #include "ema/hw/offload.h"
 #include "ema/hw/steptime.h"
 #include "ema/policy.h"
@@ -161,7 +162,7 @@ struct _EmaPoolCore {
   EmaPoolOwnerCheck owner_check;
   gpointer owner_data;
   /* requests: per GPU, the table serial -> EmaPoolRequest and their list */
-  GHashTable **requests; /* [n] */
+  EmaIdMap **requests;   /* [n] */
   GQueue *request_list;  /* [n] */
   GQueue *running_list;  /* [n] the requests in EMA_KV_RUNNING, in the order they started */
   GQueue *remote_list;   /* [n] those of them with blocks on a lender, in the same order */

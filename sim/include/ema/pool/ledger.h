@@ -105,7 +105,7 @@ typedef struct {
   double *offload_share;
   EmaGpuView *views; /* [n] */
   EmaPoolView view;
-  guint64 version; /* views built with an entry refilled */
+  guint64 version; /* views built with an entry refilled, and entries written through */
   /* [(n + 63) / 64]: bit i set while gpus[i]->view_stale, from the first view on (which points
    * each GPU's stale_word here): a view refills the stale entries without looking at the rest */
   guint64 *stale;
@@ -162,6 +162,13 @@ static inline void ema_slice_gpu_touch(EmaSliceGpu *g) {
   if (g->stale_word)
     *g->stale_word |= g->stale_bit;
 }
+
+/* G's step figures (running, waiting, last_step, blocks_short) changed:
+ * written through into its view entry where that is up to date (the
+ * ledger's version moves, as the refill it saves would have moved it), so
+ * that a step alone does not make a view refill the entry; else G is
+ * touched. */
+void ema_slice_ledger_note_step(EmaSliceLedger *l, EmaSliceGpu *g);
 
 /* G's slices, block size, lent, lending, returning, staging or parking
  * changed: its local capacity follows (and its view entry is stale). */
