@@ -109,9 +109,10 @@ static guint64 give_empty(const EmaPoolView *view, guint borrower, guint64 slice
 static gboolean limit_binds(const Params *p, State *s, const EmaPoolView *view, guint borrower,
                             guint64 tier, EmaBorrowPlan *plan) {
   const EmaGpuView *g = &view->gpus[borrower];
-  guint64 local = view_local_capacity(view, borrower), room = view_remote_room(view, borrower);
+  guint64 local = view_local_capacity(view, borrower);
+  guint64 room = view_remote_room(view, borrower);
   guint64 admitted = g->blocks_total > local ? g->blocks_total - local : 0, keep, give;
-  if (!p->within_limit || admitted >= room) {
+  if (admitted >= room) {
     s->bound = FALSE;
     return FALSE;
   }
@@ -142,7 +143,8 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   /* borrowed slices it holds empty (the prefetch policy may not admit more
    * remote KV into them yet) and borrows on their way count first */
   guint64 have = g->slices_pending + (g->slices_borrowed - g->slices_borrowed_used);
-  if (limit_binds(p, state, view, borrower, tier, plan))
+  /* (within_limit off, the default, costs a decision one test) */
+  if (p->within_limit && limit_binds(p, state, view, borrower, tier, plan))
     return;
   if (slices > have) {
     slices = MAX(slices - have, (guint64) p->min_borrow);
