@@ -171,7 +171,7 @@ EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreak
   }
   r.bytes_sent = m->layers * sent_total;
   r.bytes_returned = m->layers * returned_total;
-  r.added = (EmaTime) llround(m->layers * (r.layer_wait_s + r.layer_merge_s) * 1e9);
+  r.added = (EmaTime) ema_llround(m->layers * (r.layer_wait_s + r.layer_merge_s) * 1e9);
   r.time = local->time + r.added;
   if (out)
     *out = r;

@@ -626,20 +626,10 @@ G_ALWAYS_INLINE static inline void operator_step(const EmaStepModel *s, const Em
       s->layers * (layer.roofline_s + r->layer_overhead_s) + once.roofline_s + reduce.roofline_s;
 }
 
-/* llround(X) for X >= 0 below 2^53 without the library call (X - its
- * truncation is exact there; halves round up, away from zero); llround()
- * itself elsewhere. */
-static gint64 round_ns(double x) {
-  gint64 whole;
-  if (!(x >= 0 && x < 9007199254740992.0))
-    return llround(x);
-  whole = (gint64) x;
-  return x - (double) whole >= 0.5 ? whole + 1 : whole;
-}
-
 /* The step's time from operator_step's three times. */
 static EmaTime step_ns(const EmaStepModel *s, const EmaStepBreakdown *r) {
-  return (EmaTime) round_ns((r->layers_s + r->lm_head_s + r->allreduce_s) * 1e9) + s->step_overhead;
+  return (EmaTime) ema_llround((r->layers_s + r->lm_head_s + r->allreduce_s) * 1e9) +
+         s->step_overhead;
 }
 
 EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,

@@ -484,7 +484,7 @@ void ema_pool_core_note(EmaPoolCore *c, EmaPoolEventKind kind, guint gpu, guint 
 }
 
 static EmaTime ns(double seconds) {
-  return (EmaTime) llround(seconds * 1e9);
+  return (EmaTime) ema_llround(seconds * 1e9);
 }
 
 /* ---- the tenant's blocks ----------------------------------------------------- */

@@ -319,7 +319,8 @@ static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
   peer_time = group_link_time(p, g, (double) to_peers * (double) g->block_bytes);
   host_time = group_host_time(p, g, (double) left * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_incoming, peer_time);
-  return (EmaTime) llround(MAX(peer_time, host_time) * 1e9); /* the two copies run side by side */
+  return (EmaTime) ema_llround(MAX(peer_time, host_time) *
+                               1e9); /* the two copies run side by side */
 }
 
 static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
@@ -347,7 +348,7 @@ static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
   g->parked_host -= from_host;
   peer_time = group_link_time(p, g, (double) from_peers * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_outgoing, peer_time);
-  return (EmaTime) llround(
+  return (EmaTime) ema_llround(
       MAX(peer_time, group_host_time(p, g, (double) from_host * (double) g->block_bytes)) * 1e9);
 }
 
@@ -467,7 +468,7 @@ static const EmaPoolView *build_view(Pool *p) {
 /* ---- the simulated backend: modelled costs, actions completing later ---------- */
 
 static EmaTime ns(double seconds) {
-  return (EmaTime) llround(seconds * 1e9);
+  return (EmaTime) ema_llround(seconds * 1e9);
 }
 
 static void wake(Gpu *g) {
@@ -1094,9 +1095,9 @@ static void start_offload(Pool *p, Gpu *g, EmaTime step) {
  * the slowdown at the cap their plans set, offload_capped()). */
 static EmaTime offload_extra(const Pool *p, guint lender, EmaTime step) {
   double share = lender_offload_share(p, lender, G_MAXUINT);
-  return share > 0
-             ? (EmaTime) llround(ema_gpu_offload_slowdown(&p->server->gpu, share) * (double) step)
-             : 0;
+  return share > 0 ? (EmaTime) ema_llround(ema_gpu_offload_slowdown(&p->server->gpu, share) *
+                                           (double) step)
+                   : 0;
 }
 
 /* The prefetch policy's plan for the coming step of G (BATCH; its cost so

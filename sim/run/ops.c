@@ -111,7 +111,7 @@ static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScen
   seconds = ema_remote_step_seconds_one_lender(
       &bd, server, layers, server->gpu.interference_outgoing * d->peer_pull,
       d->remote_fraction * bd.kv_read_bytes / layers, &plan);
-  result.seconds_ns = (EmaTime) llround(seconds * 1e9);
+  result.seconds_ns = (EmaTime) ema_llround(seconds * 1e9);
   result.bandwidth = bd.bytes / seconds;
   ema_op_result_judge(&result, &d->expect, experiment->tolerance, &report->failed);
   g_array_append_val(report->ops, result);

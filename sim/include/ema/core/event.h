@@ -10,6 +10,7 @@
 #pragma once
 
 #include <glib.h>
+#include <math.h>
 
 G_BEGIN_DECLS
 
@@ -21,6 +22,18 @@ typedef gint64 EmaTime;
 #define EMA_US(x) ((EmaTime) (x) *1000)
 #define EMA_MS(x) ((EmaTime) (x) *1000000)
 #define EMA_S(x) ((EmaTime) (x) *1000000000)
+
+/* llround(X) without the library call where 0 <= X < 2^53 (X less its
+ * truncation is exact there, and halves round up, as llround's do away
+ * from zero); llround() itself elsewhere. A duration in seconds to
+ * EmaTime: ema_llround(seconds * 1e9). */
+static inline gint64 ema_llround(double x) {
+  gint64 whole;
+  if (!(x >= 0 && x < 9007199254740992.0))
+    return llround(x);
+  whole = (gint64) x;
+  return x - (double) whole >= 0.5 ? whole + 1 : whole;
+}
 
 typedef struct _EmaSim EmaSim;
 typedef struct _EmaEvent EmaEvent;
