@@ -171,7 +171,7 @@ static gboolean expect(const char *p, gsize len, gsize *i, char c) {
 const char *ema_trace_parse_datetime(const char *p, gsize len, gint64 *ns) {
   static const char *const syntax = "not a date-time (YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM])";
   gsize i = 0;
-  int year, month, day, hour, minute, second;
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0; /* set by fixed_digits() */
   gint64 frac = 0;
 
   if (len == 0)
