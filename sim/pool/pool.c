@@ -319,8 +319,8 @@ static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
   peer_time = group_link_time(p, g, (double) to_peers * (double) g->block_bytes);
   host_time = group_host_time(p, g, (double) left * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_incoming, peer_time);
-  return (EmaTime) ema_llround(MAX(peer_time, host_time) *
-                               1e9); /* the two copies run side by side */
+  /* the two copies run side by side */
+  return (EmaTime) ema_llround(MAX(peer_time, host_time) * 1e9);
 }
 
 static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
@@ -1308,8 +1308,6 @@ static gboolean check_requests(const EmaPoolCore *core, const Gpu *g, GError **e
   return TRUE;
 }
 
-/* The engines' blocks are the ledger's, and (EMA_POOL_CHECKS=all) every
- * request's blocks are its engine's. */
 /* The lenders' bound (policy.h offload_cap): on a lender with a tenant, the
  * offloading steps running now take together at most the largest cap their
  * plans set (up to rounding). O(GPUs^2) while a step offloads, else O(1). */
@@ -1335,6 +1333,8 @@ static gboolean check_offload_caps(const Pool *p, GError **error) {
   return TRUE;
 }
 
+/* The lenders' offload caps hold, the engines' blocks are the ledger's,
+ * and (EMA_POOL_CHECKS=all) every request's blocks are its engine's. */
 static gboolean check_engines(const EmaPoolCore *core, gpointer data, GError **error) {
   const Pool *p = data;
   if (!check_offload_caps(p, error))
