@@ -1041,21 +1041,30 @@ static void reclaimed(EmaPoolCore *c, guint lender, guint64 total, double wait, 
   ema_pool_core_checked(c, EMA_POOL_ACTION_RECLAIM, lender);
 }
 
+/* A core plan handed back empty: its first N of ACTIONS (of MAX, each SIZE
+ * bytes) zero again, and *N 0 (what a policy set beyond n is not looked at,
+ * and stays). */
+static void plan_empty(guint *n, gpointer actions, gsize size, guint max) {
+  memset(actions, 0, MIN(*n, max) * size);
+  *n = 0;
+}
+
 gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GError **error) {
   const EmaReclaimPolicyOps *ops = c->policies[EMA_POLICY_RECLAIM]->ops;
-  EmaReclaimPlan plan = {0};
+  EmaReclaimPlan *plan = &c->reclaim_plan;
   guint64 total = 0;
   double wait = 0, sum = 0;
   EmaTime unmap = 0;
   gboolean ok = TRUE;
-  char why[64] = ""; /* formatted for the plan's first action (most plans have none) */
+  char why[64] = "";      /* formatted for the plan's first action (most plans have none) */
+  g_assert(plan->n == 0); /* not nested */
   ops->decide(c->ledger.gpus[lender]->states[EMA_POLICY_RECLAIM], c->spec->reclaim_params,
-              ema_pool_core_view(c), lender, needed, &plan);
-  for (guint i = 0; ok && i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
+              ema_pool_core_view(c), lender, needed, plan);
+  for (guint i = 0; ok && i < MIN(plan->n, G_N_ELEMENTS(plan->actions)); i++) {
     guint64 taken;
     double time;
     EmaTime action_unmap;
-    if (plan.actions[i].borrower >= c->n) {
+    if (plan->actions[i].borrower >= c->n) {
       c->stats.plans_adjusted++;
       continue;
     }
@@ -1064,7 +1073,7 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
                  policy_name(c, EMA_POLICY_RECLAIM), lender, needed);
     else if (why[0] == '\0')
       g_snprintf(why, sizeof why, "%s: proactive", policy_name(c, EMA_POLICY_RECLAIM));
-    ok = apply_reclaim_action(c, lender, &plan.actions[i], why, &taken, &time, &action_unmap, &sum,
+    ok = apply_reclaim_action(c, lender, &plan->actions[i], why, &taken, &time, &action_unmap, &sum,
                               error);
     if (taken == 0)
       continue;
@@ -1072,6 +1081,7 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
     unmap += action_unmap;
     wait = MAX(wait, time); /* copies to different places run side by side */
   }
+  plan_empty(&plan->n, plan->actions, sizeof plan->actions[0], G_N_ELEMENTS(plan->actions));
   if (total > 0)
     reclaimed(c, lender, total, wait, unmap, sum);
   return ok;
@@ -1117,12 +1127,13 @@ void ema_pool_core_complete(EmaPoolCore *c, EmaPoolEventKind kind, guint lender,
 
 static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
   const EmaBorrowPolicyOps *ops = c->policies[EMA_POLICY_BORROW]->ops;
-  EmaBorrowPlan plan = {0};
+  EmaBorrowPlan *plan = &c->borrow_plan;
+  gboolean ok = TRUE;
+  g_assert(plan->n == 0); /* not nested */
   ops->decide(c->ledger.gpus[borrower]->states[EMA_POLICY_BORROW], c->spec->borrow_params,
-              ema_pool_core_view(c), borrower, &plan);
-  for (guint i = 0; i < MIN(plan.n, G_N_ELEMENTS(plan.actions)); i++) {
-    const EmaBorrowAction *a = &plan.actions[i];
-    gboolean ok = TRUE;
+              ema_pool_core_view(c), borrower, plan);
+  for (guint i = 0; ok && i < MIN(plan->n, G_N_ELEMENTS(plan->actions)); i++) {
+    const EmaBorrowAction *a = &plan->actions[i];
     if (a->lender >= c->n)
       c->stats.plans_adjusted++;
     else if (a->slices > 0)
@@ -1130,10 +1141,9 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
     else if (a->slices < 0)
       ok = apply_return(c, borrower, a->lender, (guint64) -a->slices,
                         policy_name(c, EMA_POLICY_BORROW), error);
-    if (!ok)
-      return FALSE;
   }
-  return TRUE;
+  plan_empty(&plan->n, plan->actions, sizeof plan->actions[0], G_N_ELEMENTS(plan->actions));
+  return ok;
 }
 
 /* Room on place TO for more of G's blocks: its own free slices, or the

@@ -153,6 +153,8 @@ typedef struct {
   gint64 slices; /* > 0 borrow this many; < 0 return this many empty slices */
 } EmaBorrowAction;
 
+/* A plan is its first n actions (a policy appends: actions[plan->n++]);
+ * it starts empty, n = 0, and the actions beyond n are not read. */
 typedef struct {
   guint n;
   EmaBorrowAction actions[16];
@@ -286,7 +288,7 @@ typedef struct {
   guint target_gpu; /* EMA_VACATE_TO_PEER: where the data goes */
 } EmaReclaimAction;
 
-typedef struct {
+typedef struct { /* as EmaBorrowPlan: its first n actions */
   guint n;
   EmaReclaimAction actions[32];
 } EmaReclaimPlan;
