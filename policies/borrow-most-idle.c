@@ -130,12 +130,16 @@ static gboolean limit_binds(const Params *p, State *s, const EmaPoolView *view, 
   return TRUE;
 }
 
+static double horizon_s(const Params *p) {
+  return (double) p->horizon / 1e9;
+}
+
 static void decide(gpointer state, gconstpointer params_data, const EmaPoolView *view,
                    guint borrower, EmaBorrowPlan *plan) {
   const Params *p = params_data;
   const EmaGpuView *g = &view->gpus[borrower];
-  double horizon_s = (double) p->horizon / 1e9;
-  double growth = MAX(g->demand_blocks_per_s, 0) * horizon_s;
+  /* (the horizon's division only where demand grows: most decisions find it does not) */
+  double growth = g->demand_blocks_per_s > 0 ? g->demand_blocks_per_s * horizon_s(p) : 0;
   guint64 free_blocks = g->blocks_total > g->blocks_used ? g->blocks_total - g->blocks_used : 0;
   double need = (double) g->blocks_short + MAX(0, growth - (double) free_blocks);
   guint64 tier = tier_keep(view, borrower, p->tier_slices);
@@ -148,7 +152,7 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     return;
   if (slices > have) {
     slices = MAX(slices - have, (guint64) p->min_borrow);
-    plan_borrow_most_idle(view, borrower, slices, p->lender_reserve, horizon_s, plan);
+    plan_borrow_most_idle(view, borrower, slices, p->lender_reserve, horizon_s(p), plan);
     return;
   }
   /* with nothing borrowed there is nothing empty to give back */

@@ -1045,6 +1045,8 @@ static void reclaimed(EmaPoolCore *c, guint lender, guint64 total, double wait, 
  * bytes) zero again, and *N 0 (what a policy set beyond n is not looked at,
  * and stays). */
 static void plan_empty(guint *n, gpointer actions, gsize size, guint max) {
+  if (*n == 0)
+    return;
   memset(actions, 0, MIN(*n, max) * size);
   *n = 0;
 }
