@@ -143,7 +143,8 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   guint64 free_blocks = g->blocks_total > g->blocks_used ? g->blocks_total - g->blocks_used : 0;
   double need = (double) g->blocks_short + MAX(0, growth - (double) free_blocks);
   guint64 tier = tier_keep(view, borrower, p->tier_slices);
-  guint64 slices = view_slices_for(view, borrower, (guint64) ceil(need)) + tier;
+  /* (no ceil() call where nothing is needed, as in most decisions) */
+  guint64 slices = (need > 0 ? view_slices_for(view, borrower, (guint64) ceil(need)) : 0) + tier;
   /* borrowed slices it holds empty (the prefetch policy may not admit more
    * remote KV into them yet) and borrows on their way count first */
   guint64 have = g->slices_pending + (g->slices_borrowed - g->slices_borrowed_used);
