@@ -639,7 +639,7 @@ gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   r = request_get(c, g->index, request);
   if (take_fits_local(c, g, n)) {
     g->local_used += n;
-    ema_slice_gpu_touch(g);
+    ema_slice_gpu_note_local_use(g);
     take_local(g, r, n);
     ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
     return TRUE;
@@ -658,7 +658,7 @@ gboolean ema_pool_core_take_each(EmaPoolCore *c, EmaSliceGpu *g, const guint64 *
     return TRUE;
   if (take_fits_local(c, g, n)) {
     g->local_used += n;
-    ema_slice_gpu_touch(g);
+    ema_slice_gpu_note_local_use(g);
     for (guint64 i = 0; i < n; i++)
       take_local(g, request_get(c, g->index, requests[i]), 1);
     ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
@@ -748,7 +748,10 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   request_fix_last(c, r);
   request_placed(c, g->index, r);
   g->local_used -= n - remote;
-  ema_slice_gpu_touch(g);
+  if (remote > 0)
+    ema_slice_gpu_touch(g);
+  else
+    ema_slice_gpu_note_local_use(g);
   if (B(c)->forget && n > remote)
     B(c)->forget(D(c), g->index, g->index, n - remote);
   if (B(c)->own && !ema_pool_core_sync_own(c, g, error))

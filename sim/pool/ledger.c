@@ -146,6 +146,8 @@ static void track_stale(EmaSliceLedger *l) {
     EmaSliceGpu *g = l->gpus[i];
     g->stale_word = &l->stale[i / 64];
     g->stale_bit = G_GUINT64_CONSTANT(1) << (i % 64);
+    g->view_entry = &l->views[i];
+    g->view_version = &l->version;
     if (g->view_stale)
       *g->stale_word |= g->stale_bit;
   }
@@ -180,18 +182,15 @@ const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
 }
 
 void ema_slice_ledger_note_step(EmaSliceLedger *l, EmaSliceGpu *g) {
-  EmaGpuView *v;
-  if (!l->tracked || g->view_stale) {
-    ema_slice_gpu_touch(g);
+  EmaGpuView *v = ema_slice_gpu_entry_to_write(g);
+  g_assert(v == NULL || v == &l->views[g->index]);
+  if (v == NULL)
     return;
-  }
   /* the fields of view_fill() that a step changes */
-  v = &l->views[g->index];
   v->blocks_short = g->blocks_short;
   v->running = g->running;
   v->waiting = g->waiting;
   v->last_step = g->last_step;
-  l->version++;
 }
 
 gboolean ema_slice_ledger_changed_since(const EmaSliceLedger *l, guint64 version) {
@@ -275,6 +274,7 @@ void ema_slice_gpu_update_staging(EmaSliceGpu *g, guint layers) {
 
 void ema_slice_gpu_update_demand(EmaSliceGpu *g, EmaTime now, guint64 used) {
   double dt, rate, weight;
+  EmaGpuView *v;
   if (now - g->demand_at < DEMAND_SAMPLE)
     return;
   dt = (double) (now - g->demand_at) / 1e9;
@@ -283,7 +283,9 @@ void ema_slice_gpu_update_demand(EmaSliceGpu *g, EmaTime now, guint64 used) {
   g->demand += weight * (rate - g->demand);
   g->demand_blocks = used;
   g->demand_at = now;
-  ema_slice_gpu_touch(g);
+  v = ema_slice_gpu_entry_to_write(g);
+  if (v != NULL)
+    v->demand_blocks_per_s = g->demand;
 }
 
 gboolean ema_slice_ledger_invalid(GError **error, const char *format, ...) {

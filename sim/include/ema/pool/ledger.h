@@ -89,6 +89,8 @@ G_BEGIN_DECLS
   gboolean view_stale;     /* its view entry is out of date (ema_slice_gpu_touch) */               \
   guint64 *stale_word;     /* its word of the ledger's stale mask (NULL until the first view) */   \
   guint64 stale_bit;       /* ...and its bit there */                                              \
+  EmaGpuView *view_entry;  /* its entry of the ledger's views, and the ledger's view version */    \
+  guint64 *view_version;   /* (both NULL until the first view) */                                  \
   guint64 decided_version; /* the ledger's view version at the end of its last decision */
 
 typedef struct {
@@ -163,12 +165,32 @@ static inline void ema_slice_gpu_touch(EmaSliceGpu *g) {
     *g->stale_word |= g->stale_bit;
 }
 
-/* G's step figures (running, waiting, last_step, blocks_short) changed:
- * written through into its view entry where that is up to date (the
- * ledger's version moves, as the refill it saves would have moved it), so
- * that a step alone does not make a view refill the entry; else G is
- * touched. */
+/* G's view entry, for the caller to write the fields that just changed
+ * into, where the entry is up to date (the ledger's version moves, as the
+ * refill it saves would have moved it); else NULL, and G is touched. A
+ * change that steps, takes and gives make every few milliseconds is
+ * written through so, and a view then refills no entry for it. */
+static inline EmaGpuView *ema_slice_gpu_entry_to_write(EmaSliceGpu *g) {
+  if (g->view_entry == NULL || g->view_stale) {
+    ema_slice_gpu_touch(g);
+    return NULL;
+  }
+  (*g->view_version)++;
+  return g->view_entry;
+}
+
+/* G's step figures (running, waiting, last_step, blocks_short) changed
+ * (written through, or G touched). */
 void ema_slice_ledger_note_step(EmaSliceLedger *l, EmaSliceGpu *g);
+
+/* G's own blocks (local_used) changed, and nothing else (likewise). */
+static inline void ema_slice_gpu_note_local_use(EmaSliceGpu *g) {
+  EmaGpuView *v = ema_slice_gpu_entry_to_write(g);
+  if (v == NULL)
+    return;
+  v->slices_used = ema_slices_for_blocks(g, g->local_used);
+  v->blocks_used = g->local_used + g->remote_total;
+}
 
 /* G's slices, block size, lent, lending, returning, staging or parking
  * changed: its local capacity follows (and its view entry is stale). */
