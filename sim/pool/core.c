@@ -51,14 +51,27 @@ static EmaPoolRequest *request_find(const EmaPoolCore *c, guint gpu, guint64 req
   return ema_id_map_lookup(c->requests[gpu], request);
 }
 
+/* R's lenders mask (EmaPoolRequest.lenders) from its at[] of GPU's tenant. */
+static guint64 request_lenders(const EmaPoolCore *c, guint gpu, const EmaPoolRequest *r) {
+  guint64 lenders = 0;
+  if (c->n > 64)
+    return G_MAXUINT64;
+  for (guint j = 0; j < c->n; j++)
+    if (j != gpu && r->at[j] > 0)
+      lenders |= G_GUINT64_CONSTANT(1) << j;
+  return lenders;
+}
+
 /* R of GPU's tenant is in GPU's remote-running list while it runs with
  * blocks on a lender: called after anything that changes its state, its
  * blocks or their places. The list keeps the running list's order (by
- * started; a request joins it near its end, or it is short). */
+ * started; a request joins it near its end, or it is short). Its
+ * lenders mask follows its blocks too. */
 static void request_placed(EmaPoolCore *c, guint gpu, EmaPoolRequest *r) {
   gboolean is = r->running.data != NULL && r->at[gpu] < r->blocks, was = r->remote.data != NULL;
   GQueue *q = &c->remote_list[gpu];
   GList *before = q->tail;
+  r->lenders = request_lenders(c, gpu, r);
   if (is == was)
     return;
   if (!is) {
@@ -183,6 +196,7 @@ void ema_pool_core_to_cache(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   }
   r->blocks -= n;
   cache->blocks += n;
+  cache->lenders = request_lenders(c, g->index, cache);
   request_fix_last(c, r);
   request_placed(c, g->index, r);
 }
@@ -339,6 +353,13 @@ static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GErro
                                       "gpu%u: its requests hold %" G_GUINT64_FORMAT
                                       " blocks on gpu%u, the ledger %" G_GUINT64_FORMAT,
                                       g->index, sum[p], p, ledger);
+  }
+  for (const GList *l = c->request_list[g->index].head; l; l = l->next) {
+    const EmaPoolRequest *r = l->data;
+    if (r->lenders != request_lenders(c, g->index, r))
+      return ema_slice_ledger_invalid(
+          error, "gpu%u: request %" G_GUINT64_FORMAT "'s lenders mask is not where its blocks are",
+          g->index, r->request);
   }
   return TRUE;
 }

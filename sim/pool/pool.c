@@ -853,7 +853,7 @@ static void share_request(const Pool *p, const Gpu *g, const EmaPoolRequest *r, 
   const EmaPoolRequest *cache = sums->cache;
   guint64 block_tokens = sums->block_tokens;
   gboolean own_remote = r->at[g->index] < r->blocks, remote = FALSE;
-  guint64 context, blocks, cached = 0, spare = 0;
+  guint64 context, blocks, cached = 0, spare = 0, lenders;
   if (!own_remote && !sums->cache_remote)
     return; /* nothing on a lender */
   if (g->engine == NULL) {
@@ -873,7 +873,10 @@ static void share_request(const Pool *p, const Gpu *g, const EmaPoolRequest *r, 
   }
   sums->remote_cached_seqs += cached > 0;
   sums->remote_cached_blocks += cached;
-  for (guint j = 0; j < p->n; j++) {
+  /* the lenders holding its blocks or its cached blocks' (the places of the others hold none) */
+  lenders = r->lenders | (cached > 0 ? cache->lenders : 0);
+  for (guint j = ema_pool_next_lender(lenders, 0, p->n); j < p->n;
+       j = ema_pool_next_lender(lenders, j + 1, p->n)) {
     double tokens;
     if (j == g->index || (r->at[j] == 0 && (cached == 0 || cache->at[j] == 0)))
       continue; /* none of its blocks there */

@@ -74,8 +74,29 @@ static void assert_at(const Rig *r, guint64 request, guint64 l, guint64 a, guint
   g_assert_cmpuint(q->at[1], ==, a);
   g_assert_cmpuint(q->at[2], ==, b);
   g_assert_cmpuint(q->blocks, ==, l + a + b);
+  /* the lenders mask: gpu1's bit, gpu2's */
+  g_assert_cmpuint(q->lenders, ==, (a > 0 ? 2u : 0u) | (b > 0 ? 4u : 0u));
   if (q->blocks > 0)
     g_assert_cmpuint(q->last, ==, last);
+}
+
+/* The walk of a request's lenders: the set bits in order, every place past 64. */
+static void test_next_lender(void) {
+  guint seen[70], n = 0;
+  for (guint j = ema_pool_next_lender(0x2c, 0, 8); j < 8; j = ema_pool_next_lender(0x2c, j + 1, 8))
+    seen[n++] = j;
+  g_assert_cmpuint(n, ==, 3);
+  g_assert_cmpuint(seen[0], ==, 2);
+  g_assert_cmpuint(seen[1], ==, 3);
+  g_assert_cmpuint(seen[2], ==, 5);
+  g_assert_cmpuint(ema_pool_next_lender(0, 0, 8), ==, 8);
+  /* 70 places: the mask is all ones and each place comes */
+  n = 0;
+  for (guint j = ema_pool_next_lender(G_MAXUINT64, 0, 70); j < 70;
+       j = ema_pool_next_lender(G_MAXUINT64, j + 1, 70))
+    seen[n++] = j;
+  g_assert_cmpuint(n, ==, 70);
+  g_assert_cmpuint(seen[69], ==, 69);
 }
 
 static void take(Rig *r, guint64 request, guint64 n) {
@@ -259,6 +280,14 @@ static void test_check_catches(void) {
   g_clear_error(&error);
   q->at[1]++;
   check(&r);
+  /* a lenders mask that names a place holding none of its blocks */
+  q->lenders |= 1u << 3;
+  g_assert_false(ema_pool_core_check(&r.core, &error));
+  g_assert_cmpstr(error->message, ==,
+                  "gpu0: request 11's lenders mask is not where its blocks are");
+  g_clear_error(&error);
+  q->lenders &= ~(1u << 3);
+  check(&r);
   /* a running request the running list has lost, and one it keeps but is not running */
   q->state = EMA_KV_WAITING;
   g_assert_false(ema_pool_core_check(&r.core, &error));
@@ -379,6 +408,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/placement/reclaim-cold-last", test_reclaim_cold_last);
   g_test_add_func("/placement/place", test_place);
   g_test_add_func("/placement/check", test_check_catches);
+  g_test_add_func("/placement/next-lender", test_next_lender);
   g_test_add_func("/placement/running", test_running_list);
   g_test_add_func("/placement/remote-running", test_remote_running_list);
   return g_test_run();
