@@ -51,27 +51,36 @@ static EmaPoolRequest *request_find(const EmaPoolCore *c, guint gpu, guint64 req
   return ema_id_map_lookup(c->requests[gpu], request);
 }
 
-/* R's lenders mask (EmaPoolRequest.lenders) from its at[] of GPU's tenant. */
-static guint64 request_lenders(const EmaPoolCore *c, guint gpu, const EmaPoolRequest *r) {
-  guint64 lenders = 0;
-  if (c->n > 64)
-    return G_MAXUINT64;
-  for (guint j = 0; j < c->n; j++)
-    if (j != gpu && r->at[j] > 0)
-      lenders |= G_GUINT64_CONSTANT(1) << j;
-  return lenders;
+/* R's places mask (EmaPoolRequest.places) as its at[] says. */
+static guint64 request_places(const EmaPoolCore *c, const EmaPoolRequest *r) {
+  guint64 places = 0;
+  for (guint p = 0; p < MIN(c->n, 64); p++)
+    if (r->at[p] > 0)
+      places |= G_GUINT64_CONSTANT(1) << p;
+  return places;
+}
+
+/* K more of R's blocks on place P, or K fewer: at[] and its mask. */
+static inline void request_add(EmaPoolRequest *r, guint p, guint64 k) {
+  r->at[p] += k;
+  if (k > 0 && p < 64)
+    r->places |= G_GUINT64_CONSTANT(1) << p;
+}
+
+static inline void request_sub(EmaPoolRequest *r, guint p, guint64 k) {
+  r->at[p] -= k;
+  if (r->at[p] == 0 && p < 64)
+    r->places &= ~(G_GUINT64_CONSTANT(1) << p);
 }
 
 /* R of GPU's tenant is in GPU's remote-running list while it runs with
  * blocks on a lender: called after anything that changes its state, its
  * blocks or their places. The list keeps the running list's order (by
- * started; a request joins it near its end, or it is short). Its
- * lenders mask follows its blocks too. */
+ * started; a request joins it near its end, or it is short). */
 static void request_placed(EmaPoolCore *c, guint gpu, EmaPoolRequest *r) {
   gboolean is = r->running.data != NULL && r->at[gpu] < r->blocks, was = r->remote.data != NULL;
   GQueue *q = &c->remote_list[gpu];
   GList *before = q->tail;
-  r->lenders = request_lenders(c, gpu, r);
   if (is == was)
     return;
   if (!is) {
@@ -131,8 +140,8 @@ static EmaPoolRequest *request_get(EmaPoolCore *c, guint gpu, guint64 request) {
 /* K blocks of R move from place FROM to place TO (counts only). */
 static void request_shift(EmaPoolRequest *r, guint from, guint to, guint64 k) {
   g_assert_cmpuint(k, <=, r->at[from]);
-  r->at[from] -= k;
-  r->at[to] += k;
+  request_sub(r, from, k);
+  request_add(r, to, k);
   if (r->at[from] == 0 && r->last == from)
     r->last = to;
 }
@@ -188,15 +197,14 @@ void ema_pool_core_to_cache(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   for (guint k = 0; left > 0 && k < c->n; k++) {
     guint p = (g->index + k) % c->n;
     guint64 m = MIN(left, r->at[p]);
-    r->at[p] -= m;
-    cache->at[p] += m;
+    request_sub(r, p, m);
+    request_add(cache, p, m);
     if (m > 0)
       cache->last = p;
     left -= m;
   }
   r->blocks -= n;
   cache->blocks += n;
-  cache->lenders = request_lenders(c, g->index, cache);
   request_fix_last(c, r);
   request_placed(c, g->index, r);
 }
@@ -276,7 +284,7 @@ static void requests_take_from(EmaPoolCore *c, EmaSliceGpu *g, guint from, guint
       if (to < c->n) {
         request_shift(r, from, to, k);
       } else {
-        r->at[from] -= k;
+        request_sub(r, from, k);
         r->blocks -= k;
         request_fix_last(c, r);
       }
@@ -356,9 +364,9 @@ static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GErro
   }
   for (const GList *l = c->request_list[g->index].head; l; l = l->next) {
     const EmaPoolRequest *r = l->data;
-    if (r->lenders != request_lenders(c, g->index, r))
+    if (r->places != request_places(c, r))
       return ema_slice_ledger_invalid(
-          error, "gpu%u: request %" G_GUINT64_FORMAT "'s lenders mask is not where its blocks are",
+          error, "gpu%u: request %" G_GUINT64_FORMAT "'s places mask is not where its blocks are",
           g->index, r->request);
   }
   return TRUE;
@@ -625,7 +633,7 @@ static void take_assign(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint
     if (p > 0 && place == g->index)
       continue;
     if (hi > lo) {
-      r->at[place] += hi - lo;
+      request_add(r, place, hi - lo);
       r->blocks += hi - lo;
       r->last = place;
       k -= hi - lo;
@@ -646,7 +654,7 @@ static gboolean take_fits_local(const EmaPoolCore *c, const EmaSliceGpu *g, guin
 /* K local blocks of such a take become R's (its blocks on lenders stay as
  * they were: no change to the remote-running list). */
 static void take_local(const EmaSliceGpu *g, EmaPoolRequest *r, guint64 k) {
-  r->at[g->index] += k;
+  request_add(r, g->index, k);
   r->blocks += k;
   r->last = g->index;
 }
@@ -757,14 +765,14 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
     for (guint j = 0; j < c->n; j++) {
       if (gone[j] == 0)
         continue;
-      r->at[j] -= gone[j];
+      request_sub(r, j, gone[j]);
       g->remote[j] -= gone[j];
       if (B(c)->forget)
         B(c)->forget(D(c), g->index, j, gone[j]);
     }
     g->remote_total -= remote;
   }
-  r->at[g->index] -= n - remote;
+  request_sub(r, g->index, n - remote);
   r->blocks -= n;
   request_fix_last(c, r);
   request_placed(c, g->index, r);

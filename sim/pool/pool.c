@@ -874,7 +874,9 @@ static void share_request(const Pool *p, const Gpu *g, const EmaPoolRequest *r, 
   sums->remote_cached_seqs += cached > 0;
   sums->remote_cached_blocks += cached;
   /* the lenders holding its blocks or its cached blocks' (the places of the others hold none) */
-  lenders = r->lenders | (cached > 0 ? cache->lenders : 0);
+  lenders = r->places | (cached > 0 ? cache->places : 0);
+  if (g->index < 64)
+    lenders &= ~(G_GUINT64_CONSTANT(1) << g->index);
   for (guint j = ema_pool_next_lender(lenders, 0, p->n); j < p->n;
        j = ema_pool_next_lender(lenders, j + 1, p->n)) {
     double tokens;

@@ -74,8 +74,8 @@ static void assert_at(const Rig *r, guint64 request, guint64 l, guint64 a, guint
   g_assert_cmpuint(q->at[1], ==, a);
   g_assert_cmpuint(q->at[2], ==, b);
   g_assert_cmpuint(q->blocks, ==, l + a + b);
-  /* the lenders mask: gpu1's bit, gpu2's */
-  g_assert_cmpuint(q->lenders, ==, (a > 0 ? 2u : 0u) | (b > 0 ? 4u : 0u));
+  /* the places mask: gpu0's bit, gpu1's, gpu2's */
+  g_assert_cmpuint(q->places, ==, (l > 0 ? 1u : 0u) | (a > 0 ? 2u : 0u) | (b > 0 ? 4u : 0u));
   if (q->blocks > 0)
     g_assert_cmpuint(q->last, ==, last);
 }
@@ -280,13 +280,12 @@ static void test_check_catches(void) {
   g_clear_error(&error);
   q->at[1]++;
   check(&r);
-  /* a lenders mask that names a place holding none of its blocks */
-  q->lenders |= 1u << 3;
+  /* a places mask that names a place holding none of its blocks */
+  q->places |= 1u << 3;
   g_assert_false(ema_pool_core_check(&r.core, &error));
-  g_assert_cmpstr(error->message, ==,
-                  "gpu0: request 11's lenders mask is not where its blocks are");
+  g_assert_cmpstr(error->message, ==, "gpu0: request 11's places mask is not where its blocks are");
   g_clear_error(&error);
-  q->lenders &= ~(1u << 3);
+  q->places &= ~(1u << 3);
   check(&r);
   /* a running request the running list has lost, and one it keeps but is not running */
   q->state = EMA_KV_WAITING;

@@ -50,7 +50,7 @@ typedef struct {
   guint64 blocks;      /* in all */
   guint64 *at;         /* [n]: at[g] in g's own slices, at[j] in the slices lender j lends g */
   guint last;          /* where its newest block is (the new token's K/V goes there) */
-  guint64 lenders;     /* bit j: it has blocks on lender j (every bit on more than 64 GPUs) */
+  guint64 places;      /* bit p (p < 64): it has blocks on place p (what at[] says, kept with it) */
   GList link;          /* in its GPU's list, in the order the pool first saw it; data = this */
   GList running;       /* in its GPU's running list while EMA_KV_RUNNING; data = this */
   GList remote;        /* in its GPU's remote-running list while running with blocks on a
@@ -242,9 +242,9 @@ const GList *ema_pool_core_running(const EmaPoolCore *core, guint gpu);
 /* Those of them with blocks on a lender, in the same order (their remote
  * links): the ones whose decode reads remote KV of their own; kept as their
  * blocks move, not searched for. */
-/* The next lender from J on in a request's LENDERS mask (EmaPoolRequest),
- * or N: a walk of the places that skips those holding none of its blocks.
- * Past the mask's 64 places every place comes. */
+/* The next place from J on in LENDERS (a mask of EmaPoolRequest.places), or
+ * N: a walk of the places that skips those holding none of a request's
+ * blocks. Past the mask's 64 places every place comes. */
 static inline guint ema_pool_next_lender(guint64 lenders, guint j, guint n) {
   if (j >= 64)
     return j;
