@@ -1260,11 +1260,14 @@ gboolean ema_pool_core_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementP
 /* The placement of G's tenant by the borrow policy (one that places). */
 static gboolean run_place(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   const EmaBorrowPolicyOps *ops = c->policies[EMA_POLICY_BORROW]->ops;
-  EmaPlacementPlan plan;
-  memset(&plan, 0, sizeof plan);
+  EmaPlacementPlan *plan = &c->place_plan;
+  gboolean ok;
+  g_assert(plan->n == 0); /* not nested */
   ops->place(g->states[EMA_POLICY_BORROW], c->spec->borrow_params, ema_pool_core_view(c), g->index,
-             &plan);
-  return ema_pool_core_place(c, g, &plan, policy_name(c, EMA_POLICY_BORROW), error);
+             plan);
+  ok = ema_pool_core_place(c, g, plan, policy_name(c, EMA_POLICY_BORROW), error);
+  plan_empty(&plan->n, plan->actions, sizeof plan->actions[0], G_N_ELEMENTS(plan->actions));
+  return ok;
 }
 
 gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {

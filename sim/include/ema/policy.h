@@ -171,7 +171,7 @@ typedef struct {
   guint64 blocks;
 } EmaPlacementAction;
 
-typedef struct {
+typedef struct { /* as EmaBorrowPlan: its first n actions */
   guint n;
   EmaPlacementAction actions[32];
 } EmaPlacementPlan;

@@ -169,12 +169,13 @@ struct _EmaPoolCore {
   GQueue *remote_list;   /* [n] those of them with blocks on a lender, in the same order */
   guint64 starts;        /* requests started to run so far (EmaPoolRequest.started) */
   GArray *request_views; /* EmaRequestView, the last view's requests() */
-  /* the plans a decision hands its borrow and reclaim policies: zeroed with
-   * the core and emptied again after each use (n = 0, the actions it set
-   * zero), never cleared whole per decision (a 264- or 776-byte clear cost
-   * more than the policy's decision); decisions do not nest (a backend's
-   * action schedules a decision, never makes one) */
+  /* the plans a decision hands its borrow (decide, place) and reclaim
+   * policies: zeroed with the core and emptied again after each use (n = 0,
+   * the actions it set zero), never cleared whole per decision (a clear of
+   * 264 to 776 bytes cost more than the policy's decision); decisions do not
+   * nest (a backend's action schedules a decision, never makes one) */
   EmaBorrowPlan borrow_plan;
+  EmaPlacementPlan place_plan;
   EmaReclaimPlan reclaim_plan;
   /* the owner fills what only it knows of a request's view (context, last
    * scheduled, remaining tokens; NULL: not known) */
