@@ -30,14 +30,17 @@
  * while local room was full keep blocks on lenders, read remotely at every
  * step they run (direct loads, prefetch or offload: borrower step time and
  * lender HBM time), even once local room frees up. place() moves them home:
- *   1. hot blocks into free local room: the running requests' remote blocks
- *      (and the prefix cache's, which the running requests that share a
- *      prefix hold and read: the engine keeps cached blocks no request
- *      holds out of the ledger, as free room its prefix tier demotes
- *      itself), the request with the most output still to come first (its
- *      blocks are read at the most steps), never those of a request with
- *      PLACE_MIN_STEPS steps or fewer left (a copy costs about what
- *      reading the block remotely for that many steps does);
+ *   1. hot blocks into free local room (place_local_room(): while the
+ *      tenant holds more remote KV than its plan admits, only the room its
+ *      engine does not need): the running requests' remote blocks, and the
+ *      prefix cache's first (the cache holds the prompt blocks that the
+ *      running requests filled and registered, read at each of their steps;
+ *      cached blocks no request holds are not in the ledger but free room,
+ *      which the engine's prefix tier demotes to peers itself), then the
+ *      request with the most output still to come (its blocks are read at
+ *      the most steps), never those of a request with PLACE_MIN_STEPS
+ *      steps or fewer left (a copy costs about what reading the block
+ *      remotely for that many steps does);
  *   2. where no local room is free, cold blocks out to borrowed room to
  *      make room for them: preempted or waiting requests' blocks, which no
  *      step reads, each block out paired with a hot block in;
@@ -50,7 +53,9 @@
  *      a few steps and the budget only spreads the copies over decisions,
  *      leaving the link to the steps' own remote reads.
  * The pool logs each move to events.csv (`place`: the request, its state
- * and output to come, the blocks and the places). */
+ * and output to come, the blocks and the places). Off by default: on the
+ * paper's a100x4-opt13b-sharegpt it changes neither composition's
+ * borrower gain beyond the seeds' spread (experiments/paper/README.md). */
 #include <math.h>
 
 #include "builtin.h"
@@ -279,8 +284,9 @@ static guint64 place_budget_blocks(const Params *p, const EmaPoolView *view, gui
  * admits (blocks_total beyond the local capacity): a block home then frees
  * an admitted remote one, and its engine's free blocks stay as they were.
  * Beyond it the remote room counts as no free room to the engine, so each
- * block home takes a free block from it (its scheduler preempts sooner,
- * measured: +40% preemptions on a100x4-opt13b-sharegpt): only the local
+ * block home takes a free block from it (its scheduler preempts sooner:
+ * +34% preemptions under ema, +44% under offload, measured on
+ * a100x4-opt13b-sharegpt over 5 seeds): only the local
  * room beyond the tenant's own growth over HORIZON_S, and none while it
  * lacks blocks or requests wait. */
 static guint64 place_local_room(const EmaPoolView *view, guint borrower, double horizon_s) {
