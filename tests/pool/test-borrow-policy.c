@@ -241,14 +241,30 @@ static EmaPlacementPlan place(Placing *pl) {
   return plan;
 }
 
-/* PLAN's action I moves BLOCKS of REQUEST from FROM to TO. */
-static void assert_move(const EmaPlacementPlan *plan, guint i, guint64 request, guint from,
-                        guint to, guint64 blocks) {
-  g_assert_cmpuint(i, <, plan->n);
-  g_assert_cmpuint(plan->actions[i].request, ==, request);
-  g_assert_cmpuint(plan->actions[i].from, ==, from);
-  g_assert_cmpuint(plan->actions[i].to, ==, to);
-  g_assert_cmpuint(plan->actions[i].blocks, ==, blocks);
+/* PLAN is the N actions EXPECTED, in order. */
+static void assert_plan(const EmaPlacementPlan *plan, const EmaPlacementAction *expected, guint n) {
+  g_assert_cmpuint(plan->n, ==, n);
+  for (guint i = 0; i < n; i++) {
+    g_assert_cmpuint(plan->actions[i].request, ==, expected[i].request);
+    g_assert_cmpuint(plan->actions[i].from, ==, expected[i].from);
+    g_assert_cmpuint(plan->actions[i].to, ==, expected[i].to);
+    g_assert_cmpuint(plan->actions[i].blocks, ==, expected[i].blocks);
+  }
+}
+
+/* PL's place hook plans EXPECTED (an array). */
+#define ASSERT_PLAN(pl, ...)                                                                       \
+  do {                                                                                             \
+    const EmaPlacementAction expected_[] = {__VA_ARGS__};                                          \
+    EmaPlacementPlan plan_ = place(pl);                                                            \
+    assert_plan(&plan_, expected_, G_N_ELEMENTS(expected_));                                       \
+  } while (0)
+
+/* PL's place hook plans nothing and looks at no request. */
+static void assert_no_look(Placing *pl) {
+  EmaPlacementPlan plan = place(pl);
+  g_assert_cmpuint(plan.n, ==, 0);
+  g_assert_cmpuint(pl->calls, ==, 0);
 }
 
 /* The 10 free local blocks take the prefix cache's 5 (read by every
@@ -259,21 +275,25 @@ static void assert_move(const EmaPlacementPlan *plan, guint i, guint64 request, 
  * nothing cold remains to make room. 102 (2 tokens to come) stays. */
 static void test_place_home(void) {
   Placing *pl = placing_new("25%");
-  EmaPlacementPlan plan = place(pl);
-  g_assert_cmpuint(plan.n, ==, 4);
-  assert_move(&plan, 0, CACHE, 1, 0, 5);
-  assert_move(&plan, 1, 101, 1, 0, 5);
-  assert_move(&plan, 2, 104, 0, 1, 5);
-  assert_move(&plan, 3, 101, 1, 0, 5);
+  ASSERT_PLAN(pl, {CACHE, 1, 0, 5}, {101, 1, 0, 5}, {104, 0, 1, 5}, {101, 1, 0, 5});
   g_assert_cmpuint(pl->calls, ==, 1);
   /* off (the default): nothing, and the requests are not looked at */
   placing_free(pl);
   pl = placing_new("25%");
   set_param(pl->c, "place", "false");
-  plan = place(pl);
-  g_assert_cmpuint(plan.n, ==, 0);
-  g_assert_cmpuint(pl->calls, ==, 0);
+  assert_no_look(pl);
   placing_free(pl);
+}
+
+/* The view with 100 blocks of local room (103 holds 80 local blocks, not
+ * 170), place_budget BUDGET. */
+static Placing *placing_roomy(const char *budget) {
+  Placing *pl = placing_new(budget);
+  pl->at[4][0] = 80;
+  pl->requests[4].blocks = 80;
+  pl->c->gpus[0].slices_used = 50;
+  pl->c->gpus[0].blocks_used = 140;
+  return pl;
 }
 
 /* With 100 blocks of local room (103 holding 80, not 170) the budget
@@ -281,33 +301,13 @@ static void test_place_home(void) {
  * lender 2. At 100% (95 blocks: 95.4) every hot remote block comes home
  * but 102's, 35 in all; with no step yet the budget is one block. */
 static void test_place_budget(void) {
-  Placing *pl = placing_new("25%");
-  EmaPlacementPlan plan;
-  pl->at[4][0] = 80;
-  pl->requests[4].blocks = 80;
-  pl->c->gpus[0].slices_used = 50;
-  pl->c->gpus[0].blocks_used = 140;
-  plan = place(pl);
-  g_assert_cmpuint(plan.n, ==, 3);
-  assert_move(&plan, 0, CACHE, 1, 0, 5);
-  assert_move(&plan, 1, 101, 1, 0, 15);
-  assert_move(&plan, 2, 101, 2, 0, 3);
+  Placing *pl = placing_roomy("25%");
+  ASSERT_PLAN(pl, {CACHE, 1, 0, 5}, {101, 1, 0, 15}, {101, 2, 0, 3});
   pl->c->gpus[0].last_step = 0;
-  plan = place(pl);
-  g_assert_cmpuint(plan.n, ==, 1);
-  assert_move(&plan, 0, CACHE, 1, 0, 1);
+  ASSERT_PLAN(pl, {CACHE, 1, 0, 1});
   placing_free(pl);
-  pl = placing_new("100%");
-  pl->at[4][0] = 80;
-  pl->requests[4].blocks = 80;
-  pl->c->gpus[0].slices_used = 50;
-  pl->c->gpus[0].blocks_used = 140;
-  plan = place(pl);
-  g_assert_cmpuint(plan.n, ==, 4);
-  assert_move(&plan, 0, CACHE, 1, 0, 5);
-  assert_move(&plan, 1, 101, 1, 0, 15);
-  assert_move(&plan, 2, 101, 2, 0, 5);
-  assert_move(&plan, 3, 100, 1, 0, 10);
+  pl = placing_roomy("100%");
+  ASSERT_PLAN(pl, {CACHE, 1, 0, 5}, {101, 1, 0, 15}, {101, 2, 0, 5}, {100, 1, 0, 10});
   placing_free(pl);
 }
 
@@ -317,28 +317,21 @@ static void test_place_budget(void) {
 static void test_place_early_out(void) {
   Placing *pl = placing_new("25%");
   EmaGpuView *g = &pl->c->gpus[0];
-  EmaPlacementPlan plan;
   g->blocks_remote = 0;
-  plan = place(pl);
-  g_assert_cmpuint(plan.n, ==, 0);
-  g_assert_cmpuint(pl->calls, ==, 0);
+  assert_no_look(pl);
   /* no local room (190 + 10 more local blocks used), nothing waiting */
   g->blocks_remote = 40;
   g->slices_used = 100;
   g->blocks_used = 240;
-  plan = place(pl);
-  g_assert_cmpuint(plan.n, ==, 0);
-  g_assert_cmpuint(pl->calls, ==, 0);
+  assert_no_look(pl);
   /* ...and with a request waiting, but every borrowed slice full */
   g->waiting = 1;
   pl->c->lent[1 * N_GPUS + 0] = 15;
   pl->c->lent[2 * N_GPUS + 0] = 5;
-  plan = place(pl);
-  g_assert_cmpuint(plan.n, ==, 0);
-  g_assert_cmpuint(pl->calls, ==, 0);
+  assert_no_look(pl);
   /* borrowed room again: the requests are looked at */
   pl->c->lent[1 * N_GPUS + 0] = 40;
-  plan = place(pl);
+  place(pl);
   g_assert_cmpuint(pl->calls, ==, 1);
   placing_free(pl);
 }
@@ -352,21 +345,12 @@ static void test_place_early_out(void) {
 static void test_place_beyond_admitted(void) {
   Placing *pl = placing_new("25%");
   EmaGpuView *g = &pl->c->gpus[0];
-  EmaPlacementPlan plan;
   g->blocks_total = 220;
   g->waiting = 3;
-  plan = place(pl);
-  g_assert_cmpuint(plan.n, ==, 2);
-  assert_move(&plan, 0, 104, 0, 1, 5);
-  assert_move(&plan, 1, CACHE, 1, 0, 5);
+  ASSERT_PLAN(pl, {104, 0, 1, 5}, {CACHE, 1, 0, 5});
   g->waiting = 0;
   g->demand_blocks_per_s = 2;
-  plan = place(pl);
-  g_assert_cmpuint(plan.n, ==, 4);
-  assert_move(&plan, 0, CACHE, 1, 0, 5);
-  assert_move(&plan, 1, 101, 1, 0, 1);
-  assert_move(&plan, 2, 104, 0, 1, 5);
-  assert_move(&plan, 3, 101, 1, 0, 5);
+  ASSERT_PLAN(pl, {CACHE, 1, 0, 5}, {101, 1, 0, 1}, {104, 0, 1, 5}, {101, 1, 0, 5});
   placing_free(pl);
 }
 
