@@ -53,9 +53,9 @@
  *      a few steps and the budget only spreads the copies over decisions,
  *      leaving the link to the steps' own remote reads.
  * The pool logs each move to events.csv (`place`: the request, its state
- * and output to come, the blocks and the places). Off by default: on the
- * paper's a100x4-opt13b-sharegpt it changes neither composition's
- * borrower gain beyond the seeds' spread (experiments/paper/README.md). */
+ * and output to come, the blocks and the places). Off by default, and in
+ * `ema` and `offload`: measured on the paper's scenarios it does not raise
+ * the borrowers' gain (experiments/paper/README.md, "Placement"). */
 #include <math.h>
 
 #include "builtin.h"
@@ -110,8 +110,9 @@ static const EmaParam params[] = {
              "nothing)"},
     {"place", EMA_PARAM_BOOL, G_STRUCT_OFFSET(Params, place), .default_value = "false",
      .help = "place the tenant's KV after each decision: running requests' remote blocks move "
-             "into free local room (most output to come first), preempted requests' local blocks "
-             "out to borrowed room to make room for them; each move a `place` event"},
+             "into free local room (most output to come first), preempted or waiting requests' "
+             "local blocks out to borrowed room to make room for them; each move a `place` "
+             "event"},
     {"place_budget", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, place_budget),
      .default_value = "25%", .min = 0, .max = 1,
      .help = "place: the share of the tenant's last step that one decision's copies may take on "
