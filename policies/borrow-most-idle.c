@@ -23,7 +23,39 @@
  * borrowed and returned thousands of times a run). The pool's remote_limit gates only the admission
  * of new requests: without this, running requests grow into any borrowed room, past what the plan
  * can read at its cost (for `offload`, past what the lenders' allowance serves, so that the steps
- * wait for capped partials or read that KV directly). */
+ * wait for capped partials or read that KV directly).
+ *
+ * With `place` it also places its tenant's KV (the place hook, after each
+ * decision): new blocks go local first, so the running requests that grew
+ * while local room was full keep blocks on lenders, read remotely at every
+ * step they run (direct loads, prefetch or offload: borrower step time and
+ * lender HBM time), even once local room frees up. place() moves them home:
+ *   1. hot blocks into free local room (place_local_room(): while the
+ *      tenant holds more remote KV than its plan admits, only the room its
+ *      engine does not need): the running requests' remote blocks, and the
+ *      prefix cache's first (the cache holds the prompt blocks that the
+ *      running requests filled and registered, read at each of their steps;
+ *      cached blocks no request holds are not in the ledger but free room,
+ *      which the engine's prefix tier demotes to peers itself), then the
+ *      request with the most output still to come (its blocks are read at
+ *      the most steps), never those of a request with PLACE_MIN_STEPS
+ *      steps or fewer left (a copy costs about what reading the block
+ *      remotely for that many steps does);
+ *   2. where no local room is free, cold blocks out to borrowed room to
+ *      make room for them: preempted or waiting requests' blocks, which no
+ *      step reads, each block out paired with a hot block in;
+ *   3. within a budget: a decision's copies take at most `place_budget` of
+ *      the tenant's last step on the link (at least one block). A block
+ *      moved costs one copy over the link, landing in the destination's
+ *      HBM; a block left remote costs a read over the link at every step
+ *      it runs (direct loads at about the copy's bandwidth, and the
+ *      lender's HBM time either way), so a move pays for itself within
+ *      a few steps and the budget only spreads the copies over decisions,
+ *      leaving the link to the steps' own remote reads.
+ * The pool logs each move to events.csv (`place`: the request, its state
+ * and output to come, the blocks and the places). Off by default, and in
+ * `ema` and `offload`: measured on the paper's scenarios it does not raise
+ * the borrowers' gain (experiments/paper/README.md, "Placement"). */
 #include <math.h>
 
 #include "builtin.h"
@@ -36,7 +68,17 @@ typedef struct {
   gint64 tier_slices;
   gboolean within_limit;
   gint64 limit_hold;
+  gboolean place;
+  double place_budget;
 } Params;
+
+/* place(): a request with this many decode steps left or fewer (output
+ * tokens to come) keeps its remote blocks: a block's copy costs about what
+ * reading it remotely for that many steps does (one link transfer, plus
+ * the landing in HBM: gpu.interference_incoming, ~1.9 bytes of the
+ * borrower's HBM time per byte as measured on H200), and its blocks are
+ * freed soon. */
+#define PLACE_MIN_STEPS 2
 
 /* Private state (within_limit): since when the plan's remote limit has
  * bound at every decision (a streak; bound FALSE: the last decision found
@@ -66,6 +108,15 @@ static const EmaParam params[] = {
      .help = "within_limit: how long the remote limit must bind at every decision before "
              "empty slices beyond it go back (a limit that moves from step to step returns "
              "nothing)"},
+    {"place", EMA_PARAM_BOOL, G_STRUCT_OFFSET(Params, place), .default_value = "false",
+     .help = "place the tenant's KV after each decision: running requests' remote blocks move "
+             "into free local room (most output to come first), preempted or waiting requests' "
+             "local blocks out to borrowed room to make room for them; each move a `place` "
+             "event"},
+    {"place_budget", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, place_budget),
+     .default_value = "25%", .min = 0, .max = 1,
+     .help = "place: the share of the tenant's last step that one decision's copies may take on "
+             "the link (at least one block per decision)"},
 };
 
 static const EmaParamTable table = {"most-idle", sizeof(Params), params, EMA_PARAMS_N(params),
@@ -173,6 +224,167 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   }
 }
 
+/* ---- placement ---------------------------------------------------------------- */
+
+/* A request whose blocks place() brings home: running with more than
+ * PLACE_MIN_STEPS steps to go (or not known), or the prefix cache's held
+ * blocks (read by the running requests that share them). */
+static gboolean place_hot(const EmaRequestView *r) {
+  return r->state == EMA_REQUEST_CACHED ||
+         (r->state == EMA_REQUEST_RUNNING &&
+          (r->remaining_tokens < 0 || r->remaining_tokens > PLACE_MIN_STEPS));
+}
+
+/* A request whose local blocks no step reads. */
+static gboolean place_cold(const EmaRequestView *r) {
+  return r->state == EMA_REQUEST_PREEMPTED || r->state == EMA_REQUEST_WAITING;
+}
+
+/* The order place() brings hot requests home in: most steps to go first
+ * (the prefix cache's blocks before any, a request not known after those
+ * known), then the view's order. */
+static gint64 place_key(const EmaRequestView *r) {
+  return r->state == EMA_REQUEST_CACHED ? G_MAXINT64 : r->remaining_tokens;
+}
+
+/* The hot request after AT (n: none yet) in place_key's order (key
+ * descending, then index), among N, with blocks off BORROWER; N if none.
+ * O(N) a call, without sorting or allocating: a decision brings home a few
+ * requests. */
+static guint place_next_hot(const EmaRequestView *requests, guint n, guint at, guint borrower) {
+  gint64 last = at < n ? place_key(&requests[at]) : G_MAXINT64;
+  guint best = n;
+  gint64 best_key = G_MININT64;
+  for (guint i = 0; i < n; i++) {
+    gint64 key = place_key(&requests[i]);
+    if (!place_hot(&requests[i]) || requests[i].blocks_at[borrower] == requests[i].blocks)
+      continue;
+    /* after AT in the order, and before the best found so far */
+    if (at < n && (key > last || (key == last && i <= at)))
+      continue;
+    if (best == n || key > best_key) {
+      best = i;
+      best_key = key;
+    }
+  }
+  return best;
+}
+
+/* The next cold request from AT on with blocks on BORROWER; N if none. */
+static guint place_next_cold(const EmaRequestView *requests, guint n, guint at, guint borrower) {
+  while (at < n && !(place_cold(&requests[at]) && requests[at].blocks_at[borrower] > 0))
+    at++;
+  return at;
+}
+
+/* Blocks one decision's copies may move: PLACE_BUDGET of the last step's
+ * duration at the link's copy bandwidth, at least one. */
+static guint64 place_budget_blocks(const Params *p, const EmaPoolView *view, guint borrower) {
+  const EmaGpuView *g = &view->gpus[borrower];
+  double bytes = p->place_budget * (double) g->last_step / 1e9 * view->server->link.bandwidth;
+  return MAX((guint64) (bytes / (double) g->block_bytes), 1);
+}
+
+/* Local room place() may fill with hot blocks: the free local blocks, all
+ * of them while BORROWER's remote blocks are within what the prefetch plan
+ * admits (blocks_total beyond the local capacity): a block home then frees
+ * an admitted remote one, and its engine's free blocks stay as they were.
+ * Beyond it the remote room counts as no free room to the engine, so each
+ * block home takes a free block from it (its scheduler preempts sooner:
+ * +34% preemptions under ema, +44% under offload, measured on
+ * a100x4-opt13b-sharegpt over 5 seeds): only the local
+ * room beyond the tenant's own growth over HORIZON_S, and none while it
+ * lacks blocks or requests wait. */
+static guint64 place_local_room(const EmaPoolView *view, guint borrower, double horizon_s) {
+  const EmaGpuView *g = &view->gpus[borrower];
+  guint64 free_local = view_local_free(view, borrower), local = view_local_capacity(view, borrower);
+  guint64 admitted = g->blocks_total > local ? g->blocks_total - local : 0, growth;
+  if (g->blocks_remote <= admitted)
+    return free_local;
+  if (g->blocks_short > 0 || g->waiting > 0)
+    return 0;
+  growth = (guint64) ceil(MAX(g->demand_blocks_per_s, 0) * horizon_s);
+  return free_local > growth ? free_local - growth : 0;
+}
+
+/* The place hook (`place`): the file's top comment says what it moves. */
+static void place(gpointer state, gconstpointer params_data, const EmaPoolView *view,
+                  guint borrower, EmaPlacementPlan *plan) {
+  const Params *p = params_data;
+  const EmaGpuView *g = &view->gpus[borrower];
+  const EmaRequestView *requests;
+  guint n_gpus = view->n_gpus, n = 0, hot, cold, j = 0;
+  guint64 *room = g_newa(guint64, n_gpus);
+  guint64 free_local, budget, remote_room = 0, hot_left = 0, done = 0, cold_done = 0;
+  /* nothing remote, or nowhere to move anything: no need to look at the requests */
+  if (!p->place || g->blocks_remote == 0 || g->block_bytes == 0 || view->requests == NULL)
+    return;
+  free_local = place_local_room(view, borrower, (double) p->horizon / 1e9);
+  for (guint k = 0; k < n_gpus; k++) {
+    guint64 cap = view->lent[k * n_gpus + borrower] * EMA_SLICE_BYTES / g->block_bytes;
+    guint64 used = view->remote_blocks[borrower * n_gpus + k];
+    room[k] = k != borrower && cap > used ? cap - used : 0;
+    remote_room += room[k];
+  }
+  /* no local room, and none to make: cold blocks need borrowed room to go
+   * to, and a request to be cold (preempted requests wait) */
+  if (free_local == 0 && (remote_room == 0 || g->waiting == 0))
+    return;
+  requests = view->requests(view, borrower, &n);
+  for (guint i = 0; i < n; i++)
+    if (place_hot(&requests[i]))
+      hot_left += requests[i].blocks - requests[i].blocks_at[borrower];
+  budget = place_budget_blocks(p, view, borrower);
+  hot = place_next_hot(requests, n, n, borrower);
+  cold = place_next_cold(requests, n, 0, borrower);
+  /* hot request HOT's blocks on lender J, DONE of them moved already; cold
+   * request COLD's local blocks, COLD_DONE of them moved out */
+  while (hot < n && budget > 0 && plan->n < G_N_ELEMENTS(plan->actions)) {
+    const EmaRequestView *r = &requests[hot];
+    guint64 k;
+    if (j == borrower || r->blocks_at[j] == done) {
+      done = 0;
+      if (++j == n_gpus) {
+        j = 0;
+        hot = place_next_hot(requests, n, hot, borrower);
+      }
+      continue;
+    }
+    if (free_local == 0) {
+      /* room for it: a cold request's local blocks out, to the lender
+       * with the most room, as many as come in for them (each pair two
+       * copies of the budget) */
+      guint to = 0;
+      for (guint m = 1; m < n_gpus; m++)
+        if (room[m] > room[to])
+          to = m;
+      k = cold < n && plan->n + 2 <= G_N_ELEMENTS(plan->actions)
+              ? MIN(MIN(requests[cold].blocks_at[borrower] - cold_done, room[to]),
+                    MIN(budget / 2, hot_left))
+              : 0;
+      if (k == 0)
+        break;
+      plan->actions[plan->n++] = (EmaPlacementAction){requests[cold].request, borrower, to, k};
+      room[to] -= k;
+      free_local += k;
+      budget -= k;
+      cold_done += k;
+      if (cold_done == requests[cold].blocks_at[borrower]) {
+        cold = place_next_cold(requests, n, cold + 1, borrower);
+        cold_done = 0;
+      }
+      continue;
+    }
+    k = MIN(MIN(r->blocks_at[j] - done, free_local), budget);
+    plan->actions[plan->n++] = (EmaPlacementAction){r->request, j, borrower, k};
+    done += k;
+    free_local -= k;
+    budget -= k;
+    hot_left -= k;
+    room[j] += k;
+  }
+}
+
 const EmaBorrowPolicyOps ema_borrow_most_idle = {
     .abi_version = EMA_POLICY_ABI_VERSION,
     .name = "most-idle",
@@ -180,4 +392,5 @@ const EmaBorrowPolicyOps ema_borrow_most_idle = {
     .params = &table,
     .state_size = sizeof(State),
     .decide = decide,
+    .place = place,
 };

@@ -1204,10 +1204,20 @@ static gboolean apply_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementAc
   guint64 have = r ? r->at[a->from] : 0, room = r ? place_room(c, g, a->to) : 0;
   guint64 m = MIN(a->blocks, MIN(have, room));
   double map_s = 0, copy_s = 0;
-  reason_add(&e,
-             "%s: request %" G_GUINT64_FORMAT " (%s), %" G_GUINT64_FORMAT " blocks gpu%u -> gpu%u",
-             who, a->request, r ? ema_request_state_name(view_state(r->state)) : "unknown",
-             a->blocks, a->from, a->to);
+  if (a->request == EMA_KV_PREFIX_CACHE) {
+    reason_add(&e, "%s: the prefix cache, ", who);
+  } else {
+    /* what its engine knows of it: the output still to come says why it goes first */
+    EmaRequestView v = {.request = a->request, .remaining_tokens = -1};
+    if (r && c->describe)
+      c->describe(c->owner_data, g->index, &v);
+    reason_add(&e, "%s: request %" G_GUINT64_FORMAT " (%s", who, a->request,
+               r ? ema_request_state_name(view_state(r->state)) : "unknown");
+    if (v.remaining_tokens >= 0)
+      reason_add(&e, ", %" G_GINT64_FORMAT " tokens to come", v.remaining_tokens);
+    reason_add(&e, "), ");
+  }
+  reason_add(&e, "%" G_GUINT64_FORMAT " blocks gpu%u -> gpu%u", a->blocks, a->from, a->to);
   if (m < a->blocks) {
     c->stats.plans_adjusted++;
     reason_add(&e, "; %" G_GUINT64_FORMAT " there, room for %" G_GUINT64_FORMAT, have, room);
@@ -1235,6 +1245,7 @@ static gboolean apply_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementAc
   } else {
     g->remote[a->to] += m;
   }
+  ema_slice_gpu_touch(g); /* its view's blocks_remote, slices_used and remote_blocks */
   if (a->from == g->index && B(c)->own && !ema_pool_core_sync_own(c, g, error))
     return FALSE;
   c->stats.placements++;

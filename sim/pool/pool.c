@@ -1506,6 +1506,8 @@ const EmaPoolStats *ema_pool_stats(const EmaPool *pool) {
   stats->blocks_to_host = core->blocks_to_host;
   stats->blocks_dropped = core->blocks_dropped;
   stats->plans_adjusted = core->plans_adjusted;
+  stats->placements = core->placements;
+  stats->blocks_placed = core->blocks_placed;
   return stats;
 }
 

@@ -538,6 +538,11 @@ static void add_pool(JsonBuilder *builder, const EmaExperiment *experiment,
     add_count(builder, "offload_throttled_steps", pool->offload_throttled_steps);
     add_number(builder, "offload_throttled_s", (double) pool->offload_throttled / 1e9);
   }
+  /* (likewise only where a policy placed) */
+  if (pool->placements > 0) {
+    add_count(builder, "placements", pool->placements);
+    add_count(builder, "blocks_placed", pool->blocks_placed);
+  }
   json_builder_end_object(builder);
 }
 

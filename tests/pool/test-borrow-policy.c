@@ -1,7 +1,8 @@
 /* test-borrow-policy.c: the decisions of the `most-idle` borrow policy
  * (policies/borrow-most-idle.c) with `within_limit` (the `offload`
- * composition's) on hand-built views, each figure computed here: 2 MiB
- * slices of two 1 MiB blocks, min_borrow 16 slices, limit_hold 250 ms.
+ * composition's), and the plans of its place hook (`place`), on hand-built
+ * views, each figure computed here: 2 MiB slices of two 1 MiB blocks,
+ * min_borrow 16 slices, limit_hold 250 ms.
  *
  * GPU 0 borrows; its own 100 slices hold 200 blocks (it lends nothing and
  * stages nothing). Lender 1 lends it 40 slices (80 blocks), lender 2 20
@@ -28,6 +29,19 @@ typedef struct {
   gpointer state; /* the policy's private state of GPU 0 */
 } Case;
 
+/* C's parameter KEY is VALUE (as YAML gives it). */
+static void set_param(Case *c, const char *key, const char *value) {
+  GError *error = NULL;
+  for (guint i = 0; i < c->table->n_params; i++)
+    if (g_strcmp0(c->table->params[i].key, key) == 0) {
+      g_assert_true(ema_params_parse_value(
+          &c->table->params[i], value, (char *) c->params + c->table->params[i].offset, &error));
+      g_assert_no_error(error);
+      return;
+    }
+  g_assert_not_reached();
+}
+
 /* most-idle with within_limit set to WITHIN ("true" or "false"). */
 static Case *case_new(const char *within) {
   Case *c = g_new0(Case, 1);
@@ -40,11 +54,7 @@ static Case *case_new(const char *within) {
   c->state = g_malloc0(c->ops->state_size);
   g_assert_true(ema_params_bind(c->table, c->params, NULL, NULL, &error));
   g_assert_no_error(error);
-  for (guint i = 0; i < c->table->n_params; i++)
-    if (g_strcmp0(c->table->params[i].key, "within_limit") == 0)
-      g_assert_true(ema_params_parse_value(
-          &c->table->params[i], within, (char *) c->params + c->table->params[i].offset, &error));
-  g_assert_no_error(error);
+  set_param(c, "within_limit", within);
   c->server.gpus = N_GPUS;
   for (guint i = 0; i < N_GPUS; i++)
     c->gpus[i] = (EmaGpuView){
@@ -142,9 +152,215 @@ static void test_limit_open(void) {
   case_free(plain);
 }
 
+/* ---- placement (the place hook, `place: true`) ------------------------------------ */
+
+#define N_REQUESTS 6
+#define CACHE G_MAXUINT64 /* the prefix cache's request number */
+
+/* A view of its own: GPU 0's 100 slices hold 200 blocks, 190 of them used
+ * (10 free); lender 1 lends it 40 slices (80 blocks) and holds 30 of its
+ * blocks, lender 2 20 slices (40 blocks) holding 10; the plan admits 50
+ * remote blocks (blocks_total 250); nothing short, nothing waiting. Its
+ * last step took 10 ms and the link copies at 10 GB/s: place_budget 25% is
+ * 25,000,000 bytes, 23 blocks of 1 MiB (23.8, rounded down). Its requests,
+ * in the view's order (local, lender 1, lender 2):
+ *   100 running, 50 tokens to come:  10,  10, 0
+ *   101 running, 500 to come:         5,  15, 5
+ *   102 running, 2 to come:           0,   0, 5 (too near its end to move)
+ *   the prefix cache:                 0,   5, 0
+ *   103 running, 100 to come:       170,   0, 0
+ *   104 preempted:                    5,   0, 0 */
+typedef struct {
+  Case *c;
+  EmaRequestView requests[N_REQUESTS];
+  guint64 at[N_REQUESTS][N_GPUS];
+  guint calls; /* of requests() */
+} Placing;
+
+static const EmaRequestView *placing_requests(const EmaPoolView *view, guint gpu, guint *n) {
+  Placing *pl = view->requests_data;
+  g_assert_cmpuint(gpu, ==, 0);
+  pl->calls++;
+  *n = N_REQUESTS;
+  return pl->requests;
+}
+
+static void placing_request(Placing *pl, guint i, guint64 request, EmaRequestState state,
+                            gint64 remaining, guint64 local, guint64 on1, guint64 on2) {
+  pl->at[i][0] = local;
+  pl->at[i][1] = on1;
+  pl->at[i][2] = on2;
+  pl->requests[i] = (EmaRequestView){.request = request,
+                                     .state = state,
+                                     .blocks = local + on1 + on2,
+                                     .blocks_at = pl->at[i],
+                                     .last_scheduled = -1,
+                                     .remaining_tokens = remaining};
+}
+
+/* most-idle with `place: true` and place_budget BUDGET on the view above. */
+static Placing *placing_new(const char *budget) {
+  Placing *pl = g_new0(Placing, 1);
+  Case *c = pl->c = case_new("false");
+  set_param(c, "place", "true");
+  set_param(c, "place_budget", budget);
+  c->server.link.bandwidth = 1e10;
+  c->remote[0 * N_GPUS + 2] = 10;
+  c->gpus[0] = (EmaGpuView){.index = 0,
+                            .shares = TRUE,
+                            .has_tenant = TRUE,
+                            .slices = 100,
+                            .slices_used = 95,
+                            .slices_borrowed = 60,
+                            .slices_borrowed_used = 20,
+                            .block_bytes = BLOCK,
+                            .blocks_total = 250,
+                            .blocks_used = 230,
+                            .blocks_remote = 40,
+                            .running = 4,
+                            .last_step = EMA_MS(10)};
+  placing_request(pl, 0, 100, EMA_REQUEST_RUNNING, 50, 10, 10, 0);
+  placing_request(pl, 1, 101, EMA_REQUEST_RUNNING, 500, 5, 15, 5);
+  placing_request(pl, 2, 102, EMA_REQUEST_RUNNING, 2, 0, 0, 5);
+  placing_request(pl, 3, CACHE, EMA_REQUEST_CACHED, -1, 0, 5, 0);
+  placing_request(pl, 4, 103, EMA_REQUEST_RUNNING, 100, 170, 0, 0);
+  placing_request(pl, 5, 104, EMA_REQUEST_PREEMPTED, -1, 5, 0, 0);
+  c->view.requests = placing_requests;
+  c->view.requests_data = pl;
+  return pl;
+}
+
+static void placing_free(Placing *pl) {
+  case_free(pl->c);
+  g_free(pl);
+}
+
+static EmaPlacementPlan place(Placing *pl) {
+  EmaPlacementPlan plan = {0};
+  pl->c->ops->place(pl->c->state, pl->c->params, &pl->c->view, 0, &plan);
+  return plan;
+}
+
+/* PLAN is the N actions EXPECTED, in order. */
+static void assert_plan(const EmaPlacementPlan *plan, const EmaPlacementAction *expected, guint n) {
+  g_assert_cmpuint(plan->n, ==, n);
+  for (guint i = 0; i < n; i++) {
+    g_assert_cmpuint(plan->actions[i].request, ==, expected[i].request);
+    g_assert_cmpuint(plan->actions[i].from, ==, expected[i].from);
+    g_assert_cmpuint(plan->actions[i].to, ==, expected[i].to);
+    g_assert_cmpuint(plan->actions[i].blocks, ==, expected[i].blocks);
+  }
+}
+
+/* PL's place hook plans EXPECTED (an array). */
+#define ASSERT_PLAN(pl, ...)                                                                       \
+  do {                                                                                             \
+    const EmaPlacementAction expected_[] = {__VA_ARGS__};                                          \
+    EmaPlacementPlan plan_ = place(pl);                                                            \
+    assert_plan(&plan_, expected_, G_N_ELEMENTS(expected_));                                       \
+  } while (0)
+
+/* PL's place hook plans nothing and looks at no request. */
+static void assert_no_look(Placing *pl) {
+  EmaPlacementPlan plan = place(pl);
+  g_assert_cmpuint(plan.n, ==, 0);
+  g_assert_cmpuint(pl->calls, ==, 0);
+}
+
+/* The 10 free local blocks take the prefix cache's 5 (read by every
+ * request that holds them: first), then 5 of 101's on lender 1 (500 tokens
+ * to come, the most); with no local room left, preempted 104's 5 local
+ * blocks go out to lender 1 (the most room: 80 - 30 + 10 moved home = 60)
+ * and 5 more of 101's come in; 8 blocks of the budget of 23 are left, but
+ * nothing cold remains to make room. 102 (2 tokens to come) stays. */
+static void test_place_home(void) {
+  Placing *pl = placing_new("25%");
+  ASSERT_PLAN(pl, {CACHE, 1, 0, 5}, {101, 1, 0, 5}, {104, 0, 1, 5}, {101, 1, 0, 5});
+  g_assert_cmpuint(pl->calls, ==, 1);
+  /* off (the default): nothing, and the requests are not looked at */
+  placing_free(pl);
+  pl = placing_new("25%");
+  set_param(pl->c, "place", "false");
+  assert_no_look(pl);
+  placing_free(pl);
+}
+
+/* The view with 100 blocks of local room (103 holds 80 local blocks, not
+ * 170), place_budget BUDGET. */
+static Placing *placing_roomy(const char *budget) {
+  Placing *pl = placing_new(budget);
+  pl->at[4][0] = 80;
+  pl->requests[4].blocks = 80;
+  pl->c->gpus[0].slices_used = 50;
+  pl->c->gpus[0].blocks_used = 140;
+  return pl;
+}
+
+/* With 100 blocks of local room (103 holding 80, not 170) the budget
+ * binds: 23 blocks, the cache's 5, 101's 15 on lender 1 and 3 of its 5 on
+ * lender 2. At 100% (95 blocks: 95.4) every hot remote block comes home
+ * but 102's, 35 in all; with no step yet the budget is one block. */
+static void test_place_budget(void) {
+  Placing *pl = placing_roomy("25%");
+  ASSERT_PLAN(pl, {CACHE, 1, 0, 5}, {101, 1, 0, 15}, {101, 2, 0, 3});
+  pl->c->gpus[0].last_step = 0;
+  ASSERT_PLAN(pl, {CACHE, 1, 0, 1});
+  placing_free(pl);
+  pl = placing_roomy("100%");
+  ASSERT_PLAN(pl, {CACHE, 1, 0, 5}, {101, 1, 0, 15}, {101, 2, 0, 5}, {100, 1, 0, 10});
+  placing_free(pl);
+}
+
+/* The requests are looked at only when something can move: not without
+ * remote blocks, nor without local room while nothing waits (no request
+ * can be cold) or no borrowed room is free. */
+static void test_place_early_out(void) {
+  Placing *pl = placing_new("25%");
+  EmaGpuView *g = &pl->c->gpus[0];
+  g->blocks_remote = 0;
+  assert_no_look(pl);
+  /* no local room (190 + 10 more local blocks used), nothing waiting */
+  g->blocks_remote = 40;
+  g->slices_used = 100;
+  g->blocks_used = 240;
+  assert_no_look(pl);
+  /* ...and with a request waiting, but every borrowed slice full */
+  g->waiting = 1;
+  pl->c->lent[1 * N_GPUS + 0] = 15;
+  pl->c->lent[2 * N_GPUS + 0] = 5;
+  assert_no_look(pl);
+  /* borrowed room again: the requests are looked at */
+  pl->c->lent[1 * N_GPUS + 0] = 40;
+  place(pl);
+  g_assert_cmpuint(pl->calls, ==, 1);
+  placing_free(pl);
+}
+
+/* Beyond what the plan admits (20 remote blocks of 40: blocks_total 220),
+ * a block home would take a free block from the engine: with a request
+ * waiting no local room is filled, only exchanged (104's 5 out, the
+ * cache's 5 in); with none waiting, the room beyond the growth over the
+ * horizon (2 blocks/s x 2 s = 4 of the 10) is filled (the cache's 5, 1 of
+ * 101's) and then exchanged (104's 5 out, 5 of 101's in). */
+static void test_place_beyond_admitted(void) {
+  Placing *pl = placing_new("25%");
+  EmaGpuView *g = &pl->c->gpus[0];
+  g->blocks_total = 220;
+  g->waiting = 3;
+  ASSERT_PLAN(pl, {104, 0, 1, 5}, {CACHE, 1, 0, 5});
+  g->waiting = 0;
+  g->demand_blocks_per_s = 2;
+  ASSERT_PLAN(pl, {CACHE, 1, 0, 5}, {101, 1, 0, 1}, {104, 0, 1, 5}, {101, 1, 0, 5});
+  placing_free(pl);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/borrow-policy/within-limit", test_within_limit);
   g_test_add_func("/borrow-policy/limit-open", test_limit_open);
+  g_test_add_func("/borrow-policy/place-home", test_place_home);
+  g_test_add_func("/borrow-policy/place-budget", test_place_budget);
+  g_test_add_func("/borrow-policy/place-early-out", test_place_early_out);
+  g_test_add_func("/borrow-policy/place-beyond-admitted", test_place_beyond_admitted);
   return g_test_run();
 }

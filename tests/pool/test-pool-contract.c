@@ -23,7 +23,9 @@
  * Then the named compositions (every one registered) each load with
  * `policy: NAME` and run the tiny scenario, and `static` gives the same
  * outputs as an experiment with no policy key; `offload`'s borrow policy
- * gives back room its remote limit does not admit, and says so. */
+ * gives back room its remote limit does not admit, and says so; `ema` with
+ * placement on (most-idle's place) moves KV, logs each move and keeps the
+ * ledger through the faults. */
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -189,24 +191,35 @@ static void test_ledger(gconstpointer data) {
                  ema_pool_stats(rig->pool)->plans_adjusted);
 }
 
-static void run_faults(const Case *c, const char *preempt) {
-  const EmaTime times[] = {EMA_MS(500), EMA_S(1), EMA_S(2), EMA_S(3)};
-  g_autoptr(EmaExperiment) experiment = load_case_preempt(c, preempt);
-  g_autoptr(Rig) rig = NULL;
+/* When every GPU takes back all it lends (run_with_faults). */
+static const EmaTime fault_times[] = {EMA_MS(500), EMA_S(1), EMA_S(2), EMA_S(3)};
+
+/* EXPERIMENT's run through the rig, the ledger checked every millisecond
+ * and every GPU taking back all it lends at each of fault_times; sets
+ * *CAUGHT to the slices they found lent. */
+static Rig *run_with_faults(const EmaExperiment *experiment, guint64 *caught) {
+  Rig *rig;
   GError *error = NULL;
-  RigFault *faults[G_N_ELEMENTS(times)];
-  guint64 caught = 0;
+  RigFault *faults[G_N_ELEMENTS(fault_times)];
   rig = rig_new(experiment, &error);
   g_assert_no_error(error);
   rig_check_every(rig, EMA_MS(1));
-  for (guint i = 0; i < G_N_ELEMENTS(times); i++)
-    faults[i] = rig_fault_at(rig, times[i]);
+  for (guint i = 0; i < G_N_ELEMENTS(fault_times); i++)
+    faults[i] = rig_fault_at(rig, fault_times[i]);
   g_assert_true(rig_run(rig, &error));
   g_assert_no_error(error);
-  for (guint i = 0; i < G_N_ELEMENTS(times); i++) {
+  *caught = 0;
+  for (guint i = 0; i < G_N_ELEMENTS(fault_times); i++) {
     g_assert_true(faults[i]->fired);
-    caught += faults[i]->lent_before;
+    *caught += faults[i]->lent_before;
   }
+  return rig;
+}
+
+static void run_faults(const Case *c, const char *preempt) {
+  g_autoptr(EmaExperiment) experiment = load_case_preempt(c, preempt);
+  guint64 caught;
+  g_autoptr(Rig) rig = run_with_faults(experiment, &caught);
   g_assert_cmpuint(rig_rejected(rig), ==, 0);
   g_assert_cmpuint(rig_unfinished(rig), ==, 0);
   g_assert_cmpuint(rig_completed(rig), ==, rig_expected_requests(rig));
@@ -335,6 +348,52 @@ static void test_offload_within_limit(void) {
   ema_test_remove_tree(off);
 }
 
+/* `ema` with most-idle's place hook on (place: true): the tiny scenario's
+ * borrowers move remote KV home, each move a `place` event saying whose
+ * blocks, how much output is still to come and from where to where, and
+ * counted in summary.json, where `ema` as it is has neither; with the
+ * ledger and every request's blocks checked every simulated millisecond
+ * (EMA_POOL_CHECKS=all), and again through every GPU taking back all it
+ * lends at 0.5, 1, 2 and 3 s, every request finishes. */
+static void test_ema_place(void) {
+  const char *overrides[] = {"policy=ema", "policy.borrow_params.place=true", NULL};
+  g_autoptr(EmaExperiment) experiment = load_with(overrides);
+  g_autoptr(Rig) rig = NULL;
+  g_autofree char *on = run_into_dir(experiment, NULL);
+  g_autofree char *off = run_policy("policy=ema");
+  g_autofree char *events_on = ema_test_read_file(on, "events.csv");
+  g_autofree char *events_off = ema_test_read_file(off, "events.csv");
+  g_autofree char *summary_on = ema_test_read_file(on, "summary.json");
+  g_autofree char *summary_off = ema_test_read_file(off, "summary.json");
+  const char *row = strstr(events_on, ",place,");
+  GError *error = NULL;
+  guint64 caught;
+  g_assert_nonnull(row);
+  g_assert_nonnull(strstr(row, "\"most-idle: request "));
+  g_assert_nonnull(strstr(events_on, " tokens to come), "));
+  g_assert_nonnull(strstr(events_on, "\"most-idle: the prefix cache, "));
+  g_assert_nonnull(strstr(events_on, " -> gpu0\""));
+  g_assert_null(strstr(events_off, ",place,"));
+  g_assert_nonnull(strstr(summary_on, "\"blocks_placed\""));
+  g_assert_null(strstr(summary_off, "\"placements\""));
+  ema_test_remove_tree(on);
+  ema_test_remove_tree(off);
+
+  rig = rig_new(experiment, &error);
+  g_assert_no_error(error);
+  rig_check_every(rig, EMA_MS(1));
+  g_assert_true(rig_run(rig, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(ema_pool_stats(rig->pool)->placements, >, 0);
+  g_assert_cmpuint(rig_completed(rig), ==, rig_expected_requests(rig));
+  g_clear_pointer(&rig, rig_free);
+  rig = run_with_faults(experiment, &caught);
+  g_assert_cmpuint(caught, >, 0);
+  g_assert_cmpuint(ema_pool_stats(rig->pool)->placements, >, 0);
+  g_assert_cmpuint(rig_unfinished(rig), ==, 0);
+  g_assert_cmpuint(rig_completed(rig), ==, rig_expected_requests(rig));
+}
+
 /* ---- the example plugin ----------------------------------------------------------- */
 
 static gboolean plugin_loaded;
@@ -393,6 +452,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/composition/static-is-default", test_static_is_default);
   g_test_add_func("/pool/composition/offload-allowance-zero", test_offload_allowance_zero);
   g_test_add_func("/pool/composition/offload-within-limit", test_offload_within_limit);
+  g_test_add_func("/pool/composition/ema-place", test_ema_place);
   {
     int status = g_test_run();
     for (guint i = 0; i < cases->len; i++) {

@@ -127,6 +127,8 @@ typedef struct {
    * plan's offload_cap (policy.h), and the time that added */
   guint64 offload_steps, offload_throttled_steps;
   EmaTime offload_throttled;
+  /* placement (a borrow policy's place hook): moves and the blocks they moved */
+  guint64 placements, blocks_placed;
 } EmaPoolStats;
 
 /* A pool for SERVER under POLICY (names already checked). Errors: a
