@@ -1296,8 +1296,9 @@ gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   }
   if (ok && g->has_tenant)
     ok = run_borrow(c, g->index, error);
-  /* most borrow policies place nothing */
-  if (ok && g->has_tenant &&
+  /* most borrow policies place nothing; and a tenant that borrows no slice
+   * has no place but its own to move a block to */
+  if (ok && g->has_tenant && g->borrowed_total > 0 &&
       ((const EmaBorrowPolicyOps *) c->policies[EMA_POLICY_BORROW]->ops)->place)
     ok = run_place(c, g, error);
   /* the last view its policies saw (what it did since is touched) */

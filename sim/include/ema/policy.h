@@ -188,7 +188,8 @@ typedef struct {
   void (*decide)(gpointer state, gconstpointer params, const EmaPoolView *view, guint borrower,
                  EmaBorrowPlan *plan);
   /* optional (NULL: blocks stay where they were taken): after decide's
-   * plan was applied, fill PLAN (starts empty) to move BORROWER's
+   * plan was applied, while BORROWER borrows slices (with none there is no
+   * place to move a block to), fill PLAN (starts empty) to move BORROWER's
    * requests' blocks (view->requests) */
   void (*place)(gpointer state, gconstpointer params, const EmaPoolView *view, guint borrower,
                 EmaPlacementPlan *plan);
