@@ -245,11 +245,13 @@ static void test_corrupted(void) {
 /* The view keeps the entries of GPUs not touched since it was built, and
  * refills a touched one; a periodic decision is due once the period has
  * passed and only if the view changed since the GPU's last decision; a
- * step's figures are written through. */
+ * step's figures, a local take or give and a demand sample are written
+ * through. */
 static void test_view_kept(void) {
   Rig r;
   GError *error = NULL;
   const EmaPoolView *view;
+  guint64 version, used;
   rig_init(&r, EMA_POOL_CHECK_ALL);
   rig_ticks(&r, 3);
   view = ema_pool_core_view(&r.core);
@@ -300,6 +302,31 @@ static void test_view_kept(void) {
   g_assert_true(r.gpus[0].view_stale);
   g_assert_cmpuint(view->gpus[0].running, ==, 7);
   g_assert_cmpuint(ema_pool_core_view(&r.core)->gpus[0].running, ==, 9);
+
+  /* so are a local take, a local give and a demand sample: the entry stays
+   * up to date, the version moves once for each, and it agrees with a fresh
+   * fill (ema_pool_core_check compares them) */
+  g_assert_cmpuint(r.gpus[1].remote_total, ==, 0);
+  version = r.core.ledger.version;
+  used = r.gpus[1].local_used;
+  g_assert_true(ema_pool_core_take(&r.core, &r.gpus[1], 42, 3, &error));
+  g_assert_no_error(error);
+  g_assert_false(r.gpus[1].view_stale);
+  g_assert_cmpuint(r.core.ledger.version, ==, version + 1);
+  g_assert_cmpuint(view->gpus[1].blocks_used, ==, used + 3);
+  g_assert_cmpuint(view->gpus[1].slices_used, ==, used + 3); /* a block is a slice here */
+  g_assert_true(ema_pool_core_check(&r.core, &error));
+  g_assert_true(ema_pool_core_give(&r.core, &r.gpus[1], 42, 2, 2, &error));
+  g_assert_false(r.gpus[1].view_stale);
+  g_assert_cmpuint(r.core.ledger.version, ==, version + 2);
+  g_assert_cmpuint(view->gpus[1].blocks_used, ==, used + 1);
+  g_assert_true(ema_pool_core_check(&r.core, &error));
+  ema_slice_gpu_update_demand(&r.gpus[1], r.gpus[1].demand_at + 200 * MS, used + 1);
+  g_assert_false(r.gpus[1].view_stale);
+  g_assert_cmpuint(r.core.ledger.version, ==, version + 3);
+  g_assert_true(view->gpus[1].demand_blocks_per_s == r.gpus[1].demand);
+  g_assert_true(ema_pool_core_check(&r.core, &error));
+  g_assert_no_error(error);
   rig_clear(&r);
 }
 
