@@ -336,6 +336,31 @@ static void test_place_early_out(void) {
   placing_free(pl);
 }
 
+/* With no local room free, a look for cold local blocks that finds none
+ * (104 running now) is not repeated within the horizon (2 s): the next
+ * decisions plan nothing without looking; past the horizon the requests
+ * are looked at again, and a cold request found then (104 preempted
+ * again) makes room: its 5 blocks out, the cache's 5 in. */
+static void test_place_no_cold(void) {
+  Placing *pl = placing_new("25%");
+  EmaGpuView *g = &pl->c->gpus[0];
+  g->slices_used = 100;
+  g->blocks_used = 240;
+  g->waiting = 1;
+  pl->requests[5].state = EMA_REQUEST_RUNNING;
+  pl->c->view.now = EMA_MS(100);
+  g_assert_cmpuint(place(pl).n, ==, 0);
+  g_assert_cmpuint(pl->calls, ==, 1);
+  pl->requests[5].state = EMA_REQUEST_PREEMPTED;
+  pl->c->view.now = EMA_MS(2099);
+  g_assert_cmpuint(place(pl).n, ==, 0);
+  g_assert_cmpuint(pl->calls, ==, 1);
+  pl->c->view.now = EMA_MS(2100);
+  ASSERT_PLAN(pl, {104, 0, 1, 5}, {CACHE, 1, 0, 5});
+  g_assert_cmpuint(pl->calls, ==, 2);
+  placing_free(pl);
+}
+
 /* Beyond what the plan admits (20 remote blocks of 40: blocks_total 220),
  * a block home would take a free block from the engine: with a request
  * waiting no local room is filled, only exchanged (104's 5 out, the
@@ -361,6 +386,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/borrow-policy/place-home", test_place_home);
   g_test_add_func("/borrow-policy/place-budget", test_place_budget);
   g_test_add_func("/borrow-policy/place-early-out", test_place_early_out);
+  g_test_add_func("/borrow-policy/place-no-cold", test_place_no_cold);
   g_test_add_func("/borrow-policy/place-beyond-admitted", test_place_beyond_admitted);
   return g_test_run();
 }
