@@ -298,9 +298,9 @@ static guint64 place_budget_blocks(const Params *p, const EmaPoolView *view, gui
  * block home takes a free block from it (its scheduler preempts sooner:
  * +34% preemptions under ema, +44% under offload, measured on
  * a100x4-opt13b-sharegpt over 5 seeds): only the local
- * room beyond the tenant's own growth over HORIZON_S, and none while it
+ * room beyond the tenant's own growth over P's horizon, and none while it
  * lacks blocks or requests wait. */
-static guint64 place_local_room(const EmaPoolView *view, guint borrower, double horizon_s) {
+static guint64 place_local_room(const Params *p, const EmaPoolView *view, guint borrower) {
   const EmaGpuView *g = &view->gpus[borrower];
   guint64 free_local = view_local_free(view, borrower), local = view_local_capacity(view, borrower);
   guint64 admitted = g->blocks_total > local ? g->blocks_total - local : 0, growth;
@@ -308,7 +308,7 @@ static guint64 place_local_room(const EmaPoolView *view, guint borrower, double 
     return free_local;
   if (g->blocks_short > 0 || g->waiting > 0)
     return 0;
-  growth = (guint64) ceil(MAX(g->demand_blocks_per_s, 0) * horizon_s);
+  growth = (guint64) ceil(MAX(g->demand_blocks_per_s, 0) * horizon_s(p));
   return free_local > growth ? free_local - growth : 0;
 }
 
@@ -325,7 +325,7 @@ static void place(gpointer state, gconstpointer params_data, const EmaPoolView *
   /* nothing remote, or nowhere to move anything: no need to look at the requests */
   if (!p->place || g->blocks_remote == 0 || g->block_bytes == 0 || view->requests == NULL)
     return;
-  free_local = place_local_room(view, borrower, (double) p->horizon / 1e9);
+  free_local = place_local_room(p, view, borrower);
   for (guint k = 0; k < n_gpus; k++) {
     guint64 cap = view->lent[k * n_gpus + borrower] * EMA_SLICE_BYTES / g->block_bytes;
     guint64 used = view->remote_blocks[borrower * n_gpus + k];

@@ -1082,6 +1082,8 @@ static void plan_empty(guint *n, gpointer actions, gsize size, guint max) {
   memset(actions, 0, MIN(*n, max) * size);
   *n = 0;
 }
+#define PLAN_EMPTY(plan)                                                                           \
+  plan_empty(&(plan)->n, (plan)->actions, sizeof(plan)->actions[0], G_N_ELEMENTS((plan)->actions))
 
 gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GError **error) {
   const EmaReclaimPolicyOps *ops = c->policies[EMA_POLICY_RECLAIM]->ops;
@@ -1115,7 +1117,7 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
     unmap += action_unmap;
     wait = MAX(wait, time); /* copies to different places run side by side */
   }
-  plan_empty(&plan->n, plan->actions, sizeof plan->actions[0], G_N_ELEMENTS(plan->actions));
+  PLAN_EMPTY(plan);
   if (total > 0)
     reclaimed(c, lender, total, wait, unmap, sum);
   return ok;
@@ -1176,7 +1178,7 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
       ok = apply_return(c, borrower, a->lender, (guint64) -a->slices,
                         policy_name(c, EMA_POLICY_BORROW), error);
   }
-  plan_empty(&plan->n, plan->actions, sizeof plan->actions[0], G_N_ELEMENTS(plan->actions));
+  PLAN_EMPTY(plan);
   return ok;
 }
 
@@ -1277,7 +1279,7 @@ static gboolean run_place(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   ops->place(g->states[EMA_POLICY_BORROW], c->spec->borrow_params, ema_pool_core_view(c), g->index,
              plan);
   ok = ema_pool_core_place(c, g, plan, policy_name(c, EMA_POLICY_BORROW), error);
-  plan_empty(&plan->n, plan->actions, sizeof plan->actions[0], G_N_ELEMENTS(plan->actions));
+  PLAN_EMPTY(plan);
   return ok;
 }
 

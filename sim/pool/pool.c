@@ -891,7 +891,7 @@ static void share_request(const Pool *p, const Gpu *g, const EmaPoolRequest *r, 
        j = ema_pool_next_lender(lenders, j + 1, p->n)) {
     double tokens;
     if (j == g->index || (r->at[j] == 0 && (cached == 0 || cache->at[j] == 0)))
-      continue; /* none of its blocks there */
+      continue; /* none of its blocks there (a place past the mask's 64) */
     tokens = (double) (r->at[j] * block_tokens) - (r->last == j ? (double) spare : 0);
     if (cached > 0)
       tokens += (double) (cached * block_tokens) * (double) cache->at[j] / (double) cache->blocks;

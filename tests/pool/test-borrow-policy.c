@@ -261,6 +261,12 @@ static void assert_plan(const EmaPlacementPlan *plan, const EmaPlacementAction *
   } while (0)
 
 /* PL's place hook plans nothing and looks at no request. */
+/* No local room left: 10 more local blocks used (200 of them, 40 remote). */
+static void placing_fill_local(Placing *pl) {
+  pl->c->gpus[0].slices_used = 100;
+  pl->c->gpus[0].blocks_used = 240;
+}
+
 static void assert_no_look(Placing *pl) {
   EmaPlacementPlan plan = place(pl);
   g_assert_cmpuint(plan.n, ==, 0);
@@ -321,8 +327,7 @@ static void test_place_early_out(void) {
   assert_no_look(pl);
   /* no local room (190 + 10 more local blocks used), nothing waiting */
   g->blocks_remote = 40;
-  g->slices_used = 100;
-  g->blocks_used = 240;
+  placing_fill_local(pl);
   assert_no_look(pl);
   /* ...and with a request waiting, but every borrowed slice full */
   g->waiting = 1;
@@ -343,10 +348,8 @@ static void test_place_early_out(void) {
  * again) makes room: its 5 blocks out, the cache's 5 in. */
 static void test_place_no_cold(void) {
   Placing *pl = placing_new("25%");
-  EmaGpuView *g = &pl->c->gpus[0];
-  g->slices_used = 100;
-  g->blocks_used = 240;
-  g->waiting = 1;
+  placing_fill_local(pl);
+  pl->c->gpus[0].waiting = 1;
   pl->requests[5].state = EMA_REQUEST_RUNNING;
   pl->c->view.now = EMA_MS(100);
   g_assert_cmpuint(place(pl).n, ==, 0);

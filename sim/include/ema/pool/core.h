@@ -243,6 +243,7 @@ const GList *ema_pool_core_running(const EmaPoolCore *core, guint gpu);
 /* Those of them with blocks on a lender, in the same order (their remote
  * links): the ones whose decode reads remote KV of their own; kept as their
  * blocks move, not searched for. */
+const GList *ema_pool_core_remote_running(const EmaPoolCore *core, guint gpu);
 /* The next place from J on in LENDERS (a mask of EmaPoolRequest.places), or
  * N: a walk of the places that skips those holding none of a request's
  * blocks. Past the mask's 64 places every place comes. */
@@ -254,7 +255,6 @@ static inline guint ema_pool_next_lender(guint64 lenders, guint j, guint n) {
     return MIN(n, 64);
   return j + (guint) __builtin_ctzll(lenders);
 }
-const GList *ema_pool_core_remote_running(const EmaPoolCore *core, guint gpu);
 
 /* A periodic decision of G is due at core->now: a decision period has
  * passed since its last decision and something in the view has changed
