@@ -13,6 +13,10 @@
  * remote_bytes / link_bandwidth: remote KV beyond what layer-ahead hides). Offload is not taken
  * while the remote share exceeds what the allowance admits but layer-ahead's bounds admit it
  * (reading it costs the lenders less than offloading it would, within their protection).
+ * Per lender (`read_at_cap`): where the step reading the KV on each lender whose cap would hold
+ * the whole offload by direct loads and offloading the rest (step_offload_read_s) is cheaper
+ * still than the way chosen so far, it is taken (plan offload_read): a lender at its cap serves
+ * this borrower's KV by pulls rather than lengthening its step, the others keep offloading.
  *
  * Bound: the plan's offload_cap is the allowance, which the pool holds on
  * every lender with a tenant whatever was admitted (policy.h): where the
@@ -50,6 +54,7 @@
 typedef struct {
   EmaLayerAheadParams layer_ahead; /* first: its parameter rows' offsets are from 0 */
   double allowance;
+  gboolean read_at_cap;
 } Params;
 
 static const EmaParam params[] = {
@@ -58,6 +63,9 @@ static const EmaParam params[] = {
         .min = 0, .max = 1,
         .help = "largest share of each lender's HBM time that borrowers' offloaded attention may "
                 "take (its steps slow by gpu.offload_slowdown at that share; 0: no offload)"},
+    {"read_at_cap", EMA_PARAM_BOOL, G_STRUCT_OFFSET(Params, read_at_cap), .default_value = "true",
+     .help = "per lender: read the KV on lenders whose cap would lengthen the step by direct "
+             "loads and offload the rest, where that is the cheapest step"},
 };
 
 static const EmaParamTable table = {"offload", sizeof(Params), params, EMA_PARAMS_N(params), NULL};
@@ -86,12 +94,13 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   const Params *p = params_data;
   const guint64 *remote = &view->remote_blocks[gpu * view->n_gpus];
   double total = 0, limit = G_MAXDOUBLE, share, per_block, other;
+  gboolean whole;
   guint lender = G_MAXUINT;
   ema_layer_ahead_plan(&p->layer_ahead, view, gpu, step, plan);
   if (p->allowance > 0)
     plan->offload_cap = p->allowance;
-  if (p->allowance <= 0 || step->step_offload_s <= 0 || step->context_tokens <= 0 ||
-      step->offload_full_context <= 0 || step->kv_bytes <= 0)
+  if (p->allowance <= 0 || (step->step_offload_s <= 0 && step->step_offload_read_s <= 0) ||
+      step->context_tokens <= 0 || step->offload_full_context <= 0 || step->kv_bytes <= 0)
     return;
   for (guint j = 0; j < view->n_gpus; j++)
     total += (double) remote[j];
@@ -116,13 +125,22 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   other = plan->mode == EMA_REMOTE_DIRECT
               ? step->step_direct_s
               : MAX(step->step_local_s, step->layers * step->remote_bytes / step->link_bandwidth);
-  if (step->step_offload_s < other && (share <= limit || share > plan->remote_limit)) {
+  whole = step->step_offload_s > 0 && step->step_offload_s < other;
+  if (whole && (share <= limit || share > plan->remote_limit)) {
     plan->mode = EMA_REMOTE_OFFLOAD;
+    other = step->step_offload_s;
+  }
+  /* the lenders at their cap read, the rest offloaded: within every lender's protection */
+  if (p->read_at_cap && step->step_offload_read_s > 0 && step->step_offload_read_s < other) {
+    plan->mode = EMA_REMOTE_OFFLOAD;
+    plan->offload_read = TRUE;
+  }
+  if (plan->mode == EMA_REMOTE_OFFLOAD) {
     plan->depth = 1;
     plan->layers_per_copy = 1;
   }
   /* admitting beyond layer-ahead's bounds pays only where offload is the cheaper step */
-  if (step->step_offload_s < other && limit >= plan->remote_limit) {
+  if (whole && limit >= plan->remote_limit) {
     plan->remote_limit = limit;
     plan->limit_lender = lender;
     plan->limit_allowance = view->gpus[lender].has_tenant ? p->allowance : 1;

@@ -63,17 +63,14 @@ void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gc
   g->plan.offload_cap = CLAMP(g->plan.offload_cap, 0, 1);
   if ((guint) g->plan.mode > EMA_REMOTE_OFFLOAD)
     g->plan.mode = EMA_REMOTE_DIRECT;
+  g->plan.offload_read = g->plan.mode == EMA_REMOTE_OFFLOAD && g->plan.offload_read;
   ema_slice_gpu_touch(g); /* remote_limit sets its blocks_total */
   ema_slice_gpu_update_staging(g, layers);
 }
 
-/* One layer's remote KV of a reader (BYTES[j] from lender j, per rank of
- * RANKS reading side by side) at BANDWIDTH: each lender's port (its link
- * to each rank on a mesh, its one port otherwise, which then carries all
- * RANKS shards) shared by its sharers; on a switch or PCIe, each rank's
- * ingress carries its sum too. */
-static double remote_time(const EmaSliceLedger *l, const EmaServerSpec *server, const double *bytes,
-                          double bandwidth, guint ranks) {
+/* ledger.h; a lender's sharers are the GPUs holding blocks on it. */
+double ema_slice_ledger_remote_time(const EmaSliceLedger *l, const EmaServerSpec *server,
+                                    const double *bytes, double bandwidth, guint ranks) {
   double longest = 0, sum = 0;
   double port = server->topology == EMA_TOPOLOGY_DIRECT ? 1 : ranks;
   for (guint j = 0; j < l->n; j++) {
@@ -100,15 +97,16 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
   g_assert(g->remote_total > 0);
   for (guint j = 0; j < l->n; j++)
     bytes[j] = remote * (double) g->remote[j] / (double) g->remote_total;
-  *t_copy = remote_time(l, server, bytes, server->link.bandwidth, ema_slice_gpu_ranks(g));
-  *t_direct =
-      remote_time(l, server, bytes, server->link.direct_read_bandwidth, ema_slice_gpu_ranks(g));
+  *t_copy = ema_slice_ledger_remote_time(l, server, bytes, server->link.bandwidth,
+                                         ema_slice_gpu_ranks(g));
+  *t_direct = ema_slice_ledger_remote_time(l, server, bytes, server->link.direct_read_bandwidth,
+                                           ema_slice_gpu_ranks(g));
   *view =
       (EmaStepCostView){(guint) layers, MAX(bd->layer_compute_s, layer_mem), layer_mem,
                         bd->kv_read_bytes / layers, remote, remote / *t_copy, remote / *t_direct,
                         server->link.copy_fixed_cost, bd->layer_kv_read_s * slow,
                         /* the owner adds the step's times in each way, and offload's */
-                        0, 0, 0, 0, 0};
+                        0, 0, 0, 0, 0, 0};
 }
 
 /* GPU I's view entry, as its counters say now, into V: every field set,

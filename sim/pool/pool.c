@@ -109,6 +109,15 @@ typedef struct {
   double uncapped_s;
   guint throttled_by;
   EmaTime throttled_at;
+  /* per-lender modes (EmaPrefetchPlan.offload_read) on the planned step: the lenders whose KV
+   * it would read rather than offload (reads[n]), the shares left offloaded (read_shares[n]),
+   * that step's time without the cap and the lender holding it to the cap (G_MAXUINT: none);
+   * reading: the planned step does so */
+  gboolean *reads;
+  EmaOffloadShare *read_shares;
+  double read_uncapped_s;
+  guint read_capped_by;
+  gboolean reading;
   EmaEvent decide_event;
   gboolean dropping; /* a drop for a reclaim is freeing blocks: give() takes them from... */
   guint drop_lender; /* ...this lender first */
@@ -125,6 +134,7 @@ struct _Pool {
   Gpu *gpus;
   EmaPoolCore core;      /* the mechanism; core.ledger.gpus[i] is &gpus[i].counters */
   double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
+  double *read_scratch;  /* [n], of those, the lenders' read in an offloading step */
   guint pulling;         /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
   guint offloading;      /* GPUs whose offloading is set: none, and no step looks for them */
   GPtrArray *pending;    /* Pending * in flight (freed with the pool if a run ends first) */
@@ -979,69 +989,164 @@ guint64 ema_pool_offload_shares(EmaPool *pool, guint borrower, EmaOffloadShare *
   return offload_shares(&pool->pool, &pool->pool.gpus[borrower], TRUE, shares);
 }
 
-/* The step of G's tenant (BATCH) with the decode attention over its remote
- * KV offloaded to the lenders, its HBM slowed by SLOW (seconds), given the
- * step's shares in g->offload_shares (offload_shares(); MERGED their u).
- * Its local work is the batch with the lenders' context taken out of its
- * decode context (hw/offload.h); simplification: prefill chunks read their
- * KV as if local (a chunk attends mostly to its own tokens, computed in the
- * step; every ShareGPT prompt here is one chunk). 0 when G cannot offload. */
+/* The step of G's tenant (BATCH) with the decode attention over the remote
+ * KV in SHARES (each lender's, offload_shares(); MERGED their u) offloaded
+ * to the lenders, its HBM slowed by SLOW (seconds), and the KV on the
+ * lenders outside SHARES read by direct loads taking T_READ (one layer's,
+ * ema_slice_ledger_remote_time; 0: none read). Its local work is the batch
+ * with the offloaded context taken out of its decode context (hw/offload.h),
+ * the KV it reads still in it (the attention kernel loads it over the link
+ * beside its local reads, as a direct step's); simplification: the layer
+ * waits for the remote partials against its local KV time without those
+ * loads (conservative where they are exposed), and prefill chunks read
+ * their KV as if local (a chunk attends mostly to its own tokens, computed
+ * in the step; every ShareGPT prompt here is one chunk). 0 when G cannot
+ * offload. */
 static double offload_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow,
-                              guint64 merged) {
+                              const EmaOffloadShare *shares, guint64 merged, double t_read) {
   EmaStepBatch local = *batch;
   EmaStepBreakdown bd;
   EmaOffloadBreakdown ob;
+  EmaPrefetchPlan direct = ema_prefetch_plan_start();
   double remote = 0;
   EmaTime local_ns;
   if (g->offload == NULL)
     return 0;
   for (guint j = 0; j < p->n; j++)
-    remote += g->offload_shares[j].context;
+    remote += shares[j].context;
   local.decode_context = MAX(0, batch->decode_context - remote);
   local_ns = ema_step_time(g->model, &local, &bd);
-  ema_offload_step_time(g->offload, &bd, g->offload_shares, p->n, merged, &ob);
-  return step_seconds(p, g, &bd, local_ns, slow, FALSE, 0, 0, &g->plan) + (double) ob.added / 1e9;
+  ema_offload_step_time(g->offload, &bd, shares, p->n, merged, &ob);
+  return step_seconds(p, g, &bd, local_ns, slow, t_read > 0, 0, t_read, &direct) +
+         (double) ob.added / 1e9;
 }
 
 /* Longest offloading step the lenders' cap is held by (s): beyond it, none of the cap is left. */
 #define CAPPED_STEP_MAX_S 1e6
 
-/* G's offloading step of SECONDS (offload_seconds(), the shares in
- * g->offload_shares) with its lenders held within CAP (the plan's
- * offload_cap): on a lender j with a tenant, the cap less the other
- * borrowers' current shares of its HBM time leaves a_j (first come, first
- * served: a borrower's share is fixed for its step); the step's partials take L_j seconds of its
- * HBM time (r_j x T', the same at any step length), and where L_j / T' > a_j the lender serves them
- * at a_j: the step takes L_j / a_j (in whole ns, rounded up, so that r_j <= a_j), the longest over
- * the lenders. *BY: the lender that sets it (G_MAXUINT: none; SECONDS stands). 0 when a lender
- * holding some of the step has none of the cap left (a_j <= 0, or so little that the step would
- * take over CAPPED_STEP_MAX_S). */
-static double offload_capped(const Pool *p, const Gpu *g, double seconds, double cap, guint *by) {
+/* The length of G's offloading step at which lender J serves SHARE (the
+ * step's partials on it) within the cap CAP: on a lender with a tenant,
+ * the cap less the other borrowers' current shares of its HBM time leaves
+ * a_j (first come, first served: a borrower's share is fixed for its step);
+ * the partials take L_j seconds of its HBM time (r_j x T', the same at any
+ * step length), served at a_j in L_j / a_j (whole ns, rounded up, so that
+ * r_j <= a_j). 0: none of the cap left (a_j <= 0, or so little that the
+ * step would take over CAPPED_STEP_MAX_S); -1: J bounds nothing (no share,
+ * no tenant, no cap). */
+static double lender_capped_step(const Pool *p, const Gpu *g, guint j, const EmaOffloadShare *share,
+                                 double cap) {
+  double left, lender_s;
+  if (cap >= 1 || j == g->index || share->seqs == 0 || !p->gpus[j].has_tenant)
+    return -1;
+  /* r_j at a step of one second is L_j in seconds */
+  lender_s = ema_offload_lender_share(g->offload, share, 1000 * 1000 * 1000);
+  if (lender_s <= 0)
+    return -1;
+  left = cap - lender_offload_share(p, j, g->index);
+  if (left <= 0 || lender_s > left * CAPPED_STEP_MAX_S)
+    return 0;
+  return ceil(lender_s / left * 1e9) / 1e9;
+}
+
+/* G's offloading step of SECONDS (offload_seconds() of SHARES) with its
+ * lenders held within CAP (the plan's offload_cap): where a lender's
+ * partials would take more than its cap left (lender_capped_step()), the
+ * step lengthens until it serves them at it, the longest over the lenders.
+ * *BY: the lender that sets it (G_MAXUINT: none; SECONDS stands). 0 when a
+ * lender holding some of the step has none of the cap left (*BY the first
+ * such). */
+static double offload_capped(const Pool *p, const Gpu *g, const EmaOffloadShare *shares,
+                             double seconds, double cap, guint *by) {
   double capped = seconds;
   *by = G_MAXUINT;
   if (seconds <= 0 || cap >= 1)
     return seconds;
   for (guint j = 0; j < p->n; j++) {
-    const EmaOffloadShare *share = &g->offload_shares[j];
-    double left, lender_s, at_cap;
-    if (j == g->index || share->seqs == 0 || !p->gpus[j].has_tenant)
-      continue;
-    /* r_j at a step of one second is L_j in seconds */
-    lender_s = ema_offload_lender_share(g->offload, share, 1000 * 1000 * 1000);
-    if (lender_s <= 0)
-      continue;
-    left = cap - lender_offload_share(p, j, g->index);
-    if (left <= 0 || lender_s > left * CAPPED_STEP_MAX_S) {
+    double at_cap = lender_capped_step(p, g, j, &shares[j], cap);
+    if (at_cap == 0) {
       *by = j;
       return 0;
     }
-    at_cap = ceil(lender_s / left * 1e9) / 1e9;
     if (at_cap > capped) {
       capped = at_cap;
       *by = j;
     }
   }
   return capped;
+}
+
+/* G's offloading step (BATCH, SLOW, MERGED as offload_seconds(); its whole
+ * offload g->uncapped_s) with the KV on each lender whose cap CAP would hold
+ * the whole offload (lender_capped_step() 0, or above g->uncapped_s) read
+ * by direct loads instead and the rest offloaded, at the cap
+ * (offload_capped()); the lenders read into g->reads, the shares left in
+ * g->read_shares (their u the merged requests, at least their largest
+ * seqs and at most their sum), the time without the cap into
+ * g->read_uncapped_s and the lender holding it into g->read_capped_by. 0
+ * when no lender would hold the whole offload, or every lender of the step
+ * would. The bytes read are the step's per lender (p->bytes_scratch, the
+ * remote share of its KV split as its blocks are). */
+static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow,
+                                   guint64 merged, double cap) {
+  guint64 seqs = 0, largest = 0;
+  guint read = 0, kept = 0;
+  double t_read;
+  if (g->uncapped_s <= 0 || cap >= 1)
+    return 0;
+  for (guint j = 0; j < p->n; j++) {
+    const EmaOffloadShare *share = &g->offload_shares[j];
+    double at_cap = lender_capped_step(p, g, j, share, cap);
+    g->reads[j] = at_cap == 0 || at_cap > g->uncapped_s;
+    g->read_shares[j] = g->reads[j] ? (EmaOffloadShare){0} : *share;
+    p->read_scratch[j] = g->reads[j] ? p->bytes_scratch[j] : 0;
+    read += g->reads[j];
+    kept += share->seqs > 0 && !g->reads[j];
+    seqs += g->read_shares[j].seqs;
+    largest = MAX(largest, g->read_shares[j].seqs);
+  }
+  if (read == 0 || kept == 0)
+    return 0;
+  t_read = ema_slice_ledger_remote_time(&p->core.ledger, p->server, p->read_scratch,
+                                        p->server->link.direct_read_bandwidth,
+                                        ema_slice_gpu_ranks(&g->counters));
+  g->read_uncapped_s =
+      offload_seconds(p, g, batch, slow, g->read_shares, CLAMP(merged, largest, seqs), t_read);
+  return offload_capped(p, g, g->read_shares, g->read_uncapped_s, cap, &g->read_capped_by);
+}
+
+/* G's offloading steps (BATCH, SLOW, MERGED as offload_seconds()) at the
+ * lenders' cap CAP into VIEW: the whole offload's and the one reading the
+ * KV on the lenders at their cap (offload_read_seconds()). */
+static void time_offload(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow, guint64 merged,
+                         double cap, EmaStepCostView *view) {
+  view->step_offload_s = offload_capped(p, g, g->offload_shares, g->uncapped_s, cap, &g->capped_by);
+  view->step_offload_read_s = offload_read_seconds(p, g, batch, slow, merged, cap);
+}
+
+/* G's step reading the KV on lenders at their cap (g->reads) and
+ * offloading the rest: an offload-throttle event naming the first lender
+ * read when that starts for it (one other than the last logged, or after
+ * steps the cap left alone), at most once an EMA_POOL_LOG_PERIOD per
+ * borrower, as count_capped(). */
+static void note_read(Pool *p, Gpu *g) {
+  EmaTime now = ema_sim_now(p->sim);
+  char reason[EMA_POOL_REASON_CHARS];
+  guint j = 0, others = 0;
+  while (j < p->n && !g->reads[j])
+    j++;
+  g_assert(j < p->n);
+  for (guint k = j + 1; k < p->n; k++)
+    others += g->reads[k];
+  if (j == g->throttled_by || now - g->throttled_at < EMA_POOL_LOG_PERIOD)
+    return;
+  g_snprintf(reason, sizeof reason,
+             "offload cap: lender gpu%u at its cap %.3g%%, others %.3g%%; its KV read directly%s, "
+             "the rest offloaded: step %.2f ms",
+             j, g->plan.offload_cap * 100, lender_offload_share(p, j, g->index) * 100,
+             others > 0 ? " (and more lenders')" : "", g->uncapped_s * 1e3);
+  ema_pool_core_note(core_now(p), EMA_POOL_EVENT_OFFLOAD_THROTTLE, g->index, j, 0, 0, 0, reason);
+  g->throttled_by = j;
+  g->throttled_at = now;
 }
 
 /* G's planned step (CAPPED_S: its offloaded time at the lenders' cap) as
@@ -1059,6 +1164,10 @@ static void count_capped(Pool *p, Gpu *g, double capped_s) {
   double others;
   if (offloads)
     p->stats.offload_steps++;
+  if (offloads && g->reading) {
+    p->stats.offload_read_steps++;
+    note_read(p, g);
+  }
   if (j >= p->n) {
     if (offloads)
       g->throttled_by = G_MAXUINT;
@@ -1137,27 +1246,32 @@ static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepB
     EmaStepBatch decode = {.decode_seqs = batch->decode_seqs,
                            .decode_context = batch->decode_context,
                            .logits = batch->decode_seqs};
-    double decode_s = offload_seconds(p, g, &decode, slow, merged);
+    double decode_s = offload_seconds(p, g, &decode, slow, g->offload_shares, merged, 0);
     view->offload_full_context =
         decode_s > 0 ? ema_offload_max_context(g->offload, 1, ns(decode_s)) : 0;
   }
-  g->uncapped_s = offload_seconds(p, g, batch, slow, merged);
-  /* the offloaded step at the lenders' cap of the last plan; a plan with another cap that
-   * changes it is asked for once more with the step at its own (policy.h), and applied */
-  view->step_offload_s = offload_capped(p, g, g->uncapped_s, cap, &g->capped_by);
+  g->uncapped_s = offload_seconds(p, g, batch, slow, g->offload_shares, merged, 0);
+  /* the offloaded steps at the lenders' cap of the last plan; a plan with another cap that
+   * changes them is asked for once more with the steps at its own (policy.h), and applied */
+  time_offload(p, g, batch, slow, merged, cap, view);
   for (guint asked = 1;; asked++) {
-    double at_plan;
+    double whole = view->step_offload_s, read = view->step_offload_read_s;
     ema_slice_gpu_plan_prefetch(&g->counters, p->core.policies[EMA_POLICY_PREFETCH],
                                 p->spec->prefetch_params, build_view(p), view, g->layers);
     if (g->plan.offload_cap == cap)
       break;
     cap = g->plan.offload_cap;
-    at_plan = offload_capped(p, g, g->uncapped_s, cap, &g->capped_by);
-    if (at_plan == view->step_offload_s)
+    time_offload(p, g, batch, slow, merged, cap, view);
+    if ((view->step_offload_s == whole && view->step_offload_read_s == read) || asked == 2)
       break;
-    view->step_offload_s = at_plan;
-    if (asked == 2)
-      break;
+  }
+  g->reading = g->plan.offload_read && view->step_offload_read_s > 0;
+  if (g->reading) {
+    /* the step offloads only the shares left: they are the ones the lenders are charged */
+    memcpy(g->offload_shares, g->read_shares, p->n * sizeof *g->offload_shares);
+    g->uncapped_s = g->read_uncapped_s;
+    g->capped_by = g->read_capped_by;
+    view->step_offload_s = view->step_offload_read_s;
   }
   if (g->plan.mode == EMA_REMOTE_OFFLOAD && view->step_offload_s <= 0) {
     /* a tenant that cannot offload, or whose lender has none of its cap left, reads its
@@ -1233,9 +1347,14 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   if (step > all_local)
     p->stats.exposed_remote += step - all_local;
   if (offload) {
-    /* only queries and partials cross the link: no pulls of KV */
+    /* only queries and partials cross the link: no pulls of KV, but from the lenders whose KV
+     * it reads */
     start_offload(p, g, step);
-    return step;
+    if (!g->reading)
+      return step;
+    for (guint j = 0; j < p->n; j++)
+      if (!g->reads[j])
+        bytes[j] = 0;
   }
   if (g->plan.mode == EMA_REMOTE_PREFETCH)
     g->incoming = view.remote_bytes * g->layers / seconds;
@@ -1390,6 +1509,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->n = (guint) server->gpus;
   p->gpus = g_new0(Gpu, p->n);
   p->bytes_scratch = g_new0(double, p->n);
+  p->read_scratch = g_new0(double, p->n);
   p->pending = g_ptr_array_new();
   for (guint i = 0; i < p->n; i++) {
     Gpu *g = &p->gpus[i];
@@ -1398,7 +1518,9 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
     g->parked = g_new0(guint64, p->n);
     g->pull = g_new0(double, p->n);
     g->offload_shares = g_new0(EmaOffloadShare, p->n);
-    g->capped_by = g->throttled_by = G_MAXUINT;
+    g->reads = g_new0(gboolean, p->n);
+    g->read_shares = g_new0(EmaOffloadShare, p->n);
+    g->capped_by = g->read_capped_by = g->throttled_by = G_MAXUINT;
     g->throttled_at = G_MININT64 / 2; /* never */
     ema_event_init(&g->decide_event, on_decide, g);
   }
@@ -1432,6 +1554,8 @@ void ema_pool_free(EmaPool *pool) {
     g_free(g->parked);
     g_free(g->pull);
     g_free(g->offload_shares);
+    g_free(g->reads);
+    g_free(g->read_shares);
     g_free(g->offload_error);
     ema_offload_model_free(g->offload);
   }
@@ -1444,6 +1568,7 @@ void ema_pool_free(EmaPool *pool) {
   g_free(p->gpus);
   ema_pool_core_clear(&p->core);
   g_free(p->bytes_scratch);
+  g_free(p->read_scratch);
   g_free(pool);
 }
 

@@ -97,7 +97,8 @@ static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScen
                           1,
                           G_MAXUINT,
                           0,
-                          1};
+                          1,
+                          FALSE};
   double layers, seconds;
   if (model == NULL) {
     g_prefix_error(error, "decode scenario %s: ", d->name);

@@ -537,6 +537,7 @@ static void add_pool(JsonBuilder *builder, const EmaExperiment *experiment,
     add_count(builder, "offload_steps", pool->offload_steps);
     add_count(builder, "offload_throttled_steps", pool->offload_throttled_steps);
     add_number(builder, "offload_throttled_s", (double) pool->offload_throttled / 1e9);
+    add_count(builder, "offload_read_steps", pool->offload_read_steps);
   }
   /* (likewise only where a policy placed) */
   if (pool->placements > 0) {

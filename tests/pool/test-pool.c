@@ -111,7 +111,7 @@ static Bench *bench_new(const char *server_override) {
   b->block_bytes = plan.block_bytes;
   g_assert_cmpuint(b->block_bytes, ==, EMA_SLICE_BYTES); /* Llama-3.1-8B: a block is a slice */
   b->borrow = (TestBorrowParams){0, 1, 0, 2, 0, 0};
-  b->prefetch = (TestPrefetchParams){EMA_REMOTE_DIRECT, 1, 1, 1, &b->prefetch_probe, 0};
+  b->prefetch = (TestPrefetchParams){EMA_REMOTE_DIRECT, 1, 1, 1, &b->prefetch_probe, 0, FALSE};
   b->reclaim = (TestReclaimParams){0, 0, EMA_VACATE_DROP, 0, &b->reclaim_probe};
   /* decision_period 0: every after-step decides (bench_decide) */
   b->spec = (EmaPolicySpec){.name = (char *) "test",
@@ -610,7 +610,7 @@ static void test_parked_staging(void) {
   EmaTime copy;
   b->spec.preempt = EMA_PREEMPT_CHOICE_SWAP_PEER;
   b->borrow = (TestBorrowParams){0, 2, 10, 3, 0, 0};
-  b->prefetch = (TestPrefetchParams){EMA_REMOTE_PREFETCH, 2, 4, 1, &b->prefetch_probe, 0};
+  b->prefetch = (TestPrefetchParams){EMA_REMOTE_PREFETCH, 2, 4, 1, &b->prefetch_probe, 0, FALSE};
   bench_pool(b);
   m0 = bench_tenant(b, 0, 40);
   m1 = bench_tenant(b, 1, 8);
@@ -1201,7 +1201,7 @@ static void test_tp_step_switch(void) {
  * sets the step (a small batch, the copies hidden) the group's next step
  * is slowed by k_in x R x L / step, not twice that. */
 static double tp_prefetch_step(const Bench *b, const EmaStepBatch *batch, double incoming) {
-  EmaPrefetchPlan plan = {EMA_REMOTE_PREFETCH, 2, 4, 1, G_MAXUINT, 0, 1};
+  EmaPrefetchPlan plan = {EMA_REMOTE_PREFETCH, 2, 4, 1, G_MAXUINT, 0, 1, FALSE};
   const EmaGpuSpec *gpu = &b->server->gpu;
   double rate_m = gpu->hbm_bandwidth * gpu->hbm_efficiency;
   double slow = rate_m / MAX(rate_m - gpu->interference_incoming * incoming, rate_m / 10);
@@ -1219,7 +1219,7 @@ static double tp_prefetch_step(const Bench *b, const EmaStepBatch *batch, double
 static Bench *tp_bench(int mode, guint64 slices_rank, guint64 lender_slices, guint64 borrowed) {
   Bench *b = bench_new(NULL);
   b->borrow = (TestBorrowParams){0, 2, (gint64) borrowed, 2, 0, 0};
-  b->prefetch = (TestPrefetchParams){mode, 2, 4, 1, &b->prefetch_probe, 0};
+  b->prefetch = (TestPrefetchParams){mode, 2, 4, 1, &b->prefetch_probe, 0, FALSE};
   bench_pool(b);
   bench_tp_tenant(b, slices_rank);
   ema_pool_add_idle_gpu(b->pool, 2, lender_slices);
@@ -1618,6 +1618,98 @@ static void test_step_offload_capped(void) {
   g_assert_cmpfloat(seen->step_offload_s, ==, 0);
   g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, adjusted + 1);
   g_assert_cmpuint(stats->offload_steps, ==, 2);
+  bench_check(b);
+  bench_free(b);
+}
+
+/* Per lender (policy.h offload_read), by hand: GPU 0 holds 200 blocks
+ * locally, 800 on GPU 1 and 100 on GPU 2 (both tenants), one running
+ * request, and decodes 100 sequences over its 1,100 blocks' 17,600 tokens.
+ * With the cap at 4.84%, lender 1's partials over 12,800 tokens would take
+ * more of its HBM time than that (the whole offload is held to it:
+ * L_1 / 4.84%), lender 2's over 1,600 tokens less: the step reads lender
+ * 1's KV by direct loads and offloads the attention over lender 2's. Its
+ * local work is the batch less lender 2's 1,600 tokens (lender 1's among
+ * the rest, loaded over the link beside the local reads: max(kv_all,
+ * t_read) per layer, t_read lender 1's share of the remote bytes, 800 /
+ * 900, at the direct-load bandwidth), plus the wait and merge of lender
+ * 2's partials (n = 1 request, c = 1,600 tokens, u = 1). Lender 2 is
+ * charged its share of HBM time at the step, lender 1 none of it but the
+ * pull of its bytes over the step; the step counts as offloading and
+ * reading (not throttled), and an offload-throttle event names gpu1. */
+static void test_step_offload_read(void) {
+  Bench *b = bench_new(NULL);
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 17600, .logits = 100};
+  EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
+  const EmaStepCostView *seen = &b->prefetch_probe.step;
+  const EmaPoolStats *stats;
+  g_autoptr(GArray) events = g_array_new(FALSE, FALSE, sizeof(EmaPoolEvent));
+  EmaOffloadShare shares[MAX_GPUS];
+  EmaStepBreakdown all, *bd;
+  Offloaded o;
+  Expected lender;
+  double cap = 0.0484, copy_bw, L1, L2, R, b1, t_read, kv, step_s, r2;
+  EmaTime t;
+  b->borrow = (TestBorrowParams){0, 1, 800, 2, 100, 0};
+  b->prefetch.mode = EMA_REMOTE_OFFLOAD;
+  b->prefetch.cap = cap;
+  b->prefetch.read = TRUE;
+  bench_pool(b);
+  bench_tenant(b, 0, 200);
+  bench_tenant(b, 1, 1000);
+  bench_tenant(b, 2, 1000);
+  bench_start(b);
+  bench_borrow(b, 800, 100);
+  g_assert_true(take(&b->memory[0], 1100));
+  g_assert_cmpuint(ema_pool_offload_shares(b->pool, 0, shares), ==, 1);
+  g_assert_cmpfloat(shares[1].context, ==, 12800);
+  g_assert_cmpfloat(shares[2].context, ==, 1600);
+  g_assert_cmpuint(shares[1].new_kv + shares[2].new_kv, ==, 1);
+  ema_pool_set_event_sink(b->pool, throttle_sink, events);
+  copy_bw = b->server->gpu.local_copy_bandwidth;
+  L1 = 32 * 12800 * 4096 / copy_bw;
+  L2 = 32 * 1600 * 4096 / copy_bw;
+  o = expect_offload(b, &batch, 1600, 1, (double) shares[2].new_kv, 1, FALSE);
+  bd = &o.local;
+  ema_step_time(b->models[0], &batch, &all);
+  R = 900.0 / 1100.0 * all.kv_read_bytes / 32;
+  b1 = R * 800 / 900;
+  t_read = b1 / b->server->link.direct_read_bandwidth; /* a link per GPU pair, one reader */
+  kv = bd->layer_kv_read_s;
+  step_s = 32 * (MAX(bd->layer_compute_s, bd->layer_memory_s - kv + MAX(kv, t_read)) +
+                 bd->layer_overhead_s) +
+           (bd->lm_head_s + bd->allreduce_s + bd->overhead_s) + (double) o.added / 1e9;
+  /* lender 2 does not hold this step (lender 1 holds the whole offload: below) */
+  g_assert_cmpfloat(L2 / step_s, <, cap);
+  t = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(t, ==, ns(step_s));
+  /* what the policy saw: the whole offload held by lender 1, and this step */
+  g_assert_cmpfloat_with_epsilon(seen->step_offload_s, ceil(L1 / cap * 1e9) / 1e9, 1e-15);
+  g_assert_cmpfloat_with_epsilon(seen->step_offload_read_s, step_s, 1e-12);
+  /* lender 2 serves its partials at its share of the step; lender 1 is pulled from */
+  r2 = L2 / ((double) t / 1e9);
+  g_assert_cmpfloat(ema_pool_view(b->pool)->offload_share[0 * 4 + 1], ==, 0);
+  g_assert_cmpfloat_with_epsilon(ema_pool_view(b->pool)->offload_share[0 * 4 + 2], r2, 1e-9 * r2);
+  lender = expect_step(b, 1, &lender_batch, 0, 0, 1,
+                       b->server->gpu.interference_outgoing * b1 * 32 / step_s);
+  g_assert_cmpfloat(lender.slow, >, 1);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender.step);
+  stats = ema_pool_stats(b->pool);
+  g_assert_cmpuint(stats->offload_steps, ==, 1);
+  g_assert_cmpuint(stats->offload_read_steps, ==, 1);
+  g_assert_cmpuint(stats->offload_throttled_steps, ==, 0);
+  g_assert_cmpuint(events->len, ==, 1);
+  g_assert_cmpuint(g_array_index(events, EmaPoolEvent, 0).peer, ==, 1);
+  g_assert_true(g_str_has_prefix(g_array_index(events, EmaPoolEvent, 0).reason,
+                                 "offload cap: lender gpu1 at its cap 4.84%, others 0%; its KV "
+                                 "read directly, the rest offloaded"));
+  bench_check(b);
+  /* without offload_read: the whole offload, held to lender 1's cap */
+  bench_to(b, ema_sim_now(b->sim) + t);
+  b->prefetch.read = FALSE;
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, (EmaTime) ceil(L1 / cap * 1e9));
+  g_assert_cmpuint(stats->offload_read_steps, ==, 1);
+  g_assert_cmpuint(stats->offload_throttled_steps, ==, 1);
   bench_check(b);
   bench_free(b);
 }
@@ -2139,6 +2231,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/pool/tp/serving/remote-direct", "remote-direct", test_tp_serving);
   g_test_add_func("/pool/step/offload", test_step_offload);
   g_test_add_func("/pool/step/offload-one-long", test_step_offload_one_long);
+  g_test_add_func("/pool/step/offload-read", test_step_offload_read);
   g_test_add_func("/pool/step/offload-capped", test_step_offload_capped);
   g_test_add_func("/pool/step/parked-interference", test_parked_interference);
   g_test_add_func("/pool/step/layer-overhead", test_step_layer_overhead);

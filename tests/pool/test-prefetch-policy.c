@@ -16,8 +16,9 @@
  * and of `offload` (policies/prefetch-offload.c, allowance 5%): its
  * admission bound per lender (the allowance less what the offloading
  * borrowers' remote KV held there takes, all of the HBM time of a GPU
- * without a tenant), its mode by modelled step cost, and layer-ahead's plan
- * exactly at allowance 0. */
+ * without a tenant), its mode by modelled step cost (per lender too:
+ * reading the KV on lenders at their cap), and layer-ahead's plan exactly
+ * at allowance 0. */
 #include "ema/core/node.h"
 #include "ema/core/params.h"
 #include "ema/pool/registry.h"
@@ -84,7 +85,8 @@ static void case_free(Case *c) {
 }
 
 static EmaPrefetchPlan decide(Case *c) {
-  EmaPrefetchPlan plan = {EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0, 1}; /* the pool's start */
+  EmaPrefetchPlan plan = {EMA_REMOTE_DIRECT, 1, 1, 1,
+                          G_MAXUINT,         0, 1, FALSE}; /* the pool's start */
   c->ops->decide(NULL, c->params, &c->view, 0, &c->step, &plan);
   return plan;
 }
@@ -294,6 +296,66 @@ static void test_offload_dearer(void) {
   case_free(c);
 }
 
+/* Per lender (read_at_cap, on by default): the step reading the KV on the
+ * lenders at their cap and offloading the rest (step_offload_read_s) is
+ * taken where it is the cheapest: 8 ms against the whole offload's 9 ms
+ * (which admits as before), against direct loads' 12 ms where the whole
+ * offload is not taken (the 2% remote over what lender 1's 1.33% left
+ * admits: test_offload), and where the whole offload has a lender with
+ * none of its cap left (step_offload_s 0). Not where it is dearer, not
+ * where the pool offers none (0), not with read_at_cap false. */
+static void test_offload_read(void) {
+  Case *c = offload_case();
+  double share[N_GPUS * N_GPUS] = {0};
+  EmaPrefetchPlan whole = decide(c), plan;
+  GError *error = NULL;
+  g_autoptr(EmaNode) node = NULL;
+  g_assert_false(whole.offload_read);
+  c->step.step_offload_read_s = 8e-3;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_OFFLOAD);
+  g_assert_true(plan.offload_read);
+  g_assert_cmpfloat(plan.remote_limit, ==, whole.remote_limit);
+  g_assert_cmpuint(plan.limit_lender, ==, whole.limit_lender);
+  g_assert_cmpuint(plan.depth, ==, 1);
+  g_assert_cmpuint(plan.layers_per_copy, ==, 1);
+  c->step.step_offload_read_s = 9.5e-3;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_OFFLOAD);
+  g_assert_false(plan.offload_read);
+  /* lender 1 has 1.33% left: the whole offload is not taken; reading lender 1 is, at 11 ms
+   * against direct loads' 12, and not at 12.5 */
+  share[2 * N_GPUS + 1] = 0.045;
+  c->view.offload_share = share;
+  c->step.step_offload_read_s = 11e-3;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_OFFLOAD);
+  g_assert_true(plan.offload_read);
+  c->step.step_offload_read_s = 12.5e-3;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
+  g_assert_false(plan.offload_read);
+  /* no whole offload (a lender with none of its cap left) */
+  c->step.step_offload_s = 0;
+  c->step.step_offload_read_s = 11e-3;
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_OFFLOAD);
+  g_assert_true(plan.offload_read);
+  c->step.step_offload_read_s = 0;
+  g_assert_cmpint(decide(c).mode, ==, EMA_REMOTE_DIRECT);
+  /* read_at_cap false: the whole offload or layer-ahead's plan, as before */
+  c->step.step_offload_read_s = 11e-3;
+  node = ema_node_load_string("{read_at_cap: false}", "test", NULL, &error);
+  g_assert_no_error(error);
+  ema_params_clear(c->table, c->params);
+  g_assert_true(ema_params_bind(c->table, c->params, node, NULL, &error));
+  g_assert_no_error(error);
+  plan = decide(c);
+  g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
+  g_assert_false(plan.offload_read);
+  case_free(c);
+}
+
 static void assert_same_plan(const EmaPrefetchPlan *a, const EmaPrefetchPlan *b) {
   g_assert_cmpint(a->mode, ==, b->mode);
   g_assert_cmpuint(a->depth, ==, b->depth);
@@ -302,6 +364,7 @@ static void assert_same_plan(const EmaPrefetchPlan *a, const EmaPrefetchPlan *b)
   g_assert_cmpuint(a->limit_lender, ==, b->limit_lender);
   g_assert_cmpfloat(a->limit_allowance, ==, b->limit_allowance);
   g_assert_cmpfloat(a->offload_cap, ==, b->offload_cap);
+  g_assert_cmpint(a->offload_read, ==, b->offload_read);
 }
 
 /* Allowance 0, or a step that cannot offload: layer-ahead's plan exactly,
@@ -341,6 +404,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/prefetch-policy/offload", test_offload);
   g_test_add_func("/prefetch-policy/offload-held", test_offload_held);
   g_test_add_func("/prefetch-policy/offload-dearer", test_offload_dearer);
+  g_test_add_func("/prefetch-policy/offload-read", test_offload_read);
   g_test_add_func("/prefetch-policy/offload-off", test_offload_off);
   return g_test_run();
 }

@@ -75,6 +75,8 @@ static const EmaParam prefetch_param_list[] = {
     {"offload_cap", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(TestPrefetchParams, cap),
      .default_value = "0", .min = 0, .max = 1,
      .help = "largest share of a lender's HBM time offloaded attention may take (0: no cap)"},
+    {"offload_read", EMA_PARAM_BOOL, G_STRUCT_OFFSET(TestPrefetchParams, read),
+     .default_value = "false", .help = "read the KV on lenders at their cap, offload the rest"},
 };
 
 static const EmaParamTable prefetch_params = {"test-prefetch-fixed", sizeof(TestPrefetchParams),
@@ -103,6 +105,7 @@ static void prefetch_decide(gpointer state, gconstpointer params, const EmaPoolV
   plan->remote_limit = p->limit;
   if (p->cap > 0)
     plan->offload_cap = p->cap;
+  plan->offload_read = p->read;
   if (p->probe) {
     probe_view(p->probe, view, gpu);
     p->probe->step = *step;

@@ -43,6 +43,7 @@ typedef struct {
   double limit;
   TestProbe *probe; /* not a parameter */
   double cap;       /* the plan's offload_cap (0: none, the plan's start value) */
+  gboolean read;    /* the plan's offload_read */
 } TestPrefetchParams;
 
 typedef struct {

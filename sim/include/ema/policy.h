@@ -51,7 +51,8 @@
  * pool's start value) means what the older layout meant; EmaGpuView, read
  * as an array, never changes size within a version. Attention offload
  * (EMA_REMOTE_OFFLOAD and the fields marked so) was added that way, within
- * version 1, and so was the lenders' offload cap (EmaPrefetchPlan.offload_cap).
+ * version 1, and so were the lenders' offload cap (EmaPrefetchPlan.offload_cap) and
+ * the per-lender modes (EmaStepCostView.step_offload_read_s, EmaPrefetchPlan.offload_read).
  * A module that exports `ema_policy_module` (EmaPolicyModule) is a
  * plugin (see policies/README.md). */
 #pragma once
@@ -233,6 +234,12 @@ typedef struct {
    * take all of its HBM time, at this step's length (hw/offload.h c_max at an allowance of 1;
    * c_max is linear in the allowance) */
   double offload_full_context;
+  /* appended for per-lender modes (a module built before it never reads it): the offloading
+   * step with the KV on each lender whose cap would hold the whole offload (step_offload_s
+   * lengthened by that lender, or none of its cap left) read by direct loads instead, and the
+   * attention over the rest offloaded (seconds; 0: no lender would hold it, or every lender of
+   * the step would, which leaves the direct step) */
+  double step_offload_read_s;
 } EmaStepCostView;
 
 typedef struct {
@@ -254,6 +261,11 @@ typedef struct {
    * a lender with none of it left takes no offload (the step reads its remote KV directly).
    * 1 (or more): no cap */
   double offload_cap;
+  /* appended for per-lender modes (the pool starts it at FALSE, a module that does not know it
+   * leaves it so): with mode EMA_REMOTE_OFFLOAD, the step reads the KV on the lenders at their
+   * cap by direct loads and offloads the attention over the rest (step_offload_read_s says how
+   * long; where that is 0 the whole offload stands) */
+  gboolean offload_read;
 } EmaPrefetchPlan;
 
 typedef struct {

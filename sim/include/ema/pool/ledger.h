@@ -232,6 +232,14 @@ static inline guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g) {
   return local_free + (admitted > g->remote_total ? admitted - g->remote_total : 0);
 }
 
+/* The time one layer's remote KV of a reader takes at BANDWIDTH, BYTES[j]
+ * from lender j per rank of RANKS reading side by side: each lender's port
+ * (its link to each rank on a mesh, its one port otherwise, which then
+ * carries all RANKS shards) shared by the tenants holding data on it; on a
+ * switch or PCIe, each rank's ingress carries its sum too. */
+double ema_slice_ledger_remote_time(const EmaSliceLedger *l, const EmaServerSpec *server,
+                                    const double *bytes, double bandwidth, guint ranks);
+
 /* What the prefetch policy sees of a step of G's tenant (G holds remote
  * blocks; the view means nothing when the step reads no KV, remote_bytes
  * 0) whose all-local breakdown is BD, on LAYERS layers, its local HBM
@@ -282,7 +290,7 @@ static inline guint64 ema_slice_cut(guint64 slices, guint64 limit, guint64 *adju
 /* The plan a prefetch policy starts from: direct loads, depth 1, one layer
  * per copy, no limit, no lender's allowance binding, no offload cap. */
 static inline EmaPrefetchPlan ema_prefetch_plan_start(void) {
-  return (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0, 1};
+  return (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0, 1, FALSE};
 }
 
 /* Sets G's staging to what its prefetch plan wants (the layers fetched

@@ -124,9 +124,11 @@ typedef struct {
   guint64 remote_steps;     /* steps with remote KV */
   EmaTime exposed_remote;   /* step time added by remote KV over all-local */
   /* attention offload: steps that offloaded, those of them lengthened to hold a lender at the
-   * plan's offload_cap (policy.h), and the time that added */
+   * plan's offload_cap (policy.h), and the time that added; of the offloading steps, those that
+   * read the KV on lenders at their cap by direct loads (EmaPrefetchPlan.offload_read) */
   guint64 offload_steps, offload_throttled_steps;
   EmaTime offload_throttled;
+  guint64 offload_read_steps;
   /* placement (a borrow policy's place hook): moves and the blocks they moved */
   guint64 placements, blocks_placed;
 } EmaPoolStats;
