@@ -1335,9 +1335,7 @@ static Rig *run_rig_with_faults(const EmaExperiment *experiment, EmaTime check_p
   return rig;
 }
 
-static void test_tp_serving(gconstpointer data) {
-  g_autofree char *policy = g_strconcat("policy=", (const char *) data, NULL);
-  const char *overrides[] = {policy, NULL};
+static void tp_serving(const char *const *overrides) {
   g_autoptr(EmaExperiment) experiment = load("tp-group.yaml", overrides);
   g_autoptr(Rig) rig = NULL;
   const EmaTime fault_times[] = {EMA_MS(4500), EMA_MS(6000)};
@@ -1364,6 +1362,29 @@ static void test_tp_serving(gconstpointer data) {
   /* the same requests arrive (the traces are the run's): all of them done */
   g_assert_cmpuint(rig_completed(rig), ==,
                    big->arrived + ((const EmaTenantResult *) report->tenants->pdata[1])->arrived);
+}
+
+static void test_tp_serving(gconstpointer data) {
+  g_autofree char *policy = g_strconcat("policy=", (const char *) data, NULL);
+  const char *overrides[] = {policy, NULL};
+  tp_serving(overrides);
+}
+
+/* A TP group places as a group too (ema with most-idle's place hook
+ * turned on): its running requests' remote blocks (all ranks' shards of
+ * each) move home, checked by the ledger as above; it offloads, reading
+ * the KV on a lender at its cap in some steps. */
+static void test_tp_serving_place(void) {
+  const char *overrides[] = {"policy=ema", "policy.borrow_params.place=true", NULL};
+  g_autoptr(EmaExperiment) experiment = load("tp-group.yaml", overrides);
+  GError *error = NULL;
+  g_autoptr(EmaServingReport) report = ema_serving_run(experiment, NULL, FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(report->pool.placements, >, 0);
+  g_assert_cmpuint(report->pool.blocks_placed, >, 0);
+  g_assert_cmpuint(report->pool.offload_steps, >, 0);
+  g_assert_cmpuint(report->pool.offload_read_steps, >, 0);
+  tp_serving(overrides);
 }
 
 /* Attention offload (hw/offload.h), by hand: GPU 0 holds 200 blocks
@@ -2229,6 +2250,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/pool/tp/serving/ema", "ema", test_tp_serving);
   g_test_add_data_func("/pool/tp/serving/offload", "offload", test_tp_serving);
   g_test_add_data_func("/pool/tp/serving/remote-direct", "remote-direct", test_tp_serving);
+  g_test_add_func("/pool/tp/serving/ema-place", test_tp_serving_place);
   g_test_add_func("/pool/step/offload", test_step_offload);
   g_test_add_func("/pool/step/offload-one-long", test_step_offload_one_long);
   g_test_add_func("/pool/step/offload-read", test_step_offload_read);
