@@ -22,8 +22,11 @@
  * with B the block size and S the slice size; and on a lender with a tenant,
  * the shares of its HBM time the offloading steps running now take add up to
  * at most the largest offload_cap of their plans (policy.h; an offloading
- * step lengthens to hold it, offload_capped()). lent equals borrowed by
- * construction (one matrix). Sharing GPUs lend and borrow: tp = 1 tenants
+ * step lengthens to hold it, offload_capped(), or with the plan's
+ * offload_read reads the KV on the lenders at their cap by direct loads,
+ * pulling from them, and offloads only the rest, offload_read_seconds()).
+ * lent equals borrowed by construction (one matrix). Sharing GPUs lend and
+ * borrow: tp = 1 tenants
  * and idle GPUs; a tensor-parallel group (ledger.h: one record of its t
  * ranks, its block all t shards) borrows from GPUs outside it, never
  * lends.
