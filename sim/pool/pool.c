@@ -1241,6 +1241,7 @@ static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepB
   view->context_tokens = batch->decode_context;
   /* the step's shares, for both offloaded timings below and the lenders' charge after */
   merged = g->offload ? offload_shares(p, g, batch->decode_seqs > 0, g->offload_shares) : 0;
+  g->uncapped_s = -1;
   if (g->offload && batch->decode_seqs > 0) {
     /* the allowance is of the lender's time while this tenant decodes: a step made long by a
      * prefill chunk's compute reads the same KV no faster, and must not admit KV that the
@@ -1252,8 +1253,11 @@ static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepB
     double decode_s = offload_seconds(p, g, &decode, slow, g->offload_shares, merged, 0);
     view->offload_full_context =
         decode_s > 0 ? ema_offload_max_context(g->offload, 1, ns(decode_s)) : 0;
+    if (memcmp(&decode, batch, sizeof decode) == 0)
+      g->uncapped_s = decode_s; /* a step of decodes alone is that step */
   }
-  g->uncapped_s = offload_seconds(p, g, batch, slow, g->offload_shares, merged, 0);
+  if (g->uncapped_s < 0)
+    g->uncapped_s = offload_seconds(p, g, batch, slow, g->offload_shares, merged, 0);
   /* the offloaded steps at the lenders' cap of the last plan; a plan with another cap that
    * changes them is asked for once more with the steps at its own (policy.h), and applied */
   time_offload(p, g, batch, slow, merged, cap, view);
