@@ -79,6 +79,16 @@ static Case *case_new(void) {
   return case_new_of("layer-ahead");
 }
 
+/* C's parameters bound anew from YAML (the others at their defaults). */
+static void case_bind(Case *c, const char *yaml) {
+  GError *error = NULL;
+  g_autoptr(EmaNode) node = ema_node_load_string(yaml, "test", NULL, &error);
+  g_assert_no_error(error);
+  ema_params_clear(c->table, c->params);
+  g_assert_true(ema_params_bind(c->table, c->params, node, NULL, &error));
+  g_assert_no_error(error);
+}
+
 static void case_free(Case *c) {
   ema_params_free(c->table, c->params);
   g_free(c);
@@ -308,8 +318,6 @@ static void test_offload_read(void) {
   Case *c = offload_case();
   double share[N_GPUS * N_GPUS] = {0};
   EmaPrefetchPlan whole = decide(c), plan;
-  GError *error = NULL;
-  g_autoptr(EmaNode) node = NULL;
   g_assert_false(whole.offload_read);
   c->step.step_offload_read_s = 8e-3;
   plan = decide(c);
@@ -345,11 +353,7 @@ static void test_offload_read(void) {
   g_assert_cmpint(decide(c).mode, ==, EMA_REMOTE_DIRECT);
   /* read_at_cap false: the whole offload or layer-ahead's plan, as before */
   c->step.step_offload_read_s = 11e-3;
-  node = ema_node_load_string("{read_at_cap: false}", "test", NULL, &error);
-  g_assert_no_error(error);
-  ema_params_clear(c->table, c->params);
-  g_assert_true(ema_params_bind(c->table, c->params, node, NULL, &error));
-  g_assert_no_error(error);
+  case_bind(c, "{read_at_cap: false}");
   plan = decide(c);
   g_assert_cmpint(plan.mode, ==, EMA_REMOTE_DIRECT);
   g_assert_false(plan.offload_read);
@@ -374,8 +378,6 @@ static void assert_same_plan(const EmaPrefetchPlan *a, const EmaPrefetchPlan *b)
 static void test_offload_off(void) {
   Case *c = offload_case(), *plain = case_new();
   EmaPrefetchPlan expected = decide(plain), plan;
-  GError *error = NULL;
-  g_autoptr(EmaNode) node = NULL;
   c->step.step_offload_s = 0;
   plan = decide(c);
   g_assert_cmpfloat(plan.offload_cap, ==, 0.05);
@@ -383,11 +385,7 @@ static void test_offload_off(void) {
   plan.offload_cap = expected.offload_cap;
   assert_same_plan(&plan, &expected);
   c->step.step_offload_s = 9e-3;
-  node = ema_node_load_string("{allowance: 0}", "test", NULL, &error);
-  g_assert_no_error(error);
-  ema_params_clear(c->table, c->params);
-  g_assert_true(ema_params_bind(c->table, c->params, node, NULL, &error));
-  g_assert_no_error(error);
+  case_bind(c, "{allowance: 0}");
   plan = decide(c);
   assert_same_plan(&plan, &expected);
   case_free(c);
