@@ -138,6 +138,7 @@ struct _Pool {
   EmaPoolCore core;      /* the mechanism; core.ledger.gpus[i] is &gpus[i].counters */
   double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
   double *read_scratch;  /* [n], of those, the lenders' read in an offloading step */
+  double *cap_scratch;   /* [n], lender_capped_step() of each lender of the step being timed */
   guint pulling;         /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
   guint offloading;      /* GPUs whose offloading is set: none, and no step looks for them */
   GPtrArray *pending;    /* Pending * in flight (freed with the pool if a run ends first) */
@@ -1051,27 +1052,29 @@ static double lender_capped_step(const Pool *p, const Gpu *g, guint j, const Ema
   return ceil(lender_s / left * 1e9) / 1e9;
 }
 
-/* G's offloading step of SECONDS (offload_seconds() of SHARES) with its
- * lenders held within CAP (the plan's offload_cap): where a lender's
- * partials would take more than its cap left (lender_capped_step()), the
- * step lengthens until it serves them at it, the longest over the lenders.
- * *BY: the lender that sets it (G_MAXUINT: none; SECONDS stands). 0 when a
- * lender holding some of the step has none of the cap left (*BY the first
- * such). */
-static double offload_capped(const Pool *p, const Gpu *g, const EmaOffloadShare *shares,
-                             double seconds, double cap, guint *by) {
+/* An offloading step of SECONDS with its lenders held within the plan's
+ * offload_cap: AT_CAP[j] is lender_capped_step() of lender j's partials
+ * (the same for any step that offloads the same share of it); a lender
+ * marked in SKIP (may be NULL) takes none of the step. Where a lender's
+ * partials would take more than its cap left, the step lengthens until it
+ * serves them at it, the longest over the lenders. *BY: the lender that
+ * sets it (G_MAXUINT: none; SECONDS stands). 0 when a lender holding some
+ * of the step has none of the cap left (*BY the first such). */
+static double offload_capped(const Pool *p, const double *at_cap, const gboolean *skip,
+                             double seconds, guint *by) {
   double capped = seconds;
   *by = G_MAXUINT;
-  if (seconds <= 0 || cap >= 1)
+  if (seconds <= 0)
     return seconds;
   for (guint j = 0; j < p->n; j++) {
-    double at_cap = lender_capped_step(p, g, j, &shares[j], cap);
-    if (at_cap == 0) {
+    if (skip && skip[j])
+      continue;
+    if (at_cap[j] == 0) {
       *by = j;
       return 0;
     }
-    if (at_cap > capped) {
-      capped = at_cap;
+    if (at_cap[j] > capped) {
+      capped = at_cap[j];
       *by = j;
     }
   }
@@ -1079,8 +1082,9 @@ static double offload_capped(const Pool *p, const Gpu *g, const EmaOffloadShare 
 }
 
 /* G's offloading step (BATCH, SLOW, MERGED as offload_seconds(); its whole
- * offload g->uncapped_s) with the KV on each lender whose cap CAP would hold
- * the whole offload (lender_capped_step() 0, or above g->uncapped_s) read
+ * offload g->uncapped_s) with the KV on each lender whose cap would hold
+ * the whole offload (AT_CAP[j], lender_capped_step(), 0 or above
+ * g->uncapped_s) read
  * by direct loads instead and the rest offloaded, at the cap
  * (offload_capped()); the lenders read into g->reads, the shares left in
  * g->read_shares (their u the merged requests, at least their largest
@@ -1090,16 +1094,13 @@ static double offload_capped(const Pool *p, const Gpu *g, const EmaOffloadShare 
  * would. The bytes read are the step's per lender (p->bytes_scratch, the
  * remote share of its KV split as its blocks are). */
 static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow,
-                                   guint64 merged, double cap) {
+                                   guint64 merged, const double *at_cap) {
   guint64 seqs = 0, largest = 0;
   guint read = 0, kept = 0;
   double t_read;
-  if (g->uncapped_s <= 0 || cap >= 1)
-    return 0;
   for (guint j = 0; j < p->n; j++) {
     const EmaOffloadShare *share = &g->offload_shares[j];
-    double at_cap = lender_capped_step(p, g, j, share, cap);
-    g->reads[j] = at_cap == 0 || at_cap > g->uncapped_s;
+    g->reads[j] = at_cap[j] == 0 || at_cap[j] > g->uncapped_s;
     g->read_shares[j] = g->reads[j] ? (EmaOffloadShare){0} : *share;
     p->read_scratch[j] = g->reads[j] ? p->bytes_scratch[j] : 0;
     read += g->reads[j];
@@ -1114,7 +1115,7 @@ static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, d
                                         ema_slice_gpu_ranks(&g->counters));
   g->read_uncapped_s =
       offload_seconds(p, g, batch, slow, g->read_shares, CLAMP(merged, largest, seqs), t_read);
-  return offload_capped(p, g, g->read_shares, g->read_uncapped_s, cap, &g->read_capped_by);
+  return offload_capped(p, at_cap, g->reads, g->read_uncapped_s, &g->read_capped_by);
 }
 
 /* G's offloading steps (BATCH, SLOW, MERGED as offload_seconds()) at the
@@ -1122,8 +1123,16 @@ static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, d
  * KV on the lenders at their cap (offload_read_seconds()). */
 static void time_offload(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow, guint64 merged,
                          double cap, EmaStepCostView *view) {
-  view->step_offload_s = offload_capped(p, g, g->offload_shares, g->uncapped_s, cap, &g->capped_by);
-  view->step_offload_read_s = offload_read_seconds(p, g, batch, slow, merged, cap);
+  double *at_cap = p->cap_scratch;
+  g->capped_by = G_MAXUINT;
+  view->step_offload_s = g->uncapped_s;
+  view->step_offload_read_s = 0;
+  if (g->uncapped_s <= 0 || cap >= 1)
+    return; /* nothing offloads, or no lender is capped */
+  for (guint j = 0; j < p->n; j++)
+    at_cap[j] = lender_capped_step(p, g, j, &g->offload_shares[j], cap);
+  view->step_offload_s = offload_capped(p, at_cap, NULL, g->uncapped_s, &g->capped_by);
+  view->step_offload_read_s = offload_read_seconds(p, g, batch, slow, merged, at_cap);
 }
 
 /* G's step reading the KV on lenders at their cap (g->reads) and
@@ -1359,9 +1368,7 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
     start_offload(p, g, step);
     if (!g->reading)
       return step;
-    for (guint j = 0; j < p->n; j++)
-      if (!g->reads[j])
-        bytes[j] = 0;
+    bytes = p->read_scratch;
   }
   if (g->plan.mode == EMA_REMOTE_PREFETCH)
     g->incoming = view.remote_bytes * g->layers / seconds;
@@ -1517,6 +1524,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->gpus = g_new0(Gpu, p->n);
   p->bytes_scratch = g_new0(double, p->n);
   p->read_scratch = g_new0(double, p->n);
+  p->cap_scratch = g_new0(double, p->n);
   p->pending = g_ptr_array_new();
   for (guint i = 0; i < p->n; i++) {
     Gpu *g = &p->gpus[i];
@@ -1576,6 +1584,7 @@ void ema_pool_free(EmaPool *pool) {
   ema_pool_core_clear(&p->core);
   g_free(p->bytes_scratch);
   g_free(p->read_scratch);
+  g_free(p->cap_scratch);
   g_free(pool);
 }
 
