@@ -9,8 +9,8 @@
 
 #define SPEC_FIELD(f) G_STRUCT_OFFSET(EmaPolicySpec, f)
 
-static const char *const preempt_choice_names[] = {"engine", "recompute", "swap-host", "swap-peer",
-                                                   NULL};
+static const char *const preempt_choice_names[] = {"engine",    "recompute", "swap-host",
+                                                   "swap-peer", "cheaper",   NULL};
 
 static const char *const prefix_tier_names[] = {"local", "remote", NULL};
 
@@ -68,7 +68,9 @@ static const EmaParam spec_params[] = {
      .help = "the reclaim policy's parameters"},
     {"preempt", EMA_PARAM_ENUM, SPEC_FIELD(preempt), .default_value = "engine",
      .choices = preempt_choice_names,
-     .help = "engine (each tenant's setting), recompute, swap-host or swap-peer"},
+     .help = "engine (each tenant's setting), recompute, swap-host, swap-peer or cheaper (each "
+             "preempted request parked as swap-peer or recomputed, whichever the model prices "
+             "lower)"},
     {"prefix_tier", EMA_PARAM_ENUM, SPEC_FIELD(prefix_tier_remote), .default_value = "remote",
      .choices = prefix_tier_names,
      .help = "where cached prefix blocks no request holds may stay: remote (also in borrowed "
@@ -82,6 +84,11 @@ static const EmaParam spec_params[] = {
 
 const EmaParamTable ema_policy_spec_params = {"policy", sizeof(EmaPolicySpec), spec_params,
                                               EMA_PARAMS_N(spec_params), check_policy};
+
+gboolean ema_policy_spec_parks_on_peers(const EmaPolicySpec *spec) {
+  return spec->preempt == EMA_PREEMPT_CHOICE_SWAP_PEER ||
+         spec->preempt == EMA_PREEMPT_CHOICE_CHEAPER;
+}
 
 EmaNode *ema_policy_spec_resolve(const EmaNode *at, const char *path, GError **error) {
   GError *inner = NULL;

@@ -311,22 +311,33 @@ static void change_parked(Pool *p, Gpu *g, guint j, gint64 k) {
   ema_slice_gpu_refresh(&l->counters);
 }
 
+/* The blocks more of g's parked KV that peer J has room for now. */
+static guint64 park_room(const Pool *p, const Gpu *g, guint j) {
+  const Gpu *l = &p->gpus[j];
+  if (j == g->index || !ema_slice_gpu_lends(&l->counters))
+    return 0;
+  return blocks_in_slices(g, slices_for_blocks(g, g->parked[j]) + lendable(l)) - g->parked[j];
+}
+
+/* The time BLOCKS of g's KV take one way: those the peers have room for
+ * over the link, the rest over the host link, side by side. */
+static double park_copy_time(const Pool *p, const Gpu *g, guint64 to_peers, guint64 to_host) {
+  return MAX(group_link_time(p, g, (double) to_peers * (double) g->block_bytes),
+             group_host_time(p, g, (double) to_host * (double) g->block_bytes));
+}
+
 static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
   Gpu *g = self;
   Pool *p = g->pool;
   guint64 left = blocks, to_peers = 0;
-  double peer_time, host_time;
+  double peer_time;
   memset(p->bytes_scratch, 0, p->n * sizeof(double));
   while (left > 0 && !g->evicting_to_host) {
     /* the peer with the most room left for g's blocks */
     guint best = p->n;
     guint64 most = 0;
     for (guint j = 0; j < p->n; j++) {
-      Gpu *l = &p->gpus[j];
-      guint64 room;
-      if (j == g->index || !ema_slice_gpu_lends(&l->counters))
-        continue;
-      room = blocks_in_slices(g, slices_for_blocks(g, g->parked[j]) + lendable(l)) - g->parked[j];
+      guint64 room = park_room(p, g, j);
       if (room > most) {
         most = room;
         best = j;
@@ -341,10 +352,22 @@ static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
   }
   g->parked_host += left;
   peer_time = group_link_time(p, g, (double) to_peers * (double) g->block_bytes);
-  host_time = group_host_time(p, g, (double) left * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_incoming, peer_time);
-  /* the two copies run side by side */
-  return (EmaTime) ema_llround(MAX(peer_time, host_time) * 1e9);
+  return (EmaTime) ema_llround(park_copy_time(p, g, to_peers, left) * 1e9);
+}
+
+/* EmaKvMemoryOps.swap_estimate: the peers take what they have room for
+ * now (memory_swap_out), the host the rest, and the blocks come back the
+ * same ways (the copies' queueing and the lenders' interference left
+ * out). */
+static EmaTime memory_swap_estimate(gpointer self, guint64 blocks) {
+  const Gpu *g = self;
+  const Pool *p = g->pool;
+  guint64 room = 0, to_peers;
+  for (guint j = 0; j < p->n && room < blocks; j++)
+    room += park_room(p, g, j);
+  to_peers = MIN(room, blocks);
+  return 2 * (EmaTime) ema_llround(park_copy_time(p, g, to_peers, blocks - to_peers) * 1e9);
 }
 
 static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
@@ -372,8 +395,7 @@ static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
   g->parked_host -= from_host;
   peer_time = group_link_time(p, g, (double) from_peers * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_outgoing, peer_time);
-  return (EmaTime) ema_llround(
-      MAX(peer_time, group_host_time(p, g, (double) from_host * (double) g->block_bytes)) * 1e9);
+  return (EmaTime) ema_llround(park_copy_time(p, g, from_peers, from_host) * 1e9);
 }
 
 /* ---- the prefix cache's remote tier ------------------------------------------ */
@@ -481,7 +503,8 @@ static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
 static const EmaKvMemoryOps pool_memory_ops = {POOL_MEMORY_OPS};
 
 static const EmaKvMemoryOps pool_memory_ops_peer_swap = {
-    POOL_MEMORY_OPS, .swap_out = memory_swap_out, .swap_in = memory_swap_in};
+    POOL_MEMORY_OPS, .swap_out = memory_swap_out, .swap_in = memory_swap_in,
+    .swap_estimate = memory_swap_estimate};
 
 /* ---- views ----------------------------------------------------------------- */
 
@@ -1607,9 +1630,8 @@ EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint6
   g->model = step_model;
   g->layers = (guint) ema_step_model_layers(step_model);
   ema_slice_gpu_refresh(&g->counters);
-  return (EmaKvMemory){pool->pool.spec->preempt == EMA_PREEMPT_CHOICE_SWAP_PEER
-                           ? &pool_memory_ops_peer_swap
-                           : &pool_memory_ops,
+  return (EmaKvMemory){ema_policy_spec_parks_on_peers(pool->pool.spec) ? &pool_memory_ops_peer_swap
+                                                                       : &pool_memory_ops,
                        g};
 }
 

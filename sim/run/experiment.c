@@ -399,7 +399,7 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   /* bound experiments name registered policies: no error here */
   borrow = ema_policy_registry_find(EMA_POLICY_BORROW, experiment->policy.borrow, NULL);
   borrows = borrow != NULL && !borrow->never_acts;
-  parks = experiment->policy.preempt == EMA_PREEMPT_CHOICE_SWAP_PEER;
+  parks = ema_policy_spec_parks_on_peers(&experiment->policy);
   for (guint i = 0; (borrows || parks) && i < experiment->tenants->len; i++) {
     const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
     g_autofree char *group = NULL;
@@ -419,9 +419,13 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
                                           : "reading",
                                       parks ? " nor hold peers' parked KV" : ""));
     else
-      g_ptr_array_add(warnings, g_strdup_printf("%s (preempt: swap-peer): it parks its preempted "
-                                                "KV on peers, but does not hold theirs",
-                                                group));
+      g_ptr_array_add(
+          warnings,
+          g_strdup_printf("%s (preempt: %s): it parks its preempted KV on peers, but does not "
+                          "hold theirs",
+                          group,
+                          experiment->policy.preempt == EMA_PREEMPT_CHOICE_CHEAPER ? "cheaper"
+                                                                                   : "swap-peer"));
   }
   return warnings;
 }

@@ -394,6 +394,7 @@ static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
       NUM(NULL, values[q]);
   }
   INT("preemptions", result->preemptions);
+  INT("preemptions_swapped", result->preemptions_swapped);
   INT("prefix_query_tokens", result->prefix.query_tokens);
   INT("prefix_hit_tokens", result->prefix.hit_tokens);
   NUM("prefix_hit_rate", result->prefix.query_tokens ? (double) result->prefix.hit_tokens /

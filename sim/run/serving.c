@@ -276,6 +276,10 @@ void ema_serving_apply_preempt_choice(const EmaExperiment *experiment, EmaEngine
     /* the pool's memory parks the KV on peers (or host) and times the copies */
     config->preempt = EMA_PREEMPT_SWAP;
     break;
+  case EMA_PREEMPT_CHOICE_CHEAPER:
+    /* the same memory, each request priced (EmaKvMemoryOps.swap_estimate) */
+    config->preempt = EMA_PREEMPT_CHEAPER;
+    break;
   }
 }
 
@@ -322,6 +326,8 @@ static void start_engines(Run *run) {
     EmaEngineObserver pool = {on_step, NULL, tenant};
     tenant->engine = ema_engine_new(run->sim, &tenant->config, tenant->memory, step_cost, tenant,
                                     g_steal_pointer(&tenant->trace));
+    /* recomputes priced all-local: the pool's step_cost charges lenders */
+    ema_engine_set_step_estimate(tenant->engine, ema_engine_model_step_cost, tenant->step_model);
     ema_engine_add_observer(tenant->engine, &metrics);
     ema_engine_add_observer(tenant->engine, &pool);
     if (tenant->steps) {
@@ -427,6 +433,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     tenant->result->rejected_too_long = ema_engine_rejected_too_long(tenant->engine);
     tenant->result->prefix = ema_engine_prefix_cache_stats(tenant->engine);
     tenant->result->preemptions = ema_engine_preemptions(tenant->engine);
+    tenant->result->preemptions_swapped = ema_engine_preemptions_swapped(tenant->engine);
     tenant->result->unfinished =
         ema_engine_running(tenant->engine) + ema_engine_waiting(tenant->engine);
     tenant->result->arrived =

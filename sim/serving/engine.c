@@ -311,6 +311,8 @@ struct _EmaEngine {
   EmaKvMemory memory;
   EmaStepCostFunc step_cost;
   gpointer step_cost_data;
+  EmaStepCostFunc step_estimate; /* prices recomputes (EMA_PREEMPT_CHEAPER) */
+  gpointer step_estimate_data;
   EmaTraceSource *trace;
   GArray *observers; /* EmaEngineObserver */
 
@@ -353,7 +355,8 @@ struct _EmaEngine {
   guint released_since_report;
   guint64 last_total;
   guint64 next_seq, work;
-  guint64 completed, preemptions, rejected, rejected_too_long, blocks_held;
+  guint64 completed, preemptions, preemptions_swapped, rejected, rejected_too_long, blocks_held;
+  EmaStepBatch last_batch; /* the batch of the step in flight, or of the last one */
   /* closed loop: requests arrived and not yet finished or rejected */
   guint64 outstanding;
   gboolean trace_done;
@@ -963,6 +966,46 @@ static EmaTime swap_time(const EmaEngine *engine, guint64 blocks) {
          (EmaTime) ((bytes / engine->config.swap_bandwidth) * 1e9 + 0.5);
 }
 
+/* The modelled time recomputing TOKENS tokens of KV adds to steps
+ * (ema_engine_set_step_estimate says how it is priced). */
+static EmaTime recompute_time(EmaEngine *engine, guint32 tokens) {
+  const EmaStepBatch *last = &engine->last_batch;
+  EmaStepBatch decodes = {.decode_seqs = last->decode_seqs,
+                          .decode_context = last->decode_context,
+                          .logits = last->decode_seqs};
+  EmaTime alone = engine->step_estimate(engine->step_estimate_data, &decodes), added = 0;
+  guint64 budget = engine->config.max_num_batched_tokens > decodes.decode_seqs
+                       ? engine->config.max_num_batched_tokens - decodes.decode_seqs
+                       : 1;
+  for (guint32 done = 0; done < tokens;) {
+    guint32 chunk = (guint32) MIN((guint64) (tokens - done), budget);
+    EmaStepBatch with = decodes;
+    with.prefill_tokens = chunk;
+    with.prefill_context = (double) chunk * done + (double) chunk * (chunk + 1) / 2;
+    with.prefill_kv_read = (double) done + chunk;
+    with.prefill_chunks = 1;
+    done += chunk;
+    with.logits += done == tokens; /* the last chunk samples the next token */
+    added += MAX(engine->step_estimate(engine->step_estimate_data, &with) - alone, 0);
+  }
+  return added;
+}
+
+/* MODE for preempting REQ: EMA_PREEMPT_CHEAPER resolved by the model (a
+ * tie swaps: the KV is kept). */
+static EmaPreemptMode preempt_mode(EmaEngine *engine, const Req *req, EmaPreemptMode mode) {
+  guint64 blocks;
+  EmaTime swap;
+  if (mode != EMA_PREEMPT_CHEAPER)
+    return mode;
+  blocks = blocks_for(engine, req->pub.kv_tokens);
+  swap = engine->memory.ops->swap_estimate
+             ? engine->memory.ops->swap_estimate(engine->memory.self, blocks)
+             : 2 * swap_time(engine, blocks);
+  return swap <= recompute_time(engine, req->pub.kv_tokens) ? EMA_PREEMPT_SWAP
+                                                            : EMA_PREEMPT_RECOMPUTE;
+}
+
 /* Preempt running request REQ in MODE: its blocks go back (*FREED), it goes
  * to the head of the waiting queue; work it had in a step in flight is
  * dropped. Returns the host-link time its swap-out costs (0 for
@@ -970,6 +1013,8 @@ static EmaTime swap_time(const EmaEngine *engine, guint64 blocks) {
 static EmaTime preempt(EmaEngine *engine, Req *req, EmaPreemptMode mode, guint64 *freed) {
   EmaTime cost = 0;
   engine->work++;
+  mode = preempt_mode(engine, req, mode);
+  engine->preemptions_swapped += mode == EMA_PREEMPT_SWAP;
   if (req->state == REQ_STEADY)
     steady_remove(engine, req);
   req->in_batch = FALSE;
@@ -1307,6 +1352,7 @@ static void kick(EmaEngine *engine) {
   engine->pending_swap = 0;
   engine->step.start = ema_sim_now(engine->sim);
   engine->last_step_start = engine->step.start;
+  engine->last_batch = engine->step.batch;
   engine->step.gpu_time = engine->step_cost(engine->step_cost_data, &engine->step.batch);
   engine->step.cpu_time = engine->config.step_cpu_cost;
   engine->step.duration = swap + engine->step.gpu_time + engine->step.cpu_time;
@@ -1432,8 +1478,8 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
   g_queue_init(&engine->evictable);
   g_queue_init(&engine->tier);
   engine->memory = memory;
-  engine->step_cost = step_cost;
-  engine->step_cost_data = step_cost_data;
+  engine->step_cost = engine->step_estimate = step_cost;
+  engine->step_cost_data = engine->step_estimate_data = step_cost_data;
   engine->trace = trace;
   engine->observers = g_array_new(FALSE, FALSE, sizeof(EmaEngineObserver));
   engine->last_total = total_blocks(engine);
@@ -1495,6 +1541,16 @@ void ema_engine_free(EmaEngine *engine) {
 
 void ema_engine_add_observer(EmaEngine *engine, const EmaEngineObserver *observer) {
   g_array_append_val(engine->observers, *observer);
+}
+
+EmaTime ema_engine_model_step_cost(gpointer step_model, const EmaStepBatch *batch) {
+  return ema_step_time(step_model, batch, NULL);
+}
+
+void ema_engine_set_step_estimate(EmaEngine *engine, EmaStepCostFunc estimate, gpointer data) {
+  g_return_if_fail(engine != NULL && estimate != NULL);
+  engine->step_estimate = estimate;
+  engine->step_estimate_data = data;
 }
 
 void ema_engine_start(EmaEngine *engine) {
@@ -1658,6 +1714,10 @@ guint64 ema_engine_completed(const EmaEngine *engine) {
 
 guint64 ema_engine_preemptions(const EmaEngine *engine) {
   return engine->preemptions;
+}
+
+guint64 ema_engine_preemptions_swapped(const EmaEngine *engine) {
+  return engine->preemptions_swapped;
 }
 
 guint64 ema_engine_rejected(const EmaEngine *engine) {

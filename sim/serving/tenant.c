@@ -26,7 +26,7 @@ static const char *const arrivals_kind_names[] = {"file",    "poisson", "gamma",
                                                   "diurnal", "phases",  NULL};
 static const char *const format_names[] = {"auto",     "azure",   "vidur",      "burstgpt",
                                            "mooncake", "lengths", "vllm-bench", NULL};
-static const char *const preempt_names[] = {"recompute", "swap", NULL};
+static const char *const preempt_names[] = {"recompute", "swap", "cheaper", NULL};
 static const char *const scheduler_names[] = {"v1", "v0", NULL};
 
 /* ---- file paths ---------------------------------------------------------- */
@@ -409,7 +409,8 @@ static const EmaParam engine_params[] = {
      .help = "share of KV blocks that admission leaves free (absent: the profile's)"},
     {"preempt", EMA_PARAM_ENUM, ENGINE_FIELD(preempt), .default_value = "recompute",
      .choices = preempt_names,
-     .help = "recompute (drop KV, vLLM v1) or swap (to host memory, vLLM v0)"},
+     .help = "recompute (drop KV, vLLM v1), swap (to host memory, vLLM v0) or cheaper (each "
+             "preempted request whichever of the two the model prices lower)"},
     {"block_size", EMA_PARAM_INT, ENGINE_FIELD(block_size), .default_value = "16", .min = 1,
      .max = 4096, .help = "tokens per KV block (vLLM block_size)"},
     {"max_model_len", EMA_PARAM_INT, ENGINE_FIELD(max_model_len), .flags = EMA_PARAM_OPTIONAL,

@@ -834,6 +834,65 @@ static void test_release_mode(void) {
   harness_clear(&r.h);
 }
 
+/* EMA_PREEMPT_CHEAPER prices each victim. Steps cost 1 ms; the estimate
+ * the engine prices recomputes with is 1 ms + PER_READ for each token of
+ * KV a prefill chunk reads (prefill_kv_read). r0 (prompt 32, output 3) is
+ * preempted from the observer of its first decode step: 33 tokens of KV in
+ * 3 blocks. Swapping them costs 2 x swap_time(3) = 2 x (10 us + 3 ms) =
+ * 6.02 ms. Recomputing them beside that step's one decode: with a budget
+ * of 1024, one chunk of 33 (reads 33): 3.3 ms at 0.1 ms a token, cheaper;
+ * with a budget of 16 (15 beside the decode), chunks of 15, 15 and 3
+ * reading 15, 30 and 33: 7.8 ms, dearer; at 0.2 ms a token, 6.6 ms, dearer
+ * too. The next step then swaps the 3 blocks out and in (1 ms + 6.02 ms)
+ * and decodes, or prefills the 34 tokens known (as far as the budget
+ * goes) in 1 ms. */
+static EmaTime per_read(gpointer data, const EmaStepBatch *batch) {
+  return STEP + (EmaTime) ((double) *(const EmaTime *) data * batch->prefill_kv_read);
+}
+
+static void test_release_cheaper(void) {
+  const struct {
+    guint64 budget;
+    EmaTime per_read;
+    gboolean swaps;
+  } cases[] = {{1024, EMA_US(100), FALSE}, {16, EMA_US(100), TRUE}, {1024, EMA_US(200), TRUE}};
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(EmaSim) sim = ema_sim_new();
+    const EmaRequestRecord records[] = {{.arrival = 0, .prompt_tokens = 32, .output_tokens = 3}};
+    EmaEngineConfig config = {.max_num_seqs = 8,
+                              .max_num_batched_tokens = cases[i].budget,
+                              .preempt = EMA_PREEMPT_CHEAPER,
+                              .block_bytes = 1000000,
+                              .swap_bandwidth = 1e9,
+                              .swap_fixed_cost = EMA_US(10)};
+    ReleaseHarness r = {.release_blocks = 1};
+    const EmaRequest *done;
+    release_engine(&r, sim, records, 1, 10, cases[i].budget, &config);
+    ema_engine_set_step_estimate(r.engine, per_read, (gpointer) &cases[i].per_read);
+    /* the first decode step: after the prefill, in one step or two */
+    r.release_at = cases[i].budget < 32 ? 2 * STEP : STEP;
+    g_assert_true(ema_sim_run_until(sim, EMA_TIME_NEVER, NULL));
+    g_assert_cmpuint(r.released, ==, 3);
+    g_assert_cmpuint(ema_engine_preemptions(r.engine), ==, 1);
+    g_assert_cmpuint(ema_engine_preemptions_swapped(r.engine), ==, cases[i].swaps ? 1 : 0);
+    done = find_done(&r.h, 0);
+    g_assert_cmpuint(done->generated, ==, 3);
+    g_assert_cmpuint(done->kv_tokens, ==, 34);
+    /* a swap's step waits for the copies out and in; a recompute's step
+     * prefills the 33 tokens again */
+    for (guint s = 0; s < r.h.steps->len; s++) {
+      const EmaStepReport *step = &g_array_index(r.h.steps, EmaStepReport, s);
+      if (step->start <= r.release_at)
+        continue;
+      g_assert_cmpint(step->duration, ==, cases[i].swaps ? STEP + 2 * EMA_US(3010) : STEP);
+      g_assert_cmpuint(step->batch.prefill_tokens, ==, cases[i].swaps ? 0 : 34);
+      break;
+    }
+    ema_engine_free(r.engine);
+    harness_clear(&r.h);
+  }
+}
+
 /* A memory shared with someone else, which hears what the engine lacks. */
 typedef struct {
   ShrinkingMemory m;
@@ -950,6 +1009,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/release/random", test_release_random);
   g_test_add_func("/engine/release/then-shrink", test_release_then_shrink);
   g_test_add_func("/engine/release/mode", test_release_mode);
+  g_test_add_func("/engine/release/cheaper", test_release_cheaper);
   g_test_add_func("/engine/want", test_want);
   g_test_add_func("/engine/blocks-short", test_blocks_short);
   return g_test_run();

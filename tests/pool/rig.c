@@ -123,6 +123,7 @@ Rig *rig_new(const EmaExperiment *experiment, GError **error) {
       return NULL;
     tenant->engine =
         ema_engine_new(rig->sim, &tenant->config, tenant->memory, step_cost, tenant, trace);
+    ema_engine_set_step_estimate(tenant->engine, ema_engine_model_step_cost, tenant->step_model);
     ema_engine_add_observer(tenant->engine, &observer);
     ema_pool_set_engine(rig->pool, tenant->gpu, tenant->engine);
   }

@@ -19,7 +19,8 @@
  *   fault      - survive every GPU suddenly reclaiming everything it lends
  *                (ema_pool_reclaim_everything at 0.5, 1, 2 and 3 s): the
  *                ledger holds and every request still finishes; again with
- *                preempted requests parked on peers (preempt: swap-peer).
+ *                preempted requests parked on peers (preempt: swap-peer),
+ *                and parked or recomputed by their price (cheaper).
  * Then the named compositions (every one registered) each load with
  * `policy: NAME` and run the tiny scenario, and `static` gives the same
  * outputs as an experiment with no policy key; `offload`'s borrow policy
@@ -243,6 +244,12 @@ static void test_fault_swap_peer(gconstpointer data) {
   run_faults(data, "swap-peer");
 }
 
+/* The same with each preempted request parked or recomputed by its price
+ * (policy preempt: cheaper). */
+static void test_fault_cheaper(gconstpointer data) {
+  run_faults(data, "cheaper");
+}
+
 /* ---- compositions ------------------------------------------------------------------ */
 
 static void test_composition(gconstpointer data) {
@@ -426,7 +433,7 @@ int main(int argc, char **argv) {
       Case *c = g_new0(Case, 1);
       const char *kind = ema_policy_kind_name(info->kind);
       g_autofree char *defaults = NULL, *deterministic = NULL, *ledger = NULL, *fault = NULL,
-                      *fault_peer = NULL;
+                      *fault_peer = NULL, *fault_cheaper = NULL;
       c->kind = info->kind;
       c->name = g_strdup(info->name);
       g_ptr_array_add(cases, c);
@@ -440,7 +447,10 @@ int main(int argc, char **argv) {
       g_test_add_data_func(deterministic, c, test_deterministic);
       g_test_add_data_func(ledger, c, test_ledger);
       g_test_add_data_func(fault, c, test_fault);
+      fault_cheaper =
+          g_strdup_printf("/pool/contract/%s/%s/reclaim-everything-cheaper", kind, info->name);
       g_test_add_data_func(fault_peer, c, test_fault_swap_peer);
+      g_test_add_data_func(fault_cheaper, c, test_fault_cheaper);
     }
   }
   compositions = ema_policy_registry_list_compositions();

@@ -638,6 +638,39 @@ static void test_parked_staging(void) {
   bench_free(b);
 }
 
+/* Peer swap's price (swap_estimate, for preempt: cheaper): the round trip
+ * of the blocks where swap_out would put them now, the peers' room over
+ * the link and the rest to host, side by side; pricing moves nothing. */
+static void test_parked_estimate(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m0, *m1;
+  guint64 room;
+  b->spec.preempt = EMA_PREEMPT_CHOICE_CHEAPER;
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 40);
+  m1 = bench_tenant(b, 1, 8);
+  bench_start(b);
+  g_assert_nonnull(m1->ops->swap_estimate);
+  /* gpu0 has room for all 7 */
+  g_assert_cmpint(m1->ops->swap_estimate(m1->self, 7), ==, 2 * ns(link_copy_s(b, 7)));
+  g_assert_cmpuint(free_blocks(m0), ==, 40);
+  bench_check(b);
+  g_assert_cmpint(m1->ops->swap_out(m1->self, 7), ==, ns(link_copy_s(b, 7)));
+  g_assert_cmpint(m1->ops->swap_in(m1->self, 7), ==, ns(link_copy_s(b, 7)));
+  /* gpu0 keeps all but 3 of its blocks: 3 over the link, 4 to host */
+  g_assert_true(take(m0, 37));
+  room = free_blocks(m0);
+  g_assert_cmpuint(room, ==, 3);
+  g_assert_cmpint(m1->ops->swap_estimate(m1->self, 7), ==,
+                  2 * ns(MAX(link_copy_s(b, 3), host_copy_s(b, 4))));
+  g_assert_cmpint(m1->ops->swap_out(m1->self, 7), ==,
+                  ns(MAX(link_copy_s(b, 3), host_copy_s(b, 4))));
+  bench_check(b);
+  /* none left on the peers: all to host */
+  g_assert_cmpint(m1->ops->swap_estimate(m1->self, 1), ==, 2 * ns(host_copy_s(b, 1)));
+  bench_free(b);
+}
+
 /* ---- 2. remote KV in a step --------------------------------------------------- */
 
 /* What pool.h's formula gives for GPU's step of BATCH with REMOTE of USED
@@ -2236,6 +2269,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/ledger/serving-custom", test_serving_custom);
   g_test_add_func("/pool/ledger/free-in-flight", test_free_in_flight);
   g_test_add_func("/pool/ledger/parked-staging", test_parked_staging);
+  g_test_add_func("/pool/ledger/parked-estimate", test_parked_estimate);
   g_test_add_func("/pool/step/hidden", test_step_hidden);
   g_test_add_func("/pool/step/exposed", test_step_exposed);
   g_test_add_func("/pool/step/direct", test_step_direct);

@@ -996,6 +996,33 @@ static void test_resolved_overrides(void) {
   g_assert_nonnull(strstr(text, "\nrequests_csv: true\n"));
 }
 
+/* What each tenant's engine preempts with: the policy's choice over the
+ * tenant's own (engine.preempt: cheaper too), as a run makes it. */
+static void test_preempt_choices(void) {
+  g_autofree char *path = ema_test_fixture("serving", "golden.yaml");
+  const struct {
+    const char *policy, *engine;
+    EmaPreemptMode want;
+  } cases[] = {
+      {"engine", "recompute", EMA_PREEMPT_RECOMPUTE}, {"engine", "swap", EMA_PREEMPT_SWAP},
+      {"engine", "cheaper", EMA_PREEMPT_CHEAPER},     {"recompute", "swap", EMA_PREEMPT_RECOMPUTE},
+      {"swap-host", "cheaper", EMA_PREEMPT_SWAP},     {"swap-peer", "recompute", EMA_PREEMPT_SWAP},
+      {"cheaper", "recompute", EMA_PREEMPT_CHEAPER},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *policy = g_strconcat("policy.preempt=", cases[i].policy, NULL);
+    g_autofree char *engine = g_strconcat("tenants.0.engine.preempt=", cases[i].engine, NULL);
+    g_autoptr(EmaExperiment) experiment = load(path, (const char *const[]){policy, engine, NULL});
+    const EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
+    EmaTenantPlan plan;
+    EmaEngineConfig config;
+    g_assert_true(ema_tenant_plan(tenant, &experiment->server, &plan, NULL));
+    ema_tenant_engine_config(tenant, &plan, &experiment->server, &config);
+    ema_serving_apply_preempt_choice(experiment, &config);
+    g_assert_cmpint(config.preempt, ==, cases[i].want);
+  }
+}
+
 /* ---- 8. histograms -------------------------------------------------------- */
 
 static void test_histogram_empty(void) {
@@ -1323,6 +1350,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/serving/round-trip/invariants", "invariants.yaml", round_trip);
   g_test_add_data_func("/serving/round-trip/every-setting", "roundtrip.yaml", round_trip);
   g_test_add_func("/serving/round-trip/overrides", test_resolved_overrides);
+  g_test_add_func("/serving/preempt-choices", test_preempt_choices);
   g_test_add_func("/serving/histogram/empty", test_histogram_empty);
   g_test_add_func("/serving/histogram/exact", test_histogram_exact);
   g_test_add_func("/serving/histogram/std", test_histogram_std);

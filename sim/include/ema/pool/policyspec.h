@@ -16,6 +16,9 @@ typedef enum {
   EMA_PREEMPT_CHOICE_RECOMPUTE, /* every tenant recomputes (vLLM v1) */
   EMA_PREEMPT_CHOICE_SWAP_HOST, /* every tenant swaps to host memory (vLLM v0) */
   EMA_PREEMPT_CHOICE_SWAP_PEER, /* every tenant parks preempted KV on peers (Aqua-like) */
+  /* each preempted request parked as swap-peer or recomputed, whichever the
+   * model prices lower (EMA_PREEMPT_CHEAPER) */
+  EMA_PREEMPT_CHOICE_CHEAPER,
 } EmaPreemptChoice;
 
 typedef struct {
@@ -35,6 +38,10 @@ typedef struct {
 } EmaPolicySpec;
 
 extern const EmaParamTable ema_policy_spec_params;
+
+/* SPEC's tenants park preempted KV on peers (swap-peer, or cheaper when
+ * it swaps). */
+gboolean ema_policy_spec_parks_on_peers(const EmaPolicySpec *spec);
 
 /* EmaParamResolveFunc for `policy: NAME`: the composition's map. */
 EmaNode *ema_policy_spec_resolve(const EmaNode *at, const char *path, GError **error);

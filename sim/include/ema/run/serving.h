@@ -24,9 +24,10 @@ typedef struct {
   guint64 rejected;          /* of which never fit in the KV cache or were over max_model_len */
   guint64 rejected_too_long; /* of those, over max_model_len */
   EmaPrefixCacheStats prefix;
-  guint64 unfinished;      /* still waiting or running at the end */
-  guint64 preemptions;     /* all preemptions, finished requests or not */
-  EmaTime slowed_by_peers; /* step time peers' traffic added (ema_pool_slowed_by_peers) */
+  guint64 unfinished;          /* still waiting or running at the end */
+  guint64 preemptions;         /* all preemptions, finished requests or not */
+  guint64 preemptions_swapped; /* of those, the ones that kept the KV (swapped or parked) */
+  EmaTime slowed_by_peers;     /* step time peers' traffic added (ema_pool_slowed_by_peers) */
   /* the most slices its GPUs had borrowed from peers / lent to peers at
    * one timeline sample (summed over a TP group) */
   guint64 peak_slices_borrowed, peak_slices_lent;
@@ -51,9 +52,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaServingReport, ema_serving_report_free)
 /* The experiment's policy.preempt over a tenant's own engine.preempt:
  * CONFIG (a tenant's engine configuration, from ema_tenant_engine_config)
  * keeps its preempt mode for EMA_PREEMPT_CHOICE_ENGINE, and takes
- * EMA_PREEMPT_RECOMPUTE for recompute and EMA_PREEMPT_SWAP for swap-host
+ * EMA_PREEMPT_RECOMPUTE for recompute, EMA_PREEMPT_SWAP for swap-host
  * and swap-peer (with swap-peer the pool's KV memory parks the blocks on
- * peers, or the host, and times the copies). ema_serving_run applies it to
+ * peers, or the host, and times the copies) and EMA_PREEMPT_CHEAPER for
+ * cheaper (the same memory, which prices the parking). ema_serving_run applies it to
  * every tenant; a harness that wires a run by hand (tests/pool/rig.c) calls
  * it to make the same engines. */
 void ema_serving_apply_preempt_choice(const EmaExperiment *experiment, EmaEngineConfig *config);

@@ -82,6 +82,11 @@ typedef struct {
    * decides where the data is kept meanwhile. */
   EmaTime (*swap_out)(gpointer self, guint64 blocks);
   EmaTime (*swap_in)(gpointer self, guint64 blocks);
+  /* Optional, with swap_out: the time swapping BLOCKS out now and back in
+   * later would take, where swap_out would put them now; changes nothing.
+   * EMA_PREEMPT_CHEAPER weighs it against recomputing (NULL: twice the
+   * host link's swap time). */
+  EmaTime (*swap_estimate)(gpointer self, guint64 blocks);
   /* Optional: each of the N requests REQUESTS takes one block, all or
    * nothing (the steady region's requests that cross a block boundary in a
    * step, in admission order). NULL: the memory does not keep requests
@@ -125,6 +130,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaKvPool, ema_kv_pool_free)
 typedef enum {
   EMA_PREEMPT_RECOMPUTE, /* drop the KV; the request prefills again later */
   EMA_PREEMPT_SWAP,      /* copy the KV to host memory and back before it resumes */
+  /* each preempted request the cheaper of the two by the model: the swap's
+   * round trip (EmaKvMemoryOps.swap_estimate) against the time its
+   * recompute adds to steps (ema_engine_set_step_estimate) */
+  EMA_PREEMPT_CHEAPER,
 } EmaPreemptMode;
 
 /* How a step is filled (vLLM's two engines). */
@@ -221,11 +230,25 @@ void ema_engine_free(EmaEngine *engine);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaEngine, ema_engine_free)
 
 void ema_engine_add_observer(EmaEngine *engine, const EmaEngineObserver *observer);
+/* The step time EMA_PREEMPT_CHEAPER prices a recompute with: ESTIMATE must
+ * not change anything (the step-cost function of a shared memory charges
+ * its lenders). Unset: the engine's step-cost function. The price of
+ * recomputing K tokens: the prefill of those tokens, in chunks of the token
+ * budget left beside the last step's decodes, each chunk priced as what it
+ * adds to a step of those decodes alone. It leaves out prefix-cache hits
+ * the recompute may find (it is priced as if none). */
+void ema_engine_set_step_estimate(EmaEngine *engine, EmaStepCostFunc estimate, gpointer data);
+/* The EmaStepCostFunc of a step model alone: ema_step_time(STEP_MODEL,
+ * BATCH) (an EmaStepModel), e.g. for ema_engine_set_step_estimate. */
+EmaTime ema_engine_model_step_cost(gpointer step_model, const EmaStepBatch *batch);
 /* Schedule the first arrival. A trace error fails the simulation. */
 void ema_engine_start(EmaEngine *engine);
 
 guint64 ema_engine_completed(const EmaEngine *engine);
 guint64 ema_engine_preemptions(const EmaEngine *engine);
+/* Of those, the ones that swapped the request's KV out (the rest dropped
+ * it to recompute). */
+guint64 ema_engine_preemptions_swapped(const EmaEngine *engine);
 /* Requests dropped because their prompt and output can never fit in the KV
  * memory at once, or are longer than max_model_len (both counted here). */
 guint64 ema_engine_rejected(const EmaEngine *engine);
