@@ -967,7 +967,11 @@ static EmaTime swap_time(const EmaEngine *engine, guint64 blocks) {
 }
 
 /* The modelled time recomputing TOKENS tokens of KV adds to steps
- * (ema_engine_set_step_estimate says how it is priced). */
+ * (ema_engine_set_step_estimate says how it is priced). At most
+ * RECOMPUTE_CHUNKS chunks are priced: where the budget left beside the
+ * decodes would cut more, the chunks are larger (a bound on the work of
+ * one preemption whatever the configuration). */
+#define RECOMPUTE_CHUNKS 64
 static EmaTime recompute_time(EmaEngine *engine, guint32 tokens) {
   const EmaStepBatch *last = &engine->last_batch;
   EmaStepBatch decodes = {.decode_seqs = last->decode_seqs,
@@ -977,6 +981,7 @@ static EmaTime recompute_time(EmaEngine *engine, guint32 tokens) {
   guint64 budget = engine->config.max_num_batched_tokens > decodes.decode_seqs
                        ? engine->config.max_num_batched_tokens - decodes.decode_seqs
                        : 1;
+  budget = MAX(budget, tokens / RECOMPUTE_CHUNKS + 1);
   for (guint32 done = 0; done < tokens;) {
     guint32 chunk = (guint32) MIN((guint64) (tokens - done), budget);
     EmaStepBatch with = decodes;

@@ -234,8 +234,9 @@ void ema_engine_add_observer(EmaEngine *engine, const EmaEngineObserver *observe
  * not change anything (the step-cost function of a shared memory charges
  * its lenders). Unset: the engine's step-cost function. The price of
  * recomputing K tokens: the prefill of those tokens, in chunks of the token
- * budget left beside the last step's decodes, each chunk priced as what it
- * adds to a step of those decodes alone. It leaves out prefix-cache hits
+ * budget left beside the last step's decodes (larger where that would make
+ * more than 64), each chunk priced as what it adds to a step of those
+ * decodes alone. It leaves out prefix-cache hits
  * the recompute may find (it is priced as if none). */
 void ema_engine_set_step_estimate(EmaEngine *engine, EmaStepCostFunc estimate, gpointer data);
 /* The EmaStepCostFunc of a step model alone: ema_step_time(STEP_MODEL,
