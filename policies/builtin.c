@@ -43,11 +43,10 @@ const EmaPolicyComposition ema_builtin_compositions[] = {
      "{borrow: none, prefetch: direct, reclaim: drop, preempt: swap-peer}"},
     {"ema",
      "borrow ahead of demand, read remote KV directly, prefetch it while that hides or offload "
-     "its attention where that is cheaper (within 1% of lender HBM time), park preempted KV on "
-     "peers, "
-     "reclaim with lender priority",
-     "{borrow: most-idle, prefetch: offload, prefetch_params: {allowance: 1%}, reclaim: "
-     "migrate, preempt: swap-peer}"},
+     "its attention where that is cheaper (within 1% of lender HBM time), admit by the remote "
+     "limit held 250 ms, park preempted KV on peers, reclaim with lender priority",
+     "{borrow: most-idle, prefetch: offload, prefetch_params: {allowance: 1%, admit_hold: "
+     "250ms}, reclaim: migrate, preempt: swap-peer}"},
     {"offload",
      "ema, with attention offloaded to the lenders where that is the cheaper step, within 5% "
      "of each lender's HBM time",

@@ -47,6 +47,15 @@
  * requests grow into any borrowed room, so the `offload` composition's
  * borrow policy holds only the room admitted (most-idle's within_limit).
  *
+ * Held (`admit_hold`): the limit moves from step to step with the batch and
+ * with which way is cheaper, and every rise admits new requests that the
+ * next fall leaves short of blocks (preempted: their stall is in their
+ * TPOT). A limit below the lowest one planned lately applies at once; a
+ * higher one only once no limit at or below that lowest one has been
+ * planned for `admit_hold` (every plan counts, the second of a step too);
+ * meanwhile the plan keeps the lowest one and the lender and allowance that
+ * set it.
+ *
  * `allowance` 0 is layer-ahead exactly: no offload, the same plans. */
 #include "builtin.h"
 #include "layer-ahead.h"
@@ -55,7 +64,17 @@ typedef struct {
   EmaLayerAheadParams layer_ahead; /* first: its parameter rows' offsets are from 0 */
   double allowance;
   gboolean read_at_cap;
+  gint64 admit_hold;
 } Params;
+
+/* Private state (admit_hold): the lowest remote limit planned lately. */
+typedef struct {
+  gboolean planned; /* a limit has been planned */
+  double low;       /* the limit held */
+  EmaTime low_at;   /* when a limit at or below LOW was last planned */
+  guint low_lender; /* the plan's limit_lender and limit_allowance with it */
+  double low_allowance;
+} State;
 
 static const EmaParam params[] = {
     EMA_LAYER_AHEAD_PARAMS(G_STRUCT_OFFSET(Params, layer_ahead)){
@@ -66,6 +85,10 @@ static const EmaParam params[] = {
     {"read_at_cap", EMA_PARAM_BOOL, G_STRUCT_OFFSET(Params, read_at_cap), .default_value = "true",
      .help = "per lender: read the KV on lenders whose cap would lengthen the step by direct "
              "loads and offload the rest, where that is the cheapest step"},
+    {"admit_hold", EMA_PARAM_DURATION, G_STRUCT_OFFSET(Params, admit_hold), .default_value = "0s",
+     .min = 0, .max = 3.6e12,
+     .help = "a remote limit that falls applies at once; one that rises only once no lower "
+             "limit has been planned for this long (0: each step's own limit)"},
 };
 
 static const EmaParamTable table = {"offload", sizeof(Params), params, EMA_PARAMS_N(params), NULL};
@@ -87,6 +110,24 @@ static double lender_allowance(const Params *p, const EmaPoolView *view, guint g
           MAX(now, (double) view->remote_blocks[b * view->n_gpus + j] * tokens_per_block / full);
   }
   return MAX(0, p->allowance - others);
+}
+
+/* admit_hold: PLAN's remote limit held at the lowest planned lately (S),
+ * as of NOW. */
+static void hold_limit(const Params *p, State *s, EmaTime now, EmaPrefetchPlan *plan) {
+  if (p->admit_hold <= 0)
+    return;
+  if (!s->planned || plan->remote_limit <= s->low || now - s->low_at > p->admit_hold) {
+    s->planned = TRUE;
+    s->low = plan->remote_limit;
+    s->low_at = now;
+    s->low_lender = plan->limit_lender;
+    s->low_allowance = plan->limit_allowance;
+    return;
+  }
+  plan->remote_limit = s->low;
+  plan->limit_lender = s->low_lender;
+  plan->limit_allowance = s->low_allowance;
 }
 
 static void decide(gpointer state, gconstpointer params_data, const EmaPoolView *view, guint gpu,
@@ -145,6 +186,7 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     plan->limit_lender = lender;
     plan->limit_allowance = view->gpus[lender].has_tenant ? p->allowance : 1;
   }
+  hold_limit(p, state, view->now, plan);
 }
 
 const EmaPrefetchPolicyOps ema_prefetch_offload = {
@@ -153,5 +195,6 @@ const EmaPrefetchPolicyOps ema_prefetch_offload = {
     .summary = "layer-ahead, or offload attention to the lenders where that is the cheaper step, "
                "within an allowance of their HBM time",
     .params = &table,
+    .state_size = sizeof(State),
     .decide = decide,
 };

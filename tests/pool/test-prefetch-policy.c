@@ -17,8 +17,8 @@
  * admission bound per lender (the allowance less what the offloading
  * borrowers' remote KV held there takes, all of the HBM time of a GPU
  * without a tenant), its mode by modelled step cost (per lender too:
- * reading the KV on lenders at their cap), and layer-ahead's plan exactly
- * at allowance 0. */
+ * reading the KV on lenders at their cap), its limit held (`admit_hold`),
+ * and layer-ahead's plan exactly at allowance 0. */
 #include "ema/core/node.h"
 #include "ema/core/params.h"
 #include "ema/pool/registry.h"
@@ -31,6 +31,7 @@ typedef struct {
   const EmaPrefetchPolicyOps *ops;
   const EmaParamTable *table;
   gpointer params;
+  gpointer state; /* the policy's private state, zeroed as the pool gives it */
   EmaServerSpec server;
   EmaGpuView gpus[N_GPUS];
   guint64 lent[N_GPUS * N_GPUS];
@@ -51,6 +52,7 @@ static Case *case_new_of(const char *name) {
   c->ops = info->ops;
   c->table = c->ops->params;
   c->params = g_malloc0(c->table->size);
+  c->state = g_malloc0(MAX(c->ops->state_size, 1));
   g_assert_true(ema_params_bind(c->table, c->params, NULL, NULL, &error));
   g_assert_no_error(error);
   c->server.gpus = N_GPUS;
@@ -91,13 +93,14 @@ static void case_bind(Case *c, const char *yaml) {
 
 static void case_free(Case *c) {
   ema_params_free(c->table, c->params);
+  g_free(c->state);
   g_free(c);
 }
 
 static EmaPrefetchPlan decide(Case *c) {
   EmaPrefetchPlan plan = {EMA_REMOTE_DIRECT, 1, 1, 1,
                           G_MAXUINT,         0, 1, FALSE}; /* the pool's start */
-  c->ops->decide(NULL, c->params, &c->view, 0, &c->step, &plan);
+  c->ops->decide(c->state, c->params, &c->view, 0, &c->step, &plan);
   return plan;
 }
 
@@ -360,6 +363,52 @@ static void test_offload_read(void) {
   case_free(c);
 }
 
+/* admit_hold 100 ms: a limit that falls applies at once, one that rises
+ * only once no limit at or below the one held was planned for 100 ms; the
+ * plan keeps the held limit's lender and allowance. The limits: 13.3%
+ * (lender 1's 5%, as in test_offload), 40% (lender 1 without a tenant:
+ * lender 2 binds) and 5.33% (GPU 2 takes 4% of lender 1: layer-ahead's
+ * bound, no lender). */
+static void test_offload_admit_hold(void) {
+  Case *c = offload_case();
+  double share[N_GPUS * N_GPUS] = {0}, offload = 0.05 * 20000 / 7500,
+                        layer_ahead = 2e7 / 0.75 / 5e8;
+  EmaPrefetchPlan plan;
+  case_bind(c, "{admit_hold: 100ms}");
+  c->view.offload_share = share;
+  plan = decide(c);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, offload, 1e-12);
+  /* at 10 ms it would rise to 40%: held at 13.3%, lender 1's */
+  c->view.now = EMA_MS(10);
+  c->gpus[1].has_tenant = FALSE;
+  plan = decide(c);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, offload, 1e-12);
+  g_assert_cmpuint(plan.limit_lender, ==, 1);
+  g_assert_cmpfloat(plan.limit_allowance, ==, 0.05);
+  /* at 50 ms it falls to 5.33%: at once */
+  c->view.now = EMA_MS(50);
+  c->gpus[1].has_tenant = TRUE;
+  share[2 * N_GPUS + 1] = 0.04;
+  plan = decide(c);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, layer_ahead, 1e-12);
+  g_assert_cmpuint(plan.limit_lender, ==, G_MAXUINT);
+  /* back to 13.3% at 150 ms: held, 100 ms since 5.33% was planned; after that, risen */
+  share[2 * N_GPUS + 1] = 0;
+  c->view.now = EMA_MS(150);
+  plan = decide(c);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, layer_ahead, 1e-12);
+  c->view.now = EMA_MS(150) + 1;
+  plan = decide(c);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, offload, 1e-12);
+  g_assert_cmpuint(plan.limit_lender, ==, 1);
+  /* the default, 0: every step's own */
+  case_bind(c, "{}");
+  c->gpus[1].has_tenant = FALSE;
+  plan = decide(c);
+  g_assert_cmpfloat_with_epsilon(plan.remote_limit, 0.4, 1e-12);
+  case_free(c);
+}
+
 static void assert_same_plan(const EmaPrefetchPlan *a, const EmaPrefetchPlan *b) {
   g_assert_cmpint(a->mode, ==, b->mode);
   g_assert_cmpuint(a->depth, ==, b->depth);
@@ -404,5 +453,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/prefetch-policy/offload-dearer", test_offload_dearer);
   g_test_add_func("/prefetch-policy/offload-read", test_offload_read);
   g_test_add_func("/prefetch-policy/offload-off", test_offload_off);
+  g_test_add_func("/prefetch-policy/offload-admit-hold", test_offload_admit_hold);
   return g_test_run();
 }
