@@ -52,9 +52,11 @@
  * next fall leaves short of blocks (preempted: their stall is in their
  * TPOT). A limit below the lowest one planned lately applies at once; a
  * higher one only once no limit at or below that lowest one has been
- * planned for `admit_hold` (every plan counts, the second of a step too);
- * meanwhile the plan keeps the lowest one and the lender and allowance that
- * set it.
+ * planned for `admit_hold`; meanwhile the plan keeps the lowest one and the
+ * lender and allowance that set it. Only the plans of steps whose offload
+ * was timed count and are held (the tenant holds remote KV and offload is
+ * possible; the second plan of a step too): the others are layer-ahead's
+ * plan as it is.
  *
  * `allowance` 0 is layer-ahead exactly: no offload, the same plans. */
 #include "builtin.h"
