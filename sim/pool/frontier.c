@@ -26,7 +26,9 @@ static guint group_for(double fixed_s, double per_layer_s, guint layers) {
 static double step_with_share(const EmaStepBreakdown *bd, const EmaServerSpec *server,
                               double layers, double share, EmaRemoteMode mode, gboolean landed) {
   double remote = share * bd->kv_read_bytes / layers;
-  EmaPrefetchPlan plan = {mode, 2, 1, 1, G_MAXUINT, 0, 1, FALSE};
+  EmaPrefetchPlan plan = ema_prefetch_plan_start();
+  plan.mode = mode;
+  plan.depth = 2;
   if (remote <= 0)
     return bd->layers_s + bd->lm_head_s + bd->allreduce_s + bd->overhead_s;
   plan.layers_per_copy = group_for((double) server->link.copy_fixed_cost / 1e9,

@@ -90,16 +90,10 @@ static gboolean time_decode(const EmaExperiment *experiment, const EmaDecodeScen
   EmaStepBatch batch = {0};
   EmaStepBreakdown bd;
   EmaOpResult result = {.name = d->name};
-  EmaPrefetchPlan plan = {d->mode == EMA_DECODE_SCENARIO_PREFETCH ? EMA_REMOTE_PREFETCH
-                                                                  : EMA_REMOTE_DIRECT,
-                          (guint) d->depth,
-                          1,
-                          1,
-                          G_MAXUINT,
-                          0,
-                          1,
-                          FALSE};
+  EmaPrefetchPlan plan = ema_prefetch_plan_start();
   double layers, seconds;
+  plan.mode = d->mode == EMA_DECODE_SCENARIO_PREFETCH ? EMA_REMOTE_PREFETCH : EMA_REMOTE_DIRECT;
+  plan.depth = (guint) d->depth;
   if (model == NULL) {
     g_prefix_error(error, "decode scenario %s: ", d->name);
     return FALSE;

@@ -1234,12 +1234,15 @@ static void test_tp_step_switch(void) {
  * sets the step (a small batch, the copies hidden) the group's next step
  * is slowed by k_in x R x L / step, not twice that. */
 static double tp_prefetch_step(const Bench *b, const EmaStepBatch *batch, double incoming) {
-  EmaPrefetchPlan plan = {EMA_REMOTE_PREFETCH, 2, 4, 1, G_MAXUINT, 0, 1, FALSE};
+  EmaPrefetchPlan plan = ema_prefetch_plan_start();
   const EmaGpuSpec *gpu = &b->server->gpu;
   double rate_m = gpu->hbm_bandwidth * gpu->hbm_efficiency;
   double slow = rate_m / MAX(rate_m - gpu->interference_incoming * incoming, rate_m / 10);
   EmaStepBreakdown bd;
   double R;
+  plan.mode = EMA_REMOTE_PREFETCH;
+  plan.depth = 2;
+  plan.layers_per_copy = 4;
   ema_step_time(b->models[0], batch, &bd);
   R = 10.0 / 20.0 * bd.kv_read_bytes / 32;
   return ema_remote_step_seconds(&bd, b->server, 32, slow, R / b->server->link.bandwidth,

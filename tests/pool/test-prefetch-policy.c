@@ -21,6 +21,7 @@
  * and layer-ahead's plan exactly at allowance 0. */
 #include "ema/core/node.h"
 #include "ema/core/params.h"
+#include "ema/pool/ledger.h"
 #include "ema/pool/registry.h"
 
 #include "testutil.h"
@@ -98,8 +99,7 @@ static void case_free(Case *c) {
 }
 
 static EmaPrefetchPlan decide(Case *c) {
-  EmaPrefetchPlan plan = {EMA_REMOTE_DIRECT, 1, 1, 1,
-                          G_MAXUINT,         0, 1, FALSE}; /* the pool's start */
+  EmaPrefetchPlan plan = ema_prefetch_plan_start(); /* the pool's start */
   c->ops->decide(c->state, c->params, &c->view, 0, &c->step, &plan);
   return plan;
 }
