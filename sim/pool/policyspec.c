@@ -85,6 +85,11 @@ static const EmaParam spec_params[] = {
 const EmaParamTable ema_policy_spec_params = {"policy", sizeof(EmaPolicySpec), spec_params,
                                               EMA_PARAMS_N(spec_params), check_policy};
 
+const char *ema_preempt_choice_name(EmaPreemptChoice choice) {
+  g_return_val_if_fail((guint) choice < G_N_ELEMENTS(preempt_choice_names) - 1, NULL);
+  return preempt_choice_names[choice];
+}
+
 gboolean ema_policy_spec_parks_on_peers(const EmaPolicySpec *spec) {
   return spec->preempt == EMA_PREEMPT_CHOICE_SWAP_PEER ||
          spec->preempt == EMA_PREEMPT_CHOICE_CHEAPER;

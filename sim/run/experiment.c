@@ -423,9 +423,7 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
           warnings,
           g_strdup_printf("%s (preempt: %s): it parks its preempted KV on peers, but does not "
                           "hold theirs",
-                          group,
-                          experiment->policy.preempt == EMA_PREEMPT_CHOICE_CHEAPER ? "cheaper"
-                                                                                   : "swap-peer"));
+                          group, ema_preempt_choice_name(experiment->policy.preempt)));
   }
   return warnings;
 }

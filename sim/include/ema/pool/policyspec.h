@@ -43,6 +43,9 @@ extern const EmaParamTable ema_policy_spec_params;
  * it swaps). */
 gboolean ema_policy_spec_parks_on_peers(const EmaPolicySpec *spec);
 
+/* CHOICE's name as an experiment writes it (`preempt: swap-peer`). */
+const char *ema_preempt_choice_name(EmaPreemptChoice choice);
+
 /* EmaParamResolveFunc for `policy: NAME`: the composition's map. */
 EmaNode *ema_policy_spec_resolve(const EmaNode *at, const char *path, GError **error);
 
