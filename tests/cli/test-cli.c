@@ -259,14 +259,17 @@ static void test_check(void) {
 /* A tensor-parallel tenant under a sharing policy is named in a warning
  * saying what its group does and does not do (under ema it borrows,
  * offloads and parks, under remote-direct it reads its shard directly,
- * under peer-swap it only parks); under static (nothing shares) there is
- * none. */
+ * under peer-swap it only parks, and with preempt: cheaper the warning names
+ * that choice); under static (nothing shares) there is none. */
 static void test_check_tp_warning(void) {
   g_autoptr(EmaTestRun) ema = ema_test_cli("check", FIXTURES "tp-share.yaml", NULL);
   g_autoptr(EmaTestRun) direct =
       ema_test_cli("check", FIXTURES "tp-share.yaml", "--set", "policy=remote-direct", NULL);
   g_autoptr(EmaTestRun) park =
       ema_test_cli("check", FIXTURES "tp-share.yaml", "--set", "policy=peer-swap", NULL);
+  g_autoptr(EmaTestRun) cheaper =
+      ema_test_cli("check", FIXTURES "tp-share.yaml", "--set", "policy=peer-swap", "--set",
+                   "policy.preempt=cheaper", NULL);
   g_autoptr(EmaTestRun) fixed =
       ema_test_cli("check", FIXTURES "tp-share.yaml", "--set", "policy=static", NULL);
   g_assert_cmpint(ema->status, ==, 0);
@@ -285,6 +288,11 @@ static void test_check_tp_warning(void) {
   g_assert_cmpstr(park->err, ==,
                   "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under "
                   "policy peer-swap (preempt: swap-peer): it parks its preempted KV on peers, but "
+                  "does not hold theirs\n");
+  g_assert_cmpint(cheaper->status, ==, 0);
+  g_assert_cmpstr(cheaper->err, ==,
+                  "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under "
+                  "policy peer-swap (preempt: cheaper): it parks its preempted KV on peers, but "
                   "does not hold theirs\n");
   g_assert_cmpint(fixed->status, ==, 0);
   g_assert_cmpstr(fixed->err, ==, "");
