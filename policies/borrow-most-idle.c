@@ -13,8 +13,10 @@
  * blocks no request holds in borrowed slices that hold no blocks.
  *
  * With `within_limit` it holds borrowed room only up to what the prefetch
- * plan admits as remote (the tenant's blocks_total beyond its local
- * capacity, which the plan's remote_limit sets): while that is less than
+ * plan admits as remote (the tenant's blocks_room beyond its local
+ * capacity, which the plan's room_limit sets: its remote_limit, or the
+ * step's own limit where that is held lower for admission, as `offload`'s
+ * admit_hold does): while that is less than
  * the room its borrowed slices hold, it borrows nothing (what its tenant
  * lacks is then the limit's, not memory), and once that has been so at
  * every decision for `limit_hold` it gives back the empty slices beyond the
@@ -167,7 +169,8 @@ static gboolean limit_binds(const Params *p, State *s, const EmaPoolView *view, 
   const EmaGpuView *g = &view->gpus[borrower];
   guint64 local = view_local_capacity(view, borrower);
   guint64 room = view_remote_room(view, borrower);
-  guint64 admitted = g->blocks_total > local ? g->blocks_total - local : 0, keep, give;
+  guint64 total = view->blocks_room ? view->blocks_room[borrower] : g->blocks_total;
+  guint64 admitted = total > local ? total - local : 0, keep, give;
   if (admitted >= room) {
     s->bound = FALSE;
     return FALSE;

@@ -127,6 +127,7 @@ static void hold_limit(const Params *p, State *s, EmaTime now, EmaPrefetchPlan *
     s->low_allowance = plan->limit_allowance;
     return;
   }
+  plan->room_limit = plan->remote_limit; /* the borrowed room follows the step's own */
   plan->remote_limit = s->low;
   plan->limit_lender = s->low_lender;
   plan->limit_allowance = s->low_allowance;

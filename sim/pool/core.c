@@ -869,6 +869,10 @@ static gboolean apply_return(EmaPoolCore *c, guint borrower, guint lender, guint
                " blocks borrowed, %" G_GUINT64_FORMAT " used",
                b->plan.remote_limit * 100, ema_slice_gpu_remote_admitted(b), b->remote_cap_total,
                b->remote_total);
+  /* the limit held for admission below the step's own, which sets the room */
+  if (b->plan.room_limit > b->plan.remote_limit)
+    reason_add(&e, " (held; the step's own %.1f%% admits %" G_GUINT64_FORMAT ")",
+               b->plan.room_limit * 100, ema_slice_gpu_remote_room(b));
   if (slices == 0) {
     e.kind = EMA_POOL_EVENT_REFUSE;
     event_push(c, &e);

@@ -12,6 +12,7 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->gpus = g_new0(EmaSliceGpu *, n);
   l->lent = g_new0(guint64, (gsize) n * n);
   l->remote_view = g_new0(guint64, (gsize) n * n);
+  l->blocks_room = g_new0(guint64, n);
   l->offload_share = g_new0(double, (gsize) n *n);
   l->views = g_new0(EmaGpuView, n);
   l->stale = g_new0(guint64, (n + 63) / 64);
@@ -21,12 +22,14 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->view.lent = l->lent;
   l->view.remote_blocks = l->remote_view;
   l->view.offload_share = l->offload_share;
+  l->view.blocks_room = l->blocks_room;
 }
 
 void ema_slice_ledger_clear(EmaSliceLedger *l) {
   g_free(l->gpus);
   g_free(l->lent);
   g_free(l->remote_view);
+  g_free(l->blocks_room);
   g_free(l->offload_share);
   g_free(l->views);
   g_free(l->stale); /* the gpus' stale_word point here: they are not touched after this */
@@ -60,11 +63,12 @@ void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gc
   g->plan.depth = MAX(g->plan.depth, 1);
   g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, MAX(layers, 1));
   g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
+  g->plan.room_limit = CLAMP(g->plan.room_limit, g->plan.remote_limit, 1);
   g->plan.offload_cap = CLAMP(g->plan.offload_cap, 0, 1);
   if ((guint) g->plan.mode > EMA_REMOTE_OFFLOAD)
     g->plan.mode = EMA_REMOTE_DIRECT;
   g->plan.offload_read = g->plan.mode == EMA_REMOTE_OFFLOAD && g->plan.offload_read;
-  ema_slice_gpu_touch(g); /* remote_limit sets its blocks_total */
+  ema_slice_gpu_touch(g); /* remote_limit and room_limit set its blocks_total and blocks_room */
   ema_slice_gpu_update_staging(g, layers);
 }
 
@@ -109,10 +113,10 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
                         0, 0, 0, 0, 0, 0};
 }
 
-/* GPU I's view entry, as its counters say now, into V: every field set,
- * its padding left as it was (zero: the entries are allocated zeroed, and
- * check_views() zeroes its own). */
-static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v) {
+/* GPU I's view entry, as its counters say now, into V and *ROOM (its
+ * blocks_room): every field set, its padding left as it was (zero: the
+ * entries are allocated zeroed, and check_views() zeroes its own). */
+static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v, guint64 *room) {
   const EmaSliceGpu *g = l->gpus[i];
   v->index = i;
   v->shares = ema_slice_gpu_lends(g); /* the policies' "shares": lends (a TP group borrows only) */
@@ -129,6 +133,7 @@ static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v) {
   v->block_bytes = g->block_bytes;
   v->blocks_total =
       g->has_tenant ? ema_slice_gpu_local_capacity(g) + ema_slice_gpu_remote_admitted(g) : 0;
+  *room = g->has_tenant ? ema_slice_gpu_local_capacity(g) + ema_slice_gpu_remote_room(g) : 0;
   v->blocks_used = g->local_used + g->remote_total;
   v->blocks_remote = g->remote_total;
   v->blocks_short = g->blocks_short;
@@ -164,7 +169,7 @@ const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
     for (; bits != 0; bits &= bits - 1) {
       guint i = w * 64 + (guint) __builtin_ctzll(bits);
       EmaSliceGpu *g = l->gpus[i];
-      view_fill(l, i, &l->views[i]);
+      view_fill(l, i, &l->views[i], &l->blocks_room[i]);
       /* the remote row: copied while it holds blocks, and once more when it empties */
       if (g->remote_total > 0 || g->remote_viewed)
         memcpy(&l->remote_view[i * l->n], g->remote, l->n * sizeof(guint64));
@@ -206,6 +211,7 @@ static gboolean check_views(const EmaSliceLedger *l, GError **error) {
   for (guint i = 0; i < l->n; i++) {
     const EmaSliceGpu *g = l->gpus[i];
     EmaGpuView fresh;
+    guint64 room;
     if (l->tracked && g->view_stale != ((*g->stale_word & g->stale_bit) != 0))
       return ema_slice_ledger_invalid(error, "gpu%u: its view entry is %s", i,
                                       g->view_stale ? "stale, not in the stale mask"
@@ -213,8 +219,8 @@ static gboolean check_views(const EmaSliceLedger *l, GError **error) {
     if (g->view_stale)
       continue;
     memset(&fresh, 0, sizeof fresh);
-    view_fill(l, i, &fresh);
-    if (memcmp(&fresh, &l->views[i], sizeof fresh) != 0 ||
+    view_fill(l, i, &fresh, &room);
+    if (memcmp(&fresh, &l->views[i], sizeof fresh) != 0 || room != l->blocks_room[i] ||
         (g->remote && memcmp(&l->remote_view[i * l->n], g->remote, l->n * sizeof(guint64)) != 0))
       return ema_slice_ledger_invalid(error, "gpu%u: its view entry is out of date (not touched)",
                                       i);

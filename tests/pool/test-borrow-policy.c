@@ -72,7 +72,8 @@ static Case *case_new(const char *within) {
   c->gpus[0].waiting = 3;
   c->gpus[1].slices_lent = 40;
   c->gpus[2].slices_lent = 20;
-  c->view = (EmaPoolView){0, N_GPUS, c->gpus, c->lent, c->remote, &c->server, NULL, NULL, NULL};
+  c->view =
+      (EmaPoolView){0, N_GPUS, c->gpus, c->lent, c->remote, &c->server, NULL, NULL, NULL, NULL};
   return c;
 }
 
@@ -150,6 +151,30 @@ static void test_limit_open(void) {
   g_assert_cmpuint(plan.n, ==, 0);
   case_free(c);
   case_free(plain);
+}
+
+/* The room a held limit leaves (blocks_room): within_limit holds borrowed
+ * room to it, not to blocks_total (admission's). Admission held at 50
+ * remote blocks with the room at 120: open, and 150 short borrows 30
+ * slices as in test_limit_open; the room at 50 too: bound (nothing
+ * borrowed, 35 slices back after 250 ms as in test_within_limit). */
+static void test_limit_room(void) {
+  Case *c = case_new("true");
+  guint64 room[N_GPUS] = {320};
+  EmaBorrowPlan plan;
+  c->view.blocks_room = room;
+  c->gpus[0].blocks_short = 150;
+  plan = decide(c);
+  g_assert_cmpuint(plan.n, ==, 1);
+  g_assert_cmpint(plan.actions[0].slices, ==, 30);
+  room[0] = 250;
+  plan = decide(c);
+  g_assert_cmpuint(plan.n, ==, 0);
+  c->view.now = EMA_MS(250);
+  plan = decide(c);
+  g_assert_cmpuint(plan.n, ==, 1);
+  g_assert_cmpint(plan.actions[0].slices, ==, -25);
+  case_free(c);
 }
 
 /* ---- placement (the place hook, `place: true`) ------------------------------------ */
@@ -386,6 +411,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/borrow-policy/within-limit", test_within_limit);
   g_test_add_func("/borrow-policy/limit-open", test_limit_open);
+  g_test_add_func("/borrow-policy/limit-room", test_limit_room);
   g_test_add_func("/borrow-policy/place-home", test_place_home);
   g_test_add_func("/borrow-policy/place-budget", test_place_budget);
   g_test_add_func("/borrow-policy/place-early-out", test_place_early_out);

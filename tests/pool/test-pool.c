@@ -111,7 +111,7 @@ static Bench *bench_new(const char *server_override) {
   b->block_bytes = plan.block_bytes;
   g_assert_cmpuint(b->block_bytes, ==, EMA_SLICE_BYTES); /* Llama-3.1-8B: a block is a slice */
   b->borrow = (TestBorrowParams){0, 1, 0, 2, 0, 0};
-  b->prefetch = (TestPrefetchParams){EMA_REMOTE_DIRECT, 1, 1, 1, &b->prefetch_probe, 0, FALSE};
+  b->prefetch = (TestPrefetchParams){EMA_REMOTE_DIRECT, 1, 1, 1, &b->prefetch_probe, 0, FALSE, 0};
   b->reclaim = (TestReclaimParams){0, 0, EMA_VACATE_DROP, 0, &b->reclaim_probe};
   /* decision_period 0: every after-step decides (bench_decide) */
   b->spec = (EmaPolicySpec){.name = (char *) "test",
@@ -532,6 +532,40 @@ static void test_remote_limit(void) {
   bench_free(b);
 }
 
+/* A plan's room_limit above its remote_limit (a limit held for admission):
+ * admission keeps to the remote limit, the view's blocks_room says what
+ * the room limit admits (what a borrow policy's within_limit holds); one
+ * below the remote limit is the remote limit. */
+static void test_room_limit(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m0;
+  EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 16, .logits = 1};
+  b->borrow = (TestBorrowParams){0, 1, 30, 2, 0, 0};
+  b->prefetch.limit = 0.25;
+  b->prefetch.room = 0.5;
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 20);
+  ema_pool_add_idle_gpu(b->pool, 1, 40);
+  bench_start(b);
+  bench_borrow(b, 30, 0);
+  g_assert_true(take(m0, 21));
+  ema_pool_step_time(b->pool, 0, &batch); /* the plan: limit 25%, room 50% */
+  /* floor(0.25 / 0.75 x 20) = 6 remote blocks admitted, 20 in the room */
+  g_assert_cmpuint(free_blocks(m0), ==, 5);
+  ema_pool_step_time(b->pool, 0, &batch); /* its view: the first plan's */
+  g_assert_cmpuint(b->prefetch_probe.gpus[0].blocks_total, ==, 26);
+  g_assert_cmpuint(b->prefetch_probe.blocks_room[0], ==, 40);
+  g_assert_cmpuint(b->prefetch_probe.blocks_room[1], ==, 0); /* no tenant */
+  bench_check(b);
+  b->prefetch.room = 0.1; /* below the limit: the limit's */
+  ema_pool_step_time(b->pool, 0, &batch);
+  ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpuint(b->prefetch_probe.blocks_room[0], ==, 26);
+  bench_check(b);
+  give(m0, 21);
+  bench_free(b);
+}
+
 /* A YAML experiment naming the test policies, through ema_serving_run (the
  * sampler checks the ledger every millisecond) and through the rig (the
  * ledger checked at the end as well). */
@@ -610,7 +644,7 @@ static void test_parked_staging(void) {
   EmaTime copy;
   b->spec.preempt = EMA_PREEMPT_CHOICE_SWAP_PEER;
   b->borrow = (TestBorrowParams){0, 2, 10, 3, 0, 0};
-  b->prefetch = (TestPrefetchParams){EMA_REMOTE_PREFETCH, 2, 4, 1, &b->prefetch_probe, 0, FALSE};
+  b->prefetch = (TestPrefetchParams){EMA_REMOTE_PREFETCH, 2, 4, 1, &b->prefetch_probe, 0, FALSE, 0};
   bench_pool(b);
   m0 = bench_tenant(b, 0, 40);
   m1 = bench_tenant(b, 1, 8);
@@ -1255,7 +1289,7 @@ static double tp_prefetch_step(const Bench *b, const EmaStepBatch *batch, double
 static Bench *tp_bench(int mode, guint64 slices_rank, guint64 lender_slices, guint64 borrowed) {
   Bench *b = bench_new(NULL);
   b->borrow = (TestBorrowParams){0, 2, (gint64) borrowed, 2, 0, 0};
-  b->prefetch = (TestPrefetchParams){mode, 2, 4, 1, &b->prefetch_probe, 0, FALSE};
+  b->prefetch = (TestPrefetchParams){mode, 2, 4, 1, &b->prefetch_probe, 0, FALSE, 0};
   bench_pool(b);
   bench_tp_tenant(b, slices_rank);
   ema_pool_add_idle_gpu(b->pool, 2, lender_slices);
@@ -2269,6 +2303,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/ledger/take-order", test_take_order);
   g_test_add_func("/pool/ledger/return", test_return);
   g_test_add_func("/pool/ledger/remote-limit", test_remote_limit);
+  g_test_add_func("/pool/ledger/room-limit", test_room_limit);
   g_test_add_func("/pool/ledger/serving-custom", test_serving_custom);
   g_test_add_func("/pool/ledger/free-in-flight", test_free_in_flight);
   g_test_add_func("/pool/ledger/parked-staging", test_parked_staging);

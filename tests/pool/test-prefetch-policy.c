@@ -65,7 +65,8 @@ static Case *case_new_of(const char *name) {
     c->gpus[i] = (EmaGpuView){.index = i, .shares = TRUE, .has_tenant = TRUE};
   c->remote[0 * N_GPUS + 1] = 30;
   c->remote[0 * N_GPUS + 2] = 10;
-  c->view = (EmaPoolView){0, N_GPUS, c->gpus, c->lent, c->remote, &c->server, NULL, NULL, NULL};
+  c->view =
+      (EmaPoolView){0, N_GPUS, c->gpus, c->lent, c->remote, &c->server, NULL, NULL, NULL, NULL};
   c->step = (EmaStepCostView){.layers = 10,
                               .layer_compute_s = 1e-3,
                               .layer_memory_s = 1e-3,
@@ -378,11 +379,13 @@ static void test_offload_admit_hold(void) {
   c->view.offload_share = share;
   plan = decide(c);
   g_assert_cmpfloat_with_epsilon(plan.remote_limit, offload, 1e-12);
-  /* at 10 ms it would rise to 40%: held at 13.3%, lender 1's */
+  g_assert_cmpfloat(plan.room_limit, ==, -1); /* not held: the room is the limit's */
+  /* at 10 ms it would rise to 40%: held at 13.3%, lender 1's; the room the step's own 40% */
   c->view.now = EMA_MS(10);
   c->gpus[1].has_tenant = FALSE;
   plan = decide(c);
   g_assert_cmpfloat_with_epsilon(plan.remote_limit, offload, 1e-12);
+  g_assert_cmpfloat_with_epsilon(plan.room_limit, 0.4, 1e-12);
   g_assert_cmpuint(plan.limit_lender, ==, 1);
   g_assert_cmpfloat(plan.limit_allowance, ==, 0.05);
   /* at 50 ms it falls to 5.33%: at once */
@@ -406,6 +409,7 @@ static void test_offload_admit_hold(void) {
   c->gpus[1].has_tenant = FALSE;
   plan = decide(c);
   g_assert_cmpfloat_with_epsilon(plan.remote_limit, 0.4, 1e-12);
+  g_assert_cmpfloat(plan.room_limit, ==, -1);
   case_free(c);
 }
 
@@ -418,6 +422,7 @@ static void assert_same_plan(const EmaPrefetchPlan *a, const EmaPrefetchPlan *b)
   g_assert_cmpfloat(a->limit_allowance, ==, b->limit_allowance);
   g_assert_cmpfloat(a->offload_cap, ==, b->offload_cap);
   g_assert_cmpint(a->offload_read, ==, b->offload_read);
+  g_assert_cmpfloat(a->room_limit, ==, b->room_limit);
 }
 
 /* Allowance 0, or a step that cannot offload: layer-ahead's plan exactly,

@@ -77,6 +77,9 @@ static const EmaParam prefetch_param_list[] = {
      .help = "largest share of a lender's HBM time offloaded attention may take (0: no cap)"},
     {"offload_read", EMA_PARAM_BOOL, G_STRUCT_OFFSET(TestPrefetchParams, read),
      .default_value = "false", .help = "read the KV on lenders at their cap, offload the rest"},
+    {"room_limit", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(TestPrefetchParams, room),
+     .default_value = "0", .min = 0, .max = 1,
+     .help = "largest remote share of the KV in the borrowed room (0: the limit's)"},
 };
 
 static const EmaParamTable prefetch_params = {"test-prefetch-fixed", sizeof(TestPrefetchParams),
@@ -89,6 +92,8 @@ static void probe_view(TestProbe *probe, const EmaPoolView *view, guint gpu) {
   probe->n_gpus = view->n_gpus;
   probe->gpu = gpu;
   memcpy(probe->gpus, view->gpus, n * sizeof(EmaGpuView));
+  if (view->blocks_room)
+    memcpy(probe->blocks_room, view->blocks_room, n * sizeof(guint64));
   for (guint a = 0; a < n; a++)
     for (guint b = 0; b < n; b++) {
       probe->lent[a * TEST_PROBE_GPUS + b] = view->lent[a * view->n_gpus + b];
@@ -106,6 +111,8 @@ static void prefetch_decide(gpointer state, gconstpointer params, const EmaPoolV
   if (p->cap > 0)
     plan->offload_cap = p->cap;
   plan->offload_read = p->read;
+  if (p->room > 0)
+    plan->room_limit = p->room;
   if (p->probe) {
     probe_view(p->probe, view, gpu);
     p->probe->step = *step;

@@ -28,6 +28,7 @@ typedef struct {
   guint64 lent[TEST_PROBE_GPUS * TEST_PROBE_GPUS];
   guint64 remote_blocks[TEST_PROBE_GPUS * TEST_PROBE_GPUS];
   EmaStepCostView step; /* prefetch */
+  guint64 blocks_room[TEST_PROBE_GPUS];
 } TestProbe;
 
 typedef struct {
@@ -44,6 +45,7 @@ typedef struct {
   TestProbe *probe; /* not a parameter */
   double cap;       /* the plan's offload_cap (0: none, the plan's start value) */
   gboolean read;    /* the plan's offload_read */
+  double room;      /* the plan's room_limit (0: none, the plan's start value) */
 } TestPrefetchParams;
 
 typedef struct {

@@ -52,7 +52,8 @@
  * as an array, never changes size within a version. Attention offload
  * (EMA_REMOTE_OFFLOAD and the fields marked so) was added that way, within
  * version 1, and so were the lenders' offload cap (EmaPrefetchPlan.offload_cap) and
- * the per-lender modes (EmaStepCostView.step_offload_read_s, EmaPrefetchPlan.offload_read).
+ * the per-lender modes (EmaStepCostView.step_offload_read_s, EmaPrefetchPlan.offload_read),
+ * and a limit held for admission (EmaPrefetchPlan.room_limit, EmaPoolView.blocks_room).
  * A module that exports `ema_policy_module` (EmaPolicyModule) is a
  * plugin (see policies/README.md). */
 #pragma once
@@ -134,6 +135,10 @@ struct _EmaPoolView {
    * prefix cache (state CACHED) among them where it holds blocks. */
   const EmaRequestView *(*requests)(const EmaPoolView *view, guint gpu, guint *n);
   gpointer requests_data; /* the pool's, for requests() */
+  /* appended for a held limit: blocks_room[gpu], the tenant's KV blocks, local and remote,
+   * that its plan's room_limit admits (EmaGpuView.blocks_total, which its remote_limit sets,
+   * where the plan holds no other; NULL: blocks_total) */
+  const guint64 *blocks_room;
 };
 
 /* Slices a GPU can lend right now: its KV region minus what it lends, what
@@ -266,6 +271,11 @@ typedef struct {
    * cap by direct loads and offloads the attention over the rest (step_offload_read_s says how
    * long; where that is 0 the whole offload stands) */
   gboolean offload_read;
+  /* appended for a held limit (the pool starts it at -1, a module that does not know it leaves
+   * it so): the largest share of the tenant's KV blocks that may be remote in the room its
+   * borrow policy holds (EmaPoolView.blocks_room), where the plan holds remote_limit, which
+   * gates admission, below its step's own limit; below remote_limit (-1): remote_limit */
+  double room_limit;
 } EmaPrefetchPlan;
 
 typedef struct {

@@ -102,6 +102,7 @@ typedef struct {
   EmaSliceGpu **gpus;   /* [n], the owner's records */
   guint64 *lent;        /* [lender * n + borrower] */
   guint64 *remote_view; /* [borrower * n + lender], a copy of the gpus' remote[] for views */
+  guint64 *blocks_room; /* [gpu], the views' blocks_room (view_fill()) */
   /* [borrower * n + lender]: the share of lender's HBM time the borrower's offloaded attention
    * takes in its current step (kept by the owner; all 0 where nothing is offloaded) */
   double *offload_share;
@@ -204,17 +205,28 @@ static inline guint64 ema_slice_gpu_local_capacity(const EmaSliceGpu *g) {
   return g->local_cap;
 }
 
+/* Remote blocks of G's borrowed room that a remote share of LIMIT (0..1)
+ * of its tenant's blocks admits. */
+static inline guint64 ema_slice_gpu_remote_at(const EmaSliceGpu *g, double limit) {
+  guint64 total = g->remote_cap_total;
+  if (total > 0 && limit < 1) {
+    double blocks = limit / (1 - limit) * (double) ema_slice_gpu_local_capacity(g);
+    total = MIN(total, (guint64) floor(blocks));
+  }
+  return total;
+}
+
 /* Remote blocks the prefetch plan admits in all: what admission of new
  * requests may fill; running requests may grow beyond it into any borrowed
  * room. */
 static inline guint64 ema_slice_gpu_remote_admitted(const EmaSliceGpu *g) {
-  guint64 total = g->remote_cap_total;
-  if (total > 0 && g->plan.remote_limit < 1) {
-    double limit = g->plan.remote_limit / (1 - g->plan.remote_limit) *
-                   (double) ema_slice_gpu_local_capacity(g);
-    total = MIN(total, (guint64) floor(limit));
-  }
-  return total;
+  return ema_slice_gpu_remote_at(g, g->plan.remote_limit);
+}
+
+/* Remote blocks the plan's room_limit admits: the room its borrow policy
+ * may hold (EmaPoolView.blocks_room). */
+static inline guint64 ema_slice_gpu_remote_room(const EmaSliceGpu *g) {
+  return ema_slice_gpu_remote_at(g, g->plan.room_limit);
 }
 
 /* Own slices of G not used by its blocks: what it can lend. */
@@ -288,9 +300,10 @@ static inline guint64 ema_slice_cut(guint64 slices, guint64 limit, guint64 *adju
 }
 
 /* The plan a prefetch policy starts from: direct loads, depth 1, one layer
- * per copy, no limit, no lender's allowance binding, no offload cap. */
+ * per copy, no limit, no lender's allowance binding, no offload cap, room
+ * as the limit. */
 static inline EmaPrefetchPlan ema_prefetch_plan_start(void) {
-  return (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0, 1, FALSE};
+  return (EmaPrefetchPlan){EMA_REMOTE_DIRECT, 1, 1, 1, G_MAXUINT, 0, 1, FALSE, -1};
 }
 
 /* Sets G's staging to what its prefetch plan wants (the layers fetched
