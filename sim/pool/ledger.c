@@ -54,6 +54,12 @@ void ema_slice_ledger_change_lent(EmaSliceLedger *l, guint lender, guint borrowe
   ema_slice_gpu_touch(b);
 }
 
+/* A plan's share X (a limit or cap) clamped to LO..1; NaN (a broken
+ * module's) is UNSET, the start plan's. */
+static double plan_share(double x, double lo, double unset) {
+  return isnan(x) ? unset : CLAMP(x, lo, 1);
+}
+
 void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gconstpointer params,
                                  const EmaPoolView *view, const EmaStepCostView *cost,
                                  guint layers) {
@@ -62,9 +68,9 @@ void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gc
       ->decide(g->states[EMA_POLICY_PREFETCH], params, view, g->index, cost, &g->plan);
   g->plan.depth = MAX(g->plan.depth, 1);
   g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, MAX(layers, 1));
-  g->plan.remote_limit = CLAMP(g->plan.remote_limit, 0, 1);
-  g->plan.room_limit = CLAMP(g->plan.room_limit, g->plan.remote_limit, 1);
-  g->plan.offload_cap = CLAMP(g->plan.offload_cap, 0, 1);
+  g->plan.remote_limit = plan_share(g->plan.remote_limit, 0, 1);
+  g->plan.room_limit = plan_share(g->plan.room_limit, g->plan.remote_limit, g->plan.remote_limit);
+  g->plan.offload_cap = plan_share(g->plan.offload_cap, 0, 1);
   if ((guint) g->plan.mode > EMA_REMOTE_OFFLOAD)
     g->plan.mode = EMA_REMOTE_DIRECT;
   g->plan.offload_read = g->plan.mode == EMA_REMOTE_OFFLOAD && g->plan.offload_read;

@@ -566,6 +566,37 @@ static void test_room_limit(void) {
   bench_free(b);
 }
 
+/* A plan of NaNs (a broken plugin's) is the start plan's: every borrowed
+ * block admitted, the room the limit's, no offload cap, and the step's
+ * time what it is without a plan. */
+static void test_plan_nan(void) {
+  Bench *b = bench_new(NULL);
+  EmaKvMemory *m0;
+  EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 16, .logits = 1};
+  EmaTime plain, broken;
+  b->borrow = (TestBorrowParams){0, 1, 10, 2, 0, 0};
+  b->prefetch.mode = EMA_REMOTE_DIRECT;
+  bench_pool(b);
+  m0 = bench_tenant(b, 0, 20);
+  ema_pool_add_idle_gpu(b->pool, 1, 40);
+  bench_start(b);
+  bench_borrow(b, 10, 0);
+  g_assert_true(take(m0, 25));
+  plain = ema_pool_step_time(b->pool, 0, &batch);
+  b->prefetch.limit = NAN;
+  b->prefetch.cap = NAN;
+  b->prefetch.room = NAN;
+  broken = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(broken, ==, plain);
+  g_assert_cmpuint(free_blocks(m0), ==, 5);
+  ema_pool_step_time(b->pool, 0, &batch); /* its view: the NaN plan's */
+  g_assert_cmpuint(b->prefetch_probe.gpus[0].blocks_total, ==, 30);
+  g_assert_cmpuint(b->prefetch_probe.blocks_room[0], ==, 30);
+  bench_check(b);
+  give(m0, 25);
+  bench_free(b);
+}
+
 /* A YAML experiment naming the test policies, through ema_serving_run (the
  * sampler checks the ledger every millisecond) and through the rig (the
  * ledger checked at the end as well). */
@@ -2304,6 +2335,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/ledger/return", test_return);
   g_test_add_func("/pool/ledger/remote-limit", test_remote_limit);
   g_test_add_func("/pool/ledger/room-limit", test_room_limit);
+  g_test_add_func("/pool/ledger/plan-nan", test_plan_nan);
   g_test_add_func("/pool/ledger/serving-custom", test_serving_custom);
   g_test_add_func("/pool/ledger/free-in-flight", test_free_in_flight);
   g_test_add_func("/pool/ledger/parked-staging", test_parked_staging);

@@ -108,10 +108,10 @@ static void prefetch_decide(gpointer state, gconstpointer params, const EmaPoolV
   plan->depth = (guint) p->depth;
   plan->layers_per_copy = (guint) p->group;
   plan->remote_limit = p->limit;
-  if (p->cap > 0)
+  if (p->cap != 0) /* (NaN too: the hostile-plan test's) */
     plan->offload_cap = p->cap;
   plan->offload_read = p->read;
-  if (p->room > 0)
+  if (p->room != 0)
     plan->room_limit = p->room;
   if (p->probe) {
     probe_view(p->probe, view, gpu);
