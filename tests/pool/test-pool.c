@@ -501,20 +501,29 @@ static void test_return(void) {
   bench_free(b);
 }
 
+/* The limit tests' bench: GPU 0's tenant (*M0) with 20 blocks of its own,
+ * idle GPU 1 with 40 slices lending it SLICES (a block a slice), under
+ * the test prefetch policy's LIMIT and ROOM (0: none). */
+static Bench *limit_bench(gint64 slices, double limit, double room, EmaKvMemory **m0) {
+  Bench *b = bench_new(NULL);
+  b->borrow = (TestBorrowParams){0, 1, slices, 2, 0, 0};
+  b->prefetch.limit = limit;
+  b->prefetch.room = room;
+  bench_pool(b);
+  *m0 = bench_tenant(b, 0, 20);
+  ema_pool_add_idle_gpu(b->pool, 1, 40);
+  bench_start(b);
+  bench_borrow(b, slices, 0);
+  return b;
+}
+
 /* The prefetch plan's remote_limit gates admission: the free blocks the
  * engine sees leave at most limit / (1 - limit) x the local capacity
  * remote; growth (take) may still use every borrowed block. */
 static void test_remote_limit(void) {
-  Bench *b = bench_new(NULL);
   EmaKvMemory *m0;
+  Bench *b = limit_bench(10, 0.25, 0, &m0);
   EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 16, .logits = 1};
-  b->borrow = (TestBorrowParams){0, 1, 10, 2, 0, 0};
-  b->prefetch.limit = 0.25;
-  bench_pool(b);
-  m0 = bench_tenant(b, 0, 20);
-  ema_pool_add_idle_gpu(b->pool, 1, 40);
-  bench_start(b);
-  bench_borrow(b, 10, 0);
   g_assert_cmpuint(free_blocks(m0), ==, 30); /* no plan yet: any share */
   g_assert_true(take(m0, 21));
   ema_pool_step_time(b->pool, 0, &batch); /* the plan: limit 25% */
@@ -537,17 +546,9 @@ static void test_remote_limit(void) {
  * the room limit admits (what a borrow policy's within_limit holds); one
  * below the remote limit is the remote limit. */
 static void test_room_limit(void) {
-  Bench *b = bench_new(NULL);
   EmaKvMemory *m0;
+  Bench *b = limit_bench(30, 0.25, 0.5, &m0);
   EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 16, .logits = 1};
-  b->borrow = (TestBorrowParams){0, 1, 30, 2, 0, 0};
-  b->prefetch.limit = 0.25;
-  b->prefetch.room = 0.5;
-  bench_pool(b);
-  m0 = bench_tenant(b, 0, 20);
-  ema_pool_add_idle_gpu(b->pool, 1, 40);
-  bench_start(b);
-  bench_borrow(b, 30, 0);
   g_assert_true(take(m0, 21));
   ema_pool_step_time(b->pool, 0, &batch); /* the plan: limit 25%, room 50% */
   /* floor(0.25 / 0.75 x 20) = 6 remote blocks admitted, 20 in the room */
@@ -570,17 +571,10 @@ static void test_room_limit(void) {
  * block admitted, the room the limit's, no offload cap, and the step's
  * time what it is without a plan. */
 static void test_plan_nan(void) {
-  Bench *b = bench_new(NULL);
   EmaKvMemory *m0;
+  Bench *b = limit_bench(10, 1, 0, &m0); /* direct loads (the bench's plan) */
   EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 16, .logits = 1};
   EmaTime plain, broken;
-  b->borrow = (TestBorrowParams){0, 1, 10, 2, 0, 0};
-  b->prefetch.mode = EMA_REMOTE_DIRECT;
-  bench_pool(b);
-  m0 = bench_tenant(b, 0, 20);
-  ema_pool_add_idle_gpu(b->pool, 1, 40);
-  bench_start(b);
-  bench_borrow(b, 10, 0);
   g_assert_true(take(m0, 25));
   plain = ema_pool_step_time(b->pool, 0, &batch);
   b->prefetch.limit = NAN;
