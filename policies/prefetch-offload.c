@@ -53,7 +53,9 @@
  * TPOT). A limit below the lowest one planned lately applies at once; a
  * higher one only once no limit at or below that lowest one has been
  * planned for `admit_hold`; meanwhile the plan keeps the lowest one and the
- * lender and allowance that set it. Only the plans of steps whose offload
+ * lender and allowance that set it, and names the step's own as its
+ * room_limit: the hold is admission's, the borrowed room that most-idle's
+ * within_limit holds follows each step's own limit. Only the plans of steps whose offload
  * was timed count and are held (the tenant holds remote KV and offload is
  * possible; the second plan of a step too): the others are layer-ahead's
  * plan as it is.
@@ -89,8 +91,8 @@ static const EmaParam params[] = {
              "loads and offload the rest, where that is the cheapest step"},
     {"admit_hold", EMA_PARAM_DURATION, G_STRUCT_OFFSET(Params, admit_hold), .default_value = "0s",
      .min = 0, .max = 3.6e12,
-     .help = "a remote limit that falls applies at once; one that rises only once no lower "
-             "limit has been planned for this long (0: each step's own limit)"},
+     .help = "a remote limit that falls applies at once to admission; one that rises only once "
+             "no lower limit has been planned for this long (0: each step's own limit)"},
 };
 
 static const EmaParamTable table = {"offload", sizeof(Params), params, EMA_PARAMS_N(params), NULL};
