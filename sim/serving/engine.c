@@ -356,7 +356,9 @@ struct _EmaEngine {
   guint64 last_total;
   guint64 next_seq, work;
   guint64 completed, preemptions, preemptions_swapped, rejected, rejected_too_long, blocks_held;
-  EmaStepBatch last_batch; /* the batch of the step in flight, or of the last one */
+  /* the decodes of the step in flight, or of the last one (what a recompute is priced beside) */
+  guint64 last_decode_seqs;
+  double last_decode_context;
   /* closed loop: requests arrived and not yet finished or rejected */
   guint64 outstanding;
   gboolean trace_done;
@@ -973,10 +975,9 @@ static EmaTime swap_time(const EmaEngine *engine, guint64 blocks) {
  * one preemption whatever the configuration). */
 #define RECOMPUTE_CHUNKS 64
 static EmaTime recompute_time(EmaEngine *engine, guint32 tokens) {
-  const EmaStepBatch *last = &engine->last_batch;
-  EmaStepBatch decodes = {.decode_seqs = last->decode_seqs,
-                          .decode_context = last->decode_context,
-                          .logits = last->decode_seqs};
+  EmaStepBatch decodes = {.decode_seqs = engine->last_decode_seqs,
+                          .decode_context = engine->last_decode_context,
+                          .logits = engine->last_decode_seqs};
   EmaTime alone = engine->step_estimate(engine->step_estimate_data, &decodes), added = 0;
   guint64 budget = engine->config.max_num_batched_tokens > decodes.decode_seqs
                        ? engine->config.max_num_batched_tokens - decodes.decode_seqs
@@ -1357,7 +1358,8 @@ static void kick(EmaEngine *engine) {
   engine->pending_swap = 0;
   engine->step.start = ema_sim_now(engine->sim);
   engine->last_step_start = engine->step.start;
-  engine->last_batch = engine->step.batch;
+  engine->last_decode_seqs = engine->step.batch.decode_seqs;
+  engine->last_decode_context = engine->step.batch.decode_context;
   engine->step.gpu_time = engine->step_cost(engine->step_cost_data, &engine->step.batch);
   engine->step.cpu_time = engine->config.step_cpu_cost;
   engine->step.duration = swap + engine->step.gpu_time + engine->step.cpu_time;
