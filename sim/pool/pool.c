@@ -319,11 +319,11 @@ static guint64 park_room(const Pool *p, const Gpu *g, guint j) {
   return blocks_in_slices(g, slices_for_blocks(g, g->parked[j]) + lendable(l)) - g->parked[j];
 }
 
-/* The time BLOCKS of g's KV take one way: those the peers have room for
- * over the link, the rest over the host link, side by side. */
-static double park_copy_time(const Pool *p, const Gpu *g, guint64 to_peers, guint64 to_host) {
-  return MAX(group_link_time(p, g, (double) to_peers * (double) g->block_bytes),
-             group_host_time(p, g, (double) to_host * (double) g->block_bytes));
+/* The time g's parked KV takes one way: PEER_S for the blocks over the
+ * link to or from the peers, TO_HOST blocks over the host link, side by
+ * side. */
+static double park_copy_time(const Pool *p, const Gpu *g, double peer_s, guint64 to_host) {
+  return MAX(peer_s, group_host_time(p, g, (double) to_host * (double) g->block_bytes));
 }
 
 static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
@@ -353,7 +353,7 @@ static EmaTime memory_swap_out(gpointer self, guint64 blocks) {
   g->parked_host += left;
   peer_time = group_link_time(p, g, (double) to_peers * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_incoming, peer_time);
-  return (EmaTime) ema_llround(park_copy_time(p, g, to_peers, left) * 1e9);
+  return (EmaTime) ema_llround(park_copy_time(p, g, peer_time, left) * 1e9);
 }
 
 /* EmaKvMemoryOps.swap_estimate: the peers take what they have room for
@@ -364,10 +364,12 @@ static EmaTime memory_swap_estimate(gpointer self, guint64 blocks) {
   const Gpu *g = self;
   const Pool *p = g->pool;
   guint64 room = 0, to_peers;
+  double peer_s;
   for (guint j = 0; j < p->n && room < blocks; j++)
     room += park_room(p, g, j);
   to_peers = MIN(room, blocks);
-  return 2 * (EmaTime) ema_llround(park_copy_time(p, g, to_peers, blocks - to_peers) * 1e9);
+  peer_s = group_link_time(p, g, (double) to_peers * (double) g->block_bytes);
+  return 2 * (EmaTime) ema_llround(park_copy_time(p, g, peer_s, blocks - to_peers) * 1e9);
 }
 
 static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
@@ -395,7 +397,7 @@ static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
   g->parked_host -= from_host;
   peer_time = group_link_time(p, g, (double) from_peers * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_outgoing, peer_time);
-  return (EmaTime) ema_llround(park_copy_time(p, g, from_peers, from_host) * 1e9);
+  return (EmaTime) ema_llround(park_copy_time(p, g, peer_time, from_host) * 1e9);
 }
 
 /* ---- the prefix cache's remote tier ------------------------------------------ */
