@@ -1229,8 +1229,9 @@ static void count_capped(Pool *p, Gpu *g, double capped_s) {
                "served %.3g%%: step %.2f ms, %.2f uncapped%s",
                ema_offload_lender_share(g->offload, &g->offload_shares[j], ns(capped_s)) * 100,
                capped_s * 1e3, g->uncapped_s * 1e3, offloads ? "" : "; not offloaded");
+  /* the time the cap added: none to a step that did not offload */
   ema_pool_core_note(core_now(p), EMA_POOL_EVENT_OFFLOAD_THROTTLE, g->index, j, 0, 0,
-                     capped_s > 0 ? capped_s - g->uncapped_s : 0, reason);
+                     offloads && capped_s > 0 ? capped_s - g->uncapped_s : 0, reason);
   g->throttled_by = j;
   g->throttled_at = now;
 }

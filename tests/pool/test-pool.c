@@ -1738,6 +1738,33 @@ static void test_step_offload_capped(void) {
   bench_free(b);
 }
 
+/* The cap on a step that does not offload (the policy chose direct loads,
+ * test_step_offload_capped's step and cap): the offload-throttle event
+ * says what the offload would have taken at the cap, and the cap added no
+ * time (seconds 0, no throttled step). */
+static void test_step_offload_capped_unused(void) {
+  Bench *b = remote_bench(200, 800, 1000, EMA_REMOTE_DIRECT, 1, 1);
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  const EmaStepCostView *seen = &b->prefetch_probe.step;
+  g_autoptr(GArray) events = g_array_new(FALSE, FALSE, sizeof(EmaPoolEvent));
+  double L = 32 * 12800 * 4096 / b->server->gpu.local_copy_bandwidth, cap = 0.0484;
+  EmaTime direct = expect_step(b, 0, &batch, 800, 1000, 1, 0).step;
+  const EmaPoolEvent *e;
+  ema_pool_set_event_sink(b->pool, throttle_sink, events);
+  b->prefetch.cap = cap;
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, direct);
+  g_assert_cmpfloat_with_epsilon(seen->step_offload_s, ceil(L / cap * 1e9) / 1e9, 1e-15);
+  g_assert_cmpuint(events->len, ==, 1);
+  e = &g_array_index(events, EmaPoolEvent, 0);
+  g_assert_cmpuint(e->peer, ==, 1);
+  g_assert_true(g_str_has_suffix(e->reason, "; not offloaded"));
+  g_assert_cmpfloat(e->seconds, ==, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->offload_throttled_steps, ==, 0);
+  g_assert_cmpint(ema_pool_stats(b->pool)->offload_throttled, ==, 0);
+  bench_check(b);
+  bench_free(b);
+}
+
 /* Per lender (policy.h offload_read), by hand: GPU 0 holds 200 blocks
  * locally, 800 on GPU 1 and 100 on GPU 2 (both tenants), one running
  * request, and decodes 100 sequences over its 1,100 blocks' 17,600 tokens.
@@ -2353,6 +2380,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/step/offload-one-long", test_step_offload_one_long);
   g_test_add_func("/pool/step/offload-read", test_step_offload_read);
   g_test_add_func("/pool/step/offload-capped", test_step_offload_capped);
+  g_test_add_func("/pool/step/offload-capped-unused", test_step_offload_capped_unused);
   g_test_add_func("/pool/step/parked-interference", test_parked_interference);
   g_test_add_func("/pool/step/layer-overhead", test_step_layer_overhead);
   g_test_add_func("/pool/give/proportional", test_give_proportional);
