@@ -167,10 +167,15 @@ static guint64 give_empty(const EmaPoolView *view, guint borrower, guint64 slice
 static gboolean limit_binds(const Params *p, State *s, const EmaPoolView *view, guint borrower,
                             guint64 tier, EmaBorrowPlan *plan) {
   const EmaGpuView *g = &view->gpus[borrower];
-  guint64 local = view_local_capacity(view, borrower);
-  guint64 room = view_remote_room(view, borrower);
-  guint64 total = view->blocks_room ? view->blocks_room[borrower] : g->blocks_total;
-  guint64 admitted = total > local ? total - local : 0, keep, give;
+  guint64 local, room, total, admitted, keep, give;
+  if (g->slices_borrowed == 0) { /* no room held (most decisions: the lenders') */
+    s->bound = FALSE;
+    return FALSE;
+  }
+  local = view_local_capacity(view, borrower);
+  room = view_remote_room(view, borrower);
+  total = view->blocks_room ? view->blocks_room[borrower] : g->blocks_total;
+  admitted = total > local ? total - local : 0;
   if (admitted >= room) {
     s->bound = FALSE;
     return FALSE;
