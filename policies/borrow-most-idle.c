@@ -260,27 +260,35 @@ static gint64 place_key(const EmaRequestView *r) {
   return r->state == EMA_REQUEST_CACHED ? G_MAXINT64 : r->remaining_tokens;
 }
 
-/* The hot request after AT (n: none yet) in place_key's order (key
- * descending, then index), among N, with blocks off BORROWER; N if none.
- * O(N) a call, without sorting or allocating: a decision brings home a few
- * requests. */
-static guint place_next_hot(const EmaRequestView *requests, guint n, guint at, guint borrower) {
-  gint64 last = at < n ? place_key(&requests[at]) : G_MAXINT64;
-  guint best = n;
-  gint64 best_key = G_MININT64;
-  for (guint i = 0; i < n; i++) {
-    gint64 key = place_key(&requests[i]);
-    if (!place_hot(&requests[i]) || requests[i].blocks_at[borrower] == requests[i].blocks)
-      continue;
-    /* after AT in the order, and before the best found so far */
-    if (at < n && (key > last || (key == last && i <= at)))
-      continue;
-    if (best == n || key > best_key) {
-      best = i;
-      best_key = key;
+/* A hot request with blocks off the borrower: its place_key and index. */
+typedef struct {
+  gint64 key;
+  guint index;
+} HotRequest;
+
+/* place_key's order: key descending, then the view's order. */
+static int hot_compare(const void *a, const void *b) {
+  const HotRequest *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key > y->key ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The hot requests among N with blocks off BORROWER into HOT[N], in
+ * place_key's order; returns how many, and adds their blocks off BORROWER
+ * to *BLOCKS. One pass and a sort of the few found (a look reads every
+ * request: finding each next one by another pass cost a look O(N) per
+ * request brought home). */
+static guint place_hot_order(const EmaRequestView *requests, guint n, guint borrower,
+                             HotRequest *hot, guint64 *blocks) {
+  guint m = 0;
+  for (guint i = 0; i < n; i++)
+    if (place_hot(&requests[i]) && requests[i].blocks_at[borrower] < requests[i].blocks) {
+      hot[m++] = (HotRequest){place_key(&requests[i]), i};
+      *blocks += requests[i].blocks - requests[i].blocks_at[borrower];
     }
-  }
-  return best;
+  qsort(hot, m, sizeof *hot, hot_compare);
+  return m;
 }
 
 /* The next cold request from AT on with blocks on BORROWER; N if none. */
@@ -327,7 +335,8 @@ static void place(gpointer state, gconstpointer params_data, const EmaPoolView *
   State *s = state;
   const EmaGpuView *g = &view->gpus[borrower];
   const EmaRequestView *requests;
-  guint n_gpus = view->n_gpus, n = 0, hot, cold, j = 0;
+  guint n_gpus = view->n_gpus, n = 0, n_hot, hot = 0, cold, j = 0;
+  HotRequest *order;
   guint64 *room = g_newa(guint64, n_gpus);
   guint64 free_local, budget, remote_room = 0, hot_left = 0, done = 0, cold_done = 0;
   /* nothing remote, or nowhere to move anything: no need to look at the requests */
@@ -350,24 +359,22 @@ static void place(gpointer state, gconstpointer params_data, const EmaPoolView *
   if (free_local == 0 && s->no_cold && view->now - s->no_cold_at < p->horizon)
     return;
   requests = view->requests(view, borrower, &n);
-  for (guint i = 0; i < n; i++)
-    if (place_hot(&requests[i]))
-      hot_left += requests[i].blocks - requests[i].blocks_at[borrower];
+  order = g_new(HotRequest, MAX(n, 1));
+  n_hot = place_hot_order(requests, n, borrower, order, &hot_left);
   budget = place_budget_blocks(p, view, borrower);
-  hot = place_next_hot(requests, n, n, borrower);
   cold = place_next_cold(requests, n, 0, borrower);
   s->no_cold = free_local == 0 && cold >= n;
   s->no_cold_at = view->now;
-  /* hot request HOT's blocks on lender J, DONE of them moved already; cold
-   * request COLD's local blocks, COLD_DONE of them moved out */
-  while (hot < n && budget > 0 && plan->n < G_N_ELEMENTS(plan->actions)) {
-    const EmaRequestView *r = &requests[hot];
+  /* the HOT-th hot request's blocks on lender J, DONE of them moved already;
+   * cold request COLD's local blocks, COLD_DONE of them moved out */
+  while (hot < n_hot && budget > 0 && plan->n < G_N_ELEMENTS(plan->actions)) {
+    const EmaRequestView *r = &requests[order[hot].index];
     guint64 k;
     if (j == borrower || r->blocks_at[j] == done) {
       done = 0;
       if (++j == n_gpus) {
         j = 0;
-        hot = place_next_hot(requests, n, hot, borrower);
+        hot++;
       }
       continue;
     }
@@ -404,6 +411,7 @@ static void place(gpointer state, gconstpointer params_data, const EmaPoolView *
     hot_left -= k;
     room[j] += k;
   }
+  g_free(order);
 }
 
 const EmaBorrowPolicyOps ema_borrow_most_idle = {

@@ -105,14 +105,13 @@ static void request_set_state(EmaPoolCore *c, guint gpu, EmaPoolRequest *r, EmaK
   } else if (was && !is) {
     g_queue_unlink(&c->running_list[gpu], &r->running);
     r->running.data = NULL;
-    r->engine_ref = NULL;
   }
   request_placed(c, gpu, r);
 }
 
 void ema_pool_core_set_engine_ref(EmaPoolCore *c, guint gpu, guint64 request, gpointer ref) {
   EmaPoolRequest *r = request_find(c, gpu, request);
-  g_assert(r != NULL && r->state == EMA_KV_RUNNING);
+  g_assert(r != NULL);
   r->engine_ref = ref;
 }
 
@@ -234,20 +233,21 @@ static const EmaRequestView *view_requests(const EmaPoolView *view, guint gpu, g
   *n = 0;
   if (gpu >= c->n || !c->ledger.gpus[gpu]->has_tenant)
     return NULL;
-  g_array_set_size(c->request_views, 0);
+  /* sized once and filled in place (appending each took as long as describing it) */
+  g_array_set_size(c->request_views, c->request_list[gpu].length);
   for (const GList *l = c->request_list[gpu].head; l; l = l->next) {
-    const EmaPoolRequest *r = l->data;
-    EmaRequestView v = {.request = r->request,
-                        .state = view_state(r->state),
-                        .blocks = r->blocks,
-                        .blocks_at = r->at,
-                        .last_scheduled = -1,
-                        .remaining_tokens = -1};
+    EmaPoolRequest *r = l->data;
+    EmaRequestView *v = &g_array_index(c->request_views, EmaRequestView, *n);
+    *v = (EmaRequestView){.request = r->request,
+                          .state = view_state(r->state),
+                          .blocks = r->blocks,
+                          .blocks_at = r->at,
+                          .last_scheduled = -1,
+                          .remaining_tokens = -1};
     if (c->describe)
-      c->describe(c->owner_data, gpu, &v);
-    g_array_append_val(c->request_views, v);
+      c->describe(c->owner_data, gpu, r, v);
+    ++*n;
   }
-  *n = c->request_views->len;
   return (const EmaRequestView *) (gpointer) c->request_views->data;
 }
 
@@ -1216,7 +1216,7 @@ static gboolean apply_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementAc
     /* what its engine knows of it: the output still to come says why it goes first */
     EmaRequestView v = {.request = a->request, .remaining_tokens = -1};
     if (r && c->describe)
-      c->describe(c->owner_data, g->index, &v);
+      c->describe(c->owner_data, g->index, r, &v);
     reason_add(&e, "%s: request %" G_GUINT64_FORMAT " (%s", who, a->request,
                r ? ema_request_state_name(view_state(r->state)) : "unknown");
     if (v.remaining_tokens >= 0)

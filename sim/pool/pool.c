@@ -1448,17 +1448,20 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
 /* ---- requests -------------------------------------------------------------------- */
 
 /* EmaPoolCore.describe: what the engine knows of a request's view. */
-static void describe_request(gpointer data, guint gpu, EmaRequestView *view) {
+static void describe_request(gpointer data, guint gpu, EmaPoolRequest *r, EmaRequestView *view) {
   Pool *p = data;
   Gpu *g = &p->gpus[gpu];
-  EmaRequest request;
-  EmaTime last;
-  if (g->engine == NULL || view->request == EMA_KV_PREFIX_CACHE ||
-      !ema_engine_request(g->engine, view->request, &request, NULL, &last))
+  const EmaRequest *request;
+  if (g->engine == NULL || r->request == EMA_KV_PREFIX_CACHE)
     return;
-  view->context_tokens = request.kv_tokens;
-  view->last_scheduled = last;
-  view->remaining_tokens = (gint64) request.output_tokens - (gint64) request.generated;
+  /* looked up once and kept (a view describes every request at each look) */
+  if (r->engine_ref == NULL)
+    r->engine_ref = ema_engine_request_ref(g->engine, r->request);
+  if (r->engine_ref == NULL)
+    return;
+  request = ema_engine_ref_request(g->engine, r->engine_ref, &view->last_scheduled);
+  view->context_tokens = request->kv_tokens;
+  view->remaining_tokens = (gint64) request->output_tokens - (gint64) request->generated;
 }
 
 /* ---- set-up, figures, checks ----------------------------------------------------- */

@@ -1628,15 +1628,20 @@ gboolean ema_engine_request(EmaEngine *engine, guint64 serial, EmaRequest *out, 
     return FALSE;
   if (in_step)
     *in_step = req_in_step(engine, req);
-  if (last_scheduled)
-    *last_scheduled = req->state == REQ_STEADY ? engine->last_step_start : req->last_step;
-  materialise(engine, req);
-  *out = req->pub;
+  *out = *ema_engine_ref_request(engine, req, last_scheduled);
   return TRUE;
 }
 
 gpointer ema_engine_request_ref(EmaEngine *engine, guint64 serial) {
   return ema_id_map_lookup(engine->by_serial, serial);
+}
+
+const EmaRequest *ema_engine_ref_request(EmaEngine *engine, gpointer ref, EmaTime *last_scheduled) {
+  Req *req = ref; /* the engine's own request (ema_engine_request_ref) */
+  if (last_scheduled)
+    *last_scheduled = req->state == REQ_STEADY ? engine->last_step_start : req->last_step;
+  materialise(engine, req);
+  return &req->pub;
 }
 
 gboolean ema_engine_ref_decoding(EmaEngine *engine, gpointer ref, guint64 *context,

@@ -330,7 +330,8 @@ static Placing *placing_roomy(const char *budget) {
 /* With 100 blocks of local room (103 holding 80, not 170) the budget
  * binds: 23 blocks, the cache's 5, 101's 15 on lender 1 and 3 of its 5 on
  * lender 2. At 100% (95 blocks: 95.4) every hot remote block comes home
- * but 102's, 35 in all; with no step yet the budget is one block. */
+ * but 102's, 35 in all, and requests with as many tokens to come in the
+ * view's order; with no step yet the budget is one block. */
 static void test_place_budget(void) {
   Placing *pl = placing_roomy("25%");
   ASSERT_PLAN(pl, {CACHE, 1, 0, 5}, {101, 1, 0, 15}, {101, 2, 0, 3});
@@ -339,6 +340,9 @@ static void test_place_budget(void) {
   placing_free(pl);
   pl = placing_roomy("100%");
   ASSERT_PLAN(pl, {CACHE, 1, 0, 5}, {101, 1, 0, 15}, {101, 2, 0, 5}, {100, 1, 0, 10});
+  /* a tie (100 with 500 tokens to come, as 101) goes in the view's order */
+  pl->requests[0].remaining_tokens = 500;
+  ASSERT_PLAN(pl, {CACHE, 1, 0, 5}, {100, 1, 0, 10}, {101, 1, 0, 15}, {101, 2, 0, 5});
   placing_free(pl);
 }
 

@@ -56,8 +56,9 @@ typedef struct {
   GList remote;        /* in its GPU's remote-running list while running with blocks on a
                           lender; data = this */
   guint64 started;     /* the GPU's running lists' order: when it last started to run */
-  gpointer engine_ref; /* while running: its engine's handle (ema_engine_request_ref), or
-                               NULL (no engine) */
+  gpointer engine_ref; /* its engine's handle (ema_engine_request_ref) once it has run or
+                          been described, kept until it finishes; NULL before, without an
+                          engine and for the prefix cache */
 } EmaPoolRequest;
 
 #define EMA_POOL_REASON_CHARS 160
@@ -177,9 +178,9 @@ struct _EmaPoolCore {
   EmaBorrowPlan borrow_plan;
   EmaPlacementPlan place_plan;
   EmaReclaimPlan reclaim_plan;
-  /* the owner fills what only it knows of a request's view (context, last
+  /* the owner fills what only it knows of request R's view (context, last
    * scheduled, remaining tokens; NULL: not known) */
-  void (*describe)(gpointer owner_data, guint gpu, EmaRequestView *view);
+  void (*describe)(gpointer owner_data, guint gpu, EmaPoolRequest *r, EmaRequestView *view);
 };
 
 /* CORE over N GPUs under POLICY (names looked up in the registry) on
@@ -226,8 +227,8 @@ gboolean ema_pool_core_give(EmaPoolCore *core, EmaSliceGpu *g, guint64 request, 
  * state or take and forgotten when FINISHED (holding nothing). */
 void ema_pool_core_request_state(EmaPoolCore *core, EmaSliceGpu *g, guint64 request,
                                  EmaKvState state);
-/* The engine's handle of running REQUEST of GPU's tenant (kept until it
- * leaves EMA_KV_RUNNING). */
+/* The engine's handle of REQUEST of GPU's tenant (kept until it is
+ * FINISHED). */
 void ema_pool_core_set_engine_ref(EmaPoolCore *core, guint gpu, guint64 request, gpointer ref);
 /* N of REQUEST's blocks become the prefix cache's (its local ones first,
  * as its first blocks were taken first). */

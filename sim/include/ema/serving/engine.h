@@ -325,10 +325,14 @@ guint64 ema_engine_release_where(EmaEngine *engine, EmaPreemptMode mode, EmaKvVi
  * in, -1 if none. O(1). */
 gboolean ema_engine_request(EmaEngine *engine, guint64 serial, EmaRequest *out, gboolean *in_step,
                             EmaTime *last_scheduled);
-/* A handle of request SERIAL for ema_engine_ref_decoding, valid while the
- * engine holds the request (until its state FINISHED); NULL if it has no
- * such request. */
+/* A handle of request SERIAL for ema_engine_ref_request and
+ * ema_engine_ref_decoding, valid while the engine holds the request (until
+ * its state FINISHED); NULL if it has no such request. */
 gpointer ema_engine_request_ref(EmaEngine *engine, guint64 serial);
+/* ema_engine_request of the request of handle REF, without the lookup or
+ * the copy: the engine's own record, materialised, valid until the engine
+ * next acts. O(1). */
+const EmaRequest *ema_engine_ref_request(EmaEngine *engine, gpointer ref, EmaTime *last_scheduled);
 /* Whether the request of handle REF decodes one token in the step in
  * flight (generated before, in the step, its KV all but the last known
  * token: what ema_engine_request's IN_STEP and fields say), and then its
