@@ -870,7 +870,7 @@ static gboolean apply_return(EmaPoolCore *c, guint borrower, guint lender, guint
                b->plan.remote_limit * 100, ema_slice_gpu_remote_admitted(b), b->remote_cap_total,
                b->remote_total);
   /* the limit held for admission below the step's own, which sets the room */
-  if (b->plan.room_limit > b->plan.remote_limit)
+  if (ema_slice_gpu_room_held(b))
     reason_add(&e, " (held; the step's own %.1f%% admits %" G_GUINT64_FORMAT ")",
                b->plan.room_limit * 100, ema_slice_gpu_remote_room(b));
   if (slices == 0) {

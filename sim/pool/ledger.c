@@ -140,7 +140,7 @@ static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v, guint64 *
   v->blocks_total =
       g->has_tenant ? ema_slice_gpu_local_capacity(g) + ema_slice_gpu_remote_admitted(g) : 0;
   /* (the room's own arithmetic only where the plan holds its limit below the step's) */
-  *room = g->has_tenant && g->plan.room_limit > g->plan.remote_limit
+  *room = g->has_tenant && ema_slice_gpu_room_held(g)
               ? ema_slice_gpu_local_capacity(g) + ema_slice_gpu_remote_room(g)
               : v->blocks_total;
   v->blocks_used = g->local_used + g->remote_total;

@@ -223,6 +223,12 @@ static inline guint64 ema_slice_gpu_remote_admitted(const EmaSliceGpu *g) {
   return ema_slice_gpu_remote_at(g, g->plan.remote_limit);
 }
 
+/* Whether G's plan holds its remote limit below its step's own for
+ * admission (room_limit above remote_limit): then the room differs. */
+static inline gboolean ema_slice_gpu_room_held(const EmaSliceGpu *g) {
+  return g->plan.room_limit > g->plan.remote_limit;
+}
+
 /* Remote blocks the plan's room_limit admits: the room its borrow policy
  * may hold (EmaPoolView.blocks_room). */
 static inline guint64 ema_slice_gpu_remote_room(const EmaSliceGpu *g) {
