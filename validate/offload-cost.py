@@ -17,9 +17,22 @@ the lender's side of that on one real GPU:
            followed by a sleep kernel so that it reads KV at a set share
            `rate` of the lender's HBM time.
 
-Per rate it records the lender's step time (CUDA events around each replay,
-median), the offload launches that ran inside the lender's window, and so
-the offloaded bytes actually read per second, and fits the lender's cost as
+Per rate, `--repeats` times in turn, it times a window of the lender's steps
+alone and then one beside the offload (CUDA events around each replay; both
+windows queued alike behind a gate), so that a drift of the GPU's clocks
+falls on both; it records the offload launches that ran inside the
+lender's window, and so the offloaded bytes actually read per second. The
+slowdown of a repeat is the window's mean step against the alone window's
+mean step; a rate's `slowdown` is the median of its repeats' (with their
+range, `slowdown_lo`/`slowdown_hi`; at rate 0 two alone windows: the
+noise floor). The mean, not the median step: at a low rate a launch comes
+only every few lender steps, and the median step is one that none slowed.
+`slowdown_median_step` is the median step's slowdown, the estimator of the
+2026-12-01 results (one alone median per lender, measured first, against
+each rate's median step), kept beside it for comparison. `--offload-requests`
+sizes each launch (requests of `ctx` tokens): small launches, several per
+lender step at every rate, spread the offload's reads as a borrower's
+per-layer partials would. It fits the lender's cost as
 
   lender step = T0 * (1 + c * r),   r = offloaded KV bytes per second / B_hbm
 
@@ -41,7 +54,7 @@ long each offloaded partial takes while the lender's steps run beside it
 
 Usage (on the GPU machine; writes CSV and JSON under --out):
   python3 validate/offload-cost.py --out DIR [--rates 0,0.01,0.02,0.05,0.1,0.2]
-          [--latency-rates 0.05,0.1,0.2]
+          [--repeats 5] [--offload-requests 16] [--steps N] [--latency-rates 0.05,0.1,0.2]
 """
 import argparse
 import json
@@ -237,8 +250,22 @@ def queue_lender_steps(sa, g_step, steps, cyc_per_ms):
     return ev_a
 
 
+def step_times(ev_a):
+    """The ms of each lender step between the events queue_lender_steps recorded."""
+    return [ev_a[i].elapsed_time(ev_a[i + 1]) for i in range(len(ev_a) - 1)]
+
+
+def alone_run(g_step, sa, sb, steps, cyc_per_ms):
+    """The lender's step times (ms) alone, queued as overlapped_run queues them."""
+    open_gate(sa, sb, 20 + 0.3 * steps, cyc_per_ms)
+    ev_a = queue_lender_steps(sa, g_step, steps, cyc_per_ms)
+    torch.cuda.synchronize()
+    return step_times(ev_a)
+
+
 def overlapped_run(off, g_step, sa, sb, rate, t0, t_off, b_hbm, cyc_per_ms, steps):
-    """The lender's median step while stream B reads offloaded KV at `rate`;
+    """The lender's step times (ms) while stream B reads offloaded KV at `rate`, the share
+    of HBM time achieved and the launches;
     retried (up to 4 times) until B's work covers the whole window of the
     lender's steps. B's work is a graph of PERIODS_PER_GRAPH periods (one
     offload launch and a sleep each), so that few launches are queued and
@@ -269,8 +296,7 @@ def overlapped_run(off, g_step, sa, sb, rate, t0, t_off, b_hbm, cyc_per_ms, step
         tail = ev_a[steps].elapsed_time(eb1)  # > 0: B ended last
         t_b = eb0.elapsed_time(eb1)
         if lead >= 0 and tail >= 0:
-            times = [ev_a[i].elapsed_time(ev_a[i + 1]) for i in range(steps)]
-            return statistics.median(times), n_off * off.bytes / (t_b / 1e3) / b_hbm, n_off
+            return step_times(ev_a), n_off * off.bytes / (t_b / 1e3) / b_hbm, n_off
         print(f"rate {rate}: offload did not cover the lender's window (lead {lead:.2f} ms, "
               f"tail {tail:.2f} ms); again", file=sys.stderr)
     raise SystemExit(f"rate {rate}: the two streams never overlapped")
@@ -347,28 +373,40 @@ def setup_case(case, off, steps):
     return sa, sb, step, g_step, t0, t_off
 
 
-def run_case(case, off, rates, b_hbm, cyc_per_ms, steps):
+def run_case(case, off, rates, b_hbm, cyc_per_ms, steps, repeats):
+    """Per rate, REPEATS alone windows each followed by an overlapped one (rate 0: a second
+    alone window); one row per rate, the medians over the repeats."""
     model, batch, context = case
     sa, sb, step, g_step, t0, t_off = setup_case(case, off, steps)
     rows = []
     for rate in rates:
-        if rate <= 0:
-            lender = t0
-            got_rate = 0.0
-            n_off = 0
-        else:
-            lender, got_rate, n_off = overlapped_run(off, g_step, sa, sb, rate, t0, t_off, b_hbm,
-                                                     cyc_per_ms, steps)
-        slow = lender / t0 - 1
+        runs = []  # (alone times, times, achieved rate, launches) per repeat
+        for _ in range(repeats):
+            alone = alone_run(g_step, sa, sb, steps, cyc_per_ms)
+            if rate <= 0:
+                runs.append((alone, alone_run(g_step, sa, sb, steps, cyc_per_ms), 0.0, 0))
+            else:
+                runs.append((alone,) + overlapped_run(off, g_step, sa, sb, rate, t0, t_off, b_hbm,
+                                                      cyc_per_ms, steps))
+        slows = sorted(statistics.mean(t) / statistics.mean(a) - 1 for a, t, _, _ in runs)
+        slow = statistics.median(slows)
+        got_rate = statistics.mean(r for _, _, r, _ in runs)
         c = slow / got_rate if got_rate > 0 else float("nan")
         rows.append(dict(model=model, batch=batch, context=context, target_rate=rate,
-                         achieved_rate=got_rate, lender_ms=lender, alone_ms=t0,
+                         achieved_rate=got_rate,
+                         lender_ms=statistics.median(statistics.mean(t) for _, t, _, _ in runs),
+                         alone_ms=statistics.median(statistics.mean(a) for a, _, _, _ in runs),
                          slowdown=slow, coefficient=c, offload_ms=t_off,
                          offload_bytes=off.bytes, step_bytes=step.bytes,
-                         offload_launches=n_off))
-        print(f"{model} b={batch} ctx={context} rate {rate:5.3f} (got {got_rate:6.4f}): "
-              f"step {lender:8.3f} ms vs {t0:8.3f} alone, +{100 * slow:6.2f}%, c={c:6.3f}",
-              flush=True)
+                         offload_launches=statistics.mean(n for _, _, _, n in runs),
+                         repeats=repeats, slowdown_lo=slows[0], slowdown_hi=slows[-1],
+                         slowdown_median_step=statistics.median(
+                             statistics.median(t) / statistics.median(a) - 1
+                             for a, t, _, _ in runs)))
+        print(f"{model} b={batch} ctx={context} rate {rate:6.4f} (got {got_rate:6.4f}): "
+              f"step {rows[-1]['lender_ms']:8.3f} ms vs {rows[-1]['alone_ms']:8.3f} alone, "
+              f"+{100 * slow:6.2f}% ({100 * slows[0]:+.2f} to {100 * slows[-1]:+.2f} over "
+              f"{repeats}), c={c:6.3f}", flush=True)
     del step, g_step
     torch.cuda.empty_cache()
     return rows
@@ -379,10 +417,17 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--rates", default="0,0.01,0.02,0.05,0.1,0.2,0.3")
     ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="alone and overlapped windows timed in turn per rate (default 5)")
+    ap.add_argument("--offload-requests", type=int, default=OFFLOAD[1],
+                    help=f"requests of {OFFLOAD[2]} tokens per offload launch "
+                         f"(default {OFFLOAD[1]})")
     ap.add_argument("--latency-rates", default="",
                     help="also time each offloaded partial beside the lender's steps at these "
                          "rates (partial-latency.csv; default: not run)")
     args = ap.parse_args()
+    if args.repeats < 1 or args.offload_requests < 1 or args.steps < 2:
+        ap.error("--repeats and --offload-requests must be at least 1, --steps at least 2")
     rates = [float(r) for r in args.rates.split(",") if r]
     latency_rates = [float(r) for r in args.latency_rates.split(",") if r]
     os.makedirs(args.out, exist_ok=True)
@@ -390,7 +435,8 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     b_hbm = copy_bandwidth(dev)
     cyc = sleep_cycles_per_ms(torch.cuda.Stream())
-    off = OffloadAttention(*OFFLOAD, dev)
+    offload = (OFFLOAD[0], args.offload_requests, OFFLOAD[2])
+    off = OffloadAttention(*offload, dev)
     latency = []
     for case in LENDER_CASES:
         if latency_rates:
@@ -401,7 +447,7 @@ def main():
         return
     rows = []
     for case in LENDER_CASES:
-        rows += run_case(case, off, rates, b_hbm, cyc, args.steps)
+        rows += run_case(case, off, rates, b_hbm, cyc, args.steps, args.repeats)
     pts = [(r["achieved_rate"], r["slowdown"]) for r in rows if r["achieved_rate"] > 0]
     c_fit = sum(x * y for x, y in pts) / sum(x * x for x, _ in pts)
     meta = dict(
@@ -411,8 +457,8 @@ def main():
         cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
         driver=os.popen("nvidia-smi --query-gpu=driver_version --format=csv,noheader")
         .read().strip(), python=platform.python_version(),
-        hbm_copy_traffic_Bps=b_hbm, offload=dict(model=OFFLOAD[0], requests=OFFLOAD[1],
-                                              context=OFFLOAD[2]),
+        hbm_copy_traffic_Bps=b_hbm, offload=dict(model=offload[0], requests=offload[1],
+                                              context=offload[2]),
         coefficient_fit=c_fit)
     write_csv(os.path.join(args.out, "offload-cost.csv"), rows)
     with open(os.path.join(args.out, "offload-cost.json"), "w") as f:

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """offload-curve.py: a GPU's measured offload slowdown curve, and how well it predicts.
 
-Reads the CSV that offload-cost.py writes (one row per lender step and target
-rate: achieved_rate r, the share of the lender's HBM time that offloaded
+Reads the CSVs that offload-cost.py writes (one or more runs, their rows
+together; one row per lender step and target rate: achieved_rate r, the share of the lender's HBM time that offloaded
 attention read, and the lender's slowdown) and prints:
 
 - the curve for a GPU file's `offload_slowdown` (hwmodels/README.md): at each
@@ -25,7 +25,8 @@ attention read, and the lender's slowdown) and prints:
   on another machine): the curve of the first CSV against every point of
   OTHER and against its per-rate means, nothing fitted on OTHER.
 
-Usage: validate/offload-curve.py OFFLOAD-COST.CSV [--min-rate 0.02] [--check OTHER.CSV]
+Usage: validate/offload-curve.py OFFLOAD-COST.CSV [MORE.CSV ...] [--min-rate 0.02]
+       [--check OTHER.CSV]
 """
 import argparse
 import csv
@@ -79,13 +80,14 @@ def load(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("csv")
+    parser.add_argument("csv", nargs="+")
     parser.add_argument("--min-rate", type=float, default=0.02)
     parser.add_argument("--check", help="another offload-cost.csv to predict with the curve")
     args = parser.parse_args()
-    rows = [r for r in load(args.csv) if r["target"] >= args.min_rate and r["share"] > 0]
+    rows = [r for path in args.csv for r in load(path)
+            if r["target"] >= args.min_rate and r["share"] > 0]
     if not rows:
-        sys.exit(f"{args.csv}: no rows at a target rate of at least {args.min_rate:g}")
+        sys.exit(f"{', '.join(args.csv)}: no rows at a target rate of at least {args.min_rate:g}")
     rates = sorted({r["target"] for r in rows})
     lenders = sorted({r["lender"] for r in rows})
     points = curve(rows, rates)
