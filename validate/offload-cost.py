@@ -462,7 +462,10 @@ def main():
         coefficient_fit=c_fit)
     write_csv(os.path.join(args.out, "offload-cost.csv"), rows)
     with open(os.path.join(args.out, "offload-cost.json"), "w") as f:
-        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+        # NaN (the coefficient at rate 0) is not JSON: null
+        json.dump(dict(meta=meta, rows=[{k: None if isinstance(v, float) and v != v else v
+                                         for k, v in r.items()} for r in rows]),
+                  f, indent=1, allow_nan=False)
     print(f"HBM copy traffic {b_hbm / 1e12:.3f} TB/s; offload launch {rows[0]['offload_ms']:.3f} ms "
           f"for {off.bytes / 1e6:.1f} MB ({off.bytes / rows[0]['offload_ms'] / 1e9:.2f} TB/s); "
           f"fitted c = {c_fit:.3f}")

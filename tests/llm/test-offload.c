@@ -6,6 +6,7 @@
  * inverse), its errors, and the lender slowdown it predicts against the
  * measurements committed in validate/results/ (2026-12-03-h200-offload-interleaved/,
  * and the earlier 2026-12-01-h200-offload/ and -check/). */
+#include <json-glib/json-glib.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,16 +380,27 @@ static int column(char **header, const char *name) {
   return -1;
 }
 
-/* The rows of validate/results/RUN/offload-cost.csv at a target rate. */
-static GArray *load_measured(const char *run) {
+/* The rows of validate/results/RUN/offload-cost.csv at a target rate, and
+ * the run's copy rate (*COPY_RATE: offload-cost.json's
+ * meta.hbm_copy_traffic_Bps, the rate its shares are of). */
+static GArray *load_measured(const char *run, double *copy_rate) {
   const char *root = g_getenv("EMA_SOURCE_ROOT");
-  g_autofree char *path = NULL, *text = NULL;
+  g_autofree char *path = NULL, *text = NULL, *json = NULL;
   g_auto(GStrv) lines = NULL, header = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new();
   GArray *rows = g_array_new(FALSE, FALSE, sizeof(Measured));
   GError *error = NULL;
+  JsonObject *meta;
   int c_model, c_batch, c_target, c_rate, c_slow;
   g_array_set_clear_func(rows, measured_clear);
   g_assert_nonnull(root);
+  json = g_build_filename(root, "validate", "results", run, "offload-cost.json", NULL);
+  g_assert_true(json_parser_load_from_file(parser, json, &error));
+  g_assert_no_error(error);
+  meta = json_object_get_object_member(json_node_get_object(json_parser_get_root(parser)), "meta");
+  g_assert_nonnull(meta);
+  *copy_rate = json_object_get_double_member(meta, "hbm_copy_traffic_Bps");
+  g_assert_cmpfloat(*copy_rate, >, 0);
   path = g_build_filename(root, "validate", "results", run, "offload-cost.csv", NULL);
   g_assert_true(g_file_get_contents(path, &text, NULL, &error));
   g_assert_no_error(error);
@@ -485,14 +497,15 @@ static void assert_points(const GArray *rows, double copy_rate, double min_rate,
  * (Llama-2-13B 16 x 2000 slows up to twice as much as the Llama-3.1-8B
  * steps at 0.5%), and the curve, their mean, lies between them. */
 static void test_measurement(void) {
-  g_autoptr(GArray) low = load_measured("2026-12-03-h200-offload-interleaved/low");
-  g_autoptr(GArray) high = load_measured("2026-12-03-h200-offload-interleaved/high");
+  double low_rate, high_rate;
+  g_autoptr(GArray) low = load_measured("2026-12-03-h200-offload-interleaved/low", &low_rate);
+  g_autoptr(GArray) high = load_measured("2026-12-03-h200-offload-interleaved/high", &high_rate);
   g_assert_cmpuint(low->len, ==, 24);
   g_assert_cmpuint(high->len, ==, 12);
-  assert_rate_means(low, 4280618720230.955, 0.005, 0.01);
-  assert_rate_means(high, 4278435462843.0728, 0.15, 0.01);
-  assert_points(low, 4280618720230.955, 0.05, 0.13);
-  assert_points(high, 4278435462843.0728, 0.15, 0.13);
+  assert_rate_means(low, low_rate, 0.005, 0.01);
+  assert_rate_means(high, high_rate, 0.15, 0.01);
+  assert_points(low, low_rate, 0.05, 0.13);
+  assert_points(high, high_rate, 0.15, 0.13);
   for (guint i = 0; i < low->len; i++) {
     const Measured *a = &g_array_index(low, Measured, i);
     double under = 0, over = 0;
@@ -501,8 +514,8 @@ static void test_measurement(void) {
     for (guint j = 0; j < low->len; j++) {
       const Measured *b = &g_array_index(low, Measured, j);
       if (fabs(b->target - a->target) < 1e-9) {
-        under = MIN(under, row_error(b, 4280618720230.955));
-        over = MAX(over, row_error(b, 4280618720230.955));
+        under = MIN(under, row_error(b, low_rate));
+        over = MAX(over, row_error(b, low_rate));
       }
     }
     g_assert_cmpfloat(under, <, -0.10);
@@ -516,11 +529,12 @@ static void test_measurement(void) {
  * predicted (0.75%: +6.4%, 1.5%: -0.2%, 2.5%: +1.3%, 7.5%: +3.1%), every
  * lender step at 7.5% within 6%. */
 static void test_measurement_check(void) {
-  g_autoptr(GArray) rows = load_measured("2026-12-03-h200-offload-interleaved/check");
+  double copy_rate;
+  g_autoptr(GArray) rows = load_measured("2026-12-03-h200-offload-interleaved/check", &copy_rate);
   g_assert_cmpuint(rows->len, ==, 16);
-  assert_rate_means(rows, 4277071994080.0366, 0.0075, 0.07);
+  assert_rate_means(rows, copy_rate, 0.0075, 0.07);
   g_assert_cmpuint(rows_from(rows, 0.075), ==, 4);
-  assert_points(rows, 4277071994080.0366, 0.075, 0.06);
+  assert_points(rows, copy_rate, 0.075, 0.06);
 }
 
 /* The earlier runs, on other lent H200s with the earlier estimator (the
@@ -530,12 +544,13 @@ static void test_measurement_check(void) {
  * the slowdown, their per-rate means are within 7% of the curve (5.8% and
  * 6.8% at worst). */
 static void test_measurement_earlier(void) {
-  g_autoptr(GArray) first = load_measured("2026-12-01-h200-offload");
-  g_autoptr(GArray) check = load_measured("2026-12-01-h200-offload-check");
+  double first_rate, check_rate;
+  g_autoptr(GArray) first = load_measured("2026-12-01-h200-offload", &first_rate);
+  g_autoptr(GArray) check = load_measured("2026-12-01-h200-offload-check", &check_rate);
   g_assert_cmpuint(rows_from(first, 0.05), ==, 16);
   g_assert_cmpuint(rows_from(check, 0.05), ==, 24);
-  assert_rate_means(first, 4245817723300.02, 0.05, 0.07);
-  assert_rate_means(check, 4265416630040.708, 0.05, 0.07);
+  assert_rate_means(first, first_rate, 0.05, 0.07);
+  assert_rate_means(check, check_rate, 0.05, 0.07);
 }
 
 int main(int argc, char **argv) {
