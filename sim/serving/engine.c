@@ -11,7 +11,9 @@
  * preemption kv_tokens = 0 and the request prefills prompt + generated
  * tokens again. A step needs ceil((kv_tokens + chunk) / B) blocks, B the
  * block size (block_tokens, 16 by default). A step lasts the step cost
- * (GPU) + step_cpu_cost (the engine's fixed CPU time) + any swap time.
+ * (GPU) + its CPU time (step_cpu_cost + step_cpu_cost_per_seq per request
+ * scheduled; under cpu_overlap, async scheduling, the longer of the GPU and
+ * the CPU time instead of their sum) + any swap time.
  *
  * Scheduling one step (as vLLM v1): running requests first, oldest first;
  * if one needs a block and none is free, the newest running request is
@@ -1361,8 +1363,13 @@ static void kick(EmaEngine *engine) {
   engine->last_decode_seqs = engine->step.batch.decode_seqs;
   engine->last_decode_context = engine->step.batch.decode_context;
   engine->step.gpu_time = engine->step_cost(engine->step_cost_data, &engine->step.batch);
-  engine->step.cpu_time = engine->config.step_cpu_cost;
-  engine->step.duration = swap + engine->step.gpu_time + engine->step.cpu_time;
+  engine->step.cpu_time =
+      engine->config.step_cpu_cost +
+      engine->config.step_cpu_cost_per_seq *
+          (EmaTime) (engine->step.batch.decode_seqs + engine->step.prefill_seqs);
+  engine->step.duration =
+      swap + (engine->config.cpu_overlap ? MAX(engine->step.gpu_time, engine->step.cpu_time)
+                                         : engine->step.gpu_time + engine->step.cpu_time);
   engine->step_in_flight = TRUE;
   ema_sim_schedule_in(engine->sim, &engine->step_event, engine->step.duration, 0);
   tell_want(engine);

@@ -360,9 +360,19 @@ static const EmaParam profile_params[] = {
     {"scheduler", EMA_PARAM_ENUM, PROFILE_FIELD(scheduler), .flags = EMA_PARAM_REQUIRED,
      .choices = scheduler_names,
      .help = "v1 (running first, chunked prefill) or v0 (prefill-first steps)"},
+    {"versions", EMA_PARAM_STRING, PROFILE_FIELD(versions), .flags = EMA_PARAM_REQUIRED,
+     .help = "the engine versions this profile stands for"},
     {"step_cpu_cost", EMA_PARAM_DURATION, PROFILE_FIELD(step_cpu_cost), .flags = EMA_PARAM_REQUIRED,
      .min = 0, .max = 1e10,
      .help = "fixed CPU time of every step (scheduling, inputs, sampling, detokenisation)"},
+    {"step_cpu_cost_per_rank", EMA_PARAM_DURATION, PROFILE_FIELD(step_cpu_cost_per_rank),
+     .default_value = "0s", .min = 0, .max = 1e10,
+     .help = "CPU and synchronisation time per step per tensor-parallel rank beyond the first"},
+    {"step_cpu_cost_per_seq", EMA_PARAM_DURATION, PROFILE_FIELD(step_cpu_cost_per_seq),
+     .default_value = "0s", .min = 0, .max = 1e9,
+     .help = "CPU time per step per scheduled request (its inputs, sampling and output)"},
+    {"cpu_overlap", EMA_PARAM_BOOL, PROFILE_FIELD(cpu_overlap), .default_value = "false",
+     .help = "async scheduling: a step's CPU work overlaps the GPU's (a step takes the longer)"},
     {"fixed_reserve", EMA_PARAM_SIZE, PROFILE_FIELD(fixed_reserve), .flags = EMA_PARAM_REQUIRED,
      .min = 0, .max = 1125899906842624.0,
      .help = "HBM per GPU outside weights, activations and KV (CUDA context, non-torch, sampler)"},
@@ -370,6 +380,9 @@ static const EmaParam profile_params[] = {
      .min = 0, .max = 0.5, .help = "share of KV blocks its admission leaves free"},
     {"source", EMA_PARAM_STRING, PROFILE_FIELD(source), .flags = EMA_PARAM_REQUIRED,
      .help = "what the numbers were measured or fitted on"},
+    {"fitted_on", EMA_PARAM_STRING, PROFILE_FIELD(fitted_on), .flags = EMA_PARAM_REQUIRED,
+     .help = "the runs the CPU costs were fitted on (GPU, TP degrees, engine version), or "
+             "'nothing' with where the numbers come from"},
     {"fidelity", EMA_PARAM_STRING, PROFILE_FIELD(fidelity), .flags = EMA_PARAM_REQUIRED,
      .help = "the measured error of this profile with the step model (experiments/groundtruth)"},
 };
@@ -461,7 +474,10 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
     return FALSE;
   }
   engine->scheduler = profile->scheduler;
-  engine->step_cpu_cost = profile->step_cpu_cost;
+  engine->step_cpu_cost =
+      profile->step_cpu_cost + profile->step_cpu_cost_per_rank * (MAX(tenant->tp, 1) - 1);
+  engine->step_cpu_cost_per_seq = profile->step_cpu_cost_per_seq;
+  engine->cpu_overlap = profile->cpu_overlap;
   engine->fixed_reserve = profile->fixed_reserve;
   if (engine_node == NULL || ema_node_get(engine_node, "watermark") == NULL)
     engine->watermark = profile->watermark;
@@ -665,6 +681,8 @@ void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *
   config->block_tokens = (guint) tenant->engine.block_size;
   config->max_model_len = (guint64) tenant->engine.max_model_len;
   config->step_cpu_cost = tenant->engine.step_cpu_cost;
+  config->step_cpu_cost_per_seq = tenant->engine.step_cpu_cost_per_seq;
+  config->cpu_overlap = tenant->engine.cpu_overlap;
   config->scheduler = tenant->engine.scheduler;
   config->concurrency = (guint64) tenant->trace.concurrency;
   config->prefix_caching = tenant->engine.prefix_caching;

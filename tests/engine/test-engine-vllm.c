@@ -176,6 +176,37 @@ static void test_step_cpu_cost(void) {
   run_clear(&r);
 }
 
+/* The CPU time per request and async overlap. Two requests (prompt 16,
+ * output 2) at 0, STEP = 1 ms of GPU a step. step_cpu_cost 0.2 ms + 0.1 ms
+ * per scheduled request: both steps schedule two, 0.4 ms of CPU; without
+ * overlap a step lasts 1.4 ms (done at 2.8 ms). With cpu_overlap it lasts
+ * max(1 ms, 0.4 ms) = 1 ms (done at 2 ms); with 0.7 ms per request (1.6 ms of
+ * CPU) the CPU bounds it: 1.6 ms a step, done at 3.2 ms. */
+static void test_step_cpu_cost_per_seq(void) {
+  const EmaRequestRecord records[] = {{.prompt_tokens = 16, .output_tokens = 2, .id = 0},
+                                      {.prompt_tokens = 16, .output_tokens = 2, .id = 1}};
+  EmaEngineConfig config = {.step_cpu_cost = EMA_US(200), .step_cpu_cost_per_seq = EMA_US(100)};
+  Run r = {0};
+  run(&r, config, records, 2, 10);
+  g_assert_cmpuint(r.steps->len, ==, 2);
+  g_assert_cmpint(step(&r, 0)->cpu_time, ==, EMA_US(400));
+  g_assert_cmpint(step(&r, 1)->cpu_time, ==, EMA_US(400));
+  g_assert_cmpint(step(&r, 1)->duration, ==, EMA_US(1400));
+  g_assert_cmpint(done(&r, 1)->finished, ==, EMA_US(2800));
+  run_clear(&r);
+  config.cpu_overlap = TRUE;
+  run(&r, config, records, 2, 10);
+  g_assert_cmpint(step(&r, 1)->duration, ==, STEP);
+  g_assert_cmpint(done(&r, 1)->finished, ==, 2 * STEP);
+  run_clear(&r);
+  config.step_cpu_cost_per_seq = EMA_US(700);
+  run(&r, config, records, 2, 10);
+  g_assert_cmpint(step(&r, 0)->cpu_time, ==, EMA_US(1600));
+  g_assert_cmpint(step(&r, 1)->duration, ==, EMA_US(1600));
+  g_assert_cmpint(done(&r, 1)->finished, ==, EMA_US(3200));
+  run_clear(&r);
+}
+
 /* r0 (prompt 16, output 4) at 0, r1 (prompt 16, output 2) at 1.5 ms.
  * V1: step 3 (2-3 ms) decodes r0 and prefills r1 together; r0's 4th token
  * and r1's 2nd come at 4 ms. V0: step 3 only prefills r1 (r0 waits), step 4
@@ -546,6 +577,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine-vllm/block-size", test_block_size);
   g_test_add_func("/engine-vllm/max-model-len", test_max_model_len);
   g_test_add_func("/engine-vllm/step-cpu-cost", test_step_cpu_cost);
+  g_test_add_func("/engine-vllm/step-cpu-cost-per-seq", test_step_cpu_cost_per_seq);
   g_test_add_func("/engine-vllm/v0-prefill-first", test_v0_prefill_first);
   g_test_add_func("/engine-vllm/closed-loop", test_closed_loop);
   g_test_add_func("/engine-vllm/closed-loop-reject", test_closed_loop_reject);

@@ -159,6 +159,10 @@ typedef struct {
   guint block_tokens;    /* tokens per KV block; 0 = EMA_KV_BLOCK_TOKENS */
   guint64 max_model_len; /* prompt + output at most; longer ones are rejected; 0 = no limit */
   EmaTime step_cpu_cost; /* the engine's fixed CPU time per step, added to its step cost */
+  EmaTime step_cpu_cost_per_seq; /* and its CPU time per request scheduled in the step */
+  /* async scheduling: the step's CPU work runs beside its GPU work (the step takes the longer
+   * of the two), not after it */
+  gboolean cpu_overlap;
   EmaSchedulerKind scheduler;
   /* closed loop: this many clients, each sending its next request (the
    * trace's next, arrival time ignored) the moment its last one finished or
@@ -187,9 +191,9 @@ typedef struct {
 
 /* What one step did, for observers. */
 typedef struct {
-  EmaTime start, duration; /* duration = gpu_time + cpu_time + swap time */
+  EmaTime start, duration; /* duration = gpu_time + cpu_time (or the longer, cpu_overlap) + swap */
   EmaTime gpu_time;        /* what the step-cost function gave */
-  EmaTime cpu_time;        /* EmaEngineConfig.step_cpu_cost */
+  EmaTime cpu_time;        /* step_cpu_cost + step_cpu_cost_per_seq x the requests scheduled */
   EmaStepBatch batch;
   guint prefill_seqs; /* requests with a prefill chunk in the step (decode_seqs: decoding) */
   guint running, waiting;

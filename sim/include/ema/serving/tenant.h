@@ -109,12 +109,20 @@ typedef struct {
  * on what. */
 typedef struct {
   char *name;
+  char *versions; /* the engine versions the profile stands for */
   EmaSchedulerKind scheduler;
-  gint64 step_cpu_cost;  /* ns per step: scheduling, input preparation, sampling, detokenisation */
-  guint64 fixed_reserve; /* bytes per GPU outside weights, activations and KV */
-  double watermark;      /* the admission watermark this engine keeps (V1: none) */
-  char *source;          /* what the numbers were fitted on */
-  char *fidelity;        /* the measured error of this profile with the step model */
+  /* The engine's CPU time per step (engine.h): step_cpu_cost + step_cpu_cost_per_rank (tp - 1)
+   * + step_cpu_cost_per_seq x the step's scheduled requests; added to the GPU time, or under
+   * async scheduling (cpu_overlap) hidden behind it up to the longer of the two. */
+  gint64 step_cpu_cost;          /* ns per step: scheduling, input preparation, sampling */
+  gint64 step_cpu_cost_per_rank; /* ns per step per TP rank beyond the first (broadcast, sync) */
+  gint64 step_cpu_cost_per_seq;  /* ns per step per scheduled request (inputs, outputs) */
+  gboolean cpu_overlap;          /* async scheduling: the CPU work overlaps the GPU's */
+  guint64 fixed_reserve;         /* bytes per GPU outside weights, activations and KV */
+  double watermark;              /* the admission watermark this engine keeps (V1: none) */
+  char *source;                  /* what the numbers were fitted on */
+  char *fitted_on;               /* the runs (GPU, TP, engine version) the fit used */
+  char *fidelity;                /* the measured error of this profile with the step model */
 } EmaEngineProfile;
 
 extern const EmaParamTable ema_engine_profile_params;
@@ -137,7 +145,9 @@ typedef struct {
   gboolean prefix_caching;
   /* from the profile file, filled by the table's check (not keys of the file) */
   EmaSchedulerKind scheduler;
-  gint64 step_cpu_cost;
+  gint64 step_cpu_cost; /* the profile's, with its per-rank cost at the tenant's TP degree */
+  gint64 step_cpu_cost_per_seq;
+  gboolean cpu_overlap;
   guint64 fixed_reserve;
 } EmaEngineSpec;
 
