@@ -412,6 +412,14 @@ void ema_params_free(const EmaParamTable *table, gpointer object) {
 }
 
 /* ema_params_expand at NODE, whose dotted key path is PATH (NULL: the root). */
+/* Whether MAP holds every required key of TABLE. */
+static gboolean has_required_keys(const EmaParamTable *table, const EmaNode *map) {
+  for (guint i = 0; i < table->n_params; i++)
+    if ((table->params[i].flags & EMA_PARAM_REQUIRED) && !ema_node_get(map, table->params[i].key))
+      return FALSE;
+  return TRUE;
+}
+
 static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char *path,
                           GError **error) {
   if (node == NULL || node->kind != EMA_NODE_MAP)
@@ -437,6 +445,23 @@ static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char 
         return FALSE;
       ema_node_free(child);
       node->items->pdata[index] = child = resolved;
+    } else if (param->type == EMA_PARAM_STRUCT && param->resolve && child->kind == EMA_NODE_MAP &&
+               !has_required_keys(param->table, child)) {
+      /* a name and some of its keys (`model: {name: llama-3.1-70b, weights: fp8}`): the named
+       * file's map with the given keys over it (no name: the load reports the missing keys) */
+      const EmaNode *name = ema_node_get(child, "name");
+      if (name && name->kind == EMA_NODE_SCALAR && name->value) {
+        EmaNode *resolved = param->resolve(name, key_path, error);
+        if (resolved == NULL)
+          return FALSE;
+        for (guint k = 0; k < child->keys->len; k++) {
+          const char *key = ((EmaNode *) child->keys->pdata[k])->value;
+          if (strcmp(key, "name") != 0)
+            ema_node_set(resolved, key, ema_node_copy(child->items->pdata[k]));
+        }
+        ema_node_free(child);
+        node->items->pdata[index] = child = resolved;
+      }
     }
     if (param->type == EMA_PARAM_STRUCT) {
       if (!expand_at(param->table, child, key_path, error))
