@@ -618,6 +618,17 @@ void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, 
   RESOLVE(op, profile, EMA_PROFILE_ALLREDUCE, dtype, allreduce_key, gpus, backend);
 }
 
+gboolean ema_profile_op_covers(const EmaProfileOp *op, double outer, double x) {
+  guint lo;
+  g_return_val_if_fail(op != NULL, FALSE);
+  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
+    if (surface_place(op->surfaces[i], outer, NULL, &lo)) {
+      const Curve *c = op->surfaces[i]->curves->pdata[lo];
+      return x >= c->x[0];
+    }
+  return FALSE;
+}
+
 const char *ema_profile_op_source(const EmaProfile *profile, const EmaProfileOp *op) {
   g_return_val_if_fail(profile != NULL && op != NULL, NULL);
   for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)

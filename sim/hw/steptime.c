@@ -559,10 +559,11 @@ G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *
   if (found) {
     t = op_time(s, &own, TRUE, us, 0, 0, s->kv_rate, chunks);
   } else if (prior > 0 && s->profile &&
+             ema_profile_op_covers(&s->ops.attn_prefill, 0, tokens / chunks) &&
              ema_profile_op_at(&s->ops.attn_prefill, 0, tokens / chunks, &us)) {
-    /* a table of fresh prompts only: the chunks as fresh prompts, plus the
-     * roofline of what the cached tokens add (their KV read, the chunks'
-     * queries against them) */
+    /* a table of fresh prompts only, measured down to this chunk: the
+     * chunks as fresh prompts, plus the roofline of what the cached tokens
+     * add (their KV read, the chunks' queries against them) */
     double n = tokens / chunks;
     double cached_flops =
         s->attention_flops_per_context * MAX(0.0, b->prefill_context - chunks * n * (n + 1) / 2);
