@@ -187,7 +187,7 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
     return fail(error);
   if (!ema_output_write_serving_summary(out_dir, experiment, report, &error))
     return fail(error);
-  ema_output_print_serving(stdout, report);
+  ema_output_print_serving(stdout, experiment, report);
   printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
          out_dir);
   warn_all_rejected(report);
