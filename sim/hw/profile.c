@@ -399,6 +399,13 @@ static void moe_key(char *buf, gsize size, EmaProfileDtype dtype, guint experts,
              experts, k, n);
 }
 
+/* a whole fused MoE layer's experts (both projections and the activation): per-GPU shape */
+static void moe_fused_key(char *buf, gsize size, EmaProfileDtype dtype, guint64 hidden, guint64 ffn,
+                          guint topk, guint experts) {
+  g_snprintf(buf, size, "%s fused h=%" G_GUINT64_FORMAT " f=%" G_GUINT64_FORMAT " k=%u e=%u",
+             rate_class(dtype), hidden, ffn, topk, experts);
+}
+
 static void elementwise_key(char *buf, gsize size, EmaProfileDtype dtype, const char *op,
                             guint64 width) {
   g_snprintf(buf, size, "%s %s w=%" G_GUINT64_FORMAT, rate_class(dtype), op, width);
@@ -604,6 +611,11 @@ void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtyp
 void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts, guint64 k,
                         guint64 n, EmaProfileOp *op) {
   RESOLVE(op, profile, EMA_PROFILE_MOE, dtype, moe_key, experts, k, n);
+}
+
+void ema_profile_op_moe_fused(const EmaProfile *profile, EmaProfileDtype dtype, guint64 hidden,
+                              guint64 ffn, guint topk, guint experts, EmaProfileOp *op) {
+  RESOLVE(op, profile, EMA_PROFILE_MOE, dtype, moe_fused_key, hidden, ffn, topk, experts);
 }
 
 void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *name,
@@ -1069,7 +1081,7 @@ static gboolean import_kernels_attn(const ImportLoad *import, const char *dir_pa
  * moved to X.constants.yaml beside it. A column is read from the row, else
  * from the constants; an optional one (NULL name in the request) may be in
  * neither. Latencies are milliseconds. */
-#define AIC_MAX_COLUMNS 10
+#define AIC_MAX_COLUMNS 12
 
 typedef struct {
   EmaCsv csv;
@@ -1289,6 +1301,36 @@ static gboolean aic_nccl_row(const ImportLoad *load, const AicTable *t, GError *
   return aic_allreduce_point(load, t, aic_text(t, 4), EMA_PROFILE_ALLREDUCE_NCCL, v[0], v[1], v[2]);
 }
 
+/* vLLM's fused MoE (vllm_fused_moe): num_tokens tokens through a layer's
+ * experts (both projections and the activation), each of inter_size /
+ * moe_tp_size on this GPU; the rows of uniform routing (`balanced`, as the
+ * step model's expert count assumes) and no expert parallelism. */
+static gboolean aic_moe_row(const ImportLoad *load, const AicTable *t, GError **error) {
+  double v[7]; /* tokens, hidden, inter, topk, experts, tp, ep, then latency */
+  double ms;
+  EmaProfileDtype dtype;
+  char key[128];
+  Point pt;
+  if (strcmp(aic_text(t, 8), "vllm_fused_moe") != 0 || strcmp(aic_text(t, 9), "balanced") != 0 ||
+      !aic_dtype(aic_text(t, 10), &dtype))
+    return TRUE;
+  if (!aic_numbers(t, 7, v, error) || !aic_number(t, 7, &ms, error))
+    return FALSE;
+  if (v[6] != 1 || v[5] < 1 || v[0] < 1)
+    return TRUE;
+  moe_fused_key(key, sizeof key, dtype, (guint64) v[1], (guint64) (v[2] / v[5]), (guint) v[3],
+                (guint) v[4]);
+  {
+    /* three matrices (gate, up, down) per expert; the experts the tokens touch are read */
+    double f = v[2] / v[5], touched = v[4] * (1 - pow(1 - v[3] / v[4], v[0]));
+    double flops = 2 * 3 * v[0] * v[3] * v[1] * f;
+    double bytes = touched * 3 * v[1] * f * dtype_bytes(dtype) + 4 * v[0] * v[3] * (v[1] + f);
+    pt = import_point(&t->csv, v[0], transferred(load, ms * 1e3, flops, bytes), load->source);
+  }
+  add_point(load->p, EMA_PROFILE_MOE, key, 0, &pt);
+  return TRUE;
+}
+
 /* The numeric columns first (in the order the row functions read them),
  * then the text ones. */
 static const char *const aic_gemm_columns[] = {"m", "n", "k", "latency", "gemm_dtype", NULL};
@@ -1299,6 +1341,9 @@ static const char *const aic_prefill_columns[] = {
     "batch_size", "isl",          "num_heads", "num_key_value_heads",
     "head_dim",   "?window_size", "latency",   "kv_cache_dtype",
     NULL};
+static const char *const aic_moe_columns[] = {
+    "num_tokens",  "hidden_size", "inter_size",    "topk",         "num_experts", "moe_tp_size",
+    "moe_ep_size", "latency",     "kernel_source", "distribution", "moe_dtype",   NULL};
 static const char *const aic_custom_columns[] = {"num_gpus", "message_size",    "latency",
                                                  "backend",  "allreduce_dtype", NULL};
 static const char *const aic_nccl_columns[] = {"num_gpus", "message_size", "latency",
@@ -1363,6 +1408,10 @@ static gboolean import_aic_prefill(const ImportLoad *load, const char *path, GEr
   return import_aic(load, path, aic_prefill_columns, aic_prefill_row, error);
 }
 
+static gboolean import_aic_moe(const ImportLoad *load, const char *path, GError **error) {
+  return import_aic(load, path, aic_moe_columns, aic_moe_row, error);
+}
+
 static gboolean import_aic_allreduce(const ImportLoad *load, const char *path, GError **error) {
   return import_aic(load, path, aic_custom_columns, aic_custom_allreduce_row, error);
 }
@@ -1384,6 +1433,7 @@ static const struct {
     {"aic-gemm", import_aic_gemm},
     {"aic-decode", import_aic_decode},
     {"aic-prefill", import_aic_prefill},
+    {"aic-moe", import_aic_moe},
     {"aic-allreduce", import_aic_allreduce},
     {"aic-nccl", import_aic_nccl},
 };

@@ -600,11 +600,11 @@ static void test_import_absent(void) {
 }
 
 /* The H100 profile imported from ../shared, its data sets in their
- * precedence: AIConfigurator's GEMM grid answers before Vidur's rows of the
- * same shape (interpolated in n, bilinear, where the grid lacks the shape),
- * its FP8 rows before the h100-kernels ones; Vidur's elementwise rows and
- * the kernel tables' multi-head attention, which AIConfigurator lacks, are
- * read. */
+ * precedence: Vidur's GEMM rows of its three models' shapes first, then
+ * AIConfigurator's GEMM grid for every other shape (interpolated in n,
+ * bilinear, where the grid lacks the shape), its FP8 rows before the
+ * h100-kernels ones; Vidur's elementwise rows and the kernel tables'
+ * multi-head attention, which AIConfigurator lacks, are read. */
 static void test_public_h100(void) {
   g_autofree char *shared = ema_profile_shared_dir();
   g_autofree char *probe = g_build_filename(shared, "groundtruth", "aiconfigurator", NULL);
@@ -621,13 +621,19 @@ static void test_public_h100(void) {
   p = ema_profile_load(folder, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(ema_profile_warnings(p)->len, ==, 0);
-  /* Llama-2-70B's up projection at TP 1 (k 8192, n 57344) at 8192 tokens:
-   * not a grid shape; between n 51200 (8501.743 us) and 65536 (10874.974 us)
-   * at k 8192, 4/7 and 3/7 of the way (Vidur's row of the shape is not
-   * read: the grid comes first) */
-  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP16, 8192, 8192, 2 * 28672, &us));
-  g_assert_cmpfloat(fabs(us - (8501.74289279514 * 4 / 7 + 10874.973720974394 * 3 / 7)), <, 1e-6);
+  /* Vidur, Llama-2-70B TP1, 4096 tokens: mlp_up_proj medians of 5.6685 and
+   * 5.749 ms in two rows (the fastest kept), the curve's largest size: as
+   * measured (no larger size beats it) */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP16, 4096, 8192, 2 * 28672, &us));
+  g_assert_cmpfloat(fabs(us - 5668.5), <, 1e-9);
   ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 8192, 2 * 28672, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "vidur-profiles h100");
+  /* Llama-3.1-8B's up projection (k 4096, n 28672), no Vidur shape, at 8192
+   * tokens: between the grid's n 16384 (1557.488 us) and 51200 (4799.453
+   * us) at k 4096, 6/17 of the way */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 8192, 4096, 28672, &us));
+  g_assert_cmpfloat(fabs(us - (1557.4880176120336 * 11 / 17 + 4799.45331149631 * 6 / 17)), <, 1e-6);
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 4096, 28672, &op);
   g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "aiconfigurator h100_sxm vLLM 0.19.0");
   /* FP8, k 2048, n 6144, m 16: AIConfigurator's 9.394666 us (no larger m
    * beats it), not the h100-kernels table's */
@@ -638,7 +644,11 @@ static void test_public_h100(void) {
   g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 16, 2048, 6144, &us));
   g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_ATTN_DECODE), >, 0);
   g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_ALLREDUCE), >, 0);
-  g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_MOE), ==, 0);
+  /* Mixtral-8x7B's experts at TP 2 (hidden 4096, 7168 per GPU, top 2 of 8): vLLM's fused MoE,
+   * 16 tokens, balanced routing: 0.5085 ms measured, below 8 tokens' 0.5825 (running maximum) */
+  g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_MOE), >, 0);
+  ema_profile_op_moe_fused(p, EMA_PROFILE_BF16, 4096, 7168, 2, 8, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "aiconfigurator h100_sxm vLLM 0.19.0");
   /* Vidur's rmsnorm of width 8192 (Llama-2-70B) */
   ema_profile_op_elementwise(p, EMA_PROFILE_BF16, "rmsnorm", 8192, &op);
   g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "vidur-profiles h100");

@@ -125,6 +125,11 @@ void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtyp
                                  guint kv_heads, guint head_dim, EmaProfileOp *op);
 void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts, guint64 k,
                         guint64 n, EmaProfileOp *op);
+/* A whole MoE layer's experts as one fused kernel (vLLM's fused_moe: both
+ * projections and the activation) of HIDDEN and per-GPU FFN width FFN,
+ * TOPK of EXPERTS experts per token; x the tokens. */
+void ema_profile_op_moe_fused(const EmaProfile *profile, EmaProfileDtype dtype, guint64 hidden,
+                              guint64 ffn, guint topk, guint experts, EmaProfileOp *op);
 void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *name,
                                 guint64 width, EmaProfileOp *op);
 void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
