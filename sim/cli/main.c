@@ -807,7 +807,7 @@ static int command_describe(int argc, char **argv) {
     g_string_append_printf(text, "# derived: total HBM %s; no peer link (one GPU)\n", hbm);
   if (server->gpu.profile && *server->gpu.profile) {
     const EmaProfile *profile = ema_profile_get(server->gpu.profile, &error);
-    if (!profile)
+    if (!profile || !ema_profile_read_all(profile, &error))
       return fail(error);
     g_string_append(text, "# step time: the operators this profile holds; the per-operator "
                           "roofline (gpu.roofline_p) for the rest\n");

@@ -160,23 +160,28 @@ static void set_profile_ops(EmaStepModel *s) {
   ema_profile_op_gemm(p, w, s->dense_bias, s->hidden, s->up_n, &s->ops.up);
   ema_profile_op_gemm(p, w, s->dense_bias, s->down_k, s->hidden, &s->ops.down);
   ema_profile_op_gemm(p, t, FALSE, s->hidden, s->head_n, &s->ops.lm_head);
-  ema_profile_op_moe(p, w, s->experts_n, s->hidden, s->up_n, &s->ops.moe[0]);
-  ema_profile_op_moe(p, w, s->experts_n, s->down_k, s->hidden, &s->ops.moe[1]);
-  ema_profile_op_moe_fused(p, w, s->hidden, s->down_k, s->active_n, s->experts_n,
-                           &s->ops.moe_fused);
-  s->moe_fused = s->moe && ema_profile_op_source(p, &s->ops.moe_fused) &&
-                 !ema_profile_op_source(p, &s->ops.moe[0]);
+  /* only the operators the model runs are looked up: a lookup may read a public data set
+   * (profile.h), and an MoE's or a TP group's tables are large */
+  if (s->moe) {
+    ema_profile_op_moe(p, w, s->experts_n, s->hidden, s->up_n, &s->ops.moe[0]);
+    ema_profile_op_moe(p, w, s->experts_n, s->down_k, s->hidden, &s->ops.moe[1]);
+    ema_profile_op_moe_fused(p, w, s->hidden, s->down_k, s->active_n, s->experts_n,
+                             &s->ops.moe_fused);
+    s->moe_fused =
+        ema_profile_op_source(p, &s->ops.moe_fused) && !ema_profile_op_source(p, &s->ops.moe[0]);
+    ema_profile_op_gemm(p, t, FALSE, s->hidden, s->experts_n, &s->ops.router);
+    ema_profile_op_elementwise(p, t, "moe_route", s->hidden, &s->ops.moe_route);
+  }
   ema_profile_op_attn_decode(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_decode);
   ema_profile_op_attn_prefill(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_prefill);
   ema_profile_op_elementwise(p, t, s->gated ? "rmsnorm" : "layernorm", s->hidden, &s->ops.norm);
   ema_profile_op_elementwise(p, t, s->gated ? "silu_mul" : "gelu", s->act_width, &s->ops.act);
   ema_profile_op_elementwise(p, t, "add", s->hidden, &s->ops.add);
-  ema_profile_op_elementwise(p, t, "rope", s->rope_width, &s->ops.rope);
+  if (s->gated)
+    ema_profile_op_elementwise(p, t, "rope", s->rope_width, &s->ops.rope);
   ema_profile_op_elementwise(p, t, "embedding", s->hidden, &s->ops.embedding);
-  for (guint i = 0; i < EMA_PROFILE_N_ALLREDUCE; i++)
+  for (guint i = 0; i < EMA_PROFILE_N_ALLREDUCE && s->tp > 1; i++)
     ema_profile_op_allreduce(p, t, s->tp, (EmaProfileAllreduce) i, &s->ops.allreduce[i]);
-  ema_profile_op_gemm(p, t, FALSE, s->hidden, s->experts_n, &s->ops.router);
-  ema_profile_op_elementwise(p, t, "moe_route", s->hidden, &s->ops.moe_route);
   ema_profile_op_elementwise(p, t, "kv_write", (guint64) s->kv_heads * s->head_dim,
                              &s->ops.kv_write);
 }
@@ -276,8 +281,14 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
     }
   }
   set_operator_shapes(step, model, tp);
-  if (step->profile)
+  if (step->profile) {
     set_profile_ops(step);
+    /* a public data set the lookups read that does not parse */
+    if (!ema_profile_check(step->profile, error)) {
+      g_free(step);
+      return NULL;
+    }
+  }
   step->rows = g_new0(TokenRow, TOKEN_ROWS);
   step->cursors = g_malloc0(sizeof *step->cursors);
   return step;

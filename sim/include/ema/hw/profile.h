@@ -82,8 +82,18 @@ typedef enum {
 
 /* Load the profile in directory DIR (DIR/profile.yaml and its tables).
  * Imports whose data set is absent are skipped and named in the warnings
- * (ema_profile_warnings); every other error fails the load. */
+ * (ema_profile_warnings); every other error in profile.yaml or its tables
+ * fails the load. An import's data set is read on the first lookup of an
+ * operator kind it feeds (a run reads only what its operators need); an
+ * error in it is kept for ema_profile_check(), its rows left out. */
 EmaProfile *ema_profile_load(const char *dir, GError **error);
+/* FALSE with the first error of an import read so far (the caller of a
+ * lookup that may have read one: the step model after resolving its
+ * operators). */
+gboolean ema_profile_check(const EmaProfile *profile, GError **error);
+/* Read every import now (`describe hwmodel`, which counts the rows); its
+ * first error as ema_profile_check(). */
+gboolean ema_profile_read_all(const EmaProfile *profile, GError **error);
 /* The profile NAME, loaded once per process and kept (never freed): the
  * first DIR/NAME/profile.yaml over EMA_PROFILE_PATH (colon-separated), then
  * the built-in hwmodels/profiles. Thread-safe. */
