@@ -95,15 +95,16 @@ static const EmaTenantSpec *tenant_spec(const EmaExperiment *experiment, guint i
   return &g_array_index(experiment->tenants, EmaTenantSpec, i);
 }
 
-/* A bench on bench.yaml (SERVER_OVERRIDE: another server, or NULL): the
- * test policies with no action (borrow nothing, direct reads, reclaim
- * nothing) until the test sets their parameters; then bench_pool(). */
+/* A bench on bench.yaml (SERVER_OVERRIDE: `--set` assignments separated by
+ * ';', or NULL): the test policies with no action (borrow nothing, direct
+ * reads, reclaim nothing) until the test sets their parameters; then
+ * bench_pool(). */
 static Bench *bench_new(const char *server_override) {
   Bench *b = g_new0(Bench, 1);
-  const char *overrides[] = {server_override, NULL};
+  g_auto(GStrv) overrides = server_override ? g_strsplit(server_override, ";", -1) : NULL;
   EmaTenantPlan plan;
   GError *error = NULL;
-  b->experiment = load("bench.yaml", server_override ? overrides : NULL);
+  b->experiment = load("bench.yaml", (const char *const *) overrides);
   b->server = &b->experiment->server;
   b->sim = ema_sim_new();
   g_assert_true(ema_tenant_plan(tenant_spec(b->experiment, 0), b->server, &plan, &error));
@@ -788,12 +789,12 @@ static Expected expect_step(const Bench *b, guint gpu, const EmaStepBatch *batch
   return e;
 }
 
-/* A per-layer overhead (gpu.layer_overhead) is charged with and without
- * remote KV: a step with nothing remote and no peer traffic is exactly the
- * all-local one, and a peer's pull slows only its memory side, while the
- * peer's step runs. */
+/* A per-layer overhead (gpu.layer_overhead: charged on a GPU without an
+ * operator profile: the L40S) is charged with and without remote KV: a step with
+ * nothing remote and no peer traffic is exactly the all-local one, and a
+ * peer's pull slows only its memory side, while the peer's step runs. */
 static void test_step_layer_overhead(void) {
-  Bench *b = bench_new("server.gpu.layer_overhead=20us");
+  Bench *b = bench_new("server=l40sx8-pcie;server.gpu.layer_overhead=20us");
   EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
   EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
   Expected local, first, lender;
@@ -1559,11 +1560,11 @@ static void test_step_offload(void) {
   g_assert_cmpint(t, ==, o.step);
   /* the remote partial runs beside the local attention over a fifth of the
    * KV; one request's messages (12 KiB out and 16 KiB back per layer) cost
-   * less on NVLink 3 pairs than the lender's HBM saves by reading four
-   * fifths of the KV beside the borrower's: the step is a little shorter
-   * than with every byte local (-0.8%), and shorter than copying 80% of the
-   * KV over the link (16% shorter: its prefetch is exposed) */
-  g_assert_cmpint(o.step, <, all.all_local);
+   * about what the lender's HBM saves by reading four fifths of the KV
+   * beside the borrower's: the step is within 1% of the one with every byte
+   * local (+0.9% on the A100-40GB profile's attention), and shorter than
+   * copying 80% of the KV over the link (its prefetch is exposed) */
+  g_assert_cmpint(o.step, <, all.all_local * 101 / 100);
   g_assert_cmpint(o.step, >, all.all_local * 99 / 100);
   g_assert_cmpint(o.step, <, all.step);
   g_assert_cmpint(o.added, >, 0);
@@ -1599,7 +1600,8 @@ static void test_step_offload(void) {
   bench_to(b, start + o.step);
   g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==, lender_local);
   g_assert_cmpuint(ema_pool_stats(b->pool)->remote_steps, ==, 1);
-  g_assert_cmpint(ema_pool_stats(b->pool)->exposed_remote, ==, 0); /* shorter than all-local */
+  /* exposed: what the step takes past its all-local time */
+  g_assert_cmpint(ema_pool_stats(b->pool)->exposed_remote, ==, MAX(0, o.step - all.all_local));
   g_assert_cmpuint(ema_pool_slices_staging(b->pool, 0), ==, 0);
   /* once the lender serves a request of its own, the partial runs beside
    * its steps and takes gpu.offload_partial_slowdown longer: the layer
