@@ -15,32 +15,33 @@ static const char *const priority_names[] = {"equal", "lender", NULL};
 static const char *const path_names[] = {"doorbell", "copy", NULL};
 
 static const EmaParam exec_params[] = {
-    {"execution", EMA_PARAM_ENUM, EXEC_FIELD(execution), .default_value = "mps",
-     .choices = execution_names,
+    {"execution", EMA_PARAM_ENUM, EXEC_FIELD(execution),
      .help = "how a lender runs borrowers' partial attention: mps (co-running, the measured "
              "curves), timeslice (behind its kernels, a time slice at a time), lender-engine "
-             "(its engine launches them at its layer boundaries)"},
-    {"priority", EMA_PARAM_ENUM, EXEC_FIELD(priority), .default_value = "equal",
-     .choices = priority_names,
+             "(its engine launches them at its layer boundaries)",
+     .choices = execution_names, .default_value = "mps"},
+    {"priority", EMA_PARAM_ENUM, EXEC_FIELD(priority),
      .help = "equal, or lender: lender-first, the partials at low priority wait for the end of "
-             "the lender's step and the lender pays only lender_first_residual"},
-    {"path", EMA_PARAM_ENUM, EXEC_FIELD(path), .default_value = "doorbell", .choices = path_names,
+             "the lender's step and the lender pays only lender_first_residual",
+     .choices = priority_names, .default_value = "equal"},
+    {"path", EMA_PARAM_ENUM, EXEC_FIELD(path),
      .help = "per-layer trigger and return: doorbell (peer stores, link.latency) or copy (a "
-             "copy-engine copy each way, link.latency + link.copy_fixed_cost)"},
-    {"timeslice", EMA_PARAM_DURATION, EXEC_FIELD(timeslice), .default_value = "2ms", .min = 1000,
-     .max = 1e9,
-     .help = "a context's time slice under timeslice (default: nvidia-smi compute-policy "
-             "SHORT)"},
-    {"switch_cost", EMA_PARAM_DURATION, EXEC_FIELD(switch_cost), .default_value = "25us", .min = 0,
-     .max = 1e8, .help = "one context switch under timeslice (default: assumed)"},
-    {"partial_p90", EMA_PARAM_DOUBLE, EXEC_FIELD(partial_p90), .default_value = "1", .min = 1,
-     .max = 100,
+             "copy-engine copy each way, link.latency + link.copy_fixed_cost)",
+     .choices = path_names, .default_value = "doorbell"},
+    {"timeslice", EMA_PARAM_DURATION, EXEC_FIELD(timeslice),
+     .help = "a context's time slice under timeslice (default: nvidia-smi compute-policy SHORT)",
+     .default_value = "2ms", .min = 1000, .max = 1e9},
+    {"switch_cost", EMA_PARAM_DURATION, EXEC_FIELD(switch_cost),
+     .help = "one context switch under timeslice (default: assumed)", .default_value = "25us",
+     .max = 1e8},
+    {"partial_p90", EMA_PARAM_DOUBLE, EXEC_FIELD(partial_p90),
      .help = "the partial's 90th-percentile time over its median, drawn per step (1: the median "
-             "alone; 2.1 measured on H200)"},
+             "alone; 2.1 measured on H200)",
+     .default_value = "1", .min = 1, .max = 100},
     {"lender_first_residual", EMA_PARAM_FRACTION, EXEC_FIELD(lender_first_residual),
-     .default_value = "1%", .min = 0, .max = 1,
      .help = "a lender's step slowdown under priority lender (default: assumed, the scale of "
-             "the measured curve at a 1% share)"},
+             "the measured curve at a 1% share)",
+     .default_value = "1%", .max = 1},
 };
 
 const EmaParamTable ema_offload_exec_params = {"offload execution", sizeof(EmaOffloadExecSpec),

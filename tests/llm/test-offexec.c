@@ -39,41 +39,29 @@ static const EmaOffloadLender idle = {.busy = FALSE, .lender_step_s = 20e-3, .le
  *   timeslice      idle: none; busy: 2 ms / 2 + 25 us = 1.025 ms, x1
  *   lender-engine  idle: none; busy: 20 ms / (2 x 40) = 250 us, x1
  *   lender-first   busy: 20 ms / 2 = 10 ms, x1 (any execution) */
+static void assert_exec(const EmaOffloadExecSpec *spec, const EmaOffloadLender *lender,
+                        double wait_s, double run_scale) {
+  EmaOffloadExec x = ema_offexec_partial(spec, lender, 100e-6, 1, 0.166);
+  assert_close(x.wait_s, wait_s, 1e-12);
+  assert_close(x.run_scale, run_scale, 1e-15);
+}
+
 static void test_each_model(void) {
   EmaOffloadExecSpec mps = spec_of(EMA_OFFLOAD_EXEC_MPS, EMA_OFFLOAD_PRIORITY_EQUAL);
   EmaOffloadExecSpec ts = spec_of(EMA_OFFLOAD_EXEC_TIMESLICE, EMA_OFFLOAD_PRIORITY_EQUAL);
   EmaOffloadExecSpec le = spec_of(EMA_OFFLOAD_EXEC_LENDER_ENGINE, EMA_OFFLOAD_PRIORITY_EQUAL);
   EmaOffloadExecSpec first = spec_of(EMA_OFFLOAD_EXEC_MPS, EMA_OFFLOAD_PRIORITY_LENDER);
-  EmaOffloadExec x;
 
-  x = ema_offexec_partial(&mps, &idle, 100e-6, 1, 0.166);
-  g_assert_cmpfloat(x.wait_s, ==, 0);
-  g_assert_cmpfloat(x.run_scale, ==, 1);
-  x = ema_offexec_partial(&mps, &busy, 100e-6, 1, 0.166);
-  g_assert_cmpfloat(x.wait_s, ==, 0);
-  assert_close(x.run_scale, 1.166, 1e-15);
-
-  x = ema_offexec_partial(&ts, &idle, 100e-6, 1, 0.166);
-  g_assert_cmpfloat(x.wait_s, ==, 0);
-  x = ema_offexec_partial(&ts, &busy, 100e-6, 1, 0.166);
-  assert_close(x.wait_s, 1.025e-3, 1e-12);
-  g_assert_cmpfloat(x.run_scale, ==, 1);
-
-  x = ema_offexec_partial(&le, &idle, 100e-6, 1, 0.166);
-  g_assert_cmpfloat(x.wait_s, ==, 0);
-  x = ema_offexec_partial(&le, &busy, 100e-6, 1, 0.166);
-  assert_close(x.wait_s, 250e-6, 1e-12);
-  g_assert_cmpfloat(x.run_scale, ==, 1);
-
-  x = ema_offexec_partial(&first, &busy, 100e-6, 1, 0.166);
-  assert_close(x.wait_s, 10e-3, 1e-12);
-  g_assert_cmpfloat(x.run_scale, ==, 1);
-  x = ema_offexec_partial(&first, &idle, 100e-6, 1, 0.166);
-  g_assert_cmpfloat(x.wait_s, ==, 0);
+  assert_exec(&mps, &idle, 0, 1);
+  assert_exec(&mps, &busy, 0, 1.166);
+  assert_exec(&ts, &idle, 0, 1);
+  assert_exec(&ts, &busy, 1.025e-3, 1);
+  assert_exec(&le, &idle, 0, 1);
+  assert_exec(&le, &busy, 250e-6, 1);
+  assert_exec(&first, &busy, 10e-3, 1);
+  assert_exec(&first, &idle, 0, 1);
   first.execution = EMA_OFFLOAD_EXEC_TIMESLICE;
-  x = ema_offexec_partial(&first, &busy, 100e-6, 1, 0.166);
-  assert_close(x.wait_s, 10e-3, 1e-12);
-
+  assert_exec(&first, &busy, 10e-3, 1);
   g_assert_cmpstr(ema_offexec_name(EMA_OFFLOAD_EXEC_LENDER_ENGINE), ==, "lender-engine");
 }
 
