@@ -1158,7 +1158,9 @@ static double offload_capped(const Pool *p, const double *at_cap, const gboolean
 /* G's offloading step (BATCH, SLOW, MERGED as offload_seconds(); its whole
  * offload g->uncapped_s) with the KV on each lender whose cap would hold
  * the whole offload (AT_CAP[j], lender_capped_step(), 0 or above
- * g->uncapped_s) read
+ * g->uncapped_s), and under an execution model each lender whose partials
+ * would wait (offexec.h: a busy lender, or other borrowers' partials
+ * queued there), read
  * by direct loads instead and the rest offloaded, at the cap
  * (offload_capped()); the lenders read into g->reads, the shares left in
  * g->read_shares (their u the merged requests, at least their largest
@@ -1174,7 +1176,7 @@ static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, d
   double t_read;
   for (guint j = 0; j < p->n; j++) {
     const EmaOffloadShare *share = &g->offload_shares[j];
-    g->reads[j] = at_cap[j] == 0 || at_cap[j] > g->uncapped_s;
+    g->reads[j] = at_cap[j] == 0 || at_cap[j] > g->uncapped_s || share->wait_s > 0;
     g->read_shares[j] = g->reads[j] ? (EmaOffloadShare){0} : *share;
     p->read_scratch[j] = g->reads[j] ? p->bytes_scratch[j] : 0;
     read += g->reads[j];
@@ -1194,17 +1196,22 @@ static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, d
 
 /* G's offloading steps (BATCH, SLOW, MERGED as offload_seconds()) at the
  * lenders' cap CAP into VIEW: the whole offload's and the one reading the
- * KV on the lenders at their cap (offload_read_seconds()). */
+ * KV on the lenders at their cap, or whose partials would wait
+ * (offload_read_seconds()): a policy reading those (its plan's
+ * offload_read) offloads to the idle lenders and reads the busy ones. */
 static void time_offload(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow, guint64 merged,
                          double cap, EmaStepCostView *view) {
   double *at_cap = p->cap_scratch;
+  gboolean waits = FALSE; /* a lender's partials would wait for it (offexec.h) */
   g->capped_by = G_MAXUINT;
   view->step_offload_s = g->uncapped_s;
   view->step_offload_read_s = 0;
-  if (g->uncapped_s <= 0 || cap >= 1)
-    return; /* nothing offloads, or no lender is capped */
+  for (guint j = 0; p->exec && j < p->n; j++)
+    waits = waits || g->offload_shares[j].wait_s > 0;
+  if (g->uncapped_s <= 0 || (cap >= 1 && !waits))
+    return; /* nothing offloads, or no lender is capped or makes it wait */
   for (guint j = 0; j < p->n; j++)
-    at_cap[j] = lender_capped_step(p, g, j, &g->offload_shares[j], cap);
+    at_cap[j] = cap < 1 ? lender_capped_step(p, g, j, &g->offload_shares[j], cap) : -1;
   view->step_offload_s = offload_capped(p, at_cap, NULL, g->uncapped_s, &g->capped_by);
   view->step_offload_read_s = offload_read_seconds(p, g, batch, slow, merged, at_cap);
 }

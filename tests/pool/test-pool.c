@@ -1502,7 +1502,7 @@ typedef struct {
 } Offloaded;
 
 static Offloaded expect_offload(const Bench *b, const EmaStepBatch *batch, double c, double n,
-                                double m, double u, gboolean busy) {
+                                double m, double u, gboolean busy, double wait_s) {
   const EmaGpuSpec *gpu = &b->server->gpu;
   EmaStepBatch local = *batch;
   Offloaded o = {.c = c, .n = n, .m = m, .u = u};
@@ -1515,7 +1515,8 @@ static Offloaded expect_offload(const Bench *b, const EmaStepBatch *batch, doubl
   o.back = n * H * (d + 1) * 4;
   attend = ((double) gpu->kernel_overhead / 1e9 + MAX(c * kv_l / rate_kv, 4 * H * d * c / rate_c) +
             m * kv_l / rate_m) *
-           (busy ? 1 + gpu->offload_partial_slowdown : 1);
+               (busy ? 1 + gpu->offload_partial_slowdown : 1) +
+           wait_s;
   /* a link per GPU pair (a100x4-40gb): each lender's messages have their own link */
   g_assert_cmpint(b->server->topology, ==, EMA_TOPOLOGY_DIRECT);
   remote = (latency + o.sent / bw) + attend + (latency + o.back / bw);
@@ -1546,7 +1547,7 @@ static void test_step_offload(void) {
   EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
   EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
   Expected all = expect_step(b, 0, &batch, 800, 1000, 1, 0);
-  Offloaded o = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE);
+  Offloaded o = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, 0);
   const EmaStepCostView *seen = &b->prefetch_probe.step;
   EmaStepBreakdown lender_bd;
   EmaTime start = ema_sim_now(b->sim), t = ema_pool_step_time(b->pool, 0, &batch), lender_local,
@@ -1606,11 +1607,62 @@ static void test_step_offload(void) {
    * waits longer for it */
   g_assert_true(take(&b->memory[1], 10));
   {
-    Offloaded busy = expect_offload(b, &batch, 12800, 1, 1, 1, TRUE);
+    Offloaded busy = expect_offload(b, &batch, 12800, 1, 1, 1, TRUE, 0);
     g_assert_cmpfloat(b->server->gpu.offload_partial_slowdown, >, 0);
     g_assert_cmpint(busy.step, >, o.step);
     g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, busy.step);
   }
+  give(&b->memory[1], 10);
+  bench_check(b);
+  bench_free(b);
+}
+
+/* test_step_offload's step under the timeslice execution model (offexec.h):
+ * beside an idle lender the same; beside a busy one the partial runs alone
+ * (no co-running factor) after the rest of the lender's time slice and a
+ * context switch, 2 ms / 2 + 25 us = 1.025 ms per layer. While the step
+ * runs the lender's own step lengthens by f' / (1 - f') of it: the
+ * borrower's 32 partials of S (alone) per step of T take rho = 32 S / T
+ * of its time, and 2 x 32 / T switches of 25 us, f' = rho + 1.6 ms / T. */
+static void test_step_offload_timeslice(void) {
+  Bench *b = bench_new(NULL);
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
+  EmaOffloadShare shares[MAX_GPUS];
+  EmaStepBreakdown lender_bd;
+  Offloaded idle, busy;
+  EmaTime t;
+  double alone, f;
+  b->experiment->server.offload.execution = EMA_OFFLOAD_EXEC_TIMESLICE;
+  b->borrow = (TestBorrowParams){0, 1, 800, 2, 0, 0};
+  b->prefetch.mode = EMA_REMOTE_OFFLOAD;
+  bench_pool(b);
+  bench_tenant(b, 0, 200);
+  bench_tenant(b, 1, 1000);
+  bench_start(b);
+  bench_borrow(b, 800, 0);
+  g_assert_true(take(&b->memory[0], 1000));
+  idle = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, 0);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, idle.step);
+  bench_to(b, ema_sim_now(b->sim) + idle.step);
+  g_assert_true(take(&b->memory[1], 10));
+  busy = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, 1.025e-3);
+  t = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(t, ==, busy.step);
+  g_assert_cmpint(busy.step - idle.step, >, 32 * 1000000); /* the slices' waits: 32 x ~1 ms */
+  /* the lender's step while the borrower's runs */
+  ema_pool_offload_shares(b->pool, 0, shares);
+  {
+    g_autoptr(EmaOffloadModel) m = NULL;
+    GError *error = NULL;
+    m = ema_offload_model_new(&tenant_spec(b->experiment, 0)->model, b->server, 1, &error);
+    g_assert_no_error(error);
+    alone = ema_offload_partial_alone_s(m, &shares[1]);
+  }
+  f = 32 * alone / ((double) t / 1e9) + 2 * 25e-6 * 32 / ((double) t / 1e9);
+  ema_step_time(b->models[1], &lender_batch, &lender_bd);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==,
+                  lender_bd.time + llround(f / (1 - f) * (double) lender_bd.time));
   give(&b->memory[1], 10);
   bench_check(b);
   bench_free(b);
@@ -1628,8 +1680,8 @@ static void test_step_offload_one_long(void) {
   Bench *b = remote_bench_empty(100, 300, 1000, EMA_REMOTE_OFFLOAD, 1, 1);
   EmaStepBatch batch = {.decode_seqs = 51, .decode_context = 6400, .logits = 51};
   EmaKvMemory *m = &b->memory[0];
-  Offloaded exact = expect_offload(b, &batch, 4800, 1, 1, 1, FALSE),
-            by_counts = expect_offload(b, &batch, 4800, 39, 39, 39, FALSE);
+  Offloaded exact = expect_offload(b, &batch, 4800, 1, 1, 1, FALSE, 0),
+            by_counts = expect_offload(b, &batch, 4800, 39, 39, 39, FALSE, 0);
   for (guint64 i = 0; i <= 50; i++) {
     m->ops->state(m->self, i, EMA_KV_RUNNING);
     g_assert_true(m->ops->take(m->self, i, i < 50 ? 2 : 300));
@@ -1680,7 +1732,7 @@ static void test_step_offload_capped(void) {
   Bench *b = remote_bench(200, 800, 1000, EMA_REMOTE_OFFLOAD, 1, 1);
   EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
   EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
-  Offloaded o = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE);
+  Offloaded o = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, 0);
   const EmaStepCostView *seen = &b->prefetch_probe.step;
   g_autoptr(GArray) events = g_array_new(FALSE, FALSE, sizeof(EmaPoolEvent));
   const EmaPoolStats *stats;
@@ -1814,7 +1866,7 @@ static void test_step_offload_read(void) {
   copy_bw = b->server->gpu.local_copy_bandwidth;
   L1 = 32 * 12800 * 4096 / copy_bw;
   L2 = 32 * 1600 * 4096 / copy_bw;
-  o = expect_offload(b, &batch, 1600, 1, (double) shares[2].new_kv, 1, FALSE);
+  o = expect_offload(b, &batch, 1600, 1, (double) shares[2].new_kv, 1, FALSE, 0);
   bd = &o.local;
   ema_step_time(b->models[0], &batch, &all);
   R = 900.0 / 1100.0 * all.kv_read_bytes / 32;
@@ -2379,6 +2431,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/pool/tp/serving/remote-direct", "remote-direct", test_tp_serving);
   g_test_add_func("/pool/tp/serving/ema-place", test_tp_serving_place);
   g_test_add_func("/pool/step/offload", test_step_offload);
+  g_test_add_func("/pool/step/offload-timeslice", test_step_offload_timeslice);
   g_test_add_func("/pool/step/offload-one-long", test_step_offload_one_long);
   g_test_add_func("/pool/step/offload-read", test_step_offload_read);
   g_test_add_func("/pool/step/offload-capped", test_step_offload_capped);
