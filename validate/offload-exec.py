@@ -21,9 +21,11 @@ meta.json under --out):
              queueing; derive subtracts the idle lender's median as the launch cost).
   roundtrip  two GPUs: GPU 0 (borrower) holds a share of each request's KV, GPU 1 (lender)
              the rest; per layer the query goes to GPU 1 (a copy-engine copy: --path copy),
-             GPU 1 computes the partial output and its log-sum-exp, they come back, GPU 0
-             merges them with its local partial and the result is checked against attention
-             over all of the KV on GPU 0 (BF16 tolerance). Lender idle and busy (its own
+             GPU 1 computes the partial output and its log-sum-exp, they come back (the round
+             trip, timed on its own stream of GPU 0 while GPU 0's local partial runs on
+             another), GPU 0 merges them with its local partial (the layer: both and the
+             merge) and the result is checked against attention over all of the KV on GPU 0
+             (its largest absolute difference, max_err; BF16 inputs, FP32 math). Lender idle and busy (its own
              decode graph on another stream). Offloaded shares --offloaded (0 is all-local).
 
 CPU side (tested on fixtures by validate/tests/test-offload-exec):
@@ -69,7 +71,7 @@ DEFAULTS_SPEC = {"timeslice_ms": 2.0, "switch_us": 25.0, "residual": 0.01}
 
 SAMPLE_COLS = ["mode", "state", "share", "kind", "index", "step_ms", "wall_ms", "run_ms"]
 ROUNDTRIP_COLS = ["path", "state", "offloaded", "layer", "roundtrip_ms", "partial_ms",
-                  "local_ms", "merge_ms", "max_err"]
+                  "local_ms", "merge_ms", "layer_ms", "max_err"]
 
 
 # ---- statistics and files (CPU) ---------------------------------------------------------------
@@ -183,7 +185,7 @@ LENDER_SUMMARY = ["mode", "state", "share", "partials", "partial_alone_ms", "run
                   "lender_mean_ms", "lender_p99_ms", "slowdown_mean", "slowdown_p99"]
 ROUNDTRIP_SUMMARY = ["path", "state", "offloaded", "layers", "roundtrip_p50_ms",
                      "roundtrip_p90_ms", "partial_p50_ms", "local_p50_ms", "merge_p50_ms",
-                     "max_err"]
+                     "layer_p50_ms", "max_err"]
 
 
 def derive_roundtrip(rows):
@@ -196,6 +198,7 @@ def derive_roundtrip(rows):
                         partial_p50_ms=percentile([r["partial_ms"] for r in sel], 50),
                         local_p50_ms=percentile([r["local_ms"] for r in sel], 50),
                         merge_p50_ms=percentile([r["merge_ms"] for r in sel], 50),
+                        layer_p50_ms=percentile([r["layer_ms"] for r in sel], 50),
                         max_err=max(r["max_err"] for r in sel)))
     return out
 
@@ -476,15 +479,17 @@ def run_roundtrip(args):
     os.makedirs(args.out, exist_ok=True)
     d0, d1 = torch.device("cuda", 0), torch.device("cuda", 1)
     _, _, heads, kv_heads, hd, _ = oc.SHAPES[args.model]
-    s0, s1, sl = torch.cuda.Stream(d0), torch.cuda.Stream(d1), torch.cuda.Stream(d1)
+    s0, sr = torch.cuda.Stream(d0), torch.cuda.Stream(d0)
+    s1, sl = torch.cuda.Stream(d1), torch.cuda.Stream(d1)
     g = torch.Generator(device=d0).manual_seed(3)
     b, ctx = args.partial_requests, args.partial_context
     k_all = torch.randn(b, heads, ctx, hd, device=d0, generator=g, dtype=torch.bfloat16)
     v_all = torch.randn_like(k_all)
     q = torch.randn(b, heads, 1, hd, device=d0, generator=g, dtype=torch.bfloat16)
     reference, _ = attend_lse(torch, q, k_all, v_all)
-    lender_step = oc.DecodeStep(args.model, args.batch, args.context, d1)
-    lender_graph = oc.capture(lender_step, sl)
+    with torch.cuda.device(d1):  # a graph is captured and replayed on its own GPU
+        lender_step = oc.DecodeStep(args.model, args.batch, args.context, d1)
+        lender_graph = oc.capture(lender_step, sl)
     rows = []
     for frac in args.offloaded:
         cut = int(round(ctx * (1 - frac)))
@@ -495,7 +500,7 @@ def run_roundtrip(args):
             stop = threading.Event()
 
             def lender_loop():
-                with torch.cuda.stream(sl):
+                with torch.cuda.device(d1), torch.cuda.stream(sl):
                     while not stop.is_set():
                         lender_graph.replay()
                         torch.cuda.current_stream(d1).synchronize()
@@ -504,7 +509,7 @@ def run_roundtrip(args):
             if busy:
                 busy.start()
             for layer in range(args.layers):
-                ev = {n: torch.cuda.Event(enable_timing=True) for n in ("a", "l", "m", "z")}
+                ev = {n: torch.cuda.Event(enable_timing=True) for n in ("a", "l", "r0", "r1", "m", "z")}
                 p0, p1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 torch.cuda.synchronize(d0)
                 with torch.cuda.stream(s0):
@@ -513,16 +518,22 @@ def run_roundtrip(args):
                     ev["l"].record()
                 parts = [local] if local else []
                 if frac > 0:
-                    s1.wait_event(ev["a"])
-                    with torch.cuda.stream(s1):
+                    # the remote path on its own stream of GPU 0 (sr), timed there alone: the
+                    # query out, the partial and its LSE on GPU 1, both back; a copy between
+                    # GPUs runs on the source GPU's current stream and waits for both GPUs'
+                    sr.wait_event(ev["a"])
+                    with torch.cuda.stream(sr), torch.cuda.stream(s1):
+                        ev["r0"].record(sr)
                         q1.copy_(q, non_blocking=True)
-                        p0.record()
+                        p0.record(s1)
                         out1, lse1 = attend_lse(torch, q1, k1, v1)
-                        p1.record()
+                        p1.record(s1)
                         back = (out1.to(d0, non_blocking=True), lse1.to(d0, non_blocking=True))
                         done = torch.cuda.Event()
-                        done.record()
-                    s0.wait_event(done)
+                        done.record(s1)
+                    sr.wait_event(done)
+                    ev["r1"].record(sr)
+                    s0.wait_event(ev["r1"])
                     parts.append(back)
                 with torch.cuda.stream(s0):
                     ev["m"].record()
@@ -532,10 +543,11 @@ def run_roundtrip(args):
                 torch.cuda.synchronize(d1)
                 err = (out - reference).abs().max().item()
                 rows.append(dict(path=args.path, state=state, offloaded=frac, layer=layer,
-                                 roundtrip_ms=ev["a"].elapsed_time(ev["m"]),
+                                 roundtrip_ms=ev["r0"].elapsed_time(ev["r1"]) if frac > 0 else 0.0,
                                  partial_ms=p0.elapsed_time(p1) if frac > 0 else 0.0,
                                  local_ms=ev["a"].elapsed_time(ev["l"]),
-                                 merge_ms=ev["m"].elapsed_time(ev["z"]), max_err=err))
+                                 merge_ms=ev["m"].elapsed_time(ev["z"]),
+                                 layer_ms=ev["a"].elapsed_time(ev["z"]), max_err=err))
             stop.set()
             if busy:
                 busy.join()
