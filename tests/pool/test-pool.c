@@ -1668,6 +1668,63 @@ static void test_step_offload_timeslice(void) {
   bench_free(b);
 }
 
+/* Two borrowers' partials queue on one lender (offexec.h): GPUs 0 and 2
+ * each hold test_step_offload's request (200 blocks local, 800 on GPU 1)
+ * and step together under timeslice, the lender idle. GPU 0's step starts
+ * first, alone: T_A as with nobody else, its 32 partials of S (alone) take
+ * rho_A = 32 S / T_A of the lender's time. GPU 2's partials wait behind
+ * them, first come first served, rho_A S / (2 (1 - rho_A)) per layer
+ * (Pollaczek-Khinchine). While both run, the lender's own step lengthens
+ * by f' / (1 - f'), f' = rho_A + rho_B + 2 x 25 us x (32 / T_A + 32 / T_B). */
+static void test_step_offload_queue(void) {
+  Bench *b = bench_new(NULL);
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
+  g_autoptr(EmaOffloadModel) m = NULL;
+  EmaOffloadShare shares[MAX_GPUS];
+  EmaStepBreakdown lender_bd;
+  GError *error = NULL;
+  Offloaded first, second;
+  EmaTime t_a, t_b;
+  double alone, rho_a, rho_b, f;
+  b->experiment->server.offload.execution = EMA_OFFLOAD_EXEC_TIMESLICE;
+  b->borrow = (TestBorrowParams){-1, 1, 800, 1, 0, 0};
+  b->prefetch.mode = EMA_REMOTE_OFFLOAD;
+  bench_pool(b);
+  bench_tenant(b, 0, 200);
+  bench_tenant(b, 1, 2000);
+  bench_tenant(b, 2, 200);
+  bench_start(b);
+  bench_decide(b, 2);
+  bench_borrow(b, 800, 0);
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 2), ==, 800);
+  g_assert_true(take(&b->memory[0], 1000));
+  g_assert_true(take(&b->memory[2], 1000));
+  assert_share(b, 0, 1, 12800, 1);
+  assert_share(b, 2, 1, 12800, 1);
+  m = ema_offload_model_new(&tenant_spec(b->experiment, 0)->model, b->server, 1, &error);
+  g_assert_no_error(error);
+  ema_pool_offload_shares(b->pool, 0, shares);
+  alone = ema_offload_partial_alone_s(m, &shares[1]);
+
+  first = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, 0);
+  t_a = ema_pool_step_time(b->pool, 0, &batch);
+  g_assert_cmpint(t_a, ==, first.step);
+  rho_a = 32 * alone / ((double) t_a / 1e9);
+  second = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, rho_a * alone / (2 * (1 - rho_a)));
+  t_b = ema_pool_step_time(b->pool, 2, &batch);
+  g_assert_cmpint(t_b, ==, second.step);
+  g_assert_cmpint(t_b, >, t_a);
+
+  rho_b = 32 * alone / ((double) t_b / 1e9);
+  f = rho_a + rho_b + 2 * 25e-6 * (32 / ((double) t_a / 1e9) + 32 / ((double) t_b / 1e9));
+  ema_step_time(b->models[1], &lender_batch, &lender_bd);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==,
+                  lender_bd.time + llround(f / (1 - f) * (double) lender_bd.time));
+  bench_check(b);
+  bench_free(b);
+}
+
 /* Where the requests' blocks, not the tenant's block counts, decide: GPU 0's
  * 100 local blocks hold 50 short requests of 2 blocks (32 tokens each),
  * and a long one's 300 blocks (4,800 tokens) all went to GPU 1, the local
@@ -2432,6 +2489,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/tp/serving/ema-place", test_tp_serving_place);
   g_test_add_func("/pool/step/offload", test_step_offload);
   g_test_add_func("/pool/step/offload-timeslice", test_step_offload_timeslice);
+  g_test_add_func("/pool/step/offload-queue", test_step_offload_queue);
   g_test_add_func("/pool/step/offload-one-long", test_step_offload_one_long);
   g_test_add_func("/pool/step/offload-read", test_step_offload_read);
   g_test_add_func("/pool/step/offload-capped", test_step_offload_capped);
