@@ -37,6 +37,8 @@
  *
  * Fixtures in $EMA_TEST_FIXTURES/pool. Llama-3.1-8B's KV block is one 2 MiB
  * slice, so blocks and slices count alike in the hand figures. */
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
 #include <math.h>
 #include <string.h>
 
@@ -1668,6 +1670,48 @@ static void test_step_offload_timeslice(void) {
   bench_free(b);
 }
 
+/* The partial's time drawn per step (offload.partial_p90 2.1, offexec.h):
+ * test_step_offload's step with its partial alone x D, D = exp(sigma z),
+ * sigma = ln 2.1 / z_0.9, z the first standard normal of the pool's own
+ * mt19937 stream seeded from the seed given (the same stream drawn here);
+ * the same seed gives the same step, and the next step draws again. */
+static void test_step_offload_draw(void) {
+  Bench *b = bench_new(NULL);
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  g_autoptr(EmaOffloadModel) m = NULL;
+  EmaOffloadShare shares[MAX_GPUS];
+  GError *error = NULL;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  guint64 seed = G_GUINT64_CONSTANT(0x123456789abcdef);
+  double alone, draw;
+  EmaTime t;
+  b->experiment->server.offload.partial_p90 = 2.1;
+  b->borrow = (TestBorrowParams){0, 1, 800, 2, 0, 0};
+  b->prefetch.mode = EMA_REMOTE_OFFLOAD;
+  bench_pool(b);
+  ema_pool_set_seed(b->pool, seed);
+  bench_tenant(b, 0, 200);
+  bench_tenant(b, 1, 1000);
+  bench_start(b);
+  bench_borrow(b, 800, 0);
+  g_assert_true(take(&b->memory[0], 1000));
+  m = ema_offload_model_new(&tenant_spec(b->experiment, 0)->model, b->server, 1, &error);
+  g_assert_no_error(error);
+  ema_pool_offload_shares(b->pool, 0, shares);
+  alone = ema_offload_partial_alone_s(m, &shares[1]);
+  gsl_rng_set(rng, (unsigned long) (seed ^ (seed >> 32)));
+  for (guint step = 0; step < 2; step++) {
+    draw = ema_offexec_draw(&b->server->offload, gsl_ran_ugaussian(rng));
+    t = ema_pool_step_time(b->pool, 0, &batch);
+    g_assert_cmpint(t, ==,
+                    expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, alone * (draw - 1)).step);
+    bench_to(b, ema_sim_now(b->sim) + t);
+  }
+  gsl_rng_free(rng);
+  bench_check(b);
+  bench_free(b);
+}
+
 /* Two borrowers' partials queue on one lender (offexec.h): GPUs 0 and 2
  * each hold test_step_offload's request (200 blocks local, 800 on GPU 1)
  * and step together under timeslice, the lender idle. GPU 0's step starts
@@ -2490,6 +2534,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/step/offload", test_step_offload);
   g_test_add_func("/pool/step/offload-timeslice", test_step_offload_timeslice);
   g_test_add_func("/pool/step/offload-queue", test_step_offload_queue);
+  g_test_add_func("/pool/step/offload-draw", test_step_offload_draw);
   g_test_add_func("/pool/step/offload-one-long", test_step_offload_one_long);
   g_test_add_func("/pool/step/offload-read", test_step_offload_read);
   g_test_add_func("/pool/step/offload-capped", test_step_offload_capped);
