@@ -1155,11 +1155,19 @@ static double offload_capped(const Pool *p, const double *at_cap, const gboolean
   return capped;
 }
 
+/* Whether SHARE's KV may be read rather than offloaded because its
+ * partials would wait (offexec.h): not under lender-first, where reading
+ * would pull from a busy lender's HBM (interference_outgoing) and the
+ * borrower pays the wait instead. */
+static gboolean read_waiting(const Pool *p, const EmaOffloadShare *share) {
+  return share->wait_s > 0 && p->server->offload.priority != EMA_OFFLOAD_PRIORITY_LENDER;
+}
+
 /* G's offloading step (BATCH, SLOW, MERGED as offload_seconds(); its whole
  * offload g->uncapped_s) with the KV on each lender whose cap would hold
  * the whole offload (AT_CAP[j], lender_capped_step(), 0 or above
  * g->uncapped_s), and under an execution model each lender whose partials
- * would wait (offexec.h: a busy lender, or other borrowers' partials
+ * would wait (read_waiting(): a busy lender, or other borrowers' partials
  * queued there), read
  * by direct loads instead and the rest offloaded, at the cap
  * (offload_capped()); the lenders read into g->reads, the shares left in
@@ -1176,7 +1184,7 @@ static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, d
   double t_read;
   for (guint j = 0; j < p->n; j++) {
     const EmaOffloadShare *share = &g->offload_shares[j];
-    g->reads[j] = at_cap[j] == 0 || at_cap[j] > g->uncapped_s || share->wait_s > 0;
+    g->reads[j] = at_cap[j] == 0 || at_cap[j] > g->uncapped_s || read_waiting(p, share);
     g->read_shares[j] = g->reads[j] ? (EmaOffloadShare){0} : *share;
     p->read_scratch[j] = g->reads[j] ? p->bytes_scratch[j] : 0;
     read += g->reads[j];
@@ -1207,7 +1215,7 @@ static void time_offload(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow
   view->step_offload_s = g->uncapped_s;
   view->step_offload_read_s = 0;
   for (guint j = 0; p->exec && j < p->n; j++)
-    waits = waits || g->offload_shares[j].wait_s > 0;
+    waits = waits || read_waiting(p, &g->offload_shares[j]);
   if (g->uncapped_s <= 0 || (cap >= 1 && !waits))
     return; /* nothing offloads, or no lender is capped or makes it wait */
   for (guint j = 0; j < p->n; j++)
