@@ -1619,6 +1619,48 @@ static void test_step_offload(void) {
   bench_free(b);
 }
 
+/* test_step_offload's bench under the server's offload keys EXECUTION and
+ * P90 (offexec.h): GPU 0 holds 200 blocks locally and 800 on GPU 1, one
+ * running request; with TWO, GPU 2 likewise (on a lender of 2,000 slices).
+ * *ALONE: the partial's time alone on GPU 1, one layer. */
+static Bench *exec_bench(int execution, double p90, gboolean two, double *alone) {
+  Bench *b = bench_new(NULL);
+  g_autoptr(EmaOffloadModel) m = NULL;
+  EmaOffloadShare shares[MAX_GPUS];
+  GError *error = NULL;
+  b->experiment->server.offload.execution = execution;
+  b->experiment->server.offload.partial_p90 = p90;
+  b->borrow = (TestBorrowParams){two ? -1 : 0, 1, 800, two ? 1 : 2, 0, 0};
+  b->prefetch.mode = EMA_REMOTE_OFFLOAD;
+  bench_pool(b);
+  bench_tenant(b, 0, 200);
+  bench_tenant(b, 1, two ? 2000 : 1000);
+  if (two)
+    bench_tenant(b, 2, 200);
+  bench_start(b);
+  if (two)
+    bench_decide(b, 2);
+  bench_borrow(b, 800, 0);
+  g_assert_true(take(&b->memory[0], 1000));
+  if (two)
+    g_assert_true(take(&b->memory[2], 1000));
+  m = ema_offload_model_new(&tenant_spec(b->experiment, 0)->model, b->server, 1, &error);
+  g_assert_no_error(error);
+  ema_pool_offload_shares(b->pool, 0, shares);
+  *alone = ema_offload_partial_alone_s(m, &shares[1]);
+  return b;
+}
+
+/* The lender's step (10 requests over 100 tokens each) is its own time x
+ * (1 + F / (1 - F)) while the borrowers' steps run. */
+static void assert_lender_slowed(Bench *b, double f) {
+  EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
+  EmaStepBreakdown bd;
+  ema_step_time(b->models[1], &lender_batch, &bd);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==,
+                  bd.time + llround(f / (1 - f) * (double) bd.time));
+}
+
 /* test_step_offload's step under the timeslice execution model (offexec.h):
  * beside an idle lender the same; beside a busy one the partial runs alone
  * (no co-running factor) after the rest of the lender's time slice and a
@@ -1627,24 +1669,11 @@ static void test_step_offload(void) {
  * borrower's 32 partials of S (alone) per step of T take rho = 32 S / T
  * of its time, and 2 x 32 / T switches of 25 us, f' = rho + 1.6 ms / T. */
 static void test_step_offload_timeslice(void) {
-  Bench *b = bench_new(NULL);
   EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
-  EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
-  EmaOffloadShare shares[MAX_GPUS];
-  EmaStepBreakdown lender_bd;
-  Offloaded idle, busy;
+  double alone, seconds;
+  Bench *b = exec_bench(EMA_OFFLOAD_EXEC_TIMESLICE, 1, FALSE, &alone);
+  Offloaded idle = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, 0), busy;
   EmaTime t;
-  double alone, f;
-  b->experiment->server.offload.execution = EMA_OFFLOAD_EXEC_TIMESLICE;
-  b->borrow = (TestBorrowParams){0, 1, 800, 2, 0, 0};
-  b->prefetch.mode = EMA_REMOTE_OFFLOAD;
-  bench_pool(b);
-  bench_tenant(b, 0, 200);
-  bench_tenant(b, 1, 1000);
-  bench_start(b);
-  bench_borrow(b, 800, 0);
-  g_assert_true(take(&b->memory[0], 1000));
-  idle = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, 0);
   g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, idle.step);
   bench_to(b, ema_sim_now(b->sim) + idle.step);
   g_assert_true(take(&b->memory[1], 10));
@@ -1652,19 +1681,8 @@ static void test_step_offload_timeslice(void) {
   t = ema_pool_step_time(b->pool, 0, &batch);
   g_assert_cmpint(t, ==, busy.step);
   g_assert_cmpint(busy.step - idle.step, >, 32 * 1000000); /* the slices' waits: 32 x ~1 ms */
-  /* the lender's step while the borrower's runs */
-  ema_pool_offload_shares(b->pool, 0, shares);
-  {
-    g_autoptr(EmaOffloadModel) m = NULL;
-    GError *error = NULL;
-    m = ema_offload_model_new(&tenant_spec(b->experiment, 0)->model, b->server, 1, &error);
-    g_assert_no_error(error);
-    alone = ema_offload_partial_alone_s(m, &shares[1]);
-  }
-  f = 32 * alone / ((double) t / 1e9) + 2 * 25e-6 * 32 / ((double) t / 1e9);
-  ema_step_time(b->models[1], &lender_batch, &lender_bd);
-  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==,
-                  lender_bd.time + llround(f / (1 - f) * (double) lender_bd.time));
+  seconds = (double) t / 1e9;
+  assert_lender_slowed(b, 32 * alone / seconds + 2 * 25e-6 * 32 / seconds);
   give(&b->memory[1], 10);
   bench_check(b);
   bench_free(b);
@@ -1672,37 +1690,20 @@ static void test_step_offload_timeslice(void) {
 
 /* The partial's time drawn per step (offload.partial_p90 2.1, offexec.h):
  * test_step_offload's step with its partial alone x D, D = exp(sigma z),
- * sigma = ln 2.1 / z_0.9, z the first standard normal of the pool's own
- * mt19937 stream seeded from the seed given (the same stream drawn here);
- * the same seed gives the same step, and the next step draws again. */
+ * sigma = ln 2.1 / z_0.9, z the next standard normal of the pool's own
+ * mt19937 stream seeded from the seed given (the same stream drawn here),
+ * one per step. */
 static void test_step_offload_draw(void) {
-  Bench *b = bench_new(NULL);
   EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
-  g_autoptr(EmaOffloadModel) m = NULL;
-  EmaOffloadShare shares[MAX_GPUS];
-  GError *error = NULL;
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   guint64 seed = G_GUINT64_CONSTANT(0x123456789abcdef);
   double alone, draw;
-  EmaTime t;
-  b->experiment->server.offload.partial_p90 = 2.1;
-  b->borrow = (TestBorrowParams){0, 1, 800, 2, 0, 0};
-  b->prefetch.mode = EMA_REMOTE_OFFLOAD;
-  bench_pool(b);
+  Bench *b = exec_bench(EMA_OFFLOAD_EXEC_MPS, 2.1, FALSE, &alone);
   ema_pool_set_seed(b->pool, seed);
-  bench_tenant(b, 0, 200);
-  bench_tenant(b, 1, 1000);
-  bench_start(b);
-  bench_borrow(b, 800, 0);
-  g_assert_true(take(&b->memory[0], 1000));
-  m = ema_offload_model_new(&tenant_spec(b->experiment, 0)->model, b->server, 1, &error);
-  g_assert_no_error(error);
-  ema_pool_offload_shares(b->pool, 0, shares);
-  alone = ema_offload_partial_alone_s(m, &shares[1]);
   gsl_rng_set(rng, (unsigned long) (seed ^ (seed >> 32)));
   for (guint step = 0; step < 2; step++) {
+    EmaTime t = ema_pool_step_time(b->pool, 0, &batch);
     draw = ema_offexec_draw(&b->server->offload, gsl_ran_ugaussian(rng));
-    t = ema_pool_step_time(b->pool, 0, &batch);
     g_assert_cmpint(t, ==,
                     expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, alone * (draw - 1)).step);
     bench_to(b, ema_sim_now(b->sim) + t);
@@ -1721,50 +1722,22 @@ static void test_step_offload_draw(void) {
  * (Pollaczek-Khinchine). While both run, the lender's own step lengthens
  * by f' / (1 - f'), f' = rho_A + rho_B + 2 x 25 us x (32 / T_A + 32 / T_B). */
 static void test_step_offload_queue(void) {
-  Bench *b = bench_new(NULL);
   EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
-  EmaStepBatch lender_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
-  g_autoptr(EmaOffloadModel) m = NULL;
-  EmaOffloadShare shares[MAX_GPUS];
-  EmaStepBreakdown lender_bd;
-  GError *error = NULL;
-  Offloaded first, second;
-  EmaTime t_a, t_b;
-  double alone, rho_a, rho_b, f;
-  b->experiment->server.offload.execution = EMA_OFFLOAD_EXEC_TIMESLICE;
-  b->borrow = (TestBorrowParams){-1, 1, 800, 1, 0, 0};
-  b->prefetch.mode = EMA_REMOTE_OFFLOAD;
-  bench_pool(b);
-  bench_tenant(b, 0, 200);
-  bench_tenant(b, 1, 2000);
-  bench_tenant(b, 2, 200);
-  bench_start(b);
-  bench_decide(b, 2);
-  bench_borrow(b, 800, 0);
+  double alone, rho_a, rho_b, t_a, t_b;
+  Bench *b = exec_bench(EMA_OFFLOAD_EXEC_TIMESLICE, 1, TRUE, &alone);
+  Offloaded first = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, 0), second;
   g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 2), ==, 800);
-  g_assert_true(take(&b->memory[0], 1000));
-  g_assert_true(take(&b->memory[2], 1000));
   assert_share(b, 0, 1, 12800, 1);
   assert_share(b, 2, 1, 12800, 1);
-  m = ema_offload_model_new(&tenant_spec(b->experiment, 0)->model, b->server, 1, &error);
-  g_assert_no_error(error);
-  ema_pool_offload_shares(b->pool, 0, shares);
-  alone = ema_offload_partial_alone_s(m, &shares[1]);
-
-  first = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, 0);
-  t_a = ema_pool_step_time(b->pool, 0, &batch);
-  g_assert_cmpint(t_a, ==, first.step);
-  rho_a = 32 * alone / ((double) t_a / 1e9);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, first.step);
+  t_a = (double) first.step / 1e9;
+  rho_a = 32 * alone / t_a;
   second = expect_offload(b, &batch, 12800, 1, 1, 1, FALSE, rho_a * alone / (2 * (1 - rho_a)));
-  t_b = ema_pool_step_time(b->pool, 2, &batch);
-  g_assert_cmpint(t_b, ==, second.step);
-  g_assert_cmpint(t_b, >, t_a);
-
-  rho_b = 32 * alone / ((double) t_b / 1e9);
-  f = rho_a + rho_b + 2 * 25e-6 * (32 / ((double) t_a / 1e9) + 32 / ((double) t_b / 1e9));
-  ema_step_time(b->models[1], &lender_batch, &lender_bd);
-  g_assert_cmpint(ema_pool_step_time(b->pool, 1, &lender_batch), ==,
-                  lender_bd.time + llround(f / (1 - f) * (double) lender_bd.time));
+  g_assert_cmpint(ema_pool_step_time(b->pool, 2, &batch), ==, second.step);
+  g_assert_cmpint(second.step, >, first.step);
+  t_b = (double) second.step / 1e9;
+  rho_b = 32 * alone / t_b;
+  assert_lender_slowed(b, rho_a + rho_b + 2 * 25e-6 * (32 / t_a + 32 / t_b));
   bench_check(b);
   bench_free(b);
 }
