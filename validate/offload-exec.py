@@ -15,7 +15,8 @@ meta.json under --out):
                                partial's at low (lender-first);
                     processes: two processes, no MPS (the GPU time-slices their contexts);
                     mps:       two processes under MPS (the daemon started with a private
-                               pipe directory and stopped after).
+                               pipe directory and stopped after); --sm-share P caps the
+                               partial's process at P% of the SMs.
              Per lender step its time (CUDA events); per partial the host's submit-to-done
              wall time and its run (events around it): wall - run is its wait (launch and
              queueing; derive subtracts the idle lender's median as the launch cost).
@@ -415,6 +416,9 @@ def run_lender(args):
             conn, child = ctx.Pipe()
             proc = ctx.Process(target=lender_proc, args=(args, child, False))
             proc.start()
+            if args.sm_share:
+                # the partial's process only (the lender's has started): MPS caps its SMs
+                os.environ["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = f"{args.sm_share:g}"
         else:
             inbox, outbox = queue.Queue(), queue.Queue()
             conn = ThreadConn(outbox, inbox)
@@ -451,6 +455,7 @@ def run_lender(args):
         meta = dict(workload="lender", mode=args.mode, model=args.model, batch=args.batch,
                     context=args.context, layers=layers, partial_requests=args.partial_requests,
                     partial_context=args.partial_context, partial_bytes=off.bytes, b_hbm=b_hbm,
+                    sm_share=args.sm_share,
                     partial_alone_ms=statistics.median(alone), **device_meta(torch))
         json.dump(meta, open(os.path.join(args.out, "meta.json"), "w"), indent=1)
     finally:
@@ -581,6 +586,8 @@ def main():
             p.add_argument("--mode", required=True, choices=sorted(MODE_MODEL))
             p.add_argument("--shares", type=floats, default=floats("0.02,0.05,0.2"))
             p.add_argument("--seconds", type=float, default=2.0)
+            p.add_argument("--sm-share", type=float, default=0,
+                           help="--mode mps: the partial's process gets this %% of the SMs")
         else:
             p.add_argument("--path", default="copy", choices=["copy"])
             p.add_argument("--offloaded", type=floats, default=floats("0,0.25,0.5"))
