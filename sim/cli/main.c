@@ -66,8 +66,9 @@ static const char usage_text[] =
     "                         the largest share of a decode step's KV that can be remote\n"
     "                         while the step stays within F (default 5%) of all-local; writes\n"
     "                         DIR/frontier.csv and the figure DIR/plots/frontier.png\n"
-    "  sweep FILE [-o DIR] [-j N] [--fail-fast] [--list] [--part R/K] [--set key.path=value]...\n"
-    "        [--no-plot]      run every point of a sweep file (variants, sweep, repeats), N at\n"
+    "  sweep FILE [-o DIR] [-j N] [--fail-fast] [--timeout S] [--list] [--part R/K]\n"
+    "        [--set key.path=value]... [--no-plot]\n"
+    "                         run every point of a sweep file (variants, sweep, repeats), N at\n"
     "                         a time, each in DIR/POINT/; resumes; writes DIR/sweep.csv (under\n"
     "                         mpirun the points are spread over the ranks; --part R/K runs one\n"
     "                         share, e.g. of a job array)\n"
@@ -1038,6 +1039,7 @@ static int command_sweep(int argc, char **argv) {
   g_auto(GStrv) overrides = NULL;
   g_auto(GStrv) plugin_dirs = NULL;
   gint jobs = -1; /* not given: one per CPU */
+  gint timeout_s = 0;
   gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE, reuse = FALSE;
   g_autoptr(EmaSweep) sweep = NULL;
   g_autoptr(GPtrArray) records = NULL;
@@ -1062,6 +1064,8 @@ static int command_sweep(int argc, char **argv) {
        "run without --part then gathers)",
        "R/K"},
       {"no-plot", 0, 0, G_OPTION_ARG_NONE, &no_plot, "Draw no figures at the end", NULL},
+      {"timeout", 0, 0, G_OPTION_ARG_INT, &timeout_s,
+       "Kill and fail a point still running after SECONDS (default: no limit)", "SECONDS"},
       {"reuse", 0, 0, G_OPTION_ARG_NONE, &reuse,
        "Resume points made by another build of ema-sim or its plugins (default: run them again)",
        NULL},
@@ -1077,6 +1081,8 @@ static int command_sweep(int argc, char **argv) {
   if (jobs != -1 && (jobs < 1 || jobs > 4096))
     return usage_error("--jobs: give a number of processes from 1 to 4096 (leave -j out for one "
                        "per CPU)");
+  if (timeout_s < 0)
+    return usage_error("--timeout: give a number of seconds, at least 1 (0: no limit)");
   if (part && !parse_part(part, &rank, &ranks))
     return usage_error("--part: give R/K with 0 <= R < K, e.g. --part 3/16");
   if (part && ema_sweep_mpi_launched_size() != 1)
@@ -1129,6 +1135,7 @@ static int command_sweep(int argc, char **argv) {
   options.jobs = jobs > 0 ? (guint) jobs : ranks > 1 ? 1 : MAX(1, g_get_num_processors());
   options.fail_fast = fail_fast;
   options.reuse_other_builds = reuse;
+  options.timeout_s = (guint) timeout_s;
   options.progress = rank == 0 && isatty(STDERR_FILENO);
   options.rank = rank;
   options.ranks = ranks;

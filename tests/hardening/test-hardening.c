@@ -10,6 +10,8 @@
  * disk) or whose allocation fails (faultalloc.c, an LD_PRELOAD shim) leaves no summary.json that
  * passes for a result, and the sweep resumes to the full result. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -26,6 +28,21 @@
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
+
+/* Strings a check reads once, freed at exit (LeakSanitizer runs then). */
+static GPtrArray *kept;
+
+static char *keep_path(char *text) {
+  if (kept == NULL)
+    kept = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(kept, text);
+  return text;
+}
+
+/* DIR/sweep.csv, kept. */
+static const char *keep_csv(const char *dir) {
+  return keep_path(ema_test_read_file(dir, "sweep.csv"));
+}
 
 static char *write_temp(const char *dir, const char *name, const char *text) {
   char *path = g_build_filename(dir, name, NULL);
@@ -78,6 +95,15 @@ static EmaTestRun *run_serving(const char *dir, const char *tenant, const char *
   g_autofree char *path = write_temp(dir, "exp.yaml", text);
   g_autofree char *out = g_build_filename(dir, "out", NULL);
   return ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+}
+
+/* DIR/NAME: the serving experiment of serving_yaml("a", TRACE) after
+ * BEFORE (top-level lines, may be ""), swept over the seeds SEEDS ("[1, 2]"). */
+static char *write_sweep(const char *dir, const char *name, const char *before, const char *trace,
+                         const char *seeds) {
+  g_autofree char *base = serving_yaml("a", trace);
+  g_autofree char *text = g_strdup_printf("%s%ssweep:\n  seed: %s\n", before, base, seeds);
+  return write_temp(dir, name, text);
 }
 
 /* Limits for a child: RLIMIT_FSIZE (bytes a file may grow to; writes past
@@ -389,6 +415,16 @@ static char *plugin_path(const char *name) {
   return g_build_filename(g_getenv("EMA_TEST_HARDENING_PLUGINS"), name, NULL);
 }
 
+/* DIR/plugins, holding (a link to) the test plugin NAME alone. */
+static char *plugin_dir_with(const char *dir, const char *name) {
+  char *plugins = g_build_filename(dir, "plugins", NULL);
+  g_autofree char *file = g_strconcat(name, "." G_MODULE_SUFFIX, NULL);
+  g_autofree char *module = plugin_path(file);
+  g_assert_cmpint(g_mkdir(plugins, 0700), ==, 0);
+  ema_test_link_into(plugins, file, module);
+  return plugins;
+}
+
 static void assert_plugin_refused(const char *name, gint code, const char *message) {
   g_autofree char *path = plugin_path(name);
   g_autofree char *expected = g_strdup_printf("%s: %s", path, message);
@@ -419,10 +455,7 @@ static void test_plugin_silent_init(void) {
   g_autofree char *text = g_strconcat("policy: {borrow: silent-init}\n", base, NULL);
   g_autofree char *path = write_temp(dir, "exp.yaml", text);
   g_autofree char *out = g_build_filename(dir, "out", NULL);
-  g_autofree char *plugins = g_build_filename(dir, "plugins", NULL);
-  g_autofree char *module = plugin_path("silent-init." G_MODULE_SUFFIX);
-  g_assert_cmpint(g_mkdir(plugins, 0700), ==, 0);
-  ema_test_link_into(plugins, "silent-init." G_MODULE_SUFFIX, module);
+  g_autofree char *plugins = plugin_dir_with(dir, "silent-init");
   g_autoptr(EmaTestRun) run =
       ema_test_cli("--plugin-dir", plugins, "run", path, "-o", out, "--no-plot", NULL);
   g_assert_cmpint(run->status, ==, 1);
@@ -536,10 +569,19 @@ static GArray *children_of(GPid parent) {
   return pids;
 }
 
-/* SIGTERM to a sweep reaches its running points; it waits for them and
- * then dies of the signal, leaving no point process behind. */
-static void test_sweep_sigterm(void) {
-  g_autofree char *dir = ema_test_temp_dir();
+/* The state letter of process PID in /proc ('Z': a zombie), 0 when gone. */
+static char process_state(GPid pid) {
+  g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int) pid);
+  g_autofree char *stat = NULL;
+  const char *close;
+  if (!g_file_get_contents(path, &stat, NULL, NULL) || (close = strrchr(stat, ')')) == NULL)
+    return 0;
+  return close[2];
+}
+
+/* Start `ema-sim sweep` of four long points, two at a time, into DIR/out;
+ * wait until both points run and return their pids in *KIDS. */
+static GPid start_long_sweep(const char *dir, GArray **kids) {
   g_autofree char *out = g_build_filename(dir, "out", NULL);
   g_autofree char *base =
       serving_yaml("long", "{arrivals: poisson, rate: 40, duration: 3600s, prompt: {dist: fixed, "
@@ -548,22 +590,31 @@ static void test_sweep_sigterm(void) {
   g_autofree char *path = write_temp(dir, "long.yaml", text);
   g_auto(GStrv) envp = ema_test_cli_environ(NULL);
   const char *argv[] = {ema_test_sim_path(), "sweep", path, "-o", out, "-j", "2", NULL};
-  g_autoptr(GArray) kids = NULL;
   GError *error = NULL;
   GPid pid;
-  int status;
   g_spawn_async(g_getenv("EMA_SOURCE_ROOT"), (char **) argv, envp,
                 G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
                 NULL, NULL, &pid, &error);
   g_assert_no_error(error);
+  *kids = NULL;
   for (guint i = 0; i < 600; i++) { /* up to 60 s for both points to start */
-    g_clear_pointer(&kids, g_array_unref);
-    kids = children_of(pid);
-    if (kids->len == 2)
+    g_clear_pointer(kids, g_array_unref);
+    *kids = children_of(pid);
+    if ((*kids)->len == 2)
       break;
     g_usleep(100000);
   }
-  g_assert_cmpuint(kids->len, ==, 2);
+  g_assert_cmpuint((*kids)->len, ==, 2);
+  return pid;
+}
+
+/* SIGTERM to a sweep reaches its running points; it waits for them and
+ * then dies of the signal, leaving no point process behind. */
+static void test_sweep_sigterm(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(GArray) kids = NULL;
+  GPid pid = start_long_sweep(dir, &kids);
+  int status;
   g_usleep(200000);
   kill(pid, SIGTERM);
   g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
@@ -574,6 +625,198 @@ static void test_sweep_sigterm(void) {
     g_assert_cmpint(kill(kid, 0), ==, -1);
     g_assert_cmpint(errno, ==, ESRCH);
   }
+  ema_test_remove_tree(dir);
+}
+
+/* 37#2: a sweep killed by SIGKILL (no handler runs) takes its running
+ * points with it: no orphan goes on to write into the folders a resumed
+ * sweep owns. */
+static void test_sweep_kill9(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(GArray) kids = NULL;
+  GPid pid = start_long_sweep(dir, &kids);
+  int status;
+  kill(pid, SIGKILL);
+  g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+  for (guint i = 0; i < kids->len; i++) {
+    GPid kid = g_array_index(kids, GPid, i);
+    char state = 'R';
+    for (guint t = 0; t < 100 && (state = process_state(kid)) != 0 && state != 'Z'; t++)
+      g_usleep(50000);
+    g_assert_true(state == 0 || state == 'Z');
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* 37#9: a point stuck in a plugin's loop is killed at --timeout and fails
+ * (it would hold the sweep for ever); its process group goes with it. */
+static void test_sweep_timeout(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path =
+      write_sweep(dir, "exp.yaml", "policy: {borrow: looping}\n", short_trace, "[1, 2]");
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *plugins = plugin_dir_with(dir, "looping");
+  gint64 start = g_get_monotonic_time();
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("--plugin-dir", plugins, "sweep", path, "-o", out,
+                                             "-j", "2", "--timeout", "1", "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "point 000-seed=1 failed (killed at the --timeout of 1 s)");
+    ema_test_assert_contains(run->err, "point 001-seed=2 failed (killed at the --timeout of 1 s)");
+  }
+  g_assert_cmpint(g_get_monotonic_time() - start, <, 60 * G_USEC_PER_SEC);
+  ema_test_assert_contains(keep_csv(out), "\n000-seed=1,,1,0,");
+  ema_test_remove_tree(dir);
+}
+
+/* 37#11: a point whose process died of a signal after it wrote its
+ * summary.json failed: sweep.csv says so, and the summary goes (a resume
+ * runs it again). */
+static void test_sweep_signal_after_summary(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  g_test_skip("the LD_PRELOAD shim and AddressSanitizer do not mix");
+#else
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = write_sweep(dir, "exp.yaml", "", short_trace, "[1]");
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *preload = g_strconcat("LD_PRELOAD=", g_getenv("EMA_TEST_FAULT_ALLOC"), NULL);
+  const char *edits[] = {preload, "EMA_FAULT_KILL_AT_EXIT=run", NULL};
+  g_autofree char *summary = g_build_filename(out, "000-seed=1", "summary.json", NULL);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli_env(edits, "sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "point 000-seed=1 failed (killed by signal 9)");
+  }
+  ema_test_assert_contains(keep_csv(out), ",failed");
+  g_assert_false(g_file_test(summary, G_FILE_TEST_EXISTS));
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out, "1 points: 1 ok, 0 failed\n");
+  }
+  ema_test_remove_tree(dir);
+#endif
+}
+
+/* 37#6: a point made from a trace that changed since is not "found done":
+ * the resume runs it again, and says why. */
+static void test_sweep_stale_input(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *trace = write_temp(dir, "t.csv",
+                                      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                      "2023-11-16 18:15:46.6805900,100,10\n");
+  g_autofree char *path =
+      write_sweep(dir, "exp.yaml", "", "{file: t.csv, format: azure}", "[1, 2]");
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  g_free(write_temp(dir, "t.csv",
+                    "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                    "2023-11-16 18:15:46.6805900,100,10\n2023-11-16 18:15:47.0,100,10\n"));
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    ema_test_assert_contains(run->out, "2 points: 2 ok, 0 failed\n");
+    ema_test_assert_contains(run->err, "2 finished points were made from files that changed since");
+    ema_test_assert_contains(run->err, trace);
+    g_assert_null(strstr(run->out, "found done"));
+  }
+  ema_test_assert_contains(keep_csv(out), ",2,"); /* both requests of the new trace */
+  ema_test_remove_tree(dir);
+}
+
+/* 37#15: a FIFO where a point's run.out goes fails the point at once (the
+ * open never waits for a reader). */
+static void test_sweep_fifo_log(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = write_sweep(dir, "exp.yaml", "", short_trace, "[1]");
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *point = g_build_filename(out, "000-seed=1", NULL);
+  g_autofree char *fifo = g_build_filename(point, "run.out", NULL);
+  g_assert_cmpint(g_mkdir_with_parents(point, 0755), ==, 0);
+  g_free(write_temp(out, ".ema-output", "# ema-sim output folder\n"));
+  g_free(write_temp(point, ".ema-output", "# ema-sim output folder\n"));
+  g_assert_cmpint(mkfifo(fifo, 0644), ==, 0);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "run.out: not a regular file\n");
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* ---- output folders ------------------------------------------------------------ */
+
+/* 37#3: a folder another ema-sim process writes into is refused (run,
+ * sweep and compare alike); once it is free, it is taken. */
+static void test_output_locked(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *sweep = write_sweep(dir, "s.yaml", "", short_trace, "[1]");
+  g_autofree char *want =
+      g_strdup_printf("output directory %s is in use by another ema-sim process", out);
+  int fd;
+  {
+    g_autoptr(EmaTestRun) run = run_serving(dir, "a", short_trace);
+    ema_test_assert_ok(run);
+  }
+  fd = open(out, O_RDONLY | O_DIRECTORY);
+  g_assert_cmpint(flock(fd, LOCK_EX | LOCK_NB), ==, 0); /* as a running ema-sim holds it */
+  {
+    g_autoptr(EmaTestRun) run = run_serving(dir, "a", short_trace);
+    ema_test_assert_error_line(run, want);
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", sweep, "-o", out, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, want);
+  }
+  g_assert_true(
+      g_file_test(keep_path(g_build_filename(out, "summary.json", NULL)), G_FILE_TEST_EXISTS));
+  close(fd);
+  {
+    g_autoptr(EmaTestRun) run = run_serving(dir, "a", short_trace);
+    ema_test_assert_ok(run);
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* 37#15: a FIFO named .ema-output is an error, not a wait. */
+static void test_output_fifo_marker(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *marker = g_build_filename(out, ".ema-output", NULL);
+  g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
+  g_assert_cmpint(mkfifo(marker, 0644), ==, 0);
+  {
+    g_autoptr(EmaTestRun) run = run_serving(dir, "a", short_trace);
+    g_autofree char *want = g_strdup_printf("%s: not a regular file (a FIFO)", marker);
+    ema_test_assert_error_line(run, want);
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* 37#14: a sweep refuses a folder with a user's sweep.csv in it, as run
+ * does; it resumes in its own. */
+static void test_output_sweep_foreign(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *path = write_sweep(dir, "s.yaml", "", short_trace, "[1]");
+  g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
+  g_free(write_temp(out, "sweep.csv", "mine\n"));
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", path, "-o", out, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "is not empty and not an ema-sim output folder");
+  }
+  g_assert_cmpstr(keep_csv(out), ==, "mine\n");
   ema_test_remove_tree(dir);
 }
 
@@ -772,9 +1015,21 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/sweep/resume-shape", test_sweep_resume_shape);
   g_test_add_func("/hardening/sweep/list-many", test_sweep_list_many);
   g_test_add_func("/hardening/sweep/sigterm", test_sweep_sigterm);
+  g_test_add_func("/hardening/sweep/kill9", test_sweep_kill9);
+  g_test_add_func("/hardening/sweep/timeout", test_sweep_timeout);
+  g_test_add_func("/hardening/sweep/signal-after-summary", test_sweep_signal_after_summary);
+  g_test_add_func("/hardening/sweep/stale-input", test_sweep_stale_input);
+  g_test_add_func("/hardening/sweep/fifo-log", test_sweep_fifo_log);
+  g_test_add_func("/hardening/output/locked", test_output_locked);
+  g_test_add_func("/hardening/output/fifo-marker", test_output_fifo_marker);
+  g_test_add_func("/hardening/output/sweep-foreign", test_output_sweep_foreign);
   g_test_add_func("/hardening/fault/write-run", test_fault_write_run);
   g_test_add_func("/hardening/fault/write-sweep", test_fault_write_sweep);
   g_test_add_func("/hardening/fault/alloc-run", test_fault_alloc_run);
   g_test_add_func("/hardening/fault/alloc-sweep", test_fault_alloc_sweep);
-  return g_test_run();
+  {
+    int status = g_test_run();
+    g_clear_pointer(&kept, g_ptr_array_unref);
+    return status;
+  }
 }

@@ -104,6 +104,8 @@ typedef struct {
   gboolean progress;               /* a progress line on stderr */
   guint rank, ranks;               /* run the points i with i % ranks == rank */
   gboolean reuse_other_builds;     /* resume points another build made (--reuse) */
+  guint timeout_s;                 /* a point still running after this many seconds is
+                                    * killed and failed (--timeout); 0: no limit */
 } EmaSweepRunOptions;
 
 /* Run (or resume) this rank's points of a resolved sweep in DIR. Returns
