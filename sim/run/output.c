@@ -28,20 +28,17 @@
 #include "ema/pool/registry.h"
 #include "ema-vcs.h"
 
-gboolean ema_output_prepare_dir(const char *dir, GError **error) {
-  if (g_mkdir_with_parents(dir, 0755) != 0) {
-    int saved = errno;
-    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved),
-                "cannot create output directory %s: %s", dir, g_strerror(saved));
-    return FALSE;
-  }
-  return TRUE;
-}
-
 /* The entries every ema-sim run may write into its folder. */
 static const char *const run_entries[] = {
     "resolved.yaml", "summary.json", "tenants.csv", "requests.csv", "timeline.csv",
     "steps.csv",     "events.csv",   "compare.csv", "plots",        NULL};
+
+gboolean ema_output_is_run_entry(const char *name) {
+  for (guint i = 0; run_entries[i]; i++)
+    if (strcmp(name, run_entries[i]) == 0)
+      return TRUE;
+  return strcmp(name, EMA_OUTPUT_MARKER) == 0 || strcmp(name, EMA_OUTPUT_MARKER ".new") == 0;
+}
 
 char *ema_output_safe_name(const char *name) {
   GString *out = g_string_new(NULL);
@@ -306,6 +303,38 @@ static gboolean claim_shared(const char *dir, const char *const *entries, GError
   return FALSE;
 }
 
+/* A claim that removes nothing (KEEP): what an earlier claim listed stays,
+ * and stays listed; a folder without a marker is taken as it is, but an
+ * entry of ENTRIES already there that no marker lists (a user's
+ * sweep.csv, compare.md) is refused, never overwritten, unless it is a
+ * claimed folder itself. */
+static gboolean claim_keeping(const char *dir, const char *const *entries, GError **error) {
+  g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  g_autoptr(GPtrArray) names = NULL;
+  if (g_file_test(marker, G_FILE_TEST_EXISTS) || g_file_test(marker, G_FILE_TEST_IS_SYMLINK))
+    names = read_marker(dir, error);
+  else
+    names = g_ptr_array_new_with_free_func(g_free);
+  if (names == NULL)
+    return FALSE;
+  for (guint i = 0; entries[i]; i++) {
+    g_autofree char *path = g_build_filename(dir, entries[i], NULL);
+    g_autofree char *inner = g_build_filename(path, EMA_OUTPUT_MARKER, NULL);
+    GStatBuf st;
+    if (g_ptr_array_find_with_equal_func(names, entries[i], g_str_equal, NULL))
+      continue;
+    if (g_lstat(path, &st) == 0 && !g_file_test(inner, G_FILE_TEST_IS_REGULAR)) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                  "%s exists and is not ema-sim's (no %s lists it): move it, or give another -o",
+                  path, marker);
+      return FALSE;
+    }
+    g_ptr_array_add(names, g_strdup(entries[i]));
+  }
+  g_ptr_array_add(names, NULL);
+  return write_marker(dir, (const char *const *) names->pdata, TRUE, error);
+}
+
 gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
                                    EmaOutputClaimFlags flags, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
@@ -323,17 +352,8 @@ gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
     return FALSE;
   if (flags & EMA_OUTPUT_CLAIM_SHARED)
     return claim_shared(dir, entries, error);
-  if (g_lstat(marker, &st) == 0 && (flags & EMA_OUTPUT_CLAIM_KEEP)) {
-    /* what the earlier claim wrote stays, and stays listed */
-    g_autoptr(GPtrArray) names = read_marker(dir, error);
-    if (names == NULL)
-      return FALSE;
-    for (guint i = 0; entries[i]; i++)
-      if (!g_ptr_array_find_with_equal_func(names, entries[i], g_str_equal, NULL))
-        g_ptr_array_add(names, g_strdup(entries[i]));
-    g_ptr_array_add(names, NULL);
-    return write_marker(dir, (const char *const *) names->pdata, TRUE, error);
-  }
+  if (flags & EMA_OUTPUT_CLAIM_KEEP)
+    return claim_keeping(dir, entries, error);
   if (g_lstat(marker, &st) == 0) {
     if (!clear_listed(dir, error))
       return FALSE;

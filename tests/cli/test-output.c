@@ -242,13 +242,13 @@ static void test_provenance(void) {
   ema_test_remove_tree(tmp);
 }
 
-/* TMP/c.yaml: the experiment of write_experiment comparing static and 2x. */
-static char *write_compare(const char *tmp) {
+/* TMP/c.yaml: the experiment of write_experiment comparing static and
+ * SECOND (2x: twice the HBM). */
+static char *write_compare(const char *tmp, const char *second) {
   g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
   g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
-                                      "compare:\n  static: {policy: static}\n"
-                                      "  2x: {server.gpu.hbm_scale: 2}\n",
-                                      NULL);
+                                      "compare:\n  static: {policy: static}\n  ", second,
+                                      ": {server.gpu.hbm_scale: 2}\n", NULL);
   touch(tmp, "c.yaml", text);
   return g_build_filename(tmp, "c.yaml", NULL);
 }
@@ -258,7 +258,7 @@ static char *write_compare(const char *tmp) {
 static void test_compare(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
-  g_autofree char *path = write_compare(tmp);
+  g_autofree char *path = write_compare(tmp, "2x");
   g_autofree char *csv = NULL;
   g_auto(GStrv) lines = NULL;
   {
@@ -296,7 +296,7 @@ static void test_compare(void) {
 static void test_compare_keeps_user_files(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
-  g_autofree char *path = write_compare(tmp);
+  g_autofree char *path = write_compare(tmp, "2x");
   run_ok(path, out);
   ema_test_assert_contains(keep(ema_test_read_file(out, "static/.ema-output")), "\nevents.csv\n");
   touch(out, "static/notes.txt", "mine");
@@ -305,6 +305,20 @@ static void test_compare_keeps_user_files(void) {
   g_assert_cmpstr(keep(ema_test_read_file(out, "static/notes.txt")), ==, "mine");
   g_assert_false(exists(out, "static/events.csv"));
   g_assert_true(exists(out, "static/summary.json"));
+  ema_test_remove_tree(tmp);
+}
+
+/* 37#17: a variant whose folder would be one of the comparison's own files
+ * is refused before any variant runs. */
+static void test_compare_variant_named_like_a_file(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *path = write_compare(tmp, "compare.csv");
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  ema_test_assert_failed(run, 1,
+                         "compare: variant 'compare.csv' would write its folder over the "
+                         "comparison's own compare.csv: rename it\n");
+  g_assert_false(exists(out, "static"));
   ema_test_remove_tree(tmp);
 }
 
@@ -484,6 +498,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/default-folder-is-name-safe", test_default_folder_is_name_safe);
   g_test_add_func("/output/provenance", test_provenance);
   g_test_add_func("/output/compare-keeps-user-files", test_compare_keeps_user_files);
+  g_test_add_func("/output/compare-variant-named-like-a-file",
+                  test_compare_variant_named_like_a_file);
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
   g_test_add_func("/output/check-reads-traces", test_check_reads_traces);

@@ -814,7 +814,7 @@ static void test_output_sweep_foreign(void) {
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("sweep", path, "-o", out, "--no-plot", NULL);
     g_assert_cmpint(run->status, ==, 1);
-    ema_test_assert_contains(run->err, "is not empty and not an ema-sim output folder");
+    ema_test_assert_contains(run->err, "sweep.csv exists and is not ema-sim's (no ");
   }
   g_assert_cmpstr(keep_csv(out), ==, "mine\n");
   ema_test_remove_tree(dir);

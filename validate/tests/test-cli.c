@@ -256,6 +256,24 @@ static void test_compare_measured(void) {
   ema_test_remove_tree(empty);
 }
 
+/* 37#14: compare -o into a folder with a user's compare.md refuses it, as
+ * ema-sim run would, and leaves the file as it was. */
+static void test_compare_user_file(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *mine = g_build_filename(dir, "compare.md", NULL);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_set_contents(mine, "my notes\n", -1, NULL));
+  {
+    g_autoptr(EmaTestRun) run = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
+                                                    FIXTURE_MEASURED, "-o", dir, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "compare.md exists and is not ema-sim's");
+  }
+  g_assert_true(g_file_get_contents(mine, &text, NULL, NULL));
+  g_assert_cmpstr(text, ==, "my notes\n");
+  ema_test_remove_tree(dir);
+}
+
 static void copy_file(const char *from_dir, const char *to_dir, const char *name) {
   g_autofree char *to = g_build_filename(to_dir, name, NULL);
   g_autofree char *text = ema_test_read_file(from_dir, name);
@@ -298,5 +316,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/from-results", test_from_results);
   g_test_add_func("/validate/cli/run-errors", test_run_errors);
   g_test_add_func("/validate/cli/compare-measured", test_compare_measured);
+  g_test_add_func("/validate/cli/compare-user-file", test_compare_user_file);
   return g_test_run();
 }

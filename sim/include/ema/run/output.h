@@ -15,9 +15,6 @@
 
 G_BEGIN_DECLS
 
-/* Create DIR (and its parents) if needed. */
-gboolean ema_output_prepare_dir(const char *dir, GError **error);
-
 /* The marker file of a folder ema-sim run writes into. */
 #define EMA_OUTPUT_MARKER ".ema-output"
 /* The environment variable through which a process that claimed a folder
@@ -37,8 +34,10 @@ typedef enum {
  * ema-validate -o): DIR is created when absent; an empty DIR is taken; a
  * DIR with a marker (an earlier claim's) has every entry the marker lists
  * removed (files; plots/; a claimed sub-folder loses what its own marker
- * lists and goes when that empties it), unless FLAGS has KEEP; any other
- * non-empty DIR is refused (a folder ema-sim did not create). DIR is locked
+ * lists and goes when that empties it); any other non-empty DIR is refused
+ * (a folder ema-sim did not create). With KEEP nothing is removed: the
+ * marker lists what it did and ENTRIES, and an entry of ENTRIES already in
+ * DIR that no marker lists is refused (never overwritten). DIR is locked
  * for this process's life (another process's claim of it fails: "in use")
  * unless FLAGS has SHARED. Then the marker is written listing ENTRIES
  * (NULL-terminated), what this claim may write there. */
@@ -50,6 +49,9 @@ gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
  * leaves no earlier summary.json behind, and a file this run does not
  * write (requests.csv with requests_csv: false) is gone. */
 gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error);
+/* NAME is an entry a run writes into its folder (or the marker): no
+ * sub-folder of a run's may take it. */
+gboolean ema_output_is_run_entry(const char *name);
 /* The descriptor DIR's lock is held on (to hand on to a program this
  * process starts, under EMA_OUTPUT_CLAIMED_ENV), -1 when not held. */
 int ema_output_lock_fd(const char *dir);
