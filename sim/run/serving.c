@@ -28,6 +28,7 @@ typedef struct {
   EmaEngineConfig config;
   EmaTraceSource *trace; /* until the engine takes it */
   FILE *steps;           /* the run's steps.csv, or NULL */
+  char *csv_name;        /* the tenant's name as one CSV field (quoted when it must be) */
   guint64 step_id;
   guint64 tokens_sampled; /* tokens_generated at the previous sample */
 } Tenant;
@@ -123,7 +124,7 @@ static void write_step(gpointer data, const EmaStepReport *step) {
           b->decode_seqs, b->prefill_tokens + b->decode_seqs, b->prefill_tokens, b->decode_seqs,
           step->finished, step->preempted + step->released,
           total ? (double) step->blocks_used / (double) total : 0.0, total, step->blocks_free,
-          tenant->result->spec->name, (double) step->duration / 1e3, (double) step->cpu_time / 1e3);
+          tenant->csv_name, (double) step->duration / 1e3, (double) step->cpu_time / 1e3);
 }
 
 static void print_progress(Run *run) {
@@ -190,7 +191,7 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
       g_string_append_c(row, ',');
       ema_file_append_uint(row, (guint64) g);
       g_string_append_c(row, ',');
-      g_string_append(row, spec->name);
+      g_string_append(row, tenant->csv_name);
       for (guint k = 0; k < G_N_ELEMENTS(counts); k++) {
         g_string_append_c(row, ',');
         ema_file_append_uint(row, counts[k]);
@@ -246,6 +247,7 @@ static void tenant_clear(gpointer data) {
   ema_engine_free(tenant->engine);
   ema_trace_source_free(tenant->trace);
   ema_step_model_free(tenant->step_model);
+  g_free(tenant->csv_name);
 }
 
 static void result_free(gpointer data) {
@@ -290,6 +292,7 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
   const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
   g_autofree char *stream = g_strconcat("tenant/", spec->name, NULL);
   EmaTenantResult *result = g_new0(EmaTenantResult, 1);
+  g_autoptr(GString) csv_name = g_string_new(NULL);
   Tenant tenant = {
       .result = result, .pool = run->pool, .gpu = (guint) spec->gpu, .steps = run->steps};
 
@@ -314,6 +317,8 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
   ema_pool_set_offload_model(run->pool, tenant.gpu, &spec->model);
   ema_tenant_engine_config(spec, &result->plan, &experiment->server, &tenant.config);
   ema_serving_apply_preempt_choice(experiment, &tenant.config);
+  ema_file_csv_field(csv_name, spec->name);
+  tenant.csv_name = g_strdup(csv_name->str);
   g_array_append_val(run->tenants, tenant);
   return TRUE;
 }

@@ -479,6 +479,21 @@ static void test_run_csv_quoting(void) {
   ema_test_remove_tree(dir);
 }
 
+/* 37#12: timeline.csv and steps.csv quote the tenant's name too. */
+static void test_run_csv_quoting_all(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *base = serving_yaml("a,\"b\"", short_trace);
+  g_autofree char *text = g_strconcat("steps_csv: true\n", base, NULL);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(keep_path(ema_test_read_file(out, "timeline.csv")),
+                           "\n0.000000000,0,\"a,\"\"b\"\"\",");
+  ema_test_assert_contains(keep_path(ema_test_read_file(out, "steps.csv")), ",\"a,\"\"b\"\"\",");
+  ema_test_remove_tree(dir);
+}
+
 static void test_run_all_rejected(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autoptr(EmaTestRun) run =
@@ -1010,6 +1025,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/plugin/small-symbol", test_plugin_small_symbol);
   g_test_add_func("/hardening/plugin/silent-init", test_plugin_silent_init);
   g_test_add_func("/hardening/run/csv-quoting", test_run_csv_quoting);
+  g_test_add_func("/hardening/run/csv-quoting-all", test_run_csv_quoting_all);
   g_test_add_func("/hardening/run/all-rejected", test_run_all_rejected);
   g_test_add_func("/hardening/sweep/jobs-zero", test_sweep_jobs_zero);
   g_test_add_func("/hardening/sweep/resume-shape", test_sweep_resume_shape);
