@@ -6,7 +6,11 @@
  * The timeline sampler is one event every sample_period (priority after
  * everything else at that instant, so a sample sees the state the instant
  * settled into). It stops rescheduling itself when it is the only pending
- * event, which is how a run without a duration ends. */
+ * event, which is how a run without a duration ends. Where nothing is
+ * queued for several periods (an idle stretch: requests 1e8 s apart), it
+ * skips to the last sample time before the next event and counts the
+ * samples between in the KV means: they would repeat this one. So
+ * timeline.csv grows with what happens, not with simulated time. */
 #include "ema/run/serving.h"
 
 #include <errno.h>
@@ -148,9 +152,23 @@ static void print_progress(Run *run) {
   fputs("   ", stderr);
 }
 
+/* The time from NOW to the next sample: one period, or, when no event is
+ * queued (and the run's duration does not end) within several, up to the
+ * last sample time before the next event, whose state is this one's. */
+static EmaTime next_sample_in(Run *run, EmaTime now) {
+  EmaTime period = run->experiment->sample_period, duration = run->experiment->duration;
+  EmaTime next = ema_sim_next_time(run->sim);
+  if (duration > 0 && next > duration)
+    next = duration + 1; /* the last sample is at or before the duration */
+  if (next == EMA_TIME_NEVER)
+    return period;
+  return MAX((next - 1 - now) / period * period, period);
+}
+
 static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
   Run *run = data;
   EmaTime now = ema_sim_now(sim);
+  EmaTime in = next_sample_in(run, now);
   GError *error = NULL;
   if (!ema_pool_check(run->pool, &error)) {
     g_prefix_error(&error, "memory ledger broken at %.9f s: ", (double) now / 1e9);
@@ -172,7 +190,8 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     tenant->result->peak_slices_borrowed = MAX(tenant->result->peak_slices_borrowed, borrowed);
     tenant->result->peak_slices_lent = MAX(tenant->result->peak_slices_lent, lent);
     ema_tenant_metrics_sample_kv(tenant->result->metrics, used, tenant->result->plan.blocks,
-                                 used + free_blocks);
+                                 used + free_blocks,
+                                 (guint64) (in / run->experiment->sample_period));
     for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++) {
       /* the columns through the fixed-point and integer writers, as events.csv's */
       const guint64 counts[] = {used, free_blocks, ema_engine_running(tenant->engine),
@@ -212,7 +231,7 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     print_progress(run);
   }
   if (ema_sim_pending(sim) > 0)
-    ema_sim_schedule_in(sim, event, run->experiment->sample_period, SAMPLE_PRIORITY);
+    ema_sim_schedule_in(sim, event, in, SAMPLE_PRIORITY);
 }
 
 static FILE *open_output(const char *dir, const char *name, GError **error) {

@@ -479,6 +479,44 @@ static void test_run_csv_quoting(void) {
   ema_test_remove_tree(dir);
 }
 
+/* 37#1: two requests 1e8 s apart: timeline.csv holds the busy samples and
+ * one row either side of the idle stretch (it was ~5 GB), and the KV means
+ * count the samples it skipped as the same as its edges. */
+static void test_run_idle_stretch(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *trace = write_temp(dir, "t.csv",
+                                      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                      "2023-11-16 18:15:46.0000000,100,10\n"
+                                      "2026-11-16 18:15:46.0000000,50,5\n");
+  g_autoptr(EmaTestRun) run = run_serving(dir, "a", "{file: t.csv, format: azure}");
+  g_autofree char *timeline = NULL;
+  g_auto(GStrv) lines = NULL;
+  ema_test_assert_ok(run);
+  timeline = ema_test_read_file(out, "timeline.csv");
+  lines = g_strsplit(timeline, "\n", -1);
+  g_assert_cmpuint(g_strv_length(lines), <=, 8);
+  ema_test_assert_contains(timeline, "\n94694399.000000000,0,a,0,");
+  ema_test_assert_contains(timeline, "\n94694400.000000000,0,a,");
+  ema_test_remove_tree(dir);
+}
+
+/* 37#10, 37#17: an arrival past what the clock can serve is an error that
+ * says so (a date 200 years on; a rate of 1e-9 with 10 requests), never a
+ * CRITICAL, a silent stop or an unbounded output. */
+static void test_run_arrival_limit(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaTestRun) rate = run_serving(
+      dir, "a",
+      "{arrivals: poisson, rate: 1e-9, requests: 10, prompt: {dist: fixed, tokens: 10}, "
+      "output: {dist: fixed, tokens: 2}}");
+  g_assert_cmpint(rate->status, ==, 1);
+  ema_test_assert_contains(rate->err, "past the last time the simulator can serve it "
+                                      "(4.61169e+09 s, about 146 years)");
+  g_assert_null(strstr(rate->err, "CRITICAL"));
+  ema_test_remove_tree(dir);
+}
+
 /* 37#12: timeline.csv and steps.csv quote the tenant's name too. */
 static void test_run_csv_quoting_all(void) {
   g_autofree char *dir = ema_test_temp_dir();
@@ -1026,6 +1064,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/plugin/silent-init", test_plugin_silent_init);
   g_test_add_func("/hardening/run/csv-quoting", test_run_csv_quoting);
   g_test_add_func("/hardening/run/csv-quoting-all", test_run_csv_quoting_all);
+  g_test_add_func("/hardening/run/idle-stretch", test_run_idle_stretch);
+  g_test_add_func("/hardening/run/arrival-limit", test_run_arrival_limit);
   g_test_add_func("/hardening/run/all-rejected", test_run_all_rejected);
   g_test_add_func("/hardening/sweep/jobs-zero", test_sweep_jobs_zero);
   g_test_add_func("/hardening/sweep/resume-shape", test_sweep_resume_shape);

@@ -63,6 +63,12 @@ typedef struct {
   const guint64 *prefix_ids;
 } EmaRequestRecord;
 
+/* The latest arrival a source may hand out: 2^62 ns, about 146 years,
+ * half the simulator's clock (2^63 ns), so that every request can still
+ * be served after it. A later one ends the source with an error
+ * (EMA_TRACE_ERROR_PARSE), never a silent stop or an overflow. */
+#define EMA_TRACE_MAX_ARRIVAL (G_GINT64_CONSTANT(1) << 62)
+
 /* The unit of Mooncake's hash_ids. */
 #define EMA_TRACE_MOONCAKE_HASH_TOKENS 512
 
