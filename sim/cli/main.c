@@ -192,6 +192,11 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
          out_dir);
   warn_all_rejected(report);
+  if (report->timeline_capped_at >= 0)
+    fprintf(stderr,
+            "ema-sim: warning: timeline.csv stopped at %" G_GUINT64_FORMAT
+            " rows, at %.6g s (raise sample_period for all of the run)\n",
+            (guint64) experiment->timeline_max_rows, (double) report->timeline_capped_at / 1e9);
   return 0;
 }
 
@@ -292,8 +297,11 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
 /* The experiment's warnings (ema_experiment_warnings) on stderr. */
 static void print_warnings(const EmaExperiment *experiment) {
   g_autoptr(GPtrArray) warnings = ema_experiment_warnings(experiment);
+  g_autofree char *timeline = ema_serving_timeline_warning(experiment);
   for (guint i = 0; i < warnings->len; i++)
     fprintf(stderr, "ema-sim: warning: %s\n", (const char *) warnings->pdata[i]);
+  if (timeline)
+    fprintf(stderr, "ema-sim: warning: %s\n", timeline);
 }
 
 static int command_run(int argc, char **argv, gboolean check_only) {

@@ -44,9 +44,11 @@ typedef struct {
   EmaPool *pool;
   FILE *timeline, *steps;
   const char *out_dir;
-  FILE *events;         /* events.csv, opened at the pool's first event */
-  GError *events_error; /* the first failure to open it */
-  GString *event_row;   /* the events.csv or timeline.csv row being written, emptied for each */
+  FILE *events;          /* events.csv, opened at the pool's first event */
+  GError *events_error;  /* the first failure to open it */
+  GString *event_row;    /* the events.csv or timeline.csv row being written, emptied for each */
+  guint64 timeline_rows; /* written so far, up to the experiment's timeline_max_rows */
+  EmaTime timeline_capped_at;
   EmaEvent sample_event;
   gboolean progress;
   gint64 wall_start, last_progress;
@@ -152,6 +154,8 @@ static void print_progress(Run *run) {
   fputs("   ", stderr);
 }
 
+static gboolean close_output(FILE **file, const char *dir, const char *name, GError **error);
+
 /* The time from NOW to the next sample: one period, or, when no event is
  * queued (and the run's duration does not end) within several, up to the
  * last sample time before the next event, whose state is this one's. */
@@ -192,7 +196,16 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     ema_tenant_metrics_sample_kv(tenant->result->metrics, used, tenant->result->plan.blocks,
                                  used + free_blocks,
                                  (guint64) (in / run->experiment->sample_period));
+    if (run->timeline &&
+        run->timeline_rows + (guint64) spec->tp > (guint64) run->experiment->timeline_max_rows) {
+      run->timeline_capped_at = now; /* bounded by construction: no more rows */
+      if (!close_output(&run->timeline, run->out_dir, "timeline.csv", &error)) {
+        ema_sim_fail(sim, error);
+        return;
+      }
+    }
     for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++) {
+      run->timeline_rows++;
       /* the columns through the fixed-point and integer writers, as events.csv's */
       const guint64 counts[] = {used, free_blocks, ema_engine_running(tenant->engine),
                                 ema_engine_waiting(tenant->engine)};
@@ -364,6 +377,24 @@ static void start_engines(Run *run) {
     ema_engine_start(g_array_index(run->tenants, Tenant, i).engine);
 }
 
+char *ema_serving_timeline_warning(const EmaExperiment *experiment) {
+  guint64 gpus = 0, samples;
+  if (!ema_experiment_is_serving(experiment) || experiment->duration <= 0)
+    return NULL;
+  for (guint i = 0; i < experiment->tenants->len; i++)
+    gpus += (guint64) g_array_index(experiment->tenants, EmaTenantSpec, i).tp;
+  samples = (guint64) (experiment->duration / experiment->sample_period) + 1;
+  if (gpus == 0 || samples <= (guint64) experiment->timeline_max_rows / gpus)
+    return NULL;
+  return g_strdup_printf(
+      "timeline.csv may reach its cap of %" G_GUINT64_FORMAT
+      " rows (sample_period %.6g s over duration %.6g s: up to %" G_GUINT64_FORMAT
+      " samples of %" G_GUINT64_FORMAT
+      " GPUs); the rows past it are not written (raise sample_period for all)",
+      (guint64) experiment->timeline_max_rows, (double) experiment->sample_period / 1e9,
+      (double) experiment->duration / 1e9, samples, gpus);
+}
+
 /* GPUs without a tenant lend their HBM (serving.h). */
 void ema_serving_add_idle_gpus(const EmaExperiment *experiment, EmaPool *pool) {
   const EmaServerSpec *server = &experiment->server;
@@ -394,6 +425,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
              .out_dir = out_dir,
              .event_row = event_row,
              .progress = progress,
+             .timeline_capped_at = -1,
              .wall_start = g_get_monotonic_time()};
   FILE *requests = NULL;
   gboolean ok = TRUE;
@@ -483,5 +515,6 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   if (!close_output(&run.steps, out_dir, "steps.csv", ok ? error : NULL))
     ok = FALSE;
   report->wall_s = (double) (g_get_monotonic_time() - run.wall_start) / 1e6;
+  report->timeline_capped_at = run.timeline_capped_at;
   return ok ? g_steal_pointer(&report) : NULL;
 }

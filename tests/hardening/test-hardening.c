@@ -501,6 +501,30 @@ static void test_run_idle_stretch(void) {
   ema_test_remove_tree(dir);
 }
 
+/* 37#1: a timeline that would outgrow timeline_max_rows is capped, and the
+ * run says so before it starts (its duration bounds the samples) and when
+ * it stopped writing. */
+static void test_run_timeline_cap(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *base = serving_yaml("a", short_trace);
+  g_autofree char *text =
+      g_strconcat("sample_period: 1ms\nduration: 10s\ntimeline_max_rows: 50\n", base, NULL);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_autofree char *timeline = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_true(g_str_has_prefix(
+      run->err, "ema-sim: warning: timeline.csv may reach its cap of 50 rows (sample_period "
+                "0.001 s over duration 10 s: up to 10001 samples of 1 GPUs)"));
+  ema_test_assert_contains(run->err, "ema-sim: warning: timeline.csv stopped at 50 rows, at ");
+  timeline = ema_test_read_file(out, "timeline.csv");
+  lines = g_strsplit(timeline, "\n", -1);
+  g_assert_cmpuint(g_strv_length(lines), ==, 52); /* the header, 50 rows, "" */
+  ema_test_remove_tree(dir);
+}
+
 /* 37#10, 37#17: an arrival past what the clock can serve is an error that
  * says so (a date 200 years on; a rate of 1e-9 with 10 requests), never a
  * CRITICAL, a silent stop or an unbounded output. */
@@ -1066,6 +1090,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/run/csv-quoting-all", test_run_csv_quoting_all);
   g_test_add_func("/hardening/run/idle-stretch", test_run_idle_stretch);
   g_test_add_func("/hardening/run/arrival-limit", test_run_arrival_limit);
+  g_test_add_func("/hardening/run/timeline-cap", test_run_timeline_cap);
   g_test_add_func("/hardening/run/all-rejected", test_run_all_rejected);
   g_test_add_func("/hardening/sweep/jobs-zero", test_sweep_jobs_zero);
   g_test_add_func("/hardening/sweep/resume-shape", test_sweep_resume_shape);
