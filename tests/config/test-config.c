@@ -1521,7 +1521,8 @@ static void test_experiment_errors(void) {
        ":8:9: ops.0.flows.1: a read flow needs a GPU on both ends", "host memory"},
       {"unknown-key-top.yaml", EMA_CONFIG_ERROR_KEY,
        ":2:1: nmae: unknown key in experiment (valid keys: name, summary, seed, tolerance, "
-       "server, ops, decode, tenants, duration, sample_period, timeline_max_rows, policy, idle_gpu_memory, "
+       "server, ops, decode, tenants, duration, sample_period, timeline_max_rows, policy, "
+       "idle_gpu_memory, "
        "requests_csv, slo, steps_csv)",
        NULL},
       {"unknown-key-nested.yaml", EMA_CONFIG_ERROR_KEY,
