@@ -525,6 +525,53 @@ static void test_run_timeline_cap(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A serving experiment of one tenant whose trace is the fixture FILE with
+ * the more trace keys MORE ("" or ", k: v"), written to DIR/exp.yaml and
+ * run into DIR/out. */
+static EmaTestRun *run_fixture_trace(const char *dir, const char *file, const char *more) {
+  g_autofree char *path = fixture("traces", file);
+  g_autofree char *trace = g_strdup_printf("{file: %s%s}", path, more);
+  return run_serving(dir, "a", trace);
+}
+
+/* 37#5, 37#17: a trace under format: auto is read as the format it is:
+ * keep_failed keeps BurstGPT's failed requests, a lengths file takes its
+ * arrival process; an option its format has no use for is an error at the
+ * key. */
+static void test_run_auto_format(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *exp = g_build_filename(dir, "exp.yaml", NULL);
+  {
+    g_autoptr(EmaTestRun) run = run_fixture_trace(dir, "burstgpt-good.csv", ", keep_failed: true");
+    g_auto(GStrv) lines = NULL;
+    ema_test_assert_ok(run);
+    lines = g_strsplit(keep_path(ema_test_read_file(out, "requests.csv")), "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 6); /* the header, 4 requests, "" */
+    ema_test_assert_contains(keep_path(ema_test_read_file(out, "resolved.yaml")),
+                             "format: burstgpt\n");
+  }
+  {
+    g_autoptr(EmaTestRun) run =
+        run_fixture_trace(dir, "lengths-good.csv", ", arrivals: poisson, rate: 2, requests: 3");
+    ema_test_assert_ok(run);
+  }
+  {
+    g_autoptr(EmaTestRun) run = run_fixture_trace(dir, "vidur-good.csv", ", keep_failed: true");
+    g_autofree char *want = g_strdup_printf("%s:4:", exp);
+    ema_test_assert_error_line(run, want);
+    ema_test_assert_contains(run->err, ": tenants.0.trace.keep_failed: only BurstGPT traces "
+                                       "record failed requests (the file's format is vidur)\n");
+  }
+  {
+    g_autoptr(EmaTestRun) run = run_fixture_trace(dir, "azure-good.csv", ", cycle: true");
+    ema_test_assert_contains(run->err, ": tenants.0.trace.cycle: only a lengths or vllm-bench "
+                                       "file (its arrivals drawn) starts again at its end (the "
+                                       "file's format is azure)\n");
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* 37#10, 37#17: an arrival past what the clock can serve is an error that
  * says so (a date 200 years on; a rate of 1e-9 with 10 requests), never a
  * CRITICAL, a silent stop or an unbounded output. */
@@ -1091,6 +1138,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/run/idle-stretch", test_run_idle_stretch);
   g_test_add_func("/hardening/run/arrival-limit", test_run_arrival_limit);
   g_test_add_func("/hardening/run/timeline-cap", test_run_timeline_cap);
+  g_test_add_func("/hardening/run/auto-format", test_run_auto_format);
   g_test_add_func("/hardening/run/all-rejected", test_run_all_rejected);
   g_test_add_func("/hardening/sweep/jobs-zero", test_sweep_jobs_zero);
   g_test_add_func("/hardening/sweep/resume-shape", test_sweep_resume_shape);

@@ -105,6 +105,9 @@ typedef enum {
 const char *ema_trace_format_name(EmaTraceFormat format);
 /* Error (EMA_TRACE_ERROR_INVALID) lists the valid names. */
 gboolean ema_trace_format_from_name(const char *name, EmaTraceFormat *format, GError **error);
+/* The format of the trace file PATH, from its first line (what
+ * EMA_TRACE_FORMAT_AUTO opens it as). */
+gboolean ema_trace_format_sniff(const char *path, EmaTraceFormat *format, GError **error);
 
 /* Opens PATH in FORMAT with default options. LENGTHS needs an arrival
  * process, so it is refused here: use ema_trace_source_open_lengths(). */
