@@ -296,7 +296,7 @@ static gboolean measure_op(Run *run, const EmaOpSpec *op, GError **error) {
   m = ema_report_add(run->raw, "op", op->name, op->flows->len > 1 ? "several" : src,
                      op->flows->len > 1 ? "several" : dst, ema_op_bytes(op), bytes, samples,
                      run->options->repeats);
-  result.seconds_ns = (EmaTime) llround(m->stats.median * 1e9);
+  result.seconds_ns = ema_llround(m->stats.median * 1e9);
   result.bandwidth = bytes / m->stats.median;
   ema_compare_judge(&result, &op->expect, run->experiment, run->report);
   g_array_append_val(run->report->ops, result);
@@ -363,7 +363,7 @@ static gboolean measure_decode(Run *run, const EmaDecodeScenarioSpec *d, const c
              "as the link lets them)\n",
              d->peer_pull / 1e9, measured.pull_rate / 1e9);
   }
-  result.seconds_ns = (EmaTime) llround(m->stats.median * 1e9);
+  result.seconds_ns = ema_llround(m->stats.median * 1e9);
   result.bandwidth = model_bytes(run->experiment, d, measured.bytes) / m->stats.median;
   ema_compare_judge(&result, &d->expect, run->experiment, run->report);
   g_array_append_val(run->report->ops, result);

@@ -638,6 +638,7 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step)
   puts("time_us");
   while (fgets(line, sizeof line, in)) {
     EmaStepBatch batch = {0};
+    EmaTime time;
     EmaCsvField fields[EMA_CSV_MAX_FIELDS];
     const char *problem = NULL;
     gsize at = 0;
@@ -682,7 +683,15 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step)
       fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": more logits than tokens\n", name, line_no);
       return 1;
     }
-    printf("%.3f\n", (double) ema_step_time(step, &batch, NULL) / 1e3);
+    time = ema_step_time(step, &batch, NULL);
+    if (time == EMA_TIME_NEVER) {
+      fprintf(stderr,
+              "%s:%" G_GUINT64_FORMAT ": the step takes longer than the simulator's clock "
+              "counts (2^63 ns, about 292 years)\n",
+              name, line_no);
+      return 1;
+    }
+    printf("%.3f\n", (double) time / 1e3);
   }
   return 0;
 }

@@ -31,10 +31,16 @@ typedef enum {
 
 /* llround(X) without the library call where 0 <= X < 2^53 (X less its
  * truncation is exact there, and halves round up, as llround's do away
- * from zero); llround() itself elsewhere. A duration in seconds to
- * EmaTime: ema_llround(seconds * 1e9). */
+ * from zero); llround() itself elsewhere, saturated at the ends of gint64
+ * (llround of a value outside it is undefined: a huge time must not come
+ * out negative). A duration in seconds to EmaTime: ema_llround(seconds *
+ * 1e9). */
 static inline gint64 ema_llround(double x) {
   gint64 whole;
+  if (x >= 9223372036854775807.0)
+    return G_MAXINT64;
+  if (x <= -9223372036854775808.0)
+    return G_MININT64;
   if (!(x >= 0 && x < 9007199254740992.0))
     return llround(x);
   whole = (gint64) x;
