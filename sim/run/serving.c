@@ -291,7 +291,8 @@ static void result_free(gpointer data) {
 void ema_serving_report_free(EmaServingReport *report) {
   if (report == NULL)
     return;
-  g_ptr_array_unref(report->tenants);
+  if (report->tenants) /* NULL when the pool failed to start */
+    g_ptr_array_unref(report->tenants);
   g_free(report);
 }
 

@@ -463,6 +463,62 @@ static void test_plugin_silent_init(void) {
   ema_test_remove_tree(dir);
 }
 
+/* Run a tenant short of KV memory on gpu0 of an H200 pair (gpu1 idle,
+ * lending) under the borrow policy POLICY of the contract.c plugin, its
+ * environment edited by EDITS (may be NULL). */
+static EmaTestRun *run_contract(const char *dir, const char *policy, const char *const *edits) {
+  g_autofree char *text = g_strdup_printf(
+      "name: contract\nserver: h200x2\npolicy: {borrow: %s}\ntenants:\n"
+      "  - {name: a, model: llama-3.1-8b, gpu: 0, engine: {gpu_memory_utilization: 12%%},\n"
+      "     trace: {arrivals: poisson, rate: 8, duration: 5s, prompt: {dist: fixed, tokens: "
+      "1500},\n             output: {dist: fixed, tokens: 200}}}\n",
+      policy);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *plugins = g_build_filename(dir, "plugins", NULL);
+  if (!g_file_test(plugins, G_FILE_TEST_IS_DIR))
+    g_free(plugin_dir_with(dir, "contract"));
+  return ema_test_cli_env(edits, "--plugin-dir", plugins, "run", path, "-o", out, "--no-plot",
+                          NULL);
+}
+
+/* 37#9: a policy that writes into its read-only view is named, with its
+ * module, and stops the run before the pool acts (the ledger was corrupted,
+ * found late, unnamed, or an abort); one writing a request view's
+ * blocks_at writes into a copy; G_MININT64 slices returned are all it has
+ * (no undefined negation); EMA_POOL_CHECKS=bogus is an error, not an
+ * abort. */
+static void test_plugin_contract(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *module = NULL;
+  {
+    g_autoptr(EmaTestRun) run = run_contract(dir, "writes-lent", NULL);
+    module = g_build_filename(dir, "plugins", "contract." G_MODULE_SUFFIX, NULL);
+    g_autofree char *want =
+        g_strdup_printf("borrow policy writes-lent (%s): decide wrote into its read-only view "
+                        "(lent[]): the run stops before the pool acts on it\n",
+                        module);
+    ema_test_assert_failed(run, 1, want);
+  }
+  {
+    g_autoptr(EmaTestRun) run = run_contract(dir, "writes-blocks-at", NULL);
+    ema_test_assert_ok(run);
+  }
+  {
+    g_autoptr(EmaTestRun) run = run_contract(dir, "returns-minint", NULL);
+    g_autofree char *out = g_build_filename(dir, "out", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(keep_path(ema_test_read_file(out, "summary.json")), "\"returns\" : ");
+  }
+  {
+    const char *edits[] = {"EMA_POOL_CHECKS=bogus", NULL};
+    g_autoptr(EmaTestRun) run = run_contract(dir, "returns-minint", edits);
+    ema_test_assert_contains(run->err, "EMA_POOL_CHECKS=bogus: give all, sample or off\n");
+    g_assert_cmpint(run->status, ==, 1);
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* ---- runs ------------------------------------------------------------------------ */
 
 static void test_run_csv_quoting(void) {
@@ -1133,6 +1189,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/plugin/field-overflow", test_plugin_field_overflow);
   g_test_add_func("/hardening/plugin/small-symbol", test_plugin_small_symbol);
   g_test_add_func("/hardening/plugin/silent-init", test_plugin_silent_init);
+  g_test_add_func("/hardening/plugin/contract", test_plugin_contract);
   g_test_add_func("/hardening/run/csv-quoting", test_run_csv_quoting);
   g_test_add_func("/hardening/run/csv-quoting-all", test_run_csv_quoting_all);
   g_test_add_func("/hardening/run/idle-stretch", test_run_idle_stretch);
