@@ -280,16 +280,23 @@ static void copy_file(const char *from_dir, const char *to_dir, const char *name
   g_assert_true(g_file_set_contents(to, text, -1, NULL));
 }
 
+/* The committed calibration results (validate/results/), FILES of them
+ * (NULL-terminated) copied into DIR; returns the results' folder. */
+static char *copy_calibrate_results(const char *dir, const char *const *files) {
+  char *results = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), "validate", "results",
+                                   "2026-11-29-h200x2-calibrate", NULL);
+  for (guint i = 0; files[i]; i++)
+    copy_file(results, dir, files[i]);
+  return results;
+}
+
 /* calibrate --from-results needs no GPU: it runs with the devices hidden. */
 static void test_from_results(void) {
-  g_autofree char *results = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), "validate", "results",
-                                              "2026-11-29-h200x2-calibrate", NULL);
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *model = g_build_filename(dir, "model.yaml", NULL);
   g_autofree char *missing = g_build_filename(dir, "missing", NULL);
-  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt"};
-  for (guint i = 0; i < G_N_ELEMENTS(files); i++)
-    copy_file(results, dir, files[i]);
+  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt", NULL};
+  g_free(copy_calibrate_results(dir, files));
   {
     g_autoptr(EmaTestRun) run =
         cli_without_devices("calibrate", "--from-results", dir, "-o", model, NULL);
@@ -311,15 +318,13 @@ static void test_from_results(void) {
 /* 37#8: samples so small that no copy fit is finite, or a model whose
  * figures are out of range, are errors (no abort), and no model is left. */
 static void test_from_results_degenerate(void) {
-  g_autofree char *results = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), "validate", "results",
-                                              "2026-11-29-h200x2-calibrate", NULL);
   g_autofree char *dir = ema_test_temp_dir();
+  const char *const files[] = {"measurements.csv", "provenance.txt", NULL};
+  g_autofree char *results = copy_calibrate_results(dir, files);
   g_autofree char *model = g_build_filename(dir, "model.yaml", NULL);
   g_autofree char *samples = g_build_filename(dir, "samples.csv", NULL);
   const char *const cases[][2] = {{"1e-300", "admit no finite fit"},
                                   {"1e18", "the derived model does not load as a server"}};
-  copy_file(results, dir, "measurements.csv");
-  copy_file(results, dir, "provenance.txt");
   for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
     g_autofree char *text = ema_test_read_file(results, "samples.csv");
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
