@@ -215,6 +215,36 @@ static void test_yaml_deep_hwmodel(void) {
 
 /* 100,000 keys, the last one a duplicate: found at once (a hash), not after
  * 5e9 string comparisons. */
+/* 37#17: what YAML can say that EMA would not keep is an error at its
+ * place: a NUL escape (it cut the string), a tag beyond the core schema's
+ * (!!binary, a %TAG prefix's), a tag on a key (its message said the tag it
+ * named was the only one known); !!str stays harmless. */
+static void test_yaml_tags_and_nul(void) {
+  const char *const cases[][2] = {
+      {"name: \"a\\0b\"\n",
+       "t.yaml:1:7: a NUL character (\\0) in a string: EMA's strings end at it"},
+      {"name: !!binary aGVsbG8=\n",
+       "t.yaml:1:7: unknown tag 'tag:yaml.org,2002:binary' (the only tag EMA knows is !include)"},
+      {"%TAG !e! tag:example.com,2000:\n---\nname: !e!foo x\n",
+       "t.yaml:3:7: unknown tag 'tag:example.com,2000:foo' (the only tag EMA knows is !include)"},
+      {"!include name: x\n", "t.yaml:1:1: a map key takes no tag ('!include')"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    GError *error = NULL;
+    g_autoptr(EmaNode) root = ema_node_load_string(cases[i][0], "t.yaml", NULL, &error);
+    g_assert_null(root);
+    g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX);
+    g_assert_cmpstr(error->message, ==, cases[i][1]);
+    g_clear_error(&error);
+  }
+  {
+    GError *error = NULL;
+    g_autoptr(EmaNode) root = ema_node_load_string("name: !!str 5\n", "t.yaml", NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(ema_node_get(root, "name")->value, ==, "5");
+  }
+}
+
 static void test_yaml_many_keys(void) {
   GString *text = g_string_new(NULL);
   GError *error = NULL;
@@ -1177,6 +1207,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/yaml/deep-includes", test_yaml_deep_includes);
   g_test_add_func("/hardening/yaml/deep-hwmodel", test_yaml_deep_hwmodel);
   g_test_add_func("/hardening/yaml/many-keys", test_yaml_many_keys);
+  g_test_add_func("/hardening/yaml/tags-and-nul", test_yaml_tags_and_nul);
   g_test_add_func("/hardening/yaml/special-include", test_yaml_special_include);
   g_test_add_func("/hardening/params/null", test_params_null);
   g_test_add_func("/hardening/params/resolved-checks", test_params_resolved_checks);
