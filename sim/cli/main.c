@@ -172,11 +172,21 @@ static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
 static void warn_all_rejected(const EmaServingReport *report) {
   for (guint i = 0; i < report->tenants->len; i++) {
     const EmaTenantResult *r = report->tenants->pdata[i];
-    if (r->arrived > 0 && r->rejected == r->arrived)
+    if (r->arrived > 0 && r->rejected == r->arrived) {
+      /* why, from the counts: over max_model_len, over the KV cache, or both */
+      guint64 too_long = r->rejected_too_long, too_big = r->rejected - r->rejected_too_long;
+      g_autofree char *why =
+          too_big == 0    ? g_strdup("prompt + output longer than the engine's max_model_len")
+          : too_long == 0 ? g_strdup("prompt + output larger than its KV cache")
+                          : g_strdup_printf("%" G_GUINT64_FORMAT
+                                            " longer than max_model_len, %" G_GUINT64_FORMAT
+                                            " larger than its KV cache",
+                                            too_long, too_big);
       fprintf(stderr,
               "ema-sim: warning: tenant %s: all %" G_GUINT64_FORMAT
-              " requests were rejected (prompt + output larger than its KV cache)\n",
-              r->spec->name, r->arrived);
+              " requests were rejected (%s)\n",
+              r->spec->name, r->arrived, why);
+    }
   }
 }
 

@@ -696,6 +696,27 @@ static void test_run_all_rejected(void) {
                   "{arrivals: poisson, rate: 5, requests: 3, prompt: {dist: fixed, "
                   "tokens: 4000000}, output: {dist: fixed, tokens: 8}}");
   g_assert_cmpint(run->status, ==, 0);
+  /* 37#17: 4M tokens are past the model's context (max_model_len) before the KV cache */
+  g_assert_cmpstr(run->err, ==,
+                  "ema-sim: warning: tenant huge: all 3 requests were rejected (prompt + output "
+                  "longer than the engine's max_model_len)\n");
+  ema_test_remove_tree(dir);
+}
+
+/* A prompt within max_model_len but beyond a small KV cache is rejected
+ * for the cache. */
+static void test_run_all_rejected_kv(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *text = g_strconcat(
+      "name: hardening\nserver: h200x2\ntenants:\n  - {name: huge, model: llama-3.1-8b, gpu: 0, "
+      "engine: {gpu_memory_utilization: 12%}, trace: ",
+      "{arrivals: poisson, rate: 5, requests: 3, prompt: {dist: fixed, tokens: 120000}, "
+      "output: {dist: fixed, tokens: 8}}}\n",
+      NULL);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 0);
   g_assert_cmpstr(run->err, ==,
                   "ema-sim: warning: tenant huge: all 3 requests were rejected (prompt + output "
                   "larger than its KV cache)\n");
@@ -1228,6 +1249,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/run/timeline-cap", test_run_timeline_cap);
   g_test_add_func("/hardening/run/auto-format", test_run_auto_format);
   g_test_add_func("/hardening/run/all-rejected", test_run_all_rejected);
+  g_test_add_func("/hardening/run/all-rejected-kv", test_run_all_rejected_kv);
   g_test_add_func("/hardening/sweep/jobs-zero", test_sweep_jobs_zero);
   g_test_add_func("/hardening/sweep/resume-shape", test_sweep_resume_shape);
   g_test_add_func("/hardening/sweep/list-many", test_sweep_list_many);
