@@ -315,8 +315,9 @@ static void test_from_results(void) {
   ema_test_remove_tree(dir);
 }
 
-/* 37#8: samples so small that no copy fit is finite, or a model whose
- * figures are out of range, are errors (no abort), and no model is left. */
+/* 37#8, 37#17: samples so small that no copy fit is finite, a model whose
+ * figures are out of range, or a negative sample time are errors (no
+ * abort), and no model is left. */
 static void test_from_results_degenerate(void) {
   g_autofree char *dir = ema_test_temp_dir();
   const char *const files[] = {"measurements.csv", "provenance.txt", NULL};
@@ -324,7 +325,8 @@ static void test_from_results_degenerate(void) {
   g_autofree char *model = g_build_filename(dir, "model.yaml", NULL);
   g_autofree char *samples = g_build_filename(dir, "samples.csv", NULL);
   const char *const cases[][2] = {{"1e-300", "admit no finite fit"},
-                                  {"1e18", "the derived model does not load as a server"}};
+                                  {"1e18", "the derived model does not load as a server"},
+                                  {"-5", "samples.csv:2:16: us must be a finite time >= 0"}};
   for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
     g_autofree char *text = ema_test_read_file(results, "samples.csv");
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
