@@ -1157,38 +1157,45 @@ static char *changed_input(JsonObject *provenance) {
   return NULL;
 }
 
-/* A point is complete when its summary.json reads (with the shape `ema-sim
- * run` writes), its resolved.yaml is the one the sweep resolves now, every
- * file its run read is as it was then, and it was made by this build of
- * ema-sim and its plugins (or the options say to reuse other builds'
- * points). */
-static EmaSweepRecord *complete_record(Runner *runner, guint point) {
-  g_autofree char *dir = point_dir(runner, point);
+EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const char *dir,
+                                     const char *build_id, gboolean reuse_other_builds,
+                                     char **stale) {
   g_autofree char *path = g_build_filename(dir, "resolved.yaml", NULL);
   g_autofree char *text = NULL;
-  g_autofree char *changed = NULL;
   g_autoptr(JsonParser) parser = NULL;
   JsonObject *provenance;
-  const char *build_id;
+  const char *made_by;
   EmaSweepRecord *record;
+  g_return_val_if_fail(sweep->resolved != NULL && point < sweep->points->len, NULL);
+  *stale = NULL;
   if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, NULL) ||
-      strcmp(text, runner->sweep->resolved->pdata[point]) != 0)
+      strcmp(text, sweep->resolved->pdata[point]) != 0)
     return NULL;
   provenance = summary_provenance(dir, &parser);
-  build_id = string_member(provenance, "build_id");
-  if (!runner->options->reuse_other_builds && build_id &&
-      g_strcmp0(build_id, runner->build_id) != 0) {
-    runner->other_build++;
+  made_by = string_member(provenance, "build_id");
+  if (!reuse_other_builds && made_by && g_strcmp0(made_by, build_id) != 0) {
+    *stale = g_strdup("");
     return NULL;
   }
-  if (provenance && (changed = changed_input(provenance)) != NULL) {
-    if (runner->stale++ == 0)
-      runner->stale_file = g_steal_pointer(&changed);
+  if (provenance && (*stale = changed_input(provenance)) != NULL)
     return NULL;
-  }
   record = record_read(point, dir);
   if (record)
     record->resumed = TRUE;
+  return record;
+}
+
+/* The record of a point complete in the runner's folder (ema_sweep_point_done),
+ * counting those that are not, from another build or stale inputs. */
+static EmaSweepRecord *complete_record(Runner *runner, guint point) {
+  g_autofree char *dir = point_dir(runner, point);
+  g_autofree char *stale = NULL;
+  EmaSweepRecord *record = ema_sweep_point_done(runner->sweep, point, dir, runner->build_id,
+                                                runner->options->reuse_other_builds, &stale);
+  if (stale && *stale == '\0')
+    runner->other_build++;
+  else if (stale && runner->stale++ == 0)
+    runner->stale_file = g_steal_pointer(&stale);
   return record;
 }
 
