@@ -893,7 +893,7 @@ static char *last_log_line(const char *dir) {
     g_autofree char *path = g_build_filename(dir, names[n], NULL);
     g_autofree char *text = NULL;
     g_auto(GStrv) lines = NULL;
-    if (!g_file_get_contents(path, &text, NULL, NULL))
+    if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, NULL))
       continue;
     lines = g_strsplit(text, "\n", -1);
     for (guint i = g_strv_length(lines); i-- > 0;) {
