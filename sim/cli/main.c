@@ -206,7 +206,7 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
     fprintf(stderr,
             "ema-sim: warning: timeline.csv stopped at %" G_GUINT64_FORMAT
             " rows, at %.6g s (raise sample_period for all of the run)\n",
-            (guint64) experiment->timeline_max_rows, (double) report->timeline_capped_at / 1e9);
+            (guint64) experiment->timeline_rows, (double) report->timeline_capped_at / 1e9);
   return 0;
 }
 

@@ -197,7 +197,7 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
                                  used + free_blocks,
                                  (guint64) (in / run->experiment->sample_period));
     if (run->timeline &&
-        run->timeline_rows + (guint64) spec->tp > (guint64) run->experiment->timeline_max_rows) {
+        run->timeline_rows + (guint64) spec->tp > (guint64) run->experiment->timeline_rows) {
       run->timeline_capped_at = now; /* bounded by construction: no more rows */
       if (!close_output(&run->timeline, run->out_dir, "timeline.csv", &error)) {
         ema_sim_fail(sim, error);
@@ -385,14 +385,14 @@ char *ema_serving_timeline_warning(const EmaExperiment *experiment) {
   for (guint i = 0; i < experiment->tenants->len; i++)
     gpus += (guint64) g_array_index(experiment->tenants, EmaTenantSpec, i).tp;
   samples = (guint64) (experiment->duration / experiment->sample_period) + 1;
-  if (gpus == 0 || samples <= (guint64) experiment->timeline_max_rows / gpus)
+  if (gpus == 0 || samples <= (guint64) experiment->timeline_rows / gpus)
     return NULL;
   return g_strdup_printf(
       "timeline.csv may reach its cap of %" G_GUINT64_FORMAT
       " rows (sample_period %.6g s over duration %.6g s: up to %" G_GUINT64_FORMAT
       " samples of %" G_GUINT64_FORMAT
       " GPUs); the rows past it are not written (raise sample_period for all)",
-      (guint64) experiment->timeline_max_rows, (double) experiment->sample_period / 1e9,
+      (guint64) experiment->timeline_rows, (double) experiment->sample_period / 1e9,
       (double) experiment->duration / 1e9, samples, gpus);
 }
 

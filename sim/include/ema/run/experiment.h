@@ -81,17 +81,17 @@ typedef struct {
   gint64 seed;
   double tolerance; /* default relative tolerance of expectations */
   EmaServerSpec server;
-  GArray *ops;              /* EmaOpSpec; run one after another, each on an idle server */
-  GArray *decode;           /* EmaDecodeScenarioSpec; timed after the ops, each alone on gpu0 */
-  GArray *tenants;          /* EmaTenantSpec; serve together on the server */
-  gint64 duration;          /* serving: stop at this simulated time; 0 = when every trace ends */
-  gint64 sample_period;     /* serving: timeline.csv period, ns */
-  gint64 timeline_max_rows; /* serving: timeline.csv stops after this many rows */
-  gboolean requests_csv;    /* serving: write requests.csv */
-  gboolean steps_csv;       /* serving: write steps.csv */
-  EmaPolicySpec policy;     /* serving: memory-sharing policies */
-  double idle_gpu_memory;   /* serving: share of an idle GPU's HBM it lends */
-  EmaSloSpec slo;           /* serving: goodput and SLO attainment against these */
+  GArray *ops;            /* EmaOpSpec; run one after another, each on an idle server */
+  GArray *decode;         /* EmaDecodeScenarioSpec; timed after the ops, each alone on gpu0 */
+  GArray *tenants;        /* EmaTenantSpec; serve together on the server */
+  gint64 duration;        /* serving: stop at this simulated time; 0 = when every trace ends */
+  gint64 sample_period;   /* serving: timeline.csv period, ns */
+  gint64 timeline_rows;   /* serving: timeline.csv stops after this many rows */
+  gboolean requests_csv;  /* serving: write requests.csv */
+  gboolean steps_csv;     /* serving: write steps.csv */
+  EmaPolicySpec policy;   /* serving: memory-sharing policies */
+  double idle_gpu_memory; /* serving: share of an idle GPU's HBM it lends */
+  EmaSloSpec slo;         /* serving: goodput and SLO attainment against these */
 } EmaExperiment;
 
 extern const EmaParamTable ema_experiment_params;
