@@ -16,6 +16,8 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->offload_share = g_new0(double, (gsize) n *n);
   l->views = g_new0(EmaGpuView, n);
   l->stale = g_new0(guint64, (n + 63) / 64);
+  l->sharers = g_new0(guint, n);
+  l->offload_to = g_new0(guint64, (gsize) n * ((n + 63) / 64));
   /* the view's tables are the ledger's own: a view sets its time and server */
   l->view.n_gpus = n;
   l->view.gpus = l->views;
@@ -23,6 +25,8 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->view.remote_blocks = l->remote_view;
   l->view.offload_share = l->offload_share;
   l->view.blocks_room = l->blocks_room;
+  l->view.readers = l->sharers;
+  l->view.offload_to = l->offload_to;
 }
 
 void ema_slice_ledger_clear(EmaSliceLedger *l) {
@@ -33,12 +37,22 @@ void ema_slice_ledger_clear(EmaSliceLedger *l) {
   g_free(l->offload_share);
   g_free(l->views);
   g_free(l->stale); /* the gpus' stale_word point here: they are not touched after this */
+  g_free(l->sharers);
+  g_free(l->offload_to);
   memset(l, 0, sizeof *l);
 }
 
 guint64 ema_slice_ledger_remote_capacity(const EmaSliceLedger *l, const EmaSliceGpu *g,
                                          guint lender) {
   return ema_blocks_in_slices(g, l->lent[lender * l->n + g->index]);
+}
+
+void ema_slice_ledger_change_remote(EmaSliceLedger *l, EmaSliceGpu *g, guint lender, gint64 delta) {
+  guint64 was = g->remote[lender];
+  g_assert(delta >= 0 || (guint64) -delta <= was);
+  g->remote[lender] = (guint64) ((gint64) was + delta);
+  if (g->present && (was == 0) != (g->remote[lender] == 0))
+    l->sharers[lender] += was == 0 ? 1 : (guint) -1;
 }
 
 void ema_slice_ledger_change_lent(EmaSliceLedger *l, guint lender, guint borrower, gint64 delta) {
@@ -84,12 +98,9 @@ double ema_slice_ledger_remote_time(const EmaSliceLedger *l, const EmaServerSpec
   double longest = 0, sum = 0;
   double port = server->topology == EMA_TOPOLOGY_DIRECT ? 1 : ranks;
   for (guint j = 0; j < l->n; j++) {
-    guint sharers = 0;
     if (bytes[j] <= 0)
       continue;
-    for (guint b = 0; b < l->n; b++)
-      sharers += l->gpus[b]->present && l->gpus[b]->remote[j] > 0;
-    longest = MAX(longest, port * bytes[j] * MAX(sharers, 1) / bandwidth);
+    longest = MAX(longest, port * bytes[j] * MAX(l->sharers[j], 1) / bandwidth);
     sum += bytes[j];
   }
   if (server->topology != EMA_TOPOLOGY_DIRECT)
@@ -357,6 +368,14 @@ gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error
       return ema_slice_ledger_invalid(
           error, "gpu%u: local capacity %" G_GUINT64_FORMAT " blocks kept, not refreshed", i,
           g->local_cap);
+  }
+  for (guint j = 0; j < l->n; j++) {
+    guint sharers = 0;
+    for (guint b = 0; b < l->n; b++)
+      sharers += l->gpus[b]->present && l->gpus[b]->remote && l->gpus[b]->remote[j] > 0;
+    if (sharers != l->sharers[j])
+      return ema_slice_ledger_invalid(error, "gpu%u: %u GPUs hold blocks on it, %u counted", j,
+                                      sharers, l->sharers[j]);
   }
   return check_views(l, error);
 }

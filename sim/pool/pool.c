@@ -141,13 +141,36 @@ struct _Pool {
   double *cap_scratch;   /* [n], lender_capped_step() of each lender of the step being timed */
   guint pulling;         /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
   guint offloading;      /* GPUs whose offloading is set: none, and no step looks for them */
-  GPtrArray *pending;    /* Pending * in flight (freed with the pool if a run ends first) */
-  EmaPoolStats stats;    /* the step figures and reclaim waits; the rest is core.stats' */
+  /* sets of GPUs as bits, WORDS words each, walked in index order (next_bit()), so that a sum
+   * over them adds what a walk of every GPU adds, in its order, the others' being 0: the GPUs
+   * whose pulled is set; whose offloading is (per lender, the ledger's offload_to) */
+  guint words;
+  guint64 *pullers, *offloaders;
+  GPtrArray *pending; /* Pending * in flight (freed with the pool if a run ends first) */
+  EmaPoolStats stats; /* the step figures and reclaim waits; the rest is core.stats' */
 };
 
 struct _EmaPool {
   Pool pool;
 };
+
+/* The first GPU from I on in the set BITS of N GPUs (Pool.words), or N. */
+static inline guint next_bit(const guint64 *bits, guint i, guint n) {
+  while (i < n) {
+    guint64 word = bits[i / 64] >> (i % 64);
+    if (word != 0)
+      return MIN(n, i + (guint) __builtin_ctzll(word));
+    i = (i / 64 + 1) * 64;
+  }
+  return n;
+}
+
+static inline void set_bit(guint64 *bits, guint i, gboolean on) {
+  if (on)
+    bits[i / 64] |= G_GUINT64_CONSTANT(1) << (i % 64);
+  else
+    bits[i / 64] &= ~(G_GUINT64_CONSTANT(1) << (i % 64));
+}
 
 /* A ledger change that completes after its cost: a borrow (slices being
  * mapped for a borrower), a return (empty slices a borrower gave back,
@@ -837,11 +860,17 @@ static double step_seconds(const Pool *p, const Gpu *g, const EmaStepBreakdown *
  * over: 0 (an idle borrower charges no lender). */
 static void expire_offloads(Pool *p) {
   EmaTime now = ema_sim_now(p->sim);
-  for (guint b = 0; p->offloading > 0 && b < p->n; b++) {
+  for (guint b = next_bit(p->offloaders, 0, p->n); p->offloading > 0 && b < p->n;
+       b = next_bit(p->offloaders, b + 1, p->n)) {
     Gpu *g = &p->gpus[b];
-    if (!g->offloading || now < g->offload_until)
+    double *row = &p->core.ledger.offload_share[b * p->n];
+    if (now < g->offload_until)
       continue;
-    memset(&p->core.ledger.offload_share[b * p->n], 0, p->n * sizeof(double));
+    for (guint j = 0; j < p->n; j++)
+      if (row[j] > 0)
+        set_bit(&p->core.ledger.offload_to[j * p->words], b, FALSE);
+    memset(row, 0, p->n * sizeof(double));
+    set_bit(p->offloaders, b, FALSE);
     ema_slice_gpu_touch(&g->counters); /* the view changed (offload_share) */
     g->offloading = FALSE;
     p->offloading--;
@@ -852,8 +881,10 @@ static void expire_offloads(Pool *p) {
  * running now take together, BORROWER's left out (G_MAXUINT: none). */
 static double lender_offload_share(const Pool *p, guint lender, guint borrower) {
   EmaTime now = ema_sim_now(p->sim);
+  const guint64 *to = &p->core.ledger.offload_to[lender * p->words];
   double share = 0;
-  for (guint b = 0; p->offloading > 0 && b < p->n; b++) {
+  for (guint b = next_bit(to, 0, p->n); p->offloading > 0 && b < p->n;
+       b = next_bit(to, b + 1, p->n)) {
     const Gpu *g = &p->gpus[b];
     if (b != lender && b != borrower && g->offloading && now < g->offload_until)
       share += p->core.ledger.offload_share[b * p->n + lender];
@@ -1240,10 +1271,13 @@ static void count_capped(Pool *p, Gpu *g, double capped_s) {
  * time (r_j) go into the ledger's row for the views and the lenders' steps. */
 static void start_offload(Pool *p, Gpu *g, EmaTime step) {
   double *row = &p->core.ledger.offload_share[g->index * p->n];
-  for (guint j = 0; j < p->n; j++)
+  for (guint j = 0; j < p->n; j++) {
     row[j] = g->offload_shares[j].seqs > 0 && step > 0
                  ? ema_offload_lender_share(g->offload, &g->offload_shares[j], step)
                  : 0;
+    set_bit(&p->core.ledger.offload_to[j * p->words], g->index, row[j] > 0);
+  }
+  set_bit(p->offloaders, g->index, TRUE);
   ema_slice_gpu_touch(&g->counters); /* the view changed (offload_share) */
   g->offload_step = step;
   g->offload_until = ema_sim_now(p->sim) + step;
@@ -1345,8 +1379,9 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
     return 0;
   expire_offloads(p);
   /* with no pulls, each term would be 0 and the sum stays 0 */
-  for (guint b = 0; p->pulling > 0 && b < p->n; b++)
-    if (p->gpus[b].pulled && ema_sim_now(p->sim) < p->gpus[b].pull_until)
+  for (guint b = next_bit(p->pullers, 0, p->n); p->pulling > 0 && b < p->n;
+       b = next_bit(p->pullers, b + 1, p->n))
+    if (ema_sim_now(p->sim) < p->gpus[b].pull_until)
       peers += spec->interference_outgoing * p->gpus[b].pull[gpu];
   if (ema_sim_now(p->sim) < g->copy_until) {
     /* the copies still to run take their bytes' HBM time from this step: their rate while
@@ -1359,6 +1394,7 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
     for (guint j = 0; j < p->n; j++)
       g->pull[j] = 0;
     g->pulled = FALSE;
+    set_bit(p->pullers, gpu, FALSE);
     p->pulling--;
   }
   g->incoming = 0;
@@ -1403,6 +1439,7 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
     g->pull[j] = bytes[j] * ema_slice_gpu_ranks(&g->counters) * g->layers / seconds;
   g->pull_until = ema_sim_now(p->sim) + step;
   g->pulled = TRUE;
+  set_bit(p->pullers, gpu, TRUE);
   p->pulling++;
   return step;
 }
@@ -1554,6 +1591,9 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->bytes_scratch = g_new0(double, p->n);
   p->read_scratch = g_new0(double, p->n);
   p->cap_scratch = g_new0(double, p->n);
+  p->words = (p->n + 63) / 64;
+  p->pullers = g_new0(guint64, p->words);
+  p->offloaders = g_new0(guint64, p->words);
   p->pending = g_ptr_array_new();
   for (guint i = 0; i < p->n; i++) {
     Gpu *g = &p->gpus[i];
@@ -1614,6 +1654,8 @@ void ema_pool_free(EmaPool *pool) {
   g_free(p->bytes_scratch);
   g_free(p->read_scratch);
   g_free(p->cap_scratch);
+  g_free(p->pullers);
+  g_free(p->offloaders);
   g_free(pool);
 }
 

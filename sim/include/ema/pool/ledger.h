@@ -112,6 +112,11 @@ typedef struct {
   /* [(n + 63) / 64]: bit i set while gpus[i]->view_stale, from the first view on (which points
    * each GPU's stale_word here): a view refills the stale entries without looking at the rest */
   guint64 *stale;
+  /* [lender]: the present GPUs holding blocks on it (ema_slice_ledger_change_remote) */
+  guint *sharers;
+  /* [lender * ((n + 63) / 64)]: bit b set while offload_share[b * n + lender] is above 0 (kept
+   * by the owner with offload_share) */
+  guint64 *offload_to;
   gboolean tracked;
 } EmaSliceLedger;
 
@@ -144,6 +149,10 @@ static inline guint64 ema_blocks_in_slices(const EmaSliceGpu *g, guint64 slices)
 }
 
 /* Add DELTA slices to lent[LENDER][BORROWER], keeping the counters. */
+/* G's blocks on LENDER change by DELTA (remote[lender] only: its owner
+ * keeps remote_total), the lender's count of sharers with them. */
+void ema_slice_ledger_change_remote(EmaSliceLedger *ledger, EmaSliceGpu *g, guint lender,
+                                    gint64 delta);
 void ema_slice_ledger_change_lent(EmaSliceLedger *ledger, guint lender, guint borrower,
                                   gint64 delta);
 /* Blocks of G that the slices LENDER lends it hold. */
