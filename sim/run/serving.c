@@ -42,6 +42,7 @@ typedef struct {
   FILE *events;         /* events.csv, opened at the pool's first event */
   GError *events_error; /* the first failure to open it */
   GString *event_row;   /* the events.csv or timeline.csv row being written, emptied for each */
+  guint32 event_kinds;  /* bit k: events.csv keeps kind k (none without events.csv) */
   EmaEvent sample_event;
   gboolean progress;
   gint64 wall_start, last_progress;
@@ -59,10 +60,12 @@ static void on_step(gpointer data, const EmaStepReport *step) {
 
 static FILE *open_output(const char *dir, const char *name, GError **error);
 
-/* One row of events.csv per pool event: the file exists only for runs
- * whose pool did something (never under static). */
+/* One row of events.csv per pool event of a kind it keeps: the file exists
+ * only for runs whose pool did something (never under static). */
 static void on_pool_event(gpointer data, const EmaPoolEvent *e) {
   Run *run = data;
+  if (!(run->event_kinds >> e->kind & 1))
+    return;
   if (run->events == NULL && run->events_error == NULL) {
     run->events = open_output(run->out_dir, "events.csv", &run->events_error);
     if (run->events)
@@ -369,6 +372,8 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
              .tenants = tenants,
              .out_dir = out_dir,
              .event_row = event_row,
+             .event_kinds =
+                 experiment->events_csv ? ema_experiment_event_kinds(experiment->events, NULL) : 0,
              .progress = progress,
              .wall_start = g_get_monotonic_time()};
   FILE *requests = NULL;

@@ -2,7 +2,8 @@
  * path in EMA_SIM, run in EMA_SOURCE_ROOT): `check` and `run` output for
  * serving files (the per-tenant table, a TP group's GPU range), determinism
  * of every output file across runs (summary.json up to sim.wall_s), --seed
- * and --set changing the results, requests_csv: false, an output directory
+ * and --set changing the results, requests_csv: false, events_csv: false
+ * and the events filter by kind, an output directory
  * that cannot be made, and every bad file in tests/fixtures/serving/errors/
  * as one "path:line:col: ..." line on stderr with exit status 1 and nothing
  * written. */
@@ -177,6 +178,53 @@ static void test_set(void) {
   ema_test_remove_tree(dir);
 }
 
+/* events: only the kinds named reach events.csv; events_csv: false writes
+ * none; neither changes the results; a kind not named so is an error. */
+static void test_events(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *all = g_build_filename(dir, "all", NULL);
+  g_autofree char *some = g_build_filename(dir, "some", NULL);
+  g_autofree char *none = g_build_filename(dir, "none", NULL);
+  g_autofree char *bad = g_build_filename(dir, "bad", NULL);
+  g_autofree char *no_events = g_build_filename(none, "events.csv", NULL);
+  g_autoptr(EmaTestRun) run1 =
+      ema_test_cli("run", INVARIANTS, "--set", "policy=ema", "-o", all, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) run2 = ema_test_cli("run", INVARIANTS, "--set", "policy=ema", "--set",
+                                            "events=borrow, return", "-o", some, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) run3 = ema_test_cli("run", INVARIANTS, "--set", "policy=ema", "--set",
+                                            "events_csv=false", "-o", none, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) run4 =
+      ema_test_cli("run", INVARIANTS, "--set", "events=borrow,borow", "-o", bad, NULL);
+  g_autofree char *events1 = NULL, *events2 = NULL;
+  g_autoptr(GString) kept = g_string_new(NULL);
+  g_auto(GStrv) rows = NULL;
+  /* (a warning on stderr: the TP group borrows but does not lend) */
+  g_assert_cmpint(run1->status, ==, 0);
+  g_assert_cmpint(run2->status, ==, 0);
+  g_assert_cmpint(run3->status, ==, 0);
+  events1 = ema_test_read_file(all, "events.csv");
+  events2 = ema_test_read_file(some, "events.csv");
+  /* the borrow and return rows of the whole file, in its order */
+  rows = g_strsplit(events1, "\n", -1);
+  for (guint i = 0; rows[i] && rows[i][0]; i++)
+    if (i == 0 || strstr(rows[i], ",borrow,") || strstr(rows[i], ",return,"))
+      g_string_append_printf(kept, "%s\n", rows[i]);
+  g_assert_nonnull(strstr(events1, ",tier,"));
+  g_assert_nonnull(strstr(events1, ",borrow,"));
+  g_assert_cmpstr(events2, ==, kept->str);
+  g_assert_false(g_file_test(no_events, G_FILE_TEST_EXISTS));
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *a = ema_test_read_file(all, "summary.json");
+    g_autofree char *b = ema_test_read_file(i == 0 ? some : none, "summary.json");
+    g_autofree char *a_ = ema_test_summary_without_wall(a);
+    g_autofree char *b_ = ema_test_summary_without_wall(b);
+    g_assert_cmpstr(a_, ==, b_);
+  }
+  g_assert_cmpint(run4->status, ==, 1);
+  g_assert_nonnull(strstr(run4->err, "events: 'borow' is not a pool event kind"));
+  ema_test_remove_tree(dir);
+}
+
 /* -o through a regular file: the directory cannot be made (even by root). */
 static void test_unwritable_output(void) {
   g_autofree char *dir = ema_test_temp_dir();
@@ -236,6 +284,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/tp-table", test_run_tp_table);
   g_test_add_func("/serving-cli/run/determinism-and-seed", test_determinism);
   g_test_add_func("/serving-cli/run/set", test_set);
+  g_test_add_func("/serving-cli/run/events", test_events);
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
   for (guint i = 0; i < bad_files->len; i++) {
     const char *file = bad_files->pdata[i];
