@@ -18,6 +18,7 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->stale = g_new0(guint64, (n + 63) / 64);
   l->sharers = g_new0(guint, n);
   l->offload_to = g_new0(guint64, (gsize) n * ((n + 63) / 64));
+  l->lenders = g_new0(guint64, (gsize) n * ((n + 63) / 64));
   /* the view's tables are the ledger's own: a view sets its time and server */
   l->view.n_gpus = n;
   l->view.gpus = l->views;
@@ -39,6 +40,7 @@ void ema_slice_ledger_clear(EmaSliceLedger *l) {
   g_free(l->stale); /* the gpus' stale_word point here: they are not touched after this */
   g_free(l->sharers);
   g_free(l->offload_to);
+  g_free(l->lenders);
   memset(l, 0, sizeof *l);
 }
 
@@ -61,6 +63,12 @@ void ema_slice_ledger_change_lent(EmaSliceLedger *l, guint lender, guint borrowe
   g_assert(delta >= 0 || (guint64) -delta <= *lent);
   b->remote_cap_total -= ema_slice_ledger_remote_capacity(l, b, lender);
   *lent = (guint64) ((gint64) *lent + delta);
+  if (*lent > 0)
+    l->lenders[borrower * ((l->n + 63) / 64) + lender / 64] |= G_GUINT64_CONSTANT(1)
+                                                               << (lender % 64);
+  else
+    l->lenders[borrower * ((l->n + 63) / 64) + lender / 64] &=
+        ~(G_GUINT64_CONSTANT(1) << (lender % 64));
   b->remote_cap_total += ema_slice_ledger_remote_capacity(l, b, lender);
   l->gpus[lender]->lent_total = (guint64) ((gint64) l->gpus[lender]->lent_total + delta);
   b->borrowed_total = (guint64) ((gint64) b->borrowed_total + delta);
@@ -354,6 +362,9 @@ gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error
       sum += remote;
       lent += l->lent[i * l->n + j];
       borrowed += l->lent[j * l->n + i];
+      if ((l->lent[j * l->n + i] > 0) !=
+          ((l->lenders[i * ((l->n + 63) / 64) + j / 64] >> (j % 64) & 1) != 0))
+        return ema_slice_ledger_invalid(error, "gpu%u: lender gpu%u not kept as its lender", i, j);
       cap += ema_slice_ledger_remote_capacity(l, g, j);
     }
     if (lent != g->lent_total || borrowed != g->borrowed_total || cap != g->remote_cap_total)

@@ -117,12 +117,26 @@ typedef struct {
   /* [lender * ((n + 63) / 64)]: bit b set while offload_share[b * n + lender] is above 0 (kept
    * by the owner with offload_share) */
   guint64 *offload_to;
+  /* [borrower * ((n + 63) / 64)]: bit j set while lent[j * n + borrower] is above 0 */
+  guint64 *lenders;
   gboolean tracked;
 } EmaSliceLedger;
 
 /* LEDGER over N GPUs, its matrices zero; the caller sets gpus[i]. */
 void ema_slice_ledger_init(EmaSliceLedger *ledger, guint n);
 void ema_slice_ledger_clear(EmaSliceLedger *ledger);
+
+/* The first lender of BORROWER from J on (a GPU lending it slices), or n. */
+static inline guint ema_slice_ledger_next_lender(const EmaSliceLedger *l, guint borrower, guint j) {
+  const guint64 *bits = &l->lenders[borrower * ((l->n + 63) / 64)];
+  while (j < l->n) {
+    guint64 word = bits[j / 64] >> (j % 64);
+    if (word != 0)
+      return MIN(l->n, j + (guint) __builtin_ctzll(word));
+    j = (j / 64 + 1) * 64;
+  }
+  return l->n;
+}
 
 /* The GPUs G's tenant spans (a TP group's tp; 1 otherwise). */
 static inline guint ema_slice_gpu_ranks(const EmaSliceGpu *g) {
