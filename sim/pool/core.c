@@ -820,6 +820,7 @@ static gboolean apply_borrow(EmaPoolCore *c, guint borrower, guint lender, guint
   if (slices < asked)
     reason_add(&e, "; %s",
                !c->ledger.gpus[lender]->shares                ? "it does not share"
+               : c->ledger.gpus[lender]->lend_off             ? "it does not lend (lend: false)"
                : !ema_slice_gpu_lends(c->ledger.gpus[lender]) ? "it does not lend (tensor parallel)"
                : lender == borrower                           ? "its own"
                                                               : "it can lend");
@@ -1302,7 +1303,7 @@ gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
     if (ok && g->lent_total > 0)
       ok = ema_pool_core_reclaim(c, g->index, 0, error);
   }
-  if (ok && g->has_tenant)
+  if (ok && g->has_tenant && !g->borrow_off)
     ok = run_borrow(c, g->index, error);
   /* most borrow policies place nothing; and a tenant that borrows no slice
    * has no place but its own to move a block to */

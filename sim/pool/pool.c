@@ -777,7 +777,7 @@ static void on_decide(EmaSim *sim, EmaEvent *event, gpointer data) {
  * that never acts has nothing to decide). */
 static gboolean decides(const Gpu *g) {
   return g->shares && (ema_slice_gpu_lends(&g->counters) ||
-                       !g->pool->core.policies[EMA_POLICY_BORROW]->never_acts);
+                       (!g->borrow_off && !g->pool->core.policies[EMA_POLICY_BORROW]->never_acts));
 }
 
 static void schedule_decision(Gpu *g) {
@@ -1657,6 +1657,14 @@ void ema_pool_free(EmaPool *pool) {
   g_free(p->pullers);
   g_free(p->offloaders);
   g_free(pool);
+}
+
+void ema_pool_set_sharing(EmaPool *pool, guint gpu, gboolean lend, gboolean borrow) {
+  Gpu *g = &pool->pool.gpus[gpu];
+  g->lend_off = !lend;
+  g->borrow_off = !borrow;
+  ema_slice_gpu_refresh(&g->counters); /* what it lends, and its view entry */
+  ema_slice_gpu_touch(&g->counters);
 }
 
 void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices) {

@@ -3,7 +3,8 @@
  * serving files (the per-tenant table, a TP group's GPU range), determinism
  * of every output file across runs (summary.json up to sim.wall_s), --seed
  * and --set changing the results, requests_csv: false, events_csv: false
- * and the events filter by kind, an output directory
+ * and the events filter by kind, a tenant's sharing settings (lend: false,
+ * borrow: false), an output directory
  * that cannot be made, and every bad file in tests/fixtures/serving/errors/
  * as one "path:line:col: ..." line on stderr with exit status 1 and nothing
  * written. */
@@ -225,6 +226,45 @@ static void test_events(void) {
   ema_test_remove_tree(dir);
 }
 
+/* sharing.yaml: the tight tenant borrows from the light one under ema;
+ * with the light one's lend: false, or the tight one's borrow: false, the
+ * pool borrows nothing (no events.csv); describe experiment lists the
+ * settings. */
+static void test_tenant_sharing(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *shared = g_build_filename(dir, "shared", NULL);
+  g_autofree char *no_lend = g_build_filename(dir, "no-lend", NULL);
+  g_autofree char *no_borrow = g_build_filename(dir, "no-borrow", NULL);
+  g_autofree char *no_lend_events = g_build_filename(no_lend, "events.csv", NULL);
+  g_autofree char *no_borrow_events = g_build_filename(no_borrow, "events.csv", NULL);
+  g_autoptr(EmaTestRun) run1 = ema_test_cli("run", FIXTURES "sharing.yaml", "-o", shared, NULL);
+  g_autoptr(EmaTestRun) run2 = ema_test_cli("run", FIXTURES "sharing.yaml", "--set",
+                                            "tenants.1.sharing.lend=false", "-o", no_lend, NULL);
+  g_autoptr(EmaTestRun) run3 =
+      ema_test_cli("run", FIXTURES "sharing.yaml", "--set", "tenants.0.sharing.borrow=false", "-o",
+                   no_borrow, NULL);
+  g_autoptr(EmaTestRun) describe = ema_test_cli("describe", "experiment", NULL);
+  g_autofree char *events = NULL, *summary2 = NULL, *summary3 = NULL;
+  ema_test_assert_ok(run1);
+  ema_test_assert_ok(run2);
+  ema_test_assert_ok(run3);
+  events = ema_test_read_file(shared, "events.csv");
+  g_assert_nonnull(strstr(events, ",borrow,0,1,"));
+  g_assert_false(g_file_test(no_lend_events, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(no_borrow_events, G_FILE_TEST_EXISTS));
+  /* (not the same run: where the light tenant lends, the tight one's swapped KV is parked on
+   * its GPU, where it does not, in host memory) */
+  summary2 = ema_test_read_file(no_lend, "summary.json");
+  summary3 = ema_test_read_file(no_borrow, "summary.json");
+  g_assert_nonnull(strstr(summary2, "\"borrows\" : 0,"));
+  g_assert_nonnull(strstr(summary3, "\"borrows\" : 0,"));
+  ema_test_assert_ok(describe);
+  g_assert_nonnull(strstr(describe->out, "  sharing "));
+  g_assert_nonnull(strstr(describe->out, "    lend "));
+  g_assert_nonnull(strstr(describe->out, "    borrow "));
+  ema_test_remove_tree(dir);
+}
+
 /* -o through a regular file: the directory cannot be made (even by root). */
 static void test_unwritable_output(void) {
   g_autofree char *dir = ema_test_temp_dir();
@@ -285,6 +325,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/determinism-and-seed", test_determinism);
   g_test_add_func("/serving-cli/run/set", test_set);
   g_test_add_func("/serving-cli/run/events", test_events);
+  g_test_add_func("/serving-cli/run/tenant-sharing", test_tenant_sharing);
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
   for (guint i = 0; i < bad_files->len; i++) {
     const char *file = bad_files->pdata[i];

@@ -64,6 +64,7 @@ G_BEGIN_DECLS
 #define EMA_SLICE_GPU_FIELDS                                                                       \
   guint index;                                                                                     \
   gboolean present, shares, has_tenant;                                                            \
+  gboolean lend_off, borrow_off; /* its tenant's own settings: never lends, never borrows */       \
   guint ranks; /* GPUs its tenant spans: a TP group's tp (0 or 1: one GPU; ema_slice_gpu_ranks) */ \
   guint64 slices, block_bytes;                                                                     \
   guint64 local_used;                                                                              \
@@ -146,7 +147,7 @@ static inline guint ema_slice_gpu_ranks(const EmaSliceGpu *g) {
 /* G lends its free slices (and holds peers' parked KV): a sharing GPU
  * that is not a tensor-parallel group. */
 static inline gboolean ema_slice_gpu_lends(const EmaSliceGpu *g) {
-  return g->shares && ema_slice_gpu_ranks(g) == 1;
+  return g->shares && !g->lend_off && ema_slice_gpu_ranks(g) == 1;
 }
 
 /* Slices that BLOCKS of G's blocks fill, rounded up (0 without a block

@@ -150,6 +150,10 @@ void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices);
  * engine takes blocks from. */
 EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint64 block_bytes,
                                 const EmaStepModel *step_model);
+/* GPU's tenant's own sharing settings (added by ema_pool_add_tenant, before
+ * the pool starts): LEND FALSE, its GPUs lend nothing (nor hold peers'
+ * parked KV); BORROW FALSE, it never borrows. Both TRUE by default. */
+void ema_pool_set_sharing(EmaPool *pool, guint gpu, gboolean lend, gboolean borrow);
 /* The model GPU's tenant runs (added by ema_pool_add_tenant), for its
  * attention offload (hw/offload.h); without it, or when the model cannot be
  * built for the server (or the tenant is a TP group), the tenant's remote

@@ -141,6 +141,12 @@ typedef struct {
   guint64 fixed_reserve;
 } EmaEngineSpec;
 
+/* A tenant's part in memory sharing, within the experiment's policy. */
+typedef struct {
+  gboolean lend;   /* its GPUs lend their spare KV memory and hold peers' parked KV */
+  gboolean borrow; /* it borrows from the other GPUs */
+} EmaTenantSharing;
+
 typedef struct {
   char *name;
   EmaLlmSpec model;
@@ -148,6 +154,7 @@ typedef struct {
   gint64 tp;  /* GPUs in the group */
   EmaTraceSpec trace;
   EmaEngineSpec engine;
+  EmaTenantSharing sharing;
 } EmaTenantSpec;
 
 extern const EmaParamTable ema_tenant_params;
