@@ -150,6 +150,10 @@ static void print_progress(Run *run) {
   fputs("   ", stderr);
 }
 
+guint64 ema_serving_rank_share(guint64 total, guint rank, guint ranks) {
+  return total * (rank + 1) / ranks - total * rank / ranks;
+}
+
 static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
   Run *run = data;
   EmaTime now = ema_sim_now(sim);
@@ -176,13 +180,17 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     ema_tenant_metrics_sample_kv(tenant->result->metrics, used, tenant->result->plan.blocks,
                                  used + free_blocks);
     for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++) {
+      /* each rank of a group: every block has a shard on it, the group's remote ones too, and
+       * its share of the group's slices (the pool keeps them on the first GPU) */
+      guint first = (guint) spec->gpu, rank = (guint) (g - spec->gpu), tp = (guint) spec->tp;
       /* the columns through the fixed-point and integer writers, as events.csv's */
       const guint64 counts[] = {used, free_blocks, ema_engine_running(tenant->engine),
                                 ema_engine_waiting(tenant->engine)};
-      const guint64 pool_counts[] = {ema_pool_slices_lent(run->pool, (guint) g),
-                                     ema_pool_slices_borrowed(run->pool, (guint) g),
-                                     ema_pool_blocks_remote(run->pool, (guint) g),
-                                     ema_pool_slices_staging(run->pool, (guint) g), tokens};
+      const guint64 pool_counts[] = {
+          ema_serving_rank_share(ema_pool_slices_lent(run->pool, first), rank, tp),
+          ema_serving_rank_share(ema_pool_slices_borrowed(run->pool, first), rank, tp),
+          ema_pool_blocks_remote(run->pool, first),
+          ema_serving_rank_share(ema_pool_slices_staging(run->pool, first), rank, tp), tokens};
       GString *row = g_string_truncate(run->event_row, 0);
       char ns[EMA_FILE_UINT_CHARS];
       gsize digits = ema_file_format_uint(ns, (guint64) (now % 1000000000));

@@ -346,7 +346,8 @@ static const BadInput bad_inputs[] = {
     {"unknown-key-top.yaml", ":2:1: ", "nmae: ",
      "unknown key in experiment (valid keys: name, summary, seed, tolerance, server, ops, decode, "
      "tenants, "
-     "duration, sample_period, policy, idle_gpu_memory, requests_csv, slo, steps_csv, events_csv, events)"},
+     "duration, sample_period, policy, idle_gpu_memory, requests_csv, slo, steps_csv, events_csv, "
+     "events)"},
     {"unknown-key-nested.yaml",
      ":6:48: ", "ops.0.flows.0.byts: ", "unknown key in flow (valid keys: kind, src, dst, bytes)"},
     {"negative-size.yaml", ":6:55: ", "ops.0.flows.0.bytes: ", "negative size '-4KiB'"},

@@ -4,7 +4,7 @@
  * of every output file across runs (summary.json up to sim.wall_s), --seed
  * and --set changing the results, requests_csv: false, events_csv: false
  * and the events filter by kind, a tenant's sharing settings (lend: false,
- * borrow: false), an output directory
+ * borrow: false), a TP group's timeline rows per rank, an output directory
  * that cannot be made, and every bad file in tests/fixtures/serving/errors/
  * as one "path:line:col: ..." line on stderr with exit status 1 and nothing
  * written. */
@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ema/run/serving.h"
 #include "testutil.h"
 
 #define FIXTURES "tests/fixtures/serving/"
@@ -265,6 +266,46 @@ static void test_tenant_sharing(void) {
   ema_test_remove_tree(dir);
 }
 
+/* tp-borrow.yaml: the TP-2 group borrows; each sample's two rows (gpu0,
+ * gpu1) hold the same blocks, the same remote blocks (each rank its shard
+ * of every block: none of the remote KV counted as local on either), and
+ * shares of the group's borrowed slices that differ by at most one; the
+ * shares by hand: 5 slices over 2 ranks are 2 and 3, 7 over 4 are 1, 2, 2
+ * and 2. */
+static void test_tp_timeline(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaTestRun) run =
+      ema_test_cli("run", FIXTURES "tp-borrow.yaml", "-o", dir, "--no-plot", NULL);
+  g_autofree char *timeline = NULL;
+  g_auto(GStrv) rows = NULL;
+  guint pairs = 0, remote_pairs = 0;
+  g_assert_cmpint(run->status, ==, 0);
+  timeline = ema_test_read_file(dir, "timeline.csv");
+  rows = g_strsplit(timeline, "\n", -1);
+  for (guint i = 1; rows[i] && rows[i][0]; i++) {
+    g_auto(GStrv) a = g_strsplit(rows[i], ",", -1);
+    g_auto(GStrv) b = NULL;
+    if (strcmp(a[2], "big") != 0)
+      continue;
+    g_assert_cmpstr(a[1], ==, "0");
+    b = g_strsplit(rows[++i], ",", -1);
+    g_assert_cmpstr(b[1], ==, "1");
+    g_assert_cmpstr(a[3], ==, b[3]);   /* kv_blocks_used */
+    g_assert_cmpstr(a[10], ==, b[10]); /* kv_blocks_remote */
+    g_assert_cmpuint(g_ascii_strtoull(a[10], NULL, 10), <=, g_ascii_strtoull(a[3], NULL, 10));
+    g_assert_cmpuint(g_ascii_strtoull(b[9], NULL, 10) - g_ascii_strtoull(a[9], NULL, 10), <=, 1);
+    pairs++;
+    remote_pairs += g_ascii_strtoull(a[10], NULL, 10) > 0;
+  }
+  g_assert_cmpuint(pairs, ==, 25); /* 0 s to 6 s every 250 ms */
+  g_assert_cmpuint(remote_pairs, >, 0);
+  g_assert_cmpuint(ema_serving_rank_share(5, 0, 2), ==, 2);
+  g_assert_cmpuint(ema_serving_rank_share(5, 1, 2), ==, 3);
+  for (guint r = 0; r < 4; r++)
+    g_assert_cmpuint(ema_serving_rank_share(7, r, 4), ==, r == 0 ? 1 : 2);
+  ema_test_remove_tree(dir);
+}
+
 /* -o through a regular file: the directory cannot be made (even by root). */
 static void test_unwritable_output(void) {
   g_autofree char *dir = ema_test_temp_dir();
@@ -326,6 +367,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/set", test_set);
   g_test_add_func("/serving-cli/run/events", test_events);
   g_test_add_func("/serving-cli/run/tenant-sharing", test_tenant_sharing);
+  g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
   for (guint i = 0; i < bad_files->len; i++) {
     const char *file = bad_files->pdata[i];
