@@ -4,7 +4,8 @@
  * of every output file across runs (summary.json up to sim.wall_s), --seed
  * and --set changing the results, requests_csv: false, events_csv: false
  * and the events filter by kind, a tenant's sharing settings (lend: false,
- * borrow: false), a TP group's timeline rows per rank, an output directory
+ * borrow: false), a TP group's timeline rows per rank and its name and
+ * warning under compare:, an output directory
  * that cannot be made, and every bad file in tests/fixtures/serving/errors/
  * as one "path:line:col: ..." line on stderr with exit status 1 and nothing
  * written. */
@@ -306,6 +307,30 @@ static void test_tp_timeline(void) {
   ema_test_remove_tree(dir);
 }
 
+/* tp-borrow.yaml under compare: (static, ema): the table names the
+ * borrowing group by its GPUs and takes as lenders the tenants that lent
+ * (the light tenant, beside the idle GPU), and the
+ * group's warning is printed for the variant that shares, as a single run
+ * prints it. */
+static void test_tp_compare(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *fixture = NULL, *text = NULL, *path = g_build_filename(dir, "cmp.yaml", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_autofree char *root = g_strdup(g_getenv("EMA_SOURCE_ROOT"));
+  fixture = ema_test_read_file(root, FIXTURES "tp-borrow.yaml");
+  text = g_strconcat(fixture, "compare:\n  static: {policy: static}\n  ema: {policy: ema}\n", NULL);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_nonnull(strstr(
+      run->out, "\ncomparison: borrower big (gpu0..gpu1), lenders the tenants that lent: small "
+                "(gpu2)\n"));
+  g_assert_nonnull(strstr(run->err, "ema-sim: warning: ema: tenant big (tp 2 on gpu0..gpu1)"));
+  g_assert_null(strstr(run->err, "warning: static:"));
+  ema_test_remove_tree(dir);
+}
+
 /* -o through a regular file: the directory cannot be made (even by root). */
 static void test_unwritable_output(void) {
   g_autofree char *dir = ema_test_temp_dir();
@@ -368,6 +393,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/events", test_events);
   g_test_add_func("/serving-cli/run/tenant-sharing", test_tenant_sharing);
   g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
+  g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
   for (guint i = 0; i < bad_files->len; i++) {
     const char *file = bad_files->pdata[i];
