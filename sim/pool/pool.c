@@ -1659,10 +1659,12 @@ void ema_pool_free(EmaPool *pool) {
   g_free(pool);
 }
 
-void ema_pool_set_sharing(EmaPool *pool, guint gpu, gboolean lend, gboolean borrow) {
+void ema_pool_set_sharing(EmaPool *pool, guint gpu, gboolean lend, gboolean borrow,
+                          double lend_limit) {
   Gpu *g = &pool->pool.gpus[gpu];
   g->lend_off = !lend;
   g->borrow_off = !borrow;
+  g->lend_keep = g->slices - (guint64) floor(CLAMP(lend_limit, 0, 1) * (double) g->slices);
   ema_slice_gpu_refresh(&g->counters); /* what it lends, and its view entry */
   ema_slice_gpu_touch(&g->counters);
 }

@@ -323,7 +323,8 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
   tenant.memory = ema_pool_add_tenant(run->pool, tenant.gpu, result->plan.slices,
                                       result->plan.block_bytes, tenant.step_model);
   ema_pool_set_offload_model(run->pool, tenant.gpu, &spec->model);
-  ema_pool_set_sharing(run->pool, tenant.gpu, spec->sharing.lend, spec->sharing.borrow);
+  ema_pool_set_sharing(run->pool, tenant.gpu, spec->sharing.lend, spec->sharing.borrow,
+                       spec->sharing.lend_limit);
   ema_tenant_engine_config(spec, &result->plan, &experiment->server, &tenant.config);
   ema_serving_apply_preempt_choice(experiment, &tenant.config);
   g_array_append_val(run->tenants, tenant);

@@ -435,6 +435,10 @@ static const EmaParam sharing_params[] = {
     {"borrow", EMA_PARAM_BOOL, SHARING_FIELD(borrow), .default_value = "true",
      .help = "it borrows from the other GPUs under the experiment's policy; false: never (a "
              "latency-critical tenant)"},
+    {"lend_limit", EMA_PARAM_FRACTION, SHARING_FIELD(lend_limit), .default_value = "100%", .min = 0,
+     .max = 1,
+     .help = "the share of its KV region its GPUs lend (and hold peers' parked KV in) at most at "
+             "once; the ledger cuts a borrow beyond it"},
 };
 
 static const EmaParamTable sharing_table = {"sharing", sizeof(EmaTenantSharing), sharing_params,

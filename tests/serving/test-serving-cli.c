@@ -230,8 +230,8 @@ static void test_events(void) {
 
 /* sharing.yaml: the tight tenant borrows from the light one under ema;
  * with the light one's lend: false, or the tight one's borrow: false, the
- * pool borrows nothing (no events.csv); describe experiment lists the
- * settings. */
+ * pool borrows nothing (no events.csv); with its lend_limit it lends up to
+ * that share of its region; describe experiment lists the settings. */
 static void test_tenant_sharing(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *shared = g_build_filename(dir, "shared", NULL);
@@ -260,7 +260,26 @@ static void test_tenant_sharing(void) {
   summary3 = ema_test_read_file(no_borrow, "summary.json");
   g_assert_nonnull(strstr(summary2, "\"borrows\" : 0,"));
   g_assert_nonnull(strstr(summary3, "\"borrows\" : 0,"));
+  /* lend_limit: 0.5%: the light tenant lends, at most 0.5% of its region at once (within a
+   * slice), where it lends 1.16% without */
+  {
+    g_autofree char *limited = g_build_filename(dir, "limited", NULL);
+    g_autoptr(EmaTestRun) run4 =
+        ema_test_cli("run", FIXTURES "sharing.yaml", "--set", "tenants.1.sharing.lend_limit=0.5%",
+                     "-o", limited, "--no-plot", NULL);
+    g_autofree char *summary = NULL;
+    g_autoptr(JsonNode) root = NULL;
+    double lent, region;
+    ema_test_assert_ok(run4);
+    summary = ema_test_read_file(limited, "summary.json");
+    root = ema_test_parse_json(summary);
+    lent = (double) tenant_int(root, 1, "lent_peak_bytes");
+    region = (double) tenant_int(root, 1, "kv_bytes_per_gpu");
+    g_assert_cmpfloat(lent, >, 0);
+    g_assert_cmpfloat(lent, <=, 0.005 * region + 2 * 1024 * 1024);
+  }
   ema_test_assert_ok(describe);
+  g_assert_nonnull(strstr(describe->out, "    lend_limit "));
   g_assert_nonnull(strstr(describe->out, "  sharing "));
   g_assert_nonnull(strstr(describe->out, "    lend "));
   g_assert_nonnull(strstr(describe->out, "    borrow "));

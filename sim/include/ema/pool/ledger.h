@@ -65,6 +65,7 @@ G_BEGIN_DECLS
   guint index;                                                                                     \
   gboolean present, shares, has_tenant;                                                            \
   gboolean lend_off, borrow_off; /* its tenant's own settings: never lends, never borrows */       \
+  guint64 lend_keep; /* ...and slices of its region it never lends nor parks peers' KV in */       \
   guint ranks; /* GPUs its tenant spans: a TP group's tp (0 or 1: one GPU; ema_slice_gpu_ranks) */ \
   guint64 slices, block_bytes;                                                                     \
   guint64 local_used;                                                                              \
@@ -259,11 +260,14 @@ static inline guint64 ema_slice_gpu_remote_room(const EmaSliceGpu *g) {
   return ema_slice_gpu_remote_at(g, g->plan.room_limit);
 }
 
-/* Own slices of G not used by its blocks: what it can lend. */
+/* Own slices of G not used by its blocks: what it can lend (beyond what
+ * it keeps, lend_keep). */
 static inline guint64 ema_slice_gpu_lendable(const EmaSliceGpu *g) {
   guint64 used = ema_slices_for_blocks(g, g->local_used);
   guint64 own = ema_slice_gpu_own_slices(g);
-  return own > used ? own - used : 0;
+  guint64 out = g->lent_total + g->lending + g->parking + g->lend_keep;
+  guint64 free_slices = own > used ? own - used : 0;
+  return MIN(free_slices, g->slices > out ? g->slices - out : 0);
 }
 
 /* Blocks G's tenant may still take: free local ones plus admitted remote room. */

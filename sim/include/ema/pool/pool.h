@@ -152,8 +152,11 @@ EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint6
                                 const EmaStepModel *step_model);
 /* GPU's tenant's own sharing settings (added by ema_pool_add_tenant, before
  * the pool starts): LEND FALSE, its GPUs lend nothing (nor hold peers'
- * parked KV); BORROW FALSE, it never borrows. Both TRUE by default. */
-void ema_pool_set_sharing(EmaPool *pool, guint gpu, gboolean lend, gboolean borrow);
+ * parked KV); BORROW FALSE, it never borrows; LEND_LIMIT (0..1), the share
+ * of its KV region it lends and parks peers' KV in at most at once. TRUE,
+ * TRUE and 1 by default. */
+void ema_pool_set_sharing(EmaPool *pool, guint gpu, gboolean lend, gboolean borrow,
+                          double lend_limit);
 /* The model GPU's tenant runs (added by ema_pool_add_tenant), for its
  * attention offload (hw/offload.h); without it, or when the model cannot be
  * built for the server (or the tenant is a TP group), the tenant's remote

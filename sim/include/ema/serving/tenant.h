@@ -143,8 +143,9 @@ typedef struct {
 
 /* A tenant's part in memory sharing, within the experiment's policy. */
 typedef struct {
-  gboolean lend;   /* its GPUs lend their spare KV memory and hold peers' parked KV */
-  gboolean borrow; /* it borrows from the other GPUs */
+  gboolean lend;     /* its GPUs lend their spare KV memory and hold peers' parked KV */
+  gboolean borrow;   /* it borrows from the other GPUs */
+  double lend_limit; /* the share of its KV region it lends (and parks peers' KV in) at most */
 } EmaTenantSharing;
 
 typedef struct {
