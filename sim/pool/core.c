@@ -820,8 +820,7 @@ static gboolean apply_borrow(EmaPoolCore *c, guint borrower, guint lender, guint
   if (slices < asked)
     reason_add(&e, "; %s",
                !c->ledger.gpus[lender]->shares                ? "it does not share"
-               : c->ledger.gpus[lender]->lend_off             ? "it does not lend (lend: false)"
-               : !ema_slice_gpu_lends(c->ledger.gpus[lender]) ? "it does not lend (tensor parallel)"
+               : !ema_slice_gpu_lends(c->ledger.gpus[lender]) ? "it does not lend (lend: false)"
                : lender == borrower                           ? "its own"
                                                               : "it can lend");
   if (slices < asked && ema_slice_gpu_lends(c->ledger.gpus[lender]) && lender != borrower)

@@ -108,7 +108,9 @@ double ema_slice_ledger_remote_time(const EmaSliceLedger *l, const EmaServerSpec
   for (guint j = 0; j < l->n; j++) {
     if (bytes[j] <= 0)
       continue;
-    longest = MAX(longest, port * bytes[j] * MAX(l->sharers[j], 1) / bandwidth);
+    /* a lending TP group's KV comes over its ranks' ports side by side */
+    longest = MAX(longest, port * bytes[j] * MAX(l->sharers[j], 1) /
+                               ema_slice_gpu_ranks(l->gpus[j]) / bandwidth);
     sum += bytes[j];
   }
   if (server->topology != EMA_TOPOLOGY_DIRECT)
@@ -345,8 +347,7 @@ gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error
     if (!g->shares && (g->lent_total > 0 || g->borrowed_total > 0))
       return ema_slice_ledger_invalid(error, "gpu%u does not share, yet lends or borrows", i);
     if (!ema_slice_gpu_lends(g) && (g->lent_total > 0 || g->lending > 0 || g->parking > 0))
-      return ema_slice_ledger_invalid(error, "gpu%u does not lend (tp %u), yet lends", i,
-                                      ema_slice_gpu_ranks(g));
+      return ema_slice_ledger_invalid(error, "gpu%u does not lend, yet lends", i);
     if (g->staging % ema_slice_gpu_ranks(g) != 0)
       return ema_slice_ledger_invalid(
           error, "gpu%u: staging %" G_GUINT64_FORMAT " slices, not a multiple of its %u ranks", i,

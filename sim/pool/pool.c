@@ -26,10 +26,11 @@
  * offload_read reads the KV on the lenders at their cap by direct loads,
  * pulling from them, and offloads only the rest, offload_read_seconds()).
  * lent equals borrowed by construction (one matrix). Sharing GPUs lend and
- * borrow: tp = 1 tenants
- * and idle GPUs; a tensor-parallel group (ledger.h: one record of its t
- * ranks, its block all t shards) borrows from GPUs outside it, never
- * lends.
+ * borrow: tp = 1 tenants, idle GPUs and tensor-parallel groups (ledger.h:
+ * one record of its t ranks, its block all t shards), which borrow from
+ * GPUs outside them and lend as a group (lender_share(), the pulls and
+ * ema_slice_ledger_remote_time spread what a lending group serves over its
+ * ranks); a tenant with sharing: {lend: false} does not lend.
  *
  * A TP group's costs: its step model and breakdown are one rank's, and
  * each rank reads its shard of the remote KV over its own path
@@ -1081,6 +1082,17 @@ static double offload_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, double
          (double) ob.added / 1e9;
 }
 
+/* The share of lender J's HBM time that G's offloaded partials SHARE take
+ * in a step of STEP ns (hw/offload.h r_j): a TP group lending serves them
+ * on its ranks side by side, each rank over its heads' share of the
+ * partials, so each rank's HBM time takes 1/t of it (the partials' compute
+ * is timed as on one GPU: the conservative side). */
+static double lender_share(const Pool *p, const Gpu *g, guint j, const EmaOffloadShare *share,
+                           EmaTime step) {
+  return ema_offload_lender_share(g->offload, share, step) /
+         ema_slice_gpu_ranks(&p->gpus[j].counters);
+}
+
 /* Longest offloading step the lenders' cap is held by (s): beyond it, none of the cap is left. */
 #define CAPPED_STEP_MAX_S 1e6
 
@@ -1099,7 +1111,7 @@ static double lender_capped_step(const Pool *p, const Gpu *g, guint j, const Ema
   if (cap >= 1 || j == g->index || share->seqs == 0 || !p->gpus[j].has_tenant)
     return -1;
   /* r_j at a step of one second is L_j in seconds */
-  lender_s = ema_offload_lender_share(g->offload, share, 1000 * 1000 * 1000);
+  lender_s = lender_share(p, g, j, share, 1000 * 1000 * 1000);
   if (lender_s <= 0)
     return -1;
   left = cap - lender_offload_share(p, j, g->index);
@@ -1252,14 +1264,14 @@ static void count_capped(Pool *p, Gpu *g, double capped_s) {
              "offload cap: lender gpu%u at its cap %.3g%%, others %.3g%%; "
              "wanted %.3g%%, ",
              j, g->plan.offload_cap * 100, others * 100,
-             ema_offload_lender_share(g->offload, &g->offload_shares[j], ns(g->uncapped_s)) * 100);
+             lender_share(p, g, j, &g->offload_shares[j], ns(g->uncapped_s)) * 100);
   if (capped_s <= 0)
     g_strlcat(reason, "none left: the step reads its remote KV", sizeof reason);
   else
     g_snprintf(reason + strlen(reason), sizeof reason - strlen(reason),
                "served %.3g%%: step %.2f ms, %.2f uncapped%s",
-               ema_offload_lender_share(g->offload, &g->offload_shares[j], ns(capped_s)) * 100,
-               capped_s * 1e3, g->uncapped_s * 1e3, offloads ? "" : "; not offloaded");
+               lender_share(p, g, j, &g->offload_shares[j], ns(capped_s)) * 100, capped_s * 1e3,
+               g->uncapped_s * 1e3, offloads ? "" : "; not offloaded");
   /* the time the cap added: none to a step that did not offload */
   ema_pool_core_note(core_now(p), EMA_POOL_EVENT_OFFLOAD_THROTTLE, g->index, j, 0, 0,
                      offloads && capped_s > 0 ? capped_s - g->uncapped_s : 0, reason);
@@ -1273,7 +1285,7 @@ static void start_offload(Pool *p, Gpu *g, EmaTime step) {
   double *row = &p->core.ledger.offload_share[g->index * p->n];
   for (guint j = 0; j < p->n; j++) {
     row[j] = g->offload_shares[j].seqs > 0 && step > 0
-                 ? ema_offload_lender_share(g->offload, &g->offload_shares[j], step)
+                 ? lender_share(p, g, j, &g->offload_shares[j], step)
                  : 0;
     set_bit(&p->core.ledger.offload_to[j * p->words], g->index, row[j] > 0);
   }
@@ -1382,7 +1394,8 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   for (guint b = next_bit(p->pullers, 0, p->n); p->pulling > 0 && b < p->n;
        b = next_bit(p->pullers, b + 1, p->n))
     if (ema_sim_now(p->sim) < p->gpus[b].pull_until)
-      peers += spec->interference_outgoing * p->gpus[b].pull[gpu];
+      peers += spec->interference_outgoing * p->gpus[b].pull[gpu] /
+               ema_slice_gpu_ranks(&g->counters); /* a lending group's ranks share it */
   if (ema_sim_now(p->sim) < g->copy_until) {
     /* the copies still to run take their bytes' HBM time from this step: their rate while
      * they overlap it, spread over the step when they end before it does */

@@ -430,18 +430,18 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
     if (borrows)
       g_ptr_array_add(warnings,
                       g_strdup_printf("%s (borrow: %s): it borrows from the GPUs outside the "
-                                      "group, each rank %s its shard of the remote KV, but does "
-                                      "not lend its own KV memory%s",
+                                      "group, each rank %s its shard of the remote KV, and lends "
+                                      "its spare KV memory as a group, each rank its share%s",
                                       group, experiment->policy.borrow,
                                       g_strcmp0(experiment->policy.prefetch, "offload") == 0
                                           ? "reading or offloading the attention over"
                                           : "reading",
-                                      parks ? " nor hold peers' parked KV" : ""));
+                                      parks ? ", holding peers' parked KV" : ""));
     else
       g_ptr_array_add(
           warnings,
-          g_strdup_printf("%s (preempt: %s): it parks its preempted KV on peers, but does not "
-                          "hold theirs",
+          g_strdup_printf("%s (preempt: %s): it parks its preempted KV on peers and holds "
+                          "theirs",
                           group, ema_preempt_choice_name(experiment->policy.preempt)));
   }
   return warnings;

@@ -201,7 +201,7 @@ static void test_events(void) {
   g_autofree char *events1 = NULL, *events2 = NULL;
   g_autoptr(GString) kept = g_string_new(NULL);
   g_auto(GStrv) rows = NULL;
-  /* (a warning on stderr: the TP group borrows but does not lend) */
+  /* (a warning on stderr: how the TP group shares) */
   g_assert_cmpint(run1->status, ==, 0);
   g_assert_cmpint(run2->status, ==, 0);
   g_assert_cmpint(run3->status, ==, 0);

@@ -21,9 +21,11 @@
  * blocks stay sharded over its ranks, so its staging buffer is kept to a
  * multiple of t slices (a rank's share each) and its local capacity is
  * then exactly t ranks' worth; a block it borrows lies whole on the lender
- * (all t shards in the lender's slices). A group borrows but does not lend
- * (ema_slice_gpu_lends): its spare region is not offered to peers, nor
- * used for their parked KV.
+ * (all t shards in the lender's slices). A group lends as one: its spare
+ * region (each rank its share of the slices lent) is offered to peers and
+ * holds their parked KV, and a reclaim takes its slices back as a group;
+ * a tenant with sharing: {lend: false} lends nothing (ema_slice_gpu_lends,
+ * lend_off).
  * lent_total, borrowed_total and remote_cap_total are kept equal to the
  * sums over the lent matrix by ema_slice_ledger_change_lent(); remote_total
  * is the sum of remote[] (kept by its owner). A pool whose actions complete
@@ -148,7 +150,7 @@ static inline guint ema_slice_gpu_ranks(const EmaSliceGpu *g) {
 /* G lends its free slices (and holds peers' parked KV): a sharing GPU
  * that is not a tensor-parallel group. */
 static inline gboolean ema_slice_gpu_lends(const EmaSliceGpu *g) {
-  return g->shares && !g->lend_off && ema_slice_gpu_ranks(g) == 1;
+  return g->shares && !g->lend_off;
 }
 
 /* Slices that BLOCKS of G's blocks fill, rounded up (0 without a block

@@ -82,7 +82,12 @@
  * - Tensor-parallel tenants (tp = t > 1) share as a group: one record at
  *   their first GPU, their region t ranks' and their block all t shards
  *   (KV splits by heads); they borrow from GPUs outside the group (a
- *   borrowed block lies whole on its lender) but do not lend. Their step
+ *   borrowed block lies whole on its lender) and lend as a group, each
+ *   rank its share of the slices lent: a borrower's remote KV on a group
+ *   comes over its t ranks' ports side by side, its pulls load each rank's
+ *   HBM with 1/t of them, and offloaded partials take each rank 1/t of
+ *   what one GPU's HBM time would (each rank over its heads' share; the
+ *   partials' compute is timed as on one GPU, the conservative side). Their step
  *   is one rank's: each rank reads its shard of the remote KV over its own
  *   link to the lender on a link-per-pair server (R_l of a rank per link),
  *   through the lender's one port on a switch or PCIe (t R_l there, R_l
