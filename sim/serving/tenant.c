@@ -429,16 +429,18 @@ static const EmaParamTable engine_table = {"engine", sizeof(EmaEngineSpec), engi
                                            EMA_PARAMS_N(engine_params), NULL};
 
 static const EmaParam sharing_params[] = {
-    {"lend", EMA_PARAM_BOOL, SHARING_FIELD(lend), .default_value = "true",
+    {"lend", EMA_PARAM_BOOL, SHARING_FIELD(lend),
      .help = "its GPUs lend their spare KV memory (and hold peers' parked KV) under the "
-             "experiment's policy; false: never"},
-    {"borrow", EMA_PARAM_BOOL, SHARING_FIELD(borrow), .default_value = "true",
+             "experiment's policy; false: never",
+     .default_value = "true"},
+    {"borrow", EMA_PARAM_BOOL, SHARING_FIELD(borrow),
      .help = "it borrows from the other GPUs under the experiment's policy; false: never (a "
-             "latency-critical tenant)"},
-    {"lend_limit", EMA_PARAM_FRACTION, SHARING_FIELD(lend_limit), .default_value = "100%", .min = 0,
-     .max = 1,
+             "latency-critical tenant)",
+     .default_value = "true"},
+    {"lend_limit", EMA_PARAM_FRACTION, SHARING_FIELD(lend_limit), .default_value = "100%",
      .help = "the share of its KV region its GPUs lend (and hold peers' parked KV in) at most at "
-             "once; the ledger cuts a borrow beyond it"},
+             "once; the ledger cuts a borrow beyond it",
+     .min = 0, .max = 1},
 };
 
 static const EmaParamTable sharing_table = {"sharing", sizeof(EmaTenantSharing), sharing_params,

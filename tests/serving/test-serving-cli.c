@@ -20,6 +20,7 @@
 #define FIXTURES "tests/fixtures/serving/"
 #define GOLDEN FIXTURES "golden.yaml"
 #define INVARIANTS FIXTURES "invariants.yaml"
+#define SHARING FIXTURES "sharing.yaml"
 
 static gint64 tenant_int(JsonNode *root, guint i, const char *member) {
   JsonArray *tenants = json_object_get_array_member(json_node_get_object(root), "tenants");
@@ -181,30 +182,48 @@ static void test_set(void) {
   ema_test_remove_tree(dir);
 }
 
+/* Whether DIR/NAME exists. */
+static gboolean exists_in(const char *dir, const char *name) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  return g_file_test(path, G_FILE_TEST_EXISTS);
+}
+
+/* `ema-sim run FILE [--set SET1] [--set SET2] -o DIR/NAME --no-plot`, which
+ * must exit 0 (what it warns of on stderr is left alone): its output
+ * folder. */
+static char *run_into(const char *dir, const char *name, const char *file, const char *set1,
+                      const char *set2) {
+  char *out = g_build_filename(dir, name, NULL);
+  const char *argv[12] = {g_getenv("EMA_SIM"), "run", file};
+  guint n = 3;
+  g_autoptr(EmaTestRun) run = NULL;
+  for (guint i = 0; i < 2; i++)
+    if ((i == 0 ? set1 : set2) != NULL) {
+      argv[n++] = "--set";
+      argv[n++] = i == 0 ? set1 : set2;
+    }
+  argv[n++] = "-o";
+  argv[n++] = out;
+  argv[n++] = "--no-plot";
+  run = ema_test_cli_argv(argv, NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  return out;
+}
+
 /* events: only the kinds named reach events.csv; events_csv: false writes
  * none; neither changes the results; a kind not named so is an error. */
 static void test_events(void) {
   g_autofree char *dir = ema_test_temp_dir();
-  g_autofree char *all = g_build_filename(dir, "all", NULL);
-  g_autofree char *some = g_build_filename(dir, "some", NULL);
-  g_autofree char *none = g_build_filename(dir, "none", NULL);
+  /* (a warning on stderr under ema: how the TP group shares) */
+  g_autofree char *all = run_into(dir, "all", INVARIANTS, "policy=ema", NULL);
+  g_autofree char *some = run_into(dir, "some", INVARIANTS, "policy=ema", "events=borrow, return");
+  g_autofree char *none = run_into(dir, "none", INVARIANTS, "policy=ema", "events_csv=false");
   g_autofree char *bad = g_build_filename(dir, "bad", NULL);
-  g_autofree char *no_events = g_build_filename(none, "events.csv", NULL);
-  g_autoptr(EmaTestRun) run1 =
-      ema_test_cli("run", INVARIANTS, "--set", "policy=ema", "-o", all, "--no-plot", NULL);
-  g_autoptr(EmaTestRun) run2 = ema_test_cli("run", INVARIANTS, "--set", "policy=ema", "--set",
-                                            "events=borrow, return", "-o", some, "--no-plot", NULL);
-  g_autoptr(EmaTestRun) run3 = ema_test_cli("run", INVARIANTS, "--set", "policy=ema", "--set",
-                                            "events_csv=false", "-o", none, "--no-plot", NULL);
   g_autoptr(EmaTestRun) run4 =
       ema_test_cli("run", INVARIANTS, "--set", "events=borrow,borow", "-o", bad, NULL);
   g_autofree char *events1 = NULL, *events2 = NULL;
   g_autoptr(GString) kept = g_string_new(NULL);
   g_auto(GStrv) rows = NULL;
-  /* (a warning on stderr: how the TP group shares) */
-  g_assert_cmpint(run1->status, ==, 0);
-  g_assert_cmpint(run2->status, ==, 0);
-  g_assert_cmpint(run3->status, ==, 0);
   events1 = ema_test_read_file(all, "events.csv");
   events2 = ema_test_read_file(some, "events.csv");
   /* the borrow and return rows of the whole file, in its order */
@@ -215,7 +234,7 @@ static void test_events(void) {
   g_assert_nonnull(strstr(events1, ",tier,"));
   g_assert_nonnull(strstr(events1, ",borrow,"));
   g_assert_cmpstr(events2, ==, kept->str);
-  g_assert_false(g_file_test(no_events, G_FILE_TEST_EXISTS));
+  g_assert_false(exists_in(none, "events.csv"));
   for (guint i = 0; i < 2; i++) {
     g_autofree char *a = ema_test_read_file(all, "summary.json");
     g_autofree char *b = ema_test_read_file(i == 0 ? some : none, "summary.json");
@@ -234,50 +253,32 @@ static void test_events(void) {
  * that share of its region; describe experiment lists the settings. */
 static void test_tenant_sharing(void) {
   g_autofree char *dir = ema_test_temp_dir();
-  g_autofree char *shared = g_build_filename(dir, "shared", NULL);
-  g_autofree char *no_lend = g_build_filename(dir, "no-lend", NULL);
-  g_autofree char *no_borrow = g_build_filename(dir, "no-borrow", NULL);
-  g_autofree char *no_lend_events = g_build_filename(no_lend, "events.csv", NULL);
-  g_autofree char *no_borrow_events = g_build_filename(no_borrow, "events.csv", NULL);
-  g_autoptr(EmaTestRun) run1 = ema_test_cli("run", FIXTURES "sharing.yaml", "-o", shared, NULL);
-  g_autoptr(EmaTestRun) run2 = ema_test_cli("run", FIXTURES "sharing.yaml", "--set",
-                                            "tenants.1.sharing.lend=false", "-o", no_lend, NULL);
-  g_autoptr(EmaTestRun) run3 =
-      ema_test_cli("run", FIXTURES "sharing.yaml", "--set", "tenants.0.sharing.borrow=false", "-o",
-                   no_borrow, NULL);
+  g_autofree char *shared = run_into(dir, "shared", SHARING, NULL, NULL);
+  g_autofree char *no_lend =
+      run_into(dir, "no-lend", SHARING, "tenants.1.sharing.lend=false", NULL);
+  g_autofree char *no_borrow =
+      run_into(dir, "no-borrow", SHARING, "tenants.0.sharing.borrow=false", NULL);
+  g_autofree char *limited =
+      run_into(dir, "limited", SHARING, "tenants.1.sharing.lend_limit=0.5%", NULL);
   g_autoptr(EmaTestRun) describe = ema_test_cli("describe", "experiment", NULL);
-  g_autofree char *events = NULL, *summary2 = NULL, *summary3 = NULL;
-  ema_test_assert_ok(run1);
-  ema_test_assert_ok(run2);
-  ema_test_assert_ok(run3);
-  events = ema_test_read_file(shared, "events.csv");
+  g_autofree char *events = ema_test_read_file(shared, "events.csv");
+  g_autofree char *summary2 = ema_test_read_file(no_lend, "summary.json");
+  g_autofree char *summary3 = ema_test_read_file(no_borrow, "summary.json");
+  g_autofree char *summary4 = ema_test_read_file(limited, "summary.json");
+  g_autoptr(JsonNode) root = ema_test_parse_json(summary4);
+  double lent = (double) tenant_int(root, 1, "lent_peak_bytes");
+  double region = (double) tenant_int(root, 1, "kv_bytes_per_gpu");
   g_assert_nonnull(strstr(events, ",borrow,0,1,"));
-  g_assert_false(g_file_test(no_lend_events, G_FILE_TEST_EXISTS));
-  g_assert_false(g_file_test(no_borrow_events, G_FILE_TEST_EXISTS));
+  g_assert_false(exists_in(no_lend, "events.csv"));
+  g_assert_false(exists_in(no_borrow, "events.csv"));
   /* (not the same run: where the light tenant lends, the tight one's swapped KV is parked on
    * its GPU, where it does not, in host memory) */
-  summary2 = ema_test_read_file(no_lend, "summary.json");
-  summary3 = ema_test_read_file(no_borrow, "summary.json");
   g_assert_nonnull(strstr(summary2, "\"borrows\" : 0,"));
   g_assert_nonnull(strstr(summary3, "\"borrows\" : 0,"));
   /* lend_limit: 0.5%: the light tenant lends, at most 0.5% of its region at once (within a
    * slice), where it lends 1.16% without */
-  {
-    g_autofree char *limited = g_build_filename(dir, "limited", NULL);
-    g_autoptr(EmaTestRun) run4 =
-        ema_test_cli("run", FIXTURES "sharing.yaml", "--set", "tenants.1.sharing.lend_limit=0.5%",
-                     "-o", limited, "--no-plot", NULL);
-    g_autofree char *summary = NULL;
-    g_autoptr(JsonNode) root = NULL;
-    double lent, region;
-    ema_test_assert_ok(run4);
-    summary = ema_test_read_file(limited, "summary.json");
-    root = ema_test_parse_json(summary);
-    lent = (double) tenant_int(root, 1, "lent_peak_bytes");
-    region = (double) tenant_int(root, 1, "kv_bytes_per_gpu");
-    g_assert_cmpfloat(lent, >, 0);
-    g_assert_cmpfloat(lent, <=, 0.005 * region + 2 * 1024 * 1024);
-  }
+  g_assert_cmpfloat(lent, >, 0);
+  g_assert_cmpfloat(lent, <=, 0.005 * region + 2 * 1024 * 1024);
   ema_test_assert_ok(describe);
   g_assert_nonnull(strstr(describe->out, "    lend_limit "));
   g_assert_nonnull(strstr(describe->out, "  sharing "));
@@ -293,13 +294,14 @@ static void test_tenant_sharing(void) {
  * shares by hand: 5 slices over 2 ranks are 2 and 3, 7 over 4 are 1, 2, 2
  * and 2. */
 static void test_tp_timeline(void) {
-  g_autofree char *dir = ema_test_temp_dir();
-  g_autoptr(EmaTestRun) run =
-      ema_test_cli("run", FIXTURES "tp-borrow.yaml", "-o", dir, "--no-plot", NULL);
-  g_autofree char *timeline = NULL;
-  g_auto(GStrv) rows = NULL;
   guint pairs = 0, remote_pairs = 0;
-  g_assert_cmpint(run->status, ==, 0);
+  g_autofree char *dir = ema_test_temp_dir(), *timeline = NULL;
+  g_auto(GStrv) rows = NULL;
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("run", FIXTURES "tp-borrow.yaml", "-o", dir, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 0);
+  }
   timeline = ema_test_read_file(dir, "timeline.csv");
   rows = g_strsplit(timeline, "\n", -1);
   for (guint i = 1; rows[i] && rows[i][0]; i++) {
