@@ -106,6 +106,13 @@ typedef struct {
   EmaOffloadShare *offload_shares; /* [n] */
   EmaTime offload_step, offload_until;
   gboolean offloading; /* offload_until is set and its row of the ledger's offload_share too */
+  /* prefix-tier moves held for one event per step (ema_pool_set_tier_per_step), per
+   * EmaKvTierMove: blocks, bytes, copy seconds and moves since the last event, and the peer */
+  struct {
+    guint64 blocks, bytes, moves;
+    double seconds;
+    guint peer;
+  } tier_held[3];
   /* the lenders' offload cap (EmaPrefetchPlan.offload_cap) on the planned step: the lender
    * holding it to the cap (G_MAXUINT: none) and the step's time without the cap; the last
    * offload-throttle event's lender (G_MAXUINT: none, or no throttle since) and its time */
@@ -136,12 +143,13 @@ struct _Pool {
   const EmaPolicySpec *spec;
   guint n;
   Gpu *gpus;
-  EmaPoolCore core;      /* the mechanism; core.ledger.gpus[i] is &gpus[i].counters */
-  double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
-  double *read_scratch;  /* [n], of those, the lenders' read in an offloading step */
-  double *cap_scratch;   /* [n], lender_capped_step() of each lender of the step being timed */
-  guint pulling;         /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
-  guint offloading;      /* GPUs whose offloading is set: none, and no step looks for them */
+  EmaPoolCore core;       /* the mechanism; core.ledger.gpus[i] is &gpus[i].counters */
+  double *bytes_scratch;  /* [n], per-lender bytes of the step being timed */
+  double *read_scratch;   /* [n], of those, the lenders' read in an offloading step */
+  double *cap_scratch;    /* [n], lender_capped_step() of each lender of the step being timed */
+  gboolean tier_per_step; /* ema_pool_set_tier_per_step */
+  guint pulling;          /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
+  guint offloading;       /* GPUs whose offloading is set: none, and no step looks for them */
   /* sets of GPUs as bits, WORDS words each, walked in index order (next_bit()), so that a sum
    * over them adds what a walk of every GPU adds, in its order, the others' being 0: the GPUs
    * whose pulled is set; whose offloading is (per lender, the ledger's offload_to) */
@@ -489,21 +497,22 @@ static void tier_reason(char reason[EMA_POOL_REASON_CHARS], guint64 n, const cha
   reason_put(reason, &at, tail, strlen(tail));
 }
 
-static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
-  Gpu *g = self;
-  Pool *p = g->pool;
-  guint peer = tier_peer(g);
-  double bytes = (double) n * (double) g->block_bytes, seconds = 0;
-  char reason[EMA_POOL_REASON_CHARS];
+/* The tier event of N blocks moved MOVE (BYTES, SECONDS) with PEER, MOVES
+ * moves of one step together (0: one move, said as before). */
+static void note_tier(Pool *p, Gpu *g, EmaKvTierMove move, guint peer, guint64 n, double bytes,
+                      double seconds, guint64 moves) {
+  char reason[EMA_POOL_REASON_CHARS], tail[64];
   switch (move) {
   case EMA_KV_TIER_DEMOTE:
-    /* a copy engine's copy to the peer; nothing waits for it */
-    seconds = tier_copy(p, g, g->index, peer, bytes);
-    tier_reason(reason, n, "demoted to gpu", peer, " (their local room was taken)");
+    g_snprintf(tail, sizeof tail,
+               " (their local room was taken; %" G_GUINT64_FORMAT " move%s this step)", moves,
+               moves == 1 ? "" : "s");
+    tier_reason(reason, n, "demoted to gpu", peer, moves ? tail : " (their local room was taken)");
     break;
   case EMA_KV_TIER_FETCH:
-    seconds = tier_copy(p, g, peer, g->index, bytes);
-    tier_reason(reason, n, "fetched from gpu", peer, " for a hit");
+    g_snprintf(tail, sizeof tail, " for %" G_GUINT64_FORMAT " hit%s this step", moves,
+               moves == 1 ? "" : "s");
+    tier_reason(reason, n, "fetched from gpu", peer, moves ? tail : " for a hit");
     break;
   case EMA_KV_TIER_DROP:
   default:
@@ -511,12 +520,49 @@ static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
                 "on peers dropped (their room went: a reclaim, a return or the tenant's own "
                 "blocks)",
                 G_MAXUINT, NULL);
-    bytes = 0;
     break;
   }
   ema_pool_core_note(core_now(p), EMA_POOL_EVENT_TIER, g->index, peer,
                      move == EMA_KV_TIER_DROP ? 0 : n, (guint64) bytes, seconds, reason);
+}
+
+/* G's held tier moves of kind MOVE as one event, if any. */
+static void flush_tier(Pool *p, Gpu *g, EmaKvTierMove move) {
+  if (g->tier_held[move].moves == 0)
+    return;
+  note_tier(p, g, move, g->tier_held[move].peer, g->tier_held[move].blocks,
+            (double) g->tier_held[move].bytes, g->tier_held[move].seconds,
+            g->tier_held[move].moves);
+  memset(&g->tier_held[move], 0, sizeof g->tier_held[move]);
+}
+
+static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint peer = tier_peer(g);
+  double bytes = (double) n * (double) g->block_bytes, seconds = 0;
+  if (move == EMA_KV_TIER_DEMOTE) /* a copy engine's copy to the peer; nothing waits for it */
+    seconds = tier_copy(p, g, g->index, peer, bytes);
+  else if (move == EMA_KV_TIER_FETCH)
+    seconds = tier_copy(p, g, peer, g->index, bytes);
+  else
+    bytes = 0;
+  if (!p->tier_per_step) {
+    note_tier(p, g, move, peer, n, bytes, seconds, 0);
+  } else {
+    if (g->tier_held[move].moves > 0 && g->tier_held[move].peer != peer)
+      flush_tier(p, g, move);
+    g->tier_held[move].peer = peer;
+    g->tier_held[move].blocks += n;
+    g->tier_held[move].bytes += (guint64) bytes;
+    g->tier_held[move].seconds += seconds;
+    g->tier_held[move].moves++;
+  }
   return move == EMA_KV_TIER_FETCH ? ns(seconds) : 0;
+}
+
+void ema_pool_set_tier_per_step(EmaPool *pool, gboolean per_step) {
+  pool->pool.tier_per_step = per_step;
 }
 
 /* The pool's memory operations; peer swap adds its own. */
@@ -1473,6 +1519,8 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
   Gpu *g = &p->gpus[gpu];
   EmaTime now = ema_sim_now(p->sim);
   guint64 used = g->local_used + g->remote_total;
+  for (guint move = 0; p->tier_per_step && move < G_N_ELEMENTS(g->tier_held); move++)
+    flush_tier(p, g, move);
   if (g->running != report->running || g->waiting != report->waiting ||
       g->last_step != report->duration || g->blocks_short < report->blocks_short) {
     g->running = report->running;

@@ -91,6 +91,7 @@ static const EmaParamTable op_table = {"op", sizeof(EmaOpSpec), op_params, EMA_P
 
 static const char *const decode_mode_names[] = {"local", "direct", "prefetch", NULL};
 static const char *const peer_pull_mode_names[] = {"copy", "direct", NULL};
+static const char *const events_tier_names[] = {"each", "step", NULL};
 
 #define DECODE_FIELD(f) G_STRUCT_OFFSET(EmaDecodeScenarioSpec, f)
 
@@ -335,6 +336,10 @@ static const EmaParam experiment_params[] = {
      .help = "serving: the pool event kinds events.csv keeps, comma-separated (all, or of "
              "borrow, return, reclaim, own-map, own-unmap, refuse, offload, offload-end, "
              "offload-refuse, place, tier, offload-throttle)"},
+    {"events_tier", EMA_PARAM_ENUM, EXPERIMENT_FIELD(events_tier),
+     .help = "serving: a tier event per prefix-tier move (each), or one per GPU, kind of move "
+             "and peer per step, logged when the step ends (step)",
+     .default_value = "each", .choices = events_tier_names},
 };
 
 /* events names pool event kinds (ema_experiment_event_kinds). */

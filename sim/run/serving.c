@@ -413,6 +413,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
           "slices_lent,slices_borrowed,kv_blocks_remote,slices_staging,tokens\n",
           run.timeline);
     ema_pool_set_event_sink(pool, on_pool_event, &run);
+    ema_pool_set_tier_per_step(pool, experiment->events_tier == 1);
     if (experiment->steps_csv) {
       run.steps = open_output(out_dir, "steps.csv", error);
       if (run.steps == NULL) {

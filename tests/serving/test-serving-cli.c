@@ -211,7 +211,8 @@ static char *run_into(const char *dir, const char *name, const char *file, const
 }
 
 /* events: only the kinds named reach events.csv; events_csv: false writes
- * none; neither changes the results; a kind not named so is an error. */
+ * none; neither changes the results; a kind not named so is an error;
+ * events_tier: step sums a step's tier moves into one row. */
 static void test_events(void) {
   g_autofree char *dir = ema_test_temp_dir();
   /* (a warning on stderr under ema: how the TP group shares) */
@@ -244,6 +245,28 @@ static void test_events(void) {
   }
   g_assert_cmpint(run4->status, ==, 1);
   g_assert_nonnull(strstr(run4->err, "events: 'borow' is not a pool event kind"));
+  /* events_tier: step: fewer tier rows, the same blocks and bytes in all, the other rows and
+   * the results as they were */
+  {
+    g_autofree char *step = run_into(dir, "step", INVARIANTS, "policy=ema", "events_tier=step");
+    g_autofree char *events3 = ema_test_read_file(step, "events.csv");
+    guint64 rows_of[2] = {0}, blocks_of[2] = {0}, bytes_of[2] = {0};
+    for (guint f = 0; f < 2; f++) {
+      g_auto(GStrv) lines = g_strsplit(f == 0 ? events1 : events3, "\n", -1);
+      for (guint i = 1; lines[i] && lines[i][0]; i++) {
+        g_auto(GStrv) cells = g_strsplit(lines[i], ",", 13);
+        if (strcmp(cells[1], "tier") != 0)
+          continue;
+        rows_of[f]++;
+        blocks_of[f] += g_ascii_strtoull(cells[7], NULL, 10);
+        bytes_of[f] += g_ascii_strtoull(cells[10], NULL, 10);
+      }
+    }
+    g_assert_cmpuint(rows_of[1], <, rows_of[0]);
+    g_assert_cmpuint(blocks_of[1], ==, blocks_of[0]);
+    g_assert_cmpuint(bytes_of[1], ==, bytes_of[0]);
+    g_assert_nonnull(strstr(events3, " moves this step)"));
+  }
   ema_test_remove_tree(dir);
 }
 

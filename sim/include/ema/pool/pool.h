@@ -256,6 +256,11 @@ guint64 ema_pool_slices_staging(const EmaPool *pool, guint gpu);
 EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu);
 /* SINK gets every pool event (borrow, return, reclaim, refuse; core.h's
  * EmaPoolEvent with its reason) as it happens; NULL: none. */
+/* PER_STEP: a GPU's prefix-tier moves of one kind to or from one peer make
+ * one tier event per step (their blocks, bytes and copy seconds summed,
+ * the moves counted in its reason), logged when the step ends
+ * (ema_pool_after_step); FALSE (the default): an event per move. */
+void ema_pool_set_tier_per_step(EmaPool *pool, gboolean per_step);
 void ema_pool_set_event_sink(EmaPool *pool, void (*sink)(gpointer data, const EmaPoolEvent *event),
                              gpointer data);
 
