@@ -4,8 +4,8 @@
  * of every output file across runs (summary.json up to sim.wall_s), --seed
  * and --set changing the results, requests_csv: false, events_csv: false
  * and the events filter by kind, a tenant's sharing settings (lend: false,
- * borrow: false), a TP group's timeline rows per rank and its name and
- * warning under compare:, an output directory
+ * borrow: false), a TP group's timeline rows per rank, its name and
+ * warning under compare: and its warning in a sweep, an output directory
  * that cannot be made, and every bad file in tests/fixtures/serving/errors/
  * as one "path:line:col: ..." line on stderr with exit status 1 and nothing
  * written. */
@@ -375,6 +375,25 @@ static void test_tp_compare(void) {
   ema_test_remove_tree(dir);
 }
 
+/* tp-borrow.yaml as a sweep of two variants (static, ema): the group's
+ * warning is printed once, naming the one point that gives it. */
+static void test_tp_sweep(void) {
+  g_autofree char *dir = ema_test_temp_dir(), *root = g_strdup(g_getenv("EMA_SOURCE_ROOT"));
+  g_autofree char *fixture = ema_test_read_file(root, FIXTURES "tp-borrow.yaml");
+  g_autofree char *text =
+      g_strconcat(fixture, "variants:\n  fixed: {policy: static}\n  shared: {}\n", NULL);
+  g_autofree char *path = g_build_filename(dir, "sweep.yaml", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  run = ema_test_cli("sweep", path, "-o", out, "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_nonnull(strstr(run->err, "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a "
+                                    "group under policy ema"));
+  g_assert_nonnull(strstr(run->err, "(1 of the 2 points: 001-shared)\n"));
+  ema_test_remove_tree(dir);
+}
+
 /* -o through a regular file: the directory cannot be made (even by root). */
 static void test_unwritable_output(void) {
   g_autofree char *dir = ema_test_temp_dir();
@@ -438,6 +457,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/tenant-sharing", test_tenant_sharing);
   g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
   g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);
+  g_test_add_func("/serving-cli/sweep/tp-warning", test_tp_sweep);
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
   for (guint i = 0; i < bad_files->len; i++) {
     const char *file = bad_files->pdata[i];
