@@ -92,7 +92,19 @@ static const char usage_text[] =
     "                         folders of EMA_PLUGIN_PATH (colon-separated) are always searched "
     "too\n"
     "  -h, --help             show help (also: ema-sim COMMAND --help)\n"
-    "  --version              print the version\n";
+    "  --version              print the version\n"
+    "\n"
+    "Environment (folders colon-separated, searched before the built-in one; the built-in\n"
+    "folders of an installed ema-sim are under <prefix>/share/ema/, wherever it was moved):\n"
+    "  EMA_HWMODEL_PATH       server models (built-in: hwmodels/servers)\n"
+    "  EMA_LLM_PATH           LLM shapes (hwmodels/llms)\n"
+    "  EMA_ENGINE_PATH        engine profiles (hwmodels/engines)\n"
+    "  EMA_PROFILE_PATH       operator profiles, NAME/profile.yaml (hwmodels/profiles)\n"
+    "  EMA_SHARED_DIR         the public data sets profiles import (one folder; default\n"
+    "                         <prefix>/share/ema/shared installed, ../shared beside the source)\n"
+    "  EMA_PLOT_PATH          gnuplot scripts (plots)\n"
+    "  EMA_PLUGIN_PATH        policy modules (after --plugin-dir and <libdir>/ema/policies)\n"
+    "  EMA_GNUPLOT            the gnuplot program (default: gnuplot on PATH)\n";
 
 /* --plugin-dir options given before the command. */
 static GPtrArray *global_plugin_dirs;

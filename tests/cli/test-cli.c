@@ -56,6 +56,14 @@ static void test_help(void) {
     ema_test_assert_contains(run->out, "\n  list hwmodels");
     ema_test_assert_contains(run->out, "\n  describe hwmodel NAME");
     ema_test_assert_contains(run->out, "--set");
+    /* every variable that moves a search path is documented */
+    {
+      const char *const vars[] = {"EMA_HWMODEL_PATH", "EMA_LLM_PATH",   "EMA_ENGINE_PATH",
+                                  "EMA_PROFILE_PATH", "EMA_SHARED_DIR", "EMA_PLOT_PATH",
+                                  "EMA_PLUGIN_PATH",  "EMA_GNUPLOT"};
+      for (guint v = 0; v < G_N_ELEMENTS(vars); v++)
+        ema_test_assert_contains(run->out, vars[v]);
+    }
   }
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("run", "--help", NULL);
