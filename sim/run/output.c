@@ -570,6 +570,56 @@ gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *
   return end_summary(builder, report->events, report->simulated, report->wall_s, dir, error);
 }
 
+/* The simulated figure of R that vLLM's metric NAME (ema_trace_vllm_metric_names) measures. */
+static double simulated_vllm_metric(const EmaTenantResult *r, const char *name) {
+  const EmaTenantMetrics *m = r->metrics;
+  const EmaHistogram *h = NULL;
+  if (strcmp(name, "completed") == 0)
+    return (double) m->completed;
+  if (strcmp(name, "request_throughput") == 0)
+    return ema_tenant_metrics_req_per_s(m);
+  if (strcmp(name, "output_throughput") == 0)
+    return ema_tenant_metrics_throughput_tok_s(m);
+  h = strstr(name, "_ttft_")   ? m->ttft
+      : strstr(name, "_tpot_") ? m->tpot
+      : strstr(name, "_itl_")  ? m->itl
+                               : m->e2e;
+  if (g_str_has_prefix(name, "mean_"))
+    return ema_histogram_mean(h) / 1e6;
+  return ema_histogram_quantile(h, g_str_has_prefix(name, "median_") ? 0.5 : 0.99) / 1e6;
+}
+
+/* A tenant replaying a vLLM benchmark result: the figures vLLM measured
+ * beside the simulated ones (those the file has). */
+static void print_vllm_measured(FILE *out, const EmaTenantResult *r) {
+  EmaTraceVllmBench bench;
+  g_autoptr(GError) error = NULL;
+  if (r->spec->trace.format != EMA_TRACE_FORMAT_VLLM_BENCH)
+    return;
+  if (!ema_trace_vllm_bench_read(r->spec->trace.file, &bench, &error)) {
+    fprintf(out, "%s: vLLM's measured figures not read: %s\n", r->spec->name, error->message);
+    return;
+  }
+  fprintf(out, "%s: vLLM benchmark %s (request_rate %g, burstiness %g, max_concurrency ",
+          r->spec->name, r->spec->trace.file, bench.request_rate, bench.burstiness);
+  if (bench.max_concurrency)
+    fprintf(out, "%" G_GUINT64_FORMAT ")\n", bench.max_concurrency);
+  else
+    fprintf(out, "none)\n");
+  fprintf(out, "  %-20s %12s %12s %8s\n", "metric", "vLLM", "simulated", "error");
+  for (guint k = 0; k < EMA_TRACE_VLLM_N_METRICS; k++) {
+    double measured = bench.measured[k];
+    double simulated = simulated_vllm_metric(r, ema_trace_vllm_metric_names[k]);
+    if (isnan(measured))
+      continue;
+    fprintf(out, "  %-20s %12.2f %12.2f", ema_trace_vllm_metric_names[k], measured, simulated);
+    if (measured != 0)
+      fprintf(out, " %+7.1f%%\n", 100 * (simulated - measured) / measured);
+    else
+      fprintf(out, " %8s\n", "-");
+  }
+}
+
 void ema_output_print_serving(FILE *out, const EmaServingReport *report) {
   guint width = 6;
   for (guint i = 0; i < report->tenants->len; i++) {
@@ -600,6 +650,8 @@ void ema_output_print_serving(FILE *out, const EmaServingReport *report) {
   }
   fprintf(out, "simulated %.1f s in %.2f s (%" G_GUINT64_FORMAT " events)\n",
           (double) report->simulated / 1e9, report->wall_s, report->events);
+  for (guint i = 0; i < report->tenants->len; i++)
+    print_vllm_measured(out, report->tenants->pdata[i]);
 }
 
 static char *format_seconds(double seconds) {

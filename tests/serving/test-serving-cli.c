@@ -3,9 +3,10 @@
  * serving files (the per-tenant table, a TP group's GPU range), determinism
  * of every output file across runs (summary.json up to sim.wall_s), --seed
  * and --set changing the results, requests_csv: false, an output directory
- * that cannot be made, and every bad file in tests/fixtures/serving/errors/
- * as one "path:line:col: ..." line on stderr with exit status 1 and nothing
- * written. */
+ * that cannot be made, a vLLM benchmark result replayed with its own load and
+ * its measured figures printed, a closed loop without an arrival process, and every bad file in
+ * tests/fixtures/serving/errors/ as one "path:line:col: ..." line on stderr with exit status 1 and
+ * nothing written. */
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -25,6 +26,87 @@ static gint64 tenant_int(JsonNode *root, guint i, const char *member) {
 static double tenant_double(JsonNode *root, guint i, const char *member) {
   JsonArray *tenants = json_object_get_array_member(json_node_get_object(root), "tenants");
   return json_object_get_double_member(json_array_get_object_element(tenants, i), member);
+}
+
+/* ---- vLLM benchmark results and closed loops ------------------------------- */
+
+#define VLLM_REPLAY FIXTURES "vllm-replay.yaml"
+
+static void test_vllm_replay(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", VLLM_REPLAY, "-o", out, "--no-plot", NULL);
+  g_autofree char *resolved = NULL;
+  ema_test_assert_ok(run);
+  /* sniffed as vLLM's (not Mooncake's JSON lines), replayed at its own rate and burstiness */
+  resolved = ema_test_read_file(out, "resolved.yaml");
+  ema_test_assert_contains(resolved, "format: vllm-bench");
+  ema_test_assert_contains(resolved, "arrivals: gamma");
+  ema_test_assert_contains(resolved, "rate: 4\n");
+  ema_test_assert_contains(resolved, "cv: 1.41421"); /* burstiness 0.5: cv 1/sqrt(0.5) */
+  /* vLLM's measured figures beside the simulated ones */
+  ema_test_assert_contains(run->out, "bench: vLLM benchmark ");
+  ema_test_assert_contains(run->out, "(request_rate 4, burstiness 0.5, max_concurrency none)");
+  ema_test_assert_contains(run->out, "\n  mean_ttft_ms                31.20 ");
+  ema_test_assert_contains(run->out, "\n  p99_tpot_ms                  8.02 ");
+  ema_test_assert_contains(run->out, "\n  completed                   16.00        16.00    +0.0%");
+  ema_test_remove_tree(dir);
+}
+
+/* "inf" sends everything at once; max_concurrency is the closed loop's clients */
+static void test_vllm_concurrency(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *fixture = ema_test_read_file(g_getenv("EMA_SOURCE_ROOT"),
+                                                "tests/fixtures/traces/vllm-save-result.json");
+  g_autoptr(GString) text = g_string_new(fixture);
+  g_autofree char *json = g_build_filename(dir, "result.json", NULL);
+  g_autofree char *yaml = g_build_filename(dir, "exp.yaml", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *resolved = NULL;
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_cmpuint(g_string_replace(text,
+                                    "\"request_rate\": 4.0, \"burstiness\": 0.5, "
+                                    "\"max_concurrency\": null",
+                                    "\"request_rate\": \"inf\", \"burstiness\": 1.0, "
+                                    "\"max_concurrency\": 4",
+                                    1),
+                   ==, 1);
+  g_assert_true(g_file_set_contents(json, text->str, -1, NULL));
+  g_assert_true(g_file_set_contents(yaml,
+                                    "name: closed\nserver: h100x8-hgx\ntenants:\n"
+                                    "  - {name: b, model: llama-2-7b, gpu: 0, trace: {file: "
+                                    "result.json}}\n",
+                                    -1, NULL));
+  run = ema_test_cli("run", yaml, "-o", out, "--no-plot", NULL);
+  ema_test_assert_ok(run);
+  resolved = ema_test_read_file(out, "resolved.yaml");
+  ema_test_assert_contains(resolved, "arrivals: file");
+  ema_test_assert_contains(resolved, "concurrency: 4\n");
+  ema_test_assert_contains(run->out, "(request_rate inf, burstiness 1, max_concurrency 4)");
+  ema_test_remove_tree(dir);
+}
+
+/* clients set a closed loop's pace: no arrival process is asked for */
+static void test_closed_loop_without_arrivals(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *yaml = g_build_filename(dir, "exp.yaml", NULL);
+  g_autofree char *endless = g_build_filename(dir, "endless.yaml", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_autoptr(EmaTestRun) refused = NULL;
+  const char *head = "name: closed\nserver: h200x2\ntenants:\n"
+                     "  - {name: b, model: llama-3.1-8b, gpu: 0, trace: {concurrency: 16, ";
+  const char *lengths = "prompt: {dist: fixed, tokens: 100}, output: {dist: fixed, tokens: 20}}}\n";
+  g_autofree char *good = g_strconcat(head, "requests: 50, ", lengths, NULL);
+  g_autofree char *bad = g_strconcat(head, "duration: 5s, ", lengths, NULL);
+  g_assert_true(g_file_set_contents(yaml, good, -1, NULL));
+  g_assert_true(g_file_set_contents(endless, bad, -1, NULL));
+  run = ema_test_cli("check", yaml, NULL);
+  ema_test_assert_ok(run);
+  /* every request arrives at once: only a request count ends it */
+  refused = ema_test_cli("check", endless, NULL);
+  ema_test_assert_failed(refused, 1, endless);
+  ema_test_assert_contains(refused->err, "a closed loop without an arrival process never ends");
+  ema_test_remove_tree(dir);
 }
 
 /* ---- check and run -------------------------------------------------------- */
@@ -237,6 +319,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/determinism-and-seed", test_determinism);
   g_test_add_func("/serving-cli/run/set", test_set);
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
+  g_test_add_func("/serving-cli/vllm/replay", test_vllm_replay);
+  g_test_add_func("/serving-cli/vllm/concurrency", test_vllm_concurrency);
+  g_test_add_func("/serving-cli/closed-loop-without-arrivals", test_closed_loop_without_arrivals);
   for (guint i = 0; i < bad_files->len; i++) {
     const char *file = bad_files->pdata[i];
     g_autofree char *stem = g_strndup(file, strlen(file) - 5);
