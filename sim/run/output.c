@@ -277,6 +277,45 @@ static void begin_summary(JsonBuilder *builder, const EmaExperiment *experiment)
   json_builder_add_string_value(builder, experiment->server.name);
 }
 
+/* A result's real numbers are written with RESULT_DIGITS significant digits
+ * (summary.json, tenants.csv): the simulation is not that exact, and
+ * json-glib's round-trip 17 (563.08531149999999) hide what they say. */
+#define RESULT_FORMAT "%.12g"
+
+/* TEXT (JSON) with every number that has a fraction or an exponent
+ * rewritten in RESULT_FORMAT; strings and integers are kept. */
+static char *round_json_numbers(const char *text) {
+  GString *out = g_string_sized_new(strlen(text));
+  gboolean in_string = FALSE;
+  for (const char *p = text; *p;) {
+    if (in_string) {
+      if (*p == '\\' && p[1])
+        g_string_append_c(out, *p++);
+      else if (*p == '"')
+        in_string = FALSE;
+      g_string_append_c(out, *p++);
+    } else if (*p == '"') {
+      in_string = TRUE;
+      g_string_append_c(out, *p++);
+    } else if (*p == '-' || g_ascii_isdigit(*p)) {
+      gsize n = strspn(p, "-+0123456789.eE");
+      g_autofree char *token = g_strndup(p, n);
+      char buffer[G_ASCII_DTOSTR_BUF_SIZE];
+      if (strpbrk(token, ".eE")) {
+        /* still a real: 1.0 stays 1.0, not the integer 1 */
+        g_string_append(out, g_ascii_formatd(buffer, sizeof buffer, RESULT_FORMAT,
+                                             g_ascii_strtod(token, NULL)));
+        if (!strpbrk(buffer, ".eE"))
+          g_string_append(out, ".0");
+      } else
+        g_string_append(out, token);
+      p += n;
+    } else
+      g_string_append_c(out, *p++);
+  }
+  return g_string_free(out, FALSE);
+}
+
 /* The "sim" member every summary.json ends with; then write DIR/summary.json. */
 static gboolean end_summary(JsonBuilder *builder, guint64 events, EmaTime simulated, double wall_s,
                             const char *dir, GError **error) {
@@ -299,7 +338,10 @@ static gboolean end_summary(JsonBuilder *builder, guint64 events, EmaTime simula
   json_generator_set_root(generator, root);
   json_generator_set_pretty(generator, TRUE);
   json_generator_set_indent(generator, 2);
-  text = json_generator_to_data(generator, NULL);
+  {
+    g_autofree char *exact = json_generator_to_data(generator, NULL);
+    text = round_json_numbers(exact);
+  }
   /* a failed allocation inside the C library's printf drops text silently
    * (an empty "events" value): what does not parse back is not written */
   {
@@ -477,9 +519,11 @@ static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
 }
 
 /* DIR/tenants.csv: one row per tenant, the fields of summary.json's
- * tenants flattened (ttft_ms.p99 -> ttft_p99_ms). */
+ * tenants flattened (ttft_ms.p99 -> ttft_p99_ms); the tenant's own name is
+ * `name` there as in summary.json (the CSVs of requests and samples name
+ * theirs in a `tenant` column). Real numbers as summary.json's. */
 static gboolean write_tenants_csv(const char *dir, const EmaServingReport *report, GError **error) {
-  g_autoptr(GString) csv = g_string_new("tenant,model");
+  g_autoptr(GString) csv = g_string_new("name,model");
   for (guint t = 0; t < report->tenants->len; t++) {
     const EmaTenantResult *result = report->tenants->pdata[t];
     Field fields[MAX_FIELDS];
@@ -504,8 +548,8 @@ static gboolean write_tenants_csv(const char *dir, const EmaServingReport *repor
       if (fields[i].integer)
         g_string_append_printf(csv, ",%" G_GUINT64_FORMAT, (guint64) fields[i].value);
       else
-        g_string_append_printf(csv, ",%s",
-                               g_ascii_formatd(buffer, sizeof buffer, "%.17g", fields[i].value));
+        g_string_append_printf(
+            csv, ",%s", g_ascii_formatd(buffer, sizeof buffer, RESULT_FORMAT, fields[i].value));
     }
     g_string_append_c(csv, '\n');
   }
