@@ -332,6 +332,11 @@ static void test_describe(void) {
   ema_test_assert_contains(run->out, "\n  bandwidth: 397GB/s\n");
   ema_test_assert_contains(run->out, "\n  copy_fixed_cost: 6.4us\n");
   ema_test_assert_contains(run->out, "\n# derived: total HBM ");
+  /* a measured byte count is said in GiB too */
+  {
+    g_autoptr(EmaTestRun) h100 = ema_test_cli("describe", "hwmodel", "h100x8-hgx", NULL);
+    ema_test_assert_contains(h100->out, "\n  hbm_capacity: 85040352461B  # 79.2 GiB\n");
+  }
 
   g_assert_cmpstr(bad->out, ==, "");
   assert_error_line(bad, "unknown hardware model 'nope' (known: ", "a100x4-40gb", "h200x2",
