@@ -208,6 +208,7 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
     }
     fprintf(out, "\n%s (%s/):\n", dirs[p], arm_dir);
     ema_output_print_serving(out, added->report);
+    ema_output_warn_serving(stderr, added->report);
   }
   print_comparison(out, arms, find_borrower(arms));
   fflush(out);

@@ -177,20 +177,6 @@ static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
   return 0;
 }
 
-/* A tenant whose every request was rejected (none fits in its KV cache)
- * has run, but measured nothing: say so on stderr (the run still succeeds,
- * its results are true). */
-static void warn_all_rejected(const EmaServingReport *report) {
-  for (guint i = 0; i < report->tenants->len; i++) {
-    const EmaTenantResult *r = report->tenants->pdata[i];
-    if (r->arrived > 0 && r->rejected == r->arrived)
-      fprintf(stderr,
-              "ema-sim: warning: tenant %s: all %" G_GUINT64_FORMAT
-              " requests were rejected (prompt + output larger than its KV cache)\n",
-              r->spec->name, r->arrived);
-  }
-}
-
 static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   GError *error = NULL;
   g_autoptr(EmaServingReport) report =
@@ -202,7 +188,7 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   ema_output_print_serving(stdout, report);
   printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
          out_dir);
-  warn_all_rejected(report);
+  ema_output_warn_serving(stderr, report);
   return 0;
 }
 

@@ -698,6 +698,32 @@ void ema_output_print_serving(FILE *out, const EmaServingReport *report) {
     print_vllm_measured(out, report->tenants->pdata[i]);
 }
 
+/* A tenant that left more than this share of its requests unfinished or
+ * rejected ran past its capacity: its latencies, of completed requests
+ * only, understate it. (A run cut by its duration leaves the requests in
+ * flight then: a tenth of a short run's, which is no overload.) */
+#define LEFT_WARN_SHARE 0.25
+
+void ema_output_warn_serving(FILE *err, const EmaServingReport *report) {
+  for (guint i = 0; i < report->tenants->len; i++) {
+    const EmaTenantResult *r = report->tenants->pdata[i];
+    guint64 left = r->unfinished + r->rejected;
+    if (r->arrived > 0 && r->rejected == r->arrived)
+      fprintf(err,
+              "ema-sim: warning: tenant %s: all %" G_GUINT64_FORMAT
+              " requests were rejected (prompt + output larger than its KV cache)\n",
+              r->spec->name, r->arrived);
+    else if (r->arrived > 0 && (double) left > LEFT_WARN_SHARE * (double) r->arrived)
+      fprintf(
+          err,
+          "ema-sim: warning: tenant %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+          " requests left (%" G_GUINT64_FORMAT " unfinished, %" G_GUINT64_FORMAT
+          " rejected): it ran past its capacity, and its latencies are of the %" G_GUINT64_FORMAT
+          " completed requests only (they understate it; compare completed too)\n",
+          r->spec->name, left, r->arrived, r->unfinished, r->rejected, r->metrics->completed);
+  }
+}
+
 static char *format_seconds(double seconds) {
   if (seconds >= 1)
     return g_strdup_printf("%.4f s", seconds);
