@@ -704,10 +704,32 @@ void ema_output_print_serving(FILE *out, const EmaServingReport *report) {
  * flight then: a tenth of a short run's, which is no overload.) */
 #define LEFT_WARN_SHARE 0.25
 
+/* A tenant that, at one sample, borrowed more than this many times the
+ * remote room its prefetch plan admitted or its blocks used (and at least
+ * IDLE_BORROW_MIN_SLICES, 1 GiB) held borrowed slices it could not use: the borrow policy outruns
+ * the plan's remote limit, and the lenders lost the room for nothing. */
+#define IDLE_BORROW_FACTOR 10
+#define IDLE_BORROW_MIN_SLICES 512
+
 void ema_output_warn_serving(FILE *err, const EmaServingReport *report) {
   for (guint i = 0; i < report->tenants->len; i++) {
     const EmaTenantResult *r = report->tenants->pdata[i];
     guint64 left = r->unfinished + r->rejected;
+    if (r->idle_borrowed_slices >= IDLE_BORROW_MIN_SLICES &&
+        r->idle_borrowed_slices > IDLE_BORROW_FACTOR * r->idle_admitted_slices) {
+      g_autofree char *borrowed =
+          ema_units_format_size_human(r->idle_borrowed_slices * EMA_SLICE_BYTES);
+      g_autofree char *admitted =
+          ema_units_format_size_human(r->idle_admitted_slices * EMA_SLICE_BYTES);
+      fprintf(err,
+              "ema-sim: warning: tenant %s: borrowed %s while its prefetch plan admitted (or its "
+              "blocks used) %s of KV on peers: its borrow policy takes %" G_GUINT64_FORMAT
+              "x what the plan's remote limit lets it use; the rest sat idle, out of its "
+              "lenders' reach (policy.borrow vs policy.prefetch; most-idle's within_limit holds "
+              "borrowing to the limit)\n",
+              r->spec->name, borrowed, admitted,
+              r->idle_borrowed_slices / MAX(r->idle_admitted_slices, 1));
+    }
     if (r->arrived > 0 && r->rejected == r->arrived)
       fprintf(err,
               "ema-sim: warning: tenant %s: all %" G_GUINT64_FORMAT

@@ -132,6 +132,24 @@ static void test_overload_warning(void) {
   ema_test_remove_tree(dir);
 }
 
+/* a borrow policy that takes far more than its prefetch plan admits is named */
+static void test_idle_borrow_warning(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *held = g_build_filename(dir, "held", NULL);
+  g_autoptr(EmaTestRun) run =
+      ema_test_cli("run", FIXTURES "idle-borrow.yaml", "-o", out, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) within =
+      ema_test_cli("run", FIXTURES "idle-borrow.yaml", "--set",
+                   "policy.borrow_params.within_limit=true", "-o", held, "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  ema_test_assert_contains(run->err, "ema-sim: warning: tenant busy: borrowed ");
+  ema_test_assert_contains(run->err, "x what the plan's remote limit lets it use");
+  g_assert_cmpint(within->status, ==, 0);
+  g_assert_null(strstr(within->err, "what the plan's remote limit lets it use"));
+  ema_test_remove_tree(dir);
+}
+
 /* ---- check and run -------------------------------------------------------- */
 
 /* RUN succeeded; its only words on stderr are the overload warnings of
@@ -353,6 +371,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
   g_test_add_func("/serving-cli/vllm/replay", test_vllm_replay);
   g_test_add_func("/serving-cli/overload-warning", test_overload_warning);
+  g_test_add_func("/serving-cli/idle-borrow-warning", test_idle_borrow_warning);
   g_test_add_func("/serving-cli/vllm/concurrency", test_vllm_concurrency);
   g_test_add_func("/serving-cli/closed-loop-without-arrivals", test_closed_loop_without_arrivals);
   for (guint i = 0; i < bad_files->len; i++) {
