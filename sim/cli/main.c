@@ -31,6 +31,7 @@
 #include "ema/cli/plot.h"
 #include "ema/pool/registry.h"
 #include "ema/cli/sweep.h"
+#include "ema/cli/trypolicy.h"
 #include "ema/core/modelpath.h"
 #include "ema/core/units.h"
 #include "ema/hw/profile.h"
@@ -61,6 +62,9 @@ static const char usage_text[] =
     "  describe llm NAME      print one LLM shape with every value and its derived sizes\n"
     "  describe experiment    every key of experiment files: type, default, range, meaning\n"
     "  describe-policy NAME   print a policy or composition: kind, summary, origin, parameters\n"
+    "  try-policy borrow|prefetch|reclaim NAME VIEW.yaml [--gpu N] [--needed N]\n"
+    "                         call a policy once on a pool view written by hand; print its\n"
+    "                         plan and its ema_policy_debug() lines (a policy author's harness)\n"
     "                         (also: describe policy NAME)\n"
     "  frontier [--model M] [--tolerance F] [-o DIR] [--no-plot] [SERVER...]\n"
     "                         the largest share of a decode step's KV that can be remote\n"
@@ -847,6 +851,43 @@ static GError *unknown_policy_error(const char *name) {
 
 /* Every policy and composition called NAME: a composition first, then one
  * policy per kind that has one, separated by blank lines. */
+/* try-policy KIND NAME VIEW.yaml: one decision against a hand-made view. */
+static int command_try_policy(int argc, char **argv) {
+  g_auto(GStrv) plugin_dirs = NULL;
+  g_autofree char *gpu_text = NULL, *needed_text = NULL;
+  guint64 gpu = 0, needed = 0;
+  GError *error = NULL;
+  EmaPolicyKind kind;
+  GOptionEntry entries[] = {
+      PLUGIN_DIR_ENTRY(plugin_dirs),
+      {"gpu", 0, 0, G_OPTION_ARG_STRING, &gpu_text, "The GPU decided for (default 0)", "N"},
+      {"needed", 0, 0, G_OPTION_ARG_STRING, &needed_text,
+       "reclaim: the slices the lender lacks (default 0: a proactive call)", "N"},
+      {NULL}};
+  if (!parse_options("Call a policy once on a pool view written by hand (a YAML file: "
+                     "sim/include/ema/cli/trypolicy.h), print its plan and its debug lines.",
+                     entries, &argc, &argv, "borrow|prefetch|reclaim NAME VIEW.yaml"))
+    return EXIT_USAGE;
+  if (argc != 4)
+    return usage_error("usage: ema-sim try-policy borrow|prefetch|reclaim NAME VIEW.yaml "
+                       "[--gpu N] [--needed N]");
+  if (strcmp(argv[1], "borrow") == 0)
+    kind = EMA_POLICY_BORROW;
+  else if (strcmp(argv[1], "prefetch") == 0)
+    kind = EMA_POLICY_PREFETCH;
+  else if (strcmp(argv[1], "reclaim") == 0)
+    kind = EMA_POLICY_RECLAIM;
+  else
+    return usage_error("try-policy: the kind is borrow, prefetch or reclaim");
+  if ((gpu_text && !g_ascii_string_to_unsigned(gpu_text, 10, 0, 1023, &gpu, NULL)) ||
+      (needed_text && !g_ascii_string_to_unsigned(needed_text, 10, 0, G_MAXINT64, &needed, NULL)))
+    return usage_error("--gpu and --needed take a non-negative integer");
+  if (!load_plugins(plugin_dirs, &error) ||
+      !ema_trypolicy_run(kind, argv[2], argv[3], (guint) gpu, needed, stdout, &error))
+    return fail(error);
+  return 0;
+}
+
 static int command_describe_policy(int argc, char **argv) {
   g_auto(GStrv) plugin_dirs = NULL;
   g_autoptr(GString) text = g_string_new(NULL);
@@ -1230,7 +1271,8 @@ int main(int argc, char **argv) {
   }
   if (global_plugin_dirs->len > 0 && strcmp(command, "run") != 0 && strcmp(command, "check") != 0 &&
       strcmp(command, "list") != 0 && strcmp(command, "describe-policy") != 0 &&
-      strcmp(command, "describe") != 0 && strcmp(command, "sweep") != 0) {
+      strcmp(command, "describe") != 0 && strcmp(command, "sweep") != 0 &&
+      strcmp(command, "try-policy") != 0) {
     g_autofree char *message =
         g_strdup_printf("--plugin-dir is not an option of '%s' (only of run, check, list, "
                         "describe-policy and sweep)",
@@ -1247,6 +1289,8 @@ int main(int argc, char **argv) {
     return command_list(argc - 1, argv + 1);
   if (strcmp(command, "describe") == 0)
     return command_describe(argc - 1, argv + 1);
+  if (strcmp(command, "try-policy") == 0)
+    return command_try_policy(argc - 1, argv + 1);
   if (strcmp(command, "describe-policy") == 0)
     return command_describe_policy(argc - 1, argv + 1);
   if (strcmp(command, "frontier") == 0)
