@@ -864,13 +864,15 @@ static int command_try_policy(int argc, char **argv) {
       {"needed", 0, 0, G_OPTION_ARG_STRING, &needed_text,
        "reclaim: the slices the lender lacks (default 0: a proactive call)", "N"},
       {NULL}};
-  if (!parse_options("Call a policy once on a pool view written by hand (a YAML file: "
-                     "sim/include/ema/cli/trypolicy.h), print its plan and its debug lines.",
-                     entries, &argc, &argv, "borrow|prefetch|reclaim NAME VIEW.yaml"))
-    return EXIT_USAGE;
-  if (argc != 4)
+  gboolean parsed = parse_options("Call a policy once on a pool view written by hand (a YAML "
+                                  "file: sim/include/ema/cli/trypolicy.h), print its plan and "
+                                  "its debug lines.",
+                                  entries, &argc, &argv, "borrow|prefetch|reclaim NAME VIEW.yaml");
+  if (parsed && argc != 4)
     return usage_error("usage: ema-sim try-policy borrow|prefetch|reclaim NAME VIEW.yaml "
                        "[--gpu N] [--needed N]");
+  if (!parsed)
+    return EXIT_USAGE;
   if (strcmp(argv[1], "borrow") == 0)
     kind = EMA_POLICY_BORROW;
   else if (strcmp(argv[1], "prefetch") == 0)

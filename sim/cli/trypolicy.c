@@ -9,14 +9,12 @@
 #include "ema/core/params.h"
 #include "ema/hw/hwmodel.h"
 
+/* A GPU's view is bound in place: its counts as INT (gint64, the same bytes
+ * as guint64 for the counts >= 0 they are held to), its flags as BOOL; the
+ * two guint fields go through gint64 ones beside it. */
 typedef struct {
-  gboolean shares, has_tenant;
-  gint64 slices, slices_lent, slices_used, slices_staging, slices_borrowed, slices_borrowed_used,
-      slices_pending;
-  guint64 block_bytes;
-  gint64 blocks_total, blocks_used, blocks_remote, blocks_short, running, waiting;
-  double demand_blocks_per_s;
-  gint64 last_step;
+  EmaGpuView view;
+  gint64 running, waiting;
 } HandGpu;
 
 typedef struct {
@@ -41,7 +39,7 @@ typedef struct {
   gpointer params;
 } HandView;
 
-#define G(f) G_STRUCT_OFFSET(HandGpu, f)
+#define G(f) (G_STRUCT_OFFSET(HandGpu, view) + G_STRUCT_OFFSET(EmaGpuView, f))
 #define COUNT(key, field)                                                                          \
   { key, EMA_PARAM_INT, G(field), .default_value = "0", .min = 0, .max = 1e15 }
 static const EmaParam gpu_params[] = {
@@ -60,8 +58,10 @@ static const EmaParam gpu_params[] = {
     COUNT("blocks_used", blocks_used),
     COUNT("blocks_remote", blocks_remote),
     COUNT("blocks_short", blocks_short),
-    COUNT("running", running),
-    COUNT("waiting", waiting),
+    {"running", EMA_PARAM_INT, G_STRUCT_OFFSET(HandGpu, running), .default_value = "0", .min = 0,
+     .max = 1e9},
+    {"waiting", EMA_PARAM_INT, G_STRUCT_OFFSET(HandGpu, waiting), .default_value = "0", .min = 0,
+     .max = 1e9},
     {"demand_blocks_per_s", EMA_PARAM_DOUBLE, G(demand_blocks_per_s), .default_value = "0"},
     {"last_step", EMA_PARAM_DURATION, G(last_step), .default_value = "0s", .min = 0, .max = 1e18},
 };
@@ -238,27 +238,10 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
   shares = g_new0(double, (gsize) n *n);
   for (guint i = 0; i < n; i++) {
     const HandGpu *h = &g_array_index(hand.gpus, HandGpu, i);
-    gpus[i] = (EmaGpuView){
-        .index = i,
-        .shares = h->shares,
-        .has_tenant = h->has_tenant,
-        .slices = (guint64) h->slices,
-        .slices_lent = (guint64) h->slices_lent,
-        .slices_used = (guint64) h->slices_used,
-        .slices_staging = (guint64) h->slices_staging,
-        .slices_borrowed = (guint64) h->slices_borrowed,
-        .slices_borrowed_used = (guint64) h->slices_borrowed_used,
-        .slices_pending = (guint64) h->slices_pending,
-        .block_bytes = h->block_bytes,
-        .blocks_total = (guint64) h->blocks_total,
-        .blocks_used = (guint64) h->blocks_used,
-        .blocks_remote = (guint64) h->blocks_remote,
-        .blocks_short = (guint64) h->blocks_short,
-        .running = (guint) h->running,
-        .waiting = (guint) h->waiting,
-        .demand_blocks_per_s = h->demand_blocks_per_s,
-        .last_step = h->last_step,
-    };
+    gpus[i] = h->view;
+    gpus[i].index = i;
+    gpus[i].running = (guint) h->running;
+    gpus[i].waiting = (guint) h->waiting;
   }
   for (guint i = 0; hand.lent && i < hand.lent->len; i++) {
     const HandLoan *loan = &g_array_index(hand.lent, HandLoan, i);
@@ -271,15 +254,9 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
     lent[loan->lender * n + loan->borrower] += (guint64) loan->slices;
     remote[loan->borrower * n + loan->lender] += (guint64) loan->blocks;
   }
-  view = (EmaPoolView){.now = hand.now,
-                       .n_gpus = n,
-                       .gpus = gpus,
-                       .lent = lent,
-                       .remote_blocks = remote,
-                       .server = server,
-                       .offload_share = shares,
-                       .debug = print_debug,
-                       .debug_data = out};
+  /* the pool's view, its tables the hand-made ones; no requests, no held room */
+  view = (EmaPoolView){hand.now, n,    gpus, lent, remote,      server,
+                       shares,   NULL, NULL, NULL, print_debug, out};
   fprintf(out, "%s (%s policy, %s) on gpu%u of %s (%u GPUs, %s):\n", info->name,
           ema_policy_kind_name(kind), info->origin, gpu, file, n, server->name);
   ok = decide(info, hand.params, &view, &hand.step, gpu, needed, out, error);

@@ -137,10 +137,10 @@ static void test_try_policy(void) {
   ema_test_assert_contains(plugin->out, "\n  borrow 120 slices from gpu1\n");
   ema_test_assert_contains(plugin->out, "\n  debug gpu0: neighbour: short 120 blocks, want 120 "
                                         "slices (0 pending), gpu1 can lend 860\n");
-  ema_test_assert_ok(reclaim);
+  /* a lender that lacks slices takes back what it lent; prefetch keeps the pool's start */
+  g_assert_true(reclaim->status == 0 && prefetch->status == 0);
   ema_test_assert_contains(reclaim->out, "migrate (reclaim policy, built-in) on gpu1 of ");
   ema_test_assert_contains(reclaim->out, "take back ");
-  ema_test_assert_ok(prefetch);
   ema_test_assert_contains(prefetch->out, "\n  mode direct, depth 1, ");
   ema_test_assert_failed(bad_gpu, 1, VIEW ": --gpu 5: the view has 3 GPUs (0 to 2)");
   /* a parameter the policy does not have is located in the view's file */
