@@ -564,6 +564,7 @@ static int describe_experiment(int argc, char **argv) {
       "\n"
       "\n");
   ema_params_describe(&ema_experiment_params, text, 0);
+  ema_sweep_describe_keys(text);
   fputs(text->str, stdout);
   return 0;
 }

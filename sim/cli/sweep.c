@@ -37,6 +37,38 @@
 
 static const char *const plot_keys[] = {"x", "by", "tenant", "title", "xlabel", NULL};
 
+void ema_sweep_describe_keys(GString *out) {
+  g_string_append(
+      out,
+      "\nSweep and comparison keys (the keys of ema-sim sweep files, and compare for ema-sim "
+      "run):\n"
+      "compare                  map       optional (ema-sim run only)\n"
+      "    named variants run one after another and set side by side: NAME: {dot.path: value, "
+      "...}\n"
+      "    or a partial tree merged over the experiment (the syntax of variants); DIR/NAME/ per\n"
+      "    variant, compare.csv, the borrower/lender table\n"
+      "variants                 map       optional (ema-sim sweep)\n"
+      "    named changes merged over the base experiment, as compare; the outermost loop\n"
+      "sweep                    map       optional (ema-sim sweep)\n"
+      "    dot.path: [values], ...: the cartesian product in file order (the first path varies\n"
+      "    slowest), each value applied like --set\n"
+      "repeats                  int       default 1, range [1, 100000] (ema-sim sweep)\n"
+      "    runs of each point: repeat 0 keeps the seed, repeat r the seed derived from (seed,\n"
+      "    \"repeat r\"), the same in every variant (common random numbers)\n"
+      "plot                     map       optional (ema-sim sweep, ema-sim plot)\n"
+      "    the sweep's figures; each key as ema-sim plot's option of that name\n"
+      "  x                        string    default: the first swept path\n"
+      "      the swept path (or sweep.csv column) on the x axis\n"
+      "  by                       string    default: variant, or a policy path; none: one line\n"
+      "      the sweep.csv column whose values make the lines\n"
+      "  tenant                   string    default: the only tenant, or all\n"
+      "      whose throughput and latency are drawn\n"
+      "  title                    string    default: the experiment's name\n"
+      "      the figures' title\n"
+      "  xlabel                   string    default: the x path\n"
+      "      the x axis' label\n");
+}
+
 typedef struct {
   char *path;            /* "tenants.0.trace.rate" */
   const EmaNode *key;    /* the path's key in the sweep file */

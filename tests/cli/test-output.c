@@ -414,6 +414,14 @@ static void test_discover(void) {
   ema_test_assert_contains(keys->out, "\n    hbm_scale                number    default 1, range ");
   ema_test_assert_contains(keys->out, "\n  ttft                     duration  optional");
   ema_test_assert_contains(keys->out, "phases");
+  /* and the keys of sweeps and comparisons, each as a key line */
+  {
+    const char *const sweep_keys[] = {"\ncompare ", "\nvariants ", "\nsweep ",
+                                      "\nrepeats ", "\nplot ",     "\n  x ",
+                                      "\n  by ",    "\n  tenant ", "\n  xlabel "};
+    for (guint i = 0; i < G_N_ELEMENTS(sweep_keys); i++)
+      ema_test_assert_contains(keys->out, sweep_keys[i]);
+  }
   ema_test_assert_ok(help);
   ema_test_assert_contains(help->out, "Usage:\n  ema-sim describe hwmodel [OPTION");
   g_assert_cmpint(none->status, ==, 1);

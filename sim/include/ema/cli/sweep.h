@@ -58,6 +58,10 @@ EmaSweep *ema_sweep_load_compare(const char *path, const char *const *overrides,
 void ema_sweep_free(EmaSweep *sweep);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaSweep, ema_sweep_free)
 
+/* Append the sweep keys (compare, variants, sweep, repeats, plot and its
+ * keys) to OUT as `ema-sim describe experiment` lists keys. */
+void ema_sweep_describe_keys(GString *out);
+
 /* The base experiment's name. */
 const char *ema_sweep_name(const EmaSweep *sweep);
 guint ema_sweep_n_points(const EmaSweep *sweep);
