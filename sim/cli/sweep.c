@@ -672,16 +672,31 @@ static char *json_text(JsonObject *object, const char *member) {
 
 /* Columns of sweep.csv per tenant: summary.json members (a latency block
  * "ttft_ms" gives ttft_p50_ms .. ttft_std_ms). */
+/* a borrower's and a lender's columns: what each took (borrowed_peak_bytes, the most borrowed
+ * at one sample) and gave (lent_peak_bytes), its KV and its load (arrived, rejected) */
 static const char *const tenant_columns[] = {
-    "throughput_tok_s", "total_tok_s",         "req_per_s",         "goodput_req_s",
-    "slo_attainment",   "completed",           "unfinished",        "preemptions",
-    "kv_util_mean",     "kv_util_usable_mean", "slowed_by_peers_s", "borrowed_peak_bytes",
+    "throughput_tok_s",    "total_tok_s",       "req_per_s",           "goodput_req_s",
+    "slo_attainment",      "arrived",           "completed",           "rejected",
+    "unfinished",          "preemptions",       "kv_blocks",           "kv_util_mean",
+    "kv_util_usable_mean", "slowed_by_peers_s", "borrowed_peak_bytes", "lent_peak_bytes",
 };
 static const char *const latency_columns[] = {"ttft", "tpot", "itl", "e2e"};
 static const char *const latency_stats[] = {"p50", "p90", "p95", "p99", "mean", "std"};
+/* slices_borrowed: all slices lent over the run (cumulative, not a peak); the offload columns
+ * only where a step offloaded */
 static const char *const pool_columns[] = {
-    "borrows",          "slices_borrowed",      "reclaims",
-    "slices_reclaimed", "reclaim_wait_mean_ms", "exposed_remote_s",
+    "borrows",
+    "slices_borrowed",
+    "returns",
+    "slices_returned",
+    "reclaims",
+    "slices_reclaimed",
+    "reclaim_wait_mean_ms",
+    "exposed_remote_s",
+    "offload_steps",
+    "offload_throttled_steps",
+    "offload_throttled_s",
+    "offload_read_steps",
 };
 static const char *const op_columns[] = {"seconds", "bandwidth_gbps"};
 

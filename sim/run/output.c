@@ -699,9 +699,10 @@ void ema_output_print_serving(FILE *out, const EmaServingReport *report) {
 }
 
 /* A tenant that left more than this share of its requests unfinished or
- * rejected ran past its capacity: its latencies, of completed requests
- * only, understate it. (A run cut by its duration leaves the requests in
- * flight then: a tenth of a short run's, which is no overload.) */
+ * rejected ran past its capacity (or its run ended in a burst): its
+ * latencies, of completed requests only, understate it. (A run cut by its
+ * duration leaves the requests in flight then: a tenth of a short run's,
+ * which is no overload.) */
 #define LEFT_WARN_SHARE 0.25
 
 /* A tenant that, at one sample, borrowed more than this many times the
@@ -736,13 +737,13 @@ void ema_output_warn_serving(FILE *err, const EmaServingReport *report) {
               " requests were rejected (prompt + output larger than its KV cache)\n",
               r->spec->name, r->arrived);
     else if (r->arrived > 0 && (double) left > LEFT_WARN_SHARE * (double) r->arrived)
-      fprintf(
-          err,
-          "ema-sim: warning: tenant %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-          " requests left (%" G_GUINT64_FORMAT " unfinished, %" G_GUINT64_FORMAT
-          " rejected): it ran past its capacity, and its latencies are of the %" G_GUINT64_FORMAT
-          " completed requests only (they understate it; compare completed too)\n",
-          r->spec->name, left, r->arrived, r->unfinished, r->rejected, r->metrics->completed);
+      fprintf(err,
+              "ema-sim: warning: tenant %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+              " requests left (%" G_GUINT64_FORMAT " unfinished at the end, %" G_GUINT64_FORMAT
+              " rejected): past its capacity or cut by the run's end, its latencies are of the "
+              "%" G_GUINT64_FORMAT " completed requests only and understate it (compare completed "
+              "too)\n",
+              r->spec->name, left, r->arrived, r->unfinished, r->rejected, r->metrics->completed);
   }
 }
 
