@@ -196,8 +196,8 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   return 0;
 }
 
-static void plot_after_run(const char *dir);
-static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot);
+static void plot_after_run(const char *dir, const char *title);
+static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot, const char *title);
 
 /* check: open every tenant's trace as the run will and read each trace
  * file through (a file that cycles is read once around; a synthetic stream
@@ -275,17 +275,30 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
     return 0;
   }
   dir = out_dir ? g_strdup(out_dir) : default_output_dir(ema_sweep_name(comparison));
-  names = g_strjoinv(", ", dirs);
+  {
+    /* the variants (a repeat's runs are the variant's) */
+    g_autoptr(GPtrArray) variants = g_ptr_array_new();
+    for (guint p = 0; dirs[p]; p++)
+      if (ema_sweep_point_repeat(comparison, p) == 0)
+        g_ptr_array_add(variants, (gpointer) ema_sweep_variant_name(comparison, p));
+    g_ptr_array_add(variants, NULL);
+    names = g_strjoinv(", ", (char **) variants->pdata);
+  }
   printf("%s: %s side by side\n", ema_sweep_name(comparison), names);
   if (!ema_compare_run(comparison, dir, isatty(STDERR_FILENO), stdout, &error))
     return fail(error);
   printf("results in %s/ (compare.csv; each variant in %s/VARIANT/)\n", dir, dir);
   if (!no_plot) {
+    /* each figure names the run and its variant */
     for (guint i = 0; dirs[i]; i++) {
       g_autofree char *sub = g_build_filename(dir, dirs[i], NULL);
-      plot_after_run(sub);
+      g_autofree char *title = g_strdup_printf("%s: %s", ema_sweep_name(comparison), dirs[i]);
+      plot_after_run(sub, title);
     }
-    plot_after_run(dir);
+    {
+      g_autofree char *title = g_strdup_printf("%s: %s", ema_sweep_name(comparison), names);
+      plot_after_run(dir, title);
+    }
   }
   return 0;
 }
@@ -362,7 +375,7 @@ static int command_run(int argc, char **argv, gboolean check_only) {
   status = ema_experiment_is_serving(experiment) ? run_serving(experiment, out_dir)
                                                  : run_ops(experiment, out_dir);
   if (status == 0 && !no_plot && ema_experiment_is_serving(experiment))
-    plot_after_run(out_dir);
+    plot_after_run(out_dir, NULL);
   return status;
 }
 
@@ -536,7 +549,7 @@ static int command_frontier(int argc, char **argv) {
     return fail(error);
   printf("\nresults in %s/frontier.csv\n", out_dir);
   if (!no_plot)
-    plot_at_end(out_dir, FALSE);
+    plot_at_end(out_dir, FALSE, NULL);
   return 0;
 }
 
@@ -965,7 +978,9 @@ static char *figure_names(GPtrArray *figures) {
  * the command: without gnuplot it says so once (for run only on a
  * terminal, like the progress line), and a figure that cannot be drawn is
  * a warning. */
-static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot) {
+/* TITLE: the figures' title (NULL: the run's name) */
+static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot, const char *title) {
+  EmaPlotOptions options = {.title = title};
   g_autofree char *gnuplot = ema_plot_find_gnuplot();
   g_autoptr(GPtrArray) figures = g_ptr_array_new_with_free_func(g_free);
   GError *error = NULL;
@@ -975,7 +990,7 @@ static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot) {
                       "ema-sim plot DIR)\n");
     return;
   }
-  if (!ema_plot_dir(dir, gnuplot, NULL, figures, &error)) {
+  if (!ema_plot_dir(dir, gnuplot, &options, figures, &error)) {
     fprintf(stderr, "ema-sim: no figures: %s\n", error->message);
     g_error_free(error);
     return;
@@ -986,8 +1001,8 @@ static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot) {
   }
 }
 
-static void plot_after_run(const char *dir) {
-  plot_at_end(dir, TRUE);
+static void plot_after_run(const char *dir, const char *title) {
+  plot_at_end(dir, TRUE, title);
 }
 
 /* plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title T] [--xlabel T] */
@@ -1220,7 +1235,7 @@ static int command_sweep(int argc, char **argv) {
       status = sweep_report(records, out_dir) || status;
       printf("results in %s/sweep.csv (each point in %s/POINT/)\n", out_dir, out_dir);
       if (!no_plot)
-        plot_at_end(out_dir, FALSE);
+        plot_at_end(out_dir, FALSE, NULL);
     }
   } else if (rank == 0)
     status = 1;

@@ -1035,13 +1035,14 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
   g_autoptr(GString) mine_data = NULL, lenders_data = NULL;
   g_autofree char *borrower = NULL;
   Csv csv = {0};
-  gint variant_col, dir_col, borrower_col;
+  gint variant_col, dir_col, borrower_col, repeat_col;
   gboolean ok = FALSE;
   if (!csv_read(path, &csv, error))
     return FALSE;
   variant_col = csv_column(&csv, "variant");
   dir_col = csv_column(&csv, "dir");
   borrower_col = csv_column(&csv, "borrower");
+  repeat_col = csv_column(&csv, "repeat");
   if (variant_col < 0 || dir_col < 0 || borrower_col < 0 || csv.rows->len == 0) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                 "%s: no rows with variant, dir and borrower", path);
@@ -1056,15 +1057,20 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
                   sub);
       goto out;
     }
+    /* with repeats, the first repeat's run of each variant */
+    if (repeat_col >= 0 && strcmp(csv_cell(row, repeat_col), "0") != 0)
+      continue;
     variant_dir = g_build_filename(dir, sub, NULL);
     if (borrower == NULL)
       borrower = g_strdup(csv_cell(row, borrower_col));
+    g_string_append_printf(timeline, "%s# %s\n", variants->len ? "\n\n" : "",
+                           csv_cell(row, variant_col));
     g_ptr_array_add(variants, g_strdup(csv_cell(row, variant_col)));
     g_ptr_array_add(mine, g_array_new(FALSE, FALSE, sizeof(double)));
     g_ptr_array_add(lenders, g_array_new(FALSE, FALSE, sizeof(double)));
-    g_string_append_printf(timeline, "%s# %s\n", r ? "\n\n" : "", csv_cell(row, variant_col));
     if (!compare_timeline(variant_dir, borrower, timeline, error) ||
-        !compare_ttfts(variant_dir, borrower, mine->pdata[r], lenders->pdata[r], error))
+        !compare_ttfts(variant_dir, borrower, mine->pdata[variants->len - 1],
+                       lenders->pdata[variants->len - 1], error))
       goto out;
   }
   mine_data = cdf_data(variants, mine, "the borrower's TTFT");
@@ -1077,6 +1083,72 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
   gp_set(driver, "borrower", borrower);
   gp_series(driver, variants);
   ok = add_figure(plots, driver, figures, "compare", "compare.gp", 1200, 900, error);
+out:
+  csv_clear(&csv);
+  return ok;
+}
+
+/* The change of each paired metric vs the baseline per variant (compare-paired.csv): one data
+ * block per variant, x the metric's index dodged by the variant, its mean change and 95%
+ * interval; the metrics name the x tics. */
+static gboolean plot_compare_change(const char *dir, const char *plots, const char *title,
+                                    GString *driver, GPtrArray *figures, GError **error) {
+  g_autofree char *path = g_build_filename(dir, "compare-paired.csv", NULL);
+  g_autoptr(GPtrArray) variants = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) metrics = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GString) data = g_string_new(
+      "# per variant: metric index (dodged), mean change %, 95% interval low and high %\n");
+  g_autoptr(GString) tics = g_string_new(NULL);
+  const char *names[] = {"variant",         "baseline",     "metric",       "repeats",
+                         "change_mean_pct", "ci95_low_pct", "ci95_high_pct"};
+  gint cols[G_N_ELEMENTS(names)];
+  Csv csv = {0};
+  gboolean ok = FALSE;
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  for (guint c = 0; c < G_N_ELEMENTS(names); c++)
+    if ((cols[c] = csv_column(&csv, names[c])) < 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s lacks %s", path, names[c]);
+      goto out;
+    }
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    const char *variant = csv_cell(row, cols[0]), *metric = csv_cell(row, cols[2]);
+    guint v = 0, m = 0;
+    while (v < variants->len && strcmp(variants->pdata[v], variant) != 0)
+      v++;
+    while (m < metrics->len && strcmp(metrics->pdata[m], metric) != 0)
+      m++;
+    if (v == variants->len) {
+      g_string_append_printf(data, "%s# %s\n", v ? "\n\n" : "", variant);
+      g_ptr_array_add(variants, g_strdup(variant));
+    }
+    if (m == metrics->len) {
+      g_string_append_printf(tics, "%s\"%s\" %u", m ? ", " : "", metric, m);
+      g_ptr_array_add(metrics, g_strdup(metric));
+    }
+    /* a variant's points beside the others' at each metric */
+    append_number(data, m + 0.15 * ((double) v - 0.5 * (double) (variants->len - 1)));
+    for (guint c = 4; c < G_N_ELEMENTS(names); c++) {
+      double value;
+      g_string_append_c(data, ' ');
+      append_number(data, parse_number(csv_cell(row, cols[c]), &value) ? value : NAN);
+    }
+    g_string_append_c(data, '\n');
+    if (r == 0) {
+      gp_set(driver, "baseline", csv_cell(row, cols[1]));
+      gp_set(driver, "repeats", csv_cell(row, cols[3]));
+    }
+  }
+  if (variants->len == 0) {
+    ok = TRUE; /* one variant: nothing to compare */
+    goto out;
+  }
+  gp_set(driver, "figtitle", title);
+  gp_set(driver, "metrictics", tics->str);
+  gp_series(driver, variants);
+  ok = write_data(plots, "compare-change.dat", data, error) &&
+       add_figure(plots, driver, figures, "compare-change", "compare-change.gp", 1200, 700, error);
 out:
   csv_clear(&csv);
   return ok;
@@ -1120,6 +1192,7 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   g_autofree char *timeline = g_build_filename(dir, "timeline.csv", NULL);
   g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
   g_autofree char *compare_csv = g_build_filename(dir, "compare.csv", NULL);
+  g_autofree char *compare_paired = g_build_filename(dir, "compare-paired.csv", NULL);
   g_autofree char *frontier_csv = g_build_filename(dir, "frontier.csv", NULL);
   g_autofree char *driver_path = g_build_filename(plots, "plots.gp", NULL);
   g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
@@ -1171,6 +1244,10 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   if (g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR) &&
       !plot_compare(dir, plots, settings.title ? settings.title : "comparison", driver, drawn,
                     error))
+    goto out;
+  if (g_file_test(compare_paired, G_FILE_TEST_IS_REGULAR) &&
+      !plot_compare_change(dir, plots, settings.title ? settings.title : "comparison", driver,
+                           drawn, error))
     goto out;
   if (g_file_test(summary, G_FILE_TEST_IS_REGULAR) &&
       (g_file_test(requests, G_FILE_TEST_IS_REGULAR) ||

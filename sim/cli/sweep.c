@@ -42,7 +42,7 @@ void ema_sweep_describe_keys(GString *out) {
       out,
       "\nSweep and comparison keys (the keys of ema-sim sweep files, and compare for ema-sim "
       "run):\n"
-      "compare                  map       optional (ema-sim run only)\n"
+      "compare                  map       optional (ema-sim run only; with repeats)\n"
       "    named variants run one after another and set side by side: NAME: {dot.path: value, "
       "...}\n"
       "    or a partial tree merged over the experiment (the syntax of variants); DIR/NAME/ per\n"
@@ -52,7 +52,7 @@ void ema_sweep_describe_keys(GString *out) {
       "sweep                    map       optional (ema-sim sweep)\n"
       "    dot.path: [values], ...: the cartesian product in file order (the first path varies\n"
       "    slowest), each value applied like --set\n"
-      "repeats                  int       default 1, range [1, 100000] (ema-sim sweep)\n"
+      "repeats                  int       default 1, range [1, 100000] (sweep, compare)\n"
       "    runs of each point: repeat 0 keeps the seed, repeat r the seed derived from (seed,\n"
       "    \"repeat r\"), the same in every variant (common random numbers)\n"
       "plot                     map       optional (ema-sim sweep, ema-sim plot)\n"
@@ -470,9 +470,10 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
                    "a sweep file must be a map of settings");
     return NULL;
   }
+  /* a comparison's variants may be repeated (paired by repeat), not swept */
   for (guint i = 0; compare && ema_experiment_sweep_keys[i]; i++) {
     const EmaNode *key = ema_node_get_key(sweep->root, ema_experiment_sweep_keys[i]);
-    if (key) {
+    if (key && strcmp(key->value, "repeats") != 0) {
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
                      "an experiment with compare is not a sweep file (a sweep has variants)");
       return NULL;
@@ -516,6 +517,15 @@ EmaSweep *ema_sweep_load_compare(const char *path, const char *const *overrides,
 const char *ema_sweep_variant_name(const EmaSweep *sweep, guint point) {
   g_return_val_if_fail(point < sweep->points->len, NULL);
   return variant_name(sweep, &g_array_index(sweep->points, Point, point));
+}
+
+guint ema_sweep_point_repeat(const EmaSweep *sweep, guint point) {
+  g_return_val_if_fail(point < sweep->points->len, 0);
+  return g_array_index(sweep->points, Point, point).repeat;
+}
+
+guint ema_sweep_n_repeats(const EmaSweep *sweep) {
+  return sweep->repeats;
 }
 
 const char *ema_sweep_name(const EmaSweep *sweep) {

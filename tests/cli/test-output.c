@@ -284,6 +284,61 @@ static void test_compare(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* compare with repeats: each variant's repeat r shares repeat r's seed with
+ * the baseline's (static), and the table, compare.csv, compare-paired.csv
+ * and the figure give the change vs static with its paired interval */
+static void test_compare_repeats(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *path = g_build_filename(tmp, "c.yaml", NULL);
+  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
+  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
+                                      "compare:\n  2x: {server.gpu.hbm_scale: 2}\n"
+                                      "  static: {policy: static}\nrepeats: 3\n",
+                                      NULL);
+  g_autofree char *csv = NULL, *paired = NULL;
+  g_autoptr(EmaTestRun) run = NULL;
+  g_auto(GStrv) lines = NULL;
+  touch(tmp, "c.yaml", text);
+  run = ema_test_cli("run", path, "-o", out, NULL);
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(run->out, "cmp: 2x, static side by side\n");
+  ema_test_assert_contains(run->out, "\nvs static, paired by repeat (3 repeats, common random "
+                                     "numbers): mean change [95% interval, Student's t]\n");
+  ema_test_assert_contains(run->out, "\nborrower TTFT p99  ");
+  ema_test_assert_contains(run->out, "lent in all: every slice lent over the run, cumulative");
+  /* repeat r of every variant has the same seed, another than repeat 0's */
+  {
+    const char *const runs[] = {"2x", "static", "2x-r1", "static-r1"};
+    char *seeds[G_N_ELEMENTS(runs)] = {NULL};
+    for (guint i = 0; i < G_N_ELEMENTS(runs); i++) {
+      g_autofree char *file = g_build_filename(runs[i], "resolved.yaml", NULL);
+      g_autofree char *resolved = ema_test_read_file(out, file);
+      const char *line = strstr(resolved, "\nseed: ");
+      g_assert_nonnull(line);
+      seeds[i] = g_strndup(line, strcspn(line + 1, "\n") + 1);
+    }
+    g_assert_cmpstr(seeds[0], ==, seeds[1]);
+    g_assert_cmpstr(seeds[2], ==, seeds[3]);
+    g_assert_cmpstr(seeds[0], !=, seeds[2]);
+    for (guint i = 0; i < G_N_ELEMENTS(runs); i++)
+      g_free(seeds[i]);
+  }
+  csv = ema_test_read_file(out, "compare.csv");
+  lines = g_strsplit(csv, "\n", -1);
+  g_assert_cmpuint(g_strv_length(lines), ==, 8); /* header, 6 runs, the empty end */
+  ema_test_assert_contains(lines[0], ",lenders_lent_peak_gib,returns,borrower_kv_blocks,"
+                                     "borrower_arrived,borrower_rejected,offload_steps,repeat,"
+                                     "borrower_tok_s_vs_baseline_pct,");
+  g_assert_true(g_str_has_prefix(lines[2], "2x,2x-r1,"));
+  paired = ema_test_read_file(out, "compare-paired.csv");
+  ema_test_assert_contains(paired, "variant,baseline,metric,repeats,change_mean_pct,ci95_low_pct,"
+                                   "ci95_high_pct\n2x,static,borrower_tok_s,3,");
+  if (g_find_program_in_path("gnuplot") != NULL)
+    g_assert_true(exists(out, "plots/compare-change.svg"));
+  ema_test_remove_tree(tmp);
+}
+
 /* Resume keeps a point of this build, reruns one whose build_id is
  * another's, and keeps it with --reuse. */
 static void test_sweep_other_build(void) {
@@ -468,6 +523,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/default-folder-is-name-safe", test_default_folder_is_name_safe);
   g_test_add_func("/output/provenance", test_provenance);
   g_test_add_func("/output/compare", test_compare);
+  g_test_add_func("/output/compare-repeats", test_compare_repeats);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
   g_test_add_func("/output/check-reads-traces", test_check_reads_traces);
   g_test_add_func("/output/check-vllm-bench", test_check_vllm_bench);
