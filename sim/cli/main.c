@@ -85,7 +85,8 @@ static const char usage_text[] =
     "                         <shared>/groundtruth/splitwise-perf/perf_model.csv) against\n"
     "                         a100x8-dgx and h100x8-hgx; --points N keeps the first N\n"
     "  plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title TEXT] [--xlabel TEXT]\n"
-    "                         gnuplot figures (PNG, SVG) of a run or a sweep in DIR/plots/\n"
+    "        [--paper]        gnuplot figures (PNG, SVG; --paper: a column wide, PDF) of a run,\n"
+    "                         a comparison or a sweep in DIR/plots/\n"
     "  step-time SERVER MODEL TP [FILE]\n"
     "                         read batches (CSV in FILE or on stdin: " STEP_TIME_COLUMNS ")\n"
     "                         and print the step model's GPU time of each, in us\n"
@@ -1009,6 +1010,7 @@ static void plot_after_run(const char *dir, const char *title) {
 static int command_plot(int argc, char **argv) {
   EmaPlotOptions options = {0};
   g_autofree char *x = NULL, *by = NULL, *tenant = NULL, *title = NULL, *xlabel = NULL;
+  gboolean paper = FALSE;
   g_autofree char *gnuplot = NULL;
   g_autoptr(GPtrArray) figures = g_ptr_array_new_with_free_func(g_free);
   GError *error = NULL;
@@ -1019,9 +1021,13 @@ static int command_plot(int argc, char **argv) {
        "Sweep: the column that makes the lines (default: variant or a policy path; none: one)",
        "COLUMN"},
       {"tenant", 0, 0, G_OPTION_ARG_STRING, &tenant,
-       "Sweep: whose throughput and latency (default: the only tenant, or all)", "NAME"},
+       "Sweep: whose throughput and latency (default: the only tenant, or all); a run: the "
+       "tenants drawn (NAME or NAME,NAME,...; default all)",
+       "NAME"},
       {"title", 0, 0, G_OPTION_ARG_STRING, &title, "Title of the figures", "TEXT"},
       {"xlabel", 0, 0, G_OPTION_ARG_STRING, &xlabel, "Sweep: label of the x axis", "TEXT"},
+      {"paper", 0, 0, G_OPTION_ARG_NONE, &paper,
+       "Paper preset: a column wide (3.4 in), 7 pt type, PDF and SVG", NULL},
       {NULL}};
   g_autofree char *names = NULL;
   if (!parse_options("Draw the figures of a run or sweep directory with gnuplot (PNG and SVG in "
@@ -1036,11 +1042,11 @@ static int command_plot(int argc, char **argv) {
     fprintf(stderr, "ema-sim plot: gnuplot is not on PATH (install gnuplot-nox)\n");
     return 1;
   }
-  options = (EmaPlotOptions){x, by, tenant, title, xlabel};
+  options = (EmaPlotOptions){x, by, tenant, title, xlabel, paper};
   if (!ema_plot_dir(argv[1], gnuplot, &options, figures, &error))
     return fail(error);
   names = figure_names(figures);
-  printf("figures in %s/plots/ (%s; PNG and SVG)\n", argv[1], names);
+  printf("figures in %s/plots/ (%s; %s and SVG)\n", argv[1], names, paper ? "PDF" : "PNG");
   return 0;
 }
 

@@ -23,6 +23,7 @@
 #include "ema/core/modelpath.h"
 #include "ema/core/node.h"
 #include "ema/policy.h"
+#include "ema/run/output.h"
 
 #define MAX_CDF_POINTS 400
 #define MAX_TIMELINE_POINTS 2000
@@ -211,6 +212,7 @@ static gboolean write_data(const char *plots, const char *name, const GString *t
 
 typedef struct {
   char *x, *by, *tenant, *title, *xlabel;
+  gboolean tenant_given; /* --tenant, not plot.yaml: a sweep's figures take its name */
 } Settings;
 
 static void settings_clear(Settings *settings) {
@@ -251,6 +253,7 @@ static gboolean settings_load(const char *dir, const EmaPlotOptions *options, Se
   if (options) {
     const char *given[] = {options->x, options->by, options->tenant, options->title,
                            options->xlabel};
+    settings->tenant_given = options->tenant != NULL;
     for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
       if (given[k]) {
         g_free(*fields[k]);
@@ -587,9 +590,12 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
     gp_series(driver, names);
     gp_set(driver, "who", who);
     gp_set(driver, "data", "sweep.dat");
-    if (!add_figure(plots, driver, figures, "sweep-throughput", "sweep-throughput.gp", 900, 560,
-                    error) ||
-        !add_figure(plots, driver, figures, "sweep-latency", "sweep-latency.gp", 1200, 520, error))
+    /* a tenant picked by --tenant gets its own files: one per tenant, none overwritten */
+    g_autofree char *safe = settings->tenant_given ? ema_output_safe_name(settings->tenant) : NULL;
+    g_autofree char *throughput = g_strconcat("sweep-throughput", safe ? "-" : "", safe, NULL);
+    g_autofree char *latency = g_strconcat("sweep-latency", safe ? "-" : "", safe, NULL);
+    if (!add_figure(plots, driver, figures, throughput, "sweep-throughput.gp", 900, 560, error) ||
+        !add_figure(plots, driver, figures, latency, "sweep-latency.gp", 1200, 520, error))
       goto out;
   }
   if (op_series->len) {
@@ -646,10 +652,21 @@ static GString *cdf_data(GPtrArray *tenants, GPtrArray *values, const char *what
   return out;
 }
 
-/* ORDER: the tenants in the experiment's order (summary.json); others after. */
+/* Whether TENANT is drawn: ONLY (NAME or NAME,NAME,...) names it, or ONLY
+ * is NULL (every tenant). */
+static gboolean tenant_drawn(const char *only, const char *tenant) {
+  g_auto(GStrv) names = NULL;
+  if (only == NULL)
+    return TRUE;
+  names = g_strsplit(only, ",", -1);
+  return g_strv_contains((const char *const *) names, tenant);
+}
+
+/* ORDER: the tenants in the experiment's order (summary.json); others after.
+ * ONLY: the tenants drawn (tenant_drawn). */
 static gboolean plot_requests(const char *dir, const char *plots, const char *title,
-                              GPtrArray *order, GString *driver, GPtrArray *figures,
-                              GError **error) {
+                              GPtrArray *order, const char *only, GString *driver,
+                              GPtrArray *figures, GError **error) {
   g_autofree char *path = g_build_filename(dir, "requests.csv", NULL);
   g_autoptr(GPtrArray) tenants = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) ttft = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
@@ -661,6 +678,8 @@ static gboolean plot_requests(const char *dir, const char *plots, const char *ti
   if (!csv_read(path, &csv, error))
     return FALSE;
   for (guint t = 0; t < order->len; t++) {
+    if (!tenant_drawn(only, order->pdata[t]))
+      continue;
     g_ptr_array_add(tenants, g_strdup(order->pdata[t]));
     g_ptr_array_add(ttft, g_array_new(FALSE, FALSE, sizeof(double)));
     g_ptr_array_add(tpot, g_array_new(FALSE, FALSE, sizeof(double)));
@@ -673,6 +692,8 @@ static gboolean plot_requests(const char *dir, const char *plots, const char *ti
     const char *tenant = csv_cell(row, tenant_col);
     guint t;
     double value;
+    if (!tenant_drawn(only, tenant))
+      continue;
     for (t = 0; t < tenants->len; t++)
       if (strcmp(tenants->pdata[t], tenant) == 0)
         break;
@@ -755,8 +776,8 @@ static gint compare_gpus(gconstpointer a, gconstpointer b) {
 }
 
 static gboolean plot_timeline(const char *dir, const char *plots, const char *title,
-                              GHashTable *block_bytes, GHashTable *region_bytes, GString *driver,
-                              GPtrArray *figures, GError **error) {
+                              GHashTable *block_bytes, GHashTable *region_bytes, const char *only,
+                              GString *driver, GPtrArray *figures, GError **error) {
   static const char *const needed[] = {
       "time_s",       "gpu",         "tenant",          "kv_blocks_used",   "running",
       "last_step_ms", "slices_lent", "slices_borrowed", "kv_blocks_remote", "slices_staging"};
@@ -779,7 +800,7 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
     GPtrArray *row = csv.rows->pdata[r];
     double gpu;
     GpuSeries *series = NULL;
-    if (!parse_number(csv_cell(row, col[1]), &gpu))
+    if (!parse_number(csv_cell(row, col[1]), &gpu) || !tenant_drawn(only, csv_cell(row, col[2])))
       continue;
     for (guint g = 0; g < gpus->len && series == NULL; g++)
       if (((GpuSeries *) gpus->pdata[g])->gpu == (gint64) gpu)
@@ -954,8 +975,9 @@ out:
 /* ---- comparison figure (compare.csv of `ema-sim run` with compare:) ---------------- */
 
 /* The borrower's output tokens/s and borrowed GiB over time in one
- * variant's timeline.csv, as one data block; FALSE on a read error. */
-static gboolean compare_timeline(const char *dir, const char *borrower, GString *out,
+ * variant's timeline.csv, as one data block (tokens/s per sample: *BIN the
+ * sample period, s); FALSE on a read error. */
+static gboolean compare_timeline(const char *dir, const char *borrower, GString *out, double *bin,
                                  GError **error) {
   g_autofree char *path = g_build_filename(dir, "timeline.csv", NULL);
   Csv csv = {0};
@@ -983,6 +1005,7 @@ static gboolean compare_timeline(const char *dir, const char *borrower, GString 
         !parse_number(csv_cell(row, borrowed_col), &borrowed))
       continue;
     if (isfinite(previous) && t > previous) {
+      *bin = t - previous;
       append_number(out, t);
       g_string_append_c(out, ' ');
       append_number(out, tokens / (t - previous));
@@ -1036,6 +1059,7 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
   g_autofree char *borrower = NULL;
   Csv csv = {0};
   gint variant_col, dir_col, borrower_col, repeat_col;
+  double bin = NAN;
   gboolean ok = FALSE;
   if (!csv_read(path, &csv, error))
     return FALSE;
@@ -1068,7 +1092,7 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
     g_ptr_array_add(variants, g_strdup(csv_cell(row, variant_col)));
     g_ptr_array_add(mine, g_array_new(FALSE, FALSE, sizeof(double)));
     g_ptr_array_add(lenders, g_array_new(FALSE, FALSE, sizeof(double)));
-    if (!compare_timeline(variant_dir, borrower, timeline, error) ||
+    if (!compare_timeline(variant_dir, borrower, timeline, &bin, error) ||
         !compare_ttfts(variant_dir, borrower, mine->pdata[variants->len - 1],
                        lenders->pdata[variants->len - 1], error))
       goto out;
@@ -1081,6 +1105,10 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
     goto out;
   gp_set(driver, "figtitle", title);
   gp_set(driver, "borrower", borrower);
+  {
+    g_autofree char *period = g_strdup_printf("%g s", bin);
+    gp_set(driver, "bin", period);
+  }
   gp_series(driver, variants);
   ok = add_figure(plots, driver, figures, "compare", "compare.gp", 1200, 900, error);
 out:
@@ -1231,7 +1259,7 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
       return FALSE;
     gp_set(driver, "common", copied);
   }
-  g_string_append_c(driver, '\n');
+  g_string_append_printf(driver, "paper = %d\n\n", options && options->paper);
   if (!settings_load(dir, options, &settings, error))
     goto out;
   if (g_file_test(sweep_csv, G_FILE_TEST_IS_REGULAR) &&
@@ -1257,10 +1285,11 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
       goto out;
     title = g_strdup(settings.title ? settings.title : name);
     if (g_file_test(requests, G_FILE_TEST_IS_REGULAR) &&
-        !plot_requests(dir, plots, title, order, driver, drawn, error))
+        !plot_requests(dir, plots, title, order, settings.tenant, driver, drawn, error))
       goto out;
     if (g_file_test(timeline, G_FILE_TEST_IS_REGULAR) &&
-        !plot_timeline(dir, plots, title, block_bytes, region_bytes, driver, drawn, error))
+        !plot_timeline(dir, plots, title, block_bytes, region_bytes, settings.tenant, driver, drawn,
+                       error))
       goto out;
   }
   if (drawn->len == 0) {
@@ -1275,8 +1304,13 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   if (!g_file_set_contents(driver_path, driver->str, (gssize) driver->len, error) ||
       !run_gnuplot(gnuplot, plots, error))
     goto out;
-  for (guint i = 0; figures && i < drawn->len; i++)
-    g_ptr_array_add(figures, g_strdup(drawn->pdata[i]));
+  /* the paper preset draws PDF where the default draws PNG (common.gp) */
+  for (guint i = 0; figures && i < drawn->len; i++) {
+    const char *figure = drawn->pdata[i];
+    g_ptr_array_add(figures, options && options->paper && g_str_has_suffix(figure, ".png")
+                                 ? g_strdup_printf("%.*s.pdf", (int) strlen(figure) - 4, figure)
+                                 : g_strdup(figure));
+  }
   ok = TRUE;
 out:
   settings_clear(&settings);

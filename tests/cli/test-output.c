@@ -243,18 +243,22 @@ static void test_provenance(void) {
 
 /* compare: each variant in its folder, compare.csv one row per variant in
  * file order, the comparison printed; check checks every variant. */
+/* TMP/c.yaml: the synthetic experiment "cmp" and COMPARE (its compare: and
+ * more); its path */
+static char *write_comparison(const char *tmp, const char *compare) {
+  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
+  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")), compare, NULL);
+  touch(tmp, "c.yaml", text);
+  return g_build_filename(tmp, "c.yaml", NULL);
+}
+
 static void test_compare(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
-  g_autofree char *path = g_build_filename(tmp, "c.yaml", NULL);
-  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
-  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
-                                      "compare:\n  static: {policy: static}\n"
-                                      "  2x: {server.gpu.hbm_scale: 2}\n",
-                                      NULL);
+  g_autofree char *path = write_comparison(tmp, "compare:\n  static: {policy: static}\n"
+                                                "  2x: {server.gpu.hbm_scale: 2}\n");
   g_autofree char *csv = NULL;
   g_auto(GStrv) lines = NULL;
-  touch(tmp, "c.yaml", text);
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("check", path, NULL);
     ema_test_assert_ok(run);
@@ -290,16 +294,11 @@ static void test_compare(void) {
 static void test_compare_repeats(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
-  g_autofree char *path = g_build_filename(tmp, "c.yaml", NULL);
-  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
-  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
-                                      "compare:\n  2x: {server.gpu.hbm_scale: 2}\n"
-                                      "  static: {policy: static}\nrepeats: 3\n",
-                                      NULL);
+  g_autofree char *path = write_comparison(tmp, "compare:\n  2x: {server.gpu.hbm_scale: 2}\n"
+                                                "  static: {policy: static}\nrepeats: 3\n");
   g_autofree char *csv = NULL, *paired = NULL;
   g_autoptr(EmaTestRun) run = NULL;
   g_auto(GStrv) lines = NULL;
-  touch(tmp, "c.yaml", text);
   run = ema_test_cli("run", path, "-o", out, NULL);
   ema_test_assert_ok(run);
   ema_test_assert_contains(run->out, "cmp: 2x, static side by side\n");

@@ -545,6 +545,19 @@ static void test_sweep_figures(void) {
     g_assert_nonnull(strstr(driver, "categorical = 0\n"));
     g_assert_nonnull(strstr(data, "\n# ema, max_num_seqs=64\n10 "));
   }
+  /* --tenant names its own files (one per tenant, none overwritten); --paper draws PDF */
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--tenant", "chat", "--paper", NULL);
+    g_autofree char *expected = g_strdup_printf(
+        "figures in %s/plots/ (sweep-throughput-chat, sweep-latency-chat; PDF and SVG)\n", dir);
+    g_autofree char *pdf = g_build_filename(dir, "plots", "sweep-latency-chat.pdf", NULL);
+    g_autofree char *head = NULL;
+    ema_test_assert_ok(run);
+    g_assert_cmpstr(run->out, ==, expected);
+    g_assert_true(g_file_get_contents(pdf, &head, NULL, NULL));
+    g_assert_true(g_str_has_prefix(head, "%PDF"));
+    g_assert_true(exists(dir, "plots/sweep-latency.png")); /* the default's, still there */
+  }
   /* options override plot.yaml; a column that is not there is an error */
   {
     g_autoptr(EmaTestRun) run =
@@ -593,6 +606,17 @@ static void test_run_figures(void) {
     g_assert_true(g_str_has_prefix(data, "# time_s, local KV, staging, lent, borrowed"));
     g_assert_nonnull(strstr(driver, "series1 = 'gpu0 (busy)'\n"));
   }
+  /* --tenant picks the tenants of a run's figures, and their GPUs */
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--tenant", "later", NULL);
+    g_autofree char *ttft = ema_test_read_file(dir, "plots/ttft-cdf.dat");
+    g_autofree char *driver = ema_test_read_file(dir, "plots/plots.gp");
+    ema_test_assert_ok(run);
+    g_assert_nonnull(strstr(ttft, "\n# later\n"));
+    g_assert_null(strstr(ttft, "# busy"));
+    g_assert_nonnull(strstr(driver, "series1 = 'gpu1 (later)'\n"));
+    g_assert_null(strstr(driver, "gpu0 (busy)"));
+  }
   /* --no-plot draws nothing; plot draws the same again */
   ema_test_remove_tree(dir);
   g_free(dir);
@@ -608,6 +632,35 @@ static void test_run_figures(void) {
     ema_test_assert_ok(run);
     g_assert_nonnull(strstr(run->out, "(latency-cdf, memory, remote; PNG and SVG)\n"));
   }
+  ema_test_remove_tree(dir);
+}
+
+/* 72 tenants: no 72-entry legend over the curves; the title says how to pick */
+static void test_many_tenants_figure(void) {
+  g_autofree char *dir = NULL;
+  g_autoptr(GString) summary = g_string_new("{\"experiment\": \"wide\", \"tenants\": [");
+  g_autoptr(GString) requests = g_string_new("tenant,ttft_ms,tpot_ms\n");
+  g_autoptr(EmaTestRun) run = NULL;
+  if (g_find_program_in_path("gnuplot") == NULL) {
+    g_test_skip("gnuplot is not on PATH");
+    return;
+  }
+  dir = ema_test_temp_dir();
+  for (guint t = 0; t < 72; t++) {
+    g_string_append_printf(summary, "%s{\"name\": \"t%u\"}", t ? ", " : "", t);
+    for (guint r = 1; r <= 5; r++)
+      g_string_append_printf(requests, "t%u,%u,%u\n", t, 10 * r + t, r + 5);
+  }
+  g_string_append(summary, "]}\n");
+  {
+    g_autofree char *json = g_build_filename(dir, "summary.json", NULL);
+    g_autofree char *csv = g_build_filename(dir, "requests.csv", NULL);
+    g_assert_true(g_file_set_contents(json, summary->str, -1, NULL) &&
+                  g_file_set_contents(csv, requests->str, -1, NULL));
+  }
+  run = ema_test_cli("plot", dir, NULL);
+  ema_test_assert_ok(run);
+  assert_figure(dir, "latency-cdf", "(72 tenants, no legend: --tenant NAME,... picks some)");
   ema_test_remove_tree(dir);
 }
 
@@ -662,6 +715,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/plot/sweep", test_sweep_figures);
   g_test_add_func("/sweep/plot/run", test_run_figures);
   g_test_add_func("/sweep/plot/without-gnuplot", test_without_gnuplot);
+  g_test_add_func("/sweep/plot/many-tenants", test_many_tenants_figure);
   status = g_test_run();
   if (reference_dir) {
     g_autofree char *parent = g_path_get_dirname(reference_dir);

@@ -17,13 +17,12 @@
  * static, else the first) is paired by repeat: the mean of the per-repeat
  * relative changes with its 95% interval (Student's t, N - 1 degrees of
  * freedom), printed, per run in compare.csv (*_vs_baseline_pct) and per
- * variant in compare-paired.csv (drawn by ema-sim plot as compare-change). The borrower is the tenant whose
- * GPUs borrowed the most (at one timeline sample, in any variant); with no
- * borrowing anywhere, the tenant with the most preemptions in the first
- * variant. Every other tenant is a lender; "lenders' p99" is the worst
- * lender's. "borrowed peak" is the most the borrower held at one timeline
- * sample; "lent in all" the pool's slices_borrowed (every slice lent over the
- * run, cumulative), "reclaimed" its slices_reclaimed. */
+ * variant in compare-paired.csv (drawn by ema-sim plot as compare-change). The borrower is the
+ * tenant whose GPUs borrowed the most (at one timeline sample, in any variant); with no borrowing
+ * anywhere, the tenant with the most preemptions in the first variant. Every other tenant is a
+ * lender; "lenders' p99" is the worst lender's. "borrowed peak" is the most the borrower held at
+ * one timeline sample; "lent in all" the pool's slices_borrowed (every slice lent over the run,
+ * cumulative), "reclaimed" its slices_reclaimed. */
 #pragma once
 
 #include <stdio.h>
