@@ -485,6 +485,11 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
                    "compare is for ema-sim run; a sweep file gives variants");
     return NULL;
   }
+  /* --set repeats=N sets the sweep's own key (of a comparison too), not the experiment's */
+  for (guint i = 0; overrides && overrides[i]; i++)
+    if (g_str_has_prefix(overrides[i], "repeats=") &&
+        !ema_node_apply_override(sweep->root, overrides[i], i + 1, error))
+      return NULL;
   if (!load_variants(sweep, compare ? EMA_EXPERIMENT_COMPARE_KEY : "variants", error) ||
       !load_axes(sweep, error) || !load_repeats_and_plot(sweep, error))
     return NULL;
@@ -495,8 +500,9 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
   if (!ema_params_expand(&ema_experiment_params, sweep->base, error))
     return NULL;
   for (guint i = 0; overrides && overrides[i]; i++)
-    if (!ema_node_apply_override(sweep->base, overrides[i], i + 1, error) ||
-        !ema_params_expand(&ema_experiment_params, sweep->base, error))
+    if (!g_str_has_prefix(overrides[i], "repeats=") &&
+        (!ema_node_apply_override(sweep->base, overrides[i], i + 1, error) ||
+         !ema_params_expand(&ema_experiment_params, sweep->base, error)))
       return NULL;
   name = ema_node_get(sweep->base, "name");
   sweep->name =
