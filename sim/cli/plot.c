@@ -574,6 +574,16 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
     }
   }
 
+  {
+    /* the repeats per point, for the bars' legend */
+    guint nrepeats = 1;
+    for (guint r = 0; r < csv.rows->len; r++) {
+      double value;
+      if (parse_number(csv_cell(csv.rows->pdata[r], repeat), &value) && value + 1 > nrepeats)
+        nrepeats = (guint) value + 1;
+    }
+    g_string_append_printf(driver, "nrepeats = %u\n", nrepeats);
+  }
   gp_set(driver, "figtitle", settings->title ? settings->title : "sweep");
   gp_set(driver, "xtitle", settings->xlabel ? settings->xlabel : csv.header->pdata[x_column]);
   g_string_append_printf(driver, "categorical = %d\n", categorical);

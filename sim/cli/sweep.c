@@ -22,6 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <math.h>
+
 #include <glib-unix.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -1222,6 +1224,44 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
 
 /* ---- results ---------------------------------------------------------------- */
 
+/* The metrics a variant's point is compared on with the baseline's point of the same swept
+ * values and repeat (sweep.csv's *_vs_BASE_pct columns). */
+static const char *const paired_suffixes[] = {".throughput_tok_s", ".ttft_p50_ms", ".ttft_p99_ms",
+                                              ".tpot_p99_ms", ".e2e_p99_ms"};
+
+/* The baseline variant: the one named static, else the first; -1 without variants. */
+static gint baseline_variant(const EmaSweep *sweep) {
+  if (sweep->variants == NULL)
+    return -1;
+  for (guint v = 0; v < sweep->variants->keys->len; v++)
+    if (strcmp(((const EmaNode *) sweep->variants->keys->pdata[v])->value, "static") == 0)
+      return (gint) v;
+  return 0;
+}
+
+/* COLUMN's value in RECORD as a number; NAN where absent. */
+static double record_number(const EmaSweepRecord *record, const char *column) {
+  for (guint m = 0; record && m < record->names->len; m++)
+    if (strcmp(record->names->pdata[m], column) == 0)
+      return g_ascii_strtod(record->values->pdata[m], NULL);
+  return NAN;
+}
+
+/* Append to CSV, for point P, each paired column's change over the
+ * baseline's point (empty where either lacks it or the baseline is 0). */
+static void append_paired(GString *csv, const EmaSweep *sweep, EmaSweepRecord **by_point, guint p,
+                          GPtrArray *paired) {
+  guint per_variant = sweep->points->len / sweep->variants->items->len;
+  guint q = (guint) baseline_variant(sweep) * per_variant + p % per_variant;
+  for (guint c = 0; c < paired->len; c++) {
+    double x = record_number(by_point[p], paired->pdata[c]);
+    double b = record_number(by_point[q], paired->pdata[c]);
+    g_string_append_c(csv, ',');
+    if (isfinite(x) && isfinite(b) && b != 0)
+      g_string_append_printf(csv, "%.6g", 100 * (x / b - 1));
+  }
+}
+
 static void yaml_string(GString *out, const char *key, const char *value) {
   g_autofree char *escaped = g_strescape(value, NULL);
   g_string_append_printf(out, "%s: \"%s\"\n", key, escaped);
@@ -1232,6 +1272,7 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
   guint n = sweep->points->len;
   g_autofree EmaSweepRecord **by_point = g_new0(EmaSweepRecord *, n);
   g_autoptr(GPtrArray) columns = g_ptr_array_new();
+  g_autoptr(GPtrArray) paired = g_ptr_array_new(); /* the columns compared with the baseline */
   g_autoptr(GHashTable) known = g_hash_table_new(g_str_hash, g_str_equal);
   g_autoptr(GString) csv = g_string_new(NULL);
   g_autoptr(GString) plot = g_string_new(NULL);
@@ -1262,6 +1303,17 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
     g_string_append_c(csv, ',');
     ema_file_csv_field(csv, columns->pdata[c]);
   }
+  /* with variants, each point against the baseline's of the same values and repeat */
+  for (guint c = 0; sweep->variants && sweep->variants->items->len > 1 && c < columns->len; c++)
+    for (guint k = 0; k < G_N_ELEMENTS(paired_suffixes); k++)
+      if (g_str_has_suffix(columns->pdata[c], paired_suffixes[k])) {
+        g_autofree char *name = g_strdup_printf(
+            "%s_vs_%s_pct", (const char *) columns->pdata[c],
+            ((const EmaNode *) sweep->variants->keys->pdata[baseline_variant(sweep)])->value);
+        g_ptr_array_add(paired, columns->pdata[c]);
+        g_string_append_c(csv, ',');
+        ema_file_csv_field(csv, name);
+      }
   g_string_append_c(csv, '\n');
   for (guint p = 0; p < n; p++) {
     const Point *point = &g_array_index(sweep->points, Point, p);
@@ -1286,6 +1338,8 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
       g_string_append_c(csv, ',');
       ema_file_csv_field(csv, value ? value : "");
     }
+    if (paired->len)
+      append_paired(csv, sweep, by_point, p, paired);
     g_string_append_c(csv, '\n');
   }
   if (!g_file_set_contents(csv_path, csv->str, (gssize) csv->len, error))

@@ -537,6 +537,14 @@ static void test_sweep_figures(void) {
   assert_figure(dir, "sweep-throughput", "throughput of chat");
   assert_figure(dir, "sweep-latency", "p99 latency of chat");
   {
+    /* the bars are named: each mean's interval over the repeats */
+    g_autofree char *svg = ema_test_read_file(dir, "plots/sweep-latency.svg");
+    g_autofree char *driver = ema_test_read_file(dir, "plots/plots.gp");
+    g_assert_nonnull(strstr(driver, "\nnrepeats = "));
+    g_assert_true(strstr(svg, "bars: 95% interval of each mean over ") != NULL ||
+                  strstr(svg, "one repeat: no interval") != NULL);
+  }
+  {
     g_autofree char *driver = ema_test_read_file(dir, "plots/plots.gp");
     g_autofree char *data = ema_test_read_file(dir, "plots/sweep.dat");
     /* lines per variant and batch limit; x the swept rate, labelled by plot.yaml */
