@@ -297,6 +297,7 @@ static void test_compare_repeats(void) {
   g_autofree char *path = write_comparison(tmp, "compare:\n  2x: {server.gpu.hbm_scale: 2}\n"
                                                 "  static: {policy: static}\nrepeats: 3\n");
   g_autofree char *csv = NULL, *paired = NULL;
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   g_autoptr(EmaTestRun) run = NULL;
   g_auto(GStrv) lines = NULL;
   run = ema_test_cli("run", path, "-o", out, NULL);
@@ -333,7 +334,7 @@ static void test_compare_repeats(void) {
   paired = ema_test_read_file(out, "compare-paired.csv");
   ema_test_assert_contains(paired, "variant,baseline,metric,repeats,change_mean_pct,ci95_low_pct,"
                                    "ci95_high_pct\n2x,static,borrower_tok_s,3,");
-  if (g_find_program_in_path("gnuplot") != NULL)
+  if (gnuplot != NULL)
     g_assert_true(exists(out, "plots/compare-change.svg"));
   ema_test_remove_tree(tmp);
 }

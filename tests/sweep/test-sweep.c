@@ -649,7 +649,8 @@ static void test_many_tenants_figure(void) {
   g_autoptr(GString) summary = g_string_new("{\"experiment\": \"wide\", \"tenants\": [");
   g_autoptr(GString) requests = g_string_new("tenant,ttft_ms,tpot_ms\n");
   g_autoptr(EmaTestRun) run = NULL;
-  if (g_find_program_in_path("gnuplot") == NULL) {
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (gnuplot == NULL) {
     g_test_skip("gnuplot is not on PATH");
     return;
   }
