@@ -1057,6 +1057,43 @@ static gboolean compare_ttfts(const char *dir, const char *borrower, GArray *min
   return TRUE;
 }
 
+/* "NAME: A, B" for a comparison in DIR: the experiment's name (its first
+ * variant's summary.json) and the variants of compare.csv; "comparison"
+ * where they cannot be read. */
+static char *compare_title(const char *dir) {
+  g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
+  g_autoptr(GPtrArray) variants = g_ptr_array_new();
+  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autofree char *summary = NULL;
+  g_autofree char *names = NULL;
+  char *title = NULL;
+  Csv csv = {0};
+  gint variant_col, dir_col, repeat_col;
+  if (!csv_read(path, &csv, NULL))
+    return g_strdup("comparison");
+  variant_col = csv_column(&csv, "variant");
+  dir_col = csv_column(&csv, "dir");
+  repeat_col = csv_column(&csv, "repeat");
+  for (guint r = 0; variant_col >= 0 && dir_col >= 0 && r < csv.rows->len; r++)
+    if (repeat_col < 0 || strcmp(csv_cell(csv.rows->pdata[r], repeat_col), "0") == 0)
+      g_ptr_array_add(variants, (gpointer) csv_cell(csv.rows->pdata[r], variant_col));
+  if (variants->len > 0) {
+    const char *first = csv_cell(csv.rows->pdata[0], dir_col);
+    summary = strchr(first, '/') ? NULL : g_build_filename(dir, first, "summary.json", NULL);
+  }
+  g_ptr_array_add(variants, NULL);
+  names = g_strjoinv(", ", (char **) variants->pdata);
+  if (summary && json_parser_load_from_file(parser, summary, NULL) &&
+      JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)))
+    title = g_strdup_printf(
+        "%s: %s",
+        json_object_get_string_member_with_default(
+            json_node_get_object(json_parser_get_root(parser)), "experiment", "comparison"),
+        names);
+  csv_clear(&csv);
+  return title ? title : g_strdup("comparison");
+}
+
 static gboolean plot_compare(const char *dir, const char *plots, const char *title, GString *driver,
                              GPtrArray *figures, GError **error) {
   g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
@@ -1279,14 +1316,14 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
       !plot_frontier(dir, plots, settings.title ? settings.title : "transparency frontier", driver,
                      drawn, error))
     goto out;
-  if (g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR) &&
-      !plot_compare(dir, plots, settings.title ? settings.title : "comparison", driver, drawn,
-                    error))
-    goto out;
-  if (g_file_test(compare_paired, G_FILE_TEST_IS_REGULAR) &&
-      !plot_compare_change(dir, plots, settings.title ? settings.title : "comparison", driver,
-                           drawn, error))
-    goto out;
+  if (g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR)) {
+    /* titled by the experiment and its variants unless a title is given */
+    g_autofree char *title = settings.title ? g_strdup(settings.title) : compare_title(dir);
+    if (!plot_compare(dir, plots, title, driver, drawn, error) ||
+        (g_file_test(compare_paired, G_FILE_TEST_IS_REGULAR) &&
+         !plot_compare_change(dir, plots, title, driver, drawn, error)))
+      goto out;
+  }
   if (g_file_test(summary, G_FILE_TEST_IS_REGULAR) &&
       (g_file_test(requests, G_FILE_TEST_IS_REGULAR) ||
        g_file_test(timeline, G_FILE_TEST_IS_REGULAR))) {

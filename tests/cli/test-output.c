@@ -334,8 +334,15 @@ static void test_compare_repeats(void) {
   paired = ema_test_read_file(out, "compare-paired.csv");
   ema_test_assert_contains(paired, "variant,baseline,metric,repeats,change_mean_pct,ci95_low_pct,"
                                    "ci95_high_pct\n2x,static,borrower_tok_s,3,");
-  if (gnuplot != NULL)
+  if (gnuplot != NULL) {
+    /* drawn again without a title: titled by the experiment and its variants, not "comparison" */
+    g_autoptr(EmaTestRun) plot = ema_test_cli("plot", out, NULL);
+    g_autofree char *driver = NULL;
+    ema_test_assert_ok(plot);
     g_assert_true(exists(out, "plots/compare-change.svg"));
+    driver = ema_test_read_file(out, "plots/plots.gp");
+    ema_test_assert_contains(driver, "\nfigtitle = 'cmp: 2x, static'\n");
+  }
   ema_test_remove_tree(tmp);
 }
 
