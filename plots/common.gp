@@ -5,12 +5,25 @@
 #   width, height   its size in pixels
 # Text is not "enhanced" (an underscore in a tenant or path name stays an
 # underscore). Colours: the ColorBrewer Dark2 set, one per line type.
-if (fmt eq 'svg') {
-  set terminal svg size width, height font 'Sans,12' noenhanced dynamic background rgb 'white'
+#   paper   1: the paper preset (ema-sim plot --paper): a column wide, 7 pt type, PDF (where the
+#           default draws PNG) and SVG; the default's sizes keep their proportions
+ext = fmt
+if (exists('paper') && paper) {
+  pw = 3.4; ph = 3.4 * height / width     # inches: one column of a two-column paper
+  if (fmt eq 'svg') {
+    set terminal svg size pw * 96, ph * 96 font 'Sans,7' noenhanced background rgb 'white'
+  } else {
+    set terminal pdfcairo size pw, ph font 'Sans,7' noenhanced linewidth 0.75
+    ext = 'pdf'
+  }
 } else {
-  set terminal pngcairo size width, height font 'Sans,10' noenhanced background rgb 'white'
+  if (fmt eq 'svg') {
+    set terminal svg size width, height font 'Sans,12' noenhanced dynamic background rgb 'white'
+  } else {
+    set terminal pngcairo size width, height font 'Sans,10' noenhanced background rgb 'white'
+  }
 }
-set output name.'.'.fmt
+set output name.'.'.ext
 set grid lc rgb '#dddddd' lt 1
 set border lc rgb '#444444'
 set key noautotitle box lc rgb '#bbbbbb' opaque samplen 3

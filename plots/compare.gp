@@ -5,12 +5,13 @@
 # Data: compare-timeline.dat (one block per variant: time_s, tokens/s,
 # borrowed GiB), compare-borrower-ttft.dat and compare-lenders-ttft.dat (one
 # block per variant: TTFT ms, fraction at or below). Variables: figtitle,
-# borrower, nseries, series1..seriesN (the variants).
+# borrower, bin (the timeline's sample period: each throughput point is one), nseries,
+# series1..seriesN (the variants).
 load common
 set multiplot layout 2, 2 title sprintf("%s\nthe borrower (%s) and its lenders under each variant", figtitle, borrower)
 set key top right
 set xlabel 'time (s)'
-set ylabel 'output tokens/s'
+set ylabel sprintf('output tokens/s (per %s sample)', bin)
 set yrange [0:*]
 set title sprintf('%s: throughput', borrower)
 plot for [i=1:nseries] 'compare-timeline.dat' index (i-1) using 1:2 with lines lt i \
@@ -25,6 +26,7 @@ set yrange [0:1.02]
 set xlabel 'time to first token (ms, log scale)'
 set logscale x
 set format x '%.0f'
+set autoscale xfix                # the axis ends where the data do
 set title sprintf('%s: TTFT', borrower)
 plot for [i=1:nseries] 'compare-borrower-ttft.dat' index (i-1) using 1:2 with steps lt i \
      title value(sprintf('series%d', i))

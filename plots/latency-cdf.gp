@@ -5,12 +5,17 @@
 # figtitle, nseries, series1..seriesN (tenants), ntpot (requests with a
 # TPOT: 0 when every request had one output token).
 load common
+# past 12 tenants a legend hides the curves and its colours repeat: none, and the title says how
+# to pick tenants (ema-sim plot DIR --tenant A,B)
+many = (nseries > 12) ? sprintf(" (%d tenants, no legend: --tenant NAME,... picks some)", nseries) : ""
 if (ntpot > 0) {
-  set multiplot layout 1, 2 title sprintf("%s\nlatency CDFs per tenant", figtitle)
+  set multiplot layout 1, 2 title sprintf("%s\nlatency CDFs per tenant%s", figtitle, many)
 } else {
-  set title sprintf("%s\nTTFT CDF per tenant", figtitle)
+  set title sprintf("%s\nTTFT CDF per tenant%s", figtitle, many)
 }
 set key bottom right
+if (nseries > 12) { unset key }
+set autoscale xfix                # the axis ends where the data do
 set ylabel 'fraction of requests'
 set yrange [0:1.02]
 set xlabel 'time to first token (ms, log scale)'

@@ -39,7 +39,7 @@ gsl_rng *ema_trace_rng_new(guint64 seed) {
   return rng;
 }
 
-typedef enum { KIND_POISSON, KIND_GAMMA, KIND_ONOFF, KIND_DIURNAL, KIND_PHASES } Kind;
+typedef enum { KIND_POISSON, KIND_GAMMA, KIND_ONOFF, KIND_DIURNAL, KIND_PHASES, KIND_AT_ONCE } Kind;
 
 struct _EmaTraceArrivals {
   Kind kind;
@@ -81,6 +81,10 @@ EmaTraceArrivals *ema_trace_arrivals_new_poisson(double rate, guint64 seed, GErr
   EmaTraceArrivals *a = arrivals_new(KIND_POISSON, seed);
   a->rate = rate;
   return a;
+}
+
+EmaTraceArrivals *ema_trace_arrivals_new_at_once(void) {
+  return arrivals_new(KIND_AT_ONCE, 0);
 }
 
 EmaTraceArrivals *ema_trace_arrivals_new_gamma(double rate, double cv, guint64 seed,
@@ -159,6 +163,8 @@ EmaTraceArrivals *ema_trace_arrivals_new_phases(const double *rates, const EmaTi
 
 static void advance(EmaTraceArrivals *a) {
   switch (a->kind) {
+  case KIND_AT_ONCE:
+    return;
   case KIND_POISSON:
     a->t += gsl_ran_exponential(a->rng, 1.0 / a->rate);
     return;

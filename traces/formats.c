@@ -4,8 +4,10 @@
  * and the reader that opens it. This file sits above the readers (csv.c,
  * mooncake.c, vllm.c) and they never call back into it: adding a format is a reader
  * plus one row here. */
+#include <stdio.h>
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "private.h"
 
 typedef EmaTraceSource *(*OpenFn)(const char *path, GError **error);
@@ -75,16 +77,46 @@ static gboolean header_has_words(const char *lower, const char *const *words) {
   return TRUE;
 }
 
-/* Guess the format from the first line: '{' is JSONL (Mooncake), otherwise a
- * CSV header is recognised by the words of a row above. Vidur's header is
- * tried before Azure's (a Vidur file may carry a timestamp column too). */
-gboolean ema_trace_format_sniff(const char *path, EmaTraceFormat *format, GError **error) {
+/* TRUE when the first bytes of PATH open a JSON object with a key that only
+ * vLLM's benchmark result has (its load settings and length arrays come
+ * before any measurement, written on one line or indented). */
+static gboolean is_vllm_bench(const char *path) {
+  static const char *const keys[] = {"\"request_rate\"", "\"max_concurrency\"", "\"burstiness\"",
+                                     "\"input_lens\"", "\"num_prompts\""};
+  char head[4097];
+  gsize n;
+  const char *at = head;
+  FILE *fp = ema_file_open_regular(path, NULL);
+  if (fp == NULL)
+    return FALSE;
+  n = fread(head, 1, sizeof head - 1, fp);
+  fclose(fp);
+  head[n] = '\0';
+  while (*at == ' ' || *at == '\t' || *at == '\r' || *at == '\n')
+    at++;
+  if (*at != '{')
+    return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
+    if (strstr(at, keys[i]) != NULL)
+      return TRUE;
+  return FALSE;
+}
+
+/* Guess the format from the first line: a vLLM benchmark result (above),
+ * else '{' is JSONL (Mooncake), otherwise a CSV header is recognised by the
+ * words of a row above. Vidur's header is tried before Azure's (a Vidur file
+ * may carry a timestamp column too). */
+static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **error) {
   static const EmaTraceFormat csv_order[] = {EMA_TRACE_FORMAT_VIDUR, EMA_TRACE_FORMAT_BURSTGPT,
                                              EMA_TRACE_FORMAT_AZURE, EMA_TRACE_FORMAT_LENGTHS};
   EmaTraceReader reader;
   char *line;
   gsize len;
 
+  if (is_vllm_bench(path)) {
+    *format = EMA_TRACE_FORMAT_VLLM_BENCH;
+    return TRUE;
+  }
   if (!ema_trace_reader_open(&reader, path, EMA_TRACE_JSON_MAX_LINE, error))
     return FALSE;
   int got = ema_trace_reader_next(&reader, &line, &len, error);
@@ -121,6 +153,11 @@ gboolean ema_trace_format_sniff(const char *path, EmaTraceFormat *format, GError
   return ok;
 }
 
+gboolean ema_trace_format_sniff(const char *path, EmaTraceFormat *format, GError **error) {
+  g_return_val_if_fail(path != NULL && format != NULL, FALSE);
+  return sniff_format(path, format, error);
+}
+
 EmaTraceSource *ema_trace_source_open(EmaTraceFormat format, const char *path, GError **error) {
   g_return_val_if_fail(path != NULL, NULL);
 
@@ -130,7 +167,8 @@ EmaTraceSource *ema_trace_source_open(EmaTraceFormat format, const char *path, G
   g_return_val_if_fail(row != NULL && format != EMA_TRACE_FORMAT_AUTO, NULL);
   if (row->open == NULL) {
     g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID,
-                "%s: a length-only trace needs an arrival process", path);
+                "%s: a %s trace holds no arrival times: it needs an arrival process", path,
+                row->name);
     return NULL;
   }
   return row->open(path, error);

@@ -8,10 +8,13 @@
  * (a failed request's output_lens entry is 0, not what it asked for, so such
  * requests are skipped and counted as skipped). Other keys (ttfts, itls,
  * generated_texts, the summary figures) are measurements, not workload, and
- * are ignored. What it lacks: per-request send times (the benchmark draws
- * them from --request-rate / --burstiness and does not save them), prefix
- * identities and tenants; so the trace needs an arrival process like a
- * length-only CSV, and requests are replayed in file order.
+ * are not workload: ema_trace_vllm_bench_read() reads the load the benchmark
+ * ran with (request_rate, "inf" or a number; burstiness; max_concurrency) and
+ * its summary figures, to replay it with that load and set the simulated
+ * figures beside the measured ones. What it lacks: per-request send times
+ * (the benchmark draws them from --request-rate / --burstiness and does not
+ * save them), prefix identities and tenants; so the requests are replayed in
+ * file order with arrivals drawn like the benchmark's.
  *
  * The ShareGPT dataset JSON (an array of {"id", "conversations": [{"from":
  * "human"|"gpt", "value": text}, ...]}) is recognised and refused: it holds
@@ -25,6 +28,7 @@
  * the open only the two length arrays (8 bytes a request) are held; input
  * lengths are in [1, 2^32-1], output lengths in [0, 2^32-1]; errors name the
  * file and the line:col (syntax) or the key and index (values). */
+#include <math.h>
 #include <string.h>
 
 #include "ema/core/file.h"
@@ -61,6 +65,42 @@ static char *line_col(const char *text, gsize at) {
     }
   }
   return g_strdup_printf("%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT, line, col);
+}
+
+/* PATH read and parsed (its root is not NULL), or NULL with the error
+ * located at the file and LINE:COL. */
+static JsonParser *parse_file(const char *path, GError **error) {
+  g_autofree char *text = NULL;
+  gsize len = 0, at = 0;
+  GError *inner = NULL;
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &len, &inner)) {
+    g_set_error_literal(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_IO, inner->message);
+    g_error_free(inner);
+    return NULL;
+  }
+  const char *problem = ema_trace_json_scan(text, len, &at);
+  if (problem != NULL) {
+    g_autofree char *where = line_col(text, at);
+    g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, "%s:%s: %s", path, where, problem);
+    return NULL;
+  }
+  g_autoptr(JsonParser) parser = json_parser_new_immutable();
+  g_autoptr(GError) jerr = NULL;
+  if (!json_parser_load_from_data(parser, text, (gssize) len, &jerr)) {
+    /* json-glib's message reads "<data>:LINE:COL: Parse error: ..." */
+    const char *msg = jerr->message;
+    if (g_str_has_prefix(msg, "<data>:"))
+      g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, "%s:%s", path,
+                  msg + strlen("<data>:"));
+    else
+      vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "invalid JSON: %s", msg);
+    return NULL;
+  }
+  if (json_parser_get_root(parser) == NULL) {
+    vllm_error(error, EMA_TRACE_ERROR_EMPTY, path, "empty file: no JSON value");
+    return NULL;
+  }
+  return g_steal_pointer(&parser);
 }
 
 static JsonArray *get_array(JsonObject *obj, const char *key, const char *path, GError **error) {
@@ -217,38 +257,75 @@ EmaTraceSource *ema_trace_source_open_vllm_bench(const char *path, EmaTraceArriv
   self->prompt = g_array_new(FALSE, FALSE, sizeof(guint32));
   self->output = g_array_new(FALSE, FALSE, sizeof(guint32));
 
-  g_autofree char *text = NULL;
-  gsize len = 0, at = 0;
-  GError *inner = NULL;
-  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &len, &inner)) {
-    g_set_error_literal(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_IO, inner->message);
-    g_error_free(inner);
+  g_autoptr(JsonParser) parser = parse_file(path, error);
+  if (parser == NULL)
     return NULL;
-  }
-  const char *problem = ema_trace_json_scan(text, len, &at);
-  if (problem != NULL) {
-    g_autofree char *where = line_col(text, at);
-    g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, "%s:%s: %s", path, where, problem);
-    return NULL;
-  }
-  g_autoptr(JsonParser) parser = json_parser_new_immutable();
-  g_autoptr(GError) jerr = NULL;
-  if (!json_parser_load_from_data(parser, text, (gssize) len, &jerr)) {
-    /* json-glib's message reads "<data>:LINE:COL: Parse error: ..." */
-    const char *msg = jerr->message;
-    if (g_str_has_prefix(msg, "<data>:"))
-      g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, "%s:%s", path,
-                  msg + strlen("<data>:"));
-    else
-      vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "invalid JSON: %s", msg);
-    return NULL;
-  }
-  JsonNode *root = json_parser_get_root(parser);
-  if (root == NULL) {
-    vllm_error(error, EMA_TRACE_ERROR_EMPTY, path, "empty file: no JSON value");
-    return NULL;
-  }
-  if (!load(self, root, path, error))
+  if (!load(self, json_parser_get_root(parser), path, error))
     return NULL;
   return g_steal_pointer(&src);
+}
+
+const char *const ema_trace_vllm_metric_names[EMA_TRACE_VLLM_N_METRICS] = {
+    "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms",        "mean_tpot_ms",      "median_tpot_ms",
+    "p99_tpot_ms",  "mean_itl_ms",    "median_itl_ms",      "p99_itl_ms",        "mean_e2el_ms",
+    "p99_e2el_ms",  "completed",      "request_throughput", "output_throughput",
+};
+
+/* OBJ's KEY as a double into OUT: absent or null leaves OUT; a number is
+ * read, so is the string "inf" when INF_OK; anything else is an error. */
+static gboolean get_number(JsonObject *obj, const char *key, gboolean inf_ok, const char *path,
+                           double *out, GError **error) {
+  JsonNode *node = json_object_get_member(obj, key);
+  if (node == NULL || JSON_NODE_HOLDS_NULL(node))
+    return TRUE;
+  if (JSON_NODE_HOLDS_VALUE(node)) {
+    GType type = json_node_get_value_type(node);
+    if (type == G_TYPE_INT64 || type == G_TYPE_DOUBLE) {
+      *out = json_node_get_double(node);
+      return TRUE;
+    }
+    if (inf_ok && type == G_TYPE_STRING && strcmp(json_node_get_string(node), "inf") == 0) {
+      *out = INFINITY;
+      return TRUE;
+    }
+  }
+  vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "'%s' is not a number%s", key,
+             inf_ok ? " or \"inf\"" : "");
+  return FALSE;
+}
+
+gboolean ema_trace_vllm_bench_read(const char *path, EmaTraceVllmBench *out, GError **error) {
+  g_return_val_if_fail(path != NULL && out != NULL, FALSE);
+
+  g_autoptr(JsonParser) parser = parse_file(path, error);
+  double concurrency = 0;
+  if (parser == NULL)
+    return FALSE;
+  JsonNode *root = json_parser_get_root(parser);
+  if (!JSON_NODE_HOLDS_OBJECT(root)) {
+    vllm_error(error, EMA_TRACE_ERROR_PARSE, path,
+               "not a JSON object (a vLLM benchmark result: benchmark_serving.py --save-result)");
+    return FALSE;
+  }
+  JsonObject *obj = json_node_get_object(root);
+  out->request_rate = INFINITY; /* vLLM's default --request-rate */
+  out->burstiness = 1;
+  out->max_concurrency = 0;
+  for (guint i = 0; i < EMA_TRACE_VLLM_N_METRICS; i++)
+    out->measured[i] = NAN;
+  if (!get_number(obj, "request_rate", TRUE, path, &out->request_rate, error) ||
+      !get_number(obj, "burstiness", FALSE, path, &out->burstiness, error) ||
+      !get_number(obj, "max_concurrency", FALSE, path, &concurrency, error))
+    return FALSE;
+  if (!(out->request_rate > 0) || !(out->burstiness > 0) || !(concurrency >= 0) ||
+      concurrency > 1e7 || concurrency != floor(concurrency)) {
+    vllm_error(error, EMA_TRACE_ERROR_PARSE, path,
+               "request_rate and burstiness must be > 0 and max_concurrency a count in [0, 1e7]");
+    return FALSE;
+  }
+  out->max_concurrency = (guint64) concurrency;
+  for (guint i = 0; i < EMA_TRACE_VLLM_N_METRICS; i++)
+    if (!get_number(obj, ema_trace_vllm_metric_names[i], FALSE, path, &out->measured[i], error))
+      return FALSE;
+  return TRUE;
 }

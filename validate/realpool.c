@@ -671,6 +671,7 @@ static void record_tick(Run *run, EmaPoolMem *ledger, TickRow *row, guint first_
     case EMA_POOL_EVENT_OFFLOAD_THROTTLE:
     case EMA_POOL_EVENT_PLACE:
     case EMA_POOL_EVENT_TIER:
+    case EMA_POOL_EVENT_DEBUG:
       break;
     }
   }

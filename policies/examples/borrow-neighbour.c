@@ -111,6 +111,11 @@ static void neighbour_decide(gpointer state, gconstpointer params, const EmaPool
           (EmaBorrowAction){lender, (gint64) MIN(want - me->slices_pending, can)};
       s->last_borrow = view->now;
     }
+    /* why, for the event log (events.csv, kind debug) and ema-sim try-policy */
+    ema_policy_debug(view, borrower,
+                     "neighbour: short %" G_GUINT64_FORMAT " blocks, want %" G_GUINT64_FORMAT
+                     " slices (%" G_GUINT64_FORMAT " pending), gpu%u can lend %" G_GUINT64_FORMAT,
+                     me->blocks_short, want, me->slices_pending, lender, can);
     return;
   }
 

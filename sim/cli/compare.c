@@ -7,7 +7,10 @@
  * only on the variants' results. */
 #include "ema/cli/compare.h"
 
+#include <math.h>
 #include <string.h>
+
+#include <gsl/gsl_cdf.h>
 
 #include "ema/core/file.h"
 #include "ema/core/units.h"
@@ -17,8 +20,9 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 typedef struct {
-  char *dir; /* the variant's folder name */
+  char *dir; /* the run's folder name: the variant's, -rN for repeat N > 0 */
   const char *name;
+  guint repeat;
   EmaExperiment *experiment;
   EmaServingReport *report;
 } Arm;
@@ -33,8 +37,11 @@ static void arm_clear(gpointer data) {
 char **ema_compare_variant_dirs(const EmaSweep *comparison) {
   guint n = ema_sweep_n_points(comparison);
   char **dirs = g_new0(char *, n + 1);
-  for (guint p = 0; p < n; p++)
-    dirs[p] = ema_output_safe_name(ema_sweep_variant_name(comparison, p));
+  for (guint p = 0; p < n; p++) {
+    g_autofree char *safe = ema_output_safe_name(ema_sweep_variant_name(comparison, p));
+    guint repeat = ema_sweep_point_repeat(comparison, p);
+    dirs[p] = repeat ? g_strdup_printf("%s-r%u", safe, repeat) : g_steal_pointer(&safe);
+  }
   return dirs;
 }
 
@@ -62,14 +69,42 @@ static guint find_borrower(GArray *arms) {
   return best;
 }
 
+/* One run's figures, all as doubles (counts too), so that runs average and
+ * pair alike; compare.csv's columns in this order. */
 typedef struct {
-  double tok_s, ttft50, ttft99, tpot50, tpot99;
-  guint64 preemptions;
+  double tok_s, ttft50, ttft99, tpot50, tpot99, preemptions;
   double borrowed_peak_gib;
   double lenders_tok_s, lenders_ttft99, lenders_tpot99; /* p99: the worst lender's */
-  guint64 borrows, reclaims;
-  double lent_gib, reclaimed_gib, reclaim_wait_max_ms;
+  double borrows, lent_gib, reclaims, reclaimed_gib, reclaim_wait_max_ms;
+  /* the lenders' side and the borrower's load */
+  double lenders_lent_peak_gib, returns, kv_blocks, arrived, rejected, offload_steps;
 } Row;
+
+#define ROW_FIELDS (sizeof(Row) / sizeof(double))
+
+static const char *const row_columns[ROW_FIELDS] = {
+    "borrower_tok_s",
+    "borrower_ttft_p50_ms",
+    "borrower_ttft_p99_ms",
+    "borrower_tpot_p50_ms",
+    "borrower_tpot_p99_ms",
+    "borrower_preemptions",
+    "borrower_borrowed_peak_gib",
+    "lenders_tok_s",
+    "lenders_ttft_p99_ms_max",
+    "lenders_tpot_p99_ms_max",
+    "borrows",
+    "lent_gib",
+    "reclaims",
+    "reclaimed_gib",
+    "reclaim_wait_max_ms",
+    "lenders_lent_peak_gib",
+    "returns",
+    "borrower_kv_blocks",
+    "borrower_arrived",
+    "borrower_rejected",
+    "offload_steps",
+};
 
 /* The lenders of the comparison into LENDERS[t]: the tenants other than
  * BORROWER that lent in some variant; where none did (the borrower's
@@ -111,8 +146,11 @@ static Row row_of(const EmaServingReport *report, guint borrower, const gboolean
       row.ttft99 = ema_histogram_quantile(m->ttft, 0.99) / 1e6;
       row.tpot50 = ema_histogram_quantile(m->tpot, 0.5) / 1e6;
       row.tpot99 = ema_histogram_quantile(m->tpot, 0.99) / 1e6;
-      row.preemptions = r->preemptions;
+      row.preemptions = (double) r->preemptions;
       row.borrowed_peak_gib = (double) (r->peak_slices_borrowed * EMA_SLICE_BYTES) / GIB;
+      row.kv_blocks = (double) r->plan.blocks;
+      row.arrived = (double) r->arrived;
+      row.rejected = (double) r->rejected;
       continue;
     }
     if (!lenders[t])
@@ -120,19 +158,91 @@ static Row row_of(const EmaServingReport *report, guint borrower, const gboolean
     row.lenders_tok_s += ema_tenant_metrics_throughput_tok_s(m);
     row.lenders_ttft99 = MAX(row.lenders_ttft99, ema_histogram_quantile(m->ttft, 0.99) / 1e6);
     row.lenders_tpot99 = MAX(row.lenders_tpot99, ema_histogram_quantile(m->tpot, 0.99) / 1e6);
+    row.lenders_lent_peak_gib += (double) (r->peak_slices_lent * EMA_SLICE_BYTES) / GIB;
   }
-  row.borrows = report->pool.borrows;
-  row.reclaims = report->pool.reclaims;
+  row.borrows = (double) report->pool.borrows;
+  row.reclaims = (double) report->pool.reclaims;
   row.lent_gib = (double) (report->pool.slices_borrowed * EMA_SLICE_BYTES) / GIB;
   row.reclaimed_gib = (double) (report->pool.slices_reclaimed * EMA_SLICE_BYTES) / GIB;
   row.reclaim_wait_max_ms = (double) report->pool.reclaim_wait_max / 1e6;
+  row.returns = (double) report->pool.returns;
+  row.offload_steps = (double) report->pool.offload_steps;
   return row;
 }
 
-static void print_comparison(FILE *out, GArray *arms, guint borrower, const gboolean *lenders,
-                             guint n_lent) {
+static double row_field(const Row *row, guint i) {
+  return ((const double *) row)[i];
+}
+
+/* The metrics compared with the baseline, paired by repeat (Row fields). */
+static const struct {
+  const char *label;
+  gsize offset;
+} paired[] = {
+    {"borrower tok/s", G_STRUCT_OFFSET(Row, tok_s)},
+    {"borrower TTFT p50", G_STRUCT_OFFSET(Row, ttft50)},
+    {"borrower TTFT p99", G_STRUCT_OFFSET(Row, ttft99)},
+    {"borrower TPOT p99", G_STRUCT_OFFSET(Row, tpot99)},
+    {"lenders tok/s", G_STRUCT_OFFSET(Row, lenders_tok_s)},
+    {"lenders TTFT p99", G_STRUCT_OFFSET(Row, lenders_ttft99)},
+    {"lenders TPOT p99", G_STRUCT_OFFSET(Row, lenders_tpot99)},
+};
+
+/* A variant's runs: the index of its first arm (repeat 0) and its name. */
+typedef struct {
+  guint first;
+  const char *name, *dir;
+} Variant;
+
+/* The variants of ARMS in file order (arms are variant-major, repeat-minor). */
+static GArray *variants_of(GArray *arms, guint repeats) {
+  GArray *variants = g_array_new(FALSE, FALSE, sizeof(Variant));
+  for (guint a = 0; a < arms->len; a += repeats) {
+    const Arm *arm = &g_array_index(arms, Arm, a);
+    Variant v = {a, arm->name, arm->dir};
+    g_array_append_val(variants, v);
+  }
+  return variants;
+}
+
+/* The baseline: the variant named static where there is one, else the first. */
+static guint find_baseline(GArray *variants) {
+  for (guint v = 0; v < variants->len; v++)
+    if (strcmp(g_array_index(variants, Variant, v).name, "static") == 0)
+      return v;
+  return 0;
+}
+
+/* The change of FIELD of variant V over the baseline B, paired by repeat:
+ * the mean of (v_r / b_r - 1) over the repeats with b_r > 0 (*N of them)
+ * and the half width of its 95% interval (Student's t; NAN below 2). */
+static double paired_change(GArray *arms, guint repeats, guint borrower, const gboolean *lenders,
+                            const Variant *v, const Variant *b, gsize offset, guint *n,
+                            double *half) {
+  g_autofree double *changes = g_new(double, repeats);
+  double mean = 0, ss = 0;
+  *n = 0;
+  for (guint r = 0; r < repeats; r++) {
+    Row x = row_of(g_array_index(arms, Arm, v->first + r).report, borrower, lenders);
+    Row y = row_of(g_array_index(arms, Arm, b->first + r).report, borrower, lenders);
+    double base = G_STRUCT_MEMBER(double, &y, offset);
+    if (base > 0)
+      changes[(*n)++] = G_STRUCT_MEMBER(double, &x, offset) / base - 1;
+  }
+  for (guint i = 0; i < *n; i++)
+    mean += changes[i] / *n;
+  for (guint i = 0; i < *n; i++)
+    ss += (changes[i] - mean) * (changes[i] - mean);
+  *half = *n >= 2 ? gsl_cdf_tdist_Pinv(0.975, *n - 1) * sqrt(ss / (*n - 1)) / sqrt(*n) : NAN;
+  return *n ? mean : NAN;
+}
+
+static void print_comparison(FILE *out, GArray *arms, guint repeats, guint borrower,
+                             const gboolean *lenders, guint n_lent) {
   const EmaServingReport *first = g_array_index(arms, Arm, 0).report;
   const EmaTenantResult *b = first->tenants->pdata[borrower];
+  g_autoptr(GArray) variants = variants_of(arms, repeats);
+  const Variant *base = &g_array_index(variants, Variant, find_baseline(variants));
   g_autofree char *label = tenant_label(b->spec);
   g_autoptr(GString) names = g_string_new(NULL);
   guint width = 7;
@@ -142,90 +252,146 @@ static void print_comparison(FILE *out, GArray *arms, guint borrower, const gboo
           tenant_label(((const EmaTenantResult *) first->tenants->pdata[t])->spec);
       g_string_append_printf(names, "%s%s", names->len ? ", " : "", name);
     }
-  fprintf(out, "\ncomparison: borrower %s, lenders %s%s\n", label,
+  fprintf(out, "\ncomparison: borrower %s, lenders %s%s%s\n", label,
           n_lent > 0 ? "the tenants that lent: " : "(no tenant lent) the other tenants: ",
-          names->len ? names->str : "none");
-  for (guint a = 0; a < arms->len; a++)
-    width = MAX(width, (guint) strlen(g_array_index(arms, Arm, a).dir));
-  fprintf(out, "%-*s %8s %17s %13s %7s %9s | %9s %9s | %7s %8s %8s %9s %8s\n", (int) width,
+          names->len ? names->str : "none",
+          repeats > 1 ? "; each figure the mean of the repeats" : "");
+  for (guint v = 0; v < variants->len; v++)
+    width = MAX(width, (guint) strlen(g_array_index(variants, Variant, v).dir));
+  fprintf(out, "%-*s %8s %17s %13s %7s %9s | %9s %9s | %7s %9s %8s %9s %8s\n", (int) width,
           "variant", "tok/s", "TTFT p50/p99 ms", "TPOT p50/p99", "preempt", "borrowed", "TTFT p99",
           "TPOT p99", "borrows", "lent", "reclaims", "reclaimed", "wait max");
-  fprintf(out, "%-*s %8s %17s %13s %7s %9s | %9s %9s | %7s %8s %8s %9s %8s\n", (int) width, "",
-          "borrower", "", "ms", "", "peak", "lenders", "lenders", "", "", "", "", "ms");
-  for (guint a = 0; a < arms->len; a++) {
-    const Arm *arm = &g_array_index(arms, Arm, a);
-    Row row = row_of(arm->report, borrower, lenders);
+  fprintf(out, "%-*s %8s %17s %13s %7s %9s | %9s %9s | %7s %9s %8s %9s %8s\n", (int) width, "",
+          "borrower", "", "ms", "", "peak", "lenders", "lenders", "", "in all", "", "", "ms");
+  for (guint v = 0; v < variants->len; v++) {
+    const Variant *variant = &g_array_index(variants, Variant, v);
+    Row row = {0};
+    for (guint r = 0; r < repeats; r++) {
+      Row one = row_of(g_array_index(arms, Arm, variant->first + r).report, borrower, lenders);
+      for (guint i = 0; i < ROW_FIELDS; i++)
+        ((double *) &row)[i] += row_field(&one, i) / repeats;
+    }
     g_autofree char *ttft = g_strdup_printf("%.1f/%.1f", row.ttft50, row.ttft99);
     g_autofree char *tpot = g_strdup_printf("%.2f/%.2f", row.tpot50, row.tpot99);
     g_autofree char *borrowed =
         ema_units_format_size_human((guint64) (row.borrowed_peak_gib * GIB));
     g_autofree char *lent = ema_units_format_size_human((guint64) (row.lent_gib * GIB));
     g_autofree char *reclaimed = ema_units_format_size_human((guint64) (row.reclaimed_gib * GIB));
-    fprintf(out,
-            "%-*s %8.0f %17s %13s %7" G_GUINT64_FORMAT " %9s | %9.1f %9.2f | %7" G_GUINT64_FORMAT
-            " %8s %8" G_GUINT64_FORMAT " %9s %8.2f\n",
-            (int) width, arm->dir, row.tok_s, ttft, tpot, row.preemptions, borrowed,
+    fprintf(out, "%-*s %8.0f %17s %13s %7.0f %9s | %9.1f %9.2f | %7.0f %9s %8.0f %9s %8.2f\n",
+            (int) width, variant->dir, row.tok_s, ttft, tpot, row.preemptions, borrowed,
             row.lenders_ttft99, row.lenders_tpot99, row.borrows, lent, row.reclaims, reclaimed,
             row.reclaim_wait_max_ms);
   }
+  fprintf(out, "(borrowed peak: the most the borrower held at one sample; lent in all: every slice "
+               "lent over the run, cumulative)\n");
+  if (variants->len < 2)
+    return;
+  fprintf(out, "\nvs %s, paired by repeat (%u repeat%s, common random numbers): mean change",
+          base->name, repeats, repeats == 1 ? "" : "s");
+  fprintf(out, repeats > 1 ? " [95%% interval, Student's t]\n" : " (one repeat: no interval)\n");
+  fprintf(out, "%-18s", "metric");
+  for (guint v = 0; v < variants->len; v++)
+    if (&g_array_index(variants, Variant, v) != base)
+      fprintf(out, " %24s", g_array_index(variants, Variant, v).dir);
+  fputc('\n', out);
+  for (guint m = 0; m < G_N_ELEMENTS(paired); m++) {
+    fprintf(out, "%-18s", paired[m].label);
+    for (guint v = 0; v < variants->len; v++) {
+      const Variant *variant = &g_array_index(variants, Variant, v);
+      guint n;
+      double half, mean;
+      g_autofree char *cell = NULL;
+      if (variant == base)
+        continue;
+      mean = paired_change(arms, repeats, borrower, lenders, variant, base, paired[m].offset, &n,
+                           &half);
+      cell = isnan(mean)   ? g_strdup("-")
+             : isnan(half) ? g_strdup_printf("%+.1f%%", 100 * mean)
+                           : g_strdup_printf("%+.1f%% [%+.1f, %+.1f]", 100 * mean,
+                                             100 * (mean - half), 100 * (mean + half));
+      fprintf(out, " %24s", cell);
+    }
+    fputc('\n', out);
+  }
 }
 
-static gboolean write_compare_csv(const char *dir, GArray *arms, guint borrower,
+/* DIR/compare.csv: one row per run (variant and repeat), its figures and
+ * each paired metric's change over the baseline's run of the same repeat;
+ * DIR/compare-paired.csv: per variant and paired metric, the mean change
+ * and its 95% interval. */
+static gboolean write_compare_csv(const char *dir, GArray *arms, guint repeats, guint borrower,
                                   const gboolean *lenders, GError **error) {
-  g_autoptr(GString) csv = g_string_new(
-      "variant,dir,borrower,borrower_tok_s,borrower_ttft_p50_ms,borrower_ttft_p99_ms,"
-      "borrower_tpot_p50_ms,borrower_tpot_p99_ms,borrower_preemptions,borrower_borrowed_peak_gib,"
-      "lenders_tok_s,lenders_ttft_p99_ms_max,lenders_tpot_p99_ms_max,borrows,lent_gib,reclaims,"
-      "reclaimed_gib,reclaim_wait_max_ms\n");
+  g_autoptr(GString) csv = g_string_new("variant,dir,borrower");
+  g_autoptr(GString) pairs =
+      g_string_new("variant,baseline,metric,repeats,change_mean_pct,ci95_low_pct,ci95_high_pct\n");
+  g_autoptr(GArray) variants = variants_of(arms, repeats);
+  const Variant *base = &g_array_index(variants, Variant, find_baseline(variants));
   g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
+  g_autofree char *pairs_path = g_build_filename(dir, "compare-paired.csv", NULL);
+  for (guint i = 0; i < ROW_FIELDS; i++)
+    g_string_append_printf(csv, ",%s", row_columns[i]);
+  g_string_append(csv, ",repeat");
+  for (guint m = 0; m < G_N_ELEMENTS(paired); m++)
+    g_string_append_printf(csv, ",%s_vs_baseline_pct",
+                           row_columns[paired[m].offset / sizeof(double)]);
+  g_string_append_c(csv, '\n');
   for (guint a = 0; a < arms->len; a++) {
     const Arm *arm = &g_array_index(arms, Arm, a);
     const EmaTenantResult *b = arm->report->tenants->pdata[borrower];
     Row row = row_of(arm->report, borrower, lenders);
-    double numbers[] = {row.tok_s,
-                        row.ttft50,
-                        row.ttft99,
-                        row.tpot50,
-                        row.tpot99,
-                        (double) row.preemptions,
-                        row.borrowed_peak_gib,
-                        row.lenders_tok_s,
-                        row.lenders_ttft99,
-                        row.lenders_tpot99,
-                        (double) row.borrows,
-                        row.lent_gib,
-                        (double) row.reclaims,
-                        row.reclaimed_gib,
-                        row.reclaim_wait_max_ms};
+    Row baseline =
+        row_of(g_array_index(arms, Arm, base->first + arm->repeat).report, borrower, lenders);
     ema_file_csv_field(csv, arm->name);
     g_string_append_c(csv, ',');
     ema_file_csv_field(csv, arm->dir);
     g_string_append_c(csv, ',');
     ema_file_csv_field(csv, b->spec->name);
-    for (guint i = 0; i < G_N_ELEMENTS(numbers); i++)
-      g_string_append_printf(csv, ",%.6g", numbers[i]);
+    for (guint i = 0; i < ROW_FIELDS; i++)
+      g_string_append_printf(csv, ",%.6g", row_field(&row, i));
+    g_string_append_printf(csv, ",%u", arm->repeat);
+    for (guint m = 0; m < G_N_ELEMENTS(paired); m++) {
+      double y = G_STRUCT_MEMBER(double, &baseline, paired[m].offset);
+      if (y > 0)
+        g_string_append_printf(csv, ",%.6g",
+                               100 * (G_STRUCT_MEMBER(double, &row, paired[m].offset) / y - 1));
+      else
+        g_string_append_c(csv, ',');
+    }
     g_string_append_c(csv, '\n');
   }
-  return g_file_set_contents(path, csv->str, (gssize) csv->len, error);
+  for (guint v = 0; v < variants->len; v++) {
+    const Variant *variant = &g_array_index(variants, Variant, v);
+    for (guint m = 0; variant != base && m < G_N_ELEMENTS(paired); m++) {
+      guint n;
+      double half;
+      double mean = paired_change(arms, repeats, borrower, lenders, variant, base, paired[m].offset,
+                                  &n, &half);
+      ema_file_csv_field(pairs, variant->name);
+      g_string_append_c(pairs, ',');
+      ema_file_csv_field(pairs, base->name);
+      g_string_append_printf(pairs, ",%s,%u,", row_columns[paired[m].offset / sizeof(double)], n);
+      if (!isnan(mean))
+        g_string_append_printf(pairs, "%.6g", 100 * mean);
+      if (!isnan(half))
+        g_string_append_printf(pairs, ",%.6g,%.6g\n", 100 * (mean - half), 100 * (mean + half));
+      else
+        g_string_append(pairs, ",,\n");
+    }
+  }
+  return g_file_set_contents(path, csv->str, (gssize) csv->len, error) &&
+         g_file_set_contents(pairs_path, pairs->str, (gssize) pairs->len, error);
 }
 
 gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progress, FILE *out,
                          GError **error) {
   g_auto(GStrv) dirs = ema_compare_variant_dirs(comparison);
   g_autoptr(GArray) arms = g_array_new(FALSE, TRUE, sizeof(Arm));
+  guint repeats = ema_sweep_n_repeats(comparison);
   g_autofree gboolean *lenders = NULL;
   guint borrower, lent;
   g_array_set_clear_func(arms, arm_clear);
   if (!ema_sweep_resolve(comparison, error))
     return FALSE;
-  for (guint p = 0; dirs[p]; p++)
-    if (ema_output_is_run_entry(dirs[p])) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
-                  "compare: variant '%s' would write its folder over the comparison's own %s: "
-                  "rename it",
-                  ema_sweep_variant_name(comparison, p), dirs[p]);
-      return FALSE;
-    }
   for (guint p = 0; dirs[p]; p++)
     for (guint q = 0; q < p; q++)
       if (strcmp(dirs[p], dirs[q]) == 0) {
@@ -238,7 +404,8 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
   if (!ema_output_claim_dir(dir, (const char *const *) dirs, error))
     return FALSE;
   for (guint p = 0; dirs[p]; p++) {
-    Arm arm = {g_strdup(dirs[p]), ema_sweep_variant_name(comparison, p), NULL, NULL};
+    Arm arm = {g_strdup(dirs[p]), ema_sweep_variant_name(comparison, p),
+               ema_sweep_point_repeat(comparison, p), NULL, NULL};
     g_autofree char *arm_dir = g_build_filename(dir, dirs[p], NULL);
     g_array_append_val(arms, arm);
     Arm *added = &g_array_index(arms, Arm, arms->len - 1);
@@ -250,7 +417,7 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
                   dirs[p]);
       return FALSE;
     }
-    {
+    if (added->repeat == 0) {
       /* as a single run prints them (main.c), named by the variant */
       g_autoptr(GPtrArray) warnings = ema_experiment_warnings(added->experiment);
       for (guint i = 0; i < warnings->len; i++)
@@ -263,13 +430,17 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
       g_prefix_error(error, "compare: variant %s: ", dirs[p]);
       return FALSE;
     }
-    fprintf(out, "\n%s (%s/):\n", dirs[p], arm_dir);
-    ema_output_print_serving(out, added->experiment, added->report);
+    /* with repeats, the first repeat's tables stand for the others */
+    if (added->repeat == 0) {
+      fprintf(out, "\n%s (%s/):\n", dirs[p], arm_dir);
+      ema_output_print_serving(out, added->experiment, added->report);
+      ema_output_warn_serving(stderr, added->report);
+    }
   }
   borrower = find_borrower(arms);
   lenders = g_new0(gboolean, g_array_index(arms, Arm, 0).report->tenants->len);
   lent = find_lenders(arms, borrower, lenders);
-  print_comparison(out, arms, borrower, lenders, lent);
+  print_comparison(out, arms, repeats, borrower, lenders, lent);
   fflush(out);
-  return write_compare_csv(dir, arms, borrower, lenders, error);
+  return write_compare_csv(dir, arms, repeats, borrower, lenders, error);
 }

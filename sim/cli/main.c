@@ -31,6 +31,7 @@
 #include "ema/cli/plot.h"
 #include "ema/pool/registry.h"
 #include "ema/cli/sweep.h"
+#include "ema/cli/trypolicy.h"
 #include "ema/core/modelpath.h"
 #include "ema/core/units.h"
 #include "ema/hw/profile.h"
@@ -61,6 +62,9 @@ static const char usage_text[] =
     "  describe llm NAME      print one LLM shape with every value and its derived sizes\n"
     "  describe experiment    every key of experiment files: type, default, range, meaning\n"
     "  describe-policy NAME   print a policy or composition: kind, summary, origin, parameters\n"
+    "  try-policy borrow|prefetch|reclaim NAME VIEW.yaml [--gpu N] [--needed N]\n"
+    "                         call a policy once on a pool view written by hand; print its\n"
+    "                         plan and its ema_policy_debug() lines (a policy author's harness)\n"
     "                         (also: describe policy NAME)\n"
     "  frontier [--model M] [--tolerance F] [-o DIR] [--no-plot] [SERVER...]\n"
     "                         the largest share of a decode step's KV that can be remote\n"
@@ -82,7 +86,8 @@ static const char usage_text[] =
     "                         <shared>/groundtruth/splitwise-perf/perf_model.csv) against\n"
     "                         a100x8-dgx and h100x8-hgx; --points N keeps the first N\n"
     "  plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title TEXT] [--xlabel TEXT]\n"
-    "                         gnuplot figures (PNG, SVG) of a run or a sweep in DIR/plots/\n"
+    "        [--paper]        gnuplot figures (PNG, SVG; --paper: a column wide, PDF) of a run,\n"
+    "                         a comparison or a sweep in DIR/plots/\n"
     "  step-time SERVER MODEL TP [FILE]\n"
     "                         read batches (CSV in FILE or on stdin: " STEP_TIME_COLUMNS ")\n"
     "                         and print the step model's GPU time of each, in us\n"
@@ -93,7 +98,19 @@ static const char usage_text[] =
     "                         folders of EMA_PLUGIN_PATH (colon-separated) are always searched "
     "too\n"
     "  -h, --help             show help (also: ema-sim COMMAND --help)\n"
-    "  --version              print the version\n";
+    "  --version              print the version\n"
+    "\n"
+    "Environment (folders colon-separated, searched before the built-in one; the built-in\n"
+    "folders of an installed ema-sim are under <prefix>/share/ema/, wherever it was moved):\n"
+    "  EMA_HWMODEL_PATH       server models (built-in: hwmodels/servers)\n"
+    "  EMA_LLM_PATH           LLM shapes (hwmodels/llms)\n"
+    "  EMA_ENGINE_PATH        engine profiles (hwmodels/engines)\n"
+    "  EMA_PROFILE_PATH       operator profiles, NAME/profile.yaml (hwmodels/profiles)\n"
+    "  EMA_SHARED_DIR         the public data sets profiles import (one folder; default\n"
+    "                         <prefix>/share/ema/shared installed, ../shared beside the source)\n"
+    "  EMA_PLOT_PATH          gnuplot scripts (plots)\n"
+    "  EMA_PLUGIN_PATH        policy modules (after --plugin-dir and <libdir>/ema/policies)\n"
+    "  EMA_GNUPLOT            the gnuplot program (default: gnuplot on PATH)\n";
 
 /* --plugin-dir options given before the command. */
 static GPtrArray *global_plugin_dirs;
@@ -166,30 +183,6 @@ static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
   return 0;
 }
 
-/* A tenant whose every request was rejected (none fits in its KV cache)
- * has run, but measured nothing: say so on stderr (the run still succeeds,
- * its results are true). */
-static void warn_all_rejected(const EmaServingReport *report) {
-  for (guint i = 0; i < report->tenants->len; i++) {
-    const EmaTenantResult *r = report->tenants->pdata[i];
-    if (r->arrived > 0 && r->rejected == r->arrived) {
-      /* why, from the counts: over max_model_len, over the KV cache, or both */
-      guint64 too_long = r->rejected_too_long, too_big = r->rejected - r->rejected_too_long;
-      g_autofree char *why =
-          too_big == 0    ? g_strdup("prompt + output longer than the engine's max_model_len")
-          : too_long == 0 ? g_strdup("prompt + output larger than its KV cache")
-                          : g_strdup_printf("%" G_GUINT64_FORMAT
-                                            " longer than max_model_len, %" G_GUINT64_FORMAT
-                                            " larger than its KV cache",
-                                            too_long, too_big);
-      fprintf(stderr,
-              "ema-sim: warning: tenant %s: all %" G_GUINT64_FORMAT
-              " requests were rejected (%s)\n",
-              r->spec->name, r->arrived, why);
-    }
-  }
-}
-
 static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   GError *error = NULL;
   g_autoptr(EmaServingReport) report =
@@ -201,7 +194,7 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   ema_output_print_serving(stdout, experiment, report);
   printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
          out_dir);
-  warn_all_rejected(report);
+  ema_output_warn_serving(stderr, report);
   if (report->timeline_capped_at >= 0)
     fprintf(stderr,
             "ema-sim: warning: timeline.csv stopped at %" G_GUINT64_FORMAT
@@ -210,8 +203,8 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   return 0;
 }
 
-static void plot_after_run(const char *dir);
-static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot);
+static void plot_after_run(const char *dir, const char *title);
+static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot, const char *title);
 
 /* check: open every tenant's trace as the run will and read each trace
  * file through (a file that cycles is read once around; a synthetic stream
@@ -289,17 +282,30 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
     return 0;
   }
   dir = out_dir ? g_strdup(out_dir) : default_output_dir(ema_sweep_name(comparison));
-  names = g_strjoinv(", ", dirs);
+  {
+    /* the variants (a repeat's runs are the variant's) */
+    g_autoptr(GPtrArray) variants = g_ptr_array_new();
+    for (guint p = 0; dirs[p]; p++)
+      if (ema_sweep_point_repeat(comparison, p) == 0)
+        g_ptr_array_add(variants, (gpointer) ema_sweep_variant_name(comparison, p));
+    g_ptr_array_add(variants, NULL);
+    names = g_strjoinv(", ", (char **) variants->pdata);
+  }
   printf("%s: %s side by side\n", ema_sweep_name(comparison), names);
   if (!ema_compare_run(comparison, dir, isatty(STDERR_FILENO), stdout, &error))
     return fail(error);
   printf("results in %s/ (compare.csv; each variant in %s/VARIANT/)\n", dir, dir);
   if (!no_plot) {
+    /* each figure names the run and its variant */
     for (guint i = 0; dirs[i]; i++) {
       g_autofree char *sub = g_build_filename(dir, dirs[i], NULL);
-      plot_after_run(sub);
+      g_autofree char *title = g_strdup_printf("%s: %s", ema_sweep_name(comparison), dirs[i]);
+      plot_after_run(sub, title);
     }
-    plot_after_run(dir);
+    {
+      g_autofree char *title = g_strdup_printf("%s: %s", ema_sweep_name(comparison), names);
+      plot_after_run(dir, title);
+    }
   }
   return 0;
 }
@@ -414,7 +420,7 @@ static int command_run(int argc, char **argv, gboolean check_only) {
   status = ema_experiment_is_serving(experiment) ? run_serving(experiment, out_dir)
                                                  : run_ops(experiment, out_dir);
   if (status == 0 && !no_plot && ema_experiment_is_serving(experiment))
-    plot_after_run(out_dir);
+    plot_after_run(out_dir, NULL);
   return status;
 }
 
@@ -588,7 +594,7 @@ static int command_frontier(int argc, char **argv) {
     return fail(error);
   printf("\nresults in %s/frontier.csv\n", out_dir);
   if (!no_plot)
-    plot_at_end(out_dir, FALSE);
+    plot_at_end(out_dir, FALSE, NULL);
   return 0;
 }
 
@@ -616,6 +622,7 @@ static int describe_experiment(int argc, char **argv) {
       "\n"
       "\n");
   ema_params_describe(&ema_experiment_params, text, 0);
+  ema_sweep_describe_keys(text);
   fputs(text->str, stdout);
   return 0;
 }
@@ -912,6 +919,45 @@ static GError *unknown_policy_error(const char *name) {
 
 /* Every policy and composition called NAME: a composition first, then one
  * policy per kind that has one, separated by blank lines. */
+/* try-policy KIND NAME VIEW.yaml: one decision against a hand-made view. */
+static int command_try_policy(int argc, char **argv) {
+  g_auto(GStrv) plugin_dirs = NULL;
+  g_autofree char *gpu_text = NULL, *needed_text = NULL;
+  guint64 gpu = 0, needed = 0;
+  GError *error = NULL;
+  EmaPolicyKind kind;
+  GOptionEntry entries[] = {
+      PLUGIN_DIR_ENTRY(plugin_dirs),
+      {"gpu", 0, 0, G_OPTION_ARG_STRING, &gpu_text, "The GPU decided for (default 0)", "N"},
+      {"needed", 0, 0, G_OPTION_ARG_STRING, &needed_text,
+       "reclaim: the slices the lender lacks (default 0: a proactive call)", "N"},
+      {NULL}};
+  gboolean parsed = parse_options("Call a policy once on a pool view written by hand (a YAML "
+                                  "file: sim/include/ema/cli/trypolicy.h), print its plan and "
+                                  "its debug lines.",
+                                  entries, &argc, &argv, "borrow|prefetch|reclaim NAME VIEW.yaml");
+  if (parsed && argc != 4)
+    return usage_error("usage: ema-sim try-policy borrow|prefetch|reclaim NAME VIEW.yaml "
+                       "[--gpu N] [--needed N]");
+  if (!parsed)
+    return EXIT_USAGE;
+  if (strcmp(argv[1], "borrow") == 0)
+    kind = EMA_POLICY_BORROW;
+  else if (strcmp(argv[1], "prefetch") == 0)
+    kind = EMA_POLICY_PREFETCH;
+  else if (strcmp(argv[1], "reclaim") == 0)
+    kind = EMA_POLICY_RECLAIM;
+  else
+    return usage_error("try-policy: the kind is borrow, prefetch or reclaim");
+  if ((gpu_text && !g_ascii_string_to_unsigned(gpu_text, 10, 0, 1023, &gpu, NULL)) ||
+      (needed_text && !g_ascii_string_to_unsigned(needed_text, 10, 0, G_MAXINT64, &needed, NULL)))
+    return usage_error("--gpu and --needed take a non-negative integer");
+  if (!load_plugins(plugin_dirs, &error) ||
+      !ema_trypolicy_run(kind, argv[2], argv[3], (guint) gpu, needed, stdout, &error))
+    return fail(error);
+  return 0;
+}
+
 static int command_describe_policy(int argc, char **argv) {
   g_auto(GStrv) plugin_dirs = NULL;
   g_autoptr(GString) text = g_string_new(NULL);
@@ -986,7 +1032,9 @@ static char *figure_names(GPtrArray *figures) {
  * the command: without gnuplot it says so once (for run only on a
  * terminal, like the progress line), and a figure that cannot be drawn is
  * a warning. */
-static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot) {
+/* TITLE: the figures' title (NULL: the run's name) */
+static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot, const char *title) {
+  EmaPlotOptions options = {.title = title};
   g_autofree char *gnuplot = ema_plot_find_gnuplot();
   g_autoptr(GPtrArray) figures = g_ptr_array_new_with_free_func(g_free);
   GError *error = NULL;
@@ -996,7 +1044,7 @@ static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot) {
                       "ema-sim plot DIR)\n");
     return;
   }
-  if (!ema_plot_dir(dir, gnuplot, NULL, figures, &error)) {
+  if (!ema_plot_dir(dir, gnuplot, &options, figures, &error)) {
     fprintf(stderr, "ema-sim: no figures: %s\n", error->message);
     g_error_free(error);
     return;
@@ -1007,14 +1055,15 @@ static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot) {
   }
 }
 
-static void plot_after_run(const char *dir) {
-  plot_at_end(dir, TRUE);
+static void plot_after_run(const char *dir, const char *title) {
+  plot_at_end(dir, TRUE, title);
 }
 
 /* plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title T] [--xlabel T] */
 static int command_plot(int argc, char **argv) {
   EmaPlotOptions options = {0};
   g_autofree char *x = NULL, *by = NULL, *tenant = NULL, *title = NULL, *xlabel = NULL;
+  gboolean paper = FALSE;
   g_autofree char *gnuplot = NULL;
   g_autoptr(GPtrArray) figures = g_ptr_array_new_with_free_func(g_free);
   GError *error = NULL;
@@ -1025,9 +1074,13 @@ static int command_plot(int argc, char **argv) {
        "Sweep: the column that makes the lines (default: variant or a policy path; none: one)",
        "COLUMN"},
       {"tenant", 0, 0, G_OPTION_ARG_STRING, &tenant,
-       "Sweep: whose throughput and latency (default: the only tenant, or all)", "NAME"},
+       "Sweep: whose throughput and latency (default: the only tenant, or all); a run: the "
+       "tenants drawn (NAME or NAME,NAME,...; default all)",
+       "NAME"},
       {"title", 0, 0, G_OPTION_ARG_STRING, &title, "Title of the figures", "TEXT"},
       {"xlabel", 0, 0, G_OPTION_ARG_STRING, &xlabel, "Sweep: label of the x axis", "TEXT"},
+      {"paper", 0, 0, G_OPTION_ARG_NONE, &paper,
+       "Paper preset: a column wide (3.4 in), 7 pt type, PDF and SVG", NULL},
       {NULL}};
   g_autofree char *names = NULL;
   if (!parse_options("Draw the figures of a run or sweep directory with gnuplot (PNG and SVG in "
@@ -1042,11 +1095,11 @@ static int command_plot(int argc, char **argv) {
     fprintf(stderr, "ema-sim plot: gnuplot is not on PATH (install gnuplot-nox)\n");
     return 1;
   }
-  options = (EmaPlotOptions){x, by, tenant, title, xlabel};
+  options = (EmaPlotOptions){x, by, tenant, title, xlabel, paper};
   if (!ema_plot_dir(argv[1], gnuplot, &options, figures, &error))
     return fail(error);
   names = figure_names(figures);
-  printf("figures in %s/plots/ (%s; PNG and SVG)\n", argv[1], names);
+  printf("figures in %s/plots/ (%s; %s and SVG)\n", argv[1], names, paper ? "PDF" : "PNG");
   return 0;
 }
 
@@ -1249,7 +1302,7 @@ static int command_sweep(int argc, char **argv) {
       status = sweep_report(records, out_dir) || status;
       printf("results in %s/sweep.csv (each point in %s/POINT/)\n", out_dir, out_dir);
       if (!no_plot)
-        plot_at_end(out_dir, FALSE);
+        plot_at_end(out_dir, FALSE, NULL);
     }
   } else if (rank == 0)
     status = 1;
@@ -1303,7 +1356,8 @@ int main(int argc, char **argv) {
   }
   if (global_plugin_dirs->len > 0 && strcmp(command, "run") != 0 && strcmp(command, "check") != 0 &&
       strcmp(command, "list") != 0 && strcmp(command, "describe-policy") != 0 &&
-      strcmp(command, "describe") != 0 && strcmp(command, "sweep") != 0) {
+      strcmp(command, "describe") != 0 && strcmp(command, "sweep") != 0 &&
+      strcmp(command, "try-policy") != 0) {
     g_autofree char *message =
         g_strdup_printf("--plugin-dir is not an option of '%s' (only of run, check, list, "
                         "describe-policy and sweep)",
@@ -1320,6 +1374,8 @@ int main(int argc, char **argv) {
     return command_list(argc - 1, argv + 1);
   if (strcmp(command, "describe") == 0)
     return command_describe(argc - 1, argv + 1);
+  if (strcmp(command, "try-policy") == 0)
+    return command_try_policy(argc - 1, argv + 1);
   if (strcmp(command, "describe-policy") == 0)
     return command_describe_policy(argc - 1, argv + 1);
   if (strcmp(command, "frontier") == 0)

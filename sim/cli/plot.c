@@ -23,6 +23,7 @@
 #include "ema/core/modelpath.h"
 #include "ema/core/node.h"
 #include "ema/policy.h"
+#include "ema/run/output.h"
 
 #define MAX_CDF_POINTS 400
 #define MAX_TIMELINE_POINTS 2000
@@ -211,6 +212,7 @@ static gboolean write_data(const char *plots, const char *name, const GString *t
 
 typedef struct {
   char *x, *by, *tenant, *title, *xlabel;
+  gboolean tenant_given; /* --tenant, not plot.yaml: a sweep's figures take its name */
 } Settings;
 
 static void settings_clear(Settings *settings) {
@@ -251,6 +253,7 @@ static gboolean settings_load(const char *dir, const EmaPlotOptions *options, Se
   if (options) {
     const char *given[] = {options->x, options->by, options->tenant, options->title,
                            options->xlabel};
+    settings->tenant_given = options->tenant != NULL;
     for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
       if (given[k]) {
         g_free(*fields[k]);
@@ -571,6 +574,16 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
     }
   }
 
+  {
+    /* the repeats per point, for the bars' legend */
+    guint nrepeats = 1;
+    for (guint r = 0; r < csv.rows->len; r++) {
+      double value;
+      if (parse_number(csv_cell(csv.rows->pdata[r], repeat), &value) && value + 1 > nrepeats)
+        nrepeats = (guint) value + 1;
+    }
+    g_string_append_printf(driver, "nrepeats = %u\n", nrepeats);
+  }
   gp_set(driver, "figtitle", settings->title ? settings->title : "sweep");
   gp_set(driver, "xtitle", settings->xlabel ? settings->xlabel : csv.header->pdata[x_column]);
   g_string_append_printf(driver, "categorical = %d\n", categorical);
@@ -587,9 +600,12 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
     gp_series(driver, names);
     gp_set(driver, "who", who);
     gp_set(driver, "data", "sweep.dat");
-    if (!add_figure(plots, driver, figures, "sweep-throughput", "sweep-throughput.gp", 900, 560,
-                    error) ||
-        !add_figure(plots, driver, figures, "sweep-latency", "sweep-latency.gp", 1200, 520, error))
+    /* a tenant picked by --tenant gets its own files: one per tenant, none overwritten */
+    g_autofree char *safe = settings->tenant_given ? ema_output_safe_name(settings->tenant) : NULL;
+    g_autofree char *throughput = g_strconcat("sweep-throughput", safe ? "-" : "", safe, NULL);
+    g_autofree char *latency = g_strconcat("sweep-latency", safe ? "-" : "", safe, NULL);
+    if (!add_figure(plots, driver, figures, throughput, "sweep-throughput.gp", 900, 560, error) ||
+        !add_figure(plots, driver, figures, latency, "sweep-latency.gp", 1200, 520, error))
       goto out;
   }
   if (op_series->len) {
@@ -646,10 +662,21 @@ static GString *cdf_data(GPtrArray *tenants, GPtrArray *values, const char *what
   return out;
 }
 
-/* ORDER: the tenants in the experiment's order (summary.json); others after. */
+/* Whether TENANT is drawn: ONLY (NAME or NAME,NAME,...) names it, or ONLY
+ * is NULL (every tenant). */
+static gboolean tenant_drawn(const char *only, const char *tenant) {
+  g_auto(GStrv) names = NULL;
+  if (only == NULL)
+    return TRUE;
+  names = g_strsplit(only, ",", -1);
+  return g_strv_contains((const char *const *) names, tenant);
+}
+
+/* ORDER: the tenants in the experiment's order (summary.json); others after.
+ * ONLY: the tenants drawn (tenant_drawn). */
 static gboolean plot_requests(const char *dir, const char *plots, const char *title,
-                              GPtrArray *order, GString *driver, GPtrArray *figures,
-                              GError **error) {
+                              GPtrArray *order, const char *only, GString *driver,
+                              GPtrArray *figures, GError **error) {
   g_autofree char *path = g_build_filename(dir, "requests.csv", NULL);
   g_autoptr(GPtrArray) tenants = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) ttft = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
@@ -661,6 +688,8 @@ static gboolean plot_requests(const char *dir, const char *plots, const char *ti
   if (!csv_read(path, &csv, error))
     return FALSE;
   for (guint t = 0; t < order->len; t++) {
+    if (!tenant_drawn(only, order->pdata[t]))
+      continue;
     g_ptr_array_add(tenants, g_strdup(order->pdata[t]));
     g_ptr_array_add(ttft, g_array_new(FALSE, FALSE, sizeof(double)));
     g_ptr_array_add(tpot, g_array_new(FALSE, FALSE, sizeof(double)));
@@ -673,6 +702,8 @@ static gboolean plot_requests(const char *dir, const char *plots, const char *ti
     const char *tenant = csv_cell(row, tenant_col);
     guint t;
     double value;
+    if (!tenant_drawn(only, tenant))
+      continue;
     for (t = 0; t < tenants->len; t++)
       if (strcmp(tenants->pdata[t], tenant) == 0)
         break;
@@ -755,8 +786,8 @@ static gint compare_gpus(gconstpointer a, gconstpointer b) {
 }
 
 static gboolean plot_timeline(const char *dir, const char *plots, const char *title,
-                              GHashTable *block_bytes, GHashTable *region_bytes, GString *driver,
-                              GPtrArray *figures, GError **error) {
+                              GHashTable *block_bytes, GHashTable *region_bytes, const char *only,
+                              GString *driver, GPtrArray *figures, GError **error) {
   static const char *const needed[] = {
       "time_s",       "gpu",         "tenant",          "kv_blocks_used",   "running",
       "last_step_ms", "slices_lent", "slices_borrowed", "kv_blocks_remote", "slices_staging"};
@@ -779,7 +810,7 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
     GPtrArray *row = csv.rows->pdata[r];
     double gpu;
     GpuSeries *series = NULL;
-    if (!parse_number(csv_cell(row, col[1]), &gpu))
+    if (!parse_number(csv_cell(row, col[1]), &gpu) || !tenant_drawn(only, csv_cell(row, col[2])))
       continue;
     for (guint g = 0; g < gpus->len && series == NULL; g++)
       if (((GpuSeries *) gpus->pdata[g])->gpu == (gint64) gpu)
@@ -954,8 +985,9 @@ out:
 /* ---- comparison figure (compare.csv of `ema-sim run` with compare:) ---------------- */
 
 /* The borrower's output tokens/s and borrowed GiB over time in one
- * variant's timeline.csv, as one data block; FALSE on a read error. */
-static gboolean compare_timeline(const char *dir, const char *borrower, GString *out,
+ * variant's timeline.csv, as one data block (tokens/s per sample: *BIN the
+ * sample period, s); FALSE on a read error. */
+static gboolean compare_timeline(const char *dir, const char *borrower, GString *out, double *bin,
                                  GError **error) {
   g_autofree char *path = g_build_filename(dir, "timeline.csv", NULL);
   Csv csv = {0};
@@ -983,6 +1015,7 @@ static gboolean compare_timeline(const char *dir, const char *borrower, GString 
         !parse_number(csv_cell(row, borrowed_col), &borrowed))
       continue;
     if (isfinite(previous) && t > previous) {
+      *bin = t - previous;
       append_number(out, t);
       g_string_append_c(out, ' ');
       append_number(out, tokens / (t - previous));
@@ -1024,6 +1057,43 @@ static gboolean compare_ttfts(const char *dir, const char *borrower, GArray *min
   return TRUE;
 }
 
+/* "NAME: A, B" for a comparison in DIR: the experiment's name (its first
+ * variant's summary.json) and the variants of compare.csv; "comparison"
+ * where they cannot be read. */
+static char *compare_title(const char *dir) {
+  g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
+  g_autoptr(GPtrArray) variants = g_ptr_array_new();
+  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autofree char *summary = NULL;
+  g_autofree char *names = NULL;
+  char *title = NULL;
+  Csv csv = {0};
+  gint variant_col, dir_col, repeat_col;
+  if (!csv_read(path, &csv, NULL))
+    return g_strdup("comparison");
+  variant_col = csv_column(&csv, "variant");
+  dir_col = csv_column(&csv, "dir");
+  repeat_col = csv_column(&csv, "repeat");
+  for (guint r = 0; variant_col >= 0 && dir_col >= 0 && r < csv.rows->len; r++)
+    if (repeat_col < 0 || strcmp(csv_cell(csv.rows->pdata[r], repeat_col), "0") == 0)
+      g_ptr_array_add(variants, (gpointer) csv_cell(csv.rows->pdata[r], variant_col));
+  if (variants->len > 0) {
+    const char *first = csv_cell(csv.rows->pdata[0], dir_col);
+    summary = strchr(first, '/') ? NULL : g_build_filename(dir, first, "summary.json", NULL);
+  }
+  g_ptr_array_add(variants, NULL);
+  names = g_strjoinv(", ", (char **) variants->pdata);
+  if (summary && json_parser_load_from_file(parser, summary, NULL) &&
+      JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)))
+    title = g_strdup_printf(
+        "%s: %s",
+        json_object_get_string_member_with_default(
+            json_node_get_object(json_parser_get_root(parser)), "experiment", "comparison"),
+        names);
+  csv_clear(&csv);
+  return title ? title : g_strdup("comparison");
+}
+
 static gboolean plot_compare(const char *dir, const char *plots, const char *title, GString *driver,
                              GPtrArray *figures, GError **error) {
   g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
@@ -1035,13 +1105,15 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
   g_autoptr(GString) mine_data = NULL, lenders_data = NULL;
   g_autofree char *borrower = NULL;
   Csv csv = {0};
-  gint variant_col, dir_col, borrower_col;
+  gint variant_col, dir_col, borrower_col, repeat_col;
+  double bin = NAN;
   gboolean ok = FALSE;
   if (!csv_read(path, &csv, error))
     return FALSE;
   variant_col = csv_column(&csv, "variant");
   dir_col = csv_column(&csv, "dir");
   borrower_col = csv_column(&csv, "borrower");
+  repeat_col = csv_column(&csv, "repeat");
   if (variant_col < 0 || dir_col < 0 || borrower_col < 0 || csv.rows->len == 0) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                 "%s: no rows with variant, dir and borrower", path);
@@ -1056,15 +1128,20 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
                   sub);
       goto out;
     }
+    /* with repeats, the first repeat's run of each variant */
+    if (repeat_col >= 0 && strcmp(csv_cell(row, repeat_col), "0") != 0)
+      continue;
     variant_dir = g_build_filename(dir, sub, NULL);
     if (borrower == NULL)
       borrower = g_strdup(csv_cell(row, borrower_col));
+    g_string_append_printf(timeline, "%s# %s\n", variants->len ? "\n\n" : "",
+                           csv_cell(row, variant_col));
     g_ptr_array_add(variants, g_strdup(csv_cell(row, variant_col)));
     g_ptr_array_add(mine, g_array_new(FALSE, FALSE, sizeof(double)));
     g_ptr_array_add(lenders, g_array_new(FALSE, FALSE, sizeof(double)));
-    g_string_append_printf(timeline, "%s# %s\n", r ? "\n\n" : "", csv_cell(row, variant_col));
-    if (!compare_timeline(variant_dir, borrower, timeline, error) ||
-        !compare_ttfts(variant_dir, borrower, mine->pdata[r], lenders->pdata[r], error))
+    if (!compare_timeline(variant_dir, borrower, timeline, &bin, error) ||
+        !compare_ttfts(variant_dir, borrower, mine->pdata[variants->len - 1],
+                       lenders->pdata[variants->len - 1], error))
       goto out;
   }
   mine_data = cdf_data(variants, mine, "the borrower's TTFT");
@@ -1075,8 +1152,78 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
     goto out;
   gp_set(driver, "figtitle", title);
   gp_set(driver, "borrower", borrower);
+  {
+    g_autofree char *period = g_strdup_printf("%g s", bin);
+    gp_set(driver, "bin", period);
+  }
   gp_series(driver, variants);
   ok = add_figure(plots, driver, figures, "compare", "compare.gp", 1200, 900, error);
+out:
+  csv_clear(&csv);
+  return ok;
+}
+
+/* The change of each paired metric vs the baseline per variant (compare-paired.csv): one data
+ * block per variant, x the metric's index dodged by the variant, its mean change and 95%
+ * interval; the metrics name the x tics. */
+static gboolean plot_compare_change(const char *dir, const char *plots, const char *title,
+                                    GString *driver, GPtrArray *figures, GError **error) {
+  g_autofree char *path = g_build_filename(dir, "compare-paired.csv", NULL);
+  g_autoptr(GPtrArray) variants = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) metrics = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GString) data = g_string_new(
+      "# per variant: metric index (dodged), mean change %, 95% interval low and high %\n");
+  g_autoptr(GString) tics = g_string_new(NULL);
+  const char *names[] = {"variant",         "baseline",     "metric",       "repeats",
+                         "change_mean_pct", "ci95_low_pct", "ci95_high_pct"};
+  gint cols[G_N_ELEMENTS(names)];
+  Csv csv = {0};
+  gboolean ok = FALSE;
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  for (guint c = 0; c < G_N_ELEMENTS(names); c++)
+    if ((cols[c] = csv_column(&csv, names[c])) < 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s lacks %s", path, names[c]);
+      goto out;
+    }
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    const char *variant = csv_cell(row, cols[0]), *metric = csv_cell(row, cols[2]);
+    guint v = 0, m = 0;
+    while (v < variants->len && strcmp(variants->pdata[v], variant) != 0)
+      v++;
+    while (m < metrics->len && strcmp(metrics->pdata[m], metric) != 0)
+      m++;
+    if (v == variants->len) {
+      g_string_append_printf(data, "%s# %s\n", v ? "\n\n" : "", variant);
+      g_ptr_array_add(variants, g_strdup(variant));
+    }
+    if (m == metrics->len) {
+      g_string_append_printf(tics, "%s\"%s\" %u", m ? ", " : "", metric, m);
+      g_ptr_array_add(metrics, g_strdup(metric));
+    }
+    /* a variant's points beside the others' at each metric */
+    append_number(data, m + 0.15 * ((double) v - 0.5 * (double) (variants->len - 1)));
+    for (guint c = 4; c < G_N_ELEMENTS(names); c++) {
+      double value;
+      g_string_append_c(data, ' ');
+      append_number(data, parse_number(csv_cell(row, cols[c]), &value) ? value : NAN);
+    }
+    g_string_append_c(data, '\n');
+    if (r == 0) {
+      gp_set(driver, "baseline", csv_cell(row, cols[1]));
+      gp_set(driver, "repeats", csv_cell(row, cols[3]));
+    }
+  }
+  if (variants->len == 0) {
+    ok = TRUE; /* one variant: nothing to compare */
+    goto out;
+  }
+  gp_set(driver, "figtitle", title);
+  gp_set(driver, "metrictics", tics->str);
+  gp_series(driver, variants);
+  ok = write_data(plots, "compare-change.dat", data, error) &&
+       add_figure(plots, driver, figures, "compare-change", "compare-change.gp", 1200, 700, error);
 out:
   csv_clear(&csv);
   return ok;
@@ -1120,6 +1267,7 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   g_autofree char *timeline = g_build_filename(dir, "timeline.csv", NULL);
   g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
   g_autofree char *compare_csv = g_build_filename(dir, "compare.csv", NULL);
+  g_autofree char *compare_paired = g_build_filename(dir, "compare-paired.csv", NULL);
   g_autofree char *frontier_csv = g_build_filename(dir, "frontier.csv", NULL);
   g_autofree char *driver_path = g_build_filename(plots, "plots.gp", NULL);
   g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
@@ -1158,7 +1306,7 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
       return FALSE;
     gp_set(driver, "common", copied);
   }
-  g_string_append_c(driver, '\n');
+  g_string_append_printf(driver, "paper = %d\n\n", options && options->paper);
   if (!settings_load(dir, options, &settings, error))
     goto out;
   if (g_file_test(sweep_csv, G_FILE_TEST_IS_REGULAR) &&
@@ -1168,10 +1316,14 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
       !plot_frontier(dir, plots, settings.title ? settings.title : "transparency frontier", driver,
                      drawn, error))
     goto out;
-  if (g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR) &&
-      !plot_compare(dir, plots, settings.title ? settings.title : "comparison", driver, drawn,
-                    error))
-    goto out;
+  if (g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR)) {
+    /* titled by the experiment and its variants unless a title is given */
+    g_autofree char *title = settings.title ? g_strdup(settings.title) : compare_title(dir);
+    if (!plot_compare(dir, plots, title, driver, drawn, error) ||
+        (g_file_test(compare_paired, G_FILE_TEST_IS_REGULAR) &&
+         !plot_compare_change(dir, plots, title, driver, drawn, error)))
+      goto out;
+  }
   if (g_file_test(summary, G_FILE_TEST_IS_REGULAR) &&
       (g_file_test(requests, G_FILE_TEST_IS_REGULAR) ||
        g_file_test(timeline, G_FILE_TEST_IS_REGULAR))) {
@@ -1180,10 +1332,11 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
       goto out;
     title = g_strdup(settings.title ? settings.title : name);
     if (g_file_test(requests, G_FILE_TEST_IS_REGULAR) &&
-        !plot_requests(dir, plots, title, order, driver, drawn, error))
+        !plot_requests(dir, plots, title, order, settings.tenant, driver, drawn, error))
       goto out;
     if (g_file_test(timeline, G_FILE_TEST_IS_REGULAR) &&
-        !plot_timeline(dir, plots, title, block_bytes, region_bytes, driver, drawn, error))
+        !plot_timeline(dir, plots, title, block_bytes, region_bytes, settings.tenant, driver, drawn,
+                       error))
       goto out;
   }
   if (drawn->len == 0) {
@@ -1198,8 +1351,13 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   if (!g_file_set_contents(driver_path, driver->str, (gssize) driver->len, error) ||
       !run_gnuplot(gnuplot, plots, error))
     goto out;
-  for (guint i = 0; figures && i < drawn->len; i++)
-    g_ptr_array_add(figures, g_strdup(drawn->pdata[i]));
+  /* the paper preset draws PDF where the default draws PNG (common.gp) */
+  for (guint i = 0; figures && i < drawn->len; i++) {
+    const char *figure = drawn->pdata[i];
+    g_ptr_array_add(figures, options && options->paper && g_str_has_suffix(figure, ".png")
+                                 ? g_strdup_printf("%.*s.pdf", (int) strlen(figure) - 4, figure)
+                                 : g_strdup(figure));
+  }
   ok = TRUE;
 out:
   settings_clear(&settings);

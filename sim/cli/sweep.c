@@ -30,6 +30,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <math.h>
+
 #include <glib-unix.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -44,6 +46,38 @@
 #define PROGRESS_INTERVAL_MS 500
 
 static const char *const plot_keys[] = {"x", "by", "tenant", "title", "xlabel", NULL};
+
+void ema_sweep_describe_keys(GString *out) {
+  g_string_append(
+      out,
+      "\nSweep and comparison keys (the keys of ema-sim sweep files, and compare for ema-sim "
+      "run):\n"
+      "compare                  map       optional (ema-sim run only; with repeats)\n"
+      "    named variants run one after another and set side by side: NAME: {dot.path: value, "
+      "...}\n"
+      "    or a partial tree merged over the experiment (the syntax of variants); DIR/NAME/ per\n"
+      "    variant, compare.csv, the borrower/lender table\n"
+      "variants                 map       optional (ema-sim sweep)\n"
+      "    named changes merged over the base experiment, as compare; the outermost loop\n"
+      "sweep                    map       optional (ema-sim sweep)\n"
+      "    dot.path: [values], ...: the cartesian product in file order (the first path varies\n"
+      "    slowest), each value applied like --set\n"
+      "repeats                  int       default 1, range [1, 100000] (sweep, compare)\n"
+      "    runs of each point: repeat 0 keeps the seed, repeat r the seed derived from (seed,\n"
+      "    \"repeat r\"), the same in every variant (common random numbers)\n"
+      "plot                     map       optional (ema-sim sweep, ema-sim plot)\n"
+      "    the sweep's figures; each key as ema-sim plot's option of that name\n"
+      "  x                        string    default: the first swept path\n"
+      "      the swept path (or sweep.csv column) on the x axis\n"
+      "  by                       string    default: variant, or a policy path; none: one line\n"
+      "      the sweep.csv column whose values make the lines\n"
+      "  tenant                   string    default: the only tenant, or all\n"
+      "      whose throughput and latency are drawn\n"
+      "  title                    string    default: the experiment's name\n"
+      "      the figures' title\n"
+      "  xlabel                   string    default: the x path\n"
+      "      the x axis' label\n");
+}
 
 typedef struct {
   char *path;            /* "tenants.0.trace.rate" */
@@ -446,9 +480,10 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
                    "a sweep file must be a map of settings");
     return NULL;
   }
+  /* a comparison's variants may be repeated (paired by repeat), not swept */
   for (guint i = 0; compare && ema_experiment_sweep_keys[i]; i++) {
     const EmaNode *key = ema_node_get_key(sweep->root, ema_experiment_sweep_keys[i]);
-    if (key) {
+    if (key && strcmp(key->value, "repeats") != 0) {
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
                      "an experiment with compare is not a sweep file (a sweep has variants)");
       return NULL;
@@ -460,6 +495,11 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
                    "compare is for ema-sim run; a sweep file gives variants");
     return NULL;
   }
+  /* --set repeats=N sets the sweep's own key (of a comparison too), not the experiment's */
+  for (guint i = 0; overrides && overrides[i]; i++)
+    if (g_str_has_prefix(overrides[i], "repeats=") &&
+        !ema_node_apply_override(sweep->root, overrides[i], i + 1, error))
+      return NULL;
   if (!load_variants(sweep, compare ? EMA_EXPERIMENT_COMPARE_KEY : "variants", error) ||
       !load_axes(sweep, error) || !load_repeats_and_plot(sweep, error))
     return NULL;
@@ -470,8 +510,9 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
   if (!ema_params_expand(&ema_experiment_params, sweep->base, error))
     return NULL;
   for (guint i = 0; overrides && overrides[i]; i++)
-    if (!ema_node_apply_override(sweep->base, overrides[i], i + 1, error) ||
-        !ema_params_expand(&ema_experiment_params, sweep->base, error))
+    if (!g_str_has_prefix(overrides[i], "repeats=") &&
+        (!ema_node_apply_override(sweep->base, overrides[i], i + 1, error) ||
+         !ema_params_expand(&ema_experiment_params, sweep->base, error)))
       return NULL;
   name = ema_node_get(sweep->base, "name");
   sweep->name =
@@ -492,6 +533,15 @@ EmaSweep *ema_sweep_load_compare(const char *path, const char *const *overrides,
 const char *ema_sweep_variant_name(const EmaSweep *sweep, guint point) {
   g_return_val_if_fail(point < sweep->points->len, NULL);
   return variant_name(sweep, &g_array_index(sweep->points, Point, point));
+}
+
+guint ema_sweep_point_repeat(const EmaSweep *sweep, guint point) {
+  g_return_val_if_fail(point < sweep->points->len, 0);
+  return g_array_index(sweep->points, Point, point).repeat;
+}
+
+guint ema_sweep_n_repeats(const EmaSweep *sweep) {
+  return sweep->repeats;
 }
 
 const char *ema_sweep_name(const EmaSweep *sweep) {
@@ -648,16 +698,31 @@ static char *json_text(JsonObject *object, const char *member) {
 
 /* Columns of sweep.csv per tenant: summary.json members (a latency block
  * "ttft_ms" gives ttft_p50_ms .. ttft_std_ms). */
+/* a borrower's and a lender's columns: what each took (borrowed_peak_bytes, the most borrowed
+ * at one sample) and gave (lent_peak_bytes), its KV and its load (arrived, rejected) */
 static const char *const tenant_columns[] = {
-    "throughput_tok_s", "total_tok_s",         "req_per_s",         "goodput_req_s",
-    "slo_attainment",   "completed",           "unfinished",        "preemptions",
-    "kv_util_mean",     "kv_util_usable_mean", "slowed_by_peers_s", "borrowed_peak_bytes",
+    "throughput_tok_s",    "total_tok_s",       "req_per_s",           "goodput_req_s",
+    "slo_attainment",      "arrived",           "completed",           "rejected",
+    "unfinished",          "preemptions",       "kv_blocks",           "kv_util_mean",
+    "kv_util_usable_mean", "slowed_by_peers_s", "borrowed_peak_bytes", "lent_peak_bytes",
 };
 static const char *const latency_columns[] = {"ttft", "tpot", "itl", "e2e"};
 static const char *const latency_stats[] = {"p50", "p90", "p95", "p99", "mean", "std"};
+/* slices_borrowed: all slices lent over the run (cumulative, not a peak); the offload columns
+ * only where a step offloaded */
 static const char *const pool_columns[] = {
-    "borrows",          "slices_borrowed",      "reclaims",
-    "slices_reclaimed", "reclaim_wait_mean_ms", "exposed_remote_s",
+    "borrows",
+    "slices_borrowed",
+    "returns",
+    "slices_returned",
+    "reclaims",
+    "slices_reclaimed",
+    "reclaim_wait_mean_ms",
+    "exposed_remote_s",
+    "offload_steps",
+    "offload_throttled_steps",
+    "offload_throttled_s",
+    "offload_read_steps",
 };
 static const char *const op_columns[] = {"seconds", "bandwidth_gbps"};
 
@@ -1302,6 +1367,44 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
 
 /* ---- results ---------------------------------------------------------------- */
 
+/* The metrics a variant's point is compared on with the baseline's point of the same swept
+ * values and repeat (sweep.csv's *_vs_BASE_pct columns). */
+static const char *const paired_suffixes[] = {".throughput_tok_s", ".ttft_p50_ms", ".ttft_p99_ms",
+                                              ".tpot_p99_ms", ".e2e_p99_ms"};
+
+/* The baseline variant: the one named static, else the first; -1 without variants. */
+static gint baseline_variant(const EmaSweep *sweep) {
+  if (sweep->variants == NULL)
+    return -1;
+  for (guint v = 0; v < sweep->variants->keys->len; v++)
+    if (strcmp(((const EmaNode *) sweep->variants->keys->pdata[v])->value, "static") == 0)
+      return (gint) v;
+  return 0;
+}
+
+/* COLUMN's value in RECORD as a number; NAN where absent. */
+static double record_number(const EmaSweepRecord *record, const char *column) {
+  for (guint m = 0; record && m < record->names->len; m++)
+    if (strcmp(record->names->pdata[m], column) == 0)
+      return g_ascii_strtod(record->values->pdata[m], NULL);
+  return NAN;
+}
+
+/* Append to CSV, for point P, each paired column's change over the
+ * baseline's point (empty where either lacks it or the baseline is 0). */
+static void append_paired(GString *csv, const EmaSweep *sweep, EmaSweepRecord **by_point, guint p,
+                          GPtrArray *paired) {
+  guint per_variant = sweep->points->len / sweep->variants->items->len;
+  guint q = (guint) baseline_variant(sweep) * per_variant + p % per_variant;
+  for (guint c = 0; c < paired->len; c++) {
+    double x = record_number(by_point[p], paired->pdata[c]);
+    double b = record_number(by_point[q], paired->pdata[c]);
+    g_string_append_c(csv, ',');
+    if (isfinite(x) && isfinite(b) && b != 0)
+      g_string_append_printf(csv, "%.6g", 100 * (x / b - 1));
+  }
+}
+
 static void yaml_string(GString *out, const char *key, const char *value) {
   g_autofree char *escaped = g_strescape(value, NULL);
   g_string_append_printf(out, "%s: \"%s\"\n", key, escaped);
@@ -1312,6 +1415,7 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
   guint n = sweep->points->len;
   g_autofree EmaSweepRecord **by_point = g_new0(EmaSweepRecord *, n);
   g_autoptr(GPtrArray) columns = g_ptr_array_new();
+  g_autoptr(GPtrArray) paired = g_ptr_array_new(); /* the columns compared with the baseline */
   g_autoptr(GHashTable) known = g_hash_table_new(g_str_hash, g_str_equal);
   g_autoptr(GString) csv = g_string_new(NULL);
   g_autoptr(GString) plot = g_string_new(NULL);
@@ -1342,6 +1446,17 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
     g_string_append_c(csv, ',');
     ema_file_csv_field(csv, columns->pdata[c]);
   }
+  /* with variants, each point against the baseline's of the same values and repeat */
+  for (guint c = 0; sweep->variants && sweep->variants->items->len > 1 && c < columns->len; c++)
+    for (guint k = 0; k < G_N_ELEMENTS(paired_suffixes); k++)
+      if (g_str_has_suffix(columns->pdata[c], paired_suffixes[k])) {
+        g_autofree char *name = g_strdup_printf(
+            "%s_vs_%s_pct", (const char *) columns->pdata[c],
+            ((const EmaNode *) sweep->variants->keys->pdata[baseline_variant(sweep)])->value);
+        g_ptr_array_add(paired, columns->pdata[c]);
+        g_string_append_c(csv, ',');
+        ema_file_csv_field(csv, name);
+      }
   g_string_append_c(csv, '\n');
   for (guint p = 0; p < n; p++) {
     const Point *point = &g_array_index(sweep->points, Point, p);
@@ -1366,6 +1481,8 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
       g_string_append_c(csv, ',');
       ema_file_csv_field(csv, value ? value : "");
     }
+    if (paired->len)
+      append_paired(csv, sweep, by_point, p, paired);
     g_string_append_c(csv, '\n');
   }
   if (!g_file_set_contents(csv_path, csv->str, (gssize) csv->len, error))

@@ -37,6 +37,8 @@ char *ema_data_dir(const char *name) {
     return g_build_filename(prefix, EMA_INSTALL_DATADIR, name, NULL);
   if (strcmp(name, "plots") == 0)
     return g_strdup(EMA_SOURCE_PLOTS);
+  if (strcmp(name, "shared") == 0) /* the public data sit beside the source tree */
+    return g_build_filename(EMA_SOURCE_HWMODELS, "..", "..", "shared", NULL);
   return g_strdup(EMA_SOURCE_HWMODELS);
 }
 

@@ -628,7 +628,15 @@ static void write_struct(const EmaParamTable *table, gconstpointer object, GStri
       }
     } else {
       g_autofree char *text = format_value(param, field);
-      g_string_append_printf(out, "%s: %s\n", param->key, text);
+      g_string_append_printf(out, "%s: %s", param->key, text);
+      /* an exact byte count of a measured size (85040352461B) is read by
+       * people in GiB: said in a comment, the value stays exact */
+      if (param->type == EMA_PARAM_SIZE && *(const guint64 *) field >= 1024 &&
+          g_ascii_isdigit(text[strlen(text) - 2])) {
+        g_autofree char *human = ema_units_format_size_human(*(const guint64 *) field);
+        g_string_append_printf(out, "  # %s", human);
+      }
+      g_string_append_c(out, '\n');
     }
   }
   if (first && first_prefix)

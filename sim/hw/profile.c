@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ema/core/csv.h"
+#include "ema/core/modelpath.h"
 #include "ema/core/node.h"
 #include "ema/core/units.h"
 
@@ -1391,9 +1392,11 @@ static gboolean import_aic(const ImportLoad *load, const char *path, const char 
 
 char *ema_profile_shared_dir(void) {
   const char *env = g_getenv("EMA_SHARED_DIR");
+  g_autofree char *shared = NULL;
   if (env && *env)
     return g_strdup(env);
-  return g_build_filename(EMA_SOURCE_HWMODELS, "..", "..", "shared", NULL);
+  shared = ema_data_dir("shared");
+  return g_steal_pointer(&shared);
 }
 
 /* ---- the import formats ---------------------------------------------------- */
@@ -1807,7 +1810,10 @@ const EmaProfile *ema_profile_get(const char *name, GError **error) {
       if (*parts[i])
         g_ptr_array_add(dirs, g_strdup(parts[i]));
   }
-  g_ptr_array_add(dirs, g_build_filename(EMA_SOURCE_HWMODELS, "profiles", NULL));
+  {
+    g_autofree char *builtin = ema_data_dir("hwmodels");
+    g_ptr_array_add(dirs, g_build_filename(builtin, "profiles", NULL));
+  }
   for (guint i = 0; i < dirs->len && !loaded; i++) {
     g_autofree char *dir = g_build_filename(dirs->pdata[i], name, NULL);
     g_autofree char *yaml = g_build_filename(dir, "profile.yaml", NULL);
@@ -1821,9 +1827,8 @@ const EmaProfile *ema_profile_get(const char *name, GError **error) {
   }
   if (!loaded) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
-                "unknown profile '%s' (no %s/profile.yaml under EMA_PROFILE_PATH or "
-                "hwmodels/profiles)",
-                name, name);
+                "unknown profile '%s' (no %s/profile.yaml under EMA_PROFILE_PATH or %s)", name,
+                name, (const char *) dirs->pdata[dirs->len - 1]);
     g_mutex_unlock(&cache_lock);
     return NULL;
   }

@@ -26,7 +26,8 @@
 const char *ema_pool_event_kind_name(EmaPoolEventKind kind) {
   static const char *const names[] = {"borrow",         "return", "reclaim", "own-map",
                                       "own-unmap",      "refuse", "offload", "offload-end",
-                                      "offload-refuse", "place",  "tier",    "offload-throttle"};
+                                      "offload-refuse", "place",  "tier",    "offload-throttle",
+                                      "debug"};
   return (guint) kind < G_N_ELEMENTS(names) ? names[kind] : "?";
 }
 
@@ -390,6 +391,13 @@ static EmaPoolCheckLevel check_level_from_env(void) {
   return (EmaPoolCheckLevel) -1; /* ema_pool_core_init says so */
 }
 
+/* EmaPoolView.debug: a policy's line, a "debug" event of GPU */
+static void view_debug(const EmaPoolView *view, guint gpu, const char *message) {
+  EmaPoolCore *c = view->debug_data;
+  if (gpu < c->n)
+    ema_pool_core_note(c, EMA_POOL_EVENT_DEBUG, gpu, gpu, 0, 0, 0, message);
+}
+
 gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server,
                             const EmaPolicySpec *policy, const EmaPoolBackend *backend,
                             gpointer backend_data, GError **error) {
@@ -415,6 +423,8 @@ gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server
   c->request_at = g_array_new(FALSE, FALSE, sizeof(guint64));
   c->ledger.view.requests = view_requests;
   c->ledger.view.requests_data = c;
+  c->ledger.view.debug = view_debug;
+  c->ledger.view.debug_data = c;
   c->context_tokens = DEFAULT_CONTEXT;
   c->check_level = check_level_from_env();
   if (c->check_level == (EmaPoolCheckLevel) -1)

@@ -531,6 +531,45 @@ static void begin_summary(JsonBuilder *builder, const EmaExperiment *experiment)
   json_builder_add_string_value(builder, experiment->server.name);
 }
 
+/* A result's real numbers are written with RESULT_DIGITS significant digits
+ * (summary.json, tenants.csv): the simulation is not that exact, and
+ * json-glib's round-trip 17 (563.08531149999999) hide what they say. */
+#define RESULT_FORMAT "%.12g"
+
+/* TEXT (JSON) with every number that has a fraction or an exponent
+ * rewritten in RESULT_FORMAT; strings and integers are kept. */
+static char *round_json_numbers(const char *text) {
+  GString *out = g_string_sized_new(strlen(text));
+  gboolean in_string = FALSE;
+  for (const char *p = text; *p;) {
+    if (in_string) {
+      if (*p == '\\' && p[1])
+        g_string_append_c(out, *p++);
+      else if (*p == '"')
+        in_string = FALSE;
+      g_string_append_c(out, *p++);
+    } else if (*p == '"') {
+      in_string = TRUE;
+      g_string_append_c(out, *p++);
+    } else if (*p == '-' || g_ascii_isdigit(*p)) {
+      gsize n = strspn(p, "-+0123456789.eE");
+      g_autofree char *token = g_strndup(p, n);
+      char buffer[G_ASCII_DTOSTR_BUF_SIZE];
+      if (strpbrk(token, ".eE")) {
+        /* still a real: 1.0 stays 1.0, not the integer 1 */
+        g_string_append(out, g_ascii_formatd(buffer, sizeof buffer, RESULT_FORMAT,
+                                             g_ascii_strtod(token, NULL)));
+        if (!strpbrk(buffer, ".eE"))
+          g_string_append(out, ".0");
+      } else
+        g_string_append(out, token);
+      p += n;
+    } else
+      g_string_append_c(out, *p++);
+  }
+  return g_string_free(out, FALSE);
+}
+
 /* The "sim" member every summary.json ends with; then write DIR/summary.json. */
 static gboolean end_summary(JsonBuilder *builder, guint64 events, EmaTime simulated, double wall_s,
                             const char *dir, GError **error) {
@@ -553,7 +592,10 @@ static gboolean end_summary(JsonBuilder *builder, guint64 events, EmaTime simula
   json_generator_set_root(generator, root);
   json_generator_set_pretty(generator, TRUE);
   json_generator_set_indent(generator, 2);
-  text = json_generator_to_data(generator, NULL);
+  {
+    g_autofree char *exact = json_generator_to_data(generator, NULL);
+    text = round_json_numbers(exact);
+  }
   /* a failed allocation inside the C library's printf drops text silently
    * (an empty "events" value): what does not parse back is not written */
   {
@@ -703,10 +745,13 @@ static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result,
 }
 
 /* DIR/tenants.csv: one row per tenant, the fields of summary.json's
- * tenants flattened (ttft_ms.p99 -> ttft_p99_ms). */
+ * tenants flattened (ttft_ms.p99 -> ttft_p99_ms); the tenant's own name is
+ * `name` there as in summary.json (the CSVs of requests and samples name
+ * theirs in a `tenant` column). Real numbers as summary.json's; the last
+ * column the tenant's fidelity (fidelity.h). */
 static gboolean write_tenants_csv(const char *dir, const EmaServingReport *report,
                                   EmaFidelity *const *fidelity, GError **error) {
-  g_autoptr(GString) csv = g_string_new("tenant,model");
+  g_autoptr(GString) csv = g_string_new("name,model");
   for (guint t = 0; t < report->tenants->len; t++) {
     const EmaTenantResult *result = report->tenants->pdata[t];
     Field fields[MAX_FIELDS];
@@ -731,8 +776,8 @@ static gboolean write_tenants_csv(const char *dir, const EmaServingReport *repor
       if (fields[i].integer)
         g_string_append_printf(csv, ",%" G_GUINT64_FORMAT, (guint64) fields[i].value);
       else
-        g_string_append_printf(csv, ",%s",
-                               g_ascii_formatd(buffer, sizeof buffer, "%.17g", fields[i].value));
+        g_string_append_printf(
+            csv, ",%s", g_ascii_formatd(buffer, sizeof buffer, RESULT_FORMAT, fields[i].value));
     }
     g_string_append_c(csv, ',');
     ema_file_csv_field(csv, fidelity[t]->status);
@@ -837,6 +882,56 @@ static void print_fidelity(FILE *out, const EmaExperiment *experiment,
             (const char *) statuses->pdata[i]);
 }
 
+/* The simulated figure of R that vLLM's metric NAME (ema_trace_vllm_metric_names) measures. */
+static double simulated_vllm_metric(const EmaTenantResult *r, const char *name) {
+  const EmaTenantMetrics *m = r->metrics;
+  const EmaHistogram *h = NULL;
+  if (strcmp(name, "completed") == 0)
+    return (double) m->completed;
+  if (strcmp(name, "request_throughput") == 0)
+    return ema_tenant_metrics_req_per_s(m);
+  if (strcmp(name, "output_throughput") == 0)
+    return ema_tenant_metrics_throughput_tok_s(m);
+  h = strstr(name, "_ttft_")   ? m->ttft
+      : strstr(name, "_tpot_") ? m->tpot
+      : strstr(name, "_itl_")  ? m->itl
+                               : m->e2e;
+  if (g_str_has_prefix(name, "mean_"))
+    return ema_histogram_mean(h) / 1e6;
+  return ema_histogram_quantile(h, g_str_has_prefix(name, "median_") ? 0.5 : 0.99) / 1e6;
+}
+
+/* A tenant replaying a vLLM benchmark result: the figures vLLM measured
+ * beside the simulated ones (those the file has). */
+static void print_vllm_measured(FILE *out, const EmaTenantResult *r) {
+  EmaTraceVllmBench bench;
+  g_autoptr(GError) error = NULL;
+  if (r->spec->trace.format != EMA_TRACE_FORMAT_VLLM_BENCH)
+    return;
+  if (!ema_trace_vllm_bench_read(r->spec->trace.file, &bench, &error)) {
+    fprintf(out, "%s: vLLM's measured figures not read: %s\n", r->spec->name, error->message);
+    return;
+  }
+  fprintf(out, "%s: vLLM benchmark %s (request_rate %g, burstiness %g, max_concurrency ",
+          r->spec->name, r->spec->trace.file, bench.request_rate, bench.burstiness);
+  if (bench.max_concurrency)
+    fprintf(out, "%" G_GUINT64_FORMAT ")\n", bench.max_concurrency);
+  else
+    fprintf(out, "none)\n");
+  fprintf(out, "  %-20s %12s %12s %8s\n", "metric", "vLLM", "simulated", "error");
+  for (guint k = 0; k < EMA_TRACE_VLLM_N_METRICS; k++) {
+    double measured = bench.measured[k];
+    double simulated = simulated_vllm_metric(r, ema_trace_vllm_metric_names[k]);
+    if (isnan(measured))
+      continue;
+    fprintf(out, "  %-20s %12.2f %12.2f", ema_trace_vllm_metric_names[k], measured, simulated);
+    if (measured != 0)
+      fprintf(out, " %+7.1f%%\n", 100 * (simulated - measured) / measured);
+    else
+      fprintf(out, " %8s\n", "-");
+  }
+}
+
 void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
                               const EmaServingReport *report) {
   guint width = 6;
@@ -869,6 +964,66 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
   print_fidelity(out, experiment, report);
   fprintf(out, "simulated %.1f s in %.2f s (%" G_GUINT64_FORMAT " events)\n",
           (double) report->simulated / 1e9, report->wall_s, report->events);
+  for (guint i = 0; i < report->tenants->len; i++)
+    print_vllm_measured(out, report->tenants->pdata[i]);
+}
+
+/* A tenant that left more than this share of its requests unfinished or
+ * rejected ran past its capacity (or its run ended in a burst): its
+ * latencies, of completed requests only, understate it. (A run cut by its
+ * duration leaves the requests in flight then: a tenth of a short run's,
+ * which is no overload.) */
+#define LEFT_WARN_SHARE 0.25
+
+/* A tenant that, at one sample, borrowed more than this many times the
+ * remote room its prefetch plan admitted or its blocks used (and at least
+ * IDLE_BORROW_MIN_SLICES, 1 GiB) held borrowed slices it could not use: the borrow policy outruns
+ * the plan's remote limit, and the lenders lost the room for nothing. */
+#define IDLE_BORROW_FACTOR 10
+#define IDLE_BORROW_MIN_SLICES 512
+
+void ema_output_warn_serving(FILE *err, const EmaServingReport *report) {
+  for (guint i = 0; i < report->tenants->len; i++) {
+    const EmaTenantResult *r = report->tenants->pdata[i];
+    guint64 left = r->unfinished + r->rejected;
+    if (r->idle_borrowed_slices >= IDLE_BORROW_MIN_SLICES &&
+        r->idle_borrowed_slices > IDLE_BORROW_FACTOR * r->idle_admitted_slices) {
+      g_autofree char *borrowed =
+          ema_units_format_size_human(r->idle_borrowed_slices * EMA_SLICE_BYTES);
+      g_autofree char *admitted =
+          ema_units_format_size_human(r->idle_admitted_slices * EMA_SLICE_BYTES);
+      fprintf(err,
+              "ema-sim: warning: tenant %s: borrowed %s while its prefetch plan admitted (or its "
+              "blocks used) %s of KV on peers: its borrow policy takes %" G_GUINT64_FORMAT
+              "x what the plan's remote limit lets it use; the rest sat idle, out of its "
+              "lenders' reach (policy.borrow vs policy.prefetch; most-idle's within_limit holds "
+              "borrowing to the limit)\n",
+              r->spec->name, borrowed, admitted,
+              r->idle_borrowed_slices / MAX(r->idle_admitted_slices, 1));
+    }
+    if (r->arrived > 0 && r->rejected == r->arrived) {
+      /* why, from the counts: over max_model_len, over the KV cache, or both */
+      guint64 too_long = r->rejected_too_long, too_big = r->rejected - r->rejected_too_long;
+      g_autofree char *why =
+          too_big == 0    ? g_strdup("prompt + output longer than the engine's max_model_len")
+          : too_long == 0 ? g_strdup("prompt + output larger than its KV cache")
+                          : g_strdup_printf("%" G_GUINT64_FORMAT
+                                            " longer than max_model_len, %" G_GUINT64_FORMAT
+                                            " larger than its KV cache",
+                                            too_long, too_big);
+      fprintf(err,
+              "ema-sim: warning: tenant %s: all %" G_GUINT64_FORMAT
+              " requests were rejected (%s)\n",
+              r->spec->name, r->arrived, why);
+    } else if (r->arrived > 0 && (double) left > LEFT_WARN_SHARE * (double) r->arrived)
+      fprintf(err,
+              "ema-sim: warning: tenant %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+              " requests left (%" G_GUINT64_FORMAT " unfinished at the end, %" G_GUINT64_FORMAT
+              " rejected): past its capacity or cut by the run's end, its latencies are of the "
+              "%" G_GUINT64_FORMAT " completed requests only and understate it (compare completed "
+              "too)\n",
+              r->spec->name, left, r->arrived, r->unfinished, r->rejected, r->metrics->completed);
+  }
 }
 
 static char *format_seconds(double seconds) {

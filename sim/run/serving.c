@@ -177,6 +177,28 @@ guint64 ema_serving_rank_share(guint64 total, guint rank, guint ranks) {
   return total * (rank + 1) / ranks - total * rank / ranks;
 }
 
+/* Keep in R the sample at which its BORROWED slices most exceed the remote
+ * room its prefetch plan admits (ema_output_warn_serving says when that is
+ * far more than the room). */
+static void note_idle_borrowing(EmaPool *pool, EmaTenantResult *r, guint64 borrowed) {
+  const EmaPoolView *view = ema_pool_view(pool);
+  guint gpu = (guint) r->spec->gpu;
+  guint64 room = view->gpus[gpu].blocks_total;
+  guint64 own = r->plan.blocks;
+  guint64 admitted;
+  if (view->blocks_room)
+    room = MAX(room, view->blocks_room[gpu]);
+  admitted = room > own ? (room - own) * r->plan.block_bytes / EMA_SLICE_BYTES : 0;
+  /* what its blocks hold there is in use, admitted or not (parked KV, the prefix cache's tier) */
+  admitted = MAX(admitted, view->gpus[gpu].slices_borrowed_used);
+  if (borrowed > admitted &&
+      borrowed - admitted >
+          r->idle_borrowed_slices - MIN(r->idle_borrowed_slices, r->idle_admitted_slices)) {
+    r->idle_borrowed_slices = borrowed;
+    r->idle_admitted_slices = admitted;
+  }
+}
+
 static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
   Run *run = data;
   EmaTime now = ema_sim_now(sim);
@@ -201,6 +223,8 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     }
     tenant->result->peak_slices_borrowed = MAX(tenant->result->peak_slices_borrowed, borrowed);
     tenant->result->peak_slices_lent = MAX(tenant->result->peak_slices_lent, lent);
+    if (spec->tp == 1 && borrowed > 0)
+      note_idle_borrowing(run->pool, tenant->result, borrowed);
     ema_tenant_metrics_sample_kv(tenant->result->metrics, used, tenant->result->plan.blocks,
                                  used + free_blocks,
                                  (guint64) (in / run->experiment->sample_period));

@@ -272,10 +272,36 @@ static gboolean reject_unused(const EmaNode *node, const char *path, const char 
   return FALSE;
 }
 
+/* The load a vLLM benchmark ran with, for a trace that gives none:
+ * --request-rate and --burstiness become gamma arrivals (vLLM draws gamma
+ * gaps of shape burstiness and mean 1/rate: cv = 1/sqrt(burstiness)), "inf"
+ * sends every request at once, and --max-concurrency is the closed loop's
+ * clients unless the trace sets concurrency. */
+static gboolean vllm_load(EmaTraceSpec *trace, const EmaNode *file, const char *path,
+                          GError **error) {
+  EmaTraceVllmBench bench;
+  GError *inner = NULL;
+  if (!ema_trace_vllm_bench_read(trace->file, &bench, &inner)) {
+    g_autofree char *key_path = path ? g_strconcat(path, ".file", NULL) : g_strdup("file");
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, file, key_path, "%s", inner->message);
+    g_error_free(inner);
+    return FALSE;
+  }
+  if (isfinite(bench.request_rate)) {
+    trace->arrivals = EMA_ARRIVALS_GAMMA;
+    trace->rate = bench.request_rate;
+    trace->cv = 1 / sqrt(bench.burstiness);
+  }
+  if (trace->concurrency == 0)
+    trace->concurrency = (gint64) bench.max_concurrency;
+  return TRUE;
+}
+
 static gboolean check_trace(gpointer object, const EmaNode *node, const char *path,
                             GError **error) {
   EmaTraceSpec *trace = object;
-  gboolean lengths_file, needs_arrivals, needs_lengths = trace->file == NULL;
+  gboolean lengths_file, vllm_file, needs_arrivals, own_times;
+  gboolean needs_lengths = trace->file == NULL;
   g_autofree char *why = g_strdup_printf("by arrivals: %s", arrivals_kind_names[trace->arrivals]);
   g_autofree char *prompt_path = path ? g_strconcat(path, ".prompt", NULL) : g_strdup("prompt");
   g_autofree char *output_path = path ? g_strconcat(path, ".output", NULL) : g_strdup("output");
@@ -288,9 +314,12 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
   if (trace->file && trace->format == EMA_TRACE_FORMAT_AUTO &&
       !ema_trace_format_sniff(trace->file, &trace->format, NULL))
     trace->format = EMA_TRACE_FORMAT_AUTO;
-  lengths_file = trace->file && (trace->format == EMA_TRACE_FORMAT_LENGTHS ||
-                                 trace->format == EMA_TRACE_FORMAT_VLLM_BENCH);
-  needs_arrivals = trace->file == NULL || lengths_file;
+  vllm_file = trace->file && trace->format == EMA_TRACE_FORMAT_VLLM_BENCH;
+  lengths_file = trace->file && (trace->format == EMA_TRACE_FORMAT_LENGTHS || vllm_file);
+  own_times = trace->file && !lengths_file;
+  /* a closed loop sends when a client is free: arrival times are not used;
+   * a vLLM result has the benchmark's own load */
+  needs_arrivals = (trace->file == NULL || lengths_file) && trace->concurrency == 0 && !vllm_file;
   if (trace->keep_failed && trace->file && trace->format != EMA_TRACE_FORMAT_AUTO &&
       trace->format != EMA_TRACE_FORMAT_BURSTGPT)
     return reject_unused(node, path, "keep_failed", trace,
@@ -300,7 +329,8 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
                          "only a lengths or vllm-bench file (its arrivals drawn) starts again at "
                          "its end",
                          error);
-  if (needs_arrivals != (trace->arrivals != EMA_ARRIVALS_FILE)) {
+  if ((needs_arrivals && trace->arrivals == EMA_ARRIVALS_FILE) ||
+      (own_times && trace->arrivals != EMA_ARRIVALS_FILE)) {
     g_autofree char *key_path = path ? g_strconcat(path, ".arrivals", NULL) : g_strdup("arrivals");
     ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at ? at : node, key_path, "%s",
                    needs_arrivals
@@ -348,6 +378,16 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
       g_error_free(inner);
       return FALSE;
     }
+  }
+  if (vllm_file && trace->arrivals == EMA_ARRIVALS_FILE &&
+      !vllm_load(trace, ema_node_get(node, "file"), path, error))
+    return FALSE;
+  /* a closed loop's requests all arrive at time 0: a duration does not end it */
+  if ((trace->file == NULL || (lengths_file && trace->cycle)) &&
+      trace->arrivals == EMA_ARRIVALS_FILE && trace->requests == 0) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, path, "%s",
+                   "a closed loop without an arrival process never ends: give requests");
+    return FALSE;
   }
   /* a cycled lengths file never ends either (the run would not stop) */
   if ((trace->file == NULL || (lengths_file && trace->cycle)) && trace->duration == 0 &&
@@ -584,8 +624,8 @@ static EmaTraceArrivals *open_arrivals(const EmaTraceSpec *spec, guint64 seed, G
     }
     return ema_trace_arrivals_new_phases(rates, durations, n, seed, error);
   }
-  case EMA_ARRIVALS_FILE:
-    break;
+  case EMA_ARRIVALS_FILE: /* a closed loop, or vLLM's "inf": all at once */
+    return ema_trace_arrivals_new_at_once();
   }
   g_return_val_if_reached(NULL);
 }

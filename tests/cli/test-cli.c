@@ -56,6 +56,14 @@ static void test_help(void) {
     ema_test_assert_contains(run->out, "\n  list hwmodels");
     ema_test_assert_contains(run->out, "\n  describe hwmodel NAME");
     ema_test_assert_contains(run->out, "--set");
+    /* every variable that moves a search path is documented */
+    {
+      const char *const vars[] = {"EMA_HWMODEL_PATH", "EMA_LLM_PATH",   "EMA_ENGINE_PATH",
+                                  "EMA_PROFILE_PATH", "EMA_SHARED_DIR", "EMA_PLOT_PATH",
+                                  "EMA_PLUGIN_PATH",  "EMA_GNUPLOT"};
+      for (guint v = 0; v < G_N_ELEMENTS(vars); v++)
+        ema_test_assert_contains(run->out, vars[v]);
+    }
   }
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("run", "--help", NULL);
@@ -326,6 +334,11 @@ static void test_describe(void) {
   ema_test_assert_contains(run->out, "\n  bandwidth: 397GB/s\n");
   ema_test_assert_contains(run->out, "\n  copy_fixed_cost: 6.4us\n");
   ema_test_assert_contains(run->out, "\n# derived: total HBM ");
+  /* a measured byte count is said in GiB too */
+  {
+    g_autoptr(EmaTestRun) h100 = ema_test_cli("describe", "hwmodel", "h100x8-hgx", NULL);
+    ema_test_assert_contains(h100->out, "\n  hbm_capacity: 85040352461B  # 79.2 GiB\n");
+  }
 
   g_assert_cmpstr(bad->out, ==, "");
   assert_error_line(bad, "unknown hardware model 'nope' (known: ", "a100x4-40gb", "h200x2",

@@ -242,23 +242,29 @@ static void test_provenance(void) {
   ema_test_remove_tree(tmp);
 }
 
-/* TMP/c.yaml: the experiment of write_experiment comparing static and
- * SECOND (2x: twice the HBM). */
-static char *write_compare(const char *tmp, const char *second) {
+/* compare: each variant in its folder, compare.csv one row per variant in
+ * file order, the comparison printed; check checks every variant. */
+/* TMP/c.yaml: the synthetic experiment "cmp" and COMPARE (its compare: and
+ * more); its path */
+static char *write_comparison(const char *tmp, const char *compare) {
   g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
-  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
-                                      "compare:\n  static: {policy: static}\n  ", second,
-                                      ": {server.gpu.hbm_scale: 2}\n", NULL);
+  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")), compare, NULL);
   touch(tmp, "c.yaml", text);
   return g_build_filename(tmp, "c.yaml", NULL);
 }
 
-/* compare: each variant in its folder, compare.csv one row per variant in
- * file order, the comparison printed; check checks every variant. */
+/* TMP/c.yaml comparing static and SECOND (2x: twice the HBM). */
+static char *write_compare(const char *tmp, const char *second) {
+  g_autofree char *compare = g_strconcat("compare:\n  static: {policy: static}\n  ", second,
+                                         ": {server.gpu.hbm_scale: 2}\n", NULL);
+  return write_comparison(tmp, compare);
+}
+
 static void test_compare(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
-  g_autofree char *path = write_compare(tmp, "2x");
+  g_autofree char *path = write_comparison(tmp, "compare:\n  static: {policy: static}\n"
+                                                "  2x: {server.gpu.hbm_scale: 2}\n");
   g_autofree char *csv = NULL;
   g_auto(GStrv) lines = NULL;
   {
@@ -319,6 +325,64 @@ static void test_compare_variant_named_like_a_file(void) {
                          "compare: variant 'compare.csv' would write its folder over the "
                          "comparison's own compare.csv: rename it\n");
   g_assert_false(exists(out, "static"));
+  ema_test_remove_tree(tmp);
+}
+
+/* compare with repeats: each variant's repeat r shares repeat r's seed with
+ * the baseline's (static), and the table, compare.csv, compare-paired.csv
+ * and the figure give the change vs static with its paired interval */
+static void test_compare_repeats(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *path = write_comparison(tmp, "compare:\n  2x: {server.gpu.hbm_scale: 2}\n"
+                                                "  static: {policy: static}\nrepeats: 3\n");
+  g_autofree char *csv = NULL, *paired = NULL;
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  g_autoptr(EmaTestRun) run = NULL;
+  g_auto(GStrv) lines = NULL;
+  run = ema_test_cli("run", path, "-o", out, NULL);
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(run->out, "cmp: 2x, static side by side\n");
+  ema_test_assert_contains(run->out, "\nvs static, paired by repeat (3 repeats, common random "
+                                     "numbers): mean change [95% interval, Student's t]\n");
+  ema_test_assert_contains(run->out, "\nborrower TTFT p99  ");
+  ema_test_assert_contains(run->out, "lent in all: every slice lent over the run, cumulative");
+  /* repeat r of every variant has the same seed, another than repeat 0's */
+  {
+    const char *const runs[] = {"2x", "static", "2x-r1", "static-r1"};
+    char *seeds[G_N_ELEMENTS(runs)] = {NULL};
+    for (guint i = 0; i < G_N_ELEMENTS(runs); i++) {
+      g_autofree char *file = g_build_filename(runs[i], "resolved.yaml", NULL);
+      g_autofree char *resolved = ema_test_read_file(out, file);
+      const char *line = strstr(resolved, "\nseed: ");
+      g_assert_nonnull(line);
+      seeds[i] = g_strndup(line, strcspn(line + 1, "\n") + 1);
+    }
+    g_assert_cmpstr(seeds[0], ==, seeds[1]);
+    g_assert_cmpstr(seeds[2], ==, seeds[3]);
+    g_assert_cmpstr(seeds[0], !=, seeds[2]);
+    for (guint i = 0; i < G_N_ELEMENTS(runs); i++)
+      g_free(seeds[i]);
+  }
+  csv = ema_test_read_file(out, "compare.csv");
+  lines = g_strsplit(csv, "\n", -1);
+  g_assert_cmpuint(g_strv_length(lines), ==, 8); /* header, 6 runs, the empty end */
+  ema_test_assert_contains(lines[0], ",lenders_lent_peak_gib,returns,borrower_kv_blocks,"
+                                     "borrower_arrived,borrower_rejected,offload_steps,repeat,"
+                                     "borrower_tok_s_vs_baseline_pct,");
+  g_assert_true(g_str_has_prefix(lines[2], "2x,2x-r1,"));
+  paired = ema_test_read_file(out, "compare-paired.csv");
+  ema_test_assert_contains(paired, "variant,baseline,metric,repeats,change_mean_pct,ci95_low_pct,"
+                                   "ci95_high_pct\n2x,static,borrower_tok_s,3,");
+  if (gnuplot != NULL) {
+    /* drawn again without a title: titled by the experiment and its variants, not "comparison" */
+    g_autoptr(EmaTestRun) plot = ema_test_cli("plot", out, NULL);
+    g_autofree char *driver = NULL;
+    ema_test_assert_ok(plot);
+    g_assert_true(exists(out, "plots/compare-change.svg"));
+    driver = ema_test_read_file(out, "plots/plots.gp");
+    ema_test_assert_contains(driver, "\nfigtitle = 'cmp: 2x, static'\n");
+  }
   ema_test_remove_tree(tmp);
 }
 
@@ -424,9 +488,9 @@ static void test_check_vllm_bench(void) {
     ema_test_assert_contains(run->err, "../shared/traces/lengths/sharegpt-llama.csv");
   }
   {
+    /* no arrivals: the benchmark's own load (here vLLM's defaults: all at once) */
     g_autoptr(EmaTestRun) run = ema_test_cli("check", none, NULL);
-    g_assert_cmpint(run->status, ==, 1);
-    ema_test_assert_contains(run->err, "a lengths file needs an arrival process");
+    ema_test_assert_ok(run);
   }
   ema_test_remove_tree(tmp);
 }
@@ -452,6 +516,14 @@ static void test_discover(void) {
   ema_test_assert_contains(keys->out, "\n    hbm_scale                number    default 1, range ");
   ema_test_assert_contains(keys->out, "\n  ttft                     duration  optional");
   ema_test_assert_contains(keys->out, "phases");
+  /* and the keys of sweeps and comparisons, each as a key line */
+  {
+    const char *const sweep_keys[] = {"\ncompare ", "\nvariants ", "\nsweep ",
+                                      "\nrepeats ", "\nplot ",     "\n  x ",
+                                      "\n  by ",    "\n  tenant ", "\n  xlabel "};
+    for (guint i = 0; i < G_N_ELEMENTS(sweep_keys); i++)
+      ema_test_assert_contains(keys->out, sweep_keys[i]);
+  }
   ema_test_assert_ok(help);
   ema_test_assert_contains(help->out, "Usage:\n  ema-sim describe hwmodel [OPTION");
   g_assert_cmpint(none->status, ==, 1);
@@ -501,6 +573,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/compare-variant-named-like-a-file",
                   test_compare_variant_named_like_a_file);
   g_test_add_func("/output/compare", test_compare);
+  g_test_add_func("/output/compare-repeats", test_compare_repeats);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
   g_test_add_func("/output/check-reads-traces", test_check_reads_traces);
   g_test_add_func("/output/check-vllm-bench", test_check_vllm_bench);

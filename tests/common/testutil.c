@@ -117,6 +117,16 @@ void ema_test_assert_ok(const EmaTestRun *run) {
   }
 }
 
+void ema_test_assert_ok_warned(const EmaTestRun *run, const char *prefix) {
+  g_auto(GStrv) lines = g_strsplit(run->err, "\n", -1);
+  for (guint i = 0; lines[i]; i++)
+    if (run->status != 0 || (*lines[i] && !g_str_has_prefix(lines[i], prefix))) {
+      g_autofree char *e = ema_test_escaped(run->err);
+      g_error("exit %d, expected 0 and only '%s' lines on stderr (stderr: '%s')", run->status,
+              prefix, e);
+    }
+}
+
 void ema_test_assert_failed(const EmaTestRun *run, int status, const char *prefix) {
   g_autofree char *e = ema_test_escaped(run->err);
   if (run->status != status)

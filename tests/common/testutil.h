@@ -81,6 +81,9 @@ void ema_test_assert_one_line(const char *text);
 
 /* A successful run: exit 0 and nothing on stderr. */
 void ema_test_assert_ok(const EmaTestRun *run);
+/* A successful run whose stderr holds only lines starting with PREFIX (the
+ * warnings a run under deliberate overload gives). */
+void ema_test_assert_ok_warned(const EmaTestRun *run, const char *prefix);
 
 /* A failed run: exit STATUS, stderr starting with PREFIX and, for exit 1
  * (an error in the input, not in the usage), exactly one line. */

@@ -1629,7 +1629,7 @@ static void test_experiment_resolved(void) {
   g_assert_nonnull(strstr(text, "\ntolerance: 5%\n"));
   g_assert_nonnull(strstr(text, "\nserver:\n  name: \"h200x2\"\n"));
   g_assert_nonnull(strstr(text, "\n    bandwidth: 397GB/s\n"));
-  g_assert_nonnull(strstr(text, "\n    copy_ramp_bytes: 2768241B\n"));
+  g_assert_nonnull(strstr(text, "\n    copy_ramp_bytes: 2768241B  # 2.64 MiB\n"));
   g_assert_nonnull(strstr(text, "\n  - name: \"peer-copy-4KiB\"\n"
                                 "    flows:\n"
                                 "      - kind: copy\n"

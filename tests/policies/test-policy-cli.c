@@ -116,6 +116,43 @@ static void test_describe_plugin(void) {
   ema_test_remove_tree(dir);
 }
 
+/* a policy author's harness: one call on a hand-made view, its plan and debug lines */
+#define VIEW "tests/fixtures/policies/view-short.yaml"
+
+static void test_try_policy(void) {
+  g_autofree char *link = NULL;
+  g_autofree char *dir = plugin_dir(&link);
+  g_autoptr(EmaTestRun) plugin =
+      ema_test_cli("try-policy", "borrow", "neighbour", VIEW, "--plugin-dir", dir, NULL);
+  g_autoptr(EmaTestRun) reclaim =
+      ema_test_cli("try-policy", "reclaim", "migrate", VIEW, "--gpu", "1", "--needed", "20", NULL);
+  g_autoptr(EmaTestRun) prefetch = ema_test_cli("try-policy", "prefetch", "direct", VIEW, NULL);
+  g_autoptr(EmaTestRun) bad_gpu =
+      ema_test_cli("try-policy", "borrow", "most-idle", VIEW, "--gpu", "5", NULL);
+  g_autoptr(EmaTestRun) bad_param = NULL;
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *bad_view = g_build_filename(tmp, "bad.yaml", NULL);
+  ema_test_assert_ok(plugin);
+  ema_test_assert_contains(plugin->out, "neighbour (borrow policy, /");
+  ema_test_assert_contains(plugin->out, "\n  borrow 120 slices from gpu1\n");
+  ema_test_assert_contains(plugin->out, "\n  debug gpu0: neighbour: short 120 blocks, want 120 "
+                                        "slices (0 pending), gpu1 can lend 860\n");
+  /* a lender that lacks slices takes back what it lent; prefetch keeps the pool's start */
+  g_assert_true(reclaim->status == 0 && prefetch->status == 0);
+  ema_test_assert_contains(reclaim->out, "migrate (reclaim policy, built-in) on gpu1 of ");
+  ema_test_assert_contains(reclaim->out, "take back ");
+  ema_test_assert_contains(prefetch->out, "\n  mode direct, depth 1, ");
+  ema_test_assert_failed(bad_gpu, 1, VIEW ": --gpu 5: the view has 3 GPUs (0 to 2)");
+  /* a parameter the policy does not have is located in the view's file */
+  g_assert_true(
+      g_file_set_contents(bad_view, "gpus: [{slices: 10}]\nparams: {nope: 1}\n", -1, NULL));
+  bad_param = ema_test_cli("try-policy", "borrow", "most-idle", bad_view, NULL);
+  ema_test_assert_failed(bad_param, 1, bad_view);
+  ema_test_assert_contains(bad_param->err, ":2:10: params.nope: unknown key in most-idle");
+  ema_test_remove_tree(tmp);
+  ema_test_remove_tree(dir);
+}
+
 static void test_describe_builtin(void) {
   g_autoptr(EmaTestRun) none = ema_test_cli("describe-policy", "none", NULL);
   g_autoptr(EmaTestRun) composition = ema_test_cli("describe-policy", "static", NULL);
@@ -226,6 +263,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/policy-cli/list/plugin-path", test_list_plugin_path);
   g_test_add_func("/policy-cli/describe/plugin", test_describe_plugin);
   g_test_add_func("/policy-cli/describe/builtin", test_describe_builtin);
+  g_test_add_func("/policy-cli/try-policy", test_try_policy);
   g_test_add_func("/policy-cli/describe/unknown", test_describe_unknown);
   g_test_add_func("/policy-cli/errors/missing-plugin-dir", test_missing_plugin_dir);
   g_test_add_func("/policy-cli/errors/broken-plugin", test_broken_plugin);

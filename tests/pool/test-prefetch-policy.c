@@ -65,8 +65,11 @@ static Case *case_new_of(const char *name) {
     c->gpus[i] = (EmaGpuView){.index = i, .shares = TRUE, .has_tenant = TRUE};
   c->remote[0 * N_GPUS + 1] = 30;
   c->remote[0 * N_GPUS + 2] = 10;
-  c->view = (EmaPoolView){0,    N_GPUS, c->gpus, c->lent, c->remote, &c->server,
-                          NULL, NULL,   NULL,    NULL,    NULL,      NULL};
+  c->view = (EmaPoolView){.n_gpus = N_GPUS,
+                          .gpus = c->gpus,
+                          .lent = c->lent,
+                          .remote_blocks = c->remote,
+                          .server = &c->server};
   c->step = (EmaStepCostView){.layers = 10,
                               .layer_compute_s = 1e-3,
                               .layer_memory_s = 1e-3,

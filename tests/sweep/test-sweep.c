@@ -260,9 +260,10 @@ static void test_jobs(void) {
   g_assert_true(g_str_has_prefix(
       lines[0], "point,variant,tenants.0.trace.rate,tenants.0.engine.max_num_seqs,repeat,seed,"
                 "status,chat.throughput_tok_s,chat.total_tok_s,chat.req_per_s,chat.goodput_req_s,"
-                "chat.slo_attainment,chat.completed,chat.unfinished,chat.preemptions,"
-                "chat.kv_util_mean,chat.kv_util_usable_mean,chat.slowed_by_peers_s,"
-                "chat.borrowed_peak_bytes,chat.ttft_p50_ms,chat.ttft_p90_ms,chat.ttft_p95_ms,"
+                "chat.slo_attainment,chat.arrived,chat.completed,chat.rejected,chat.unfinished,"
+                "chat.preemptions,chat.kv_blocks,chat.kv_util_mean,chat.kv_util_usable_mean,"
+                "chat.slowed_by_peers_s,chat.borrowed_peak_bytes,chat.lent_peak_bytes,"
+                "chat.ttft_p50_ms,chat.ttft_p90_ms,chat.ttft_p95_ms,"
                 "chat.ttft_p99_ms,chat.ttft_mean_ms,chat.ttft_std_ms,chat.tpot_p50_ms,"));
   g_assert_nonnull(strstr(lines[0], ",chat.itl_p99_ms,"));
   g_assert_nonnull(strstr(lines[0], ",chat.e2e_std_ms,"));
@@ -536,6 +537,14 @@ static void test_sweep_figures(void) {
   assert_figure(dir, "sweep-throughput", "throughput of chat");
   assert_figure(dir, "sweep-latency", "p99 latency of chat");
   {
+    /* the bars are named: each mean's interval over the repeats */
+    g_autofree char *svg = ema_test_read_file(dir, "plots/sweep-latency.svg");
+    g_autofree char *driver = ema_test_read_file(dir, "plots/plots.gp");
+    g_assert_nonnull(strstr(driver, "\nnrepeats = "));
+    g_assert_true(strstr(svg, "bars: 95% interval of each mean over ") != NULL ||
+                  strstr(svg, "one repeat: no interval") != NULL);
+  }
+  {
     g_autofree char *driver = ema_test_read_file(dir, "plots/plots.gp");
     g_autofree char *data = ema_test_read_file(dir, "plots/sweep.dat");
     /* lines per variant and batch limit; x the swept rate, labelled by plot.yaml */
@@ -543,6 +552,19 @@ static void test_sweep_figures(void) {
     g_assert_nonnull(strstr(driver, "xtitle = 'arrival rate (requests/s)'\n"));
     g_assert_nonnull(strstr(driver, "categorical = 0\n"));
     g_assert_nonnull(strstr(data, "\n# ema, max_num_seqs=64\n10 "));
+  }
+  /* --tenant names its own files (one per tenant, none overwritten); --paper draws PDF */
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--tenant", "chat", "--paper", NULL);
+    g_autofree char *expected = g_strdup_printf(
+        "figures in %s/plots/ (sweep-throughput-chat, sweep-latency-chat; PDF and SVG)\n", dir);
+    g_autofree char *pdf = g_build_filename(dir, "plots", "sweep-latency-chat.pdf", NULL);
+    g_autofree char *head = NULL;
+    ema_test_assert_ok(run);
+    g_assert_cmpstr(run->out, ==, expected);
+    g_assert_true(g_file_get_contents(pdf, &head, NULL, NULL));
+    g_assert_true(g_str_has_prefix(head, "%PDF"));
+    g_assert_true(exists(dir, "plots/sweep-latency.png")); /* the default's, still there */
   }
   /* options override plot.yaml; a column that is not there is an error */
   {
@@ -580,7 +602,8 @@ static void test_run_figures(void) {
     /* one point of the grid with borrowing under pressure: ema on a busy GPU */
     g_autoptr(EmaTestRun) run =
         ema_test_cli("run", FIXTURES "pressure.yaml", "-o", dir, "--set", "policy=ema", NULL);
-    ema_test_assert_ok(run);
+    /* its second burst is cut by the end of the run */
+    ema_test_assert_ok_warned(run, "ema-sim: warning: tenant later: ");
   }
   assert_figure(dir, "latency-cdf", "latency CDFs per tenant");
   assert_figure(dir, "memory", "memory per GPU over time");
@@ -591,6 +614,17 @@ static void test_run_figures(void) {
     g_assert_true(g_str_has_prefix(data, "# time_s, local KV, staging, lent, borrowed"));
     g_assert_nonnull(strstr(driver, "series1 = 'gpu0 (busy)'\n"));
   }
+  /* --tenant picks the tenants of a run's figures, and their GPUs */
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--tenant", "later", NULL);
+    g_autofree char *ttft = ema_test_read_file(dir, "plots/ttft-cdf.dat");
+    g_autofree char *driver = ema_test_read_file(dir, "plots/plots.gp");
+    ema_test_assert_ok(run);
+    g_assert_nonnull(strstr(ttft, "\n# later\n"));
+    g_assert_null(strstr(ttft, "# busy"));
+    g_assert_nonnull(strstr(driver, "series1 = 'gpu1 (later)'\n"));
+    g_assert_null(strstr(driver, "gpu0 (busy)"));
+  }
   /* --no-plot draws nothing; plot draws the same again */
   ema_test_remove_tree(dir);
   g_free(dir);
@@ -598,7 +632,7 @@ static void test_run_figures(void) {
   {
     g_autoptr(EmaTestRun) run =
         ema_test_cli("run", FIXTURES "pressure.yaml", "-o", dir, "--no-plot", NULL);
-    ema_test_assert_ok(run);
+    ema_test_assert_ok_warned(run, "ema-sim: warning: tenant later: ");
     g_assert_false(exists(dir, "plots"));
   }
   {
@@ -606,6 +640,36 @@ static void test_run_figures(void) {
     ema_test_assert_ok(run);
     g_assert_nonnull(strstr(run->out, "(latency-cdf, memory, remote; PNG and SVG)\n"));
   }
+  ema_test_remove_tree(dir);
+}
+
+/* 72 tenants: no 72-entry legend over the curves; the title says how to pick */
+static void test_many_tenants_figure(void) {
+  g_autofree char *dir = NULL;
+  g_autoptr(GString) summary = g_string_new("{\"experiment\": \"wide\", \"tenants\": [");
+  g_autoptr(GString) requests = g_string_new("tenant,ttft_ms,tpot_ms\n");
+  g_autoptr(EmaTestRun) run = NULL;
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (gnuplot == NULL) {
+    g_test_skip("gnuplot is not on PATH");
+    return;
+  }
+  dir = ema_test_temp_dir();
+  for (guint t = 0; t < 72; t++) {
+    g_string_append_printf(summary, "%s{\"name\": \"t%u\"}", t ? ", " : "", t);
+    for (guint r = 1; r <= 5; r++)
+      g_string_append_printf(requests, "t%u,%u,%u\n", t, 10 * r + t, r + 5);
+  }
+  g_string_append(summary, "]}\n");
+  {
+    g_autofree char *json = g_build_filename(dir, "summary.json", NULL);
+    g_autofree char *csv = g_build_filename(dir, "requests.csv", NULL);
+    g_assert_true(g_file_set_contents(json, summary->str, -1, NULL) &&
+                  g_file_set_contents(csv, requests->str, -1, NULL));
+  }
+  run = ema_test_cli("plot", dir, NULL);
+  ema_test_assert_ok(run);
+  assert_figure(dir, "latency-cdf", "(72 tenants, no legend: --tenant NAME,... picks some)");
   ema_test_remove_tree(dir);
 }
 
@@ -626,8 +690,8 @@ static void test_without_gnuplot(void) {
                   "ema-sim: gnuplot is not on PATH: no figures (install gnuplot-nox, then "
                   "ema-sim plot DIR)\n");
   g_assert_true(exists(sweep_dir, "sweep.csv"));
-  /* a run off a terminal stays quiet */
-  ema_test_assert_ok(run);
+  /* a run off a terminal says nothing of gnuplot (only of its cut burst) */
+  ema_test_assert_ok_warned(run, "ema-sim: warning: tenant later: ");
   g_assert_false(exists(run_dir, "plots"));
   ema_test_assert_error_line(plot, "ema-sim plot: gnuplot is not on PATH");
   ema_test_remove_tree(dir);
@@ -660,6 +724,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/plot/sweep", test_sweep_figures);
   g_test_add_func("/sweep/plot/run", test_run_figures);
   g_test_add_func("/sweep/plot/without-gnuplot", test_without_gnuplot);
+  g_test_add_func("/sweep/plot/many-tenants", test_many_tenants_figure);
   status = g_test_run();
   if (reference_dir) {
     g_autofree char *parent = g_path_get_dirname(reference_dir);

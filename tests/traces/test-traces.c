@@ -730,6 +730,43 @@ static EmaTraceSource *open_vllm(const char *path, gboolean cycle, GError **erro
                                           error);
 }
 
+/* a result as benchmark_serving.py writes it (one line, json.dump) is told
+ * from Mooncake's JSON lines; its load and measured figures are read */
+static void test_vllm_bench_sniff(void) {
+  GError *error = NULL;
+  g_autofree char *one_line = fixture("vllm-save-result.json");
+  g_autofree char *indented = fixture("vllm-bench.json");
+  g_autofree char *mooncake = fixture("mooncake-good.jsonl");
+  EmaTraceFormat format = EMA_TRACE_FORMAT_AUTO;
+  EmaTraceVllmBench bench;
+  g_assert_true(ema_trace_format_sniff(one_line, &format, &error));
+  g_assert_cmpint(format, ==, EMA_TRACE_FORMAT_VLLM_BENCH);
+  g_assert_true(ema_trace_format_sniff(indented, &format, &error));
+  g_assert_cmpint(format, ==, EMA_TRACE_FORMAT_VLLM_BENCH);
+  g_assert_true(ema_trace_format_sniff(mooncake, &format, &error));
+  g_assert_cmpint(format, ==, EMA_TRACE_FORMAT_MOONCAKE);
+  /* opened by path alone it asks for arrivals, not for Mooncake's timestamp */
+  g_assert_null(ema_trace_source_open(EMA_TRACE_FORMAT_AUTO, one_line, &error));
+  g_assert_nonnull(strstr(error->message, "vllm-bench trace holds no arrival times"));
+  g_clear_error(&error);
+
+  g_assert_true(ema_trace_vllm_bench_read(one_line, &bench, &error));
+  g_assert_cmpfloat(bench.request_rate, ==, 4.0);
+  g_assert_cmpfloat(bench.burstiness, ==, 0.5);
+  g_assert_cmpuint(bench.max_concurrency, ==, 0);
+  g_assert_cmpstr(ema_trace_vllm_metric_names[0], ==, "mean_ttft_ms");
+  g_assert_cmpfloat(bench.measured[0], ==, 31.2);
+  g_assert_true(isnan(bench.measured[9])); /* mean_e2el_ms: not in the file */
+  /* "inf" (vLLM's default) and defaults for absent keys */
+  g_assert_true(ema_trace_vllm_bench_read(indented, &bench, &error));
+  g_assert_true(isinf(bench.request_rate));
+  g_assert_cmpfloat(bench.burstiness, ==, 1.0);
+  g_autofree char *bad = write_tmp("vllm-rate.json", "{\"request_rate\": \"fast\"}", -1);
+  g_assert_false(ema_trace_vllm_bench_read(bad, &bench, &error));
+  g_assert_nonnull(strstr(error->message, "'request_rate' is not a number or \"inf\""));
+  g_clear_error(&error);
+}
+
 static void test_vllm_bench_good(void) {
   GError *error = NULL;
   g_autofree char *path = fixture("vllm-bench.json");
@@ -1528,6 +1565,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/traces/mooncake/errors", test_mooncake_errors);
   g_test_add_func("/traces/lengths-file/stop-cycle-errors", test_lengths_file);
   g_test_add_func("/traces/vllm-bench/good", test_vllm_bench_good);
+  g_test_add_func("/traces/vllm-bench/sniff", test_vllm_bench_sniff);
   g_test_add_func("/traces/vllm-bench/errors", test_vllm_bench_errors);
   g_test_add_func("/traces/open/formats", test_open_formats);
   g_test_add_func("/traces/transform/compose", test_transform_compose);

@@ -53,10 +53,13 @@
  * (EMA_REMOTE_OFFLOAD and the fields marked so) was added that way, within
  * version 1, and so were the lenders' offload cap (EmaPrefetchPlan.offload_cap) and
  * the per-lender modes (EmaStepCostView.step_offload_read_s, EmaPrefetchPlan.offload_read),
- * and a limit held for admission (EmaPrefetchPlan.room_limit, EmaPoolView.blocks_room).
+ * and a limit held for admission (EmaPrefetchPlan.room_limit, EmaPoolView.blocks_room),
+ * and the debug channel (EmaPoolView.debug, ema_policy_debug()).
  * A module that exports `ema_policy_module` (EmaPolicyModule) is a
  * plugin (see policies/README.md). */
 #pragma once
+
+#include <stdarg.h>
 
 #include <glib.h>
 
@@ -146,6 +149,11 @@ struct _EmaPoolView {
    * ema_pool_view_next_offloader()) */
   const guint *readers;
   const guint64 *offload_to;
+  /* appended for policy authors: a line for the pool's event log (events.csv, kind "debug",
+   * GPU's row, MESSAGE as its reason, cut to 159 bytes); NULL where the backend keeps no log.
+   * Call it through ema_policy_debug(), which checks. */
+  void (*debug)(const EmaPoolView *view, guint gpu, const char *message);
+  gpointer debug_data; /* the backend's, for debug() */
 };
 
 /* The GPUs holding blocks on lender J. */
@@ -172,6 +180,21 @@ static inline guint ema_pool_view_next_offloader(const EmaPoolView *view, guint 
     b = (b / 64 + 1) * 64;
   }
   return view->n_gpus;
+}
+
+/* Write a line (printf FORMAT) to the pool's event log as a "debug" event of GPU: what a policy
+ * saw and why it decided, beside the actions the pool took. A no-op where the backend keeps no
+ * log (view->debug NULL). Costs nothing in the simulation's time and changes no result. */
+G_GNUC_PRINTF(3, 4)
+static inline void ema_policy_debug(const EmaPoolView *view, guint gpu, const char *format, ...) {
+  char message[160];
+  va_list args;
+  if (view == NULL || view->debug == NULL)
+    return;
+  va_start(args, format);
+  g_vsnprintf(message, sizeof message, format, args);
+  va_end(args);
+  view->debug(view, gpu, message);
 }
 
 /* Slices a GPU can lend right now: its KV region minus what it lends, what

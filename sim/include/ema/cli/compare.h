@@ -10,12 +10,19 @@
  * Each variant runs in this process, one after another, into DIR/VARIANT/
  * (a complete run folder: resolved.yaml, summary.json, tenants.csv,
  * requests.csv, timeline.csv), then DIR/compare.csv gets one row per
- * variant and the comparison is printed. The borrower is the tenant whose
- * GPUs borrowed the most (at one timeline sample, in any variant); with no
- * borrowing anywhere, the tenant with the most preemptions in the first
- * variant. Every other tenant is a lender; "lenders' p99" is the worst
- * lender's. "lent" is the pool's slices_borrowed (all slices lent over the
- * run), "reclaimed" its slices_reclaimed. */
+ * variant and the comparison is printed. With `repeats: N` each variant
+ * runs N times (repeat r > 0 into DIR/VARIANT-rR/), repeat r of every
+ * variant with the same seed (common random numbers); the table shows the
+ * means, and each variant's change vs the baseline (the variant named
+ * static, else the first) is paired by repeat: the mean of the per-repeat
+ * relative changes with its 95% interval (Student's t, N - 1 degrees of
+ * freedom), printed, per run in compare.csv (*_vs_baseline_pct) and per
+ * variant in compare-paired.csv (drawn by ema-sim plot as compare-change). The borrower is the
+ * tenant whose GPUs borrowed the most (at one timeline sample, in any variant); with no borrowing
+ * anywhere, the tenant with the most preemptions in the first variant. Every other tenant is a
+ * lender; "lenders' p99" is the worst lender's. "borrowed peak" is the most the borrower held at
+ * one timeline sample; "lent in all" the pool's slices_borrowed (every slice lent over the run,
+ * cumulative), "reclaimed" its slices_reclaimed. */
 #pragma once
 
 #include <stdio.h>

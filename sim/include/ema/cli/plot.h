@@ -26,9 +26,13 @@ typedef struct {
   const char *by;     /* sweep: the column that makes the lines (default: variant, or a
                          swept path with "policy" in it) */
   const char *tenant; /* sweep: whose metrics: a tenant, or "all" (throughput summed,
-                         latency the worst tenant's; the default with several tenants) */
+                         latency the worst tenant's; the default with several tenants); a run:
+                         the tenants drawn (NAME or NAME,NAME,...; default all) */
   const char *title;
   const char *xlabel;
+  /* the paper preset: figures a column wide (3.4 x 2.4 in), 7 pt type, as PDF (pdfcairo) and
+   * SVG instead of PNG and SVG */
+  gboolean paper;
 } EmaPlotOptions;
 
 /* gnuplot's path on PATH (or EMA_GNUPLOT), NULL when there is none. */

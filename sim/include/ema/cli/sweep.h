@@ -52,11 +52,20 @@ typedef struct _EmaSweep EmaSweep;
  * not loaded yet: see ema_sweep_resolve. */
 EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError **error);
 /* An experiment file with `compare:` (a map of named variants, the syntax
- * of a sweep's variants): one point per variant, in file order, named by
- * the variant. The file may have none of the sweep keys. */
+ * of a sweep's variants): one point per variant and repeat, in file order,
+ * named by the variant. Of the sweep keys the file may have repeats only. */
 EmaSweep *ema_sweep_load_compare(const char *path, const char *const *overrides, GError **error);
 void ema_sweep_free(EmaSweep *sweep);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaSweep, ema_sweep_free)
+
+/* Append the sweep keys (compare, variants, sweep, repeats, plot and its
+ * keys) to OUT as `ema-sim describe experiment` lists keys. */
+void ema_sweep_describe_keys(GString *out);
+
+/* The repeat of POINT (0 .. n_repeats - 1), and the repeats of each point;
+ * every variant's repeat r has the same seed (common random numbers). */
+guint ema_sweep_point_repeat(const EmaSweep *sweep, guint point);
+guint ema_sweep_n_repeats(const EmaSweep *sweep);
 
 /* The base experiment's name. */
 const char *ema_sweep_name(const EmaSweep *sweep);

@@ -11,9 +11,11 @@
 
 G_BEGIN_DECLS
 
-/* The data folder NAME ("hwmodels" or "plots") of this program: when it
- * runs from an installed prefix (<prefix>/bin/ema-sim, wherever the prefix
- * was moved), <prefix>/share/ema/NAME; otherwise the source tree's. */
+/* The data folder NAME ("hwmodels", "plots" or "shared", the public data
+ * sets that profiles import) of this program: when it runs from an installed
+ * prefix (<prefix>/bin/ema-sim, wherever the prefix was moved),
+ * <prefix>/share/ema/NAME; otherwise the source tree's (shared: the folder
+ * beside the source tree, ../shared). */
 char *ema_data_dir(const char *name);
 /* The installed policy-module folder (<prefix>/lib/.../ema/policies) of an
  * installed program when it exists; NULL otherwise. */

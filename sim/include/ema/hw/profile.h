@@ -96,13 +96,14 @@ gboolean ema_profile_check(const EmaProfile *profile, GError **error);
 gboolean ema_profile_read_all(const EmaProfile *profile, GError **error);
 /* The profile NAME, loaded once per process and kept (never freed): the
  * first DIR/NAME/profile.yaml over EMA_PROFILE_PATH (colon-separated), then
- * the built-in hwmodels/profiles. Thread-safe. */
+ * the built-in ema_data_dir("hwmodels")/profiles. Thread-safe. */
 const EmaProfile *ema_profile_get(const char *name, GError **error);
 void ema_profile_free(EmaProfile *profile);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaProfile, ema_profile_free)
 
 /* The folder the public data sets are read from: EMA_SHARED_DIR, else
- * <source root>/../shared (newly allocated). */
+ * ema_data_dir("shared") (<prefix>/share/ema/shared installed, else
+ * <source root>/../shared); newly allocated. */
 char *ema_profile_shared_dir(void);
 
 const char *ema_profile_name(const EmaProfile *profile);

@@ -36,6 +36,7 @@ typedef enum {
   EMA_POOL_EVENT_PLACE,          /* GPU's tenant moves blocks of a request between its places */
   EMA_POOL_EVENT_TIER, /* GPU's prefix cache keeps blocks on PEER, fetches them or drops them */
   EMA_POOL_EVENT_OFFLOAD_THROTTLE, /* GPU's offloading steps lengthen to hold PEER at its cap */
+  EMA_POOL_EVENT_DEBUG, /* a policy's own line about GPU (ema_policy_debug), in the reason */
 } EmaPoolEventKind;
 #define EMA_POOL_EVENT_KINDS (EMA_POOL_EVENT_OFFLOAD_THROTTLE + 1)
 

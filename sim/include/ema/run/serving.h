@@ -31,6 +31,10 @@ typedef struct {
   /* the most slices its GPUs had borrowed from peers / lent to peers at
    * one timeline sample (summed over a TP group) */
   guint64 peak_slices_borrowed, peak_slices_lent;
+  /* the sample at which its borrowed slices most exceeded the remote room its
+   * prefetch plan admitted (the pool view's blocks_room or blocks_total beyond
+   * its own region, in slices): those two there (tp = 1 only; else 0) */
+  guint64 idle_borrowed_slices, idle_admitted_slices;
 } EmaTenantResult;
 
 typedef struct {

@@ -149,6 +149,25 @@ EmaTraceSource *ema_trace_source_open_lengths(const char *path, EmaTraceArrivals
 EmaTraceSource *ema_trace_source_open_vllm_bench(const char *path, EmaTraceArrivals *arrivals,
                                                  gboolean cycle, GError **error);
 
+/* What a vLLM benchmark result holds beyond its lengths: the load it ran
+ * with and its measured summary figures (ema_trace_vllm_metric_names: vLLM's
+ * own key names, times in ms; NAN where the file lacks one). */
+#define EMA_TRACE_VLLM_N_METRICS 14
+extern const char *const ema_trace_vllm_metric_names[EMA_TRACE_VLLM_N_METRICS];
+typedef struct {
+  double request_rate;     /* req/s; INFINITY: "inf", every request sent at once */
+  double burstiness;       /* the gamma shape of inter-arrival times (1: Poisson) */
+  guint64 max_concurrency; /* at most this many requests in flight; 0: null (no limit) */
+  double measured[EMA_TRACE_VLLM_N_METRICS];
+} EmaTraceVllmBench;
+/* Reads those of the result JSON at PATH (absent keys: vLLM's defaults, inf,
+ * 1 and no limit). */
+gboolean ema_trace_vllm_bench_read(const char *path, EmaTraceVllmBench *out, GError **error);
+/* The format of the trace file PATH from its first bytes: a JSON object
+ * with vLLM's benchmark keys is vllm-bench, other JSON lines Mooncake, a
+ * CSV header by its column names. */
+gboolean ema_trace_format_sniff(const char *path, EmaTraceFormat *format, GError **error);
+
 /* A source over a copy of N records (arrivals must not decrease); for tests
  * and hand-written workloads. */
 EmaTraceSource *ema_trace_source_new_array(const EmaRequestRecord *records, gsize n);
@@ -162,6 +181,9 @@ guint64 ema_trace_seed_derive(guint64 seed, const char *stream);
 /* Rates are requests per second; durations are EmaTime. Each process starts
  * at time 0 and returns increasing arrival times. */
 EmaTraceArrivals *ema_trace_arrivals_new_poisson(double rate, guint64 seed, GError **error);
+/* Every arrival at time 0: a load sent at once (vLLM's --request-rate inf),
+ * or the unused times of a closed loop. */
+EmaTraceArrivals *ema_trace_arrivals_new_at_once(void);
 /* Gamma inter-arrival times with mean 1/RATE and coefficient of variation CV
  * (shape 1/CV^2, scale CV^2/RATE); CV = 1 is Poisson, CV > 1 is bursty. */
 EmaTraceArrivals *ema_trace_arrivals_new_gamma(double rate, double cv, guint64 seed,
