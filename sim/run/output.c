@@ -31,8 +31,9 @@
 
 /* The entries every ema-sim run may write into its folder. */
 static const char *const run_entries[] = {
-    "resolved.yaml", "summary.json", "tenants.csv", "requests.csv", "timeline.csv",
-    "steps.csv",     "events.csv",   "compare.csv", "plots",        NULL};
+    "resolved.yaml",      "summary.json", "tenants.csv", "requests.csv",
+    "timeline.csv",       "steps.csv",    "events.csv",  "compare.csv",
+    "compare-paired.csv", "plots",        NULL};
 
 gboolean ema_output_is_run_entry(const char *name) {
   for (guint i = 0; run_entries[i]; i++)
