@@ -412,6 +412,23 @@ void ema_params_free(const EmaParamTable *table, gpointer object) {
 }
 
 /* ema_params_expand at NODE, whose dotted key path is PATH (NULL: the root). */
+/* How many of TABLE's required keys MAP gives. */
+static guint required_keys_given(const EmaParamTable *table, const EmaNode *map) {
+  guint given = 0;
+  for (guint i = 0; i < table->n_params; i++)
+    if ((table->params[i].flags & EMA_PARAM_REQUIRED) && ema_node_get(map, table->params[i].key))
+      given++;
+  return given;
+}
+
+/* Whether MAP holds every required key of TABLE. */
+static gboolean has_required_keys(const EmaParamTable *table, const EmaNode *map) {
+  guint required = 0;
+  for (guint i = 0; i < table->n_params; i++)
+    required += (table->params[i].flags & EMA_PARAM_REQUIRED) != 0;
+  return required_keys_given(table, map) == required;
+}
+
 static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char *path,
                           GError **error) {
   if (node == NULL || node->kind != EMA_NODE_MAP)
@@ -437,6 +454,31 @@ static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char 
         return FALSE;
       ema_node_free(child);
       node->items->pdata[index] = child = resolved;
+    } else if (param->type == EMA_PARAM_STRUCT && param->resolve && child->kind == EMA_NODE_MAP &&
+               !has_required_keys(param->table, child)) {
+      /* a name and some of its keys (`model: {name: llama-3.1-70b, weights: fp8}`): the named
+       * file's map with the given keys over it (no name: the load reports the missing keys) */
+      const EmaNode *name = ema_node_get(child, "name");
+      if (name && name->kind == EMA_NODE_SCALAR && name->value) {
+        GError *unknown = NULL;
+        EmaNode *resolved = param->resolve(name, key_path, &unknown);
+        if (resolved == NULL && required_keys_given(param->table, child) <= 1) {
+          g_propagate_error(error, unknown);
+          return FALSE;
+        }
+        /* not found with more of its keys given: an inline map that names itself, whose own
+         * missing keys the load reports */
+        g_clear_error(&unknown);
+        if (resolved) {
+          for (guint k = 0; k < child->keys->len; k++) {
+            const char *key = ((EmaNode *) child->keys->pdata[k])->value;
+            if (strcmp(key, "name") != 0)
+              ema_node_set(resolved, key, ema_node_copy(child->items->pdata[k]));
+          }
+          ema_node_free(child);
+          node->items->pdata[index] = child = resolved;
+        }
+      }
     }
     if (param->type == EMA_PARAM_STRUCT) {
       if (!expand_at(param->table, child, key_path, error))

@@ -19,7 +19,8 @@
 
 static const char *const dtype_names[] = {"bf16", "fp16", "fp32", NULL};
 static const char *const ffn_kind_names[] = {"gated", "plain", NULL};
-static const char *const precision_names[] = {"auto", "fp8", NULL};
+static const char *const precision_names[] = {"auto", "fp8", "fp8-block", NULL};
+static const char *const kv_precision_names[] = {"auto", "fp8", NULL};
 
 static const EmaParam llm_params[] = {
     {"name", EMA_PARAM_STRING, LLM_FIELD(name), .flags = EMA_PARAM_REQUIRED,
@@ -58,10 +59,11 @@ static const EmaParam llm_params[] = {
      .help = "published total parameter count, for checks"},
     {"weights", EMA_PARAM_ENUM, LLM_FIELD(weights), .default_value = "auto",
      .choices = precision_names,
-     .help = "decoder-layer weights: auto (the dtype) or fp8 (vLLM --quantization fp8: 1 byte, "
-             "the GPU's FP8 matrix rate)"},
+     .help = "decoder-layer weights: auto (the dtype), fp8 (vLLM --quantization fp8: 1 byte, a "
+             "scale per tensor) or fp8-block (block-quantized FP8 checkpoints: a scale per 128 x "
+             "128 block); FP8 GEMMs take the profile's FP8 kernel times, else the FP8 roofline"},
     {"kv_cache", EMA_PARAM_ENUM, LLM_FIELD(kv_cache), .default_value = "auto",
-     .choices = precision_names,
+     .choices = kv_precision_names,
      .help = "KV cache: auto (the dtype) or fp8 (vLLM --kv-cache-dtype fp8: 1 byte)"},
 };
 
@@ -112,7 +114,7 @@ void ema_llm_derive(const EmaLlmSpec *spec, EmaLlmDerived *derived) {
   memset(derived, 0, sizeof *derived);
   derived->bytes_per_element = spec->dtype == EMA_DTYPE_FP32 ? 4 : 2;
   derived->layer_bytes_per_element =
-      spec->weights == EMA_PRECISION_FP8 ? 1 : derived->bytes_per_element;
+      EMA_PRECISION_IS_FP8(spec->weights) ? 1 : derived->bytes_per_element;
   derived->kv_bytes_per_element =
       spec->kv_cache == EMA_PRECISION_FP8 ? 1 : derived->bytes_per_element;
 

@@ -26,6 +26,7 @@ typedef struct {
   guint line;
   gboolean keep_fastest;
   gboolean imported; /* from an `import:` data set (keep_fastest too) */
+  guint source;      /* its data set's precedence: 0 the `tables:`, then the imports' (profile.h) */
 } Point;
 
 typedef struct {
@@ -40,8 +41,17 @@ typedef struct {
 struct _EmaProfileSurface {
   GPtrArray *curves; /* Curve *, sorted by outer after finalize */
   double *outers;    /* after finalize: the curves' outer values, in order */
+  guint source;      /* after finalize: the data set whose points it kept */
 };
 typedef struct _EmaProfileSurface Surface;
+
+/* The (k, n) grid of one data set's GEMM rows of one dtype (an `aic-gemm` import): the
+ * shapes it does not hold are interpolated from it (profile.h). */
+typedef struct {
+  guint source;
+  EmaProfileDtype dtype;
+  GArray *ks, *ns; /* guint64, sorted and distinct after finalize */
+} GemmGrid;
 
 struct _EmaProfile {
   char *name;
@@ -49,9 +59,15 @@ struct _EmaProfile {
   GHashTable *tables[EMA_PROFILE_N_KINDS]; /* shape key -> Surface */
   guint rows[EMA_PROFILE_N_KINDS];
   GPtrArray *warnings;
+  GPtrArray *labels; /* char *: each data set's label, by its source (precedence) number */
+  GArray *grids;     /* GemmGrid, by source */
+  /* GEMM surfaces interpolated from a grid, by shape key, made on first lookup (under lock:
+   * a profile is shared by the threads of a process) */
+  GHashTable *derived;
+  GMutex lock;
 };
 
-static const char *const dtype_names[] = {"bf16", "fp16", "fp8", NULL};
+static const char *const dtype_names[] = {"bf16", "fp16", "fp8", "fp8_block", NULL};
 static const char *const table_files[EMA_PROFILE_N_KINDS] = {"gemm.csv",         "attn_decode.csv",
                                                              "attn_prefill.csv", "moe.csv",
                                                              "elementwise.csv",  "allreduce.csv"};
@@ -68,6 +84,8 @@ static void curve_free(gpointer data) {
 
 static void surface_free(gpointer data) {
   Surface *s = data;
+  if (!s)
+    return;
   g_ptr_array_unref(s->curves);
   g_free(s->outers);
   g_free(s);
@@ -169,21 +187,69 @@ static gboolean finalize_curve(Curve *c, gboolean gemm, GError **error) {
   return TRUE;
 }
 
+/* Keep, of surface S, only the points of the data set of highest
+ * precedence (the lowest source number) that has any: a shape comes whole
+ * from one data set, never a blend of two (profile.h). */
+static void keep_first_source(Surface *s) {
+  guint best = G_MAXUINT;
+  for (guint i = 0; i < s->curves->len; i++) {
+    const Curve *c = s->curves->pdata[i];
+    for (guint j = 0; j < c->points->len; j++)
+      best = MIN(best, g_array_index(c->points, Point, j).source);
+  }
+  s->source = best;
+  for (guint i = s->curves->len; i-- > 0;) {
+    Curve *c = s->curves->pdata[i];
+    guint kept = 0;
+    for (guint j = 0; j < c->points->len; j++)
+      if (g_array_index(c->points, Point, j).source == best)
+        g_array_index(c->points, Point, kept++) = g_array_index(c->points, Point, j);
+    g_array_set_size(c->points, kept);
+    if (kept == 0)
+      g_ptr_array_remove_index(s->curves, i);
+  }
+}
+
+/* Sort a surface's curves along outer and finalize each (finalize_curve). */
+static gboolean finalize_surface(Surface *s, gboolean gemm, GError **error) {
+  keep_first_source(s);
+  g_ptr_array_sort(s->curves, compare_curves);
+  s->outers = g_new(double, s->curves->len);
+  for (guint i = 0; i < s->curves->len; i++) {
+    s->outers[i] = ((Curve *) s->curves->pdata[i])->outer;
+    if (!finalize_curve(s->curves->pdata[i], gemm, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gint compare_sizes(gconstpointer a, gconstpointer b) {
+  guint64 x = *(const guint64 *) a, y = *(const guint64 *) b;
+  return (x > y) - (x < y);
+}
+
+/* Sort a grid's sizes and drop repeats. */
+static void finalize_sizes(GArray *sizes) {
+  guint kept = 0;
+  g_array_sort(sizes, compare_sizes);
+  for (guint i = 0; i < sizes->len; i++)
+    if (kept == 0 || g_array_index(sizes, guint64, kept - 1) != g_array_index(sizes, guint64, i))
+      g_array_index(sizes, guint64, kept++) = g_array_index(sizes, guint64, i);
+  g_array_set_size(sizes, kept);
+}
+
 static gboolean finalize(EmaProfile *p, GError **error) {
   for (int k = 0; k < EMA_PROFILE_N_KINDS; k++) {
     GHashTableIter it;
     gpointer value;
     g_hash_table_iter_init(&it, p->tables[k]);
-    while (g_hash_table_iter_next(&it, NULL, &value)) {
-      Surface *s = value;
-      g_ptr_array_sort(s->curves, compare_curves);
-      s->outers = g_new(double, s->curves->len);
-      for (guint i = 0; i < s->curves->len; i++) {
-        s->outers[i] = ((Curve *) s->curves->pdata[i])->outer;
-        if (!finalize_curve(s->curves->pdata[i], k == EMA_PROFILE_GEMM, error))
-          return FALSE;
-      }
-    }
+    while (g_hash_table_iter_next(&it, NULL, &value))
+      if (!finalize_surface(value, k == EMA_PROFILE_GEMM, error))
+        return FALSE;
+  }
+  for (guint i = 0; i < p->grids->len; i++) {
+    finalize_sizes(g_array_index(p->grids, GemmGrid, i).ks);
+    finalize_sizes(g_array_index(p->grids, GemmGrid, i).ns);
   }
   return TRUE;
 }
@@ -310,7 +376,7 @@ static const char *rate_class(EmaProfileDtype dtype) {
 /* The dtypes whose rows may answer a lookup in DTYPE, best first; returns how many. */
 static guint lookup_dtypes(EmaProfileDtype dtype, EmaProfileDtype out[2]) {
   out[0] = dtype;
-  if (dtype == EMA_PROFILE_FP8)
+  if (dtype == EMA_PROFILE_FP8 || dtype == EMA_PROFILE_FP8_BLOCK)
     return 1;
   out[1] = dtype == EMA_PROFILE_FP16 ? EMA_PROFILE_BF16 : EMA_PROFILE_FP16;
   return 2;
@@ -337,8 +403,13 @@ static void elementwise_key(char *buf, gsize size, EmaProfileDtype dtype, const 
   g_snprintf(buf, size, "%s %s w=%" G_GUINT64_FORMAT, rate_class(dtype), op, width);
 }
 
-static void allreduce_key(char *buf, gsize size, EmaProfileDtype dtype, guint gpus) {
-  g_snprintf(buf, size, "%s g=%u", rate_class(dtype), gpus);
+/* BACKEND: EMA_PROFILE_ALLREDUCE_ANY (a table that does not say) or the implementation */
+static const char *const allreduce_backends[EMA_PROFILE_N_ALLREDUCE] = {"", " custom-graph",
+                                                                        " custom-eager", " nccl"};
+
+static void allreduce_key(char *buf, gsize size, EmaProfileDtype dtype, guint gpus,
+                          EmaProfileAllreduce backend) {
+  g_snprintf(buf, size, "%s g=%u%s", rate_class(dtype), gpus, allreduce_backends[backend]);
 }
 
 /* ---- lookups ------------------------------------------------------------- */
@@ -399,12 +470,124 @@ gboolean ema_profile_op_at_cursor(const EmaProfileOp *op, EmaProfileCursor *curs
     RESOLVE_FROM(op, 0, profile, kind, dtype, key_of, __VA_ARGS__);                                \
   } while (0)
 
+/* Where V falls in the sorted SIZES of a grid: the bracketing sizes *LO <=
+ * V <= *HI and V's weight *W toward *HI; below the grid its first size (a
+ * smaller operator is not slower), past it its last with *SCALE = V / last
+ * (the time proportional to k or n past the grid, profile.h). */
+static void grid_place(const GArray *sizes, guint64 v, guint64 *lo, guint64 *hi, double *w,
+                       double *scale) {
+  const guint64 *at = (const guint64 *) sizes->data;
+  guint n = sizes->len, i = 0;
+  *w = 0;
+  *scale = 1;
+  if (v <= at[0]) {
+    *lo = *hi = at[0];
+    return;
+  }
+  if (v >= at[n - 1]) {
+    *lo = *hi = at[n - 1];
+    *scale = (double) v / (double) at[n - 1];
+    return;
+  }
+  while (at[i + 1] < v)
+    i++;
+  *lo = at[i];
+  *hi = at[i + 1];
+  *w = (double) (v - *lo) / (double) (*hi - *lo);
+}
+
+static gint compare_doubles(gconstpointer a, gconstpointer b) {
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+/* The GEMM surface of (K, N) interpolated from GRID's four bracketing
+ * shapes, bilinear in k and n at every m any of them has (exact where the
+ * time is a + b k + c n + d k n, as a GEMM's memory and compute times are);
+ * NULL where one of the four is missing. */
+static Surface *grid_surface(const EmaProfile *p, const GemmGrid *grid, guint64 k, guint64 n) {
+  guint64 ks[2], ns[2];
+  double wk, wn, sk, sn, w[4];
+  const Curve *corner[4];
+  g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
+  Surface *s;
+  Curve *c;
+  grid_place(grid->ks, k, &ks[0], &ks[1], &wk, &sk);
+  grid_place(grid->ns, n, &ns[0], &ns[1], &wn, &sn);
+  for (guint i = 0; i < 4; i++) {
+    char key[128];
+    const Surface *at;
+    gemm_key(key, sizeof key, grid->dtype, FALSE, ks[i / 2], ns[i % 2]);
+    at = g_hash_table_lookup(p->tables[EMA_PROFILE_GEMM], key);
+    if (!at || at->source != grid->source || at->curves->len != 1)
+      return NULL;
+    corner[i] = at->curves->pdata[0];
+    w[i] = (i / 2 ? wk : 1 - wk) * (i % 2 ? wn : 1 - wn) * sk * sn;
+    g_array_append_vals(xs, corner[i]->x, corner[i]->n);
+  }
+  g_array_sort(xs, compare_doubles);
+  s = g_new0(Surface, 1);
+  s->curves = g_ptr_array_new_with_free_func(curve_free);
+  c = g_new0(Curve, 1);
+  c->points = g_array_new(FALSE, FALSE, sizeof(Point));
+  g_ptr_array_add(s->curves, c);
+  for (guint i = 0; i < xs->len; i++) {
+    double x = g_array_index(xs, double, i), t = 0;
+    Point pt = {x, 0, g_intern_string(p->labels->pdata[grid->source]), 0, TRUE, TRUE, grid->source};
+    if (i > 0 && x == g_array_index(xs, double, i - 1))
+      continue;
+    for (guint j = 0; j < 4; j++)
+      t += w[j] * curve_at(corner[j], x, NULL);
+    pt.t = t;
+    g_array_append_val(c->points, pt);
+  }
+  /* distinct x, all imported: cannot fail */
+  if (!finalize_surface(s, TRUE, NULL))
+    g_assert_not_reached();
+  return s;
+}
+
+/* The GEMM surface of one shape: the shape's own rows, unless a GEMM grid
+ * of higher precedence (an `aic-gemm` import) holds the shape in its range,
+ * whose interpolation then answers (made once, kept in the profile). */
+static const Surface *gemm_surface(const EmaProfile *profile, EmaProfileDtype dtype, gboolean bias,
+                                   guint64 k, guint64 n) {
+  EmaProfile *p = (EmaProfile *) profile; /* the derived table is the lookup's own cache */
+  char key[128];
+  const Surface *exact;
+  const GemmGrid *grid = NULL;
+  gpointer found;
+  Surface *made;
+  gemm_key(key, sizeof key, dtype, bias, k, n);
+  exact = find_surface(p, EMA_PROFILE_GEMM, key);
+  for (guint i = 0; i < p->grids->len && !bias && !grid; i++)
+    if (g_array_index(p->grids, GemmGrid, i).dtype == dtype)
+      grid = &g_array_index(p->grids, GemmGrid, i);
+  if (!grid || (exact && exact->source <= grid->source))
+    return exact;
+  g_mutex_lock(&p->lock);
+  if (!g_hash_table_lookup_extended(p->derived, key, NULL, &found)) {
+    found = grid_surface(p, grid, k, n);
+    g_hash_table_insert(p->derived, g_strdup(key), found);
+  }
+  made = found;
+  g_mutex_unlock(&p->lock);
+  return made ? made : exact;
+}
+
 void ema_profile_op_gemm(const EmaProfile *profile, EmaProfileDtype dtype, gboolean bias, guint64 k,
                          guint64 n, EmaProfileOp *op) {
+  EmaProfileDtype dtypes[2];
+  guint count;
+  g_return_if_fail(profile != NULL && op != NULL);
+  *op = (EmaProfileOp){{NULL}};
+  count = lookup_dtypes(dtype, dtypes);
   /* a biased GEMM: its bias rows (dtypes in slots 0-1), then the bias-free rows (2-3) */
-  RESOLVE(op, profile, EMA_PROFILE_GEMM, dtype, gemm_key, bias, k, n);
-  if (bias)
-    RESOLVE_FROM(op, 2, profile, EMA_PROFILE_GEMM, dtype, gemm_key, FALSE, k, n);
+  for (guint i = 0; i < count; i++) {
+    op->surfaces[i] = gemm_surface(profile, dtypes[i], bias, k, n);
+    if (bias)
+      op->surfaces[2 + i] = gemm_surface(profile, dtypes[i], FALSE, k, n);
+  }
 }
 
 void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
@@ -429,8 +612,17 @@ void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype
 }
 
 void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
-                              EmaProfileOp *op) {
-  RESOLVE(op, profile, EMA_PROFILE_ALLREDUCE, dtype, allreduce_key, gpus);
+                              EmaProfileAllreduce backend, EmaProfileOp *op) {
+  g_return_if_fail(backend < EMA_PROFILE_N_ALLREDUCE);
+  RESOLVE(op, profile, EMA_PROFILE_ALLREDUCE, dtype, allreduce_key, gpus, backend);
+}
+
+const char *ema_profile_op_source(const EmaProfile *profile, const EmaProfileOp *op) {
+  g_return_val_if_fail(profile != NULL && op != NULL, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
+    if (op->surfaces[i])
+      return profile->labels->pdata[op->surfaces[i]->source];
+  return NULL;
 }
 
 gboolean ema_profile_gemm(const EmaProfile *profile, EmaProfileDtype dtype, double m, guint64 k,
@@ -476,10 +668,10 @@ gboolean ema_profile_elementwise(const EmaProfile *profile, EmaProfileDtype dtyp
 }
 
 gboolean ema_profile_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
-                               double bytes, double *time_us) {
+                               EmaProfileAllreduce backend, double bytes, double *time_us) {
   EmaProfileOp op;
   g_return_val_if_fail(profile != NULL && time_us != NULL, FALSE);
-  ema_profile_op_allreduce(profile, dtype, gpus, &op);
+  ema_profile_op_allreduce(profile, dtype, gpus, backend, &op);
   return ema_profile_op_at(&op, 0, bytes, time_us);
 }
 
@@ -498,13 +690,13 @@ static gboolean csv_dtype(const EmaCsv *csv, guint index, EmaProfileDtype *dtype
 }
 
 static Point point_here(const EmaCsv *csv, double x, double t, gboolean keep_fastest) {
-  Point pt = {x, t, csv->file, csv->line, keep_fastest, FALSE};
+  Point pt = {x, t, csv->file, csv->line, keep_fastest, FALSE, 0};
   return pt;
 }
 
 /* A point of an imported data set: duplicates keep the fastest. */
-static Point import_point(const EmaCsv *csv, double x, double t) {
-  Point pt = {x, t, csv->file, csv->line, TRUE, TRUE};
+static Point import_point(const EmaCsv *csv, double x, double t, guint source) {
+  Point pt = {x, t, csv->file, csv->line, TRUE, TRUE, source};
   return pt;
 }
 
@@ -587,7 +779,7 @@ static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, 
     break;
   }
   case EMA_PROFILE_ALLREDUCE:
-    allreduce_key(key, sizeof key, dtype, (guint) v[0]);
+    allreduce_key(key, sizeof key, dtype, (guint) v[0], EMA_PROFILE_ALLREDUCE_ANY);
     pt = point_here(csv, v[1], v[2], FALSE);
     add_point(load->p, kind, key, 0, &pt);
     break;
@@ -650,6 +842,7 @@ static const char *const vidur_columns[] = {"n_head",
 typedef struct {
   EmaProfile *p;
   EmaProfileDtype dtype;
+  guint source; /* the data set's precedence number */
 } ImportLoad;
 
 static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer data,
@@ -681,7 +874,7 @@ static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer da
   gemm_k[3] = (guint64) (s.ffn / s.tp);
   gemm_n[3] = (guint64) s.hidden;
   for (guint i = 0; i < 4; i++) {
-    Point pt = import_point(csv, s.tokens, t[i] * 1e3);
+    Point pt = import_point(csv, s.tokens, t[i] * 1e3, load->source);
     gemm_key(key, sizeof key, load->dtype, FALSE, gemm_k[i], gemm_n[i]);
     add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
   }
@@ -691,7 +884,7 @@ static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer da
   widths[3] = (guint64) s.hidden;
   widths[4] = (guint64) s.hidden;
   for (guint i = 0; i < 5; i++) {
-    Point pt = import_point(csv, s.tokens, t[4 + i] * 1e3);
+    Point pt = import_point(csv, s.tokens, t[4 + i] * 1e3, load->source);
     if (!s.gated && i == 2)
       continue; /* a plain MLP's activation is not silu_mul */
     elementwise_key(key, sizeof key, load->dtype, elementwise[i], widths[i]);
@@ -714,8 +907,8 @@ static gboolean vidur_allreduce_row(const EmaCsv *csv, const guint *index, gpoin
   Point pt;
   if (!ema_csv_numbers(csv, index, 3, 0, v, error))
     return FALSE;
-  allreduce_key(key, sizeof key, load->dtype, (guint) v[0]);
-  pt = import_point(csv, v[1], v[2] * 1e3);
+  allreduce_key(key, sizeof key, load->dtype, (guint) v[0], EMA_PROFILE_ALLREDUCE_ANY);
+  pt = import_point(csv, v[1], v[2] * 1e3, load->source);
   add_point(load->p, EMA_PROFILE_ALLREDUCE, key, 0, &pt);
   return TRUE;
 }
@@ -729,7 +922,7 @@ static gboolean kernels_gemm_row(const EmaCsv *csv, const guint *index, gpointer
   if (!ema_csv_numbers(csv, index, 4, 0, v, error))
     return FALSE;
   gemm_key(key, sizeof key, load->dtype, FALSE, (guint64) v[1], (guint64) v[2]);
-  pt = import_point(csv, v[0], v[3]);
+  pt = import_point(csv, v[0], v[3], load->source);
   add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
   return TRUE;
 }
@@ -739,6 +932,7 @@ typedef struct {
   EmaProfileDtype dtype;
   gboolean decode;
   const char *key;
+  guint source;
 } AttnLoad;
 
 static const char *const kernels_decode_columns[] = {"batch_size", "kv_len", "latency_us", "dtype",
@@ -755,7 +949,7 @@ static gboolean kernels_attn_row(const EmaCsv *csv, const guint *index, gpointer
     return TRUE; /* another dtype's row */
   if (!ema_csv_numbers(csv, index, count, 0, v, error))
     return FALSE;
-  pt = import_point(csv, load->decode ? v[1] : v[0], v[count - 1]);
+  pt = import_point(csv, load->decode ? v[1] : v[0], v[count - 1], load->source);
   add_point(load->p, load->decode ? EMA_PROFILE_ATTN_DECODE : EMA_PROFILE_ATTN_PREFILL, load->key,
             load->decode ? v[0] : 0, &pt);
   return TRUE;
@@ -765,24 +959,25 @@ static gboolean kernels_attn_row(const EmaCsv *csv, const guint *index, gpointer
  * of the whole model; the per-GPU heads are those over N, 1 without -tp):
  * decode rows (batch_size, kv_len) or prefill rows (seq_len: one sequence,
  * no prior context). Rows of another dtype than DTYPE are skipped. */
-static gboolean import_kernels_attn_file(EmaProfile *p, const char *path, const char *base,
-                                         gboolean decode, EmaProfileDtype dtype, GError **error) {
+static gboolean import_kernels_attn_file(const ImportLoad *import, const char *path,
+                                         const char *base, gboolean decode, GError **error) {
   guint heads, kv_heads, dim, tp = 1;
   char key[96];
-  AttnLoad load = {p, dtype, decode, key};
+  AttnLoad load = {import->p, import->dtype, decode, key, import->source};
   int parsed = sscanf(base, "%u-%u-%u-tp%u.csv", &heads, &kv_heads, &dim, &tp);
   if (parsed < 3 || heads == 0 || kv_heads == 0 || dim == 0 || tp == 0) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
                 "%s: the name is not HEADS-KVHEADS-DIM[-tpN].csv", path);
     return FALSE;
   }
-  attn_key(key, sizeof key, dtype, heads_per_gpu(heads, tp), heads_per_gpu(kv_heads, tp), dim);
+  attn_key(key, sizeof key, import->dtype, heads_per_gpu(heads, tp), heads_per_gpu(kv_heads, tp),
+           dim);
   return ema_csv_read(path, decode ? kernels_decode_columns : kernels_prefill_columns,
                       kernels_attn_row, &load, error);
 }
 
-static gboolean import_kernels_attn(EmaProfile *p, const char *dir_path, gboolean decode,
-                                    EmaProfileDtype dtype, GError **error) {
+static gboolean import_kernels_attn(const ImportLoad *import, const char *dir_path, gboolean decode,
+                                    GError **error) {
   g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
   const char *entry;
@@ -798,10 +993,254 @@ static gboolean import_kernels_attn(EmaProfile *p, const char *dir_path, gboolea
   g_ptr_array_sort(names, (GCompareFunc) g_strcmp0);
   for (guint i = 0; i < names->len; i++) {
     g_autofree char *path = g_build_filename(dir_path, names->pdata[i], NULL);
-    if (!import_kernels_attn_file(p, path, names->pdata[i], decode, dtype, error))
+    if (!import_kernels_attn_file(import, path, names->pdata[i], decode, error))
       return FALSE;
   }
   return TRUE;
+}
+
+/* ---- AIConfigurator's kernel tables -------------------------------------- */
+
+/* A table of NVIDIA AIConfigurator's databases (../shared/groundtruth/
+ * aiconfigurator): X.csv, the columns that hold one value for every row
+ * moved to X.constants.yaml beside it. A column is read from the row, else
+ * from the constants; an optional one (NULL name in the request) may be in
+ * neither. Latencies are milliseconds. */
+#define AIC_MAX_COLUMNS 10
+
+typedef struct {
+  EmaCsv csv;
+  EmaNode *constants;                 /* NULL: no constants file */
+  gint index[AIC_MAX_COLUMNS];        /* the row's field, or -1 */
+  const char *fixed[AIC_MAX_COLUMNS]; /* the constant's value where index is -1 (NULL: absent) */
+} AicTable;
+
+static void aic_clear(AicTable *t) {
+  ema_csv_clear(&t->csv);
+  g_clear_pointer(&t->constants, ema_node_free);
+}
+
+/* Open PATH and find NAMES (NULL-terminated; a name starting with '?' is
+ * optional). */
+static gboolean aic_open(AicTable *t, const char *path, const char *const *names, GError **error) {
+  g_autofree char *base = g_strndup(path, strlen(path) - (g_str_has_suffix(path, ".csv") ? 4 : 0));
+  g_autofree char *constants = g_strconcat(base, ".constants.yaml", NULL);
+  memset(t, 0, sizeof *t);
+  if (!ema_csv_open(&t->csv, path, error))
+    return FALSE;
+  if (g_file_test(constants, G_FILE_TEST_EXISTS) &&
+      !(t->constants = ema_node_load_file(constants, error)))
+    return FALSE;
+  for (guint i = 0; names[i]; i++) {
+    gboolean optional = names[i][0] == '?';
+    const char *name = names[i] + optional;
+    const EmaNode *fixed = t->constants ? ema_node_get(t->constants, name) : NULL;
+    g_assert(i < AIC_MAX_COLUMNS);
+    t->index[i] = -1;
+    for (guint c = 0; t->csv.header[c]; c++)
+      if (strcmp(t->csv.header[c], name) == 0)
+        t->index[i] = (gint) c;
+    if (t->index[i] < 0 && fixed && fixed->kind == EMA_NODE_SCALAR)
+      t->fixed[i] = fixed->value;
+    if (t->index[i] < 0 && !t->fixed[i] && !optional) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
+                  "%s:1:1: no column '%s' (nor a constant of that name in %s)", t->csv.file, name,
+                  constants);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Field I of the current row (the constant where the table has one; NULL
+ * for an optional column in neither). */
+static const char *aic_text(const AicTable *t, guint i) {
+  return t->index[i] >= 0 ? t->csv.fields[t->index[i]] : t->fixed[i];
+}
+
+/* Field I as a number >= 0 (an absent optional one: 0). */
+static gboolean aic_number(const AicTable *t, guint i, double *v, GError **error) {
+  const char *text = aic_text(t, i);
+  char *end = NULL;
+  if (!text) {
+    *v = 0;
+    return TRUE;
+  }
+  *v = g_ascii_strtod(text, &end);
+  if (end == text || *end != '\0' || !isfinite(*v) || *v < 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+                "%s:%u:%u: '%s' is not a number >= 0", t->csv.file, t->csv.line,
+                t->index[i] >= 0 ? ema_csv_field_column(&t->csv, (guint) t->index[i]) : 1, text);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* The first COUNT fields as numbers into V. */
+static gboolean aic_numbers(const AicTable *t, guint count, double *v, GError **error) {
+  for (guint i = 0; i < count; i++)
+    if (!aic_number(t, i, &v[i], error))
+      return FALSE;
+  return TRUE;
+}
+
+/* An AIConfigurator dtype name as a profile dtype; FALSE for the ones the
+ * step model has no use for (int8, int4, nvfp4, ...). */
+static gboolean aic_dtype(const char *name, EmaProfileDtype *dtype) {
+  static const struct {
+    const char *name;
+    EmaProfileDtype dtype;
+  } names[] = {{"bfloat16", EMA_PROFILE_BF16},
+               {"float16", EMA_PROFILE_FP16},
+               {"half", EMA_PROFILE_FP16},
+               {"fp8", EMA_PROFILE_FP8},
+               {"fp8_block", EMA_PROFILE_FP8_BLOCK}};
+  for (guint i = 0; name && i < G_N_ELEMENTS(names); i++)
+    if (strcmp(name, names[i].name) == 0) {
+      *dtype = names[i].dtype;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+/* The grid of the data set SOURCE for DTYPE, made on first use. */
+static GemmGrid *grid_of(EmaProfile *p, guint source, EmaProfileDtype dtype) {
+  GemmGrid grid = {source, dtype, NULL, NULL};
+  for (guint i = 0; i < p->grids->len; i++) {
+    GemmGrid *at = &g_array_index(p->grids, GemmGrid, i);
+    if (at->source == source && at->dtype == dtype)
+      return at;
+  }
+  grid.ks = g_array_new(FALSE, FALSE, sizeof(guint64));
+  grid.ns = g_array_new(FALSE, FALSE, sizeof(guint64));
+  g_array_append_val(p->grids, grid);
+  return &g_array_index(p->grids, GemmGrid, p->grids->len - 1);
+}
+
+/* One row of an AIConfigurator table into the profile (AicLoad.row). */
+typedef gboolean (*AicRowFunc)(const ImportLoad *load, const AicTable *t, GError **error);
+
+static gboolean aic_gemm_row(const ImportLoad *load, const AicTable *t, GError **error) {
+  double v[4]; /* m, n, k, latency */
+  EmaProfileDtype dtype;
+  char key[128];
+  Point pt;
+  GemmGrid *grid;
+  guint64 k, n;
+  if (!aic_dtype(aic_text(t, 4), &dtype))
+    return TRUE;
+  if (!aic_numbers(t, 4, v, error))
+    return FALSE;
+  k = (guint64) v[2];
+  n = (guint64) v[1];
+  gemm_key(key, sizeof key, dtype, FALSE, k, n);
+  pt = import_point(&t->csv, v[0], v[3] * 1e3, load->source);
+  add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
+  grid = grid_of(load->p, load->source, dtype);
+  g_array_append_val(grid->ks, k);
+  g_array_append_val(grid->ns, n);
+  return TRUE;
+}
+
+/* generation_attention: BATCH sequences decode one token each after STEP
+ * cached tokens (the table's context is STEP + 1); context_attention: the
+ * prompts of BATCH sequences of ISL tokens, no cached prefix (only batch 1
+ * is kept: the step model times a chunk as one sequence). Sliding-window
+ * rows are left out. */
+static gboolean aic_attention_row(const ImportLoad *load, const AicTable *t, gboolean decode,
+                                  GError **error) {
+  double v[7]; /* batch, step or isl, heads, kv heads, head dim, window, latency */
+  EmaProfileDtype dtype;
+  char key[96];
+  Point pt;
+  if (!aic_dtype(aic_text(t, 7), &dtype))
+    return TRUE;
+  if (!aic_numbers(t, 7, v, error))
+    return FALSE;
+  if (v[5] != 0 || (!decode && v[0] != 1) || v[2] < 1 || v[3] < 1 || v[4] < 1)
+    return TRUE;
+  attn_key(key, sizeof key, dtype, (guint) v[2], (guint) v[3], (guint) v[4]);
+  pt = import_point(&t->csv, decode ? v[1] + 1 : v[1], v[6] * 1e3, load->source);
+  add_point(load->p, decode ? EMA_PROFILE_ATTN_DECODE : EMA_PROFILE_ATTN_PREFILL, key,
+            decode ? v[0] : 0, &pt);
+  return TRUE;
+}
+
+static gboolean aic_decode_row(const ImportLoad *load, const AicTable *t, GError **error) {
+  return aic_attention_row(load, t, TRUE, error);
+}
+
+static gboolean aic_prefill_row(const ImportLoad *load, const AicTable *t, GError **error) {
+  return aic_attention_row(load, t, FALSE, error);
+}
+
+/* An all-reduce of message_size elements of its dtype (2 bytes: the tables'
+ * bfloat16 and half) among num_gpus GPUs. */
+static gboolean aic_allreduce_point(const ImportLoad *load, const AicTable *t,
+                                    const char *dtype_name, EmaProfileAllreduce backend,
+                                    double gpus, double elements, double ms) {
+  EmaProfileDtype dtype;
+  char key[64];
+  Point pt;
+  if (!aic_dtype(dtype_name, &dtype) || dtype == EMA_PROFILE_FP8 ||
+      dtype == EMA_PROFILE_FP8_BLOCK || gpus < 2)
+    return TRUE;
+  allreduce_key(key, sizeof key, dtype, (guint) gpus, backend);
+  pt = import_point(&t->csv, elements * 2, ms * 1e3, load->source);
+  add_point(load->p, EMA_PROFILE_ALLREDUCE, key, 0, &pt);
+  return TRUE;
+}
+
+/* vLLM's custom all-reduce: backend vllm_graph (replayed from a CUDA graph)
+ * or vllm_eager. */
+static gboolean aic_custom_allreduce_row(const ImportLoad *load, const AicTable *t,
+                                         GError **error) {
+  double v[3]; /* gpus, message size, latency */
+  const char *backend = aic_text(t, 3);
+  if (!aic_numbers(t, 3, v, error))
+    return FALSE;
+  if (strcmp(backend, "vllm_graph") != 0 && strcmp(backend, "vllm_eager") != 0)
+    return TRUE;
+  return aic_allreduce_point(load, t, aic_text(t, 4),
+                             backend[5] == 'g' ? EMA_PROFILE_ALLREDUCE_CUSTOM_GRAPH
+                                               : EMA_PROFILE_ALLREDUCE_CUSTOM_EAGER,
+                             v[0], v[1], v[2]);
+}
+
+/* NCCL's collectives: the all_reduce rows. */
+static gboolean aic_nccl_row(const ImportLoad *load, const AicTable *t, GError **error) {
+  double v[3]; /* gpus, message size, latency */
+  if (strcmp(aic_text(t, 3), "all_reduce") != 0)
+    return TRUE;
+  if (!aic_numbers(t, 3, v, error))
+    return FALSE;
+  return aic_allreduce_point(load, t, aic_text(t, 4), EMA_PROFILE_ALLREDUCE_NCCL, v[0], v[1], v[2]);
+}
+
+/* The numeric columns first (in the order the row functions read them),
+ * then the text ones. */
+static const char *const aic_gemm_columns[] = {"m", "n", "k", "latency", "gemm_dtype", NULL};
+static const char *const aic_decode_columns[] = {
+    "batch_size", "step",           "num_heads", "num_key_value_heads", "head_dim", "?window_size",
+    "latency",    "kv_cache_dtype", NULL};
+static const char *const aic_prefill_columns[] = {
+    "batch_size", "isl",          "num_heads", "num_key_value_heads",
+    "head_dim",   "?window_size", "latency",   "kv_cache_dtype",
+    NULL};
+static const char *const aic_custom_columns[] = {"num_gpus", "message_size",    "latency",
+                                                 "backend",  "allreduce_dtype", NULL};
+static const char *const aic_nccl_columns[] = {"num_gpus", "message_size", "latency",
+                                               "op_name",  "nccl_dtype",   NULL};
+
+static gboolean import_aic(const ImportLoad *load, const char *path, const char *const *columns,
+                           AicRowFunc row, GError **error) {
+  AicTable t;
+  gboolean ok = aic_open(&t, path, columns, error);
+  while (ok && ema_csv_next(&t.csv, error))
+    ok = row(load, &t, error);
+  ok = ok && (error == NULL || *error == NULL);
+  aic_clear(&t);
+  return ok;
 }
 
 char *ema_profile_shared_dir(void) {
@@ -811,30 +1250,102 @@ char *ema_profile_shared_dir(void) {
   return g_build_filename(EMA_SOURCE_HWMODELS, "..", "..", "shared", NULL);
 }
 
-static const char *const import_formats[] = {"vidur-mlp",      "vidur-allreduce", "kernels-gemm",
-                                             "kernels-decode", "kernels-prefill", NULL};
+/* ---- the import formats ---------------------------------------------------- */
+
+/* One `import:` format: its reader of the file or folder PATH. */
+typedef gboolean (*ImportFunc)(const ImportLoad *load, const char *path, GError **error);
+
+static gboolean import_vidur_mlp(const ImportLoad *load, const char *path, GError **error) {
+  return ema_csv_read(path, vidur_columns, vidur_mlp_row, (gpointer) load, error);
+}
+
+static gboolean import_vidur_allreduce(const ImportLoad *load, const char *path, GError **error) {
+  return ema_csv_read(path, vidur_allreduce_columns, vidur_allreduce_row, (gpointer) load, error);
+}
+
+static gboolean import_kernels_gemm(const ImportLoad *load, const char *path, GError **error) {
+  return ema_csv_read(path, kernels_gemm_columns, kernels_gemm_row, (gpointer) load, error);
+}
+
+static gboolean import_kernels_decode(const ImportLoad *load, const char *path, GError **error) {
+  return import_kernels_attn(load, path, TRUE, error);
+}
+
+static gboolean import_kernels_prefill(const ImportLoad *load, const char *path, GError **error) {
+  return import_kernels_attn(load, path, FALSE, error);
+}
+
+static gboolean import_aic_gemm(const ImportLoad *load, const char *path, GError **error) {
+  return import_aic(load, path, aic_gemm_columns, aic_gemm_row, error);
+}
+
+static gboolean import_aic_decode(const ImportLoad *load, const char *path, GError **error) {
+  return import_aic(load, path, aic_decode_columns, aic_decode_row, error);
+}
+
+static gboolean import_aic_prefill(const ImportLoad *load, const char *path, GError **error) {
+  return import_aic(load, path, aic_prefill_columns, aic_prefill_row, error);
+}
+
+static gboolean import_aic_allreduce(const ImportLoad *load, const char *path, GError **error) {
+  return import_aic(load, path, aic_custom_columns, aic_custom_allreduce_row, error);
+}
+
+static gboolean import_aic_nccl(const ImportLoad *load, const char *path, GError **error) {
+  return import_aic(load, path, aic_nccl_columns, aic_nccl_row, error);
+}
+
+/* Every format an `import:` entry may name (hwmodels/README.md). */
+static const struct {
+  const char *name;
+  ImportFunc load;
+} import_formats[] = {
+    {"vidur-mlp", import_vidur_mlp},
+    {"vidur-allreduce", import_vidur_allreduce},
+    {"kernels-gemm", import_kernels_gemm},
+    {"kernels-decode", import_kernels_decode},
+    {"kernels-prefill", import_kernels_prefill},
+    {"aic-gemm", import_aic_gemm},
+    {"aic-decode", import_aic_decode},
+    {"aic-prefill", import_aic_prefill},
+    {"aic-allreduce", import_aic_allreduce},
+    {"aic-nccl", import_aic_nccl},
+};
+
+/* The precedence number of the data set LABEL: its first import's (equal
+ * labels share one). */
+static guint source_of(EmaProfile *p, const char *label) {
+  for (guint i = 1; i < p->labels->len; i++)
+    if (strcmp(p->labels->pdata[i], label) == 0)
+      return i;
+  g_ptr_array_add(p->labels, g_strdup(label));
+  return p->labels->len - 1;
+}
 
 static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *path_key,
                             GError **error) {
   EmaNode *format = ema_node_get(entry, "format");
   EmaNode *rel = ema_node_get(entry, "path");
   EmaNode *dtype_node = ema_node_get(entry, "dtype");
+  EmaNode *label = ema_node_get(entry, "label");
   EmaProfileDtype dtype = EMA_PROFILE_BF16;
   g_autofree char *shared = ema_profile_shared_dir();
   g_autofree char *path = NULL;
-  int which = -1;
+  gint which = -1;
   if (entry->kind != EMA_NODE_MAP || !format || !format->value || !rel || !rel->value) {
     ema_node_error(error, EMA_CONFIG_ERROR_KEY, entry, path_key,
                    "an import needs `format` and `path` (relative to the shared folder)");
     return FALSE;
   }
-  for (int i = 0; import_formats[i]; i++)
-    if (strcmp(format->value, import_formats[i]) == 0)
-      which = i;
+  for (guint i = 0; i < G_N_ELEMENTS(import_formats); i++)
+    if (strcmp(format->value, import_formats[i].name) == 0)
+      which = (gint) i;
   if (which < 0) {
-    g_autofree char *list = g_strjoinv(", ", (char **) import_formats);
+    g_autoptr(GString) list = g_string_new(NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(import_formats); i++)
+      g_string_append_printf(list, "%s%s", i ? ", " : "", import_formats[i].name);
     ema_node_error(error, EMA_CONFIG_ERROR_KEY, format, path_key,
-                   "unknown import format '%s' (known: %s)", format->value, list);
+                   "unknown import format '%s' (known: %s)", format->value, list->str);
     return FALSE;
   }
   if (dtype_node) {
@@ -846,9 +1357,14 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
       }
     if (!found) {
       ema_node_error(error, EMA_CONFIG_ERROR_TYPE, dtype_node, path_key,
-                     "dtype must be bf16, fp16 or fp8");
+                     "dtype must be bf16, fp16, fp8 or fp8_block");
       return FALSE;
     }
+  }
+  if (label && (label->kind != EMA_NODE_SCALAR || !label->value || !*label->value)) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, label, path_key,
+                   "label must name the data set (imports of one label share a precedence)");
+    return FALSE;
   }
   path = g_build_filename(shared, rel->value, NULL);
   if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
@@ -859,26 +1375,29 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
     return TRUE;
   }
   {
-    ImportLoad load = {p, dtype};
-    switch (which) {
-    case 0:
-      return ema_csv_read(path, vidur_columns, vidur_mlp_row, &load, error);
-    case 1:
-      return ema_csv_read(path, vidur_allreduce_columns, vidur_allreduce_row, &load, error);
-    case 2:
-      return ema_csv_read(path, kernels_gemm_columns, kernels_gemm_row, &load, error);
-    default:
-      return import_kernels_attn(p, path, which == 3, dtype, error);
-    }
+    ImportLoad load = {p, dtype, source_of(p, label ? label->value : format->value)};
+    return import_formats[which].load(&load, path, error);
   }
 }
 
 /* ---- profile.yaml -------------------------------------------------------- */
 
+static void grid_clear(gpointer data) {
+  GemmGrid *grid = data;
+  g_array_unref(grid->ks);
+  g_array_unref(grid->ns);
+}
+
 static EmaProfile *profile_new(const char *name) {
   EmaProfile *p = g_new0(EmaProfile, 1);
   p->name = g_strdup(name);
   p->warnings = g_ptr_array_new_with_free_func(g_free);
+  p->labels = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(p->labels, g_strdup_printf("%s measured tables", name));
+  p->grids = g_array_new(FALSE, FALSE, sizeof(GemmGrid));
+  g_array_set_clear_func(p->grids, grid_clear);
+  p->derived = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, surface_free);
+  g_mutex_init(&p->lock);
   for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
     p->tables[k] = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, surface_free);
   return p;
@@ -890,6 +1409,10 @@ void ema_profile_free(EmaProfile *profile) {
   for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
     g_hash_table_unref(profile->tables[k]);
   g_ptr_array_unref(profile->warnings);
+  g_ptr_array_unref(profile->labels);
+  g_array_unref(profile->grids);
+  g_hash_table_unref(profile->derived);
+  g_mutex_clear(&profile->lock);
   g_free(profile->name);
   g_free(profile->source);
   g_free(profile);

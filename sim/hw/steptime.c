@@ -18,6 +18,7 @@
 #include "ema/hw/steptime.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "ema/hw/profile.h"
 
@@ -53,10 +54,10 @@ struct _EmaStepModel {
   const EmaProfile *profile;
   EmaProfileDtype dtype;
   double bytes_per_element;
-  /* the FP8 hook (llm.h): 1-byte GEMM weights at the FP8 rate, 1-byte KV;
-   * the profiles' 16-bit kernels do not time them */
+  /* FP8 (llm.h): 1-byte GEMM weights (their kernels the profile's FP8 rows,
+   * else the FP8 roofline), 1-byte KV (its attention the FP8-KV rows) */
   double weight_bytes_per_element;
-  gboolean fp8_weights, fp8_kv;
+  EmaProfileDtype weight_dtype, kv_dtype;
   guint q_heads, kv_heads, head_dim;
   guint64 hidden, qkv_n, o_k, up_n, down_k, head_n, act_width, rope_width;
   gboolean gated, moe;
@@ -68,7 +69,8 @@ struct _EmaStepModel {
   /* the operators' profile surfaces, resolved once (set_profile_ops) */
   struct {
     EmaProfileOp qkv, o, up, down, lm_head, moe[2], attn_decode, attn_prefill;
-    EmaProfileOp norm, act, add, rope, embedding, allreduce, router, moe_route, kv_write;
+    EmaProfileOp norm, act, add, rope, embedding, router, moe_route, kv_write;
+    EmaProfileOp allreduce[EMA_PROFILE_N_ALLREDUCE]; /* by implementation (profile.h) */
   } ops;
   /* the operators that depend on a step's token count alone, by tokens
    * 0..TOKEN_ROWS-1, each row filled by fill_row() on first use (the
@@ -119,6 +121,10 @@ typedef struct _TokenRow {
  * Vidur import in profile.c forms the same shapes). */
 static void set_operator_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint tp) {
   s->dtype = model->dtype == EMA_DTYPE_FP16 ? EMA_PROFILE_FP16 : EMA_PROFILE_BF16;
+  s->weight_dtype = model->weights == EMA_PRECISION_FP8         ? EMA_PROFILE_FP8
+                    : model->weights == EMA_PRECISION_FP8_BLOCK ? EMA_PROFILE_FP8_BLOCK
+                                                                : s->dtype;
+  s->kv_dtype = model->kv_cache == EMA_PRECISION_FP8 ? EMA_PROFILE_FP8 : s->dtype;
   s->q_heads = (guint) (model->heads / tp);
   s->kv_heads = (guint) MAX(1, model->kv_heads / (gint64) tp);
   s->head_dim = (guint) model->head_dim;
@@ -142,22 +148,25 @@ static void set_operator_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint 
  * no key formatting or hashing. */
 static void set_profile_ops(EmaStepModel *s) {
   const EmaProfile *p = s->profile;
-  EmaProfileDtype t = s->dtype;
-  ema_profile_op_gemm(p, t, s->qkv_bias, s->hidden, s->qkv_n, &s->ops.qkv);
-  ema_profile_op_gemm(p, t, s->dense_bias, s->o_k, s->hidden, &s->ops.o);
-  ema_profile_op_gemm(p, t, s->dense_bias, s->hidden, s->up_n, &s->ops.up);
-  ema_profile_op_gemm(p, t, s->dense_bias, s->down_k, s->hidden, &s->ops.down);
+  EmaProfileDtype t = s->dtype, w = s->weight_dtype, kv = s->kv_dtype;
+  /* the decoder layers' GEMMs in the weights' type; the LM head and the router stay in the
+   * checkpoint's (llm.h) */
+  ema_profile_op_gemm(p, w, s->qkv_bias, s->hidden, s->qkv_n, &s->ops.qkv);
+  ema_profile_op_gemm(p, w, s->dense_bias, s->o_k, s->hidden, &s->ops.o);
+  ema_profile_op_gemm(p, w, s->dense_bias, s->hidden, s->up_n, &s->ops.up);
+  ema_profile_op_gemm(p, w, s->dense_bias, s->down_k, s->hidden, &s->ops.down);
   ema_profile_op_gemm(p, t, FALSE, s->hidden, s->head_n, &s->ops.lm_head);
-  ema_profile_op_moe(p, t, s->experts_n, s->hidden, s->up_n, &s->ops.moe[0]);
-  ema_profile_op_moe(p, t, s->experts_n, s->down_k, s->hidden, &s->ops.moe[1]);
-  ema_profile_op_attn_decode(p, t, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_decode);
-  ema_profile_op_attn_prefill(p, t, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_prefill);
+  ema_profile_op_moe(p, w, s->experts_n, s->hidden, s->up_n, &s->ops.moe[0]);
+  ema_profile_op_moe(p, w, s->experts_n, s->down_k, s->hidden, &s->ops.moe[1]);
+  ema_profile_op_attn_decode(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_decode);
+  ema_profile_op_attn_prefill(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_prefill);
   ema_profile_op_elementwise(p, t, s->gated ? "rmsnorm" : "layernorm", s->hidden, &s->ops.norm);
   ema_profile_op_elementwise(p, t, s->gated ? "silu_mul" : "gelu", s->act_width, &s->ops.act);
   ema_profile_op_elementwise(p, t, "add", s->hidden, &s->ops.add);
   ema_profile_op_elementwise(p, t, "rope", s->rope_width, &s->ops.rope);
   ema_profile_op_elementwise(p, t, "embedding", s->hidden, &s->ops.embedding);
-  ema_profile_op_allreduce(p, t, s->tp, &s->ops.allreduce);
+  for (guint i = 0; i < EMA_PROFILE_N_ALLREDUCE; i++)
+    ema_profile_op_allreduce(p, t, s->tp, (EmaProfileAllreduce) i, &s->ops.allreduce[i]);
   ema_profile_op_gemm(p, t, FALSE, s->hidden, s->experts_n, &s->ops.router);
   ema_profile_op_elementwise(p, t, "moe_route", s->hidden, &s->ops.moe_route);
   ema_profile_op_elementwise(p, t, "kv_write", (guint64) s->kv_heads * s->head_dim,
@@ -200,7 +209,7 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
     return NULL;
   }
 
-  if (model->weights == EMA_PRECISION_FP8 && server->gpu.matrix_flops_fp8 <= 0) {
+  if (EMA_PRECISION_IS_FP8(model->weights) && server->gpu.matrix_flops_fp8 <= 0) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
                 "%s: FP8 weights need a GPU with an FP8 matrix rate (gpu.matrix_flops_fp8)",
                 server->gpu.name ? server->gpu.name : "?");
@@ -218,8 +227,6 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   step->tp = tp;
   step->bytes_per_element = b;
   step->weight_bytes_per_element = bw;
-  step->fp8_weights = model->weights == EMA_PRECISION_FP8;
-  step->fp8_kv = model->kv_cache == EMA_PRECISION_FP8;
   step->layers = (double) model->layers;
   step->linear_flops_per_token = 2.0 * (double) derived.layer_active_parameters / tp;
   step->attention_flops_per_context = 4.0 * (double) model->heads * (double) model->head_dim / tp;
@@ -239,8 +246,8 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
                                b;
   step->lm_head_bytes_per_logit = (double) model->vocab * b / tp;
 
-  step->flop_rate = (model->weights == EMA_PRECISION_FP8 ? server->gpu.matrix_flops_fp8
-                                                         : server->gpu.matrix_flops) *
+  step->flop_rate = (EMA_PRECISION_IS_FP8(model->weights) ? server->gpu.matrix_flops_fp8
+                                                          : server->gpu.matrix_flops) *
                     server->gpu.matrix_efficiency;
   step->byte_rate = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
   step->kv_rate = step->byte_rate * server->gpu.kv_efficiency;
@@ -348,7 +355,7 @@ static double gemm_time(const EmaStepModel *s, OpSums *sums, const EmaProfileOp 
   gboolean found;
   if (m <= 0)
     return 0;
-  found = !s->fp8_weights && profiled(s, op, 0, m, &us);
+  found = profiled(s, op, 0, m, &us);
   return op_time(s, sums, found, us, 2 * m * kd * nd,
                  kd * nd * s->weight_bytes_per_element + m * (kd + nd) * s->bytes_per_element,
                  s->byte_rate, count);
@@ -378,9 +385,10 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, int i, double tokens
   while (lo * 2 <= hit && lo * 2 <= s->experts_n)
     lo *= 2;
   guint hi = MIN(lo * 2, s->experts_n);
-  gboolean found = s->profile && !s->fp8_weights &&
-                   ema_profile_moe(s->profile, s->dtype, lo, per_expert, k[i], n[i], &us_lo) &&
-                   ema_profile_moe(s->profile, s->dtype, hi, per_expert, k[i], n[i], &us_hi);
+  gboolean found =
+      s->profile &&
+      ema_profile_moe(s->profile, s->weight_dtype, lo, per_expert, k[i], n[i], &us_lo) &&
+      ema_profile_moe(s->profile, s->weight_dtype, hi, per_expert, k[i], n[i], &us_hi);
   if (found)
     us = hi > lo ? us_lo + (us_hi - us_lo) * (hit - lo) / (hi - lo) : us_lo;
   double routed = tokens * s->router_fraction * s->experts;
@@ -388,6 +396,28 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, int i, double tokens
                  touched * kd * nd * s->weight_bytes_per_element +
                      routed * (kd + nd) * s->bytes_per_element,
                  s->byte_rate, 1);
+}
+
+/* vLLM's custom all-reduce takes messages below its buffer, 8 MiB (vllm/distributed/
+ * device_communicators/custom_all_reduce.py, max_size = 8192 * 1024); NCCL the larger ones. */
+#define CUSTOM_ALLREDUCE_MAX_BYTES (8.0 * 1024 * 1024)
+/* Steps of up to this many tokens replay CUDA graphs (vLLM V1's largest capture size, 512 by
+ * default), the all-reduces in them too; larger steps launch them eagerly. */
+#define GRAPH_MAX_TOKENS 512
+
+/* One all-reduce of SIZE bytes in a step of TOKENS tokens from the profile,
+ * as vLLM picks its implementation: its custom all-reduce below
+ * CUSTOM_ALLREDUCE_MAX_BYTES (from a CUDA graph up to GRAPH_MAX_TOKENS
+ * tokens, eager past them), NCCL above; where the profile lacks that
+ * implementation's table, NCCL's, then a table that does not say (Vidur's,
+ * allreduce.csv). FALSE where none answers (the caller's ring model). */
+static gboolean allreduce_profiled(const EmaStepModel *s, double tokens, double size, double *us) {
+  EmaProfileAllreduce first = size >= CUSTOM_ALLREDUCE_MAX_BYTES ? EMA_PROFILE_ALLREDUCE_NCCL
+                              : tokens <= GRAPH_MAX_TOKENS ? EMA_PROFILE_ALLREDUCE_CUSTOM_GRAPH
+                                                           : EMA_PROFILE_ALLREDUCE_CUSTOM_EAGER;
+  return profiled(s, &s->ops.allreduce[first], 0, size, us) ||
+         profiled(s, &s->ops.allreduce[EMA_PROFILE_ALLREDUCE_NCCL], 0, size, us) ||
+         profiled(s, &s->ops.allreduce[EMA_PROFILE_ALLREDUCE_ANY], 0, size, us);
 }
 
 /* D = E (1 - (1 - A/E)^T), the experts T tokens touch (steptime.h); every
@@ -456,7 +486,7 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
       t = gemm_time(s, &sums, &s->ops.lm_head, tokens, s->hidden, s->head_n, 1);
       break;
     case ROW_ALLREDUCE:
-      if (profiled(s, &s->ops.allreduce, 0, size, &us))
+      if (allreduce_profiled(s, tokens, size, &us))
         op_sum(&sums, TRUE, t = us * 1e-6);
       else
         t = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
@@ -503,9 +533,8 @@ G_ALWAYS_INLINE static inline double decode_attention_time(const EmaStepModel *s
   gboolean found;
   if (b->decode_seqs == 0)
     return 0;
-  found = !s->fp8_kv && s->profile &&
-          ema_profile_op_at_cursor(&s->ops.attn_decode, &s->cursors->attn_decode, seqs,
-                                   b->decode_context / seqs, &us);
+  found = s->profile && ema_profile_op_at_cursor(&s->ops.attn_decode, &s->cursors->attn_decode,
+                                                 seqs, b->decode_context / seqs, &us);
   return op_time(s, sums, found, us, s->attention_flops_per_context * b->decode_context,
                  s->kv_bytes_per_token * b->decode_context, s->kv_rate, 1);
 }
@@ -523,15 +552,14 @@ G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *
     return 0;
   chunks = (double) MAX(b->prefill_chunks, 1);
   prior = MAX(0.0, b->prefill_kv_read - tokens) / chunks;
-  found = !s->fp8_kv && s->profile &&
-          ema_profile_op_at_cursor(&s->ops.attn_prefill, &s->cursors->attn_prefill, prior,
-                                   tokens / chunks, &us);
+  found = s->profile && ema_profile_op_at_cursor(&s->ops.attn_prefill, &s->cursors->attn_prefill,
+                                                 prior, tokens / chunks, &us);
   if (found)
     t = op_time(s, &own, TRUE, us, 0, 0, s->kv_rate, chunks);
   else
     t = op_time(s, &own, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
                 s->kv_bytes_per_token * b->prefill_kv_read, s->kv_rate, 1);
-  if (!s->fp8_kv && s->profile &&
+  if (s->profile &&
       ema_profile_op_at(&s->ops.attn_decode, 1, b->prefill_kv_read / chunks, &floor_us) &&
       chunks * floor_us * 1e-6 > t)
     return op_time(s, sums, TRUE, floor_us, 0, 0, s->kv_rate, chunks);
@@ -692,81 +720,79 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
   return r->time;
 }
 
-/* One operator's origin: "profile" when the profile has its shape. */
-static const char *origin(gboolean found) {
-  return found ? "profile" : "roofline";
+/* Where OPS' times come from: the labels of their data sets, each once, in
+ * the order met, joined by " + ", with "roofline" for an operator the
+ * profile lacks; into BUF. */
+static const char *sources_of(const EmaStepModel *s, const EmaProfileOp *const *ops, guint n,
+                              char *buf, gsize size) {
+  const char *seen[8];
+  guint count = 0;
+  buf[0] = '\0';
+  for (guint i = 0; i < n; i++) {
+    const char *label = s->profile ? ema_profile_op_source(s->profile, ops[i]) : NULL;
+    gboolean again = FALSE;
+    if (!label)
+      label = "roofline";
+    for (guint j = 0; j < count; j++)
+      again = again || strcmp(seen[j], label) == 0;
+    if (again || count == G_N_ELEMENTS(seen))
+      continue;
+    seen[count++] = label;
+    g_strlcat(buf, count > 1 ? " + " : "", size);
+    g_strlcat(buf, label, size);
+  }
+  return buf;
+}
+
+void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out) {
+  const EmaStepModel *s = step_model;
+  const EmaProfileOp *gemms[] = {&s->ops.qkv, &s->ops.o, &s->ops.up, &s->ops.down, &s->ops.lm_head};
+  const EmaProfileOp *moe[] = {&s->ops.moe[0], &s->ops.moe[1], &s->ops.router};
+  /* rope last: a gated model's only */
+  const EmaProfileOp *elementwise[] = {&s->ops.norm,      &s->ops.act,      &s->ops.add,
+                                       &s->ops.embedding, &s->ops.kv_write, &s->ops.rope};
+  const EmaProfileOp *allreduce[EMA_PROFILE_N_ALLREDUCE];
+  g_return_if_fail(s != NULL && out != NULL);
+  for (guint i = 0; i < EMA_PROFILE_N_ALLREDUCE; i++)
+    allreduce[i] = &s->ops.allreduce[i];
+  /* an MoE's up and down projections are its experts' */
+  sources_of(s, gemms, s->moe ? 2 : 5, out->gemm, sizeof out->gemm);
+  sources_of(s, moe, s->moe ? 3 : 0, out->moe, sizeof out->moe);
+  sources_of(s, (const EmaProfileOp *[]){&s->ops.attn_decode}, 1, out->attn_decode,
+             sizeof out->attn_decode);
+  sources_of(s, (const EmaProfileOp *[]){&s->ops.attn_prefill}, 1, out->attn_prefill,
+             sizeof out->attn_prefill);
+  sources_of(s, elementwise, G_N_ELEMENTS(elementwise) - !s->gated, out->elementwise,
+             sizeof out->elementwise);
+  if (s->tp == 1)
+    g_strlcpy(out->allreduce, "none (tp 1)", sizeof out->allreduce);
+  else {
+    /* the tables an all-reduce may take (allreduce_profiled), else the ring model */
+    guint found = 0;
+    for (guint i = 0; i < EMA_PROFILE_N_ALLREDUCE; i++)
+      if (s->profile && ema_profile_op_source(s->profile, allreduce[i]))
+        allreduce[found++] = allreduce[i];
+    if (found == 0)
+      g_strlcpy(out->allreduce, "ring model", sizeof out->allreduce);
+    else
+      sources_of(s, allreduce, found, out->allreduce, sizeof out->allreduce);
+  }
 }
 
 void ema_step_model_describe(const EmaStepModel *step_model, GString *out) {
   const EmaStepModel *s = step_model;
-  const EmaProfile *p = s->profile;
-  double us;
-  const char *norm = s->gated ? "rmsnorm" : "layernorm";
-  const struct {
-    const char *name;
-    guint64 k, n;
-  } gemms[] = {{"qkv", s->hidden, s->qkv_n},
-               {"o", s->o_k, s->hidden},
-               {"up", s->hidden, s->up_n},
-               {"down", s->down_k, s->hidden},
-               {"lm_head", s->hidden, s->head_n}};
+  EmaStepSources src;
   g_return_if_fail(s != NULL && out != NULL);
-  if (!p) {
+  if (!s->profile) {
     g_string_append(out, "# step time: every operator from the per-operator roofline (the GPU "
                          "has no profile)\n");
     return;
   }
-  ema_profile_describe(p, out);
-  g_string_append(out, "# step time by operator:");
-  for (guint i = 0; i < G_N_ELEMENTS(gemms); i++) {
-    gboolean dense = i == 4 || i < 2 || !s->moe;
-    gboolean bias = i == 0 ? s->qkv_bias : i < 4 && s->dense_bias;
-    EmaProfileOp op;
-    gboolean found;
-    ema_profile_op_gemm(p, s->dtype, bias, gemms[i].k, gemms[i].n, &op);
-    found = dense ? ema_profile_op_at(&op, 0, 1, &us)
-                  : ema_profile_moe(p, s->dtype, s->experts_n, 1, gemms[i].k, gemms[i].n, &us);
-    /* a biased GEMM: whether the profile timed it with its bias (slots 0-1) */
-    g_string_append_printf(out, " %s %s%s%s,", gemms[i].name, dense ? "" : "(moe) ", origin(found),
-                           !dense || !bias || !found          ? ""
-                           : op.surfaces[0] || op.surfaces[1] ? " (with bias)"
-                                                              : " (bias-free rows)");
-  }
-  {
-    gboolean fresh =
-        ema_profile_attn_prefill(p, s->dtype, s->q_heads, s->kv_heads, s->head_dim, 1, 0, &us);
-    gboolean cached =
-        ema_profile_attn_prefill(p, s->dtype, s->q_heads, s->kv_heads, s->head_dim, 1, 1, &us);
-    g_string_append_printf(out, " attn_decode %s, attn_prefill %s,",
-                           origin(ema_profile_attn_decode(p, s->dtype, s->q_heads, s->kv_heads,
-                                                          s->head_dim, 1, 1, &us)),
-                           fresh && !cached
-                               ? "profile (no prior context; roofline after cached tokens)"
-                               : origin(fresh));
-  }
-  g_string_append_printf(
-      out, " %s %s, %s %s, add %s, embedding %s,", norm,
-      origin(ema_profile_elementwise(p, s->dtype, norm, s->hidden, 1, &us)),
-      s->gated ? "silu_mul" : "gelu",
-      origin(ema_profile_elementwise(p, s->dtype, s->gated ? "silu_mul" : "gelu", s->act_width, 1,
-                                     &us)),
-      origin(ema_profile_elementwise(p, s->dtype, "add", s->hidden, 1, &us)),
-      origin(ema_profile_elementwise(p, s->dtype, "embedding", s->hidden, 1, &us)));
-  if (s->gated)
-    g_string_append_printf(
-        out, " rope %s,",
-        origin(ema_profile_elementwise(p, s->dtype, "rope", s->rope_width, 1, &us)));
-  g_string_append_printf(
-      out, " kv_write %s,",
-      origin(ema_profile_elementwise(p, s->dtype, "kv_write", (guint64) s->kv_heads * s->head_dim,
-                                     1, &us)));
-  if (s->moe)
-    g_string_append_printf(
-        out, " router %s, moe_route %s,",
-        origin(ema_profile_gemm(p, s->dtype, 1, s->hidden, s->experts_n, &us)),
-        origin(ema_profile_elementwise(p, s->dtype, "moe_route", s->hidden, 1, &us)));
-  g_string_append_printf(
-      out, " allreduce %s\n",
-      s->tp == 1 ? "none (tp 1)"
-                 : (ema_profile_allreduce(p, s->dtype, s->tp, 1, &us) ? "profile" : "ring model"));
+  ema_profile_describe(s->profile, out);
+  ema_step_model_sources(s, &src);
+  g_string_append_printf(out,
+                         "# step time by operator class: gemm %s;%s%s attn_decode %s; "
+                         "attn_prefill %s; elementwise %s; allreduce %s\n",
+                         src.gemm, s->moe ? " moe " : "", s->moe ? src.moe : "", src.attn_decode,
+                         src.attn_prefill, src.elementwise, src.allreduce);
 }

@@ -506,6 +506,27 @@ static void test_plan_h200(void) {
   g_assert_cmpuint(tenant->engine.activation_reserve, ==, reserve);
 }
 
+/* A named model with keys over it: Llama-3.1-70B's shape from its file, FP8
+ * weights and KV. Its KV block is half the BF16 one of test_plan_70b_tp4
+ * (16 x 2 x 80 x 2 x 128 x 1 B); its decoder layers take a byte a weight:
+ * 80 layers x 855,654,400 parameters (the BF16 weights less the embedding,
+ * LM head and final norm, 2 x 128,256 x 8,192 + 8,192, over 2 B), so the
+ * weights per GPU are those of test_plan_70b_tp4 less 80 x 855,654,400 / 4. */
+static void test_plan_named_fp8(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture("plan-70b-fp8.yaml");
+  const EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
+  EmaTenantPlan plan;
+  GError *error = NULL;
+  g_assert_cmpstr(tenant->model.name, ==, "llama-3.1-70b");
+  g_assert_cmpint(tenant->model.layers, ==, 80);
+  g_assert_cmpint(tenant->model.weights, ==, EMA_PRECISION_FP8);
+  g_assert_cmpint(tenant->model.kv_cache, ==, EMA_PRECISION_FP8);
+  g_assert_true(ema_tenant_plan(tenant, &experiment->server, &plan, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan.block_bytes, ==, 16ull * 2 * 80 * 2 * 128);
+  g_assert_cmpuint(plan.weight_bytes, ==, (141107412992ull + 3) / 4 - 80ull * 855654400 / 4);
+}
+
 static void test_plan_70b_tp4(void) {
   g_autoptr(EmaExperiment) experiment = load_fixture("plan-70b-tp4.yaml");
   const EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
@@ -634,6 +655,10 @@ static const BadConfig bad_configs[] = {
      "5:5: tenants.0.gpu: missing required key (an integer)"},
     {"unknown-model.yaml", EMA_CONFIG_ERROR_KEY,
      "5:22: tenants.0.model: unknown model 'llama-9' (known: codellama-34b, llama-13b, "
+     "llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, mistral-7b-v0.1, "
+     "mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, qwen2.5-7b)"},
+    {"unknown-model-keys.yaml", EMA_CONFIG_ERROR_KEY,
+     "5:29: tenants.0.model: unknown model 'llama-9' (known: codellama-34b, llama-13b, "
      "llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, mistral-7b-v0.1, "
      "mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, qwen2.5-7b)"},
 };
@@ -1337,6 +1362,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/plan/given-blocks", test_plan_given_blocks);
   g_test_add_func("/serving/plan/llama-8b-h200", test_plan_h200);
   g_test_add_func("/serving/plan/llama-70b-tp4", test_plan_70b_tp4);
+  g_test_add_func("/serving/plan/named-fp8", test_plan_named_fp8);
   g_test_add_func("/serving/plan/does-not-fit", test_plan_does_not_fit);
   for (guint i = 0; i < G_N_ELEMENTS(bad_configs); i++) {
     g_autofree char *name = g_strndup(bad_configs[i].file, strlen(bad_configs[i].file) - 5);

@@ -32,9 +32,13 @@ typedef enum {
  * matrix products run at the GPU's FP8 rate; an FP8 KV cache halves
  * (16-bit) the KV bytes per token, hence the block size. */
 typedef enum {
-  EMA_PRECISION_AUTO, /* the checkpoint's dtype */
-  EMA_PRECISION_FP8,  /* 1 byte per element */
+  EMA_PRECISION_AUTO,      /* the checkpoint's dtype */
+  EMA_PRECISION_FP8,       /* 1 byte per element, one scale per tensor */
+  EMA_PRECISION_FP8_BLOCK, /* 1 byte per element, a scale per 128 x 128 block (weights only) */
 } EmaPrecision;
+
+/* Whether P stores a byte per element (FP8, either scaling). */
+#define EMA_PRECISION_IS_FP8(p) ((p) == EMA_PRECISION_FP8 || (p) == EMA_PRECISION_FP8_BLOCK)
 
 typedef enum {
   EMA_FFN_GATED, /* SwiGLU/GeGLU: gate, up, down (3 matrices) */

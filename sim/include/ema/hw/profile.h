@@ -54,8 +54,20 @@ typedef struct _EmaProfile EmaProfile;
 typedef enum {
   EMA_PROFILE_BF16,
   EMA_PROFILE_FP16,
-  EMA_PROFILE_FP8,
+  EMA_PROFILE_FP8,       /* e4m3, one scale per tensor (vLLM --quantization fp8) */
+  EMA_PROFILE_FP8_BLOCK, /* e4m3 with a scale per 128 x 128 block (block-quantized checkpoints) */
 } EmaProfileDtype;
+
+/* The implementation an all-reduce table timed (allreduce.csv's rows say none: ANY). vLLM runs
+ * its custom all-reduce for messages below its buffer (8 MiB), replayed from a CUDA graph in
+ * captured steps and launched eagerly in the others, and NCCL for larger ones. */
+typedef enum {
+  EMA_PROFILE_ALLREDUCE_ANY,
+  EMA_PROFILE_ALLREDUCE_CUSTOM_GRAPH,
+  EMA_PROFILE_ALLREDUCE_CUSTOM_EAGER,
+  EMA_PROFILE_ALLREDUCE_NCCL,
+  EMA_PROFILE_N_ALLREDUCE,
+} EmaProfileAllreduce;
 
 /* The operators a profile can hold (hwmodels/profiles/README.md's tables). */
 typedef enum {
@@ -116,7 +128,10 @@ void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint 
 void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *name,
                                 guint64 width, EmaProfileOp *op);
 void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
-                              EmaProfileOp *op);
+                              EmaProfileAllreduce backend, EmaProfileOp *op);
+/* The label of the data set OP's first surface came from (profile.yaml's
+ * `tables:` or an import's `label`), or NULL where the profile has none. */
+const char *ema_profile_op_source(const EmaProfile *profile, const EmaProfileOp *op);
 /* The time of OP at X on the curve of outer value OUTER (microseconds), as
  * the lookups below: X is m, context, chunk, tokens per expert, tokens or
  * bytes; OUTER the decode batch, the prefill prior context, else 0. FALSE
@@ -169,6 +184,6 @@ gboolean ema_profile_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint
 gboolean ema_profile_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *op,
                                  guint64 width, double tokens, double *time_us);
 gboolean ema_profile_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
-                               double bytes, double *time_us);
+                               EmaProfileAllreduce backend, double bytes, double *time_us);
 
 G_END_DECLS

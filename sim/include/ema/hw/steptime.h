@@ -180,8 +180,18 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaStepModel, ema_step_model_free)
 EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
                       EmaStepBreakdown *out);
 
-/* Append "# " lines to OUT saying which of the model's operators come
- * from the GPU's profile and which from the roofline. */
+/* Where each class of the model's operators takes its times: the labels of
+ * the profile's data sets that time them (profile.yaml's `tables:`, an
+ * import's `label`), joined by " + " where the class's operators come from
+ * several, and "roofline" for those the profile lacks; allreduce is "none
+ * (tp 1)" or "ring model" where no table has the group's size. */
+typedef struct {
+  char gemm[192], moe[192], attn_decode[192], attn_prefill[192], elementwise[192], allreduce[192];
+} EmaStepSources;
+void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out);
+
+/* Append "# " lines to OUT: the profile's rows and warnings, and each
+ * operator class's sources (ema_step_model_sources). */
 void ema_step_model_describe(const EmaStepModel *step_model, GString *out);
 
 guint ema_step_model_tp(const EmaStepModel *step_model);
