@@ -15,9 +15,8 @@
 
 void ema_csv_clear(EmaCsv *csv) {
   g_free(csv->text);
-  g_strfreev(csv->lines);
   g_strfreev(csv->header);
-  g_strfreev(csv->fields);
+  g_free(csv->row);
   memset(csv, 0, sizeof *csv);
 }
 
@@ -96,10 +95,11 @@ static gboolean is_blank_line(const char *line) {
   return line[strspn(line, " \t")] == '\0';
 }
 
-/* LINE (the CSV's line LINE_NO) split into *OUT and the columns of its
- * fields; FALSE with "file:line:col: problem". */
-static gboolean split_row(const EmaCsv *csv, char *line, guint line_no, GStrv *out, guint *columns,
-                          GError **error) {
+/* LINE (the CSV's line LINE_NO) split in place into OUT (NULL-terminated,
+ * room for EMA_CSV_MAX_FIELDS + 1 pointers) and the columns of its fields;
+ * the field count, or -1 with "file:line:col: problem". */
+static int split_row(const EmaCsv *csv, char *line, guint line_no, char **out, guint *columns,
+                     GError **error) {
   EmaCsvField fields[EMA_CSV_MAX_FIELDS];
   const char *problem = NULL;
   gsize at = 0;
@@ -107,16 +107,30 @@ static gboolean split_row(const EmaCsv *csv, char *line, guint line_no, GStrv *o
   if (n < 0) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%u:%" G_GSIZE_FORMAT ": %s",
                 csv->file, line_no, at + 1, problem);
-    return FALSE;
+    return -1;
   }
-  *out = g_new(char *, n + 1);
   for (int i = 0; i < n; i++) {
-    (*out)[i] = g_strndup(fields[i].p, fields[i].len);
+    out[i] = fields[i].p;
     if (columns)
       columns[i] = (guint) fields[i].at + 1;
   }
-  (*out)[n] = NULL;
-  return TRUE;
+  out[n] = NULL;
+  return n;
+}
+
+/* The next line of the text (its newline cut), or NULL at the end. */
+static char *next_line(EmaCsv *csv) {
+  char *line = csv->rest, *newline;
+  if (!line)
+    return NULL;
+  newline = strchr(line, '\n');
+  if (newline) {
+    *newline = '\0';
+    csv->rest = newline + 1;
+  } else {
+    csv->rest = NULL;
+  }
+  return line;
 }
 
 gboolean ema_csv_open(EmaCsv *csv, const char *path, GError **error) {
@@ -132,43 +146,58 @@ gboolean ema_csv_open_max(EmaCsv *csv, const char *path, gsize max_bytes, GError
     g_error_free(local);
     return FALSE;
   }
-  csv->lines = g_strsplit(csv->text, "\n", -1);
-  if (!csv->lines[0] || is_blank_line(g_strchomp(csv->lines[0]))) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:1:1: no header row", path);
-    return FALSE;
+  csv->rest = csv->text;
+  csv->row = g_new(char *, EMA_CSV_MAX_FIELDS + 1);
+  {
+    char *first = next_line(csv);
+    int n;
+    if (!first || is_blank_line(g_strchomp(first))) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:1:1: no header row", path);
+      return FALSE;
+    }
+    csv->line = 1;
+    n = split_row(csv, first, 1, csv->row, NULL, error);
+    if (n < 0)
+      return FALSE;
+    csv->header = g_strdupv(csv->row);
   }
-  csv->line = 1;
-  return split_row(csv, csv->lines[0], 1, &csv->header, NULL, error);
+  return TRUE;
 }
 
 /* Advance to the next non-empty row: TRUE, or FALSE at the end or on a row
  * whose field count differs from the header's (ERROR set). */
 gboolean ema_csv_next(EmaCsv *csv, GError **error) {
-  g_clear_pointer(&csv->fields, g_strfreev);
-  while (csv->lines[csv->line]) {
-    char *row = g_strchomp(csv->lines[csv->line++]);
+  char *row;
+  csv->fields = NULL;
+  csv->n_fields = 0;
+  while ((row = next_line(csv)) != NULL) {
+    guint want = g_strv_length(csv->header), end;
+    int n;
+    csv->line++;
+    row = g_strchomp(row);
     if (is_blank_line(row))
       continue;
-    guint n, want = g_strv_length(csv->header), end = (guint) strlen(row) + 1;
-    if (!split_row(csv, row, csv->line, &csv->fields, csv->columns, error))
+    end = (guint) strlen(row) + 1;
+    n = split_row(csv, row, csv->line, csv->row, csv->columns, error);
+    if (n < 0)
       return FALSE;
-    n = g_strv_length(csv->fields);
-    if (n != want) {
+    if ((guint) n != want) {
       /* where the row goes wrong: its first extra field, or its end */
-      guint col = n > want ? csv->columns[want] : end;
+      guint col = (guint) n > want ? csv->columns[want] : end;
       g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX,
                   "%s:%u:%u: %u field%s where the header has %u", csv->file, csv->line, col, n,
                   n == 1 ? "" : "s", want);
-      g_clear_pointer(&csv->fields, g_strfreev);
       return FALSE;
     }
+    csv->fields = csv->row;
+    csv->n_fields = (guint) n;
     return TRUE;
   }
   return FALSE;
 }
 
 guint ema_csv_field_column(const EmaCsv *csv, guint index) {
-  return csv->fields && index < g_strv_length(csv->fields) ? csv->columns[index] : 1;
+  return csv->fields && index < csv->n_fields ? csv->columns[index] : 1;
 }
 
 gboolean ema_csv_column(const EmaCsv *csv, const char *name, guint *index, GError **error) {

@@ -19,6 +19,7 @@
 
 #include "ema/core/csv.h"
 #include "ema/core/node.h"
+#include "ema/core/units.h"
 
 typedef struct {
   double x, t;
@@ -617,6 +618,17 @@ void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, 
   RESOLVE(op, profile, EMA_PROFILE_ALLREDUCE, dtype, allreduce_key, gpus, backend);
 }
 
+gboolean ema_profile_op_covers(const EmaProfileOp *op, double outer, double x) {
+  guint lo;
+  g_return_val_if_fail(op != NULL, FALSE);
+  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
+    if (surface_place(op->surfaces[i], outer, NULL, &lo)) {
+      const Curve *c = op->surfaces[i]->curves->pdata[lo];
+      return x >= c->x[0];
+    }
+  return FALSE;
+}
+
 const char *ema_profile_op_source(const EmaProfile *profile, const EmaProfileOp *op) {
   g_return_val_if_fail(profile != NULL && op != NULL, NULL);
   for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
@@ -839,11 +851,55 @@ static const char *const vidur_columns[] = {"n_head",
                                             "time_stats.emb.median",
                                             NULL};
 
+/* An import measured on another GPU of the same compute and a different
+ * memory bandwidth (an import's `transfer:`): each GEMM and attention point's
+ * time t becomes t R(c, m r) / R(c, m), R the per-operator roofline (c^p +
+ * m^p)^(1/p) (steptime.h) of its compute time c = FLOPs / flops and memory
+ * time m = bytes / bandwidth on the measured GPU (flops, bandwidth: its
+ * peaks), r = bandwidth / this GPU's bandwidth: a memory-bound kernel slows
+ * by r, a compute-bound one keeps its time. What it leaves out: a fixed
+ * launch cost scales with the memory side, and the L2 cache is the measured
+ * GPU's. */
+typedef struct {
+  double ratio;     /* r; 0: no transfer */
+  double flops;     /* FLOP/s of the measured GPU */
+  double bandwidth; /* B/s of the measured GPU */
+} Transfer;
+
+/* p of the roofline in the transfer (hwmodels/gpus' roofline_p, fitted on Vidur's GEMMs) */
+#define TRANSFER_ROOFLINE_P 1.25
+
 typedef struct {
   EmaProfile *p;
   EmaProfileDtype dtype;
-  guint source; /* the data set's precedence number */
+  guint source;             /* the data set's precedence number */
+  const Transfer *transfer; /* NULL: the points as measured */
 } ImportLoad;
+
+static double transfer_roofline(double c, double m) {
+  double big = MAX(c, m), small = MIN(c, m);
+  return big <= 0
+             ? 0
+             : big * pow(1.0 + pow(small / big, TRANSFER_ROOFLINE_P), 1.0 / TRANSFER_ROOFLINE_P);
+}
+
+/* T microseconds of an operator of FLOPS and BYTES on the measured GPU, on
+ * this one (Transfer). */
+static double transferred(const ImportLoad *load, double t, double flops, double bytes) {
+  const Transfer *x = load->transfer;
+  double c, m, before;
+  if (!x || x->ratio == 0)
+    return t;
+  c = flops / x->flops;
+  m = bytes / x->bandwidth;
+  before = transfer_roofline(c, m);
+  return before > 0 ? t * transfer_roofline(c, m * x->ratio) / before : t;
+}
+
+/* The bytes per element of a profile dtype. */
+static double dtype_bytes(EmaProfileDtype dtype) {
+  return dtype == EMA_PROFILE_FP8 || dtype == EMA_PROFILE_FP8_BLOCK ? 1 : 2;
+}
 
 static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer data,
                               GError **error) {
@@ -874,7 +930,11 @@ static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer da
   gemm_k[3] = (guint64) (s.ffn / s.tp);
   gemm_n[3] = (guint64) s.hidden;
   for (guint i = 0; i < 4; i++) {
-    Point pt = import_point(csv, s.tokens, t[i] * 1e3, load->source);
+    double kd = (double) gemm_k[i], nd = (double) gemm_n[i];
+    Point pt = import_point(
+        csv, s.tokens,
+        transferred(load, t[i] * 1e3, 2 * s.tokens * kd * nd, 2 * (kd * nd + s.tokens * (kd + nd))),
+        load->source);
     gemm_key(key, sizeof key, load->dtype, FALSE, gemm_k[i], gemm_n[i]);
     add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
   }
@@ -884,7 +944,10 @@ static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer da
   widths[3] = (guint64) s.hidden;
   widths[4] = (guint64) s.hidden;
   for (guint i = 0; i < 5; i++) {
-    Point pt = import_point(csv, s.tokens, t[4 + i] * 1e3, load->source);
+    /* elementwise: read and write WIDTH per token */
+    Point pt = import_point(csv, s.tokens,
+                            transferred(load, t[4 + i] * 1e3, 0, 4 * s.tokens * (double) widths[i]),
+                            load->source);
     if (!s.gated && i == 2)
       continue; /* a plain MLP's activation is not silu_mul */
     elementwise_key(key, sizeof key, load->dtype, elementwise[i], widths[i]);
@@ -1134,7 +1197,10 @@ static gboolean aic_gemm_row(const ImportLoad *load, const AicTable *t, GError *
   k = (guint64) v[2];
   n = (guint64) v[1];
   gemm_key(key, sizeof key, dtype, FALSE, k, n);
-  pt = import_point(&t->csv, v[0], v[3] * 1e3, load->source);
+  pt = import_point(&t->csv, v[0],
+                    transferred(load, v[3] * 1e3, 2 * v[0] * v[1] * v[2],
+                                v[1] * v[2] * dtype_bytes(dtype) + 2 * v[0] * (v[1] + v[2])),
+                    load->source);
   add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
   grid = grid_of(load->p, load->source, dtype);
   g_array_append_val(grid->ks, k);
@@ -1160,7 +1226,13 @@ static gboolean aic_attention_row(const ImportLoad *load, const AicTable *t, gbo
   if (v[5] != 0 || (!decode && v[0] != 1) || v[2] < 1 || v[3] < 1 || v[4] < 1)
     return TRUE;
   attn_key(key, sizeof key, dtype, (guint) v[2], (guint) v[3], (guint) v[4]);
-  pt = import_point(&t->csv, decode ? v[1] + 1 : v[1], v[6] * 1e3, load->source);
+  {
+    /* decode: every sequence reads its context's K and V; a prompt attends causally */
+    double context = decode ? v[1] + 1 : v[1];
+    double flops = decode ? 4 * v[0] * v[2] * v[4] * context : 2 * v[2] * v[4] * context * context;
+    double bytes = 2 * v[0] * v[3] * v[4] * context * dtype_bytes(dtype);
+    pt = import_point(&t->csv, context, transferred(load, v[6] * 1e3, flops, bytes), load->source);
+  }
   add_point(load->p, decode ? EMA_PROFILE_ATTN_DECODE : EMA_PROFILE_ATTN_PREFILL, key,
             decode ? v[0] : 0, &pt);
   return TRUE;
@@ -1235,12 +1307,16 @@ static const char *const aic_nccl_columns[] = {"num_gpus", "message_size", "late
 static gboolean import_aic(const ImportLoad *load, const char *path, const char *const *columns,
                            AicRowFunc row, GError **error) {
   AicTable t;
-  gboolean ok = aic_open(&t, path, columns, error);
-  while (ok && ema_csv_next(&t.csv, error))
-    ok = row(load, &t, error);
-  ok = ok && (error == NULL || *error == NULL);
+  GError *inner = NULL;
+  gboolean ok = aic_open(&t, path, columns, &inner);
+  while (ok && ema_csv_next(&t.csv, &inner))
+    ok = row(load, &t, &inner);
   aic_clear(&t);
-  return ok;
+  if (inner) {
+    g_propagate_error(error, inner);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 char *ema_profile_shared_dir(void) {
@@ -1312,6 +1388,35 @@ static const struct {
     {"aic-nccl", import_aic_nccl},
 };
 
+/* An import's `transfer: {flops: F, bandwidth: B, to_bandwidth: B'}`: the
+ * measured GPU's peaks and this GPU's bandwidth (Transfer). */
+static gboolean parse_transfer(const EmaNode *node, const char *path_key, Transfer *out,
+                               GError **error) {
+  const EmaNode *flops = ema_node_get(node, "flops");
+  const EmaNode *from = ema_node_get(node, "bandwidth");
+  const EmaNode *to = ema_node_get(node, "to_bandwidth");
+  double to_bandwidth = 0;
+  GError *inner = NULL;
+  if (node->kind != EMA_NODE_MAP || !flops || !from || !to || !flops->value || !from->value ||
+      !to->value) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, path_key,
+                   "transfer needs flops and bandwidth (the measured GPU's peaks) and "
+                   "to_bandwidth (this GPU's)");
+    return FALSE;
+  }
+  if (!ema_units_parse_flops(flops->value, &out->flops, &inner) ||
+      !ema_units_parse_bandwidth(from->value, &out->bandwidth, &inner) ||
+      !ema_units_parse_bandwidth(to->value, &to_bandwidth, &inner) || out->flops <= 0 ||
+      out->bandwidth <= 0 || to_bandwidth <= 0) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, node, path_key, "transfer: %s",
+                   inner ? inner->message : "rates must be positive");
+    g_clear_error(&inner);
+    return FALSE;
+  }
+  out->ratio = out->bandwidth / to_bandwidth;
+  return TRUE;
+}
+
 /* The precedence number of the data set LABEL: its first import's (equal
  * labels share one). */
 static guint source_of(EmaProfile *p, const char *label) {
@@ -1328,6 +1433,8 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
   EmaNode *rel = ema_node_get(entry, "path");
   EmaNode *dtype_node = ema_node_get(entry, "dtype");
   EmaNode *label = ema_node_get(entry, "label");
+  EmaNode *transfer_node = ema_node_get(entry, "transfer");
+  Transfer transfer = {0, 0, 0};
   EmaProfileDtype dtype = EMA_PROFILE_BF16;
   g_autofree char *shared = ema_profile_shared_dir();
   g_autofree char *path = NULL;
@@ -1361,6 +1468,8 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
       return FALSE;
     }
   }
+  if (transfer_node && !parse_transfer(transfer_node, path_key, &transfer, error))
+    return FALSE;
   if (label && (label->kind != EMA_NODE_SCALAR || !label->value || !*label->value)) {
     ema_node_error(error, EMA_CONFIG_ERROR_TYPE, label, path_key,
                    "label must name the data set (imports of one label share a precedence)");
@@ -1375,7 +1484,8 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
     return TRUE;
   }
   {
-    ImportLoad load = {p, dtype, source_of(p, label ? label->value : format->value)};
+    ImportLoad load = {p, dtype, source_of(p, label ? label->value : format->value),
+                       transfer_node ? &transfer : NULL};
     return import_formats[which].load(&load, path, error);
   }
 }

@@ -540,7 +540,9 @@ G_ALWAYS_INLINE static inline double decode_attention_time(const EmaStepModel *s
 }
 
 /* Prefill attention of c chunks: c runs of the table at the mean chunk
- * N / c after the mean prior context (sum of p) / c, or the roofline; at
+ * N / c after the mean prior context (sum of p) / c; where the table has
+ * fresh prompts only (no prior context), c runs at the chunk alone plus the
+ * roofline of the cached part; else the roofline; at
  * least c runs of the decode table at one sequence of the chunk's whole
  * context (p + n) / c, where the profile has it (steptime.h). */
 G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *s, OpSums *sums,
@@ -554,11 +556,24 @@ G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *
   prior = MAX(0.0, b->prefill_kv_read - tokens) / chunks;
   found = s->profile && ema_profile_op_at_cursor(&s->ops.attn_prefill, &s->cursors->attn_prefill,
                                                  prior, tokens / chunks, &us);
-  if (found)
+  if (found) {
     t = op_time(s, &own, TRUE, us, 0, 0, s->kv_rate, chunks);
-  else
+  } else if (prior > 0 && s->profile &&
+             ema_profile_op_covers(&s->ops.attn_prefill, 0, tokens / chunks) &&
+             ema_profile_op_at(&s->ops.attn_prefill, 0, tokens / chunks, &us)) {
+    /* a table of fresh prompts only, measured down to this chunk: the
+     * chunks as fresh prompts, plus the roofline of what the cached tokens
+     * add (their KV read, the chunks' queries against them) */
+    double n = tokens / chunks;
+    double cached_flops =
+        s->attention_flops_per_context * MAX(0.0, b->prefill_context - chunks * n * (n + 1) / 2);
+    t = op_time(s, &own, TRUE, us, 0, 0, s->kv_rate, chunks) +
+        op_time(s, &own, FALSE, 0, cached_flops,
+                s->kv_bytes_per_token * (b->prefill_kv_read - tokens), s->kv_rate, 1);
+  } else {
     t = op_time(s, &own, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
                 s->kv_bytes_per_token * b->prefill_kv_read, s->kv_rate, 1);
+  }
   if (s->profile &&
       ema_profile_op_at(&s->ops.attn_decode, 1, b->prefill_kv_read / chunks, &floor_us) &&
       chunks * floor_us * 1e-6 > t)

@@ -599,14 +599,19 @@ static void test_import_absent(void) {
   g_assert_false(ema_profile_gemm(p, EMA_PROFILE_BF16, 1, 4, 8, &us));
 }
 
-/* The H100 profile imported from ../shared: a Vidur row and a kernel row
- * read back at their grid points. */
+/* The H100 profile imported from ../shared, its data sets in their
+ * precedence: AIConfigurator's GEMM grid answers before Vidur's rows of the
+ * same shape (interpolated in n, bilinear, where the grid lacks the shape),
+ * its FP8 rows before the h100-kernels ones; Vidur's elementwise rows and
+ * the kernel tables' multi-head attention, which AIConfigurator lacks, are
+ * read. */
 static void test_public_h100(void) {
   g_autofree char *shared = ema_profile_shared_dir();
-  g_autofree char *probe = g_build_filename(shared, "groundtruth", "vidur-profiles", NULL);
+  g_autofree char *probe = g_build_filename(shared, "groundtruth", "aiconfigurator", NULL);
   g_autofree char *folder = NULL;
   GError *error = NULL;
   g_autoptr(EmaProfile) p = NULL;
+  EmaProfileOp op;
   double us = 0;
   if (!g_file_test(probe, G_FILE_TEST_IS_DIR)) {
     g_test_skip("../shared/groundtruth is absent");
@@ -616,26 +621,36 @@ static void test_public_h100(void) {
   p = ema_profile_load(folder, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(ema_profile_warnings(p)->len, ==, 0);
-  /* Vidur, Llama-2-70B TP1, 4096 tokens: mlp_up_proj medians of 5.6685 and
-   * 5.749 ms in two rows (the fastest kept), the curve's largest size: as
-   * measured (no larger size beats it) */
-  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP16, 4096, 8192, 2 * 28672, &us));
-  g_assert_cmpfloat(fabs(us - 5668.5), <, 1e-9);
-  /* h100-kernels gemm (fp8: its big GEMMs reach 1246 TFLOP/s, above the
-   * 989 of dense bf16), k 2048, n 6144: m 16 measured 8.816 us, below m 8's
-   * 8.988 us, m 32 8.907 us, m 64 8.716 us: an imported GEMM keeps the
-   * points no larger size beats, so m 16 takes m 64's 8.716 */
+  /* Llama-2-70B's up projection at TP 1 (k 8192, n 57344) at 8192 tokens:
+   * not a grid shape; between n 51200 (8501.743 us) and 65536 (10874.974 us)
+   * at k 8192, 4/7 and 3/7 of the way (Vidur's row of the shape is not
+   * read: the grid comes first) */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP16, 8192, 8192, 2 * 28672, &us));
+  g_assert_cmpfloat(fabs(us - (8501.74289279514 * 4 / 7 + 10874.973720974394 * 3 / 7)), <, 1e-6);
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 8192, 2 * 28672, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "aiconfigurator h100_sxm vLLM 0.19.0");
+  /* FP8, k 2048, n 6144, m 16: AIConfigurator's 9.394666 us (no larger m
+   * beats it), not the h100-kernels table's */
   g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP8, 16, 2048, 6144, &us));
-  g_assert_cmpfloat(fabs(us - 8.716), <, 1e-9);
+  g_assert_cmpfloat(fabs(us - 9.394666386975182), <, 1e-9);
+  /* block-scaled FP8 has rows of its own; fp16 takes bf16's */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP8_BLOCK, 16, 2048, 6144, &us));
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 16, 2048, 6144, &us));
   g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_ATTN_DECODE), >, 0);
   g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_ALLREDUCE), >, 0);
   g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_MOE), ==, 0);
-  g_assert_false(ema_profile_gemm(p, EMA_PROFILE_BF16, 16, 2048, 6144, &us));
-  /* prefill of 64 q / 8 kv heads of 128: 1024 tokens at prior 0 measured
-   * 53.338 us; after cached tokens the table says nothing */
-  g_assert_true(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 64, 8, 128, 1024, 0, &us));
-  g_assert_cmpfloat(fabs(us - 53.338), <, 1e-9);
-  g_assert_false(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 64, 8, 128, 1024, 512, &us));
+  /* Vidur's rmsnorm of width 8192 (Llama-2-70B) */
+  ema_profile_op_elementwise(p, EMA_PROFILE_BF16, "rmsnorm", 8192, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "vidur-profiles h100");
+  /* Llama-2-7B's 32 q / 32 KV heads: only the kernel tables have them */
+  ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 32, 32, 128, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "h100-kernels");
+  /* vLLM's custom all-reduce from a CUDA graph, 4 GPUs, 256 elements (512
+   * bytes): measured 4.51392 us, below 128 elements' 4.58208 us; the curve's
+   * running maximum keeps 4.58208 (profile.h) */
+  g_assert_true(
+      ema_profile_allreduce(p, EMA_PROFILE_BF16, 4, EMA_PROFILE_ALLREDUCE_CUSTOM_GRAPH, 512, &us));
+  g_assert_cmpfloat(fabs(us - 4.582079946994781), <, 1e-9);
 }
 
 /* compare-steps on rows whose times are the model's own times scaled by
@@ -770,9 +785,14 @@ static void test_compare_static_public(void) {
   g_assert_no_error(error);
   for (int i = 0; i < 4; i++)
     g_assert_cmpuint(stats[i].rows, ==, 3);
-  /* A100 at TP2 is GPU-bound in both phases: within 20 % (README: the table) */
-  g_assert_cmpfloat(stats[0].worst_error, <, 0.20);
-  g_assert_cmpfloat(stats[1].worst_error, <, 0.20);
+  /* A100 at TP2, the GPU time alone against whole batches of an engine the
+   * data set does not name: AIConfigurator's kernels (vLLM 0.14) are faster
+   * than that engine's batches, by 7-31 % on these rows (README: the table);
+   * the model never times them slower */
+  g_assert_cmpfloat(stats[0].worst_error, <, 0.35);
+  g_assert_cmpfloat(stats[1].worst_error, <, 0.35);
+  g_assert_cmpfloat(stats[0].mean_signed_error, <, 0);
+  g_assert_cmpfloat(stats[1].mean_signed_error, <, 0);
 }
 
 /* A step's time alone (no breakdown asked for) is the breakdown's time, to

@@ -35,11 +35,15 @@ int ema_csv_split(char *line, gsize len, EmaCsvField *fields, const char **probl
 
 typedef struct {
   const char *file; /* interned */
-  char *text;
-  GStrv lines;
+  char *text;       /* the file; rows are split in place */
+  char *rest;       /* the text after the current row (NULL at the end) */
   GStrv header;
-  guint line;                        /* 1-based number of the current row */
-  GStrv fields;                      /* the current row */
+  guint line; /* 1-based number of the current row */
+  /* the current row, NULL-terminated: its fields point into text and live until the next
+   * ema_csv_next() (copy what is kept) */
+  GStrv fields;
+  guint n_fields;
+  char **row;                        /* the storage fields points to (EMA_CSV_MAX_FIELDS + 1) */
   guint columns[EMA_CSV_MAX_FIELDS]; /* 1-based column of each of its fields */
 } EmaCsv;
 

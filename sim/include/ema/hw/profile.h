@@ -129,6 +129,10 @@ void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype
                                 guint64 width, EmaProfileOp *op);
 void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
                               EmaProfileAllreduce backend, EmaProfileOp *op);
+/* Whether the surface that answers OP at OUTER was measured at X or below
+ * (X is not below its smallest size, where ema_profile_op_at() gives the
+ * smallest size's time). */
+gboolean ema_profile_op_covers(const EmaProfileOp *op, double outer, double x);
 /* The label of the data set OP's first surface came from (profile.yaml's
  * `tables:` or an import's `label`), or NULL where the profile has none. */
 const char *ema_profile_op_source(const EmaProfile *profile, const EmaProfileOp *op);

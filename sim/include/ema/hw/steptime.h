@@ -45,7 +45,10 @@
  *     splits work per sequence); roofline F = 4 q d C_d, B = 2 k d b C_d at
  *     rate_kv
  *   prefill attention: c runs of the table at (chunk N / c, prior P / c):
- *     the chunks taken alike; roofline F = 4 q d C_p, B = 2 k d b (P + N)
+ *     the chunks taken alike; a table of fresh prompts only (no prior
+ *     context: AIConfigurator's) gives c runs at (N / c, 0) plus the
+ *     roofline of the cached part, F = 4 q d (C_p - c n (n + 1) / 2) with
+ *     n = N / c, B = 2 k d b P; else the roofline F = 4 q d C_p, B = 2 k d b (P + N)
  *     at rate_kv (one FlashAttention pass per chunk reads its KV once); at
  *     least c runs of the decode table at one sequence of (P + N) / c
  *     tokens where the profile has it: a chunk's kernel reads the same KV
@@ -72,12 +75,23 @@
  * Kernel launches: no per-kernel cost is charged (gpu.kernel_overhead is
  * not used): serving engines replay a decode step as a CUDA graph.
  *
- * FP8 (llm.h): with `weights: fp8` the GEMMs' weight bytes are 1 per
- * element and their roofline runs at gpu.matrix_flops_fp8; with `kv_cache:
- * fp8` the KV bytes are 1 per element. The GPU profiles hold 16-bit kernels,
- * so an FP8 GEMM (or, with an FP8 KV cache, an attention kernel) is timed
- * by its roofline, not by the tables. Activations, the LM head and the
- * all-reduces stay in the checkpoint's type.
+ * FP8 (llm.h): with `weights: fp8` (one scale per tensor) or `fp8-block`
+ * (a scale per 128 x 128 block) the decoder layers' GEMMs take the
+ * profile's rows of that dtype (fp8, fp8_block: AIConfigurator's measured
+ * FP8 kernels), else their roofline with 1-byte weights at
+ * gpu.matrix_flops_fp8; with `kv_cache: fp8` the attention takes the
+ * profile's FP8-KV rows, else its roofline with 1-byte KV. Activations, the
+ * LM head, the router and the all-reduces stay in the checkpoint's type.
+ *
+ * Tensor parallelism: each all-reduce from the profile's table of the
+ * implementation vLLM picks (profile.h): its custom all-reduce below 8 MiB,
+ * replayed in a CUDA graph in steps of up to 512 tokens (vLLM V1's largest
+ * capture size) and launched eagerly in larger ones, NCCL from 8 MiB; where
+ * that table is missing, NCCL's, then an all-reduce table that does not
+ * say. The ranks of a group are alike (each has its share of the heads and
+ * the FFN), so the group's step is any rank's; the skew between ranks and
+ * the engine's per-rank work are in the engine profile's CPU cost per rank
+ * (sim/serving).
  *
  * Breakdown. flops and bytes are the step's analytic matrix work and HBM
  * traffic (per layer F_l = (2 P_l T + 4 H d (C_p + C_d)) / tp with P_l a
