@@ -189,6 +189,19 @@ def coordinate_search(objective, start, steps, lower=None, min_step=None, max_ev
     return x, best, evals
 
 
+def line_fit(xs, ys):
+    """(a, b) of the least-squares line y = a + b x; None with fewer than two distinct x."""
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return my - b * mx, b
+
+
 def squared_relative(pairs):
     """Sum of ((sim - real)/real)^2 over PAIRS [(sim, real)]."""
     return sum(rel_error(s, r) ** 2 for s, r in pairs)
