@@ -207,7 +207,7 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
       return FALSE;
     }
     fprintf(out, "\n%s (%s/):\n", dirs[p], arm_dir);
-    ema_output_print_serving(out, added->report);
+    ema_output_print_serving(out, added->experiment, added->report);
   }
   print_comparison(out, arms, find_borrower(arms));
   fflush(out);

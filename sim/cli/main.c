@@ -187,7 +187,7 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
     return fail(error);
   if (!ema_output_write_serving_summary(out_dir, experiment, report, &error))
     return fail(error);
-  ema_output_print_serving(stdout, report);
+  ema_output_print_serving(stdout, experiment, report);
   printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
          out_dir);
   warn_all_rejected(report);
@@ -807,7 +807,7 @@ static int command_describe(int argc, char **argv) {
     g_string_append_printf(text, "# derived: total HBM %s; no peer link (one GPU)\n", hbm);
   if (server->gpu.profile && *server->gpu.profile) {
     const EmaProfile *profile = ema_profile_get(server->gpu.profile, &error);
-    if (!profile)
+    if (!profile || !ema_profile_read_all(profile, &error))
       return fail(error);
     g_string_append(text, "# step time: the operators this profile holds; the per-operator "
                           "roofline (gpu.roofline_p) for the rest\n");

@@ -234,6 +234,9 @@ static const EmaParam server_params[] = {
      .flags = EMA_PARAM_REQUIRED, .help = "each GPU's link to host memory"},
     {"vmm", EMA_PARAM_STRUCT, SERVER_FIELD(vmm), .table = &vmm_table,
      .help = "virtual-memory costs of lending a slice"},
+    {"offload", EMA_PARAM_STRUCT, SERVER_FIELD(offload), .table = &ema_offload_exec_params,
+     .help = "how lenders run offloaded attention: execution model, priority, trigger path, "
+             "the partial's spread (offexec.h)"},
 };
 
 /* A server of more than one GPU needs its peer path; one GPU has none. */

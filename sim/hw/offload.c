@@ -33,6 +33,7 @@ struct _EmaOffloadModel {
   gboolean shared_port; /* switch or PCIe: the borrower's messages share one port */
   double link_bandwidth;
   double link_latency_s;
+  double path_s; /* the trigger path's fixed cost beyond the latency (offexec.h: copy) */
 };
 
 EmaOffloadModel *ema_offload_model_new(const EmaLlmSpec *model, const EmaServerSpec *server,
@@ -77,6 +78,9 @@ EmaOffloadModel *ema_offload_model_new(const EmaLlmSpec *model, const EmaServerS
   m->shared_port = server->topology != EMA_TOPOLOGY_DIRECT;
   m->link_bandwidth = server->link.bandwidth;
   m->link_latency_s = (double) server->link.latency * 1e-9;
+  m->path_s = server->offload.path == EMA_OFFLOAD_PATH_COPY
+                  ? (double) server->link.copy_fixed_cost * 1e-9
+                  : 0;
   m->ranks = 1;
   return m;
 }
@@ -108,14 +112,26 @@ static double returned_bytes(const EmaOffloadModel *m, const EmaOffloadShare *sh
   return (double) share->seqs * m->heads * (m->head_dim + 1) * FP32_BYTES;
 }
 
-/* t_att_j: the lender's partial attention over its share, one layer (of
- * every rank of a group: t shards' reads and FLOPs, one kernel). */
-static double attend_s(const EmaOffloadModel *m, const EmaOffloadShare *share) {
+/* t_att_j on an idle lender: the partial attention over its share, one
+ * layer (of every rank of a group: t shards' reads and FLOPs, one kernel). */
+static double alone_s(const EmaOffloadModel *m, const EmaOffloadShare *share) {
   double memory = m->ranks * share->context * m->kv_bytes_per_token / m->kv_rate;
   double compute = m->ranks * 4.0 * m->heads * m->head_dim * share->context / m->flop_rate;
-  return (m->kernel_s + MAX(memory, compute) +
-          m->ranks * (double) share->new_kv * m->kv_bytes_per_token / m->byte_rate) *
-         (share->lender_busy ? 1 + m->partial_slowdown : 1);
+  return m->kernel_s + MAX(memory, compute) +
+         m->ranks * (double) share->new_kv * m->kv_bytes_per_token / m->byte_rate;
+}
+
+double ema_offload_partial_alone_s(const EmaOffloadModel *offload, const EmaOffloadShare *share) {
+  g_return_val_if_fail(offload != NULL && share != NULL, 0);
+  return share->seqs > 0 ? alone_s(offload, share) : 0;
+}
+
+/* t_att_j as the lender runs it: beside a busy lender's steps, or as the
+ * execution model has it (its wait and run scale, offexec.h). */
+static double attend_s(const EmaOffloadModel *m, const EmaOffloadShare *share) {
+  if (share->run_scale > 0)
+    return share->wait_s + alone_s(m, share) * share->run_scale;
+  return alone_s(m, share) * (share->lender_busy ? 1 + m->partial_slowdown : 1);
 }
 
 /* The bytes that set a message's time on the link: its own on a link per
@@ -149,10 +165,10 @@ EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreak
     double send, attend, back;
     if (shares[j].seqs == 0)
       continue;
-    send = m->link_latency_s +
+    send = m->link_latency_s + m->path_s +
            port_bytes(m, sent_bytes(m, &shares[j]), sent_total) / m->link_bandwidth;
     attend = attend_s(m, &shares[j]);
-    back = m->link_latency_s +
+    back = m->link_latency_s + m->path_s +
            port_bytes(m, returned_bytes(m, &shares[j]), returned_total) / m->link_bandwidth;
     if (send + attend + back > r.layer_remote_s) {
       r.layer_remote_s = send + attend + back;

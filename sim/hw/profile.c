@@ -66,6 +66,13 @@ struct _EmaProfile {
    * a profile is shared by the threads of a process) */
   GHashTable *derived;
   GMutex lock;
+  /* The imports, read on the first lookup of a kind they feed (lazy_load): a run reads
+   * only the data sets its operators need. staging[kind] collects their points while
+   * they are read; loaded is the mask of kinds read; load_error the first read's error. */
+  GArray *imports; /* Import */
+  GHashTable *staging[EMA_PROFILE_N_KINDS];
+  guint loaded;
+  GError *load_error;
 };
 
 static const char *const dtype_names[] = {"bf16", "fp16", "fp8", "fp8_block", NULL};
@@ -94,12 +101,13 @@ static void surface_free(gpointer data) {
 
 static void add_point(EmaProfile *p, EmaProfileKind kind, const char *key, double outer,
                       const Point *point) {
-  Surface *s = g_hash_table_lookup(p->tables[kind], key);
+  GHashTable *into = p->staging[kind] ? p->staging[kind] : p->tables[kind];
+  Surface *s = g_hash_table_lookup(into, key);
   Curve *c = NULL;
   if (!s) {
     s = g_new0(Surface, 1);
     s->curves = g_ptr_array_new_with_free_func(curve_free);
-    g_hash_table_insert(p->tables[kind], g_strdup(key), s);
+    g_hash_table_insert(into, g_strdup(key), s);
   }
   for (guint i = 0; i < s->curves->len && !c; i++)
     if (((Curve *) s->curves->pdata[i])->outer == outer)
@@ -399,6 +407,13 @@ static void moe_key(char *buf, gsize size, EmaProfileDtype dtype, guint experts,
              experts, k, n);
 }
 
+/* a whole fused MoE layer's experts (both projections and the activation): per-GPU shape */
+static void moe_fused_key(char *buf, gsize size, EmaProfileDtype dtype, guint64 hidden, guint64 ffn,
+                          guint topk, guint experts) {
+  g_snprintf(buf, size, "%s fused h=%" G_GUINT64_FORMAT " f=%" G_GUINT64_FORMAT " k=%u e=%u",
+             rate_class(dtype), hidden, ffn, topk, experts);
+}
+
 static void elementwise_key(char *buf, gsize size, EmaProfileDtype dtype, const char *op,
                             guint64 width) {
   g_snprintf(buf, size, "%s %s w=%" G_GUINT64_FORMAT, rate_class(dtype), op, width);
@@ -415,7 +430,15 @@ static void allreduce_key(char *buf, gsize size, EmaProfileDtype dtype, guint gp
 
 /* ---- lookups ------------------------------------------------------------- */
 
+static void lazy_load(EmaProfile *p, guint kinds);
+
+/* KEY's surface of KIND: the measured tables' (which come first), else the
+ * imports' (read now if not yet). */
 static const Surface *find_surface(const EmaProfile *p, EmaProfileKind kind, const char *key) {
+  const Surface *s = g_hash_table_lookup(p->tables[kind], key);
+  if (s && s->source == 0)
+    return s;
+  lazy_load((EmaProfile *) p, 1u << kind);
   return g_hash_table_lookup(p->tables[kind], key);
 }
 
@@ -450,6 +473,13 @@ gboolean ema_profile_op_at_cursor(const EmaProfileOp *op, EmaProfileCursor *curs
   return TRUE;
 }
 
+/* Whether slot FIRST of OP holds a measured surface and the lookup is past
+ * it (slot FIRST + I): the other dtype's rows are then not looked up, so
+ * that no public data set is read for them. */
+static gboolean measured_first(const EmaProfileOp *op, guint first, guint i) {
+  return i > 0 && op->surfaces[first] && op->surfaces[first]->source == 0;
+}
+
 /* OP's surfaces from slot FIRST on for the shape that KEY_OF writes for each
  * lookup dtype. */
 #define RESOLVE_FROM(op, first, profile, kind, dtype, key_of, ...)                                 \
@@ -457,7 +487,7 @@ gboolean ema_profile_op_at_cursor(const EmaProfileOp *op, EmaProfileCursor *curs
     char key_[128];                                                                                \
     EmaProfileDtype dtypes_[2];                                                                    \
     guint count_ = lookup_dtypes(dtype, dtypes_);                                                  \
-    for (guint i_ = 0; i_ < count_; i_++) {                                                        \
+    for (guint i_ = 0; i_ < count_ && !measured_first(op, first, i_); i_++) {                      \
       key_of(key_, sizeof key_, dtypes_[i_], __VA_ARGS__);                                         \
       op->surfaces[(first) + i_] = find_surface(profile, kind, key_);                              \
     }                                                                                              \
@@ -560,7 +590,10 @@ static const Surface *gemm_surface(const EmaProfile *profile, EmaProfileDtype dt
   gpointer found;
   Surface *made;
   gemm_key(key, sizeof key, dtype, bias, k, n);
-  exact = find_surface(p, EMA_PROFILE_GEMM, key);
+  exact = find_surface(p, EMA_PROFILE_GEMM, key); /* the GEMM imports read, unless measured */
+  if (exact && exact->source == 0)
+    return exact;
+  lazy_load(p, 1u << EMA_PROFILE_GEMM);
   for (guint i = 0; i < p->grids->len && !bias && !grid; i++)
     if (g_array_index(p->grids, GemmGrid, i).dtype == dtype)
       grid = &g_array_index(p->grids, GemmGrid, i);
@@ -584,11 +617,10 @@ void ema_profile_op_gemm(const EmaProfile *profile, EmaProfileDtype dtype, gbool
   *op = (EmaProfileOp){{NULL}};
   count = lookup_dtypes(dtype, dtypes);
   /* a biased GEMM: its bias rows (dtypes in slots 0-1), then the bias-free rows (2-3) */
-  for (guint i = 0; i < count; i++) {
+  for (guint i = 0; i < count && !measured_first(op, 0, i); i++)
     op->surfaces[i] = gemm_surface(profile, dtypes[i], bias, k, n);
-    if (bias)
-      op->surfaces[2 + i] = gemm_surface(profile, dtypes[i], FALSE, k, n);
-  }
+  for (guint i = 0; i < count && bias && !measured_first(op, 2, i); i++)
+    op->surfaces[2 + i] = gemm_surface(profile, dtypes[i], FALSE, k, n);
 }
 
 void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
@@ -604,6 +636,11 @@ void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtyp
 void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts, guint64 k,
                         guint64 n, EmaProfileOp *op) {
   RESOLVE(op, profile, EMA_PROFILE_MOE, dtype, moe_key, experts, k, n);
+}
+
+void ema_profile_op_moe_fused(const EmaProfile *profile, EmaProfileDtype dtype, guint64 hidden,
+                              guint64 ffn, guint topk, guint experts, EmaProfileOp *op) {
+  RESOLVE(op, profile, EMA_PROFILE_MOE, dtype, moe_fused_key, hidden, ffn, topk, experts);
 }
 
 void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *name,
@@ -1069,7 +1106,7 @@ static gboolean import_kernels_attn(const ImportLoad *import, const char *dir_pa
  * moved to X.constants.yaml beside it. A column is read from the row, else
  * from the constants; an optional one (NULL name in the request) may be in
  * neither. Latencies are milliseconds. */
-#define AIC_MAX_COLUMNS 10
+#define AIC_MAX_COLUMNS 12
 
 typedef struct {
   EmaCsv csv;
@@ -1289,6 +1326,36 @@ static gboolean aic_nccl_row(const ImportLoad *load, const AicTable *t, GError *
   return aic_allreduce_point(load, t, aic_text(t, 4), EMA_PROFILE_ALLREDUCE_NCCL, v[0], v[1], v[2]);
 }
 
+/* vLLM's fused MoE (vllm_fused_moe): num_tokens tokens through a layer's
+ * experts (both projections and the activation), each of inter_size /
+ * moe_tp_size on this GPU; the rows of uniform routing (`balanced`, as the
+ * step model's expert count assumes) and no expert parallelism. */
+static gboolean aic_moe_row(const ImportLoad *load, const AicTable *t, GError **error) {
+  double v[7]; /* tokens, hidden, inter, topk, experts, tp, ep, then latency */
+  double ms;
+  EmaProfileDtype dtype;
+  char key[128];
+  Point pt;
+  if (strcmp(aic_text(t, 8), "vllm_fused_moe") != 0 || strcmp(aic_text(t, 9), "balanced") != 0 ||
+      !aic_dtype(aic_text(t, 10), &dtype))
+    return TRUE;
+  if (!aic_numbers(t, 7, v, error) || !aic_number(t, 7, &ms, error))
+    return FALSE;
+  if (v[6] != 1 || v[5] < 1 || v[0] < 1)
+    return TRUE;
+  moe_fused_key(key, sizeof key, dtype, (guint64) v[1], (guint64) (v[2] / v[5]), (guint) v[3],
+                (guint) v[4]);
+  {
+    /* three matrices (gate, up, down) per expert; the experts the tokens touch are read */
+    double f = v[2] / v[5], touched = v[4] * (1 - pow(1 - v[3] / v[4], v[0]));
+    double flops = 2 * 3 * v[0] * v[3] * v[1] * f;
+    double bytes = touched * 3 * v[1] * f * dtype_bytes(dtype) + 4 * v[0] * v[3] * (v[1] + f);
+    pt = import_point(&t->csv, v[0], transferred(load, ms * 1e3, flops, bytes), load->source);
+  }
+  add_point(load->p, EMA_PROFILE_MOE, key, 0, &pt);
+  return TRUE;
+}
+
 /* The numeric columns first (in the order the row functions read them),
  * then the text ones. */
 static const char *const aic_gemm_columns[] = {"m", "n", "k", "latency", "gemm_dtype", NULL};
@@ -1299,6 +1366,9 @@ static const char *const aic_prefill_columns[] = {
     "batch_size", "isl",          "num_heads", "num_key_value_heads",
     "head_dim",   "?window_size", "latency",   "kv_cache_dtype",
     NULL};
+static const char *const aic_moe_columns[] = {
+    "num_tokens",  "hidden_size", "inter_size",    "topk",         "num_experts", "moe_tp_size",
+    "moe_ep_size", "latency",     "kernel_source", "distribution", "moe_dtype",   NULL};
 static const char *const aic_custom_columns[] = {"num_gpus", "message_size",    "latency",
                                                  "backend",  "allreduce_dtype", NULL};
 static const char *const aic_nccl_columns[] = {"num_gpus", "message_size", "latency",
@@ -1363,6 +1433,10 @@ static gboolean import_aic_prefill(const ImportLoad *load, const char *path, GEr
   return import_aic(load, path, aic_prefill_columns, aic_prefill_row, error);
 }
 
+static gboolean import_aic_moe(const ImportLoad *load, const char *path, GError **error) {
+  return import_aic(load, path, aic_moe_columns, aic_moe_row, error);
+}
+
 static gboolean import_aic_allreduce(const ImportLoad *load, const char *path, GError **error) {
   return import_aic(load, path, aic_custom_columns, aic_custom_allreduce_row, error);
 }
@@ -1372,21 +1446,125 @@ static gboolean import_aic_nccl(const ImportLoad *load, const char *path, GError
 }
 
 /* Every format an `import:` entry may name (hwmodels/README.md). */
+#define KIND(k) (1u << EMA_PROFILE_##k)
+
 static const struct {
   const char *name;
   ImportFunc load;
+  guint kinds; /* the tables it feeds */
 } import_formats[] = {
-    {"vidur-mlp", import_vidur_mlp},
-    {"vidur-allreduce", import_vidur_allreduce},
-    {"kernels-gemm", import_kernels_gemm},
-    {"kernels-decode", import_kernels_decode},
-    {"kernels-prefill", import_kernels_prefill},
-    {"aic-gemm", import_aic_gemm},
-    {"aic-decode", import_aic_decode},
-    {"aic-prefill", import_aic_prefill},
-    {"aic-allreduce", import_aic_allreduce},
-    {"aic-nccl", import_aic_nccl},
+    {"vidur-mlp", import_vidur_mlp, KIND(GEMM) | KIND(ELEMENTWISE)},
+    {"vidur-allreduce", import_vidur_allreduce, KIND(ALLREDUCE)},
+    {"kernels-gemm", import_kernels_gemm, KIND(GEMM)},
+    {"kernels-decode", import_kernels_decode, KIND(ATTN_DECODE)},
+    {"kernels-prefill", import_kernels_prefill, KIND(ATTN_PREFILL)},
+    {"aic-gemm", import_aic_gemm, KIND(GEMM)},
+    {"aic-decode", import_aic_decode, KIND(ATTN_DECODE)},
+    {"aic-prefill", import_aic_prefill, KIND(ATTN_PREFILL)},
+    {"aic-moe", import_aic_moe, KIND(MOE)},
+    {"aic-allreduce", import_aic_allreduce, KIND(ALLREDUCE)},
+    {"aic-nccl", import_aic_nccl, KIND(ALLREDUCE)},
 };
+
+/* An import entry of profile.yaml, checked at load, read on first need. */
+typedef struct {
+  guint format; /* index into import_formats */
+  char *path;   /* NULL: absent (a warning) */
+  EmaProfileDtype dtype;
+  guint source;
+  gboolean has_transfer;
+  Transfer transfer;
+  gboolean read;
+} Import;
+
+static void import_clear(gpointer data) {
+  g_free(((Import *) data)->path);
+}
+
+/* Read the imports that feed KINDS, and those that feed the other kinds
+ * they feed (so that a kind's imports are read together: the precedence
+ * among them is kept by finalize_surface), into staging tables; finalize
+ * them and add each shape the measured tables lack. A read's error is kept
+ * (ema_profile_check) and its kinds stay without imported rows. Under the
+ * profile's lock: a profile is shared by a process's threads, and a kind's
+ * table is not changed once read. */
+static void lazy_load(EmaProfile *p, guint kinds) {
+  guint closure = kinds & ~(guint) g_atomic_int_get(&p->loaded), grown = 1;
+  if (closure == 0)
+    return; /* read before (a kind's table never changes afterwards) */
+  g_mutex_lock(&p->lock);
+  closure = kinds & ~p->loaded;
+  while (grown) {
+    grown = 0;
+    for (guint i = 0; i < p->imports->len; i++) {
+      guint k = import_formats[g_array_index(p->imports, Import, i).format].kinds;
+      if ((k & closure) && (k & ~closure & ~p->loaded)) {
+        closure |= k & ~p->loaded;
+        grown = 1;
+      }
+    }
+  }
+  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
+    if (closure & (1u << k))
+      p->staging[k] = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, surface_free);
+  for (guint i = 0; i < p->imports->len; i++) {
+    Import *in = &g_array_index(p->imports, Import, i);
+    GError *error = NULL;
+    ImportLoad load = {p, in->dtype, in->source, in->has_transfer ? &in->transfer : NULL};
+    if (in->read || !in->path || !(import_formats[in->format].kinds & closure))
+      continue;
+    in->read = TRUE;
+    if (!import_formats[in->format].load(&load, in->path, &error)) {
+      if (!p->load_error)
+        p->load_error = error;
+      else
+        g_error_free(error);
+    }
+  }
+  for (guint i = 0; i < p->grids->len; i++) {
+    finalize_sizes(g_array_index(p->grids, GemmGrid, i).ks);
+    finalize_sizes(g_array_index(p->grids, GemmGrid, i).ns);
+  }
+  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++) {
+    GHashTableIter it;
+    gpointer key, value;
+    if (!p->staging[k])
+      continue;
+    g_hash_table_iter_init(&it, p->staging[k]);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+      GError *error = NULL;
+      if (!p->load_error && !finalize_surface(value, k == EMA_PROFILE_GEMM, &error))
+        p->load_error = error;
+      /* a shape of the measured tables keeps theirs (they come first) */
+      if (!p->load_error && !g_hash_table_contains(p->tables[k], key)) {
+        g_hash_table_iter_steal(&it);
+        g_hash_table_insert(p->tables[k], key, value);
+      }
+    }
+    g_clear_pointer(&p->staging[k], g_hash_table_unref);
+  }
+  /* published last: a thread that sees a kind loaded finds its table complete */
+  g_atomic_int_or(&p->loaded, closure);
+  g_mutex_unlock(&p->lock);
+}
+
+gboolean ema_profile_read_all(const EmaProfile *profile, GError **error) {
+  g_return_val_if_fail(profile != NULL, FALSE);
+  lazy_load((EmaProfile *) profile, (1u << EMA_PROFILE_N_KINDS) - 1);
+  return ema_profile_check(profile, error);
+}
+
+gboolean ema_profile_check(const EmaProfile *profile, GError **error) {
+  EmaProfile *p = (EmaProfile *) profile;
+  gboolean ok;
+  g_return_val_if_fail(profile != NULL, FALSE);
+  g_mutex_lock(&p->lock);
+  ok = p->load_error == NULL;
+  if (!ok)
+    g_set_error_literal(error, p->load_error->domain, p->load_error->code, p->load_error->message);
+  g_mutex_unlock(&p->lock);
+  return ok;
+}
 
 /* An import's `transfer: {flops: F, bandwidth: B, to_bandwidth: B'}`: the
  * measured GPU's peaks and this GPU's bandwidth (Transfer). */
@@ -1481,13 +1659,19 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
                     g_strdup_printf("profile %s: %s absent (%s): its operators fall back to the "
                                     "roofline",
                                     p->name, rel->value, path));
-    return TRUE;
+    g_clear_pointer(&path, g_free);
   }
   {
-    ImportLoad load = {p, dtype, source_of(p, label ? label->value : format->value),
-                       transfer_node ? &transfer : NULL};
-    return import_formats[which].load(&load, path, error);
+    Import in = {(guint) which,
+                 g_steal_pointer(&path),
+                 dtype,
+                 source_of(p, label ? label->value : format->value),
+                 transfer_node != NULL,
+                 transfer,
+                 FALSE};
+    g_array_append_val(p->imports, in);
   }
+  return TRUE;
 }
 
 /* ---- profile.yaml -------------------------------------------------------- */
@@ -1508,6 +1692,8 @@ static EmaProfile *profile_new(const char *name) {
   g_array_set_clear_func(p->grids, grid_clear);
   p->derived = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, surface_free);
   g_mutex_init(&p->lock);
+  p->imports = g_array_new(FALSE, FALSE, sizeof(Import));
+  g_array_set_clear_func(p->imports, import_clear);
   for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
     p->tables[k] = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, surface_free);
   return p;
@@ -1523,6 +1709,8 @@ void ema_profile_free(EmaProfile *profile) {
   g_array_unref(profile->grids);
   g_hash_table_unref(profile->derived);
   g_mutex_clear(&profile->lock);
+  g_array_unref(profile->imports);
+  g_clear_error(&profile->load_error);
   g_free(profile->name);
   g_free(profile->source);
   g_free(profile);
@@ -1664,16 +1852,30 @@ const GPtrArray *ema_profile_warnings(const EmaProfile *profile) {
 
 guint ema_profile_rows(const EmaProfile *profile, EmaProfileKind kind) {
   g_return_val_if_fail(profile != NULL && kind < EMA_PROFILE_N_KINDS, 0);
+  lazy_load((EmaProfile *) profile, 1u << kind);
   return profile->rows[kind];
 }
 
 void ema_profile_describe(const EmaProfile *profile, GString *out) {
   static const char *const kinds[EMA_PROFILE_N_KINDS] = {"gemm", "attn_decode", "attn_prefill",
                                                          "moe",  "elementwise", "allreduce"};
+  guint read = 0, present = 0;
   g_return_if_fail(profile != NULL && out != NULL);
+  g_mutex_lock((GMutex *) &profile->lock);
+  for (guint i = 0; i < profile->imports->len; i++) {
+    const Import *in = &g_array_index(profile->imports, Import, i);
+    present += in->path != NULL;
+    read += in->read;
+  }
   g_string_append_printf(out, "# profile %s (source: %s), rows:", profile->name, profile->source);
   for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
     g_string_append_printf(out, " %s %u", kinds[k], profile->rows[k]);
+  if (profile->imports->len > 0)
+    g_string_append_printf(out,
+                           " (of its %u imports present, the %u this run's operators needed "
+                           "read)",
+                           present, read);
+  g_mutex_unlock((GMutex *) &profile->lock);
   g_string_append(out, "\n");
   for (guint i = 0; i < profile->warnings->len; i++)
     g_string_append_printf(out, "# warning: %s\n", (const char *) profile->warnings->pdata[i]);

@@ -63,12 +63,15 @@ struct _EmaStepModel {
   gboolean gated, moe;
   /* GEMMs with a bias (llm.h): q/k/v with attention_bias; o and the FFN's too in a plain MLP */
   gboolean qkv_bias, dense_bias;
-  guint experts_n;
+  guint experts_n, active_n; /* E, A */
+  /* the MoE experts from the profile's fused-kernel table: it has one and no per-projection
+   * table (a measured one) comes first */
+  gboolean moe_fused;
   double router_fraction;     /* A / E */
   double lm_head_extra_bytes; /* final norm */
   /* the operators' profile surfaces, resolved once (set_profile_ops) */
   struct {
-    EmaProfileOp qkv, o, up, down, lm_head, moe[2], attn_decode, attn_prefill;
+    EmaProfileOp qkv, o, up, down, lm_head, moe[2], moe_fused, attn_decode, attn_prefill;
     EmaProfileOp norm, act, add, rope, embedding, router, moe_route, kv_write;
     EmaProfileOp allreduce[EMA_PROFILE_N_ALLREDUCE]; /* by implementation (profile.h) */
   } ops;
@@ -141,6 +144,7 @@ static void set_operator_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint 
   s->rope_width = (guint64) (s->q_heads + s->kv_heads) * s->head_dim;
   s->moe = model->experts > 1;
   s->experts_n = (guint) model->experts;
+  s->active_n = (guint) model->active_experts;
   s->router_fraction = (double) model->active_experts / (double) model->experts;
 }
 
@@ -156,19 +160,28 @@ static void set_profile_ops(EmaStepModel *s) {
   ema_profile_op_gemm(p, w, s->dense_bias, s->hidden, s->up_n, &s->ops.up);
   ema_profile_op_gemm(p, w, s->dense_bias, s->down_k, s->hidden, &s->ops.down);
   ema_profile_op_gemm(p, t, FALSE, s->hidden, s->head_n, &s->ops.lm_head);
-  ema_profile_op_moe(p, w, s->experts_n, s->hidden, s->up_n, &s->ops.moe[0]);
-  ema_profile_op_moe(p, w, s->experts_n, s->down_k, s->hidden, &s->ops.moe[1]);
+  /* only the operators the model runs are looked up: a lookup may read a public data set
+   * (profile.h), and an MoE's or a TP group's tables are large */
+  if (s->moe) {
+    ema_profile_op_moe(p, w, s->experts_n, s->hidden, s->up_n, &s->ops.moe[0]);
+    ema_profile_op_moe(p, w, s->experts_n, s->down_k, s->hidden, &s->ops.moe[1]);
+    ema_profile_op_moe_fused(p, w, s->hidden, s->down_k, s->active_n, s->experts_n,
+                             &s->ops.moe_fused);
+    s->moe_fused =
+        ema_profile_op_source(p, &s->ops.moe_fused) && !ema_profile_op_source(p, &s->ops.moe[0]);
+    ema_profile_op_gemm(p, t, FALSE, s->hidden, s->experts_n, &s->ops.router);
+    ema_profile_op_elementwise(p, t, "moe_route", s->hidden, &s->ops.moe_route);
+  }
   ema_profile_op_attn_decode(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_decode);
   ema_profile_op_attn_prefill(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_prefill);
   ema_profile_op_elementwise(p, t, s->gated ? "rmsnorm" : "layernorm", s->hidden, &s->ops.norm);
   ema_profile_op_elementwise(p, t, s->gated ? "silu_mul" : "gelu", s->act_width, &s->ops.act);
   ema_profile_op_elementwise(p, t, "add", s->hidden, &s->ops.add);
-  ema_profile_op_elementwise(p, t, "rope", s->rope_width, &s->ops.rope);
+  if (s->gated)
+    ema_profile_op_elementwise(p, t, "rope", s->rope_width, &s->ops.rope);
   ema_profile_op_elementwise(p, t, "embedding", s->hidden, &s->ops.embedding);
-  for (guint i = 0; i < EMA_PROFILE_N_ALLREDUCE; i++)
+  for (guint i = 0; i < EMA_PROFILE_N_ALLREDUCE && s->tp > 1; i++)
     ema_profile_op_allreduce(p, t, s->tp, (EmaProfileAllreduce) i, &s->ops.allreduce[i]);
-  ema_profile_op_gemm(p, t, FALSE, s->hidden, s->experts_n, &s->ops.router);
-  ema_profile_op_elementwise(p, t, "moe_route", s->hidden, &s->ops.moe_route);
   ema_profile_op_elementwise(p, t, "kv_write", (guint64) s->kv_heads * s->head_dim,
                              &s->ops.kv_write);
 }
@@ -268,8 +281,14 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
     }
   }
   set_operator_shapes(step, model, tp);
-  if (step->profile)
+  if (step->profile) {
     set_profile_ops(step);
+    /* a public data set the lookups read that does not parse */
+    if (!ema_profile_check(step->profile, error)) {
+      g_free(step);
+      return NULL;
+    }
+  }
   step->rows = g_new0(TokenRow, TOKEN_ROWS);
   step->cursors = g_malloc0(sizeof *step->cursors);
   return step;
@@ -452,9 +471,13 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
       break;
     case ROW_UP:
     case ROW_DOWN:
-      t = s->moe        ? (tokens > 0 ? moe_time(s, &sums, i - ROW_UP, tokens, touched) : 0)
-          : i == ROW_UP ? gemm_time(s, &sums, &s->ops.up, tokens, s->hidden, s->up_n, 1)
-                        : gemm_time(s, &sums, &s->ops.down, tokens, s->down_k, s->hidden, 1);
+      /* an MoE whose fused kernel the profile has: all of its experts in ROW_UP */
+      if (s->moe_fused && tokens > 0 && profiled(s, &s->ops.moe_fused, 0, tokens, &us))
+        op_sum(&sums, TRUE, t = i == ROW_UP ? us * 1e-6 : 0);
+      else
+        t = s->moe        ? (tokens > 0 ? moe_time(s, &sums, i - ROW_UP, tokens, touched) : 0)
+            : i == ROW_UP ? gemm_time(s, &sums, &s->ops.up, tokens, s->hidden, s->up_n, 1)
+                          : gemm_time(s, &sums, &s->ops.down, tokens, s->down_k, s->hidden, 1);
       break;
     case ROW_KV_WRITE: /* the new tokens' K and V copied into the cache (one kv_write row
                         * covers both; its roofline: the bytes written) */
@@ -465,8 +488,11 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
     case ROW_NORM1:
       t = elementwise_time(s, &sums, &s->ops.norm, s->hidden, tokens, i == ROW_NORM2 ? 2 : 1);
       break;
-    case ROW_ACT: /* an MoE: one silu_mul per expert touched on its T A / touched rows */
-      if (!s->moe)
+    case ROW_ACT: /* an MoE: one silu_mul per expert touched on its T A / touched rows (none
+                   * where the fused kernel times the experts: it holds the activation) */
+      if (s->moe_fused && tokens > 0 && profiled(s, &s->ops.moe_fused, 0, tokens, &us))
+        t = 0;
+      else if (!s->moe)
         t = elementwise_time(s, &sums, &s->ops.act, s->act_width, tokens, 1);
       else if (tokens > 0)
         t = elementwise_time(s, &sums, &s->ops.act, s->act_width,
@@ -763,6 +789,7 @@ void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out)
   const EmaStepModel *s = step_model;
   const EmaProfileOp *gemms[] = {&s->ops.qkv, &s->ops.o, &s->ops.up, &s->ops.down, &s->ops.lm_head};
   const EmaProfileOp *moe[] = {&s->ops.moe[0], &s->ops.moe[1], &s->ops.router};
+  const EmaProfileOp *moe_fused[] = {&s->ops.moe_fused, &s->ops.router};
   /* rope last: a gated model's only */
   const EmaProfileOp *elementwise[] = {&s->ops.norm,      &s->ops.act,      &s->ops.add,
                                        &s->ops.embedding, &s->ops.kv_write, &s->ops.rope};
@@ -772,7 +799,10 @@ void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out)
     allreduce[i] = &s->ops.allreduce[i];
   /* an MoE's up and down projections are its experts' */
   sources_of(s, gemms, s->moe ? 2 : 5, out->gemm, sizeof out->gemm);
-  sources_of(s, moe, s->moe ? 3 : 0, out->moe, sizeof out->moe);
+  if (s->moe_fused)
+    sources_of(s, moe_fused, 2, out->moe, sizeof out->moe);
+  else
+    sources_of(s, moe, s->moe ? 3 : 0, out->moe, sizeof out->moe);
   sources_of(s, (const EmaProfileOp *[]){&s->ops.attn_decode}, 1, out->attn_decode,
              sizeof out->attn_decode);
   sources_of(s, (const EmaProfileOp *[]){&s->ops.attn_prefill}, 1, out->attn_prefill,

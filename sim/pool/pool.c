@@ -61,11 +61,14 @@
  * (counted in plans_adjusted), never applied beyond it. */
 #include "ema/pool/pool.h"
 
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
 #include <math.h>
 #include <string.h>
 
 #include "ema/core/file.h"
 #include "ema/pool/core.h"
+#include "ema/hw/offexec.h"
 #include "ema/pool/registry.h"
 
 #define DECIDE_PRIORITY 50
@@ -121,6 +124,8 @@ typedef struct {
   double read_uncapped_s;
   guint read_capped_by;
   gboolean reading;
+  /* the execution model (offexec.h): this step's draw D of its partials' time */
+  double partial_draw;
   EmaEvent decide_event;
   gboolean dropping; /* a drop for a reclaim is freeing blocks: give() takes them from... */
   guint drop_lender; /* ...this lender first */
@@ -141,8 +146,15 @@ struct _Pool {
   double *cap_scratch;   /* [n], lender_capped_step() of each lender of the step being timed */
   guint pulling;         /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
   guint offloading;      /* GPUs whose offloading is set: none, and no step looks for them */
-  GPtrArray *pending;    /* Pending * in flight (freed with the pool if a run ends first) */
-  EmaPoolStats stats;    /* the step figures and reclaim waits; the rest is core.stats' */
+  /* the execution model (offexec.h; exec FALSE: the server's is offload.h's own, mps at equal
+   * priority with one median, and none of this is used): per borrower b and lender j, at
+   * [b * n + j] while b's offloading step runs, rho_bj, rho_bj S_bj and L_b / T_b; the partials'
+   * draws (NULL: partial_p90 1) */
+  gboolean exec;
+  double *exec_rho, *exec_rho_s, *exec_rate;
+  gsl_rng *rng;
+  GPtrArray *pending; /* Pending * in flight (freed with the pool if a run ends first) */
+  EmaPoolStats stats; /* the step figures and reclaim waits; the rest is core.stats' */
 };
 
 struct _EmaPool {
@@ -842,6 +854,11 @@ static void expire_offloads(Pool *p) {
     if (!g->offloading || now < g->offload_until)
       continue;
     memset(&p->core.ledger.offload_share[b * p->n], 0, p->n * sizeof(double));
+    if (p->exec) {
+      memset(&p->exec_rho[b * p->n], 0, p->n * sizeof(double));
+      memset(&p->exec_rho_s[b * p->n], 0, p->n * sizeof(double));
+      memset(&p->exec_rate[b * p->n], 0, p->n * sizeof(double));
+    }
     ema_slice_gpu_touch(&g->counters); /* the view changed (offload_share) */
     g->offloading = FALSE;
     p->offloading--;
@@ -971,6 +988,37 @@ static guint64 offload_shares_walked(Pool *p, Gpu *g, gboolean decoding, EmaOffl
   return shares_finish(p, g, &sums, shares);
 }
 
+/* The sum over borrowers other than BORROWER of ARRAY[b * n + LENDER]
+ * (the execution model's loads on a lender). */
+static double exec_load(const Pool *p, const double *array, guint lender, guint borrower) {
+  double sum = 0;
+  for (guint b = 0; b < p->n; b++)
+    if (b != borrower && b != lender)
+      sum += array[b * p->n + lender];
+  return sum;
+}
+
+/* The execution model's wait and run scale (offexec.h) of each lender's
+ * partials of G's step into SHARES (nothing without one: offload.h's). */
+static void exec_shares(const Pool *p, const Gpu *g, EmaOffloadShare *shares) {
+  for (guint j = 0; p->exec && j < p->n; j++) {
+    EmaOffloadLender lender = {.busy = shares[j].lender_busy,
+                               .lender_step_s =
+                                   (double) p->gpus[j].last_step * 1e-9, /* its last step */
+                               .lender_layers = p->gpus[j].layers,
+                               .others_rho = exec_load(p, p->exec_rho, j, g->index),
+                               .others_rho_s = exec_load(p, p->exec_rho_s, j, g->index)};
+    EmaOffloadExec x;
+    if (shares[j].seqs == 0)
+      continue;
+    x = ema_offexec_partial(&p->server->offload, &lender,
+                            ema_offload_partial_alone_s(g->offload, &shares[j]), g->partial_draw,
+                            p->server->gpu.offload_partial_slowdown);
+    shares[j].wait_s = x.wait_s;
+    shares[j].run_scale = x.run_scale;
+  }
+}
+
 /* What each lender holds of the step of G's tenant (pool.h's
  * ema_pool_offload_shares) into SHARES[n]; returns u (all 0 unless
  * DECODING: a step with no decode offloads nothing). The requests with own
@@ -1011,6 +1059,7 @@ static guint64 offload_shares(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShar
       g_error("pool offload shares of gpu%u at %.9f s differ from a walk of its running requests",
               g->index, (double) ema_sim_now(p->sim) / 1e9);
   }
+  exec_shares(p, g, shares);
   return merged;
 }
 
@@ -1106,10 +1155,20 @@ static double offload_capped(const Pool *p, const double *at_cap, const gboolean
   return capped;
 }
 
+/* Whether SHARE's KV may be read rather than offloaded because its
+ * partials would wait (offexec.h): not under lender-first, where reading
+ * would pull from a busy lender's HBM (interference_outgoing) and the
+ * borrower pays the wait instead. */
+static gboolean read_waiting(const Pool *p, const EmaOffloadShare *share) {
+  return share->wait_s > 0 && p->server->offload.priority != EMA_OFFLOAD_PRIORITY_LENDER;
+}
+
 /* G's offloading step (BATCH, SLOW, MERGED as offload_seconds(); its whole
  * offload g->uncapped_s) with the KV on each lender whose cap would hold
  * the whole offload (AT_CAP[j], lender_capped_step(), 0 or above
- * g->uncapped_s) read
+ * g->uncapped_s), and under an execution model each lender whose partials
+ * would wait (read_waiting(): a busy lender, or other borrowers' partials
+ * queued there), read
  * by direct loads instead and the rest offloaded, at the cap
  * (offload_capped()); the lenders read into g->reads, the shares left in
  * g->read_shares (their u the merged requests, at least their largest
@@ -1125,7 +1184,7 @@ static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, d
   double t_read;
   for (guint j = 0; j < p->n; j++) {
     const EmaOffloadShare *share = &g->offload_shares[j];
-    g->reads[j] = at_cap[j] == 0 || at_cap[j] > g->uncapped_s;
+    g->reads[j] = at_cap[j] == 0 || at_cap[j] > g->uncapped_s || read_waiting(p, share);
     g->read_shares[j] = g->reads[j] ? (EmaOffloadShare){0} : *share;
     p->read_scratch[j] = g->reads[j] ? p->bytes_scratch[j] : 0;
     read += g->reads[j];
@@ -1145,17 +1204,22 @@ static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, d
 
 /* G's offloading steps (BATCH, SLOW, MERGED as offload_seconds()) at the
  * lenders' cap CAP into VIEW: the whole offload's and the one reading the
- * KV on the lenders at their cap (offload_read_seconds()). */
+ * KV on the lenders at their cap, or whose partials would wait
+ * (offload_read_seconds()): a policy reading those (its plan's
+ * offload_read) offloads to the idle lenders and reads the busy ones. */
 static void time_offload(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow, guint64 merged,
                          double cap, EmaStepCostView *view) {
   double *at_cap = p->cap_scratch;
+  gboolean waits = FALSE; /* a lender's partials would wait for it (offexec.h) */
   g->capped_by = G_MAXUINT;
   view->step_offload_s = g->uncapped_s;
   view->step_offload_read_s = 0;
-  if (g->uncapped_s <= 0 || cap >= 1)
-    return; /* nothing offloads, or no lender is capped */
+  for (guint j = 0; p->exec && j < p->n; j++)
+    waits = waits || read_waiting(p, &g->offload_shares[j]);
+  if (g->uncapped_s <= 0 || (cap >= 1 && !waits))
+    return; /* nothing offloads, or no lender is capped or makes it wait */
   for (guint j = 0; j < p->n; j++)
-    at_cap[j] = lender_capped_step(p, g, j, &g->offload_shares[j], cap);
+    at_cap[j] = cap < 1 ? lender_capped_step(p, g, j, &g->offload_shares[j], cap) : -1;
   view->step_offload_s = offload_capped(p, at_cap, NULL, g->uncapped_s, &g->capped_by);
   view->step_offload_read_s = offload_read_seconds(p, g, batch, slow, merged, at_cap);
 }
@@ -1244,6 +1308,13 @@ static void start_offload(Pool *p, Gpu *g, EmaTime step) {
     row[j] = g->offload_shares[j].seqs > 0 && step > 0
                  ? ema_offload_lender_share(g->offload, &g->offload_shares[j], step)
                  : 0;
+  for (guint j = 0; p->exec && j < p->n; j++) {
+    double alone = ema_offload_partial_alone_s(g->offload, &g->offload_shares[j]);
+    double rate = alone > 0 && step > 0 ? g->layers / ((double) step * 1e-9) : 0;
+    p->exec_rate[g->index * p->n + j] = rate;
+    p->exec_rho[g->index * p->n + j] = rate * alone;
+    p->exec_rho_s[g->index * p->n + j] = rate * alone * alone;
+  }
   ema_slice_gpu_touch(&g->counters); /* the view changed (offload_share) */
   g->offload_step = step;
   g->offload_until = ema_sim_now(p->sim) + step;
@@ -1254,12 +1325,18 @@ static void start_offload(Pool *p, Gpu *g, EmaTime step) {
 
 /* What the borrowers offloading to LENDER now add to its step of STEP ns:
  * its measured slowdown at their shares of its HBM time together (at most
- * the slowdown at the cap their plans set, offload_capped()). */
+ * the slowdown at the cap their plans set, offload_capped()), or the
+ * execution model's at their partials' load on it (offexec.h). */
 static EmaTime offload_extra(const Pool *p, guint lender, EmaTime step) {
-  double share = lender_offload_share(p, lender, G_MAXUINT);
-  return share > 0 ? (EmaTime) ema_llround(ema_gpu_offload_slowdown(&p->server->gpu, share) *
-                                           (double) step)
-                   : 0;
+  double share = lender_offload_share(p, lender, G_MAXUINT), slowdown;
+  if (share <= 0)
+    return 0;
+  slowdown = ema_gpu_offload_slowdown(&p->server->gpu, share);
+  if (p->exec)
+    slowdown = ema_offexec_lender_slowdown(&p->server->offload,
+                                           exec_load(p, p->exec_rho, lender, G_MAXUINT),
+                                           exec_load(p, p->exec_rate, lender, G_MAXUINT), slowdown);
+  return (EmaTime) ema_llround(slowdown * (double) step);
 }
 
 /* The prefetch policy's plan for the coming step of G (BATCH; its cost so
@@ -1274,7 +1351,9 @@ static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepB
   view->step_local_s = step_seconds(p, g, bd, all_local, slow, FALSE, 0, 0, &direct);
   view->step_direct_s = step_seconds(p, g, bd, all_local, slow, TRUE, t_copy, t_direct, &direct);
   view->context_tokens = batch->decode_context;
-  /* the step's shares, for both offloaded timings below and the lenders' charge after */
+  /* the step's draw of its partials' time (offexec.h), then its shares, for both offloaded
+   * timings below and the lenders' charge after */
+  g->partial_draw = p->rng ? ema_offexec_draw(&p->server->offload, gsl_ran_ugaussian(p->rng)) : 1;
   merged = g->offload ? offload_shares(p, g, batch->decode_seqs > 0, g->offload_shares) : 0;
   g->uncapped_s = -1;
   if (g->offload && batch->decode_seqs > 0) {
@@ -1555,6 +1634,18 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->read_scratch = g_new0(double, p->n);
   p->cap_scratch = g_new0(double, p->n);
   p->pending = g_ptr_array_new();
+  p->exec = server->offload.execution != EMA_OFFLOAD_EXEC_MPS ||
+            server->offload.priority != EMA_OFFLOAD_PRIORITY_EQUAL ||
+            server->offload.partial_p90 > 1;
+  if (p->exec) {
+    p->exec_rho = g_new0(double, (gsize) p->n * p->n);
+    p->exec_rho_s = g_new0(double, (gsize) p->n * p->n);
+    p->exec_rate = g_new0(double, (gsize) p->n * p->n);
+  }
+  if (server->offload.partial_p90 > 1) {
+    p->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(p->rng, 0);
+  }
   for (guint i = 0; i < p->n; i++) {
     Gpu *g = &p->gpus[i];
     ema_slice_gpu_setup(&g->counters, i, p->n);
@@ -1565,6 +1656,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
     g->reads = g_new0(gboolean, p->n);
     g->read_shares = g_new0(EmaOffloadShare, p->n);
     g->capped_by = g->read_capped_by = g->throttled_by = G_MAXUINT;
+    g->partial_draw = 1;
     g->throttled_at = G_MININT64 / 2; /* never */
     ema_event_init(&g->decide_event, on_decide, g);
   }
@@ -1610,6 +1702,11 @@ void ema_pool_free(EmaPool *pool) {
   }
   g_ptr_array_unref(p->pending);
   g_free(p->gpus);
+  g_free(p->exec_rho);
+  g_free(p->exec_rho_s);
+  g_free(p->exec_rate);
+  if (p->rng)
+    gsl_rng_free(p->rng);
   ema_pool_core_clear(&p->core);
   g_free(p->bytes_scratch);
   g_free(p->read_scratch);
@@ -1702,6 +1799,12 @@ guint64 ema_pool_blocks_remote(const EmaPool *pool, guint gpu) {
 
 guint64 ema_pool_slices_staging(const EmaPool *pool, guint gpu) {
   return pool->pool.gpus[gpu].staging;
+}
+
+void ema_pool_set_seed(EmaPool *pool, guint64 seed) {
+  g_return_if_fail(pool != NULL);
+  if (pool->pool.rng)
+    gsl_rng_set(pool->pool.rng, (unsigned long) (seed ^ (seed >> 32)));
 }
 
 EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu) {

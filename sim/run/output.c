@@ -19,6 +19,7 @@
 
 #include "ema/core/units.h"
 #include "ema/pool/registry.h"
+#include "ema/run/fidelity.h"
 #include "ema-vcs.h"
 
 gboolean ema_output_prepare_dir(const char *dir, GError **error) {
@@ -422,36 +423,8 @@ static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
 /* The latency block names, in tenant_fields' order, for its NULL names. */
 static const char *const latency_blocks[] = {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"};
 
-static void add_string(JsonBuilder *builder, const char *name, const char *value) {
-  json_builder_set_member_name(builder, name);
-  json_builder_add_string_value(builder, value);
-}
-
-/* What the tenant's times rest on: the engine profile (with its measured
- * error, from its file) and the step model. */
-static void add_fidelity(JsonBuilder *builder, const EmaTenantSpec *spec) {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(spec->engine.profile, &error);
-  /* a profile file still there that cannot be read now (out of memory) must
-   * not pass for a removed one: the run ends rather than write another
-   * summary */
-  if (!profile && !g_error_matches(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY))
-    g_error("engine profile '%s' could not be read again for summary.json", spec->engine.profile);
-  json_builder_set_member_name(builder, "fidelity");
-  json_builder_begin_object(builder);
-  add_string(builder, "engine_profile", spec->engine.profile);
-  add_string(builder, "scheduler", spec->engine.scheduler == EMA_SCHEDULER_V0 ? "v0" : "v1");
-  add_number(builder, "step_cpu_cost_s", (double) spec->engine.step_cpu_cost / 1e9);
-  add_string(builder, "step_model",
-             "sim/hw/steptime.c: the GPU's operator profiles (gpu.profile) where they hold an "
-             "operator, else its roofline");
-  /* the profile was loaded when the experiment was; it is there unless removed since */
-  add_string(builder, "profile_source", profile ? profile->source : "(profile file gone)");
-  add_string(builder, "measured_error", profile ? profile->fidelity : "(profile file gone)");
-  json_builder_end_object(builder);
-}
-
-static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
+static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result,
+                       const EmaFidelity *fidelity) {
   Field fields[MAX_FIELDS];
   guint n = tenant_fields(result, fields);
   json_builder_begin_object(builder);
@@ -472,13 +445,14 @@ static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result) {
     else
       add_number(builder, fields[i].name, fields[i].value);
   }
-  add_fidelity(builder, result->spec);
+  ema_fidelity_add_json(builder, fidelity);
   json_builder_end_object(builder);
 }
 
 /* DIR/tenants.csv: one row per tenant, the fields of summary.json's
  * tenants flattened (ttft_ms.p99 -> ttft_p99_ms). */
-static gboolean write_tenants_csv(const char *dir, const EmaServingReport *report, GError **error) {
+static gboolean write_tenants_csv(const char *dir, const EmaServingReport *report,
+                                  EmaFidelity *const *fidelity, GError **error) {
   g_autoptr(GString) csv = g_string_new("tenant,model");
   for (guint t = 0; t < report->tenants->len; t++) {
     const EmaTenantResult *result = report->tenants->pdata[t];
@@ -495,7 +469,7 @@ static gboolean write_tenants_csv(const char *dir, const EmaServingReport *repor
         g_string_append_printf(csv, ",%s", fields[i].name);
     }
     if (t == 0)
-      g_string_append_c(csv, '\n');
+      g_string_append(csv, ",fidelity\n");
     ema_file_csv_field(csv, result->spec->name);
     g_string_append_c(csv, ',');
     ema_file_csv_field(csv, result->spec->model.name);
@@ -507,6 +481,8 @@ static gboolean write_tenants_csv(const char *dir, const EmaServingReport *repor
         g_string_append_printf(csv, ",%s",
                                g_ascii_formatd(buffer, sizeof buffer, "%.17g", fields[i].value));
     }
+    g_string_append_c(csv, ',');
+    ema_file_csv_field(csv, fidelity[t]->status);
     g_string_append_c(csv, '\n');
   }
   return write_file(dir, "tenants.csv", csv->str, error);
@@ -551,14 +527,23 @@ static void add_pool(JsonBuilder *builder, const EmaExperiment *experiment,
 gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *experiment,
                                           const EmaServingReport *report, GError **error) {
   g_autoptr(JsonBuilder) builder = json_builder_new();
+  g_autoptr(GPtrArray) fidelity =
+      g_ptr_array_new_with_free_func((GDestroyNotify) ema_fidelity_free);
   EmaTime makespan = 0;
-  if (!write_tenants_csv(dir, report, error))
+  for (guint i = 0; i < report->tenants->len; i++) {
+    const EmaTenantResult *result = report->tenants->pdata[i];
+    EmaFidelity *f = ema_fidelity_of(result->spec, &experiment->server, error);
+    if (!f)
+      return FALSE;
+    g_ptr_array_add(fidelity, f);
+  }
+  if (!write_tenants_csv(dir, report, (EmaFidelity *const *) fidelity->pdata, error))
     return FALSE;
   begin_summary(builder, experiment);
   json_builder_set_member_name(builder, "tenants");
   json_builder_begin_array(builder);
   for (guint i = 0; i < report->tenants->len; i++)
-    add_tenant(builder, report->tenants->pdata[i]);
+    add_tenant(builder, report->tenants->pdata[i], fidelity->pdata[i]);
   json_builder_end_array(builder);
   add_pool(builder, experiment, &report->pool);
   /* the makespan: the last request's completion (simulated_s runs on to
@@ -570,7 +555,37 @@ gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *
   return end_summary(builder, report->events, report->simulated, report->wall_s, dir, error);
 }
 
-void ema_output_print_serving(FILE *out, const EmaServingReport *report) {
+static void string_free(GString *text) {
+  g_string_free(text, TRUE);
+}
+
+/* The tenants' fidelity statuses, tenants of one status on one line. */
+static void print_fidelity(FILE *out, const EmaExperiment *experiment,
+                           const EmaServingReport *report) {
+  g_autoptr(GPtrArray) statuses = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func((GDestroyNotify) string_free);
+  for (guint i = 0; i < report->tenants->len; i++) {
+    const EmaTenantResult *r = report->tenants->pdata[i];
+    g_autoptr(GError) error = NULL;
+    g_autoptr(EmaFidelity) f = ema_fidelity_of(r->spec, &experiment->server, &error);
+    g_autofree char *status = f ? g_strdup(f->status) : g_strdup(error->message);
+    guint at = 0;
+    while (at < statuses->len && strcmp(statuses->pdata[at], status) != 0)
+      at++;
+    if (at == statuses->len) {
+      g_ptr_array_add(statuses, g_steal_pointer(&status));
+      g_ptr_array_add(names, g_string_new(r->spec->name));
+    } else {
+      g_string_append_printf(names->pdata[at], ", %s", r->spec->name);
+    }
+  }
+  for (guint i = 0; i < statuses->len; i++)
+    fprintf(out, "fidelity %s: %s\n", ((GString *) names->pdata[i])->str,
+            (const char *) statuses->pdata[i]);
+}
+
+void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
+                              const EmaServingReport *report) {
   guint width = 6;
   for (guint i = 0; i < report->tenants->len; i++) {
     const EmaTenantResult *r = report->tenants->pdata[i];
@@ -598,6 +613,7 @@ void ema_output_print_serving(FILE *out, const EmaServingReport *report) {
             ema_histogram_quantile(m->e2e, 0.99) / 1e9, r->preemptions,
             100 * ema_tenant_metrics_kv_util_mean(m));
   }
+  print_fidelity(out, experiment, report);
   fprintf(out, "simulated %.1f s in %.2f s (%" G_GUINT64_FORMAT " events)\n",
           (double) report->simulated / 1e9, report->wall_s, report->events);
 }

@@ -14,6 +14,7 @@
 
 #include "ema/core/file.h"
 #include "ema/pool/pool.h"
+#include "ema/traces/trace.h"
 
 #define SAMPLE_PRIORITY 100
 #define PROGRESS_INTERVAL_US 500000
@@ -379,6 +380,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   if (pool == NULL)
     return NULL;
   run.pool = pool;
+  ema_pool_set_seed(pool, ema_trace_seed_derive((guint64) experiment->seed, "offload"));
   g_array_set_clear_func(tenants, tenant_clear);
   report->tenants = g_ptr_array_new_with_free_func(result_free);
   if (out_dir) {

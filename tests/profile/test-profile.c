@@ -334,6 +334,148 @@ static void test_import_lower_envelope(void) {
   g_assert_cmpfloat(fabs(gemm_at(p, 200) - (24 + 26 * 72.0 / 128)), <, 1e-12);
 }
 
+/* A profile folder NAME in DIR whose profile.yaml has EXTRA (its imports)
+ * and the data sets' files under DIR/groundtruth (FILE, TEXT pairs,
+ * NULL-terminated), loaded with EMA_SHARED_DIR at DIR. */
+static EmaProfile *load_with_data(const char *dir, const char *name, const char *tables_yaml,
+                                  const char *extra, ...) {
+  g_autofree char *folder = g_build_filename(dir, name, NULL);
+  g_autofree char *yaml_path = g_build_filename(folder, "profile.yaml", NULL);
+  g_autofree char *yaml =
+      g_strconcat("source: tests\n", tables_yaml ? tables_yaml : "", extra, NULL);
+  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+  GError *error = NULL;
+  EmaProfile *p;
+  const char *file;
+  va_list ap;
+  g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+  va_start(ap, extra);
+  while ((file = va_arg(ap, const char *)) != NULL) {
+    const char *text = va_arg(ap, const char *);
+    g_autofree char *path = g_build_filename(dir, "groundtruth", file, NULL);
+    g_autofree char *parent = g_path_get_dirname(path);
+    g_assert_cmpint(g_mkdir_with_parents(parent, 0755), ==, 0);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  }
+  va_end(ap);
+  g_assert_true(g_file_set_contents(yaml_path, yaml, -1, NULL));
+  g_setenv("EMA_SHARED_DIR", dir, TRUE);
+  p = ema_profile_load(folder, &error);
+  g_assert_no_error(error);
+  /* read every import now, while EMA_SHARED_DIR points at the test's data */
+  g_assert_true(ema_profile_read_all(p, &error));
+  g_assert_no_error(error);
+  if (saved)
+    g_setenv("EMA_SHARED_DIR", saved, TRUE);
+  else
+    g_unsetenv("EMA_SHARED_DIR");
+  return p;
+}
+
+/* Precedence: each GEMM shape from the first data set that has it. The
+ * measured table's (8, 8) at 10 us beats both imports' faster rows; A's
+ * (16, 8) at 7 beats B's 3, listed after it; B alone has (32, 8). */
+static void test_import_precedence(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *gemm_dir = g_build_filename(dir, "prec", NULL);
+  g_autofree char *gemm = g_build_filename(gemm_dir, "gemm.csv", NULL);
+  g_autoptr(EmaProfile) p = NULL;
+  EmaProfileOp op;
+  double us = 0;
+  g_assert_cmpint(g_mkdir_with_parents(gemm_dir, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(gemm, "m,k,n,dtype,time_us\n2,8,8,bf16,10\n", -1, NULL));
+  p = load_with_data(dir, "prec", "tables:\n  - gemm.csv\n",
+                     "import:\n"
+                     "  - {format: kernels-gemm, dtype: bf16, label: A, path: groundtruth/a.csv}\n"
+                     "  - {format: kernels-gemm, dtype: bf16, label: B, path: groundtruth/b.csv}\n",
+                     "a.csv", "m,k,n,latency_us\n2,8,8,5\n2,16,8,7\n", "b.csv",
+                     "m,k,n,latency_us\n2,16,8,3\n2,32,8,4\n", NULL);
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 2, 8, 8, &us));
+  g_assert_cmpfloat(us, ==, 10);
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 2, 16, 8, &us));
+  g_assert_cmpfloat(us, ==, 7);
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 2, 32, 8, &us));
+  g_assert_cmpfloat(us, ==, 4);
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 8, 8, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "prec measured tables");
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 16, 8, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "A");
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 32, 8, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "B");
+}
+
+/* An AIConfigurator GEMM grid (k and n in {64, 128}, m 1 and 2; the dtype
+ * from its constants file for one table, a column for the other): a shape
+ * inside the grid is bilinear in k and n, past it proportional, below it
+ * the grid's first; fp8 rows answer an FP8 lookup, a bf16 one never. */
+static void test_import_gemm_grid(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autoptr(EmaProfile) p = NULL;
+  double us = 0;
+  /* t(m=1) = 1 + k/64 + 2 n/64 + 4 (k/64)(n/64); t(m=2) = 2 t(m=1) */
+  p = load_with_data(
+      dir, "grid", NULL,
+      "import:\n  - {format: aic-gemm, label: grid, path: groundtruth/g/gemm_perf.csv}\n"
+      "  - {format: aic-gemm, label: grid8, path: groundtruth/f/gemm_perf.csv}\n",
+      "g/gemm_perf.csv",
+      "m,n,k,latency\n1,64,64,0.008\n1,128,64,0.014\n1,64,128,0.013\n1,128,128,0.023\n"
+      "2,64,64,0.016\n2,128,64,0.028\n2,64,128,0.026\n2,128,128,0.046\n",
+      "g/gemm_perf.constants.yaml", "gemm_dtype: \"bfloat16\"\n", "f/gemm_perf.csv",
+      "gemm_dtype,m,n,k,latency\nfp8,1,64,64,0.004\nfp8,2,64,64,0.006\nnvfp4,1,64,64,0.001\n",
+      NULL);
+  /* (k 96, n 96): halfway in both: (8 + 14 + 13 + 23) / 4 = 14.5 us at m 1 */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 1, 96, 96, &us));
+  g_assert_cmpfloat(fabs(us - 14.5), <, 1e-9);
+  /* and 29 at m 2; 21.75 at m 1.5 (linear in m) */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 2, 96, 96, &us));
+  g_assert_cmpfloat(fabs(us - 29), <, 1e-9);
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 1.5, 96, 96, &us));
+  g_assert_cmpfloat(fabs(us - 21.75), <, 1e-9);
+  /* (k 256, n 64): past the grid in k, twice (128, 64)'s 13 */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 1, 256, 64, &us));
+  g_assert_cmpfloat(fabs(us - 26), <, 1e-9);
+  /* (k 32, n 64): below it, the grid's (64, 64) */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 1, 32, 64, &us));
+  g_assert_cmpfloat(fabs(us - 8), <, 1e-9);
+  /* FP8: its own rows (4 us), bf16's never; block-scaled FP8 has none */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP8, 1, 64, 64, &us));
+  g_assert_cmpfloat(fabs(us - 4), <, 1e-9);
+  g_assert_false(ema_profile_gemm(p, EMA_PROFILE_FP8_BLOCK, 1, 64, 64, &us));
+}
+
+/* A malformed row of an imported data set fails the step model that reads
+ * it (lazily), with its place. */
+static void test_import_bad_row(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder = g_build_filename(dir, "bad-import", NULL);
+  g_autofree char *yaml = g_build_filename(folder, "profile.yaml", NULL);
+  g_autofree char *data_dir = g_build_filename(dir, "groundtruth", NULL);
+  g_autofree char *data = g_build_filename(data_dir, "gemm_perf.csv", NULL);
+  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+  g_autofree char *want = g_strconcat(data, ":3:10: 'x' is not a number >= 0", NULL);
+  g_autoptr(EmaProfile) p = NULL;
+  GError *error = NULL;
+  g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+  g_assert_cmpint(g_mkdir_with_parents(data_dir, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(
+      yaml, "source: tests\nimport:\n  - {format: aic-gemm, path: groundtruth/gemm_perf.csv}\n", -1,
+      NULL));
+  g_assert_true(g_file_set_contents(
+      data, "gemm_dtype,m,n,k,latency\nbfloat16,1,64,64,0.1\nbfloat16,x,64,64,0.1\n", -1, NULL));
+  g_setenv("EMA_SHARED_DIR", dir, TRUE);
+  p = ema_profile_load(folder, &error);
+  g_assert_no_error(error); /* read when a lookup needs it */
+  g_assert_true(ema_profile_check(p, &error));
+  g_assert_false(ema_profile_read_all(p, &error));
+  if (saved)
+    g_setenv("EMA_SHARED_DIR", saved, TRUE);
+  else
+    g_unsetenv("EMA_SHARED_DIR");
+  g_assert_nonnull(error);
+  g_assert_cmpstr(error->message, ==, want);
+  g_error_free(error);
+}
+
 /* The shape the step tests time: 2 layers, hidden 8, 2 heads of 4, SwiGLU
  * of 16, vocab 32, bf16. On one GPU: qkv 8 -> 24, o 8 -> 8, up 8 -> 32,
  * down 16 -> 8, LM head 8 -> 32; rope width 16, silu_mul width 32. */
@@ -600,11 +742,11 @@ static void test_import_absent(void) {
 }
 
 /* The H100 profile imported from ../shared, its data sets in their
- * precedence: AIConfigurator's GEMM grid answers before Vidur's rows of the
- * same shape (interpolated in n, bilinear, where the grid lacks the shape),
- * its FP8 rows before the h100-kernels ones; Vidur's elementwise rows and
- * the kernel tables' multi-head attention, which AIConfigurator lacks, are
- * read. */
+ * precedence: Vidur's GEMM rows of its three models' shapes first, then
+ * AIConfigurator's GEMM grid for every other shape (interpolated in n,
+ * bilinear, where the grid lacks the shape), its FP8 rows before the
+ * h100-kernels ones; Vidur's elementwise rows and the kernel tables'
+ * multi-head attention, which AIConfigurator lacks, are read. */
 static void test_public_h100(void) {
   g_autofree char *shared = ema_profile_shared_dir();
   g_autofree char *probe = g_build_filename(shared, "groundtruth", "aiconfigurator", NULL);
@@ -621,13 +763,19 @@ static void test_public_h100(void) {
   p = ema_profile_load(folder, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(ema_profile_warnings(p)->len, ==, 0);
-  /* Llama-2-70B's up projection at TP 1 (k 8192, n 57344) at 8192 tokens:
-   * not a grid shape; between n 51200 (8501.743 us) and 65536 (10874.974 us)
-   * at k 8192, 4/7 and 3/7 of the way (Vidur's row of the shape is not
-   * read: the grid comes first) */
-  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP16, 8192, 8192, 2 * 28672, &us));
-  g_assert_cmpfloat(fabs(us - (8501.74289279514 * 4 / 7 + 10874.973720974394 * 3 / 7)), <, 1e-6);
+  /* Vidur, Llama-2-70B TP1, 4096 tokens: mlp_up_proj medians of 5.6685 and
+   * 5.749 ms in two rows (the fastest kept), the curve's largest size: as
+   * measured (no larger size beats it) */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP16, 4096, 8192, 2 * 28672, &us));
+  g_assert_cmpfloat(fabs(us - 5668.5), <, 1e-9);
   ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 8192, 2 * 28672, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "vidur-profiles h100");
+  /* Llama-3.1-8B's up projection (k 4096, n 28672), no Vidur shape, at 8192
+   * tokens: between the grid's n 16384 (1557.488 us) and 51200 (4799.453
+   * us) at k 4096, 6/17 of the way */
+  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 8192, 4096, 28672, &us));
+  g_assert_cmpfloat(fabs(us - (1557.4880176120336 * 11 / 17 + 4799.45331149631 * 6 / 17)), <, 1e-6);
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 4096, 28672, &op);
   g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "aiconfigurator h100_sxm vLLM 0.19.0");
   /* FP8, k 2048, n 6144, m 16: AIConfigurator's 9.394666 us (no larger m
    * beats it), not the h100-kernels table's */
@@ -638,7 +786,11 @@ static void test_public_h100(void) {
   g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 16, 2048, 6144, &us));
   g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_ATTN_DECODE), >, 0);
   g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_ALLREDUCE), >, 0);
-  g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_MOE), ==, 0);
+  /* Mixtral-8x7B's experts at TP 2 (hidden 4096, 7168 per GPU, top 2 of 8): vLLM's fused MoE,
+   * 16 tokens, balanced routing: 0.5085 ms measured, below 8 tokens' 0.5825 (running maximum) */
+  g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_MOE), >, 0);
+  ema_profile_op_moe_fused(p, EMA_PROFILE_BF16, 4096, 7168, 2, 8, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "aiconfigurator h100_sxm vLLM 0.19.0");
   /* Vidur's rmsnorm of width 8192 (Llama-2-70B) */
   ema_profile_op_elementwise(p, EMA_PROFILE_BF16, "rmsnorm", 8192, &op);
   g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "vidur-profiles h100");
@@ -795,6 +947,97 @@ static void test_compare_static_public(void) {
   g_assert_cmpfloat(stats[1].mean_signed_error, <, 0);
 }
 
+/* FP8 weights take the profile's FP8 GEMM rows (the four projections: 6, 3,
+ * 12 and 6 us against bf16's 10, 5, 20 and 10), the LM head its 16-bit row:
+ * 18 us a layer less over 2 layers. */
+static void test_step_fp8_choice(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *gemm =
+      g_strconcat(tiny_gemm, "2,8,24,fp8,6\n2,8,8,fp8,3\n2,8,32,fp8,12\n2,16,8,fp8,6\n", NULL);
+  g_autofree char *folder =
+      write_profile(dir, "tiny-fp8", NULL, "gemm.csv", gemm, "attn_decode.csv", tiny_attn,
+                    "elementwise.csv", tiny_elementwise, NULL);
+  g_autoptr(EmaServerSpec) server = server_with_profile(dir, "tiny-fp8");
+  EmaLlmSpec model = tiny_model();
+  EmaStepBatch batch = {.decode_seqs = 2, .decode_context = 200, .logits = 2};
+  EmaStepBreakdown bf16, fp8;
+  EmaStepSources sources;
+  GError *error = NULL;
+  g_autoptr(EmaStepModel) a = ema_step_model_new(&model, server, 1, &error);
+  g_autoptr(EmaStepModel) b = NULL;
+  g_assert_no_error(error);
+  model.weights = EMA_PRECISION_FP8;
+  b = ema_step_model_new(&model, server, 1, &error);
+  g_assert_no_error(error);
+  ema_step_time(a, &batch, &bf16);
+  ema_step_time(b, &batch, &fp8);
+  g_assert_cmpfloat(fabs(bf16.profiled_s - fp8.profiled_s - 2 * 18e-6), <, 1e-12);
+  g_assert_cmpfloat(fabs(bf16.roofline_s - fp8.roofline_s), <, 1e-15);
+  ema_step_model_sources(b, &sources);
+  g_assert_cmpstr(sources.gemm, ==, "tiny-fp8 measured tables");
+  g_unsetenv("EMA_PROFILE_PATH");
+}
+
+/* A TP 2 step's all-reduces (2 a layer, T x hidden 8 x 2 B each) from the
+ * implementation vLLM picks: its custom all-reduce in a CUDA graph up to 512
+ * tokens (5 us flat), eagerly past them (20 us), NCCL from 8 MiB (50 us); 2
+ * layers: 4 of them a step. */
+static void test_step_tp_collectives(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autoptr(EmaProfile) loaded = NULL;
+  g_autofree char *folder = NULL;
+  g_autoptr(EmaServerSpec) server = NULL;
+  g_autoptr(EmaStepModel) step = NULL;
+  EmaLlmSpec model = tiny_model();
+  EmaStepSources sources;
+  GError *error = NULL;
+  const struct {
+    guint64 tokens;
+    double us;
+  } cases[] = {{100, 5}, {512, 5}, {1000, 20}, {600000, 50}};
+  /* the tables through load_with_data (its EMA_SHARED_DIR), then the step model on it: the
+   * profile cache of ema_profile_get holds the copy the step model reads, loaded with the
+   * same shared folder */
+  loaded = load_with_data(
+      dir, "tiny-tp", NULL,
+      "import:\n  - {format: aic-allreduce, label: custom, path: groundtruth/c/ar.csv}\n"
+      "  - {format: aic-nccl, label: nccl, path: groundtruth/n/nccl.csv}\n",
+      "c/ar.csv",
+      "kernel_source,num_gpus,message_size,latency,backend\n"
+      "g,2,1,0.005,vllm_graph\ng,2,1000000000,0.005,vllm_graph\n"
+      "e,2,1,0.02,vllm_eager\ne,2,1000000000,0.02,vllm_eager\n",
+      "c/ar.constants.yaml", "allreduce_dtype: \"bfloat16\"\n", "n/nccl.csv",
+      "op_name,nccl_dtype,num_gpus,message_size,latency\n"
+      "all_reduce,half,2,1,0.05\nall_reduce,half,2,1000000000,0.05\n"
+      "all_gather,half,2,1,9\n",
+      NULL);
+  folder = g_build_filename(dir, "tiny-tp", NULL);
+  server = server_with_profile(dir, "tiny-tp");
+  {
+    g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+    g_setenv("EMA_SHARED_DIR", dir, TRUE);
+    step = ema_step_model_new(&model, server, 2, &error);
+    if (saved)
+      g_setenv("EMA_SHARED_DIR", saved, TRUE);
+    else
+      g_unsetenv("EMA_SHARED_DIR");
+  }
+  g_assert_no_error(error);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    EmaStepBatch batch = {.prefill_tokens = cases[i].tokens,
+                          .prefill_context = (double) cases[i].tokens,
+                          .prefill_kv_read = (double) cases[i].tokens,
+                          .prefill_chunks = cases[i].tokens,
+                          .logits = 1};
+    EmaStepBreakdown bd;
+    ema_step_time(step, &batch, &bd);
+    g_assert_cmpfloat(fabs(bd.allreduce_s - 4 * cases[i].us * 1e-6), <, 1e-12);
+  }
+  ema_step_model_sources(step, &sources);
+  g_assert_cmpstr(sources.allreduce, ==, "custom + nccl");
+  g_unsetenv("EMA_PROFILE_PATH");
+}
+
 /* A step's time alone (no breakdown asked for) is the breakdown's time, to
  * the nanosecond: on the H200 profile, for a gated, a plain and an MoE
  * model, at TP 1 and 2, over decode, prefill and mixed batches. */
@@ -848,6 +1091,11 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/public-h100", test_public_h100);
   g_test_add_func("/profile/compare-steps", test_compare_steps);
   g_test_add_func("/profile/compare-static-fixture", test_compare_static_fixture);
+  g_test_add_func("/profile/import-precedence", test_import_precedence);
+  g_test_add_func("/profile/import-gemm-grid", test_import_gemm_grid);
+  g_test_add_func("/profile/import-bad-row", test_import_bad_row);
+  g_test_add_func("/profile/step-fp8-choice", test_step_fp8_choice);
+  g_test_add_func("/profile/step-tp-collectives", test_step_tp_collectives);
   g_test_add_func("/profile/compare-static-public", test_compare_static_public);
   return g_test_run();
 }

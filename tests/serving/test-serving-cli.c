@@ -51,16 +51,24 @@ static void test_run_table(void) {
   g_autoptr(JsonNode) root = NULL;
   ema_test_assert_ok(run);
   lines = g_strsplit(run->out, "\n", -1);
-  g_assert_cmpuint(g_strv_length(lines), ==, 7); /* six lines and the empty end */
+  g_assert_cmpuint(g_strv_length(lines), ==, 9); /* eight lines and the empty end */
   g_assert_cmpstr(lines[0], ==, "golden on h200x2 (2 GPUs)");
   g_assert_cmpstr(lines[1], ==,
                   "tenant  gpus model               done   left     tok/s     TTFT p50/p99 ms   "
                   "TPOT p50/p99 ms E2E p99 s preempt KV use");
   g_assert_true(g_str_has_prefix(lines[2], "chat       0 llama-3.1-8b    "));
   g_assert_true(g_str_has_prefix(lines[3], "code       1 mistral-7b-v0.1 "));
-  g_assert_true(g_str_has_prefix(lines[4], "simulated "));
-  g_assert_cmpstr(lines[5], ==, results);
-  g_assert_cmpstr(lines[6], ==, "");
+  /* each tenant's fidelity (two engine profiles: two lines; the test environment's validation
+   * table, hwmodels/fidelity.yaml, has no H200 row) */
+  g_assert_cmpstr(lines[4], ==,
+                  "fidelity chat: unvalidated: no real runs of h200-sxm, TP 1, 16-bit weights, "
+                  "16-bit KV, test-v1");
+  g_assert_cmpstr(lines[5], ==,
+                  "fidelity code: unvalidated: no real runs of h200-sxm, TP 1, 16-bit weights, "
+                  "16-bit KV, vllm-v1");
+  g_assert_true(g_str_has_prefix(lines[6], "simulated "));
+  g_assert_cmpstr(lines[7], ==, results);
+  g_assert_cmpstr(lines[8], ==, "");
   /* the table's done and left columns are summary.json's figures */
   summary = ema_test_read_file(dir, "summary.json");
   root = ema_test_parse_json(summary);

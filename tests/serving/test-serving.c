@@ -32,6 +32,7 @@
 #include <json-glib/json-glib.h>
 
 #include "ema/run/experiment.h"
+#include "ema/run/fidelity.h"
 #include "ema/serving/metrics.h"
 #include "ema/run/output.h"
 #include "ema/run/serving.h"
@@ -365,7 +366,74 @@ static void test_steps_csv(void) {
   g_assert_cmpstr(json_object_get_string_member(fidelity, "engine_profile"), ==, "test-v1");
   g_assert_cmpstr(json_object_get_string_member(fidelity, "scheduler"), ==, "v1");
   g_assert_cmpfloat(json_object_get_double_member(fidelity, "step_cpu_cost_s"), ==, 0.001);
-  g_assert_cmpstr(json_object_get_string_member(fidelity, "measured_error"), ==, "tests only");
+  /* the fixture table's row of h200-sxm, TP 1, 16-bit, test-v1 (main sets EMA_FIDELITY_FILE) */
+  g_assert_cmpstr(json_object_get_string_member(fidelity, "status"), ==,
+                  "validated: TTFT 1.0%, TPOT 2.0%, E2E 3.0% (worst of 5 real runs, means)");
+  g_assert_cmpfloat(json_object_get_double_member(
+                        json_object_get_object_member(fidelity, "measured_error"), "tpot_mean"),
+                    ==, 0.02);
+  g_assert_cmpstr(json_object_get_string_member(
+                      json_object_get_object_member(fidelity, "operator_sources"), "gemm"),
+                  ==, "h200-sxm measured tables");
+  ema_test_remove_tree(dir);
+}
+
+/* The fidelity of three combinations (fidelity.h): a profiled GPU with a
+ * validated row (FP8 weights at TP 2 on H200: the fixture table's second
+ * row), a GPU without a profile (L40S: every operator on the roofline,
+ * unvalidated whatever the table says), and a profiled GPU whose public data
+ * set is absent (a profile that imports a missing file: unvalidated, its
+ * warning named). */
+static void test_fidelity_combinations(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture("one-request.yaml");
+  EmaTenantSpec spec = g_array_index(experiment->tenants, EmaTenantSpec, 0);
+  g_autoptr(EmaServerSpec) h200 = ema_server_load("h200x2", NULL);
+  g_autoptr(EmaServerSpec) l40s = ema_server_load("l40sx8-pcie", NULL);
+  g_autoptr(EmaFidelity) fp8 = NULL, roofline = NULL, missing = NULL;
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *profile_dir = g_build_filename(dir, "fid-missing", NULL);
+  g_autofree char *yaml = g_build_filename(profile_dir, "profile.yaml", NULL);
+  GError *error = NULL;
+  spec.model.weights = EMA_PRECISION_FP8;
+  spec.tp = 2;
+  fp8 = ema_fidelity_of(&spec, h200, &error);
+  g_assert_no_error(error);
+  g_assert_true(fp8->validated);
+  g_assert_cmpstr(fp8->weights, ==, "fp8");
+  g_assert_cmpstr(fp8->status, ==,
+                  "validated: TTFT 4.0%, TPOT 5.0%, E2E 6.0% (worst of 2 real runs, means)");
+  /* FP8 GEMMs: AIConfigurator's rows where ../shared has them, else the roofline */
+  g_assert_true(strcmp(fp8->sources.gemm, "aiconfigurator h200_sxm vLLM 0.19.0") == 0 ||
+                strcmp(fp8->sources.gemm, "roofline") == 0);
+  spec.model.weights = EMA_PRECISION_AUTO;
+  spec.tp = 1;
+  roofline = ema_fidelity_of(&spec, l40s, &error);
+  g_assert_no_error(error);
+  g_assert_false(roofline->validated);
+  g_assert_cmpstr(roofline->status, ==,
+                  "unvalidated: no real runs of L40S-48GB, TP 1, 16-bit weights, 16-bit KV, "
+                  "test-v1 (the GPU has no operator profile: every operator on the roofline)");
+  g_assert_cmpstr(roofline->sources.gemm, ==, "roofline");
+  g_assert_cmpstr(roofline->sources.attn_decode, ==, "roofline");
+  /* a profile named h200-sxm-like whose one import is absent: the table has no row of it */
+  g_assert_cmpint(g_mkdir_with_parents(profile_dir, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(
+      yaml,
+      "source: tests\nimport:\n  - {format: aic-gemm, label: absent, path: no/such/table.csv}\n",
+      -1, NULL));
+  g_setenv("EMA_PROFILE_PATH", dir, TRUE);
+  g_free(h200->gpu.profile);
+  h200->gpu.profile = g_strdup("fid-missing");
+  missing = ema_fidelity_of(&spec, h200, &error);
+  g_unsetenv("EMA_PROFILE_PATH");
+  g_assert_no_error(error);
+  g_assert_false(missing->validated);
+  g_assert_cmpuint(missing->warnings->len, ==, 1);
+  g_assert_nonnull(strstr(missing->warnings->pdata[0], "no/such/table.csv absent"));
+  g_assert_cmpstr(missing->status, ==,
+                  "unvalidated: no real runs of fid-missing, TP 1, 16-bit weights, 16-bit KV, "
+                  "test-v1 (and the profile's data is missing)");
+  g_assert_cmpstr(missing->sources.gemm, ==, "roofline");
   ema_test_remove_tree(dir);
 }
 
@@ -1355,6 +1423,12 @@ static void test_azure_conv(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  {
+    /* the fidelity tests' validation table (read once per process) */
+    g_autofree char *table =
+        g_build_filename(g_getenv("EMA_TEST_FIXTURES"), "fidelity", "table.yaml", NULL);
+    g_setenv("EMA_FIDELITY_FILE", table, TRUE);
+  }
 
   g_test_add_func("/serving/one-request", test_one_request);
   g_test_add_func("/serving/rejected", test_rejected);
@@ -1363,6 +1437,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/plan/llama-8b-h200", test_plan_h200);
   g_test_add_func("/serving/plan/llama-70b-tp4", test_plan_70b_tp4);
   g_test_add_func("/serving/plan/named-fp8", test_plan_named_fp8);
+  g_test_add_func("/serving/fidelity/combinations", test_fidelity_combinations);
   g_test_add_func("/serving/plan/does-not-fit", test_plan_does_not_fit);
   for (guint i = 0; i < G_N_ELEMENTS(bad_configs); i++) {
     g_autofree char *name = g_strndup(bad_configs[i].file, strlen(bad_configs[i].file) - 5);

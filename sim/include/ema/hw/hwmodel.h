@@ -10,6 +10,7 @@
 #include <glib.h>
 
 #include "ema/core/params.h"
+#include "ema/hw/offexec.h"
 
 G_BEGIN_DECLS
 
@@ -100,6 +101,7 @@ typedef struct {
   EmaLinkSpec link;
   EmaHostLinkSpec host;
   EmaVmmSpec vmm;
+  EmaOffloadExecSpec offload; /* how lenders run offloaded attention (offexec.h) */
 } EmaServerSpec;
 
 /* The HBM bytes a GPU has in the simulation: hbm_capacity x hbm_scale. */

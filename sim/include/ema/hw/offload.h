@@ -31,7 +31,10 @@
  *            measured on H200 by validate/offload-cost.py --latency-rates: the
  *            partial's median time beside four lender steps at 2-20% shares, x1.07
  *            to x1.44, median x1.165), as if alone on an idle lender
- *   remote   t_remote = max_j (t_send_j + t_att_j + t_back_j)
+ *   remote   t_remote = max_j (t_send_j + t_att_j + t_back_j), or with the server's
+ *            execution model (offexec.h) max_j (t_send_j + w_j + q_j + x_j + t_back_j),
+ *            the sends and returns over its trigger path (copy: plus
+ *            link.copy_fixed_cost each way)
  *   merge    per head of each of the step's u requests with remote KV, the
  *            split-KV merge reads its P partials ((d + 1) 4 bytes each: one
  *            per lender holding part of it, and the local one) and writes the
@@ -107,6 +110,10 @@ typedef struct {
   guint64 new_kv;       /* of those requests, the ones whose new token's K/V the lender stores */
   gboolean lender_busy; /* the lender's own tenant is running requests: its steps run beside
                          * the partial, which takes 1 + gpu.offload_partial_slowdown as long */
+  /* the execution model's (offexec.h) per-layer wait before the partial runs (s), and its run
+   * over its time alone (0: the co-running factor above, offload.h's own model) */
+  double wait_s;
+  double run_scale;
 } EmaOffloadShare;
 
 /* Where the offloaded part of a borrower's step goes, per layer (seconds)
@@ -160,6 +167,9 @@ double ema_offload_lender_share(const EmaOffloadModel *offload, const EmaOffload
  * ALLOWANCE (a share of the lender's HBM time, 0..1). */
 double ema_offload_max_context(const EmaOffloadModel *offload, double allowance,
                                EmaTime borrower_step);
+
+/* t_att_j of SHARE on an idle lender, one layer (s): the partial alone. */
+double ema_offload_partial_alone_s(const EmaOffloadModel *offload, const EmaOffloadShare *share);
 
 /* KV bytes per token on one GPU of the group, all layers (layers x kv_l). */
 double ema_offload_kv_bytes_per_token(const EmaOffloadModel *offload);

@@ -82,8 +82,18 @@ typedef enum {
 
 /* Load the profile in directory DIR (DIR/profile.yaml and its tables).
  * Imports whose data set is absent are skipped and named in the warnings
- * (ema_profile_warnings); every other error fails the load. */
+ * (ema_profile_warnings); every other error in profile.yaml or its tables
+ * fails the load. An import's data set is read on the first lookup of an
+ * operator kind it feeds (a run reads only what its operators need); an
+ * error in it is kept for ema_profile_check(), its rows left out. */
 EmaProfile *ema_profile_load(const char *dir, GError **error);
+/* FALSE with the first error of an import read so far (the caller of a
+ * lookup that may have read one: the step model after resolving its
+ * operators). */
+gboolean ema_profile_check(const EmaProfile *profile, GError **error);
+/* Read every import now (`describe hwmodel`, which counts the rows); its
+ * first error as ema_profile_check(). */
+gboolean ema_profile_read_all(const EmaProfile *profile, GError **error);
 /* The profile NAME, loaded once per process and kept (never freed): the
  * first DIR/NAME/profile.yaml over EMA_PROFILE_PATH (colon-separated), then
  * the built-in hwmodels/profiles. Thread-safe. */
@@ -125,6 +135,11 @@ void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtyp
                                  guint kv_heads, guint head_dim, EmaProfileOp *op);
 void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts, guint64 k,
                         guint64 n, EmaProfileOp *op);
+/* A whole MoE layer's experts as one fused kernel (vLLM's fused_moe: both
+ * projections and the activation) of HIDDEN and per-GPU FFN width FFN,
+ * TOPK of EXPERTS experts per token; x the tokens. */
+void ema_profile_op_moe_fused(const EmaProfile *profile, EmaProfileDtype dtype, guint64 hidden,
+                              guint64 ffn, guint topk, guint experts, EmaProfileOp *op);
 void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *name,
                                 guint64 width, EmaProfileOp *op);
 void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,

@@ -242,6 +242,9 @@ guint64 ema_pool_slices_staging(const EmaPool *pool, guint gpu);
  * far, over what they would have taken with only GPU's own prefetch copies
  * landing. */
 EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu);
+/* Seeds the pool's own stream of the partials' draws (server offload.partial_p90 above 1,
+ * offexec.h; nothing otherwise) with SEED. */
+void ema_pool_set_seed(EmaPool *pool, guint64 seed);
 /* SINK gets every pool event (borrow, return, reclaim, refuse; core.h's
  * EmaPoolEvent with its reason) as it happens; NULL: none. */
 void ema_pool_set_event_sink(EmaPool *pool, void (*sink)(gpointer data, const EmaPoolEvent *event),

@@ -53,7 +53,10 @@ void ema_output_print_ops(FILE *out, const EmaOpsReport *report);
 /* Write DIR/summary.json for a serving run. */
 gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *experiment,
                                           const EmaServingReport *report, GError **error);
-/* Print the per-tenant results as a table. */
-void ema_output_print_serving(FILE *out, const EmaServingReport *report);
+/* Print the per-tenant results as a table, then each tenant's fidelity
+ * (fidelity.h: validated with its measured error, or unvalidated and why),
+ * tenants of one status on one line. */
+void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
+                              const EmaServingReport *report);
 
 G_END_DECLS
