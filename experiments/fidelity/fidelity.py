@@ -230,50 +230,41 @@ def set_profile_keys(text, values):
 # ---- the fidelity table -------------------------------------------------------
 
 FIDELITY_HEADER = """\
-# hwmodels/fidelity.yaml: the measured error of each combination EMA was checked against real runs,
-# written by `experiments/fidelity/run --update` (experiments/fidelity/README.md); do not edit.
+# hwmodels/fidelity.yaml: the measured error of each combination the simulator has been checked
+# against real serving runs (sim/run/fidelity.c reads it; every serving summary.json and
+# tenants.csv says, per tenant, its combination's row or "unvalidated").
 #
-# rows: one per combination and kind of check, keyed by
-#   gpu        hwmodels/gpus/NAME.yaml of the measured GPU (h100-sxm, a100-sxm-80gb, h200-sxm)
-#   tp         tensor-parallel degree
-#   weights    weight dtype (bf16, fp16, fp8)
-#   kv_cache   KV-cache dtype
-#   engine     hwmodels/engines/NAME.yaml of the replay, or "none" (kernel steps, static
-#              batches of an unnamed engine)
-#   kind       serving: whole runs replayed, errors of per-stage/per-run means;
-#              static:  static batches (prefill time, per-iteration decode time);
-#              steps:   whole GPU steps against the step model
-# errors: relative, as fractions (0.05 = 5%); *_error is the median over the rows' held-out
-# (predicted) runs or stages of |simulated - measured| / measured, *_worst their largest; keys a
-# kind does not measure are absent
-#   serving: ttft_mean_error, ttft_mean_worst, tpot_mean_error, tpot_mean_worst,
-#            e2e_mean_error, e2e_mean_worst
-#   static:  prefill_error, prefill_worst, decode_error, decode_worst
-#   steps:   step_error, step_worst
-# runs       how many held-out runs (serving), batch points (static) or steps (steps) the errors cover
-# fitted     how many runs of the combination the engine profile was fitted on (not in the errors)
-# source     the data set (../shared/groundtruth/... or validate/results/...) and the replay
-# A combination with no row is unvalidated.
+# A combination is a GPU (its operator profile, gpu.profile), a tensor-parallel degree, the
+# weight type (16-bit: bf16 or fp16; fp8: one scale per tensor; fp8-block), the KV-cache type
+# (16-bit or fp8) and an engine profile (hwmodels/engines). Its errors are the worst
+# |predicted / measured - 1| of the TTFT, TPOT and E2E means (per stage of a run with load
+# stages) over the real runs the simulator predicted (not those a parameter was fitted on), with
+# the runs' count and source. The medians, the fitted runs, the static batches and the whole-step
+# checks are in experiments/fidelity/README.md.
+# Written by experiments/fidelity/run --update; edit it only through that command.
 """
+
+FIDELITY_KEYS = ("gpu", "tp", "weights", "kv_cache", "engine", "ttft_mean_error",
+                 "tpot_mean_error", "e2e_mean_error", "runs", "source")
 
 
 def fidelity_yaml(rows):
-    """The text of hwmodels/fidelity.yaml for ROWS (dicts; key order kept;
-    floats to four decimals, strings quoted)."""
-    out = [FIDELITY_HEADER, "rows:\n"]
+    """The text of hwmodels/fidelity.yaml for ROWS (dicts with FIDELITY_KEYS;
+    errors as fractions, written as percentages)."""
+    out = [FIDELITY_HEADER, "combinations:\n"]
     for row in rows:
-        first = True
-        for key, value in row.items():
-            if value is None:
-                continue
-            if isinstance(value, float):
-                v = "%.4f" % value
-            elif isinstance(value, int):
-                v = str(value)
-            else:
+        missing = [k for k in FIDELITY_KEYS if row.get(k) is None]
+        if missing:
+            raise FidelityError("fidelity row %s lacks %s" % (row, ", ".join(missing)))
+        for n, key in enumerate(FIDELITY_KEYS):
+            value = row[key]
+            if key.endswith("_error"):
+                v = "%.1f%%" % (100 * value)
+            elif key == "source":
                 v = '"%s"' % str(value).replace('"', "'")
-            out.append("%s%s: %s\n" % ("  - " if first else "    ", key, v))
-            first = False
+            else:
+                v = str(value)
+            out.append("%s%s: %s\n" % ("    " if n else "  - ", key, v))
     return "".join(out)
 
 
