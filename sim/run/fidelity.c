@@ -180,6 +180,11 @@ static void add_string(JsonBuilder *builder, const char *name, const char *value
   json_builder_add_string_value(builder, value);
 }
 
+static void add_double(JsonBuilder *builder, const char *name, double value) {
+  json_builder_set_member_name(builder, name);
+  json_builder_add_double_value(builder, value);
+}
+
 void ema_fidelity_add_json(JsonBuilder *builder, const EmaFidelity *f) {
   const struct {
     const char *name, *value;
@@ -196,10 +201,8 @@ void ema_fidelity_add_json(JsonBuilder *builder, const EmaFidelity *f) {
   add_string(builder, "engine_versions", f->engine_versions);
   add_string(builder, "engine_fitted_on", f->engine_fitted_on);
   add_string(builder, "scheduler", f->scheduler);
-  json_builder_set_member_name(builder, "step_cpu_cost_s");
-  json_builder_add_double_value(builder, f->step_cpu_cost_s);
-  json_builder_set_member_name(builder, "step_cpu_cost_per_seq_s");
-  json_builder_add_double_value(builder, f->step_cpu_cost_per_seq_s);
+  add_double(builder, "step_cpu_cost_s", f->step_cpu_cost_s);
+  add_double(builder, "step_cpu_cost_per_seq_s", f->step_cpu_cost_per_seq_s);
   json_builder_set_member_name(builder, "cpu_overlap");
   json_builder_add_boolean_value(builder, f->cpu_overlap);
   add_string(builder, "gpu", f->gpu);
@@ -221,12 +224,9 @@ void ema_fidelity_add_json(JsonBuilder *builder, const EmaFidelity *f) {
   if (f->validated) {
     json_builder_set_member_name(builder, "measured_error");
     json_builder_begin_object(builder);
-    json_builder_set_member_name(builder, "ttft_mean");
-    json_builder_add_double_value(builder, f->ttft_error);
-    json_builder_set_member_name(builder, "tpot_mean");
-    json_builder_add_double_value(builder, f->tpot_error);
-    json_builder_set_member_name(builder, "e2e_mean");
-    json_builder_add_double_value(builder, f->e2e_error);
+    add_double(builder, "ttft_mean", f->ttft_error);
+    add_double(builder, "tpot_mean", f->tpot_error);
+    add_double(builder, "e2e_mean", f->e2e_error);
     json_builder_set_member_name(builder, "runs");
     json_builder_add_int_value(builder, f->runs);
     add_string(builder, "source", f->validation_source);

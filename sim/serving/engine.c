@@ -13,7 +13,10 @@
  * block size (block_tokens, 16 by default). A step lasts the step cost
  * (GPU) + its CPU time (step_cpu_cost + step_cpu_cost_per_seq per request
  * scheduled; under cpu_overlap, async scheduling, the longer of the GPU and
- * the CPU time instead of their sum) + any swap time.
+ * the CPU time instead of their sum) + any swap time. Under cpu_overlap the
+ * engine schedules a step while the one before runs (vLLM's async
+ * scheduling): a request that arrived after that step began is admitted one
+ * step later, unless the step would otherwise be empty.
  *
  * Scheduling one step (as vLLM v1): running requests first, oldest first;
  * if one needs a block and none is free, the newest running request is
@@ -338,7 +341,11 @@ struct _EmaEngine {
   guint64 each_cap;
   EmaIdMap *by_serial; /* serial -> Req, every waiting and running request */
   guint64 next_serial;
-  EmaTime last_step_start;   /* start of the step in flight, or of the last one */
+  EmaTime last_step_start; /* start of the step in flight, or of the last one */
+  EmaTime last_step_end;   /* end of the last step done (-1: none) */
+  /* async scheduling (cpu_overlap): this step was scheduled while the last one ran, so a
+   * request that arrived after that one began joins the step after; -1: no cutoff */
+  EmaTime admit_cutoff;
   ReqArray heap;             /* min-heap on (finish_at, seq) */
   gboolean steady_scheduled; /* the region holds its blocks for the step in flight */
 
@@ -1247,6 +1254,11 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
     guint32 resume_kv, chunk, hits;
     guint64 need, free_now, revived = 0, fetched = 0;
     engine->work++;
+    /* async scheduling: one that arrived after the last step began waits for the next step,
+     * unless this step would otherwise hold nothing (the engine then schedules at once) */
+    if (engine->admit_cutoff >= 0 && request->arrival > engine->admit_cutoff &&
+        (engine->batch.len > 0 || engine->running.length > 0))
+      break;
     if (footprint(engine, request) > total_blocks(engine)) {
       /* the memory shrank under it: it can never fit any more */
       g_queue_unlink(&engine->waiting, &req->link);
@@ -1333,6 +1345,10 @@ static void kick(EmaEngine *engine) {
   g_assert_cmpuint(engine->steady, <=, budget);
   engine->free_at_start = free_blocks(engine);
   engine->taken_this_step = 0;
+  engine->admit_cutoff = engine->config.cpu_overlap && engine->last_step_end >= 0 &&
+                                 engine->last_step_end == ema_sim_now(engine->sim)
+                             ? engine->last_step_start
+                             : -1;
   engine->running_at_start = engine->running.length;
   engine->waiting_head_at_start = engine->waiting.head ? engine->waiting.head->data : NULL;
   engine->shortage_noted = FALSE;
@@ -1412,6 +1428,7 @@ static void on_step_done(EmaSim *sim, EmaEvent *event, gpointer data) {
   EmaEngine *engine = data;
   EmaTime now = ema_sim_now(sim);
   engine->step_in_flight = FALSE;
+  engine->last_step_end = now;
   /* the steady region decodes one token each (not in a V0 prefill-only step) */
   if (engine->steady_scheduled)
     advance_clock(engine);
@@ -1488,6 +1505,8 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
   engine->phase_members = g_new0(GQueue, engine->config.block_tokens);
   engine->by_serial = ema_id_map_new();
   engine->last_step_start = -1;
+  engine->last_step_end = -1;
+  engine->admit_cutoff = -1;
   engine->cache = ema_id_map_new();
   g_queue_init(&engine->evictable);
   g_queue_init(&engine->tier);

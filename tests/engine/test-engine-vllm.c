@@ -207,6 +207,30 @@ static void test_step_cpu_cost_per_seq(void) {
   run_clear(&r);
 }
 
+/* Async scheduling's admission: r0 (prompt 16, output 5) at 0, r1 (prompt
+ * 16, output 2) at 1.5 ms, steps of 1 ms. Without overlap r1 joins the step
+ * at 2 ms (first token at 3 ms); with cpu_overlap the step at 2 ms was
+ * scheduled while the one at 1 ms ran, before r1 arrived: r1 joins the step
+ * at 3 ms (first token at 4 ms). A request arriving at an idle engine is
+ * scheduled at once either way (r0: first token at 1 ms). */
+static void test_async_admission(void) {
+  const EmaRequestRecord records[] = {
+      {.arrival = 0, .prompt_tokens = 16, .output_tokens = 5, .id = 0},
+      {.arrival = EMA_US(1500), .prompt_tokens = 16, .output_tokens = 2, .id = 1},
+  };
+  EmaEngineConfig config = {.scheduler = EMA_SCHEDULER_V1};
+  Run r = {0};
+  run(&r, config, records, 2, 10);
+  g_assert_cmpint(done(&r, 1)->first_token, ==, 3 * STEP);
+  run_clear(&r);
+  config.cpu_overlap = TRUE;
+  run(&r, config, records, 2, 10);
+  g_assert_cmpint(done(&r, 0)->first_token, ==, STEP);
+  g_assert_cmpint(done(&r, 1)->first_token, ==, 4 * STEP);
+  g_assert_cmpint(done(&r, 1)->finished, ==, 5 * STEP);
+  run_clear(&r);
+}
+
 /* r0 (prompt 16, output 4) at 0, r1 (prompt 16, output 2) at 1.5 ms.
  * V1: step 3 (2-3 ms) decodes r0 and prefills r1 together; r0's 4th token
  * and r1's 2nd come at 4 ms. V0: step 3 only prefills r1 (r0 waits), step 4
@@ -578,6 +602,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine-vllm/max-model-len", test_max_model_len);
   g_test_add_func("/engine-vllm/step-cpu-cost", test_step_cpu_cost);
   g_test_add_func("/engine-vllm/step-cpu-cost-per-seq", test_step_cpu_cost_per_seq);
+  g_test_add_func("/engine-vllm/async-admission", test_async_admission);
   g_test_add_func("/engine-vllm/v0-prefill-first", test_v0_prefill_first);
   g_test_add_func("/engine-vllm/closed-loop", test_closed_loop);
   g_test_add_func("/engine-vllm/closed-loop-reject", test_closed_loop_reject);

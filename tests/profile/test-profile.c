@@ -404,6 +404,14 @@ static void test_import_precedence(void) {
   g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "B");
 }
 
+/* The GEMM of (M, K, N) in DTYPE takes WANT us. */
+static void assert_gemm_us(const EmaProfile *p, EmaProfileDtype dtype, double m, guint64 k,
+                           guint64 n, double want) {
+  double us = 0;
+  g_assert_true(ema_profile_gemm(p, dtype, m, k, n, &us));
+  g_assert_cmpfloat(fabs(us - want), <, 1e-9);
+}
+
 /* An AIConfigurator GEMM grid (k and n in {64, 128}, m 1 and 2; the dtype
  * from its constants file for one table, a column for the other): a shape
  * inside the grid is bilinear in k and n, past it proportional, below it
@@ -423,23 +431,17 @@ static void test_import_gemm_grid(void) {
       "g/gemm_perf.constants.yaml", "gemm_dtype: \"bfloat16\"\n", "f/gemm_perf.csv",
       "gemm_dtype,m,n,k,latency\nfp8,1,64,64,0.004\nfp8,2,64,64,0.006\nnvfp4,1,64,64,0.001\n",
       NULL);
-  /* (k 96, n 96): halfway in both: (8 + 14 + 13 + 23) / 4 = 14.5 us at m 1 */
-  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 1, 96, 96, &us));
-  g_assert_cmpfloat(fabs(us - 14.5), <, 1e-9);
-  /* and 29 at m 2; 21.75 at m 1.5 (linear in m) */
-  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 2, 96, 96, &us));
-  g_assert_cmpfloat(fabs(us - 29), <, 1e-9);
-  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 1.5, 96, 96, &us));
-  g_assert_cmpfloat(fabs(us - 21.75), <, 1e-9);
-  /* (k 256, n 64): past the grid in k, twice (128, 64)'s 13 */
-  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 1, 256, 64, &us));
-  g_assert_cmpfloat(fabs(us - 26), <, 1e-9);
-  /* (k 32, n 64): below it, the grid's (64, 64) */
-  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_BF16, 1, 32, 64, &us));
-  g_assert_cmpfloat(fabs(us - 8), <, 1e-9);
+  /* (k 96, n 96): halfway in both: (8 + 14 + 13 + 23) / 4 = 14.5 us at m 1;
+   * 29 at m 2, 21.75 at m 1.5 (linear in m) */
+  assert_gemm_us(p, EMA_PROFILE_BF16, 1, 96, 96, 14.5);
+  assert_gemm_us(p, EMA_PROFILE_BF16, 2, 96, 96, 29);
+  assert_gemm_us(p, EMA_PROFILE_BF16, 1.5, 96, 96, 21.75);
+  /* (k 256, n 64): past the grid in k, twice (128, 64)'s 13; (k 32, n 64):
+   * below it, the grid's (64, 64) */
+  assert_gemm_us(p, EMA_PROFILE_BF16, 1, 256, 64, 26);
+  assert_gemm_us(p, EMA_PROFILE_BF16, 1, 32, 64, 8);
   /* FP8: its own rows (4 us), bf16's never; block-scaled FP8 has none */
-  g_assert_true(ema_profile_gemm(p, EMA_PROFILE_FP8, 1, 64, 64, &us));
-  g_assert_cmpfloat(fabs(us - 4), <, 1e-9);
+  assert_gemm_us(p, EMA_PROFILE_FP8, 1, 64, 64, 4);
   g_assert_false(ema_profile_gemm(p, EMA_PROFILE_FP8_BLOCK, 1, 64, 64, &us));
 }
 
