@@ -255,8 +255,12 @@ static gboolean timed_next(EmaTraceSource *src, EmaRequestRecord *out, GError **
                              quoted, self->prev_line);
       return FALSE;
     }
-    if (self->first_time < 0 && t > G_MAXINT64 + self->first_time) { /* t - first overflows */
-      ema_trace_reader_error(&csv->reader, error, EMA_TRACE_ERROR_PARSE, "%s: out of range", tname);
+    if (!ema_trace_arrival_in_range(self->first_time, t)) {
+      g_autofree char *quoted = ema_trace_quote(tf->p, tf->len);
+      ema_trace_reader_error(&csv->reader, error, EMA_TRACE_ERROR_PARSE,
+                             "%s: %s is more than %.0f s (about 146 years) after the first "
+                             "request: past the last time the simulator can serve it",
+                             tname, quoted, (double) EMA_TRACE_MAX_ARRIVAL / 1e9);
       return FALSE;
     }
     self->prev_time = t;

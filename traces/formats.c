@@ -78,7 +78,7 @@ static gboolean header_has_words(const char *lower, const char *const *words) {
 /* Guess the format from the first line: '{' is JSONL (Mooncake), otherwise a
  * CSV header is recognised by the words of a row above. Vidur's header is
  * tried before Azure's (a Vidur file may carry a timestamp column too). */
-static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **error) {
+gboolean ema_trace_format_sniff(const char *path, EmaTraceFormat *format, GError **error) {
   static const EmaTraceFormat csv_order[] = {EMA_TRACE_FORMAT_VIDUR, EMA_TRACE_FORMAT_BURSTGPT,
                                              EMA_TRACE_FORMAT_AZURE, EMA_TRACE_FORMAT_LENGTHS};
   EmaTraceReader reader;
@@ -124,7 +124,7 @@ static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **
 EmaTraceSource *ema_trace_source_open(EmaTraceFormat format, const char *path, GError **error) {
   g_return_val_if_fail(path != NULL, NULL);
 
-  if (format == EMA_TRACE_FORMAT_AUTO && !sniff_format(path, &format, error))
+  if (format == EMA_TRACE_FORMAT_AUTO && !ema_trace_format_sniff(path, &format, error))
     return NULL;
   const FormatRow *row = row_of(format);
   g_return_val_if_fail(row != NULL && format != EMA_TRACE_FORMAT_AUTO, NULL);

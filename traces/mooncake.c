@@ -169,8 +169,12 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
                            ema_trace_format_time(t, buf), self->prev_line);
     return -1;
   }
-  if (self->first_time < 0 && t > G_MAXINT64 + self->first_time) {
-    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "timestamp out of range");
+  if (!ema_trace_arrival_in_range(self->first_time, t)) {
+    char buf[32];
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
+                           "timestamp %s is more than %.0f s (about 146 years) after the first "
+                           "request: past the last time the simulator can serve it",
+                           ema_trace_format_time(t, buf), (double) EMA_TRACE_MAX_ARRIVAL / 1e9);
     return -1;
   }
   self->prev_time = t;

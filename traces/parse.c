@@ -237,3 +237,7 @@ const char *ema_trace_format_time(EmaTime t, char *buf) {
              mag / 1000000000u, mag % 1000000000u);
   return buf;
 }
+
+gboolean ema_trace_arrival_in_range(EmaTime first, EmaTime t) {
+  return first >= 0 ? t - first <= EMA_TRACE_MAX_ARRIVAL : t <= EMA_TRACE_MAX_ARRIVAL + first;
+}

@@ -112,6 +112,10 @@ const char *ema_trace_parse_decimal(const char *p, gsize len, int scale_digits, 
  * Unix epoch (UTC). */
 const char *ema_trace_parse_datetime(const char *p, gsize len, gint64 *ns);
 
+/* T, a timestamp not earlier than FIRST (the trace's first), is at most
+ * EMA_TRACE_MAX_ARRIVAL after it (computed without overflow). */
+gboolean ema_trace_arrival_in_range(EmaTime first, EmaTime t);
+
 /* "1.500000000 s": a time for messages, written into BUF (>= 32 bytes). */
 const char *ema_trace_format_time(EmaTime t, char *buf);
 

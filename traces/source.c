@@ -7,7 +7,9 @@
  * Invariants kept here for every source: once a subclass's next() returns
  * FALSE it is never called again, and later calls return FALSE with a copy
  * of the same error (or none); the arrivals handed out never decrease
- * (asserted: the subclasses check their input, so a violation is a bug). */
+ * (asserted: the subclasses check their input, so a violation is a bug);
+ * none is later than EMA_TRACE_MAX_ARRIVAL (an error: input can ask for
+ * it, e.g. a timestamp of 9e9 s or a rate of 1e-9). */
 #include <string.h>
 
 #include "private.h"
@@ -40,6 +42,17 @@ gboolean ema_trace_source_next(EmaTraceSource *src, EmaRequestRecord *out, GErro
       src->error = g_error_copy(local);
       g_propagate_error(error, local);
     }
+    return FALSE;
+  }
+  if (out->arrival > EMA_TRACE_MAX_ARRIVAL) {
+    src->done = TRUE;
+    src->error = g_error_new(EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE,
+                             "request %" G_GUINT64_FORMAT " (number %" G_GUINT64_FORMAT
+                             " of the trace) arrives at %.6g s, past the last time the "
+                             "simulator can serve it (%.6g s, about 146 years)",
+                             out->id, src->count + 1, (double) out->arrival / 1e9,
+                             (double) EMA_TRACE_MAX_ARRIVAL / 1e9);
+    g_propagate_error(error, g_error_copy(src->error));
     return FALSE;
   }
   g_assert(out->arrival >= src->last_arrival);

@@ -22,7 +22,9 @@ static gboolean synthetic_next(EmaTraceSource *src, EmaRequestRecord *out, GErro
   if (self->max_requests > 0 && src->count >= self->max_requests)
     return FALSE;
   EmaTime t = ema_trace_arrivals_next(self->arrivals);
-  if ((self->duration > 0 && t >= self->duration) || t == EMA_TIME_NEVER)
+  /* an arrival past the clock (EMA_TIME_NEVER) is handed out: the source's
+   * limit (EMA_TRACE_MAX_ARRIVAL) makes it an error, not a silent end */
+  if (self->duration > 0 && t >= self->duration)
     return FALSE;
   out->arrival = t;
   out->prompt_tokens = ema_trace_lengths_draw(self->prompt);

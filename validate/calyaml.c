@@ -89,13 +89,13 @@ static char *format_ratio(double ratio) {
 }
 
 /* The value a formatted bandwidth parses back to, so that bounds are
- * checked on what the file will say. */
+ * checked on what the file will say; a value that does not parse back (not
+ * finite, not positive: degenerate measurements) as it is, for the check
+ * of the written file to name. */
 static double rounded_bandwidth(double bytes_per_s) {
   g_autofree char *text = format_bandwidth(bytes_per_s);
   double value = 0;
-  gboolean ok = ema_units_parse_bandwidth(text, &value, NULL);
-  g_assert(ok);
-  return value;
+  return ema_units_parse_bandwidth(text, &value, NULL) ? value : bytes_per_s;
 }
 
 /* "  key: value" padded to the comment column, then "# comment". PREFIX is
@@ -567,9 +567,13 @@ gboolean ema_calibration_write(const EmaCalibrationFigures *figures, const char 
     g_error_free(local);
     return FALSE;
   }
+  /* a model that does not load as a server is not left behind */
   server = ema_params_load_file(&ema_server_params, path, error);
-  if (server == NULL)
+  if (server == NULL) {
+    (void) g_remove(path);
+    g_prefix_error(error, "the derived model does not load as a server (%s not kept): ", path);
     return FALSE;
+  }
   ema_params_free(&ema_server_params, server);
   return TRUE;
 }

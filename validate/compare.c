@@ -165,18 +165,25 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
       data_error(error, path, "ops[%u].seconds (%s): missing or not a positive number", i, got);
       return NULL;
     }
+    if (seconds * 1e9 >= (double) EMA_TIME_NEVER) {
+      data_error(error, path,
+                 "ops[%u].seconds (%s): %g s is longer than the simulator's clock counts "
+                 "(2^63 ns, about 292 years)",
+                 i, got, seconds);
+      return NULL;
+    }
     if (!get_number(json_node_get_object(node), "bandwidth_gbps", &gbps) || gbps < 0) {
       data_error(error, path, "ops[%u].bandwidth_gbps (%s): missing or not a number >= 0", i, got);
       return NULL;
     }
-    result.seconds_ns = (EmaTime) llround(seconds * 1e9);
+    result.seconds_ns = ema_llround(seconds * 1e9);
     result.bandwidth = gbps * 1e9;
     ema_compare_judge(&result, expect, experiment, report);
     if (result.spec)
       simulated += seconds;
     g_array_append_val(report->ops, result);
   }
-  report->simulated = (EmaTime) llround(simulated * 1e9);
+  report->simulated = ema_llround(simulated * 1e9);
   return g_steal_pointer(&report);
 }
 

@@ -192,8 +192,11 @@ static gboolean check_points(const EmaCopyPoint *points, guint n, gboolean with_
   return TRUE;
 }
 
-/* The fit proper; GSL's abort-on-error handler is off while it runs. */
-static void fit_points(const EmaCopyPoint *points, guint n, gboolean with_ramp, EmaCopyFit *out) {
+/* The fit proper; GSL's abort-on-error handler is off while it runs.
+ * Points that admit no finite fit (times so small or sizes so large that
+ * the sums overflow or underflow) are an error, not an abort. */
+static gboolean fit_points(const EmaCopyPoint *points, guint n, gboolean with_ramp, EmaCopyFit *out,
+                           GError **error) {
   FitProblem problem = {points, n, with_ramp};
   double theta[N_PARAMS], chisq, ramp_bytes = 0;
   double sum_sq = 0, worst = 0;
@@ -225,7 +228,13 @@ static void fit_points(const EmaCopyPoint *points, guint n, gboolean with_ramp, 
   /* The support {s} alone always has a feasible solution (every a_i >= 0
    * and the right-hand side is positive), so the best support is finite. */
   chisq = solve_for_ramp(&problem, with_ramp ? ramp_bytes : 1.0, theta);
-  g_assert(isfinite(chisq));
+  if (!isfinite(chisq) || !isfinite(1.0 / theta[PARAM_SLOPE]) || !(theta[PARAM_SLOPE] > 0)) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_FIT,
+                "copy fit: %u points (%g to %g s) admit no finite fit: are the times in "
+                "seconds, and measured?",
+                n, points[0].seconds, points[n - 1].seconds);
+    return FALSE;
+  }
 
   out->fixed_s = theta[PARAM_FIXED];
   out->ramp_s = with_ramp ? theta[PARAM_RAMP] : 0;
@@ -239,18 +248,20 @@ static void fit_points(const EmaCopyPoint *points, guint n, gboolean with_ramp, 
   }
   out->max_rel_error = worst;
   out->rms_rel_error = sqrt(sum_sq / n);
+  return TRUE;
 }
 
 gboolean ema_copy_fit(const EmaCopyPoint *points, guint n, gboolean with_ramp, EmaCopyFit *out,
                       GError **error) {
   gsl_error_handler_t *previous;
+  gboolean ok;
   g_return_val_if_fail(out != NULL, FALSE);
   if (!check_points(points, n, with_ramp, error))
     return FALSE;
   previous = gsl_set_error_handler_off();
-  fit_points(points, n, with_ramp, out);
+  ok = fit_points(points, n, with_ramp, out, error);
   gsl_set_error_handler(previous);
-  return TRUE;
+  return ok;
 }
 
 double ema_copy_fit_time(const EmaCopyFit *fit, double bytes) {

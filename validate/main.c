@@ -402,6 +402,9 @@ static int command_run(int argc, char **argv, const char *command) {
   return 0;
 }
 
+/* What compare writes into its folder (kept beside the measurements). */
+static const char *const compare_entries[] = {"compare.csv", "compare.md", "sim", NULL};
+
 static int command_compare(int argc, char **argv, const char *command) {
   g_auto(RunArguments) a = {0};
   g_autofree char *measured_dir = NULL;
@@ -467,7 +470,8 @@ static int command_compare(int argc, char **argv, const char *command) {
 
   /* the simulator's own outputs beside the comparison */
   sim_dir = g_build_filename(dir, "sim", NULL);
-  if (!ema_output_prepare_dir(sim_dir, &error) ||
+  if (!ema_output_claim_dir_full(dir, compare_entries, EMA_OUTPUT_CLAIM_KEEP, &error) ||
+      !ema_output_claim_dir(sim_dir, NULL, &error) ||
       !ema_output_write_resolved(sim_dir, experiment, &error) ||
       !ema_output_write_ops_summary(sim_dir, experiment, simulated,
                                     (double) (g_get_monotonic_time() - wall_start) / 1e6, &error))

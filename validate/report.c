@@ -271,6 +271,11 @@ static GHashTable *read_samples(EmaCsv *samples, GError **error) {
       row_error(samples, 2, error, "us is not a number");
       return NULL;
     }
+    /* a measured time: never negative (a time that went backwards is no sample) */
+    if (!(us >= 0) || !isfinite(us)) {
+      row_error(samples, 2, error, "us must be a finite time >= 0");
+      return NULL;
+    }
     values = g_hash_table_lookup(by_name, f[0]);
     if (values == NULL) {
       values = g_array_new(FALSE, FALSE, sizeof(double));

@@ -296,7 +296,7 @@ static gboolean measure_op(Run *run, const EmaOpSpec *op, GError **error) {
   m = ema_report_add(run->raw, "op", op->name, op->flows->len > 1 ? "several" : src,
                      op->flows->len > 1 ? "several" : dst, ema_op_bytes(op), bytes, samples,
                      run->options->repeats);
-  result.seconds_ns = (EmaTime) llround(m->stats.median * 1e9);
+  result.seconds_ns = ema_llround(m->stats.median * 1e9);
   result.bandwidth = bytes / m->stats.median;
   ema_compare_judge(&result, &op->expect, run->experiment, run->report);
   g_array_append_val(run->report->ops, result);
@@ -363,7 +363,7 @@ static gboolean measure_decode(Run *run, const EmaDecodeScenarioSpec *d, const c
              "as the link lets them)\n",
              d->peer_pull / 1e9, measured.pull_rate / 1e9);
   }
-  result.seconds_ns = (EmaTime) llround(m->stats.median * 1e9);
+  result.seconds_ns = ema_llround(m->stats.median * 1e9);
   result.bandwidth = model_bytes(run->experiment, d, measured.bytes) / m->stats.median;
   ema_compare_judge(&result, &d->expect, run->experiment, run->report);
   g_array_append_val(run->report->ops, result);
@@ -447,6 +447,10 @@ static gboolean output_ok(gboolean ok, GError **error) {
   return ok;
 }
 
+/* What a measuring run writes into its folder beside a run's own entries. */
+static const char *const run_entries[] = {"decode.csv",  "provenance.txt", "measurements.csv",
+                                          "samples.csv", "derived.csv",    NULL};
+
 EmaOpsReport *ema_run_experiment(const EmaExperiment *experiment, const EmaRunOptions *options,
                                  const char *dir, GError **error) {
   g_autoptr(EmaOpsReport) report = g_new0(EmaOpsReport, 1);
@@ -474,10 +478,11 @@ EmaOpsReport *ema_run_experiment(const EmaExperiment *experiment, const EmaRunOp
                 count == 1 ? "" : "s");
     return NULL;
   }
+  /* the folder is claimed as ema-sim's runs claim theirs (output.h): what
+   * an earlier run wrote there goes, a user's file stays */
   if ((gpus = gpu_list(count, error)) == NULL ||
-      !output_ok(ema_output_prepare_dir(dir, error), error))
+      !output_ok(ema_output_claim_dir(dir, run_entries, error), error))
     return NULL;
-  (void) g_remove(csv); /* decode.csv gets this run's rows only */
 
   shapes = g_new0(EmaKernelShape, count);
   peer_enabled = g_new0(gboolean, (gsize) count * count);

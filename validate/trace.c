@@ -728,6 +728,17 @@ static gboolean repeat_runs(const char *name, guint *runs, gboolean *is_repeat, 
   return TRUE;
 }
 
+/* TEXT is a table name: one file name in the output folder (TABLE.csv),
+ * letters, digits, '_' and '-', not starting with '-'. */
+static gboolean is_table_name(const char *text) {
+  if (!g_ascii_isalnum(*text) && *text != '_')
+    return FALSE;
+  for (; *text; text++)
+    if (!g_ascii_isalnum(*text) && *text != '_' && *text != '-')
+      return FALSE;
+  return TRUE;
+}
+
 static gboolean parse_point(const char *name, Point *pt, GError **error) {
   g_auto(GStrv) words = g_strsplit(name + strlen(POINT_PREFIX), " ", -1);
   GPtrArray *keys = g_ptr_array_new(), *values = g_ptr_array_new();
@@ -749,6 +760,23 @@ static gboolean parse_point(const char *name, Point *pt, GError **error) {
                 "NVTX range '%s': not 'ema.point TABLE KEY=VALUE...'", name);
     return FALSE;
   }
+  /* the table names a file in the output folder, the keys and values
+   * become its CSV header and cells: nothing that leaves the folder or
+   * splits a cell */
+  if (!is_table_name(words[0])) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                "NVTX range '%s': table '%s' is not a table name (letters, digits, '_' and '-')",
+                name, words[0]);
+    return FALSE;
+  }
+  for (guint i = 0; pt->keys[i]; i++)
+    if (strpbrk(pt->keys[i], ",\"\r\n") || strpbrk(pt->values[i], ",\"\r\n")) {
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                  "NVTX range '%s': '%s=%s' holds a comma, quote or line break (a CSV cell "
+                  "cannot)",
+                  name, pt->keys[i], pt->values[i]);
+      return FALSE;
+    }
   pt->table = g_strdup(words[0]);
   return TRUE;
 }

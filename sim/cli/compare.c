@@ -176,6 +176,14 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
   if (!ema_sweep_resolve(comparison, error))
     return FALSE;
   for (guint p = 0; dirs[p]; p++)
+    if (ema_output_is_run_entry(dirs[p])) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                  "compare: variant '%s' would write its folder over the comparison's own %s: "
+                  "rename it",
+                  ema_sweep_variant_name(comparison, p), dirs[p]);
+      return FALSE;
+    }
+  for (guint p = 0; dirs[p]; p++)
     for (guint q = 0; q < p; q++)
       if (strcmp(dirs[p], dirs[q]) == 0) {
         g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,

@@ -66,8 +66,9 @@ static const char usage_text[] =
     "                         the largest share of a decode step's KV that can be remote\n"
     "                         while the step stays within F (default 5%) of all-local; writes\n"
     "                         DIR/frontier.csv and the figure DIR/plots/frontier.png\n"
-    "  sweep FILE [-o DIR] [-j N] [--fail-fast] [--list] [--part R/K] [--set key.path=value]...\n"
-    "        [--no-plot]      run every point of a sweep file (variants, sweep, repeats), N at\n"
+    "  sweep FILE [-o DIR] [-j N] [--fail-fast] [--timeout S] [--list] [--part R/K]\n"
+    "        [--set key.path=value]... [--no-plot]\n"
+    "                         run every point of a sweep file (variants, sweep, repeats), N at\n"
     "                         a time, each in DIR/POINT/; resumes; writes DIR/sweep.csv (under\n"
     "                         mpirun the points are spread over the ranks; --part R/K runs one\n"
     "                         share, e.g. of a job array)\n"
@@ -171,11 +172,21 @@ static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
 static void warn_all_rejected(const EmaServingReport *report) {
   for (guint i = 0; i < report->tenants->len; i++) {
     const EmaTenantResult *r = report->tenants->pdata[i];
-    if (r->arrived > 0 && r->rejected == r->arrived)
+    if (r->arrived > 0 && r->rejected == r->arrived) {
+      /* why, from the counts: over max_model_len, over the KV cache, or both */
+      guint64 too_long = r->rejected_too_long, too_big = r->rejected - r->rejected_too_long;
+      g_autofree char *why =
+          too_big == 0    ? g_strdup("prompt + output longer than the engine's max_model_len")
+          : too_long == 0 ? g_strdup("prompt + output larger than its KV cache")
+                          : g_strdup_printf("%" G_GUINT64_FORMAT
+                                            " longer than max_model_len, %" G_GUINT64_FORMAT
+                                            " larger than its KV cache",
+                                            too_long, too_big);
       fprintf(stderr,
               "ema-sim: warning: tenant %s: all %" G_GUINT64_FORMAT
-              " requests were rejected (prompt + output larger than its KV cache)\n",
-              r->spec->name, r->arrived);
+              " requests were rejected (%s)\n",
+              r->spec->name, r->arrived, why);
+    }
   }
 }
 
@@ -191,6 +202,11 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
          out_dir);
   warn_all_rejected(report);
+  if (report->timeline_capped_at >= 0)
+    fprintf(stderr,
+            "ema-sim: warning: timeline.csv stopped at %" G_GUINT64_FORMAT
+            " rows, at %.6g s (raise sample_period for all of the run)\n",
+            (guint64) experiment->timeline_rows, (double) report->timeline_capped_at / 1e9);
   return 0;
 }
 
@@ -291,8 +307,11 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
 /* The experiment's warnings (ema_experiment_warnings) on stderr. */
 static void print_warnings(const EmaExperiment *experiment) {
   g_autoptr(GPtrArray) warnings = ema_experiment_warnings(experiment);
+  g_autofree char *timeline = ema_serving_timeline_warning(experiment);
   for (guint i = 0; i < warnings->len; i++)
     fprintf(stderr, "ema-sim: warning: %s\n", (const char *) warnings->pdata[i]);
+  if (timeline)
+    fprintf(stderr, "ema-sim: warning: %s\n", timeline);
 }
 
 static int command_run(int argc, char **argv, gboolean check_only) {
@@ -629,6 +648,7 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step)
   puts("time_us");
   while (fgets(line, sizeof line, in)) {
     EmaStepBatch batch = {0};
+    EmaTime time;
     EmaCsvField fields[EMA_CSV_MAX_FIELDS];
     const char *problem = NULL;
     gsize at = 0;
@@ -673,7 +693,15 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step)
       fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": more logits than tokens\n", name, line_no);
       return 1;
     }
-    printf("%.3f\n", (double) ema_step_time(step, &batch, NULL) / 1e3);
+    time = ema_step_time(step, &batch, NULL);
+    if (time == EMA_TIME_NEVER) {
+      fprintf(stderr,
+              "%s:%" G_GUINT64_FORMAT ": the step takes longer than the simulator's clock "
+              "counts (2^63 ns, about 292 years)\n",
+              name, line_no);
+      return 1;
+    }
+    printf("%.3f\n", (double) time / 1e3);
   }
   return 0;
 }
@@ -1038,6 +1066,7 @@ static int command_sweep(int argc, char **argv) {
   g_auto(GStrv) overrides = NULL;
   g_auto(GStrv) plugin_dirs = NULL;
   gint jobs = -1; /* not given: one per CPU */
+  gint timeout_s = 0;
   gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE, reuse = FALSE;
   g_autoptr(EmaSweep) sweep = NULL;
   g_autoptr(GPtrArray) records = NULL;
@@ -1062,6 +1091,8 @@ static int command_sweep(int argc, char **argv) {
        "run without --part then gathers)",
        "R/K"},
       {"no-plot", 0, 0, G_OPTION_ARG_NONE, &no_plot, "Draw no figures at the end", NULL},
+      {"timeout", 0, 0, G_OPTION_ARG_INT, &timeout_s,
+       "Kill and fail a point still running after SECONDS (default: no limit)", "SECONDS"},
       {"reuse", 0, 0, G_OPTION_ARG_NONE, &reuse,
        "Resume points made by another build of ema-sim or its plugins (default: run them again)",
        NULL},
@@ -1077,6 +1108,8 @@ static int command_sweep(int argc, char **argv) {
   if (jobs != -1 && (jobs < 1 || jobs > 4096))
     return usage_error("--jobs: give a number of processes from 1 to 4096 (leave -j out for one "
                        "per CPU)");
+  if (timeout_s < 0)
+    return usage_error("--timeout: give a number of seconds, at least 1 (0: no limit)");
   if (part && !parse_part(part, &rank, &ranks))
     return usage_error("--part: give R/K with 0 <= R < K, e.g. --part 3/16");
   if (part && ema_sweep_mpi_launched_size() != 1)
@@ -1129,6 +1162,7 @@ static int command_sweep(int argc, char **argv) {
   options.jobs = jobs > 0 ? (guint) jobs : ranks > 1 ? 1 : MAX(1, g_get_num_processors());
   options.fail_fast = fail_fast;
   options.reuse_other_builds = reuse;
+  options.timeout_s = (guint) timeout_s;
   options.progress = rank == 0 && isatty(STDERR_FILENO);
   options.rank = rank;
   options.ranks = ranks;

@@ -9,9 +9,16 @@
  * written from the records in point order and from nothing else (no
  * times, no completion order); a summary.json counts as a finished point
  * only when it has the shape ema-sim run writes (a "sim" object and a list
- * of tenant or op objects); SIGINT, SIGTERM and SIGHUP are forwarded to
- * the running points, which are waited for before the sweep dies of the
- * same signal (no point process outlives the sweep). */
+ * of tenant or op objects) and every file its provenance hashed (binary,
+ * plugins, every input the run read) still has that hash, and a point
+ * counts as ok only when its process exited (a death by a signal is a
+ * failure, and its summary.json goes); each point runs in its own process
+ * group, killed with its point on a timeout, and dies with the sweep
+ * (PR_SET_PDEATHSIG: a sweep killed by SIGKILL leaves no point running to
+ * write into a folder a resumed sweep owns); SIGINT, SIGTERM and SIGHUP are
+ * forwarded to the running points' groups, which are waited for before the
+ * sweep dies of the same signal. The sweep's folder and each point's are
+ * claimed (output.h): a point's lock passes to the run that writes it. */
 #include "ema/cli/sweep.h"
 
 #include <errno.h>
@@ -19,6 +26,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -816,6 +824,8 @@ typedef struct {
   guint ran;     /* of which run now */
   guint failed;
   guint other_build; /* complete points made by another build, run again */
+  guint stale;       /* complete points made from files changed since, run again */
+  char *stale_file;  /* the first such file */
   char *build_id;    /* ema_output_build_id of the program that runs the points */
   gboolean stop;
   int signal;           /* the signal that stopped the sweep; 0: none */
@@ -828,6 +838,9 @@ typedef struct {
 typedef struct {
   Runner *runner;
   guint point;
+  GPid pid;
+  guint timeout;      /* its timeout source; 0: none */
+  gboolean timed_out; /* killed at the timeout */
 } Child;
 
 static char *point_dir(const Runner *runner, guint point) {
@@ -880,7 +893,7 @@ static char *last_log_line(const char *dir) {
     g_autofree char *path = g_build_filename(dir, names[n], NULL);
     g_autofree char *text = NULL;
     g_auto(GStrv) lines = NULL;
-    if (!g_file_get_contents(path, &text, NULL, NULL))
+    if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, NULL))
       continue;
     lines = g_strsplit(text, "\n", -1);
     for (guint i = g_strv_length(lines); i-- > 0;) {
@@ -892,15 +905,23 @@ static char *last_log_line(const char *dir) {
   return g_strdup("(it printed nothing)");
 }
 
-/* Open DIR/NAME for a child's output; -1 with an error. */
+/* Open DIR/NAME for a child's output; -1 with an error. The open never
+ * waits (a FIFO without a reader is refused) and what it opened must be a
+ * regular file. */
 static int open_log(const char *dir, const char *name, GError **error) {
   g_autofree char *path = g_build_filename(dir, name, NULL);
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    int saved = errno;
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0666);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    /* a FIFO without a reader answers ENXIO to a write open that won't wait */
+    int saved = fd < 0 ? errno : EINVAL;
+    if (fd >= 0)
+      close(fd);
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot write %s: %s", path,
-                g_strerror(saved));
+                saved == ENXIO || saved == EINVAL ? "not a regular file" : g_strerror(saved));
+    return -1;
   }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
 
@@ -923,20 +944,40 @@ static void finish_point(Runner *runner, guint point, EmaSweepRecord *record) {
   }
 }
 
+/* The point process's WAIT_STATUS as words; NULL when it exited 0. */
+static char *exit_how(const Child *child, gint wait_status) {
+  if (child->timed_out)
+    return g_strdup_printf("killed at the --timeout of %u s", child->runner->options->timeout_s);
+  if (WIFSIGNALED(wait_status))
+    return g_strdup_printf("killed by signal %d", WTERMSIG(wait_status));
+  if (WEXITSTATUS(wait_status) != 0)
+    return g_strdup_printf("exit %d", WEXITSTATUS(wait_status));
+  return NULL;
+}
+
+/* A point's record from its summary.json and its process's exit: ok only
+ * for a process that exited 0 (or 1 for an ops expectation missed, which
+ * summary.json says); anything else fails, and its summary.json is removed
+ * so that no resume counts it done. */
 static void on_child_exit(GPid pid, gint wait_status, gpointer data) {
   Child *child = data;
   Runner *runner = child->runner;
   g_autofree char *dir = point_dir(runner, child->point);
+  g_autofree char *how = exit_how(child, wait_status);
   EmaSweepRecord *record = record_read(child->point, dir);
+  gboolean missed = record && record->status == EMA_SWEEP_MISSED && WIFEXITED(wait_status) &&
+                    WEXITSTATUS(wait_status) == 1 && !child->timed_out;
   g_hash_table_remove(runner->children, GINT_TO_POINTER(pid));
+  if (child->timeout)
+    g_source_remove(child->timeout);
   g_spawn_close_pid(pid);
   runner->running--;
   runner->ran++;
-  if (record == NULL) {
-    g_autofree char *how = WIFSIGNALED(wait_status)
-                               ? g_strdup_printf("killed by signal %d", WTERMSIG(wait_status))
-                               : g_strdup_printf("exit %d", WEXITSTATUS(wait_status));
+  if (how && !missed) {
     g_autofree char *message = last_log_line(dir);
+    g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
+    (void) g_remove(summary);
+    ema_sweep_record_free(record);
     record = record_new(child->point, EMA_SWEEP_FAILED);
     report_failure(runner, child->point, how, message);
   }
@@ -946,6 +987,27 @@ static void on_child_exit(GPid pid, gint wait_status, gpointer data) {
   draw_progress(runner);
 }
 
+/* The point ran past --timeout: its process group goes (SIGKILL: a point
+ * that loops in a plugin may not heed SIGTERM). */
+static gboolean on_point_timeout(gpointer data) {
+  Child *child = data;
+  child->timed_out = TRUE;
+  child->timeout = 0;
+  kill(-(pid_t) child->pid, SIGKILL);
+  return G_SOURCE_REMOVE;
+}
+
+/* In the point's process, before exec: a process group of its own (so the
+ * sweep can end all of it) and a SIGKILL when the sweep dies, however it
+ * dies. DATA is the sweep's pid: a sweep gone before the prctl took effect
+ * ends the point at once. */
+static void point_child_setup(gpointer data) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != (pid_t) GPOINTER_TO_INT(data))
+    _exit(127);
+}
+
 /* Claim the point's directory (which removes an earlier run's summary.json
  * and the rest it wrote), write its resolved.yaml and start ema-sim run on
  * it. */
@@ -953,12 +1015,17 @@ static gboolean start_point(Runner *runner, guint point, GError **error) {
   g_autofree char *dir = point_dir(runner, point);
   g_autofree char *resolved = g_build_filename(dir, "resolved.yaml", NULL);
   g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  static const char *const point_logs[] = {"run.out", "run.err", NULL};
+  const int lock_target = 3;
+  const char *lock_target_text = "3";
+  g_auto(GStrv) env = NULL;
   Child *child;
   GPid pid;
-  int out, err;
+  int out, err, lock_fd;
   gboolean ok;
-  /* the point's folder is a run's (output.h): what an earlier run wrote goes */
-  if (!ema_output_claim_dir(dir, NULL, error))
+  /* the point's folder is a run's (output.h): what an earlier run wrote
+   * goes; the claim (its lock) passes to the run started on it */
+  if (!ema_output_claim_dir(dir, point_logs, error))
     return FALSE;
   if (!g_file_set_contents(resolved, runner->sweep->resolved->pdata[point], -1, error))
     return FALSE;
@@ -977,17 +1044,25 @@ static gboolean start_point(Runner *runner, guint point, GError **error) {
   g_ptr_array_add(argv, dir);
   g_ptr_array_add(argv, (gpointer) "--no-plot");
   g_ptr_array_add(argv, NULL);
-  ok = g_spawn_async_with_pipes_and_fds(NULL, (const char *const *) argv->pdata, NULL,
-                                        G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL,
-                                        NULL, NULL, -1, out, err, NULL, NULL, 0, &pid, NULL, NULL,
-                                        NULL, error);
+  lock_fd = ema_output_lock_fd(dir);
+  env = g_environ_setenv(g_get_environ(), EMA_OUTPUT_CLAIMED_ENV, lock_target_text, TRUE);
+  ok = g_spawn_async_with_pipes_and_fds(
+      NULL, (const char *const *) argv->pdata, (const char *const *) env,
+      G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL, point_child_setup,
+      GINT_TO_POINTER(getpid()), -1, out, err, &lock_fd, &lock_target, lock_fd >= 0 ? 1 : 0, &pid,
+      NULL, NULL, NULL, error);
   close(out);
   close(err);
+  ema_output_release_dir(dir); /* the run holds it now */
   if (!ok)
     return FALSE;
+  setpgid(pid, pid); /* as the child does, so that no kill(-pid) can miss */
   child = g_new0(Child, 1);
   child->runner = runner;
   child->point = point;
+  child->pid = pid;
+  if (runner->options->timeout_s > 0)
+    child->timeout = g_timeout_add_seconds(runner->options->timeout_s, on_point_timeout, child);
   runner->running++;
   g_hash_table_insert(runner->children, GINT_TO_POINTER(pid), child);
   g_child_watch_add(pid, on_child_exit, child);
@@ -1018,7 +1093,7 @@ static gboolean on_signal(Runner *runner, int signo) {
   runner->signal = signo;
   g_hash_table_iter_init(&iter, runner->children);
   while (g_hash_table_iter_next(&iter, &pid, NULL))
-    kill((pid_t) GPOINTER_TO_INT(pid), signo);
+    kill(-(pid_t) GPOINTER_TO_INT(pid), signo); /* the point's process group */
   return G_SOURCE_CONTINUE;
 }
 
@@ -1034,47 +1109,111 @@ static gboolean on_sighup(gpointer data) {
   return on_signal(data, SIGHUP);
 }
 
-/* provenance.build_id of DIR/summary.json; NULL when there is none. */
-static char *summary_build_id(const char *dir) {
+/* The "provenance" object of DIR/summary.json, kept alive by *PARSER; NULL
+ * when there is none. */
+static JsonObject *summary_provenance(const char *dir, JsonParser **parser) {
   g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
-  g_autoptr(JsonParser) parser = json_parser_new();
-  JsonNode *root;
-  JsonObject *provenance;
-  if (!json_parser_load_from_mapped_file(parser, path, NULL) ||
-      (root = json_parser_get_root(parser)) == NULL || !JSON_NODE_HOLDS_OBJECT(root) ||
-      !json_object_has_member(json_node_get_object(root), "provenance") ||
-      !JSON_NODE_HOLDS_OBJECT(json_object_get_member(json_node_get_object(root), "provenance")))
+  g_autofree char *text = NULL;
+  gsize length;
+  JsonNode *root, *provenance;
+  *parser = json_parser_new();
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, NULL) ||
+      !json_parser_load_from_data(*parser, text, (gssize) length, NULL) ||
+      (root = json_parser_get_root(*parser)) == NULL || !JSON_NODE_HOLDS_OBJECT(root) ||
+      (provenance = json_object_get_member(json_node_get_object(root), "provenance")) == NULL ||
+      !JSON_NODE_HOLDS_OBJECT(provenance))
     return NULL;
-  provenance = json_object_get_object_member(json_node_get_object(root), "provenance");
-  if (!json_object_has_member(provenance, "build_id") ||
-      json_node_get_value_type(json_object_get_member(provenance, "build_id")) != G_TYPE_STRING)
-    return NULL;
-  return g_strdup(json_object_get_string_member(provenance, "build_id"));
+  return json_node_get_object(provenance);
 }
 
-/* A point is complete when its summary.json reads (with the shape `ema-sim
- * run` writes), its resolved.yaml is
- * the one the sweep resolves now, and it was made by this build of ema-sim
- * and its plugins (or the options say to reuse other builds' points). */
-static EmaSweepRecord *complete_record(Runner *runner, guint point) {
-  g_autofree char *dir = point_dir(runner, point);
+/* A string member NAME of OBJECT, NULL when absent or not a string. */
+static const char *string_member(JsonObject *object, const char *name) {
+  JsonNode *node = object ? json_object_get_member(object, name) : NULL;
+  return node && JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_STRING
+             ? json_node_get_string(node)
+             : NULL;
+}
+
+/* The first file PROVENANCE hashed (its plugins, traces and inputs) whose
+ * SHA-256 is not the recorded one now (changed, or gone); NULL when none. */
+static char *changed_input(JsonObject *provenance) {
+  static const char *const lists[][2] = {
+      {"plugins", "path"}, {"traces", "file"}, {"inputs", "file"}};
+  for (guint l = 0; l < G_N_ELEMENTS(lists); l++) {
+    JsonNode *node = json_object_get_member(provenance, lists[l][0]);
+    JsonArray *array = node && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+    for (guint i = 0; array && i < json_array_get_length(array); i++) {
+      JsonNode *item = json_array_get_element(array, i);
+      JsonObject *file = JSON_NODE_HOLDS_OBJECT(item) ? json_node_get_object(item) : NULL;
+      const char *path = string_member(file, lists[l][1]);
+      const char *recorded = string_member(file, "sha256");
+      g_autofree char *now = path ? ema_output_file_sha256(path) : NULL;
+      if (path == NULL || recorded == NULL)
+        continue;
+      if (g_strcmp0(now, recorded) != 0)
+        return g_strdup(path);
+    }
+  }
+  return NULL;
+}
+
+EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const char *dir,
+                                     const char *build_id, gboolean reuse_other_builds,
+                                     char **stale) {
   g_autofree char *path = g_build_filename(dir, "resolved.yaml", NULL);
   g_autofree char *text = NULL;
-  g_autofree char *build_id = NULL;
+  g_autoptr(JsonParser) parser = NULL;
+  JsonObject *provenance;
+  const char *made_by;
   EmaSweepRecord *record;
-  if (!g_file_get_contents(path, &text, NULL, NULL) ||
-      strcmp(text, runner->sweep->resolved->pdata[point]) != 0)
+  g_return_val_if_fail(sweep->resolved != NULL && point < sweep->points->len, NULL);
+  *stale = NULL;
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, NULL) ||
+      strcmp(text, sweep->resolved->pdata[point]) != 0)
     return NULL;
-  build_id = summary_build_id(dir);
-  if (!runner->options->reuse_other_builds && build_id &&
-      g_strcmp0(build_id, runner->build_id) != 0) {
-    runner->other_build++;
+  provenance = summary_provenance(dir, &parser);
+  made_by = string_member(provenance, "build_id");
+  if (!reuse_other_builds && made_by && g_strcmp0(made_by, build_id) != 0) {
+    *stale = g_strdup("");
     return NULL;
   }
+  if (provenance && (*stale = changed_input(provenance)) != NULL)
+    return NULL;
   record = record_read(point, dir);
   if (record)
     record->resumed = TRUE;
   return record;
+}
+
+/* The record of a point complete in the runner's folder (ema_sweep_point_done),
+ * counting those that are not, from another build or stale inputs. */
+static EmaSweepRecord *complete_record(Runner *runner, guint point) {
+  g_autofree char *dir = point_dir(runner, point);
+  g_autofree char *stale = NULL;
+  EmaSweepRecord *record = ema_sweep_point_done(runner->sweep, point, dir, runner->build_id,
+                                                runner->options->reuse_other_builds, &stale);
+  if (stale && *stale == '\0')
+    runner->other_build++;
+  else if (stale && runner->stale++ == 0)
+    runner->stale_file = g_steal_pointer(&stale);
+  return record;
+}
+
+/* Claim the sweep's folder (output.h), keeping the points an earlier run of
+ * it finished: it lists sweep.csv, plot.yaml, plots/ and the points'
+ * folders. Shared by the ranks (or --part processes) of one sweep. */
+static gboolean claim_sweep_dir(const EmaSweep *sweep, const char *dir,
+                                const EmaSweepRunOptions *options, GError **error) {
+  g_autoptr(GPtrArray) entries = g_ptr_array_new();
+  g_ptr_array_add(entries, (gpointer) "sweep.csv");
+  g_ptr_array_add(entries, (gpointer) "plot.yaml");
+  g_ptr_array_add(entries, (gpointer) "plots");
+  for (guint p = 0; p < sweep->points->len; p++)
+    g_ptr_array_add(entries, (gpointer) ema_sweep_point_name(sweep, p));
+  g_ptr_array_add(entries, NULL);
+  return ema_output_claim_dir_full(
+      dir, (const char *const *) entries->pdata,
+      EMA_OUTPUT_CLAIM_KEEP | (options->ranks > 1 ? EMA_OUTPUT_CLAIM_SHARED : 0), error);
 }
 
 GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOptions *options,
@@ -1085,10 +1224,7 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
   guint tick = 0, signals[3];
   g_return_val_if_fail(sweep->resolved != NULL, NULL);
   g_return_val_if_fail(options->jobs >= 1 && options->ranks >= 1, NULL);
-  if (g_mkdir_with_parents(dir, 0777) != 0) {
-    int saved = errno;
-    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved),
-                "cannot create output directory %s: %s", dir, g_strerror(saved));
+  if (!claim_sweep_dir(sweep, dir, options, error)) {
     g_ptr_array_unref(mine);
     return NULL;
   }
@@ -1115,6 +1251,12 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
             "plugins: running %s again (--reuse keeps them)\n",
             runner.other_build, runner.other_build == 1 ? " was" : "s were",
             runner.other_build == 1 ? "it" : "them");
+  if (runner.stale > 0)
+    fprintf(stderr,
+            "ema-sim sweep: %u finished point%s made from files that changed since (%s): "
+            "running %s again\n",
+            runner.stale, runner.stale == 1 ? " was" : "s were", runner.stale_file,
+            runner.stale == 1 ? "it" : "them");
   /* the default main context: child watches and the progress tick */
   runner.loop = g_main_loop_new(NULL, FALSE);
   if (options->progress) {
@@ -1152,6 +1294,7 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
   }
   g_array_unref(runner.queue);
   g_free(runner.build_id);
+  g_free(runner.stale_file);
   for (guint p = options->rank; p < sweep->points->len; p += options->ranks)
     g_ptr_array_add(mine, g_steal_pointer(&records->pdata[p]));
   return mine;

@@ -23,6 +23,8 @@
  */
 #include "ema/core/event.h"
 
+G_DEFINE_QUARK(ema - sim - error - quark, ema_sim_error)
+
 struct _EmaSim {
   EmaEvent **heap; /* heap[0 .. len-1], min-heap on (time, priority, seq) */
   guint len;
@@ -92,6 +94,15 @@ guint ema_sim_pending(const EmaSim *sim) {
   g_return_val_if_fail(sim != NULL, 0);
 
   return sim->len - (sim->top_fired ? 1 : 0);
+}
+
+static void ema_heap_settle(EmaSim *sim);
+
+EmaTime ema_sim_next_time(EmaSim *sim) {
+  g_return_val_if_fail(sim != NULL, EMA_TIME_NEVER);
+
+  ema_heap_settle(sim);
+  return sim->len > 0 ? sim->heap[0]->time : EMA_TIME_NEVER;
 }
 
 /* TRUE if A fires before B. seq is unique, so the order is total. */
@@ -222,7 +233,13 @@ void ema_sim_schedule(EmaSim *sim, EmaEvent *event, EmaTime at, gint priority) {
 void ema_sim_schedule_in(EmaSim *sim, EmaEvent *event, EmaTime delay, gint priority) {
   g_return_if_fail(sim != NULL);
   g_return_if_fail(delay >= 0);
-  g_return_if_fail(delay <= EMA_TIME_NEVER - sim->now);
+  if (delay > EMA_TIME_NEVER - sim->now) {
+    ema_sim_fail(sim, g_error_new(EMA_SIM_ERROR, EMA_SIM_ERROR_CLOCK,
+                                  "at %.6g s an event %.6g s later is past the end of the "
+                                  "simulator's clock (2^63 ns, about 292 years)",
+                                  (double) sim->now / 1e9, (double) delay / 1e9));
+    return;
+  }
 
   ema_sim_schedule(sim, event, sim->now + delay, priority);
 }

@@ -4,7 +4,9 @@
  * waits for a writer, then checked with fstat on the descriptor itself (no
  * race between the check and the read); only S_ISREG passes. A whole-file
  * read stops at MAX_BYTES + 1 bytes whatever the size fstat reported (a file
- * may grow while it is read), so memory is bounded by MAX_BYTES. */
+ * may grow while it is read), so memory is bounded by MAX_BYTES. Every
+ * file opened for reading is remembered (ema_file_inputs), so that a
+ * result can name and hash everything it was made from. */
 #include "ema/core/file.h"
 
 #include <errno.h>
@@ -17,6 +19,34 @@
 static void set_errno_error(GError **error, const char *path, const char *what, int saved) {
   g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "%s: %s: %s", path, what,
               g_strerror(saved));
+}
+
+/* The paths read so far, in the order first read. */
+static GPtrArray *inputs;
+static GHashTable *inputs_seen;
+G_LOCK_DEFINE_STATIC(inputs);
+
+static void remember_input(const char *path) {
+  G_LOCK(inputs);
+  if (inputs == NULL) {
+    inputs = g_ptr_array_new_with_free_func(g_free);
+    inputs_seen = g_hash_table_new(g_str_hash, g_str_equal);
+  }
+  if (!g_hash_table_contains(inputs_seen, path)) {
+    char *copy = g_strdup(path);
+    g_ptr_array_add(inputs, copy);
+    g_hash_table_add(inputs_seen, copy);
+  }
+  G_UNLOCK(inputs);
+}
+
+GPtrArray *ema_file_inputs(void) {
+  GPtrArray *copy = g_ptr_array_new_with_free_func(g_free);
+  G_LOCK(inputs);
+  for (guint i = 0; inputs && i < inputs->len; i++)
+    g_ptr_array_add(copy, g_strdup(inputs->pdata[i]));
+  G_UNLOCK(inputs);
+  return copy;
 }
 
 /* An open descriptor of the regular file PATH, or -1 (ERROR set). */
@@ -43,6 +73,7 @@ static int open_regular_fd(const char *path, struct stat *st, GError **error) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: not a regular file (%s)", path, kind);
     return -1;
   }
+  remember_input(path);
   return fd;
 }
 

@@ -208,6 +208,39 @@ static EmaNode *include_file(Loader *loader, const yaml_event_t *event, guint de
 
 /* Build the node that starts with EVENT (already parsed) at tree depth
  * DEPTH (the root is 0); consumes the events up to and including its end. */
+
+/* The tags of YAML's core schema that say what a plain value already is
+ * (!!str, !!int, ...): harmless. Any other (!!binary, a %TAG prefix's) would
+ * change what the value means, and EMA would ignore it: an error. */
+static gboolean is_plain_tag(const char *tag) {
+  static const char *const plain[] = {"str", "int", "float", "bool", "null", "map", "seq"};
+  const char *prefix = "tag:yaml.org,2002:";
+  if (!g_str_has_prefix(tag, prefix))
+    return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS(plain); i++)
+    if (strcmp(tag + strlen(prefix), plain[i]) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static char *unknown_tag(const char *tag) {
+  return g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)", tag);
+}
+
+/* What is wrong with the scalar of EVENT (a map key when KEY), NULL when
+ * nothing: a tag EMA does not take (!include only on values), or a NUL
+ * character (the "\0" escape), which would cut the string short. */
+static char *scalar_problem(const yaml_event_t *event, gboolean key) {
+  const char *tag = (const char *) event->data.scalar.tag;
+  if (tag && key)
+    return g_strdup_printf("a map key takes no tag ('%s')", tag);
+  if (tag && strcmp(tag, "!include") != 0 && !is_plain_tag(tag))
+    return unknown_tag(tag);
+  if (memchr(event->data.scalar.value, '\0', event->data.scalar.length))
+    return g_strdup("a NUL character (\\0) in a string: EMA's strings end at it");
+  return NULL;
+}
+
 static EmaNode *build_node(Loader *loader, yaml_event_t *event, guint depth, GError **error) {
   guint line = (guint) event->start_mark.line + 1, col = (guint) event->start_mark.column + 1;
 
@@ -218,6 +251,7 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, guint depth, GEr
     return NULL;
   case YAML_SCALAR_EVENT: {
     const char *tag = (const char *) event->data.scalar.tag;
+    g_autofree char *problem = scalar_problem(event, FALSE);
     if (event->data.scalar.anchor) {
       location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
                      "YAML anchors (&name) are not supported");
@@ -225,10 +259,8 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, guint depth, GEr
     }
     if (tag && strcmp(tag, "!include") == 0)
       return include_file(loader, event, depth, error);
-    if (tag && tag[0] == '!' && tag[1] != '!') {
-      g_autofree char *message =
-          g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)", tag);
-      location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
+    if (problem) {
+      location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX, problem);
       return NULL;
     }
     return ema_node_new_scalar(is_null_scalar(event) ? NULL
@@ -243,11 +275,10 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, guint depth, GEr
         is_map ? event->data.mapping_start.anchor : event->data.sequence_start.anchor;
     const char *tag =
         (const char *) (is_map ? event->data.mapping_start.tag : event->data.sequence_start.tag);
-    if (tag && tag[0] == '!') {
-      g_autofree char *message =
-          strcmp(tag, "!include") == 0
-              ? g_strdup("!include takes a file name, not a map or list")
-              : g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)", tag);
+    if (tag && !is_plain_tag(tag)) {
+      g_autofree char *message = strcmp(tag, "!include") == 0
+                                     ? g_strdup("!include takes a file name, not a map or list")
+                                     : unknown_tag(tag);
       location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
       return NULL;
     }
@@ -277,13 +308,13 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, guint depth, GEr
         break;
       }
       if (is_map) {
+        g_autofree char *key_problem =
+            child_event.type == YAML_SCALAR_EVENT ? scalar_problem(&child_event, TRUE) : NULL;
         if (child_event.type == YAML_SCALAR_EVENT &&
-            (child_event.data.scalar.anchor || child_event.data.scalar.tag)) {
-          g_autofree char *message =
-              child_event.data.scalar.anchor
-                  ? g_strdup("YAML anchors (&name) are not supported")
-                  : g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)",
-                                    (const char *) child_event.data.scalar.tag);
+            (child_event.data.scalar.anchor || key_problem)) {
+          g_autofree char *message = child_event.data.scalar.anchor
+                                         ? g_strdup("YAML anchors (&name) are not supported")
+                                         : g_steal_pointer(&key_problem);
           location_error(loader, &child_event.start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
           yaml_event_delete(&child_event);
           return NULL;

@@ -697,8 +697,8 @@ G_ALWAYS_INLINE static inline void operator_step(const EmaStepModel *s, const Em
 
 /* The step's time from operator_step's three times. */
 static EmaTime step_ns(const EmaStepModel *s, const EmaStepBreakdown *r) {
-  return (EmaTime) ema_llround((r->layers_s + r->lm_head_s + r->allreduce_s) * 1e9) +
-         s->step_overhead;
+  EmaTime ns = ema_llround((r->layers_s + r->lm_head_s + r->allreduce_s) * 1e9);
+  return ns > EMA_TIME_NEVER - s->step_overhead ? EMA_TIME_NEVER : ns + s->step_overhead;
 }
 
 EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,

@@ -233,15 +233,20 @@ static const EmaRequestView *view_requests(const EmaPoolView *view, guint gpu, g
   *n = 0;
   if (gpu >= c->n || !c->ledger.gpus[gpu]->has_tenant)
     return NULL;
-  /* sized once and filled in place (appending each took as long as describing it) */
+  /* sized once and filled in place (appending each took as long as describing it);
+   * blocks_at a copy of the request's row, so that a policy writing into its
+   * read-only view cannot reach the pool's records */
   g_array_set_size(c->request_views, c->request_list[gpu].length);
+  g_array_set_size(c->request_at, c->request_list[gpu].length * c->n);
   for (const GList *l = c->request_list[gpu].head; l; l = l->next) {
     EmaPoolRequest *r = l->data;
     EmaRequestView *v = &g_array_index(c->request_views, EmaRequestView, *n);
+    guint64 *at = &g_array_index(c->request_at, guint64, *n * c->n);
+    memcpy(at, r->at, c->n * sizeof(guint64));
     *v = (EmaRequestView){.request = r->request,
                           .state = view_state(r->state),
                           .blocks = r->blocks,
-                          .blocks_at = r->at,
+                          .blocks_at = at,
                           .last_scheduled = -1,
                           .remaining_tokens = -1};
     if (c->describe)
@@ -382,7 +387,7 @@ static EmaPoolCheckLevel check_level_from_env(void) {
     return EMA_POOL_CHECK_ALL;
   if (strcmp(env, "off") == 0)
     return EMA_POOL_CHECK_OFF;
-  g_error("EMA_POOL_CHECKS=%s: all, sample or off", env);
+  return (EmaPoolCheckLevel) -1; /* ema_pool_core_init says so */
 }
 
 gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server,
@@ -407,10 +412,14 @@ gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server
   for (guint i = 0; i < n; i++)
     c->requests[i] = ema_id_map_new();
   c->request_views = g_array_new(FALSE, FALSE, sizeof(EmaRequestView));
+  c->request_at = g_array_new(FALSE, FALSE, sizeof(guint64));
   c->ledger.view.requests = view_requests;
   c->ledger.view.requests_data = c;
   c->context_tokens = DEFAULT_CONTEXT;
   c->check_level = check_level_from_env();
+  if (c->check_level == (EmaPoolCheckLevel) -1)
+    return ema_slice_ledger_invalid(error, "EMA_POOL_CHECKS=%s: give all, sample or off",
+                                    g_getenv("EMA_POOL_CHECKS"));
   c->blocks_untracked = backend->own == NULL && backend->fill == NULL;
   for (guint k = 0; k < 3; k++) {
     c->policies[k] = ema_policy_registry_find((EmaPolicyKind) k, names[k], error);
@@ -440,6 +449,8 @@ void ema_pool_core_clear(EmaPoolCore *c) {
   g_free(c->remote_list);
   if (c->request_views)
     g_array_unref(c->request_views);
+  if (c->request_at)
+    g_array_unref(c->request_at);
   if (c->events)
     g_array_unref(c->events);
   memset(c, 0, sizeof *c);
@@ -1089,6 +1100,37 @@ static void plan_empty(guint *n, gpointer actions, gsize size, guint max) {
 #define PLAN_EMPTY(plan)                                                                           \
   plan_empty(&(plan)->n, (plan)->actions, sizeof(plan)->actions[0], G_N_ELEMENTS((plan)->actions))
 
+/* The view for a call of a policy, sealed (ledger.h: what the call writes
+ * into it is found after the call, by called()). */
+static const EmaPoolView *sealed_view(EmaPoolCore *c) {
+  const EmaPoolView *view = ema_pool_core_view(c);
+  ema_slice_ledger_seal(&c->ledger);
+  return view;
+}
+
+/* Before a call of KIND's policy: its plan (N actions) is empty, as the
+ * last call left it; one written since was kept by the policy and written
+ * outside its call (a contract violation, named). */
+static gboolean plan_unused(const EmaPoolCore *c, EmaPolicyKind kind, guint n, GError **error) {
+  if (n == 0)
+    return TRUE;
+  g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+              "%s policy %s (%s): its plan holds %u actions before the call: it kept a pointer "
+              "to an earlier plan and wrote through it",
+              ema_policy_kind_name(kind), c->policies[kind]->name, c->policies[kind]->origin, n);
+  return FALSE;
+}
+
+/* After a call of KIND's policy's HOOK: it did not write into its view. */
+static gboolean called(const EmaPoolCore *c, EmaPolicyKind kind, const char *hook, GError **error) {
+  return ema_slice_ledger_check_seal(&c->ledger, c->policies[kind], hook, error);
+}
+
+/* The size of a plan's slices, whatever their sign (G_MININT64 too). */
+static guint64 slice_magnitude(gint64 slices) {
+  return slices < 0 ? (guint64) (-(slices + 1)) + 1 : (guint64) slices;
+}
+
 gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GError **error) {
   const EmaReclaimPolicyOps *ops = c->policies[EMA_POLICY_RECLAIM]->ops;
   EmaReclaimPlan *plan = &c->reclaim_plan;
@@ -1096,10 +1138,15 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
   double wait = 0, sum = 0;
   EmaTime unmap = 0;
   gboolean ok = TRUE;
-  char why[64] = "";      /* formatted for the plan's first action (most plans have none) */
-  g_assert(plan->n == 0); /* not nested */
+  char why[64] = ""; /* formatted for the plan's first action (most plans have none) */
+  if (!plan_unused(c, EMA_POLICY_RECLAIM, plan->n, error))
+    return FALSE;
   ops->decide(c->ledger.gpus[lender]->states[EMA_POLICY_RECLAIM], c->spec->reclaim_params,
-              ema_pool_core_view(c), lender, needed, plan);
+              sealed_view(c), lender, needed, plan);
+  if (!called(c, EMA_POLICY_RECLAIM, "decide", error)) {
+    PLAN_EMPTY(plan);
+    return FALSE;
+  }
   for (guint i = 0; ok && i < MIN(plan->n, G_N_ELEMENTS(plan->actions)); i++) {
     guint64 taken;
     double time;
@@ -1169,9 +1216,14 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
   const EmaBorrowPolicyOps *ops = c->policies[EMA_POLICY_BORROW]->ops;
   EmaBorrowPlan *plan = &c->borrow_plan;
   gboolean ok = TRUE;
-  g_assert(plan->n == 0); /* not nested */
+  if (!plan_unused(c, EMA_POLICY_BORROW, plan->n, error))
+    return FALSE;
   ops->decide(c->ledger.gpus[borrower]->states[EMA_POLICY_BORROW], c->spec->borrow_params,
-              ema_pool_core_view(c), borrower, plan);
+              sealed_view(c), borrower, plan);
+  if (!called(c, EMA_POLICY_BORROW, "decide", error)) {
+    PLAN_EMPTY(plan);
+    return FALSE;
+  }
   for (guint i = 0; ok && i < MIN(plan->n, G_N_ELEMENTS(plan->actions)); i++) {
     const EmaBorrowAction *a = &plan->actions[i];
     if (a->lender >= c->n)
@@ -1179,7 +1231,7 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
     else if (a->slices > 0)
       ok = apply_borrow(c, borrower, a->lender, (guint64) a->slices, error);
     else if (a->slices < 0)
-      ok = apply_return(c, borrower, a->lender, (guint64) -a->slices,
+      ok = apply_return(c, borrower, a->lender, slice_magnitude(a->slices),
                         policy_name(c, EMA_POLICY_BORROW), error);
   }
   PLAN_EMPTY(plan);
@@ -1279,9 +1331,13 @@ static gboolean run_place(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   const EmaBorrowPolicyOps *ops = c->policies[EMA_POLICY_BORROW]->ops;
   EmaPlacementPlan *plan = &c->place_plan;
   gboolean ok;
-  g_assert(plan->n == 0); /* not nested */
-  ops->place(g->states[EMA_POLICY_BORROW], c->spec->borrow_params, ema_pool_core_view(c), g->index,
-             plan);
+  if (!plan_unused(c, EMA_POLICY_BORROW, plan->n, error))
+    return FALSE;
+  ops->place(g->states[EMA_POLICY_BORROW], c->spec->borrow_params, sealed_view(c), g->index, plan);
+  if (!called(c, EMA_POLICY_BORROW, "place", error)) {
+    PLAN_EMPTY(plan);
+    return FALSE;
+  }
   ok = ema_pool_core_place(c, g, plan, policy_name(c, EMA_POLICY_BORROW), error);
   PLAN_EMPTY(plan);
   return ok;

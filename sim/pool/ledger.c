@@ -23,6 +23,50 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->view.remote_blocks = l->remote_view;
   l->view.offload_share = l->offload_share;
   l->view.blocks_room = l->blocks_room;
+  l->seal_size = sizeof(EmaPoolView) + n * sizeof(EmaGpuView) +
+                 (gsize) n * n * (2 * sizeof(guint64) + sizeof(double)) + n * sizeof(guint64);
+  l->seal = g_malloc0(l->seal_size);
+}
+
+/* The parts of L's view a policy reads: pointer and size, named. */
+typedef struct {
+  gconstpointer data;
+  gsize size;
+  const char *name;
+} ViewPart;
+
+static guint view_parts(const EmaSliceLedger *l, ViewPart parts[6]) {
+  gsize nn = (gsize) l->n * l->n;
+  parts[0] = (ViewPart){&l->view, sizeof l->view, "the view's own fields"};
+  parts[1] = (ViewPart){l->views, l->n * sizeof(EmaGpuView), "gpus[]"};
+  parts[2] = (ViewPart){l->lent, nn * sizeof(guint64), "lent[]"};
+  parts[3] = (ViewPart){l->remote_view, nn * sizeof(guint64), "remote_blocks[]"};
+  parts[4] = (ViewPart){l->offload_share, nn * sizeof(double), "offload_share[]"};
+  parts[5] = (ViewPart){l->blocks_room, l->n * sizeof(guint64), "blocks_room[]"};
+  return 6;
+}
+
+void ema_slice_ledger_seal(EmaSliceLedger *l) {
+  ViewPart parts[6];
+  gsize at = 0;
+  for (guint i = 0, n = view_parts(l, parts); i < n; at += parts[i].size, i++)
+    memcpy(l->seal + at, parts[i].data, parts[i].size);
+}
+
+gboolean ema_slice_ledger_check_seal(const EmaSliceLedger *l, const EmaPolicyInfo *policy,
+                                     const char *hook, GError **error) {
+  ViewPart parts[6];
+  gsize at = 0;
+  for (guint i = 0, n = view_parts(l, parts); i < n; at += parts[i].size, i++)
+    if (memcmp(l->seal + at, parts[i].data, parts[i].size) != 0) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "%s policy %s (%s): %s wrote into its read-only view (%s): the run stops "
+                  "before the pool acts on it",
+                  ema_policy_kind_name(policy->kind), policy->name, policy->origin, hook,
+                  parts[i].name);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 void ema_slice_ledger_clear(EmaSliceLedger *l) {
@@ -32,6 +76,7 @@ void ema_slice_ledger_clear(EmaSliceLedger *l) {
   g_free(l->blocks_room);
   g_free(l->offload_share);
   g_free(l->views);
+  g_free(l->seal);
   g_free(l->stale); /* the gpus' stale_word point here: they are not touched after this */
   memset(l, 0, sizeof *l);
 }
@@ -379,8 +424,14 @@ gboolean ema_slice_ledger_init_policies(EmaSliceLedger *l, const EmaPolicyInfo *
       GError *inner = NULL;
       /* a plugin's init is trusted with neither its result nor its error:
        * FALSE without an error, or an error with TRUE, is a failure named here */
-      if (init && (!init(g->states[k], params[k], ema_slice_ledger_view(l, now, server), &inner) ||
-                   inner != NULL)) {
+      const EmaPoolView *view = init ? ema_slice_ledger_view(l, now, server) : NULL;
+      gboolean ok;
+      if (init)
+        ema_slice_ledger_seal(l);
+      ok = init == NULL || (init(g->states[k], params[k], view, &inner) && inner == NULL);
+      if (ok && init && !ema_slice_ledger_check_seal(l, info, "init", error))
+        return FALSE;
+      if (!ok) {
         if (inner == NULL)
           g_set_error(&inner, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
                       "init failed without saying why");

@@ -739,14 +739,17 @@ static void unpark(Pool *p, Gpu *g) {
   ema_pool_core_checked(&p->core, EMA_POOL_ACTION_SWAP, g->index);
 }
 
-/* G's decision, the core's clock set. */
+/* G's decision, the core's clock set. Its only failure is a policy's
+ * breach of its contract (core.c names it): the run stops there. */
 static void decide_now(Gpu *g, EmaPoolCore *core) {
   Pool *p = g->pool;
+  GError *error = NULL;
   if (g->blocks_short > 0 && g->parking > 0) {
     g->decided_at = core->now;
     unpark(p, g);
   }
-  ema_pool_core_decide(core, &g->counters, NULL);
+  if (!ema_pool_core_decide(core, &g->counters, &error))
+    ema_sim_fail(p->sim, error);
 }
 
 static void decide(Gpu *g) {
@@ -1695,12 +1698,12 @@ void ema_pool_free(EmaPool *pool) {
     g_free(g->offload_error);
     ema_offload_model_free(g->offload);
   }
-  for (guint i = 0; i < p->pending->len; i++) {
+  for (guint i = 0; p->pending && i < p->pending->len; i++) {
     Pending *pending = p->pending->pdata[i];
     ema_sim_cancel(p->sim, &pending->event);
     g_free(pending);
   }
-  g_ptr_array_unref(p->pending);
+  g_clear_pointer(&p->pending, g_ptr_array_unref); /* NULL when the core failed to start */
   g_free(p->gpus);
   g_free(p->exec_rho);
   g_free(p->exec_rho_s);

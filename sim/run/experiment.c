@@ -313,6 +313,10 @@ static const EmaParam experiment_params[] = {
      .help = "serving: stop at this simulated time (default: when every trace ends)"},
     {"sample_period", EMA_PARAM_DURATION, EXPERIMENT_FIELD(sample_period), .default_value = "1s",
      .min = 1000, .max = 1e18, .help = "serving: one timeline.csv row per GPU this often"},
+    {"timeline_max_rows", EMA_PARAM_INT, EXPERIMENT_FIELD(timeline_rows),
+     .default_value = "10000000", .min = 1, .max = 1e12,
+     .help = "serving: timeline.csv stops after this many rows (~70 bytes each); a run says so "
+             "before it starts where its duration bounds the samples"},
     {"policy", EMA_PARAM_STRUCT, EXPERIMENT_FIELD(policy), .table = &ema_policy_spec_params,
      .resolve = ema_policy_spec_resolve,
      .help = "serving: memory sharing, a composition name (ema-sim list policies) or a map of "

@@ -3,17 +3,24 @@
  * calls these after a run. JSON is built with json-glib in a fixed key
  * order, so equal results give equal bytes.
  *
- * Invariant of a claimed folder: after ema_output_claim_dir, none of the
+ * Invariants of a claimed folder: after ema_output_claim_dir, none of the
  * entries an earlier run wrote there is left (so nothing in it can pass for
- * a result of this run), and nothing ema-sim did not write is touched. */
+ * a result of this run), nothing ema-sim did not write is touched (a
+ * claimed sub-folder loses only what its own marker lists), and no other
+ * ema-sim process writes there while this one lives (an flock on the
+ * folder; a sweep hands its point's lock to the run it starts). */
 #include "ema/run/output.h"
 
 #include "ema/core/file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 
@@ -22,20 +29,17 @@
 #include "ema/run/fidelity.h"
 #include "ema-vcs.h"
 
-gboolean ema_output_prepare_dir(const char *dir, GError **error) {
-  if (g_mkdir_with_parents(dir, 0755) != 0) {
-    int saved = errno;
-    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved),
-                "cannot create output directory %s: %s", dir, g_strerror(saved));
-    return FALSE;
-  }
-  return TRUE;
-}
-
 /* The entries every ema-sim run may write into its folder. */
-static const char *const run_entries[] = {"resolved.yaml", "summary.json", "tenants.csv",
-                                          "requests.csv",  "timeline.csv", "steps.csv",
-                                          "compare.csv",   "plots",        NULL};
+static const char *const run_entries[] = {
+    "resolved.yaml", "summary.json", "tenants.csv", "requests.csv", "timeline.csv",
+    "steps.csv",     "events.csv",   "compare.csv", "plots",        NULL};
+
+gboolean ema_output_is_run_entry(const char *name) {
+  for (guint i = 0; run_entries[i]; i++)
+    if (strcmp(name, run_entries[i]) == 0)
+      return TRUE;
+  return strcmp(name, EMA_OUTPUT_MARKER) == 0 || strcmp(name, EMA_OUTPUT_MARKER ".new") == 0;
+}
 
 char *ema_output_safe_name(const char *name) {
   GString *out = g_string_new(NULL);
@@ -52,23 +56,123 @@ static gboolean file_error(GError **error, int saved, const char *what, const ch
   return FALSE;
 }
 
-/* Remove PATH: a file, or a folder of ema-sim's (plots/, or a claimed
- * folder: it has a marker) with everything in it. Absent is fine. */
-static gboolean remove_entry(const char *path, gboolean owned_folder, GError **error) {
+/* ---- locks ------------------------------------------------------------------- */
+
+/* The folders this process holds: path -> the descriptor its flock is on
+ * (the lock lasts while the descriptor is open; O_CLOEXEC, so a program
+ * the run starts does not keep it, unless it is handed on on purpose). */
+static GHashTable *held_locks;
+G_LOCK_DEFINE_STATIC(held_locks);
+
+static void hold_lock(const char *dir, int fd) {
+  G_LOCK(held_locks);
+  if (held_locks == NULL)
+    held_locks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  if (g_hash_table_contains(held_locks, dir))
+    close(GPOINTER_TO_INT(g_hash_table_lookup(held_locks, dir)));
+  g_hash_table_insert(held_locks, g_strdup(dir), GINT_TO_POINTER(fd));
+  G_UNLOCK(held_locks);
+}
+
+int ema_output_lock_fd(const char *dir) {
+  int fd = -1;
+  G_LOCK(held_locks);
+  if (held_locks && g_hash_table_contains(held_locks, dir))
+    fd = GPOINTER_TO_INT(g_hash_table_lookup(held_locks, dir));
+  G_UNLOCK(held_locks);
+  return fd;
+}
+
+void ema_output_release_dir(const char *dir) {
+  G_LOCK(held_locks);
+  if (held_locks && g_hash_table_contains(held_locks, dir)) {
+    close(GPOINTER_TO_INT(g_hash_table_lookup(held_locks, dir)));
+    g_hash_table_remove(held_locks, dir);
+  }
+  G_UNLOCK(held_locks);
+}
+
+/* The folder DIR was claimed by the process that started this one and handed
+ * on (EMA_OUTPUT_CLAIMED_ENV names the descriptor, which must be DIR's):
+ * this process holds it now, as it is. */
+static gboolean adopt_claim(const char *dir) {
+  const char *fd_text = g_getenv(EMA_OUTPUT_CLAIMED_ENV);
+  guint64 fd;
+  struct stat held, named;
+  if (fd_text == NULL || !g_ascii_string_to_unsigned(fd_text, 10, 3, G_MAXINT, &fd, NULL) ||
+      fstat((int) fd, &held) != 0 || stat(dir, &named) != 0 || held.st_dev != named.st_dev ||
+      held.st_ino != named.st_ino)
+    return FALSE;
+  g_unsetenv(EMA_OUTPUT_CLAIMED_ENV); /* one folder, once */
+  (void) fcntl((int) fd, F_SETFD, FD_CLOEXEC);
+  hold_lock(dir, (int) fd);
+  return TRUE;
+}
+
+/* Lock DIR against every other ema-sim process for as long as this one
+ * lives (flock on the folder itself: nothing more is written into it, and
+ * a killed process's lock goes with it). */
+static gboolean lock_dir(const char *dir, GError **error) {
+  int fd;
+  if (ema_output_lock_fd(dir) >= 0)
+    return TRUE;
+  fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return file_error(error, errno, "open output directory", dir);
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int saved = errno;
+    close(fd);
+    if (saved == EWOULDBLOCK) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                  "output directory %s is in use by another ema-sim process (a run, compare or "
+                  "sweep writing there now): wait for it, or give another -o",
+                  dir);
+      return FALSE;
+    }
+    return file_error(error, saved, "lock output directory", dir);
+  }
+  hold_lock(dir, fd);
+  return TRUE;
+}
+
+/* ---- clearing -------------------------------------------------------------- */
+
+static gboolean clear_listed(const char *dir, GError **error);
+static gboolean write_marker(const char *dir, const char *const *entries, gboolean locked,
+                             GError **error);
+
+/* Remove PATH, an entry a marker lists: a file; a folder with its own
+ * marker (a claimed sub-folder) has what that marker lists removed, and
+ * goes only when nothing else is left in it; a listed folder without a
+ * marker (plots/) is ema-sim's whole. Absent is fine. */
+static gboolean remove_entry(const char *path, GError **error) {
   GStatBuf st;
   if (g_lstat(path, &st) != 0)
     return errno == ENOENT ? TRUE : file_error(error, errno, "inspect", path);
   if (S_ISDIR(st.st_mode)) {
     g_autofree char *marker = g_build_filename(path, EMA_OUTPUT_MARKER, NULL);
-    g_autoptr(GDir) dir = NULL;
+    g_autoptr(GDir) handle = NULL;
     const char *entry;
-    if (!owned_folder && !g_file_test(marker, G_FILE_TEST_IS_REGULAR))
-      return TRUE; /* a folder of someone else's: left alone */
-    if ((dir = g_dir_open(path, 0, error)) == NULL)
+    if (g_file_test(marker, G_FILE_TEST_EXISTS)) {
+      static const char *const none[] = {NULL};
+      gboolean others = FALSE;
+      if (!clear_listed(path, error) || (handle = g_dir_open(path, 0, error)) == NULL)
+        return FALSE;
+      while ((entry = g_dir_read_name(handle)) != NULL)
+        others = others || strcmp(entry, EMA_OUTPUT_MARKER) != 0;
+      if (others) /* a user's files keep it, still a folder of ema-sim's */
+        return write_marker(path, none, TRUE, error);
+      if (g_remove(marker) != 0 && errno != ENOENT)
+        return file_error(error, errno, "remove", marker);
+      if (g_rmdir(path) != 0 && errno != ENOENT)
+        return file_error(error, errno, "remove", path);
+      return TRUE;
+    }
+    if ((handle = g_dir_open(path, 0, error)) == NULL)
       return FALSE;
-    while ((entry = g_dir_read_name(dir)) != NULL) {
+    while ((entry = g_dir_read_name(handle)) != NULL) {
       g_autofree char *child = g_build_filename(path, entry, NULL);
-      if (!remove_entry(child, TRUE, error))
+      if (!remove_entry(child, error))
         return FALSE;
     }
   }
@@ -77,62 +181,203 @@ static gboolean remove_entry(const char *path, gboolean owned_folder, GError **e
   return TRUE;
 }
 
-/* NAME is the temporary file g_file_set_contents writes the marker through
- * (MARKER.XXXXXX) before it renames it into place. */
-static gboolean is_marker_leftover(const char *name) {
-  gsize n = strlen(EMA_OUTPUT_MARKER);
-  return strncmp(name, EMA_OUTPUT_MARKER, n) == 0 && name[n] == '.' && strlen(name + n + 1) == 6;
+/* The entries DIR's marker lists, NULL with ERROR set when it cannot be read
+ * (a marker that is not a regular file, a FIFO, is an error, never a wait).
+ * Names with a '/', "." and ".." are not entries. */
+static GPtrArray *read_marker(const char *dir, GError **error) {
+  g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  if (!ema_file_read_regular(marker, EMA_FILE_MAX_TEXT, &text, NULL, error)) {
+    g_ptr_array_unref(names);
+    return NULL;
+  }
+  lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i]; i++)
+    if (lines[i][0] != '\0' && lines[i][0] != '#' && !strchr(lines[i], '/') &&
+        strcmp(lines[i], "..") != 0 && strcmp(lines[i], ".") != 0)
+      g_ptr_array_add(names, g_strdup(lines[i]));
+  return names;
 }
 
-gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error) {
+/* Remove every entry DIR's marker lists. */
+static gboolean clear_listed(const char *dir, GError **error) {
+  g_autoptr(GPtrArray) names = read_marker(dir, error);
+  if (names == NULL)
+    return FALSE;
+  for (guint i = 0; i < names->len; i++) {
+    g_autofree char *path = g_build_filename(dir, names->pdata[i], NULL);
+    if (!remove_entry(path, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* NAME is the temporary file the marker is written through before it is
+ * renamed into place (a run killed then leaves it). Only this one name:
+ * a user's .ema-output.backup is the user's. */
+static gboolean is_marker_leftover(const char *name) {
+  return strcmp(name, EMA_OUTPUT_MARKER ".new") == 0;
+}
+
+/* Write DIR's marker listing ENTRIES through MARKER.new (created afresh, no
+ * FIFO or link followed or waited on) and a rename. */
+static gboolean write_marker(const char *dir, const char *const *entries, gboolean locked,
+                             GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  g_autofree char *temporary = g_build_filename(dir, EMA_OUTPUT_MARKER ".new", NULL);
   g_autoptr(GString) list = g_string_new(
       "# ema-sim output folder: before it writes here again, ema-sim removes the\n"
       "# entries listed below (what it wrote here) and leaves everything else alone.\n");
-  g_autofree char *previous = NULL;
+  gssize written = 0;
+  int fd;
+  for (guint i = 0; entries[i]; i++)
+    g_string_append_printf(list, "%s\n", entries[i]);
+  /* under the lock a temporary file is a killed run's; without it (SHARED)
+   * another sharer's, and O_EXCL lets one of them write the marker */
+  if (locked && g_remove(temporary) != 0 && errno != ENOENT)
+    return file_error(error, errno, "remove", temporary);
+  fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return file_error(error, errno, "write", temporary);
+  while (written < (gssize) list->len) {
+    ssize_t n = write(fd, list->str + written, list->len - (gsize) written);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int saved = errno;
+      close(fd);
+      return file_error(error, saved, "write", temporary);
+    }
+    written += n;
+  }
+  if (close(fd) != 0)
+    return file_error(error, errno, "write", temporary);
+  if (g_rename(temporary, marker) != 0)
+    return file_error(error, errno, "write", marker);
+  return TRUE;
+}
+
+/* DIR's entries are all this process's marker leftovers, or (SHARED: the
+ * processes sharing it by design) claimed folders or the marker leftover
+ * of another of them; ERROR names DIR otherwise. */
+static gboolean only_ours(const char *dir, gboolean shared, GPtrArray *leftovers, GError **error) {
+  g_autoptr(GDir) handle = g_dir_open(dir, 0, error);
+  const char *name;
+  if (handle == NULL)
+    return FALSE;
+  while ((name = g_dir_read_name(handle)) != NULL) {
+    g_autofree char *inner = g_build_filename(dir, name, EMA_OUTPUT_MARKER, NULL);
+    if (shared && (is_marker_leftover(name) || g_file_test(inner, G_FILE_TEST_IS_REGULAR)))
+      continue;
+    if (!is_marker_leftover(name)) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                  "output directory %s is not empty and not an ema-sim output folder (no %s): "
+                  "give another -o, or empty it",
+                  dir, EMA_OUTPUT_MARKER);
+      return FALSE;
+    }
+    g_ptr_array_add(leftovers, g_build_filename(dir, name, NULL));
+  }
+  return TRUE;
+}
+
+/* A claim without a lock by one of several processes writing into DIR
+ * together (KEEP): the first to find no marker writes it. */
+static gboolean claim_shared(const char *dir, const char *const *entries, GError **error) {
+  g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  g_autoptr(GPtrArray) leftovers = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) names = NULL;
+  GError *local = NULL;
+  if (g_file_test(marker, G_FILE_TEST_EXISTS))
+    return (names = read_marker(dir, error)) != NULL;
+  if (!only_ours(dir, TRUE, leftovers, error))
+    return FALSE;
+  if (write_marker(dir, entries, FALSE, &local))
+    return TRUE;
+  if (g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_EXIST)) {
+    g_error_free(local); /* another of them writes it now */
+    return TRUE;
+  }
+  g_propagate_error(error, local);
+  return FALSE;
+}
+
+/* A claim that removes nothing (KEEP): what an earlier claim listed stays,
+ * and stays listed; a folder without a marker is taken as it is, but an
+ * entry of ENTRIES already there that no marker lists (a user's
+ * sweep.csv, compare.md) is refused, never overwritten, unless it is a
+ * claimed folder itself. */
+static gboolean claim_keeping(const char *dir, const char *const *entries, GError **error) {
+  g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  g_autoptr(GPtrArray) names = NULL;
+  if (g_file_test(marker, G_FILE_TEST_EXISTS) || g_file_test(marker, G_FILE_TEST_IS_SYMLINK))
+    names = read_marker(dir, error);
+  else
+    names = g_ptr_array_new_with_free_func(g_free);
+  if (names == NULL)
+    return FALSE;
+  for (guint i = 0; entries[i]; i++) {
+    g_autofree char *path = g_build_filename(dir, entries[i], NULL);
+    g_autofree char *inner = g_build_filename(path, EMA_OUTPUT_MARKER, NULL);
+    GStatBuf st;
+    if (g_ptr_array_find_with_equal_func(names, entries[i], g_str_equal, NULL))
+      continue;
+    if (g_lstat(path, &st) == 0 && !g_file_test(inner, G_FILE_TEST_IS_REGULAR)) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                  "%s exists and is not ema-sim's (no %s lists it): move it, or give another -o",
+                  path, marker);
+      return FALSE;
+    }
+    g_ptr_array_add(names, g_strdup(entries[i]));
+  }
+  g_ptr_array_add(names, NULL);
+  return write_marker(dir, (const char *const *) names->pdata, TRUE, error);
+}
+
+gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
+                                   EmaOutputClaimFlags flags, GError **error) {
+  g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  GStatBuf st;
   if (g_file_test(dir, G_FILE_TEST_EXISTS) && !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR,
                 "cannot create output directory %s: it exists and is not a folder", dir);
     return FALSE;
   }
-  if (g_file_get_contents(marker, &previous, NULL, NULL)) {
-    g_auto(GStrv) lines = g_strsplit(previous, "\n", -1);
-    for (guint i = 0; lines[i]; i++) {
-      g_autofree char *path = NULL;
-      if (lines[i][0] == '\0' || lines[i][0] == '#' || strchr(lines[i], '/') ||
-          strcmp(lines[i], "..") == 0 || strcmp(lines[i], ".") == 0)
-        continue;
-      path = g_build_filename(dir, lines[i], NULL);
-      if (!remove_entry(path, strcmp(lines[i], "plots") == 0, error))
-        return FALSE;
-    }
-  } else if (g_file_test(dir, G_FILE_TEST_IS_DIR)) {
-    g_autoptr(GDir) handle = g_dir_open(dir, 0, error);
-    g_autoptr(GPtrArray) leftovers = g_ptr_array_new_with_free_func(g_free);
-    const char *name;
-    if (handle == NULL)
-      return FALSE;
-    while ((name = g_dir_read_name(handle)) != NULL) {
-      if (!is_marker_leftover(name)) {
-        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
-                    "output directory %s is not empty and not an ema-sim output folder (no %s): "
-                    "give another -o, or empty it",
-                    dir, EMA_OUTPUT_MARKER);
-        return FALSE;
-      }
-      g_ptr_array_add(leftovers, g_build_filename(dir, name, NULL));
-    }
-    /* a run killed while it wrote its marker left only the marker's temporary file */
-    for (guint i = 0; i < leftovers->len; i++)
-      if (!remove_entry(leftovers->pdata[i], FALSE, error))
-        return FALSE;
-  } else if (g_mkdir_with_parents(dir, 0755) != 0)
+  if (!g_file_test(dir, G_FILE_TEST_EXISTS) && g_mkdir_with_parents(dir, 0755) != 0)
     return file_error(error, errno, "create output directory", dir);
+  if (adopt_claim(dir))
+    return TRUE;
+  if (!(flags & EMA_OUTPUT_CLAIM_SHARED) && !lock_dir(dir, error))
+    return FALSE;
+  if (flags & EMA_OUTPUT_CLAIM_SHARED)
+    return claim_shared(dir, entries, error);
+  if (flags & EMA_OUTPUT_CLAIM_KEEP)
+    return claim_keeping(dir, entries, error);
+  if (g_lstat(marker, &st) == 0) {
+    if (!clear_listed(dir, error))
+      return FALSE;
+  } else {
+    g_autoptr(GPtrArray) leftovers = g_ptr_array_new_with_free_func(g_free);
+    if (!only_ours(dir, FALSE, leftovers, error))
+      return FALSE;
+    for (guint i = 0; i < leftovers->len; i++)
+      if (!remove_entry(leftovers->pdata[i], error))
+        return FALSE;
+  }
+  return write_marker(dir, entries, TRUE, error);
+}
+
+gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error) {
+  g_autoptr(GPtrArray) entries = g_ptr_array_new();
   for (guint i = 0; run_entries[i]; i++)
-    g_string_append_printf(list, "%s\n", run_entries[i]);
+    g_ptr_array_add(entries, (gpointer) run_entries[i]);
   for (guint i = 0; extra && extra[i]; i++)
-    g_string_append_printf(list, "%s\n", extra[i]);
-  return g_file_set_contents(marker, list->str, (gssize) list->len, error);
+    g_ptr_array_add(entries, (gpointer) extra[i]);
+  g_ptr_array_add(entries, NULL);
+  return ema_output_claim_dir_full(dir, (const char *const *) entries->pdata,
+                                   EMA_OUTPUT_CLAIM_CLEAR, error);
 }
 
 static gboolean write_file(const char *dir, const char *name, const char *text, GError **error) {
@@ -237,6 +482,7 @@ static void add_provenance(JsonBuilder *builder, const EmaExperiment *experiment
   g_autoptr(GPtrArray) plugins = plugin_files();
   g_autofree char *build_id = ema_output_build_id("/proc/self/exe");
   g_autoptr(GHashTable) hashes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GPtrArray) inputs = ema_file_inputs();
   json_builder_set_member_name(builder, "provenance");
   json_builder_begin_object(builder);
   json_builder_set_member_name(builder, "version");
@@ -260,6 +506,13 @@ static void add_provenance(JsonBuilder *builder, const EmaExperiment *experiment
       if (files[f] && *files[f])
         add_hashed_file(builder, "file", files[f], hashes);
   }
+  json_builder_end_array(builder);
+  /* every file the run read (experiment, includes, models, profiles,
+   * traces): a sweep reruns a point when one of them changed */
+  json_builder_set_member_name(builder, "inputs");
+  json_builder_begin_array(builder);
+  for (guint i = 0; i < inputs->len; i++)
+    add_hashed_file(builder, "file", inputs->pdata[i], hashes);
   json_builder_end_array(builder);
   json_builder_end_object(builder);
 }

@@ -6,7 +6,11 @@
  * The timeline sampler is one event every sample_period (priority after
  * everything else at that instant, so a sample sees the state the instant
  * settled into). It stops rescheduling itself when it is the only pending
- * event, which is how a run without a duration ends. */
+ * event, which is how a run without a duration ends. Where nothing is
+ * queued for several periods (an idle stretch: requests 1e8 s apart), it
+ * skips to the last sample time before the next event and counts the
+ * samples between in the KV means: they would repeat this one. So
+ * timeline.csv grows with what happens, not with simulated time. */
 #include "ema/run/serving.h"
 
 #include <errno.h>
@@ -29,6 +33,7 @@ typedef struct {
   EmaEngineConfig config;
   EmaTraceSource *trace; /* until the engine takes it */
   FILE *steps;           /* the run's steps.csv, or NULL */
+  char *csv_name;        /* the tenant's name as one CSV field (quoted when it must be) */
   guint64 step_id;
   guint64 tokens_sampled; /* tokens_generated at the previous sample */
 } Tenant;
@@ -40,9 +45,11 @@ typedef struct {
   EmaPool *pool;
   FILE *timeline, *steps;
   const char *out_dir;
-  FILE *events;         /* events.csv, opened at the pool's first event */
-  GError *events_error; /* the first failure to open it */
-  GString *event_row;   /* the events.csv or timeline.csv row being written, emptied for each */
+  FILE *events;          /* events.csv, opened at the pool's first event */
+  GError *events_error;  /* the first failure to open it */
+  GString *event_row;    /* the events.csv or timeline.csv row being written, emptied for each */
+  guint64 timeline_rows; /* written so far, up to the experiment's timeline_max_rows */
+  EmaTime timeline_capped_at;
   EmaEvent sample_event;
   gboolean progress;
   gint64 wall_start, last_progress;
@@ -124,7 +131,7 @@ static void write_step(gpointer data, const EmaStepReport *step) {
           b->decode_seqs, b->prefill_tokens + b->decode_seqs, b->prefill_tokens, b->decode_seqs,
           step->finished, step->preempted + step->released,
           total ? (double) step->blocks_used / (double) total : 0.0, total, step->blocks_free,
-          tenant->result->spec->name, (double) step->duration / 1e3, (double) step->cpu_time / 1e3);
+          tenant->csv_name, (double) step->duration / 1e3, (double) step->cpu_time / 1e3);
 }
 
 static void print_progress(Run *run) {
@@ -148,9 +155,25 @@ static void print_progress(Run *run) {
   fputs("   ", stderr);
 }
 
+static gboolean close_output(FILE **file, const char *dir, const char *name, GError **error);
+
+/* The time from NOW to the next sample: one period, or, when no event is
+ * queued (and the run's duration does not end) within several, up to the
+ * last sample time before the next event, whose state is this one's. */
+static EmaTime next_sample_in(Run *run, EmaTime now) {
+  EmaTime period = run->experiment->sample_period, duration = run->experiment->duration;
+  EmaTime next = ema_sim_next_time(run->sim);
+  if (duration > 0 && next > duration)
+    next = duration + 1; /* the last sample is at or before the duration */
+  if (next == EMA_TIME_NEVER)
+    return period;
+  return MAX((next - 1 - now) / period * period, period);
+}
+
 static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
   Run *run = data;
   EmaTime now = ema_sim_now(sim);
+  EmaTime in = next_sample_in(run, now);
   GError *error = NULL;
   if (!ema_pool_check(run->pool, &error)) {
     g_prefix_error(&error, "memory ledger broken at %.9f s: ", (double) now / 1e9);
@@ -172,8 +195,18 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     tenant->result->peak_slices_borrowed = MAX(tenant->result->peak_slices_borrowed, borrowed);
     tenant->result->peak_slices_lent = MAX(tenant->result->peak_slices_lent, lent);
     ema_tenant_metrics_sample_kv(tenant->result->metrics, used, tenant->result->plan.blocks,
-                                 used + free_blocks);
+                                 used + free_blocks,
+                                 (guint64) (in / run->experiment->sample_period));
+    if (run->timeline &&
+        run->timeline_rows + (guint64) spec->tp > (guint64) run->experiment->timeline_rows) {
+      run->timeline_capped_at = now; /* bounded by construction: no more rows */
+      if (!close_output(&run->timeline, run->out_dir, "timeline.csv", &error)) {
+        ema_sim_fail(sim, error);
+        return;
+      }
+    }
     for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++) {
+      run->timeline_rows++;
       /* the columns through the fixed-point and integer writers, as events.csv's */
       const guint64 counts[] = {used, free_blocks, ema_engine_running(tenant->engine),
                                 ema_engine_waiting(tenant->engine)};
@@ -191,7 +224,7 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
       g_string_append_c(row, ',');
       ema_file_append_uint(row, (guint64) g);
       g_string_append_c(row, ',');
-      g_string_append(row, spec->name);
+      g_string_append(row, tenant->csv_name);
       for (guint k = 0; k < G_N_ELEMENTS(counts); k++) {
         g_string_append_c(row, ',');
         ema_file_append_uint(row, counts[k]);
@@ -212,7 +245,7 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     print_progress(run);
   }
   if (ema_sim_pending(sim) > 0)
-    ema_sim_schedule_in(sim, event, run->experiment->sample_period, SAMPLE_PRIORITY);
+    ema_sim_schedule_in(sim, event, in, SAMPLE_PRIORITY);
 }
 
 static FILE *open_output(const char *dir, const char *name, GError **error) {
@@ -247,6 +280,7 @@ static void tenant_clear(gpointer data) {
   ema_engine_free(tenant->engine);
   ema_trace_source_free(tenant->trace);
   ema_step_model_free(tenant->step_model);
+  g_free(tenant->csv_name);
 }
 
 static void result_free(gpointer data) {
@@ -258,7 +292,8 @@ static void result_free(gpointer data) {
 void ema_serving_report_free(EmaServingReport *report) {
   if (report == NULL)
     return;
-  g_ptr_array_unref(report->tenants);
+  if (report->tenants) /* NULL when the pool failed to start */
+    g_ptr_array_unref(report->tenants);
   g_free(report);
 }
 
@@ -291,6 +326,7 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
   const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
   g_autofree char *stream = g_strconcat("tenant/", spec->name, NULL);
   EmaTenantResult *result = g_new0(EmaTenantResult, 1);
+  g_autoptr(GString) csv_name = g_string_new(NULL);
   Tenant tenant = {
       .result = result, .pool = run->pool, .gpu = (guint) spec->gpu, .steps = run->steps};
 
@@ -315,6 +351,8 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
   ema_pool_set_offload_model(run->pool, tenant.gpu, &spec->model);
   ema_tenant_engine_config(spec, &result->plan, &experiment->server, &tenant.config);
   ema_serving_apply_preempt_choice(experiment, &tenant.config);
+  ema_file_csv_field(csv_name, spec->name);
+  tenant.csv_name = g_strdup(csv_name->str);
   g_array_append_val(run->tenants, tenant);
   return TRUE;
 }
@@ -339,6 +377,24 @@ static void start_engines(Run *run) {
   }
   for (guint i = 0; i < run->tenants->len; i++)
     ema_engine_start(g_array_index(run->tenants, Tenant, i).engine);
+}
+
+char *ema_serving_timeline_warning(const EmaExperiment *experiment) {
+  guint64 gpus = 0, samples;
+  if (!ema_experiment_is_serving(experiment) || experiment->duration <= 0)
+    return NULL;
+  for (guint i = 0; i < experiment->tenants->len; i++)
+    gpus += (guint64) g_array_index(experiment->tenants, EmaTenantSpec, i).tp;
+  samples = (guint64) (experiment->duration / experiment->sample_period) + 1;
+  if (gpus == 0 || samples <= (guint64) experiment->timeline_rows / gpus)
+    return NULL;
+  return g_strdup_printf(
+      "timeline.csv may reach its cap of %" G_GUINT64_FORMAT
+      " rows (sample_period %.6g s over duration %.6g s: up to %" G_GUINT64_FORMAT
+      " samples of %" G_GUINT64_FORMAT
+      " GPUs); the rows past it are not written (raise sample_period for all)",
+      (guint64) experiment->timeline_rows, (double) experiment->sample_period / 1e9,
+      (double) experiment->duration / 1e9, samples, gpus);
 }
 
 /* GPUs without a tenant lend their HBM (serving.h). */
@@ -371,6 +427,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
              .out_dir = out_dir,
              .event_row = event_row,
              .progress = progress,
+             .timeline_capped_at = -1,
              .wall_start = g_get_monotonic_time()};
   FILE *requests = NULL;
   gboolean ok = TRUE;
@@ -461,5 +518,6 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   if (!close_output(&run.steps, out_dir, "steps.csv", ok ? error : NULL))
     ok = FALSE;
   report->wall_s = (double) (g_get_monotonic_time() - run.wall_start) / 1e6;
+  report->timeline_capped_at = run.timeline_capped_at;
   return ok ? g_steal_pointer(&report) : NULL;
 }

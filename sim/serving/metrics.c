@@ -211,10 +211,10 @@ EmaEngineObserver ema_tenant_metrics_observer(EmaTenantMetrics *metrics) {
 }
 
 void ema_tenant_metrics_sample_kv(EmaTenantMetrics *metrics, guint64 used, guint64 own,
-                                  guint64 usable) {
-  metrics->kv_util_sum += own ? (double) used / (double) own : 0;
-  metrics->kv_util_usable_sum += usable ? (double) used / (double) usable : 0;
-  metrics->kv_util_samples++;
+                                  guint64 usable, guint64 count) {
+  metrics->kv_util_sum += (own ? (double) used / (double) own : 0) * (double) count;
+  metrics->kv_util_usable_sum += (usable ? (double) used / (double) usable : 0) * (double) count;
+  metrics->kv_util_samples += count;
 }
 
 static double active_span_s(const EmaTenantMetrics *metrics) {

@@ -261,13 +261,20 @@ static const EmaParam trace_params[] = {
 
 static EmaTraceArrivals *open_arrivals(const EmaTraceSpec *spec, guint64 seed, GError **error);
 
+/* An option (KEY, true) that the trace's format has no use for: an error at
+ * the key, naming the format, not a setting silently ignored. */
+static gboolean reject_unused(const EmaNode *node, const char *path, const char *key,
+                              const EmaTraceSpec *trace, const char *what, GError **error) {
+  g_autofree char *key_path = path ? g_strconcat(path, ".", key, NULL) : g_strdup(key);
+  ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, key), key_path,
+                 "%s (the file's format is %s)", what, ema_trace_format_name(trace->format));
+  return FALSE;
+}
+
 static gboolean check_trace(gpointer object, const EmaNode *node, const char *path,
                             GError **error) {
   EmaTraceSpec *trace = object;
-  gboolean lengths_file = trace->file && (trace->format == EMA_TRACE_FORMAT_LENGTHS ||
-                                          trace->format == EMA_TRACE_FORMAT_VLLM_BENCH);
-  gboolean needs_arrivals = trace->file == NULL || lengths_file;
-  gboolean needs_lengths = trace->file == NULL;
+  gboolean lengths_file, needs_arrivals, needs_lengths = trace->file == NULL;
   g_autofree char *why = g_strdup_printf("by arrivals: %s", arrivals_kind_names[trace->arrivals]);
   g_autofree char *prompt_path = path ? g_strconcat(path, ".prompt", NULL) : g_strdup("prompt");
   g_autofree char *output_path = path ? g_strconcat(path, ".output", NULL) : g_strdup("output");
@@ -275,6 +282,23 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
 
   if (!resolve_path(&trace->file, node, "file", path, error))
     return FALSE;
+  /* format: auto is the file's format from here on (a file that cannot be
+   * read yet stays auto: opening it says why) */
+  if (trace->file && trace->format == EMA_TRACE_FORMAT_AUTO &&
+      !ema_trace_format_sniff(trace->file, &trace->format, NULL))
+    trace->format = EMA_TRACE_FORMAT_AUTO;
+  lengths_file = trace->file && (trace->format == EMA_TRACE_FORMAT_LENGTHS ||
+                                 trace->format == EMA_TRACE_FORMAT_VLLM_BENCH);
+  needs_arrivals = trace->file == NULL || lengths_file;
+  if (trace->keep_failed && trace->file && trace->format != EMA_TRACE_FORMAT_AUTO &&
+      trace->format != EMA_TRACE_FORMAT_BURSTGPT)
+    return reject_unused(node, path, "keep_failed", trace,
+                         "only BurstGPT traces record failed requests", error);
+  if (trace->cycle && trace->file && trace->format != EMA_TRACE_FORMAT_AUTO && !lengths_file)
+    return reject_unused(node, path, "cycle", trace,
+                         "only a lengths or vllm-bench file (its arrivals drawn) starts again at "
+                         "its end",
+                         error);
   if (needs_arrivals != (trace->arrivals != EMA_ARRIVALS_FILE)) {
     g_autofree char *key_path = path ? g_strconcat(path, ".arrivals", NULL) : g_strdup("arrivals");
     ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at ? at : node, key_path, "%s",
@@ -544,24 +568,30 @@ static EmaTraceArrivals *open_arrivals(const EmaTraceSpec *spec, guint64 seed, G
   g_return_val_if_reached(NULL);
 }
 
+/* The trace file of SPEC in its format (sniffed first when still auto, so
+ * that what a format takes, arrivals for a lengths file or keep_failed for
+ * BurstGPT, applies however it was named). */
 static EmaTraceSource *open_file(const EmaTraceSpec *spec, guint64 seed, GError **error) {
-  if (spec->format == EMA_TRACE_FORMAT_LENGTHS) {
+  EmaTraceFormat format = spec->format;
+  if (format == EMA_TRACE_FORMAT_AUTO && !ema_trace_format_sniff(spec->file, &format, error))
+    return NULL;
+  if (format == EMA_TRACE_FORMAT_LENGTHS) {
     EmaTraceArrivals *arrivals =
         open_arrivals(spec, ema_trace_seed_derive(seed, "arrivals"), error);
     return arrivals ? ema_trace_source_open_lengths(spec->file, arrivals, spec->cycle, error)
                     : NULL;
   }
-  if (spec->format == EMA_TRACE_FORMAT_VLLM_BENCH) {
+  if (format == EMA_TRACE_FORMAT_VLLM_BENCH) {
     EmaTraceArrivals *arrivals =
         open_arrivals(spec, ema_trace_seed_derive(seed, "arrivals"), error);
     return arrivals ? ema_trace_source_open_vllm_bench(spec->file, arrivals, spec->cycle, error)
                     : NULL;
   }
-  if (spec->format == EMA_TRACE_FORMAT_BURSTGPT) {
+  if (format == EMA_TRACE_FORMAT_BURSTGPT) {
     EmaTraceBurstGptOptions options = {.keep_failed = spec->keep_failed};
     return ema_trace_source_open_burstgpt(spec->file, &options, error);
   }
-  return ema_trace_source_open(spec->format, spec->file, error);
+  return ema_trace_source_open(format, spec->file, error);
 }
 
 EmaTraceSource *ema_trace_spec_open(const EmaTraceSpec *spec, guint64 seed, GError **error) {

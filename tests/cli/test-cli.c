@@ -346,7 +346,8 @@ static const BadInput bad_inputs[] = {
     {"unknown-key-top.yaml", ":2:1: ", "nmae: ",
      "unknown key in experiment (valid keys: name, summary, seed, tolerance, server, ops, decode, "
      "tenants, "
-     "duration, sample_period, policy, idle_gpu_memory, requests_csv, slo, steps_csv)"},
+     "duration, sample_period, timeline_max_rows, policy, idle_gpu_memory, requests_csv, slo, "
+     "steps_csv)"},
     {"unknown-key-nested.yaml",
      ":6:48: ", "ops.0.flows.0.byts: ", "unknown key in flow (valid keys: kind, src, dst, bytes)"},
     {"negative-size.yaml", ":6:55: ", "ops.0.flows.0.bytes: ", "negative size '-4KiB'"},
@@ -442,6 +443,16 @@ static void test_step_time(void) {
   run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "3", good, NULL);
   g_assert_cmpint(run->status, ==, 1);
   ema_test_assert_contains(run->err, "tensor-parallel size 3");
+  g_clear_pointer(&run, ema_test_run_free);
+  /* 37#10: a step past the clock is an error, never a negative time */
+  g_clear_pointer(&bad_text, g_free);
+  bad_text = g_strconcat(header, "0,0,0,1e15,1e15,1e15\n", NULL);
+  g_assert_true(g_file_set_contents(bad, bad_text, -1, NULL));
+  run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", bad, NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  g_assert_null(strstr(run->out, "-"));
+  ema_test_assert_contains(run->err, ":2: the step takes longer than the simulator's clock "
+                                     "counts (2^63 ns, about 292 years)");
   g_clear_pointer(&run, ema_test_run_free);
   run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", NULL);
   g_assert_cmpint(run->status, ==, 2);

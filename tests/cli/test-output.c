@@ -132,8 +132,9 @@ static void test_foreign_folder(void) {
 }
 
 /* A run killed while it wrote its marker leaves only the marker's temporary
- * file (.ema-output.XXXXXX): the next run takes the folder and removes it; a
- * name like it but not its shape is someone else's. */
+ * file (.ema-output.new): the next run takes the folder and removes it; any
+ * other name like it (a user's .ema-output.backup, 37#16) is someone
+ * else's. */
 static void test_marker_leftover(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "killed", NULL);
@@ -141,8 +142,8 @@ static void test_marker_leftover(void) {
   g_autofree char *exp = write_experiment(tmp, "e.yaml", "leftover", "true", synthetic_b);
   g_mkdir(out, 0755);
   g_mkdir(other, 0755);
-  touch(out, ".ema-output.Ab3dE9", "# ema-sim output folder: half written");
-  touch(other, ".ema-output.notes", "mine");
+  touch(out, ".ema-output.new", "# ema-sim output folder: half written");
+  touch(other, ".ema-output.backup", "mine");
   run_ok(exp, out);
   /* the leftover gone, the run's files there */
   g_assert_cmpstr(keep(entries(out)), ==,
@@ -151,7 +152,7 @@ static void test_marker_leftover(void) {
     g_autoptr(EmaTestRun) run = ema_test_cli("run", exp, "-o", other, "--no-plot", NULL);
     g_assert_cmpint(run->status, !=, 0);
   }
-  g_assert_true(exists(other, ".ema-output.notes"));
+  g_assert_true(exists(other, ".ema-output.backup"));
   g_assert_false(exists(other, "summary.json"));
   ema_test_remove_tree(tmp);
 }
@@ -241,20 +242,25 @@ static void test_provenance(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* TMP/c.yaml: the experiment of write_experiment comparing static and
+ * SECOND (2x: twice the HBM). */
+static char *write_compare(const char *tmp, const char *second) {
+  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
+  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
+                                      "compare:\n  static: {policy: static}\n  ", second,
+                                      ": {server.gpu.hbm_scale: 2}\n", NULL);
+  touch(tmp, "c.yaml", text);
+  return g_build_filename(tmp, "c.yaml", NULL);
+}
+
 /* compare: each variant in its folder, compare.csv one row per variant in
  * file order, the comparison printed; check checks every variant. */
 static void test_compare(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
-  g_autofree char *path = g_build_filename(tmp, "c.yaml", NULL);
-  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
-  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
-                                      "compare:\n  static: {policy: static}\n"
-                                      "  2x: {server.gpu.hbm_scale: 2}\n",
-                                      NULL);
+  g_autofree char *path = write_compare(tmp, "2x");
   g_autofree char *csv = NULL;
   g_auto(GStrv) lines = NULL;
-  touch(tmp, "c.yaml", text);
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("check", path, NULL);
     ema_test_assert_ok(run);
@@ -281,6 +287,38 @@ static void test_compare(void) {
     g_assert_cmpint(run->status, ==, 1);
     ema_test_assert_contains(run->err, "compare: compare is for ema-sim run");
   }
+  ema_test_remove_tree(tmp);
+}
+
+/* 37#13, 37#4: a compare run again clears its variant folders by their own
+ * markers: a user's file in one stays, and events.csv (a run's, listed)
+ * goes. */
+static void test_compare_keeps_user_files(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *path = write_compare(tmp, "2x");
+  run_ok(path, out);
+  ema_test_assert_contains(keep(ema_test_read_file(out, "static/.ema-output")), "\nevents.csv\n");
+  touch(out, "static/notes.txt", "mine");
+  touch(out, "static/events.csv", "stale");
+  run_ok(path, out);
+  g_assert_cmpstr(keep(ema_test_read_file(out, "static/notes.txt")), ==, "mine");
+  g_assert_false(exists(out, "static/events.csv"));
+  g_assert_true(exists(out, "static/summary.json"));
+  ema_test_remove_tree(tmp);
+}
+
+/* 37#17: a variant whose folder would be one of the comparison's own files
+ * is refused before any variant runs. */
+static void test_compare_variant_named_like_a_file(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *path = write_compare(tmp, "compare.csv");
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  ema_test_assert_failed(run, 1,
+                         "compare: variant 'compare.csv' would write its folder over the "
+                         "comparison's own compare.csv: rename it\n");
+  g_assert_false(exists(out, "static"));
   ema_test_remove_tree(tmp);
 }
 
@@ -459,6 +497,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/failed-run-leaves-no-summary", test_failed_run_leaves_no_summary);
   g_test_add_func("/output/default-folder-is-name-safe", test_default_folder_is_name_safe);
   g_test_add_func("/output/provenance", test_provenance);
+  g_test_add_func("/output/compare-keeps-user-files", test_compare_keeps_user_files);
+  g_test_add_func("/output/compare-variant-named-like-a-file",
+                  test_compare_variant_named_like_a_file);
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
   g_test_add_func("/output/check-reads-traces", test_check_reads_traces);

@@ -7,9 +7,12 @@
  * failed allocation, so the process dies there: the tests check what it
  * leaves behind. With EMA_FAULT_ALLOC_COUNT=FILE, the number of
  * allocations the process made is written to FILE when it exits (so that a
- * test can aim at the last ones). Nothing here allocates (getenv, open,
- * read, write). */
+ * test can aim at the last ones). With EMA_FAULT_KILL_AT_EXIT=CMD, a
+ * process whose first argument is CMD kills itself (SIGKILL) as it exits,
+ * after main returned: everything it wrote is there, yet it died of a
+ * signal. Nothing here allocates (getenv, open, read, write). */
 #include <fcntl.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +25,25 @@ extern void *__libc_realloc(void *ptr, size_t size);
 static long countdown = -2; /* -2: not read yet; -1: no failure (left) */
 static unsigned long made;  /* allocations so far */
 
-__attribute__((destructor)) static void write_count(void) {
+/* The process's first argument (after the program) is COMMAND. */
+static int first_argument_is(const char *command) {
+  static char cmdline[4096];
+  int fd = open("/proc/self/cmdline", O_RDONLY);
+  ssize_t got = fd >= 0 ? read(fd, cmdline, sizeof cmdline - 1) : -1;
+  const char *first = cmdline + strlen(cmdline) + 1; /* after the program */
+  if (fd >= 0)
+    close(fd);
+  return got > 0 && first < cmdline + got && strcmp(first, command) == 0;
+}
+
+__attribute__((destructor)) static void at_exit(void) {
   const char *path = getenv("EMA_FAULT_ALLOC_COUNT");
+  const char *kill_command = getenv("EMA_FAULT_KILL_AT_EXIT");
   char digits[32];
   int n = 0, fd;
   unsigned long v = made;
+  if (kill_command && first_argument_is(kill_command))
+    raise(SIGKILL);
   if (path == NULL)
     return;
   do
@@ -46,16 +63,8 @@ static int fail_now(void) {
     const char *after = getenv("EMA_FAULT_ALLOC_AFTER");
     const char *command = getenv("EMA_FAULT_ALLOC_COMMAND");
     countdown = after ? atol(after) : -1;
-    if (command && countdown >= 0) {
-      static char cmdline[4096];
-      int fd = open("/proc/self/cmdline", O_RDONLY);
-      ssize_t got = fd >= 0 ? read(fd, cmdline, sizeof cmdline - 1) : -1;
-      const char *first = cmdline + strlen(cmdline) + 1; /* after the program */
-      if (fd >= 0)
-        close(fd);
-      if (got <= 0 || first >= cmdline + got || strcmp(first, command) != 0)
-        countdown = -1;
-    }
+    if (command && countdown >= 0 && !first_argument_is(command))
+      countdown = -1;
   }
   if (countdown < 0)
     return 0;

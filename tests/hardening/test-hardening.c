@@ -10,6 +10,8 @@
  * disk) or whose allocation fails (faultalloc.c, an LD_PRELOAD shim) leaves no summary.json that
  * passes for a result, and the sweep resumes to the full result. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -26,6 +28,21 @@
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
+
+/* Strings a check reads once, freed at exit (LeakSanitizer runs then). */
+static GPtrArray *kept;
+
+static char *keep_path(char *text) {
+  if (kept == NULL)
+    kept = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(kept, text);
+  return text;
+}
+
+/* DIR/sweep.csv, kept. */
+static const char *keep_csv(const char *dir) {
+  return keep_path(ema_test_read_file(dir, "sweep.csv"));
+}
 
 static char *write_temp(const char *dir, const char *name, const char *text) {
   char *path = g_build_filename(dir, name, NULL);
@@ -78,6 +95,15 @@ static EmaTestRun *run_serving(const char *dir, const char *tenant, const char *
   g_autofree char *path = write_temp(dir, "exp.yaml", text);
   g_autofree char *out = g_build_filename(dir, "out", NULL);
   return ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+}
+
+/* DIR/NAME: the serving experiment of serving_yaml("a", TRACE) after
+ * BEFORE (top-level lines, may be ""), swept over the seeds SEEDS ("[1, 2]"). */
+static char *write_sweep(const char *dir, const char *name, const char *before, const char *trace,
+                         const char *seeds) {
+  g_autofree char *base = serving_yaml("a", trace);
+  g_autofree char *text = g_strdup_printf("%s%ssweep:\n  seed: %s\n", before, base, seeds);
+  return write_temp(dir, name, text);
 }
 
 /* Limits for a child: RLIMIT_FSIZE (bytes a file may grow to; writes past
@@ -189,6 +215,36 @@ static void test_yaml_deep_hwmodel(void) {
 
 /* 100,000 keys, the last one a duplicate: found at once (a hash), not after
  * 5e9 string comparisons. */
+/* 37#17: what YAML can say that EMA would not keep is an error at its
+ * place: a NUL escape (it cut the string), a tag beyond the core schema's
+ * (!!binary, a %TAG prefix's), a tag on a key (its message said the tag it
+ * named was the only one known); !!str stays harmless. */
+static void test_yaml_tags_and_nul(void) {
+  const char *const cases[][2] = {
+      {"name: \"a\\0b\"\n",
+       "t.yaml:1:7: a NUL character (\\0) in a string: EMA's strings end at it"},
+      {"name: !!binary aGVsbG8=\n",
+       "t.yaml:1:7: unknown tag 'tag:yaml.org,2002:binary' (the only tag EMA knows is !include)"},
+      {"%TAG !e! tag:example.com,2000:\n---\nname: !e!foo x\n",
+       "t.yaml:3:7: unknown tag 'tag:example.com,2000:foo' (the only tag EMA knows is !include)"},
+      {"!include name: x\n", "t.yaml:1:1: a map key takes no tag ('!include')"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    GError *error = NULL;
+    g_autoptr(EmaNode) root = ema_node_load_string(cases[i][0], "t.yaml", NULL, &error);
+    g_assert_null(root);
+    g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX);
+    g_assert_cmpstr(error->message, ==, cases[i][1]);
+    g_clear_error(&error);
+  }
+  {
+    GError *error = NULL;
+    g_autoptr(EmaNode) root = ema_node_load_string("name: !!str 5\n", "t.yaml", NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(ema_node_get(root, "name")->value, ==, "5");
+  }
+}
+
 static void test_yaml_many_keys(void) {
   GString *text = g_string_new(NULL);
   GError *error = NULL;
@@ -389,6 +445,16 @@ static char *plugin_path(const char *name) {
   return g_build_filename(g_getenv("EMA_TEST_HARDENING_PLUGINS"), name, NULL);
 }
 
+/* DIR/plugins, holding (a link to) the test plugin NAME alone. */
+static char *plugin_dir_with(const char *dir, const char *name) {
+  char *plugins = g_build_filename(dir, "plugins", NULL);
+  g_autofree char *file = g_strconcat(name, "." G_MODULE_SUFFIX, NULL);
+  g_autofree char *module = plugin_path(file);
+  g_assert_cmpint(g_mkdir(plugins, 0700), ==, 0);
+  ema_test_link_into(plugins, file, module);
+  return plugins;
+}
+
 static void assert_plugin_refused(const char *name, gint code, const char *message) {
   g_autofree char *path = plugin_path(name);
   g_autofree char *expected = g_strdup_printf("%s: %s", path, message);
@@ -419,14 +485,67 @@ static void test_plugin_silent_init(void) {
   g_autofree char *text = g_strconcat("policy: {borrow: silent-init}\n", base, NULL);
   g_autofree char *path = write_temp(dir, "exp.yaml", text);
   g_autofree char *out = g_build_filename(dir, "out", NULL);
-  g_autofree char *plugins = g_build_filename(dir, "plugins", NULL);
-  g_autofree char *module = plugin_path("silent-init." G_MODULE_SUFFIX);
-  g_assert_cmpint(g_mkdir(plugins, 0700), ==, 0);
-  ema_test_link_into(plugins, "silent-init." G_MODULE_SUFFIX, module);
+  g_autofree char *plugins = plugin_dir_with(dir, "silent-init");
   g_autoptr(EmaTestRun) run =
       ema_test_cli("--plugin-dir", plugins, "run", path, "-o", out, "--no-plot", NULL);
   g_assert_cmpint(run->status, ==, 1);
   ema_test_assert_contains(run->err, "borrow policy silent-init: init failed without saying why");
+  ema_test_remove_tree(dir);
+}
+
+/* Run a tenant short of KV memory on gpu0 of an H200 pair (gpu1 idle,
+ * lending) under the borrow policy POLICY of the contract.c plugin, its
+ * environment edited by EDITS (may be NULL). */
+static EmaTestRun *run_contract(const char *dir, const char *policy, const char *const *edits) {
+  g_autofree char *text = g_strdup_printf(
+      "name: contract\nserver: h200x2\npolicy: {borrow: %s}\ntenants:\n"
+      "  - {name: a, model: llama-3.1-8b, gpu: 0, engine: {gpu_memory_utilization: 12%%},\n"
+      "     trace: {arrivals: poisson, rate: 8, duration: 5s, prompt: {dist: fixed, tokens: "
+      "1500},\n             output: {dist: fixed, tokens: 200}}}\n",
+      policy);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *plugins = g_build_filename(dir, "plugins", NULL);
+  if (!g_file_test(plugins, G_FILE_TEST_IS_DIR))
+    g_free(plugin_dir_with(dir, "contract"));
+  return ema_test_cli_env(edits, "--plugin-dir", plugins, "run", path, "-o", out, "--no-plot",
+                          NULL);
+}
+
+/* 37#9: a policy that writes into its read-only view is named, with its
+ * module, and stops the run before the pool acts (the ledger was corrupted,
+ * found late, unnamed, or an abort); one writing a request view's
+ * blocks_at writes into a copy; G_MININT64 slices returned are all it has
+ * (no undefined negation); EMA_POOL_CHECKS=bogus is an error, not an
+ * abort. */
+static void test_plugin_contract(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *module = NULL;
+  {
+    g_autoptr(EmaTestRun) run = run_contract(dir, "writes-lent", NULL);
+    module = g_build_filename(dir, "plugins", "contract." G_MODULE_SUFFIX, NULL);
+    g_autofree char *want =
+        g_strdup_printf("borrow policy writes-lent (%s): decide wrote into its read-only view "
+                        "(lent[]): the run stops before the pool acts on it\n",
+                        module);
+    ema_test_assert_failed(run, 1, want);
+  }
+  {
+    g_autoptr(EmaTestRun) run = run_contract(dir, "writes-blocks-at", NULL);
+    ema_test_assert_ok(run);
+  }
+  {
+    g_autoptr(EmaTestRun) run = run_contract(dir, "returns-minint", NULL);
+    g_autofree char *out = g_build_filename(dir, "out", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(keep_path(ema_test_read_file(out, "summary.json")), "\"returns\" : ");
+  }
+  {
+    const char *edits[] = {"EMA_POOL_CHECKS=bogus", NULL};
+    g_autoptr(EmaTestRun) run = run_contract(dir, "returns-minint", edits);
+    ema_test_assert_contains(run->err, "EMA_POOL_CHECKS=bogus: give all, sample or off\n");
+    g_assert_cmpint(run->status, ==, 1);
+  }
   ema_test_remove_tree(dir);
 }
 
@@ -446,12 +565,157 @@ static void test_run_csv_quoting(void) {
   ema_test_remove_tree(dir);
 }
 
+/* 37#1: two requests 1e8 s apart: timeline.csv holds the busy samples and
+ * one row either side of the idle stretch (it was ~5 GB), and the KV means
+ * count the samples it skipped as the same as its edges. */
+static void test_run_idle_stretch(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *trace = write_temp(dir, "t.csv",
+                                      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                      "2023-11-16 18:15:46.0000000,100,10\n"
+                                      "2026-11-16 18:15:46.0000000,50,5\n");
+  g_autoptr(EmaTestRun) run = run_serving(dir, "a", "{file: t.csv, format: azure}");
+  g_autofree char *timeline = NULL;
+  g_auto(GStrv) lines = NULL;
+  ema_test_assert_ok(run);
+  timeline = ema_test_read_file(out, "timeline.csv");
+  lines = g_strsplit(timeline, "\n", -1);
+  g_assert_cmpuint(g_strv_length(lines), <=, 8);
+  ema_test_assert_contains(timeline, "\n94694399.000000000,0,a,0,");
+  ema_test_assert_contains(timeline, "\n94694400.000000000,0,a,");
+  ema_test_remove_tree(dir);
+}
+
+/* 37#1: a timeline that would outgrow timeline_max_rows is capped, and the
+ * run says so before it starts (its duration bounds the samples) and when
+ * it stopped writing. */
+static void test_run_timeline_cap(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *base = serving_yaml("a", short_trace);
+  g_autofree char *text =
+      g_strconcat("sample_period: 1ms\nduration: 10s\ntimeline_max_rows: 50\n", base, NULL);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_autofree char *timeline = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_true(g_str_has_prefix(
+      run->err, "ema-sim: warning: timeline.csv may reach its cap of 50 rows (sample_period "
+                "0.001 s over duration 10 s: up to 10001 samples of 1 GPUs)"));
+  ema_test_assert_contains(run->err, "ema-sim: warning: timeline.csv stopped at 50 rows, at ");
+  timeline = ema_test_read_file(out, "timeline.csv");
+  lines = g_strsplit(timeline, "\n", -1);
+  g_assert_cmpuint(g_strv_length(lines), ==, 52); /* the header, 50 rows, "" */
+  ema_test_remove_tree(dir);
+}
+
+/* A serving experiment of one tenant whose trace is the fixture FILE with
+ * the more trace keys MORE ("" or ", k: v"), written to DIR/exp.yaml and
+ * run into DIR/out. */
+static EmaTestRun *run_fixture_trace(const char *dir, const char *file, const char *more) {
+  g_autofree char *path = fixture("traces", file);
+  g_autofree char *trace = g_strdup_printf("{file: %s%s}", path, more);
+  return run_serving(dir, "a", trace);
+}
+
+/* 37#5, 37#17: a trace under format: auto is read as the format it is:
+ * keep_failed keeps BurstGPT's failed requests, a lengths file takes its
+ * arrival process; an option its format has no use for is an error at the
+ * key. */
+static void test_run_auto_format(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *exp = g_build_filename(dir, "exp.yaml", NULL);
+  {
+    g_autoptr(EmaTestRun) run = run_fixture_trace(dir, "burstgpt-good.csv", ", keep_failed: true");
+    g_auto(GStrv) lines = NULL;
+    ema_test_assert_ok(run);
+    lines = g_strsplit(keep_path(ema_test_read_file(out, "requests.csv")), "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 6); /* the header, 4 requests, "" */
+    ema_test_assert_contains(keep_path(ema_test_read_file(out, "resolved.yaml")),
+                             "format: burstgpt\n");
+  }
+  {
+    g_autoptr(EmaTestRun) run =
+        run_fixture_trace(dir, "lengths-good.csv", ", arrivals: poisson, rate: 2, requests: 3");
+    ema_test_assert_ok(run);
+  }
+  {
+    g_autoptr(EmaTestRun) run = run_fixture_trace(dir, "vidur-good.csv", ", keep_failed: true");
+    g_autofree char *want = g_strdup_printf("%s:4:", exp);
+    ema_test_assert_error_line(run, want);
+    ema_test_assert_contains(run->err, ": tenants.0.trace.keep_failed: only BurstGPT traces "
+                                       "record failed requests (the file's format is vidur)\n");
+  }
+  {
+    g_autoptr(EmaTestRun) run = run_fixture_trace(dir, "azure-good.csv", ", cycle: true");
+    ema_test_assert_contains(run->err, ": tenants.0.trace.cycle: only a lengths or vllm-bench "
+                                       "file (its arrivals drawn) starts again at its end (the "
+                                       "file's format is azure)\n");
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* 37#10, 37#17: an arrival past what the clock can serve is an error that
+ * says so (a date 200 years on; a rate of 1e-9 with 10 requests), never a
+ * CRITICAL, a silent stop or an unbounded output. */
+static void test_run_arrival_limit(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaTestRun) rate = run_serving(
+      dir, "a",
+      "{arrivals: poisson, rate: 1e-9, requests: 10, prompt: {dist: fixed, tokens: 10}, "
+      "output: {dist: fixed, tokens: 2}}");
+  g_assert_cmpint(rate->status, ==, 1);
+  ema_test_assert_contains(rate->err, "past the last time the simulator can serve it "
+                                      "(4.61169e+09 s, about 146 years)");
+  g_assert_null(strstr(rate->err, "CRITICAL"));
+  ema_test_remove_tree(dir);
+}
+
+/* 37#12: timeline.csv and steps.csv quote the tenant's name too. */
+static void test_run_csv_quoting_all(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *base = serving_yaml("a,\"b\"", short_trace);
+  g_autofree char *text = g_strconcat("steps_csv: true\n", base, NULL);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(keep_path(ema_test_read_file(out, "timeline.csv")),
+                           "\n0.000000000,0,\"a,\"\"b\"\"\",");
+  ema_test_assert_contains(keep_path(ema_test_read_file(out, "steps.csv")), ",\"a,\"\"b\"\"\",");
+  ema_test_remove_tree(dir);
+}
+
 static void test_run_all_rejected(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autoptr(EmaTestRun) run =
       run_serving(dir, "huge",
                   "{arrivals: poisson, rate: 5, requests: 3, prompt: {dist: fixed, "
                   "tokens: 4000000}, output: {dist: fixed, tokens: 8}}");
+  g_assert_cmpint(run->status, ==, 0);
+  /* 37#17: 4M tokens are past the model's context (max_model_len) before the KV cache */
+  g_assert_cmpstr(run->err, ==,
+                  "ema-sim: warning: tenant huge: all 3 requests were rejected (prompt + output "
+                  "longer than the engine's max_model_len)\n");
+  ema_test_remove_tree(dir);
+}
+
+/* A prompt within max_model_len but beyond a small KV cache is rejected
+ * for the cache. */
+static void test_run_all_rejected_kv(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *text = g_strconcat(
+      "name: hardening\nserver: h200x2\ntenants:\n  - {name: huge, model: llama-3.1-8b, gpu: 0, "
+      "engine: {gpu_memory_utilization: 12%}, trace: ",
+      "{arrivals: poisson, rate: 5, requests: 3, prompt: {dist: fixed, tokens: 120000}, "
+      "output: {dist: fixed, tokens: 8}}}\n",
+      NULL);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
   g_assert_cmpint(run->status, ==, 0);
   g_assert_cmpstr(run->err, ==,
                   "ema-sim: warning: tenant huge: all 3 requests were rejected (prompt + output "
@@ -536,10 +800,19 @@ static GArray *children_of(GPid parent) {
   return pids;
 }
 
-/* SIGTERM to a sweep reaches its running points; it waits for them and
- * then dies of the signal, leaving no point process behind. */
-static void test_sweep_sigterm(void) {
-  g_autofree char *dir = ema_test_temp_dir();
+/* The state letter of process PID in /proc ('Z': a zombie), 0 when gone. */
+static char process_state(GPid pid) {
+  g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int) pid);
+  g_autofree char *stat = NULL;
+  const char *close;
+  if (!g_file_get_contents(path, &stat, NULL, NULL) || (close = strrchr(stat, ')')) == NULL)
+    return 0;
+  return close[2];
+}
+
+/* Start `ema-sim sweep` of four long points, two at a time, into DIR/out;
+ * wait until both points run and return their pids in *KIDS. */
+static GPid start_long_sweep(const char *dir, GArray **kids) {
   g_autofree char *out = g_build_filename(dir, "out", NULL);
   g_autofree char *base =
       serving_yaml("long", "{arrivals: poisson, rate: 40, duration: 3600s, prompt: {dist: fixed, "
@@ -548,22 +821,31 @@ static void test_sweep_sigterm(void) {
   g_autofree char *path = write_temp(dir, "long.yaml", text);
   g_auto(GStrv) envp = ema_test_cli_environ(NULL);
   const char *argv[] = {ema_test_sim_path(), "sweep", path, "-o", out, "-j", "2", NULL};
-  g_autoptr(GArray) kids = NULL;
   GError *error = NULL;
   GPid pid;
-  int status;
   g_spawn_async(g_getenv("EMA_SOURCE_ROOT"), (char **) argv, envp,
                 G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
                 NULL, NULL, &pid, &error);
   g_assert_no_error(error);
+  *kids = NULL;
   for (guint i = 0; i < 600; i++) { /* up to 60 s for both points to start */
-    g_clear_pointer(&kids, g_array_unref);
-    kids = children_of(pid);
-    if (kids->len == 2)
+    g_clear_pointer(kids, g_array_unref);
+    *kids = children_of(pid);
+    if ((*kids)->len == 2)
       break;
     g_usleep(100000);
   }
-  g_assert_cmpuint(kids->len, ==, 2);
+  g_assert_cmpuint((*kids)->len, ==, 2);
+  return pid;
+}
+
+/* SIGTERM to a sweep reaches its running points; it waits for them and
+ * then dies of the signal, leaving no point process behind. */
+static void test_sweep_sigterm(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(GArray) kids = NULL;
+  GPid pid = start_long_sweep(dir, &kids);
+  int status;
   g_usleep(200000);
   kill(pid, SIGTERM);
   g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
@@ -574,6 +856,198 @@ static void test_sweep_sigterm(void) {
     g_assert_cmpint(kill(kid, 0), ==, -1);
     g_assert_cmpint(errno, ==, ESRCH);
   }
+  ema_test_remove_tree(dir);
+}
+
+/* 37#2: a sweep killed by SIGKILL (no handler runs) takes its running
+ * points with it: no orphan goes on to write into the folders a resumed
+ * sweep owns. */
+static void test_sweep_kill9(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(GArray) kids = NULL;
+  GPid pid = start_long_sweep(dir, &kids);
+  int status;
+  kill(pid, SIGKILL);
+  g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+  for (guint i = 0; i < kids->len; i++) {
+    GPid kid = g_array_index(kids, GPid, i);
+    char state = 'R';
+    for (guint t = 0; t < 100 && (state = process_state(kid)) != 0 && state != 'Z'; t++)
+      g_usleep(50000);
+    g_assert_true(state == 0 || state == 'Z');
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* 37#9: a point stuck in a plugin's loop is killed at --timeout and fails
+ * (it would hold the sweep for ever); its process group goes with it. */
+static void test_sweep_timeout(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path =
+      write_sweep(dir, "exp.yaml", "policy: {borrow: looping}\n", short_trace, "[1, 2]");
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *plugins = plugin_dir_with(dir, "looping");
+  gint64 start = g_get_monotonic_time();
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("--plugin-dir", plugins, "sweep", path, "-o", out,
+                                             "-j", "2", "--timeout", "1", "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "point 000-seed=1 failed (killed at the --timeout of 1 s)");
+    ema_test_assert_contains(run->err, "point 001-seed=2 failed (killed at the --timeout of 1 s)");
+  }
+  g_assert_cmpint(g_get_monotonic_time() - start, <, 60 * G_USEC_PER_SEC);
+  ema_test_assert_contains(keep_csv(out), "\n000-seed=1,,1,0,");
+  ema_test_remove_tree(dir);
+}
+
+/* 37#11: a point whose process died of a signal after it wrote its
+ * summary.json failed: sweep.csv says so, and the summary goes (a resume
+ * runs it again). */
+static void test_sweep_signal_after_summary(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  g_test_skip("the LD_PRELOAD shim and AddressSanitizer do not mix");
+#else
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = write_sweep(dir, "exp.yaml", "", short_trace, "[1]");
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *preload = g_strconcat("LD_PRELOAD=", g_getenv("EMA_TEST_FAULT_ALLOC"), NULL);
+  const char *edits[] = {preload, "EMA_FAULT_KILL_AT_EXIT=run", NULL};
+  g_autofree char *summary = g_build_filename(out, "000-seed=1", "summary.json", NULL);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli_env(edits, "sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "point 000-seed=1 failed (killed by signal 9)");
+  }
+  ema_test_assert_contains(keep_csv(out), ",failed");
+  g_assert_false(g_file_test(summary, G_FILE_TEST_EXISTS));
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out, "1 points: 1 ok, 0 failed\n");
+  }
+  ema_test_remove_tree(dir);
+#endif
+}
+
+/* 37#6: a point made from a trace that changed since is not "found done":
+ * the resume runs it again, and says why. */
+static void test_sweep_stale_input(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *trace = write_temp(dir, "t.csv",
+                                      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                      "2023-11-16 18:15:46.6805900,100,10\n");
+  g_autofree char *path =
+      write_sweep(dir, "exp.yaml", "", "{file: t.csv, format: azure}", "[1, 2]");
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  g_free(write_temp(dir, "t.csv",
+                    "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                    "2023-11-16 18:15:46.6805900,100,10\n2023-11-16 18:15:47.0,100,10\n"));
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    ema_test_assert_contains(run->out, "2 points: 2 ok, 0 failed\n");
+    ema_test_assert_contains(run->err, "2 finished points were made from files that changed since");
+    ema_test_assert_contains(run->err, trace);
+    g_assert_null(strstr(run->out, "found done"));
+  }
+  ema_test_assert_contains(keep_csv(out), ",2,"); /* both requests of the new trace */
+  ema_test_remove_tree(dir);
+}
+
+/* 37#15: a FIFO where a point's run.out goes fails the point at once (the
+ * open never waits for a reader). */
+static void test_sweep_fifo_log(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = write_sweep(dir, "exp.yaml", "", short_trace, "[1]");
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *point = g_build_filename(out, "000-seed=1", NULL);
+  g_autofree char *fifo = g_build_filename(point, "run.out", NULL);
+  g_assert_cmpint(g_mkdir_with_parents(point, 0755), ==, 0);
+  g_free(write_temp(out, ".ema-output", "# ema-sim output folder\n"));
+  g_free(write_temp(point, ".ema-output", "# ema-sim output folder\n"));
+  g_assert_cmpint(mkfifo(fifo, 0644), ==, 0);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", path, "-o", out, "-j", "1", "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "run.out: not a regular file\n");
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* ---- output folders ------------------------------------------------------------ */
+
+/* 37#3: a folder another ema-sim process writes into is refused (run,
+ * sweep and compare alike); once it is free, it is taken. */
+static void test_output_locked(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *sweep = write_sweep(dir, "s.yaml", "", short_trace, "[1]");
+  g_autofree char *want =
+      g_strdup_printf("output directory %s is in use by another ema-sim process", out);
+  int fd;
+  {
+    g_autoptr(EmaTestRun) run = run_serving(dir, "a", short_trace);
+    ema_test_assert_ok(run);
+  }
+  fd = open(out, O_RDONLY | O_DIRECTORY);
+  g_assert_cmpint(flock(fd, LOCK_EX | LOCK_NB), ==, 0); /* as a running ema-sim holds it */
+  {
+    g_autoptr(EmaTestRun) run = run_serving(dir, "a", short_trace);
+    ema_test_assert_error_line(run, want);
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", sweep, "-o", out, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, want);
+  }
+  g_assert_true(
+      g_file_test(keep_path(g_build_filename(out, "summary.json", NULL)), G_FILE_TEST_EXISTS));
+  close(fd);
+  {
+    g_autoptr(EmaTestRun) run = run_serving(dir, "a", short_trace);
+    ema_test_assert_ok(run);
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* 37#15: a FIFO named .ema-output is an error, not a wait. */
+static void test_output_fifo_marker(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *marker = g_build_filename(out, ".ema-output", NULL);
+  g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
+  g_assert_cmpint(mkfifo(marker, 0644), ==, 0);
+  {
+    g_autoptr(EmaTestRun) run = run_serving(dir, "a", short_trace);
+    g_autofree char *want = g_strdup_printf("%s: not a regular file (a FIFO)", marker);
+    ema_test_assert_error_line(run, want);
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* 37#14: a sweep refuses a folder with a user's sweep.csv in it, as run
+ * does; it resumes in its own. */
+static void test_output_sweep_foreign(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *path = write_sweep(dir, "s.yaml", "", short_trace, "[1]");
+  g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
+  g_free(write_temp(out, "sweep.csv", "mine\n"));
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", path, "-o", out, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "sweep.csv exists and is not ema-sim's (no ");
+  }
+  g_assert_cmpstr(keep_csv(out), ==, "mine\n");
   ema_test_remove_tree(dir);
 }
 
@@ -754,6 +1228,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/yaml/deep-includes", test_yaml_deep_includes);
   g_test_add_func("/hardening/yaml/deep-hwmodel", test_yaml_deep_hwmodel);
   g_test_add_func("/hardening/yaml/many-keys", test_yaml_many_keys);
+  g_test_add_func("/hardening/yaml/tags-and-nul", test_yaml_tags_and_nul);
   g_test_add_func("/hardening/yaml/special-include", test_yaml_special_include);
   g_test_add_func("/hardening/params/null", test_params_null);
   g_test_add_func("/hardening/params/resolved-checks", test_params_resolved_checks);
@@ -766,15 +1241,34 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/plugin/field-overflow", test_plugin_field_overflow);
   g_test_add_func("/hardening/plugin/small-symbol", test_plugin_small_symbol);
   g_test_add_func("/hardening/plugin/silent-init", test_plugin_silent_init);
+  g_test_add_func("/hardening/plugin/contract", test_plugin_contract);
   g_test_add_func("/hardening/run/csv-quoting", test_run_csv_quoting);
+  g_test_add_func("/hardening/run/csv-quoting-all", test_run_csv_quoting_all);
+  g_test_add_func("/hardening/run/idle-stretch", test_run_idle_stretch);
+  g_test_add_func("/hardening/run/arrival-limit", test_run_arrival_limit);
+  g_test_add_func("/hardening/run/timeline-cap", test_run_timeline_cap);
+  g_test_add_func("/hardening/run/auto-format", test_run_auto_format);
   g_test_add_func("/hardening/run/all-rejected", test_run_all_rejected);
+  g_test_add_func("/hardening/run/all-rejected-kv", test_run_all_rejected_kv);
   g_test_add_func("/hardening/sweep/jobs-zero", test_sweep_jobs_zero);
   g_test_add_func("/hardening/sweep/resume-shape", test_sweep_resume_shape);
   g_test_add_func("/hardening/sweep/list-many", test_sweep_list_many);
   g_test_add_func("/hardening/sweep/sigterm", test_sweep_sigterm);
+  g_test_add_func("/hardening/sweep/kill9", test_sweep_kill9);
+  g_test_add_func("/hardening/sweep/timeout", test_sweep_timeout);
+  g_test_add_func("/hardening/sweep/signal-after-summary", test_sweep_signal_after_summary);
+  g_test_add_func("/hardening/sweep/stale-input", test_sweep_stale_input);
+  g_test_add_func("/hardening/sweep/fifo-log", test_sweep_fifo_log);
+  g_test_add_func("/hardening/output/locked", test_output_locked);
+  g_test_add_func("/hardening/output/fifo-marker", test_output_fifo_marker);
+  g_test_add_func("/hardening/output/sweep-foreign", test_output_sweep_foreign);
   g_test_add_func("/hardening/fault/write-run", test_fault_write_run);
   g_test_add_func("/hardening/fault/write-sweep", test_fault_write_sweep);
   g_test_add_func("/hardening/fault/alloc-run", test_fault_alloc_run);
   g_test_add_func("/hardening/fault/alloc-sweep", test_fault_alloc_sweep);
-  return g_test_run();
+  {
+    int status = g_test_run();
+    g_clear_pointer(&kept, g_ptr_array_unref);
+    return status;
+  }
 }

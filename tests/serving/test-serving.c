@@ -1274,9 +1274,9 @@ static void test_metrics_observer(void) {
   step.batch.decode_seqs = 3;
   observer.on_step(observer.data, &step);
   /* own region 4 blocks; usable 2 (lending) then 6 (borrowing) */
-  ema_tenant_metrics_sample_kv(metrics, 1, 4, 2);
-  ema_tenant_metrics_sample_kv(metrics, 3, 4, 6);
-  ema_tenant_metrics_sample_kv(metrics, 0, 0, 0);
+  ema_tenant_metrics_sample_kv(metrics, 1, 4, 2, 1);
+  ema_tenant_metrics_sample_kv(metrics, 3, 4, 6, 1);
+  ema_tenant_metrics_sample_kv(metrics, 0, 0, 0, 1);
   fclose(csv);
   g_assert_cmpstr(buffer, ==,
                   "tenant,id,arrival_s,scheduled_s,first_token_s,finish_s,prompt_tokens,"

@@ -154,7 +154,8 @@ static void test_parse_seconds(void) {
   g_assert_cmpint(vidur_time("2.5E+3"), ==, 2500000000000);
   g_assert_cmpint(vidur_time("+7"), ==, 7000000000);
   g_assert_cmpint(vidur_time("604800.000000001"), ==, 604800000000001);
-  g_assert_cmpint(vidur_time("9223372036.854775807"), ==, G_MAXINT64);
+  /* the latest arrival a source hands out (2^62 ns); later is an error */
+  g_assert_cmpint(vidur_time("4611686018.427387904"), ==, EMA_TRACE_MAX_ARRIVAL);
   g_assert_cmpint(vidur_time(".5"), ==, 500000000);
   g_assert_cmpint(vidur_time("3."), ==, 3000000000);
 }
@@ -187,8 +188,9 @@ static void test_parse_datetime(void) {
   g_assert_cmpint(azure_time("2024-05-10 00:00:00Z", "2024-05-10T02:00:00+02:00"), ==, 0);
   g_assert_cmpint(azure_time("2024-05-10 00:00:00+00:00", "2024-05-10 00:00:00-0130"), ==,
                   EMA_S(5400));
-  g_assert_cmpint(azure_time("1970-01-01 00:00:00", "2262-01-01 00:00:00"), ==,
-                  EMA_S(G_GINT64_CONSTANT(9214646400)));
+  /* the latest a second request may come (EMA_TRACE_MAX_ARRIVAL, ~146 years) */
+  g_assert_cmpint(azure_time("1970-01-01 00:00:00", "2116-01-01 00:00:00"), ==,
+                  EMA_S(G_GINT64_CONSTANT(4607280000)));
 }
 
 /* ---- Azure ------------------------------------------------------------------- */
@@ -453,6 +455,14 @@ static void test_vidur_errors(void) {
                                     -1);
   expect_row_error(ema_trace_source_open_vidur(huge, &error), 0, EMA_TRACE_ERROR_PARSE, huge,
                    "2: arrived_at: out of range: '9223372037'");
+  /* 37#10: parsed, but past what the clock can serve after the first */
+  g_autofree char *late = write_tmp("late.csv",
+                                    "arrived_at,num_prefill_tokens,num_decode_tokens\n"
+                                    "0,1,1\n4611686019,1,1\n",
+                                    -1);
+  expect_row_error(ema_trace_source_open_vidur(late, &error), 1, EMA_TRACE_ERROR_PARSE, late,
+                   "3: arrived_at: '4611686019' is more than 4611686018 s (about 146 years) "
+                   "after the first request: past the last time the simulator can serve it");
 }
 
 /* ---- BurstGPT ----------------------------------------------------------------- */

@@ -256,22 +256,47 @@ static void test_compare_measured(void) {
   ema_test_remove_tree(empty);
 }
 
+/* 37#14: compare -o into a folder with a user's compare.md refuses it, as
+ * ema-sim run would, and leaves the file as it was. */
+static void test_compare_user_file(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *mine = g_build_filename(dir, "compare.md", NULL);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_set_contents(mine, "my notes\n", -1, NULL));
+  {
+    g_autoptr(EmaTestRun) run = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
+                                                    FIXTURE_MEASURED, "-o", dir, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "compare.md exists and is not ema-sim's");
+  }
+  g_assert_true(g_file_get_contents(mine, &text, NULL, NULL));
+  g_assert_cmpstr(text, ==, "my notes\n");
+  ema_test_remove_tree(dir);
+}
+
 static void copy_file(const char *from_dir, const char *to_dir, const char *name) {
   g_autofree char *to = g_build_filename(to_dir, name, NULL);
   g_autofree char *text = ema_test_read_file(from_dir, name);
   g_assert_true(g_file_set_contents(to, text, -1, NULL));
 }
 
+/* The committed calibration results (validate/results/), FILES of them
+ * (NULL-terminated) copied into DIR; returns the results' folder. */
+static char *copy_calibrate_results(const char *dir, const char *const *files) {
+  char *results = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), "validate", "results",
+                                   "2026-11-29-h200x2-calibrate", NULL);
+  for (guint i = 0; files[i]; i++)
+    copy_file(results, dir, files[i]);
+  return results;
+}
+
 /* calibrate --from-results needs no GPU: it runs with the devices hidden. */
 static void test_from_results(void) {
-  g_autofree char *results = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), "validate", "results",
-                                              "2026-11-29-h200x2-calibrate", NULL);
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *model = g_build_filename(dir, "model.yaml", NULL);
   g_autofree char *missing = g_build_filename(dir, "missing", NULL);
-  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt"};
-  for (guint i = 0; i < G_N_ELEMENTS(files); i++)
-    copy_file(results, dir, files[i]);
+  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt", NULL};
+  g_free(copy_calibrate_results(dir, files));
   {
     g_autoptr(EmaTestRun) run =
         cli_without_devices("calibrate", "--from-results", dir, "-o", model, NULL);
@@ -290,6 +315,40 @@ static void test_from_results(void) {
   ema_test_remove_tree(dir);
 }
 
+/* 37#8, 37#17: samples so small that no copy fit is finite, a model whose
+ * figures are out of range, or a negative sample time are errors (no
+ * abort), and no model is left. */
+static void test_from_results_degenerate(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  const char *const files[] = {"measurements.csv", "provenance.txt", NULL};
+  g_autofree char *results = copy_calibrate_results(dir, files);
+  g_autofree char *model = g_build_filename(dir, "model.yaml", NULL);
+  g_autofree char *samples = g_build_filename(dir, "samples.csv", NULL);
+  const char *const cases[][2] = {{"1e-300", "admit no finite fit"},
+                                  {"1e18", "the derived model does not load as a server"},
+                                  {"-5", "samples.csv:2:16: us must be a finite time >= 0"}};
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    g_autofree char *text = ema_test_read_file(results, "samples.csv");
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    g_autoptr(GString) out = g_string_new(lines[0]);
+    for (guint i = 1; lines[i] && lines[i][0]; i++) {
+      /* name,repeat,us: every time CASES[c][0] */
+      *strrchr(lines[i], ',') = '\0';
+      g_string_append_printf(out, "\n%s,%s", lines[i], cases[c][0]);
+    }
+    g_string_append_c(out, '\n');
+    g_assert_true(g_file_set_contents(samples, out->str, -1, NULL));
+    {
+      g_autoptr(EmaTestRun) run =
+          cli_without_devices("calibrate", "--from-results", dir, "-o", model, NULL);
+      g_assert_cmpint(run->status, ==, 1);
+      ema_test_assert_contains(run->err, cases[c][1]);
+    }
+    g_assert_false(g_file_test(model, G_FILE_TEST_EXISTS));
+  }
+  ema_test_remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/cli/help", test_help);
@@ -298,5 +357,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/from-results", test_from_results);
   g_test_add_func("/validate/cli/run-errors", test_run_errors);
   g_test_add_func("/validate/cli/compare-measured", test_compare_measured);
+  g_test_add_func("/validate/cli/from-results-degenerate", test_from_results_degenerate);
+  g_test_add_func("/validate/cli/compare-user-file", test_compare_user_file);
   return g_test_run();
 }

@@ -198,6 +198,9 @@ static void test_read_summary_errors(void) {
        "ops[1].seconds (copy-both-1MiB): missing or not a positive number"},
       {"\"seconds\" : 0.004", "\"seconds\" : \"4ms\"", EMA_VALIDATE_ERROR_DATA,
        "ops[2].seconds (llama31-8b-local-1x1000)"},
+      /* 37#10: a huge time is not "no time" */
+      {"\"seconds\" : 2e-05", "\"seconds\" : 1e20", EMA_VALIDATE_ERROR_DATA,
+       "ops[1].seconds (copy-both-1MiB): 1e+20 s is longer than the simulator's clock counts"},
       {"\"bandwidth_gbps\" : 104.8576", "\"bw\" : 1", EMA_VALIDATE_ERROR_DATA,
        "ops[1].bandwidth_gbps (copy-both-1MiB)"},
       {"\"name\" : \"copy-0to1-4GiB\",", "", EMA_VALIDATE_ERROR_DATA,

@@ -344,6 +344,13 @@ static void test_profile_errors(void) {
   g_autofree char *bad =
       g_strconcat(head, "100,start,1,\"\",\"ema.point gemm m\"\n", "300,end,1,\"\",\"\"\n", NULL);
   assert_profile_error(bad, "not 'ema.point TABLE KEY=VALUE...'");
+  /* 37#7, 37#17: the table is one file name in -o, the values CSV cells */
+  g_autofree char *escape = g_strconcat(head, "100,start,1,\"\",\"ema.point ../../escaped m=1\"\n",
+                                        "300,end,1,\"\",\"\"\n", NULL);
+  assert_profile_error(escape, "table '../../escaped' is not a table name");
+  g_autofree char *comma = g_strconcat(head, "100,start,1,\"\",\"ema.point gemm m=1,2\"\n",
+                                       "300,end,1,\"\",\"\"\n", NULL);
+  assert_profile_error(comma, "'m=1,2' holds a comma, quote or line break");
   g_autofree char *keys = g_strconcat(
       head, "1000,start,1,\"\",\"ema.point gemm m=1\"\n", "1000,start,2,\"\",\"ema.rep\"\n",
       "3000,end,2,\"\",\"\"\n", "3000,end,1,\"\",\"\"\n",

@@ -104,7 +104,20 @@ typedef struct {
   gboolean progress;               /* a progress line on stderr */
   guint rank, ranks;               /* run the points i with i % ranks == rank */
   gboolean reuse_other_builds;     /* resume points another build made (--reuse) */
+  guint timeout_s;                 /* a point still running after this many seconds is
+                                    * killed and failed (--timeout); 0: no limit */
 } EmaSweepRunOptions;
+
+/* The record of POINT of a resolved sweep when DIR holds it complete, as a
+ * resume finds it done: DIR/summary.json reads with the shape `ema-sim run`
+ * writes, DIR/resolved.yaml is the one the sweep resolves now, every file
+ * the run read (provenance: plugins, traces, inputs) hashes as then, and
+ * BUILD_ID made it (unless REUSE_OTHER_BUILDS). NULL otherwise; *STALE is
+ * then "" for another build's point, or the path of the first input that
+ * changed (free it), else NULL. */
+EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const char *dir,
+                                     const char *build_id, gboolean reuse_other_builds,
+                                     char **stale);
 
 /* Run (or resume) this rank's points of a resolved sweep in DIR. Returns
  * their records (EmaSweepRecord *, in point order); NULL with an error only

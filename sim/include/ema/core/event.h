@@ -18,6 +18,12 @@ G_BEGIN_DECLS
 typedef gint64 EmaTime;
 
 #define EMA_TIME_NEVER G_MAXINT64
+
+#define EMA_SIM_ERROR (ema_sim_error_quark())
+GQuark ema_sim_error_quark(void);
+typedef enum {
+  EMA_SIM_ERROR_CLOCK, /* an event past the end of the clock */
+} EmaSimError;
 #define EMA_NS(x) ((EmaTime) (x))
 #define EMA_US(x) ((EmaTime) (x) *1000)
 #define EMA_MS(x) ((EmaTime) (x) *1000000)
@@ -25,10 +31,16 @@ typedef gint64 EmaTime;
 
 /* llround(X) without the library call where 0 <= X < 2^53 (X less its
  * truncation is exact there, and halves round up, as llround's do away
- * from zero); llround() itself elsewhere. A duration in seconds to
- * EmaTime: ema_llround(seconds * 1e9). */
+ * from zero); llround() itself elsewhere, saturated at the ends of gint64
+ * (llround of a value outside it is undefined: a huge time must not come
+ * out negative). A duration in seconds to EmaTime: ema_llround(seconds *
+ * 1e9). */
 static inline gint64 ema_llround(double x) {
   gint64 whole;
+  if (x >= 9223372036854775807.0)
+    return G_MAXINT64;
+  if (x <= -9223372036854775808.0)
+    return G_MININT64;
   if (!(x >= 0 && x < 9007199254740992.0))
     return llround(x);
   whole = (gint64) x;
@@ -65,11 +77,16 @@ EmaTime ema_sim_now(const EmaSim *sim);
 guint64 ema_sim_events_fired(const EmaSim *sim);
 /* Number of events waiting in the queue. */
 guint ema_sim_pending(const EmaSim *sim);
+/* The time of the next event queued (not the one firing now), or
+ * EMA_TIME_NEVER when none is. */
+EmaTime ema_sim_next_time(EmaSim *sim);
 
 /* Schedule EVENT at absolute time AT (>= now). An event that is already
  * scheduled is moved to the new time (and gets a new sequence number). */
 void ema_sim_schedule(EmaSim *sim, EmaEvent *event, EmaTime at, gint priority);
-/* Schedule EVENT DELAY nanoseconds from now (DELAY >= 0). */
+/* Schedule EVENT DELAY nanoseconds from now (DELAY >= 0). A time past the
+ * clock's end (2^63 ns, about 292 years: the inputs asked for it) fails the
+ * run (EMA_SIM_ERROR_CLOCK) instead. */
 void ema_sim_schedule_in(EmaSim *sim, EmaEvent *event, EmaTime delay, gint priority);
 /* Remove EVENT from the queue. Returns FALSE if it was not scheduled. */
 gboolean ema_sim_cancel(EmaSim *sim, EmaEvent *event);

@@ -28,6 +28,10 @@ FILE *ema_file_open_regular(const char *path, GError **error);
 gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,
                                GError **error);
 
+/* The paths of every file this process opened through the two functions
+ * above, in the order first opened (a copy; free with g_ptr_array_unref). */
+GPtrArray *ema_file_inputs(void);
+
 /* Append TEXT to OUT as one CSV field: as it is, or in double quotes (with
  * quotes doubled) when it holds a comma, a quote, CR or LF (RFC 4180). */
 void ema_file_csv_field(GString *out, const char *text);

@@ -170,6 +170,7 @@ struct _EmaPoolCore {
   GQueue *remote_list;   /* [n] those of them with blocks on a lender, in the same order */
   guint64 starts;        /* requests started to run so far (EmaPoolRequest.started) */
   GArray *request_views; /* EmaRequestView, the last view's requests() */
+  GArray *request_at;    /* guint64 [n] per request view: copies of their blocks_at */
   /* the plans a decision hands its borrow (decide, place) and reclaim
    * policies: zeroed with the core and emptied again after each use (n = 0,
    * the actions it set zero), never cleared whole per decision (a clear of

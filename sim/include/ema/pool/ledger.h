@@ -113,7 +113,18 @@ typedef struct {
    * each GPU's stale_word here): a view refills the stale entries without looking at the rest */
   guint64 *stale;
   gboolean tracked;
+  /* the view as the policy called now received it (ema_slice_ledger_seal) */
+  guint8 *seal;
+  gsize seal_size;
 } EmaSliceLedger;
+
+/* Policies get read-only views: seal copies the view (the struct and every
+ * array it points to) before a policy's call, check_seal compares after
+ * it; FALSE, with ERROR naming the policy (and its module), its HOOK and
+ * what it wrote, when they differ, before the pool acts on its plan. */
+void ema_slice_ledger_seal(EmaSliceLedger *l);
+gboolean ema_slice_ledger_check_seal(const EmaSliceLedger *l, const EmaPolicyInfo *policy,
+                                     const char *hook, GError **error);
 
 /* LEDGER over N GPUs, its matrices zero; the caller sets gpus[i]. */
 void ema_slice_ledger_init(EmaSliceLedger *ledger, guint n);

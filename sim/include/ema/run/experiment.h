@@ -86,6 +86,7 @@ typedef struct {
   GArray *tenants;        /* EmaTenantSpec; serve together on the server */
   gint64 duration;        /* serving: stop at this simulated time; 0 = when every trace ends */
   gint64 sample_period;   /* serving: timeline.csv period, ns */
+  gint64 timeline_rows;   /* serving: timeline.csv stops after this many rows */
   gboolean requests_csv;  /* serving: write requests.csv */
   gboolean steps_csv;     /* serving: write steps.csv */
   EmaPolicySpec policy;   /* serving: memory-sharing policies */

@@ -15,22 +15,48 @@
 
 G_BEGIN_DECLS
 
-/* Create DIR (and its parents) if needed. */
-gboolean ema_output_prepare_dir(const char *dir, GError **error);
-
 /* The marker file of a folder ema-sim run writes into. */
 #define EMA_OUTPUT_MARKER ".ema-output"
-/* Claim DIR for a run: a run owns its output folder. DIR is created when
- * absent; an empty DIR is taken; a DIR with a marker (an earlier run's) has
- * every entry the marker lists removed (files; plots/ and claimed
- * sub-folders with all in them); any other non-empty DIR is refused (a
- * folder ema-sim did not create). Then the marker is written listing the
- * entries a run writes (summary.json, resolved.yaml, the CSVs, plots/) and
- * EXTRA (NULL-terminated names, may be NULL: the compare variants'
- * folders). So a failed run leaves no earlier summary.json behind, and a
- * file this run does not write (requests.csv with requests_csv: false) is
- * gone. */
+/* The environment variable through which a process that claimed a folder
+ * hands the claim (the descriptor its lock is on) to a program it starts
+ * (a sweep to a point's run): that program's claim of the same folder
+ * takes it as it is. */
+#define EMA_OUTPUT_CLAIMED_ENV "EMA_OUTPUT_CLAIMED"
+
+typedef enum {
+  EMA_OUTPUT_CLAIM_CLEAR = 0,       /* remove what the marker lists (a run) */
+  EMA_OUTPUT_CLAIM_KEEP = 1 << 0,   /* keep it (a sweep resuming its points) */
+  EMA_OUTPUT_CLAIM_SHARED = 1 << 1, /* no lock: processes sharing the folder by
+                                     * design (MPI ranks, --part) */
+} EmaOutputClaimFlags;
+
+/* Claim DIR, the one rule of every folder EMA writes (run, compare, sweep,
+ * ema-validate -o): DIR is created when absent; an empty DIR is taken; a
+ * DIR with a marker (an earlier claim's) has every entry the marker lists
+ * removed (files; plots/; a claimed sub-folder loses what its own marker
+ * lists and goes when that empties it); any other non-empty DIR is refused
+ * (a folder ema-sim did not create). With KEEP nothing is removed: the
+ * marker lists what it did and ENTRIES, and an entry of ENTRIES already in
+ * DIR that no marker lists is refused (never overwritten). DIR is locked
+ * for this process's life (another process's claim of it fails: "in use")
+ * unless FLAGS has SHARED. Then the marker is written listing ENTRIES
+ * (NULL-terminated), what this claim may write there. */
+gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
+                                   EmaOutputClaimFlags flags, GError **error);
+/* Claim DIR for a run (ema_output_claim_dir_full, CLEAR): the entries are
+ * those a run writes (summary.json, resolved.yaml, the CSVs, plots/) and
+ * EXTRA (may be NULL: the compare variants' folders). So a failed run
+ * leaves no earlier summary.json behind, and a file this run does not
+ * write (requests.csv with requests_csv: false) is gone. */
 gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error);
+/* NAME is an entry a run writes into its folder (or the marker): no
+ * sub-folder of a run's may take it. */
+gboolean ema_output_is_run_entry(const char *name);
+/* The descriptor DIR's lock is held on (to hand on to a program this
+ * process starts, under EMA_OUTPUT_CLAIMED_ENV), -1 when not held. */
+int ema_output_lock_fd(const char *dir);
+/* Give up the claim of DIR (its lock), if held. */
+void ema_output_release_dir(const char *dir);
 /* NAME made safe as one path component: letters, digits and ._+- kept, any
  * other byte '_' (no '/', no newline), a leading '.' or an empty name
  * prefixed with '_' (so never "." or ".."). The default output folder is

@@ -39,7 +39,16 @@ typedef struct {
   guint64 events;
   EmaTime simulated; /* time of the last event */
   double wall_s;
+  EmaTime timeline_capped_at; /* the sample time timeline.csv stopped at
+                               * (timeline_max_rows reached: the samples
+                               * after it count in the metrics, but are not
+                               * written); -1: none */
 } EmaServingReport;
+
+/* A warning, before the run, that timeline.csv may reach its cap (where
+ * the experiment's duration bounds the samples), NULL when it will not or
+ * cannot be known. */
+char *ema_serving_timeline_warning(const EmaExperiment *experiment);
 
 /* Run EXPERIMENT's tenants. OUT_DIR receives requests.csv (when the
  * experiment asks for it) and timeline.csv; NULL writes no files. PROGRESS,

@@ -74,11 +74,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaTenantMetrics, ema_tenant_metrics_free)
 
 /* The observer that fills METRICS from an engine. */
 EmaEngineObserver ema_tenant_metrics_observer(EmaTenantMetrics *metrics);
-/* Add one KV-utilisation sample (taken by the timeline sampler): USED
+/* Add COUNT equal KV-utilisation samples (taken by the timeline sampler;
+ * more than one for the samples of an idle stretch it skipped): USED
  * blocks against OWN (its KV region's blocks, fixed) and against USABLE
  * (used + free now: less while it lends, more while it borrows). */
 void ema_tenant_metrics_sample_kv(EmaTenantMetrics *metrics, guint64 used, guint64 own,
-                                  guint64 usable);
+                                  guint64 usable, guint64 count);
 
 /* The header line of requests.csv. */
 void ema_requests_csv_header(FILE *out);

@@ -63,6 +63,12 @@ typedef struct {
   const guint64 *prefix_ids;
 } EmaRequestRecord;
 
+/* The latest arrival a source may hand out: 2^62 ns, about 146 years,
+ * half the simulator's clock (2^63 ns), so that every request can still
+ * be served after it. A later one ends the source with an error
+ * (EMA_TRACE_ERROR_PARSE), never a silent stop or an overflow. */
+#define EMA_TRACE_MAX_ARRIVAL (G_GINT64_CONSTANT(1) << 62)
+
 /* The unit of Mooncake's hash_ids. */
 #define EMA_TRACE_MOONCAKE_HASH_TOKENS 512
 
@@ -99,6 +105,9 @@ typedef enum {
 const char *ema_trace_format_name(EmaTraceFormat format);
 /* Error (EMA_TRACE_ERROR_INVALID) lists the valid names. */
 gboolean ema_trace_format_from_name(const char *name, EmaTraceFormat *format, GError **error);
+/* The format of the trace file PATH, from its first line (what
+ * EMA_TRACE_FORMAT_AUTO opens it as). */
+gboolean ema_trace_format_sniff(const char *path, EmaTraceFormat *format, GError **error);
 
 /* Opens PATH in FORMAT with default options. LENGTHS needs an arrival
  * process, so it is refused here: use ema_trace_source_open_lengths(). */

@@ -1,0 +1,70 @@
+/* contract.c: borrow policies that break the plugin contract in the ways a
+ * careless plugin does: writing into the read-only view (the lent matrix,
+ * or a request's blocks_at through requests()), and returning G_MININT64
+ * slices. The pool must name the policy and stop, or cope, never corrupt
+ * its ledger or abort. */
+#include <gmodule.h>
+
+#include "ema/policy.h"
+
+/* Borrow one slice from the first other GPU, so that the pool acts. */
+static void borrow_one(const EmaPoolView *view, guint borrower, EmaBorrowPlan *plan) {
+  for (guint j = 0; j < view->n_gpus; j++)
+    if (j != borrower) {
+      plan->actions[0] = (EmaBorrowAction){.lender = j, .slices = 1};
+      plan->n = 1;
+      return;
+    }
+}
+
+static void writes_lent(gpointer state, gconstpointer params, const EmaPoolView *view,
+                        guint borrower, EmaBorrowPlan *plan) {
+  ((guint64 *) view->lent)[borrower] += 7;
+  borrow_one(view, borrower, plan);
+}
+
+static void writes_blocks_at(gpointer state, gconstpointer params, const EmaPoolView *view,
+                             guint borrower, EmaBorrowPlan *plan) {
+  guint n = 0;
+  const EmaRequestView *requests = view->requests(view, borrower, &n);
+  for (guint i = 0; i < n; i++)
+    ((guint64 *) requests[i].blocks_at)[borrower] += 1000;
+  borrow_one(view, borrower, plan);
+}
+
+/* Borrows on one call, returns G_MININT64 slices (all it has, and more)
+ * on the next. */
+static void returns_minint(gpointer state, gconstpointer params, const EmaPoolView *view,
+                           guint borrower, EmaBorrowPlan *plan) {
+  guint64 *calls = state;
+  borrow_one(view, borrower, plan);
+  if ((*calls)++ % 2 == 1)
+    plan->actions[0].slices = G_MININT64;
+}
+
+static const EmaBorrowPolicyOps lent = {
+    .abi_version = EMA_POLICY_ABI_VERSION,
+    .name = "writes-lent",
+    .summary = "writes into view->lent",
+    .decide = writes_lent,
+};
+
+static const EmaBorrowPolicyOps blocks_at = {
+    .abi_version = EMA_POLICY_ABI_VERSION,
+    .name = "writes-blocks-at",
+    .summary = "writes into a request view's blocks_at",
+    .decide = writes_blocks_at,
+};
+
+static const EmaBorrowPolicyOps minint = {
+    .abi_version = EMA_POLICY_ABI_VERSION,
+    .name = "returns-minint",
+    .summary = "returns G_MININT64 slices",
+    .state_size = sizeof(guint64),
+    .decide = returns_minint,
+};
+
+static const EmaBorrowPolicyOps *const borrow[] = {&lent, &blocks_at, &minint, NULL};
+
+G_MODULE_EXPORT const EmaPolicyModule ema_policy_module = {EMA_POLICY_ABI_VERSION, borrow, NULL,
+                                                           NULL};
