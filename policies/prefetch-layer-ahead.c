@@ -51,12 +51,9 @@ static double lender_bytes_cap(const EmaLayerAheadParams *p, const EmaPoolView *
     return allowance;
   for (guint j = 0; j < view->n_gpus; j++) {
     double share = (double) view->remote_blocks[gpu * view->n_gpus + j] / total;
-    guint readers = 0;
     if (share <= 0 || !view->gpus[j].has_tenant)
       continue; /* a GPU without a tenant has no steps to slow: nothing to protect */
-    for (guint b = 0; b < view->n_gpus; b++)
-      readers += view->remote_blocks[b * view->n_gpus + j] > 0;
-    cap = MIN(cap, allowance / MAX(readers, 1) / share);
+    cap = MIN(cap, allowance / MAX(ema_pool_view_readers(view, j), 1) / share);
   }
   return cap;
 }

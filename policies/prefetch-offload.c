@@ -107,7 +107,8 @@ static double lender_allowance(const Params *p, const EmaPoolView *view, guint g
   double others = 0;
   if (!view->gpus[j].has_tenant)
     return 1;
-  for (guint b = 0; view->offload_share && b < view->n_gpus; b++) {
+  for (guint b = ema_pool_view_next_offloader(view, j, 0); view->offload_share && b < view->n_gpus;
+       b = ema_pool_view_next_offloader(view, j, b + 1)) {
     double now = view->offload_share[b * view->n_gpus + j];
     if (b != gpu && now > 0)
       others +=

@@ -71,7 +71,36 @@ typedef struct {
   double lent_gib, reclaimed_gib, reclaim_wait_max_ms;
 } Row;
 
-static Row row_of(const EmaServingReport *report, guint borrower) {
+/* The lenders of the comparison into LENDERS[t]: the tenants other than
+ * BORROWER that lent in some variant; where none did (the borrower's
+ * lenders were idle GPUs, or nothing was lent), every other tenant.
+ * Returns how many. */
+static guint find_lenders(GArray *arms, guint borrower, gboolean *lenders) {
+  const EmaServingReport *first = g_array_index(arms, Arm, 0).report;
+  guint n = 0;
+  for (guint t = 0; t < first->tenants->len; t++) {
+    lenders[t] = FALSE;
+    for (guint a = 0; a < arms->len && t != borrower; a++) {
+      const EmaTenantResult *r = g_array_index(arms, Arm, a).report->tenants->pdata[t];
+      lenders[t] = lenders[t] || r->peak_slices_lent > 0;
+    }
+    n += lenders[t];
+  }
+  for (guint t = 0; n == 0 && t < first->tenants->len; t++)
+    lenders[t] = t != borrower;
+  return n;
+}
+
+/* A tenant as the table names it: "NAME (gpuG)", a TP group "NAME
+ * (gpuG..gpuH)". */
+static char *tenant_label(const EmaTenantSpec *spec) {
+  if (spec->tp > 1)
+    return g_strdup_printf("%s (gpu%" G_GINT64_FORMAT "..gpu%" G_GINT64_FORMAT ")", spec->name,
+                           spec->gpu, spec->gpu + spec->tp - 1);
+  return g_strdup_printf("%s (gpu%" G_GINT64_FORMAT ")", spec->name, spec->gpu);
+}
+
+static Row row_of(const EmaServingReport *report, guint borrower, const gboolean *lenders) {
   Row row = {0};
   for (guint t = 0; t < report->tenants->len; t++) {
     const EmaTenantResult *r = report->tenants->pdata[t];
@@ -86,6 +115,8 @@ static Row row_of(const EmaServingReport *report, guint borrower) {
       row.borrowed_peak_gib = (double) (r->peak_slices_borrowed * EMA_SLICE_BYTES) / GIB;
       continue;
     }
+    if (!lenders[t])
+      continue;
     row.lenders_tok_s += ema_tenant_metrics_throughput_tok_s(m);
     row.lenders_ttft99 = MAX(row.lenders_ttft99, ema_histogram_quantile(m->ttft, 0.99) / 1e6);
     row.lenders_tpot99 = MAX(row.lenders_tpot99, ema_histogram_quantile(m->tpot, 0.99) / 1e6);
@@ -98,13 +129,22 @@ static Row row_of(const EmaServingReport *report, guint borrower) {
   return row;
 }
 
-static void print_comparison(FILE *out, GArray *arms, guint borrower) {
+static void print_comparison(FILE *out, GArray *arms, guint borrower, const gboolean *lenders,
+                             guint n_lent) {
   const EmaServingReport *first = g_array_index(arms, Arm, 0).report;
   const EmaTenantResult *b = first->tenants->pdata[borrower];
+  g_autofree char *label = tenant_label(b->spec);
+  g_autoptr(GString) names = g_string_new(NULL);
   guint width = 7;
-  fprintf(out,
-          "\ncomparison: borrower %s (gpu %" G_GINT64_FORMAT "), lenders the other %u tenants\n",
-          b->spec->name, b->spec->gpu, first->tenants->len - 1);
+  for (guint t = 0; t < first->tenants->len; t++)
+    if (lenders[t]) {
+      g_autofree char *name =
+          tenant_label(((const EmaTenantResult *) first->tenants->pdata[t])->spec);
+      g_string_append_printf(names, "%s%s", names->len ? ", " : "", name);
+    }
+  fprintf(out, "\ncomparison: borrower %s, lenders %s%s\n", label,
+          n_lent > 0 ? "the tenants that lent: " : "(no tenant lent) the other tenants: ",
+          names->len ? names->str : "none");
   for (guint a = 0; a < arms->len; a++)
     width = MAX(width, (guint) strlen(g_array_index(arms, Arm, a).dir));
   fprintf(out, "%-*s %8s %17s %13s %7s %9s | %9s %9s | %7s %8s %8s %9s %8s\n", (int) width,
@@ -114,7 +154,7 @@ static void print_comparison(FILE *out, GArray *arms, guint borrower) {
           "borrower", "", "ms", "", "peak", "lenders", "lenders", "", "", "", "", "ms");
   for (guint a = 0; a < arms->len; a++) {
     const Arm *arm = &g_array_index(arms, Arm, a);
-    Row row = row_of(arm->report, borrower);
+    Row row = row_of(arm->report, borrower, lenders);
     g_autofree char *ttft = g_strdup_printf("%.1f/%.1f", row.ttft50, row.ttft99);
     g_autofree char *tpot = g_strdup_printf("%.2f/%.2f", row.tpot50, row.tpot99);
     g_autofree char *borrowed =
@@ -130,7 +170,8 @@ static void print_comparison(FILE *out, GArray *arms, guint borrower) {
   }
 }
 
-static gboolean write_compare_csv(const char *dir, GArray *arms, guint borrower, GError **error) {
+static gboolean write_compare_csv(const char *dir, GArray *arms, guint borrower,
+                                  const gboolean *lenders, GError **error) {
   g_autoptr(GString) csv = g_string_new(
       "variant,dir,borrower,borrower_tok_s,borrower_ttft_p50_ms,borrower_ttft_p99_ms,"
       "borrower_tpot_p50_ms,borrower_tpot_p99_ms,borrower_preemptions,borrower_borrowed_peak_gib,"
@@ -140,7 +181,7 @@ static gboolean write_compare_csv(const char *dir, GArray *arms, guint borrower,
   for (guint a = 0; a < arms->len; a++) {
     const Arm *arm = &g_array_index(arms, Arm, a);
     const EmaTenantResult *b = arm->report->tenants->pdata[borrower];
-    Row row = row_of(arm->report, borrower);
+    Row row = row_of(arm->report, borrower, lenders);
     double numbers[] = {row.tok_s,
                         row.ttft50,
                         row.ttft99,
@@ -172,6 +213,8 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
                          GError **error) {
   g_auto(GStrv) dirs = ema_compare_variant_dirs(comparison);
   g_autoptr(GArray) arms = g_array_new(FALSE, TRUE, sizeof(Arm));
+  g_autofree gboolean *lenders = NULL;
+  guint borrower, lent;
   g_array_set_clear_func(arms, arm_clear);
   if (!ema_sweep_resolve(comparison, error))
     return FALSE;
@@ -207,6 +250,12 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
                   dirs[p]);
       return FALSE;
     }
+    {
+      /* as a single run prints them (main.c), named by the variant */
+      g_autoptr(GPtrArray) warnings = ema_experiment_warnings(added->experiment);
+      for (guint i = 0; i < warnings->len; i++)
+        fprintf(stderr, "ema-sim: warning: %s: %s\n", dirs[p], (const char *) warnings->pdata[i]);
+    }
     if (!ema_output_claim_dir(arm_dir, NULL, error) ||
         !ema_output_write_resolved(arm_dir, added->experiment, error) ||
         (added->report = ema_serving_run(added->experiment, arm_dir, progress, error)) == NULL ||
@@ -217,7 +266,10 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
     fprintf(out, "\n%s (%s/):\n", dirs[p], arm_dir);
     ema_output_print_serving(out, added->experiment, added->report);
   }
-  print_comparison(out, arms, find_borrower(arms));
+  borrower = find_borrower(arms);
+  lenders = g_new0(gboolean, g_array_index(arms, Arm, 0).report->tenants->len);
+  lent = find_lenders(arms, borrower, lenders);
+  print_comparison(out, arms, borrower, lenders, lent);
   fflush(out);
-  return write_compare_csv(dir, arms, find_borrower(arms), error);
+  return write_compare_csv(dir, arms, borrower, lenders, error);
 }

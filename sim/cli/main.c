@@ -304,6 +304,41 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
   return 0;
 }
 
+static void string_free(gpointer string) {
+  g_string_free(string, TRUE);
+}
+
+/* The warnings of SWEEP's points (ema_experiment_warnings), each text once
+ * on stderr with the points that give it, as a single run prints them. */
+static void print_sweep_warnings(const EmaSweep *sweep) {
+  g_autoptr(GPtrArray) texts = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) points = g_ptr_array_new_with_free_func(string_free);
+  g_autoptr(GArray) counts = g_array_new(FALSE, TRUE, sizeof(guint));
+  for (guint p = 0; p < ema_sweep_n_points(sweep); p++) {
+    g_autoptr(EmaExperiment) experiment = ema_sweep_load_point(sweep, p, NULL);
+    g_autoptr(GPtrArray) warnings = experiment ? ema_experiment_warnings(experiment) : NULL;
+    for (guint w = 0; warnings && w < warnings->len; w++) {
+      guint i;
+      if (!g_ptr_array_find_with_equal_func(texts, warnings->pdata[w], g_str_equal, &i)) {
+        i = texts->len;
+        g_ptr_array_add(texts, g_strdup(warnings->pdata[w]));
+        g_ptr_array_add(points, g_string_new(NULL));
+        g_array_set_size(counts, texts->len);
+      }
+      g_array_index(counts, guint, i)++;
+      if (g_array_index(counts, guint, i) <= 3)
+        g_string_append_printf(points->pdata[i], "%s%s",
+                               g_array_index(counts, guint, i) > 1 ? ", " : "",
+                               ema_sweep_point_name(sweep, p));
+    }
+  }
+  for (guint i = 0; i < texts->len; i++)
+    fprintf(stderr, "ema-sim: warning: %s (%u of the %u points: %s%s)\n",
+            (const char *) texts->pdata[i], g_array_index(counts, guint, i),
+            ema_sweep_n_points(sweep), ((GString *) points->pdata[i])->str,
+            g_array_index(counts, guint, i) > 3 ? ", ..." : "");
+}
+
 /* The experiment's warnings (ema_experiment_warnings) on stderr. */
 static void print_warnings(const EmaExperiment *experiment) {
   g_autoptr(GPtrArray) warnings = ema_experiment_warnings(experiment);
@@ -1178,6 +1213,8 @@ static int command_sweep(int argc, char **argv) {
              ema_sweep_n_points(sweep), out_dir, options.jobs);
     fflush(stdout);
   }
+  if (rank == 0 && !part)
+    print_sweep_warnings(sweep);
   records = ema_sweep_run(sweep, out_dir, &options, &error);
   if (records == NULL) {
     fprintf(stderr, "%s\n", error->message);

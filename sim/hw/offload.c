@@ -154,6 +154,8 @@ EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreak
   for (guint j = 0; j < n_shares; j++) {
     g_return_val_if_fail(shares[j].new_kv <= shares[j].seqs && shares[j].context >= 0, 0);
     g_return_val_if_fail(shares[j].seqs > 0 || shares[j].context == 0, 0);
+    if (shares[j].seqs == 0)
+      continue; /* a lender with none of the step: no bytes either way (a rack's most GPUs) */
     sent_total += sent_bytes(m, &shares[j]);
     returned_total += returned_bytes(m, &shares[j]);
     largest = MAX(largest, shares[j].seqs);

@@ -591,7 +591,9 @@ static gboolean take_places(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint64 *
   while (rest > 0) {
     guint best = c->n;
     guint64 most = 0;
-    for (guint j = 0; j < c->n; j++) {
+    /* the GPUs lending it slices (the others have no room for its blocks), in index order */
+    for (guint j = ema_slice_ledger_next_lender(&c->ledger, g->index, 0); j < c->n;
+         j = ema_slice_ledger_next_lender(&c->ledger, g->index, j + 1)) {
       guint64 cap = ema_slice_ledger_remote_capacity(&c->ledger, g, j),
               have = g->remote[j] + add[j];
       guint64 room = cap > have ? cap - have : 0;
@@ -623,7 +625,7 @@ static gboolean take_apply(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint64 lo
   for (guint j = 0; local < n && j < c->n; j++) {
     if (add[j] == 0)
       continue;
-    g->remote[j] += add[j];
+    ema_slice_ledger_change_remote(&c->ledger, g, j, (gint64) add[j]);
     g->remote_total += add[j];
     if (B(c)->fill && !B(c)->fill(D(c), g->index, j, add[j], error))
       return FALSE;
@@ -777,7 +779,7 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
       if (gone[j] == 0)
         continue;
       request_sub(r, j, gone[j]);
-      g->remote[j] -= gone[j];
+      ema_slice_ledger_change_remote(&c->ledger, g, j, -(gint64) gone[j]);
       if (B(c)->forget)
         B(c)->forget(D(c), g->index, j, gone[j]);
     }
@@ -805,7 +807,7 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
 static void remove_remote(EmaPoolCore *c, EmaSliceGpu *g, guint lender, guint64 n) {
   g_assert(n <= g->remote[lender]);
   requests_take_from(c, g, lender, c->n, n, FALSE, NULL);
-  g->remote[lender] -= n;
+  ema_slice_ledger_change_remote(&c->ledger, g, lender, -(gint64) n);
   g->remote_total -= n;
   ema_slice_gpu_touch(g);
   if (B(c)->forget)
@@ -829,7 +831,7 @@ static gboolean apply_borrow(EmaPoolCore *c, guint borrower, guint lender, guint
   if (slices < asked)
     reason_add(&e, "; %s",
                !c->ledger.gpus[lender]->shares                ? "it does not share"
-               : !ema_slice_gpu_lends(c->ledger.gpus[lender]) ? "it does not lend (tensor parallel)"
+               : !ema_slice_gpu_lends(c->ledger.gpus[lender]) ? "it does not lend (lend: false)"
                : lender == borrower                           ? "its own"
                                                               : "it can lend");
   if (slices < asked && ema_slice_gpu_lends(c->ledger.gpus[lender]) && lender != borrower)
@@ -955,13 +957,13 @@ static gboolean migrate(EmaPoolCore *c, EmaSliceGpu *b, guint lender, guint targ
    * coldest', is dropped */
   requests_take_from(c, b, lender, target, m, TRUE, &touched);
   reason_add(e, "; %" G_GUINT64_FORMAT " blocks of %u requests (running first) moved", m, touched);
-  b->remote[lender] -= m;
+  ema_slice_ledger_change_remote(&c->ledger, b, lender, -(gint64) m);
   if (target == b->index) {
     b->remote_total -= m;
     b->local_used += m;
   } else {
     ema_slice_ledger_change_lent(&c->ledger, target, b->index, (gint64) new_slices);
-    b->remote[target] += m;
+    ema_slice_ledger_change_remote(&c->ledger, b, target, (gint64) m);
   }
   ema_slice_gpu_touch(b);
   c->stats.blocks_migrated += m;
@@ -1295,13 +1297,13 @@ static gboolean apply_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementAc
     g->local_used -= m;
     g->remote_total += m;
   } else {
-    g->remote[a->from] -= m;
+    ema_slice_ledger_change_remote(&c->ledger, g, a->from, -(gint64) m);
   }
   if (a->to == g->index) {
     g->local_used += m;
     g->remote_total -= m;
   } else {
-    g->remote[a->to] += m;
+    ema_slice_ledger_change_remote(&c->ledger, g, a->to, (gint64) m);
   }
   ema_slice_gpu_touch(g); /* its view's blocks_remote, slices_used and remote_blocks */
   if (a->from == g->index && B(c)->own && !ema_pool_core_sync_own(c, g, error))
@@ -1356,7 +1358,7 @@ gboolean ema_pool_core_decide(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
     if (ok && g->lent_total > 0)
       ok = ema_pool_core_reclaim(c, g->index, 0, error);
   }
-  if (ok && g->has_tenant)
+  if (ok && g->has_tenant && !g->borrow_off)
     ok = run_borrow(c, g->index, error);
   /* most borrow policies place nothing; and a tenant that borrows no slice
    * has no place but its own to move a block to */

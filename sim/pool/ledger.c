@@ -16,6 +16,9 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->offload_share = g_new0(double, (gsize) n *n);
   l->views = g_new0(EmaGpuView, n);
   l->stale = g_new0(guint64, (n + 63) / 64);
+  l->sharers = g_new0(guint, n);
+  l->offload_to = g_new0(guint64, (gsize) n * ((n + 63) / 64));
+  l->lenders = g_new0(guint64, (gsize) n * ((n + 63) / 64));
   /* the view's tables are the ledger's own: a view sets its time and server */
   l->view.n_gpus = n;
   l->view.gpus = l->views;
@@ -23,8 +26,11 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->view.remote_blocks = l->remote_view;
   l->view.offload_share = l->offload_share;
   l->view.blocks_room = l->blocks_room;
+  l->view.readers = l->sharers;
+  l->view.offload_to = l->offload_to;
   l->seal_size = sizeof(EmaPoolView) + n * sizeof(EmaGpuView) +
-                 (gsize) n * n * (2 * sizeof(guint64) + sizeof(double)) + n * sizeof(guint64);
+                 (gsize) n * n * (2 * sizeof(guint64) + sizeof(double)) + n * sizeof(guint64) +
+                 n * sizeof(guint) + (gsize) n * ((n + 63) / 64) * sizeof(guint64);
   l->seal = g_malloc0(l->seal_size);
 }
 
@@ -35,7 +41,7 @@ typedef struct {
   const char *name;
 } ViewPart;
 
-static guint view_parts(const EmaSliceLedger *l, ViewPart parts[6]) {
+static guint view_parts(const EmaSliceLedger *l, ViewPart parts[8]) {
   gsize nn = (gsize) l->n * l->n;
   parts[0] = (ViewPart){&l->view, sizeof l->view, "the view's own fields"};
   parts[1] = (ViewPart){l->views, l->n * sizeof(EmaGpuView), "gpus[]"};
@@ -43,11 +49,14 @@ static guint view_parts(const EmaSliceLedger *l, ViewPart parts[6]) {
   parts[3] = (ViewPart){l->remote_view, nn * sizeof(guint64), "remote_blocks[]"};
   parts[4] = (ViewPart){l->offload_share, nn * sizeof(double), "offload_share[]"};
   parts[5] = (ViewPart){l->blocks_room, l->n * sizeof(guint64), "blocks_room[]"};
-  return 6;
+  parts[6] = (ViewPart){l->sharers, l->n * sizeof(guint), "readers[]"};
+  parts[7] = (ViewPart){l->offload_to, (gsize) l->n * ((l->n + 63) / 64) * sizeof(guint64),
+                        "offload_to[]"};
+  return 8;
 }
 
 void ema_slice_ledger_seal(EmaSliceLedger *l) {
-  ViewPart parts[6];
+  ViewPart parts[8];
   gsize at = 0;
   for (guint i = 0, n = view_parts(l, parts); i < n; at += parts[i].size, i++)
     memcpy(l->seal + at, parts[i].data, parts[i].size);
@@ -55,7 +64,7 @@ void ema_slice_ledger_seal(EmaSliceLedger *l) {
 
 gboolean ema_slice_ledger_check_seal(const EmaSliceLedger *l, const EmaPolicyInfo *policy,
                                      const char *hook, GError **error) {
-  ViewPart parts[6];
+  ViewPart parts[8];
   gsize at = 0;
   for (guint i = 0, n = view_parts(l, parts); i < n; at += parts[i].size, i++)
     if (memcmp(l->seal + at, parts[i].data, parts[i].size) != 0) {
@@ -78,6 +87,9 @@ void ema_slice_ledger_clear(EmaSliceLedger *l) {
   g_free(l->views);
   g_free(l->seal);
   g_free(l->stale); /* the gpus' stale_word point here: they are not touched after this */
+  g_free(l->sharers);
+  g_free(l->offload_to);
+  g_free(l->lenders);
   memset(l, 0, sizeof *l);
 }
 
@@ -86,12 +98,26 @@ guint64 ema_slice_ledger_remote_capacity(const EmaSliceLedger *l, const EmaSlice
   return ema_blocks_in_slices(g, l->lent[lender * l->n + g->index]);
 }
 
+void ema_slice_ledger_change_remote(EmaSliceLedger *l, EmaSliceGpu *g, guint lender, gint64 delta) {
+  guint64 was = g->remote[lender];
+  g_assert(delta >= 0 || (guint64) -delta <= was);
+  g->remote[lender] = (guint64) ((gint64) was + delta);
+  if (g->present && (was == 0) != (g->remote[lender] == 0))
+    l->sharers[lender] += was == 0 ? 1 : (guint) -1;
+}
+
 void ema_slice_ledger_change_lent(EmaSliceLedger *l, guint lender, guint borrower, gint64 delta) {
   guint64 *lent = &l->lent[lender * l->n + borrower];
   EmaSliceGpu *b = l->gpus[borrower];
   g_assert(delta >= 0 || (guint64) -delta <= *lent);
   b->remote_cap_total -= ema_slice_ledger_remote_capacity(l, b, lender);
   *lent = (guint64) ((gint64) *lent + delta);
+  if (*lent > 0)
+    l->lenders[borrower * ((l->n + 63) / 64) + lender / 64] |= G_GUINT64_CONSTANT(1)
+                                                               << (lender % 64);
+  else
+    l->lenders[borrower * ((l->n + 63) / 64) + lender / 64] &=
+        ~(G_GUINT64_CONSTANT(1) << (lender % 64));
   b->remote_cap_total += ema_slice_ledger_remote_capacity(l, b, lender);
   l->gpus[lender]->lent_total = (guint64) ((gint64) l->gpus[lender]->lent_total + delta);
   b->borrowed_total = (guint64) ((gint64) b->borrowed_total + delta);
@@ -129,12 +155,11 @@ double ema_slice_ledger_remote_time(const EmaSliceLedger *l, const EmaServerSpec
   double longest = 0, sum = 0;
   double port = server->topology == EMA_TOPOLOGY_DIRECT ? 1 : ranks;
   for (guint j = 0; j < l->n; j++) {
-    guint sharers = 0;
     if (bytes[j] <= 0)
       continue;
-    for (guint b = 0; b < l->n; b++)
-      sharers += l->gpus[b]->present && l->gpus[b]->remote[j] > 0;
-    longest = MAX(longest, port * bytes[j] * MAX(sharers, 1) / bandwidth);
+    /* a lending TP group's KV comes over its ranks' ports side by side */
+    longest = MAX(longest, port * bytes[j] * MAX(l->sharers[j], 1) /
+                               ema_slice_gpu_ranks(l->gpus[j]) / bandwidth);
     sum += bytes[j];
   }
   if (server->topology != EMA_TOPOLOGY_DIRECT)
@@ -371,8 +396,7 @@ gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error
     if (!g->shares && (g->lent_total > 0 || g->borrowed_total > 0))
       return ema_slice_ledger_invalid(error, "gpu%u does not share, yet lends or borrows", i);
     if (!ema_slice_gpu_lends(g) && (g->lent_total > 0 || g->lending > 0 || g->parking > 0))
-      return ema_slice_ledger_invalid(error, "gpu%u does not lend (tp %u), yet lends", i,
-                                      ema_slice_gpu_ranks(g));
+      return ema_slice_ledger_invalid(error, "gpu%u does not lend, yet lends", i);
     if (g->staging % ema_slice_gpu_ranks(g) != 0)
       return ema_slice_ledger_invalid(
           error, "gpu%u: staging %" G_GUINT64_FORMAT " slices, not a multiple of its %u ranks", i,
@@ -388,6 +412,9 @@ gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error
       sum += remote;
       lent += l->lent[i * l->n + j];
       borrowed += l->lent[j * l->n + i];
+      if ((l->lent[j * l->n + i] > 0) !=
+          ((l->lenders[i * ((l->n + 63) / 64) + j / 64] >> (j % 64) & 1) != 0))
+        return ema_slice_ledger_invalid(error, "gpu%u: lender gpu%u not kept as its lender", i, j);
       cap += ema_slice_ledger_remote_capacity(l, g, j);
     }
     if (lent != g->lent_total || borrowed != g->borrowed_total || cap != g->remote_cap_total)
@@ -402,6 +429,14 @@ gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error
       return ema_slice_ledger_invalid(
           error, "gpu%u: local capacity %" G_GUINT64_FORMAT " blocks kept, not refreshed", i,
           g->local_cap);
+  }
+  for (guint j = 0; j < l->n; j++) {
+    guint sharers = 0;
+    for (guint b = 0; b < l->n; b++)
+      sharers += l->gpus[b]->present && l->gpus[b]->remote && l->gpus[b]->remote[j] > 0;
+    if (sharers != l->sharers[j])
+      return ema_slice_ledger_invalid(error, "gpu%u: %u GPUs hold blocks on it, %u counted", j,
+                                      sharers, l->sharers[j]);
   }
   return check_views(l, error);
 }

@@ -26,10 +26,11 @@
  * offload_read reads the KV on the lenders at their cap by direct loads,
  * pulling from them, and offloads only the rest, offload_read_seconds()).
  * lent equals borrowed by construction (one matrix). Sharing GPUs lend and
- * borrow: tp = 1 tenants
- * and idle GPUs; a tensor-parallel group (ledger.h: one record of its t
- * ranks, its block all t shards) borrows from GPUs outside it, never
- * lends.
+ * borrow: tp = 1 tenants, idle GPUs and tensor-parallel groups (ledger.h:
+ * one record of its t ranks, its block all t shards), which borrow from
+ * GPUs outside them and lend as a group (lender_share(), the pulls and
+ * ema_slice_ledger_remote_time spread what a lending group serves over its
+ * ranks); a tenant with sharing: {lend: false} does not lend.
  *
  * A TP group's costs: its step model and breakdown are one rank's, and
  * each rank reads its shard of the remote KV over its own path
@@ -108,6 +109,13 @@ typedef struct {
   EmaOffloadShare *offload_shares; /* [n] */
   EmaTime offload_step, offload_until;
   gboolean offloading; /* offload_until is set and its row of the ledger's offload_share too */
+  /* prefix-tier moves held for one event per step (ema_pool_set_tier_per_step), per
+   * EmaKvTierMove: blocks, bytes, copy seconds and moves since the last event, and the peer */
+  struct {
+    guint64 blocks, bytes, moves;
+    double seconds;
+    guint peer;
+  } tier_held[3];
   /* the lenders' offload cap (EmaPrefetchPlan.offload_cap) on the planned step: the lender
    * holding it to the cap (G_MAXUINT: none) and the step's time without the cap; the last
    * offload-throttle event's lender (G_MAXUINT: none, or no throttle since) and its time */
@@ -140,12 +148,18 @@ struct _Pool {
   const EmaPolicySpec *spec;
   guint n;
   Gpu *gpus;
-  EmaPoolCore core;      /* the mechanism; core.ledger.gpus[i] is &gpus[i].counters */
-  double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
-  double *read_scratch;  /* [n], of those, the lenders' read in an offloading step */
-  double *cap_scratch;   /* [n], lender_capped_step() of each lender of the step being timed */
-  guint pulling;         /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
-  guint offloading;      /* GPUs whose offloading is set: none, and no step looks for them */
+  EmaPoolCore core;       /* the mechanism; core.ledger.gpus[i] is &gpus[i].counters */
+  double *bytes_scratch;  /* [n], per-lender bytes of the step being timed */
+  double *read_scratch;   /* [n], of those, the lenders' read in an offloading step */
+  double *cap_scratch;    /* [n], lender_capped_step() of each lender of the step being timed */
+  gboolean tier_per_step; /* ema_pool_set_tier_per_step */
+  guint pulling;          /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
+  guint offloading;       /* GPUs whose offloading is set: none, and no step looks for them */
+  /* sets of GPUs as bits, WORDS words each, walked in index order (next_bit()), so that a sum
+   * over them adds what a walk of every GPU adds, in its order, the others' being 0: the GPUs
+   * whose pulled is set; whose offloading is (per lender, the ledger's offload_to) */
+  guint words;
+  guint64 *pullers, *offloaders;
   /* the execution model (offexec.h; exec FALSE: the server's is offload.h's own, mps at equal
    * priority with one median, and none of this is used): per borrower b and lender j, at
    * [b * n + j] while b's offloading step runs, rho_bj, rho_bj S_bj and L_b / T_b; the partials'
@@ -160,6 +174,24 @@ struct _Pool {
 struct _EmaPool {
   Pool pool;
 };
+
+/* The first GPU from I on in the set BITS of N GPUs (Pool.words), or N. */
+static inline guint next_bit(const guint64 *bits, guint i, guint n) {
+  while (i < n) {
+    guint64 word = bits[i / 64] >> (i % 64);
+    if (word != 0)
+      return MIN(n, i + (guint) __builtin_ctzll(word));
+    i = (i / 64 + 1) * 64;
+  }
+  return n;
+}
+
+static inline void set_bit(guint64 *bits, guint i, gboolean on) {
+  if (on)
+    bits[i / 64] |= G_GUINT64_CONSTANT(1) << (i % 64);
+  else
+    bits[i / 64] &= ~(G_GUINT64_CONSTANT(1) << (i % 64));
+}
 
 /* A ledger change that completes after its cost: a borrow (slices being
  * mapped for a borrower), a return (empty slices a borrower gave back,
@@ -477,21 +509,22 @@ static void tier_reason(char reason[EMA_POOL_REASON_CHARS], guint64 n, const cha
   reason_put(reason, &at, tail, strlen(tail));
 }
 
-static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
-  Gpu *g = self;
-  Pool *p = g->pool;
-  guint peer = tier_peer(g);
-  double bytes = (double) n * (double) g->block_bytes, seconds = 0;
-  char reason[EMA_POOL_REASON_CHARS];
+/* The tier event of N blocks moved MOVE (BYTES, SECONDS) with PEER, MOVES
+ * moves of one step together (0: one move, said as before). */
+static void note_tier(Pool *p, Gpu *g, EmaKvTierMove move, guint peer, guint64 n, double bytes,
+                      double seconds, guint64 moves) {
+  char reason[EMA_POOL_REASON_CHARS], tail[64];
   switch (move) {
   case EMA_KV_TIER_DEMOTE:
-    /* a copy engine's copy to the peer; nothing waits for it */
-    seconds = tier_copy(p, g, g->index, peer, bytes);
-    tier_reason(reason, n, "demoted to gpu", peer, " (their local room was taken)");
+    g_snprintf(tail, sizeof tail,
+               " (their local room was taken; %" G_GUINT64_FORMAT " move%s this step)", moves,
+               moves == 1 ? "" : "s");
+    tier_reason(reason, n, "demoted to gpu", peer, moves ? tail : " (their local room was taken)");
     break;
   case EMA_KV_TIER_FETCH:
-    seconds = tier_copy(p, g, peer, g->index, bytes);
-    tier_reason(reason, n, "fetched from gpu", peer, " for a hit");
+    g_snprintf(tail, sizeof tail, " for %" G_GUINT64_FORMAT " hit%s this step", moves,
+               moves == 1 ? "" : "s");
+    tier_reason(reason, n, "fetched from gpu", peer, moves ? tail : " for a hit");
     break;
   case EMA_KV_TIER_DROP:
   default:
@@ -499,12 +532,49 @@ static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
                 "on peers dropped (their room went: a reclaim, a return or the tenant's own "
                 "blocks)",
                 G_MAXUINT, NULL);
-    bytes = 0;
     break;
   }
   ema_pool_core_note(core_now(p), EMA_POOL_EVENT_TIER, g->index, peer,
                      move == EMA_KV_TIER_DROP ? 0 : n, (guint64) bytes, seconds, reason);
+}
+
+/* G's held tier moves of kind MOVE as one event, if any. */
+static void flush_tier(Pool *p, Gpu *g, EmaKvTierMove move) {
+  if (g->tier_held[move].moves == 0)
+    return;
+  note_tier(p, g, move, g->tier_held[move].peer, g->tier_held[move].blocks,
+            (double) g->tier_held[move].bytes, g->tier_held[move].seconds,
+            g->tier_held[move].moves);
+  memset(&g->tier_held[move], 0, sizeof g->tier_held[move]);
+}
+
+static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint peer = tier_peer(g);
+  double bytes = (double) n * (double) g->block_bytes, seconds = 0;
+  if (move == EMA_KV_TIER_DEMOTE) /* a copy engine's copy to the peer; nothing waits for it */
+    seconds = tier_copy(p, g, g->index, peer, bytes);
+  else if (move == EMA_KV_TIER_FETCH)
+    seconds = tier_copy(p, g, peer, g->index, bytes);
+  else
+    bytes = 0;
+  if (!p->tier_per_step) {
+    note_tier(p, g, move, peer, n, bytes, seconds, 0);
+  } else {
+    if (g->tier_held[move].moves > 0 && g->tier_held[move].peer != peer)
+      flush_tier(p, g, move);
+    g->tier_held[move].peer = peer;
+    g->tier_held[move].blocks += n;
+    g->tier_held[move].bytes += (guint64) bytes;
+    g->tier_held[move].seconds += seconds;
+    g->tier_held[move].moves++;
+  }
   return move == EMA_KV_TIER_FETCH ? ns(seconds) : 0;
+}
+
+void ema_pool_set_tier_per_step(EmaPool *pool, gboolean per_step) {
+  pool->pool.tier_per_step = per_step;
 }
 
 /* The pool's memory operations; peer swap adds its own. */
@@ -769,7 +839,7 @@ static void on_decide(EmaSim *sim, EmaEvent *event, gpointer data) {
  * that never acts has nothing to decide). */
 static gboolean decides(const Gpu *g) {
   return g->shares && (ema_slice_gpu_lends(&g->counters) ||
-                       !g->pool->core.policies[EMA_POLICY_BORROW]->never_acts);
+                       (!g->borrow_off && !g->pool->core.policies[EMA_POLICY_BORROW]->never_acts));
 }
 
 static void schedule_decision(Gpu *g) {
@@ -852,11 +922,17 @@ static double step_seconds(const Pool *p, const Gpu *g, const EmaStepBreakdown *
  * over: 0 (an idle borrower charges no lender). */
 static void expire_offloads(Pool *p) {
   EmaTime now = ema_sim_now(p->sim);
-  for (guint b = 0; p->offloading > 0 && b < p->n; b++) {
+  for (guint b = next_bit(p->offloaders, 0, p->n); p->offloading > 0 && b < p->n;
+       b = next_bit(p->offloaders, b + 1, p->n)) {
     Gpu *g = &p->gpus[b];
-    if (!g->offloading || now < g->offload_until)
+    double *row = &p->core.ledger.offload_share[b * p->n];
+    if (now < g->offload_until)
       continue;
-    memset(&p->core.ledger.offload_share[b * p->n], 0, p->n * sizeof(double));
+    for (guint j = 0; j < p->n; j++)
+      if (row[j] > 0)
+        set_bit(&p->core.ledger.offload_to[j * p->words], b, FALSE);
+    memset(row, 0, p->n * sizeof(double));
+    set_bit(p->offloaders, b, FALSE);
     if (p->exec) {
       memset(&p->exec_rho[b * p->n], 0, p->n * sizeof(double));
       memset(&p->exec_rho_s[b * p->n], 0, p->n * sizeof(double));
@@ -872,8 +948,10 @@ static void expire_offloads(Pool *p) {
  * running now take together, BORROWER's left out (G_MAXUINT: none). */
 static double lender_offload_share(const Pool *p, guint lender, guint borrower) {
   EmaTime now = ema_sim_now(p->sim);
+  const guint64 *to = &p->core.ledger.offload_to[lender * p->words];
   double share = 0;
-  for (guint b = 0; p->offloading > 0 && b < p->n; b++) {
+  for (guint b = next_bit(to, 0, p->n); p->offloading > 0 && b < p->n;
+       b = next_bit(to, b + 1, p->n)) {
     const Gpu *g = &p->gpus[b];
     if (b != lender && b != borrower && g->offloading && now < g->offload_until)
       share += p->core.ledger.offload_share[b * p->n + lender];
@@ -1102,6 +1180,17 @@ static double offload_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, double
          (double) ob.added / 1e9;
 }
 
+/* The share of lender J's HBM time that G's offloaded partials SHARE take
+ * in a step of STEP ns (hw/offload.h r_j): a TP group lending serves them
+ * on its ranks side by side, each rank over its heads' share of the
+ * partials, so each rank's HBM time takes 1/t of it (the partials' compute
+ * is timed as on one GPU: the conservative side). */
+static double lender_share(const Pool *p, const Gpu *g, guint j, const EmaOffloadShare *share,
+                           EmaTime step) {
+  return ema_offload_lender_share(g->offload, share, step) /
+         ema_slice_gpu_ranks(&p->gpus[j].counters);
+}
+
 /* Longest offloading step the lenders' cap is held by (s): beyond it, none of the cap is left. */
 #define CAPPED_STEP_MAX_S 1e6
 
@@ -1120,7 +1209,7 @@ static double lender_capped_step(const Pool *p, const Gpu *g, guint j, const Ema
   if (cap >= 1 || j == g->index || share->seqs == 0 || !p->gpus[j].has_tenant)
     return -1;
   /* r_j at a step of one second is L_j in seconds */
-  lender_s = ema_offload_lender_share(g->offload, share, 1000 * 1000 * 1000);
+  lender_s = lender_share(p, g, j, share, 1000 * 1000 * 1000);
   if (lender_s <= 0)
     return -1;
   left = cap - lender_offload_share(p, j, g->index);
@@ -1288,14 +1377,14 @@ static void count_capped(Pool *p, Gpu *g, double capped_s) {
              "offload cap: lender gpu%u at its cap %.3g%%, others %.3g%%; "
              "wanted %.3g%%, ",
              j, g->plan.offload_cap * 100, others * 100,
-             ema_offload_lender_share(g->offload, &g->offload_shares[j], ns(g->uncapped_s)) * 100);
+             lender_share(p, g, j, &g->offload_shares[j], ns(g->uncapped_s)) * 100);
   if (capped_s <= 0)
     g_strlcat(reason, "none left: the step reads its remote KV", sizeof reason);
   else
     g_snprintf(reason + strlen(reason), sizeof reason - strlen(reason),
                "served %.3g%%: step %.2f ms, %.2f uncapped%s",
-               ema_offload_lender_share(g->offload, &g->offload_shares[j], ns(capped_s)) * 100,
-               capped_s * 1e3, g->uncapped_s * 1e3, offloads ? "" : "; not offloaded");
+               lender_share(p, g, j, &g->offload_shares[j], ns(capped_s)) * 100, capped_s * 1e3,
+               g->uncapped_s * 1e3, offloads ? "" : "; not offloaded");
   /* the time the cap added: none to a step that did not offload */
   ema_pool_core_note(core_now(p), EMA_POOL_EVENT_OFFLOAD_THROTTLE, g->index, j, 0, 0,
                      offloads && capped_s > 0 ? capped_s - g->uncapped_s : 0, reason);
@@ -1307,10 +1396,13 @@ static void count_capped(Pool *p, Gpu *g, double capped_s) {
  * time (r_j) go into the ledger's row for the views and the lenders' steps. */
 static void start_offload(Pool *p, Gpu *g, EmaTime step) {
   double *row = &p->core.ledger.offload_share[g->index * p->n];
-  for (guint j = 0; j < p->n; j++)
+  for (guint j = 0; j < p->n; j++) {
     row[j] = g->offload_shares[j].seqs > 0 && step > 0
-                 ? ema_offload_lender_share(g->offload, &g->offload_shares[j], step)
+                 ? lender_share(p, g, j, &g->offload_shares[j], step)
                  : 0;
+    set_bit(&p->core.ledger.offload_to[j * p->words], g->index, row[j] > 0);
+  }
+  set_bit(p->offloaders, g->index, TRUE);
   for (guint j = 0; p->exec && j < p->n; j++) {
     double alone = ema_offload_partial_alone_s(g->offload, &g->offload_shares[j]);
     double rate = alone > 0 && step > 0 ? g->layers / ((double) step * 1e-9) : 0;
@@ -1427,9 +1519,11 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
     return 0;
   expire_offloads(p);
   /* with no pulls, each term would be 0 and the sum stays 0 */
-  for (guint b = 0; p->pulling > 0 && b < p->n; b++)
-    if (p->gpus[b].pulled && ema_sim_now(p->sim) < p->gpus[b].pull_until)
-      peers += spec->interference_outgoing * p->gpus[b].pull[gpu];
+  for (guint b = next_bit(p->pullers, 0, p->n); p->pulling > 0 && b < p->n;
+       b = next_bit(p->pullers, b + 1, p->n))
+    if (ema_sim_now(p->sim) < p->gpus[b].pull_until)
+      peers += spec->interference_outgoing * p->gpus[b].pull[gpu] /
+               ema_slice_gpu_ranks(&g->counters); /* a lending group's ranks share it */
   if (ema_sim_now(p->sim) < g->copy_until) {
     /* the copies still to run take their bytes' HBM time from this step: their rate while
      * they overlap it, spread over the step when they end before it does */
@@ -1441,6 +1535,7 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
     for (guint j = 0; j < p->n; j++)
       g->pull[j] = 0;
     g->pulled = FALSE;
+    set_bit(p->pullers, gpu, FALSE);
     p->pulling--;
   }
   g->incoming = 0;
@@ -1485,6 +1580,7 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
     g->pull[j] = bytes[j] * ema_slice_gpu_ranks(&g->counters) * g->layers / seconds;
   g->pull_until = ema_sim_now(p->sim) + step;
   g->pulled = TRUE;
+  set_bit(p->pullers, gpu, TRUE);
   p->pulling++;
   return step;
 }
@@ -1505,6 +1601,8 @@ void ema_pool_after_step(EmaPool *pool, guint gpu, const EmaStepReport *report) 
   Gpu *g = &p->gpus[gpu];
   EmaTime now = ema_sim_now(p->sim);
   guint64 used = g->local_used + g->remote_total;
+  for (guint move = 0; p->tier_per_step && move < G_N_ELEMENTS(g->tier_held); move++)
+    flush_tier(p, g, move);
   if (g->running != report->running || g->waiting != report->waiting ||
       g->last_step != report->duration || g->blocks_short < report->blocks_short) {
     g->running = report->running;
@@ -1636,6 +1734,9 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->bytes_scratch = g_new0(double, p->n);
   p->read_scratch = g_new0(double, p->n);
   p->cap_scratch = g_new0(double, p->n);
+  p->words = (p->n + 63) / 64;
+  p->pullers = g_new0(guint64, p->words);
+  p->offloaders = g_new0(guint64, p->words);
   p->pending = g_ptr_array_new();
   p->exec = server->offload.execution != EMA_OFFLOAD_EXEC_MPS ||
             server->offload.priority != EMA_OFFLOAD_PRIORITY_EQUAL ||
@@ -1714,7 +1815,19 @@ void ema_pool_free(EmaPool *pool) {
   g_free(p->bytes_scratch);
   g_free(p->read_scratch);
   g_free(p->cap_scratch);
+  g_free(p->pullers);
+  g_free(p->offloaders);
   g_free(pool);
+}
+
+void ema_pool_set_sharing(EmaPool *pool, guint gpu, gboolean lend, gboolean borrow,
+                          double lend_limit) {
+  Gpu *g = &pool->pool.gpus[gpu];
+  g->lend_off = !lend;
+  g->borrow_off = !borrow;
+  g->lend_keep = g->slices - (guint64) floor(CLAMP(lend_limit, 0, 1) * (double) g->slices);
+  ema_slice_gpu_refresh(&g->counters); /* what it lends, and its view entry */
+  ema_slice_gpu_touch(&g->counters);
 }
 
 void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ema/core/units.h"
+#include "ema/pool/core.h"
 #include "ema/pool/registry.h"
 
 static const char *const flow_kind_names[] = {"copy", "read", NULL};
@@ -90,6 +91,7 @@ static const EmaParamTable op_table = {"op", sizeof(EmaOpSpec), op_params, EMA_P
 
 static const char *const decode_mode_names[] = {"local", "direct", "prefetch", NULL};
 static const char *const peer_pull_mode_names[] = {"copy", "direct", NULL};
+static const char *const events_tier_names[] = {"each", "step", NULL};
 
 #define DECODE_FIELD(f) G_STRUCT_OFFSET(EmaDecodeScenarioSpec, f)
 
@@ -332,7 +334,28 @@ static const EmaParam experiment_params[] = {
     {"steps_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(steps_csv), .default_value = "false",
      .help = "serving: write steps.csv, one row per engine step (the columns of vLLM's step "
              "traces)"},
+    {"events_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(events_csv), .default_value = "true",
+     .help = "serving: write events.csv, one row per pool event (false: none)"},
+    {"events", EMA_PARAM_STRING, EXPERIMENT_FIELD(events), .default_value = "all",
+     .help = "serving: the pool event kinds events.csv keeps, comma-separated (all, or of "
+             "borrow, return, reclaim, own-map, own-unmap, refuse, offload, offload-end, "
+             "offload-refuse, place, tier, offload-throttle)"},
+    {"events_tier", EMA_PARAM_ENUM, EXPERIMENT_FIELD(events_tier),
+     .help = "serving: a tier event per prefix-tier move (each), or one per GPU, kind of move "
+             "and peer per step, logged when the step ends (step)",
+     .default_value = "each", .choices = events_tier_names},
 };
+
+/* events names pool event kinds (ema_experiment_event_kinds). */
+static gboolean check_events(EmaExperiment *experiment, const EmaNode *root, GError **error) {
+  g_autoptr(GError) inner = NULL;
+  const EmaNode *key = ema_node_get_key(root, "events");
+  if (ema_experiment_event_kinds(experiment->events, &inner) != 0)
+    return TRUE;
+  ema_node_error(error, EMA_CONFIG_ERROR_INVALID, key ? key : root, "events", "%s",
+                 inner ? inner->message : "no event kind named");
+  return FALSE;
+}
 
 const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment), experiment_params,
                                              EMA_PARAMS_N(experiment_params), NULL};
@@ -389,7 +412,8 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
   experiment = g_new0(EmaExperiment, 1);
   if (!ema_params_bind(&ema_experiment_params, experiment, root, NULL, error))
     return NULL;
-  if (!check_flows(experiment, root, error) || !check_tenants(experiment, root, error))
+  if (!check_flows(experiment, root, error) || !check_tenants(experiment, root, error) ||
+      !check_events(experiment, root, error))
     return NULL;
   return g_steal_pointer(&experiment);
 }
@@ -415,21 +439,45 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
     if (borrows)
       g_ptr_array_add(warnings,
                       g_strdup_printf("%s (borrow: %s): it borrows from the GPUs outside the "
-                                      "group, each rank %s its shard of the remote KV, but does "
-                                      "not lend its own KV memory%s",
+                                      "group, each rank %s its shard of the remote KV, and lends "
+                                      "its spare KV memory as a group, each rank its share%s",
                                       group, experiment->policy.borrow,
                                       g_strcmp0(experiment->policy.prefetch, "offload") == 0
                                           ? "reading or offloading the attention over"
                                           : "reading",
-                                      parks ? " nor hold peers' parked KV" : ""));
+                                      parks ? ", holding peers' parked KV" : ""));
     else
       g_ptr_array_add(
           warnings,
-          g_strdup_printf("%s (preempt: %s): it parks its preempted KV on peers, but does not "
-                          "hold theirs",
+          g_strdup_printf("%s (preempt: %s): it parks its preempted KV on peers and holds "
+                          "theirs",
                           group, ema_preempt_choice_name(experiment->policy.preempt)));
   }
   return warnings;
+}
+
+guint32 ema_experiment_event_kinds(const char *events, GError **error) {
+  g_auto(GStrv) names = NULL;
+  guint32 kinds = 0;
+  if (events == NULL || strcmp(events, "all") == 0)
+    return G_MAXUINT32;
+  names = g_strsplit(events, ",", -1);
+  for (guint i = 0; names[i]; i++) {
+    const char *name = g_strstrip(names[i]);
+    guint k = 0;
+    while (k < EMA_POOL_EVENT_KINDS && strcmp(name, ema_pool_event_kind_name(k)) != 0)
+      k++;
+    if (k == EMA_POOL_EVENT_KINDS) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                  "'%s' is not a pool event kind (all, or of borrow, return, reclaim, own-map, "
+                  "own-unmap, refuse, offload, offload-end, offload-refuse, place, tier, "
+                  "offload-throttle)",
+                  name);
+      return 0;
+    }
+    kinds |= 1u << k;
+  }
+  return kinds;
 }
 
 gboolean ema_experiment_is_serving(const EmaExperiment *experiment) {

@@ -48,6 +48,7 @@ typedef struct {
   FILE *events;          /* events.csv, opened at the pool's first event */
   GError *events_error;  /* the first failure to open it */
   GString *event_row;    /* the events.csv or timeline.csv row being written, emptied for each */
+  guint32 event_kinds;   /* bit k: events.csv keeps kind k (none without events.csv) */
   guint64 timeline_rows; /* written so far, up to the experiment's timeline_max_rows */
   EmaTime timeline_capped_at;
   EmaEvent sample_event;
@@ -67,10 +68,12 @@ static void on_step(gpointer data, const EmaStepReport *step) {
 
 static FILE *open_output(const char *dir, const char *name, GError **error);
 
-/* One row of events.csv per pool event: the file exists only for runs
- * whose pool did something (never under static). */
+/* One row of events.csv per pool event of a kind it keeps: the file exists
+ * only for runs whose pool did something (never under static). */
 static void on_pool_event(gpointer data, const EmaPoolEvent *e) {
   Run *run = data;
+  if (!(run->event_kinds >> e->kind & 1))
+    return;
   if (run->events == NULL && run->events_error == NULL) {
     run->events = open_output(run->out_dir, "events.csv", &run->events_error);
     if (run->events)
@@ -170,6 +173,10 @@ static EmaTime next_sample_in(Run *run, EmaTime now) {
   return MAX((next - 1 - now) / period * period, period);
 }
 
+guint64 ema_serving_rank_share(guint64 total, guint rank, guint ranks) {
+  return total * (rank + 1) / ranks - total * rank / ranks;
+}
+
 static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
   Run *run = data;
   EmaTime now = ema_sim_now(sim);
@@ -206,14 +213,18 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
       }
     }
     for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++) {
+      /* each rank of a group: every block has a shard on it, the group's remote ones too, and
+       * its share of the group's slices (the pool keeps them on the first GPU) */
+      guint first = (guint) spec->gpu, rank = (guint) (g - spec->gpu), tp = (guint) spec->tp;
       run->timeline_rows++;
       /* the columns through the fixed-point and integer writers, as events.csv's */
       const guint64 counts[] = {used, free_blocks, ema_engine_running(tenant->engine),
                                 ema_engine_waiting(tenant->engine)};
-      const guint64 pool_counts[] = {ema_pool_slices_lent(run->pool, (guint) g),
-                                     ema_pool_slices_borrowed(run->pool, (guint) g),
-                                     ema_pool_blocks_remote(run->pool, (guint) g),
-                                     ema_pool_slices_staging(run->pool, (guint) g), tokens};
+      const guint64 pool_counts[] = {
+          ema_serving_rank_share(ema_pool_slices_lent(run->pool, first), rank, tp),
+          ema_serving_rank_share(ema_pool_slices_borrowed(run->pool, first), rank, tp),
+          ema_pool_blocks_remote(run->pool, first),
+          ema_serving_rank_share(ema_pool_slices_staging(run->pool, first), rank, tp), tokens};
       GString *row = g_string_truncate(run->event_row, 0);
       char ns[EMA_FILE_UINT_CHARS];
       gsize digits = ema_file_format_uint(ns, (guint64) (now % 1000000000));
@@ -349,6 +360,8 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
   tenant.memory = ema_pool_add_tenant(run->pool, tenant.gpu, result->plan.slices,
                                       result->plan.block_bytes, tenant.step_model);
   ema_pool_set_offload_model(run->pool, tenant.gpu, &spec->model);
+  ema_pool_set_sharing(run->pool, tenant.gpu, spec->sharing.lend, spec->sharing.borrow,
+                       spec->sharing.lend_limit);
   ema_tenant_engine_config(spec, &result->plan, &experiment->server, &tenant.config);
   ema_serving_apply_preempt_choice(experiment, &tenant.config);
   ema_file_csv_field(csv_name, spec->name);
@@ -426,6 +439,8 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
              .tenants = tenants,
              .out_dir = out_dir,
              .event_row = event_row,
+             .event_kinds =
+                 experiment->events_csv ? ema_experiment_event_kinds(experiment->events, NULL) : 0,
              .progress = progress,
              .timeline_capped_at = -1,
              .wall_start = g_get_monotonic_time()};
@@ -457,6 +472,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
           "slices_lent,slices_borrowed,kv_blocks_remote,slices_staging,tokens\n",
           run.timeline);
     ema_pool_set_event_sink(pool, on_pool_event, &run);
+    ema_pool_set_tier_per_step(pool, experiment->events_tier == 1);
     if (experiment->steps_csv) {
       run.steps = open_output(out_dir, "steps.csv", error);
       if (run.steps == NULL) {

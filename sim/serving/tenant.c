@@ -18,6 +18,7 @@
 #define TRACE_FIELD(f) G_STRUCT_OFFSET(EmaTraceSpec, f)
 #define ENGINE_FIELD(f) G_STRUCT_OFFSET(EmaEngineSpec, f)
 #define TENANT_FIELD(f) G_STRUCT_OFFSET(EmaTenantSpec, f)
+#define SHARING_FIELD(f) G_STRUCT_OFFSET(EmaTenantSharing, f)
 #define PROFILE_FIELD(f) G_STRUCT_OFFSET(EmaEngineProfile, f)
 
 static const char *const length_kind_names[] = {"none",      "fixed",    "uniform",
@@ -464,6 +465,24 @@ static const EmaParam engine_params[] = {
 static const EmaParamTable engine_table = {"engine", sizeof(EmaEngineSpec), engine_params,
                                            EMA_PARAMS_N(engine_params), NULL};
 
+static const EmaParam sharing_params[] = {
+    {"lend", EMA_PARAM_BOOL, SHARING_FIELD(lend),
+     .help = "its GPUs lend their spare KV memory (and hold peers' parked KV) under the "
+             "experiment's policy; false: never",
+     .default_value = "true"},
+    {"borrow", EMA_PARAM_BOOL, SHARING_FIELD(borrow),
+     .help = "it borrows from the other GPUs under the experiment's policy; false: never (a "
+             "latency-critical tenant)",
+     .default_value = "true"},
+    {"lend_limit", EMA_PARAM_FRACTION, SHARING_FIELD(lend_limit), .default_value = "100%",
+     .help = "the share of its KV region its GPUs lend (and hold peers' parked KV in) at most at "
+             "once; the ledger cuts a borrow beyond it",
+     .min = 0, .max = 1},
+};
+
+static const EmaParamTable sharing_table = {"sharing", sizeof(EmaTenantSharing), sharing_params,
+                                            EMA_PARAMS_N(sharing_params), NULL};
+
 static const EmaParam tenant_params[] = {
     {"name", EMA_PARAM_STRING, TENANT_FIELD(name), .flags = EMA_PARAM_OPTIONAL,
      .help = "name in the results (default: tenantN, N its index)"},
@@ -478,6 +497,9 @@ static const EmaParam tenant_params[] = {
      .flags = EMA_PARAM_REQUIRED, .help = "where the requests come from"},
     {"engine", EMA_PARAM_STRUCT, TENANT_FIELD(engine), .table = &engine_table,
      .help = "serving-engine settings"},
+    {"sharing", EMA_PARAM_STRUCT, TENANT_FIELD(sharing), .table = &sharing_table,
+     .help = "this tenant's part in memory sharing, within the experiment's policy (default: "
+             "lends and borrows)"},
 };
 
 /* The engine profile's values go into the engine spec (a watermark not

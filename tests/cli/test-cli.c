@@ -257,10 +257,11 @@ static void test_check(void) {
 }
 
 /* A tensor-parallel tenant under a sharing policy is named in a warning
- * saying what its group does and does not do (under ema it borrows,
- * offloads and parks, under remote-direct it reads its shard directly,
- * under peer-swap it only parks, and with preempt: cheaper the warning names
- * that choice); under static (nothing shares) there is none. */
+ * saying how its group shares (under ema it borrows, offloads, lends and
+ * holds parked KV, under remote-direct it reads its shard directly and
+ * lends, under peer-swap it parks and holds parked KV, and with preempt:
+ * cheaper the warning names that choice); under static (nothing shares)
+ * there is none. */
 static void test_check_tp_warning(void) {
   g_autoptr(EmaTestRun) ema = ema_test_cli("check", FIXTURES "tp-share.yaml", NULL);
   g_autoptr(EmaTestRun) direct =
@@ -277,23 +278,24 @@ static void test_check_tp_warning(void) {
                   "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under "
                   "policy ema (borrow: most-idle): it borrows from the GPUs outside the group, "
                   "each rank reading or offloading the attention over its shard of the remote "
-                  "KV, but does not lend its own KV memory nor hold peers' parked KV\n");
+                  "KV, and lends its spare KV memory as a group, each rank its share, holding "
+                  "peers' parked KV\n");
   g_assert_cmpint(direct->status, ==, 0);
   g_assert_cmpstr(direct->err, ==,
                   "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under "
                   "policy remote-direct (borrow: on-demand): it borrows from the GPUs outside the "
-                  "group, each rank reading its shard of the remote KV, but does not lend its own "
-                  "KV memory\n");
+                  "group, each rank reading its shard of the remote KV, and lends its spare KV "
+                  "memory as a group, each rank its share\n");
   g_assert_cmpint(park->status, ==, 0);
   g_assert_cmpstr(park->err, ==,
                   "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under "
-                  "policy peer-swap (preempt: swap-peer): it parks its preempted KV on peers, but "
-                  "does not hold theirs\n");
+                  "policy peer-swap (preempt: swap-peer): it parks its preempted KV on peers and "
+                  "holds theirs\n");
   g_assert_cmpint(cheaper->status, ==, 0);
   g_assert_cmpstr(cheaper->err, ==,
                   "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under "
-                  "policy peer-swap (preempt: cheaper): it parks its preempted KV on peers, but "
-                  "does not hold theirs\n");
+                  "policy peer-swap (preempt: cheaper): it parks its preempted KV on peers and "
+                  "holds theirs\n");
   g_assert_cmpint(fixed->status, ==, 0);
   g_assert_cmpstr(fixed->err, ==, "");
 }
@@ -347,7 +349,7 @@ static const BadInput bad_inputs[] = {
      "unknown key in experiment (valid keys: name, summary, seed, tolerance, server, ops, decode, "
      "tenants, "
      "duration, sample_period, timeline_max_rows, policy, idle_gpu_memory, requests_csv, slo, "
-     "steps_csv)"},
+     "steps_csv, events_csv, events, events_tier)"},
     {"unknown-key-nested.yaml",
      ":6:48: ", "ops.0.flows.0.byts: ", "unknown key in flow (valid keys: kind, src, dst, bytes)"},
     {"negative-size.yaml", ":6:55: ", "ops.0.flows.0.bytes: ", "negative size '-4KiB'"},

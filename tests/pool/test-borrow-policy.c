@@ -72,8 +72,8 @@ static Case *case_new(const char *within) {
   c->gpus[0].waiting = 3;
   c->gpus[1].slices_lent = 40;
   c->gpus[2].slices_lent = 20;
-  c->view =
-      (EmaPoolView){0, N_GPUS, c->gpus, c->lent, c->remote, &c->server, NULL, NULL, NULL, NULL};
+  c->view = (EmaPoolView){0,    N_GPUS, c->gpus, c->lent, c->remote, &c->server,
+                          NULL, NULL,   NULL,    NULL,    NULL,      NULL};
   return c;
 }
 

@@ -26,7 +26,9 @@
  * outputs as an experiment with no policy key; `offload`'s borrow policy
  * gives back room its remote limit does not admit, and says so; `ema` with
  * placement on (most-idle's place) moves KV, logs each move and keeps the
- * ledger through the faults. */
+ * ledger through the faults; and every composition keeps the ledger
+ * through the faults on tests/fixtures/pool/tiny-tp.yaml, where the
+ * lenders are the ranks of a TP group (/pool/composition/NAME/tp-group). */
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -252,6 +254,31 @@ static void test_fault_cheaper(gconstpointer data) {
 
 /* ---- compositions ------------------------------------------------------------------ */
 
+/* Composition DATA on tiny-tp.yaml through the faults: the ledger holds
+ * every millisecond, every request finishes, and under a composition that
+ * borrows the bursts borrow from the group, whose slices the faults take
+ * back. */
+static void test_composition_group(gconstpointer data) {
+  const char *name = data;
+  g_autofree char *path = ema_test_fixture("pool", "tiny-tp.yaml");
+  g_autofree char *policy = g_strconcat("policy=", name, NULL);
+  const char *overrides[] = {policy, NULL};
+  GError *error = NULL;
+  g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, overrides, &error);
+  guint64 caught;
+  g_autoptr(Rig) rig = NULL;
+  g_assert_no_error(error);
+  rig = run_with_faults(experiment, &caught);
+  g_assert_cmpuint(rig_rejected(rig), ==, 0);
+  g_assert_cmpuint(rig_unfinished(rig), ==, 0);
+  g_assert_cmpuint(rig_completed(rig), ==, rig_expected_requests(rig));
+  g_test_message("%s on a TP group: the faults took back %" G_GUINT64_FORMAT
+                 " lent slices; %" G_GUINT64_FORMAT " borrows",
+                 name, caught, ema_pool_stats(rig->pool)->borrows);
+  if (strcmp(name, "ema") == 0 || strcmp(name, "offload") == 0)
+    g_assert_cmpuint(caught, >, 0);
+}
+
 static void test_composition(gconstpointer data) {
   const char *name = data;
   g_autofree char *policy = g_strconcat("policy=", name, NULL);
@@ -458,6 +485,10 @@ int main(int argc, char **argv) {
     const EmaPolicyComposition *composition = compositions->pdata[i];
     g_autofree char *path = g_strdup_printf("/pool/composition/%s", composition->name);
     g_test_add_data_func(path, composition->name, test_composition);
+    {
+      g_autofree char *group = g_strconcat(path, "/tp-group", NULL);
+      g_test_add_data_func(group, composition->name, test_composition_group);
+    }
   }
   g_test_add_func("/pool/composition/static-is-default", test_static_is_default);
   g_test_add_func("/pool/composition/offload-allowance-zero", test_offload_allowance_zero);

@@ -1177,7 +1177,13 @@ static EmaKvMemory *bench_tp_tenant(Bench *b, guint64 slices_rank) {
 
 /* A TP group borrows from GPUs outside it (its own second rank lends
  * nothing: it is no GPU of the pool), each borrowed block whole on the
- * lender; it lends nothing itself, and the policies see it so. */
+ * lender; the policies see it as a lender (it shares), and a tp 1 tenant
+ * borrows from it: by hand, GPU 3 asks the group for 5 of its 2 x 10
+ * slices and gets them (lendable: the 20 slices, none used), the group's
+ * own room falls to 15 of its blocks (a block of the group is one slice,
+ * both shards); it takes 15 and finds no 16th and, reclaiming everything
+ * as a group (empty slices: the engines' moves are /pool/tp/serving's),
+ * has its 20 back. */
 static void test_tp_borrow(void) {
   Bench *b = bench_new(NULL);
   EmaKvMemory *m0;
@@ -1191,7 +1197,7 @@ static void test_tp_borrow(void) {
   bench_start(b);
   g_assert_cmpuint(total_blocks(m0), ==, 20);
   view = ema_pool_view(b->pool);
-  g_assert_false(view->gpus[0].shares); /* borrows, but lends nothing */
+  g_assert_true(view->gpus[0].shares); /* a lender too, as a group */
   g_assert_true(view->gpus[0].has_tenant);
   g_assert_cmpuint(view->gpus[0].slices, ==, 20);
   g_assert_cmpuint(view->gpus[0].block_bytes, ==, EMA_SLICE_BYTES);
@@ -1213,18 +1219,37 @@ static void test_tp_borrow(void) {
   give(m0, 28);
   bench_free(b);
 
-  /* a tp 1 tenant asking the group for slices gets none */
+  /* a tp 1 tenant borrows from the group, which reclaims as a group */
   b = bench_new(NULL);
   b->borrow = (TestBorrowParams){3, 0, 5, 2, 0, 0};
   bench_pool(b);
-  bench_tp_tenant(b, 10);
+  m0 = bench_tp_tenant(b, 10);
   ema_pool_add_idle_gpu(b->pool, 2, 30);
-  bench_tenant(b, 3, 40);
+  bench_tenant(b, 3, 1);
   bench_start(b);
   bench_decide(b, 3);
-  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1);
-  g_assert_cmpuint(ema_pool_stats(b->pool)->borrows, ==, 0);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 0);
+  bench_to(b, borrow_time(b, 5));
+  g_assert_cmpuint(ema_pool_stats(b->pool)->borrows, ==, 1);
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 0), ==, 5);
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 3), ==, 5);
+  g_assert_cmpuint(ema_serving_rank_share(ema_pool_slices_lent(b->pool, 0), 0, 2), ==, 2);
+  g_assert_cmpuint(total_blocks(m0), ==, 20); /* lent slices come back on demand */
+  g_assert_cmpuint(free_blocks(m0), ==, 15);
+  g_assert_true(take(&b->memory[3], 1)); /* its own block */
+  g_assert_true(take(m0, 15));
+  g_assert_false(take(m0, 1));
+  bench_check(b);
+  b->reclaim = (TestReclaimParams){3, 5, EMA_VACATE_TO_BORROWER, 3, &b->reclaim_probe};
+  ema_pool_reclaim_everything(b->pool, 0);
+  bench_to(b, ema_sim_now(b->sim) + 1000 * 1000 * 1000);
   g_assert_cmpuint(ema_pool_slices_lent(b->pool, 0), ==, 0);
+  g_assert_cmpuint(ema_pool_slices_borrowed(b->pool, 3), ==, 0);
+  g_assert_cmpuint(free_blocks(m0), ==, 5);
+  g_assert_true(take(m0, 5));
+  bench_check(b);
+  give(m0, 20);
+  give(&b->memory[3], 1);
   bench_free(b);
 }
 
@@ -1740,6 +1765,55 @@ static void test_step_offload_queue(void) {
   t_b = (double) second.step / 1e9;
   rho_b = 32 * alone / t_b;
   assert_lender_slowed(b, rho_a + rho_b + 2 * 25e-6 * (32 / t_a + 32 / t_b));
+  bench_check(b);
+  bench_free(b);
+}
+
+/* A TP group lends and serves offloaded attention: the group (tp 2 on
+ * gpus 0-1, 2 x 500 slices) lends GPU 2 800 slices, GPU 2 holds 200 blocks
+ * locally and 800 there, and its decode step of 100 sequences over 16,000
+ * tokens offloads the attention over the 12,800 tokens on the group (one
+ * request, as test_step_offload). The group's ranks serve the partials side
+ * by side, each over its heads' share: of each rank's HBM time the partials
+ * take r / 2, r = L c kv_l / (T' x local_copy_bandwidth) what one GPU
+ * would give (T' the borrower's step), so the group's own step while T'
+ * runs lengthens by the measured slowdown at r / 2. */
+static void test_tp_lender_offload(void) {
+  Bench *b = bench_new(NULL);
+  EmaStepBatch batch = {.decode_seqs = 100, .decode_context = 16000, .logits = 100};
+  EmaStepBatch group_batch = {.decode_seqs = 10, .decode_context = 10 * 100, .logits = 10};
+  EmaStepBreakdown group_bd;
+  EmaTime start, t;
+  double r, row;
+  b->borrow = (TestBorrowParams){2, 0, 800, 3, 0, 0};
+  b->prefetch.mode = EMA_REMOTE_OFFLOAD;
+  b->prefetch.depth = 1;
+  b->prefetch.group = 1;
+  bench_pool(b);
+  bench_tp_tenant(b, 500);
+  bench_tenant(b, 2, 200);
+  bench_start(b);
+  start = ema_sim_now(b->sim);
+  bench_decide(b, 2);
+  bench_to(b, start + borrow_time(b, 800));
+  g_assert_cmpuint(ema_pool_slices_lent(b->pool, 0), ==, 800);
+  g_assert_true(take(&b->memory[2], 1000));
+  g_assert_cmpuint(ema_pool_blocks_remote(b->pool, 2), ==, 800);
+  start = ema_sim_now(b->sim);
+  t = ema_pool_step_time(b->pool, 2, &batch);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->offload_steps, ==, 1);
+  r = 32 * 12800.0 * 4096 / ((double) t / 1e9 * b->server->gpu.local_copy_bandwidth);
+  row = ema_pool_view(b->pool)->offload_share[2 * 4 + 0];
+  g_assert_cmpfloat_with_epsilon(row, r / 2, 1e-12 * r);
+  /* the group's own step (one rank's model) while the borrower's runs */
+  ema_step_time(b->models[0], &group_batch, &group_bd);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &group_batch), ==,
+                  group_bd.time + (EmaTime) llround(ema_gpu_offload_slowdown(&b->server->gpu, row) *
+                                                    (double) group_bd.time));
+  g_assert_cmpint(ema_pool_slowed_by_peers(b->pool, 0), >, 0);
+  bench_to(b, start + t);
+  g_assert_cmpint(ema_pool_step_time(b->pool, 0, &group_batch), ==, group_bd.time);
+  give(&b->memory[2], 1000);
   bench_check(b);
   bench_free(b);
 }
@@ -2502,6 +2576,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/tp/step-switch", test_tp_step_switch);
   g_test_add_func("/pool/tp/prefetch", test_tp_prefetch);
   g_test_add_func("/pool/tp/offload", test_tp_offload);
+  g_test_add_func("/pool/tp/lender-offload", test_tp_lender_offload);
   g_test_add_data_func("/pool/tp/serving/ema", "ema", test_tp_serving);
   g_test_add_data_func("/pool/tp/serving/offload", "offload", test_tp_serving);
   g_test_add_data_func("/pool/tp/serving/remote-direct", "remote-direct", test_tp_serving);

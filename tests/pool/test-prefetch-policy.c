@@ -65,8 +65,8 @@ static Case *case_new_of(const char *name) {
     c->gpus[i] = (EmaGpuView){.index = i, .shares = TRUE, .has_tenant = TRUE};
   c->remote[0 * N_GPUS + 1] = 30;
   c->remote[0 * N_GPUS + 2] = 10;
-  c->view =
-      (EmaPoolView){0, N_GPUS, c->gpus, c->lent, c->remote, &c->server, NULL, NULL, NULL, NULL};
+  c->view = (EmaPoolView){0,    N_GPUS, c->gpus, c->lent, c->remote, &c->server,
+                          NULL, NULL,   NULL,    NULL,    NULL,      NULL};
   c->step = (EmaStepCostView){.layers = 10,
                               .layer_compute_s = 1e-3,
                               .layer_memory_s = 1e-3,
@@ -235,6 +235,36 @@ static void test_offload(void) {
   g_assert_cmpfloat_with_epsilon(plan.remote_limit, 0.4, 1e-12);
   g_assert_cmpuint(plan.limit_lender, ==, 2);
   case_free(c);
+}
+
+/* The view's kept sets (EmaPoolView.readers, offload_to: what the pool
+ * hands the policies so that a decision looks at the lenders alone) give
+ * the plans a count over every GPU gives: test_shared_lender's and
+ * test_offload's second case, each with the sets and without. */
+static void test_kept_sets(void) {
+  Case *c = case_new(), *o = offload_case();
+  double share[N_GPUS * N_GPUS] = {0};
+  guint readers[N_GPUS] = {0, 2, 1};
+  guint64 offload_to[N_GPUS] = {0, 1u << 2, 0};
+  EmaPrefetchPlan counted, kept;
+  c->remote[2 * N_GPUS + 1] = 5;
+  counted = decide(c);
+  c->view.readers = readers;
+  kept = decide(c);
+  g_assert_cmpint(memcmp(&counted, &kept, sizeof counted), ==, 0);
+  g_assert_cmpfloat_with_epsilon(kept.remote_limit, 2e7 / 2 / 0.75 / 5e8, 1e-12);
+  share[2 * N_GPUS + 1] = 0.04;
+  o->view.offload_share = share;
+  counted = decide(o);
+  o->view.offload_to = offload_to;
+  o->view.readers = (guint[N_GPUS]){0, 1, 1};
+  kept = decide(o);
+  g_assert_cmpint(memcmp(&counted, &kept, sizeof counted), ==, 0);
+  g_assert_cmpuint(ema_pool_view_next_offloader(&o->view, 1, 0), ==, 2);
+  g_assert_cmpuint(ema_pool_view_next_offloader(&o->view, 1, 3), ==, N_GPUS);
+  g_assert_cmpuint(ema_pool_view_next_offloader(&o->view, 0, 0), ==, N_GPUS);
+  case_free(c);
+  case_free(o);
 }
 
 /* The allowance is shared by the KV the borrowers hold on a lender, not by
@@ -458,6 +488,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/prefetch-policy/offload-dearer", test_offload_dearer);
   g_test_add_func("/prefetch-policy/offload-read", test_offload_read);
   g_test_add_func("/prefetch-policy/offload-off", test_offload_off);
+  g_test_add_func("/prefetch-policy/kept-sets", test_kept_sets);
   g_test_add_func("/prefetch-policy/offload-admit-hold", test_offload_admit_hold);
   return g_test_run();
 }

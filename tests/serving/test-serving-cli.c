@@ -2,7 +2,10 @@
  * path in EMA_SIM, run in EMA_SOURCE_ROOT): `check` and `run` output for
  * serving files (the per-tenant table, a TP group's GPU range), determinism
  * of every output file across runs (summary.json up to sim.wall_s), --seed
- * and --set changing the results, requests_csv: false, an output directory
+ * and --set changing the results, requests_csv: false, events_csv: false
+ * and the events filter by kind, a tenant's sharing settings (lend: false,
+ * borrow: false), a TP group's timeline rows per rank, its name and
+ * warning under compare: and its warning in a sweep, an output directory
  * that cannot be made, and every bad file in tests/fixtures/serving/errors/
  * as one "path:line:col: ..." line on stderr with exit status 1 and nothing
  * written. */
@@ -11,11 +14,13 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ema/run/serving.h"
 #include "testutil.h"
 
 #define FIXTURES "tests/fixtures/serving/"
 #define GOLDEN FIXTURES "golden.yaml"
 #define INVARIANTS FIXTURES "invariants.yaml"
+#define SHARING FIXTURES "sharing.yaml"
 
 static gint64 tenant_int(JsonNode *root, guint i, const char *member) {
   JsonArray *tenants = json_object_get_array_member(json_node_get_object(root), "tenants");
@@ -185,6 +190,218 @@ static void test_set(void) {
   ema_test_remove_tree(dir);
 }
 
+/* Whether DIR/NAME exists. */
+static gboolean exists_in(const char *dir, const char *name) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  return g_file_test(path, G_FILE_TEST_EXISTS);
+}
+
+/* `ema-sim run FILE [--set SET1] [--set SET2] -o DIR/NAME --no-plot`, which
+ * must exit 0 (what it warns of on stderr is left alone): its output
+ * folder. */
+static char *run_into(const char *dir, const char *name, const char *file, const char *set1,
+                      const char *set2) {
+  char *out = g_build_filename(dir, name, NULL);
+  const char *argv[12] = {g_getenv("EMA_SIM"), "run", file};
+  guint n = 3;
+  g_autoptr(EmaTestRun) run = NULL;
+  for (guint i = 0; i < 2; i++)
+    if ((i == 0 ? set1 : set2) != NULL) {
+      argv[n++] = "--set";
+      argv[n++] = i == 0 ? set1 : set2;
+    }
+  argv[n++] = "-o";
+  argv[n++] = out;
+  argv[n++] = "--no-plot";
+  run = ema_test_cli_argv(argv, NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  return out;
+}
+
+/* events: only the kinds named reach events.csv; events_csv: false writes
+ * none; neither changes the results; a kind not named so is an error;
+ * events_tier: step sums a step's tier moves into one row. */
+static void test_events(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  /* (a warning on stderr under ema: how the TP group shares) */
+  g_autofree char *all = run_into(dir, "all", INVARIANTS, "policy=ema", NULL);
+  g_autofree char *some = run_into(dir, "some", INVARIANTS, "policy=ema", "events=borrow, return");
+  g_autofree char *none = run_into(dir, "none", INVARIANTS, "policy=ema", "events_csv=false");
+  g_autofree char *bad = g_build_filename(dir, "bad", NULL);
+  g_autoptr(EmaTestRun) run4 =
+      ema_test_cli("run", INVARIANTS, "--set", "events=borrow,borow", "-o", bad, NULL);
+  g_autofree char *events1 = NULL, *events2 = NULL;
+  g_autoptr(GString) kept = g_string_new(NULL);
+  g_auto(GStrv) rows = NULL;
+  events1 = ema_test_read_file(all, "events.csv");
+  events2 = ema_test_read_file(some, "events.csv");
+  /* the borrow and return rows of the whole file, in its order */
+  rows = g_strsplit(events1, "\n", -1);
+  for (guint i = 0; rows[i] && rows[i][0]; i++)
+    if (i == 0 || strstr(rows[i], ",borrow,") || strstr(rows[i], ",return,"))
+      g_string_append_printf(kept, "%s\n", rows[i]);
+  g_assert_nonnull(strstr(events1, ",tier,"));
+  g_assert_nonnull(strstr(events1, ",borrow,"));
+  g_assert_cmpstr(events2, ==, kept->str);
+  g_assert_false(exists_in(none, "events.csv"));
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *a = ema_test_read_file(all, "summary.json");
+    g_autofree char *b = ema_test_read_file(i == 0 ? some : none, "summary.json");
+    g_autofree char *a_ = ema_test_summary_without_wall(a);
+    g_autofree char *b_ = ema_test_summary_without_wall(b);
+    g_assert_cmpstr(a_, ==, b_);
+  }
+  g_assert_cmpint(run4->status, ==, 1);
+  g_assert_nonnull(strstr(run4->err, "events: 'borow' is not a pool event kind"));
+  /* events_tier: step: fewer tier rows, the same blocks and bytes in all, the other rows and
+   * the results as they were */
+  {
+    g_autofree char *step = run_into(dir, "step", INVARIANTS, "policy=ema", "events_tier=step");
+    g_autofree char *events3 = ema_test_read_file(step, "events.csv");
+    guint64 rows_of[2] = {0}, blocks_of[2] = {0}, bytes_of[2] = {0};
+    for (guint f = 0; f < 2; f++) {
+      g_auto(GStrv) lines = g_strsplit(f == 0 ? events1 : events3, "\n", -1);
+      for (guint i = 1; lines[i] && lines[i][0]; i++) {
+        g_auto(GStrv) cells = g_strsplit(lines[i], ",", 13);
+        if (strcmp(cells[1], "tier") != 0)
+          continue;
+        rows_of[f]++;
+        blocks_of[f] += g_ascii_strtoull(cells[7], NULL, 10);
+        bytes_of[f] += g_ascii_strtoull(cells[10], NULL, 10);
+      }
+    }
+    g_assert_cmpuint(rows_of[1], <, rows_of[0]);
+    g_assert_cmpuint(blocks_of[1], ==, blocks_of[0]);
+    g_assert_cmpuint(bytes_of[1], ==, bytes_of[0]);
+    g_assert_nonnull(strstr(events3, " moves this step)"));
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* sharing.yaml: the tight tenant borrows from the light one under ema;
+ * with the light one's lend: false, or the tight one's borrow: false, the
+ * pool borrows nothing (no events.csv); with its lend_limit it lends up to
+ * that share of its region; describe experiment lists the settings. */
+static void test_tenant_sharing(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *shared = run_into(dir, "shared", SHARING, NULL, NULL);
+  g_autofree char *no_lend =
+      run_into(dir, "no-lend", SHARING, "tenants.1.sharing.lend=false", NULL);
+  g_autofree char *no_borrow =
+      run_into(dir, "no-borrow", SHARING, "tenants.0.sharing.borrow=false", NULL);
+  g_autofree char *limited =
+      run_into(dir, "limited", SHARING, "tenants.1.sharing.lend_limit=0.5%", NULL);
+  g_autoptr(EmaTestRun) describe = ema_test_cli("describe", "experiment", NULL);
+  g_autofree char *events = ema_test_read_file(shared, "events.csv");
+  g_autofree char *summary2 = ema_test_read_file(no_lend, "summary.json");
+  g_autofree char *summary3 = ema_test_read_file(no_borrow, "summary.json");
+  g_autofree char *summary4 = ema_test_read_file(limited, "summary.json");
+  g_autoptr(JsonNode) root = ema_test_parse_json(summary4);
+  double lent = (double) tenant_int(root, 1, "lent_peak_bytes");
+  double region = (double) tenant_int(root, 1, "kv_bytes_per_gpu");
+  g_assert_nonnull(strstr(events, ",borrow,0,1,"));
+  g_assert_false(exists_in(no_lend, "events.csv"));
+  g_assert_false(exists_in(no_borrow, "events.csv"));
+  /* (not the same run: where the light tenant lends, the tight one's swapped KV is parked on
+   * its GPU, where it does not, in host memory) */
+  g_assert_nonnull(strstr(summary2, "\"borrows\" : 0,"));
+  g_assert_nonnull(strstr(summary3, "\"borrows\" : 0,"));
+  /* lend_limit: 0.5%: the light tenant lends, at most 0.5% of its region at once (within a
+   * slice), where it lends 1.16% without */
+  g_assert_cmpfloat(lent, >, 0);
+  g_assert_cmpfloat(lent, <=, 0.005 * region + 2 * 1024 * 1024);
+  ema_test_assert_ok(describe);
+  g_assert_nonnull(strstr(describe->out, "    lend_limit "));
+  g_assert_nonnull(strstr(describe->out, "  sharing "));
+  g_assert_nonnull(strstr(describe->out, "    lend "));
+  g_assert_nonnull(strstr(describe->out, "    borrow "));
+  ema_test_remove_tree(dir);
+}
+
+/* tp-borrow.yaml: the TP-2 group borrows; each sample's two rows (gpu0,
+ * gpu1) hold the same blocks, the same remote blocks (each rank its shard
+ * of every block: none of the remote KV counted as local on either), and
+ * shares of the group's borrowed slices that differ by at most one; the
+ * shares by hand: 5 slices over 2 ranks are 2 and 3, 7 over 4 are 1, 2, 2
+ * and 2. */
+static void test_tp_timeline(void) {
+  guint pairs = 0, remote_pairs = 0;
+  g_autofree char *dir = ema_test_temp_dir(), *timeline = NULL;
+  g_auto(GStrv) rows = NULL;
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("run", FIXTURES "tp-borrow.yaml", "-o", dir, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 0);
+  }
+  timeline = ema_test_read_file(dir, "timeline.csv");
+  rows = g_strsplit(timeline, "\n", -1);
+  for (guint i = 1; rows[i] && rows[i][0]; i++) {
+    g_auto(GStrv) a = g_strsplit(rows[i], ",", -1);
+    g_auto(GStrv) b = NULL;
+    if (strcmp(a[2], "big") != 0)
+      continue;
+    g_assert_cmpstr(a[1], ==, "0");
+    b = g_strsplit(rows[++i], ",", -1);
+    g_assert_cmpstr(b[1], ==, "1");
+    g_assert_cmpstr(a[3], ==, b[3]);   /* kv_blocks_used */
+    g_assert_cmpstr(a[10], ==, b[10]); /* kv_blocks_remote */
+    g_assert_cmpuint(g_ascii_strtoull(a[10], NULL, 10), <=, g_ascii_strtoull(a[3], NULL, 10));
+    g_assert_cmpuint(g_ascii_strtoull(b[9], NULL, 10) - g_ascii_strtoull(a[9], NULL, 10), <=, 1);
+    pairs++;
+    remote_pairs += g_ascii_strtoull(a[10], NULL, 10) > 0;
+  }
+  g_assert_cmpuint(pairs, ==, 25); /* 0 s to 6 s every 250 ms */
+  g_assert_cmpuint(remote_pairs, >, 0);
+  g_assert_cmpuint(ema_serving_rank_share(5, 0, 2), ==, 2);
+  g_assert_cmpuint(ema_serving_rank_share(5, 1, 2), ==, 3);
+  for (guint r = 0; r < 4; r++)
+    g_assert_cmpuint(ema_serving_rank_share(7, r, 4), ==, r == 0 ? 1 : 2);
+  ema_test_remove_tree(dir);
+}
+
+/* tp-borrow.yaml under compare: (static, ema): the table names the
+ * borrowing group by its GPUs and takes as lenders the tenants that lent
+ * (the light tenant, beside the idle GPU), and the
+ * group's warning is printed for the variant that shares, as a single run
+ * prints it. */
+static void test_tp_compare(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *fixture = NULL, *text = NULL, *path = g_build_filename(dir, "cmp.yaml", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_autofree char *root = g_strdup(g_getenv("EMA_SOURCE_ROOT"));
+  fixture = ema_test_read_file(root, FIXTURES "tp-borrow.yaml");
+  text = g_strconcat(fixture, "compare:\n  static: {policy: static}\n  ema: {policy: ema}\n", NULL);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_nonnull(strstr(
+      run->out, "\ncomparison: borrower big (gpu0..gpu1), lenders the tenants that lent: small "
+                "(gpu2)\n"));
+  g_assert_nonnull(strstr(run->err, "ema-sim: warning: ema: tenant big (tp 2 on gpu0..gpu1)"));
+  g_assert_null(strstr(run->err, "warning: static:"));
+  ema_test_remove_tree(dir);
+}
+
+/* tp-borrow.yaml as a sweep of two variants (static, ema): the group's
+ * warning is printed once, naming the one point that gives it. */
+static void test_tp_sweep(void) {
+  g_autofree char *dir = ema_test_temp_dir(), *root = g_strdup(g_getenv("EMA_SOURCE_ROOT"));
+  g_autofree char *fixture = ema_test_read_file(root, FIXTURES "tp-borrow.yaml");
+  g_autofree char *text =
+      g_strconcat(fixture, "variants:\n  fixed: {policy: static}\n  shared: {}\n", NULL);
+  g_autofree char *path = g_build_filename(dir, "sweep.yaml", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  run = ema_test_cli("sweep", path, "-o", out, "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_nonnull(strstr(run->err, "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a "
+                                    "group under policy ema"));
+  g_assert_nonnull(strstr(run->err, "(1 of the 2 points: 001-shared)\n"));
+  ema_test_remove_tree(dir);
+}
+
 /* -o through a regular file: the directory cannot be made (even by root). */
 static void test_unwritable_output(void) {
   g_autofree char *dir = ema_test_temp_dir();
@@ -244,6 +461,11 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/tp-table", test_run_tp_table);
   g_test_add_func("/serving-cli/run/determinism-and-seed", test_determinism);
   g_test_add_func("/serving-cli/run/set", test_set);
+  g_test_add_func("/serving-cli/run/events", test_events);
+  g_test_add_func("/serving-cli/run/tenant-sharing", test_tenant_sharing);
+  g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
+  g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);
+  g_test_add_func("/serving-cli/sweep/tp-warning", test_tp_sweep);
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
   for (guint i = 0; i < bad_files->len; i++) {
     const char *file = bad_files->pdata[i];

@@ -139,7 +139,40 @@ struct _EmaPoolView {
    * that its plan's room_limit admits (EmaGpuView.blocks_total, which its remote_limit sets,
    * where the plan holds no other; NULL: blocks_total) */
   const guint64 *blocks_room;
+  /* appended so that a decision costs the lenders it looks at, not the server's GPUs: readers[j],
+   * the GPUs with blocks on lender J (remote_blocks' column j above 0; NULL: count them,
+   * ema_pool_view_readers()); offload_to[j * ((n_gpus + 63) / 64)], a set of bits: b's bit is set
+   * where offload_share[b * n_gpus + j] is above 0 (NULL: look at every b,
+   * ema_pool_view_next_offloader()) */
+  const guint *readers;
+  const guint64 *offload_to;
 };
+
+/* The GPUs holding blocks on lender J. */
+static inline guint ema_pool_view_readers(const EmaPoolView *view, guint j) {
+  guint readers = 0;
+  if (view->readers)
+    return view->readers[j];
+  for (guint b = 0; b < view->n_gpus; b++)
+    readers += view->remote_blocks[b * view->n_gpus + j] > 0;
+  return readers;
+}
+
+/* The first borrower from B on whose offloaded attention may take some of
+ * lender J's HBM time (view->offload_share above 0 there), or n_gpus: the
+ * others' shares are 0. */
+static inline guint ema_pool_view_next_offloader(const EmaPoolView *view, guint j, guint b) {
+  guint words = (view->n_gpus + 63) / 64;
+  if (view->offload_to == NULL)
+    return MIN(b, view->n_gpus);
+  while (b < view->n_gpus) {
+    guint64 word = view->offload_to[j * words + b / 64] >> (b % 64);
+    if (word != 0)
+      return MIN(view->n_gpus, b + (guint) __builtin_ctzll(word));
+    b = (b / 64 + 1) * 64;
+  }
+  return view->n_gpus;
+}
 
 /* Slices a GPU can lend right now: its KV region minus what it lends, what
  * its own blocks and staging occupy, and RESERVE slices it keeps. (Inline,

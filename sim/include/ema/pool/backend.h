@@ -37,6 +37,7 @@ typedef enum {
   EMA_POOL_EVENT_TIER, /* GPU's prefix cache keeps blocks on PEER, fetches them or drops them */
   EMA_POOL_EVENT_OFFLOAD_THROTTLE, /* GPU's offloading steps lengthen to hold PEER at its cap */
 } EmaPoolEventKind;
+#define EMA_POOL_EVENT_KINDS (EMA_POOL_EVENT_OFFLOAD_THROTTLE + 1)
 
 typedef struct {
   /* LENDER creates SLICES slices and maps them for BORROWER, at the end of

@@ -21,9 +21,11 @@
  * blocks stay sharded over its ranks, so its staging buffer is kept to a
  * multiple of t slices (a rank's share each) and its local capacity is
  * then exactly t ranks' worth; a block it borrows lies whole on the lender
- * (all t shards in the lender's slices). A group borrows but does not lend
- * (ema_slice_gpu_lends): its spare region is not offered to peers, nor
- * used for their parked KV.
+ * (all t shards in the lender's slices). A group lends as one: its spare
+ * region (each rank its share of the slices lent) is offered to peers and
+ * holds their parked KV, and a reclaim takes its slices back as a group;
+ * a tenant with sharing: {lend: false} lends nothing (ema_slice_gpu_lends,
+ * lend_off).
  * lent_total, borrowed_total and remote_cap_total are kept equal to the
  * sums over the lent matrix by ema_slice_ledger_change_lent(); remote_total
  * is the sum of remote[] (kept by its owner). A pool whose actions complete
@@ -64,6 +66,8 @@ G_BEGIN_DECLS
 #define EMA_SLICE_GPU_FIELDS                                                                       \
   guint index;                                                                                     \
   gboolean present, shares, has_tenant;                                                            \
+  gboolean lend_off, borrow_off; /* its tenant's own settings: never lends, never borrows */       \
+  guint64 lend_keep; /* ...and slices of its region it never lends nor parks peers' KV in */       \
   guint ranks; /* GPUs its tenant spans: a TP group's tp (0 or 1: one GPU; ema_slice_gpu_ranks) */ \
   guint64 slices, block_bytes;                                                                     \
   guint64 local_used;                                                                              \
@@ -112,6 +116,13 @@ typedef struct {
   /* [(n + 63) / 64]: bit i set while gpus[i]->view_stale, from the first view on (which points
    * each GPU's stale_word here): a view refills the stale entries without looking at the rest */
   guint64 *stale;
+  /* [lender]: the present GPUs holding blocks on it (ema_slice_ledger_change_remote) */
+  guint *sharers;
+  /* [lender * ((n + 63) / 64)]: bit b set while offload_share[b * n + lender] is above 0 (kept
+   * by the owner with offload_share) */
+  guint64 *offload_to;
+  /* [borrower * ((n + 63) / 64)]: bit j set while lent[j * n + borrower] is above 0 */
+  guint64 *lenders;
   gboolean tracked;
   /* the view as the policy called now received it (ema_slice_ledger_seal) */
   guint8 *seal;
@@ -130,6 +141,18 @@ gboolean ema_slice_ledger_check_seal(const EmaSliceLedger *l, const EmaPolicyInf
 void ema_slice_ledger_init(EmaSliceLedger *ledger, guint n);
 void ema_slice_ledger_clear(EmaSliceLedger *ledger);
 
+/* The first lender of BORROWER from J on (a GPU lending it slices), or n. */
+static inline guint ema_slice_ledger_next_lender(const EmaSliceLedger *l, guint borrower, guint j) {
+  const guint64 *bits = &l->lenders[borrower * ((l->n + 63) / 64)];
+  while (j < l->n) {
+    guint64 word = bits[j / 64] >> (j % 64);
+    if (word != 0)
+      return MIN(l->n, j + (guint) __builtin_ctzll(word));
+    j = (j / 64 + 1) * 64;
+  }
+  return l->n;
+}
+
 /* The GPUs G's tenant spans (a TP group's tp; 1 otherwise). */
 static inline guint ema_slice_gpu_ranks(const EmaSliceGpu *g) {
   return MAX(g->ranks, 1);
@@ -138,7 +161,7 @@ static inline guint ema_slice_gpu_ranks(const EmaSliceGpu *g) {
 /* G lends its free slices (and holds peers' parked KV): a sharing GPU
  * that is not a tensor-parallel group. */
 static inline gboolean ema_slice_gpu_lends(const EmaSliceGpu *g) {
-  return g->shares && ema_slice_gpu_ranks(g) == 1;
+  return g->shares && !g->lend_off;
 }
 
 /* Slices that BLOCKS of G's blocks fill, rounded up (0 without a block
@@ -155,6 +178,10 @@ static inline guint64 ema_blocks_in_slices(const EmaSliceGpu *g, guint64 slices)
 }
 
 /* Add DELTA slices to lent[LENDER][BORROWER], keeping the counters. */
+/* G's blocks on LENDER change by DELTA (remote[lender] only: its owner
+ * keeps remote_total), the lender's count of sharers with them. */
+void ema_slice_ledger_change_remote(EmaSliceLedger *ledger, EmaSliceGpu *g, guint lender,
+                                    gint64 delta);
 void ema_slice_ledger_change_lent(EmaSliceLedger *ledger, guint lender, guint borrower,
                                   gint64 delta);
 /* Blocks of G that the slices LENDER lends it hold. */
@@ -246,11 +273,14 @@ static inline guint64 ema_slice_gpu_remote_room(const EmaSliceGpu *g) {
   return ema_slice_gpu_remote_at(g, g->plan.room_limit);
 }
 
-/* Own slices of G not used by its blocks: what it can lend. */
+/* Own slices of G not used by its blocks: what it can lend (beyond what
+ * it keeps, lend_keep). */
 static inline guint64 ema_slice_gpu_lendable(const EmaSliceGpu *g) {
   guint64 used = ema_slices_for_blocks(g, g->local_used);
   guint64 own = ema_slice_gpu_own_slices(g);
-  return own > used ? own - used : 0;
+  guint64 out = g->lent_total + g->lending + g->parking + g->lend_keep;
+  guint64 free_slices = own > used ? own - used : 0;
+  return MIN(free_slices, g->slices > out ? g->slices - out : 0);
 }
 
 /* Blocks G's tenant may still take: free local ones plus admitted remote room. */

@@ -82,7 +82,12 @@
  * - Tensor-parallel tenants (tp = t > 1) share as a group: one record at
  *   their first GPU, their region t ranks' and their block all t shards
  *   (KV splits by heads); they borrow from GPUs outside the group (a
- *   borrowed block lies whole on its lender) but do not lend. Their step
+ *   borrowed block lies whole on its lender) and lend as a group, each
+ *   rank its share of the slices lent: a borrower's remote KV on a group
+ *   comes over its t ranks' ports side by side, its pulls load each rank's
+ *   HBM with 1/t of them, and offloaded partials take each rank 1/t of
+ *   what one GPU's HBM time would (each rank over its heads' share; the
+ *   partials' compute is timed as on one GPU, the conservative side). Their step
  *   is one rank's: each rank reads its shard of the remote KV over its own
  *   link to the lender on a link-per-pair server (R_l of a rank per link),
  *   through the lender's one port on a switch or PCIe (t R_l there, R_l
@@ -150,6 +155,13 @@ void ema_pool_add_idle_gpu(EmaPool *pool, guint gpu, guint64 slices);
  * engine takes blocks from. */
 EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint64 block_bytes,
                                 const EmaStepModel *step_model);
+/* GPU's tenant's own sharing settings (added by ema_pool_add_tenant, before
+ * the pool starts): LEND FALSE, its GPUs lend nothing (nor hold peers'
+ * parked KV); BORROW FALSE, it never borrows; LEND_LIMIT (0..1), the share
+ * of its KV region it lends and parks peers' KV in at most at once. TRUE,
+ * TRUE and 1 by default. */
+void ema_pool_set_sharing(EmaPool *pool, guint gpu, gboolean lend, gboolean borrow,
+                          double lend_limit);
 /* The model GPU's tenant runs (added by ema_pool_add_tenant), for its
  * attention offload (hw/offload.h); without it, or when the model cannot be
  * built for the server (or the tenant is a TP group), the tenant's remote
@@ -247,6 +259,11 @@ EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu);
 void ema_pool_set_seed(EmaPool *pool, guint64 seed);
 /* SINK gets every pool event (borrow, return, reclaim, refuse; core.h's
  * EmaPoolEvent with its reason) as it happens; NULL: none. */
+/* PER_STEP: a GPU's prefix-tier moves of one kind to or from one peer make
+ * one tier event per step (their blocks, bytes and copy seconds summed,
+ * the moves counted in its reason), logged when the step ends
+ * (ema_pool_after_step); FALSE (the default): an event per move. */
+void ema_pool_set_tier_per_step(EmaPool *pool, gboolean per_step);
 void ema_pool_set_event_sink(EmaPool *pool, void (*sink)(gpointer data, const EmaPoolEvent *event),
                              gpointer data);
 

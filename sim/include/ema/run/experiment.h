@@ -89,12 +89,21 @@ typedef struct {
   gint64 timeline_rows;   /* serving: timeline.csv stops after this many rows */
   gboolean requests_csv;  /* serving: write requests.csv */
   gboolean steps_csv;     /* serving: write steps.csv */
+  gboolean events_csv;    /* serving: write events.csv */
+  char *events;           /* serving: the pool event kinds events.csv keeps, comma-separated;
+                             NULL or "all": every kind */
+  int events_tier;        /* serving: 0 a tier event per prefix-tier move, 1 one per step */
   EmaPolicySpec policy;   /* serving: memory-sharing policies */
   double idle_gpu_memory; /* serving: share of an idle GPU's HBM it lends */
   EmaSloSpec slo;         /* serving: goodput and SLO attainment against these */
 } EmaExperiment;
 
 extern const EmaParamTable ema_experiment_params;
+
+/* The pool event kinds (bit k: EmaPoolEventKind k) that EVENTS names,
+ * comma-separated; NULL or "all": every kind. 0 with ERROR when a name is
+ * not a kind's, or none is named. */
+guint32 ema_experiment_event_kinds(const char *events, GError **error);
 
 /* Load PATH, apply OVERRIDES ("a.b=c", NULL-terminated, may be NULL), bind
  * and check. Returns NULL with a located error. */

@@ -69,6 +69,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaServingReport, ema_serving_report_free)
  * it to make the same engines. */
 void ema_serving_apply_preempt_choice(const EmaExperiment *experiment, EmaEngineConfig *config);
 
+/* Rank RANK's share of TOTAL slices of a group of RANKS GPUs in timeline.csv:
+ * the shares differ by at most one and add up to TOTAL. */
+guint64 ema_serving_rank_share(guint64 total, guint rank, guint ranks);
+
 /* Make every GPU of EXPERIMENT's server that no tenant (nor a tenant's TP
  * group) runs on an idle lender in POOL, lending idle_gpu_memory of its HBM
  * (ema_pool_add_idle_gpu). ema_serving_run calls it once the tenants are in

@@ -151,6 +151,13 @@ typedef struct {
   guint64 fixed_reserve;
 } EmaEngineSpec;
 
+/* A tenant's part in memory sharing, within the experiment's policy. */
+typedef struct {
+  gboolean lend;     /* its GPUs lend their spare KV memory and hold peers' parked KV */
+  gboolean borrow;   /* it borrows from the other GPUs */
+  double lend_limit; /* the share of its KV region it lends (and parks peers' KV in) at most */
+} EmaTenantSharing;
+
 typedef struct {
   char *name;
   EmaLlmSpec model;
@@ -158,6 +165,7 @@ typedef struct {
   gint64 tp;  /* GPUs in the group */
   EmaTraceSpec trace;
   EmaEngineSpec engine;
+  EmaTenantSharing sharing;
 } EmaTenantSpec;
 
 extern const EmaParamTable ema_tenant_params;
