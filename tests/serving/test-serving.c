@@ -715,7 +715,7 @@ static const BadConfig bad_configs[] = {
      "watermark, preempt, block_size, max_model_len, num_gpu_blocks, prefix_caching)"},
     {"unknown-profile.yaml", EMA_CONFIG_ERROR_KEY,
      "9:41: tenants.0.engine.profile: unknown engine profile 'vllm-v9' (known: test-free, "
-     "test-v1, vllm-v0, vllm-v1, vllm-v1-async)"},
+     "test-v1, vllm-v0, vllm-v1, vllm-v1-async, vllm-v1-otel)"},
     {"bad-unit.yaml", -1,
      "9:38: tenants.0.engine.gpu_memory_utilization: unknown unit 'GB' in '2GB' (fractions use % "
      "or a plain number)"},
