@@ -16,7 +16,9 @@
  * the CPU time instead of their sum) + any swap time. Under cpu_overlap the
  * engine schedules a step while the one before runs (vLLM's async
  * scheduling): a request that arrived after that step began is admitted one
- * step later, unless the step would otherwise be empty.
+ * step later, unless the step would otherwise be empty. A request becomes
+ * schedulable request_cpu_cost after its arrival (the API server's work),
+ * its latencies measured from the arrival itself.
  *
  * Scheduling one step (as vLLM v1): running requests first, oldest first;
  * if one needs a block and none is free, the newest running request is
@@ -352,6 +354,7 @@ struct _EmaEngine {
   EmaEvent arrival_event, step_event;
   EmaEvent kick_event;   /* a step start after all arrivals of this instant */
   EmaRequestRecord next; /* the arrival scheduled in arrival_event */
+  EmaTime next_arrival;  /* its arrival (arrival_event fires request_cpu_cost later) */
   gboolean step_in_flight, scheduling;
   EmaStepReport step;
 
@@ -879,7 +882,10 @@ static void fetch_arrival(EmaEngine *engine) {
   if (ema_trace_source_next(engine->trace, &engine->next, &error)) {
     EmaTime now = ema_sim_now(engine->sim);
     EmaTime at = closed ? now : MAX(engine->next.arrival, now);
-    ema_sim_schedule(engine->sim, &engine->arrival_event, at, ARRIVAL_PRIORITY);
+    engine->next_arrival = at;
+    /* the engine sees it once the API server has handed it over */
+    ema_sim_schedule(engine->sim, &engine->arrival_event, at + engine->config.request_cpu_cost,
+                     ARRIVAL_PRIORITY);
   } else {
     engine->trace_done = TRUE;
     if (error)
@@ -911,7 +917,7 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
   req->last_step = -1;
   request->id = engine->next.id;
   request->serial = engine->next_serial++;
-  request->arrival = ema_sim_now(sim);
+  request->arrival = engine->next_arrival;
   request->scheduled = request->first_token = request->finished = -1;
   request->prompt_tokens = MAX(engine->next.prompt_tokens, 1);
   request->output_tokens = MAX(engine->next.output_tokens, 1);
@@ -1256,7 +1262,8 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
     engine->work++;
     /* async scheduling: one that arrived after the last step began waits for the next step,
      * unless this step would otherwise hold nothing (the engine then schedules at once) */
-    if (engine->admit_cutoff >= 0 && request->arrival > engine->admit_cutoff &&
+    if (engine->admit_cutoff >= 0 &&
+        request->arrival + engine->config.request_cpu_cost > engine->admit_cutoff &&
         (engine->batch.len > 0 || engine->running.length > 0))
       break;
     if (footprint(engine, request) > total_blocks(engine)) {

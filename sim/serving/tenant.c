@@ -436,6 +436,11 @@ static const EmaParam profile_params[] = {
     {"step_cpu_cost_per_seq", EMA_PARAM_DURATION, PROFILE_FIELD(step_cpu_cost_per_seq),
      .default_value = "0s", .min = 0, .max = 1e9,
      .help = "CPU time per step per scheduled request (its inputs, sampling and output)"},
+    {"request_cpu_cost", EMA_PARAM_DURATION, PROFILE_FIELD(request_cpu_cost), .default_value = "0s",
+     .min = 0, .max = 1e10,
+     .help = "time from a request's arrival at the server to its being schedulable (the API "
+             "server's parsing and tokenisation, its hand-over to the engine): its TTFT and E2E "
+             "include it"},
     {"cpu_overlap", EMA_PARAM_BOOL, PROFILE_FIELD(cpu_overlap), .default_value = "false",
      .help = "async scheduling: a step's CPU work overlaps the GPU's (a step takes the longer)"},
     {"fixed_reserve", EMA_PARAM_SIZE, PROFILE_FIELD(fixed_reserve), .flags = EMA_PARAM_REQUIRED,
@@ -564,6 +569,7 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
       profile->step_cpu_cost + profile->step_cpu_cost_per_rank * (MAX(tenant->tp, 1) - 1);
   engine->step_cpu_cost_per_seq = profile->step_cpu_cost_per_seq;
   engine->cpu_overlap = profile->cpu_overlap;
+  engine->request_cpu_cost = profile->request_cpu_cost;
   engine->fixed_reserve = profile->fixed_reserve;
   if (engine_node == NULL || ema_node_get(engine_node, "watermark") == NULL)
     engine->watermark = profile->watermark;
@@ -775,6 +781,7 @@ void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *
   config->step_cpu_cost = tenant->engine.step_cpu_cost;
   config->step_cpu_cost_per_seq = tenant->engine.step_cpu_cost_per_seq;
   config->cpu_overlap = tenant->engine.cpu_overlap;
+  config->request_cpu_cost = tenant->engine.request_cpu_cost;
   config->scheduler = tenant->engine.scheduler;
   config->concurrency = (guint64) tenant->trace.concurrency;
   config->prefix_caching = tenant->engine.prefix_caching;

@@ -231,6 +231,22 @@ static void test_async_admission(void) {
   run_clear(&r);
 }
 
+/* request_cpu_cost 0.3 ms: a request (prompt 16, output 2) arriving at 1 ms
+ * is schedulable at 1.3 ms: its steps run 1.3-2.3 and 2.3-3.3 ms, its
+ * arrival stays 1 ms (TTFT 1.3 ms). */
+static void test_request_cpu_cost(void) {
+  const EmaRequestRecord records[] = {
+      {.arrival = EMA_MS(1), .prompt_tokens = 16, .output_tokens = 2, .id = 0}};
+  EmaEngineConfig config = {.request_cpu_cost = EMA_US(300)};
+  Run r = {0};
+  run(&r, config, records, 1, 10);
+  g_assert_cmpint(done(&r, 0)->arrival, ==, EMA_MS(1));
+  g_assert_cmpint(step(&r, 0)->start, ==, EMA_US(1300));
+  g_assert_cmpint(done(&r, 0)->first_token, ==, EMA_US(2300));
+  g_assert_cmpint(done(&r, 0)->finished, ==, EMA_US(3300));
+  run_clear(&r);
+}
+
 /* r0 (prompt 16, output 4) at 0, r1 (prompt 16, output 2) at 1.5 ms.
  * V1: step 3 (2-3 ms) decodes r0 and prefills r1 together; r0's 4th token
  * and r1's 2nd come at 4 ms. V0: step 3 only prefills r1 (r0 waits), step 4
@@ -603,6 +619,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine-vllm/step-cpu-cost", test_step_cpu_cost);
   g_test_add_func("/engine-vllm/step-cpu-cost-per-seq", test_step_cpu_cost_per_seq);
   g_test_add_func("/engine-vllm/async-admission", test_async_admission);
+  g_test_add_func("/engine-vllm/request-cpu-cost", test_request_cpu_cost);
   g_test_add_func("/engine-vllm/v0-prefill-first", test_v0_prefill_first);
   g_test_add_func("/engine-vllm/closed-loop", test_closed_loop);
   g_test_add_func("/engine-vllm/closed-loop-reject", test_closed_loop_reject);

@@ -163,6 +163,9 @@ typedef struct {
   /* async scheduling: the step's CPU work runs beside its GPU work (the step takes the longer
    * of the two), not after it */
   gboolean cpu_overlap;
+  /* a request becomes schedulable this long after it arrived (the API server's work before the
+   * engine sees it); its arrival, TTFT and E2E stay measured from the arrival itself */
+  EmaTime request_cpu_cost;
   EmaSchedulerKind scheduler;
   /* closed loop: this many clients, each sending its next request (the
    * trace's next, arrival time ignored) the moment its last one finished or

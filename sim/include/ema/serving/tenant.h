@@ -118,6 +118,7 @@ typedef struct {
   gint64 step_cpu_cost_per_rank; /* ns per step per TP rank beyond the first (broadcast, sync) */
   gint64 step_cpu_cost_per_seq;  /* ns per step per scheduled request (inputs, outputs) */
   gboolean cpu_overlap;          /* async scheduling: the CPU work overlaps the GPU's */
+  gint64 request_cpu_cost;       /* ns from a request's arrival to its being schedulable */
   guint64 fixed_reserve;         /* bytes per GPU outside weights, activations and KV */
   double watermark;              /* the admission watermark this engine keeps (V1: none) */
   char *source;                  /* what the numbers were fitted on */
@@ -148,6 +149,7 @@ typedef struct {
   gint64 step_cpu_cost; /* the profile's, with its per-rank cost at the tenant's TP degree */
   gint64 step_cpu_cost_per_seq;
   gboolean cpu_overlap;
+  gint64 request_cpu_cost;
   guint64 fixed_reserve;
 } EmaEngineSpec;
 
