@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ema/run/output.h"
 #include "errors.h"
 #include "trace.h"
 
@@ -40,12 +41,15 @@ char *ema_capture_find_library(GError **error) {
   return NULL;
 }
 
+/* What a capture writes into its folder: the library's files, the workload's provenance and
+ * the summaries made from them (the folder is claimed as ema-sim's runs claim theirs, output.h) */
+static const char *const capture_entries[] = {
+    "kernels.csv", "memcpy.csv", "memset.csv",       "memory.csv", "nvtx.csv",      "vmm.csv",
+    "capture.txt", "ranges.csv", "kernel-names.csv", "trace.json", "workload.yaml", NULL};
+
 gboolean ema_capture_run(const EmaCaptureOptions *o, int *status, GError **error) {
-  if (g_mkdir_with_parents(o->dir, 0755) != 0) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "%s: %s", o->dir,
-                g_strerror(errno));
+  if (!ema_output_claim_dir_full(o->dir, capture_entries, EMA_OUTPUT_CLAIM_CLEAR, error))
     return FALSE;
-  }
   g_autofree char *dir = g_canonicalize_filename(o->dir, NULL);
   g_auto(GStrv) env = g_get_environ();
   for (const char *const *v =
@@ -128,16 +132,16 @@ static gboolean append_workload(GString *out, const char *path, GError **error) 
   return TRUE;
 }
 
+const char *const ema_capture_profile_entries[] = {"profile.yaml", NULL};
+
 gboolean ema_capture_write_profile(const char *capture_dir, const char *out_dir,
                                    const char *command, GError **error) {
   g_autoptr(EmaTrace) trace = ema_trace_load(capture_dir, error);
   if (!trace)
     return FALSE;
-  if (g_mkdir_with_parents(out_dir, 0755) != 0) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "%s: %s", out_dir,
-                g_strerror(errno));
+  if (!ema_output_claim_dir_full(out_dir, ema_capture_profile_entries, EMA_OUTPUT_CLAIM_KEEP,
+                                 error))
     return FALSE;
-  }
   g_autoptr(GPtrArray) tables = NULL;
   if (!ema_trace_write_profiles(trace, out_dir, &tables, error))
     return FALSE;

@@ -14,7 +14,7 @@
 G_BEGIN_DECLS
 
 typedef struct {
-  const char *dir;          /* where the CSVs, summaries and trace.json go (made) */
+  const char *dir;          /* where the CSVs, summaries and trace.json go (claimed, output.h) */
   const char *library;      /* libemacapture.so (absolute) */
   char **argv;              /* the program and its arguments, NULL-terminated */
   guint buffers, buffer_mb; /* the activity-buffer pool (0: the library's default) */
@@ -24,7 +24,9 @@ typedef struct {
  * else NULL (with the error saying where it looked) */
 char *ema_capture_find_library(GError **error);
 
-/* Runs the program with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH naming the library and
+/* Claims the directory (ema_output_claim_dir_full: what an earlier capture wrote there goes, a
+ * non-empty folder no claim made is refused, a user's file stays), runs the program with
+ * CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH naming the library and
  * EMA_CAPTURE_DIR the directory, waits for it, and writes DIR/ranges.csv, DIR/kernel-names.csv
  * and DIR/trace.json from what it recorded. *status gets the program's exit status (128 + N
  * when signal N ended it). FALSE when the program cannot start or its trace cannot be read. */
@@ -33,7 +35,11 @@ gboolean ema_capture_run(const EmaCaptureOptions *options, int *status, GError *
 /* The profile tables of a capture directory into OUT_DIR (trace.h's ema_trace_write_profiles)
  * and OUT_DIR/profile.yaml: the `key: value` lines of CAPTURE_DIR/workload.yaml the workload
  * wrote (device, driver, versions, what it measured), then date, command, source: measured and
- * the tables written. */
+ * the tables written. OUT_DIR is claimed keeping what is there (EMA_OUTPUT_CLAIM_KEEP; the
+ * caller clears an earlier profile's by claiming it with ema_capture_profile_entries first), and
+ * each file is listed in its marker before it is written: one there that no marker lists (a
+ * user's gemm.csv) is refused, never overwritten. */
+extern const char *const ema_capture_profile_entries[];
 gboolean ema_capture_write_profile(const char *capture_dir, const char *out_dir,
                                    const char *command, GError **error);
 

@@ -712,6 +712,7 @@ static int command_profile(int argc, char **argv, const char *command) {
     return usage_error("profile: -o DIR is required");
   GError *error = NULL;
   g_autofree char *capture_dir = g_build_filename(output, "capture", NULL);
+  g_autofree char *library = NULL;
   if (!from_capture) {
     if (!workload) {
       const char *dir = g_getenv("EMA_VALIDATE_WORKLOADS");
@@ -721,9 +722,14 @@ static int command_profile(int argc, char **argv, const char *command) {
       g_autofree char *message = g_strdup_printf("--workload: %s: no such file", workload);
       return usage_error(message);
     }
-    g_autofree char *library = ema_capture_find_library(&error);
-    if (!library)
+    if ((library = ema_capture_find_library(&error)) == NULL)
       return fail(error);
+  }
+  /* an earlier profile's files go, capture/ (its own claim) stays for --from-capture */
+  if (!ema_output_claim_dir_full(output, ema_capture_profile_entries, EMA_OUTPUT_CLAIM_CLEAR,
+                                 &error))
+    return fail(error);
+  if (!from_capture) {
     g_autofree char *meta = g_build_filename(capture_dir, "workload.yaml", NULL);
     g_autoptr(GPtrArray) args = g_ptr_array_new();
     g_ptr_array_add(args, python ? python : (char *) "python3");

@@ -13,6 +13,7 @@
 #include "decode.h"
 #include "decodeplan.h"
 #include "report.h"
+#include "ema/run/output.h"
 #include "ema/hw/steptime.h"
 #include "fill.h"
 #include "gpu.h"
@@ -1010,16 +1011,15 @@ static void print_summary(const Run *run) {
   }
 }
 
+/* What a run writes into its folder */
+static const char *const pool_entries[] = {"ticks.csv", "events.csv", "steps.csv", "summary.json",
+                                           NULL};
+
 static gboolean write_outputs(const Run *run, GError **error) {
   g_autoptr(GString) ticks = ticks_csv(run);
   g_autoptr(GString) events = events_csv(run);
   g_autoptr(GString) steps = steps_csv(run);
   g_autoptr(GString) summary = summary_json(run);
-  if (g_mkdir_with_parents(run->o->out_dir, 0755) != 0) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot create %s: %s",
-                run->o->out_dir, g_strerror(errno));
-    return FALSE;
-  }
   return write_file(run->o->out_dir, "ticks.csv", ticks, error) &&
          write_file(run->o->out_dir, "events.csv", events, error) &&
          write_file(run->o->out_dir, "steps.csv", steps, error) &&
@@ -1096,6 +1096,9 @@ gboolean ema_realpool_run(const EmaRealPoolOptions *o, GError **error) {
   GError *cleanup = NULL;
   gboolean ok, scenario_ok;
 
+  /* the folder is claimed before anything runs, as ema-sim's runs claim theirs (output.h) */
+  if (!ema_output_claim_dir_full(o->out_dir, pool_entries, EMA_OUTPUT_CLAIM_CLEAR, error))
+    return FALSE;
   run.o = o;
   run.ticks = g_array_new(FALSE, TRUE, sizeof(TickRow));
   g_mutex_init(&lender.lock);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "ema/run/output.h"
 #include "ema/core/csv.h"
 #include "ema/core/file.h"
 
@@ -826,6 +827,16 @@ static void append_header(GString *out, const Point *p) {
   g_string_append(out, "time_us,std_us,repeats\n");
 }
 
+/* OUT_DIR/NAME, listed in OUT_DIR's marker first (output.h): a NAME there that no marker
+ * lists is a user's file, refused and left as it is */
+static gboolean write_listed(const char *out_dir, const char *name, const GString *text,
+                             GError **error) {
+  const char *const entries[] = {name, NULL};
+  g_autofree char *path = g_build_filename(out_dir, name, NULL);
+  return ema_output_claim_dir_full(out_dir, entries, EMA_OUTPUT_CLAIM_KEEP, error) &&
+         write_file(path, text, error);
+}
+
 /* TABLE.csv (and TABLE-backends.csv) of the points of one table, sorted */
 static gboolean write_table(GArray *points, const char *out_dir, GPtrArray *tables,
                             GError **error) {
@@ -856,14 +867,12 @@ static gboolean write_table(GArray *points, const char *out_dir, GPtrArray *tabl
         append_row(out, p);
     }
     g_autofree char *name = g_strdup_printf("%s-backends.csv", p0->table);
-    g_autofree char *path = g_build_filename(out_dir, name, NULL);
-    if (!write_file(path, all, error))
+    if (!write_listed(out_dir, name, all, error))
       return FALSE;
     g_ptr_array_add(tables, g_steal_pointer(&name));
   }
   g_autofree char *name = g_strdup_printf("%s.csv", p0->table);
-  g_autofree char *path = g_build_filename(out_dir, name, NULL);
-  if (!write_file(path, out, error))
+  if (!write_listed(out_dir, name, out, error))
     return FALSE;
   g_ptr_array_add(tables, g_steal_pointer(&name));
   return TRUE;

@@ -93,8 +93,9 @@ gboolean ema_trace_write_chrome(const EmaTrace *trace, const char *path, GError 
  * table must name the same keys), then time_us,std_us,repeats, rows sorted by their keys
  * (numerically where both values are numbers). Where a table's points differ only in a `backend`
  * key, TABLE.csv keeps the fastest backend per key and TABLE-backends.csv every one. A point
- * without repeats, or a repeat that owns no kernel, is an error. *tables gets the file names
- * written (sorted), when not NULL. */
+ * without repeats, or a repeat that owns no kernel, is an error. Each file is listed in
+ * OUT_DIR's marker before it is written (output.h, EMA_OUTPUT_CLAIM_KEEP): one already there that
+ * no marker lists is refused. *tables gets the file names written (sorted), when not NULL. */
 gboolean ema_trace_write_profiles(const EmaTrace *trace, const char *out_dir, GPtrArray **tables,
                                   GError **error);
 

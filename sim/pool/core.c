@@ -1408,9 +1408,16 @@ static gboolean plan_prefetch(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
     return TRUE;
   ema_slice_ledger_step_cost(&c->ledger, g, c->server, &bd, layers, 1, c->bytes_scratch, &view,
                              &t_copy, &t_direct);
-  ema_slice_gpu_plan_prefetch(g, c->policies[EMA_POLICY_PREFETCH], c->spec->prefetch_params,
-                              ema_pool_core_view(c), &view, (guint) layers);
-  return ema_pool_core_sync_own(c, g, error);
+  return ema_pool_core_plan_prefetch(c, g, &view, (guint) layers, error) &&
+         ema_pool_core_sync_own(c, g, error);
+}
+
+gboolean ema_pool_core_plan_prefetch(EmaPoolCore *c, EmaSliceGpu *g, const EmaStepCostView *cost,
+                                     guint layers, GError **error) {
+  gboolean sealed = c->check_level == EMA_POOL_CHECK_ALL;
+  return ema_slice_gpu_plan_prefetch(g, sealed ? &c->ledger : NULL,
+                                     c->policies[EMA_POLICY_PREFETCH], c->spec->prefetch_params,
+                                     ema_pool_core_view(c), cost, layers, error);
 }
 
 static guint64 blocks_used(const EmaSliceGpu *g) {

@@ -78,6 +78,13 @@ gboolean ema_slice_ledger_check_seal(const EmaSliceLedger *l, const EmaPolicyInf
   return TRUE;
 }
 
+void ema_slice_ledger_restore_seal(EmaSliceLedger *l) {
+  ViewPart parts[8];
+  gsize at = 0;
+  for (guint i = 0, n = view_parts(l, parts); i < n; at += parts[i].size, i++)
+    memcpy((gpointer) parts[i].data, l->seal + at, parts[i].size);
+}
+
 void ema_slice_ledger_clear(EmaSliceLedger *l) {
   g_free(l->gpus);
   g_free(l->lent);
@@ -131,12 +138,21 @@ static double plan_share(double x, double lo, double unset) {
   return isnan(x) ? unset : CLAMP(x, lo, 1);
 }
 
-void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gconstpointer params,
-                                 const EmaPoolView *view, const EmaStepCostView *cost,
-                                 guint layers) {
+gboolean ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, EmaSliceLedger *seal,
+                                     const EmaPolicyInfo *policy, gconstpointer params,
+                                     const EmaPoolView *view, const EmaStepCostView *cost,
+                                     guint layers, GError **error) {
+  gboolean ok = TRUE;
   g->plan = ema_prefetch_plan_start();
+  if (seal)
+    ema_slice_ledger_seal(seal);
   ((const EmaPrefetchPolicyOps *) policy->ops)
       ->decide(g->states[EMA_POLICY_PREFETCH], params, view, g->index, cost, &g->plan);
+  if (seal && !(ok = ema_slice_ledger_check_seal(seal, policy, "decide", error))) {
+    /* the rest of the caller's step runs on the view and plan as they were */
+    ema_slice_ledger_restore_seal(seal);
+    g->plan = ema_prefetch_plan_start();
+  }
   g->plan.depth = MAX(g->plan.depth, 1);
   g->plan.layers_per_copy = CLAMP(g->plan.layers_per_copy, 1, MAX(layers, 1));
   g->plan.remote_limit = plan_share(g->plan.remote_limit, 0, 1);
@@ -147,6 +163,7 @@ void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gc
   g->plan.offload_read = g->plan.mode == EMA_REMOTE_OFFLOAD && g->plan.offload_read;
   ema_slice_gpu_touch(g); /* remote_limit and room_limit set its blocks_total and blocks_room */
   ema_slice_gpu_update_staging(g, layers);
+  return ok;
 }
 
 /* ledger.h; a lender's sharers are the GPUs holding blocks on it. */

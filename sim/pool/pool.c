@@ -1472,8 +1472,9 @@ static void plan_step(Pool *p, Gpu *g, const EmaStepBatch *batch, const EmaStepB
   time_offload(p, g, batch, slow, merged, cap, view);
   for (guint asked = 1;; asked++) {
     double whole = view->step_offload_s, read = view->step_offload_read_s;
-    ema_slice_gpu_plan_prefetch(&g->counters, p->core.policies[EMA_POLICY_PREFETCH],
-                                p->spec->prefetch_params, build_view(p), view, g->layers);
+    GError *error = NULL;
+    if (!ema_pool_core_plan_prefetch(core_now(p), &g->counters, view, g->layers, &error))
+      ema_sim_fail(p->sim, error); /* the run stops after this event, on the view as it was */
     if (g->plan.offload_cap == cap)
       break;
     cap = g->plan.offload_cap;

@@ -494,11 +494,11 @@ static void test_plugin_silent_init(void) {
 }
 
 /* Run a tenant short of KV memory on gpu0 of an H200 pair (gpu1 idle,
- * lending) under the borrow policy POLICY of the contract.c plugin, its
- * environment edited by EDITS (may be NULL). */
+ * lending) under POLICY (a policy map's entries: "borrow: NAME") of the
+ * contract.c plugin, its environment edited by EDITS (may be NULL). */
 static EmaTestRun *run_contract(const char *dir, const char *policy, const char *const *edits) {
   g_autofree char *text = g_strdup_printf(
-      "name: contract\nserver: h200x2\npolicy: {borrow: %s}\ntenants:\n"
+      "name: contract\nserver: h200x2\npolicy: {%s}\ntenants:\n"
       "  - {name: a, model: llama-3.1-8b, gpu: 0, engine: {gpu_memory_utilization: 12%%},\n"
       "     trace: {arrivals: poisson, rate: 8, duration: 5s, prompt: {dist: fixed, tokens: "
       "1500},\n             output: {dist: fixed, tokens: 200}}}\n",
@@ -512,7 +512,8 @@ static EmaTestRun *run_contract(const char *dir, const char *policy, const char 
                           NULL);
 }
 
-/* 37#9: a policy that writes into its read-only view is named, with its
+/* 37#9: a policy that writes into its read-only view (a borrow policy's
+ * decide, or a prefetch policy's at step time) is named, with its
  * module, and stops the run before the pool acts (the ledger was corrupted,
  * found late, unnamed, or an abort); one writing a request view's
  * blocks_at writes into a copy; G_MININT64 slices returned are all it has
@@ -522,7 +523,7 @@ static void test_plugin_contract(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *module = NULL;
   {
-    g_autoptr(EmaTestRun) run = run_contract(dir, "writes-lent", NULL);
+    g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: writes-lent", NULL);
     module = g_build_filename(dir, "plugins", "contract." G_MODULE_SUFFIX, NULL);
     g_autofree char *want =
         g_strdup_printf("borrow policy writes-lent (%s): decide wrote into its read-only view "
@@ -531,18 +532,29 @@ static void test_plugin_contract(void) {
     ema_test_assert_failed(run, 1, want);
   }
   {
-    g_autoptr(EmaTestRun) run = run_contract(dir, "writes-blocks-at", NULL);
+    g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: writes-blocks-at", NULL);
     ema_test_assert_ok(run);
   }
   {
-    g_autoptr(EmaTestRun) run = run_contract(dir, "returns-minint", NULL);
+    g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: returns-minint", NULL);
     g_autofree char *out = g_build_filename(dir, "out", NULL);
     ema_test_assert_ok(run);
     ema_test_assert_contains(keep_path(ema_test_read_file(out, "summary.json")), "\"returns\" : ");
   }
   {
+    /* a prefetch policy at step time, under EMA_POOL_CHECKS=all (the tests' default) */
+    const char *edits[] = {"EMA_POOL_CHECKS=all", NULL};
+    g_autoptr(EmaTestRun) run =
+        run_contract(dir, "borrow: on-demand, prefetch: prefetch-writes-lent", edits);
+    g_autofree char *want = g_strdup_printf(
+        "prefetch policy prefetch-writes-lent (%s): decide wrote into its read-only view "
+        "(lent[]): the run stops before the pool acts on it\n",
+        module);
+    ema_test_assert_failed(run, 1, want);
+  }
+  {
     const char *edits[] = {"EMA_POOL_CHECKS=bogus", NULL};
-    g_autoptr(EmaTestRun) run = run_contract(dir, "returns-minint", edits);
+    g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: returns-minint", edits);
     ema_test_assert_contains(run->err, "EMA_POOL_CHECKS=bogus: give all, sample or off\n");
     g_assert_cmpint(run->status, ==, 1);
   }

@@ -274,6 +274,69 @@ static void test_compare_user_file(void) {
   ema_test_remove_tree(dir);
 }
 
+/* DIR/NAME holds TEXT, written by the user. */
+static char *user_file(const char *dir, const char *name, const char *text) {
+  char *path = g_build_filename(dir, name, NULL);
+  g_assert_true(g_mkdir_with_parents(dir, 0755) == 0);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  return path;
+}
+
+/* PATH still holds TEXT. */
+static void assert_kept(const char *path, const char *text) {
+  g_autofree char *now = NULL;
+  g_assert_true(g_file_get_contents(path, &now, NULL, NULL));
+  g_assert_cmpstr(now, ==, text);
+}
+
+#define FOREIGN "is not empty and not an ema-sim output folder (no .ema-output)"
+
+/* 37#3, 37#14: `pool -o` claims its folder as `run` does: a non-empty
+ * folder no claim made is refused before anything runs (the user's file
+ * as it was), and a second run into its own folder replaces what the
+ * first wrote, leaving a file the user put there since. */
+static void test_pool_claim(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *foreign = g_build_filename(dir, "foreign", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *mine = user_file(foreign, "summary.json", "my summary\n");
+  g_autofree char *notes = NULL;
+  {
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("pool", "--dry-run", "--seconds", "1", "-o", foreign, NULL);
+    ema_test_assert_error_line(run, "ema-validate: output directory ");
+    ema_test_assert_contains(run->err, FOREIGN);
+  }
+  assert_kept(mine, "my summary\n");
+  for (guint round = 0; round < 2; round++) {
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("pool", "--dry-run", "--seconds", "1", "-o", out, NULL);
+    g_autofree char *marker = NULL;
+    if (run->status != 0)
+      g_error("round %u: exit %d: %s", round, run->status, run->err);
+    marker = ema_test_read_file(out, ".ema-output");
+    ema_test_assert_contains(marker, "\nticks.csv\nevents.csv\nsteps.csv\nsummary.json\n");
+    if (round == 0)
+      notes = user_file(out, "notes.txt", "mine\n");
+  }
+  assert_kept(notes, "mine\n");
+  ema_test_remove_tree(dir);
+}
+
+/* 37#3: `profile -o` claims its folder before it reads or runs anything: a
+ * foreign folder is refused, the user's file in it as it was. */
+static void test_profile_claim(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *capture = g_build_filename(dir, "capture", NULL);
+  g_autofree char *mine = user_file(dir, "profile.yaml", "mine\n");
+  g_autoptr(EmaTestRun) run =
+      cli_without_devices("profile", "--from-capture", capture, "-o", dir, NULL);
+  ema_test_assert_error_line(run, "ema-validate: output directory ");
+  ema_test_assert_contains(run->err, FOREIGN);
+  assert_kept(mine, "mine\n");
+  ema_test_remove_tree(dir);
+}
+
 static void copy_file(const char *from_dir, const char *to_dir, const char *name) {
   g_autofree char *to = g_build_filename(to_dir, name, NULL);
   g_autofree char *text = ema_test_read_file(from_dir, name);
@@ -359,5 +422,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/compare-measured", test_compare_measured);
   g_test_add_func("/validate/cli/from-results-degenerate", test_from_results_degenerate);
   g_test_add_func("/validate/cli/compare-user-file", test_compare_user_file);
+  g_test_add_func("/validate/cli/pool-claim", test_pool_claim);
+  g_test_add_func("/validate/cli/profile-claim", test_profile_claim);
   return g_test_run();
 }

@@ -433,9 +433,72 @@ static void test_capture_run(void) {
   ema_test_remove_tree(dir);
 }
 
+/* DIR/NAME is absent. */
+static void assert_absent(const char *dir, const char *name) {
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+}
+
+/* 37#3: a capture claims its folder as ema-sim's runs claim theirs: a non-empty folder no claim
+ * made is refused before the program runs; a second capture into its own folder removes what the
+ * first wrote (its trace is gone when the second program records none) and keeps a user's file;
+ * and a profile table is never written over a user's file of its name. */
+static void test_capture_claim(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *fixture = write_fixture();
+  g_autofree char *out = g_build_filename(dir, "c", NULL);
+  g_autofree char *prof = g_build_filename(dir, "p", NULL);
+  g_autofree char *copy = g_strdup_printf("cp %s/*.csv \"$EMA_CAPTURE_DIR\"", fixture);
+  char *records[] = {(char *) "sh", (char *) "-c", copy, NULL};
+  char *ran[] = {(char *) "sh", (char *) "-c", (char *) "touch \"$EMA_CAPTURE_DIR/ran\"", NULL};
+  EmaCaptureOptions o = {.dir = dir, .library = "/lib/fake.so", .argv = ran};
+  const char *const written[] = {"kernels.csv", "ranges.csv", "trace.json"};
+  int status = -1;
+  GError *error = NULL;
+  GPrintFunc previous;
+  write_text(dir, "notes.txt", "mine\n");
+  g_assert_false(ema_capture_run(&o, &status, &error));
+  g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST);
+  ema_test_assert_contains(error->message, "is not empty and not an ema-sim output folder");
+  g_clear_error(&error);
+  assert_absent(dir, "ran");
+
+  printed = g_string_new(NULL);
+  previous = g_set_print_handler(keep_printed);
+  o.dir = out;
+  o.argv = records;
+  g_assert_true(ema_capture_run(&o, &status, &error));
+  g_assert_no_error(error);
+  write_text(out, "notes.txt", "mine\n");
+  o.argv = ran;
+  g_assert_false(ema_capture_run(&o, &status, &error));
+  ema_test_assert_contains(error->message, "its trace: ");
+  g_clear_error(&error);
+  for (guint i = 0; i < G_N_ELEMENTS(written); i++)
+    assert_absent(out, written[i]);
+  g_autofree char *notes = read_text(out, "notes.txt");
+  g_assert_cmpstr(notes, ==, "mine\n");
+
+  o.argv = records;
+  g_assert_true(ema_capture_run(&o, &status, &error));
+  write_text(out, "workload.yaml", "device: \"NVIDIA H200\"\n");
+  g_assert_true(g_mkdir_with_parents(prof, 0755) == 0);
+  write_text(prof, "gemm.csv", "mine\n");
+  g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
+  ema_test_assert_contains(error->message, "gemm.csv exists and is not ema-sim's");
+  g_clear_error(&error);
+  g_autofree char *table = read_text(prof, "gemm.csv");
+  g_assert_cmpstr(table, ==, "mine\n");
+  g_set_print_handler(previous);
+  g_string_free(printed, TRUE);
+  ema_test_remove_tree(fixture);
+  ema_test_remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/trace/load", test_load);
+  g_test_add_func("/validate/trace/capture-claim", test_capture_claim);
   g_test_add_func("/validate/trace/profiles", test_profiles);
   g_test_add_func("/validate/trace/chained-repeats", test_chained_repeats);
   g_test_add_func("/validate/trace/summaries-chrome", test_summaries_and_chrome);

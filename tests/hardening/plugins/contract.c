@@ -1,8 +1,8 @@
 /* contract.c: borrow policies that break the plugin contract in the ways a
  * careless plugin does: writing into the read-only view (the lent matrix,
  * or a request's blocks_at through requests()), and returning G_MININT64
- * slices. The pool must name the policy and stop, or cope, never corrupt
- * its ledger or abort. */
+ * slices; and a prefetch policy writing into the lent matrix at step time. The pool must name the
+ * policy and stop, or cope, never corrupt its ledger or abort. */
 #include <gmodule.h>
 
 #include "ema/policy.h"
@@ -64,7 +64,21 @@ static const EmaBorrowPolicyOps minint = {
     .decide = returns_minint,
 };
 
-static const EmaBorrowPolicyOps *const borrow[] = {&lent, &blocks_at, &minint, NULL};
+/* Before a step with remote KV: direct loads, the lent matrix written. */
+static void prefetch_writes_lent(gpointer state, gconstpointer params, const EmaPoolView *view,
+                                 guint gpu, const EmaStepCostView *step, EmaPrefetchPlan *plan) {
+  ((guint64 *) view->lent)[gpu] += 7;
+}
 
-G_MODULE_EXPORT const EmaPolicyModule ema_policy_module = {EMA_POLICY_ABI_VERSION, borrow, NULL,
+static const EmaPrefetchPolicyOps prefetch_lent = {
+    .abi_version = EMA_POLICY_ABI_VERSION,
+    .name = "prefetch-writes-lent",
+    .summary = "writes into view->lent before a step",
+    .decide = prefetch_writes_lent,
+};
+
+static const EmaBorrowPolicyOps *const borrow[] = {&lent, &blocks_at, &minint, NULL};
+static const EmaPrefetchPolicyOps *const prefetch[] = {&prefetch_lent, NULL};
+
+G_MODULE_EXPORT const EmaPolicyModule ema_policy_module = {EMA_POLICY_ABI_VERSION, borrow, prefetch,
                                                            NULL};

@@ -280,6 +280,12 @@ void ema_pool_core_note(EmaPoolCore *core, EmaPoolEventKind kind, guint gpu, gui
 gboolean ema_pool_core_place(EmaPoolCore *core, EmaSliceGpu *g, const EmaPlacementPlan *plan,
                              const char *who, GError **error);
 
+/* The prefetch policy's plan for G's coming step (COST, LAYERS:
+ * ema_slice_gpu_plan_prefetch) on the core's view. Under EMA_POOL_CHECKS=all
+ * the view is sealed for the call (a copy of it per step is too dear for
+ * every run): FALSE, the policy named in ERROR, when it wrote into it. */
+gboolean ema_pool_core_plan_prefetch(EmaPoolCore *core, EmaSliceGpu *g, const EmaStepCostView *cost,
+                                     guint layers, GError **error);
 /* A decision of G at core->now (the order above, then the borrow policy's
  * placement, if it has one); blocks_short is then 0. */
 gboolean ema_pool_core_decide(EmaPoolCore *core, EmaSliceGpu *g, GError **error);

@@ -136,6 +136,8 @@ typedef struct {
 void ema_slice_ledger_seal(EmaSliceLedger *l);
 gboolean ema_slice_ledger_check_seal(const EmaSliceLedger *l, const EmaPolicyInfo *policy,
                                      const char *hook, GError **error);
+/* Put L's view back as the last seal copied it (after a check that failed). */
+void ema_slice_ledger_restore_seal(EmaSliceLedger *l);
 
 /* LEDGER over N GPUs, its matrices zero; the caller sets gpus[i]. */
 void ema_slice_ledger_init(EmaSliceLedger *ledger, guint n);
@@ -361,10 +363,14 @@ void ema_slice_gpu_update_staging(EmaSliceGpu *g, guint layers);
 /* Before a step of G's tenant (LAYERS layers) whose cost is COST: asks
  * the prefetch POLICY (PARAMS, G's state) for G's plan, starting from
  * direct loads, depth 1, one layer per copy, no limit; clamps what it
- * returns and sizes G's staging buffer for it. */
-void ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, const EmaPolicyInfo *policy, gconstpointer params,
-                                 const EmaPoolView *view, const EmaStepCostView *cost,
-                                 guint layers);
+ * returns and sizes G's staging buffer for it. With SEAL (the ledger VIEW
+ * is of; NULL: unchecked) the view is sealed for the call: a policy that
+ * wrote into it is named in ERROR (FALSE), the view is put back as it was
+ * and G's plan is the start plan. */
+gboolean ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, EmaSliceLedger *seal,
+                                     const EmaPolicyInfo *policy, gconstpointer params,
+                                     const EmaPoolView *view, const EmaStepCostView *cost,
+                                     guint layers, GError **error);
 
 /* The demand trend of G, whose tenant uses USED blocks at NOW: an
  * exponential average of the rate of change of its blocks, sampled at most
