@@ -3,6 +3,8 @@
  * combination (hwmodels/fidelity.yaml, loaded once per process and kept). */
 #include "ema/run/fidelity.h"
 
+#include "ema/run/json.h"
+
 #include <string.h>
 
 #include "ema/core/modelpath.h"
@@ -175,16 +177,6 @@ EmaFidelity *ema_fidelity_of(const EmaTenantSpec *spec, const EmaServerSpec *ser
   return g_steal_pointer(&f);
 }
 
-static void add_string(JsonBuilder *builder, const char *name, const char *value) {
-  json_builder_set_member_name(builder, name);
-  json_builder_add_string_value(builder, value);
-}
-
-static void add_double(JsonBuilder *builder, const char *name, double value) {
-  json_builder_set_member_name(builder, name);
-  json_builder_add_double_value(builder, value);
-}
-
 void ema_fidelity_add_json(JsonBuilder *builder, const EmaFidelity *f) {
   const struct {
     const char *name, *value;
@@ -196,25 +188,23 @@ void ema_fidelity_add_json(JsonBuilder *builder, const EmaFidelity *f) {
                  {"allreduce", f->sources.allreduce}};
   json_builder_set_member_name(builder, "fidelity");
   json_builder_begin_object(builder);
-  add_string(builder, "status", f->status);
-  add_string(builder, "engine_profile", f->engine);
-  add_string(builder, "engine_versions", f->engine_versions);
-  add_string(builder, "engine_fitted_on", f->engine_fitted_on);
-  add_string(builder, "scheduler", f->scheduler);
-  add_double(builder, "step_cpu_cost_s", f->step_cpu_cost_s);
-  add_double(builder, "step_cpu_cost_per_seq_s", f->step_cpu_cost_per_seq_s);
-  json_builder_set_member_name(builder, "cpu_overlap");
-  json_builder_add_boolean_value(builder, f->cpu_overlap);
-  add_string(builder, "gpu", f->gpu);
-  json_builder_set_member_name(builder, "tp");
-  json_builder_add_int_value(builder, f->tp);
-  add_string(builder, "weights", f->weights);
-  add_string(builder, "kv_cache", f->kv_cache);
+  ema_json_add_string(builder, "status", f->status);
+  ema_json_add_string(builder, "engine_profile", f->engine);
+  ema_json_add_string(builder, "engine_versions", f->engine_versions);
+  ema_json_add_string(builder, "engine_fitted_on", f->engine_fitted_on);
+  ema_json_add_string(builder, "scheduler", f->scheduler);
+  ema_json_add_number(builder, "step_cpu_cost_s", f->step_cpu_cost_s);
+  ema_json_add_number(builder, "step_cpu_cost_per_seq_s", f->step_cpu_cost_per_seq_s);
+  ema_json_add_bool(builder, "cpu_overlap", f->cpu_overlap);
+  ema_json_add_string(builder, "gpu", f->gpu);
+  ema_json_add_count(builder, "tp", (guint64) f->tp);
+  ema_json_add_string(builder, "weights", f->weights);
+  ema_json_add_string(builder, "kv_cache", f->kv_cache);
   json_builder_set_member_name(builder, "operator_sources");
   json_builder_begin_object(builder);
   for (guint i = 0; i < G_N_ELEMENTS(sources); i++)
     if (sources[i].value[0])
-      add_string(builder, sources[i].name, sources[i].value);
+      ema_json_add_string(builder, sources[i].name, sources[i].value);
   json_builder_end_object(builder);
   json_builder_set_member_name(builder, "profile_warnings");
   json_builder_begin_array(builder);
@@ -224,12 +214,11 @@ void ema_fidelity_add_json(JsonBuilder *builder, const EmaFidelity *f) {
   if (f->validated) {
     json_builder_set_member_name(builder, "measured_error");
     json_builder_begin_object(builder);
-    add_double(builder, "ttft_mean", f->ttft_error);
-    add_double(builder, "tpot_mean", f->tpot_error);
-    add_double(builder, "e2e_mean", f->e2e_error);
-    json_builder_set_member_name(builder, "runs");
-    json_builder_add_int_value(builder, f->runs);
-    add_string(builder, "source", f->validation_source);
+    ema_json_add_number(builder, "ttft_mean", f->ttft_error);
+    ema_json_add_number(builder, "tpot_mean", f->tpot_error);
+    ema_json_add_number(builder, "e2e_mean", f->e2e_error);
+    ema_json_add_count(builder, "runs", (guint64) f->runs);
+    ema_json_add_string(builder, "source", f->validation_source);
     json_builder_end_object(builder);
   }
   json_builder_end_object(builder);

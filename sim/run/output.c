@@ -27,6 +27,7 @@
 #include "ema/core/units.h"
 #include "ema/pool/registry.h"
 #include "ema/run/fidelity.h"
+#include "ema/run/json.h"
 #include "ema-vcs.h"
 
 /* The entries every ema-sim run may write into its folder. */
@@ -625,16 +626,6 @@ gboolean ema_output_write_ops_summary(const char *dir, const EmaExperiment *expe
   return end_summary(builder, report->events, report->simulated, wall_s, dir, error);
 }
 
-static void add_number(JsonBuilder *builder, const char *name, double value) {
-  json_builder_set_member_name(builder, name);
-  json_builder_add_double_value(builder, value);
-}
-
-static void add_count(JsonBuilder *builder, const char *name, guint64 value) {
-  json_builder_set_member_name(builder, name);
-  json_builder_add_int_value(builder, (gint64) value);
-}
-
 /* The latency quantiles and moments every histogram reports (ms). */
 static const double latency_quantiles[] = {0.5, 0.9, 0.95, 0.99};
 static const char *const latency_names[] = {"p50", "p90", "p95", "p99", "mean", "std"};
@@ -733,13 +724,13 @@ static void add_tenant(JsonBuilder *builder, const EmaTenantResult *result,
       json_builder_set_member_name(builder, latency_blocks[block++]);
       json_builder_begin_object(builder);
       for (guint q = 0; q < N_LATENCY; q++)
-        add_number(builder, latency_names[q], fields[i + q].value);
+        ema_json_add_number(builder, latency_names[q], fields[i + q].value);
       json_builder_end_object(builder);
       i += N_LATENCY - 1;
     } else if (fields[i].integer)
-      add_count(builder, fields[i].name, (guint64) fields[i].value);
+      ema_json_add_count(builder, fields[i].name, (guint64) fields[i].value);
     else
-      add_number(builder, fields[i].name, fields[i].value);
+      ema_json_add_number(builder, fields[i].name, fields[i].value);
   }
   ema_fidelity_add_json(builder, fidelity);
   json_builder_end_object(builder);
@@ -793,32 +784,33 @@ static void add_pool(JsonBuilder *builder, const EmaExperiment *experiment,
   json_builder_begin_object(builder);
   json_builder_set_member_name(builder, "policy");
   json_builder_add_string_value(builder, experiment->policy.name);
-  add_count(builder, "borrows", pool->borrows);
-  add_count(builder, "slices_borrowed", pool->slices_borrowed);
-  add_count(builder, "returns", pool->returns);
-  add_count(builder, "slices_returned", pool->slices_returned);
-  add_count(builder, "reclaims", pool->reclaims);
-  add_count(builder, "slices_reclaimed", pool->slices_reclaimed);
-  add_count(builder, "blocks_migrated", pool->blocks_migrated);
-  add_count(builder, "blocks_to_host", pool->blocks_to_host);
-  add_count(builder, "blocks_dropped", pool->blocks_dropped);
-  add_number(builder, "reclaim_wait_mean_ms",
-             pool->reclaims ? (double) pool->reclaim_wait / (double) pool->reclaims / 1e6 : 0);
-  add_number(builder, "reclaim_wait_max_ms", (double) pool->reclaim_wait_max / 1e6);
-  add_count(builder, "plans_adjusted", pool->plans_adjusted);
-  add_count(builder, "remote_steps", pool->remote_steps);
-  add_number(builder, "exposed_remote_s", (double) pool->exposed_remote / 1e9);
+  ema_json_add_count(builder, "borrows", pool->borrows);
+  ema_json_add_count(builder, "slices_borrowed", pool->slices_borrowed);
+  ema_json_add_count(builder, "returns", pool->returns);
+  ema_json_add_count(builder, "slices_returned", pool->slices_returned);
+  ema_json_add_count(builder, "reclaims", pool->reclaims);
+  ema_json_add_count(builder, "slices_reclaimed", pool->slices_reclaimed);
+  ema_json_add_count(builder, "blocks_migrated", pool->blocks_migrated);
+  ema_json_add_count(builder, "blocks_to_host", pool->blocks_to_host);
+  ema_json_add_count(builder, "blocks_dropped", pool->blocks_dropped);
+  ema_json_add_number(builder, "reclaim_wait_mean_ms",
+                      pool->reclaims ? (double) pool->reclaim_wait / (double) pool->reclaims / 1e6
+                                     : 0);
+  ema_json_add_number(builder, "reclaim_wait_max_ms", (double) pool->reclaim_wait_max / 1e6);
+  ema_json_add_count(builder, "plans_adjusted", pool->plans_adjusted);
+  ema_json_add_count(builder, "remote_steps", pool->remote_steps);
+  ema_json_add_number(builder, "exposed_remote_s", (double) pool->exposed_remote / 1e9);
   /* (only where a step offloaded: the summaries of every other run keep their fields) */
   if (pool->offload_steps > 0) {
-    add_count(builder, "offload_steps", pool->offload_steps);
-    add_count(builder, "offload_throttled_steps", pool->offload_throttled_steps);
-    add_number(builder, "offload_throttled_s", (double) pool->offload_throttled / 1e9);
-    add_count(builder, "offload_read_steps", pool->offload_read_steps);
+    ema_json_add_count(builder, "offload_steps", pool->offload_steps);
+    ema_json_add_count(builder, "offload_throttled_steps", pool->offload_throttled_steps);
+    ema_json_add_number(builder, "offload_throttled_s", (double) pool->offload_throttled / 1e9);
+    ema_json_add_count(builder, "offload_read_steps", pool->offload_read_steps);
   }
   /* (likewise only where a policy placed) */
   if (pool->placements > 0) {
-    add_count(builder, "placements", pool->placements);
-    add_count(builder, "blocks_placed", pool->blocks_placed);
+    ema_json_add_count(builder, "placements", pool->placements);
+    ema_json_add_count(builder, "blocks_placed", pool->blocks_placed);
   }
   json_builder_end_object(builder);
 }
@@ -850,7 +842,7 @@ gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *
   for (guint i = 0; i < report->tenants->len; i++)
     makespan =
         MAX(makespan, ((const EmaTenantResult *) report->tenants->pdata[i])->metrics->last_finish);
-  add_number(builder, "makespan_s", (double) makespan / 1e9);
+  ema_json_add_number(builder, "makespan_s", (double) makespan / 1e9);
   return end_summary(builder, report->events, report->simulated, report->wall_s, dir, error);
 }
 

@@ -1,0 +1,15 @@
+/* json.h: the members of EMA's JSON outputs (summary.json and its parts), one
+ * call each: a name and its value, written through json-glib's builder. */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+void ema_json_add_string(JsonBuilder *builder, const char *name, const char *value);
+void ema_json_add_number(JsonBuilder *builder, const char *name, double value);
+void ema_json_add_count(JsonBuilder *builder, const char *name, guint64 value);
+void ema_json_add_bool(JsonBuilder *builder, const char *name, gboolean value);
+
+G_END_DECLS
