@@ -74,6 +74,7 @@ struct _EmaProfile {
   GHashTable *staging[EMA_PROFILE_N_KINDS];
   guint loaded;
   GError *load_error;
+  gboolean say_warnings; /* print an absent data set's warning when it is needed (the cache's) */
 };
 
 static const char *const dtype_names[] = {"bf16", "fp16", "fp8", "fp8_block", NULL};
@@ -1478,10 +1479,12 @@ typedef struct {
   gboolean has_transfer;
   Transfer transfer;
   gboolean read;
+  char *absent; /* the warning of an absent data set (NULL: present), said on first need */
 } Import;
 
 static void import_clear(gpointer data) {
   g_free(((Import *) data)->path);
+  g_free(((Import *) data)->absent);
 }
 
 /* Read the imports that feed KINDS, and those that feed the other kinds
@@ -1514,9 +1517,16 @@ static void lazy_load(EmaProfile *p, guint kinds) {
     Import *in = &g_array_index(p->imports, Import, i);
     GError *error = NULL;
     ImportLoad load = {p, in->dtype, in->source, in->has_transfer ? &in->transfer : NULL};
-    if (in->read || !in->path || !(import_formats[in->format].kinds & closure))
+    if (in->read || !(import_formats[in->format].kinds & closure))
       continue;
     in->read = TRUE;
+    if (!in->path) {
+      /* needed and absent: said once, kept for the outputs (ema_profile_warnings) */
+      g_ptr_array_add(p->warnings, g_strdup(in->absent));
+      if (p->say_warnings)
+        g_printerr("ema: warning: %s\n", in->absent);
+      continue;
+    }
     if (!import_formats[in->format].load(&load, in->path, &error)) {
       if (!p->load_error)
         p->load_error = error;
@@ -1657,21 +1667,21 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
     return FALSE;
   }
   path = g_build_filename(shared, rel->value, NULL);
-  if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
-    g_ptr_array_add(p->warnings,
-                    g_strdup_printf("profile %s: %s absent (%s): its operators fall back to the "
-                                    "roofline",
-                                    p->name, rel->value, path));
-    g_clear_pointer(&path, g_free);
-  }
   {
+    /* an absent data set is said when a lookup needs it (lazy_load): a run whose operators
+     * the present data time loses nothing */
+    gboolean present = g_file_test(path, G_FILE_TEST_EXISTS);
     Import in = {(guint) which,
-                 g_steal_pointer(&path),
+                 present ? g_strdup(path) : NULL,
                  dtype,
                  source_of(p, label ? label->value : format->value),
                  transfer_node != NULL,
                  transfer,
-                 FALSE};
+                 FALSE,
+                 present ? NULL
+                         : g_strdup_printf("profile %s: %s absent (%s): its operators fall back "
+                                           "to the roofline",
+                                           p->name, rel->value, path)};
     g_array_append_val(p->imports, in);
   }
   return TRUE;
@@ -1832,9 +1842,8 @@ const EmaProfile *ema_profile_get(const char *name, GError **error) {
     g_mutex_unlock(&cache_lock);
     return NULL;
   }
-  /* said once per process, when the profile is first loaded */
-  for (guint i = 0; i < loaded->warnings->len; i++)
-    g_printerr("ema: warning: %s\n", (const char *) loaded->warnings->pdata[i]);
+  /* an absent data set is said once per process, when a lookup first needs it */
+  loaded->say_warnings = TRUE;
   g_hash_table_insert(cache, g_strdup(name), loaded);
   g_mutex_unlock(&cache_lock);
   return loaded;
@@ -1870,7 +1879,7 @@ void ema_profile_describe(const EmaProfile *profile, GString *out) {
   for (guint i = 0; i < profile->imports->len; i++) {
     const Import *in = &g_array_index(profile->imports, Import, i);
     present += in->path != NULL;
-    read += in->read;
+    read += in->read && in->path != NULL;
   }
   g_string_append_printf(out, "# profile %s (source: %s), rows:", profile->name, profile->source);
   for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)

@@ -723,7 +723,8 @@ static void test_unknown_profile(void) {
   ema_server_free(server);
 }
 
-/* An import whose data set is absent is skipped with a warning. */
+/* An import whose data set is absent is skipped with a warning, said when
+ * a lookup first needs it (a lookup of another kind says nothing). */
 static void test_import_absent(void) {
   g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *folder = write_profile(
@@ -737,10 +738,13 @@ static void test_import_absent(void) {
   if (saved)
     g_setenv("EMA_SHARED_DIR", saved, TRUE);
   g_assert_no_error(error);
+  g_assert_cmpuint(ema_profile_warnings(p)->len, ==, 0);
+  g_assert_false(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 1, 100, &us));
+  g_assert_cmpuint(ema_profile_warnings(p)->len, ==, 0);
+  g_assert_false(ema_profile_gemm(p, EMA_PROFILE_BF16, 1, 4, 8, &us));
   g_assert_cmpuint(ema_profile_warnings(p)->len, ==, 1);
   g_assert_nonnull(
       strstr(g_ptr_array_index(ema_profile_warnings(p), 0), "groundtruth/none/data.csv absent"));
-  g_assert_false(ema_profile_gemm(p, EMA_PROFILE_BF16, 1, 4, 8, &us));
 }
 
 /* The H100 profile imported from ../shared, its data sets in their

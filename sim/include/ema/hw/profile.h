@@ -109,7 +109,9 @@ char *ema_profile_shared_dir(void);
 const char *ema_profile_name(const EmaProfile *profile);
 /* profile.yaml's `source` ("measured" or the public data set). */
 const char *ema_profile_source(const EmaProfile *profile);
-/* One line per import skipped or table gap the load found (may be empty). */
+/* One line per import whose data set is absent and that a lookup needed so
+ * far (may be empty); ema_profile_get()'s profiles also print each on
+ * stderr then, once. */
 const GPtrArray *ema_profile_warnings(const EmaProfile *profile);
 /* Number of rows loaded into KIND's tables. */
 guint ema_profile_rows(const EmaProfile *profile, EmaProfileKind kind);
