@@ -43,6 +43,9 @@ char **ema_test_environ(const char *const *edits);
  * test fails if it cannot start or does not exit normally. With --verbose,
  * the exit code and both outputs go to the test log. */
 EmaTestRun *ema_test_run(const char *const *argv, const char *cwd, const char *const *edits);
+/* Where the public data is absent (ema_test_skip_without_shared), ERR
+ * leaves out the warnings the profiles print for their absent imports, which
+ * a checkout without ../shared gives on every run and no test is about. */
 
 /* The path of the ema-sim program, from EMA_SIM (the test fails unless it
  * names an executable). */
@@ -94,6 +97,16 @@ void ema_test_assert_failed(const EmaTestRun *run, int status, const char *prefi
 void ema_test_assert_error_line(const EmaTestRun *run, const char *prefix);
 
 /* ---- files ------------------------------------------------------------------------ */
+
+/* Whether the public data the GPU profiles import (EMA_SHARED_DIR/groundtruth)
+ * is absent. */
+gboolean ema_test_shared_absent(void);
+/* Whether the public data the GPU profiles import (EMA_SHARED_DIR, the
+ * source tree's ../shared) is absent; if so the test is marked skipped
+ * (g_test_skip) and the caller returns: without it the profiles' kernels
+ * fall back to the roofline, so exact figures and a quiet stderr cannot be
+ * asserted. */
+gboolean ema_test_skip_without_shared(void);
 
 /* The path of fixture REL of AREA: $EMA_TEST_FIXTURES/AREA/REL. */
 char *ema_test_fixture(const char *area, const char *rel);
