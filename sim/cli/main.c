@@ -649,10 +649,18 @@ static int describe_llm(int argc, char **argv) {
 /* step-time SERVER MODEL TP [FILE]: one line of time_us per batch line of
  * FILE or stdin (the columns of STEP_TIME_COLUMNS, a header line first),
  * for comparing the step model with measured steps (experiments/groundtruth). */
-static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step);
+static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
+                           gboolean breakdown);
 
 static int command_step_time(int argc, char **argv) {
   GError *error = NULL;
+  gboolean breakdown = FALSE;
+  GOptionEntry entries[] = {
+      {"breakdown", 0, 0, G_OPTION_ARG_NONE, &breakdown,
+       "Also print where each step's time goes: the layers, the LM head, the all-reduces, the "
+       "step overhead, and the share timed from the profile's tables",
+       NULL},
+      {NULL}};
   g_autoptr(EmaServerSpec) server = NULL;
   g_autoptr(EmaLlmSpec) model = NULL;
   g_autoptr(EmaStepModel) step = NULL;
@@ -661,7 +669,7 @@ static int command_step_time(int argc, char **argv) {
   int status;
   if (!parse_options("The step-time model's time of each batch line of FILE (or stdin): the "
                      "columns of a step log, a header line first.",
-                     no_entries, &argc, &argv, "SERVER MODEL TP [FILE]"))
+                     entries, &argc, &argv, "SERVER MODEL TP [FILE]"))
     return EXIT_USAGE;
   if ((argc != 4 && argc != 5) || !g_ascii_string_to_unsigned(argv[3], 10, 1, 1024, &tp, NULL))
     return usage_error("usage: ema-sim step-time SERVER MODEL TP [FILE] (TP from 1 to 1024)");
@@ -678,18 +686,21 @@ static int command_step_time(int argc, char **argv) {
     fprintf(stderr, "%s: %s\n", argv[4], g_strerror(errno));
     return 1;
   }
-  status = step_time_lines(in, argc == 5 ? argv[4] : "stdin", step);
+  status = step_time_lines(in, argc == 5 ? argv[4] : "stdin", step, breakdown);
   if (in != stdin)
     fclose(in);
   return status;
 }
 
-static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step) {
+static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
+                           gboolean breakdown) {
   char line[1024];
   guint64 line_no = 0;
-  puts("time_us");
+  puts(breakdown ? "time_us,layers_us,lm_head_us,allreduce_us,overhead_us,profiled_us,roofline_us"
+                 : "time_us");
   while (fgets(line, sizeof line, in)) {
     EmaStepBatch batch = {0};
+    EmaStepBreakdown parts;
     EmaTime time;
     EmaCsvField fields[EMA_CSV_MAX_FIELDS];
     const char *problem = NULL;
@@ -735,7 +746,7 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step)
       fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": more logits than tokens\n", name, line_no);
       return 1;
     }
-    time = ema_step_time(step, &batch, NULL);
+    time = ema_step_time(step, &batch, &parts);
     if (time == EMA_TIME_NEVER) {
       fprintf(stderr,
               "%s:%" G_GUINT64_FORMAT ": the step takes longer than the simulator's clock "
@@ -743,7 +754,12 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step)
               name, line_no);
       return 1;
     }
-    printf("%.3f\n", (double) time / 1e3);
+    if (breakdown)
+      printf("%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", (double) time / 1e3, parts.layers_s * 1e6,
+             parts.lm_head_s * 1e6, parts.allreduce_s * 1e6, parts.overhead_s * 1e6,
+             parts.profiled_s * 1e6, parts.roofline_s * 1e6);
+    else
+      printf("%.3f\n", (double) time / 1e3);
   }
   return 0;
 }
