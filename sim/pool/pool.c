@@ -577,6 +577,13 @@ void ema_pool_set_tier_per_step(EmaPool *pool, gboolean per_step) {
   pool->pool.tier_per_step = per_step;
 }
 
+void ema_pool_flush_events(EmaPool *pool) {
+  Pool *p = &pool->pool;
+  for (guint i = 0; p->tier_per_step && i < p->n; i++)
+    for (guint move = 0; move < G_N_ELEMENTS(p->gpus[i].tier_held); move++)
+      flush_tier(p, &p->gpus[i], move);
+}
+
 /* The pool's memory operations; peer swap adds its own. */
 #define POOL_MEMORY_OPS                                                                            \
   .take = memory_take, .give = memory_give, .free_blocks = memory_free_blocks,                     \

@@ -521,6 +521,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     ok =
         ema_sim_run_until(sim, experiment->duration ? experiment->duration : EMA_TIME_NEVER, error);
     ema_sim_cancel(sim, &run.sample_event);
+    ema_pool_flush_events(pool);
   }
   if (progress)
     fputc('\n', stderr);

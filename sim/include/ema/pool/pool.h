@@ -264,6 +264,9 @@ void ema_pool_set_seed(EmaPool *pool, guint64 seed);
  * the moves counted in its reason), logged when the step ends
  * (ema_pool_after_step); FALSE (the default): an event per move. */
 void ema_pool_set_tier_per_step(EmaPool *pool, gboolean per_step);
+/* Write the events held back so far (the tier moves held for a step's one event, made after
+ * the last step): at the end of a run, before its events are closed. */
+void ema_pool_flush_events(EmaPool *pool);
 void ema_pool_set_event_sink(EmaPool *pool, void (*sink)(gpointer data, const EmaPoolEvent *event),
                              gpointer data);
 
