@@ -207,6 +207,12 @@ def squared_relative(pairs):
     return sum(rel_error(s, r) ** 2 for s, r in pairs)
 
 
+def absolute_relative(pairs):
+    """Sum of |sim - real|/real over PAIRS [(sim, real)]: a fit by it follows the median stage,
+    not a stage far off (one near saturation, whose queueing a small error multiplies)."""
+    return sum(abs(rel_error(s, r)) for s, r in pairs)
+
+
 # ---- engine profiles --------------------------------------------------------
 
 def set_profile_keys(text, values):

@@ -58,6 +58,7 @@ typedef struct {
 struct _EmaProfile {
   char *name;
   char *source;
+  gint64 graph_gap; /* ns per kernel of the measured tables (profile.yaml's graph_gap) */
   GHashTable *tables[EMA_PROFILE_N_KINDS]; /* shape key -> Surface */
   guint rows[EMA_PROFILE_N_KINDS];
   GPtrArray *warnings;
@@ -78,6 +79,8 @@ struct _EmaProfile {
 };
 
 static const char *const dtype_names[] = {"bf16", "fp16", "fp8", "fp8_block", NULL};
+static const char *const kind_names[EMA_PROFILE_N_KINDS] = {"gemm", "attn_decode", "attn_prefill",
+                                                            "moe",  "elementwise", "allreduce"};
 static const char *const table_files[EMA_PROFILE_N_KINDS] = {"gemm.csv",         "attn_decode.csv",
                                                              "attn_prefill.csv", "moe.csv",
                                                              "elementwise.csv",  "allreduce.csv"};
@@ -625,9 +628,86 @@ void ema_profile_op_gemm(const EmaProfile *profile, EmaProfileDtype dtype, gbool
     op->surfaces[2 + i] = gemm_surface(profile, dtypes[i], FALSE, k, n);
 }
 
+/* A copy of FROM (finalized) with every curve's outer times OUTER_SCALE and every point's x
+ * times X_SCALE, its points FROM's data set's: a derived surface (the caller keeps it in the
+ * profile's derived table). */
+static Surface *scaled_surface(const EmaProfile *p, const Surface *from, double outer_scale,
+                               double x_scale) {
+  Surface *s = g_new0(Surface, 1);
+  s->curves = g_ptr_array_new_with_free_func(curve_free);
+  for (guint i = 0; i < from->curves->len; i++) {
+    const Curve *c = from->curves->pdata[i];
+    Curve *copy = g_new0(Curve, 1);
+    copy->outer = c->outer * outer_scale;
+    copy->points = g_array_new(FALSE, FALSE, sizeof(Point));
+    for (guint j = 0; j < c->n; j++) {
+      Point pt = {c->x[j] * x_scale,
+                  c->t[j],
+                  g_intern_string(p->labels->pdata[from->source]),
+                  0,
+                  TRUE,
+                  TRUE,
+                  from->source};
+      g_array_append_val(copy->points, pt);
+    }
+    g_ptr_array_add(s->curves, copy);
+  }
+  /* distinct x and outers in order, all from one finalized surface: cannot fail */
+  if (!finalize_surface(s, FALSE, NULL))
+    g_assert_not_reached();
+  return s;
+}
+
+/* Decode attention of Q query and KV key-value heads of D from the shape of Q/g and KV/g
+ * heads at g times the batch (the smallest g, a power of two dividing both, whose shape a data
+ * set of precedence below BEFORE holds): a decode kernel's work is independent per sequence
+ * and KV head group, so B sequences of KV groups are g B sequences of KV/g. How a table
+ * without multi-head shapes (AIConfigurator's, 1-8 KV heads) times Llama-2-7B's 32; what it
+ * leaves out: one launch where the table's shape had its own. Made once, kept in the
+ * profile's derived table; NULL where no such shape is held. */
+static const Surface *attn_decode_folded(const EmaProfile *profile, EmaProfileDtype dtype, guint q,
+                                         guint kv, guint d, guint before) {
+  EmaProfile *p = (EmaProfile *) profile; /* the derived table is the lookup's own cache */
+  char key[160], from_key[128];
+  const Surface *made = NULL;
+  gpointer found;
+  attn_key(from_key, sizeof from_key, dtype, q, kv, d);
+  g_snprintf(key, sizeof key, "decode folded %s before %u", from_key, before);
+  g_mutex_lock(&p->lock);
+  if (g_hash_table_lookup_extended(p->derived, key, NULL, &found)) {
+    g_mutex_unlock(&p->lock);
+    return found;
+  }
+  for (guint g = 2; g <= kv && !made; g *= 2) {
+    const Surface *from;
+    if (q % g != 0 || kv % g != 0)
+      break;
+    attn_key(from_key, sizeof from_key, dtype, q / g, kv / g, d);
+    from = g_hash_table_lookup(p->tables[EMA_PROFILE_ATTN_DECODE], from_key);
+    if (from && from->source < before)
+      made = scaled_surface(p, from, 1.0 / g, 1);
+  }
+  g_hash_table_insert(p->derived, g_strdup(key), (gpointer) made);
+  g_mutex_unlock(&p->lock);
+  return made;
+}
+
 void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
                                 guint kv_heads, guint head_dim, EmaProfileOp *op) {
+  EmaProfileDtype dtypes[2];
+  guint count;
   RESOLVE(op, profile, EMA_PROFILE_ATTN_DECODE, dtype, attn_key, q_heads, kv_heads, head_dim);
+  /* a data set of higher precedence that holds the shape folded into fewer heads answers first */
+  count = lookup_dtypes(dtype, dtypes);
+  for (guint i = 0; i < count && !measured_first(op, 0, i); i++) {
+    const Surface *exact = op->surfaces[i], *folded;
+    if (exact && exact->source == 0)
+      continue;
+    folded = attn_decode_folded(profile, dtypes[i], q_heads, kv_heads, head_dim,
+                                exact ? exact->source : G_MAXUINT);
+    if (folded)
+      op->surfaces[i] = folded;
+  }
 }
 
 void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
@@ -645,16 +725,87 @@ void ema_profile_op_moe_fused(const EmaProfile *profile, EmaProfileDtype dtype, 
   RESOLVE(op, profile, EMA_PROFILE_MOE, dtype, moe_fused_key, hidden, ffn, topk, experts);
 }
 
+/* The operator whose kernel stands in for NAME where the tables hold NAME at no width: a
+ * LayerNorm for an RMSNorm (one more reduction), GELU for SiLU-and-multiply (one input, not
+ * two); NULL for the others. */
+static const char *elementwise_kin(const char *name) {
+  return strcmp(name, "layernorm") == 0 ? "rmsnorm" : strcmp(name, "gelu") == 0 ? "silu_mul" : NULL;
+}
+
+/* Operator NAME's elementwise surface at WIDTH made from its nearest width W' in the tables (of
+ * DTYPE's rate class, the nearest by ratio, ties to the wider), or where they hold NAME at no
+ * width, its kin's (elementwise_kin): its point at T tokens is one at T W' / W tokens here, as
+ * an elementwise kernel's time follows the elements it reads and writes, tokens x width (at few
+ * elements, its launch-bound floor). Made once and kept in the profile's derived table; NULL
+ * where the tables hold neither at any width. */
+static const Surface *elementwise_by_elements(const EmaProfile *profile, EmaProfileDtype dtype,
+                                              const char *name, guint64 width) {
+  EmaProfile *p = (EmaProfile *) profile; /* the derived table is the lookup's own cache */
+  char key[128], prefix[128];
+  const Surface *from = NULL, *made;
+  guint64 from_width = 0;
+  double best = G_MAXDOUBLE;
+  gpointer found;
+  GHashTableIter it;
+  gpointer k, v;
+  elementwise_key(key, sizeof key, dtype, name, width);
+  lazy_load(p, 1u << EMA_PROFILE_ELEMENTWISE);
+  g_mutex_lock(&p->lock);
+  if (g_hash_table_lookup_extended(p->derived, key, NULL, &found)) {
+    g_mutex_unlock(&p->lock);
+    return found;
+  }
+  for (const char *op = name; op && !from; op = op == name ? elementwise_kin(name) : NULL) {
+    elementwise_key(prefix, sizeof prefix, dtype, op, 0);
+    prefix[strlen(prefix) - 1] = '\0'; /* "<class> <op> w=" */
+    g_hash_table_iter_init(&it, p->tables[EMA_PROFILE_ELEMENTWISE]);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+      guint64 w;
+      double distance;
+      if (!g_str_has_prefix(k, prefix) ||
+          !g_ascii_string_to_unsigned((const char *) k + strlen(prefix), 10, 1, G_MAXUINT64, &w,
+                                      NULL))
+        continue;
+      distance = fabs(log((double) w / (double) width));
+      if (distance < best || (distance == best && w > from_width)) {
+        best = distance;
+        from = v;
+        from_width = w;
+      }
+    }
+  }
+  made = from ? scaled_surface(p, from, 1, (double) from_width / (double) width) : NULL;
+  g_hash_table_insert(p->derived, g_strdup(key), (gpointer) made);
+  g_mutex_unlock(&p->lock);
+  return made;
+}
+
 void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *name,
                                 guint64 width, EmaProfileOp *op) {
+  EmaProfileDtype dtypes[2];
+  guint count;
   g_return_if_fail(name != NULL);
   RESOLVE(op, profile, EMA_PROFILE_ELEMENTWISE, dtype, elementwise_key, name, width);
+  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
+    if (op->surfaces[i])
+      return; /* the width measured */
+  count = lookup_dtypes(dtype, dtypes);
+  for (guint i = 0; i < count; i++)
+    op->surfaces[i] = elementwise_by_elements(profile, dtypes[i], name, width);
 }
 
 void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
                               EmaProfileAllreduce backend, EmaProfileOp *op) {
   g_return_if_fail(backend < EMA_PROFILE_N_ALLREDUCE);
   RESOLVE(op, profile, EMA_PROFILE_ALLREDUCE, dtype, allreduce_key, gpus, backend);
+}
+
+gboolean ema_profile_op_measured(const EmaProfileOp *op) {
+  g_return_val_if_fail(op != NULL, FALSE);
+  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
+    if (op->surfaces[i])
+      return op->surfaces[i]->source == 0;
+  return FALSE;
 }
 
 gboolean ema_profile_op_covers(const EmaProfileOp *op, double outer, double x) {
@@ -896,9 +1047,11 @@ static const char *const vidur_columns[] = {"n_head",
  * m^p)^(1/p) (steptime.h) of its compute time c = FLOPs / flops and memory
  * time m = bytes / bandwidth on the measured GPU (flops, bandwidth: its
  * peaks), r = bandwidth / this GPU's bandwidth: a memory-bound kernel slows
- * by r, a compute-bound one keeps its time. What it leaves out: a fixed
- * launch cost scales with the memory side, and the L2 cache is the measured
- * GPU's. */
+ * by r, a compute-bound one keeps its time. An operator with no FLOPs (the
+ * elementwise ones, launch-bound at few tokens) becomes t - m + m r: only
+ * its ideal memory time moves, its fixed part (launch, ramp, tail) stays.
+ * What it leaves out: a GEMM's or attention's fixed launch cost scales with
+ * the memory side, and the L2 cache is the measured GPU's. */
 typedef struct {
   double ratio;     /* r; 0: no transfer */
   double flops;     /* FLOP/s of the measured GPU */
@@ -913,7 +1066,15 @@ typedef struct {
   EmaProfileDtype dtype;
   guint source;             /* the data set's precedence number */
   const Transfer *transfer; /* NULL: the points as measured */
+  guint kinds;              /* the kinds it adds points to (an import's `kinds:`) */
 } ImportLoad;
+
+/* add_point for an import: a point of a kind the import leaves out is dropped */
+static void import_point_add(const ImportLoad *load, EmaProfileKind kind, const char *key,
+                             double outer, const Point *point) {
+  if (load->kinds & (1u << kind))
+    add_point(load->p, kind, key, outer, point);
+}
 
 static double transfer_roofline(double c, double m) {
   double big = MAX(c, m), small = MIN(c, m);
@@ -923,7 +1084,7 @@ static double transfer_roofline(double c, double m) {
 }
 
 /* T microseconds of an operator of FLOPS and BYTES on the measured GPU, on
- * this one (Transfer). */
+ * this one (Transfer), in microseconds. */
 static double transferred(const ImportLoad *load, double t, double flops, double bytes) {
   const Transfer *x = load->transfer;
   double c, m, before;
@@ -931,6 +1092,8 @@ static double transferred(const ImportLoad *load, double t, double flops, double
     return t;
   c = flops / x->flops;
   m = bytes / x->bandwidth;
+  if (flops <= 0 && t > m * 1e6)
+    return t - m * 1e6 * (1 - x->ratio); /* no FLOPs (elementwise): its fixed part stays */
   before = transfer_roofline(c, m);
   return before > 0 ? t * transfer_roofline(c, m * x->ratio) / before : t;
 }
@@ -975,7 +1138,7 @@ static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer da
         transferred(load, t[i] * 1e3, 2 * s.tokens * kd * nd, 2 * (kd * nd + s.tokens * (kd + nd))),
         load->source);
     gemm_key(key, sizeof key, load->dtype, FALSE, gemm_k[i], gemm_n[i]);
-    add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
+    import_point_add(load, EMA_PROFILE_GEMM, key, 0, &pt);
   }
   widths[0] = (guint64) s.hidden;
   widths[1] = (guint64) (q + kv) * d;
@@ -990,7 +1153,7 @@ static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer da
     if (!s.gated && i == 2)
       continue; /* a plain MLP's activation is not silu_mul */
     elementwise_key(key, sizeof key, load->dtype, elementwise[i], widths[i]);
-    add_point(load->p, EMA_PROFILE_ELEMENTWISE, key, 0, &pt);
+    import_point_add(load, EMA_PROFILE_ELEMENTWISE, key, 0, &pt);
   }
   return TRUE;
 }
@@ -1011,7 +1174,7 @@ static gboolean vidur_allreduce_row(const EmaCsv *csv, const guint *index, gpoin
     return FALSE;
   allreduce_key(key, sizeof key, load->dtype, (guint) v[0], EMA_PROFILE_ALLREDUCE_ANY);
   pt = import_point(csv, v[1], v[2] * 1e3, load->source);
-  add_point(load->p, EMA_PROFILE_ALLREDUCE, key, 0, &pt);
+  import_point_add(load, EMA_PROFILE_ALLREDUCE, key, 0, &pt);
   return TRUE;
 }
 
@@ -1025,7 +1188,7 @@ static gboolean kernels_gemm_row(const EmaCsv *csv, const guint *index, gpointer
     return FALSE;
   gemm_key(key, sizeof key, load->dtype, FALSE, (guint64) v[1], (guint64) v[2]);
   pt = import_point(csv, v[0], v[3], load->source);
-  add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
+  import_point_add(load, EMA_PROFILE_GEMM, key, 0, &pt);
   return TRUE;
 }
 
@@ -1240,7 +1403,7 @@ static gboolean aic_gemm_row(const ImportLoad *load, const AicTable *t, GError *
                     transferred(load, v[3] * 1e3, 2 * v[0] * v[1] * v[2],
                                 v[1] * v[2] * dtype_bytes(dtype) + 2 * v[0] * (v[1] + v[2])),
                     load->source);
-  add_point(load->p, EMA_PROFILE_GEMM, key, 0, &pt);
+  import_point_add(load, EMA_PROFILE_GEMM, key, 0, &pt);
   grid = grid_of(load->p, load->source, dtype);
   g_array_append_val(grid->ks, k);
   g_array_append_val(grid->ns, n);
@@ -1272,8 +1435,8 @@ static gboolean aic_attention_row(const ImportLoad *load, const AicTable *t, gbo
     double bytes = 2 * v[0] * v[3] * v[4] * context * dtype_bytes(dtype);
     pt = import_point(&t->csv, context, transferred(load, v[6] * 1e3, flops, bytes), load->source);
   }
-  add_point(load->p, decode ? EMA_PROFILE_ATTN_DECODE : EMA_PROFILE_ATTN_PREFILL, key,
-            decode ? v[0] : 0, &pt);
+  import_point_add(load, decode ? EMA_PROFILE_ATTN_DECODE : EMA_PROFILE_ATTN_PREFILL, key,
+                   decode ? v[0] : 0, &pt);
   return TRUE;
 }
 
@@ -1298,7 +1461,7 @@ static gboolean aic_allreduce_point(const ImportLoad *load, const AicTable *t,
     return TRUE;
   allreduce_key(key, sizeof key, dtype, (guint) gpus, backend);
   pt = import_point(&t->csv, elements * 2, ms * 1e3, load->source);
-  add_point(load->p, EMA_PROFILE_ALLREDUCE, key, 0, &pt);
+  import_point_add(load, EMA_PROFILE_ALLREDUCE, key, 0, &pt);
   return TRUE;
 }
 
@@ -1354,7 +1517,7 @@ static gboolean aic_moe_row(const ImportLoad *load, const AicTable *t, GError **
     double bytes = touched * 3 * v[1] * f * dtype_bytes(dtype) + 4 * v[0] * v[3] * (v[1] + f);
     pt = import_point(&t->csv, v[0], transferred(load, ms * 1e3, flops, bytes), load->source);
   }
-  add_point(load->p, EMA_PROFILE_MOE, key, 0, &pt);
+  import_point_add(load, EMA_PROFILE_MOE, key, 0, &pt);
   return TRUE;
 }
 
@@ -1473,6 +1636,7 @@ static const struct {
 /* An import entry of profile.yaml, checked at load, read on first need. */
 typedef struct {
   guint format; /* index into import_formats */
+  guint kinds;  /* the tables it feeds: its format's, or those its `kinds:` names */
   char *path;   /* NULL: absent (a warning) */
   EmaProfileDtype dtype;
   guint source;
@@ -1503,7 +1667,7 @@ static void lazy_load(EmaProfile *p, guint kinds) {
   while (grown) {
     grown = 0;
     for (guint i = 0; i < p->imports->len; i++) {
-      guint k = import_formats[g_array_index(p->imports, Import, i).format].kinds;
+      guint k = g_array_index(p->imports, Import, i).kinds;
       if ((k & closure) && (k & ~closure & ~p->loaded)) {
         closure |= k & ~p->loaded;
         grown = 1;
@@ -1516,8 +1680,9 @@ static void lazy_load(EmaProfile *p, guint kinds) {
   for (guint i = 0; i < p->imports->len; i++) {
     Import *in = &g_array_index(p->imports, Import, i);
     GError *error = NULL;
-    ImportLoad load = {p, in->dtype, in->source, in->has_transfer ? &in->transfer : NULL};
-    if (in->read || !(import_formats[in->format].kinds & closure))
+    ImportLoad load = {p, in->dtype, in->source, in->has_transfer ? &in->transfer : NULL,
+                       in->kinds};
+    if (in->read || !(in->kinds & closure))
       continue;
     in->read = TRUE;
     if (!in->path) {
@@ -1618,6 +1783,37 @@ static guint source_of(EmaProfile *p, const char *label) {
   return p->labels->len - 1;
 }
 
+/* An import's `kinds: [KIND, ...]`: the tables of its format (FORMAT_KINDS) that it feeds,
+ * into *OUT (e.g. only a data set's elementwise operators, beside another's GEMMs). */
+static gboolean parse_kinds(const EmaNode *node, const char *path_key, guint format_kinds,
+                            guint *out, GError **error) {
+  *out = 0;
+  if (node->kind != EMA_NODE_SEQ || node->items->len == 0) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, node, path_key,
+                   "kinds must be a list of the tables the import feeds (e.g. [elementwise])");
+    return FALSE;
+  }
+  for (guint i = 0; i < node->items->len; i++) {
+    const EmaNode *item = node->items->pdata[i];
+    int k = -1;
+    for (int j = 0; j < EMA_PROFILE_N_KINDS && item->kind == EMA_NODE_SCALAR && item->value; j++)
+      if (strcmp(item->value, kind_names[j]) == 0)
+        k = j;
+    if (k < 0 || !(format_kinds & (1u << k))) {
+      g_autoptr(GString) list = g_string_new(NULL);
+      for (int j = 0; j < EMA_PROFILE_N_KINDS; j++)
+        if (format_kinds & (1u << j))
+          g_string_append_printf(list, "%s%s", list->len ? ", " : "", kind_names[j]);
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, item, path_key,
+                     "kinds: '%s' is not a table this format feeds (it feeds: %s)",
+                     item->kind == EMA_NODE_SCALAR && item->value ? item->value : "?", list->str);
+      return FALSE;
+    }
+    *out |= 1u << k;
+  }
+  return TRUE;
+}
+
 static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *path_key,
                             GError **error) {
   EmaNode *format = ema_node_get(entry, "format");
@@ -1625,15 +1821,28 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
   EmaNode *dtype_node = ema_node_get(entry, "dtype");
   EmaNode *label = ema_node_get(entry, "label");
   EmaNode *transfer_node = ema_node_get(entry, "transfer");
+  EmaNode *kinds_node = ema_node_get(entry, "kinds");
   Transfer transfer = {0, 0, 0};
+  guint kinds;
   EmaProfileDtype dtype = EMA_PROFILE_BF16;
   g_autofree char *shared = ema_profile_shared_dir();
   g_autofree char *path = NULL;
   gint which = -1;
+  static const char *const keys[] = {"format", "path", "dtype", "label", "transfer", "kinds", NULL};
   if (entry->kind != EMA_NODE_MAP || !format || !format->value || !rel || !rel->value) {
     ema_node_error(error, EMA_CONFIG_ERROR_KEY, entry, path_key,
                    "an import needs `format` and `path` (relative to the shared folder)");
     return FALSE;
+  }
+  for (guint i = 0; i < entry->keys->len; i++) {
+    const EmaNode *key = entry->keys->pdata[i];
+    if (!g_strv_contains(keys, key->value)) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, path_key,
+                     "unknown key '%s' in an import (valid keys: format, path, dtype, label, "
+                     "transfer, kinds)",
+                     key->value);
+      return FALSE;
+    }
   }
   for (guint i = 0; i < G_N_ELEMENTS(import_formats); i++)
     if (strcmp(format->value, import_formats[i].name) == 0)
@@ -1646,6 +1855,7 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
                    "unknown import format '%s' (known: %s)", format->value, list->str);
     return FALSE;
   }
+  kinds = import_formats[which].kinds;
   if (dtype_node) {
     gboolean found = FALSE;
     for (int i = 0; dtype_names[i] && dtype_node->value; i++)
@@ -1661,6 +1871,8 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
   }
   if (transfer_node && !parse_transfer(transfer_node, path_key, &transfer, error))
     return FALSE;
+  if (kinds_node && !parse_kinds(kinds_node, path_key, import_formats[which].kinds, &kinds, error))
+    return FALSE;
   if (label && (label->kind != EMA_NODE_SCALAR || !label->value || !*label->value)) {
     ema_node_error(error, EMA_CONFIG_ERROR_TYPE, label, path_key,
                    "label must name the data set (imports of one label share a precedence)");
@@ -1672,6 +1884,7 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
      * the present data time loses nothing */
     gboolean present = g_file_test(path, G_FILE_TEST_EXISTS);
     Import in = {(guint) which,
+                 kinds,
                  present ? g_strdup(path) : NULL,
                  dtype,
                  source_of(p, label ? label->value : format->value),
@@ -1762,7 +1975,7 @@ EmaProfile *ema_profile_load(const char *dir, GError **error) {
   g_autofree char *name = g_path_get_basename(dir);
   g_autoptr(EmaNode) root = ema_node_load_file(yaml, error);
   g_autoptr(EmaProfile) p = NULL;
-  EmaNode *source, *tables, *imports;
+  EmaNode *source, *tables, *imports, *gap;
   if (!root)
     return NULL;
   if (root->kind != EMA_NODE_MAP) {
@@ -1777,6 +1990,20 @@ EmaProfile *ema_profile_load(const char *dir, GError **error) {
     return NULL;
   }
   p->source = g_strdup(source->value);
+  gap = ema_node_get(root, "graph_gap");
+  if (gap) {
+    GError *local = NULL;
+    if (!gap->value || !ema_units_parse_duration(gap->value, &p->graph_gap, &local) ||
+        p->graph_gap < 0) {
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, gap, "graph_gap",
+                     "a duration >= 0 (e.g. 350ns): %s",
+                     local        ? local->message
+                     : gap->value ? "negative"
+                                  : "empty");
+      g_clear_error(&local);
+      return NULL;
+    }
+  }
   tables = ema_node_get(root, "tables");
   if (tables && !load_tables(p, dir, tables, error))
     return NULL;
@@ -1849,6 +2076,11 @@ const EmaProfile *ema_profile_get(const char *name, GError **error) {
   return loaded;
 }
 
+gint64 ema_profile_graph_gap(const EmaProfile *profile) {
+  g_return_val_if_fail(profile != NULL, 0);
+  return profile->graph_gap;
+}
+
 const char *ema_profile_name(const EmaProfile *profile) {
   g_return_val_if_fail(profile != NULL, NULL);
   return profile->name;
@@ -1871,8 +2103,6 @@ guint ema_profile_rows(const EmaProfile *profile, EmaProfileKind kind) {
 }
 
 void ema_profile_describe(const EmaProfile *profile, GString *out) {
-  static const char *const kinds[EMA_PROFILE_N_KINDS] = {"gemm", "attn_decode", "attn_prefill",
-                                                         "moe",  "elementwise", "allreduce"};
   guint read = 0, present = 0;
   g_return_if_fail(profile != NULL && out != NULL);
   g_mutex_lock((GMutex *) &profile->lock);
@@ -1883,7 +2113,7 @@ void ema_profile_describe(const EmaProfile *profile, GString *out) {
   }
   g_string_append_printf(out, "# profile %s (source: %s), rows:", profile->name, profile->source);
   for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
-    g_string_append_printf(out, " %s %u", kinds[k], profile->rows[k]);
+    g_string_append_printf(out, " %s %u", kind_names[k], profile->rows[k]);
   if (profile->imports->len > 0)
     g_string_append_printf(out,
                            " (of its %u imports present, the %u this run's operators needed "

@@ -43,6 +43,9 @@ struct _EmaStepModel {
   double byte_rate; /* rate_m */
   double kv_rate;   /* rate_kv = rate_m x kv_efficiency */
   double layer_overhead_s;
+  /* the profile's launch gap per kernel of its measured tables (0: none, or kernel sums asked
+   * for: ema_step_model_sum_kernels) */
+  double graph_gap_s;
   double roofline_p; /* p of the per-operator roofline */
   double link_bandwidth;
   double link_latency_s;
@@ -282,6 +285,7 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   }
   set_operator_shapes(step, model, tp);
   if (step->profile) {
+    step->graph_gap_s = (double) ema_profile_graph_gap(step->profile) * 1e-9;
     set_profile_ops(step);
     /* a public data set the lookups read that does not parse */
     if (!ema_profile_check(step->profile, error)) {
@@ -292,6 +296,13 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   step->rows = g_new0(TokenRow, TOKEN_ROWS);
   step->cursors = g_malloc0(sizeof *step->cursors);
   return step;
+}
+
+void ema_step_model_sum_kernels(EmaStepModel *step_model) {
+  g_return_if_fail(step_model != NULL);
+  step_model->graph_gap_s = 0;
+  /* the rows filled so far hold the gaps */
+  memset(step_model->rows, 0, TOKEN_ROWS * sizeof *step_model->rows);
 }
 
 void ema_step_model_free(EmaStepModel *step_model) {
@@ -353,11 +364,19 @@ static double roofline(const EmaStepModel *s, double compute_s, double memory_s)
   return big * pow(1.0 + pow(small / big, s->roofline_p), 1.0 / s->roofline_p);
 }
 
+/* The launch gaps of KERNELS kernels of OP where the profile timed it from tables that sum
+ * kernel durations (its measured tables: profile.yaml's graph_gap), else 0. */
+static double graph_gaps(const EmaStepModel *s, const EmaProfileOp *op, double kernels) {
+  return s->graph_gap_s > 0 && op && ema_profile_op_measured(op) ? kernels * s->graph_gap_s : 0;
+}
+
 /* COUNT runs of one operator: the profile's time (FOUND, US microseconds)
- * or the roofline of FLOPS at rate_c and BYTES at RATE. */
-static double op_time(const EmaStepModel *s, OpSums *sums, gboolean found, double us, double flops,
-                      double bytes, double rate, double count) {
-  double t = count * (found ? us * 1e-6 : roofline(s, flops / s->flop_rate, bytes / rate));
+ * with the launch gaps of its COUNT kernels in a graph (graph_gaps), or the
+ * roofline of FLOPS at rate_c and BYTES at RATE. */
+static double op_time(const EmaStepModel *s, OpSums *sums, const EmaProfileOp *op, gboolean found,
+                      double us, double flops, double bytes, double rate, double count) {
+  double t = found ? count * (us * 1e-6) + graph_gaps(s, op, count)
+                   : count * roofline(s, flops / s->flop_rate, bytes / rate);
   op_sum(sums, found, t);
   return t;
 }
@@ -375,7 +394,7 @@ static double gemm_time(const EmaStepModel *s, OpSums *sums, const EmaProfileOp 
   if (m <= 0)
     return 0;
   found = profiled(s, op, 0, m, &us);
-  return op_time(s, sums, found, us, 2 * m * kd * nd,
+  return op_time(s, sums, op, found, us, 2 * m * kd * nd,
                  kd * nd * s->weight_bytes_per_element + m * (kd + nd) * s->bytes_per_element,
                  s->byte_rate, count);
 }
@@ -385,7 +404,7 @@ static double elementwise_time(const EmaStepModel *s, OpSums *sums, const EmaPro
                                guint64 width, double tokens, double count) {
   double us = 0;
   gboolean found = profiled(s, op, 0, tokens, &us);
-  return op_time(s, sums, found, us, 0, 2 * tokens * (double) width * s->bytes_per_element,
+  return op_time(s, sums, op, found, us, 0, 2 * tokens * (double) width * s->bytes_per_element,
                  s->byte_rate, count);
 }
 
@@ -411,10 +430,14 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, int i, double tokens
   if (found)
     us = hi > lo ? us_lo + (us_hi - us_lo) * (hit - lo) / (hi - lo) : us_lo;
   double routed = tokens * s->router_fraction * s->experts;
-  return op_time(s, sums, found, us, 2 * routed * kd * nd,
-                 touched * kd * nd * s->weight_bytes_per_element +
-                     routed * (kd + nd) * s->bytes_per_element,
-                 s->byte_rate, 1);
+  double t = op_time(s, sums, NULL, found, us, 2 * routed * kd * nd,
+                     touched * kd * nd * s->weight_bytes_per_element +
+                         routed * (kd + nd) * s->bytes_per_element,
+                     s->byte_rate, 1);
+  /* the table's time is of the HIT experts' kernels together: a launch gap each */
+  double gaps = found ? graph_gaps(s, &s->ops.moe[i], hit) : 0;
+  op_sum(sums, found, gaps);
+  return t + gaps;
 }
 
 /* vLLM's custom all-reduce takes messages below its buffer, 8 MiB (vllm/distributed/
@@ -561,7 +584,8 @@ G_ALWAYS_INLINE static inline double decode_attention_time(const EmaStepModel *s
     return 0;
   found = s->profile && ema_profile_op_at_cursor(&s->ops.attn_decode, &s->cursors->attn_decode,
                                                  seqs, b->decode_context / seqs, &us);
-  return op_time(s, sums, found, us, s->attention_flops_per_context * b->decode_context,
+  return op_time(s, sums, &s->ops.attn_decode, found, us,
+                 s->attention_flops_per_context * b->decode_context,
                  s->kv_bytes_per_token * b->decode_context, s->kv_rate, 1);
 }
 
@@ -583,7 +607,7 @@ G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *
   found = s->profile && ema_profile_op_at_cursor(&s->ops.attn_prefill, &s->cursors->attn_prefill,
                                                  prior, tokens / chunks, &us);
   if (found) {
-    t = op_time(s, &own, TRUE, us, 0, 0, s->kv_rate, chunks);
+    t = op_time(s, &own, &s->ops.attn_prefill, TRUE, us, 0, 0, s->kv_rate, chunks);
   } else if (prior > 0 && s->profile &&
              ema_profile_op_covers(&s->ops.attn_prefill, 0, tokens / chunks) &&
              ema_profile_op_at(&s->ops.attn_prefill, 0, tokens / chunks, &us)) {
@@ -593,17 +617,17 @@ G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *
     double n = tokens / chunks;
     double cached_flops =
         s->attention_flops_per_context * MAX(0.0, b->prefill_context - chunks * n * (n + 1) / 2);
-    t = op_time(s, &own, TRUE, us, 0, 0, s->kv_rate, chunks) +
-        op_time(s, &own, FALSE, 0, cached_flops,
+    t = op_time(s, &own, &s->ops.attn_prefill, TRUE, us, 0, 0, s->kv_rate, chunks) +
+        op_time(s, &own, NULL, FALSE, 0, cached_flops,
                 s->kv_bytes_per_token * (b->prefill_kv_read - tokens), s->kv_rate, 1);
   } else {
-    t = op_time(s, &own, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
+    t = op_time(s, &own, NULL, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
                 s->kv_bytes_per_token * b->prefill_kv_read, s->kv_rate, 1);
   }
   if (s->profile &&
       ema_profile_op_at(&s->ops.attn_decode, 1, b->prefill_kv_read / chunks, &floor_us) &&
       chunks * floor_us * 1e-6 > t)
-    return op_time(s, sums, TRUE, floor_us, 0, 0, s->kv_rate, chunks);
+    return op_time(s, sums, &s->ops.attn_decode, TRUE, floor_us, 0, 0, s->kv_rate, chunks);
   sums->profiled_s += own.profiled_s;
   sums->roofline_s += own.roofline_s;
   return t;

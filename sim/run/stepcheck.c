@@ -56,6 +56,8 @@ char *ema_stepcheck_stats_format(const EmaStepCheckStats *stats) {
 typedef struct {
   EmaServerSpec *server;
   GHashTable *models; /* "model/tp" -> EmaStepModel * */
+  /* the measured steps are sums of kernel durations (captures), not an engine's steps */
+  gboolean kernel_sums;
 } Models;
 
 static void models_clear(Models *m) {
@@ -84,6 +86,8 @@ static const EmaStepModel *models_get(Models *m, const char *model, guint tp, co
   spec = ema_llm_load(model, &local);
   if (spec)
     step = ema_step_model_new(spec, m->server, tp, &local);
+  if (step && m->kernel_sums)
+    ema_step_model_sum_kernels(step);
   if (!step) {
     g_set_error(error, EMA_CONFIG_ERROR, local->code, "%s:%u: %s", file, line, local->message);
     g_error_free(local);
@@ -206,6 +210,7 @@ static gboolean steps_check(const char *steps_csv, const char *server, GString *
       g_ptr_array_new_with_free_func(g_free),
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_array_unref)};
   gboolean ok = models_init(&check.models, server, error);
+  check.models.kernel_sums = TRUE; /* steps.csv: the summed kernel durations of each step */
   if (ok) {
     g_string_append(table, "model,tp,phase,batch,context,chunk,prior_context,measured_us,"
                            "predicted_us,error\n");

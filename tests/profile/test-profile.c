@@ -404,6 +404,127 @@ static void test_import_precedence(void) {
   g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "B");
 }
 
+/* One Vidur mlp.csv row per token count of TOKENS (a model of hidden 8, 2 heads, ffn 16, TP
+ * 1, gated): every GEMM 0.010 ms, rmsnorm 0.004, rope 0.003, silu_mul 0.002, add 0.001,
+ * embedding 0.005, each times the token count over 2 where SCALE. */
+static char *vidur_rows(const guint *tokens, guint n, gboolean scale) {
+  GString *csv = g_string_new(
+      "n_head,n_kv_head,n_embd,n_expanded_embd,num_tensor_parallel_workers,num_tokens,"
+      "use_gated_mlp,time_stats.attn_pre_proj.median,time_stats.attn_post_proj.median,"
+      "time_stats.mlp_up_proj.median,time_stats.mlp_down_proj.median,"
+      "time_stats.input_layernorm.median,time_stats.attn_rope.median,time_stats.mlp_act.median,"
+      "time_stats.add.median,time_stats.emb.median\n");
+  for (guint i = 0; i < n; i++) {
+    double k = scale ? tokens[i] / 2.0 : 1;
+    g_string_append_printf(csv, "2,2,8,16,1,%u,True,0.010,0.010,0.010,0.010,%g,%g,%g,%g,%g\n",
+                           tokens[i], 0.004 * k, 0.003 * k, 0.002 * k, 0.001 * k, 0.005 * k);
+  }
+  return g_string_free(csv, FALSE);
+}
+
+/* An import's `kinds:` keeps the tables named: a Vidur profile read for its elementwise
+ * operators alone adds no GEMM. Its transfer to twice the bandwidth moves an elementwise
+ * point by its ideal memory time only: t - m + m / 2, m = 4 bytes x tokens x width / the
+ * measured GPU's bandwidth (rmsnorm, 2 tokens of width 8 at 1 GB/s: m = 64 ns; 4 us ->
+ * 3.968 us). A width the tables lack takes the nearest one's point at the same elements
+ * (rmsnorm at width 16 and 2 tokens: width 8's at 4 tokens); a LayerNorm no table has, the
+ * RMSNorm's. */
+static void test_import_kinds_elementwise(void) {
+  static const guint tokens[] = {2, 4};
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *rows = vidur_rows(tokens, 2, TRUE);
+  g_autoptr(EmaProfile) p = NULL;
+  EmaProfileOp op;
+  double us = 0;
+  p = load_with_data(dir, "kinds", NULL,
+                     "import:\n  - {format: vidur-mlp, kinds: [elementwise], label: V, transfer: "
+                     "{flops: 1TFLOP/s, bandwidth: 1GB/s, to_bandwidth: 2GB/s}, "
+                     "path: groundtruth/v/mlp.csv}\n",
+                     "v/mlp.csv", rows, NULL);
+  g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_GEMM), ==, 0);
+  g_assert_false(ema_profile_gemm(p, EMA_PROFILE_BF16, 2, 8, 24, &us));
+  g_assert_true(ema_profile_elementwise(p, EMA_PROFILE_BF16, "rmsnorm", 8, 2, &us));
+  g_assert_cmpfloat(fabs(us - (4 - 0.064 + 0.032)), <, 1e-9);
+  /* width 16 at 2 tokens: width 8's point at 4 tokens (8 us, m = 128 ns: 7.936 us) */
+  ema_profile_op_elementwise(p, EMA_PROFILE_BF16, "rmsnorm", 16, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "V");
+  g_assert_true(ema_profile_op_at(&op, 0, 2, &us));
+  g_assert_cmpfloat(fabs(us - (8 - 0.128 + 0.064)), <, 1e-9);
+  /* at 1 token: width 8's at 2 */
+  g_assert_true(ema_profile_op_at(&op, 0, 1, &us));
+  g_assert_cmpfloat(fabs(us - (4 - 0.064 + 0.032)), <, 1e-9);
+  ema_profile_op_elementwise(p, EMA_PROFILE_BF16, "layernorm", 8, &op);
+  g_assert_true(ema_profile_op_at(&op, 0, 2, &us));
+  g_assert_cmpfloat(fabs(us - (4 - 0.064 + 0.032)), <, 1e-9);
+  /* an operator none has at any width: no surface (the roofline) */
+  ema_profile_op_elementwise(p, EMA_PROFILE_BF16, "moe_route", 8, &op);
+  g_assert_false(ema_profile_op_at(&op, 0, 2, &us));
+}
+
+/* Decode attention of 4 q / 4 KV heads, which the table holds only as 2 / 2: that shape at
+ * twice the batch (batch 1 from batch 2's 30 us, batch 2 from batch 4's 50 us, 1.5 between);
+ * a shape of its own in the same table answers itself. */
+static void test_attn_decode_folded(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder =
+      write_profile(dir, "fold", NULL, "attn_decode.csv",
+                    "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                    "2,100,2,2,4,bf16,flash,30\n4,100,2,2,4,bf16,flash,50\n"
+                    "1,100,8,8,4,bf16,flash,7\n2,100,8,8,4,bf16,flash,9\n",
+                    NULL);
+  GError *error = NULL;
+  g_autoptr(EmaProfile) p = ema_profile_load(folder, &error);
+  EmaProfileOp op;
+  double us = 0;
+  g_assert_no_error(error);
+  ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 4, 4, 4, &op);
+  g_assert_true(ema_profile_op_at(&op, 1, 100, &us));
+  g_assert_cmpfloat(fabs(us - 30), <, 1e-9);
+  g_assert_true(ema_profile_op_at(&op, 2, 100, &us));
+  g_assert_cmpfloat(fabs(us - 50), <, 1e-9);
+  g_assert_true(ema_profile_op_at(&op, 1.5, 100, &us));
+  g_assert_cmpfloat(fabs(us - 40), <, 1e-9);
+  g_assert_true(ema_profile_op_measured(&op));
+  /* 8 / 8 heads: its own rows, not 2 / 2 at 4 times the batch */
+  ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 8, 8, 4, &op);
+  g_assert_true(ema_profile_op_at(&op, 1, 100, &us));
+  g_assert_cmpfloat(fabs(us - 7), <, 1e-9);
+  /* 6 / 6 heads: 3 / 3 is not held, no power of two folds further: none */
+  ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 6, 6, 4, &op);
+  g_assert_false(ema_profile_op_at(&op, 1, 100, &us));
+}
+
+/* An import's keys are checked: an unknown key, and a kind its format does not feed, fail at
+ * their place. */
+static void test_import_kinds_errors(void) {
+  static const struct {
+    const char *entry, *want;
+  } cases[] = {
+      {"  - {format: vidur-mlp, kinds: [attn_decode], path: groundtruth/v.csv}\n",
+       ":3:33: import: kinds: 'attn_decode' is not a table this format feeds (it feeds: gemm, "
+       "elementwise)"},
+      {"  - {format: vidur-mlp, kind: [gemm], path: groundtruth/v.csv}\n",
+       ":3:25: import: unknown key 'kind' in an import (valid keys: format, path, dtype, label, "
+       "transfer, kinds)"},
+      {"  - {format: vidur-mlp, kinds: gemm, path: groundtruth/v.csv}\n",
+       ":3:32: import: kinds must be a list of the tables the import feeds (e.g. [elementwise])"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(TempDir) dir = temp_dir();
+    g_autofree char *folder = g_build_filename(dir, "k", NULL);
+    g_autofree char *yaml = g_build_filename(folder, "profile.yaml", NULL);
+    g_autofree char *text = g_strconcat("source: tests\nimport:\n", cases[i].entry, NULL);
+    g_autofree char *want = g_strconcat(yaml, cases[i].want, NULL);
+    GError *error = NULL;
+    g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+    g_assert_true(g_file_set_contents(yaml, text, -1, NULL));
+    g_assert_null(ema_profile_load(folder, &error));
+    g_assert_nonnull(error);
+    g_assert_cmpstr(error->message, ==, want);
+    g_error_free(error);
+  }
+}
+
 /* The GEMM of (M, K, N) in DTYPE takes WANT us. */
 static void assert_gemm_us(const EmaProfile *p, EmaProfileDtype dtype, double m, guint64 k,
                            guint64 n, double want) {
@@ -560,6 +681,47 @@ static void test_step_sum(void) {
                       server->gpu.step_overhead);
   g_assert_cmpfloat(bd.allreduce_s, ==, 0);
   ema_server_free(server);
+}
+
+/* A profile's graph_gap: a serving step pays it once per operator run timed from the measured
+ * tables (per layer qkv, o, up, down, the decode attention, rope, silu_mul, 2 norms and 2 adds:
+ * 11; once the embedding, the final norm and the LM head: 3), none for the KV write timed by
+ * the roofline; sum_kernels drops them (what captured steps hold). */
+static void test_step_graph_gap(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder =
+      write_profile(dir, "tiny-gap", "graph_gap: 250ns\n", "gemm.csv", tiny_gemm, "attn_decode.csv",
+                    tiny_attn, "elementwise.csv", tiny_elementwise, NULL);
+  EmaLlmSpec model = tiny_model();
+  EmaServerSpec *server = server_with_profile(dir, "tiny-gap");
+  GError *error = NULL;
+  g_autoptr(EmaStepModel) gaps = ema_step_model_new(&model, server, 1, &error);
+  g_autoptr(EmaStepModel) sums = ema_step_model_new(&model, server, 1, &error);
+  EmaStepBatch batch = {.decode_seqs = 2, .decode_context = 200, .logits = 2};
+  EmaStepBreakdown with, without;
+  g_assert_no_error(error);
+  ema_step_model_sum_kernels(sums);
+  ema_step_time(gaps, &batch, &with);
+  ema_step_time(sums, &batch, &without);
+  g_assert_cmpfloat(fabs(with.profiled_s - without.profiled_s - (2 * 11 + 3) * 250e-9), <, 1e-15);
+  g_assert_cmpfloat(fabs(with.layers_s - without.layers_s - 2 * 11 * 250e-9), <, 1e-15);
+  g_assert_cmpint(with.time - without.time, ==, (2 * 11 + 3) * 250);
+  g_assert_cmpfloat(with.roofline_s, ==, without.roofline_s);
+  ema_server_free(server);
+}
+
+/* graph_gap must be a duration >= 0, said at its place. */
+static void test_graph_gap_error(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder = write_profile(dir, "bad-gap", "graph_gap: -3ns\n", NULL);
+  g_autofree char *yaml = g_build_filename(folder, "profile.yaml", NULL);
+  g_autofree char *want = g_strdup_printf("%s:3:12: graph_gap: a duration >= 0", yaml);
+  GError *error = NULL;
+  EmaProfile *p = ema_profile_load(folder, &error);
+  g_assert_null(p);
+  g_assert_nonnull(error);
+  g_assert_true(g_str_has_prefix(error->message, want));
+  g_error_free(error);
 }
 
 /* A prefill chunk after cached tokens takes at least the decode kernel of
@@ -800,8 +962,12 @@ static void test_public_h100(void) {
   /* Vidur's rmsnorm of width 8192 (Llama-2-70B) */
   ema_profile_op_elementwise(p, EMA_PROFILE_BF16, "rmsnorm", 8192, &op);
   g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "vidur-profiles h100");
-  /* Llama-2-7B's 32 q / 32 KV heads: only the kernel tables have them */
+  /* Llama-2-7B's 32 q / 32 KV heads: only the kernel tables have them, but AIConfigurator,
+   * listed first, has 8 / 8 (folded at 4 times the batch) */
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 32, 32, 128, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "aiconfigurator h100_sxm vLLM 0.19.0");
+  /* 40 / 40 (Llama-2-13B): no power of two folds it into 1-8 KV heads: the kernel tables' */
+  ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 40, 40, 128, &op);
   g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "h100-kernels");
   /* vLLM's custom all-reduce from a CUDA graph, 4 GPUs, 256 elements (512
    * bytes): measured 4.51392 us, below 128 elements' 4.58208 us; the curve's
@@ -836,6 +1002,8 @@ static void test_compare_steps(void) {
                         .prefill_kv_read = 1536,
                         .prefill_chunks = 1,
                         .logits = 9};
+  /* captured steps are kernel sums: compare-steps times them without the graph gaps */
+  ema_step_model_sum_kernels(step);
   double td = ema_step_time(step, &decode, NULL) * 1e-3,
          t1 = ema_step_time(step, &decode1, NULL) * 1e-3;
   double tp = ema_step_time(step, &prefill, NULL) * 1e-3;
@@ -1087,6 +1255,11 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/import-lower-envelope", test_import_lower_envelope);
   g_test_add_func("/profile/step-prefill-floor", test_step_prefill_floor);
   g_test_add_func("/profile/step-sum", test_step_sum);
+  g_test_add_func("/profile/step-graph-gap", test_step_graph_gap);
+  g_test_add_func("/profile/graph-gap-error", test_graph_gap_error);
+  g_test_add_func("/profile/import-kinds-elementwise", test_import_kinds_elementwise);
+  g_test_add_func("/profile/import-kinds-errors", test_import_kinds_errors);
+  g_test_add_func("/profile/attn-decode-folded", test_attn_decode_folded);
   g_test_add_func("/profile/step-rows", test_step_rows);
   g_test_add_func("/profile/step-time-alone", test_step_time_alone);
   g_test_add_func("/profile/step-bias", test_step_bias);

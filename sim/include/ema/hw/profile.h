@@ -30,9 +30,14 @@
  * between them (its lower monotone envelope): a slow kernel choice at
  * some sizes is the profiled library's, not the engine's, and a running
  * maximum would carry it to every larger size. A shape key that a table does not hold is not
- * interpolated across: the caller falls back to the roofline for it; nor
- * is a surface whose only curve lies at outer 0 (a prefill table measured
- * without prior context) extrapolated to a larger outer. fp16
+ * interpolated across, except three derived shapes: a GEMM on an AIConfigurator (k, n) grid
+ * (bilinear, below); an elementwise operator at a width no table has, from the nearest width's
+ * curve at the same elements (its point at T tokens of width W' is the one at T W' / W of width
+ * W; a LayerNorm or GELU no table has from the RMSNorm or SiLU-and-multiply); decode attention
+ * of Q and KV heads from a higher-precedence data set's Q/g and KV/g heads at g times the batch
+ * (g a power of two: the kernel's work is per sequence and KV head group). Elsewhere the caller
+ * falls back to the roofline; nor is a surface whose only curve lies at outer 0 (a prefill table
+ * measured without prior context) extrapolated to a larger outer. fp16
  * and bf16 rows answer for each other where a shape has rows of only one
  * (the same rates on every GPU modelled); a dtype's own rows come first.
  * GEMM rows carry `bias` (0 or 1: a bias added in the GEMM's epilogue,
@@ -113,6 +118,10 @@ const char *ema_profile_source(const EmaProfile *profile);
  * far (may be empty); ema_profile_get()'s profiles also print each on
  * stderr then, once. */
 const GPtrArray *ema_profile_warnings(const EmaProfile *profile);
+/* profile.yaml's `graph_gap` (ns, 0 where it says none): the time a CUDA graph adds per
+ * kernel beyond the kernel durations that its measured tables (`tables:`) sum. The imports'
+ * tables time operators as run (their launch included) and take none. */
+gint64 ema_profile_graph_gap(const EmaProfile *profile);
 /* Number of rows loaded into KIND's tables. */
 guint ema_profile_rows(const EmaProfile *profile, EmaProfileKind kind);
 
@@ -150,6 +159,8 @@ void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, 
 /* Whether the surface that answers OP at OUTER was measured at X or below
  * (X is not below its smallest size, where ema_profile_op_at() gives the
  * smallest size's time). */
+/* OP's best surface is from the profile's measured tables (`tables:`), not an import. */
+gboolean ema_profile_op_measured(const EmaProfileOp *op);
 gboolean ema_profile_op_covers(const EmaProfileOp *op, double outer, double x);
 /* The label of the data set OP's first surface came from (profile.yaml's
  * `tables:` or an import's `label`), or NULL where the profile has none. */
