@@ -57,20 +57,10 @@ def kernel_sum(fn):
     return total, count
 
 
-def graph(fn):
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g
-
-
 def row(out, name, batch, context, fn):
-    g = graph(fn)
+    g = common.graph_of(fn)
+    if g is None:
+        raise SystemExit(f"stepgaps.py: {name} batch={batch}: the CUDA graph capture failed")
     k_us, k_n = kernel_sum(g.replay)
     g_us = wall_us(g.replay)
     e_us = wall_us(fn)
