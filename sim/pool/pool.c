@@ -108,6 +108,7 @@ typedef struct {
   EmaOffloadModel *offload;
   char *offload_error;
   EmaOffloadShare *offload_shares; /* [n] */
+  guint64 *share_lenders;          /* [words]: where offload_shares may not be 0 (shares_start()) */
   EmaTime offload_step, offload_until;
   gboolean offloading; /* offload_until is set and its row of the ledger's offload_share too */
   /* prefix-tier moves held for one event per step (ema_pool_set_tier_per_step), per
@@ -991,7 +992,16 @@ typedef struct {
  * offloads nothing (no decode in it: DECODING false, or nothing remote). */
 static gboolean shares_start(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare *shares,
                              ShareSums *sums) {
-  memset(shares, 0, p->n * sizeof *shares);
+  if (shares == g->offload_shares) {
+    /* its own: the entries its last shares wrote, then its lenders' now, may be other than 0 */
+    for (guint j = next_bit(g->share_lenders, 0, p->n); j < p->n;
+         j = next_bit(g->share_lenders, j + 1, p->n))
+      shares[j] = (EmaOffloadShare){0};
+    memcpy(g->share_lenders, ema_slice_ledger_lenders(&p->core.ledger, g->index),
+           p->words * sizeof *g->share_lenders);
+  } else {
+    memset(shares, 0, p->n * sizeof *shares);
+  }
   memset(sums, 0, sizeof *sums);
   if (!decoding || g->remote_total == 0)
     return FALSE;
@@ -1198,7 +1208,8 @@ static double offload_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, double
     remote += shares[j].context;
   local.decode_context = MAX(0, batch->decode_context - remote);
   local_ns = ema_step_time(g->model, &local, &bd);
-  ema_offload_step_time(g->offload, &bd, shares, p->n, merged, &ob);
+  ema_offload_step_time_over(g->offload, &bd, shares, p->n,
+                             ema_slice_ledger_lenders(&p->core.ledger, g->index), merged, &ob);
   return step_seconds(p, g, &bd, local_ns, slow, t_read > 0, 0, t_read, &direct) +
          (double) ob.added / 1e9;
 }
@@ -1808,6 +1819,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
     g->pull = g_new0(double, p->n);
     g->pulls_from = g_new0(guint64, p->words);
     g->offload_shares = g_new0(EmaOffloadShare, p->n);
+    g->share_lenders = g_new0(guint64, p->words);
     g->reads = g_new0(gboolean, p->n);
     g->read_shares = g_new0(EmaOffloadShare, p->n);
     g->read_lenders = g_new0(guint64, p->words);
@@ -1847,6 +1859,7 @@ void ema_pool_free(EmaPool *pool) {
     g_free(g->pull);
     g_free(g->pulls_from);
     g_free(g->offload_shares);
+    g_free(g->share_lenders);
     g_free(g->reads);
     g_free(g->read_shares);
     g_free(g->read_lenders);
