@@ -28,9 +28,10 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->view.blocks_room = l->blocks_room;
   l->view.readers = l->sharers;
   l->view.offload_to = l->offload_to;
+  l->view.lenders = l->lenders;
   l->seal_size = sizeof(EmaPoolView) + n * sizeof(EmaGpuView) +
                  (gsize) n * n * (2 * sizeof(guint64) + sizeof(double)) + n * sizeof(guint64) +
-                 n * sizeof(guint) + (gsize) n * ((n + 63) / 64) * sizeof(guint64);
+                 n * sizeof(guint) + 2 * (gsize) n * ((n + 63) / 64) * sizeof(guint64);
   l->seal = g_malloc0(l->seal_size);
 }
 
@@ -41,7 +42,9 @@ typedef struct {
   const char *name;
 } ViewPart;
 
-static guint view_parts(const EmaSliceLedger *l, ViewPart parts[8]) {
+#define VIEW_PARTS 9
+
+static guint view_parts(const EmaSliceLedger *l, ViewPart parts[VIEW_PARTS]) {
   gsize nn = (gsize) l->n * l->n;
   parts[0] = (ViewPart){&l->view, sizeof l->view, "the view's own fields"};
   parts[1] = (ViewPart){l->views, l->n * sizeof(EmaGpuView), "gpus[]"};
@@ -52,11 +55,13 @@ static guint view_parts(const EmaSliceLedger *l, ViewPart parts[8]) {
   parts[6] = (ViewPart){l->sharers, l->n * sizeof(guint), "readers[]"};
   parts[7] = (ViewPart){l->offload_to, (gsize) l->n * ((l->n + 63) / 64) * sizeof(guint64),
                         "offload_to[]"};
-  return 8;
+  parts[8] =
+      (ViewPart){l->lenders, (gsize) l->n * ((l->n + 63) / 64) * sizeof(guint64), "lenders[]"};
+  return VIEW_PARTS;
 }
 
 void ema_slice_ledger_seal(EmaSliceLedger *l) {
-  ViewPart parts[8];
+  ViewPart parts[VIEW_PARTS];
   gsize at = 0;
   for (guint i = 0, n = view_parts(l, parts); i < n; at += parts[i].size, i++)
     memcpy(l->seal + at, parts[i].data, parts[i].size);
@@ -64,7 +69,7 @@ void ema_slice_ledger_seal(EmaSliceLedger *l) {
 
 gboolean ema_slice_ledger_check_seal(const EmaSliceLedger *l, const EmaPolicyInfo *policy,
                                      const char *hook, GError **error) {
-  ViewPart parts[8];
+  ViewPart parts[VIEW_PARTS];
   gsize at = 0;
   for (guint i = 0, n = view_parts(l, parts); i < n; at += parts[i].size, i++)
     if (memcmp(l->seal + at, parts[i].data, parts[i].size) != 0) {
@@ -79,7 +84,7 @@ gboolean ema_slice_ledger_check_seal(const EmaSliceLedger *l, const EmaPolicyInf
 }
 
 void ema_slice_ledger_restore_seal(EmaSliceLedger *l) {
-  ViewPart parts[8];
+  ViewPart parts[VIEW_PARTS];
   gsize at = 0;
   for (guint i = 0, n = view_parts(l, parts); i < n; at += parts[i].size, i++)
     memcpy((gpointer) parts[i].data, l->seal + at, parts[i].size);

@@ -154,6 +154,11 @@ struct _EmaPoolView {
    * Call it through ema_policy_debug(), which checks. */
   void (*debug)(const EmaPoolView *view, guint gpu, const char *message);
   gpointer debug_data; /* the backend's, for debug() */
+  /* appended so that a decision costs a borrower's lenders, not the server's GPUs:
+   * lenders[b * ((n_gpus + 63) / 64)], a set of bits: j's bit is set where lent[j * n_gpus + b]
+   * is above 0, so every block of b's remote_blocks row is on one of them (NULL: look at every
+   * j, ema_pool_view_next_lender()) */
+  const guint64 *lenders;
 };
 
 /* The GPUs holding blocks on lender J. */
@@ -178,6 +183,21 @@ static inline guint ema_pool_view_next_offloader(const EmaPoolView *view, guint 
     if (word != 0)
       return MIN(view->n_gpus, b + (guint) __builtin_ctzll(word));
     b = (b / 64 + 1) * 64;
+  }
+  return view->n_gpus;
+}
+
+/* The first lender of BORROWER from J on (lent[j * n_gpus + BORROWER] above 0), or n_gpus:
+ * the others hold none of its remote blocks. */
+static inline guint ema_pool_view_next_lender(const EmaPoolView *view, guint borrower, guint j) {
+  guint words = (view->n_gpus + 63) / 64;
+  if (view->lenders == NULL)
+    return MIN(j, view->n_gpus);
+  while (j < view->n_gpus) {
+    guint64 word = view->lenders[borrower * words + j / 64] >> (j % 64);
+    if (word != 0)
+      return MIN(view->n_gpus, j + (guint) __builtin_ctzll(word));
+    j = (j / 64 + 1) * 64;
   }
   return view->n_gpus;
 }
