@@ -13,6 +13,8 @@
 
 #include <math.h>
 
+#include "ema/core/bits.h"
+
 #define FP32_BYTES 4.0
 
 struct _EmaOffloadModel {
@@ -144,13 +146,7 @@ static double port_bytes(const EmaOffloadModel *m, double one, double total) {
 
 /* The first share from J on in LENDERS (NULL: every share), or N. */
 static guint next_share(const guint64 *lenders, guint j, guint n) {
-  while (lenders && j < n) {
-    guint64 word = lenders[j / 64] >> (j % 64);
-    if (word != 0)
-      return MIN(n, j + (guint) __builtin_ctzll(word));
-    j = (j / 64 + 1) * 64;
-  }
-  return MIN(j, n);
+  return lenders ? ema_bits_next(lenders, j, n) : MIN(j, n);
 }
 
 EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreakdown *local,

@@ -124,12 +124,7 @@ void ema_slice_ledger_change_lent(EmaSliceLedger *l, guint lender, guint borrowe
   g_assert(delta >= 0 || (guint64) -delta <= *lent);
   b->remote_cap_total -= ema_slice_ledger_remote_capacity(l, b, lender);
   *lent = (guint64) ((gint64) *lent + delta);
-  if (*lent > 0)
-    l->lenders[borrower * ((l->n + 63) / 64) + lender / 64] |= G_GUINT64_CONSTANT(1)
-                                                               << (lender % 64);
-  else
-    l->lenders[borrower * ((l->n + 63) / 64) + lender / 64] &=
-        ~(G_GUINT64_CONSTANT(1) << (lender % 64));
+  ema_bits_set(&l->lenders[borrower * EMA_BITS_WORDS(l->n)], lender, *lent > 0);
   b->remote_cap_total += ema_slice_ledger_remote_capacity(l, b, lender);
   l->gpus[lender]->lent_total = (guint64) ((gint64) l->gpus[lender]->lent_total + delta);
   b->borrowed_total = (guint64) ((gint64) b->borrowed_total + delta);

@@ -158,7 +158,7 @@ struct _Pool {
   gboolean tier_per_step; /* ema_pool_set_tier_per_step */
   guint pulling;          /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
   guint offloading;       /* GPUs whose offloading is set: none, and no step looks for them */
-  /* sets of GPUs as bits, WORDS words each, walked in index order (next_bit()), so that a sum
+  /* sets of GPUs as bits, WORDS words each, walked in index order (ema_bits_next()), so that a sum
    * over them adds what a walk of every GPU adds, in its order, the others' being 0: the GPUs
    * whose pulled is set; whose offloading is (per lender, the ledger's offload_to); per lender
    * j, at [j * words], the GPUs b whose pull[j] is not 0 (a step sums the pulls on its GPU
@@ -179,24 +179,6 @@ struct _Pool {
 struct _EmaPool {
   Pool pool;
 };
-
-/* The first GPU from I on in the set BITS of N GPUs (Pool.words), or N. */
-static inline guint next_bit(const guint64 *bits, guint i, guint n) {
-  while (i < n) {
-    guint64 word = bits[i / 64] >> (i % 64);
-    if (word != 0)
-      return MIN(n, i + (guint) __builtin_ctzll(word));
-    i = (i / 64 + 1) * 64;
-  }
-  return n;
-}
-
-static inline void set_bit(guint64 *bits, guint i, gboolean on) {
-  if (on)
-    bits[i / 64] |= G_GUINT64_CONSTANT(1) << (i % 64);
-  else
-    bits[i / 64] &= ~(G_GUINT64_CONSTANT(1) << (i % 64));
-}
 
 /* G's lenders from J on (the GPUs lending it slices, ledger.h), or n: the
  * places of all its remote blocks, in index order, so that a step's sum
@@ -937,17 +919,17 @@ static double step_seconds(const Pool *p, const Gpu *g, const EmaStepBreakdown *
  * over: 0 (an idle borrower charges no lender). */
 static void expire_offloads(Pool *p) {
   EmaTime now = ema_sim_now(p->sim);
-  for (guint b = next_bit(p->offloaders, 0, p->n); p->offloading > 0 && b < p->n;
-       b = next_bit(p->offloaders, b + 1, p->n)) {
+  for (guint b = ema_bits_next(p->offloaders, 0, p->n); p->offloading > 0 && b < p->n;
+       b = ema_bits_next(p->offloaders, b + 1, p->n)) {
     Gpu *g = &p->gpus[b];
     double *row = &p->core.ledger.offload_share[b * p->n];
     if (now < g->offload_until)
       continue;
     for (guint j = 0; j < p->n; j++)
       if (row[j] > 0)
-        set_bit(&p->core.ledger.offload_to[j * p->words], b, FALSE);
+        ema_bits_set(&p->core.ledger.offload_to[j * p->words], b, FALSE);
     memset(row, 0, p->n * sizeof(double));
-    set_bit(p->offloaders, b, FALSE);
+    ema_bits_set(p->offloaders, b, FALSE);
     if (p->exec) {
       memset(&p->exec_rho[b * p->n], 0, p->n * sizeof(double));
       memset(&p->exec_rho_s[b * p->n], 0, p->n * sizeof(double));
@@ -965,8 +947,8 @@ static double lender_offload_share(const Pool *p, guint lender, guint borrower) 
   EmaTime now = ema_sim_now(p->sim);
   const guint64 *to = &p->core.ledger.offload_to[lender * p->words];
   double share = 0;
-  for (guint b = next_bit(to, 0, p->n); p->offloading > 0 && b < p->n;
-       b = next_bit(to, b + 1, p->n)) {
+  for (guint b = ema_bits_next(to, 0, p->n); p->offloading > 0 && b < p->n;
+       b = ema_bits_next(to, b + 1, p->n)) {
     const Gpu *g = &p->gpus[b];
     if (b != lender && b != borrower && g->offloading && now < g->offload_until)
       share += p->core.ledger.offload_share[b * p->n + lender];
@@ -994,8 +976,8 @@ static gboolean shares_start(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare
                              ShareSums *sums) {
   if (shares == g->offload_shares) {
     /* its own: the entries its last shares wrote, then its lenders' now, may be other than 0 */
-    for (guint j = next_bit(g->share_lenders, 0, p->n); j < p->n;
-         j = next_bit(g->share_lenders, j + 1, p->n))
+    for (guint j = ema_bits_next(g->share_lenders, 0, p->n); j < p->n;
+         j = ema_bits_next(g->share_lenders, j + 1, p->n))
       shares[j] = (EmaOffloadShare){0};
     memcpy(g->share_lenders, ema_slice_ledger_lenders(&p->core.ledger, g->index),
            p->words * sizeof *g->share_lenders);
@@ -1311,8 +1293,8 @@ static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, d
   double t_read;
   /* off G's lenders nothing is read and no share kept (at_cap -1, no wait): the entries
    * written last time are cleared, then its lenders' written */
-  for (guint j = next_bit(g->read_lenders, 0, p->n); j < p->n;
-       j = next_bit(g->read_lenders, j + 1, p->n)) {
+  for (guint j = ema_bits_next(g->read_lenders, 0, p->n); j < p->n;
+       j = ema_bits_next(g->read_lenders, j + 1, p->n)) {
     g->reads[j] = FALSE;
     g->read_shares[j] = (EmaOffloadShare){0};
   }
@@ -1449,9 +1431,9 @@ static void start_offload(Pool *p, Gpu *g, EmaTime step) {
     row[j] = g->offload_shares[j].seqs > 0 && step > 0
                  ? lender_share(p, g, j, &g->offload_shares[j], step)
                  : 0;
-    set_bit(&p->core.ledger.offload_to[j * p->words], g->index, row[j] > 0);
+    ema_bits_set(&p->core.ledger.offload_to[j * p->words], g->index, row[j] > 0);
   }
-  set_bit(p->offloaders, g->index, TRUE);
+  ema_bits_set(p->offloaders, g->index, TRUE);
   for (guint j = 0; p->exec && j < p->n; j++) {
     double alone = ema_offload_partial_alone_s(g->offload, &g->offload_shares[j]);
     double rate = alone > 0 && step > 0 ? g->layers / ((double) step * 1e-9) : 0;
@@ -1570,7 +1552,8 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
     return 0;
   expire_offloads(p);
   /* the GPUs pulling from this one (another's term would be 0, the sum the same) */
-  for (guint b = next_bit(by, 0, p->n); p->pulling > 0 && b < p->n; b = next_bit(by, b + 1, p->n))
+  for (guint b = ema_bits_next(by, 0, p->n); p->pulling > 0 && b < p->n;
+       b = ema_bits_next(by, b + 1, p->n))
     if (ema_sim_now(p->sim) < p->gpus[b].pull_until)
       peers += spec->interference_outgoing * p->gpus[b].pull[gpu] /
                ema_slice_gpu_ranks(&g->counters); /* a lending group's ranks share it */
@@ -1582,14 +1565,14 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   }
   slow = own + peers > 0 ? slowdown(rate_m, own + peers) : 1; /* slowdown(rate_m, 0) is 1 */
   if (g->pulled) {
-    for (guint j = next_bit(g->pulls_from, 0, p->n); j < p->n;
-         j = next_bit(g->pulls_from, j + 1, p->n)) {
+    for (guint j = ema_bits_next(g->pulls_from, 0, p->n); j < p->n;
+         j = ema_bits_next(g->pulls_from, j + 1, p->n)) {
       g->pull[j] = 0;
-      set_bit(&p->pulled_by[j * p->words], gpu, FALSE);
+      ema_bits_set(&p->pulled_by[j * p->words], gpu, FALSE);
     }
     memset(g->pulls_from, 0, p->words * sizeof *g->pulls_from);
     g->pulled = FALSE;
-    set_bit(p->pullers, gpu, FALSE);
+    ema_bits_set(p->pullers, gpu, FALSE);
     p->pulling--;
   }
   g->incoming = 0;
@@ -1634,13 +1617,13 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   FOR_EACH_LENDER (p, g, j) {
     g->pull[j] = bytes[j] * ema_slice_gpu_ranks(&g->counters) * g->layers / seconds;
     if (g->pull[j] != 0) {
-      set_bit(g->pulls_from, j, TRUE);
-      set_bit(&p->pulled_by[j * p->words], gpu, TRUE);
+      ema_bits_set(g->pulls_from, j, TRUE);
+      ema_bits_set(&p->pulled_by[j * p->words], gpu, TRUE);
     }
   }
   g->pull_until = ema_sim_now(p->sim) + step;
   g->pulled = TRUE;
-  set_bit(p->pullers, gpu, TRUE);
+  ema_bits_set(p->pullers, gpu, TRUE);
   p->pulling++;
   return step;
 }

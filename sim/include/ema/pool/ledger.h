@@ -145,19 +145,12 @@ void ema_slice_ledger_clear(EmaSliceLedger *ledger);
 
 /* BORROWER's lenders (the GPUs lending it slices) as bits, (n + 63) / 64 words. */
 static inline const guint64 *ema_slice_ledger_lenders(const EmaSliceLedger *l, guint borrower) {
-  return &l->lenders[borrower * ((l->n + 63) / 64)];
+  return &l->lenders[borrower * EMA_BITS_WORDS(l->n)];
 }
 
 /* The first lender of BORROWER from J on (a GPU lending it slices), or n. */
 static inline guint ema_slice_ledger_next_lender(const EmaSliceLedger *l, guint borrower, guint j) {
-  const guint64 *bits = ema_slice_ledger_lenders(l, borrower);
-  while (j < l->n) {
-    guint64 word = bits[j / 64] >> (j % 64);
-    if (word != 0)
-      return MIN(l->n, j + (guint) __builtin_ctzll(word));
-    j = (j / 64 + 1) * 64;
-  }
-  return l->n;
+  return ema_bits_next(ema_slice_ledger_lenders(l, borrower), j, l->n);
 }
 
 /* The GPUs G's tenant spans (a TP group's tp; 1 otherwise). */
