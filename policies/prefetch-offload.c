@@ -149,14 +149,17 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   if (p->allowance <= 0 || (step->step_offload_s <= 0 && step->step_offload_read_s <= 0) ||
       step->context_tokens <= 0 || step->offload_full_context <= 0 || step->kv_bytes <= 0)
     return;
-  for (guint j = 0; j < view->n_gpus; j++)
+  /* its lenders, in index order (the other GPUs hold none of its blocks) */
+  for (guint j = ema_pool_view_next_lender(view, gpu, 0); j < view->n_gpus;
+       j = ema_pool_view_next_lender(view, gpu, j + 1))
     total += (double) remote[j];
   if (total <= 0)
     return;
   /* the step's remote tokens per remote block */
   share = step->remote_bytes / step->kv_bytes;
   per_block = share * step->context_tokens / total;
-  for (guint j = 0; j < view->n_gpus; j++) {
+  for (guint j = ema_pool_view_next_lender(view, gpu, 0); j < view->n_gpus;
+       j = ema_pool_view_next_lender(view, gpu, j + 1)) {
     double s_j = (double) remote[j] / total, f;
     if (s_j <= 0)
       continue;

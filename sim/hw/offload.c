@@ -13,6 +13,8 @@
 
 #include <math.h>
 
+#include "ema/core/bits.h"
+
 #define FP32_BYTES 4.0
 
 struct _EmaOffloadModel {
@@ -142,16 +144,29 @@ static double port_bytes(const EmaOffloadModel *m, double one, double total) {
   return m->shared_port ? MAX(total, m->ranks * one) : one;
 }
 
+/* The first share from J on in LENDERS (NULL: every share), or N. */
+static guint next_share(const guint64 *lenders, guint j, guint n) {
+  return lenders ? ema_bits_next(lenders, j, n) : MIN(j, n);
+}
+
 EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreakdown *local,
                               const EmaOffloadShare *shares, guint n_shares, guint64 merged,
                               EmaOffloadBreakdown *out) {
+  return ema_offload_step_time_over(offload, local, shares, n_shares, NULL, merged, out);
+}
+
+EmaTime ema_offload_step_time_over(const EmaOffloadModel *offload, const EmaStepBreakdown *local,
+                                   const EmaOffloadShare *shares, guint n_shares,
+                                   const guint64 *lenders, guint64 merged,
+                                   EmaOffloadBreakdown *out) {
   const EmaOffloadModel *m = offload;
   EmaOffloadBreakdown r = {0};
   double sent_total = 0, returned_total = 0, parts = 0;
   guint64 largest = 0, sum = 0;
 
   g_return_val_if_fail(m != NULL && local != NULL && (shares != NULL || n_shares == 0), 0);
-  for (guint j = 0; j < n_shares; j++) {
+  for (guint j = next_share(lenders, 0, n_shares); j < n_shares;
+       j = next_share(lenders, j + 1, n_shares)) {
     g_return_val_if_fail(shares[j].new_kv <= shares[j].seqs && shares[j].context >= 0, 0);
     g_return_val_if_fail(shares[j].seqs > 0 || shares[j].context == 0, 0);
     if (shares[j].seqs == 0)
@@ -163,7 +178,8 @@ EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreak
   }
   g_return_val_if_fail(merged >= largest && merged <= sum, 0);
 
-  for (guint j = 0; j < n_shares; j++) {
+  for (guint j = next_share(lenders, 0, n_shares); j < n_shares;
+       j = next_share(lenders, j + 1, n_shares)) {
     double send, attend, back;
     if (shares[j].seqs == 0)
       continue;

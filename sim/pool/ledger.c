@@ -28,9 +28,10 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->view.blocks_room = l->blocks_room;
   l->view.readers = l->sharers;
   l->view.offload_to = l->offload_to;
+  l->view.lenders = l->lenders;
   l->seal_size = sizeof(EmaPoolView) + n * sizeof(EmaGpuView) +
                  (gsize) n * n * (2 * sizeof(guint64) + sizeof(double)) + n * sizeof(guint64) +
-                 n * sizeof(guint) + (gsize) n * ((n + 63) / 64) * sizeof(guint64);
+                 n * sizeof(guint) + 2 * (gsize) n * ((n + 63) / 64) * sizeof(guint64);
   l->seal = g_malloc0(l->seal_size);
 }
 
@@ -41,7 +42,9 @@ typedef struct {
   const char *name;
 } ViewPart;
 
-static guint view_parts(const EmaSliceLedger *l, ViewPart parts[8]) {
+#define VIEW_PARTS 9
+
+static guint view_parts(const EmaSliceLedger *l, ViewPart parts[VIEW_PARTS]) {
   gsize nn = (gsize) l->n * l->n;
   parts[0] = (ViewPart){&l->view, sizeof l->view, "the view's own fields"};
   parts[1] = (ViewPart){l->views, l->n * sizeof(EmaGpuView), "gpus[]"};
@@ -52,11 +55,13 @@ static guint view_parts(const EmaSliceLedger *l, ViewPart parts[8]) {
   parts[6] = (ViewPart){l->sharers, l->n * sizeof(guint), "readers[]"};
   parts[7] = (ViewPart){l->offload_to, (gsize) l->n * ((l->n + 63) / 64) * sizeof(guint64),
                         "offload_to[]"};
-  return 8;
+  parts[8] =
+      (ViewPart){l->lenders, (gsize) l->n * ((l->n + 63) / 64) * sizeof(guint64), "lenders[]"};
+  return VIEW_PARTS;
 }
 
 void ema_slice_ledger_seal(EmaSliceLedger *l) {
-  ViewPart parts[8];
+  ViewPart parts[VIEW_PARTS];
   gsize at = 0;
   for (guint i = 0, n = view_parts(l, parts); i < n; at += parts[i].size, i++)
     memcpy(l->seal + at, parts[i].data, parts[i].size);
@@ -64,7 +69,7 @@ void ema_slice_ledger_seal(EmaSliceLedger *l) {
 
 gboolean ema_slice_ledger_check_seal(const EmaSliceLedger *l, const EmaPolicyInfo *policy,
                                      const char *hook, GError **error) {
-  ViewPart parts[8];
+  ViewPart parts[VIEW_PARTS];
   gsize at = 0;
   for (guint i = 0, n = view_parts(l, parts); i < n; at += parts[i].size, i++)
     if (memcmp(l->seal + at, parts[i].data, parts[i].size) != 0) {
@@ -79,7 +84,7 @@ gboolean ema_slice_ledger_check_seal(const EmaSliceLedger *l, const EmaPolicyInf
 }
 
 void ema_slice_ledger_restore_seal(EmaSliceLedger *l) {
-  ViewPart parts[8];
+  ViewPart parts[VIEW_PARTS];
   gsize at = 0;
   for (guint i = 0, n = view_parts(l, parts); i < n; at += parts[i].size, i++)
     memcpy((gpointer) parts[i].data, l->seal + at, parts[i].size);
@@ -119,12 +124,7 @@ void ema_slice_ledger_change_lent(EmaSliceLedger *l, guint lender, guint borrowe
   g_assert(delta >= 0 || (guint64) -delta <= *lent);
   b->remote_cap_total -= ema_slice_ledger_remote_capacity(l, b, lender);
   *lent = (guint64) ((gint64) *lent + delta);
-  if (*lent > 0)
-    l->lenders[borrower * ((l->n + 63) / 64) + lender / 64] |= G_GUINT64_CONSTANT(1)
-                                                               << (lender % 64);
-  else
-    l->lenders[borrower * ((l->n + 63) / 64) + lender / 64] &=
-        ~(G_GUINT64_CONSTANT(1) << (lender % 64));
+  ema_bits_set(&l->lenders[borrower * EMA_BITS_WORDS(l->n)], lender, *lent > 0);
   b->remote_cap_total += ema_slice_ledger_remote_capacity(l, b, lender);
   l->gpus[lender]->lent_total = (guint64) ((gint64) l->gpus[lender]->lent_total + delta);
   b->borrowed_total = (guint64) ((gint64) b->borrowed_total + delta);
@@ -167,11 +167,14 @@ gboolean ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, EmaSliceLedger *seal,
 }
 
 /* ledger.h; a lender's sharers are the GPUs holding blocks on it. */
-double ema_slice_ledger_remote_time(const EmaSliceLedger *l, const EmaServerSpec *server,
-                                    const double *bytes, double bandwidth, guint ranks) {
+double ema_slice_ledger_remote_time(const EmaSliceLedger *l, const EmaSliceGpu *g,
+                                    const EmaServerSpec *server, const double *bytes,
+                                    double bandwidth, guint ranks) {
   double longest = 0, sum = 0;
   double port = server->topology == EMA_TOPOLOGY_DIRECT ? 1 : ranks;
-  for (guint j = 0; j < l->n; j++) {
+  /* its lenders in index order: the terms of the other GPUs, 0 bytes, are skipped below */
+  for (guint j = ema_slice_ledger_next_lender(l, g->index, 0); j < l->n;
+       j = ema_slice_ledger_next_lender(l, g->index, j + 1)) {
     if (bytes[j] <= 0)
       continue;
     /* a lending TP group's KV comes over its ranks' ports side by side */
@@ -192,11 +195,13 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
   double layer_mem = bd->layer_memory_s * slow;
   double remote = (double) g->remote_total / used * bd->kv_read_bytes / layers;
   g_assert(g->remote_total > 0);
-  for (guint j = 0; j < l->n; j++)
+  /* its blocks are in slices its lenders lend it: every other GPU's share is 0 */
+  for (guint j = ema_slice_ledger_next_lender(l, g->index, 0); j < l->n;
+       j = ema_slice_ledger_next_lender(l, g->index, j + 1))
     bytes[j] = remote * (double) g->remote[j] / (double) g->remote_total;
-  *t_copy = ema_slice_ledger_remote_time(l, server, bytes, server->link.bandwidth,
+  *t_copy = ema_slice_ledger_remote_time(l, g, server, bytes, server->link.bandwidth,
                                          ema_slice_gpu_ranks(g));
-  *t_direct = ema_slice_ledger_remote_time(l, server, bytes, server->link.direct_read_bandwidth,
+  *t_direct = ema_slice_ledger_remote_time(l, g, server, bytes, server->link.direct_read_bandwidth,
                                            ema_slice_gpu_ranks(g));
   *view =
       (EmaStepCostView){(guint) layers, MAX(bd->layer_compute_s, layer_mem), layer_mem,
@@ -221,8 +226,9 @@ static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v, guint64 *
   v->slices_pending = g->borrowing;
   v->slices_borrowed = g->borrowed_total;
   v->slices_borrowed_used = 0;
-  for (guint j = 0; g->remote_total > 0 && j < l->n; j++)
-    v->slices_borrowed_used += ema_slices_for_blocks(g, g->remote[j]);
+  for (guint j = ema_slice_ledger_next_lender(l, i, 0); g->remote_total > 0 && j < l->n;
+       j = ema_slice_ledger_next_lender(l, i, j + 1))
+    v->slices_borrowed_used += ema_slices_for_blocks(g, g->remote[j]); /* 0 off its lenders */
   v->block_bytes = g->block_bytes;
   v->blocks_total =
       g->has_tenant ? ema_slice_gpu_local_capacity(g) + ema_slice_gpu_remote_admitted(g) : 0;

@@ -96,7 +96,8 @@ typedef struct {
   gboolean evicting_to_host; /* the pool's own eviction: swap_out must not park on peers */
   double *pull;              /* [n] B/s this tenant pulls from lender j in its last step... */
   EmaTime pull_until;        /* ...while that step runs (an idle borrower pulls nothing) */
-  gboolean pulled;           /* some pull[j] is not 0 (counted in Pool.pulling) */
+  gboolean pulled;           /* set by its last step that read remote KV (in Pool.pulling) */
+  guint64 *pulls_from;       /* [words]: the lenders j whose pull[j] is not 0 */
   double incoming;           /* B/s copied into this GPU by its prefetches in its last step */
   double copy_steal;         /* B/s of HBM rate taken by swap and migration copies... */
   EmaTime copy_until;        /* ...until then */
@@ -107,6 +108,7 @@ typedef struct {
   EmaOffloadModel *offload;
   char *offload_error;
   EmaOffloadShare *offload_shares; /* [n] */
+  guint64 *share_lenders;          /* [words]: where offload_shares may not be 0 (shares_start()) */
   EmaTime offload_step, offload_until;
   gboolean offloading; /* offload_until is set and its row of the ledger's offload_share too */
   /* prefix-tier moves held for one event per step (ema_pool_set_tier_per_step), per
@@ -129,6 +131,7 @@ typedef struct {
    * reading: the planned step does so */
   gboolean *reads;
   EmaOffloadShare *read_shares;
+  guint64 *read_lenders; /* [words]: where reads and read_shares may not be 0 */
   double read_uncapped_s;
   guint read_capped_by;
   gboolean reading;
@@ -155,11 +158,13 @@ struct _Pool {
   gboolean tier_per_step; /* ema_pool_set_tier_per_step */
   guint pulling;          /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
   guint offloading;       /* GPUs whose offloading is set: none, and no step looks for them */
-  /* sets of GPUs as bits, WORDS words each, walked in index order (next_bit()), so that a sum
+  /* sets of GPUs as bits, WORDS words each, walked in index order (ema_bits_next()), so that a sum
    * over them adds what a walk of every GPU adds, in its order, the others' being 0: the GPUs
-   * whose pulled is set; whose offloading is (per lender, the ledger's offload_to) */
+   * whose pulled is set; whose offloading is (per lender, the ledger's offload_to); per lender
+   * j, at [j * words], the GPUs b whose pull[j] is not 0 (a step sums the pulls on its GPU
+   * over them) */
   guint words;
-  guint64 *pullers, *offloaders;
+  guint64 *pullers, *offloaders, *pulled_by;
   /* the execution model (offexec.h; exec FALSE: the server's is offload.h's own, mps at equal
    * priority with one median, and none of this is used): per borrower b and lender j, at
    * [b * n + j] while b's offloading step runs, rho_bj, rho_bj S_bj and L_b / T_b; the partials'
@@ -175,23 +180,15 @@ struct _EmaPool {
   Pool pool;
 };
 
-/* The first GPU from I on in the set BITS of N GPUs (Pool.words), or N. */
-static inline guint next_bit(const guint64 *bits, guint i, guint n) {
-  while (i < n) {
-    guint64 word = bits[i / 64] >> (i % 64);
-    if (word != 0)
-      return MIN(n, i + (guint) __builtin_ctzll(word));
-    i = (i / 64 + 1) * 64;
-  }
-  return n;
+/* G's lenders from J on (the GPUs lending it slices, ledger.h), or n: the
+ * places of all its remote blocks, in index order, so that a step's sum
+ * over them adds what a walk of every GPU adds, the others' terms being 0
+ * (no blocks, no bytes, no offload share there). */
+static inline guint next_lender(const Pool *p, const Gpu *g, guint j) {
+  return ema_slice_ledger_next_lender(&p->core.ledger, g->index, j);
 }
-
-static inline void set_bit(guint64 *bits, guint i, gboolean on) {
-  if (on)
-    bits[i / 64] |= G_GUINT64_CONSTANT(1) << (i % 64);
-  else
-    bits[i / 64] &= ~(G_GUINT64_CONSTANT(1) << (i % 64));
-}
+#define FOR_EACH_LENDER(p, g, j)                                                                   \
+  for (guint j = next_lender(p, g, 0); j < (p)->n; j = next_lender(p, g, j + 1))
 
 /* A ledger change that completes after its cost: a borrow (slices being
  * mapped for a borrower), a return (empty slices a borrower gave back,
@@ -929,17 +926,17 @@ static double step_seconds(const Pool *p, const Gpu *g, const EmaStepBreakdown *
  * over: 0 (an idle borrower charges no lender). */
 static void expire_offloads(Pool *p) {
   EmaTime now = ema_sim_now(p->sim);
-  for (guint b = next_bit(p->offloaders, 0, p->n); p->offloading > 0 && b < p->n;
-       b = next_bit(p->offloaders, b + 1, p->n)) {
+  for (guint b = ema_bits_next(p->offloaders, 0, p->n); p->offloading > 0 && b < p->n;
+       b = ema_bits_next(p->offloaders, b + 1, p->n)) {
     Gpu *g = &p->gpus[b];
     double *row = &p->core.ledger.offload_share[b * p->n];
     if (now < g->offload_until)
       continue;
     for (guint j = 0; j < p->n; j++)
       if (row[j] > 0)
-        set_bit(&p->core.ledger.offload_to[j * p->words], b, FALSE);
+        ema_bits_set(&p->core.ledger.offload_to[j * p->words], b, FALSE);
     memset(row, 0, p->n * sizeof(double));
-    set_bit(p->offloaders, b, FALSE);
+    ema_bits_set(p->offloaders, b, FALSE);
     if (p->exec) {
       memset(&p->exec_rho[b * p->n], 0, p->n * sizeof(double));
       memset(&p->exec_rho_s[b * p->n], 0, p->n * sizeof(double));
@@ -957,8 +954,8 @@ static double lender_offload_share(const Pool *p, guint lender, guint borrower) 
   EmaTime now = ema_sim_now(p->sim);
   const guint64 *to = &p->core.ledger.offload_to[lender * p->words];
   double share = 0;
-  for (guint b = next_bit(to, 0, p->n); p->offloading > 0 && b < p->n;
-       b = next_bit(to, b + 1, p->n)) {
+  for (guint b = ema_bits_next(to, 0, p->n); p->offloading > 0 && b < p->n;
+       b = ema_bits_next(to, b + 1, p->n)) {
     const Gpu *g = &p->gpus[b];
     if (b != lender && b != borrower && g->offloading && now < g->offload_until)
       share += p->core.ledger.offload_share[b * p->n + lender];
@@ -984,7 +981,16 @@ typedef struct {
  * offloads nothing (no decode in it: DECODING false, or nothing remote). */
 static gboolean shares_start(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare *shares,
                              ShareSums *sums) {
-  memset(shares, 0, p->n * sizeof *shares);
+  if (shares == g->offload_shares) {
+    /* its own: the entries its last shares wrote, then its lenders' now, may be other than 0 */
+    for (guint j = ema_bits_next(g->share_lenders, 0, p->n); j < p->n;
+         j = ema_bits_next(g->share_lenders, j + 1, p->n))
+      shares[j] = (EmaOffloadShare){0};
+    memcpy(g->share_lenders, ema_slice_ledger_lenders(&p->core.ledger, g->index),
+           p->words * sizeof *g->share_lenders);
+  } else {
+    memset(shares, 0, p->n * sizeof *shares);
+  }
   memset(sums, 0, sizeof *sums);
   if (!decoding || g->remote_total == 0)
     return FALSE;
@@ -992,6 +998,15 @@ static gboolean shares_start(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare
   sums->cache = ema_pool_core_request(&p->core, g->index, EMA_KV_PREFIX_CACHE);
   sums->cache_remote = sums->cache && sums->cache->blocks > sums->cache->at[g->index];
   return TRUE;
+}
+
+/* The next place from J on that may hold blocks of a request of G whose
+ * places mask (EmaPoolRequest.places) is LENDERS, or n: the mask's below
+ * 64; past them, G's lenders (a block on j sits in slices j lends G), not
+ * every place. */
+static inline guint next_place(const Pool *p, const Gpu *g, guint64 lenders, guint j) {
+  j = ema_pool_next_lender(lenders, j, p->n);
+  return j < 64 ? j : next_lender(p, g, j);
 }
 
 /* Running request R of G's tenant into SHARES and SUMS: with an engine,
@@ -1031,8 +1046,7 @@ static void share_request(const Pool *p, const Gpu *g, const EmaPoolRequest *r, 
   lenders = r->places | (cached > 0 ? cache->places : 0);
   if (g->index < 64)
     lenders &= ~(G_GUINT64_CONSTANT(1) << g->index);
-  for (guint j = ema_pool_next_lender(lenders, 0, p->n); j < p->n;
-       j = ema_pool_next_lender(lenders, j + 1, p->n)) {
+  for (guint j = next_place(p, g, lenders, 0); j < p->n; j = next_place(p, g, lenders, j + 1)) {
     double tokens;
     if (j == g->index || (r->at[j] == 0 && (cached == 0 || cache->at[j] == 0)))
       continue; /* none of its blocks there (a place past the mask's 64) */
@@ -1054,13 +1068,14 @@ static void share_request(const Pool *p, const Gpu *g, const EmaPoolRequest *r, 
 static guint64 shares_finish(const Pool *p, const Gpu *g, const ShareSums *sums,
                              EmaOffloadShare *shares) {
   const EmaPoolRequest *cache = sums->cache;
-  for (guint j = 0; sums->cached_seqs > 0 && j < p->n; j++)
-    if (j != g->index && cache->at[j] > 0) {
+  FOR_EACH_LENDER (p, g, j)
+    if (sums->cached_seqs > 0 && cache->at[j] > 0) {
       shares[j].seqs += sums->cached_seqs;
       shares[j].context += (double) (sums->cached_blocks * sums->block_tokens) *
                            (double) cache->at[j] / (double) cache->blocks;
     }
-  for (guint j = 0; j < p->n; j++)
+  /* (shares_start cleared the other GPUs') */
+  FOR_EACH_LENDER (p, g, j)
     shares[j].lender_busy = shares[j].seqs > 0 && ema_pool_core_running(&p->core, j) != NULL;
   return sums->merged + sums->cached_seqs;
 }
@@ -1178,11 +1193,12 @@ static double offload_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, double
   EmaTime local_ns;
   if (g->offload == NULL)
     return 0;
-  for (guint j = 0; j < p->n; j++)
+  FOR_EACH_LENDER (p, g, j)
     remote += shares[j].context;
   local.decode_context = MAX(0, batch->decode_context - remote);
   local_ns = ema_step_time(g->model, &local, &bd);
-  ema_offload_step_time(g->offload, &bd, shares, p->n, merged, &ob);
+  ema_offload_step_time_over(g->offload, &bd, shares, p->n,
+                             ema_slice_ledger_lenders(&p->core.ledger, g->index), merged, &ob);
   return step_seconds(p, g, &bd, local_ns, slow, t_read > 0, 0, t_read, &direct) +
          (double) ob.added / 1e9;
 }
@@ -1225,21 +1241,22 @@ static double lender_capped_step(const Pool *p, const Gpu *g, guint j, const Ema
   return ceil(lender_s / left * 1e9) / 1e9;
 }
 
-/* An offloading step of SECONDS with its lenders held within the plan's
+/* An offloading step of G of SECONDS with its lenders held within the plan's
  * offload_cap: AT_CAP[j] is lender_capped_step() of lender j's partials
+ * (read for G's lenders only: another GPU's would be -1)
  * (the same for any step that offloads the same share of it); a lender
  * marked in SKIP (may be NULL) takes none of the step. Where a lender's
  * partials would take more than its cap left, the step lengthens until it
  * serves them at it, the longest over the lenders. *BY: the lender that
  * sets it (G_MAXUINT: none; SECONDS stands). 0 when a lender holding some
  * of the step has none of the cap left (*BY the first such). */
-static double offload_capped(const Pool *p, const double *at_cap, const gboolean *skip,
-                             double seconds, guint *by) {
+static double offload_capped(const Pool *p, const Gpu *g, const double *at_cap,
+                             const gboolean *skip, double seconds, guint *by) {
   double capped = seconds;
   *by = G_MAXUINT;
   if (seconds <= 0)
     return seconds;
-  for (guint j = 0; j < p->n; j++) {
+  FOR_EACH_LENDER (p, g, j) {
     if (skip && skip[j])
       continue;
     if (at_cap[j] == 0) {
@@ -1281,7 +1298,16 @@ static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, d
   guint64 seqs = 0, largest = 0;
   guint read = 0, kept = 0;
   double t_read;
-  for (guint j = 0; j < p->n; j++) {
+  /* off G's lenders nothing is read and no share kept (at_cap -1, no wait): the entries
+   * written last time are cleared, then its lenders' written */
+  for (guint j = ema_bits_next(g->read_lenders, 0, p->n); j < p->n;
+       j = ema_bits_next(g->read_lenders, j + 1, p->n)) {
+    g->reads[j] = FALSE;
+    g->read_shares[j] = (EmaOffloadShare){0};
+  }
+  memcpy(g->read_lenders, ema_slice_ledger_lenders(&p->core.ledger, g->index),
+         p->words * sizeof *g->read_lenders);
+  FOR_EACH_LENDER (p, g, j) {
     const EmaOffloadShare *share = &g->offload_shares[j];
     g->reads[j] = at_cap[j] == 0 || at_cap[j] > g->uncapped_s || read_waiting(p, share);
     g->read_shares[j] = g->reads[j] ? (EmaOffloadShare){0} : *share;
@@ -1293,12 +1319,12 @@ static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, d
   }
   if (read == 0 || kept == 0)
     return 0;
-  t_read = ema_slice_ledger_remote_time(&p->core.ledger, p->server, p->read_scratch,
+  t_read = ema_slice_ledger_remote_time(&p->core.ledger, &g->counters, p->server, p->read_scratch,
                                         p->server->link.direct_read_bandwidth,
                                         ema_slice_gpu_ranks(&g->counters));
   g->read_uncapped_s =
       offload_seconds(p, g, batch, slow, g->read_shares, CLAMP(merged, largest, seqs), t_read);
-  return offload_capped(p, at_cap, g->reads, g->read_uncapped_s, &g->read_capped_by);
+  return offload_capped(p, g, at_cap, g->reads, g->read_uncapped_s, &g->read_capped_by);
 }
 
 /* G's offloading steps (BATCH, SLOW, MERGED as offload_seconds()) at the
@@ -1313,13 +1339,15 @@ static void time_offload(Pool *p, Gpu *g, const EmaStepBatch *batch, double slow
   g->capped_by = G_MAXUINT;
   view->step_offload_s = g->uncapped_s;
   view->step_offload_read_s = 0;
-  for (guint j = 0; p->exec && j < p->n; j++)
-    waits = waits || read_waiting(p, &g->offload_shares[j]);
+  if (p->exec)
+    FOR_EACH_LENDER (p, g, j)
+      waits = waits || read_waiting(p, &g->offload_shares[j]);
   if (g->uncapped_s <= 0 || (cap >= 1 && !waits))
     return; /* nothing offloads, or no lender is capped or makes it wait */
-  for (guint j = 0; j < p->n; j++)
+  /* (the other GPUs' would be -1: none reads them) */
+  FOR_EACH_LENDER (p, g, j)
     at_cap[j] = cap < 1 ? lender_capped_step(p, g, j, &g->offload_shares[j], cap) : -1;
-  view->step_offload_s = offload_capped(p, at_cap, NULL, g->uncapped_s, &g->capped_by);
+  view->step_offload_s = offload_capped(p, g, at_cap, NULL, g->uncapped_s, &g->capped_by);
   view->step_offload_read_s = offload_read_seconds(p, g, batch, slow, merged, at_cap);
 }
 
@@ -1403,13 +1431,16 @@ static void count_capped(Pool *p, Gpu *g, double capped_s) {
  * time (r_j) go into the ledger's row for the views and the lenders' steps. */
 static void start_offload(Pool *p, Gpu *g, EmaTime step) {
   double *row = &p->core.ledger.offload_share[g->index * p->n];
-  for (guint j = 0; j < p->n; j++) {
+  /* a row that expired (expire_offloads) is all 0 and in no lender's offload_to: only G's
+   * lenders, those with a share, change it; one still running is written whole */
+  for (guint j = g->offloading ? 0 : next_lender(p, g, 0); j < p->n;
+       j = g->offloading ? j + 1 : next_lender(p, g, j + 1)) {
     row[j] = g->offload_shares[j].seqs > 0 && step > 0
                  ? lender_share(p, g, j, &g->offload_shares[j], step)
                  : 0;
-    set_bit(&p->core.ledger.offload_to[j * p->words], g->index, row[j] > 0);
+    ema_bits_set(&p->core.ledger.offload_to[j * p->words], g->index, row[j] > 0);
   }
-  set_bit(p->offloaders, g->index, TRUE);
+  ema_bits_set(p->offloaders, g->index, TRUE);
   for (guint j = 0; p->exec && j < p->n; j++) {
     double alone = ema_offload_partial_alone_s(g->offload, &g->offload_shares[j]);
     double rate = alone > 0 && step > 0 ? g->layers / ((double) step * 1e-9) : 0;
@@ -1518,6 +1549,7 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   /* HBM rate taken by this GPU's own prefetch copies, and by peers' traffic */
   double own = spec->interference_incoming * g->incoming, peers = 0, slow, seconds;
   double *bytes = p->bytes_scratch;
+  const guint64 *by = &p->pulled_by[gpu * p->words];
   double t_copy = 0, t_direct = 0;
   gboolean remote = FALSE, offload; /* the step reads remote KV; offloads its attention */
   EmaStepCostView view;
@@ -1526,9 +1558,9 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   if (all_local == 0)
     return 0;
   expire_offloads(p);
-  /* with no pulls, each term would be 0 and the sum stays 0 */
-  for (guint b = next_bit(p->pullers, 0, p->n); p->pulling > 0 && b < p->n;
-       b = next_bit(p->pullers, b + 1, p->n))
+  /* the GPUs pulling from this one (another's term would be 0, the sum the same) */
+  for (guint b = ema_bits_next(by, 0, p->n); p->pulling > 0 && b < p->n;
+       b = ema_bits_next(by, b + 1, p->n))
     if (ema_sim_now(p->sim) < p->gpus[b].pull_until)
       peers += spec->interference_outgoing * p->gpus[b].pull[gpu] /
                ema_slice_gpu_ranks(&g->counters); /* a lending group's ranks share it */
@@ -1540,10 +1572,14 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   }
   slow = own + peers > 0 ? slowdown(rate_m, own + peers) : 1; /* slowdown(rate_m, 0) is 1 */
   if (g->pulled) {
-    for (guint j = 0; j < p->n; j++)
+    for (guint j = ema_bits_next(g->pulls_from, 0, p->n); j < p->n;
+         j = ema_bits_next(g->pulls_from, j + 1, p->n)) {
       g->pull[j] = 0;
+      ema_bits_set(&p->pulled_by[j * p->words], gpu, FALSE);
+    }
+    memset(g->pulls_from, 0, p->words * sizeof *g->pulls_from);
     g->pulled = FALSE;
-    set_bit(p->pullers, gpu, FALSE);
+    ema_bits_set(p->pullers, gpu, FALSE);
     p->pulling--;
   }
   g->incoming = 0;
@@ -1583,12 +1619,18 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   }
   if (g->plan.mode == EMA_REMOTE_PREFETCH)
     g->incoming = view.remote_bytes * g->layers / seconds;
-  /* a lender's HBM serves all of a TP group's ranks (bytes[] are one rank's) */
-  for (guint j = 0; j < p->n; j++)
+  /* a lender's HBM serves all of a TP group's ranks (bytes[] are one rank's); its pulls are
+   * all 0 here (cleared above), and 0 off its lenders */
+  FOR_EACH_LENDER (p, g, j) {
     g->pull[j] = bytes[j] * ema_slice_gpu_ranks(&g->counters) * g->layers / seconds;
+    if (g->pull[j] != 0) {
+      ema_bits_set(g->pulls_from, j, TRUE);
+      ema_bits_set(&p->pulled_by[j * p->words], gpu, TRUE);
+    }
+  }
   g->pull_until = ema_sim_now(p->sim) + step;
   g->pulled = TRUE;
-  set_bit(p->pullers, gpu, TRUE);
+  ema_bits_set(p->pullers, gpu, TRUE);
   p->pulling++;
   return step;
 }
@@ -1744,6 +1786,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->cap_scratch = g_new0(double, p->n);
   p->words = (p->n + 63) / 64;
   p->pullers = g_new0(guint64, p->words);
+  p->pulled_by = g_new0(guint64, (gsize) p->n * p->words);
   p->offloaders = g_new0(guint64, p->words);
   p->pending = g_ptr_array_new();
   p->exec = server->offload.execution != EMA_OFFLOAD_EXEC_MPS ||
@@ -1764,9 +1807,12 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
     g->pool = p;
     g->parked = g_new0(guint64, p->n);
     g->pull = g_new0(double, p->n);
+    g->pulls_from = g_new0(guint64, p->words);
     g->offload_shares = g_new0(EmaOffloadShare, p->n);
+    g->share_lenders = g_new0(guint64, p->words);
     g->reads = g_new0(gboolean, p->n);
     g->read_shares = g_new0(EmaOffloadShare, p->n);
+    g->read_lenders = g_new0(guint64, p->words);
     g->capped_by = g->read_capped_by = g->throttled_by = G_MAXUINT;
     g->partial_draw = 1;
     g->throttled_at = G_MININT64 / 2; /* never */
@@ -1801,9 +1847,12 @@ void ema_pool_free(EmaPool *pool) {
     ema_slice_gpu_clear(&g->counters);
     g_free(g->parked);
     g_free(g->pull);
+    g_free(g->pulls_from);
     g_free(g->offload_shares);
+    g_free(g->share_lenders);
     g_free(g->reads);
     g_free(g->read_shares);
+    g_free(g->read_lenders);
     g_free(g->offload_error);
     ema_offload_model_free(g->offload);
   }
@@ -1824,6 +1873,7 @@ void ema_pool_free(EmaPool *pool) {
   g_free(p->read_scratch);
   g_free(p->cap_scratch);
   g_free(p->pullers);
+  g_free(p->pulled_by);
   g_free(p->offloaders);
   g_free(pool);
 }

@@ -300,6 +300,7 @@ static gboolean check_module(const EmaPolicyModule *module, const char *origin,
       info->params = f.params;
       info->ops = ops;
       info->never_acts = k == EMA_POLICY_BORROW && ops == ema_builtin_never_borrows;
+      info->built_in = module == &ema_builtin_policies;
       g_ptr_array_add(new_infos, info);
     }
   }

@@ -63,6 +63,7 @@
 
 #include <glib.h>
 
+#include "ema/core/bits.h"
 #include "ema/core/event.h"
 #include "ema/hw/hwmodel.h"
 #include "ema/core/params.h"
@@ -154,6 +155,11 @@ struct _EmaPoolView {
    * Call it through ema_policy_debug(), which checks. */
   void (*debug)(const EmaPoolView *view, guint gpu, const char *message);
   gpointer debug_data; /* the backend's, for debug() */
+  /* appended so that a decision costs a borrower's lenders, not the server's GPUs:
+   * lenders[b * ((n_gpus + 63) / 64)], a set of bits: j's bit is set where lent[j * n_gpus + b]
+   * is above 0, so every block of b's remote_blocks row is on one of them (NULL: look at every
+   * j, ema_pool_view_next_lender()) */
+  const guint64 *lenders;
 };
 
 /* The GPUs holding blocks on lender J. */
@@ -170,16 +176,17 @@ static inline guint ema_pool_view_readers(const EmaPoolView *view, guint j) {
  * lender J's HBM time (view->offload_share above 0 there), or n_gpus: the
  * others' shares are 0. */
 static inline guint ema_pool_view_next_offloader(const EmaPoolView *view, guint j, guint b) {
-  guint words = (view->n_gpus + 63) / 64;
   if (view->offload_to == NULL)
     return MIN(b, view->n_gpus);
-  while (b < view->n_gpus) {
-    guint64 word = view->offload_to[j * words + b / 64] >> (b % 64);
-    if (word != 0)
-      return MIN(view->n_gpus, b + (guint) __builtin_ctzll(word));
-    b = (b / 64 + 1) * 64;
-  }
-  return view->n_gpus;
+  return ema_bits_next(&view->offload_to[j * EMA_BITS_WORDS(view->n_gpus)], b, view->n_gpus);
+}
+
+/* The first lender of BORROWER from J on (lent[j * n_gpus + BORROWER] above 0), or n_gpus:
+ * the others hold none of its remote blocks. */
+static inline guint ema_pool_view_next_lender(const EmaPoolView *view, guint borrower, guint j) {
+  if (view->lenders == NULL)
+    return MIN(j, view->n_gpus);
+  return ema_bits_next(&view->lenders[borrower * EMA_BITS_WORDS(view->n_gpus)], j, view->n_gpus);
 }
 
 /* Write a line (printf FORMAT) to the pool's event log as a "debug" event of GPU: what a policy

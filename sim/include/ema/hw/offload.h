@@ -156,6 +156,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaOffloadModel, ema_offload_model_free)
 EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreakdown *local,
                               const EmaOffloadShare *shares, guint n_shares, guint64 merged,
                               EmaOffloadBreakdown *out);
+/* ema_offload_step_time where only the lenders in the set LENDERS (bits, (N_SHARES + 63) / 64
+ * words; NULL: all) may hold some of the step, the other shares being 0: the same time, at the
+ * cost of those lenders (a rack's borrower offloads to a few of its GPUs). */
+EmaTime ema_offload_step_time_over(const EmaOffloadModel *offload, const EmaStepBreakdown *local,
+                                   const EmaOffloadShare *shares, guint n_shares,
+                                   const guint64 *lenders, guint64 merged,
+                                   EmaOffloadBreakdown *out);
 
 /* r_j: the share of a lender's HBM time that reading SHARE's KV once per
  * borrower step of BORROWER_STEP ns takes (BORROWER_STEP > 0). */

@@ -143,16 +143,14 @@ void ema_slice_ledger_restore_seal(EmaSliceLedger *l);
 void ema_slice_ledger_init(EmaSliceLedger *ledger, guint n);
 void ema_slice_ledger_clear(EmaSliceLedger *ledger);
 
+/* BORROWER's lenders (the GPUs lending it slices) as bits, (n + 63) / 64 words. */
+static inline const guint64 *ema_slice_ledger_lenders(const EmaSliceLedger *l, guint borrower) {
+  return &l->lenders[borrower * EMA_BITS_WORDS(l->n)];
+}
+
 /* The first lender of BORROWER from J on (a GPU lending it slices), or n. */
 static inline guint ema_slice_ledger_next_lender(const EmaSliceLedger *l, guint borrower, guint j) {
-  const guint64 *bits = &l->lenders[borrower * ((l->n + 63) / 64)];
-  while (j < l->n) {
-    guint64 word = bits[j / 64] >> (j % 64);
-    if (word != 0)
-      return MIN(l->n, j + (guint) __builtin_ctzll(word));
-    j = (j / 64 + 1) * 64;
-  }
-  return l->n;
+  return ema_bits_next(ema_slice_ledger_lenders(l, borrower), j, l->n);
 }
 
 /* The GPUs G's tenant spans (a TP group's tp; 1 otherwise). */
@@ -293,25 +291,26 @@ static inline guint64 ema_slice_gpu_free_blocks(const EmaSliceGpu *g) {
   return local_free + (admitted > g->remote_total ? admitted - g->remote_total : 0);
 }
 
-/* The time one layer's remote KV of a reader takes at BANDWIDTH, BYTES[j]
+/* The time one layer's remote KV of reader G takes at BANDWIDTH, BYTES[j]
  * from lender j per rank of RANKS reading side by side: each lender's port
  * (its link to each rank on a mesh, its one port otherwise, which then
  * carries all RANKS shards) shared by the tenants holding data on it; on a
- * switch or PCIe, each rank's ingress carries its sum too. */
-double ema_slice_ledger_remote_time(const EmaSliceLedger *l, const EmaServerSpec *server,
-                                    const double *bytes, double bandwidth, guint ranks);
+ * switch or PCIe, each rank's ingress carries its sum too. Only G's lenders
+ * are read (BYTES[j] of another GPU j is taken as 0, whatever it holds). */
+double ema_slice_ledger_remote_time(const EmaSliceLedger *l, const EmaSliceGpu *g,
+                                    const EmaServerSpec *server, const double *bytes,
+                                    double bandwidth, guint ranks);
 
 /* What the prefetch policy sees of a step of G's tenant (G holds remote
  * blocks; the view means nothing when the step reads no KV, remote_bytes
  * 0) whose all-local breakdown is BD, on LAYERS layers, its local HBM
  * slowed by SLOW (>= 1): each layer's remote KV is the tenant's remote
  * share of its KV reads, split over the lenders as its blocks are
- * (BYTES[n], filled); *T_COPY and *T_DIRECT are the times copy engines and
- * direct loads take to bring one layer's of it, each lender's port shared
- * by the tenants holding data on it and, on a switch (and PCIe), the
- * reader's ingress carrying the sum. A TP group's step model, BD, BYTES
- * and the view are one rank's (kv_read_bytes is a rank's shard of the
- * KV): every rank reads its shard of each remote block at once, over its
+ * (BYTES[j] of each lender j of G filled; the others' left as they are); *T_COPY and *T_DIRECT are
+ * the times copy engines and direct loads take to bring one layer's of it, each lender's port
+ * shared by the tenants holding data on it and, on a switch (and PCIe), the reader's ingress
+ * carrying the sum. A TP group's step model, BD, BYTES and the view are one rank's (kv_read_bytes
+ * is a rank's shard of the KV): every rank reads its shard of each remote block at once, over its
  * own path. On a link per GPU pair (DIRECT) each rank has its own link to
  * the lender, carrying BYTES[j]; on a switch (and PCIe) the lender's one
  * port carries all t ranks' shards (t x BYTES[j]) while each rank's

@@ -56,6 +56,8 @@ typedef struct {
   /* a built-in borrow policy whose plans are always empty (ema_builtin_never_borrows): the
    * pool need not ask it unless something else is due */
   gboolean never_acts;
+  /* one of the built-in table's (compiled and tested with the pool), not a module's */
+  gboolean built_in;
 } EmaPolicyInfo;
 
 /* A named composition: `policy: NAME` stands for the YAML map YAML. */
