@@ -583,17 +583,43 @@ static Surface *grid_surface(const EmaProfile *p, const GemmGrid *grid, guint64 
   return s;
 }
 
+/* The profile's derived surface KEY: made by MAKE(p, ARGS) on its first lookup (NULL: none can
+ * be made) and kept in the derived table, the lookups' own cache, under the profile's lock. */
+typedef Surface *(*MakeDerived)(const EmaProfile *p, gconstpointer args);
+
+static const Surface *derived_surface(const EmaProfile *profile, const char *key, MakeDerived make,
+                                      gconstpointer args) {
+  EmaProfile *p = (EmaProfile *) profile;
+  gpointer found;
+  g_mutex_lock(&p->lock);
+  if (!g_hash_table_lookup_extended(p->derived, key, NULL, &found)) {
+    found = make(p, args);
+    g_hash_table_insert(p->derived, g_strdup(key), found);
+  }
+  g_mutex_unlock(&p->lock);
+  return found;
+}
+
+/* grid_surface's arguments, for derived_surface */
+typedef struct {
+  const GemmGrid *grid;
+  guint64 k, n;
+} GridArgs;
+
+static Surface *make_grid_surface(const EmaProfile *p, gconstpointer args) {
+  const GridArgs *a = args;
+  return grid_surface(p, a->grid, a->k, a->n);
+}
+
 /* The GEMM surface of one shape: the shape's own rows, unless a GEMM grid
  * of higher precedence (an `aic-gemm` import) holds the shape in its range,
  * whose interpolation then answers (made once, kept in the profile). */
 static const Surface *gemm_surface(const EmaProfile *profile, EmaProfileDtype dtype, gboolean bias,
                                    guint64 k, guint64 n) {
-  EmaProfile *p = (EmaProfile *) profile; /* the derived table is the lookup's own cache */
+  EmaProfile *p = (EmaProfile *) profile; /* the imports are read on first need */
   char key[128];
-  const Surface *exact;
+  const Surface *exact, *made;
   const GemmGrid *grid = NULL;
-  gpointer found;
-  Surface *made;
   gemm_key(key, sizeof key, dtype, bias, k, n);
   exact = find_surface(p, EMA_PROFILE_GEMM, key); /* the GEMM imports read, unless measured */
   if (exact && exact->source == 0)
@@ -604,13 +630,7 @@ static const Surface *gemm_surface(const EmaProfile *profile, EmaProfileDtype dt
       grid = &g_array_index(p->grids, GemmGrid, i);
   if (!grid || (exact && exact->source <= grid->source))
     return exact;
-  g_mutex_lock(&p->lock);
-  if (!g_hash_table_lookup_extended(p->derived, key, NULL, &found)) {
-    found = grid_surface(p, grid, k, n);
-    g_hash_table_insert(p->derived, g_strdup(key), found);
-  }
-  made = found;
-  g_mutex_unlock(&p->lock);
+  made = derived_surface(p, key, make_grid_surface, &(GridArgs){grid, k, n});
   return made ? made : exact;
 }
 
@@ -658,6 +678,25 @@ static Surface *scaled_surface(const EmaProfile *p, const Surface *from, double 
   return s;
 }
 
+/* attn_decode_folded's arguments, for derived_surface */
+typedef struct {
+  EmaProfileDtype dtype;
+  guint q, kv, d, before;
+} FoldArgs;
+
+static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args) {
+  const FoldArgs *a = args;
+  for (guint g = 2; g <= a->kv && a->q % g == 0 && a->kv % g == 0; g *= 2) {
+    char key[128];
+    const Surface *from;
+    attn_key(key, sizeof key, a->dtype, a->q / g, a->kv / g, a->d);
+    from = g_hash_table_lookup(p->tables[EMA_PROFILE_ATTN_DECODE], key);
+    if (from && from->source < a->before)
+      return scaled_surface(p, from, 1.0 / g, 1);
+  }
+  return NULL;
+}
+
 /* Decode attention of Q query and KV key-value heads of D from the shape of Q/g and KV/g
  * heads at g times the batch (the smallest g, a power of two dividing both, whose shape a data
  * set of precedence below BEFORE holds): a decode kernel's work is independent per sequence
@@ -667,29 +706,11 @@ static Surface *scaled_surface(const EmaProfile *p, const Surface *from, double 
  * profile's derived table; NULL where no such shape is held. */
 static const Surface *attn_decode_folded(const EmaProfile *profile, EmaProfileDtype dtype, guint q,
                                          guint kv, guint d, guint before) {
-  EmaProfile *p = (EmaProfile *) profile; /* the derived table is the lookup's own cache */
-  char key[160], from_key[128];
-  const Surface *made = NULL;
-  gpointer found;
-  attn_key(from_key, sizeof from_key, dtype, q, kv, d);
-  g_snprintf(key, sizeof key, "decode folded %s before %u", from_key, before);
-  g_mutex_lock(&p->lock);
-  if (g_hash_table_lookup_extended(p->derived, key, NULL, &found)) {
-    g_mutex_unlock(&p->lock);
-    return found;
-  }
-  for (guint g = 2; g <= kv && !made; g *= 2) {
-    const Surface *from;
-    if (q % g != 0 || kv % g != 0)
-      break;
-    attn_key(from_key, sizeof from_key, dtype, q / g, kv / g, d);
-    from = g_hash_table_lookup(p->tables[EMA_PROFILE_ATTN_DECODE], from_key);
-    if (from && from->source < before)
-      made = scaled_surface(p, from, 1.0 / g, 1);
-  }
-  g_hash_table_insert(p->derived, g_strdup(key), (gpointer) made);
-  g_mutex_unlock(&p->lock);
-  return made;
+  char key[160], shape[128];
+  attn_key(shape, sizeof shape, dtype, q, kv, d);
+  g_snprintf(key, sizeof key, "decode folded %s before %u", shape, before);
+  return derived_surface(profile, key, make_attn_decode_folded,
+                         &(FoldArgs){dtype, q, kv, d, before});
 }
 
 void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
@@ -732,31 +753,23 @@ static const char *elementwise_kin(const char *name) {
   return strcmp(name, "layernorm") == 0 ? "rmsnorm" : strcmp(name, "gelu") == 0 ? "silu_mul" : NULL;
 }
 
-/* Operator NAME's elementwise surface at WIDTH made from its nearest width W' in the tables (of
- * DTYPE's rate class, the nearest by ratio, ties to the wider), or where they hold NAME at no
- * width, its kin's (elementwise_kin): its point at T tokens is one at T W' / W tokens here, as
- * an elementwise kernel's time follows the elements it reads and writes, tokens x width (at few
- * elements, its launch-bound floor). Made once and kept in the profile's derived table; NULL
- * where the tables hold neither at any width. */
-static const Surface *elementwise_by_elements(const EmaProfile *profile, EmaProfileDtype dtype,
-                                              const char *name, guint64 width) {
-  EmaProfile *p = (EmaProfile *) profile; /* the derived table is the lookup's own cache */
-  char key[128], prefix[128];
-  const Surface *from = NULL, *made;
+/* elementwise_by_elements' arguments, for derived_surface */
+typedef struct {
+  EmaProfileDtype dtype;
+  const char *name;
+  guint64 width;
+} WidthArgs;
+
+static Surface *make_elementwise_by_elements(const EmaProfile *p, gconstpointer args) {
+  const WidthArgs *a = args;
+  const Surface *from = NULL;
   guint64 from_width = 0;
   double best = G_MAXDOUBLE;
-  gpointer found;
-  GHashTableIter it;
-  gpointer k, v;
-  elementwise_key(key, sizeof key, dtype, name, width);
-  lazy_load(p, 1u << EMA_PROFILE_ELEMENTWISE);
-  g_mutex_lock(&p->lock);
-  if (g_hash_table_lookup_extended(p->derived, key, NULL, &found)) {
-    g_mutex_unlock(&p->lock);
-    return found;
-  }
-  for (const char *op = name; op && !from; op = op == name ? elementwise_kin(name) : NULL) {
-    elementwise_key(prefix, sizeof prefix, dtype, op, 0);
+  for (const char *op = a->name; op && !from; op = op == a->name ? elementwise_kin(op) : NULL) {
+    char prefix[128];
+    GHashTableIter it;
+    gpointer k, v;
+    elementwise_key(prefix, sizeof prefix, a->dtype, op, 0);
     prefix[strlen(prefix) - 1] = '\0'; /* "<class> <op> w=" */
     g_hash_table_iter_init(&it, p->tables[EMA_PROFILE_ELEMENTWISE]);
     while (g_hash_table_iter_next(&it, &k, &v)) {
@@ -766,7 +779,7 @@ static const Surface *elementwise_by_elements(const EmaProfile *profile, EmaProf
           !g_ascii_string_to_unsigned((const char *) k + strlen(prefix), 10, 1, G_MAXUINT64, &w,
                                       NULL))
         continue;
-      distance = fabs(log((double) w / (double) width));
+      distance = fabs(log((double) w / (double) a->width));
       if (distance < best || (distance == best && w > from_width)) {
         best = distance;
         from = v;
@@ -774,10 +787,22 @@ static const Surface *elementwise_by_elements(const EmaProfile *profile, EmaProf
       }
     }
   }
-  made = from ? scaled_surface(p, from, 1, (double) from_width / (double) width) : NULL;
-  g_hash_table_insert(p->derived, g_strdup(key), (gpointer) made);
-  g_mutex_unlock(&p->lock);
-  return made;
+  return from ? scaled_surface(p, from, 1, (double) from_width / (double) a->width) : NULL;
+}
+
+/* Operator NAME's elementwise surface at WIDTH made from its nearest width W' in the tables (of
+ * DTYPE's rate class, the nearest by ratio, ties to the wider), or where they hold NAME at no
+ * width, its kin's (elementwise_kin): its point at T tokens is one at T W' / W tokens here, as
+ * an elementwise kernel's time follows the elements it reads and writes, tokens x width (at few
+ * elements, its launch-bound floor). Made once and kept in the profile's derived table; NULL
+ * where the tables hold neither at any width. */
+static const Surface *elementwise_by_elements(const EmaProfile *profile, EmaProfileDtype dtype,
+                                              const char *name, guint64 width) {
+  char key[128];
+  elementwise_key(key, sizeof key, dtype, name, width);
+  lazy_load((EmaProfile *) profile, 1u << EMA_PROFILE_ELEMENTWISE);
+  return derived_surface(profile, key, make_elementwise_by_elements,
+                         &(WidthArgs){dtype, name, width});
 }
 
 void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *name,
