@@ -436,6 +436,14 @@ static const EmaParam profile_params[] = {
     {"step_cpu_cost_per_seq", EMA_PARAM_DURATION, PROFILE_FIELD(step_cpu_cost_per_seq),
      .default_value = "0s", .min = 0, .max = 1e9,
      .help = "CPU time per step per scheduled request (its inputs, sampling and output)"},
+    {"step_cpu_cost_group", EMA_PARAM_DURATION, PROFILE_FIELD(step_cpu_cost_group),
+     .default_value = "0s", .min = 0, .max = 1e10,
+     .help = "CPU time per step of a tensor-parallel group (TP > 1) only: the hand-over of the "
+             "step's inputs to the other ranks' worker processes"},
+    {"step_cpu_cost_per_seq_group", EMA_PARAM_DURATION, PROFILE_FIELD(step_cpu_cost_per_seq_group),
+     .default_value = "0s", .min = 0, .max = 1e9,
+     .help = "CPU time per step per scheduled request of a tensor-parallel group (TP > 1) only: "
+             "that request's share of the hand-over"},
     {"request_cpu_cost", EMA_PARAM_DURATION, PROFILE_FIELD(request_cpu_cost), .default_value = "0s",
      .min = 0, .max = 1e10,
      .help = "time from a request's arrival at the server to its being schedulable (the API "
@@ -568,6 +576,10 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
   engine->step_cpu_cost =
       profile->step_cpu_cost + profile->step_cpu_cost_per_rank * (MAX(tenant->tp, 1) - 1);
   engine->step_cpu_cost_per_seq = profile->step_cpu_cost_per_seq;
+  if (tenant->tp > 1) {
+    engine->step_cpu_cost += profile->step_cpu_cost_group;
+    engine->step_cpu_cost_per_seq += profile->step_cpu_cost_per_seq_group;
+  }
   engine->cpu_overlap = profile->cpu_overlap;
   engine->request_cpu_cost = profile->request_cpu_cost;
   engine->fixed_reserve = profile->fixed_reserve;

@@ -311,6 +311,24 @@ static void test_one_request(void) {
   ema_test_remove_tree(dir);
 }
 
+/* An engine profile's CPU costs as a tenant pays them (test-group: 1 ms, 100 us a request,
+ * 200 us a rank beyond the first, and 300 us + 50 us a request in a group only): at TP 1 the
+ * fixed and per-request costs alone; at TP 4 1 + 3 x 0.2 + 0.3 = 1.9 ms and 150 us a request. */
+static void test_engine_cpu_group(void) {
+  g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
+  const char *solo[] = {"tenants.0.engine.profile=test-group", NULL};
+  const char *group[] = {"tenants.0.engine.profile=test-group", "tenants.0.tp=4",
+                         "server=h200x8-hgx", NULL};
+  g_autoptr(EmaExperiment) one = load(path, solo);
+  g_autoptr(EmaExperiment) four = load(path, group);
+  const EmaTenantSpec *t1 = &g_array_index(one->tenants, EmaTenantSpec, 0);
+  const EmaTenantSpec *t4 = &g_array_index(four->tenants, EmaTenantSpec, 0);
+  g_assert_cmpint(t1->engine.step_cpu_cost, ==, EMA_MS(1));
+  g_assert_cmpint(t1->engine.step_cpu_cost_per_seq, ==, EMA_US(100));
+  g_assert_cmpint(t4->engine.step_cpu_cost, ==, EMA_US(1900));
+  g_assert_cmpint(t4->engine.step_cpu_cost_per_seq, ==, EMA_US(150));
+}
+
 /* steps.csv of the one request: four rows in the columns of vLLM's step
  * traces, the GPU time in step.duration_us and the whole step (with the
  * profile's 1 ms of CPU) in cycle_time_us. */
@@ -722,7 +740,7 @@ static const BadConfig bad_configs[] = {
      "watermark, preempt, block_size, max_model_len, num_gpu_blocks, prefix_caching)"},
     {"unknown-profile.yaml", EMA_CONFIG_ERROR_KEY,
      "9:41: tenants.0.engine.profile: unknown engine profile 'vllm-v9' (known: test-free, "
-     "test-v1, vllm-v0, vllm-v1, vllm-v1-async, vllm-v1-otel)"},
+     "test-group, test-v1, vllm-v0, vllm-v1, vllm-v1-async, vllm-v1-otel)"},
     {"bad-unit.yaml", -1,
      "9:38: tenants.0.engine.gpu_memory_utilization: unknown unit 'GB' in '2GB' (fractions use % "
      "or a plain number)"},
@@ -1442,6 +1460,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/one-request", test_one_request);
   g_test_add_func("/serving/rejected", test_rejected);
   g_test_add_func("/serving/steps-csv", test_steps_csv);
+  g_test_add_func("/serving/engine-cpu/group", test_engine_cpu_group);
   g_test_add_func("/serving/plan/given-blocks", test_plan_given_blocks);
   g_test_add_func("/serving/plan/llama-8b-h200", test_plan_h200);
   g_test_add_func("/serving/plan/llama-70b-tp4", test_plan_70b_tp4);

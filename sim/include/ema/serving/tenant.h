@@ -112,11 +112,14 @@ typedef struct {
   char *versions; /* the engine versions the profile stands for */
   EmaSchedulerKind scheduler;
   /* The engine's CPU time per step (engine.h): step_cpu_cost + step_cpu_cost_per_rank (tp - 1)
-   * + step_cpu_cost_per_seq x the step's scheduled requests; added to the GPU time, or under
-   * async scheduling (cpu_overlap) hidden behind it up to the longer of the two. */
-  gint64 step_cpu_cost;          /* ns per step: scheduling, input preparation, sampling */
-  gint64 step_cpu_cost_per_rank; /* ns per step per TP rank beyond the first (broadcast, sync) */
-  gint64 step_cpu_cost_per_seq;  /* ns per step per scheduled request (inputs, outputs) */
+   * + step_cpu_cost_per_seq x the step's scheduled requests, and for a group (tp > 1)
+   * step_cpu_cost_group + step_cpu_cost_per_seq_group x the requests; added to the GPU time,
+   * or under async scheduling (cpu_overlap) hidden behind it up to the longer of the two. */
+  gint64 step_cpu_cost;               /* ns per step: scheduling, input preparation, sampling */
+  gint64 step_cpu_cost_per_rank;      /* ns per step per TP rank beyond the first (sync) */
+  gint64 step_cpu_cost_per_seq;       /* ns per step per scheduled request (inputs, outputs) */
+  gint64 step_cpu_cost_group;         /* ns per step of a group: inputs handed to the workers */
+  gint64 step_cpu_cost_per_seq_group; /* ns per step per request of a group: its share of that */
   gboolean cpu_overlap;          /* async scheduling: the CPU work overlaps the GPU's */
   gint64 request_cpu_cost;       /* ns from a request's arrival to its being schedulable */
   guint64 fixed_reserve;         /* bytes per GPU outside weights, activations and KV */
