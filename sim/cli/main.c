@@ -655,11 +655,18 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
 static int command_step_time(int argc, char **argv) {
   GError *error = NULL;
   gboolean breakdown = FALSE;
+  g_autofree char *weights = NULL, *kv_cache = NULL;
   GOptionEntry entries[] = {
       {"breakdown", 0, 0, G_OPTION_ARG_NONE, &breakdown,
        "Also print where each step's time goes: the layers, the LM head, the all-reduces, the "
        "step overhead, and the share timed from the profile's tables",
        NULL},
+      {"weights", 0, 0, G_OPTION_ARG_STRING, &weights,
+       "The decoder layers' weights as an experiment's model.weights: auto (the checkpoint's "
+       "type), fp8 or fp8-block",
+       "W"},
+      {"kv-cache", 0, 0, G_OPTION_ARG_STRING, &kv_cache,
+       "The KV cache as an experiment's model.kv_cache: auto or fp8", "K"},
       {NULL}};
   g_autoptr(EmaServerSpec) server = NULL;
   g_autoptr(EmaLlmSpec) model = NULL;
@@ -677,7 +684,7 @@ static int command_step_time(int argc, char **argv) {
   if (server == NULL)
     return fail(error);
   model = ema_llm_load(argv[2], &error);
-  if (model == NULL)
+  if (model == NULL || !ema_llm_set_precision(model, weights, kv_cache, &error))
     return fail(error);
   step = ema_step_model_new(model, server, (guint) tp, &error);
   if (step == NULL)

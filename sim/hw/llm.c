@@ -192,3 +192,24 @@ EmaLlmSpec *ema_llm_load(const char *name, GError **error) {
   g_autofree char *path = ema_llm_find(name, error);
   return path ? ema_params_load_file(&ema_llm_params, path, error) : NULL;
 }
+
+static gboolean precision_lookup(const char *option, const char *const *names, const char *name,
+                                 EmaPrecision *out, GError **error) {
+  for (guint i = 0; names[i]; i++)
+    if (strcmp(names[i], name) == 0) {
+      *out = (EmaPrecision) i;
+      return TRUE;
+    }
+  g_autofree char *valid = g_strjoinv(", ", (char **) names);
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+              "%s: unknown precision '%s' (valid: %s)", option, name, valid);
+  return FALSE;
+}
+
+gboolean ema_llm_set_precision(EmaLlmSpec *spec, const char *weights, const char *kv_cache,
+                               GError **error) {
+  return (weights == NULL ||
+          precision_lookup("--weights", precision_names, weights, &spec->weights, error)) &&
+         (kv_cache == NULL ||
+          precision_lookup("--kv-cache", kv_precision_names, kv_cache, &spec->kv_cache, error));
+}

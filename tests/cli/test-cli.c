@@ -426,7 +426,8 @@ static void test_missing_file(void) {
 }
 
 /* step-time: the step model's time of batches from a file, one line each;
- * an empty batch takes 0; a bad line is an error with its line number. */
+ * an empty batch takes 0; a bad line is an error with its line number; --weights and
+ * --kv-cache set the model's precision as an experiment's model keys do. */
 static void test_step_time(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *good = g_build_filename(dir, "good.csv", NULL);
@@ -468,6 +469,26 @@ static void test_step_time(void) {
   g_assert_null(strstr(run->out, "-"));
   ema_test_assert_contains(run->err, ":2: the step takes longer than the simulator's clock "
                                      "counts (2^63 ns, about 292 years)");
+  g_clear_pointer(&run, ema_test_run_free);
+  /* --weights fp8: the same decode step streams half the decoder's weight bytes, so it takes
+   * under the 16-bit step and over half of it (the LM head, KV and launches stay) */
+  {
+    double auto_us = g_ascii_strtod(lines[2], NULL), fp8_us;
+    g_auto(GStrv) fp8_lines = NULL;
+    run = ema_test_cli("step-time", "--weights", "fp8", "--kv-cache", "auto", "h200x8-hgx",
+                       "llama-2-70b", "4", good, NULL);
+    ema_test_assert_ok(run);
+    fp8_lines = g_strsplit(run->out, "\n", -1);
+    fp8_us = g_ascii_strtod(fp8_lines[2], NULL);
+    g_assert_cmpfloat(fp8_us, <, auto_us);
+    g_assert_cmpfloat(fp8_us, >, auto_us / 2);
+    g_clear_pointer(&run, ema_test_run_free);
+  }
+  run = ema_test_cli("step-time", "--weights", "fp4", "h200x8-hgx", "llama-2-70b", "4", good,
+                     NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  ema_test_assert_contains(run->err,
+                           "--weights: unknown precision 'fp4' (valid: auto, fp8, fp8-block)");
   g_clear_pointer(&run, ema_test_run_free);
   run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", NULL);
   g_assert_cmpint(run->status, ==, 2);

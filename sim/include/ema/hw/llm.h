@@ -111,6 +111,11 @@ EmaNode *ema_llm_resolve(const EmaNode *at, const char *path, GError **error);
 /* Load and bind the model NAME (see ema_llm_find). */
 EmaLlmSpec *ema_llm_load(const char *name, GError **error);
 void ema_llm_free(EmaLlmSpec *spec);
+/* Set SPEC's weights and KV cache precision by their YAML names (the `weights` and `kv_cache`
+ * keys: auto, fp8, fp8-block; auto, fp8); a NULL name leaves that one. FALSE with "--weights:
+ * unknown precision 'X' (valid: ...)" on an unknown name. */
+gboolean ema_llm_set_precision(EmaLlmSpec *spec, const char *weights, const char *kv_cache,
+                               GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaLlmSpec, ema_llm_free)
 
 G_END_DECLS
