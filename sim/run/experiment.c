@@ -267,6 +267,7 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
       }
       owner[g] = (gint) i;
     }
+    ema_tenant_resolve_batch_defaults(tenant, &experiment->server.gpu);
     if (!ema_tenant_plan(tenant, &experiment->server, &plan, &inner)) {
       ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, path, "%s", inner->message);
       g_error_free(inner);

@@ -449,6 +449,21 @@ static const EmaParam profile_params[] = {
      .help = "time from a request's arrival at the server to its being schedulable (the API "
              "server's parsing and tokenisation, its hand-over to the engine): its TTFT and E2E "
              "include it"},
+    {"default_max_num_seqs", EMA_PARAM_INT, PROFILE_FIELD(default_max_num_seqs),
+     .default_value = "256", .min = 1, .max = 1e7,
+     .help = "max_num_seqs where an experiment leaves it out (vllm serve's default)"},
+    {"default_max_num_batched_tokens", EMA_PARAM_INT, PROFILE_FIELD(default_max_num_batched_tokens),
+     .default_value = "2048", .min = 1, .max = 1e8,
+     .help = "max_num_batched_tokens where an experiment leaves it out (vllm serve's default; "
+             "under the v0 scheduler at least max_model_len)"},
+    {"large_gpu_max_num_seqs", EMA_PARAM_INT, PROFILE_FIELD(large_gpu_max_num_seqs),
+     .default_value = "0", .min = 0, .max = 1e7,
+     .help = "the default max_num_seqs on a GPU of at least 70 GiB other than an A100 (0: as on "
+             "others)"},
+    {"large_gpu_max_num_batched_tokens", EMA_PARAM_INT,
+     PROFILE_FIELD(large_gpu_max_num_batched_tokens), .default_value = "0", .min = 0, .max = 1e8,
+     .help = "the default max_num_batched_tokens on a GPU of at least 70 GiB other than an A100 "
+             "(0: as on others)"},
     {"cpu_overlap", EMA_PARAM_BOOL, PROFILE_FIELD(cpu_overlap), .default_value = "false",
      .help = "async scheduling: a step's CPU work overlaps the GPU's (a step takes the longer)"},
     {"fixed_reserve", EMA_PARAM_SIZE, PROFILE_FIELD(fixed_reserve), .flags = EMA_PARAM_REQUIRED,
@@ -484,11 +499,14 @@ static const EmaParam engine_params[] = {
     {"profile", EMA_PARAM_STRING, ENGINE_FIELD(profile), .default_value = "vllm-v1",
      .help = "engine profile: hwmodels/engines/<name>.yaml (scheduler, CPU cost per step, "
              "reserve)"},
-    {"max_num_seqs", EMA_PARAM_INT, ENGINE_FIELD(max_num_seqs), .default_value = "256", .min = 1,
-     .max = 1e7, .help = "running requests at most (vLLM max_num_seqs)"},
+    {"max_num_seqs", EMA_PARAM_INT, ENGINE_FIELD(max_num_seqs), .flags = EMA_PARAM_OPTIONAL,
+     .min = 1, .max = 1e7,
+     .help = "running requests at most (vLLM max_num_seqs; absent: the engine profile's default "
+             "on the tenant's GPU)"},
     {"max_num_batched_tokens", EMA_PARAM_INT, ENGINE_FIELD(max_num_batched_tokens),
-     .default_value = "8192", .min = 1, .max = 1e8,
-     .help = "tokens per step at most, prefill chunks included (vLLM max_num_batched_tokens)"},
+     .flags = EMA_PARAM_OPTIONAL, .min = 1, .max = 1e8,
+     .help = "tokens per step at most, prefill chunks included (vLLM max_num_batched_tokens; "
+             "absent: the engine profile's default on the tenant's GPU)"},
     {"gpu_memory_utilization", EMA_PARAM_FRACTION, ENGINE_FIELD(gpu_memory_utilization),
      .default_value = "90%", .min = 1e-3, .max = 1,
      .help = "share of HBM for weights, activations and KV cache (vLLM's knob)"},
@@ -583,6 +601,10 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
   engine->cpu_overlap = profile->cpu_overlap;
   engine->request_cpu_cost = profile->request_cpu_cost;
   engine->fixed_reserve = profile->fixed_reserve;
+  engine->default_max_num_seqs = profile->default_max_num_seqs;
+  engine->default_max_num_batched_tokens = profile->default_max_num_batched_tokens;
+  engine->large_gpu_max_num_seqs = profile->large_gpu_max_num_seqs;
+  engine->large_gpu_max_num_batched_tokens = profile->large_gpu_max_num_batched_tokens;
   if (engine_node == NULL || ema_node_get(engine_node, "watermark") == NULL)
     engine->watermark = profile->watermark;
   if (engine->max_model_len == 0)
@@ -775,6 +797,30 @@ gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *serve
   }
   plan->watermark_blocks = (guint64) ceil(tenant->engine.watermark * (double) plan->blocks);
   return TRUE;
+}
+
+/* vLLM's EngineArgs batch defaults (0.9 and later): "GPUs like H100 and MI300x" (at least
+ * 70 GiB of device memory, A100s excepted, where a larger budget lowered throughput) take the
+ * larger limits. */
+static gboolean is_large_gpu(const EmaGpuSpec *gpu) {
+  g_autofree char *name = g_ascii_strdown(gpu->name ? gpu->name : "", -1);
+  return (double) ema_gpu_hbm_bytes(gpu) >= 70.0 * 1073741824.0 && strstr(name, "a100") == NULL;
+}
+
+void ema_tenant_resolve_batch_defaults(EmaTenantSpec *tenant, const EmaGpuSpec *gpu) {
+  EmaEngineSpec *engine = &tenant->engine;
+  gboolean large = is_large_gpu(gpu);
+  if (engine->max_num_seqs == 0)
+    engine->max_num_seqs = large && engine->large_gpu_max_num_seqs ? engine->large_gpu_max_num_seqs
+                                                                   : engine->default_max_num_seqs;
+  if (engine->max_num_batched_tokens == 0) {
+    engine->max_num_batched_tokens = large && engine->large_gpu_max_num_batched_tokens
+                                         ? engine->large_gpu_max_num_batched_tokens
+                                         : engine->default_max_num_batched_tokens;
+    /* V0 without chunked prefill: a prompt is one step, so the budget holds the longest */
+    if (engine->scheduler == EMA_SCHEDULER_V0)
+      engine->max_num_batched_tokens = MAX(engine->max_num_batched_tokens, engine->max_model_len);
+  }
 }
 
 void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *plan,

@@ -484,8 +484,7 @@ static void test_step_time(void) {
     g_assert_cmpfloat(fp8_us, >, auto_us / 2);
     g_clear_pointer(&run, ema_test_run_free);
   }
-  run = ema_test_cli("step-time", "--weights", "fp4", "h200x8-hgx", "llama-2-70b", "4", good,
-                     NULL);
+  run = ema_test_cli("step-time", "--weights", "fp4", "h200x8-hgx", "llama-2-70b", "4", good, NULL);
   g_assert_cmpint(run->status, ==, 1);
   ema_test_assert_contains(run->err,
                            "--weights: unknown precision 'fp4' (valid: auto, fp8, fp8-block)");

@@ -329,6 +329,35 @@ static void test_engine_cpu_group(void) {
   g_assert_cmpint(t4->engine.step_cpu_cost_per_seq, ==, EMA_US(150));
 }
 
+/* Batch limits an experiment leaves out come from the engine profile by GPU, as vllm serve
+ * picks them: vllm-v1 on an H200 (>= 70 GiB) 1024 requests and 8192 tokens, on an A100-80GB
+ * (excepted by name) 256 and 2048; vllm-v0 256 and max(2048, max_model_len), here Llama-3.1-8B's
+ * 131072; a key the file gives wins. */
+static void test_batch_defaults(void) {
+  g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
+  const struct {
+    const char *overrides[4];
+    gint64 seqs, tokens;
+  } cases[] = {
+      {{"tenants.0.engine.profile=vllm-v1", NULL}, 1024, 8192},
+      {{"tenants.0.engine.profile=vllm-v1", "server=a100x8-dgx", NULL}, 256, 2048},
+      {{"tenants.0.engine.profile=vllm-v0", NULL}, 256, 131072},
+      {{"tenants.0.engine.profile=vllm-v0", "tenants.0.engine.max_model_len=1000", NULL},
+       256,
+       2048},
+      {{"tenants.0.engine.profile=vllm-v1", "tenants.0.engine.max_num_seqs=7",
+        "tenants.0.engine.max_num_batched_tokens=99", NULL},
+       7,
+       99},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(EmaExperiment) experiment = load(path, cases[i].overrides);
+    const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
+    g_assert_cmpint(t->engine.max_num_seqs, ==, cases[i].seqs);
+    g_assert_cmpint(t->engine.max_num_batched_tokens, ==, cases[i].tokens);
+  }
+}
+
 /* steps.csv of the one request: four rows in the columns of vLLM's step
  * traces, the GPU time in step.duration_us and the whole step (with the
  * profile's 1 ms of CPU) in cycle_time_us. */
@@ -630,14 +659,15 @@ static void test_plan_70b_tp4(void) {
   /* ceil(70,553,706,496 x 2 B / 4) */
   const guint64 weights = (141107412992ull + 3) / 4;
   /* per token: 2 h + (H + 2 K) d / tp + 2 F / tp = 16384 + 80 x 128 / 4 + 2 x 28672 / 4 */
+  /* the default profile's batch limits on an H200: 8192 tokens, 1024 requests' fp32 logits */
   const guint64 reserve =
-      8192ull * (2 * 8192 + (64 + 2 * 8) * 128 / 4 + 2 * 28672 / 4) * 2 + 256ull * 128256 * 4;
+      8192ull * (2 * 8192 + (64 + 2 * 8) * 128 / 4 + 2 * 28672 / 4) * 2 + 1024ull * 128256 * 4;
   /* 16 tokens x 2 x 80 layers x (8 / 4) KV heads per GPU x 128 x 2 B */
   const guint64 block = 16ull * 2 * 80 * (8 / 4) * 128 * 2;
 
   g_assert_cmpint(tenant->tp, ==, 4);
   g_assert_cmpuint(weights, ==, 35276853248);
-  g_assert_cmpuint(reserve, ==, 676593664);
+  g_assert_cmpuint(reserve, ==, 1070596096);
   g_assert_cmpuint(block, ==, 1310720);
   g_assert_true(ema_tenant_plan(tenant, &experiment->server, &plan, &error));
   g_assert_no_error(error);
@@ -656,7 +686,7 @@ static void test_plan_70b_tp4(void) {
 
   /* what the engine gets: the plan, and swap over the slower host direction */
   ema_tenant_engine_config(tenant, &plan, &experiment->server, &config);
-  g_assert_cmpuint(config.max_num_seqs, ==, 256);
+  g_assert_cmpuint(config.max_num_seqs, ==, 1024);
   g_assert_cmpuint(config.max_num_batched_tokens, ==, 8192);
   g_assert_cmpuint(config.watermark_blocks, ==, 0);
   g_assert_cmpuint(config.block_bytes, ==, block);
@@ -676,7 +706,7 @@ static void test_plan_does_not_fit(void) {
       path,
       ":5:5: tenants.0: llama-3.1-70b does not fit with tp 1 on A100-SXM4-40GB: 35.5 GiB of "
       "HBM per GPU (gpu_memory_utilization 90%) leaves no KV cache after 131 GiB of weights "
-      "and 1.40 GiB of activation reserve",
+      "and 453 MiB of activation reserve",
       NULL);
   GError *error = NULL;
   g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, NULL, &error);
@@ -1461,6 +1491,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/rejected", test_rejected);
   g_test_add_func("/serving/steps-csv", test_steps_csv);
   g_test_add_func("/serving/engine-cpu/group", test_engine_cpu_group);
+  g_test_add_func("/serving/batch-defaults", test_batch_defaults);
   g_test_add_func("/serving/plan/given-blocks", test_plan_given_blocks);
   g_test_add_func("/serving/plan/llama-8b-h200", test_plan_h200);
   g_test_add_func("/serving/plan/llama-70b-tp4", test_plan_70b_tp4);

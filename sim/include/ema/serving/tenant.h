@@ -120,13 +120,20 @@ typedef struct {
   gint64 step_cpu_cost_per_seq;       /* ns per step per scheduled request (inputs, outputs) */
   gint64 step_cpu_cost_group;         /* ns per step of a group: inputs handed to the workers */
   gint64 step_cpu_cost_per_seq_group; /* ns per step per request of a group: its share of that */
-  gboolean cpu_overlap;          /* async scheduling: the CPU work overlaps the GPU's */
-  gint64 request_cpu_cost;       /* ns from a request's arrival to its being schedulable */
-  guint64 fixed_reserve;         /* bytes per GPU outside weights, activations and KV */
-  double watermark;              /* the admission watermark this engine keeps (V1: none) */
-  char *source;                  /* what the numbers were fitted on */
-  char *fitted_on;               /* the runs (GPU, TP, engine version) the fit used */
-  char *fidelity;                /* the measured error of this profile with the step model */
+  gboolean cpu_overlap;               /* async scheduling: the CPU work overlaps the GPU's */
+  gint64 request_cpu_cost;            /* ns from a request's arrival to its being schedulable */
+  guint64 fixed_reserve;              /* bytes per GPU outside weights, activations and KV */
+  /* max_num_seqs and max_num_batched_tokens where an experiment leaves them out, as this
+   * version's `vllm serve` picks them: the large_gpu pair on a GPU of at least 70 GiB that is
+   * not an A100 (vLLM's EngineArgs batch defaults; 0: the default pair), the default pair on
+   * others; under the v0 scheduler (no chunked prefill) the token budget is at least
+   * max_model_len. */
+  gint64 default_max_num_seqs, default_max_num_batched_tokens;
+  gint64 large_gpu_max_num_seqs, large_gpu_max_num_batched_tokens;
+  double watermark; /* the admission watermark this engine keeps (V1: none) */
+  char *source;     /* what the numbers were fitted on */
+  char *fitted_on;  /* the runs (GPU, TP, engine version) the fit used */
+  char *fidelity;   /* the measured error of this profile with the step model */
 } EmaEngineProfile;
 
 extern const EmaParamTable ema_engine_profile_params;
@@ -136,9 +143,9 @@ void ema_engine_profile_free(EmaEngineProfile *profile);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaEngineProfile, ema_engine_profile_free)
 
 typedef struct {
-  char *profile; /* engine profile name */
-  gint64 max_num_seqs;
-  gint64 max_num_batched_tokens;
+  char *profile;                 /* engine profile name */
+  gint64 max_num_seqs;           /* absent: the profile's default on the GPU (resolved below) */
+  gint64 max_num_batched_tokens; /* absent: likewise */
   double gpu_memory_utilization;
   guint64 activation_reserve; /* bytes per GPU; 0 in the file = derived */
   double watermark;           /* fraction of the KV blocks admission leaves free */
@@ -154,6 +161,10 @@ typedef struct {
   gboolean cpu_overlap;
   gint64 request_cpu_cost;
   guint64 fixed_reserve;
+  /* the profile's batch limits where the file leaves them out, by GPU (see
+   * ema_tenant_resolve_batch_defaults) */
+  gint64 default_max_num_seqs, default_max_num_batched_tokens;
+  gint64 large_gpu_max_num_seqs, large_gpu_max_num_batched_tokens;
 } EmaEngineSpec;
 
 /* A tenant's part in memory sharing, within the experiment's policy. */
@@ -199,6 +210,10 @@ gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *serve
 guint64 ema_tenant_default_activation_reserve(const EmaTenantSpec *tenant);
 
 /* The engine configuration of TENANT with PLAN on SERVER. */
+/* Fill TENANT's max_num_seqs and max_num_batched_tokens that its file left out from its engine
+ * profile's defaults for GPU (EmaEngineProfile); the experiment calls it once the server is
+ * known, before ema_tenant_plan. */
+void ema_tenant_resolve_batch_defaults(EmaTenantSpec *tenant, const EmaGpuSpec *gpu);
 void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *plan,
                               const EmaServerSpec *server, EmaEngineConfig *config);
 
