@@ -724,14 +724,22 @@ gboolean ema_pool_core_take_each(EmaPoolCore *c, EmaSliceGpu *g, const guint64 *
   return TRUE;
 }
 
+/* The places of a request whose mask (EmaPoolRequest.places) is PLACES
+ * from J on (ema_pool_next_lender: every place past the mask's 64). */
+#define FOR_EACH_PLACE(c, places, j)                                                               \
+  for (guint j = ema_pool_next_lender(places, 0, (c)->n); j < (c)->n;                              \
+       j = ema_pool_next_lender(places, j + 1, (c)->n))
+
 /* N of R's remote blocks go: FIRST (if < n) first, then in proportion to
  * its share on each lender, the remainder from the largest; GONE[j] (zeroed
- * here) what left lender j. */
+ * here on R's places, R->places' walk: nothing leaves the others, whose
+ * terms below are 0) what left lender j. */
 static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint64 n, guint first,
                         guint64 *gone) {
-  guint64 left = n, total = r->blocks - r->at[g->index];
-  memset(gone, 0, c->n * sizeof *gone);
-  if (first < c->n && first != g->index) {
+  guint64 left = n, total = r->blocks - r->at[g->index], places = r->places;
+  FOR_EACH_PLACE (c, places, j)
+    gone[j] = 0;
+  if (first < c->n && first != g->index && r->at[first] > 0) {
     guint64 k = MIN(left, r->at[first]);
     gone[first] += k;
     left -= k;
@@ -739,9 +747,12 @@ static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint
   }
   if (left > 0 && total > 0) {
     guint64 share_total = left;
-    for (guint j = 0; j < c->n && left > 0; j++) {
-      guint64 have = j == g->index ? 0 : r->at[j] - gone[j];
-      guint64 k = MIN(have, share_total * have / total);
+    FOR_EACH_PLACE (c, places, j) {
+      guint64 have, k;
+      if (left == 0)
+        break;
+      have = j == g->index ? 0 : r->at[j] - gone[j];
+      k = MIN(have, share_total * have / total);
       gone[j] += MIN(left, k);
       left -= MIN(left, k);
     }
@@ -749,7 +760,7 @@ static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint
   while (left > 0) {
     guint best = c->n;
     guint64 most = 0;
-    for (guint j = 0; j < c->n; j++)
+    FOR_EACH_PLACE (c, places, j)
       if (j != g->index && r->at[j] - gone[j] > most) {
         most = r->at[j] - gone[j];
         best = j;
@@ -763,12 +774,13 @@ static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint
 gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, guint64 n, guint first,
                             GError **error) {
   EmaPoolRequest *r;
-  guint64 used, rremote, remote;
+  guint64 used, rremote, remote, places;
   guint64 *gone = c->scratch;
   if (n == 0)
     return TRUE;
   r = request_find(c, g->index, request);
   g_assert(r != NULL);
+  places = r->places; /* where blocks may go from (give_remote), before they do */
   used = r->blocks;
   rremote = used - r->at[g->index];
   g_assert_cmpuint(n, <=, used);
@@ -785,7 +797,7 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   }
   if (remote > 0) {
     give_remote(c, g, r, remote, first, gone);
-    for (guint j = 0; j < c->n; j++) {
+    FOR_EACH_PLACE (c, places, j) {
       if (gone[j] == 0)
         continue;
       request_sub(r, j, gone[j]);

@@ -158,6 +158,7 @@ struct _Pool {
   gboolean tier_per_step; /* ema_pool_set_tier_per_step */
   guint pulling;          /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
   guint offloading;       /* GPUs whose offloading is set: none, and no step looks for them */
+  EmaTime offload_expiry; /* at most the earliest offload_until of those (expire_offloads) */
   /* sets of GPUs as bits, WORDS words each, walked in index order (ema_bits_next()), so that a sum
    * over them adds what a walk of every GPU adds, in its order, the others' being 0: the GPUs
    * whose pulled is set; whose offloading is (per lender, the ledger's offload_to); per lender
@@ -455,12 +456,14 @@ static void memory_cache_room(gpointer self, guint64 *local, guint64 *remote) {
 }
 
 /* The lender of G with the most free room for its blocks (the tier's
- * blocks are counted, not placed: its copies are timed to and from it). */
+ * blocks are counted, not placed: its copies are timed to and from it);
+ * the lowest index of those alike. Off its lenders there is no room (no
+ * slice lent, no capacity). */
 static guint tier_peer(const Gpu *g) {
   const Pool *p = g->pool;
   guint best = g->index;
   guint64 most = 0;
-  for (guint j = 0; j < p->n; j++) {
+  FOR_EACH_LENDER (p, g, j) {
     guint64 cap = ema_slice_ledger_remote_capacity(&p->core.ledger, &g->counters, j);
     guint64 room = cap > g->remote[j] ? cap - g->remote[j] : 0;
     if (j != g->index && room > most) {
@@ -511,16 +514,19 @@ static void tier_reason(char reason[EMA_POOL_REASON_CHARS], guint64 n, const cha
 static void note_tier(Pool *p, Gpu *g, EmaKvTierMove move, guint peer, guint64 n, double bytes,
                       double seconds, guint64 moves) {
   char reason[EMA_POOL_REASON_CHARS], tail[64];
+  /* (the tail of a step's moves is printed only for them: a row per move is the default) */
   switch (move) {
   case EMA_KV_TIER_DEMOTE:
-    g_snprintf(tail, sizeof tail,
-               " (their local room was taken; %" G_GUINT64_FORMAT " move%s this step)", moves,
-               moves == 1 ? "" : "s");
+    if (moves)
+      g_snprintf(tail, sizeof tail,
+                 " (their local room was taken; %" G_GUINT64_FORMAT " move%s this step)", moves,
+                 moves == 1 ? "" : "s");
     tier_reason(reason, n, "demoted to gpu", peer, moves ? tail : " (their local room was taken)");
     break;
   case EMA_KV_TIER_FETCH:
-    g_snprintf(tail, sizeof tail, " for %" G_GUINT64_FORMAT " hit%s this step", moves,
-               moves == 1 ? "" : "s");
+    if (moves)
+      g_snprintf(tail, sizeof tail, " for %" G_GUINT64_FORMAT " hit%s this step", moves,
+                 moves == 1 ? "" : "s");
     tier_reason(reason, n, "fetched from gpu", peer, moves ? tail : " for a hit");
     break;
   case EMA_KV_TIER_DROP:
@@ -925,13 +931,17 @@ static double step_seconds(const Pool *p, const Gpu *g, const EmaStepBreakdown *
 /* Rows of the ledger's offload_share whose borrower's offloading step is
  * over: 0 (an idle borrower charges no lender). */
 static void expire_offloads(Pool *p) {
-  EmaTime now = ema_sim_now(p->sim);
+  EmaTime now = ema_sim_now(p->sim), expiry = G_MAXINT64;
+  if (p->offloading == 0 || now < p->offload_expiry)
+    return; /* none is over yet: a step walks the offloaders only when one is */
   for (guint b = ema_bits_next(p->offloaders, 0, p->n); p->offloading > 0 && b < p->n;
        b = ema_bits_next(p->offloaders, b + 1, p->n)) {
     Gpu *g = &p->gpus[b];
     double *row = &p->core.ledger.offload_share[b * p->n];
-    if (now < g->offload_until)
+    if (now < g->offload_until) {
+      expiry = MIN(expiry, g->offload_until);
       continue;
+    }
     for (guint j = 0; j < p->n; j++)
       if (row[j] > 0)
         ema_bits_set(&p->core.ledger.offload_to[j * p->words], b, FALSE);
@@ -946,6 +956,7 @@ static void expire_offloads(Pool *p) {
     g->offloading = FALSE;
     p->offloading--;
   }
+  p->offload_expiry = expiry;
 }
 
 /* The shares of LENDER's HBM time that the borrowers' offloading steps
@@ -1451,6 +1462,7 @@ static void start_offload(Pool *p, Gpu *g, EmaTime step) {
   ema_slice_gpu_touch(&g->counters); /* the view changed (offload_share) */
   g->offload_step = step;
   g->offload_until = ema_sim_now(p->sim) + step;
+  p->offload_expiry = MIN(p->offload_expiry, g->offload_until);
   if (!g->offloading)
     p->offloading++;
   g->offloading = TRUE;
