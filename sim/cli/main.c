@@ -2,8 +2,9 @@
  *   run FILE [-o DIR] [--seed N] [--set k=v]...   run an experiment
  *   check FILE [--set k=v]...                     load and check only
  *   list hwmodels                                 known server models
+ *   list llms | engines                           LLM shapes; engine profiles (vLLM versions)
  *   list policies                                 registered policies and compositions
- *   describe hwmodel NAME                         one model, every value
+ *   describe hwmodel|llm|engine NAME              one model or profile, every value
  *   describe-policy NAME (or describe policy NAME) one policy and its parameters
  *   sweep FILE [-o DIR] [-j N] [--fail-fast] ...  run every point of a sweep file
  *   plot DIR [--x PATH] [--by COLUMN] ...         gnuplot figures of a run or sweep
@@ -505,20 +506,39 @@ static int list_llms(void) {
   return names->len ? 0 : 1;
 }
 
+/* One line per engine profile: the vLLM versions it stands for and what its CPU costs were
+ * fitted on. */
+static int list_engines(void) {
+  g_autoptr(GPtrArray) names = ema_engine_profile_list();
+  for (guint i = 0; i < names->len; i++) {
+    GError *error = NULL;
+    g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(names->pdata[i], &error);
+    if (profile == NULL) {
+      printf("%-16s (does not load: %s)\n", (char *) names->pdata[i], error->message);
+      g_error_free(error);
+      continue;
+    }
+    printf("%-16s vLLM %s; fitted on: %s\n", profile->name, profile->versions, profile->fitted_on);
+  }
+  return names->len ? 0 : 1;
+}
+
 static int command_list(int argc, char **argv) {
   g_auto(GStrv) plugin_dirs = NULL;
   GError *error = NULL;
   GOptionEntry entries[] = {PLUGIN_DIR_ENTRY(plugin_dirs), {NULL}};
-  if (!parse_options("List server models, LLM shapes or policies.", entries, &argc, &argv,
-                     "hwmodels|llms|policies"))
+  if (!parse_options("List server models, LLM shapes, engine profiles or policies.", entries, &argc,
+                     &argv, "hwmodels|llms|engines|policies"))
     return EXIT_USAGE;
   if (argc != 2 || (strcmp(argv[1], "hwmodels") != 0 && strcmp(argv[1], "policies") != 0 &&
-                    strcmp(argv[1], "llms") != 0))
-    return usage_error("usage: ema-sim list hwmodels|llms|policies");
+                    strcmp(argv[1], "llms") != 0 && strcmp(argv[1], "engines") != 0))
+    return usage_error("usage: ema-sim list hwmodels|llms|engines|policies");
   if (!load_plugins(plugin_dirs, &error))
     return fail(error);
   if (strcmp(argv[1], "llms") == 0)
     return list_llms();
+  if (strcmp(argv[1], "engines") == 0)
+    return list_engines();
   return strcmp(argv[1], "hwmodels") == 0 ? list_hwmodels() : list_policies();
 }
 
@@ -628,6 +648,23 @@ static int describe_experiment(int argc, char **argv) {
 }
 
 /* describe llm NAME: the shape and what follows from it. */
+static int describe_engine(int argc, char **argv) {
+  g_autoptr(GString) text = g_string_new(NULL);
+  g_autoptr(EmaEngineProfile) profile = NULL;
+  GError *error = NULL;
+  argv[0] = (char *) "ema-sim describe engine";
+  if (!parse_options("Print one engine profile with every value.", no_entries, &argc, &argv,
+                     "NAME"))
+    return EXIT_USAGE;
+  if (argc != 2)
+    return usage_error("usage: ema-sim describe engine NAME (ema-sim list engines)");
+  if ((profile = ema_engine_profile_load(argv[1], &error)) == NULL)
+    return fail(error);
+  ema_params_write_yaml(&ema_engine_profile_params, profile, text, 0);
+  fputs(text->str, stdout);
+  return 0;
+}
+
 static int describe_llm(int argc, char **argv) {
   g_autoptr(GString) text = g_string_new(NULL);
   g_autoptr(EmaLlmSpec) model = NULL;
@@ -862,9 +899,11 @@ static int command_describe(int argc, char **argv) {
     return command_describe_policy(argc - 1, argv + 1);
   }
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-    fputs("Usage:\n  ema-sim describe hwmodel NAME | llm NAME | experiment | policy NAME\n\n"
-          "Print one server model, one LLM shape, every key of experiment files, or one policy\n"
-          "or composition (also: ema-sim describe-policy NAME). Each answers --help.\n",
+    fputs("Usage:\n  ema-sim describe hwmodel NAME | llm NAME | engine NAME | experiment | policy "
+          "NAME\n\n"
+          "Print one server model, one LLM shape, one engine profile, every key of experiment\n"
+          "files, or one policy or composition (also: ema-sim describe-policy NAME). Each answers\n"
+          "--help.\n",
           stdout);
     return 0;
   }
@@ -872,8 +911,10 @@ static int command_describe(int argc, char **argv) {
     return describe_experiment(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "llm") == 0)
     return describe_llm(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "engine") == 0)
+    return describe_engine(argc - 1, argv + 1);
   if (argc < 2 || strcmp(argv[1], "hwmodel") != 0)
-    return usage_error("usage: ema-sim describe hwmodel|llm NAME, describe experiment, or "
+    return usage_error("usage: ema-sim describe hwmodel|llm|engine NAME, describe experiment, or "
                        "describe policy NAME");
   argc--;
   argv++;

@@ -483,6 +483,10 @@ static const EmaParam profile_params[] = {
 const EmaParamTable ema_engine_profile_params = {
     "engine profile", sizeof(EmaEngineProfile), profile_params, EMA_PARAMS_N(profile_params), NULL};
 
+GPtrArray *ema_engine_profile_list(void) {
+  return ema_model_dir_list(ENGINES_DIR, ENGINES_ENV);
+}
+
 EmaEngineProfile *ema_engine_profile_load(const char *name, GError **error) {
   g_autofree char *path =
       ema_model_dir_find(ENGINES_DIR, ENGINES_ENV, name, "engine profile", error);

@@ -103,7 +103,8 @@ static void test_usage_errors(void) {
   usage_error(ema_test_cli("list", NULL), "ema-sim list hwmodels");
   usage_error(ema_test_cli("list", "models", NULL), "ema-sim list hwmodels");
   usage_error(ema_test_cli("describe", "hwmodel", NULL), "ema-sim describe hwmodel NAME");
-  usage_error(ema_test_cli("describe", "gpu", "h200", NULL), "ema-sim describe hwmodel|llm NAME");
+  usage_error(ema_test_cli("describe", "gpu", "h200", NULL),
+              "ema-sim describe hwmodel|llm|engine NAME");
 }
 
 /* ---- run ---------------------------------------------------------------- */
@@ -425,6 +426,31 @@ static void test_missing_file(void) {
   assert_error_line(run, "", FIXTURES "does-not-exist.yaml", NULL);
 }
 
+/* list engines: one line per profile with the vLLM versions it stands for; describe engine:
+ * every value of one (the test fixtures' profiles, on EMA_ENGINE_PATH, and the tree's). */
+static void test_engines(void) {
+  g_autoptr(EmaTestRun) run = ema_test_cli("list", "engines", NULL);
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(run->out, "\ntest-group       vLLM test fixture; fitted on: nothing (a "
+                                     "test fixture)\n");
+  ema_test_assert_contains(run->out, "\nvllm-v0          vLLM 0.2-0.5");
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("describe", "engine", "test-group", NULL);
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(run->out, "\nstep_cpu_cost: 1ms\n");
+  ema_test_assert_contains(run->out, "\nstep_cpu_cost_group: 300us\n");
+  ema_test_assert_contains(run->out, "\nstep_cpu_cost_per_seq_group: 50us\n");
+  ema_test_assert_contains(run->out, "\ndefault_max_num_batched_tokens: 8192\n");
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("describe", "engine", "vllm-v9", NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  ema_test_assert_contains(run->err, "unknown engine profile 'vllm-v9' (known: test-free, ");
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("describe", "engine", NULL);
+  g_assert_cmpint(run->status, ==, 2);
+  ema_test_assert_contains(run->err, "usage: ema-sim describe engine NAME (ema-sim list engines)");
+}
+
 /* step-time: the step model's time of batches from a file, one line each;
  * an empty batch takes 0; a bad line is an error with its line number; --weights and
  * --kv-cache set the model's precision as an experiment's model keys do. */
@@ -520,5 +546,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/set-unknown-key", test_set_unknown_key);
   g_test_add_func("/cli/missing-file", test_missing_file);
   g_test_add_func("/cli/step-time", test_step_time);
+  g_test_add_func("/cli/engines", test_engines);
   return g_test_run();
 }

@@ -137,6 +137,8 @@ typedef struct {
 } EmaEngineProfile;
 
 extern const EmaParamTable ema_engine_profile_params;
+/* The profile names that EMA_ENGINE_PATH and hwmodels/engines hold, sorted. */
+GPtrArray *ema_engine_profile_list(void);
 /* Load the profile NAME (EMA_ENGINE_PATH, then hwmodels/engines). */
 EmaEngineProfile *ema_engine_profile_load(const char *name, GError **error);
 void ema_engine_profile_free(EmaEngineProfile *profile);
