@@ -242,7 +242,8 @@ static void test_usage_errors(void) {
   g_autoptr(EmaTestRun) help = ema_test_cli("--help", NULL);
   ema_test_assert_failed(no_name, 2, "ema-sim: usage: ema-sim describe-policy NAME");
   ema_test_assert_failed(two_names, 2, "ema-sim: usage: ema-sim describe-policy NAME");
-  ema_test_assert_failed(list_what, 2, "ema-sim: usage: ema-sim list hwmodels|llms|policies");
+  ema_test_assert_failed(list_what, 2,
+                         "ema-sim: usage: ema-sim list hwmodels|llms|engines|policies");
   ema_test_assert_failed(no_dir, 2, "ema-sim: ");
   ema_test_assert_failed(global_no_dir, 2, "ema-sim: --plugin-dir: missing DIR");
   ema_test_assert_failed(not_here, 2,
