@@ -647,40 +647,63 @@ static int describe_experiment(int argc, char **argv) {
   return 0;
 }
 
-/* describe llm NAME: the shape and what follows from it. */
-static int describe_engine(int argc, char **argv) {
+/* describe_named's typed ends for engine profiles and LLM shapes */
+static gpointer load_engine(const char *name, GError **error) {
+  return ema_engine_profile_load(name, error);
+}
+static void free_engine(gpointer profile) {
+  ema_engine_profile_free(profile);
+}
+static gpointer load_llm(const char *name, GError **error) {
+  return ema_llm_load(name, error);
+}
+static void free_llm(gpointer model) {
+  ema_llm_free(model);
+}
+static void append_llm_derived_cb(GString *text, gconstpointer model) {
+  append_llm_derived(text, model);
+}
+
+/* describe KIND NAME: the object LOAD gives for NAME, every value of it as TABLE writes it, then
+ * what DERIVED (if any) adds. KIND names it in the usage line, LIST is the command that lists
+ * the names. */
+static int describe_named(int argc, char **argv, const char *kind, const char *summary,
+                          const char *list, gpointer (*load)(const char *, GError **),
+                          void (*release)(gpointer), const EmaParamTable *table,
+                          void (*derived)(GString *, gconstpointer)) {
   g_autoptr(GString) text = g_string_new(NULL);
-  g_autoptr(EmaEngineProfile) profile = NULL;
+  g_autofree char *command = g_strconcat("ema-sim describe ", kind, NULL);
+  gpointer object;
   GError *error = NULL;
-  argv[0] = (char *) "ema-sim describe engine";
-  if (!parse_options("Print one engine profile with every value.", no_entries, &argc, &argv,
-                     "NAME"))
+  argv[0] = command;
+  if (!parse_options(summary, no_entries, &argc, &argv, "NAME"))
     return EXIT_USAGE;
-  if (argc != 2)
-    return usage_error("usage: ema-sim describe engine NAME (ema-sim list engines)");
-  if ((profile = ema_engine_profile_load(argv[1], &error)) == NULL)
+  if (argc != 2) {
+    g_autofree char *usage =
+        g_strdup_printf("usage: ema-sim describe %s NAME (ema-sim list %s)", kind, list);
+    return usage_error(usage);
+  }
+  if ((object = load(argv[1], &error)) == NULL)
     return fail(error);
-  ema_params_write_yaml(&ema_engine_profile_params, profile, text, 0);
+  ema_params_write_yaml(table, object, text, 0);
+  if (derived)
+    derived(text, object);
+  release(object);
   fputs(text->str, stdout);
   return 0;
 }
 
+/* describe engine NAME: the profile, every value. */
+static int describe_engine(int argc, char **argv) {
+  return describe_named(argc, argv, "engine", "Print one engine profile with every value.",
+                        "engines", load_engine, free_engine, &ema_engine_profile_params, NULL);
+}
+
+/* describe llm NAME: the shape and what follows from it. */
 static int describe_llm(int argc, char **argv) {
-  g_autoptr(GString) text = g_string_new(NULL);
-  g_autoptr(EmaLlmSpec) model = NULL;
-  GError *error = NULL;
-  argv[0] = (char *) "ema-sim describe llm";
-  if (!parse_options("Print one LLM shape with every value, and its derived sizes.", no_entries,
-                     &argc, &argv, "NAME"))
-    return EXIT_USAGE;
-  if (argc != 2)
-    return usage_error("usage: ema-sim describe llm NAME (ema-sim list llms)");
-  if ((model = ema_llm_load(argv[1], &error)) == NULL)
-    return fail(error);
-  ema_params_write_yaml(&ema_llm_params, model, text, 0);
-  append_llm_derived(text, model);
-  fputs(text->str, stdout);
-  return 0;
+  return describe_named(argc, argv, "llm",
+                        "Print one LLM shape with every value, and its derived sizes.", "llms",
+                        load_llm, free_llm, &ema_llm_params, append_llm_derived_cb);
 }
 
 /* step-time SERVER MODEL TP [FILE]: one line of time_us per batch line of
