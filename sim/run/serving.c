@@ -242,8 +242,10 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
       guint first = (guint) spec->gpu, rank = (guint) (g - spec->gpu), tp = (guint) spec->tp;
       run->timeline_rows++;
       /* the columns through the fixed-point and integer writers, as events.csv's */
+      /* waiting: arrived and not running, in the engine's queue or still in its API server */
       const guint64 counts[] = {used, free_blocks, ema_engine_running(tenant->engine),
-                                ema_engine_waiting(tenant->engine)};
+                                ema_engine_waiting(tenant->engine) +
+                                    ema_engine_arriving(tenant->engine)};
       const guint64 pool_counts[] = {
           ema_serving_rank_share(ema_pool_slices_lent(run->pool, first), rank, tp),
           ema_serving_rank_share(ema_pool_slices_borrowed(run->pool, first), rank, tp),
@@ -534,8 +536,9 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     tenant->result->prefix = ema_engine_prefix_cache_stats(tenant->engine);
     tenant->result->preemptions = ema_engine_preemptions(tenant->engine);
     tenant->result->preemptions_swapped = ema_engine_preemptions_swapped(tenant->engine);
-    tenant->result->unfinished =
-        ema_engine_running(tenant->engine) + ema_engine_waiting(tenant->engine);
+    tenant->result->unfinished = ema_engine_running(tenant->engine) +
+                                 ema_engine_waiting(tenant->engine) +
+                                 ema_engine_arriving(tenant->engine);
     tenant->result->arrived =
         tenant->result->metrics->completed + tenant->result->rejected + tenant->result->unfinished;
     tenant->result->slowed_by_peers = ema_pool_slowed_by_peers(pool, tenant->result->spec->gpu);

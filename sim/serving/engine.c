@@ -881,7 +881,10 @@ static void fetch_arrival(EmaEngine *engine) {
     return;
   if (ema_trace_source_next(engine->trace, &engine->next, &error)) {
     EmaTime now = ema_sim_now(engine->sim);
-    EmaTime at = closed ? now : MAX(engine->next.arrival, now);
+    /* open loop: its own arrival time. The last request was fetched when it left the API server
+     * (request_cpu_cost after arriving), which this one may already have entered: the API server
+     * serves requests side by side, so only a time before that is moved up to it */
+    EmaTime at = closed ? now : MAX(engine->next.arrival, now - engine->config.request_cpu_cost);
     engine->next_arrival = at;
     /* the engine sees it once the API server has handed it over */
     ema_sim_schedule(engine->sim, &engine->arrival_event, at + engine->config.request_cpu_cost,
@@ -1786,4 +1789,9 @@ guint ema_engine_running(const EmaEngine *engine) {
 
 guint ema_engine_waiting(const EmaEngine *engine) {
   return engine->waiting.length;
+}
+
+guint ema_engine_arriving(const EmaEngine *engine) {
+  return ema_event_is_scheduled(&engine->arrival_event) &&
+         engine->next_arrival <= ema_sim_now(engine->sim);
 }

@@ -276,6 +276,9 @@ typedef struct {
 } EmaPrefixCacheStats;
 EmaPrefixCacheStats ema_engine_prefix_cache_stats(const EmaEngine *engine);
 guint ema_engine_waiting(const EmaEngine *engine);
+/* Requests that have arrived at the server but are still in its API server (request_cpu_cost),
+ * not yet in the engine: 0 or 1, the trace being read one request ahead. */
+guint ema_engine_arriving(const EmaEngine *engine);
 
 /* KV blocks the engine holds now (taken from its memory, including those
  * taken for the step in flight). */
