@@ -21,7 +21,7 @@ static void set_errno_error(GError **error, const char *path, const char *what, 
               g_strerror(saved));
 }
 
-/* The paths read so far, in the order first read. */
+/* The paths read so far, each once. */
 static GPtrArray *inputs;
 static GHashTable *inputs_seen;
 G_LOCK_DEFINE_STATIC(inputs);
@@ -40,12 +40,19 @@ static void remember_input(const char *path) {
   G_UNLOCK(inputs);
 }
 
+static gint compare_paths(gconstpointer a, gconstpointer b) {
+  return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
 GPtrArray *ema_file_inputs(void) {
   GPtrArray *copy = g_ptr_array_new_with_free_func(g_free);
   G_LOCK(inputs);
   for (guint i = 0; inputs && i < inputs->len; i++)
     g_ptr_array_add(copy, g_strdup(inputs->pdata[i]));
   G_UNLOCK(inputs);
+  /* sorted: files are read from several threads (the step models' profiles), so the order they
+   * were first read in varies from run to run, and an output must not */
+  g_ptr_array_sort(copy, compare_paths);
   return copy;
 }
 

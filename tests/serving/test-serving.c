@@ -358,6 +358,27 @@ static void test_batch_defaults(void) {
   }
 }
 
+/* summary.json's provenance names every input file once, sorted: the profiles are read from
+ * several threads, and the order they were read in must not reach an output. */
+static void test_provenance_sorted(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture("one-request.yaml");
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaServingReport) report = run_into(experiment, dir);
+  g_autofree char *summary = ema_test_read_file(dir, "summary.json");
+  g_autoptr(JsonNode) root = ema_test_parse_json(summary);
+  JsonArray *inputs = json_object_get_array_member(
+      json_object_get_object_member(json_node_get_object(root), "provenance"), "inputs");
+  g_assert_cmpuint(json_array_get_length(inputs), >, 2);
+  for (guint i = 1; i < json_array_get_length(inputs); i++) {
+    const char *before =
+        json_object_get_string_member(json_array_get_object_element(inputs, i - 1), "file");
+    const char *after =
+        json_object_get_string_member(json_array_get_object_element(inputs, i), "file");
+    g_assert_cmpint(strcmp(before, after), <, 0);
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* steps.csv of the one request: four rows in the columns of vLLM's step
  * traces, the GPU time in step.duration_us and the whole step (with the
  * profile's 1 ms of CPU) in cycle_time_us. */
@@ -1492,6 +1513,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/steps-csv", test_steps_csv);
   g_test_add_func("/serving/engine-cpu/group", test_engine_cpu_group);
   g_test_add_func("/serving/batch-defaults", test_batch_defaults);
+  g_test_add_func("/serving/provenance-sorted", test_provenance_sorted);
   g_test_add_func("/serving/plan/given-blocks", test_plan_given_blocks);
   g_test_add_func("/serving/plan/llama-8b-h200", test_plan_h200);
   g_test_add_func("/serving/plan/llama-70b-tp4", test_plan_70b_tp4);

@@ -29,7 +29,7 @@ gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, g
                                GError **error);
 
 /* The paths of every file this process opened through the two functions
- * above, in the order first opened (a copy; free with g_ptr_array_unref). */
+ * above, sorted (a copy; free with g_ptr_array_unref). */
 GPtrArray *ema_file_inputs(void);
 
 /* Append TEXT to OUT as one CSV field: as it is, or in double quotes (with
