@@ -651,26 +651,19 @@ static int describe_experiment(int argc, char **argv) {
 static gpointer load_engine(const char *name, GError **error) {
   return ema_engine_profile_load(name, error);
 }
-static void free_engine(gpointer profile) {
-  ema_engine_profile_free(profile);
-}
 static gpointer load_llm(const char *name, GError **error) {
   return ema_llm_load(name, error);
-}
-static void free_llm(gpointer model) {
-  ema_llm_free(model);
 }
 static void append_llm_derived_cb(GString *text, gconstpointer model) {
   append_llm_derived(text, model);
 }
 
-/* describe KIND NAME: the object LOAD gives for NAME, every value of it as TABLE writes it, then
- * what DERIVED (if any) adds. KIND names it in the usage line, LIST is the command that lists
- * the names. */
+/* describe KIND NAME: the object LOAD gives for NAME (TABLE's, freed through it), every value
+ * of it as TABLE writes it, then what DERIVED (if any) adds. KIND names it in the usage line,
+ * LIST is the command that lists the names. */
 static int describe_named(int argc, char **argv, const char *kind, const char *summary,
                           const char *list, gpointer (*load)(const char *, GError **),
-                          void (*release)(gpointer), const EmaParamTable *table,
-                          void (*derived)(GString *, gconstpointer)) {
+                          const EmaParamTable *table, void (*derived)(GString *, gconstpointer)) {
   g_autoptr(GString) text = g_string_new(NULL);
   g_autofree char *command = g_strconcat("ema-sim describe ", kind, NULL);
   gpointer object;
@@ -688,7 +681,7 @@ static int describe_named(int argc, char **argv, const char *kind, const char *s
   ema_params_write_yaml(table, object, text, 0);
   if (derived)
     derived(text, object);
-  release(object);
+  ema_params_free(table, object);
   fputs(text->str, stdout);
   return 0;
 }
@@ -696,14 +689,14 @@ static int describe_named(int argc, char **argv, const char *kind, const char *s
 /* describe engine NAME: the profile, every value. */
 static int describe_engine(int argc, char **argv) {
   return describe_named(argc, argv, "engine", "Print one engine profile with every value.",
-                        "engines", load_engine, free_engine, &ema_engine_profile_params, NULL);
+                        "engines", load_engine, &ema_engine_profile_params, NULL);
 }
 
 /* describe llm NAME: the shape and what follows from it. */
 static int describe_llm(int argc, char **argv) {
   return describe_named(argc, argv, "llm",
                         "Print one LLM shape with every value, and its derived sizes.", "llms",
-                        load_llm, free_llm, &ema_llm_params, append_llm_derived_cb);
+                        load_llm, &ema_llm_params, append_llm_derived_cb);
 }
 
 /* step-time SERVER MODEL TP [FILE]: one line of time_us per batch line of
