@@ -449,19 +449,19 @@ static const EmaParam profile_params[] = {
      .help = "time from a request's arrival at the server to its being schedulable (the API "
              "server's parsing and tokenisation, its hand-over to the engine): its TTFT and E2E "
              "include it"},
-    {"default_max_num_seqs", EMA_PARAM_INT, PROFILE_FIELD(default_max_num_seqs),
+    {"default_max_num_seqs", EMA_PARAM_INT, PROFILE_FIELD(default_limits.seqs),
      .default_value = "256", .min = 1, .max = 1e7,
      .help = "max_num_seqs where an experiment leaves it out (vllm serve's default)"},
-    {"default_max_num_batched_tokens", EMA_PARAM_INT, PROFILE_FIELD(default_max_num_batched_tokens),
+    {"default_max_num_batched_tokens", EMA_PARAM_INT, PROFILE_FIELD(default_limits.tokens),
      .default_value = "2048", .min = 1, .max = 1e8,
      .help = "max_num_batched_tokens where an experiment leaves it out (vllm serve's default; "
              "under the v0 scheduler at least max_model_len)"},
-    {"large_gpu_max_num_seqs", EMA_PARAM_INT, PROFILE_FIELD(large_gpu_max_num_seqs),
+    {"large_gpu_max_num_seqs", EMA_PARAM_INT, PROFILE_FIELD(large_gpu_limits.seqs),
      .default_value = "0", .min = 0, .max = 1e7,
      .help = "the default max_num_seqs on a GPU of at least 70 GiB other than an A100 (0: as on "
              "others)"},
-    {"large_gpu_max_num_batched_tokens", EMA_PARAM_INT,
-     PROFILE_FIELD(large_gpu_max_num_batched_tokens), .default_value = "0", .min = 0, .max = 1e8,
+    {"large_gpu_max_num_batched_tokens", EMA_PARAM_INT, PROFILE_FIELD(large_gpu_limits.tokens),
+     .default_value = "0", .min = 0, .max = 1e8,
      .help = "the default max_num_batched_tokens on a GPU of at least 70 GiB other than an A100 "
              "(0: as on others)"},
     {"cpu_overlap", EMA_PARAM_BOOL, PROFILE_FIELD(cpu_overlap), .default_value = "false",
@@ -605,10 +605,8 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
   engine->cpu_overlap = profile->cpu_overlap;
   engine->request_cpu_cost = profile->request_cpu_cost;
   engine->fixed_reserve = profile->fixed_reserve;
-  engine->default_max_num_seqs = profile->default_max_num_seqs;
-  engine->default_max_num_batched_tokens = profile->default_max_num_batched_tokens;
-  engine->large_gpu_max_num_seqs = profile->large_gpu_max_num_seqs;
-  engine->large_gpu_max_num_batched_tokens = profile->large_gpu_max_num_batched_tokens;
+  engine->default_limits = profile->default_limits;
+  engine->large_gpu_limits = profile->large_gpu_limits;
   if (engine_node == NULL || ema_node_get(engine_node, "watermark") == NULL)
     engine->watermark = profile->watermark;
   if (engine->max_model_len == 0)
@@ -813,14 +811,12 @@ static gboolean is_large_gpu(const EmaGpuSpec *gpu) {
 
 void ema_tenant_resolve_batch_defaults(EmaTenantSpec *tenant, const EmaGpuSpec *gpu) {
   EmaEngineSpec *engine = &tenant->engine;
-  gboolean large = is_large_gpu(gpu);
+  const EmaBatchLimits *large = is_large_gpu(gpu) ? &engine->large_gpu_limits : NULL;
   if (engine->max_num_seqs == 0)
-    engine->max_num_seqs = large && engine->large_gpu_max_num_seqs ? engine->large_gpu_max_num_seqs
-                                                                   : engine->default_max_num_seqs;
+    engine->max_num_seqs = large && large->seqs ? large->seqs : engine->default_limits.seqs;
   if (engine->max_num_batched_tokens == 0) {
-    engine->max_num_batched_tokens = large && engine->large_gpu_max_num_batched_tokens
-                                         ? engine->large_gpu_max_num_batched_tokens
-                                         : engine->default_max_num_batched_tokens;
+    engine->max_num_batched_tokens =
+        large && large->tokens ? large->tokens : engine->default_limits.tokens;
     /* V0 without chunked prefill: a prompt is one step, so the budget holds the longest */
     if (engine->scheduler == EMA_SCHEDULER_V0)
       engine->max_num_batched_tokens = MAX(engine->max_num_batched_tokens, engine->max_model_len);

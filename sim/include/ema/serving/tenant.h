@@ -104,6 +104,11 @@ typedef struct {
   gint64 shared_prefix_groups; /* ... this many distinct prefixes of that length */
 } EmaTraceSpec;
 
+/* A pair of vLLM batch limits (max_num_seqs, max_num_batched_tokens); 0: not given. */
+typedef struct {
+  gint64 seqs, tokens;
+} EmaBatchLimits;
+
 /* An engine profile (hwmodels/engines/<name>.yaml): what one vLLM version
  * does and costs beyond its knobs. The numbers are measured; each file says
  * on what. */
@@ -128,8 +133,7 @@ typedef struct {
    * not an A100 (vLLM's EngineArgs batch defaults; 0: the default pair), the default pair on
    * others; under the v0 scheduler (no chunked prefill) the token budget is at least
    * max_model_len. */
-  gint64 default_max_num_seqs, default_max_num_batched_tokens;
-  gint64 large_gpu_max_num_seqs, large_gpu_max_num_batched_tokens;
+  EmaBatchLimits default_limits, large_gpu_limits;
   double watermark; /* the admission watermark this engine keeps (V1: none) */
   char *source;     /* what the numbers were fitted on */
   char *fitted_on;  /* the runs (GPU, TP, engine version) the fit used */
@@ -165,8 +169,7 @@ typedef struct {
   guint64 fixed_reserve;
   /* the profile's batch limits where the file leaves them out, by GPU (see
    * ema_tenant_resolve_batch_defaults) */
-  gint64 default_max_num_seqs, default_max_num_batched_tokens;
-  gint64 large_gpu_max_num_seqs, large_gpu_max_num_batched_tokens;
+  EmaBatchLimits default_limits, large_gpu_limits;
 } EmaEngineSpec;
 
 /* A tenant's part in memory sharing, within the experiment's policy. */
@@ -211,11 +214,11 @@ gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *serve
 /* The activation reserve derived for TENANT when the file gives none. */
 guint64 ema_tenant_default_activation_reserve(const EmaTenantSpec *tenant);
 
-/* The engine configuration of TENANT with PLAN on SERVER. */
 /* Fill TENANT's max_num_seqs and max_num_batched_tokens that its file left out from its engine
  * profile's defaults for GPU (EmaEngineProfile); the experiment calls it once the server is
  * known, before ema_tenant_plan. */
 void ema_tenant_resolve_batch_defaults(EmaTenantSpec *tenant, const EmaGpuSpec *gpu);
+/* The engine configuration of TENANT with PLAN on SERVER. */
 void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *plan,
                               const EmaServerSpec *server, EmaEngineConfig *config);
 
