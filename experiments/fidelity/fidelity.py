@@ -233,6 +233,14 @@ def set_profile_keys(text, values):
     return text
 
 
+def update_profile_file(path, values):
+    """The engine profile at PATH with the keys of VALUES set (set_profile_keys), in place."""
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(set_profile_keys(text, values))
+
+
 # ---- the fidelity table -------------------------------------------------------
 
 FIDELITY_HEADER = """\
