@@ -241,8 +241,8 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
        * its share of the group's slices (the pool keeps them on the first GPU) */
       guint first = (guint) spec->gpu, rank = (guint) (g - spec->gpu), tp = (guint) spec->tp;
       run->timeline_rows++;
-      /* the columns through the fixed-point and integer writers, as events.csv's */
-      /* waiting: arrived and not running, in the engine's queue or still in its API server */
+      /* the columns through the fixed-point and integer writers, as events.csv's; waiting:
+       * arrived and not running, in the engine's queue or still in its API server */
       const guint64 counts[] = {used, free_blocks, ema_engine_running(tenant->engine),
                                 ema_engine_waiting(tenant->engine) +
                                     ema_engine_arriving(tenant->engine)};
