@@ -82,7 +82,7 @@ static const char usage_text[] =
     "(hwmodels/profiles/README.md's format)\n"
     "                         with the server model (default h200x8-hgx); the table to FILE or\n"
     "                         stdout, then the median and worst error\n"
-    "  compare-static [PERF.csv] [--points N] [-o FILE]\n"
+    "  compare-static [PERF.csv] [--points N] [--engine PROFILE [--enforce-eager]] [-o FILE]\n"
     "                         Llama2-70B static batches of splitwise-perf (default\n"
     "                         <shared>/groundtruth/splitwise-perf/perf_model.csv) against\n"
     "                         a100x8-dgx and h100x8-hgx; --points N keeps the first N\n"
@@ -872,19 +872,33 @@ static int command_compare_static(int argc, char **argv) {
   g_autofree char *output = NULL;
   g_autofree char *points_text = NULL;
   g_autofree char *path = NULL;
+  g_autofree char *engine_name = NULL;
+  g_autoptr(EmaEngineProfile) engine = NULL;
   g_autoptr(GString) table = g_string_new(NULL);
   EmaStepCheckStats stats[4];
   guint64 points = 0;
+  gboolean enforce_eager = FALSE;
   GError *error = NULL;
   GOptionEntry entries[] = {
       {"points", 0, 0, G_OPTION_ARG_STRING, &points_text, "Keep the first N points", "N"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the table to FILE", "FILE"},
+      {"engine", 0, 0, G_OPTION_ARG_STRING, &engine_name,
+       "Time each step as this engine profile's host runs it (its CPU costs, its eager launch "
+       "floor) rather than the GPU's time alone",
+       "PROFILE"},
+      {"enforce-eager", 0, 0, G_OPTION_ARG_NONE, &enforce_eager,
+       "With --engine: every step eager, no CUDA graphs (vLLM's --enforce-eager)", NULL},
       {NULL}};
   if (!parse_options("Static-batch times of splitwise-perf against the step-time model.", entries,
                      &argc, &argv, "[PERF.csv]"))
     return EXIT_USAGE;
   if (argc > 2)
-    return usage_error("usage: ema-sim compare-static [PERF.csv] [--points N] [-o FILE]");
+    return usage_error("usage: ema-sim compare-static [PERF.csv] [--points N] [--engine PROFILE "
+                       "[--enforce-eager]] [-o FILE]");
+  if (enforce_eager && !engine_name)
+    return usage_error("--enforce-eager: give the engine profile (--engine PROFILE)");
+  if (engine_name && !(engine = ema_engine_profile_load(engine_name, &error)))
+    return fail(error);
   if (points_text && (!g_ascii_string_to_unsigned(points_text, 10, 1, G_MAXUINT, &points, NULL)))
     return usage_error("--points: give a positive integer");
   if (argc == 2) {
@@ -893,7 +907,7 @@ static int command_compare_static(int argc, char **argv) {
     g_autofree char *shared = ema_profile_shared_dir();
     path = g_build_filename(shared, "groundtruth", "splitwise-perf", "perf_model.csv", NULL);
   }
-  if (!ema_stepcheck_static(path, (guint) points, table, stats, &error))
+  if (!ema_stepcheck_static(path, (guint) points, engine, enforce_eager, table, stats, &error))
     return fail(error);
   if (write_table(table, output) != 0)
     return 1;

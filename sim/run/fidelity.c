@@ -131,9 +131,11 @@ EmaFidelity *ema_fidelity_of(const EmaTenantSpec *spec, const EmaServerSpec *ser
   f->engine_versions = g_strdup(profile->versions);
   f->engine_fitted_on = g_strdup(profile->fitted_on);
   f->scheduler = spec->engine.scheduler == EMA_SCHEDULER_V0 ? "v0" : "v1";
-  f->step_cpu_cost_s = (double) spec->engine.step_cpu_cost / 1e9;
-  f->step_cpu_cost_per_seq_s = (double) spec->engine.step_cpu_cost_per_seq / 1e9;
-  f->cpu_overlap = spec->engine.cpu_overlap;
+  f->step_cpu_cost_s = (double) spec->engine.costs.step_cpu_cost / 1e9;
+  f->step_cpu_cost_per_seq_s = (double) spec->engine.costs.step_cpu_cost_per_seq / 1e9;
+  f->cpu_overlap = spec->engine.costs.cpu_overlap;
+  f->eager_cpu_cost_s = (double) spec->engine.costs.eager_cpu_cost / 1e9;
+  f->cuda_graph_max_batch = spec->engine.costs.cuda_graph_max_batch;
   f->gpu = g_strdup(profiled ? server->gpu.profile : server->gpu.name);
   f->tp = spec->tp;
   f->weights = weight_names[spec->model.weights == EMA_PRECISION_FP8         ? 1
@@ -196,6 +198,8 @@ void ema_fidelity_add_json(JsonBuilder *builder, const EmaFidelity *f) {
   ema_json_add_number(builder, "step_cpu_cost_s", f->step_cpu_cost_s);
   ema_json_add_number(builder, "step_cpu_cost_per_seq_s", f->step_cpu_cost_per_seq_s);
   ema_json_add_bool(builder, "cpu_overlap", f->cpu_overlap);
+  ema_json_add_number(builder, "eager_cpu_cost_s", f->eager_cpu_cost_s);
+  ema_json_add_count(builder, "cuda_graph_max_batch", f->cuda_graph_max_batch);
   ema_json_add_string(builder, "gpu", f->gpu);
   ema_json_add_count(builder, "tp", (guint64) f->tp);
   ema_json_add_string(builder, "weights", f->weights);

@@ -331,9 +331,25 @@ static GPtrArray *read_static_points(const char *perf_csv, guint max_points, GEr
   return g_steal_pointer(&points);
 }
 
+/* A step of SEQS requests whose GPU work takes GPU_US, as an engine with
+ * COSTS runs it (ema_engine_step_duration: its CPU time, its eager launch
+ * floor); GPU_US itself without an engine (COSTS NULL). */
+static double engine_step_us(const EmaEngineCosts *costs, double seqs, gboolean decode,
+                             double gpu_us) {
+  EmaStepBatch b = {.prefill_tokens = decode ? 0 : 1, .decode_seqs = decode ? (guint64) seqs : 0};
+  EmaTime gpu, cpu;
+  if (!costs)
+    return gpu_us;
+  return (double) ema_engine_step_duration(costs, &b, (guint64) seqs, ema_llround(gpu_us * 1e3),
+                                           &gpu, &cpu) *
+         1e-3;
+}
+
 /* The mean decode step of the TOKENS - 1 steps after a prompt of PROMPT
- * tokens (step i attends to PROMPT + i tokens), sampled at 33 points. */
-static double mean_decode_us(const EmaStepModel *step, double batch, double prompt, double tokens) {
+ * tokens (step i attends to PROMPT + i tokens), sampled at 33 points, each
+ * as an engine with COSTS runs it (NULL: the GPU's time). */
+static double mean_decode_us(const EmaStepModel *step, const EmaEngineCosts *costs, double batch,
+                             double prompt, double tokens) {
   const guint samples = 33;
   double steps = tokens - 1, sum = 0;
   guint n = steps < samples ? (guint) steps : samples;
@@ -341,20 +357,32 @@ static double mean_decode_us(const EmaStepModel *step, double batch, double prom
     return 0;
   for (guint j = 0; j < n; j++) {
     double i = n == 1 ? 1 : 1 + floor(j * (steps - 1) / (n - 1) + 0.5);
-    sum += decode_us(step, batch, prompt + i);
+    sum += engine_step_us(costs, batch, TRUE, decode_us(step, batch, prompt + i));
   }
   return sum / n;
 }
 
-gboolean ema_stepcheck_static(const char *perf_csv, guint max_points, GString *table,
-                              EmaStepCheckStats stats[4], GError **error) {
+gboolean ema_stepcheck_static(const char *perf_csv, guint max_points,
+                              const EmaEngineProfile *engine, gboolean enforce_eager,
+                              GString *table, EmaStepCheckStats stats[4], GError **error) {
   g_autoptr(GPtrArray) points = read_static_points(perf_csv, max_points, error);
+  g_autoptr(EmaLlmSpec) llama = NULL;
   Models servers[2] = {{0}, {0}};
   const char *const server_names[2] = {"a100x8-dgx", "h100x8-hgx"};
   GArray *errors[4];
   gboolean ok = FALSE;
   if (!points)
     return FALSE;
+  if (engine && !(llama = ema_llm_load("llama-2-70b", error)))
+    return FALSE;
+  if (engine && !ema_engine_profile_costs(engine, 1, (guint) llama->layers, enforce_eager,
+                                          &(EmaEngineCosts){0})) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "engine profile '%s' has no eager_layer_cpu_cost: its eager steps are not "
+                "modelled",
+                engine->name);
+    return FALSE;
+  }
   for (int i = 0; i < 4; i++)
     errors[i] = g_array_new(FALSE, FALSE, sizeof(double));
   for (int i = 0; i < 2; i++)
@@ -368,12 +396,19 @@ gboolean ema_stepcheck_static(const char *perf_csv, guint max_points, GString *t
     const EmaStepModel *step =
         models_get(&servers[h], "llama-2-70b", (guint) p->tp, perf_csv, 0, error);
     double prompt_ms, token_ms, predicted_prompt, predicted_token;
+    EmaEngineCosts costs;
     if (!step)
       goto out;
+    if (engine)
+      ema_engine_profile_costs(engine, (guint) p->tp, (guint) llama->layers, enforce_eager, &costs);
     prompt_ms = median_of(p->prompt_ms);
     token_ms = median_of(p->token_ms);
-    predicted_prompt = prefill_us(step, p->batch, p->prompt, 0) * 1e-3;
-    predicted_token = mean_decode_us(step, p->batch, p->prompt, p->tokens) * 1e-3;
+    /* the batch's prompts in one step (no chunking), then its decode steps */
+    predicted_prompt = engine_step_us(engine ? &costs : NULL, p->batch, FALSE,
+                                      prefill_us(step, p->batch, p->prompt, 0)) *
+                       1e-3;
+    predicted_token =
+        mean_decode_us(step, engine ? &costs : NULL, p->batch, p->prompt, p->tokens) * 1e-3;
     add_error(errors[2 * h], predicted_prompt, prompt_ms);
     add_error(errors[2 * h + 1], predicted_token, token_ms);
     g_string_append_printf(table, "%s,%s,%g,%g,%g,%g,%.3f,%.3f,%+.1f%%,%.3f,%.3f,%+.1f%%\n",

@@ -11,9 +11,11 @@
  * preemption kv_tokens = 0 and the request prefills prompt + generated
  * tokens again. A step needs ceil((kv_tokens + chunk) / B) blocks, B the
  * block size (block_tokens, 16 by default). A step lasts the step cost
- * (GPU) + its CPU time (step_cpu_cost + step_cpu_cost_per_seq per request
- * scheduled; under cpu_overlap, async scheduling, the longer of the GPU and
- * the CPU time instead of their sum) + any swap time. Under cpu_overlap the
+ * (GPU; where the step runs eagerly, not from a CUDA graph, at least the
+ * host's eager launch time, eager_cpu_cost) + its CPU time (step_cpu_cost +
+ * step_cpu_cost_per_seq per request scheduled; under cpu_overlap, async
+ * scheduling, the longer of the GPU and the CPU time instead of their sum)
+ * + any swap time (ema_engine_step_duration). Under cpu_overlap the
  * engine schedules a step while the one before runs (vLLM's async
  * scheduling): a request that arrived after that step began is admitted one
  * step later, unless the step would otherwise be empty. A request becomes
@@ -1355,7 +1357,7 @@ static void kick(EmaEngine *engine) {
   g_assert_cmpuint(engine->steady, <=, budget);
   engine->free_at_start = free_blocks(engine);
   engine->taken_this_step = 0;
-  engine->admit_cutoff = engine->config.cpu_overlap && engine->last_step_end >= 0 &&
+  engine->admit_cutoff = engine->config.costs.cpu_overlap && engine->last_step_end >= 0 &&
                                  engine->last_step_end == ema_sim_now(engine->sim)
                              ? engine->last_step_start
                              : -1;
@@ -1388,17 +1390,23 @@ static void kick(EmaEngine *engine) {
   engine->last_step_start = engine->step.start;
   engine->last_decode_seqs = engine->step.batch.decode_seqs;
   engine->last_decode_context = engine->step.batch.decode_context;
-  engine->step.gpu_time = engine->step_cost(engine->step_cost_data, &engine->step.batch);
-  engine->step.cpu_time =
-      engine->config.step_cpu_cost +
-      engine->config.step_cpu_cost_per_seq *
-          (EmaTime) (engine->step.batch.decode_seqs + engine->step.prefill_seqs);
-  engine->step.duration =
-      swap + (engine->config.cpu_overlap ? MAX(engine->step.gpu_time, engine->step.cpu_time)
-                                         : engine->step.gpu_time + engine->step.cpu_time);
+  engine->step.duration = swap + ema_engine_step_duration(
+                                     &engine->config.costs, &engine->step.batch,
+                                     engine->step.batch.decode_seqs + engine->step.prefill_seqs,
+                                     engine->step_cost(engine->step_cost_data, &engine->step.batch),
+                                     &engine->step.gpu_time, &engine->step.cpu_time);
   engine->step_in_flight = TRUE;
   ema_sim_schedule_in(engine->sim, &engine->step_event, engine->step.duration, 0);
   tell_want(engine);
+}
+
+EmaTime ema_engine_step_duration(const EmaEngineCosts *costs, const EmaStepBatch *batch,
+                                 guint64 seqs, EmaTime gpu_time, EmaTime *gpu, EmaTime *cpu) {
+  gboolean graphed =
+      batch->prefill_tokens == 0 && batch->decode_seqs <= costs->cuda_graph_max_batch;
+  *gpu = graphed ? gpu_time : MAX(gpu_time, costs->eager_cpu_cost);
+  *cpu = costs->step_cpu_cost + costs->step_cpu_cost_per_seq * (EmaTime) seqs;
+  return costs->cpu_overlap ? MAX(*gpu, *cpu) : *gpu + *cpu;
 }
 
 /* ---- completing a step ------------------------------------------------- */

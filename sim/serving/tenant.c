@@ -466,6 +466,14 @@ static const EmaParam profile_params[] = {
              "(0: as on others)"},
     {"cpu_overlap", EMA_PARAM_BOOL, PROFILE_FIELD(cpu_overlap), .default_value = "false",
      .help = "async scheduling: a step's CPU work overlaps the GPU's (a step takes the longer)"},
+    {"eager_layer_cpu_cost", EMA_PARAM_DURATION, PROFILE_FIELD(eager_layer_cpu_cost),
+     .default_value = "0s", .min = 0, .max = 1e9,
+     .help = "host time per decoder layer of a forward pass run eagerly (no CUDA graph): a step "
+             "so run takes at least the layers' sum on its GPU side (0: not measured)"},
+    {"cuda_graph_max_batch", EMA_PARAM_INT, PROFILE_FIELD(cuda_graph_max_batch),
+     .default_value = "0", .min = 0, .max = 1e7,
+     .help = "decode-only steps of at most this many requests replay a CUDA graph; the others "
+             "run eagerly (0: every step)"},
     {"fixed_reserve", EMA_PARAM_SIZE, PROFILE_FIELD(fixed_reserve), .flags = EMA_PARAM_REQUIRED,
      .min = 0, .max = 1125899906842624.0,
      .help = "HBM per GPU outside weights, activations and KV (CUDA context, non-torch, sampler)"},
@@ -532,6 +540,9 @@ static const EmaParam engine_params[] = {
              "max_context)"},
     {"num_gpu_blocks", EMA_PARAM_INT, ENGINE_FIELD(num_gpu_blocks), .flags = EMA_PARAM_OPTIONAL,
      .min = 1, .max = 1e12, .help = "KV blocks per GPU given directly (absent: sized from HBM)"},
+    {"enforce_eager", EMA_PARAM_BOOL, ENGINE_FIELD(enforce_eager), .default_value = "false",
+     .help = "no CUDA graphs, every step run eagerly (vLLM's --enforce-eager; vLLM before 0.2.5 "
+             "had no CUDA graphs): needs a profile with eager_layer_cpu_cost"},
     {"prefix_caching", EMA_PARAM_BOOL, ENGINE_FIELD(prefix_caching), .default_value = "true",
      .help = "cache full prompt blocks by content (vLLM V1's default); needs prompts with an "
              "identity: a trace's hash_ids or trace.shared_prefix_tokens"},
@@ -577,6 +588,23 @@ static const EmaParam tenant_params[] = {
              "lends and borrows)"},
 };
 
+gboolean ema_engine_profile_costs(const EmaEngineProfile *profile, guint tp, guint layers,
+                                  gboolean enforce_eager, EmaEngineCosts *costs) {
+  if (enforce_eager && profile->eager_layer_cpu_cost == 0)
+    return FALSE;
+  costs->step_cpu_cost = profile->step_cpu_cost + profile->step_cpu_cost_per_rank * (tp - 1);
+  costs->step_cpu_cost_per_seq = profile->step_cpu_cost_per_seq;
+  if (tp > 1) {
+    costs->step_cpu_cost += profile->step_cpu_cost_group;
+    costs->step_cpu_cost_per_seq += profile->step_cpu_cost_per_seq_group;
+  }
+  costs->cpu_overlap = profile->cpu_overlap;
+  /* every rank's host launches its own layers side by side: a group's eager pass is one rank's */
+  costs->eager_cpu_cost = profile->eager_layer_cpu_cost * (EmaTime) layers;
+  costs->cuda_graph_max_batch = enforce_eager ? 0 : (guint64) profile->cuda_graph_max_batch;
+  return TRUE;
+}
+
 /* The engine profile's values go into the engine spec (a watermark not
  * given is the profile's); max_model_len defaults to the model's context. */
 static gboolean check_tenant(gpointer object, const EmaNode *node, const char *path,
@@ -595,14 +623,17 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
     return FALSE;
   }
   engine->scheduler = profile->scheduler;
-  engine->step_cpu_cost =
-      profile->step_cpu_cost + profile->step_cpu_cost_per_rank * (MAX(tenant->tp, 1) - 1);
-  engine->step_cpu_cost_per_seq = profile->step_cpu_cost_per_seq;
-  if (tenant->tp > 1) {
-    engine->step_cpu_cost += profile->step_cpu_cost_group;
-    engine->step_cpu_cost_per_seq += profile->step_cpu_cost_per_seq_group;
+  if (!ema_engine_profile_costs(profile, (guint) MAX(tenant->tp, 1), (guint) tenant->model.layers,
+                                engine->enforce_eager, &engine->costs)) {
+    g_autofree char *key_path =
+        path ? g_strconcat(path, ".engine.enforce_eager", NULL) : g_strdup("engine.enforce_eager");
+    const EmaNode *at = engine_node ? ema_node_get(engine_node, "enforce_eager") : NULL;
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at ? at : node, key_path,
+                   "engine profile '%s' has no eager_layer_cpu_cost: its eager steps are not "
+                   "modelled (profiles that have one: ema-sim list engines)",
+                   profile->name);
+    return FALSE;
   }
-  engine->cpu_overlap = profile->cpu_overlap;
   engine->request_cpu_cost = profile->request_cpu_cost;
   engine->fixed_reserve = profile->fixed_reserve;
   engine->default_limits = profile->default_limits;
@@ -836,9 +867,7 @@ void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *
   config->swap_fixed_cost = server->host.copy_fixed_cost;
   config->block_tokens = (guint) tenant->engine.block_size;
   config->max_model_len = (guint64) tenant->engine.max_model_len;
-  config->step_cpu_cost = tenant->engine.step_cpu_cost;
-  config->step_cpu_cost_per_seq = tenant->engine.step_cpu_cost_per_seq;
-  config->cpu_overlap = tenant->engine.cpu_overlap;
+  config->costs = tenant->engine.costs;
   config->request_cpu_cost = tenant->engine.request_cpu_cost;
   config->scheduler = tenant->engine.scheduler;
   config->concurrency = (guint64) tenant->trace.concurrency;

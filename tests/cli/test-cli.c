@@ -433,7 +433,7 @@ static void test_engines(void) {
   ema_test_assert_ok(run);
   ema_test_assert_contains(run->out, "\ntest-group       vLLM test fixture; fitted on: nothing (a "
                                      "test fixture)\n");
-  ema_test_assert_contains(run->out, "\nvllm-v0          vLLM 0.2-0.5");
+  ema_test_assert_contains(run->out, "\nvllm-v0          vLLM 0.1-0.5");
   g_clear_pointer(&run, ema_test_run_free);
   run = ema_test_cli("describe", "engine", "test-group", NULL);
   ema_test_assert_ok(run);
@@ -444,7 +444,8 @@ static void test_engines(void) {
   g_clear_pointer(&run, ema_test_run_free);
   run = ema_test_cli("describe", "engine", "vllm-v9", NULL);
   g_assert_cmpint(run->status, ==, 1);
-  ema_test_assert_contains(run->err, "unknown engine profile 'vllm-v9' (known: test-free, ");
+  ema_test_assert_contains(run->err,
+                           "unknown engine profile 'vllm-v9' (known: test-eager, test-free, ");
   g_clear_pointer(&run, ema_test_run_free);
   run = ema_test_cli("describe", "engine", NULL);
   g_assert_cmpint(run->status, ==, 2);

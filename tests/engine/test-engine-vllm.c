@@ -163,7 +163,7 @@ static void test_max_model_len(void) {
  * 0.5 ms CPU: first token at 1.5 ms, done at 3 ms. */
 static void test_step_cpu_cost(void) {
   const EmaRequestRecord records[] = {{.prompt_tokens = 16, .output_tokens = 2}};
-  EmaEngineConfig config = {.step_cpu_cost = EMA_US(500)};
+  EmaEngineConfig config = {.costs.step_cpu_cost = EMA_US(500)};
   Run r = {0};
   run(&r, config, records, 1, 10);
   g_assert_cmpuint(r.steps->len, ==, 2);
@@ -185,7 +185,8 @@ static void test_step_cpu_cost(void) {
 static void test_step_cpu_cost_per_seq(void) {
   const EmaRequestRecord records[] = {{.prompt_tokens = 16, .output_tokens = 2, .id = 0},
                                       {.prompt_tokens = 16, .output_tokens = 2, .id = 1}};
-  EmaEngineConfig config = {.step_cpu_cost = EMA_US(200), .step_cpu_cost_per_seq = EMA_US(100)};
+  EmaEngineConfig config = {
+      .costs = {.step_cpu_cost = EMA_US(200), .step_cpu_cost_per_seq = EMA_US(100)}};
   Run r = {0};
   run(&r, config, records, 2, 10);
   g_assert_cmpuint(r.steps->len, ==, 2);
@@ -194,16 +195,49 @@ static void test_step_cpu_cost_per_seq(void) {
   g_assert_cmpint(step(&r, 1)->duration, ==, EMA_US(1400));
   g_assert_cmpint(done(&r, 1)->finished, ==, EMA_US(2800));
   run_clear(&r);
-  config.cpu_overlap = TRUE;
+  config.costs.cpu_overlap = TRUE;
   run(&r, config, records, 2, 10);
   g_assert_cmpint(step(&r, 1)->duration, ==, STEP);
   g_assert_cmpint(done(&r, 1)->finished, ==, 2 * STEP);
   run_clear(&r);
-  config.step_cpu_cost_per_seq = EMA_US(700);
+  config.costs.step_cpu_cost_per_seq = EMA_US(700);
   run(&r, config, records, 2, 10);
   g_assert_cmpint(step(&r, 0)->cpu_time, ==, EMA_US(1600));
   g_assert_cmpint(step(&r, 1)->duration, ==, EMA_US(1600));
   g_assert_cmpint(done(&r, 1)->finished, ==, EMA_US(3200));
+  run_clear(&r);
+}
+
+/* The eager launch floor. Three requests (prompt 16, output 3) at 0, STEP =
+ * 1 ms of GPU a step, eager_cpu_cost 2.5 ms, 0.2 ms of CPU a step. The
+ * first step prefills (eager: 2.5 + 0.2 ms); with CUDA graphs for decode-only
+ * steps of up to 3 requests the two decode steps take 1 + 0.2 ms each (done
+ * at 5.1 ms), with graphs up to 2 requests they run eagerly too (2.7 ms each,
+ * done at 8.1 ms). Under cpu_overlap the floor still holds: max(2.5, 0.2). */
+static void test_eager_floor(void) {
+  const EmaRequestRecord records[] = {{.prompt_tokens = 16, .output_tokens = 3, .id = 0},
+                                      {.prompt_tokens = 16, .output_tokens = 3, .id = 1},
+                                      {.prompt_tokens = 16, .output_tokens = 3, .id = 2}};
+  EmaEngineConfig config = {.costs = {.step_cpu_cost = EMA_US(200),
+                                      .eager_cpu_cost = EMA_US(2500),
+                                      .cuda_graph_max_batch = 3}};
+  Run r = {0};
+  run(&r, config, records, 3, 10);
+  g_assert_cmpuint(r.steps->len, ==, 3);
+  g_assert_cmpint(step(&r, 0)->gpu_time, ==, EMA_US(2500));
+  g_assert_cmpint(step(&r, 0)->duration, ==, EMA_US(2700));
+  g_assert_cmpint(step(&r, 1)->gpu_time, ==, STEP);
+  g_assert_cmpint(step(&r, 2)->duration, ==, EMA_US(1200));
+  g_assert_cmpint(done(&r, 2)->finished, ==, EMA_US(5100));
+  run_clear(&r);
+  config.costs.cuda_graph_max_batch = 2;
+  run(&r, config, records, 3, 10);
+  g_assert_cmpint(step(&r, 2)->duration, ==, EMA_US(2700));
+  g_assert_cmpint(done(&r, 2)->finished, ==, EMA_US(8100));
+  run_clear(&r);
+  config.costs.cpu_overlap = TRUE;
+  run(&r, config, records, 3, 10);
+  g_assert_cmpint(step(&r, 2)->duration, ==, EMA_US(2500));
   run_clear(&r);
 }
 
@@ -223,7 +257,7 @@ static void test_async_admission(void) {
   run(&r, config, records, 2, 10);
   g_assert_cmpint(done(&r, 1)->first_token, ==, 3 * STEP);
   run_clear(&r);
-  config.cpu_overlap = TRUE;
+  config.costs.cpu_overlap = TRUE;
   run(&r, config, records, 2, 10);
   g_assert_cmpint(done(&r, 0)->first_token, ==, STEP);
   g_assert_cmpint(done(&r, 1)->first_token, ==, 4 * STEP);
@@ -618,6 +652,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine-vllm/max-model-len", test_max_model_len);
   g_test_add_func("/engine-vllm/step-cpu-cost", test_step_cpu_cost);
   g_test_add_func("/engine-vllm/step-cpu-cost-per-seq", test_step_cpu_cost_per_seq);
+  g_test_add_func("/engine-vllm/eager-floor", test_eager_floor);
   g_test_add_func("/engine-vllm/async-admission", test_async_admission);
   g_test_add_func("/engine-vllm/request-cpu-cost", test_request_cpu_cost);
   g_test_add_func("/engine-vllm/v0-prefill-first", test_v0_prefill_first);

@@ -1084,7 +1084,7 @@ static void test_compare_static_fixture(void) {
   EmaStepCheckStats stats[4];
   GError *error = NULL;
   g_assert_true(g_file_set_contents(path, csv, -1, NULL));
-  g_assert_true(ema_stepcheck_static(path, 0, table, stats, &error));
+  g_assert_true(ema_stepcheck_static(path, 0, NULL, FALSE, table, stats, &error));
   g_assert_no_error(error);
   g_assert_cmpuint(stats[0].rows, ==, 0);
   g_assert_cmpuint(stats[2].rows, ==, 1);
@@ -1092,6 +1092,66 @@ static void test_compare_static_fixture(void) {
   /* the medians of the three repeats: 90 ms and 35 ms */
   g_assert_nonnull(strstr(table->str, "h100-80gb,h100x8-hgx,8,512,1,128,90.000,"));
   g_assert_nonnull(strstr(table->str, ",35.000,"));
+}
+
+/* Field FIELD (0: hardware) of TABLE's row that starts with PREFIX, as a number. */
+static double static_field(const GString *table, const char *prefix, guint field) {
+  const char *row = strstr(table->str, prefix);
+  g_auto(GStrv) fields = NULL;
+  g_autofree char *line = NULL;
+  g_assert_nonnull(row);
+  line = g_strndup(row, strcspn(row, "\n"));
+  fields = g_strsplit(line, ",", -1);
+  g_assert_cmpuint(g_strv_length(fields), >, field);
+  return g_ascii_strtod(fields[field], NULL);
+}
+
+/* compare-static with an engine (test-eager: 1 ms of CPU a step, 1 ms a layer run eagerly,
+ * CUDA graphs for decode-only steps of up to 4 requests) against the GPU's times alone, on
+ * Llama-2-70B (80 layers: 80 ms eager, above each GPU step here but the 4,096-token prefill) at
+ * TP 8 on H100: batch 1 prefills eagerly (81 ms) and decodes from a graph (its GPU time + 1
+ * ms); batch 8 decodes eagerly (81 ms) and its prefill is over the floor (GPU + 1 ms); with
+ * enforce_eager batch 1 decodes eagerly too. A profile without an eager cost refuses
+ * enforce_eager. */
+static void test_compare_static_engine(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *path = g_build_filename(dir, "perf.csv", NULL);
+  static const char csv[] = "model,hardware,prompt_size,batch_size,token_size,peak_power,"
+                            "average_power,prompt_time,token_time,e2e_time,tensor_parallel\n"
+                            "llama2-70b,h100-80gb,512,1,128,1,1,80,30,0,8\n"
+                            "llama2-70b,h100-80gb,512,8,128,1,1,300,40,0,8\n";
+  static const char one[] = "h100-80gb,h100x8-hgx,8,512,1,128,",
+                    eight[] = "h100-80gb,h100x8-hgx,8,512,8,128,";
+  g_autoptr(GString) gpu = g_string_new(NULL);
+  g_autoptr(GString) graphs = g_string_new(NULL);
+  g_autoptr(GString) eager = g_string_new(NULL);
+  g_autoptr(EmaEngineProfile) engine = NULL;
+  g_autoptr(EmaEngineProfile) v1 = NULL;
+  EmaStepCheckStats stats[4];
+  GError *error = NULL;
+  g_assert_true(g_file_set_contents(path, csv, -1, NULL));
+  engine = ema_engine_profile_load("test-eager", &error);
+  g_assert_no_error(error);
+  g_assert_true(ema_stepcheck_static(path, 0, NULL, FALSE, gpu, stats, &error));
+  g_assert_true(ema_stepcheck_static(path, 0, engine, FALSE, graphs, stats, &error));
+  g_assert_true(ema_stepcheck_static(path, 0, engine, TRUE, eager, stats, &error));
+  g_assert_no_error(error);
+  g_assert_cmpfloat(static_field(gpu, one, 7), <, 80);
+  g_assert_cmpfloat(static_field(gpu, eight, 7), >, 80);
+  g_assert_cmpfloat(static_field(gpu, eight, 10), <, 80);
+  g_assert_cmpfloat(static_field(graphs, one, 7), ==, 81);
+  g_assert_cmpfloat_with_epsilon(static_field(graphs, one, 10), static_field(gpu, one, 10) + 1,
+                                 2e-3);
+  g_assert_cmpfloat(static_field(graphs, eight, 10), ==, 81);
+  g_assert_cmpfloat_with_epsilon(static_field(graphs, eight, 7), static_field(gpu, eight, 7) + 1,
+                                 2e-3);
+  g_assert_cmpfloat(static_field(eager, one, 10), ==, 81);
+  v1 = ema_engine_profile_load("test-v1", &error);
+  g_assert_no_error(error);
+  g_assert_false(ema_stepcheck_static(path, 0, v1, TRUE, gpu, stats, &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "'test-v1' has no eager_layer_cpu_cost"));
+  g_clear_error(&error);
 }
 
 /* The test-sized run of the splitwise comparison on the public data: the
@@ -1107,7 +1167,7 @@ static void test_compare_static_public(void) {
     g_test_skip("../shared/groundtruth/splitwise-perf is absent");
     return;
   }
-  g_assert_true(ema_stepcheck_static(path, 6, table, stats, &error));
+  g_assert_true(ema_stepcheck_static(path, 6, NULL, FALSE, table, stats, &error));
   g_assert_no_error(error);
   for (int i = 0; i < 4; i++)
     g_assert_cmpuint(stats[i].rows, ==, 3);
@@ -1270,6 +1330,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/public-h100", test_public_h100);
   g_test_add_func("/profile/compare-steps", test_compare_steps);
   g_test_add_func("/profile/compare-static-fixture", test_compare_static_fixture);
+  g_test_add_func("/profile/compare-static-engine", test_compare_static_engine);
   g_test_add_func("/profile/import-precedence", test_import_precedence);
   g_test_add_func("/profile/import-gemm-grid", test_import_gemm_grid);
   g_test_add_func("/profile/import-bad-row", test_import_bad_row);

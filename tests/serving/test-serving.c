@@ -219,17 +219,19 @@ static void test_one_request(void) {
   /* step 1: the whole prompt in one chunk (1000 <= max_num_batched_tokens
    * 8192) after p = 0 cached tokens: prefill_tokens n, prefill_context
    * n (n + 1) / 2, prefill_kv_read p + n = n; it samples the first token */
-  prefill = step_of(model, 1000, n * (n + 1) / 2, n, 0, 0) + tenant->engine.step_cpu_cost;
+  prefill = step_of(model, 1000, n * (n + 1) / 2, n, 0, 0) + tenant->engine.costs.step_cpu_cost;
   /* steps 2-4: one decode token each, attending to 1001, 1002, 1003 tokens;
    * every step also costs the engine profile's fixed CPU time */
   for (guint i = 0; i < 3; i++)
-    decode[i] = step_of(model, 0, 0, 0, 1, 1001 + i) + tenant->engine.step_cpu_cost;
+    decode[i] = step_of(model, 0, 0, 0, 1, 1001 + i) + tenant->engine.costs.step_cpu_cost;
   first = arrival + prefill;
   finish = first + decode[0] + decode[1] + decode[2];
   tpot = (finish - first + 1) / 3; /* nearest ns: (x + (out - 1) / 2) / (out - 1) */
-  g_assert_cmpint(tenant->engine.step_cpu_cost, >, 0); /* the default profile, vllm-v1 */
-  g_assert_cmpint(prefill - tenant->engine.step_cpu_cost, >, EMA_MS(10)); /* a sane 1000-token */
-  g_assert_cmpint(prefill - tenant->engine.step_cpu_cost, <, EMA_MS(30)); /* prefill on an H200 */
+  g_assert_cmpint(tenant->engine.costs.step_cpu_cost, >, 0); /* the default profile, vllm-v1 */
+  g_assert_cmpint(prefill - tenant->engine.costs.step_cpu_cost, >,
+                  EMA_MS(10)); /* a sane 1000-token */
+  g_assert_cmpint(prefill - tenant->engine.costs.step_cpu_cost, <,
+                  EMA_MS(30)); /* prefill on an H200 */
   g_assert_cmpint(decode[0], <=, decode[1]);
   g_assert_cmpint(decode[1], <=, decode[2]);
 
@@ -323,10 +325,29 @@ static void test_engine_cpu_group(void) {
   g_autoptr(EmaExperiment) four = load(path, group);
   const EmaTenantSpec *t1 = &g_array_index(one->tenants, EmaTenantSpec, 0);
   const EmaTenantSpec *t4 = &g_array_index(four->tenants, EmaTenantSpec, 0);
-  g_assert_cmpint(t1->engine.step_cpu_cost, ==, EMA_MS(1));
-  g_assert_cmpint(t1->engine.step_cpu_cost_per_seq, ==, EMA_US(100));
-  g_assert_cmpint(t4->engine.step_cpu_cost, ==, EMA_US(1900));
-  g_assert_cmpint(t4->engine.step_cpu_cost_per_seq, ==, EMA_US(150));
+  g_assert_cmpint(t1->engine.costs.step_cpu_cost, ==, EMA_MS(1));
+  g_assert_cmpint(t1->engine.costs.step_cpu_cost_per_seq, ==, EMA_US(100));
+  g_assert_cmpint(t4->engine.costs.step_cpu_cost, ==, EMA_US(1900));
+  g_assert_cmpint(t4->engine.costs.step_cpu_cost_per_seq, ==, EMA_US(150));
+}
+
+/* An engine profile's eager launch cost as a tenant pays it (test-eager: 1 ms a layer, CUDA
+ * graphs for decode-only steps of up to 4 requests): Llama-3.1-8B's 32 layers, 32 ms a step run
+ * eagerly; under enforce_eager no step replays a graph. */
+static void test_engine_eager_costs(void) {
+  g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
+  const char *graphs[] = {"tenants.0.engine.profile=test-eager", NULL};
+  const char *eager[] = {"tenants.0.engine.profile=test-eager",
+                         "tenants.0.engine.enforce_eager=true", NULL};
+  g_autoptr(EmaExperiment) with_graphs = load(path, graphs);
+  g_autoptr(EmaExperiment) all_eager = load(path, eager);
+  const EmaTenantSpec *g = &g_array_index(with_graphs->tenants, EmaTenantSpec, 0);
+  const EmaTenantSpec *e = &g_array_index(all_eager->tenants, EmaTenantSpec, 0);
+  g_assert_cmpint(g->model.layers, ==, 32);
+  g_assert_cmpint(g->engine.costs.eager_cpu_cost, ==, EMA_MS(32));
+  g_assert_cmpuint(g->engine.costs.cuda_graph_max_batch, ==, 4);
+  g_assert_cmpint(e->engine.costs.eager_cpu_cost, ==, EMA_MS(32));
+  g_assert_cmpuint(e->engine.costs.cuda_graph_max_batch, ==, 0);
 }
 
 /* Batch limits an experiment leaves out come from the engine profile by GPU, as vllm serve
@@ -397,7 +418,7 @@ static void test_steps_csv(void) {
   const double n = 1000;
   EmaTime prefill, decode, cpu = EMA_MS(1), start3;
 
-  g_assert_cmpint(tenant->engine.step_cpu_cost, ==, cpu); /* test-v1 */
+  g_assert_cmpint(tenant->engine.costs.step_cpu_cost, ==, cpu); /* test-v1 */
   model = ema_step_model_new(&tenant->model, &experiment->server, 1, &error);
   g_assert_no_error(error);
   prefill = step_of(model, 1000, n * (n + 1) / 2, n, 0, 0);
@@ -713,7 +734,7 @@ static void test_plan_70b_tp4(void) {
   g_assert_cmpuint(config.block_bytes, ==, block);
   g_assert_cmpuint(config.block_tokens, ==, 16);
   g_assert_cmpuint(config.max_model_len, ==, 131072); /* the model's max_context */
-  g_assert_cmpint(config.step_cpu_cost, ==, tenant->engine.step_cpu_cost);
+  g_assert_cmpint(config.costs.step_cpu_cost, ==, tenant->engine.costs.step_cpu_cost);
   g_assert_cmpint(config.scheduler, ==, EMA_SCHEDULER_V1);
   g_assert_true(config.prefix_caching);
   g_assert_cmpint(config.preempt, ==, EMA_PREEMPT_RECOMPUTE);
@@ -788,10 +809,15 @@ static const BadConfig bad_configs[] = {
     {"engine-unknown-key.yaml", EMA_CONFIG_ERROR_KEY,
      "9:32: tenants.0.engine.max_batch: unknown key in engine (valid keys: profile, "
      "max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, activation_reserve, "
-     "watermark, preempt, block_size, max_model_len, num_gpu_blocks, prefix_caching)"},
+     "watermark, preempt, block_size, max_model_len, num_gpu_blocks, enforce_eager, "
+     "prefix_caching)"},
     {"unknown-profile.yaml", EMA_CONFIG_ERROR_KEY,
-     "9:41: tenants.0.engine.profile: unknown engine profile 'vllm-v9' (known: test-free, "
-     "test-group, test-v1, vllm-v0, vllm-v1, vllm-v1-async, vllm-v1-otel)"},
+     "9:41: tenants.0.engine.profile: unknown engine profile 'vllm-v9' (known: test-eager, "
+     "test-free, test-group, test-v1, vllm-v0, vllm-v1, vllm-v1-async, vllm-v1-otel)"},
+    {"eager-unmodelled.yaml", EMA_CONFIG_ERROR_INVALID,
+     "9:65: tenants.0.engine.enforce_eager: engine profile 'vllm-v1' has no "
+     "eager_layer_cpu_cost: its eager steps are not modelled (profiles that have one: ema-sim "
+     "list engines)"},
     {"bad-unit.yaml", -1,
      "9:38: tenants.0.engine.gpu_memory_utilization: unknown unit 'GB' in '2GB' (fractions use % "
      "or a plain number)"},
@@ -1512,6 +1538,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/rejected", test_rejected);
   g_test_add_func("/serving/steps-csv", test_steps_csv);
   g_test_add_func("/serving/engine-cpu/group", test_engine_cpu_group);
+  g_test_add_func("/serving/engine-cpu/eager", test_engine_eager_costs);
   g_test_add_func("/serving/batch-defaults", test_batch_defaults);
   g_test_add_func("/serving/provenance-sorted", test_provenance_sorted);
   g_test_add_func("/serving/plan/given-blocks", test_plan_given_blocks);

@@ -27,6 +27,10 @@ typedef struct {
   const char *scheduler; /* "v1" or "v0" */
   double step_cpu_cost_s, step_cpu_cost_per_seq_s;
   gboolean cpu_overlap;
+  /* the host's time for an eager forward pass (0: not modelled), and the largest decode-only
+   * step that replays a CUDA graph instead (0: none) */
+  double eager_cpu_cost_s;
+  guint64 cuda_graph_max_batch;
   /* the combination */
   char *gpu; /* the GPU's profile name (gpu.profile), or its name without one */
   gint64 tp;

@@ -18,6 +18,8 @@
 
 #include <glib.h>
 
+#include "ema/serving/tenant.h"
+
 G_BEGIN_DECLS
 
 typedef struct {
@@ -41,10 +43,15 @@ gboolean ema_stepcheck_steps_summary(const char *steps_csv, const char *server, 
 /* Compare perf_model.csv's Llama2-70B points (a100-80gb on a100x8-dgx,
  * h100-80gb on h100x8-hgx; the power-capped h100-80gb-pcap and BLOOM-176B,
  * which has no shape here, are skipped). MAX_POINTS > 0 keeps the first
- * MAX_POINTS distinct points (a test-sized run). STATS[0..3]: prefill on
- * A100, decode on A100, prefill on H100, decode on H100. */
-gboolean ema_stepcheck_static(const char *perf_csv, guint max_points, GString *table,
-                              EmaStepCheckStats stats[4], GError **error);
+ * MAX_POINTS distinct points (a test-sized run). Each step's GPU time alone
+ * (ENGINE NULL), or as ENGINE's host runs it at the point's TP degree
+ * (ema_engine_step_duration: its CPU costs and, where the step runs eagerly,
+ * every step with ENFORCE_EAGER, its eager launch floor; the prompts in one
+ * step). STATS[0..3]: prefill on A100, decode on A100, prefill on H100,
+ * decode on H100. */
+gboolean ema_stepcheck_static(const char *perf_csv, guint max_points,
+                              const EmaEngineProfile *engine, gboolean enforce_eager,
+                              GString *table, EmaStepCheckStats stats[4], GError **error);
 
 /* "median 1.2%, worst 3.4% (mean +0.5%) over N rows" */
 char *ema_stepcheck_stats_format(const EmaStepCheckStats *stats);

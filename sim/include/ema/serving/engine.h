@@ -148,6 +148,29 @@ typedef enum {
   EMA_SCHEDULER_V0,
 } EmaSchedulerKind;
 
+/* What the engine's host adds to its steps: an engine profile's costs at a tenant's TP degree
+ * and model (ema_engine_profile_costs, tenant.h). */
+typedef struct {
+  EmaTime step_cpu_cost;         /* fixed CPU time per step, added to its GPU time */
+  EmaTime step_cpu_cost_per_seq; /* and CPU time per request scheduled in the step */
+  /* async scheduling: the step's CPU work runs beside its GPU work (the step takes the longer
+   * of the two), not after it */
+  gboolean cpu_overlap;
+  /* the host's time to run one forward pass eagerly (every layer's kernels and collectives
+   * launched one by one, no CUDA graph): the GPU side of a step run so takes at least this
+   * long; 0: not modelled */
+  EmaTime eager_cpu_cost;
+  /* decode-only steps of at most this many requests replay a captured CUDA graph (no launch
+   * cost); the other steps run eagerly. 0: every step runs eagerly */
+  guint64 cuda_graph_max_batch;
+} EmaEngineCosts;
+
+/* A step of BATCH with SEQS requests scheduled whose step model gave GPU_TIME: its GPU side
+ * (GPU_TIME, at least COSTS' eager_cpu_cost where the step runs eagerly) into *GPU, its CPU
+ * time into *CPU; returns its duration, their sum or, under cpu_overlap, the longer. */
+EmaTime ema_engine_step_duration(const EmaEngineCosts *costs, const EmaStepBatch *batch,
+                                 guint64 seqs, EmaTime gpu_time, EmaTime *gpu, EmaTime *cpu);
+
 typedef struct {
   guint64 max_num_seqs;           /* running requests at most */
   guint64 max_num_batched_tokens; /* tokens per step at most */
@@ -158,11 +181,7 @@ typedef struct {
   EmaTime swap_fixed_cost;
   guint block_tokens;    /* tokens per KV block; 0 = EMA_KV_BLOCK_TOKENS */
   guint64 max_model_len; /* prompt + output at most; longer ones are rejected; 0 = no limit */
-  EmaTime step_cpu_cost; /* the engine's fixed CPU time per step, added to its step cost */
-  EmaTime step_cpu_cost_per_seq; /* and its CPU time per request scheduled in the step */
-  /* async scheduling: the step's CPU work runs beside its GPU work (the step takes the longer
-   * of the two), not after it */
-  gboolean cpu_overlap;
+  EmaEngineCosts costs;  /* the host's share of each step */
   /* a request becomes schedulable this long after it arrived (the API server's work before the
    * engine sees it); its arrival, TTFT and E2E stay measured from the arrival itself */
   EmaTime request_cpu_cost;
@@ -195,8 +214,9 @@ typedef struct {
 /* What one step did, for observers. */
 typedef struct {
   EmaTime start, duration; /* duration = gpu_time + cpu_time (or the longer, cpu_overlap) + swap */
-  EmaTime gpu_time;        /* what the step-cost function gave */
-  EmaTime cpu_time;        /* step_cpu_cost + step_cpu_cost_per_seq x the requests scheduled */
+  /* what the step-cost function gave, at least the eager launch time if the step ran eagerly */
+  EmaTime gpu_time;
+  EmaTime cpu_time; /* step_cpu_cost + step_cpu_cost_per_seq x the requests scheduled */
   EmaStepBatch batch;
   guint prefill_seqs; /* requests with a prefill chunk in the step (decode_seqs: decoding) */
   guint running, waiting;

@@ -126,8 +126,14 @@ typedef struct {
   gint64 step_cpu_cost_group;         /* ns per step of a group: inputs handed to the workers */
   gint64 step_cpu_cost_per_seq_group; /* ns per step per request of a group: its share of that */
   gboolean cpu_overlap;               /* async scheduling: the CPU work overlaps the GPU's */
-  gint64 request_cpu_cost;            /* ns from a request's arrival to its being schedulable */
-  guint64 fixed_reserve;              /* bytes per GPU outside weights, activations and KV */
+  /* The host's time per decoder layer to run a forward pass eagerly (PyTorch's dispatch and the
+   * layer's kernel and collective launches, one by one): a step not replayed from a CUDA graph
+   * takes at least the layers' sum on its GPU side. 0: not measured (enforce_eager refused). */
+  gint64 eager_layer_cpu_cost;
+  gint64 cuda_graph_max_batch; /* decode-only steps of at most this many requests replay a
+                                * CUDA graph (0: none, every step eager) */
+  gint64 request_cpu_cost;     /* ns from a request's arrival to its being schedulable */
+  guint64 fixed_reserve;       /* bytes per GPU outside weights, activations and KV */
   /* max_num_seqs and max_num_batched_tokens where an experiment leaves them out, as this
    * version's `vllm serve` picks them: the large_gpu pair on a GPU of at least 70 GiB that is
    * not an A100 (vLLM's EngineArgs batch defaults; 0: the default pair), the default pair on
@@ -141,6 +147,11 @@ typedef struct {
 } EmaEngineProfile;
 
 extern const EmaParamTable ema_engine_profile_params;
+/* PROFILE's costs (ema_engine_step_duration) for a tenant of TP ranks whose model has LAYERS
+ * decoder layers, every step eager if ENFORCE_EAGER (vLLM's --enforce-eager); FALSE where
+ * ENFORCE_EAGER asks for an eager cost the profile does not have. */
+gboolean ema_engine_profile_costs(const EmaEngineProfile *profile, guint tp, guint layers,
+                                  gboolean enforce_eager, EmaEngineCosts *costs);
 /* The profile names that EMA_ENGINE_PATH and hwmodels/engines hold, sorted. */
 GPtrArray *ema_engine_profile_list(void);
 /* Load the profile NAME (EMA_ENGINE_PATH, then hwmodels/engines). */
@@ -160,11 +171,10 @@ typedef struct {
   gint64 max_model_len;  /* prompt + output at most (absent: the model's max_context) */
   gint64 num_gpu_blocks; /* KV blocks given directly (0: sized from memory) */
   gboolean prefix_caching;
+  gboolean enforce_eager; /* vLLM's --enforce-eager: no CUDA graphs, every step eager */
   /* from the profile file, filled by the table's check (not keys of the file) */
   EmaSchedulerKind scheduler;
-  gint64 step_cpu_cost; /* the profile's, with its per-rank cost at the tenant's TP degree */
-  gint64 step_cpu_cost_per_seq;
-  gboolean cpu_overlap;
+  EmaEngineCosts costs; /* the profile's at the tenant's TP degree and model */
   gint64 request_cpu_cost;
   guint64 fixed_reserve;
   /* the profile's batch limits where the file leaves them out, by GPU (see
