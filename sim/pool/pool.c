@@ -1113,18 +1113,22 @@ static double exec_load(const Pool *p, const double *array, guint lender, guint 
 }
 
 /* The execution model's wait and run scale (offexec.h) of each lender's
- * partials of G's step into SHARES (nothing without one: offload.h's). */
+ * partials of G's step into SHARES (nothing without one: offload.h's). Only
+ * G's lenders hold any (offload_shares). */
 static void exec_shares(const Pool *p, const Gpu *g, EmaOffloadShare *shares) {
-  for (guint j = 0; p->exec && j < p->n; j++) {
-    EmaOffloadLender lender = {.busy = shares[j].lender_busy,
-                               .lender_step_s =
-                                   (double) p->gpus[j].last_step * 1e-9, /* its last step */
-                               .lender_layers = p->gpus[j].layers,
-                               .others_rho = exec_load(p, p->exec_rho, j, g->index),
-                               .others_rho_s = exec_load(p, p->exec_rho_s, j, g->index)};
+  if (!p->exec)
+    return;
+  FOR_EACH_LENDER (p, g, j) {
+    EmaOffloadLender lender;
     EmaOffloadExec x;
     if (shares[j].seqs == 0)
       continue;
+    lender = (EmaOffloadLender){.busy = shares[j].lender_busy,
+                                .lender_step_s =
+                                    (double) p->gpus[j].last_step * 1e-9, /* its last step */
+                                .lender_layers = p->gpus[j].layers,
+                                .others_rho = exec_load(p, p->exec_rho, j, g->index),
+                                .others_rho_s = exec_load(p, p->exec_rho_s, j, g->index)};
     x = ema_offexec_partial(&p->server->offload, &lender,
                             ema_offload_partial_alone_s(g->offload, &shares[j]), g->partial_draw,
                             p->server->gpu.offload_partial_slowdown);
