@@ -112,8 +112,9 @@ static void on_pool_event(gpointer data, const EmaPoolEvent *e) {
 
 /* The header of steps.csv: the columns of vLLM's step traces
  * (../shared/groundtruth/vllm-h100-steps: step.duration_us is the GPU time
- * of the step, without the engine's CPU time), then the tenant, the whole
- * step (cycle) and the engine's CPU part of it. */
+ * of the step, without the engine's CPU time; here, for a step run eagerly,
+ * at least the host's launch time, EmaStepReport.gpu_time), then the
+ * tenant, the whole step (cycle) and the engine's CPU part of it. */
 #define STEPS_HEADER                                                                               \
   "step.id,step.ts_start_ns,step.ts_end_ns,step.duration_us,queue.running_depth,"                  \
   "queue.waiting_depth,batch.num_prefill_reqs,batch.num_decode_reqs,batch.scheduled_tokens,"       \
