@@ -82,10 +82,12 @@ static const char usage_text[] =
     "(hwmodels/profiles/README.md's format)\n"
     "                         with the server model (default h200x8-hgx); the table to FILE or\n"
     "                         stdout, then the median and worst error\n"
-    "  compare-static [PERF.csv] [--points N] [--engine PROFILE [--enforce-eager]] [-o FILE]\n"
-    "                         Llama2-70B static batches of splitwise-perf (default\n"
+    "  compare-static [PERF.csv] [--points N] [--server NAME] [--engine PROFILE\n"
+    "                 [--enforce-eager]] [-o FILE]\n"
+    "                         static batches (splitwise-perf's format; default\n"
     "                         <shared>/groundtruth/splitwise-perf/perf_model.csv) against\n"
-    "                         a100x8-dgx and h100x8-hgx; --points N keeps the first N\n"
+    "                         the step model, per hardware and phase; --points N keeps the\n"
+    "                         first N points, --engine adds that engine's host costs a step\n"
     "  plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title TEXT] [--xlabel TEXT]\n"
     "        [--paper]        gnuplot figures (PNG, SVG; --paper: a column wide, PDF) of a run,\n"
     "                         a comparison or a sweep in DIR/plots/\n"
@@ -867,21 +869,26 @@ static int command_compare_steps(int argc, char **argv) {
 }
 
 static int command_compare_static(int argc, char **argv) {
-  static const char *const names[4] = {"a100 prefill", "a100 decode", "h100 prefill",
-                                       "h100 decode"};
   g_autofree char *output = NULL;
   g_autofree char *points_text = NULL;
   g_autofree char *path = NULL;
   g_autofree char *engine_name = NULL;
+  g_autofree char *server = NULL;
+  g_autofree char *skipped = NULL;
   g_autoptr(EmaEngineProfile) engine = NULL;
   g_autoptr(GString) table = g_string_new(NULL);
-  EmaStepCheckStats stats[4];
+  g_autoptr(GPtrArray) groups = ema_static_groups_new();
   guint64 points = 0;
   gboolean enforce_eager = FALSE;
   GError *error = NULL;
+  EmaStaticCheckOptions options = {0};
   GOptionEntry entries[] = {
       {"points", 0, 0, G_OPTION_ARG_STRING, &points_text, "Keep the first N points", "N"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the table to FILE", "FILE"},
+      {"server", 0, 0, G_OPTION_ARG_STRING, &server,
+       "Time every row on this server (default: by the hardware column: a100-80gb, h100-80gb, "
+       "a100-40gb or a server name)",
+       "NAME"},
       {"engine", 0, 0, G_OPTION_ARG_STRING, &engine_name,
        "Time each step as this engine profile's host runs it (its CPU costs, its eager launch "
        "floor) rather than the GPU's time alone",
@@ -889,12 +896,12 @@ static int command_compare_static(int argc, char **argv) {
       {"enforce-eager", 0, 0, G_OPTION_ARG_NONE, &enforce_eager,
        "With --engine: every step eager, no CUDA graphs (vLLM's --enforce-eager)", NULL},
       {NULL}};
-  if (!parse_options("Static-batch times of splitwise-perf against the step-time model.", entries,
-                     &argc, &argv, "[PERF.csv]"))
+  if (!parse_options("Static-batch times (splitwise-perf's format) against the step-time model.",
+                     entries, &argc, &argv, "[PERF.csv]"))
     return EXIT_USAGE;
   if (argc > 2)
-    return usage_error("usage: ema-sim compare-static [PERF.csv] [--points N] [--engine PROFILE "
-                       "[--enforce-eager]] [-o FILE]");
+    return usage_error("usage: ema-sim compare-static [PERF.csv] [--points N] [--server NAME] "
+                       "[--engine PROFILE [--enforce-eager]] [-o FILE]");
   if (enforce_eager && !engine_name)
     return usage_error("--enforce-eager: give the engine profile (--engine PROFILE)");
   if (engine_name && !(engine = ema_engine_profile_load(engine_name, &error)))
@@ -907,14 +914,18 @@ static int command_compare_static(int argc, char **argv) {
     g_autofree char *shared = ema_profile_shared_dir();
     path = g_build_filename(shared, "groundtruth", "splitwise-perf", "perf_model.csv", NULL);
   }
-  if (!ema_stepcheck_static(path, (guint) points, engine, enforce_eager, table, stats, &error))
+  options = (EmaStaticCheckOptions){(guint) points, server, engine, enforce_eager};
+  if (!ema_stepcheck_static(path, &options, table, groups, &skipped, &error))
     return fail(error);
   if (write_table(table, output) != 0)
     return 1;
-  for (int i = 0; i < 4; i++) {
-    g_autofree char *summary = ema_stepcheck_stats_format(&stats[i]);
-    printf("%s: %s\n", names[i], summary);
+  for (guint i = 0; i < groups->len; i++) {
+    const EmaStaticGroup *g = groups->pdata[i];
+    g_autofree char *summary = ema_stepcheck_stats_format(&g->stats);
+    printf("%s: %s\n", g->name, summary);
   }
+  if (skipped)
+    printf("%s\n", skipped);
   return 0;
 }
 

@@ -67,6 +67,11 @@ static void models_clear(Models *m) {
     ema_server_free(m->server);
 }
 
+static void models_free(Models *m) {
+  models_clear(m);
+  g_free(m);
+}
+
 static gboolean models_init(Models *m, const char *server, GError **error) {
   m->models =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) ema_step_model_free);
@@ -254,14 +259,19 @@ gboolean ema_stepcheck_steps_summary(const char *steps_csv, const char *server, 
 /* ---- static batches ------------------------------------------------------ */
 
 typedef struct {
-  char *hardware;
+  char *model, *hardware; /* as the row gave them */
+  char *llm;              /* the model's name here (an alias resolved) */
+  char *server;           /* the server it is timed on */
   double tp, prompt, batch, tokens;
   GArray *prompt_ms, *token_ms;
 } StaticPoint;
 
 static void static_point_free(gpointer data) {
   StaticPoint *p = data;
+  g_free(p->model);
   g_free(p->hardware);
+  g_free(p->llm);
+  g_free(p->server);
   g_array_unref(p->prompt_ms);
   g_array_unref(p->token_ms);
   g_free(p);
@@ -280,33 +290,95 @@ static const char *const static_columns[] = {"tensor_parallel", "prompt_size", "
                                              "token_size",      "prompt_time", "token_time",
                                              "model",           "hardware",    NULL};
 
+/* splitwise-perf's names of the GPUs it profiled and of its models, and
+ * what they are here (any other hardware value is taken as a server name,
+ * any other model as an LLM name of hwmodels/llms). Its power-capped
+ * h100-80gb-pcap has no server: its rows are skipped unless --server names
+ * one. */
+static const char *const static_hardware[][2] = {
+    {"a100-80gb", "a100x8-dgx"}, {"h100-80gb", "h100x8-hgx"}, {"a100-40gb", "a100x4-40gb"}};
+static const char *const static_models[][2] = {
+    {"llama2-7b", "llama-2-7b"}, {"llama2-13b", "llama-2-13b"}, {"llama2-70b", "llama-2-70b"}};
+
+static const char *alias_of(const char *const (*table)[2], gsize n, const char *name) {
+  for (gsize i = 0; i < n; i++)
+    if (strcmp(table[i][0], name) == 0)
+      return table[i][1];
+  return name;
+}
+
 typedef struct {
   GPtrArray *points;
-  GHashTable *index; /* "hw/tp/prompt/batch/tokens" -> StaticPoint * */
-  guint max_points;
+  GHashTable *index;   /* "model/hw/tp/prompt/batch/tokens" -> StaticPoint * */
+  GHashTable *known;   /* LLM or server name -> GINT_TO_POINTER(1 known, 2 not) */
+  GHashTable *skipped; /* "value (why)" -> rows skipped for it */
+  GPtrArray *skip_order;
+  const EmaStaticCheckOptions *options;
 } StaticRead;
+
+/* Whether NAME loads as an LLM (LLM TRUE) or a server, asked once. */
+static gboolean static_known(StaticRead *read, const char *name, gboolean llm) {
+  g_autofree char *key = g_strconcat(llm ? "llm:" : "server:", name, NULL);
+  gpointer v = g_hash_table_lookup(read->known, key);
+  if (!v) {
+    GError *local = NULL;
+    gboolean ok;
+    if (llm) {
+      g_autoptr(EmaLlmSpec) spec = ema_llm_load(name, &local);
+      ok = spec != NULL;
+    } else {
+      g_autoptr(EmaServerSpec) server = ema_server_load(name, &local);
+      ok = server != NULL;
+    }
+    g_clear_error(&local);
+    v = GINT_TO_POINTER(ok ? 1 : 2);
+    g_hash_table_insert(read->known, g_steal_pointer(&key), v);
+  }
+  return GPOINTER_TO_INT(v) == 1;
+}
+
+static void static_skip(StaticRead *read, const char *value, const char *why) {
+  g_autofree char *key = g_strdup_printf("%s (%s)", value, why);
+  gpointer n = g_hash_table_lookup(read->skipped, key);
+  if (!n)
+    g_ptr_array_add(read->skip_order, g_strdup(key));
+  g_hash_table_insert(read->skipped, g_steal_pointer(&key),
+                      GSIZE_TO_POINTER(GPOINTER_TO_SIZE(n) + 1));
+}
 
 static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GError **error) {
   StaticRead *read = data;
-  const char *hw = csv->fields[c[7]];
+  const char *model = csv->fields[c[6]], *hw = csv->fields[c[7]];
+  const char *llm = alias_of(static_models, G_N_ELEMENTS(static_models), model);
+  const char *server = read->options->server
+                           ? read->options->server
+                           : alias_of(static_hardware, G_N_ELEMENTS(static_hardware), hw);
   double v[6];
   g_autofree char *key = NULL;
   StaticPoint *p;
-  if (strcmp(csv->fields[c[6]], "llama2-70b") != 0 ||
-      (strcmp(hw, "a100-80gb") != 0 && strcmp(hw, "h100-80gb") != 0))
+  if (!static_known(read, llm, TRUE)) {
+    static_skip(read, model, "unknown model");
     return TRUE;
+  }
+  if (!read->options->server && !static_known(read, server, FALSE)) {
+    static_skip(read, hw, "no server for this hardware: give --server");
+    return TRUE;
+  }
   /* prompt_time and token_time are not whole: read them with the time rule */
   if (!ema_csv_numbers(csv, c, 4, 0, v, error) ||
       !ema_csv_number(csv, c[4], FALSE, FALSE, &v[4], error) ||
       !ema_csv_number(csv, c[5], FALSE, FALSE, &v[5], error))
     return FALSE;
-  key = g_strdup_printf("%s/%g/%g/%g/%g", hw, v[0], v[1], v[2], v[3]);
+  key = g_strdup_printf("%s/%s/%g/%g/%g/%g", model, hw, v[0], v[1], v[2], v[3]);
   p = g_hash_table_lookup(read->index, key);
   if (!p) {
-    if (read->max_points > 0 && read->points->len >= read->max_points)
+    if (read->options->max_points > 0 && read->points->len >= read->options->max_points)
       return TRUE;
     p = g_new0(StaticPoint, 1);
-    *p = (StaticPoint){g_strdup(hw),
+    *p = (StaticPoint){g_strdup(model),
+                       g_strdup(hw),
+                       g_strdup(llm),
+                       g_strdup(server),
                        v[0],
                        v[1],
                        v[2],
@@ -319,16 +391,6 @@ static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GEr
   g_array_append_val(p->prompt_ms, v[4]);
   g_array_append_val(p->token_ms, v[5]);
   return TRUE;
-}
-
-/* Read perf_model.csv's Llama2-70B points on the two unconstrained GPUs. */
-static GPtrArray *read_static_points(const char *perf_csv, guint max_points, GError **error) {
-  g_autoptr(GPtrArray) points = g_ptr_array_new_with_free_func(static_point_free);
-  g_autoptr(GHashTable) index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  StaticRead read = {points, index, max_points};
-  if (!ema_csv_read(perf_csv, static_columns, static_row, &read, error))
-    return NULL;
-  return g_steal_pointer(&points);
 }
 
 /* A step of SEQS requests whose GPU work takes GPU_US, as an engine with
@@ -362,45 +424,88 @@ static double mean_decode_us(const EmaStepModel *step, const EmaEngineCosts *cos
   return sum / n;
 }
 
-gboolean ema_stepcheck_static(const char *perf_csv, guint max_points,
-                              const EmaEngineProfile *engine, gboolean enforce_eager,
-                              GString *table, EmaStepCheckStats stats[4], GError **error) {
-  g_autoptr(GPtrArray) points = read_static_points(perf_csv, max_points, error);
-  g_autoptr(EmaLlmSpec) llama = NULL;
-  Models servers[2] = {{0}, {0}};
-  const char *const server_names[2] = {"a100x8-dgx", "h100x8-hgx"};
-  GArray *errors[4];
-  gboolean ok = FALSE;
-  if (!points)
-    return FALSE;
-  if (engine && !(llama = ema_llm_load("llama-2-70b", error)))
-    return FALSE;
-  if (engine && !ema_engine_profile_costs(engine, 1, (guint) llama->layers, enforce_eager,
-                                          &(EmaEngineCosts){0})) {
+static void static_group_free(gpointer data) {
+  EmaStaticGroup *g = data;
+  g_free(g->name);
+  g_free(g);
+}
+
+/* The errors of group "HARDWARE PHASE" in GROUPS (ERRORS: name -> GArray). */
+static void static_error(GPtrArray *order, GHashTable *errors, const char *hardware,
+                         const char *phase, double predicted, double measured) {
+  g_autofree char *name = g_strdup_printf("%s %s", hardware, phase);
+  GArray *group = g_hash_table_lookup(errors, name);
+  if (!group) {
+    group = g_array_new(FALSE, FALSE, sizeof(double));
+    g_ptr_array_add(order, g_strdup(name));
+    g_hash_table_insert(errors, g_steal_pointer(&name), group);
+  }
+  add_error(group, predicted, measured);
+}
+
+/* The decoder layers of LLM (loaded once into SPECS). */
+static gint64 static_layers(GHashTable *specs, const char *llm, GError **error) {
+  EmaLlmSpec *spec = g_hash_table_lookup(specs, llm);
+  if (!spec && (spec = ema_llm_load(llm, error)))
+    g_hash_table_insert(specs, g_strdup(llm), spec);
+  return spec ? spec->layers : -1;
+}
+
+gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions *options,
+                              GString *table, GPtrArray *groups, char **skipped, GError **error) {
+  g_autoptr(GPtrArray) points = g_ptr_array_new_with_free_func(static_point_free);
+  g_autoptr(GHashTable) index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GHashTable) known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GHashTable) skips = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GPtrArray) skip_order = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GHashTable) servers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) models_free);
+  g_autoptr(GHashTable) specs =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) ema_llm_free);
+  g_autoptr(GHashTable) errors =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_array_unref);
+  g_autoptr(GPtrArray) order = g_ptr_array_new_with_free_func(g_free);
+  StaticRead read = {points, index, known, skips, skip_order, options};
+  const EmaEngineProfile *engine = options->engine;
+  *skipped = NULL;
+  if (engine &&
+      !ema_engine_profile_costs(engine, 1, 1, options->enforce_eager, &(EmaEngineCosts){0})) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
                 "engine profile '%s' has no eager_layer_cpu_cost: its eager steps are not "
                 "modelled",
                 engine->name);
     return FALSE;
   }
-  for (int i = 0; i < 4; i++)
-    errors[i] = g_array_new(FALSE, FALSE, sizeof(double));
-  for (int i = 0; i < 2; i++)
-    if (!models_init(&servers[i], server_names[i], error))
-      goto out;
+  if (options->server) {
+    g_autoptr(EmaServerSpec) server = ema_server_load(options->server, error);
+    if (!server)
+      return FALSE;
+  }
+  if (!ema_csv_read(perf_csv, static_columns, static_row, &read, error))
+    return FALSE;
   g_string_append(table, "hardware,server,tp,prompt,batch,tokens,prompt_ms,predicted_prompt_ms,"
-                         "prompt_error,token_ms,predicted_token_ms,token_error\n");
+                         "prompt_error,token_ms,predicted_token_ms,token_error,model\n");
   for (guint i = 0; i < points->len; i++) {
     StaticPoint *p = points->pdata[i];
-    int h = strcmp(p->hardware, "h100-80gb") == 0;
-    const EmaStepModel *step =
-        models_get(&servers[h], "llama-2-70b", (guint) p->tp, perf_csv, 0, error);
+    Models *models = g_hash_table_lookup(servers, p->server);
+    const EmaStepModel *step;
     double prompt_ms, token_ms, predicted_prompt, predicted_token;
     EmaEngineCosts costs;
-    if (!step)
-      goto out;
-    if (engine)
-      ema_engine_profile_costs(engine, (guint) p->tp, (guint) llama->layers, enforce_eager, &costs);
+    if (!models) {
+      models = g_new0(Models, 1);
+      g_hash_table_insert(servers, g_strdup(p->server), models);
+      if (!models_init(models, p->server, error))
+        return FALSE;
+    }
+    if (!(step = models_get(models, p->llm, (guint) p->tp, perf_csv, 0, error)))
+      return FALSE;
+    if (engine) {
+      gint64 layers = static_layers(specs, p->llm, error);
+      if (layers < 0)
+        return FALSE;
+      ema_engine_profile_costs(engine, (guint) p->tp, (guint) layers, options->enforce_eager,
+                               &costs);
+    }
     prompt_ms = median_of(p->prompt_ms);
     token_ms = median_of(p->token_ms);
     /* the batch's prompts in one step (no chunking), then its decode steps */
@@ -409,20 +514,35 @@ gboolean ema_stepcheck_static(const char *perf_csv, guint max_points,
                        1e-3;
     predicted_token =
         mean_decode_us(step, engine ? &costs : NULL, p->batch, p->prompt, p->tokens) * 1e-3;
-    add_error(errors[2 * h], predicted_prompt, prompt_ms);
-    add_error(errors[2 * h + 1], predicted_token, token_ms);
-    g_string_append_printf(table, "%s,%s,%g,%g,%g,%g,%.3f,%.3f,%+.1f%%,%.3f,%.3f,%+.1f%%\n",
-                           p->hardware, server_names[h], p->tp, p->prompt, p->batch, p->tokens,
-                           prompt_ms, predicted_prompt, 100 * (predicted_prompt / prompt_ms - 1),
-                           token_ms, predicted_token, 100 * (predicted_token / token_ms - 1));
+    static_error(order, errors, p->hardware, "prefill", predicted_prompt, prompt_ms);
+    static_error(order, errors, p->hardware, "decode", predicted_token, token_ms);
+    g_string_append_printf(table, "%s,%s,%g,%g,%g,%g,%.3f,%.3f,%+.1f%%,%.3f,%.3f,%+.1f%%,%s\n",
+                           p->hardware, p->server, p->tp, p->prompt, p->batch, p->tokens, prompt_ms,
+                           predicted_prompt, 100 * (predicted_prompt / prompt_ms - 1), token_ms,
+                           predicted_token, 100 * (predicted_token / token_ms - 1), p->model);
   }
-  for (int i = 0; i < 4; i++)
-    summarize(errors[i], &stats[i]);
-  ok = TRUE;
-out:
-  for (int i = 0; i < 4; i++)
-    g_array_unref(errors[i]);
-  for (int i = 0; i < 2; i++)
-    models_clear(&servers[i]);
-  return ok;
+  for (guint i = 0; i < order->len; i++) {
+    EmaStaticGroup *g = g_new0(EmaStaticGroup, 1);
+    g->name = g_strdup(order->pdata[i]);
+    summarize(g_hash_table_lookup(errors, g->name), &g->stats);
+    g_ptr_array_add(groups, g);
+  }
+  if (skip_order->len > 0) {
+    GString *why = g_string_new(NULL);
+    guint64 rows = 0;
+    for (guint i = 0; i < skip_order->len; i++) {
+      guint64 n = GPOINTER_TO_SIZE(g_hash_table_lookup(skips, skip_order->pdata[i]));
+      rows += n;
+      g_string_append_printf(why, "%s%" G_GUINT64_FORMAT " of %s", i ? ", " : "", n,
+                             (const char *) skip_order->pdata[i]);
+    }
+    *skipped = g_strdup_printf("%" G_GUINT64_FORMAT " row%s skipped: %s", rows,
+                               rows == 1 ? "" : "s", why->str);
+    g_string_free(why, TRUE);
+  }
+  return TRUE;
+}
+
+GPtrArray *ema_static_groups_new(void) {
+  return g_ptr_array_new_with_free_func(static_group_free);
 }

@@ -1065,9 +1065,21 @@ static void test_compare_steps(void) {
   g_clear_error(&error);
 }
 
+/* The group NAME of GROUPS (ema_stepcheck_static), which must be there. */
+static const EmaStepCheckStats *static_group(const GPtrArray *groups, const char *name) {
+  for (guint i = 0; i < groups->len; i++) {
+    const EmaStaticGroup *g = groups->pdata[i];
+    if (strcmp(g->name, name) == 0)
+      return &g->stats;
+  }
+  g_error("no group '%s'", name);
+}
+
 /* compare-static on a hand-written perf table: the repeats of a point are
- * one point (their median), other models and the power-capped GPU are
- * skipped. */
+ * one point (their median); a model without a shape here, the
+ * power-capped GPU (no server) are skipped and said; a hardware value that
+ * names a server, and an LLM name, are taken as they are; --server times
+ * every row on one server. */
 static void test_compare_static_fixture(void) {
   g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *path = g_build_filename(dir, "perf.csv", NULL);
@@ -1078,20 +1090,45 @@ static void test_compare_static_fixture(void) {
                                      "llama2-70b,h100-80gb,512,1,128,1,1,90,40,0,8\n"
                                      "llama2-70b,h100-80gb,512,1,128,1,1,100,35,0,8\n"
                                      "llama2-70b,h100-80gb-pcap,512,1,128,1,1,100,35,0,8\n"
-                                     "bloom-176b,h100-80gb,512,1,128,1,1,100,35,0,8\n",
+                                     "bloom-176b,h100-80gb,512,1,128,1,1,100,35,0,8\n"
+                                     "bloom-176b,h100-80gb,512,2,128,1,1,100,35,0,8\n"
+                                     "llama-3.1-8b,h200x8-hgx,512,1,128,1,1,20,6,0,1\n",
                                      NULL);
   g_autoptr(GString) table = g_string_new(NULL);
-  EmaStepCheckStats stats[4];
+  g_autoptr(GString) one = g_string_new(NULL);
+  g_autoptr(GPtrArray) groups = ema_static_groups_new();
+  g_autoptr(GPtrArray) on_one = ema_static_groups_new();
+  g_autofree char *skipped = NULL;
+  g_autofree char *skipped_one = NULL;
+  EmaStaticCheckOptions options = {0};
   GError *error = NULL;
   g_assert_true(g_file_set_contents(path, csv, -1, NULL));
-  g_assert_true(ema_stepcheck_static(path, 0, NULL, FALSE, table, stats, &error));
+  g_assert_true(ema_stepcheck_static(path, &options, table, groups, &skipped, &error));
   g_assert_no_error(error);
-  g_assert_cmpuint(stats[0].rows, ==, 0);
-  g_assert_cmpuint(stats[2].rows, ==, 1);
-  g_assert_cmpuint(stats[3].rows, ==, 1);
+  g_assert_cmpuint(groups->len, ==, 4);
+  g_assert_cmpstr(((EmaStaticGroup *) groups->pdata[0])->name, ==, "h100-80gb prefill");
+  g_assert_cmpstr(((EmaStaticGroup *) groups->pdata[1])->name, ==, "h100-80gb decode");
+  g_assert_cmpuint(static_group(groups, "h100-80gb decode")->rows, ==, 1);
+  g_assert_cmpuint(static_group(groups, "h200x8-hgx prefill")->rows, ==, 1);
+  g_assert_cmpstr(skipped, ==,
+                  "3 rows skipped: 1 of h100-80gb-pcap (no server for this hardware: give "
+                  "--server), 2 of bloom-176b (unknown model)");
   /* the medians of the three repeats: 90 ms and 35 ms */
   g_assert_nonnull(strstr(table->str, "h100-80gb,h100x8-hgx,8,512,1,128,90.000,"));
   g_assert_nonnull(strstr(table->str, ",35.000,"));
+  g_assert_nonnull(strstr(table->str, ",llama2-70b\n"));
+  g_assert_nonnull(strstr(table->str, "h200x8-hgx,h200x8-hgx,1,512,1,128,20.000,"));
+  /* on one server: the power-capped rows count too (their own hardware group) */
+  options.server = "h100x8-hgx";
+  g_assert_true(ema_stepcheck_static(path, &options, one, on_one, &skipped_one, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(static_group(on_one, "h100-80gb-pcap decode")->rows, ==, 1);
+  g_assert_nonnull(strstr(one->str, "h200x8-hgx,h100x8-hgx,1,512,1,128,"));
+  g_assert_cmpstr(skipped_one, ==, "2 rows skipped: 2 of bloom-176b (unknown model)");
+  options.server = "h100x9";
+  g_assert_false(ema_stepcheck_static(path, &options, one, on_one, &skipped_one, &error));
+  g_assert_nonnull(strstr(error->message, "h100x9"));
+  g_clear_error(&error);
 }
 
 /* Field FIELD (0: hardware) of TABLE's row that starts with PREFIX, as a number. */
@@ -1125,17 +1162,23 @@ static void test_compare_static_engine(void) {
   g_autoptr(GString) gpu = g_string_new(NULL);
   g_autoptr(GString) graphs = g_string_new(NULL);
   g_autoptr(GString) eager = g_string_new(NULL);
+  g_autoptr(GPtrArray) groups = ema_static_groups_new();
   g_autoptr(EmaEngineProfile) engine = NULL;
   g_autoptr(EmaEngineProfile) v1 = NULL;
-  EmaStepCheckStats stats[4];
+  char *skipped = NULL;
   GError *error = NULL;
   g_assert_true(g_file_set_contents(path, csv, -1, NULL));
   engine = ema_engine_profile_load("test-eager", &error);
   g_assert_no_error(error);
-  g_assert_true(ema_stepcheck_static(path, 0, NULL, FALSE, gpu, stats, &error));
-  g_assert_true(ema_stepcheck_static(path, 0, engine, FALSE, graphs, stats, &error));
-  g_assert_true(ema_stepcheck_static(path, 0, engine, TRUE, eager, stats, &error));
+  g_assert_true(
+      ema_stepcheck_static(path, &(EmaStaticCheckOptions){0}, gpu, groups, &skipped, &error));
+  g_assert_true(ema_stepcheck_static(path, &(EmaStaticCheckOptions){.engine = engine}, graphs,
+                                     groups, &skipped, &error));
+  g_assert_true(
+      ema_stepcheck_static(path, &(EmaStaticCheckOptions){.engine = engine, .enforce_eager = TRUE},
+                           eager, groups, &skipped, &error));
   g_assert_no_error(error);
+  g_assert_null(skipped);
   g_assert_cmpfloat(static_field(gpu, one, 7), <, 80);
   g_assert_cmpfloat(static_field(gpu, eight, 7), >, 80);
   g_assert_cmpfloat(static_field(gpu, eight, 10), <, 80);
@@ -1148,7 +1191,9 @@ static void test_compare_static_engine(void) {
   g_assert_cmpfloat(static_field(eager, one, 10), ==, 81);
   v1 = ema_engine_profile_load("test-v1", &error);
   g_assert_no_error(error);
-  g_assert_false(ema_stepcheck_static(path, 0, v1, TRUE, gpu, stats, &error));
+  g_assert_false(ema_stepcheck_static(path,
+                                      &(EmaStaticCheckOptions){.engine = v1, .enforce_eager = TRUE},
+                                      gpu, groups, &skipped, &error));
   g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
   g_assert_nonnull(strstr(error->message, "'test-v1' has no eager_layer_cpu_cost"));
   g_clear_error(&error);
@@ -1161,24 +1206,32 @@ static void test_compare_static_public(void) {
   g_autofree char *path =
       g_build_filename(shared, "groundtruth", "splitwise-perf", "perf_model.csv", NULL);
   g_autoptr(GString) table = g_string_new(NULL);
-  EmaStepCheckStats stats[4];
+  g_autoptr(GPtrArray) groups = ema_static_groups_new();
+  g_autofree char *skipped = NULL;
+  const EmaStepCheckStats *stats[4];
+  static const char *const names[4] = {"a100-80gb prefill", "a100-80gb decode", "h100-80gb prefill",
+                                       "h100-80gb decode"};
   GError *error = NULL;
   if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
     g_test_skip("../shared/groundtruth/splitwise-perf is absent");
     return;
   }
-  g_assert_true(ema_stepcheck_static(path, 6, NULL, FALSE, table, stats, &error));
+  g_assert_true(ema_stepcheck_static(path, &(EmaStaticCheckOptions){.max_points = 6}, table, groups,
+                                     &skipped, &error));
   g_assert_no_error(error);
-  for (int i = 0; i < 4; i++)
-    g_assert_cmpuint(stats[i].rows, ==, 3);
+  g_assert_cmpuint(groups->len, ==, 4);
+  for (int i = 0; i < 4; i++) {
+    stats[i] = static_group(groups, names[i]);
+    g_assert_cmpuint(stats[i]->rows, ==, 3);
+  }
   /* A100 at TP2, the GPU time alone against whole batches of an engine the
    * data set does not name: AIConfigurator's kernels (vLLM 0.14) are faster
    * than that engine's batches, by 7-31 % on these rows (README: the table);
    * the model never times them slower */
-  g_assert_cmpfloat(stats[0].worst_error, <, 0.35);
-  g_assert_cmpfloat(stats[1].worst_error, <, 0.35);
-  g_assert_cmpfloat(stats[0].mean_signed_error, <, 0);
-  g_assert_cmpfloat(stats[1].mean_signed_error, <, 0);
+  g_assert_cmpfloat(stats[0]->worst_error, <, 0.35);
+  g_assert_cmpfloat(stats[1]->worst_error, <, 0.35);
+  g_assert_cmpfloat(stats[0]->mean_signed_error, <, 0);
+  g_assert_cmpfloat(stats[1]->mean_signed_error, <, 0);
 }
 
 /* FP8 weights take the profile's FP8 GEMM rows (the four projections: 6, 3,

@@ -40,18 +40,41 @@ gboolean ema_stepcheck_steps(const char *steps_csv, const char *server, GString 
 gboolean ema_stepcheck_steps_summary(const char *steps_csv, const char *server, GString *summary,
                                      EmaStepCheckStats *stats, GError **error);
 
-/* Compare perf_model.csv's Llama2-70B points (a100-80gb on a100x8-dgx,
- * h100-80gb on h100x8-hgx; the power-capped h100-80gb-pcap and BLOOM-176B,
- * which has no shape here, are skipped). MAX_POINTS > 0 keeps the first
- * MAX_POINTS distinct points (a test-sized run). Each step's GPU time alone
- * (ENGINE NULL), or as ENGINE's host runs it at the point's TP degree
- * (ema_engine_step_duration: its CPU costs and, where the step runs eagerly,
- * every step with ENFORCE_EAGER, its eager launch floor; the prompts in one
- * step). STATS[0..3]: prefill on A100, decode on A100, prefill on H100,
- * decode on H100. */
-gboolean ema_stepcheck_static(const char *perf_csv, guint max_points,
-                              const EmaEngineProfile *engine, gboolean enforce_eager,
-                              GString *table, EmaStepCheckStats stats[4], GError **error);
+/* How ema_stepcheck_static times each static batch. */
+typedef struct {
+  guint max_points;   /* > 0: the first MAX_POINTS distinct points (a test-sized run) */
+  const char *server; /* every row on this server (NULL: its hardware column's, below) */
+  /* NULL: the GPU's time alone; else each step as this engine's host runs it at the point's
+   * TP degree (ema_engine_step_duration: its CPU costs and, where the step runs eagerly, every
+   * step under ENFORCE_EAGER, its eager launch floor) */
+  const EmaEngineProfile *engine;
+  gboolean enforce_eager;
+} EmaStaticCheckOptions;
+
+/* The errors of one hardware's prefill or decode steps ("a100-80gb prefill"). */
+typedef struct {
+  char *name;
+  EmaStepCheckStats stats;
+} EmaStaticGroup;
+
+/* An empty array of EmaStaticGroup * that frees them. */
+GPtrArray *ema_static_groups_new(void);
+
+/* Compare the static batches of PERF_CSV (splitwise-perf's perf_model.csv
+ * format: model, hardware, prompt_size, batch_size, token_size,
+ * prompt_time, token_time in ms, tensor_parallel; the repeats of a point
+ * are one point, their medians) with the step model: the prompts in one
+ * step, then the mean of the decode steps. A row's model is an LLM of
+ * hwmodels/llms or one of splitwise's names (llama2-70b), its hardware one
+ * of splitwise's GPUs (a100-80gb on a100x8-dgx, h100-80gb on h100x8-hgx,
+ * a100-40gb on a100x4-40gb) or a server name, unless OPTIONS->server times
+ * every row on one server. TABLE gets one CSV line per point (header
+ * first), GROUPS (ema_static_groups_new) the errors per hardware and
+ * phase in the order first seen, *SKIPPED (NULL when none; free it) what
+ * was left out and why ("3 rows skipped: 2 of bloom-176b (unknown model),
+ * ..."). */
+gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions *options,
+                              GString *table, GPtrArray *groups, char **skipped, GError **error);
 
 /* "median 1.2%, worst 3.4% (mean +0.5%) over N rows" */
 char *ema_stepcheck_stats_format(const EmaStepCheckStats *stats);
