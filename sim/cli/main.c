@@ -512,15 +512,19 @@ static int list_llms(void) {
  * fitted on. */
 static int list_engines(void) {
   g_autoptr(GPtrArray) names = ema_engine_profile_list();
+  int width = 16; /* the names' column: as wide as the longest */
+  for (guint i = 0; i < names->len; i++)
+    width = MAX(width, (int) strlen(names->pdata[i]));
   for (guint i = 0; i < names->len; i++) {
     GError *error = NULL;
     g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(names->pdata[i], &error);
     if (profile == NULL) {
-      printf("%-16s (does not load: %s)\n", (char *) names->pdata[i], error->message);
+      printf("%-*s (does not load: %s)\n", width, (char *) names->pdata[i], error->message);
       g_error_free(error);
       continue;
     }
-    printf("%-16s vLLM %s; fitted on: %s\n", profile->name, profile->versions, profile->fitted_on);
+    printf("%-*s vLLM %s; fitted on: %s\n", width, profile->name, profile->versions,
+           profile->fitted_on);
   }
   return names->len ? 0 : 1;
 }

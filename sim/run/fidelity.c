@@ -134,6 +134,8 @@ EmaFidelity *ema_fidelity_of(const EmaTenantSpec *spec, const EmaServerSpec *ser
   f->step_cpu_cost_s = (double) spec->engine.costs.step_cpu_cost / 1e9;
   f->step_cpu_cost_per_seq_s = (double) spec->engine.costs.step_cpu_cost_per_seq / 1e9;
   f->cpu_overlap = spec->engine.costs.cpu_overlap;
+  f->output_cpu_cost_s = (double) spec->engine.costs.output_cpu_cost / 1e9;
+  f->output_cpu_cost_per_seq_s = (double) spec->engine.costs.output_cpu_cost_per_seq / 1e9;
   f->eager_cpu_cost_s = (double) spec->engine.costs.eager_cpu_cost / 1e9;
   f->cuda_graph_max_batch = spec->engine.costs.cuda_graph_max_batch;
   f->gpu = g_strdup(profiled ? server->gpu.profile : server->gpu.name);
@@ -198,6 +200,8 @@ void ema_fidelity_add_json(JsonBuilder *builder, const EmaFidelity *f) {
   ema_json_add_number(builder, "step_cpu_cost_s", f->step_cpu_cost_s);
   ema_json_add_number(builder, "step_cpu_cost_per_seq_s", f->step_cpu_cost_per_seq_s);
   ema_json_add_bool(builder, "cpu_overlap", f->cpu_overlap);
+  ema_json_add_number(builder, "output_cpu_cost_s", f->output_cpu_cost_s);
+  ema_json_add_number(builder, "output_cpu_cost_per_seq_s", f->output_cpu_cost_per_seq_s);
   ema_json_add_number(builder, "eager_cpu_cost_s", f->eager_cpu_cost_s);
   ema_json_add_count(builder, "cuda_graph_max_batch", f->cuda_graph_max_batch);
   ema_json_add_string(builder, "gpu", f->gpu);

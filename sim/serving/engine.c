@@ -14,8 +14,10 @@
  * (GPU; where the step runs eagerly, not from a CUDA graph, at least the
  * host's eager launch time, eager_cpu_cost) + its CPU time (step_cpu_cost +
  * step_cpu_cost_per_seq per request scheduled; under cpu_overlap, async
- * scheduling, the longer of the GPU and the CPU time instead of their sum)
- * + any swap time (ema_engine_step_duration). Under cpu_overlap the
+ * scheduling, the longer of the GPU and the CPU time instead of their sum;
+ * output processing that runs beside the next step, output_cpu_cost, only
+ * where it outlasts the GPU) + any swap time (ema_engine_step_duration).
+ * Under cpu_overlap the
  * engine schedules a step while the one before runs (vLLM's async
  * scheduling): a request that arrived after that step began is admitted one
  * step later, unless the step would otherwise be empty. A request becomes
@@ -1405,8 +1407,10 @@ EmaTime ema_engine_step_duration(const EmaEngineCosts *costs, const EmaStepBatch
   gboolean graphed =
       batch->prefill_tokens == 0 && batch->decode_seqs <= costs->cuda_graph_max_batch;
   *gpu = graphed ? gpu_time : MAX(gpu_time, costs->eager_cpu_cost);
-  *cpu = costs->step_cpu_cost + costs->step_cpu_cost_per_seq * (EmaTime) seqs;
-  return costs->cpu_overlap ? MAX(*gpu, *cpu) : *gpu + *cpu;
+  EmaTime step = costs->step_cpu_cost + costs->step_cpu_cost_per_seq * (EmaTime) seqs;
+  EmaTime output = costs->output_cpu_cost + costs->output_cpu_cost_per_seq * (EmaTime) seqs;
+  *cpu = step + output;
+  return costs->cpu_overlap ? MAX(*gpu, *cpu) : MAX(*gpu, output) + step;
 }
 
 /* ---- completing a step ------------------------------------------------- */

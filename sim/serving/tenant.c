@@ -466,6 +466,14 @@ static const EmaParam profile_params[] = {
              "(0: as on others)"},
     {"cpu_overlap", EMA_PARAM_BOOL, PROFILE_FIELD(cpu_overlap), .default_value = "false",
      .help = "async scheduling: a step's CPU work overlaps the GPU's (a step takes the longer)"},
+    {"output_cpu_cost", EMA_PARAM_DURATION, PROFILE_FIELD(output_cpu_cost), .default_value = "0s",
+     .min = 0, .max = 1e10,
+     .help = "CPU time per step of processing its outputs (detokenisation, stop checks) beside "
+             "the next step's GPU work (V0's async output processing, vLLM 0.6-0.7): a step "
+             "takes the longer of its GPU time and this, then its other CPU time"},
+    {"output_cpu_cost_per_seq", EMA_PARAM_DURATION, PROFILE_FIELD(output_cpu_cost_per_seq),
+     .default_value = "0s", .min = 0, .max = 1e9,
+     .help = "the output processing's CPU time per request scheduled in the step"},
     {"eager_layer_cpu_cost", EMA_PARAM_DURATION, PROFILE_FIELD(eager_layer_cpu_cost),
      .default_value = "0s", .min = 0, .max = 1e9,
      .help = "host time per decoder layer of a forward pass run eagerly (no CUDA graph): a step "
@@ -598,6 +606,9 @@ gboolean ema_engine_profile_costs(const EmaEngineProfile *profile, guint tp, gui
     costs->step_cpu_cost += profile->step_cpu_cost_group;
     costs->step_cpu_cost_per_seq += profile->step_cpu_cost_per_seq_group;
   }
+  /* the driver alone processes the outputs: no term by TP degree */
+  costs->output_cpu_cost = profile->output_cpu_cost;
+  costs->output_cpu_cost_per_seq = profile->output_cpu_cost_per_seq;
   costs->cpu_overlap = profile->cpu_overlap;
   /* every rank's host launches its own layers side by side: a group's eager pass is one rank's */
   costs->eager_cpu_cost = profile->eager_layer_cpu_cost * (EmaTime) layers;

@@ -431,9 +431,10 @@ static void test_missing_file(void) {
 static void test_engines(void) {
   g_autoptr(EmaTestRun) run = ema_test_cli("list", "engines", NULL);
   ema_test_assert_ok(run);
-  ema_test_assert_contains(run->out, "\ntest-group       vLLM test fixture; fitted on: nothing (a "
-                                     "test fixture)\n");
-  ema_test_assert_contains(run->out, "\nvllm-v0          vLLM 0.1-0.5");
+  ema_test_assert_contains(run->out,
+                           "\ntest-group           vLLM test fixture; fitted on: nothing (a "
+                           "test fixture)\n");
+  ema_test_assert_contains(run->out, "\nvllm-v0              vLLM 0.1-0.5");
   g_clear_pointer(&run, ema_test_run_free);
   run = ema_test_cli("describe", "engine", "test-group", NULL);
   ema_test_assert_ok(run);

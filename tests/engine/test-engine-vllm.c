@@ -208,6 +208,35 @@ static void test_step_cpu_cost_per_seq(void) {
   run_clear(&r);
 }
 
+/* Output processing beside the next step (V0's async output processing):
+ * one request (prompt 16, output 2), STEP = 1 ms of GPU a step, 0.2 ms of
+ * CPU a step and 0.3 ms + 0.2 ms a request of output processing (0.5 ms):
+ * hidden behind the GPU, a step lasts 1 + 0.2 ms (done at 2.4 ms), its CPU
+ * time 0.7 ms; at 1.5 ms + 0.2 ms a request (1.7 ms) it outlasts the GPU:
+ * 1.7 + 0.2 ms a step (done at 3.8 ms). Under cpu_overlap all of it is
+ * beside the GPU: max(1, 1.9) = 1.9 ms. */
+static void test_output_cpu_cost(void) {
+  const EmaRequestRecord records[] = {{.prompt_tokens = 16, .output_tokens = 2}};
+  EmaEngineConfig config = {.costs = {.step_cpu_cost = EMA_US(200),
+                                      .output_cpu_cost = EMA_US(300),
+                                      .output_cpu_cost_per_seq = EMA_US(200)}};
+  Run r = {0};
+  run(&r, config, records, 1, 10);
+  g_assert_cmpint(step(&r, 1)->cpu_time, ==, EMA_US(700));
+  g_assert_cmpint(step(&r, 1)->duration, ==, EMA_US(1200));
+  g_assert_cmpint(done(&r, 0)->finished, ==, EMA_US(2400));
+  run_clear(&r);
+  config.costs.output_cpu_cost = EMA_US(1500);
+  run(&r, config, records, 1, 10);
+  g_assert_cmpint(step(&r, 1)->duration, ==, EMA_US(1900));
+  g_assert_cmpint(done(&r, 0)->finished, ==, EMA_US(3800));
+  run_clear(&r);
+  config.costs.cpu_overlap = TRUE;
+  run(&r, config, records, 1, 10);
+  g_assert_cmpint(step(&r, 1)->duration, ==, EMA_US(1900));
+  run_clear(&r);
+}
+
 /* The eager launch floor. Three requests (prompt 16, output 3) at 0, STEP =
  * 1 ms of GPU a step, eager_cpu_cost 2.5 ms, 0.2 ms of CPU a step. The
  * first step prefills (eager: 2.5 + 0.2 ms); with CUDA graphs for decode-only
@@ -652,6 +681,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine-vllm/max-model-len", test_max_model_len);
   g_test_add_func("/engine-vllm/step-cpu-cost", test_step_cpu_cost);
   g_test_add_func("/engine-vllm/step-cpu-cost-per-seq", test_step_cpu_cost_per_seq);
+  g_test_add_func("/engine-vllm/output-cpu-cost", test_output_cpu_cost);
   g_test_add_func("/engine-vllm/eager-floor", test_eager_floor);
   g_test_add_func("/engine-vllm/async-admission", test_async_admission);
   g_test_add_func("/engine-vllm/request-cpu-cost", test_request_cpu_cost);

@@ -315,7 +315,8 @@ static void test_one_request(void) {
 
 /* An engine profile's CPU costs as a tenant pays them (test-group: 1 ms, 100 us a request,
  * 200 us a rank beyond the first, and 300 us + 50 us a request in a group only): at TP 1 the
- * fixed and per-request costs alone; at TP 4 1 + 3 x 0.2 + 0.3 = 1.9 ms and 150 us a request. */
+ * fixed and per-request costs alone; at TP 4 1 + 3 x 0.2 + 0.3 = 1.9 ms and 150 us a request.
+ * Its output processing (400 us + 20 us a request) is the driver's, the same at both. */
 static void test_engine_cpu_group(void) {
   g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
   const char *solo[] = {"tenants.0.engine.profile=test-group", NULL};
@@ -329,6 +330,9 @@ static void test_engine_cpu_group(void) {
   g_assert_cmpint(t1->engine.costs.step_cpu_cost_per_seq, ==, EMA_US(100));
   g_assert_cmpint(t4->engine.costs.step_cpu_cost, ==, EMA_US(1900));
   g_assert_cmpint(t4->engine.costs.step_cpu_cost_per_seq, ==, EMA_US(150));
+  g_assert_cmpint(t1->engine.costs.output_cpu_cost, ==, EMA_US(400));
+  g_assert_cmpint(t4->engine.costs.output_cpu_cost, ==, EMA_US(400));
+  g_assert_cmpint(t4->engine.costs.output_cpu_cost_per_seq, ==, EMA_US(20));
 }
 
 /* An engine profile's eager launch cost as a tenant pays it (test-eager: 1 ms a layer, CUDA
@@ -813,7 +817,8 @@ static const BadConfig bad_configs[] = {
      "prefix_caching)"},
     {"unknown-profile.yaml", EMA_CONFIG_ERROR_KEY,
      "9:41: tenants.0.engine.profile: unknown engine profile 'vllm-v9' (known: test-eager, "
-     "test-free, test-group, test-v1, vllm-v0, vllm-v1, vllm-v1-async, vllm-v1-otel)"},
+     "test-free, test-group, test-v1, vllm-v0, vllm-v0-async-output, vllm-v1, vllm-v1-async, "
+     "vllm-v1-otel)"},
     {"eager-unmodelled.yaml", EMA_CONFIG_ERROR_INVALID,
      "9:65: tenants.0.engine.enforce_eager: engine profile 'vllm-v1' has no "
      "eager_layer_cpu_cost: its eager steps are not modelled (profiles that have one: ema-sim "

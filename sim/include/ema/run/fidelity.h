@@ -26,6 +26,7 @@ typedef struct {
   char *engine, *engine_versions, *engine_fitted_on;
   const char *scheduler; /* "v1" or "v0" */
   double step_cpu_cost_s, step_cpu_cost_per_seq_s;
+  double output_cpu_cost_s, output_cpu_cost_per_seq_s; /* beside the next step's GPU work */
   gboolean cpu_overlap;
   /* the host's time for an eager forward pass (0: not modelled), and the largest decode-only
    * step that replays a CUDA graph instead (0: none) */

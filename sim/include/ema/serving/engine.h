@@ -153,8 +153,13 @@ typedef enum {
 typedef struct {
   EmaTime step_cpu_cost;         /* fixed CPU time per step, added to its GPU time */
   EmaTime step_cpu_cost_per_seq; /* and CPU time per request scheduled in the step */
-  /* async scheduling: the step's CPU work runs beside its GPU work (the step takes the longer
-   * of the two), not after it */
+  /* the CPU time per step, and per request in it, of processing a step's outputs
+   * (detokenisation, stop checks, the output queue) beside the next step's GPU work (V0's
+   * async output processing, vLLM 0.6-0.7): a step takes the longer of its GPU time and this,
+   * then the CPU time above */
+  EmaTime output_cpu_cost, output_cpu_cost_per_seq;
+  /* async scheduling: all of the step's CPU work runs beside its GPU work (the step takes the
+   * longer of the two), not after it */
   gboolean cpu_overlap;
   /* the host's time to run one forward pass eagerly (every layer's kernels and collectives
    * launched one by one, no CUDA graph): the GPU side of a step run so takes at least this
@@ -167,7 +172,9 @@ typedef struct {
 
 /* A step of BATCH with SEQS requests scheduled whose step model gave GPU_TIME: its GPU side
  * (GPU_TIME, at least COSTS' eager_cpu_cost where the step runs eagerly) into *GPU, its CPU
- * time into *CPU; returns its duration, their sum or, under cpu_overlap, the longer. */
+ * time (the step's and its output processing's) into *CPU; returns its duration: the longer of
+ * the GPU side and the output processing, plus the step's CPU time, or under cpu_overlap the
+ * longer of the GPU side and all of the CPU time. */
 EmaTime ema_engine_step_duration(const EmaEngineCosts *costs, const EmaStepBatch *batch,
                                  guint64 seqs, EmaTime gpu_time, EmaTime *gpu, EmaTime *cpu);
 
@@ -216,7 +223,9 @@ typedef struct {
   EmaTime start, duration; /* duration = gpu_time + cpu_time (or the longer, cpu_overlap) + swap */
   /* what the step-cost function gave, at least the eager launch time if the step ran eagerly */
   EmaTime gpu_time;
-  EmaTime cpu_time; /* step_cpu_cost + step_cpu_cost_per_seq x the requests scheduled */
+  /* step_cpu_cost + step_cpu_cost_per_seq x the requests scheduled, and the same of the output
+   * processing (output_cpu_cost) */
+  EmaTime cpu_time;
   EmaStepBatch batch;
   guint prefill_seqs; /* requests with a prefill chunk in the step (decode_seqs: decoding) */
   guint running, waiting;

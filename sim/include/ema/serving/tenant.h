@@ -126,6 +126,9 @@ typedef struct {
   gint64 step_cpu_cost_group;         /* ns per step of a group: inputs handed to the workers */
   gint64 step_cpu_cost_per_seq_group; /* ns per step per request of a group: its share of that */
   gboolean cpu_overlap;               /* async scheduling: the CPU work overlaps the GPU's */
+  /* CPU time per step, and per scheduled request, of processing the step's outputs beside the
+   * next step's GPU work (V0's async output processing): paid only where it outlasts the GPU */
+  gint64 output_cpu_cost, output_cpu_cost_per_seq;
   /* The host's time per decoder layer to run a forward pass eagerly (PyTorch's dispatch and the
    * layer's kernel and collective launches, one by one): a step not replayed from a CUDA graph
    * takes at least the layers' sum on its GPU side. 0: not measured (enforce_eager refused). */
