@@ -1,6 +1,7 @@
 /* faultalloc.c: an LD_PRELOAD shim for the fault-injection tests: with
  * EMA_FAULT_ALLOC_AFTER=N in the environment, the N+1th allocation
- * (malloc, calloc or realloc) of the process fails (returns NULL), once;
+ * (malloc, calloc or realloc) of the process fails (returns NULL, errno
+ * ENOMEM), once;
  * every other allocation is glibc's own. With EMA_FAULT_ALLOC_COMMAND=CMD
  * too, only a process whose first argument is CMD (e.g. the `run` point
  * processes of a sweep, not the sweep) is affected. GLib aborts on a
@@ -11,6 +12,7 @@
  * process whose first argument is CMD kills itself (SIGKILL) as it exits,
  * after main returned: everything it wrote is there, yet it died of a
  * signal. Nothing here allocates (getenv, open, read, write). */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
@@ -71,14 +73,21 @@ static int fail_now(void) {
   return countdown-- == 0;
 }
 
+/* A failed allocation, as glibc's: NULL with errno ENOMEM (GLib's g_vasprintf, under
+ * g_strdup_printf, aborts only on that errno; any other leaves its string NULL). */
+static void *failed(void) {
+  errno = ENOMEM;
+  return NULL;
+}
+
 void *malloc(size_t size) {
-  return fail_now() ? NULL : __libc_malloc(size);
+  return fail_now() ? failed() : __libc_malloc(size);
 }
 
 void *calloc(size_t n, size_t size) {
-  return fail_now() ? NULL : __libc_calloc(n, size);
+  return fail_now() ? failed() : __libc_calloc(n, size);
 }
 
 void *realloc(void *ptr, size_t size) {
-  return fail_now() ? NULL : __libc_realloc(ptr, size);
+  return fail_now() ? failed() : __libc_realloc(ptr, size);
 }
