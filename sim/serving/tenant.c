@@ -29,6 +29,7 @@ static const char *const format_names[] = {"auto",     "azure",   "vidur",      
                                            "mooncake", "lengths", "vllm-bench", NULL};
 static const char *const preempt_names[] = {"recompute", "swap", "cheaper", NULL};
 static const char *const scheduler_names[] = {"v1", "v0", NULL};
+static const char *const chunked_prefill_names[] = {"auto", "true", "false", NULL};
 
 /* ---- file paths ---------------------------------------------------------- */
 
@@ -456,6 +457,14 @@ static const EmaParam profile_params[] = {
      .default_value = "2048", .min = 1, .max = 1e8,
      .help = "max_num_batched_tokens where an experiment leaves it out (vllm serve's default; "
              "under the v0 scheduler at least max_model_len)"},
+    {"chunked_prefill_above_len", EMA_PARAM_INT, PROFILE_FIELD(chunked_prefill_above_len),
+     .default_value = "0", .min = 0, .max = 1e8,
+     .help = "the v0 scheduler: chunked prefill by default for a max_model_len above this (vLLM "
+             "0.6: 32768; 0: off by default)"},
+    {"chunked_max_num_batched_tokens", EMA_PARAM_INT, PROFILE_FIELD(chunked_max_num_batched_tokens),
+     .default_value = "512", .min = 1, .max = 1e8,
+     .help = "the v0 scheduler: max_num_batched_tokens where an experiment leaves it out and "
+             "chunked prefill is on (vLLM V0's default)"},
     {"large_gpu_max_num_seqs", EMA_PARAM_INT, PROFILE_FIELD(large_gpu_limits.seqs),
      .default_value = "0", .min = 0, .max = 1e7,
      .help = "the default max_num_seqs on a GPU of at least 70 GiB other than an A100 (0: as on "
@@ -548,6 +557,11 @@ static const EmaParam engine_params[] = {
              "max_context)"},
     {"num_gpu_blocks", EMA_PARAM_INT, ENGINE_FIELD(num_gpu_blocks), .flags = EMA_PARAM_OPTIONAL,
      .min = 1, .max = 1e12, .help = "KV blocks per GPU given directly (absent: sized from HBM)"},
+    {"chunked_prefill", EMA_PARAM_ENUM, ENGINE_FIELD(chunked_prefill), .default_value = "auto",
+     .choices = chunked_prefill_names,
+     .help = "vLLM's --enable-chunked-prefill: auto (as the profile's version does: V1 always, "
+             "vLLM 0.6's V0 above a max_model_len of 32k), true or false (the v0 scheduler "
+             "only: V1's chunks are not optional here)"},
     {"enforce_eager", EMA_PARAM_BOOL, ENGINE_FIELD(enforce_eager), .default_value = "false",
      .help = "no CUDA graphs, every step run eagerly (vLLM's --enforce-eager; vLLM before 0.2.5 "
              "had no CUDA graphs): needs a profile with eager_layer_cpu_cost"},
@@ -616,6 +630,35 @@ gboolean ema_engine_profile_costs(const EmaEngineProfile *profile, guint tp, gui
   return TRUE;
 }
 
+/* ENGINE's chunked prefill resolved (auto: PROFILE's default by max_model_len); a v0 profile
+ * with it on schedules as V0's chunked-prefill scheduler does (the v1 scheduler here), its token
+ * budget where the file leaves it out the profile's chunked default. */
+static gboolean resolve_chunked_prefill(EmaEngineSpec *engine, const EmaEngineProfile *profile,
+                                        const EmaNode *node, const char *path, GError **error) {
+  if (engine->chunked_prefill == EMA_CHUNKED_PREFILL_AUTO)
+    engine->chunked_prefill = profile->scheduler == EMA_SCHEDULER_V1 ||
+                                      (profile->chunked_prefill_above_len > 0 &&
+                                       engine->max_model_len > profile->chunked_prefill_above_len)
+                                  ? EMA_CHUNKED_PREFILL_ON
+                                  : EMA_CHUNKED_PREFILL_OFF;
+  if (profile->scheduler == EMA_SCHEDULER_V1 &&
+      engine->chunked_prefill == EMA_CHUNKED_PREFILL_OFF) {
+    g_autofree char *key_path = path ? g_strconcat(path, ".engine.chunked_prefill", NULL)
+                                     : g_strdup("engine.chunked_prefill");
+    const EmaNode *at = ema_node_get(node, "chunked_prefill");
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at ? at : node, key_path,
+                   "engine profile '%s' schedules as vLLM V1, whose prompts are always chunked "
+                   "here (V1 without chunked prefill is not modelled)",
+                   profile->name);
+    return FALSE;
+  }
+  if (profile->scheduler == EMA_SCHEDULER_V0 && engine->chunked_prefill == EMA_CHUNKED_PREFILL_ON) {
+    engine->scheduler = EMA_SCHEDULER_V1;
+    engine->default_limits.tokens = profile->chunked_max_num_batched_tokens;
+  }
+  return TRUE;
+}
+
 /* The engine profile's values go into the engine spec (a watermark not
  * given is the profile's); max_model_len defaults to the model's context. */
 static gboolean check_tenant(gpointer object, const EmaNode *node, const char *path,
@@ -653,7 +696,7 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
     engine->watermark = profile->watermark;
   if (engine->max_model_len == 0)
     engine->max_model_len = tenant->model.max_context;
-  return TRUE;
+  return resolve_chunked_prefill(engine, profile, engine_node ? engine_node : node, path, error);
 }
 
 const EmaParamTable ema_tenant_params = {"tenant", sizeof(EmaTenantSpec), tenant_params,

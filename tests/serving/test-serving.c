@@ -357,29 +357,49 @@ static void test_engine_eager_costs(void) {
 /* Batch limits an experiment leaves out come from the engine profile by GPU, as vllm serve
  * picks them: vllm-v1 on an H200 (>= 70 GiB) 1024 requests and 8192 tokens, on an A100-80GB
  * (excepted by name) 256 and 2048; vllm-v0 256 and max(2048, max_model_len), here Llama-3.1-8B's
- * 131072; a key the file gives wins. */
+ * 131072; a key the file gives wins. With chunked prefill (vllm-v0-async-output above a
+ * max_model_len of 32k, its default; vllm-v0 when the file asks) a V0 tenant schedules as V1
+ * with V0's chunked budget of 512 tokens; at a max_model_len of 8192 vllm-v0-async-output does
+ * not chunk (8192 tokens, the prompt's floor). */
 static void test_batch_defaults(void) {
   g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
   const struct {
     const char *overrides[4];
     gint64 seqs, tokens;
+    EmaSchedulerKind scheduler;
   } cases[] = {
-      {{"tenants.0.engine.profile=vllm-v1", NULL}, 1024, 8192},
-      {{"tenants.0.engine.profile=vllm-v1", "server=a100x8-dgx", NULL}, 256, 2048},
-      {{"tenants.0.engine.profile=vllm-v0", NULL}, 256, 131072},
+      {{"tenants.0.engine.profile=vllm-v1", NULL}, 1024, 8192, EMA_SCHEDULER_V1},
+      {{"tenants.0.engine.profile=vllm-v1", "server=a100x8-dgx", NULL},
+       256,
+       2048,
+       EMA_SCHEDULER_V1},
+      {{"tenants.0.engine.profile=vllm-v0", NULL}, 256, 131072, EMA_SCHEDULER_V0},
       {{"tenants.0.engine.profile=vllm-v0", "tenants.0.engine.max_model_len=1000", NULL},
        256,
-       2048},
+       2048,
+       EMA_SCHEDULER_V0},
       {{"tenants.0.engine.profile=vllm-v1", "tenants.0.engine.max_num_seqs=7",
         "tenants.0.engine.max_num_batched_tokens=99", NULL},
        7,
-       99},
+       99,
+       EMA_SCHEDULER_V1},
+      {{"tenants.0.engine.profile=vllm-v0-async-output", NULL}, 256, 512, EMA_SCHEDULER_V1},
+      {{"tenants.0.engine.profile=vllm-v0-async-output", "tenants.0.engine.max_model_len=8192",
+        NULL},
+       256,
+       8192,
+       EMA_SCHEDULER_V0},
+      {{"tenants.0.engine.profile=vllm-v0", "tenants.0.engine.chunked_prefill=true", NULL},
+       256,
+       512,
+       EMA_SCHEDULER_V1},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autoptr(EmaExperiment) experiment = load(path, cases[i].overrides);
     const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, 0);
     g_assert_cmpint(t->engine.max_num_seqs, ==, cases[i].seqs);
     g_assert_cmpint(t->engine.max_num_batched_tokens, ==, cases[i].tokens);
+    g_assert_cmpint(t->engine.scheduler, ==, cases[i].scheduler);
   }
 }
 
@@ -813,12 +833,15 @@ static const BadConfig bad_configs[] = {
     {"engine-unknown-key.yaml", EMA_CONFIG_ERROR_KEY,
      "9:32: tenants.0.engine.max_batch: unknown key in engine (valid keys: profile, "
      "max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, activation_reserve, "
-     "watermark, preempt, block_size, max_model_len, num_gpu_blocks, enforce_eager, "
-     "prefix_caching)"},
+     "watermark, preempt, block_size, max_model_len, num_gpu_blocks, chunked_prefill, "
+     "enforce_eager, prefix_caching)"},
     {"unknown-profile.yaml", EMA_CONFIG_ERROR_KEY,
      "9:41: tenants.0.engine.profile: unknown engine profile 'vllm-v9' (known: test-eager, "
      "test-free, test-group, test-v1, vllm-v0, vllm-v0-async-output, vllm-v1, vllm-v1-async, "
      "vllm-v1-otel)"},
+    {"v1-unchunked.yaml", EMA_CONFIG_ERROR_INVALID,
+     "9:67: tenants.0.engine.chunked_prefill: engine profile 'vllm-v1' schedules as vLLM V1, "
+     "whose prompts are always chunked here (V1 without chunked prefill is not modelled)"},
     {"eager-unmodelled.yaml", EMA_CONFIG_ERROR_INVALID,
      "9:65: tenants.0.engine.enforce_eager: engine profile 'vllm-v1' has no "
      "eager_layer_cpu_cost: its eager steps are not modelled (profiles that have one: ema-sim "

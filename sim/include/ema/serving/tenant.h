@@ -104,6 +104,13 @@ typedef struct {
   gint64 shared_prefix_groups; /* ... this many distinct prefixes of that length */
 } EmaTraceSpec;
 
+/* Whether a tenant's engine splits prompts into chunks within its token budget. */
+typedef enum {
+  EMA_CHUNKED_PREFILL_AUTO, /* as the engine profile's version does by max_model_len */
+  EMA_CHUNKED_PREFILL_ON,
+  EMA_CHUNKED_PREFILL_OFF,
+} EmaChunkedPrefill;
+
 /* A pair of vLLM batch limits (max_num_seqs, max_num_batched_tokens); 0: not given. */
 typedef struct {
   gint64 seqs, tokens;
@@ -137,6 +144,12 @@ typedef struct {
                                 * CUDA graph (0: none, every step eager) */
   gint64 request_cpu_cost;     /* ns from a request's arrival to its being schedulable */
   guint64 fixed_reserve;       /* bytes per GPU outside weights, activations and KV */
+  /* chunked prefill by default for a max_model_len above this (vLLM 0.6's V0: 32768; 0: off by
+   * default), and its default max_num_batched_tokens; under the v0 scheduler a tenant with
+   * chunked prefill takes the v1 one (V0's chunked-prefill scheduler: running requests first,
+   * prefill chunks within the token budget) */
+  gint64 chunked_prefill_above_len;
+  gint64 chunked_max_num_batched_tokens;
   /* max_num_seqs and max_num_batched_tokens where an experiment leaves them out, as this
    * version's `vllm serve` picks them: the large_gpu pair on a GPU of at least 70 GiB that is
    * not an A100 (vLLM's EngineArgs batch defaults; 0: the default pair), the default pair on
@@ -175,6 +188,9 @@ typedef struct {
   gint64 num_gpu_blocks; /* KV blocks given directly (0: sized from memory) */
   gboolean prefix_caching;
   gboolean enforce_eager; /* vLLM's --enforce-eager: no CUDA graphs, every step eager */
+  /* vLLM's --enable-chunked-prefill: EMA_CHUNKED_PREFILL_AUTO in the file (the profile's
+   * default by max_model_len), resolved to on or off by the table's check */
+  EmaChunkedPrefill chunked_prefill;
   /* from the profile file, filled by the table's check (not keys of the file) */
   EmaSchedulerKind scheduler;
   EmaEngineCosts costs; /* the profile's at the tenant's TP degree and model */
