@@ -630,6 +630,17 @@ gboolean ema_engine_profile_costs(const EmaEngineProfile *profile, guint tp, gui
   return TRUE;
 }
 
+/* ERROR (CODE, MESSAGE) at the tenant's engine.KEY: its value where the file gives it, else the
+ * engine map or the tenant (NODE, at PATH). */
+static void engine_key_error(GError **error, gint code, const EmaNode *node, const char *path,
+                             const char *key, const char *message) {
+  const EmaNode *engine_node = ema_node_get(node, "engine");
+  const EmaNode *at = engine_node ? ema_node_get(engine_node, key) : NULL;
+  g_autofree char *key_path =
+      g_strdup_printf("%s%sengine.%s", path ? path : "", path ? "." : "", key);
+  ema_node_error(error, code, at ? at : engine_node ? engine_node : node, key_path, "%s", message);
+}
+
 /* ENGINE's chunked prefill resolved (auto: PROFILE's default by max_model_len); a v0 profile
  * with it on schedules as V0's chunked-prefill scheduler does (the v1 scheduler here), its token
  * budget where the file leaves it out the profile's chunked default. */
@@ -643,13 +654,11 @@ static gboolean resolve_chunked_prefill(EmaEngineSpec *engine, const EmaEnginePr
                                   : EMA_CHUNKED_PREFILL_OFF;
   if (profile->scheduler == EMA_SCHEDULER_V1 &&
       engine->chunked_prefill == EMA_CHUNKED_PREFILL_OFF) {
-    g_autofree char *key_path = path ? g_strconcat(path, ".engine.chunked_prefill", NULL)
-                                     : g_strdup("engine.chunked_prefill");
-    const EmaNode *at = ema_node_get(node, "chunked_prefill");
-    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at ? at : node, key_path,
-                   "engine profile '%s' schedules as vLLM V1, whose prompts are always chunked "
-                   "here (V1 without chunked prefill is not modelled)",
-                   profile->name);
+    g_autofree char *message = g_strdup_printf(
+        "engine profile '%s' schedules as vLLM V1, whose prompts are always chunked here (V1 "
+        "without chunked prefill is not modelled)",
+        profile->name);
+    engine_key_error(error, EMA_CONFIG_ERROR_INVALID, node, path, "chunked_prefill", message);
     return FALSE;
   }
   if (profile->scheduler == EMA_SCHEDULER_V0 && engine->chunked_prefill == EMA_CHUNKED_PREFILL_ON) {
@@ -669,23 +678,18 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
   GError *inner = NULL;
   g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(engine->profile, &inner);
   if (profile == NULL) {
-    g_autofree char *key_path =
-        path ? g_strconcat(path, ".engine.profile", NULL) : g_strdup("engine.profile");
-    const EmaNode *at = engine_node ? ema_node_get(engine_node, "profile") : NULL;
-    ema_node_error(error, EMA_CONFIG_ERROR_KEY, at ? at : node, key_path, "%s", inner->message);
+    engine_key_error(error, EMA_CONFIG_ERROR_KEY, node, path, "profile", inner->message);
     g_error_free(inner);
     return FALSE;
   }
   engine->scheduler = profile->scheduler;
   if (!ema_engine_profile_costs(profile, (guint) MAX(tenant->tp, 1), (guint) tenant->model.layers,
                                 engine->enforce_eager, &engine->costs)) {
-    g_autofree char *key_path =
-        path ? g_strconcat(path, ".engine.enforce_eager", NULL) : g_strdup("engine.enforce_eager");
-    const EmaNode *at = engine_node ? ema_node_get(engine_node, "enforce_eager") : NULL;
-    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at ? at : node, key_path,
-                   "engine profile '%s' has no eager_layer_cpu_cost: its eager steps are not "
-                   "modelled (profiles that have one: ema-sim list engines)",
-                   profile->name);
+    g_autofree char *message = g_strdup_printf(
+        "engine profile '%s' has no eager_layer_cpu_cost: its eager steps are not modelled "
+        "(profiles that have one: ema-sim list engines)",
+        profile->name);
+    engine_key_error(error, EMA_CONFIG_ERROR_INVALID, node, path, "enforce_eager", message);
     return FALSE;
   }
   engine->request_cpu_cost = profile->request_cpu_cost;
@@ -696,7 +700,7 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
     engine->watermark = profile->watermark;
   if (engine->max_model_len == 0)
     engine->max_model_len = tenant->model.max_context;
-  return resolve_chunked_prefill(engine, profile, engine_node ? engine_node : node, path, error);
+  return resolve_chunked_prefill(engine, profile, node, path, error);
 }
 
 const EmaParamTable ema_tenant_params = {"tenant", sizeof(EmaTenantSpec), tenant_params,
