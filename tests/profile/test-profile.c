@@ -1126,6 +1126,7 @@ static void test_compare_static_fixture(void) {
   g_assert_nonnull(strstr(one->str, "h200x8-hgx,h100x8-hgx,1,512,1,128,"));
   g_assert_cmpstr(skipped_one, ==, "2 rows skipped: 2 of bloom-176b (unknown model)");
   options.server = "h100x9";
+  g_clear_pointer(&skipped_one, g_free);
   g_assert_false(ema_stepcheck_static(path, &options, one, on_one, &skipped_one, &error));
   g_assert_nonnull(strstr(error->message, "h100x9"));
   g_clear_error(&error);
