@@ -42,7 +42,9 @@
  *
  * Closed loop (concurrency N): the next trace record is fetched when fewer
  * than N requests are in the engine (arrived, not finished or rejected) and
- * arrives at once; a finish or a rejection frees its client.
+ * arrives when its client became free: every client at the start, then at
+ * the finish or rejection of its last request. Clients free together send
+ * together (the API server takes them side by side).
  *
  * Prefix caching (as vLLM's, with counted blocks). Every full prompt block
  * of a request may be cached. Those of its identified prefix have hashes
@@ -377,6 +379,10 @@ struct _EmaEngine {
   double last_decode_context;
   /* closed loop: requests arrived and not yet finished or rejected */
   guint64 outstanding;
+  /* closed loop: when each free client became free, oldest first (a ring of concurrency
+   * entries): its next request is sent then, whenever the engine fetches it */
+  EmaTime *free_since;
+  guint64 free_head, free_count;
   gboolean trace_done;
 
   /* prefix caching */
@@ -877,18 +883,35 @@ static void kick(EmaEngine *engine);
 
 /* Schedule the trace's next request: at its arrival time (open loop), or
  * now if a client is free (closed loop). */
+/* Closed loop: a client became free at AT (the start, a finish or a rejection). */
+static void client_free(EmaEngine *engine, EmaTime at) {
+  guint64 n = engine->config.concurrency;
+  g_assert(engine->free_count < n);
+  engine->free_since[(engine->free_head + engine->free_count++) % n] = at;
+}
+
 static void fetch_arrival(EmaEngine *engine) {
   GError *error = NULL;
   gboolean closed = engine->config.concurrency > 0;
   if (engine->trace_done || ema_event_is_scheduled(&engine->arrival_event) ||
-      (closed && engine->outstanding >= engine->config.concurrency))
+      (closed && engine->free_count == 0))
     return;
   if (ema_trace_source_next(engine->trace, &engine->next, &error)) {
     EmaTime now = ema_sim_now(engine->sim);
-    /* open loop: its own arrival time. The last request was fetched when it left the API server
-     * (request_cpu_cost after arriving), which this one may already have entered: the API server
-     * serves requests side by side, so only a time before that is moved up to it */
-    EmaTime at = closed ? now : MAX(engine->next.arrival, now - engine->config.request_cpu_cost);
+    /* The last request was fetched when it left the API server (request_cpu_cost after it
+     * arrived), which this one may already have entered: the API server serves requests side
+     * by side. Open loop: its own arrival time, only a time before that moved up to it. Closed
+     * loop: sent when its client became free (the oldest free one), not after the one before
+     * it was handed over */
+    EmaTime at;
+    if (closed) {
+      at = engine->free_since[engine->free_head];
+      engine->free_head = (engine->free_head + 1) % engine->config.concurrency;
+      engine->free_count--;
+    } else {
+      at = MAX(engine->next.arrival, now - engine->config.request_cpu_cost);
+    }
+    g_assert(at + engine->config.request_cpu_cost >= now);
     engine->next_arrival = at;
     /* the engine sees it once the API server has handed it over */
     ema_sim_schedule(engine->sim, &engine->arrival_event, at + engine->config.request_cpu_cost,
@@ -904,6 +927,8 @@ static void fetch_arrival(EmaEngine *engine) {
 static void request_gone(EmaEngine *engine) {
   g_assert(engine->outstanding > 0);
   engine->outstanding--;
+  if (engine->config.concurrency > 0)
+    client_free(engine, ema_sim_now(engine->sim));
   fetch_arrival(engine); /* a no-op unless the trace was waiting for a client */
 }
 
@@ -1525,6 +1550,7 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
     engine->config.block_tokens = EMA_KV_BLOCK_TOKENS;
   engine->phase_count = g_new0(guint64, engine->config.block_tokens);
   engine->phase_members = g_new0(GQueue, engine->config.block_tokens);
+  engine->free_since = g_new0(EmaTime, MAX(engine->config.concurrency, 1));
   engine->by_serial = ema_id_map_new();
   engine->last_step_start = -1;
   engine->last_step_end = -1;
@@ -1581,6 +1607,7 @@ void ema_engine_free(EmaEngine *engine) {
   free_requests(&engine->running);
   free_runs(&engine->evictable);
   free_runs(&engine->tier);
+  g_free(engine->free_since);
   g_free(engine->batch.pdata);
   g_free(engine->finishing.pdata);
   g_free(engine->heap.pdata);
@@ -1609,6 +1636,9 @@ void ema_engine_set_step_estimate(EmaEngine *engine, EmaStepCostFunc estimate, g
 }
 
 void ema_engine_start(EmaEngine *engine) {
+  /* closed loop: every client is free at the start */
+  for (guint64 i = 0; i < engine->config.concurrency; i++)
+    client_free(engine, ema_sim_now(engine->sim));
   fetch_arrival(engine);
 }
 

@@ -373,6 +373,30 @@ static void test_closed_loop(void) {
   run_clear(&r);
 }
 
+/* Clients free together send together: concurrency 2, request_cpu_cost
+ * 0.3 ms, four requests (prompt 16, output 2), 1 ms steps. Both clients
+ * send at 0 (the API server takes both side by side): both reach the
+ * engine at 0.3 ms, share its steps and finish at 2.3 ms; both send again
+ * then, arrive at 2.3 ms and finish at 4.6 ms. (Handing them over one after
+ * the other would start the second 0.3 ms later.) */
+static void test_closed_loop_request_cost(void) {
+  const EmaRequestRecord records[] = {
+      {.arrival = EMA_S(1), .prompt_tokens = 16, .output_tokens = 2, .id = 0},
+      {.arrival = EMA_S(2), .prompt_tokens = 16, .output_tokens = 2, .id = 1},
+      {.arrival = EMA_S(3), .prompt_tokens = 16, .output_tokens = 2, .id = 2},
+      {.arrival = EMA_S(4), .prompt_tokens = 16, .output_tokens = 2, .id = 3},
+  };
+  EmaEngineConfig config = {.concurrency = 2, .request_cpu_cost = EMA_US(300)};
+  Run r = {0};
+  run(&r, config, records, 4, 10);
+  for (guint i = 0; i < 4; i++) {
+    g_assert_cmpint(done(&r, i)->arrival, ==, i < 2 ? 0 : EMA_US(2300));
+    g_assert_cmpint(done(&r, i)->scheduled, ==, i < 2 ? EMA_US(300) : EMA_US(2600));
+    g_assert_cmpint(done(&r, i)->finished, ==, i < 2 ? EMA_US(2300) : EMA_US(4600));
+  }
+  run_clear(&r);
+}
+
 /* A rejected request frees its client too: concurrency 1, the first
  * request over max_model_len; the second is sent at once. */
 static void test_closed_loop_reject(void) {
@@ -687,6 +711,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine-vllm/request-cpu-cost", test_request_cpu_cost);
   g_test_add_func("/engine-vllm/v0-prefill-first", test_v0_prefill_first);
   g_test_add_func("/engine-vllm/closed-loop", test_closed_loop);
+  g_test_add_func("/engine-vllm/closed-loop-request-cost", test_closed_loop_request_cost);
   g_test_add_func("/engine-vllm/closed-loop-reject", test_closed_loop_reject);
   g_test_add_func("/engine-vllm/prefix-cache", test_prefix_cache);
   g_test_add_func("/engine-vllm/prefix-cache-last-token", test_prefix_cache_last_token);
