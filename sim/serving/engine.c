@@ -377,10 +377,9 @@ struct _EmaEngine {
   /* the decodes of the step in flight, or of the last one (what a recompute is priced beside) */
   guint64 last_decode_seqs;
   double last_decode_context;
-  /* closed loop: requests arrived and not yet finished or rejected */
-  guint64 outstanding;
   /* closed loop: when each free client became free, oldest first (a ring of concurrency
-   * entries): its next request is sent then, whenever the engine fetches it */
+   * entries; the other clients have a request in the engine or on its way): its next request
+   * is sent then, whenever the engine fetches it */
   EmaTime *free_since;
   guint64 free_head, free_count;
   gboolean trace_done;
@@ -881,8 +880,6 @@ static Req *running_newest(const EmaEngine *engine) {
 
 static void kick(EmaEngine *engine);
 
-/* Schedule the trace's next request: at its arrival time (open loop), or
- * now if a client is free (closed loop). */
 /* Closed loop: a client became free at AT (the start, a finish or a rejection). */
 static void client_free(EmaEngine *engine, EmaTime at) {
   guint64 n = engine->config.concurrency;
@@ -890,6 +887,8 @@ static void client_free(EmaEngine *engine, EmaTime at) {
   engine->free_since[(engine->free_head + engine->free_count++) % n] = at;
 }
 
+/* Schedule the trace's next request: at its arrival time (open loop), or
+ * when the longest-free client became free, if one is (closed loop). */
 static void fetch_arrival(EmaEngine *engine) {
   GError *error = NULL;
   gboolean closed = engine->config.concurrency > 0;
@@ -925,8 +924,6 @@ static void fetch_arrival(EmaEngine *engine) {
 
 /* A request left the engine (finished or rejected): its client is free. */
 static void request_gone(EmaEngine *engine) {
-  g_assert(engine->outstanding > 0);
-  engine->outstanding--;
   if (engine->config.concurrency > 0)
     client_free(engine, ema_sim_now(engine->sim));
   fetch_arrival(engine); /* a no-op unless the trace was waiting for a client */
@@ -953,7 +950,6 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
   request->scheduled = request->first_token = request->finished = -1;
   request->prompt_tokens = MAX(engine->next.prompt_tokens, 1);
   request->output_tokens = MAX(engine->next.output_tokens, 1);
-  engine->outstanding++;
   /* Longer than the model's context: vLLM refuses it. */
   if (engine->config.max_model_len > 0 &&
       (guint64) request->prompt_tokens + request->output_tokens > engine->config.max_model_len) {
@@ -1431,9 +1427,9 @@ EmaTime ema_engine_step_duration(const EmaEngineCosts *costs, const EmaStepBatch
                                  guint64 seqs, EmaTime gpu_time, EmaTime *gpu, EmaTime *cpu) {
   gboolean graphed =
       batch->prefill_tokens == 0 && batch->decode_seqs <= costs->cuda_graph_max_batch;
-  *gpu = graphed ? gpu_time : MAX(gpu_time, costs->eager_cpu_cost);
   EmaTime step = costs->step_cpu_cost + costs->step_cpu_cost_per_seq * (EmaTime) seqs;
   EmaTime output = costs->output_cpu_cost + costs->output_cpu_cost_per_seq * (EmaTime) seqs;
+  *gpu = graphed ? gpu_time : MAX(gpu_time, costs->eager_cpu_cost);
   *cpu = step + output;
   return costs->cpu_overlap ? MAX(*gpu, *cpu) : MAX(*gpu, output) + step;
 }

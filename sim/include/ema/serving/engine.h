@@ -220,7 +220,7 @@ typedef struct {
 
 /* What one step did, for observers. */
 typedef struct {
-  EmaTime start, duration; /* duration = gpu_time + cpu_time (or the longer, cpu_overlap) + swap */
+  EmaTime start, duration; /* ema_engine_step_duration of gpu_time and cpu_time, + swap */
   /* what the step-cost function gave, at least the eager launch time if the step ran eagerly */
   EmaTime gpu_time;
   /* step_cpu_cost + step_cpu_cost_per_seq x the requests scheduled, and the same of the output
