@@ -468,14 +468,10 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
   StaticRead read = {points, index, known, skips, skip_order, options};
   const EmaEngineProfile *engine = options->engine;
   *skipped = NULL;
+  /* a profile that cannot time these steps fails before any is read */
   if (engine &&
-      !ema_engine_profile_costs(engine, 1, 1, options->enforce_eager, &(EmaEngineCosts){0})) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
-                "engine profile '%s' has no eager_layer_cpu_cost: its eager steps are not "
-                "modelled",
-                engine->name);
+      !ema_engine_profile_costs(engine, 1, 1, options->enforce_eager, &(EmaEngineCosts){0}, error))
     return FALSE;
-  }
   if (options->server) {
     g_autoptr(EmaServerSpec) server = ema_server_load(options->server, error);
     if (!server)
@@ -504,7 +500,7 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
       if (layers < 0)
         return FALSE;
       ema_engine_profile_costs(engine, (guint) p->tp, (guint) layers, options->enforce_eager,
-                               &costs);
+                               &costs, NULL);
     }
     prompt_ms = median_of(p->prompt_ms);
     token_ms = median_of(p->token_ms);

@@ -611,9 +611,14 @@ static const EmaParam tenant_params[] = {
 };
 
 gboolean ema_engine_profile_costs(const EmaEngineProfile *profile, guint tp, guint layers,
-                                  gboolean enforce_eager, EmaEngineCosts *costs) {
-  if (enforce_eager && profile->eager_layer_cpu_cost == 0)
+                                  gboolean enforce_eager, EmaEngineCosts *costs, GError **error) {
+  if (enforce_eager && profile->eager_layer_cpu_cost == 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "engine profile '%s' has no eager_layer_cpu_cost: its eager steps are not modelled "
+                "(profiles that have one: ema-sim list engines)",
+                profile->name);
     return FALSE;
+  }
   costs->step_cpu_cost = profile->step_cpu_cost + profile->step_cpu_cost_per_rank * (tp - 1);
   costs->step_cpu_cost_per_seq = profile->step_cpu_cost_per_seq;
   if (tp > 1) {
@@ -684,12 +689,9 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
   }
   engine->scheduler = profile->scheduler;
   if (!ema_engine_profile_costs(profile, (guint) MAX(tenant->tp, 1), (guint) tenant->model.layers,
-                                engine->enforce_eager, &engine->costs)) {
-    g_autofree char *message = g_strdup_printf(
-        "engine profile '%s' has no eager_layer_cpu_cost: its eager steps are not modelled "
-        "(profiles that have one: ema-sim list engines)",
-        profile->name);
-    engine_key_error(error, EMA_CONFIG_ERROR_INVALID, node, path, "enforce_eager", message);
+                                engine->enforce_eager, &engine->costs, &inner)) {
+    engine_key_error(error, inner->code, node, path, "enforce_eager", inner->message);
+    g_error_free(inner);
     return FALSE;
   }
   engine->request_cpu_cost = profile->request_cpu_cost;

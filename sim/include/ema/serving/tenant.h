@@ -164,10 +164,11 @@ typedef struct {
 
 extern const EmaParamTable ema_engine_profile_params;
 /* PROFILE's costs (ema_engine_step_duration) for a tenant of TP ranks whose model has LAYERS
- * decoder layers, every step eager if ENFORCE_EAGER (vLLM's --enforce-eager); FALSE where
- * ENFORCE_EAGER asks for an eager cost the profile does not have. */
+ * decoder layers, every step eager if ENFORCE_EAGER (vLLM's --enforce-eager); FALSE with
+ * EMA_CONFIG_ERROR_INVALID where ENFORCE_EAGER asks for an eager cost the profile does not
+ * have. */
 gboolean ema_engine_profile_costs(const EmaEngineProfile *profile, guint tp, guint layers,
-                                  gboolean enforce_eager, EmaEngineCosts *costs);
+                                  gboolean enforce_eager, EmaEngineCosts *costs, GError **error);
 /* The profile names that EMA_ENGINE_PATH and hwmodels/engines hold, sorted. */
 GPtrArray *ema_engine_profile_list(void);
 /* Load the profile NAME (EMA_ENGINE_PATH, then hwmodels/engines). */
