@@ -68,6 +68,8 @@ static void models_clear(Models *m) {
 }
 
 static void models_free(Models *m) {
+  if (!m)
+    return; /* a server that did not load, remembered as such */
   models_clear(m);
   g_free(m);
 }
@@ -310,31 +312,33 @@ static const char *alias_of(const char *const (*table)[2], gsize n, const char *
 typedef struct {
   GPtrArray *points;
   GHashTable *index;   /* "model/hw/tp/prompt/batch/tokens" -> StaticPoint * */
-  GHashTable *known;   /* LLM or server name -> GINT_TO_POINTER(1 known, 2 not) */
+  GHashTable *specs;   /* LLM name -> EmaLlmSpec *, NULL where it does not load */
+  GHashTable *servers; /* server name -> Models *, NULL where it does not load */
   GHashTable *skipped; /* "value (why)" -> rows skipped for it */
   GPtrArray *skip_order;
   const EmaStaticCheckOptions *options;
 } StaticRead;
 
-/* Whether NAME loads as an LLM (LLM TRUE) or a server, asked once. */
-static gboolean static_known(StaticRead *read, const char *name, gboolean llm) {
-  g_autofree char *key = g_strconcat(llm ? "llm:" : "server:", name, NULL);
-  gpointer v = g_hash_table_lookup(read->known, key);
-  if (!v) {
-    GError *local = NULL;
-    gboolean ok;
-    if (llm) {
-      g_autoptr(EmaLlmSpec) spec = ema_llm_load(name, &local);
-      ok = spec != NULL;
-    } else {
-      g_autoptr(EmaServerSpec) server = ema_server_load(name, &local);
-      ok = server != NULL;
-    }
-    g_clear_error(&local);
-    v = GINT_TO_POINTER(ok ? 1 : 2);
-    g_hash_table_insert(read->known, g_steal_pointer(&key), v);
+/* The LLM NAME, loaded on its first row (NULL: no such LLM). */
+static const EmaLlmSpec *static_llm(StaticRead *read, const char *name) {
+  gpointer spec;
+  if (!g_hash_table_lookup_extended(read->specs, name, NULL, &spec)) {
+    spec = ema_llm_load(name, NULL);
+    g_hash_table_insert(read->specs, g_strdup(name), spec);
   }
-  return GPOINTER_TO_INT(v) == 1;
+  return spec;
+}
+
+/* The step models of server NAME, its server loaded on its first row (NULL: no such server). */
+static Models *static_server(StaticRead *read, const char *name) {
+  gpointer models;
+  if (!g_hash_table_lookup_extended(read->servers, name, NULL, &models)) {
+    models = g_new0(Models, 1);
+    if (!models_init(models, name, NULL))
+      g_clear_pointer(&models, models_free);
+    g_hash_table_insert(read->servers, g_strdup(name), models);
+  }
+  return models;
 }
 
 static void static_skip(StaticRead *read, const char *value, const char *why) {
@@ -356,11 +360,11 @@ static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GEr
   double v[6];
   g_autofree char *key = NULL;
   StaticPoint *p;
-  if (!static_known(read, llm, TRUE)) {
+  if (!static_llm(read, llm)) {
     static_skip(read, model, "unknown model");
     return TRUE;
   }
-  if (!read->options->server && !static_known(read, server, FALSE)) {
+  if (!static_server(read, server)) {
     static_skip(read, hw, "no server for this hardware: give --server");
     return TRUE;
   }
@@ -443,19 +447,10 @@ static void static_error(GPtrArray *order, GHashTable *errors, const char *hardw
   add_error(group, predicted, measured);
 }
 
-/* The decoder layers of LLM (loaded once into SPECS). */
-static gint64 static_layers(GHashTable *specs, const char *llm, GError **error) {
-  EmaLlmSpec *spec = g_hash_table_lookup(specs, llm);
-  if (!spec && (spec = ema_llm_load(llm, error)))
-    g_hash_table_insert(specs, g_strdup(llm), spec);
-  return spec ? spec->layers : -1;
-}
-
 gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions *options,
                               GString *table, GPtrArray *groups, char **skipped, GError **error) {
   g_autoptr(GPtrArray) points = g_ptr_array_new_with_free_func(static_point_free);
   g_autoptr(GHashTable) index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  g_autoptr(GHashTable) known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autoptr(GHashTable) skips = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autoptr(GPtrArray) skip_order = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GHashTable) servers =
@@ -465,7 +460,7 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
   g_autoptr(GHashTable) errors =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_array_unref);
   g_autoptr(GPtrArray) order = g_ptr_array_new_with_free_func(g_free);
-  StaticRead read = {points, index, known, skips, skip_order, options};
+  StaticRead read = {points, index, specs, servers, skips, skip_order, options};
   const EmaEngineProfile *engine = options->engine;
   *skipped = NULL;
   /* a profile that cannot time these steps fails before any is read */
@@ -473,9 +468,12 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
       !ema_engine_profile_costs(engine, 1, 1, options->enforce_eager, &(EmaEngineCosts){0}, error))
     return FALSE;
   if (options->server) {
-    g_autoptr(EmaServerSpec) server = ema_server_load(options->server, error);
-    if (!server)
+    Models *models = g_new0(Models, 1);
+    if (!models_init(models, options->server, error)) {
+      models_free(models);
       return FALSE;
+    }
+    g_hash_table_insert(servers, g_strdup(options->server), models);
   }
   if (!ema_csv_read(perf_csv, static_columns, static_row, &read, error))
     return FALSE;
@@ -483,25 +481,17 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
                          "prompt_error,token_ms,predicted_token_ms,token_error,model\n");
   for (guint i = 0; i < points->len; i++) {
     StaticPoint *p = points->pdata[i];
+    /* both loaded when the row was read */
     Models *models = g_hash_table_lookup(servers, p->server);
+    const EmaLlmSpec *llm = g_hash_table_lookup(specs, p->llm);
     const EmaStepModel *step;
     double prompt_ms, token_ms, predicted_prompt, predicted_token;
     EmaEngineCosts costs;
-    if (!models) {
-      models = g_new0(Models, 1);
-      g_hash_table_insert(servers, g_strdup(p->server), models);
-      if (!models_init(models, p->server, error))
-        return FALSE;
-    }
     if (!(step = models_get(models, p->llm, (guint) p->tp, perf_csv, 0, error)))
       return FALSE;
-    if (engine) {
-      gint64 layers = static_layers(specs, p->llm, error);
-      if (layers < 0)
-        return FALSE;
-      ema_engine_profile_costs(engine, (guint) p->tp, (guint) layers, options->enforce_eager,
+    if (engine)
+      ema_engine_profile_costs(engine, (guint) p->tp, (guint) llm->layers, options->enforce_eager,
                                &costs, NULL);
-    }
     prompt_ms = median_of(p->prompt_ms);
     token_ms = median_of(p->token_ms);
     /* the batch's prompts in one step (no chunking), then its decode steps */
