@@ -7,7 +7,12 @@
 #            a decode loop of Llama-3.1-8B under `ema-validate capture` (trace.json kept)
 #   profile  `ema-validate profile` of the five models into OUT_DIR/profile/
 #   steps    the whole-model steps of the five models under capture, converted into
-#            OUT_DIR/steps/steps.csv
+#            OUT_DIR/steps/steps.csv, with each step's kernels in OUT_DIR/steps/step-kernels.csv
+#   gemm     the GEMM tables alone into OUT_DIR/gemm/, each model's shapes at the
+#            tensor-parallel degrees of GEMM_TP (default 1,2,4,8: one GPU's share of each)
+# In the environment, MODELS (comma-separated) replaces the workloads' models in steps and
+# gemm (a GPU of less memory than an H200 holds fewer of them whole), and STEPS_PREFILL
+# (CHUNK:PRIOR,...) steps.py's prefill points.
 # Each stage ends with OUT_DIR/STAGE.tgz (the lent machines bring back few files).
 #
 # Usage: validate/device-profile.sh BIN_DIR OUT_DIR [STAGE...]
@@ -84,15 +89,27 @@ PY
     step ev profile -o "$out/profile" --python "$py" --workload "$w/opprofile.py"
     ;;
   steps)
-    step ev capture -o "$out/steps-capture" -- "$py" "$w/steps.py" --meta "$out/steps-capture/workload.yaml"
+    steps_args=()
+    [ -n "${MODELS:-}" ] && steps_args+=(--models "$MODELS")
+    [ -n "${STEPS_PREFILL:-}" ] && steps_args+=(--prefill "$STEPS_PREFILL")
+    step ev capture -o "$out/steps-capture" -- "$py" "$w/steps.py" --meta "$out/steps-capture/workload.yaml" "${steps_args[@]}"
     step ev profile --from-capture "$out/steps-capture" -o "$out/steps"
+    step python3 "$w/stepkernels.py" "$out/steps-capture" -o "$out/steps/step-kernels.csv"
     rm -f "$out/steps-capture/trace.json"  # large; the CSVs hold the same records
+    ;;
+  gemm)
+    gemm_args=(--only gemm --tp "${GEMM_TP:-1,2,4,8}")
+    [ -n "${MODELS:-}" ] && gemm_args+=(--models "$MODELS")
+    step ev capture -o "$out/gemm-capture" -- "$py" "$w/opprofile.py" --meta "$out/gemm-capture/workload.yaml" "${gemm_args[@]}"
+    step ev profile --from-capture "$out/gemm-capture" -o "$out/gemm"
+    rm -f "$out/gemm-capture/trace.json"
     ;;
   esac
   dirs=("$stage")
   # the steps' kernels.csv (a million rows) does not come back: its summaries do
   [ "$stage" = steps ] && dirs+=(steps-capture/workload.yaml steps-capture/capture.txt
     steps-capture/ranges.csv steps-capture/kernel-names.csv)
+  [ "$stage" = gemm ] && dirs+=(gemm-capture/workload.yaml gemm-capture/capture.txt)
   tar -C "$out" -czf "$out/$stage.tgz" "${dirs[@]}" machine.txt log.txt
 done
 ls -la "$out"

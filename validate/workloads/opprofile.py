@@ -9,7 +9,9 @@ point range (common.py) whose time validate/trace.c takes from the captured kern
   router, m on a log grid 1..8192 (ratio ~2^(1/4)), in the model's dtype and in bf16, bias=0;
   the model's biased linears (hwmodels/llms attention_bias: gated models q/k/v, plain models
   q/k/v/o, fc1, fc2) also with bias=1 in its dtype; weights rotated over copies >= 512 MB so
-  repeats read HBM;
+  repeats read HBM; with --tp, each degree's shapes on one GPU of the group as the step model
+  (sim/hw/steptime.c) splits them: heads / tp query heads and max(1, kv_heads / tp) KV heads in
+  QKV and O, ffn / tp in gate/up and down, vocab / tp in the LM head (the router whole);
 - attn_decode: one query token per sequence against `context` cached tokens (contiguous KV,
   [batch, kv_heads, context, head_dim]), common.attend (the layout steps.py has), SDPA with the cuDNN, FlashAttention and memory-efficient
   backends (GQA natively, enable_gqa), each backend a row; the converter keeps the fastest; in
@@ -50,27 +52,36 @@ EXPERTS = [1, 2, 4, 8]
 KV_FLOOR = 40 << 30  # the largest KV a decode point allocates (bytes)
 
 
-def gemm_shapes(m):
-    """(k, n, what, biased) of the model's GEMMs: biased as sim/hw/llm.c counts the biases
-    (attention_bias: a gated model's q/k/v, a plain model's q/k/v/o, fc1 and fc2)"""
+def gemm_shapes(m, tp=1):
+    """(k, n, what, biased) of the model's GEMMs on one GPU of a TP group of TP (as
+    sim/hw/steptime.c's set_operator_shapes splits them): biased as sim/hw/llm.c counts the
+    biases (attention_bias: a gated model's q/k/v, a plain model's q/k/v/o, fc1 and fc2)"""
     h, hd = m["hidden"], m["head_dim"]
     gated = m["ffn_kind"] == "gated"
     plain_bias = m["attention_bias"] and not gated
-    shapes = [(h, (m["heads"] + 2 * m["kv_heads"]) * hd, "qkv", m["attention_bias"]),
-              (m["heads"] * hd, h, "o", plain_bias), (h, m["vocab"], "lm_head", False)]
+    q, kv = m["heads"] // tp, max(1, m["kv_heads"] // tp)
+    shapes = [(h, (q + 2 * kv) * hd, "qkv", m["attention_bias"]),
+              (q * hd, h, "o", plain_bias), (h, m["vocab"] // tp, "lm_head", False)]
     if m["experts"] > 1:
         shapes.append((h, m["experts"], "router", False))
     else:
-        shapes += [(h, (2 if gated else 1) * m["ffn"], "gate_up", plain_bias),
-                   (m["ffn"], h, "down", plain_bias)]
+        shapes += [(h, (2 if gated else 1) * m["ffn"] // tp, "gate_up", plain_bias),
+                   (m["ffn"] // tp, h, "down", plain_bias)]
     return shapes
 
 
-def run_gemms(models, grid, repeats, log):
+def tp_degrees(m, tps):
+    """the degrees of TPS that split M as the step model accepts (heads divisible, KV heads
+    divisible or a divisor of the degree)"""
+    return [tp for tp in tps if m["heads"] % tp == 0 and
+            (m["kv_heads"] % tp == 0 or tp % m["kv_heads"] == 0)]
+
+
+def run_gemms(models, grid, repeats, log, tps=(1,)):
     done = set()
     for m in models:
-        for dtype in sorted({m["dtype"], "bf16"}):
-            for k, n, what, biased in gemm_shapes(m):
+        for dtype, tp in [(d, t) for d in sorted({m["dtype"], "bf16"}) for t in tp_degrees(m, tps)]:
+            for k, n, what, biased in gemm_shapes(m, tp):
                 for bias in (0, 1) if biased and dtype == m["dtype"] else (0,):
                     if (k, n, dtype, bias) in done:
                         continue
@@ -258,7 +269,15 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a coarse grid")
     ap.add_argument("--repeats", type=int, default=0)
     ap.add_argument("--only", default="gemm,attn_decode,attn_prefill,moe,elementwise")
+    ap.add_argument("--tp", default="1", help="the GEMMs' tensor-parallel degrees, e.g. 1,2,4,8 "
+                    "(each a GPU's share of the model's shapes; the other operators at 1)")
     a = ap.parse_args()
+    try:
+        tps = sorted({int(t) for t in a.tp.split(",")})
+    except ValueError:
+        raise SystemExit(f"opprofile.py: --tp {a.tp!r}: expected degrees such as 1,2,4")
+    if not tps or tps[0] < 1:
+        raise SystemExit(f"opprofile.py: --tp {a.tp!r}: expected degrees of at least 1")
     if not torch.cuda.is_available():
         raise SystemExit("opprofile.py: no CUDA device")
     models = [common.load_model(n) for n in a.models.split(",") if n]
@@ -272,7 +291,7 @@ def main():
     torch.manual_seed(0)
     g = M_QUICK if a.quick else M_GRID
     if "gemm" in only:
-        run_gemms(models, g, repeats, log)
+        run_gemms(models, g, repeats, log, tps)
     if "attn_decode" in only:
         run_decode(models, [1, 16, 256] if a.quick else BATCHES,
                    [1024, 4096] if a.quick else CONTEXTS, repeats, log, skipped)
