@@ -79,13 +79,16 @@ def stratified_lengths(points, n, seed):
 
 
 def stage_measured(metrics, path="stage"):
-    """The measured means of one stage_N_lifecycle_metrics.json (seconds)."""
+    """The measured means of one stage_N_lifecycle_metrics.json (seconds), and
+    its TTFT's median, p99 and maximum."""
     try:
         ok = metrics["successes"]
         lat = ok["latency"]
+        ttft = lat["time_to_first_token"]
         return {"requests": int(ok["count"]), "failures": int(metrics["failures"]["count"]),
                 "rate": float(metrics["load_summary"]["requested_rate"]),
-                "ttft": float(lat["time_to_first_token"]["mean"]),
+                "ttft": float(ttft["mean"]), "ttft_median": float(ttft["median"]),
+                "ttft_p99": float(ttft["p99"]), "ttft_max": float(ttft["max"]),
                 "e2e": float(lat["request_latency"]["mean"]),
                 "ip_tpot": float(lat["time_per_output_token"]["mean"]),
                 "output_mean": float(ok["output_len"]["mean"]),
@@ -133,7 +136,8 @@ def synthesize(cfg, prompt_points, seed, output_points=None, limit=0):
 
 def stage_summary(rows):
     """Per stage, the means of simulated requests [(stage, ttft s, e2e s,
-    output)]: ttft, e2e and the per-request E2E-based TPOT."""
+    output)]: ttft, e2e and the per-request E2E-based TPOT; and the TTFT's
+    median."""
     by = {}
     for stage, ttft, e2e, output in rows:
         by.setdefault(stage, []).append((ttft, e2e, output))
@@ -141,6 +145,7 @@ def stage_summary(rows):
     for stage, g in sorted(by.items()):
         tpots = [t for t in (e2e_tpot(e, f, o) for f, e, o in g) if t is not None]
         out[stage] = {"requests": len(g), "ttft": statistics.fmean(f for f, _, _ in g),
+                      "ttft_median": statistics.median(f for f, _, _ in g),
                       "e2e": statistics.fmean(e for _, e, _ in g),
                       "tpot": statistics.fmean(tpots) if tpots else float("nan")}
     return out
