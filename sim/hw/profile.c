@@ -686,9 +686,11 @@ typedef struct {
 
 static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args) {
   const FoldArgs *a = args;
-  for (guint g = 2; g <= a->kv && a->q % g == 0 && a->kv % g == 0; g *= 2) {
+  for (guint g = 2; g <= a->kv; g++) {
     char key[128];
     const Surface *from;
+    if (a->q % g != 0 || a->kv % g != 0)
+      continue;
     attn_key(key, sizeof key, a->dtype, a->q / g, a->kv / g, a->d);
     from = g_hash_table_lookup(p->tables[EMA_PROFILE_ATTN_DECODE], key);
     if (from && from->source < a->before)
@@ -698,11 +700,12 @@ static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args)
 }
 
 /* Decode attention of Q query and KV key-value heads of D from the shape of Q/g and KV/g
- * heads at g times the batch (the smallest g, a power of two dividing both, whose shape a data
- * set of precedence below BEFORE holds): a decode kernel's work is independent per sequence
- * and KV head group, so B sequences of KV groups are g B sequences of KV/g. How a table
- * without multi-head shapes (AIConfigurator's, 1-8 KV heads) times Llama-2-7B's 32; what it
- * leaves out: one launch where the table's shape had its own. Made once, kept in the
+ * heads at g times the batch (the smallest g dividing both whose shape a data set of
+ * precedence below BEFORE holds): a decode kernel's work is independent per sequence and KV
+ * head group, so B sequences of KV groups are g B sequences of KV/g, for any whole g. How a
+ * table without multi-head shapes (AIConfigurator's, 1-8 KV heads) times Llama-2-7B's 32 (g 4)
+ * and Llama-2-13B's and OPT-13B's 40 (g 5); what it leaves out: one launch where the table's
+ * shape had its own. Made once, kept in the
  * profile's derived table; NULL where no such shape is held. */
 static const Surface *attn_decode_folded(const EmaProfile *profile, EmaProfileDtype dtype, guint q,
                                          guint kv, guint d, guint before) {

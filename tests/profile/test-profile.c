@@ -489,8 +489,13 @@ static void test_attn_decode_folded(void) {
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 8, 8, 4, &op);
   g_assert_true(ema_profile_op_at(&op, 1, 100, &us));
   g_assert_cmpfloat(fabs(us - 7), <, 1e-9);
-  /* 6 / 6 heads: 3 / 3 is not held, no power of two folds further: none */
+  /* 6 / 6 heads: 3 / 3 is not held, 2 / 2 is (g 3): batch 1 is its batch 3, half way
+   * between 30 and 50 us */
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 6, 6, 4, &op);
+  g_assert_true(ema_profile_op_at(&op, 1, 100, &us));
+  g_assert_cmpfloat(fabs(us - 40), <, 1e-9);
+  /* 5 / 5 heads: only 1 / 1 divides them, not held: none */
+  ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 5, 5, 4, &op);
   g_assert_false(ema_profile_op_at(&op, 1, 100, &us));
 }
 
@@ -966,9 +971,10 @@ static void test_public_h100(void) {
    * listed first, has 8 / 8 (folded at 4 times the batch) */
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 32, 32, 128, &op);
   g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "aiconfigurator h100_sxm vLLM 0.19.0");
-  /* 40 / 40 (Llama-2-13B): no power of two folds it into 1-8 KV heads: the kernel tables' */
+  /* 40 / 40 (Llama-2-13B): AIConfigurator's 8 / 8 at 5 times the batch, before the kernel
+   * tables' own 40 / 40 */
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 40, 40, 128, &op);
-  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "h100-kernels");
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "aiconfigurator h100_sxm vLLM 0.19.0");
   /* vLLM's custom all-reduce from a CUDA graph, 4 GPUs, 256 elements (512
    * bytes): measured 4.51392 us, below 128 elements' 4.58208 us; the curve's
    * running maximum keeps 4.58208 (profile.h) */
