@@ -310,6 +310,22 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
 
   if (!resolve_path(&trace->file, node, "file", path, error))
     return FALSE;
+  /* what describes a trace file, set on a synthetic trace: an error, not ignored */
+  if (trace->file == NULL) {
+    const char *key = trace->format != EMA_TRACE_FORMAT_AUTO ? "format"
+                      : trace->keep_failed                   ? "keep_failed"
+                      : trace->cycle                         ? "cycle"
+                                                             : NULL;
+    if (key) {
+      g_autofree char *key_path = path ? g_strconcat(path, ".", key, NULL) : g_strdup(key);
+      const EmaNode *at_key = ema_node_get(node, key);
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at_key ? at_key : node, key_path,
+                     "%s is about a trace file, and this trace has none (a synthetic trace): "
+                     "give file, or leave %s out",
+                     key, key);
+      return FALSE;
+    }
+  }
   /* format: auto is the file's format from here on (a file that cannot be
    * read yet stays auto: opening it says why) */
   if (trace->file && trace->format == EMA_TRACE_FORMAT_AUTO &&

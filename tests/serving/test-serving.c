@@ -813,6 +813,9 @@ static const BadConfig bad_configs[] = {
     {"file-with-arrivals.yaml", EMA_CONFIG_ERROR_INVALID,
      "8:49: tenants.0.trace.arrivals: this trace file has its own arrival times: leave arrivals "
      "out, or use format: lengths or vllm-bench"},
+    {"format-synthetic.yaml", EMA_CONFIG_ERROR_INVALID,
+     "10:15: tenants.0.trace.format: format is about a trace file, and this trace has none (a "
+     "synthetic trace): give file, or leave format out"},
     {"cv-with-poisson.yaml", EMA_CONFIG_ERROR_KEY,
      "11:7: tenants.0.trace.cv: not used by arrivals: poisson"},
     {"start-synthetic.yaml", EMA_CONFIG_ERROR_KEY,
