@@ -243,9 +243,11 @@ static const EmaParam server_params[] = {
 static gboolean check_server(gpointer object, const EmaNode *node, const char *path,
                              GError **error) {
   const EmaServerSpec *server = object;
-  if (server->gpus > 1 && (node == NULL || ema_node_get(node, "link") == NULL)) {
+  const EmaNode *link = node ? ema_node_get(node, "link") : NULL;
+  /* `link: ~` (or `--set server.link=~`) leaves it as absent as no key */
+  if (server->gpus > 1 && (link == NULL || link->kind != EMA_NODE_MAP)) {
     g_autofree char *key_path = path ? g_strconcat(path, ".link", NULL) : g_strdup("link");
-    ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, key_path,
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, link ? link : node, key_path,
                    "missing required key (a server of %" G_GINT64_FORMAT
                    " GPUs needs its peer link; only a one-GPU server may leave it out)",
                    server->gpus);

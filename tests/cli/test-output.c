@@ -556,6 +556,14 @@ static void test_one_gpu_without_link(void) {
                                         NULL);
     ema_test_assert_failed(run, 1, want);
   }
+  {
+    /* a null link is as absent as no key: refused at the null, not run with a zero link */
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("check", fixture, "--set", "server.gpus=2", "--set", "server.link=~", NULL);
+    ema_test_assert_failed(run, 1,
+                           "--set:2:13: server.link: missing required key (a server of 2 GPUs "
+                           "needs its peer link; only a one-GPU server may leave it out)\n");
+  }
   ema_test_remove_tree(tmp);
 }
 
