@@ -99,6 +99,9 @@ EmaTraceArrivals *ema_trace_arrivals_new_gamma(double rate, double cv, guint64 s
   return a;
 }
 
+/* The fewest requests an on/off burst may hold on average (rate_on x mean_on). */
+#define ONOFF_MIN_BURST_REQUESTS 1e-3
+
 EmaTraceArrivals *ema_trace_arrivals_new_onoff(double rate_on, double rate_off, EmaTime mean_on,
                                                EmaTime mean_off, guint64 seed, GError **error) {
   if (!check(isfinite(rate_on) && rate_on > 0, error, "onoff: rate_on must be > 0 (got %g)",
@@ -106,7 +109,13 @@ EmaTraceArrivals *ema_trace_arrivals_new_onoff(double rate_on, double rate_off, 
       !check(isfinite(rate_off) && rate_off >= 0, error, "onoff: rate_off must be >= 0 (got %g)",
              rate_off) ||
       !check(mean_on > 0, error, "onoff: mean on duration must be > 0") ||
-      !check(mean_off > 0, error, "onoff: mean off duration must be > 0"))
+      !check(mean_off > 0, error, "onoff: mean off duration must be > 0") ||
+      /* the generator walks the periods one by one: bursts that hold almost no request would
+       * take it millions of periods per arrival */
+      !check(rate_on * ((double) mean_on * 1e-9) >= ONOFF_MIN_BURST_REQUESTS, error,
+             "onoff: a burst holds %g requests on average (rate_on x mean_on); at least %g "
+             "are needed",
+             rate_on * ((double) mean_on * 1e-9), ONOFF_MIN_BURST_REQUESTS))
     return NULL;
   EmaTraceArrivals *a = arrivals_new(KIND_ONOFF, seed);
   a->rate_on = rate_on;

@@ -217,10 +217,10 @@ static const EmaParam trace_params[] = {
      .max = 1e9, .help = "onoff: requests per second during a burst"},
     {"rate_off", EMA_PARAM_DOUBLE, TRACE_FIELD(rate_off), .flags = EMA_PARAM_OPTIONAL, .min = 0,
      .max = 1e9, .help = "onoff: requests per second between bursts (default 0)"},
-    {"mean_on", EMA_PARAM_DURATION, TRACE_FIELD(mean_on), .flags = EMA_PARAM_OPTIONAL, .min = 1,
-     .max = 1e18, .help = "onoff: mean burst length (exponential)"},
-    {"mean_off", EMA_PARAM_DURATION, TRACE_FIELD(mean_off), .flags = EMA_PARAM_OPTIONAL, .min = 1,
-     .max = 1e18, .help = "onoff: mean time between bursts (exponential)"},
+    {"mean_on", EMA_PARAM_DURATION, TRACE_FIELD(mean_on), .flags = EMA_PARAM_OPTIONAL, .min = 1e6,
+     .max = 1e18, .help = "onoff: mean burst length (exponential), at least 1ms"},
+    {"mean_off", EMA_PARAM_DURATION, TRACE_FIELD(mean_off), .flags = EMA_PARAM_OPTIONAL, .min = 1e6,
+     .max = 1e18, .help = "onoff: mean time between bursts (exponential), at least 1ms"},
     {"rate_min", EMA_PARAM_DOUBLE, TRACE_FIELD(rate_min), .flags = EMA_PARAM_OPTIONAL, .min = 0,
      .max = 1e9, .help = "diurnal: rate at time 0 (default 0)"},
     {"rate_max", EMA_PARAM_DOUBLE, TRACE_FIELD(rate_max), .flags = EMA_PARAM_OPTIONAL, .min = 1e-9,
@@ -379,18 +379,21 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
       return FALSE;
     }
   }
-  if (trace->arrivals == EMA_ARRIVALS_PHASES) {
-    /* the generator's own checks, located at the list */
+  if (trace->arrivals != EMA_ARRIVALS_FILE) {
+    /* the generator's own checks (diurnal's rate_max >= rate_min, on/off's bounds, each phase),
+     * located at the arrivals key, or at the phases list */
     g_autoptr(EmaTraceArrivals) probe = NULL;
     GError *inner = NULL;
-    g_autofree char *key_path = path ? g_strconcat(path, ".phases", NULL) : g_strdup("phases");
-    if (trace->phases->len == 0)
+    const char *key = trace->arrivals == EMA_ARRIVALS_PHASES ? "phases" : "arrivals";
+    g_autofree char *key_path = path ? g_strconcat(path, ".", key, NULL) : g_strdup(key);
+    const EmaNode *at_key = ema_node_get(node, key);
+    if (trace->arrivals == EMA_ARRIVALS_PHASES && trace->phases->len == 0)
       g_set_error(&inner, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID,
                   "phases: at least one phase is needed");
     else
       probe = open_arrivals(trace, 0, &inner);
     if (probe == NULL) {
-      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "phases"), key_path, "%s",
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at_key ? at_key : node, key_path, "%s",
                      inner->message);
       g_error_free(inner);
       return FALSE;

@@ -816,6 +816,11 @@ static const BadConfig bad_configs[] = {
     {"format-synthetic.yaml", EMA_CONFIG_ERROR_INVALID,
      "10:15: tenants.0.trace.format: format is about a trace file, and this trace has none (a "
      "synthetic trace): give file, or leave format out"},
+    {"onoff-empty-bursts.yaml", EMA_CONFIG_ERROR_INVALID,
+     "10:17: tenants.0.trace.arrivals: onoff: a burst holds 1e-09 requests on average (rate_on "
+     "x mean_on); at least 0.001 are needed"},
+    {"diurnal-min-above-max.yaml", EMA_CONFIG_ERROR_INVALID,
+     "10:17: tenants.0.trace.arrivals: diurnal: rate_max must be > 0 and >= rate_min (got 6)"},
     {"cv-with-poisson.yaml", EMA_CONFIG_ERROR_KEY,
      "11:7: tenants.0.trace.cv: not used by arrivals: poisson"},
     {"start-synthetic.yaml", EMA_CONFIG_ERROR_KEY,

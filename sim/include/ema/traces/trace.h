@@ -190,7 +190,8 @@ EmaTraceArrivals *ema_trace_arrivals_new_gamma(double rate, double cv, guint64 s
                                                GError **error);
 /* Alternating on and off periods with exponential durations of means MEAN_ON
  * and MEAN_OFF, Poisson arrivals at RATE_ON (> 0) and RATE_OFF (>= 0) inside
- * them; starts in an on period. */
+ * them; starts in an on period. A burst must hold at least 0.001 requests on
+ * average (RATE_ON x MEAN_ON): the periods are drawn one by one. */
 EmaTraceArrivals *ema_trace_arrivals_new_onoff(double rate_on, double rate_off, EmaTime mean_on,
                                                EmaTime mean_off, guint64 seed, GError **error);
 /* Non-homogeneous Poisson with rate(t) = MIN + (MAX - MIN) * (1 - cos(2 pi t /
