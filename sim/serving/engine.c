@@ -816,7 +816,10 @@ static void steady_add(EmaEngine *engine, Req *req) {
   req->t0 = engine->clock;
   req->kv0 = req->pub.kv_tokens;
   req->gen0 = req->pub.generated;
-  req->phase = (guint) (((guint64) req->kv0 - req->t0) % engine->config.block_tokens);
+  /* (kv0 - t0) mod B, with kv0 < t0 as often as not: the unsigned difference wraps modulo
+   * 2^64, which only a power-of-two B divides, so each side is reduced first */
+  guint64 b = engine->config.block_tokens;
+  req->phase = (guint) (((guint64) req->kv0 % b + b - (guint64) req->t0 % b) % b);
   req->finish_at = req->t0 + (req->pub.output_tokens - req->gen0);
   heap_push(engine, req);
   engine->phase_count[req->phase]++;

@@ -135,6 +135,32 @@ static void test_block_size(void) {
   run_clear(&r);
 }
 
+/* Block size 3 (not a power of two), a request that joins the decoding region after more
+ * steps than it has tokens: A (prompt 1, output 20) holds k tokens after step k,
+ * ceil(k / 3) blocks; B (prompt 2, output 5) arrives during step 11, is prefilled in step 12
+ * (2 tokens) and decodes in steps 13-16 (3..6 tokens): its blocks are taken when its own
+ * tokens cross a block, whatever the clock (its phase, (2 - t0) mod 3, was once reduced from an
+ * unsigned difference that wrapped). */
+static void test_block_size_not_power_of_two(void) {
+  const EmaRequestRecord records[] = {
+      {.prompt_tokens = 1, .output_tokens = 20, .id = 0},
+      {.prompt_tokens = 2, .output_tokens = 5, .id = 1, .arrival = 10 * STEP + 1},
+  };
+  EmaEngineConfig config = {.block_tokens = 3};
+  Run r = {0};
+  guint64 want[20];
+  for (guint k = 1; k <= 20; k++) {
+    guint64 b_tokens = k >= 12 && k <= 16 ? k - 10 : 0;
+    want[k - 1] = (k + 2) / 3 + (b_tokens + 2) / 3;
+  }
+  run(&r, config, records, 2, 100);
+  g_assert_cmpuint(r.steps->len, ==, 20);
+  for (guint i = 0; i < 20; i++)
+    g_assert_cmpuint(step(&r, i)->blocks_used, ==, want[i]);
+  g_assert_cmpint(done(&r, 1)->finished, ==, 16 * STEP);
+  run_clear(&r);
+}
+
 /* max_model_len 50: prompt 40 + output 10 = 50 runs; 41 + 10 = 51 is
  * refused (counted in rejected and in rejected_too_long). With 3 blocks,
  * the two that fit the length never fit the memory (4 blocks of 16 each):
@@ -702,6 +728,7 @@ static void test_prefix_run_tier(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine-vllm/block-size", test_block_size);
+  g_test_add_func("/engine-vllm/block-size-not-power-of-two", test_block_size_not_power_of_two);
   g_test_add_func("/engine-vllm/max-model-len", test_max_model_len);
   g_test_add_func("/engine-vllm/step-cpu-cost", test_step_cpu_cost);
   g_test_add_func("/engine-vllm/step-cpu-cost-per-seq", test_step_cpu_cost_per_seq);
