@@ -171,6 +171,26 @@ static gint parse_endpoint(const char *text, gint64 gpus) {
   return (gint) index;
 }
 
+/* Each decode scenario's step model can be built on the server (its model's shape, the GPU's
+ * profile, FP8 weights on a GPU with an FP8 rate): said at the scenario, not at run time. */
+static gboolean check_decodes(const EmaExperiment *experiment, const EmaNode *root,
+                              GError **error) {
+  const EmaNode *decode_node = ema_node_get(root, "decode");
+  for (guint i = 0; experiment->decode && i < experiment->decode->len; i++) {
+    const EmaDecodeScenarioSpec *d = &g_array_index(experiment->decode, EmaDecodeScenarioSpec, i);
+    GError *inner = NULL;
+    g_autoptr(EmaStepModel) model = ema_step_model_new(&d->model, &experiment->server, 1, &inner);
+    if (model == NULL) {
+      g_autofree char *path = g_strdup_printf("decode.%u", i);
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, decode_node->items->pdata[i], path, "%s",
+                     inner->message);
+      g_error_free(inner);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GError **error) {
   const EmaNode *ops_node = ema_node_get(root, "ops");
   g_autoptr(EmaSim) sim = ema_sim_new();
@@ -413,8 +433,8 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
   experiment = g_new0(EmaExperiment, 1);
   if (!ema_params_bind(&ema_experiment_params, experiment, root, NULL, error))
     return NULL;
-  if (!check_flows(experiment, root, error) || !check_tenants(experiment, root, error) ||
-      !check_events(experiment, root, error))
+  if (!check_flows(experiment, root, error) || !check_decodes(experiment, root, error) ||
+      !check_tenants(experiment, root, error) || !check_events(experiment, root, error))
     return NULL;
   return g_steal_pointer(&experiment);
 }

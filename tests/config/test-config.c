@@ -1743,7 +1743,7 @@ static void test_ops_baseline(void) {
  * read directly hides under the attention (exactly the all-local step),
  * 50% does not; a peer's pull slows the step, by copies or by loads alike
  * (the model charges both with interference_outgoing); a peer_pull_mode
- * without a pull is a located error. */
+ * without a pull, and FP8 weights on a GPU without an FP8 rate, are located errors. */
 static void test_decode_scenarios(void) {
   static const char text[] =
       "name: decode-test\n"
@@ -1778,6 +1778,16 @@ static void test_decode_scenarios(void) {
   g_assert_null(ema_experiment_load(path, no_pull, &error));
   check_error(error, EMA_CONFIG_ERROR_INVALID, NULL, prefix,
               "a peer_pull_mode needs a peer_pull above 0");
+  {
+    /* a scenario whose step model cannot be built is refused at load, at the scenario */
+    const char *const no_fp8[] = {"server=a100x8-dgx", "decode.0.model.weights=fp8", NULL};
+    g_autofree char *at = g_strconcat(path, ":4:5: decode.0: ", NULL);
+    GError *fp8_error = NULL;
+    g_assert_null(ema_experiment_load(path, no_fp8, &fp8_error));
+    check_error(fp8_error, EMA_CONFIG_ERROR_INVALID, NULL, at,
+                "A100-SXM4-80GB: FP8 weights need a GPU with an FP8 matrix rate "
+                "(gpu.matrix_flops_fp8)");
+  }
   g_remove(path);
   g_rmdir(dir);
 }
