@@ -574,6 +574,10 @@ static const EmaParam engine_params[] = {
      .min = 1, .max = 1e9,
      .help = "prompt + output at most; longer requests are rejected (absent: the model's "
              "max_context)"},
+    {"max_waiting", EMA_PARAM_INT, ENGINE_FIELD(max_waiting), .default_value = "1000000", .min = 1,
+     .max = 1e12,
+     .help = "requests waiting at most: more stops the run with an error (an offered load "
+             "far past what the engine serves would otherwise fill the host's memory)"},
     {"num_gpu_blocks", EMA_PARAM_INT, ENGINE_FIELD(num_gpu_blocks), .flags = EMA_PARAM_OPTIONAL,
      .min = 1, .max = 1e12, .help = "KV blocks per GPU given directly (absent: sized from HBM)"},
     {"chunked_prefill", EMA_PARAM_ENUM, ENGINE_FIELD(chunked_prefill), .default_value = "auto",
@@ -946,6 +950,8 @@ void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *
   config->swap_fixed_cost = server->host.copy_fixed_cost;
   config->block_tokens = (guint) tenant->engine.block_size;
   config->max_model_len = (guint64) tenant->engine.max_model_len;
+  config->max_waiting = (guint64) tenant->engine.max_waiting;
+  config->name = tenant->name;
   config->costs = tenant->engine.costs;
   config->request_cpu_cost = tenant->engine.request_cpu_cost;
   config->scheduler = tenant->engine.scheduler;

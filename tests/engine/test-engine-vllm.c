@@ -161,6 +161,31 @@ static void test_block_size_not_power_of_two(void) {
   run_clear(&r);
 }
 
+/* max_waiting 2: five requests arrive at time 0 and join the queue before the first step
+ * starts (a step is kicked once every arrival of the instant is queued), so the third finds
+ * two waiting and the run stops with EMA_SIM_ERROR_OVERLOADED, naming the tenant. */
+static void test_max_waiting(void) {
+  EmaRequestRecord records[5];
+  EmaEngineConfig config = {
+      .max_num_seqs = 1, .max_num_batched_tokens = 64, .max_waiting = 2, .name = "t"};
+  g_autoptr(EmaSim) sim = ema_sim_new();
+  EmaKvPool *pool = ema_kv_pool_new(100);
+  g_autoptr(GError) error = NULL;
+  EmaEngine *engine;
+  for (guint i = 0; i < 5; i++)
+    records[i] = (EmaRequestRecord){.prompt_tokens = 4, .output_tokens = 2, .id = i};
+  engine = ema_engine_new(sim, &config, ema_kv_pool_memory(pool), one_ms, NULL,
+                          ema_trace_source_new_array(records, 5));
+  ema_engine_start(engine);
+  g_assert_false(ema_sim_run_until(sim, EMA_TIME_NEVER, &error));
+  g_assert_error(error, EMA_SIM_ERROR, EMA_SIM_ERROR_OVERLOADED);
+  g_assert_cmpstr(error->message, ==,
+                  "tenant t: 2 requests waiting at 0.000 s: the offered load is far past what the "
+                  "engine serves (engine.max_waiting; raise it to let the queue grow further)");
+  ema_engine_free(engine);
+  ema_kv_pool_free(pool);
+}
+
 /* max_model_len 50: prompt 40 + output 10 = 50 runs; 41 + 10 = 51 is
  * refused (counted in rejected and in rejected_too_long). With 3 blocks,
  * the two that fit the length never fit the memory (4 blocks of 16 each):
@@ -730,6 +755,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine-vllm/block-size", test_block_size);
   g_test_add_func("/engine-vllm/block-size-not-power-of-two", test_block_size_not_power_of_two);
   g_test_add_func("/engine-vllm/max-model-len", test_max_model_len);
+  g_test_add_func("/engine-vllm/max-waiting", test_max_waiting);
   g_test_add_func("/engine-vllm/step-cpu-cost", test_step_cpu_cost);
   g_test_add_func("/engine-vllm/step-cpu-cost-per-seq", test_step_cpu_cost_per_seq);
   g_test_add_func("/engine-vllm/output-cpu-cost", test_output_cpu_cost);

@@ -841,7 +841,7 @@ static const BadConfig bad_configs[] = {
     {"engine-unknown-key.yaml", EMA_CONFIG_ERROR_KEY,
      "9:32: tenants.0.engine.max_batch: unknown key in engine (valid keys: profile, "
      "max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, activation_reserve, "
-     "watermark, preempt, block_size, max_model_len, num_gpu_blocks, chunked_prefill, "
+     "watermark, preempt, block_size, max_model_len, max_waiting, num_gpu_blocks, chunked_prefill, "
      "enforce_eager, prefix_caching)"},
     {"unknown-profile.yaml", EMA_CONFIG_ERROR_KEY,
      "9:41: tenants.0.engine.profile: unknown engine profile 'vllm-v9' (known: test-eager, "

@@ -22,7 +22,8 @@ typedef gint64 EmaTime;
 #define EMA_SIM_ERROR (ema_sim_error_quark())
 GQuark ema_sim_error_quark(void);
 typedef enum {
-  EMA_SIM_ERROR_CLOCK, /* an event past the end of the clock */
+  EMA_SIM_ERROR_CLOCK,      /* an event past the end of the clock */
+  EMA_SIM_ERROR_OVERLOADED, /* a queue past its bound (a tenant's engine.max_waiting) */
 } EmaSimError;
 #define EMA_NS(x) ((EmaTime) (x))
 #define EMA_US(x) ((EmaTime) (x) *1000)

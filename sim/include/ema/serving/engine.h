@@ -188,7 +188,11 @@ typedef struct {
   EmaTime swap_fixed_cost;
   guint block_tokens;    /* tokens per KV block; 0 = EMA_KV_BLOCK_TOKENS */
   guint64 max_model_len; /* prompt + output at most; longer ones are rejected; 0 = no limit */
-  EmaEngineCosts costs;  /* the host's share of each step */
+  /* requests waiting at most: one more fails the run (ema_sim_fail, EMA_SIM_ERROR_OVERLOADED)
+   * rather than fill the host's memory; 0 = no limit */
+  guint64 max_waiting;
+  const char *name;     /* the tenant's, for the run's errors (NULL: "the engine"); not copied */
+  EmaEngineCosts costs; /* the host's share of each step */
   /* a request becomes schedulable this long after it arrived (the API server's work before the
    * engine sees it); its arrival, TTFT and E2E stay measured from the arrival itself */
   EmaTime request_cpu_cost;

@@ -186,6 +186,7 @@ typedef struct {
   EmaPreemptMode preempt;
   gint64 block_size;     /* tokens per KV block */
   gint64 max_model_len;  /* prompt + output at most (absent: the model's max_context) */
+  gint64 max_waiting;    /* requests waiting at most before the run stops with an error */
   gint64 num_gpu_blocks; /* KV blocks given directly (0: sized from memory) */
   gboolean prefix_caching;
   gboolean enforce_eager; /* vLLM's --enforce-eager: no CUDA graphs, every step eager */
