@@ -46,9 +46,6 @@ gpointer ema_trace_source_alloc(const EmaTraceSourceClass *klass, gsize size);
 #define EMA_TRACE_CHUNK 65536
 #define EMA_TRACE_CSV_MAX_LINE 65536
 #define EMA_TRACE_JSON_MAX_LINE (4 * 1024 * 1024)
-/* The deepest JSON nesting a line may have (json-glib's parser recurses
- * once per level; a record needs 2). */
-#define EMA_TRACE_JSON_MAX_DEPTH 32
 
 typedef struct {
   FILE *fp;
@@ -79,11 +76,7 @@ void ema_trace_reader_error_at(const EmaTraceReader *reader, guint64 line, GErro
 
 /* ---- JSON (json.c) ------------------------------------------------------- */
 
-/* The problem with TEXT that json-glib would not report safely, or NULL:
- * nesting deeper than EMA_TRACE_JSON_MAX_DEPTH, an integer outside gint64.
- * Strings are skipped (brackets and digits in them are text). On a problem,
- * *AT (may be NULL) is its byte offset. */
-const char *ema_trace_json_scan(const char *text, gsize len, gsize *at);
+/* ema_trace_json_scan is public (trace.h): summary.json's readers use it too. */
 /* NODE's value as an integer (an int, or a real with no fraction below
  * 9e15) into *VALUE; FALSE if it is neither. */
 gboolean ema_trace_json_int(JsonNode *node, gint64 *value);

@@ -21,6 +21,7 @@
 
 #include "ema/core/csv.h"
 #include "ema/core/modelpath.h"
+#include "ema/run/json.h"
 #include "ema/core/node.h"
 #include "ema/policy.h"
 #include "ema/run/output.h"
@@ -741,17 +742,28 @@ static gboolean read_kv_sizes(const char *dir, GHashTable *block_bytes, GHashTab
                               GPtrArray *order, char **name, GError **error) {
   g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
   g_autoptr(JsonParser) parser = json_parser_new();
-  JsonObject *root;
+  JsonObject *root = ema_json_load_object(parser, path, error);
+  JsonNode *tenants_node;
   JsonArray *tenants;
-  if (!json_parser_load_from_file(parser, path, error))
+  if (root == NULL)
     return FALSE;
-  root = json_node_get_object(json_parser_get_root(parser));
   *name = g_strdup(json_object_get_string_member_with_default(root, "experiment", "run"));
-  if (!json_object_has_member(root, "tenants"))
+  tenants_node = json_object_get_member(root, "tenants");
+  if (tenants_node == NULL)
     return TRUE;
-  tenants = json_object_get_array_member(root, "tenants");
+  if (!JSON_NODE_HOLDS_ARRAY(tenants_node)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: tenants: not a list", path);
+    return FALSE;
+  }
+  tenants = json_node_get_array(tenants_node);
   for (guint i = 0; i < json_array_get_length(tenants); i++) {
-    JsonObject *tenant = json_array_get_object_element(tenants, i);
+    JsonNode *element = json_array_get_element(tenants, i);
+    if (!JSON_NODE_HOLDS_OBJECT(element)) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: tenants.%u: not an object", path,
+                  i);
+      return FALSE;
+    }
+    JsonObject *tenant = json_node_get_object(element);
     const char *tenant_name = json_object_get_string_member_with_default(tenant, "name", "");
     double blocks = (double) json_object_get_int_member_with_default(tenant, "kv_blocks", 0);
     double bytes = (double) json_object_get_int_member_with_default(tenant, "kv_bytes_per_gpu", 0);
@@ -1083,12 +1095,10 @@ static char *compare_title(const char *dir) {
   }
   g_ptr_array_add(variants, NULL);
   names = g_strjoinv(", ", (char **) variants->pdata);
-  if (summary && json_parser_load_from_file(parser, summary, NULL) &&
-      JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)))
+  JsonObject *root = summary ? ema_json_load_object(parser, summary, NULL) : NULL;
+  if (root)
     title = g_strdup_printf(
-        "%s: %s",
-        json_object_get_string_member_with_default(
-            json_node_get_object(json_parser_get_root(parser)), "experiment", "comparison"),
+        "%s: %s", json_object_get_string_member_with_default(root, "experiment", "comparison"),
         names);
   csv_clear(&csv);
   return title ? title : g_strdup("comparison");
@@ -1143,6 +1153,11 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
         !compare_ttfts(variant_dir, borrower, mine->pdata[variants->len - 1],
                        lenders->pdata[variants->len - 1], error))
       goto out;
+  }
+  if (variants->len == 0) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "%s: no rows of the first repeat (repeat 0) to plot", path);
+    goto out;
   }
   mine_data = cdf_data(variants, mine, "the borrower's TTFT");
   lenders_data = cdf_data(variants, lenders, "the lenders' TTFT");

@@ -37,6 +37,7 @@
 #include <json-glib/json-glib.h>
 
 #include "ema/core/file.h"
+#include "ema/run/json.h"
 #include "ema/run/output.h"
 #include "ema/traces/trace.h"
 
@@ -774,18 +775,10 @@ static gboolean is_summary(JsonObject *root) {
 static EmaSweepRecord *record_read(guint point, const char *dir) {
   g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
   g_autoptr(JsonParser) parser = json_parser_new();
-  g_autofree char *text = NULL;
-  gsize length;
-  JsonObject *root;
+  JsonObject *root = ema_json_load_object(parser, path, NULL);
   EmaSweepRecord *record;
   JsonArray *array;
-  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, NULL) ||
-      !json_parser_load_from_data(parser, text, (gssize) length, NULL))
-    return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)))
-    return NULL;
-  root = json_node_get_object(json_parser_get_root(parser));
-  if (!is_summary(root))
+  if (root == NULL || !is_summary(root))
     return NULL;
   record = record_new(point, EMA_SWEEP_OK);
   if (json_object_has_member(root, "tenants")) {
@@ -1178,14 +1171,11 @@ static gboolean on_sighup(gpointer data) {
  * when there is none. */
 static JsonObject *summary_provenance(const char *dir, JsonParser **parser) {
   g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
-  g_autofree char *text = NULL;
-  gsize length;
-  JsonNode *root, *provenance;
+  JsonObject *root;
+  JsonNode *provenance;
   *parser = json_parser_new();
-  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, NULL) ||
-      !json_parser_load_from_data(*parser, text, (gssize) length, NULL) ||
-      (root = json_parser_get_root(*parser)) == NULL || !JSON_NODE_HOLDS_OBJECT(root) ||
-      (provenance = json_object_get_member(json_node_get_object(root), "provenance")) == NULL ||
+  if ((root = ema_json_load_object(*parser, path, NULL)) == NULL ||
+      (provenance = json_object_get_member(root, "provenance")) == NULL ||
       !JSON_NODE_HOLDS_OBJECT(provenance))
     return NULL;
   return json_node_get_object(provenance);

@@ -7,6 +7,7 @@
  * columns[i] the 1-based column where its field i begins. */
 #include "ema/core/csv.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -220,19 +221,25 @@ gboolean ema_csv_columns(const EmaCsv *csv, const char *const *names, guint *ind
   return TRUE;
 }
 
-/* The field of column INDEX as a number: positive (or zero if ZERO_OK),
- * and whole if INTEGER. */
+/* The largest integer a field may hold: every whole number up to it is exact in a double, and
+ * it converts to any of the callers' integer types without wrapping. */
+#define CSV_MAX_INTEGER 9007199254740992.0 /* 2^53 */
+
+/* The field of column INDEX as a number: positive (or zero if ZERO_OK), and whole and at most
+ * 2^53 if INTEGER; a number that is not zero is at least DBL_MIN (no subnormal: a time that
+ * small divides into infinity). */
 gboolean ema_csv_number(const EmaCsv *csv, guint index, gboolean integer, gboolean zero_ok,
                         double *value, GError **error) {
   const char *text = csv->fields[index];
   char *end = NULL;
   double v = g_ascii_strtod(text, &end);
-  if (!*text || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok) ||
-      (integer && v != floor(v))) {
+  if (!*text || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok) || (v != 0 && v < DBL_MIN) ||
+      (integer && (v != floor(v) || v > CSV_MAX_INTEGER))) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
                 "%s:%u:%u: column '%s': '%s' is not a %s %s", csv->file, csv->line,
                 ema_csv_field_column(csv, index), csv->header[index], text,
-                zero_ok ? "non-negative" : "positive", integer ? "integer" : "number");
+                zero_ok ? "non-negative" : "positive",
+                integer ? "integer (of at most 2^53)" : "number");
     return FALSE;
   }
   *value = v;

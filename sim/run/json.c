@@ -1,5 +1,34 @@
-/* json.c: the members of EMA's JSON outputs (json.h). */
+/* json.c: the members of EMA's JSON outputs, and the one way they are read back (json.h). */
 #include "ema/run/json.h"
+
+#include "ema/core/file.h"
+#include "ema/traces/trace.h"
+
+JsonObject *ema_json_load_object(JsonParser *parser, const char *path, GError **error) {
+  g_autofree char *text = NULL;
+  gsize length, at = 0;
+  const char *problem;
+  GError *inner = NULL;
+  JsonNode *root;
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, error))
+    return NULL;
+  if ((problem = ema_trace_json_scan(text, length, &at)) != NULL) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: byte %" G_GSIZE_FORMAT ": %s", path,
+                at, problem);
+    return NULL;
+  }
+  if (!json_parser_load_from_data(parser, text, (gssize) length, &inner)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: %s", path, inner->message);
+    g_error_free(inner);
+    return NULL;
+  }
+  root = json_parser_get_root(parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: not a JSON object", path);
+    return NULL;
+  }
+  return json_node_get_object(root);
+}
 
 void ema_json_add_string(JsonBuilder *builder, const char *name, const char *value) {
   json_builder_set_member_name(builder, name);

@@ -120,6 +120,20 @@ static void add_decode(EmaStepBatch *b, double seqs, double context) {
   b->logits += (guint64) seqs;
 }
 
+/* The most tokens a row's step may hold (its sequences times their tokens): far past any GPU's,
+ * and low enough that the batch's integer sums cannot wrap. */
+#define STEP_MAX_TOKENS 1e12
+
+/* TOKENS, a row's step size, at most STEP_MAX_TOKENS; else an error at the row. */
+static gboolean step_tokens_ok(const EmaCsv *csv, double tokens, GError **error) {
+  if (tokens <= STEP_MAX_TOKENS)
+    return TRUE;
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+              "%s:%u: a step of %.3g tokens (sequences x tokens each): at most %.0e", csv->file,
+              csv->line, tokens, STEP_MAX_TOKENS);
+  return FALSE;
+}
+
 static double step_us(const EmaStepModel *step, const EmaStepBatch *b) {
   return (double) ema_step_time(step, b, NULL) * 1e-3;
 }
@@ -178,6 +192,8 @@ static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GErr
     return FALSE;
   if (!decode && (!ema_csv_number(csv, c[5], TRUE, FALSE, &chunk, error) ||
                   !ema_csv_number(csv, c[6], TRUE, TRUE, &prior, error)))
+    return FALSE;
+  if (!step_tokens_ok(csv, (decode || mixed ? batch * (context + 1) : 0) + chunk + prior, error))
     return FALSE;
   step = models_get(&check->models, csv->fields[c[0]], (guint) v[0], csv->file, csv->line, error);
   if (!step)
@@ -371,7 +387,8 @@ static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GEr
   /* prompt_time and token_time are not whole: read them with the time rule */
   if (!ema_csv_numbers(csv, c, 4, 0, v, error) ||
       !ema_csv_number(csv, c[4], FALSE, FALSE, &v[4], error) ||
-      !ema_csv_number(csv, c[5], FALSE, FALSE, &v[5], error))
+      !ema_csv_number(csv, c[5], FALSE, FALSE, &v[5], error) ||
+      !step_tokens_ok(csv, v[2] * (v[1] + v[3]), error))
     return FALSE;
   key = g_strdup_printf("%s/%s/%g/%g/%g/%g", model, hw, v[0], v[1], v[2], v[3]);
   p = g_hash_table_lookup(read->index, key);

@@ -75,7 +75,7 @@ static void test_errors(void) {
              ":2:11: 4 fields where the header has 5");
   load_fails("gemm.csv", "m,k,n,time_us\n1,4,8,10\n", ":1:1: no column 'dtype'");
   load_fails("gemm.csv", "m,k,n,dtype,time_us\n1.5,4,8,bf16,10\n",
-             ":2:1: column 'm': '1.5' is not a positive integer");
+             ":2:1: column 'm': '1.5' is not a positive integer (of at most 2^53)");
   load_fails("gemm.csv", "m,k,n,dtype,time_us\n1,4,8,fp32,10\n",
              ":2:7: column 'dtype': 'fp32' is not bf16, fp16 or fp8");
   load_fails("elementwise.csv", "op,tokens,width,dtype,time_us\nsoftmax,1,8,bf16,1\n",
@@ -83,7 +83,7 @@ static void test_errors(void) {
   load_fails("attn_prefill.csv",
              "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
              "16,-1,2,2,4,bf16,flash,3\n",
-             ":2:4: column 'prior_context': '-1' is not a non-negative integer");
+             ":2:4: column 'prior_context': '-1' is not a non-negative integer (of at most 2^53)");
 }
 
 /* gemm.csv's optional bias column: bias rows answer biased lookups (fp16 from bf16 rows too),
@@ -1068,6 +1068,25 @@ static void test_compare_steps(void) {
                                     -1, NULL));
   g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
   g_assert_nonnull(strstr(error->message, "steps.csv:2: unknown model 'llama-9'"));
+  g_clear_error(&error);
+  /* an integer past 2^53 (2^64 here, which would wrap) is an error at its field */
+  g_assert_true(g_file_set_contents(path,
+                                    "model,tp,phase,batch,context,chunk,prior_context,time_us\n"
+                                    "llama-3.1-8b,1,decode,18446744073709551616,1,0,0,10\n",
+                                    -1, NULL));
+  g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
+  g_assert_nonnull(strstr(error->message, "steps.csv:2:23: column 'batch': "
+                                          "'18446744073709551616' is not a positive integer (of "
+                                          "at most 2^53)"));
+  g_clear_error(&error);
+  /* a step of more than 10^12 tokens (2^40 sequences of 2^20) is one, at its row */
+  g_assert_true(g_file_set_contents(path,
+                                    "model,tp,phase,batch,context,chunk,prior_context,time_us\n"
+                                    "llama-3.1-8b,1,decode,1099511627776,1048575,0,0,10\n",
+                                    -1, NULL));
+  g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
+  g_assert_nonnull(strstr(error->message, "steps.csv:2: a step of 1.15e+18 tokens (sequences x "
+                                          "tokens each): at most 1e+12"));
   g_clear_error(&error);
 }
 

@@ -12,6 +12,7 @@
  * otherwise), and one notice without it. */
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -238,6 +239,70 @@ static const char *reference(void) {
     ema_test_assert_ok(run);
   }
   return reference_dir;
+}
+
+static gint compare_names(gconstpointer a, gconstpointer b) {
+  return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The summary.json of DIR's first N point folders (sorted by name), into OUT. */
+static void first_points(const char *dir, guint n, char **out) {
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  const char *name;
+  while (d && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *summary = g_build_filename(dir, name, "summary.json", NULL);
+    if (g_file_test(summary, G_FILE_TEST_EXISTS))
+      g_ptr_array_add(names, g_strdup(name));
+  }
+  g_ptr_array_sort(names, compare_names);
+  g_assert_cmpuint(names->len, >=, n);
+  for (guint i = 0; i < n; i++)
+    out[i] = g_build_filename(dir, names->pdata[i], "summary.json", NULL);
+}
+
+/* A finished sweep resumed after two points' summary.json were tampered with: one nested past
+ * what json-glib's recursive parser takes, one whose provenance names a FIFO as an input (its
+ * hash is not waited for). Both points run again; the sweep ends with the reference's sweep.csv,
+ * neither crashing nor hanging. */
+static void test_resume_tampered(void) {
+  const char *one = reference();
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *copy = g_strdup_printf("cp -a '%s/.' '%s'", one, dir);
+  g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+  g_autofree char *csv1 = ema_test_read_file(one, "sweep.csv");
+  g_autofree char *csv2 = NULL;
+  char *points[2] = {NULL, NULL};
+  g_autofree char *text = NULL;
+  g_autofree char *deep = g_strnfill(100000, '[');
+  gint status = 0;
+  g_assert_true(g_spawn_command_line_sync(copy, NULL, NULL, &status, NULL) && status == 0);
+  first_points(dir, 2, points);
+  g_assert_true(g_file_set_contents(points[0], deep, -1, NULL));
+  g_assert_true(g_file_get_contents(points[1], &text, NULL, NULL));
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  {
+    g_autofree char *entry =
+        g_strdup_printf("\"inputs\" : [ {\"file\" : \"%s\", \"sha256\" : \"00\"},", fifo);
+    g_auto(GStrv) parts = g_strsplit(text, "\"inputs\" : [", 2);
+    g_autofree char *tampered = NULL;
+    g_assert_nonnull(parts[1]);
+    tampered = g_strconcat(parts[0], entry, parts[1], NULL);
+    g_assert_true(g_file_set_contents(points[1], tampered, -1, NULL));
+  }
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", GRID, "-j", "1", "-o", dir, "--no-plot", NULL);
+    /* the FIFO's point: its input "changed" (no hash of a FIFO); the deep one: unreadable */
+    ema_test_assert_ok_warned(run, "ema-sim sweep: 1 finished point was made from files that "
+                                   "changed since (");
+    g_assert_nonnull(strstr(run->out, "24 points: 24 ok (22 found done), 0 failed\n"));
+  }
+  csv2 = ema_test_read_file(dir, "sweep.csv");
+  g_assert_cmpstr(csv1, ==, csv2);
+  g_free(points[0]);
+  g_free(points[1]);
+  ema_test_remove_tree(dir);
 }
 
 static void test_jobs(void) {
@@ -673,6 +738,80 @@ static void test_many_tenants_figure(void) {
   ema_test_remove_tree(dir);
 }
 
+/* plot of a run whose summary.json was tampered with: refused with the file and what is wrong,
+ * never a crash or a GLib critical (nesting json-glib's recursive parser cannot take, a root
+ * that is not an object, a tenants member that is not a list); and of a comparison whose
+ * compare.csv lacks the first repeat. */
+static void test_plot_tampered(void) {
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  g_autofree char *dir = NULL;
+  g_autofree char *summary = NULL;
+  g_autofree char *deep = g_strnfill(1000, '[');
+  static const struct {
+    const char *text, *message;
+  } cases[] = {
+      {NULL, "summary.json: byte 32: JSON nested deeper than 32 levels"},
+      {"", "summary.json: not a JSON object"},
+      {"[1, 2]", "summary.json: not a JSON object"},
+      {"{\"experiment\": \"x\", \"tenants\": 5}", "summary.json: tenants: not a list"},
+  };
+  if (gnuplot == NULL) {
+    g_test_skip("gnuplot is not on PATH");
+    return;
+  }
+  dir = ema_test_temp_dir();
+  summary = g_build_filename(dir, "summary.json", NULL);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("run", FIXTURES "pressure.yaml", "-o", dir, "--no-plot", NULL);
+    ema_test_assert_ok_warned(run, "ema-sim: warning: tenant ");
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_assert_true(g_file_set_contents(summary, cases[i].text ? cases[i].text : deep, -1, NULL));
+    {
+      g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, NULL);
+      g_assert_cmpint(run->status, ==, 1);
+      g_assert_nonnull(strstr(run->err, cases[i].message));
+      g_assert_null(strstr(run->err, "CRITICAL"));
+    }
+  }
+  ema_test_remove_tree(dir);
+  /* a comparison whose compare.csv has no row of the first repeat: nothing to plot, said */
+  g_free(dir);
+  dir = ema_test_temp_dir();
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("run", "experiments/default.yaml", "-o", dir, "--no-plot", NULL);
+    g_autofree char *csv = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_auto(GStrv) header = NULL;
+    g_auto(GStrv) row = NULL;
+    g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
+    g_autofree char *joined = NULL, *text = NULL;
+    guint repeat = 0;
+    ema_test_assert_ok(run);
+    csv = ema_test_read_file(dir, "compare.csv");
+    lines = g_strsplit(csv, "\n", 3);
+    header = g_strsplit(lines[0], ",", -1);
+    row = g_strsplit(lines[1], ",", -1);
+    while (header[repeat] && strcmp(header[repeat], "repeat") != 0)
+      repeat++;
+    g_assert_nonnull(header[repeat]);
+    g_free(row[repeat]);
+    row[repeat] = g_strdup("1");
+    joined = g_strjoinv(",", row);
+    text = g_strconcat(lines[0], "\n", joined, "\n", NULL);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_nonnull(
+        strstr(run->err, "compare.csv: no rows of the first repeat (repeat 0) to plot"));
+  }
+  ema_test_remove_tree(dir);
+}
+
 static void test_without_gnuplot(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *run_dir = g_build_filename(dir, "run", NULL);
@@ -717,6 +856,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/errors/point-named", test_point_named);
   g_test_add_func("/sweep/run/jobs", test_jobs);
   g_test_add_func("/sweep/run/resume-after-kill", test_resume);
+  g_test_add_func("/sweep/run/resume-tampered", test_resume_tampered);
   g_test_add_func("/sweep/run/mpi", test_mpi);
   g_test_add_func("/sweep/run/parts", test_parts);
   g_test_add_func("/sweep/run/failing-points", test_failing_points);
@@ -724,6 +864,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/plot/sweep", test_sweep_figures);
   g_test_add_func("/sweep/plot/run", test_run_figures);
   g_test_add_func("/sweep/plot/without-gnuplot", test_without_gnuplot);
+  g_test_add_func("/sweep/plot/run-tampered", test_plot_tampered);
   g_test_add_func("/sweep/plot/many-tenants", test_many_tenants_figure);
   status = g_test_run();
   if (reference_dir) {
