@@ -1262,7 +1262,7 @@ static int command_sweep(int argc, char **argv) {
   g_autofree char *program = NULL;
   g_auto(GStrv) overrides = NULL;
   g_auto(GStrv) plugin_dirs = NULL;
-  gint jobs = -1; /* not given: one per CPU */
+  gint jobs = G_MININT; /* not given: one per CPU (a sentinel no -j value can be) */
   gint timeout_s = 0;
   gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE, reuse = FALSE;
   g_autoptr(EmaSweep) sweep = NULL;
@@ -1302,7 +1302,7 @@ static int command_sweep(int argc, char **argv) {
     return EXIT_USAGE;
   if (argc != 2)
     return usage_error(argc < 2 ? "missing sweep FILE" : "too many arguments");
-  if (jobs != -1 && (jobs < 1 || jobs > 4096))
+  if (jobs != G_MININT && (jobs < 1 || jobs > 4096))
     return usage_error("--jobs: give a number of processes from 1 to 4096 (leave -j out for one "
                        "per CPU)");
   if (timeout_s < 0)

@@ -179,6 +179,20 @@ static gboolean check_decodes(const EmaExperiment *experiment, const EmaNode *ro
   for (guint i = 0; experiment->decode && i < experiment->decode->len; i++) {
     const EmaDecodeScenarioSpec *d = &g_array_index(experiment->decode, EmaDecodeScenarioSpec, i);
     GError *inner = NULL;
+    /* its figures are keyed by its name beside the ops' (summary.json, a sweep's columns) */
+    gboolean twice = FALSE;
+    for (guint j = 0; experiment->ops && j < experiment->ops->len; j++)
+      twice = twice || g_strcmp0(g_array_index(experiment->ops, EmaOpSpec, j).name, d->name) == 0;
+    for (guint j = 0; j < i; j++)
+      twice = twice || g_strcmp0(g_array_index(experiment->decode, EmaDecodeScenarioSpec, j).name,
+                                 d->name) == 0;
+    if (twice) {
+      g_autofree char *path = g_strdup_printf("decode.%u", i);
+      ema_node_error(
+          error, EMA_CONFIG_ERROR_INVALID, ema_node_get(decode_node->items->pdata[i], "name"), path,
+          "name '%s' is used twice (each op and decode scenario needs its own)", d->name);
+      return FALSE;
+    }
     g_autoptr(EmaStepModel) model = ema_step_model_new(&d->model, &experiment->server, 1, &inner);
     if (model == NULL) {
       g_autofree char *path = g_strdup_printf("decode.%u", i);
@@ -199,6 +213,15 @@ static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GErr
   for (guint i = 0; experiment->ops && i < experiment->ops->len; i++) {
     EmaOpSpec *op = &g_array_index(experiment->ops, EmaOpSpec, i);
     const EmaNode *flows_node = ema_node_get(ops_node->items->pdata[i], "flows");
+    /* an op's figures are keyed by its name (summary.json, a sweep's columns) */
+    for (guint j = 0; j < i; j++)
+      if (g_strcmp0(g_array_index(experiment->ops, EmaOpSpec, j).name, op->name) == 0) {
+        g_autofree char *op_path = g_strdup_printf("ops.%u", i);
+        ema_node_error(error, EMA_CONFIG_ERROR_INVALID,
+                       ema_node_get(ops_node->items->pdata[i], "name"), op_path,
+                       "op name '%s' is used twice", op->name);
+        return FALSE;
+      }
     for (guint j = 0; j < op->flows->len; j++) {
       EmaOpFlowSpec *flow = &g_array_index(op->flows, EmaOpFlowSpec, j);
       const EmaNode *flow_node = flows_node->items->pdata[j];

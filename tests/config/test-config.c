@@ -1779,6 +1779,14 @@ static void test_decode_scenarios(void) {
   check_error(error, EMA_CONFIG_ERROR_INVALID, NULL, prefix,
               "a peer_pull_mode needs a peer_pull above 0");
   {
+    /* a name given twice (an op's or a scenario's): its figures would overwrite each other */
+    const char *const twice[] = {"decode.1.name=local", NULL};
+    GError *twice_error = NULL;
+    g_assert_null(ema_experiment_load(path, twice, &twice_error));
+    check_error(twice_error, EMA_CONFIG_ERROR_INVALID, NULL, "--set:1:15: decode.1: ",
+                "name 'local' is used twice (each op and decode scenario needs its own)");
+  }
+  {
     /* a scenario whose step model cannot be built is refused at load, at the scenario */
     const char *const no_fp8[] = {"server=a100x8-dgx", "decode.0.model.weights=fp8", NULL};
     g_autofree char *at = g_strconcat(path, ":4:5: decode.0: ", NULL);

@@ -318,6 +318,15 @@ static void test_jobs(void) {
   ema_test_assert_ok(run);
   g_assert_true(g_str_has_prefix(run->out, header));
   g_assert_nonnull(strstr(run->out, "\n24 points: 24 ok, 0 failed\n"));
+  /* -j takes 1 to 4096; leaving it out means one per CPU, and no -j value does */
+  for (guint i = 0; i < 3; i++) {
+    static const char *const bad[] = {"0", "-1", "4097"};
+    g_autoptr(EmaTestRun) refused =
+        ema_test_cli("sweep", GRID, "-j", bad[i], "-o", dir, "--no-plot", NULL);
+    ema_test_assert_failed(refused, 2,
+                           "ema-sim: --jobs: give a number of processes from 1 to 4096 (leave -j "
+                           "out for one per CPU)");
+  }
   csv2 = ema_test_read_file(dir, "sweep.csv");
   g_assert_cmpstr(csv1, ==, csv2);
   /* the header, then one row per point in point order */
