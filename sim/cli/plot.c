@@ -111,12 +111,14 @@ static void append_number(GString *out, double value) {
     g_string_append(out, g_ascii_formatd(buffer, sizeof buffer, "%.6g", value));
 }
 
-/* A gnuplot string literal: single quotes, '' for a quote, no newlines. */
+/* A gnuplot string expression: single-quoted, a quote joined in double quotes, no newlines. */
 static void append_gp_string(GString *out, const char *text) {
+  /* single-quoted pieces joined by a double-quoted quote ('a'."'".'b'): gnuplot's doubled quote
+   * ('') is taken for an empty string where it follows the opening one */
   g_string_append_c(out, '\'');
   for (const char *c = text; *c; c++) {
     if (*c == '\'')
-      g_string_append(out, "''");
+      g_string_append(out, "'.\"'\".'");
     else if (*c == '\n' || *c == '\r')
       g_string_append_c(out, ' ');
     else

@@ -650,6 +650,13 @@ static void test_sweep_figures(void) {
     g_assert_nonnull(strstr(driver, "figtitle = 'by batch'\n"));
     g_assert_nonnull(strstr(driver, "series1 = 'variant=static, rate=10'\n"));
   }
+  /* a title with both quotes: a gnuplot string expression gnuplot reads back */
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--title", "'\"it's", NULL);
+    g_autofree char *driver = ema_test_read_file(dir, "plots/plots.gp");
+    ema_test_assert_ok(run);
+    g_assert_nonnull(strstr(driver, "figtitle = ''.\"'\".'\"it'.\"'\".'s'\n"));
+  }
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--x", "nope", NULL);
     g_autofree char *prefix = g_strdup_printf("%s/sweep.csv has no column 'nope' for x", dir);
