@@ -675,6 +675,29 @@ static gboolean tenant_drawn(const char *only, const char *tenant) {
   return g_strv_contains((const char *const *) names, tenant);
 }
 
+/* Every tenant ONLY names (NAME,NAME,...) is one of the run's (ORDER); else an error naming
+ * the first that is not, and the run's tenants. */
+static gboolean tenants_known(const char *dir, const char *only, GPtrArray *order, GError **error) {
+  g_auto(GStrv) names = g_strsplit(only, ",", -1);
+  for (guint i = 0; names[i]; i++) {
+    gboolean found = FALSE;
+    for (guint j = 0; j < order->len && !found; j++)
+      found = strcmp(order->pdata[j], names[i]) == 0;
+    if (!found) {
+      g_autoptr(GPtrArray) list = g_ptr_array_new();
+      g_autofree char *joined = NULL;
+      for (guint j = 0; j < order->len; j++)
+        g_ptr_array_add(list, order->pdata[j]);
+      g_ptr_array_add(list, NULL);
+      joined = g_strjoinv(", ", (char **) list->pdata);
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                  "--tenant: %s has no tenant '%s' (its tenants: %s)", dir, names[i], joined);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* ORDER: the tenants in the experiment's order (summary.json); others after.
  * ONLY: the tenants drawn (tenant_drawn). */
 static gboolean plot_requests(const char *dir, const char *plots, const char *title,
@@ -1346,6 +1369,8 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
        g_file_test(timeline, G_FILE_TEST_IS_REGULAR))) {
     g_autofree char *title = NULL;
     if (!read_kv_sizes(dir, block_bytes, region_bytes, order, &name, error))
+      goto out;
+    if (settings.tenant_given && !tenants_known(dir, settings.tenant, order, error))
       goto out;
     title = g_strdup(settings.title ? settings.title : name);
     if (g_file_test(requests, G_FILE_TEST_IS_REGULAR) &&

@@ -782,6 +782,14 @@ static void test_plot_tampered(void) {
         ema_test_cli("run", FIXTURES "pressure.yaml", "-o", dir, "--no-plot", NULL);
     ema_test_assert_ok_warned(run, "ema-sim: warning: tenant ");
   }
+  {
+    /* a tenant the run does not have is named, with the run's tenants */
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--tenant", "busy,nosuch", NULL);
+    g_autofree char *want =
+        g_strdup_printf("--tenant: %s has no tenant 'nosuch' (its tenants: busy, later)", dir);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_nonnull(strstr(run->err, want));
+  }
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_assert_true(g_file_set_contents(summary, cases[i].text ? cases[i].text : deep, -1, NULL));
     {
