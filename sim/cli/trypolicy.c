@@ -204,6 +204,52 @@ static gboolean decide(const EmaPolicyInfo *info, gconstpointer params, const Em
   return TRUE;
 }
 
+/* What a pool's view could not be, at the key that says it: no GPUs, a GPU using more slices or
+ * blocks than it has, a loan outside the view, to the lender itself, or given twice. */
+static gboolean check_view(const HandView *hand, const EmaNode *root, GError **error) {
+  const EmaNode *gpus_node = ema_node_get(root, "gpus");
+  const EmaNode *lent_node = ema_node_get(root, "lent");
+  guint n = hand->gpus->len;
+  if (n == 0) {
+    ema_node_error(error, EMA_CONFIG_ERROR_RANGE, gpus_node ? gpus_node : root, "gpus",
+                   "the view has no GPUs");
+    return FALSE;
+  }
+  for (guint i = 0; i < n; i++) {
+    const EmaGpuView *g = &g_array_index(hand->gpus, HandGpu, i).view;
+    g_autofree char *path = g_strdup_printf("gpus.%u", i);
+    const char *what = g->slices_used > g->slices         ? "slices_used is above slices"
+                       : g->blocks_used > g->blocks_total ? "blocks_used is above blocks_total"
+                                                          : NULL;
+    if (what) {
+      ema_node_error(error, EMA_CONFIG_ERROR_RANGE, gpus_node->items->pdata[i], path, "%s", what);
+      return FALSE;
+    }
+  }
+  for (guint i = 0; hand->lent && i < hand->lent->len; i++) {
+    const HandLoan *loan = &g_array_index(hand->lent, HandLoan, i);
+    g_autofree char *path = g_strdup_printf("lent.%u", i);
+    const EmaNode *at = lent_node->items->pdata[i];
+    gboolean twice = FALSE;
+    for (guint j = 0; j < i; j++) {
+      const HandLoan *other = &g_array_index(hand->lent, HandLoan, j);
+      twice = twice || (other->lender == loan->lender && other->borrower == loan->borrower);
+    }
+    if ((guint64) loan->lender >= n || (guint64) loan->borrower >= n) {
+      ema_node_error(error, EMA_CONFIG_ERROR_RANGE, at, path,
+                     "lender and borrower must be below %u (the view's GPUs)", n);
+      return FALSE;
+    }
+    if (loan->lender == loan->borrower || twice) {
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at, path, "%s",
+                     twice ? "a loan from this lender to this borrower is given twice: give one"
+                           : "a GPU does not lend to itself");
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *file, guint gpu,
                            guint64 needed, FILE *out, GError **error) {
   const EmaPolicyInfo *info = ema_policy_registry_find(kind, name, error);
@@ -223,6 +269,8 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
   if (!ema_params_bind(&view_table, &hand, root, NULL, error))
     goto out;
   n = hand.gpus->len;
+  if (!check_view(&hand, root, error))
+    goto out;
   if (gpu >= n) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
                 "%s: --gpu %u: the view has %u GPUs (0 to %u)", file, gpu, n, n - 1);
@@ -232,6 +280,13 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
   if (server_path == NULL ||
       (server = ema_params_load_file(&ema_server_params, server_path, error)) == NULL)
     goto out;
+  if ((gint64) n > server->gpus) {
+    const EmaNode *gpus_node = ema_node_get(root, "gpus");
+    ema_node_error(error, EMA_CONFIG_ERROR_RANGE, gpus_node ? gpus_node : root, "gpus",
+                   "the view has %u GPUs, more than %s's %" G_GINT64_FORMAT, n, server->name,
+                   server->gpus);
+    goto out;
+  }
   gpus = g_new0(EmaGpuView, n);
   lent = g_new0(guint64, (gsize) n * n);
   remote = g_new0(guint64, (gsize) n * n);
@@ -245,12 +300,6 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
   }
   for (guint i = 0; hand.lent && i < hand.lent->len; i++) {
     const HandLoan *loan = &g_array_index(hand.lent, HandLoan, i);
-    if ((guint64) loan->lender >= n || (guint64) loan->borrower >= n) {
-      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
-                  "%s: lent[%u]: lender and borrower must be below %u (the view's GPUs)", file, i,
-                  n);
-      goto out;
-    }
     lent[loan->lender * n + loan->borrower] += (guint64) loan->slices;
     remote[loan->borrower * n + loan->lender] += (guint64) loan->blocks;
   }

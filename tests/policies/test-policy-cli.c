@@ -149,6 +149,31 @@ static void test_try_policy(void) {
   bad_param = ema_test_cli("try-policy", "borrow", "most-idle", bad_view, NULL);
   ema_test_assert_failed(bad_param, 1, bad_view);
   ema_test_assert_contains(bad_param->err, ":2:10: params.nope: unknown key in most-idle");
+  /* views no pool could be: each refused at the key that says it */
+  {
+    static const struct {
+      const char *text, *message;
+    } views[] = {
+        {"server: h200x2\ngpus: []\n", ":2:7: gpus: the view has no GPUs"},
+        {"server: h200x2\ngpus: [{slices: 10, slices_used: 20}]\n",
+         ":2:8: gpus.0: slices_used is above slices"},
+        {"server: h200x2\ngpus: [{slices: 10}, {slices: 10}]\nlent: [{lender: 1, borrower: 1, "
+         "slices: 1}]\n",
+         ":3:8: lent.0: a GPU does not lend to itself"},
+        {"server: h200x2\ngpus: [{slices: 10}, {slices: 10}]\nlent: [{lender: 1, borrower: 0, "
+         "slices: 1}, {lender: 1, borrower: 0, slices: 2}]\n",
+         ":3:45: lent.1: a loan from this lender to this borrower is given twice: give one"},
+        {"server: h200x2\ngpus: [{slices: 10}, {slices: 10}, {slices: 10}]\n",
+         ":2:7: gpus: the view has 3 GPUs, more than h200x2's 2"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(views); i++) {
+      g_autoptr(EmaTestRun) run = NULL;
+      g_assert_true(g_file_set_contents(bad_view, views[i].text, -1, NULL));
+      run = ema_test_cli("try-policy", "borrow", "most-idle", bad_view, NULL);
+      ema_test_assert_failed(run, 1, bad_view);
+      ema_test_assert_contains(run->err, views[i].message);
+    }
+  }
   ema_test_remove_tree(tmp);
   ema_test_remove_tree(dir);
 }
