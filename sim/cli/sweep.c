@@ -200,6 +200,11 @@ static gboolean set_path(EmaNode *root, const char *path, const EmaNode *where, 
   g_autoptr(EmaNode) owned = value;
   g_auto(GStrv) parts = g_strsplit(path, ".", -1);
   EmaNode *node = root;
+  /* an empty path splits into no parts at all: it would set nothing, silently */
+  if (parts[0] == NULL) {
+    ema_node_error(error, EMA_CONFIG_ERROR_SYNTAX, where, path, "empty key in path");
+    return FALSE;
+  }
   for (guint i = 0; parts[i]; i++) {
     const char *part = parts[i];
     gboolean last = parts[i + 1] == NULL;
