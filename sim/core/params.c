@@ -305,6 +305,7 @@ static gboolean bind_param(const EmaParam *param, gpointer object, const EmaNode
         return FALSE;
       value = resolved;
     }
+    const EmaNode *given = value; /* where a null was written, for the error */
     if (value && value->kind == EMA_NODE_SCALAR && value->value == NULL)
       value = NULL; /* `key:` with nothing after it: all defaults */
     if (value && value->kind != EMA_NODE_MAP) {
@@ -313,7 +314,8 @@ static gboolean bind_param(const EmaParam *param, gpointer object, const EmaNode
       return FALSE;
     }
     if (value == NULL && (param->flags & EMA_PARAM_REQUIRED)) {
-      ema_node_error(error, EMA_CONFIG_ERROR_KEY, map, path, "missing required key");
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, given ? given : map, path,
+                     "missing required key");
       return FALSE;
     }
     if (value == NULL && (param->flags & EMA_PARAM_OPTIONAL))

@@ -557,6 +557,11 @@ static void test_one_gpu_without_link(void) {
     ema_test_assert_failed(run, 1, want);
   }
   {
+    /* a required map given as null is refused where the null was written */
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", fixture, "--set", "server.gpu=~", NULL);
+    ema_test_assert_failed(run, 1, "--set:1:12: server.gpu: missing required key\n");
+  }
+  {
     /* a null link is as absent as no key: refused at the null, not run with a zero link */
     g_autoptr(EmaTestRun) run =
         ema_test_cli("check", fixture, "--set", "server.gpus=2", "--set", "server.link=~", NULL);
