@@ -21,9 +21,9 @@
 
 #include "ema/core/csv.h"
 #include "ema/core/modelpath.h"
-#include "ema/run/json.h"
 #include "ema/core/node.h"
 #include "ema/policy.h"
+#include "ema/run/json.h"
 #include "ema/run/output.h"
 
 #define MAX_CDF_POINTS 400
@@ -680,18 +680,15 @@ static gboolean tenant_drawn(const char *only, const char *tenant) {
 static gboolean tenants_known(const char *dir, const char *only, GPtrArray *order, GError **error) {
   g_auto(GStrv) names = g_strsplit(only, ",", -1);
   for (guint i = 0; names[i]; i++) {
+    g_autoptr(GString) known = g_string_new(NULL);
     gboolean found = FALSE;
-    for (guint j = 0; j < order->len && !found; j++)
-      found = strcmp(order->pdata[j], names[i]) == 0;
+    for (guint j = 0; j < order->len; j++) {
+      found = found || strcmp(order->pdata[j], names[i]) == 0;
+      g_string_append_printf(known, "%s%s", j ? ", " : "", (const char *) order->pdata[j]);
+    }
     if (!found) {
-      g_autoptr(GPtrArray) list = g_ptr_array_new();
-      g_autofree char *joined = NULL;
-      for (guint j = 0; j < order->len; j++)
-        g_ptr_array_add(list, order->pdata[j]);
-      g_ptr_array_add(list, NULL);
-      joined = g_strjoinv(", ", (char **) list->pdata);
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-                  "--tenant: %s has no tenant '%s' (its tenants: %s)", dir, names[i], joined);
+                  "--tenant: %s has no tenant '%s' (its tenants: %s)", dir, names[i], known->str);
       return FALSE;
     }
   }

@@ -57,7 +57,8 @@ GPtrArray *ema_file_inputs(void) {
 }
 
 /* An open descriptor of the regular file PATH, or -1 (ERROR set). */
-static int open_regular_fd(const char *path, struct stat *st, GError **error) {
+/* PATH opened without blocking, refused unless a regular file (*ST its stat); not remembered. */
+static int open_regular_unrecorded(const char *path, struct stat *st, GError **error) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     set_errno_error(error, path, "cannot open", errno);
@@ -80,8 +81,25 @@ static int open_regular_fd(const char *path, struct stat *st, GError **error) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: not a regular file (%s)", path, kind);
     return -1;
   }
-  remember_input(path);
   return fd;
+}
+
+static int open_regular_fd(const char *path, struct stat *st, GError **error) {
+  int fd = open_regular_unrecorded(path, st, error);
+  if (fd >= 0)
+    remember_input(path);
+  return fd;
+}
+
+GMappedFile *ema_file_map_regular(const char *path, GError **error) {
+  struct stat st;
+  int fd = open_regular_unrecorded(path, &st, error);
+  GMappedFile *file;
+  if (fd < 0)
+    return NULL;
+  file = g_mapped_file_new_from_fd(fd, FALSE, error);
+  close(fd);
+  return file;
 }
 
 FILE *ema_file_open_regular(const char *path, GError **error) {

@@ -705,8 +705,8 @@ static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args)
  * head group, so B sequences of KV groups are g B sequences of KV/g, for any whole g. How a
  * table without multi-head shapes (AIConfigurator's, 1-8 KV heads) times Llama-2-7B's 32 (g 4)
  * and Llama-2-13B's and OPT-13B's 40 (g 5); what it leaves out: one launch where the table's
- * shape had its own. Made once, kept in the
- * profile's derived table; NULL where no such shape is held. */
+ * shape had its own. Made once, kept in the profile's derived table; NULL where no such shape
+ * is held. */
 static const Surface *attn_decode_folded(const EmaProfile *profile, EmaProfileDtype dtype, guint q,
                                          guint kv, guint d, guint before) {
   char key[160], shape[128];

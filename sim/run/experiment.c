@@ -171,6 +171,34 @@ static gint parse_endpoint(const char *text, gint64 gpus) {
   return (gint) index;
 }
 
+/* NAME, item I of the list KEY, into SEEN; FALSE with an error at its name when already there. */
+static gboolean name_once(GHashTable *seen, const char *name, const EmaNode *root, const char *key,
+                          guint i, GError **error) {
+  const EmaNode *item;
+  g_autofree char *path = NULL;
+  if (g_hash_table_add(seen, (gpointer) name))
+    return TRUE;
+  item = ema_node_get(root, key)->items->pdata[i];
+  path = g_strdup_printf("%s.%u", key, i);
+  ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(item, "name"), path,
+                 "name '%s' is used twice (each op and decode scenario needs its own)", name);
+  return FALSE;
+}
+
+/* Every op and decode scenario has a name of its own: their figures are keyed by it, side by
+ * side (summary.json, a sweep's columns). The second of a name is the error. */
+static gboolean check_names(const EmaExperiment *experiment, const EmaNode *root, GError **error) {
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; experiment->ops && i < experiment->ops->len; i++)
+    if (!name_once(seen, g_array_index(experiment->ops, EmaOpSpec, i).name, root, "ops", i, error))
+      return FALSE;
+  for (guint i = 0; experiment->decode && i < experiment->decode->len; i++)
+    if (!name_once(seen, g_array_index(experiment->decode, EmaDecodeScenarioSpec, i).name, root,
+                   "decode", i, error))
+      return FALSE;
+  return TRUE;
+}
+
 /* Each decode scenario's step model can be built on the server (its model's shape, the GPU's
  * profile, FP8 weights on a GPU with an FP8 rate): said at the scenario, not at run time. */
 static gboolean check_decodes(const EmaExperiment *experiment, const EmaNode *root,
@@ -179,20 +207,6 @@ static gboolean check_decodes(const EmaExperiment *experiment, const EmaNode *ro
   for (guint i = 0; experiment->decode && i < experiment->decode->len; i++) {
     const EmaDecodeScenarioSpec *d = &g_array_index(experiment->decode, EmaDecodeScenarioSpec, i);
     GError *inner = NULL;
-    /* its figures are keyed by its name beside the ops' (summary.json, a sweep's columns) */
-    gboolean twice = FALSE;
-    for (guint j = 0; experiment->ops && j < experiment->ops->len; j++)
-      twice = twice || g_strcmp0(g_array_index(experiment->ops, EmaOpSpec, j).name, d->name) == 0;
-    for (guint j = 0; j < i; j++)
-      twice = twice || g_strcmp0(g_array_index(experiment->decode, EmaDecodeScenarioSpec, j).name,
-                                 d->name) == 0;
-    if (twice) {
-      g_autofree char *path = g_strdup_printf("decode.%u", i);
-      ema_node_error(
-          error, EMA_CONFIG_ERROR_INVALID, ema_node_get(decode_node->items->pdata[i], "name"), path,
-          "name '%s' is used twice (each op and decode scenario needs its own)", d->name);
-      return FALSE;
-    }
     g_autoptr(EmaStepModel) model = ema_step_model_new(&d->model, &experiment->server, 1, &inner);
     if (model == NULL) {
       g_autofree char *path = g_strdup_printf("decode.%u", i);
@@ -213,15 +227,6 @@ static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GErr
   for (guint i = 0; experiment->ops && i < experiment->ops->len; i++) {
     EmaOpSpec *op = &g_array_index(experiment->ops, EmaOpSpec, i);
     const EmaNode *flows_node = ema_node_get(ops_node->items->pdata[i], "flows");
-    /* an op's figures are keyed by its name (summary.json, a sweep's columns) */
-    for (guint j = 0; j < i; j++)
-      if (g_strcmp0(g_array_index(experiment->ops, EmaOpSpec, j).name, op->name) == 0) {
-        g_autofree char *op_path = g_strdup_printf("ops.%u", i);
-        ema_node_error(error, EMA_CONFIG_ERROR_INVALID,
-                       ema_node_get(ops_node->items->pdata[i], "name"), op_path,
-                       "op name '%s' is used twice", op->name);
-        return FALSE;
-      }
     for (guint j = 0; j < op->flows->len; j++) {
       EmaOpFlowSpec *flow = &g_array_index(op->flows, EmaOpFlowSpec, j);
       const EmaNode *flow_node = flows_node->items->pdata[j];
@@ -456,8 +461,9 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
   experiment = g_new0(EmaExperiment, 1);
   if (!ema_params_bind(&ema_experiment_params, experiment, root, NULL, error))
     return NULL;
-  if (!check_flows(experiment, root, error) || !check_decodes(experiment, root, error) ||
-      !check_tenants(experiment, root, error) || !check_events(experiment, root, error))
+  if (!check_names(experiment, root, error) || !check_flows(experiment, root, error) ||
+      !check_decodes(experiment, root, error) || !check_tenants(experiment, root, error) ||
+      !check_events(experiment, root, error))
     return NULL;
   return g_steal_pointer(&experiment);
 }

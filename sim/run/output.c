@@ -418,17 +418,8 @@ static void add_op(JsonBuilder *builder, const EmaOpResult *result) {
 }
 
 char *ema_output_file_sha256(const char *path) {
-  /* opened without blocking and refused unless a regular file: a FIFO or device that a tampered
-   * provenance names is not waited on (g_mapped_file_new's open blocks on a FIFO); not counted
-   * among the run's inputs (ema_file_inputs), as hashing reads no input */
-  struct stat st;
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  g_autoptr(GMappedFile) file = NULL;
-  if (fd < 0)
-    return NULL;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-    file = g_mapped_file_new_from_fd(fd, FALSE, NULL);
-  close(fd);
+  /* a FIFO or device that a tampered provenance names is refused, not waited on */
+  g_autoptr(GMappedFile) file = ema_file_map_regular(path, NULL);
   if (file == NULL)
     return NULL;
   return g_compute_checksum_for_data(G_CHECKSUM_SHA256,

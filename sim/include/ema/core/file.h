@@ -32,6 +32,10 @@ gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, g
  * above, sorted (a copy; free with g_ptr_array_unref). */
 GPtrArray *ema_file_inputs(void);
 
+/* The regular file PATH mapped read-only, opened as ema_file_open_regular opens (never
+ * waiting on a FIFO) but not counted among the inputs: for hashing what a result names. */
+GMappedFile *ema_file_map_regular(const char *path, GError **error);
+
 /* Append TEXT to OUT as one CSV field: as it is, or in double quotes (with
  * quotes doubled) when it holds a comma, a quote, CR or LF (RFC 4180). */
 void ema_file_csv_field(GString *out, const char *text);

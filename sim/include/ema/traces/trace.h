@@ -204,6 +204,10 @@ EmaTraceArrivals *ema_trace_arrivals_new_diurnal(double rate_min, double rate_ma
 EmaTraceArrivals *ema_trace_arrivals_new_phases(const double *rates, const EmaTime *durations,
                                                 guint n, guint64 seed, GError **error);
 EmaTime ema_trace_arrivals_next(EmaTraceArrivals *arrivals);
+void ema_trace_arrivals_free(EmaTraceArrivals *arrivals);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaTraceArrivals, ema_trace_arrivals_free)
+
+/* ---- JSON ----------------------------------------------------------------- */
 
 /* The deepest JSON nesting a text may have (json-glib's parser recurses once per level; a trace
  * record needs 2, summary.json 5). */
@@ -212,8 +216,6 @@ EmaTime ema_trace_arrivals_next(EmaTraceArrivals *arrivals);
  * EMA_TRACE_JSON_MAX_DEPTH, an integer outside gint64. Strings are skipped (brackets and digits
  * in them are text). On a problem, *AT (may be NULL) is its byte offset. */
 const char *ema_trace_json_scan(const char *text, gsize len, gsize *at);
-void ema_trace_arrivals_free(EmaTraceArrivals *arrivals);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaTraceArrivals, ema_trace_arrivals_free)
 
 /* ---- length distributions ------------------------------------------------- */
 
