@@ -220,6 +220,10 @@ static const EmaParam server_params[] = {
      .help = "one line for listings"},
     {"gpus", EMA_PARAM_INT, SERVER_FIELD(gpus), .flags = EMA_PARAM_REQUIRED, .min = 1, .max = 1024,
      .help = "number of GPUs"},
+    {"gpus_per_node", EMA_PARAM_INT, SERVER_FIELD(gpus_per_node), .flags = EMA_PARAM_OPTIONAL,
+     .min = 1, .max = 1024,
+     .help = "GPUs under one host (a GB200 NVL72 compute tray's 4): a TP group of more runs "
+             "NCCL's all-reduce, vLLM's custom one being a host's (absent: all GPUs in one host)"},
     {"gpu", EMA_PARAM_STRUCT, SERVER_FIELD(gpu), .table = &ema_gpu_params,
      .flags = EMA_PARAM_REQUIRED, .help = "the GPU (all GPUs of a server are alike)"},
     {"topology", EMA_PARAM_ENUM, SERVER_FIELD(topology), .flags = EMA_PARAM_REQUIRED,
@@ -251,6 +255,15 @@ static gboolean check_server(gpointer object, const EmaNode *node, const char *p
                    "missing required key (a server of %" G_GINT64_FORMAT
                    " GPUs needs its peer link; only a one-GPU server may leave it out)",
                    server->gpus);
+    return FALSE;
+  }
+  if (server->gpus_per_node > 0 && server->gpus % server->gpus_per_node != 0) {
+    const EmaNode *key = node ? ema_node_get(node, "gpus_per_node") : NULL;
+    g_autofree char *key_path =
+        path ? g_strconcat(path, ".gpus_per_node", NULL) : g_strdup("gpus_per_node");
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, key ? key : node, key_path,
+                   "%" G_GINT64_FORMAT " does not divide the server's %" G_GINT64_FORMAT " GPUs",
+                   server->gpus_per_node, server->gpus);
     return FALSE;
   }
   return TRUE;

@@ -58,7 +58,8 @@ typedef struct {
 struct _EmaProfile {
   char *name;
   char *source;
-  gint64 graph_gap; /* ns per kernel of the measured tables (profile.yaml's graph_gap) */
+  gint64 graph_gap;            /* ns per kernel of the measured tables (profile.yaml's graph_gap) */
+  double collective_bandwidth; /* B/s (profile.yaml's collective_bandwidth; 0: not stated) */
   GHashTable *tables[EMA_PROFILE_N_KINDS]; /* shape key -> Surface */
   guint rows[EMA_PROFILE_N_KINDS];
   GPtrArray *warnings;
@@ -2003,7 +2004,7 @@ EmaProfile *ema_profile_load(const char *dir, GError **error) {
   g_autofree char *name = g_path_get_basename(dir);
   g_autoptr(EmaNode) root = ema_node_load_file(yaml, error);
   g_autoptr(EmaProfile) p = NULL;
-  EmaNode *source, *tables, *imports, *gap;
+  EmaNode *source, *tables, *imports, *gap, *bandwidth;
   if (!root)
     return NULL;
   if (root->kind != EMA_NODE_MAP) {
@@ -2028,6 +2029,21 @@ EmaProfile *ema_profile_load(const char *dir, GError **error) {
                      local        ? local->message
                      : gap->value ? "negative"
                                   : "empty");
+      g_clear_error(&local);
+      return NULL;
+    }
+  }
+  bandwidth = ema_node_get(root, "collective_bandwidth");
+  if (bandwidth) {
+    GError *local = NULL;
+    if (!bandwidth->value ||
+        !ema_units_parse_bandwidth(bandwidth->value, &p->collective_bandwidth, &local) ||
+        !(p->collective_bandwidth > 0)) {
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, bandwidth, "collective_bandwidth",
+                     "a bandwidth > 0 (e.g. 397GB/s): %s",
+                     local              ? local->message
+                     : bandwidth->value ? "not positive"
+                                        : "empty");
       g_clear_error(&local);
       return NULL;
     }
@@ -2107,6 +2123,11 @@ const EmaProfile *ema_profile_get(const char *name, GError **error) {
 gint64 ema_profile_graph_gap(const EmaProfile *profile) {
   g_return_val_if_fail(profile != NULL, 0);
   return profile->graph_gap;
+}
+
+double ema_profile_collective_bandwidth(const EmaProfile *profile) {
+  g_return_val_if_fail(profile != NULL, 0);
+  return profile->collective_bandwidth;
 }
 
 const char *ema_profile_name(const EmaProfile *profile) {

@@ -46,9 +46,13 @@ struct _EmaStepModel {
   /* the profile's launch gap per kernel of its measured tables (0: none, or kernel sums asked
    * for: ema_step_model_sum_kernels) */
   double graph_gap_s;
-  double roofline_p; /* p of the per-operator roofline */
-  double link_bandwidth;
+  double roofline_p;      /* p of the per-operator roofline */
+  double group_bandwidth; /* each rank's link bandwidth to the rest of its TP group */
   double link_latency_s;
+  /* vLLM's custom all-reduce runs (not on more than two PCIe GPUs, nor past one host) */
+  gboolean custom_allreduce;
+  /* why the profile's all-reduce tables do not apply to the group ("": they do, or none) */
+  char allreduce_note[128];
   EmaTime step_overhead;
   /* figures for the engine */
   guint64 weight_bytes_per_gpu;
@@ -106,7 +110,7 @@ enum {
   ROW_EMBEDDING,
   ROW_NORM1, /* the final norm */
   ROW_LM_HEAD,
-  ROW_ALLREDUCE, /* one all-reduce: the profile's or the ring's */
+  ROW_ALLREDUCE, /* one all-reduce: the profile's or the all-reduce model's */
   N_ROW
 };
 
@@ -183,7 +187,7 @@ static void set_profile_ops(EmaStepModel *s) {
   if (s->gated)
     ema_profile_op_elementwise(p, t, "rope", s->rope_width, &s->ops.rope);
   ema_profile_op_elementwise(p, t, "embedding", s->hidden, &s->ops.embedding);
-  for (guint i = 0; i < EMA_PROFILE_N_ALLREDUCE && s->tp > 1; i++)
+  for (guint i = 0; i < EMA_PROFILE_N_ALLREDUCE && s->tp > 1 && !*s->allreduce_note; i++)
     ema_profile_op_allreduce(p, t, s->tp, (EmaProfileAllreduce) i, &s->ops.allreduce[i]);
   ema_profile_op_elementwise(p, t, "kv_write", (guint64) s->kv_heads * s->head_dim,
                              &s->ops.kv_write);
@@ -269,8 +273,13 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   step->kv_rate = step->byte_rate * server->gpu.kv_efficiency;
   step->layer_overhead_s = (double) server->gpu.layer_overhead * 1e-9;
   step->roofline_p = server->gpu.roofline_p;
-  step->link_bandwidth = server->link.bandwidth;
+  /* on a direct topology each rank has a link of its own to each other rank, all of which an
+   * all-reduce uses; through a switch or PCIe, one port */
+  step->group_bandwidth = server->link.bandwidth *
+                          (server->topology == EMA_TOPOLOGY_DIRECT ? (double) MAX(tp, 2) - 1 : 1);
   step->link_latency_s = (double) server->link.latency * 1e-9;
+  step->custom_allreduce = (server->topology != EMA_TOPOLOGY_PCIE || tp <= 2) &&
+                           (server->gpus_per_node == 0 || tp <= server->gpus_per_node);
   step->step_overhead = server->gpu.step_overhead;
 
   step->weight_bytes_per_gpu = (derived.weight_bytes + tp - 1) / tp;
@@ -284,6 +293,14 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
     }
   }
   set_operator_shapes(step, model, tp);
+  if (step->profile && tp > 1) {
+    /* all-reduce tables hold on the links they were measured on (5%: the servers' figures) */
+    double measured = ema_profile_collective_bandwidth(step->profile);
+    if (measured > 0 && fabs(step->group_bandwidth / measured - 1) > 0.05)
+      g_snprintf(step->allreduce_note, sizeof step->allreduce_note,
+                 " (the profile's tables are of %.4g GB/s links a GPU, this group's %.4g GB/s)",
+                 measured / 1e9, step->group_bandwidth / 1e9);
+  }
   if (step->profile) {
     step->graph_gap_s = (double) ema_profile_graph_gap(step->profile) * 1e-9;
     set_profile_ops(step);
@@ -441,25 +458,61 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, int i, double tokens
 }
 
 /* vLLM's custom all-reduce takes messages below its buffer, 8 MiB (vllm/distributed/
- * device_communicators/custom_all_reduce.py, max_size = 8192 * 1024); NCCL the larger ones. */
+ * device_communicators/custom_all_reduce.py, max_size = 8192 * 1024), on NVLink or two PCIe
+ * GPUs of one host; NCCL the larger ones, any on more than two PCIe GPUs and any of a group
+ * past one host (server gpus_per_node). */
 #define CUSTOM_ALLREDUCE_MAX_BYTES (8.0 * 1024 * 1024)
 /* Steps of up to this many tokens replay CUDA graphs (vLLM V1's largest capture size, 512 by
  * default), the all-reduces in them too; larger steps launch them eagerly. */
 #define GRAPH_MAX_TOKENS 512
 
-/* One all-reduce of SIZE bytes in a step of TOKENS tokens from the profile,
- * as vLLM picks its implementation: its custom all-reduce below
- * CUSTOM_ALLREDUCE_MAX_BYTES (from a CUDA graph up to GRAPH_MAX_TOKENS
- * tokens, eager past them), NCCL above; where the profile lacks that
- * implementation's table, NCCL's, then a table that does not say (Vidur's,
- * allreduce.csv). FALSE where none answers (the caller's ring model). */
+/* The all-reduce model, where no table answers: one all-reduce of S bytes among n ranks takes
+ *   c + kappa (n - 1) L + 2 (n - 1) / n x S / (eta B)
+ * with L the server's link latency and B each rank's link bandwidth to the rest of its group
+ * (group_bandwidth()): c the fixed cost of a call (launch and synchronisation), kappa the link
+ * latencies each further rank adds, eta the share of B the algorithm reaches. Fitted per
+ * implementation by `experiments/engines/fit-allreduce` (least squares of the relative errors)
+ * on AIConfigurator's all-reduce tables of A100, H100, H200, B200 and GB200, 2-8 GPUs on
+ * NVSwitch servers, 2026-12-05: median / worst error over their points 14.4% / 73.6% (custom,
+ * graph), 20.6% / 58.9% (custom, eager), 19.7% / 65.3% (NCCL); 7-33% median on each GPU left
+ * out of the fit. The ring model it replaces (no fixed cost, 2 (n - 1) latencies, the link's
+ * whole bandwidth) was 46-73% short, median. Simplification: one curve per implementation
+ * where the real algorithms switch (one-shot to two-shot, ring to tree or NVLS); fitted on
+ * NVSwitch servers only, so on direct and PCIe links it is unvalidated. */
+typedef struct {
+  double fixed_s, latencies_per_rank, bus_efficiency;
+} AllreduceModel;
+static const AllreduceModel allreduce_model[EMA_PROFILE_N_ALLREDUCE] = {
+    [EMA_PROFILE_ALLREDUCE_CUSTOM_GRAPH] = {4.72e-6, 0.16, 0.57},
+    [EMA_PROFILE_ALLREDUCE_CUSTOM_EAGER] = {23.26e-6, 0.27, 0.94},
+    [EMA_PROFILE_ALLREDUCE_NCCL] = {6.91e-6, 1.92, 0.74},
+};
+
+/* The implementation vLLM takes for an all-reduce of SIZE bytes in a step of TOKENS tokens:
+ * its custom all-reduce below CUSTOM_ALLREDUCE_MAX_BYTES (from a CUDA graph up to
+ * GRAPH_MAX_TOKENS tokens, eager past them) where it runs, NCCL otherwise. */
+static EmaProfileAllreduce allreduce_backend(const EmaStepModel *s, double tokens, double size) {
+  if (size >= CUSTOM_ALLREDUCE_MAX_BYTES || !s->custom_allreduce)
+    return EMA_PROFILE_ALLREDUCE_NCCL;
+  return tokens <= GRAPH_MAX_TOKENS ? EMA_PROFILE_ALLREDUCE_CUSTOM_GRAPH
+                                    : EMA_PROFILE_ALLREDUCE_CUSTOM_EAGER;
+}
+
+/* One all-reduce of SIZE bytes in a step of TOKENS tokens from the profile: the
+ * implementation's table (allreduce_backend()), else NCCL's, then a table that does not say
+ * (Vidur's, allreduce.csv). FALSE where none answers (allreduce_modelled()). */
 static gboolean allreduce_profiled(const EmaStepModel *s, double tokens, double size, double *us) {
-  EmaProfileAllreduce first = size >= CUSTOM_ALLREDUCE_MAX_BYTES ? EMA_PROFILE_ALLREDUCE_NCCL
-                              : tokens <= GRAPH_MAX_TOKENS ? EMA_PROFILE_ALLREDUCE_CUSTOM_GRAPH
-                                                           : EMA_PROFILE_ALLREDUCE_CUSTOM_EAGER;
-  return profiled(s, &s->ops.allreduce[first], 0, size, us) ||
+  return profiled(s, &s->ops.allreduce[allreduce_backend(s, tokens, size)], 0, size, us) ||
          profiled(s, &s->ops.allreduce[EMA_PROFILE_ALLREDUCE_NCCL], 0, size, us) ||
          profiled(s, &s->ops.allreduce[EMA_PROFILE_ALLREDUCE_ANY], 0, size, us);
+}
+
+/* One all-reduce of SIZE bytes in a step of TOKENS tokens from the all-reduce model. */
+static double allreduce_modelled(const EmaStepModel *s, double tokens, double size) {
+  const AllreduceModel *m = &allreduce_model[allreduce_backend(s, tokens, size)];
+  double ranks = (double) s->tp;
+  return m->fixed_s + m->latencies_per_rank * (ranks - 1) * s->link_latency_s +
+         2.0 * (ranks - 1) / ranks * size / (m->bus_efficiency * s->group_bandwidth);
 }
 
 /* D = E (1 - (1 - A/E)^T), the experts T tokens touch (steptime.h); every
@@ -538,8 +591,7 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
       if (allreduce_profiled(s, tokens, size, &us))
         op_sum(&sums, TRUE, t = us * 1e-6);
       else
-        t = 2.0 * (s->tp - 1) / s->tp * size / s->link_bandwidth +
-            2.0 * (s->tp - 1) * s->link_latency_s;
+        t = allreduce_modelled(s, tokens, size);
       break;
     default:
       g_assert_not_reached();
@@ -836,13 +888,13 @@ void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out)
   if (s->tp == 1)
     g_strlcpy(out->allreduce, "none (tp 1)", sizeof out->allreduce);
   else {
-    /* the tables an all-reduce may take (allreduce_profiled), else the ring model */
+    /* the tables an all-reduce may take (allreduce_profiled), else the all-reduce model */
     guint found = 0;
     for (guint i = 0; i < EMA_PROFILE_N_ALLREDUCE; i++)
       if (s->profile && ema_profile_op_source(s->profile, allreduce[i]))
         allreduce[found++] = allreduce[i];
     if (found == 0)
-      g_strlcpy(out->allreduce, "ring model", sizeof out->allreduce);
+      g_snprintf(out->allreduce, sizeof out->allreduce, "all-reduce model%s", s->allreduce_note);
     else
       sources_of(s, allreduce, found, out->allreduce, sizeof out->allreduce);
   }

@@ -569,6 +569,18 @@ static void test_one_gpu_without_link(void) {
                            "--set:2:13: server.link: missing required key (a server of 2 GPUs "
                            "needs its peer link; only a one-GPU server may leave it out)\n");
   }
+  {
+    /* hosts of 2 GPUs do not make up a server of 3 */
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("check", fixture, "--set", "server.gpus=3", "--set",
+                     "server.link={bandwidth: 100GB/s, duplex_bandwidth: 200GB/s, "
+                     "direct_read_bandwidth: 90GB/s, latency: 1us, copy_fixed_cost: 6us, "
+                     "copy_ramp_time: 5us, copy_ramp_bytes: 2MiB}",
+                     "--set", "server.gpus_per_node=2", NULL);
+    ema_test_assert_failed(run, 1,
+                           "--set:3:22: server.gpus_per_node: 2 does not divide the server's 3 "
+                           "GPUs\n");
+  }
   ema_test_remove_tree(tmp);
 }
 

@@ -559,14 +559,17 @@ static void test_fp8(void) {
 }
 
 /* tp = 2 on the two H200s: each GPU holds half the weights, 4 of the 8 KV
- * heads, and pays 2 ring all-reduces per layer over NVLink (397 GB/s,
- * 1002 ns). The 1,000-token decode step:
+ * heads, and pays 2 all-reduces per layer over NVLink (397 GB/s, 1002 ns),
+ * no profile: the all-reduce model's custom all-reduce in a CUDA graph
+ * (steptime.h; 4.72 us, 0.16 link latencies a further rank, 57% of the
+ * link's bandwidth). The 1,000-token decode step:
  *   all-reduce of 1 token x 4096 x 2 B = 8192 B:
- *     2 (2-1)/2 x 8192 / 397e9 + 2 (2-1) x 1002 ns = 20.6 ns + 2004 ns
- *     x 2 x 32 layers = 129.577 us
+ *     4.72 us + 0.16 x 1002 ns + 2 (2-1)/2 x 8192 / (0.57 x 397e9)
+ *     = 4720 + 160.32 + 36.2 ns = 4916.52 ns
+ *     x 2 x 32 layers = 314.657 us
  *   the operators as llama8b_step_s at tp 2 (qkv 4096 -> 3072, o 2048 ->
  *   4096, up 4096 -> 14336, down 7168 -> 4096, LM head 4096 -> 64128)
- *   step: 2,437,868 ns */
+ *   step: 2,622,949 ns */
 static void test_tp2(void) {
   g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-8b");
   g_autoptr(EmaServerSpec) server = load_roofline_server("h200x2");
@@ -576,7 +579,8 @@ static void test_tp2(void) {
   EmaStepBreakdown b;
   Rates r = server_rates(server);
   EmaTime t = ema_step_time(two, &batch, &b);
-  double allreduce = 2 * 32 * (2.0 * (2 - 1) / 2 * 8192 / 397e9 + 2.0 * (2 - 1) * 1002e-9);
+  double allreduce =
+      2 * 32 * (4.72e-6 + 0.16 * (2 - 1) * 1002e-9 + 2.0 * (2 - 1) / 2 * 8192 / (0.57 * 397e9));
 
   g_assert_cmpuint(ema_step_model_tp(two), ==, 2);
   g_assert_cmpuint(ema_step_model_weight_bytes_per_gpu(one), ==,
@@ -585,10 +589,44 @@ static void test_tp2(void) {
   g_assert_cmpfloat(ema_step_model_kv_bytes_per_token_per_gpu(one), ==, 131072);
   g_assert_cmpfloat(ema_step_model_kv_bytes_per_token_per_gpu(two), ==, 65536);
   assert_close(b.allreduce_s, allreduce, 1e-12);
-  assert_close(b.allreduce_s, 129.577e-6, 1e-5);
+  assert_close(b.allreduce_s, 314.657e-6, 1e-5);
   g_assert_cmpint(t, ==, llround((llama8b_step_s(&r, 2, &batch) + allreduce) * 1e9));
-  g_assert_cmpint(t, ==, 2437868);
+  g_assert_cmpint(t, ==, 2622949);
   g_assert_cmpint(t, <, ema_step_time(one, &batch, NULL));
+}
+
+/* tp = 8 on the eight H200s (397 GB/s switch ports, 1002 ns), no profile: a
+ * decode step's 64 all-reduces of 8192 B take the all-reduce model's custom
+ * all-reduce in a CUDA graph (4.72 us + 0.16 x 7 x 1002 ns + 2 x 7/8 x 8192 /
+ * (0.57 x 397e9) = 5905.6 ns); with 4 GPUs to a host the group spans two, and
+ * vLLM's custom all-reduce being one host's, NCCL's (6.91 us + 1.92 x 7 x
+ * 1002 ns + 2 x 7/8 x 8192 / (0.74 x 397e9) = 20425.7 ns); a group of 4 stays
+ * in its host. */
+static void test_tp8_hosts(void) {
+  g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-8b");
+  g_autoptr(EmaServerSpec) server = load_roofline_server("h200x8-hgx");
+  EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 1000, .logits = 1};
+  double custom = 4.72e-6 + 0.16 * 7 * 1002e-9 + 2.0 * 7 / 8 * 8192 / (0.57 * 397e9);
+  double nccl = 6.91e-6 + 1.92 * 7 * 1002e-9 + 2.0 * 7 / 8 * 8192 / (0.74 * 397e9);
+  double custom4 = 4.72e-6 + 0.16 * 3 * 1002e-9 + 2.0 * 3 / 4 * 8192 / (0.57 * 397e9);
+  EmaStepBreakdown one_host, two_hosts, within;
+  g_assert_cmpint(server->gpus_per_node, ==, 0);
+  {
+    g_autoptr(EmaStepModel) step = step_model(llm, server, 8);
+    ema_step_time(step, &batch, &one_host);
+  }
+  server->gpus_per_node = 4;
+  {
+    g_autoptr(EmaStepModel) step = step_model(llm, server, 8);
+    g_autoptr(EmaStepModel) four = step_model(llm, server, 4);
+    ema_step_time(step, &batch, &two_hosts);
+    ema_step_time(four, &batch, &within);
+  }
+  assert_close(custom, 5905.6e-9, 1e-4);
+  assert_close(nccl, 20425.7e-9, 1e-4);
+  assert_close(one_host.allreduce_s, 64 * custom, 1e-12);
+  assert_close(two_hosts.allreduce_s, 64 * nccl, 1e-12);
+  assert_close(within.allreduce_s, 64 * custom4, 1e-12);
 }
 
 static void step_model_fails(const EmaLlmSpec *llm, const EmaServerSpec *server, guint tp,
@@ -735,6 +773,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/steptime/decode/hand-checked", test_decode_hand);
   g_test_add_func("/steptime/prefill/compute-bound", test_prefill_compute_bound);
   g_test_add_func("/steptime/tp/two", test_tp2);
+  g_test_add_func("/steptime/tp/hosts", test_tp8_hosts);
   g_test_add_func("/steptime/tp/invalid", test_tp_invalid);
   g_test_add_func("/steptime/tp/kv-replication", test_tp8_kv_replication);
   g_test_add_func("/steptime/monotonic", test_monotonic);

@@ -1291,63 +1291,113 @@ static void test_step_fp8_choice(void) {
   g_unsetenv("EMA_PROFILE_PATH");
 }
 
-/* A TP 2 step's all-reduces (2 a layer, T x hidden 8 x 2 B each) from the
- * implementation vLLM picks: its custom all-reduce in a CUDA graph up to 512
- * tokens (5 us flat), eagerly past them (20 us), NCCL from 8 MiB (50 us); 2
- * layers: 4 of them a step. */
-static void test_step_tp_collectives(void) {
-  g_autoptr(TempDir) dir = temp_dir();
+/* The tiny model's TP 2 step model on h200x2 (397 GB/s direct links) with a profile NAME in
+ * DIR of a custom all-reduce table (5 us flat in a CUDA graph, 20 us eagerly) and NCCL's (50
+ * us), measured on links of COLLECTIVE_BANDWIDTH (NULL: not stated). */
+static EmaStepModel *tp_step(const char *dir, const char *name, const char *collective_bandwidth,
+                             EmaServerSpec **server) {
+  g_autofree char *extra = g_strdup_printf(
+      "%s%s%simport:\n  - {format: aic-allreduce, label: custom, path: groundtruth/c/ar.csv}\n"
+      "  - {format: aic-nccl, label: nccl, path: groundtruth/n/nccl.csv}\n",
+      collective_bandwidth ? "collective_bandwidth: " : "",
+      collective_bandwidth ? collective_bandwidth : "", collective_bandwidth ? "\n" : "");
   g_autoptr(EmaProfile) loaded = NULL;
-  g_autofree char *folder = NULL;
-  g_autoptr(EmaServerSpec) server = NULL;
-  g_autoptr(EmaStepModel) step = NULL;
+  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
   EmaLlmSpec model = tiny_model();
-  EmaStepSources sources;
   GError *error = NULL;
+  EmaStepModel *step;
+  /* the tables through load_with_data (its EMA_SHARED_DIR), then the step model on it: the
+   * profile cache of ema_profile_get holds the copy the step model reads, loaded with the
+   * same shared folder */
+  loaded = load_with_data(dir, name, NULL, extra, "c/ar.csv",
+                          "kernel_source,num_gpus,message_size,latency,backend\n"
+                          "g,2,1,0.005,vllm_graph\ng,2,1000000000,0.005,vllm_graph\n"
+                          "e,2,1,0.02,vllm_eager\ne,2,1000000000,0.02,vllm_eager\n",
+                          "c/ar.constants.yaml", "allreduce_dtype: \"bfloat16\"\n", "n/nccl.csv",
+                          "op_name,nccl_dtype,num_gpus,message_size,latency\n"
+                          "all_reduce,half,2,1,0.05\nall_reduce,half,2,1000000000,0.05\n"
+                          "all_gather,half,2,1,9\n",
+                          NULL);
+  *server = server_with_profile(dir, name);
+  g_setenv("EMA_SHARED_DIR", dir, TRUE);
+  step = ema_step_model_new(&model, *server, 2, &error);
+  if (saved)
+    g_setenv("EMA_SHARED_DIR", saved, TRUE);
+  else
+    g_unsetenv("EMA_SHARED_DIR");
+  g_assert_no_error(error);
+  return step;
+}
+
+/* A step of T prefill tokens (2 layers: 4 all-reduces of T x hidden 8 x 2 B) */
+static double tp_allreduce_s(EmaStepModel *step, guint64 tokens) {
+  EmaStepBatch batch = {.prefill_tokens = tokens,
+                        .prefill_context = (double) tokens,
+                        .prefill_kv_read = (double) tokens,
+                        .prefill_chunks = tokens,
+                        .logits = 1};
+  EmaStepBreakdown bd;
+  ema_step_time(step, &batch, &bd);
+  return bd.allreduce_s;
+}
+
+/* A TP 2 step's all-reduces from the implementation vLLM picks: its custom all-reduce in a
+ * CUDA graph up to 512 tokens (5 us), eagerly past them (20 us), NCCL from 8 MiB (50 us), 4
+ * of them a step; the same with the profile's tables stated as measured on the server's own
+ * links (397 GB/s). */
+static void test_step_tp_collectives(void) {
+  const char *stated[] = {NULL, "397GB/s", "410GB/s"}; /* 410: within 5% */
+  const char *names[] = {"tiny-tp", "tiny-tp-397", "tiny-tp-410"};
   const struct {
     guint64 tokens;
     double us;
   } cases[] = {{100, 5}, {512, 5}, {1000, 20}, {600000, 50}};
-  /* the tables through load_with_data (its EMA_SHARED_DIR), then the step model on it: the
-   * profile cache of ema_profile_get holds the copy the step model reads, loaded with the
-   * same shared folder */
-  loaded = load_with_data(
-      dir, "tiny-tp", NULL,
-      "import:\n  - {format: aic-allreduce, label: custom, path: groundtruth/c/ar.csv}\n"
-      "  - {format: aic-nccl, label: nccl, path: groundtruth/n/nccl.csv}\n",
-      "c/ar.csv",
-      "kernel_source,num_gpus,message_size,latency,backend\n"
-      "g,2,1,0.005,vllm_graph\ng,2,1000000000,0.005,vllm_graph\n"
-      "e,2,1,0.02,vllm_eager\ne,2,1000000000,0.02,vllm_eager\n",
-      "c/ar.constants.yaml", "allreduce_dtype: \"bfloat16\"\n", "n/nccl.csv",
-      "op_name,nccl_dtype,num_gpus,message_size,latency\n"
-      "all_reduce,half,2,1,0.05\nall_reduce,half,2,1000000000,0.05\n"
-      "all_gather,half,2,1,9\n",
-      NULL);
-  folder = g_build_filename(dir, "tiny-tp", NULL);
-  server = server_with_profile(dir, "tiny-tp");
-  {
-    g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
-    g_setenv("EMA_SHARED_DIR", dir, TRUE);
-    step = ema_step_model_new(&model, server, 2, &error);
-    if (saved)
-      g_setenv("EMA_SHARED_DIR", saved, TRUE);
-    else
-      g_unsetenv("EMA_SHARED_DIR");
+  for (guint k = 0; k < G_N_ELEMENTS(stated); k++) {
+    g_autoptr(TempDir) dir = temp_dir();
+    g_autoptr(EmaServerSpec) server = NULL;
+    g_autoptr(EmaStepModel) step = tp_step(dir, names[k], stated[k], &server);
+    EmaStepSources sources;
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
+      g_assert_cmpfloat(fabs(tp_allreduce_s(step, cases[i].tokens) - 4 * cases[i].us * 1e-6), <,
+                        1e-12);
+    ema_step_model_sources(step, &sources);
+    g_assert_cmpstr(sources.allreduce, ==, "custom + nccl");
   }
-  g_assert_no_error(error);
-  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    EmaStepBatch batch = {.prefill_tokens = cases[i].tokens,
-                          .prefill_context = (double) cases[i].tokens,
-                          .prefill_kv_read = (double) cases[i].tokens,
-                          .prefill_chunks = cases[i].tokens,
-                          .logits = 1};
-    EmaStepBreakdown bd;
-    ema_step_time(step, &batch, &bd);
-    g_assert_cmpfloat(fabs(bd.allreduce_s - 4 * cases[i].us * 1e-6), <, 1e-12);
-  }
+  g_unsetenv("EMA_PROFILE_PATH");
+}
+
+/* Tables measured on other links (600 GB/s a GPU against h200x2's 397 GB/s pair) leave the
+ * all-reduces to the all-reduce model, c + kappa (n - 1) L + 2 (n - 1) / n S / (eta B) with
+ * n = 2, L = 1002 ns, B = 397 GB/s (one peer on a direct topology), S = T x 16 B:
+ *   100 tokens (custom, graph: 4.72 us, 0.16, 0.57):
+ *     4.72 + 0.16 x 1.002 + 1600 / (0.57 x 397e3) us = 4.72 + 0.16032 + 0.0070706 us
+ *   1000 tokens (custom, eager: 23.26 us, 0.27, 0.94):
+ *     23.26 + 0.27054 + 16000 / (0.94 x 397e3) = 23.26 + 0.27054 + 0.042875 us
+ *   600,000 tokens, 9.6 MB (NCCL: 6.91 us, 1.92, 0.74):
+ *     6.91 + 1.92384 + 9.6e6 / (0.74 x 397e3) = 6.91 + 1.92384 + 32.67751 us
+ * 4 of them a step. */
+static void test_step_tp_collective_model(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autoptr(EmaServerSpec) server = NULL;
+  g_autoptr(EmaStepModel) step = tp_step(dir, "tiny-tp-600", "600GB/s", &server);
+  EmaStepSources sources;
+  const struct {
+    guint64 tokens;
+    double us;
+  } cases[] = {{100, 4.72 + 0.16 * 1.002 + 1600 / (0.57 * 397e3)},
+               {1000, 23.26 + 0.27 * 1.002 + 16000 / (0.94 * 397e3)},
+               {600000, 6.91 + 1.92 * 1.002 + 9.6e6 / (0.74 * 397e3)}};
+  g_assert_cmpfloat(server->link.bandwidth, ==, 397e9);
+  g_assert_cmpint(server->link.latency, ==, 1002);
+  g_assert_cmpfloat_with_epsilon(cases[0].us, 4.8873906, 1e-6);
+  g_assert_cmpfloat_with_epsilon(cases[2].us, 41.511354, 1e-6);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
+    g_assert_cmpfloat_with_epsilon(tp_allreduce_s(step, cases[i].tokens), 4 * cases[i].us * 1e-6,
+                                   1e-15);
   ema_step_model_sources(step, &sources);
-  g_assert_cmpstr(sources.allreduce, ==, "custom + nccl");
+  g_assert_cmpstr(sources.allreduce, ==,
+                  "all-reduce model (the profile's tables are of 600 GB/s links a GPU, this "
+                  "group's 397 GB/s)");
   g_unsetenv("EMA_PROFILE_PATH");
 }
 
@@ -1415,6 +1465,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/import-bad-row", test_import_bad_row);
   g_test_add_func("/profile/step-fp8-choice", test_step_fp8_choice);
   g_test_add_func("/profile/step-tp-collectives", test_step_tp_collectives);
+  g_test_add_func("/profile/step-tp-collective-model", test_step_tp_collective_model);
   g_test_add_func("/profile/compare-static-public", test_compare_static_public);
   return g_test_run();
 }

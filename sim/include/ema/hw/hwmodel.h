@@ -96,6 +96,9 @@ typedef struct {
   char *name;
   char *summary;
   gint64 gpus; /* number of GPUs */
+  /* GPUs under one host (one OS image; 0: all of them): vLLM's custom all-reduce stays within
+   * one, a TP group past it all-reduces through NCCL */
+  gint64 gpus_per_node;
   EmaGpuSpec gpu;
   EmaTopology topology;
   EmaLinkSpec link;

@@ -122,6 +122,11 @@ const GPtrArray *ema_profile_warnings(const EmaProfile *profile);
  * kernel beyond the kernel durations that its measured tables (`tables:`) sum. The imports'
  * tables time operators as run (their launch included) and take none. */
 gint64 ema_profile_graph_gap(const EmaProfile *profile);
+/* profile.yaml's `collective_bandwidth` (B/s, 0 where it says none): each GPU's link
+ * bandwidth to its peers on the server its all-reduce tables were measured on. A TP group
+ * whose ranks reach each other at another bandwidth does not take those tables
+ * (steptime.h). */
+double ema_profile_collective_bandwidth(const EmaProfile *profile);
 /* Number of rows loaded into KIND's tables. */
 guint ema_profile_rows(const EmaProfile *profile, EmaProfileKind kind);
 

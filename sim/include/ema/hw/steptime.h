@@ -64,9 +64,15 @@
  *     2 f/tp, or gelu of width f/tp for OPT's ReLU), rope of width (q + k) d
  *     (gated models only; RoPE on q and on k), 2 residual adds of width h; once per step the token
  * embedding (T rows of h) and the final norm all-reduces, 2 per layer of S = T h b bytes: the
- * allreduce table at (tp, S), else the analytic ring on the server's link, 2 (tp-1)/tp S /
- * link.bandwidth + 2 (tp-1) link.latency (not overlapped with the kernels; the logits all-gather
- * left out) The step: t_step = L (sum of a layer's operators + layer_overhead)
+ * allreduce table at (tp, S) of the implementation vLLM takes (custom, from a CUDA graph up to
+ * 512 tokens, eager past them, below 8 MiB, not on more than two PCIe GPUs nor past one host's
+ * gpus_per_node; NCCL otherwise),
+ * where the profile's tables were measured on links like the group's (its
+ * collective_bandwidth); else the all-reduce model fitted on those tables,
+ * c + kappa (tp-1) link.latency + 2 (tp-1)/tp S / (eta B), B each rank's link bandwidth to the
+ * group (link.bandwidth; (tp-1) x that on a direct topology) (not overlapped with the kernels;
+ * the logits all-gather left out). The step: t_step = L (sum of a layer's operators +
+ * layer_overhead)
  *          + embedding + final norm + LM head + all-reduces + step_overhead
  * layer_overhead (a layer's kernels' tails beyond their rooflines) is
  * charged only on GPUs without a profile: measured kernel times include it.
@@ -202,7 +208,8 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
  * the profile's data sets that time them (profile.yaml's `tables:`, an
  * import's `label`), joined by " + " where the class's operators come from
  * several, and "roofline" for those the profile lacks; allreduce is "none
- * (tp 1)" or "ring model" where no table has the group's size. */
+ * (tp 1)", or "all-reduce model" where no table has the group's size or the
+ * profile's tables were measured on links unlike the group's (then saying so). */
 typedef struct {
   char gemm[192], moe[192], attn_decode[192], attn_prefill[192], elementwise[192], allreduce[192];
 } EmaStepSources;
