@@ -729,6 +729,32 @@ static void test_graph_gap_error(void) {
   g_error_free(error);
 }
 
+/* collective_bandwidth must be a bandwidth > 0, said at its place. */
+static void test_collective_bandwidth_error(void) {
+  const struct {
+    const char *yaml, *message;
+  } cases[] = {
+      {"collective_bandwidth: 0GB/s\n", "3:23: collective_bandwidth: a bandwidth > 0 (e.g. "
+                                        "397GB/s): not positive"},
+      {"collective_bandwidth: fast\n", "3:23: collective_bandwidth: a bandwidth > 0 (e.g. "
+                                       "397GB/s): 'fast' is not a number"},
+      {"collective_bandwidth: ~\n", "3:23: collective_bandwidth: a bandwidth > 0 (e.g. "
+                                    "397GB/s): empty"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(TempDir) dir = temp_dir();
+    g_autofree char *folder = write_profile(dir, "bad-bandwidth", cases[i].yaml, NULL);
+    g_autofree char *yaml = g_build_filename(folder, "profile.yaml", NULL);
+    g_autofree char *want = g_strdup_printf("%s:%s", yaml, cases[i].message);
+    GError *error = NULL;
+    EmaProfile *p = ema_profile_load(folder, &error);
+    g_assert_null(p);
+    g_assert_nonnull(error);
+    g_assert_cmpstr(error->message, ==, want);
+    g_error_free(error);
+  }
+}
+
 /* A prefill chunk after cached tokens takes at least the decode kernel of
  * one sequence of its whole context, per chunk: the tiny profile has no
  * prefill table, and the roofline of 2 tokens after 98 is nanoseconds. */
@@ -1446,6 +1472,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/step-sum", test_step_sum);
   g_test_add_func("/profile/step-graph-gap", test_step_graph_gap);
   g_test_add_func("/profile/graph-gap-error", test_graph_gap_error);
+  g_test_add_func("/profile/collective-bandwidth-error", test_collective_bandwidth_error);
   g_test_add_func("/profile/import-kinds-elementwise", test_import_kinds_elementwise);
   g_test_add_func("/profile/import-kinds-errors", test_import_kinds_errors);
   g_test_add_func("/profile/attn-decode-folded", test_attn_decode_folded);
