@@ -275,16 +275,6 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
   if (comparison == NULL || !ema_sweep_resolve(comparison, &error))
     return fail(error);
   dirs = ema_compare_variant_dirs(comparison);
-  if (check_only) {
-    g_autoptr(EmaExperiment) first = ema_sweep_load_point(comparison, 0, &error);
-    names = g_strjoinv(", ", dirs);
-    if (first == NULL || !check_traces(first, &error))
-      return fail(error);
-    printf("%s: ok (%s on %s, %u tenants, compares %s)\n", path, first->name, first->server.name,
-           first->tenants ? first->tenants->len : 0, names);
-    return 0;
-  }
-  dir = out_dir ? g_strdup(out_dir) : default_output_dir(ema_sweep_name(comparison));
   {
     /* the variants (a repeat's runs are the variant's) */
     g_autoptr(GPtrArray) variants = g_ptr_array_new();
@@ -294,6 +284,18 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
     g_ptr_array_add(variants, NULL);
     names = g_strjoinv(", ", (char **) variants->pdata);
   }
+  if (check_only) {
+    g_autoptr(EmaExperiment) first = ema_sweep_load_point(comparison, 0, &error);
+    guint repeats = ema_sweep_n_repeats(comparison);
+    g_autofree char *each =
+        repeats > 1 ? g_strdup_printf(", %u runs of each", repeats) : g_strdup("");
+    if (first == NULL || !check_traces(first, &error))
+      return fail(error);
+    printf("%s: ok (%s on %s, %u tenants, compares %s%s)\n", path, first->name, first->server.name,
+           first->tenants ? first->tenants->len : 0, names, each);
+    return 0;
+  }
+  dir = out_dir ? g_strdup(out_dir) : default_output_dir(ema_sweep_name(comparison));
   printf("%s: %s side by side\n", ema_sweep_name(comparison), names);
   if (!ema_compare_run(comparison, dir, isatty(STDERR_FILENO), stdout, &error))
     return fail(error);

@@ -87,6 +87,9 @@ struct _EmaStepModel {
    * model's one mutable part, with the cursors; a step model serves one
    * thread) */
   struct _TokenRow *rows;
+  /* bit x: rows[x] is filled (the rows themselves are left unwritten until then: a step
+   * model costs no more to make than the rows it uses) */
+  guint64 *filled;
   /* where the attention lookups of the last step landed (profile.h) */
   struct {
     EmaProfileCursor attn_decode, attn_prefill;
@@ -120,7 +123,6 @@ typedef struct _TokenRow {
    * layer's order (layer_sum adds them around the attention) */
   double before_attention, after_kv_write;
   guint32 found; /* bit i: t[i] is the profile's */
-  gboolean filled;
 } TokenRow;
 
 /* Rows kept: tokens 0..8191 (vLLM's default max_num_batched_tokens is
@@ -310,7 +312,8 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
       return NULL;
     }
   }
-  step->rows = g_new0(TokenRow, TOKEN_ROWS);
+  step->rows = g_new(TokenRow, TOKEN_ROWS);
+  step->filled = g_new0(guint64, TOKEN_ROWS / 64);
   step->cursors = g_malloc0(sizeof *step->cursors);
   return step;
 }
@@ -319,13 +322,14 @@ void ema_step_model_sum_kernels(EmaStepModel *step_model) {
   g_return_if_fail(step_model != NULL);
   step_model->graph_gap_s = 0;
   /* the rows filled so far hold the gaps */
-  memset(step_model->rows, 0, TOKEN_ROWS * sizeof *step_model->rows);
+  memset(step_model->filled, 0, TOKEN_ROWS / 64 * sizeof *step_model->filled);
 }
 
 void ema_step_model_free(EmaStepModel *step_model) {
   if (!step_model)
     return;
   g_free(step_model->rows);
+  g_free(step_model->filled);
   g_free(step_model->cursors);
   g_free(step_model);
 }
@@ -605,19 +609,23 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
   row->before_attention += row->t[ROW_ROUTER] + row->t[ROW_MOE_ROUTE];
   row->before_attention += row->t[ROW_UP] + row->t[ROW_DOWN];
   row->after_kv_write = row->t[ROW_NORM2] + row->t[ROW_ACT] + row->t[ROW_ADD2];
-  row->filled = TRUE;
 }
 
 /* The row of X tokens: the model's, filled on first use, or SCRATCH past
  * the rows kept. */
 G_ALWAYS_INLINE static inline const TokenRow *token_row(const EmaStepModel *s, guint64 x,
                                                         TokenRow *scratch) {
-  TokenRow *row = x < TOKEN_ROWS ? &s->rows[x] : scratch;
-  if (!row->filled || row == scratch) {
-    *row = (TokenRow){.filled = FALSE};
-    fill_row(s, x, row);
+  if (x >= TOKEN_ROWS) {
+    *scratch = (TokenRow){0};
+    fill_row(s, x, scratch);
+    return scratch;
   }
-  return row;
+  if (!(s->filled[x / 64] >> (x % 64) & 1)) {
+    s->rows[x] = (TokenRow){0};
+    fill_row(s, x, &s->rows[x]);
+    s->filled[x / 64] |= G_GUINT64_CONSTANT(1) << (x % 64);
+  }
+  return &s->rows[x];
 }
 
 /* ROW's operator I, counted in SUMS. */

@@ -273,6 +273,16 @@ static void test_compare(void) {
     ema_test_assert_contains(run->out, "ok (cmp on h200x2, 2 tenants, compares static, 2x)");
   }
   {
+    /* repeats: the variants once and the runs of each counted, not every run named (a
+     * line as long as the repeats) */
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", path, "--set", "repeats=1000", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out,
+                             "ok (cmp on h200x2, 2 tenants, compares static, 2x, 1000 runs of "
+                             "each)\n");
+    g_assert_cmpuint(strlen(run->out), <, 200 + strlen(path));
+  }
+  {
     g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
     ema_test_assert_ok(run);
     ema_test_assert_contains(run->out, "cmp: static, 2x side by side\n");
