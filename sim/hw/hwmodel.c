@@ -180,6 +180,11 @@ static const EmaParam host_params[] = {
     {"copy_fixed_cost", EMA_PARAM_DURATION, HOST_FIELD(copy_fixed_cost),
      .flags = EMA_PARAM_REQUIRED, .min = 0, .max = FIXED_MAX,
      .help = "fixed cost of one host copy"},
+    {"cpu_speed", EMA_PARAM_DOUBLE, HOST_FIELD(cpu_speed), .default_value = "1", .min = 0.05,
+     .max = 20,
+     .help = "the host CPU's speed at an engine's host work (one thread), relative to a DGX "
+             "A100's AMD EPYC 7742: engine CPU costs fitted on another host scale by the ratio "
+             "(absent: 1, that host's)"},
 };
 
 static gboolean check_host(gpointer object, const EmaNode *node, const char *path, GError **error) {

@@ -258,6 +258,25 @@ static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GErr
 
 /* Tenants: a workload is ops or tenants; groups lie on the server and do
  * not overlap; names are unique (default tenantN); each fits in memory. */
+/* TENANT's engine costs on SERVER's host (ema_engine_profile_host_factor); errors at the
+ * tenant's engine.profile, NODE at PATH. */
+static gboolean put_on_host(EmaTenantSpec *tenant, const EmaServerSpec *server, const EmaNode *node,
+                            const char *path, GError **error) {
+  GError *inner = NULL;
+  g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(tenant->engine.profile, &inner);
+  double factor = 1.0;
+  if (profile == NULL || !ema_engine_profile_host_factor(profile, server, &factor, &inner)) {
+    const EmaNode *engine = ema_node_get(node, "engine");
+    const EmaNode *at = engine ? ema_node_get(engine, "profile") : NULL;
+    g_autofree char *key = g_strconcat(path ? path : "tenant", ".engine.profile", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at ? at : node, key, "%s", inner->message);
+    g_error_free(inner);
+    return FALSE;
+  }
+  ema_tenant_put_on_host(tenant, factor);
+  return TRUE;
+}
+
 static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GError **error) {
   const EmaNode *tenants_node = ema_node_get(root, "tenants");
   guint n_ops = (experiment->ops ? experiment->ops->len : 0) +
@@ -316,6 +335,8 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
       owner[g] = (gint) i;
     }
     ema_tenant_resolve_batch_defaults(tenant, &experiment->server.gpu);
+    if (!put_on_host(tenant, &experiment->server, node, path, error))
+      return FALSE;
     if (!ema_tenant_plan(tenant, &experiment->server, &plan, &inner)) {
       ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, path, "%s", inner->message);
       g_error_free(inner);
@@ -562,6 +583,24 @@ void ema_server_free(EmaServerSpec *server) {
 EmaServerSpec *ema_server_load(const char *name, GError **error) {
   g_autofree char *path = ema_hwmodel_find(name, error);
   return path ? ema_params_load_file(&ema_server_params, path, error) : NULL;
+}
+
+gboolean ema_engine_profile_host_factor(const EmaEngineProfile *profile,
+                                        const EmaServerSpec *server, double *factor,
+                                        GError **error) {
+  g_autoptr(EmaServerSpec) fitted = NULL;
+  GError *inner = NULL;
+  *factor = 1.0;
+  if (!profile->fitted_host)
+    return TRUE;
+  if (!(fitted = ema_server_load(profile->fitted_host, &inner))) {
+    g_set_error(error, EMA_CONFIG_ERROR, inner->code, "engine profile '%s': fitted_host: %s",
+                profile->name, inner->message);
+    g_error_free(inner);
+    return FALSE;
+  }
+  *factor = fitted->host.cpu_speed / server->host.cpu_speed;
+  return TRUE;
 }
 
 guint64 ema_op_bytes(const EmaOpSpec *op) {

@@ -102,6 +102,7 @@ void ema_fidelity_free(EmaFidelity *fidelity) {
   g_free(fidelity->engine);
   g_free(fidelity->engine_versions);
   g_free(fidelity->engine_fitted_on);
+  g_free(fidelity->engine_fitted_host);
   g_free(fidelity->gpu);
   if (fidelity->warnings)
     g_ptr_array_unref(fidelity->warnings);
@@ -138,6 +139,8 @@ EmaFidelity *ema_fidelity_of(const EmaTenantSpec *spec, const EmaServerSpec *ser
   f->output_cpu_cost_per_seq_s = (double) spec->engine.costs.output_cpu_cost_per_seq / 1e9;
   f->eager_cpu_cost_s = (double) spec->engine.costs.eager_cpu_cost / 1e9;
   f->cuda_graph_max_batch = spec->engine.costs.cuda_graph_max_batch;
+  f->engine_fitted_host = g_strdup(profile->fitted_host);
+  f->host_factor = spec->engine.host_factor;
   f->gpu = g_strdup(profiled ? server->gpu.profile : server->gpu.name);
   f->tp = spec->tp;
   f->weights = weight_names[spec->model.weights == EMA_PRECISION_FP8         ? 1
@@ -178,6 +181,13 @@ EmaFidelity *ema_fidelity_of(const EmaTenantSpec *spec, const EmaServerSpec *ser
         profiled ? (f->warnings->len ? " (and the profile's data is missing)" : "")
                  : " (the GPU has no operator profile: every operator on the roofline)");
   }
+  if (f->host_factor != 1.0) {
+    /* the engine's CPU costs carried to this host: say so beside the status */
+    char *status = g_strdup_printf("%s; engine CPU costs x%.2f (fitted on %s's host)", f->status,
+                                   f->host_factor, f->engine_fitted_host);
+    g_free(f->status);
+    f->status = status;
+  }
   return g_steal_pointer(&f);
 }
 
@@ -204,6 +214,9 @@ void ema_fidelity_add_json(JsonBuilder *builder, const EmaFidelity *f) {
   ema_json_add_number(builder, "output_cpu_cost_per_seq_s", f->output_cpu_cost_per_seq_s);
   ema_json_add_number(builder, "eager_cpu_cost_s", f->eager_cpu_cost_s);
   ema_json_add_count(builder, "cuda_graph_max_batch", f->cuda_graph_max_batch);
+  if (f->engine_fitted_host)
+    ema_json_add_string(builder, "engine_fitted_host", f->engine_fitted_host);
+  ema_json_add_number(builder, "host_cpu_factor", f->host_factor);
   ema_json_add_string(builder, "gpu", f->gpu);
   ema_json_add_count(builder, "tp", (guint64) f->tp);
   ema_json_add_string(builder, "weights", f->weights);

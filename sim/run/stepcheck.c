@@ -506,9 +506,15 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
     EmaEngineCosts costs;
     if (!(step = models_get(models, p->llm, (guint) p->tp, perf_csv, 0, error)))
       return FALSE;
-    if (engine)
+    if (engine) {
+      /* the profile's CPU costs on this server's host */
+      double factor;
+      if (!ema_engine_profile_host_factor(engine, models->server, &factor, error))
+        return FALSE;
       ema_engine_profile_costs(engine, (guint) p->tp, (guint) llm->layers, options->enforce_eager,
                                &costs, NULL);
+      ema_engine_costs_on_host(&costs, factor);
+    }
     prompt_ms = median_of(p->prompt_ms);
     token_ms = median_of(p->token_ms);
     /* the batch's prompts in one step (no chunking), then its decode steps */

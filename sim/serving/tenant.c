@@ -517,6 +517,9 @@ static const EmaParam profile_params[] = {
      .min = 0, .max = 0.5, .help = "share of KV blocks its admission leaves free"},
     {"source", EMA_PARAM_STRING, PROFILE_FIELD(source), .flags = EMA_PARAM_REQUIRED,
      .help = "what the numbers were measured or fitted on"},
+    {"fitted_host", EMA_PARAM_STRING, PROFILE_FIELD(fitted_host), .flags = EMA_PARAM_OPTIONAL,
+     .help = "the server whose host the CPU costs were fitted on: on another server they scale "
+             "by its host.cpu_speed over that server's (absent: they hold on any host)"},
     {"fitted_on", EMA_PARAM_STRING, PROFILE_FIELD(fitted_on), .flags = EMA_PARAM_REQUIRED,
      .help = "the runs the CPU costs were fitted on (GPU, TP degrees, engine version), or "
              "'nothing' with where the numbers come from"},
@@ -658,6 +661,27 @@ gboolean ema_engine_profile_costs(const EmaEngineProfile *profile, guint tp, gui
   return TRUE;
 }
 
+/* TIME on a host FACTOR times slower (exact where FACTOR is 1). */
+static EmaTime on_host(EmaTime time, double factor) {
+  return factor == 1.0 ? time : (EmaTime) llround((double) time * factor);
+}
+
+void ema_engine_costs_on_host(EmaEngineCosts *costs, double factor) {
+  costs->step_cpu_cost = on_host(costs->step_cpu_cost, factor);
+  costs->step_cpu_cost_per_seq = on_host(costs->step_cpu_cost_per_seq, factor);
+  costs->output_cpu_cost = on_host(costs->output_cpu_cost, factor);
+  costs->output_cpu_cost_per_seq = on_host(costs->output_cpu_cost_per_seq, factor);
+  costs->eager_cpu_cost = on_host(costs->eager_cpu_cost, factor);
+}
+
+void ema_tenant_put_on_host(EmaTenantSpec *tenant, double factor) {
+  EmaEngineSpec *engine = &tenant->engine;
+  engine->host_factor = factor;
+  engine->costs = engine->profile_costs;
+  ema_engine_costs_on_host(&engine->costs, factor);
+  engine->request_cpu_cost = on_host(engine->profile_request_cpu_cost, factor);
+}
+
 /* ERROR (CODE, MESSAGE) at the tenant's engine.KEY: its value where the file gives it, else the
  * engine map or the tenant (NODE, at PATH). */
 static void engine_key_error(GError **error, gint code, const EmaNode *node, const char *path,
@@ -712,12 +736,14 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
   }
   engine->scheduler = profile->scheduler;
   if (!ema_engine_profile_costs(profile, (guint) MAX(tenant->tp, 1), (guint) tenant->model.layers,
-                                engine->enforce_eager, &engine->costs, &inner)) {
+                                engine->enforce_eager, &engine->profile_costs, &inner)) {
     engine_key_error(error, inner->code, node, path, "enforce_eager", inner->message);
     g_error_free(inner);
     return FALSE;
   }
-  engine->request_cpu_cost = profile->request_cpu_cost;
+  engine->profile_request_cpu_cost = profile->request_cpu_cost;
+  /* on the profile's own host until the experiment puts it on its server's */
+  ema_tenant_put_on_host(tenant, 1.0);
   engine->fixed_reserve = profile->fixed_reserve;
   engine->default_limits = profile->default_limits;
   engine->large_gpu_limits = profile->large_gpu_limits;

@@ -335,6 +335,56 @@ static void test_engine_cpu_group(void) {
   g_assert_cmpint(t4->engine.costs.output_cpu_cost_per_seq, ==, EMA_US(20));
 }
 
+/* An engine profile's CPU costs on another host (test-host, fitted on a100x8-dgx's, whose
+ * host.cpu_speed is 1): on the server it was fitted on, its own; on a host S times as fast, each
+ * of them divided by S (the request's API-server time and the eager launches too), rounded to
+ * the nanosecond. */
+static void test_engine_cpu_host(void) {
+  g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
+  const char *same[] = {"tenants.0.engine.profile=test-host", "server=a100x8-dgx", NULL};
+  const char *faster[] = {"tenants.0.engine.profile=test-host", "server=a100x8-dgx",
+                          "server.host.cpu_speed=1.6", NULL};
+  const char *slower[] = {"tenants.0.engine.profile=test-host", "server=a100x8-dgx",
+                          "server.host.cpu_speed=0.3", NULL};
+  g_autoptr(EmaExperiment) home = load(path, same);
+  g_autoptr(EmaExperiment) fast = load(path, faster);
+  g_autoptr(EmaExperiment) slow = load(path, slower);
+  const EmaEngineSpec *h = &g_array_index(home->tenants, EmaTenantSpec, 0).engine;
+  const EmaEngineSpec *f = &g_array_index(fast->tenants, EmaTenantSpec, 0).engine;
+  const EmaEngineSpec *s = &g_array_index(slow->tenants, EmaTenantSpec, 0).engine;
+  g_assert_cmpfloat(h->host_factor, ==, 1.0);
+  g_assert_cmpint(h->costs.step_cpu_cost, ==, EMA_MS(1));
+  g_assert_cmpint(h->request_cpu_cost, ==, EMA_MS(2));
+  g_assert_cmpfloat(f->host_factor, ==, 1.0 / 1.6);
+  g_assert_cmpint(f->costs.step_cpu_cost, ==, 625000);        /* 1 ms / 1.6 */
+  g_assert_cmpint(f->costs.step_cpu_cost_per_seq, ==, 62500); /* 100 us / 1.6 */
+  g_assert_cmpint(f->costs.output_cpu_cost, ==, 250000);
+  g_assert_cmpint(f->costs.output_cpu_cost_per_seq, ==, 12500);
+  g_assert_cmpint(f->costs.eager_cpu_cost, ==, 1000000); /* 32 layers x 50 us / 1.6 */
+  g_assert_cmpint(f->costs.cuda_graph_max_batch, ==, 8);
+  g_assert_cmpint(f->request_cpu_cost, ==, 1250000);
+  g_assert_cmpint(s->costs.step_cpu_cost, ==, 3333333); /* 1 ms / 0.3, to the nanosecond */
+  g_assert_cmpint(s->request_cpu_cost, ==, 6666667);
+  /* the profile's own costs stay as they are, for another server */
+  g_assert_cmpint(f->profile_costs.step_cpu_cost, ==, EMA_MS(1));
+}
+
+/* A profile whose fitted_host names no server is refused at the tenant's engine.profile. */
+static void test_engine_cpu_host_unknown(void) {
+  g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
+  const char *set[] = {"tenants.0.engine.profile=test-nohost", NULL};
+  g_autofree char *want = g_strconcat(
+      "--set:1:26: tenants.0.engine.profile: engine profile 'test-nohost': fitted_host: unknown "
+      "hardware model 'no-such-server' (known: ",
+      NULL);
+  GError *error = NULL;
+  g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, set, &error);
+  g_assert_null(experiment);
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+  g_assert_true(g_str_has_prefix(error->message, want));
+  g_error_free(error);
+}
+
 /* An engine profile's eager launch cost as a tenant pays it (test-eager: 1 ms a layer, CUDA
  * graphs for decode-only steps of up to 4 requests): Llama-3.1-8B's 32 layers, 32 ms a step run
  * eagerly; under enforce_eager no step replays a graph. */
@@ -1574,6 +1624,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/rejected", test_rejected);
   g_test_add_func("/serving/steps-csv", test_steps_csv);
   g_test_add_func("/serving/engine-cpu/group", test_engine_cpu_group);
+  g_test_add_func("/serving/engine-cpu/host", test_engine_cpu_host);
+  g_test_add_func("/serving/engine-cpu/host-unknown", test_engine_cpu_host_unknown);
   g_test_add_func("/serving/engine-cpu/eager", test_engine_eager_costs);
   g_test_add_func("/serving/batch-defaults", test_batch_defaults);
   g_test_add_func("/serving/provenance-sorted", test_provenance_sorted);

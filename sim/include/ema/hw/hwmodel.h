@@ -77,12 +77,16 @@ typedef struct {
   guint64 copy_ramp_bytes;      /* bytes: size scale over which that ramp time builds up */
 } EmaLinkSpec;
 
-/* One GPU's link to host memory (PCIe). */
+/* The host: one GPU's link to its memory (PCIe), and its CPU. */
 typedef struct {
   double h2d_bandwidth;    /* B/s host -> device, pinned memory */
   double d2h_bandwidth;    /* B/s device -> host, pinned memory */
   double duplex_bandwidth; /* B/s both directions together */
   gint64 copy_fixed_cost;  /* ns: fixed cost of one host copy */
+  /* the CPU's speed at a serving engine's host work (one thread: scheduling, launches), relative
+   * to a DGX A100's (AMD EPYC 7742): an engine profile's CPU costs, fitted on one host, take
+   * the ratio of that host's speed to this one's (ema_engine_costs_on_host) */
+  double cpu_speed;
 } EmaHostLinkSpec;
 
 /* CUDA virtual-memory costs of lending one 2 MiB slice (driver calls). */

@@ -143,6 +143,13 @@ EmaServerSpec *ema_server_load(const char *name, GError **error);
 void ema_server_free(EmaServerSpec *server);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaServerSpec, ema_server_free)
 
+/* How many times slower SERVER's host runs PROFILE's CPU work than the host it was fitted on:
+ * the cpu_speed of its fitted_host's server over SERVER's (1 where it names none). FALSE where
+ * that server does not load. */
+gboolean ema_engine_profile_host_factor(const EmaEngineProfile *profile,
+                                        const EmaServerSpec *server, double *factor,
+                                        GError **error);
+
 /* Bytes an op moves, as its bandwidth counts them: a local copy counts its
  * bytes twice (read + written), like the calibration measurements. */
 guint64 ema_op_bytes(const EmaOpSpec *op);

@@ -32,6 +32,10 @@ typedef struct {
    * step that replays a CUDA graph instead (0: none) */
   double eager_cpu_cost_s;
   guint64 cuda_graph_max_batch;
+  /* the server whose host the profile's CPU costs were fitted on (NULL: none named), and how
+   * many times slower this server's host runs them (the costs above include it) */
+  char *engine_fitted_host;
+  double host_factor;
   /* the combination */
   char *gpu; /* the GPU's profile name (gpu.profile), or its name without one */
   gint64 tp;

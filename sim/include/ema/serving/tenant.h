@@ -158,8 +158,11 @@ typedef struct {
   EmaBatchLimits default_limits, large_gpu_limits;
   double watermark; /* the admission watermark this engine keeps (V1: none) */
   char *source;     /* what the numbers were fitted on */
-  char *fitted_on;  /* the runs (GPU, TP, engine version) the fit used */
-  char *fidelity;   /* the measured error of this profile with the step model */
+  /* the server (hwmodels/servers) whose host the CPU costs were fitted on: on another server
+   * they scale by the two hosts' cpu_speed (NULL: none named, they hold on any host) */
+  char *fitted_host;
+  char *fitted_on; /* the runs (GPU, TP, engine version) the fit used */
+  char *fidelity;  /* the measured error of this profile with the step model */
 } EmaEngineProfile;
 
 extern const EmaParamTable ema_engine_profile_params;
@@ -169,6 +172,9 @@ extern const EmaParamTable ema_engine_profile_params;
  * have. */
 gboolean ema_engine_profile_costs(const EmaEngineProfile *profile, guint tp, guint layers,
                                   gboolean enforce_eager, EmaEngineCosts *costs, GError **error);
+/* COSTS' times on a host FACTOR times slower than the one they were fitted on (the fitted
+ * host's cpu_speed over this one's: every CPU time, the eager launches included, takes it). */
+void ema_engine_costs_on_host(EmaEngineCosts *costs, double factor);
 /* The profile names that EMA_ENGINE_PATH and hwmodels/engines hold, sorted. */
 GPtrArray *ema_engine_profile_list(void);
 /* Load the profile NAME (EMA_ENGINE_PATH, then hwmodels/engines). */
@@ -195,8 +201,13 @@ typedef struct {
   EmaChunkedPrefill chunked_prefill;
   /* from the profile file, filled by the table's check (not keys of the file) */
   EmaSchedulerKind scheduler;
-  EmaEngineCosts costs; /* the profile's at the tenant's TP degree and model */
+  /* the profile's at the tenant's TP degree and model, on the host it was fitted on */
+  EmaEngineCosts profile_costs;
+  gint64 profile_request_cpu_cost;
+  /* those on the server's host (ema_tenant_put_on_host): what the engine pays */
+  EmaEngineCosts costs;
   gint64 request_cpu_cost;
+  double host_factor; /* the profile's host's cpu_speed over the server's (1: the same) */
   guint64 fixed_reserve;
   /* the profile's batch limits where the file leaves them out, by GPU (see
    * ema_tenant_resolve_batch_defaults) */
@@ -249,6 +260,9 @@ guint64 ema_tenant_default_activation_reserve(const EmaTenantSpec *tenant);
  * profile's defaults for GPU (EmaEngineProfile); the experiment calls it once the server is
  * known, before ema_tenant_plan. */
 void ema_tenant_resolve_batch_defaults(EmaTenantSpec *tenant, const EmaGpuSpec *gpu);
+/* TENANT's engine costs and request CPU cost on a host FACTOR times slower than its profile's
+ * (ema_engine_costs_on_host); may be called again (it starts from the profile's). */
+void ema_tenant_put_on_host(EmaTenantSpec *tenant, double factor);
 /* The engine configuration of TENANT with PLAN on SERVER. */
 void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *plan,
                               const EmaServerSpec *server, EmaEngineConfig *config);
