@@ -895,7 +895,8 @@ static const BadConfig bad_configs[] = {
      "enforce_eager, prefix_caching)"},
     {"unknown-profile.yaml", EMA_CONFIG_ERROR_KEY,
      "9:41: tenants.0.engine.profile: unknown engine profile 'vllm-v9' (known: test-eager, "
-     "test-free, test-group, test-v1, vllm-v0, vllm-v0-async-output, vllm-v1, vllm-v1-async, "
+     "test-free, test-group, test-host, test-nohost, test-v1, vllm-v0, vllm-v0-async-output, "
+     "vllm-v1, vllm-v1-async, "
      "vllm-v1-otel)"},
     {"v1-unchunked.yaml", EMA_CONFIG_ERROR_INVALID,
      "9:67: tenants.0.engine.chunked_prefill: engine profile 'vllm-v1' schedules as vLLM V1, "
