@@ -169,6 +169,17 @@ EmaFidelity *ema_fidelity_of(const EmaTenantSpec *spec, const EmaServerSpec *ser
     f->status = g_strdup_printf("unvalidated: the %s profile's data is missing (%u data set%s "
                                 "absent; validated with it present)",
                                 f->gpu, f->warnings->len, f->warnings->len == 1 ? "" : "s");
+  } else if (f->validated && g_str_has_prefix(f->sources.allreduce, "all-reduce model")) {
+    /* the combination was validated with the profile's all-reduce tables */
+    f->validated = FALSE;
+    f->status = g_strdup_printf("unvalidated: this group's all-reduces come from the all-reduce "
+                                "model, not the %s tables its real runs were replayed with",
+                                f->gpu);
+  } else if (f->validated && spec->engine.host_factor != 1.0) {
+    /* and with the engine's CPU costs on the host they were fitted on */
+    f->validated = FALSE;
+    f->status = g_strdup_printf("unvalidated: the engine's CPU costs run on another host than "
+                                "the one its real runs had");
   } else if (f->validated) {
     f->status = g_strdup_printf(
         "validated: TTFT %.1f%%, TPOT %.1f%%, E2E %.1f%% (worst of %" G_GINT64_FORMAT
@@ -183,8 +194,9 @@ EmaFidelity *ema_fidelity_of(const EmaTenantSpec *spec, const EmaServerSpec *ser
   }
   if (f->host_factor != 1.0) {
     /* the engine's CPU costs carried to this host: say so beside the status */
-    char *status = g_strdup_printf("%s; engine CPU costs x%.2f (fitted on %s's host)", f->status,
-                                   f->host_factor, f->engine_fitted_host);
+    char *status = g_strdup_printf(
+        "%s; engine CPU costs x%.2f (fitted on %s's host)", f->status, f->host_factor,
+        f->engine_fitted_host ? f->engine_fitted_host : "another server");
     g_free(f->status);
     f->status = status;
   }

@@ -575,6 +575,27 @@ static void test_fidelity_combinations(void) {
   /* FP8 GEMMs: AIConfigurator's rows where ../shared has them, else the roofline */
   g_assert_true(strcmp(fp8->sources.gemm, "aiconfigurator h200_sxm vLLM 0.19.0") == 0 ||
                 strcmp(fp8->sources.gemm, "roofline") == 0);
+  if (!ema_test_shared_absent()) {
+    /* the row was measured with the tables' all-reduces and on the fitted host: on links
+     * unlike the tables' (the all-reduce model), or on another host, it does not hold */
+    g_autoptr(EmaFidelity) links = NULL, host = NULL;
+    double bandwidth = h200->link.bandwidth;
+    h200->link.bandwidth = 600e9;
+    links = ema_fidelity_of(&spec, h200, &error);
+    h200->link.bandwidth = bandwidth;
+    g_assert_no_error(error);
+    g_assert_false(links->validated);
+    g_assert_cmpstr(links->status, ==,
+                    "unvalidated: this group's all-reduces come from the all-reduce model, not "
+                    "the h200-sxm tables its real runs were replayed with");
+    spec.engine.host_factor = 1.5;
+    host = ema_fidelity_of(&spec, h200, &error);
+    spec.engine.host_factor = 1.0;
+    g_assert_no_error(error);
+    g_assert_false(host->validated);
+    g_assert_true(g_str_has_prefix(host->status, "unvalidated: the engine's CPU costs run on "
+                                                 "another host than the one its real runs had"));
+  }
   spec.model.weights = EMA_PRECISION_AUTO;
   spec.tp = 1;
   roofline = ema_fidelity_of(&spec, l40s, &error);
