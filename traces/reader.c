@@ -59,23 +59,24 @@ gboolean ema_trace_reader_rewind(EmaTraceReader *reader, GError **error) {
   return TRUE;
 }
 
-static void reader_verror(const EmaTraceReader *reader, guint64 line, GError **error,
-                          EmaTraceError code, const char *format, va_list ap) G_GNUC_PRINTF(5, 0);
-
-static void reader_verror(const EmaTraceReader *reader, guint64 line, GError **error,
-                          EmaTraceError code, const char *format, va_list ap) {
+void ema_trace_reader_verror(const EmaTraceReader *reader, guint64 line, guint column,
+                             GError **error, EmaTraceError code, const char *format, va_list ap) {
   if (error == NULL)
     return;
   g_autofree char *message = g_strdup_vprintf(format, ap);
-  g_set_error(error, EMA_TRACE_ERROR, code, "%s:%" G_GUINT64_FORMAT ": %s", reader->path, line,
-              message);
+  if (column > 0)
+    g_set_error(error, EMA_TRACE_ERROR, code, "%s:%" G_GUINT64_FORMAT ":%u: %s", reader->path, line,
+                column, message);
+  else
+    g_set_error(error, EMA_TRACE_ERROR, code, "%s:%" G_GUINT64_FORMAT ": %s", reader->path, line,
+                message);
 }
 
 void ema_trace_reader_error(const EmaTraceReader *reader, GError **error, EmaTraceError code,
                             const char *format, ...) {
   va_list ap;
   va_start(ap, format);
-  reader_verror(reader, reader->line_no, error, code, format, ap);
+  ema_trace_reader_verror(reader, reader->line_no, 0, error, code, format, ap);
   va_end(ap);
 }
 
@@ -83,7 +84,7 @@ void ema_trace_reader_error_at(const EmaTraceReader *reader, guint64 line, GErro
                                EmaTraceError code, const char *format, ...) {
   va_list ap;
   va_start(ap, format);
-  reader_verror(reader, line, error, code, format, ap);
+  ema_trace_reader_verror(reader, line, 0, error, code, format, ap);
   va_end(ap);
 }
 

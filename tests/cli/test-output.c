@@ -448,10 +448,10 @@ static void test_check_reads_traces(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *exp =
       write_experiment(tmp, "e.yaml", "chk", "true", "file: bad.csv, format: azure");
-  g_autofree char *want = g_strdup_printf(
-      "tenant b: %s/bad.csv:3: TIMESTAMP: not a date-time (YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): "
-      "'not-a-time'\n",
-      tmp);
+  g_autofree char *want = g_strdup_printf("tenant b: %s/bad.csv:3:1: TIMESTAMP: not a date-time "
+                                          "(YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): "
+                                          "'not-a-time'\n",
+                                          tmp);
   touch(tmp, "bad.csv",
         "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,10\n"
         "not-a-time,10,10\n");

@@ -346,8 +346,8 @@ static void test_traces_decimal_overflow(void) {
                                       "arrived_at,num_prefill_tokens,num_decode_tokens\n"
                                       "1.0,10,10\n"
                                       "18446744073.7095516155,10,10\n");
-  g_autofree char *first_message = g_strconcat(first, ":2: arrived_at: out of range", NULL);
-  g_autofree char *later_message = g_strconcat(later, ":3: arrived_at: out of range", NULL);
+  g_autofree char *first_message = g_strconcat(first, ":2:1: arrived_at: out of range", NULL);
+  g_autofree char *later_message = g_strconcat(later, ":3:1: arrived_at: out of range", NULL);
   GError *error = NULL;
   gint64 value = 7;
   EmaRequestRecord record;

@@ -268,7 +268,7 @@ static void test_azure_missing_column(void) {
   g_autofree char *twice =
       write_tmp("twice.csv", "TIMESTAMP,ContextTokens,contexttokens,GeneratedTokens\n", -1);
   g_assert_null(ema_trace_source_open_azure(twice, &error));
-  assert_error(error, EMA_TRACE_ERROR_HEADER, twice, "1: column 'ContextTokens' appears twice");
+  assert_error(error, EMA_TRACE_ERROR_HEADER, twice, "1:25: column 'ContextTokens' appears twice");
   g_clear_error(&error);
 }
 
@@ -276,58 +276,62 @@ static void test_azure_malformed(void) {
   g_autofree char *path = fixture("azure-malformed.csv");
   GError *error = NULL;
   expect_row_error(ema_trace_source_open_azure(path, &error), 1, EMA_TRACE_ERROR_PARSE, path,
-                   "3: ContextTokens: not an integer: '39x6'");
+                   "3:29: ContextTokens: not an integer: '39x6'");
 }
 
 static void test_azure_truncated(void) {
   g_autofree char *path = fixture("azure-truncated.csv");
   GError *error = NULL;
   expect_row_error(ema_trace_source_open_azure(path, &error), 2, EMA_TRACE_ERROR_PARSE, path,
-                   "4: expected 3 fields, found 2");
+                   "4:32: expected 3 fields, found 2");
   /* The same, cut without a final newline. */
   g_autofree char *cut = crlf_variant("azure-truncated.csv");
   expect_row_error(ema_trace_source_open_azure(cut, &error), 2, EMA_TRACE_ERROR_PARSE, cut,
-                   "4: expected 3 fields, found 2");
+                   "4:32: expected 3 fields, found 2");
 }
 
-/* Bad rows after one good row: each gives an exact message at line 3. */
+/* Bad rows after one good row: each gives an exact message at line 3, at the column of the
+ * field at fault. */
 static void test_azure_rows(void) {
   static const struct {
     const char *row;
     EmaTraceError code;
+    guint column; /* of the field at fault (past the row's end for a missing one) */
     const char *message;
   } cases[] = {
-      {",396,109", EMA_TRACE_ERROR_PARSE, "TIMESTAMP: empty field: ''"},
-      {"2023-11-16 18:15:50.9951690,0,109", EMA_TRACE_ERROR_PARSE,
+      {",396,109", EMA_TRACE_ERROR_PARSE, 1, "TIMESTAMP: empty field: ''"},
+      {"2023-11-16 18:15:50.9951690,0,109", EMA_TRACE_ERROR_PARSE, 29,
        "ContextTokens must be > 0, found 0"},
-      {"2023-11-16 18:15:50.9951690,-5,109", EMA_TRACE_ERROR_PARSE,
+      {"2023-11-16 18:15:50.9951690,-5,109", EMA_TRACE_ERROR_PARSE, 29,
        "ContextTokens must be > 0, found -5"},
-      {"2023-11-16 18:15:50.9951690,5,-1", EMA_TRACE_ERROR_PARSE,
+      {"2023-11-16 18:15:50.9951690,5,-1", EMA_TRACE_ERROR_PARSE, 31,
        "GeneratedTokens must be >= 0, found -1"},
-      {"2023-11-16 18:15:50.9951690,99999999999,1", EMA_TRACE_ERROR_PARSE,
+      {"2023-11-16 18:15:50.9951690,99999999999,1", EMA_TRACE_ERROR_PARSE, 29,
        "ContextTokens must be <= 4294967295, found 99999999999"},
-      {"2023-11-16 18:15:50.9951690,99999999999999999999,1", EMA_TRACE_ERROR_PARSE,
+      {"2023-11-16 18:15:50.9951690,99999999999999999999,1", EMA_TRACE_ERROR_PARSE, 29,
        "ContextTokens: out of range: '99999999999999999999'"},
-      {"2023-11-16 18:15:50,1.5,1", EMA_TRACE_ERROR_PARSE, "ContextTokens: not an integer: '1.5'"},
-      {"2023-11-16 18:15:50,1e3,1", EMA_TRACE_ERROR_PARSE, "ContextTokens: not an integer: '1e3'"},
-      {"2023-11-16 18:15:40.0000000,1,1", EMA_TRACE_ERROR_ORDER,
+      {"2023-11-16 18:15:50,1.5,1", EMA_TRACE_ERROR_PARSE, 21,
+       "ContextTokens: not an integer: '1.5'"},
+      {"2023-11-16 18:15:50,1e3,1", EMA_TRACE_ERROR_PARSE, 21,
+       "ContextTokens: not an integer: '1e3'"},
+      {"2023-11-16 18:15:40.0000000,1,1", EMA_TRACE_ERROR_ORDER, 1,
        "TIMESTAMP goes backwards: '2023-11-16 18:15:40.0000000' is earlier than line 2"},
-      {"2023-13-16 18:15:50.9951690,1,1", EMA_TRACE_ERROR_PARSE,
+      {"2023-13-16 18:15:50.9951690,1,1", EMA_TRACE_ERROR_PARSE, 1,
        "TIMESTAMP: date-time out of range: '2023-13-16 18:15:50.9951690'"},
-      {"2023-11-31 18:15:50,1,1", EMA_TRACE_ERROR_PARSE,
+      {"2023-11-31 18:15:50,1,1", EMA_TRACE_ERROR_PARSE, 1,
        "TIMESTAMP: date-time out of range: '2023-11-31 18:15:50'"},
-      {"16/11/2023 18:15:50,1,1", EMA_TRACE_ERROR_PARSE,
+      {"16/11/2023 18:15:50,1,1", EMA_TRACE_ERROR_PARSE, 1,
        "TIMESTAMP: not a date-time (YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): '16/11/2023 "
        "18:15:50'"},
-      {"2023-11-16 18:15:50.1234567890,1,1", EMA_TRACE_ERROR_PARSE,
+      {"2023-11-16 18:15:50.1234567890,1,1", EMA_TRACE_ERROR_PARSE, 1,
        "TIMESTAMP: more than 9 fractional digits: '2023-11-16 18:15:50.1234567890'"},
-      {"2023-11-16 18:15:50+25:00,1,1", EMA_TRACE_ERROR_PARSE,
+      {"2023-11-16 18:15:50+25:00,1,1", EMA_TRACE_ERROR_PARSE, 1,
        "TIMESTAMP: time-zone offset out of range: '2023-11-16 18:15:50+25:00'"},
-      {"2023-11-16 18:15:50,1,1,1", EMA_TRACE_ERROR_PARSE, "expected 3 fields, found 4"},
-      {"2023-11-16 18:15:50", EMA_TRACE_ERROR_PARSE, "expected 3 fields, found 1"},
-      {"\"2023-11-16 18:15:50,1,1", EMA_TRACE_ERROR_PARSE, "unterminated quoted field"},
-      {"\"2023-11-16 18:15:50\"x,1,1", EMA_TRACE_ERROR_PARSE, "text after a quoted field"},
-      {"2023-11-16 18:15:50,\xff\x01,1", EMA_TRACE_ERROR_PARSE,
+      {"2023-11-16 18:15:50,1,1,1", EMA_TRACE_ERROR_PARSE, 25, "expected 3 fields, found 4"},
+      {"2023-11-16 18:15:50", EMA_TRACE_ERROR_PARSE, 20, "expected 3 fields, found 1"},
+      {"\"2023-11-16 18:15:50,1,1", EMA_TRACE_ERROR_PARSE, 1, "unterminated quoted field"},
+      {"\"2023-11-16 18:15:50\"x,1,1", EMA_TRACE_ERROR_PARSE, 22, "text after a quoted field"},
+      {"2023-11-16 18:15:50,\xff\x01,1", EMA_TRACE_ERROR_PARSE, 21,
        "ContextTokens: not an integer: '\\xff\\x01'"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -336,7 +340,7 @@ static void test_azure_rows(void) {
         cases[i].row);
     g_autofree char *name = g_strdup_printf("row-%u.csv", i);
     g_autofree char *path = write_tmp(name, content, -1);
-    g_autofree char *suffix = g_strconcat("3: ", cases[i].message, NULL);
+    g_autofree char *suffix = g_strdup_printf("3:%u: %s", cases[i].column, cases[i].message);
     GError *error = NULL;
     expect_row_error(ema_trace_source_open_azure(path, &error), 1, cases[i].code, path, suffix);
   }
@@ -397,7 +401,7 @@ static void test_source_error_latch(void) {
   g_assert_true(ema_trace_source_next(src, &r, &error));
   for (int i = 0; i < 3; i++) {
     g_assert_false(ema_trace_source_next(src, &r, &error));
-    assert_error(error, EMA_TRACE_ERROR_PARSE, path, "3: ContextTokens: not an integer: '39x6'");
+    assert_error(error, EMA_TRACE_ERROR_PARSE, path, "3:29: ContextTokens: not an integer: '39x6'");
     g_clear_error(&error);
   }
   g_assert_cmpuint(ema_trace_source_get_count(src), ==, 1);
@@ -422,10 +426,10 @@ static void test_vidur_errors(void) {
   GError *error = NULL;
   g_autofree char *bad = fixture("vidur-malformed.csv");
   expect_row_error(ema_trace_source_open_vidur(bad, &error), 1, EMA_TRACE_ERROR_PARSE, bad,
-                   "3: arrived_at: not a number: '4.3.14579'");
+                   "3:1: arrived_at: not a number: '4.3.14579'");
   g_autofree char *cut = fixture("vidur-truncated.csv");
   expect_row_error(ema_trace_source_open_vidur(cut, &error), 2, EMA_TRACE_ERROR_PARSE, cut,
-                   "4: expected 3 fields, found 1");
+                   "4:9: expected 3 fields, found 1");
   g_autofree char *empty = fixture("empty.csv");
   g_assert_null(ema_trace_source_open_vidur(empty, &error));
   assert_error(error, EMA_TRACE_ERROR_EMPTY, empty, "1: empty file: no header");
@@ -442,26 +446,26 @@ static void test_vidur_errors(void) {
                                    "nan,1,1\n",
                                    -1);
   expect_row_error(ema_trace_source_open_vidur(nan, &error), 0, EMA_TRACE_ERROR_PARSE, nan,
-                   "2: arrived_at: not a number: 'nan'");
+                   "2:1: arrived_at: not a number: 'nan'");
   g_autofree char *back = write_tmp("back.csv",
                                     "arrived_at,num_prefill_tokens,num_decode_tokens\n"
                                     "1.5,1,1\n1.499999999,1,1\n",
                                     -1);
   expect_row_error(ema_trace_source_open_vidur(back, &error), 1, EMA_TRACE_ERROR_ORDER, back,
-                   "3: arrived_at goes backwards: '1.499999999' is earlier than line 2");
+                   "3:1: arrived_at goes backwards: '1.499999999' is earlier than line 2");
   g_autofree char *huge = write_tmp("huge.csv",
                                     "arrived_at,num_prefill_tokens,num_decode_tokens\n"
                                     "9223372037,1,1\n",
                                     -1);
   expect_row_error(ema_trace_source_open_vidur(huge, &error), 0, EMA_TRACE_ERROR_PARSE, huge,
-                   "2: arrived_at: out of range: '9223372037'");
+                   "2:1: arrived_at: out of range: '9223372037'");
   /* 37#10: parsed, but past what the clock can serve after the first */
   g_autofree char *late = write_tmp("late.csv",
                                     "arrived_at,num_prefill_tokens,num_decode_tokens\n"
                                     "0,1,1\n4611686019,1,1\n",
                                     -1);
   expect_row_error(ema_trace_source_open_vidur(late, &error), 1, EMA_TRACE_ERROR_PARSE, late,
-                   "3: arrived_at: '4611686019' is more than 4611686018 s (about 146 years) "
+                   "3:1: arrived_at: '4611686019' is more than 4611686018 s (about 146 years) "
                    "after the first request: past the last time the simulator can serve it");
 }
 
@@ -507,10 +511,10 @@ static void test_burstgpt_errors(void) {
   GError *error = NULL;
   g_autofree char *bad = fixture("burstgpt-malformed.csv");
   expect_row_error(ema_trace_source_open_burstgpt(bad, NULL, &error), 1, EMA_TRACE_ERROR_PARSE, bad,
-                   "3: Request tokens must be > 0, found -3");
+                   "3:19: Request tokens must be > 0, found -3");
   g_autofree char *cut = fixture("burstgpt-truncated.csv");
   expect_row_error(ema_trace_source_open_burstgpt(cut, NULL, &error), 1, EMA_TRACE_ERROR_PARSE, cut,
-                   "3: expected 8 fields, found 5");
+                   "3:23: expected 8 fields, found 5");
   g_autofree char *empty = fixture("empty.csv");
   g_assert_null(ema_trace_source_open_burstgpt(empty, NULL, &error));
   assert_error(error, EMA_TRACE_ERROR_EMPTY, empty, "1: empty file: no header");
@@ -715,12 +719,12 @@ static void test_lengths_file(void) {
       write_tmp("len-bad.csv", "num_prefill_tokens,num_decode_tokens\n10,5\n0,5\n", -1);
   expect_row_error(ema_trace_source_open_lengths(bad, ema_trace_arrivals_new_poisson(1.0, 1, NULL),
                                                  FALSE, &error),
-                   1, EMA_TRACE_ERROR_PARSE, bad, "3: num_prefill_tokens must be > 0, found 0");
+                   1, EMA_TRACE_ERROR_PARSE, bad, "3:1: num_prefill_tokens must be > 0, found 0");
   g_autofree char *cut =
       write_tmp("len-cut.csv", "num_prefill_tokens,num_decode_tokens\n10,5\n7", -1);
   expect_row_error(ema_trace_source_open_lengths(cut, ema_trace_arrivals_new_poisson(1.0, 1, NULL),
                                                  FALSE, &error),
-                   1, EMA_TRACE_ERROR_PARSE, cut, "3: expected 2 fields, found 1");
+                   1, EMA_TRACE_ERROR_PARSE, cut, "3:2: expected 2 fields, found 1");
 }
 
 /* ---- vLLM benchmark results ---------------------------------------------------- */
@@ -1008,7 +1012,7 @@ static void test_transform_compose(void) {
   expect_row_error(
       ema_trace_offset(ema_trace_scale_rate(ema_trace_source_open_azure(bad, &error), 2.0),
                        EMA_S(3)),
-      1, EMA_TRACE_ERROR_PARSE, bad, "3: ContextTokens: not an integer: '39x6'");
+      1, EMA_TRACE_ERROR_PARSE, bad, "3:29: ContextTokens: not an integer: '39x6'");
 }
 
 /* split: a round-robin router's share, by position in the source (not by
