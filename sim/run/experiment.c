@@ -258,6 +258,17 @@ static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GErr
 
 /* Tenants: a workload is ops or tenants; groups lie on the server and do
  * not overlap; names are unique (default tenantN); each fits in memory. */
+/* TENANT's GPUs as vLLM places a TP group on SERVER's hosts (gpus_per_node): within one host,
+ * or on whole hosts (the step model takes a group past one host as NCCL's, steptime.h). */
+static gboolean group_on_hosts(const EmaTenantSpec *tenant, const EmaServerSpec *server) {
+  gint64 per = server->gpus_per_node, first = tenant->gpu, last = tenant->gpu + tenant->tp - 1;
+  if (per == 0 || tenant->tp <= 1)
+    return TRUE;
+  if (tenant->tp <= per)
+    return first / per == last / per;
+  return first % per == 0 && tenant->tp % per == 0;
+}
+
 /* TENANT's engine costs on SERVER's host (ema_engine_profile_host_factor); errors at the
  * tenant's engine.profile, NODE at PATH. */
 static gboolean put_on_host(EmaTenantSpec *tenant, const EmaServerSpec *server, const EmaNode *node,
@@ -323,6 +334,16 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
       ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "gpu"), gpu_path,
                      "%s not on %s (it has gpu0..gpu%" G_GINT64_FORMAT ")", gpus,
                      experiment->server.name, experiment->server.gpus - 1);
+      return FALSE;
+    }
+    if (!group_on_hosts(tenant, &experiment->server)) {
+      gint64 per = experiment->server.gpus_per_node;
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "gpu"), gpu_path,
+                     "GPUs gpu%" G_GINT64_FORMAT "..gpu%" G_GINT64_FORMAT " (tp %" G_GINT64_FORMAT
+                     ") straddle hosts of %" G_GINT64_FORMAT " GPUs (server gpus_per_node, a "
+                     "host starting at every %" G_GINT64_FORMAT "th GPU): vLLM places a group "
+                     "within one host, or on whole hosts",
+                     tenant->gpu, tenant->gpu + tenant->tp - 1, tenant->tp, per, per);
       return FALSE;
     }
     for (gint64 g = tenant->gpu; g < tenant->gpu + tenant->tp; g++) {

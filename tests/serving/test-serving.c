@@ -385,6 +385,41 @@ static void test_engine_cpu_host_unknown(void) {
   g_error_free(error);
 }
 
+/* On a server of hosts of 4 GPUs (gb200-nvl72's compute trays) a TP group sits within one host
+ * or on whole hosts, as vLLM places it: tp 2 at gpu4 and tp 8 at gpu0 load, tp 2 at gpu3 and tp 8
+ * at gpu2 are refused at the group's gpu. */
+static void test_tp_group_hosts(void) {
+  g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
+  const struct {
+    const char *gpu, *tp, *message;
+  } cases[] = {
+      {"tenants.0.gpu=4", "tenants.0.tp=2", NULL},
+      {"tenants.0.gpu=0", "tenants.0.tp=8", NULL},
+      {"tenants.0.gpu=3", "tenants.0.tp=2",
+       "--set:2:15: tenants.0.gpu: GPUs gpu3..gpu4 (tp 2) straddle hosts of 4 GPUs (server "
+       "gpus_per_node, a host starting at every 4th GPU): vLLM places a group within one host, "
+       "or on whole hosts"},
+      {"tenants.0.gpu=2", "tenants.0.tp=8",
+       "--set:2:15: tenants.0.gpu: GPUs gpu2..gpu9 (tp 8) straddle hosts of 4 GPUs (server "
+       "gpus_per_node, a host starting at every 4th GPU): vLLM places a group within one host, "
+       "or on whole hosts"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const char *set[] = {"server=gb200-nvl72", cases[i].gpu, cases[i].tp, NULL};
+    GError *error = NULL;
+    g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, set, &error);
+    if (cases[i].message == NULL) {
+      g_assert_no_error(error);
+      g_assert_nonnull(experiment);
+      continue;
+    }
+    g_assert_null(experiment);
+    g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+    g_assert_cmpstr(error->message, ==, cases[i].message);
+    g_error_free(error);
+  }
+}
+
 /* An engine profile's eager launch cost as a tenant pays it (test-eager: 1 ms a layer, CUDA
  * graphs for decode-only steps of up to 4 requests): Llama-3.1-8B's 32 layers, 32 ms a step run
  * eagerly; under enforce_eager no step replays a graph. */
@@ -1647,6 +1682,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/steps-csv", test_steps_csv);
   g_test_add_func("/serving/engine-cpu/group", test_engine_cpu_group);
   g_test_add_func("/serving/engine-cpu/host", test_engine_cpu_host);
+  g_test_add_func("/serving/tp-group-hosts", test_tp_group_hosts);
   g_test_add_func("/serving/engine-cpu/host-unknown", test_engine_cpu_host_unknown);
   g_test_add_func("/serving/engine-cpu/eager", test_engine_eager_costs);
   g_test_add_func("/serving/batch-defaults", test_batch_defaults);
