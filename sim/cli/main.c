@@ -525,8 +525,9 @@ static int list_engines(void) {
       g_error_free(error);
       continue;
     }
-    printf("%-*s vLLM %s; fitted on: %s\n", width, profile->name, profile->versions,
-           profile->fitted_on);
+    printf("%-*s vLLM %s; fitted on: %s%s%s\n", width, profile->name, profile->versions,
+           profile->fitted_on, profile->fitted_host ? "; CPU costs of the host of " : "",
+           profile->fitted_host ? profile->fitted_host : "");
   }
   return names->len ? 0 : 1;
 }

@@ -435,6 +435,10 @@ static void test_engines(void) {
                            "\ntest-group           vLLM test fixture; fitted on: nothing (a "
                            "test fixture)\n");
   ema_test_assert_contains(run->out, "\nvllm-v0              vLLM 0.1-0.5");
+  /* a profile naming the host its CPU costs were fitted on says so */
+  ema_test_assert_contains(run->out,
+                           "\ntest-host            vLLM test fixture; fitted on: nothing (a "
+                           "test fixture); CPU costs of the host of a100x8-dgx\n");
   g_clear_pointer(&run, ema_test_run_free);
   run = ema_test_cli("describe", "engine", "test-group", NULL);
   ema_test_assert_ok(run);
