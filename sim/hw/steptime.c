@@ -473,12 +473,12 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, int i, double tokens
 /* The all-reduce model, where no table answers: one all-reduce of S bytes among n ranks takes
  *   c + kappa (n - 1) L + 2 (n - 1) / n x S / (eta B)
  * with L the server's link latency and B each rank's link bandwidth to the rest of its group
- * (group_bandwidth()): c the fixed cost of a call (launch and synchronisation), kappa the link
- * latencies each further rank adds, eta the share of B the algorithm reaches. Fitted per
- * implementation by `experiments/engines/fit-allreduce` (least squares of the relative errors)
+ * (the step model's group_bandwidth): c the fixed cost of a call (launch and synchronisation),
+ * kappa the link latencies each further rank adds, eta the share of B the algorithm reaches. Fitted
+ * per implementation by `experiments/engines/fit-allreduce` (least squares of the relative errors)
  * on AIConfigurator's all-reduce tables of A100, H100, H200, B200 and GB200, 2-8 GPUs on
  * NVSwitch servers, 2026-12-05: median / worst error over their points 14.4% / 73.6% (custom,
- * graph), 20.6% / 58.9% (custom, eager), 19.7% / 65.3% (NCCL); 7-33% median on each GPU left
+ * graph), 20.6% / 58.9% (custom, eager), 19.7% / 65.3% (NCCL); 7-54% median on each GPU left
  * out of the fit. The ring model it replaces (no fixed cost, 2 (n - 1) latencies, the link's
  * whole bandwidth) was 46-73% short, median. Simplification: one curve per implementation
  * where the real algorithms switch (one-shot to two-shot, ring to tree or NVLS); fitted on
