@@ -480,9 +480,10 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, int i, double tokens
  * NVSwitch servers, 2026-12-05: median / worst error over their points 14.4% / 73.6% (custom,
  * graph), 20.6% / 58.9% (custom, eager), 19.7% / 65.3% (NCCL); 7-54% median on each GPU left
  * out of the fit. The ring model it replaces (no fixed cost, 2 (n - 1) latencies, the link's
- * whole bandwidth) was 46-73% short, median. Simplification: one curve per implementation
- * where the real algorithms switch (one-shot to two-shot, ring to tree or NVLS); fitted on
- * NVSwitch servers only, so on direct and PCIe links it is unvalidated. */
+ * whole bandwidth) was 46-73% off, median (short of all but small messages at 8 GPUs).
+ * Simplification: one curve per implementation where the real algorithms switch (one-shot to
+ * two-shot, ring to tree or NVLS); fitted on NVSwitch servers only, so on direct and PCIe links it
+ * is unvalidated. */
 typedef struct {
   double fixed_s, latencies_per_rank, bus_efficiency;
 } AllreduceModel;
