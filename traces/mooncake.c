@@ -34,7 +34,38 @@ typedef struct {
   guint64 prev_line;
   gboolean have_pending;
   EmaRequestRecord pending;
+  const char *line; /* the current line and its length, for the columns of errors */
+  gsize len;
 } MooncakeSource;
+
+/* The column of KEY's name ("KEY" followed by ':') on the current line, 0 where it is not
+ * there (json-glib keeps no positions: the name is what an error about the value points at). */
+static guint key_column(const MooncakeSource *self, const char *key) {
+  gsize key_len = strlen(key);
+  for (gsize i = 0; i + key_len + 2 <= self->len; i++) {
+    gsize j = i + key_len + 2;
+    if (self->line[i] != '"' || memcmp(self->line + i + 1, key, key_len) != 0 ||
+        self->line[i + key_len + 1] != '"')
+      continue;
+    while (j < self->len && (self->line[j] == ' ' || self->line[j] == '\t'))
+      j++;
+    if (j < self->len && self->line[j] == ':')
+      return (guint) i + 1;
+  }
+  return 0;
+}
+
+/* ERROR about KEY's value on the current line: "PATH:LINE:COL: message", COL at KEY's name. */
+static void key_error(const MooncakeSource *self, const char *key, GError **error,
+                      EmaTraceError code, const char *format, ...) G_GNUC_PRINTF(5, 6);
+static void key_error(const MooncakeSource *self, const char *key, GError **error,
+                      EmaTraceError code, const char *format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  ema_trace_reader_verror(&self->reader, self->reader.line_no, key_column(self, key), error, code,
+                          format, ap);
+  va_end(ap);
+}
 
 static gboolean get_count(MooncakeSource *self, JsonObject *obj, const char *key, gint64 min,
                           guint32 *value, GError **error) {
@@ -46,19 +77,17 @@ static gboolean get_count(MooncakeSource *self, JsonObject *obj, const char *key
     return FALSE;
   }
   if (!ema_trace_json_int(node, &v)) {
-    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "'%s' is not an integer",
-                           key);
+    key_error(self, key, error, EMA_TRACE_ERROR_PARSE, "'%s' is not an integer", key);
     return FALSE;
   }
   if (v < min) {
-    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
-                           "%s must be %s, found %" G_GINT64_FORMAT, key, min == 1 ? "> 0" : ">= 0",
-                           v);
+    key_error(self, key, error, EMA_TRACE_ERROR_PARSE, "%s must be %s, found %" G_GINT64_FORMAT,
+              key, min == 1 ? "> 0" : ">= 0", v);
     return FALSE;
   }
   if (v > G_MAXUINT32) {
-    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
-                           "%s must be <= %u, found %" G_GINT64_FORMAT, key, G_MAXUINT32, v);
+    key_error(self, key, error, EMA_TRACE_ERROR_PARSE, "%s must be <= %u, found %" G_GINT64_FORMAT,
+              key, G_MAXUINT32, v);
     return FALSE;
   }
   *value = (guint32) v;
@@ -88,11 +117,10 @@ static gboolean get_time(MooncakeSource *self, JsonObject *obj, gint64 *ns, GErr
     *ns = llround(ns_d);
     return TRUE;
   }
-  ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
-                         "'timestamp' is not a number");
+  key_error(self, "timestamp", error, EMA_TRACE_ERROR_PARSE, "'timestamp' is not a number");
   return FALSE;
 range:
-  ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "timestamp out of range");
+  key_error(self, "timestamp", error, EMA_TRACE_ERROR_PARSE, "timestamp out of range");
   return FALSE;
 }
 
@@ -107,6 +135,8 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
   } while (got > 0 && len == 0);
   if (got <= 0)
     return got;
+  self->line = line;
+  self->len = len;
 
   g_autoptr(GError) jerr = NULL;
   const char *problem = ema_trace_json_scan(line, len, NULL);
@@ -138,8 +168,7 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
   if (hashes != NULL) {
     JsonArray *array;
     if (!JSON_NODE_HOLDS_ARRAY(hashes)) {
-      ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
-                             "'hash_ids' is not an array");
+      key_error(self, "hash_ids", error, EMA_TRACE_ERROR_PARSE, "'hash_ids' is not an array");
       return -1;
     }
     array = json_node_get_array(hashes);
@@ -148,8 +177,8 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
       guint64 id;
       if (!JSON_NODE_HOLDS_VALUE(item) || json_node_get_value_type(item) != G_TYPE_INT64 ||
           json_node_get_int(item) < 0) {
-        ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
-                               "'hash_ids' item %u is not a non-negative integer", i);
+        key_error(self, "hash_ids", error, EMA_TRACE_ERROR_PARSE,
+                  "'hash_ids' item %u is not a non-negative integer", i);
         return -1;
       }
       id = (guint64) json_node_get_int(item);
@@ -164,17 +193,17 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
   }
   if (t < self->prev_time) {
     char buf[32];
-    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_ORDER,
-                           "timestamp goes backwards: %s is earlier than line %" G_GUINT64_FORMAT,
-                           ema_trace_format_time(t, buf), self->prev_line);
+    key_error(self, "timestamp", error, EMA_TRACE_ERROR_ORDER,
+              "timestamp goes backwards: %s is earlier than line %" G_GUINT64_FORMAT,
+              ema_trace_format_time(t, buf), self->prev_line);
     return -1;
   }
   if (!ema_trace_arrival_in_range(self->first_time, t)) {
     char buf[32];
-    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
-                           "timestamp %s is more than %.0f s (about 146 years) after the first "
-                           "request: past the last time the simulator can serve it",
-                           ema_trace_format_time(t, buf), (double) EMA_TRACE_MAX_ARRIVAL / 1e9);
+    key_error(self, "timestamp", error, EMA_TRACE_ERROR_PARSE,
+              "timestamp %s is more than %.0f s (about 146 years) after the first "
+              "request: past the last time the simulator can serve it",
+              ema_trace_format_time(t, buf), (double) EMA_TRACE_MAX_ARRIVAL / 1e9);
     return -1;
   }
   self->prev_time = t;

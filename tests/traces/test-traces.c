@@ -601,7 +601,7 @@ static void test_mooncake_errors(void) {
   GError *error = NULL;
   g_autofree char *bad = fixture("mooncake-malformed.jsonl");
   expect_row_error(ema_trace_source_open_mooncake(bad, &error), 1, EMA_TRACE_ERROR_PARSE, bad,
-                   "2: 'input_length' is not an integer");
+                   "2:19: 'input_length' is not an integer");
 
   /* The truncated line is invalid JSON; json-glib words the rest. */
   g_autofree char *cut = fixture("mooncake-truncated.jsonl");
@@ -623,28 +623,29 @@ static void test_mooncake_errors(void) {
   static const struct {
     const char *line;
     EmaTraceError code;
+    guint column; /* of the key whose value is at fault; 0: none (the line's whole) */
     const char *message;
   } cases[] = {
-      {"[1, 2]", EMA_TRACE_ERROR_PARSE, "not a JSON object"},
-      {"{\"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE,
+      {"[1, 2]", EMA_TRACE_ERROR_PARSE, 0, "not a JSON object"},
+      {"{\"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 0,
        "missing key 'timestamp'"},
       {"{\"timestamp\": \"x\", \"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE,
-       "'timestamp' is not a number"},
-      {"{\"timestamp\": 5, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE,
+       2, "'timestamp' is not a number"},
+      {"{\"timestamp\": 5, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 0,
        "missing key 'input_length'"},
-      {"{\"timestamp\": 5, \"input_length\": 0, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE,
+      {"{\"timestamp\": 5, \"input_length\": 0, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 18,
        "input_length must be > 0, found 0"},
-      {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": -2}", EMA_TRACE_ERROR_PARSE,
+      {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": -2}", EMA_TRACE_ERROR_PARSE, 37,
        "output_length must be >= 0, found -2"},
-      {"{\"timestamp\": 5, \"input_length\": 1.5, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE,
+      {"{\"timestamp\": 5, \"input_length\": 1.5, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 18,
        "'input_length' is not an integer"},
       {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": 3}",
-       EMA_TRACE_ERROR_PARSE, "'hash_ids' is not an array"},
+       EMA_TRACE_ERROR_PARSE, 57, "'hash_ids' is not an array"},
       {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [4, \"a\"]}",
-       EMA_TRACE_ERROR_PARSE, "'hash_ids' item 1 is not a non-negative integer"},
+       EMA_TRACE_ERROR_PARSE, 57, "'hash_ids' item 1 is not a non-negative integer"},
       {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [-1]}",
-       EMA_TRACE_ERROR_PARSE, "'hash_ids' item 0 is not a non-negative integer"},
-      {"{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_ORDER,
+       EMA_TRACE_ERROR_PARSE, 57, "'hash_ids' item 0 is not a non-negative integer"},
+      {"{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_ORDER, 2,
        "timestamp goes backwards: 0.009000000 s is earlier than line 1"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -652,7 +653,9 @@ static void test_mooncake_errors(void) {
         "{\"timestamp\": 10, \"input_length\": 5, \"output_length\": 6}\n%s\n", cases[i].line);
     g_autofree char *name = g_strdup_printf("moon-%u.jsonl", i);
     g_autofree char *path = write_tmp(name, content, -1);
-    g_autofree char *suffix = g_strconcat("2: ", cases[i].message, NULL);
+    g_autofree char *suffix = cases[i].column
+                                  ? g_strdup_printf("2:%u: %s", cases[i].column, cases[i].message)
+                                  : g_strconcat("2: ", cases[i].message, NULL);
     expect_row_error(ema_trace_source_open_mooncake(path, &error), 1, cases[i].code, path, suffix);
   }
   /* A bad first line fails the open. */
