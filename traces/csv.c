@@ -66,21 +66,9 @@ typedef struct {
   const char *line; /* the current row (the fields point into it), for columns in errors */
 } Csv;
 
-/* ERROR at byte AT of the current row: "PATH:LINE:COLUMN: message". */
-static void row_error(const Csv *csv, gsize at, GError **error, EmaTraceError code,
-                      const char *format, ...) G_GNUC_PRINTF(5, 6);
-static void row_error(const Csv *csv, gsize at, GError **error, EmaTraceError code,
-                      const char *format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  ema_trace_reader_verror(&csv->reader, csv->reader.line_no, (guint) at + 1, error, code, format,
-                          ap);
-  va_end(ap);
-}
-
-/* The byte of the current row where field F starts (its opening quote if quoted). */
-static gsize field_at(const Csv *csv, const EmaCsvField *f) {
-  return (gsize) (f->p - csv->line);
+/* The column of the current row where field F starts (its opening quote if quoted). */
+static guint field_column(const Csv *csv, const EmaCsvField *f) {
+  return (guint) (f->p - csv->line) + 1;
 }
 
 /* Length of the first name in an '|' list. */
@@ -129,7 +117,8 @@ static gboolean csv_read_header(Csv *csv, GError **error) {
   csv->line = line;
   int n = ema_csv_split(line, len, csv->fields, &problem, &at);
   if (n < 0) {
-    row_error(csv, at, error, EMA_TRACE_ERROR_HEADER, "header: %s", problem);
+    ema_trace_reader_error_col(&csv->reader, (guint) at + 1, error, EMA_TRACE_ERROR_HEADER,
+                               "header: %s", problem);
     return FALSE;
   }
   csv->n_fields = n;
@@ -142,8 +131,9 @@ static gboolean csv_read_header(Csv *csv, GError **error) {
       if (!name_matches(names, csv->fields[f].p))
         continue;
       if (csv->col[c] >= 0) {
-        row_error(csv, field_at(csv, &csv->fields[f]), error, EMA_TRACE_ERROR_HEADER,
-                  "column '%.*s' appears twice", first_name_len(names), names);
+        ema_trace_reader_error_col(&csv->reader, field_column(csv, &csv->fields[f]), error,
+                                   EMA_TRACE_ERROR_HEADER, "column '%.*s' appears twice",
+                                   first_name_len(names), names);
         return FALSE;
       }
       csv->col[c] = f;
@@ -179,21 +169,21 @@ static gboolean csv_tokens(Csv *csv, int c, guint32 *value, GError **error) {
 
   if (problem != NULL) {
     g_autofree char *quoted = ema_trace_quote(f->p, f->len);
-    row_error(csv, field_at(csv, f), error, EMA_TRACE_ERROR_PARSE, "%.*s: %s: %s",
-              first_name_len(names), names, problem, quoted);
+    ema_trace_reader_error_col(&csv->reader, field_column(csv, f), error, EMA_TRACE_ERROR_PARSE,
+                               "%.*s: %s: %s", first_name_len(names), names, problem, quoted);
     return FALSE;
   }
   gint64 min = c == COL_PROMPT ? 1 : 0;
   if (v < min) {
-    row_error(csv, field_at(csv, f), error, EMA_TRACE_ERROR_PARSE,
-              "%.*s must be %s, found %" G_GINT64_FORMAT, first_name_len(names), names,
-              min == 1 ? "> 0" : ">= 0", v);
+    ema_trace_reader_error_col(&csv->reader, field_column(csv, f), error, EMA_TRACE_ERROR_PARSE,
+                               "%.*s must be %s, found %" G_GINT64_FORMAT, first_name_len(names),
+                               names, min == 1 ? "> 0" : ">= 0", v);
     return FALSE;
   }
   if (v > G_MAXUINT32) {
-    row_error(csv, field_at(csv, f), error, EMA_TRACE_ERROR_PARSE,
-              "%.*s must be <= %u, found %" G_GINT64_FORMAT, first_name_len(names), names,
-              G_MAXUINT32, v);
+    ema_trace_reader_error_col(&csv->reader, field_column(csv, f), error, EMA_TRACE_ERROR_PARSE,
+                               "%.*s must be <= %u, found %" G_GINT64_FORMAT, first_name_len(names),
+                               names, G_MAXUINT32, v);
     return FALSE;
   }
   *value = (guint32) v;
@@ -216,13 +206,16 @@ static int csv_next_row(Csv *csv, GError **error) {
   csv->line = line;
   int n = ema_csv_split(line, len, csv->fields, &problem, &at);
   if (n < 0) {
-    row_error(csv, at, error, EMA_TRACE_ERROR_PARSE, "%s", problem);
+    ema_trace_reader_error_col(&csv->reader, (guint) at + 1, error, EMA_TRACE_ERROR_PARSE, "%s",
+                               problem);
     return -1;
   }
   if (n != csv->n_fields) {
     /* at the first field past the header's, or past the row's end */
-    row_error(csv, n > csv->n_fields ? field_at(csv, &csv->fields[csv->n_fields]) : len, error,
-              EMA_TRACE_ERROR_PARSE, "expected %d fields, found %d", csv->n_fields, n);
+    ema_trace_reader_error_col(
+        &csv->reader,
+        n > csv->n_fields ? field_column(csv, &csv->fields[csv->n_fields]) : (guint) len + 1, error,
+        EMA_TRACE_ERROR_PARSE, "expected %d fields, found %d", csv->n_fields, n);
     return -1;
   }
   return 1;
@@ -258,8 +251,8 @@ static gboolean timed_next(EmaTraceSource *src, EmaRequestRecord *out, GError **
                               : ema_trace_parse_seconds(tf->p, tf->len, &t);
     if (problem != NULL) {
       g_autofree char *quoted = ema_trace_quote(tf->p, tf->len);
-      row_error(csv, field_at(csv, tf), error, EMA_TRACE_ERROR_PARSE, "%s: %s: %s", tname, problem,
-                quoted);
+      ema_trace_reader_error_col(&csv->reader, field_column(csv, tf), error, EMA_TRACE_ERROR_PARSE,
+                                 "%s: %s: %s", tname, problem, quoted);
       return FALSE;
     }
     if (!csv_tokens(csv, COL_PROMPT, &out->prompt_tokens, error) ||
@@ -271,17 +264,17 @@ static gboolean timed_next(EmaTraceSource *src, EmaRequestRecord *out, GError **
     }
     if (t < self->prev_time) {
       g_autofree char *quoted = ema_trace_quote(tf->p, tf->len);
-      row_error(csv, field_at(csv, tf), error, EMA_TRACE_ERROR_ORDER,
-                "%s goes backwards: %s is earlier than line %" G_GUINT64_FORMAT, tname, quoted,
-                self->prev_line);
+      ema_trace_reader_error_col(&csv->reader, field_column(csv, tf), error, EMA_TRACE_ERROR_ORDER,
+                                 "%s goes backwards: %s is earlier than line %" G_GUINT64_FORMAT,
+                                 tname, quoted, self->prev_line);
       return FALSE;
     }
     if (!ema_trace_arrival_in_range(self->first_time, t)) {
       g_autofree char *quoted = ema_trace_quote(tf->p, tf->len);
-      row_error(csv, field_at(csv, tf), error, EMA_TRACE_ERROR_PARSE,
-                "%s: %s is more than %.0f s (about 146 years) after the first "
-                "request: past the last time the simulator can serve it",
-                tname, quoted, (double) EMA_TRACE_MAX_ARRIVAL / 1e9);
+      ema_trace_reader_error_col(&csv->reader, field_column(csv, tf), error, EMA_TRACE_ERROR_PARSE,
+                                 "%s: %s is more than %.0f s (about 146 years) after the first "
+                                 "request: past the last time the simulator can serve it",
+                                 tname, quoted, (double) EMA_TRACE_MAX_ARRIVAL / 1e9);
       return FALSE;
     }
     self->prev_time = t;

@@ -55,18 +55,6 @@ static guint key_column(const MooncakeSource *self, const char *key) {
   return 0;
 }
 
-/* ERROR about KEY's value on the current line: "PATH:LINE:COL: message", COL at KEY's name. */
-static void key_error(const MooncakeSource *self, const char *key, GError **error,
-                      EmaTraceError code, const char *format, ...) G_GNUC_PRINTF(5, 6);
-static void key_error(const MooncakeSource *self, const char *key, GError **error,
-                      EmaTraceError code, const char *format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  ema_trace_reader_verror(&self->reader, self->reader.line_no, key_column(self, key), error, code,
-                          format, ap);
-  va_end(ap);
-}
-
 static gboolean get_count(MooncakeSource *self, JsonObject *obj, const char *key, gint64 min,
                           guint32 *value, GError **error) {
   JsonNode *node = json_object_get_member(obj, key);
@@ -77,17 +65,19 @@ static gboolean get_count(MooncakeSource *self, JsonObject *obj, const char *key
     return FALSE;
   }
   if (!ema_trace_json_int(node, &v)) {
-    key_error(self, key, error, EMA_TRACE_ERROR_PARSE, "'%s' is not an integer", key);
+    ema_trace_reader_error_col(&self->reader, key_column(self, key), error, EMA_TRACE_ERROR_PARSE,
+                               "'%s' is not an integer", key);
     return FALSE;
   }
   if (v < min) {
-    key_error(self, key, error, EMA_TRACE_ERROR_PARSE, "%s must be %s, found %" G_GINT64_FORMAT,
-              key, min == 1 ? "> 0" : ">= 0", v);
+    ema_trace_reader_error_col(&self->reader, key_column(self, key), error, EMA_TRACE_ERROR_PARSE,
+                               "%s must be %s, found %" G_GINT64_FORMAT, key,
+                               min == 1 ? "> 0" : ">= 0", v);
     return FALSE;
   }
   if (v > G_MAXUINT32) {
-    key_error(self, key, error, EMA_TRACE_ERROR_PARSE, "%s must be <= %u, found %" G_GINT64_FORMAT,
-              key, G_MAXUINT32, v);
+    ema_trace_reader_error_col(&self->reader, key_column(self, key), error, EMA_TRACE_ERROR_PARSE,
+                               "%s must be <= %u, found %" G_GINT64_FORMAT, key, G_MAXUINT32, v);
     return FALSE;
   }
   *value = (guint32) v;
@@ -117,10 +107,12 @@ static gboolean get_time(MooncakeSource *self, JsonObject *obj, gint64 *ns, GErr
     *ns = llround(ns_d);
     return TRUE;
   }
-  key_error(self, "timestamp", error, EMA_TRACE_ERROR_PARSE, "'timestamp' is not a number");
+  ema_trace_reader_error_col(&self->reader, key_column(self, "timestamp"), error,
+                             EMA_TRACE_ERROR_PARSE, "'timestamp' is not a number");
   return FALSE;
 range:
-  key_error(self, "timestamp", error, EMA_TRACE_ERROR_PARSE, "timestamp out of range");
+  ema_trace_reader_error_col(&self->reader, key_column(self, "timestamp"), error,
+                             EMA_TRACE_ERROR_PARSE, "timestamp out of range");
   return FALSE;
 }
 
@@ -168,7 +160,8 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
   if (hashes != NULL) {
     JsonArray *array;
     if (!JSON_NODE_HOLDS_ARRAY(hashes)) {
-      key_error(self, "hash_ids", error, EMA_TRACE_ERROR_PARSE, "'hash_ids' is not an array");
+      ema_trace_reader_error_col(&self->reader, key_column(self, "hash_ids"), error,
+                                 EMA_TRACE_ERROR_PARSE, "'hash_ids' is not an array");
       return -1;
     }
     array = json_node_get_array(hashes);
@@ -177,8 +170,9 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
       guint64 id;
       if (!JSON_NODE_HOLDS_VALUE(item) || json_node_get_value_type(item) != G_TYPE_INT64 ||
           json_node_get_int(item) < 0) {
-        key_error(self, "hash_ids", error, EMA_TRACE_ERROR_PARSE,
-                  "'hash_ids' item %u is not a non-negative integer", i);
+        ema_trace_reader_error_col(&self->reader, key_column(self, "hash_ids"), error,
+                                   EMA_TRACE_ERROR_PARSE,
+                                   "'hash_ids' item %u is not a non-negative integer", i);
         return -1;
       }
       id = (guint64) json_node_get_int(item);
@@ -193,17 +187,19 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
   }
   if (t < self->prev_time) {
     char buf[32];
-    key_error(self, "timestamp", error, EMA_TRACE_ERROR_ORDER,
-              "timestamp goes backwards: %s is earlier than line %" G_GUINT64_FORMAT,
-              ema_trace_format_time(t, buf), self->prev_line);
+    ema_trace_reader_error_col(
+        &self->reader, key_column(self, "timestamp"), error, EMA_TRACE_ERROR_ORDER,
+        "timestamp goes backwards: %s is earlier than line %" G_GUINT64_FORMAT,
+        ema_trace_format_time(t, buf), self->prev_line);
     return -1;
   }
   if (!ema_trace_arrival_in_range(self->first_time, t)) {
     char buf[32];
-    key_error(self, "timestamp", error, EMA_TRACE_ERROR_PARSE,
-              "timestamp %s is more than %.0f s (about 146 years) after the first "
-              "request: past the last time the simulator can serve it",
-              ema_trace_format_time(t, buf), (double) EMA_TRACE_MAX_ARRIVAL / 1e9);
+    ema_trace_reader_error_col(&self->reader, key_column(self, "timestamp"), error,
+                               EMA_TRACE_ERROR_PARSE,
+                               "timestamp %s is more than %.0f s (about 146 years) after the first "
+                               "request: past the last time the simulator can serve it",
+                               ema_trace_format_time(t, buf), (double) EMA_TRACE_MAX_ARRIVAL / 1e9);
     return -1;
   }
   self->prev_time = t;

@@ -73,10 +73,9 @@ void ema_trace_reader_error(const EmaTraceReader *reader, GError **error, EmaTra
 /* Same at an explicit line number. */
 void ema_trace_reader_error_at(const EmaTraceReader *reader, guint64 line, GError **error,
                                EmaTraceError code, const char *format, ...) G_GNUC_PRINTF(5, 6);
-/* "PATH:LINE:COLUMN: message" (COLUMN 0: "PATH:LINE: message"), from a va_list. */
-void ema_trace_reader_verror(const EmaTraceReader *reader, guint64 line, guint column,
-                             GError **error, EmaTraceError code, const char *format, va_list ap)
-    G_GNUC_PRINTF(6, 0);
+/* "PATH:LINE:COLUMN: message" at the reader's current line (COLUMN 0: "PATH:LINE: message"). */
+void ema_trace_reader_error_col(const EmaTraceReader *reader, guint column, GError **error,
+                                EmaTraceError code, const char *format, ...) G_GNUC_PRINTF(5, 6);
 
 /* ---- JSON (json.c) ------------------------------------------------------- */
 

@@ -59,8 +59,11 @@ gboolean ema_trace_reader_rewind(EmaTraceReader *reader, GError **error) {
   return TRUE;
 }
 
-void ema_trace_reader_verror(const EmaTraceReader *reader, guint64 line, guint column,
-                             GError **error, EmaTraceError code, const char *format, va_list ap) {
+static void reader_verror(const EmaTraceReader *reader, guint64 line, guint column, GError **error,
+                          EmaTraceError code, const char *format, va_list ap) G_GNUC_PRINTF(6, 0);
+
+static void reader_verror(const EmaTraceReader *reader, guint64 line, guint column, GError **error,
+                          EmaTraceError code, const char *format, va_list ap) {
   if (error == NULL)
     return;
   g_autofree char *message = g_strdup_vprintf(format, ap);
@@ -76,7 +79,7 @@ void ema_trace_reader_error(const EmaTraceReader *reader, GError **error, EmaTra
                             const char *format, ...) {
   va_list ap;
   va_start(ap, format);
-  ema_trace_reader_verror(reader, reader->line_no, 0, error, code, format, ap);
+  reader_verror(reader, reader->line_no, 0, error, code, format, ap);
   va_end(ap);
 }
 
@@ -84,7 +87,15 @@ void ema_trace_reader_error_at(const EmaTraceReader *reader, guint64 line, GErro
                                EmaTraceError code, const char *format, ...) {
   va_list ap;
   va_start(ap, format);
-  ema_trace_reader_verror(reader, line, 0, error, code, format, ap);
+  reader_verror(reader, line, 0, error, code, format, ap);
+  va_end(ap);
+}
+
+void ema_trace_reader_error_col(const EmaTraceReader *reader, guint column, GError **error,
+                                EmaTraceError code, const char *format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  reader_verror(reader, reader->line_no, column, error, code, format, ap);
   va_end(ap);
 }
 
