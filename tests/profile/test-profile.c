@@ -1009,6 +1009,20 @@ static void test_public_h100(void) {
   g_assert_cmpfloat(fabs(us - 4.582079946994781), <, 1e-9);
 }
 
+/* compare-steps on PATH holding the header and ROW fails, its message holding WANT. */
+static void assert_steps_error(const char *path, const char *row, const char *want) {
+  g_autofree char *text =
+      g_strconcat("model,tp,phase,batch,context,chunk,prior_context,time_us\n", row, NULL);
+  g_autoptr(GString) table = g_string_new(NULL);
+  EmaStepCheckStats stats;
+  GError *error = NULL;
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
+  g_assert_nonnull(error);
+  g_assert_nonnull(strstr(error->message, want));
+  g_error_free(error);
+}
+
 /* compare-steps on rows whose times are the model's own times scaled by
  * hand-picked factors: the errors are 1 / factor - 1. */
 static void test_compare_steps(void) {
@@ -1079,41 +1093,19 @@ static void test_compare_steps(void) {
   }
 
   /* a bad phase is an error at its line */
-  g_assert_true(g_file_set_contents(path,
-                                    "model,tp,phase,batch,context,chunk,prior_context,time_us\n"
-                                    "llama-3.1-8b,1,verify,1,1,0,0,10\n",
-                                    -1, NULL));
-  g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
-  g_assert_nonnull(strstr(error->message,
-                          "steps.csv:2: column 'phase': 'verify' is not decode, prefill or mixed"));
-  g_clear_error(&error);
+  assert_steps_error(path, "llama-3.1-8b,1,verify,1,1,0,0,10\n",
+                     "steps.csv:2: column 'phase': 'verify' is not decode, prefill or mixed");
   /* a model that does not resolve names the row */
-  g_assert_true(g_file_set_contents(path,
-                                    "model,tp,phase,batch,context,chunk,prior_context,time_us\n"
-                                    "llama-9,1,decode,1,1,0,0,10\n",
-                                    -1, NULL));
-  g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
-  g_assert_nonnull(strstr(error->message, "steps.csv:2: unknown model 'llama-9'"));
-  g_clear_error(&error);
+  assert_steps_error(path, "llama-9,1,decode,1,1,0,0,10\n", "steps.csv:2: unknown model 'llama-9'");
   /* an integer past 2^53 (2^64 here, which would wrap) is an error at its field */
-  g_assert_true(g_file_set_contents(path,
-                                    "model,tp,phase,batch,context,chunk,prior_context,time_us\n"
-                                    "llama-3.1-8b,1,decode,18446744073709551616,1,0,0,10\n",
-                                    -1, NULL));
-  g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
-  g_assert_nonnull(strstr(error->message, "steps.csv:2:23: column 'batch': "
-                                          "'18446744073709551616' is not a positive integer (of "
-                                          "at most 2^53)"));
-  g_clear_error(&error);
+  assert_steps_error(path, "llama-3.1-8b,1,decode,18446744073709551616,1,0,0,10\n",
+                     "steps.csv:2:23: column 'batch': "
+                     "'18446744073709551616' is not a positive integer (of "
+                     "at most 2^53)");
   /* a step of more than 10^12 tokens (2^40 sequences of 2^20) is one, at its row */
-  g_assert_true(g_file_set_contents(path,
-                                    "model,tp,phase,batch,context,chunk,prior_context,time_us\n"
-                                    "llama-3.1-8b,1,decode,1099511627776,1048575,0,0,10\n",
-                                    -1, NULL));
-  g_assert_false(ema_stepcheck_steps(path, "h200x8-hgx", table, &stats, &error));
-  g_assert_nonnull(strstr(error->message, "steps.csv:2: a step of 1.15e+18 tokens (sequences x "
-                                          "tokens each): at most 1e+12"));
-  g_clear_error(&error);
+  assert_steps_error(path, "llama-3.1-8b,1,decode,1099511627776,1048575,0,0,10\n",
+                     "steps.csv:2: a step of 1.15e+18 tokens (sequences x "
+                     "tokens each): at most 1e+12");
 }
 
 /* The group NAME of GROUPS (ema_stepcheck_static), which must be there. */

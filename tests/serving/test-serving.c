@@ -52,6 +52,16 @@ static EmaExperiment *load(const char *path, const char *const *overrides) {
   return experiment;
 }
 
+/* The error of loading PATH with OVERRIDES, which must fail as an invalid configuration
+ * (the caller frees it). */
+static GError *load_error(const char *path, const char *const *overrides) {
+  GError *error = NULL;
+  g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, overrides, &error);
+  g_assert_null(experiment);
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+  return error;
+}
+
 static EmaExperiment *load_fixture(const char *rel) {
   g_autofree char *path = ema_test_fixture("serving", rel);
   return load(path, NULL);
@@ -377,10 +387,7 @@ static void test_engine_cpu_host_unknown(void) {
       "--set:1:26: tenants.0.engine.profile: engine profile 'test-nohost': fitted_host: unknown "
       "hardware model 'no-such-server' (known: ",
       NULL);
-  GError *error = NULL;
-  g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, set, &error);
-  g_assert_null(experiment);
-  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+  GError *error = load_error(path, set);
   g_assert_true(g_str_has_prefix(error->message, want));
   g_error_free(error);
 }
@@ -406,15 +413,12 @@ static void test_tp_group_hosts(void) {
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     const char *set[] = {"server=gb200-nvl72", cases[i].gpu, cases[i].tp, NULL};
-    GError *error = NULL;
-    g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, set, &error);
+    GError *error;
     if (cases[i].message == NULL) {
-      g_assert_no_error(error);
-      g_assert_nonnull(experiment);
+      g_autoptr(EmaExperiment) experiment = load(path, set);
       continue;
     }
-    g_assert_null(experiment);
-    g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+    error = load_error(path, set);
     g_assert_cmpstr(error->message, ==, cases[i].message);
     g_error_free(error);
   }
@@ -880,10 +884,7 @@ static void test_plan_does_not_fit(void) {
       "HBM per GPU (gpu_memory_utilization 90%) leaves no KV cache after 131 GiB of weights "
       "and 453 MiB of activation reserve",
       NULL);
-  GError *error = NULL;
-  g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, NULL, &error);
-  g_assert_null(experiment);
-  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+  GError *error = load_error(path, NULL);
   g_assert_cmpstr(error->message, ==, want);
   g_error_free(error);
 }
