@@ -269,14 +269,76 @@ static gboolean group_on_hosts(const EmaTenantSpec *tenant, const EmaServerSpec 
   return first % per == 0 && tenant->tp % per == 0;
 }
 
-/* TENANT's engine costs on SERVER's host (ema_engine_profile_host_factor); errors at the
+/* How many times slower SERVER's host runs CPU work than one of SPEED (0: no host named, 1). */
+static double host_factor(double speed, const EmaServerSpec *server) {
+  return speed > 0 ? speed / server->host.cpu_speed : 1.0;
+}
+
+/* The host.cpu_speed of the server PROFILE names as its fitted_host into *SPEED (0: it names
+ * none). */
+static gboolean fitted_host_speed(const EmaEngineProfile *profile, double *speed, GError **error) {
+  g_autoptr(EmaServerSpec) fitted = NULL;
+  GError *inner = NULL;
+  *speed = 0;
+  if (!profile->fitted_host)
+    return TRUE;
+  if (!(fitted = ema_server_load(profile->fitted_host, &inner))) {
+    g_set_error(error, EMA_CONFIG_ERROR, inner->code, "engine profile '%s': fitted_host: %s",
+                profile->name, inner->message);
+    g_error_free(inner);
+    return FALSE;
+  }
+  *speed = fitted->host.cpu_speed;
+  return TRUE;
+}
+
+gboolean ema_engine_profile_host_factor(const EmaEngineProfile *profile,
+                                        const EmaServerSpec *server, double *factor,
+                                        GError **error) {
+  double speed;
+  if (!fitted_host_speed(profile, &speed, error))
+    return FALSE;
+  *factor = host_factor(speed, server);
+  return TRUE;
+}
+
+/* fitted_host_speed of the engine profile NAME, each looked up once per process and search
+ * paths: resolving a sweep loads thousands of experiments, which would read every tenant's
+ * profile and its fitted host's server each time (the files stay among the process's inputs,
+ * ema_file_inputs, for every run's provenance). */
+static GMutex host_speeds_lock;
+static GHashTable *host_speeds; /* "NAME\nEMA_ENGINE_PATH\nEMA_HWMODEL_PATH" -> double * */
+
+static gboolean profile_host_speed(const char *name, double *speed, GError **error) {
+  g_autofree char *key = g_strjoin("\n", name, g_getenv("EMA_ENGINE_PATH") ?: "",
+                                   g_getenv("EMA_HWMODEL_PATH") ?: "", NULL);
+  g_autoptr(EmaEngineProfile) profile = NULL;
+  const double *known;
+  g_mutex_lock(&host_speeds_lock);
+  known = host_speeds ? g_hash_table_lookup(host_speeds, key) : NULL;
+  if (known)
+    *speed = *known;
+  g_mutex_unlock(&host_speeds_lock);
+  if (known)
+    return TRUE;
+  if (!(profile = ema_engine_profile_load(name, error)) ||
+      !fitted_host_speed(profile, speed, error))
+    return FALSE;
+  g_mutex_lock(&host_speeds_lock);
+  if (!host_speeds)
+    host_speeds = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_hash_table_replace(host_speeds, g_steal_pointer(&key), g_memdup2(speed, sizeof *speed));
+  g_mutex_unlock(&host_speeds_lock);
+  return TRUE;
+}
+
+/* TENANT's engine costs on SERVER's host (profile_host_speed); errors at the
  * tenant's engine.profile, NODE at PATH. */
 static gboolean put_on_host(EmaTenantSpec *tenant, const EmaServerSpec *server, const EmaNode *node,
                             const char *path, GError **error) {
   GError *inner = NULL;
-  g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(tenant->engine.profile, &inner);
-  double factor = 1.0;
-  if (profile == NULL || !ema_engine_profile_host_factor(profile, server, &factor, &inner)) {
+  double speed;
+  if (!profile_host_speed(tenant->engine.profile, &speed, &inner)) {
     const EmaNode *engine = ema_node_get(node, "engine");
     const EmaNode *at = engine ? ema_node_get(engine, "profile") : NULL;
     g_autofree char *key = g_strconcat(path ? path : "tenant", ".engine.profile", NULL);
@@ -284,7 +346,7 @@ static gboolean put_on_host(EmaTenantSpec *tenant, const EmaServerSpec *server, 
     g_error_free(inner);
     return FALSE;
   }
-  ema_tenant_put_on_host(tenant, factor);
+  ema_tenant_put_on_host(tenant, host_factor(speed, server));
   return TRUE;
 }
 
@@ -604,24 +666,6 @@ void ema_server_free(EmaServerSpec *server) {
 EmaServerSpec *ema_server_load(const char *name, GError **error) {
   g_autofree char *path = ema_hwmodel_find(name, error);
   return path ? ema_params_load_file(&ema_server_params, path, error) : NULL;
-}
-
-gboolean ema_engine_profile_host_factor(const EmaEngineProfile *profile,
-                                        const EmaServerSpec *server, double *factor,
-                                        GError **error) {
-  g_autoptr(EmaServerSpec) fitted = NULL;
-  GError *inner = NULL;
-  *factor = 1.0;
-  if (!profile->fitted_host)
-    return TRUE;
-  if (!(fitted = ema_server_load(profile->fitted_host, &inner))) {
-    g_set_error(error, EMA_CONFIG_ERROR, inner->code, "engine profile '%s': fitted_host: %s",
-                profile->name, inner->message);
-    g_error_free(inner);
-    return FALSE;
-  }
-  *factor = fitted->host.cpu_speed / server->host.cpu_speed;
-  return TRUE;
 }
 
 guint64 ema_op_bytes(const EmaOpSpec *op) {

@@ -58,6 +58,9 @@ typedef struct {
   GHashTable *models; /* "model/tp" -> EmaStepModel * */
   /* the measured steps are sums of kernel durations (captures), not an engine's steps */
   gboolean kernel_sums;
+  /* how many times slower this server's host runs the engine profile's CPU work (0: not
+   * looked up yet; ema_engine_profile_host_factor) */
+  double host_factor;
 } Models;
 
 static void models_clear(Models *m) {
@@ -508,12 +511,12 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
       return FALSE;
     if (engine) {
       /* the profile's CPU costs on this server's host */
-      double factor;
-      if (!ema_engine_profile_host_factor(engine, models->server, &factor, error))
+      if (models->host_factor == 0 &&
+          !ema_engine_profile_host_factor(engine, models->server, &models->host_factor, error))
         return FALSE;
       ema_engine_profile_costs(engine, (guint) p->tp, (guint) llm->layers, options->enforce_eager,
                                &costs, NULL);
-      ema_engine_costs_on_host(&costs, factor);
+      ema_engine_costs_on_host(&costs, models->host_factor);
     }
     prompt_ms = median_of(p->prompt_ms);
     token_ms = median_of(p->token_ms);
