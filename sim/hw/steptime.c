@@ -894,6 +894,7 @@ void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out)
              sizeof out->attn_prefill);
   sources_of(s, elementwise, G_N_ELEMENTS(elementwise) - !s->gated, out->elementwise,
              sizeof out->elementwise);
+  out->allreduce_modelled = FALSE;
   if (s->tp == 1)
     g_strlcpy(out->allreduce, "none (tp 1)", sizeof out->allreduce);
   else {
@@ -902,6 +903,7 @@ void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out)
     for (guint i = 0; i < EMA_PROFILE_N_ALLREDUCE; i++)
       if (s->profile && ema_profile_op_source(s->profile, allreduce[i]))
         allreduce[found++] = allreduce[i];
+    out->allreduce_modelled = found == 0;
     if (found == 0)
       g_snprintf(out->allreduce, sizeof out->allreduce, "all-reduce model%s", s->allreduce_note);
     else

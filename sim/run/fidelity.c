@@ -169,7 +169,7 @@ EmaFidelity *ema_fidelity_of(const EmaTenantSpec *spec, const EmaServerSpec *ser
     f->status = g_strdup_printf("unvalidated: the %s profile's data is missing (%u data set%s "
                                 "absent; validated with it present)",
                                 f->gpu, f->warnings->len, f->warnings->len == 1 ? "" : "s");
-  } else if (f->validated && g_str_has_prefix(f->sources.allreduce, "all-reduce model")) {
+  } else if (f->validated && f->sources.allreduce_modelled) {
     /* the combination was validated with the profile's all-reduce tables */
     f->validated = FALSE;
     f->status = g_strdup_printf("unvalidated: this group's all-reduces come from the all-reduce "

@@ -212,6 +212,7 @@ EmaTime ema_step_time(const EmaStepModel *step_model, const EmaStepBatch *batch,
  * profile's tables were measured on links unlike the group's (then saying so). */
 typedef struct {
   char gemm[192], moe[192], attn_decode[192], attn_prefill[192], elementwise[192], allreduce[192];
+  gboolean allreduce_modelled; /* a TP group's all-reduces from the all-reduce model */
 } EmaStepSources;
 void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out);
 
