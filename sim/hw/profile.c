@@ -77,6 +77,13 @@ struct _EmaProfile {
   guint loaded;
   GError *load_error;
   gboolean say_warnings; /* print an absent data set's warning when it is needed (the cache's) */
+  /* profile.yaml's `workload_kernels:`, the kinds whose measured tables time the measuring
+   * workload's own kernels rather than an engine's; in the engine view (EMA_PROFILE_ENGINE)
+   * their surfaces sit in fallback[kind], which answers only where no import does (NULL for
+   * the other kinds, and in the workload view, where they are tables[kind]'s as any other) */
+  guint workload_kinds;
+  EmaProfileView view;
+  GHashTable *fallback[EMA_PROFILE_N_KINDS];
 };
 
 static const char *const dtype_names[] = {"bf16", "fp16", "fp8", "fp8_block", NULL};
@@ -253,15 +260,21 @@ static void finalize_sizes(GArray *sizes) {
   g_array_set_size(sizes, kept);
 }
 
+static gboolean finalize_table(GHashTable *table, EmaProfileKind kind, GError **error) {
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, table);
+  while (g_hash_table_iter_next(&it, NULL, &value))
+    if (!finalize_surface(value, kind == EMA_PROFILE_GEMM, error))
+      return FALSE;
+  return TRUE;
+}
+
 static gboolean finalize(EmaProfile *p, GError **error) {
-  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++) {
-    GHashTableIter it;
-    gpointer value;
-    g_hash_table_iter_init(&it, p->tables[k]);
-    while (g_hash_table_iter_next(&it, NULL, &value))
-      if (!finalize_surface(value, k == EMA_PROFILE_GEMM, error))
-        return FALSE;
-  }
+  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
+    if (!finalize_table(p->tables[k], (EmaProfileKind) k, error) ||
+        (p->fallback[k] && !finalize_table(p->fallback[k], (EmaProfileKind) k, error)))
+      return FALSE;
   for (guint i = 0; i < p->grids->len; i++) {
     finalize_sizes(g_array_index(p->grids, GemmGrid, i).ks);
     finalize_sizes(g_array_index(p->grids, GemmGrid, i).ns);
@@ -503,8 +516,36 @@ static gboolean measured_first(const EmaProfileOp *op, guint first, guint i) {
 #define RESOLVE(op, profile, kind, dtype, key_of, ...)                                             \
   do {                                                                                             \
     g_return_if_fail(profile != NULL && op != NULL);                                               \
-    *op = (EmaProfileOp){{NULL}};                                                                  \
+    *op = (EmaProfileOp){{NULL}, FALSE};                                                           \
     RESOLVE_FROM(op, 0, profile, kind, dtype, key_of, __VA_ARGS__);                                \
+  } while (0)
+
+static gboolean op_found(const EmaProfileOp *op) {
+  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
+    if (op->surfaces[i])
+      return TRUE;
+  return FALSE;
+}
+
+/* In the engine view, OP's surfaces from slot FIRST on from the measuring workload's own
+ * tables of KIND (the profile's fallback), where no data set of the engine's kernels answered
+ * OP at all. */
+#define FALLBACK_FROM(op, first, profile, kind, dtype, key_of, ...)                                \
+  do {                                                                                             \
+    char key_[128];                                                                                \
+    EmaProfileDtype dtypes_[2];                                                                    \
+    guint count_ = lookup_dtypes(dtype, dtypes_);                                                  \
+    for (guint i_ = 0; i_ < count_; i_++) {                                                        \
+      key_of(key_, sizeof key_, dtypes_[i_], __VA_ARGS__);                                         \
+      (op)->surfaces[(first) + i_] = g_hash_table_lookup((profile)->fallback[kind], key_);         \
+      (op)->workload = (op)->workload || (op)->surfaces[(first) + i_];                             \
+    }                                                                                              \
+  } while (0)
+
+#define FALLBACK(op, profile, kind, dtype, key_of, ...)                                            \
+  do {                                                                                             \
+    if ((profile)->fallback[kind] && !op_found(op))                                                \
+      FALLBACK_FROM(op, 0, profile, kind, dtype, key_of, __VA_ARGS__);                             \
   } while (0)
 
 /* Where V falls in the sorted SIZES of a grid: the bracketing sizes *LO <=
@@ -640,13 +681,18 @@ void ema_profile_op_gemm(const EmaProfile *profile, EmaProfileDtype dtype, gbool
   EmaProfileDtype dtypes[2];
   guint count;
   g_return_if_fail(profile != NULL && op != NULL);
-  *op = (EmaProfileOp){{NULL}};
+  *op = (EmaProfileOp){{NULL}, FALSE};
   count = lookup_dtypes(dtype, dtypes);
   /* a biased GEMM: its bias rows (dtypes in slots 0-1), then the bias-free rows (2-3) */
   for (guint i = 0; i < count && !measured_first(op, 0, i); i++)
     op->surfaces[i] = gemm_surface(profile, dtypes[i], bias, k, n);
   for (guint i = 0; i < count && bias && !measured_first(op, 2, i); i++)
     op->surfaces[2 + i] = gemm_surface(profile, dtypes[i], FALSE, k, n);
+  if (profile->fallback[EMA_PROFILE_GEMM] && !op_found(op)) {
+    FALLBACK_FROM(op, 0, profile, EMA_PROFILE_GEMM, dtype, gemm_key, bias, k, n);
+    if (bias)
+      FALLBACK_FROM(op, 2, profile, EMA_PROFILE_GEMM, dtype, gemm_key, FALSE, k, n);
+  }
 }
 
 /* A copy of FROM (finalized) with every curve's outer times OUTER_SCALE and every point's x
@@ -733,21 +779,25 @@ void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype
     if (folded)
       op->surfaces[i] = folded;
   }
+  FALLBACK(op, profile, EMA_PROFILE_ATTN_DECODE, dtype, attn_key, q_heads, kv_heads, head_dim);
 }
 
 void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
                                  guint kv_heads, guint head_dim, EmaProfileOp *op) {
   RESOLVE(op, profile, EMA_PROFILE_ATTN_PREFILL, dtype, attn_key, q_heads, kv_heads, head_dim);
+  FALLBACK(op, profile, EMA_PROFILE_ATTN_PREFILL, dtype, attn_key, q_heads, kv_heads, head_dim);
 }
 
 void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts, guint64 k,
                         guint64 n, EmaProfileOp *op) {
   RESOLVE(op, profile, EMA_PROFILE_MOE, dtype, moe_key, experts, k, n);
+  FALLBACK(op, profile, EMA_PROFILE_MOE, dtype, moe_key, experts, k, n);
 }
 
 void ema_profile_op_moe_fused(const EmaProfile *profile, EmaProfileDtype dtype, guint64 hidden,
                               guint64 ffn, guint topk, guint experts, EmaProfileOp *op) {
   RESOLVE(op, profile, EMA_PROFILE_MOE, dtype, moe_fused_key, hidden, ffn, topk, experts);
+  FALLBACK(op, profile, EMA_PROFILE_MOE, dtype, moe_fused_key, hidden, ffn, topk, experts);
 }
 
 /* The operator whose kernel stands in for NAME where the tables hold NAME at no width: a
@@ -762,6 +812,7 @@ typedef struct {
   EmaProfileDtype dtype;
   const char *name;
   guint64 width;
+  GHashTable *table; /* the surfaces to take the nearest width from */
 } WidthArgs;
 
 static Surface *make_elementwise_by_elements(const EmaProfile *p, gconstpointer args) {
@@ -775,7 +826,7 @@ static Surface *make_elementwise_by_elements(const EmaProfile *p, gconstpointer 
     gpointer k, v;
     elementwise_key(prefix, sizeof prefix, a->dtype, op, 0);
     prefix[strlen(prefix) - 1] = '\0'; /* "<class> <op> w=" */
-    g_hash_table_iter_init(&it, p->tables[EMA_PROFILE_ELEMENTWISE]);
+    g_hash_table_iter_init(&it, a->table);
     while (g_hash_table_iter_next(&it, &k, &v)) {
       guint64 w;
       double distance;
@@ -801,12 +852,16 @@ static Surface *make_elementwise_by_elements(const EmaProfile *p, gconstpointer 
  * elements, its launch-bound floor). Made once and kept in the profile's derived table; NULL
  * where the tables hold neither at any width. */
 static const Surface *elementwise_by_elements(const EmaProfile *profile, EmaProfileDtype dtype,
-                                              const char *name, guint64 width) {
-  char key[128];
+                                              const char *name, guint64 width, gboolean workload) {
+  char key[160];
   elementwise_key(key, sizeof key, dtype, name, width);
+  if (workload)
+    g_strlcat(key, " of the workload's tables", sizeof key);
   lazy_load((EmaProfile *) profile, 1u << EMA_PROFILE_ELEMENTWISE);
   return derived_surface(profile, key, make_elementwise_by_elements,
-                         &(WidthArgs){dtype, name, width});
+                         &(WidthArgs){dtype, name, width,
+                                      workload ? profile->fallback[EMA_PROFILE_ELEMENTWISE]
+                                               : profile->tables[EMA_PROFILE_ELEMENTWISE]});
 }
 
 void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *name,
@@ -815,18 +870,26 @@ void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype
   guint count;
   g_return_if_fail(name != NULL);
   RESOLVE(op, profile, EMA_PROFILE_ELEMENTWISE, dtype, elementwise_key, name, width);
-  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
-    if (op->surfaces[i])
-      return; /* the width measured */
+  if (op_found(op))
+    return; /* the width measured */
   count = lookup_dtypes(dtype, dtypes);
   for (guint i = 0; i < count; i++)
-    op->surfaces[i] = elementwise_by_elements(profile, dtypes[i], name, width);
+    op->surfaces[i] = elementwise_by_elements(profile, dtypes[i], name, width, FALSE);
+  if (!profile->fallback[EMA_PROFILE_ELEMENTWISE] || op_found(op))
+    return;
+  /* the workload's own: the width, else the nearest */
+  FALLBACK_FROM(op, 0, profile, EMA_PROFILE_ELEMENTWISE, dtype, elementwise_key, name, width);
+  for (guint i = 0; i < count && !op_found(op); i++) {
+    op->surfaces[i] = elementwise_by_elements(profile, dtypes[i], name, width, TRUE);
+    op->workload = op->surfaces[i] != NULL;
+  }
 }
 
 void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
                               EmaProfileAllreduce backend, EmaProfileOp *op) {
   g_return_if_fail(backend < EMA_PROFILE_N_ALLREDUCE);
   RESOLVE(op, profile, EMA_PROFILE_ALLREDUCE, dtype, allreduce_key, gpus, backend);
+  FALLBACK(op, profile, EMA_PROFILE_ALLREDUCE, dtype, allreduce_key, gpus, backend);
 }
 
 gboolean ema_profile_op_measured(const EmaProfileOp *op) {
@@ -1828,13 +1891,17 @@ static guint source_of(EmaProfile *p, const char *label) {
 }
 
 /* An import's `kinds: [KIND, ...]`: the tables of its format (FORMAT_KINDS) that it feeds,
- * into *OUT (e.g. only a data set's elementwise operators, beside another's GEMMs). */
+ * into *OUT (e.g. only a data set's elementwise operators, beside another's GEMMs); FORMAT_KINDS
+ * every kind: profile.yaml's `workload_kernels:` (PATH_KEY). */
 static gboolean parse_kinds(const EmaNode *node, const char *path_key, guint format_kinds,
                             guint *out, GError **error) {
+  const gboolean import = format_kinds != (1u << EMA_PROFILE_N_KINDS) - 1;
   *out = 0;
   if (node->kind != EMA_NODE_SEQ || node->items->len == 0) {
     ema_node_error(error, EMA_CONFIG_ERROR_TYPE, node, path_key,
-                   "kinds must be a list of the tables the import feeds (e.g. [elementwise])");
+                   import
+                       ? "kinds must be a list of the tables the import feeds (e.g. [elementwise])"
+                       : "must be a list of table kinds (e.g. [elementwise])");
     return FALSE;
   }
   for (guint i = 0; i < node->items->len; i++) {
@@ -1849,7 +1916,8 @@ static gboolean parse_kinds(const EmaNode *node, const char *path_key, guint for
         if (format_kinds & (1u << j))
           g_string_append_printf(list, "%s%s", list->len ? ", " : "", kind_names[j]);
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, item, path_key,
-                     "kinds: '%s' is not a table this format feeds (it feeds: %s)",
+                     import ? "kinds: '%s' is not a table this format feeds (it feeds: %s)"
+                            : "'%s' is not a table kind (one of: %s)",
                      item->kind == EMA_NODE_SCALAR && item->value ? item->value : "?", list->str);
       return FALSE;
     }
@@ -1972,8 +2040,11 @@ static EmaProfile *profile_new(const char *name) {
 void ema_profile_free(EmaProfile *profile) {
   if (!profile)
     return;
-  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
+  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++) {
     g_hash_table_unref(profile->tables[k]);
+    if (profile->fallback[k])
+      g_hash_table_unref(profile->fallback[k]);
+  }
   g_ptr_array_unref(profile->warnings);
   g_ptr_array_unref(profile->labels);
   g_array_unref(profile->grids);
@@ -2014,12 +2085,36 @@ static gboolean load_tables(EmaProfile *p, const char *dir, const EmaNode *table
   return TRUE;
 }
 
+/* The kinds of `workload_kernels:` into P. */
+static gboolean load_workload_kinds(EmaProfile *p, const EmaNode *node, GError **error) {
+  if (node->kind == EMA_NODE_SCALAR && (!node->value || !*node->value))
+    return TRUE; /* `workload_kernels:` with nothing: none */
+  return parse_kinds(node, "workload_kernels", (1u << EMA_PROFILE_N_KINDS) - 1, &p->workload_kinds,
+                     error);
+}
+
+/* In the engine view, the measured tables of the workload's kinds set aside as the
+ * fallback (before the imports fill tables[] with the engines' data sets). */
+static void set_aside_workload_tables(EmaProfile *p) {
+  if (p->view != EMA_PROFILE_ENGINE)
+    return;
+  for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
+    if (p->workload_kinds & (1u << k)) {
+      p->fallback[k] = p->tables[k];
+      p->tables[k] = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, surface_free);
+    }
+}
+
 EmaProfile *ema_profile_load(const char *dir, GError **error) {
+  return ema_profile_load_view(dir, EMA_PROFILE_ENGINE, error);
+}
+
+EmaProfile *ema_profile_load_view(const char *dir, EmaProfileView view, GError **error) {
   g_autofree char *yaml = g_build_filename(dir, "profile.yaml", NULL);
   g_autofree char *name = g_path_get_basename(dir);
   g_autoptr(EmaNode) root = ema_node_load_file(yaml, error);
   g_autoptr(EmaProfile) p = NULL;
-  EmaNode *source, *tables, *imports, *gap, *bandwidth;
+  EmaNode *source, *tables, *imports, *gap, *bandwidth, *workload;
   if (!root)
     return NULL;
   if (root->kind != EMA_NODE_MAP) {
@@ -2027,6 +2122,7 @@ EmaProfile *ema_profile_load(const char *dir, GError **error) {
     return NULL;
   }
   p = profile_new(name);
+  p->view = view;
   source = ema_node_get(root, "source");
   if (!source || !source->value) {
     ema_node_error(error, EMA_CONFIG_ERROR_KEY, root, "source",
@@ -2063,9 +2159,13 @@ EmaProfile *ema_profile_load(const char *dir, GError **error) {
       return NULL;
     }
   }
+  workload = ema_node_get(root, "workload_kernels");
+  if (workload && !load_workload_kinds(p, workload, error))
+    return NULL;
   tables = ema_node_get(root, "tables");
   if (tables && !load_tables(p, dir, tables, error))
     return NULL;
+  set_aside_workload_tables(p);
   imports = ema_node_get(root, "import");
   if (imports) {
     if (imports->kind != EMA_NODE_SEQ) {
@@ -2084,18 +2184,24 @@ EmaProfile *ema_profile_load(const char *dir, GError **error) {
 /* ---- the per-process cache ----------------------------------------------- */
 
 static GMutex cache_lock;
-static GHashTable *cache; /* name -> EmaProfile *, never freed */
+static GHashTable *cache; /* "name\nview" -> EmaProfile *, never freed */
 
 const EmaProfile *ema_profile_get(const char *name, GError **error) {
+  return ema_profile_get_view(name, EMA_PROFILE_ENGINE, error);
+}
+
+const EmaProfile *ema_profile_get_view(const char *name, EmaProfileView view, GError **error) {
   const EmaProfile *found;
   g_autoptr(GPtrArray) dirs = g_ptr_array_new_with_free_func(g_free);
   const char *env = g_getenv("EMA_PROFILE_PATH");
   EmaProfile *loaded = NULL;
+  g_autofree char *cache_key = NULL;
   g_return_val_if_fail(name != NULL, NULL);
+  cache_key = g_strdup_printf("%s\n%s", name, view == EMA_PROFILE_ENGINE ? "engine" : "workload");
   g_mutex_lock(&cache_lock);
   if (!cache)
     cache = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  found = g_hash_table_lookup(cache, name);
+  found = g_hash_table_lookup(cache, cache_key);
   if (found) {
     g_mutex_unlock(&cache_lock);
     return found;
@@ -2115,7 +2221,7 @@ const EmaProfile *ema_profile_get(const char *name, GError **error) {
     g_autofree char *yaml = g_build_filename(dir, "profile.yaml", NULL);
     if (strchr(name, '/') || !g_file_test(yaml, G_FILE_TEST_EXISTS))
       continue;
-    loaded = ema_profile_load(dir, error);
+    loaded = ema_profile_load_view(dir, view, error);
     if (!loaded) {
       g_mutex_unlock(&cache_lock);
       return NULL;
@@ -2130,7 +2236,7 @@ const EmaProfile *ema_profile_get(const char *name, GError **error) {
   }
   /* an absent data set is said once per process, when a lookup first needs it */
   loaded->say_warnings = TRUE;
-  g_hash_table_insert(cache, g_strdup(name), loaded);
+  g_hash_table_insert(cache, g_steal_pointer(&cache_key), loaded);
   g_mutex_unlock(&cache_lock);
   return loaded;
 }

@@ -176,10 +176,18 @@ static void set_profile_ops(EmaStepModel *s) {
     ema_profile_op_moe(p, w, s->experts_n, s->down_k, s->hidden, &s->ops.moe[1]);
     ema_profile_op_moe_fused(p, w, s->hidden, s->down_k, s->active_n, s->experts_n,
                              &s->ops.moe_fused);
-    s->moe_fused =
-        ema_profile_op_source(p, &s->ops.moe_fused) && !ema_profile_op_source(p, &s->ops.moe[0]);
+    /* the fused kernel where a data set has it, unless per-expert rows of higher precedence
+     * do (the measuring workload's looped experts yield to an engine's fused kernel) */
+    s->moe_fused = ema_profile_op_source(p, &s->ops.moe_fused) &&
+                   (!ema_profile_op_source(p, &s->ops.moe[0]) ||
+                    (s->ops.moe[0].workload && !s->ops.moe_fused.workload));
     ema_profile_op_gemm(p, t, FALSE, s->hidden, s->experts_n, &s->ops.router);
     ema_profile_op_elementwise(p, t, "moe_route", s->hidden, &s->ops.moe_route);
+    /* the measuring workload's routing (a gather and a scatter-add per expert hit) is that of
+     * its looped experts; an engine's fused kernel routes inside: the roofline of the routing's
+     * bytes, as where no table has it */
+    if (s->moe_fused && s->ops.moe_route.workload)
+      s->ops.moe_route = (EmaProfileOp){{NULL}, FALSE};
   }
   ema_profile_op_attn_decode(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_decode);
   ema_profile_op_attn_prefill(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_prefill);
@@ -318,11 +326,24 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   return step;
 }
 
-void ema_step_model_sum_kernels(EmaStepModel *step_model) {
-  g_return_if_fail(step_model != NULL);
+gboolean ema_step_model_sum_kernels(EmaStepModel *step_model, GError **error) {
+  g_return_val_if_fail(step_model != NULL, FALSE);
   step_model->graph_gap_s = 0;
-  /* the rows filled so far hold the gaps */
+  if (step_model->profile) {
+    /* the measuring workload's own kernels first (ema_profile_get_view) */
+    const EmaProfile *workload =
+        ema_profile_get_view(ema_profile_name(step_model->profile), EMA_PROFILE_WORKLOAD, error);
+    if (!workload)
+      return FALSE;
+    step_model->profile = workload;
+    set_profile_ops(step_model);
+    if (!ema_profile_check(workload, error))
+      return FALSE;
+    memset(step_model->cursors, 0, sizeof *step_model->cursors);
+  }
+  /* the rows filled so far hold the gaps and the engine's operators */
   memset(step_model->filled, 0, TOKEN_ROWS / 64 * sizeof *step_model->filled);
+  return TRUE;
 }
 
 void ema_step_model_free(EmaStepModel *step_model) {

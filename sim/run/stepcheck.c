@@ -96,8 +96,8 @@ static const EmaStepModel *models_get(Models *m, const char *model, guint tp, co
   spec = ema_llm_load(model, &local);
   if (spec)
     step = ema_step_model_new(spec, m->server, tp, &local);
-  if (step && m->kernel_sums)
-    ema_step_model_sum_kernels(step);
+  if (step && m->kernel_sums && !ema_step_model_sum_kernels(step, &local))
+    g_clear_pointer(&step, ema_step_model_free);
   if (!step) {
     g_set_error(error, EMA_CONFIG_ERROR, local->code, "%s:%u: %s", file, line, local->message);
     g_error_free(local);

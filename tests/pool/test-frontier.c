@@ -125,7 +125,10 @@ static double lender_share(const Setup *s, guint batch, guint context, double sh
 
 static void test_offload(void) {
   Setup s = setup("h200x8-hgx");
-  EmaFrontierPoint p = point(&s, 1, 1024, 0.05), tight;
+  /* one short sequence: its attention's round trip to the lender (a few microseconds a layer)
+   * is a few percent of the step, and the lender's reads next to nothing: all of it offloads
+   * within 10% */
+  EmaFrontierPoint p = point(&s, 1, 1024, 0.10), tight;
   double step_s, r;
   g_assert_cmpfloat(p.offload_share, ==, 1);
   p = point(&s, 128, 16384, 0.05);

@@ -461,6 +461,74 @@ static void test_import_kinds_elementwise(void) {
   g_assert_false(ema_profile_op_at(&op, 0, 2, &us));
 }
 
+/* `workload_kernels:` kinds: the measured tables time the measuring workload's own kernels.
+ * The engine view (ema_profile_load) takes them from the imports first: rmsnorm at width 8
+ * from V (4 us at 2 tokens, not the table's 20), at width 16 from V's nearest width (8 us: its
+ * point at 4 tokens), and moe_route, which no import has, from the table (9 us, marked
+ * `workload`). The workload view takes the table first (20 us). The error of an unknown kind is
+ * at its place. */
+static void test_workload_kernels(void) {
+  static const guint tokens[] = {2, 4};
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *rows = vidur_rows(tokens, 2, TRUE);
+  g_autofree char *folder = g_build_filename(dir, "wk", NULL);
+  g_autofree char *table = g_build_filename(folder, "elementwise.csv", NULL);
+  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+  g_autofree char *bad = NULL, *bad_yaml = NULL, *want = NULL;
+  g_autoptr(EmaProfile) engine = NULL, workload = NULL;
+  GError *error = NULL;
+  EmaProfileOp op;
+  double us = 0;
+  g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(
+      table, "op,tokens,width,dtype,time_us\nrmsnorm,2,8,bf16,20\nmoe_route,2,8,bf16,9\n", -1,
+      NULL));
+  engine = load_with_data(dir, "wk", "workload_kernels: [elementwise]\ntables: [elementwise.csv]\n",
+                          "import:\n  - {format: vidur-mlp, kinds: [elementwise], label: V, "
+                          "path: groundtruth/v/mlp.csv}\n",
+                          "v/mlp.csv", rows, NULL);
+  ema_profile_op_elementwise(engine, EMA_PROFILE_BF16, "rmsnorm", 8, &op);
+  g_assert_cmpstr(ema_profile_op_source(engine, &op), ==, "V");
+  g_assert_false(op.workload);
+  g_assert_true(ema_profile_op_at(&op, 0, 2, &us));
+  g_assert_cmpfloat(us, ==, 4);
+  ema_profile_op_elementwise(engine, EMA_PROFILE_BF16, "rmsnorm", 16, &op);
+  g_assert_cmpstr(ema_profile_op_source(engine, &op), ==, "V");
+  g_assert_true(ema_profile_op_at(&op, 0, 2, &us));
+  g_assert_cmpfloat(us, ==, 8);
+  ema_profile_op_elementwise(engine, EMA_PROFILE_BF16, "moe_route", 8, &op);
+  g_assert_cmpstr(ema_profile_op_source(engine, &op), ==, "wk measured tables");
+  g_assert_true(op.workload);
+  g_assert_true(ema_profile_op_measured(&op));
+  g_assert_true(ema_profile_op_at(&op, 0, 2, &us));
+  g_assert_cmpfloat(us, ==, 9);
+
+  g_setenv("EMA_SHARED_DIR", dir, TRUE);
+  workload = ema_profile_load_view(folder, EMA_PROFILE_WORKLOAD, &error);
+  g_assert_no_error(error);
+  g_assert_true(ema_profile_read_all(workload, &error));
+  g_assert_no_error(error);
+  if (saved)
+    g_setenv("EMA_SHARED_DIR", saved, TRUE);
+  else
+    g_unsetenv("EMA_SHARED_DIR");
+  ema_profile_op_elementwise(workload, EMA_PROFILE_BF16, "rmsnorm", 8, &op);
+  g_assert_cmpstr(ema_profile_op_source(workload, &op), ==, "wk measured tables");
+  g_assert_false(op.workload);
+  g_assert_true(ema_profile_op_at(&op, 0, 2, &us));
+  g_assert_cmpfloat(us, ==, 20);
+
+  bad = write_profile(dir, "wk-bad", "workload_kernels: [gemm, softmax]\n", NULL);
+  bad_yaml = g_build_filename(bad, "profile.yaml", NULL);
+  want = g_strdup_printf("%s:3:26: workload_kernels: 'softmax' is not a table kind (one of: gemm, "
+                         "attn_decode, attn_prefill, moe, elementwise, allreduce)",
+                         bad_yaml);
+  g_assert_null(ema_profile_load(bad, &error));
+  g_assert_nonnull(error);
+  g_assert_cmpstr(error->message, ==, want);
+  g_clear_error(&error);
+}
+
 /* Decode attention of 4 q / 4 KV heads, which the table holds only as 2 / 2: that shape at
  * twice the batch (batch 1 from batch 2's 30 us, batch 2 from batch 4's 50 us, 1.5 between);
  * a shape of its own in the same table answers itself. */
@@ -705,7 +773,7 @@ static void test_step_graph_gap(void) {
   EmaStepBatch batch = {.decode_seqs = 2, .decode_context = 200, .logits = 2};
   EmaStepBreakdown with, without;
   g_assert_no_error(error);
-  ema_step_model_sum_kernels(sums);
+  g_assert_true(ema_step_model_sum_kernels(sums, NULL));
   ema_step_time(gaps, &batch, &with);
   ema_step_time(sums, &batch, &without);
   g_assert_cmpfloat(fabs(with.profiled_s - without.profiled_s - (2 * 11 + 3) * 250e-9), <, 1e-15);
@@ -1049,7 +1117,7 @@ static void test_compare_steps(void) {
                         .prefill_chunks = 1,
                         .logits = 9};
   /* captured steps are kernel sums: compare-steps times them without the graph gaps */
-  ema_step_model_sum_kernels(step);
+  g_assert_true(ema_step_model_sum_kernels(step, NULL));
   double td = ema_step_time(step, &decode, NULL) * 1e-3,
          t1 = ema_step_time(step, &decode1, NULL) * 1e-3;
   double tp = ema_step_time(step, &prefill, NULL) * 1e-3;
@@ -1460,6 +1528,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/interpolation", test_interpolation);
   g_test_add_func("/profile/monotone-dip", test_monotone_dip);
   g_test_add_func("/profile/import-lower-envelope", test_import_lower_envelope);
+  g_test_add_func("/profile/workload-kernels", test_workload_kernels);
   g_test_add_func("/profile/step-prefill-floor", test_step_prefill_floor);
   g_test_add_func("/profile/step-sum", test_step_sum);
   g_test_add_func("/profile/step-graph-gap", test_step_graph_gap);

@@ -85,6 +85,19 @@ typedef enum {
   EMA_PROFILE_N_KINDS,
 } EmaProfileKind;
 
+/* Which kernels a lookup stands for, where profile.yaml's `workload_kernels:` names kinds of
+ * its measured tables that time the measuring workload's own kernels (ema-validate's PyTorch
+ * operators: unfused elementwise kernels, SDPA attention on contiguous KV, an MoE looped over
+ * its experts) rather than a serving engine's. ENGINE (a serving step): those kinds from the
+ * imports first (measured inside the engines), the workload's tables only where no import
+ * holds the shape. WORKLOAD (`ema-sim compare-steps`, against the workload's own captured
+ * steps): every measured table first, as the profile lists them. The views differ only for
+ * those kinds. */
+typedef enum {
+  EMA_PROFILE_ENGINE,
+  EMA_PROFILE_WORKLOAD,
+} EmaProfileView;
+
 /* Load the profile in directory DIR (DIR/profile.yaml and its tables).
  * Imports whose data set is absent are skipped and named in the warnings
  * (ema_profile_warnings); every other error in profile.yaml or its tables
@@ -92,6 +105,8 @@ typedef enum {
  * operator kind it feeds (a run reads only what its operators need); an
  * error in it is kept for ema_profile_check(), its rows left out. */
 EmaProfile *ema_profile_load(const char *dir, GError **error);
+/* ema_profile_load() in VIEW (ema_profile_load() is the engine view). */
+EmaProfile *ema_profile_load_view(const char *dir, EmaProfileView view, GError **error);
 /* FALSE with the first error of an import read so far (the caller of a
  * lookup that may have read one: the step model after resolving its
  * operators). */
@@ -103,6 +118,8 @@ gboolean ema_profile_read_all(const EmaProfile *profile, GError **error);
  * first DIR/NAME/profile.yaml over EMA_PROFILE_PATH (colon-separated), then
  * the built-in ema_data_dir("hwmodels")/profiles. Thread-safe. */
 const EmaProfile *ema_profile_get(const char *name, GError **error);
+/* ema_profile_get() in VIEW (ema_profile_get() is the engine view); each view loaded once. */
+const EmaProfile *ema_profile_get_view(const char *name, EmaProfileView view, GError **error);
 void ema_profile_free(EmaProfile *profile);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaProfile, ema_profile_free)
 
@@ -141,6 +158,9 @@ void ema_profile_describe(const EmaProfile *profile, GString *out);
 typedef struct _EmaProfileSurface EmaProfileSurface;
 typedef struct {
   const EmaProfileSurface *surfaces[4];
+  /* answered by the measuring workload's own tables, no engine's data set having the shape
+   * (the engine view of a profile with `workload_kernels:`) */
+  gboolean workload;
 } EmaProfileOp;
 
 /* BIAS: the GEMM adds a bias (its bias rows first, then the bias-free ones). */
