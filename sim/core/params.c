@@ -431,6 +431,39 @@ static gboolean has_required_keys(const EmaParamTable *table, const EmaNode *map
   return required_keys_given(table, map) == required;
 }
 
+/* MAP's `name` where it came from elsewhere than MAP itself (an override or a sweep's value
+ * renaming a map a name had expanded, or one written inline), else NULL. */
+static const EmaNode *renamed(const EmaNode *map) {
+  const EmaNode *name = ema_node_get(map, "name");
+  if (!name || name->kind != EMA_NODE_SCALAR || !name->value || !name->file || !map->file)
+    return NULL;
+  return strcmp(name->file, map->file) != 0 ? name : NULL;
+}
+
+/* The map NAME resolves to, with the keys of OLD that came from where NAME did (overrides given
+ * before it, such as `weights`) over it; NULL where NAME resolves to nothing: with ERROR set
+ * where OLD came from another file than its parent PARENT_FILE (a name or an include expanded
+ * it: a new name must be one), else not (a map written inline, relabelled). */
+static EmaNode *resolve_renamed(const EmaParam *param, const EmaNode *old, const EmaNode *name,
+                                const char *parent_file, const char *key_path, GError **error) {
+  GError *unknown = NULL;
+  EmaNode *resolved = param->resolve(name, key_path, &unknown);
+  if (!resolved) {
+    if (parent_file && strcmp(old->file, parent_file) != 0)
+      g_propagate_error(error, unknown);
+    else
+      g_clear_error(&unknown);
+    return NULL;
+  }
+  for (guint k = 0; k < old->keys->len; k++) {
+    const char *key = ((EmaNode *) old->keys->pdata[k])->value;
+    const EmaNode *value = old->items->pdata[k];
+    if (strcmp(key, "name") != 0 && value->file && strcmp(value->file, name->file) == 0)
+      ema_node_set(resolved, key, ema_node_copy(value));
+  }
+  return resolved;
+}
+
 static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char *path,
                           GError **error) {
   if (node == NULL || node->kind != EMA_NODE_MAP)
@@ -480,6 +513,21 @@ static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char 
           ema_node_free(child);
           node->items->pdata[index] = child = resolved;
         }
+      }
+    } else if (param->type == EMA_PARAM_STRUCT && param->resolve && child->kind == EMA_NODE_MAP &&
+               renamed(child)) {
+      /* `--set model.name=mixtral-8x7b` on a model a name expanded: that model, not the old
+       * one's shape under the new name; a name nothing resolves relabels the map */
+      GError *unknown = NULL;
+      EmaNode *resolved =
+          resolve_renamed(param, child, renamed(child), node->file, key_path, &unknown);
+      if (unknown) {
+        g_propagate_error(error, unknown);
+        return FALSE;
+      }
+      if (resolved) {
+        ema_node_free(child);
+        node->items->pdata[index] = child = resolved;
       }
     }
     if (param->type == EMA_PARAM_STRUCT) {

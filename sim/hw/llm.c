@@ -61,7 +61,9 @@ static const EmaParam llm_params[] = {
      .choices = precision_names,
      .help = "decoder-layer weights: auto (the dtype), fp8 (vLLM --quantization fp8: 1 byte, a "
              "scale per tensor) or fp8-block (block-quantized FP8 checkpoints: a scale per 128 x "
-             "128 block); FP8 GEMMs take the profile's FP8 kernel times, else the FP8 roofline"},
+             "128 block); FP8 GEMMs take the profile's FP8 kernel times, else the FP8 roofline; "
+             "on a GPU without FP8 tensor cores (no matrix_flops_fp8) weight-only, as vLLM's FP8 "
+             "Marlin runs them (16-bit GEMM times carried to 1-byte weights; dense models only)"},
     {"kv_cache", EMA_PARAM_ENUM, LLM_FIELD(kv_cache), .default_value = "auto",
      .choices = kv_precision_names,
      .help = "KV cache: auto (the dtype) or fp8 (vLLM --kv-cache-dtype fp8: 1 byte)"},

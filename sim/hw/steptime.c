@@ -40,6 +40,8 @@ struct _EmaStepModel {
   double lm_head_bytes_per_logit; /* V b / tp */
   /* the GPU and its link */
   double flop_rate; /* rate_c */
+  /* FP8 weights on a GPU without FP8 tensor cores: 16-bit GEMMs of 1-byte weights (gemm_time) */
+  gboolean weight_only_fp8;
   double byte_rate; /* rate_m */
   double kv_rate;   /* rate_kv = rate_m x kv_efficiency */
   double layer_overhead_s;
@@ -239,9 +241,14 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
     return NULL;
   }
 
-  if (EMA_PRECISION_IS_FP8(model->weights) && server->gpu.matrix_flops_fp8 <= 0) {
+  /* without FP8 tensor cores vLLM runs FP8 checkpoints weight-only (FP8 Marlin, W8A16), dense
+   * layers only: its fused MoE has no such kernel */
+  if (EMA_PRECISION_IS_FP8(model->weights) && server->gpu.matrix_flops_fp8 <= 0 &&
+      model->experts > 1) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
-                "%s: FP8 weights need a GPU with an FP8 matrix rate (gpu.matrix_flops_fp8)",
+                "%s: FP8 weights of an MoE model need a GPU with an FP8 matrix rate "
+                "(gpu.matrix_flops_fp8): without one vLLM runs FP8 weight-only (FP8 Marlin) in "
+                "dense layers, and its fused MoE has no such kernel",
                 server->gpu.name ? server->gpu.name : "?");
     return NULL;
   }
@@ -276,9 +283,11 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
                                b;
   step->lm_head_bytes_per_logit = (double) model->vocab * b / tp;
 
-  step->flop_rate = (EMA_PRECISION_IS_FP8(model->weights) ? server->gpu.matrix_flops_fp8
-                                                          : server->gpu.matrix_flops) *
-                    server->gpu.matrix_efficiency;
+  step->weight_only_fp8 = EMA_PRECISION_IS_FP8(model->weights) && server->gpu.matrix_flops_fp8 <= 0;
+  step->flop_rate =
+      (EMA_PRECISION_IS_FP8(model->weights) && !step->weight_only_fp8 ? server->gpu.matrix_flops_fp8
+                                                                      : server->gpu.matrix_flops) *
+      server->gpu.matrix_efficiency;
   step->byte_rate = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
   step->kv_rate = step->byte_rate * server->gpu.kv_efficiency;
   step->layer_overhead_s = (double) server->gpu.layer_overhead * 1e-9;
@@ -303,6 +312,8 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
     }
   }
   set_operator_shapes(step, model, tp);
+  if (step->weight_only_fp8)
+    step->weight_dtype = step->dtype; /* the 16-bit GEMM tables, carried to 1-byte weights */
   if (step->profile && tp > 1) {
     /* all-reduce tables hold on the links they were measured on (5%: the servers' figures) */
     double measured = ema_profile_collective_bandwidth(step->profile);
@@ -429,16 +440,27 @@ static gboolean profiled(const EmaStepModel *s, const EmaProfileOp *op, double o
   return s->profile && ema_profile_op_at(op, outer, x, us);
 }
 
+/* A GEMM of M tokens by a K x N weight; LAYER: a decoder layer's, in the weights' type. With
+ * weight-only FP8 (a GPU without FP8 tensor cores: vLLM's FP8 Marlin kernels dequantize 1-byte
+ * weights to 16 bits inside the GEMM) a layer GEMM's 16-bit table time is carried to 1-byte
+ * weights by its own roofline, t R(c, m8) / R(c, m16): a weight-bound decode GEMM speeds up by
+ * the bytes it no longer reads, a compute-bound one keeps its time. Left out: the dequantization's
+ * own cost and Marlin's kernel choices. */
 static double gemm_time(const EmaStepModel *s, OpSums *sums, const EmaProfileOp *op, double m,
-                        guint64 k, guint64 n, double count) {
-  double us = 0, kd = (double) k, nd = (double) n;
+                        guint64 k, guint64 n, gboolean layer) {
+  double us = 0, kd = (double) k, nd = (double) n, flops = 2 * m * kd * nd;
+  double activations = m * (kd + nd) * s->bytes_per_element;
   gboolean found;
   if (m <= 0)
     return 0;
   found = profiled(s, op, 0, m, &us);
-  return op_time(s, sums, op, found, us, 2 * m * kd * nd,
-                 kd * nd * s->weight_bytes_per_element + m * (kd + nd) * s->bytes_per_element,
-                 s->byte_rate, count);
+  if (found && layer && s->weight_only_fp8)
+    us *= roofline(s, flops / s->flop_rate,
+                   (kd * nd * s->weight_bytes_per_element + activations) / s->byte_rate) /
+          roofline(s, flops / s->flop_rate,
+                   (kd * nd * s->bytes_per_element + activations) / s->byte_rate);
+  return op_time(s, sums, op, found, us, flops, kd * nd * s->weight_bytes_per_element + activations,
+                 s->byte_rate, 1);
 }
 
 /* An elementwise operator reads and writes WIDTH elements per token. */
@@ -558,14 +580,14 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
     double t = 0;
     switch (i) {
     case ROW_QKV:
-      t = gemm_time(s, &sums, &s->ops.qkv, tokens, s->hidden, s->qkv_n, 1);
+      t = gemm_time(s, &sums, &s->ops.qkv, tokens, s->hidden, s->qkv_n, TRUE);
       break;
     case ROW_O:
-      t = gemm_time(s, &sums, &s->ops.o, tokens, s->o_k, s->hidden, 1);
+      t = gemm_time(s, &sums, &s->ops.o, tokens, s->o_k, s->hidden, TRUE);
       break;
     case ROW_ROUTER: /* the router and the routing's own kernels: MoE steps with tokens */
       if (s->moe && tokens > 0)
-        t = gemm_time(s, &sums, &s->ops.router, tokens, s->hidden, s->experts_n, 1);
+        t = gemm_time(s, &sums, &s->ops.router, tokens, s->hidden, s->experts_n, FALSE);
       break;
     case ROW_MOE_ROUTE:
       if (s->moe && tokens > 0)
@@ -578,8 +600,8 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
         op_sum(&sums, TRUE, t = i == ROW_UP ? us * 1e-6 : 0);
       else
         t = s->moe        ? (tokens > 0 ? moe_time(s, &sums, i - ROW_UP, tokens, touched) : 0)
-            : i == ROW_UP ? gemm_time(s, &sums, &s->ops.up, tokens, s->hidden, s->up_n, 1)
-                          : gemm_time(s, &sums, &s->ops.down, tokens, s->down_k, s->hidden, 1);
+            : i == ROW_UP ? gemm_time(s, &sums, &s->ops.up, tokens, s->hidden, s->up_n, TRUE)
+                          : gemm_time(s, &sums, &s->ops.down, tokens, s->down_k, s->hidden, TRUE);
       break;
     case ROW_KV_WRITE: /* the new tokens' K and V copied into the cache (one kv_write row
                         * covers both; its roofline: the bytes written) */
@@ -611,7 +633,7 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
       t = elementwise_time(s, &sums, &s->ops.embedding, s->hidden, tokens, 1);
       break;
     case ROW_LM_HEAD:
-      t = gemm_time(s, &sums, &s->ops.lm_head, tokens, s->hidden, s->head_n, 1);
+      t = gemm_time(s, &sums, &s->ops.lm_head, tokens, s->hidden, s->head_n, FALSE);
       break;
     case ROW_ALLREDUCE:
       if (allreduce_profiled(s, tokens, size, &us))
@@ -905,6 +927,9 @@ void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out)
     allreduce[i] = &s->ops.allreduce[i];
   /* an MoE's up and down projections are its experts' */
   sources_of(s, gemms, s->moe ? 2 : 5, out->gemm, sizeof out->gemm);
+  if (s->weight_only_fp8)
+    g_strlcat(out->gemm, " (weight-only FP8: 16-bit times carried to 1-byte weights)",
+              sizeof out->gemm);
   if (s->moe_fused)
     sources_of(s, moe_fused, 2, out->moe, sizeof out->moe);
   else

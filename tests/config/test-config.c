@@ -1743,7 +1743,7 @@ static void test_ops_baseline(void) {
  * read directly hides under the attention (exactly the all-local step),
  * 50% does not; a peer's pull slows the step, by copies or by loads alike
  * (the model charges both with interference_outgoing); a peer_pull_mode
- * without a pull, and FP8 weights on a GPU without an FP8 rate, are located errors. */
+ * without a pull, and an MoE's FP8 weights on a GPU without an FP8 rate, are located errors. */
 static void test_decode_scenarios(void) {
   static const char text[] =
       "name: decode-test\n"
@@ -1787,14 +1787,35 @@ static void test_decode_scenarios(void) {
                 "name 'local' is used twice (each op and decode scenario needs its own)");
   }
   {
-    /* a scenario whose step model cannot be built is refused at load, at the scenario */
-    const char *const no_fp8[] = {"server=a100x8-dgx", "decode.0.model.weights=fp8", NULL};
+    /* a scenario whose step model cannot be built is refused at load, at the scenario: an MoE
+     * model's FP8 weights on a GPU without an FP8 rate (dense ones run weight-only there) */
+    const char *const no_fp8[] = {"server=a100x8-dgx", "decode.0.model=mixtral-8x7b",
+                                  "decode.0.model.weights=fp8", NULL};
     g_autofree char *at = g_strconcat(path, ":4:5: decode.0: ", NULL);
     GError *fp8_error = NULL;
     g_assert_null(ema_experiment_load(path, no_fp8, &fp8_error));
     check_error(fp8_error, EMA_CONFIG_ERROR_INVALID, NULL, at,
-                "A100-SXM4-80GB: FP8 weights need a GPU with an FP8 matrix rate "
-                "(gpu.matrix_flops_fp8)");
+                "A100-SXM4-80GB: FP8 weights of an MoE model need a GPU with an FP8 matrix rate "
+                "(gpu.matrix_flops_fp8): without one vLLM runs FP8 weight-only (FP8 Marlin) in "
+                "dense layers, and its fused MoE has no such kernel");
+  }
+  {
+    /* a model's name set over a model a name expanded: that model (overrides of other keys
+     * given before it kept), not the old shape relabelled; a name no model has is an error at
+     * its place */
+    const char *const renamed[] = {"decode.0.model.weights=fp8", "decode.0.model.name=mixtral-8x7b",
+                                   NULL};
+    const char *const unknown[] = {"decode.0.model.name=nope", NULL};
+    g_autoptr(EmaExperiment) moe = load_experiment(path, renamed);
+    const EmaDecodeScenarioSpec *d = &g_array_index(moe->decode, EmaDecodeScenarioSpec, 0);
+    GError *name_error = NULL;
+    g_assert_cmpstr(d->model.name, ==, "mixtral-8x7b");
+    g_assert_cmpint(d->model.experts, ==, 8);
+    g_assert_cmpint(d->model.vocab, ==, 32000);
+    g_assert_cmpint(d->model.weights, ==, EMA_PRECISION_FP8);
+    g_assert_null(ema_experiment_load(path, unknown, &name_error));
+    check_error(name_error, EMA_CONFIG_ERROR_KEY, NULL,
+                "--set:1:21: decode.0.model: ", "unknown model 'nope' (known: ");
   }
   g_remove(path);
   g_rmdir(dir);

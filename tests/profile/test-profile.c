@@ -1377,6 +1377,65 @@ static void test_step_fp8_choice(void) {
   g_unsetenv("EMA_PROFILE_PATH");
 }
 
+/* The roofline (c^p + m^p)^(1/p) of a GEMM of M tokens by K x N weights of W bytes each, 2-byte
+ * activations, on GPU's 16-bit rates (steptime.h). */
+static double gemm_roofline(const EmaGpuSpec *gpu, double m, double k, double n, double w) {
+  double c = 2 * m * k * n / (gpu->matrix_flops * gpu->matrix_efficiency);
+  double mem = (k * n * w + m * (k + n) * 2) / (gpu->hbm_bandwidth * gpu->hbm_efficiency);
+  return pow(pow(c, gpu->roofline_p) + pow(mem, gpu->roofline_p), 1 / gpu->roofline_p);
+}
+
+/* FP8 weights on a GPU without an FP8 matrix rate run weight-only (vLLM's FP8 Marlin): each
+ * layer GEMM takes its 16-bit row (not the FP8 rows beside it), carried to 1-byte weights by its
+ * own roofline; the rest of the step is unchanged. An MoE model's FP8 weights are refused there
+ * (vLLM's fused MoE has no weight-only kernel). */
+static void test_step_fp8_weight_only(void) {
+  static const double shapes[4][3] = {{8, 24, 10}, {8, 8, 5}, {8, 32, 20}, {16, 8, 10}};
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *gemm =
+      g_strconcat(tiny_gemm, "2,8,24,fp8,6\n2,8,8,fp8,3\n2,8,32,fp8,12\n2,16,8,fp8,6\n", NULL);
+  g_autofree char *folder = write_profile(dir, "tiny-w8", NULL, "gemm.csv", gemm, "attn_decode.csv",
+                                          tiny_attn, "elementwise.csv", tiny_elementwise, NULL);
+  g_autoptr(EmaServerSpec) server = server_with_profile(dir, "tiny-w8");
+  EmaLlmSpec model = tiny_model();
+  EmaStepBatch batch = {.decode_seqs = 2, .decode_context = 200, .logits = 2};
+  EmaStepBreakdown bf16, fp8;
+  EmaStepSources sources;
+  GError *error = NULL;
+  g_autoptr(EmaStepModel) a = NULL, b = NULL;
+  double saved = 0;
+  server->gpu.matrix_flops_fp8 = 0; /* no FP8 tensor cores */
+  a = ema_step_model_new(&model, server, 1, &error);
+  g_assert_no_error(error);
+  model.weights = EMA_PRECISION_FP8;
+  b = ema_step_model_new(&model, server, 1, &error);
+  g_assert_no_error(error);
+  ema_step_time(a, &batch, &bf16);
+  ema_step_time(b, &batch, &fp8);
+  /* two layers, each GEMM t (1 - R(c, m8) / R(c, m16)) shorter */
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++)
+    saved += 2 * shapes[i][2] * 1e-6 *
+             (1 - gemm_roofline(&server->gpu, 2, shapes[i][0], shapes[i][1], 1) /
+                      gemm_roofline(&server->gpu, 2, shapes[i][0], shapes[i][1], 2));
+  g_assert_cmpfloat(saved, >, 0);
+  g_assert_cmpfloat(fabs(bf16.profiled_s - fp8.profiled_s - saved), <, 1e-12);
+  g_assert_cmpfloat(fabs(bf16.roofline_s - fp8.roofline_s), <, 1e-15);
+  g_assert_cmpfloat(fp8.flops, ==, bf16.flops);
+  ema_step_model_sources(b, &sources);
+  g_assert_cmpstr(sources.gemm, ==,
+                  "tiny-w8 measured tables (weight-only FP8: 16-bit times carried to 1-byte "
+                  "weights)");
+
+  model.experts = 4;
+  model.active_experts = 2;
+  g_assert_null(ema_step_model_new(&model, server, 1, &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+  g_assert_true(g_str_has_prefix(error->message, "H200-SXM: FP8 weights of an MoE model need a GPU "
+                                                 "with an FP8 matrix rate (gpu.matrix_flops_fp8)"));
+  g_clear_error(&error);
+  g_unsetenv("EMA_PROFILE_PATH");
+}
+
 /* The tiny model's TP 2 step model on h200x2 (397 GB/s direct links) with a profile NAME in
  * DIR of a custom all-reduce table (5 us flat in a CUDA graph, 20 us eagerly) and NCCL's (50
  * us), measured on links of COLLECTIVE_BANDWIDTH (NULL: not stated). */
@@ -1552,6 +1611,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/import-gemm-grid", test_import_gemm_grid);
   g_test_add_func("/profile/import-bad-row", test_import_bad_row);
   g_test_add_func("/profile/step-fp8-choice", test_step_fp8_choice);
+  g_test_add_func("/profile/step-fp8-weight-only", test_step_fp8_weight_only);
   g_test_add_func("/profile/step-tp-collectives", test_step_tp_collectives);
   g_test_add_func("/profile/step-tp-collective-model", test_step_tp_collective_model);
   g_test_add_func("/profile/compare-static-public", test_compare_static_public);
