@@ -2291,6 +2291,14 @@ void ema_profile_describe(const EmaProfile *profile, GString *out) {
                            present, read);
   g_mutex_unlock((GMutex *) &profile->lock);
   g_string_append(out, "\n");
+  if (profile->workload_kinds) {
+    g_string_append(out, "# the measuring workload's own kernels, which a serving step takes from "
+                         "the imports first:");
+    for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
+      if (profile->workload_kinds & (1u << k))
+        g_string_append_printf(out, " %s", kind_names[k]);
+    g_string_append(out, "\n");
+  }
   for (guint i = 0; i < profile->warnings->len; i++)
     g_string_append_printf(out, "# warning: %s\n", (const char *) profile->warnings->pdata[i]);
 }

@@ -335,6 +335,10 @@ static void test_describe(void) {
   ema_test_assert_contains(run->out, "\n  bandwidth: 397GB/s\n");
   ema_test_assert_contains(run->out, "\n  copy_fixed_cost: 6.4us\n");
   ema_test_assert_contains(run->out, "\n# derived: total HBM ");
+  /* the H200's measured tables of its profiler's own kernels, named */
+  ema_test_assert_contains(run->out, "\n# the measuring workload's own kernels, which a serving "
+                                     "step takes from the imports first: attn_decode "
+                                     "attn_prefill moe elementwise\n");
   /* a measured byte count is said in GiB too */
   {
     g_autoptr(EmaTestRun) h100 = ema_test_cli("describe", "hwmodel", "h100x8-hgx", NULL);
