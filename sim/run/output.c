@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
+#include <openssl/evp.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -417,14 +418,26 @@ static void add_op(JsonBuilder *builder, const EmaOpResult *result) {
   json_builder_end_object(builder);
 }
 
+/* The SHA-256 of LENGTH bytes at DATA in lowercase hex (OpenSSL's, which uses the CPU's SHA
+ * instructions where it has them), newly allocated. */
+static char *sha256_hex(const void *data, gsize length) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  GString *hex;
+  if (!EVP_Digest(data, length, digest, &size, EVP_sha256(), NULL))
+    g_error("SHA-256 failed (OpenSSL's EVP_Digest)");
+  hex = g_string_sized_new(2 * size);
+  for (unsigned int i = 0; i < size; i++)
+    g_string_append_printf(hex, "%02x", digest[i]);
+  return g_string_free(hex, FALSE);
+}
+
 char *ema_output_file_sha256(const char *path) {
   /* a FIFO or device that a tampered provenance names is refused, not waited on */
   g_autoptr(GMappedFile) file = ema_file_map_regular(path, NULL);
   if (file == NULL)
     return NULL;
-  return g_compute_checksum_for_data(G_CHECKSUM_SHA256,
-                                     (const guchar *) g_mapped_file_get_contents(file),
-                                     g_mapped_file_get_length(file));
+  return sha256_hex(g_mapped_file_get_contents(file), g_mapped_file_get_length(file));
 }
 
 static gint compare_strings(gconstpointer a, gconstpointer b) {
@@ -450,15 +463,16 @@ static GPtrArray *plugin_files(void) {
 }
 
 char *ema_output_build_id(const char *program) {
-  g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+  g_autoptr(GString) hashes = g_string_new(NULL);
   g_autoptr(GPtrArray) plugins = plugin_files();
   g_autofree char *self = ema_output_file_sha256(program);
-  g_checksum_update(sum, (const guchar *) (self ? self : "?"), -1);
+  g_string_append(hashes, self ? self : "?");
   for (guint i = 0; i < plugins->len; i++) {
     g_autofree char *hash = ema_output_file_sha256(plugins->pdata[i]);
-    g_checksum_update(sum, (const guchar *) (hash ? hash : "?"), -1);
+    g_string_append(hashes, hash ? hash : "?");
   }
-  return g_strdup(g_checksum_get_string(sum));
+  /* the hash of the files' hashes, one after the other */
+  return sha256_hex(hashes->str, hashes->len);
 }
 
 /* PATH and its hash, read once per summary: HASHES (path -> hash, "" for a
