@@ -107,7 +107,10 @@ EmaNode *ema_policy_spec_resolve(const EmaNode *at, const char *path, GError **e
   }
   source = g_strdup_printf("composition '%s'", composition->name);
   tree = ema_node_load_string(composition->yaml, source, NULL, error);
+  /* the name is the composition's own, from where its map is: a name from elsewhere would read
+   * as a rename (params.c), and every later expansion would load the composition again over
+   * the keys overrides had set inside it */
   if (tree && tree->kind == EMA_NODE_MAP)
-    ema_node_set(tree, "name", ema_node_new_scalar(composition->name, at->file, at->line, at->col));
+    ema_node_set(tree, "name", ema_node_new_scalar(composition->name, tree->file, 1, 1));
   return tree;
 }

@@ -1506,6 +1506,37 @@ static void test_experiment_override_errors(void) {
                    NULL, NULL);
 }
 
+/* Overrides inside a composition the file names (`policy: ema`) stay set through the overrides
+ * after them, at the top of the policy map and inside its parameter maps alike, and their bad
+ * values are errors at their --set (they were dropped: each later override loaded the
+ * composition again). */
+static void test_experiment_policy_overrides(void) {
+  static const char text[] =
+      "name: policy-test\n"
+      "server: h200x2\n"
+      "policy: ema\n"
+      "tenants:\n"
+      "  - {name: a, model: llama-3.1-8b, gpu: 0, trace: {arrivals: poisson, rate: 1, requests: "
+      "1,\n"
+      "     prompt: {dist: fixed, tokens: 10}, output: {dist: fixed, tokens: 10}}}\n";
+  g_autofree char *dir = g_dir_make_tmp("ema-policy-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "policy.yaml", NULL);
+  const char *const set[] = {"policy.borrow=on-demand", "policy.decision_period=1s", "duration=5s",
+                             NULL};
+  const char *const bad[] = {"policy.prefetch_params.allowance=x", "duration=5s", NULL};
+  g_autoptr(EmaExperiment) e = NULL;
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  e = load_experiment(path, set);
+  g_assert_cmpstr(e->policy.name, ==, "ema");
+  g_assert_cmpstr(e->policy.borrow, ==, "on-demand");
+  g_assert_cmpstr(e->policy.prefetch, ==, "offload");
+  g_assert_cmpint(e->policy.decision_period, ==, EMA_S(1));
+  experiment_fails(path, bad, EMA_CONFIG_ERROR_TYPE,
+                   "--set:1:34: policy.prefetch_params.allowance: 'x' is not a number", NULL, NULL);
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 static void test_experiment_errors(void) {
   struct {
     const char *file;
@@ -1928,6 +1959,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/config/experiment/baseline", test_experiment_baseline);
   g_test_add_func("/config/experiment/overrides", test_experiment_overrides);
   g_test_add_func("/config/experiment/override-errors", test_experiment_override_errors);
+  g_test_add_func("/config/experiment/policy-overrides", test_experiment_policy_overrides);
   g_test_add_func("/config/experiment/errors", test_experiment_errors);
   g_test_add_func("/config/experiment/not-a-map", test_experiment_not_a_map);
   g_test_add_func("/config/experiment/empty-engine", test_experiment_empty_engine);
