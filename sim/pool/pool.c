@@ -1571,8 +1571,8 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   EmaStepCostView view;
 
   all_local = ema_step_time(g->model, batch, &bd);
-  if (all_local == 0)
-    return 0;
+  if (all_local == 0 || all_local == EMA_TIME_NEVER)
+    return all_local; /* EMA_TIME_NEVER: past the clock, which the engine reports */
   expire_offloads(p);
   /* the GPUs pulling from this one (another's term would be 0, the sum the same) */
   for (guint b = ema_bits_next(by, 0, p->n); p->pulling > 0 && b < p->n;

@@ -1428,11 +1428,26 @@ static void kick(EmaEngine *engine) {
   engine->last_step_start = engine->step.start;
   engine->last_decode_seqs = engine->step.batch.decode_seqs;
   engine->last_decode_context = engine->step.batch.decode_context;
-  engine->step.duration = swap + ema_engine_step_duration(
-                                     &engine->config.costs, &engine->step.batch,
-                                     engine->step.batch.decode_seqs + engine->step.prefill_seqs,
-                                     engine->step_cost(engine->step_cost_data, &engine->step.batch),
-                                     &engine->step.gpu_time, &engine->step.cpu_time);
+  engine->step.duration =
+      ema_engine_step_duration(&engine->config.costs, &engine->step.batch,
+                               engine->step.batch.decode_seqs + engine->step.prefill_seqs,
+                               engine->step_cost(engine->step_cost_data, &engine->step.batch),
+                               &engine->step.gpu_time, &engine->step.cpu_time);
+  /* a step the clock cannot count (its step model's time saturated: an absurd operator time
+   * in a profile) ends the run with an error, rather than wrapping negative */
+  if (engine->step.duration > EMA_TIME_NEVER - 1 - swap) {
+    ema_sim_fail(engine->sim,
+                 g_error_new(EMA_SIM_ERROR, EMA_SIM_ERROR_CLOCK,
+                             "%s%s: at %.6g s a step of %" G_GUINT64_FORMAT
+                             " tokens takes longer than the simulator's clock counts (2^63 ns, "
+                             "about 292 years)",
+                             engine->config.name ? "tenant " : "",
+                             engine->config.name ? engine->config.name : "the engine",
+                             (double) engine->step.start / 1e9,
+                             engine->step.batch.prefill_tokens + engine->step.batch.decode_seqs));
+    return;
+  }
+  engine->step.duration += swap;
   engine->step_in_flight = TRUE;
   ema_sim_schedule_in(engine->sim, &engine->step_event, engine->step.duration, 0);
   tell_want(engine);
@@ -1446,7 +1461,10 @@ EmaTime ema_engine_step_duration(const EmaEngineCosts *costs, const EmaStepBatch
   EmaTime output = costs->output_cpu_cost + costs->output_cpu_cost_per_seq * (EmaTime) seqs;
   *gpu = graphed ? gpu_time : MAX(gpu_time, costs->eager_cpu_cost);
   *cpu = step + output;
-  return costs->cpu_overlap ? MAX(*gpu, *cpu) : MAX(*gpu, output) + step;
+  if (costs->cpu_overlap)
+    return MAX(*gpu, *cpu);
+  /* saturated at the end of the clock (a GPU time of EMA_TIME_NEVER stays so) */
+  return MAX(*gpu, output) > EMA_TIME_NEVER - step ? EMA_TIME_NEVER : MAX(*gpu, output) + step;
 }
 
 /* ---- completing a step ------------------------------------------------- */

@@ -211,6 +211,36 @@ static void test_reject_too_long(void) {
   g_assert_cmpuint(ema_engine_completed(engine), ==, 1);
 }
 
+/* A step whose cost the clock cannot count (a step model saturated at EMA_TIME_NEVER by an
+ * absurd operator time) ends the run with an error naming the tenant: it once wrapped negative
+ * (a signed overflow and a CRITICAL from the scheduler) and the run went on. */
+static EmaTime never(gpointer data, const EmaStepBatch *batch) {
+  return batch->decode_seqs > 0 ? EMA_TIME_NEVER : STEP;
+}
+
+static void test_step_past_clock(void) {
+  g_autoptr(EmaSim) sim = ema_sim_new();
+  g_autoptr(EmaKvPool) pool = ema_kv_pool_new(16);
+  const EmaRequestRecord records[] = {
+      {.arrival = 0, .prompt_tokens = 10, .output_tokens = 5, .id = 0},
+  };
+  /* a CPU cost a step beyond its GPU time: the sum that wrapped */
+  EmaEngineConfig config = {.max_num_seqs = 4,
+                            .max_num_batched_tokens = 64,
+                            .name = "t",
+                            .costs = {.step_cpu_cost = 1000}};
+  g_autoptr(EmaEngine) engine = ema_engine_new(sim, &config, ema_kv_pool_memory(pool), never, NULL,
+                                               ema_trace_source_new_array(records, 1));
+  GError *error = NULL;
+  ema_engine_start(engine);
+  g_assert_false(ema_sim_run_until(sim, EMA_TIME_NEVER, &error));
+  g_assert_error(error, EMA_SIM_ERROR, EMA_SIM_ERROR_CLOCK);
+  g_assert_cmpstr(error->message, ==,
+                  "tenant t: at 0.001001 s a step of 1 tokens takes longer than the simulator's "
+                  "clock counts (2^63 ns, about 292 years)");
+  g_error_free(error);
+}
+
 /* ---- the engine against the plain O(batch) algorithm --------------------- */
 
 /* The oracle (engine-reference.c): the engine as it was before the steady
@@ -1001,6 +1031,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/preempt-when-full", test_preempt_when_full);
   g_test_add_func("/engine/watermark", test_watermark);
   g_test_add_func("/engine/reject-too-long", test_reject_too_long);
+  g_test_add_func("/engine/step-past-clock", test_step_past_clock);
   g_test_add_func("/engine/differential", test_differential);
   g_test_add_func("/engine/work-per-step", test_work_per_step);
   g_test_add_func("/engine/release/between-steps", test_release_between_steps);
