@@ -1038,7 +1038,8 @@ static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, 
       const char *field = csv->fields[index[numeric + 1]];
       if (strcmp(field, "0") != 0 && strcmp(field, "1") != 0) {
         g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
-                    "%s:%u: column 'bias': '%s' is not 0 or 1", csv->file, csv->line, field);
+                    "%s:%u:%u: column 'bias': '%s' is not 0 or 1", csv->file, csv->line,
+                    ema_csv_field_column(csv, index[numeric + 1]), field);
         return FALSE;
       }
       bias = field[0] == '1';

@@ -183,8 +183,8 @@ static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GErr
   const EmaStepModel *step;
   if (!decode && !mixed && strcmp(phase, "prefill") != 0) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
-                "%s:%u: column 'phase': '%s' is not decode, prefill or mixed", csv->file, csv->line,
-                phase);
+                "%s:%u:%u: column 'phase': '%s' is not decode, prefill or mixed", csv->file,
+                csv->line, ema_csv_field_column(csv, c[2]), phase);
     return FALSE;
   }
   /* tp and time_us, then the columns of the row's phase (a mixed step has both) */

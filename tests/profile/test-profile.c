@@ -120,7 +120,7 @@ static void test_gemm_bias(void) {
   ema_profile_op_gemm(old, EMA_PROFILE_BF16, TRUE, 4, 8, &op);
   g_assert_true(ema_profile_op_at(&op, 0, 1, &us) && us == 10);
   load_fails("gemm.csv", "m,k,n,dtype,bias,time_us\n1,4,8,bf16,2,10\n",
-             ":2: column 'bias': '2' is not 0 or 1");
+             ":2:12: column 'bias': '2' is not 0 or 1");
 }
 
 static void test_duplicate(void) {
@@ -1160,9 +1160,9 @@ static void test_compare_steps(void) {
                     "| all | all | 4 | 7.2% | 11.1% | +1.3% |\n");
   }
 
-  /* a bad phase is an error at its line */
+  /* a bad phase is an error at its field */
   assert_steps_error(path, "llama-3.1-8b,1,verify,1,1,0,0,10\n",
-                     "steps.csv:2: column 'phase': 'verify' is not decode, prefill or mixed");
+                     "steps.csv:2:16: column 'phase': 'verify' is not decode, prefill or mixed");
   /* a model that does not resolve names the row */
   assert_steps_error(path, "llama-9,1,decode,1,1,0,0,10\n", "steps.csv:2: unknown model 'llama-9'");
   /* an integer past 2^53 (2^64 here, which would wrap) is an error at its field */
