@@ -647,6 +647,16 @@ static void test_mooncake_errors(void) {
        EMA_TRACE_ERROR_PARSE, 57, "'hash_ids' item 0 is not a non-negative integer"},
       {"{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_ORDER, 2,
        "timestamp goes backwards: 0.009000000 s is earlier than line 1"},
+      /* a key given twice (json-glib keeps the last, silently), at its second name; the same
+       * name inside another key's value, or inside a string, is no second one */
+      {"{\"timestamp\": 15, \"input_length\": 1, \"output_length\": 1, \"output_length\": 500}",
+       EMA_TRACE_ERROR_PARSE, 58, "'output_length' is given twice"},
+      {"{\"timestamp\": 15, \"hash_ids\": [1], \"input_length\": 1, \"output_length\": 1, "
+       "\"hash_ids\": []}",
+       EMA_TRACE_ERROR_PARSE, 75, "'hash_ids' is given twice"},
+      {"{\"timestamp\": 15, \"input_length\": 1, \"output_length\": 1, \"m\": {\"timestamp\": 1}, "
+       "\"n\": \"\\\"timestamp\\\": 2\", \"hash_ids\": 3}",
+       EMA_TRACE_ERROR_PARSE, 106, "'hash_ids' is not an array"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *content = g_strdup_printf(
