@@ -334,6 +334,24 @@ static void test_import_lower_envelope(void) {
   g_assert_cmpfloat(fabs(gemm_at(p, 200) - (24 + 26 * 72.0 / 128)), <, 1e-12);
 }
 
+/* The profile in FOLDER in VIEW with every import read while EMA_SHARED_DIR is SHARED (then
+ * restored). */
+static EmaProfile *load_reading_all(const char *shared, const char *folder, EmaProfileView view) {
+  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+  GError *error = NULL;
+  EmaProfile *p;
+  g_setenv("EMA_SHARED_DIR", shared, TRUE);
+  p = ema_profile_load_view(folder, view, &error);
+  g_assert_no_error(error);
+  g_assert_true(ema_profile_read_all(p, &error));
+  g_assert_no_error(error);
+  if (saved)
+    g_setenv("EMA_SHARED_DIR", saved, TRUE);
+  else
+    g_unsetenv("EMA_SHARED_DIR");
+  return p;
+}
+
 /* A profile folder NAME in DIR whose profile.yaml has EXTRA (its imports)
  * and the data sets' files under DIR/groundtruth (FILE, TEXT pairs,
  * NULL-terminated), loaded with EMA_SHARED_DIR at DIR. */
@@ -343,9 +361,6 @@ static EmaProfile *load_with_data(const char *dir, const char *name, const char 
   g_autofree char *yaml_path = g_build_filename(folder, "profile.yaml", NULL);
   g_autofree char *yaml =
       g_strconcat("source: tests\n", tables_yaml ? tables_yaml : "", extra, NULL);
-  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
-  GError *error = NULL;
-  EmaProfile *p;
   const char *file;
   va_list ap;
   g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
@@ -359,17 +374,8 @@ static EmaProfile *load_with_data(const char *dir, const char *name, const char 
   }
   va_end(ap);
   g_assert_true(g_file_set_contents(yaml_path, yaml, -1, NULL));
-  g_setenv("EMA_SHARED_DIR", dir, TRUE);
-  p = ema_profile_load(folder, &error);
-  g_assert_no_error(error);
-  /* read every import now, while EMA_SHARED_DIR points at the test's data */
-  g_assert_true(ema_profile_read_all(p, &error));
-  g_assert_no_error(error);
-  if (saved)
-    g_setenv("EMA_SHARED_DIR", saved, TRUE);
-  else
-    g_unsetenv("EMA_SHARED_DIR");
-  return p;
+  /* every import read now, while EMA_SHARED_DIR points at the test's data */
+  return load_reading_all(dir, folder, EMA_PROFILE_ENGINE);
 }
 
 /* Precedence: each GEMM shape from the first data set that has it. The
@@ -473,7 +479,6 @@ static void test_workload_kernels(void) {
   g_autofree char *rows = vidur_rows(tokens, 2, TRUE);
   g_autofree char *folder = g_build_filename(dir, "wk", NULL);
   g_autofree char *table = g_build_filename(folder, "elementwise.csv", NULL);
-  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
   g_autofree char *bad = NULL, *bad_yaml = NULL, *want = NULL;
   g_autoptr(EmaProfile) engine = NULL, workload = NULL;
   GError *error = NULL;
@@ -503,15 +508,7 @@ static void test_workload_kernels(void) {
   g_assert_true(ema_profile_op_at(&op, 0, 2, &us));
   g_assert_cmpfloat(us, ==, 9);
 
-  g_setenv("EMA_SHARED_DIR", dir, TRUE);
-  workload = ema_profile_load_view(folder, EMA_PROFILE_WORKLOAD, &error);
-  g_assert_no_error(error);
-  g_assert_true(ema_profile_read_all(workload, &error));
-  g_assert_no_error(error);
-  if (saved)
-    g_setenv("EMA_SHARED_DIR", saved, TRUE);
-  else
-    g_unsetenv("EMA_SHARED_DIR");
+  workload = load_reading_all(dir, folder, EMA_PROFILE_WORKLOAD);
   ema_profile_op_elementwise(workload, EMA_PROFILE_BF16, "rmsnorm", 8, &op);
   g_assert_cmpstr(ema_profile_op_source(workload, &op), ==, "wk measured tables");
   g_assert_false(op.workload);
@@ -1346,30 +1343,43 @@ static void test_compare_static_public(void) {
   g_assert_cmpfloat(stats[1]->mean_signed_error, <, 0);
 }
 
+/* h200x2 on a profile NAME in DIR of tiny_gemm with FP8 rows beside it (each shape at about
+ * 0.6 of its bf16 time), tiny_attn and tiny_elementwise. */
+static EmaServerSpec *tiny_fp8_server(const char *dir, const char *name) {
+  g_autofree char *gemm =
+      g_strconcat(tiny_gemm, "2,8,24,fp8,6\n2,8,8,fp8,3\n2,8,32,fp8,12\n2,16,8,fp8,6\n", NULL);
+  g_autofree char *folder = write_profile(dir, name, NULL, "gemm.csv", gemm, "attn_decode.csv",
+                                          tiny_attn, "elementwise.csv", tiny_elementwise, NULL);
+  return server_with_profile(dir, name);
+}
+
+/* The tiny model's decode step of 2 sequences of 200 tokens on SERVER with 16-bit weights into
+ * *BF16 and FP8 weights into *FP8; returns the FP8 step model. */
+static EmaStepModel *fp8_beside_bf16(const EmaServerSpec *server, EmaStepBreakdown *bf16,
+                                     EmaStepBreakdown *fp8) {
+  EmaLlmSpec model = tiny_model();
+  EmaStepBatch batch = {.decode_seqs = 2, .decode_context = 200, .logits = 2};
+  GError *error = NULL;
+  g_autoptr(EmaStepModel) a = ema_step_model_new(&model, server, 1, &error);
+  EmaStepModel *b;
+  g_assert_no_error(error);
+  model.weights = EMA_PRECISION_FP8;
+  b = ema_step_model_new(&model, server, 1, &error);
+  g_assert_no_error(error);
+  ema_step_time(a, &batch, bf16);
+  ema_step_time(b, &batch, fp8);
+  return b;
+}
+
 /* FP8 weights take the profile's FP8 GEMM rows (the four projections: 6, 3,
  * 12 and 6 us against bf16's 10, 5, 20 and 10), the LM head its 16-bit row:
  * 18 us a layer less over 2 layers. */
 static void test_step_fp8_choice(void) {
   g_autoptr(TempDir) dir = temp_dir();
-  g_autofree char *gemm =
-      g_strconcat(tiny_gemm, "2,8,24,fp8,6\n2,8,8,fp8,3\n2,8,32,fp8,12\n2,16,8,fp8,6\n", NULL);
-  g_autofree char *folder =
-      write_profile(dir, "tiny-fp8", NULL, "gemm.csv", gemm, "attn_decode.csv", tiny_attn,
-                    "elementwise.csv", tiny_elementwise, NULL);
-  g_autoptr(EmaServerSpec) server = server_with_profile(dir, "tiny-fp8");
-  EmaLlmSpec model = tiny_model();
-  EmaStepBatch batch = {.decode_seqs = 2, .decode_context = 200, .logits = 2};
+  g_autoptr(EmaServerSpec) server = tiny_fp8_server(dir, "tiny-fp8");
   EmaStepBreakdown bf16, fp8;
   EmaStepSources sources;
-  GError *error = NULL;
-  g_autoptr(EmaStepModel) a = ema_step_model_new(&model, server, 1, &error);
-  g_autoptr(EmaStepModel) b = NULL;
-  g_assert_no_error(error);
-  model.weights = EMA_PRECISION_FP8;
-  b = ema_step_model_new(&model, server, 1, &error);
-  g_assert_no_error(error);
-  ema_step_time(a, &batch, &bf16);
-  ema_step_time(b, &batch, &fp8);
+  g_autoptr(EmaStepModel) b = fp8_beside_bf16(server, &bf16, &fp8);
   g_assert_cmpfloat(fabs(bf16.profiled_s - fp8.profiled_s - 2 * 18e-6), <, 1e-12);
   g_assert_cmpfloat(fabs(bf16.roofline_s - fp8.roofline_s), <, 1e-15);
   ema_step_model_sources(b, &sources);
@@ -1392,26 +1402,15 @@ static double gemm_roofline(const EmaGpuSpec *gpu, double m, double k, double n,
 static void test_step_fp8_weight_only(void) {
   static const double shapes[4][3] = {{8, 24, 10}, {8, 8, 5}, {8, 32, 20}, {16, 8, 10}};
   g_autoptr(TempDir) dir = temp_dir();
-  g_autofree char *gemm =
-      g_strconcat(tiny_gemm, "2,8,24,fp8,6\n2,8,8,fp8,3\n2,8,32,fp8,12\n2,16,8,fp8,6\n", NULL);
-  g_autofree char *folder = write_profile(dir, "tiny-w8", NULL, "gemm.csv", gemm, "attn_decode.csv",
-                                          tiny_attn, "elementwise.csv", tiny_elementwise, NULL);
-  g_autoptr(EmaServerSpec) server = server_with_profile(dir, "tiny-w8");
+  g_autoptr(EmaServerSpec) server = tiny_fp8_server(dir, "tiny-w8");
   EmaLlmSpec model = tiny_model();
-  EmaStepBatch batch = {.decode_seqs = 2, .decode_context = 200, .logits = 2};
   EmaStepBreakdown bf16, fp8;
   EmaStepSources sources;
   GError *error = NULL;
-  g_autoptr(EmaStepModel) a = NULL, b = NULL;
+  g_autoptr(EmaStepModel) b = NULL;
   double saved = 0;
   server->gpu.matrix_flops_fp8 = 0; /* no FP8 tensor cores */
-  a = ema_step_model_new(&model, server, 1, &error);
-  g_assert_no_error(error);
-  model.weights = EMA_PRECISION_FP8;
-  b = ema_step_model_new(&model, server, 1, &error);
-  g_assert_no_error(error);
-  ema_step_time(a, &batch, &bf16);
-  ema_step_time(b, &batch, &fp8);
+  b = fp8_beside_bf16(server, &bf16, &fp8);
   /* two layers, each GEMM t (1 - R(c, m8) / R(c, m16)) shorter */
   for (guint i = 0; i < G_N_ELEMENTS(shapes); i++)
     saved += 2 * shapes[i][2] * 1e-6 *
@@ -1426,6 +1425,7 @@ static void test_step_fp8_weight_only(void) {
                   "tiny-w8 measured tables (weight-only FP8: 16-bit times carried to 1-byte "
                   "weights)");
 
+  model.weights = EMA_PRECISION_FP8;
   model.experts = 4;
   model.active_experts = 2;
   g_assert_null(ema_step_model_new(&model, server, 1, &error));
