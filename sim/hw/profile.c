@@ -2185,28 +2185,17 @@ EmaProfile *ema_profile_load_view(const char *dir, EmaProfileView view, GError *
 /* ---- the per-process cache ----------------------------------------------- */
 
 static GMutex cache_lock;
-static GHashTable *cache; /* "name\nview" -> EmaProfile *, never freed */
+static GHashTable *cache; /* "folder\nview" -> EmaProfile *, never freed */
 
 const EmaProfile *ema_profile_get(const char *name, GError **error) {
   return ema_profile_get_view(name, EMA_PROFILE_ENGINE, error);
 }
 
 const EmaProfile *ema_profile_get_view(const char *name, EmaProfileView view, GError **error) {
-  const EmaProfile *found;
   g_autoptr(GPtrArray) dirs = g_ptr_array_new_with_free_func(g_free);
   const char *env = g_getenv("EMA_PROFILE_PATH");
   EmaProfile *loaded = NULL;
-  g_autofree char *cache_key = NULL;
   g_return_val_if_fail(name != NULL, NULL);
-  cache_key = g_strdup_printf("%s\n%s", name, view == EMA_PROFILE_ENGINE ? "engine" : "workload");
-  g_mutex_lock(&cache_lock);
-  if (!cache)
-    cache = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  found = g_hash_table_lookup(cache, cache_key);
-  if (found) {
-    g_mutex_unlock(&cache_lock);
-    return found;
-  }
   if (env && *env) {
     g_auto(GStrv) parts = g_strsplit(env, G_SEARCHPATH_SEPARATOR_S, -1);
     for (guint i = 0; parts[i]; i++)
@@ -2217,29 +2206,37 @@ const EmaProfile *ema_profile_get_view(const char *name, EmaProfileView view, GE
     g_autofree char *builtin = ema_data_dir("hwmodels");
     g_ptr_array_add(dirs, g_build_filename(builtin, "profiles", NULL));
   }
-  for (guint i = 0; i < dirs->len && !loaded; i++) {
+  g_mutex_lock(&cache_lock);
+  if (!cache)
+    cache = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < dirs->len; i++) {
     g_autofree char *dir = g_build_filename(dirs->pdata[i], name, NULL);
     g_autofree char *yaml = g_build_filename(dir, "profile.yaml", NULL);
+    g_autofree char *cache_key = NULL;
     if (strchr(name, '/') || !g_file_test(yaml, G_FILE_TEST_EXISTS))
       continue;
-    loaded = ema_profile_load_view(dir, view, error);
+    /* the folder found, and the view: a search path changed within the process (the tests)
+     * finds the profile it names */
+    cache_key = g_strdup_printf("%s\n%s", dir, view == EMA_PROFILE_ENGINE ? "engine" : "workload");
+    loaded = g_hash_table_lookup(cache, cache_key);
     if (!loaded) {
-      g_mutex_unlock(&cache_lock);
-      return NULL;
+      loaded = ema_profile_load_view(dir, view, error);
+      if (!loaded) {
+        g_mutex_unlock(&cache_lock);
+        return NULL;
+      }
+      /* an absent data set is said once per process, when a lookup first needs it */
+      loaded->say_warnings = TRUE;
+      g_hash_table_insert(cache, g_steal_pointer(&cache_key), loaded);
     }
-  }
-  if (!loaded) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
-                "unknown profile '%s' (no %s/profile.yaml under EMA_PROFILE_PATH or %s)", name,
-                name, (const char *) dirs->pdata[dirs->len - 1]);
     g_mutex_unlock(&cache_lock);
-    return NULL;
+    return loaded;
   }
-  /* an absent data set is said once per process, when a lookup first needs it */
-  loaded->say_warnings = TRUE;
-  g_hash_table_insert(cache, g_steal_pointer(&cache_key), loaded);
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
+              "unknown profile '%s' (no %s/profile.yaml under EMA_PROFILE_PATH or %s)", name, name,
+              (const char *) dirs->pdata[dirs->len - 1]);
   g_mutex_unlock(&cache_lock);
-  return loaded;
+  return NULL;
 }
 
 gint64 ema_profile_graph_gap(const EmaProfile *profile) {

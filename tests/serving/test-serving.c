@@ -595,7 +595,10 @@ static void test_fidelity_combinations(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *profile_dir = g_build_filename(dir, "fid-missing", NULL);
   g_autofree char *yaml = g_build_filename(profile_dir, "profile.yaml", NULL);
+  /* the built-in H200 profile, with its data where ../shared has it (not the suite's fixture) */
+  g_autofree char *saved_path = g_strdup(g_getenv("EMA_PROFILE_PATH"));
   GError *error = NULL;
+  g_unsetenv("EMA_PROFILE_PATH");
   spec.model.weights = EMA_PRECISION_FP8;
   spec.tp = 2;
   fp8 = ema_fidelity_of(&spec, h200, &error);
@@ -655,7 +658,10 @@ static void test_fidelity_combinations(void) {
   g_free(h200->gpu.profile);
   h200->gpu.profile = g_strdup("fid-missing");
   missing = ema_fidelity_of(&spec, h200, &error);
-  g_unsetenv("EMA_PROFILE_PATH");
+  if (saved_path)
+    g_setenv("EMA_PROFILE_PATH", saved_path, TRUE);
+  else
+    g_unsetenv("EMA_PROFILE_PATH");
   g_assert_no_error(error);
   g_assert_false(missing->validated);
   g_assert_cmpuint(missing->warnings->len, ==, 1);

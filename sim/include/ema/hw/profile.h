@@ -114,9 +114,9 @@ gboolean ema_profile_check(const EmaProfile *profile, GError **error);
 /* Read every import now (`describe hwmodel`, which counts the rows); its
  * first error as ema_profile_check(). */
 gboolean ema_profile_read_all(const EmaProfile *profile, GError **error);
-/* The profile NAME, loaded once per process and kept (never freed): the
- * first DIR/NAME/profile.yaml over EMA_PROFILE_PATH (colon-separated), then
- * the built-in ema_data_dir("hwmodels")/profiles. Thread-safe. */
+/* The profile NAME: the first DIR/NAME/profile.yaml over EMA_PROFILE_PATH (colon-separated),
+ * then the built-in ema_data_dir("hwmodels")/profiles, each folder loaded once per process and
+ * kept (never freed). Thread-safe. */
 const EmaProfile *ema_profile_get(const char *name, GError **error);
 /* ema_profile_get() in VIEW (ema_profile_get() is the engine view); each view loaded once. */
 const EmaProfile *ema_profile_get_view(const char *name, EmaProfileView view, GError **error);
