@@ -9,6 +9,7 @@
 
 #include "ema/core/modelpath.h"
 #include "ema/core/units.h"
+#include "ema/hw/profile.h"
 
 #define GPU_FIELD(f) G_STRUCT_OFFSET(EmaGpuSpec, f)
 #define LINK_FIELD(f) G_STRUCT_OFFSET(EmaLinkSpec, f)
@@ -101,10 +102,20 @@ static const EmaParam gpu_params[] = {
              "own requests are running than on an idle one (default 0: as alone)"},
 };
 
-/* The offload points rise: shares strictly, slowdowns never fall. */
+/* The offload points rise: shares strictly, slowdowns never fall; a profile named is one there
+ * is (checked here, not when a step first needs it: an experiment of data movements alone
+ * never loads it). */
 static gboolean check_gpu(gpointer object, const EmaNode *node, const char *path, GError **error) {
   const EmaGpuSpec *gpu = object;
   const GArray *points = gpu->offload_slowdown;
+  GError *unknown = NULL;
+  if (gpu->profile && *gpu->profile && !ema_profile_exists(gpu->profile, &unknown)) {
+    const EmaNode *key = node ? ema_node_get(node, "profile") : NULL;
+    g_autofree char *key_path = g_strdup_printf("%s%sprofile", path ? path : "", path ? "." : "");
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, key ? key : node, key_path, "%s", unknown->message);
+    g_error_free(unknown);
+    return FALSE;
+  }
   for (guint i = 1; points != NULL && i < points->len; i++) {
     const EmaOffloadPoint *a = &g_array_index(points, EmaOffloadPoint, i - 1);
     const EmaOffloadPoint *b = &g_array_index(points, EmaOffloadPoint, i);

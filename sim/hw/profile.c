@@ -2191,11 +2191,10 @@ const EmaProfile *ema_profile_get(const char *name, GError **error) {
   return ema_profile_get_view(name, EMA_PROFILE_ENGINE, error);
 }
 
-const EmaProfile *ema_profile_get_view(const char *name, EmaProfileView view, GError **error) {
-  g_autoptr(GPtrArray) dirs = g_ptr_array_new_with_free_func(g_free);
+/* The folders profiles are looked up in: EMA_PROFILE_PATH's, then the built-in one. */
+static GPtrArray *profile_dirs(void) {
+  GPtrArray *dirs = g_ptr_array_new_with_free_func(g_free);
   const char *env = g_getenv("EMA_PROFILE_PATH");
-  EmaProfile *loaded = NULL;
-  g_return_val_if_fail(name != NULL, NULL);
   if (env && *env) {
     g_auto(GStrv) parts = g_strsplit(env, G_SEARCHPATH_SEPARATOR_S, -1);
     for (guint i = 0; parts[i]; i++)
@@ -2206,37 +2205,56 @@ const EmaProfile *ema_profile_get_view(const char *name, EmaProfileView view, GE
     g_autofree char *builtin = ema_data_dir("hwmodels");
     g_ptr_array_add(dirs, g_build_filename(builtin, "profiles", NULL));
   }
-  g_mutex_lock(&cache_lock);
-  if (!cache)
-    cache = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  for (guint i = 0; i < dirs->len; i++) {
+  return dirs;
+}
+
+/* The folder of profile NAME (newly allocated), or NULL with ERROR. */
+static char *find_profile(const char *name, GError **error) {
+  g_autoptr(GPtrArray) dirs = profile_dirs();
+  for (guint i = 0; i < dirs->len && !strchr(name, '/'); i++) {
     g_autofree char *dir = g_build_filename(dirs->pdata[i], name, NULL);
     g_autofree char *yaml = g_build_filename(dir, "profile.yaml", NULL);
-    g_autofree char *cache_key = NULL;
-    if (strchr(name, '/') || !g_file_test(yaml, G_FILE_TEST_EXISTS))
-      continue;
-    /* the folder found, and the view: a search path changed within the process (the tests)
-     * finds the profile it names */
-    cache_key = g_strdup_printf("%s\n%s", dir, view == EMA_PROFILE_ENGINE ? "engine" : "workload");
-    loaded = g_hash_table_lookup(cache, cache_key);
-    if (!loaded) {
-      loaded = ema_profile_load_view(dir, view, error);
-      if (!loaded) {
-        g_mutex_unlock(&cache_lock);
-        return NULL;
-      }
-      /* an absent data set is said once per process, when a lookup first needs it */
-      loaded->say_warnings = TRUE;
-      g_hash_table_insert(cache, g_steal_pointer(&cache_key), loaded);
-    }
-    g_mutex_unlock(&cache_lock);
-    return loaded;
+    if (g_file_test(yaml, G_FILE_TEST_EXISTS))
+      return g_steal_pointer(&dir);
   }
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
               "unknown profile '%s' (no %s/profile.yaml under EMA_PROFILE_PATH or %s)", name, name,
               (const char *) dirs->pdata[dirs->len - 1]);
-  g_mutex_unlock(&cache_lock);
   return NULL;
+}
+
+gboolean ema_profile_exists(const char *name, GError **error) {
+  g_autofree char *dir = NULL;
+  g_return_val_if_fail(name != NULL, FALSE);
+  dir = find_profile(name, error);
+  return dir != NULL;
+}
+
+const EmaProfile *ema_profile_get_view(const char *name, EmaProfileView view, GError **error) {
+  g_autofree char *dir = NULL, *cache_key = NULL;
+  EmaProfile *loaded;
+  g_return_val_if_fail(name != NULL, NULL);
+  if (!(dir = find_profile(name, error)))
+    return NULL;
+  /* the folder found, and the view: a search path changed within the process (the tests) finds
+   * the profile it names */
+  cache_key = g_strdup_printf("%s\n%s", dir, view == EMA_PROFILE_ENGINE ? "engine" : "workload");
+  g_mutex_lock(&cache_lock);
+  if (!cache)
+    cache = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  loaded = g_hash_table_lookup(cache, cache_key);
+  if (!loaded) {
+    loaded = ema_profile_load_view(dir, view, error);
+    if (!loaded) {
+      g_mutex_unlock(&cache_lock);
+      return NULL;
+    }
+    /* an absent data set is said once per process, when a lookup first needs it */
+    loaded->say_warnings = TRUE;
+    g_hash_table_insert(cache, g_steal_pointer(&cache_key), loaded);
+  }
+  g_mutex_unlock(&cache_lock);
+  return loaded;
 }
 
 gint64 ema_profile_graph_gap(const EmaProfile *profile) {

@@ -1852,6 +1852,21 @@ static void test_decode_scenarios(void) {
   g_rmdir(dir);
 }
 
+/* A GPU's operator profile is one there is, even in an experiment of data movements alone (which
+ * never times a step): an unknown one is an error at its key, not accepted unread. */
+static void test_ops_unknown_profile(void) {
+  g_autofree char *path = baseline_path();
+  const char *const unknown[] = {"server.gpu.profile=nope", NULL};
+  const char *const known[] = {"server.gpu.profile=h100-sxm", NULL};
+  g_autoptr(EmaExperiment) ok = load_experiment(path, known);
+  GError *error = NULL;
+  g_assert_null(ema_experiment_load(path, unknown, &error));
+  check_error(error, EMA_CONFIG_ERROR_KEY, NULL,
+              "--set:1:20: server.gpu.profile: unknown profile 'nope' (no nope/profile.yaml "
+              "under EMA_PROFILE_PATH or ",
+              "/hwmodels/profiles)");
+}
+
 static void test_ops_missed(void) {
   g_autofree char *path = baseline_path();
   const char *const too_fast[] = {"ops.9.expect.time=1us", NULL};
@@ -1969,6 +1984,7 @@ int main(int argc, char **argv) {
 
   g_test_add_func("/config/ops/baseline", test_ops_baseline);
   g_test_add_func("/config/ops/missed", test_ops_missed);
+  g_test_add_func("/config/ops/unknown-profile", test_ops_unknown_profile);
   g_test_add_func("/config/ops/decode-scenarios", test_decode_scenarios);
   g_test_add_func("/config/ops/deterministic", test_ops_deterministic);
   return g_test_run();

@@ -118,6 +118,9 @@ gboolean ema_profile_read_all(const EmaProfile *profile, GError **error);
  * then the built-in ema_data_dir("hwmodels")/profiles, each folder loaded once per process and
  * kept (never freed). Thread-safe. */
 const EmaProfile *ema_profile_get(const char *name, GError **error);
+/* Whether profile NAME is found (as ema_profile_get() looks it up), without loading it; FALSE
+ * with ERROR where not. */
+gboolean ema_profile_exists(const char *name, GError **error);
 /* ema_profile_get() in VIEW (ema_profile_get() is the engine view); each view loaded once. */
 const EmaProfile *ema_profile_get_view(const char *name, EmaProfileView view, GError **error);
 void ema_profile_free(EmaProfile *profile);
