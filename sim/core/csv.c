@@ -221,6 +221,41 @@ gboolean ema_csv_columns(const EmaCsv *csv, const char *const *names, guint *ind
   return TRUE;
 }
 
+/* 10^k for k in 0..22: every one exact in a double */
+static const double exact_powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                             1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                             1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+double ema_csv_parse_decimal(const char *text, char **end) {
+  /* digits[.digits] whose digits make an integer n <= 2^53 with k <= 22 after the point: n and
+   * 10^k are exact doubles and IEEE division rounds n / 10^k correctly, so the result is the
+   * correctly rounded value of the text, strtod's (Clinger's fast path); anything else
+   * (a sign, an exponent, more digits) goes to strtod */
+  const char *p = text;
+  guint64 n = 0;
+  guint digits = 0, significant = 0, after = 0;
+  /* at most 16 significant digits (n < 10^16: no overflow) and 22 after the point */
+  while (*p >= '0' && *p <= '9' && significant < 16) {
+    n = n * 10 + (guint64) (*p++ - '0');
+    digits++;
+    significant += n > 0;
+  }
+  if (*p == '.') {
+    p++;
+    while (*p >= '0' && *p <= '9' && significant < 16 && after < 22) {
+      n = n * 10 + (guint64) (*p++ - '0');
+      digits++;
+      after++;
+      significant += n > 0;
+    }
+  }
+  if (digits > 0 && *p == '\0' && n <= (G_GUINT64_CONSTANT(1) << 53)) {
+    *end = (char *) p;
+    return (double) n / exact_powers_of_ten[after];
+  }
+  return g_ascii_strtod(text, end);
+}
+
 /* The largest integer a field may hold: every whole number up to it is exact in a double, and
  * it converts to any of the callers' integer types without wrapping. */
 #define CSV_MAX_INTEGER 9007199254740992.0 /* 2^53 */
@@ -232,7 +267,7 @@ gboolean ema_csv_number(const EmaCsv *csv, guint index, gboolean integer, gboole
                         double *value, GError **error) {
   const char *text = csv->fields[index];
   char *end = NULL;
-  double v = g_ascii_strtod(text, &end);
+  double v = ema_csv_parse_decimal(text, &end);
   if (!*text || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok) || (v != 0 && v < DBL_MIN) ||
       (integer && (v != floor(v) || v > CSV_MAX_INTEGER))) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,

@@ -1417,21 +1417,6 @@ static const char *aic_text(const AicTable *t, guint i) {
 }
 
 /* Field I as a number >= 0 (an absent optional one: 0). */
-/* TEXT as a number, *END past it: up to 15 digits alone (the tables' sizes and counts, most of
- * their fields) read as the integer they are, exactly what strtod gives, without its cost;
- * anything else through g_ascii_strtod. */
-static double read_number(const char *text, char **end) {
-  const char *p = text;
-  guint64 n = 0;
-  while (*p >= '0' && *p <= '9' && p - text < 15)
-    n = n * 10 + (guint64) (*p++ - '0');
-  if (p > text && *p == '\0') {
-    *end = (char *) p;
-    return (double) n;
-  }
-  return g_ascii_strtod(text, end);
-}
-
 static gboolean aic_number(const AicTable *t, guint i, double *v, GError **error) {
   const char *text = aic_text(t, i);
   char *end = NULL;
@@ -1439,7 +1424,7 @@ static gboolean aic_number(const AicTable *t, guint i, double *v, GError **error
     *v = 0;
     return TRUE;
   }
-  *v = read_number(text, &end);
+  *v = ema_csv_parse_decimal(text, &end);
   if (end == text || *end != '\0' || !isfinite(*v) || *v < 0) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
                 "%s:%u:%u: '%s' is not a number >= 0", t->csv.file, t->csv.line,

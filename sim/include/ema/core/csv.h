@@ -62,6 +62,9 @@ guint ema_csv_field_column(const EmaCsv *csv, guint index);
 gboolean ema_csv_column(const EmaCsv *csv, const char *name, guint *index, GError **error);
 /* Indices of every column of NAMES (NULL-terminated). */
 gboolean ema_csv_columns(const EmaCsv *csv, const char *const *names, guint *index, GError **error);
+/* TEXT as a number, *END past it: exactly what g_ascii_strtod gives (the correctly rounded
+ * value), without its cost for a plain decimal of up to 16 digits. */
+double ema_csv_parse_decimal(const char *text, char **end);
 /* The current row's field INDEX as a positive number (or zero if ZERO_OK),
  * whole if INTEGER. */
 gboolean ema_csv_number(const EmaCsv *csv, guint index, gboolean integer, gboolean zero_ok,
