@@ -46,7 +46,7 @@ struct _EmaStepModel {
   double kv_rate;   /* rate_kv = rate_m x kv_efficiency */
   double layer_overhead_s;
   /* the profile's launch gap per kernel of its measured tables (0: none, or kernel sums asked
-   * for: ema_step_model_sum_kernels) */
+   * for: ema_step_model_new_kernel_sums) */
   double graph_gap_s;
   double roofline_p;      /* p of the per-operator roofline */
   double group_bandwidth; /* each rank's link bandwidth to the rest of its TP group */
@@ -205,8 +205,9 @@ static void set_profile_ops(EmaStepModel *s) {
                              &s->ops.kv_write);
 }
 
-EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
-                                 GError **error) {
+/* The step model of ema_step_model_new (KERNEL_SUMS FALSE) or ema_step_model_new_kernel_sums. */
+static EmaStepModel *step_model_new(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
+                                    gboolean kernel_sums, GError **error) {
   EmaLlmDerived derived;
   EmaStepModel *step;
   double b, bw, bkv, kv_heads_per_gpu;
@@ -305,7 +306,8 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   step->kv_bytes_per_token_per_gpu = step->layers * step->kv_bytes_per_token;
 
   if (server->gpu.profile && *server->gpu.profile) {
-    step->profile = ema_profile_get(server->gpu.profile, error);
+    step->profile = ema_profile_get_view(
+        server->gpu.profile, kernel_sums ? EMA_PROFILE_WORKLOAD : EMA_PROFILE_ENGINE, error);
     if (!step->profile) {
       g_free(step);
       return NULL;
@@ -323,7 +325,7 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
                  measured / 1e9, step->group_bandwidth / 1e9);
   }
   if (step->profile) {
-    step->graph_gap_s = (double) ema_profile_graph_gap(step->profile) * 1e-9;
+    step->graph_gap_s = kernel_sums ? 0 : (double) ema_profile_graph_gap(step->profile) * 1e-9;
     set_profile_ops(step);
     /* a public data set the lookups read that does not parse */
     if (!ema_profile_check(step->profile, error)) {
@@ -337,24 +339,14 @@ EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *s
   return step;
 }
 
-gboolean ema_step_model_sum_kernels(EmaStepModel *step_model, GError **error) {
-  g_return_val_if_fail(step_model != NULL, FALSE);
-  step_model->graph_gap_s = 0;
-  if (step_model->profile) {
-    /* the measuring workload's own kernels first (ema_profile_get_view) */
-    const EmaProfile *workload =
-        ema_profile_get_view(ema_profile_name(step_model->profile), EMA_PROFILE_WORKLOAD, error);
-    if (!workload)
-      return FALSE;
-    step_model->profile = workload;
-    set_profile_ops(step_model);
-    if (!ema_profile_check(workload, error))
-      return FALSE;
-    memset(step_model->cursors, 0, sizeof *step_model->cursors);
-  }
-  /* the rows filled so far hold the gaps and the engine's operators */
-  memset(step_model->filled, 0, TOKEN_ROWS / 64 * sizeof *step_model->filled);
-  return TRUE;
+EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
+                                 GError **error) {
+  return step_model_new(model, server, tp, FALSE, error);
+}
+
+EmaStepModel *ema_step_model_new_kernel_sums(const EmaLlmSpec *model, const EmaServerSpec *server,
+                                             guint tp, GError **error) {
+  return step_model_new(model, server, tp, TRUE, error);
 }
 
 void ema_step_model_free(EmaStepModel *step_model) {

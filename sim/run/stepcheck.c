@@ -95,9 +95,8 @@ static const EmaStepModel *models_get(Models *m, const char *model, guint tp, co
     return step;
   spec = ema_llm_load(model, &local);
   if (spec)
-    step = ema_step_model_new(spec, m->server, tp, &local);
-  if (step && m->kernel_sums && !ema_step_model_sum_kernels(step, &local))
-    g_clear_pointer(&step, ema_step_model_free);
+    step = m->kernel_sums ? ema_step_model_new_kernel_sums(spec, m->server, tp, &local)
+                          : ema_step_model_new(spec, m->server, tp, &local);
   if (!step) {
     g_set_error(error, EMA_CONFIG_ERROR, local->code, "%s:%u: %s", file, line, local->message);
     g_error_free(local);

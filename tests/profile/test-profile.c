@@ -756,7 +756,7 @@ static void test_step_sum(void) {
 /* A profile's graph_gap: a serving step pays it once per operator run timed from the measured
  * tables (per layer qkv, o, up, down, the decode attention, rope, silu_mul, 2 norms and 2 adds:
  * 11; once the embedding, the final norm and the LM head: 3), none for the KV write timed by
- * the roofline; sum_kernels drops them (what captured steps hold). */
+ * the roofline; a kernel-sum step model drops them (what captured steps hold). */
 static void test_step_graph_gap(void) {
   g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *folder =
@@ -766,11 +766,10 @@ static void test_step_graph_gap(void) {
   EmaServerSpec *server = server_with_profile(dir, "tiny-gap");
   GError *error = NULL;
   g_autoptr(EmaStepModel) gaps = ema_step_model_new(&model, server, 1, &error);
-  g_autoptr(EmaStepModel) sums = ema_step_model_new(&model, server, 1, &error);
+  g_autoptr(EmaStepModel) sums = ema_step_model_new_kernel_sums(&model, server, 1, &error);
   EmaStepBatch batch = {.decode_seqs = 2, .decode_context = 200, .logits = 2};
   EmaStepBreakdown with, without;
   g_assert_no_error(error);
-  g_assert_true(ema_step_model_sum_kernels(sums, NULL));
   ema_step_time(gaps, &batch, &with);
   ema_step_time(sums, &batch, &without);
   g_assert_cmpfloat(fabs(with.profiled_s - without.profiled_s - (2 * 11 + 3) * 250e-9), <, 1e-15);
@@ -1095,7 +1094,8 @@ static void test_compare_steps(void) {
   g_autofree char *path = g_build_filename(dir, "steps.csv", NULL);
   g_autoptr(EmaServerSpec) server = ema_server_load("h200x8-hgx", NULL);
   g_autoptr(EmaLlmSpec) model = ema_llm_load("llama-3.1-8b", NULL);
-  g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, 1, NULL);
+  /* captured steps are kernel sums: compare-steps times them without the graph gaps */
+  g_autoptr(EmaStepModel) step = ema_step_model_new_kernel_sums(model, server, 1, NULL);
   /* decode: 8 sequences of 1000 cached tokens attend to 1001 each */
   EmaStepBatch decode = {.decode_seqs = 8, .decode_context = 8 * 1001.0, .logits = 8};
   EmaStepBatch decode1 = {.decode_seqs = 1, .decode_context = 2049, .logits = 1};
@@ -1113,8 +1113,6 @@ static void test_compare_steps(void) {
                         .prefill_kv_read = 1536,
                         .prefill_chunks = 1,
                         .logits = 9};
-  /* captured steps are kernel sums: compare-steps times them without the graph gaps */
-  g_assert_true(ema_step_model_sum_kernels(step, NULL));
   double td = ema_step_time(step, &decode, NULL) * 1e-3,
          t1 = ema_step_time(step, &decode1, NULL) * 1e-3;
   double tp = ema_step_time(step, &prefill, NULL) * 1e-3;

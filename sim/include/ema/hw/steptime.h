@@ -188,13 +188,14 @@ typedef struct _EmaStepModel EmaStepModel;
  * outlive the model. Errors: EMA_CONFIG_ERROR_INVALID, no location. */
 EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
                                  GError **error);
-/* Time steps as the measuring workload ran them (what `ema-sim compare-steps` compares with
- * its captured steps): the sums of its kernels' durations, without the launch gaps a CUDA
- * graph adds per kernel that the profile's `graph_gap` says its measured tables leave out, and
- * every operator from the profile's measured tables first, the workload's own kernels included
- * (its workload view, profile.h). A serving engine's steps hold the gaps and take the engine's
- * kernels. FALSE with ERROR where that view does not load. */
-gboolean ema_step_model_sum_kernels(EmaStepModel *step_model, GError **error);
+/* A step model that times steps as the profile's measuring workload ran them (what `ema-sim
+ * compare-steps` compares with its captured steps): the sums of its kernels' durations, without
+ * the launch gaps a CUDA graph adds per kernel that the profile's `graph_gap` says its measured
+ * tables leave out, and every operator from the profile's measured tables first, the workload's
+ * own kernels included (its workload view, profile.h). A serving engine's steps
+ * (ema_step_model_new) hold the gaps and take the engine's kernels. */
+EmaStepModel *ema_step_model_new_kernel_sums(const EmaLlmSpec *model, const EmaServerSpec *server,
+                                             guint tp, GError **error);
 void ema_step_model_free(EmaStepModel *step_model);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaStepModel, ema_step_model_free)
 
