@@ -472,6 +472,7 @@ static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char 
     const EmaParam *param = &table->params[i];
     gint index = -1;
     EmaNode *child;
+    const EmaNode *name;
     g_autofree char *key_path = NULL;
     if (param->type != EMA_PARAM_STRUCT && param->type != EMA_PARAM_LIST)
       continue;
@@ -493,7 +494,7 @@ static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char 
                !has_required_keys(param->table, child)) {
       /* a name and some of its keys (`model: {name: llama-3.1-70b, weights: fp8}`): the named
        * file's map with the given keys over it (no name: the load reports the missing keys) */
-      const EmaNode *name = ema_node_get(child, "name");
+      name = ema_node_get(child, "name");
       if (name && name->kind == EMA_NODE_SCALAR && name->value) {
         GError *unknown = NULL;
         EmaNode *resolved = param->resolve(name, key_path, &unknown);
@@ -515,12 +516,11 @@ static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char 
         }
       }
     } else if (param->type == EMA_PARAM_STRUCT && param->resolve && child->kind == EMA_NODE_MAP &&
-               renamed(child)) {
+               (name = renamed(child)) != NULL) {
       /* `--set model.name=mixtral-8x7b` on a model a name expanded: that model, not the old
        * one's shape under the new name; a name nothing resolves relabels the map */
       GError *unknown = NULL;
-      EmaNode *resolved =
-          resolve_renamed(param, child, renamed(child), node->file, key_path, &unknown);
+      EmaNode *resolved = resolve_renamed(param, child, name, node->file, key_path, &unknown);
       if (unknown) {
         g_propagate_error(error, unknown);
         return FALSE;

@@ -1876,12 +1876,11 @@ static guint source_of(EmaProfile *p, const char *label) {
   return p->labels->len - 1;
 }
 
-/* An import's `kinds: [KIND, ...]`: the tables of its format (FORMAT_KINDS) that it feeds,
- * into *OUT (e.g. only a data set's elementwise operators, beside another's GEMMs); FORMAT_KINDS
- * every kind: profile.yaml's `workload_kernels:` (PATH_KEY). */
+/* An import's `kinds: [KIND, ...]` (IMPORT): the tables of its format (FORMAT_KINDS) that it
+ * feeds, into *OUT (e.g. only a data set's elementwise operators, beside another's GEMMs); else
+ * profile.yaml's `workload_kernels:` (PATH_KEY), of any kinds in FORMAT_KINDS. */
 static gboolean parse_kinds(const EmaNode *node, const char *path_key, guint format_kinds,
-                            guint *out, GError **error) {
-  const gboolean import = format_kinds != (1u << EMA_PROFILE_N_KINDS) - 1;
+                            gboolean import, guint *out, GError **error) {
   *out = 0;
   if (node->kind != EMA_NODE_SEQ || node->items->len == 0) {
     ema_node_error(error, EMA_CONFIG_ERROR_TYPE, node, path_key,
@@ -1969,7 +1968,8 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
   }
   if (transfer_node && !parse_transfer(transfer_node, path_key, &transfer, error))
     return FALSE;
-  if (kinds_node && !parse_kinds(kinds_node, path_key, import_formats[which].kinds, &kinds, error))
+  if (kinds_node &&
+      !parse_kinds(kinds_node, path_key, import_formats[which].kinds, TRUE, &kinds, error))
     return FALSE;
   if (label && (label->kind != EMA_NODE_SCALAR || !label->value || !*label->value)) {
     ema_node_error(error, EMA_CONFIG_ERROR_TYPE, label, path_key,
@@ -2075,8 +2075,8 @@ static gboolean load_tables(EmaProfile *p, const char *dir, const EmaNode *table
 static gboolean load_workload_kinds(EmaProfile *p, const EmaNode *node, GError **error) {
   if (node->kind == EMA_NODE_SCALAR && (!node->value || !*node->value))
     return TRUE; /* `workload_kernels:` with nothing: none */
-  return parse_kinds(node, "workload_kernels", (1u << EMA_PROFILE_N_KINDS) - 1, &p->workload_kinds,
-                     error);
+  return parse_kinds(node, "workload_kernels", (1u << EMA_PROFILE_N_KINDS) - 1, FALSE,
+                     &p->workload_kinds, error);
 }
 
 /* In the engine view, the measured tables of the workload's kinds set aside as the
