@@ -37,6 +37,7 @@ typedef struct {
   /* after finalize: the points' x and t packed, n of each */
   double *x, *t;
   guint n;
+  double past; /* after finalize: time per unit of x past x_n (profile.h) */
 } Curve;
 
 /* EmaProfileSurface of profile.h */
@@ -206,6 +207,7 @@ static gboolean finalize_curve(Curve *c, gboolean gemm, GError **error) {
     c->x[i] = pt->x;
     c->t[i] = pt->t;
   }
+  c->past = kept > 0 && c->x[kept - 1] > 0 ? c->t[kept - 1] / c->x[kept - 1] : 0;
   return TRUE;
 }
 
@@ -232,16 +234,57 @@ static void keep_first_source(Surface *s) {
   }
 }
 
-/* Sort a surface's curves along outer and finalize each (finalize_curve). */
-static gboolean finalize_surface(Surface *s, gboolean gemm, GError **error) {
+static gint compare_rates(gconstpointer a, gconstpointer b) {
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+/* A decode attention surface's slopes past each curve's end (profile.h): the curve's last
+ * segment, at least the time of half the surface's median marginal rate (sequences x context
+ * per us over each curve's last rising segment) and at most proportional. */
+static void decode_past_slopes(Surface *s) {
+  g_autoptr(GArray) rates = g_array_new(FALSE, FALSE, sizeof(double));
+  double median;
+  for (guint i = 0; i < s->curves->len; i++) {
+    const Curve *c = s->curves->pdata[i];
+    guint n = c->n;
+    if (n >= 2 && c->t[n - 1] > c->t[n - 2] && c->outer > 0) {
+      double rate = c->outer * (c->x[n - 1] - c->x[n - 2]) / (c->t[n - 1] - c->t[n - 2]);
+      g_array_append_val(rates, rate);
+    }
+  }
+  if (rates->len == 0)
+    return; /* no curve says how fast context streams: proportional */
+  g_array_sort(rates, compare_rates);
+  median = rates->len % 2 ? g_array_index(rates, double, rates->len / 2)
+                          : (g_array_index(rates, double, rates->len / 2 - 1) +
+                             g_array_index(rates, double, rates->len / 2)) /
+                                2;
+  for (guint i = 0; i < s->curves->len; i++) {
+    Curve *c = s->curves->pdata[i];
+    guint n = c->n;
+    double last, floor;
+    if (n < 2)
+      continue;
+    last = (c->t[n - 1] - c->t[n - 2]) / (c->x[n - 1] - c->x[n - 2]);
+    floor = c->outer / (2 * median);
+    c->past = MIN(c->past, MAX(last, floor));
+  }
+}
+
+/* Sort a surface's curves of KIND along outer and finalize each (finalize_curve), and for
+ * decode attention its slopes past the curves' ends (decode_past_slopes). */
+static gboolean finalize_surface(Surface *s, EmaProfileKind kind, GError **error) {
   keep_first_source(s);
   g_ptr_array_sort(s->curves, compare_curves);
   s->outers = g_new(double, s->curves->len);
   for (guint i = 0; i < s->curves->len; i++) {
     s->outers[i] = ((Curve *) s->curves->pdata[i])->outer;
-    if (!finalize_curve(s->curves->pdata[i], gemm, error))
+    if (!finalize_curve(s->curves->pdata[i], kind == EMA_PROFILE_GEMM, error))
       return FALSE;
   }
+  if (kind == EMA_PROFILE_ATTN_DECODE)
+    decode_past_slopes(s);
   return TRUE;
 }
 
@@ -265,7 +308,7 @@ static gboolean finalize_table(GHashTable *table, EmaProfileKind kind, GError **
   gpointer value;
   g_hash_table_iter_init(&it, table);
   while (g_hash_table_iter_next(&it, NULL, &value))
-    if (!finalize_surface(value, kind == EMA_PROFILE_GEMM, error))
+    if (!finalize_surface(value, kind, error))
       return FALSE;
   return TRUE;
 }
@@ -331,7 +374,7 @@ static double extend(const double *xs, const double *vs, guint n, double x) {
  * bracket searched from HINT (bracket_from()). */
 G_ALWAYS_INLINE static inline double curve_at(const Curve *c, double x, guint *hint) {
   if (x >= c->x[c->n - 1])
-    return c->t[c->n - 1] * x / c->x[c->n - 1];
+    return c->t[c->n - 1] + (x - c->x[c->n - 1]) * c->past;
   if (x <= c->x[0])
     return c->t[0];
   return between(c->x, c->t, bracket_from(c->x, c->n, x, hint), x);
@@ -620,7 +663,7 @@ static Surface *grid_surface(const EmaProfile *p, const GemmGrid *grid, guint64 
     g_array_append_val(c->points, pt);
   }
   /* distinct x, all imported: cannot fail */
-  if (!finalize_surface(s, TRUE, NULL))
+  if (!finalize_surface(s, EMA_PROFILE_GEMM, NULL))
     g_assert_not_reached();
   return s;
 }
@@ -695,11 +738,11 @@ void ema_profile_op_gemm(const EmaProfile *profile, EmaProfileDtype dtype, gbool
   }
 }
 
-/* A copy of FROM (finalized) with every curve's outer times OUTER_SCALE and every point's x
- * times X_SCALE, its points FROM's data set's: a derived surface (the caller keeps it in the
- * profile's derived table). */
-static Surface *scaled_surface(const EmaProfile *p, const Surface *from, double outer_scale,
-                               double x_scale) {
+/* A copy of FROM (finalized, of KIND) with every curve's outer times OUTER_SCALE and every
+ * point's x times X_SCALE, its points FROM's data set's: a derived surface (the caller keeps it
+ * in the profile's derived table). */
+static Surface *scaled_surface(const EmaProfile *p, const Surface *from, EmaProfileKind kind,
+                               double outer_scale, double x_scale) {
   Surface *s = g_new0(Surface, 1);
   s->curves = g_ptr_array_new_with_free_func(curve_free);
   for (guint i = 0; i < from->curves->len; i++) {
@@ -720,7 +763,7 @@ static Surface *scaled_surface(const EmaProfile *p, const Surface *from, double 
     g_ptr_array_add(s->curves, copy);
   }
   /* distinct x and outers in order, all from one finalized surface: cannot fail */
-  if (!finalize_surface(s, FALSE, NULL))
+  if (!finalize_surface(s, kind, NULL))
     g_assert_not_reached();
   return s;
 }
@@ -741,7 +784,7 @@ static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args)
     attn_key(key, sizeof key, a->dtype, a->q / g, a->kv / g, a->d);
     from = g_hash_table_lookup(p->tables[EMA_PROFILE_ATTN_DECODE], key);
     if (from && from->source < a->before)
-      return scaled_surface(p, from, 1.0 / g, 1);
+      return scaled_surface(p, from, EMA_PROFILE_ATTN_DECODE, 1.0 / g, 1);
   }
   return NULL;
 }
@@ -842,7 +885,9 @@ static Surface *make_elementwise_by_elements(const EmaProfile *p, gconstpointer 
       }
     }
   }
-  return from ? scaled_surface(p, from, 1, (double) from_width / (double) a->width) : NULL;
+  return from ? scaled_surface(p, from, EMA_PROFILE_ELEMENTWISE, 1,
+                               (double) from_width / (double) a->width)
+              : NULL;
 }
 
 /* Operator NAME's elementwise surface at WIDTH made from its nearest width W' in the tables (of
@@ -1804,7 +1849,7 @@ static void lazy_load(EmaProfile *p, guint kinds) {
     g_hash_table_iter_init(&it, p->staging[k]);
     while (g_hash_table_iter_next(&it, &key, &value)) {
       GError *error = NULL;
-      if (!p->load_error && !finalize_surface(value, k == EMA_PROFILE_GEMM, &error))
+      if (!p->load_error && !finalize_surface(value, (EmaProfileKind) k, &error))
         p->load_error = error;
       /* a shape of the measured tables keeps theirs (they come first) */
       if (!p->load_error && !g_hash_table_contains(p->tables[k], key)) {

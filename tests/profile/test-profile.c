@@ -212,6 +212,45 @@ static void test_interpolation(void) {
   g_assert_false(ema_profile_attn_prefill(p, EMA_PROFILE_BF16, 2, 2, 4, 16, 8, &us));
 }
 
+/* Decode attention past a curve's last context (profile.h): the last segment's slope, at least
+ * the time of half the surface's median marginal rate, at most proportional. Rates (sequences
+ * x context per us over each last segment): batch 1 10, batch 2 8, batch 4 40, batch 16 53.3;
+ * batch 8's is flat (none). Median 25, so the floor is batch / 50 us per token. */
+static void test_decode_past_grid(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *folder =
+      write_profile(dir, "past", NULL, "attn_decode.csv",
+                    "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                    "1,100,2,2,4,bf16,flash,10\n1,200,2,2,4,bf16,flash,20\n"
+                    "2,100,2,2,4,bf16,flash,5\n2,200,2,2,4,bf16,flash,30\n"
+                    "4,100,2,2,4,bf16,flash,40\n4,200,2,2,4,bf16,flash,50\n"
+                    "8,100,2,2,4,bf16,flash,60\n8,200,2,2,4,bf16,flash,60\n"
+                    "16,100,2,2,4,bf16,flash,100\n16,200,2,2,4,bf16,flash,130\n",
+                    NULL);
+  GError *error = NULL;
+  g_autoptr(EmaProfile) p = ema_profile_load(folder, &error);
+  /* batch, context 400, and its time: the last segment's slope (batch 1 and 4), the floor
+   * (batch 8, flat, 0.16; batch 16, 0.32 over 0.3), proportional (batch 2, 0.15 under 0.25),
+   * and batch 6 between 4 and 8 */
+  const double expected[][2] = {{1, 40}, {2, 60}, {4, 70}, {8, 92}, {16, 194}, {6, 81}};
+  g_assert_no_error(error);
+  for (guint i = 0; i < G_N_ELEMENTS(expected); i++) {
+    double us = 0;
+    g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, expected[i][0], 400, &us));
+    g_assert_cmpfloat_with_epsilon(us, expected[i][1], 1e-9);
+  }
+  /* continuous at the grid's end and rising past it */
+  for (double b = 1; b <= 16; b *= 2) {
+    double last = 0;
+    for (double c = 200; c <= 1000; c += 50) {
+      double us = 0;
+      g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, b, c, &us));
+      g_assert_cmpfloat(us, >=, last);
+      last = us;
+    }
+  }
+}
+
 /* A shape resolved once (ema_profile_op_*) answers as the one-shot lookups,
  * over a sweep across every bracket of both axes and the fp16 fallback. */
 static void test_resolved_ops(void) {
@@ -1583,6 +1622,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/gemm-bias", test_gemm_bias);
   g_test_add_func("/profile/unknown-table", test_unknown_table);
   g_test_add_func("/profile/interpolation", test_interpolation);
+  g_test_add_func("/profile/decode-past-grid", test_decode_past_grid);
   g_test_add_func("/profile/monotone-dip", test_monotone_dip);
   g_test_add_func("/profile/import-lower-envelope", test_import_lower_envelope);
   g_test_add_func("/profile/workload-kernels", test_workload_kernels);

@@ -19,10 +19,25 @@
  *                           below by the smallest measured one)
  *   x > x_n                 t_n x / x_n: proportional to the work past the
  *                           grid, which is what a compute- or memory-bound
- *                           kernel does (its fixed cost is already small at
- *                           the grid's end; the slope of the last segment is
- *                           not used, as measurement noise can flatten it);
- *                           0 < x_n, so this never falls below t_n
+ *                           kernel does where its fixed cost is small at the
+ *                           grid's end; 0 < x_n, so this never falls below t_n.
+ *                           Decode attention (outer the batch, x the context)
+ *                           instead: t_n + (x - x_n) s, s the last segment's
+ *                           slope, at least outer / (2 R) and at most t_n / x_n,
+ *                           R the median over the surface's curves of the
+ *                           marginal rate of their last rising segment (outer
+ *                           x context per us). Its tables stop at a budget of
+ *                           tokens per step (AIConfigurator's: batch x context
+ *                           about 65k), where a large batch's fixed part is
+ *                           still most of the time and proportional would
+ *                           scale it too (H200, batch 256 at context 1,023:
+ *                           396 us a layer, 57% of HBM bandwidth). Held out
+ *                           past a 16k-token budget in those tables (A100,
+ *                           H100, H200, B200, GB200: experiments/fidelity/
+ *                           decode-past-grid), the median error is 6-14%
+ *                           (proportional: 73-103%, always long); the floor
+ *                           keeps a flat last segment (noise, or the running
+ *                           maximum below) from streaming for free
  * At load, each curve's times are made non-decreasing in x (running
  * maximum): a measured dip is noise, and the step-time model's
  * monotonicity rests on it. A GEMM curve imported from a public data set
