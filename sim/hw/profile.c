@@ -45,6 +45,7 @@ struct _EmaProfileSurface {
   GPtrArray *curves; /* Curve *, sorted by outer after finalize */
   double *outers;    /* after finalize: the curves' outer values, in order */
   guint source;      /* after finalize: the data set whose points it kept */
+  double rate; /* after finalize, decode attention: its median marginal rate (profile.h), else 0 */
 };
 typedef struct _EmaProfileSurface Surface;
 
@@ -239,12 +240,17 @@ static gint compare_rates(gconstpointer a, gconstpointer b) {
   return (x > y) - (x < y);
 }
 
-/* A decode attention surface's slopes past each curve's end (profile.h): the curve's last
- * segment, at least the time of half the surface's median marginal rate (sequences x context
- * per us over each curve's last rising segment) and at most proportional. */
+/* The slope past (X1, T1) after (X0, T0) of a decode attention surface (profile.h): the last
+ * segment's, at least FLOOR, at most proportional (T1 / X1; X1 > X0 > 0). */
+static double past_slope(double x0, double t0, double x1, double t1, double floor) {
+  return MIN(t1 / x1, MAX((t1 - t0) / (x1 - x0), floor));
+}
+
+/* A decode attention surface's median marginal rate (s->rate) and its curves' slopes past
+ * their ends (profile.h): past_slope() of each curve's last segment, FLOOR the time of half
+ * that rate at the curve's batch. */
 static void decode_past_slopes(Surface *s) {
   g_autoptr(GArray) rates = g_array_new(FALSE, FALSE, sizeof(double));
-  double median;
   for (guint i = 0; i < s->curves->len; i++) {
     const Curve *c = s->curves->pdata[i];
     guint n = c->n;
@@ -256,19 +262,16 @@ static void decode_past_slopes(Surface *s) {
   if (rates->len == 0)
     return; /* no curve says how fast context streams: proportional */
   g_array_sort(rates, compare_rates);
-  median = rates->len % 2 ? g_array_index(rates, double, rates->len / 2)
-                          : (g_array_index(rates, double, rates->len / 2 - 1) +
-                             g_array_index(rates, double, rates->len / 2)) /
-                                2;
+  s->rate = rates->len % 2 ? g_array_index(rates, double, rates->len / 2)
+                           : (g_array_index(rates, double, rates->len / 2 - 1) +
+                              g_array_index(rates, double, rates->len / 2)) /
+                                 2;
   for (guint i = 0; i < s->curves->len; i++) {
     Curve *c = s->curves->pdata[i];
     guint n = c->n;
-    double last, floor;
-    if (n < 2)
-      continue;
-    last = (c->t[n - 1] - c->t[n - 2]) / (c->x[n - 1] - c->x[n - 2]);
-    floor = c->outer / (2 * median);
-    c->past = MIN(c->past, MAX(last, floor));
+    if (n >= 2)
+      c->past =
+          past_slope(c->x[n - 2], c->t[n - 2], c->x[n - 1], c->t[n - 1], c->outer / (2 * s->rate));
   }
 }
 
@@ -421,6 +424,9 @@ G_ALWAYS_INLINE static inline double surface_eval(const Surface *s, guint lo, do
   if (n == 2) {
     xs[1] = cs[lo + 1]->outer;
     vs[1] = curve_at(cs[lo + 1], x, x_hint ? x_hint + 1 : NULL);
+    /* decode attention past its largest batch: along the last two curves (profile.h) */
+    if (s->rate > 0 && outer > xs[1] && xs[0] > 0)
+      return vs[1] + (outer - xs[1]) * past_slope(xs[0], vs[0], xs[1], vs[1], x / (2 * s->rate));
   }
   return extend(xs, vs, n, outer);
 }

@@ -195,9 +195,11 @@ static void test_interpolation(void) {
   g_assert_cmpfloat(us, ==, (15.0 + 34.0) / 2);
   g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 3, 200, &us));
   g_assert_cmpfloat(us, ==, 38);
-  /* batch 6: twice batch 3's 34; context 400 at batch 1: twice 20 */
+  /* batch 6: past batch 3 along the segment from batch 1 (15 at 150) to 3 (34), 9.5 a
+   * sequence (floor 150 / 47.5, proportional 34 / 3: decode-past-grid); context 400 at batch
+   * 1: twice 20 */
   g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 6, 150, &us));
-  g_assert_cmpfloat(us, ==, 68);
+  g_assert_cmpfloat(us, ==, 34 + 3 * 9.5);
   g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 1, 400, &us));
   g_assert_cmpfloat(us, ==, 40);
   /* a one-point curve: the same rule */
@@ -239,10 +241,29 @@ static void test_decode_past_grid(void) {
     g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, expected[i][0], 400, &us));
     g_assert_cmpfloat_with_epsilon(us, expected[i][1], 1e-9);
   }
+  /* past the largest batch, along batch 8 and 16 at the same context: at 150, 60 and 115, the
+   * segment's 6.875 a sequence (floor 150 / 50 = 3, proportional 115 / 16); at 400, 92 and
+   * 194, proportional (12.125 under the segment's 12.75) */
+  {
+    double us = 0;
+    g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 32, 150, &us));
+    g_assert_cmpfloat_with_epsilon(us, 115 + 16 * 6.875, 1e-9);
+    g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, 32, 400, &us));
+    g_assert_cmpfloat_with_epsilon(us, 388, 1e-9);
+  }
   /* continuous at the grid's end and rising past it */
   for (double b = 1; b <= 16; b *= 2) {
     double last = 0;
     for (double c = 200; c <= 1000; c += 50) {
+      double us = 0;
+      g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, b, c, &us));
+      g_assert_cmpfloat(us, >=, last);
+      last = us;
+    }
+  }
+  for (double c = 100; c <= 1000; c += 100) {
+    double last = 0;
+    for (double b = 16; b <= 64; b += 4) {
       double us = 0;
       g_assert_true(ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, b, c, &us));
       g_assert_cmpfloat(us, >=, last);
