@@ -170,7 +170,26 @@ typedef struct {
   GString *table;
   GPtrArray *group_names; /* "model phase", in the order first seen */
   GHashTable *groups;     /* "model phase" -> GArray of its errors */
+  /* the optional std_us and repeats columns (hwmodels/profiles/README.md): looked up at the
+   * first row, each checked where the file has it */
+  gboolean looked_up, has_std, has_repeats;
+  guint std_column, repeats_column;
 } StepsCheck;
+
+/* The row's std_us, a standard deviation (>= 0), and repeats, a count of runs (>= 1), where
+ * the file has those columns. */
+static gboolean steps_spread_ok(StepsCheck *check, const EmaCsv *csv, GError **error) {
+  double ignored;
+  if (!check->looked_up) {
+    check->has_std = ema_csv_column(csv, "std_us", &check->std_column, NULL);
+    check->has_repeats = ema_csv_column(csv, "repeats", &check->repeats_column, NULL);
+    check->looked_up = TRUE;
+  }
+  return (!check->has_std ||
+          ema_csv_number(csv, check->std_column, FALSE, TRUE, &ignored, error)) &&
+         (!check->has_repeats ||
+          ema_csv_number(csv, check->repeats_column, TRUE, FALSE, &ignored, error));
+}
 
 static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GError **error) {
   StepsCheck *check = data;
@@ -186,14 +205,17 @@ static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GErr
                 csv->line, ema_csv_field_column(csv, c[2]), phase);
     return FALSE;
   }
-  /* tp and time_us, then the columns of the row's phase (a mixed step has both) */
+  /* tp and time_us, then the columns of the row's phase (a mixed step has both): a decoding
+   * sequence holds at least its prompt's one token, so its context is positive */
   if (!ema_csv_numbers(csv, numeric, 2, 0, v, error))
     return FALSE;
   if ((decode || mixed) && (!ema_csv_number(csv, c[3], TRUE, FALSE, &batch, error) ||
-                            !ema_csv_number(csv, c[4], TRUE, TRUE, &context, error)))
+                            !ema_csv_number(csv, c[4], TRUE, FALSE, &context, error)))
     return FALSE;
   if (!decode && (!ema_csv_number(csv, c[5], TRUE, FALSE, &chunk, error) ||
                   !ema_csv_number(csv, c[6], TRUE, TRUE, &prior, error)))
+    return FALSE;
+  if (!steps_spread_ok(check, csv, error))
     return FALSE;
   if (!step_tokens_ok(csv, (decode || mixed ? batch * (context + 1) : 0) + chunk + prior, error))
     return FALSE;

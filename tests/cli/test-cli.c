@@ -531,6 +531,49 @@ static void test_step_time(void) {
   ema_test_remove_tree(dir);
 }
 
+/* compare-steps refuses a captured step no GPU could have run: a decoding sequence with no
+ * cached token, a negative or NaN spread, fewer than one repeat; each error is one line at
+ * the field, and the rows around it (a prefill row's unused context of 0) still compare. */
+static void test_compare_steps_errors(void) {
+  static const struct {
+    const char *row, *want;
+  } cases[] = {
+      {"llama-3.1-8b,1,decode,8,0,0,0,100,1,5",
+       ":2:25: column 'context': '0' is not a positive integer (of at most 2^53)\n"},
+      {"llama-3.1-8b,1,mixed,8,0,512,1024,100,1,5",
+       ":2:24: column 'context': '0' is not a positive integer (of at most 2^53)\n"},
+      {"llama-3.1-8b,1,decode,8,1000,0,0,100,-1,5",
+       ":2:38: column 'std_us': '-1' is not a non-negative number\n"},
+      {"llama-3.1-8b,1,decode,8,1000,0,0,100,nan,5",
+       ":2:38: column 'std_us': 'nan' is not a non-negative number\n"},
+      {"llama-3.1-8b,1,decode,8,1000,0,0,100,1,0",
+       ":2:40: column 'repeats': '0' is not a positive integer (of at most 2^53)\n"},
+  };
+  const char *header = "model,tp,phase,batch,context,chunk,prior_context,time_us,std_us,repeats\n";
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "steps.csv", NULL);
+  g_autofree char *good = g_strconcat(header,
+                                      "llama-3.1-8b,1,decode,8,1,0,0,100,0,1\n"
+                                      "llama-3.1-8b,1,prefill,0,0,512,1024,100,1.5,5\n",
+                                      NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_set_contents(path, good, -1, NULL));
+  run = ema_test_cli("compare-steps", path, "--server", "h200x8-hgx", NULL);
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(run->out, "llama-3.1-8b,1,decode,8,1,0,0,100.000,");
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strconcat(header, cases[i].row, "\n", NULL);
+    g_autofree char *want = g_strconcat(path, cases[i].want, NULL);
+    g_clear_pointer(&run, ema_test_run_free);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    run = ema_test_cli("compare-steps", path, "--server", "h200x8-hgx", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_cmpstr(run->err, ==, want);
+    g_assert_cmpstr(run->out, ==, "");
+  }
+  ema_test_remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   ema_test_sim_path();
@@ -556,6 +599,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/set-unknown-key", test_set_unknown_key);
   g_test_add_func("/cli/missing-file", test_missing_file);
   g_test_add_func("/cli/step-time", test_step_time);
+  g_test_add_func("/cli/compare-steps/errors", test_compare_steps_errors);
   g_test_add_func("/cli/engines", test_engines);
   return g_test_run();
 }

@@ -4,7 +4,9 @@
  * and worst relative error:
  *  - captured steps (hwmodels/profiles/README.md's steps.csv: model,tp,phase,batch,context,
  *    chunk,prior_context,time_us,...): each row one step, predicted by the
- *    step model of that model shape on one GPU of SERVER in a TP group of tp;
+ *    step model of that model shape on one GPU of SERVER in a TP group of tp
+ *    (a decode or mixed row's context at least 1; std_us, where there, at
+ *    least 0 and repeats, where there, at least 1);
  *  - static batches (splitwise-perf/perf_model.csv: Llama2-70B on
  *    a100-80gb and h100-80gb at TP 2/4/8): prompt_time as one prefill step of
  *    batch_size sequences of prompt_size tokens, token_time as the mean of
@@ -12,7 +14,8 @@
  *    evenly spaced contexts and averaged; the step time is smooth in the
  *    context), each measured point the median of its repeats.
  * The GPU time only: no engine step cost is added (steptime.h).
- * Errors: a malformed row is EMA_CONFIG_ERROR "file:line: ..."; a model or
+ * Errors: a malformed row is EMA_CONFIG_ERROR "file:line:col: ..." (its
+ * field; "file:line: ..." for the row as a whole); a model or
  * server that does not resolve, the loader's error. */
 #pragma once
 
