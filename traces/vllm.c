@@ -26,8 +26,9 @@
  * Invariants: the file is a regular file of at most EMA_FILE_MAX_TEXT bytes,
  * scanned (nesting depth, 64-bit integers) before json-glib parses it; after
  * the open only the two length arrays (8 bytes a request) are held; input
- * lengths are in [1, 2^32-1], output lengths in [0, 2^32-1]; errors name the
- * file and the line:col (syntax) or the key and index (values). */
+ * lengths are in [1, 2^32-1], output lengths in [0, 2^32-1]; no object
+ * holds a key twice (json-glib would keep the last value); errors name the
+ * file and the line:col (syntax) or the key and index (values, a repeated key). */
 #include <math.h>
 #include <string.h>
 
@@ -67,8 +68,44 @@ static char *line_col(const char *text, gsize at) {
   return g_strdup_printf("%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT, line, col);
 }
 
+/* An object's keys seen twice. json-glib keeps the last value of a repeated key without a
+ * word and says nothing of where it was; every member it parses is counted against the members
+ * its object holds once it is set (json-glib emits object-member after setting it; object-start
+ * pushes a count, object-end pops it), so a repeated key shows as a member more than the object
+ * holds. */
+typedef struct {
+  GArray *counts;  /* guint: members parsed, one per object open */
+  char *duplicate; /* the first key seen twice */
+} KeyCheck;
+
+static void key_check_start(JsonParser *parser, gpointer data) {
+  KeyCheck *check = data;
+  guint zero = 0;
+  (void) parser;
+  g_array_append_val(check->counts, zero);
+}
+
+static void key_check_member(JsonParser *parser, JsonObject *object, const char *name,
+                             gpointer data) {
+  KeyCheck *check = data;
+  guint *count;
+  (void) parser;
+  g_return_if_fail(check->counts->len > 0);
+  count = &g_array_index(check->counts, guint, check->counts->len - 1);
+  if (++*count > json_object_get_size(object) && check->duplicate == NULL)
+    check->duplicate = g_strdup(name);
+}
+
+static void key_check_end(JsonParser *parser, JsonObject *object, gpointer data) {
+  KeyCheck *check = data;
+  (void) parser;
+  (void) object;
+  g_return_if_fail(check->counts->len > 0);
+  g_array_set_size(check->counts, check->counts->len - 1);
+}
+
 /* PATH read and parsed (its root is not NULL), or NULL with the error
- * located at the file and LINE:COL. */
+ * located at the file and LINE:COL (syntax) or naming the key (a key twice in an object). */
 static JsonParser *parse_file(const char *path, GError **error) {
   g_autofree char *text = NULL;
   gsize len = 0, at = 0;
@@ -86,7 +123,17 @@ static JsonParser *parse_file(const char *path, GError **error) {
   }
   g_autoptr(JsonParser) parser = json_parser_new_immutable();
   g_autoptr(GError) jerr = NULL;
-  if (!json_parser_load_from_data(parser, text, (gssize) len, &jerr)) {
+  g_autoptr(GArray) counts = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autofree char *duplicate = NULL;
+  KeyCheck keys = {counts, NULL};
+  gboolean loaded;
+  g_signal_connect(parser, "object-start", G_CALLBACK(key_check_start), &keys);
+  g_signal_connect(parser, "object-member", G_CALLBACK(key_check_member), &keys);
+  g_signal_connect(parser, "object-end", G_CALLBACK(key_check_end), &keys);
+  loaded = json_parser_load_from_data(parser, text, (gssize) len, &jerr);
+  g_signal_handlers_disconnect_by_data(parser, &keys);
+  duplicate = keys.duplicate;
+  if (!loaded) {
     /* json-glib's message reads "<data>:LINE:COL: Parse error: ..." */
     const char *msg = jerr->message;
     if (g_str_has_prefix(msg, "<data>:"))
@@ -98,6 +145,10 @@ static JsonParser *parse_file(const char *path, GError **error) {
   }
   if (json_parser_get_root(parser) == NULL) {
     vllm_error(error, EMA_TRACE_ERROR_EMPTY, path, "empty file: no JSON value");
+    return NULL;
+  }
+  if (duplicate != NULL) {
+    vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "duplicate key '%s'", duplicate);
     return NULL;
   }
   return g_steal_pointer(&parser);

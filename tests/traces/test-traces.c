@@ -782,6 +782,12 @@ static void test_vllm_bench_sniff(void) {
   g_assert_false(ema_trace_vllm_bench_read(bad, &bench, &error));
   g_assert_nonnull(strstr(error->message, "'request_rate' is not a number or \"inf\""));
   g_clear_error(&error);
+  /* the load read twice: which one ran is not the file's to leave open */
+  g_autofree char *twice =
+      write_tmp("vllm-rate-twice.json", "{\"request_rate\": 4, \"request_rate\": \"inf\"}", -1);
+  g_assert_false(ema_trace_vllm_bench_read(twice, &bench, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, twice, " duplicate key 'request_rate'");
+  g_clear_error(&error);
 }
 
 static void test_vllm_bench_good(void) {
@@ -876,6 +882,15 @@ static void test_vllm_bench_errors(void) {
        " no requests (input_lens is empty or every request failed)"},
       {"{\n  \"input_lens\": [1],\n  \"x\": 99999999999999999999}", EMA_TRACE_ERROR_PARSE,
        "3:8: integer out of range (beyond 64 bits)"},
+      /* a key twice, which json-glib would settle by keeping the last: at the top, in a
+       * nested object (after an object of its own keys, each once), spelled with an escape */
+      {"{\"input_lens\": [1], \"output_lens\": [1], \"input_lens\": [2]}", EMA_TRACE_ERROR_PARSE,
+       " duplicate key 'input_lens'"},
+      {"{\"input_lens\": [1], \"output_lens\": [1], \"x\": [{\"a\": {\"a\": 1}, \"b\": 2, "
+       "\"b\": 3}]}",
+       EMA_TRACE_ERROR_PARSE, " duplicate key 'b'"},
+      {"{\"input_lens\": [1], \"output_lens\": [1], \"outp\\u0075t_lens\": [2]}",
+       EMA_TRACE_ERROR_PARSE, " duplicate key 'output_lens'"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *name = g_strdup_printf("vllm-%u.json", i);
