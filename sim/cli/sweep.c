@@ -468,12 +468,31 @@ static gboolean enumerate_points(EmaSweep *sweep, const EmaNode *where, GError *
   return TRUE;
 }
 
+/* A --set changes the base, which a variant may then replace whole (`policy: static` over
+ * `--set policy.borrow_params.KEY=...`), so that no point would check it. Where the file's base
+ * loads as an experiment by itself (BARE), the base with the --sets (BASE) must load too, its
+ * errors those a single run of the file gives; a base that needs its variants or swept values
+ * to load leaves the --sets to the points. */
+static gboolean check_sets(const EmaNode *bare, const EmaNode *base, GError **error) {
+  g_autoptr(EmaNode) bare_tree = ema_node_copy(bare);
+  g_autoptr(EmaNode) tree = NULL;
+  g_autoptr(EmaExperiment) alone = ema_experiment_load_tree(bare_tree, NULL, NULL);
+  g_autoptr(EmaExperiment) set = NULL;
+  if (alone == NULL)
+    return TRUE;
+  tree = ema_node_copy(base);
+  set = ema_experiment_load_tree(tree, NULL, error);
+  return set != NULL;
+}
+
 /* A sweep file, or with COMPARE an experiment file's `compare:` variants
  * (ema_sweep_load_compare). */
 static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboolean compare,
                             GError **error) {
   g_autoptr(EmaSweep) sweep = g_new0(EmaSweep, 1);
   const EmaNode *name;
+  g_autoptr(EmaNode) bare = NULL; /* the base before the --sets */
+  gboolean sets_base = FALSE;
   sweep->path = g_strdup(path);
   sweep->axes = g_ptr_array_new_with_free_func((GDestroyNotify) axis_free);
   sweep->points = g_array_new(FALSE, TRUE, sizeof(Point));
@@ -515,11 +534,17 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
   map_remove(sweep->base, EMA_EXPERIMENT_COMPARE_KEY);
   if (!ema_params_expand(&ema_experiment_params, sweep->base, error))
     return NULL;
-  for (guint i = 0; overrides && overrides[i]; i++)
-    if (!g_str_has_prefix(overrides[i], "repeats=") &&
-        (!ema_node_apply_override(sweep->base, overrides[i], i + 1, error) ||
-         !ema_params_expand(&ema_experiment_params, sweep->base, error)))
+  bare = overrides ? ema_node_copy(sweep->base) : NULL;
+  for (guint i = 0; overrides && overrides[i]; i++) {
+    if (g_str_has_prefix(overrides[i], "repeats="))
+      continue;
+    if (!ema_node_apply_override(sweep->base, overrides[i], i + 1, error) ||
+        !ema_params_expand(&ema_experiment_params, sweep->base, error))
       return NULL;
+    sets_base = TRUE;
+  }
+  if (sets_base && !check_sets(bare, sweep->base, error))
+    return NULL;
   name = ema_node_get(sweep->base, "name");
   sweep->name =
       g_strdup(name && name->kind == EMA_NODE_SCALAR && name->value ? name->value : "sweep");

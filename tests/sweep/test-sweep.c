@@ -225,6 +225,72 @@ static void test_point_named(void) {
   g_assert_nonnull(strstr(run->err, " (point 001-gpu=2)\n"));
 }
 
+/* A --set changes the base, which a variant may then replace whole: under variants that each
+ * name a policy, a bad `--set policy.…` is refused as a single run of the file refuses it, by a
+ * sweep and by a comparison alike; a good one still loads, and so does a sweep whose base needs
+ * its swept values to load. */
+static void test_set_under_replaced_policy(void) {
+  const char *experiment =
+      "name: replaced\n"
+      "server: h200x2\n"
+      "policy: ema\n"
+      "tenants:\n"
+      "  - {name: chat, model: llama-3.1-8b, gpu: 0, trace: {arrivals: poisson, rate: 5,\n"
+      "     requests: 20, prompt: {dist: fixed, tokens: 100}, output: {dist: fixed, tokens: "
+      "10}}}\n";
+  const char *variants = "  static: {policy: static}\n  offload: {policy: offload}\n";
+  const char *const bad[] = {"policy.prefetch_params.allowance=200%",
+                             "policy.borrow_params.bogus=1", "policy.bogus=1",
+                             "policy.reclaim=nosuch"};
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *single = g_build_filename(dir, "single.yaml", NULL);
+  g_autofree char *sweep = g_build_filename(dir, "sweep.yaml", NULL);
+  g_autofree char *compare = g_build_filename(dir, "compare.yaml", NULL);
+  g_autofree char *shifted = g_build_filename(dir, "shifted.yaml", NULL);
+  g_autofree char *sweep_text = g_strconcat(experiment, "variants:\n", variants, NULL);
+  g_autofree char *compare_text = g_strconcat(experiment, "compare:\n", variants, NULL);
+  g_autofree char *shifted_text = NULL;
+  g_assert_true(g_file_set_contents(single, experiment, -1, NULL));
+  g_assert_true(g_file_set_contents(sweep, sweep_text, -1, NULL));
+  g_assert_true(g_file_set_contents(compare, compare_text, -1, NULL));
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(EmaTestRun) one = ema_test_cli("check", single, "--set", bad[i], NULL);
+    g_autoptr(EmaTestRun) listed = ema_test_cli("sweep", sweep, "--list", "--set", bad[i], NULL);
+    g_autoptr(EmaTestRun) compared = ema_test_cli("check", compare, "--set", bad[i], NULL);
+    ema_test_assert_error_line(one, "--set:1:");
+    ema_test_assert_error_line(listed, "--set:1:");
+    ema_test_assert_error_line(compared, "--set:1:");
+    g_assert_cmpstr(listed->err, ==, one->err);
+    g_assert_cmpstr(compared->err, ==, one->err);
+    if (i == 0)
+      g_assert_cmpstr(one->err, ==,
+                      "--set:1:34: policy.prefetch_params.allowance: 200% is out of range "
+                      "[0%, 100%]\n");
+  }
+  {
+    g_autoptr(EmaTestRun) listed = ema_test_cli("sweep", sweep, "--list", "--set",
+                                                "policy.borrow_params.lender_reserve=30%", NULL);
+    g_autoptr(EmaTestRun) compared =
+        ema_test_cli("check", compare, "--set", "policy.borrow_params.lender_reserve=30%", NULL);
+    ema_test_assert_ok(listed);
+    ema_test_assert_ok(compared);
+  }
+  /* the base's tenant on gpu5 of two: only its swept GPUs make it load */
+  shifted_text =
+      g_strconcat(experiment, "variants:\n", variants, "sweep:\n  tenants.0.gpu: [0, 1]\n", NULL);
+  {
+    char *gpu = strstr(shifted_text, "gpu: 0");
+    gpu[strlen("gpu: ")] = '5';
+  }
+  g_assert_true(g_file_set_contents(shifted, shifted_text, -1, NULL));
+  {
+    g_autoptr(EmaTestRun) listed =
+        ema_test_cli("sweep", shifted, "--list", "--set", "seed=5", NULL);
+    ema_test_assert_ok(listed);
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* ---- running: -j, resume, MPI ------------------------------------------------ */
 
 static char *reference_dir;
@@ -878,6 +944,7 @@ int main(int argc, char **argv) {
     g_test_add_data_func(path, names->pdata[i], test_bad_file);
   }
   g_test_add_func("/sweep/errors/point-named", test_point_named);
+  g_test_add_func("/sweep/errors/set-under-replaced-policy", test_set_under_replaced_policy);
   g_test_add_func("/sweep/run/jobs", test_jobs);
   g_test_add_func("/sweep/run/resume-after-kill", test_resume);
   g_test_add_func("/sweep/run/resume-tampered", test_resume_tampered);

@@ -48,8 +48,10 @@ G_BEGIN_DECLS
 typedef struct _EmaSweep EmaSweep;
 
 /* Load and check the shape of a sweep file; OVERRIDES ("a.b=c", may be
- * NULL) are applied to the base experiment first, as --set. The points are
- * not loaded yet: see ema_sweep_resolve. */
+ * NULL) are applied to the base experiment first, as --set, and where the
+ * base loads as an experiment by itself, the base with them must load too
+ * (a variant may replace what they set, and its points would not check
+ * them). The points are not loaded yet: see ema_sweep_resolve. */
 EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError **error);
 /* An experiment file with `compare:` (a map of named variants, the syntax
  * of a sweep's variants): one point per variant and repeat, in file order,
