@@ -1,9 +1,12 @@
 /* trypolicy.c: `ema-sim try-policy` (trypolicy.h): a hand-written pool view
  * bound from YAML into the policy API's structs, one decide() call, the plan
- * printed. Nothing is simulated and nothing is checked against a ledger: the
- * plan is what the policy asked, as the pool would receive it. */
+ * printed. Nothing is simulated and the plan is not checked against a
+ * ledger: it is what the policy asked, as the pool would receive it. The
+ * view is checked for what a pool's never is (check_view), so that a plan
+ * never answers a view no run could give a policy. */
 #include "ema/cli/trypolicy.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "ema/core/params.h"
@@ -204,48 +207,196 @@ static gboolean decide(const EmaPolicyInfo *info, gconstpointer params, const Em
   return TRUE;
 }
 
-/* What a pool's view could not be, at the key that says it: no GPUs, a GPU using more slices or
- * blocks than it has, a loan outside the view, to the lender itself, or given twice. */
+/* An error at KEY of the map ITEM, the view's PREFIX ("gpus.0", "lent.1"), or at ITEM where
+ * KEY is left out (its count then 0). Returns FALSE. */
+static gboolean view_error(GError **error, gint code, const EmaNode *item, const char *prefix,
+                           const char *key, const char *format, ...) G_GNUC_PRINTF(6, 7);
+static gboolean view_error(GError **error, gint code, const EmaNode *item, const char *prefix,
+                           const char *key, const char *format, ...) {
+  const EmaNode *at = key ? ema_node_get_key(item, key) : NULL;
+  g_autofree char *path = at ? g_strdup_printf("%s.%s", prefix, key) : g_strdup(prefix);
+  g_autofree char *message = NULL;
+  va_list args;
+  va_start(args, format);
+  message = g_strdup_vprintf(format, args);
+  va_end(args);
+  ema_node_error(error, code, at ? at : item, path, "%s", message);
+  return FALSE;
+}
+
+/* The slices that BLOCKS blocks of BLOCK_BYTES fill, ceil(BLOCKS x BLOCK_BYTES / EMA_SLICE_BYTES)
+ * (ledger.h's ema_slices_for_blocks), as a double where the bytes pass 2^64: the counts a view
+ * takes are at most 1e15 each, so only a product past any real memory loses digits. */
+static double slices_for_blocks(guint64 blocks, guint64 block_bytes) {
+  guint64 bytes;
+  if (!g_uint64_checked_mul(&bytes, blocks, block_bytes))
+    return ceil((double) blocks * (double) block_bytes / (double) EMA_SLICE_BYTES);
+  return (double) (bytes / EMA_SLICE_BYTES + (bytes % EMA_SLICE_BYTES != 0));
+}
+
+/* A GPU's counts that only a tenant has (EmaGpuView: its blocks, requests and the slices that
+ * hold or fetch them), with their offsets in HandGpu. */
+static const struct {
+  const char *key;
+  gsize offset;
+} tenant_counts[] = {
+    {"slices_used", G(slices_used)},
+    {"slices_staging", G(slices_staging)},
+    {"slices_borrowed", G(slices_borrowed)},
+    {"slices_borrowed_used", G(slices_borrowed_used)},
+    {"slices_pending", G(slices_pending)},
+    {"blocks_total", G(blocks_total)},
+    {"blocks_used", G(blocks_used)},
+    {"blocks_remote", G(blocks_remote)},
+    {"blocks_short", G(blocks_short)},
+    {"running", G_STRUCT_OFFSET(HandGpu, running)},
+    {"waiting", G_STRUCT_OFFSET(HandGpu, waiting)},
+};
+
+/* GPU I of the view (its map ITEM) against what a pool's entry always is (ledger.c's view_fill
+ * and ema_slice_ledger_check_counters): a GPU without a tenant has none of a tenant's counts;
+ * its own, lent and staging slices fit in its slices, its blocks in the slices that hold them;
+ * the blocks and slices on peers are of those it uses and borrows. */
+static gboolean check_gpu(const HandGpu *h, guint i, const EmaNode *item, GError **error) {
+  const EmaGpuView *g = &h->view;
+  g_autofree char *prefix = g_strdup_printf("gpus.%u", i);
+  const struct {
+    const char *key;
+    guint64 slices;
+  } parts[] = {{"slices_used", g->slices_used},
+               {"slices_lent", g->slices_lent},
+               {"slices_staging", g->slices_staging}};
+  guint64 taken = 0;
+  double local_slices;
+  for (guint k = 0; !g->has_tenant && k < G_N_ELEMENTS(tenant_counts); k++) {
+    gint64 value = G_STRUCT_MEMBER(gint64, h, tenant_counts[k].offset);
+    if (value != 0)
+      return view_error(error, EMA_CONFIG_ERROR_INVALID, item, prefix, tenant_counts[k].key,
+                        "%" G_GINT64_FORMAT " on a GPU without a tenant (has_tenant: false): a "
+                        "tenant's counts are 0 there",
+                        value);
+  }
+  for (guint k = 0; k < G_N_ELEMENTS(parts); k++) {
+    taken += parts[k].slices; /* each at most 1e15: no wrap */
+    if (taken > g->slices)
+      return view_error(error, EMA_CONFIG_ERROR_RANGE, item, prefix, parts[k].key,
+                        "slices_used, slices_lent and slices_staging add up to %" G_GUINT64_FORMAT
+                        ", above slices (%" G_GUINT64_FORMAT ")",
+                        taken, g->slices);
+  }
+  if (g->slices_borrowed_used > g->slices_borrowed)
+    return view_error(error, EMA_CONFIG_ERROR_RANGE, item, prefix, "slices_borrowed_used",
+                      "%" G_GUINT64_FORMAT " is above slices_borrowed (%" G_GUINT64_FORMAT ")",
+                      g->slices_borrowed_used, g->slices_borrowed);
+  if (g->blocks_used > g->blocks_total)
+    return view_error(error, EMA_CONFIG_ERROR_RANGE, item, prefix, "blocks_used",
+                      "%" G_GUINT64_FORMAT " is above blocks_total (%" G_GUINT64_FORMAT ")",
+                      g->blocks_used, g->blocks_total);
+  if (g->blocks_remote > g->blocks_used)
+    return view_error(error, EMA_CONFIG_ERROR_RANGE, item, prefix, "blocks_remote",
+                      "%" G_GUINT64_FORMAT " is above blocks_used (%" G_GUINT64_FORMAT
+                      "): the blocks on peers are of those in use",
+                      g->blocks_remote, g->blocks_used);
+  local_slices = slices_for_blocks(g->blocks_used - g->blocks_remote, g->block_bytes);
+  if (local_slices > (double) g->slices_used)
+    return view_error(error, EMA_CONFIG_ERROR_RANGE, item, prefix, "slices_used",
+                      "%" G_GUINT64_FORMAT " slices cannot hold the %" G_GUINT64_FORMAT
+                      " local blocks (blocks_used - blocks_remote) of %" G_GUINT64_FORMAT
+                      " bytes: they fill %.0f",
+                      g->slices_used, g->blocks_used - g->blocks_remote, g->block_bytes,
+                      local_slices);
+  return TRUE;
+}
+
+/* What a pool's view could not be, each at the key that says it: no GPUs; a GPU's counts that
+ * disagree (check_gpu); a loan outside the view, to the lender itself, given twice, from a GPU
+ * that does not share, or holding more blocks than its slices do; loans that add up to more than
+ * a lender's slices_lent, or to other than a borrower's slices_borrowed and blocks_remote (a
+ * pool's lent matrix is the one record of both sides: ledger.h). */
 static gboolean check_view(const HandView *hand, const EmaNode *root, GError **error) {
   const EmaNode *gpus_node = ema_node_get(root, "gpus");
   const EmaNode *lent_node = ema_node_get(root, "lent");
   guint n = hand->gpus->len;
+  g_autofree guint64 *lends = NULL, *borrows = NULL, *holds = NULL;
   if (n == 0) {
     ema_node_error(error, EMA_CONFIG_ERROR_RANGE, gpus_node ? gpus_node : root, "gpus",
                    "the view has no GPUs");
     return FALSE;
   }
-  for (guint i = 0; i < n; i++) {
-    const EmaGpuView *g = &g_array_index(hand->gpus, HandGpu, i).view;
-    g_autofree char *path = g_strdup_printf("gpus.%u", i);
-    const char *what = g->slices_used > g->slices         ? "slices_used is above slices"
-                       : g->blocks_used > g->blocks_total ? "blocks_used is above blocks_total"
-                                                          : NULL;
-    if (what) {
-      ema_node_error(error, EMA_CONFIG_ERROR_RANGE, gpus_node->items->pdata[i], path, "%s", what);
+  for (guint i = 0; i < n; i++)
+    if (!check_gpu(&g_array_index(hand->gpus, HandGpu, i), i, gpus_node->items->pdata[i], error))
       return FALSE;
-    }
-  }
+  lends = g_new0(guint64, n);   /* slices each GPU lends in the loans */
+  borrows = g_new0(guint64, n); /* ...each borrows in them */
+  holds = g_new0(guint64, n);   /* ...and its blocks they hold */
   for (guint i = 0; hand->lent && i < hand->lent->len; i++) {
     const HandLoan *loan = &g_array_index(hand->lent, HandLoan, i);
-    g_autofree char *path = g_strdup_printf("lent.%u", i);
+    g_autofree char *prefix = g_strdup_printf("lent.%u", i);
     const EmaNode *at = lent_node->items->pdata[i];
+    const EmaGpuView *lender, *borrower;
+    double slices;
     gboolean twice = FALSE;
     for (guint j = 0; j < i; j++) {
       const HandLoan *other = &g_array_index(hand->lent, HandLoan, j);
       twice = twice || (other->lender == loan->lender && other->borrower == loan->borrower);
     }
-    if ((guint64) loan->lender >= n || (guint64) loan->borrower >= n) {
-      ema_node_error(error, EMA_CONFIG_ERROR_RANGE, at, path,
-                     "lender and borrower must be below %u (the view's GPUs)", n);
-      return FALSE;
-    }
+    if ((guint64) loan->lender >= n || (guint64) loan->borrower >= n)
+      return view_error(error, EMA_CONFIG_ERROR_RANGE, at, prefix,
+                        (guint64) loan->lender >= n ? "lender" : "borrower",
+                        "must be below %u (the view's GPUs)", n);
     if (loan->lender == loan->borrower || twice) {
-      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at, path, "%s",
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at, prefix, "%s",
                      twice ? "a loan from this lender to this borrower is given twice: give one"
                            : "a GPU does not lend to itself");
       return FALSE;
     }
+    lender = &g_array_index(hand->gpus, HandGpu, loan->lender).view;
+    borrower = &g_array_index(hand->gpus, HandGpu, loan->borrower).view;
+    if (!lender->shares)
+      return view_error(error, EMA_CONFIG_ERROR_INVALID, at, prefix, "lender",
+                        "gpu%" G_GINT64_FORMAT " does not share (shares: false): it lends nothing",
+                        loan->lender);
+    slices = slices_for_blocks((guint64) loan->blocks, borrower->block_bytes);
+    if (slices > (double) loan->slices)
+      return view_error(error, EMA_CONFIG_ERROR_RANGE, at, prefix, "blocks",
+                        "%" G_GINT64_FORMAT " blocks of gpu%" G_GINT64_FORMAT
+                        "'s %" G_GUINT64_FORMAT
+                        " bytes fill %.0f slices, above the loan's %" G_GINT64_FORMAT,
+                        loan->blocks, loan->borrower, borrower->block_bytes, slices, loan->slices);
+    /* each at most 1e15, and at most 1023 loans per GPU (no pair twice): no wrap */
+    lends[loan->lender] += (guint64) loan->slices;
+    borrows[loan->borrower] += (guint64) loan->slices;
+    holds[loan->borrower] += (guint64) loan->blocks;
+    if (lends[loan->lender] > lender->slices_lent)
+      return view_error(error, EMA_CONFIG_ERROR_RANGE, at, prefix, "slices",
+                        "gpu%" G_GINT64_FORMAT "'s loans come to %" G_GUINT64_FORMAT
+                        " slices, above its slices_lent (%" G_GUINT64_FORMAT ")",
+                        loan->lender, lends[loan->lender], lender->slices_lent);
+    if (borrows[loan->borrower] > borrower->slices_borrowed)
+      return view_error(error, EMA_CONFIG_ERROR_RANGE, at, prefix, "slices",
+                        "the loans to gpu%" G_GINT64_FORMAT " come to %" G_GUINT64_FORMAT
+                        " slices, above its slices_borrowed (%" G_GUINT64_FORMAT ")",
+                        loan->borrower, borrows[loan->borrower], borrower->slices_borrowed);
+    if (holds[loan->borrower] > borrower->blocks_remote)
+      return view_error(error, EMA_CONFIG_ERROR_RANGE, at, prefix, "blocks",
+                        "the loans to gpu%" G_GINT64_FORMAT " hold %" G_GUINT64_FORMAT
+                        " of its blocks, above its blocks_remote (%" G_GUINT64_FORMAT ")",
+                        loan->borrower, holds[loan->borrower], borrower->blocks_remote);
+  }
+  for (guint i = 0; i < n; i++) {
+    const EmaGpuView *g = &g_array_index(hand->gpus, HandGpu, i).view;
+    g_autofree char *prefix = g_strdup_printf("gpus.%u", i);
+    const EmaNode *item = gpus_node->items->pdata[i];
+    if (borrows[i] < g->slices_borrowed)
+      return view_error(error, EMA_CONFIG_ERROR_INVALID, item, prefix, "slices_borrowed",
+                        "%" G_GUINT64_FORMAT
+                        ", but the loans to gpu%u (lent) come to %" G_GUINT64_FORMAT " slices",
+                        g->slices_borrowed, i, borrows[i]);
+    if (holds[i] < g->blocks_remote)
+      return view_error(error, EMA_CONFIG_ERROR_INVALID, item, prefix, "blocks_remote",
+                        "%" G_GUINT64_FORMAT
+                        ", but the loans to gpu%u (lent) hold %" G_GUINT64_FORMAT " of its blocks",
+                        g->blocks_remote, i, holds[i]);
   }
   return TRUE;
 }

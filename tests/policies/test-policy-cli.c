@@ -149,30 +149,99 @@ static void test_try_policy(void) {
   bad_param = ema_test_cli("try-policy", "borrow", "most-idle", bad_view, NULL);
   ema_test_assert_failed(bad_param, 1, bad_view);
   ema_test_assert_contains(bad_param->err, ":2:10: params.nope: unknown key in most-idle");
-  /* views no pool could be: each refused at the key that says it */
+  /* views no pool could be: each refused at the key that says it (the GPU's or the loan's map
+   * where that key is left out), the whole line */
   {
     static const struct {
       const char *text, *message;
     } views[] = {
-        {"server: h200x2\ngpus: []\n", ":2:7: gpus: the view has no GPUs"},
-        {"server: h200x2\ngpus: [{slices: 10, slices_used: 20}]\n",
-         ":2:8: gpus.0: slices_used is above slices"},
-        {"server: h200x2\ngpus: [{slices: 10}, {slices: 10}]\nlent: [{lender: 1, borrower: 1, "
-         "slices: 1}]\n",
+        {"gpus: []\n", ":2:7: gpus: the view has no GPUs"},
+        {"gpus: [{has_tenant: true, slices: 10, slices_used: 20}]\n",
+         ":2:39: gpus.0.slices_used: slices_used, slices_lent and slices_staging add up to 20, "
+         "above slices (10)"},
+        {"gpus: [{slices: 10, slices_used: 8, slices_lent: 5}]\n",
+         ":2:21: gpus.0.slices_used: 8 on a GPU without a tenant (has_tenant: false): a tenant's "
+         "counts are 0 there"},
+        {"gpus: [{has_tenant: true, slices: 10, slices_used: 8, slices_lent: 1, slices_staging: "
+         "2}]\n",
+         ":2:71: gpus.0.slices_staging: slices_used, slices_lent and slices_staging add up to 11, "
+         "above slices (10)"},
+        {"gpus: [{slices: 10, blocks_used: 3}]\n",
+         ":2:21: gpus.0.blocks_used: 3 on a GPU without a tenant (has_tenant: false): a tenant's "
+         "counts are 0 there"},
+        {"gpus: [{has_tenant: true, slices: 10, slices_borrowed: 4, slices_borrowed_used: 5}]\n",
+         ":2:59: gpus.0.slices_borrowed_used: 5 is above slices_borrowed (4)"},
+        {"gpus: [{has_tenant: true, slices: 10, slices_used: 10, blocks_total: 2, blocks_used: "
+         "3}]\n",
+         ":2:73: gpus.0.blocks_used: 3 is above blocks_total (2)"},
+        {"gpus: [{has_tenant: true, slices: 10, blocks_total: 10, blocks_used: 2, blocks_remote: "
+         "3}]\n",
+         ":2:73: gpus.0.blocks_remote: 3 is above blocks_used (2): the blocks on peers are of "
+         "those in use"},
+        {"gpus: [{has_tenant: true, slices: 10, slices_used: 2, blocks_total: 10, blocks_used: "
+         "3}]\n",
+         ":2:39: gpus.0.slices_used: 2 slices cannot hold the 3 local blocks (blocks_used - "
+         "blocks_remote) of 2097152 bytes: they fill 3"},
+        {"gpus: [{has_tenant: true, slices: 10, blocks_total: 10, blocks_used: 3}]\n",
+         ":2:8: gpus.0: 0 slices cannot hold the 3 local blocks (blocks_used - blocks_remote) of "
+         "2097152 bytes: they fill 3"},
+        {"gpus: [{slices: 10}, {slices: 10}]\nlent: [{lender: 1, borrower: 1, slices: 1}]\n",
          ":3:8: lent.0: a GPU does not lend to itself"},
-        {"server: h200x2\ngpus: [{slices: 10}, {slices: 10}]\nlent: [{lender: 1, borrower: 0, "
-         "slices: 1}, {lender: 1, borrower: 0, slices: 2}]\n",
+        {"gpus: [{has_tenant: true, slices: 10, slices_borrowed: 3}, {slices: 10, slices_lent: "
+         "3}]\nlent: [{lender: 1, borrower: 0, slices: 1}, {lender: 1, borrower: 0, slices: 2}]\n",
          ":3:45: lent.1: a loan from this lender to this borrower is given twice: give one"},
-        {"server: h200x2\ngpus: [{slices: 10}, {slices: 10}, {slices: 10}]\n",
+        {"gpus: [{slices: 10}, {slices: 10}]\nlent: [{lender: 0, borrower: 2, slices: 1}]\n",
+         ":3:20: lent.0.borrower: must be below 2 (the view's GPUs)"},
+        {"gpus: [{has_tenant: true, slices: 10, slices_borrowed: 1}, {slices: 10, shares: false, "
+         "slices_lent: 1}]\nlent: [{lender: 1, borrower: 0, slices: 1}]\n",
+         ":3:9: lent.0.lender: gpu1 does not share (shares: false): it lends nothing"},
+        {"gpus: [{has_tenant: true, slices: 10, slices_borrowed: 1, blocks_total: 2, blocks_used: "
+         "2, blocks_remote: 2}, {slices: 10, slices_lent: 1}]\nlent: [{lender: 1, borrower: 0, "
+         "slices: 1, blocks: 2}]\n",
+         ":3:44: lent.0.blocks: 2 blocks of gpu0's 2097152 bytes fill 2 slices, above the loan's "
+         "1"},
+        {"gpus: [{has_tenant: true, slices: 10, slices_borrowed: 4}, {slices: 10}]\nlent: "
+         "[{lender: 1, borrower: 0, slices: 4}]\n",
+         ":3:33: lent.0.slices: gpu1's loans come to 4 slices, above its slices_lent (0)"},
+        {"gpus: [{has_tenant: true, slices: 10, slices_borrowed: 2}, {slices: 10, slices_lent: "
+         "4}]\nlent: [{lender: 1, borrower: 0, slices: 4}]\n",
+         ":3:33: lent.0.slices: the loans to gpu0 come to 4 slices, above its slices_borrowed "
+         "(2)"},
+        /* blocks lent that the borrower does not count as its own on peers */
+        {"gpus: [{has_tenant: true, slices: 10, slices_borrowed: 4}, {slices: 10, slices_lent: "
+         "4}]\nlent: [{lender: 1, borrower: 0, slices: 4, blocks: 3}]\n",
+         ":3:44: lent.0.blocks: the loans to gpu0 hold 3 of its blocks, above its blocks_remote "
+         "(0)"},
+        {"gpus: [{has_tenant: true, slices: 10, slices_borrowed: 4}, {slices: 10}]\n",
+         ":2:39: gpus.0.slices_borrowed: 4, but the loans to gpu0 (lent) come to 0 slices"},
+        {"gpus: [{has_tenant: true, slices: 10, slices_borrowed: 4, blocks_total: 3, blocks_used: "
+         "3, blocks_remote: 3}, {slices: 10, slices_lent: 4}]\nlent: [{lender: 1, borrower: 0, "
+         "slices: 4}]\n",
+         ":2:92: gpus.0.blocks_remote: 3, but the loans to gpu0 (lent) hold 0 of its blocks"},
+        {"gpus: [{slices: 10}, {slices: 10}, {slices: 10}]\n",
          ":2:7: gpus: the view has 3 GPUs, more than h200x2's 2"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(views); i++) {
       g_autoptr(EmaTestRun) run = NULL;
-      g_assert_true(g_file_set_contents(bad_view, views[i].text, -1, NULL));
+      g_autofree char *text = g_strconcat("server: h200x2\n", views[i].text, NULL);
+      g_autofree char *want = g_strconcat(bad_view, views[i].message, "\n", NULL);
+      g_assert_true(g_file_set_contents(bad_view, text, -1, NULL));
       run = ema_test_cli("try-policy", "borrow", "most-idle", bad_view, NULL);
-      ema_test_assert_failed(run, 1, bad_view);
-      ema_test_assert_contains(run->err, views[i].message);
+      g_assert_cmpint(run->status, ==, 1);
+      g_assert_cmpstr(run->err, ==, want);
     }
+  }
+  /* the same view with its counts made to agree is one */
+  {
+    g_autoptr(EmaTestRun) run = NULL;
+    g_assert_true(g_file_set_contents(
+        bad_view,
+        "server: h200x2\ngpus: [{has_tenant: true, slices: 10, slices_borrowed: 4, "
+        "slices_borrowed_used: 2, blocks_total: 3, blocks_used: 3, blocks_remote: 3}, {slices: "
+        "10, slices_lent: 4}]\nlent: [{lender: 1, borrower: 0, slices: 4, blocks: 3}]\n",
+        -1, NULL));
+    run = ema_test_cli("try-policy", "borrow", "most-idle", bad_view, NULL);
+    ema_test_assert_ok(run);
   }
   ema_test_remove_tree(tmp);
   ema_test_remove_tree(dir);

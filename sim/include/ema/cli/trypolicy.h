@@ -6,15 +6,28 @@
  *   server: h200x8-hgx            # a hardware model: name or map (view->server)
  *   now: 2s
  *   gpus:                         # one map per GPU: EmaGpuView's fields, 0 if absent
- *     - {has_tenant: true, slices: 1000, slices_used: 990, blocks_total: 990,
- *        blocks_used: 990, blocks_short: 120, waiting: 14, block_bytes: 2MiB}
- *     - {slices: 1000, slices_used: 100}
+ *     - {has_tenant: true, slices: 1000, slices_used: 990, slices_borrowed: 40,
+ *        slices_borrowed_used: 30, blocks_total: 1030, blocks_used: 1020,
+ *        blocks_remote: 30, blocks_short: 120, waiting: 14, block_bytes: 2MiB}
+ *     - {has_tenant: true, slices: 1000, slices_used: 100, slices_lent: 40,
+ *        blocks_total: 1000, blocks_used: 100}
  *   lent:                         # optional: slices lent and the borrower's blocks in them
  *     - {lender: 1, borrower: 0, slices: 40, blocks: 30}
  *   step: {layers: 32, ...}       # prefetch: EmaStepCostView's fields
  *   params: {min_borrow: 8}       # the policy's parameters (ema-sim describe-policy NAME)
  *
- * A GPU's `shares` defaults to true (it lends its free slices). The policy's
+ * A GPU's `shares` defaults to true (it lends its free slices). The view
+ * must be one a pool could hold, each contradiction an error at the key
+ * that says it: a GPU without a tenant has none of a tenant's counts
+ * (blocks, requests, slices in use, staging, borrowed or pending); a GPU's
+ * used, lent and staging slices fit in its slices, its local blocks
+ * (blocks_used - blocks_remote) in slices_used, its blocks in use in
+ * blocks_total, blocks_remote in blocks_used, slices_borrowed_used in
+ * slices_borrowed; a loan is between two GPUs of the view, from one that
+ * shares, at most once per pair, its blocks fit in its slices; a lender's
+ * loans come to at most its slices_lent (the rest being mapped, coming back
+ * or holding parked KV), and a borrower's to exactly its slices_borrowed,
+ * their blocks to exactly its blocks_remote. The policy's
  * ema_policy_debug() lines are printed as they come. */
 #pragma once
 
