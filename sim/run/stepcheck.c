@@ -250,12 +250,11 @@ static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GErr
  * the markdown table per model and phase, then all rows. */
 static gboolean steps_check(const char *steps_csv, const char *server, GString *table,
                             GString *summary, EmaStepCheckStats *stats, GError **error) {
-  StepsCheck check = {
-      {0},
-      g_array_new(FALSE, FALSE, sizeof(double)),
-      table,
-      g_ptr_array_new_with_free_func(g_free),
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_array_unref)};
+  StepsCheck check = {.errors = g_array_new(FALSE, FALSE, sizeof(double)),
+                      .table = table,
+                      .group_names = g_ptr_array_new_with_free_func(g_free),
+                      .groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                                      (GDestroyNotify) g_array_unref)};
   gboolean ok = models_init(&check.models, server, error);
   check.models.kernel_sums = TRUE; /* steps.csv: the summed kernel durations of each step */
   if (ok) {
