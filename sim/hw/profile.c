@@ -46,6 +46,9 @@ struct _EmaProfileSurface {
   double *outers;    /* after finalize: the curves' outer values, in order */
   guint source;      /* after finalize: the data set whose points it kept */
   double rate; /* after finalize, decode attention: its median marginal rate (profile.h), else 0 */
+  /* after finalize, prefill attention: the most query-key pairs per us a point reaches (chunk x
+   * prior + chunk (chunk + 1) / 2 pairs, causal), else 0 */
+  double pair_rate;
 };
 typedef struct _EmaProfileSurface Surface;
 
@@ -288,6 +291,14 @@ static gboolean finalize_surface(Surface *s, EmaProfileKind kind, GError **error
   }
   if (kind == EMA_PROFILE_ATTN_DECODE)
     decode_past_slopes(s);
+  if (kind == EMA_PROFILE_ATTN_PREFILL)
+    for (guint i = 0; i < s->curves->len; i++) {
+      const Curve *c = s->curves->pdata[i];
+      for (guint j = 0; j < c->n; j++)
+        if (c->t[j] > 0)
+          s->pair_rate =
+              MAX(s->pair_rate, (c->x[j] * c->outer + c->x[j] * (c->x[j] + 1) / 2) / c->t[j]);
+    }
   return TRUE;
 }
 
@@ -949,6 +960,15 @@ gboolean ema_profile_op_measured(const EmaProfileOp *op) {
     if (op->surfaces[i])
       return op->surfaces[i]->source == 0;
   return FALSE;
+}
+
+double ema_profile_op_pair_rate(const EmaProfileOp *op, double outer) {
+  guint lo;
+  g_return_val_if_fail(op != NULL, 0);
+  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
+    if (surface_place(op->surfaces[i], outer, NULL, &lo))
+      return op->surfaces[i]->pair_rate * 1e6;
+  return 0;
 }
 
 gboolean ema_profile_op_covers(const EmaProfileOp *op, double outer, double x) {

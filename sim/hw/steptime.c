@@ -44,6 +44,9 @@ struct _EmaStepModel {
   gboolean weight_only_fp8;
   double byte_rate; /* rate_m */
   double kv_rate;   /* rate_kv = rate_m x kv_efficiency */
+  /* query-key pairs per second of the profile's prefill attention at its largest fresh prompt
+   * (ema_profile_op_pair_rate; 0: none) */
+  double prefill_pair_rate;
   double layer_overhead_s;
   /* the profile's launch gap per kernel of its measured tables (0: none, or kernel sums asked
    * for: ema_step_model_new_kernel_sums) */
@@ -193,6 +196,7 @@ static void set_profile_ops(EmaStepModel *s) {
   }
   ema_profile_op_attn_decode(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_decode);
   ema_profile_op_attn_prefill(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_prefill);
+  s->prefill_pair_rate = ema_profile_op_pair_rate(&s->ops.attn_prefill, 0);
   ema_profile_op_elementwise(p, t, s->gated ? "rmsnorm" : "layernorm", s->hidden, &s->ops.norm);
   ema_profile_op_elementwise(p, t, s->gated ? "silu_mul" : "gelu", s->act_width, &s->ops.act);
   ema_profile_op_elementwise(p, t, "add", s->hidden, &s->ops.add);
@@ -709,13 +713,17 @@ G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *
              ema_profile_op_at(&s->ops.attn_prefill, 0, tokens / chunks, &us)) {
     /* a table of fresh prompts only, measured down to this chunk: the
      * chunks as fresh prompts, plus the roofline of what the cached tokens
-     * add (their KV read, the chunks' queries against them) */
+     * add (their KV read, the chunks' queries against them), its pairs at
+     * the rate the table's kernel reaches at its largest prompt */
     double n = tokens / chunks;
-    double cached_flops =
-        s->attention_flops_per_context * MAX(0.0, b->prefill_context - chunks * n * (n + 1) / 2);
-    t = op_time(s, &own, &s->ops.attn_prefill, TRUE, us, 0, 0, s->kv_rate, chunks) +
-        op_time(s, &own, NULL, FALSE, 0, cached_flops,
-                s->kv_bytes_per_token * (b->prefill_kv_read - tokens), s->kv_rate, 1);
+    double pairs = MAX(0.0, b->prefill_context - chunks * n * (n + 1) / 2);
+    double compute = s->prefill_pair_rate > 0
+                         ? pairs / s->prefill_pair_rate
+                         : s->attention_flops_per_context * pairs / s->flop_rate;
+    double cached =
+        roofline(s, compute, s->kv_bytes_per_token * (b->prefill_kv_read - tokens) / s->kv_rate);
+    op_sum(&own, FALSE, cached);
+    t = op_time(s, &own, &s->ops.attn_prefill, TRUE, us, 0, 0, s->kv_rate, chunks) + cached;
   } else {
     t = op_time(s, &own, NULL, FALSE, 0, s->attention_flops_per_context * b->prefill_context,
                 s->kv_bytes_per_token * b->prefill_kv_read, s->kv_rate, 1);

@@ -882,6 +882,68 @@ static void test_collective_bandwidth_error(void) {
 /* A prefill chunk after cached tokens takes at least the decode kernel of
  * one sequence of its whole context, per chunk: the tiny profile has no
  * prefill table, and the roofline of 2 tokens after 98 is nanoseconds. */
+/* A prefill table's best rate in query-key pairs (ema_profile_op_pair_rate): chunk 100 fresh,
+ * 5,050 pairs in 10 us; chunk 200 fresh, 20,100 in 15 us (1,340 a us, the best); chunk 100 after
+ * 100 cached, 15,050 in 20 us. None for decode attention or a shape no table holds. */
+static void test_prefill_pair_rate(void) {
+  g_autofree char *dir = temp_dir();
+  g_autofree char *folder = write_profile(
+      dir, "pairs", NULL, "attn_prefill.csv",
+      "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+      "100,0,2,2,4,bf16,flash,10\n200,0,2,2,4,bf16,flash,15\n100,100,2,2,4,bf16,flash,20\n",
+      "attn_decode.csv", tiny_attn, NULL);
+  GError *error = NULL;
+  g_autoptr(EmaProfile) p = ema_profile_load(folder, &error);
+  EmaProfileOp prefill, decode, missing;
+  g_assert_no_error(error);
+  ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 2, 2, 4, &prefill);
+  ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, &decode);
+  ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 4, 2, 4, &missing);
+  g_assert_cmpfloat_with_epsilon(ema_profile_op_pair_rate(&prefill, 0), 20100.0 / 15 * 1e6, 1e-3);
+  g_assert_cmpfloat(ema_profile_op_pair_rate(&decode, 0), ==, 0);
+  g_assert_cmpfloat(ema_profile_op_pair_rate(&missing, 0), ==, 0);
+}
+
+/* The cached part of a chunk's prefill attention (a table of fresh prompts only) is timed at the
+ * table's own best rate of query-key pairs: 200,000 pairs at 4096 x 4097 / 2 pairs in 4 s or in
+ * 2 s, 95 ms or 48 ms a layer (its 2-token point, 3 pairs in 10 us, is not the best; both more
+ * than the one-sequence decode floor, 30 ms: tiny_attn's 30 us at 100 tokens, in proportion),
+ * the chunk's own table time the same. */
+static void test_step_prefill_cached_rate(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  EmaStepBreakdown slow_b, fast_b;
+  double roof[2] = {0, 0}, table[2] = {0, 0};
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *name = g_strdup_printf("tiny-pairs-%u", i);
+    g_autofree char *prefill =
+        g_strdup_printf("chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                        "2,0,2,2,4,bf16,flash,10\n4096,0,2,2,4,bf16,flash,%g\n",
+                        i == 0 ? 4e6 : 2e6);
+    g_autofree char *folder =
+        write_profile(dir, name, NULL, "gemm.csv", tiny_gemm, "attn_decode.csv", tiny_attn,
+                      "attn_prefill.csv", prefill, "elementwise.csv", tiny_elementwise, NULL);
+    EmaLlmSpec model = tiny_model();
+    EmaServerSpec *server = server_with_profile(dir, name);
+    GError *error = NULL;
+    g_autoptr(EmaStepModel) step = ema_step_model_new(&model, server, 1, &error);
+    /* one chunk of 2 after 100,000 cached tokens */
+    EmaStepBatch batch = {.prefill_tokens = 2,
+                          .prefill_context = 2 * 100000 + 3,
+                          .prefill_kv_read = 100002,
+                          .prefill_chunks = 1,
+                          .logits = 1};
+    g_assert_no_error(error);
+    ema_step_time(step, &batch, i == 0 ? &slow_b : &fast_b);
+    roof[i] = (i == 0 ? slow_b : fast_b).roofline_s;
+    table[i] = (i == 0 ? slow_b : fast_b).profiled_s;
+    ema_server_free(server);
+  }
+  g_assert_cmpfloat(roof[0] - roof[1], >,
+                    0.9 * 2 *
+                        (200000 / (4096 * 4097 / 2 / 4.0) - 200000 / (4096 * 4097 / 2 / 2.0)));
+  g_assert_cmpfloat(fabs(table[1] - table[0]), <, 1e-15);
+}
+
 static void test_step_prefill_floor(void) {
   g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *attn =
@@ -1648,6 +1710,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/import-lower-envelope", test_import_lower_envelope);
   g_test_add_func("/profile/workload-kernels", test_workload_kernels);
   g_test_add_func("/profile/step-prefill-floor", test_step_prefill_floor);
+  g_test_add_func("/profile/prefill-pair-rate", test_prefill_pair_rate);
+  g_test_add_func("/profile/step-prefill-cached-rate", test_step_prefill_cached_rate);
   g_test_add_func("/profile/step-sum", test_step_sum);
   g_test_add_func("/profile/step-graph-gap", test_step_graph_gap);
   g_test_add_func("/profile/graph-gap-error", test_graph_gap_error);

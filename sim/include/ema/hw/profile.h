@@ -202,11 +202,17 @@ void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype
                                 guint64 width, EmaProfileOp *op);
 void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
                               EmaProfileAllreduce backend, EmaProfileOp *op);
+/* A prefill attention OP's best rate, in query-key pairs per second (a chunk of n tokens after p
+ * cached ones: n p + n (n + 1) / 2 pairs, causal): the most any point of the surface that
+ * answers at OUTER reaches, the kernel at its largest work; 0 where none answers or OP is not
+ * prefill attention. What the step model times the part of a chunk's attention that no point
+ * holds at (steptime.h). */
+double ema_profile_op_pair_rate(const EmaProfileOp *op, double outer);
+/* OP's best surface is from the profile's measured tables (`tables:`), not an import. */
+gboolean ema_profile_op_measured(const EmaProfileOp *op);
 /* Whether the surface that answers OP at OUTER was measured at X or below
  * (X is not below its smallest size, where ema_profile_op_at() gives the
  * smallest size's time). */
-/* OP's best surface is from the profile's measured tables (`tables:`), not an import. */
-gboolean ema_profile_op_measured(const EmaProfileOp *op);
 gboolean ema_profile_op_covers(const EmaProfileOp *op, double outer, double x);
 /* The label of the data set OP's first surface came from (profile.yaml's
  * `tables:` or an import's `label`), or NULL where the profile has none. */

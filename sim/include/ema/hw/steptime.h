@@ -48,7 +48,11 @@
  *     the chunks taken alike; a table of fresh prompts only (no prior
  *     context: AIConfigurator's) gives c runs at (N / c, 0) plus the
  *     roofline of the cached part, F = 4 q d (C_p - c n (n + 1) / 2) with
- *     n = N / c, B = 2 k d b P; else the roofline F = 4 q d C_p, B = 2 k d b (P + N)
+ *     n = N / c, B = 2 k d b P, its compute the C_p - c n (n + 1) / 2
+ *     query-key pairs at the most pairs per second the table reaches (its
+ *     kernel at its largest prompt: about 60% of the dense rate on A100,
+ *     75% on H100, 107% on B200, against rate_c's matrix_efficiency),
+ *     rate_c where it has none; else the roofline F = 4 q d C_p, B = 2 k d b (P + N)
  *     at rate_kv (one FlashAttention pass per chunk reads its KV once); at
  *     least c runs of the decode table at one sequence of (P + N) / c
  *     tokens where the profile has it: a chunk's kernel reads the same KV
