@@ -1231,13 +1231,46 @@ typedef struct {
   guint source;             /* the data set's precedence number */
   const Transfer *transfer; /* NULL: the points as measured */
   guint kinds;              /* the kinds it adds points to (an import's `kinds:`) */
+  /* an import's `at_most:` (profile.h): COLLECT (non-NULL while its data set is read) gathers
+   * each point's time, the least of duplicates, by point_id(); BOUND (non-NULL while the
+   * import itself is read) caps each point at the collected one */
+  GHashTable *collect;
+  GHashTable *bound;
 } ImportLoad;
 
-/* add_point for an import: a point of a kind the import leaves out is dropped */
+/* A point's identity across two data sets of one format: kind, shape key, outer and x. */
+static void point_id(char *buf, gsize size, EmaProfileKind kind, const char *key, double outer,
+                     double x) {
+  g_snprintf(buf, size, "%d %s %.17g %.17g", (int) kind, key, outer, x);
+}
+
+/* add_point for an import: a point of a kind the import leaves out is dropped; with `at_most:`
+ * collected (BOUND), a point is no slower than the same point there */
 static void import_point_add(const ImportLoad *load, EmaProfileKind kind, const char *key,
                              double outer, const Point *point) {
-  if (load->kinds & (1u << kind))
-    add_point(load->p, kind, key, outer, point);
+  char id[256];
+  if (!(load->kinds & (1u << kind)))
+    return;
+  if (load->collect || load->bound)
+    point_id(id, sizeof id, kind, key, outer, point->x);
+  if (load->collect) {
+    double *t = g_hash_table_lookup(load->collect, id);
+    if (t)
+      *t = MIN(*t, point->t);
+    else
+      g_hash_table_insert(load->collect, g_strdup(id), g_memdup2(&point->t, sizeof point->t));
+    return;
+  }
+  if (load->bound) {
+    const double *t = g_hash_table_lookup(load->bound, id);
+    if (t && *t < point->t) {
+      Point capped = *point;
+      capped.t = *t;
+      add_point(load->p, kind, key, outer, &capped);
+      return;
+    }
+  }
+  add_point(load->p, kind, key, outer, point);
 }
 
 static double transfer_roofline(double c, double m) {
@@ -1807,12 +1840,42 @@ typedef struct {
   gboolean has_transfer;
   Transfer transfer;
   gboolean read;
-  char *absent; /* the warning of an absent data set (NULL: present), said on first need */
+  char *absent;  /* the warning of an absent data set (NULL: present), said on first need */
+  char *at_most; /* `at_most:`'s data set (NULL: none, or absent: at_most_absent) */
+  char *at_most_absent;
 } Import;
 
 static void import_clear(gpointer data) {
   g_free(((Import *) data)->path);
   g_free(((Import *) data)->absent);
+  g_free(((Import *) data)->at_most);
+  g_free(((Import *) data)->at_most_absent);
+}
+
+/* Say W, a warning of a data set a lookup needed and did not find, once (lazy_load). */
+static void say_absent(EmaProfile *p, const char *w) {
+  g_ptr_array_add(p->warnings, g_strdup(w));
+  if (p->say_warnings)
+    g_printerr("ema: warning: %s\n", w);
+}
+
+/* Read import IN into the staging tables, its `at_most:` data set first where it has one;
+ * FALSE with the first error. */
+static gboolean read_import(EmaProfile *p, const Import *in, GError **error) {
+  ImportLoad load = {p,         in->dtype, in->source, in->has_transfer ? &in->transfer : NULL,
+                     in->kinds, NULL,      NULL};
+  g_autoptr(GHashTable) bound = NULL;
+  if (in->at_most_absent)
+    say_absent(p, in->at_most_absent);
+  if (in->at_most) {
+    ImportLoad collect = {p, in->dtype, in->source, NULL, in->kinds, NULL, NULL};
+    bound = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    collect.collect = bound;
+    if (!import_formats[in->format].load(&collect, in->at_most, error))
+      return FALSE;
+    load.bound = bound;
+  }
+  return import_formats[in->format].load(&load, in->path, error);
 }
 
 /* Read the imports that feed KINDS, and those that feed the other kinds
@@ -1844,19 +1907,15 @@ static void lazy_load(EmaProfile *p, guint kinds) {
   for (guint i = 0; i < p->imports->len; i++) {
     Import *in = &g_array_index(p->imports, Import, i);
     GError *error = NULL;
-    ImportLoad load = {p, in->dtype, in->source, in->has_transfer ? &in->transfer : NULL,
-                       in->kinds};
     if (in->read || !(in->kinds & closure))
       continue;
     in->read = TRUE;
     if (!in->path) {
       /* needed and absent: said once, kept for the outputs (ema_profile_warnings) */
-      g_ptr_array_add(p->warnings, g_strdup(in->absent));
-      if (p->say_warnings)
-        g_printerr("ema: warning: %s\n", in->absent);
+      say_absent(p, in->absent);
       continue;
     }
-    if (!import_formats[in->format].load(&load, in->path, &error)) {
+    if (!read_import(p, in, &error)) {
       if (!p->load_error)
         p->load_error = error;
       else
@@ -1990,13 +2049,16 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
   EmaNode *label = ema_node_get(entry, "label");
   EmaNode *transfer_node = ema_node_get(entry, "transfer");
   EmaNode *kinds_node = ema_node_get(entry, "kinds");
+  EmaNode *at_most_node = ema_node_get(entry, "at_most");
   Transfer transfer = {0, 0, 0};
   guint kinds;
   EmaProfileDtype dtype = EMA_PROFILE_BF16;
   g_autofree char *shared = ema_profile_shared_dir();
   g_autofree char *path = NULL;
   gint which = -1;
-  static const char *const keys[] = {"format", "path", "dtype", "label", "transfer", "kinds", NULL};
+  static const char *const keys[] = {"format",   "path",  "dtype",   "label",
+                                     "transfer", "kinds", "at_most", NULL};
+  g_autofree char *at_most = NULL;
   if (entry->kind != EMA_NODE_MAP || !format || !format->value || !rel || !rel->value) {
     ema_node_error(error, EMA_CONFIG_ERROR_KEY, entry, path_key,
                    "an import needs `format` and `path` (relative to the shared folder)");
@@ -2007,7 +2069,7 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
     if (!g_strv_contains(keys, key->value)) {
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, path_key,
                      "unknown key '%s' in an import (valid keys: format, path, dtype, label, "
-                     "transfer, kinds)",
+                     "transfer, kinds, at_most)",
                      key->value);
       return FALSE;
     }
@@ -2047,6 +2109,20 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
                    "label must name the data set (imports of one label share a precedence)");
     return FALSE;
   }
+  if (at_most_node) {
+    if (at_most_node->kind != EMA_NODE_SCALAR || !at_most_node->value || !*at_most_node->value) {
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, at_most_node, path_key,
+                     "at_most must be a data set's path (relative to the shared folder)");
+      return FALSE;
+    }
+    if (import_formats[which].load != import_aic_decode &&
+        import_formats[which].load != import_aic_prefill) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, at_most_node, path_key,
+                     "at_most applies to aic-decode and aic-prefill imports only");
+      return FALSE;
+    }
+    at_most = g_build_filename(shared, at_most_node->value, NULL);
+  }
   path = g_build_filename(shared, rel->value, NULL);
   {
     /* an absent data set is said when a lookup needs it (lazy_load): a run whose operators
@@ -2063,7 +2139,15 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
                  present ? NULL
                          : g_strdup_printf("profile %s: %s absent (%s): its operators fall back "
                                            "to the roofline",
-                                           p->name, rel->value, path)};
+                                           p->name, rel->value, path),
+                 NULL,
+                 NULL};
+    if (at_most && g_file_test(at_most, G_FILE_TEST_EXISTS))
+      in.at_most = g_steal_pointer(&at_most);
+    else if (at_most)
+      in.at_most_absent = g_strdup_printf("profile %s: %s's bound %s absent (%s): its points "
+                                          "as measured",
+                                          p->name, rel->value, at_most_node->value, at_most);
     g_array_append_val(p->imports, in);
   }
   return TRUE;

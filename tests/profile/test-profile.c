@@ -586,6 +586,51 @@ static void test_workload_kernels(void) {
   g_clear_error(&error);
 }
 
+/* An import's `at_most:` (profile.h): each point no slower than the same point of another data
+ * set of its format. Batch 1 at context 100 (step 99): 10 us here, 20 there, kept; at 200: 30
+ * here, 15 there, 15; a point the bound lacks (batch 2) as measured. A bound on a format other
+ * than attention is an error at its key; an absent bound a warning, the points as measured. */
+static void test_import_at_most(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  const char *head =
+      "batch_size,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,step,latency\n";
+  g_autofree char *own =
+      g_strconcat(head, "1,2,2,4,bfloat16,99,0.010\n1,2,2,4,bfloat16,199,0.030\n",
+                  "2,2,2,4,bfloat16,99,0.050\n", NULL);
+  g_autofree char *bound =
+      g_strconcat(head, "1,2,2,4,bfloat16,99,0.020\n1,2,2,4,bfloat16,199,0.015\n", NULL);
+  g_autoptr(EmaProfile) p = load_with_data(
+      dir, "bounded", NULL,
+      "import:\n  - {format: aic-decode, path: groundtruth/own.csv, at_most: groundtruth/b.csv}\n",
+      "own.csv", own, "b.csv", bound, NULL);
+  g_autoptr(EmaProfile) lone = load_with_data(
+      dir, "unbounded", NULL,
+      "import:\n  - {format: aic-decode, path: groundtruth/own.csv, at_most: groundtruth/no.csv}\n",
+      NULL);
+  g_autofree char *bad_folder = write_profile(
+      dir, "bad",
+      "import:\n  - {format: aic-gemm, path: groundtruth/own.csv, at_most: groundtruth/b.csv}\n",
+      NULL);
+  const double expected[][3] = {{1, 100, 10}, {1, 200, 15}, {2, 100, 50}};
+  GError *error = NULL;
+  double us = 0;
+  for (guint i = 0; i < G_N_ELEMENTS(expected); i++) {
+    g_assert_true(
+        ema_profile_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, expected[i][0], expected[i][1], &us));
+    g_assert_cmpfloat_with_epsilon(us, expected[i][2], 1e-9);
+  }
+  g_assert_true(ema_profile_attn_decode(lone, EMA_PROFILE_BF16, 2, 2, 4, 1, 200, &us));
+  g_assert_cmpfloat_with_epsilon(us, 30, 1e-9);
+  g_assert_cmpuint(ema_profile_warnings(lone)->len, ==, 1);
+  g_assert_nonnull(strstr(g_ptr_array_index(ema_profile_warnings(lone), 0),
+                          "groundtruth/own.csv's bound groundtruth/no.csv absent"));
+  g_assert_null(ema_profile_load(bad_folder, &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
+  g_assert_nonnull(strstr(error->message, "bad/profile.yaml:4:60: "));
+  g_assert_nonnull(strstr(error->message, "at_most applies to aic-decode and aic-prefill imports"));
+  g_clear_error(&error);
+}
+
 /* Decode attention of 4 q / 4 KV heads, which the table holds only as 2 / 2: that shape at
  * twice the batch (batch 1 from batch 2's 30 us, batch 2 from batch 4's 50 us, 1.5 between);
  * a shape of its own in the same table answers itself. */
@@ -635,7 +680,7 @@ static void test_import_kinds_errors(void) {
        "elementwise)"},
       {"  - {format: vidur-mlp, kind: [gemm], path: groundtruth/v.csv}\n",
        ":3:25: import: unknown key 'kind' in an import (valid keys: format, path, dtype, label, "
-       "transfer, kinds)"},
+       "transfer, kinds, at_most)"},
       {"  - {format: vidur-mlp, kinds: gemm, path: groundtruth/v.csv}\n",
        ":3:32: import: kinds must be a list of the tables the import feeds (e.g. [elementwise])"},
   };
@@ -1719,6 +1764,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/import-kinds-elementwise", test_import_kinds_elementwise);
   g_test_add_func("/profile/import-kinds-errors", test_import_kinds_errors);
   g_test_add_func("/profile/attn-decode-folded", test_attn_decode_folded);
+  g_test_add_func("/profile/import-at-most", test_import_at_most);
   g_test_add_func("/profile/step-rows", test_step_rows);
   g_test_add_func("/profile/step-time-alone", test_step_time_alone);
   g_test_add_func("/profile/step-bias", test_step_bias);
