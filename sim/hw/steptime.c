@@ -697,15 +697,21 @@ G_ALWAYS_INLINE static inline double decode_attention_time(const EmaStepModel *s
  * context (p + n) / c, where the profile has it (steptime.h). */
 G_ALWAYS_INLINE static inline double prefill_attention_time(const EmaStepModel *s, OpSums *sums,
                                                             const EmaStepBatch *b) {
-  double us = 0, floor_us = 0, chunks, tokens = (double) b->prefill_tokens, prior, t;
+  double us = 0, floor_us = 0, chunks, tokens = (double) b->prefill_tokens, prior, chunk, t;
   OpSums own = {0};
   gboolean found;
   if (b->prefill_tokens == 0)
     return 0;
   chunks = (double) MAX(b->prefill_chunks, 1);
   prior = MAX(0.0, b->prefill_kv_read - tokens) / chunks;
+  /* fresh prompts only: the chunk whose pairs, c times, are the step's (c n (n + 1) / 2 =
+   * C_p), at least the mean chunk: prompts of different lengths hold more query-key pairs than
+   * as many of their mean length */
+  chunk = tokens / chunks;
+  if (prior <= 0 && chunks > 1)
+    chunk = MAX(chunk, (sqrt(1 + 8 * b->prefill_context / chunks) - 1) / 2);
   found = s->profile && ema_profile_op_at_cursor(&s->ops.attn_prefill, &s->cursors->attn_prefill,
-                                                 prior, tokens / chunks, &us);
+                                                 prior, chunk, &us);
   if (found) {
     t = op_time(s, &own, &s->ops.attn_prefill, TRUE, us, 0, 0, s->kv_rate, chunks);
   } else if (prior > 0 && s->profile &&

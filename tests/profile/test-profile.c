@@ -949,6 +949,41 @@ static void test_prefill_pair_rate(void) {
   g_assert_cmpfloat(ema_profile_op_pair_rate(&missing, 0), ==, 0);
 }
 
+/* Fresh prompts of different lengths in one step (no prior context): the prefill table at the
+ * chunk whose pairs, c times, are the step's. Chunks of 1 and 3 tokens: 1 + 6 = 7 pairs, so
+ * n (n + 1) = 7, n = (sqrt(29) - 1) / 2; the table is 10 us at 2 tokens and 30 at 4, linear
+ * between. Two chunks of 2 (6 pairs) take the table at 2. The step differs by 2 layers x 2
+ * chunks x (t(n) - 10) us; its other operators see the same 4 tokens. */
+static void test_step_prefill_mixed_chunks(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder =
+      write_profile(dir, "tiny-mixed", NULL, "gemm.csv", tiny_gemm, "attn_decode.csv",
+                    "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                    "1,1,2,2,4,bf16,cudnn,0.5\n1,100,2,2,4,bf16,cudnn,1\n",
+                    "attn_prefill.csv",
+                    "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                    "2,0,2,2,4,bf16,flash,10\n4,0,2,2,4,bf16,flash,30\n",
+                    "elementwise.csv", tiny_elementwise, NULL);
+  EmaLlmSpec model = tiny_model();
+  EmaServerSpec *server = server_with_profile(dir, "tiny-mixed");
+  GError *error = NULL;
+  g_autoptr(EmaStepModel) step = ema_step_model_new(&model, server, 1, &error);
+  EmaStepBatch even = {.prefill_tokens = 4,
+                       .prefill_context = 6,
+                       .prefill_kv_read = 4,
+                       .prefill_chunks = 2,
+                       .logits = 2};
+  EmaStepBatch mixed = even;
+  EmaStepBreakdown a, b;
+  double n = (sqrt(29.0) - 1) / 2, t = 10 + (n - 2) / 2 * 20;
+  g_assert_no_error(error);
+  mixed.prefill_context = 7;
+  ema_step_time(step, &even, &a);
+  ema_step_time(step, &mixed, &b);
+  g_assert_cmpfloat(fabs((b.profiled_s - a.profiled_s) - 2 * 2 * (t - 10) * 1e-6), <, 1e-12);
+  ema_server_free(server);
+}
+
 /* The cached part of a chunk's prefill attention (a table of fresh prompts only) is timed at the
  * table's own best rate of query-key pairs: 200,000 pairs at 4096 x 4097 / 2 pairs in 4 s or in
  * 2 s, 95 ms or 48 ms a layer (its 2-token point, 3 pairs in 10 us, is not the best; both more
@@ -1755,6 +1790,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/import-lower-envelope", test_import_lower_envelope);
   g_test_add_func("/profile/workload-kernels", test_workload_kernels);
   g_test_add_func("/profile/step-prefill-floor", test_step_prefill_floor);
+  g_test_add_func("/profile/step-prefill-mixed-chunks", test_step_prefill_mixed_chunks);
   g_test_add_func("/profile/prefill-pair-rate", test_prefill_pair_rate);
   g_test_add_func("/profile/step-prefill-cached-rate", test_step_prefill_cached_rate);
   g_test_add_func("/profile/step-sum", test_step_sum);

@@ -45,7 +45,10 @@
  *     splits work per sequence); roofline F = 4 q d C_d, B = 2 k d b C_d at
  *     rate_kv
  *   prefill attention: c runs of the table at (chunk N / c, prior P / c):
- *     the chunks taken alike; a table of fresh prompts only (no prior
+ *     the chunks taken alike (with no prior context, at the chunk n whose
+ *     pairs c n (n + 1) / 2 are the step's C_p, at least N / c: prompts of
+ *     different lengths hold more query-key pairs than as many of their
+ *     mean length); a table of fresh prompts only (no prior
  *     context: AIConfigurator's) gives c runs at (N / c, 0) plus the
  *     roofline of the cached part, F = 4 q d (C_p - c n (n + 1) / 2) with
  *     n = N / c, B = 2 k d b P, its compute the C_p - c n (n + 1) / 2
