@@ -821,10 +821,9 @@ static EmaServerSpec *server_with_profile(const char *dir, const char *name) {
 /* The tiny model's step model on a profile NAME in DIR of tiny_gemm, ATTN as
  * its attn_decode.csv and tiny_elementwise; *SERVER is the server it runs on
  * (the caller frees it). */
-static EmaStepModel *tiny_step(const char *dir, const char *name, const char *attn,
-                               EmaServerSpec **server) {
-  g_autofree char *folder = write_profile(dir, name, NULL, "gemm.csv", tiny_gemm, "attn_decode.csv",
-                                          attn, "elementwise.csv", tiny_elementwise, NULL);
+/* The step model of tiny_model() on the profile NAME in DIR (written before), its server in
+ * *SERVER (the caller frees it). */
+static EmaStepModel *tiny_step_of(const char *dir, const char *name, EmaServerSpec **server) {
   EmaLlmSpec model = tiny_model();
   GError *error = NULL;
   EmaStepModel *step;
@@ -832,6 +831,22 @@ static EmaStepModel *tiny_step(const char *dir, const char *name, const char *at
   step = ema_step_model_new(&model, *server, 1, &error);
   g_assert_no_error(error);
   return step;
+}
+
+/* tiny_step() with a prefill table PREFILL besides (attn_prefill.csv's text). */
+static EmaStepModel *tiny_step_prefill(const char *dir, const char *name, const char *attn,
+                                       const char *prefill, EmaServerSpec **server) {
+  g_autofree char *folder =
+      write_profile(dir, name, NULL, "gemm.csv", tiny_gemm, "attn_decode.csv", attn,
+                    "attn_prefill.csv", prefill, "elementwise.csv", tiny_elementwise, NULL);
+  return tiny_step_of(dir, name, server);
+}
+
+static EmaStepModel *tiny_step(const char *dir, const char *name, const char *attn,
+                               EmaServerSpec **server) {
+  g_autofree char *folder = write_profile(dir, name, NULL, "gemm.csv", tiny_gemm, "attn_decode.csv",
+                                          attn, "elementwise.csv", tiny_elementwise, NULL);
+  return tiny_step_of(dir, name, server);
 }
 
 static void test_step_sum(void) {
@@ -956,18 +971,14 @@ static void test_prefill_pair_rate(void) {
  * chunks x (t(n) - 10) us; its other operators see the same 4 tokens. */
 static void test_step_prefill_mixed_chunks(void) {
   g_autoptr(TempDir) dir = temp_dir();
-  g_autofree char *folder =
-      write_profile(dir, "tiny-mixed", NULL, "gemm.csv", tiny_gemm, "attn_decode.csv",
-                    "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
-                    "1,1,2,2,4,bf16,cudnn,0.5\n1,100,2,2,4,bf16,cudnn,1\n",
-                    "attn_prefill.csv",
-                    "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
-                    "2,0,2,2,4,bf16,flash,10\n4,0,2,2,4,bf16,flash,30\n",
-                    "elementwise.csv", tiny_elementwise, NULL);
-  EmaLlmSpec model = tiny_model();
-  EmaServerSpec *server = server_with_profile(dir, "tiny-mixed");
-  GError *error = NULL;
-  g_autoptr(EmaStepModel) step = ema_step_model_new(&model, server, 1, &error);
+  EmaServerSpec *server = NULL;
+  g_autoptr(EmaStepModel) step =
+      tiny_step_prefill(dir, "tiny-mixed",
+                        "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                        "1,1,2,2,4,bf16,cudnn,0.5\n1,100,2,2,4,bf16,cudnn,1\n",
+                        "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                        "2,0,2,2,4,bf16,flash,10\n4,0,2,2,4,bf16,flash,30\n",
+                        &server);
   EmaStepBatch even = {.prefill_tokens = 4,
                        .prefill_context = 6,
                        .prefill_kv_read = 4,
@@ -976,7 +987,6 @@ static void test_step_prefill_mixed_chunks(void) {
   EmaStepBatch mixed = even;
   EmaStepBreakdown a, b;
   double n = (sqrt(29.0) - 1) / 2, t = 10 + (n - 2) / 2 * 20;
-  g_assert_no_error(error);
   mixed.prefill_context = 7;
   ema_step_time(step, &even, &a);
   ema_step_time(step, &mixed, &b);
@@ -999,20 +1009,14 @@ static void test_step_prefill_cached_rate(void) {
         g_strdup_printf("chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
                         "2,0,2,2,4,bf16,flash,10\n4096,0,2,2,4,bf16,flash,%g\n",
                         i == 0 ? 4e6 : 2e6);
-    g_autofree char *folder =
-        write_profile(dir, name, NULL, "gemm.csv", tiny_gemm, "attn_decode.csv", tiny_attn,
-                      "attn_prefill.csv", prefill, "elementwise.csv", tiny_elementwise, NULL);
-    EmaLlmSpec model = tiny_model();
-    EmaServerSpec *server = server_with_profile(dir, name);
-    GError *error = NULL;
-    g_autoptr(EmaStepModel) step = ema_step_model_new(&model, server, 1, &error);
+    EmaServerSpec *server = NULL;
+    g_autoptr(EmaStepModel) step = tiny_step_prefill(dir, name, tiny_attn, prefill, &server);
     /* one chunk of 2 after 100,000 cached tokens */
     EmaStepBatch batch = {.prefill_tokens = 2,
                           .prefill_context = 2 * 100000 + 3,
                           .prefill_kv_read = 100002,
                           .prefill_chunks = 1,
                           .logits = 1};
-    g_assert_no_error(error);
     ema_step_time(step, &batch, i == 0 ? &slow_b : &fast_b);
     roof[i] = (i == 0 ? slow_b : fast_b).roofline_s;
     table[i] = (i == 0 ? slow_b : fast_b).profiled_s;
