@@ -474,15 +474,20 @@ static gboolean enumerate_points(EmaSweep *sweep, const EmaNode *where, GError *
  * errors those a single run of the file gives; a base that needs its variants or swept values
  * to load leaves the --sets to the points. */
 static gboolean check_sets(const EmaNode *bare, const EmaNode *base, GError **error) {
-  g_autoptr(EmaNode) bare_tree = ema_node_copy(bare);
-  g_autoptr(EmaNode) tree = NULL;
-  g_autoptr(EmaExperiment) alone = ema_experiment_load_tree(bare_tree, NULL, NULL);
-  g_autoptr(EmaExperiment) set = NULL;
+  g_autoptr(EmaNode) tree = ema_node_copy(base);
+  g_autoptr(GError) local = NULL;
+  g_autoptr(EmaExperiment) set = ema_experiment_load_tree(tree, NULL, &local);
+  g_autoptr(EmaNode) bare_tree = NULL;
+  g_autoptr(EmaExperiment) alone = NULL;
+  if (set != NULL)
+    return TRUE; /* the common case: one load */
+  /* the base with the --sets fails: theirs to answer for only where the base alone loads */
+  bare_tree = ema_node_copy(bare);
+  alone = ema_experiment_load_tree(bare_tree, NULL, NULL);
   if (alone == NULL)
     return TRUE;
-  tree = ema_node_copy(base);
-  set = ema_experiment_load_tree(tree, NULL, error);
-  return set != NULL;
+  g_propagate_error(error, g_steal_pointer(&local));
+  return FALSE;
 }
 
 /* A sweep file, or with COMPARE an experiment file's `compare:` variants
