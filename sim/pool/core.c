@@ -427,6 +427,7 @@ gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server
   c->ledger.view.debug_data = c;
   c->context_tokens = DEFAULT_CONTEXT;
   c->check_level = check_level_from_env();
+  c->check_scale = ema_pool_check_scale(n);
   if (c->check_level == (EmaPoolCheckLevel) -1)
     return ema_slice_ledger_invalid(error, "EMA_POOL_CHECKS=%s: give all, sample or off",
                                     g_getenv("EMA_POOL_CHECKS"));

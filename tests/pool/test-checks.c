@@ -234,7 +234,11 @@ static void test_corrupted(void) {
   expect_broken("view", "*pool ledger broken after * gpu1: its view entry is out of date*");
   expect_broken("capacity",
                 "*pool ledger broken after * gpu1: local capacity * blocks kept, not refreshed*");
-  /* sampled: caught within EMA_POOL_CHECK_SAMPLE actions all the same */
+  /* sampled: caught within EMA_POOL_CHECK_SAMPLE actions all the same (two GPUs: scale 1) */
+  g_assert_cmpuint(ema_pool_check_scale(2), ==, 1);
+  g_assert_cmpuint(ema_pool_check_scale(8), ==, 1);
+  g_assert_cmpuint(ema_pool_check_scale(9), ==, 2);   /* 81 pairs: (81 + 63) / 64 */
+  g_assert_cmpuint(ema_pool_check_scale(72), ==, 81); /* 5,184 pairs: 81 x 64 */
   expect_broken("lent-sampled", "*pool ledger broken after *lent/borrowed counters disagree*");
   /* off: nothing is checked */
   g_setenv("EMA_TEST_CORRUPT", "lent-off", TRUE);

@@ -123,9 +123,17 @@ typedef enum {
 const char *ema_pool_action_name(EmaPoolAction action);
 
 /* How often the invariants are checked: every action, one in
- * EMA_POOL_CHECK_SAMPLE, or never (EMA_POOL_CHECKS=all, =sample (the
- * default), =off). */
+ * EMA_POOL_CHECK_SAMPLE (on up to 8 GPUs; EmaPoolCore.check_scale times
+ * rarer on more), or never (EMA_POOL_CHECKS=all, =sample (the default),
+ * =off). */
 #define EMA_POOL_CHECK_SAMPLE 4096
+
+/* How many times rarer sampled checks come on N GPUs: the ledger's check
+ * walks every pair of GPUs, so past 8 GPUs they come (n/8)^2 times rarer
+ * (rounded up) and cost an action about the same on any server. */
+static inline guint64 ema_pool_check_scale(guint n) {
+  return MAX(1, ((guint64) n * n + 63) / 64);
+}
 typedef enum { EMA_POOL_CHECK_OFF, EMA_POOL_CHECK_SAMPLED, EMA_POOL_CHECK_ALL } EmaPoolCheckLevel;
 
 typedef struct _EmaPoolCore EmaPoolCore;
@@ -161,6 +169,8 @@ struct _EmaPoolCore {
   gboolean blocks_untracked; /* the backend neither maps own slices nor writes blocks */
   EmaPoolCheckLevel check_level;
   guint64 check_count;
+  guint64 check_scale; /* a sampled check comes once in EMA_POOL_CHECK_SAMPLE x this many
+                          actions (ema_pool_check_scale) */
   EmaPoolOwnerCheck owner_check;
   gpointer owner_data;
   /* requests: per GPU, the table serial -> EmaPoolRequest and their list */
@@ -350,8 +360,9 @@ void ema_pool_core_check_now(EmaPoolCore *core, EmaPoolAction action, guint gpu)
 /* After ACTION of GPU: the check at core's level (inline: the pool's hot
  * paths call it on every take and give). */
 static inline void ema_pool_core_checked(EmaPoolCore *core, EmaPoolAction action, guint gpu) {
-  if (core->check_level == EMA_POOL_CHECK_ALL || (core->check_level == EMA_POOL_CHECK_SAMPLED &&
-                                                  ++core->check_count % EMA_POOL_CHECK_SAMPLE == 0))
+  if (core->check_level == EMA_POOL_CHECK_ALL ||
+      (core->check_level == EMA_POOL_CHECK_SAMPLED &&
+       ++core->check_count % (EMA_POOL_CHECK_SAMPLE * core->check_scale) == 0))
     ema_pool_core_check_now(core, action, gpu);
 }
 
