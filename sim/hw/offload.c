@@ -12,6 +12,7 @@
 #include "ema/hw/offload.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "ema/core/bits.h"
 
@@ -144,11 +145,6 @@ static double port_bytes(const EmaOffloadModel *m, double one, double total) {
   return m->shared_port ? MAX(total, m->ranks * one) : one;
 }
 
-/* The first share from J on in LENDERS (NULL: every share), or N. */
-static guint next_share(const guint64 *lenders, guint j, guint n) {
-  return lenders ? ema_bits_next(lenders, j, n) : MIN(j, n);
-}
-
 EmaTime ema_offload_step_time(const EmaOffloadModel *offload, const EmaStepBreakdown *local,
                               const EmaOffloadShare *shares, guint n_shares, guint64 merged,
                               EmaOffloadBreakdown *out) {
@@ -165,8 +161,15 @@ EmaTime ema_offload_step_time_over(const EmaOffloadModel *offload, const EmaStep
   guint64 largest = 0, sum = 0;
 
   g_return_val_if_fail(m != NULL && local != NULL && (shares != NULL || n_shares == 0), 0);
-  for (guint j = next_share(lenders, 0, n_shares); j < n_shares;
-       j = next_share(lenders, j + 1, n_shares)) {
+  if (lenders == NULL) {
+    /* every share: the set of all N_SHARES */
+    guint64 *all = g_newa(guint64, EMA_BITS_WORDS(n_shares) + 1);
+    memset(all, 0, (EMA_BITS_WORDS(n_shares) + 1) * sizeof *all);
+    for (guint j = 0; j < n_shares; j++)
+      ema_bits_set(all, j, TRUE);
+    lenders = all;
+  }
+  EMA_BITS_FOR_EACH (lenders, n_shares, j) {
     g_return_val_if_fail(shares[j].new_kv <= shares[j].seqs && shares[j].context >= 0, 0);
     g_return_val_if_fail(shares[j].seqs > 0 || shares[j].context == 0, 0);
     if (shares[j].seqs == 0)
@@ -178,8 +181,7 @@ EmaTime ema_offload_step_time_over(const EmaOffloadModel *offload, const EmaStep
   }
   g_return_val_if_fail(merged >= largest && merged <= sum, 0);
 
-  for (guint j = next_share(lenders, 0, n_shares); j < n_shares;
-       j = next_share(lenders, j + 1, n_shares)) {
+  EMA_BITS_FOR_EACH (lenders, n_shares, j) {
     double send, attend, back;
     if (shares[j].seqs == 0)
       continue;
