@@ -169,7 +169,7 @@ EmaTime ema_offload_step_time_over(const EmaOffloadModel *offload, const EmaStep
       ema_bits_set(all, j, TRUE);
     lenders = all;
   }
-  EMA_BITS_FOR_EACH(lenders, n_shares, j) {
+  EMA_BITS_FOR_EACH (lenders, n_shares, j) {
     g_return_val_if_fail(shares[j].new_kv <= shares[j].seqs && shares[j].context >= 0, 0);
     g_return_val_if_fail(shares[j].seqs > 0 || shares[j].context == 0, 0);
     if (shares[j].seqs == 0)
@@ -181,7 +181,7 @@ EmaTime ema_offload_step_time_over(const EmaOffloadModel *offload, const EmaStep
   }
   g_return_val_if_fail(merged >= largest && merged <= sum, 0);
 
-  EMA_BITS_FOR_EACH(lenders, n_shares, j) {
+  EMA_BITS_FOR_EACH (lenders, n_shares, j) {
     double send, attend, back;
     if (shares[j].seqs == 0)
       continue;

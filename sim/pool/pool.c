@@ -189,7 +189,7 @@ static inline guint next_lender(const Pool *p, const Gpu *g, guint j) {
   return ema_slice_ledger_next_lender(&p->core.ledger, g->index, j);
 }
 #define FOR_EACH_LENDER(p, g, j)                                                                   \
-  EMA_BITS_FOR_EACH(ema_slice_ledger_lenders(&(p)->core.ledger, (g)->index), (p)->n, j)
+  EMA_BITS_FOR_EACH (ema_slice_ledger_lenders(&(p)->core.ledger, (g)->index), (p)->n, j)
 
 /* A ledger change that completes after its cost: a borrow (slices being
  * mapped for a borrower), a return (empty slices a borrower gave back,
@@ -966,7 +966,7 @@ static double lender_offload_share(const Pool *p, guint lender, guint borrower) 
   double share = 0;
   if (p->offloading == 0)
     return 0;
-  EMA_BITS_FOR_EACH(&p->core.ledger.offload_to[lender * p->words], p->n, b) {
+  EMA_BITS_FOR_EACH (&p->core.ledger.offload_to[lender * p->words], p->n, b) {
     const Gpu *g = &p->gpus[b];
     if (b != lender && b != borrower && g->offloading && now < g->offload_until)
       share += p->core.ledger.offload_share[b * p->n + lender];
@@ -994,8 +994,8 @@ static gboolean shares_start(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare
                              ShareSums *sums) {
   if (shares == g->offload_shares) {
     /* its own: the entries its last shares wrote, then its lenders' now, may be other than 0 */
-    EMA_BITS_FOR_EACH(g->share_lenders, p->n, j)
-    shares[j] = (EmaOffloadShare){0};
+    EMA_BITS_FOR_EACH (g->share_lenders, p->n, j)
+      shares[j] = (EmaOffloadShare){0};
     memcpy(g->share_lenders, ema_slice_ledger_lenders(&p->core.ledger, g->index),
            p->words * sizeof *g->share_lenders);
   } else {
@@ -1314,7 +1314,7 @@ static double offload_read_seconds(Pool *p, Gpu *g, const EmaStepBatch *batch, d
   double t_read;
   /* off G's lenders nothing is read and no share kept (at_cap -1, no wait): the entries
    * written last time are cleared, then its lenders' written */
-  EMA_BITS_FOR_EACH(g->read_lenders, p->n, j) {
+  EMA_BITS_FOR_EACH (g->read_lenders, p->n, j) {
     g->reads[j] = FALSE;
     g->read_shares[j] = (EmaOffloadShare){0};
   }
@@ -1574,10 +1574,10 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   expire_offloads(p);
   /* the GPUs pulling from this one (another's term would be 0, the sum the same) */
   if (p->pulling > 0)
-    EMA_BITS_FOR_EACH(by, p->n, b)
-  if (ema_sim_now(p->sim) < p->gpus[b].pull_until)
-    peers += spec->interference_outgoing * p->gpus[b].pull[gpu] /
-             ema_slice_gpu_ranks(&g->counters); /* a lending group's ranks share it */
+    EMA_BITS_FOR_EACH (by, p->n, b)
+      if (ema_sim_now(p->sim) < p->gpus[b].pull_until)
+        peers += spec->interference_outgoing * p->gpus[b].pull[gpu] /
+                 ema_slice_gpu_ranks(&g->counters); /* a lending group's ranks share it */
   if (ema_sim_now(p->sim) < g->copy_until) {
     /* the copies still to run take their bytes' HBM time from this step: their rate while
      * they overlap it, spread over the step when they end before it does */
@@ -1586,7 +1586,7 @@ G_GNUC_NO_INLINE static EmaTime shared_step_time(Pool *p, Gpu *g, guint gpu,
   }
   slow = own + peers > 0 ? slowdown(rate_m, own + peers) : 1; /* slowdown(rate_m, 0) is 1 */
   if (g->pulled) {
-    EMA_BITS_FOR_EACH(g->pulls_from, p->n, j) {
+    EMA_BITS_FOR_EACH (g->pulls_from, p->n, j) {
       g->pull[j] = 0;
       ema_bits_set(&p->pulled_by[j * p->words], gpu, FALSE);
     }

@@ -16,8 +16,8 @@ static guint walk_next(const guint64 *set, guint n, guint *out) {
 /* The same by EMA_BITS_FOR_EACH. */
 static guint walk_each(const guint64 *set, guint n, guint *out) {
   guint k = 0;
-  EMA_BITS_FOR_EACH(set, n, j)
-  out[k++] = j;
+  EMA_BITS_FOR_EACH (set, n, j)
+    out[k++] = j;
   return k;
 }
 
@@ -51,7 +51,7 @@ static void test_by_hand(void) {
   /* a break ends the walk: the first index of at least 64 */
   ema_bits_set(set, 3, TRUE);
   guint first = 72;
-  EMA_BITS_FOR_EACH(set, 72, j) {
+  EMA_BITS_FOR_EACH (set, 72, j) {
     if (j >= 64) {
       first = j;
       break;
