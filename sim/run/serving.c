@@ -52,6 +52,8 @@ typedef struct {
   guint64 timeline_rows; /* written so far, up to the experiment's timeline_max_rows */
   EmaTime timeline_capped_at;
   EmaEvent sample_event;
+  guint64 samples; /* taken so far: the pool's invariants are checked at one in
+                      ema_pool_check_scale(GPUs) (each check walks every pair of GPUs) */
   gboolean progress;
   gint64 wall_start, last_progress;
 } Run;
@@ -205,7 +207,8 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
   EmaTime now = ema_sim_now(sim);
   EmaTime in = next_sample_in(run, now);
   GError *error = NULL;
-  if (!ema_pool_check(run->pool, &error)) {
+  if (run->samples++ % ema_pool_check_scale((guint) run->experiment->server.gpus) == 0 &&
+      !ema_pool_check(run->pool, &error)) {
     g_prefix_error(&error, "memory ledger broken at %.9f s: ", (double) now / 1e9);
     ema_sim_fail(sim, error);
     return;
