@@ -603,8 +603,7 @@ static gboolean take_places(EmaPoolCore *c, EmaSliceGpu *g, guint64 n, guint64 *
     guint best = c->n;
     guint64 most = 0;
     /* the GPUs lending it slices (the others have no room for its blocks), in index order */
-    for (guint j = ema_slice_ledger_next_lender(&c->ledger, g->index, 0); j < c->n;
-         j = ema_slice_ledger_next_lender(&c->ledger, g->index, j + 1)) {
+    EMA_SLICE_LEDGER_FOR_EACH_LENDER (&c->ledger, g->index, j) {
       guint64 cap = ema_slice_ledger_remote_capacity(&c->ledger, g, j),
               have = g->remote[j] + add[j];
       guint64 room = cap > have ? cap - have : 0;

@@ -173,8 +173,7 @@ double ema_slice_ledger_remote_time(const EmaSliceLedger *l, const EmaSliceGpu *
   double longest = 0, sum = 0;
   double port = server->topology == EMA_TOPOLOGY_DIRECT ? 1 : ranks;
   /* its lenders in index order: the terms of the other GPUs, 0 bytes, are skipped below */
-  for (guint j = ema_slice_ledger_next_lender(l, g->index, 0); j < l->n;
-       j = ema_slice_ledger_next_lender(l, g->index, j + 1)) {
+  EMA_SLICE_LEDGER_FOR_EACH_LENDER (l, g->index, j) {
     if (bytes[j] <= 0)
       continue;
     /* a lending TP group's KV comes over its ranks' ports side by side */
@@ -196,8 +195,7 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
   double remote = (double) g->remote_total / used * bd->kv_read_bytes / layers;
   g_assert(g->remote_total > 0);
   /* its blocks are in slices its lenders lend it: every other GPU's share is 0 */
-  for (guint j = ema_slice_ledger_next_lender(l, g->index, 0); j < l->n;
-       j = ema_slice_ledger_next_lender(l, g->index, j + 1))
+  EMA_SLICE_LEDGER_FOR_EACH_LENDER (l, g->index, j)
     bytes[j] = remote * (double) g->remote[j] / (double) g->remote_total;
   *t_copy = ema_slice_ledger_remote_time(l, g, server, bytes, server->link.bandwidth,
                                          ema_slice_gpu_ranks(g));
@@ -226,9 +224,9 @@ static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v, guint64 *
   v->slices_pending = g->borrowing;
   v->slices_borrowed = g->borrowed_total;
   v->slices_borrowed_used = 0;
-  for (guint j = ema_slice_ledger_next_lender(l, i, 0); g->remote_total > 0 && j < l->n;
-       j = ema_slice_ledger_next_lender(l, i, j + 1))
-    v->slices_borrowed_used += ema_slices_for_blocks(g, g->remote[j]); /* 0 off its lenders */
+  if (g->remote_total > 0)
+    EMA_SLICE_LEDGER_FOR_EACH_LENDER (l, i, j)
+      v->slices_borrowed_used += ema_slices_for_blocks(g, g->remote[j]); /* 0 off its lenders */
   v->block_bytes = g->block_bytes;
   v->blocks_total =
       g->has_tenant ? ema_slice_gpu_local_capacity(g) + ema_slice_gpu_remote_admitted(g) : 0;

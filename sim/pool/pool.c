@@ -188,8 +188,7 @@ struct _EmaPool {
 static inline guint next_lender(const Pool *p, const Gpu *g, guint j) {
   return ema_slice_ledger_next_lender(&p->core.ledger, g->index, j);
 }
-#define FOR_EACH_LENDER(p, g, j)                                                                   \
-  EMA_BITS_FOR_EACH (ema_slice_ledger_lenders(&(p)->core.ledger, (g)->index), (p)->n, j)
+#define FOR_EACH_LENDER(p, g, j) EMA_SLICE_LEDGER_FOR_EACH_LENDER (&(p)->core.ledger, (g)->index, j)
 
 /* A ledger change that completes after its cost: a borrow (slices being
  * mapped for a borrower), a return (empty slices a borrower gave back,

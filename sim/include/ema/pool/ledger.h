@@ -148,6 +148,11 @@ static inline const guint64 *ema_slice_ledger_lenders(const EmaSliceLedger *l, g
   return &l->lenders[borrower * EMA_BITS_WORDS(l->n)];
 }
 
+/* Each lender J of BORROWER (a GPU lending it slices), in index order
+ * (EMA_BITS_FOR_EACH: the body must not change its lenders). */
+#define EMA_SLICE_LEDGER_FOR_EACH_LENDER(l, borrower, j)                                           \
+  EMA_BITS_FOR_EACH (ema_slice_ledger_lenders((l), (borrower)), (l)->n, j)
+
 /* The first lender of BORROWER from J on (a GPU lending it slices), or n. */
 static inline guint ema_slice_ledger_next_lender(const EmaSliceLedger *l, guint borrower, guint j) {
   return ema_bits_next(ema_slice_ledger_lenders(l, borrower), j, l->n);
