@@ -148,10 +148,11 @@ static guint64 tier_keep(const EmaPoolView *view, guint borrower, gint64 tier_sl
 static guint64 give_empty(const EmaPoolView *view, guint borrower, guint64 slices, guint64 min_give,
                           EmaBorrowPlan *plan) {
   guint64 given = 0;
-  for (guint j = ema_pool_view_next_lender(view, borrower, 0);
-       j < view->n_gpus && given < slices && plan->n < G_N_ELEMENTS(plan->actions);
-       j = ema_pool_view_next_lender(view, borrower, j + 1)) {
-    guint64 give = MIN(view_empty_borrowed(view, borrower, j), slices - given);
+  EMA_POOL_VIEW_FOR_EACH_LENDER (view, borrower, j) {
+    guint64 give;
+    if (given >= slices || plan->n >= G_N_ELEMENTS(plan->actions))
+      break;
+    give = MIN(view_empty_borrowed(view, borrower, j), slices - given);
     if (give >= min_give) {
       plan->actions[plan->n++] = (EmaBorrowAction){j, -(gint64) give};
       given += give;
@@ -228,11 +229,12 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     guint64 local_room = view_slices_for(view, borrower, view_local_free(view, borrower));
     /* the tier's slices are kept whatever the local room */
     keep = (keep > local_room ? keep - local_room : 0) + tier;
-    for (guint j = ema_pool_view_next_lender(view, borrower, 0);
-         j < view->n_gpus && plan->n < G_N_ELEMENTS(plan->actions);
-         j = ema_pool_view_next_lender(view, borrower, j + 1)) {
-      guint64 empty = view_empty_borrowed(view, borrower, j);
-      guint64 give = empty > keep ? empty - keep : 0;
+    EMA_POOL_VIEW_FOR_EACH_LENDER (view, borrower, j) {
+      guint64 empty, give;
+      if (plan->n >= G_N_ELEMENTS(plan->actions))
+        break;
+      empty = view_empty_borrowed(view, borrower, j);
+      give = empty > keep ? empty - keep : 0;
       keep -= MIN(keep, empty);
       if (give >= (guint64) p->min_borrow)
         plan->actions[plan->n++] = (EmaBorrowAction){j, -(gint64) give};

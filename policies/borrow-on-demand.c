@@ -36,10 +36,11 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   /* with nothing borrowed there is nothing empty to give back */
   if (g->waiting == 0 && g->slices_borrowed > 0 &&
       g->blocks_used <= view_local_capacity(view, borrower))
-    for (guint j = ema_pool_view_next_lender(view, borrower, 0);
-         j < view->n_gpus && plan->n < G_N_ELEMENTS(plan->actions);
-         j = ema_pool_view_next_lender(view, borrower, j + 1)) {
-      guint64 empty = view_empty_borrowed(view, borrower, j);
+    EMA_POOL_VIEW_FOR_EACH_LENDER (view, borrower, j) {
+      guint64 empty;
+      if (plan->n >= G_N_ELEMENTS(plan->actions))
+        break;
+      empty = view_empty_borrowed(view, borrower, j);
       if (empty > 0)
         plan->actions[plan->n++] = (EmaBorrowAction){j, -(gint64) empty};
     }

@@ -31,8 +31,9 @@ static inline guint64 view_slices_for(const EmaPoolView *view, guint gpu, guint6
  * counted in whole blocks (the pool's remote capacity). */
 static inline guint64 view_remote_room(const EmaPoolView *view, guint borrower) {
   guint64 room = 0, bytes = view->gpus[borrower].block_bytes;
-  for (guint j = ema_pool_view_next_lender(view, borrower, 0); bytes > 0 && j < view->n_gpus;
-       j = ema_pool_view_next_lender(view, borrower, j + 1))
+  if (bytes == 0)
+    return 0;
+  EMA_POOL_VIEW_FOR_EACH_LENDER (view, borrower, j)
     room += view->lent[j * view->n_gpus + borrower] * EMA_SLICE_BYTES / bytes;
   return room;
 }

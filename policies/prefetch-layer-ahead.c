@@ -46,13 +46,11 @@ static double lender_bytes_cap(const EmaLayerAheadParams *p, const EmaPoolView *
   allowance = p->max_lender_slowdown * g->hbm_bandwidth * g->hbm_efficiency /
               g->interference_outgoing * layer_s;
   /* its lenders, in index order (the other GPUs hold none of its blocks) */
-  for (guint j = ema_pool_view_next_lender(view, gpu, 0); j < view->n_gpus;
-       j = ema_pool_view_next_lender(view, gpu, j + 1))
+  EMA_POOL_VIEW_FOR_EACH_LENDER (view, gpu, j)
     total += (double) view->remote_blocks[gpu * view->n_gpus + j];
   if (total <= 0)
     return allowance;
-  for (guint j = ema_pool_view_next_lender(view, gpu, 0); j < view->n_gpus;
-       j = ema_pool_view_next_lender(view, gpu, j + 1)) {
+  EMA_POOL_VIEW_FOR_EACH_LENDER (view, gpu, j) {
     double share = (double) view->remote_blocks[gpu * view->n_gpus + j] / total;
     if (share <= 0 || !view->gpus[j].has_tenant)
       continue; /* a GPU without a tenant has no steps to slow: nothing to protect */

@@ -107,8 +107,9 @@ static double lender_allowance(const Params *p, const EmaPoolView *view, guint g
   double others = 0;
   if (!view->gpus[j].has_tenant)
     return 1;
-  for (guint b = ema_pool_view_next_offloader(view, j, 0); view->offload_share && b < view->n_gpus;
-       b = ema_pool_view_next_offloader(view, j, b + 1)) {
+  if (view->offload_share == NULL)
+    return p->allowance;
+  EMA_POOL_VIEW_FOR_EACH_OFFLOADER (view, j, b) {
     double now = view->offload_share[b * view->n_gpus + j];
     if (b != gpu && now > 0)
       others +=
@@ -150,16 +151,14 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
       step->context_tokens <= 0 || step->offload_full_context <= 0 || step->kv_bytes <= 0)
     return;
   /* its lenders, in index order (the other GPUs hold none of its blocks) */
-  for (guint j = ema_pool_view_next_lender(view, gpu, 0); j < view->n_gpus;
-       j = ema_pool_view_next_lender(view, gpu, j + 1))
+  EMA_POOL_VIEW_FOR_EACH_LENDER (view, gpu, j)
     total += (double) remote[j];
   if (total <= 0)
     return;
   /* the step's remote tokens per remote block */
   share = step->remote_bytes / step->kv_bytes;
   per_block = share * step->context_tokens / total;
-  for (guint j = ema_pool_view_next_lender(view, gpu, 0); j < view->n_gpus;
-       j = ema_pool_view_next_lender(view, gpu, j + 1)) {
+  EMA_POOL_VIEW_FOR_EACH_LENDER (view, gpu, j) {
     double s_j = (double) remote[j] / total, f;
     if (s_j <= 0)
       continue;

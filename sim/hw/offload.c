@@ -12,7 +12,6 @@
 #include "ema/hw/offload.h"
 
 #include <math.h>
-#include <string.h>
 
 #include "ema/core/bits.h"
 
@@ -161,14 +160,7 @@ EmaTime ema_offload_step_time_over(const EmaOffloadModel *offload, const EmaStep
   guint64 largest = 0, sum = 0;
 
   g_return_val_if_fail(m != NULL && local != NULL && (shares != NULL || n_shares == 0), 0);
-  if (lenders == NULL) {
-    /* every share: the set of all N_SHARES */
-    guint64 *all = g_newa(guint64, EMA_BITS_WORDS(n_shares) + 1);
-    memset(all, 0, (EMA_BITS_WORDS(n_shares) + 1) * sizeof *all);
-    for (guint j = 0; j < n_shares; j++)
-      ema_bits_set(all, j, TRUE);
-    lenders = all;
-  }
+  /* (LENDERS NULL: the walks take every share) */
   EMA_BITS_FOR_EACH (lenders, n_shares, j) {
     g_return_val_if_fail(shares[j].new_kv <= shares[j].seqs && shares[j].context >= 0, 0);
     g_return_val_if_fail(shares[j].seqs > 0 || shares[j].context == 0, 0);

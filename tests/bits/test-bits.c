@@ -1,8 +1,8 @@
 /* test-bits.c: sets of indices as bits (sim/include/ema/core/bits.h): a
  * walk by EMA_BITS_FOR_EACH gives the indices ema_bits_next() gives, in
  * the same order, over one and several words, an empty set, a size that is
- * not a multiple of 64 and a break in the body; and a randomized comparison
- * of the two. */
+ * not a multiple of 64, a break in the body and no set (every index); and a
+ * randomized comparison of the two. */
 #include <ema/core/bits.h>
 
 /* The indices ema_bits_next() walks in SET of N, into OUT; returns how many. */
@@ -58,6 +58,12 @@ static void test_by_hand(void) {
     }
   }
   g_assert_cmpuint(first, ==, 64);
+  /* no set (NULL): every index below the size */
+  k = walk_each(NULL, 3, out);
+  g_assert_cmpuint(k, ==, 3);
+  g_assert_cmpuint(out[0], ==, 0);
+  g_assert_cmpuint(out[2], ==, 2);
+  g_assert_cmpuint(walk_each(NULL, 0, out), ==, 0);
 }
 
 /* Random sets of 1-200 indices: the two walks agree. */

@@ -189,6 +189,21 @@ static inline guint ema_pool_view_next_lender(const EmaPoolView *view, guint bor
   return ema_bits_next(&view->lenders[borrower * EMA_BITS_WORDS(view->n_gpus)], j, view->n_gpus);
 }
 
+/* Each lender J of BORROWER in VIEW, in index order (every GPU where the
+ * view keeps no lender sets), as ema_pool_view_next_lender() walks them, a
+ * word of the set at a time (EMA_BITS_FOR_EACH; a break ends the walk). */
+#define EMA_POOL_VIEW_FOR_EACH_LENDER(view, borrower, j)                                           \
+  EMA_BITS_FOR_EACH (                                                                              \
+      (view)->lenders ? &(view)->lenders[(borrower) *EMA_BITS_WORDS((view)->n_gpus)] : NULL,       \
+      (view)->n_gpus, j)
+
+/* Each borrower B whose offloaded attention may take some of lender J's
+ * HBM time, in index order, as ema_pool_view_next_offloader() walks them. */
+#define EMA_POOL_VIEW_FOR_EACH_OFFLOADER(view, lender, b)                                          \
+  EMA_BITS_FOR_EACH (                                                                              \
+      (view)->offload_to ? &(view)->offload_to[(lender) *EMA_BITS_WORDS((view)->n_gpus)] : NULL,   \
+      (view)->n_gpus, b)
+
 /* Write a line (printf FORMAT) to the pool's event log as a "debug" event of GPU: what a policy
  * saw and why it decided, beside the actions the pool took. A no-op where the backend keeps no
  * log (view->debug NULL). Costs nothing in the simulation's time and changes no result. */

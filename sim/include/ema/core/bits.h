@@ -23,7 +23,7 @@ static inline guint ema_bits_next(const guint64 *bits, guint i, guint n) {
 
 /* A walk over the set BITS of N indices in index order, a word at a time
  * (EMA_BITS_FOR_EACH): the bits of the word being walked are read once, so
- * the set must not change during the walk. */
+ * the set must not change during the walk. BITS NULL: every index below N. */
 typedef struct {
   const guint64 *bits;
   guint64 word; /* the current word's bits not walked yet */
@@ -32,12 +32,14 @@ typedef struct {
 } EmaBitsWalk;
 
 static inline EmaBitsWalk ema_bits_walk(const guint64 *bits, guint n) {
-  return (EmaBitsWalk){bits, n > 0 ? bits[0] : 0, 0, n};
+  return (EmaBitsWalk){bits, bits && n > 0 ? bits[0] : 0, 0, n};
 }
 
 /* The walk's next index, or its N once it is over. */
 static inline guint ema_bits_walk_next(EmaBitsWalk *w) {
   guint i;
+  if (G_UNLIKELY(w->bits == NULL))
+    return w->base < w->n ? w->base++ : w->n;
   while (w->word == 0) {
     w->base += 64;
     if (w->base >= w->n)
@@ -49,9 +51,9 @@ static inline guint ema_bits_walk_next(EmaBitsWalk *w) {
   return MIN(i, w->n);
 }
 
-/* Each index J of the set SET of SIZE indices, in order (as a walk of
- * ema_bits_next() gives them, for a set that the body leaves as it is); a
- * break in the body ends the walk. */
+/* Each index J of the set SET of SIZE indices (NULL: every index), in order
+ * (as a walk of ema_bits_next() gives them, for a set that the body leaves
+ * as it is); a break in the body ends the walk. */
 #define EMA_BITS_FOR_EACH(set, size, j)                                                            \
   for (EmaBitsWalk j##_walk = ema_bits_walk((set), (size)); j##_walk.n > 0; j##_walk.n = 0)        \
     for (guint j = ema_bits_walk_next(&j##_walk); j < j##_walk.n; j = ema_bits_walk_next(&j##_walk))
