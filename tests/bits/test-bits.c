@@ -21,36 +21,30 @@ static guint walk_each(const guint64 *set, guint n, guint *out) {
   return k;
 }
 
+/* SET of N walked by EMA_BITS_FOR_EACH gives the K indices EXPECTED. */
+static void expect_walk(const guint64 *set, guint n, const guint *expected, guint k) {
+  guint out[128];
+  g_assert_cmpuint(walk_each(set, n, out), ==, k);
+  for (guint i = 0; i < k; i++)
+    g_assert_cmpuint(out[i], ==, expected[i]);
+}
+
 static void test_by_hand(void) {
+  static const guint both[] = {0, 5, 63, 64, 71}, second[] = {64, 71}, every[] = {0, 1, 2};
   guint64 set[2] = {0, 0};
-  guint out[128], k;
+  guint first = 72;
   /* empty, and a size of 0 */
-  g_assert_cmpuint(walk_each(set, 72, out), ==, 0);
-  g_assert_cmpuint(walk_each(set, 0, out), ==, 0);
+  expect_walk(set, 72, NULL, 0);
+  expect_walk(set, 0, NULL, 0);
   /* 0, 5, 63 (the first word's last), 64 and 71 (the second's) of 72 */
-  ema_bits_set(set, 0, TRUE);
-  ema_bits_set(set, 5, TRUE);
-  ema_bits_set(set, 63, TRUE);
-  ema_bits_set(set, 64, TRUE);
-  ema_bits_set(set, 71, TRUE);
-  k = walk_each(set, 72, out);
-  g_assert_cmpuint(k, ==, 5);
-  g_assert_cmpuint(out[0], ==, 0);
-  g_assert_cmpuint(out[1], ==, 5);
-  g_assert_cmpuint(out[2], ==, 63);
-  g_assert_cmpuint(out[3], ==, 64);
-  g_assert_cmpuint(out[4], ==, 71);
+  for (guint i = 0; i < G_N_ELEMENTS(both); i++)
+    ema_bits_set(set, both[i], TRUE);
+  expect_walk(set, 72, both, G_N_ELEMENTS(both));
   /* only the second word */
-  ema_bits_set(set, 0, FALSE);
-  ema_bits_set(set, 5, FALSE);
-  ema_bits_set(set, 63, FALSE);
-  k = walk_each(set, 72, out);
-  g_assert_cmpuint(k, ==, 2);
-  g_assert_cmpuint(out[0], ==, 64);
-  g_assert_cmpuint(out[1], ==, 71);
+  set[0] = 0;
+  expect_walk(set, 72, second, G_N_ELEMENTS(second));
   /* a break ends the walk: the first index of at least 64 */
   ema_bits_set(set, 3, TRUE);
-  guint first = 72;
   EMA_BITS_FOR_EACH (set, 72, j) {
     if (j >= 64) {
       first = j;
@@ -59,11 +53,8 @@ static void test_by_hand(void) {
   }
   g_assert_cmpuint(first, ==, 64);
   /* no set (NULL): every index below the size */
-  k = walk_each(NULL, 3, out);
-  g_assert_cmpuint(k, ==, 3);
-  g_assert_cmpuint(out[0], ==, 0);
-  g_assert_cmpuint(out[2], ==, 2);
-  g_assert_cmpuint(walk_each(NULL, 0, out), ==, 0);
+  expect_walk(NULL, 3, every, G_N_ELEMENTS(every));
+  expect_walk(NULL, 0, NULL, 0);
 }
 
 /* Random sets of 1-200 indices: the two walks agree. */
