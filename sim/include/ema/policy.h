@@ -194,14 +194,14 @@ static inline guint ema_pool_view_next_lender(const EmaPoolView *view, guint bor
  * word of the set at a time (EMA_BITS_FOR_EACH; a break ends the walk). */
 #define EMA_POOL_VIEW_FOR_EACH_LENDER(view, borrower, j)                                           \
   EMA_BITS_FOR_EACH (                                                                              \
-      (view)->lenders ? &(view)->lenders[(borrower) *EMA_BITS_WORDS((view)->n_gpus)] : NULL,       \
+      (view)->lenders ? &(view)->lenders[EMA_BITS_WORDS((view)->n_gpus) * (borrower)] : NULL,      \
       (view)->n_gpus, j)
 
 /* Each borrower B whose offloaded attention may take some of lender J's
  * HBM time, in index order, as ema_pool_view_next_offloader() walks them. */
 #define EMA_POOL_VIEW_FOR_EACH_OFFLOADER(view, lender, b)                                          \
   EMA_BITS_FOR_EACH (                                                                              \
-      (view)->offload_to ? &(view)->offload_to[(lender) *EMA_BITS_WORDS((view)->n_gpus)] : NULL,   \
+      (view)->offload_to ? &(view)->offload_to[EMA_BITS_WORDS((view)->n_gpus) * (lender)] : NULL,  \
       (view)->n_gpus, b)
 
 /* Write a line (printf FORMAT) to the pool's event log as a "debug" event of GPU: what a policy
