@@ -492,7 +492,7 @@ static const EmaParam experiment_params[] = {
     {"events", EMA_PARAM_STRING, EXPERIMENT_FIELD(events), .default_value = "all",
      .help = "serving: the pool event kinds events.csv keeps, comma-separated (all, or of "
              "borrow, return, reclaim, own-map, own-unmap, refuse, offload, offload-end, "
-             "offload-refuse, place, tier, offload-throttle)"},
+             "offload-refuse, place, tier, offload-throttle, debug)"},
     {"events_tier", EMA_PARAM_ENUM, EXPERIMENT_FIELD(events_tier),
      .help = "serving: a tier event per prefix-tier move (each), or one per GPU, kind of move "
              "and peer per step, logged when the step ends (step)",
@@ -622,11 +622,12 @@ guint32 ema_experiment_event_kinds(const char *events, GError **error) {
     while (k < EMA_POOL_EVENT_KINDS && strcmp(name, ema_pool_event_kind_name(k)) != 0)
       k++;
     if (k == EMA_POOL_EVENT_KINDS) {
+      g_autoptr(GString) known = g_string_new("all");
+      for (guint j = 0; j < EMA_POOL_EVENT_KINDS; j++)
+        g_string_append_printf(known, "%s%s", j == 0 ? ", or of " : ", ",
+                               ema_pool_event_kind_name(j));
       g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
-                  "'%s' is not a pool event kind (all, or of borrow, return, reclaim, own-map, "
-                  "own-unmap, refuse, offload, offload-end, offload-refuse, place, tier, "
-                  "offload-throttle)",
-                  name);
+                  "'%s' is not a pool event kind (%s)", name, known->str);
       return 0;
     }
     kinds |= 1u << k;

@@ -38,7 +38,7 @@ typedef enum {
   EMA_POOL_EVENT_OFFLOAD_THROTTLE, /* GPU's offloading steps lengthen to hold PEER at its cap */
   EMA_POOL_EVENT_DEBUG, /* a policy's own line about GPU (ema_policy_debug), in the reason */
 } EmaPoolEventKind;
-#define EMA_POOL_EVENT_KINDS (EMA_POOL_EVENT_OFFLOAD_THROTTLE + 1)
+#define EMA_POOL_EVENT_KINDS (EMA_POOL_EVENT_DEBUG + 1)
 
 typedef struct {
   /* LENDER creates SLICES slices and maps them for BORROWER, at the end of
