@@ -619,6 +619,11 @@ guint32 ema_experiment_event_kinds(const char *events, GError **error) {
   for (guint i = 0; names[i]; i++) {
     const char *name = g_strstrip(names[i]);
     guint k = 0;
+    if (strcmp(name, "all") == 0) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                  "'all' keeps every kind: give it alone, not in a list of kinds");
+      return 0;
+    }
     while (k < EMA_POOL_EVENT_KINDS && strcmp(name, ema_pool_event_kind_name(k)) != 0)
       k++;
     if (k == EMA_POOL_EVENT_KINDS) {

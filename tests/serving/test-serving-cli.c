@@ -381,6 +381,12 @@ static void test_events(void) {
                                      "borrow, return, reclaim, own-map, own-unmap, refuse, "
                                      "offload, offload-end, offload-refuse, place, tier, "
                                      "offload-throttle, debug)"));
+  {
+    g_autoptr(GError) error = NULL;
+    g_assert_cmpuint(ema_experiment_event_kinds("all, borrow", &error), ==, 0);
+    g_assert_cmpstr(error->message, ==,
+                    "'all' keeps every kind: give it alone, not in a list of kinds");
+  }
   /* events_tier: step: fewer tier rows, the same blocks and bytes in all, the other rows and
    * the results as they were */
   {
