@@ -531,8 +531,8 @@ gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint or
     g_error_free(inner);
     return FALSE;
   }
-  /* an empty value text is an empty document (a map): make it a null */
-  if (eq[1] == '\0') {
+  /* an empty value text (or blanks only) is an empty document (a map): make it a null */
+  if (eq[1 + strspn(eq + 1, " \t")] == '\0') {
     ema_node_free(value);
     value = ema_node_new_scalar(NULL, "--set", 1, 1);
   }

@@ -1026,6 +1026,9 @@ static void test_override_structures(void) {
                 "--set:4:9: inner.a: needs a value (an integer); leave the key out for its default",
                 NULL, NULL);
   }
+  /* so is one of blanks only (not an empty map) */
+  override_ok(root, "inner.a=  ", 4);
+  assert_scalar(ema_node_get(ema_node_get(root, "inner"), "a"), NULL, "--set", 4, 9);
   override_ok(root, "inner.a=8", 4);
   override_ok(root, "opt_str=hello", 5);
   bind_tree_ok(root, &t);
