@@ -564,6 +564,7 @@ static int command_frontier(int argc, char **argv) {
   double tolerance = 0.05;
   GError *error = NULL;
   g_autoptr(EmaLlmSpec) model = NULL;
+  g_autoptr(GPtrArray) names = NULL;
   g_autoptr(GPtrArray) servers = NULL;
   g_autoptr(GString) csv = g_string_new("server,batch,context,local_step_ms,prefetch_share,"
                                         "direct_share,prefetch_landed_share,offload_share\n");
@@ -586,17 +587,23 @@ static int command_frontier(int argc, char **argv) {
   model = ema_llm_load(model_name ? model_name : "llama-3.1-8b", &error);
   if (model == NULL)
     return fail(error);
-  servers = argc > 1 ? g_ptr_array_new_with_free_func(g_free) : ema_hwmodel_list();
+  names = argc > 1 ? g_ptr_array_new_with_free_func(g_free) : ema_hwmodel_list();
   for (int i = 1; i < argc; i++)
-    g_ptr_array_add(servers, g_strdup(argv[i]));
+    g_ptr_array_add(names, g_strdup(argv[i]));
+  /* every server loaded first: a name that is not one fails before any table is printed */
+  servers = g_ptr_array_new_with_free_func((GDestroyNotify) ema_server_free);
+  for (guint s = 0; s < names->len; s++) {
+    EmaServerSpec *server = ema_server_load(names->pdata[s], &error);
+    if (server == NULL)
+      return fail(error);
+    g_ptr_array_add(servers, server);
+  }
   printf("remote share of KV within %.1f%% of all-local, %s, one lender; prefetch and direct "
          "without interference, landed: prefetch with its copies' HBM interference, offload: "
          "attention computed on the lender, its reads within %.1f%% of its HBM time\n",
          100 * tolerance, model->name, 100 * tolerance);
   for (guint s = 0; s < servers->len; s++) {
-    g_autoptr(EmaServerSpec) server = ema_server_load(servers->pdata[s], &error);
-    if (server == NULL)
-      return fail(error);
+    const EmaServerSpec *server = servers->pdata[s];
     printf("\n%s (HBM %.0f GB/s, link %.0f GB/s, k_in %.2f)\n%8s %8s %12s %10s %10s %10s %10s\n",
            server->name, server->gpu.hbm_bandwidth / 1e9, server->link.bandwidth / 1e9,
            server->gpu.interference_incoming, "batch", "context", "local step", "prefetch",

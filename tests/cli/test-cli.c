@@ -105,6 +105,14 @@ static void test_usage_errors(void) {
   usage_error(ema_test_cli("describe", "hwmodel", NULL), "ema-sim describe hwmodel NAME");
   usage_error(ema_test_cli("describe", "gpu", "h200", NULL),
               "ema-sim describe hwmodel|llm|engine NAME");
+  /* a frontier over a server that is not one fails before printing any table */
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("frontier", "h200x2", "nosuchserver", "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_cmpstr(run->out, ==, "");
+    ema_test_assert_contains(run->err, "unknown hardware model 'nosuchserver'");
+  }
 }
 
 /* ---- run ---------------------------------------------------------------- */
