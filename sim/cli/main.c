@@ -197,12 +197,7 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   ema_output_print_serving(stdout, experiment, report);
   printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
          out_dir);
-  ema_output_warn_serving(stderr, report);
-  if (report->timeline_capped_at >= 0)
-    fprintf(stderr,
-            "ema-sim: warning: timeline.csv stopped at %" G_GUINT64_FORMAT
-            " rows, at %.6g s (raise sample_period for all of the run)\n",
-            (guint64) experiment->timeline_rows, (double) report->timeline_capped_at / 1e9);
+  ema_output_warn_serving(stderr, experiment, report);
   return 0;
 }
 

@@ -493,6 +493,10 @@ static const EmaParam experiment_params[] = {
      .help = "serving: the pool event kinds events.csv keeps, comma-separated (all, or of "
              "borrow, return, reclaim, own-map, own-unmap, refuse, offload, offload-end, "
              "offload-refuse, place, tier, offload-throttle, debug)"},
+    {"events_max_rows", EMA_PARAM_INT, EXPERIMENT_FIELD(events_rows), .default_value = "10000000",
+     .min = 1, .max = 1e12,
+     .help = "serving: events.csv stops after this many rows (~100 bytes each); a run that "
+             "reaches it says so (summary.json's events_csv_capped_at_s, and on stderr)"},
     {"events_tier", EMA_PARAM_ENUM, EXPERIMENT_FIELD(events_tier),
      .help = "serving: a tier event per prefix-tier move (each), or one per GPU, kind of move "
              "and peer per step, logged when the step ends (step)",

@@ -858,6 +858,12 @@ gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *
     makespan =
         MAX(makespan, ((const EmaTenantResult *) report->tenants->pdata[i])->metrics->last_finish);
   ema_json_add_number(builder, "makespan_s", (double) makespan / 1e9);
+  /* a CSV file cut at its row cap says so here (the keys only where one was) */
+  if (report->timeline_capped_at >= 0)
+    ema_json_add_number(builder, "timeline_csv_capped_at_s",
+                        (double) report->timeline_capped_at / 1e9);
+  if (report->events_capped_at >= 0)
+    ema_json_add_number(builder, "events_csv_capped_at_s", (double) report->events_capped_at / 1e9);
   return end_summary(builder, report->events, report->simulated, report->wall_s, dir, error);
 }
 
@@ -990,7 +996,18 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
 #define IDLE_BORROW_FACTOR 10
 #define IDLE_BORROW_MIN_SLICES 512
 
-void ema_output_warn_serving(FILE *err, const EmaServingReport *report) {
+void ema_output_warn_serving(FILE *err, const EmaExperiment *experiment,
+                             const EmaServingReport *report) {
+  if (report->timeline_capped_at >= 0)
+    fprintf(err,
+            "ema-sim: warning: timeline.csv stopped at %" G_GUINT64_FORMAT
+            " rows, at %.6g s (raise sample_period for all of the run)\n",
+            (guint64) experiment->timeline_rows, (double) report->timeline_capped_at / 1e9);
+  if (report->events_capped_at >= 0)
+    fprintf(err,
+            "ema-sim: warning: events.csv stopped at %" G_GUINT64_FORMAT
+            " rows, at %.6g s (raise events_max_rows, or keep fewer kinds: events, events_tier)\n",
+            (guint64) experiment->events_rows, (double) report->events_capped_at / 1e9);
   for (guint i = 0; i < report->tenants->len; i++) {
     const EmaTenantResult *r = report->tenants->pdata[i];
     guint64 left = r->unfinished + r->rejected;

@@ -45,10 +45,12 @@ typedef struct {
   EmaPool *pool;
   FILE *timeline, *steps;
   const char *out_dir;
-  FILE *events;          /* events.csv, opened at the pool's first event */
-  GError *events_error;  /* the first failure to open it */
-  GString *event_row;    /* the events.csv or timeline.csv row being written, emptied for each */
-  guint32 event_kinds;   /* bit k: events.csv keeps kind k (none without events.csv) */
+  FILE *events;         /* events.csv, opened at the pool's first event */
+  GError *events_error; /* the first failure to open it */
+  GString *event_row;   /* the events.csv or timeline.csv row being written, emptied for each */
+  guint32 event_kinds;  /* bit k: events.csv keeps kind k (none without events.csv) */
+  guint64 events_rows;  /* written so far, up to the experiment's events_max_rows */
+  EmaTime events_capped_at;
   guint64 timeline_rows; /* written so far, up to the experiment's timeline_max_rows */
   EmaTime timeline_capped_at;
   EmaEvent sample_event;
@@ -85,6 +87,12 @@ static void on_pool_event(gpointer data, const EmaPoolEvent *e) {
   }
   if (run->events == NULL)
     return;
+  if (run->events_rows >= (guint64) run->experiment->events_rows) {
+    if (run->events_capped_at < 0)
+      run->events_capped_at = e->at; /* bounded: no more rows */
+    return;
+  }
+  run->events_rows++;
   GString *row = g_string_truncate(run->event_row, 0);
   const guint64 counts[] = {e->target_gpu,     e->slices,         e->blocks_moved,
                             e->blocks_to_host, e->blocks_dropped, e->bytes_copied};
@@ -473,6 +481,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
                  experiment->events_csv ? ema_experiment_event_kinds(experiment->events, NULL) : 0,
              .progress = progress,
              .timeline_capped_at = -1,
+             .events_capped_at = -1,
              .wall_start = g_get_monotonic_time()};
   FILE *requests = NULL;
   gboolean ok = TRUE;
@@ -567,5 +576,6 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     ok = FALSE;
   report->wall_s = (double) (g_get_monotonic_time() - run.wall_start) / 1e6;
   report->timeline_capped_at = run.timeline_capped_at;
+  report->events_capped_at = run.events_capped_at;
   return ok ? g_steal_pointer(&report) : NULL;
 }

@@ -409,6 +409,29 @@ static void test_events(void) {
     g_assert_cmpuint(bytes_of[1], ==, bytes_of[0]);
     g_assert_nonnull(strstr(events3, " moves this step)"));
   }
+  /* events_max_rows: the first rows as the whole file has them, then none; the run says when it
+   * stopped (summary.json, stderr), and the results are the uncapped run's */
+  {
+    g_autofree char *capped = g_build_filename(dir, "capped", NULL);
+    g_autoptr(EmaTestRun) run5 = ema_test_cli("run", INVARIANTS, "--set", "policy=ema", "--set",
+                                              "events_max_rows=3", "-o", capped, "--no-plot", NULL);
+    g_autofree char *events5 = ema_test_read_file(capped, "events.csv");
+    g_autofree char *summary5 = ema_test_read_file(capped, "summary.json");
+    g_autofree char *summary1 = ema_test_read_file(all, "summary.json");
+    g_autofree char *tenants5 = ema_test_read_file(capped, "tenants.csv");
+    g_autofree char *tenants1 = ema_test_read_file(all, "tenants.csv");
+    /* the header and three rows: up to the fourth newline */
+    const char *end = events1;
+    for (guint i = 0; i < 4; i++)
+      end = strchr(end, '\n') + 1;
+    g_assert_cmpint(run5->status, ==, 0);
+    g_assert_cmpuint(strlen(events5), ==, (gsize) (end - events1));
+    g_assert_true(strncmp(events5, events1, (gsize) (end - events1)) == 0);
+    ema_test_assert_contains(run5->err, "ema-sim: warning: events.csv stopped at 3 rows, at ");
+    ema_test_assert_contains(summary5, "\"events_csv_capped_at_s\" : ");
+    g_assert_null(strstr(summary1, "capped"));
+    g_assert_cmpstr(tenants5, ==, tenants1);
+  }
   ema_test_remove_tree(dir);
 }
 

@@ -93,6 +93,7 @@ typedef struct {
   char *events;           /* serving: the pool event kinds events.csv keeps, comma-separated;
                              NULL or "all": every kind */
   int events_tier;        /* serving: 0 a tier event per prefix-tier move, 1 one per step */
+  gint64 events_rows;     /* serving: events.csv stops after this many rows */
   EmaPolicySpec policy;   /* serving: memory-sharing policies */
   double idle_gpu_memory; /* serving: share of an idle GPU's HBM it lends */
   EmaSloSpec slo;         /* serving: goodput and SLO attainment against these */

@@ -84,9 +84,12 @@ gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *
  * tenants of one status on one line. */
 void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
                               const EmaServingReport *report);
-/* Warnings about what a serving run's table does not show, to ERR: a tenant
- * whose every request was rejected, and one that left more than a quarter
- * of its requests (its latencies are of completed requests only). */
-void ema_output_warn_serving(FILE *err, const EmaServingReport *report);
+/* Warnings about what a serving run's table does not show, to ERR: a CSV
+ * file cut at its row cap (timeline_max_rows, events_max_rows), a tenant
+ * whose every request was rejected, one that left more than a quarter of
+ * its requests (its latencies are of completed requests only), and one
+ * whose borrow policy held room its prefetch plan could not use. */
+void ema_output_warn_serving(FILE *err, const EmaExperiment *experiment,
+                             const EmaServingReport *report);
 
 G_END_DECLS

@@ -47,6 +47,8 @@ typedef struct {
                                * (timeline_max_rows reached: the samples
                                * after it count in the metrics, but are not
                                * written); -1: none */
+  EmaTime events_capped_at;   /* the time of the first pool event events.csv did not
+                               * write (events_max_rows reached); -1: none */
 } EmaServingReport;
 
 /* A warning, before the run, that timeline.csv may reach its cap (where
