@@ -1026,7 +1026,12 @@ void ema_output_warn_serving(FILE *err, const EmaExperiment *experiment,
               r->spec->name, borrowed, admitted,
               r->idle_borrowed_slices / MAX(r->idle_admitted_slices, 1));
     }
-    if (r->arrived > 0 && r->rejected == r->arrived) {
+    if (r->arrived == 0)
+      fprintf(err,
+              "ema-sim: warning: tenant %s: no request arrived (its trace holds none, or none "
+              "before the run's end): its row is empty\n",
+              r->spec->name);
+    else if (r->rejected == r->arrived) {
       /* why, from the counts: over max_model_len, over the KV cache, or both */
       guint64 too_long = r->rejected_too_long, too_big = r->rejected - r->rejected_too_long;
       g_autofree char *why =

@@ -626,6 +626,27 @@ static void test_run_timeline_cap(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A tenant to whom no request arrives (a trace of a header only, or one
+ * whose first arrival comes after the run's end) runs, and the run says so. */
+static void test_run_no_arrivals(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *header_only = ema_test_fixture("traces", "azure-header-only.csv");
+  g_autofree char *trace = g_strdup_printf("{format: azure, file: '%s'}", header_only);
+  g_autoptr(EmaTestRun) run = run_serving(dir, "quiet", trace);
+  /* Poisson arrivals at 20/s: none within the first microsecond */
+  g_autofree char *late_text = serving_yaml("late", short_trace);
+  g_autofree char *late = write_temp(dir, "late.yaml", late_text);
+  g_autofree char *out = g_build_filename(dir, "late-out", NULL);
+  g_autoptr(EmaTestRun) run2 =
+      ema_test_cli("run", late, "--set", "duration=1us", "-o", out, "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  ema_test_assert_contains(run->err, "ema-sim: warning: tenant quiet: no request arrived (its "
+                                     "trace holds none, or none before the run's end)");
+  g_assert_cmpint(run2->status, ==, 0);
+  ema_test_assert_contains(run2->err, "ema-sim: warning: tenant late: no request arrived");
+  ema_test_remove_tree(dir);
+}
+
 /* A serving experiment of one tenant whose trace is the fixture FILE with
  * the more trace keys MORE ("" or ", k: v"), written to DIR/exp.yaml and
  * run into DIR/out. */
@@ -1277,6 +1298,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/output/locked", test_output_locked);
   g_test_add_func("/hardening/output/fifo-marker", test_output_fifo_marker);
   g_test_add_func("/hardening/output/sweep-foreign", test_output_sweep_foreign);
+  g_test_add_func("/hardening/run/no-arrivals", test_run_no_arrivals);
   g_test_add_func("/hardening/fault/write-run", test_fault_write_run);
   g_test_add_func("/hardening/fault/write-sweep", test_fault_write_sweep);
   g_test_add_func("/hardening/fault/alloc-run", test_fault_alloc_run);
