@@ -553,6 +553,14 @@ gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint or
     }
     if (node->kind == EMA_NODE_MAP) {
       EmaNode *child = ema_node_get(node, part);
+      guint index;
+      if (child == NULL && !last && parse_index(parts[i + 1], &index)) {
+        /* a new key makes a map, which no index can name an item of */
+        ema_node_error(error, EMA_CONFIG_ERROR_KEY, where, path,
+                       "'%s' is not in the file: there is no list to take item %s of", part,
+                       parts[i + 1]);
+        return FALSE;
+      }
       if (child == NULL) /* a new key: errors about it point at it */
         g_ptr_array_add(node->keys, ema_node_new_scalar(part, "--set", ordinal, part_col));
       if (child == NULL && !last) {

@@ -418,6 +418,25 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
       owner[g] = (gint) i;
     }
     ema_tenant_resolve_batch_defaults(tenant, &experiment->server.gpu);
+    if (tenant->engine.max_num_batched_tokens < tenant->engine.max_num_seqs) {
+      /* vLLM's SchedulerConfig refuses it: a step gives each running request a token at least */
+      const EmaNode *engine = ema_node_get(node, "engine");
+      const EmaNode *key = engine ? ema_node_get(engine, "max_num_batched_tokens") : NULL;
+      const EmaNode *seqs = engine ? ema_node_get(engine, "max_num_seqs") : NULL;
+      g_autofree char *at =
+          g_strconcat(path, key ? ".engine.max_num_batched_tokens" : ".engine.max_num_seqs", NULL);
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID,
+                     key    ? key
+                     : seqs ? seqs
+                            : node,
+                     at,
+                     "max_num_batched_tokens %" G_GINT64_FORMAT
+                     " is below max_num_seqs %" G_GINT64_FORMAT
+                     " (vLLM refuses it: a step gives each running request a "
+                     "token at least); raise the one or lower the other",
+                     tenant->engine.max_num_batched_tokens, tenant->engine.max_num_seqs);
+      return FALSE;
+    }
     if (!put_on_host(tenant, &experiment->server, node, path, error))
       return FALSE;
     if (!ema_tenant_plan(tenant, &experiment->server, &plan, &inner)) {

@@ -105,6 +105,14 @@ static void test_usage_errors(void) {
   usage_error(ema_test_cli("describe", "hwmodel", NULL), "ema-sim describe hwmodel NAME");
   usage_error(ema_test_cli("describe", "gpu", "h200", NULL),
               "ema-sim describe hwmodel|llm|engine NAME");
+  /* a token budget below the request limit, which vLLM refuses, at the key that set it */
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", "experiments/default.yaml", "--set",
+                                             "tenants.0.engine.max_num_batched_tokens=8", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, "--set:1:41: tenants.0.engine.max_num_batched_tokens: "
+                                       "max_num_batched_tokens 8 is below max_num_seqs ");
+  }
   /* a frontier over a server that is not one fails before printing any table */
   {
     g_autoptr(EmaTestRun) run =

@@ -1082,6 +1082,10 @@ static void test_override_errors(void) {
   override_fails("items.x=1", 2, EMA_CONFIG_ERROR_KEY,
                  "--set:2:1: items.x: 'x' is not an index of this list (it has 2 items)", NULL);
   override_fails("items.-1=1", 1, EMA_CONFIG_ERROR_KEY, NULL, "--set:1:1: items.-1: ");
+  override_fails("absent.0.name=x", 1, EMA_CONFIG_ERROR_KEY,
+                 "--set:1:1: absent.0.name: 'absent' is not in the file: there is no list to "
+                 "take item 0 of",
+                 NULL);
   override_fails("req.sub=1", 1, EMA_CONFIG_ERROR_TYPE,
                  "--set:1:1: req.sub: 'req' holds the plain value 'base', not a map or list", NULL);
   override_fails("inner.a.b.c=1", 3, EMA_CONFIG_ERROR_TYPE,
