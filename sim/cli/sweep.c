@@ -916,6 +916,7 @@ typedef struct {
   guint resumed; /* of which found complete */
   guint ran;     /* of which run now */
   guint failed;
+  guint warned;      /* points that ran and printed warnings (run.err) */
   guint other_build; /* complete points made by another build, run again */
   guint stale;       /* complete points made from files changed since, run again */
   char *stale_file;  /* the first such file */
@@ -1024,6 +1025,36 @@ static void report_failure(Runner *runner, guint point, const char *how, const c
           ema_sweep_point_name(runner->sweep, point), how, message);
 }
 
+/* Points whose warnings are named one by one; past them, one line at the end (finish()). */
+#define WARNED_POINTS_SHOWN 20
+
+/* A point that ran and warned (lines with "warning: " in DIR/run.err, as
+ * a single run prints them): its first warning and how many more, on
+ * stderr, for the first WARNED_POINTS_SHOWN such points. */
+static void report_warnings(Runner *runner, guint point, const char *dir) {
+  g_autofree char *path = g_build_filename(dir, "run.err", NULL);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  const char *first = NULL;
+  guint count = 0;
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, NULL))
+    return;
+  lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i]; i++) {
+    const char *warning = strstr(lines[i], "warning: ");
+    if (warning != NULL && count++ == 0)
+      first = warning + strlen("warning: ");
+  }
+  if (count == 0 || runner->warned++ >= WARNED_POINTS_SHOWN)
+    return;
+  clear_progress(runner);
+  fprintf(stderr, "ema-sim sweep: point %s warned: %s", ema_sweep_point_name(runner->sweep, point),
+          first);
+  if (count > 1)
+    fprintf(stderr, " (and %u more in its run.err)", count - 1);
+  fputc('\n', stderr);
+}
+
 static void launch_more(Runner *runner);
 
 static void finish_point(Runner *runner, guint point, EmaSweepRecord *record) {
@@ -1073,6 +1104,8 @@ static void on_child_exit(GPid pid, gint wait_status, gpointer data) {
     ema_sweep_record_free(record);
     record = record_new(child->point, EMA_SWEEP_FAILED);
     report_failure(runner, child->point, how, message);
+  } else {
+    report_warnings(runner, child->point, dir);
   }
   finish_point(runner, child->point, record);
   g_free(child);
@@ -1377,6 +1410,9 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
   if (tick)
     g_source_remove(tick);
   clear_progress(&runner);
+  if (runner.warned > WARNED_POINTS_SHOWN)
+    fprintf(stderr, "ema-sim sweep: %u more points warned (their run.err)\n",
+            runner.warned - WARNED_POINTS_SHOWN);
   g_main_loop_unref(runner.loop);
   for (guint i = runner.next; i < runner.queue->len; i++) {
     guint p = g_array_index(runner.queue, guint, i);

@@ -610,6 +610,32 @@ static void test_failing_points(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A point that runs and warns is named on stderr with its first warning, as
+ * a single run prints it; the points that do not warn are not. */
+static void test_warned_points(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = g_build_filename(dir, "warns.yaml", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_auto(GStrv) lines = NULL;
+  /* (a server without profile tables: no warning about absent public data) */
+  g_assert_true(g_file_set_contents(
+      file,
+      "name: warns\nserver: mi300x8\ntenants:\n"
+      "  - {name: a, model: llama-3.1-8b, gpu: 0, trace: {arrivals: poisson, rate: 2, "
+      "duration: 5s, prompt: {dist: fixed, tokens: 100}, output: {dist: fixed, tokens: 10}}}\n"
+      "sweep:\n  duration: [1us, 6s]\n",
+      -1, NULL));
+  run = ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  lines = g_strsplit(run->err, "\n", -1);
+  g_assert_cmpuint(g_strv_length(lines), ==, 2); /* the one warned point, then "" */
+  g_assert_cmpstr(lines[0], ==,
+                  "ema-sim sweep: point 000-duration=1us warned: tenant a: no request arrived "
+                  "(its trace holds none, or none before the run's end): its row is empty");
+  ema_test_remove_tree(dir);
+}
+
 static void test_ops_sweep(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autoptr(EmaTestRun) run =
@@ -951,6 +977,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/run/mpi", test_mpi);
   g_test_add_func("/sweep/run/parts", test_parts);
   g_test_add_func("/sweep/run/failing-points", test_failing_points);
+  g_test_add_func("/sweep/run/warned-points", test_warned_points);
   g_test_add_func("/sweep/run/ops", test_ops_sweep);
   g_test_add_func("/sweep/plot/sweep", test_sweep_figures);
   g_test_add_func("/sweep/plot/run", test_run_figures);
