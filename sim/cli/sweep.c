@@ -1025,7 +1025,7 @@ static void report_failure(Runner *runner, guint point, const char *how, const c
           ema_sweep_point_name(runner->sweep, point), how, message);
 }
 
-/* Points whose warnings are named one by one; past them, one line at the end (finish()). */
+/* Points whose warnings are named one by one; past them, one line when the sweep ends. */
 #define WARNED_POINTS_SHOWN 20
 
 /* A point that ran and warned (lines with "warning: " in DIR/run.err, as
