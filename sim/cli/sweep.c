@@ -1027,10 +1027,15 @@ static void report_failure(Runner *runner, guint point, const char *how, const c
 
 /* Points whose warnings are named one by one; past them, one line when the sweep ends. */
 #define WARNED_POINTS_SHOWN 20
+/* How a run's warnings about its results begin (output.c's ema_output_warn_serving). */
+#define RUN_WARNING "ema-sim: warning: "
 
-/* A point that ran and warned (lines with "warning: " in DIR/run.err, as
- * a single run prints them): its first warning and how many more, on
- * stderr, for the first WARNED_POINTS_SHOWN such points. */
+/* A point that ran and warned about its results (lines of DIR/run.err
+ * that start "ema-sim: warning: ", as a single run prints them after its
+ * table; not the loader's "ema: warning:" lines, such as public data
+ * absent, which every point repeats and its summary.json's fidelity
+ * states): its first warning and how many more, on stderr, for the first
+ * WARNED_POINTS_SHOWN such points. */
 static void report_warnings(Runner *runner, guint point, const char *dir) {
   g_autofree char *path = g_build_filename(dir, "run.err", NULL);
   g_autofree char *text = NULL;
@@ -1040,11 +1045,9 @@ static void report_warnings(Runner *runner, guint point, const char *dir) {
   if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, NULL))
     return;
   lines = g_strsplit(text, "\n", -1);
-  for (guint i = 0; lines[i]; i++) {
-    const char *warning = strstr(lines[i], "warning: ");
-    if (warning != NULL && count++ == 0)
-      first = warning + strlen("warning: ");
-  }
+  for (guint i = 0; lines[i]; i++)
+    if (g_str_has_prefix(lines[i], RUN_WARNING) && count++ == 0)
+      first = lines[i] + strlen(RUN_WARNING);
   if (count == 0 || runner->warned++ >= WARNED_POINTS_SHOWN)
     return;
   clear_progress(runner);
