@@ -442,7 +442,7 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
     if (added->repeat == 0) {
       fprintf(out, "\n%s (%s/):\n", dirs[p], arm_dir);
       ema_output_print_serving(out, added->experiment, added->report);
-      ema_output_warn_serving(stderr, added->experiment, added->report);
+      ema_output_warn_serving(stderr, dirs[p], added->experiment, added->report);
     }
   }
   borrower = find_borrower(arms);

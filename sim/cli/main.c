@@ -197,7 +197,7 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   ema_output_print_serving(stdout, experiment, report);
   printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
          out_dir);
-  ema_output_warn_serving(stderr, experiment, report);
+  ema_output_warn_serving(stderr, NULL, experiment, report);
   return 0;
 }
 

@@ -996,18 +996,21 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
 #define IDLE_BORROW_FACTOR 10
 #define IDLE_BORROW_MIN_SLICES 512
 
-void ema_output_warn_serving(FILE *err, const EmaExperiment *experiment,
+void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment *experiment,
                              const EmaServingReport *report) {
+  /* each line says whose run it is about under compare: (VARIANT) */
+  g_autofree char *w =
+      variant ? g_strdup_printf("ema-sim: warning: %s: ", variant) : g_strdup("ema-sim: warning: ");
   if (report->timeline_capped_at >= 0)
     fprintf(err,
-            "ema-sim: warning: timeline.csv stopped at %" G_GUINT64_FORMAT
+            "%stimeline.csv stopped at %" G_GUINT64_FORMAT
             " rows, at %.6g s (raise sample_period for all of the run)\n",
-            (guint64) experiment->timeline_rows, (double) report->timeline_capped_at / 1e9);
+            w, (guint64) experiment->timeline_rows, (double) report->timeline_capped_at / 1e9);
   if (report->events_capped_at >= 0)
     fprintf(err,
-            "ema-sim: warning: events.csv stopped at %" G_GUINT64_FORMAT
+            "%sevents.csv stopped at %" G_GUINT64_FORMAT
             " rows, at %.6g s (raise events_max_rows, or keep fewer kinds: events, events_tier)\n",
-            (guint64) experiment->events_rows, (double) report->events_capped_at / 1e9);
+            w, (guint64) experiment->events_rows, (double) report->events_capped_at / 1e9);
   for (guint i = 0; i < report->tenants->len; i++) {
     const EmaTenantResult *r = report->tenants->pdata[i];
     guint64 left = r->unfinished + r->rejected;
@@ -1018,19 +1021,19 @@ void ema_output_warn_serving(FILE *err, const EmaExperiment *experiment,
       g_autofree char *admitted =
           ema_units_format_size_human(r->idle_admitted_slices * EMA_SLICE_BYTES);
       fprintf(err,
-              "ema-sim: warning: tenant %s: borrowed %s while its prefetch plan admitted (or its "
+              "%stenant %s: borrowed %s while its prefetch plan admitted (or its "
               "blocks used) %s of KV on peers: its borrow policy takes %" G_GUINT64_FORMAT
               "x what the plan's remote limit lets it use; the rest sat idle, out of its "
               "lenders' reach (policy.borrow vs policy.prefetch; most-idle's within_limit holds "
               "borrowing to the limit)\n",
-              r->spec->name, borrowed, admitted,
+              w, r->spec->name, borrowed, admitted,
               r->idle_borrowed_slices / MAX(r->idle_admitted_slices, 1));
     }
     if (r->arrived == 0)
       fprintf(err,
-              "ema-sim: warning: tenant %s: no request arrived (its trace holds none, or none "
+              "%stenant %s: no request arrived (its trace holds none, or none "
               "before the run's end): its row is empty\n",
-              r->spec->name);
+              w, r->spec->name);
     else if (r->rejected == r->arrived) {
       /* why, from the counts: over max_model_len, over the KV cache, or both */
       guint64 too_long = r->rejected_too_long, too_big = r->rejected - r->rejected_too_long;
@@ -1041,18 +1044,17 @@ void ema_output_warn_serving(FILE *err, const EmaExperiment *experiment,
                                             " longer than max_model_len, %" G_GUINT64_FORMAT
                                             " larger than its KV cache",
                                             too_long, too_big);
-      fprintf(err,
-              "ema-sim: warning: tenant %s: all %" G_GUINT64_FORMAT
-              " requests were rejected (%s)\n",
+      fprintf(err, "%stenant %s: all %" G_GUINT64_FORMAT " requests were rejected (%s)\n", w,
               r->spec->name, r->arrived, why);
     } else if (r->arrived > 0 && (double) left > LEFT_WARN_SHARE * (double) r->arrived)
       fprintf(err,
-              "ema-sim: warning: tenant %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+              "%stenant %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
               " requests left (%" G_GUINT64_FORMAT " unfinished at the end, %" G_GUINT64_FORMAT
               " rejected): past its capacity or cut by the run's end, its latencies are of the "
               "%" G_GUINT64_FORMAT " completed requests only and understate it (compare completed "
               "too)\n",
-              r->spec->name, left, r->arrived, r->unfinished, r->rejected, r->metrics->completed);
+              w, r->spec->name, left, r->arrived, r->unfinished, r->rejected,
+              r->metrics->completed);
   }
 }
 

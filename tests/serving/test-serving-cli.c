@@ -536,7 +536,16 @@ static void test_tp_compare(void) {
       run->out, "\ncomparison: borrower big (gpu0..gpu1), lenders the tenants that lent: small "
                 "(gpu2)\n"));
   g_assert_nonnull(strstr(run->err, "ema-sim: warning: ema: tenant big (tp 2 on gpu0..gpu1)"));
-  g_assert_null(strstr(run->err, "warning: static:"));
+  g_assert_null(strstr(run->err, "warning: static: tenant big (tp 2"));
+  /* a run's own warnings (here the events.csv cap, ema's only: static's pool does nothing)
+   * name their variant too */
+  {
+    g_autofree char *capped = g_build_filename(dir, "capped", NULL);
+    g_autoptr(EmaTestRun) run2 =
+        ema_test_cli("run", path, "--set", "events_max_rows=1", "-o", capped, "--no-plot", NULL);
+    g_assert_cmpint(run2->status, ==, 0);
+    ema_test_assert_contains(run2->err, "ema-sim: warning: ema: events.csv stopped at 1 rows");
+  }
   ema_test_remove_tree(dir);
 }
 

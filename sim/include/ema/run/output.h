@@ -86,10 +86,12 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
                               const EmaServingReport *report);
 /* Warnings about what a serving run's table does not show, to ERR: a CSV
  * file cut at its row cap (timeline_max_rows, events_max_rows), a tenant
- * to whom no request arrived, one whose every request was rejected, one that left more than a
- * quarter of its requests (its latencies are of completed requests only), and one whose borrow
- * policy held room its prefetch plan could not use. */
-void ema_output_warn_serving(FILE *err, const EmaExperiment *experiment,
+ * to whom no request arrived, one whose every request was rejected, one
+ * that left more than a quarter of its requests (its latencies are of
+ * completed requests only), and one whose borrow policy held room its
+ * prefetch plan could not use. Each line names VARIANT after "warning:"
+ * (a compare: variant's; NULL: a single run, none). */
+void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment *experiment,
                              const EmaServingReport *report);
 
 G_END_DECLS
