@@ -503,7 +503,12 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, int i, double tokens
 /* vLLM's custom all-reduce takes messages below its buffer, 8 MiB (vllm/distributed/
  * device_communicators/custom_all_reduce.py, max_size = 8192 * 1024), on NVLink or two PCIe
  * GPUs of one host; NCCL the larger ones, any on more than two PCIe GPUs and any of a group
- * past one host (server gpus_per_node). */
+ * past one host (server gpus_per_node). Simplification: from vLLM 0.11, with PyTorch's
+ * symmetric memory on (its default), the custom kernel stops lower on some GPUs and TP degrees
+ * (all_reduce_utils.py CUSTOM_ALL_REDUCE_MAX_SIZES: Hopper 512 KB at TP 6, 256 KB at TP 8;
+ * Blackwell 2 MiB at TP 2-4, 1 MiB at TP 6-8) and a multimem all-reduce takes the sizes past it;
+ * no table of that one is measured here, so those sizes take the custom kernel's table, which
+ * vLLM's thresholds say is the slower (an upper bound). */
 #define CUSTOM_ALLREDUCE_MAX_BYTES (8.0 * 1024 * 1024)
 /* Steps of up to this many tokens replay CUDA graphs (vLLM V1's largest capture size, 512 by
  * default), the all-reduces in them too; larger steps launch them eagerly. */
