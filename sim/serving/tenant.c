@@ -354,7 +354,8 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
                        ? (trace->file ? "a lengths file needs an arrival process (arrivals: "
                                         "poisson, gamma, onoff, diurnal or phases)"
                                       : "a synthetic trace needs an arrival process (arrivals: "
-                                        "poisson, gamma, onoff, diurnal or phases) or a file")
+                                        "poisson, gamma, onoff, diurnal or phases), closed-loop "
+                                        "clients (concurrency: N) or a file")
                        : "this trace file has its own arrival times: leave arrivals out, or use "
                          "format: lengths or vllm-bench");
     return FALSE;

@@ -922,7 +922,7 @@ static const BadConfig bad_configs[] = {
      "8:12: tenants.0.trace: a cycled lengths file never ends: give requests or duration"},
     {"no-arrivals.yaml", EMA_CONFIG_ERROR_INVALID,
      "9:7: tenants.0.trace.arrivals: a synthetic trace needs an arrival process (arrivals: "
-     "poisson, gamma, onoff, diurnal or phases) or a file"},
+     "poisson, gamma, onoff, diurnal or phases), closed-loop clients (concurrency: N) or a file"},
     {"file-with-arrivals.yaml", EMA_CONFIG_ERROR_INVALID,
      "8:49: tenants.0.trace.arrivals: this trace file has its own arrival times: leave arrivals "
      "out, or use format: lengths or vllm-bench"},
