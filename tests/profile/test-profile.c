@@ -939,9 +939,6 @@ static void test_collective_bandwidth_error(void) {
   }
 }
 
-/* A prefill chunk after cached tokens takes at least the decode kernel of
- * one sequence of its whole context, per chunk: the tiny profile has no
- * prefill table, and the roofline of 2 tokens after 98 is nanoseconds. */
 /* A prefill table's best rate in query-key pairs (ema_profile_op_pair_rate): chunk 100 fresh,
  * 5,050 pairs in 10 us; chunk 200 fresh, 20,100 in 15 us (1,340 a us, the best); chunk 100 after
  * 100 cached, 15,050 in 20 us. None for decode attention or a shape no table holds. */
@@ -1028,6 +1025,9 @@ static void test_step_prefill_cached_rate(void) {
   g_assert_cmpfloat(fabs(table[1] - table[0]), <, 1e-15);
 }
 
+/* A prefill chunk after cached tokens takes at least the decode kernel of
+ * one sequence of its whole context, per chunk: the tiny profile has no
+ * prefill table, and the roofline of 2 tokens after 98 is nanoseconds. */
 static void test_step_prefill_floor(void) {
   g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *attn =
