@@ -315,9 +315,10 @@ static void string_free(gpointer string) {
 }
 
 /* The warnings of SWEEP's points (ema_experiment_warnings), each text once
- * on stderr with the points that give it, as a single run prints them. */
-static void print_sweep_warnings(const EmaSweep *sweep) {
-  g_autoptr(GPtrArray) texts = g_ptr_array_new_with_free_func(g_free);
+ * on stderr with the points that give it, as a single run prints them;
+ * returns their texts. */
+static GPtrArray *print_sweep_warnings(const EmaSweep *sweep) {
+  GPtrArray *texts = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) points = g_ptr_array_new_with_free_func(string_free);
   g_autoptr(GArray) counts = g_array_new(FALSE, TRUE, sizeof(guint));
   for (guint p = 0; p < ema_sweep_n_points(sweep); p++) {
@@ -343,6 +344,7 @@ static void print_sweep_warnings(const EmaSweep *sweep) {
             (const char *) texts->pdata[i], g_array_index(counts, guint, i),
             ema_sweep_n_points(sweep), ((GString *) points->pdata[i])->str,
             g_array_index(counts, guint, i) > 3 ? ", ..." : "");
+  return texts;
 }
 
 /* The experiment's warnings (ema_experiment_warnings) on stderr. */
@@ -1273,6 +1275,7 @@ static int command_sweep(int argc, char **argv) {
   g_autoptr(EmaSweep) sweep = NULL;
   g_autoptr(GPtrArray) records = NULL;
   g_autoptr(GPtrArray) program_args = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) said = NULL; /* the experiment warnings printed before the run */
   EmaSweepRunOptions options = {0};
   GError *error = NULL;
   guint rank = 0, ranks = 1;
@@ -1381,7 +1384,8 @@ static int command_sweep(int argc, char **argv) {
     fflush(stdout);
   }
   if (rank == 0 && !part)
-    print_sweep_warnings(sweep);
+    said = print_sweep_warnings(sweep);
+  options.said_warnings = said;
   records = ema_sweep_run(sweep, out_dir, &options, &error);
   if (records == NULL) {
     fprintf(stderr, "%s\n", error->message);

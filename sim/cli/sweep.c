@@ -1027,15 +1027,23 @@ static void report_failure(Runner *runner, guint point, const char *how, const c
 
 /* Points whose warnings are named one by one; past them, one line when the sweep ends. */
 #define WARNED_POINTS_SHOWN 20
-/* How a run's warnings about its results begin (output.c's ema_output_warn_serving). */
-#define RUN_WARNING "ema-sim: warning: "
 
-/* A point that ran and warned about its results (lines of DIR/run.err
- * that start "ema-sim: warning: ", as a single run prints them after its
- * table; not the loader's "ema: warning:" lines, such as public data
- * absent, which every point repeats and its summary.json's fidelity
- * states): its first warning and how many more, on stderr, for the first
- * WARNED_POINTS_SHOWN such points. */
+/* A point that ran and warned (lines of DIR/run.err that start
+ * EMA_OUTPUT_WARNING, as a single run prints them; not those the sweep
+ * printed before running, options->said_warnings, nor the loader's "ema:
+ * warning:" lines, such as public data absent, which every point repeats
+ * and its summary.json's fidelity states): its first warning and how many
+ * more, on stderr, for the first WARNED_POINTS_SHOWN such points. */
+/* LINE (a run's warning) says one of the warnings the sweep printed before running. */
+static gboolean said(const Runner *runner, const char *line) {
+  const GPtrArray *texts = runner->options->said_warnings;
+  const char *text = line + strlen(EMA_OUTPUT_WARNING);
+  for (guint i = 0; texts && i < texts->len; i++)
+    if (strcmp(text, texts->pdata[i]) == 0)
+      return TRUE;
+  return FALSE;
+}
+
 static void report_warnings(Runner *runner, guint point, const char *dir) {
   g_autofree char *path = g_build_filename(dir, "run.err", NULL);
   g_autofree char *text = NULL;
@@ -1046,8 +1054,8 @@ static void report_warnings(Runner *runner, guint point, const char *dir) {
     return;
   lines = g_strsplit(text, "\n", -1);
   for (guint i = 0; lines[i]; i++)
-    if (g_str_has_prefix(lines[i], RUN_WARNING) && count++ == 0)
-      first = lines[i] + strlen(RUN_WARNING);
+    if (g_str_has_prefix(lines[i], EMA_OUTPUT_WARNING) && !said(runner, lines[i]) && count++ == 0)
+      first = lines[i] + strlen(EMA_OUTPUT_WARNING);
   if (count == 0 || runner->warned++ >= WARNED_POINTS_SHOWN)
     return;
   clear_progress(runner);

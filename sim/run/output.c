@@ -1000,7 +1000,7 @@ void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment
                              const EmaServingReport *report) {
   /* each line says whose run it is about under compare: (VARIANT) */
   g_autofree char *w =
-      variant ? g_strdup_printf("ema-sim: warning: %s: ", variant) : g_strdup("ema-sim: warning: ");
+      variant ? g_strdup_printf(EMA_OUTPUT_WARNING "%s: ", variant) : g_strdup(EMA_OUTPUT_WARNING);
   if (report->timeline_capped_at >= 0)
     fprintf(err,
             "%stimeline.csv stopped at %" G_GUINT64_FORMAT

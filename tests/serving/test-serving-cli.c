@@ -565,6 +565,8 @@ static void test_tp_sweep(void) {
   g_assert_nonnull(strstr(run->err, "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a "
                                     "group under policy ema"));
   g_assert_nonnull(strstr(run->err, "(1 of the 2 points: 001-shared)\n"));
+  /* the point's run repeats it in its run.err; it names no point again */
+  g_assert_null(strstr(run->err, "point 001-shared warned: tenant big (tp 2"));
   ema_test_remove_tree(dir);
 }
 

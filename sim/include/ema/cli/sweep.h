@@ -117,6 +117,9 @@ typedef struct {
   gboolean reuse_other_builds;     /* resume points another build made (--reuse) */
   guint timeout_s;                 /* a point still running after this many seconds is
                                     * killed and failed (--timeout); 0: no limit */
+  const GPtrArray *said_warnings;  /* the experiment warnings (texts) the sweep printed before
+                                    * running: a point's run repeats them, and they name no point
+                                    * again (NULL: none printed) */
 } EmaSweepRunOptions;
 
 /* The record of POINT of a resolved sweep when DIR holds it complete, as a

@@ -91,6 +91,8 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
  * completed requests only), and one whose borrow policy held room its
  * prefetch plan could not use. Each line names VARIANT after "warning:"
  * (a compare: variant's; NULL: a single run, none). */
+/* How each of those lines begins (a sweep names the points whose run.err has them). */
+#define EMA_OUTPUT_WARNING "ema-sim: warning: "
 void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment *experiment,
                              const EmaServingReport *report);
 
