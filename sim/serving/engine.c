@@ -93,7 +93,7 @@
  * filled becomes cached (to_cache), a revived cached block is taken by the
  * cache, and a block nobody holds any more is given back by the cache. The
  * steady region's needing requests are named one by one (take_each, from
- * per-phase member lists) only when the memory asks for names.
+ * per-phase arrays of serials) only when the memory asks for names.
  *
  * How a step is computed without walking the batch. The running requests
  * form one list in admission order (the scheduling order). It is split in
@@ -263,7 +263,6 @@ typedef struct {
   guint64 *hashes;
   guint n_ident, n_hashes, registered;
   struct _Run *run;
-  GList phase_link;  /* in the region's list of its phase; data = this */
   EmaTime last_step; /* start of the last step it was in as a tail request (-1: none) */
 } Req;
 
@@ -310,6 +309,32 @@ typedef struct {
   guint len, cap;
 } ReqArray;
 
+/* The serials of the steady region's members of one phase, in admission
+ * order: the step's needing requests as the memory's take_each takes them,
+ * read without touching the requests themselves. */
+typedef struct {
+  guint64 *serials;
+  guint len, cap;
+} SerialArray;
+
+static void serial_array_append(SerialArray *a, guint64 serial) {
+  if (a->len == a->cap) {
+    a->cap = MAX(8, 2 * a->cap);
+    a->serials = g_renew(guint64, a->serials, a->cap);
+  }
+  a->serials[a->len++] = serial;
+}
+
+/* SERIAL out of A, the order of the others kept. */
+static void serial_array_remove(SerialArray *a, guint64 serial) {
+  guint i = 0;
+  while (i < a->len && a->serials[i] != serial)
+    i++;
+  g_assert(i < a->len);
+  memmove(&a->serials[i], &a->serials[i + 1], (a->len - i - 1) * sizeof *a->serials);
+  a->len--;
+}
+
 static void req_array_add(ReqArray *a, Req *req) {
   if (a->len == a->cap) {
     a->cap = MAX(16, 2 * a->cap);
@@ -336,18 +361,15 @@ struct _EmaEngine {
   ReqArray finishing; /* requests finishing in the step being completed */
 
   /* the steady region */
-  guint64 clock;        /* steps the region has advanced */
-  guint needing;        /* needing_phase() at this clock, kept as it advances (no division) */
-  guint64 steady;       /* D: requests in it */
-  gint64 steady_base;   /* sum of kv0 - t0 */
-  guint64 *phase_count; /* [block_tokens] */
+  guint64 clock;      /* steps the region has advanced */
+  guint needing;      /* needing_phase() at this clock, kept as it advances (no division) */
+  guint64 steady;     /* D: requests in it */
+  gint64 steady_base; /* sum of kv0 - t0 */
   /* of its members, how many hold cached blocks and how many they hold (a
    * member's `registered` does not change while it is in the region) */
   guint64 steady_cached, steady_cached_blocks;
-  GQueue *phase_members; /* [block_tokens], Req phase_links in admission order (take_each) */
-  guint64 *each;         /* [each_cap], serials of the step's needing requests (take_each) */
-  guint64 each_cap;
-  EmaIdMap *by_serial; /* serial -> Req, every waiting and running request */
+  SerialArray *phase_members; /* [block_tokens]: each phase's members, in admission order */
+  EmaIdMap *by_serial;        /* serial -> Req, every waiting and running request */
   guint64 next_serial;
   EmaTime last_step_start; /* start of the step in flight, or of the last one */
   EmaTime last_step_end;   /* end of the last step done (-1: none) */
@@ -822,8 +844,7 @@ static void steady_add(EmaEngine *engine, Req *req) {
   req->phase = (guint) (((guint64) req->kv0 % b + b - (guint64) req->t0 % b) % b);
   req->finish_at = req->t0 + (req->pub.output_tokens - req->gen0);
   heap_push(engine, req);
-  engine->phase_count[req->phase]++;
-  g_queue_push_tail_link(&engine->phase_members[req->phase], &req->phase_link);
+  serial_array_append(&engine->phase_members[req->phase], req->pub.serial);
   engine->steady++;
   engine->steady_base += (gint64) req->kv0 - (gint64) req->t0;
   engine->steady_cached += req->registered > 0;
@@ -836,8 +857,7 @@ static void steady_remove(EmaEngine *engine, Req *req) {
   g_assert(req->state == REQ_STEADY);
   materialise(engine, req);
   heap_remove(engine, req);
-  engine->phase_count[req->phase]--;
-  g_queue_unlink(&engine->phase_members[req->phase], &req->phase_link);
+  serial_array_remove(&engine->phase_members[req->phase], req->pub.serial);
   engine->steady--;
   engine->steady_base -= (gint64) req->kv0 - (gint64) req->t0;
   engine->steady_cached -= req->registered > 0;
@@ -945,7 +965,6 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
   Req *req = g_new0(Req, 1);
   EmaRequest *request = &req->pub;
   req->link.data = req;
-  req->phase_link.data = req;
   req->last_step = -1;
   request->id = engine->next.id;
   request->serial = engine->next_serial++;
@@ -1206,7 +1225,7 @@ static void note_shortage(EmaEngine *engine, guint64 demand, guint64 budget_left
  * step's walk ended there (a request preempted itself). *BUDGET >= D. */
 static gboolean schedule_steady(EmaEngine *engine, guint64 *budget, EmaTime *swap) {
   guint phase = needing_phase(engine);
-  guint64 need = engine->phase_count[phase];
+  guint64 need = engine->phase_members[phase].len;
   guint64 served = engine->free_at_start; /* needing requests that can be served */
   gboolean preempted_self = FALSE;
   EmaStepBatch *b = &engine->step.batch;
@@ -1233,15 +1252,9 @@ static gboolean schedule_steady(EmaEngine *engine, guint64 *budget, EmaTime *swa
     gboolean taken;
     if (engine->memory.ops->take_each) {
       /* the needing requests left are the phase's members (victims left it) */
-      guint64 k = 0;
-      g_assert_cmpuint(need, ==, engine->phase_members[phase].length);
-      if (need > engine->each_cap) {
-        engine->each_cap = MAX(need, 2 * engine->each_cap);
-        engine->each = g_renew(guint64, engine->each, engine->each_cap);
-      }
-      for (GList *l = engine->phase_members[phase].head; l; l = l->next)
-        engine->each[k++] = ((Req *) l->data)->pub.serial;
-      taken = engine->memory.ops->take_each(engine->memory.self, engine->each, need);
+      g_assert_cmpuint(need, ==, engine->phase_members[phase].len);
+      taken = engine->memory.ops->take_each(engine->memory.self,
+                                            engine->phase_members[phase].serials, need);
     } else {
       taken = engine->memory.ops->take(engine->memory.self, EMA_KV_UNNAMED, need);
     }
@@ -1577,8 +1590,7 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
   engine->config = *config;
   if (engine->config.block_tokens == 0)
     engine->config.block_tokens = EMA_KV_BLOCK_TOKENS;
-  engine->phase_count = g_new0(guint64, engine->config.block_tokens);
-  engine->phase_members = g_new0(GQueue, engine->config.block_tokens);
+  engine->phase_members = g_new0(SerialArray, engine->config.block_tokens);
   engine->free_since = g_new0(EmaTime, MAX(engine->config.concurrency, 1));
   engine->by_serial = ema_id_map_new();
   engine->last_step_start = -1;
@@ -1640,9 +1652,9 @@ void ema_engine_free(EmaEngine *engine) {
   g_free(engine->batch.pdata);
   g_free(engine->finishing.pdata);
   g_free(engine->heap.pdata);
-  g_free(engine->phase_count);
+  for (guint i = 0; i < engine->config.block_tokens; i++)
+    g_free(engine->phase_members[i].serials);
   g_free(engine->phase_members);
-  g_free(engine->each);
   ema_id_map_free(engine->by_serial, NULL);
   ema_id_map_free(engine->cache, g_free);
   g_array_unref(engine->observers);
