@@ -195,8 +195,8 @@ static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   if (!ema_output_write_serving_summary(out_dir, experiment, report, &error))
     return fail(error);
   ema_output_print_serving(stdout, experiment, report);
-  printf("results in %s/ (summary.json, tenants.csv, requests.csv, timeline.csv, resolved.yaml)\n",
-         out_dir);
+  g_autofree char *files = ema_output_run_files(out_dir);
+  printf("results in %s/ (%s)\n", out_dir, files);
   ema_output_warn_serving(stderr, NULL, experiment, report);
   return 0;
 }

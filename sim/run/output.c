@@ -44,6 +44,21 @@ gboolean ema_output_is_run_entry(const char *name) {
   return strcmp(name, EMA_OUTPUT_MARKER) == 0 || strcmp(name, EMA_OUTPUT_MARKER ".new") == 0;
 }
 
+char *ema_output_run_files(const char *dir) {
+  static const char *const files[] = {"summary.json", "tenants.csv", "requests.csv", "timeline.csv",
+                                      "steps.csv",    "events.csv",  "resolved.yaml"};
+  GString *list = g_string_new(NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *path = g_build_filename(dir, files[i], NULL);
+    if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
+      continue;
+    if (list->len > 0)
+      g_string_append(list, ", ");
+    g_string_append(list, files[i]);
+  }
+  return g_string_free(list, FALSE);
+}
+
 char *ema_output_safe_name(const char *name) {
   GString *out = g_string_new(NULL);
   for (const char *c = name; *c; c++)
