@@ -769,8 +769,6 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
                            gboolean breakdown) {
   char line[1024];
   guint64 line_no = 0;
-  puts(breakdown ? "time_us,layers_us,lm_head_us,allreduce_us,overhead_us,profiled_us,roofline_us"
-                 : "time_us");
   while (fgets(line, sizeof line, in)) {
     EmaStepBatch batch = {0};
     EmaStepBreakdown parts;
@@ -781,12 +779,21 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
     double values[6];
     int n;
     line_no++;
+    if (strchr(line, '\n') == NULL && !feof(in)) {
+      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ":1: the line is longer than %zu characters\n", name,
+              line_no, sizeof line - 2);
+      return 1;
+    }
     g_strchomp(line);
     if (line_no == 1) {
       if (strcmp(line, STEP_TIME_COLUMNS) != 0) {
         fprintf(stderr, "%s:1:1: the header must be %s\n", name, STEP_TIME_COLUMNS);
         return 1;
       }
+      /* the output's header once the input's is known good */
+      puts(breakdown
+               ? "time_us,layers_us,lm_head_us,allreduce_us,overhead_us,profiled_us,roofline_us"
+               : "time_us");
       continue;
     }
     n = ema_csv_split(line, strlen(line), fields, &problem, &at);
@@ -833,6 +840,14 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
              parts.profiled_s * 1e6, parts.roofline_s * 1e6);
     else
       printf("%.3f\n", (double) time / 1e3);
+  }
+  if (ferror(in)) {
+    fprintf(stderr, "%s: %s\n", name, g_strerror(errno));
+    return 1;
+  }
+  if (line_no == 0) {
+    fprintf(stderr, "%s:1:1: empty: the header must be %s\n", name, STEP_TIME_COLUMNS);
+    return 1;
   }
   return 0;
 }

@@ -478,7 +478,8 @@ static void test_engines(void) {
 }
 
 /* step-time: the step model's time of batches from a file, one line each;
- * an empty batch takes 0; a bad line is an error with its line number; --weights and
+ * an empty batch takes 0; a bad line, a bad header, an empty file and a line past the buffer
+ * are errors with their line number (no output before the header is good); --weights and
  * --kv-cache set the model's precision as an experiment's model keys do. */
 static void test_step_time(void) {
   g_autofree char *dir = ema_test_temp_dir();
@@ -512,6 +513,30 @@ static void test_step_time(void) {
   g_assert_cmpint(run->status, ==, 1);
   ema_test_assert_contains(run->err, "tensor-parallel size 3");
   g_clear_pointer(&run, ema_test_run_free);
+  /* a wrong header, an empty file and a line past the buffer are errors at their line, and
+   * nothing is printed before the input's header is known good */
+  {
+    static const struct {
+      const char *text, *want;
+    } cases[] = {
+        {"tokens\n0\n", ":1:1: the header must be prefill_tokens,prefill_context,"
+                        "prefill_kv_read,decode_seqs,decode_context,logits\n"},
+        {"", ":1:1: empty: the header must be prefill_tokens,prefill_context,prefill_kv_read,"
+             "decode_seqs,decode_context,logits\n"},
+        {NULL, ":2:1: the line is longer than 1022 characters\n"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+      g_autofree char *text = NULL, *want = NULL, *digits = g_strnfill(2000, '1');
+      text = cases[i].text ? g_strdup(cases[i].text) : g_strconcat(header, digits, "\n", NULL);
+      g_assert_true(g_file_set_contents(bad, text, -1, NULL));
+      run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", bad, NULL);
+      g_assert_cmpint(run->status, ==, 1);
+      want = g_strconcat(bad, cases[i].want, NULL);
+      g_assert_cmpstr(run->err, ==, want);
+      g_assert_cmpstr(run->out, ==, cases[i].text ? "" : "time_us\n");
+      g_clear_pointer(&run, ema_test_run_free);
+    }
+  }
   /* 37#10: a step past the clock is an error, never a negative time */
   g_clear_pointer(&bad_text, g_free);
   bad_text = g_strconcat(header, "0,0,0,1e15,1e15,1e15\n", NULL);
