@@ -1325,6 +1325,17 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT, "%s: no such directory", dir);
     return FALSE;
   }
+  if (options && (options->x || options->by || options->xlabel) &&
+      !g_file_test(sweep_csv, G_FILE_TEST_IS_REGULAR)) {
+    /* the sweep figure's axes: given for another folder they would be left unused */
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                "--%s: %s has no sweep.csv (--x, --by and --xlabel set a sweep's figures)",
+                options->x    ? "x"
+                : options->by ? "by"
+                              : "xlabel",
+                dir);
+    return FALSE;
+  }
   if (g_mkdir_with_parents(plots, 0777) != 0) {
     int saved = errno;
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot create %s: %s", plots,

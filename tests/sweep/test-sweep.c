@@ -846,10 +846,10 @@ static void test_many_tenants_figure(void) {
   ema_test_remove_tree(dir);
 }
 
-/* plot of a run whose summary.json was tampered with: refused with the file and what is wrong,
- * never a crash or a GLib critical (nesting json-glib's recursive parser cannot take, a root
- * that is not an object, a tenants member that is not a list); and of a comparison whose
- * compare.csv lacks the first repeat. */
+/* plot of a run given a sweep's axes, or whose summary.json was tampered with: refused with
+ * the file and what is wrong, never a crash or a GLib critical (nesting json-glib's recursive
+ * parser cannot take, a root that is not an object, a tenants member that is not a list); and of a
+ * comparison whose compare.csv lacks the first repeat. */
 static void test_plot_tampered(void) {
   g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   g_autofree char *dir = NULL;
@@ -873,6 +873,16 @@ static void test_plot_tampered(void) {
     g_autoptr(EmaTestRun) run =
         ema_test_cli("run", FIXTURES "pressure.yaml", "-o", dir, "--no-plot", NULL);
     ema_test_assert_ok_warned(run, "ema-sim: warning: tenant ");
+  }
+  {
+    /* a sweep's axes given for a run: refused, and no plots/ folder made */
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--by", "policy", NULL);
+    g_autofree char *want = g_strdup_printf(
+        "--by: %s has no sweep.csv (--x, --by and --xlabel set a sweep's figures)", dir);
+    g_autofree char *plots = g_build_filename(dir, "plots", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_nonnull(strstr(run->err, want));
+    g_assert_false(g_file_test(plots, G_FILE_TEST_EXISTS));
   }
   {
     /* a tenant the run does not have is named, with the run's tenants */
