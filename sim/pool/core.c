@@ -74,46 +74,25 @@ static inline void request_sub(EmaPoolRequest *r, guint p, guint64 k) {
     r->places &= ~(G_GUINT64_CONSTANT(1) << p);
 }
 
-/* The index in A of the first request that started after STARTED (A is
- * sorted by started). */
-static guint remote_after(const EmaPoolRequestArray *a, guint64 started) {
-  guint low = 0, high = a->len;
-  while (low < high) {
-    guint mid = low + (high - low) / 2;
-    if (a->v[mid]->started <= started)
-      low = mid + 1;
-    else
-      high = mid;
-  }
-  return low;
-}
-
-/* R of GPU's tenant is in GPU's remote-running array while it runs with
+/* R of GPU's tenant is in GPU's remote-running list while it runs with
  * blocks on a lender: called after anything that changes its state, its
- * blocks or their places. The array keeps the running list's order (by
- * started, which is unique: R goes where it sorts, found by bisection). */
+ * blocks or their places. The list keeps the running list's order (by
+ * started; a request joins it near its end, or it is short). */
 static void request_placed(EmaPoolCore *c, guint gpu, EmaPoolRequest *r) {
-  gboolean is = r->running.data != NULL && r->at[gpu] < r->blocks, was = r->remote_running;
-  EmaPoolRequestArray *a = &c->remote_list[gpu];
-  guint at;
+  gboolean is = r->running.data != NULL && r->at[gpu] < r->blocks, was = r->remote.data != NULL;
+  GQueue *q = &c->remote_list[gpu];
+  GList *before = q->tail;
   if (is == was)
     return;
-  at = remote_after(a, r->started);
   if (!is) {
-    g_assert(at > 0 && a->v[at - 1] == r);
-    memmove(&a->v[at - 1], &a->v[at], (a->len - at) * sizeof *a->v);
-    a->len--;
-    r->remote_running = FALSE;
+    g_queue_unlink(q, &r->remote);
+    r->remote.data = NULL;
     return;
   }
-  if (a->len == a->cap) {
-    a->cap = MAX(16, 2 * a->cap);
-    a->v = g_renew(EmaPoolRequest *, a->v, a->cap);
-  }
-  memmove(&a->v[at + 1], &a->v[at], (a->len - at) * sizeof *a->v);
-  a->v[at] = r;
-  a->len++;
-  r->remote_running = TRUE;
+  while (before && ((const EmaPoolRequest *) before->data)->started > r->started)
+    before = before->prev;
+  r->remote.data = r;
+  g_queue_insert_after_link(q, before, &r->remote); /* before NULL: at the head */
 }
 
 /* R of GPU's tenant is now in STATE: in GPU's running list while running. */
@@ -188,9 +167,8 @@ const GList *ema_pool_core_running(const EmaPoolCore *c, guint gpu) {
   return c->running_list[gpu].head;
 }
 
-EmaPoolRequest *const *ema_pool_core_remote_running(const EmaPoolCore *c, guint gpu, guint *n) {
-  *n = c->remote_list[gpu].len;
-  return c->remote_list[gpu].v;
+const GList *ema_pool_core_remote_running(const EmaPoolCore *c, guint gpu) {
+  return c->remote_list[gpu].head;
 }
 
 void ema_pool_core_request_state(EmaPoolCore *c, EmaSliceGpu *g, guint64 request,
@@ -328,13 +306,12 @@ static void requests_take_from(EmaPoolCore *c, EmaSliceGpu *g, guint from, guint
 
 /* The requests' invariants of G: their blocks on each place add up to the
  * ledger's, each request's to its total, the running list holds the
- * running ones and the remote-running array those of them with blocks on a
+ * running ones and the remote-running list those of them with blocks on a
  * lender, in order (request_placed's, against a fresh filter). */
 static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GError **error) {
   guint64 *sum = g_newa(guint64, c->n);
   guint running = 0;
-  const EmaPoolRequestArray *remote = &c->remote_list[g->index];
-  guint next = 0; /* in remote */
+  const GList *remote = c->remote_list[g->index].head;
   memset(sum, 0, c->n * sizeof *sum);
   for (const GList *l = c->request_list[g->index].head; l; l = l->next) {
     const EmaPoolRequest *r = l->data;
@@ -364,25 +341,25 @@ static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GErro
   if (running != c->running_list[g->index].length)
     return ema_slice_ledger_invalid(error, "gpu%u: %u requests running, %u in the running list",
                                     g->index, running, c->running_list[g->index].length);
-  /* the remote-running array: the running ones with blocks on a lender, in order */
+  /* the remote-running list: the running ones with blocks on a lender, in order */
   for (const GList *l = c->running_list[g->index].head; l; l = l->next) {
     const EmaPoolRequest *r = l->data;
     if (r->at[g->index] == r->blocks)
       continue;
-    if (next == remote->len || remote->v[next] != r || !r->remote_running)
+    if (remote == NULL || remote->data != r)
       return ema_slice_ledger_invalid(error,
                                       "gpu%u: running request %" G_GUINT64_FORMAT
                                       " holds blocks on a lender, not next in the remote-running "
-                                      "array",
+                                      "list",
                                       g->index, r->request);
-    next++;
+    remote = remote->next;
   }
-  if (next != remote->len)
+  if (remote != NULL)
     return ema_slice_ledger_invalid(error,
                                     "gpu%u: request %" G_GUINT64_FORMAT
-                                    " is in the remote-running array, not running with blocks on "
+                                    " is in the remote-running list, not running with blocks on "
                                     "a lender",
-                                    g->index, remote->v[next]->request);
+                                    g->index, ((const EmaPoolRequest *) remote->data)->request);
   for (guint p = 0; p < c->n; p++) {
     guint64 ledger = p == g->index ? g->local_used : g->remote[p];
     if (sum[p] != ledger)
@@ -439,7 +416,7 @@ gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server
   c->requests = g_new0(EmaIdMap *, n);
   c->request_list = g_new0(GQueue, n);
   c->running_list = g_new0(GQueue, n);
-  c->remote_list = g_new0(EmaPoolRequestArray, n);
+  c->remote_list = g_new0(GQueue, n);
   for (guint i = 0; i < n; i++)
     c->requests[i] = ema_id_map_new();
   c->request_views = g_array_new(FALSE, FALSE, sizeof(EmaRequestView));
@@ -476,7 +453,6 @@ void ema_pool_core_clear(EmaPoolCore *c) {
       request_free(r);
     }
     ema_id_map_free(c->requests[i], NULL);
-    g_free(c->remote_list[i].v);
   }
   g_free(c->requests);
   g_free(c->request_list);
@@ -699,7 +675,7 @@ static gboolean take_fits_local(const EmaPoolCore *c, const EmaSliceGpu *g, guin
 }
 
 /* K local blocks of such a take become R's (its blocks on lenders stay as
- * they were: no change to the remote-running array). */
+ * they were: no change to the remote-running list). */
 static void take_local(const EmaSliceGpu *g, EmaPoolRequest *r, guint64 k) {
   request_add(r, g->index, k);
   r->blocks += k;

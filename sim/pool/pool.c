@@ -1138,7 +1138,7 @@ static void exec_shares(const Pool *p, const Gpu *g, EmaOffloadShare *shares) {
 /* What each lender holds of the step of G's tenant (pool.h's
  * ema_pool_offload_shares) into SHARES[n]; returns u (all 0 unless
  * DECODING: a step with no decode offloads nothing). The requests with own
- * blocks on a lender are the core's remote-running array, each one's blocks
+ * blocks on a lender are the core's remote-running list, each one's blocks
  * where they are, in the running list's order (so each lender's context
  * is summed in the order of a walk of every running request:
  * offload_shares_walked, the same bits). A request whose own blocks are
@@ -1149,28 +1149,13 @@ static void exec_shares(const Pool *p, const Gpu *g, EmaOffloadShare *shares) {
  * the ones walked (integer sums: exact in any order). A lender whose own
  * requests are running is busy (its partials are slowed by its steps).
  * O(requests with remote blocks + the step's tail + GPUs). */
-#define SHARE_AHEAD 4
 static guint64 offload_shares(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare *shares) {
   ShareSums sums;
   guint64 merged;
   if (!shares_start(p, g, decoding, shares, &sums))
     return 0;
-  {
-    guint n;
-    EmaPoolRequest *const *remote = ema_pool_core_remote_running(&p->core, g->index, &n);
-    for (guint i = 0; i < n; i++) {
-      if (i + SHARE_AHEAD < n) {
-        /* the records a few requests on, whose fields share_request reads first: each
-         * tenant's are out of the cache by its next step on a large server */
-        const EmaPoolRequest *ahead = remote[i + SHARE_AHEAD];
-        __builtin_prefetch(ahead);
-        __builtin_prefetch(&ahead->at[g->index]);
-        if (ahead->engine_ref)
-          __builtin_prefetch(ahead->engine_ref);
-      }
-      share_request(p, g, remote[i], &sums, shares);
-    }
-  }
+  for (const GList *l = ema_pool_core_remote_running(&p->core, g->index); l; l = l->next)
+    share_request(p, g, l->data, &sums, shares);
   if (sums.cache_remote && g->engine) {
     guint64 seqs, blocks;
     ema_engine_decode_cached(g->engine, &seqs, &blocks);

@@ -6,7 +6,7 @@
  * give, reclaim and placement move, and the requests' invariants are
  * checked after every action (EMA_POOL_CHECKS=all); a broken record is
  * caught with its request named; the running list follows the states,
- * and the remote-running array the states and the blocks' moves. */
+ * and the remote-running list the states and the blocks' moves. */
 #include <string.h>
 
 #include "ema/pool/core.h"
@@ -334,20 +334,21 @@ static void test_running_list(void) {
 
 /* GPU's running requests with blocks on a lender, in order, are the NUMBER of EXPECTED. */
 static void assert_remote_running(const Rig *r, const guint64 *expected, guint number) {
-  guint n;
-  EmaPoolRequest *const *remote = ema_pool_core_remote_running(&r->core, 0, &n);
-  g_assert_cmpuint(n, ==, number);
-  for (guint i = 0; i < n; i++)
-    g_assert_cmpuint(remote[i]->request, ==, expected[i]);
+  guint i = 0;
+  for (const GList *l = ema_pool_core_remote_running(&r->core, 0); l; l = l->next, i++) {
+    g_assert_cmpuint(i, <, number);
+    g_assert_cmpuint(((const EmaPoolRequest *) l->data)->request, ==, expected[i]);
+  }
+  g_assert_cmpuint(i, ==, number);
 }
 
-/* The remote-running array follows the states and the blocks' moves, in
+/* The remote-running list follows the states and the blocks' moves, in
  * the running list's order: R1 (3 on gpu1) alone; P resumed after it; R0
  * (started first) at the head once its 9th block goes to gpu2, and out
  * again when that block goes; R1 out when preempted, P when its blocks come
- * home. An array that has lost a request, or keeps one it should not, is
+ * home. A list that has lost a request, or keeps one it should not, is
  * caught. */
-static void test_remote_running_array(void) {
+static void test_remote_running_list(void) {
   Rig r;
   GError *error = NULL;
   EmaPlacementPlan plan = {.n = 1};
@@ -361,18 +362,15 @@ static void test_remote_running_array(void) {
   assert_at(&r, R0, 8, 0, 1, 2); /* gpu2 has the most room left (2 > 1) */
   assert_remote_running(&r, all, 3);
   check(&r);
-  /* the array loses R1 (R0 R1 P -> R0 P): caught, and the array restored */
+  /* the list loses R1: caught, and the list restored */
   q = (EmaPoolRequest *) ema_pool_core_request(&r.core, 0, R1);
-  r.core.remote_list[0].v[1] = r.core.remote_list[0].v[2];
-  r.core.remote_list[0].len--;
+  g_queue_unlink(&r.core.remote_list[0], &q->remote);
   g_assert_false(ema_pool_core_check(&r.core, &error));
   g_assert_cmpstr(error->message, ==,
                   "gpu0: running request 11 holds blocks on a lender, not next in the "
-                  "remote-running array");
+                  "remote-running list");
   g_clear_error(&error);
-  r.core.remote_list[0].len++;
-  r.core.remote_list[0].v[2] = r.core.remote_list[0].v[1];
-  r.core.remote_list[0].v[1] = q;
+  g_queue_insert_after_link(&r.core.remote_list[0], r.core.remote_list[0].head, &q->remote);
   check(&r);
   g_assert_true(ema_pool_core_give(&r.core, &r.gpus[0], R0, 1, 2, &error));
   assert_at(&r, R0, 8, 0, 0, 0);
@@ -388,18 +386,17 @@ static void test_remote_running_array(void) {
   assert_at(&r, P, 2, 0, 0, 0);
   assert_remote_running(&r, NULL, 0);
   check(&r);
-  /* a request kept in the array with all its blocks local: caught */
+  /* a request kept in the list with all its blocks local: caught */
   q = (EmaPoolRequest *) ema_pool_core_request(&r.core, 0, P);
-  q->remote_running = TRUE;
-  g_assert_cmpuint(r.core.remote_list[0].len, <, r.core.remote_list[0].cap);
-  r.core.remote_list[0].v[r.core.remote_list[0].len++] = q;
+  q->remote.data = q;
+  g_queue_push_tail_link(&r.core.remote_list[0], &q->remote);
   g_assert_false(ema_pool_core_check(&r.core, &error));
   g_assert_cmpstr(error->message, ==,
-                  "gpu0: request 12 is in the remote-running array, not running with blocks on a "
+                  "gpu0: request 12 is in the remote-running list, not running with blocks on a "
                   "lender");
   g_clear_error(&error);
-  r.core.remote_list[0].len--;
-  q->remote_running = FALSE;
+  g_queue_unlink(&r.core.remote_list[0], &q->remote);
+  q->remote.data = NULL;
   check(&r);
   rig_clear(&r);
 }
@@ -412,6 +409,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/placement/check", test_check_catches);
   g_test_add_func("/placement/next-lender", test_next_lender);
   g_test_add_func("/placement/running", test_running_list);
-  g_test_add_func("/placement/remote-running", test_remote_running_array);
+  g_test_add_func("/placement/remote-running", test_remote_running_list);
   return g_test_run();
 }

@@ -41,32 +41,25 @@ G_BEGIN_DECLS
  * lender j), the sum over g's requests of at[p] is g's local_used (p = g)
  * or remote[p], no request holds a block twice, the GPU's running list
  * holds exactly its requests in EMA_KV_RUNNING, and its remote-running
- * array exactly those of them with blocks on a lender (at[g] < blocks), in
+ * list exactly those of them with blocks on a lender (at[g] < blocks), in
  * the running list's order (ema_pool_core_check walks them when
  * EMA_POOL_CHECKS=all). */
 typedef struct {
   guint64 request;
   EmaKvState state;
-  guint64 blocks; /* in all */
-  guint64 *at;    /* [n]: at[g] in g's own slices, at[j] in the slices lender j lends g */
-  guint last;     /* where its newest block is (the new token's K/V goes there) */
-  guint64 places; /* bit p (p < 64): it has blocks on place p (what at[] says, kept with it) */
-  GList link;     /* in its GPU's list, in the order the pool first saw it; data = this */
-  GList running;  /* in its GPU's running list while EMA_KV_RUNNING; data = this */
-  gboolean remote_running; /* in its GPU's remote-running array (running with blocks on a
-                              lender) */
-  guint64 started;         /* the GPU's running lists' order: when it last started to run */
-  gpointer engine_ref;     /* its engine's handle (ema_engine_request_ref) once it has run or
-                              been described, kept until it finishes; NULL before, without an
-                              engine and for the prefix cache */
+  guint64 blocks;      /* in all */
+  guint64 *at;         /* [n]: at[g] in g's own slices, at[j] in the slices lender j lends g */
+  guint last;          /* where its newest block is (the new token's K/V goes there) */
+  guint64 places;      /* bit p (p < 64): it has blocks on place p (what at[] says, kept with it) */
+  GList link;          /* in its GPU's list, in the order the pool first saw it; data = this */
+  GList running;       /* in its GPU's running list while EMA_KV_RUNNING; data = this */
+  GList remote;        /* in its GPU's remote-running list while running with blocks on a
+                          lender; data = this */
+  guint64 started;     /* the GPU's running lists' order: when it last started to run */
+  gpointer engine_ref; /* its engine's handle (ema_engine_request_ref) once it has run or
+                          been described, kept until it finishes; NULL before, without an
+                          engine and for the prefix cache */
 } EmaPoolRequest;
-
-/* A GPU's remote-running requests, in the running list's order (their
- * `started`, which only grows: the array is sorted by it). */
-typedef struct {
-  EmaPoolRequest **v;
-  guint len, cap;
-} EmaPoolRequestArray;
 
 #define EMA_POOL_REASON_CHARS 160
 
@@ -181,14 +174,13 @@ struct _EmaPoolCore {
   EmaPoolOwnerCheck owner_check;
   gpointer owner_data;
   /* requests: per GPU, the table serial -> EmaPoolRequest and their list */
-  EmaIdMap **requests;  /* [n] */
-  GQueue *request_list; /* [n] */
-  GQueue *running_list; /* [n] the requests in EMA_KV_RUNNING, in the order they started */
-  EmaPoolRequestArray *remote_list; /* [n] those of them with blocks on a lender, in the
-                                       same order */
-  guint64 starts;                   /* requests started to run so far (EmaPoolRequest.started) */
-  GArray *request_views;            /* EmaRequestView, the last view's requests() */
-  GArray *request_at;               /* guint64 [n] per request view: copies of their blocks_at */
+  EmaIdMap **requests;   /* [n] */
+  GQueue *request_list;  /* [n] */
+  GQueue *running_list;  /* [n] the requests in EMA_KV_RUNNING, in the order they started */
+  GQueue *remote_list;   /* [n] those of them with blocks on a lender, in the same order */
+  guint64 starts;        /* requests started to run so far (EmaPoolRequest.started) */
+  GArray *request_views; /* EmaRequestView, the last view's requests() */
+  GArray *request_at;    /* guint64 [n] per request view: copies of their blocks_at */
   /* the plans a decision hands its borrow (decide, place) and reclaim
    * policies: zeroed with the core and emptied again after each use (n = 0,
    * the actions it set zero), never cleared whole per decision (a clear of
@@ -260,11 +252,10 @@ const GList *ema_pool_core_requests(const EmaPoolCore *core, guint gpu);
  * run (their running links): what a step's decode may read, without the
  * waiting ones. */
 const GList *ema_pool_core_running(const EmaPoolCore *core, guint gpu);
-/* Those of them with blocks on a lender, in the same order, in an array
- * (*N of them): the ones whose decode reads remote KV of their own; kept as
- * their blocks move, not searched for. An array, not a list, so that a walk
- * can fetch the records ahead of its reach. */
-EmaPoolRequest *const *ema_pool_core_remote_running(const EmaPoolCore *core, guint gpu, guint *n);
+/* Those of them with blocks on a lender, in the same order (their remote
+ * links): the ones whose decode reads remote KV of their own; kept as their
+ * blocks move, not searched for. */
+const GList *ema_pool_core_remote_running(const EmaPoolCore *core, guint gpu);
 /* The next place from J on in LENDERS (a mask of EmaPoolRequest.places), or
  * N: a walk of the places that skips those holding none of a request's
  * blocks. Past the mask's 64 places every place comes. */
