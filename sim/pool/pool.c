@@ -151,10 +151,13 @@ struct _Pool {
   const EmaPolicySpec *spec;
   guint n;
   Gpu *gpus;
-  EmaPoolCore core;       /* the mechanism; core.ledger.gpus[i] is &gpus[i].counters */
-  double *bytes_scratch;  /* [n], per-lender bytes of the step being timed */
-  double *read_scratch;   /* [n], of those, the lenders' read in an offloading step */
-  double *cap_scratch;    /* [n], lender_capped_step() of each lender of the step being timed */
+  EmaPoolCore core;      /* the mechanism; core.ledger.gpus[i] is &gpus[i].counters */
+  double *bytes_scratch; /* [n], per-lender bytes of the step being timed */
+  double *read_scratch;  /* [n], of those, the lenders' read in an offloading step */
+  double *cap_scratch;   /* [n], lender_capped_step() of each lender of the step being timed */
+  /* [n], per lender of the step whose shares are being summed (shares_start() to
+   * shares_finish()): its requests with own blocks there that also hold cached blocks there */
+  guint64 *share_overlap;
   gboolean tier_per_step; /* ema_pool_set_tier_per_step */
   guint pulling;          /* GPUs whose pull is not all 0: none, and no step sums peers' pulls */
   guint offloading;       /* GPUs whose offloading is set: none, and no step looks for them */
@@ -977,7 +980,12 @@ static double lender_offload_share(const Pool *p, guint lender, guint borrower) 
  * cache of the tenant and whether it is partly on lenders; the requests
  * merging remote partials (of those with own blocks on a lender); of the
  * requests whose own blocks are all local, those that hold cached blocks
- * and their cached blocks (counted together); of the others, likewise. */
+ * and their cached blocks (counted together); of the others, likewise.
+ * Every decoding request's cached blocks sit on the cache's places in the
+ * cache's proportions, so the cached tokens on a lender are the sum of
+ * those blocks times that lender's share, one product per lender and step
+ * (shares_finish()), where a product per request and lender would give the
+ * same sum. */
 typedef struct {
   const EmaPoolRequest *cache;
   gboolean cache_remote;
@@ -1003,6 +1011,8 @@ static gboolean shares_start(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare
   memset(sums, 0, sizeof *sums);
   if (!decoding || g->remote_total == 0)
     return FALSE;
+  FOR_EACH_LENDER (p, g, j)
+    p->share_overlap[j] = 0;
   sums->block_tokens = g->engine ? ema_engine_block_tokens(g->engine) : EMA_KV_BLOCK_TOKENS;
   sums->cache = ema_pool_core_request(&p->core, g->index, EMA_KV_PREFIX_CACHE);
   sums->cache_remote = sums->cache && sums->cache->blocks > sums->cache->at[g->index];
@@ -1023,9 +1033,12 @@ static inline guint next_place(const Pool *p, const Gpu *g, guint64 lenders, gui
  * (the pool's benches, which time hand-made batches), every running
  * request decodes, its context all of its blocks (blocks x block tokens,
  * the newest block full) and none of them cached. R's own blocks on each
- * lender, its newest one's spare tokens out, and its cached blocks' share
- * of each place of the cache's; a request whose own blocks are all local
- * only counts in SUMS. */
+ * lender, its newest one's spare tokens out (at most a block's less one:
+ * a lender with any of its blocks holds some of its tokens), go into
+ * SHARES; its cached blocks go into SUMS (shares_finish() spreads them over
+ * the cache's places), with, per lender that holds both, one request not
+ * to count twice (Pool.share_overlap). A request whose own blocks are all
+ * local only counts in SUMS. */
 static void share_request(const Pool *p, const Gpu *g, const EmaPoolRequest *r, ShareSums *sums,
                           EmaOffloadShare *shares) {
   const EmaPoolRequest *cache = sums->cache;
@@ -1051,37 +1064,37 @@ static void share_request(const Pool *p, const Gpu *g, const EmaPoolRequest *r, 
   }
   sums->remote_cached_seqs += cached > 0;
   sums->remote_cached_blocks += cached;
-  /* the lenders holding its blocks or its cached blocks' (the places of the others hold none) */
-  lenders = r->places | (cached > 0 ? cache->places : 0);
+  /* the lenders holding its own blocks (the places of the others hold none) */
+  lenders = r->places;
   if (g->index < 64)
     lenders &= ~(G_GUINT64_CONSTANT(1) << g->index);
   for (guint j = next_place(p, g, lenders, 0); j < p->n; j = next_place(p, g, lenders, j + 1)) {
-    double tokens;
-    if (j == g->index || (r->at[j] == 0 && (cached == 0 || cache->at[j] == 0)))
+    if (j == g->index || r->at[j] == 0)
       continue; /* none of its blocks there (a place past the mask's 64) */
-    tokens = (double) (r->at[j] * block_tokens) - (r->last == j ? (double) spare : 0);
-    if (cached > 0)
-      tokens += (double) (cached * block_tokens) * (double) cache->at[j] / (double) cache->blocks;
-    if (tokens <= 0)
-      continue;
+    g_assert(r->last != j || spare < r->at[j] * block_tokens);
     shares[j].seqs++;
-    shares[j].context += tokens;
+    shares[j].context += (double) (r->at[j] * block_tokens) - (r->last == j ? (double) spare : 0);
     shares[j].new_kv += r->last == j;
+    p->share_overlap[j] += cached > 0 && cache->at[j] > 0;
     remote = TRUE;
   }
   sums->merged += remote;
 }
 
-/* SHARES with the requests counted together in SUMS (their cached blocks
- * on each place of the cache's) and the lenders' busy flags; returns u. */
+/* SHARES with the cached blocks of SUMS (every decoding request's that
+ * holds any: its share of each place of the cache's, a request counted once
+ * at a lender that also holds its own blocks) and the lenders' busy flags;
+ * returns u. */
 static guint64 shares_finish(const Pool *p, const Gpu *g, const ShareSums *sums,
                              EmaOffloadShare *shares) {
   const EmaPoolRequest *cache = sums->cache;
+  guint64 seqs = sums->cached_seqs + sums->remote_cached_seqs;
+  guint64 blocks = sums->cached_blocks + sums->remote_cached_blocks;
   FOR_EACH_LENDER (p, g, j)
-    if (sums->cached_seqs > 0 && cache->at[j] > 0) {
-      shares[j].seqs += sums->cached_seqs;
-      shares[j].context += (double) (sums->cached_blocks * sums->block_tokens) *
-                           (double) cache->at[j] / (double) cache->blocks;
+    if (seqs > 0 && cache->at[j] > 0) {
+      shares[j].seqs += seqs - p->share_overlap[j];
+      shares[j].context +=
+          (double) (blocks * sums->block_tokens) * (double) cache->at[j] / (double) cache->blocks;
     }
   /* (shares_start cleared the other GPUs') */
   FOR_EACH_LENDER (p, g, j)
@@ -1796,6 +1809,7 @@ EmaPool *ema_pool_new(EmaSim *sim, const EmaServerSpec *server, const EmaPolicyS
   p->bytes_scratch = g_new0(double, p->n);
   p->read_scratch = g_new0(double, p->n);
   p->cap_scratch = g_new0(double, p->n);
+  p->share_overlap = g_new0(guint64, p->n);
   p->words = (p->n + 63) / 64;
   p->pullers = g_new0(guint64, p->words);
   p->pulled_by = g_new0(guint64, (gsize) p->n * p->words);
@@ -1884,6 +1898,7 @@ void ema_pool_free(EmaPool *pool) {
   g_free(p->bytes_scratch);
   g_free(p->read_scratch);
   g_free(p->cap_scratch);
+  g_free(p->share_overlap);
   g_free(p->pullers);
   g_free(p->pulled_by);
   g_free(p->offloaders);
