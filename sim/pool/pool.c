@@ -1440,11 +1440,16 @@ static void count_capped(Pool *p, Gpu *g, double capped_s) {
              lender_share(p, g, j, &g->offload_shares[j], ns(g->uncapped_s)) * 100);
   if (capped_s <= 0)
     g_strlcat(reason, "none left: the step reads its remote KV", sizeof reason);
-  else
+  else if (offloads)
     g_snprintf(reason + strlen(reason), sizeof reason - strlen(reason),
-               "served %.3g%%: step %.2f ms, %.2f uncapped%s",
+               "served %.3g%%: step %.2f ms, %.2f uncapped",
                lender_share(p, g, j, &g->offload_shares[j], ns(capped_s)) * 100, capped_s * 1e3,
-               g->uncapped_s * 1e3, offloads ? "" : "; not offloaded");
+               g->uncapped_s * 1e3);
+  else /* what the cap would have made of it, however long: %g keeps 10^8 ms readable */
+    g_snprintf(reason + strlen(reason), sizeof reason - strlen(reason),
+               "served %.3g%%: step %.4g ms if offloaded, %.2f uncapped; not offloaded",
+               lender_share(p, g, j, &g->offload_shares[j], ns(capped_s)) * 100, capped_s * 1e3,
+               g->uncapped_s * 1e3);
   /* the time the cap added: none to a step that did not offload */
   ema_pool_core_note(core_now(p), EMA_POOL_EVENT_OFFLOAD_THROTTLE, g->index, j, 0, 0,
                      offloads && capped_s > 0 ? capped_s - g->uncapped_s : 0, reason);

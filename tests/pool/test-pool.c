@@ -1962,6 +1962,7 @@ static void test_step_offload_capped_unused(void) {
   e = &g_array_index(events, EmaPoolEvent, 0);
   g_assert_cmpuint(e->peer, ==, 1);
   g_assert_true(g_str_has_suffix(e->reason, "; not offloaded"));
+  g_assert_nonnull(strstr(e->reason, " ms if offloaded, "));
   g_assert_cmpfloat(e->seconds, ==, 0);
   g_assert_cmpuint(ema_pool_stats(b->pool)->offload_throttled_steps, ==, 0);
   g_assert_cmpint(ema_pool_stats(b->pool)->offload_throttled, ==, 0);
