@@ -5,12 +5,16 @@
  * a lender below `lender_reserve` of its region plus its own demand over
  * the same horizon (lender priority: a lender's growth is reserved before
  * it lends). Borrows are at least `min_borrow` slices, to keep mapping
- * calls few. Empty borrowed slices beyond that need go back once nothing
- * waits. With `tier_slices` a tenant with a prefix cache (a request of
- * state cached in the view) also keeps that many slices borrowed beyond the
- * need (borrowing them while lenders have room to spare): room for the
- * prefix cache's remote tier (policy.prefix_tier), which keeps cached
- * blocks no request holds in borrowed slices that hold no blocks.
+ * calls few. With `affinity` F > 0 a borrow goes to a peer that already
+ * lends to the tenant when that peer can give the whole borrow and has at
+ * least F of the most idle peer's lendable slices (a borrower's slices on
+ * fewer lenders: fewer reclaims and less work per step on a rack, slower
+ * lenders' admissions on 8 GPUs; off by default, docs/rack-scale.md).
+ * Empty borrowed slices beyond that need go back once nothing waits. With `tier_slices` a tenant
+ * with a prefix cache (a request of state cached in the view) also keeps that many slices borrowed
+ * beyond the need (borrowing them while lenders have room to spare): room for the prefix cache's
+ * remote tier (policy.prefix_tier), which keeps cached blocks no request holds in borrowed slices
+ * that hold no blocks.
  *
  * With `within_limit` it holds borrowed room only up to what the prefetch
  * plan admits as remote (the tenant's blocks_room beyond its local
@@ -74,6 +78,7 @@ typedef struct {
   gint64 limit_hold;
   gboolean place;
   double place_budget;
+  double affinity;
 } Params;
 
 /* place(): a request with this many decode steps left or fewer (output
@@ -124,6 +129,12 @@ static const EmaParam params[] = {
      .default_value = "25%", .min = 0, .max = 1,
      .help = "place: the share of the tenant's last step that one decision's copies may take on "
              "the link (at least one block per decision)"},
+    {"affinity", EMA_PARAM_FRACTION, G_STRUCT_OFFSET(Params, affinity), .default_value = "0",
+     .min = 0, .max = 1,
+     .help = "a borrow goes to a lender that already lends to the tenant when it can give the "
+             "whole borrow and has at least this share of the most idle lender's lendable "
+             "slices (0: every borrow from the most idle; docs/rack-scale.md measures both on a "
+             "rack and on 8 GPUs)"},
 };
 
 static const EmaParamTable table = {"most-idle", sizeof(Params), params, EMA_PARAMS_N(params),
@@ -219,7 +230,8 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     return;
   if (slices > have) {
     slices = MAX(slices - have, (guint64) p->min_borrow);
-    plan_borrow_most_idle(view, borrower, slices, p->lender_reserve, horizon_s(p), plan);
+    plan_borrow_most_idle(view, borrower, slices, p->lender_reserve, horizon_s(p), p->affinity,
+                          plan);
     return;
   }
   /* with nothing borrowed there is nothing empty to give back */

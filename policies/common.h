@@ -49,14 +49,18 @@ static inline guint64 view_empty_borrowed(const EmaPoolView *view, guint borrowe
 /* Borrow up to SLICES for BORROWER from the peers with the most lendable
  * slices above RESERVE_SHARE of their region (plus each peer's own demand
  * over HORIZON_S seconds, in slices); appends to PLAN; returns what it
- * planned. */
+ * planned. With AFFINITY > 0 a borrow goes to a peer that already lends
+ * to BORROWER when that peer can give all that is left to borrow and has
+ * at least AFFINITY of the most idle peer's lendable slices (the one with
+ * the most of those), so that a borrower's slices gather on fewer lenders;
+ * 0: every borrow from the most idle peer. */
 static inline guint64 plan_borrow_most_idle(const EmaPoolView *view, guint borrower, guint64 slices,
-                                            double reserve_share, double horizon_s,
+                                            double reserve_share, double horizon_s, double affinity,
                                             EmaBorrowPlan *plan) {
   guint64 planned = 0;
   while (planned < slices && plan->n < G_N_ELEMENTS(plan->actions)) {
-    guint best = view->n_gpus;
-    guint64 most = 0;
+    guint best = view->n_gpus, held = view->n_gpus;
+    guint64 most = 0, held_most = 0, left = slices - planned;
     for (guint j = 0; j < view->n_gpus; j++) {
       const EmaGpuView *l = &view->gpus[j];
       double own = l->demand_blocks_per_s > 0 ? l->demand_blocks_per_s * horizon_s : 0;
@@ -71,6 +75,15 @@ static inline guint64 plan_borrow_most_idle(const EmaPoolView *view, guint borro
         most = can;
         best = j;
       }
+      if (affinity > 0 && can >= left && can > held_most &&
+          view->lent[j * view->n_gpus + borrower] > 0) {
+        held_most = can;
+        held = j;
+      }
+    }
+    if (held < view->n_gpus && (double) held_most >= affinity * (double) most) {
+      best = held;
+      most = held_most;
     }
     if (best == view->n_gpus)
       break;

@@ -414,6 +414,35 @@ static void test_place_beyond_admitted(void) {
   placing_free(pl);
 }
 
+/* affinity: lender 2 stops lending (GPU 0 holds lender 1's 40 slices, 25 of them empty); 150
+ * blocks short is 75 slices, 50 beyond the empty ones. Lendable above the 10-slice reserve:
+ * lender 1 100 - 40 - 10 = 50, lender 2 100 - 10 = 90. Without affinity the 50 come from the
+ * most idle, lender 2; with affinity 0.5 from lender 1, which already lends and can give all
+ * 50 with 50 >= 0.5 x 90; with 0.6 (50 < 54) from lender 2 again; and lender 1 giving less
+ * than the whole borrow (70 short: 60 more) is passed over whatever the affinity. */
+static void test_affinity(void) {
+  static const struct {
+    const char *affinity;
+    guint64 short_blocks;
+    guint lender;
+    gint64 slices;
+  } cases[] = {{"0", 150, 2, 50}, {"50%", 150, 1, 50}, {"60%", 150, 2, 50}, {"1", 170, 2, 60}};
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    Case *c = case_new("false");
+    EmaBorrowPlan plan;
+    set_param(c, "affinity", cases[i].affinity);
+    c->lent[2 * N_GPUS + 0] = 0;
+    c->gpus[2].slices_lent = 0;
+    c->gpus[0].slices_borrowed = 40;
+    c->gpus[0].blocks_short = cases[i].short_blocks;
+    plan = decide(c);
+    g_assert_cmpuint(plan.n, ==, 1);
+    g_assert_cmpuint(plan.actions[0].lender, ==, cases[i].lender);
+    g_assert_cmpint(plan.actions[0].slices, ==, cases[i].slices);
+    case_free(c);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/borrow-policy/within-limit", test_within_limit);
@@ -424,5 +453,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/borrow-policy/place-early-out", test_place_early_out);
   g_test_add_func("/borrow-policy/place-no-cold", test_place_no_cold);
   g_test_add_func("/borrow-policy/place-beyond-admitted", test_place_beyond_admitted);
+  g_test_add_func("/borrow-policy/affinity", test_affinity);
   return g_test_run();
 }
