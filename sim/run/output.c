@@ -31,11 +31,11 @@
 #include "ema/run/json.h"
 #include "ema-vcs.h"
 
-/* The entries every ema-sim run may write into its folder. */
+/* The entries every ema-sim run may write into its folder, in the order a
+ * reader takes them up (ema_output_run_files names the files among them). */
 static const char *const run_entries[] = {
-    "resolved.yaml",      "summary.json", "tenants.csv", "requests.csv",
-    "timeline.csv",       "steps.csv",    "events.csv",  "compare.csv",
-    "compare-paired.csv", "plots",        NULL};
+    "summary.json",  "tenants.csv", "requests.csv",       "timeline.csv", "steps.csv", "events.csv",
+    "resolved.yaml", "compare.csv", "compare-paired.csv", "plots",        NULL};
 
 gboolean ema_output_is_run_entry(const char *name) {
   for (guint i = 0; run_entries[i]; i++)
@@ -45,16 +45,14 @@ gboolean ema_output_is_run_entry(const char *name) {
 }
 
 char *ema_output_run_files(const char *dir) {
-  static const char *const files[] = {"summary.json", "tenants.csv", "requests.csv", "timeline.csv",
-                                      "steps.csv",    "events.csv",  "resolved.yaml"};
   GString *list = g_string_new(NULL);
-  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
-    g_autofree char *path = g_build_filename(dir, files[i], NULL);
+  for (guint i = 0; run_entries[i]; i++) {
+    g_autofree char *path = g_build_filename(dir, run_entries[i], NULL);
     if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
-      continue;
+      continue; /* not written by this run (the claim cleared it), or plots/ */
     if (list->len > 0)
       g_string_append(list, ", ");
-    g_string_append(list, files[i]);
+    g_string_append(list, run_entries[i]);
   }
   return g_string_free(list, FALSE);
 }

@@ -52,10 +52,10 @@ gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError 
 /* NAME is an entry a run writes into its folder (or the marker): no
  * sub-folder of a run's may take it. */
 gboolean ema_output_is_run_entry(const char *name);
-/* The files a serving run left in DIR, comma-separated in the order a
- * reader takes them up (summary.json first, resolved.yaml last): only
- * those there (the claim cleared the others), so a run without
- * requests.csv or events.csv does not name them. */
+/* The files among a run's entries in DIR, comma-separated in the order a
+ * reader takes them up (summary.json first): only those there (the claim
+ * cleared the others), so a run without requests.csv or events.csv does
+ * not name them. */
 char *ema_output_run_files(const char *dir);
 /* The descriptor DIR's lock is held on (to hand on to a program this
  * process starts, under EMA_OUTPUT_CLAIMED_ENV), -1 when not held. */
