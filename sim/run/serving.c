@@ -64,9 +64,11 @@ typedef struct {
                       ema_pool_check_scale(GPUs) (each check walks every pair of GPUs) */
   gboolean progress;
   gint64 wall_start, last_progress;
-  /* the output files open and their stdio buffers (open_output, close_output) */
-  FILE *buffered[OUTPUT_FILES];
-  char *buffers[OUTPUT_FILES];
+  /* the output files open, each with its stdio buffer (open_output, close_output) */
+  struct {
+    FILE *file;
+    char *buffer;
+  } outputs[OUTPUT_FILES];
 } Run;
 
 static EmaTime step_cost(gpointer data, const EmaStepBatch *batch) {
@@ -318,12 +320,12 @@ static FILE *open_output(Run *run, const char *name, GError **error) {
                 g_strerror(saved));
     return NULL;
   }
-  while (run->buffered[slot] != NULL)
+  while (run->outputs[slot].file != NULL)
     slot++;
   g_assert(slot < OUTPUT_FILES);
-  run->buffered[slot] = file;
-  run->buffers[slot] = g_malloc(OUTPUT_BUFFER_BYTES);
-  setvbuf(file, run->buffers[slot], _IOFBF, OUTPUT_BUFFER_BYTES);
+  run->outputs[slot].file = file;
+  run->outputs[slot].buffer = g_malloc(OUTPUT_BUFFER_BYTES);
+  setvbuf(file, run->outputs[slot].buffer, _IOFBF, OUTPUT_BUFFER_BYTES);
   return file;
 }
 
@@ -334,9 +336,9 @@ static gboolean close_output(Run *run, FILE **file, const char *name, GError **e
   ok = fflush(*file) == 0 && !ferror(*file);
   ok = fclose(*file) == 0 && ok;
   for (guint slot = 0; slot < OUTPUT_FILES; slot++)
-    if (run->buffered[slot] == *file) {
-      run->buffered[slot] = NULL;
-      g_clear_pointer(&run->buffers[slot], g_free);
+    if (run->outputs[slot].file == *file) {
+      run->outputs[slot].file = NULL;
+      g_clear_pointer(&run->outputs[slot].buffer, g_free);
     }
   *file = NULL;
   if (!ok) {
