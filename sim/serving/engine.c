@@ -311,7 +311,11 @@ typedef struct {
 
 /* The serials of the steady region's members of one phase, in admission
  * order: the step's needing requests as the memory's take_each takes them,
- * read without touching the requests themselves. */
+ * read without touching the requests themselves. Not a GArray: its header
+ * is an allocation of its own, one more miss per step on a rack whose
+ * tenants' records are out of the cache by their next step (the rack's
+ * first 600 s 6% slower with GArrays, 7 pairs); these headers sit in one
+ * array of the engine's. */
 typedef struct {
   guint64 *serials;
   guint len, cap;
