@@ -10,11 +10,12 @@
  * least F of the most idle peer's lendable slices (a borrower's slices on
  * fewer lenders: fewer reclaims and less work per step on a rack, slower
  * lenders' admissions on 8 GPUs; off by default, docs/rack-scale.md).
- * Empty borrowed slices beyond that need go back once nothing waits. With `tier_slices` a tenant
- * with a prefix cache (a request of state cached in the view) also keeps that many slices borrowed
- * beyond the need (borrowing them while lenders have room to spare): room for the prefix cache's
- * remote tier (policy.prefix_tier), which keeps cached blocks no request holds in borrowed slices
- * that hold no blocks.
+ * Empty borrowed slices beyond that need go back once nothing waits.
+ * With `tier_slices` a tenant with a prefix cache (a request of state
+ * cached in the view) also keeps that many slices borrowed beyond the need
+ * (borrowing them while lenders have room to spare): room for the prefix
+ * cache's remote tier (policy.prefix_tier), which keeps cached blocks no
+ * request holds in borrowed slices that hold no blocks.
  *
  * With `within_limit` it holds borrowed room only up to what the prefetch
  * plan admits as remote (the tenant's blocks_room beyond its local
