@@ -1028,12 +1028,6 @@ static void report_failure(Runner *runner, guint point, const char *how, const c
 /* Points whose warnings are named one by one; past them, one line when the sweep ends. */
 #define WARNED_POINTS_SHOWN 20
 
-/* A point that ran and warned (lines of DIR/run.err that start
- * EMA_OUTPUT_WARNING, as a single run prints them; not those the sweep
- * printed before running, options->said_warnings, nor the loader's "ema:
- * warning:" lines, such as public data absent, which every point repeats
- * and its summary.json's fidelity states): its first warning and how many
- * more, on stderr, for the first WARNED_POINTS_SHOWN such points. */
 /* LINE (a run's warning) says one of the warnings the sweep printed before running. */
 static gboolean said(const Runner *runner, const char *line) {
   const GPtrArray *texts = runner->options->said_warnings;
@@ -1044,6 +1038,12 @@ static gboolean said(const Runner *runner, const char *line) {
   return FALSE;
 }
 
+/* A point that ran and warned (lines of DIR/run.err that start
+ * EMA_OUTPUT_WARNING, as a single run prints them; not those the sweep
+ * printed before running, options->said_warnings, nor the loader's "ema:
+ * warning:" lines, such as public data absent, which every point repeats
+ * and its summary.json's fidelity states): its first warning and how many
+ * more, on stderr, for the first WARNED_POINTS_SHOWN such points. */
 static void report_warnings(Runner *runner, guint point, const char *dir) {
   g_autofree char *path = g_build_filename(dir, "run.err", NULL);
   g_autofree char *text = NULL;
