@@ -1072,7 +1072,8 @@ static EmaTime recompute_time(EmaEngine *engine, guint32 tokens) {
     with.prefill_kv_read = (double) done + chunk;
     with.prefill_chunks = 1;
     done += chunk;
-    with.logits += done == tokens; /* the last chunk samples the next token */
+    /* the last chunk samples the next token; under V1 every chunk runs the LM head */
+    with.logits += done == tokens || engine->config.logits_every_request;
     added += MAX(engine->step_estimate(engine->step_estimate_data, &with) - alone, 0);
   }
   return added;
@@ -1186,6 +1187,8 @@ static void add_to_batch(EmaEngine *engine, Req *req, guint32 chunk) {
     b->prefill_chunks++;
   }
   if (samples)
+    engine->step.sampled++;
+  if (samples || engine->config.logits_every_request)
     b->logits++;
   req->in_batch = TRUE;
   req->chunk = chunk;
@@ -1273,6 +1276,7 @@ static gboolean schedule_steady(EmaEngine *engine, guint64 *budget, EmaTime *swa
     b->decode_seqs += engine->steady;
     b->decode_context += (double) (context + (gint64) engine->steady);
     b->logits += engine->steady;
+    engine->step.sampled += engine->steady;
     *budget -= engine->steady;
   }
   return preempted_self;

@@ -201,7 +201,7 @@ static void on_step(gpointer data, const EmaStepReport *step) {
         step->batch.decode_seqs);
   metrics->last_step_end = end;
   metrics->steps++;
-  metrics->tokens_generated += step->batch.logits;
+  metrics->tokens_generated += step->sampled;
   metrics->busy += step->duration;
   metrics->last_step = step->duration;
 }

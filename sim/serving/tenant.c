@@ -446,6 +446,11 @@ static const EmaParam profile_params[] = {
     {"scheduler", EMA_PARAM_ENUM, PROFILE_FIELD(scheduler), .flags = EMA_PARAM_REQUIRED,
      .choices = scheduler_names,
      .help = "v1 (running first, chunked prefill) or v0 (prefill-first steps)"},
+    {"logits_every_request", EMA_PARAM_BOOL, PROFILE_FIELD(logits_every_request),
+     .default_value = "false",
+     .help = "the LM head runs on every scheduled request's last token, prefill chunks that do "
+             "not finish their prompt included, whose samples are dropped (vLLM V1's model "
+             "runner); false: only on the requests that sample (V0)"},
     {"versions", EMA_PARAM_STRING, PROFILE_FIELD(versions), .flags = EMA_PARAM_REQUIRED,
      .help = "the engine versions this profile stands for"},
     {"step_cpu_cost", EMA_PARAM_DURATION, PROFILE_FIELD(step_cpu_cost), .flags = EMA_PARAM_REQUIRED,
@@ -736,6 +741,7 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
     return FALSE;
   }
   engine->scheduler = profile->scheduler;
+  engine->logits_every_request = profile->logits_every_request;
   if (!ema_engine_profile_costs(profile, (guint) MAX(tenant->tp, 1), (guint) tenant->model.layers,
                                 engine->enforce_eager, &engine->profile_costs, &inner)) {
     engine_key_error(error, inner->code, node, path, "enforce_eager", inner->message);
@@ -982,6 +988,7 @@ void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *
   config->costs = tenant->engine.costs;
   config->request_cpu_cost = tenant->engine.request_cpu_cost;
   config->scheduler = tenant->engine.scheduler;
+  config->logits_every_request = tenant->engine.logits_every_request;
   config->concurrency = (guint64) tenant->trace.concurrency;
   config->prefix_caching = tenant->engine.prefix_caching;
 }

@@ -42,14 +42,10 @@ static const EmaRequest *find_done(Harness *h, guint64 id) {
   g_assert_not_reached();
 }
 
-/* Run requests RECORDS through an engine with POOL blocks; fills H. */
-static void run(Harness *h, const EmaRequestRecord *records, gsize n, guint64 pool_blocks,
-                guint64 budget, guint64 max_seqs, guint64 watermark) {
+/* Run requests RECORDS through an engine of CONFIG with POOL blocks; fills H. */
+static void run_config(Harness *h, const EmaRequestRecord *records, gsize n, guint64 pool_blocks,
+                       const EmaEngineConfig *config) {
   g_autoptr(EmaSim) sim = ema_sim_new();
-  EmaEngineConfig config = {.max_num_seqs = max_seqs,
-                            .max_num_batched_tokens = budget,
-                            .watermark_blocks = watermark,
-                            .preempt = EMA_PREEMPT_RECOMPUTE};
   EmaEngineObserver observer = {on_step, on_finish, h};
   EmaEngine *engine;
   g_autoptr(GError) error = NULL;
@@ -60,7 +56,7 @@ static void run(Harness *h, const EmaRequestRecord *records, gsize n, guint64 po
   h->steps = g_array_new(FALSE, TRUE, sizeof(EmaStepReport));
   h->done = g_ptr_array_new_with_free_func(g_free);
   engine =
-      ema_engine_new(sim, &config, h->memory, one_ms, NULL, ema_trace_source_new_array(records, n));
+      ema_engine_new(sim, config, h->memory, one_ms, NULL, ema_trace_source_new_array(records, n));
   ema_engine_add_observer(engine, &observer);
   ema_engine_start(engine);
   g_assert_true(ema_sim_run_until(sim, EMA_TIME_NEVER, &error));
@@ -70,6 +66,16 @@ static void run(Harness *h, const EmaRequestRecord *records, gsize n, guint64 po
   ema_engine_free(engine);
   /* every block came back */
   g_assert_cmpuint(h->memory.ops->free_blocks(h->memory.self), ==, pool_blocks);
+}
+
+/* run_config with a recompute-preempting engine of those limits */
+static void run(Harness *h, const EmaRequestRecord *records, gsize n, guint64 pool_blocks,
+                guint64 budget, guint64 max_seqs, guint64 watermark) {
+  EmaEngineConfig config = {.max_num_seqs = max_seqs,
+                            .max_num_batched_tokens = budget,
+                            .watermark_blocks = watermark,
+                            .preempt = EMA_PREEMPT_RECOMPUTE};
+  run_config(h, records, n, pool_blocks, &config);
 }
 
 static void harness_clear(Harness *h) {
@@ -103,6 +109,7 @@ static void test_three_requests(void) {
   g_assert_cmpuint(s->batch.prefill_tokens, ==, 64);
   g_assert_cmpuint(s->batch.decode_seqs, ==, 0);
   g_assert_cmpuint(s->batch.logits, ==, 2);
+  g_assert_cmpuint(s->sampled, ==, 2);
   /* attention: r0 sum 1..40 = 820, r1 sum 1..20 = 210, r2 sum 1..4 = 10 */
   g_assert_cmpfloat(s->batch.prefill_context, ==, 820 + 210 + 10);
   g_assert_cmpuint(s->blocks_used, ==, 6);
@@ -114,6 +121,7 @@ static void test_three_requests(void) {
   /* r2's chunk: tokens 5..10 attend to 5..10 tokens: 45 */
   g_assert_cmpfloat(s->batch.prefill_context, ==, 45);
   g_assert_cmpuint(s->batch.logits, ==, 3);
+  g_assert_cmpuint(s->sampled, ==, 3);
   g_assert_cmpuint(s->blocks_used, ==, 6); /* reported before r1 and r2 leave */
   s = &g_array_index(h.steps, EmaStepReport, 2);
   g_assert_cmpuint(s->batch.decode_seqs, ==, 1);
@@ -132,6 +140,36 @@ static void test_three_requests(void) {
     g_assert_cmpuint(r->preemptions, ==, 0);
     g_assert_cmpuint(r->generated, ==, r->output_tokens);
   }
+  harness_clear(&h);
+}
+
+/* The three requests above on an engine whose LM head runs on every scheduled request (vLLM
+ * V1's model runner): r2's 4-token chunk in step 1, which does not finish its prompt, takes a
+ * row of the LM head too (3 rows, 2 tokens sampled); the other steps are as above, and so are
+ * the times, the tokens and the blocks. */
+static void test_logits_every_request(void) {
+  const EmaRequestRecord records[] = {
+      {.arrival = 0, .prompt_tokens = 40, .output_tokens = 3, .id = 0},
+      {.arrival = 0, .prompt_tokens = 20, .output_tokens = 2, .id = 1},
+      {.arrival = 0, .prompt_tokens = 10, .output_tokens = 1, .id = 2},
+  };
+  const EmaEngineConfig config = {.max_num_seqs = 8,
+                                  .max_num_batched_tokens = 64,
+                                  .preempt = EMA_PREEMPT_RECOMPUTE,
+                                  .logits_every_request = TRUE};
+  const guint64 logits[] = {3, 3, 1}, sampled[] = {2, 3, 1}, used[] = {6, 6, 3};
+  Harness h = {0};
+  run_config(&h, records, G_N_ELEMENTS(records), 100, &config);
+  g_assert_cmpuint(h.steps->len, ==, 3);
+  for (guint i = 0; i < 3; i++) {
+    const EmaStepReport *s = &g_array_index(h.steps, EmaStepReport, i);
+    g_assert_cmpint(s->start, ==, i * STEP);
+    g_assert_cmpuint(s->batch.logits, ==, logits[i]);
+    g_assert_cmpuint(s->sampled, ==, sampled[i]);
+    g_assert_cmpuint(s->blocks_used, ==, used[i]);
+  }
+  g_assert_cmpint(find_done(&h, 2)->first_token, ==, 2 * STEP);
+  g_assert_cmpint(find_done(&h, 0)->finished, ==, 3 * STEP);
   harness_clear(&h);
 }
 
@@ -1028,6 +1066,7 @@ static void test_blocks_short(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/engine/three-requests", test_three_requests);
+  g_test_add_func("/engine/logits-every-request", test_logits_every_request);
   g_test_add_func("/engine/preempt-when-full", test_preempt_when_full);
   g_test_add_func("/engine/watermark", test_watermark);
   g_test_add_func("/engine/reject-too-long", test_reject_too_long);

@@ -197,6 +197,9 @@ typedef struct {
    * engine sees it); its arrival, TTFT and E2E stay measured from the arrival itself */
   EmaTime request_cpu_cost;
   EmaSchedulerKind scheduler;
+  /* the LM head runs on every scheduled request's last token, a prefill chunk's that does not
+   * finish its prompt too (vLLM V1), not only on the requests that sample (V0) */
+  gboolean logits_every_request;
   /* closed loop: this many clients, each sending its next request (the
    * trace's next, arrival time ignored) the moment its last one finished or
    * was rejected; 0 = open loop (the trace's arrival times) */
@@ -232,6 +235,9 @@ typedef struct {
   EmaTime cpu_time;
   EmaStepBatch batch;
   guint prefill_seqs; /* requests with a prefill chunk in the step (decode_seqs: decoding) */
+  /* tokens the step produced: its decodes and the chunks that finish their prompts (batch.logits
+   * also counts the other chunks where the engine runs the LM head on them) */
+  guint64 sampled;
   guint running, waiting;
   guint64 blocks_used, blocks_free;
   guint preempted; /* requests preempted while scheduling this step */

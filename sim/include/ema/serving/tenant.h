@@ -123,6 +123,10 @@ typedef struct {
   char *name;
   char *versions; /* the engine versions the profile stands for */
   EmaSchedulerKind scheduler;
+  /* the LM head runs on the last token of every request in a step, prefill chunks that do not
+   * finish their prompt included (vLLM V1's model runner samples them and drops the tokens);
+   * FALSE: only on the requests that sample (V0) */
+  gboolean logits_every_request;
   /* The engine's CPU time per step (engine.h): step_cpu_cost + step_cpu_cost_per_rank (tp - 1)
    * + step_cpu_cost_per_seq x the step's scheduled requests, and for a group (tp > 1)
    * step_cpu_cost_group + step_cpu_cost_per_seq_group x the requests; added to the GPU time,
@@ -201,6 +205,7 @@ typedef struct {
   EmaChunkedPrefill chunked_prefill;
   /* from the profile file, filled by the table's check (not keys of the file) */
   EmaSchedulerKind scheduler;
+  gboolean logits_every_request;
   /* the profile's at the tenant's TP degree and model, on the host it was fitted on */
   EmaEngineCosts profile_costs;
   gint64 profile_request_cpu_cost;
