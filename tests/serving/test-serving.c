@@ -449,39 +449,47 @@ static void test_engine_eager_costs(void) {
  * 131072; a key the file gives wins. With chunked prefill (vllm-v0-async-output above a
  * max_model_len of 32k, its default; vllm-v0 when the file asks) a V0 tenant schedules as V1
  * with V0's chunked budget of 512 tokens; at a max_model_len of 8192 vllm-v0-async-output does
- * not chunk (8192 tokens, the prompt's floor). */
+ * not chunk (8192 tokens, the prompt's floor). The V1 profiles run the LM head on every
+ * scheduled request, the V0 ones, chunking or not, only on those that sample. */
 static void test_batch_defaults(void) {
   g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
   const struct {
     const char *overrides[4];
     gint64 seqs, tokens;
     EmaSchedulerKind scheduler;
+    gboolean logits_every_request; /* V1's model runner; V0 (chunked or not) samples only */
   } cases[] = {
-      {{"tenants.0.engine.profile=vllm-v1", NULL}, 1024, 8192, EMA_SCHEDULER_V1},
+      {{"tenants.0.engine.profile=vllm-v1", NULL}, 1024, 8192, EMA_SCHEDULER_V1, TRUE},
+      {{"tenants.0.engine.profile=vllm-v1-async", NULL}, 1024, 8192, EMA_SCHEDULER_V1, TRUE},
       {{"tenants.0.engine.profile=vllm-v1", "server=a100x8-dgx", NULL},
        256,
        2048,
-       EMA_SCHEDULER_V1},
-      {{"tenants.0.engine.profile=vllm-v0", NULL}, 256, 131072, EMA_SCHEDULER_V0},
+       EMA_SCHEDULER_V1,
+       TRUE},
+      {{"tenants.0.engine.profile=vllm-v0", NULL}, 256, 131072, EMA_SCHEDULER_V0, FALSE},
       {{"tenants.0.engine.profile=vllm-v0", "tenants.0.engine.max_model_len=1000", NULL},
        256,
        2048,
-       EMA_SCHEDULER_V0},
+       EMA_SCHEDULER_V0,
+       FALSE},
       {{"tenants.0.engine.profile=vllm-v1", "tenants.0.engine.max_num_seqs=7",
         "tenants.0.engine.max_num_batched_tokens=99", NULL},
        7,
        99,
-       EMA_SCHEDULER_V1},
-      {{"tenants.0.engine.profile=vllm-v0-async-output", NULL}, 256, 512, EMA_SCHEDULER_V1},
+       EMA_SCHEDULER_V1,
+       TRUE},
+      {{"tenants.0.engine.profile=vllm-v0-async-output", NULL}, 256, 512, EMA_SCHEDULER_V1, FALSE},
       {{"tenants.0.engine.profile=vllm-v0-async-output", "tenants.0.engine.max_model_len=8192",
         NULL},
        256,
        8192,
-       EMA_SCHEDULER_V0},
+       EMA_SCHEDULER_V0,
+       FALSE},
       {{"tenants.0.engine.profile=vllm-v0", "tenants.0.engine.chunked_prefill=true", NULL},
        256,
        512,
-       EMA_SCHEDULER_V1},
+       EMA_SCHEDULER_V1,
+       FALSE},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autoptr(EmaExperiment) experiment = load(path, cases[i].overrides);
@@ -489,6 +497,7 @@ static void test_batch_defaults(void) {
     g_assert_cmpint(t->engine.max_num_seqs, ==, cases[i].seqs);
     g_assert_cmpint(t->engine.max_num_batched_tokens, ==, cases[i].tokens);
     g_assert_cmpint(t->engine.scheduler, ==, cases[i].scheduler);
+    g_assert_cmpint(t->engine.logits_every_request, ==, cases[i].logits_every_request);
   }
 }
 
