@@ -80,9 +80,14 @@ static gboolean neighbour_init(gpointer state, gconstpointer params, const EmaPo
 static guint64 lendable(const EmaPoolView *view, guint gpu, guint64 reserve) {
   const EmaGpuView *g = &view->gpus[gpu];
   guint64 taken = g->slices_lent + g->slices_used + g->slices_staging + reserve;
-  if (!g->shares || taken >= g->slices)
+  guint64 can = taken < g->slices ? g->slices - taken : 0;
+  if (!g->shares)
     return 0;
-  return g->slices - taken;
+  if (view->lend_keep) { /* its lend limit: what it lends at once, lent slices included */
+    guint64 out = g->slices_lent + view->lend_keep[gpu];
+    can = MIN(can, out < g->slices ? g->slices - out : 0);
+  }
+  return can;
 }
 
 /* Slices that BLOCKS of GPU's tenant fill, rounded up. */

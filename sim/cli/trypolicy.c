@@ -14,10 +14,12 @@
 
 /* A GPU's view is bound in place: its counts as INT (gint64, the same bytes
  * as guint64 for the counts >= 0 they are held to), its flags as BOOL; the
- * two guint fields go through gint64 ones beside it. */
+ * two guint fields go through gint64 ones beside it, and its lend_keep (the
+ * pool view's array) beside them. */
 typedef struct {
   EmaGpuView view;
   gint64 running, waiting;
+  gint64 lend_keep;
 } HandGpu;
 
 typedef struct {
@@ -47,7 +49,7 @@ typedef struct {
   { key, EMA_PARAM_INT, G(field), .default_value = "0", .min = 0, .max = 1e15 }
 static const EmaParam gpu_params[] = {
     {"shares", EMA_PARAM_BOOL, G(shares), .default_value = "true",
-     .help = "lends its free slices (a tenant with tp = 1, or no tenant)"},
+     .help = "lends its free slices (any GPU but a tenant's with sharing.lend: false)"},
     {"has_tenant", EMA_PARAM_BOOL, G(has_tenant), .default_value = "false"},
     COUNT("slices", slices),
     COUNT("slices_lent", slices_lent),
@@ -67,6 +69,9 @@ static const EmaParam gpu_params[] = {
      .max = 1e9},
     {"demand_blocks_per_s", EMA_PARAM_DOUBLE, G(demand_blocks_per_s), .default_value = "0"},
     {"last_step", EMA_PARAM_DURATION, G(last_step), .default_value = "0s", .min = 0, .max = 1e18},
+    {"lend_keep", EMA_PARAM_INT, G_STRUCT_OFFSET(HandGpu, lend_keep), .default_value = "0",
+     .min = 0, .max = 1e15,
+     .help = "slices of its region it never lends (the view's lend_keep: its lend limit)"},
 };
 #undef COUNT
 static const EmaParamTable gpu_table = {"gpu view", sizeof(HandGpu), gpu_params,
@@ -284,6 +289,11 @@ static gboolean check_gpu(const HandGpu *h, guint i, const EmaNode *item, GError
                         ", above slices (%" G_GUINT64_FORMAT ")",
                         taken, g->slices);
   }
+  if ((guint64) h->lend_keep > g->slices)
+    return view_error(error, EMA_CONFIG_ERROR_RANGE, item, prefix, "lend_keep",
+                      "%" G_GINT64_FORMAT " is above slices (%" G_GUINT64_FORMAT
+                      "): it keeps slices of its own region",
+                      h->lend_keep, g->slices);
   if (g->slices_borrowed_used > g->slices_borrowed)
     return view_error(error, EMA_CONFIG_ERROR_RANGE, item, prefix, "slices_borrowed_used",
                       "%" G_GUINT64_FORMAT " is above slices_borrowed (%" G_GUINT64_FORMAT ")",
@@ -407,7 +417,7 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
   g_autoptr(EmaNode) root = NULL;
   g_autofree char *server_path = NULL;
   g_autofree EmaGpuView *gpus = NULL;
-  g_autofree guint64 *lent = NULL, *remote = NULL;
+  g_autofree guint64 *lent = NULL, *remote = NULL, *keep = NULL;
   g_autofree double *shares = NULL;
   EmaServerSpec *server = NULL;
   HandView hand = {0};
@@ -442,8 +452,10 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
   lent = g_new0(guint64, (gsize) n * n);
   remote = g_new0(guint64, (gsize) n * n);
   shares = g_new0(double, (gsize) n *n);
+  keep = g_new0(guint64, n);
   for (guint i = 0; i < n; i++) {
     const HandGpu *h = &g_array_index(hand.gpus, HandGpu, i);
+    keep[i] = (guint64) h->lend_keep;
     gpus[i] = h->view;
     gpus[i].index = i;
     gpus[i].running = (guint) h->running;
@@ -462,6 +474,7 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
                        .remote_blocks = remote,
                        .server = server,
                        .offload_share = shares,
+                       .lend_keep = keep,
                        .debug = print_debug,
                        .debug_data = out};
   fprintf(out, "%s (%s policy, %s) on gpu%u of %s (%u GPUs, %s):\n", info->name,

@@ -13,6 +13,7 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->lent = g_new0(guint64, (gsize) n * n);
   l->remote_view = g_new0(guint64, (gsize) n * n);
   l->blocks_room = g_new0(guint64, n);
+  l->lend_keep = g_new0(guint64, n);
   l->offload_share = g_new0(double, (gsize) n *n);
   l->views = g_new0(EmaGpuView, n);
   l->stale = g_new0(guint64, (n + 63) / 64);
@@ -29,8 +30,9 @@ void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   l->view.readers = l->sharers;
   l->view.offload_to = l->offload_to;
   l->view.lenders = l->lenders;
+  l->view.lend_keep = l->lend_keep;
   l->seal_size = sizeof(EmaPoolView) + n * sizeof(EmaGpuView) +
-                 (gsize) n * n * (2 * sizeof(guint64) + sizeof(double)) + n * sizeof(guint64) +
+                 (gsize) n * n * (2 * sizeof(guint64) + sizeof(double)) + 2 * n * sizeof(guint64) +
                  n * sizeof(guint) + 2 * (gsize) n * ((n + 63) / 64) * sizeof(guint64);
   l->seal = g_malloc0(l->seal_size);
 }
@@ -42,7 +44,7 @@ typedef struct {
   const char *name;
 } ViewPart;
 
-#define VIEW_PARTS 9
+#define VIEW_PARTS 10
 
 static guint view_parts(const EmaSliceLedger *l, ViewPart parts[VIEW_PARTS]) {
   gsize nn = (gsize) l->n * l->n;
@@ -57,6 +59,7 @@ static guint view_parts(const EmaSliceLedger *l, ViewPart parts[VIEW_PARTS]) {
                         "offload_to[]"};
   parts[8] =
       (ViewPart){l->lenders, (gsize) l->n * ((l->n + 63) / 64) * sizeof(guint64), "lenders[]"};
+  parts[9] = (ViewPart){l->lend_keep, l->n * sizeof(guint64), "lend_keep[]"};
   return VIEW_PARTS;
 }
 
@@ -95,6 +98,7 @@ void ema_slice_ledger_clear(EmaSliceLedger *l) {
   g_free(l->lent);
   g_free(l->remote_view);
   g_free(l->blocks_room);
+  g_free(l->lend_keep);
   g_free(l->offload_share);
   g_free(l->views);
   g_free(l->seal);
@@ -215,7 +219,7 @@ void ema_slice_ledger_step_cost(const EmaSliceLedger *l, const EmaSliceGpu *g,
 static void view_fill(const EmaSliceLedger *l, guint i, EmaGpuView *v, guint64 *room) {
   const EmaSliceGpu *g = l->gpus[i];
   v->index = i;
-  v->shares = ema_slice_gpu_lends(g); /* the policies' "shares": lends (a TP group borrows only) */
+  v->shares = ema_slice_gpu_lends(g); /* the policies' "shares": lends (not under lend: false) */
   v->has_tenant = g->has_tenant;
   v->slices = g->slices;
   v->slices_lent = g->lent_total + g->lending + g->returning + g->parking;
@@ -270,6 +274,7 @@ const EmaPoolView *ema_slice_ledger_view(EmaSliceLedger *l, EmaTime now,
       guint i = w * 64 + (guint) __builtin_ctzll(bits);
       EmaSliceGpu *g = l->gpus[i];
       view_fill(l, i, &l->views[i], &l->blocks_room[i]);
+      l->lend_keep[i] = g->lend_keep;
       /* the remote row: copied while it holds blocks, and once more when it empties */
       if (g->remote_total > 0 || g->remote_viewed)
         memcpy(&l->remote_view[i * l->n], g->remote, l->n * sizeof(guint64));
@@ -321,6 +326,7 @@ static gboolean check_views(const EmaSliceLedger *l, GError **error) {
     memset(&fresh, 0, sizeof fresh);
     view_fill(l, i, &fresh, &room);
     if (memcmp(&fresh, &l->views[i], sizeof fresh) != 0 || room != l->blocks_room[i] ||
+        l->lend_keep[i] != g->lend_keep ||
         (g->remote && memcmp(&l->remote_view[i * l->n], g->remote, l->n * sizeof(guint64)) != 0))
       return ema_slice_ledger_invalid(error, "gpu%u: its view entry is out of date (not touched)",
                                       i);

@@ -119,6 +119,18 @@ static void test_describe_plugin(void) {
 /* a policy author's harness: one call on a hand-made view, its plan and debug lines */
 #define VIEW "tests/fixtures/policies/view-short.yaml"
 
+/* A lender's lend limit in the view (lend_keep): most-idle takes GPU 2's 50 slices, all its
+ * limit leaves, after GPU 1's 60 (view-lend-keep.yaml by hand), where without the limit GPU 2,
+ * the most idle by far, would give all 110; the pool's view carries the limit the same way
+ * (/pool/lend-limit-view). */
+static void test_try_policy_lend_keep(void) {
+  g_autoptr(EmaTestRun) run = ema_test_cli("try-policy", "borrow", "most-idle",
+                                           "tests/fixtures/policies/view-lend-keep.yaml", NULL);
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(run->out,
+                           "\n  borrow 60 slices from gpu1\n  borrow 50 slices from gpu2\n");
+}
+
 static void test_try_policy(void) {
   g_autofree char *link = NULL;
   g_autofree char *dir = plugin_dir(&link);
@@ -171,6 +183,8 @@ static void test_try_policy(void) {
          "counts are 0 there"},
         {"gpus: [{has_tenant: true, slices: 10, slices_borrowed: 4, slices_borrowed_used: 5}]\n",
          ":2:59: gpus.0.slices_borrowed_used: 5 is above slices_borrowed (4)"},
+        {"gpus: [{slices: 10, lend_keep: 11}]\n",
+         ":2:21: gpus.0.lend_keep: 11 is above slices (10): it keeps slices of its own region"},
         {"gpus: [{has_tenant: true, slices: 10, slices_used: 10, blocks_total: 2, blocks_used: "
          "3}]\n",
          ":2:73: gpus.0.blocks_used: 3 is above blocks_total (2)"},
@@ -359,6 +373,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/policy-cli/describe/plugin", test_describe_plugin);
   g_test_add_func("/policy-cli/describe/builtin", test_describe_builtin);
   g_test_add_func("/policy-cli/try-policy", test_try_policy);
+  g_test_add_func("/policy-cli/try-policy/lend-keep", test_try_policy_lend_keep);
   g_test_add_func("/policy-cli/describe/unknown", test_describe_unknown);
   g_test_add_func("/policy-cli/errors/missing-plugin-dir", test_missing_plugin_dir);
   g_test_add_func("/policy-cli/errors/broken-plugin", test_broken_plugin);

@@ -1184,6 +1184,30 @@ static EmaKvMemory *bench_tp_tenant(Bench *b, guint64 slices_rank) {
  * both shards); it takes 15 and finds no 16th and, reclaiming everything
  * as a group (empty slices: the engines' moves are /pool/tp/serving's),
  * has its 20 back. */
+/* A lender's lend limit in the policies' view: GPU 2 (40 slices, lend_limit 25%) keeps 40 -
+ * floor(0.25 x 40) = 30 slices, so the view's lend_keep is 30 and ema_pool_view_lendable gives
+ * 10 of its 40 free slices (5 where a reserve of 35 leaves 5); GPU 1 (30 slices, no limit)
+ * keeps none and lends its 30. Before, the view showed all 40 and a borrow past the limit was
+ * cut by the ledger after the policy had chosen its lender. */
+static void test_lend_limit_view(void) {
+  Bench *b = bench_new(NULL);
+  const EmaPoolView *view;
+  bench_pool(b);
+  bench_tenant(b, 0, 10);
+  ema_pool_add_idle_gpu(b->pool, 1, 30);
+  ema_pool_add_idle_gpu(b->pool, 2, 40);
+  ema_pool_set_sharing(b->pool, 2, TRUE, TRUE, 0.25);
+  bench_start(b);
+  view = ema_pool_view(b->pool);
+  g_assert_nonnull(view->lend_keep);
+  g_assert_cmpuint(view->lend_keep[1], ==, 0);
+  g_assert_cmpuint(view->lend_keep[2], ==, 30);
+  g_assert_cmpuint(ema_pool_view_lendable(view, 1, 0), ==, 30);
+  g_assert_cmpuint(ema_pool_view_lendable(view, 2, 0), ==, 10);
+  g_assert_cmpuint(ema_pool_view_lendable(view, 2, 35), ==, 5);
+  bench_free(b);
+}
+
 static void test_tp_borrow(void) {
   Bench *b = bench_new(NULL);
   EmaKvMemory *m0;
@@ -2572,6 +2596,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/pool/step/interference", test_step_interference);
   g_test_add_func("/pool/step/shared-lender", test_step_shared_lender);
   g_test_add_func("/pool/step/two-lenders", test_step_two_lenders);
+  g_test_add_func("/pool/lend-limit-view", test_lend_limit_view);
   g_test_add_func("/pool/tp/borrow", test_tp_borrow);
   g_test_add_func("/pool/tp/step-direct", test_tp_step_direct);
   g_test_add_func("/pool/tp/step-switch", test_tp_step_switch);

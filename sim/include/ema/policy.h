@@ -54,7 +54,8 @@
  * version 1, and so were the lenders' offload cap (EmaPrefetchPlan.offload_cap) and
  * the per-lender modes (EmaStepCostView.step_offload_read_s, EmaPrefetchPlan.offload_read),
  * and a limit held for admission (EmaPrefetchPlan.room_limit, EmaPoolView.blocks_room),
- * and the debug channel (EmaPoolView.debug, ema_policy_debug()).
+ * and the debug channel (EmaPoolView.debug, ema_policy_debug()),
+ * and the slices a lender keeps under its lend limit (EmaPoolView.lend_keep).
  * A module that exports `ema_policy_module` (EmaPolicyModule) is a
  * plugin (see policies/README.md). */
 #pragma once
@@ -78,11 +79,12 @@ G_BEGIN_DECLS
 /* One GPU as the policies see it. Block counts are the tenant's KV blocks
  * (0 on a GPU without a tenant). A tensor-parallel group (tp = t > 1) is
  * one entry at its first GPU: its slices are its t ranks' together, its
- * block all t shards of a block, and it borrows like any tenant but lends
- * nothing (shares FALSE); its other GPUs are entries with no slices. */
+ * block all t shards of a block; it borrows and lends like any tenant (as a
+ * group: each rank its share of a loan), and its other GPUs are entries
+ * with no slices. */
 typedef struct {
   guint index;
-  gboolean shares; /* lends its free slices (a tenant with tp = 1, or no tenant) */
+  gboolean shares; /* lends its free slices (any GPU but a tenant's with sharing.lend: false) */
   gboolean has_tenant;
   guint64 slices;               /* the GPU's KV region */
   guint64 slices_lent;          /* of which lent to peers, being mapped for them, or coming back */
@@ -160,6 +162,10 @@ struct _EmaPoolView {
    * is above 0, so every block of b's remote_blocks row is on one of them (NULL: look at every
    * j, ema_pool_view_next_lender()) */
   const guint64 *lenders;
+  /* appended so that a lend limit shows before a borrow asks past it: lend_keep[gpu], the slices
+   * of GPU's region it never lends nor parks peers' KV in (its tenant's sharing.lend_limit), so
+   * that it lends at most slices - lend_keep at once, lent slices included (NULL: none kept) */
+  const guint64 *lend_keep;
 };
 
 /* The GPUs holding blocks on lender J. */
@@ -220,14 +226,20 @@ static inline void ema_policy_debug(const EmaPoolView *view, guint gpu, const ch
 }
 
 /* Slices a GPU can lend right now: its KV region minus what it lends, what
- * its own blocks and staging occupy, and RESERVE slices it keeps. (Inline,
- * so that plugins need no symbol from the program that loads them.) */
+ * its own blocks and staging occupy, and RESERVE slices it keeps; at most
+ * what its lend limit leaves beside what it lends already (lend_keep).
+ * (Inline, so that plugins need no symbol from the program that loads them.) */
 static inline guint64 ema_pool_view_lendable(const EmaPoolView *view, guint gpu, guint64 reserve) {
   const EmaGpuView *g = &view->gpus[gpu];
   guint64 taken = g->slices_lent + g->slices_used + g->slices_staging + reserve;
+  guint64 can = g->slices > taken ? g->slices - taken : 0;
   if (!g->shares)
     return 0;
-  return g->slices > taken ? g->slices - taken : 0;
+  if (view->lend_keep) {
+    guint64 out = g->slices_lent + view->lend_keep[gpu];
+    can = MIN(can, g->slices > out ? g->slices - out : 0);
+  }
+  return can;
 }
 
 /* ---- borrow ------------------------------------------------------------------ */

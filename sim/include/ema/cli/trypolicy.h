@@ -10,13 +10,15 @@
  *        slices_borrowed_used: 30, blocks_total: 1030, blocks_used: 1020,
  *        blocks_remote: 30, blocks_short: 120, waiting: 14, block_bytes: 2MiB}
  *     - {has_tenant: true, slices: 1000, slices_used: 100, slices_lent: 40,
- *        blocks_total: 1000, blocks_used: 100}
+ *        blocks_total: 1000, blocks_used: 100, lend_keep: 900}   # lend_keep: view->lend_keep
  *   lent:                         # optional: slices lent and the borrower's blocks in them
  *     - {lender: 1, borrower: 0, slices: 40, blocks: 30}
  *   step: {layers: 32, ...}       # prefetch: EmaStepCostView's fields
  *   params: {min_borrow: 8}       # the policy's parameters (ema-sim describe-policy NAME)
  *
- * A GPU's `shares` defaults to true (it lends its free slices). The view
+ * A GPU's `shares` defaults to true (it lends its free slices); its
+ * `lend_keep` (the slices its lend limit keeps, view->lend_keep) to 0, at
+ * most its slices. The view
  * must be one a pool could hold, each contradiction an error at the key
  * that says it: a GPU without a tenant has none of a tenant's counts
  * (blocks, requests, slices in use, staging, borrowed or pending); a GPU's

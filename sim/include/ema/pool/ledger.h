@@ -107,6 +107,7 @@ typedef struct {
   guint64 *lent;        /* [lender * n + borrower] */
   guint64 *remote_view; /* [borrower * n + lender], a copy of the gpus' remote[] for views */
   guint64 *blocks_room; /* [gpu], the views' blocks_room (view_fill()) */
+  guint64 *lend_keep; /* [gpu], the views' lend_keep (each GPU's, copied as its entry is filled) */
   /* [borrower * n + lender]: the share of lender's HBM time the borrower's offloaded attention
    * takes in its current step (kept by the owner; all 0 where nothing is offloaded) */
   double *offload_share;
