@@ -9,7 +9,12 @@
  * lends to the tenant when that peer can give the whole borrow and has at
  * least F of the most idle peer's lendable slices (a borrower's slices on
  * fewer lenders: fewer reclaims and less work per step on a rack, slower
- * lenders' admissions on 8 GPUs; off by default, docs/rack-scale.md).
+ * lenders' admissions on 8 GPUs; off by default, docs/rack-scale.md). With
+ * `spread` a borrow goes to the most idle peer that no other GPU reads
+ * remote KV from, where one can give any, else to the most idle: several
+ * borrowers' reads and offloaded attention on one lender share its HBM
+ * time (and its offload allowance), so the most idle memory is not the
+ * cheapest to use (off by default; experiments/rack/README.md measures it).
  * Empty borrowed slices beyond that need go back once nothing waits.
  * With `tier_slices` a tenant with a prefix cache (a request of state
  * cached in the view) also keeps that many slices borrowed beyond the need
@@ -80,6 +85,7 @@ typedef struct {
   gboolean place;
   double place_budget;
   double affinity;
+  gboolean spread;
 } Params;
 
 /* place(): a request with this many decode steps left or fewer (output
@@ -136,6 +142,10 @@ static const EmaParam params[] = {
              "whole borrow and has at least this share of the most idle lender's lendable "
              "slices (0: every borrow from the most idle; docs/rack-scale.md measures both on a "
              "rack and on 8 GPUs)"},
+    {"spread", EMA_PARAM_BOOL, G_STRUCT_OFFSET(Params, spread), .default_value = "false",
+     .help = "a borrow goes to the most idle lender that no other GPU reads remote KV from, "
+             "where one can give any (else the most idle): borrowers' reads and offloaded "
+             "attention spread over lenders' HBM time instead of all going to the most idle"},
 };
 
 static const EmaParamTable table = {"most-idle", sizeof(Params), params, EMA_PARAMS_N(params),
@@ -232,7 +242,7 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
   if (slices > have) {
     slices = MAX(slices - have, (guint64) p->min_borrow);
     plan_borrow_most_idle(view, borrower, slices, p->lender_reserve, horizon_s(p), p->affinity,
-                          plan);
+                          p->spread, plan);
     return;
   }
   /* with nothing borrowed there is nothing empty to give back */

@@ -30,7 +30,7 @@ static void decide(gpointer state, gconstpointer params_data, const EmaPoolView 
     guint64 want = view_slices_for(view, borrower, g->blocks_short) + (guint64) p->extra;
     guint64 have = g->slices_pending + (g->slices_borrowed - g->slices_borrowed_used);
     if (want > have)
-      plan_borrow_most_idle(view, borrower, want - have, p->reserve, 0, 0, plan);
+      plan_borrow_most_idle(view, borrower, want - have, p->reserve, 0, 0, FALSE, plan);
     return;
   }
   /* with nothing borrowed there is nothing empty to give back */

@@ -56,11 +56,11 @@ static inline guint64 view_empty_borrowed(const EmaPoolView *view, guint borrowe
  * 0: every borrow from the most idle peer. */
 static inline guint64 plan_borrow_most_idle(const EmaPoolView *view, guint borrower, guint64 slices,
                                             double reserve_share, double horizon_s, double affinity,
-                                            EmaBorrowPlan *plan) {
+                                            gboolean spread, EmaBorrowPlan *plan) {
   guint64 planned = 0;
   while (planned < slices && plan->n < G_N_ELEMENTS(plan->actions)) {
-    guint best = view->n_gpus, held = view->n_gpus;
-    guint64 most = 0, held_most = 0, left = slices - planned;
+    guint best = view->n_gpus, held = view->n_gpus, alone = view->n_gpus;
+    guint64 most = 0, held_most = 0, alone_most = 0, left = slices - planned;
     for (guint j = 0; j < view->n_gpus; j++) {
       const EmaGpuView *l = &view->gpus[j];
       double own = l->demand_blocks_per_s > 0 ? l->demand_blocks_per_s * horizon_s : 0;
@@ -75,6 +75,12 @@ static inline guint64 plan_borrow_most_idle(const EmaPoolView *view, guint borro
         most = can;
         best = j;
       }
+      if (spread && can > alone_most &&
+          ema_pool_view_readers(view, j) ==
+              (view->remote_blocks[borrower * view->n_gpus + j] > 0 ? 1u : 0u)) {
+        alone_most = can;
+        alone = j;
+      }
       if (affinity > 0 && can >= left && can > held_most &&
           view->lent[j * view->n_gpus + borrower] > 0) {
         held_most = can;
@@ -84,6 +90,9 @@ static inline guint64 plan_borrow_most_idle(const EmaPoolView *view, guint borro
     if (held < view->n_gpus && (double) held_most >= affinity * (double) most) {
       best = held;
       most = held_most;
+    } else if (alone < view->n_gpus) {
+      best = alone;
+      most = alone_most;
     }
     if (best == view->n_gpus)
       break;

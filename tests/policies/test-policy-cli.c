@@ -123,6 +123,28 @@ static void test_describe_plugin(void) {
  * limit leaves, after GPU 1's 60 (view-lend-keep.yaml by hand), where without the limit GPU 2,
  * the most idle by far, would give all 110; the pool's view carries the limit the same way
  * (/pool/lend-limit-view). */
+/* most-idle's spread: GPU 1 is the most idle (860 slices) but GPU 2 reads KV from it, so the
+ * borrow of 110 goes to GPU 3 (450, read by none), where without spread it goes to GPU 1
+ * (view-spread.yaml by hand). */
+static void test_try_policy_spread(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *off = g_build_filename(dir, "off.yaml", NULL);
+  g_autofree char *fixture = ema_test_fixture("policies", "view-spread.yaml");
+  g_autofree char *text = NULL;
+  g_autoptr(EmaTestRun) on = ema_test_cli("try-policy", "borrow", "most-idle",
+                                          "tests/fixtures/policies/view-spread.yaml", NULL);
+  g_autoptr(EmaTestRun) plain = NULL;
+  g_assert_true(g_file_get_contents(fixture, &text, NULL, NULL));
+  *strstr(text, "params: {spread: true}") = '\0';
+  g_assert_true(g_file_set_contents(off, text, -1, NULL));
+  plain = ema_test_cli("try-policy", "borrow", "most-idle", off, NULL);
+  ema_test_assert_ok(on);
+  ema_test_assert_ok(plain);
+  ema_test_assert_contains(on->out, "\n  borrow 110 slices from gpu3\n");
+  ema_test_assert_contains(plain->out, "\n  borrow 110 slices from gpu1\n");
+  ema_test_remove_tree(dir);
+}
+
 static void test_try_policy_lend_keep(void) {
   g_autoptr(EmaTestRun) run = ema_test_cli("try-policy", "borrow", "most-idle",
                                            "tests/fixtures/policies/view-lend-keep.yaml", NULL);
@@ -374,6 +396,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/policy-cli/describe/builtin", test_describe_builtin);
   g_test_add_func("/policy-cli/try-policy", test_try_policy);
   g_test_add_func("/policy-cli/try-policy/lend-keep", test_try_policy_lend_keep);
+  g_test_add_func("/policy-cli/try-policy/spread", test_try_policy_spread);
   g_test_add_func("/policy-cli/describe/unknown", test_describe_unknown);
   g_test_add_func("/policy-cli/errors/missing-plugin-dir", test_missing_plugin_dir);
   g_test_add_func("/policy-cli/errors/broken-plugin", test_broken_plugin);
