@@ -490,6 +490,54 @@ static gboolean check_sets(const EmaNode *bare, const EmaNode *base, GError **er
   return FALSE;
 }
 
+/* Whether the variant map VARIANT, set over the base as point_tree() does,
+ * replaces what the dot-path PATH holds there: it sets PATH itself, or a key
+ * on PATH's way whose value is not a map (a map merges key by key). */
+static gboolean variant_replaces(const EmaNode *variant, const char *path) {
+  for (guint k = 0; variant->kind == EMA_NODE_MAP && k < variant->keys->len; k++) {
+    const char *key = ((const EmaNode *) variant->keys->pdata[k])->value;
+    const EmaNode *value = variant->items->pdata[k];
+    gsize n = strlen(key);
+    if (strcmp(key, path) == 0)
+      return TRUE;
+    if (strncmp(path, key, n) == 0 && path[n] == '.')
+      return value->kind != EMA_NODE_MAP || variant_replaces(value, path + n + 1);
+  }
+  return FALSE;
+}
+
+/* The --set OVERRIDE (the ORDINAL-th) against the variants of SWEEP (under
+ * KEY_NAME): an error where every variant sets its path over it (it would
+ * change nothing, silently), a warning naming those that do where only some
+ * do (it reaches the others only). */
+static gboolean check_shadowed(const EmaSweep *sweep, const char *key_name, const char *override,
+                               guint ordinal, GError **error) {
+  const EmaNode *variants = sweep->variants;
+  g_autofree char *path = g_strndup(override, strcspn(override, "="));
+  g_autoptr(GString) names = g_string_new(NULL);
+  guint shadowing = 0;
+  for (guint i = 0; variants && i < variants->items->len; i++)
+    if (variant_replaces(variants->items->pdata[i], path)) {
+      g_string_append_printf(names, "%s%s", shadowing ? ", " : "",
+                             ((const EmaNode *) variants->keys->pdata[i])->value);
+      shadowing++;
+    }
+  if (shadowing == 0)
+    return TRUE;
+  if (shadowing == variants->items->len) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "--set:%u:1: %s: every variant of %s sets it over the base (%s), so this "
+                "--set would change nothing: set it in the variants (or run a file without %s)",
+                ordinal, path, key_name, names->str, key_name);
+    return FALSE;
+  }
+  g_printerr("ema-sim: warning: --set %s: %s's %s set%s %s %s; the --set reaches the other "
+             "variants only\n",
+             override, key_name, names->str, shadowing == 1 ? "s" : "", path,
+             shadowing == 1 ? "itself" : "themselves");
+  return TRUE;
+}
+
 /* A sweep file, or with COMPARE an experiment file's `compare:` variants
  * (ema_sweep_load_compare). */
 static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboolean compare,
@@ -550,6 +598,12 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
   }
   if (sets_base && !check_sets(bare, sweep->base, error))
     return NULL;
+  /* (after the values' own checks: a bad value is refused as a single run refuses it) */
+  for (guint i = 0; overrides && overrides[i]; i++)
+    if (!g_str_has_prefix(overrides[i], "repeats=") &&
+        !check_shadowed(sweep, compare ? EMA_EXPERIMENT_COMPARE_KEY : "variants", overrides[i],
+                        i + 1, error))
+      return NULL;
   name = ema_node_get(sweep->base, "name");
   sweep->name =
       g_strdup(name && name->kind == EMA_NODE_SCALAR && name->value ? name->value : "sweep");

@@ -227,8 +227,9 @@ static void test_point_named(void) {
 
 /* A --set changes the base, which a variant may then replace whole: under variants that each
  * name a policy, a bad `--set policy.…` is refused as a single run of the file refuses it, by a
- * sweep and by a comparison alike; a good one still loads, and so does a sweep whose base needs
- * its swept values to load. */
+ * sweep and by a comparison alike; a good one is refused too, since every variant replaces it
+ * (it would change nothing), and one that only some variants replace loads with a warning
+ * naming them; a sweep whose base needs its swept values to load still loads. */
 static void test_set_under_replaced_policy(void) {
   const char *experiment =
       "name: replaced\n"
@@ -272,8 +273,31 @@ static void test_set_under_replaced_policy(void) {
                                                 "policy.borrow_params.lender_reserve=30%", NULL);
     g_autoptr(EmaTestRun) compared =
         ema_test_cli("check", compare, "--set", "policy.borrow_params.lender_reserve=30%", NULL);
-    ema_test_assert_ok(listed);
-    ema_test_assert_ok(compared);
+    ema_test_assert_failed(listed, 1,
+                           "--set:1:1: policy.borrow_params.lender_reserve: every variant of "
+                           "variants sets it over the base (static, offload), so this --set "
+                           "would change nothing: set it in the variants (or run a file without "
+                           "variants)\n");
+    ema_test_assert_failed(compared, 1,
+                           "--set:1:1: policy.borrow_params.lender_reserve: every variant of "
+                           "compare sets it over the base (static, offload), so this --set would "
+                           "change nothing: set it in the variants (or run a file without "
+                           "compare)\n");
+  }
+  {
+    /* only the offload variant sets the allowance's policy over the base: a warning names it */
+    g_autofree char *partial = g_build_filename(dir, "partial.yaml", NULL);
+    g_autofree char *partial_text =
+        g_strconcat(experiment, "compare:\n  base: ~\n  offload: {policy: offload}\n", NULL);
+    g_autoptr(EmaTestRun) checked = NULL;
+    g_assert_true(g_file_set_contents(partial, partial_text, -1, NULL));
+    checked =
+        ema_test_cli("check", partial, "--set", "policy.borrow_params.lender_reserve=30%", NULL);
+    g_assert_cmpint(checked->status, ==, 0);
+    ema_test_assert_contains(checked->err,
+                             "ema-sim: warning: --set policy.borrow_params.lender_reserve=30%: "
+                             "compare's offload sets policy.borrow_params.lender_reserve "
+                             "itself; the --set reaches the other variants only\n");
   }
   /* the base's tenant on gpu5 of two: only its swept GPUs make it load */
   shifted_text =
