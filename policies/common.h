@@ -53,7 +53,9 @@ static inline guint64 view_empty_borrowed(const EmaPoolView *view, guint borrowe
  * to BORROWER when that peer can give all that is left to borrow and has
  * at least AFFINITY of the most idle peer's lendable slices (the one with
  * the most of those), so that a borrower's slices gather on fewer lenders;
- * 0: every borrow from the most idle peer. */
+ * 0: every borrow from the most idle peer. With SPREAD (and no such peer)
+ * a borrow goes to the most idle peer that no other GPU reads remote KV
+ * from, where one can give any. */
 static inline guint64 plan_borrow_most_idle(const EmaPoolView *view, guint borrower, guint64 slices,
                                             double reserve_share, double horizon_s, double affinity,
                                             gboolean spread, EmaBorrowPlan *plan) {
