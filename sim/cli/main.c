@@ -566,6 +566,8 @@ static int command_frontier(int argc, char **argv) {
   g_autoptr(GString) csv = g_string_new("server,batch,context,local_step_ms,prefetch_share,"
                                         "direct_share,prefetch_landed_share,offload_share\n");
   g_autofree char *csv_path = NULL;
+  GError *last_unfit = NULL; /* the last server the model did not fit */
+  guint fitted = 0;
   GOptionEntry entries[] = {
       {"model", 0, 0, G_OPTION_ARG_STRING, &model_name, "LLM shape (default llama-3.1-8b)", "M"},
       {"tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance_text,
@@ -601,9 +603,21 @@ static int command_frontier(int argc, char **argv) {
          100 * tolerance, model->name, 100 * tolerance);
   for (guint s = 0; s < servers->len; s++) {
     const EmaServerSpec *server = servers->pdata[s];
-    printf("\n%s (HBM %.0f GB/s, link %.0f GB/s, k_in %.2f)\n%8s %8s %12s %10s %10s %10s %10s\n",
-           server->name, server->gpu.hbm_bandwidth / 1e9, server->link.bandwidth / 1e9,
-           server->gpu.interference_incoming, "batch", "context", "local step", "prefetch",
+    GError *unfit = NULL;
+    printf("\n%s (HBM %.0f GB/s, link %.0f GB/s, k_in %.2f)\n", server->name,
+           server->gpu.hbm_bandwidth / 1e9, server->link.bandwidth / 1e9,
+           server->gpu.interference_incoming);
+    /* a server whose GPU the model does not fit: said in its place, no rows */
+    if (!ema_frontier_fits(model, server, &unfit)) {
+      if (!g_error_matches(unfit, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID))
+        return fail(unfit);
+      printf("  not computed: %s\n", unfit->message);
+      g_clear_error(&last_unfit);
+      last_unfit = unfit;
+      continue;
+    }
+    fitted++;
+    printf("%8s %8s %12s %10s %10s %10s %10s\n", "batch", "context", "local step", "prefetch",
            "direct", "landed", "offload");
     for (guint b = 0; b < G_N_ELEMENTS(batches); b++)
       for (guint c = 0; c < G_N_ELEMENTS(contexts); c++) {
@@ -619,6 +633,9 @@ static int command_frontier(int argc, char **argv) {
                                point.prefetch_landed_share, point.offload_share);
       }
   }
+  if (fitted == 0)
+    return fail(g_steal_pointer(&last_unfit)); /* nothing to write */
+  g_clear_error(&last_unfit);
   if (out_dir == NULL)
     out_dir = g_strdup("results/frontier");
   csv_path = g_build_filename(out_dir, "frontier.csv", NULL);

@@ -8,9 +8,13 @@
  * of f in steps of 0.1%. */
 #include "ema/pool/frontier.h"
 
+#include <math.h>
+
 #include "ema/pool/pool.h"
 #include "ema/hw/offload.h"
 #include "ema/hw/steptime.h"
+#include "ema/core/units.h"
+#include "ema/core/node.h"
 
 /* The layer-ahead policy's group size: the smallest power of two whose
  * copy's fixed cost is at most 10% of its time. */
@@ -88,15 +92,37 @@ static double largest_offload_share(const EmaStepModel *step, const EmaOffloadMo
   return best;
 }
 
+gboolean ema_frontier_fits(const EmaLlmSpec *model, const EmaServerSpec *server, GError **error) {
+  g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, 1, error);
+  double usable = floor((double) ema_gpu_hbm_bytes(&server->gpu) * EMA_FRONTIER_MEMORY_UTILIZATION);
+  guint64 weights;
+  if (step == NULL)
+    return FALSE;
+  weights = ema_step_model_weight_bytes_per_gpu(step);
+  if ((double) weights < usable)
+    return TRUE;
+  {
+    g_autofree char *have = ema_units_format_size_human((guint64) usable);
+    g_autofree char *need = ema_units_format_size_human(weights);
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "%s does not fit one GPU of %s: %s of weights against %s of HBM at %.0f%% (the "
+                "frontier is of one GPU, TP 1)",
+                model->name, server->name, need, have, 100 * EMA_FRONTIER_MEMORY_UTILIZATION);
+  }
+  return FALSE;
+}
+
 gboolean ema_frontier_point(const EmaLlmSpec *model, const EmaServerSpec *server, guint batch,
                             guint context, double tolerance, EmaFrontierPoint *point,
                             GError **error) {
-  g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, 1, error);
+  g_autoptr(EmaStepModel) step = NULL;
   g_autoptr(EmaOffloadModel) offload = NULL;
   EmaStepBatch work = {0};
   EmaStepBreakdown bd;
   double layers, limit_s;
-  if (step == NULL || (offload = ema_offload_model_new(model, server, 1, error)) == NULL)
+  if (!ema_frontier_fits(model, server, error) ||
+      (step = ema_step_model_new(model, server, 1, error)) == NULL ||
+      (offload = ema_offload_model_new(model, server, 1, error)) == NULL)
     return FALSE;
   layers = ema_step_model_layers(step);
   work.decode_seqs = batch;

@@ -121,6 +121,28 @@ static void test_usage_errors(void) {
     g_assert_cmpstr(run->out, ==, "");
     ema_test_assert_contains(run->err, "unknown hardware model 'nosuchserver'");
   }
+  /* a model that does not fit one GPU of a server: said in its place, the others computed; where
+   * it fits none, an error and nothing written */
+  {
+    g_autofree char *dir = ema_test_temp_dir();
+    g_autofree char *out = g_build_filename(dir, "fr", NULL);
+    g_autofree char *csv = g_build_filename(out, "frontier.csv", NULL);
+    g_autofree char *alone = g_build_filename(dir, "alone", NULL);
+    g_autoptr(EmaTestRun) mixed = ema_test_cli("frontier", "--model", "llama-3.1-70b", "-o", out,
+                                               "--no-plot", "h200x2", "b200x8-hgx", NULL);
+    g_autoptr(EmaTestRun) none = NULL;
+    g_assert_cmpint(mixed->status, ==, 0);
+    ema_test_assert_contains(mixed->out, "\n  not computed: llama-3.1-70b does not fit one GPU "
+                                         "of h200x2: 131 GiB of weights against 126 GiB of HBM "
+                                         "at 90% (the frontier is of one GPU, TP 1)\n");
+    ema_test_assert_contains(mixed->out, "\nb200x8-hgx (");
+    g_assert_true(g_file_test(csv, G_FILE_TEST_EXISTS));
+    none = ema_test_cli("frontier", "--model", "llama-3.1-70b", "-o", alone, "--no-plot", "h200x2",
+                        NULL);
+    ema_test_assert_failed(none, 1, "llama-3.1-70b does not fit one GPU of h200x2");
+    g_assert_false(g_file_test(alone, G_FILE_TEST_EXISTS));
+    ema_test_remove_tree(dir);
+  }
 }
 
 /* ---- run ---------------------------------------------------------------- */

@@ -59,6 +59,31 @@ static EmaFrontierPoint point(const Setup *s, guint batch, guint context, double
   return p;
 }
 
+/* The frontier is of one GPU: Llama-3.1-70B's 131 GiB of BF16 weights (70.6 G parameters x 2
+ * bytes) do not fit 90% of an H200's 139.8 GiB (125.8 GiB), so neither the check nor a point
+ * is made there, with the sizes said; they fit a B200's 90% of 180 GiB (162 GiB). */
+static void test_fits(void) {
+  GError *error = NULL;
+  EmaFrontierPoint p;
+  g_autoptr(EmaLlmSpec) big = ema_llm_load("llama-3.1-70b", &error);
+  EmaServerSpec *h200 = ema_server_load("h200x2", &error);
+  EmaServerSpec *b200 = ema_server_load("b200x8-hgx", &error);
+  g_assert_no_error(error);
+  g_assert_false(ema_frontier_fits(big, h200, &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+  g_assert_cmpstr(error->message, ==,
+                  "llama-3.1-70b does not fit one GPU of h200x2: 131 GiB of weights against 126 "
+                  "GiB of HBM at 90% (the frontier is of one GPU, TP 1)");
+  g_clear_error(&error);
+  g_assert_false(ema_frontier_point(big, h200, 1, 1024, 0.05, &p, &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID);
+  g_clear_error(&error);
+  g_assert_true(ema_frontier_fits(big, b200, &error));
+  g_assert_no_error(error);
+  ema_server_free(h200);
+  ema_server_free(b200);
+}
+
 static void test_direct_closed_form(void) {
   Setup s = setup("h200x8-hgx");
   const guint batch = 32, context = 4096;
@@ -148,6 +173,7 @@ static void test_offload(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/frontier/fits", test_fits);
   g_test_add_func("/frontier/direct-closed-form", test_direct_closed_form);
   g_test_add_func("/frontier/landed", test_landed);
   g_test_add_func("/frontier/offload", test_offload);

@@ -34,7 +34,16 @@ typedef struct {
                                    HBM time too */
 } EmaFrontierPoint;
 
-/* One point; shares to 0.1%. FALSE when MODEL does not fit SERVER's GPU. */
+/* The share of a GPU's HBM a frontier's model may fill with its weights: vLLM's default
+ * gpu_memory_utilization. */
+#define EMA_FRONTIER_MEMORY_UTILIZATION 0.9
+
+/* Whether MODEL's weights fit one GPU of SERVER (the frontier is at TP 1) within
+ * EMA_FRONTIER_MEMORY_UTILIZATION of its HBM; FALSE with EMA_CONFIG_ERROR_INVALID saying by how
+ * much they do not. */
+gboolean ema_frontier_fits(const EmaLlmSpec *model, const EmaServerSpec *server, GError **error);
+
+/* One point; shares to 0.1%. FALSE when MODEL does not fit SERVER's GPU (ema_frontier_fits). */
 gboolean ema_frontier_point(const EmaLlmSpec *model, const EmaServerSpec *server, guint batch,
                             guint context, double tolerance, EmaFrontierPoint *point,
                             GError **error);
