@@ -92,13 +92,11 @@ static double largest_offload_share(const EmaStepModel *step, const EmaOffloadMo
   return best;
 }
 
-gboolean ema_frontier_fits(const EmaLlmSpec *model, const EmaServerSpec *server, GError **error) {
-  g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, 1, error);
+/* ema_frontier_fits with MODEL's STEP model on SERVER at TP 1, made already. */
+static gboolean step_fits(const EmaLlmSpec *model, const EmaServerSpec *server,
+                          const EmaStepModel *step, GError **error) {
   double usable = floor((double) ema_gpu_hbm_bytes(&server->gpu) * EMA_FRONTIER_MEMORY_UTILIZATION);
-  guint64 weights;
-  if (step == NULL)
-    return FALSE;
-  weights = ema_step_model_weight_bytes_per_gpu(step);
+  guint64 weights = ema_step_model_weight_bytes_per_gpu(step);
   if ((double) weights < usable)
     return TRUE;
   {
@@ -112,16 +110,20 @@ gboolean ema_frontier_fits(const EmaLlmSpec *model, const EmaServerSpec *server,
   return FALSE;
 }
 
+gboolean ema_frontier_fits(const EmaLlmSpec *model, const EmaServerSpec *server, GError **error) {
+  g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, 1, error);
+  return step != NULL && step_fits(model, server, step, error);
+}
+
 gboolean ema_frontier_point(const EmaLlmSpec *model, const EmaServerSpec *server, guint batch,
                             guint context, double tolerance, EmaFrontierPoint *point,
                             GError **error) {
-  g_autoptr(EmaStepModel) step = NULL;
+  g_autoptr(EmaStepModel) step = ema_step_model_new(model, server, 1, error);
   g_autoptr(EmaOffloadModel) offload = NULL;
   EmaStepBatch work = {0};
   EmaStepBreakdown bd;
   double layers, limit_s;
-  if (!ema_frontier_fits(model, server, error) ||
-      (step = ema_step_model_new(model, server, 1, error)) == NULL ||
+  if (step == NULL || !step_fits(model, server, step, error) ||
       (offload = ema_offload_model_new(model, server, 1, error)) == NULL)
     return FALSE;
   layers = ema_step_model_layers(step);
