@@ -74,22 +74,6 @@ static gboolean neighbour_init(gpointer state, gconstpointer params, const EmaPo
   return TRUE;
 }
 
-/* Slices GPU can lend now, keeping RESERVE: the same sum as
- * ema_pool_view_lendable(), computed here so that the module needs nothing
- * from libema. */
-static guint64 lendable(const EmaPoolView *view, guint gpu, guint64 reserve) {
-  const EmaGpuView *g = &view->gpus[gpu];
-  guint64 taken = g->slices_lent + g->slices_used + g->slices_staging + reserve;
-  guint64 can = taken < g->slices ? g->slices - taken : 0;
-  if (!g->shares)
-    return 0;
-  if (view->lend_keep) { /* its lend limit: what it lends at once, lent slices included */
-    guint64 out = g->slices_lent + view->lend_keep[gpu];
-    can = MIN(can, out < g->slices ? g->slices - out : 0);
-  }
-  return can;
-}
-
 /* Slices that BLOCKS of GPU's tenant fill, rounded up. */
 static guint64 slices_for(const EmaGpuView *g, guint64 blocks) {
   return (blocks * g->block_bytes + EMA_SLICE_BYTES - 1) / EMA_SLICE_BYTES;
@@ -110,7 +94,7 @@ static void neighbour_decide(gpointer state, gconstpointer params, const EmaPool
     /* cover the shortfall in whole slices, less what is being mapped */
     guint lender = (borrower + 1) % n;
     guint64 want = MAX(slices_for(me, me->blocks_short), (guint64) p->min_borrow);
-    guint64 can = lendable(view, lender, (guint64) p->reserve);
+    guint64 can = ema_pool_view_lendable(view, lender, (guint64) p->reserve);
     if (want > me->slices_pending && MIN(want - me->slices_pending, can) > 0) {
       plan->actions[plan->n++] =
           (EmaBorrowAction){lender, (gint64) MIN(want - me->slices_pending, can)};
