@@ -15,7 +15,7 @@
 #include "ema/hw/llm.h"
 #include "ema/hw/steptime.h"
 
-/* The eleven shapes, with their total parameter counts as derived by hand in
+/* Every shape of hwmodels/llms, with their total parameter counts as derived by hand in
  * hwmodels/llms/README.md (and at the bottom of each file). */
 static const struct {
   const char *name;
@@ -29,6 +29,7 @@ static const struct {
     {"llama-3.1-70b", G_GUINT64_CONSTANT(70553706496)},
     {"llama-3.1-8b", G_GUINT64_CONSTANT(8030261248)},
     {"mistral-7b-v0.1", G_GUINT64_CONSTANT(7241732096)},
+    {"mistral-nemo-12b", G_GUINT64_CONSTANT(12247782400)},
     {"mixtral-8x7b", G_GUINT64_CONSTANT(46702792704)},
     {"opt-13b", G_GUINT64_CONSTANT(12853473280)},
     {"opt-30b", G_GUINT64_CONSTANT(29974540288)},
@@ -39,7 +40,7 @@ static const struct {
 
 #define KNOWN_MODELS                                                                               \
   "codellama-34b, llama-13b, llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, "  \
-  "mistral-7b-v0.1, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, qwen2.5-7b"
+  "mistral-7b-v0.1, mistral-nemo-12b, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, qwen2.5-7b"
 
 /* ---- helpers ------------------------------------------------------------ */
 
