@@ -1,9 +1,9 @@
 /* llm.c: the LLM shape's parameter table (llm.h), the search for shapes by
  * name (EMA_LLM_PATH, then hwmodels/llms), and the derived figures.
  *
- * Invariants kept by the table's check: kv_heads divides heads and
- * active_experts <= experts. The ranges keep every derived count, and the
- * same count in bytes or FLOPs, well inside 64 bits (the largest shape the
+ * Invariants kept by the table's check: kv_heads divides heads,
+ * active_experts <= experts, and shared experts only beside routed ones. The ranges keep every
+ * derived count, and the same count in bytes or FLOPs, well inside 64 bits (the largest shape the
  * ranges allow has about 2^59 parameters). The derivation follows
  * hwmodels/llms/README.md term by term, biases included, so that it gives
  * the counts worked out by hand in each YAML file exactly. */
@@ -48,6 +48,11 @@ static const EmaParam llm_params[] = {
      .max = 1024, .help = "routed experts per layer (1 = dense)"},
     {"active_experts", EMA_PARAM_INT, LLM_FIELD(active_experts), .flags = EMA_PARAM_REQUIRED,
      .min = 1, .max = 1024, .help = "experts per token, at most experts (1 = dense)"},
+    {"shared_ffn", EMA_PARAM_INT, LLM_FIELD(shared_ffn), .default_value = "0", .min = 0,
+     .max = 1048576,
+     .help = "an MoE's shared experts, which every token runs beside its routed ones: their FFN "
+             "width, summed (n_shared_experts x moe_intermediate_size; Llama 4: "
+             "intermediate_size); 0 = none"},
     {"tied_embeddings", EMA_PARAM_BOOL, LLM_FIELD(tied_embeddings), .flags = EMA_PARAM_REQUIRED,
      .help = "the LM head shares the token-embedding matrix"},
     {"attention_bias", EMA_PARAM_BOOL, LLM_FIELD(attention_bias), .flags = EMA_PARAM_REQUIRED,
@@ -88,6 +93,15 @@ static gboolean check_llm(gpointer object, const EmaNode *node, const char *path
                    llm->active_experts, llm->experts);
     return FALSE;
   }
+  if (llm->shared_ffn > 0 && llm->experts == 1) {
+    g_autofree char *key_path =
+        path && *path ? g_strconcat(path, ".shared_ffn", NULL) : g_strdup("shared_ffn");
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "shared_ffn"), key_path,
+                   "shared_ffn (%" G_GINT64_FORMAT ") needs routed experts (experts > 1): a dense "
+                   "model's FFN is ffn",
+                   llm->shared_ffn);
+    return FALSE;
+  }
   return TRUE;
 }
 
@@ -126,13 +140,15 @@ void ema_llm_derive(const EmaLlmSpec *spec, EmaLlmDerived *derived) {
   attention_bias = spec->attention_bias ? H * d + 2 * K * d + (opt ? h : 0) : 0;
   /* one expert: m matrices (+ OPT's fc1 and fc2 biases) */
   derived->expert_parameters = m * h * f + (opt && spec->attention_bias ? f + h : 0);
+  /* shared experts: m matrices of their summed width, no biases (Llama 4, DeepSeek, Qwen-MoE) */
+  derived->shared_expert_parameters = m * h * (guint64) spec->shared_ffn;
   router = E > 1 ? h * E : 0;      /* MoE gate, no bias (Mixtral) */
   norms = opt ? 2 * 2 * h : 2 * h; /* two norms: LayerNorm weight + bias, or RMSNorm weight */
 
-  derived->layer_parameters =
-      attention + attention_bias + E * derived->expert_parameters + router + norms;
-  derived->layer_active_parameters =
-      attention + attention_bias + A * derived->expert_parameters + router + norms;
+  derived->layer_parameters = attention + attention_bias + E * derived->expert_parameters +
+                              derived->shared_expert_parameters + router + norms;
+  derived->layer_active_parameters = attention + attention_bias + A * derived->expert_parameters +
+                                     derived->shared_expert_parameters + router + norms;
   derived->embedding_parameters =
       V * h + (opt ? ((guint64) spec->max_context + 2) * h : 0); /* OPT offsets positions by 2 */
   derived->lm_head_parameters = spec->tied_embeddings ? 0 : V * h;

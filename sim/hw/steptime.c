@@ -72,6 +72,9 @@ struct _EmaStepModel {
   EmaProfileDtype weight_dtype, kv_dtype;
   guint q_heads, kv_heads, head_dim;
   guint64 hidden, qkv_n, o_k, up_n, down_k, head_n, act_width, rope_width;
+  /* an MoE's shared experts (llm.h shared_ffn), a dense FFN beside the routed ones: its GEMMs'
+   * widths on one GPU, 0 without them */
+  guint64 shared_up_n, shared_down_k;
   gboolean gated, moe;
   /* GEMMs with a bias (llm.h): q/k/v with attention_bias; o and the FFN's too in a plain MLP */
   gboolean qkv_bias, dense_bias;
@@ -84,6 +87,7 @@ struct _EmaStepModel {
   /* the operators' profile surfaces, resolved once (set_profile_ops) */
   struct {
     EmaProfileOp qkv, o, up, down, lm_head, moe[2], moe_fused, attn_decode, attn_prefill;
+    EmaProfileOp shared_up, shared_down;
     EmaProfileOp norm, act, add, rope, embedding, router, moe_route, kv_write;
     EmaProfileOp allreduce[EMA_PROFILE_N_ALLREDUCE]; /* by implementation (profile.h) */
   } ops;
@@ -110,10 +114,13 @@ enum {
   ROW_MOE_ROUTE, /* an MoE's routing kernels (softmax, top-k, gathers, scatter-add) */
   ROW_UP,        /* the experts' first projection for an MoE */
   ROW_DOWN,
+  ROW_SHARED_UP, /* an MoE's shared experts (none: 0) */
+  ROW_SHARED_DOWN,
   ROW_KV_WRITE,
   ROW_NORM2, /* the layer's 2 norms */
   ROW_ACT,
-  ROW_ADD2, /* the layer's 2 residual adds */
+  ROW_SHARED_ACT, /* the shared experts' silu_mul */
+  ROW_ADD2,       /* the layer's 2 residual adds */
   ROW_ROPE,
   ROW_EMBEDDING,
   ROW_NORM1, /* the final norm */
@@ -160,6 +167,8 @@ static void set_operator_shapes(EmaStepModel *s, const EmaLlmSpec *model, guint 
   s->experts_n = (guint) model->experts;
   s->active_n = (guint) model->active_experts;
   s->router_fraction = (double) model->active_experts / (double) model->experts;
+  s->shared_down_k = (guint64) (model->shared_ffn / (gint64) tp);
+  s->shared_up_n = (s->gated ? 2 : 1) * s->shared_down_k;
 }
 
 /* Resolve every operator's shape in the profile once, so that a step does
@@ -193,6 +202,10 @@ static void set_profile_ops(EmaStepModel *s) {
      * bytes, as where no table has it */
     if (s->moe_fused && s->ops.moe_route.workload)
       s->ops.moe_route = (EmaProfileOp){{NULL}, FALSE};
+    if (s->shared_down_k > 0) { /* vLLM runs them as a dense MLP of their summed width */
+      ema_profile_op_gemm(p, w, FALSE, s->hidden, s->shared_up_n, &s->ops.shared_up);
+      ema_profile_op_gemm(p, w, FALSE, s->shared_down_k, s->hidden, &s->ops.shared_down);
+    }
   }
   ema_profile_op_attn_decode(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_decode);
   ema_profile_op_attn_prefill(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_prefill);
@@ -604,6 +617,19 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
             : i == ROW_UP ? gemm_time(s, &sums, &s->ops.up, tokens, s->hidden, s->up_n, TRUE)
                           : gemm_time(s, &sums, &s->ops.down, tokens, s->down_k, s->hidden, TRUE);
       break;
+    case ROW_SHARED_UP:
+      t = s->shared_up_n
+              ? gemm_time(s, &sums, &s->ops.shared_up, tokens, s->hidden, s->shared_up_n, TRUE)
+              : 0;
+      break;
+    case ROW_SHARED_DOWN:
+      t = s->shared_down_k
+              ? gemm_time(s, &sums, &s->ops.shared_down, tokens, s->shared_down_k, s->hidden, TRUE)
+              : 0;
+      break;
+    case ROW_SHARED_ACT:
+      t = s->shared_down_k ? elementwise_time(s, &sums, &s->ops.act, s->shared_up_n, tokens, 1) : 0;
+      break;
     case ROW_KV_WRITE: /* the new tokens' K and V copied into the cache (one kv_write row
                         * covers both; its roofline: the bytes written) */
       t = elementwise_time(s, &sums, &s->ops.kv_write, (guint64) s->kv_heads * s->head_dim, tokens,
@@ -653,7 +679,9 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
   row->before_attention = row->t[ROW_QKV] + row->t[ROW_O];
   row->before_attention += row->t[ROW_ROUTER] + row->t[ROW_MOE_ROUTE];
   row->before_attention += row->t[ROW_UP] + row->t[ROW_DOWN];
-  row->after_kv_write = row->t[ROW_NORM2] + row->t[ROW_ACT] + row->t[ROW_ADD2];
+  row->before_attention += row->t[ROW_SHARED_UP] + row->t[ROW_SHARED_DOWN];
+  row->after_kv_write = row->t[ROW_NORM2] + row->t[ROW_ACT] + row->t[ROW_SHARED_ACT];
+  row->after_kv_write += row->t[ROW_ADD2];
 }
 
 /* The row of X tokens: the model's, filled on first use, or SCRATCH past
@@ -766,8 +794,9 @@ static double layer_sum(const EmaStepModel *s, const TokenRow *row, double atten
  * the layer's order. */
 static double operator_layer(const EmaStepModel *s, OpSums *sums, const EmaStepBatch *b,
                              const TokenRow *row) {
-  static const int before[] = {ROW_QKV, ROW_O, ROW_ROUTER, ROW_MOE_ROUTE, ROW_UP, ROW_DOWN};
-  static const int after[] = {ROW_KV_WRITE, ROW_NORM2, ROW_ACT, ROW_ADD2};
+  static const int before[] = {ROW_QKV, ROW_O,    ROW_ROUTER,    ROW_MOE_ROUTE,
+                               ROW_UP,  ROW_DOWN, ROW_SHARED_UP, ROW_SHARED_DOWN};
+  static const int after[] = {ROW_KV_WRITE, ROW_NORM2, ROW_ACT, ROW_SHARED_ACT, ROW_ADD2};
   double attention;
   for (guint i = 0; i < G_N_ELEMENTS(before); i++)
     row_op(row, before[i], sums);
@@ -927,8 +956,12 @@ static const char *sources_of(const EmaStepModel *s, const EmaProfileOp *const *
 void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out) {
   const EmaStepModel *s = step_model;
   const EmaProfileOp *gemms[] = {&s->ops.qkv, &s->ops.o, &s->ops.up, &s->ops.down, &s->ops.lm_head};
-  const EmaProfileOp *moe[] = {&s->ops.moe[0], &s->ops.moe[1], &s->ops.router};
-  const EmaProfileOp *moe_fused[] = {&s->ops.moe_fused, &s->ops.router};
+  /* the shared experts last: an MoE with them only */
+  const EmaProfileOp *moe[] = {&s->ops.moe[0], &s->ops.moe[1], &s->ops.router, &s->ops.shared_up,
+                               &s->ops.shared_down};
+  const EmaProfileOp *moe_fused[] = {&s->ops.moe_fused, &s->ops.router, &s->ops.shared_up,
+                                     &s->ops.shared_down};
+  guint shared = s->shared_down_k > 0 ? 2 : 0;
   /* rope last: a gated model's only */
   const EmaProfileOp *elementwise[] = {&s->ops.norm,      &s->ops.act,      &s->ops.add,
                                        &s->ops.embedding, &s->ops.kv_write, &s->ops.rope};
@@ -942,9 +975,9 @@ void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out)
     g_strlcat(out->gemm, " (weight-only FP8: 16-bit times carried to 1-byte weights)",
               sizeof out->gemm);
   if (s->moe_fused)
-    sources_of(s, moe_fused, 2, out->moe, sizeof out->moe);
+    sources_of(s, moe_fused, 2 + shared, out->moe, sizeof out->moe);
   else
-    sources_of(s, moe, s->moe ? 3 : 0, out->moe, sizeof out->moe);
+    sources_of(s, moe, s->moe ? 3 + shared : 0, out->moe, sizeof out->moe);
   sources_of(s, (const EmaProfileOp *[]){&s->ops.attn_decode}, 1, out->attn_decode,
              sizeof out->attn_decode);
   sources_of(s, (const EmaProfileOp *[]){&s->ops.attn_prefill}, 1, out->attn_prefill,

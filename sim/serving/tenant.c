@@ -897,10 +897,10 @@ guint64 ema_tenant_default_activation_reserve(const EmaTenantSpec *tenant) {
   ema_llm_derive(m, &derived);
   /* live at the peak of one layer, per token: the residual stream and the
    * normed input (2 h), the q/k/v projections ((H + 2K) d / tp) and the FFN's
-   * inner activations (2 F / tp, gate and up; the active experts' for MoE) */
+   * inner activations (2 F / tp, gate and up; the active and shared experts' for MoE) */
   per_token = 2.0 * (double) m->hidden +
               (double) ((m->heads + 2 * m->kv_heads) * m->head_dim) / tp +
-              2.0 * (double) (m->ffn * m->active_experts) / tp;
+              2.0 * (double) (m->ffn * m->active_experts + m->shared_ffn) / tp;
   /* plus fp32 logits over the vocabulary for every running sequence */
   return (guint64) ceil(tokens * per_token * derived.bytes_per_element +
                         (double) tenant->engine.max_num_seqs * (double) m->vocab * 4.0);

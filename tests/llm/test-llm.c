@@ -28,6 +28,7 @@ static const struct {
     {"llama-2-7b", G_GUINT64_CONSTANT(6738415616)},
     {"llama-3.1-70b", G_GUINT64_CONSTANT(70553706496)},
     {"llama-3.1-8b", G_GUINT64_CONSTANT(8030261248)},
+    {"llama-4-scout-17b-16e", G_GUINT64_CONSTANT(107769861120)},
     {"mistral-7b-v0.1", G_GUINT64_CONSTANT(7241732096)},
     {"mistral-nemo-12b", G_GUINT64_CONSTANT(12247782400)},
     {"mixtral-8x7b", G_GUINT64_CONSTANT(46702792704)},
@@ -40,7 +41,9 @@ static const struct {
 
 #define KNOWN_MODELS                                                                               \
   "codellama-34b, llama-13b, llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, "  \
-  "mistral-7b-v0.1, mistral-nemo-12b, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, qwen2.5-7b"
+  "llama-4-scout-17b-16e, "                                                                        \
+  "mistral-7b-v0.1, mistral-nemo-12b, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, "  \
+  "qwen2.5-7b"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -337,6 +340,7 @@ static void test_bad_shapes(void) {
   g_autofree char *dtype = shape_with("dtype", "dtype: int4");
   g_autofree char *missing = shape_with("vocab", NULL);
   g_autofree char *range = shape_with("layers", "layers: 0");
+  g_autofree char *shared = shape_with("active_experts", "active_experts: 1\nshared_ffn: 1024");
   bind_fails(kv, EMA_CONFIG_ERROR_INVALID,
              "bad.yaml:6:11: kv_heads: kv_heads (5) must divide heads (32)");
   bind_fails(moe, EMA_CONFIG_ERROR_INVALID,
@@ -346,6 +350,9 @@ static void test_bad_shapes(void) {
   bind_fails(missing, EMA_CONFIG_ERROR_KEY,
              "bad.yaml:1:1: vocab: missing required key (an integer)");
   bind_fails(range, EMA_CONFIG_ERROR_RANGE, "bad.yaml:2:9: layers: 0 is out of range [1, 1024]");
+  bind_fails(shared, EMA_CONFIG_ERROR_INVALID,
+             "bad.yaml:13:13: shared_ffn: shared_ffn (1024) needs routed experts (experts > 1): a "
+             "dense model's FFN is ffn");
 }
 
 /* ---- step time ---------------------------------------------------------- */
@@ -745,6 +752,53 @@ static void test_moe_experts(void) {
   assert_close(b.weight_bytes_read, 32 * (41984000.0 + 8 * 176160768.0) * 2 + head, 1e-12);
 }
 
+/* Shared experts (llm.h shared_ffn) on the roofline H200: Mixtral's shape with a SwiGLU of
+ * 1024 beside its routed experts. Each layer gains 3 x 4096 x 1024 = 12,582,912 parameters,
+ * which every token uses; a step gains, per layer, the shared up GEMM (4096 -> 2 x 1024), its
+ * down GEMM (1024 -> 4096) and their silu_mul over 2048, at TP 2 each rank half the width;
+ * Llama-4-Scout's figures as worked out in its file. */
+static void test_moe_shared(void) {
+  g_autoptr(EmaLlmSpec) base = load_model("mixtral-8x7b");
+  g_autoptr(EmaLlmSpec) shared = load_model("mixtral-8x7b");
+  g_autoptr(EmaLlmSpec) scout = load_model("llama-4-scout-17b-16e");
+  g_autoptr(EmaServerSpec) server = load_roofline_server("h200x2");
+  EmaStepBatch one = {.decode_seqs = 1, .decode_context = 100, .logits = 1};
+  EmaStepBatch many = {.decode_seqs = 64, .decode_context = 64 * 100.0, .logits = 64};
+  Rates r = server_rates(server);
+  EmaLlmDerived d0, d1, ds;
+  shared->shared_ffn = 1024;
+  ema_llm_derive(base, &d0);
+  ema_llm_derive(shared, &d1);
+  g_assert_cmpuint(d0.shared_expert_parameters, ==, 0);
+  g_assert_cmpuint(d1.shared_expert_parameters, ==, 12582912);
+  g_assert_cmpuint(d1.layer_parameters - d0.layer_parameters, ==, 12582912);
+  g_assert_cmpuint(d1.layer_active_parameters - d0.layer_active_parameters, ==, 12582912);
+  g_assert_cmpuint(d1.total_parameters - d0.total_parameters, ==, 32 * 12582912);
+  g_assert_cmpuint(d1.active_parameters - d0.active_parameters, ==, 32 * 12582912);
+  for (guint tp = 1; tp <= 2; tp++) {
+    g_autoptr(EmaStepModel) m0 = step_model(base, server, tp);
+    g_autoptr(EmaStepModel) m1 = step_model(shared, server, tp);
+    EmaStepBreakdown b0, b1;
+    double w = 1024.0 / tp;
+    for (guint i = 0; i < 2; i++) {
+      const EmaStepBatch *batch = i ? &many : &one;
+      double t = (double) batch->decode_seqs;
+      double layer =
+          gemm_s(&r, t, 4096, 2 * w) + gemm_s(&r, t, w, 4096) + elementwise_s(&r, t, 2 * w);
+      EmaTime t0 = ema_step_time(m0, batch, &b0), t1 = ema_step_time(m1, batch, &b1);
+      /* each step rounded to the nanosecond */
+      g_assert_cmpfloat(fabs((double) (t1 - t0) - 32 * layer * 1e9), <=, 1.0);
+      assert_close(b1.weight_bytes_read - b0.weight_bytes_read, 32 * 12582912.0 * 2 / tp, 1e-9);
+    }
+  }
+  ema_llm_derive(scout, &ds);
+  g_assert_cmpuint(ds.shared_expert_parameters, ==, 125829120);
+  g_assert_cmpuint(ds.layer_parameters, ==, G_GUINT64_CONSTANT(2202101760));
+  g_assert_cmpuint(ds.active_non_embedding_parameters, ==, G_GUINT64_CONSTANT(15103923200));
+  g_assert_cmpuint(ds.active_parameters, ==, G_GUINT64_CONSTANT(17172894720)); /* card: 17B */
+  g_assert_cmpuint(ds.kv_bytes_per_token, ==, 196608);
+}
+
 static void test_empty(void) {
   g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-8b");
   g_autoptr(EmaServerSpec) server = load_roofline_server("h200x2");
@@ -790,6 +844,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/steptime/tp/kv-replication", test_tp8_kv_replication);
   g_test_add_func("/steptime/monotonic", test_monotonic);
   g_test_add_func("/steptime/moe/experts", test_moe_experts);
+  g_test_add_func("/steptime/moe/shared-experts", test_moe_shared);
   g_test_add_func("/steptime/empty", test_empty);
   g_test_add_func("/steptime/fp8", test_fp8);
   return g_test_run();

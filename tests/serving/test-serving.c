@@ -984,12 +984,14 @@ static const BadConfig bad_configs[] = {
      "5:5: tenants.0.gpu: missing required key (an integer)"},
     {"unknown-model.yaml", EMA_CONFIG_ERROR_KEY,
      "5:22: tenants.0.model: unknown model 'llama-9' (known: codellama-34b, llama-13b, "
-     "llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, mistral-7b-v0.1, "
-     "mistral-nemo-12b, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, qwen2.5-7b)"},
+     "llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, llama-4-scout-17b-16e, "
+     "mistral-7b-v0.1, mistral-nemo-12b, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, "
+     "qwen2.5-7b)"},
     {"unknown-model-keys.yaml", EMA_CONFIG_ERROR_KEY,
      "5:29: tenants.0.model: unknown model 'llama-9' (known: codellama-34b, llama-13b, "
-     "llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, mistral-7b-v0.1, "
-     "mistral-nemo-12b, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, qwen2.5-7b)"},
+     "llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, llama-4-scout-17b-16e, "
+     "mistral-7b-v0.1, mistral-nemo-12b, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, "
+     "qwen2.5-7b)"},
 };
 
 static void test_bad_config(gconstpointer data) {

@@ -65,6 +65,7 @@ typedef struct {
   double reference_parameters; /* published count; 0 when absent */
   EmaPrecision weights;        /* decoder-layer weights (quantization) */
   EmaPrecision kv_cache;       /* the KV cache (kv_cache_dtype) */
+  gint64 shared_ffn;           /* an MoE's shared experts: their FFN width, summed (0: none) */
 } EmaLlmSpec;
 
 extern const EmaParamTable ema_llm_params;
@@ -77,7 +78,8 @@ typedef struct {
   guint kv_bytes_per_element;              /* KV cache: 1 with an FP8 KV cache */
   guint64 layer_parameters;                /* one decoder layer, all experts, biases and norms */
   guint64 layer_active_parameters;         /* one layer as a token uses it: active experts only */
-  guint64 expert_parameters;               /* one expert's FFN (matrices and biases) */
+  guint64 expert_parameters;               /* one routed expert's FFN (matrices and biases) */
+  guint64 shared_expert_parameters;        /* an MoE's shared experts (every token uses them) */
   guint64 embedding_parameters;            /* token embedding (+ OPT's positional table) */
   guint64 lm_head_parameters;              /* 0 when tied to the token embedding */
   guint64 final_norm_parameters;           /* the norm after the last layer */
