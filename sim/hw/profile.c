@@ -791,17 +791,26 @@ typedef struct {
   guint q, kv, d, before;
 } FoldArgs;
 
+/* the most KV heads a shape is multiplied by to find it in a table (make_attn_decode_folded) */
+#define ATTN_UNFOLD_MAX 8
+
 static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args) {
   const FoldArgs *a = args;
+  char key[128];
+  const Surface *from;
   for (guint g = 2; g <= a->kv; g++) {
-    char key[128];
-    const Surface *from;
     if (a->q % g != 0 || a->kv % g != 0)
       continue;
     attn_key(key, sizeof key, a->dtype, a->q / g, a->kv / g, a->d);
     from = g_hash_table_lookup(p->tables[EMA_PROFILE_ATTN_DECODE], key);
     if (from && from->source < a->before)
       return scaled_surface(p, from, EMA_PROFILE_ATTN_DECODE, 1.0 / g, 1);
+  }
+  for (guint m = 2; m <= ATTN_UNFOLD_MAX; m++) {
+    attn_key(key, sizeof key, a->dtype, a->q * m, a->kv * m, a->d);
+    from = g_hash_table_lookup(p->tables[EMA_PROFILE_ATTN_DECODE], key);
+    if (from && from->source < a->before)
+      return scaled_surface(p, from, EMA_PROFILE_ATTN_DECODE, (double) m, 1);
   }
   return NULL;
 }
@@ -812,8 +821,12 @@ static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args)
  * head group, so B sequences of KV groups are g B sequences of KV/g, for any whole g. How a
  * table without multi-head shapes (AIConfigurator's, 1-8 KV heads) times Llama-2-7B's 32 (g 4)
  * and Llama-2-13B's and OPT-13B's 40 (g 5); what it leaves out: one launch where the table's
- * shape had its own. Made once, kept in the profile's derived table; NULL where no such shape
- * is held. */
+ * shape had its own. Where no such g answers, the shape of m Q and m KV heads at B / m
+ * sequences (the smallest m up to ATTN_UNFOLD_MAX held), by the same argument: a group size
+ * the table has only at more heads, such as Qwen2.5-32B's or Llama-4-Scout's 20 over 4 at TP 2
+ * as 40 over 8 (below the table's first batch, B / m < 1, its first batch's time: a lone
+ * sequence's kernel is no faster with fewer groups). Made once, kept in the profile's derived
+ * table; NULL where no such shape is held. */
 static const Surface *attn_decode_folded(const EmaProfile *profile, EmaProfileDtype dtype, guint q,
                                          guint kv, guint d, guint before) {
   char key[160], shape[128];

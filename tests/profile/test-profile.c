@@ -633,7 +633,8 @@ static void test_import_at_most(void) {
 
 /* Decode attention of 4 q / 4 KV heads, which the table holds only as 2 / 2: that shape at
  * twice the batch (batch 1 from batch 2's 30 us, batch 2 from batch 4's 50 us, 1.5 between);
- * a shape of its own in the same table answers itself. */
+ * a shape of its own in the same table answers itself; a shape that only more heads hold, at a
+ * fraction of the batch. */
 static void test_attn_decode_folded(void) {
   g_autoptr(TempDir) dir = temp_dir();
   g_autofree char *folder =
@@ -664,9 +665,20 @@ static void test_attn_decode_folded(void) {
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 6, 6, 4, &op);
   g_assert_true(ema_profile_op_at(&op, 1, 100, &us));
   g_assert_cmpfloat(fabs(us - 40), <, 1e-9);
-  /* 5 / 5 heads: only 1 / 1 divides them, not held: none */
+  /* 5 / 5 heads: only 1 / 1 divides them, not held, nor 10 / 10 ... 40 / 40: none */
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 5, 5, 4, &op);
   g_assert_false(ema_profile_op_at(&op, 1, 100, &us));
+  /* 1 / 1 head: nothing divides it; 2 / 2 at half the batch (m 2): batch 4 is its batch 2,
+   * batch 8 its 4, batch 6 half way; batch 1 (its 0.5) below its first batch takes that one's */
+  ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 1, 1, 4, &op);
+  g_assert_true(ema_profile_op_at(&op, 4, 100, &us));
+  g_assert_cmpfloat(fabs(us - 30), <, 1e-9);
+  g_assert_true(ema_profile_op_at(&op, 8, 100, &us));
+  g_assert_cmpfloat(fabs(us - 50), <, 1e-9);
+  g_assert_true(ema_profile_op_at(&op, 6, 100, &us));
+  g_assert_cmpfloat(fabs(us - 40), <, 1e-9);
+  g_assert_true(ema_profile_op_at(&op, 1, 100, &us));
+  g_assert_cmpfloat(fabs(us - 30), <, 1e-9);
 }
 
 /* An import's keys are checked: an unknown key, and a kind its format does not feed, fail at
