@@ -4,11 +4,12 @@ Reading inference-perf's run files (results/config.yaml and the per-stage
 lifecycle metrics), synthesising the requests of a shared-prefix workload,
 the E2E-based time per output token, relative errors and their median and
 worst, the least-squares fit of the engine's CPU cost by coordinate search,
-engine-profile rewriting and the machine-readable fidelity table
-(hwmodels/fidelity.yaml). No simulator calls here: tests/groundtruth
+engine-profile rewriting, the machine-readable fidelity table
+(hwmodels/fidelity.yaml), and the columns AIConfigurator's tables keep beside them. No simulator calls here: tests/groundtruth
 (test-fidelity-unit) checks these on small fixtures.
 """
 import math
+import os
 import random
 import re
 import statistics
@@ -290,3 +291,17 @@ def fidelity_yaml(rows):
 def fmt_pct(e):
     """A relative error as a signed percentage, or '-'."""
     return "-" if e is None or (isinstance(e, float) and math.isnan(e)) else "%+.1f%%" % (100 * e)
+
+
+# ---- AIConfigurator's tables ------------------------------------------------
+
+def aic_constants(path):
+    """The columns an AIConfigurator table's CSV leaves out for holding one value (its
+    .constants.yaml beside it); {} without one."""
+    out = {}
+    side = path[:-len(".csv")] + ".constants.yaml"
+    if os.path.isfile(side):
+        with open(side) as f:
+            for m in re.finditer(r'^(\w+):\s*"?([^"\n]*)"?\s*$', f.read(), re.M):
+                out[m.group(1)] = m.group(2)
+    return out

@@ -873,6 +873,47 @@ void ema_profile_op_moe_fused(const EmaProfile *profile, EmaProfileDtype dtype, 
   FALLBACK(op, profile, EMA_PROFILE_MOE, dtype, moe_fused_key, hidden, ffn, topk, experts);
 }
 
+gboolean ema_profile_op_moe_fused_nearest(const EmaProfile *profile, EmaProfileDtype dtype,
+                                          guint64 hidden, guint64 ffn, guint topk, guint experts,
+                                          EmaProfileOp *op, EmaProfileMoeShape *from) {
+  char prefix[64];
+  GHashTableIter it;
+  gpointer key, value;
+  double best = G_MAXDOUBLE, size = (double) hidden * (double) ffn;
+  const Surface *found = NULL;
+  g_return_val_if_fail(profile != NULL && op != NULL && from != NULL, FALSE);
+  *op = (EmaProfileOp){{NULL}, FALSE};
+  lazy_load((EmaProfile *) profile, 1u << EMA_PROFILE_MOE);
+  g_snprintf(prefix, sizeof prefix, "%s fused ", rate_class(dtype));
+  g_hash_table_iter_init(&it, profile->tables[EMA_PROFILE_MOE]);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    EmaProfileMoeShape shape;
+    double distance;
+    if (!g_str_has_prefix(key, prefix) ||
+        sscanf((const char *) key + strlen(prefix),
+               "h=%" G_GUINT64_FORMAT " f=%" G_GUINT64_FORMAT " k=%u e=%u", &shape.hidden,
+               &shape.ffn, &shape.topk, &shape.experts) != 4)
+      continue;
+    distance = fabs(log((double) shape.hidden * (double) shape.ffn / size)) +
+               fabs(log((double) shape.experts / (double) experts)) +
+               fabs(log((double) shape.topk / (double) topk));
+    /* ties (the hash table's order is not the run's to choose): the smaller shape, then the
+     * fewer experts and the fewer per token */
+    if (distance < best ||
+        (distance == best &&
+         (shape.hidden < from->hidden || (shape.hidden == from->hidden && shape.ffn < from->ffn) ||
+          (shape.hidden == from->hidden && shape.ffn == from->ffn &&
+           (shape.experts < from->experts ||
+            (shape.experts == from->experts && shape.topk < from->topk)))))) {
+      best = distance;
+      *from = shape;
+      found = value;
+    }
+  }
+  op->surfaces[0] = found;
+  return found != NULL;
+}
+
 /* The operator whose kernel stands in for NAME where the tables hold NAME at no width: a
  * LayerNorm for an RMSNorm (one more reduction), GELU for SiLU-and-multiply (one input, not
  * two); NULL for the others. */

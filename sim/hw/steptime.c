@@ -82,6 +82,10 @@ struct _EmaStepModel {
   /* the MoE experts from the profile's fused-kernel table: it has one and no per-projection
    * table (a measured one) comes first */
   gboolean moe_fused;
+  /* the fused kernel's table lacks this shape: moe_fused is the nearest shape it holds,
+   * MOE_FROM, whose times moe_fused_time carries to this one */
+  gboolean moe_carried;
+  EmaProfileMoeShape moe_from;
   double router_fraction;     /* A / E */
   double lm_head_extra_bytes; /* final norm */
   /* the operators' profile surfaces, resolved once (set_profile_ops) */
@@ -195,6 +199,11 @@ static void set_profile_ops(EmaStepModel *s) {
     s->moe_fused = ema_profile_op_source(p, &s->ops.moe_fused) &&
                    (!ema_profile_op_source(p, &s->ops.moe[0]) ||
                     (s->ops.moe[0].workload && !s->ops.moe_fused.workload));
+    /* a shape neither table has: the fused kernel at the nearest shape the table holds */
+    if (!s->moe_fused && !ema_profile_op_source(p, &s->ops.moe[0]) && s->gated &&
+        ema_profile_op_moe_fused_nearest(p, w, s->hidden, s->down_k, s->active_n, s->experts_n,
+                                         &s->ops.moe_fused, &s->moe_from))
+      s->moe_fused = s->moe_carried = TRUE;
     ema_profile_op_gemm(p, t, FALSE, s->hidden, s->experts_n, &s->ops.router);
     ema_profile_op_elementwise(p, t, "moe_route", s->hidden, &s->ops.moe_route);
     /* the measuring workload's routing (a gather and a scatter-add per expert hit) is that of
@@ -481,6 +490,39 @@ static double elementwise_time(const EmaStepModel *s, OpSums *sums, const EmaPro
                  s->byte_rate, count);
 }
 
+/* The roofline of a fused MoE layer of HIDDEN and per-GPU FFN width, TOPK of EXPERTS experts
+ * per token, at T tokens: its FLOPs (3 matrices a SwiGLU expert) and the weights of the experts
+ * the tokens touch read once, with the activations read and written (as the fused tables'
+ * import counts them). */
+static double moe_roofline(const EmaStepModel *s, double hidden, double ffn, double topk,
+                           double experts, double tokens) {
+  double touched = experts * (1 - pow(1 - topk / experts, tokens));
+  double flops = 2 * 3 * tokens * topk * hidden * ffn;
+  double bytes =
+      touched * 3 * hidden * ffn * s->weight_bytes_per_element + 4 * tokens * topk * (hidden + ffn);
+  return roofline(s, flops / s->flop_rate, bytes / s->byte_rate);
+}
+
+/* The fused MoE kernel's time at T tokens: its table's; where the table holds only the nearest
+ * shape (moe_carried), that shape's time at as many routed rows (token-expert pairs, the rows
+ * the kernel's tiles cover), T A = T' k, carried to this shape by the ratio of the two
+ * rooflines, R(T) / R'(T'). Checked by leaving each model's shapes out of AIConfigurator's
+ * H100 table and predicting them from the rest (docs/fidelity.md). */
+static gboolean moe_fused_time(const EmaStepModel *s, double tokens, double *us) {
+  const EmaProfileMoeShape *f = &s->moe_from;
+  double x;
+  if (!s->moe_carried)
+    return profiled(s, &s->ops.moe_fused, 0, tokens, us);
+  x = tokens * (double) s->active_n / (double) f->topk;
+  if (!profiled(s, &s->ops.moe_fused, 0, x, us))
+    return FALSE;
+  *us *= moe_roofline(s, (double) s->hidden, (double) s->down_k, (double) s->active_n,
+                      (double) s->experts_n, tokens) /
+         moe_roofline(s, (double) f->hidden, (double) f->ffn, (double) f->topk, (double) f->experts,
+                      x);
+  return TRUE;
+}
+
 /* The expert FFN of one layer for T tokens, projection I (0 up, 1 down): from
  * the moe table at the experts touched (linear between its measured expert
  * counts) with T A / touched tokens each, or the roofline of the experts
@@ -610,7 +652,7 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
     case ROW_UP:
     case ROW_DOWN:
       /* an MoE whose fused kernel the profile has: all of its experts in ROW_UP */
-      if (s->moe_fused && tokens > 0 && profiled(s, &s->ops.moe_fused, 0, tokens, &us))
+      if (s->moe_fused && tokens > 0 && moe_fused_time(s, tokens, &us))
         op_sum(&sums, TRUE, t = i == ROW_UP ? us * 1e-6 : 0);
       else
         t = s->moe        ? (tokens > 0 ? moe_time(s, &sums, i - ROW_UP, tokens, touched) : 0)
@@ -641,7 +683,7 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
       break;
     case ROW_ACT: /* an MoE: one silu_mul per expert touched on its T A / touched rows (none
                    * where the fused kernel times the experts: it holds the activation) */
-      if (s->moe_fused && tokens > 0 && profiled(s, &s->ops.moe_fused, 0, tokens, &us))
+      if (s->moe_fused && tokens > 0 && moe_fused_time(s, tokens, &us))
         t = 0;
       else if (!s->moe)
         t = elementwise_time(s, &sums, &s->ops.act, s->act_width, tokens, 1);
@@ -974,9 +1016,17 @@ void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out)
   if (s->weight_only_fp8)
     g_strlcat(out->gemm, " (weight-only FP8: 16-bit times carried to 1-byte weights)",
               sizeof out->gemm);
-  if (s->moe_fused)
+  if (s->moe_fused) {
     sources_of(s, moe_fused, 2 + shared, out->moe, sizeof out->moe);
-  else
+    if (s->moe_carried) {
+      char note[160];
+      g_snprintf(note, sizeof note,
+                 " (the fused kernel's nearest shape, h %" G_GUINT64_FORMAT " f %" G_GUINT64_FORMAT
+                 " top-%u of %u, carried by the roofline)",
+                 s->moe_from.hidden, s->moe_from.ffn, s->moe_from.topk, s->moe_from.experts);
+      g_strlcat(out->moe, note, sizeof out->moe);
+    }
+  } else
     sources_of(s, moe, s->moe ? 3 + shared : 0, out->moe, sizeof out->moe);
   sources_of(s, (const EmaProfileOp *[]){&s->ops.attn_decode}, 1, out->attn_decode,
              sizeof out->attn_decode);

@@ -1272,6 +1272,19 @@ static void test_public_h100(void) {
   g_assert_cmpuint(ema_profile_rows(p, EMA_PROFILE_MOE), >, 0);
   ema_profile_op_moe_fused(p, EMA_PROFILE_BF16, 4096, 7168, 2, 8, &op);
   g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "aiconfigurator h100_sxm vLLM 0.19.0");
+  /* Llama-4-Scout's experts in FP8 at TP 2 (hidden 5120, 4096 per GPU, top 1 of 16): not held;
+   * the nearest FP8 shape is Mixtral-8x22B's at TP 4 (6144, 4096, top 2 of 8) */
+  {
+    EmaProfileMoeShape from;
+    ema_profile_op_moe_fused(p, EMA_PROFILE_FP8, 5120, 4096, 1, 16, &op);
+    g_assert_null(ema_profile_op_source(p, &op));
+    g_assert_true(
+        ema_profile_op_moe_fused_nearest(p, EMA_PROFILE_FP8, 5120, 4096, 1, 16, &op, &from));
+    g_assert_cmpuint(from.hidden, ==, 6144);
+    g_assert_cmpuint(from.ffn, ==, 4096);
+    g_assert_cmpuint(from.topk, ==, 2);
+    g_assert_cmpuint(from.experts, ==, 8);
+  }
   /* Vidur's rmsnorm of width 8192 (Llama-2-70B) */
   ema_profile_op_elementwise(p, EMA_PROFILE_BF16, "rmsnorm", 8192, &op);
   g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "vidur-profiles h100");
@@ -1289,6 +1302,73 @@ static void test_public_h100(void) {
   g_assert_true(
       ema_profile_allreduce(p, EMA_PROFILE_BF16, 4, EMA_PROFILE_ALLREDUCE_CUSTOM_GRAPH, 512, &us));
   g_assert_cmpfloat(fabs(us - 4.582079946994781), <, 1e-9);
+}
+
+/* A fused MoE shape the table lacks: the step model takes the nearest shape the table holds at
+ * as many routed rows and carries it by the two rooflines (steptime.c moe_fused_time). The
+ * table: hidden 8, FFN 32, top-2 of 4 experts, 10 us at 2 tokens and 16 us at 4; the model:
+ * tiny_model() with 8 experts of 16, top-1. At 4 tokens (a decode step of 4 sequences): 2
+ * routed rows there, the table's 2 tokens, 10 us, times R(4) / R'(2): R(4) of 3,072 FLOPs and
+ * 8 (1 - (7/8)^4) = 3.3105 experts' 768 bytes + 384 bytes of activations, R'(2) of 6,144
+ * FLOPs and 3 experts' 1,536 bytes + 640. Each of the 2 layers' MoE is the only profiled
+ * operator (the rest from the roofline), its source says where it came from, and a model
+ * whose experts the table holds takes its own rows. */
+static void test_moe_nearest(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder = write_profile(
+      dir, "moe-near", "import:\n  - {format: aic-moe, path: groundtruth/m/moe_perf.csv}\n", NULL);
+  g_autofree char *data_dir = g_build_filename(dir, "groundtruth", "m", NULL);
+  g_autofree char *data = g_build_filename(data_dir, "moe_perf.csv", NULL);
+  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+  EmaServerSpec *server = NULL;
+  EmaLlmSpec model = tiny_model();
+  EmaStepBatch batch = {.decode_seqs = 4, .decode_context = 400, .logits = 4};
+  EmaStepBreakdown bd;
+  EmaStepSources sources;
+  GError *error = NULL;
+  double rate_c, rate_m, target, from, want_us;
+  g_assert_cmpint(g_mkdir_with_parents(data_dir, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(
+      data,
+      "kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,"
+      "moe_ep_size,distribution,latency\n"
+      "vllm_fused_moe,bfloat16,2,8,32,2,4,1,1,balanced,0.010\n"
+      "vllm_fused_moe,bfloat16,4,8,32,2,4,1,1,balanced,0.016\n",
+      -1, NULL));
+  g_setenv("EMA_SHARED_DIR", dir, TRUE);
+  server = server_with_profile(dir, "moe-near");
+  rate_c = server->gpu.matrix_flops * server->gpu.matrix_efficiency;
+  rate_m = server->gpu.hbm_bandwidth * server->gpu.hbm_efficiency;
+  model.experts = 8;
+  {
+    g_autoptr(EmaStepModel) step = ema_step_model_new(&model, server, 1, &error);
+    g_assert_no_error(error);
+    target = pnorm(3072 / rate_c, (8 * (1 - pow(7.0 / 8, 4)) * 768 + 384) / rate_m);
+    from = pnorm(6144 / rate_c, (3 * 1536 + 640) / rate_m);
+    want_us = 10 * target / from;
+    ema_step_time(step, &batch, &bd);
+    g_assert_cmpfloat(fabs(bd.profiled_s - 2 * want_us * 1e-6), <, 1e-15);
+    ema_step_model_sources(step, &sources);
+    g_assert_nonnull(strstr(sources.moe, "(the fused kernel's nearest shape, h 8 f 32 top-2 of 4, "
+                                         "carried by the roofline)"));
+  }
+  /* the table's own shape: its rows, 16 us at 4 tokens */
+  model.ffn = 32;
+  model.experts = 4;
+  model.active_experts = 2;
+  {
+    g_autoptr(EmaStepModel) step = ema_step_model_new(&model, server, 1, &error);
+    g_assert_no_error(error);
+    ema_step_time(step, &batch, &bd);
+    g_assert_cmpfloat(fabs(bd.profiled_s - 2 * 16e-6), <, 1e-15);
+    ema_step_model_sources(step, &sources);
+    g_assert_null(strstr(sources.moe, "nearest"));
+  }
+  if (saved)
+    g_setenv("EMA_SHARED_DIR", saved, TRUE);
+  else
+    g_unsetenv("EMA_SHARED_DIR");
+  ema_server_free(server);
 }
 
 /* compare-steps on PATH holding the header and ROW fails, its message holding WANT. */
@@ -1816,6 +1896,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/import-kinds-elementwise", test_import_kinds_elementwise);
   g_test_add_func("/profile/import-kinds-errors", test_import_kinds_errors);
   g_test_add_func("/profile/attn-decode-folded", test_attn_decode_folded);
+  g_test_add_func("/profile/moe-nearest", test_moe_nearest);
   g_test_add_func("/profile/import-at-most", test_import_at_most);
   g_test_add_func("/profile/step-rows", test_step_rows);
   g_test_add_func("/profile/step-time-alone", test_step_time_alone);

@@ -48,13 +48,15 @@
  * between them (its lower monotone envelope): a slow kernel choice at
  * some sizes is the profiled library's, not the engine's, and a running
  * maximum would carry it to every larger size. A shape key that a table does not hold is not
- * interpolated across, except three derived shapes: a GEMM on an AIConfigurator (k, n) grid
+ * interpolated across, except four derived shapes: a GEMM on an AIConfigurator (k, n) grid
  * (bilinear, below); an elementwise operator at a width no table has, from the nearest width's
  * curve at the same elements (its point at T tokens of width W' is the one at T W' / W of width
  * W; a LayerNorm or GELU no table has from the RMSNorm or SiLU-and-multiply); decode attention
- * of Q and KV heads from a higher-precedence data set's Q/g and KV/g heads at g times the batch
- * (g a power of two: the kernel's work is per sequence and KV head group). Elsewhere the caller
- * falls back to the roofline; nor is a surface whose only curve lies at outer 0 (a prefill table
+ * of Q and KV heads from a higher-precedence data set's Q/g and KV/g heads at g times the batch,
+ * or m Q and m KV heads at B / m (the kernel's work is per sequence and KV head group); and a
+ * fused MoE from the nearest fused shape held (ema_profile_op_moe_fused_nearest), which the
+ * step model carries to its own by the roofline. Elsewhere the caller falls back to the
+ * roofline; nor is a surface whose only curve lies at outer 0 (a prefill table
  * measured without prior context) extrapolated to a larger outer. fp16
  * and bf16 rows answer for each other where a shape has rows of only one
  * (the same rates on every GPU modelled); a dtype's own rows come first.
@@ -198,6 +200,19 @@ void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint 
  * TOPK of EXPERTS experts per token; x the tokens. */
 void ema_profile_op_moe_fused(const EmaProfile *profile, EmaProfileDtype dtype, guint64 hidden,
                               guint64 ffn, guint topk, guint experts, EmaProfileOp *op);
+/* A fused MoE's shape on one GPU (ema_profile_op_moe_fused's). */
+typedef struct {
+  guint64 hidden, ffn;
+  guint topk, experts;
+} EmaProfileMoeShape;
+/* For a fused MoE whose shape the tables lack: the fused shape of DTYPE they hold nearest to
+ * HIDDEN x FFN (one expert on this GPU), TOPK of EXPERTS, by the sum of the absolute logs of
+ * the three ratios (expert size, experts, top-k; ties to the smaller shape), in OP with its
+ * shape in *FROM; FALSE where they hold no fused MoE of DTYPE. The caller carries its times to
+ * the wanted shape (steptime.c). */
+gboolean ema_profile_op_moe_fused_nearest(const EmaProfile *profile, EmaProfileDtype dtype,
+                                          guint64 hidden, guint64 ffn, guint topk, guint experts,
+                                          EmaProfileOp *op, EmaProfileMoeShape *from);
 void ema_profile_op_elementwise(const EmaProfile *profile, EmaProfileDtype dtype, const char *name,
                                 guint64 width, EmaProfileOp *op);
 void ema_profile_op_allreduce(const EmaProfile *profile, EmaProfileDtype dtype, guint gpus,
