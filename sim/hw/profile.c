@@ -470,32 +470,82 @@ static guint lookup_dtypes(EmaProfileDtype dtype, EmaProfileDtype out[2]) {
   return 2;
 }
 
+/* A shape key written into BUF of SIZE bytes, truncated as g_snprintf would: the keys are made
+ * for every row of the public tables (about 150,000 on a GB200), where g_snprintf's format
+ * parsing took a fifth of a run's start. */
+typedef struct {
+  char *at, *end; /* end: the last byte, kept for the terminating 0 */
+} Key;
+
+static Key key_start(char *buf, gsize size) {
+  Key key = {buf, buf + size - 1};
+  *buf = 0;
+  return key;
+}
+
+static void key_text(Key *key, const char *text) {
+  while (*text && key->at < key->end)
+    *key->at++ = *text++;
+  *key->at = 0;
+}
+
+static void key_number(Key *key, guint64 v) {
+  char digits[20];
+  guint n = 0;
+  do
+    digits[n++] = (char) ('0' + v % 10);
+  while ((v /= 10) > 0);
+  while (n > 0 && key->at < key->end)
+    *key->at++ = digits[--n];
+  *key->at = 0;
+}
+
+/* KEY's text, then for each of the N labels its text and number ("k=", 64 -> "k=64") */
+static void key_fields(Key *key, guint n, const char *const *labels, const guint64 *values) {
+  for (guint i = 0; i < n; i++) {
+    key_text(key, labels[i]);
+    key_number(key, values[i]);
+  }
+}
+
 static void gemm_key(char *buf, gsize size, EmaProfileDtype dtype, gboolean bias, guint64 k,
                      guint64 n) {
-  g_snprintf(buf, size, "%s%s k=%" G_GUINT64_FORMAT " n=%" G_GUINT64_FORMAT, rate_class(dtype),
-             bias ? " bias" : "", k, n);
+  Key key = key_start(buf, size);
+  key_text(&key, rate_class(dtype));
+  key_text(&key, bias ? " bias" : "");
+  key_fields(&key, 2, (const char *const[]){" k=", " n="}, (const guint64[]){k, n});
 }
 
 static void attn_key(char *buf, gsize size, EmaProfileDtype dtype, guint q, guint kv, guint d) {
-  g_snprintf(buf, size, "%s q=%u kv=%u d=%u", rate_class(dtype), q, kv, d);
+  Key key = key_start(buf, size);
+  key_text(&key, rate_class(dtype));
+  key_fields(&key, 3, (const char *const[]){" q=", " kv=", " d="}, (const guint64[]){q, kv, d});
 }
 
 static void moe_key(char *buf, gsize size, EmaProfileDtype dtype, guint experts, guint64 k,
                     guint64 n) {
-  g_snprintf(buf, size, "%s e=%u k=%" G_GUINT64_FORMAT " n=%" G_GUINT64_FORMAT, rate_class(dtype),
-             experts, k, n);
+  Key key = key_start(buf, size);
+  key_text(&key, rate_class(dtype));
+  key_fields(&key, 3, (const char *const[]){" e=", " k=", " n="}, (const guint64[]){experts, k, n});
 }
 
-/* a whole fused MoE layer's experts (both projections and the activation): per-GPU shape */
+/* a whole fused MoE layer's experts (both projections and the activation): per-GPU shape (the
+ * format ema_profile_op_moe_fused_nearest reads back) */
 static void moe_fused_key(char *buf, gsize size, EmaProfileDtype dtype, guint64 hidden, guint64 ffn,
                           guint topk, guint experts) {
-  g_snprintf(buf, size, "%s fused h=%" G_GUINT64_FORMAT " f=%" G_GUINT64_FORMAT " k=%u e=%u",
-             rate_class(dtype), hidden, ffn, topk, experts);
+  Key key = key_start(buf, size);
+  key_text(&key, rate_class(dtype));
+  key_fields(&key, 4, (const char *const[]){" fused h=", " f=", " k=", " e="},
+             (const guint64[]){hidden, ffn, topk, experts});
 }
 
 static void elementwise_key(char *buf, gsize size, EmaProfileDtype dtype, const char *op,
                             guint64 width) {
-  g_snprintf(buf, size, "%s %s w=%" G_GUINT64_FORMAT, rate_class(dtype), op, width);
+  Key key = key_start(buf, size);
+  key_text(&key, rate_class(dtype));
+  key_text(&key, " ");
+  key_text(&key, op);
+  key_fields(&key, 1, (const char *const[]){" w="}, (const guint64[]){width});
 }
 
 /* BACKEND: EMA_PROFILE_ALLREDUCE_ANY (a table that does not say) or the implementation */
