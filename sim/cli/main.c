@@ -347,6 +347,14 @@ static GPtrArray *print_sweep_warnings(const EmaSweep *sweep) {
   return texts;
 }
 
+/* The width of a list's name column: its longest name, at least 16. */
+static int name_width(const GPtrArray *names) {
+  int width = 16;
+  for (guint i = 0; i < names->len; i++)
+    width = MAX(width, (int) strlen(names->pdata[i]));
+  return width;
+}
+
 /* The experiment's warnings (ema_experiment_warnings) on stderr. */
 static void print_warnings(const EmaExperiment *experiment) {
   g_autoptr(GPtrArray) warnings = ema_experiment_warnings(experiment);
@@ -436,13 +444,14 @@ static int list_hwmodels(void) {
     fprintf(stderr, "ema-sim: no server models found (searched %s)\n", where);
     return 1;
   }
+  int width = name_width(names);
   for (guint i = 0; i < names->len; i++) {
     GError *error = NULL;
     g_autoptr(EmaServerSpec) server = ema_server_load(names->pdata[i], &error);
     if (server)
-      printf("%-16s %s\n", (char *) names->pdata[i], server->summary);
+      printf("%-*s %s\n", width, (char *) names->pdata[i], server->summary);
     else {
-      printf("%-16s (does not load: %s)\n", (char *) names->pdata[i], error->message);
+      printf("%-*s (does not load: %s)\n", width, (char *) names->pdata[i], error->message);
       g_error_free(error);
     }
   }
@@ -492,17 +501,18 @@ static void append_llm_derived(GString *text, const EmaLlmSpec *model) {
 
 static int list_llms(void) {
   g_autoptr(GPtrArray) names = ema_llm_list();
+  int width = name_width(names);
   for (guint i = 0; i < names->len; i++) {
     GError *error = NULL;
     g_autoptr(EmaLlmSpec) model = ema_llm_load(names->pdata[i], &error);
     g_autoptr(GString) derived = g_string_new(NULL);
     if (model == NULL) {
-      printf("%-16s (does not load: %s)\n", (char *) names->pdata[i], error->message);
+      printf("%-*s (does not load: %s)\n", width, (char *) names->pdata[i], error->message);
       g_error_free(error);
       continue;
     }
     append_llm_derived(derived, model);
-    printf("%-16s %s", (char *) names->pdata[i], derived->str + strlen("# derived: "));
+    printf("%-*s %s", width, (char *) names->pdata[i], derived->str + strlen("# derived: "));
   }
   return names->len ? 0 : 1;
 }
@@ -511,9 +521,7 @@ static int list_llms(void) {
  * fitted on. */
 static int list_engines(void) {
   g_autoptr(GPtrArray) names = ema_engine_profile_list();
-  int width = 16; /* the names' column: as wide as the longest */
-  for (guint i = 0; i < names->len; i++)
-    width = MAX(width, (int) strlen(names->pdata[i]));
+  int width = name_width(names);
   for (guint i = 0; i < names->len; i++) {
     GError *error = NULL;
     g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(names->pdata[i], &error);

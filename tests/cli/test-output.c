@@ -514,9 +514,14 @@ static void test_discover(void) {
   g_autoptr(EmaTestRun) none = ema_test_cli("describe", "llm", "no-such-model", NULL);
   ema_test_assert_ok(llms);
   /* 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 131072 B per token */
-  ema_test_assert_contains(llms->out, "\nllama-3.1-8b     8.03 B parameters (8.03 B active per "
-                                      "token), weights 15.0 GiB, KV 128 KiB per token (131072 B); "
-                                      "published 8.03 B: ");
+  /* the names' column as wide as the longest, llama-4-scout-17b-16e's 21 characters */
+  ema_test_assert_contains(llms->out,
+                           "\nllama-3.1-8b          8.03 B parameters (8.03 B active per "
+                           "token), weights 15.0 GiB, KV 128 KiB per token (131072 B); "
+                           "published 8.03 B: ");
+  ema_test_assert_contains(llms->out, "\nllama-4-scout-17b-16e 108 B parameters (17.2 B active per "
+                                      "token), weights 201 GiB, KV 192 KiB per token (196608 B); "
+                                      "published 109 B: -1.13%\n");
   ema_test_assert_ok(llm);
   ema_test_assert_contains(llm->out, "layers: 32\n");
   ema_test_assert_contains(llm->out, "# derived: 8.03 B parameters");
