@@ -91,7 +91,7 @@ struct _EmaStepModel {
   /* the operators' profile surfaces, resolved once (set_profile_ops) */
   struct {
     EmaProfileOp qkv, o, up, down, lm_head, moe[2], moe_fused, attn_decode, attn_prefill;
-    EmaProfileOp shared_up, shared_down;
+    EmaProfileOp shared_up, shared_down, shared_act;
     EmaProfileOp norm, act, add, rope, embedding, router, moe_route, kv_write;
     EmaProfileOp allreduce[EMA_PROFILE_N_ALLREDUCE]; /* by implementation (profile.h) */
   } ops;
@@ -214,6 +214,8 @@ static void set_profile_ops(EmaStepModel *s) {
     if (s->shared_down_k > 0) { /* vLLM runs them as a dense MLP of their summed width */
       ema_profile_op_gemm(p, w, FALSE, s->hidden, s->shared_up_n, &s->ops.shared_up);
       ema_profile_op_gemm(p, w, FALSE, s->shared_down_k, s->hidden, &s->ops.shared_down);
+      ema_profile_op_elementwise(p, t, s->gated ? "silu_mul" : "gelu", s->shared_up_n,
+                                 &s->ops.shared_act);
     }
   }
   ema_profile_op_attn_decode(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_decode);
@@ -507,7 +509,7 @@ static double moe_roofline(const EmaStepModel *s, double hidden, double ffn, dou
  * shape (moe_carried), that shape's time at as many routed rows (token-expert pairs, the rows
  * the kernel's tiles cover), T A = T' k, carried to this shape by the ratio of the two
  * rooflines, R(T) / R'(T'). Checked by leaving each model's shapes out of AIConfigurator's
- * H100 table and predicting them from the rest (docs/fidelity.md). */
+ * tables and predicting them from the rest (experiments/fidelity/moe-nearest, docs/fidelity.md). */
 static gboolean moe_fused_time(const EmaStepModel *s, double tokens, double *us) {
   const EmaProfileMoeShape *f = &s->moe_from;
   double x;
@@ -670,7 +672,9 @@ static void fill_row(const EmaStepModel *s, guint64 x, TokenRow *row) {
               : 0;
       break;
     case ROW_SHARED_ACT:
-      t = s->shared_down_k ? elementwise_time(s, &sums, &s->ops.act, s->shared_up_n, tokens, 1) : 0;
+      t = s->shared_down_k
+              ? elementwise_time(s, &sums, &s->ops.shared_act, s->shared_up_n, tokens, 1)
+              : 0;
       break;
     case ROW_KV_WRITE: /* the new tokens' K and V copied into the cache (one kv_write row
                         * covers both; its roofline: the bytes written) */
@@ -999,11 +1003,11 @@ void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out)
   const EmaStepModel *s = step_model;
   const EmaProfileOp *gemms[] = {&s->ops.qkv, &s->ops.o, &s->ops.up, &s->ops.down, &s->ops.lm_head};
   /* the shared experts last: an MoE with them only */
-  const EmaProfileOp *moe[] = {&s->ops.moe[0], &s->ops.moe[1], &s->ops.router, &s->ops.shared_up,
-                               &s->ops.shared_down};
+  const EmaProfileOp *moe[] = {&s->ops.moe[0],    &s->ops.moe[1],      &s->ops.router,
+                               &s->ops.shared_up, &s->ops.shared_down, &s->ops.shared_act};
   const EmaProfileOp *moe_fused[] = {&s->ops.moe_fused, &s->ops.router, &s->ops.shared_up,
-                                     &s->ops.shared_down};
-  guint shared = s->shared_down_k > 0 ? 2 : 0;
+                                     &s->ops.shared_down, &s->ops.shared_act};
+  guint shared = s->shared_down_k > 0 ? 3 : 0;
   /* rope last: a gated model's only */
   const EmaProfileOp *elementwise[] = {&s->ops.norm,      &s->ops.act,      &s->ops.add,
                                        &s->ops.embedding, &s->ops.kv_write, &s->ops.rope};
