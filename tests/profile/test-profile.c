@@ -973,6 +973,36 @@ static void test_prefill_pair_rate(void) {
   g_assert_cmpfloat(ema_profile_op_pair_rate(&missing, 0), ==, 0);
 }
 
+/* Prefill attention of a shape the table holds only at another number of heads of the same
+ * group size: 2 query heads over 1 take 10 us for a 100-token prompt and 30 for 200. 4 over 2
+ * (twice the heads): the first point's 10 us kept, the work above it twice, 50 us at 200 (30 at
+ * 150, linear); 6 over 3: 70 at 200; 3 over 3 (another group size): none. */
+static void test_attn_prefill_folded(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder =
+      write_profile(dir, "pfold", NULL, "attn_prefill.csv",
+                    "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                    "100,0,2,1,4,bf16,flash,10\n200,0,2,1,4,bf16,flash,30\n",
+                    NULL);
+  GError *error = NULL;
+  g_autoptr(EmaProfile) p = ema_profile_load(folder, &error);
+  EmaProfileOp op;
+  double us = 0;
+  g_assert_no_error(error);
+  ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 4, 2, 4, &op);
+  g_assert_true(ema_profile_op_at(&op, 0, 100, &us));
+  g_assert_cmpfloat(fabs(us - 10), <, 1e-9);
+  g_assert_true(ema_profile_op_at(&op, 0, 200, &us));
+  g_assert_cmpfloat(fabs(us - 50), <, 1e-9);
+  g_assert_true(ema_profile_op_at(&op, 0, 150, &us));
+  g_assert_cmpfloat(fabs(us - 30), <, 1e-9);
+  ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 6, 3, 4, &op);
+  g_assert_true(ema_profile_op_at(&op, 0, 200, &us));
+  g_assert_cmpfloat(fabs(us - 70), <, 1e-9);
+  ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 3, 3, 4, &op);
+  g_assert_false(ema_profile_op_at(&op, 0, 200, &us));
+}
+
 /* Fresh prompts of different lengths in one step (no prior context): the prefill table at the
  * chunk whose pairs, c times, are the step's. Chunks of 1 and 3 tokens: 1 + 6 = 7 pairs, so
  * n (n + 1) = 7, n = (sqrt(29) - 1) / 2; the table is 10 us at 2 tokens and 30 at 4, linear
@@ -1897,6 +1927,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/import-kinds-errors", test_import_kinds_errors);
   g_test_add_func("/profile/attn-decode-folded", test_attn_decode_folded);
   g_test_add_func("/profile/moe-nearest", test_moe_nearest);
+  g_test_add_func("/profile/attn-prefill-folded", test_attn_prefill_folded);
   g_test_add_func("/profile/import-at-most", test_import_at_most);
   g_test_add_func("/profile/step-rows", test_step_rows);
   g_test_add_func("/profile/step-time-alone", test_step_time_alone);
