@@ -836,7 +836,7 @@ static Surface *scaled_surface(const EmaProfile *p, const Surface *from, EmaProf
   return s;
 }
 
-/* attn_decode_folded's arguments, for derived_surface */
+/* attn_folded's arguments, for derived_surface */
 typedef struct {
   EmaProfileDtype dtype;
   guint q, kv, d, before;
@@ -845,6 +845,17 @@ typedef struct {
 /* the most KV heads a shape is multiplied by to find it in a table (make_attn_decode_folded) */
 #define ATTN_UNFOLD_MAX 8
 
+/* Decode attention of Q query and KV key-value heads of D from the shape of Q/g and KV/g
+ * heads at g times the batch (the smallest g dividing both whose shape a data set of
+ * precedence below BEFORE holds): a decode kernel's work is independent per sequence and KV
+ * head group, so B sequences of KV groups are g B sequences of KV/g, for any whole g. How a
+ * table without multi-head shapes (AIConfigurator's, 1-8 KV heads) times Llama-2-7B's 32 (g 4)
+ * and Llama-2-13B's and OPT-13B's 40 (g 5); what it leaves out: one launch where the table's
+ * shape had its own. Where no such g answers, the shape of m Q and m KV heads at B / m
+ * sequences (the smallest m up to ATTN_UNFOLD_MAX held), by the same argument: a group size
+ * the table has only at more heads, such as Qwen2.5-32B's or Llama-4-Scout's 20 over 4 at TP 2
+ * as 40 over 8 (below the table's first batch, B / m < 1, its first batch's time: a lone
+ * sequence's kernel is no faster with fewer groups). NULL where no such shape is held. */
 static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args) {
   const FoldArgs *a = args;
   char key[128];
@@ -866,50 +877,18 @@ static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args)
   return NULL;
 }
 
-/* Decode attention of Q query and KV key-value heads of D from the shape of Q/g and KV/g
- * heads at g times the batch (the smallest g dividing both whose shape a data set of
- * precedence below BEFORE holds): a decode kernel's work is independent per sequence and KV
- * head group, so B sequences of KV groups are g B sequences of KV/g, for any whole g. How a
- * table without multi-head shapes (AIConfigurator's, 1-8 KV heads) times Llama-2-7B's 32 (g 4)
- * and Llama-2-13B's and OPT-13B's 40 (g 5); what it leaves out: one launch where the table's
- * shape had its own. Where no such g answers, the shape of m Q and m KV heads at B / m
- * sequences (the smallest m up to ATTN_UNFOLD_MAX held), by the same argument: a group size
- * the table has only at more heads, such as Qwen2.5-32B's or Llama-4-Scout's 20 over 4 at TP 2
- * as 40 over 8 (below the table's first batch, B / m < 1, its first batch's time: a lone
- * sequence's kernel is no faster with fewer groups). Made once, kept in the profile's derived
- * table; NULL where no such shape is held. */
-static const Surface *attn_decode_folded(const EmaProfile *profile, EmaProfileDtype dtype, guint q,
-                                         guint kv, guint d, guint before) {
-  char key[160], shape[128];
-  attn_key(shape, sizeof shape, dtype, q, kv, d);
-  g_snprintf(key, sizeof key, "decode folded %s before %u", shape, before);
-  return derived_surface(profile, key, make_attn_decode_folded,
-                         &(FoldArgs){dtype, q, kv, d, before});
-}
-
-void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
-                                guint kv_heads, guint head_dim, EmaProfileOp *op) {
-  EmaProfileDtype dtypes[2];
-  guint count;
-  RESOLVE(op, profile, EMA_PROFILE_ATTN_DECODE, dtype, attn_key, q_heads, kv_heads, head_dim);
-  /* a data set of higher precedence that holds the shape folded into fewer heads answers first */
-  count = lookup_dtypes(dtype, dtypes);
-  for (guint i = 0; i < count && !measured_first(op, 0, i); i++) {
-    const Surface *exact = op->surfaces[i], *folded;
-    if (exact && exact->source == 0)
-      continue;
-    folded = attn_decode_folded(profile, dtypes[i], q_heads, kv_heads, head_dim,
-                                exact ? exact->source : G_MAXUINT);
-    if (folded)
-      op->surfaces[i] = folded;
-  }
-  FALLBACK(op, profile, EMA_PROFILE_ATTN_DECODE, dtype, attn_key, q_heads, kv_heads, head_dim);
-}
-
 /* the most KV heads a prefill shape of the same group size is looked for at
  * (make_attn_prefill_folded) */
 #define ATTN_PREFILL_KV_MAX 64
 
+/* Prefill attention of Q query and KV key-value heads of D from the shape of the same group
+ * size Q/KV that a data set of precedence below BEFORE holds at the nearest KV heads KV' (by
+ * ratio; ties to more), its work carried by KV / KV' over each curve's first point: a prefill
+ * kernel's work is per query head, its first point (a short prompt) its fixed cost, which the
+ * heads leave as it is. AIConfigurator's H100 table: 40 heads over 8 take 293 us for a 4,096-
+ * token prompt, 16 over 4 116 us (0.40x for 0.4x the heads) and 14 us both at 256 tokens.
+ * How 20 over 4 (Qwen2.5-32B, Llama-4-Scout at TP 2) and 20 multi-head (Llama-2-13B at TP 2)
+ * are timed where no table has them. NULL where none is held. */
 static Surface *make_attn_prefill_folded(const EmaProfile *p, gconstpointer args) {
   const FoldArgs *a = args;
   const Surface *from = NULL;
@@ -939,40 +918,48 @@ static Surface *make_attn_prefill_folded(const EmaProfile *p, gconstpointer args
               : NULL;
 }
 
-/* Prefill attention of Q query and KV key-value heads of D from the shape of the same group
- * size Q/KV that a data set of precedence below BEFORE holds at the nearest KV heads KV' (by
- * ratio; ties to more), its work carried by KV / KV' over each curve's first point: a prefill
- * kernel's work is per query head, its first point (a short prompt) its fixed cost, which the
- * heads leave as it is. AIConfigurator's H100 table: 40 heads over 8 take 293 us for a 4,096-
- * token prompt, 16 over 4 116 us (0.40x for 0.4x the heads) and 14 us both at 256 tokens.
- * How 20 over 4 (Qwen2.5-32B, Llama-4-Scout at TP 2) and 20 multi-head (Llama-2-13B at TP 2)
- * are timed where no table has them. Made once, kept in the profile's derived table. */
-static const Surface *attn_prefill_folded(const EmaProfile *profile, EmaProfileDtype dtype, guint q,
-                                          guint kv, guint d, guint before) {
+/* KIND's attention of Q query and KV key-value heads of D from another shape a data set of
+ * precedence below BEFORE holds (make_attn_decode_folded, make_attn_prefill_folded), made once
+ * and kept in the profile's derived table; NULL where none is held. */
+static const Surface *attn_folded(const EmaProfile *profile, EmaProfileKind kind,
+                                  EmaProfileDtype dtype, guint q, guint kv, guint d, guint before) {
+  gboolean decode = kind == EMA_PROFILE_ATTN_DECODE;
   char key[160], shape[128];
   attn_key(shape, sizeof shape, dtype, q, kv, d);
-  g_snprintf(key, sizeof key, "prefill folded %s before %u", shape, before);
-  return derived_surface(profile, key, make_attn_prefill_folded,
+  g_snprintf(key, sizeof key, "%s folded %s before %u", decode ? "decode" : "prefill", shape,
+             before);
+  return derived_surface(profile, key, decode ? make_attn_decode_folded : make_attn_prefill_folded,
                          &(FoldArgs){dtype, q, kv, d, before});
 }
 
-void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
-                                 guint kv_heads, guint head_dim, EmaProfileOp *op) {
+/* OP's surfaces for KIND's attention of Q and KV heads of D: the shape's own, unless a data set
+ * of higher precedence holds it as another shape (attn_folded), then the measuring workload's
+ * (FALLBACK). */
+static void resolve_attention(const EmaProfile *profile, EmaProfileKind kind, EmaProfileDtype dtype,
+                              guint q, guint kv, guint d, EmaProfileOp *op) {
   EmaProfileDtype dtypes[2];
   guint count;
-  RESOLVE(op, profile, EMA_PROFILE_ATTN_PREFILL, dtype, attn_key, q_heads, kv_heads, head_dim);
-  /* a data set of higher precedence that holds the group size at other heads answers first */
+  RESOLVE(op, profile, kind, dtype, attn_key, q, kv, d);
   count = lookup_dtypes(dtype, dtypes);
   for (guint i = 0; i < count && !measured_first(op, 0, i); i++) {
     const Surface *exact = op->surfaces[i], *folded;
     if (exact && exact->source == 0)
       continue;
-    folded = attn_prefill_folded(profile, dtypes[i], q_heads, kv_heads, head_dim,
-                                 exact ? exact->source : G_MAXUINT);
+    folded = attn_folded(profile, kind, dtypes[i], q, kv, d, exact ? exact->source : G_MAXUINT);
     if (folded)
       op->surfaces[i] = folded;
   }
-  FALLBACK(op, profile, EMA_PROFILE_ATTN_PREFILL, dtype, attn_key, q_heads, kv_heads, head_dim);
+  FALLBACK(op, profile, kind, dtype, attn_key, q, kv, d);
+}
+
+void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
+                                guint kv_heads, guint head_dim, EmaProfileOp *op) {
+  resolve_attention(profile, EMA_PROFILE_ATTN_DECODE, dtype, q_heads, kv_heads, head_dim, op);
+}
+
+void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
+                                 guint kv_heads, guint head_dim, EmaProfileOp *op) {
+  resolve_attention(profile, EMA_PROFILE_ATTN_PREFILL, dtype, q_heads, kv_heads, head_dim, op);
 }
 
 void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts, guint64 k,

@@ -631,54 +631,58 @@ static void test_import_at_most(void) {
   g_clear_error(&error);
 }
 
+/* The profile NAME in DIR of one table, TABLE holding TEXT, loaded. */
+static EmaProfile *one_table_profile(const char *dir, const char *name, const char *table,
+                                     const char *text) {
+  g_autofree char *folder = write_profile(dir, name, NULL, table, text, NULL);
+  GError *error = NULL;
+  EmaProfile *p = ema_profile_load(folder, &error);
+  g_assert_no_error(error);
+  return p;
+}
+
+/* OP answers at (OUTER, X) with WANT us. */
+static void assert_op_at(const EmaProfileOp *op, double outer, double x, double want) {
+  double us = 0;
+  g_assert_true(ema_profile_op_at(op, outer, x, &us));
+  g_assert_cmpfloat(fabs(us - want), <, 1e-9);
+}
+
 /* Decode attention of 4 q / 4 KV heads, which the table holds only as 2 / 2: that shape at
  * twice the batch (batch 1 from batch 2's 30 us, batch 2 from batch 4's 50 us, 1.5 between);
  * a shape of its own in the same table answers itself; a shape that only more heads hold, at a
  * fraction of the batch. */
 static void test_attn_decode_folded(void) {
   g_autoptr(TempDir) dir = temp_dir();
-  g_autofree char *folder =
-      write_profile(dir, "fold", NULL, "attn_decode.csv",
-                    "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
-                    "2,100,2,2,4,bf16,flash,30\n4,100,2,2,4,bf16,flash,50\n"
-                    "1,100,8,8,4,bf16,flash,7\n2,100,8,8,4,bf16,flash,9\n",
-                    NULL);
-  GError *error = NULL;
-  g_autoptr(EmaProfile) p = ema_profile_load(folder, &error);
+  g_autoptr(EmaProfile) p =
+      one_table_profile(dir, "fold", "attn_decode.csv",
+                        "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                        "2,100,2,2,4,bf16,flash,30\n4,100,2,2,4,bf16,flash,50\n"
+                        "1,100,8,8,4,bf16,flash,7\n2,100,8,8,4,bf16,flash,9\n");
   EmaProfileOp op;
   double us = 0;
-  g_assert_no_error(error);
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 4, 4, 4, &op);
-  g_assert_true(ema_profile_op_at(&op, 1, 100, &us));
-  g_assert_cmpfloat(fabs(us - 30), <, 1e-9);
-  g_assert_true(ema_profile_op_at(&op, 2, 100, &us));
-  g_assert_cmpfloat(fabs(us - 50), <, 1e-9);
-  g_assert_true(ema_profile_op_at(&op, 1.5, 100, &us));
-  g_assert_cmpfloat(fabs(us - 40), <, 1e-9);
+  assert_op_at(&op, 1, 100, 30);
+  assert_op_at(&op, 2, 100, 50);
+  assert_op_at(&op, 1.5, 100, 40);
   g_assert_true(ema_profile_op_measured(&op));
   /* 8 / 8 heads: its own rows, not 2 / 2 at 4 times the batch */
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 8, 8, 4, &op);
-  g_assert_true(ema_profile_op_at(&op, 1, 100, &us));
-  g_assert_cmpfloat(fabs(us - 7), <, 1e-9);
+  assert_op_at(&op, 1, 100, 7);
   /* 6 / 6 heads: 3 / 3 is not held, 2 / 2 is (g 3): batch 1 is its batch 3, half way
    * between 30 and 50 us */
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 6, 6, 4, &op);
-  g_assert_true(ema_profile_op_at(&op, 1, 100, &us));
-  g_assert_cmpfloat(fabs(us - 40), <, 1e-9);
+  assert_op_at(&op, 1, 100, 40);
   /* 5 / 5 heads: only 1 / 1 divides them, not held, nor 10 / 10 ... 40 / 40: none */
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 5, 5, 4, &op);
   g_assert_false(ema_profile_op_at(&op, 1, 100, &us));
   /* 1 / 1 head: nothing divides it; 2 / 2 at half the batch (m 2): batch 4 is its batch 2,
    * batch 8 its 4, batch 6 half way; batch 1 (its 0.5) below its first batch takes that one's */
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 1, 1, 4, &op);
-  g_assert_true(ema_profile_op_at(&op, 4, 100, &us));
-  g_assert_cmpfloat(fabs(us - 30), <, 1e-9);
-  g_assert_true(ema_profile_op_at(&op, 8, 100, &us));
-  g_assert_cmpfloat(fabs(us - 50), <, 1e-9);
-  g_assert_true(ema_profile_op_at(&op, 6, 100, &us));
-  g_assert_cmpfloat(fabs(us - 40), <, 1e-9);
-  g_assert_true(ema_profile_op_at(&op, 1, 100, &us));
-  g_assert_cmpfloat(fabs(us - 30), <, 1e-9);
+  assert_op_at(&op, 4, 100, 30);
+  assert_op_at(&op, 8, 100, 50);
+  assert_op_at(&op, 6, 100, 40);
+  assert_op_at(&op, 1, 100, 30);
 }
 
 /* An import's keys are checked: an unknown key, and a kind its format does not feed, fail at
@@ -979,26 +983,18 @@ static void test_prefill_pair_rate(void) {
  * 150, linear); 6 over 3: 70 at 200; 3 over 3 (another group size): none. */
 static void test_attn_prefill_folded(void) {
   g_autoptr(TempDir) dir = temp_dir();
-  g_autofree char *folder =
-      write_profile(dir, "pfold", NULL, "attn_prefill.csv",
-                    "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
-                    "100,0,2,1,4,bf16,flash,10\n200,0,2,1,4,bf16,flash,30\n",
-                    NULL);
-  GError *error = NULL;
-  g_autoptr(EmaProfile) p = ema_profile_load(folder, &error);
+  g_autoptr(EmaProfile) p =
+      one_table_profile(dir, "pfold", "attn_prefill.csv",
+                        "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                        "100,0,2,1,4,bf16,flash,10\n200,0,2,1,4,bf16,flash,30\n");
   EmaProfileOp op;
   double us = 0;
-  g_assert_no_error(error);
   ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 4, 2, 4, &op);
-  g_assert_true(ema_profile_op_at(&op, 0, 100, &us));
-  g_assert_cmpfloat(fabs(us - 10), <, 1e-9);
-  g_assert_true(ema_profile_op_at(&op, 0, 200, &us));
-  g_assert_cmpfloat(fabs(us - 50), <, 1e-9);
-  g_assert_true(ema_profile_op_at(&op, 0, 150, &us));
-  g_assert_cmpfloat(fabs(us - 30), <, 1e-9);
+  assert_op_at(&op, 0, 100, 10);
+  assert_op_at(&op, 0, 200, 50);
+  assert_op_at(&op, 0, 150, 30);
   ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 6, 3, 4, &op);
-  g_assert_true(ema_profile_op_at(&op, 0, 200, &us));
-  g_assert_cmpfloat(fabs(us - 70), <, 1e-9);
+  assert_op_at(&op, 0, 200, 70);
   ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 3, 3, 4, &op);
   g_assert_false(ema_profile_op_at(&op, 0, 200, &us));
 }
