@@ -1863,10 +1863,9 @@ static gboolean aic_moe_row(const ImportLoad *load, const AicTable *t, GError **
   moe_fused_key(key, sizeof key, dtype, (guint64) v[1], (guint64) (v[2] / v[5]), (guint) v[3],
                 (guint) v[4]);
   {
-    /* three matrices (gate, up, down) per expert; the experts the tokens touch are read */
-    double f = v[2] / v[5], touched = v[4] * (1 - pow(1 - v[3] / v[4], v[0]));
-    double flops = 2 * 3 * v[0] * v[3] * v[1] * f;
-    double bytes = touched * 3 * v[1] * f * dtype_bytes(dtype) + 4 * v[0] * v[3] * (v[1] + f);
+    double flops, bytes;
+    ema_profile_moe_fused_work(v[1], v[2] / v[5], v[3], v[4], v[0], dtype_bytes(dtype), &flops,
+                               &bytes);
     pt = import_point(&t->csv, v[0], transferred(load, ms * 1e3, flops, bytes), load->source);
   }
   import_point_add(load, EMA_PROFILE_MOE, key, 0, &pt);

@@ -492,16 +492,12 @@ static double elementwise_time(const EmaStepModel *s, OpSums *sums, const EmaPro
                  s->byte_rate, count);
 }
 
-/* The roofline of a fused MoE layer of HIDDEN and per-GPU FFN width, TOPK of EXPERTS experts
- * per token, at T tokens: its FLOPs (3 matrices a SwiGLU expert) and the weights of the experts
- * the tokens touch read once, with the activations read and written (as the fused tables'
- * import counts them). */
+/* The roofline of a fused MoE layer (ema_profile_moe_fused_work) in the weights' type. */
 static double moe_roofline(const EmaStepModel *s, double hidden, double ffn, double topk,
                            double experts, double tokens) {
-  double touched = experts * (1 - pow(1 - topk / experts, tokens));
-  double flops = 2 * 3 * tokens * topk * hidden * ffn;
-  double bytes =
-      touched * 3 * hidden * ffn * s->weight_bytes_per_element + 4 * tokens * topk * (hidden + ffn);
+  double flops, bytes;
+  ema_profile_moe_fused_work(hidden, ffn, topk, experts, tokens, s->weight_bytes_per_element,
+                             &flops, &bytes);
   return roofline(s, flops / s->flop_rate, bytes / s->byte_rate);
 }
 

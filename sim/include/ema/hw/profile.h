@@ -71,6 +71,8 @@
  * or unreadable file EMA_CONFIG_ERROR_IO. */
 #pragma once
 
+#include <math.h>
+
 #include <glib.h>
 
 G_BEGIN_DECLS
@@ -202,6 +204,19 @@ void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint 
  * TOPK of EXPERTS experts per token; x the tokens. */
 void ema_profile_op_moe_fused(const EmaProfile *profile, EmaProfileDtype dtype, guint64 hidden,
                               guint64 ffn, guint topk, guint experts, EmaProfileOp *op);
+/* The work of a fused MoE layer (vLLM's fused_moe) of HIDDEN and per-GPU FFN width, TOPK of
+ * EXPERTS experts per token, at TOKENS: *FLOPS of its three SwiGLU matrices on each routed row,
+ * and *BYTES: the weights of the experts the tokens touch, E (1 - (1 - k/E)^T) of them, read
+ * once at WEIGHT_BYTES an element, with the activations read and written. What the fused tables'
+ * import carries a point by and the step model carries a nearest shape by (steptime.c). */
+static inline void ema_profile_moe_fused_work(double hidden, double ffn, double topk,
+                                              double experts, double tokens, double weight_bytes,
+                                              double *flops, double *bytes) {
+  double touched = experts * (1 - pow(1 - topk / experts, tokens));
+  *flops = 2 * 3 * tokens * topk * hidden * ffn;
+  *bytes = touched * 3 * hidden * ffn * weight_bytes + 4 * tokens * topk * (hidden + ffn);
+}
+
 /* A fused MoE's shape on one GPU (ema_profile_op_moe_fused's). */
 typedef struct {
   guint64 hidden, ffn;
