@@ -1,7 +1,10 @@
 /* event.c: the discrete-event core behind event.h. The queue is a binary
- * min-heap of EmaEvent pointers ordered by (time, priority, seq); the heap
- * array grows geometrically and is the only thing the core allocates, so
- * scheduling an event never allocates on its own.
+ * min-heap ordered by (time, priority, seq) whose entries hold each event's
+ * key beside its pointer, so that a sift compares entries of one array and
+ * reads no event (on a rack's few hundred queued events, the events' own
+ * records are scattered over the heap of the process); the heap array grows
+ * geometrically and is the only thing the core allocates, so scheduling an
+ * event never allocates on its own.
  *
  * Invariants kept here:
  * - heap[i] is never later than its children heap[2i+1] and heap[2i+2] in the
@@ -25,8 +28,16 @@
 
 G_DEFINE_QUARK(ema - sim - error - quark, ema_sim_error)
 
+/* A queued event and its key (a copy of its time, priority and seq). */
+typedef struct {
+  EmaTime time;
+  gint priority;
+  guint64 seq;
+  EmaEvent *event;
+} EmaHeapEntry;
+
 struct _EmaSim {
-  EmaEvent **heap; /* heap[0 .. len-1], min-heap on (time, priority, seq) */
+  EmaHeapEntry *heap; /* heap[0 .. len-1], min-heap on (time, priority, seq) */
   guint len;
   guint cap;
   EmaTime now;
@@ -61,7 +72,7 @@ EmaSim *ema_sim_new(void) {
   EmaSim *sim = g_new0(EmaSim, 1);
 
   sim->cap = EMA_HEAP_MIN_CAP;
-  sim->heap = g_new(EmaEvent *, sim->cap);
+  sim->heap = g_new(EmaHeapEntry, sim->cap);
   return sim;
 }
 
@@ -72,7 +83,7 @@ void ema_sim_free(EmaSim *sim) {
 
   /* The events belong to the caller: leave them unscheduled and reusable. */
   for (guint i = 0; i < sim->len; i++)
-    sim->heap[i]->heap_slot = 0;
+    sim->heap[i].event->heap_slot = 0;
   g_free(sim->heap);
   g_clear_error(&sim->error);
   g_free(sim);
@@ -102,11 +113,11 @@ EmaTime ema_sim_next_time(EmaSim *sim) {
   g_return_val_if_fail(sim != NULL, EMA_TIME_NEVER);
 
   ema_heap_settle(sim);
-  return sim->len > 0 ? sim->heap[0]->time : EMA_TIME_NEVER;
+  return sim->len > 0 ? sim->heap[0].time : EMA_TIME_NEVER;
 }
 
 /* TRUE if A fires before B. seq is unique, so the order is total. */
-static inline gboolean ema_event_before(const EmaEvent *a, const EmaEvent *b) {
+static inline gboolean ema_event_before(const EmaHeapEntry *a, const EmaHeapEntry *b) {
   if (a->time != b->time)
     return a->time < b->time;
   if (a->priority != b->priority)
@@ -114,33 +125,38 @@ static inline gboolean ema_event_before(const EmaEvent *a, const EmaEvent *b) {
   return a->seq < b->seq;
 }
 
-/* Put EVENT at heap index I and record the slot in the event. */
-static inline void ema_heap_place(EmaSim *sim, guint i, EmaEvent *event) {
-  sim->heap[i] = event;
-  event->heap_slot = i + 1;
+/* Put ENTRY at heap index I and record the slot in its event. */
+static inline void ema_heap_place(EmaSim *sim, guint i, const EmaHeapEntry *entry) {
+  sim->heap[i] = *entry;
+  entry->event->heap_slot = i + 1;
 }
 
-/* Move EVENT, meant for the hole at index I, up towards the root. */
-static void ema_heap_sift_up(EmaSim *sim, guint i, EmaEvent *event) {
-  EmaEvent **heap = sim->heap;
+/* EVENT's entry, of the key it holds. */
+static inline EmaHeapEntry ema_heap_entry(EmaEvent *event) {
+  return (EmaHeapEntry){event->time, event->priority, event->seq, event};
+}
+
+/* Move ENTRY, meant for the hole at index I, up towards the root. */
+static void ema_heap_sift_up(EmaSim *sim, guint i, EmaHeapEntry entry) {
+  EmaHeapEntry *heap = sim->heap;
 
   while (i > 0) {
     guint parent = (i - 1) / 2;
 
-    if (!ema_event_before(event, heap[parent]))
+    if (!ema_event_before(&entry, &heap[parent]))
       break;
-    ema_heap_place(sim, i, heap[parent]);
+    ema_heap_place(sim, i, &heap[parent]);
     i = parent;
   }
-  ema_heap_place(sim, i, event);
+  ema_heap_place(sim, i, &entry);
 }
 
-/* Fill the hole at index I with EVENT, which is known not to belong above I:
+/* Fill the hole at index I with ENTRY, which is known not to belong above I:
  * move the hole down to a leaf along the path of smaller children, then sift
- * EVENT up from there. EVENT usually comes from the bottom of the heap, so
+ * ENTRY up from there. ENTRY usually comes from the bottom of the heap, so
  * this takes about one comparison per level instead of two. */
-static void ema_heap_sift_down(EmaSim *sim, guint i, EmaEvent *event) {
-  EmaEvent **heap = sim->heap;
+static void ema_heap_sift_down(EmaSim *sim, guint i, EmaHeapEntry entry) {
+  EmaHeapEntry *heap = sim->heap;
   guint len = sim->len;
 
   for (;;) {
@@ -148,24 +164,24 @@ static void ema_heap_sift_down(EmaSim *sim, guint i, EmaEvent *event) {
 
     if (child >= len)
       break;
-    if (child + 1 < len && ema_event_before(heap[child + 1], heap[child]))
+    if (child + 1 < len && ema_event_before(&heap[child + 1], &heap[child]))
       child++;
-    ema_heap_place(sim, i, heap[child]);
+    ema_heap_place(sim, i, &heap[child]);
     i = child;
   }
-  ema_heap_sift_up(sim, i, event);
+  ema_heap_sift_up(sim, i, entry);
 }
 
 /* Take the event at index I out of the heap and mark it unscheduled. */
 static void ema_heap_remove_at(EmaSim *sim, guint i) {
-  EmaEvent *event = sim->heap[i];
-  EmaEvent *last = sim->heap[--sim->len];
+  EmaEvent *event = sim->heap[i].event;
+  EmaHeapEntry last = sim->heap[--sim->len];
 
   event->heap_slot = 0;
-  if (last == event)
+  if (last.event == event)
     return;
   /* Fill the hole with the last element, which may belong above or below. */
-  if (i > 0 && ema_event_before(last, sim->heap[(i - 1) / 2]))
+  if (i > 0 && ema_event_before(&last, &sim->heap[(i - 1) / 2]))
     ema_heap_sift_up(sim, i, last);
   else
     ema_heap_sift_down(sim, i, last);
@@ -173,7 +189,7 @@ static void ema_heap_remove_at(EmaSim *sim, guint i) {
 
 /* Remove the fired event still in heap[0], if any (the invariant above). */
 static void ema_heap_settle(EmaSim *sim) {
-  EmaEvent *last;
+  EmaHeapEntry last;
 
   if (!sim->top_fired)
     return;
@@ -187,7 +203,7 @@ static void ema_heap_grow(EmaSim *sim) {
   g_return_if_fail(sim->cap <= G_MAXUINT / 2);
 
   sim->cap *= 2;
-  sim->heap = g_renew(EmaEvent *, sim->heap, sim->cap);
+  sim->heap = g_renew(EmaHeapEntry, sim->heap, sim->cap);
 }
 
 void ema_sim_schedule(EmaSim *sim, EmaEvent *event, EmaTime at, gint priority) {
@@ -201,13 +217,13 @@ void ema_sim_schedule(EmaSim *sim, EmaEvent *event, EmaTime at, gint priority) {
     event->time = at;
     event->priority = priority;
     event->seq = sim->next_seq++;
-    ema_heap_sift_down(sim, 0, event);
+    ema_heap_sift_down(sim, 0, ema_heap_entry(event));
     return;
   }
   ema_heap_settle(sim);
   /* A queued event must be queued in this sim. */
   g_return_if_fail(event->heap_slot == 0 ||
-                   (event->heap_slot <= sim->len && sim->heap[event->heap_slot - 1] == event));
+                   (event->heap_slot <= sim->len && sim->heap[event->heap_slot - 1].event == event));
 
   event->time = at;
   event->priority = priority;
@@ -216,18 +232,19 @@ void ema_sim_schedule(EmaSim *sim, EmaEvent *event, EmaTime at, gint priority) {
   if (event->heap_slot != 0) {
     /* Already queued: the key changed (and seq grew), so re-heapify in place. */
     guint i = event->heap_slot - 1;
+    EmaHeapEntry entry = ema_heap_entry(event);
 
-    if (i > 0 && ema_event_before(event, sim->heap[(i - 1) / 2]))
-      ema_heap_sift_up(sim, i, event);
+    if (i > 0 && ema_event_before(&entry, &sim->heap[(i - 1) / 2]))
+      ema_heap_sift_up(sim, i, entry);
     else
-      ema_heap_sift_down(sim, i, event);
+      ema_heap_sift_down(sim, i, entry);
     return;
   }
 
   if (G_UNLIKELY(sim->len == sim->cap))
     ema_heap_grow(sim);
   sim->len++;
-  ema_heap_sift_up(sim, sim->len - 1, event);
+  ema_heap_sift_up(sim, sim->len - 1, ema_heap_entry(event));
 }
 
 void ema_sim_schedule_in(EmaSim *sim, EmaEvent *event, EmaTime delay, gint priority) {
@@ -252,7 +269,7 @@ gboolean ema_sim_cancel(EmaSim *sim, EmaEvent *event) {
     return FALSE;
   ema_heap_settle(sim);
   g_return_val_if_fail(event->heap_slot <= sim->len, FALSE);
-  g_return_val_if_fail(sim->heap[event->heap_slot - 1] == event, FALSE);
+  g_return_val_if_fail(sim->heap[event->heap_slot - 1].event == event, FALSE);
 
   ema_heap_remove_at(sim, event->heap_slot - 1);
   return TRUE;
@@ -268,8 +285,8 @@ gboolean ema_sim_run_until(EmaSim *sim, EmaTime until, GError **error) {
 
   /* A failure reported outside a run is returned by the next run, which then
    * fires nothing. */
-  while (sim->error == NULL && !sim->stop && sim->len > 0 && sim->heap[0]->time <= until) {
-    EmaEvent *event = sim->heap[0];
+  while (sim->error == NULL && !sim->stop && sim->len > 0 && sim->heap[0].time <= until) {
+    EmaEvent *event = sim->heap[0].event;
 
     event->heap_slot = 0;
     sim->top_fired = TRUE;
@@ -289,7 +306,7 @@ gboolean ema_sim_run_until(EmaSim *sim, EmaTime until, GError **error) {
     return FALSE;
   }
 
-  if (until != EMA_TIME_NEVER && until > sim->now && (sim->len == 0 || sim->heap[0]->time > until))
+  if (until != EMA_TIME_NEVER && until > sim->now && (sim->len == 0 || sim->heap[0].time > until))
     sim->now = until;
   return TRUE;
 }
