@@ -222,8 +222,8 @@ void ema_sim_schedule(EmaSim *sim, EmaEvent *event, EmaTime at, gint priority) {
   }
   ema_heap_settle(sim);
   /* A queued event must be queued in this sim. */
-  g_return_if_fail(event->heap_slot == 0 ||
-                   (event->heap_slot <= sim->len && sim->heap[event->heap_slot - 1].event == event));
+  g_return_if_fail(event->heap_slot == 0 || (event->heap_slot <= sim->len &&
+                                             sim->heap[event->heap_slot - 1].event == event));
 
   event->time = at;
   event->priority = priority;
