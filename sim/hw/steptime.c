@@ -574,20 +574,20 @@ static double moe_time(const EmaStepModel *s, OpSums *sums, int i, double tokens
  * kappa the link latencies each further rank adds, eta the share of B the algorithm reaches. Fitted
  * per implementation by `experiments/engines/fit-allreduce` (least squares of the relative errors)
  * on AIConfigurator's all-reduce tables of A100, H100, H200, B200 and GB200, 2-8 GPUs on
- * NVSwitch servers, 2026-12-05: median / worst error over their points 14.4% / 73.6% (custom,
- * graph), 20.6% / 58.9% (custom, eager), 19.7% / 65.3% (NCCL); 7-54% median on each GPU left
- * out of the fit. The ring model it replaces (no fixed cost, 2 (n - 1) latencies, the link's
- * whole bandwidth) was 46-73% off, median (short of all but small messages at 8 GPUs).
- * Simplification: one curve per implementation where the real algorithms switch (one-shot to
- * two-shot, ring to tree or NVLS); fitted on NVSwitch servers only, so on direct and PCIe links it
- * is unvalidated. */
+ * NVSwitch servers, 2026-12-06 (the DGX A100's link bandwidth measured): median / worst error
+ * over their points 14.7% / 73.5% (custom, graph), 20.6% / 58.8% (custom, eager), 19.4% / 65.4%
+ * (NCCL); 7-54% median on each GPU left out of the fit. The ring model it replaces (no fixed cost,
+ * 2 (n - 1) latencies, the link's whole bandwidth) was 46-73% off, median (short of all but small
+ * messages at 8 GPUs). Simplification: one curve per implementation where the real algorithms
+ * switch (one-shot to two-shot, ring to tree or NVLS); fitted on NVSwitch servers only, so on
+ * direct and PCIe links it is unvalidated. */
 typedef struct {
   double fixed_s, latencies_per_rank, bus_efficiency;
 } AllreduceModel;
 static const AllreduceModel allreduce_model[EMA_PROFILE_N_ALLREDUCE] = {
-    [EMA_PROFILE_ALLREDUCE_CUSTOM_GRAPH] = {4.72e-6, 0.16, 0.57},
-    [EMA_PROFILE_ALLREDUCE_CUSTOM_EAGER] = {23.26e-6, 0.27, 0.94},
-    [EMA_PROFILE_ALLREDUCE_NCCL] = {6.91e-6, 1.92, 0.74},
+    [EMA_PROFILE_ALLREDUCE_CUSTOM_GRAPH] = {4.71e-6, 0.16, 0.56},
+    [EMA_PROFILE_ALLREDUCE_CUSTOM_EAGER] = {23.27e-6, 0.27, 0.94},
+    [EMA_PROFILE_ALLREDUCE_NCCL] = {6.91e-6, 1.91, 0.73},
 };
 
 /* The implementation vLLM takes for an all-reduce of SIZE bytes in a step of TOKENS tokens:

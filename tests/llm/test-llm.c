@@ -599,7 +599,7 @@ static void test_tp2(void) {
   Rates r = server_rates(server);
   EmaTime t = ema_step_time(two, &batch, &b);
   double allreduce =
-      2 * 32 * (4.72e-6 + 0.16 * (2 - 1) * 1002e-9 + 2.0 * (2 - 1) / 2 * 8192 / (0.57 * 397e9));
+      2 * 32 * (4.71e-6 + 0.16 * (2 - 1) * 1002e-9 + 2.0 * (2 - 1) / 2 * 8192 / (0.56 * 397e9));
 
   g_assert_cmpuint(ema_step_model_tp(two), ==, 2);
   g_assert_cmpuint(ema_step_model_weight_bytes_per_gpu(one), ==,
@@ -608,26 +608,26 @@ static void test_tp2(void) {
   g_assert_cmpfloat(ema_step_model_kv_bytes_per_token_per_gpu(one), ==, 131072);
   g_assert_cmpfloat(ema_step_model_kv_bytes_per_token_per_gpu(two), ==, 65536);
   assert_close(b.allreduce_s, allreduce, 1e-12);
-  assert_close(b.allreduce_s, 314.657e-6, 1e-5);
+  assert_close(b.allreduce_s, 314.059e-6, 1e-5);
   g_assert_cmpint(t, ==, llround((llama8b_step_s(&r, 2, &batch) + allreduce) * 1e9));
-  g_assert_cmpint(t, ==, 2622949);
+  g_assert_cmpint(t, ==, 2622350);
   g_assert_cmpint(t, <, ema_step_time(one, &batch, NULL));
 }
 
 /* tp = 8 on the eight H200s (397 GB/s switch ports, 1002 ns), no profile: a
  * decode step's 64 all-reduces of 8192 B take the all-reduce model's custom
- * all-reduce in a CUDA graph (4.72 us + 0.16 x 7 x 1002 ns + 2 x 7/8 x 8192 /
- * (0.57 x 397e9) = 5905.6 ns); with 4 GPUs to a host the group spans two, and
- * vLLM's custom all-reduce being one host's, NCCL's (6.91 us + 1.92 x 7 x
- * 1002 ns + 2 x 7/8 x 8192 / (0.74 x 397e9) = 20425.7 ns); a group of 4 stays
+ * all-reduce in a CUDA graph (4.71 us + 0.16 x 7 x 1002 ns + 2 x 7/8 x 8192 /
+ * (0.56 x 397e9) = 5896.7 ns); with 4 GPUs to a host the group spans two, and
+ * vLLM's custom all-reduce being one host's, NCCL's (6.91 us + 1.91 x 7 x
+ * 1002 ns + 2 x 7/8 x 8192 / (0.73 x 397e9) = 20356.2 ns); a group of 4 stays
  * in its host. */
 static void test_tp8_hosts(void) {
   g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-8b");
   g_autoptr(EmaServerSpec) server = load_roofline_server("h200x8-hgx");
   EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 1000, .logits = 1};
-  double custom = 4.72e-6 + 0.16 * 7 * 1002e-9 + 2.0 * 7 / 8 * 8192 / (0.57 * 397e9);
-  double nccl = 6.91e-6 + 1.92 * 7 * 1002e-9 + 2.0 * 7 / 8 * 8192 / (0.74 * 397e9);
-  double custom4 = 4.72e-6 + 0.16 * 3 * 1002e-9 + 2.0 * 3 / 4 * 8192 / (0.57 * 397e9);
+  double custom = 4.71e-6 + 0.16 * 7 * 1002e-9 + 2.0 * 7 / 8 * 8192 / (0.56 * 397e9);
+  double nccl = 6.91e-6 + 1.91 * 7 * 1002e-9 + 2.0 * 7 / 8 * 8192 / (0.73 * 397e9);
+  double custom4 = 4.71e-6 + 0.16 * 3 * 1002e-9 + 2.0 * 3 / 4 * 8192 / (0.56 * 397e9);
   EmaStepBreakdown one_host, two_hosts, within;
   g_assert_cmpint(server->gpus_per_node, ==, 0);
   {
@@ -641,8 +641,8 @@ static void test_tp8_hosts(void) {
     ema_step_time(step, &batch, &two_hosts);
     ema_step_time(four, &batch, &within);
   }
-  assert_close(custom, 5905.6e-9, 1e-4);
-  assert_close(nccl, 20425.7e-9, 1e-4);
+  assert_close(custom, 5896.7e-9, 1e-4);
+  assert_close(nccl, 20356.2e-9, 1e-4);
   assert_close(one_host.allreduce_s, 64 * custom, 1e-12);
   assert_close(two_hosts.allreduce_s, 64 * nccl, 1e-12);
   assert_close(within.allreduce_s, 64 * custom4, 1e-12);
