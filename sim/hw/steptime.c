@@ -76,6 +76,9 @@ struct _EmaStepModel {
    * widths on one GPU, 0 without them */
   guint64 shared_up_n, shared_down_k;
   gboolean gated, moe;
+  /* 32-bit weights: no profile table holds kernels of that type, every operator on the
+   * roofline (its bytes at 4 a parameter) */
+  gboolean fp32;
   /* GEMMs with a bias (llm.h): q/k/v with attention_bias; o and the FFN's too in a plain MLP */
   gboolean qkv_bias, dense_bias;
   guint experts_n, active_n; /* E, A */
@@ -333,7 +336,8 @@ static EmaStepModel *step_model_new(const EmaLlmSpec *model, const EmaServerSpec
   step->weight_bytes_per_gpu = (derived.weight_bytes + tp - 1) / tp;
   step->kv_bytes_per_token_per_gpu = step->layers * step->kv_bytes_per_token;
 
-  if (server->gpu.profile && *server->gpu.profile) {
+  step->fp32 = model->dtype == EMA_DTYPE_FP32;
+  if (server->gpu.profile && *server->gpu.profile && !step->fp32) {
     step->profile = ema_profile_get_view(
         server->gpu.profile, kernel_sums ? EMA_PROFILE_WORKLOAD : EMA_PROFILE_ENGINE, error);
     if (!step->profile) {
@@ -389,6 +393,11 @@ void ema_step_model_free(EmaStepModel *step_model) {
 guint ema_step_model_layers(const EmaStepModel *step_model) {
   g_return_val_if_fail(step_model != NULL, 0);
   return (guint) step_model->layers;
+}
+
+gboolean ema_step_model_profiled(const EmaStepModel *step_model) {
+  g_return_val_if_fail(step_model != NULL, FALSE);
+  return step_model->profile != NULL;
 }
 
 guint ema_step_model_tp(const EmaStepModel *step_model) {
@@ -1056,8 +1065,10 @@ void ema_step_model_describe(const EmaStepModel *step_model, GString *out) {
   EmaStepSources src;
   g_return_if_fail(s != NULL && out != NULL);
   if (!s->profile) {
-    g_string_append(out, "# step time: every operator from the per-operator roofline (the GPU "
-                         "has no profile)\n");
+    g_string_append(out, s->fp32 ? "# step time: every operator from the per-operator roofline "
+                                   "(32-bit weights: the profiles hold 16- and 8-bit kernels)\n"
+                                 : "# step time: every operator from the per-operator roofline "
+                                   "(the GPU has no profile)\n");
     return;
   }
   ema_profile_describe(s->profile, out);

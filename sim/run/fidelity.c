@@ -28,8 +28,8 @@ typedef struct {
   GArray *combinations; /* Combination */
 } Table;
 
-static const char *const weight_names[] = {"16-bit", "fp8", "fp8-block", NULL};
-static const char *const kv_names[] = {"16-bit", "fp8", NULL};
+static const char *const weight_names[] = {"16-bit", "fp8", "fp8-block", "32-bit", NULL};
+static const char *const kv_names[] = {"16-bit", "fp8", "32-bit", NULL};
 
 #define COMBINATION_FIELD(f) G_STRUCT_OFFSET(Combination, f)
 
@@ -39,9 +39,9 @@ static const EmaParam combination_params[] = {
     {"tp", EMA_PARAM_INT, COMBINATION_FIELD(tp), .flags = EMA_PARAM_REQUIRED, .min = 1, .max = 1024,
      .help = "tensor-parallel degree"},
     {"weights", EMA_PARAM_ENUM, COMBINATION_FIELD(weights), .flags = EMA_PARAM_REQUIRED,
-     .choices = weight_names, .help = "16-bit (bf16 or fp16), fp8 or fp8-block"},
+     .choices = weight_names, .help = "16-bit (bf16 or fp16), fp8, fp8-block or 32-bit"},
     {"kv_cache", EMA_PARAM_ENUM, COMBINATION_FIELD(kv_cache), .flags = EMA_PARAM_REQUIRED,
-     .choices = kv_names, .help = "16-bit or fp8"},
+     .choices = kv_names, .help = "16-bit, fp8 or 32-bit"},
     {"engine", EMA_PARAM_STRING, COMBINATION_FIELD(engine), .flags = EMA_PARAM_REQUIRED,
      .help = "the engine profile (hwmodels/engines)"},
     {"ttft_mean_error", EMA_PARAM_FRACTION, COMBINATION_FIELD(ttft), .flags = EMA_PARAM_REQUIRED,
@@ -117,13 +117,15 @@ EmaFidelity *ema_fidelity_of(const EmaTenantSpec *spec, const EmaServerSpec *ser
   g_autoptr(EmaEngineProfile) profile = ema_engine_profile_load(spec->engine.profile, error);
   g_autoptr(EmaStepModel) step = NULL;
   const EmaProfile *gpu_profile = NULL;
-  const gboolean profiled = server->gpu.profile && *server->gpu.profile;
+  const gboolean fp32 = spec->model.dtype == EMA_DTYPE_FP32;
+  gboolean profiled;
   const Table *table;
   if (!profile)
     return NULL;
   step = ema_step_model_new(&spec->model, server, (guint) spec->tp, error);
   if (!step)
     return NULL;
+  profiled = ema_step_model_profiled(step);
   if (profiled && !(gpu_profile = ema_profile_get(server->gpu.profile, error)))
     return NULL;
   if (!(table = table_get(error)))
@@ -145,8 +147,9 @@ EmaFidelity *ema_fidelity_of(const EmaTenantSpec *spec, const EmaServerSpec *ser
   f->tp = spec->tp;
   f->weights = weight_names[spec->model.weights == EMA_PRECISION_FP8         ? 1
                             : spec->model.weights == EMA_PRECISION_FP8_BLOCK ? 2
+                            : fp32                                           ? 3
                                                                              : 0];
-  f->kv_cache = kv_names[spec->model.kv_cache == EMA_PRECISION_FP8 ? 1 : 0];
+  f->kv_cache = kv_names[spec->model.kv_cache == EMA_PRECISION_FP8 ? 1 : fp32 ? 2 : 0];
   ema_step_model_sources(step, &f->sources);
   f->warnings = g_ptr_array_new_with_free_func(g_free);
   for (guint i = 0; gpu_profile && i < ema_profile_warnings(gpu_profile)->len; i++)
@@ -190,6 +193,8 @@ EmaFidelity *ema_fidelity_of(const EmaTenantSpec *spec, const EmaServerSpec *ser
         "unvalidated: no real runs of %s, TP %" G_GINT64_FORMAT ", %s weights, %s KV, %s%s", f->gpu,
         f->tp, f->weights, f->kv_cache, f->engine,
         profiled ? (f->warnings->len ? " (and the profile's data is missing)" : "")
+        : fp32   ? " (32-bit weights: every operator on the roofline, the profile's tables hold "
+                   "16- and 8-bit kernels)"
                  : " (the GPU has no operator profile: every operator on the roofline)");
   }
   if (f->host_factor != 1.0) {

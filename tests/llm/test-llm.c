@@ -509,6 +509,31 @@ static void test_prefill_compute_bound(void) {
   g_assert_cmpfloat((double) t * 1e-9, >, 32 * layer_flops / H200_FLOPS);
 }
 
+/* 32-bit weights (dtype fp32): no profile table holds kernels of that type, so on a GPU with a
+ * profile (the H200's) every operator takes the roofline, its weights at 4 bytes a parameter:
+ * the step of the same GPU without its profile, the sources saying so, and longer than the
+ * 16-bit step (which reads half the bytes) by at least a third. */
+static void test_fp32(void) {
+  g_autoptr(EmaLlmSpec) llm = load_model("llama-3.1-8b");
+  g_autoptr(EmaServerSpec) server = load_server("h200x2");
+  g_autoptr(EmaServerSpec) bare = load_roofline_server("h200x2");
+  EmaStepBatch batch = {.decode_seqs = 1, .decode_context = 1000, .logits = 1};
+  g_autoptr(EmaStepModel) bf16 = step_model(llm, server, 1);
+  g_autoptr(EmaStepModel) fp32 = NULL;
+  g_autoptr(EmaStepModel) fp32_bare = NULL;
+  EmaStepSources sources;
+  llm->dtype = EMA_DTYPE_FP32;
+  fp32 = step_model(llm, server, 1);
+  fp32_bare = step_model(llm, bare, 1);
+  g_assert_true(ema_step_model_profiled(bf16));
+  g_assert_false(ema_step_model_profiled(fp32));
+  g_assert_cmpint(ema_step_time(fp32, &batch, NULL), ==, ema_step_time(fp32_bare, &batch, NULL));
+  g_assert_cmpint(3 * ema_step_time(fp32, &batch, NULL), >, 4 * ema_step_time(bf16, &batch, NULL));
+  ema_step_model_sources(fp32, &sources);
+  g_assert_cmpstr(sources.gemm, ==, "roofline");
+  g_assert_cmpstr(sources.attn_decode, ==, "roofline");
+}
+
 /* FP8 (llm.h): Llama-3.1-8B with FP8 layer weights keeps its embedding and
  * LM head in bf16: 32 x 218,112,000 x 1 B + (8,030,261,248 - 6,979,584,000)
  * x 2 B = 9,080,938,496 B; an FP8 KV cache holds 2 x 32 x 8 x 128 x 1 B =
@@ -847,5 +872,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/steptime/moe/shared-experts", test_moe_shared);
   g_test_add_func("/steptime/empty", test_empty);
   g_test_add_func("/steptime/fp8", test_fp8);
+  g_test_add_func("/steptime/fp32", test_fp32);
   return g_test_run();
 }

@@ -231,6 +231,9 @@ void ema_step_model_sources(const EmaStepModel *step_model, EmaStepSources *out)
  * operator class's sources (ema_step_model_sources). */
 void ema_step_model_describe(const EmaStepModel *step_model, GString *out);
 
+/* Whether the step model reads a GPU profile: FALSE on a GPU without one, and for 32-bit
+ * weights (no table holds kernels of that type): every operator then on the roofline. */
+gboolean ema_step_model_profiled(const EmaStepModel *step_model);
 guint ema_step_model_tp(const EmaStepModel *step_model);
 guint ema_step_model_layers(const EmaStepModel *step_model);
 /* Resident weight bytes on each GPU: weight bytes / tp, rounded up (the
