@@ -504,6 +504,27 @@ static gboolean parse_index(const char *text, guint *index) {
   return TRUE;
 }
 
+/* OVERRIDE's key path (up to its '='), split at its dots. */
+static GStrv override_path(const char *override) {
+  const char *eq = strchr(override, '=');
+  g_autofree char *path = g_strndup(override, eq ? (gsize) (eq - override) : strlen(override));
+  return g_strsplit(path, ".", -1);
+}
+
+gboolean ema_node_override_within(const char *inner, const char *outer) {
+  g_auto(GStrv) a = override_path(inner);
+  g_auto(GStrv) b = override_path(outer);
+  guint i = 0;
+  for (; b[i] != NULL; i++) {
+    guint x, y;
+    if (a[i] == NULL)
+      return FALSE;
+    if (parse_index(a[i], &x) && parse_index(b[i], &y) ? x != y : strcmp(a[i], b[i]) != 0)
+      return FALSE;
+  }
+  return a[i] != NULL;
+}
+
 gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint ordinal,
                                  GError **error) {
   const char *eq = strchr(assignment, '=');

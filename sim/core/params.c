@@ -423,12 +423,17 @@ static guint required_keys_given(const EmaParamTable *table, const EmaNode *map)
   return given;
 }
 
-/* Whether MAP holds every required key of TABLE. */
-static gboolean has_required_keys(const EmaParamTable *table, const EmaNode *map) {
+/* How many keys of TABLE are required. */
+static guint required_keys(const EmaParamTable *table) {
   guint required = 0;
   for (guint i = 0; i < table->n_params; i++)
     required += (table->params[i].flags & EMA_PARAM_REQUIRED) != 0;
-  return required_keys_given(table, map) == required;
+  return required;
+}
+
+/* Whether MAP holds every required key of TABLE. */
+static gboolean has_required_keys(const EmaParamTable *table, const EmaNode *map) {
+  return required_keys_given(table, map) == required_keys(table);
 }
 
 /* MAP's `name` where it came from elsewhere than MAP itself (an override or a sweep's value
@@ -491,14 +496,19 @@ static gboolean expand_at(const EmaParamTable *table, EmaNode *node, const char 
       ema_node_free(child);
       node->items->pdata[index] = child = resolved;
     } else if (param->type == EMA_PARAM_STRUCT && param->resolve && child->kind == EMA_NODE_MAP &&
-               !has_required_keys(param->table, child)) {
+               (!has_required_keys(param->table, child) ||
+                (required_keys(param->table) == 0 && !renamed(child)))) {
       /* a name and some of its keys (`model: {name: llama-3.1-70b, weights: fp8}`): the named
-       * file's map with the given keys over it (no name: the load reports the missing keys) */
+       * file's map with the given keys over it (no name: the load reports the missing keys). A
+       * table whose keys all have defaults (a policy composition) is complete whatever a map of
+       * it holds: there a name that resolves expands (`policy: {name: ema}` is ema), and one
+       * that does not labels the map as written (a custom composition's own name) */
       name = ema_node_get(child, "name");
       if (name && name->kind == EMA_NODE_SCALAR && name->value) {
         GError *unknown = NULL;
         EmaNode *resolved = param->resolve(name, key_path, &unknown);
-        if (resolved == NULL && required_keys_given(param->table, child) <= 1) {
+        if (resolved == NULL && required_keys(param->table) > 0 &&
+            required_keys_given(param->table, child) <= 1) {
           g_propagate_error(error, unknown);
           return FALSE;
         }

@@ -200,14 +200,24 @@ static gboolean check_names(const EmaExperiment *experiment, const EmaNode *root
 }
 
 /* Each decode scenario's step model can be built on the server (its model's shape, the GPU's
- * profile, FP8 weights on a GPU with an FP8 rate): said at the scenario, not at run time. */
+ * profile, FP8 weights on a GPU with an FP8 rate), and its remote KV and peer pulls have a gpu1
+ * to be on (the scenario runs on gpu0): said at the scenario, not at run time. */
 static gboolean check_decodes(const EmaExperiment *experiment, const EmaNode *root,
                               GError **error) {
   const EmaNode *decode_node = ema_node_get(root, "decode");
   for (guint i = 0; experiment->decode && i < experiment->decode->len; i++) {
     const EmaDecodeScenarioSpec *d = &g_array_index(experiment->decode, EmaDecodeScenarioSpec, i);
     GError *inner = NULL;
-    g_autoptr(EmaStepModel) model = ema_step_model_new(&d->model, &experiment->server, 1, &inner);
+    g_autoptr(EmaStepModel) model = NULL;
+    if (experiment->server.gpus < 2 && (d->remote_fraction > 0 || d->peer_pull > 0)) {
+      const char *key = d->remote_fraction > 0 ? "remote_fraction" : "peer_pull";
+      g_autofree char *path = g_strdup_printf("decode.%u.%s", i, key);
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID,
+                     ema_node_get(decode_node->items->pdata[i], key), path,
+                     "%s needs a gpu1, and server %s has one GPU", key, experiment->server.name);
+      return FALSE;
+    }
+    model = ema_step_model_new(&d->model, &experiment->server, 1, &inner);
     if (model == NULL) {
       g_autofree char *path = g_strdup_printf("decode.%u", i);
       ema_node_error(error, EMA_CONFIG_ERROR_INVALID, decode_node->items->pdata[i], path, "%s",
@@ -580,11 +590,24 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
   if (!ema_params_expand(&ema_experiment_params, root, error))
     return NULL;
   /* names an override sets (--set policy=ema) are expanded before the next
-   * override, so that it can reach inside them (--set policy.borrow=...) */
-  for (guint i = 0; overrides && overrides[i]; i++)
+   * override, so that it can reach inside them (--set policy.borrow=...); one that replaces
+   * what an earlier one set inside it would drop that silently: an error */
+  for (guint i = 0; overrides && overrides[i]; i++) {
+    for (guint j = 0; j < i; j++)
+      if (ema_node_override_within(overrides[j], overrides[i])) {
+        g_autoptr(EmaNode) at = ema_node_new_scalar(NULL, "--set", i + 1, 1);
+        g_autofree char *inner = g_strndup(overrides[j], strcspn(overrides[j], "="));
+        g_autofree char *outer = g_strndup(overrides[i], strcspn(overrides[i], "="));
+        ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at, outer,
+                       "replaces what --set %u set inside it (%s): give %s before the keys "
+                       "inside it",
+                       j + 1, inner, outer);
+        return NULL;
+      }
     if (!ema_node_apply_override(root, overrides[i], i + 1, error) ||
         !ema_params_expand(&ema_experiment_params, root, error))
       return NULL;
+  }
   experiment = g_new0(EmaExperiment, 1);
   if (!ema_params_bind(&ema_experiment_params, experiment, root, NULL, error))
     return NULL;

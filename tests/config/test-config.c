@@ -1540,6 +1540,35 @@ static void test_experiment_policy_overrides(void) {
   g_assert_cmpint(e->policy.decision_period, ==, EMA_S(1));
   experiment_fails(path, bad, EMA_CONFIG_ERROR_TYPE,
                    "--set:1:34: policy.prefetch_params.allowance: 'x' is not a number", NULL, NULL);
+  {
+    /* a map naming a composition is that composition with its keys over it (it ran as a
+     * custom static composition labelled `ema`); a name no composition has labels the map */
+    const char *const named[] = {"policy={name: ema, prefetch_params: {allowance: 2%}}",
+                                 "duration=5s", NULL};
+    const char *const custom[] = {"policy={name: mine, borrow: most-idle}", "duration=5s", NULL};
+    g_autoptr(EmaExperiment) ema = load_experiment(path, named);
+    g_autoptr(EmaExperiment) mine = load_experiment(path, custom);
+    g_assert_cmpstr(ema->policy.name, ==, "ema");
+    g_assert_cmpstr(ema->policy.borrow, ==, "most-idle");
+    g_assert_cmpstr(ema->policy.prefetch, ==, "offload");
+    g_assert_cmpstr(mine->policy.name, ==, "mine");
+    g_assert_cmpstr(mine->policy.borrow, ==, "most-idle");
+    g_assert_cmpstr(mine->policy.prefetch, ==, "direct");
+  }
+  {
+    /* an override that replaces a map an earlier one set a key inside would drop that key
+     * silently: an error at it, naming both (list indices compared as numbers) */
+    const char *const lost[] = {"policy.borrow_params.lender_reserve=50%", "policy=ema", NULL};
+    const char *const lost_item[] = {"tenants.00.trace.rate=3", "tenants.0.trace={}", NULL};
+    experiment_fails(path, lost, EMA_CONFIG_ERROR_INVALID,
+                     "--set:2:1: policy: replaces what --set 1 set inside it "
+                     "(policy.borrow_params.lender_reserve): give policy before the keys inside it",
+                     NULL, NULL);
+    experiment_fails(path, lost_item, EMA_CONFIG_ERROR_INVALID,
+                     "--set:2:1: tenants.0.trace: replaces what --set 1 set inside it "
+                     "(tenants.00.trace.rate): give tenants.0.trace before the keys inside it",
+                     NULL, NULL);
+  }
   g_remove(path);
   g_rmdir(dir);
 }
@@ -1824,6 +1853,24 @@ static void test_decode_scenarios(void) {
     g_assert_null(ema_experiment_load(path, twice, &twice_error));
     check_error(twice_error, EMA_CONFIG_ERROR_INVALID, NULL, "--set:1:15: decode.1: ",
                 "name 'local' is used twice (each op and decode scenario needs its own)");
+  }
+  {
+    /* remote KV, or a peer's pulls, on a server of one GPU: nothing to hold them (the step was
+     * timed at the clock's end) */
+    const char *const one_gpu[] = {"server.gpus=1", NULL};
+    const char *const one_gpu_pull[] = {
+        "server.gpus=1",       "decode.1.mode=local",         "decode.1.remote_fraction=0%",
+        "decode.2.mode=local", "decode.2.remote_fraction=0%", NULL};
+    g_autofree char *at = g_strconcat(path, ":6:23: decode.1.remote_fraction: ", NULL);
+    g_autofree char *pull_at = g_strconcat(path, ":9:81: decode.3.peer_pull: ", NULL);
+    GError *one_error = NULL;
+    g_assert_null(ema_experiment_load(path, one_gpu, &one_error));
+    check_error(one_error, EMA_CONFIG_ERROR_INVALID, NULL, at,
+                "remote_fraction needs a gpu1, and server h200x2 has one GPU");
+    g_clear_error(&one_error);
+    g_assert_null(ema_experiment_load(path, one_gpu_pull, &one_error));
+    check_error(one_error, EMA_CONFIG_ERROR_INVALID, NULL, pull_at,
+                "peer_pull needs a gpu1, and server h200x2 has one GPU");
   }
   {
     /* a scenario whose step model cannot be built is refused at load, at the scenario: an MoE

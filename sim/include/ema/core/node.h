@@ -64,6 +64,11 @@ const EmaNode *ema_node_get_key(const EmaNode *map, const char *key);
 /* Replace or add KEY's value (takes VALUE). */
 void ema_node_set(EmaNode *map, const char *key, EmaNode *value);
 
+/* Whether the key path of override INNER ("a.b.c=value", or a bare path) names a place strictly
+ * inside the one of OUTER ("a.b=..."): OUTER, applied after INNER, replaces what INNER set. List
+ * indices compare as numbers ("tenants.00" is "tenants.0"). */
+gboolean ema_node_override_within(const char *inner, const char *outer);
+
 /* Apply one override "a.b.c=value" (value is parsed as YAML, so lists and
  * maps are allowed). Map keys that do not exist are added (binding then
  * rejects unknown ones); list indices must exist. ORDINAL numbers the
