@@ -618,11 +618,40 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
   return g_steal_pointer(&experiment);
 }
 
+/* Into WARNINGS: each tenant whose engine.num_gpu_blocks, with its weights and reserves, is more
+ * than its GPU's HBM (vLLM would not start; an oracle such as twice the KV asks for it). */
+static void warn_kv_over_hbm(const EmaExperiment *experiment, GPtrArray *warnings) {
+  guint64 hbm = ema_gpu_hbm_bytes(&experiment->server.gpu);
+  for (guint i = 0; i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    EmaTenantPlan plan;
+    double held;
+    if (t->engine.num_gpu_blocks == 0 || !ema_tenant_plan(t, &experiment->server, &plan, NULL))
+      continue;
+    held = (double) plan.weight_bytes + (double) plan.kv_bytes + (double) plan.activation_reserve +
+           (double) t->engine.fixed_reserve;
+    if (held > (double) hbm) {
+      g_autofree char *kv = ema_units_format_size_human(plan.kv_bytes);
+      g_autofree char *all = ema_units_format_size_human((guint64) held);
+      g_autofree char *gpu = ema_units_format_size_human(hbm);
+      g_ptr_array_add(warnings,
+                      g_strdup_printf("tenant %s: engine.num_gpu_blocks %" G_GINT64_FORMAT
+                                      " holds %s of KV, %s with its weights and reserves, more "
+                                      "than a GPU's %s of HBM: vLLM would not start; the run "
+                                      "goes on as given",
+                                      t->name, t->engine.num_gpu_blocks, kv, all, gpu));
+    }
+  }
+}
+
 GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
   const EmaPolicyInfo *borrow;
   gboolean borrows, parks;
-  if (!ema_experiment_is_serving(experiment) || experiment->policy.borrow == NULL)
+  if (!ema_experiment_is_serving(experiment))
+    return warnings;
+  warn_kv_over_hbm(experiment, warnings);
+  if (experiment->policy.borrow == NULL)
     return warnings;
   /* bound experiments name registered policies: no error here */
   borrow = ema_policy_registry_find(EMA_POLICY_BORROW, experiment->policy.borrow, NULL);

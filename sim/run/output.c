@@ -1042,6 +1042,12 @@ void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment
               w, r->spec->name, borrowed, admitted,
               r->idle_borrowed_slices / MAX(r->idle_admitted_slices, 1));
     }
+    if (r->outputs_raised > 0)
+      fprintf(err,
+              "%stenant %s: %" G_GUINT64_FORMAT " request%s of its trace ask%s for 0 output "
+              "tokens: each ran with 1, as vLLM generates at least one\n",
+              w, r->spec->name, r->outputs_raised, r->outputs_raised == 1 ? "" : "s",
+              r->outputs_raised == 1 ? "s" : "");
     if (r->arrived == 0)
       fprintf(err,
               "%stenant %s: no request arrived (its trace holds none, or none "

@@ -400,6 +400,7 @@ struct _EmaEngine {
   guint64 last_total;
   guint64 next_seq, work;
   guint64 completed, preemptions, preemptions_swapped, rejected, rejected_too_long, blocks_held;
+  guint64 outputs_raised; /* requests whose trace asked for 0 output tokens, run with 1 */
   /* the decodes of the step in flight, or of the last one (what a recompute is priced beside) */
   guint64 last_decode_seqs;
   double last_decode_context;
@@ -975,7 +976,9 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
   request->arrival = engine->next_arrival;
   request->scheduled = request->first_token = request->finished = -1;
   request->prompt_tokens = MAX(engine->next.prompt_tokens, 1);
+  /* vLLM generates at least one token (max_tokens >= 1): a trace's 0 runs as 1, counted */
   request->output_tokens = MAX(engine->next.output_tokens, 1);
+  engine->outputs_raised += engine->next.output_tokens == 0;
   /* Longer than the model's context: vLLM refuses it. */
   if (engine->config.max_model_len > 0 &&
       (guint64) request->prompt_tokens + request->output_tokens > engine->config.max_model_len) {
@@ -1865,6 +1868,10 @@ guint64 ema_engine_rejected(const EmaEngine *engine) {
 
 guint64 ema_engine_rejected_too_long(const EmaEngine *engine) {
   return engine->rejected_too_long;
+}
+
+guint64 ema_engine_outputs_raised(const EmaEngine *engine) {
+  return engine->outputs_raised;
 }
 
 EmaPrefixCacheStats ema_engine_prefix_cache_stats(const EmaEngine *engine) {

@@ -203,7 +203,8 @@ static const EmaParam trace_params[] = {
      .help = "auto (sniffed), azure, vidur, burstgpt, mooncake, lengths or vllm-bench (these two "
              "need arrivals)"},
     {"keep_failed", EMA_PARAM_BOOL, TRACE_FIELD(keep_failed), .default_value = "false",
-     .help = "burstgpt: keep failed requests (0 response tokens)"},
+     .help = "burstgpt: keep failed requests (0 response tokens: each runs with 1, as vLLM "
+             "generates at least one, and the run says how many)"},
     {"cycle", EMA_PARAM_BOOL, TRACE_FIELD(cycle), .default_value = "false",
      .help = "lengths: start the file again at its end"},
     {"arrivals", EMA_PARAM_ENUM, TRACE_FIELD(arrivals), .default_value = "file",
@@ -758,7 +759,31 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
     engine->watermark = profile->watermark;
   if (engine->max_model_len == 0)
     engine->max_model_len = tenant->model.max_context;
-  return resolve_chunked_prefill(engine, profile, node, path, error);
+  if (tenant->model.max_context > 0 && engine->max_model_len > tenant->model.max_context) {
+    /* vLLM refuses it (past the model's positions, unless VLLM_ALLOW_LONG_MAX_MODEL_LEN) */
+    g_autofree char *message =
+        g_strdup_printf("%" G_GINT64_FORMAT " is above %s's context of %" G_GINT64_FORMAT
+                        " tokens (its max_context): vLLM refuses it",
+                        engine->max_model_len, tenant->model.name, tenant->model.max_context);
+    engine_key_error(error, EMA_CONFIG_ERROR_INVALID, node, path, "max_model_len", message);
+    return FALSE;
+  }
+  if (!resolve_chunked_prefill(engine, profile, node, path, error))
+    return FALSE;
+  if (engine->scheduler == EMA_SCHEDULER_V0 && engine->max_num_batched_tokens > 0 &&
+      engine->max_num_batched_tokens < engine->max_model_len) {
+    /* without chunked prefill a prompt is one step: vLLM V0 refuses a budget below the
+     * longest (its SchedulerConfig) */
+    g_autofree char *message = g_strdup_printf(
+        "%" G_GINT64_FORMAT " is below max_model_len (%" G_GINT64_FORMAT
+        "): without chunked prefill a prompt is scheduled whole, and vLLM refuses a step budget "
+        "below the longest (give chunked_prefill: true, or a larger budget)",
+        engine->max_num_batched_tokens, engine->max_model_len);
+    engine_key_error(error, EMA_CONFIG_ERROR_INVALID, node, path, "max_num_batched_tokens",
+                     message);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 const EmaParamTable ema_tenant_params = {"tenant", sizeof(EmaTenantSpec), tenant_params,

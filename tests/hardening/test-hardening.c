@@ -647,6 +647,40 @@ static void test_run_no_arrivals(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A trace's rows that ask for 0 output tokens run with 1 (vLLM's max_tokens is at least 1),
+ * and the run says how many did. */
+static void test_run_zero_output(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *zero = ema_test_fixture("traces", "azure-zero-output.csv");
+  g_autofree char *trace = g_strdup_printf("{format: azure, file: '%s'}", zero);
+  g_autoptr(EmaTestRun) run = run_serving(dir, "zero", trace);
+  g_assert_cmpint(run->status, ==, 0);
+  ema_test_assert_contains(run->err, "ema-sim: warning: tenant zero: 2 requests of its trace ask "
+                                     "for 0 output tokens: each ran with 1, as vLLM generates at "
+                                     "least one");
+  ema_test_remove_tree(dir);
+}
+
+/* KV blocks given directly (engine.num_gpu_blocks) beyond what the GPU holds with the weights:
+ * vLLM would not start; the run goes on as given (an oracle of twice the KV asks for it) and
+ * says so. 2^30 blocks of 16 tokens x 128 KiB (Llama-3.1-8B) are 2 PiB. */
+static void test_run_kv_over_hbm(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *text = serving_yaml("big", short_trace);
+  g_autofree char *path = write_temp(dir, "exp.yaml", text);
+  g_autoptr(EmaTestRun) run =
+      ema_test_cli("run", path, "--set", "tenants.0.engine.num_gpu_blocks=1073741824", "-o", out,
+                   "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  ema_test_assert_contains(run->err,
+                           "ema-sim: warning: tenant big: engine.num_gpu_blocks "
+                           "1073741824 holds 2.00 PiB of KV, 2.00 PiB with its weights and "
+                           "reserves, more than a GPU's 140 GiB of HBM: vLLM would not "
+                           "start; the run goes on as given");
+  ema_test_remove_tree(dir);
+}
+
 /* A serving experiment of one tenant whose trace is the fixture FILE with
  * the more trace keys MORE ("" or ", k: v"), written to DIR/exp.yaml and
  * run into DIR/out. */
@@ -667,7 +701,11 @@ static void test_run_auto_format(void) {
   {
     g_autoptr(EmaTestRun) run = run_fixture_trace(dir, "burstgpt-good.csv", ", keep_failed: true");
     g_auto(GStrv) lines = NULL;
-    ema_test_assert_ok(run);
+    /* the failed request kept asks for 0 tokens: it runs with 1, and the run says so */
+    g_assert_cmpint(run->status, ==, 0);
+    g_assert_cmpstr(run->err, ==,
+                    "ema-sim: warning: tenant a: 1 request of its trace asks for 0 output tokens: "
+                    "each ran with 1, as vLLM generates at least one\n");
     lines = g_strsplit(keep_path(ema_test_read_file(out, "requests.csv")), "\n", -1);
     g_assert_cmpuint(g_strv_length(lines), ==, 6); /* the header, 4 requests, "" */
     ema_test_assert_contains(keep_path(ema_test_read_file(out, "resolved.yaml")),
@@ -1299,6 +1337,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/output/fifo-marker", test_output_fifo_marker);
   g_test_add_func("/hardening/output/sweep-foreign", test_output_sweep_foreign);
   g_test_add_func("/hardening/run/no-arrivals", test_run_no_arrivals);
+  g_test_add_func("/hardening/run/zero-output", test_run_zero_output);
+  g_test_add_func("/hardening/run/kv-over-hbm", test_run_kv_over_hbm);
   g_test_add_func("/hardening/fault/write-run", test_fault_write_run);
   g_test_add_func("/hardening/fault/write-sweep", test_fault_write_sweep);
   g_test_add_func("/hardening/fault/alloc-run", test_fault_alloc_run);

@@ -23,6 +23,7 @@ typedef struct {
   guint64 arrived;           /* requests the trace delivered */
   guint64 rejected;          /* of which never fit in the KV cache or were over max_model_len */
   guint64 rejected_too_long; /* of those, over max_model_len */
+  guint64 outputs_raised;    /* asked for 0 output tokens, run with 1 */
   EmaPrefixCacheStats prefix;
   guint64 unfinished;          /* still waiting or running at the end */
   guint64 preemptions;         /* all preemptions, finished requests or not */

@@ -302,6 +302,9 @@ guint64 ema_engine_rejected(const EmaEngine *engine);
 /* Of those, the ones longer than max_model_len (vLLM answers them with an
  * error: prompt + max_tokens over the model's context). */
 guint64 ema_engine_rejected_too_long(const EmaEngine *engine);
+/* Requests whose trace asked for 0 output tokens: each ran with 1 (vLLM's max_tokens is at least
+ * 1). */
+guint64 ema_engine_outputs_raised(const EmaEngine *engine);
 guint ema_engine_running(const EmaEngine *engine);
 
 /* Prefix caching, as vLLM counts it: prompt tokens looked up at admission
