@@ -159,8 +159,8 @@ static void test_draw(void) {
  * send and return, and the execution model's wait and run scale replace
  * the co-running factor: OPT-13B, one lender holding 4,000 tokens of 4
  * requests (test-offload.c's first case: attend alone 66.306 us, send
- * 1.4664 us, return 1.938 us), busy under timeslice: remote = (1.4664 +
- * 6.4) + 1025 + 66.306 + (1.938 + 6.4) us. */
+ * 1.4541 us, return 1.9133 us), busy under timeslice: remote = (1.4541 +
+ * 6.4) + 1025 + 66.306 + (1.9133 + 6.4) us. */
 static void test_in_the_layer(void) {
   GError *error = NULL;
   g_autoptr(EmaServerSpec) server = ema_server_load("a100x4-40gb", &error);
@@ -196,8 +196,8 @@ static void test_in_the_layer(void) {
   share.wait_s = x.wait_s;
   share.run_scale = x.run_scale;
   ema_offload_step_time(copy, &local, &share, 1, 4, &b);
-  assert_close(b.layer_send_s, 1.4664e-6 + 6.4e-6, 1e-4);
-  assert_close(b.layer_return_s, 1.938e-6 + 6.4e-6, 1e-4);
+  assert_close(b.layer_send_s, 1.4541e-6 + 6.4e-6, 1e-4);
+  assert_close(b.layer_return_s, 1.9133e-6 + 6.4e-6, 1e-4);
   assert_close(b.layer_attend_s, 1.025e-3 + alone, 1e-12);
   assert_close(b.layer_remote_s, b.layer_send_s + 1.025e-3 + alone + b.layer_return_s, 1e-12);
   assert_close(b.layer_wait_s, b.layer_remote_s - 20e-6, 1e-12);
