@@ -361,6 +361,24 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
                          "format: lengths or vllm-bench");
     return FALSE;
   }
+  /* a closed loop sends when a client is free: an arrival process beside it would be ignored;
+   * likewise groups of a shared prefix that is not there */
+  if (trace->concurrency > 0 && trace->arrivals != EMA_ARRIVALS_FILE) {
+    g_autofree char *key_path = path ? g_strconcat(path, ".arrivals", NULL) : g_strdup("arrivals");
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at ? at : node, key_path,
+                   "concurrency %" G_GINT64_FORMAT " runs a closed loop, each client sending "
+                   "when its last request ends: an arrival process does not apply (leave "
+                   "arrivals and its keys out, or concurrency for an open loop)",
+                   trace->concurrency);
+    return FALSE;
+  }
+  if (trace->shared_prefix_tokens == 0 && trace->shared_prefix_groups > 1) {
+    g_autofree char *key_path =
+        path ? g_strconcat(path, ".shared_prefix_groups", NULL) : g_strdup("shared_prefix_groups");
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "shared_prefix_groups"),
+                   key_path, "%s", "groups of a shared prefix need shared_prefix_tokens above 0");
+    return FALSE;
+  }
   if (!check_choice_keys(node, path, arrival_keys, &arrival_choice_keys[trace->arrivals], why,
                          error))
     return FALSE;

@@ -945,6 +945,20 @@ static const BadConfig bad_configs[] = {
      "10:17: tenants.0.trace.arrivals: diurnal: rate_max must be > 0 and >= rate_min (got 6)"},
     {"cv-with-poisson.yaml", EMA_CONFIG_ERROR_KEY,
      "11:7: tenants.0.trace.cv: not used by arrivals: poisson"},
+    {"closed-loop-arrivals.yaml", EMA_CONFIG_ERROR_INVALID,
+     "10:17: tenants.0.trace.arrivals: concurrency 4 runs a closed loop, each client sending when "
+     "its last request ends: an arrival process does not apply (leave arrivals and its keys out, "
+     "or concurrency for an open loop)"},
+    {"max-model-len-past-context.yaml", EMA_CONFIG_ERROR_INVALID,
+     "8:29: tenants.0.engine.max_model_len: 200000 is above llama-3.1-8b's context of 131072 "
+     "tokens (its max_context): vLLM refuses it"},
+    {"v0-budget-below-len.yaml", EMA_CONFIG_ERROR_INVALID,
+     "9:77: tenants.0.engine.max_num_batched_tokens: 2048 is below max_model_len (4096): without "
+     "chunked prefill a prompt is scheduled whole, and vLLM refuses a step budget below the "
+     "longest (give chunked_prefill: true, or a larger budget)"},
+    {"prefix-groups-no-prefix.yaml", EMA_CONFIG_ERROR_INVALID,
+     "12:29: tenants.0.trace.shared_prefix_groups: groups of a shared prefix need "
+     "shared_prefix_tokens above 0"},
     {"start-synthetic.yaml", EMA_CONFIG_ERROR_KEY,
      "8:54: tenants.0.trace.start: not used by a synthetic trace"},
     {"median-and-mean.yaml", EMA_CONFIG_ERROR_INVALID,
