@@ -171,15 +171,30 @@ static gint parse_endpoint(const char *text, gint64 gpus) {
   return (gint) index;
 }
 
+/* NAME (of the item at NODE, PATH) holds no control character: names are columns and labels of
+ * the outputs (a newline in a CSV field made the run's own figures unreadable). */
+static gboolean name_plain(const char *name, const EmaNode *node, const char *path,
+                           GError **error) {
+  for (const char *c = name; *c; c++)
+    if ((guchar) *c < 0x20 || *c == 0x7f) {
+      g_autofree char *key_path = g_strconcat(path, ".name", NULL);
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), key_path,
+                     "a name holds no control character (0x%02x at byte %u)", (guchar) *c,
+                     (guint) (c - name));
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /* NAME, item I of the list KEY, into SEEN; FALSE with an error at its name when already there. */
 static gboolean name_once(GHashTable *seen, const char *name, const EmaNode *root, const char *key,
                           guint i, GError **error) {
-  const EmaNode *item;
-  g_autofree char *path = NULL;
+  const EmaNode *item = ema_node_get(root, key)->items->pdata[i];
+  g_autofree char *path = g_strdup_printf("%s.%u", key, i);
+  if (!name_plain(name, item, path, error))
+    return FALSE;
   if (g_hash_table_add(seen, (gpointer) name))
     return TRUE;
-  item = ema_node_get(root, key)->items->pdata[i];
-  path = g_strdup_printf("%s.%u", key, i);
   ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(item, "name"), path,
                  "name '%s' is used twice (each op and decode scenario needs its own)", name);
   return FALSE;
@@ -391,6 +406,8 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
     GError *inner = NULL;
     if (tenant->name == NULL)
       tenant->name = g_strdup_printf("tenant%u", i);
+    if (!name_plain(tenant->name, node, path, error))
+      return FALSE;
     for (guint j = 0; j < i; j++)
       if (strcmp(g_array_index(experiment->tenants, EmaTenantSpec, j).name, tenant->name) == 0) {
         ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), path,

@@ -956,6 +956,8 @@ static const BadConfig bad_configs[] = {
      "9:77: tenants.0.engine.max_num_batched_tokens: 2048 is below max_model_len (4096): without "
      "chunked prefill a prompt is scheduled whole, and vLLM refuses a step budget below the "
      "longest (give chunked_prefill: true, or a larger budget)"},
+    {"name-control-char.yaml", EMA_CONFIG_ERROR_INVALID,
+     "6:11: tenants.0.name: a name holds no control character (0x0a at byte 1)"},
     {"prefix-groups-no-prefix.yaml", EMA_CONFIG_ERROR_INVALID,
      "12:29: tenants.0.trace.shared_prefix_groups: groups of a shared prefix need "
      "shared_prefix_tokens above 0"},
