@@ -11,6 +11,7 @@
 #include <glib/gstdio.h>
 
 #include "decodefit.h"
+#include "ema/core/file.h"
 #include "errors.h"
 #include "fit.h"
 
@@ -124,16 +125,20 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
   g_autofree char *path = g_build_filename(dir, PROVENANCE_FILE, NULL);
   g_autoptr(GKeyFile) file = g_key_file_new();
   g_autoptr(EmaCalibrationRun) run = g_new0(EmaCalibrationRun, 1);
-  g_autofree char *topology = NULL, *flops = NULL;
+  g_autofree char *topology = NULL, *flops = NULL, *text = NULL;
   GError *local = NULL;
   guint64 gpus = 0, repeats = 0, warmups = 0, chunks = 0, remote_steps = 0, local_steps = 0;
+  gsize length = 0;
   gboolean ok;
 
-  if (!g_key_file_load_from_file(file, path, G_KEY_FILE_NONE, &local)) {
-    g_set_error(error, EMA_VALIDATE_ERROR,
-                g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT) ? EMA_VALIDATE_ERROR_IO
-                                                                         : EMA_VALIDATE_ERROR_DATA,
-                "%s: %s", path, local->message);
+  /* read as every input is (a FIFO or a device is refused, never waited on), then parsed */
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, &local)) {
+    g_set_error_literal(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, local->message);
+    g_error_free(local);
+    return NULL;
+  }
+  if (!g_key_file_load_from_data(file, text, length, G_KEY_FILE_NONE, &local)) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s: %s", path, local->message);
     g_error_free(local);
     return NULL;
   }

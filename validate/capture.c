@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ema/core/file.h"
 #include "ema/run/output.h"
 #include "errors.h"
 #include "trace.h"
@@ -87,6 +88,16 @@ gboolean ema_capture_run(const EmaCaptureOptions *o, int *status, GError **error
   *status = WIFEXITED(wstatus)     ? WEXITSTATUS(wstatus)
             : WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus)
                                    : 1;
+  /* the library writes kernels.csv as it starts, when the program initializes CUDA */
+  g_autofree char *kernels = g_build_filename(dir, "kernels.csv", NULL);
+  if (!g_file_test(kernels, G_FILE_TEST_EXISTS)) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO,
+                "capture: %s exited with status %d and produced no kernel trace (no %s): the "
+                "capture library never started in it, as when there is no GPU or CUDA driver, "
+                "CUPTI is unavailable, or the program makes no CUDA call",
+                o->argv[0], *status, kernels);
+    return FALSE;
+  }
   g_autoptr(EmaTrace) trace = ema_trace_load(dir, error);
   if (!trace) {
     g_prefix_error(error, "capture: the program exited with status %d; its trace: ", *status);
@@ -110,9 +121,9 @@ gboolean ema_capture_run(const EmaCaptureOptions *o, int *status, GError **error
 static gboolean append_workload(GString *out, const char *path, GError **error) {
   g_autofree char *text = NULL;
   GError *io = NULL;
-  if (!g_file_get_contents(path, &text, NULL, &io)) {
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, &io)) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO,
-                "%s: %s (the workload writes it: did it run?)", path, io->message);
+                "%s (the workload writes it: did it run?)", io->message);
     g_error_free(io);
     return FALSE;
   }

@@ -328,8 +328,11 @@ char *ema_compare_provenance(const char *dir) {
   g_autofree char *path = g_build_filename(dir, PROVENANCE_FILE, NULL);
   g_autoptr(GKeyFile) file = g_key_file_new();
   g_auto(GStrv) keys = NULL;
+  g_autofree char *text = NULL;
+  gsize length = 0;
   GString *out;
-  if (!g_key_file_load_from_file(file, path, G_KEY_FILE_NONE, NULL))
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, NULL) ||
+      !g_key_file_load_from_data(file, text, length, G_KEY_FILE_NONE, NULL))
     return NULL;
   keys = g_key_file_get_keys(file, PROVENANCE_GROUP, NULL, NULL);
   if (keys == NULL)

@@ -53,7 +53,8 @@ static const char usage_text[] =
     "                         copies, VMM costs, interference) and write a server model\n"
     "                         (default hwmodels/calibration/NAME.yaml) and raw CSV files\n"
     "  calibrate --from-results DIR [-o FILE] [--reference SERVER]\n"
-    "                         derive the model again from a results directory (no GPU)\n"
+    "                         derive the model again from a results directory (no GPU;\n"
+    "                         rewrites DIR/derived.csv)\n"
     "  decode --model NAME --batch B --context C [--remote-fraction F]\n"
     "         [--mode local|direct|prefetch] [--prefetch-depth LAYERS] [--repeats N]\n"
     "         [--warmups N] [--csv FILE] [--server NAME] [--no-graph] [--no-verify]\n"
@@ -170,7 +171,7 @@ static int command_calibrate(int argc, char **argv, const char *command) {
        "The fabric between the GPUs: direct (default), switch or pcie", "KIND"},
       {"from-results", 0, 0, G_OPTION_ARG_FILENAME, &from_results,
        "Measure nothing: derive the model again from DIR (a calibrate results directory; no GPU "
-       "needed)",
+       "needed), rewriting DIR/derived.csv",
        "DIR"},
       {NULL}};
   static const char *const topologies[] = {"direct", "switch", "pcie"};
@@ -184,6 +185,11 @@ static int command_calibrate(int argc, char **argv, const char *command) {
   if (from_results && (name || results || quick || repeats_text || topology))
     return usage_error("--from-results takes only -o and --reference (the rest comes from the "
                        "results directory)");
+  if (output && g_file_test(output, G_FILE_TEST_IS_DIR)) {
+    g_autofree char *message =
+        g_strdup_printf("-o: '%s' is a directory: give the model's file", output);
+    return usage_error(message);
+  }
   options.topology = EMA_TOPOLOGY_DIRECT;
   if (topology) {
     guint i = 0;

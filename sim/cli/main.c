@@ -8,8 +8,11 @@
  *   describe-policy NAME (or describe policy NAME) one policy and its parameters
  *   sweep FILE [-o DIR] [-j N] [--fail-fast] ...  run every point of a sweep file
  *   plot DIR [--x PATH] [--by COLUMN] ...         gnuplot figures of a run or sweep
+ *   try-policy KIND NAME VIEW.yaml                one policy call on a hand-made view
+ *   frontier [SERVER...]                          how much of a decode step's KV can be remote
  *   step-time SERVER MODEL TP [FILE]              the step model's time of each batch
- * run, check, list and describe-policy take --plugin-dir DIR (repeatable;
+ *   compare-steps STEPS.csv, compare-static       the step model against measured steps
+ * The table `commands` (main) lists them; those it marks take --plugin-dir DIR (repeatable;
  * also before the command) and load the policy modules found there and in
  * EMA_PLUGIN_PATH before anything else.
  * Errors print one line (file:line:col: key: problem) on stderr and exit 1;
@@ -92,8 +95,10 @@ static const char usage_text[] =
     "        [--paper]        gnuplot figures (PNG, SVG; --paper: a column wide, PDF) of a run,\n"
     "                         a comparison or a sweep in DIR/plots/\n"
     "  step-time SERVER MODEL TP [FILE]\n"
-    "                         read batches (CSV in FILE or on stdin: " STEP_TIME_COLUMNS ")\n"
-    "                         and print the step model's GPU time of each, in us\n"
+    "                         read batches (CSV in FILE, or on stdin without FILE or with -:\n"
+    "                         " STEP_TIME_COLUMNS ";\n"
+    "                         each sum 0 without its tokens, else at least their count) and\n"
+    "                         print the step model's GPU time of each, in us\n"
     "\n"
     "Options:\n"
     "  --plugin-dir DIR       load the policy modules in DIR (repeatable; before the command or\n"
@@ -562,6 +567,7 @@ static int command_describe_policy(int argc, char **argv);
 static int command_frontier(int argc, char **argv) {
   static const guint batches[] = {1, 8, 32, 128};
   static const guint contexts[] = {1024, 4096, 16384};
+  static const char *const frontier_entries[] = {"frontier.csv", "plots", NULL};
   g_autofree char *model_name = NULL;
   g_autofree char *tolerance_text = NULL;
   g_autofree char *out_dir = NULL;
@@ -647,7 +653,9 @@ static int command_frontier(int argc, char **argv) {
   if (out_dir == NULL)
     out_dir = g_strdup("results/frontier");
   csv_path = g_build_filename(out_dir, "frontier.csv", NULL);
-  if (!ema_output_claim_dir(out_dir, NULL, &error) ||
+  /* a folder of frontier's own: another command's (a run's, a sweep's) is refused */
+  if (!ema_output_claim_dir_kind(out_dir, "frontier", frontier_entries, EMA_OUTPUT_CLAIM_CLEAR,
+                                 &error) ||
       !g_file_set_contents(csv_path, csv->str, (gssize) csv->len, &error))
     return fail(error);
   printf("\nresults in %s/frontier.csv\n", out_dir);
@@ -765,8 +773,8 @@ static int command_step_time(int argc, char **argv) {
   guint64 tp;
   FILE *in = stdin;
   int status;
-  if (!parse_options("The step-time model's time of each batch line of FILE (or stdin): the "
-                     "columns of a step log, a header line first.",
+  if (!parse_options("The step-time model's time of each batch line of FILE (stdin without FILE "
+                     "or with -): the columns of a step log, a header line first.",
                      entries, &argc, &argv, "SERVER MODEL TP [FILE]"))
     return EXIT_USAGE;
   if ((argc != 4 && argc != 5) || !g_ascii_string_to_unsigned(argv[3], 10, 1, 1024, &tp, NULL))
@@ -780,14 +788,37 @@ static int command_step_time(int argc, char **argv) {
   step = ema_step_model_new(model, server, (guint) tp, &error);
   if (step == NULL)
     return fail(error);
-  if (argc == 5 && (in = fopen(argv[4], "r")) == NULL) {
-    fprintf(stderr, "%s: %s\n", argv[4], g_strerror(errno));
-    return 1;
-  }
-  status = step_time_lines(in, argc == 5 ? argv[4] : "stdin", step, breakdown);
+  /* FILE "-" is stdin, as no FILE; anything but a regular file is refused, never waited on */
+  if (argc == 5 && strcmp(argv[4], "-") != 0 &&
+      (in = ema_file_open_regular(argv[4], &error)) == NULL)
+    return fail(error);
+  status = step_time_lines(in, in != stdin ? argv[4] : "stdin", step, breakdown);
   if (in != stdin)
     fclose(in);
   return status;
+}
+
+/* A step-time line's sums (VALUES, from FIELDS), each over the prefill tokens or decode
+ * sequences: 0 without any, else at least their count (each token attends to itself); a sum the
+ * step model would ignore or clamp is an error at its field (FALSE, printed). */
+static gboolean step_time_sums_ok(const char *name, guint64 line_no, const EmaCsvField *fields,
+                                  const double *values) {
+  static const guint sums[][2] = {{1, 0}, {2, 0}, {4, 3}}; /* a sum's field, its count's */
+  g_auto(GStrv) columns = g_strsplit(STEP_TIME_COLUMNS, ",", -1);
+  for (guint i = 0; i < G_N_ELEMENTS(sums); i++) {
+    guint sum = sums[i][0], count = sums[i][1];
+    if (values[count] == 0 ? values[sum] == 0 : values[sum] >= values[count])
+      continue;
+    fprintf(stderr, "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": %s %s ", name, line_no,
+            fields[sum].at + 1, columns[sum], fields[sum].p);
+    if (values[count] == 0)
+      fprintf(stderr, "without %s (it sums over them: 0 when there are none)\n", columns[count]);
+    else
+      fprintf(stderr, "is below %s %s (each token attends to itself at least)\n", columns[count],
+              fields[count].p);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
@@ -841,6 +872,8 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
         return 1;
       }
     }
+    if (!step_time_sums_ok(name, line_no, fields, values))
+      return 1;
     batch.prefill_tokens = (guint64) values[0];
     batch.prefill_context = values[1];
     batch.prefill_kv_read = values[2];
@@ -877,6 +910,16 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
   return 0;
 }
 
+/* OUTPUT (-o FILE, may be NULL) not a directory; else a usage error (printed), before any work. */
+static gboolean output_file_ok(const char *output) {
+  g_autofree char *message = NULL;
+  if (!output || !g_file_test(output, G_FILE_TEST_IS_DIR))
+    return TRUE;
+  message = g_strdup_printf("-o: '%s' is a directory: give the table's file", output);
+  usage_error(message);
+  return FALSE;
+}
+
 /* Write TABLE to OUTPUT (NULL: stdout); the summary lines follow on stdout. */
 static int write_table(const GString *table, const char *output) {
   GError *error = NULL;
@@ -909,6 +952,8 @@ static int command_compare_steps(int argc, char **argv) {
   if (argc != 2)
     return usage_error(
         "usage: ema-sim compare-steps STEPS.csv [--server NAME] [--summary] [-o FILE]");
+  if (!output_file_ok(output))
+    return EXIT_USAGE;
   if (!(by_model ? ema_stepcheck_steps_summary : ema_stepcheck_steps)(
           argv[1], server ? server : "h200x8-hgx", table, &stats, &error))
     return fail(error);
@@ -955,6 +1000,8 @@ static int command_compare_static(int argc, char **argv) {
                        "[--engine PROFILE [--enforce-eager]] [-o FILE]");
   if (enforce_eager && !engine_name)
     return usage_error("--enforce-eager: give the engine profile (--engine PROFILE)");
+  if (!output_file_ok(output))
+    return EXIT_USAGE;
   if (engine_name && !(engine = ema_engine_profile_load(engine_name, &error)))
     return fail(error);
   if (points_text && (!g_ascii_string_to_unsigned(points_text, 10, 1, G_MAXUINT, &points, NULL)))
@@ -1372,18 +1419,17 @@ static int command_sweep(int argc, char **argv) {
     return 1;
   }
   if (list) {
-    /* every point is checked first, one at a time (each loaded and freed:
-     * no resolved text of every point held at once), then listed */
-    for (guint p = 0; rank == 0 && p < ema_sweep_n_points(sweep); p++) {
-      g_autoptr(EmaExperiment) point = ema_sweep_load_point(sweep, p, &error);
-      if (point == NULL) {
-        fprintf(stderr, "%s\n", error->message);
-        g_error_free(error);
-        ema_sweep_mpi_finalize();
-        return 1;
-      }
+    /* the points listed (with --part the part's own; under MPI rank 0 lists them all) are
+     * checked first, one at a time (each loaded and freed: no resolved text of every point held
+     * at once), then listed */
+    guint first = part ? rank : 0, step = part ? ranks : 1;
+    if ((part || rank == 0) && !ema_sweep_check(sweep, first, step, &error)) {
+      fprintf(stderr, "%s\n", error->message);
+      g_error_free(error);
+      ema_sweep_mpi_finalize();
+      return 1;
     }
-    for (guint p = 0; rank == 0 && p < ema_sweep_n_points(sweep); p++) {
+    for (guint p = first; (part || rank == 0) && p < ema_sweep_n_points(sweep); p += step) {
       g_autofree char *what = ema_sweep_point_describe(sweep, p);
       printf("%s  %s\n", ema_sweep_point_name(sweep, p), what);
     }
@@ -1393,13 +1439,15 @@ static int command_sweep(int argc, char **argv) {
   if (out_dir == NULL)
     out_dir = g_build_filename("results", ema_sweep_name(sweep), NULL);
   program = self_program();
+  /* the plugin folders made absolute: each point's run.env records them, and a resume from
+   * another working directory must find the same ones */
   for (guint i = 0; global_plugin_dirs && i < global_plugin_dirs->len; i++) {
     g_ptr_array_add(program_args, g_strdup("--plugin-dir"));
-    g_ptr_array_add(program_args, g_strdup(global_plugin_dirs->pdata[i]));
+    g_ptr_array_add(program_args, g_canonicalize_filename(global_plugin_dirs->pdata[i], NULL));
   }
   for (guint i = 0; plugin_dirs && plugin_dirs[i]; i++) {
     g_ptr_array_add(program_args, g_strdup("--plugin-dir"));
-    g_ptr_array_add(program_args, g_strdup(plugin_dirs[i]));
+    g_ptr_array_add(program_args, g_canonicalize_filename(plugin_dirs[i], NULL));
   }
   g_ptr_array_add(program_args, NULL);
   options.program = program;
@@ -1469,6 +1517,43 @@ static int command_sweep(int argc, char **argv) {
   return status;
 }
 
+static int command_run_only(int argc, char **argv) {
+  return command_run(argc, argv, FALSE);
+}
+
+static int command_check(int argc, char **argv) {
+  return command_run(argc, argv, TRUE);
+}
+
+/* The commands, in the order the usage lists them; PLUGINS: takes --plugin-dir. */
+static const struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  gboolean plugins;
+} commands[] = {
+    {"run", command_run_only, TRUE},
+    {"check", command_check, TRUE},
+    {"list", command_list, TRUE},
+    {"describe", command_describe, TRUE},
+    {"describe-policy", command_describe_policy, TRUE},
+    {"try-policy", command_try_policy, TRUE},
+    {"frontier", command_frontier, FALSE},
+    {"sweep", command_sweep, TRUE},
+    {"compare-steps", command_compare_steps, FALSE},
+    {"compare-static", command_compare_static, FALSE},
+    {"plot", command_plot, FALSE},
+    {"step-time", command_step_time, FALSE},
+};
+
+/* The names of the commands (those that take --plugin-dir if PLUGINS), ", "-separated. */
+static char *command_names(gboolean plugins) {
+  GString *names = g_string_new(NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+    if (!plugins || commands[i].plugins)
+      g_string_append_printf(names, "%s%s", names->len ? ", " : "", commands[i].name);
+  return g_string_free(names, FALSE);
+}
+
 /* Take the --plugin-dir options before the command off ARGV (ARGV[0] stays
  * the program). FALSE on a usage error (already printed). */
 static gboolean take_global_options(int *argc, char ***argv) {
@@ -1495,8 +1580,21 @@ static gboolean take_global_options(int *argc, char ***argv) {
   return TRUE;
 }
 
+/* STATUS, or 1 where what went to standard output was not all written (a full disk, a closed
+ * pipe): a table lost is a failure, not a success said on stderr alone. */
+static int stdout_flushed(int status) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    int saved = errno;
+    fprintf(stderr, "ema-sim: writing to standard output: %s\n",
+            saved ? g_strerror(saved) : "failed");
+    return status == 0 ? 1 : status;
+  }
+  return status;
+}
+
 int main(int argc, char **argv) {
   const char *command;
+  guint c = 0;
   setlocale(LC_ALL, "");
   if (!take_global_options(&argc, &argv))
     return EXIT_USAGE;
@@ -1512,47 +1610,21 @@ int main(int argc, char **argv) {
     printf("ema-sim %s\n", EMA_VERSION);
     return 0;
   }
-  if (global_plugin_dirs->len > 0 && strcmp(command, "run") != 0 && strcmp(command, "check") != 0 &&
-      strcmp(command, "list") != 0 && strcmp(command, "describe-policy") != 0 &&
-      strcmp(command, "describe") != 0 && strcmp(command, "sweep") != 0 &&
-      strcmp(command, "try-policy") != 0) {
+  while (c < G_N_ELEMENTS(commands) && strcmp(command, commands[c].name) != 0)
+    c++;
+  if (global_plugin_dirs->len > 0 && (c == G_N_ELEMENTS(commands) || !commands[c].plugins)) {
+    g_autofree char *names = command_names(TRUE);
     g_autofree char *message =
-        g_strdup_printf("--plugin-dir is not an option of '%s' (only of run, check, list, "
-                        "describe-policy and sweep)",
-                        command);
+        g_strdup_printf("--plugin-dir is not an option of '%s' (only of %s)", command, names);
+    return usage_error(message);
+  }
+  if (c == G_N_ELEMENTS(commands)) {
+    g_autofree char *names = command_names(FALSE);
+    g_autofree char *message =
+        g_strdup_printf("unknown command '%s' (commands: %s)", command, names);
     return usage_error(message);
   }
   /* the subcommand parsers see "ema-sim COMMAND" as their program name */
   argv[1] = g_strconcat("ema-sim ", command, NULL);
-  if (strcmp(command, "run") == 0)
-    return command_run(argc - 1, argv + 1, FALSE);
-  if (strcmp(command, "check") == 0)
-    return command_run(argc - 1, argv + 1, TRUE);
-  if (strcmp(command, "list") == 0)
-    return command_list(argc - 1, argv + 1);
-  if (strcmp(command, "describe") == 0)
-    return command_describe(argc - 1, argv + 1);
-  if (strcmp(command, "try-policy") == 0)
-    return command_try_policy(argc - 1, argv + 1);
-  if (strcmp(command, "describe-policy") == 0)
-    return command_describe_policy(argc - 1, argv + 1);
-  if (strcmp(command, "frontier") == 0)
-    return command_frontier(argc - 1, argv + 1);
-  if (strcmp(command, "sweep") == 0)
-    return command_sweep(argc - 1, argv + 1);
-  if (strcmp(command, "plot") == 0)
-    return command_plot(argc - 1, argv + 1);
-  if (strcmp(command, "step-time") == 0)
-    return command_step_time(argc - 1, argv + 1);
-  if (strcmp(command, "compare-steps") == 0)
-    return command_compare_steps(argc - 1, argv + 1);
-  if (strcmp(command, "compare-static") == 0)
-    return command_compare_static(argc - 1, argv + 1);
-  {
-    g_autofree char *message = g_strdup_printf(
-        "unknown command '%s' (commands: run, check, list, describe, frontier, sweep, plot, "
-        "step-time, compare-steps, compare-static)",
-        command);
-    return usage_error(message);
-  }
+  return stdout_flushed(commands[c].run(argc - 1, argv + 1));
 }

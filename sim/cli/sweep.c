@@ -3,14 +3,21 @@
  * format and the rules).
  *
  * Invariants: the points and their names depend only on the sweep file;
- * every point is loaded and checked (ema_sweep_resolve) before any runs; a
+ * every point is loaded and checked (ema_sweep_resolve), and the plot
+ * settings against them, before any runs; a
  * point directory's summary.json is removed before the point runs, so a
  * summary.json next to a resolved.yaml always belongs to it; sweep.csv is
  * written from the records in point order and from nothing else (no
  * times, no completion order); a summary.json counts as a finished point
  * only when it has the shape ema-sim run writes (a "sim" object and a list
- * of tenant or op objects) and every file its provenance hashed (binary,
- * plugins, every input the run read) still has that hash, and a point
+ * of tenant or op objects), every file its provenance hashed (binary,
+ * plugins, every input the run read) still has that hash and the search
+ * paths that decide which file a name finds (its run.env: search_variables
+ * and --plugin-dir, each folder absolute) are the sweep's now;
+ * the points' folders are named by absolute paths, so that what a run
+ * records does not depend on the working directory; sweep.csv, plot.yaml
+ * and plots/ are removed before any point runs (again), so that they never
+ * describe other results than the points beside them; a point
  * counts as ok only when its process exited (a death by a signal is a
  * failure, and its summary.json goes); each point runs in its own process
  * group, killed with its point on a timeout, and dies with the sweep
@@ -18,7 +25,8 @@
  * write into a folder a resumed sweep owns); SIGINT, SIGTERM and SIGHUP are
  * forwarded to the running points' groups, which are waited for before the
  * sweep dies of the same signal. The sweep's folder and each point's are
- * claimed (output.h): a point's lock passes to the run that writes it. */
+ * claimed (output.h), the sweep's as a sweep's (a run's or frontier's
+ * folder is refused): a point's lock passes to the run that writes it. */
 #include "ema/cli/sweep.h"
 
 #include <errno.h>
@@ -45,6 +53,8 @@
 #define MAX_REPEATS 100000
 #define NAME_VALUE_MAX 24
 #define PROGRESS_INTERVAL_MS 500
+/* A point's record of where its run found files by name (run_env_text). */
+#define RUN_ENV "run.env"
 
 static const char *const plot_keys[] = {"x", "by", "tenant", "title", "xlabel", NULL};
 
@@ -82,6 +92,7 @@ void ema_sweep_describe_keys(GString *out) {
 
 typedef struct {
   char *path;            /* "tenants.0.trace.rate" */
+  char *canonical;       /* the path as canonical_path() spells it */
   const EmaNode *key;    /* the path's key in the sweep file */
   const EmaNode *values; /* its list of values */
 } Axis;
@@ -109,6 +120,7 @@ struct _EmaSweep {
 
 static void axis_free(Axis *axis) {
   g_free(axis->path);
+  g_free(axis->canonical);
   g_free(axis);
 }
 
@@ -176,6 +188,19 @@ static gboolean parse_index(const char *text, guint *index) {
     return FALSE;
   *index = (guint) value;
   return TRUE;
+}
+
+/* PATH with its list indices written plainly ("tenants.00.trace" is "tenants.0.trace", as
+ * set_path reads both), so that two spellings of one place compare equal. */
+static char *canonical_path(const char *path) {
+  g_auto(GStrv) parts = g_strsplit(path, ".", -1);
+  guint index;
+  for (guint i = 0; parts[i]; i++)
+    if (parse_index(parts[i], &index)) {
+      g_free(parts[i]);
+      parts[i] = g_strdup_printf("%u", index);
+    }
+  return g_strjoinv(".", parts);
 }
 
 static gboolean set_path(EmaNode *root, const char *path, const EmaNode *where, EmaNode *value,
@@ -308,6 +333,7 @@ static gboolean load_axes(EmaSweep *sweep, GError **error) {
   for (guint i = 0; i < axes->items->len; i++) {
     const EmaNode *key = axes->keys->pdata[i];
     const EmaNode *values = axes->items->pdata[i];
+    g_autofree char *canonical = NULL;
     Axis *axis;
     if (key->value == NULL || key->value[0] == '\0' || strstr(key->value, "..") ||
         key->value[0] == '.' || g_str_has_suffix(key->value, ".")) {
@@ -326,8 +352,20 @@ static gboolean load_axes(EmaSweep *sweep, GError **error) {
                      "give a non-empty list of values, e.g. [1, 2, 4]");
       return FALSE;
     }
+    canonical = canonical_path(key->value);
+    /* another spelling of a path already swept: its values would silently replace the first's */
+    for (guint a = 0; a < sweep->axes->len; a++) {
+      const Axis *first = sweep->axes->pdata[a];
+      if (strcmp(first->canonical, canonical) == 0) {
+        ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, "sweep",
+                       "'%s' is the path '%s' (%s:%u:%u) again: sweep each path once", key->value,
+                       first->path, first->key->file, first->key->line, first->key->col);
+        return FALSE;
+      }
+    }
     axis = g_new0(Axis, 1);
     axis->path = g_strdup(key->value);
+    axis->canonical = g_steal_pointer(&canonical);
     axis->key = key;
     axis->values = values;
     g_ptr_array_add(sweep->axes, axis);
@@ -491,33 +529,45 @@ static gboolean check_sets(const EmaNode *bare, const EmaNode *base, GError **er
 }
 
 /* Whether the variant map VARIANT, set over the base as point_tree() does,
- * replaces what the dot-path PATH holds there: it sets PATH itself, or a key
- * on PATH's way whose value is not a map (a map merges key by key). */
+ * replaces what the canonical dot-path PATH holds there: it sets PATH itself,
+ * or a key on PATH's way whose value is not a map (a map merges key by key). */
 static gboolean variant_replaces(const EmaNode *variant, const char *path) {
   for (guint k = 0; variant->kind == EMA_NODE_MAP && k < variant->keys->len; k++) {
-    const char *key = ((const EmaNode *) variant->keys->pdata[k])->value;
+    g_autofree char *key = canonical_path(((const EmaNode *) variant->keys->pdata[k])->value);
     const EmaNode *value = variant->items->pdata[k];
-    gsize n = strlen(key);
     if (strcmp(key, path) == 0)
       return TRUE;
-    if (strncmp(path, key, n) == 0 && path[n] == '.')
-      return value->kind != EMA_NODE_MAP || variant_replaces(value, path + n + 1);
+    if (ema_node_override_within(path, key)) /* (both canonical: PATH starts with KEY.) */
+      return value->kind != EMA_NODE_MAP || variant_replaces(value, path + strlen(key) + 1);
   }
   return FALSE;
 }
 
-/* The --set OVERRIDE (the ORDINAL-th) against the variants of SWEEP (under
- * KEY_NAME): an error where every variant sets its path over it (it would
- * change nothing, silently), a warning naming those that do where only some
- * do (it reaches the others only). */
+/* The --set OVERRIDE (the ORDINAL-th) against the swept paths and the
+ * variants of SWEEP (under KEY_NAME): an error where every point sets its
+ * path over it (a swept path that is it or holds it, or every variant: it
+ * would change nothing, silently), a warning naming the variants that do
+ * where only some do (it reaches the others only). */
 static gboolean check_shadowed(const EmaSweep *sweep, const char *key_name, const char *override,
                                guint ordinal, GError **error) {
   const EmaNode *variants = sweep->variants;
   g_autofree char *path = g_strndup(override, strcspn(override, "="));
+  g_autofree char *canonical = canonical_path(path);
   g_autoptr(GString) names = g_string_new(NULL);
   guint shadowing = 0;
+  for (guint a = 0; a < sweep->axes->len; a++) {
+    const Axis *axis = sweep->axes->pdata[a];
+    if (strcmp(canonical, axis->canonical) == 0 ||
+        ema_node_override_within(canonical, axis->canonical)) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                  "--set:%u:1: %s: the sweep sets %s in every point (%s:%u:%u), so this --set "
+                  "would change nothing: change the swept values instead",
+                  ordinal, path, axis->path, axis->key->file, axis->key->line, axis->key->col);
+      return FALSE;
+    }
+  }
   for (guint i = 0; variants && i < variants->items->len; i++)
-    if (variant_replaces(variants->items->pdata[i], path)) {
+    if (variant_replaces(variants->items->pdata[i], canonical)) {
       g_string_append_printf(names, "%s%s", shadowing ? ", " : "",
                              ((const EmaNode *) variants->keys->pdata[i])->value);
       shadowing++;
@@ -711,21 +761,47 @@ EmaExperiment *ema_sweep_load_point(const EmaSweep *sweep, guint p, GError **err
   return experiment;
 }
 
+static void add_metric_columns(GHashTable *columns, GHashTable *tenants,
+                               const EmaExperiment *experiment);
+static gboolean check_plot(const EmaSweep *sweep, GHashTable *columns, GHashTable *tenants,
+                           GError **error);
+
+/* Load the points i with i % RANKS == RANK one at a time, then check the
+ * plot settings against them (check_plot); RESOLVED and SEEDS (NULL: not
+ * kept) get each point's resolved.yaml text and seed. */
+static gboolean load_points(const EmaSweep *sweep, guint rank, guint ranks, GPtrArray *resolved,
+                            GArray *seeds, GError **error) {
+  g_autoptr(GHashTable) columns = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GHashTable) tenants = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint p = rank; p < sweep->points->len; p += ranks) {
+    g_autoptr(EmaExperiment) experiment = ema_sweep_load_point(sweep, p, error);
+    if (experiment == NULL)
+      return FALSE;
+    if (sweep->plot)
+      add_metric_columns(columns, tenants, experiment);
+    if (resolved) {
+      g_ptr_array_add(resolved, ema_experiment_to_yaml(experiment));
+      g_array_append_val(seeds, experiment->seed);
+    }
+  }
+  return check_plot(sweep, columns, tenants, error);
+}
+
 gboolean ema_sweep_resolve(EmaSweep *sweep, GError **error) {
   g_autoptr(GPtrArray) resolved = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GArray) seeds = g_array_new(FALSE, FALSE, sizeof(gint64));
   if (sweep->resolved)
     return TRUE;
-  for (guint p = 0; p < sweep->points->len; p++) {
-    g_autoptr(EmaExperiment) experiment = ema_sweep_load_point(sweep, p, error);
-    if (experiment == NULL)
-      return FALSE;
-    g_ptr_array_add(resolved, ema_experiment_to_yaml(experiment));
-    g_array_append_val(seeds, experiment->seed);
-  }
+  if (!load_points(sweep, 0, 1, resolved, seeds, error))
+    return FALSE;
   sweep->resolved = g_steal_pointer(&resolved);
   sweep->seeds = g_steal_pointer(&seeds);
   return TRUE;
+}
+
+gboolean ema_sweep_check(const EmaSweep *sweep, guint rank, guint ranks, GError **error) {
+  g_return_val_if_fail(ranks >= 1 && rank < ranks, FALSE);
+  return load_points(sweep, rank, ranks, NULL, NULL, error);
 }
 
 /* ---- records ---------------------------------------------------------------- */
@@ -798,6 +874,14 @@ static const char *const tenant_columns[] = {
 };
 static const char *const latency_columns[] = {"ttft", "tpot", "itl", "e2e"};
 static const char *const latency_stats[] = {"p50", "p90", "p95", "p99", "mean", "std"};
+/* the run's own: summary.json member, column (after "sim.") */
+static const char *const sim_columns[][2] = {
+    {"makespan_s", "makespan_s"}, {"sim.simulated_s", "simulated_s"}, {"sim.events", "events"}};
+
+/* The column of statistic Q of latency L: "ttft_p99_ms". */
+static char *latency_column(guint l, guint q) {
+  return g_strdup_printf("%s_%s_ms", latency_columns[l], latency_stats[q]);
+}
 /* slices_borrowed: all slices lent over the run (cumulative, not a peak); the offload columns
  * only where a step offloaded */
 static const char *const pool_columns[] = {
@@ -881,8 +965,7 @@ static EmaSweepRecord *record_read(guint point, const char *dir) {
         for (guint q = 0; q < G_N_ELEMENTS(latency_stats); q++) {
           g_autofree char *member =
               g_strdup_printf("%s_ms.%s", latency_columns[l], latency_stats[q]);
-          g_autofree char *column =
-              g_strdup_printf("%s_%s_ms", latency_columns[l], latency_stats[q]);
+          g_autofree char *column = latency_column(l, q);
           record_add_json(record, tenant, name, member, column);
         }
     }
@@ -903,9 +986,8 @@ static EmaSweepRecord *record_read(guint point, const char *dir) {
     if (json_object_get_int_member_with_default(root, "expectations_missed", 0) > 0)
       record->status = EMA_SWEEP_MISSED;
   }
-  record_add_json(record, root, "sim", "makespan_s", "makespan_s");
-  record_add_json(record, root, "sim", "sim.simulated_s", "simulated_s");
-  record_add_json(record, root, "sim", "sim.events", "events");
+  for (guint c = 0; c < G_N_ELEMENTS(sim_columns); c++)
+    record_add_json(record, root, "sim", sim_columns[c][0], sim_columns[c][1]);
   return record;
 }
 
@@ -973,8 +1055,9 @@ typedef struct {
   guint warned;      /* points that ran and printed warnings (run.err) */
   guint other_build; /* complete points made by another build, run again */
   guint stale;       /* complete points made from files changed since, run again */
-  char *stale_file;  /* the first such file */
+  char *stale_file;  /* the first such file (or search path: run_env_change) */
   char *build_id;    /* ema_output_build_id of the program that runs the points */
+  char *run_env;     /* what each point's RUN_ENV holds (run_env_text) */
   gboolean stop;
   int signal;           /* the signal that stopped the sweep; 0: none */
   GHashTable *children; /* GPid -> Child *: the point processes running */
@@ -1200,13 +1283,14 @@ static void point_child_setup(gpointer data) {
 }
 
 /* Claim the point's directory (which removes an earlier run's summary.json
- * and the rest it wrote), write its resolved.yaml and start ema-sim run on
- * it. */
+ * and the rest it wrote), write its resolved.yaml and RUN_ENV and start
+ * ema-sim run on it. */
 static gboolean start_point(Runner *runner, guint point, GError **error) {
   g_autofree char *dir = point_dir(runner, point);
   g_autofree char *resolved = g_build_filename(dir, "resolved.yaml", NULL);
+  g_autofree char *run_env = g_build_filename(dir, RUN_ENV, NULL);
   g_autoptr(GPtrArray) argv = g_ptr_array_new();
-  static const char *const point_logs[] = {"run.out", "run.err", NULL};
+  static const char *const point_logs[] = {"run.out", "run.err", RUN_ENV, NULL};
   const int lock_target = 3;
   const char *lock_target_text = "3";
   g_auto(GStrv) env = NULL;
@@ -1218,7 +1302,8 @@ static gboolean start_point(Runner *runner, guint point, GError **error) {
    * goes; the claim (its lock) passes to the run started on it */
   if (!ema_output_claim_dir(dir, point_logs, error))
     return FALSE;
-  if (!g_file_set_contents(resolved, runner->sweep->resolved->pdata[point], -1, error))
+  if (!g_file_set_contents(resolved, runner->sweep->resolved->pdata[point], -1, error) ||
+      !g_file_set_contents(run_env, runner->run_env, -1, error))
     return FALSE;
   if ((out = open_log(dir, "run.out", error)) < 0)
     return FALSE;
@@ -1345,19 +1430,85 @@ static char *changed_input(JsonObject *provenance) {
   return NULL;
 }
 
+/* The variables that move which file a name finds (server models, LLM
+ * shapes, engine profiles, GPU profiles and the public data they import, the
+ * validation table, policy modules): a point run under other values may
+ * have read other files under the same names, which its inputs' hashes
+ * cannot tell. */
+static const char *const search_variables[] = {
+    "EMA_HWMODEL_PATH", "EMA_LLM_PATH",      "EMA_ENGINE_PATH", "EMA_PROFILE_PATH",
+    "EMA_SHARED_DIR",   "EMA_FIDELITY_FILE", "EMA_PLUGIN_PATH", NULL};
+
+/* VALUE (folders joined by ':') with each folder absolute, as this process
+ * finds it (a relative one is the working directory's): "" for none. */
+static char *absolute_search_path(const char *value) {
+  g_auto(GStrv) parts = g_strsplit(value ? value : "", G_SEARCHPATH_SEPARATOR_S, -1);
+  g_autoptr(GPtrArray) folders = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; parts[i]; i++)
+    if (parts[i][0])
+      g_ptr_array_add(folders, g_canonicalize_filename(parts[i], NULL));
+  g_ptr_array_add(folders, NULL);
+  return g_strjoinv(G_SEARCHPATH_SEPARATOR_S, (char **) folders->pdata);
+}
+
+/* What each point's RUN_ENV holds: every search variable's value (absolute)
+ * and the arguments its run gets before `run` (--plugin-dir DIR), a line
+ * each. A finished point whose RUN_ENV differs runs again. */
+static char *run_env_text(const EmaSweepRunOptions *options) {
+  GString *text = g_string_new("# where this point's run found files by name: ema-sim sweep runs "
+                               "it again when one differs\n");
+  for (guint i = 0; search_variables[i]; i++) {
+    g_autofree char *value = absolute_search_path(g_getenv(search_variables[i]));
+    g_string_append_printf(text, "%s=%s\n", search_variables[i], value);
+  }
+  g_string_append(text, "arguments=");
+  for (guint i = 0; options->program_args && options->program_args[i]; i++)
+    g_string_append_printf(text, "%s%s", i ? " " : "", options->program_args[i]);
+  g_string_append_c(text, '\n');
+  return g_string_free(text, FALSE);
+}
+
+static const char *or_none(const char *value) {
+  return value[0] ? value : "none";
+}
+
+/* What changed between the RUN_ENV texts WAS (NULL: the point has none) and
+ * NOW: "EMA_ENGINE_PATH is now /x/engines, was none", for the first line
+ * NAME=VALUE that differs. */
+static char *run_env_change(const char *was, const char *now) {
+  g_auto(GStrv) old_lines = g_strsplit(was ? was : "", "\n", -1);
+  g_auto(GStrv) new_lines = g_strsplit(now, "\n", -1);
+  if (was == NULL)
+    return g_strdup("no " RUN_ENV ": the search paths it ran with are not known");
+  for (guint i = 0; new_lines[i]; i++) {
+    gsize n = strcspn(new_lines[i], "="); /* the length of NAME in NAME=VALUE */
+    const char *old = NULL;
+    if (new_lines[i][n] != '=')
+      continue; /* the comment, the end */
+    for (guint j = 0; old_lines[j] && old == NULL; j++)
+      if (strncmp(old_lines[j], new_lines[i], n + 1) == 0)
+        old = old_lines[j] + n + 1;
+    if (g_strcmp0(old, new_lines[i] + n + 1) != 0)
+      return g_strdup_printf("%.*s is now %s, was %s", (int) n, new_lines[i],
+                             or_none(new_lines[i] + n + 1), old ? or_none(old) : "not recorded");
+  }
+  return g_strdup(RUN_ENV " differs");
+}
+
 EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const char *dir,
-                                     const char *build_id, gboolean reuse_other_builds,
-                                     char **stale) {
+                                     const char *build_id, const char *run_env,
+                                     gboolean reuse_other_builds, char **stale) {
   g_autofree char *path = g_build_filename(dir, "resolved.yaml", NULL);
+  g_autofree char *env_path = g_build_filename(dir, RUN_ENV, NULL);
   g_autofree char *text = NULL;
+  g_autofree char *env_text = NULL;
   g_autoptr(JsonParser) parser = NULL;
   JsonObject *provenance;
   const char *made_by;
   EmaSweepRecord *record;
   g_return_val_if_fail(sweep->resolved != NULL && point < sweep->points->len, NULL);
   *stale = NULL;
-  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, NULL) ||
-      strcmp(text, sweep->resolved->pdata[point]) != 0)
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, NULL))
     return NULL;
   provenance = summary_provenance(dir, &parser);
   made_by = string_member(provenance, "build_id");
@@ -1365,6 +1516,15 @@ EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const c
     *stale = g_strdup("");
     return NULL;
   }
+  /* the search paths before the resolved.yaml, which another EMA_SHARED_DIR changes too: the
+   * note names what changed */
+  if (provenance && (!ema_file_read_regular(env_path, EMA_FILE_MAX_TEXT, &env_text, NULL, NULL) ||
+                     strcmp(env_text, run_env) != 0)) {
+    *stale = run_env_change(env_text, run_env);
+    return NULL;
+  }
+  if (strcmp(text, sweep->resolved->pdata[point]) != 0)
+    return NULL;
   if (provenance && (*stale = changed_input(provenance)) != NULL)
     return NULL;
   record = record_read(point, dir);
@@ -1378,8 +1538,9 @@ EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const c
 static EmaSweepRecord *complete_record(Runner *runner, guint point) {
   g_autofree char *dir = point_dir(runner, point);
   g_autofree char *stale = NULL;
-  EmaSweepRecord *record = ema_sweep_point_done(runner->sweep, point, dir, runner->build_id,
-                                                runner->options->reuse_other_builds, &stale);
+  EmaSweepRecord *record =
+      ema_sweep_point_done(runner->sweep, point, dir, runner->build_id, runner->run_env,
+                           runner->options->reuse_other_builds, &stale);
   if (stale && *stale == '\0')
     runner->other_build++;
   else if (stale && runner->stale++ == 0)
@@ -1387,43 +1548,51 @@ static EmaSweepRecord *complete_record(Runner *runner, guint point) {
   return record;
 }
 
-/* Claim the sweep's folder (output.h), keeping the points an earlier run of
- * it finished: it lists sweep.csv, plot.yaml, plots/ and the points'
+/* What the sweep writes into its folder besides the points' folders, once
+ * every point is done: what it writes describes their results. */
+static const char *const sweep_results[] = {"sweep.csv", "plot.yaml", "plots", NULL};
+
+/* Claim the sweep's folder (output.h) as a sweep's, keeping the points an
+ * earlier run of it finished: it lists sweep_results and the points'
  * folders. Shared by the ranks (or --part processes) of one sweep. */
 static gboolean claim_sweep_dir(const EmaSweep *sweep, const char *dir,
                                 const EmaSweepRunOptions *options, GError **error) {
   g_autoptr(GPtrArray) entries = g_ptr_array_new();
-  g_ptr_array_add(entries, (gpointer) "sweep.csv");
-  g_ptr_array_add(entries, (gpointer) "plot.yaml");
-  g_ptr_array_add(entries, (gpointer) "plots");
+  for (guint i = 0; sweep_results[i]; i++)
+    g_ptr_array_add(entries, (gpointer) sweep_results[i]);
   for (guint p = 0; p < sweep->points->len; p++)
     g_ptr_array_add(entries, (gpointer) ema_sweep_point_name(sweep, p));
   g_ptr_array_add(entries, NULL);
-  return ema_output_claim_dir_full(
-      dir, (const char *const *) entries->pdata,
+  return ema_output_claim_dir_kind(
+      dir, "sweep", (const char *const *) entries->pdata,
       EMA_OUTPUT_CLAIM_KEEP | (options->ranks > 1 ? EMA_OUTPUT_CLAIM_SHARED : 0), error);
 }
 
 GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOptions *options,
                          GError **error) {
   g_autoptr(GPtrArray) records = g_ptr_array_new_full(sweep->points->len, NULL);
-  GPtrArray *mine = g_ptr_array_new_with_free_func((GDestroyNotify) ema_sweep_record_free);
+  g_autoptr(GArray) queue = g_array_new(FALSE, FALSE, sizeof(guint));
+  /* absolute: each point's run records its resolved.yaml's path in its provenance, which a
+   * resume from another working directory must find again */
+  g_autofree char *absolute = g_canonicalize_filename(dir, NULL);
+  g_autofree char *build_id = NULL;
+  g_autofree char *run_env = run_env_text(options);
+  GPtrArray *mine;
   Runner runner = {0};
   guint tick = 0, signals[3];
   g_return_val_if_fail(sweep->resolved != NULL, NULL);
   g_return_val_if_fail(options->jobs >= 1 && options->ranks >= 1, NULL);
-  if (!claim_sweep_dir(sweep, dir, options, error)) {
-    g_ptr_array_unref(mine);
+  if (!claim_sweep_dir(sweep, dir, options, error))
     return NULL;
-  }
   g_ptr_array_set_size(records, (gint) sweep->points->len);
   runner.sweep = sweep;
-  runner.dir = dir;
+  runner.dir = absolute;
   runner.options = options;
   runner.records = records;
-  runner.queue = g_array_new(FALSE, FALSE, sizeof(guint));
+  runner.queue = queue;
   runner.start = g_get_monotonic_time();
-  runner.build_id = ema_output_build_id(options->program);
+  runner.build_id = build_id = ema_output_build_id(options->program);
+  runner.run_env = run_env;
   for (guint p = options->rank; p < sweep->points->len; p += options->ranks) {
     EmaSweepRecord *record = complete_record(&runner, p);
     runner.total++;
@@ -1432,6 +1601,14 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
       finish_point(&runner, p, record);
     } else
       g_array_append_val(runner.queue, p);
+  }
+  /* points run again: the sweep.csv and figures of the earlier results go now (all are written
+   * again when every point is done), so that a sweep stopped halfway leaves none beside them */
+  if (runner.queue->len > 0 && !ema_output_remove_entries(absolute, sweep_results, error)) {
+    for (guint p = 0; p < records->len; p++)
+      ema_sweep_record_free(records->pdata[p]);
+    g_free(runner.stale_file);
+    return NULL;
   }
   if (runner.other_build > 0)
     fprintf(stderr,
@@ -1483,9 +1660,8 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
     guint p = g_array_index(runner.queue, guint, i);
     records->pdata[p] = record_new(p, EMA_SWEEP_NOT_RUN);
   }
-  g_array_unref(runner.queue);
-  g_free(runner.build_id);
   g_free(runner.stale_file);
+  mine = g_ptr_array_new_with_free_func((GDestroyNotify) ema_sweep_record_free);
   for (guint p = options->rank; p < sweep->points->len; p += options->ranks)
     g_ptr_array_add(mine, g_steal_pointer(&records->pdata[p]));
   return mine;
@@ -1506,6 +1682,21 @@ static gint baseline_variant(const EmaSweep *sweep) {
     if (strcmp(((const EmaNode *) sweep->variants->keys->pdata[v])->value, "static") == 0)
       return (gint) v;
   return 0;
+}
+
+/* COLUMN (a metric) is one compared with the baseline's (paired_suffixes). */
+static gboolean is_paired(const char *column) {
+  for (guint k = 0; k < G_N_ELEMENTS(paired_suffixes); k++)
+    if (g_str_has_suffix(column, paired_suffixes[k]))
+      return TRUE;
+  return FALSE;
+}
+
+/* The name of COLUMN's change over the baseline's point: COLUMN_vs_BASELINE_pct. */
+static char *paired_column(const EmaSweep *sweep, const char *column) {
+  return g_strdup_printf(
+      "%s_vs_%s_pct", column,
+      ((const EmaNode *) sweep->variants->keys->pdata[baseline_variant(sweep)])->value);
 }
 
 /* COLUMN's value in RECORD as a number; NAN where absent. */
@@ -1574,15 +1765,12 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
   }
   /* with variants, each point against the baseline's of the same values and repeat */
   for (guint c = 0; sweep->variants && sweep->variants->items->len > 1 && c < columns->len; c++)
-    for (guint k = 0; k < G_N_ELEMENTS(paired_suffixes); k++)
-      if (g_str_has_suffix(columns->pdata[c], paired_suffixes[k])) {
-        g_autofree char *name = g_strdup_printf(
-            "%s_vs_%s_pct", (const char *) columns->pdata[c],
-            ((const EmaNode *) sweep->variants->keys->pdata[baseline_variant(sweep)])->value);
-        g_ptr_array_add(paired, columns->pdata[c]);
-        g_string_append_c(csv, ',');
-        ema_file_csv_field(csv, name);
-      }
+    if (is_paired(columns->pdata[c])) {
+      g_autofree char *name = paired_column(sweep, columns->pdata[c]);
+      g_ptr_array_add(paired, columns->pdata[c]);
+      g_string_append_c(csv, ',');
+      ema_file_csv_field(csv, name);
+    }
   g_string_append_c(csv, '\n');
   for (guint p = 0; p < n; p++) {
     const Point *point = &g_array_index(sweep->points, Point, p);
@@ -1624,4 +1812,117 @@ gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArr
       yaml_string(plot, key->value, value->value);
   }
   return g_file_set_contents(plot_path, plot->str, (gssize) plot->len, error);
+}
+
+/* ---- the plot settings, checked before any point runs ----------------------------- */
+
+/* sweep.csv's columns before the metrics (ema_sweep_write_results), besides the swept paths */
+static const char *const fixed_columns[] = {"point", "variant", "repeat", "seed", "status", NULL};
+
+static void add_column(GHashTable *columns, const char *prefix, const char *name) {
+  g_hash_table_add(columns, prefix ? g_strconcat(prefix, ".", name, NULL) : g_strdup(name));
+}
+
+/* Into COLUMNS, the columns of the op (or decode scenario) NAME. */
+static void add_op_columns(GHashTable *columns, const char *name) {
+  for (guint c = 0; c < G_N_ELEMENTS(op_columns); c++)
+    add_column(columns, name, op_columns[c]);
+  add_column(columns, NULL, "expectations_missed");
+}
+
+/* Into COLUMNS, every metric column that record_read() may take from the summary.json of a point
+ * of EXPERIMENT; into TENANTS, its tenants' names. */
+static void add_metric_columns(GHashTable *columns, GHashTable *tenants,
+                               const EmaExperiment *experiment) {
+  guint n_tenants = experiment->tenants ? experiment->tenants->len : 0;
+  for (guint t = 0; t < n_tenants; t++) {
+    const char *name = g_array_index(experiment->tenants, EmaTenantSpec, t).name;
+    g_hash_table_add(tenants, g_strdup(name));
+    for (guint c = 0; c < G_N_ELEMENTS(tenant_columns); c++)
+      add_column(columns, name, tenant_columns[c]);
+    for (guint l = 0; l < G_N_ELEMENTS(latency_columns); l++)
+      for (guint q = 0; q < G_N_ELEMENTS(latency_stats); q++) {
+        g_autofree char *column = latency_column(l, q);
+        add_column(columns, name, column);
+      }
+  }
+  for (guint c = 0; n_tenants > 0 && c < G_N_ELEMENTS(pool_columns); c++)
+    add_column(columns, "pool", pool_columns[c]);
+  for (guint o = 0; experiment->ops && o < experiment->ops->len; o++)
+    add_op_columns(columns, g_array_index(experiment->ops, EmaOpSpec, o).name);
+  for (guint d = 0; experiment->decode && d < experiment->decode->len; d++)
+    add_op_columns(columns, g_array_index(experiment->decode, EmaDecodeScenarioSpec, d).name);
+  for (guint c = 0; c < G_N_ELEMENTS(sim_columns); c++)
+    add_column(columns, "sim", sim_columns[c][1]);
+}
+
+static gint compare_text(gconstpointer a, gconstpointer b) {
+  return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The keys of the set SET, sorted and joined by ", ". */
+static char *joined_keys(GHashTable *set) {
+  g_autoptr(GPtrArray) keys = g_ptr_array_new();
+  GHashTableIter iter;
+  gpointer key;
+  g_hash_table_iter_init(&iter, set);
+  while (g_hash_table_iter_next(&iter, &key, NULL))
+    g_ptr_array_add(keys, key);
+  g_ptr_array_sort(keys, compare_text);
+  g_ptr_array_add(keys, NULL);
+  return g_strjoinv(", ", (char **) keys->pdata);
+}
+
+/* NAME is a column sweep.csv will have, of a sweep whose points give the metric COLUMNS. */
+static gboolean is_column(const EmaSweep *sweep, GHashTable *columns, const char *name) {
+  GHashTableIter iter;
+  gpointer column;
+  if (g_strv_contains(fixed_columns, name) || g_hash_table_contains(columns, name))
+    return TRUE;
+  for (guint a = 0; a < sweep->axes->len; a++)
+    if (strcmp(((const Axis *) sweep->axes->pdata[a])->path, name) == 0)
+      return TRUE;
+  g_hash_table_iter_init(&iter, columns);
+  while (sweep->variants && sweep->variants->items->len > 1 &&
+         g_hash_table_iter_next(&iter, &column, NULL))
+    if (is_paired(column)) {
+      g_autofree char *paired = paired_column(sweep, column);
+      if (strcmp(paired, name) == 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* The sweep file's plot settings against the points (add_metric_columns: the metric COLUMNS and
+ * the TENANTS they have): x and by name a column of sweep.csv (by may be none), tenant a tenant
+ * or all, as ema-sim plot needs them once every point has run. */
+static gboolean check_plot(const EmaSweep *sweep, GHashTable *columns, GHashTable *tenants,
+                           GError **error) {
+  for (guint i = 0; sweep->plot && i < sweep->plot->keys->len; i++) {
+    const char *key = ((const EmaNode *) sweep->plot->keys->pdata[i])->value;
+    const EmaNode *node = sweep->plot->items->pdata[i];
+    const char *value = node->value;
+    g_autofree char *path = g_strconcat("plot.", key, NULL);
+    if (strcmp(key, "tenant") == 0 && g_hash_table_size(tenants) > 0 && strcmp(value, "all") != 0 &&
+        !g_hash_table_contains(tenants, value)) {
+      g_autofree char *known = joined_keys(tenants);
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, path,
+                     "no tenant '%s' in the sweep's points (tenants: %s; or all)", value, known);
+      return FALSE;
+    }
+    if ((strcmp(key, "x") == 0 || (strcmp(key, "by") == 0 && strcmp(value, "none") != 0)) &&
+        !is_column(sweep, columns, value)) {
+      g_autoptr(GString) swept = g_string_new(NULL);
+      for (guint a = 0; a < sweep->axes->len; a++)
+        g_string_append_printf(swept, "%s%s", a ? ", " : "a swept path: ",
+                               ((const Axis *) sweep->axes->pdata[a])->path);
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, path,
+                     "'%s' is not a column of sweep.csv (give %s%svariant, repeat, seed, or a "
+                     "metric column such as %s)",
+                     value, swept->str, swept->len ? "; or " : "",
+                     g_hash_table_size(tenants) > 0 ? "TENANT.throughput_tok_s" : "OP.seconds");
+      return FALSE;
+    }
+  }
+  return TRUE;
 }

@@ -6,7 +6,9 @@
  * Invariants of a claimed folder: after ema_output_claim_dir, none of the
  * entries an earlier run wrote there is left (so nothing in it can pass for
  * a result of this run), nothing ema-sim did not write is touched (a
- * claimed sub-folder loses only what its own marker lists), and no other
+ * claimed sub-folder loses only what its own marker lists), a folder the
+ * marker says one kind of command wrote (run, sweep, frontier) is never
+ * taken over by another (ema_output_claim_dir_kind), and no other
  * ema-sim process writes there while this one lives (an flock on the
  * folder; a sweep hands its point's lock to the run it starts). */
 #include "ema/run/output.h"
@@ -154,8 +156,8 @@ static gboolean lock_dir(const char *dir, GError **error) {
 /* ---- clearing -------------------------------------------------------------- */
 
 static gboolean clear_listed(const char *dir, GError **error);
-static gboolean write_marker(const char *dir, const char *const *entries, gboolean locked,
-                             GError **error);
+static gboolean write_marker(const char *dir, const char *kind, const char *const *entries,
+                             gboolean locked, GError **error);
 
 /* Remove PATH, an entry a marker lists: a file; a folder with its own
  * marker (a claimed sub-folder) has what that marker lists removed, and
@@ -177,7 +179,7 @@ static gboolean remove_entry(const char *path, GError **error) {
       while ((entry = g_dir_read_name(handle)) != NULL)
         others = others || strcmp(entry, EMA_OUTPUT_MARKER) != 0;
       if (others) /* a user's files keep it, still a folder of ema-sim's */
-        return write_marker(path, none, TRUE, error);
+        return write_marker(path, NULL, none, TRUE, error);
       if (g_remove(marker) != 0 && errno != ENOENT)
         return file_error(error, errno, "remove", marker);
       if (g_rmdir(path) != 0 && errno != ENOENT)
@@ -197,10 +199,16 @@ static gboolean remove_entry(const char *path, GError **error) {
   return TRUE;
 }
 
+/* The marker's line that records which kind of command claimed the folder
+ * (ema_output_claim_dir_kind); a comment, so that an ema-sim that records
+ * no kind reads the marker as before. */
+#define KIND_LINE "# kind: "
+
 /* The entries DIR's marker lists, NULL with ERROR set when it cannot be read
  * (a marker that is not a regular file, a FIFO, is an error, never a wait).
- * Names with a '/', "." and ".." are not entries. */
-static GPtrArray *read_marker(const char *dir, GError **error) {
+ * Names with a '/', "." and ".." are not entries. *KIND (unless KIND is
+ * NULL) gets the kind it records, NULL for none. */
+static GPtrArray *read_marker(const char *dir, char **kind, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
   g_autofree char *text = NULL;
   g_auto(GStrv) lines = NULL;
@@ -210,16 +218,20 @@ static GPtrArray *read_marker(const char *dir, GError **error) {
     return NULL;
   }
   lines = g_strsplit(text, "\n", -1);
-  for (guint i = 0; lines[i]; i++)
+  for (guint i = 0; lines[i]; i++) {
+    if (kind && *kind == NULL && g_str_has_prefix(lines[i], KIND_LINE) &&
+        lines[i][strlen(KIND_LINE)] != '\0')
+      *kind = g_strdup(lines[i] + strlen(KIND_LINE));
     if (lines[i][0] != '\0' && lines[i][0] != '#' && !strchr(lines[i], '/') &&
         strcmp(lines[i], "..") != 0 && strcmp(lines[i], ".") != 0)
       g_ptr_array_add(names, g_strdup(lines[i]));
+  }
   return names;
 }
 
 /* Remove every entry DIR's marker lists. */
 static gboolean clear_listed(const char *dir, GError **error) {
-  g_autoptr(GPtrArray) names = read_marker(dir, error);
+  g_autoptr(GPtrArray) names = read_marker(dir, NULL, error);
   if (names == NULL)
     return FALSE;
   for (guint i = 0; i < names->len; i++) {
@@ -237,10 +249,11 @@ static gboolean is_marker_leftover(const char *name) {
   return strcmp(name, EMA_OUTPUT_MARKER ".new") == 0;
 }
 
-/* Write DIR's marker listing ENTRIES through MARKER.new (created afresh, no
- * FIFO or link followed or waited on) and a rename. */
-static gboolean write_marker(const char *dir, const char *const *entries, gboolean locked,
-                             GError **error) {
+/* Write DIR's marker recording KIND (NULL: none) and listing ENTRIES through
+ * MARKER.new (created afresh, no FIFO or link followed or waited on) and a
+ * rename. */
+static gboolean write_marker(const char *dir, const char *kind, const char *const *entries,
+                             gboolean locked, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
   g_autofree char *temporary = g_build_filename(dir, EMA_OUTPUT_MARKER ".new", NULL);
   g_autoptr(GString) list = g_string_new(
@@ -248,6 +261,8 @@ static gboolean write_marker(const char *dir, const char *const *entries, gboole
       "# entries listed below (what it wrote here) and leaves everything else alone.\n");
   gssize written = 0;
   int fd;
+  if (kind)
+    g_string_append_printf(list, KIND_LINE "%s\n", kind);
   for (guint i = 0; entries[i]; i++)
     g_string_append_printf(list, "%s\n", entries[i]);
   /* under the lock a temporary file is a killed run's; without it (SHARED)
@@ -301,16 +316,17 @@ static gboolean only_ours(const char *dir, gboolean shared, GPtrArray *leftovers
 
 /* A claim without a lock by one of several processes writing into DIR
  * together (KEEP): the first to find no marker writes it. */
-static gboolean claim_shared(const char *dir, const char *const *entries, GError **error) {
+static gboolean claim_shared(const char *dir, const char *kind, const char *const *entries,
+                             GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
   g_autoptr(GPtrArray) leftovers = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) names = NULL;
   GError *local = NULL;
   if (g_file_test(marker, G_FILE_TEST_EXISTS))
-    return (names = read_marker(dir, error)) != NULL;
+    return (names = read_marker(dir, NULL, error)) != NULL;
   if (!only_ours(dir, TRUE, leftovers, error))
     return FALSE;
-  if (write_marker(dir, entries, FALSE, &local))
+  if (write_marker(dir, kind, entries, FALSE, &local))
     return TRUE;
   if (g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_EXIST)) {
     g_error_free(local); /* another of them writes it now */
@@ -321,15 +337,18 @@ static gboolean claim_shared(const char *dir, const char *const *entries, GError
 }
 
 /* A claim that removes nothing (KEEP): what an earlier claim listed stays,
- * and stays listed; a folder without a marker is taken as it is, but an
- * entry of ENTRIES already there that no marker lists (a user's
- * sweep.csv, compare.md) is refused, never overwritten, unless it is a
- * claimed folder itself. */
-static gboolean claim_keeping(const char *dir, const char *const *entries, GError **error) {
+ * and stays listed (and so does the kind it recorded, unless KIND is
+ * given); a folder without a marker is taken as it is, but an entry of
+ * ENTRIES already there that no marker lists (a user's sweep.csv,
+ * compare.md) is refused, never overwritten, unless it is a claimed folder
+ * itself. */
+static gboolean claim_keeping(const char *dir, const char *kind, const char *const *entries,
+                              GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  g_autofree char *recorded = NULL;
   g_autoptr(GPtrArray) names = NULL;
   if (g_file_test(marker, G_FILE_TEST_EXISTS) || g_file_test(marker, G_FILE_TEST_IS_SYMLINK))
-    names = read_marker(dir, error);
+    names = read_marker(dir, &recorded, error);
   else
     names = g_ptr_array_new_with_free_func(g_free);
   if (names == NULL)
@@ -349,10 +368,34 @@ static gboolean claim_keeping(const char *dir, const char *const *entries, GErro
     g_ptr_array_add(names, g_strdup(entries[i]));
   }
   g_ptr_array_add(names, NULL);
-  return write_marker(dir, (const char *const *) names->pdata, TRUE, error);
+  return write_marker(dir, kind ? kind : recorded, (const char *const *) names->pdata, TRUE, error);
+}
+
+/* DIR's marker, where it has one, records no kind or KIND (a NULL KIND takes any). */
+static gboolean same_kind(const char *dir, const char *kind, GError **error) {
+  g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  g_autofree char *recorded = NULL;
+  g_autoptr(GPtrArray) names = NULL;
+  GStatBuf st;
+  if (kind == NULL || g_lstat(marker, &st) != 0)
+    return TRUE;
+  if ((names = read_marker(dir, &recorded, error)) == NULL)
+    return FALSE;
+  if (recorded == NULL || strcmp(recorded, kind) == 0)
+    return TRUE;
+  g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+              "output directory %s holds the output of ema-sim %s (its %s says so), not of "
+              "ema-sim %s: give another -o, or remove the folder first",
+              dir, recorded, EMA_OUTPUT_MARKER, kind);
+  return FALSE;
 }
 
 gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
+                                   EmaOutputClaimFlags flags, GError **error) {
+  return ema_output_claim_dir_kind(dir, NULL, entries, flags, error);
+}
+
+gboolean ema_output_claim_dir_kind(const char *dir, const char *kind, const char *const *entries,
                                    EmaOutputClaimFlags flags, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
   GStatBuf st;
@@ -367,10 +410,12 @@ gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
     return TRUE;
   if (!(flags & EMA_OUTPUT_CLAIM_SHARED) && !lock_dir(dir, error))
     return FALSE;
+  if (!same_kind(dir, kind, error))
+    return FALSE;
   if (flags & EMA_OUTPUT_CLAIM_SHARED)
-    return claim_shared(dir, entries, error);
+    return claim_shared(dir, kind, entries, error);
   if (flags & EMA_OUTPUT_CLAIM_KEEP)
-    return claim_keeping(dir, entries, error);
+    return claim_keeping(dir, kind, entries, error);
   if (g_lstat(marker, &st) == 0) {
     if (!clear_listed(dir, error))
       return FALSE;
@@ -382,7 +427,24 @@ gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
       if (!remove_entry(leftovers->pdata[i], error))
         return FALSE;
   }
-  return write_marker(dir, entries, TRUE, error);
+  return write_marker(dir, kind, entries, TRUE, error);
+}
+
+gboolean ema_output_remove_entries(const char *dir, const char *const *names, GError **error) {
+  g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  g_autoptr(GPtrArray) listed = NULL;
+  GStatBuf st;
+  if (g_lstat(marker, &st) != 0)
+    return TRUE; /* nothing listed (yet: a sharer of the folder writes its marker now) */
+  if ((listed = read_marker(dir, NULL, error)) == NULL)
+    return FALSE;
+  for (guint i = 0; names[i]; i++)
+    if (g_ptr_array_find_with_equal_func(listed, names[i], g_str_equal, NULL)) {
+      g_autofree char *path = g_build_filename(dir, names[i], NULL);
+      if (!remove_entry(path, error))
+        return FALSE;
+    }
+  return TRUE;
 }
 
 gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error) {
@@ -392,7 +454,7 @@ gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError 
   for (guint i = 0; extra && extra[i]; i++)
     g_ptr_array_add(entries, (gpointer) extra[i]);
   g_ptr_array_add(entries, NULL);
-  return ema_output_claim_dir_full(dir, (const char *const *) entries->pdata,
+  return ema_output_claim_dir_kind(dir, "run", (const char *const *) entries->pdata,
                                    EMA_OUTPUT_CLAIM_CLEAR, error);
 }
 

@@ -84,9 +84,10 @@ static gboolean models_init(Models *m, const char *server, GError **error) {
   return m->server != NULL;
 }
 
-/* The step model of MODEL at TP; errors name the row at FILE:LINE. */
-static const EmaStepModel *models_get(Models *m, const char *model, guint tp, const char *file,
-                                      guint line, GError **error) {
+/* The step model of MODEL at TP, those of CSV's current row; an error is at the row's model
+ * field (MODEL_FIELD) when the model does not load, else at its tp field (TP_FIELD). */
+static const EmaStepModel *models_get(Models *m, const char *model, guint tp, const EmaCsv *csv,
+                                      guint model_field, guint tp_field, GError **error) {
   g_autofree char *key = g_strdup_printf("%s/%u", model, tp);
   EmaStepModel *step = g_hash_table_lookup(m->models, key);
   g_autoptr(EmaLlmSpec) spec = NULL;
@@ -98,7 +99,8 @@ static const EmaStepModel *models_get(Models *m, const char *model, guint tp, co
     step = m->kernel_sums ? ema_step_model_new_kernel_sums(spec, m->server, tp, &local)
                           : ema_step_model_new(spec, m->server, tp, &local);
   if (!step) {
-    g_set_error(error, EMA_CONFIG_ERROR, local->code, "%s:%u: %s", file, line, local->message);
+    g_set_error(error, EMA_CONFIG_ERROR, local->code, "%s:%u:%u: %s", csv->file, csv->line,
+                ema_csv_field_column(csv, spec ? tp_field : model_field), local->message);
     g_error_free(local);
     return NULL;
   }
@@ -219,7 +221,7 @@ static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GErr
     return FALSE;
   if (!step_tokens_ok(csv, (decode || mixed ? batch * (context + 1) : 0) + chunk + prior, error))
     return FALSE;
-  step = models_get(&check->models, csv->fields[c[0]], (guint) v[0], csv->file, csv->line, error);
+  step = models_get(&check->models, csv->fields[c[0]], (guint) v[0], csv, c[0], c[1], error);
   if (!step)
     return FALSE;
   /* a decode sequence of CONTEXT cached tokens attends to them and its new one; a mixed step
@@ -262,6 +264,11 @@ static gboolean steps_check(const char *steps_csv, const char *server, GString *
                            "predicted_us,error\n");
     ok = ema_csv_read(steps_csv, steps_columns, steps_row, &check, error);
   }
+  if (ok && check.errors->len == 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "%s: no steps (the header and no row) to compare", steps_csv);
+    ok = FALSE;
+  }
   if (ok)
     summarize(check.errors, stats);
   if (ok && summary) {
@@ -300,9 +307,10 @@ gboolean ema_stepcheck_steps_summary(const char *steps_csv, const char *server, 
 /* ---- static batches ------------------------------------------------------ */
 
 typedef struct {
-  char *model, *hardware; /* as the row gave them */
-  char *llm;              /* the model's name here (an alias resolved) */
-  char *server;           /* the server it is timed on */
+  char *model, *hardware;   /* as the row gave them */
+  char *llm;                /* the model's name here (an alias resolved) */
+  char *server;             /* the server it is timed on */
+  const EmaStepModel *step; /* its step model (owned by the server's Models) */
   double tp, prompt, batch, tokens;
   GArray *prompt_ms, *token_ms;
 } StaticPoint;
@@ -399,30 +407,42 @@ static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GEr
   double v[6];
   g_autofree char *key = NULL;
   StaticPoint *p;
+  Models *models;
+  const EmaStepModel *step;
   if (!static_llm(read, llm)) {
     static_skip(read, model, "unknown model");
     return TRUE;
   }
-  if (!static_server(read, server)) {
+  if (!(models = static_server(read, server))) {
     static_skip(read, hw, "no server for this hardware: give --server");
     return TRUE;
   }
-  /* prompt_time and token_time are not whole: read them with the time rule */
-  if (!ema_csv_numbers(csv, c, 4, 0, v, error) ||
-      !ema_csv_number(csv, c[4], FALSE, FALSE, &v[4], error) ||
+  /* the four sizes whole, prompt_time (the last of the five) and token_time not */
+  if (!ema_csv_numbers(csv, c, 5, 0, v, error) ||
       !ema_csv_number(csv, c[5], FALSE, FALSE, &v[5], error) ||
       !step_tokens_ok(csv, v[2] * (v[1] + v[3]), error))
     return FALSE;
+  /* token_time is the mean of the decode steps after the prompt's, which makes the first token */
+  if (v[3] < 2) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
+                "%s:%u:%u: column 'token_size': '%s' leaves no decode step to time (the prompt's "
+                "step makes the first token): at least 2",
+                csv->file, csv->line, ema_csv_field_column(csv, c[3]), csv->fields[c[3]]);
+    return FALSE;
+  }
   key = g_strdup_printf("%s/%s/%g/%g/%g/%g", model, hw, v[0], v[1], v[2], v[3]);
   p = g_hash_table_lookup(read->index, key);
   if (!p) {
     if (read->options->max_points > 0 && read->points->len >= read->options->max_points)
       return TRUE;
+    if (!(step = models_get(models, llm, (guint) v[0], csv, c[6], c[0], error)))
+      return FALSE;
     p = g_new0(StaticPoint, 1);
     *p = (StaticPoint){g_strdup(model),
                        g_strdup(hw),
                        g_strdup(llm),
                        g_strdup(server),
+                       step,
                        v[0],
                        v[1],
                        v[2],
@@ -487,6 +507,22 @@ static void static_error(GPtrArray *order, GHashTable *errors, const char *hardw
   add_error(group, predicted, measured);
 }
 
+/* What SKIPS (value (why) -> rows, in ORDER) left out: "3 rows skipped: ...", or NULL. */
+static char *static_skipped(GHashTable *skips, GPtrArray *order) {
+  g_autoptr(GString) why = g_string_new(NULL);
+  guint64 rows = 0;
+  if (order->len == 0)
+    return NULL;
+  for (guint i = 0; i < order->len; i++) {
+    guint64 n = GPOINTER_TO_SIZE(g_hash_table_lookup(skips, order->pdata[i]));
+    rows += n;
+    g_string_append_printf(why, "%s%" G_GUINT64_FORMAT " of %s", i ? ", " : "", n,
+                           (const char *) order->pdata[i]);
+  }
+  return g_strdup_printf("%" G_GUINT64_FORMAT " row%s skipped: %s", rows, rows == 1 ? "" : "s",
+                         why->str);
+}
+
 gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions *options,
                               GString *table, GPtrArray *groups, char **skipped, GError **error) {
   g_autoptr(GPtrArray) points = g_ptr_array_new_with_free_func(static_point_free);
@@ -500,6 +536,7 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
   g_autoptr(GHashTable) errors =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_array_unref);
   g_autoptr(GPtrArray) order = g_ptr_array_new_with_free_func(g_free);
+  g_autofree char *skip_text = NULL;
   StaticRead read = {points, index, specs, servers, skips, skip_order, options};
   const EmaEngineProfile *engine = options->engine;
   *skipped = NULL;
@@ -517,6 +554,13 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
   }
   if (!ema_csv_read(perf_csv, static_columns, static_row, &read, error))
     return FALSE;
+  skip_text = static_skipped(skips, skip_order);
+  if (points->len == 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "%s: no static batch to compare%s%s", perf_csv, skip_text ? ": " : "",
+                skip_text ? skip_text : "");
+    return FALSE;
+  }
   g_string_append(table, "hardware,server,tp,prompt,batch,tokens,prompt_ms,predicted_prompt_ms,"
                          "prompt_error,token_ms,predicted_token_ms,token_error,model\n");
   for (guint i = 0; i < points->len; i++) {
@@ -524,11 +568,9 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
     /* both loaded when the row was read */
     Models *models = g_hash_table_lookup(servers, p->server);
     const EmaLlmSpec *llm = g_hash_table_lookup(specs, p->llm);
-    const EmaStepModel *step;
+    const EmaStepModel *step = p->step;
     double prompt_ms, token_ms, predicted_prompt, predicted_token;
     EmaEngineCosts costs;
-    if (!(step = models_get(models, p->llm, (guint) p->tp, perf_csv, 0, error)))
-      return FALSE;
     if (engine) {
       /* the profile's CPU costs on this server's host */
       if (models->host_factor == 0 &&
@@ -559,19 +601,7 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
     summarize(g_hash_table_lookup(errors, g->name), &g->stats);
     g_ptr_array_add(groups, g);
   }
-  if (skip_order->len > 0) {
-    GString *why = g_string_new(NULL);
-    guint64 rows = 0;
-    for (guint i = 0; i < skip_order->len; i++) {
-      guint64 n = GPOINTER_TO_SIZE(g_hash_table_lookup(skips, skip_order->pdata[i]));
-      rows += n;
-      g_string_append_printf(why, "%s%" G_GUINT64_FORMAT " of %s", i ? ", " : "", n,
-                             (const char *) skip_order->pdata[i]);
-    }
-    *skipped = g_strdup_printf("%" G_GUINT64_FORMAT " row%s skipped: %s", rows,
-                               rows == 1 ? "" : "s", why->str);
-    g_string_free(why, TRUE);
-  }
+  *skipped = g_steal_pointer(&skip_text);
   return TRUE;
 }
 

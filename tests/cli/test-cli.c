@@ -8,6 +8,7 @@
  * path:line:col: and exits 1. */
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -91,11 +92,32 @@ static void usage_error(EmaTestRun *run, const char *contains) {
   ema_test_run_free(run);
 }
 
+/* An unknown command names every command the help lists (the command table's). */
+static void test_unknown_command(void) {
+  g_autoptr(EmaTestRun) help = ema_test_cli("--help", NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("frobnicate", NULL);
+  g_autoptr(GRegex) command = g_regex_new("^  ([a-z][a-z-]*) ", G_REGEX_MULTILINE, 0, NULL);
+  g_autoptr(GMatchInfo) match = NULL;
+  const char *list = strstr(run->err, " (commands: ");
+  const char *section = strstr(help->out, "\nCommands:\n");
+  g_autofree char *commands = g_strndup(section, strstr(section, "\nOptions:\n") - section);
+  guint n = 0;
+  ema_test_assert_failed(run, 2, "ema-sim: unknown command 'frobnicate' (commands: run, check, ");
+  g_assert_nonnull(list);
+  for (g_regex_match(command, commands, 0, &match); g_match_info_matches(match);
+       g_match_info_next(match, NULL), n++) {
+    g_autofree char *name = g_match_info_fetch(match, 1);
+    g_autofree char *listed = g_strconcat(" ", name, ",", NULL);
+    g_autofree char *last = g_strconcat(" ", name, ")", NULL);
+    if (!strstr(list, listed) && !strstr(list, last))
+      g_error("'%s' of --help is not in '%s'", name, ema_test_escaped(run->err));
+  }
+  g_assert_cmpuint(n, >=, 12);
+  ema_test_assert_contains(list, " describe-policy, try-policy,");
+}
+
 static void test_usage_errors(void) {
   usage_error(ema_test_cli(NULL, NULL), "missing COMMAND"); /* no arguments at all */
-  usage_error(ema_test_cli("frobnicate", NULL),
-              "unknown command 'frobnicate' (commands: run, check, list, "
-              "describe, frontier, sweep, plot, step-time, compare-steps, compare-static)");
   usage_error(ema_test_cli("run", NULL), "missing experiment FILE");
   usage_error(ema_test_cli("check", BASELINE, "extra", NULL), "too many arguments");
   usage_error(ema_test_cli("run", "--bogus", BASELINE, NULL), "--bogus");
@@ -499,6 +521,9 @@ static void test_engines(void) {
   ema_test_assert_contains(run->err, "usage: ema-sim describe engine NAME (ema-sim list engines)");
 }
 
+#define STEP_TIME_HEADER                                                                           \
+  "prefill_tokens,prefill_context,prefill_kv_read,decode_seqs,decode_context,logits\n"
+
 /* step-time: the step model's time of batches from a file, one line each;
  * an empty batch takes 0; a bad line, a bad header, an empty file and a line past the buffer
  * are errors with their line number (no output before the header is good); --weights and
@@ -508,8 +533,7 @@ static void test_step_time(void) {
   g_autofree char *good = g_build_filename(dir, "good.csv", NULL);
   g_autofree char *bad = g_build_filename(dir, "bad.csv", NULL);
   g_autofree char *want_bad = NULL;
-  const char *header =
-      "prefill_tokens,prefill_context,prefill_kv_read,decode_seqs,decode_context,logits\n";
+  const char *header = STEP_TIME_HEADER;
   g_autofree char *good_text = g_strconcat(header, "0,0,0,0,0,0\n0,0,0,32,32000,32\n", NULL);
   g_autofree char *bad_text = g_strconcat(header, "1,2,3\n", NULL);
   g_autoptr(EmaTestRun) run = NULL;
@@ -594,6 +618,116 @@ static void test_step_time(void) {
   ema_test_remove_tree(dir);
 }
 
+/* step-time's FILE: a FIFO is refused at once, never waited on (as every input is); `-` is
+ * stdin, as no FILE is. */
+static void test_step_time_inputs(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+  g_autofree char *good = g_build_filename(dir, "good.csv", NULL);
+  g_autofree char *want = g_strconcat(fifo, ": not a regular file (a FIFO)\n", NULL);
+  const char *script = "exec \"$0\" step-time h200x8-hgx llama-2-70b 4 - < \"$1\"";
+  const char *const argv[] = {"/bin/sh", "-c", script, ema_test_sim_path(), good, NULL};
+  const char *const edits[] = {"EMA_HWMODEL_PATH", NULL};
+  g_autoptr(EmaTestRun) from_fifo = NULL, from_file = NULL, from_stdin = NULL;
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  g_assert_true(g_file_set_contents(good, STEP_TIME_HEADER "0,0,0,32,32000,32\n", -1, NULL));
+  from_fifo = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", fifo, NULL);
+  g_assert_cmpint(from_fifo->status, ==, 1);
+  g_assert_cmpstr(from_fifo->err, ==, want);
+  from_file = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", good, NULL);
+  from_stdin = ema_test_run(argv, g_getenv("EMA_SOURCE_ROOT"), edits);
+  ema_test_assert_ok(from_file);
+  ema_test_assert_ok(from_stdin);
+  g_assert_cmpstr(from_stdin->out, ==, from_file->out);
+  ema_test_remove_tree(dir);
+}
+
+/* step-time's sums over the prefill tokens and the decode sequences: 0 without them, else at
+ * least their count; another value (which the model would ignore or clamp) is an error at its
+ * field; a valid prefill_kv_read (a chunk after cached tokens) lengthens the step. */
+static void test_step_time_sums(void) {
+  static const struct {
+    const char *row, *want;
+  } cases[] = {
+      {"0,0,9999,0,0,0",
+       ":2:5: prefill_kv_read 9999 without prefill_tokens (it sums over them: 0 when there are "
+       "none)\n"},
+      {"0,5,0,0,0,0", ":2:3: prefill_context 5 without prefill_tokens"},
+      {"512,131328,100,0,0,1",
+       ":2:12: prefill_kv_read 100 is below prefill_tokens 512 (each token attends to itself at "
+       "least)\n"},
+      {"0,0,0,0,7,0", ":2:9: decode_context 7 without decode_seqs"},
+      {"0,0,0,4,3,4", ":2:9: decode_context 3 is below decode_seqs 4"},
+  };
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "batches.csv", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_auto(GStrv) lines = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strconcat(STEP_TIME_HEADER, cases[i].row, "\n", NULL);
+    g_autofree char *want = g_strconcat(path, cases[i].want, NULL);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    g_clear_pointer(&run, ema_test_run_free);
+    run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    if (!g_str_has_prefix(run->err, want))
+      g_error("case %u: '%s' does not start with '%s'", i, ema_test_escaped(run->err), want);
+    ema_test_assert_one_line(run->err);
+  }
+  g_assert_true(g_file_set_contents(
+      path, STEP_TIME_HEADER "512,131328,512,0,0,1\n512,131328,9999,0,0,1\n", -1, NULL));
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
+  ema_test_assert_ok(run);
+  lines = g_strsplit(run->out, "\n", -1);
+  g_assert_cmpfloat(g_ascii_strtod(lines[2], NULL), >, g_ascii_strtod(lines[1], NULL));
+  ema_test_remove_tree(dir);
+}
+
+/* compare-static: a row's step model that cannot be made (a TP size that divides nothing) is
+ * an error at the row's tp field, a token_size below 2 (no decode step after the prompt's) or
+ * not whole at its field; a file with nothing to compare is an error naming it. */
+static void test_compare_static_errors(void) {
+  static const struct {
+    const char *row, *want;
+  } cases[] = {
+      {"llama-2-70b,h200x8-hgx,512,1,128,196,54,3",
+       ":2:41: tensor-parallel size 3 must divide the server's 8 GPUs\n"},
+      {"llama-2-70b,h200x8-hgx,512,1,1,196,54,2",
+       ":2:30: column 'token_size': '1' leaves no decode step to time (the prompt's step makes "
+       "the first token): at least 2\n"},
+      {"llama-2-70b,h200x8-hgx,512,1,12.5,196,54,2",
+       ":2:30: column 'token_size': '12.5' is not a positive integer (of at most 2^53)\n"},
+      {NULL, ": no static batch to compare\n"},
+      {"bloom-176b,h200x8-hgx,512,1,128,196,54,2",
+       ": no static batch to compare: 1 row skipped: 1 of bloom-176b (unknown model)\n"},
+  };
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "perf.csv", NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strconcat("model,hardware,prompt_size,batch_size,token_size,"
+                                        "prompt_time,token_time,tensor_parallel\n",
+                                        cases[i].row ? cases[i].row : "", "\n", NULL);
+    g_autofree char *want = g_strconcat(path, cases[i].want, NULL);
+    g_autoptr(EmaTestRun) run = NULL;
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    run = ema_test_cli("compare-static", path, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_cmpstr(run->err, ==, want);
+    g_assert_cmpstr(run->out, ==, "");
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* compare-steps and compare-static: -o naming a directory is a usage error before any work. */
+static void test_compare_output_dir(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *want = g_strdup_printf("-o: '%s' is a directory: give the table's file", dir);
+  usage_error(ema_test_cli("compare-steps", "tests/no-such-steps.csv", "-o", dir, NULL), want);
+  usage_error(ema_test_cli("compare-static", "tests/no-such-perf.csv", "-o", dir, NULL), want);
+  ema_test_remove_tree(dir);
+}
+
 /* compare-steps refuses a captured step no GPU could have run: a decoding sequence with no
  * cached token, a negative or NaN spread, fewer than one repeat; each error is one line at
  * the field, and the rows around it (a prefill row's unused context of 0) still compare. */
@@ -624,6 +758,17 @@ static void test_compare_steps_errors(void) {
   run = ema_test_cli("compare-steps", path, "--server", "h200x8-hgx", NULL);
   ema_test_assert_ok(run);
   ema_test_assert_contains(run->out, "llama-3.1-8b,1,decode,8,1,0,0,100.000,");
+  /* a header alone compares nothing: an error, never "0.0% over 0 rows" */
+  {
+    g_autofree char *want =
+        g_strconcat(path, ": no steps (the header and no row) to compare\n", NULL);
+    g_assert_true(g_file_set_contents(path, header, -1, NULL));
+    g_clear_pointer(&run, ema_test_run_free);
+    run = ema_test_cli("compare-steps", path, "--server", "h200x8-hgx", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_cmpstr(run->err, ==, want);
+    g_assert_cmpstr(run->out, ==, "");
+  }
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *text = g_strconcat(header, cases[i].row, "\n", NULL);
     g_autofree char *want = g_strconcat(path, cases[i].want, NULL);
@@ -637,6 +782,23 @@ static void test_compare_steps_errors(void) {
   ema_test_remove_tree(dir);
 }
 
+/* What goes to standard output and is not written (a full disk: /dev/full) fails the command,
+ * saying why: a table lost is not a success. */
+static void test_stdout_full(void) {
+  g_autofree char *command = NULL;
+  const char *argv[] = {"/bin/sh", "-c", NULL, NULL};
+  g_autoptr(EmaTestRun) run = NULL;
+  if (!g_file_test("/dev/full", G_FILE_TEST_EXISTS)) {
+    g_test_skip("no /dev/full");
+    return;
+  }
+  command = g_strdup_printf("'%s' list llms > /dev/full", ema_test_sim_path());
+  argv[2] = command;
+  run = ema_test_cli_argv(argv, NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  g_assert_cmpstr(run->err, ==, "ema-sim: writing to standard output: No space left on device\n");
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   ema_test_sim_path();
@@ -644,6 +806,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/help", test_help);
   g_test_add_func("/cli/version", test_version);
   g_test_add_func("/cli/usage-errors", test_usage_errors);
+  g_test_add_func("/cli/unknown-command", test_unknown_command);
   g_test_add_func("/cli/run/baseline", test_run_baseline);
   g_test_add_func("/cli/run/seed", test_run_seed);
   g_test_add_func("/cli/run/seed-negative", test_run_seed_negative);
@@ -662,7 +825,12 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/set-unknown-key", test_set_unknown_key);
   g_test_add_func("/cli/missing-file", test_missing_file);
   g_test_add_func("/cli/step-time", test_step_time);
+  g_test_add_func("/cli/step-time/inputs", test_step_time_inputs);
+  g_test_add_func("/cli/step-time/sums", test_step_time_sums);
   g_test_add_func("/cli/compare-steps/errors", test_compare_steps_errors);
+  g_test_add_func("/cli/compare-static/errors", test_compare_static_errors);
+  g_test_add_func("/cli/compare-output-dir", test_compare_output_dir);
   g_test_add_func("/cli/engines", test_engines);
+  g_test_add_func("/cli/stdout-full", test_stdout_full);
   return g_test_run();
 }

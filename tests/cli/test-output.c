@@ -3,8 +3,9 @@
  * run wrote is removed, nothing else; an unmarked non-empty folder is
  * refused; a failed run leaves no earlier summary.json), the default
  * folder results/NAME is name-safe, summary.json's provenance (version,
- * build id, trace hashes), the compare mode, and a sweep that reruns points
- * another build made unless --reuse. */
+ * build id, trace hashes), the compare mode, a sweep that reruns points
+ * another build made unless --reuse, and each folder one kind of command's
+ * (run, sweep, frontier: each refuses the others'). */
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -443,6 +444,68 @@ static void test_sweep_other_build(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* OUT, as another kind of command found it: refused with one line naming the folder and what it
+ * holds, and left as it was. */
+static void assert_refused(EmaTestRun *run, const char *out, const char *holds, const char *by,
+                           const char *before) {
+  g_autofree char *want = g_strdup_printf(
+      "output directory %s holds the output of ema-sim %s (its .ema-output says so), not of "
+      "ema-sim %s: give another -o, or remove the folder first\n",
+      out, holds, by);
+  g_autofree char *after = entries(out);
+  ema_test_assert_failed(run, 1, want);
+  g_assert_cmpstr(after, ==, before);
+  ema_test_run_free(run);
+}
+
+/* Each output folder is one kind of command's, which .ema-output records: a sweep refuses a
+ * run's folder (it would leave the run's files beside sweep.csv), a run and frontier refuse a
+ * sweep's (they would remove every point), a run refuses frontier's; each folder stays as it
+ * was. A run into a run's folder and a sweep into its own go on as before. */
+static void test_folder_kinds(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *run_dir = g_build_filename(tmp, "run", NULL);
+  g_autofree char *sweep_dir = g_build_filename(tmp, "sweep", NULL);
+  g_autofree char *frontier_dir = g_build_filename(tmp, "frontier", NULL);
+  g_autofree char *exp = write_experiment(tmp, "e.yaml", "kinds", "true", synthetic_b);
+  g_autofree char *sweep = g_build_filename(tmp, "s.yaml", NULL);
+  g_autofree char *text =
+      g_strconcat(keep(ema_test_read_file(tmp, "e.yaml")), "repeats: 2\n", NULL);
+  g_autofree char *run_entries = NULL, *sweep_entries = NULL, *frontier_entries = NULL;
+  touch(tmp, "s.yaml", text);
+  run_ok(exp, run_dir);
+  ema_test_assert_contains(keep(ema_test_read_file(run_dir, ".ema-output")), "\n# kind: run\n");
+  run_entries = entries(run_dir);
+  assert_refused(ema_test_cli("sweep", sweep, "-o", run_dir, "--no-plot", NULL), run_dir, "run",
+                 "sweep", run_entries);
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", sweep, "-o", sweep_dir, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  ema_test_assert_contains(keep(ema_test_read_file(sweep_dir, ".ema-output")), "\n# kind: sweep\n");
+  sweep_entries = entries(sweep_dir);
+  assert_refused(ema_test_cli("run", exp, "-o", sweep_dir, "--no-plot", NULL), sweep_dir, "sweep",
+                 "run", sweep_entries);
+  assert_refused(ema_test_cli("frontier", "h200x2", "-o", sweep_dir, "--no-plot", NULL), sweep_dir,
+                 "sweep", "frontier", sweep_entries);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("frontier", "h200x2", "-o", frontier_dir, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 0);
+  }
+  frontier_entries = entries(frontier_dir);
+  assert_refused(ema_test_cli("run", exp, "-o", frontier_dir, "--no-plot", NULL), frontier_dir,
+                 "frontier", "run", frontier_entries);
+  /* the same kind goes on as before */
+  run_ok(exp, run_dir);
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", sweep, "-o", sweep_dir, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out, "2 points: 2 ok (2 found done)");
+  }
+  ema_test_remove_tree(tmp);
+}
+
 /* check reads trace files through: a bad row fails check, with its line. */
 static void test_check_reads_traces(void) {
   g_autofree char *tmp = ema_test_temp_dir();
@@ -615,6 +678,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/compare-repeats", test_compare_repeats);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
+  g_test_add_func("/output/folder-kinds", test_folder_kinds);
   g_test_add_func("/output/check-reads-traces", test_check_reads_traces);
   g_test_add_func("/output/check-vllm-bench", test_check_vllm_bench);
   g_test_add_func("/output/discover", test_discover);

@@ -1482,8 +1482,11 @@ static void test_compare_steps(void) {
   /* a bad phase is an error at its field */
   assert_steps_error(path, "llama-3.1-8b,1,verify,1,1,0,0,10\n",
                      "steps.csv:2:16: column 'phase': 'verify' is not decode, prefill or mixed");
-  /* a model that does not resolve names the row */
-  assert_steps_error(path, "llama-9,1,decode,1,1,0,0,10\n", "steps.csv:2: unknown model 'llama-9'");
+  /* a model that does not resolve is an error at its field, a TP size it cannot have at tp's */
+  assert_steps_error(path, "llama-9,1,decode,1,1,0,0,10\n",
+                     "steps.csv:2:1: unknown model 'llama-9'");
+  assert_steps_error(path, "llama-3.1-8b,3,decode,1,1,0,0,10\n",
+                     "steps.csv:2:14: tensor-parallel size 3 must divide");
   /* an integer past 2^53 (2^64 here, which would wrap) is an error at its field */
   assert_steps_error(path, "llama-3.1-8b,1,decode,18446744073709551616,1,0,0,10\n",
                      "steps.csv:2:23: column 'batch': "
@@ -1857,7 +1860,7 @@ static void test_step_tp_collective_model(void) {
   g_assert_cmpfloat(server->link.bandwidth, ==, 397e9);
   g_assert_cmpint(server->link.latency, ==, 1002);
   g_assert_cmpfloat_with_epsilon(cases[0].us, 4.8775169, 1e-6);
-  g_assert_cmpfloat_with_epsilon(cases[2].us, 41.948972, 1e-6);
+  g_assert_cmpfloat_with_epsilon(cases[2].us, 41.948971, 1e-6);
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
     g_assert_cmpfloat_with_epsilon(tp_allreduce_s(step, cases[i].tokens), 4 * cases[i].us * 1e-6,
                                    1e-15);

@@ -6,10 +6,13 @@
  * tests/fixtures/sweep/errors/ as one located line (its first line says
  * which); the 24-point grid giving the same sweep.csv with -j 1, -j 2,
  * after being killed halfway and resumed, under `mpirun -n 2` (skipped
- * without MPI) and in --part shares gathered by a last run; failing points
- * reported while the others run, and --fail-fast; ops sweeps ("missed");
- * figures of a sweep and of a run when gnuplot is there (skipped
- * otherwise), and one notice without it. */
+ * without MPI) and in --part shares gathered by a last run; resumes that
+ * run points again under other search paths (run.env), find them done from
+ * another working directory, and first remove the earlier sweep.csv and
+ * figures; --set of a swept path refused, --list --part listing the part's
+ * points; failing points reported while the others run, and --fail-fast;
+ * ops sweeps ("missed"); figures of a sweep and of a run when gnuplot is
+ * there (skipped otherwise), and one notice without it. */
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -315,7 +318,67 @@ static void test_set_under_replaced_policy(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A --set of a path the sweep sweeps, in any spelling of its list indices, or of a path inside
+ * one (a swept map replaces it whole), would change no point: an error at the --set naming the
+ * swept path where the sweep file has it. A --set inside a point only a variant replaces is a
+ * warning (set-under-replaced-policy). */
+static void test_set_swept_path(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = g_build_filename(dir, "maps.yaml", NULL);
+  g_autofree char *inside = NULL;
+  g_autoptr(EmaTestRun) swept =
+      ema_test_cli("sweep", GRID, "--list", "--set", "tenants.00.trace.rate=5", NULL);
+  g_autoptr(EmaTestRun) below = NULL;
+  ema_test_assert_failed(swept, 1,
+                         "--set:1:1: tenants.00.trace.rate: the sweep sets tenants.0.trace.rate "
+                         "in every point (" GRID ":19:3), so this --set would change nothing: "
+                         "change the swept values instead\n");
+  g_assert_true(g_file_set_contents(
+      file,
+      "name: maps\nserver: h200x2\ntenants:\n"
+      "  - {name: a, model: llama-3.1-8b, gpu: 0, trace: {arrivals: poisson, rate: 2, "
+      "requests: 5, prompt: {dist: fixed, tokens: 100}, output: {dist: fixed, tokens: 10}}}\n"
+      "sweep:\n  tenants.0.trace:\n"
+      "    - {arrivals: poisson, rate: 2, requests: 5, prompt: {dist: fixed, tokens: 100},\n"
+      "       output: {dist: fixed, tokens: 10}}\n",
+      -1, NULL));
+  below = ema_test_cli("sweep", file, "--list", "--set", "tenants.0.trace.requests=9", NULL);
+  inside = g_strdup_printf("--set:1:1: tenants.0.trace.requests: the sweep sets tenants.0.trace "
+                           "in every point (%s:6:3), so this --set would change nothing",
+                           file);
+  ema_test_assert_failed(below, 1, inside);
+  ema_test_remove_tree(dir);
+}
+
+/* --list --part R/K checks and lists the part's own points, the points i with i % K == R. */
+static void test_list_part(void) {
+  for (guint r = 0; r < 3; r += 2) {
+    g_autofree char *part = g_strdup_printf("%u/3", r);
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", GRID, "--list", "--part", part, NULL);
+    g_auto(GStrv) lines = g_strsplit(run->out, "\n", -1);
+    ema_test_assert_ok(run);
+    g_assert_cmpuint(g_strv_length(lines), ==, GRID_POINTS / 3 + 1);
+    for (guint i = 0; i < GRID_POINTS / 3; i++) {
+      g_autofree char *number = g_strdup_printf("%03u-", 3 * i + r);
+      g_assert_true(g_str_has_prefix(lines[i], number));
+    }
+  }
+}
+
 /* ---- running: -j, resume, MPI ------------------------------------------------ */
+
+/* A two-point sweep of a few requests each in DIR/small.yaml; its path. */
+static char *small_sweep(const char *dir) {
+  char *file = g_build_filename(dir, "small.yaml", NULL);
+  g_assert_true(g_file_set_contents(
+      file,
+      "name: small\nserver: h200x2\ntenants:\n"
+      "  - {name: a, model: llama-3.1-8b, gpu: 0, trace: {arrivals: poisson, rate: 2, "
+      "requests: 10, prompt: {dist: fixed, tokens: 100}, output: {dist: fixed, tokens: 10}}}\n"
+      "sweep:\n  tenants.0.trace.rate: [2, 4]\n",
+      -1, NULL));
+  return file;
+}
 
 static char *reference_dir;
 
@@ -589,6 +652,128 @@ static void test_parts(void) {
   }
   csv2 = ema_test_read_file(dir, "sweep.csv");
   g_assert_cmpstr(csv1, ==, csv2);
+  ema_test_remove_tree(dir);
+}
+
+/* A finished point is found done only under the search paths it ran with (its run.env): another
+ * EMA_ENGINE_PATH, EMA_PROFILE_PATH or --plugin-dir may find other files under the same names,
+ * so its points run again, the note naming what changed, and so they do on the way back. */
+static void test_resume_search_paths(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = small_sweep(dir);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *engines = g_build_filename(dir, "engines", NULL);
+  g_autofree char *engine_path = g_strconcat("EMA_ENGINE_PATH=", engines, NULL);
+  g_autofree char *profile_path = g_strconcat("EMA_PROFILE_PATH=", dir, NULL);
+  g_autofree char *was_engines = NULL;
+  const char *const other_engines[] = {engine_path, NULL};
+  const char *const other_profiles[] = {profile_path, NULL};
+  g_assert_cmpint(g_mkdir(engines, 0755), ==, 0);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out, "\n2 points: 2 ok, 0 failed\n");
+  }
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli_env(other_engines, "sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+    g_autofree char *note =
+        g_strdup_printf("ema-sim sweep: 2 finished points were made from files that changed since "
+                        "(EMA_ENGINE_PATH is now %s, was ",
+                        engines);
+    g_assert_cmpint(run->status, ==, 0);
+    g_assert_true(g_str_has_prefix(run->err, note));
+    ema_test_assert_contains(run->out, "\n2 points: 2 ok, 0 failed\n");
+  }
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli_env(other_engines, "sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out, "\n2 points: 2 ok (2 found done), 0 failed\n");
+  }
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+    was_engines = g_strdup_printf(", was %s): running them again\n", engines);
+    g_assert_cmpint(run->status, ==, 0);
+    ema_test_assert_contains(run->err, "(EMA_ENGINE_PATH is now ");
+    ema_test_assert_contains(run->err, was_engines);
+    ema_test_assert_contains(run->out, "\n2 points: 2 ok, 0 failed\n");
+  }
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli_env(other_profiles, "sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    ema_test_assert_contains(run->err, "(EMA_PROFILE_PATH is now ");
+    ema_test_assert_contains(run->out, "\n2 points: 2 ok, 0 failed\n");
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli_env(other_profiles, "sweep", file, "-j", "1", "-o",
+                                                 out, "--no-plot", "--plugin-dir", engines, NULL);
+    g_autofree char *note =
+        g_strdup_printf("(arguments is now --plugin-dir %s, was none)", engines);
+    g_assert_cmpint(run->status, ==, 0);
+    ema_test_assert_contains(run->err, note);
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* A sweep run from one working directory with a relative -o is found done from another: what
+ * its points recorded (their resolved.yaml's path) does not depend on the working directory. */
+static void test_resume_other_cwd(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = small_sweep(dir);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  const char *const cli[] = {"EMA_HWMODEL_PATH", NULL}; /* as ema_test_cli runs */
+  const char *const here[] = {ema_test_sim_path(), "sweep", "small.yaml", "-o", "out", "-j", "1",
+                              "--no-plot",         NULL};
+  const char *const there[] = {ema_test_sim_path(), "sweep", file, "-o", out, "-j", "1",
+                               "--no-plot",         NULL};
+  g_autoptr(EmaTestRun) first = ema_test_run(here, dir, cli);
+  g_autoptr(EmaTestRun) second = ema_test_run(there, "/", cli);
+  ema_test_assert_ok(first);
+  ema_test_assert_ok(second);
+  ema_test_assert_contains(second->out, "\n2 points: 2 ok (2 found done), 0 failed\n");
+  ema_test_remove_tree(dir);
+}
+
+/* Points that run again take the sweep.csv, plot.yaml and figures of the earlier results away
+ * before they start (all come back once every point is done): a --part run of a changed sweep,
+ * which writes none of them, leaves none that describe other results. */
+static void test_results_removed(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = small_sweep(dir);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *plots = g_build_filename(out, "plots", NULL);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  g_assert_true(exists(out, "sweep.csv"));
+  g_assert_true(exists(out, "plot.yaml"));
+  g_assert_cmpint(g_mkdir(plots, 0755), ==, 0);
+  {
+    g_autofree char *old = g_build_filename(plots, "sweep-throughput.png", NULL);
+    g_assert_true(g_file_set_contents(old, "an earlier figure", -1, NULL));
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot",
+                                             "--part", "0/2", "--set", "seed=5", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out, "\n1 points: 1 ok, 0 failed\n");
+  }
+  g_assert_false(exists(out, "sweep.csv"));
+  g_assert_false(exists(out, "plot.yaml"));
+  g_assert_false(exists(out, "plots"));
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", "--set", "seed=5", NULL);
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out, "\n2 points: 2 ok (1 found done), 0 failed\n");
+  }
+  g_assert_true(exists(out, "sweep.csv"));
   ema_test_remove_tree(dir);
 }
 
@@ -1005,11 +1190,16 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/sweep/errors/point-named", test_point_named);
   g_test_add_func("/sweep/errors/set-under-replaced-policy", test_set_under_replaced_policy);
+  g_test_add_func("/sweep/errors/set-swept-path", test_set_swept_path);
+  g_test_add_func("/sweep/list-part", test_list_part);
   g_test_add_func("/sweep/run/jobs", test_jobs);
   g_test_add_func("/sweep/run/resume-after-kill", test_resume);
   g_test_add_func("/sweep/run/resume-tampered", test_resume_tampered);
   g_test_add_func("/sweep/run/mpi", test_mpi);
   g_test_add_func("/sweep/run/parts", test_parts);
+  g_test_add_func("/sweep/run/resume-search-paths", test_resume_search_paths);
+  g_test_add_func("/sweep/run/resume-other-cwd", test_resume_other_cwd);
+  g_test_add_func("/sweep/run/results-removed", test_results_removed);
   g_test_add_func("/sweep/run/failing-points", test_failing_points);
   g_test_add_func("/sweep/run/warned-points", test_warned_points);
   g_test_add_func("/sweep/run/ops", test_ops_sweep);

@@ -6,6 +6,8 @@
  * "ema-validate: no CUDA device: ..." and exit 1, never a crash, and
  * nothing written; and `calibrate --from-results` and `compare --measured`,
  * which need no GPU. */
+#include <sys/stat.h>
+
 #include "testutil.h"
 
 #define FIXTURE_EXPERIMENT "validate/tests/fixtures/compare/experiment.yaml"
@@ -378,6 +380,57 @@ static void test_from_results(void) {
   ema_test_remove_tree(dir);
 }
 
+/* calibrate --from-results with a provenance.txt that is a FIFO refuses it at once, as its CSV
+ * files are, never waiting for a writer; compare --measured goes on without it. */
+static void test_from_results_fifo(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *measured = ema_test_temp_dir();
+  g_autofree char *model = g_build_filename(dir, "model.yaml", NULL);
+  g_autofree char *fifo = g_build_filename(dir, "provenance.txt", NULL);
+  g_autofree char *measured_fifo = g_build_filename(measured, "provenance.txt", NULL);
+  g_autofree char *fixture = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), FIXTURE_MEASURED, NULL);
+  const char *const files[] = {"measurements.csv", "samples.csv", NULL};
+  g_autofree char *want =
+      g_strconcat("ema-validate: ", fifo, ": not a regular file (a FIFO)\n", NULL);
+  g_free(copy_calibrate_results(dir, files));
+  copy_file(fixture, measured, "summary.json");
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  g_assert_cmpint(mkfifo(measured_fifo, 0600), ==, 0);
+  {
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("calibrate", "--from-results", dir, "-o", model, NULL);
+    g_autoptr(EmaTestRun) compare =
+        cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured", measured, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_cmpstr(run->err, ==, want);
+    ema_test_assert_ok(compare);
+  }
+  g_assert_false(g_file_test(model, G_FILE_TEST_EXISTS));
+  ema_test_remove_tree(measured);
+  ema_test_remove_tree(dir);
+}
+
+/* calibrate -o naming a directory is a usage error found before anything is measured or
+ * derived: no CUDA call, no derived.csv rewritten. */
+static void test_calibrate_output_dir(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = ema_test_temp_dir();
+  g_autofree char *derived = g_build_filename(dir, "derived.csv", NULL);
+  g_autofree char *want = g_strdup_printf("-o: '%s' is a directory: give the model's file", out);
+  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt", NULL};
+  g_free(copy_calibrate_results(dir, files));
+  {
+    g_autoptr(EmaTestRun) derive =
+        cli_without_devices("calibrate", "--from-results", dir, "-o", out, NULL);
+    g_autoptr(EmaTestRun) measure = cli_without_devices("calibrate", "-o", out, "--quick", NULL);
+    assert_usage_error(derive, want);
+    assert_usage_error(measure, want);
+  }
+  g_assert_false(g_file_test(derived, G_FILE_TEST_EXISTS));
+  ema_test_remove_tree(out);
+  ema_test_remove_tree(dir);
+}
+
 /* 37#8, 37#17: samples so small that no copy fit is finite, a model whose
  * figures are out of range, or a negative sample time are errors (no
  * abort), and no model is left. */
@@ -421,6 +474,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/run-errors", test_run_errors);
   g_test_add_func("/validate/cli/compare-measured", test_compare_measured);
   g_test_add_func("/validate/cli/from-results-degenerate", test_from_results_degenerate);
+  g_test_add_func("/validate/cli/from-results-fifo", test_from_results_fifo);
+  g_test_add_func("/validate/cli/calibrate-output-dir", test_calibrate_output_dir);
   g_test_add_func("/validate/cli/compare-user-file", test_compare_user_file);
   g_test_add_func("/validate/cli/pool-claim", test_pool_claim);
   g_test_add_func("/validate/cli/profile-claim", test_profile_claim);

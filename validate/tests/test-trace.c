@@ -5,8 +5,10 @@
  * Chrome trace JSON, a capture whose program died inside a range, every malformed-row error with
  * its FILE:LINE:COL, and `ema-validate capture` machinery that needs no CUDA (a program's exit
  * status kept, a missing trace reported). Times in the fixtures are nanoseconds. */
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
+#include <sys/stat.h>
 
 #include "capture.h"
 #include "errors.h"
@@ -375,7 +377,9 @@ static void keep_printed(const gchar *text) {
   g_string_append(printed, text);
 }
 
-/* capture without CUDA: the program's status is kept; no trace is an error that says so */
+/* capture without CUDA: the program's status is kept; no trace is an error that says so and
+ * why it may be (the library never started); a workload.yaml that is a FIFO is refused, never
+ * waited on */
 static void test_capture_run(void) {
   GPrintFunc previous;
   g_autofree char *dir = ema_test_temp_dir();
@@ -394,7 +398,11 @@ static void test_capture_run(void) {
   g_assert_false(ema_capture_run(&o, &status, &error));
   g_assert_cmpint(status, ==, 3);
   g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO);
-  ema_test_assert_contains(error->message, "the program exited with status 3; its trace: ");
+  ema_test_assert_contains(error->message, "capture: sh exited with status 3 and produced no "
+                                           "kernel trace (no ");
+  ema_test_assert_contains(error->message, "/kernels.csv): the capture library never started in "
+                                           "it, as when there is no GPU or CUDA driver, CUPTI is "
+                                           "unavailable, or the program makes no CUDA call");
   g_clear_error(&error);
   g_autofree char *buffers = read_text(out, "buffers");
   g_assert_cmpstr(buffers, ==, "4");
@@ -423,6 +431,14 @@ static void test_capture_run(void) {
   g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
   ema_test_assert_contains(error->message, "workload.yaml:1:1: not a 'key: value' line");
   g_clear_error(&error);
+  {
+    g_autofree char *workload = g_build_filename(out, "workload.yaml", NULL);
+    g_assert_cmpint(g_remove(workload), ==, 0);
+    g_assert_cmpint(mkfifo(workload, 0600), ==, 0);
+    g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
+    ema_test_assert_contains(error->message, "workload.yaml: not a regular file (a FIFO)");
+    g_clear_error(&error);
+  }
   /* the killed program's summary, and the profile's */
   g_set_print_handler(previous);
   ema_test_assert_contains(printed->str, "capture: sh exited with status 137; ");
@@ -472,7 +488,7 @@ static void test_capture_claim(void) {
   write_text(out, "notes.txt", "mine\n");
   o.argv = ran;
   g_assert_false(ema_capture_run(&o, &status, &error));
-  ema_test_assert_contains(error->message, "its trace: ");
+  ema_test_assert_contains(error->message, "produced no kernel trace");
   g_clear_error(&error);
   for (guint i = 0; i < G_N_ELEMENTS(written); i++)
     assert_absent(out, written[i]);

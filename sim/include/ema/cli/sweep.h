@@ -27,10 +27,13 @@
  * runs as its own process, `ema-sim run DIR/POINT/resolved.yaml -o
  * DIR/POINT --no-plot` (its output in DIR/POINT/run.out and run.err), so
  * that memory and crashes stay isolated; N at a time. A point whose summary.json exists and
- * whose resolved.yaml equals the one the sweep resolves now, and whose
+ * whose resolved.yaml equals the one the sweep resolves now, whose search
+ * paths (DIR/POINT/run.env) are the sweep's now, and whose
  * provenance.build_id is this build's (the same ema-sim binary and plugin
  * files, output.h), is not run again (resume); a point another build made
- * runs again unless reuse_other_builds (--reuse). DIR/sweep.csv has one row per point in point
+ * runs again unless reuse_other_builds (--reuse). Before any point runs
+ * (again), DIR/sweep.csv, plot.yaml and plots/ are removed: they are
+ * written when every point is done. DIR/sweep.csv has one row per point in point
  * order, whatever order they finished in: point, variant, one column per swept path, repeat, seed,
  * status (ok, missed: an ops expectation missed, failed, not-run: after --fail-fast), then the
  * metrics of summary.json (serving: per tenant throughput, TTFT/TPOT p50/p99, E2E p99, completed,
@@ -83,8 +86,14 @@ char *ema_sweep_point_describe(const EmaSweep *sweep, guint point);
 EmaExperiment *ema_sweep_load_point(const EmaSweep *sweep, guint point, GError **error);
 
 /* Load every point and keep its resolved.yaml text and seed; the first
- * error stops (located, and naming the point). */
+ * error stops (located, and naming the point). Then the plot settings are
+ * checked against the points: x and by must name a column sweep.csv will
+ * have (by may be none), tenant one of their tenants (or all); an error
+ * points at the setting in the sweep file. */
 gboolean ema_sweep_resolve(EmaSweep *sweep, GError **error);
+/* The checks of ema_sweep_resolve for the points i with i % RANKS == RANK
+ * only, each loaded and freed (nothing kept: --list, --part). */
+gboolean ema_sweep_check(const EmaSweep *sweep, guint rank, guint ranks, GError **error);
 
 typedef enum {
   EMA_SWEEP_OK,      /* summary.json written, nothing missed */
@@ -124,14 +133,18 @@ typedef struct {
 
 /* The record of POINT of a resolved sweep when DIR holds it complete, as a
  * resume finds it done: DIR/summary.json reads with the shape `ema-sim run`
- * writes, DIR/resolved.yaml is the one the sweep resolves now, every file
- * the run read (provenance: plugins, traces, inputs) hashes as then, and
- * BUILD_ID made it (unless REUSE_OTHER_BUILDS). NULL otherwise; *STALE is
- * then "" for another build's point, or the path of the first input that
- * changed (free it), else NULL. */
+ * writes, BUILD_ID made it (unless REUSE_OTHER_BUILDS), DIR/run.env holds
+ * RUN_ENV (the search paths the sweep gives its points now: EMA_HWMODEL_PATH,
+ * EMA_LLM_PATH, EMA_ENGINE_PATH, EMA_PROFILE_PATH, EMA_SHARED_DIR,
+ * EMA_FIDELITY_FILE, EMA_PLUGIN_PATH and --plugin-dir, each folder
+ * absolute), DIR/resolved.yaml is the one the sweep resolves now, and every
+ * file the run read (provenance: plugins, traces, inputs) hashes as then.
+ * NULL otherwise; *STALE is then "" for another build's point, the path of
+ * the first input that changed or the search path that differs
+ * ("EMA_ENGINE_PATH is now /x, was none"; free it), else NULL. */
 EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const char *dir,
-                                     const char *build_id, gboolean reuse_other_builds,
-                                     char **stale);
+                                     const char *build_id, const char *run_env,
+                                     gboolean reuse_other_builds, char **stale);
 
 /* Run (or resume) this rank's points of a resolved sweep in DIR. Returns
  * their records (EmaSweepRecord *, in point order); NULL with an error only

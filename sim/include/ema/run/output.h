@@ -43,7 +43,20 @@ typedef enum {
  * (NULL-terminated), what this claim may write there. */
 gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
                                    EmaOutputClaimFlags flags, GError **error);
-/* Claim DIR for a run (ema_output_claim_dir_full, CLEAR): the entries are
+/* ema_output_claim_dir_full by a command of KIND ("run", "sweep",
+ * "frontier": the ema-sim command's name), which the marker records: a
+ * folder whose marker records another kind is refused, its every entry
+ * left (one kind of command never takes over another's folder: a run
+ * would remove a sweep's points, a sweep would leave a run's files among
+ * its own); a folder without a kind (claimed by ema-sim before kinds were
+ * recorded, or by ema_output_claim_dir_full) is taken as before. */
+gboolean ema_output_claim_dir_kind(const char *dir, const char *kind, const char *const *entries,
+                                   EmaOutputClaimFlags flags, GError **error);
+/* Remove those of NAMES (NULL-terminated) that DIR's marker lists, as a
+ * claim would (a sweep that runs points again drops the sweep.csv and
+ * figures of the earlier results); the others are left alone. */
+gboolean ema_output_remove_entries(const char *dir, const char *const *names, GError **error);
+/* Claim DIR for a run (ema_output_claim_dir_kind, "run", CLEAR): the entries are
  * those a run writes (summary.json, resolved.yaml, the CSVs, plots/) and
  * EXTRA (may be NULL: the compare variants' folders). So a failed run
  * leaves no earlier summary.json behind, and a file this run does not

@@ -12,11 +12,13 @@
  *    batch_size sequences of prompt_size tokens, token_time as the mean of
  *    the decode steps of the token_size - 1 later tokens (sampled at 33
  *    evenly spaced contexts and averaged; the step time is smooth in the
- *    context), each measured point the median of its repeats.
+ *    context; token_size at least 2), each measured point the median of its
+ *    repeats.
  * The GPU time only: no engine step cost is added (steptime.h).
  * Errors: a malformed row is EMA_CONFIG_ERROR "file:line:col: ..." (its
- * field; "file:line: ..." for the row as a whole); a model or
- * server that does not resolve, the loader's error. */
+ * field: the model's or tp's where the row's step model cannot be made;
+ * "file:line: ..." for the row as a whole); a file with no row to compare,
+ * "file: no ..."; a server that does not resolve, the loader's error. */
 #pragma once
 
 #include <glib.h>
