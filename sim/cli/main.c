@@ -398,9 +398,12 @@ static int command_run(int argc, char **argv, gboolean check_only) {
     return EXIT_USAGE;
   if (argc != 2)
     return usage_error(argc < 2 ? "missing experiment FILE" : "too many arguments");
-  if (seed_text && (!ema_units_parse_int(seed_text, &seed, NULL) || seed < 0)) {
+  /* the file's range, whose resolved.yaml must run again */
+  if (seed_text && (!ema_units_parse_int(seed_text, &seed, NULL) || seed < 0 ||
+                    seed > EMA_EXPERIMENT_SEED_MAX)) {
     g_autofree char *message =
-        g_strdup_printf("--seed: '%s' is not a whole number >= 0", seed_text);
+        g_strdup_printf("--seed: '%s' is not a whole number in [0, %" G_GINT64_FORMAT "]",
+                        seed_text, EMA_EXPERIMENT_SEED_MAX);
     return usage_error(message);
   }
 
@@ -1350,6 +1353,23 @@ static gboolean parse_part(const char *text, guint *rank, guint *ranks) {
 /* sweep FILE [-o DIR] [-j N] [--fail-fast] [--list] [--part R/K] [--set k=v]...
  * [--no-plot]: every point of a sweep file; over MPI ranks when mpirun
  * started it; only a share of them with --part (a job array's task). */
+/* --timeout TEXT into *SECONDS: whole seconds, or a duration with its unit (rounded up to a
+ * second), at most a year; 0 is no limit. FALSE where TEXT is neither. */
+static gboolean parse_timeout(const char *text, guint *seconds) {
+  const gint64 year_s = 365 * 24 * 3600;
+  gint64 value;
+  if (ema_units_parse_int(text, &value, NULL)) {
+    if (value < 0 || value > year_s)
+      return FALSE;
+    *seconds = (guint) value;
+    return TRUE;
+  }
+  if (!ema_units_parse_duration(text, &value, NULL) || value > year_s * EMA_S(1))
+    return FALSE;
+  *seconds = (guint) ((value + EMA_S(1) - 1) / EMA_S(1));
+  return TRUE;
+}
+
 static int command_sweep(int argc, char **argv) {
   g_autofree char *out_dir = NULL;
   g_autofree char *part = NULL;
@@ -1357,7 +1377,8 @@ static int command_sweep(int argc, char **argv) {
   g_auto(GStrv) overrides = NULL;
   g_auto(GStrv) plugin_dirs = NULL;
   gint jobs = G_MININT; /* not given: one per CPU (a sentinel no -j value can be) */
-  gint timeout_s = 0;
+  g_autofree char *timeout_text = NULL;
+  guint timeout_s = 0;
   gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE, reuse = FALSE;
   g_autoptr(EmaSweep) sweep = NULL;
   g_autoptr(GPtrArray) records = NULL;
@@ -1383,8 +1404,10 @@ static int command_sweep(int argc, char **argv) {
        "run without --part then gathers)",
        "R/K"},
       {"no-plot", 0, 0, G_OPTION_ARG_NONE, &no_plot, "Draw no figures at the end", NULL},
-      {"timeout", 0, 0, G_OPTION_ARG_INT, &timeout_s,
-       "Kill and fail a point still running after SECONDS (default: no limit)", "SECONDS"},
+      {"timeout", 0, 0, G_OPTION_ARG_STRING, &timeout_text,
+       "Kill and fail a point still running after S seconds, or a duration such as 90s or 5min "
+       "(default: no limit)",
+       "S"},
       {"reuse", 0, 0, G_OPTION_ARG_NONE, &reuse,
        "Resume points made by another build of ema-sim or its plugins (default: run them again)",
        NULL},
@@ -1400,8 +1423,9 @@ static int command_sweep(int argc, char **argv) {
   if (jobs != G_MININT && (jobs < 1 || jobs > 4096))
     return usage_error("--jobs: give a number of processes from 1 to 4096 (leave -j out for one "
                        "per CPU)");
-  if (timeout_s < 0)
-    return usage_error("--timeout: give a number of seconds, at least 1 (0: no limit)");
+  if (timeout_text && !parse_timeout(timeout_text, &timeout_s))
+    return usage_error("--timeout: give whole seconds (e.g. 90) or a duration (e.g. 90s, 5min), "
+                       "up to a year; 0: no limit");
   if (part && !parse_part(part, &rank, &ranks))
     return usage_error("--part: give R/K with 0 <= R < K, e.g. --part 3/16");
   if (part && ema_sweep_mpi_launched_size() != 1)
@@ -1455,7 +1479,7 @@ static int command_sweep(int argc, char **argv) {
   options.jobs = jobs > 0 ? (guint) jobs : ranks > 1 ? 1 : MAX(1, g_get_num_processors());
   options.fail_fast = fail_fast;
   options.reuse_other_builds = reuse;
-  options.timeout_s = (guint) timeout_s;
+  options.timeout_s = timeout_s;
   options.progress = rank == 0 && isatty(STDERR_FILENO);
   options.rank = rank;
   options.ranks = ranks;

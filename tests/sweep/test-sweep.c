@@ -451,6 +451,19 @@ static void test_resume_tampered(void) {
                                    "changed since (");
     g_assert_nonnull(strstr(run->out, "24 points: 24 ok (22 found done), 0 failed\n"));
   }
+  /* --timeout takes whole seconds or a duration with its unit; nothing else */
+  for (guint i = 0; i < 3; i++) {
+    static const char *const bad[] = {"abc", "-1", "2y"};
+    g_autoptr(EmaTestRun) refused =
+        ema_test_cli("sweep", GRID, "--timeout", bad[i], "--list", NULL);
+    ema_test_assert_failed(refused, 2,
+                           "ema-sim: --timeout: give whole seconds (e.g. 90) or a duration (e.g. "
+                           "90s, 5min), up to a year; 0: no limit");
+  }
+  {
+    g_autoptr(EmaTestRun) listed = ema_test_cli("sweep", GRID, "--timeout", "2min", "--list", NULL);
+    ema_test_assert_ok(listed);
+  }
   csv2 = ema_test_read_file(dir, "sweep.csv");
   g_assert_cmpstr(csv1, ==, csv2);
   g_free(points[0]);

@@ -75,6 +75,9 @@ typedef struct {
   gint64 tpot;
 } EmaSloSpec;
 
+/* The largest seed (an experiment's `seed`, `ema-sim run --seed`). */
+#define EMA_EXPERIMENT_SEED_MAX G_GINT64_CONSTANT(9200000000000000000)
+
 typedef struct {
   char *name;
   char *summary;
