@@ -994,12 +994,14 @@ static void on_arrival(EmaSim *sim, EmaEvent *event, gpointer data) {
   if (engine->config.max_waiting > 0 && engine->waiting.length >= engine->config.max_waiting) {
     ema_sim_fail(engine->sim,
                  g_error_new(EMA_SIM_ERROR, EMA_SIM_ERROR_OVERLOADED,
-                             "%s%s: %" G_GUINT64_FORMAT " requests waiting at %.3f s: the offered "
-                             "load is far past what the engine serves (engine.max_waiting; raise "
-                             "it to let the queue grow further)",
+                             "%s%s: a request arrived at %.3f s with %" G_GUINT64_FORMAT
+                             " waiting, past engine.max_waiting (%" G_GUINT64_FORMAT
+                             "): the offered load is far past what the engine serves (raise "
+                             "max_waiting to let the queue grow further)",
                              engine->config.name ? "tenant " : "",
                              engine->config.name ? engine->config.name : "the engine",
-                             (guint64) engine->waiting.length, (double) ema_sim_now(sim) / 1e9));
+                             (double) ema_sim_now(sim) / 1e9, (guint64) engine->waiting.length,
+                             engine->config.max_waiting));
     req_free(req);
     return;
   }

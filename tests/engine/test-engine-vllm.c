@@ -180,8 +180,9 @@ static void test_max_waiting(void) {
   g_assert_false(ema_sim_run_until(sim, EMA_TIME_NEVER, &error));
   g_assert_error(error, EMA_SIM_ERROR, EMA_SIM_ERROR_OVERLOADED);
   g_assert_cmpstr(error->message, ==,
-                  "tenant t: 2 requests waiting at 0.000 s: the offered load is far past what the "
-                  "engine serves (engine.max_waiting; raise it to let the queue grow further)");
+                  "tenant t: a request arrived at 0.000 s with 2 waiting, past engine.max_waiting "
+                  "(2): the offered load is far past what the engine serves (raise max_waiting to "
+                  "let the queue grow further)");
   ema_engine_free(engine);
   ema_kv_pool_free(pool);
 }
