@@ -382,14 +382,8 @@ static gboolean write_compare_csv(const char *dir, GArray *arms, guint repeats, 
          g_file_set_contents(pairs_path, pairs->str, (gssize) pairs->len, error);
 }
 
-gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progress, FILE *out,
-                         GError **error) {
+gboolean ema_compare_check(EmaSweep *comparison, GError **error) {
   g_auto(GStrv) dirs = ema_compare_variant_dirs(comparison);
-  g_autoptr(GArray) arms = g_array_new(FALSE, TRUE, sizeof(Arm));
-  guint repeats = ema_sweep_n_repeats(comparison);
-  g_autofree gboolean *lenders = NULL;
-  guint borrower, lent;
-  g_array_set_clear_func(arms, arm_clear);
   if (!ema_sweep_resolve(comparison, error))
     return FALSE;
   for (guint p = 0; dirs[p]; p++)
@@ -409,7 +403,33 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
                     dirs[p]);
         return FALSE;
       }
-  if (!ema_output_claim_dir(dir, (const char *const *) dirs, error))
+  for (guint p = 0; dirs[p]; p++) {
+    g_autoptr(EmaExperiment) experiment = NULL;
+    if (ema_sweep_point_repeat(comparison, p) != 0)
+      continue; /* a repeat is its variant with another seed */
+    if ((experiment = ema_sweep_load_point(comparison, p, error)) == NULL)
+      return FALSE;
+    if (!ema_experiment_is_serving(experiment)) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                  "compare: variant %s is not a serving experiment (compare needs tenants)",
+                  ema_sweep_variant_name(comparison, p));
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progress, FILE *out,
+                         GError **error) {
+  g_auto(GStrv) dirs = ema_compare_variant_dirs(comparison);
+  g_autoptr(GArray) arms = g_array_new(FALSE, TRUE, sizeof(Arm));
+  guint repeats = ema_sweep_n_repeats(comparison);
+  g_autofree gboolean *lenders = NULL;
+  guint borrower, lent;
+  g_array_set_clear_func(arms, arm_clear);
+  /* before the folder is claimed (and emptied of an earlier run's) */
+  if (!ema_compare_check(comparison, error) ||
+      !ema_output_claim_dir(dir, (const char *const *) dirs, error))
     return FALSE;
   for (guint p = 0; dirs[p]; p++) {
     Arm arm = {g_strdup(dirs[p]), ema_sweep_variant_name(comparison, p),
@@ -419,12 +439,6 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
     Arm *added = &g_array_index(arms, Arm, arms->len - 1);
     if ((added->experiment = ema_sweep_load_point(comparison, p, error)) == NULL)
       return FALSE;
-    if (!ema_experiment_is_serving(added->experiment)) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-                  "compare: variant %s is not a serving experiment (compare needs tenants)",
-                  dirs[p]);
-      return FALSE;
-    }
     if (added->repeat == 0) {
       /* as a single run prints them (main.c), named by the variant */
       g_autoptr(GPtrArray) warnings = ema_experiment_warnings(added->experiment);

@@ -272,7 +272,8 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
     g_ptr_array_add(sets, g_strconcat("seed=", seed_text, NULL));
   g_ptr_array_add(sets, NULL);
   comparison = ema_sweep_load_compare(path, (const char *const *) sets->pdata, &error);
-  if (comparison == NULL || !ema_sweep_resolve(comparison, &error))
+  if (comparison == NULL || !ema_sweep_resolve(comparison, &error) ||
+      (check_only && !ema_compare_check(comparison, &error)))
     return fail(error);
   dirs = ema_compare_variant_dirs(comparison);
   {

@@ -332,10 +332,44 @@ static void test_compare_variant_named_like_a_file(void) {
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
   g_autofree char *path = write_compare(tmp, "compare.csv");
   g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) checked = ema_test_cli("check", path, NULL);
   ema_test_assert_failed(run, 1,
                          "compare: variant 'compare.csv' would write its folder over the "
                          "comparison's own compare.csv: rename it\n");
   g_assert_false(exists(out, "static"));
+  /* check finds it too (it said ok) */
+  ema_test_assert_failed(checked, 1,
+                         "compare: variant 'compare.csv' would write its folder over the "
+                         "comparison's own compare.csv: rename it\n");
+  ema_test_remove_tree(tmp);
+}
+
+/* A comparison of ops experiments (compare needs tenants) is refused by check, and by run
+ * before it touches its folder: an earlier run's results there stay. */
+static void test_compare_not_serving(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *ops = g_build_filename(tmp, "ops.yaml", NULL);
+  g_autofree char *cmp = g_build_filename(tmp, "cmp.yaml", NULL);
+  static const char ops_text[] =
+      "name: ops\nserver: h200x2\nops:\n"
+      "  - {name: c, flows: [{kind: copy, src: gpu0, dst: gpu1, bytes: 4MiB}]}\n";
+  g_autofree char *cmp_text = g_strconcat(ops_text, "compare: {a: {}, b: {seed: 2}}\n", NULL);
+  g_assert_true(g_file_set_contents(ops, ops_text, -1, NULL));
+  g_assert_true(g_file_set_contents(cmp, cmp_text, -1, NULL));
+  {
+    g_autoptr(EmaTestRun) first = ema_test_cli("run", ops, "-o", out, "--no-plot", NULL);
+    g_autoptr(EmaTestRun) checked = ema_test_cli("check", cmp, NULL);
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", cmp, "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(first);
+    ema_test_assert_failed(checked, 1,
+                           "compare: variant a is not a serving experiment (compare needs "
+                           "tenants)\n");
+    ema_test_assert_failed(run, 1,
+                           "compare: variant a is not a serving experiment (compare needs "
+                           "tenants)\n");
+    g_assert_true(exists(out, "summary.json"));
+  }
   ema_test_remove_tree(tmp);
 }
 
@@ -675,6 +709,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/compare-keeps-user-files", test_compare_keeps_user_files);
   g_test_add_func("/output/compare-variant-named-like-a-file",
                   test_compare_variant_named_like_a_file);
+  g_test_add_func("/output/compare-not-serving", test_compare_not_serving);
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/compare-repeats", test_compare_repeats);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);

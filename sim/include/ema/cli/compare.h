@@ -33,6 +33,11 @@
 
 G_BEGIN_DECLS
 
+/* What ema_compare_run checks before it touches DIR: every variant loads and is a serving
+ * experiment, and the variants' folders are distinct and none is one of the comparison's own
+ * files. `ema-sim check` of a comparison runs it. */
+gboolean ema_compare_check(EmaSweep *comparison, GError **error);
+
 /* Run every variant of COMPARISON (ema_sweep_load_compare) into DIR,
  * printing each variant's table and then the comparison on OUT. FALSE with
  * an error when a variant cannot be loaded or run, or DIR cannot be used. */
