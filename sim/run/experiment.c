@@ -94,6 +94,8 @@ static const char *const peer_pull_mode_names[] = {"copy", "direct", NULL};
 static const char *const events_tier_names[] = {"each", "step", NULL};
 
 #define DECODE_FIELD(f) G_STRUCT_OFFSET(EmaDecodeScenarioSpec, f)
+/* prefetch's layers fetched ahead where a scenario leaves depth out */
+#define DECODE_DEPTH_DEFAULT 2
 
 static const EmaParam decode_params[] = {
     {"name", EMA_PARAM_STRING, DECODE_FIELD(name), .flags = EMA_PARAM_REQUIRED,
@@ -110,7 +112,8 @@ static const EmaParam decode_params[] = {
      .help = "local, direct (kernels load remote KV) or prefetch (copied ahead)"},
     {"remote_fraction", EMA_PARAM_FRACTION, DECODE_FIELD(remote_fraction), .default_value = "0%",
      .min = 0, .max = 1, .help = "share of the KV on gpu1 (direct and prefetch)"},
-    {"depth", EMA_PARAM_INT, DECODE_FIELD(depth), .default_value = "2", .min = 1, .max = 1024,
+    {"depth", EMA_PARAM_INT, DECODE_FIELD(depth),
+     .default_value = G_STRINGIFY(DECODE_DEPTH_DEFAULT), .min = 1, .max = 1024,
      .help = "prefetch: layers fetched ahead"},
     {"peer_pull", EMA_PARAM_BANDWIDTH, DECODE_FIELD(peer_pull), .default_value = "0B/s", .min = 0,
      .max = 1e14, .help = "a peer pulls this much from gpu0's HBM during the step (interference)"},
@@ -131,6 +134,14 @@ static gboolean check_decode(gpointer object, const EmaNode *node, const char *p
                    d->mode == EMA_DECODE_SCENARIO_LOCAL
                        ? "mode local has no remote KV: give mode direct or prefetch"
                        : "mode direct or prefetch needs a remote_fraction above 0");
+    return FALSE;
+  }
+  if (d->mode != EMA_DECODE_SCENARIO_PREFETCH && d->depth != DECODE_DEPTH_DEFAULT) {
+    /* only prefetch fetches layers ahead: another mode would ignore it */
+    g_autofree char *key_path = g_strconcat(path, ".depth", NULL);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "depth"), key_path, "%s",
+                   "depth is prefetch's (layers fetched ahead): give mode prefetch, or leave depth "
+                   "out");
     return FALSE;
   }
   if (d->peer_pull_mode != EMA_PEER_PULL_COPY && d->peer_pull == 0) {

@@ -1855,6 +1855,15 @@ static void test_decode_scenarios(void) {
                 "name 'local' is used twice (each op and decode scenario needs its own)");
   }
   {
+    /* a depth other than the default on a scenario that does not prefetch: ignored before */
+    const char *const deep[] = {"decode.0.depth=5", NULL};
+    GError *deep_error = NULL;
+    g_assert_null(ema_experiment_load(path, deep, &deep_error));
+    check_error(deep_error, EMA_CONFIG_ERROR_INVALID, NULL, "--set:1:16: decode.0.depth: ",
+                "depth is prefetch's (layers fetched ahead): give mode prefetch, or leave depth "
+                "out");
+  }
+  {
     /* remote KV, or a peer's pulls, on a server of one GPU: nothing to hold them (the step was
      * timed at the clock's end) */
     const char *const one_gpu[] = {"server.gpus=1", NULL};
