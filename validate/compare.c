@@ -73,6 +73,69 @@ static void expected_result(const EmaExperiment *experiment, guint i, const char
   }
 }
 
+/* Whether op or decode scenario I of A and of B (both with it) measure the same thing: an op's
+ * flows (kind, ends, bytes) one by one, a scenario's model, batch, context, mode, remote share,
+ * depth and peer pull. */
+static gboolean same_result(const EmaExperiment *a, const EmaExperiment *b, guint i) {
+  guint ops = a->ops ? a->ops->len : 0;
+  if (i < ops) {
+    const EmaOpSpec *x = &g_array_index(a->ops, EmaOpSpec, i);
+    const EmaOpSpec *y = &g_array_index(b->ops, EmaOpSpec, i);
+    if (x->flows->len != y->flows->len)
+      return FALSE;
+    for (guint f = 0; f < x->flows->len; f++) {
+      const EmaOpFlowSpec *u = &g_array_index(x->flows, EmaOpFlowSpec, f);
+      const EmaOpFlowSpec *v = &g_array_index(y->flows, EmaOpFlowSpec, f);
+      if (u->kind != v->kind || u->bytes != v->bytes || g_strcmp0(u->src, v->src) != 0 ||
+          g_strcmp0(u->dst, v->dst) != 0)
+        return FALSE;
+    }
+    return TRUE;
+  }
+  {
+    const EmaDecodeScenarioSpec *x = &g_array_index(a->decode, EmaDecodeScenarioSpec, i - ops);
+    const EmaDecodeScenarioSpec *y = &g_array_index(b->decode, EmaDecodeScenarioSpec, i - ops);
+    return g_strcmp0(x->model.name, y->model.name) == 0 && x->model.weights == y->model.weights &&
+           x->batch == y->batch && x->context == y->context && x->mode == y->mode &&
+           x->remote_fraction == y->remote_fraction && x->depth == y->depth &&
+           x->peer_pull == y->peer_pull && x->peer_pull_mode == y->peer_pull_mode;
+  }
+}
+
+/* The measured results in DIR were of EXPERIMENT's ops and scenarios as they are now: where DIR
+ * holds the resolved.yaml its run wrote, each of its ops and scenarios the same as the
+ * experiment's (names alone let an edited file through: the same op moving other bytes).
+ * TRUE without that file (results written before it was kept). */
+static gboolean same_experiment(const char *dir, const EmaExperiment *experiment, guint results,
+                                GError **error) {
+  g_autofree char *path = g_build_filename(dir, "resolved.yaml", NULL);
+  g_autoptr(EmaExperiment) measured = NULL;
+  GError *local = NULL;
+  guint ops = experiment->ops ? experiment->ops->len : 0;
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
+    return TRUE;
+  if ((measured = ema_experiment_load(path, NULL, &local)) == NULL) {
+    data_error(error, path, "does not load: %s", local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  if ((measured->ops ? measured->ops->len : 0) != ops ||
+      (measured->decode ? measured->decode->len : 0) + ops != results)
+    return data_error(error, path, "other ops or decode scenarios than experiment '%s' has",
+                      experiment->name);
+  for (guint i = 0; i < results; i++)
+    if (!same_result(experiment, measured, i)) {
+      const char *name =
+          i < ops ? g_array_index(experiment->ops, EmaOpSpec, i).name
+                  : g_array_index(experiment->decode, EmaDecodeScenarioSpec, i - ops).name;
+      return data_error(error, path,
+                        "%s '%s' was measured as it is written here, not as the experiment has it "
+                        "now: measured from another version of the file (or with --set)?",
+                        i < ops ? "op" : "decode scenario", name);
+    }
+  return TRUE;
+}
+
 EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *experiment,
                                        GError **error) {
   g_autofree char *path = g_build_filename(dir, SUMMARY_FILE, NULL);
@@ -183,6 +246,8 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
       simulated += seconds;
     g_array_append_val(report->ops, result);
   }
+  if (!same_experiment(dir, experiment, ops + decodes, error))
+    return NULL;
   report->simulated = ema_llround(simulated * 1e9);
   return g_steal_pointer(&report);
 }

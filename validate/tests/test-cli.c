@@ -258,6 +258,47 @@ static void test_compare_measured(void) {
   ema_test_remove_tree(empty);
 }
 
+/* compare --measured against results whose resolved.yaml (the measured run's) holds other ops
+ * than the experiment as given now (a --set, an edited file) is refused naming the op: names
+ * alone let a different measurement through; the same ops compare. */
+static void test_compare_other_ops(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *measured = g_build_filename(dir, "measured", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  static const char *const files[] = {"summary.json", "provenance.txt"};
+  g_assert_true(g_mkdir_with_parents(measured, 0755) == 0);
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *from =
+        g_build_filename(g_getenv("EMA_SOURCE_ROOT"), FIXTURE_MEASURED, files[i], NULL);
+    g_autofree char *to = g_build_filename(measured, files[i], NULL);
+    g_autofree char *text = NULL;
+    g_assert_true(g_file_get_contents(from, &text, NULL, NULL));
+    g_assert_true(g_file_set_contents(to, text, -1, NULL));
+  }
+  {
+    /* the run's resolved.yaml: the experiment as it was measured */
+    g_autofree char *from = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), FIXTURE_EXPERIMENT, NULL);
+    g_autofree char *to = g_build_filename(measured, "resolved.yaml", NULL);
+    g_autofree char *text = NULL;
+    g_assert_true(g_file_get_contents(from, &text, NULL, NULL));
+    g_assert_true(g_file_set_contents(to, text, -1, NULL));
+  }
+  {
+    g_autoptr(EmaTestRun) same =
+        cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured", measured, "-o", out, NULL);
+    g_autoptr(EmaTestRun) other =
+        cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured", measured, "-o", out,
+                            "--set", "ops.1.flows.0.bytes=2MiB", NULL);
+    if (same->status != 0)
+      g_error("exit %d: %s", same->status, same->err);
+    g_assert_cmpint(other->status, ==, 1);
+    ema_test_assert_contains(other->err,
+                             "resolved.yaml: op 'copy-both-1MiB' was measured as it is written "
+                             "here, not as the experiment has it now");
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* 37#14: compare -o into a folder with a user's compare.md refuses it, as
  * ema-sim run would, and leaves the file as it was. */
 static void test_compare_user_file(void) {
@@ -477,6 +518,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/from-results-fifo", test_from_results_fifo);
   g_test_add_func("/validate/cli/calibrate-output-dir", test_calibrate_output_dir);
   g_test_add_func("/validate/cli/compare-user-file", test_compare_user_file);
+  g_test_add_func("/validate/cli/compare-other-ops", test_compare_other_ops);
   g_test_add_func("/validate/cli/pool-claim", test_pool_claim);
   g_test_add_func("/validate/cli/profile-claim", test_profile_claim);
   return g_test_run();
