@@ -277,6 +277,12 @@ static gboolean bind_list(const EmaParam *param, gpointer object, const EmaNode 
                    node_kind_name(value));
     return FALSE;
   }
+  /* a list's .max (0: none) caps its items, told before any is bound */
+  if (param->max > 0 && value->items->len > param->max) {
+    ema_node_error(error, EMA_CONFIG_ERROR_RANGE, value, path, "%u items: at most %.0f",
+                   value->items->len, param->max);
+    return FALSE;
+  }
   g_array_set_size(*list, value->items->len);
   for (guint i = 0; i < value->items->len; i++) {
     g_autofree char *index = g_strdup_printf("%u", i);
@@ -719,7 +725,9 @@ void ema_params_describe(const EmaParamTable *table, GString *out, guint indent)
       g_string_append(out, "optional");
     else if (param->default_value)
       g_string_append_printf(out, "default %s", param->default_value);
-    if (has_range(param)) {
+    if (param->type == EMA_PARAM_LIST && param->max > 0) {
+      g_string_append_printf(out, "at most %.0f items", param->max);
+    } else if (has_range(param)) {
       g_autofree char *lo = format_number(param->type, param->min);
       g_autofree char *hi = format_number(param->type, param->max);
       g_string_append_printf(out, ", range [%s, %s]", lo, hi);

@@ -520,6 +520,7 @@ static const EmaParam experiment_params[] = {
      .flags = EMA_PARAM_OPTIONAL,
      .help = "decode steps to time, with some KV remote (with or without ops)"},
     {"tenants", EMA_PARAM_LIST, EXPERIMENT_FIELD(tenants), .table = &ema_tenant_params,
+     .max = 1024, /* a server's GPUs at most, one or more a tenant */
      .help = "LLM serving instances, one per GPU or tensor-parallel group (or give ops)"},
     {"duration", EMA_PARAM_DURATION, EXPERIMENT_FIELD(duration), .flags = EMA_PARAM_OPTIONAL,
      .min = 1, .max = 1e18,

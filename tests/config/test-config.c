@@ -1573,6 +1573,21 @@ static void test_experiment_policy_overrides(void) {
   g_rmdir(dir);
 }
 
+/* More tenants than a server can have GPUs (1024) are refused at the list, before any is bound
+ * (200,000 of them took half a minute and 1.5 GB to reach the first overlap). */
+static void test_experiment_tenants_cap(void) {
+  g_autofree char *dir = g_dir_make_tmp("ema-tenants-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "many.yaml", NULL);
+  g_autoptr(GString) text = g_string_new("name: many\nserver: h200x2\ntenants:\n");
+  g_autofree char *prefix = g_strconcat(path, ":4:3: tenants: ", NULL);
+  for (guint i = 0; i < 1025; i++)
+    g_string_append_printf(text, "  - {name: t%u, model: llama-3.1-8b, gpu: 0}\n", i);
+  g_assert_true(g_file_set_contents(path, text->str, -1, NULL));
+  experiment_fails(path, NULL, EMA_CONFIG_ERROR_RANGE, NULL, prefix, "1025 items: at most 1024");
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 static void test_experiment_errors(void) {
   struct {
     const char *file;
@@ -2039,6 +2054,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/config/experiment/overrides", test_experiment_overrides);
   g_test_add_func("/config/experiment/override-errors", test_experiment_override_errors);
   g_test_add_func("/config/experiment/policy-overrides", test_experiment_policy_overrides);
+  g_test_add_func("/config/experiment/tenants-cap", test_experiment_tenants_cap);
   g_test_add_func("/config/experiment/errors", test_experiment_errors);
   g_test_add_func("/config/experiment/not-a-map", test_experiment_not_a_map);
   g_test_add_func("/config/experiment/empty-engine", test_experiment_empty_engine);
