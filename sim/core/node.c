@@ -406,9 +406,16 @@ static EmaNode *load_text(const char *text, gsize length, const char *name, cons
                           GPtrArray *chain, guint depth, GError **error) {
   Loader loader = {0};
   EmaNode *root;
-  if (!g_utf8_validate(text, (gssize) length, NULL)) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX,
-                "%s:1:1: not a text file (invalid UTF-8)", name);
+  const char *bad = NULL;
+  if (!g_utf8_validate(text, (gssize) length, &bad)) {
+    /* where: the line and column (in characters) of the first byte that is not text */
+    guint line = 1, col = 1;
+    for (const char *p = text; p < bad; p = g_utf8_next_char(p)) {
+      line += *p == '\n';
+      col = *p == '\n' ? 1 : col + 1;
+    }
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%u:%u: not a text file (%s)",
+                name, line, col, *bad == '\0' ? "a NUL byte" : "invalid UTF-8");
     return NULL;
   }
   loader.name = name;

@@ -344,15 +344,25 @@ static void test_node_empty(void) {
 static void test_node_invalid_utf8(void) {
   g_autofree char *dir = g_dir_make_tmp("ema-config-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "latin1.yaml", NULL);
-  g_autofree char *message = g_strdup_printf("%s:1:1: not a text file (invalid UTF-8)", path);
+  g_autofree char *message = g_strdup_printf("%s:1:10: not a text file (invalid UTF-8)", path);
   GError *error = NULL;
+  /* located at the first byte that is not text (columns in characters), a NUL said as such */
   load_fails("a: \xff\xfe\n", EMA_CONFIG_ERROR_SYNTAX,
-             "t.yaml:1:1: not a text file (invalid UTF-8)");
+             "t.yaml:1:4: not a text file (invalid UTF-8)");
   load_fails("name: caf\xe9\n", EMA_CONFIG_ERROR_SYNTAX,
-             "t.yaml:1:1: not a text file (invalid UTF-8)");
+             "t.yaml:1:10: not a text file (invalid UTF-8)");
+  load_fails("a: 1\nb: \xc3\xa9\xff\n", EMA_CONFIG_ERROR_SYNTAX,
+             "t.yaml:2:5: not a text file (invalid UTF-8)");
   g_assert_true(g_file_set_contents(path, "name: caf\xe9\n", -1, NULL));
   g_assert_null(ema_node_load_file(path, &error));
   check_error(error, EMA_CONFIG_ERROR_SYNTAX, message, NULL, NULL);
+  error = NULL; /* (check_error freed it) */
+  {
+    g_autofree char *nul = g_strdup_printf("%s:1:5: not a text file (a NUL byte)", path);
+    g_assert_true(g_file_set_contents(path, "a: 1\0b\n", 7, NULL));
+    g_assert_null(ema_node_load_file(path, &error));
+    check_error(error, EMA_CONFIG_ERROR_SYNTAX, nul, NULL, NULL);
+  }
   /* valid UTF-8 is fine */
   {
     g_autoptr(EmaNode) ok = load_ok("name: caf\xc3\xa9\n");
@@ -1891,7 +1901,7 @@ static void test_decode_scenarios(void) {
     g_assert_null(ema_experiment_load(path, one_gpu, &one_error));
     check_error(one_error, EMA_CONFIG_ERROR_INVALID, NULL, at,
                 "remote_fraction needs a gpu1, and server h200x2 has one GPU");
-    g_clear_error(&one_error);
+    one_error = NULL; /* (check_error freed it) */
     g_assert_null(ema_experiment_load(path, one_gpu_pull, &one_error));
     check_error(one_error, EMA_CONFIG_ERROR_INVALID, NULL, pull_at,
                 "peer_pull needs a gpu1, and server h200x2 has one GPU");
