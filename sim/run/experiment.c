@@ -617,6 +617,12 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
                    "an experiment file must be a map of settings");
     return NULL;
   }
+  if (root->keys->len == 0 && (overrides == NULL || overrides[0] == NULL)) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, root, NULL,
+                   "no settings (the file is empty, or comments only): an experiment needs a "
+                   "name, a server and tenants, ops or decode scenarios");
+    return NULL;
+  }
   if (!ema_params_expand(&ema_experiment_params, root, error))
     return NULL;
   /* names an override sets (--set policy=ema) are expanded before the next

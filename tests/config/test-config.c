@@ -1632,6 +1632,10 @@ static void test_experiment_errors(void) {
        ":8:16: ops.0.flows.0.bytes: expected a size (e.g. 2MiB), got a map", NULL},
       {"out-of-range.yaml", EMA_CONFIG_ERROR_RANGE,
        ":6:9: server.gpus: 0 is out of range [1, 1024]", NULL},
+      {"comments-only.yaml", EMA_CONFIG_ERROR_KEY,
+       ":1:1: no settings (the file is empty, or comments only): an experiment needs a name, a "
+       "server and tenants, ops or decode scenarios",
+       NULL},
       {"offload-curve-falls.yaml", EMA_CONFIG_ERROR_RANGE,
        ":17:9: server.gpu.offload_slowdown.1: share 0.1, slowdown 0.04 after share 0.05, "
        "slowdown 0.06: the points' shares must rise and their slowdowns must not fall",
@@ -1658,10 +1662,11 @@ static void test_experiment_not_a_map(void) {
   g_assert_true(g_file_set_contents(path, "- 1\n- 2\n", -1, NULL));
   experiment_fails(path, NULL, EMA_CONFIG_ERROR_TYPE, message, NULL, NULL);
   experiment_fails(missing, NULL, EMA_CONFIG_ERROR_IO, NULL, NULL, missing);
-  /* an empty file: no name, no server */
+  /* an empty file: said to be empty, not a missing name */
   g_assert_true(g_file_set_contents(path, "", -1, NULL));
   g_assert_null(ema_experiment_load(path, NULL, &error));
-  check_error(error, EMA_CONFIG_ERROR_KEY, NULL, NULL, "name: missing required key");
+  check_error(error, EMA_CONFIG_ERROR_KEY, NULL, NULL,
+              "no settings (the file is empty, or comments only)");
   g_remove(path);
   g_rmdir(dir);
 }
