@@ -419,6 +419,16 @@ gboolean ema_compare_check(EmaSweep *comparison, GError **error) {
   return TRUE;
 }
 
+void ema_compare_warn_before(EmaSweep *comparison) {
+  g_auto(GStrv) dirs = ema_compare_variant_dirs(comparison);
+  for (guint p = 0; dirs[p]; p++) {
+    g_autoptr(EmaExperiment) experiment = NULL;
+    if (ema_sweep_point_repeat(comparison, p) == 0 &&
+        (experiment = ema_sweep_load_point(comparison, p, NULL)) != NULL)
+      ema_output_warn_before(stderr, dirs[p], experiment);
+  }
+}
+
 gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progress, FILE *out,
                          GError **error) {
   g_auto(GStrv) dirs = ema_compare_variant_dirs(comparison);
@@ -439,12 +449,8 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
     Arm *added = &g_array_index(arms, Arm, arms->len - 1);
     if ((added->experiment = ema_sweep_load_point(comparison, p, error)) == NULL)
       return FALSE;
-    if (added->repeat == 0) {
-      /* as a single run prints them (main.c), named by the variant */
-      g_autoptr(GPtrArray) warnings = ema_experiment_warnings(added->experiment);
-      for (guint i = 0; i < warnings->len; i++)
-        fprintf(stderr, "ema-sim: warning: %s: %s\n", dirs[p], (const char *) warnings->pdata[i]);
-    }
+    if (added->repeat == 0) /* as a single run prints them, named by the variant */
+      ema_output_warn_before(stderr, dirs[p], added->experiment);
     if (!ema_output_claim_dir(arm_dir, NULL, error) ||
         !ema_output_write_resolved(arm_dir, added->experiment, error) ||
         (added->report = ema_serving_run(added->experiment, arm_dir, progress, error)) == NULL ||

@@ -287,6 +287,7 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
   }
   if (check_only) {
     g_autoptr(EmaExperiment) first = ema_sweep_load_point(comparison, 0, &error);
+    ema_compare_warn_before(comparison);
     guint repeats = ema_sweep_n_repeats(comparison);
     g_autofree char *each =
         repeats > 1 ? g_strdup_printf(", %u runs of each", repeats) : g_strdup("");
@@ -362,15 +363,6 @@ static int name_width(const GPtrArray *names) {
 }
 
 /* The experiment's warnings (ema_experiment_warnings) on stderr. */
-static void print_warnings(const EmaExperiment *experiment) {
-  g_autoptr(GPtrArray) warnings = ema_experiment_warnings(experiment);
-  g_autofree char *timeline = ema_serving_timeline_warning(experiment);
-  for (guint i = 0; i < warnings->len; i++)
-    fprintf(stderr, "ema-sim: warning: %s\n", (const char *) warnings->pdata[i]);
-  if (timeline)
-    fprintf(stderr, "ema-sim: warning: %s\n", timeline);
-}
-
 static int command_run(int argc, char **argv, gboolean check_only) {
   g_autofree char *out_dir = NULL;
   gboolean no_plot = FALSE;
@@ -417,7 +409,7 @@ static int command_run(int argc, char **argv, gboolean check_only) {
     return fail(error);
   if (seed_text)
     experiment->seed = seed;
-  print_warnings(experiment);
+  ema_output_warn_before(stderr, NULL, experiment);
   if (check_only && !check_traces(experiment, &error))
     return fail(error);
   if (check_only) {

@@ -1071,6 +1071,17 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
 #define IDLE_BORROW_FACTOR 10
 #define IDLE_BORROW_MIN_SLICES 512
 
+void ema_output_warn_before(FILE *err, const char *variant, const EmaExperiment *experiment) {
+  g_autoptr(GPtrArray) warnings = ema_experiment_warnings(experiment);
+  g_autofree char *timeline =
+      ema_experiment_is_serving(experiment) ? ema_serving_timeline_warning(experiment) : NULL;
+  if (timeline)
+    g_ptr_array_add(warnings, g_steal_pointer(&timeline));
+  for (guint i = 0; i < warnings->len; i++)
+    fprintf(err, EMA_OUTPUT_WARNING "%s%s%s\n", variant ? variant : "", variant ? ": " : "",
+            (const char *) warnings->pdata[i]);
+}
+
 void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment *experiment,
                              const EmaServingReport *report) {
   /* each line says whose run it is about under compare: (VARIANT) */

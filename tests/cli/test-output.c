@@ -344,6 +344,22 @@ static void test_compare_variant_named_like_a_file(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* check of a comparison prints each variant's warnings before a run, as check of a plain file
+ * does (it printed none): here a timeline that may reach its cap, named by the variant. */
+static void test_compare_check_warnings(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *path = write_compare(tmp, "2x");
+  g_autoptr(EmaTestRun) run =
+      ema_test_cli("check", path, "--set", "timeline_max_rows=1", "--set", "duration=10s", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  ema_test_assert_contains(run->err,
+                           "ema-sim: warning: static: timeline.csv may reach its cap of 1 "
+                           "rows");
+  ema_test_assert_contains(run->err, "ema-sim: warning: 2x: timeline.csv may reach its cap of 1 "
+                                     "rows");
+  ema_test_remove_tree(tmp);
+}
+
 /* A comparison of ops experiments (compare needs tenants) is refused by check, and by run
  * before it touches its folder: an earlier run's results there stay. */
 static void test_compare_not_serving(void) {
@@ -710,6 +726,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/compare-variant-named-like-a-file",
                   test_compare_variant_named_like_a_file);
   g_test_add_func("/output/compare-not-serving", test_compare_not_serving);
+  g_test_add_func("/output/compare-check-warnings", test_compare_check_warnings);
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/compare-repeats", test_compare_repeats);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);

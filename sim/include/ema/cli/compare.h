@@ -38,6 +38,10 @@ G_BEGIN_DECLS
  * files. `ema-sim check` of a comparison runs it. */
 gboolean ema_compare_check(EmaSweep *comparison, GError **error);
 
+/* Each variant's warnings before a run (ema_output_warn_before, named by its folder), to stderr:
+ * what `ema-sim check` of a comparison prints (ema_compare_run prints them as it runs each). */
+void ema_compare_warn_before(EmaSweep *comparison);
+
 /* Run every variant of COMPARISON (ema_sweep_load_compare) into DIR,
  * printing each variant's table and then the comparison on OUT. FALSE with
  * an error when a variant cannot be loaded or run, or DIR cannot be used. */

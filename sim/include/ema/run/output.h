@@ -113,5 +113,10 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
 #define EMA_OUTPUT_WARNING "ema-sim: warning: "
 void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment *experiment,
                              const EmaServingReport *report);
+/* The warnings known before a run, to ERR (as ema_output_warn_serving, VARIANT after
+ * "warning:"): the experiment's (ema_experiment_warnings) and, for a serving run, a timeline
+ * that may reach its row cap (ema_serving_timeline_warning). run and check print them for a
+ * plain file, and for each variant of a compare: file. */
+void ema_output_warn_before(FILE *err, const char *variant, const EmaExperiment *experiment);
 
 G_END_DECLS
