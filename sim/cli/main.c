@@ -1238,9 +1238,10 @@ static void plot_at_end(const char *dir, gboolean quiet_without_gnuplot, const c
   g_autoptr(GPtrArray) figures = g_ptr_array_new_with_free_func(g_free);
   GError *error = NULL;
   if (gnuplot == NULL) {
+    g_autofree char *why = ema_plot_gnuplot_missing();
     if (!quiet_without_gnuplot || isatty(STDERR_FILENO))
-      fprintf(stderr, "ema-sim: gnuplot is not on PATH: no figures (install gnuplot-nox, then "
-                      "ema-sim plot DIR)\n");
+      fprintf(stderr, "ema-sim: %s: no figures (install gnuplot-nox, then ema-sim plot DIR)\n",
+              why);
     return;
   }
   if (!ema_plot_dir(dir, gnuplot, &options, figures, &error)) {
@@ -1291,7 +1292,8 @@ static int command_plot(int argc, char **argv) {
                                 : "too many arguments");
   gnuplot = ema_plot_find_gnuplot();
   if (gnuplot == NULL) {
-    fprintf(stderr, "ema-sim plot: gnuplot is not on PATH (install gnuplot-nox)\n");
+    g_autofree char *why = ema_plot_gnuplot_missing();
+    fprintf(stderr, "ema-sim plot: %s (install gnuplot-nox)\n", why);
     return 1;
   }
   options = (EmaPlotOptions){x, by, tenant, title, xlabel, paper};

@@ -1273,6 +1273,13 @@ char *ema_plot_find_gnuplot(void) {
   return g_find_program_in_path("gnuplot");
 }
 
+char *ema_plot_gnuplot_missing(void) {
+  const char *given = g_getenv("EMA_GNUPLOT");
+  if (given && *given)
+    return g_strdup_printf("EMA_GNUPLOT=%s is not a program on PATH", given);
+  return g_strdup("gnuplot is not on PATH");
+}
+
 static gboolean run_gnuplot(const char *gnuplot, const char *plots, GError **error) {
   const char *argv[] = {gnuplot, "plots.gp", NULL};
   g_autofree char *err = NULL;

@@ -785,6 +785,16 @@ static void test_compare_steps_errors(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A gnuplot named by EMA_GNUPLOT that is not there is named, not taken for gnuplot missing from
+ * PATH. */
+static void test_plot_gnuplot_missing(void) {
+  const char *const edits[] = {"EMA_GNUPLOT=/nonexistent/gnuplot", NULL};
+  g_autoptr(EmaTestRun) run = ema_test_cli_env(edits, "plot", "/nonexistent-dir", NULL);
+  ema_test_assert_failed(run, 1,
+                         "ema-sim plot: EMA_GNUPLOT=/nonexistent/gnuplot is not a program on PATH "
+                         "(install gnuplot-nox)\n");
+}
+
 /* What goes to standard output and is not written (a full disk: /dev/full) fails the command,
  * saying why: a table lost is not a success. */
 static void test_stdout_full(void) {
@@ -835,5 +845,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/compare-output-dir", test_compare_output_dir);
   g_test_add_func("/cli/engines", test_engines);
   g_test_add_func("/cli/stdout-full", test_stdout_full);
+  g_test_add_func("/cli/plot-gnuplot-missing", test_plot_gnuplot_missing);
   return g_test_run();
 }

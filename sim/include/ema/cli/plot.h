@@ -37,6 +37,9 @@ typedef struct {
 
 /* gnuplot's path on PATH (or EMA_GNUPLOT), NULL when there is none. */
 char *ema_plot_find_gnuplot(void);
+/* Why ema_plot_find_gnuplot found none, for a message: EMA_GNUPLOT's program where that is
+ * set ("EMA_GNUPLOT=PATH is not a program on PATH"), else "gnuplot is not on PATH". */
+char *ema_plot_gnuplot_missing(void);
 
 /* Draw the figures of DIR into DIR/plots/ with GNUPLOT. OPTIONS (may be
  * NULL) override DIR/plot.yaml (written by ema-sim sweep). FIGURES, when
