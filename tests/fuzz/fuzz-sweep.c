@@ -63,7 +63,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       own = point ? ema_experiment_to_yaml(point) : g_strdup("");
       g_file_set_contents(resolved, own, -1, NULL);
     }
-    record = ema_sweep_point_done(sweep, 0, dir, "fuzz", FALSE, &stale);
+    {
+      /* the point's search paths as the sweep gives them (run.env), so that the summary and
+       * resolved.yaml of the input are what the resume check reads */
+      g_autofree char *env = g_build_filename(dir, "run.env", NULL);
+      g_file_set_contents(env, "fuzz\n", -1, NULL);
+    }
+    record = ema_sweep_point_done(sweep, 0, dir, "fuzz", "fuzz\n", FALSE, &stale);
     ema_sweep_record_free(record);
   }
   return 0;
