@@ -62,8 +62,11 @@ static const char usage_text[] =
     "                         per token (EMA_LLM_PATH, then built-in)\n"
     "  list policies          list the borrow, prefetch and reclaim policies and the named\n"
     "                         compositions\n"
+    "  list engines           list the engine profiles (vLLM versions) with what each was\n"
+    "                         fitted on (EMA_ENGINE_PATH, then built-in)\n"
     "  describe hwmodel NAME  print one server model with every value\n"
     "  describe llm NAME      print one LLM shape with every value and its derived sizes\n"
+    "  describe engine NAME   print one engine profile with every value\n"
     "  describe experiment    every key of experiment files: type, default, range, meaning\n"
     "  describe-policy NAME   print a policy or composition: kind, summary, origin, parameters\n"
     "  try-policy borrow|prefetch|reclaim NAME VIEW.yaml [--gpu N] [--needed N]\n"
@@ -75,9 +78,10 @@ static const char usage_text[] =
     "                         while the step stays within F (default 5%) of all-local; writes\n"
     "                         DIR/frontier.csv and the figure DIR/plots/frontier.png\n"
     "  sweep FILE [-o DIR] [-j N] [--fail-fast] [--timeout S] [--list] [--part R/K]\n"
-    "        [--set key.path=value]... [--no-plot]\n"
+    "        [--reuse] [--set key.path=value]... [--no-plot]\n"
     "                         run every point of a sweep file (variants, sweep, repeats), N at\n"
-    "                         a time, each in DIR/POINT/; resumes; writes DIR/sweep.csv (under\n"
+    "                         a time, each in DIR/POINT/; resumes (--reuse: also points of\n"
+    "                         another build); writes DIR/sweep.csv (under\n"
     "                         mpirun the points are spread over the ranks; --part R/K runs one\n"
     "                         share, e.g. of a job array)\n"
     "  compare-steps STEPS.csv [--server NAME] [--summary] [-o FILE]\n"
@@ -94,7 +98,7 @@ static const char usage_text[] =
     "  plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title TEXT] [--xlabel TEXT]\n"
     "        [--paper]        gnuplot figures (PNG, SVG; --paper: a column wide, PDF) of a run,\n"
     "                         a comparison or a sweep in DIR/plots/\n"
-    "  step-time SERVER MODEL TP [FILE]\n"
+    "  step-time SERVER MODEL TP [FILE] [--weights W] [--kv-cache K] [--breakdown]\n"
     "                         read batches (CSV in FILE, or on stdin without FILE or with -:\n"
     "                         " STEP_TIME_COLUMNS ";\n"
     "                         each sum 0 without its tokens, else at least their count) and\n"
@@ -118,7 +122,9 @@ static const char usage_text[] =
     "                         <prefix>/share/ema/shared installed, ../shared beside the source)\n"
     "  EMA_PLOT_PATH          gnuplot scripts (plots)\n"
     "  EMA_PLUGIN_PATH        policy modules (after --plugin-dir and <libdir>/ema/policies)\n"
-    "  EMA_GNUPLOT            the gnuplot program (default: gnuplot on PATH)\n";
+    "  EMA_GNUPLOT            the gnuplot program (default: gnuplot on PATH)\n"
+    "  EMA_FIDELITY_FILE      the table of measured errors per combination (default:\n"
+    "                         hwmodels/fidelity.yaml)\n";
 
 /* --plugin-dir options given before the command. */
 static GPtrArray *global_plugin_dirs;
