@@ -137,6 +137,12 @@ static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **
     if (len > 0 && line[0] == '{') {
       *format = EMA_TRACE_FORMAT_MOONCAKE;
       ok = TRUE;
+    } else if (len > 0 && line[0] == '[') {
+      /* a JSON array: a dataset such as ShareGPT's (a vLLM result is an object) */
+      ema_trace_reader_error(&reader, error, EMA_TRACE_ERROR_HEADER,
+                             "a JSON array, not a trace (" EMA_TRACE_TEXT_DATASET ")");
+      ema_trace_reader_close(&reader);
+      return FALSE;
     }
     for (guint i = 0; !ok && i < G_N_ELEMENTS(csv_order); i++) {
       if (header_has_words(lower, row_of(csv_order[i])->header_words)) {
@@ -146,8 +152,8 @@ static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **
     }
     if (!ok)
       ema_trace_reader_error(&reader, error, EMA_TRACE_ERROR_HEADER,
-                             "unknown trace format (not an Azure, Vidur, BurstGPT or Mooncake "
-                             "header)");
+                             "unknown trace format (not an Azure, Vidur, BurstGPT, Mooncake, "
+                             "lengths or vLLM benchmark result header)");
   }
   ema_trace_reader_close(&reader);
   return ok;

@@ -46,6 +46,11 @@ gpointer ema_trace_source_alloc(const EmaTraceSourceClass *klass, gsize size);
 #define EMA_TRACE_CHUNK 65536
 #define EMA_TRACE_CSV_MAX_LINE 65536
 #define EMA_TRACE_JSON_MAX_LINE (4 * 1024 * 1024)
+/* Why a dataset of text (ShareGPT's conversations) is no trace, and what to give instead. */
+#define EMA_TRACE_TEXT_DATASET                                                                     \
+  "a ShareGPT dataset holds text, not token counts, and EMA has no tokenizer: use its lengths "    \
+  "tokenized for the model, a length-only CSV (format: lengths), e.g. "                            \
+  "../shared/traces/lengths/sharegpt-llama.csv or sharegpt-opt.csv"
 
 typedef struct {
   FILE *fp;

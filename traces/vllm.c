@@ -212,10 +212,7 @@ static gboolean is_sharegpt(JsonNode *root) {
 /* Fills SELF's arrays from the parsed ROOT. */
 static gboolean load(VllmSource *self, JsonNode *root, const char *path, GError **error) {
   if (is_sharegpt(root)) {
-    vllm_error(error, EMA_TRACE_ERROR_INVALID, path,
-               "a ShareGPT dataset holds text, not token counts, and EMA has no tokenizer: use "
-               "its lengths tokenized for the model, a length-only CSV (format: lengths), e.g. "
-               "../shared/traces/lengths/sharegpt-llama.csv or sharegpt-opt.csv");
+    vllm_error(error, EMA_TRACE_ERROR_INVALID, path, "%s", EMA_TRACE_TEXT_DATASET);
     return FALSE;
   }
   if (!JSON_NODE_HOLDS_OBJECT(root)) {
