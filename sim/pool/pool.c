@@ -1242,6 +1242,9 @@ static double lender_share(const Pool *p, const Gpu *g, guint j, const EmaOffloa
 
 /* Longest offloading step the lenders' cap is held by (s): beyond it, none of the cap is left. */
 #define CAPPED_STEP_MAX_S 1e6
+/* What is left of a cap below this share of it is none: the others' shares summed to the cap
+ * leave a rounding error (5e-12 of a 1% cap made a step of four days). */
+#define CAP_LEFT_ROUNDING 1e-9
 
 /* The length of G's offloading step at which lender J serves SHARE (the
  * step's partials on it) within the cap CAP: on a lender with a tenant,
@@ -1262,7 +1265,7 @@ static double lender_capped_step(const Pool *p, const Gpu *g, guint j, const Ema
   if (lender_s <= 0)
     return -1;
   left = cap - lender_offload_share(p, j, g->index);
-  if (left <= 0 || lender_s > left * CAPPED_STEP_MAX_S)
+  if (left <= cap * CAP_LEFT_ROUNDING || lender_s > left * CAPPED_STEP_MAX_S)
     return 0;
   return ceil(lender_s / left * 1e9) / 1e9;
 }
