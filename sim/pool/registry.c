@@ -175,8 +175,28 @@ static gboolean check_param_layout(const char *label, const EmaParamTable *table
                   (int) param->type);
       return FALSE;
     }
+    /* a key is one name of a YAML map (a '.' would read as a path, a blank as two words) */
+    for (const char *c = param->key; *c; c++)
+      if (!(g_ascii_isalnum(*c) || *c == '_' || *c == '-')) {
+        g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                    "%s: parameter key '%s': only letters, digits, '_' and '-' are allowed", label,
+                    param->key);
+        return FALSE;
+      }
+    /* what binding a value of its type reads from the table (a missing one crashed the run) */
+    if (((param->type == EMA_PARAM_STRUCT || param->type == EMA_PARAM_LIST) &&
+         param->table == NULL) ||
+        (param->type == EMA_PARAM_OBJECT && param->table_for == NULL) ||
+        (param->type == EMA_PARAM_ENUM && param->choices == NULL)) {
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID, "%s: parameter '%s' has no %s",
+                  label, param->key,
+                  param->type == EMA_PARAM_OBJECT ? "table_for"
+                  : param->type == EMA_PARAM_ENUM ? "choices"
+                                                  : "table");
+      return FALSE;
+    }
     if ((param->type == EMA_PARAM_STRUCT || param->type == EMA_PARAM_LIST) &&
-        param->table != NULL && !check_param_layout(label, param->table, depth + 1, error))
+        !check_param_layout(label, param->table, depth + 1, error))
       return FALSE;
     field_size = ema_params_field_size(param);
     if (param->offset >= table->size || field_size > table->size - param->offset) {
@@ -185,6 +205,23 @@ static gboolean check_param_layout(const char *label, const EmaParamTable *table
                   ") does not fit in the %" G_GSIZE_FORMAT "-byte parameter struct",
                   label, param->key, field_size, param->offset, table->size);
       return FALSE;
+    }
+    /* each key once, each field its own bytes (two keys on one field set both) */
+    for (guint k = 0; k < i; k++) {
+      const EmaParam *other = &table->params[k];
+      gsize other_size = ema_params_field_size(other);
+      if (strcmp(other->key, param->key) == 0) {
+        g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                    "%s: parameter '%s' is listed twice", label, param->key);
+        return FALSE;
+      }
+      if (param->offset < other->offset + other_size &&
+          other->offset < param->offset + field_size) {
+        g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                    "%s: parameters '%s' and '%s' share bytes of the parameter struct", label,
+                    other->key, param->key);
+        return FALSE;
+      }
     }
   }
   return TRUE;

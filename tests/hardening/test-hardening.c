@@ -471,6 +471,18 @@ static void test_plugin_field_overflow(void) {
                         "does not fit in the 4-byte parameter struct");
 }
 
+/* Parameter tables whose binding would crash or corrupt are refused at load: an OBJECT without
+ * its table_for, a key listed twice, two fields on the same bytes. */
+static void test_plugin_bad_tables(void) {
+  assert_plugin_refused("object-no-table." G_MODULE_SUFFIX, EMA_POLICY_ERROR_INVALID,
+                        "borrow policy 'object-no-table': parameter 'sub' has no table_for");
+  assert_plugin_refused("key-twice." G_MODULE_SUFFIX, EMA_POLICY_ERROR_INVALID,
+                        "borrow policy 'key-twice': parameter 'a' is listed twice");
+  assert_plugin_refused("fields-overlap." G_MODULE_SUFFIX, EMA_POLICY_ERROR_INVALID,
+                        "borrow policy 'fields-overlap': parameters 'a' and 'b' share bytes of the "
+                        "parameter struct");
+}
+
 static void test_plugin_small_symbol(void) {
   g_autofree char *message =
       g_strdup_printf("symbol 'ema_policy_module' is 4 bytes, smaller than an EmaPolicyModule "
@@ -1313,6 +1325,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/traces/mooncake-bigint", test_traces_mooncake_bigint);
   g_test_add_func("/hardening/traces/special-files", test_traces_special_files);
   g_test_add_func("/hardening/plugin/field-overflow", test_plugin_field_overflow);
+  g_test_add_func("/hardening/plugin/bad-tables", test_plugin_bad_tables);
   g_test_add_func("/hardening/plugin/small-symbol", test_plugin_small_symbol);
   g_test_add_func("/hardening/plugin/silent-init", test_plugin_silent_init);
   g_test_add_func("/hardening/plugin/contract", test_plugin_contract);
