@@ -146,8 +146,7 @@ static gboolean decide(const EmaPolicyInfo *info, gconstpointer params, const Em
                        const HandStep *hand_step, guint gpu, guint64 needed, FILE *out,
                        GError **error) {
   g_autofree gpointer state = g_malloc0(MAX(ema_policy_info_state_size(info), 1));
-  EmaPolicyInitFunc init = ema_policy_info_init_func(info);
-  if (init && !init(state, params, view, error))
+  if (!ema_policy_info_init(info, state, params, view, error))
     return FALSE;
   if (info->kind == EMA_POLICY_BORROW) {
     const EmaBorrowPolicyOps *ops = info->ops;

@@ -483,24 +483,12 @@ gboolean ema_slice_ledger_init_policies(EmaSliceLedger *l, const EmaPolicyInfo *
       EmaPolicyInitFunc init = ema_policy_info_init_func(info);
       if (g->states[k] == NULL)
         g->states[k] = g_malloc0(MAX(ema_policy_info_state_size(info), 1));
-      GError *inner = NULL;
-      /* a plugin's init is trusted with neither its result nor its error:
-       * FALSE without an error, or an error with TRUE, is a failure named here */
       const EmaPoolView *view = init ? ema_slice_ledger_view(l, now, server) : NULL;
-      gboolean ok;
       if (init)
         ema_slice_ledger_seal(l);
-      ok = init == NULL || (init(g->states[k], params[k], view, &inner) && inner == NULL);
-      if (ok && init && !ema_slice_ledger_check_seal(l, info, "init", error))
+      if (!ema_policy_info_init(info, g->states[k], params[k], view, error) ||
+          (init && !ema_slice_ledger_check_seal(l, info, "init", error)))
         return FALSE;
-      if (!ok) {
-        if (inner == NULL)
-          g_set_error(&inner, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
-                      "init failed without saying why");
-        g_propagate_prefixed_error(error, inner, "%s policy %s: ", ema_policy_kind_name(info->kind),
-                                   info->name);
-        return FALSE;
-      }
     }
   }
   return TRUE;

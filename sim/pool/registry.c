@@ -594,6 +594,20 @@ EmaPolicyInitFunc ema_policy_info_init_func(const EmaPolicyInfo *info) {
   return NULL;
 }
 
+gboolean ema_policy_info_init(const EmaPolicyInfo *info, gpointer state, gconstpointer params,
+                              const EmaPoolView *view, GError **error) {
+  EmaPolicyInitFunc init = ema_policy_info_init_func(info);
+  GError *inner = NULL;
+  if (init == NULL || (init(state, params, view, &inner) && inner == NULL))
+    return TRUE;
+  if (inner == NULL)
+    g_set_error(&inner, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                "init failed without saying why");
+  g_propagate_prefixed_error(error, inner, "%s policy %s: ", ema_policy_kind_name(info->kind),
+                             info->name);
+  return FALSE;
+}
+
 const EmaPolicyComposition *ema_policy_registry_find_composition(const char *name, GError **error) {
   const EmaPolicyComposition *composition;
   g_return_val_if_fail(name != NULL, NULL);

@@ -502,6 +502,13 @@ static void test_plugin_silent_init(void) {
       ema_test_cli("--plugin-dir", plugins, "run", path, "-o", out, "--no-plot", NULL);
   g_assert_cmpint(run->status, ==, 1);
   ema_test_assert_contains(run->err, "borrow policy silent-init: init failed without saying why");
+  {
+    /* try-policy calls init the same way (it crashed on the missing error) */
+    g_autofree char *view = ema_test_fixture("policies", "view-short.yaml");
+    g_autoptr(EmaTestRun) tried =
+        ema_test_cli("--plugin-dir", plugins, "try-policy", "borrow", "silent-init", view, NULL);
+    ema_test_assert_failed(tried, 1, "borrow policy silent-init: init failed without saying why\n");
+  }
   ema_test_remove_tree(dir);
 }
 

@@ -87,6 +87,11 @@ typedef gboolean (*EmaPolicyInitFunc)(gpointer state, gconstpointer params, cons
 gsize ema_policy_info_state_size(const EmaPolicyInfo *info);
 /* INFO's policy's init hook (its ops' init; NULL when it has none). */
 EmaPolicyInitFunc ema_policy_info_init_func(const EmaPolicyInfo *info);
+/* Call INFO's init hook (TRUE without one) on STATE with PARAMS and VIEW. A plugin's init is
+ * trusted with neither its result nor its error: FALSE without an error, or an error with TRUE,
+ * is a failure, named here ("KIND policy NAME: ..."). */
+gboolean ema_policy_info_init(const EmaPolicyInfo *info, gpointer state, gconstpointer params,
+                              const EmaPoolView *view, GError **error);
 /* All policies of KIND sorted by name (EmaPolicyInfo *, owned by the
  * registry). */
 GPtrArray *ema_policy_registry_list(EmaPolicyKind kind);
