@@ -441,7 +441,9 @@ gboolean ema_policy_registry_load_file(const char *path, GError **error) {
   }
   /* a bare file name would make the dynamic loader search its own paths */
   open_path = strchr(path, G_DIR_SEPARATOR) ? g_strdup(path) : g_build_filename(".", path, NULL);
-  module = g_module_open(open_path, G_MODULE_BIND_LOCAL | G_MODULE_BIND_LAZY);
+  /* every symbol bound now: one the module calls and nothing defines is an error here, not a
+   * death mid-run at its first call */
+  module = g_module_open(open_path, G_MODULE_BIND_LOCAL);
   if (module == NULL) {
     const char *why = g_module_error() ? g_module_error() : "unknown error";
     /* the loader's message usually starts with the path again */

@@ -483,6 +483,18 @@ static void test_plugin_bad_tables(void) {
                         "parameter struct");
 }
 
+/* A module that calls a function nothing defines is refused at load (it loaded, and the run died
+ * at the first call). */
+static void test_plugin_undefined_symbol(void) {
+  g_autofree char *path = plugin_path("undefined-symbol." G_MODULE_SUFFIX);
+  GError *error = NULL;
+  g_assert_false(ema_policy_registry_load_file(path, &error));
+  g_assert_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_LOAD);
+  g_assert_nonnull(strstr(error->message, ": cannot load: "));
+  g_assert_nonnull(strstr(error->message, "ema_no_such_function"));
+  g_clear_error(&error);
+}
+
 static void test_plugin_small_symbol(void) {
   g_autofree char *message =
       g_strdup_printf("symbol 'ema_policy_module' is 4 bytes, smaller than an EmaPolicyModule "
@@ -1333,6 +1345,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/traces/special-files", test_traces_special_files);
   g_test_add_func("/hardening/plugin/field-overflow", test_plugin_field_overflow);
   g_test_add_func("/hardening/plugin/bad-tables", test_plugin_bad_tables);
+  g_test_add_func("/hardening/plugin/undefined-symbol", test_plugin_undefined_symbol);
   g_test_add_func("/hardening/plugin/small-symbol", test_plugin_small_symbol);
   g_test_add_func("/hardening/plugin/silent-init", test_plugin_silent_init);
   g_test_add_func("/hardening/plugin/contract", test_plugin_contract);
