@@ -79,6 +79,12 @@ static guint64 slices_for(const EmaGpuView *g, guint64 blocks) {
   return (blocks * g->block_bytes + EMA_SLICE_BYTES - 1) / EMA_SLICE_BYTES;
 }
 
+/* Whole blocks of GPU's tenant that SLICES hold (a block may be larger
+ * than a slice: OPT-13B's 16-token block is 13 MB, over six slices). */
+static guint64 blocks_in(const EmaGpuView *g, guint64 slices) {
+  return slices * EMA_SLICE_BYTES / g->block_bytes;
+}
+
 static void neighbour_decide(gpointer state, gconstpointer params, const EmaPoolView *view,
                              guint borrower, EmaBorrowPlan *plan) {
   const NeighbourParams *p = params;
@@ -116,7 +122,7 @@ static void neighbour_decide(gpointer state, gconstpointer params, const EmaPool
     guint64 lent = view->lent[j * n + borrower];
     guint64 used = slices_for(me, view->remote_blocks[borrower * n + j]);
     if (lent > used)
-      empty_blocks += (lent - used) * (EMA_SLICE_BYTES / me->block_bytes);
+      empty_blocks += blocks_in(me, lent) - blocks_in(me, used); /* the room they take away */
   }
   free_blocks = me->blocks_total - MIN(me->blocks_used, me->blocks_total);
   if (empty_blocks == 0 || free_blocks < empty_blocks ||

@@ -387,6 +387,21 @@ static void test_example_decides(void) {
   g_assert_cmpuint(plan.n, ==, 1);
   g_assert_cmpuint(plan.actions[0].lender, ==, 1);
   g_assert_cmpint(plan.actions[0].slices, ==, -3);
+
+  /* a block larger than a slice (12.5 MiB, as OPT-13B's 13 MB): of 20 borrowed slices, its one
+   * remote block fills 7, and the 13 empty ones (2 blocks of room) go back */
+  gpus[0].block_bytes = 25 << 19;
+  gpus[0].slices_borrowed = 20;
+  gpus[0].blocks_total = 200;
+  gpus[0].blocks_used = 10;
+  gpus[0].blocks_remote = 1;
+  lent[1 * 2 + 0] = 20;
+  remote_blocks[0 * 2 + 1] = 1;
+  plan = (EmaBorrowPlan){0};
+  ops->decide(states[0], params, &view, 0, &plan);
+  g_assert_cmpuint(plan.n, ==, 1);
+  g_assert_cmpuint(plan.actions[0].lender, ==, 1);
+  g_assert_cmpint(plan.actions[0].slices, ==, -13);
   ema_params_clear(info->params, params);
   g_free(states[0]);
   g_free(states[1]);
