@@ -1161,6 +1161,19 @@ static gboolean called(const EmaPoolCore *c, EmaPolicyKind kind, const char *hoo
          ema_slice_ledger_check_seal(&c->ledger, c->policies[kind], hook, error);
 }
 
+/* A plan of N actions fits its CAPACITY: more is an error naming the policy (only the first
+ * CAPACITY were ever applied, and writing the others went past the plan's array). */
+static gboolean plan_fits(const EmaPoolCore *c, EmaPolicyKind kind, const char *hook, guint n,
+                          guint capacity, GError **error) {
+  if (n <= capacity)
+    return TRUE;
+  g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+              "%s policy %s (%s): %s planned %u actions, more than a plan holds (%u)",
+              ema_policy_kind_name(kind), c->policies[kind]->name, c->policies[kind]->origin, hook,
+              n, capacity);
+  return FALSE;
+}
+
 /* The size of a plan's slices, whatever their sign (G_MININT64 too). */
 static guint64 slice_magnitude(gint64 slices) {
   return slices < 0 ? (guint64) (-(slices + 1)) + 1 : (guint64) slices;
@@ -1178,7 +1191,8 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
     return FALSE;
   ops->decide(c->ledger.gpus[lender]->states[EMA_POLICY_RECLAIM], c->spec->reclaim_params,
               sealed_view(c, EMA_POLICY_RECLAIM), lender, needed, plan);
-  if (!called(c, EMA_POLICY_RECLAIM, "decide", error)) {
+  if (!called(c, EMA_POLICY_RECLAIM, "decide", error) ||
+      !plan_fits(c, EMA_POLICY_RECLAIM, "decide", plan->n, G_N_ELEMENTS(plan->actions), error)) {
     PLAN_EMPTY(plan);
     return FALSE;
   }
@@ -1255,7 +1269,8 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
     return FALSE;
   ops->decide(c->ledger.gpus[borrower]->states[EMA_POLICY_BORROW], c->spec->borrow_params,
               sealed_view(c, EMA_POLICY_BORROW), borrower, plan);
-  if (!called(c, EMA_POLICY_BORROW, "decide", error)) {
+  if (!called(c, EMA_POLICY_BORROW, "decide", error) ||
+      !plan_fits(c, EMA_POLICY_BORROW, "decide", plan->n, G_N_ELEMENTS(plan->actions), error)) {
     PLAN_EMPTY(plan);
     return FALSE;
   }
@@ -1370,7 +1385,8 @@ static gboolean run_place(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
     return FALSE;
   ops->place(g->states[EMA_POLICY_BORROW], c->spec->borrow_params,
              sealed_view(c, EMA_POLICY_BORROW), g->index, plan);
-  if (!called(c, EMA_POLICY_BORROW, "place", error)) {
+  if (!called(c, EMA_POLICY_BORROW, "place", error) ||
+      !plan_fits(c, EMA_POLICY_BORROW, "place", plan->n, G_N_ELEMENTS(plan->actions), error)) {
     PLAN_EMPTY(plan);
     return FALSE;
   }

@@ -567,6 +567,15 @@ static void test_plugin_contract(void) {
     ema_test_assert_ok(run);
   }
   {
+    /* more actions counted than a plan holds: named, not applied in part */
+    g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: plan-overfull", NULL);
+    g_autofree char *want = g_strdup_printf(
+        "borrow policy plan-overfull (%s): decide planned 1000 actions, more than a plan holds "
+        "(16)\n",
+        module);
+    ema_test_assert_failed(run, 1, want);
+  }
+  {
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: returns-minint", NULL);
     g_autofree char *out = g_build_filename(dir, "out", NULL);
     ema_test_assert_ok(run);

@@ -1,8 +1,9 @@
 /* contract.c: borrow policies that break the plugin contract in the ways a
  * careless plugin does: writing into the read-only view (the lent matrix,
- * or a request's blocks_at through requests()), and returning G_MININT64
- * slices; and a prefetch policy writing into the lent matrix at step time. The pool must name the
- * policy and stop, or cope, never corrupt its ledger or abort. */
+ * or a request's blocks_at through requests()), returning G_MININT64
+ * slices, and counting more actions than a plan holds; and a prefetch policy writing into the lent
+ * matrix at step time. The pool must name the policy and stop, or cope, never corrupt its ledger or
+ * abort. */
 #include <gmodule.h>
 
 #include "ema/policy.h"
@@ -42,6 +43,20 @@ static void returns_minint(gpointer state, gconstpointer params, const EmaPoolVi
     plan->actions[0].slices = G_MININT64;
 }
 
+/* One action written, a thousand counted (a plan holds 16). */
+static void overfull(gpointer state, gconstpointer params, const EmaPoolView *view, guint borrower,
+                     EmaBorrowPlan *plan) {
+  borrow_one(view, borrower, plan);
+  plan->n = 1000;
+}
+
+static const EmaBorrowPolicyOps overfull_plan = {
+    .abi_version = EMA_POLICY_ABI_VERSION,
+    .name = "plan-overfull",
+    .summary = "counts 1000 actions in its plan",
+    .decide = overfull,
+};
+
 static const EmaBorrowPolicyOps lent = {
     .abi_version = EMA_POLICY_ABI_VERSION,
     .name = "writes-lent",
@@ -77,7 +92,8 @@ static const EmaPrefetchPolicyOps prefetch_lent = {
     .decide = prefetch_writes_lent,
 };
 
-static const EmaBorrowPolicyOps *const borrow[] = {&lent, &blocks_at, &minint, NULL};
+static const EmaBorrowPolicyOps *const borrow[] = {&lent, &blocks_at, &minint, &overfull_plan,
+                                                   NULL};
 static const EmaPrefetchPolicyOps *const prefetch[] = {&prefetch_lent, NULL};
 
 G_MODULE_EXPORT const EmaPolicyModule ema_policy_module = {EMA_POLICY_ABI_VERSION, borrow, prefetch,
