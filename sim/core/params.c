@@ -383,19 +383,25 @@ gboolean ema_params_bind(const EmaParamTable *table, gpointer object, const EmaN
       }
     }
   }
-  for (guint i = 0; i < table->n_params; i++) {
-    const EmaParam *param = &table->params[i];
-    g_autofree char *key_path = child_path(path, param->key);
-    const EmaNode *value = node ? ema_node_get(node, param->key) : NULL;
-    const EmaNode *where = node;
-    g_autoptr(EmaNode) nowhere = NULL;
-    if (where == NULL)
-      where = nowhere = ema_node_new_scalar(NULL, "<defaults>", 0, 0);
-    if (!bind_param(param, object, value, where, key_path, error))
+  /* the OBJECT parameters last, after the table's check: their tables follow the values bound
+   * before them (a policy's parameters its name, which the check says is unknown first) */
+  for (guint pass = 0; pass < 2; pass++) {
+    for (guint i = 0; i < table->n_params; i++) {
+      const EmaParam *param = &table->params[i];
+      g_autofree char *key_path = child_path(path, param->key);
+      const EmaNode *value = node ? ema_node_get(node, param->key) : NULL;
+      const EmaNode *where = node;
+      g_autoptr(EmaNode) nowhere = NULL;
+      if ((param->type == EMA_PARAM_OBJECT) != (pass == 1))
+        continue;
+      if (where == NULL)
+        where = nowhere = ema_node_new_scalar(NULL, "<defaults>", 0, 0);
+      if (!bind_param(param, object, value, where, key_path, error))
+        return FALSE;
+    }
+    if (pass == 0 && table->check && node && !table->check(object, node, path, error))
       return FALSE;
   }
-  if (table->check && node && !table->check(object, node, path, error))
-    return FALSE;
   return TRUE;
 }
 

@@ -1556,6 +1556,10 @@ static void test_experiment_policy_overrides(void) {
     const char *const named[] = {"policy={name: ema, prefetch_params: {allowance: 2%}}",
                                  "duration=5s", NULL};
     const char *const custom[] = {"policy={name: mine, borrow: most-idle}", "duration=5s", NULL};
+    /* a policy no module registered, with parameters: its name is the error, not its params */
+    const char *const unknown[] = {"policy={borrow: neighbour, borrow_params: {reserve: 4}}", NULL};
+    experiment_fails(path, unknown, EMA_CONFIG_ERROR_KEY, NULL,
+                     "--set:1:17: policy.borrow: unknown borrow policy 'neighbour' (known: ", NULL);
     g_autoptr(EmaExperiment) ema = load_experiment(path, named);
     g_autoptr(EmaExperiment) mine = load_experiment(path, custom);
     g_assert_cmpstr(ema->policy.name, ==, "ema");

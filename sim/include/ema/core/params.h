@@ -62,7 +62,8 @@ typedef struct {
   EmaParamTableForFunc table_for; /* OBJECT */
 } EmaParam;
 
-/* Cross-field check after a struct is bound; NODE is its map. */
+/* Cross-field check after a struct is bound, before its OBJECT parameters (whose tables follow
+ * the values it checks); NODE is its map. */
 typedef gboolean (*EmaParamCheckFunc)(gpointer object, const EmaNode *node, const char *path,
                                       GError **error);
 
