@@ -1454,7 +1454,9 @@ static gboolean plan_prefetch(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
 
 gboolean ema_pool_core_plan_prefetch(EmaPoolCore *c, EmaSliceGpu *g, const EmaStepCostView *cost,
                                      guint layers, GError **error) {
-  gboolean sealed = c->check_level == EMA_POOL_CHECK_ALL;
+  /* a module's decide is sealed as its borrow and reclaim decisions are (it was only under
+   * EMA_POOL_CHECKS=all, so a write into the view went unnoticed or broke the ledger later) */
+  gboolean sealed = sealing(c, EMA_POLICY_PREFETCH);
   return ema_slice_gpu_plan_prefetch(g, sealed ? &c->ledger : NULL,
                                      c->policies[EMA_POLICY_PREFETCH], c->spec->prefetch_params,
                                      ema_pool_core_view(c), cost, layers, error);

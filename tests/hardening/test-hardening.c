@@ -581,9 +581,10 @@ static void test_plugin_contract(void) {
     ema_test_assert_ok(run);
     ema_test_assert_contains(keep_path(ema_test_read_file(out, "summary.json")), "\"returns\" : ");
   }
-  {
-    /* a prefetch policy at step time, under EMA_POOL_CHECKS=all (the tests' default) */
-    const char *edits[] = {"EMA_POOL_CHECKS=all", NULL};
+  for (guint level = 0; level < 2; level++) {
+    /* a prefetch policy at step time, under EMA_POOL_CHECKS=all (the tests' default) and off: a
+     * module's decide is sealed at every level, as its borrow and reclaim decisions are */
+    const char *edits[] = {level == 0 ? "EMA_POOL_CHECKS=all" : "EMA_POOL_CHECKS=off", NULL};
     g_autoptr(EmaTestRun) run =
         run_contract(dir, "borrow: on-demand, prefetch: prefetch-writes-lent", edits);
     g_autofree char *want = g_strdup_printf(
