@@ -110,7 +110,8 @@ static OpsFields ops_fields(EmaPolicyKind kind, gconstpointer ops) {
 }
 
 static gboolean name_is_valid(const char *name) {
-  if (name == NULL || *name == '\0')
+  /* a letter or digit first: "-" or "-x" would read as an option on a command line */
+  if (name == NULL || !((*name >= 'a' && *name <= 'z') || (*name >= '0' && *name <= '9')))
     return FALSE;
   for (const char *c = name; *c; c++)
     if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
@@ -262,13 +263,19 @@ static gboolean check_ops(const char *origin, EmaPolicyKind kind, guint index, g
   label = policy_label(origin, kind, f.name);
   if (!name_is_valid(f.name)) {
     g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
-                "%s: bad name (only a-z, 0-9 and '-' are allowed)", label);
+                "%s: bad name (a-z or 0-9 first, then only a-z, 0-9 and '-')", label);
     return FALSE;
   }
   if (f.summary == NULL || *f.summary == '\0') {
     g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID, "%s: no summary", label);
     return FALSE;
   }
+  for (const char *c = f.summary; *c; c++)
+    if ((guchar) *c < 0x20) { /* one line of `list policies` */
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                  "%s: the summary holds a control character (it is one line)", label);
+      return FALSE;
+    }
   if (!f.has_decide) {
     g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID, "%s: no decide hook", label);
     return FALSE;
@@ -405,6 +412,13 @@ gboolean ema_policy_registry_add_module(const EmaPolicyModule *module, const cha
   registry_init();
   if (!check_module(module, origin, infos, error))
     return FALSE;
+  if (infos->len == 0) {
+    g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                "%s: the module registers no policy (its borrow, prefetch and reclaim lists are "
+                "empty)",
+                origin);
+    return FALSE;
+  }
   register_infos(infos, origin);
   /* the registry owns the infos now */
   g_ptr_array_set_free_func(infos, NULL);
