@@ -1156,6 +1156,46 @@ static gboolean plan_unused(const EmaPoolCore *c, EmaPolicyKind kind, guint n, G
 }
 
 /* After a call of KIND's policy's HOOK: it did not write into its view. */
+/* KIND's bound parameters (policyspec.h) and their struct's size; NULL without any. */
+static gconstpointer kind_params(const EmaPoolCore *c, EmaPolicyKind kind, gsize *size) {
+  const EmaParamTable *table = c->policies[kind]->params;
+  gconstpointer params = kind == EMA_POLICY_BORROW     ? c->spec->borrow_params
+                         : kind == EMA_POLICY_PREFETCH ? c->spec->prefetch_params
+                                                       : c->spec->reclaim_params;
+  *size = table ? table->size : 0;
+  return params && table ? params : NULL;
+}
+
+/* Before a call of KIND's policy, where its calls are sealed: a copy of its parameters into
+ * *COPY (NULL without any), for params_unchanged() after it. */
+static void seal_params(const EmaPoolCore *c, EmaPolicyKind kind, gpointer *copy) {
+  gsize size;
+  gconstpointer params = sealing(c, kind) ? kind_params(c, kind, &size) : NULL;
+  *copy = params ? g_memdup2(params, size) : NULL;
+}
+
+/* After the call: its parameters as COPY holds them (freed here); a write into them is an error
+ * naming the policy (it drifted its later decisions while resolved.yaml showed the values it
+ * was given). */
+static gboolean params_unchanged(const EmaPoolCore *c, EmaPolicyKind kind, const char *hook,
+                                 gpointer copy, GError **error) {
+  gsize size;
+  gconstpointer params;
+  gboolean same;
+  if (copy == NULL)
+    return TRUE;
+  params = kind_params(c, kind, &size);
+  same = memcmp(params, copy, size) == 0;
+  g_free(copy);
+  if (!same)
+    g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                "%s policy %s (%s): %s wrote into its parameters: the run stops before the pool "
+                "acts on it",
+                ema_policy_kind_name(kind), c->policies[kind]->name, c->policies[kind]->origin,
+                hook);
+  return same;
+}
+
 static gboolean called(const EmaPoolCore *c, EmaPolicyKind kind, const char *hook, GError **error) {
   return !sealing(c, kind) ||
          ema_slice_ledger_check_seal(&c->ledger, c->policies[kind], hook, error);
@@ -1187,11 +1227,14 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
   EmaTime unmap = 0;
   gboolean ok = TRUE;
   char why[64] = ""; /* formatted for the plan's first action (most plans have none) */
+  gpointer params_copy;
   if (!plan_unused(c, EMA_POLICY_RECLAIM, plan->n, error))
     return FALSE;
+  seal_params(c, EMA_POLICY_RECLAIM, &params_copy);
   ops->decide(c->ledger.gpus[lender]->states[EMA_POLICY_RECLAIM], c->spec->reclaim_params,
               sealed_view(c, EMA_POLICY_RECLAIM), lender, needed, plan);
-  if (!called(c, EMA_POLICY_RECLAIM, "decide", error) ||
+  if (!params_unchanged(c, EMA_POLICY_RECLAIM, "decide", params_copy, error) ||
+      !called(c, EMA_POLICY_RECLAIM, "decide", error) ||
       !plan_fits(c, EMA_POLICY_RECLAIM, "decide", plan->n, G_N_ELEMENTS(plan->actions), error)) {
     PLAN_EMPTY(plan);
     return FALSE;
@@ -1265,11 +1308,14 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
   const EmaBorrowPolicyOps *ops = c->policies[EMA_POLICY_BORROW]->ops;
   EmaBorrowPlan *plan = &c->borrow_plan;
   gboolean ok = TRUE;
+  gpointer params_copy;
   if (!plan_unused(c, EMA_POLICY_BORROW, plan->n, error))
     return FALSE;
+  seal_params(c, EMA_POLICY_BORROW, &params_copy);
   ops->decide(c->ledger.gpus[borrower]->states[EMA_POLICY_BORROW], c->spec->borrow_params,
               sealed_view(c, EMA_POLICY_BORROW), borrower, plan);
-  if (!called(c, EMA_POLICY_BORROW, "decide", error) ||
+  if (!params_unchanged(c, EMA_POLICY_BORROW, "decide", params_copy, error) ||
+      !called(c, EMA_POLICY_BORROW, "decide", error) ||
       !plan_fits(c, EMA_POLICY_BORROW, "decide", plan->n, G_N_ELEMENTS(plan->actions), error)) {
     PLAN_EMPTY(plan);
     return FALSE;
@@ -1381,11 +1427,14 @@ static gboolean run_place(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   const EmaBorrowPolicyOps *ops = c->policies[EMA_POLICY_BORROW]->ops;
   EmaPlacementPlan *plan = &c->place_plan;
   gboolean ok;
+  gpointer params_copy;
   if (!plan_unused(c, EMA_POLICY_BORROW, plan->n, error))
     return FALSE;
+  seal_params(c, EMA_POLICY_BORROW, &params_copy);
   ops->place(g->states[EMA_POLICY_BORROW], c->spec->borrow_params,
              sealed_view(c, EMA_POLICY_BORROW), g->index, plan);
-  if (!called(c, EMA_POLICY_BORROW, "place", error) ||
+  if (!params_unchanged(c, EMA_POLICY_BORROW, "place", params_copy, error) ||
+      !called(c, EMA_POLICY_BORROW, "place", error) ||
       !plan_fits(c, EMA_POLICY_BORROW, "place", plan->n, G_N_ELEMENTS(plan->actions), error)) {
     PLAN_EMPTY(plan);
     return FALSE;
@@ -1457,9 +1506,13 @@ gboolean ema_pool_core_plan_prefetch(EmaPoolCore *c, EmaSliceGpu *g, const EmaSt
   /* a module's decide is sealed as its borrow and reclaim decisions are (it was only under
    * EMA_POOL_CHECKS=all, so a write into the view went unnoticed or broke the ledger later) */
   gboolean sealed = sealing(c, EMA_POLICY_PREFETCH);
-  return ema_slice_gpu_plan_prefetch(g, sealed ? &c->ledger : NULL,
-                                     c->policies[EMA_POLICY_PREFETCH], c->spec->prefetch_params,
-                                     ema_pool_core_view(c), cost, layers, error);
+  gpointer params_copy;
+  gboolean ok;
+  seal_params(c, EMA_POLICY_PREFETCH, &params_copy);
+  ok = ema_slice_gpu_plan_prefetch(g, sealed ? &c->ledger : NULL, c->policies[EMA_POLICY_PREFETCH],
+                                   c->spec->prefetch_params, ema_pool_core_view(c), cost, layers,
+                                   error);
+  return params_unchanged(c, EMA_POLICY_PREFETCH, "decide", params_copy, ok ? error : NULL) && ok;
 }
 
 static guint64 blocks_used(const EmaSliceGpu *g) {

@@ -567,6 +567,15 @@ static void test_plugin_contract(void) {
     ema_test_assert_ok(run);
   }
   {
+    /* a write into its own parameters: named (its later decisions drifted from resolved.yaml) */
+    g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: writes-params", NULL);
+    g_autofree char *want = g_strdup_printf(
+        "borrow policy writes-params (%s): decide wrote into its parameters: the run stops before "
+        "the pool acts on it\n",
+        module);
+    ema_test_assert_failed(run, 1, want);
+  }
+  {
     /* more actions counted than a plan holds: named, not applied in part */
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: plan-overfull", NULL);
     g_autofree char *want = g_strdup_printf(

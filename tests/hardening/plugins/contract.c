@@ -1,9 +1,9 @@
 /* contract.c: borrow policies that break the plugin contract in the ways a
  * careless plugin does: writing into the read-only view (the lent matrix,
  * or a request's blocks_at through requests()), returning G_MININT64
- * slices, and counting more actions than a plan holds; and a prefetch policy writing into the lent
- * matrix at step time. The pool must name the policy and stop, or cope, never corrupt its ledger or
- * abort. */
+ * slices, counting more actions than a plan holds, writing into its own parameters; and a prefetch
+ * policy writing into the lent matrix at step time. The pool must name the policy and stop, or
+ * cope, never corrupt its ledger or abort. */
 #include <gmodule.h>
 
 #include "ema/policy.h"
@@ -57,6 +57,33 @@ static const EmaBorrowPolicyOps overfull_plan = {
     .decide = overfull,
 };
 
+/* Its one parameter, moved by every call (a plugin drifting its own settings). */
+typedef struct {
+  gint64 step;
+} StepParams;
+
+static const EmaParam step_param_list[] = {
+    {"step", EMA_PARAM_INT, G_STRUCT_OFFSET(StepParams, step), .default_value = "1", .min = 0,
+     .max = 1e9, .help = "slices a borrow takes"},
+};
+
+static const EmaParamTable step_params = {"writes-params", sizeof(StepParams), step_param_list,
+                                          EMA_PARAMS_N(step_param_list), NULL};
+
+static void writes_params(gpointer state, gconstpointer params, const EmaPoolView *view,
+                          guint borrower, EmaBorrowPlan *plan) {
+  ((StepParams *) params)->step++;
+  borrow_one(view, borrower, plan);
+}
+
+static const EmaBorrowPolicyOps params_writer = {
+    .abi_version = EMA_POLICY_ABI_VERSION,
+    .name = "writes-params",
+    .summary = "adds one to its own parameter at every call",
+    .params = &step_params,
+    .decide = writes_params,
+};
+
 static const EmaBorrowPolicyOps lent = {
     .abi_version = EMA_POLICY_ABI_VERSION,
     .name = "writes-lent",
@@ -92,8 +119,8 @@ static const EmaPrefetchPolicyOps prefetch_lent = {
     .decide = prefetch_writes_lent,
 };
 
-static const EmaBorrowPolicyOps *const borrow[] = {&lent, &blocks_at, &minint, &overfull_plan,
-                                                   NULL};
+static const EmaBorrowPolicyOps *const borrow[] = {&lent,          &blocks_at,     &minint,
+                                                   &overfull_plan, &params_writer, NULL};
 static const EmaPrefetchPolicyOps *const prefetch[] = {&prefetch_lent, NULL};
 
 G_MODULE_EXPORT const EmaPolicyModule ema_policy_module = {EMA_POLICY_ABI_VERSION, borrow, prefetch,
