@@ -1307,6 +1307,20 @@ static int command_plot(int argc, char **argv) {
     return fail(error);
   names = figure_names(figures);
   printf("figures in %s/plots/ (%s; %s and SVG)\n", argv[1], names, paper ? "PDF" : "PNG");
+  {
+    /* a comparison's variants too, each in its folder, as ema-sim run draws them */
+    g_auto(GStrv) variants = ema_plot_compare_variant_dirs(argv[1]);
+    for (guint i = 0; variants[i]; i++) {
+      g_autofree char *sub = g_build_filename(argv[1], variants[i], NULL);
+      g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
+      g_autofree char *drawn_names = NULL;
+      EmaPlotOptions each = {NULL, NULL, tenant, title, NULL, paper};
+      if (!ema_plot_dir(sub, gnuplot, &each, drawn, &error))
+        return fail(error);
+      drawn_names = figure_names(drawn);
+      printf("figures in %s/plots/ (%s)\n", sub, drawn_names);
+    }
+  }
   return 0;
 }
 

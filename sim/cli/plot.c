@@ -1091,6 +1091,23 @@ static gboolean compare_ttfts(const char *dir, const char *borrower, GArray *min
   return TRUE;
 }
 
+char **ema_plot_compare_variant_dirs(const char *dir) {
+  g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
+  GPtrArray *dirs = g_ptr_array_new();
+  Csv csv = {0};
+  gint dir_col;
+  if (csv_read(path, &csv, NULL) && (dir_col = csv_column(&csv, "dir")) >= 0)
+    for (guint r = 0; r < csv.rows->len; r++) {
+      const char *name = csv_cell(csv.rows->pdata[r], dir_col);
+      /* a variant's own folder, as ema_compare_run names it (nothing outside DIR) */
+      if (*name && !strchr(name, '/') && strcmp(name, "..") != 0 && strcmp(name, ".") != 0)
+        g_ptr_array_add(dirs, g_strdup(name));
+    }
+  csv_clear(&csv);
+  g_ptr_array_add(dirs, NULL);
+  return (char **) g_ptr_array_free(dirs, FALSE);
+}
+
 /* "NAME: A, B" for a comparison in DIR: the experiment's name (its first
  * variant's summary.json) and the variants of compare.csv; "comparison"
  * where they cannot be read. */

@@ -360,6 +360,32 @@ static void test_compare_check_warnings(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* ema-sim plot of a comparison's folder draws its variants' figures again too, each in its own
+ * folder, as the run did (it drew only the comparison's). Needs gnuplot. */
+static void test_compare_plot_variants(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *path = write_compare(tmp, "2x");
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (gnuplot == NULL) {
+    g_test_skip("gnuplot is not on PATH");
+    ema_test_remove_tree(tmp);
+    return;
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+    g_autoptr(EmaTestRun) plot = NULL;
+    ema_test_assert_ok(run);
+    g_assert_false(exists(out, "static/plots/latency-cdf.png"));
+    plot = ema_test_cli("plot", out, NULL);
+    ema_test_assert_ok(plot);
+    g_assert_true(exists(out, "plots/compare.png"));
+    g_assert_true(exists(out, "static/plots/latency-cdf.png"));
+    g_assert_true(exists(out, "2x/plots/memory.png"));
+  }
+  ema_test_remove_tree(tmp);
+}
+
 /* A comparison of ops experiments (compare needs tenants) is refused by check, and by run
  * before it touches its folder: an earlier run's results there stay. */
 static void test_compare_not_serving(void) {
@@ -727,6 +753,7 @@ int main(int argc, char **argv) {
                   test_compare_variant_named_like_a_file);
   g_test_add_func("/output/compare-not-serving", test_compare_not_serving);
   g_test_add_func("/output/compare-check-warnings", test_compare_check_warnings);
+  g_test_add_func("/output/compare-plot-variants", test_compare_plot_variants);
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/compare-repeats", test_compare_repeats);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
