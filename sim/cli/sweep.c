@@ -639,8 +639,18 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
     return NULL;
   bare = overrides ? ema_node_copy(sweep->base) : NULL;
   for (guint i = 0; overrides && overrides[i]; i++) {
+    const char *key = compare ? EMA_EXPERIMENT_COMPARE_KEY : "variants";
     if (g_str_has_prefix(overrides[i], "repeats="))
       continue;
+    if (g_str_has_prefix(overrides[i], key) &&
+        (overrides[i][strlen(key)] == '.' || overrides[i][strlen(key)] == '=')) {
+      /* the variants are the file's: a --set reaches every one through the base */
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
+                  "--set:%u:1: %s: the %s are the file's, not --set's: edit them there (a --set "
+                  "of another key changes it in every variant)",
+                  i + 1, key, compare ? "compare variants" : "variants");
+      return NULL;
+    }
     if (!ema_node_apply_override(sweep->base, overrides[i], i + 1, error) ||
         !ema_params_expand(&ema_experiment_params, sweep->base, error))
       return NULL;

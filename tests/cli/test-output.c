@@ -351,6 +351,12 @@ static void test_compare_check_warnings(void) {
   g_autofree char *path = write_compare(tmp, "2x");
   g_autoptr(EmaTestRun) run =
       ema_test_cli("check", path, "--set", "timeline_max_rows=1", "--set", "duration=10s", NULL);
+  g_autoptr(EmaTestRun) set_variant =
+      ema_test_cli("check", path, "--set", "compare.2x.policy=ema", NULL);
+  /* a variant is the file's: a --set into compare: is refused, saying so */
+  ema_test_assert_failed(set_variant, 1,
+                         "--set:1:1: compare: the compare variants are the file's, not --set's: "
+                         "edit them there (a --set of another key changes it in every variant)\n");
   g_assert_cmpint(run->status, ==, 0);
   ema_test_assert_contains(run->err,
                            "ema-sim: warning: static: timeline.csv may reach its cap of 1 "
