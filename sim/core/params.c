@@ -137,7 +137,10 @@ static char *format_number(EmaParamType type, double value) {
 /* FIELD as YAML, exactly as bound (integers not through a double). */
 static char *format_value(const EmaParam *param, gconstpointer field);
 
-static gboolean check_range(const EmaParam *param, gconstpointer field, GError **error) {
+/* FIELD within PARAM's range, else an error naming TEXT, the value as written (the bound value
+ * is rounded: 1.5B is 2 bytes, which the message would have said). */
+static gboolean check_range(const EmaParam *param, gconstpointer field, const char *text,
+                            GError **error) {
   double value;
   if (!has_range(param))
     return TRUE;
@@ -145,9 +148,8 @@ static gboolean check_range(const EmaParam *param, gconstpointer field, GError *
   if (value < param->min || value > param->max) {
     g_autofree char *lo = format_number(param->type, param->min);
     g_autofree char *hi = format_number(param->type, param->max);
-    g_autofree char *got = format_value(param, field);
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE, "%s is out of range [%s, %s]", got,
-                lo, hi);
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE, "%s is out of range [%s, %s]",
+                text, lo, hi);
     return FALSE;
   }
   return TRUE;
@@ -224,7 +226,7 @@ gboolean ema_params_parse_value(const EmaParam *param, const char *text, gpointe
     g_error_free(inner);
     return FALSE;
   }
-  return check_range(param, field, error);
+  return check_range(param, field, text, error);
 }
 
 /* Rewrap a location-free ERROR from parse_value with NODE's location. */

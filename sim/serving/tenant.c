@@ -981,7 +981,7 @@ gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *serve
     g_autofree char *reserve = ema_units_format_size_human(plan->activation_reserve);
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
                 "%s does not fit with tp %" G_GINT64_FORMAT " on %s: %s of HBM per GPU "
-                "(gpu_memory_utilization %.0f%%) leaves no KV cache after %s of weights and "
+                "(gpu_memory_utilization %.3g%%) leaves no KV cache after %s of weights and "
                 "%s of activation reserve",
                 tenant->model.name, tenant->tp, server->gpu.name, hbm,
                 100 * tenant->engine.gpu_memory_utilization, weights, reserve);
