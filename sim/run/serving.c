@@ -31,8 +31,8 @@
 
 typedef struct {
   EmaTenantResult *result;
-  EmaStepModel *step_model;
-  EmaPool *pool; /* the run's, shared */
+  EmaStepModel *step_model; /* the run's (Run.step_models) */
+  EmaPool *pool;            /* the run's, shared */
   guint gpu;
   EmaEngine *engine;
   EmaKvMemory memory;
@@ -48,6 +48,10 @@ typedef struct {
   const EmaExperiment *experiment;
   EmaSim *sim;
   GArray *tenants; /* Tenant */
+  /* the step models, one per model and TP degree, keyed by same_model_key():
+   * tenants of one model share one, whose token rows are then filled once
+   * and kept in cache once (a rack of one model has one copy, not 72) */
+  GHashTable *step_models;
   EmaPool *pool;
   FILE *timeline, *steps;
   const char *out_dir;
@@ -354,7 +358,6 @@ static void tenant_clear(gpointer data) {
   Tenant *tenant = data;
   ema_engine_free(tenant->engine);
   ema_trace_source_free(tenant->trace);
-  ema_step_model_free(tenant->step_model);
   g_free(tenant->csv_name);
 }
 
@@ -395,6 +398,27 @@ void ema_serving_apply_preempt_choice(const EmaExperiment *experiment, EmaEngine
 }
 
 /* Build tenant I of the experiment into RUN (its engine comes later). */
+/* The step model of SPEC's model and TP degree on the run's server: an
+ * earlier tenant's where one had them (a step model is a function of the
+ * model, the server and the TP degree alone; its rows and cursors are
+ * caches), else a new one. The key is the model as resolved.yaml writes it,
+ * so that every field of it counts. */
+static EmaStepModel *step_model_of(Run *run, const EmaTenantSpec *spec) {
+  GString *key = g_string_new(NULL);
+  EmaStepModel *step_model;
+  g_string_printf(key, "tp %" G_GINT64_FORMAT "\n", spec->tp);
+  ema_params_write_yaml(&ema_llm_params, &spec->model, key, 0);
+  step_model = g_hash_table_lookup(run->step_models, key->str);
+  if (step_model == NULL) {
+    step_model = ema_step_model_new(&spec->model, &run->experiment->server, (guint) spec->tp, NULL);
+    g_assert(step_model); /* the experiment's checks planned it */
+    g_hash_table_insert(run->step_models, g_string_free(key, FALSE), step_model);
+  } else {
+    g_string_free(key, TRUE);
+  }
+  return step_model;
+}
+
 static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *requests,
                            GError **error) {
   const EmaExperiment *experiment = run->experiment;
@@ -418,9 +442,7 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
     g_prefix_error(error, "tenant %s: ", spec->name);
     return FALSE;
   }
-  tenant.step_model =
-      ema_step_model_new(&spec->model, &experiment->server, (guint) spec->tp, error);
-  g_assert(tenant.step_model); /* the experiment's checks planned it */
+  tenant.step_model = step_model_of(run, spec);
   tenant.memory = ema_pool_add_tenant(run->pool, tenant.gpu, result->plan.slices,
                                       result->plan.block_bytes, tenant.step_model);
   ema_pool_set_offload_model(run->pool, tenant.gpu, &spec->model);
@@ -494,6 +516,9 @@ void ema_serving_add_idle_gpus(const EmaExperiment *experiment, EmaPool *pool) {
 EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *out_dir,
                                   gboolean progress, GError **error) {
   g_autoptr(EmaServingReport) report = g_new0(EmaServingReport, 1);
+  /* freed after the engines and the pool, which point into them */
+  g_autoptr(GHashTable) step_models =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) ema_step_model_free);
   g_autoptr(EmaSim) sim = ema_sim_new();
   g_autoptr(GArray) tenants = g_array_new(FALSE, TRUE, sizeof(Tenant));
   g_autoptr(EmaPool) pool = NULL;
@@ -501,6 +526,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   Run run = {.experiment = experiment,
              .sim = sim,
              .tenants = tenants,
+             .step_models = step_models,
              .out_dir = out_dir,
              .event_row = event_row,
              .event_kinds =
