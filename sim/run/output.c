@@ -210,13 +210,21 @@ static gboolean remove_entry(const char *path, GError **error) {
  * NULL) gets the kind it records, NULL for none. */
 static GPtrArray *read_marker(const char *dir, char **kind, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  /* mapped, not read: the marker is the run's own, not an input its summary names */
+  g_autoptr(GMappedFile) file = ema_file_map_regular(marker, error);
   g_autofree char *text = NULL;
   g_auto(GStrv) lines = NULL;
-  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
-  if (!ema_file_read_regular(marker, EMA_FILE_MAX_TEXT, &text, NULL, error)) {
-    g_ptr_array_unref(names);
+  GPtrArray *names;
+  if (file == NULL)
+    return NULL;
+  if (g_mapped_file_get_length(file) > EMA_FILE_MAX_TEXT) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+                "%s: larger than %" G_GSIZE_FORMAT " bytes", marker, EMA_FILE_MAX_TEXT);
     return NULL;
   }
+  text = g_strndup(g_mapped_file_get_contents(file) ? g_mapped_file_get_contents(file) : "",
+                   g_mapped_file_get_length(file));
+  names = g_ptr_array_new_with_free_func(g_free);
   lines = g_strsplit(text, "\n", -1);
   for (guint i = 0; lines[i]; i++) {
     if (kind && *kind == NULL && g_str_has_prefix(lines[i], KIND_LINE) &&

@@ -240,6 +240,10 @@ static void test_provenance(void) {
   file = json_array_get_object_element(json_object_get_array_member(provenance, "traces"), 0);
   g_assert_cmpstr(json_object_get_string_member(file, "file"), ==, trace);
   g_assert_cmpstr(json_object_get_string_member(file, "sha256"), ==, hash);
+  /* run again into its folder: the run reads its folder's marker, which is not an input of
+   * its results (its summary would name its own folder, and a sweep hash it) */
+  run_ok(exp, out);
+  g_assert_null(strstr(keep(ema_test_read_file(out, "summary.json")), ".ema-output"));
   ema_test_remove_tree(tmp);
 }
 
