@@ -312,7 +312,7 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
     /* each figure names the run and its variant */
     for (guint i = 0; dirs[i]; i++) {
       g_autofree char *sub = g_build_filename(dir, dirs[i], NULL);
-      g_autofree char *title = g_strdup_printf("%s: %s", ema_sweep_name(comparison), dirs[i]);
+      g_autofree char *title = ema_plot_variant_title(dir, dirs[i]);
       plot_after_run(sub, title);
     }
     {
@@ -1314,7 +1314,9 @@ static int command_plot(int argc, char **argv) {
       g_autofree char *sub = g_build_filename(argv[1], variants[i], NULL);
       g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
       g_autofree char *drawn_names = NULL;
-      EmaPlotOptions each = {NULL, NULL, tenant, title, NULL, paper};
+      /* titled as ema-sim run titles them unless a title is given */
+      g_autofree char *each_title = title ? NULL : ema_plot_variant_title(argv[1], variants[i]);
+      EmaPlotOptions each = {NULL, NULL, tenant, title ? title : each_title, NULL, paper};
       if (!ema_plot_dir(sub, gnuplot, &each, drawn, &error))
         return fail(error);
       drawn_names = figure_names(drawn);

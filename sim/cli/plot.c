@@ -1108,6 +1108,16 @@ char **ema_plot_compare_variant_dirs(const char *dir) {
   return (char **) g_ptr_array_free(dirs, FALSE);
 }
 
+char *ema_plot_variant_title(const char *dir, const char *variant) {
+  g_autofree char *summary = g_build_filename(dir, variant, "summary.json", NULL);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  JsonObject *root = ema_json_load_object(parser, summary, NULL);
+  return g_strdup_printf(
+      "%s: %s",
+      root ? json_object_get_string_member_with_default(root, "experiment", "run") : "run",
+      variant);
+}
+
 /* "NAME: A, B" for a comparison in DIR: the experiment's name (its first
  * variant's summary.json) and the variants of compare.csv; "comparison"
  * where they cannot be read. */

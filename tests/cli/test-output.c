@@ -392,6 +392,8 @@ static void test_compare_plot_variants(void) {
     g_assert_true(exists(out, "plots/compare.png"));
     g_assert_true(exists(out, "static/plots/latency-cdf.png"));
     g_assert_true(exists(out, "2x/plots/memory.png"));
+    /* titled as the run titles them: the experiment and the variant */
+    ema_test_assert_contains(keep(ema_test_read_file(out, "2x/plots/plots.gp")), "cmp: 2x");
   }
   ema_test_remove_tree(tmp);
 }

@@ -40,6 +40,9 @@ char *ema_plot_find_gnuplot(void);
 /* The variants' folders of the comparison in DIR (compare.csv's dir column, one a run: a
  * repeat's too); NULL-terminated, empty without compare.csv. Free with g_strfreev. */
 char **ema_plot_compare_variant_dirs(const char *dir);
+/* "NAME: VARIANT", the title ema-sim run gives the figures of the comparison DIR's variant
+ * folder VARIANT (NAME: the experiment its summary.json names, "run" where it cannot be read). */
+char *ema_plot_variant_title(const char *dir, const char *variant);
 /* Why ema_plot_find_gnuplot found none, for a message: EMA_GNUPLOT's program where that is
  * set ("EMA_GNUPLOT=PATH is not a program on PATH"), else "gnuplot is not on PATH". */
 char *ema_plot_gnuplot_missing(void);
