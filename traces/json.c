@@ -3,8 +3,10 @@
  *
  * Invariants: the scan reads each byte once and allocates nothing; it
  * refuses what json-glib would not handle safely (nesting deeper than
- * EMA_TRACE_JSON_MAX_DEPTH, since its parser recurses once per level, and
- * integers outside gint64, which it would wrap), and says at which byte. */
+ * EMA_TRACE_JSON_MAX_DEPTH, since its parser recurses once per level;
+ * integers outside gint64, which it would wrap; an object or array after the
+ * first value has closed, which it would drop without a word), and says at
+ * which byte. */
 #include <math.h>
 #include <string.h>
 
@@ -12,10 +14,15 @@
 
 const char *ema_trace_json_scan(const char *text, gsize len, gsize *at) {
   int depth = 0;
+  gboolean closed = FALSE; /* the first value, an object or array, has ended */
   for (gsize i = 0; i < len; i++) {
     char c = text[i];
     if (at != NULL)
       *at = i;
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+      continue;
+    if (closed)
+      return "text after the end of the JSON value (two values run together?)";
     if (c == '"') {
       for (i++; i < len && text[i] != '"'; i++)
         if (text[i] == '\\')
@@ -24,7 +31,7 @@ const char *ema_trace_json_scan(const char *text, gsize len, gsize *at) {
       if (++depth > EMA_TRACE_JSON_MAX_DEPTH)
         return "JSON nested deeper than " G_STRINGIFY(EMA_TRACE_JSON_MAX_DEPTH) " levels";
     } else if (c == ']' || c == '}') {
-      depth--;
+      closed = --depth == 0;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       gsize end = i;
       gboolean integer = TRUE;

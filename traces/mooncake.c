@@ -10,12 +10,14 @@
  * prefix_blocks and its ids (kept in hash_ids until the next line is read)
  * the record's prefix_ids; each of these four keys is given at most once
  * (json-glib would keep the last of two); other keys are
- * ignored; blank lines are skipped. The first record is read when the file is
+ * ignored; blank lines (white space only) are skipped. The first record is read when the file is
  * opened, so an empty file or a bad first line fails the open. A line is
  * scanned before json-glib sees it: nesting deeper than
  * EMA_TRACE_JSON_MAX_DEPTH (json-glib recurses per level) and integers
- * outside 64 bits (json-glib would wrap them) are errors, so a line costs at
- * most max_line bytes and a bounded stack. */
+ * outside 64 bits (json-glib would wrap them) and a second value after the
+ * record (json-glib would drop it: two records run together) are errors, so a
+ * line costs at most max_line bytes and a bounded stack. Errors name the
+ * line and, where they can, the column. */
 #include <math.h>
 #include <string.h>
 
@@ -146,6 +148,32 @@ range:
   return FALSE;
 }
 
+/* json-glib's MESSAGE about the current line, at the line's column: json-glib words it
+ * "<data>:1:COLUMN: Parse error: ...", the position in the text it was given. */
+static void json_error(const MooncakeSource *self, const char *message, GError **error) {
+  guint64 column = 0;
+  char *end = NULL;
+  if (g_str_has_prefix(message, "<data>:1:")) {
+    column = g_ascii_strtoull(message + strlen("<data>:1:"), &end, 10);
+    if (end == NULL || end[0] != ':' || end[1] != ' ' || column == 0 || column > G_MAXUINT)
+      column = 0;
+  }
+  if (column > 0)
+    ema_trace_reader_error_col(&self->reader, (guint) column, error, EMA_TRACE_ERROR_PARSE,
+                               "invalid JSON: %s", end + 2);
+  else
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "invalid JSON: %s",
+                           message);
+}
+
+/* TRUE when the line holds only JSON's white space (a blank line). */
+static gboolean is_blank(const char *line, gsize len) {
+  for (gsize i = 0; i < len; i++)
+    if (line[i] != ' ' && line[i] != '\t')
+      return FALSE;
+  return TRUE;
+}
+
 /* Reads one record. Returns 1, 0 at the end, -1 on error. */
 static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **error) {
   char *line;
@@ -154,21 +182,22 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
 
   do {
     got = ema_trace_reader_next(&self->reader, &line, &len, error);
-  } while (got > 0 && len == 0);
+  } while (got > 0 && is_blank(line, len));
   if (got <= 0)
     return got;
   self->line = line;
   self->len = len;
 
   g_autoptr(GError) jerr = NULL;
-  const char *problem = ema_trace_json_scan(line, len, NULL);
+  gsize at = 0;
+  const char *problem = ema_trace_json_scan(line, len, &at);
   if (problem != NULL) {
-    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "%s", problem);
+    ema_trace_reader_error_col(&self->reader, (guint) at + 1, error, EMA_TRACE_ERROR_PARSE, "%s",
+                               problem);
     return -1;
   }
   if (!json_parser_load_from_data(self->parser, line, (gssize) len, &jerr)) {
-    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "invalid JSON: %s",
-                           jerr->message);
+    json_error(self, jerr->message, error);
     return -1;
   }
   JsonNode *root = json_parser_get_root(self->parser);

@@ -542,6 +542,16 @@ static void test_mooncake_good(void) {
   g_autofree char *crlf = crlf_variant("mooncake-good.jsonl");
   expect_records(ema_trace_source_open_mooncake(crlf, &error), want, G_N_ELEMENTS(want));
   g_assert_no_error(error);
+
+  /* A line of white space only is a blank line, skipped like an empty one. */
+  static const Want spaced[] = {{0, 5, 6, 0, 0}, {EMA_MS(2), 7, 8, 1, 0}};
+  g_autofree char *blank =
+      write_tmp("moon-blank.jsonl",
+                "  \n{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 6}\n\t \n\n"
+                "{\"timestamp\": 3, \"input_length\": 7, \"output_length\": 8}\n \n",
+                -1);
+  expect_records(ema_trace_source_open_mooncake(blank, &error), spaced, G_N_ELEMENTS(spaced));
+  g_assert_no_error(error);
 }
 
 /* The hash ids themselves, each record's valid until the next is read. */
@@ -603,15 +613,17 @@ static void test_mooncake_errors(void) {
   expect_row_error(ema_trace_source_open_mooncake(bad, &error), 1, EMA_TRACE_ERROR_PARSE, bad,
                    "2:19: 'input_length' is not an integer");
 
-  /* The truncated line is invalid JSON; json-glib words the rest. */
+  /* The truncated line is invalid JSON, at the line and json-glib's column (not json-glib's
+   * "<data>:1:COL" of the text it was given); json-glib words the rest. */
   g_autofree char *cut = fixture("mooncake-truncated.jsonl");
   EmaTraceSource *src = ema_trace_source_open_mooncake(cut, &error);
   g_assert_no_error(error);
   g_autoptr(GArray) records = read_all(src, &error);
   g_assert_cmpuint(records->len, ==, 1);
   g_assert_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE);
-  g_autofree char *prefix = g_strconcat(cut, ":2: invalid JSON: ", NULL);
+  g_autofree char *prefix = g_strconcat(cut, ":2:38: invalid JSON: Parse error: ", NULL);
   g_assert_true(g_str_has_prefix(error->message, prefix));
+  g_assert_null(strstr(error->message, "<data>"));
   g_clear_error(&error);
   ema_trace_source_free(src);
 
@@ -657,6 +669,24 @@ static void test_mooncake_errors(void) {
       {"{\"timestamp\": 15, \"input_length\": 1, \"output_length\": 1, \"m\": {\"timestamp\": 1}, "
        "\"n\": \"\\\"timestamp\\\": 2\", \"hash_ids\": 3}",
        EMA_TRACE_ERROR_PARSE, 106, "'hash_ids' is not an array"},
+      /* two records run together (a lost newline): json-glib would keep the first and drop
+       * the second without a word */
+      {"{\"timestamp\": 15, \"input_length\": 1, \"output_length\": 1}{\"timestamp\": 16, "
+       "\"input_length\": 2, \"output_length\": 2}",
+       EMA_TRACE_ERROR_PARSE, 57,
+       "text after the end of the JSON value (two values run together?)"},
+      {"{\"x\": 1} {\"timestamp\": 15, \"input_length\": 1, \"output_length\": 1}",
+       EMA_TRACE_ERROR_PARSE, 10,
+       "text after the end of the JSON value (two values run together?)"},
+      /* what the scan refuses before json-glib, at its column */
+      {"{\"timestamp\": 15, \"input_length\": 99999999999999999999, \"output_length\": 1}",
+       EMA_TRACE_ERROR_PARSE, 35, "integer out of range (beyond 64 bits)"},
+      {"{\"timestamp\": 15, \"x\": "
+       "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+       EMA_TRACE_ERROR_PARSE, 55, "JSON nested deeper than 32 levels"},
+      /* json-glib's own errors, at its column of the line */
+      {"{\"timestamp\": 15, \"input_length\": 1 \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 35,
+       "invalid JSON: Parse error: unexpected number `1', expected character `,'"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *content = g_strdup_printf(
@@ -891,6 +921,11 @@ static void test_vllm_bench_errors(void) {
        EMA_TRACE_ERROR_PARSE, " duplicate key 'b'"},
       {"{\"input_lens\": [1], \"output_lens\": [1], \"outp\\u0075t_lens\": [2]}",
        EMA_TRACE_ERROR_PARSE, " duplicate key 'output_lens'"},
+      /* a second object after the first, which json-glib would drop without a word */
+      {"{\"input_lens\": [1], \"output_lens\": [1]}\n {\"input_lens\": [2], \"output_lens\": "
+       "[2]}\n",
+       EMA_TRACE_ERROR_PARSE,
+       "2:2: text after the end of the JSON value (two values run together?)"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *name = g_strdup_printf("vllm-%u.json", i);
