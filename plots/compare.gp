@@ -6,7 +6,8 @@
 # borrowed GiB), compare-borrower-ttft.dat and compare-lenders-ttft.dat (one
 # block per variant: TTFT ms, fraction at or below). Variables: figtitle,
 # borrower, bin (the timeline's sample period: each throughput point is one), nseries,
-# series1..seriesN (the variants).
+# series1..seriesN (the variants), borrower_ttfts and lender_ttfts (the TTFTs in each
+# CDF, all variants together).
 load common
 set multiplot layout 2, 2 title sprintf("%s\nthe borrower (%s) and its lenders under each variant", figtitle, borrower)
 set key top right
@@ -27,10 +28,25 @@ set xlabel 'time to first token (ms, log scale)'
 set logscale x
 set format x '%.0f'
 set autoscale xfix                # the axis ends where the data do
+# a CDF of no TTFT at all (no lenders, or no request got its first token) is an empty
+# panel that says so: gnuplot cannot place an axis on no points
+empty_panel = "set xrange [1:10]; unset xtics; unset key; " . \
+              "set label 99 note at graph 0.5, 0.5 center; plot -1 notitle; " . \
+              "unset label 99; set autoscale xfix; set xtics; set key bottom right"
 set title sprintf('%s: TTFT', borrower)
-plot for [i=1:nseries] 'compare-borrower-ttft.dat' index (i-1) using 1:2 with steps lt i \
-     title value(sprintf('series%d', i))
+if (borrower_ttfts > 0) {
+  plot for [i=1:nseries] 'compare-borrower-ttft.dat' index (i-1) using 1:2 with steps lt i \
+       title value(sprintf('series%d', i))
+} else {
+  note = 'no request of the borrower got its first token'
+  eval empty_panel
+}
 set title 'lenders: TTFT'
-plot for [i=1:nseries] 'compare-lenders-ttft.dat' index (i-1) using 1:2 with steps lt i \
-     title value(sprintf('series%d', i))
+if (lender_ttfts > 0) {
+  plot for [i=1:nseries] 'compare-lenders-ttft.dat' index (i-1) using 1:2 with steps lt i \
+       title value(sprintf('series%d', i))
+} else {
+  note = 'no lender got a first token (or there are no lenders)'
+  eval empty_panel
+}
 unset multiplot

@@ -1153,6 +1153,14 @@ static char *compare_title(const char *dir) {
   return title ? title : g_strdup("comparison");
 }
 
+/* The values in all of ARRAYS (GArrays) together. */
+static guint total_len(GPtrArray *arrays) {
+  guint n = 0;
+  for (guint i = 0; i < arrays->len; i++)
+    n += ((GArray *) arrays->pdata[i])->len;
+  return n;
+}
+
 static gboolean plot_compare(const char *dir, const char *plots, const char *title, GString *driver,
                              GPtrArray *figures, GError **error) {
   g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
@@ -1216,6 +1224,8 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
     goto out;
   gp_set(driver, "figtitle", title);
   gp_set(driver, "borrower", borrower);
+  g_string_append_printf(driver, "borrower_ttfts = %u\nlender_ttfts = %u\n", total_len(mine),
+                         total_len(lenders));
   {
     g_autofree char *period = g_strdup_printf("%g s", bin);
     gp_set(driver, "bin", period);

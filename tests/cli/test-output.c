@@ -398,6 +398,40 @@ static void test_compare_plot_variants(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* A comparison whose lenders got no first token (here b, one request in 1,000 s over 5 s) draws
+ * its figure, the lenders' TTFT an empty panel that says so: gnuplot refused the CDF of no
+ * points, and no comparison figure was drawn. */
+static void test_compare_plot_no_ttfts(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true",
+                                           "arrivals: poisson, rate: 0.001, duration: 5s, prompt: "
+                                           "{dist: fixed, tokens: 50}, output: {dist: fixed, "
+                                           "tokens: 10}");
+  g_autofree char *text =
+      g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
+                  "compare:\n  static: {policy: static}\n  2x: {server.gpu.hbm_scale: 2}\n", NULL);
+  g_autofree char *path = g_build_filename(tmp, "c.yaml", NULL);
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (gnuplot == NULL) {
+    g_test_skip("gnuplot is not on PATH");
+    ema_test_remove_tree(tmp);
+    return;
+  }
+  touch(tmp, "c.yaml", text);
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+    g_autoptr(EmaTestRun) plot = NULL;
+    g_assert_cmpint(run->status, ==, 0);
+    ema_test_assert_contains(run->err, "static: tenant b: no request arrived");
+    plot = ema_test_cli("plot", out, NULL);
+    ema_test_assert_ok(plot);
+    g_assert_true(exists(out, "plots/compare.png"));
+    ema_test_assert_contains(keep(ema_test_read_file(out, "plots/plots.gp")), "lender_ttfts = 0\n");
+  }
+  ema_test_remove_tree(tmp);
+}
+
 /* A comparison of ops experiments (compare needs tenants) is refused by check, and by run
  * before it touches its folder: an earlier run's results there stay. */
 static void test_compare_not_serving(void) {
@@ -766,6 +800,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/compare-not-serving", test_compare_not_serving);
   g_test_add_func("/output/compare-check-warnings", test_compare_check_warnings);
   g_test_add_func("/output/compare-plot-variants", test_compare_plot_variants);
+  g_test_add_func("/output/compare-plot-no-ttfts", test_compare_plot_no_ttfts);
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/compare-repeats", test_compare_repeats);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
