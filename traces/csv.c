@@ -9,7 +9,8 @@
  * count; prompt tokens are in [1, 2^32-1] and output tokens in [0, 2^32-1];
  * timestamps never go backwards; arrivals are re-based on the first data
  * row's timestamp. A row costs no allocation: it is split in place in the
- * reader's line buffer and parsed by hand. Blank lines are skipped. */
+ * reader's line buffer and parsed by hand. Blank lines (spaces and tabs only) are
+ * skipped. */
 #include <string.h>
 
 #include "private.h"
@@ -102,7 +103,7 @@ static gboolean csv_read_header(Csv *csv, GError **error) {
     got = ema_trace_reader_next(&csv->reader, &line, &len, error);
     if (got < 0)
       return FALSE;
-  } while (got > 0 && len == 0);
+  } while (got > 0 && ema_trace_line_is_blank(line, len));
   if (got == 0) {
     ema_trace_reader_error_at(&csv->reader, 1, error, EMA_TRACE_ERROR_EMPTY,
                               "empty file: no header");
@@ -198,7 +199,7 @@ static int csv_next_row(Csv *csv, GError **error) {
 
   do {
     got = ema_trace_reader_next(&csv->reader, &line, &len, error);
-  } while (got > 0 && len == 0);
+  } while (got > 0 && ema_trace_line_is_blank(line, len));
   if (got <= 0)
     return got;
   const char *problem = NULL;

@@ -102,7 +102,7 @@ static gboolean is_vllm_bench(const char *path) {
   return FALSE;
 }
 
-/* Guess the format from the first line: a vLLM benchmark result (above),
+/* Guess the format from the first line that is not blank: a vLLM benchmark result (above),
  * else '{' is JSONL (Mooncake), otherwise a CSV header is recognised by the
  * words of a row above. Vidur's header is tried before Azure's (a Vidur file
  * may carry a timestamp column too). */
@@ -119,16 +119,19 @@ static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **
   }
   if (!ema_trace_reader_open(&reader, path, EMA_TRACE_JSON_MAX_LINE, error))
     return FALSE;
-  int got = ema_trace_reader_next(&reader, &line, &len, error);
+  int got;
+  do { /* blank lines before the header, as the readers skip them */
+    got = ema_trace_reader_next(&reader, &line, &len, error);
+    if (got > 0 && len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
+      line += 3;
+      len -= 3;
+    }
+  } while (got > 0 && ema_trace_line_is_blank(line, len));
   gboolean ok = got > 0;
   if (got == 0)
     ema_trace_reader_error_at(&reader, 1, error, EMA_TRACE_ERROR_EMPTY, "empty file: no header");
   if (ok) {
-    if (len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
-      line += 3;
-      len -= 3;
-    }
-    while (len > 0 && (*line == ' ' || *line == '\t')) {
+    while (*line == ' ' || *line == '\t') {
       line++;
       len--;
     }

@@ -166,14 +166,6 @@ static void json_error(const MooncakeSource *self, const char *message, GError *
                            message);
 }
 
-/* TRUE when the line holds only JSON's white space (a blank line). */
-static gboolean is_blank(const char *line, gsize len) {
-  for (gsize i = 0; i < len; i++)
-    if (line[i] != ' ' && line[i] != '\t')
-      return FALSE;
-  return TRUE;
-}
-
 /* Reads one record. Returns 1, 0 at the end, -1 on error. */
 static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **error) {
   char *line;
@@ -182,7 +174,7 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
 
   do {
     got = ema_trace_reader_next(&self->reader, &line, &len, error);
-  } while (got > 0 && is_blank(line, len));
+  } while (got > 0 && ema_trace_line_is_blank(line, len));
   if (got <= 0)
     return got;
   self->line = line;

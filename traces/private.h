@@ -72,6 +72,9 @@ void ema_trace_reader_close(EmaTraceReader *reader);
  * without a newline is returned like any other. */
 int ema_trace_reader_next(EmaTraceReader *reader, char **line, gsize *len, GError **error);
 gboolean ema_trace_reader_rewind(EmaTraceReader *reader, GError **error);
+/* TRUE when LINE holds only spaces and tabs, or nothing: a blank line, which every reader
+ * skips. */
+gboolean ema_trace_line_is_blank(const char *line, gsize len);
 /* Sets ERROR to "PATH:LINE: message" (the reader's current line). */
 void ema_trace_reader_error(const EmaTraceReader *reader, GError **error, EmaTraceError code,
                             const char *format, ...) G_GNUC_PRINTF(4, 5);

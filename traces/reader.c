@@ -7,7 +7,8 @@
  * costs at most max_line bytes before it is reported; lines that lie inside
  * a chunk are returned in place without copying. A NUL byte is an error
  * (binary data), "\r\n" and "\n" both end a line, and a last line without a
- * newline is returned like any other. Only a regular file is opened (a FIFO
+ * newline is returned like any other; a line of spaces and tabs only is blank
+ * (ema_trace_line_is_blank), skipped by every reader. Only a regular file is opened (a FIFO
  * or a device is refused at once, never waited on or read forever). */
 #include <errno.h>
 #include <string.h>
@@ -56,6 +57,13 @@ gboolean ema_trace_reader_rewind(EmaTraceReader *reader, GError **error) {
   reader->pos = reader->fill = 0;
   reader->eof = FALSE;
   reader->line_no = 0;
+  return TRUE;
+}
+
+gboolean ema_trace_line_is_blank(const char *line, gsize len) {
+  for (gsize i = 0; i < len; i++)
+    if (line[i] != ' ' && line[i] != '\t')
+      return FALSE;
   return TRUE;
 }
 

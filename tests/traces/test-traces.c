@@ -1015,6 +1015,26 @@ static void test_open_formats(void) {
   g_assert_null(ema_trace_source_open(EMA_TRACE_FORMAT_AUTO, other, &error));
   g_assert_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_HEADER);
   g_clear_error(&error);
+
+  /* Blank lines (spaces and tabs too) before the header, or between rows, are skipped: by the
+   * sniffing as by the readers; white space alone is an empty file. */
+  static const Want azure_spaced[] = {{0, 374, 44, 0, 0}, {EMA_MS(500), 396, 109, 1, 0}};
+  g_autofree char *spaced = write_tmp(
+      "spaced.csv",
+      "\n \r\n\t\nTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.5,374,44\n  \n"
+      "2023-11-16 18:15:47,396,109\n",
+      -1);
+  expect_records(ema_trace_source_open(EMA_TRACE_FORMAT_AUTO, spaced, &error), azure_spaced,
+                 G_N_ELEMENTS(azure_spaced));
+  static const Want moon_spaced[] = {{0, 5, 6, 0, 0}};
+  g_autofree char *moon = write_tmp(
+      "spaced.jsonl", "\n  \n {\"timestamp\": 1, \"input_length\": 5, \"output_length\": 6}\n", -1);
+  expect_records(ema_trace_source_open(EMA_TRACE_FORMAT_AUTO, moon, &error), moon_spaced,
+                 G_N_ELEMENTS(moon_spaced));
+  g_autofree char *blank = write_tmp("blank-only.csv", "\n \t\n\n", -1);
+  g_assert_null(ema_trace_source_open(EMA_TRACE_FORMAT_AUTO, blank, &error));
+  assert_error(error, EMA_TRACE_ERROR_EMPTY, blank, "1: empty file: no header");
+  g_clear_error(&error);
 }
 
 /* ---- transformations ------------------------------------------------------------ */
