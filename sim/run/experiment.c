@@ -680,6 +680,96 @@ static void warn_kv_over_hbm(const EmaExperiment *experiment, GPtrArray *warning
   }
 }
 
+/* T's sharing settings let its GPUs lend (and hold peers' parked KV): lend, and a lend_limit
+ * above 0. */
+static gboolean tenant_lends(const EmaTenantSpec *t) {
+  return t->sharing.lend && t->sharing.lend_limit > 0;
+}
+
+/* Whether any memory can move between GPUs under a policy that borrows (BORROWS) or parks
+ * preempted KV on peers (PARKS): some tenant takes peers' memory (it borrows, or it parks) and
+ * a GPU beside it lends (another tenant that lends, or a GPU without a tenant under
+ * idle_gpu_memory above 0). If none can, a warning into WARNINGS saying why. */
+static gboolean warn_nothing_shared(const EmaExperiment *experiment, gboolean borrows,
+                                    gboolean parks, GPtrArray *warnings) {
+  const EmaServerSpec *server = &experiment->server;
+  gint64 tenant_gpus = 0;
+  guint lenders = 0, takers = 0;
+  gboolean idle_lends;
+  for (guint i = 0; i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    tenant_gpus += t->tp;
+    lenders += tenant_lends(t);
+  }
+  idle_lends = tenant_gpus < server->gpus &&
+               (guint64) ((double) ema_gpu_hbm_bytes(&server->gpu) * experiment->idle_gpu_memory) >=
+                   EMA_SLICE_BYTES;
+  for (guint i = 0; i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    if (!(borrows && t->sharing.borrow) && !parks)
+      continue;
+    takers++;
+    if (idle_lends || lenders > (guint) tenant_lends(t))
+      return TRUE;
+  }
+  if (takers == 0)
+    g_ptr_array_add(warnings, g_strdup_printf("policy %s moves no memory between GPUs here: every "
+                                              "tenant has sharing: {borrow: false}, and the "
+                                              "policy parks no preempted KV on peers",
+                                              experiment->policy.name));
+  else
+    g_ptr_array_add(
+        warnings,
+        g_strdup_printf("policy %s moves no memory between GPUs here: no tenant that may take "
+                        "peers' memory (sharing: {borrow: true}%s) has a GPU beside it that "
+                        "lends (a tenant with sharing: {lend: true} and a lend_limit above 0%%, "
+                        "or a GPU without a tenant under an idle_gpu_memory above 0%%)",
+                        experiment->policy.name,
+                        parks ? ", or any tenant, its preempted KV parked on peers" : ""));
+  return FALSE;
+}
+
+/* Into WARNINGS: how the TP group T shares under a policy that borrows (BORROWS) or parks
+ * preempted KV on peers (PARKS), as its own sharing settings let it; nothing where they let it
+ * take no part. */
+static void warn_group_shares(const EmaExperiment *experiment, const EmaTenantSpec *t,
+                              gboolean borrows, gboolean parks, GPtrArray *warnings) {
+  gboolean takes = borrows && t->sharing.borrow, lends = tenant_lends(t);
+  const char *kept = t->sharing.lend ? "lend_limit: 0%" : "lend: false";
+  g_autofree char *group = NULL;
+  if (!takes && !lends && !parks)
+    return;
+  group = g_strdup_printf("tenant %s (tp %" G_GINT64_FORMAT " on gpu%" G_GINT64_FORMAT
+                          "..gpu%" G_GINT64_FORMAT ") shares as a group under policy %s",
+                          t->name, t->tp, t->gpu, t->gpu + t->tp - 1, experiment->policy.name);
+  if (borrows) {
+    g_autofree char *take =
+        takes ? g_strdup_printf("it borrows from the GPUs outside the group, each rank %s its "
+                                "shard of the remote KV",
+                                g_strcmp0(experiment->policy.prefetch, "offload") == 0
+                                    ? "reading or offloading the attention over"
+                                    : "reading")
+              : g_strdup_printf("it borrows nothing (sharing: {borrow: false})%s",
+                                parks ? " but parks its preempted KV on peers" : "");
+    g_autofree char *lend =
+        lends ? g_strdup_printf("lends its spare KV memory as a group, each rank its share%s",
+                                parks ? ", holding peers' parked KV" : "")
+              : g_strdup_printf("lends nothing (sharing: {%s})", kept);
+    g_ptr_array_add(warnings, g_strdup_printf("%s (borrow: %s): %s, and %s", group,
+                                              experiment->policy.borrow, take, lend));
+  } else if (lends)
+    g_ptr_array_add(warnings,
+                    g_strdup_printf("%s (preempt: %s): it parks its preempted KV on peers and "
+                                    "holds theirs",
+                                    group, ema_preempt_choice_name(experiment->policy.preempt)));
+  else
+    g_ptr_array_add(warnings,
+                    g_strdup_printf("%s (preempt: %s): it parks its preempted KV on peers and "
+                                    "holds none of theirs (sharing: {%s})",
+                                    group, ema_preempt_choice_name(experiment->policy.preempt),
+                                    kept));
+}
+
 GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
   const EmaPolicyInfo *borrow;
@@ -693,30 +783,12 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   borrow = ema_policy_registry_find(EMA_POLICY_BORROW, experiment->policy.borrow, NULL);
   borrows = borrow != NULL && !borrow->never_acts;
   parks = ema_policy_spec_parks_on_peers(&experiment->policy);
-  for (guint i = 0; (borrows || parks) && i < experiment->tenants->len; i++) {
+  if (!(borrows || parks) || !warn_nothing_shared(experiment, borrows, parks, warnings))
+    return warnings;
+  for (guint i = 0; i < experiment->tenants->len; i++) {
     const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
-    g_autofree char *group = NULL;
-    if (t->tp <= 1)
-      continue;
-    group = g_strdup_printf("tenant %s (tp %" G_GINT64_FORMAT " on gpu%" G_GINT64_FORMAT
-                            "..gpu%" G_GINT64_FORMAT ") shares as a group under policy %s",
-                            t->name, t->tp, t->gpu, t->gpu + t->tp - 1, experiment->policy.name);
-    if (borrows)
-      g_ptr_array_add(warnings,
-                      g_strdup_printf("%s (borrow: %s): it borrows from the GPUs outside the "
-                                      "group, each rank %s its shard of the remote KV, and lends "
-                                      "its spare KV memory as a group, each rank its share%s",
-                                      group, experiment->policy.borrow,
-                                      g_strcmp0(experiment->policy.prefetch, "offload") == 0
-                                          ? "reading or offloading the attention over"
-                                          : "reading",
-                                      parks ? ", holding peers' parked KV" : ""));
-    else
-      g_ptr_array_add(
-          warnings,
-          g_strdup_printf("%s (preempt: %s): it parks its preempted KV on peers and holds "
-                          "theirs",
-                          group, ema_preempt_choice_name(experiment->policy.preempt)));
+    if (t->tp > 1)
+      warn_group_shares(experiment, t, borrows, parks, warnings);
   }
   return warnings;
 }

@@ -480,6 +480,87 @@ static void test_tenant_sharing(void) {
   ema_test_remove_tree(dir);
 }
 
+#define TP_SHARE "tests/fixtures/experiments/tp-share.yaml"
+#define GROUP_BIG                                                                                  \
+  "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under policy "
+
+/* tp-share.yaml (a TP-2 group on gpu0..gpu1 of four A100s, a tenant on gpu2, gpu3 idle): the
+ * group's warning says what its own sharing settings let it do (it said "borrows ... and lends"
+ * whatever they were); a group that takes no part gets none; where no memory can move at all
+ * (nobody lends beside a tenant that may take, or nobody takes), one warning says so instead. */
+static void test_group_sharing_warning(void) {
+  g_autoptr(EmaTestRun) no_lend =
+      ema_test_cli("check", TP_SHARE, "--set", "tenants.0.sharing.lend=false", NULL);
+  g_autoptr(EmaTestRun) no_limit =
+      ema_test_cli("check", TP_SHARE, "--set", "tenants.0.sharing.lend_limit=0", NULL);
+  g_autoptr(EmaTestRun) no_borrow =
+      ema_test_cli("check", TP_SHARE, "--set", "tenants.0.sharing.borrow=false", NULL);
+  g_autoptr(EmaTestRun) parks_only = ema_test_cli("check", TP_SHARE, "--set", "policy=peer-swap",
+                                                  "--set", "tenants.0.sharing.lend=false", NULL);
+  g_autoptr(EmaTestRun) no_part =
+      ema_test_cli("check", TP_SHARE, "--set", "policy=remote-direct", "--set",
+                   "tenants.0.sharing.lend=false", "--set", "tenants.0.sharing.borrow=false", NULL);
+  g_autoptr(EmaTestRun) no_lender =
+      ema_test_cli("check", TP_SHARE, "--set", "tenants.0.sharing.lend=false", "--set",
+                   "tenants.1.sharing.lend_limit=0", "--set", "idle_gpu_memory=0", NULL);
+  g_autoptr(EmaTestRun) no_taker = ema_test_cli("check", TP_SHARE, "--set", "policy=remote-direct",
+                                                "--set", "tenants.0.sharing.borrow=false", "--set",
+                                                "tenants.1.sharing.borrow=false", NULL);
+  g_autoptr(EmaTestRun) idle_lends =
+      ema_test_cli("check", TP_SHARE, "--set", "tenants.0.sharing.lend=false", "--set",
+                   "tenants.1.sharing.lend=false", NULL);
+  g_assert_cmpint(no_lend->status, ==, 0);
+  g_assert_cmpstr(no_lend->err, ==,
+                  GROUP_BIG "ema (borrow: most-idle): it borrows from the GPUs outside the group, "
+                            "each rank reading or offloading the attention over its shard of the "
+                            "remote KV, and lends nothing (sharing: {lend: false})\n");
+  g_assert_cmpstr(no_limit->err, ==,
+                  GROUP_BIG "ema (borrow: most-idle): it borrows from the GPUs outside the group, "
+                            "each rank reading or offloading the attention over its shard of the "
+                            "remote KV, and lends nothing (sharing: {lend_limit: 0%})\n");
+  g_assert_cmpstr(no_borrow->err, ==,
+                  GROUP_BIG "ema (borrow: most-idle): it borrows nothing (sharing: {borrow: "
+                            "false}) but parks its preempted KV on peers, and lends its spare KV "
+                            "memory as a group, each rank its share, holding peers' parked KV\n");
+  g_assert_cmpstr(parks_only->err, ==,
+                  GROUP_BIG "peer-swap (preempt: swap-peer): it parks its preempted KV on peers "
+                            "and holds none of theirs (sharing: {lend: false})\n");
+  ema_test_assert_ok(no_part);
+  g_assert_cmpstr(no_part->err, ==, "");
+  g_assert_cmpint(no_lender->status, ==, 0);
+  g_assert_cmpstr(no_lender->err, ==,
+                  "ema-sim: warning: policy ema moves no memory between GPUs here: no tenant "
+                  "that may take peers' memory (sharing: {borrow: true}, or any tenant, its "
+                  "preempted KV parked on peers) has a GPU beside it that lends (a tenant with "
+                  "sharing: {lend: true} and a lend_limit above 0%, or a GPU without a tenant "
+                  "under an idle_gpu_memory above 0%)\n");
+  g_assert_cmpstr(no_taker->err, ==,
+                  "ema-sim: warning: policy remote-direct moves no memory between GPUs here: "
+                  "every tenant has sharing: {borrow: false}, and the policy parks no preempted "
+                  "KV on peers\n");
+  /* the idle gpu3 lends (idle_gpu_memory 90%): the group borrows from it */
+  g_assert_nonnull(strstr(idle_lends->err, GROUP_BIG "ema (borrow: most-idle): it borrows "));
+  g_assert_null(strstr(idle_lends->err, "moves no memory"));
+}
+
+/* A single group spanning every GPU of the server under ema has no peer: one warning says no
+ * memory moves (it said the group borrows from the GPUs outside it and lends to them). */
+static void test_whole_server_group_warning(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaTestRun) run =
+      cli_on_text(dir, "whole.yaml",
+                  "name: whole\nserver: a100x4-40gb\npolicy: ema\ntenants:\n"
+                  "  - {name: all, model: opt-13b, gpu: 0, tp: 4, trace: {arrivals: poisson, "
+                  "rate: 1, duration: 1s, prompt: {dist: fixed, tokens: 100}, output: {dist: "
+                  "fixed, tokens: 10}}}\n",
+                  "check");
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_nonnull(strstr(run->err, "ema-sim: warning: policy ema moves no memory between GPUs "
+                                    "here: no tenant that may take peers' memory"));
+  g_assert_null(strstr(run->err, "shares as a group"));
+  ema_test_remove_tree(dir);
+}
+
 /* tp-borrow.yaml: the TP-2 group borrows; each sample's two rows (gpu0,
  * gpu1) hold the same blocks, the same remote blocks (each rank its shard
  * of every block: none of the remote KV counted as local on either), and
@@ -636,6 +717,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/set", test_set);
   g_test_add_func("/serving-cli/run/events", test_events);
   g_test_add_func("/serving-cli/run/tenant-sharing", test_tenant_sharing);
+  g_test_add_func("/serving-cli/check/group-sharing-warning", test_group_sharing_warning);
+  g_test_add_func("/serving-cli/check/whole-server-group-warning", test_whole_server_group_warning);
   g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
   g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);
   g_test_add_func("/serving-cli/sweep/tp-warning", test_tp_sweep);

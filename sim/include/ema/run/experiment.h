@@ -130,13 +130,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaExperiment, ema_experiment_free)
 /* TRUE for a serving experiment (tenants), FALSE for an ops one. */
 gboolean ema_experiment_is_serving(const EmaExperiment *experiment);
 
-/* What the run will not do that the experiment asks for, one sentence
- * each (a new array, empty when there is nothing to say): a tenant with
- * tp > 1 under a borrow policy that acts, or under peer swap, shares only
- * as a borrowing group (it borrows from the GPUs outside it, under the
- * `offload` prefetch policy offloads attention, and parks its preempted KV
- * on peers, but neither lends nor holds peers' parked KV), named with its
- * GPUs. */
+/* What the run will not do that the experiment asks for, or does
+ * otherwise than one might read it, one sentence each (a new array, empty
+ * when there is nothing to say): a tenant whose engine.num_gpu_blocks is
+ * more than its GPU holds; under a borrow policy that acts, or under peer
+ * swap, that no memory can move between GPUs (no tenant that may take
+ * peers' memory has a GPU beside it that lends, as the tenants' sharing
+ * settings and idle_gpu_memory say), else each tenant with tp > 1, named
+ * with its GPUs, with how its group shares as its sharing settings let it
+ * (it borrows from the GPUs outside it, reading or offloading its shard of
+ * the remote KV, parks its preempted KV on peers, lends as a group and
+ * holds peers' parked KV, or not). */
 GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment);
 
 /* The experiment as YAML with every value explicit (resolved.yaml). */
