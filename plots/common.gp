@@ -36,3 +36,9 @@ set linetype 6 lc rgb '#e6ab02' lw 2 pt 15 ps 1.0
 set linetype 7 lc rgb '#a6761d' lw 2 pt 3 ps 1.0
 set linetype 8 lc rgb '#666666' lw 2 pt 1 ps 1.0
 set linetype cycle 8
+# An empty panel with the text NOTE in its middle, for a plot of no points (gnuplot cannot
+# place an axis on none): note = '...'; eval empty_panel. Afterwards both axes autoscale (without
+# fixmin or fixmax) and the key is on, bottom right.
+empty_panel = "set xrange [1:10]; set yrange [0:1]; unset xtics; unset ytics; unset key; " . \
+              "set label 99 note at graph 0.5, 0.5 center; plot -1 notitle; unset label 99; " . \
+              "set autoscale x; set autoscale y; set xtics; set ytics; set key bottom right"

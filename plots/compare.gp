@@ -30,9 +30,6 @@ set format x '%.0f'
 set autoscale xfix                # the axis ends where the data do
 # a CDF of no TTFT at all (no lenders, or no request got its first token) is an empty
 # panel that says so: gnuplot cannot place an axis on no points
-empty_panel = "set xrange [1:10]; unset xtics; unset key; " . \
-              "set label 99 note at graph 0.5, 0.5 center; plot -1 notitle; " . \
-              "unset label 99; set autoscale xfix; set xtics; set key bottom right"
 set title sprintf('%s: TTFT', borrower)
 if (borrower_ttfts > 0) {
   plot for [i=1:nseries] 'compare-borrower-ttft.dat' index (i-1) using 1:2 with steps lt i \
@@ -40,6 +37,8 @@ if (borrower_ttfts > 0) {
 } else {
   note = 'no request of the borrower got its first token'
   eval empty_panel
+  set yrange [0:1.02]
+  set autoscale xfix
 }
 set title 'lenders: TTFT'
 if (lender_ttfts > 0) {
@@ -48,5 +47,7 @@ if (lender_ttfts > 0) {
 } else {
   note = 'no lender got a first token (or there are no lenders)'
   eval empty_panel
+  set yrange [0:1.02]
+  set autoscale xfix
 }
 unset multiplot

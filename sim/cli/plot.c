@@ -354,6 +354,19 @@ static void row_mean_ci(const SweepRow *row, guint k, double *mean, double *ci) 
 
 /* The blocks of SERIES as a .dat text: x, the means, the label, the
  * confidence half-widths. */
+/* The points of the series ALL whose mean of Y (SweepRow's) is above 0. */
+static guint positive_points(GPtrArray *all, guint y) {
+  guint n = 0;
+  for (guint s = 0; s < all->len; s++) {
+    GArray *rows = ((Series *) all->pdata[s])->rows;
+    for (guint r = 0; r < rows->len; r++) {
+      const SweepRow *row = &g_array_index(rows, SweepRow, r);
+      n += row->count[y] > 0 && row->sum[y] > 0;
+    }
+  }
+  return n;
+}
+
 static GString *series_data(GPtrArray *all) {
   GString *out = g_string_new("# x, throughput_tok_s, ttft_p99_ms, tpot_p99_ms, e2e_p99_ms "
                               "(means over repeats; ops: GB/s, seconds), label, then the 95% "
@@ -601,6 +614,7 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
     for (guint s = 0; s < serving->len; s++)
       g_ptr_array_add(names, ((Series *) serving->pdata[s])->name);
     gp_series(driver, names);
+    g_string_append_printf(driver, "ttft_points = %u\n", positive_points(serving, 1));
     gp_set(driver, "who", who);
     gp_set(driver, "data", "sweep.dat");
     /* a tenant picked by --tenant gets its own files: one per tenant, none overwritten */

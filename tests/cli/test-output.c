@@ -432,6 +432,38 @@ static void test_compare_plot_no_ttfts(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* A sweep none of whose requests got a first token draws its latency figure, the TTFT panel an
+ * empty one that says so: every TTFT p99 was 0, which the log axis cannot show, and gnuplot
+ * refused the figure (and the throughput figure with it). */
+static void test_sweep_plot_no_ttfts(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *base = write_experiment(tmp, "base.yaml", "quiet", "false", synthetic_b);
+  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
+                                      "sweep:\n  tenants.0.trace.rate: [0.0001, 0.0002]\n"
+                                      "  tenants.1.trace.rate: [0.0001]\n",
+                                      NULL);
+  g_autofree char *path = g_build_filename(tmp, "s.yaml", NULL);
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (gnuplot == NULL) {
+    g_test_skip("gnuplot is not on PATH");
+    ema_test_remove_tree(tmp);
+    return;
+  }
+  touch(tmp, "s.yaml", text);
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", path, "-o", out, "--no-plot", NULL);
+    g_autoptr(EmaTestRun) plot = NULL;
+    g_assert_cmpint(run->status, ==, 0);
+    plot = ema_test_cli("plot", out, NULL);
+    ema_test_assert_ok(plot);
+    g_assert_true(exists(out, "plots/sweep-latency.png"));
+    g_assert_true(exists(out, "plots/sweep-throughput.png"));
+    ema_test_assert_contains(keep(ema_test_read_file(out, "plots/plots.gp")), "ttft_points = 0\n");
+  }
+  ema_test_remove_tree(tmp);
+}
+
 /* A comparison of ops experiments (compare needs tenants) is refused by check, and by run
  * before it touches its folder: an earlier run's results there stay. */
 static void test_compare_not_serving(void) {
@@ -801,6 +833,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/compare-check-warnings", test_compare_check_warnings);
   g_test_add_func("/output/compare-plot-variants", test_compare_plot_variants);
   g_test_add_func("/output/compare-plot-no-ttfts", test_compare_plot_no_ttfts);
+  g_test_add_func("/output/sweep-plot-no-ttfts", test_sweep_plot_no_ttfts);
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/compare-repeats", test_compare_repeats);
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
