@@ -1,5 +1,6 @@
 /* json.c: what the JSON trace readers (mooncake.c, vllm.c) share: a scan of
- * the text before json-glib sees it, and the integer value of a node.
+ * the text before json-glib sees it, the place of a problem in the text's
+ * lines, and the integer value of a node.
  *
  * Invariants: the scan reads each byte once and allocates nothing; it
  * refuses what json-glib would not handle safely (nesting deeper than
@@ -47,6 +48,25 @@ const char *ema_trace_json_scan(const char *text, gsize len, gsize *at) {
     }
   }
   return NULL;
+}
+
+char *ema_trace_json_line_col(const char *text, gsize at) {
+  guint64 line = 1, column = 1;
+  for (gsize i = 0; i < at; i++) {
+    if (text[i] == '\n') {
+      line++;
+      column = 1;
+    } else {
+      column++;
+    }
+  }
+  return g_strdup_printf("%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT, line, column);
+}
+
+char *ema_trace_json_error_message(const char *path, const char *message) {
+  if (g_str_has_prefix(message, "<data>:"))
+    return g_strdup_printf("%s:%s", path, message + strlen("<data>:"));
+  return g_strdup_printf("%s: invalid JSON: %s", path, message);
 }
 
 gboolean ema_trace_json_int(JsonNode *node, gint64 *value) {

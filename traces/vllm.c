@@ -54,20 +54,6 @@ static void vllm_error(GError **error, EmaTraceError code, const char *path, con
   g_set_error(error, EMA_TRACE_ERROR, code, "%s: %s", path, message);
 }
 
-/* "LINE:COL" (from 1) of byte AT of TEXT. */
-static char *line_col(const char *text, gsize at) {
-  guint64 line = 1, col = 1;
-  for (gsize i = 0; i < at; i++) {
-    if (text[i] == '\n') {
-      line++;
-      col = 1;
-    } else {
-      col++;
-    }
-  }
-  return g_strdup_printf("%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT, line, col);
-}
-
 /* An object's keys seen twice. json-glib keeps the last value of a repeated key without a
  * word and says nothing of where it was; every member it parses is counted against the members
  * its object holds once it is set (json-glib emits object-member after setting it; object-start
@@ -117,7 +103,7 @@ static JsonParser *parse_file(const char *path, GError **error) {
   }
   const char *problem = ema_trace_json_scan(text, len, &at);
   if (problem != NULL) {
-    g_autofree char *where = line_col(text, at);
+    g_autofree char *where = ema_trace_json_line_col(text, at);
     g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, "%s:%s: %s", path, where, problem);
     return NULL;
   }
@@ -134,13 +120,8 @@ static JsonParser *parse_file(const char *path, GError **error) {
   g_signal_handlers_disconnect_by_data(parser, &keys);
   duplicate = keys.duplicate;
   if (!loaded) {
-    /* json-glib's message reads "<data>:LINE:COL: Parse error: ..." */
-    const char *msg = jerr->message;
-    if (g_str_has_prefix(msg, "<data>:"))
-      g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, "%s:%s", path,
-                  msg + strlen("<data>:"));
-    else
-      vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "invalid JSON: %s", msg);
+    g_autofree char *message = ema_trace_json_error_message(path, jerr->message);
+    g_set_error_literal(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, message);
     return NULL;
   }
   if (json_parser_get_root(parser) == NULL) {

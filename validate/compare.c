@@ -9,6 +9,7 @@
 #include "report.h"
 #include "stats.h"
 #include "ema/core/file.h"
+#include "ema/traces/trace.h"
 
 #define SUMMARY_FILE "summary.json"
 #define PROVENANCE_FILE "provenance.txt"
@@ -151,7 +152,8 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
   const char *name;
   double simulated = 0;
   g_autofree char *text = NULL;
-  gsize length = 0;
+  gsize length = 0, at = 0;
+  const char *problem;
 
   report->ops = g_array_new(FALSE, TRUE, sizeof(EmaOpResult));
   if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
@@ -159,11 +161,22 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
                 "%s: no such file: measure first (ema-validate run FILE -o %s)", path, dir);
     return NULL;
   }
-  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, &local) ||
-      !json_parser_load_from_data(parser, text, (gssize) length, &local)) {
-    gboolean io = local->domain == G_FILE_ERROR;
-    g_set_error(error, EMA_VALIDATE_ERROR, io ? EMA_VALIDATE_ERROR_IO : EMA_VALIDATE_ERROR_DATA,
-                "%s: %s", path, local->message);
+  if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, &local)) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "%s: %s", path, local->message);
+    g_error_free(local);
+    return NULL;
+  }
+  /* what json-glib would not survive (nesting its parser recurses into) or would get wrong
+   * (integers past 64 bits, a second value it would drop), refused first */
+  if ((problem = ema_trace_json_scan(text, length, &at)) != NULL) {
+    g_autofree char *where = ema_trace_json_line_col(text, at);
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%s: %s", path, where,
+                problem);
+    return NULL;
+  }
+  if (!json_parser_load_from_data(parser, text, (gssize) length, &local)) {
+    g_autofree char *message = ema_trace_json_error_message(path, local->message);
+    g_set_error_literal(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, message);
     g_error_free(local);
     return NULL;
   }

@@ -3,7 +3,7 @@
  * even counts, the largest error, mismatches), expectations judged as
  * ema-sim judges them, the measured summary.json read back for the
  * experiment of tests/fixtures/compare/ (and every way such a file can be
- * missing, malformed or another experiment's), and the written
+ * missing, malformed, too deep for json-glib or another experiment's), and the written
  * compare.csv and compare.md. */
 #include <math.h>
 
@@ -211,6 +211,16 @@ static void test_read_summary_errors(void) {
        "2 results, but experiment 'compare-fixture' has 2 ops and 1 decode scenario"},
       {NULL, "{\"experiment\": ", EMA_VALIDATE_ERROR_DATA, "summary.json"},
       {NULL, "[1, 2]", EMA_VALIDATE_ERROR_DATA, "not a summary"},
+      /* json-glib's place in the text is the file's, not "<data>:..." */
+      {NULL, "{\"experiment\": NaN}", EMA_VALIDATE_ERROR_DATA,
+       "summary.json:1:18: Parse error: unexpected identifier `NaN'"},
+      /* what json-glib would get wrong is refused first, at its line and column: an integer it
+       * would wrap, a second value it would drop (the first one's experiment checked, the
+       * second one's ops never read) */
+      {NULL, "{\"experiment\": \"compare-fixture\", \"x\": 99999999999999999999}",
+       EMA_VALIDATE_ERROR_DATA, "summary.json:1:40: integer out of range (beyond 64 bits)"},
+      {NULL, "{\"experiment\": \"compare-fixture\"}\n{\"ops\": []}\n", EMA_VALIDATE_ERROR_DATA,
+       "summary.json:2:1: text after the end of the JSON value"},
   };
   g_autoptr(EmaExperiment) experiment = load_fixture();
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -227,6 +237,26 @@ static void test_read_summary_errors(void) {
     g_clear_error(&error);
     ema_test_remove_tree(dir);
   }
+}
+
+/* Nesting deeper than json-glib's recursive parser takes is refused before it runs (it
+ * overflowed the stack: a crash). */
+static void test_read_summary_deep(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture();
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(GString) deep = g_string_new("{\"experiment\": \"compare-fixture\", \"x\": ");
+  GError *error = NULL;
+  for (int i = 0; i < 200000; i++)
+    g_string_append_c(deep, '[');
+  for (int i = 0; i < 200000; i++)
+    g_string_append_c(deep, ']');
+  g_string_append(deep, "}\n");
+  write_text(dir, "summary.json", deep->str);
+  g_assert_null(ema_compare_read_summary(dir, experiment, &error));
+  assert_error(error, EMA_VALIDATE_ERROR_DATA,
+               "summary.json:1:71: JSON nested deeper than 32 levels");
+  g_clear_error(&error);
+  ema_test_remove_tree(dir);
 }
 
 static void test_read_summary_missing(void) {
@@ -306,6 +336,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/compare/read-summary", test_read_summary);
   g_test_add_func("/validate/compare/read-summary-errors", test_read_summary_errors);
   g_test_add_func("/validate/compare/read-summary-missing", test_read_summary_missing);
+  g_test_add_func("/validate/compare/read-summary-deep", test_read_summary_deep);
   g_test_add_func("/validate/compare/write", test_write);
   g_test_add_func("/validate/compare/provenance", test_provenance);
   return g_test_run();

@@ -217,6 +217,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaTraceArrivals, ema_trace_arrivals_free)
  * or array (json-glib keeps the first and drops the rest). Strings are skipped (brackets and
  * digits in them are text). On a problem, *AT (may be NULL) is its byte offset. */
 const char *ema_trace_json_scan(const char *text, gsize len, gsize *at);
+/* "LINE:COLUMN" (both from 1) of byte AT of TEXT, for messages. */
+char *ema_trace_json_line_col(const char *text, gsize at);
+/* json-glib's MESSAGE about the text of PATH as "PATH:LINE:COL: what" (json-glib words it
+ * "<data>:LINE:COL: what", the place in the text it was given), or "PATH: invalid JSON: MESSAGE"
+ * where it names no place. */
+char *ema_trace_json_error_message(const char *path, const char *message);
 
 /* ---- length distributions ------------------------------------------------- */
 
