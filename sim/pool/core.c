@@ -395,7 +395,7 @@ static EmaPoolCheckLevel check_level_from_env(void) {
 static void view_debug(const EmaPoolView *view, guint gpu, const char *message) {
   EmaPoolCore *c = view->debug_data;
   if (gpu < c->n)
-    ema_pool_core_note(c, EMA_POOL_EVENT_DEBUG, gpu, gpu, 0, 0, 0, message);
+    ema_pool_core_note(c, EMA_POOL_EVENT_DEBUG, gpu, gpu, 0, 0, 0, 0, message);
 }
 
 gboolean ema_pool_core_init(EmaPoolCore *c, guint n, const EmaServerSpec *server,
@@ -524,9 +524,11 @@ static void event_push(EmaPoolCore *c, const EmaPoolEvent *e) {
 }
 
 void ema_pool_core_note(EmaPoolCore *c, EmaPoolEventKind kind, guint gpu, guint peer,
-                        guint64 blocks, guint64 bytes, double seconds, const char *reason) {
+                        guint64 blocks, guint64 dropped, guint64 bytes, double seconds,
+                        const char *reason) {
   EmaPoolEvent e = event_start(c, kind, gpu, peer);
   e.blocks_moved = blocks;
+  e.blocks_dropped = dropped;
   e.bytes_copied = bytes;
   e.seconds = e.copy_seconds = seconds;
   /* reason_add's cut, without printf (E's reason is all zeros) */

@@ -540,7 +540,8 @@ static void note_tier(Pool *p, Gpu *g, EmaKvTierMove move, guint peer, guint64 n
     break;
   }
   ema_pool_core_note(core_now(p), EMA_POOL_EVENT_TIER, g->index, peer,
-                     move == EMA_KV_TIER_DROP ? 0 : n, (guint64) bytes, seconds, reason);
+                     move == EMA_KV_TIER_DROP ? 0 : n, move == EMA_KV_TIER_DROP ? n : 0,
+                     (guint64) bytes, seconds, reason);
 }
 
 /* G's held tier moves of kind MOVE as one event, if any. */
@@ -1400,7 +1401,7 @@ static void note_read(Pool *p, Gpu *g) {
              "the rest offloaded: step %.2f ms",
              j, g->plan.offload_cap * 100, lender_offload_share(p, j, g->index) * 100,
              others > 0 ? " (and more lenders')" : "", g->uncapped_s * 1e3);
-  ema_pool_core_note(core_now(p), EMA_POOL_EVENT_OFFLOAD_THROTTLE, g->index, j, 0, 0, 0, reason);
+  ema_pool_core_note(core_now(p), EMA_POOL_EVENT_OFFLOAD_THROTTLE, g->index, j, 0, 0, 0, 0, reason);
   g->throttled_by = j;
   g->throttled_at = now;
 }
@@ -1454,7 +1455,7 @@ static void count_capped(Pool *p, Gpu *g, double capped_s) {
                lender_share(p, g, j, &g->offload_shares[j], ns(capped_s)) * 100, capped_s * 1e3,
                g->uncapped_s * 1e3);
   /* the time the cap added: none to a step that did not offload */
-  ema_pool_core_note(core_now(p), EMA_POOL_EVENT_OFFLOAD_THROTTLE, g->index, j, 0, 0,
+  ema_pool_core_note(core_now(p), EMA_POOL_EVENT_OFFLOAD_THROTTLE, g->index, j, 0, 0, 0,
                      offloads && capped_s > 0 ? capped_s - g->uncapped_s : 0, reason);
   g->throttled_by = j;
   g->throttled_at = now;

@@ -373,6 +373,25 @@ static void test_events(void) {
   g_assert_nonnull(strstr(events1, ",tier,"));
   g_assert_nonnull(strstr(events1, ",borrow,"));
   g_assert_cmpstr(events2, ==, kept->str);
+  /* a prefix tier's drop of N cached blocks counts them in blocks_dropped, moving none (the
+   * column said 0 under "N cached blocks on peers dropped") */
+  {
+    guint drops = 0;
+    for (guint i = 1; rows[i] && rows[i][0]; i++) {
+      g_auto(GStrv) cells = g_strsplit(rows[i], ",", 13);
+      const char *said = strstr(rows[i], "\"prefix tier: ");
+      if (strcmp(cells[1], "tier") != 0 ||
+          strstr(rows[i], " cached blocks on peers dropped") == NULL)
+        continue;
+      drops++;
+      g_assert_cmpuint(g_ascii_strtoull(cells[9], NULL, 10), ==,
+                       g_ascii_strtoull(said + strlen("\"prefix tier: "), NULL, 10));
+      g_assert_cmpuint(g_ascii_strtoull(cells[9], NULL, 10), >, 0);
+      g_assert_cmpstr(cells[7], ==, "0");  /* blocks_moved */
+      g_assert_cmpstr(cells[10], ==, "0"); /* bytes_copied */
+    }
+    g_assert_cmpuint(drops, >, 0);
+  }
   g_assert_false(exists_in(none, "events.csv"));
   for (guint i = 0; i < 2; i++) {
     g_autofree char *a = ema_test_read_file(all, "summary.json");
@@ -405,7 +424,7 @@ static void test_events(void) {
         if (strcmp(cells[1], "tier") != 0)
           continue;
         rows_of[f]++;
-        blocks_of[f] += g_ascii_strtoull(cells[7], NULL, 10);
+        blocks_of[f] += g_ascii_strtoull(cells[7], NULL, 10) + g_ascii_strtoull(cells[9], NULL, 10);
         bytes_of[f] += g_ascii_strtoull(cells[10], NULL, 10);
       }
     }

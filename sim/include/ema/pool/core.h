@@ -279,9 +279,10 @@ static inline gboolean ema_pool_core_periodic_due(const EmaPoolCore *core, const
 }
 
 /* Logs an event of KIND (PLACE, TIER, OFFLOAD_THROTTLE) that the owner did for GPU with
- * PEER: BLOCKS moved (BYTES copied) in SECONDS, for REASON. */
+ * PEER: BLOCKS moved (BYTES copied) in SECONDS, DROPPED dropped, for REASON. */
 void ema_pool_core_note(EmaPoolCore *core, EmaPoolEventKind kind, guint gpu, guint peer,
-                        guint64 blocks, guint64 bytes, double seconds, const char *reason);
+                        guint64 blocks, guint64 dropped, guint64 bytes, double seconds,
+                        const char *reason);
 
 /* Applies PLAN for G's tenant, asked by WHO: each action cut to the blocks
  * its request has where it says and the room where it goes (counted in
