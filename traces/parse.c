@@ -208,10 +208,13 @@ const char *ema_trace_parse_datetime(const char *p, gsize len, gint64 *ns) {
     i++;
     if (!fixed_digits(p, len, &i, 2, &oh))
       return syntax;
-    if (i < len && p[i] == ':')
+    if (i < len && p[i] == ':') { /* "+HH:MM": the minutes must follow the colon */
       i++;
-    if (i < len && !fixed_digits(p, len, &i, 2, &om))
+      if (!fixed_digits(p, len, &i, 2, &om))
+        return syntax;
+    } else if (i < len && !fixed_digits(p, len, &i, 2, &om)) { /* "+HHMM", or "+HH" alone */
       return syntax;
+    }
     if (oh > 23 || om > 59)
       return "time-zone offset out of range";
     offset_min = sign * (oh * 60 + om);

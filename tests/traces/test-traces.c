@@ -188,6 +188,8 @@ static void test_parse_datetime(void) {
   g_assert_cmpint(azure_time("2024-05-10 00:00:00Z", "2024-05-10T02:00:00+02:00"), ==, 0);
   g_assert_cmpint(azure_time("2024-05-10 00:00:00+00:00", "2024-05-10 00:00:00-0130"), ==,
                   EMA_S(5400));
+  /* hours alone (ISO 8601's +HH) */
+  g_assert_cmpint(azure_time("2024-05-10 00:00:00Z", "2024-05-10 05:00:00+05"), ==, 0);
   /* the latest a second request may come (EMA_TRACE_MAX_ARRIVAL, ~146 years) */
   g_assert_cmpint(azure_time("1970-01-01 00:00:00", "2116-01-01 00:00:00"), ==,
                   EMA_S(G_GINT64_CONSTANT(4607280000)));
@@ -327,6 +329,10 @@ static void test_azure_rows(void) {
        "TIMESTAMP: more than 9 fractional digits: '2023-11-16 18:15:50.1234567890'"},
       {"2023-11-16 18:15:50+25:00,1,1", EMA_TRACE_ERROR_PARSE, 1,
        "TIMESTAMP: time-zone offset out of range: '2023-11-16 18:15:50+25:00'"},
+      /* a colon with no minutes after it is no offset (it was read as +05:00) */
+      {"2023-11-16 18:15:50+05:,1,1", EMA_TRACE_ERROR_PARSE, 1,
+       "TIMESTAMP: not a date-time (YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): '2023-11-16 "
+       "18:15:50+05:'"},
       {"2023-11-16 18:15:50,1,1,1", EMA_TRACE_ERROR_PARSE, 25, "expected 3 fields, found 4"},
       {"2023-11-16 18:15:50", EMA_TRACE_ERROR_PARSE, 20, "expected 3 fields, found 1"},
       {"\"2023-11-16 18:15:50,1,1", EMA_TRACE_ERROR_PARSE, 1, "unterminated quoted field"},
