@@ -770,6 +770,23 @@ static void warn_group_shares(const EmaExperiment *experiment, const EmaTenantSp
                                     kept));
 }
 
+/* Into WARNINGS: each tenant whose engine.num_gpu_blocks fixes its KV cache on a server whose
+ * HBM is scaled (server.gpu.hbm_scale, the 2x oracle's knob): the scale gives it no more KV. */
+static void warn_scaled_fixed_kv(const EmaExperiment *experiment, GPtrArray *warnings) {
+  double scale = experiment->server.gpu.hbm_scale;
+  if (scale == 1)
+    return;
+  for (guint i = 0; i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    if (t->engine.num_gpu_blocks > 0)
+      g_ptr_array_add(warnings,
+                      g_strdup_printf("tenant %s: engine.num_gpu_blocks fixes its KV cache at "
+                                      "%" G_GINT64_FORMAT " blocks: server.gpu.hbm_scale %g "
+                                      "leaves it as it is (only a cache sized from HBM scales)",
+                                      t->name, t->engine.num_gpu_blocks, scale));
+  }
+}
+
 GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
   const EmaPolicyInfo *borrow;
@@ -777,6 +794,7 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   if (!ema_experiment_is_serving(experiment))
     return warnings;
   warn_kv_over_hbm(experiment, warnings);
+  warn_scaled_fixed_kv(experiment, warnings);
   if (experiment->policy.borrow == NULL)
     return warnings;
   /* bound experiments name registered policies: no error here */

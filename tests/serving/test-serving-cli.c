@@ -580,6 +580,27 @@ static void test_whole_server_group_warning(void) {
   ema_test_remove_tree(dir);
 }
 
+/* server.gpu.hbm_scale (the 2x oracle) beside a tenant whose engine.num_gpu_blocks fixes its KV
+ * cache: a warning says the scale gives that tenant no more KV (a 2x variant read as static's
+ * twin, silently); a cache sized from HBM, or no scale, gets none. */
+static void test_scaled_fixed_kv_warning(void) {
+  g_autoptr(EmaTestRun) fixed =
+      ema_test_cli("check", TP_SHARE, "--set", "policy=static", "--set", "server.gpu.hbm_scale=2",
+                   "--set", "tenants.1.engine.num_gpu_blocks=500", NULL);
+  g_autoptr(EmaTestRun) sized = ema_test_cli("check", TP_SHARE, "--set", "policy=static", "--set",
+                                             "server.gpu.hbm_scale=2", NULL);
+  g_autoptr(EmaTestRun) unscaled =
+      ema_test_cli("check", TP_SHARE, "--set", "policy=static", "--set",
+                   "tenants.1.engine.num_gpu_blocks=500", NULL);
+  g_assert_cmpint(fixed->status, ==, 0);
+  g_assert_cmpstr(fixed->err, ==,
+                  "ema-sim: warning: tenant small: engine.num_gpu_blocks fixes its KV cache at "
+                  "500 blocks: server.gpu.hbm_scale 2 leaves it as it is (only a cache sized "
+                  "from HBM scales)\n");
+  ema_test_assert_ok(sized);
+  ema_test_assert_ok(unscaled);
+}
+
 /* tp-borrow.yaml: the TP-2 group borrows; each sample's two rows (gpu0,
  * gpu1) hold the same blocks, the same remote blocks (each rank its shard
  * of every block: none of the remote KV counted as local on either), and
@@ -738,6 +759,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/tenant-sharing", test_tenant_sharing);
   g_test_add_func("/serving-cli/check/group-sharing-warning", test_group_sharing_warning);
   g_test_add_func("/serving-cli/check/whole-server-group-warning", test_whole_server_group_warning);
+  g_test_add_func("/serving-cli/check/scaled-fixed-kv-warning", test_scaled_fixed_kv_warning);
   g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
   g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);
   g_test_add_func("/serving-cli/sweep/tp-warning", test_tp_sweep);
