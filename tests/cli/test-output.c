@@ -370,15 +370,32 @@ static void test_compare_check_warnings(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* Whether gnuplot is on PATH; where it is not, the test is marked skipped. */
+static gboolean gnuplot_or_skip(void) {
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (gnuplot == NULL)
+    g_test_skip("gnuplot is not on PATH");
+  return gnuplot != NULL;
+}
+
+/* COMMAND (run or sweep) of PATH into OUT without figures, which must exit 0, then ema-sim plot
+ * OUT, which must succeed; the first command's result (its stderr is the caller's to check). */
+static EmaTestRun *run_then_plot(const char *command, const char *path, const char *out) {
+  EmaTestRun *run = ema_test_cli(command, path, "-o", out, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) plot = NULL;
+  g_assert_cmpint(run->status, ==, 0);
+  plot = ema_test_cli("plot", out, NULL);
+  ema_test_assert_ok(plot);
+  return run;
+}
+
 /* ema-sim plot of a comparison's folder draws its variants' figures again too, each in its own
  * folder, as the run did (it drew only the comparison's). Needs gnuplot. */
 static void test_compare_plot_variants(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
   g_autofree char *path = write_compare(tmp, "2x");
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
-  if (gnuplot == NULL) {
-    g_test_skip("gnuplot is not on PATH");
+  if (!gnuplot_or_skip()) {
     ema_test_remove_tree(tmp);
     return;
   }
@@ -412,20 +429,14 @@ static void test_compare_plot_no_ttfts(void) {
       g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
                   "compare:\n  static: {policy: static}\n  2x: {server.gpu.hbm_scale: 2}\n", NULL);
   g_autofree char *path = g_build_filename(tmp, "c.yaml", NULL);
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
-  if (gnuplot == NULL) {
-    g_test_skip("gnuplot is not on PATH");
+  if (!gnuplot_or_skip()) {
     ema_test_remove_tree(tmp);
     return;
   }
   touch(tmp, "c.yaml", text);
   {
-    g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
-    g_autoptr(EmaTestRun) plot = NULL;
-    g_assert_cmpint(run->status, ==, 0);
+    g_autoptr(EmaTestRun) run = run_then_plot("run", path, out);
     ema_test_assert_contains(run->err, "static: tenant b: no request arrived");
-    plot = ema_test_cli("plot", out, NULL);
-    ema_test_assert_ok(plot);
     g_assert_true(exists(out, "plots/compare.png"));
     ema_test_assert_contains(keep(ema_test_read_file(out, "plots/plots.gp")), "lender_ttfts = 0\n");
   }
@@ -444,19 +455,13 @@ static void test_sweep_plot_no_ttfts(void) {
                                       "  tenants.1.trace.rate: [0.0001]\n",
                                       NULL);
   g_autofree char *path = g_build_filename(tmp, "s.yaml", NULL);
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
-  if (gnuplot == NULL) {
-    g_test_skip("gnuplot is not on PATH");
+  if (!gnuplot_or_skip()) {
     ema_test_remove_tree(tmp);
     return;
   }
   touch(tmp, "s.yaml", text);
   {
-    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", path, "-o", out, "--no-plot", NULL);
-    g_autoptr(EmaTestRun) plot = NULL;
-    g_assert_cmpint(run->status, ==, 0);
-    plot = ema_test_cli("plot", out, NULL);
-    ema_test_assert_ok(plot);
+    g_autoptr(EmaTestRun) run = run_then_plot("sweep", path, out);
     g_assert_true(exists(out, "plots/sweep-latency.png"));
     g_assert_true(exists(out, "plots/sweep-throughput.png"));
     ema_test_assert_contains(keep(ema_test_read_file(out, "plots/plots.gp")), "ttft_points = 0\n");
