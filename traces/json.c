@@ -5,9 +5,9 @@
  * Invariants: the scan reads each byte once and allocates nothing; it
  * refuses what json-glib would not handle safely (nesting deeper than
  * EMA_TRACE_JSON_MAX_DEPTH, since its parser recurses once per level;
- * integers outside gint64, which it would wrap; an object or array after the
- * first value has closed, which it would drop without a word), and says at
- * which byte. */
+ * integers outside gint64, which it would wrap; NUL bytes, binary data; an
+ * object or array after the first value has closed, which it would drop
+ * without a word), and says at which byte. */
 #include <math.h>
 #include <string.h>
 
@@ -22,12 +22,20 @@ const char *ema_trace_json_scan(const char *text, gsize len, gsize *at) {
       *at = i;
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
       continue;
+    if (c == '\0')
+      return "binary data (NUL byte)";
     if (closed)
       return "text after the end of the JSON value (two values run together?)";
     if (c == '"') {
-      for (i++; i < len && text[i] != '"'; i++)
+      for (i++; i < len && text[i] != '"'; i++) {
+        if (text[i] == '\0') {
+          if (at != NULL)
+            *at = i;
+          return "binary data (NUL byte)";
+        }
         if (text[i] == '\\')
           i++;
+      }
     } else if (c == '[' || c == '{') {
       if (++depth > EMA_TRACE_JSON_MAX_DEPTH)
         return "JSON nested deeper than " G_STRINGIFY(EMA_TRACE_JSON_MAX_DEPTH) " levels";

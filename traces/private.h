@@ -59,13 +59,17 @@ typedef struct {
   gsize max_line;
   char *chunk;
   gsize pos, fill;
-  char *line; /* lines that straddle chunks are assembled here */
+  guint64 offset; /* bytes of the file before the chunk */
+  char *line;     /* lines that straddle chunks are assembled here */
   gsize line_cap;
   gboolean eof;
 } EmaTraceReader;
 
 gboolean ema_trace_reader_open(EmaTraceReader *reader, const char *path, gsize max_line,
                                GError **error);
+/* The compression format ("gzip", "zstd", ...) whose magic bytes start DATA (LEN bytes), or
+ * NULL: a compressed trace is refused by name, not read as text. */
+const char *ema_trace_compressed_format(const char *data, gsize len);
 void ema_trace_reader_close(EmaTraceReader *reader);
 /* Returns 1 and the next line (without "\n" or "\r\n", NUL-terminated,
  * writable until the next call), 0 at the end, -1 on error. A last line

@@ -7,7 +7,8 @@
  * costs at most max_line bytes before it is reported; lines that lie inside
  * a chunk are returned in place without copying. A NUL byte is an error
  * (binary data), "\r\n" and "\n" both end a line, and a last line without a
- * newline is returned like any other; a line of spaces and tabs only is blank
+ * newline is returned like any other; a file that starts with the magic bytes
+ * of a compression format is refused by its name; a line of spaces and tabs only is blank
  * (ema_trace_line_is_blank), skipped by every reader. Only a regular file is opened (a FIFO
  * or a device is refused at once, never waited on or read forever). */
 #include <errno.h>
@@ -55,6 +56,7 @@ gboolean ema_trace_reader_rewind(EmaTraceReader *reader, GError **error) {
   }
   clearerr(reader->fp);
   reader->pos = reader->fill = 0;
+  reader->offset = 0;
   reader->eof = FALSE;
   reader->line_no = 0;
   return TRUE;
@@ -107,10 +109,38 @@ void ema_trace_reader_error_col(const EmaTraceReader *reader, guint column, GErr
   va_end(ap);
 }
 
-/* Refill the chunk. Returns FALSE on a read error (ERROR set). */
+const char *ema_trace_compressed_format(const char *data, gsize len) {
+  static const struct {
+    const char *name;
+    const char *magic;
+    gsize len;
+  } formats[] = {
+      {"gzip", "\x1f\x8b", 2},
+      {"zstd", "\x28\xb5\x2f\xfd", 4},
+      {"xz",
+       "\xfd"
+       "7zXZ\0",
+       6},
+      {"zip", "PK\x03\x04", 4},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(formats); i++)
+    if (len >= formats[i].len && memcmp(data, formats[i].magic, formats[i].len) == 0)
+      return formats[i].name;
+  return NULL;
+}
+
+/* Refill the chunk. Returns FALSE on a read error or a compressed file (ERROR set). */
 static gboolean reader_fill(EmaTraceReader *reader, GError **error) {
+  reader->offset += reader->fill;
   reader->pos = 0;
   reader->fill = fread(reader->chunk, 1, EMA_TRACE_CHUNK, reader->fp);
+  const char *compressed =
+      reader->offset == 0 ? ema_trace_compressed_format(reader->chunk, reader->fill) : NULL;
+  if (compressed != NULL) {
+    ema_trace_reader_error_at(reader, 1, error, EMA_TRACE_ERROR_PARSE,
+                              "a %s-compressed file: decompress it first", compressed);
+    return FALSE;
+  }
   if (reader->fill < EMA_TRACE_CHUNK) {
     if (ferror(reader->fp)) {
       int saved = errno;

@@ -101,6 +101,12 @@ static JsonParser *parse_file(const char *path, GError **error) {
     g_error_free(inner);
     return NULL;
   }
+  const char *compressed = ema_trace_compressed_format(text, len);
+  if (compressed != NULL) {
+    g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE,
+                "%s:1: a %s-compressed file: decompress it first", path, compressed);
+    return NULL;
+  }
   const char *problem = ema_trace_json_scan(text, len, &at);
   if (problem != NULL) {
     g_autofree char *where = ema_trace_json_line_col(text, at);

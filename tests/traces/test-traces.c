@@ -363,6 +363,27 @@ static void test_azure_garbage(void) {
   assert_error(error, EMA_TRACE_ERROR_PARSE, bin, "1: binary data (NUL byte)");
   g_clear_error(&error);
 
+  /* A compressed trace is named as such, not read as text: by the readers, the sniffing
+   * (whatever the compressed text was), and the reader that reads a file whole. */
+  static const char gzip[] = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03{\x7f\x00}";
+  static const char zstd[] = "\x28\xb5\x2f\xfd\x24\x05\x29\x00\x00{}";
+  g_autofree char *gz = write_tmp("trace.csv.gz", gzip, sizeof gzip - 1);
+  g_autofree char *zst = write_tmp("trace.json.zst", zstd, sizeof zstd - 1);
+  EmaTraceFormat format;
+  g_assert_null(ema_trace_source_open_azure(gz, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, gz, "1: a gzip-compressed file: decompress it first");
+  g_clear_error(&error);
+  g_assert_false(ema_trace_format_sniff(gz, &format, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, gz, "1: a gzip-compressed file: decompress it first");
+  g_clear_error(&error);
+  g_assert_null(ema_trace_source_open_mooncake(zst, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, zst, "1: a zstd-compressed file: decompress it first");
+  g_clear_error(&error);
+  g_assert_null(
+      ema_trace_source_open_vllm_bench(zst, ema_trace_arrivals_new_at_once(), FALSE, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, zst, "1: a zstd-compressed file: decompress it first");
+  g_clear_error(&error);
+
   /* Junk without NUL bytes is not a header. */
   g_autofree char *junk = write_tmp("junk.txt", "\xff\xfe\x80,garbage\n\x01\x02,3\n", -1);
   g_assert_null(ema_trace_source_open_azure(junk, &error));
@@ -940,6 +961,13 @@ static void test_vllm_bench_errors(void) {
     assert_error(error, cases[i].code, path, cases[i].message);
     g_clear_error(&error);
   }
+
+  /* A NUL byte, in a string too, is binary data, at its line and column. */
+  static const char nul[] = "{\"input_lens\": [1],\n \"output_lens\": [1], \"x\": \"a\0b\"}";
+  g_autofree char *nul_path = write_tmp("vllm-nul.json", nul, sizeof nul - 1);
+  g_assert_null(open_vllm(nul_path, FALSE, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, nul_path, "2:29: binary data (NUL byte)");
+  g_clear_error(&error);
 
   /* Nesting is refused before json-glib recurses, at its line and column. */
   g_autoptr(GString) deep = g_string_new("{\"input_lens\":\n");
