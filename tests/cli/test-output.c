@@ -249,7 +249,7 @@ static void test_provenance(void) {
 
 /* compare: each variant in its folder, compare.csv one row per variant in
  * file order, the comparison printed; check checks every variant. */
-/* TMP/c.yaml: the synthetic experiment "cmp" and COMPARE (its compare: and
+/* TMP/c.yaml: the synthetic experiment "cmp" and COMPARE (its compare: or sweep: and
  * more); its path */
 static char *write_comparison(const char *tmp, const char *compare) {
   g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
@@ -449,17 +449,12 @@ static void test_compare_plot_no_ttfts(void) {
 static void test_sweep_plot_no_ttfts(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
-  g_autofree char *base = write_experiment(tmp, "base.yaml", "quiet", "false", synthetic_b);
-  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
-                                      "sweep:\n  tenants.0.trace.rate: [0.0001, 0.0002]\n"
-                                      "  tenants.1.trace.rate: [0.0001]\n",
-                                      NULL);
-  g_autofree char *path = g_build_filename(tmp, "s.yaml", NULL);
+  g_autofree char *path = write_comparison(tmp, "sweep:\n  tenants.0.trace.rate: [0.0001, 0.0002]\n"
+                                                "  tenants.1.trace.rate: [0.0001]\n");
   if (!gnuplot_or_skip()) {
     ema_test_remove_tree(tmp);
     return;
   }
-  touch(tmp, "s.yaml", text);
   {
     g_autoptr(EmaTestRun) run = run_then_plot("sweep", path, out);
     g_assert_true(exists(out, "plots/sweep-latency.png"));
