@@ -19,8 +19,8 @@ static EmaTraceSource *open_burstgpt(const char *path, GError **error) {
 typedef struct {
   EmaTraceFormat format;
   const char *name;
-  /* lower-case words that all appear in the first line of such a CSV file
-   * (NULL: not recognised from a CSV header) */
+  /* lower-case words that all appear in the first line of such a CSV file, each one of
+   * names separated by '|' (NULL: not recognised from a CSV header) */
   const char *const *header_words;
   OpenFn open; /* NULL: cannot be opened from a path alone */
 } FormatRow;
@@ -35,7 +35,9 @@ static const FormatRow formats[] = {
     {EMA_TRACE_FORMAT_BURSTGPT, "burstgpt", (const char *const[]){"request tokens", NULL},
      open_burstgpt},
     {EMA_TRACE_FORMAT_MOONCAKE, "mooncake", NULL, ema_trace_source_open_mooncake},
-    {EMA_TRACE_FORMAT_LENGTHS, "lengths", (const char *const[]){"num_prefill_tokens", NULL}, NULL},
+    /* the column names its reader takes (csv.c), after Azure's header (which has a time) */
+    {EMA_TRACE_FORMAT_LENGTHS, "lengths",
+     (const char *const[]){"num_prefill_tokens|contexttokens", NULL}, NULL},
     {EMA_TRACE_FORMAT_VLLM_BENCH, "vllm-bench", NULL, NULL},
 };
 
@@ -71,9 +73,14 @@ gboolean ema_trace_format_from_name(const char *name, EmaTraceFormat *format, GE
 }
 
 static gboolean header_has_words(const char *lower, const char *const *words) {
-  for (; *words != NULL; words++)
-    if (strstr(lower, *words) == NULL)
+  for (; *words != NULL; words++) {
+    g_auto(GStrv) names = g_strsplit(*words, "|", -1);
+    gboolean found = FALSE;
+    for (guint i = 0; names[i] != NULL && !found; i++)
+      found = strstr(lower, names[i]) != NULL;
+    if (!found)
       return FALSE;
+  }
   return TRUE;
 }
 

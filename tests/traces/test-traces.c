@@ -1041,6 +1041,15 @@ static void test_open_formats(void) {
   g_assert_null(ema_trace_source_open(EMA_TRACE_FORMAT_AUTO, lengths, &error));
   g_assert_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID);
   g_clear_error(&error);
+  /* A length-only file under Azure's names (which its reader takes) is one too; with Azure's
+   * time column it is Azure's. */
+  g_autofree char *azure_lengths =
+      write_tmp("azure-lengths.csv", "ContextTokens,GeneratedTokens\n5,3\n", -1);
+  g_assert_true(ema_trace_format_sniff(azure_lengths, &format, &error));
+  g_assert_cmpint(format, ==, EMA_TRACE_FORMAT_LENGTHS);
+  g_autofree char *azure = fixture("azure-good.csv");
+  g_assert_true(ema_trace_format_sniff(azure, &format, &error));
+  g_assert_cmpint(format, ==, EMA_TRACE_FORMAT_AZURE);
   g_autofree char *empty = fixture("empty.csv");
   g_assert_null(ema_trace_source_open(EMA_TRACE_FORMAT_AUTO, empty, &error));
   assert_error(error, EMA_TRACE_ERROR_EMPTY, empty, "1: empty file: no header");
