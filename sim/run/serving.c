@@ -62,6 +62,7 @@ typedef struct {
   guint64 events_rows;  /* written so far, up to the experiment's events_max_rows */
   EmaTime events_capped_at;
   guint64 timeline_rows; /* written so far, up to the experiment's timeline_max_rows */
+  guint64 sample_rows;   /* the rows of one sample: a row per GPU of every tenant */
   EmaTime timeline_capped_at;
   EmaEvent sample_event;
   guint64 samples; /* taken so far: the pool's invariants are checked at one in
@@ -236,6 +237,15 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     ema_sim_fail(sim, error);
     return;
   }
+  /* whole samples only: a sample cut after some tenants' rows would sum to what no instant held */
+  if (run->timeline &&
+      run->timeline_rows + run->sample_rows > (guint64) run->experiment->timeline_rows) {
+    run->timeline_capped_at = now; /* bounded by construction: no more rows */
+    if (!close_output(run, &run->timeline, "timeline.csv", &error)) {
+      ema_sim_fail(sim, error);
+      return;
+    }
+  }
   for (guint i = 0; i < run->tenants->len; i++) {
     Tenant *tenant = &g_array_index(run->tenants, Tenant, i);
     guint64 used = ema_engine_blocks_held(tenant->engine);
@@ -255,14 +265,6 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     ema_tenant_metrics_sample_kv(tenant->result->metrics, used, tenant->result->plan.blocks,
                                  used + free_blocks,
                                  (guint64) (in / run->experiment->sample_period));
-    if (run->timeline &&
-        run->timeline_rows + (guint64) spec->tp > (guint64) run->experiment->timeline_rows) {
-      run->timeline_capped_at = now; /* bounded by construction: no more rows */
-      if (!close_output(run, &run->timeline, "timeline.csv", &error)) {
-        ema_sim_fail(sim, error);
-        return;
-      }
-    }
     for (gint64 g = spec->gpu; run->timeline && g < spec->gpu + spec->tp; g++) {
       /* each rank of a group: every block has a shard on it, the group's remote ones too, and
        * its share of the group's slices (the pool keeps them on the first GPU) */
@@ -573,8 +575,10 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
       fputs(STEPS_HEADER, run.steps);
     }
   }
-  for (guint i = 0; ok && i < experiment->tenants->len; i++)
+  for (guint i = 0; ok && i < experiment->tenants->len; i++) {
     ok = add_tenant(&run, report, i, requests, error);
+    run.sample_rows += (guint64) g_array_index(experiment->tenants, EmaTenantSpec, i).tp;
+  }
   if (ok) {
     ema_serving_add_idle_gpus(experiment, pool);
     ok = ema_pool_start(pool, error);

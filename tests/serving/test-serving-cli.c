@@ -601,6 +601,24 @@ static void test_scaled_fixed_kv_warning(void) {
   ema_test_assert_ok(unscaled);
 }
 
+/* timeline_max_rows stops timeline.csv at a whole sample: tp-share.yaml's sample is three rows
+ * (the TP-2 group's two, the other tenant's one), so a cap of 5 keeps the first sample's three
+ * and none of the second (its group's two rows were written without the other tenant's row). */
+static void test_timeline_cap_whole_samples(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", TP_SHARE, "--set", "timeline_max_rows=5", "--set",
+                                           "policy=static", "-o", dir, "--no-plot", NULL);
+  g_autofree char *timeline = ema_test_read_file(dir, "timeline.csv");
+  g_auto(GStrv) lines = g_strsplit(timeline, "\n", -1);
+  g_assert_cmpint(run->status, ==, 0);
+  ema_test_assert_contains(run->err, "ema-sim: warning: timeline.csv stopped at 5 rows, at 1 s");
+  g_assert_cmpuint(g_strv_length(lines), ==, 5); /* the header, 3 rows, "" */
+  g_assert_true(g_str_has_prefix(lines[1], "0.000000000,0,big,"));
+  g_assert_true(g_str_has_prefix(lines[2], "0.000000000,1,big,"));
+  g_assert_true(g_str_has_prefix(lines[3], "0.000000000,2,small,"));
+  ema_test_remove_tree(dir);
+}
+
 /* tp-borrow.yaml: the TP-2 group borrows; each sample's two rows (gpu0,
  * gpu1) hold the same blocks, the same remote blocks (each rank its shard
  * of every block: none of the remote KV counted as local on either), and
@@ -760,6 +778,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/check/group-sharing-warning", test_group_sharing_warning);
   g_test_add_func("/serving-cli/check/whole-server-group-warning", test_whole_server_group_warning);
   g_test_add_func("/serving-cli/check/scaled-fixed-kv-warning", test_scaled_fixed_kv_warning);
+  g_test_add_func("/serving-cli/run/timeline-cap-whole-samples", test_timeline_cap_whole_samples);
   g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
   g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);
   g_test_add_func("/serving-cli/sweep/tp-warning", test_tp_sweep);
