@@ -380,7 +380,7 @@ static void test_traces_mooncake_deep(void) {
       "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": ", deep, "}\n",
       NULL);
   g_autofree char *path = write_temp(dir, "deep.jsonl", text);
-  g_autofree char *expected = g_strconcat(path, ":1: JSON nested deeper than 32 levels", NULL);
+  g_autofree char *expected = g_strconcat(path, ":1:100: JSON nested deeper than 32 levels", NULL);
   GError *error = NULL;
   g_autoptr(EmaTraceSource) src = ema_trace_source_open_mooncake(path, &error);
   g_assert_null(src);
@@ -399,7 +399,8 @@ static void test_traces_mooncake_bigint(void) {
       write_temp(dir, "ok.jsonl",
                  "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1, \"note\": \"[[[ "
                  "99999999999999999999\"}\n");
-  g_autofree char *expected = g_strconcat(path, ":1: integer out of range (beyond 64 bits)", NULL);
+  g_autofree char *expected =
+      g_strconcat(path, ":1:34: integer out of range (beyond 64 bits)", NULL);
   GError *error = NULL;
   EmaRequestRecord record;
   g_autoptr(EmaTraceSource) src = ema_trace_source_open_mooncake(path, &error);
