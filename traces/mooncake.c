@@ -6,18 +6,16 @@
  * line's tree and frees it on the next load), the reader holds one line;
  * timestamp is an integer or real number of ms, never decreasing; input_length
  * is in [1, 2^32-1], output_length in [0, 2^32-1]; hash_ids, when present, is
- * an array of non-negative integers, its length is the record's
- * prefix_blocks and its ids (kept in hash_ids until the next line is read)
- * the record's prefix_ids; each of these four keys is given at most once
- * (json-glib would keep the last of two); other keys are
- * ignored; blank lines (white space only) are skipped. The first record is read when the file is
- * opened, so an empty file or a bad first line fails the open. A line is
- * scanned before json-glib sees it: nesting deeper than
- * EMA_TRACE_JSON_MAX_DEPTH (json-glib recurses per level) and integers
- * outside 64 bits (json-glib would wrap them) and a second value after the
- * record (json-glib would drop it: two records run together) are errors, so a
- * line costs at most max_line bytes and a bounded stack. Errors name the
- * line and, where they can, the column. */
+ * an array of non-negative integers, at most one per 512-token block of the
+ * prompt, its length is the record's prefix_blocks and its ids (kept in hash_ids until the next
+ * line is read) the record's prefix_ids; each of these four keys is given at most once (json-glib
+ * would keep the last of two); other keys are ignored; blank lines (white space only) are skipped.
+ * The first record is read when the file is opened, so an empty file or a bad first line fails the
+ * open. A line is scanned before json-glib sees it: nesting deeper than EMA_TRACE_JSON_MAX_DEPTH
+ * (json-glib recurses per level) and integers outside 64 bits (json-glib would wrap them) and a
+ * second value after the record (json-glib would drop it: two records run together) are errors, so
+ * a line costs at most max_line bytes and a bounded stack. Errors name the line and, where they
+ * can, the column. */
 #include <math.h>
 #include <string.h>
 
@@ -237,6 +235,18 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
       }
       id = (guint64) json_node_get_int(item);
       g_array_append_val(self->hash_ids, id);
+    }
+    /* each id names one block of the prompt: more ids than blocks are ids of another block
+     * size (they would be read as 512-token blocks), not this prompt's */
+    guint64 blocks = ((guint64) out->prompt_tokens + EMA_TRACE_MOONCAKE_HASH_TOKENS - 1) /
+                     EMA_TRACE_MOONCAKE_HASH_TOKENS;
+    if (self->hash_ids->len > blocks) {
+      ema_trace_reader_error_col(
+          &self->reader, key_column(self, "hash_ids"), error, EMA_TRACE_ERROR_PARSE,
+          "'hash_ids' has %u ids, but input_length %u fills %" G_GUINT64_FORMAT
+          " blocks of %d tokens (ids of another block size?)",
+          self->hash_ids->len, out->prompt_tokens, blocks, EMA_TRACE_MOONCAKE_HASH_TOKENS);
+      return -1;
     }
     out->prefix_blocks = self->hash_ids->len;
     out->prefix_ids = (const guint64 *) self->hash_ids->data;

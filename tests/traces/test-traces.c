@@ -684,6 +684,12 @@ static void test_mooncake_errors(void) {
        EMA_TRACE_ERROR_PARSE, 57, "'hash_ids' item 1 is not a non-negative integer"},
       {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [-1]}",
        EMA_TRACE_ERROR_PARSE, 57, "'hash_ids' item 0 is not a non-negative integer"},
+      /* more ids than the prompt's 512-token blocks: ids of smaller blocks (16-token ones
+       * here), which would be read as 512 tokens each */
+      {"{\"timestamp\": 5, \"input_length\": 513, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}",
+       EMA_TRACE_ERROR_PARSE, 59,
+       "'hash_ids' has 3 ids, but input_length 513 fills 2 blocks of 512 tokens (ids of another "
+       "block size?)"},
       {"{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_ORDER, 2,
        "timestamp goes backwards: 0.009000000 s is earlier than line 1"},
       /* a key given twice (json-glib keeps the last, silently), at its second name; the same
