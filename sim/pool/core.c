@@ -523,6 +523,15 @@ static void event_push(EmaPoolCore *c, const EmaPoolEvent *e) {
     c->on_event(c->on_event_data, e);
 }
 
+void ema_pool_core_note_event(EmaPoolCore *c, const EmaPoolEvent *what) {
+  EmaPoolEvent e = *what;
+  EmaPoolEvent start = event_start(c, what->kind, what->gpu, what->peer);
+  e.tick = start.tick;
+  e.at = start.at;
+  e.started = start.started;
+  event_push(c, &e);
+}
+
 void ema_pool_core_note(EmaPoolCore *c, EmaPoolEventKind kind, guint gpu, guint peer,
                         guint64 blocks, guint64 dropped, guint64 bytes, double seconds,
                         const char *reason) {

@@ -799,19 +799,32 @@ static const EmaPoolBackend sim_backend = {.lend = sim_lend,
                                            .defer = sim_defer};
 
 /* G needs memory that holds peers' parked KV: it goes to host memory, and
- * G has the slices back when the copy is done. */
+ * G has the slices back when the copy is done. Each owner's KV sent is a
+ * reclaim row of events.csv, as a reclaim policy's are. */
 static void unpark(Pool *p, Gpu *g) {
   guint64 before = g->parking, blocks_bytes = 0;
   EmaPoolCoreStats *stats = &p->core.stats;
   for (guint b = 0; b < p->n; b++) {
     Gpu *owner = &p->gpus[b];
     guint64 k = owner->parked ? owner->parked[g->index] : 0;
+    guint64 held = g->parking;
+    EmaPoolEvent e = {
+        .kind = EMA_POOL_EVENT_RECLAIM, .gpu = g->index, .peer = b, .target = EMA_VACATE_TO_HOST};
     if (k == 0)
       continue;
     change_parked(p, owner, g->index, -(gint64) k);
     owner->parked_host += k;
     blocks_bytes += k * owner->block_bytes;
     stats->blocks_to_host += k;
+    e.slices = held - g->parking;
+    e.blocks_to_host = k;
+    e.bytes_copied = k * owner->block_bytes;
+    e.seconds = e.copy_seconds = host_copy_time(p->server, (double) e.bytes_copied);
+    g_snprintf(e.reason, sizeof e.reason,
+               "parked KV: gpu%u short %" G_GUINT64_FORMAT " blocks; %" G_GUINT64_FORMAT
+               " slices of gpu%u's parked KV, %" G_GUINT64_FORMAT " blocks to host",
+               g->index, g->blocks_short, e.slices, b, k);
+    ema_pool_core_note_event(&p->core, &e);
   }
   g->returning += before - g->parking;
   ema_slice_gpu_refresh(&g->counters);

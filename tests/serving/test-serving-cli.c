@@ -619,6 +619,43 @@ static void test_timeline_cap_whole_samples(void) {
   ema_test_remove_tree(dir);
 }
 
+/* unpark.yaml: parked KV that its holder's own demand sends to host memory is a reclaim row of
+ * events.csv (gpu the holder, peer the owner, target host, its slices and blocks to host), so
+ * that the rows sum to the summary's reclaims, slices_reclaimed and blocks_to_host (no row was
+ * written: a peer-swap run reclaimed without an events.csv). */
+static void test_unpark_events(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = run_into(dir, "out", FIXTURES "unpark.yaml", NULL, NULL);
+  g_autofree char *events = ema_test_read_file(out, "events.csv");
+  g_autofree char *summary = ema_test_read_file(out, "summary.json");
+  g_autoptr(JsonNode) root = ema_test_parse_json(summary);
+  JsonObject *pool = json_object_get_object_member(json_node_get_object(root), "pool");
+  g_auto(GStrv) rows = g_strsplit(events, "\n", -1);
+  guint64 reclaims = 0, slices = 0, to_host = 0;
+  for (guint i = 1; rows[i] && rows[i][0]; i++) {
+    g_auto(GStrv) cells = g_strsplit(rows[i], ",", 13);
+    g_autofree char *reason = NULL;
+    if (strcmp(cells[1], "reclaim") != 0)
+      continue;
+    reason = g_strdup_printf("\"parked KV: gpu%s short ", cells[2]);
+    g_assert_cmpstr(cells[4], ==, "host");
+    g_assert_cmpstr(cells[2], !=, cells[3]);
+    g_assert_true(g_str_has_prefix(cells[12], reason));
+    /* a Llama-3.1-8B block is 2 MiB, one slice */
+    g_assert_cmpstr(cells[6], ==, cells[8]);
+    g_assert_cmpuint(g_ascii_strtoull(cells[10], NULL, 10), ==,
+                     g_ascii_strtoull(cells[8], NULL, 10) * 2 * 1024 * 1024);
+    reclaims++;
+    slices += g_ascii_strtoull(cells[6], NULL, 10);
+    to_host += g_ascii_strtoull(cells[8], NULL, 10);
+  }
+  g_assert_cmpuint(reclaims, >, 0);
+  g_assert_cmpint(json_object_get_int_member(pool, "reclaims"), ==, (gint64) reclaims);
+  g_assert_cmpint(json_object_get_int_member(pool, "slices_reclaimed"), ==, (gint64) slices);
+  g_assert_cmpint(json_object_get_int_member(pool, "blocks_to_host"), ==, (gint64) to_host);
+  ema_test_remove_tree(dir);
+}
+
 /* tp-borrow.yaml: the TP-2 group borrows; each sample's two rows (gpu0,
  * gpu1) hold the same blocks, the same remote blocks (each rank its shard
  * of every block: none of the remote KV counted as local on either), and
@@ -779,6 +816,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/check/whole-server-group-warning", test_whole_server_group_warning);
   g_test_add_func("/serving-cli/check/scaled-fixed-kv-warning", test_scaled_fixed_kv_warning);
   g_test_add_func("/serving-cli/run/timeline-cap-whole-samples", test_timeline_cap_whole_samples);
+  g_test_add_func("/serving-cli/run/unpark-events", test_unpark_events);
   g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
   g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);
   g_test_add_func("/serving-cli/sweep/tp-warning", test_tp_sweep);

@@ -278,6 +278,10 @@ static inline gboolean ema_pool_core_periodic_due(const EmaPoolCore *core, const
          (g->view_stale || ema_slice_ledger_changed_since(&core->ledger, g->decided_version));
 }
 
+/* Logs the event WHAT that the owner did itself, every field its own but the round and the
+ * times, which are the core's now (the owner's own reclaims: parked KV sent to host). */
+void ema_pool_core_note_event(EmaPoolCore *core, const EmaPoolEvent *what);
+
 /* Logs an event of KIND (PLACE, TIER, OFFLOAD_THROTTLE) that the owner did for GPU with
  * PEER: BLOCKS moved (BYTES copied) in SECONDS, DROPPED dropped, for REASON. */
 void ema_pool_core_note(EmaPoolCore *core, EmaPoolEventKind kind, guint gpu, guint peer,
