@@ -150,7 +150,13 @@ gboolean ema_capture_write_profile(const char *capture_dir, const char *out_dir,
   g_autoptr(EmaTrace) trace = ema_trace_load(capture_dir, error);
   if (!trace)
     return FALSE;
-  if (!ema_output_claim_dir_full(out_dir, ema_capture_profile_entries, EMA_OUTPUT_CLAIM_KEEP,
+  g_autoptr(GString) out = g_string_new("# Operator profiles measured by ema-validate profile "
+                                        "(format: hwmodels/profiles/README.md)\n");
+  g_autofree char *workload = g_build_filename(capture_dir, "workload.yaml", NULL);
+  if (!append_workload(out, workload, error))
+    return FALSE;
+  /* the capture read whole: only now does an earlier profile's output go */
+  if (!ema_output_claim_dir_full(out_dir, ema_capture_profile_entries, EMA_OUTPUT_CLAIM_CLEAR,
                                  error))
     return FALSE;
   g_autoptr(GPtrArray) tables = NULL;
@@ -162,11 +168,6 @@ gboolean ema_capture_write_profile(const char *capture_dir, const char *out_dir,
                 capture_dir);
     return FALSE;
   }
-  g_autoptr(GString) out = g_string_new("# Operator profiles measured by ema-validate profile "
-                                        "(format: hwmodels/profiles/README.md)\n");
-  g_autofree char *workload = g_build_filename(capture_dir, "workload.yaml", NULL);
-  if (!append_workload(out, workload, error))
-    return FALSE;
   g_autoptr(GDateTime) now = g_date_time_new_now_utc();
   g_autofree char *date = g_date_time_format(now, "%F");
   g_autofree char *quoted = g_strescape(command, NULL);

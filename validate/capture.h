@@ -35,10 +35,10 @@ gboolean ema_capture_run(const EmaCaptureOptions *options, int *status, GError *
 /* The profile tables of a capture directory into OUT_DIR (trace.h's ema_trace_write_profiles)
  * and OUT_DIR/profile.yaml: the `key: value` lines of CAPTURE_DIR/workload.yaml the workload
  * wrote (device, driver, versions, what it measured), then date, command, source: measured and
- * the tables written. OUT_DIR is claimed keeping what is there (EMA_OUTPUT_CLAIM_KEEP; the
- * caller clears an earlier profile's by claiming it with ema_capture_profile_entries first), and
- * each file is listed in its marker before it is written: one there that no marker lists (a
- * user's gemm.csv) is refused, never overwritten. */
+ * the tables written. Once the capture has been read, OUT_DIR is claimed and what an earlier
+ * profile wrote there removed (EMA_OUTPUT_CLAIM_CLEAR), so a capture that does not read leaves
+ * the earlier profile as it was; each file is listed in its marker before it is written: one
+ * there that no marker lists (a user's gemm.csv) is refused, never overwritten. */
 extern const char *const ema_capture_profile_entries[];
 gboolean ema_capture_write_profile(const char *capture_dir, const char *out_dir,
                                    const char *command, GError **error);

@@ -731,9 +731,11 @@ static int command_profile(int argc, char **argv, const char *command) {
     if ((library = ema_capture_find_library(&error)) == NULL)
       return fail(error);
   }
-  /* an earlier profile's files go, capture/ (its own claim) stays for --from-capture */
-  if (!ema_output_claim_dir_full(output, ema_capture_profile_entries, EMA_OUTPUT_CLAIM_CLEAR,
-                                 &error))
+  /* the folder is claimed, an earlier profile's files going, before a capture runs into it;
+   * from an earlier capture, ema_capture_write_profile claims it once the capture has been read
+   * (a mistyped CAPDIR leaves the earlier profile); capture/ (its own claim) stays */
+  if (!from_capture && !ema_output_claim_dir_full(output, ema_capture_profile_entries,
+                                                  EMA_OUTPUT_CLAIM_CLEAR, &error))
     return fail(error);
   if (!from_capture) {
     g_autofree char *meta = g_build_filename(capture_dir, "workload.yaml", NULL);

@@ -366,17 +366,54 @@ static void test_pool_claim(void) {
   ema_test_remove_tree(dir);
 }
 
-/* 37#3: `profile -o` claims its folder before it reads or runs anything: a
+/* A capture folder that reads, with nothing to profile: kernels.csv's header and the
+ * workload's notes. */
+static char *empty_capture(const char *dir) {
+  char *capture = g_build_filename(dir, "capture", NULL);
+  g_free(user_file(capture, "kernels.csv",
+                   "start_ns,end_ns,device,context,stream,correlation,grid_x,grid_y,grid_z,"
+                   "block_x,block_y,block_z,registers,shared_bytes,graph,name\n"));
+  g_free(user_file(capture, "workload.yaml", "device: \"none\"\n"));
+  return capture;
+}
+
+/* 37#3: `profile -o` claims its folder before it runs anything or writes: a
  * foreign folder is refused, the user's file in it as it was. */
 static void test_profile_claim(void) {
   g_autofree char *dir = ema_test_temp_dir();
-  g_autofree char *capture = g_build_filename(dir, "capture", NULL);
+  g_autofree char *capture = empty_capture(dir);
   g_autofree char *mine = user_file(dir, "profile.yaml", "mine\n");
   g_autoptr(EmaTestRun) run =
       cli_without_devices("profile", "--from-capture", capture, "-o", dir, NULL);
   ema_test_assert_error_line(run, "ema-validate: output directory ");
   ema_test_assert_contains(run->err, FOREIGN);
   assert_kept(mine, "mine\n");
+  ema_test_remove_tree(dir);
+}
+
+/* `profile --from-capture` with a capture folder that is not there fails before the earlier
+ * profile in its -o folder goes (it was removed first, then the capture found missing). */
+static void test_profile_missing_capture(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *capture = empty_capture(dir);
+  g_autofree char *typo = g_build_filename(dir, "captur", NULL);
+  g_autofree char *earlier = NULL;
+  {
+    /* claims out/ for its profile, and finds nothing to profile */
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("profile", "--from-capture", capture, "-o", out, NULL);
+    ema_test_assert_error_line(run, "ema-validate: ");
+    ema_test_assert_contains(run->err, "no 'ema.point' NVTX range: nothing to profile");
+  }
+  earlier = user_file(out, "profile.yaml", "tables:\n  - gemm.csv\n"); /* as a profile's */
+  {
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("profile", "--from-capture", typo, "-o", out, NULL);
+    ema_test_assert_error_line(run, "ema-validate: cannot read ");
+    ema_test_assert_contains(run->err, "captur/kernels.csv");
+  }
+  assert_kept(earlier, "tables:\n  - gemm.csv\n");
   ema_test_remove_tree(dir);
 }
 
@@ -521,5 +558,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/compare-other-ops", test_compare_other_ops);
   g_test_add_func("/validate/cli/pool-claim", test_pool_claim);
   g_test_add_func("/validate/cli/profile-claim", test_profile_claim);
+  g_test_add_func("/validate/cli/profile-missing-capture", test_profile_missing_capture);
   return g_test_run();
 }

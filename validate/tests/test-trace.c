@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "capture.h"
+#include "ema/run/output.h"
 #include "errors.h"
 #include "testutil.h"
 #include "trace.h"
@@ -431,6 +432,19 @@ static void test_capture_run(void) {
   g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
   ema_test_assert_contains(error->message, "workload.yaml:1:1: not a 'key: value' line");
   g_clear_error(&error);
+  /* a capture that does not read (its workload.yaml above, a folder that is not there) leaves
+   * the earlier profile as it was */
+  {
+    g_autofree char *kept = read_text(prof, "profile.yaml");
+    g_autofree char *missing = g_build_filename(dir, "no-such-capture", NULL);
+    g_assert_cmpstr(kept, ==, yaml);
+    g_assert_false(ema_capture_write_profile(missing, prof, "x", &error));
+    g_clear_error(&error);
+    g_free(kept);
+    kept = read_text(prof, "profile.yaml");
+    g_assert_cmpstr(kept, ==, yaml);
+    g_free(read_text(prof, "gemm.csv"));
+  }
   {
     g_autofree char *workload = g_build_filename(out, "workload.yaml", NULL);
     g_assert_cmpint(g_remove(workload), ==, 0);
@@ -499,6 +513,16 @@ static void test_capture_claim(void) {
   g_assert_true(ema_capture_run(&o, &status, &error));
   write_text(out, "workload.yaml", "device: \"NVIDIA H200\"\n");
   g_assert_true(g_mkdir_with_parents(prof, 0755) == 0);
+  write_text(prof, "gemm.csv", "mine\n");
+  /* a folder no claim made is refused; one claimed (as `ema-validate profile` claims its -o
+   * before a capture runs) keeps the user's file of a table's name */
+  g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
+  ema_test_assert_contains(error->message, "is not empty and not an ema-sim output folder");
+  g_clear_error(&error);
+  g_autofree char *user_table = g_build_filename(prof, "gemm.csv", NULL);
+  g_assert_cmpint(g_remove(user_table), ==, 0);
+  g_assert_true(
+      ema_output_claim_dir_full(prof, ema_capture_profile_entries, EMA_OUTPUT_CLAIM_CLEAR, &error));
   write_text(prof, "gemm.csv", "mine\n");
   g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
   ema_test_assert_contains(error->message, "gemm.csv exists and is not ema-sim's");
