@@ -424,6 +424,14 @@ gboolean ema_slice_ledger_check_counters(const EmaSliceLedger *l, GError **error
       return ema_slice_ledger_invalid(error, "gpu%u does not share, yet lends or borrows", i);
     if (!ema_slice_gpu_lends(g) && (g->lent_total > 0 || g->lending > 0 || g->parking > 0))
       return ema_slice_ledger_invalid(error, "gpu%u does not lend, yet lends", i);
+    if (g->lent_total + g->lending + g->parking > g->slices - MIN(g->lend_keep, g->slices))
+      return ema_slice_ledger_invalid(
+          error,
+          "gpu%u lends %" G_GUINT64_FORMAT
+          " slices (peers' parked KV included), above its lend_limit's %" G_GUINT64_FORMAT
+          " of %" G_GUINT64_FORMAT,
+          i, g->lent_total + g->lending + g->parking, g->slices - MIN(g->lend_keep, g->slices),
+          g->slices);
     if (g->staging % ema_slice_gpu_ranks(g) != 0)
       return ema_slice_ledger_invalid(
           error, "gpu%u: staging %" G_GUINT64_FORMAT " slices, not a multiple of its %u ranks", i,

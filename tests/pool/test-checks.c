@@ -201,6 +201,17 @@ static void corrupt_capacity(void) {
   rig_ticks(&r, 1);
 }
 
+/* GPU1 lends to GPU0, then its lend_limit is cut to nothing without a reclaim: it lends above
+ * what its limit lets it. */
+static void corrupt_lend_limit(void) {
+  Rig r;
+  rig_init(&r, EMA_POOL_CHECK_ALL);
+  rig_ticks(&r, 3);
+  g_assert_cmpuint(r.gpus[1].lent_total, >, 0);
+  r.gpus[1].lend_keep = r.gpus[1].slices;
+  rig_ticks(&r, 1);
+}
+
 /* The subprocess that corrupts WHICH fails with STDERR. */
 static void expect_broken(const char *which, const char *stderr_pattern) {
   g_setenv("EMA_TEST_CORRUPT", which, TRUE);
@@ -220,6 +231,8 @@ static void test_corrupted(void) {
       corrupt_capacity();
     else if (strcmp(which, "region") == 0)
       corrupt_region();
+    else if (strcmp(which, "lend-limit") == 0)
+      corrupt_lend_limit();
     else if (strcmp(which, "lent-sampled") == 0)
       corrupt_lent(EMA_POOL_CHECK_SAMPLED, 2 * EMA_POOL_CHECK_SAMPLE);
     else
@@ -232,6 +245,8 @@ static void test_corrupted(void) {
   expect_broken("region", "*pool ledger broken after * gpu1: * slices in use, lent or reserved, "
                           "above its 1*");
   expect_broken("view", "*pool ledger broken after * gpu1: its view entry is out of date*");
+  expect_broken("lend-limit", "*pool ledger broken after * gpu1 lends 8 slices (peers' parked "
+                              "KV included), above its lend_limit's 0 of 64*");
   expect_broken("capacity",
                 "*pool ledger broken after * gpu1: local capacity * blocks kept, not refreshed*");
   /* sampled: caught within EMA_POOL_CHECK_SAMPLE actions all the same (two GPUs: scale 1) */
