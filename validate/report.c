@@ -302,10 +302,12 @@ static gboolean read_measurements(EmaCsv *measurements, GHashTable *by_name, Ema
     double bytes, repeats, gb_per_s = 0;
     EmaSampleStats stats;
     g_autofree char *what = NULL;
-    /* both are converted to integers below: out of range would be undefined */
-    if (!parse_number(f[4], &bytes) || bytes < 0 || bytes >= 0x1p64)
-      return row_error(measurements, 4, error, "bytes is not a number in [0, 2^64)");
-    if (!parse_number(f[5], &repeats) || repeats < 0 || repeats > G_MAXUINT)
+    /* both are converted to integers below: out of range would be undefined, and a fraction
+     * would be cut off without a word */
+    if (!parse_number(f[4], &bytes) || bytes < 0 || bytes >= 0x1p64 || bytes != floor(bytes))
+      return row_error(measurements, 4, error, "bytes is not a whole number in [0, 2^64)");
+    if (!parse_number(f[5], &repeats) || repeats < 0 || repeats > G_MAXUINT ||
+        repeats != floor(repeats))
       return row_error(measurements, 5, error, "repeats is not a count");
     if (*f[12] && !parse_number(f[12], &gb_per_s))
       return row_error(measurements, 12, error, "gb_per_s is not a number");
