@@ -206,7 +206,8 @@ guint64 ema_serving_rank_share(guint64 total, guint rank, guint ranks) {
 
 /* Keep in R the sample at which its BORROWED slices most exceed the remote
  * room its prefetch plan admits (ema_output_warn_serving says when that is
- * far more than the room). */
+ * far more than the room). A TP group's slices are its ranks' together, a
+ * block a shard on each rank. */
 static void note_idle_borrowing(EmaPool *pool, EmaTenantResult *r, guint64 borrowed) {
   const EmaPoolView *view = ema_pool_view(pool);
   guint gpu = (guint) r->spec->gpu;
@@ -215,7 +216,8 @@ static void note_idle_borrowing(EmaPool *pool, EmaTenantResult *r, guint64 borro
   guint64 admitted;
   if (view->blocks_room)
     room = MAX(room, view->blocks_room[gpu]);
-  admitted = room > own ? (room - own) * r->plan.block_bytes / EMA_SLICE_BYTES : 0;
+  admitted =
+      room > own ? (room - own) * r->plan.block_bytes * (guint64) r->spec->tp / EMA_SLICE_BYTES : 0;
   /* what its blocks hold there is in use, admitted or not (parked KV, the prefix cache's tier) */
   admitted = MAX(admitted, view->gpus[gpu].slices_borrowed_used);
   if (borrowed > admitted &&
@@ -260,7 +262,7 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
     }
     tenant->result->peak_slices_borrowed = MAX(tenant->result->peak_slices_borrowed, borrowed);
     tenant->result->peak_slices_lent = MAX(tenant->result->peak_slices_lent, lent);
-    if (spec->tp == 1 && borrowed > 0)
+    if (borrowed > 0)
       note_idle_borrowing(run->pool, tenant->result, borrowed);
     ema_tenant_metrics_sample_kv(tenant->result->metrics, used, tenant->result->plan.blocks,
                                  used + free_blocks,
