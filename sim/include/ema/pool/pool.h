@@ -163,9 +163,10 @@ EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint6
 void ema_pool_set_sharing(EmaPool *pool, guint gpu, gboolean lend, gboolean borrow,
                           double lend_limit);
 /* The model GPU's tenant runs (added by ema_pool_add_tenant), for its
- * attention offload (hw/offload.h); without it, or when the model cannot be
- * built for the server (or the tenant is a TP group), the tenant's remote
- * KV is never offloaded and ema_pool_offload_unavailable() says why. */
+ * attention offload (hw/offload.h; a TP group's: the lender computes every
+ * rank's partials); without it, or when the model cannot be built for the
+ * server, the tenant's remote KV is never offloaded and
+ * ema_pool_offload_unavailable() says why. */
 void ema_pool_set_offload_model(EmaPool *pool, guint gpu, const EmaLlmSpec *model);
 /* Why GPU's tenant cannot offload attention (NULL: it can). */
 const char *ema_pool_offload_unavailable(const EmaPool *pool, guint gpu);
