@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ema/hw/llm.h"
+#include "decodeplan.h"
 #include "errors.h"
 #include "report.h"
 #include "stats.h"
@@ -58,33 +59,60 @@ static gboolean parse_count(const char *text, guint *value) {
   return TRUE;
 }
 
+/* "file:line:col: COLUMN: 'VALUE' WHAT" about column C of CSV's current row; FALSE */
+static gboolean field_error(const EmaCsv *csv, const int *index, int c, const char *what,
+                            GError **error) {
+  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%u:%u: %s: '%s' %s",
+              csv->file, csv->line, ema_csv_field_column(csv, (guint) index[c]), column_names[c],
+              csv->fields[index[c]], what);
+  return FALSE;
+}
+
+/* Column C of CSV's current row as a count (1..2^32-1) into *VALUE. */
+static gboolean read_count(const EmaCsv *csv, const int *index, int c, guint *value,
+                           GError **error) {
+  return parse_count(csv->fields[index[c]], value) ||
+         field_error(csv, index, c, "is not a count in 1..4294967295", error);
+}
+
+/* Column C of CSV's current row as a number in [MIN, MAX] into *VALUE. */
+static gboolean read_number(const EmaCsv *csv, const int *index, int c, double min, double max,
+                            double *value, GError **error) {
+  if (parse_double(csv->fields[index[c]], value) && *value >= min && *value <= max)
+    return TRUE;
+  g_autofree char *what = isinf(max) ? g_strdup_printf("is not a number >= %g", min)
+                                     : g_strdup_printf("is not a number in [%g, %g]", min, max);
+  return field_error(csv, index, c, what, error);
+}
+
 /* One row of decode.csv: the fields of CSV's current row (columns INDEX)
- * into a new row of ROWS; FALSE with "file:line:col: ..." otherwise. */
+ * into a new row of ROWS; FALSE with "file:line:col: column: ..." otherwise. */
 static gboolean read_row(const EmaCsv *csv, const int *index, GPtrArray *rows, GError **error) {
   GStrv f = csv->fields;
   EmaDecodeRow *row = g_new0(EmaDecodeRow, 1);
-  gboolean ok;
+  const char *launch = f[index[COL_LAUNCH]];
+  EmaDecodeMode mode;
   g_ptr_array_add(rows, row);
   row->model = g_strdup(f[index[COL_MODEL]]);
   row->mode = g_strdup(f[index[COL_MODE]]);
-  row->graph = strcmp(f[index[COL_LAUNCH]], "graph") == 0;
-  ok = parse_count(f[index[COL_BATCH]], &row->batch) &&
-       parse_count(f[index[COL_CONTEXT]], &row->context) &&
-       parse_double(f[index[COL_REMOTE_FRACTION]], &row->remote_fraction) &&
-       parse_double(f[index[COL_STEP]], &row->step_ms) &&
-       parse_double(f[index[COL_WEIGHTS]], &row->weights_ms) &&
-       parse_double(f[index[COL_ATTENTION]], &row->attention_ms) &&
-       parse_double(f[index[COL_WEIGHT_GB]], &row->weight_gb) &&
-       parse_double(f[index[COL_KV_LOCAL_GB]], &row->kv_local_gb) &&
-       parse_double(f[index[COL_KV_REMOTE_GB]], &row->kv_remote_gb) &&
-       (index[COL_PULL] < 0 || parse_double(f[index[COL_PULL]], &row->peer_pull_gb_s));
-  if (!ok || row->model[0] == '\0' || row->step_ms < 0 || row->weights_ms < 0 ||
-      row->attention_ms < 0 || row->weight_gb < 0 || row->kv_local_gb < 0) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                "%s:%u:1: a number is missing, malformed or negative", csv->file, csv->line);
-    return FALSE;
-  }
-  return TRUE;
+  row->graph = strcmp(launch, "graph") == 0;
+  if (row->model[0] == '\0')
+    return field_error(csv, index, COL_MODEL, "is no model name", error);
+  if (!ema_decode_mode_parse(row->mode, &mode, NULL))
+    return field_error(csv, index, COL_MODE, "is not local, direct or prefetch", error);
+  if (!row->graph && strcmp(launch, "stream") != 0)
+    return field_error(csv, index, COL_LAUNCH, "is not graph or stream", error);
+  return read_count(csv, index, COL_BATCH, &row->batch, error) &&
+         read_count(csv, index, COL_CONTEXT, &row->context, error) &&
+         read_number(csv, index, COL_REMOTE_FRACTION, 0, 1, &row->remote_fraction, error) &&
+         read_number(csv, index, COL_STEP, 0, INFINITY, &row->step_ms, error) &&
+         read_number(csv, index, COL_WEIGHTS, 0, INFINITY, &row->weights_ms, error) &&
+         read_number(csv, index, COL_ATTENTION, 0, INFINITY, &row->attention_ms, error) &&
+         read_number(csv, index, COL_WEIGHT_GB, 0, INFINITY, &row->weight_gb, error) &&
+         read_number(csv, index, COL_KV_LOCAL_GB, 0, INFINITY, &row->kv_local_gb, error) &&
+         read_number(csv, index, COL_KV_REMOTE_GB, 0, INFINITY, &row->kv_remote_gb, error) &&
+         (index[COL_PULL] < 0 ||
+          read_number(csv, index, COL_PULL, 0, INFINITY, &row->peer_pull_gb_s, error));
 }
 
 GPtrArray *ema_decode_rows_read(const char *path, GError **error) {

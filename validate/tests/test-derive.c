@@ -476,10 +476,23 @@ static void test_decode_rows_errors(void) {
        "decode.csv:1:1: the header has no column 'context'"},
       {DECODE_HEADER "x,llama-3.1-8b,8,1000,local\n", EMA_VALIDATE_ERROR_DATA,
        "decode.csv:2:28: 5 fields where the header has 14"},
+      /* each at its field, named (all were "LINE:1: a number is missing, malformed or
+       * negative"), and what was read as something else without a word: a mode or launch of
+       * another name (read as neither local nor graph), a fraction past 1, negative KV */
       {DECODE_HEADER "\nx,llama-3.1-8b,8,1000,local,0,5,3.5,fast,15,4,0,graph,0\n",
-       EMA_VALIDATE_ERROR_DATA, "decode.csv:3:1: a number is missing, malformed or negative"},
+       EMA_VALIDATE_ERROR_DATA, "decode.csv:3:37: attention_ms: 'fast' is not a number >= 0"},
       {DECODE_HEADER "x,llama-3.1-8b,0,1000,local,0,5,3.5,1,15,4,0,graph,0\n",
-       EMA_VALIDATE_ERROR_DATA, "decode.csv:2:"},
+       EMA_VALIDATE_ERROR_DATA, "decode.csv:2:16: batch: '0' is not a count in 1..4294967295"},
+      {DECODE_HEADER "x,llama-3.1-8b,8,1000,sideways,0,5,3.5,1,15,4,0,graph,0\n",
+       EMA_VALIDATE_ERROR_DATA,
+       "decode.csv:2:23: mode: 'sideways' is not local, direct or prefetch"},
+      {DECODE_HEADER "x,llama-3.1-8b,8,1000,local,0,5,3.5,1,15,4,0,graf,0\n",
+       EMA_VALIDATE_ERROR_DATA, "decode.csv:2:46: launch: 'graf' is not graph or stream"},
+      {DECODE_HEADER "x,llama-3.1-8b,8,1000,direct,1.5,5,3.5,1,15,4,0,graph,0\n",
+       EMA_VALIDATE_ERROR_DATA,
+       "decode.csv:2:30: remote_fraction: '1.5' is not a number in [0, 1]"},
+      {DECODE_HEADER "x,llama-3.1-8b,8,1000,local,0,5,3.5,1,15,4,-1,graph,0\n",
+       EMA_VALIDATE_ERROR_DATA, "decode.csv:2:44: kv_remote_gb: '-1' is not a number >= 0"},
       {NULL, EMA_VALIDATE_ERROR_IO, "cannot read"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
