@@ -592,12 +592,20 @@ static int command_pool(int argc, char **argv, const char *command) {
                        ? (gint64) (plain * 1e9 + 0.5)
                        : 0;
   }
-  if ((seconds_text &&
-       (seconds_ns < 1000000000 || seconds_ns > 3600 * G_GINT64_CONSTANT(1000000000))) ||
-      (tick_text && (!ema_units_parse_duration(tick_text, &tick_ns, NULL) || tick_ns < 1000000 ||
-                     tick_ns > seconds_ns / 10)))
-    return usage_error("--seconds: a duration of 1s..1h (a bare number is seconds: 20 or 20s); "
-                       "--tick: 1ms..a tenth of it");
+  if (seconds_text &&
+      (seconds_ns < 1000000000 || seconds_ns > 3600 * G_GINT64_CONSTANT(1000000000))) {
+    g_autofree char *message = g_strdup_printf(
+        "--seconds: '%s' is not a duration of 1s..1h (a bare number is seconds: 20 or 20s)",
+        seconds_text);
+    return usage_error(message);
+  }
+  if (tick_text && (!ema_units_parse_duration(tick_text, &tick_ns, NULL) || tick_ns < 1000000 ||
+                    tick_ns > seconds_ns / 10)) {
+    g_autofree char *message =
+        g_strdup_printf("--tick: '%s' is not a duration of 1ms..a tenth of --seconds (%g s here)",
+                        tick_text, (double) (seconds_ns / 10) / 1e9);
+    return usage_error(message);
+  }
   options.batch = 16;
   options.context = 2000;
   if ((batch_text && !parse_count("--batch", batch_text, 1, 4096, &options.batch)) ||

@@ -94,6 +94,14 @@ static void test_usage_errors(void) {
       {{"profile", "-o", "d", "--workload", "/nonexistent/w.py"},
        "--workload: /nonexistent/w.py: no such file"},
       {{"devices", "extra"}, "usage: ema-validate devices"},
+      /* each of --seconds and --tick named on its own (a bad --tick was called --seconds') */
+      {{"pool", "--seconds", "0.5"},
+       "--seconds: '0.5' is not a duration of 1s..1h (a bare number is seconds: 20 or 20s)"},
+      {{"pool", "--tick", "0"},
+       "--tick: '0' is not a duration of 1ms..a tenth of --seconds (2 s "
+       "here)"},
+      {{"pool", "--seconds", "5", "--tick", "1s"},
+       "--tick: '1s' is not a duration of 1ms..a tenth of --seconds (0.5 s here)"},
       {{"decode"}, "decode needs --model, --batch and --context"},
       {{"decode", "--model", "llama-3.1-8b", "--batch", "1"},
        "decode needs --model, --batch and --context"},
