@@ -156,6 +156,12 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
   const char *problem;
 
   report->ops = g_array_new(FALSE, TRUE, sizeof(EmaOpResult));
+  if (g_file_test(dir, G_FILE_TEST_EXISTS) && !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO,
+                "%s: not a folder (the measurements are the folder ema-validate run -o wrote)",
+                dir);
+    return NULL;
+  }
   if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO,
                 "%s: no such file: measure first (ema-validate run FILE -o %s)", path, dir);

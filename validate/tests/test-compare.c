@@ -262,10 +262,18 @@ static void test_read_summary_deep(void) {
 static void test_read_summary_missing(void) {
   g_autoptr(EmaExperiment) experiment = load_fixture();
   g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = g_build_filename(dir, "summary.json", NULL);
   GError *error = NULL;
   g_assert_null(ema_compare_read_summary(dir, experiment, &error));
   assert_error(error, EMA_VALIDATE_ERROR_IO, "summary.json: no such file");
   ema_test_assert_contains(error->message, "ema-validate run FILE -o ");
+  g_clear_error(&error);
+  /* a file given as the folder is not told to measure into it */
+  write_text(dir, "summary.json", "{}");
+  g_assert_null(ema_compare_read_summary(file, experiment, &error));
+  assert_error(error, EMA_VALIDATE_ERROR_IO,
+               "summary.json: not a folder (the measurements are the folder ema-validate run -o "
+               "wrote)");
   g_clear_error(&error);
   ema_test_remove_tree(dir);
 }
