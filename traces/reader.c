@@ -6,9 +6,9 @@
  * max_line bytes, so garbage input (binary data, a file with no newline)
  * costs at most max_line bytes before it is reported; lines that lie inside
  * a chunk are returned in place without copying. A NUL byte is an error
- * (binary data), "\r\n" and "\n" both end a line, and a last line without a
- * newline is returned like any other; a file that starts with the magic bytes
- * of a compression format is refused by its name; a line of spaces and tabs only is blank
+ * (binary data), "\r\n" and "\n" both end a line, a "\r" elsewhere is an error, and a last line
+ * without a newline is returned like any other; a file that starts with the magic bytes of a
+ * compression format is refused by its name; a line of spaces and tabs only is blank
  * (ema_trace_line_is_blank), skipped by every reader. Only a regular file is opened (a FIFO
  * or a device is refused at once, never waited on or read forever). */
 #include <errno.h>
@@ -176,15 +176,24 @@ static gboolean line_append(EmaTraceReader *reader, gsize *len, const char *p, g
   return TRUE;
 }
 
-/* Final checks on a complete line: strip "\r", refuse NUL bytes. */
+/* Final checks on a complete line: strip "\r", refuse NUL bytes and a "\r" inside it. */
 static int line_finish(EmaTraceReader *reader, char *p, gsize n, char **line, gsize *len,
                        GError **error) {
+  const char *cr;
   reader->line_no++;
   if (n > 0 && p[n - 1] == '\r')
     n--;
   p[n] = '\0';
   if (memchr(p, '\0', n) != NULL) {
     ema_trace_reader_error(reader, error, EMA_TRACE_ERROR_PARSE, "binary data (NUL byte)");
+    return -1;
+  }
+  /* no field of a trace holds one: lines ended by "\r" alone (a classic Mac export) would
+   * otherwise read as one line whose last field runs into the next rows */
+  if ((cr = memchr(p, '\r', n)) != NULL) {
+    ema_trace_reader_error_col(reader, (guint) (cr - p) + 1, error, EMA_TRACE_ERROR_PARSE,
+                               "a carriage return (\\r) inside the line: lines must end with "
+                               "\\n or \\r\\n");
     return -1;
   }
   *line = p;

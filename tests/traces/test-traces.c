@@ -384,6 +384,23 @@ static void test_azure_garbage(void) {
   assert_error(error, EMA_TRACE_ERROR_PARSE, zst, "1: a zstd-compressed file: decompress it first");
   g_clear_error(&error);
 
+  /* Lines ended by "\r" alone (a classic Mac export) are one line: refused at the first "\r"
+   * (its header's last column ran into the rows), as is a "\r" doubled before "\n". */
+  g_autofree char *mac = write_tmp(
+      "mac.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r2023-11-16 18:15:46,374,44\r", -1);
+  g_assert_null(ema_trace_source_open_azure(mac, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, mac,
+               "1:40: a carriage return (\\r) inside the line: lines must end with \\n or "
+               "\\r\\n");
+  g_clear_error(&error);
+  g_autofree char *double_cr =
+      write_tmp("double-cr.csv",
+                "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,374,44\r\r\n", -1);
+  expect_row_error(ema_trace_source_open_azure(double_cr, &error), 0, EMA_TRACE_ERROR_PARSE,
+                   double_cr,
+                   "2:27: a carriage return (\\r) inside the line: lines must end with \\n or "
+                   "\\r\\n");
+
   /* Junk without NUL bytes is not a header. */
   g_autofree char *junk = write_tmp("junk.txt", "\xff\xfe\x80,garbage\n\x01\x02,3\n", -1);
   g_assert_null(ema_trace_source_open_azure(junk, &error));
