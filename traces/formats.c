@@ -109,6 +109,31 @@ static gboolean is_vllm_bench(const char *path) {
   return FALSE;
 }
 
+/* What to give instead of the JSON array in PATH: by the first key of a known dataset of text
+ * in its first bytes (Alpaca's "instruction"), ShareGPT's lengths otherwise. */
+static const char *array_advice(const char *path) {
+  static const char *const keys[] = {"instruction", "conversations"};
+  char head[4097];
+  gsize n = 0;
+  FILE *fp = ema_file_open_regular(path, NULL);
+  if (fp != NULL) {
+    n = fread(head, 1, sizeof head - 1, fp);
+    fclose(fp);
+  }
+  head[n] = '\0';
+  const char *first = NULL;
+  const char *advice = EMA_TRACE_TEXT_DATASET;
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
+    g_autofree char *quoted = g_strdup_printf("\"%s\"", keys[i]);
+    const char *at = strstr(head, quoted);
+    if (at != NULL && (first == NULL || at < first)) {
+      first = at;
+      advice = ema_trace_text_dataset_advice(keys[i]);
+    }
+  }
+  return advice;
+}
+
 /* Guess the format from the first line that is not blank: a vLLM benchmark result (above),
  * else '{' is JSONL (Mooncake), otherwise a CSV header is recognised by the
  * words of a row above. Vidur's header is tried before Azure's (a Vidur file
@@ -148,9 +173,9 @@ static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **
       *format = EMA_TRACE_FORMAT_MOONCAKE;
       ok = TRUE;
     } else if (len > 0 && line[0] == '[') {
-      /* a JSON array: a dataset such as ShareGPT's (a vLLM result is an object) */
+      /* a JSON array: a dataset of text such as ShareGPT's (a vLLM result is an object) */
       ema_trace_reader_error(&reader, error, EMA_TRACE_ERROR_HEADER,
-                             "a JSON array, not a trace (" EMA_TRACE_TEXT_DATASET ")");
+                             "a JSON array, not a trace (%s)", array_advice(path));
       ema_trace_reader_close(&reader);
       return FALSE;
     }

@@ -51,6 +51,14 @@ gpointer ema_trace_source_alloc(const EmaTraceSourceClass *klass, gsize size);
   "a ShareGPT dataset holds text, not token counts, and EMA has no tokenizer: use its lengths "    \
   "tokenized for the model, a length-only CSV (format: lengths), e.g. "                            \
   "../shared/traces/lengths/sharegpt-llama.csv or sharegpt-opt.csv"
+/* The same of Alpaca's (instruction, input, output). */
+#define EMA_TRACE_ALPACA_DATASET                                                                   \
+  "an Alpaca dataset holds text, not token counts, and EMA has no tokenizer: use its lengths "     \
+  "tokenized for the model, a length-only CSV (format: lengths), e.g. "                            \
+  "../shared/traces/lengths/alpaca-llama.csv or alpaca-opt.csv"
+/* The advice for a JSON array of text whose first record has the member KEY ("conversations":
+ * ShareGPT's, "instruction": Alpaca's), or NULL for another key. */
+const char *ema_trace_text_dataset_advice(const char *key);
 
 typedef struct {
   FILE *fp;

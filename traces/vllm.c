@@ -17,7 +17,8 @@
  * file order with arrivals drawn like the benchmark's.
  *
  * The ShareGPT dataset JSON (an array of {"id", "conversations": [{"from":
- * "human"|"gpt", "value": text}, ...]}) is recognised and refused: it holds
+ * "human"|"gpt", "value": text}, ...]}), and Alpaca's (an array of
+ * {"instruction", "input", "output"}), are recognised and refused: they hold
  * text, and vLLM's benchmark tokenizes the first human turn and the gpt reply
  * with the model's tokenizer, which EMA does not have. Its lengths,
  * tokenized for LLaMA and OPT, are length-only CSVs (format: lengths) in
@@ -188,18 +189,34 @@ static gboolean failed(JsonArray *errors, guint i, const char *path, gboolean *o
   return TRUE;
 }
 
-static gboolean is_sharegpt(JsonNode *root) {
+const char *ema_trace_text_dataset_advice(const char *key) {
+  if (strcmp(key, "conversations") == 0)
+    return EMA_TRACE_TEXT_DATASET;
+  if (strcmp(key, "instruction") == 0)
+    return EMA_TRACE_ALPACA_DATASET;
+  return NULL;
+}
+
+/* The advice for ROOT when it is a dataset of text (an array whose first record is ShareGPT's or
+ * Alpaca's), else NULL. */
+static const char *text_dataset(JsonNode *root) {
   if (!JSON_NODE_HOLDS_ARRAY(root) || json_array_get_length(json_node_get_array(root)) == 0)
-    return FALSE;
+    return NULL;
   JsonNode *first = json_array_get_element(json_node_get_array(root), 0);
-  return JSON_NODE_HOLDS_OBJECT(first) &&
-         json_object_has_member(json_node_get_object(first), "conversations");
+  if (!JSON_NODE_HOLDS_OBJECT(first))
+    return NULL;
+  g_autoptr(GList) members = json_object_get_members(json_node_get_object(first));
+  for (GList *m = members; m != NULL; m = m->next)
+    if (ema_trace_text_dataset_advice(m->data) != NULL)
+      return ema_trace_text_dataset_advice(m->data);
+  return NULL;
 }
 
 /* Fills SELF's arrays from the parsed ROOT. */
 static gboolean load(VllmSource *self, JsonNode *root, const char *path, GError **error) {
-  if (is_sharegpt(root)) {
-    vllm_error(error, EMA_TRACE_ERROR_INVALID, path, "%s", EMA_TRACE_TEXT_DATASET);
+  const char *advice = text_dataset(root);
+  if (advice != NULL) {
+    vllm_error(error, EMA_TRACE_ERROR_INVALID, path, "%s", advice);
     return FALSE;
   }
   if (!JSON_NODE_HOLDS_OBJECT(root)) {
@@ -337,6 +354,11 @@ gboolean ema_trace_vllm_bench_read(const char *path, EmaTraceVllmBench *out, GEr
   if (parser == NULL)
     return FALSE;
   JsonNode *root = json_parser_get_root(parser);
+  const char *advice = text_dataset(root);
+  if (advice != NULL) {
+    vllm_error(error, EMA_TRACE_ERROR_INVALID, path, "%s", advice);
+    return FALSE;
+  }
   if (!JSON_NODE_HOLDS_OBJECT(root)) {
     vllm_error(error, EMA_TRACE_ERROR_PARSE, path,
                "not a JSON object (a vLLM benchmark result: benchmark_serving.py --save-result)");

@@ -929,6 +929,32 @@ static void test_vllm_bench_errors(void) {
                "../shared/traces/lengths/sharegpt-llama.csv or sharegpt-opt.csv");
   g_clear_error(&error);
 
+  /* Alpaca's dataset is named as such, with its own lengths (it was called ShareGPT's when
+   * sniffed, and "not a JSON object" when read as a vLLM result), by every way in. */
+  static const char alpaca_advice[] =
+      "an Alpaca dataset holds text, not token counts, and EMA has no tokenizer: use its lengths "
+      "tokenized for the model, a length-only CSV (format: lengths), e.g. "
+      "../shared/traces/lengths/alpaca-llama.csv or alpaca-opt.csv";
+  g_autofree char *alpaca = fixture("alpaca-mini.json");
+  g_autofree char *as_source = g_strconcat(" ", alpaca_advice, NULL);
+  g_autofree char *as_sniffed = g_strdup_printf("1: a JSON array, not a trace (%s)", alpaca_advice);
+  EmaTraceVllmBench bench;
+  EmaTraceFormat format;
+  g_assert_null(open_vllm(alpaca, FALSE, &error));
+  assert_error(error, EMA_TRACE_ERROR_INVALID, alpaca, as_source);
+  g_clear_error(&error);
+  g_assert_false(ema_trace_vllm_bench_read(alpaca, &bench, &error));
+  assert_error(error, EMA_TRACE_ERROR_INVALID, alpaca, as_source);
+  g_clear_error(&error);
+  g_assert_false(ema_trace_format_sniff(alpaca, &format, &error));
+  assert_error(error, EMA_TRACE_ERROR_HEADER, alpaca, as_sniffed);
+  g_clear_error(&error);
+  g_autofree char *share_sniffed =
+      g_strconcat(share, ":1: a JSON array, not a trace (a ShareGPT dataset holds text", NULL);
+  g_assert_false(ema_trace_format_sniff(share, &format, &error));
+  g_assert_true(g_str_has_prefix(error->message, share_sniffed));
+  g_clear_error(&error);
+
   static const struct {
     const char *text;
     EmaTraceError code;
