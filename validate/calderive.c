@@ -93,27 +93,69 @@ gboolean ema_calibration_run_save(const EmaCalibrationRun *run, const char *dir,
   return TRUE;
 }
 
-static gboolean read_string(GKeyFile *file, const char *path, const char *key, char **out,
-                            GError **error) {
+/* provenance.txt parsed, with its text for the lines of errors (GKeyFile keeps none) */
+typedef struct {
+  GKeyFile *file;
+  const char *path;
+  const char *text;
+} Provenance;
+
+/* "PATH:LINE" of KEY's line in P's text ("PATH" where it is not there). */
+static char *key_place(const Provenance *p, const char *key) {
+  gsize key_len = strlen(key);
+  guint line = 1;
+  for (const char *at = p->text; at != NULL && *at != '\0'; line++) {
+    const char *end = strchr(at, '\n');
+    const char *after;
+    while (*at == ' ' || *at == '\t')
+      at++;
+    after = at + key_len;
+    if (strncmp(at, key, key_len) == 0) {
+      while (*after == ' ' || *after == '\t')
+        after++;
+      if (*after == '=')
+        return g_strdup_printf("%s:%u", p->path, line);
+    }
+    at = end != NULL ? end + 1 : NULL;
+  }
+  return g_strdup(p->path);
+}
+
+static gboolean key_error(const Provenance *p, const char *key, GError **error, const char *format,
+                          ...) G_GNUC_PRINTF(4, 5);
+
+/* "PATH:LINE: [calibration] KEY: message" about KEY; FALSE */
+static gboolean key_error(const Provenance *p, const char *key, GError **error, const char *format,
+                          ...) {
+  va_list args;
+  g_autofree char *place = key_place(p, key);
+  g_autofree char *message = NULL;
+  va_start(args, format);
+  message = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s: [%s] %s: %s", place, GROUP,
+              key, message);
+  return FALSE;
+}
+
+static gboolean read_string(const Provenance *p, const char *key, char **out, GError **error) {
   GError *local = NULL;
-  *out = g_key_file_get_string(file, GROUP, key, &local);
+  *out = g_key_file_get_string(p->file, GROUP, key, &local);
   if (*out == NULL) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s: [%s] %s: %s", path, GROUP,
-                key, local->message);
+    key_error(p, key, error, "%s", local->message);
     g_error_free(local);
     return FALSE;
   }
   return TRUE;
 }
 
-static gboolean read_number(GKeyFile *file, const char *path, const char *key, guint64 max,
-                            guint64 *out, GError **error) {
+static gboolean read_number(const Provenance *p, const char *key, guint64 max, guint64 *out,
+                            GError **error) {
   GError *local = NULL;
-  g_autofree char *text = g_key_file_get_string(file, GROUP, key, &local);
+  g_autofree char *text = g_key_file_get_string(p->file, GROUP, key, &local);
   guint64 value = 0;
   if (text == NULL || !g_ascii_string_to_unsigned(text, 10, 0, max, &value, NULL)) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s: [%s] %s: %s", path, GROUP,
-                key, local ? local->message : "not a whole number in range");
+    key_error(p, key, error, "%s", local ? local->message : "not a whole number in range");
     g_clear_error(&local);
     return FALSE;
   }
@@ -129,6 +171,7 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
   GError *local = NULL;
   guint64 gpus = 0, repeats = 0, warmups = 0, chunks = 0, remote_steps = 0, local_steps = 0;
   gsize length = 0;
+  char *flops_end = NULL;
   gboolean ok;
 
   /* read as every input is (a FIFO or a device is refused, never waited on), then parsed */
@@ -142,31 +185,28 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
     g_error_free(local);
     return NULL;
   }
-  ok = read_string(file, path, "name", &run->name, error) &&
-       read_string(file, path, "date", &run->date, error) &&
-       read_string(file, path, "command", &run->command, error) &&
-       read_string(file, path, "gpu_name", &run->gpu_name, error) &&
-       read_string(file, path, "gpu_list", &run->gpu_list, error) &&
-       read_string(file, path, "driver_version", &run->driver_version, error) &&
-       read_string(file, path, "cuda_versions", &run->cuda_versions, error) &&
-       read_string(file, path, "results_dir", &run->results_dir, error) &&
-       read_string(file, path, "reference", &run->reference_name, error) &&
-       read_string(file, path, "topology", &topology, error) &&
-       read_string(file, path, "matrix_flops", &flops, error) &&
-       read_number(file, path, "gpus", 1024, &gpus, error) &&
-       read_number(file, path, "hbm_capacity", G_MAXUINT64, &run->hbm_capacity, error) &&
-       read_number(file, path, "hbm_total", G_MAXUINT64, &run->hbm_total, error) &&
-       read_number(file, path, "repeats", G_MAXUINT32, &repeats, error) &&
-       read_number(file, path, "warmups", G_MAXUINT32, &warmups, error) &&
-       read_number(file, path, "vmm_granularity_min", G_MAXUINT64, &run->vmm_granularity_min,
-                   error) &&
-       read_number(file, path, "vmm_granularity_rec", G_MAXUINT64, &run->vmm_granularity_rec,
-                   error) &&
-       read_number(file, path, "overlap_chunks", G_MAXUINT32, &chunks, error) &&
-       read_number(file, path, "overlap_chunk_bytes", G_MAXUINT64, &run->overlap_chunk_bytes,
-                   error) &&
-       read_number(file, path, "remote_chase_steps", G_MAXUINT32, &remote_steps, error) &&
-       read_number(file, path, "local_chase_steps", G_MAXUINT32, &local_steps, error);
+  const Provenance p = {file, path, text};
+  ok = read_string(&p, "name", &run->name, error) && read_string(&p, "date", &run->date, error) &&
+       read_string(&p, "command", &run->command, error) &&
+       read_string(&p, "gpu_name", &run->gpu_name, error) &&
+       read_string(&p, "gpu_list", &run->gpu_list, error) &&
+       read_string(&p, "driver_version", &run->driver_version, error) &&
+       read_string(&p, "cuda_versions", &run->cuda_versions, error) &&
+       read_string(&p, "results_dir", &run->results_dir, error) &&
+       read_string(&p, "reference", &run->reference_name, error) &&
+       read_string(&p, "topology", &topology, error) &&
+       read_string(&p, "matrix_flops", &flops, error) &&
+       read_number(&p, "gpus", 1024, &gpus, error) &&
+       read_number(&p, "hbm_capacity", G_MAXUINT64, &run->hbm_capacity, error) &&
+       read_number(&p, "hbm_total", G_MAXUINT64, &run->hbm_total, error) &&
+       read_number(&p, "repeats", G_MAXUINT32, &repeats, error) &&
+       read_number(&p, "warmups", G_MAXUINT32, &warmups, error) &&
+       read_number(&p, "vmm_granularity_min", G_MAXUINT64, &run->vmm_granularity_min, error) &&
+       read_number(&p, "vmm_granularity_rec", G_MAXUINT64, &run->vmm_granularity_rec, error) &&
+       read_number(&p, "overlap_chunks", G_MAXUINT32, &chunks, error) &&
+       read_number(&p, "overlap_chunk_bytes", G_MAXUINT64, &run->overlap_chunk_bytes, error) &&
+       read_number(&p, "remote_chase_steps", G_MAXUINT32, &remote_steps, error) &&
+       read_number(&p, "local_chase_steps", G_MAXUINT32, &local_steps, error);
   if (!ok)
     return NULL;
   run->topology = G_N_ELEMENTS(topology_names);
@@ -174,19 +214,22 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
     if (strcmp(topology, topology_names[i]) == 0)
       run->topology = (EmaTopology) i;
   if (run->topology == G_N_ELEMENTS(topology_names)) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                "%s: [%s] topology: '%s' is not direct, switch or pcie", path, GROUP, topology);
+    key_error(&p, "topology", error, "'%s' is not direct, switch or pcie", topology);
     return NULL;
   }
-  run->matrix_flops = g_ascii_strtod(flops, NULL);
-  if (!(run->matrix_flops > 0)) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                "%s: [%s] matrix_flops: '%s' is not a positive number", path, GROUP, flops);
+  /* the whole text a finite number ("1e15x" and "inf" are not) */
+  run->matrix_flops = g_ascii_strtod(flops, &flops_end);
+  if (flops_end == flops || *flops_end != '\0' || !isfinite(run->matrix_flops) ||
+      !(run->matrix_flops > 0)) {
+    key_error(&p, "matrix_flops", error, "'%s' is not a positive number", flops);
     return NULL;
   }
   if (gpus == 0 || remote_steps == 0 || local_steps == 0) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                "%s: [%s] gpus and the chase steps must be positive", path, GROUP);
+    key_error(&p,
+              gpus == 0           ? "gpus"
+              : remote_steps == 0 ? "remote_chase_steps"
+                                  : "local_chase_steps",
+              error, "must be positive");
     return NULL;
   }
   run->gpus = (gint64) gpus;

@@ -105,12 +105,20 @@ static void test_run_errors(void) {
   const struct {
     const char *from, *to, *message;
   } cases[] = {
-      {"topology=direct", "topology=ring", "topology: 'ring' is not direct, switch or pcie"},
-      {"gpus=2", "gpus=two", "[calibration] gpus: not a whole number in range"},
-      {"gpus=2", "gpus=0", "gpus and the chase steps must be positive"},
+      /* each at the line of its key (GKeyFile names none) */
+      {"topology=direct", "topology=ring",
+       "provenance.txt:15: [calibration] topology: 'ring' is not direct, switch or pcie"},
+      {"gpus=2", "gpus=two", "provenance.txt:16: [calibration] gpus: not a whole number in range"},
+      {"gpus=2", "gpus = 0", "provenance.txt:16: [calibration] gpus: must be positive"},
       {"matrix_flops=989000000000000", "matrix_flops=fast",
-       "matrix_flops: 'fast' is not a positive number"},
-      {"name=h200x2\n", "", "[calibration] name: "},
+       "provenance.txt:27: [calibration] matrix_flops: 'fast' is not a positive number"},
+      /* what strtod stops short of, or reads as no number, is not one either (1e15x was
+       * read as 1e15; inf failed only in the derived model, at its own line) */
+      {"matrix_flops=989000000000000", "matrix_flops=989e12x",
+       "provenance.txt:27: [calibration] matrix_flops: '989e12x' is not a positive number"},
+      {"matrix_flops=989000000000000", "matrix_flops=inf",
+       "provenance.txt:27: [calibration] matrix_flops: 'inf' is not a positive number"},
+      {"name=h200x2\n", "", "provenance.txt: [calibration] name: "},
       {"[calibration]", "[calibration", "provenance.txt: "},
   };
   GError *error = NULL;
