@@ -99,6 +99,8 @@ static gboolean is_vllm_bench(const char *path) {
   n = fread(head, 1, sizeof head - 1, fp);
   fclose(fp);
   head[n] = '\0';
+  if (n >= 3 && memcmp(at, "\xef\xbb\xbf", 3) == 0) /* UTF-8 byte-order mark */
+    at += 3;
   while (*at == ' ' || *at == '\t' || *at == '\r' || *at == '\n')
     at++;
   if (*at != '{')

@@ -842,6 +842,16 @@ static void test_vllm_bench_sniff(void) {
   g_assert_cmpint(format, ==, EMA_TRACE_FORMAT_VLLM_BENCH);
   g_assert_true(ema_trace_format_sniff(mooncake, &format, &error));
   g_assert_cmpint(format, ==, EMA_TRACE_FORMAT_MOONCAKE);
+  /* after a UTF-8 byte-order mark too (it was taken for Mooncake's JSON lines) */
+  g_autofree char *bom =
+      write_tmp("vllm-bom.json",
+                "\xef\xbb\xbf{\n  \"request_rate\": \"inf\",\n  \"input_lens\": [5],\n"
+                "  \"output_lens\": [3]\n}\n",
+                -1);
+  g_assert_true(ema_trace_format_sniff(bom, &format, &error));
+  g_assert_cmpint(format, ==, EMA_TRACE_FORMAT_VLLM_BENCH);
+  g_assert_true(ema_trace_vllm_bench_read(bom, &bench, &error));
+  g_assert_true(isinf(bench.request_rate));
   /* opened by path alone it asks for arrivals, not for Mooncake's timestamp */
   g_assert_null(ema_trace_source_open(EMA_TRACE_FORMAT_AUTO, one_line, &error));
   g_assert_nonnull(strstr(error->message, "vllm-bench trace holds no arrival times"));
