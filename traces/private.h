@@ -75,9 +75,10 @@ typedef struct {
 
 gboolean ema_trace_reader_open(EmaTraceReader *reader, const char *path, gsize max_line,
                                GError **error);
-/* The compression format ("gzip", "zstd", ...) whose magic bytes start DATA (LEN bytes), or
- * NULL: a compressed trace is refused by name, not read as text. */
-const char *ema_trace_compressed_format(const char *data, gsize len);
+/* Why a file whose first bytes are DATA (LEN of them) is no text to read, or NULL: a
+ * compressed file (gzip, zstd, xz, zip) or UTF-16 text, refused by name rather than read as
+ * binary data. */
+const char *ema_trace_not_text(const char *data, gsize len);
 void ema_trace_reader_close(EmaTraceReader *reader);
 /* Returns 1 and the next line (without "\n" or "\r\n", NUL-terminated,
  * writable until the next call), 0 at the end, -1 on error. A last line

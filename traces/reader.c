@@ -8,7 +8,7 @@
  * a chunk are returned in place without copying. A NUL byte is an error
  * (binary data), "\r\n" and "\n" both end a line, a "\r" elsewhere is an error, and a last line
  * without a newline is returned like any other; a file that starts with the magic bytes of a
- * compression format is refused by its name; a line of spaces and tabs only is blank
+ * compression format or of UTF-16 is refused by its name; a line of spaces and tabs only is blank
  * (ema_trace_line_is_blank), skipped by every reader. Only a regular file is opened (a FIFO
  * or a device is refused at once, never waited on or read forever). */
 #include <errno.h>
@@ -109,36 +109,39 @@ void ema_trace_reader_error_col(const EmaTraceReader *reader, guint column, GErr
   va_end(ap);
 }
 
-const char *ema_trace_compressed_format(const char *data, gsize len) {
+const char *ema_trace_not_text(const char *data, gsize len) {
   static const struct {
-    const char *name;
     const char *magic;
     gsize len;
-  } formats[] = {
-      {"gzip", "\x1f\x8b", 2},
-      {"zstd", "\x28\xb5\x2f\xfd", 4},
-      {"xz",
-       "\xfd"
+    const char *problem;
+  } kinds[] = {
+      {"\x1f\x8b", 2, "a gzip-compressed file: decompress it first"},
+      {"\x28\xb5\x2f\xfd", 4, "a zstd-compressed file: decompress it first"},
+      {"\xfd"
        "7zXZ\0",
-       6},
-      {"zip", "PK\x03\x04", 4},
+       6, "an xz-compressed file: decompress it first"},
+      {"PK\x03\x04", 4, "a zip archive: extract the trace first"},
   };
-  for (guint i = 0; i < G_N_ELEMENTS(formats); i++)
-    if (len >= formats[i].len && memcmp(data, formats[i].magic, formats[i].len) == 0)
-      return formats[i].name;
+  for (guint i = 0; i < G_N_ELEMENTS(kinds); i++)
+    if (len >= kinds[i].len && memcmp(data, kinds[i].magic, kinds[i].len) == 0)
+      return kinds[i].problem;
+  /* UTF-16 (what PowerShell 5's '>' writes): its byte-order mark, then a character of the
+   * ASCII range, half of it a NUL byte */
+  if (len >= 4 && ((memcmp(data, "\xff\xfe", 2) == 0 && data[3] == '\0') ||
+                   (memcmp(data, "\xfe\xff", 2) == 0 && data[2] == '\0')))
+    return "UTF-16 text: save it as UTF-8";
   return NULL;
 }
 
-/* Refill the chunk. Returns FALSE on a read error or a compressed file (ERROR set). */
+/* Refill the chunk. Returns FALSE on a read error or a file that is no text (ERROR set). */
 static gboolean reader_fill(EmaTraceReader *reader, GError **error) {
   reader->offset += reader->fill;
   reader->pos = 0;
   reader->fill = fread(reader->chunk, 1, EMA_TRACE_CHUNK, reader->fp);
-  const char *compressed =
-      reader->offset == 0 ? ema_trace_compressed_format(reader->chunk, reader->fill) : NULL;
-  if (compressed != NULL) {
-    ema_trace_reader_error_at(reader, 1, error, EMA_TRACE_ERROR_PARSE,
-                              "a %s-compressed file: decompress it first", compressed);
+  const char *not_text =
+      reader->offset == 0 ? ema_trace_not_text(reader->chunk, reader->fill) : NULL;
+  if (not_text != NULL) {
+    ema_trace_reader_error_at(reader, 1, error, EMA_TRACE_ERROR_PARSE, "%s", not_text);
     return FALSE;
   }
   if (reader->fill < EMA_TRACE_CHUNK) {

@@ -102,10 +102,9 @@ static JsonParser *parse_file(const char *path, GError **error) {
     g_error_free(inner);
     return NULL;
   }
-  const char *compressed = ema_trace_compressed_format(text, len);
-  if (compressed != NULL) {
-    g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE,
-                "%s:1: a %s-compressed file: decompress it first", path, compressed);
+  const char *not_text = ema_trace_not_text(text, len);
+  if (not_text != NULL) {
+    g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, "%s:1: %s", path, not_text);
     return NULL;
   }
   const char *problem = ema_trace_json_scan(text, len, &at);

@@ -383,6 +383,15 @@ static void test_azure_garbage(void) {
       ema_trace_source_open_vllm_bench(zst, ema_trace_arrivals_new_at_once(), FALSE, &error));
   assert_error(error, EMA_TRACE_ERROR_PARSE, zst, "1: a zstd-compressed file: decompress it first");
   g_clear_error(&error);
+  /* UTF-16 text (PowerShell 5's '>' writes it) is named, not called binary data */
+  static const char utf16[] = "\xff\xfeT\0I\0M\0E\0\n\0";
+  g_autofree char *wide = write_tmp("utf16.csv", utf16, sizeof utf16 - 1);
+  g_assert_false(ema_trace_format_sniff(wide, &format, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, wide, "1: UTF-16 text: save it as UTF-8");
+  g_clear_error(&error);
+  g_assert_null(ema_trace_source_open_vidur(wide, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, wide, "1: UTF-16 text: save it as UTF-8");
+  g_clear_error(&error);
 
   /* Lines ended by "\r" alone (a classic Mac export) are one line: refused at the first "\r"
    * (its header's last column ran into the rows), as is a "\r" doubled before "\n". */
