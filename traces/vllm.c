@@ -134,8 +134,9 @@ static JsonParser *parse_file(const char *path, GError **error) {
     vllm_error(error, EMA_TRACE_ERROR_EMPTY, path, "empty file: no JSON value");
     return NULL;
   }
-  if (duplicate != NULL) {
-    vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "duplicate key '%s'", duplicate);
+  if (duplicate != NULL) { /* the key shortened: a key of any length is one line */
+    g_autofree char *quoted = ema_trace_quote(duplicate, strlen(duplicate));
+    vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "duplicate key %s", quoted);
     return NULL;
   }
   return g_steal_pointer(&parser);

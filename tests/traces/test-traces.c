@@ -1037,6 +1037,16 @@ static void test_vllm_bench_errors(void) {
   assert_error(error, EMA_TRACE_ERROR_PARSE, nul_path, "2:29: binary data (NUL byte)");
   g_clear_error(&error);
 
+  /* A long key given twice is named shortened (it was quoted whole: 100 kB of message). */
+  g_autofree char *long_key = g_strnfill(100000, 'k');
+  g_autofree char *twice = g_strdup_printf(
+      "{\"input_lens\": [1], \"output_lens\": [1], \"%s\": 1, \"%s\": 2}", long_key, long_key);
+  g_autofree char *twice_path = write_tmp("vllm-long-key.json", twice, -1);
+  g_assert_null(open_vllm(twice_path, FALSE, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, twice_path,
+               " duplicate key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...'");
+  g_clear_error(&error);
+
   /* Nesting is refused before json-glib recurses, at its line and column. */
   g_autoptr(GString) deep = g_string_new("{\"input_lens\":\n");
   for (int i = 0; i < 40; i++)
