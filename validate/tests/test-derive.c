@@ -501,6 +501,11 @@ static void test_decode_rows_errors(void) {
        "decode.csv:2:30: remote_fraction: '1.5' is not a number in [0, 1]"},
       {DECODE_HEADER "x,llama-3.1-8b,8,1000,local,0,5,3.5,1,15,4,-1,graph,0\n",
        EMA_VALIDATE_ERROR_DATA, "decode.csv:2:44: kv_remote_gb: '-1' is not a number >= 0"},
+      {DECODE_HEADER "x,llama-3.1-8b,8,1000,local,0,5,3.5,1,15,4,0,"
+                     "graphgraphgraphgraphgraphgraphgraphgraphgraph,0\n",
+       EMA_VALIDATE_ERROR_DATA,
+       "decode.csv:2:46: launch: 'graphgraphgraphgraphgraphgraphgraphgraph...' is not graph or "
+       "stream"},
       {NULL, EMA_VALIDATE_ERROR_IO, "cannot read"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
