@@ -19,8 +19,8 @@ static EmaTraceSource *open_burstgpt(const char *path, GError **error) {
 typedef struct {
   EmaTraceFormat format;
   const char *name;
-  /* lower-case words that all appear in the first line of such a CSV file, each one of
-   * names separated by '|' (NULL: not recognised from a CSV header) */
+  /* the column names (any case) that all are in the first line of such a CSV file, each one
+   * of names separated by '|' (NULL: not recognised from a CSV header) */
   const char *const *header_words;
   OpenFn open; /* NULL: cannot be opened from a path alone */
 } FormatRow;
@@ -72,12 +72,15 @@ gboolean ema_trace_format_from_name(const char *name, EmaTraceFormat *format, GE
   return FALSE;
 }
 
-static gboolean header_has_words(const char *lower, const char *const *words) {
+/* TRUE when each of WORDS (one of its '|'-separated names) is the whole name of one of the N
+ * header FIELDS, in any case: "arrived_at_bucket" is no "arrived_at". */
+static gboolean header_has_words(const EmaCsvField *fields, int n, const char *const *words) {
   for (; *words != NULL; words++) {
     g_auto(GStrv) names = g_strsplit(*words, "|", -1);
     gboolean found = FALSE;
     for (guint i = 0; names[i] != NULL && !found; i++)
-      found = strstr(lower, names[i]) != NULL;
+      for (int f = 0; f < n && !found; f++)
+        found = g_ascii_strcasecmp(fields[f].p, names[i]) == 0;
     if (!found)
       return FALSE;
   }
@@ -169,7 +172,6 @@ static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **
       line++;
       len--;
     }
-    g_autofree char *lower = g_ascii_strdown(line, (gssize) len);
     ok = FALSE;
     if (len > 0 && line[0] == '{') {
       *format = EMA_TRACE_FORMAT_MOONCAKE;
@@ -181,8 +183,12 @@ static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **
       ema_trace_reader_close(&reader);
       return FALSE;
     }
+    EmaCsvField fields[EMA_CSV_MAX_FIELDS];
+    const char *problem = NULL;
+    gsize at = 0;
+    int n = ok ? 0 : ema_csv_split(line, len, fields, &problem, &at); /* a bad header: none */
     for (guint i = 0; !ok && i < G_N_ELEMENTS(csv_order); i++) {
-      if (header_has_words(lower, row_of(csv_order[i])->header_words)) {
+      if (header_has_words(fields, n, row_of(csv_order[i])->header_words)) {
         *format = csv_order[i];
         ok = TRUE;
       }

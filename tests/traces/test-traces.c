@@ -1128,6 +1128,18 @@ static void test_open_formats(void) {
   g_autofree char *azure = fixture("azure-good.csv");
   g_assert_true(ema_trace_format_sniff(azure, &format, &error));
   g_assert_cmpint(format, ==, EMA_TRACE_FORMAT_AZURE);
+  /* A column is known by its whole name: an extra "arrived_at_bucket" made an Azure file
+   * Vidur's (and it failed for want of arrived_at); quoted names, any case, are names. */
+  g_autofree char *bucket = write_tmp(
+      "azure-bucket.csv",
+      "TIMESTAMP,ContextTokens,GeneratedTokens,arrived_at_bucket\n2023-11-16 18:15:46,374,44,1\n",
+      -1);
+  g_assert_true(ema_trace_format_sniff(bucket, &format, &error));
+  g_assert_cmpint(format, ==, EMA_TRACE_FORMAT_AZURE);
+  g_autofree char *quoted = write_tmp(
+      "vidur-quoted.csv", "\"Arrived_At\",\"num_prefill_tokens\",num_decode_tokens\n0,5,3\n", -1);
+  g_assert_true(ema_trace_format_sniff(quoted, &format, &error));
+  g_assert_cmpint(format, ==, EMA_TRACE_FORMAT_VIDUR);
   g_autofree char *empty = fixture("empty.csv");
   g_assert_null(ema_trace_source_open(EMA_TRACE_FORMAT_AUTO, empty, &error));
   assert_error(error, EMA_TRACE_ERROR_EMPTY, empty, "1: empty file: no header");
