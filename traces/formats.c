@@ -87,22 +87,30 @@ static gboolean header_has_words(const EmaCsvField *fields, int n, const char *c
   return TRUE;
 }
 
+/* The first HEAD_BYTES bytes of PATH (fewer where it is shorter, none where it does not open),
+ * NUL-terminated, into HEAD: what the sniffing reads of a JSON file before its reader parses it
+ * whole. */
+#define HEAD_BYTES 4096
+static gsize read_head(const char *path, char head[HEAD_BYTES + 1]) {
+  gsize n = 0;
+  FILE *fp = ema_file_open_regular(path, NULL);
+  if (fp != NULL) {
+    n = fread(head, 1, HEAD_BYTES, fp);
+    fclose(fp);
+  }
+  head[n] = '\0';
+  return n;
+}
+
 /* TRUE when the first bytes of PATH open a JSON object with a key that only
  * vLLM's benchmark result has (its load settings and length arrays come
  * before any measurement, written on one line or indented). */
 static gboolean is_vllm_bench(const char *path) {
   static const char *const keys[] = {"\"request_rate\"", "\"max_concurrency\"", "\"burstiness\"",
                                      "\"input_lens\"", "\"num_prompts\""};
-  char head[4097];
-  gsize n;
+  char head[HEAD_BYTES + 1];
   const char *at = head;
-  FILE *fp = ema_file_open_regular(path, NULL);
-  if (fp == NULL)
-    return FALSE;
-  n = fread(head, 1, sizeof head - 1, fp);
-  fclose(fp);
-  head[n] = '\0';
-  if (n >= 3 && memcmp(at, "\xef\xbb\xbf", 3) == 0) /* UTF-8 byte-order mark */
+  if (read_head(path, head) >= 3 && memcmp(at, "\xef\xbb\xbf", 3) == 0) /* a UTF-8 BOM */
     at += 3;
   while (*at == ' ' || *at == '\t' || *at == '\r' || *at == '\n')
     at++;
@@ -118,16 +126,10 @@ static gboolean is_vllm_bench(const char *path) {
  * in its first bytes (Alpaca's "instruction"), ShareGPT's lengths otherwise. */
 static const char *array_advice(const char *path) {
   static const char *const keys[] = {"instruction", "conversations"};
-  char head[4097];
-  gsize n = 0;
-  FILE *fp = ema_file_open_regular(path, NULL);
-  if (fp != NULL) {
-    n = fread(head, 1, sizeof head - 1, fp);
-    fclose(fp);
-  }
-  head[n] = '\0';
+  char head[HEAD_BYTES + 1];
   const char *first = NULL;
   const char *advice = EMA_TRACE_TEXT_DATASET;
+  read_head(path, head);
   for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
     g_autofree char *quoted = g_strdup_printf("\"%s\"", keys[i]);
     const char *at = strstr(head, quoted);
@@ -141,7 +143,7 @@ static const char *array_advice(const char *path) {
 
 /* Guess the format from the first line that is not blank: a vLLM benchmark result (above),
  * else '{' is JSONL (Mooncake), otherwise a CSV header is recognised by the
- * words of a row above. Vidur's header is tried before Azure's (a Vidur file
+ * column names of a row above. Vidur's header is tried before Azure's (a Vidur file
  * may carry a timestamp column too). */
 static gboolean sniff_format(const char *path, EmaTraceFormat *format, GError **error) {
   static const EmaTraceFormat csv_order[] = {EMA_TRACE_FORMAT_VIDUR, EMA_TRACE_FORMAT_BURSTGPT,
