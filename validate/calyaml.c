@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <sys/stat.h>
 
 #include "ema/core/params.h"
 #include "ema/core/units.h"
@@ -549,6 +550,30 @@ char *ema_calibration_yaml(const EmaCalibrationFigures *f) {
   return g_string_free(out, FALSE);
 }
 
+gboolean ema_calibration_output_ok(const char *path, GError **error) {
+  GStatBuf st;
+  const char *kind = NULL;
+  if (path[0] == '\0' || g_str_has_suffix(path, G_DIR_SEPARATOR_S)) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_ARGUMENT,
+                "'%s' is no file name: give the model's file", path);
+    return FALSE;
+  }
+  if (g_lstat(path, &st) != 0 || S_ISREG(st.st_mode))
+    return TRUE;
+  if (S_ISDIR(st.st_mode)) {
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_ARGUMENT,
+                "'%s' is a directory: give the model's file", path);
+    return FALSE;
+  }
+  kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
+         : S_ISFIFO(st.st_mode) ? "a FIFO"
+         : S_ISSOCK(st.st_mode) ? "a socket"
+                                : "a device";
+  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_ARGUMENT,
+              "'%s' is %s, not a file the model can replace: give the model's file", path, kind);
+  return FALSE;
+}
+
 gboolean ema_calibration_write(const EmaCalibrationFigures *figures, const char *path,
                                GError **error) {
   g_autofree char *text = ema_calibration_yaml(figures);
@@ -556,6 +581,8 @@ gboolean ema_calibration_write(const EmaCalibrationFigures *figures, const char 
   GError *local = NULL;
   gpointer server;
 
+  if (!ema_calibration_output_ok(path, error))
+    return FALSE;
   if (g_mkdir_with_parents(dir, 0755) != 0) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot create %s: %s", dir,
                 g_strerror(errno));

@@ -185,10 +185,9 @@ static int command_calibrate(int argc, char **argv, const char *command) {
   if (from_results && (name || results || quick || repeats_text || topology))
     return usage_error("--from-results takes only -o and --reference (the rest comes from the "
                        "results directory)");
-  if (output && g_file_test(output, G_FILE_TEST_IS_DIR)) {
-    g_autofree char *message =
-        g_strdup_printf("-o: '%s' is a directory: give the model's file", output);
-    return usage_error(message);
+  if (output && !ema_calibration_output_ok(output, &error)) {
+    g_prefix_error(&error, "-o: ");
+    return usage_gerror(error);
   }
   options.topology = EMA_TOPOLOGY_DIRECT;
   if (topology) {

@@ -7,6 +7,7 @@
  * nothing written; and `calibrate --from-results` and `compare --measured`,
  * which need no GPU. */
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -517,6 +518,39 @@ static void test_calibrate_output_dir(void) {
   ema_test_remove_tree(dir);
 }
 
+/* calibrate -o naming what is no regular file is refused as a directory is: the model was
+ * renamed over it (a FIFO, or /dev/null as root, became a regular file; a link lost its
+ * target), and an empty name or one ending in '/' failed only in a rename's words. */
+static void test_calibrate_output_not_file(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+  g_autofree char *link = g_build_filename(dir, "link.yaml", NULL);
+  g_autofree char *slash = g_build_filename(dir, "model.yaml/", NULL);
+  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt", NULL};
+  const struct {
+    const char *output, *kind;
+  } cases[] = {
+      {fifo, "is a FIFO, not a file the model can replace"},
+      {link, "is a symbolic link, not a file the model can replace"},
+      {slash, "is no file name"},
+      {"", "is no file name"},
+  };
+  g_free(copy_calibrate_results(dir, files));
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  g_assert_cmpint(symlink("elsewhere.yaml", link), ==, 0);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(EmaTestRun) derive =
+        cli_without_devices("calibrate", "--from-results", dir, "-o", cases[i].output, NULL);
+    g_autofree char *want =
+        g_strdup_printf("-o: '%s' %s: give the model's file", cases[i].output, cases[i].kind);
+    assert_usage_error(derive, want);
+  }
+  g_assert_true(g_file_test(fifo, G_FILE_TEST_EXISTS) &&
+                !g_file_test(fifo, G_FILE_TEST_IS_REGULAR));
+  g_assert_true(g_file_test(link, G_FILE_TEST_IS_SYMLINK));
+  ema_test_remove_tree(dir);
+}
+
 /* 37#8, 37#17: samples so small that no copy fit is finite, a model whose
  * figures are out of range, or a negative sample time are errors (no
  * abort), and no model is left. */
@@ -566,6 +600,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/compare-other-ops", test_compare_other_ops);
   g_test_add_func("/validate/cli/pool-claim", test_pool_claim);
   g_test_add_func("/validate/cli/profile-claim", test_profile_claim);
+  g_test_add_func("/validate/cli/calibrate-output-not-file", test_calibrate_output_not_file);
   g_test_add_func("/validate/cli/profile-missing-capture", test_profile_missing_capture);
   return g_test_run();
 }
