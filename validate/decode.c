@@ -552,12 +552,6 @@ static char *format_row(const EmaDecodePlan *plan, const DecodeTimes *t, const c
       t->pull_s > 0 ? t->pull_bytes / t->pull_s / 1e9 : 0.0);
 }
 
-#define DECODE_CSV_HEADER                                                                          \
-  "date,gpu,model,batch,context,mode,remote_fraction,prefetch_depth,remote_blocks,total_blocks,"   \
-  "repeats,step_ms_mean,step_ms_median,step_ms_min,step_ms_max,step_spread_pct,weights_ms,"        \
-  "attention_ms,copies_ms,weight_gb,kv_local_gb,kv_remote_gb,copy_gb,effective_tb_s,"              \
-  "model_step_ms,launch,verified,peer_pull_gb_s"
-
 static void print_summary(const EmaDecodePlan *plan, const DecodeTimes *t, double predicted_s,
                           const char *server_name, guint repeats) {
   const EmaDecodeOptions *o = &plan->options;
@@ -718,7 +712,7 @@ gboolean ema_decode_run(EmaDecodePlan *plan, const EmaLlmSpec *model,
            d.pull_direct ? "loaded" : "copied", t.pull_bytes / 1e9, t.pull_bytes / t.pull_s / 1e9);
   if (options->csv_path) {
     row = format_row(plan, &t, prop.name, date, predicted, options->repeats, options->graph);
-    if (!ema_csv_append_row(options->csv_path, DECODE_CSV_HEADER, row, error))
+    if (!ema_csv_append_row(options->csv_path, EMA_DECODE_CSV_HEADER, row, error))
       return FALSE;
     printf("  appended to %s\n", options->csv_path);
   }

@@ -25,6 +25,13 @@
 
 G_BEGIN_DECLS
 
+/* The header of the CSV file `decode --csv FILE` appends its rows to (decode.csv). */
+#define EMA_DECODE_CSV_HEADER                                                                      \
+  "date,gpu,model,batch,context,mode,remote_fraction,prefetch_depth,remote_blocks,total_blocks,"   \
+  "repeats,step_ms_mean,step_ms_median,step_ms_min,step_ms_max,step_spread_pct,weights_ms,"        \
+  "attention_ms,copies_ms,weight_gb,kv_local_gb,kv_remote_gb,copy_gb,effective_tb_s,"              \
+  "model_step_ms,launch,verified,peer_pull_gb_s"
+
 typedef struct {
   guint repeats, warmups;
   gboolean graph; /* capture each pass as a CUDA graph and time its replays */

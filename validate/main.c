@@ -294,6 +294,15 @@ static int command_decode(int argc, char **argv) {
   run.verify = !no_verify;
   run.graph = !no_graph;
   run.csv_path = csv;
+  /* a file the row cannot go to is found before the GPU runs, not after */
+  if (csv && (csv[0] == '\0' || g_file_test(csv, G_FILE_TEST_IS_DIR))) {
+    g_autofree char *message = g_strdup_printf("--csv: '%s' is no file to append to", csv);
+    return usage_error(message);
+  }
+  if (csv && !ema_csv_check_append(csv, EMA_DECODE_CSV_HEADER, &error)) {
+    g_prefix_error(&error, "--csv: ");
+    return usage_gerror(error);
+  }
 
   model = ema_llm_load(model_name, &error);
   if (model == NULL) {

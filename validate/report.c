@@ -345,11 +345,41 @@ EmaReport *ema_report_read_csv(const char *dir, GError **error) {
   return ok ? g_steal_pointer(&report) : NULL;
 }
 
+gboolean ema_csv_check_append(const char *path, const char *header, GError **error) {
+  gsize header_len = strlen(header);
+  g_autofree char *first = g_malloc(header_len + 3);
+  gsize n;
+  GError *local = NULL;
+  FILE *file;
+  if (!g_file_test(path, G_FILE_TEST_EXISTS))
+    return TRUE;
+  if ((file = ema_file_open_regular(path, &local)) == NULL) {
+    g_set_error_literal(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  /* the header and its line end, or what stands there instead */
+  n = fread(first, 1, header_len + 2, file);
+  fclose(file);
+  first[n] = '\0';
+  if (n == 0 || (strncmp(first, header, header_len) == 0 &&
+                 (first[header_len] == '\n' || strncmp(first + header_len, "\r\n", 2) == 0)))
+    return TRUE;
+  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+              "%s:1:1: the header is not '%s': rows of another table, or of another version of "
+              "this one (give a new file)",
+              path, header);
+  return FALSE;
+}
+
 gboolean ema_csv_append_row(const char *path, const char *header, const char *row, GError **error) {
   GStatBuf st;
   gboolean need_header = g_stat(path, &st) != 0 || st.st_size == 0;
-  FILE *file = g_fopen(path, "a");
+  FILE *file;
   gboolean ok;
+  if (!ema_csv_check_append(path, header, error))
+    return FALSE;
+  file = g_fopen(path, "a");
   if (file == NULL) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot open %s: %s", path,
                 g_strerror(errno));

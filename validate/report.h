@@ -77,8 +77,15 @@ gboolean ema_report_write_derived_csv(const EmaReport *report, const char *dir, 
  * ("file:line:col: what is wrong"). */
 EmaReport *ema_report_read_csv(const char *dir, GError **error);
 
-/* Append ROW (one CSV line without its newline) to PATH, writing HEADER
- * first when the file is new or empty. Errors: EMA_VALIDATE_ERROR_IO. */
+/* TRUE when rows under HEADER may be appended to PATH: it is absent, empty, or a regular file
+ * whose first line is HEADER (rows of another table, or of another version of this one, are
+ * not added to it; a FIFO is not waited on). Errors: EMA_VALIDATE_ERROR_IO,
+ * EMA_VALIDATE_ERROR_DATA ("PATH:1:1: ..."). */
+gboolean ema_csv_check_append(const char *path, const char *header, GError **error);
+
+/* Append ROW (one CSV line without its newline) to PATH (ema_csv_check_append), writing
+ * HEADER first when the file is new or empty. Errors: those of ema_csv_check_append,
+ * EMA_VALIDATE_ERROR_IO. */
 gboolean ema_csv_append_row(const char *path, const char *header, const char *row, GError **error);
 
 /* TEXT as one CSV field: quoted (with doubled quotes) when it holds a comma,

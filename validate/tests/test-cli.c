@@ -518,6 +518,26 @@ static void test_calibrate_output_dir(void) {
   ema_test_remove_tree(dir);
 }
 
+/* decode --csv naming a table of another header is refused before the GPU runs (the row was
+ * appended to it after the measurement, under the wrong columns), as is a directory. */
+static void test_decode_csv_other_table(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *other = user_file(dir, "measurements.csv", "group,name\nlocal,k\n");
+  g_autofree char *want =
+      g_strdup_printf("--csv: %s:1:1: the header is not 'date,gpu,model,", other);
+  g_autofree char *want_dir = g_strdup_printf("--csv: '%s' is no file to append to", dir);
+  {
+    g_autoptr(EmaTestRun) run = cli_without_devices("decode", "--model", "llama-3.1-8b", "--batch",
+                                                    "1", "--context", "16", "--csv", other, NULL);
+    g_autoptr(EmaTestRun) in_dir = cli_without_devices(
+        "decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "16", "--csv", dir, NULL);
+    assert_usage_error(run, want);
+    assert_usage_error(in_dir, want_dir);
+  }
+  assert_kept(other, "group,name\nlocal,k\n");
+  ema_test_remove_tree(dir);
+}
+
 /* calibrate -o naming what is no regular file is refused as a directory is: the model was
  * renamed over it (a FIFO, or /dev/null as root, became a regular file; a link lost its
  * target), and an empty name or one ending in '/' failed only in a rename's words. */
@@ -601,6 +621,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/pool-claim", test_pool_claim);
   g_test_add_func("/validate/cli/profile-claim", test_profile_claim);
   g_test_add_func("/validate/cli/calibrate-output-not-file", test_calibrate_output_not_file);
+  g_test_add_func("/validate/cli/decode-csv-other-table", test_decode_csv_other_table);
   g_test_add_func("/validate/cli/profile-missing-capture", test_profile_missing_capture);
   return g_test_run();
 }

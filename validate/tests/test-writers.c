@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <sys/stat.h>
 
 #include "calyaml.h"
 #include "ema/run/experiment.h"
@@ -118,8 +119,32 @@ static void test_csv_append(void) {
   /* a directory cannot be appended to */
   g_assert_false(ema_csv_append_row(dir, "a,b", "5,6", &error));
   g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO);
-  ema_test_assert_contains(error->message, "cannot open");
+  ema_test_assert_contains(error->message, "not a regular file (a directory)");
   g_clear_error(&error);
+  /* nor a table of another header (its rows were added under it), or a FIFO (waited on) */
+  {
+    g_autofree char *other = g_build_filename(dir, "measurements.csv", NULL);
+    g_autofree char *fifo = g_build_filename(dir, "fifo.csv", NULL);
+    g_autofree char *want = g_strdup_printf(
+        "%s:1:1: the header is not 'a,b': rows of another table, or of another version of this "
+        "one (give a new file)",
+        other);
+    g_autofree char *kept = NULL;
+    g_assert_true(g_file_set_contents(other, "a,b,c\r\n1,2,3\r\n", -1, NULL));
+    g_assert_false(ema_csv_append_row(other, "a,b", "5,6", &error));
+    g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA);
+    g_assert_cmpstr(error->message, ==, want);
+    g_clear_error(&error);
+    kept = ema_test_read_file(dir, "measurements.csv");
+    g_assert_cmpstr(kept, ==, "a,b,c\r\n1,2,3\r\n");
+    g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+    g_assert_false(ema_csv_append_row(fifo, "a,b", "5,6", &error));
+    ema_test_assert_contains(error->message, "not a regular file (a FIFO)");
+    g_clear_error(&error);
+    /* the same header ended by "\r\n" takes rows */
+    g_assert_true(g_file_set_contents(other, "a,b\r\n1,2\r\n", -1, NULL));
+    g_assert_true(ema_csv_append_row(other, "a,b", "5,6", &error));
+  }
   ema_test_remove_tree(dir);
 }
 
