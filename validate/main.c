@@ -189,6 +189,15 @@ static int command_calibrate(int argc, char **argv, const char *command) {
     g_prefix_error(&error, "-o: ");
     return usage_gerror(error);
   }
+  /* found before the GPUs are measured, not when the measurements are written */
+  if (results && (results[0] == '\0' || (g_file_test(results, G_FILE_TEST_EXISTS) &&
+                                         !g_file_test(results, G_FILE_TEST_IS_DIR)))) {
+    g_autofree char *message =
+        g_strdup_printf("--results: '%s' is not a directory: give the directory for the CSV "
+                        "files",
+                        results);
+    return usage_error(message);
+  }
   options.topology = EMA_TOPOLOGY_DIRECT;
   if (topology) {
     guint i = 0;

@@ -150,6 +150,11 @@ static void test_usage_errors(void) {
       {{"calibrate", "--topology", "ring"},
        "--topology: unknown topology 'ring' (known: direct, switch, pcie)"},
       {{"calibrate", "--repeats", "0"}, "--repeats: '0' is not a whole number in 1..10000"},
+      /* a file for the results' directory: refused before the GPUs are measured (it failed
+       * when their CSV files were written) */
+      {{"calibrate", "--results", "validate/README.md", "--quick"},
+       "--results: 'validate/README.md' is not a directory: give the directory for the CSV "
+       "files"},
       {{"calibrate", "--name", "a/b"},
        "--name: 'a/b' must be a non-empty file name without '/' or spaces"},
       {{"calibrate", "--reference", "nosuch"},
