@@ -753,6 +753,14 @@ static int command_profile(int argc, char **argv, const char *command) {
       g_autofree char *message = g_strdup_printf("--workload: %s: no such file", workload);
       return usage_error(message);
     }
+    /* before the folder is claimed, which removes an earlier profile */
+    g_autofree char *interpreter = g_find_program_in_path(python ? python : "python3");
+    if (interpreter == NULL) {
+      g_autofree char *message =
+          g_strdup_printf("--python: '%s' is not a program (a path, or a name on PATH)",
+                          python ? python : "python3");
+      return usage_error(message);
+    }
     if ((library = ema_capture_find_library(&error)) == NULL)
       return fail(error);
   }

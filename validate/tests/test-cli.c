@@ -94,6 +94,9 @@ static void test_usage_errors(void) {
       {{"profile", "-o", "d", "x"}, "profile takes no arguments besides its options"},
       {{"profile", "-o", "d", "--workload", "/nonexistent/w.py"},
        "--workload: /nonexistent/w.py: no such file"},
+      /* found before the folder is claimed (its earlier profile went, then the run failed) */
+      {{"profile", "-o", "d", "--python", "/nonexistent/python3"},
+       "--python: '/nonexistent/python3' is not a program (a path, or a name on PATH)"},
       {{"devices", "extra"}, "usage: ema-validate devices"},
       /* each of --seconds and --tick named on its own (a bad --tick was called --seconds') */
       {{"pool", "--seconds", "0.5"},
