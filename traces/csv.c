@@ -219,6 +219,15 @@ static int csv_next_row(Csv *csv, GError **error) {
         EMA_TRACE_ERROR_PARSE, "expected %d fields, found %d", csv->n_fields, n);
     return -1;
   }
+  /* a row whose token columns hold their names: the header again, as files joined whole
+   * (`cat day1.csv day2.csv`) leave it; said as such, not as a malformed value */
+  if (name_matches(csv->spec->cols[COL_PROMPT], csv->fields[csv->col[COL_PROMPT]].p) &&
+      name_matches(csv->spec->cols[COL_OUTPUT], csv->fields[csv->col[COL_OUTPUT]].p)) {
+    ema_trace_reader_error_col(&csv->reader, 1, error, EMA_TRACE_ERROR_PARSE,
+                               "the header again (files joined with their headers?): remove "
+                               "this line");
+    return -1;
+  }
   return 1;
 }
 

@@ -339,6 +339,12 @@ static void test_azure_rows(void) {
       {"\"2023-11-16 18:15:50\"x,1,1", EMA_TRACE_ERROR_PARSE, 22, "text after a quoted field"},
       {"2023-11-16 18:15:50,\xff\x01,1", EMA_TRACE_ERROR_PARSE, 21,
        "ContextTokens: not an integer: '\\xff\\x01'"},
+      /* the header again, as `cat day1.csv day2.csv` leaves it (it was "TIMESTAMP: not a
+       * date-time: 'TIMESTAMP'"), in any case and column order */
+      {"TIMESTAMP,ContextTokens,GeneratedTokens", EMA_TRACE_ERROR_PARSE, 1,
+       "the header again (files joined with their headers?): remove this line"},
+      {"timestamp,contexttokens,generatedtokens", EMA_TRACE_ERROR_PARSE, 1,
+       "the header again (files joined with their headers?): remove this line"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *content = g_strdup_printf(
