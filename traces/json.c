@@ -5,13 +5,20 @@
  * Invariants: the scan reads each byte once and allocates nothing; it
  * refuses what json-glib would not handle safely (nesting deeper than
  * EMA_TRACE_JSON_MAX_DEPTH, since its parser recurses once per level;
- * integers outside gint64, which it would wrap; NUL bytes, binary data; an
+ * integers outside gint64, which it would wrap; NUL bytes, binary data, and
+ * bytes that are not UTF-8, of which json-glib names no place; an
  * object or array after the first value has closed, which it would drop
  * without a word), and says at which byte. */
 #include <math.h>
 #include <string.h>
 
 #include "private.h"
+
+/* The bytes of the UTF-8 character TEXT starts with (LEFT bytes on), 0 where none does. */
+static gsize utf8_char_bytes(const char *text, gsize left) {
+  gunichar c = g_utf8_get_char_validated(text, (gssize) MIN(left, 6));
+  return c == (gunichar) -1 || c == (gunichar) -2 ? 0 : (gsize) g_utf8_skip[(guchar) *text];
+}
 
 const char *ema_trace_json_scan(const char *text, gsize len, gsize *at) {
   int depth = 0;
@@ -26,13 +33,23 @@ const char *ema_trace_json_scan(const char *text, gsize len, gsize *at) {
       return "binary data (NUL byte)";
     if (closed)
       return "text after the end of the JSON value (two values run together?)";
+    if ((guchar) c >= 0x80) { /* json-glib names no place for bytes that are not UTF-8 */
+      gsize bytes = utf8_char_bytes(text + i, len - i);
+      if (bytes == 0)
+        return "not UTF-8 text";
+      i += bytes - 1;
+      continue;
+    }
     if (c == '"') {
       for (i++; i < len && text[i] != '"'; i++) {
-        if (text[i] == '\0') {
+        gsize bytes = 1;
+        if (text[i] == '\0' ||
+            ((guchar) text[i] >= 0x80 && (bytes = utf8_char_bytes(text + i, len - i)) == 0)) {
           if (at != NULL)
             *at = i;
-          return "binary data (NUL byte)";
+          return text[i] == '\0' ? "binary data (NUL byte)" : "not UTF-8 text";
         }
+        i += bytes - 1;
         if (text[i] == '\\')
           i++;
       }

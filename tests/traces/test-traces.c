@@ -749,6 +749,15 @@ static void test_mooncake_errors(void) {
       {"{\"timestamp\": 15, \"x\": "
        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
        EMA_TRACE_ERROR_PARSE, 55, "JSON nested deeper than 32 levels"},
+      /* bytes that are not UTF-8, in a string or not, at their column (json-glib said only
+       * "JSON data must be UTF-8 encoded"); UTF-8 text is text */
+      {"{\"timestamp\": 15, \"input_length\": 1, \"output_length\": 1, \"k\xff\": 1}",
+       EMA_TRACE_ERROR_PARSE, 60, "not UTF-8 text"},
+      {"{\"timestamp\": 15, \"input_length\": 1, \"output_length\": 1}\xc3", EMA_TRACE_ERROR_PARSE,
+       57, "text after the end of the JSON value (two values run together?)"},
+      {"{\"timestamp\": 15, \"input_length\": 0, \"note\": \"caf\xc3\xa9 \xe4\xbd\xa0\", "
+       "\"output_length\": 1}",
+       EMA_TRACE_ERROR_PARSE, 19, "input_length must be > 0, found 0"},
       /* json-glib's own errors, at its column of the line */
       {"{\"timestamp\": 15, \"input_length\": 1 \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 35,
        "invalid JSON: Parse error: unexpected number `1', expected character `,'"},
@@ -1051,6 +1060,13 @@ static void test_vllm_bench_errors(void) {
   g_assert_null(open_vllm(twice_path, FALSE, &error));
   assert_error(error, EMA_TRACE_ERROR_PARSE, twice_path,
                " duplicate key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...'");
+  g_clear_error(&error);
+
+  /* So are bytes that are not UTF-8 (json-glib named no place). */
+  g_autofree char *latin = write_tmp(
+      "vllm-latin1.json", "{\"input_lens\": [1],\n \"output_lens\": [1], \"x\": \"\xc3\"}", -1);
+  g_assert_null(open_vllm(latin, FALSE, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, latin, "2:28: not UTF-8 text");
   g_clear_error(&error);
 
   /* Nesting is refused before json-glib recurses, at its line and column. */
