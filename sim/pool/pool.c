@@ -557,7 +557,9 @@ static void flush_tier(Pool *p, Gpu *g, EmaKvTierMove move) {
 static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
   Gpu *g = self;
   Pool *p = g->pool;
-  guint peer = tier_peer(g);
+  /* the tier's blocks are counted, not placed: a drop names no lender (its row says its own GPU,
+   * not whichever lender has the most room now) */
+  guint peer = move == EMA_KV_TIER_DROP ? g->index : tier_peer(g);
   double bytes = (double) n * (double) g->block_bytes, seconds = 0;
   if (move == EMA_KV_TIER_DEMOTE) /* a copy engine's copy to the peer; nothing waits for it */
     seconds = tier_copy(p, g, g->index, peer, bytes);
