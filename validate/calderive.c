@@ -214,14 +214,16 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
     if (strcmp(topology, topology_names[i]) == 0)
       run->topology = (EmaTopology) i;
   if (run->topology == G_N_ELEMENTS(topology_names)) {
-    key_error(&p, "topology", error, "'%s' is not direct, switch or pcie", topology);
+    g_autofree char *quoted = ema_validate_quote_cut(topology);
+    key_error(&p, "topology", error, "'%s' is not direct, switch or pcie", quoted);
     return NULL;
   }
   /* the whole text a finite number ("1e15x" and "inf" are not) */
   run->matrix_flops = g_ascii_strtod(flops, &flops_end);
   if (flops_end == flops || *flops_end != '\0' || !isfinite(run->matrix_flops) ||
       !(run->matrix_flops > 0)) {
-    key_error(&p, "matrix_flops", error, "'%s' is not a positive number", flops);
+    g_autofree char *quoted = ema_validate_quote_cut(flops);
+    key_error(&p, "matrix_flops", error, "'%s' is not a positive number", quoted);
     return NULL;
   }
   if (gpus == 0 || remote_steps == 0 || local_steps == 0) {
@@ -425,8 +427,9 @@ static gboolean derive_vmm(const EmaReport *report, const EmaCalibrationRun *run
     return FALSE;
   v->slice_bytes = single[0]->bytes;
   if (v->slice_bytes == 0) {
+    g_autofree char *name = ema_validate_quote_cut(single[0]->name);
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                "'%s' gives no slice size in its bytes column", single[0]->name);
+                "'%s' gives no slice size in its bytes column", name);
     return FALSE;
   }
   v->granularity_min = run->vmm_granularity_min;

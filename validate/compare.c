@@ -113,6 +113,7 @@ static gboolean same_experiment(const char *dir, const EmaExperiment *experiment
   g_autoptr(EmaExperiment) measured = NULL;
   GError *local = NULL;
   guint ops = experiment->ops ? experiment->ops->len : 0;
+  g_autofree char *experiment_name = ema_validate_quote_cut(experiment->name);
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
     return TRUE;
   if ((measured = ema_experiment_load(path, NULL, &local)) == NULL) {
@@ -123,12 +124,12 @@ static gboolean same_experiment(const char *dir, const EmaExperiment *experiment
   if ((measured->ops ? measured->ops->len : 0) != ops ||
       (measured->decode ? measured->decode->len : 0) + ops != results)
     return data_error(error, path, "other ops or decode scenarios than experiment '%s' has",
-                      experiment->name);
+                      experiment_name);
   for (guint i = 0; i < results; i++)
     if (!same_result(experiment, measured, i)) {
-      const char *name =
+      g_autofree char *name = ema_validate_quote_cut(
           i < ops ? g_array_index(experiment->ops, EmaOpSpec, i).name
-                  : g_array_index(experiment->decode, EmaDecodeScenarioSpec, i - ops).name;
+                  : g_array_index(experiment->decode, EmaDecodeScenarioSpec, i - ops).name);
       return data_error(error, path,
                         "%s '%s' was measured as it is written here, not as the experiment has it "
                         "now: measured from another version of the file (or with --set)?",
@@ -200,7 +201,9 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
     return NULL;
   }
   if (strcmp(name, experiment->name) != 0) {
-    data_error(error, path, "the results of experiment '%s', not '%s'", name, experiment->name);
+    g_autofree char *found = ema_validate_quote_cut(name);
+    g_autofree char *wanted = ema_validate_quote_cut(experiment->name);
+    data_error(error, path, "the results of experiment '%s', not '%s'", found, wanted);
     return NULL;
   }
   results_node = json_object_get_member(object, "ops");
@@ -212,10 +215,11 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
   }
   results = json_node_get_array(results_node);
   if (json_array_get_length(results) != ops + decodes) {
+    g_autofree char *wanted = ema_validate_quote_cut(experiment->name);
     data_error(error, path,
                "%u results, but experiment '%s' has %u op%s and %u decode scenario%s: measured "
                "from another version of the file?",
-               json_array_get_length(results), experiment->name, ops, ops == 1 ? "" : "s", decodes,
+               json_array_get_length(results), wanted, ops, ops == 1 ? "" : "s", decodes,
                decodes == 1 ? "" : "s");
     return NULL;
   }
@@ -236,11 +240,13 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
       return NULL;
     }
     if (strcmp(got, result.name) != 0) {
+      g_autofree char *found = ema_validate_quote_cut(got);
+      g_autofree char *wanted = ema_validate_quote_cut(result.name);
       data_error(error, path,
                  "ops[%u] is '%s', but the experiment's %s %u is '%s': measured from another "
                  "version of the file?",
-                 i, got, result.spec ? "op" : "decode scenario", result.spec ? i + 1 : i - ops + 1,
-                 result.name);
+                 i, found, result.spec ? "op" : "decode scenario",
+                 result.spec ? i + 1 : i - ops + 1, wanted);
       return NULL;
     }
     if (!get_number(json_node_get_object(node), "seconds", &seconds) || !(seconds > 0)) {
@@ -295,15 +301,19 @@ EmaComparison *ema_comparison_new(const EmaOpsReport *measured, const EmaOpsRepo
     EmaCompareRow row = {0};
     double magnitude;
     if (strcmp(m->name, s->name) != 0 || (m->spec == NULL) != (s->spec == NULL)) {
+      g_autofree char *measured_name = ema_validate_quote_cut(m->name);
+      g_autofree char *simulated_name = ema_validate_quote_cut(s->name);
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                  "result %u is '%s' measured but '%s' simulated", i + 1, m->name, s->name);
+                  "result %u is '%s' measured but '%s' simulated", i + 1, measured_name,
+                  simulated_name);
       return NULL;
     }
     if (m->seconds_ns <= 0 || s->seconds_ns <= 0) {
+      g_autofree char *name = ema_validate_quote_cut(m->name);
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                   "'%s' takes no time (measured %" G_GINT64_FORMAT
                   " ns, simulated %" G_GINT64_FORMAT " ns)",
-                  m->name, (gint64) m->seconds_ns, (gint64) s->seconds_ns);
+                  name, (gint64) m->seconds_ns, (gint64) s->seconds_ns);
       return NULL;
     }
     row.name = m->name;

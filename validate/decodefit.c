@@ -59,14 +59,14 @@ static gboolean parse_count(const char *text, guint *value) {
   return TRUE;
 }
 
-/* "file:line:col: COLUMN: 'VALUE' WHAT" about column C of CSV's current row (VALUE cut at 40
- * bytes: a field of any length makes one line); FALSE */
+/* "file:line:col: COLUMN: 'VALUE' WHAT" about column C of CSV's current row (VALUE cut:
+ * ema_validate_quote_cut); FALSE */
 static gboolean field_error(const EmaCsv *csv, const int *index, int c, const char *what,
                             GError **error) {
-  const char *value = csv->fields[index[c]];
-  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%u:%u: %s: '%.40s%s' %s",
+  g_autofree char *value = ema_validate_quote_cut(csv->fields[index[c]]);
+  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%u:%u: %s: '%s' %s",
               csv->file, csv->line, ema_csv_field_column(csv, (guint) index[c]), column_names[c],
-              value, strlen(value) > 40 ? "..." : "", what);
+              value, what);
   return FALSE;
 }
 

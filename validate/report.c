@@ -313,12 +313,14 @@ static gboolean read_measurements(EmaCsv *measurements, GHashTable *by_name, Ema
       return row_error(measurements, 12, error, "gb_per_s is not a number");
     values = g_hash_table_lookup(by_name, f[1]);
     if (values == NULL || values->len != (guint) repeats) {
-      what = g_strdup_printf("%s has %u samples in samples.csv, not %g", f[1],
+      g_autofree char *name = ema_validate_quote_cut(f[1]);
+      what = g_strdup_printf("'%s' has %u samples in samples.csv, not %g", name,
                              values ? values->len : 0, repeats);
       return row_error(measurements, 1, error, what);
     }
     if (ema_report_find(report, f[1]) != NULL) {
-      what = g_strdup_printf("%s appears twice", f[1]);
+      g_autofree char *name = ema_validate_quote_cut(f[1]);
+      what = g_strdup_printf("'%s' appears twice", name);
       return row_error(measurements, 1, error, what);
     }
     ema_sample_stats((const double *) values->data, values->len, &stats);

@@ -11,6 +11,10 @@
 #include "errors.h"
 #include "testutil.h"
 
+/* a name longer than messages quote, and what they quote of it (40 bytes and "...") */
+#define LONG_NAME "a-measurement-name-longer-than-any-message-quotes-whole"
+#define LONG_NAME_CUT "a-measurement-name-longer-than-any-messa..."
+
 static void write_text(const char *dir, const char *name, const char *text) {
   g_autofree char *path = g_build_filename(dir, name, NULL);
   g_assert_true(g_file_set_contents(path, text, -1, NULL));
@@ -117,6 +121,15 @@ static void test_maths_mismatch(void) {
   g_assert_null(ema_comparison_new(two, zero_time, &error));
   assert_error(error, EMA_VALIDATE_ERROR_DATA, "'b' takes no time");
   g_clear_error(&error);
+  {
+    /* names quoted cut at 40 bytes */
+    static const char *const long_names[] = {"a", LONG_NAME};
+    g_autoptr(EmaOpsReport) long_named = make_report(long_names, seconds, 2, 2);
+    g_assert_null(ema_comparison_new(two, long_named, &error));
+    assert_error(error, EMA_VALIDATE_ERROR_DATA,
+                 "result 2 is 'b' measured but '" LONG_NAME_CUT "' simulated");
+    g_clear_error(&error);
+  }
 }
 
 static void test_judge(void) {
@@ -187,6 +200,10 @@ static void test_read_summary_errors(void) {
   } cases[] = {
       {"\"compare-fixture\"", "\"another\"", EMA_VALIDATE_ERROR_DATA,
        "the results of experiment 'another', not 'compare-fixture'"},
+      {"\"compare-fixture\"", "\"" LONG_NAME "\"", EMA_VALIDATE_ERROR_DATA,
+       "the results of experiment '" LONG_NAME_CUT "', not 'compare-fixture'"},
+      {"\"copy-both-1MiB\"", "\"" LONG_NAME "\"", EMA_VALIDATE_ERROR_DATA,
+       "ops[1] is '" LONG_NAME_CUT "', but the experiment's op 2 is 'copy-both-1MiB'"},
       {"\"experiment\" : \"compare-fixture\",", "", EMA_VALIDATE_ERROR_DATA,
        "no \"experiment\" name"},
       {"\"ops\" :", "\"tenants\" :", EMA_VALIDATE_ERROR_DATA, "no \"ops\" list"},

@@ -24,6 +24,9 @@
 
 #define RESULTS "validate/results/2026-11-29-h200x2-calibrate"
 #define MODEL "hwmodels/calibration/h200x2.yaml"
+/* a value longer than messages quote, and what they quote of it (40 bytes and "...") */
+#define LONG_NAME "a-measurement-name-longer-than-any-message-quotes-whole"
+#define LONG_NAME_CUT "a-measurement-name-longer-than-any-messa..."
 
 static char *source_path(const char *relative) {
   return g_build_filename(g_getenv("EMA_SOURCE_ROOT"), relative, NULL);
@@ -108,6 +111,9 @@ static void test_run_errors(void) {
       /* each at the line of its key (GKeyFile names none) */
       {"topology=direct", "topology=ring",
        "provenance.txt:15: [calibration] topology: 'ring' is not direct, switch or pcie"},
+      {"topology=direct", "topology=" LONG_NAME,
+       "provenance.txt:15: [calibration] topology: '" LONG_NAME_CUT "' is not direct, switch or "
+       "pcie"},
       {"gpus=2", "gpus=two", "provenance.txt:16: [calibration] gpus: not a whole number in range"},
       {"gpus=2", "gpus = 0", "provenance.txt:16: [calibration] gpus: must be positive"},
       {"matrix_flops=989000000000000", "matrix_flops=fast",
@@ -191,8 +197,11 @@ static void test_report_read_errors(void) {
        "measurements.csv:2:15: repeats is not a count"},
       {NULL, "name,repeat,us\nk,0,fast\n", "samples.csv:2:5: us is not a number"},
       {NULL, "name,repeat,us\nk,0,1.0\n",
-       "measurements.csv:2:7: k has 1 samples in samples.csv, not 2"},
-      {NULL, "name,repeat,us\nother,0,1.0\n", "k has 0 samples"},
+       "measurements.csv:2:7: 'k' has 1 samples in samples.csv, not 2"},
+      {NULL, "name,repeat,us\nother,0,1.0\n", "'k' has 0 samples"},
+      /* a name is quoted cut at 40 bytes, a message of any name one readable line */
+      {"local," LONG_NAME ",-,-,0,2,1,1,1,1,1,0,\n", "name,repeat,us\nk,0,1.0\n",
+       "measurements.csv:2:7: '" LONG_NAME_CUT "' has 0 samples in samples.csv, not 2"},
   };
   GError *error = NULL;
   g_assert_null(ema_report_read_csv(dir, &error));
@@ -215,7 +224,7 @@ static void test_report_read_errors(void) {
     write_text(dir, "measurements.csv", twice);
     write_text(dir, "samples.csv", "name,repeat,us\nk,0,1.0\nk,1,1.0\n");
     g_assert_null(ema_report_read_csv(dir, &error));
-    assert_error(error, EMA_VALIDATE_ERROR_DATA, "measurements.csv:3:7: k appears twice");
+    assert_error(error, EMA_VALIDATE_ERROR_DATA, "measurements.csv:3:7: 'k' appears twice");
     g_clear_error(&error);
   }
   ema_test_remove_tree(dir);
