@@ -138,6 +138,40 @@ static gboolean key_error(const Provenance *p, const char *key, GError **error, 
   return FALSE;
 }
 
+/* The first key of P's text given twice in one group (GKeyFile keeps the
+ * last without a word) as "PATH:LINE: [GROUP] KEY: given again (first at
+ * line N)"; FALSE. */
+static gboolean check_keys_once(const Provenance *p, GError **error) {
+  g_autoptr(GHashTable) first_line = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autofree char *group = g_strdup("");
+  g_auto(GStrv) lines = g_strsplit(p->text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    const char *line = lines[i] + strspn(lines[i], " \t");
+    const char *equals = strchr(line, '=');
+    g_autofree char *key = NULL, *where = NULL;
+    gpointer seen;
+    if (*line == '[') {
+      g_free(group);
+      group = g_strndup(line + 1, strcspn(line + 1, "]"));
+      continue;
+    }
+    if (*line == '#' || equals == NULL)
+      continue;
+    key = g_strchomp(g_strndup(line, (gsize) (equals - line)));
+    where = g_strdup_printf("%s\x1f%s", group, key);
+    if (g_hash_table_lookup_extended(first_line, where, NULL, &seen)) {
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                  "%s:%u: [%s] %s: given again (first at line %u)", p->path, i + 1, group, key,
+                  GPOINTER_TO_UINT(seen));
+      return FALSE;
+    }
+    g_hash_table_insert(first_line, g_steal_pointer(&where), GUINT_TO_POINTER(i + 1));
+  }
+  return TRUE;
+}
+
+/* KEY's text: one line (it goes into the model's header comments, and the
+ * GPU name and the date into its summary), as GKeyFile unescapes it. */
 static gboolean read_string(const Provenance *p, const char *key, char **out, GError **error) {
   GError *local = NULL;
   *out = g_key_file_get_string(p->file, GROUP, key, &local);
@@ -146,6 +180,10 @@ static gboolean read_string(const Provenance *p, const char *key, char **out, GE
     g_error_free(local);
     return FALSE;
   }
+  for (const char *c = *out; *c != '\0'; c++)
+    if ((guchar) *c < 0x20 || *c == 0x7f)
+      return key_error(p, key, error, "holds a control character (0x%02X): a value is one line",
+                       (guint) (guchar) *c);
   return TRUE;
 }
 
@@ -186,7 +224,8 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
     return NULL;
   }
   const Provenance p = {file, path, text};
-  ok = read_string(&p, "name", &run->name, error) && read_string(&p, "date", &run->date, error) &&
+  ok = check_keys_once(&p, error) && read_string(&p, "name", &run->name, error) &&
+       read_string(&p, "date", &run->date, error) &&
        read_string(&p, "command", &run->command, error) &&
        read_string(&p, "gpu_name", &run->gpu_name, error) &&
        read_string(&p, "gpu_list", &run->gpu_list, error) &&
@@ -226,12 +265,37 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
     key_error(&p, "matrix_flops", error, "'%s' is not a positive number", quoted);
     return NULL;
   }
-  if (gpus == 0 || remote_steps == 0 || local_steps == 0) {
-    key_error(&p,
-              gpus == 0           ? "gpus"
-              : remote_steps == 0 ? "remote_chase_steps"
-                                  : "local_chase_steps",
-              error, "must be positive");
+  {
+    const struct {
+      const char *key;
+      guint64 value;
+    } counts[] = {
+        {"gpus", gpus},
+        {"remote_chase_steps", remote_steps},
+        {"local_chase_steps", local_steps},
+        {"overlap_chunks", chunks},
+        {"overlap_chunk_bytes", run->overlap_chunk_bytes},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(counts); i++)
+      if (counts[i].value == 0) {
+        key_error(&p, counts[i].key, error, "must be positive");
+        return NULL;
+      }
+  }
+  /* CUDA's allocation granularities: powers of two, the recommended one a multiple of the
+   * minimum (the slice is the recommended size rounded up to the minimum, vmm.c) */
+  if (run->vmm_granularity_min == 0 ||
+      (run->vmm_granularity_min & (run->vmm_granularity_min - 1)) != 0) {
+    key_error(&p, "vmm_granularity_min", error, "%" G_GUINT64_FORMAT " is not a power of two",
+              run->vmm_granularity_min);
+    return NULL;
+  }
+  if (run->vmm_granularity_rec < run->vmm_granularity_min ||
+      (run->vmm_granularity_rec & (run->vmm_granularity_rec - 1)) != 0) {
+    key_error(&p, "vmm_granularity_rec", error,
+              "%" G_GUINT64_FORMAT
+              " is not a power-of-two multiple of vmm_granularity_min (%" G_GUINT64_FORMAT ")",
+              run->vmm_granularity_rec, run->vmm_granularity_min);
     return NULL;
   }
   run->gpus = (gint64) gpus;
@@ -266,7 +330,20 @@ static GPtrArray *sized(const EmaReport *report, const char *prefix) {
   return found;
 }
 
-/* The largest of the measurements PREFIX-SIZE. */
+/* Whether M took time: a rate or a ratio is derived from its median (a
+ * host-timed sample of 0 us would give an infinite one); else ERROR says so. */
+static gboolean timed(const EmaMeasurement *m, GError **error) {
+  g_autofree char *name = NULL;
+  if (m->stats.median > 0)
+    return TRUE;
+  name = ema_validate_quote_cut(m->name);
+  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+              "'%s' takes no time (median of its samples 0 us): no rate or ratio comes of it",
+              name);
+  return FALSE;
+}
+
+/* The largest of the measurements PREFIX-SIZE (it took time: timed()). */
 static const EmaMeasurement *largest(const EmaReport *report, const char *prefix, GError **error) {
   g_autoptr(GPtrArray) found = sized(report, prefix);
   const EmaMeasurement *best = NULL;
@@ -278,7 +355,7 @@ static const EmaMeasurement *largest(const EmaReport *report, const char *prefix
   if (best == NULL)
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                 "the results have no measurement '%s-SIZE'", prefix);
-  return best;
+  return best != NULL && timed(best, error) ? best : NULL;
 }
 
 static double rate_of(const EmaMeasurement *m) {
@@ -475,7 +552,8 @@ static gboolean derive_case(EmaReport *report, const char *name, const char *oth
   if ((ka = require(report, k_alone, error)) == NULL ||
       (kt = require(report, k_together, error)) == NULL ||
       (oa = require(report, o_alone, error)) == NULL ||
-      (ot = require(report, o_together, error)) == NULL)
+      (ot = require(report, o_together, error)) == NULL || !timed(ka, error) || !timed(kt, error) ||
+      !timed(oa, error) || !timed(ot, error))
     return FALSE;
   *kernel_slowdown = kt->stats.median / ka->stats.median;
   *other_slowdown = ot->stats.median / oa->stats.median;
@@ -511,7 +589,8 @@ static gboolean derive_interference(EmaReport *report, const EmaCalibrationRun *
     return FALSE;
   if ((copies = require(report, EMA_CAL_OVERLAP_COPIES, error)) == NULL ||
       (compute = require(report, EMA_CAL_OVERLAP_COMPUTE, error)) == NULL ||
-      (pipelined = require(report, EMA_CAL_OVERLAP_PIPELINED, error)) == NULL)
+      (pipelined = require(report, EMA_CAL_OVERLAP_PIPELINED, error)) == NULL ||
+      !timed(copies, error) || !timed(compute, error))
     return FALSE;
   x->overlap_chunks = run->overlap_chunks;
   x->overlap_chunk_bytes = run->overlap_chunk_bytes;

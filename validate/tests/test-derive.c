@@ -125,6 +125,30 @@ static void test_run_errors(void) {
       {"matrix_flops=989000000000000", "matrix_flops=inf",
        "provenance.txt:27: [calibration] matrix_flops: 'inf' is not a positive number"},
       {"name=h200x2\n", "", "provenance.txt: [calibration] name: "},
+      /* a key given twice is refused at the second, naming the first (the last was kept) */
+      {"gpus=2\n", "gpus=2\ngpus = 4\n",
+       "provenance.txt:17: [calibration] gpus: given again (first at line 16)"},
+      /* a value is one line: a line break in it would add lines to the model's header */
+      {"gpu_list=GPU0", "gpu_list=GPU0\\n# injected\\nGPU0",
+       "provenance.txt:10: [calibration] gpu_list: holds a control character (0x0A): a value "
+       "is one line"},
+      {"date=2026", "date=\\t2026",
+       "provenance.txt:7: [calibration] date: holds a control character (0x09)"},
+      /* what the derivation cannot use */
+      {"overlap_chunks=16", "overlap_chunks=0",
+       "provenance.txt:23: [calibration] overlap_chunks: must be positive"},
+      {"overlap_chunk_bytes=67108864", "overlap_chunk_bytes=0",
+       "provenance.txt:24: [calibration] overlap_chunk_bytes: must be positive"},
+      {"vmm_granularity_min=2097152", "vmm_granularity_min=0",
+       "provenance.txt:21: [calibration] vmm_granularity_min: 0 is not a power of two"},
+      {"vmm_granularity_min=2097152", "vmm_granularity_min=3000000",
+       "provenance.txt:21: [calibration] vmm_granularity_min: 3000000 is not a power of two"},
+      {"vmm_granularity_rec=2097152", "vmm_granularity_rec=3145728",
+       "provenance.txt:22: [calibration] vmm_granularity_rec: 3145728 is not a power-of-two "
+       "multiple of vmm_granularity_min (2097152)"},
+      {"vmm_granularity_rec=2097152", "vmm_granularity_rec=65536",
+       "provenance.txt:22: [calibration] vmm_granularity_rec: 65536 is not a power-of-two "
+       "multiple of vmm_granularity_min (2097152)"},
       {"[calibration]", "[calibration", "provenance.txt: "},
   };
   GError *error = NULL;
@@ -323,6 +347,47 @@ static void test_missing_measurement(void) {
     } else {
       assert_error(error, EMA_VALIDATE_ERROR_DATA, "the results have no measurement");
     }
+    g_clear_error(&error);
+  }
+}
+
+/* A measurement whose samples are all 0 us gives no rate or ratio (the
+ * VMM read's rate was "inf" in a comment of the model). */
+static void test_untimed_measurement(void) {
+  g_autofree char *results = source_path(RESULTS);
+  g_autoptr(EmaCalibrationRun) run = ema_calibration_run_load(results, NULL);
+  const struct {
+    const char *name, *quoted;
+  } zeroed[] = {
+      {"vmm-direct-read-gpu1-gpu0-1GiB", "vmm-direct-read-gpu1-gpu0-1GiB"},
+      {"local-read-gpu0-4GiB", "local-read-gpu0-4GiB"},
+      {"overlap-copies-alone", "overlap-copies-alone"},
+      {"lender-vs-peer-copy-kernel-overlapped:kernel-alone",
+       "lender-vs-peer-copy-kernel-overlapped:ke..."},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(zeroed); i++) {
+    g_autoptr(EmaReport) full = ema_report_read_csv(results, NULL);
+    g_autoptr(EmaReport) edited = ema_report_new();
+    g_autofree char *message =
+        g_strdup_printf("'%s' takes no time (median of its samples 0 us): no rate or ratio "
+                        "comes of it",
+                        zeroed[i].quoted);
+    EmaCalibrationFigures f;
+    GError *error = NULL;
+    gboolean found = FALSE;
+    for (guint k = 0; k < ema_report_count(full); k++) {
+      const EmaMeasurement *m = ema_report_get(full, k);
+      g_autoptr(GArray) samples = g_array_copy(m->samples);
+      if (strcmp(m->name, zeroed[i].name) == 0) {
+        memset(samples->data, 0, samples->len * sizeof(double));
+        found = TRUE;
+      }
+      ema_report_add(edited, m->group, m->name, m->src, m->dst, m->bytes, m->rate_bytes,
+                     (const double *) samples->data, samples->len);
+    }
+    g_assert_true(found);
+    g_assert_false(ema_calibration_derive(edited, run, &f, &error));
+    assert_error(error, EMA_VALIDATE_ERROR_DATA, message);
     g_clear_error(&error);
   }
 }
@@ -575,6 +640,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/derive/committed-results", test_committed_results);
   g_test_add_func("/validate/derive/figures", test_derive_figures);
   g_test_add_func("/validate/derive/missing-measurement", test_missing_measurement);
+  g_test_add_func("/validate/derive/untimed-measurement", test_untimed_measurement);
   g_test_add_func("/validate/derive/decode-fit-committed", test_decode_fit_committed);
   g_test_add_func("/validate/derive/decode-fit-synthetic", test_decode_fit_synthetic);
   g_test_add_func("/validate/derive/decode-fit-clamped", test_decode_fit_clamped);
