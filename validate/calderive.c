@@ -248,6 +248,13 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
        read_number(&p, "local_chase_steps", G_MAXUINT32, &local_steps, error);
   if (!ok)
     return NULL;
+  /* as --name: the default model file is hwmodels/calibration/NAME.yaml */
+  if (run->name[0] == '\0' || strpbrk(run->name, "/ ") != NULL) {
+    g_autofree char *quoted = ema_validate_quote_cut(run->name);
+    key_error(&p, "name", error, "'%s' must be a non-empty file name without '/' or spaces",
+              quoted);
+    return NULL;
+  }
   run->topology = G_N_ELEMENTS(topology_names);
   for (guint i = 0; i < G_N_ELEMENTS(topology_names); i++)
     if (strcmp(topology, topology_names[i]) == 0)

@@ -156,23 +156,66 @@ static void note_number(GString *out, guint indent, const char *key, double valu
   append_line(out, "# ", indent, key, text, comment);
 }
 
+/* TEXT with what YAML cannot hold as it is written as escapes ("\x0A",
+ * "\u2028"): the characters YAML does not print or reads as line breaks,
+ * bytes that are not UTF-8 (as U+FFFD), and with QUOTED also '"' and '\\',
+ * so that inside double quotes it reads back as TEXT and in a comment it
+ * stays one line. */
+static char *yaml_escaped(const char *text, gboolean quoted) {
+  GString *out = g_string_new(NULL);
+  for (const char *c = text; *c != '\0';) {
+    gunichar u = g_utf8_get_char_validated(c, -1);
+    gsize length = (gint32) u < 0 ? 1 : (gsize) (g_utf8_next_char(c) - c);
+    gboolean printable =
+        ((u >= 0x20 && u <= 0x7e) || (u >= 0xa0 && u <= 0xd7ff) ||
+         (u >= 0xe000 && u <= 0xfffd && u != 0xfeff) || (u >= 0x10000 && u <= 0x10ffff)) &&
+        u != 0x2028 && u != 0x2029;
+    if ((gint32) u < 0)
+      g_string_append(out, "\\uFFFD");
+    else if (quoted && (u == '"' || u == '\\'))
+      g_string_append_printf(out, "\\%c", (char) u);
+    else if (!printable)
+      g_string_append_printf(out, u < 0x100 ? "\\x%02X" : "\\u%04X", (guint) u);
+    else
+      g_string_append_len(out, c, (gssize) length);
+    c += length;
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* TEXT as a YAML double-quoted scalar that reads back as TEXT. */
+static char *yaml_quoted(const char *text) {
+  g_autofree char *escaped = yaml_escaped(text, TRUE);
+  return g_strdup_printf("\"%s\"", escaped);
+}
+
 static void append_header(GString *out, const EmaCalibrationFigures *f) {
+  g_autofree char *name = yaml_escaped(f->name, FALSE);
+  g_autofree char *gpu_name = yaml_escaped(f->gpu_name, FALSE);
+  g_autofree char *date = yaml_escaped(f->date, FALSE);
+  g_autofree char *gpu_list = yaml_escaped(f->gpu_list, FALSE);
+  g_autofree char *driver = yaml_escaped(f->driver_version, FALSE);
+  g_autofree char *cuda = yaml_escaped(f->cuda_versions, FALSE);
+  g_autofree char *command = yaml_escaped(f->command, FALSE);
+  g_autofree char *results_dir = yaml_escaped(f->results_dir, FALSE);
   g_string_append_printf(out,
                          "# %s: %" G_GINT64_FORMAT " x %s, MEASURED by `ema-validate calibrate`.\n",
-                         f->name, f->gpus, f->gpu_name);
-  g_string_append_printf(out, "# Date: %s\n", f->date);
-  g_string_append_printf(out, "# GPUs: %s\n", f->gpu_list);
-  g_string_append_printf(out, "# Driver: %s; CUDA %s\n", f->driver_version, f->cuda_versions);
-  g_string_append_printf(out, "# Command: %s\n", f->command);
-  if (f->rederived_command)
+                         name, f->gpus, gpu_name);
+  g_string_append_printf(out, "# Date: %s\n", date);
+  g_string_append_printf(out, "# GPUs: %s\n", gpu_list);
+  g_string_append_printf(out, "# Driver: %s; CUDA %s\n", driver, cuda);
+  g_string_append_printf(out, "# Command: %s\n", command);
+  if (f->rederived_command) {
+    g_autofree char *rederived = yaml_escaped(f->rederived_command, FALSE);
     g_string_append_printf(out, "# Derived again from these measurements (no GPU): %s\n",
-                           f->rederived_command);
+                           rederived);
+  }
   g_string_append_printf(out,
                          "# Raw measurements: %s (measurements.csv: median of %u event-timed "
                          "repeats after %u warm-ups,\n"
                          "# with quartiles and extremes; samples.csv: every repeat; derived.csv: "
                          "fits and ratios).\n",
-                         f->results_dir, f->repeats, f->warmups);
+                         results_dir, f->repeats, f->warmups);
 }
 
 /* One of the schema's gpu.interference_* keys (0..10): HBM bytes of a
@@ -226,15 +269,18 @@ static void append_step_keys(GString *out, const EmaCalibrationFigures *f) {
   const EmaStepFigures *s = &f->step;
   g_autofree char *weight_rate = NULL, *kv_rate = NULL, *intercept = NULL, *magnitude = NULL;
   g_autofree char *hbm_note = NULL, *kv_note = NULL, *layer_note = NULL, *step_note = NULL;
+  g_autofree char *model = NULL;
   if (!s->fitted) {
+    g_autofree char *results_dir = yaml_escaped(f->results_dir, FALSE);
     g_string_append_printf(out,
                            "  # hbm_efficiency, kv_efficiency, layer_overhead, step_overhead: not "
                            "fitted (no decode.csv in %s;\n"
                            "  # `ema-validate decode ... --csv %s/decode.csv`, then `calibrate "
                            "--from-results`): defaults\n",
-                           f->results_dir, f->results_dir);
+                           results_dir, results_dir);
     return;
   }
+  model = yaml_escaped(s->model, FALSE);
   weight_rate = format_bandwidth(s->weight_rate);
   kv_rate = format_bandwidth(s->kv_rate);
   intercept = format_duration(s->line_intercept_s);
@@ -245,7 +291,7 @@ static void append_step_keys(GString *out, const EmaCalibrationFigures *f) {
   kv_note = g_strdup_printf("paged attention alone, %u all-local runs of %s: attention = %u x "
                             "layer_overhead + KV bytes / %s (least squares, largest error "
                             "%.1f%%); / the weight rate",
-                            s->kv_runs, s->model, s->layers, kv_rate, 100 * s->kv_max_rel_error);
+                            s->kv_runs, model, s->layers, kv_rate, 100 * s->kv_max_rel_error);
   layer_note = s->intercept_clamped
                    ? g_strdup_printf("that line crossed below 0: refitted through the origin")
                    : g_strdup_printf("that line's intercept %s / %u layers", intercept, s->layers);
@@ -274,7 +320,7 @@ static void append_gpu(GString *out, const EmaCalibrationFigures *f) {
   g_autofree char *flops = ema_units_format_flops(f->matrix_flops);
   g_autofree char *flops_note =
       g_strdup_printf("NOT measured: from the server model %s", f->reference_name);
-  g_autofree char *name = g_strdup_printf("\"%s\"", f->gpu_name);
+  g_autofree char *name = yaml_quoted(f->gpu_name);
 
   g_string_append(out, "gpu:\n");
   append_line(out, "", 2, "name", name, NULL);
@@ -533,14 +579,29 @@ char *ema_calibration_default_name(const char *device_name, int count) {
   return g_string_free(name, FALSE);
 }
 
+/* NAME as a YAML scalar: plain where it is letters, digits, '.', '_',
+ * '+' and '-' (every name ema-validate makes), else double-quoted. */
+static char *yaml_name(const char *name) {
+  if (name[0] != '\0' && g_ascii_isalnum(name[0]) &&
+      strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") ==
+          strlen(name))
+    return g_strdup(name);
+  return yaml_quoted(name);
+}
+
 char *ema_calibration_yaml(const EmaCalibrationFigures *f) {
   GString *out = g_string_new(NULL);
+  /* the day of the date: its first 10 characters, never half of one */
+  g_autofree char *day = g_utf8_validate(f->date, -1, NULL) ? g_utf8_substring(f->date, 0, 10)
+                                                            : g_strndup(f->date, 10);
   g_autofree char *summary = g_strdup_printf("%" G_GINT64_FORMAT "x %s, calibrated by "
-                                             "ema-validate on %.10s (measured)",
-                                             f->gpus, f->gpu_name, f->date);
+                                             "ema-validate on %s (measured)",
+                                             f->gpus, f->gpu_name, day);
+  g_autofree char *summary_text = yaml_quoted(summary);
+  g_autofree char *name = yaml_name(f->name);
   append_header(out, f);
-  append_line(out, "", 0, "name", f->name, NULL);
-  g_string_append_printf(out, "summary: \"%s\"\n", summary);
+  append_line(out, "", 0, "name", name, NULL);
+  g_string_append_printf(out, "summary: %s\n", summary_text);
   g_string_append_printf(out, "gpus: %" G_GINT64_FORMAT "\n", f->gpus);
   append_gpu(out, f);
   append_link(out, f);

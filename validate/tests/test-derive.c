@@ -134,6 +134,13 @@ static void test_run_errors(void) {
        "is one line"},
       {"date=2026", "date=\\t2026",
        "provenance.txt:7: [calibration] date: holds a control character (0x09)"},
+      /* the name is the default model file's: as --name */
+      {"name=h200x2", "name=../h200x2",
+       "provenance.txt:6: [calibration] name: '../h200x2' must be a non-empty file name without "
+       "'/' or spaces"},
+      {"name=h200x2", "name=",
+       "provenance.txt:6: [calibration] name: '' must be a non-empty file name without '/' or "
+       "spaces"},
       /* what the derivation cannot use */
       {"overlap_chunks=16", "overlap_chunks=0",
        "provenance.txt:23: [calibration] overlap_chunks: must be positive"},
@@ -392,6 +399,46 @@ static void test_untimed_measurement(void) {
   }
 }
 
+/* Provenance values YAML would read otherwise (quotes, backslashes, a
+ * name that is no plain scalar, a date of more than ASCII) round-trip into
+ * the model's name and summary; the header's comments stay one line each. */
+static void test_values_round_trip(void) {
+  g_autofree char *dir = copy_results();
+  g_autofree char *output = g_build_filename(dir, "model.yaml", NULL);
+  g_autofree char *path = g_build_filename(dir, "provenance.txt", NULL);
+  g_autofree char *text = ema_test_read_file(dir, "provenance.txt");
+  g_autofree char *model = NULL;
+  const struct {
+    const char *from, *to;
+  } edits[] = {
+      {"name=h200x2", "name=h200\"x2:[a]#b"},
+      {"gpu_name=NVIDIA H200", "gpu_name=NVIDIA \"H200\" \\\\x # not a comment"},
+      {"date=2026-11-29T22:32:24Z", "date=2026-11-2\u00e9T22:32:24Z"},
+      {"driver_version=580.159.04", "driver_version=580\u2028.159"},
+  };
+  EmaServerSpec *server;
+  GError *error = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(edits); i++) {
+    g_auto(GStrv) parts = g_strsplit(text, edits[i].from, 2);
+    g_assert_cmpuint(g_strv_length(parts), ==, 2);
+    g_free(text);
+    text = g_strjoin(edits[i].to, parts[0], parts[1], NULL);
+  }
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  ema_calibration_from_results(dir, output, "test", NULL, NULL, &error);
+  g_assert_no_error(error);
+  server = ema_params_load_file(&ema_server_params, output, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(server->name, ==, "h200\"x2:[a]#b");
+  g_assert_cmpstr(server->summary, ==,
+                  "2x NVIDIA \"H200\" \\x # not a comment, calibrated by ema-validate on "
+                  "2026-11-2\u00e9 (measured)");
+  ema_params_free(&ema_server_params, server);
+  model = ema_test_read_file(dir, "model.yaml");
+  ema_test_assert_contains(model, "\n# Driver: 580\\u2028.159; CUDA ");
+  ema_test_remove_tree(dir);
+}
+
 /* ---- the step-time keys from decode runs ------------------------------------------ */
 
 static GPtrArray *read_rows(const char *dir, GError **error) {
@@ -641,6 +688,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/derive/figures", test_derive_figures);
   g_test_add_func("/validate/derive/missing-measurement", test_missing_measurement);
   g_test_add_func("/validate/derive/untimed-measurement", test_untimed_measurement);
+  g_test_add_func("/validate/derive/values-round-trip", test_values_round_trip);
   g_test_add_func("/validate/derive/decode-fit-committed", test_decode_fit_committed);
   g_test_add_func("/validate/derive/decode-fit-synthetic", test_decode_fit_synthetic);
   g_test_add_func("/validate/derive/decode-fit-clamped", test_decode_fit_clamped);
