@@ -12,13 +12,15 @@ JsonObject *ema_json_load_object(JsonParser *parser, const char *path, GError **
   JsonNode *root;
   if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, error))
     return NULL;
+  /* every syntax problem at PATH:LINE:COL, as the trace readers give it (trace.h) */
   if ((problem = ema_trace_json_scan(text, length, &at)) != NULL) {
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: byte %" G_GSIZE_FORMAT ": %s", path,
-                at, problem);
+    g_autofree char *where = ema_trace_json_line_col(text, at);
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s:%s: %s", path, where, problem);
     return NULL;
   }
   if (!json_parser_load_from_data(parser, text, (gssize) length, &inner)) {
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: %s", path, inner->message);
+    g_autofree char *message = ema_trace_json_error_message(path, inner->message);
+    g_set_error_literal(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, message);
     g_error_free(inner);
     return NULL;
   }

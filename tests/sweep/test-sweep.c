@@ -1080,7 +1080,9 @@ static void test_plot_tampered(void) {
   static const struct {
     const char *text, *message;
   } cases[] = {
-      {NULL, "summary.json: byte 32: JSON nested deeper than 32 levels"},
+      {NULL, "summary.json:1:33: JSON nested deeper than 32 levels"},
+      /* json-glib's own findings at the file's line and column, not "<data>:..." */
+      {"{\n  \"experiment\": NaN}", "summary.json:2:19: Parse error: unexpected identifier"},
       {"", "summary.json: not a JSON object"},
       {"[1, 2]", "summary.json: not a JSON object"},
       {"{\"experiment\": \"x\", \"tenants\": 5}", "summary.json: tenants: not a list"},
