@@ -546,6 +546,10 @@ static const EmaParam experiment_params[] = {
     {"steps_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(steps_csv), .default_value = "false",
      .help = "serving: write steps.csv, one row per engine step (the columns of vLLM's step "
              "traces)"},
+    {"steps_max_rows", EMA_PARAM_INT, EXPERIMENT_FIELD(steps_rows), .default_value = "10000000",
+     .min = 1, .max = 1e12,
+     .help = "serving: steps.csv stops after this many rows (~120 bytes each); a run that "
+             "reaches it says so (summary.json's steps_csv_capped_at_s, and on stderr)"},
     {"events_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(events_csv), .default_value = "true",
      .help = "serving: write events.csv, one row per pool event (false: none)"},
     {"events", EMA_PARAM_STRING, EXPERIMENT_FIELD(events), .default_value = "all",

@@ -947,6 +947,8 @@ gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *
                         (double) report->timeline_capped_at / 1e9);
   if (report->events_capped_at >= 0)
     ema_json_add_number(builder, "events_csv_capped_at_s", (double) report->events_capped_at / 1e9);
+  if (report->steps_capped_at >= 0)
+    ema_json_add_number(builder, "steps_csv_capped_at_s", (double) report->steps_capped_at / 1e9);
   return end_summary(builder, report->events, report->simulated, report->wall_s, dir, error);
 }
 
@@ -1098,13 +1100,19 @@ void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment
   if (report->timeline_capped_at >= 0)
     fprintf(err,
             "%stimeline.csv stopped at %" G_GUINT64_FORMAT
-            " rows, at %.6g s (raise sample_period for all of the run)\n",
-            w, (guint64) experiment->timeline_rows, (double) report->timeline_capped_at / 1e9);
+            " rows (timeline_max_rows %" G_GUINT64_FORMAT
+            ": whole samples only), at %.6g s (raise sample_period for all of the run)\n",
+            w, report->timeline_rows, (guint64) experiment->timeline_rows,
+            (double) report->timeline_capped_at / 1e9);
   if (report->events_capped_at >= 0)
     fprintf(err,
             "%sevents.csv stopped at %" G_GUINT64_FORMAT
             " rows, at %.6g s (raise events_max_rows, or keep fewer kinds: events, events_tier)\n",
             w, (guint64) experiment->events_rows, (double) report->events_capped_at / 1e9);
+  if (report->steps_capped_at >= 0)
+    fprintf(err,
+            "%ssteps.csv stopped at %" G_GUINT64_FORMAT " rows, at %.6g s (raise steps_max_rows)\n",
+            w, (guint64) experiment->steps_rows, (double) report->steps_capped_at / 1e9);
   for (guint i = 0; i < report->tenants->len; i++) {
     const EmaTenantResult *r = report->tenants->pdata[i];
     guint64 left = r->unfinished + r->rejected;

@@ -29,7 +29,10 @@
  * every 25 rows (5% of an 8-GPU hour's time) */
 #define OUTPUT_BUFFER_BYTES (1 << 20)
 
+typedef struct Run Run;
+
 typedef struct {
+  Run *run; /* the run it is a tenant of */
   EmaTenantResult *result;
   EmaStepModel *step_model; /* the run's (Run.step_models) */
   EmaPool *pool;            /* the run's, shared */
@@ -38,13 +41,12 @@ typedef struct {
   EmaKvMemory memory;
   EmaEngineConfig config;
   EmaTraceSource *trace; /* until the engine takes it */
-  FILE *steps;           /* the run's steps.csv, or NULL */
   char *csv_name;        /* the tenant's name as one CSV field (quoted when it must be) */
   guint64 step_id;
   guint64 tokens_sampled; /* tokens_generated at the previous sample */
 } Tenant;
 
-typedef struct {
+struct Run {
   const EmaExperiment *experiment;
   EmaSim *sim;
   GArray *tenants; /* Tenant */
@@ -61,6 +63,8 @@ typedef struct {
   guint32 event_kinds;  /* bit k: events.csv keeps kind k (none without events.csv) */
   guint64 events_rows;  /* written so far, up to the experiment's events_max_rows */
   EmaTime events_capped_at;
+  guint64 steps_rows; /* written so far, up to the experiment's steps_max_rows */
+  EmaTime steps_capped_at;
   guint64 timeline_rows; /* written so far, up to the experiment's timeline_max_rows */
   guint64 sample_rows;   /* the rows of one sample: a row per GPU of every tenant */
   EmaTime timeline_capped_at;
@@ -74,7 +78,7 @@ typedef struct {
     FILE *file;
     char *buffer;
   } outputs[OUTPUT_FILES];
-} Run;
+};
 
 static EmaTime step_cost(gpointer data, const EmaStepBatch *batch) {
   Tenant *tenant = data;
@@ -87,6 +91,7 @@ static void on_step(gpointer data, const EmaStepReport *step) {
 }
 
 static FILE *open_output(Run *run, const char *name, GError **error);
+static gboolean close_output(Run *run, FILE **file, const char *name, GError **error);
 
 /* One row of events.csv per pool event of a kind it keeps: the file exists
  * only for runs whose pool did something (never under static). */
@@ -149,9 +154,20 @@ static void on_pool_event(gpointer data, const EmaPoolEvent *e) {
 
 static void write_step(gpointer data, const EmaStepReport *step) {
   Tenant *tenant = data;
+  Run *run = tenant->run;
   guint64 total = step->blocks_used + step->blocks_free;
   const EmaStepBatch *b = &step->batch;
-  fprintf(tenant->steps,
+  if (run->steps == NULL)
+    return; /* stopped at its cap */
+  if (run->steps_rows == (guint64) run->experiment->steps_rows) {
+    GError *error = NULL;
+    run->steps_capped_at = step->start + step->duration; /* bounded: no more rows */
+    if (!close_output(run, &run->steps, "steps.csv", &error))
+      ema_sim_fail(run->sim, error);
+    return;
+  }
+  run->steps_rows++;
+  fprintf(run->steps,
           "%" G_GUINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
           ",%.3f,%u,%u,%u,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
           ",%" G_GUINT64_FORMAT ",%u,%u,%.6f,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
@@ -184,8 +200,6 @@ static void print_progress(Run *run) {
             wall * (double) MAX(duration - now, 0) / (double) now);
   fputs("   ", stderr);
 }
-
-static gboolean close_output(Run *run, FILE **file, const char *name, GError **error);
 
 /* The time from NOW to the next sample: one period, or, when no event is
  * queued (and the run's duration does not end) within several, up to the
@@ -430,8 +444,7 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
   g_autofree char *stream = g_strconcat("tenant/", spec->name, NULL);
   EmaTenantResult *result = g_new0(EmaTenantResult, 1);
   g_autoptr(GString) csv_name = g_string_new(NULL);
-  Tenant tenant = {
-      .result = result, .pool = run->pool, .gpu = (guint) spec->gpu, .steps = run->steps};
+  Tenant tenant = {.run = run, .result = result, .pool = run->pool, .gpu = (guint) spec->gpu};
 
   result->spec = spec;
   result->metrics = ema_tenant_metrics_new(spec->name, requests);
@@ -472,7 +485,7 @@ static void start_engines(Run *run) {
     ema_engine_set_step_estimate(tenant->engine, ema_engine_model_step_cost, tenant->step_model);
     ema_engine_add_observer(tenant->engine, &metrics);
     ema_engine_add_observer(tenant->engine, &pool);
-    if (tenant->steps) {
+    if (run->steps) {
       EmaEngineObserver steps = {write_step, NULL, tenant};
       ema_engine_add_observer(tenant->engine, &steps);
     }
@@ -538,6 +551,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
              .progress = progress,
              .timeline_capped_at = -1,
              .events_capped_at = -1,
+             .steps_capped_at = -1,
              .wall_start = g_get_monotonic_time()};
   FILE *requests = NULL;
   gboolean ok = TRUE;
@@ -634,5 +648,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   report->wall_s = (double) (g_get_monotonic_time() - run.wall_start) / 1e6;
   report->timeline_capped_at = run.timeline_capped_at;
   report->events_capped_at = run.events_capped_at;
+  report->steps_capped_at = run.steps_capped_at;
+  report->timeline_rows = run.timeline_rows;
   return ok ? g_steal_pointer(&report) : NULL;
 }

@@ -430,7 +430,7 @@ static const BadInput bad_inputs[] = {
      "unknown key in experiment (valid keys: name, summary, seed, tolerance, server, ops, decode, "
      "tenants, "
      "duration, sample_period, timeline_max_rows, policy, idle_gpu_memory, requests_csv, slo, "
-     "steps_csv, events_csv, events, events_max_rows, events_tier)"},
+     "steps_csv, steps_max_rows, events_csv, events, events_max_rows, events_tier)"},
     {"unknown-key-nested.yaml",
      ":6:48: ", "ops.0.flows.0.byts: ", "unknown key in flow (valid keys: kind, src, dst, bytes)"},
     {"negative-size.yaml", ":6:55: ", "ops.0.flows.0.bytes: ", "negative size '-4KiB'"},

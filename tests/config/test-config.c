@@ -1617,7 +1617,8 @@ static void test_experiment_errors(void) {
       {"unknown-key-top.yaml", EMA_CONFIG_ERROR_KEY,
        ":2:1: nmae: unknown key in experiment (valid keys: name, summary, seed, tolerance, "
        "server, ops, decode, tenants, duration, sample_period, timeline_max_rows, policy, "
-       "idle_gpu_memory, requests_csv, slo, steps_csv, events_csv, events, events_max_rows, "
+       "idle_gpu_memory, requests_csv, slo, steps_csv, steps_max_rows, events_csv, events, "
+       "events_max_rows, "
        "events_tier)",
        NULL},
       {"unknown-key-nested.yaml", EMA_CONFIG_ERROR_KEY,

@@ -670,7 +670,8 @@ static void test_run_timeline_cap(void) {
   g_assert_true(g_str_has_prefix(
       run->err, "ema-sim: warning: timeline.csv may reach its cap of 50 rows (sample_period "
                 "0.001 s over duration 10 s: up to 10001 samples of 1 GPUs)"));
-  ema_test_assert_contains(run->err, "ema-sim: warning: timeline.csv stopped at 50 rows, at ");
+  ema_test_assert_contains(run->err, "ema-sim: warning: timeline.csv stopped at 50 rows "
+                                     "(timeline_max_rows 50: whole samples only), at ");
   timeline = ema_test_read_file(out, "timeline.csv");
   lines = g_strsplit(timeline, "\n", -1);
   g_assert_cmpuint(g_strv_length(lines), ==, 52); /* the header, 50 rows, "" */

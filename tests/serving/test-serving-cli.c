@@ -620,11 +620,31 @@ static void test_timeline_cap_whole_samples(void) {
   g_autofree char *timeline = ema_test_read_file(dir, "timeline.csv");
   g_auto(GStrv) lines = g_strsplit(timeline, "\n", -1);
   g_assert_cmpint(run->status, ==, 0);
-  ema_test_assert_contains(run->err, "ema-sim: warning: timeline.csv stopped at 5 rows, at 1 s");
+  /* the rows it holds, not the cap */
+  ema_test_assert_contains(run->err, "ema-sim: warning: timeline.csv stopped at 3 rows "
+                                     "(timeline_max_rows 5: whole samples only), at 1 s");
   g_assert_cmpuint(g_strv_length(lines), ==, 5); /* the header, 3 rows, "" */
   g_assert_true(g_str_has_prefix(lines[1], "0.000000000,0,big,"));
   g_assert_true(g_str_has_prefix(lines[2], "0.000000000,1,big,"));
   g_assert_true(g_str_has_prefix(lines[3], "0.000000000,2,small,"));
+  ema_test_remove_tree(dir);
+}
+
+/* steps_max_rows bounds steps.csv as events_max_rows bounds events.csv: 4 rows, then a warning
+ * and summary.json's steps_csv_capped_at_s (an NVL72 hour's steps.csv was GBs, with no cap). */
+static void test_steps_cap(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaTestRun) run =
+      ema_test_cli("run", TP_SHARE, "--set", "steps_csv=true", "--set", "steps_max_rows=4", "--set",
+                   "policy=static", "-o", dir, "--no-plot", NULL);
+  g_autofree char *steps = ema_test_read_file(dir, "steps.csv");
+  g_autofree char *summary = ema_test_read_file(dir, "summary.json");
+  g_auto(GStrv) lines = g_strsplit(steps, "\n", -1);
+  g_assert_cmpint(run->status, ==, 0);
+  ema_test_assert_contains(run->err, "ema-sim: warning: steps.csv stopped at 4 rows, at ");
+  g_assert_cmpuint(g_strv_length(lines), ==, 6); /* the header, 4 rows, "" */
+  g_assert_true(g_str_has_prefix(lines[0], "step.id,"));
+  ema_test_assert_contains(summary, "\"steps_csv_capped_at_s\" : ");
   ema_test_remove_tree(dir);
 }
 
@@ -825,6 +845,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/check/whole-server-group-warning", test_whole_server_group_warning);
   g_test_add_func("/serving-cli/check/scaled-fixed-kv-warning", test_scaled_fixed_kv_warning);
   g_test_add_func("/serving-cli/run/timeline-cap-whole-samples", test_timeline_cap_whole_samples);
+  g_test_add_func("/serving-cli/run/steps-cap", test_steps_cap);
   g_test_add_func("/serving-cli/run/unpark-events", test_unpark_events);
   g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
   g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);

@@ -92,6 +92,7 @@ typedef struct {
   gint64 timeline_rows;   /* serving: timeline.csv stops after this many rows */
   gboolean requests_csv;  /* serving: write requests.csv */
   gboolean steps_csv;     /* serving: write steps.csv */
+  gint64 steps_rows;      /* serving: steps.csv stops after this many rows */
   gboolean events_csv;    /* serving: write events.csv */
   char *events;           /* serving: the pool event kinds events.csv keeps, comma-separated;
                              NULL or "all": every kind */

@@ -48,8 +48,11 @@ typedef struct {
                                * (timeline_max_rows reached: the samples
                                * after it count in the metrics, but are not
                                * written); -1: none */
+  guint64 timeline_rows;      /* the rows timeline.csv holds */
   EmaTime events_capped_at;   /* the time of the first pool event events.csv did not
                                * write (events_max_rows reached); -1: none */
+  EmaTime steps_capped_at;    /* the end of the first step steps.csv did not write
+                               * (steps_max_rows reached); -1: none */
 } EmaServingReport;
 
 /* A warning, before the run, that timeline.csv may reach its cap (where
