@@ -27,6 +27,7 @@
 /* a value longer than messages quote, and what they quote of it (40 bytes and "...") */
 #define LONG_NAME "a-measurement-name-longer-than-any-message-quotes-whole"
 #define LONG_NAME_CUT "a-measurement-name-longer-than-any-messa..."
+#define LONG_NAME_CUT_39 "a-measurement-name-longer-than-any-mess"
 
 static char *source_path(const char *relative) {
   return g_build_filename(g_getenv("EMA_SOURCE_ROOT"), relative, NULL);
@@ -111,6 +112,9 @@ static void test_run_errors(void) {
       /* each at the line of its key (GKeyFile names none) */
       {"topology=direct", "topology=ring",
        "provenance.txt:15: [calibration] topology: 'ring' is not direct, switch or pcie"},
+      /* never half a character: "é" across bytes 40 and 41 is left out whole */
+      {"topology=direct", "topology=" LONG_NAME_CUT_39 "\u00e9tail",
+       "provenance.txt:15: [calibration] topology: '" LONG_NAME_CUT_39 "...' is not direct"},
       {"topology=direct", "topology=" LONG_NAME,
        "provenance.txt:15: [calibration] topology: '" LONG_NAME_CUT "' is not direct, switch or "
        "pcie"},
