@@ -334,7 +334,9 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
     trace->format = EMA_TRACE_FORMAT_AUTO;
   vllm_file = trace->file && trace->format == EMA_TRACE_FORMAT_VLLM_BENCH;
   lengths_file = trace->file && (trace->format == EMA_TRACE_FORMAT_LENGTHS || vllm_file);
-  own_times = trace->file && !lengths_file;
+  /* (a file of no format known has neither: opening it says why, where an arrivals key beside
+   * it was called out as beside a file of its own times) */
+  own_times = trace->file && trace->format != EMA_TRACE_FORMAT_AUTO && !lengths_file;
   /* a closed loop sends when a client is free: arrival times are not used;
    * a vLLM result has the benchmark's own load */
   needs_arrivals = (trace->file == NULL || lengths_file) && trace->concurrency == 0 && !vllm_file;

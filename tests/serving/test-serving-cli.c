@@ -119,6 +119,23 @@ static void test_closed_loop_without_arrivals(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A trace file of no format known, given with an arrival process, is called unknown: it was
+ * told "this trace file has its own arrival times", as if it were a trace of arrivals. */
+static void test_unknown_trace_with_arrivals(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *csv = g_build_filename(dir, "odd.csv", NULL);
+  const char *text = "name: odd\nserver: h200x2\ntenants:\n"
+                     "  - {name: a, model: llama-3.1-8b, gpu: 0, trace: {file: odd.csv, "
+                     "arrivals: poisson, rate: 1, duration: 5s}}\n";
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_set_contents(csv, "foo,bar\n1,2\n", -1, NULL));
+  run = cli_on_text(dir, "exp.yaml", text, "check");
+  g_assert_cmpint(run->status, ==, 1);
+  ema_test_assert_contains(run->err, "odd.csv:1: unknown trace format");
+  g_assert_null(strstr(run->err, "own arrival times"));
+  ema_test_remove_tree(dir);
+}
+
 /* a tenant far past its capacity is named: its latencies are of the few
  * requests that completed */
 static void test_overload_warning(void) {
@@ -856,6 +873,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/idle-borrow-warning", test_idle_borrow_warning);
   g_test_add_func("/serving-cli/vllm/concurrency", test_vllm_concurrency);
   g_test_add_func("/serving-cli/closed-loop-without-arrivals", test_closed_loop_without_arrivals);
+  g_test_add_func("/serving-cli/check/unknown-trace-with-arrivals",
+                  test_unknown_trace_with_arrivals);
   for (guint i = 0; i < bad_files->len; i++) {
     const char *file = bad_files->pdata[i];
     g_autofree char *stem = g_strndup(file, strlen(file) - 5);
