@@ -472,6 +472,21 @@ static void test_from_results(void) {
     ema_test_assert_failed(none, 1, "ema-validate: ");
     ema_test_assert_contains(none->err, "provenance.txt");
   }
+  {
+    /* an argument with a line break is recorded as $'...', one line a shell runs again */
+    g_autofree char *odd = g_build_filename(dir, "mo'del\n\x01.yaml", NULL);
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("calibrate", "--from-results", dir, "-o", odd, NULL);
+    g_autofree char *text = NULL;
+    g_autofree char *want = g_strdup_printf(
+        "# Derived again from these measurements (no GPU): %s calibrate --from-results %s -o "
+        "$'%s/mo\\'del\\n\\x01.yaml'\n",
+        program(), dir, dir);
+    if (run->status != 0)
+      g_error("exit %d: %s", run->status, run->err);
+    text = ema_test_read_file(dir, "mo'del\n\x01.yaml");
+    ema_test_assert_contains(text, want);
+  }
   ema_test_remove_tree(dir);
 }
 
