@@ -299,8 +299,9 @@ static int run_comparison(const char *path, char **overrides, const char *seed_t
         repeats > 1 ? g_strdup_printf(", %u runs of each", repeats) : g_strdup("");
     if (first == NULL || !check_traces(first, &error))
       return fail(error);
-    printf("%s: ok (%s on %s, %u tenants, compares %s%s)\n", path, first->name, first->server.name,
-           first->tenants ? first->tenants->len : 0, names, each);
+    printf("%s: ok (%s on %s, %u tenant%s, compares %s%s)\n", path, first->name, first->server.name,
+           first->tenants ? first->tenants->len : 0,
+           first->tenants && first->tenants->len == 1 ? "" : "s", names, each);
     return 0;
   }
   dir = out_dir ? g_strdup(out_dir) : default_output_dir(ema_sweep_name(comparison));
@@ -420,11 +421,11 @@ static int command_run(int argc, char **argv, gboolean check_only) {
     return fail(error);
   if (check_only) {
     if (ema_experiment_is_serving(experiment))
-      printf("%s: ok (%s on %s, %u tenants)\n", argv[1], experiment->name, experiment->server.name,
-             experiment->tenants->len);
+      printf("%s: ok (%s on %s, %u tenant%s)\n", argv[1], experiment->name, experiment->server.name,
+             experiment->tenants->len, experiment->tenants->len == 1 ? "" : "s");
     else
-      printf("%s: ok (%s on %s, %u ops)\n", argv[1], experiment->name, experiment->server.name,
-             experiment->ops->len);
+      printf("%s: ok (%s on %s, %u op%s)\n", argv[1], experiment->name, experiment->server.name,
+             experiment->ops->len, experiment->ops->len == 1 ? "" : "s");
     return 0;
   }
   if (out_dir == NULL)

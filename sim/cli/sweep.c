@@ -114,6 +114,7 @@ struct _EmaSweep {
   const EmaNode *plot; /* inside root; NULL without plot settings */
   GArray *points;      /* Point */
   char *name;
+  gboolean compare;    /* an experiment's compare: variants, not a sweep file */
   GPtrArray *resolved; /* char *: each point's resolved.yaml, after ema_sweep_resolve */
   GArray *seeds;       /* gint64 per point, after ema_sweep_resolve */
 };
@@ -597,6 +598,7 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
   g_autoptr(EmaNode) bare = NULL; /* the base before the --sets */
   gboolean sets_base = FALSE;
   sweep->path = g_strdup(path);
+  sweep->compare = compare;
   sweep->axes = g_ptr_array_new_with_free_func((GDestroyNotify) axis_free);
   sweep->points = g_array_new(FALSE, TRUE, sizeof(Point));
   g_array_set_clear_func(sweep->points, (GDestroyNotify) point_clear);
@@ -757,8 +759,12 @@ EmaExperiment *ema_sweep_load_point(const EmaSweep *sweep, guint p, GError **err
   if (tree)
     experiment = ema_experiment_load_tree(tree, NULL, &inner);
   if (experiment == NULL) {
-    /* the located message first, then which point it is */
-    char *message = g_strdup_printf("%s (point %s)", inner->message, point->name);
+    /* the located message first, then which point (a comparison's: which variant) it is */
+    g_autofree char *repeat =
+        point->repeat > 0 ? g_strdup_printf(", repeat %u", point->repeat) : g_strdup("");
+    char *message = sweep->compare ? g_strdup_printf("%s (variant %s%s)", inner->message,
+                                                     variant_name(sweep, point), repeat)
+                                   : g_strdup_printf("%s (point %s)", inner->message, point->name);
     g_free(inner->message);
     inner->message = message;
     g_propagate_error(error, inner);

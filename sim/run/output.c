@@ -1159,10 +1159,10 @@ void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment
               "%stenant %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
               " requests left (%" G_GUINT64_FORMAT " unfinished at the end, %" G_GUINT64_FORMAT
               " rejected): past its capacity or cut by the run's end, its latencies are of the "
-              "%" G_GUINT64_FORMAT " completed requests only and understate it (compare completed "
-              "too)\n",
-              w, r->spec->name, left, r->arrived, r->unfinished, r->rejected,
-              r->metrics->completed);
+              "%" G_GUINT64_FORMAT " completed request%s only and understate it (compare "
+              "completed too)\n",
+              w, r->spec->name, left, r->arrived, r->unfinished, r->rejected, r->metrics->completed,
+              r->metrics->completed == 1 ? "" : "s");
   }
 }
 

@@ -325,7 +325,7 @@ static void test_check(void) {
   g_assert_cmpstr(set->out, ==, BASELINE ": ok (h200x2-baseline on h200x8-hgx, 13 ops)\n");
   g_assert_cmpint(inline_server->status, ==, 0);
   g_assert_cmpstr(inline_server->out, ==,
-                  FIXTURES "inline-server.yaml: ok (inline-server on inline-h200x4, 1 ops)\n");
+                  FIXTURES "inline-server.yaml: ok (inline-server on inline-h200x4, 1 op)\n");
 }
 
 /* A tensor-parallel tenant under a sharing policy is named in a warning

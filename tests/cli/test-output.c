@@ -370,6 +370,24 @@ static void test_compare_check_warnings(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* A variant that does not load is named as a variant, not as a sweep's point ("point 001-tiny"),
+ * by check and by run. */
+static void test_compare_variant_error(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *path =
+      write_comparison(tmp, "compare:\n  static: {policy: static}\n"
+                            "  tiny: {tenants.0.engine.gpu_memory_utilization: 0.01}\n");
+  g_autoptr(EmaTestRun) check = ema_test_cli("check", path, NULL);
+  g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_assert_cmpint(check->status, ==, 1);
+  ema_test_assert_contains(check->err, "leaves no KV cache");
+  ema_test_assert_contains(check->err, " (variant tiny)\n");
+  g_assert_cmpint(run->status, ==, 1);
+  ema_test_assert_contains(run->err, " (variant tiny)\n");
+  ema_test_remove_tree(tmp);
+}
+
 /* Whether gnuplot is on PATH; where it is not, the test is marked skipped. */
 static gboolean gnuplot_or_skip(void) {
   g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
@@ -833,6 +851,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/compare-not-serving", test_compare_not_serving);
   g_test_add_func("/output/compare-check-warnings", test_compare_check_warnings);
   g_test_add_func("/output/compare-plot-variants", test_compare_plot_variants);
+  g_test_add_func("/output/compare-variant-error", test_compare_variant_error);
   g_test_add_func("/output/compare-plot-no-ttfts", test_compare_plot_no_ttfts);
   g_test_add_func("/output/sweep-plot-no-ttfts", test_sweep_plot_no_ttfts);
   g_test_add_func("/output/compare", test_compare);

@@ -112,6 +112,7 @@ static void test_closed_loop_without_arrivals(void) {
   g_autoptr(EmaTestRun) run = cli_on_text(dir, "exp.yaml", good, "check");
   g_autoptr(EmaTestRun) refused = cli_on_text(dir, "endless.yaml", bad, "check");
   ema_test_assert_ok(run);
+  ema_test_assert_contains(run->out, ": ok (closed on h200x2, 1 tenant)\n");
   /* every request arrives at once: only a request count ends it */
   g_assert_cmpint(refused->status, ==, 1);
   ema_test_assert_contains(refused->err, "endless.yaml:");
