@@ -45,8 +45,8 @@ char **ema_compare_variant_dirs(const EmaSweep *comparison) {
   return dirs;
 }
 
-/* The borrower's index (compare.h says how it is chosen). */
-static guint find_borrower(GArray *arms) {
+/* The borrower's index (compare.h says how it is chosen); *BORROWED: whether any tenant did. */
+static guint find_borrower(GArray *arms, gboolean *borrowed) {
   guint best = 0;
   guint64 most = 0;
   const EmaServingReport *first = g_array_index(arms, Arm, 0).report;
@@ -60,6 +60,7 @@ static guint find_borrower(GArray *arms) {
       }
     }
   }
+  *borrowed = most > 0;
   if (most > 0)
     return best;
   for (guint t = 1; t < first->tenants->len; t++)
@@ -238,7 +239,7 @@ static double paired_change(GArray *arms, guint repeats, guint borrower, const g
 }
 
 static void print_comparison(FILE *out, GArray *arms, guint repeats, guint borrower,
-                             const gboolean *lenders, guint n_lent) {
+                             gboolean any_borrowed, const gboolean *lenders, guint n_lent) {
   const EmaServingReport *first = g_array_index(arms, Arm, 0).report;
   const EmaTenantResult *b = first->tenants->pdata[borrower];
   g_autoptr(GArray) variants = variants_of(arms, repeats);
@@ -252,7 +253,8 @@ static void print_comparison(FILE *out, GArray *arms, guint repeats, guint borro
           tenant_label(((const EmaTenantResult *) first->tenants->pdata[t])->spec);
       g_string_append_printf(names, "%s%s", names->len ? ", " : "", name);
     }
-  fprintf(out, "\ncomparison: borrower %s, lenders %s%s%s\n", label,
+  fprintf(out, "\ncomparison: borrower %s%s, lenders %s%s%s\n", label,
+          any_borrowed ? "" : " (no tenant borrowed: the one preempted most)",
           n_lent > 0 ? "the tenants that lent: " : "(no tenant lent) the other tenants: ",
           names->len ? names->str : "none",
           repeats > 1 ? "; each figure the mean of the repeats" : "");
@@ -436,6 +438,7 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
   guint repeats = ema_sweep_n_repeats(comparison);
   g_autofree gboolean *lenders = NULL;
   guint borrower, lent;
+  gboolean borrowed;
   g_array_set_clear_func(arms, arm_clear);
   /* before the folder is claimed (and emptied of an earlier run's) */
   if (!ema_compare_check(comparison, error) ||
@@ -465,10 +468,10 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
       ema_output_warn_serving(stderr, dirs[p], added->experiment, added->report);
     }
   }
-  borrower = find_borrower(arms);
+  borrower = find_borrower(arms, &borrowed);
   lenders = g_new0(gboolean, g_array_index(arms, Arm, 0).report->tenants->len);
   lent = find_lenders(arms, borrower, lenders);
-  print_comparison(out, arms, repeats, borrower, lenders, lent);
+  print_comparison(out, arms, repeats, borrower, borrowed, lenders, lent);
   fflush(out);
   return write_compare_csv(dir, arms, repeats, borrower, lenders, error);
 }

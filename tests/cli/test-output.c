@@ -455,6 +455,10 @@ static void test_compare_plot_no_ttfts(void) {
   {
     g_autoptr(EmaTestRun) run = run_then_plot("run", path, out);
     ema_test_assert_contains(run->err, "static: tenant b: no request arrived");
+    /* nobody borrowed: the table says why it calls a its borrower */
+    ema_test_assert_contains(
+        run->out, "\ncomparison: borrower a (gpu0) (no tenant borrowed: the one preempted most), "
+                  "lenders (no tenant lent) the other tenants: b (gpu1)\n");
     g_assert_true(exists(out, "plots/compare.png"));
     ema_test_assert_contains(keep(ema_test_read_file(out, "plots/plots.gp")), "lender_ttfts = 0\n");
   }

@@ -19,10 +19,11 @@
  * freedom), printed, per run in compare.csv (*_vs_baseline_pct) and per
  * variant in compare-paired.csv (drawn by ema-sim plot as compare-change). The borrower is the
  * tenant whose GPUs borrowed the most (at one timeline sample, in any variant); with no borrowing
- * anywhere, the tenant with the most preemptions in the first variant. Every other tenant is a
- * lender; "lenders' p99" is the worst lender's. "borrowed peak" is the most the borrower held at
- * one timeline sample; "lent in all" the pool's slices_borrowed (every slice lent over the run,
- * cumulative), "reclaimed" its slices_reclaimed. */
+ * anywhere, the tenant with the most preemptions in the first variant (the table says so). The
+ * lenders are the other tenants that lent in some variant; where none did (idle GPUs lent, or
+ * nothing was), every other tenant. "lenders' p99" is the worst lender's. "borrowed peak" is the
+ * most the borrower held at one timeline sample; "lent in all" the pool's slices_borrowed (every
+ * slice lent over the run, cumulative), "reclaimed" its slices_reclaimed. */
 #pragma once
 
 #include <stdio.h>
