@@ -800,9 +800,10 @@ static const EmaPoolBackend sim_backend = {.lend = sim_lend,
                                            .evict = sim_evict,
                                            .defer = sim_defer};
 
-/* G needs memory that holds peers' parked KV: it goes to host memory, and
- * G has the slices back when the copy is done. Each owner's KV sent is a
- * reclaim row of events.csv, as a reclaim policy's are. */
+/* G needs memory that holds peers' parked KV: it goes to host memory (a TP
+ * group's ranks each send their share over their own host link), and G has
+ * the slices back when the copy is done. Each owner's KV sent is a reclaim
+ * row of events.csv, as a reclaim policy's are. */
 static void unpark(Pool *p, Gpu *g) {
   guint64 before = g->parking, blocks_bytes = 0;
   EmaPoolCoreStats *stats = &p->core.stats;
@@ -821,7 +822,7 @@ static void unpark(Pool *p, Gpu *g) {
     e.slices = held - g->parking;
     e.blocks_to_host = k;
     e.bytes_copied = k * owner->block_bytes;
-    e.seconds = e.copy_seconds = host_copy_time(p->server, (double) e.bytes_copied);
+    e.seconds = e.copy_seconds = group_host_time(p, g, (double) e.bytes_copied);
     g_snprintf(e.reason, sizeof e.reason,
                "parked KV: gpu%u short %" G_GUINT64_FORMAT " blocks; %" G_GUINT64_FORMAT
                " slices of gpu%u's parked KV, %" G_GUINT64_FORMAT " blocks to host",
@@ -833,7 +834,7 @@ static void unpark(Pool *p, Gpu *g) {
   stats->reclaims++;
   stats->slices_reclaimed += before - g->parking;
   start_pending(p, EMA_POOL_EVENT_RECLAIM, g->index, g->index, before - g->parking,
-                ns(host_copy_time(p->server, (double) blocks_bytes)));
+                ns(group_host_time(p, g, (double) blocks_bytes)));
   ema_pool_core_checked(&p->core, EMA_POOL_ACTION_SWAP, g->index);
 }
 

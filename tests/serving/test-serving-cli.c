@@ -703,6 +703,35 @@ static void test_unpark_events(void) {
   ema_test_remove_tree(dir);
 }
 
+/* unpark-group.yaml: parked KV that a TP-2 group holds goes to host over both ranks' host links:
+ * each reclaim row's seconds are h200x4-hgx's host copy_fixed_cost (5.2 us) plus its bytes over
+ * d2h_bandwidth (55.3 GB/s), halved for the group's rows (gpu1) and whole for gpu0's, to the
+ * row's 6 decimals (the group's were timed as one GPU's). */
+static void test_unpark_group(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = run_into(dir, "out", FIXTURES "unpark-group.yaml", NULL, NULL);
+  g_autofree char *events = ema_test_read_file(out, "events.csv");
+  g_auto(GStrv) rows = g_strsplit(events, "\n", -1);
+  guint by_group = 0, by_gpu0 = 0;
+  for (guint i = 1; rows[i] && rows[i][0]; i++) {
+    g_auto(GStrv) cells = g_strsplit(rows[i], ",", 13);
+    double bytes, want;
+    guint ranks;
+    if (strcmp(cells[1], "reclaim") != 0)
+      continue;
+    ranks = strcmp(cells[2], "1") == 0 ? 2 : 1;
+    g_assert_true(ranks == 2 || strcmp(cells[2], "0") == 0);
+    bytes = g_ascii_strtod(cells[10], NULL);
+    want = 5.2e-6 + bytes / ranks / 55.3e9;
+    g_assert_cmpfloat_with_epsilon(g_ascii_strtod(cells[11], NULL), want, 5.1e-7);
+    by_group += ranks == 2;
+    by_gpu0 += ranks == 1;
+  }
+  g_assert_cmpuint(by_group, >, 0);
+  g_assert_cmpuint(by_gpu0, >, 0);
+  ema_test_remove_tree(dir);
+}
+
 /* tp-borrow.yaml: the TP-2 group borrows; each sample's two rows (gpu0,
  * gpu1) hold the same blocks, the same remote blocks (each rank its shard
  * of every block: none of the remote KV counted as local on either), and
@@ -865,6 +894,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/timeline-cap-whole-samples", test_timeline_cap_whole_samples);
   g_test_add_func("/serving-cli/run/steps-cap", test_steps_cap);
   g_test_add_func("/serving-cli/run/unpark-events", test_unpark_events);
+  g_test_add_func("/serving-cli/run/unpark-group", test_unpark_group);
   g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
   g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);
   g_test_add_func("/serving-cli/sweep/tp-warning", test_tp_sweep);
