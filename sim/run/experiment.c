@@ -419,6 +419,14 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
       tenant->name = g_strdup_printf("tenant%u", i);
     if (!name_plain(tenant->name, node, path, error))
       return FALSE;
+    if (tenant->name[0] == '\0') {
+      /* timeline.csv's rows of a GPU without a tenant are the ones with an empty tenant */
+      g_autofree char *key_path = g_strconcat(path, ".name", NULL);
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), key_path,
+                     "a tenant's name is not empty (an empty tenant in timeline.csv is a GPU "
+                     "without a tenant)");
+      return FALSE;
+    }
     for (guint j = 0; j < i; j++)
       if (strcmp(g_array_index(experiment->tenants, EmaTenantSpec, j).name, tenant->name) == 0) {
         ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), path,
@@ -524,7 +532,8 @@ static const EmaParam experiment_params[] = {
      .help = "LLM serving instances, one per GPU or tensor-parallel group (or give ops)"},
     {"duration", EMA_PARAM_DURATION, EXPERIMENT_FIELD(duration), .flags = EMA_PARAM_OPTIONAL,
      .min = 1, .max = 1e18,
-     .help = "serving: stop at this simulated time (default: when every trace ends)"},
+     .help = "serving: stop at this simulated time (default: when every request has "
+             "finished)"},
     {"sample_period", EMA_PARAM_DURATION, EXPERIMENT_FIELD(sample_period), .default_value = "1s",
      .min = 1000, .max = 1e18, .help = "serving: one timeline.csv row per GPU this often"},
     {"timeline_max_rows", EMA_PARAM_INT, EXPERIMENT_FIELD(timeline_rows),
