@@ -995,10 +995,11 @@ gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *serve
 
 /* vLLM's EngineArgs batch defaults (0.9 and later): "GPUs like H100 and MI300x" (at least
  * 70 GiB of device memory, A100s excepted, where a larger budget lowered throughput) take the
- * larger limits. */
+ * larger limits. The GPU's own memory, before hbm_scale: the 2x oracle changes nothing but the
+ * memory, so a 48 GB L40S given twice its HBM keeps its limits. */
 static gboolean is_large_gpu(const EmaGpuSpec *gpu) {
   g_autofree char *name = g_ascii_strdown(gpu->name ? gpu->name : "", -1);
-  return (double) ema_gpu_hbm_bytes(gpu) >= 70.0 * 1073741824.0 && strstr(name, "a100") == NULL;
+  return (double) gpu->hbm_capacity >= 70.0 * 1073741824.0 && strstr(name, "a100") == NULL;
 }
 
 void ema_tenant_resolve_batch_defaults(EmaTenantSpec *tenant, const EmaGpuSpec *gpu) {

@@ -1698,6 +1698,38 @@ static void test_experiment_empty_engine(void) {
   g_rmdir(dir);
 }
 
+/* The batch limits a tenant leaves out are vLLM's for its GPU's own memory: the 2x oracle
+ * (server.gpu.hbm_scale: 2) changes nothing but the memory, so a 48 GB L40S given twice its HBM
+ * keeps the 256 requests and 2048 tokens of a GPU under 70 GiB (it took an H100's 1024 and
+ * 8192), and an H100 keeps its own at any scale. */
+static void test_experiment_batch_defaults_scaled(void) {
+  g_autofree char *dir = g_dir_make_tmp("ema-experiment-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "scaled.yaml", NULL);
+  const struct {
+    const char *server, *scale;
+    gint64 seqs, tokens;
+  } cases[] = {
+      {"server=l40sx8-pcie", "server.gpu.hbm_scale=1", 256, 2048},
+      {"server=l40sx8-pcie", "server.gpu.hbm_scale=2", 256, 2048},
+      {"server=h100x8-hgx", "server.gpu.hbm_scale=0.5", 1024, 8192},
+  };
+  g_assert_true(g_file_set_contents(
+      path,
+      "name: x\nserver: h100x8-hgx\ntenants:\n  - name: a\n    model: llama-3.1-8b\n    gpu: "
+      "0\n    engine: {profile: vllm-v1}\n    trace: {arrivals: poisson, rate: 1, duration: 1s, "
+      "prompt: {dist: fixed, tokens: 10}, output: {dist: fixed, tokens: 10}}\n",
+      -1, NULL));
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const char *overrides[] = {cases[i].server, cases[i].scale, NULL};
+    g_autoptr(EmaExperiment) e = load_experiment(path, overrides);
+    const EmaTenantSpec *t = &g_array_index(e->tenants, EmaTenantSpec, 0);
+    g_assert_cmpint(t->engine.max_num_seqs, ==, cases[i].seqs);
+    g_assert_cmpint(t->engine.max_num_batched_tokens, ==, cases[i].tokens);
+  }
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 /* to_yaml -> file -> load -> to_yaml gives the same text. */
 static void assert_fixed_point(const EmaExperiment *e) {
   g_autofree char *dir = g_dir_make_tmp("ema-resolved-XXXXXX", NULL);
@@ -2078,6 +2110,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/config/experiment/errors", test_experiment_errors);
   g_test_add_func("/config/experiment/not-a-map", test_experiment_not_a_map);
   g_test_add_func("/config/experiment/empty-engine", test_experiment_empty_engine);
+  g_test_add_func("/config/experiment/batch-defaults-scaled",
+                  test_experiment_batch_defaults_scaled);
   g_test_add_func("/config/experiment/resolved", test_experiment_resolved);
   g_test_add_func("/config/experiment/resolved-no-expect", test_experiment_resolved_no_expect);
   g_test_add_func("/config/experiment/no-ops", test_experiment_no_ops);
