@@ -19,6 +19,7 @@
  * usage errors exit 2. */
 #include <errno.h>
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,6 +45,8 @@
 #define EXIT_USAGE 2
 #define STEP_TIME_COLUMNS                                                                          \
   "prefill_tokens,prefill_context,prefill_kv_read,decode_seqs,decode_context,logits"
+/* step-time's optional seventh column: the prefill chunks (prompts) of the step */
+#define STEP_TIME_CHUNKS_COLUMN "prefill_chunks"
 
 static const char usage_text[] =
     "Usage: ema-sim COMMAND [OPTIONS]\n"
@@ -100,9 +103,10 @@ static const char usage_text[] =
     "                         a comparison or a sweep in DIR/plots/\n"
     "  step-time SERVER MODEL TP [FILE] [--weights W] [--kv-cache K] [--breakdown]\n"
     "                         read batches (CSV in FILE, or on stdin without FILE or with -:\n"
-    "                         " STEP_TIME_COLUMNS ";\n"
-    "                         each sum 0 without its tokens, else at least their count) and\n"
-    "                         print the step model's GPU time of each, in us\n"
+    "                         " STEP_TIME_COLUMNS "\n"
+    "                         [," STEP_TIME_CHUNKS_COLUMN "]; each sum 0 without its tokens, else\n"
+    "                         at least their count) and print the step model's GPU time of\n"
+    "                         each, in us\n"
     "\n"
     "Options:\n"
     "  --plugin-dir DIR       load the policy modules in DIR (repeatable; before the command or\n"
@@ -801,13 +805,20 @@ static int command_step_time(int argc, char **argv) {
   return status;
 }
 
-/* A step-time line's sums (VALUES, from FIELDS), each over the prefill tokens or decode
- * sequences: 0 without any, else at least their count (each token attends to itself); a sum the
- * step model would ignore or clamp is an error at its field (FALSE, printed). */
+/* A step-time line's sums (VALUES, from FIELDS; N of them, the seventh the prefill chunks),
+ * each over the prefill tokens or decode sequences: 0 without any, else at least their count
+ * (each token attends to itself); a sum the step model would ignore or clamp is an error at its
+ * field (FALSE, printed). The prefill chunks (1 without the column) are 0 without prefill tokens,
+ * else from 1 to their count, and the prefill sums must be of such chunks: one chunk of n tokens
+ * after p cached ones reads p + n tokens' KV and its tokens attend to n p + n (n + 1) / 2 in all;
+ * c chunks of n tokens reading R tokens' KV attend to at least n (n / c + 1) / 2 + R - n and at
+ * most n R. */
 static gboolean step_time_sums_ok(const char *name, guint64 line_no, const EmaCsvField *fields,
-                                  const double *values) {
+                                  const double *values, int n) {
   static const guint sums[][2] = {{1, 0}, {2, 0}, {4, 3}}; /* a sum's field, its count's */
-  g_auto(GStrv) columns = g_strsplit(STEP_TIME_COLUMNS, ",", -1);
+  g_auto(GStrv) columns = g_strsplit(STEP_TIME_COLUMNS "," STEP_TIME_CHUNKS_COLUMN, ",", -1);
+  double tokens = values[0], context = values[1], read = values[2];
+  double chunks = n > 6 ? values[6] : tokens > 0 ? 1 : 0;
   for (guint i = 0; i < G_N_ELEMENTS(sums); i++) {
     guint sum = sums[i][0], count = sums[i][1];
     if (values[count] == 0 ? values[sum] == 0 : values[sum] >= values[count])
@@ -821,6 +832,36 @@ static gboolean step_time_sums_ok(const char *name, guint64 line_no, const EmaCs
               fields[count].p);
     return FALSE;
   }
+  if (n > 6 && (chunks != floor(chunks) || (tokens == 0) != (chunks == 0) || chunks > tokens)) {
+    fprintf(stderr,
+            "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": %s %s: a whole number, 0 without "
+            "prefill_tokens, else from 1 to prefill_tokens %s\n",
+            name, line_no, fields[6].at + 1, columns[6], fields[6].p, fields[0].p);
+    return FALSE;
+  }
+  if (chunks == 1) {
+    double cached = read - tokens, want = tokens * cached + tokens * (tokens + 1) / 2;
+    if (fabs(context - want) > 1e-9 * want + 0.5) {
+      fprintf(stderr,
+              "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": prefill_context %s is not what one "
+              "chunk of %s tokens after %.15g cached ones attends to (%.15g; several prompts or "
+              "chunks: give their count in a %s column)\n",
+              name, line_no, fields[1].at + 1, fields[1].p, fields[0].p, cached, want, columns[6]);
+      return FALSE;
+    }
+  } else if (chunks > 1) {
+    /* least: equal fresh chunks, every cached token read by a chunk of one token; most: every
+     * token attending to all the KV read */
+    double least = tokens * (tokens / chunks + 1) / 2 + (read - tokens), most = tokens * read;
+    if (context < least * (1 - 1e-9) - 0.5 || context > most * (1 + 1e-9) + 0.5) {
+      fprintf(stderr,
+              "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": prefill_context %s is outside what "
+              "%s chunks of %s tokens reading %s tokens' KV attend to (%.15g to %.15g)\n",
+              name, line_no, fields[1].at + 1, fields[1].p, fields[6].p, fields[0].p, fields[2].p,
+              least, most);
+      return FALSE;
+    }
+  }
   return TRUE;
 }
 
@@ -828,6 +869,7 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
                            gboolean breakdown) {
   char line[1024];
   guint64 line_no = 0;
+  int columns = 6; /* the header's: 6, or 7 with prefill_chunks */
   while (fgets(line, sizeof line, in)) {
     EmaStepBatch batch = {0};
     EmaStepBreakdown parts;
@@ -835,7 +877,7 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
     EmaCsvField fields[EMA_CSV_MAX_FIELDS];
     const char *problem = NULL;
     gsize at = 0;
-    double values[6];
+    double values[7];
     int n;
     line_no++;
     if (strchr(line, '\n') == NULL && !feof(in)) {
@@ -845,8 +887,13 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
     }
     g_strchomp(line);
     if (line_no == 1) {
-      if (strcmp(line, STEP_TIME_COLUMNS) != 0) {
-        fprintf(stderr, "%s:1:1: the header must be %s\n", name, STEP_TIME_COLUMNS);
+      if (strcmp(line, STEP_TIME_COLUMNS) == 0)
+        columns = 6;
+      else if (strcmp(line, STEP_TIME_COLUMNS "," STEP_TIME_CHUNKS_COLUMN) == 0)
+        columns = 7;
+      else {
+        fprintf(stderr, "%s:1:1: the header must be %s[,%s]\n", name, STEP_TIME_COLUMNS,
+                STEP_TIME_CHUNKS_COLUMN);
         return 1;
       }
       /* the output's header once the input's is known good */
@@ -861,21 +908,22 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
               problem);
       return 1;
     }
-    if (n != 6) {
-      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ":1: expected 6 fields, not %d\n", name, line_no, n);
+    if (n != columns) {
+      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ":1: expected %d fields, not %d\n", name, line_no,
+              columns, n);
       return 1;
     }
-    for (guint i = 0; i < 6; i++) {
+    for (int i = 0; i < n; i++) {
       char *end;
       values[i] = g_ascii_strtod(fields[i].p, &end);
       if (*fields[i].p == '\0' || *end != '\0' || !(values[i] >= 0) || values[i] > 1e15) {
         fprintf(stderr,
-                "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": field %u: not a number >= 0: '%s'\n",
+                "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": field %d: not a number >= 0: '%s'\n",
                 name, line_no, fields[i].at + 1, i + 1, fields[i].p);
         return 1;
       }
     }
-    if (!step_time_sums_ok(name, line_no, fields, values))
+    if (!step_time_sums_ok(name, line_no, fields, values, n))
       return 1;
     batch.prefill_tokens = (guint64) values[0];
     batch.prefill_context = values[1];
@@ -883,6 +931,7 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
     batch.decode_seqs = (guint64) values[3];
     batch.decode_context = values[4];
     batch.logits = (guint64) values[5];
+    batch.prefill_chunks = n > 6 ? (guint64) values[6] : 0; /* 0: one chunk (steptime.h) */
     if (batch.logits > batch.prefill_tokens + batch.decode_seqs) {
       fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": more logits than tokens\n", name, line_no);
       return 1;
@@ -907,7 +956,8 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
     return 1;
   }
   if (line_no == 0) {
-    fprintf(stderr, "%s:1:1: empty: the header must be %s\n", name, STEP_TIME_COLUMNS);
+    fprintf(stderr, "%s:1:1: empty: the header must be %s[,%s]\n", name, STEP_TIME_COLUMNS,
+            STEP_TIME_CHUNKS_COLUMN);
     return 1;
   }
   return 0;

@@ -526,6 +526,9 @@ static void test_engines(void) {
 
 #define STEP_TIME_HEADER                                                                           \
   "prefill_tokens,prefill_context,prefill_kv_read,decode_seqs,decode_context,logits\n"
+#define STEP_TIME_HEADER_CHUNKS                                                                    \
+  "prefill_tokens,prefill_context,prefill_kv_read,decode_seqs,decode_context,logits,"              \
+  "prefill_chunks\n"
 
 /* step-time: the step model's time of batches from a file, one line each;
  * an empty batch takes 0; a bad line, a bad header, an empty file and a line past the buffer
@@ -569,9 +572,9 @@ static void test_step_time(void) {
       const char *text, *want;
     } cases[] = {
         {"tokens\n0\n", ":1:1: the header must be prefill_tokens,prefill_context,"
-                        "prefill_kv_read,decode_seqs,decode_context,logits\n"},
+                        "prefill_kv_read,decode_seqs,decode_context,logits[,prefill_chunks]\n"},
         {"", ":1:1: empty: the header must be prefill_tokens,prefill_context,prefill_kv_read,"
-             "decode_seqs,decode_context,logits\n"},
+             "decode_seqs,decode_context,logits[,prefill_chunks]\n"},
         {NULL, ":2:1: the line is longer than 1022 characters\n"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -647,11 +650,22 @@ static void test_step_time_inputs(void) {
 
 /* step-time's sums over the prefill tokens and the decode sequences: 0 without them, else at
  * least their count; another value (which the model would ignore or clamp) is an error at its
- * field; a valid prefill_kv_read (a chunk after cached tokens) lengthens the step. */
+ * field; the prefill sums must be of one chunk (a chunk of 512 tokens after 9,487 cached ones
+ * reads 9,999 tokens' KV and attends to 512 x 9,487 + 512 x 513 / 2 = 4,988,672), or with
+ * prefill_chunks of that many (4 chunks of 512 fresh tokens: 2,048 tokens attending to at least
+ * 2,048 x 513 / 2 = 525,312, at most 2,048 x 2,048); a valid prefill_kv_read (a chunk after cached
+ * tokens) lengthens the step, and a step's prompts given as chunks take less than as one
+ * chunk of all their tokens (whose every token attends to those before it). */
 static void test_step_time_sums(void) {
   static const struct {
     const char *row, *want;
   } cases[] = {
+      {"2048,2098176,2098176,0,0,1",
+       ":2:6: prefill_context 2098176 is not what one chunk of 2048 tokens after 2096128 cached "
+       "ones attends to (4294968320; several prompts or chunks: give their count in a "
+       "prefill_chunks column)\n"},
+      {"512,131328,9999,0,0,1", ":2:5: prefill_context 131328 is not what one chunk of 512 "
+                                "tokens after 9487 cached ones attends to (4988672;"},
       {"0,0,9999,0,0,0",
        ":2:5: prefill_kv_read 9999 without prefill_tokens (it sums over them: 0 when there are "
        "none)\n"},
@@ -678,12 +692,68 @@ static void test_step_time_sums(void) {
     ema_test_assert_one_line(run->err);
   }
   g_assert_true(g_file_set_contents(
-      path, STEP_TIME_HEADER "512,131328,512,0,0,1\n512,131328,9999,0,0,1\n", -1, NULL));
+      path, STEP_TIME_HEADER "512,131328,512,0,0,1\n512,4988672,9999,0,0,1\n", -1, NULL));
   g_clear_pointer(&run, ema_test_run_free);
   run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
   ema_test_assert_ok(run);
   lines = g_strsplit(run->out, "\n", -1);
   g_assert_cmpfloat(g_ascii_strtod(lines[2], NULL), >, g_ascii_strtod(lines[1], NULL));
+  ema_test_remove_tree(dir);
+}
+
+/* step-time's optional prefill_chunks column: 0 without prefill tokens, else a whole number up
+ * to them; one chunk times as the six columns do; four prompts of 2,048 tokens as four chunks
+ * (4 x 2,048 x 2,049 / 2 = 8,392,704 query-key pairs) take less than their 8,192 tokens as one
+ * chunk (8,192 x 8,193 / 2 = 33,558,528 pairs), and a prefill_context outside what its chunks can
+ * attend to is an error. */
+static void test_step_time_chunks(void) {
+  static const struct {
+    const char *row, *want;
+  } cases[] = {
+      {"0,0,0,4,400,4,1", ":2:15: prefill_chunks 1: a whole number, 0 without prefill_tokens, "
+                          "else from 1 to prefill_tokens 0\n"},
+      {"100,5050,100,0,0,1,0", ":2:20: prefill_chunks 0: a whole number"},
+      {"100,5050,100,0,0,1,1.5", ":2:20: prefill_chunks 1.5: a whole number"},
+      {"100,5050,100,0,0,1,101", ":2:20: prefill_chunks 101: a whole number"},
+      {"2048,525311,2048,0,0,4,4", ":2:6: prefill_context 525311 is outside what 4 chunks of 2048 "
+                                   "tokens reading 2048 tokens' KV attend to (525312 to "
+                                   "4194304)\n"},
+      {"2048,4194305,2048,0,0,4,4", ":2:6: prefill_context 4194305 is outside what 4 chunks"},
+  };
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "batches.csv", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_auto(GStrv) lines = NULL, six = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strconcat(STEP_TIME_HEADER_CHUNKS, cases[i].row, "\n", NULL);
+    g_autofree char *want = g_strconcat(path, cases[i].want, NULL);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    g_clear_pointer(&run, ema_test_run_free);
+    run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    if (!g_str_has_prefix(run->err, want))
+      g_error("case %u: '%s' does not start with '%s'", i, ema_test_escaped(run->err), want);
+    ema_test_assert_one_line(run->err);
+  }
+  g_assert_true(g_file_set_contents(path,
+                                    STEP_TIME_HEADER_CHUNKS "8192,33558528,8192,0,0,1,1\n"
+                                                            "8192,8392704,8192,0,0,4,4\n"
+                                                            "0,0,0,32,32000,32,0\n",
+                                    -1, NULL));
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
+  ema_test_assert_ok(run);
+  lines = g_strsplit(run->out, "\n", -1);
+  g_assert_cmpstr(lines[0], ==, "time_us");
+  g_assert_cmpfloat(g_ascii_strtod(lines[2], NULL), <, g_ascii_strtod(lines[1], NULL));
+  g_assert_true(g_file_set_contents(
+      path, STEP_TIME_HEADER "8192,33558528,8192,0,0,1\n0,0,0,32,32000,32\n", -1, NULL));
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
+  ema_test_assert_ok(run);
+  six = g_strsplit(run->out, "\n", -1);
+  g_assert_cmpstr(six[1], ==, lines[1]);
+  g_assert_cmpstr(six[2], ==, lines[3]);
   ema_test_remove_tree(dir);
 }
 
@@ -840,6 +910,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/step-time", test_step_time);
   g_test_add_func("/cli/step-time/inputs", test_step_time_inputs);
   g_test_add_func("/cli/step-time/sums", test_step_time_sums);
+  g_test_add_func("/cli/step-time/chunks", test_step_time_chunks);
   g_test_add_func("/cli/compare-steps/errors", test_compare_steps_errors);
   g_test_add_func("/cli/compare-static/errors", test_compare_static_errors);
   g_test_add_func("/cli/compare-output-dir", test_compare_output_dir);
