@@ -1,8 +1,10 @@
 # memory.gp: per GPU, its memory over time, stacked: local KV blocks, the
 # staging buffer for prefetched remote KV, slices lent to peers (these three
 # are in its own HBM), and slices borrowed from peers (their HBM) on top.
-# The dashed line is the GPU's own KV region; red marks are the samples
-# where the slices it lends fell (a reclaim, or a borrower giving back).
+# The dashed line is the GPU's own KV region (on a GPU without a tenant,
+# drawn only where it lent, the room it may lend: summary.json's idle_gpus);
+# red marks are the samples where the slices it lends fell (a reclaim, or a
+# borrower giving back).
 # Data (memory.dat): one block per GPU, rows: time (s), local, staging,
 # lent, borrowed, region (GiB), lent fell (0/1), remote KV (GiB), remote
 # read rate (GB/s). Variables: figtitle, nseries, series1..seriesN (the

@@ -29,6 +29,7 @@
 #define MAX_CDF_POINTS 400
 #define MAX_TIMELINE_POINTS 2000
 #define MAX_GPU_PANELS 16
+#define MAX_GPUS 1024 /* a server's (hwmodel.c's gpus) */
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -772,34 +773,57 @@ static gboolean plot_requests(const char *dir, const char *plots, const char *ti
   return add_figure(plots, driver, figures, "latency-cdf", "latency-cdf.gp", 1200, 520, error);
 }
 
-/* Per-GPU bytes of one KV block, its own KV region, and the tenants in
- * order (ORDER), from summary.json. */
-static gboolean read_kv_sizes(const char *dir, GHashTable *block_bytes, GHashTable *region_bytes,
-                              GPtrArray *order, char **name, GError **error) {
-  g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
-  g_autoptr(JsonParser) parser = json_parser_new();
-  JsonObject *root = ema_json_load_object(parser, path, error);
-  JsonNode *tenants_node;
-  JsonArray *tenants;
-  if (root == NULL)
-    return FALSE;
-  *name = g_strdup(json_object_get_string_member_with_default(root, "experiment", "run"));
-  tenants_node = json_object_get_member(root, "tenants");
-  if (tenants_node == NULL)
+/* ROOT's list KEY of objects (summary.json at PATH) into *LIST: NULL without one; FALSE with an
+ * error where it is not a list of objects. */
+static gboolean summary_objects(JsonObject *root, const char *key, const char *path,
+                                JsonArray **list, GError **error) {
+  JsonNode *node = json_object_get_member(root, key);
+  *list = NULL;
+  if (node == NULL)
     return TRUE;
-  if (!JSON_NODE_HOLDS_ARRAY(tenants_node)) {
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: tenants: not a list", path);
+  if (!JSON_NODE_HOLDS_ARRAY(node)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: %s: not a list", path, key);
     return FALSE;
   }
-  tenants = json_node_get_array(tenants_node);
-  for (guint i = 0; i < json_array_get_length(tenants); i++) {
-    JsonNode *element = json_array_get_element(tenants, i);
-    if (!JSON_NODE_HOLDS_OBJECT(element)) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: tenants.%u: not an object", path,
+  for (guint i = 0; i < json_array_get_length(json_node_get_array(node)); i++)
+    if (!JSON_NODE_HOLDS_OBJECT(json_array_get_element(json_node_get_array(node), i))) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: %s.%u: not an object", path, key,
                   i);
       return FALSE;
     }
-    JsonObject *tenant = json_node_get_object(element);
+  *list = json_node_get_array(node);
+  return TRUE;
+}
+
+/* Per-GPU bytes of one KV block, its own KV region, and the tenants in
+ * order (ORDER), from summary.json; IDLE_REGION[g] (double) the bytes GPU g
+ * may lend where it has no tenant (idle_gpus), NAN elsewhere. */
+static gboolean read_kv_sizes(const char *dir, GHashTable *block_bytes, GHashTable *region_bytes,
+                              GPtrArray *order, GArray *idle_region, char **name, GError **error) {
+  g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
+  g_autoptr(JsonParser) parser = json_parser_new();
+  JsonObject *root = ema_json_load_object(parser, path, error);
+  JsonArray *tenants, *idle;
+  if (root == NULL)
+    return FALSE;
+  *name = g_strdup(json_object_get_string_member_with_default(root, "experiment", "run"));
+  if (!summary_objects(root, "tenants", path, &tenants, error) ||
+      !summary_objects(root, "idle_gpus", path, &idle, error))
+    return FALSE;
+  for (guint i = 0; idle && i < json_array_get_length(idle); i++) {
+    JsonObject *gpu = json_array_get_object_element(idle, i);
+    gint64 g = json_object_get_int_member_with_default(gpu, "gpu", -1);
+    double lendable = (double) json_object_get_int_member_with_default(gpu, "lendable_bytes", 0);
+    if (g < 0 || g >= MAX_GPUS)
+      continue;
+    while (idle_region->len <= (guint) g) {
+      double none = NAN;
+      g_array_append_val(idle_region, none);
+    }
+    g_array_index(idle_region, double, g) = lendable;
+  }
+  for (guint i = 0; tenants && i < json_array_get_length(tenants); i++) {
+    JsonObject *tenant = json_array_get_object_element(tenants, i);
     const char *tenant_name = json_object_get_string_member_with_default(tenant, "name", "");
     double blocks = (double) json_object_get_int_member_with_default(tenant, "kv_blocks", 0);
     double bytes = (double) json_object_get_int_member_with_default(tenant, "kv_bytes_per_gpu", 0);
@@ -820,6 +844,7 @@ typedef struct {
   guint rows;
   double last_lent;
   gboolean reclaim_pending; /* a reclaim in samples skipped by the stride */
+  gboolean idle, lent;      /* a GPU without a tenant; one that lent at some sample */
 } GpuSeries;
 
 static void gpu_series_free(GpuSeries *series) {
@@ -833,9 +858,13 @@ static gint compare_gpus(gconstpointer a, gconstpointer b) {
   return x->gpu < y->gpu ? -1 : x->gpu > y->gpu;
 }
 
+/* The memory and remote figures of timeline.csv: a panel per GPU, each tenant's GPUs (those ONLY
+ * names) and every GPU without a tenant (an empty tenant field) that lent at some sample, unless
+ * ONLY names tenants: one that never lent has nothing to draw. IDLE_REGION: read_kv_sizes'. */
 static gboolean plot_timeline(const char *dir, const char *plots, const char *title,
-                              GHashTable *block_bytes, GHashTable *region_bytes, const char *only,
-                              GString *driver, GPtrArray *figures, GError **error) {
+                              GHashTable *block_bytes, GHashTable *region_bytes,
+                              const GArray *idle_region, const char *only, GString *driver,
+                              GPtrArray *figures, GError **error) {
   static const char *const needed[] = {
       "time_s",       "gpu",         "tenant",          "kv_blocks_used",   "running",
       "last_step_ms", "slices_lent", "slices_borrowed", "kv_blocks_remote", "slices_staging"};
@@ -856,9 +885,12 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
   /* one series per GPU, in GPU order */
   for (guint r = 0; r < csv.rows->len; r++) {
     GPtrArray *row = csv.rows->pdata[r];
-    double gpu;
+    const char *tenant = csv_cell(row, col[2]);
+    gboolean idle = tenant[0] == '\0'; /* a tenant's name is never empty */
+    double gpu, lent = 0;
     GpuSeries *series = NULL;
-    if (!parse_number(csv_cell(row, col[1]), &gpu) || !tenant_drawn(only, csv_cell(row, col[2])))
+    if (!parse_number(csv_cell(row, col[1]), &gpu) ||
+        (idle ? only != NULL : !tenant_drawn(only, tenant)))
       continue;
     for (guint g = 0; g < gpus->len && series == NULL; g++)
       if (((GpuSeries *) gpus->pdata[g])->gpu == (gint64) gpu)
@@ -866,14 +898,22 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
     if (series == NULL) {
       series = g_new0(GpuSeries, 1);
       series->gpu = (gint64) gpu;
+      series->idle = idle;
       series->label =
-          g_strdup_printf("gpu%" G_GINT64_FORMAT " (%s)", series->gpu, csv_cell(row, col[2]));
+          g_strdup_printf("gpu%" G_GINT64_FORMAT " (%s)", series->gpu, idle ? "no tenant" : tenant);
       series->data = g_string_new(NULL);
       series->last_lent = NAN;
       g_ptr_array_add(gpus, series);
     }
+    series->lent = series->lent || (parse_number(csv_cell(row, col[6]), &lent) && lent > 0);
     series->rows++;
-    samples = MAX(samples, series->rows);
+  }
+  for (guint g = gpus->len; g-- > 0;) {
+    GpuSeries *series = gpus->pdata[g];
+    if (series->idle && !series->lent)
+      g_ptr_array_remove_index(gpus, g);
+    else
+      samples = MAX(samples, series->rows);
   }
   if (gpus->len == 0) {
     ok = TRUE; /* no samples: no figure */
@@ -888,6 +928,7 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
     GPtrArray *row = csv.rows->pdata[r];
     double v[G_N_ELEMENTS(needed)] = {0};
     const double *block, *region;
+    double region_gib;
     GpuSeries *series = NULL;
     double local, staging, lent, borrowed, remote, rate;
     gboolean reclaim;
@@ -901,6 +942,11 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
       continue;
     block = g_hash_table_lookup(block_bytes, csv_cell(row, col[2]));
     region = g_hash_table_lookup(region_bytes, csv_cell(row, col[2]));
+    /* a GPU without a tenant: the room it may lend */
+    region_gib = region ? *region / GIB
+                 : series->idle && series->gpu < (gint64) idle_region->len
+                     ? g_array_index(idle_region, double, series->gpu) / GIB
+                     : NAN;
     lent = v[6] * EMA_SLICE_BYTES / GIB;
     reclaim = isfinite(series->last_lent) && lent < series->last_lent;
     series->last_lent = lent;
@@ -917,7 +963,7 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
     rate = v[4] > 0 && v[5] > 0 ? remote / (v[5] / 1e3) / 1e9 : 0;
     g_string_append_printf(series->data, "%s", csv_cell(row, col[0]));
     for (guint k = 0; k < 5; k++) {
-      double values[] = {local, staging, lent, borrowed, region ? *region / GIB : NAN};
+      double values[] = {local, staging, lent, borrowed, region_gib};
       g_string_append_c(series->data, ' ');
       append_number(series->data, values[k]);
     }
@@ -1372,6 +1418,7 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   g_autoptr(GHashTable) region_bytes =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   g_autoptr(GPtrArray) order = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GArray) idle_region = g_array_new(FALSE, FALSE, sizeof(double));
   g_autofree char *name = NULL;
   g_autofree char *common = find_script("common.gp", error);
   Settings settings = {0};
@@ -1434,7 +1481,7 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
       (g_file_test(requests, G_FILE_TEST_IS_REGULAR) ||
        g_file_test(timeline, G_FILE_TEST_IS_REGULAR))) {
     g_autofree char *title = NULL;
-    if (!read_kv_sizes(dir, block_bytes, region_bytes, order, &name, error))
+    if (!read_kv_sizes(dir, block_bytes, region_bytes, order, idle_region, &name, error))
       goto out;
     if (settings.tenant_given && !tenants_known(dir, settings.tenant, order, error))
       goto out;
@@ -1443,8 +1490,8 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
         !plot_requests(dir, plots, title, order, settings.tenant, driver, drawn, error))
       goto out;
     if (g_file_test(timeline, G_FILE_TEST_IS_REGULAR) &&
-        !plot_timeline(dir, plots, title, block_bytes, region_bytes, settings.tenant, driver, drawn,
-                       error))
+        !plot_timeline(dir, plots, title, block_bytes, region_bytes, idle_region, settings.tenant,
+                       driver, drawn, error))
       goto out;
   }
   if (drawn->len == 0) {

@@ -934,6 +934,21 @@ gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *
   for (guint i = 0; i < report->tenants->len; i++)
     add_tenant(builder, report->tenants->pdata[i], fidelity->pdata[i]);
   json_builder_end_array(builder);
+  /* the GPUs without a tenant, each with what it may lend and lent at most at one sample (the
+   * key only where the server has one: the summaries of every other run keep their fields) */
+  if (report->idle_gpus && report->idle_gpus->len > 0) {
+    json_builder_set_member_name(builder, "idle_gpus");
+    json_builder_begin_array(builder);
+    for (guint i = 0; i < report->idle_gpus->len; i++) {
+      const EmaIdleGpuResult *idle = &g_array_index(report->idle_gpus, EmaIdleGpuResult, i);
+      json_builder_begin_object(builder);
+      ema_json_add_count(builder, "gpu", idle->gpu);
+      ema_json_add_count(builder, "lendable_bytes", idle->slices * EMA_SLICE_BYTES);
+      ema_json_add_count(builder, "lent_peak_bytes", idle->peak_slices_lent * EMA_SLICE_BYTES);
+      json_builder_end_object(builder);
+    }
+    json_builder_end_array(builder);
+  }
   add_pool(builder, experiment, &report->pool);
   /* the makespan: the last request's completion (simulated_s runs on to
    * the last event, a timeline sample) */

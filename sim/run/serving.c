@@ -10,7 +10,10 @@
  * queued for several periods (an idle stretch: requests 1e8 s apart), it
  * skips to the last sample time before the next event and counts the
  * samples between in the KV means: they would repeat this one. So
- * timeline.csv grows with what happens, not with simulated time. */
+ * timeline.csv grows with what happens, not with simulated time. A sample
+ * is a row per GPU of the server: each tenant's GPUs in the experiment's
+ * order, then the idle GPUs (no tenant: an empty tenant field) in GPU
+ * order, which lend to the tenants under a sharing policy. */
 #include "ema/run/serving.h"
 
 #include <errno.h>
@@ -55,6 +58,8 @@ struct Run {
    * and kept in cache once (a rack of one model has one copy, not 72) */
   GHashTable *step_models;
   EmaPool *pool;
+  GArray *idle_gpus; /* EmaIdleGpuResult: the report's, their peaks kept by the sampler */
+  guint64 *idle_peak_slices_lent; /* the report's */
   FILE *timeline, *steps;
   const char *out_dir;
   FILE *events;         /* events.csv, opened at the pool's first event */
@@ -66,7 +71,7 @@ struct Run {
   guint64 steps_rows; /* written so far, up to the experiment's steps_max_rows */
   EmaTime steps_capped_at;
   guint64 timeline_rows; /* written so far, up to the experiment's timeline_max_rows */
-  guint64 sample_rows;   /* the rows of one sample: a row per GPU of every tenant */
+  guint64 sample_rows;   /* the rows of one sample: a row per GPU of the server */
   EmaTime timeline_capped_at;
   EmaEvent sample_event;
   guint64 samples; /* taken so far: the pool's invariants are checked at one in
@@ -242,6 +247,59 @@ static void note_idle_borrowing(EmaPool *pool, EmaTenantResult *r, guint64 borro
   }
 }
 
+/* One timeline.csv row: GPU at NOW, TENANT its tenant as one CSV field (empty: none), COUNTS
+ * (kv_blocks_used, kv_blocks_free, running, waiting), LAST_STEP (ns) and POOL_COUNTS
+ * (slices_lent, slices_borrowed, kv_blocks_remote, slices_staging, tokens). The columns through
+ * the fixed-point and integer writers, as events.csv's. */
+static void write_timeline_row(Run *run, EmaTime now, guint64 gpu, const char *tenant,
+                               const guint64 counts[4], EmaTime last_step,
+                               const guint64 pool_counts[5]) {
+  GString *row = g_string_truncate(run->event_row, 0);
+  char ns[EMA_FILE_UINT_CHARS];
+  gsize digits = ema_file_format_uint(ns, (guint64) (now % 1000000000));
+  run->timeline_rows++;
+  ema_file_append_uint(row, (guint64) (now / 1000000000));
+  g_string_append_c(row, '.');
+  g_string_append_len(row, "000000000", (gssize) (9 - digits));
+  g_string_append_len(row, ns, (gssize) digits);
+  g_string_append_c(row, ',');
+  ema_file_append_uint(row, gpu);
+  g_string_append_c(row, ',');
+  g_string_append(row, tenant);
+  for (guint k = 0; k < 4; k++) {
+    g_string_append_c(row, ',');
+    ema_file_append_uint(row, counts[k]);
+  }
+  g_string_append_c(row, ',');
+  ema_file_append_fixed(row, (double) last_step / 1e6, 6);
+  for (guint k = 0; k < 5; k++) {
+    g_string_append_c(row, ',');
+    ema_file_append_uint(row, pool_counts[k]);
+  }
+  g_string_append_c(row, '\n');
+  fwrite(row->str, 1, row->len, run->timeline);
+}
+
+/* The idle GPUs' part of a sample at NOW: their peaks, and a row each (the slices they lend, as
+ * a tenant's GPU's row counts them; nothing of a tenant's). */
+static void sample_idle_gpus(Run *run, EmaTime now) {
+  static const guint64 none[4] = {0};
+  guint64 together = 0;
+  for (guint i = 0; i < run->idle_gpus->len; i++) {
+    EmaIdleGpuResult *idle = &g_array_index(run->idle_gpus, EmaIdleGpuResult, i);
+    guint64 lent = ema_pool_slices_lent(run->pool, idle->gpu);
+    idle->peak_slices_lent = MAX(idle->peak_slices_lent, lent);
+    together += lent;
+    if (run->timeline) {
+      const guint64 pool_counts[] = {lent, ema_pool_slices_borrowed(run->pool, idle->gpu),
+                                     ema_pool_blocks_remote(run->pool, idle->gpu),
+                                     ema_pool_slices_staging(run->pool, idle->gpu), 0};
+      write_timeline_row(run, now, idle->gpu, "", none, 0, pool_counts);
+    }
+  }
+  *run->idle_peak_slices_lent = MAX(*run->idle_peak_slices_lent, together);
+}
+
 static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
   Run *run = data;
   EmaTime now = ema_sim_now(sim);
@@ -285,9 +343,7 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
       /* each rank of a group: every block has a shard on it, the group's remote ones too, and
        * its share of the group's slices (the pool keeps them on the first GPU) */
       guint first = (guint) spec->gpu, rank = (guint) (g - spec->gpu), tp = (guint) spec->tp;
-      run->timeline_rows++;
-      /* the columns through the fixed-point and integer writers, as events.csv's; waiting:
-       * arrived and not running, in the engine's queue or still in its API server */
+      /* waiting: arrived and not running, in the engine's queue or still in its API server */
       const guint64 counts[] = {used, free_blocks, ema_engine_running(tenant->engine),
                                 ema_engine_waiting(tenant->engine) +
                                     ema_engine_arriving(tenant->engine)};
@@ -296,32 +352,12 @@ static void on_sample(EmaSim *sim, EmaEvent *event, gpointer data) {
           ema_serving_rank_share(ema_pool_slices_borrowed(run->pool, first), rank, tp),
           ema_pool_blocks_remote(run->pool, first),
           ema_serving_rank_share(ema_pool_slices_staging(run->pool, first), rank, tp), tokens};
-      GString *row = g_string_truncate(run->event_row, 0);
-      char ns[EMA_FILE_UINT_CHARS];
-      gsize digits = ema_file_format_uint(ns, (guint64) (now % 1000000000));
-      ema_file_append_uint(row, (guint64) (now / 1000000000));
-      g_string_append_c(row, '.');
-      g_string_append_len(row, "000000000", (gssize) (9 - digits));
-      g_string_append_len(row, ns, (gssize) digits);
-      g_string_append_c(row, ',');
-      ema_file_append_uint(row, (guint64) g);
-      g_string_append_c(row, ',');
-      g_string_append(row, tenant->csv_name);
-      for (guint k = 0; k < G_N_ELEMENTS(counts); k++) {
-        g_string_append_c(row, ',');
-        ema_file_append_uint(row, counts[k]);
-      }
-      g_string_append_c(row, ',');
-      ema_file_append_fixed(row, (double) tenant->result->metrics->last_step / 1e6, 6);
-      for (guint k = 0; k < G_N_ELEMENTS(pool_counts); k++) {
-        g_string_append_c(row, ',');
-        ema_file_append_uint(row, pool_counts[k]);
-      }
-      g_string_append_c(row, '\n');
-      fwrite(row->str, 1, row->len, run->timeline);
+      write_timeline_row(run, now, (guint64) g, tenant->csv_name, counts,
+                         tenant->result->metrics->last_step, pool_counts);
     }
     tenant->tokens_sampled = tenant->result->metrics->tokens_generated;
   }
+  sample_idle_gpus(run, now);
   if (run->progress && g_get_monotonic_time() - run->last_progress >= PROGRESS_INTERVAL_US) {
     run->last_progress = g_get_monotonic_time();
     print_progress(run);
@@ -390,6 +426,8 @@ void ema_serving_report_free(EmaServingReport *report) {
     return;
   if (report->tenants) /* NULL when the pool failed to start */
     g_ptr_array_unref(report->tenants);
+  if (report->idle_gpus)
+    g_array_unref(report->idle_gpus);
   g_free(report);
 }
 
@@ -496,11 +534,9 @@ static void start_engines(Run *run) {
 }
 
 char *ema_serving_timeline_warning(const EmaExperiment *experiment) {
-  guint64 gpus = 0, samples;
+  guint64 gpus = (guint64) experiment->server.gpus, samples; /* a row per GPU a sample */
   if (!ema_experiment_is_serving(experiment) || experiment->duration <= 0)
     return NULL;
-  for (guint i = 0; i < experiment->tenants->len; i++)
-    gpus += (guint64) g_array_index(experiment->tenants, EmaTenantSpec, i).tp;
   samples = (guint64) (experiment->duration / experiment->sample_period) + 1;
   if (gpus == 0 || samples <= (guint64) experiment->timeline_rows / gpus)
     return NULL;
@@ -513,21 +549,33 @@ char *ema_serving_timeline_warning(const EmaExperiment *experiment) {
       (double) experiment->duration / 1e9, samples, gpus);
 }
 
-/* GPUs without a tenant lend their HBM (serving.h). */
-void ema_serving_add_idle_gpus(const EmaExperiment *experiment, EmaPool *pool) {
+GArray *ema_serving_idle_gpus(const EmaExperiment *experiment) {
   const EmaServerSpec *server = &experiment->server;
   g_autofree gboolean *busy = g_new0(gboolean, (gsize) server->gpus);
+  GArray *idle = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < experiment->tenants->len; i++) {
     const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
     for (gint64 g = spec->gpu; g < spec->gpu + spec->tp; g++)
       busy[g] = TRUE;
   }
-  for (gint64 g = 0; g < server->gpus; g++)
+  for (guint g = 0; g < (guint) server->gpus; g++)
     if (!busy[g])
-      ema_pool_add_idle_gpu(
-          pool, (guint) g,
-          (guint64) ((double) ema_gpu_hbm_bytes(&server->gpu) * experiment->idle_gpu_memory) /
-              EMA_SLICE_BYTES);
+      g_array_append_val(idle, g);
+  return idle;
+}
+
+/* The slices an idle GPU lends: idle_gpu_memory of its HBM. */
+static guint64 idle_gpu_slices(const EmaExperiment *experiment) {
+  return (guint64) ((double) ema_gpu_hbm_bytes(&experiment->server.gpu) *
+                    experiment->idle_gpu_memory) /
+         EMA_SLICE_BYTES;
+}
+
+/* GPUs without a tenant lend their HBM (serving.h). */
+void ema_serving_add_idle_gpus(const EmaExperiment *experiment, EmaPool *pool) {
+  g_autoptr(GArray) idle = ema_serving_idle_gpus(experiment);
+  for (guint i = 0; i < idle->len; i++)
+    ema_pool_add_idle_gpu(pool, g_array_index(idle, guint, i), idle_gpu_slices(experiment));
 }
 
 EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *out_dir,
@@ -564,6 +612,17 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
   ema_pool_set_seed(pool, ema_trace_seed_derive((guint64) experiment->seed, "offload"));
   g_array_set_clear_func(tenants, tenant_clear);
   report->tenants = g_ptr_array_new_with_free_func(result_free);
+  report->idle_gpus = g_array_new(FALSE, FALSE, sizeof(EmaIdleGpuResult));
+  {
+    g_autoptr(GArray) idle = ema_serving_idle_gpus(experiment);
+    for (guint i = 0; i < idle->len; i++) {
+      EmaIdleGpuResult result = {g_array_index(idle, guint, i), idle_gpu_slices(experiment), 0};
+      g_array_append_val(report->idle_gpus, result);
+    }
+  }
+  run.idle_gpus = report->idle_gpus;
+  run.idle_peak_slices_lent = &report->idle_peak_slices_lent;
+  run.sample_rows = (guint64) experiment->server.gpus;
   if (out_dir) {
     if (experiment->requests_csv) {
       requests = open_output(&run, "requests.csv", error);
@@ -591,10 +650,8 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
       fputs(STEPS_HEADER, run.steps);
     }
   }
-  for (guint i = 0; ok && i < experiment->tenants->len; i++) {
+  for (guint i = 0; ok && i < experiment->tenants->len; i++)
     ok = add_tenant(&run, report, i, requests, error);
-    run.sample_rows += (guint64) g_array_index(experiment->tenants, EmaTenantSpec, i).tp;
-  }
   if (ok) {
     ema_serving_add_idle_gpus(experiment, pool);
     ok = ema_pool_start(pool, error);

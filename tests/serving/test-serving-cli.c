@@ -5,7 +5,9 @@
  * and --set changing the results, requests_csv: false, events_csv: false
  * and the events filter by kind, a tenant's sharing settings (lend: false,
  * borrow: false), a TP group's timeline rows per rank, its name and
- * warning under compare: and its warning in a sweep, an output directory
+ * warning under compare: and its warning in a sweep, a GPU without a tenant
+ * that lends (its timeline.csv rows and summary.json's idle_gpus), an
+ * output directory
  * that cannot be made, a vLLM benchmark result replayed with its own load and
  * its measured figures printed, a closed loop without an arrival process, and
  * every bad file in tests/fixtures/serving/errors/ as one "path:line:col: ..."
@@ -22,6 +24,7 @@
 #define GOLDEN FIXTURES "golden.yaml"
 #define INVARIANTS FIXTURES "invariants.yaml"
 #define SHARING FIXTURES "sharing.yaml"
+#define IDLE_LENDER FIXTURES "idle-lender.yaml"
 /* the warning invariants.yaml's deliberately tight tenants give */
 #define OVERLOADED "ema-sim: warning: tenant tight-"
 
@@ -628,9 +631,10 @@ static void test_scaled_fixed_kv_warning(void) {
   ema_test_assert_ok(unscaled);
 }
 
-/* timeline_max_rows stops timeline.csv at a whole sample: tp-share.yaml's sample is three rows
- * (the TP-2 group's two, the other tenant's one), so a cap of 5 keeps the first sample's three
- * and none of the second (its group's two rows were written without the other tenant's row). */
+/* timeline_max_rows stops timeline.csv at a whole sample: tp-share.yaml's sample is four rows
+ * (the TP-2 group's two, the other tenant's one, gpu3's, which has no tenant), so a cap of 5
+ * keeps the first sample's four and none of the second (its group's two rows were written
+ * without the other GPUs' rows). */
 static void test_timeline_cap_whole_samples(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autoptr(EmaTestRun) run = ema_test_cli("run", TP_SHARE, "--set", "timeline_max_rows=5", "--set",
@@ -639,12 +643,13 @@ static void test_timeline_cap_whole_samples(void) {
   g_auto(GStrv) lines = g_strsplit(timeline, "\n", -1);
   g_assert_cmpint(run->status, ==, 0);
   /* the rows it holds, not the cap */
-  ema_test_assert_contains(run->err, "ema-sim: warning: timeline.csv stopped at 3 rows "
+  ema_test_assert_contains(run->err, "ema-sim: warning: timeline.csv stopped at 4 rows "
                                      "(timeline_max_rows 5: whole samples only), at 1 s");
-  g_assert_cmpuint(g_strv_length(lines), ==, 5); /* the header, 3 rows, "" */
+  g_assert_cmpuint(g_strv_length(lines), ==, 6); /* the header, 4 rows, "" */
   g_assert_true(g_str_has_prefix(lines[1], "0.000000000,0,big,"));
   g_assert_true(g_str_has_prefix(lines[2], "0.000000000,1,big,"));
   g_assert_true(g_str_has_prefix(lines[3], "0.000000000,2,small,"));
+  g_assert_cmpstr(lines[4], ==, "0.000000000,3,,0,0,0,0,0.000000,0,0,0,0,0");
   ema_test_remove_tree(dir);
 }
 
@@ -806,6 +811,76 @@ static void test_tp_compare(void) {
   ema_test_remove_tree(dir);
 }
 
+/* idle-lender.yaml: gpu1 has no tenant and lends to gpu0's. timeline.csv has both GPUs' rows at
+ * every sample, gpu1's with an empty tenant and nothing of a tenant's, its slices_lent what gpu0
+ * borrowed (the only borrower, the only lender); summary.json's idle_gpus holds its room (90% of
+ * an H200's 139.8 GiB: 64,419 slices) and its peak. Under a cap of 5 rows the timeline keeps 2
+ * whole samples (4 rows), and the warning before the run counts both GPUs. */
+static void test_idle_lender_timeline(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *capped = g_build_filename(dir, "capped", NULL);
+  g_autofree char *timeline = NULL, *summary = NULL, *capped_timeline = NULL;
+  g_auto(GStrv) rows = NULL, capped_rows = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new();
+  JsonArray *idle;
+  JsonObject *gpu1;
+  guint64 lent_peak = 0;
+  guint samples = 0;
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", IDLE_LENDER, "-o", dir, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 0);
+  }
+  timeline = ema_test_read_file(dir, "timeline.csv");
+  rows = g_strsplit(timeline, "\n", -1);
+  for (guint i = 1; rows[i] && rows[i][0]; i += 2, samples++) {
+    g_auto(GStrv) busy = g_strsplit(rows[i], ",", -1);
+    g_auto(GStrv) empty = NULL;
+    g_autofree char *time = g_strdup_printf("%u.000000000", samples);
+    g_assert_nonnull(rows[i + 1]);
+    empty = g_strsplit(rows[i + 1], ",", -1);
+    g_assert_cmpstr(busy[0], ==, time);
+    g_assert_cmpstr(busy[1], ==, "0");
+    g_assert_cmpstr(busy[2], ==, "tight");
+    g_assert_cmpstr(empty[0], ==, time);
+    g_assert_cmpstr(empty[1], ==, "1");
+    g_assert_cmpstr(empty[2], ==, "");
+    for (guint k = 3; k < 13; k++)
+      if (k != 8) /* slices_lent */
+        g_assert_cmpstr(empty[k], ==, k == 7 ? "0.000000" : "0");
+    g_assert_cmpstr(busy[8], ==, "0");      /* gpu0 lends nothing */
+    g_assert_cmpstr(empty[8], ==, busy[9]); /* gpu1 lent what gpu0 borrowed */
+    lent_peak = MAX(lent_peak, g_ascii_strtoull(empty[8], NULL, 10));
+  }
+  g_assert_cmpuint(samples, ==, 11); /* 0 s to 10 s */
+  g_assert_cmpuint(lent_peak, >, 0);
+  summary = ema_test_read_file(dir, "summary.json");
+  g_assert_true(json_parser_load_from_data(parser, summary, -1, NULL));
+  idle =
+      json_object_get_array_member(json_node_get_object(json_parser_get_root(parser)), "idle_gpus");
+  g_assert_cmpuint(json_array_get_length(idle), ==, 1);
+  gpu1 = json_array_get_object_element(idle, 0);
+  g_assert_cmpint(json_object_get_int_member(gpu1, "gpu"), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(gpu1, "lendable_bytes"), ==, 64419 * EMA_SLICE_BYTES);
+  g_assert_cmpint(json_object_get_int_member(gpu1, "lent_peak_bytes"), ==,
+                  (gint64) (lent_peak * EMA_SLICE_BYTES));
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", IDLE_LENDER, "--set", "timeline_max_rows=5",
+                                             "-o", capped, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    ema_test_assert_contains(run->err, "ema-sim: warning: timeline.csv may reach its cap of 5 rows "
+                                       "(sample_period 1 s over duration 10 s: up to 11 samples "
+                                       "of 2 GPUs)");
+    ema_test_assert_contains(run->err, "ema-sim: warning: timeline.csv stopped at 4 rows "
+                                       "(timeline_max_rows 5: whole samples only), at 2 s");
+  }
+  capped_timeline = ema_test_read_file(capped, "timeline.csv");
+  capped_rows = g_strsplit(capped_timeline, "\n", -1);
+  g_assert_cmpuint(g_strv_length(capped_rows), ==, 6); /* the header, 4 rows, "" */
+  for (guint i = 1; i < 5; i++)
+    g_assert_cmpstr(capped_rows[i], ==, rows[i]);
+  ema_test_remove_tree(dir);
+}
+
 /* tp-borrow.yaml as a sweep of two variants (static, ema): the group's
  * warning is printed once, naming the one point that gives it. */
 static void test_tp_sweep(void) {
@@ -897,6 +972,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/unpark-group", test_unpark_group);
   g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
   g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);
+  g_test_add_func("/serving-cli/run/idle-lender-timeline", test_idle_lender_timeline);
   g_test_add_func("/serving-cli/sweep/tp-warning", test_tp_sweep);
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
   g_test_add_func("/serving-cli/vllm/replay", test_vllm_replay);

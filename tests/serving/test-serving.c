@@ -272,10 +272,13 @@ static void test_one_request(void) {
   g_assert_cmpstr(s_arrival, ==, "0.250000000");
 
   /* timeline.csv: a sample at 0 (before the arrival) and at 1 s (after the
-   * finish), when the sampler is the only event left */
+   * finish), when the sampler is the only event left; each with gpu1, no
+   * tenant's (an empty tenant), after the tenant's row */
   want_timeline = g_strdup_printf(TIMELINE_HEADER "\n"
                                                   "0.000000000,0,solo,0,56362,0,0,0.000000\n"
-                                                  "1.000000000,0,solo,0,56362,0,0,%.6f\n",
+                                                  "0.000000000,1,,0,0,0,0,0.000000\n"
+                                                  "1.000000000,0,solo,0,56362,0,0,%.6f\n"
+                                                  "1.000000000,1,,0,0,0,0,0.000000\n",
                                   (double) decode[2] / 1e6);
   timeline_text = ema_test_read_file(dir, "timeline.csv");
   timeline = timeline_head(timeline_text);
@@ -958,6 +961,9 @@ static const BadConfig bad_configs[] = {
      "longest (give chunked_prefill: true, or a larger budget)"},
     {"name-control-char.yaml", EMA_CONFIG_ERROR_INVALID,
      "6:11: tenants.0.name: a name holds no control character (0x0a at byte 1)"},
+    {"name-empty.yaml", EMA_CONFIG_ERROR_INVALID,
+     "5:11: tenants.0.name: a tenant's name is not empty (an empty tenant in timeline.csv is a GPU "
+     "without a tenant)"},
     {"prefix-groups-no-prefix.yaml", EMA_CONFIG_ERROR_INVALID,
      "12:29: tenants.0.trace.shared_prefix_groups: groups of a shared prefix need "
      "shared_prefix_tokens above 0"},
@@ -1230,9 +1236,11 @@ static void test_invariants(void) {
     check_latency(t, "e2e_ms", stats[i].e2e);
   }
 
-  /* timeline.csv: one row per GPU of every tenant at 0, period, 2 period ...
-   * up to the end; used + free = the tenant's blocks; a TP group's rows
-   * agree; the last sample sees exactly the unfinished requests */
+  /* timeline.csv: one row per GPU of the server at 0, period, 2 period ...
+   * up to the end, the tenants' GPUs first; used + free = the tenant's blocks;
+   * a TP group's rows agree; the last sample sees exactly the unfinished
+   * requests; then gpu3, which no tenant runs on: an empty tenant, nothing
+   * of a tenant's, and nothing lent (static) */
   {
     g_autofree char *header = timeline_head(timeline_lines[0]);
     g_auto(GStrv) columns = g_strsplit(timeline_lines[0], ",", -1);
@@ -1240,10 +1248,17 @@ static void test_invariants(void) {
     n_columns = g_strv_length(columns);
   }
   samples = (guint) (end / period) + 1;
-  g_assert_cmpuint(g_strv_length(timeline_lines), ==, 1 + samples * row_gpus->len);
+  g_assert_cmpuint(report->idle_gpus->len, ==, 1);
+  g_assert_cmpuint(g_array_index(report->idle_gpus, EmaIdleGpuResult, 0).gpu, ==, 3);
+  g_assert_cmpuint(row_gpus->len + 1, ==, experiment->server.gpus);
+  g_assert_cmpuint(g_strv_length(timeline_lines), ==, 1 + samples * experiment->server.gpus);
   for (guint s = 0; s < samples; s++) {
+    const char *idle_line = timeline_lines[1 + s * experiment->server.gpus + row_gpus->len];
+    g_autofree char *want_idle =
+        g_strdup_printf("%.9f,3,,0,0,0,0,0.000000,0,0,0,0,0", (double) (s * period) / 1e9);
+    g_assert_cmpstr(idle_line, ==, want_idle);
     for (guint j = 0; j < row_gpus->len; j++) {
-      const char *line = timeline_lines[1 + s * row_gpus->len + j];
+      const char *line = timeline_lines[1 + s * experiment->server.gpus + j];
       g_auto(GStrv) f = g_strsplit(line, ",", -1);
       guint i = g_array_index(row_tenants, guint, j);
       const EmaTenantSpec *spec = &g_array_index(experiment->tenants, EmaTenantSpec, i);
@@ -1264,7 +1279,8 @@ static void test_invariants(void) {
                           json_object_get_int_member(t, "unfinished"));
       } else {
         /* the other GPUs of a TP group repeat the group's figures */
-        g_autofree char *group_head = timeline_head(timeline_lines[1 + s * row_gpus->len + j - 1]);
+        g_autofree char *group_head =
+            timeline_head(timeline_lines[1 + s * experiment->server.gpus + j - 1]);
         g_autofree char *head = timeline_head(line);
         g_assert_cmpstr(strchr(strchr(head, ',') + 1, ','), ==,
                         strchr(strchr(group_head, ',') + 1, ','));

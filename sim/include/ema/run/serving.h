@@ -38,9 +38,20 @@ typedef struct {
   guint64 idle_borrowed_slices, idle_admitted_slices;
 } EmaTenantResult;
 
+/* A GPU of the server that runs no tenant (nor a tenant's TP group): under a sharing policy it
+ * lends idle_gpu_memory of its HBM (ema_serving_add_idle_gpus). */
+typedef struct {
+  guint gpu;
+  guint64 slices;           /* what it may lend: idle_gpu_memory of its HBM, in slices */
+  guint64 peak_slices_lent; /* the most it had lent at one timeline sample */
+} EmaIdleGpuResult;
+
 typedef struct {
   GPtrArray *tenants; /* EmaTenantResult *, in the experiment's order */
-  EmaPoolStats pool;  /* what the memory pool did */
+  GArray *idle_gpus;  /* EmaIdleGpuResult, in GPU order; empty where every GPU runs a tenant */
+  /* the most the idle GPUs had lent together at one timeline sample */
+  guint64 idle_peak_slices_lent;
+  EmaPoolStats pool; /* what the memory pool did */
   guint64 events;
   EmaTime simulated; /* time of the last event */
   double wall_s;
@@ -83,8 +94,12 @@ void ema_serving_apply_preempt_choice(const EmaExperiment *experiment, EmaEngine
  * the shares differ by at most one and add up to TOTAL. */
 guint64 ema_serving_rank_share(guint64 total, guint rank, guint ranks);
 
-/* Make every GPU of EXPERIMENT's server that no tenant (nor a tenant's TP
- * group) runs on an idle lender in POOL, lending idle_gpu_memory of its HBM
+/* The GPUs of EXPERIMENT's server that no tenant (nor a tenant's TP group)
+ * runs on, in GPU order (guint): the idle GPUs. */
+GArray *ema_serving_idle_gpus(const EmaExperiment *experiment);
+
+/* Make every idle GPU of EXPERIMENT's server (ema_serving_idle_gpus) an
+ * idle lender in POOL, lending idle_gpu_memory of its HBM
  * (ema_pool_add_idle_gpu). ema_serving_run calls it once the tenants are in
  * the pool and before ema_pool_start; so does tests/pool/rig.c. */
 void ema_serving_add_idle_gpus(const EmaExperiment *experiment, EmaPool *pool);
