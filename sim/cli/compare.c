@@ -127,6 +127,40 @@ static guint find_lenders(GArray *arms, guint borrower, gboolean *lenders) {
   return n;
 }
 
+/* The GPUs without a tenant that lent in some run, as the comparison names them ("gpu5",
+ * "gpu5..gpu7, gpu9"), and *PEAK, the most they lent together at one sample of any run (bytes);
+ * NULL where none lent. */
+static char *idle_lenders(GArray *arms, guint64 *peak) {
+  g_autoptr(GArray) lent = g_array_new(FALSE, TRUE, sizeof(gboolean));
+  g_autoptr(GString) names = g_string_new(NULL);
+  *peak = 0;
+  for (guint a = 0; a < arms->len; a++) {
+    const EmaServingReport *report = g_array_index(arms, Arm, a).report;
+    for (guint i = 0; report->idle_gpus && i < report->idle_gpus->len; i++) {
+      const EmaIdleGpuResult *idle = &g_array_index(report->idle_gpus, EmaIdleGpuResult, i);
+      if (idle->peak_slices_lent == 0)
+        continue;
+      if (idle->gpu >= lent->len)
+        g_array_set_size(lent, idle->gpu + 1);
+      g_array_index(lent, gboolean, idle->gpu) = TRUE;
+    }
+    *peak = MAX(*peak, report->idle_peak_slices_lent * EMA_SLICE_BYTES);
+  }
+  /* runs of consecutive GPUs as FIRST..LAST */
+  for (guint g = 0; g < lent->len; g++) {
+    guint last = g;
+    if (!g_array_index(lent, gboolean, g))
+      continue;
+    while (last + 1 < lent->len && g_array_index(lent, gboolean, last + 1))
+      last++;
+    g_string_append_printf(names, "%sgpu%u", names->len ? ", " : "", g);
+    if (last > g)
+      g_string_append_printf(names, "..gpu%u", last);
+    g = last;
+  }
+  return names->len ? g_string_free(g_steal_pointer(&names), FALSE) : NULL;
+}
+
 /* A tenant as the table names it: "NAME (gpuG)", a TP group "NAME
  * (gpuG..gpuH)". */
 static char *tenant_label(const EmaTenantSpec *spec) {
@@ -246,6 +280,8 @@ static void print_comparison(FILE *out, GArray *arms, guint repeats, guint borro
   const Variant *base = &g_array_index(variants, Variant, find_baseline(variants));
   g_autofree char *label = tenant_label(b->spec);
   g_autoptr(GString) names = g_string_new(NULL);
+  guint64 idle_peak;
+  g_autofree char *idle = idle_lenders(arms, &idle_peak);
   guint width = 7;
   for (guint t = 0; t < first->tenants->len; t++)
     if (lenders[t]) {
@@ -253,10 +289,18 @@ static void print_comparison(FILE *out, GArray *arms, guint repeats, guint borro
           tenant_label(((const EmaTenantResult *) first->tenants->pdata[t])->spec);
       g_string_append_printf(names, "%s%s", names->len ? ", " : "", name);
     }
-  fprintf(out, "\ncomparison: borrower %s%s, lenders %s%s%s\n", label,
+  if (names->len)
+    g_string_prepend(names, n_lent > 0 ? "the tenants that lent: "
+                                       : "(no tenant lent) the other tenants: ");
+  if (idle) {
+    /* after the tenants; alone where the borrower has no other tenant beside it */
+    g_autofree char *size = ema_units_format_size_human(idle_peak);
+    g_string_append_printf(names, "%s%s (no tenant)%s lent up to %s at one sample",
+                           names->len ? "; " : "", idle, names->len ? "" : ":", size);
+  }
+  fprintf(out, "\ncomparison: borrower %s%s, lenders %s%s\n", label,
           any_borrowed ? "" : " (no tenant borrowed: the one preempted most)",
-          n_lent > 0 ? "the tenants that lent: " : "(no tenant lent) the other tenants: ",
-          names->len ? names->str : "none",
+          names->len ? names->str : "(no tenant lent) the other tenants: none",
           repeats > 1 ? "; each figure the mean of the repeats" : "");
   for (guint v = 0; v < variants->len; v++)
     width = MAX(width, (guint) strlen(g_array_index(variants, Variant, v).dir));

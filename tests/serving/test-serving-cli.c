@@ -6,8 +6,8 @@
  * and the events filter by kind, a tenant's sharing settings (lend: false,
  * borrow: false), a TP group's timeline rows per rank, its name and
  * warning under compare: and its warning in a sweep, a GPU without a tenant
- * that lends (its timeline.csv rows and summary.json's idle_gpus), an
- * output directory
+ * that lends (its timeline.csv rows, summary.json's idle_gpus, the
+ * comparison's words and its memory panel), an output directory
  * that cannot be made, a vLLM benchmark result replayed with its own load and
  * its measured figures printed, a closed loop without an arrival process, and
  * every bad file in tests/fixtures/serving/errors/ as one "path:line:col: ..."
@@ -17,6 +17,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ema/core/units.h"
 #include "ema/run/serving.h"
 #include "testutil.h"
 
@@ -778,9 +779,25 @@ static void test_tp_timeline(void) {
   ema_test_remove_tree(dir);
 }
 
+/* The most the one GPU without a tenant of the run in DIR/VARIANT lent at one sample, as the
+ * comparison writes it (summary.json's idle_gpus.0.lent_peak_bytes, for people). */
+static char *idle_peak_text(const char *dir, const char *variant) {
+  g_autofree char *folder = g_build_filename(dir, variant, NULL);
+  g_autofree char *summary = ema_test_read_file(folder, "summary.json");
+  g_autoptr(JsonParser) parser = json_parser_new();
+  JsonArray *idle;
+  g_assert_true(json_parser_load_from_data(parser, summary, -1, NULL));
+  idle =
+      json_object_get_array_member(json_node_get_object(json_parser_get_root(parser)), "idle_gpus");
+  g_assert_cmpuint(json_array_get_length(idle), ==, 1);
+  return ema_units_format_size_human((guint64) json_object_get_int_member(
+      json_array_get_object_element(idle, 0), "lent_peak_bytes"));
+}
+
 /* tp-borrow.yaml under compare: (static, ema): the table names the
  * borrowing group by its GPUs and takes as lenders the tenants that lent
- * (the light tenant, beside the idle GPU), and the
+ * (the light tenant), then names the GPU without a tenant that lent and
+ * its peak, and the
  * group's warning is printed for the variant that shares, as a single run
  * prints it. */
 static void test_tp_compare(void) {
@@ -794,9 +811,14 @@ static void test_tp_compare(void) {
   g_assert_true(g_file_set_contents(path, text, -1, NULL));
   run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
   g_assert_cmpint(run->status, ==, 0);
-  g_assert_nonnull(strstr(
-      run->out, "\ncomparison: borrower big (gpu0..gpu1), lenders the tenants that lent: small "
-                "(gpu2)\n"));
+  {
+    g_autofree char *peak = idle_peak_text(out, "ema");
+    g_autofree char *want = g_strdup_printf(
+        "\ncomparison: borrower big (gpu0..gpu1), lenders the tenants that lent: small (gpu2); "
+        "gpu3 (no tenant) lent up to %s at one sample\n",
+        peak);
+    ema_test_assert_contains(run->out, want);
+  }
   g_assert_nonnull(strstr(run->err, "ema-sim: warning: ema: tenant big (tp 2 on gpu0..gpu1)"));
   g_assert_null(strstr(run->err, "warning: static: tenant big (tp 2"));
   /* a run's own warnings (here the events.csv cap, ema's only: static's pool does nothing)
@@ -878,6 +900,47 @@ static void test_idle_lender_timeline(void) {
   g_assert_cmpuint(g_strv_length(capped_rows), ==, 6); /* the header, 4 rows, "" */
   for (guint i = 1; i < 5; i++)
     g_assert_cmpstr(capped_rows[i], ==, rows[i]);
+  ema_test_remove_tree(dir);
+}
+
+/* idle-lender.yaml under compare: (static, ema): gpu1, which has no tenant, lent to the
+ * borrower under ema and nothing under static; the comparison names it, alone (gpu0's tenant has
+ * no other beside it), with the most it lent at one sample (ema's summary.json; static's says
+ * 0). ema-sim plot draws gpu1's memory panel in the ema run, where it lent, and not in the static
+ * one, where it never did (where gnuplot is on PATH). */
+static void test_idle_lender_compare(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *root = g_strdup(g_getenv("EMA_SOURCE_ROOT"));
+  g_autofree char *fixture = ema_test_read_file(root, IDLE_LENDER);
+  g_autofree char *text =
+      g_strconcat(fixture, "compare:\n  static: {policy: static}\n  ema: {policy: ema}\n", NULL);
+  g_autofree char *path = g_build_filename(dir, "cmp.yaml", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  g_autofree char *peak = NULL, *want = NULL, *zero = NULL;
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  peak = idle_peak_text(out, "ema");
+  zero = idle_peak_text(out, "static");
+  g_assert_cmpstr(zero, ==, "0 B");
+  g_assert_cmpstr(peak, !=, "0 B");
+  want = g_strdup_printf("\ncomparison: borrower tight (gpu0), lenders gpu1 (no tenant): lent up "
+                         "to %s at one sample\n",
+                         peak);
+  ema_test_assert_contains(run->out, want);
+  if (gnuplot) {
+    g_autoptr(EmaTestRun) plot = ema_test_cli("plot", out, NULL);
+    g_autofree char *ema_dir = g_build_filename(out, "ema", NULL);
+    g_autofree char *static_dir = g_build_filename(out, "static", NULL);
+    g_autofree char *ema_data = NULL, *static_data = NULL;
+    g_assert_cmpint(plot->status, ==, 0);
+    ema_data = ema_test_read_file(ema_dir, "plots/memory.dat");
+    static_data = ema_test_read_file(static_dir, "plots/memory.dat");
+    ema_test_assert_contains(ema_data, "\n# gpu1 (no tenant)\n");
+    g_assert_null(strstr(static_data, "gpu1"));
+  }
   ema_test_remove_tree(dir);
 }
 
@@ -973,6 +1036,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/tp-timeline", test_tp_timeline);
   g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);
   g_test_add_func("/serving-cli/run/idle-lender-timeline", test_idle_lender_timeline);
+  g_test_add_func("/serving-cli/run/idle-lender-compare", test_idle_lender_compare);
   g_test_add_func("/serving-cli/sweep/tp-warning", test_tp_sweep);
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
   g_test_add_func("/serving-cli/vllm/replay", test_vllm_replay);

@@ -21,9 +21,12 @@
  * tenant whose GPUs borrowed the most (at one timeline sample, in any variant); with no borrowing
  * anywhere, the tenant with the most preemptions in the first variant (the table says so). The
  * lenders are the other tenants that lent in some variant; where none did (idle GPUs lent, or
- * nothing was), every other tenant. "lenders' p99" is the worst lender's. "borrowed peak" is the
- * most the borrower held at one timeline sample; "lent in all" the pool's slices_borrowed (every
- * slice lent over the run, cumulative), "reclaimed" its slices_reclaimed. */
+ * nothing was), every other tenant. GPUs without a tenant that lent in some run are named after
+ * them ("gpu5..gpu7 (no tenant) lent up to 12.0 GiB at one sample": the most they lent together
+ * at one timeline sample of any run; summary.json's idle_gpus has each one's peak). "lenders'
+ * p99" is the worst lender's. "borrowed peak" is the most the borrower held at one timeline
+ * sample; "lent in all" the pool's slices_borrowed (every slice lent over the run, cumulative),
+ * "reclaimed" its slices_reclaimed. */
 #pragma once
 
 #include <stdio.h>
