@@ -522,6 +522,16 @@ static void attn_key(char *buf, gsize size, EmaProfileDtype dtype, guint q, guin
   key_fields(&key, 3, (const char *const[]){" q=", " kv=", " d="}, (const guint64[]){q, kv, d});
 }
 
+/* The shape of prefill attention over prompts run together (outer: the prompts), apart from
+ * attn_key's one-prompt rows (outer: the cached context). */
+static void attn_prompts_key(char *buf, gsize size, EmaProfileDtype dtype, guint q, guint kv,
+                             guint d) {
+  Key key = key_start(buf, size);
+  key_text(&key, rate_class(dtype));
+  key_fields(&key, 3, (const char *const[]){" q=", " kv=", " d="}, (const guint64[]){q, kv, d});
+  key_text(&key, " prompts");
+}
+
 static void moe_key(char *buf, gsize size, EmaProfileDtype dtype, guint experts, guint64 k,
                     guint64 n) {
   Key key = key_start(buf, size);
@@ -840,6 +850,7 @@ static Surface *scaled_surface(const EmaProfile *p, const Surface *from, EmaProf
 typedef struct {
   EmaProfileDtype dtype;
   guint q, kv, d, before;
+  gboolean batched; /* prefill over prompts run together (attn_prompts_key) */
 } FoldArgs;
 
 /* the most KV heads a shape is multiplied by to find it in a table (make_attn_decode_folded) */
@@ -902,7 +913,8 @@ static Surface *make_attn_prefill_folded(const EmaProfile *p, gconstpointer args
     double distance;
     if (kv == a->kv)
       continue;
-    attn_key(key, sizeof key, a->dtype, a->q / a->kv * kv, kv, a->d);
+    (a->batched ? attn_prompts_key : attn_key)(key, sizeof key, a->dtype, a->q / a->kv * kv, kv,
+                                               a->d);
     s = g_hash_table_lookup(p->tables[EMA_PROFILE_ATTN_PREFILL], key);
     if (!s || s->source >= a->before)
       continue;
@@ -922,44 +934,59 @@ static Surface *make_attn_prefill_folded(const EmaProfile *p, gconstpointer args
  * precedence below BEFORE holds (make_attn_decode_folded, make_attn_prefill_folded), made once
  * and kept in the profile's derived table; NULL where none is held. */
 static const Surface *attn_folded(const EmaProfile *profile, EmaProfileKind kind,
-                                  EmaProfileDtype dtype, guint q, guint kv, guint d, guint before) {
+                                  EmaProfileDtype dtype, guint q, guint kv, guint d, guint before,
+                                  gboolean batched) {
   gboolean decode = kind == EMA_PROFILE_ATTN_DECODE;
   char key[160], shape[128];
-  attn_key(shape, sizeof shape, dtype, q, kv, d);
+  (batched ? attn_prompts_key : attn_key)(shape, sizeof shape, dtype, q, kv, d);
   g_snprintf(key, sizeof key, "%s folded %s before %u", decode ? "decode" : "prefill", shape,
              before);
   return derived_surface(profile, key, decode ? make_attn_decode_folded : make_attn_prefill_folded,
-                         &(FoldArgs){dtype, q, kv, d, before});
+                         &(FoldArgs){dtype, q, kv, d, before, batched});
 }
 
-/* OP's surfaces for KIND's attention of Q and KV heads of D: the shape's own, unless a data set
- * of higher precedence holds it as another shape (attn_folded), then the measuring workload's
- * (FALLBACK). */
+/* OP's surfaces for KIND's attention of Q and KV heads of D (BATCHED: prefill over prompts run
+ * together, attn_prompts_key): the shape's own, unless a data set of higher precedence holds it
+ * as another shape (attn_folded), then the measuring workload's (FALLBACK; none is batched). */
 static void resolve_attention(const EmaProfile *profile, EmaProfileKind kind, EmaProfileDtype dtype,
-                              guint q, guint kv, guint d, EmaProfileOp *op) {
+                              guint q, guint kv, guint d, gboolean batched, EmaProfileOp *op) {
   EmaProfileDtype dtypes[2];
   guint count;
-  RESOLVE(op, profile, kind, dtype, attn_key, q, kv, d);
+  if (batched)
+    RESOLVE(op, profile, kind, dtype, attn_prompts_key, q, kv, d);
+  else
+    RESOLVE(op, profile, kind, dtype, attn_key, q, kv, d);
   count = lookup_dtypes(dtype, dtypes);
   for (guint i = 0; i < count && !measured_first(op, 0, i); i++) {
     const Surface *exact = op->surfaces[i], *folded;
     if (exact && exact->source == 0)
       continue;
-    folded = attn_folded(profile, kind, dtypes[i], q, kv, d, exact ? exact->source : G_MAXUINT);
+    folded =
+        attn_folded(profile, kind, dtypes[i], q, kv, d, exact ? exact->source : G_MAXUINT, batched);
     if (folded)
       op->surfaces[i] = folded;
   }
-  FALLBACK(op, profile, kind, dtype, attn_key, q, kv, d);
+  if (!batched)
+    FALLBACK(op, profile, kind, dtype, attn_key, q, kv, d);
 }
 
 void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
                                 guint kv_heads, guint head_dim, EmaProfileOp *op) {
-  resolve_attention(profile, EMA_PROFILE_ATTN_DECODE, dtype, q_heads, kv_heads, head_dim, op);
+  resolve_attention(profile, EMA_PROFILE_ATTN_DECODE, dtype, q_heads, kv_heads, head_dim, FALSE,
+                    op);
 }
 
 void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
                                  guint kv_heads, guint head_dim, EmaProfileOp *op) {
-  resolve_attention(profile, EMA_PROFILE_ATTN_PREFILL, dtype, q_heads, kv_heads, head_dim, op);
+  resolve_attention(profile, EMA_PROFILE_ATTN_PREFILL, dtype, q_heads, kv_heads, head_dim, FALSE,
+                    op);
+}
+
+void ema_profile_op_attn_prefill_prompts(const EmaProfile *profile, EmaProfileDtype dtype,
+                                         guint q_heads, guint kv_heads, guint head_dim,
+                                         EmaProfileOp *op) {
+  resolve_attention(profile, EMA_PROFILE_ATTN_PREFILL, dtype, q_heads, kv_heads, head_dim, TRUE,
+                    op);
 }
 
 void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts, guint64 k,
@@ -1764,9 +1791,11 @@ static gboolean aic_gemm_row(const ImportLoad *load, const AicTable *t, GError *
 
 /* generation_attention: BATCH sequences decode one token each after STEP
  * cached tokens (the table's context is STEP + 1); context_attention: the
- * prompts of BATCH sequences of ISL tokens, no cached prefix (only batch 1
- * is kept: the step model times a chunk as one sequence). Sliding-window
- * rows are left out. */
+ * prompts of BATCH sequences of ISL tokens, no cached prefix, in one kernel:
+ * batch 1 as one prompt's rows (outer 0, the cached context), every batch
+ * as the prompts-run-together rows (attn_prompts_key, outer the prompts),
+ * which the step model takes what running a step's prompts together saves
+ * from. Sliding-window rows are left out. */
 static gboolean aic_attention_row(const ImportLoad *load, const AicTable *t, gboolean decode,
                                   GError **error) {
   double v[7]; /* batch, step or isl, heads, kv heads, head dim, window, latency */
@@ -1777,16 +1806,23 @@ static gboolean aic_attention_row(const ImportLoad *load, const AicTable *t, gbo
     return TRUE;
   if (!aic_numbers(t, 7, v, error))
     return FALSE;
-  if (v[5] != 0 || (!decode && v[0] != 1) || v[2] < 1 || v[3] < 1 || v[4] < 1)
+  if (v[5] != 0 || v[2] < 1 || v[3] < 1 || v[4] < 1)
     return TRUE;
-  attn_key(key, sizeof key, dtype, (guint) v[2], (guint) v[3], (guint) v[4]);
   {
     /* decode: every sequence reads its context's K and V; a prompt attends causally */
     double context = decode ? v[1] + 1 : v[1];
-    double flops = decode ? 4 * v[0] * v[2] * v[4] * context : 2 * v[2] * v[4] * context * context;
+    double flops = decode ? 4 * v[2] * v[4] * context : 2 * v[2] * v[4] * context * context;
     double bytes = 2 * v[0] * v[3] * v[4] * context * dtype_bytes(dtype);
-    pt = import_point(&t->csv, context, transferred(load, v[6] * 1e3, flops, bytes), load->source);
+    pt = import_point(&t->csv, context, transferred(load, v[6] * 1e3, v[0] * flops, bytes),
+                      load->source);
   }
+  if (!decode) {
+    attn_prompts_key(key, sizeof key, dtype, (guint) v[2], (guint) v[3], (guint) v[4]);
+    import_point_add(load, EMA_PROFILE_ATTN_PREFILL, key, v[0], &pt);
+    if (v[0] != 1)
+      return TRUE;
+  }
+  attn_key(key, sizeof key, dtype, (guint) v[2], (guint) v[3], (guint) v[4]);
   import_point_add(load, decode ? EMA_PROFILE_ATTN_DECODE : EMA_PROFILE_ATTN_PREFILL, key,
                    decode ? v[0] : 0, &pt);
   return TRUE;

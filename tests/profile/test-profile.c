@@ -1093,6 +1093,99 @@ static void test_step_prefill_floor(void) {
   ema_server_free(server);
 }
 
+/* AIConfigurator's context attention at batches 1 and 4 (2 query heads over 2 of 4; prompts of
+ * 100 and 200 tokens): 10 and 20 us at batch 1, 16 and 60 at batch 4. */
+static const char aic_context[] =
+    "batch_size,isl,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,window_size,latency\n"
+    "1,100,2,2,4,bfloat16,0,0.010\n1,200,2,2,4,bfloat16,0,0.020\n"
+    "4,100,2,2,4,bfloat16,0,0.016\n4,200,2,2,4,bfloat16,0,0.060\n"
+    "4,200,2,2,4,bfloat16,128,0.001\n";
+
+/* The prompts-run-together rows: every batch of the table at its prompts (outer) and length
+ * (x), linear between batches (2 prompts of 200: 20 + (60 - 20) / 3); the one-prompt lookup
+ * keeps batch 1 alone (at outer 0, no cached context); a sliding window's row is left out; 4
+ * over 4 heads (the same group size) from 2 over 2, each batch's first point kept and the work
+ * above it twice (4 prompts of 200: 16 + 2 x 44). */
+static void test_attn_prefill_prompts(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autoptr(EmaProfile) p = load_with_data(
+      dir, "prompts", NULL, "import:\n  - {format: aic-prefill, path: groundtruth/ctx.csv}\n",
+      "ctx.csv", aic_context, NULL);
+  EmaProfileOp together, one;
+  ema_profile_op_attn_prefill_prompts(p, EMA_PROFILE_BF16, 2, 2, 4, &together);
+  ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 2, 2, 4, &one);
+  assert_op_at(&together, 1, 100, 10);
+  assert_op_at(&together, 4, 100, 16);
+  assert_op_at(&together, 4, 200, 60);
+  assert_op_at(&together, 2, 200, 20 + 40.0 / 3);
+  assert_op_at(&one, 0, 100, 10);
+  assert_op_at(&one, 0, 200, 20);
+  ema_profile_op_attn_prefill_prompts(p, EMA_PROFILE_BF16, 4, 4, 4, &together);
+  assert_op_at(&together, 4, 200, 16 + 2 * 44);
+  assert_op_at(&together, 4, 100, 16);
+}
+
+/* A step's fresh prompts in one kernel (aic_context's table; a decode table of 1 us at one
+ * sequence of 100 tokens and 2 us at 8, so that no floor binds): 4 prompts of 100 take 4 x 10 us
+ * x 16 / 40 = 16 us a layer, not 4 runs of 10; 2 of 200, 2 x 20 x (20 + 40 / 3) / 40 = 33.3 us,
+ * not 40; one prompt as before. Against the kernel sums (the measuring workload's own runs, c
+ * of them), over 2 layers: -48 us, -13.3 us and 0. */
+static void test_step_prefill_prompts_together(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder = write_profile(
+      dir, "tiny-together", "import:\n  - {format: aic-prefill, path: groundtruth/ctx.csv}\n",
+      "gemm.csv", tiny_gemm, "attn_decode.csv",
+      "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+      "1,100,2,2,4,bf16,cudnn,1\n8,100,2,2,4,bf16,cudnn,2\n",
+      "elementwise.csv", tiny_elementwise, NULL);
+  g_autofree char *data = g_build_filename(dir, "groundtruth", "ctx.csv", NULL);
+  g_autofree char *data_dir = g_path_get_dirname(data);
+  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+  EmaStepBatch batches[] = {
+      {.prefill_tokens = 400,
+       .prefill_context = 4 * 5050,
+       .prefill_kv_read = 400,
+       .prefill_chunks = 4,
+       .logits = 4},
+      {.prefill_tokens = 400,
+       .prefill_context = 2 * 20100,
+       .prefill_kv_read = 400,
+       .prefill_chunks = 2,
+       .logits = 2},
+      {.prefill_tokens = 100,
+       .prefill_context = 5050,
+       .prefill_kv_read = 100,
+       .prefill_chunks = 1,
+       .logits = 1},
+  };
+  const double want_us[] = {-2 * 24, -2 * (40 - (20 + 40.0 / 3)), 0};
+  EmaLlmSpec model = tiny_model();
+  EmaServerSpec *server = NULL;
+  GError *error = NULL;
+  g_assert_cmpint(g_mkdir_with_parents(data_dir, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(data, aic_context, -1, NULL));
+  g_setenv("EMA_SHARED_DIR", dir, TRUE);
+  server = server_with_profile(dir, "tiny-together");
+  {
+    g_autoptr(EmaStepModel) engine = ema_step_model_new(&model, server, 1, &error);
+    g_autoptr(EmaStepModel) sums = NULL;
+    g_assert_no_error(error);
+    sums = ema_step_model_new_kernel_sums(&model, server, 1, &error);
+    g_assert_no_error(error);
+    for (guint i = 0; i < G_N_ELEMENTS(batches); i++) {
+      EmaStepBreakdown a, b;
+      ema_step_time(engine, &batches[i], &a);
+      ema_step_time(sums, &batches[i], &b);
+      g_assert_cmpfloat(fabs((a.profiled_s - b.profiled_s) - want_us[i] * 1e-6), <, 1e-12);
+    }
+  }
+  if (saved)
+    g_setenv("EMA_SHARED_DIR", saved, TRUE);
+  else
+    g_unsetenv("EMA_SHARED_DIR");
+  ema_server_free(server);
+}
+
 /* A gated model with attention_bias (Qwen2's q/k/v biases): its QKV GEMM takes the bias row, its
  * O GEMM (no bias) the bias-free one; the rest as test_step_sum. */
 static void test_step_bias(void) {
@@ -1927,6 +2020,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/attn-decode-folded", test_attn_decode_folded);
   g_test_add_func("/profile/moe-nearest", test_moe_nearest);
   g_test_add_func("/profile/attn-prefill-folded", test_attn_prefill_folded);
+  g_test_add_func("/profile/attn-prefill-prompts", test_attn_prefill_prompts);
+  g_test_add_func("/profile/step-prefill-prompts-together", test_step_prefill_prompts_together);
   g_test_add_func("/profile/import-at-most", test_import_at_most);
   g_test_add_func("/profile/step-rows", test_step_rows);
   g_test_add_func("/profile/step-time-alone", test_step_time_alone);

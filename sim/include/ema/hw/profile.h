@@ -197,6 +197,13 @@ void ema_profile_op_attn_decode(const EmaProfile *profile, EmaProfileDtype dtype
                                 guint kv_heads, guint head_dim, EmaProfileOp *op);
 void ema_profile_op_attn_prefill(const EmaProfile *profile, EmaProfileDtype dtype, guint q_heads,
                                  guint kv_heads, guint head_dim, EmaProfileOp *op);
+/* Prefill attention over fresh prompts run together in one kernel, as a serving engine runs a
+ * step's prompts: outer the prompts, x the tokens of each (AIConfigurator's context attention
+ * at every batch size; a shape the tables lack as ema_profile_op_attn_prefill's, from the same
+ * group size at the nearest KV heads). None in the measuring workload's tables. */
+void ema_profile_op_attn_prefill_prompts(const EmaProfile *profile, EmaProfileDtype dtype,
+                                         guint q_heads, guint kv_heads, guint head_dim,
+                                         EmaProfileOp *op);
 void ema_profile_op_moe(const EmaProfile *profile, EmaProfileDtype dtype, guint experts, guint64 k,
                         guint64 n, EmaProfileOp *op);
 /* A whole MoE layer's experts as one fused kernel (vLLM's fused_moe: both

@@ -62,7 +62,16 @@
  *     as one decode query of its whole context, with more queries (the
  *     roofline alone times a 64-token chunk after 3,000 cached tokens of
  *     CodeLlama-34B at 11 us a layer, a quarter of the one-query decode
- *     kernel's 41 us; vLLM 0.11 runs one FlashAttention kernel for both)
+ *     kernel's 41 us; vLLM 0.11 runs one FlashAttention kernel for both).
+ *     A serving engine's step runs its fresh prompts (c > 1, no prior
+ *     context) in one kernel: where the profile has prompts run together
+ *     (AIConfigurator's context attention at every batch size,
+ *     ema_profile_op_attn_prefill_prompts) their c runs take
+ *     T(c, n) / (c T(1, n)) of that table at the chunk n above (at most 1),
+ *     one launch gap, and the floor is one run of the decode table at c
+ *     sequences of (P + N) / c. Left out: chunks after cached tokens, and
+ *     decode sequences, share that kernel too in vLLM V1; they are timed as
+ *     their own runs
  *   the KV of the T new tokens written: elementwise kv_write of width k d
  *     (K and V in one row; roofline B = 2 k d b T)
  *   elementwise, each reading and writing its width per token (roofline
