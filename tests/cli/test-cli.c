@@ -648,18 +648,35 @@ static void test_step_time_inputs(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A step-time input line and the start of the error it must get. */
+typedef struct {
+  const char *row, *want;
+} StepTimeCase;
+
+/* Each of the N CASES, a line under HEADER in the file PATH, makes step-time fail with one line
+ * that starts with PATH and its want. */
+static void assert_step_time_refuses(const char *path, const char *header,
+                                     const StepTimeCase *cases, guint n) {
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *text = g_strconcat(header, cases[i].row, "\n", NULL);
+    g_autofree char *want = g_strconcat(path, cases[i].want, NULL);
+    g_autoptr(EmaTestRun) run = NULL;
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    if (!g_str_has_prefix(run->err, want))
+      g_error("case %u: '%s' does not start with '%s'", i, ema_test_escaped(run->err), want);
+    ema_test_assert_one_line(run->err);
+  }
+}
+
 /* step-time's sums over the prefill tokens and the decode sequences: 0 without them, else at
  * least their count; another value (which the model would ignore or clamp) is an error at its
- * field; the prefill sums must be of one chunk (a chunk of 512 tokens after 9,487 cached ones
- * reads 9,999 tokens' KV and attends to 512 x 9,487 + 512 x 513 / 2 = 4,988,672), or with
- * prefill_chunks of that many (4 chunks of 512 fresh tokens: 2,048 tokens attending to at least
- * 2,048 x 513 / 2 = 525,312, at most 2,048 x 2,048); a valid prefill_kv_read (a chunk after cached
- * tokens) lengthens the step, and a step's prompts given as chunks take less than as one
- * chunk of all their tokens (whose every token attends to those before it). */
+ * field; without prefill_chunks the prefill sums must be of one chunk (a chunk of 512 tokens
+ * after 9,487 cached ones reads 9,999 tokens' KV and attends to 512 x 9,487 + 512 x 513 / 2 =
+ * 4,988,672); a valid prefill_kv_read (a chunk after cached tokens) lengthens the step. */
 static void test_step_time_sums(void) {
-  static const struct {
-    const char *row, *want;
-  } cases[] = {
+  static const StepTimeCase cases[] = {
       {"2048,2098176,2098176,0,0,1",
        ":2:6: prefill_context 2098176 is not what one chunk of 2048 tokens after 2096128 cached "
        "ones attends to (4294968320; several prompts or chunks: give their count in a "
@@ -680,17 +697,7 @@ static void test_step_time_sums(void) {
   g_autofree char *path = g_build_filename(dir, "batches.csv", NULL);
   g_autoptr(EmaTestRun) run = NULL;
   g_auto(GStrv) lines = NULL;
-  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autofree char *text = g_strconcat(STEP_TIME_HEADER, cases[i].row, "\n", NULL);
-    g_autofree char *want = g_strconcat(path, cases[i].want, NULL);
-    g_assert_true(g_file_set_contents(path, text, -1, NULL));
-    g_clear_pointer(&run, ema_test_run_free);
-    run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
-    g_assert_cmpint(run->status, ==, 1);
-    if (!g_str_has_prefix(run->err, want))
-      g_error("case %u: '%s' does not start with '%s'", i, ema_test_escaped(run->err), want);
-    ema_test_assert_one_line(run->err);
-  }
+  assert_step_time_refuses(path, STEP_TIME_HEADER, cases, G_N_ELEMENTS(cases));
   g_assert_true(g_file_set_contents(
       path, STEP_TIME_HEADER "512,131328,512,0,0,1\n512,4988672,9999,0,0,1\n", -1, NULL));
   g_clear_pointer(&run, ema_test_run_free);
@@ -707,9 +714,7 @@ static void test_step_time_sums(void) {
  * chunk (8,192 x 8,193 / 2 = 33,558,528 pairs), and a prefill_context outside what its chunks can
  * attend to is an error. */
 static void test_step_time_chunks(void) {
-  static const struct {
-    const char *row, *want;
-  } cases[] = {
+  static const StepTimeCase cases[] = {
       {"0,0,0,4,400,4,1", ":2:15: prefill_chunks 1: a whole number, 0 without prefill_tokens, "
                           "else from 1 to prefill_tokens 0\n"},
       {"100,5050,100,0,0,1,0", ":2:20: prefill_chunks 0: a whole number"},
@@ -724,17 +729,7 @@ static void test_step_time_chunks(void) {
   g_autofree char *path = g_build_filename(dir, "batches.csv", NULL);
   g_autoptr(EmaTestRun) run = NULL;
   g_auto(GStrv) lines = NULL, six = NULL;
-  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autofree char *text = g_strconcat(STEP_TIME_HEADER_CHUNKS, cases[i].row, "\n", NULL);
-    g_autofree char *want = g_strconcat(path, cases[i].want, NULL);
-    g_assert_true(g_file_set_contents(path, text, -1, NULL));
-    g_clear_pointer(&run, ema_test_run_free);
-    run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
-    g_assert_cmpint(run->status, ==, 1);
-    if (!g_str_has_prefix(run->err, want))
-      g_error("case %u: '%s' does not start with '%s'", i, ema_test_escaped(run->err), want);
-    ema_test_assert_one_line(run->err);
-  }
+  assert_step_time_refuses(path, STEP_TIME_HEADER_CHUNKS, cases, G_N_ELEMENTS(cases));
   g_assert_true(g_file_set_contents(path,
                                     STEP_TIME_HEADER_CHUNKS "8192,33558528,8192,0,0,1,1\n"
                                                             "8192,8392704,8192,0,0,4,4\n"
