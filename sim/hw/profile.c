@@ -1164,6 +1164,19 @@ gboolean ema_profile_op_covers(const EmaProfileOp *op, double outer, double x) {
   return FALSE;
 }
 
+gboolean ema_profile_op_has_outer(const EmaProfileOp *op, double outer) {
+  g_return_val_if_fail(op != NULL, FALSE);
+  for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)
+    if (op->surfaces[i] && op->surfaces[i]->curves->len > 0) {
+      const Surface *s = op->surfaces[i];
+      for (guint j = 0; j < s->curves->len; j++)
+        if (((const Curve *) s->curves->pdata[j])->outer == outer)
+          return TRUE;
+      return FALSE;
+    }
+  return FALSE;
+}
+
 const char *ema_profile_op_source(const EmaProfile *profile, const EmaProfileOp *op) {
   g_return_val_if_fail(profile != NULL && op != NULL, NULL);
   for (guint i = 0; i < G_N_ELEMENTS(op->surfaces); i++)

@@ -53,6 +53,8 @@ struct _EmaStepModel {
   double graph_gap_s;
   /* a serving engine's steps (ema_step_model_new), not the measuring workload's kernel sums */
   gboolean engine_steps;
+  /* its profile times prompts run together, one prompt among them (together()) */
+  gboolean prompts_together;
   double roofline_p;      /* p of the per-operator roofline */
   double group_bandwidth; /* each rank's link bandwidth to the rest of its TP group */
   double link_latency_s;
@@ -229,9 +231,11 @@ static void set_profile_ops(EmaStepModel *s) {
   ema_profile_op_attn_prefill(p, kv, s->q_heads, s->kv_heads, s->head_dim, &s->ops.attn_prefill);
   /* a serving engine runs a step's prompts in one kernel; the measuring workload's steps
    * (kernel sums) ran their own */
-  if (s->engine_steps)
+  if (s->engine_steps) {
     ema_profile_op_attn_prefill_prompts(p, kv, s->q_heads, s->kv_heads, s->head_dim,
                                         &s->ops.attn_prefill_prompts);
+    s->prompts_together = ema_profile_op_has_outer(&s->ops.attn_prefill_prompts, 1);
+  }
   s->prefill_pair_rate = ema_profile_op_pair_rate(&s->ops.attn_prefill, 0);
   ema_profile_op_elementwise(p, t, s->gated ? "rmsnorm" : "layernorm", s->hidden, &s->ops.norm);
   ema_profile_op_elementwise(p, t, s->gated ? "silu_mul" : "gelu", s->act_width, &s->ops.act);
@@ -785,13 +789,14 @@ G_ALWAYS_INLINE static inline double decode_attention_time(const EmaStepModel *s
 
 /* What running C fresh prompts of N tokens each in one kernel takes of C
  * runs of one: *SAVED = T(C, N) / (C T(1, N)) of the profile's prompts-run-together table
- * (at most 1), TRUE; FALSE where the table has no such shape (engine steps only). The
+ * (at most 1), TRUE; FALSE where the table has no such shape or no one-prompt rows to compare
+ * with (engine steps only). The
  * kernel's fixed cost is paid once, and short prompts fill the GPU together: AIConfigurator's
  * H100 table runs 16 prompts of 128 tokens (16 query heads over 2) in 19 us, one in 12 us,
  * and 4 of 2,048 tokens in 136 us, one in 40 us. */
 static gboolean together(const EmaStepModel *s, double c, double n, double *saved) {
   double one, many;
-  if (!s->engine_steps || !ema_profile_op_at(&s->ops.attn_prefill_prompts, 1, n, &one) ||
+  if (!s->prompts_together || !ema_profile_op_at(&s->ops.attn_prefill_prompts, 1, n, &one) ||
       !ema_profile_op_at(&s->ops.attn_prefill_prompts, c, n, &many) || !(one > 0))
     return FALSE;
   *saved = MIN(1.0, many / (c * one));

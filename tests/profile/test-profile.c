@@ -1186,6 +1186,58 @@ static void test_step_prefill_prompts_together(void) {
   ema_server_free(server);
 }
 
+/* A table of prompts run together without one-prompt rows (batches 2 and 4 only) has nothing to
+ * compare a step's c runs with: the step keeps them (a batch of 2, extended down to 1, would
+ * have taken a quarter off 2 prompts of 100 tokens). The one-prompt lookup comes from the
+ * measured prefill table, 10 us at 100 tokens. */
+static void test_step_prefill_prompts_no_single(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder = write_profile(
+      dir, "tiny-no-single", "import:\n  - {format: aic-prefill, path: groundtruth/ctx2.csv}\n",
+      "gemm.csv", tiny_gemm, "attn_decode.csv",
+      "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+      "1,100,2,2,4,bf16,cudnn,1\n8,100,2,2,4,bf16,cudnn,2\n",
+      "attn_prefill.csv",
+      "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+      "100,0,2,2,4,bf16,flash,10\n200,0,2,2,4,bf16,flash,20\n",
+      "elementwise.csv", tiny_elementwise, NULL);
+  g_autofree char *data = g_build_filename(dir, "groundtruth", "ctx2.csv", NULL);
+  g_autofree char *data_dir = g_path_get_dirname(data);
+  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+  EmaStepBatch two = {.prefill_tokens = 200,
+                      .prefill_context = 2 * 5050,
+                      .prefill_kv_read = 200,
+                      .prefill_chunks = 2,
+                      .logits = 2};
+  EmaLlmSpec model = tiny_model();
+  EmaServerSpec *server = NULL;
+  GError *error = NULL;
+  g_assert_cmpint(g_mkdir_with_parents(data_dir, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(
+      data,
+      "batch_size,isl,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,window_size,latency\n"
+      "2,100,2,2,4,bfloat16,0,0.015\n4,100,2,2,4,bfloat16,0,0.020\n",
+      -1, NULL));
+  g_setenv("EMA_SHARED_DIR", dir, TRUE);
+  server = server_with_profile(dir, "tiny-no-single");
+  {
+    g_autoptr(EmaStepModel) engine = ema_step_model_new(&model, server, 1, &error);
+    g_autoptr(EmaStepModel) sums = NULL;
+    EmaStepBreakdown a, b;
+    g_assert_no_error(error);
+    sums = ema_step_model_new_kernel_sums(&model, server, 1, &error);
+    g_assert_no_error(error);
+    ema_step_time(engine, &two, &a);
+    ema_step_time(sums, &two, &b);
+    g_assert_cmpfloat(fabs(a.profiled_s - b.profiled_s), <, 1e-15);
+  }
+  if (saved)
+    g_setenv("EMA_SHARED_DIR", saved, TRUE);
+  else
+    g_unsetenv("EMA_SHARED_DIR");
+  ema_server_free(server);
+}
+
 /* A gated model with attention_bias (Qwen2's q/k/v biases): its QKV GEMM takes the bias row, its
  * O GEMM (no bias) the bias-free one; the rest as test_step_sum. */
 static void test_step_bias(void) {
@@ -2022,6 +2074,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/attn-prefill-folded", test_attn_prefill_folded);
   g_test_add_func("/profile/attn-prefill-prompts", test_attn_prefill_prompts);
   g_test_add_func("/profile/step-prefill-prompts-together", test_step_prefill_prompts_together);
+  g_test_add_func("/profile/step-prefill-prompts-no-single", test_step_prefill_prompts_no_single);
   g_test_add_func("/profile/import-at-most", test_import_at_most);
   g_test_add_func("/profile/step-rows", test_step_rows);
   g_test_add_func("/profile/step-time-alone", test_step_time_alone);

@@ -253,6 +253,8 @@ gboolean ema_profile_op_measured(const EmaProfileOp *op);
  * (X is not below its smallest size, where ema_profile_op_at() gives the
  * smallest size's time). */
 gboolean ema_profile_op_covers(const EmaProfileOp *op, double outer, double x);
+/* Whether OP's best surface holds a curve at OUTER itself (not one it extends to OUTER). */
+gboolean ema_profile_op_has_outer(const EmaProfileOp *op, double outer);
 /* The label of the data set OP's first surface came from (profile.yaml's
  * `tables:` or an import's `label`), or NULL where the profile has none. */
 const char *ema_profile_op_source(const EmaProfile *profile, const EmaProfileOp *op);
