@@ -587,7 +587,7 @@ static int command_frontier(int argc, char **argv) {
   g_autoptr(GString) csv = g_string_new("server,batch,context,local_step_ms,prefetch_share,"
                                         "direct_share,prefetch_landed_share,offload_share\n");
   g_autofree char *csv_path = NULL;
-  GError *last_unfit = NULL; /* the last server the model did not fit */
+  GError *last_unfit = NULL; /* the last server the model did not fit (none fitting) */
   guint fitted = 0;
   GOptionEntry entries[] = {
       {"model", 0, 0, G_OPTION_ARG_STRING, &model_name, "LLM shape (default llama-3.1-8b)", "M"},
@@ -618,6 +618,29 @@ static int command_frontier(int argc, char **argv) {
       return fail(error);
     g_ptr_array_add(servers, server);
   }
+  /* a model that fits no server's GPU: nothing to compute, nothing claimed or written */
+  for (guint s = 0; s < servers->len && fitted == 0; s++) {
+    GError *unfit = NULL;
+    if (ema_frontier_fits(model, servers->pdata[s], &unfit))
+      fitted++;
+    else if (!g_error_matches(unfit, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID))
+      return fail(unfit);
+    else {
+      g_clear_error(&last_unfit);
+      last_unfit = unfit;
+    }
+  }
+  if (fitted == 0)
+    return fail(g_steal_pointer(&last_unfit));
+  g_clear_error(&last_unfit);
+  if (out_dir == NULL)
+    out_dir = g_strdup("results/frontier");
+  csv_path = g_build_filename(out_dir, "frontier.csv", NULL);
+  /* a folder of frontier's own, claimed before the table (another command's, a run's or a
+   * sweep's, is refused before any work; an earlier frontier.csv goes, as a run's results do) */
+  if (!ema_output_claim_dir_kind(out_dir, "frontier", frontier_entries, EMA_OUTPUT_CLAIM_CLEAR,
+                                 &error))
+    return fail(error);
   printf("remote share of KV within %.1f%% of all-local, %s, one lender; prefetch and direct "
          "without interference, landed: prefetch with its copies' HBM interference, offload: "
          "attention computed on the lender, its reads within %.1f%% of its HBM time\n",
@@ -633,11 +656,9 @@ static int command_frontier(int argc, char **argv) {
       if (!g_error_matches(unfit, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID))
         return fail(unfit);
       printf("  not computed: %s\n", unfit->message);
-      g_clear_error(&last_unfit);
-      last_unfit = unfit;
+      g_error_free(unfit);
       continue;
     }
-    fitted++;
     printf("%8s %8s %12s %10s %10s %10s %10s\n", "batch", "context", "local step", "prefetch",
            "direct", "landed", "offload");
     for (guint b = 0; b < G_N_ELEMENTS(batches); b++)
@@ -654,16 +675,7 @@ static int command_frontier(int argc, char **argv) {
                                point.prefetch_landed_share, point.offload_share);
       }
   }
-  if (fitted == 0)
-    return fail(g_steal_pointer(&last_unfit)); /* nothing to write */
-  g_clear_error(&last_unfit);
-  if (out_dir == NULL)
-    out_dir = g_strdup("results/frontier");
-  csv_path = g_build_filename(out_dir, "frontier.csv", NULL);
-  /* a folder of frontier's own: another command's (a run's, a sweep's) is refused */
-  if (!ema_output_claim_dir_kind(out_dir, "frontier", frontier_entries, EMA_OUTPUT_CLAIM_CLEAR,
-                                 &error) ||
-      !g_file_set_contents(csv_path, csv->str, (gssize) csv->len, &error))
+  if (!g_file_set_contents(csv_path, csv->str, (gssize) csv->len, &error))
     return fail(error);
   printf("\nresults in %s/frontier.csv\n", out_dir);
   if (!no_plot)

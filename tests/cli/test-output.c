@@ -637,8 +637,9 @@ static void assert_refused(EmaTestRun *run, const char *out, const char *holds, 
 
 /* Each output folder is one kind of command's, which .ema-output records: a sweep refuses a
  * run's folder (it would leave the run's files beside sweep.csv), a run and frontier refuse a
- * sweep's (they would remove every point), a run refuses frontier's; each folder stays as it
- * was. A run into a run's folder and a sweep into its own go on as before. */
+ * sweep's (they would remove every point; frontier before it prints its table), a run refuses
+ * frontier's; each folder stays as it was. A run into a run's folder and a sweep into its own go on
+ * as before. */
 static void test_folder_kinds(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *run_dir = g_build_filename(tmp, "run", NULL);
@@ -663,8 +664,12 @@ static void test_folder_kinds(void) {
   sweep_entries = entries(sweep_dir);
   assert_refused(ema_test_cli("run", exp, "-o", sweep_dir, "--no-plot", NULL), sweep_dir, "sweep",
                  "run", sweep_entries);
-  assert_refused(ema_test_cli("frontier", "h200x2", "-o", sweep_dir, "--no-plot", NULL), sweep_dir,
-                 "sweep", "frontier", sweep_entries);
+  {
+    /* refused before its table is computed or printed */
+    EmaTestRun *frontier = ema_test_cli("frontier", "h200x2", "-o", sweep_dir, "--no-plot", NULL);
+    g_assert_cmpstr(frontier->out, ==, "");
+    assert_refused(frontier, sweep_dir, "sweep", "frontier", sweep_entries);
+  }
   {
     g_autoptr(EmaTestRun) run =
         ema_test_cli("frontier", "h200x2", "-o", frontier_dir, "--no-plot", NULL);
