@@ -879,6 +879,8 @@ static gboolean step_time_sums_ok(const char *name, guint64 line_no, const EmaCs
 
 static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
                            gboolean breakdown) {
+  static const guint counts[] = {0, 3, 5}; /* prefill_tokens, decode_seqs, logits */
+  g_auto(GStrv) column_names = g_strsplit(STEP_TIME_COLUMNS, ",", -1);
   char line[1024];
   guint64 line_no = 0;
   int columns = 6; /* the header's: 6, or 7 with prefill_chunks */
@@ -927,14 +929,26 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
     }
     for (int i = 0; i < n; i++) {
       char *end;
+      /* decimal only: strtod's hex ("0x10"), "inf" and leading blanks are no step log's */
+      gboolean decimal = strspn(fields[i].p, "0123456789.eE+-") == strlen(fields[i].p);
       values[i] = g_ascii_strtod(fields[i].p, &end);
-      if (*fields[i].p == '\0' || *end != '\0' || !(values[i] >= 0) || values[i] > 1e15) {
+      if (*fields[i].p == '\0' || !decimal || *end != '\0' || !(values[i] >= 0) ||
+          values[i] > 1e15) {
         fprintf(stderr,
                 "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": field %d: not a number >= 0: '%s'\n",
                 name, line_no, fields[i].at + 1, i + 1, fields[i].p);
         return 1;
       }
     }
+    /* the counts (the chunks: step_time_sums_ok) are whole: the model would truncate them */
+    for (guint i = 0; i < G_N_ELEMENTS(counts); i++)
+      if (values[counts[i]] != floor(values[counts[i]])) {
+        fprintf(stderr,
+                "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": %s %s: a count, a whole number\n",
+                name, line_no, fields[counts[i]].at + 1, column_names[counts[i]],
+                fields[counts[i]].p);
+        return 1;
+      }
     if (!step_time_sums_ok(name, line_no, fields, values, n))
       return 1;
     batch.prefill_tokens = (guint64) values[0];
@@ -945,7 +959,10 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
     batch.logits = (guint64) values[5];
     batch.prefill_chunks = n > 6 ? (guint64) values[6] : 0; /* 0: one chunk (steptime.h) */
     if (batch.logits > batch.prefill_tokens + batch.decode_seqs) {
-      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ": more logits than tokens\n", name, line_no);
+      fprintf(stderr,
+              "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": logits %s: more than the tokens, "
+              "prefill_tokens %s and decode_seqs %s\n",
+              name, line_no, fields[5].at + 1, fields[5].p, fields[0].p, fields[3].p);
       return 1;
     }
     time = ema_step_time(step, &batch, &parts);

@@ -708,6 +708,25 @@ static void test_step_time_sums(void) {
   ema_test_remove_tree(dir);
 }
 
+/* step-time's counts (prefill_tokens, decode_seqs, logits) are whole numbers: 1.5 tokens, 2.5
+ * sequences or half a logit row were truncated by the model and timed silently; a field that is
+ * not a decimal (strtod's hex "0x10") is refused; more logits than tokens is an error at the
+ * logits field. */
+static void test_step_time_counts(void) {
+  static const StepTimeCase cases[] = {
+      {"1.5,1.875,1.5,0,0,1", ":2:1: prefill_tokens 1.5: a count, a whole number\n"},
+      {"0,0,0,2.5,1000,2", ":2:7: decode_seqs 2.5: a count, a whole number\n"},
+      {"0,0,0,1,1000,0.5", ":2:14: logits 0.5: a count, a whole number\n"},
+      {"0x10,136,16,0,0,1", ":2:1: field 1: not a number >= 0: '0x10'\n"},
+      {"0,0,0,4,400,5", ":2:13: logits 5: more than the tokens, prefill_tokens 0 and decode_seqs "
+                        "4\n"},
+  };
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "batches.csv", NULL);
+  assert_step_time_refuses(path, STEP_TIME_HEADER, cases, G_N_ELEMENTS(cases));
+  ema_test_remove_tree(dir);
+}
+
 /* step-time's optional prefill_chunks column: 0 without prefill tokens, else a whole number up
  * to them; one chunk times as the six columns do; four prompts of 2,048 tokens as four chunks
  * (4 x 2,048 x 2,049 / 2 = 8,392,704 query-key pairs) take less than their 8,192 tokens as one
@@ -906,6 +925,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/step-time/inputs", test_step_time_inputs);
   g_test_add_func("/cli/step-time/sums", test_step_time_sums);
   g_test_add_func("/cli/step-time/chunks", test_step_time_chunks);
+  g_test_add_func("/cli/step-time/counts", test_step_time_counts);
   g_test_add_func("/cli/compare-steps/errors", test_compare_steps_errors);
   g_test_add_func("/cli/compare-static/errors", test_compare_static_errors);
   g_test_add_func("/cli/compare-output-dir", test_compare_output_dir);
