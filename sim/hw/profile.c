@@ -1733,6 +1733,19 @@ static gboolean aic_number(const AicTable *t, guint i, double *v, GError **error
   return TRUE;
 }
 
+/* Field I (V, read by aic_number) at least LEAST (a count: 1) or, LEAST 0, above 0 (a
+ * latency); else an error at its place naming NAME, its column. */
+static gboolean aic_least(const AicTable *t, guint i, const char *name, double v, double least,
+                          GError **error) {
+  if (least > 0 ? v >= least : v > 0)
+    return TRUE;
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE, "%s:%u:%u: column '%s': '%s' is %s",
+              t->csv.file, t->csv.line,
+              t->index[i] >= 0 ? ema_csv_field_column(&t->csv, (guint) t->index[i]) : 1, name,
+              aic_text(t, i), least > 0 ? "below 1" : "not a positive time");
+  return FALSE;
+}
+
 /* The first COUNT fields as numbers into V. */
 static gboolean aic_numbers(const AicTable *t, guint count, double *v, GError **error) {
   for (guint i = 0; i < count; i++)
@@ -1821,6 +1834,12 @@ static gboolean aic_attention_row(const ImportLoad *load, const AicTable *t, gbo
     return FALSE;
   if (v[5] != 0 || v[2] < 1 || v[3] < 1 || v[4] < 1)
     return TRUE;
+  /* no sequences, an empty prompt or a kernel of no time would time every batch near it as
+   * nothing (c prompts run together at T(c, n) / (c T(1, n)) of their runs alone) */
+  if (!aic_least(t, 0, "batch_size", v[0], 1, error) ||
+      (!decode && !aic_least(t, 1, "isl", v[1], 1, error)) ||
+      !aic_least(t, 6, "latency", v[6], 0, error))
+    return FALSE;
   {
     /* decode: every sequence reads its context's K and V; a prompt attends causally */
     double context = decode ? v[1] + 1 : v[1];

@@ -1125,6 +1125,65 @@ static void test_attn_prefill_prompts(void) {
   assert_op_at(&together, 4, 100, 16);
 }
 
+/* AIConfigurator attention rows of no sequences, an empty prompt or a kernel of no time are
+ * errors at their field: a context row of 0 us at batch 4 timed 4 prompts of 100 tokens as a
+ * tenth of one (c prompts run together take T(c, n) / (c T(1, n)) of their runs alone), a
+ * prompt of 0 tokens timed every prompt length alike. A sliding window's row is left out
+ * whatever it holds. */
+static void test_attn_import_bad_rows(void) {
+  static const struct {
+    const char *format, *rows, *want;
+  } cases[] = {
+      {"aic-prefill", "4,100,2,2,4,bfloat16,0,0\n",
+       ":3:24: column 'latency': '0' is not a positive time"},
+      {"aic-prefill", "0,100,2,2,4,bfloat16,0,0.010\n",
+       ":3:1: column 'batch_size': '0' is below 1"},
+      {"aic-prefill", "1,0,2,2,4,bfloat16,0,0.010\n", ":3:3: column 'isl': '0' is below 1"},
+      {"aic-decode", "0,100,2,2,4,bfloat16,0,0.010\n", ":3:1: column 'batch_size': '0' is below 1"},
+      {"aic-decode", "4,100,2,2,4,bfloat16,0,0\n",
+       ":3:24: column 'latency': '0' is not a positive time"},
+      {"aic-prefill", "4,100,2,2,4,bfloat16,128,0\n", NULL},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(TempDir) dir = temp_dir();
+    g_autofree char *folder = g_build_filename(dir, "bad-attn", NULL);
+    g_autofree char *yaml_path = g_build_filename(folder, "profile.yaml", NULL);
+    g_autofree char *yaml = g_strdup_printf(
+        "source: tests\nimport:\n  - {format: %s, path: groundtruth/attn.csv}\n", cases[i].format);
+    g_autofree char *data = g_build_filename(dir, "groundtruth", "attn.csv", NULL);
+    g_autofree char *data_dir = g_path_get_dirname(data);
+    g_autofree char *text =
+        g_strconcat("batch_size,", strcmp(cases[i].format, "aic-decode") == 0 ? "step" : "isl",
+                    ",num_heads,num_key_value_heads,head_dim,kv_cache_dtype,window_size,latency\n"
+                    "1,100,2,2,4,bfloat16,0,0.010\n",
+                    cases[i].rows, NULL);
+    g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+    g_autoptr(EmaProfile) p = NULL;
+    GError *error = NULL;
+    g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+    g_assert_cmpint(g_mkdir_with_parents(data_dir, 0755), ==, 0);
+    g_assert_true(g_file_set_contents(yaml_path, yaml, -1, NULL));
+    g_assert_true(g_file_set_contents(data, text, -1, NULL));
+    g_setenv("EMA_SHARED_DIR", dir, TRUE);
+    p = ema_profile_load(folder, &error);
+    g_assert_no_error(error);
+    if (cases[i].want) {
+      g_autofree char *want = g_strconcat(data, cases[i].want, NULL);
+      g_assert_false(ema_profile_read_all(p, &error));
+      g_assert_nonnull(error);
+      g_assert_cmpstr(error->message, ==, want);
+      g_clear_error(&error);
+    } else {
+      g_assert_true(ema_profile_read_all(p, &error));
+      g_assert_no_error(error);
+    }
+    if (saved)
+      g_setenv("EMA_SHARED_DIR", saved, TRUE);
+    else
+      g_unsetenv("EMA_SHARED_DIR");
+  }
+}
+
 /* A step's fresh prompts in one kernel (aic_context's table; a decode table of 1 us at one
  * sequence of 100 tokens and 2 us at 8, so that no floor binds): 4 prompts of 100 take 4 x 10 us
  * x 16 / 40 = 16 us a layer, not 4 runs of 10; 2 of 200, 2 x 20 x (20 + 40 / 3) / 40 = 33.3 us,
@@ -2073,6 +2132,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/moe-nearest", test_moe_nearest);
   g_test_add_func("/profile/attn-prefill-folded", test_attn_prefill_folded);
   g_test_add_func("/profile/attn-prefill-prompts", test_attn_prefill_prompts);
+  g_test_add_func("/profile/attn-import-bad-rows", test_attn_import_bad_rows);
   g_test_add_func("/profile/step-prefill-prompts-together", test_step_prefill_prompts_together);
   g_test_add_func("/profile/step-prefill-prompts-no-single", test_step_prefill_prompts_no_single);
   g_test_add_func("/profile/import-at-most", test_import_at_most);
