@@ -128,12 +128,13 @@ static void add_decode(EmaStepBatch *b, double seqs, double context) {
  * and low enough that the batch's integer sums cannot wrap. */
 #define STEP_MAX_TOKENS 1e12
 
-/* TOKENS, a row's step size, at most STEP_MAX_TOKENS; else an error at the row. */
+/* TOKENS, a row's step size, at most STEP_MAX_TOKENS; else an error at the row (its first
+ * column: the size comes from several fields). */
 static gboolean step_tokens_ok(const EmaCsv *csv, double tokens, GError **error) {
   if (tokens <= STEP_MAX_TOKENS)
     return TRUE;
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
-              "%s:%u: a step of %.3g tokens (sequences x tokens each): at most %.0e", csv->file,
+              "%s:%u:1: a step of %.3g tokens (sequences x tokens each): at most %.0e", csv->file,
               csv->line, tokens, STEP_MAX_TOKENS);
   return FALSE;
 }

@@ -773,7 +773,8 @@ static void test_step_time_chunks(void) {
 
 /* compare-static: a row's step model that cannot be made (a TP size that divides nothing) is
  * an error at the row's tp field, a token_size below 2 (no decode step after the prompt's) or
- * not whole at its field; a file with nothing to compare is an error naming it. */
+ * not whole at its field, a step past 10^12 tokens at the row's first column (it had no
+ * column); a file with nothing to compare is an error naming it. */
 static void test_compare_static_errors(void) {
   static const struct {
     const char *row, *want;
@@ -785,6 +786,8 @@ static void test_compare_static_errors(void) {
        "the first token): at least 2\n"},
       {"llama-2-70b,h200x8-hgx,512,1,12.5,196,54,2",
        ":2:30: column 'token_size': '12.5' is not a positive integer (of at most 2^53)\n"},
+      {"llama-2-70b,h200x8-hgx,1e13,1,128,196,54,2",
+       ":2:1: a step of 1e+13 tokens (sequences x tokens each): at most 1e+12\n"},
       {NULL, ": no static batch to compare\n"},
       {"bloom-176b,h200x8-hgx,512,1,128,196,54,2",
        ": no static batch to compare: 1 row skipped: 1 of bloom-176b (unknown model)\n"},
