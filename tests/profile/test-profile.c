@@ -1696,9 +1696,10 @@ static void test_compare_steps(void) {
                      "steps.csv:2:23: column 'batch': "
                      "'18446744073709551616' is not a positive integer (of "
                      "at most 2^53)");
-  /* a step of more than 10^12 tokens (2^40 sequences of 2^20) is one, at its row */
+  /* a step of more than 10^12 tokens (2^40 sequences of 2^20) is one, at its row (its first column)
+   */
   assert_steps_error(path, "llama-3.1-8b,1,decode,1099511627776,1048575,0,0,10\n",
-                     "steps.csv:2: a step of 1.15e+18 tokens (sequences x "
+                     "steps.csv:2:1: a step of 1.15e+18 tokens (sequences x "
                      "tokens each): at most 1e+12");
 }
 
