@@ -1184,6 +1184,30 @@ static void test_attn_import_bad_rows(void) {
   }
 }
 
+/* Prompts run together never take less time than fewer: a table whose 2 prompts of 100 tokens
+ * (20 us) are faster than one (30 us) has batch 2 raised to batch 1's curve where it is below it
+ * (30 us at 100 tokens; 60 at 200, above batch 1's 40, kept; 45 between), and batch 4 (50, 100)
+ * kept; 3 prompts of 100 between batches 2 and 4: 40. */
+static void test_attn_prefill_prompts_rising(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autoptr(EmaProfile) p = load_with_data(
+      dir, "rising", NULL, "import:\n  - {format: aic-prefill, path: groundtruth/dip.csv}\n",
+      "dip.csv",
+      "batch_size,isl,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,window_size,latency\n"
+      "1,100,2,2,4,bfloat16,0,0.030\n1,200,2,2,4,bfloat16,0,0.040\n"
+      "2,100,2,2,4,bfloat16,0,0.020\n2,200,2,2,4,bfloat16,0,0.060\n"
+      "4,100,2,2,4,bfloat16,0,0.050\n4,200,2,2,4,bfloat16,0,0.100\n",
+      NULL);
+  EmaProfileOp together;
+  ema_profile_op_attn_prefill_prompts(p, EMA_PROFILE_BF16, 2, 2, 4, &together);
+  assert_op_at(&together, 1, 100, 30);
+  assert_op_at(&together, 2, 100, 30);
+  assert_op_at(&together, 2, 200, 60);
+  assert_op_at(&together, 2, 150, 45);
+  assert_op_at(&together, 3, 100, 40);
+  assert_op_at(&together, 4, 200, 100);
+}
+
 /* A step's fresh prompts in one kernel (aic_context's table; a decode table of 1 us at one
  * sequence of 100 tokens and 2 us at 8, so that no floor binds): 4 prompts of 100 take 4 x 10 us
  * x 16 / 40 = 16 us a layer, not 4 runs of 10; 2 of 200, 2 x 20 x (20 + 40 / 3) / 40 = 33.3 us,
@@ -2133,6 +2157,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/moe-nearest", test_moe_nearest);
   g_test_add_func("/profile/attn-prefill-folded", test_attn_prefill_folded);
   g_test_add_func("/profile/attn-prefill-prompts", test_attn_prefill_prompts);
+  g_test_add_func("/profile/attn-prefill-prompts-rising", test_attn_prefill_prompts_rising);
   g_test_add_func("/profile/attn-import-bad-rows", test_attn_import_bad_rows);
   g_test_add_func("/profile/step-prefill-prompts-together", test_step_prefill_prompts_together);
   g_test_add_func("/profile/step-prefill-prompts-no-single", test_step_prefill_prompts_no_single);

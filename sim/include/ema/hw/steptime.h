@@ -66,7 +66,8 @@
  *     A serving engine's step runs its fresh prompts (c > 1, no prior
  *     context) in one kernel: where the profile has prompts run together
  *     (AIConfigurator's context attention at every batch size,
- *     ema_profile_op_attn_prefill_prompts) their c runs take
+ *     ema_profile_op_attn_prefill_prompts, each batch's curve at least the
+ *     one below it) their c runs take
  *     T(c, n) / (c T(1, n)) of that table at the chunk n above (at most 1),
  *     one launch gap, and the floor is one run of the decode table at c
  *     sequences of (P + N) / c. Left out: chunks after cached tokens, and
