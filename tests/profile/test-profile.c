@@ -361,6 +361,14 @@ static void test_monotone_dip(void) {
   g_assert_cmpfloat(gemm_at(p, 2.5), ==, 15);
 }
 
+/* EMA_SHARED_DIR set back to SAVED (its value before a test set it), or unset where it had none. */
+static void shared_dir_restore(const char *saved) {
+  if (saved)
+    g_setenv("EMA_SHARED_DIR", saved, TRUE);
+  else
+    g_unsetenv("EMA_SHARED_DIR");
+}
+
 /* An imported GEMM curve keeps the points that no larger size beats, linear
  * between them (a measured one its running maximum: test_monotone_dip). */
 static void test_import_lower_envelope(void) {
@@ -381,10 +389,7 @@ static void test_import_lower_envelope(void) {
                                     -1, NULL));
   g_setenv("EMA_SHARED_DIR", dir, TRUE);
   p = ema_profile_load(folder, &error);
-  if (saved)
-    g_setenv("EMA_SHARED_DIR", saved, TRUE);
-  else
-    g_unsetenv("EMA_SHARED_DIR");
+  shared_dir_restore(saved);
   g_assert_no_error(error);
   /* kept: (8, 10), (32, 20), (128, 24), (256, 50) */
   g_assert_cmpfloat(fabs(gemm_at(p, 8) - 10), <, 1e-12);
@@ -405,10 +410,7 @@ static EmaProfile *load_reading_all(const char *shared, const char *folder, EmaP
   g_assert_no_error(error);
   g_assert_true(ema_profile_read_all(p, &error));
   g_assert_no_error(error);
-  if (saved)
-    g_setenv("EMA_SHARED_DIR", saved, TRUE);
-  else
-    g_unsetenv("EMA_SHARED_DIR");
+  shared_dir_restore(saved);
   return p;
 }
 
@@ -781,10 +783,7 @@ static void test_import_bad_row(void) {
   g_assert_no_error(error); /* read when a lookup needs it */
   g_assert_true(ema_profile_check(p, &error));
   g_assert_false(ema_profile_read_all(p, &error));
-  if (saved)
-    g_setenv("EMA_SHARED_DIR", saved, TRUE);
-  else
-    g_unsetenv("EMA_SHARED_DIR");
+  shared_dir_restore(saved);
   g_assert_nonnull(error);
   g_assert_cmpstr(error->message, ==, want);
   g_error_free(error);
@@ -1177,10 +1176,7 @@ static void test_attn_import_bad_rows(void) {
       g_assert_true(ema_profile_read_all(p, &error));
       g_assert_no_error(error);
     }
-    if (saved)
-      g_setenv("EMA_SHARED_DIR", saved, TRUE);
-    else
-      g_unsetenv("EMA_SHARED_DIR");
+    shared_dir_restore(saved);
   }
 }
 
@@ -1208,22 +1204,44 @@ static void test_attn_prefill_prompts_rising(void) {
   assert_op_at(&together, 4, 200, 100);
 }
 
-/* A step's fresh prompts in one kernel (aic_context's table; a decode table of 1 us at one
- * sequence of 100 tokens and 2 us at 8, so that no floor binds): 4 prompts of 100 take 4 x 10 us
+/* The tiny model's serving step model (*ENGINE) and kernel-sums one (*SUMS) on profile NAME in
+ * DIR: tiny_gemm, a decode table of 1 us at one sequence of 100 tokens and 2 us at 8 (so that
+ * no floor binds), PREFILL (NULL: none) as its measured prefill table, tiny_elementwise, and
+ * CONTEXT imported as AIConfigurator's context attention, read while EMA_SHARED_DIR is DIR;
+ * *SERVER its server (the caller frees all three). */
+static void tiny_prompts_steps(const char *dir, const char *name, const char *context,
+                               const char *prefill, EmaStepModel **engine, EmaStepModel **sums,
+                               EmaServerSpec **server) {
+  g_autofree char *data_name = g_strdup_printf("%s.csv", name);
+  g_autofree char *import =
+      g_strdup_printf("import:\n  - {format: aic-prefill, path: groundtruth/%s}\n", data_name);
+  g_autofree char *folder = write_profile(
+      dir, name, import, "gemm.csv", tiny_gemm, "attn_decode.csv",
+      "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+      "1,100,2,2,4,bf16,cudnn,1\n8,100,2,2,4,bf16,cudnn,2\n",
+      "elementwise.csv", tiny_elementwise, prefill ? "attn_prefill.csv" : NULL, prefill, NULL);
+  g_autofree char *data = g_build_filename(dir, "groundtruth", data_name, NULL);
+  g_autofree char *data_dir = g_path_get_dirname(data);
+  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+  EmaLlmSpec model = tiny_model();
+  GError *error = NULL;
+  g_assert_cmpint(g_mkdir_with_parents(data_dir, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(data, context, -1, NULL));
+  g_setenv("EMA_SHARED_DIR", dir, TRUE);
+  *server = server_with_profile(dir, name);
+  *engine = ema_step_model_new(&model, *server, 1, &error);
+  g_assert_no_error(error);
+  *sums = ema_step_model_new_kernel_sums(&model, *server, 1, &error);
+  g_assert_no_error(error);
+  shared_dir_restore(saved);
+}
+
+/* A step's fresh prompts in one kernel (aic_context's table): 4 prompts of 100 take 4 x 10 us
  * x 16 / 40 = 16 us a layer, not 4 runs of 10; 2 of 200, 2 x 20 x (20 + 40 / 3) / 40 = 33.3 us,
  * not 40; one prompt as before. Against the kernel sums (the measuring workload's own runs, c
  * of them), over 2 layers: -48 us, -13.3 us and 0. */
 static void test_step_prefill_prompts_together(void) {
   g_autoptr(TempDir) dir = temp_dir();
-  g_autofree char *folder = write_profile(
-      dir, "tiny-together", "import:\n  - {format: aic-prefill, path: groundtruth/ctx.csv}\n",
-      "gemm.csv", tiny_gemm, "attn_decode.csv",
-      "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
-      "1,100,2,2,4,bf16,cudnn,1\n8,100,2,2,4,bf16,cudnn,2\n",
-      "elementwise.csv", tiny_elementwise, NULL);
-  g_autofree char *data = g_build_filename(dir, "groundtruth", "ctx.csv", NULL);
-  g_autofree char *data_dir = g_path_get_dirname(data);
-  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
   EmaStepBatch batches[] = {
       {.prefill_tokens = 400,
        .prefill_context = 4 * 5050,
@@ -1242,30 +1260,16 @@ static void test_step_prefill_prompts_together(void) {
        .logits = 1},
   };
   const double want_us[] = {-2 * 24, -2 * (40 - (20 + 40.0 / 3)), 0};
-  EmaLlmSpec model = tiny_model();
   EmaServerSpec *server = NULL;
-  GError *error = NULL;
-  g_assert_cmpint(g_mkdir_with_parents(data_dir, 0755), ==, 0);
-  g_assert_true(g_file_set_contents(data, aic_context, -1, NULL));
-  g_setenv("EMA_SHARED_DIR", dir, TRUE);
-  server = server_with_profile(dir, "tiny-together");
-  {
-    g_autoptr(EmaStepModel) engine = ema_step_model_new(&model, server, 1, &error);
-    g_autoptr(EmaStepModel) sums = NULL;
-    g_assert_no_error(error);
-    sums = ema_step_model_new_kernel_sums(&model, server, 1, &error);
-    g_assert_no_error(error);
-    for (guint i = 0; i < G_N_ELEMENTS(batches); i++) {
-      EmaStepBreakdown a, b;
-      ema_step_time(engine, &batches[i], &a);
-      ema_step_time(sums, &batches[i], &b);
-      g_assert_cmpfloat(fabs((a.profiled_s - b.profiled_s) - want_us[i] * 1e-6), <, 1e-12);
-    }
+  g_autoptr(EmaStepModel) engine = NULL;
+  g_autoptr(EmaStepModel) sums = NULL;
+  tiny_prompts_steps(dir, "tiny-together", aic_context, NULL, &engine, &sums, &server);
+  for (guint i = 0; i < G_N_ELEMENTS(batches); i++) {
+    EmaStepBreakdown a, b;
+    ema_step_time(engine, &batches[i], &a);
+    ema_step_time(sums, &batches[i], &b);
+    g_assert_cmpfloat(fabs((a.profiled_s - b.profiled_s) - want_us[i] * 1e-6), <, 1e-12);
   }
-  if (saved)
-    g_setenv("EMA_SHARED_DIR", saved, TRUE);
-  else
-    g_unsetenv("EMA_SHARED_DIR");
   ema_server_free(server);
 }
 
@@ -1275,49 +1279,25 @@ static void test_step_prefill_prompts_together(void) {
  * measured prefill table, 10 us at 100 tokens. */
 static void test_step_prefill_prompts_no_single(void) {
   g_autoptr(TempDir) dir = temp_dir();
-  g_autofree char *folder = write_profile(
-      dir, "tiny-no-single", "import:\n  - {format: aic-prefill, path: groundtruth/ctx2.csv}\n",
-      "gemm.csv", tiny_gemm, "attn_decode.csv",
-      "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
-      "1,100,2,2,4,bf16,cudnn,1\n8,100,2,2,4,bf16,cudnn,2\n",
-      "attn_prefill.csv",
-      "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
-      "100,0,2,2,4,bf16,flash,10\n200,0,2,2,4,bf16,flash,20\n",
-      "elementwise.csv", tiny_elementwise, NULL);
-  g_autofree char *data = g_build_filename(dir, "groundtruth", "ctx2.csv", NULL);
-  g_autofree char *data_dir = g_path_get_dirname(data);
-  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
   EmaStepBatch two = {.prefill_tokens = 200,
                       .prefill_context = 2 * 5050,
                       .prefill_kv_read = 200,
                       .prefill_chunks = 2,
                       .logits = 2};
-  EmaLlmSpec model = tiny_model();
   EmaServerSpec *server = NULL;
-  GError *error = NULL;
-  g_assert_cmpint(g_mkdir_with_parents(data_dir, 0755), ==, 0);
-  g_assert_true(g_file_set_contents(
-      data,
+  g_autoptr(EmaStepModel) engine = NULL;
+  g_autoptr(EmaStepModel) sums = NULL;
+  EmaStepBreakdown a, b;
+  tiny_prompts_steps(
+      dir, "tiny-no-single",
       "batch_size,isl,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,window_size,latency\n"
       "2,100,2,2,4,bfloat16,0,0.015\n4,100,2,2,4,bfloat16,0,0.020\n",
-      -1, NULL));
-  g_setenv("EMA_SHARED_DIR", dir, TRUE);
-  server = server_with_profile(dir, "tiny-no-single");
-  {
-    g_autoptr(EmaStepModel) engine = ema_step_model_new(&model, server, 1, &error);
-    g_autoptr(EmaStepModel) sums = NULL;
-    EmaStepBreakdown a, b;
-    g_assert_no_error(error);
-    sums = ema_step_model_new_kernel_sums(&model, server, 1, &error);
-    g_assert_no_error(error);
-    ema_step_time(engine, &two, &a);
-    ema_step_time(sums, &two, &b);
-    g_assert_cmpfloat(fabs(a.profiled_s - b.profiled_s), <, 1e-15);
-  }
-  if (saved)
-    g_setenv("EMA_SHARED_DIR", saved, TRUE);
-  else
-    g_unsetenv("EMA_SHARED_DIR");
+      "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+      "100,0,2,2,4,bf16,flash,10\n200,0,2,2,4,bf16,flash,20\n",
+      &engine, &sums, &server);
+  ema_step_time(engine, &two, &a);
+  ema_step_time(sums, &two, &b);
+  g_assert_cmpfloat(fabs(a.profiled_s - b.profiled_s), <, 1e-15);
   ema_server_free(server);
 }
 
@@ -1618,10 +1598,7 @@ static void test_moe_nearest(void) {
     ema_step_model_sources(step, &sources);
     g_assert_null(strstr(sources.moe, "nearest"));
   }
-  if (saved)
-    g_setenv("EMA_SHARED_DIR", saved, TRUE);
-  else
-    g_unsetenv("EMA_SHARED_DIR");
+  shared_dir_restore(saved);
   ema_server_free(server);
 }
 
@@ -2020,10 +1997,7 @@ static EmaStepModel *tp_step(const char *dir, const char *name, const char *coll
   *server = server_with_profile(dir, name);
   g_setenv("EMA_SHARED_DIR", dir, TRUE);
   step = ema_step_model_new(&model, *server, 2, &error);
-  if (saved)
-    g_setenv("EMA_SHARED_DIR", saved, TRUE);
-  else
-    g_unsetenv("EMA_SHARED_DIR");
+  shared_dir_restore(saved);
   g_assert_no_error(error);
   return step;
 }
