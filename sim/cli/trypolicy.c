@@ -11,6 +11,7 @@
 
 #include "ema/core/params.h"
 #include "ema/hw/hwmodel.h"
+#include "ema/pool/guard.h"
 
 /* A GPU's view is bound in place: its counts as INT (gint64, the same bytes
  * as guint64 for the counts >= 0 they are held to), its flags as BOOL; the
@@ -151,7 +152,9 @@ static gboolean decide(const EmaPolicyInfo *info, gconstpointer params, const Em
   if (info->kind == EMA_POLICY_BORROW) {
     const EmaBorrowPolicyOps *ops = info->ops;
     EmaBorrowPlan plan = {0};
+    ema_plugin_call_enter(info->guard_name, EMA_PLUGIN_HOOK_DECIDE);
     ops->decide(state, params, view, gpu, &plan);
+    ema_plugin_call_leave(info->guard_name);
     for (guint i = 0; i < plan.n && i < G_N_ELEMENTS(plan.actions); i++)
       fprintf(out, "  %s %" G_GINT64_FORMAT " slices %s gpu%u\n",
               plan.actions[i].slices >= 0 ? "borrow" : "return", ABS(plan.actions[i].slices),
@@ -185,7 +188,9 @@ static gboolean decide(const EmaPolicyInfo *info, gconstpointer params, const Em
                             .limit_lender = G_MAXUINT,
                             .offload_cap = 1,
                             .room_limit = -1};
+    ema_plugin_call_enter(info->guard_name, EMA_PLUGIN_HOOK_DECIDE);
     ops->decide(state, params, view, gpu, &step, &plan);
+    ema_plugin_call_leave(info->guard_name);
     fprintf(out,
             "  mode %s, depth %u, layers_per_copy %u, remote_limit %.4g, room_limit %.4g, "
             "offload_cap %.4g%s\n",
@@ -195,7 +200,9 @@ static gboolean decide(const EmaPolicyInfo *info, gconstpointer params, const Em
   } else {
     const EmaReclaimPolicyOps *ops = info->ops;
     EmaReclaimPlan plan = {0};
+    ema_plugin_call_enter(info->guard_name, EMA_PLUGIN_HOOK_DECIDE);
     ops->decide(state, params, view, gpu, needed, &plan);
+    ema_plugin_call_leave(info->guard_name);
     for (guint i = 0; i < plan.n && i < G_N_ELEMENTS(plan.actions); i++) {
       const EmaReclaimAction *a = &plan.actions[i];
       fprintf(out, "  take back %" G_GUINT64_FORMAT " slices from gpu%u, data to %s", a->slices,

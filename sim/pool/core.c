@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ema/pool/guard.h"
 #include "ema/pool/registry.h"
 
 #define DEFAULT_CONTEXT 2000
@@ -1242,8 +1243,10 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
   if (!plan_unused(c, EMA_POLICY_RECLAIM, plan->n, error))
     return FALSE;
   seal_params(c, EMA_POLICY_RECLAIM, &params_copy);
+  ema_plugin_call_enter(c->policies[EMA_POLICY_RECLAIM]->guard_name, EMA_PLUGIN_HOOK_DECIDE);
   ops->decide(c->ledger.gpus[lender]->states[EMA_POLICY_RECLAIM], c->spec->reclaim_params,
               sealed_view(c, EMA_POLICY_RECLAIM), lender, needed, plan);
+  ema_plugin_call_leave(c->policies[EMA_POLICY_RECLAIM]->guard_name);
   if (!params_unchanged(c, EMA_POLICY_RECLAIM, "decide", params_copy, error) ||
       !called(c, EMA_POLICY_RECLAIM, "decide", error) ||
       !plan_fits(c, EMA_POLICY_RECLAIM, "decide", plan->n, G_N_ELEMENTS(plan->actions), error)) {
@@ -1323,8 +1326,10 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
   if (!plan_unused(c, EMA_POLICY_BORROW, plan->n, error))
     return FALSE;
   seal_params(c, EMA_POLICY_BORROW, &params_copy);
+  ema_plugin_call_enter(c->policies[EMA_POLICY_BORROW]->guard_name, EMA_PLUGIN_HOOK_DECIDE);
   ops->decide(c->ledger.gpus[borrower]->states[EMA_POLICY_BORROW], c->spec->borrow_params,
               sealed_view(c, EMA_POLICY_BORROW), borrower, plan);
+  ema_plugin_call_leave(c->policies[EMA_POLICY_BORROW]->guard_name);
   if (!params_unchanged(c, EMA_POLICY_BORROW, "decide", params_copy, error) ||
       !called(c, EMA_POLICY_BORROW, "decide", error) ||
       !plan_fits(c, EMA_POLICY_BORROW, "decide", plan->n, G_N_ELEMENTS(plan->actions), error)) {
@@ -1442,8 +1447,10 @@ static gboolean run_place(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   if (!plan_unused(c, EMA_POLICY_BORROW, plan->n, error))
     return FALSE;
   seal_params(c, EMA_POLICY_BORROW, &params_copy);
+  ema_plugin_call_enter(c->policies[EMA_POLICY_BORROW]->guard_name, EMA_PLUGIN_HOOK_PLACE);
   ops->place(g->states[EMA_POLICY_BORROW], c->spec->borrow_params,
              sealed_view(c, EMA_POLICY_BORROW), g->index, plan);
+  ema_plugin_call_leave(c->policies[EMA_POLICY_BORROW]->guard_name);
   if (!params_unchanged(c, EMA_POLICY_BORROW, "place", params_copy, error) ||
       !called(c, EMA_POLICY_BORROW, "place", error) ||
       !plan_fits(c, EMA_POLICY_BORROW, "place", plan->n, G_N_ELEMENTS(plan->actions), error)) {

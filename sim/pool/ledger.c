@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "ema/pool/guard.h"
+
 void ema_slice_ledger_init(EmaSliceLedger *l, guint n) {
   memset(l, 0, sizeof *l);
   l->n = n;
@@ -150,8 +152,10 @@ gboolean ema_slice_gpu_plan_prefetch(EmaSliceGpu *g, EmaSliceLedger *seal,
   g->plan = ema_prefetch_plan_start();
   if (seal)
     ema_slice_ledger_seal(seal);
+  ema_plugin_call_enter(policy->guard_name, EMA_PLUGIN_HOOK_DECIDE);
   ((const EmaPrefetchPolicyOps *) policy->ops)
       ->decide(g->states[EMA_POLICY_PREFETCH], params, view, g->index, cost, &g->plan);
+  ema_plugin_call_leave(policy->guard_name);
   if (seal && !(ok = ema_slice_ledger_check_seal(seal, policy, "decide", error))) {
     /* the rest of the caller's step runs on the view and plan as they were */
     ema_slice_ledger_restore_seal(seal);

@@ -25,6 +25,7 @@
 
 #include <gmodule.h>
 
+#include "ema/pool/guard.h"
 #include "ema/pool/registry.h"
 
 #define EMA_POLICY_KINDS 3
@@ -359,6 +360,12 @@ static void register_infos(GPtrArray *new_infos, const char *origin) {
   for (guint i = 0; i < new_infos->len; i++) {
     EmaPolicyInfo *info = new_infos->pdata[i];
     info->origin = kept;
+    if (!info->built_in) {
+      /* the program ("ema-sim run" names itself ema-sim) */
+      const char *prog = g_get_prgname() ? g_get_prgname() : "ema-sim";
+      info->guard_name = g_strdup_printf("%.*s: policy plugin '%s' (%s)", (int) strcspn(prog, " "),
+                                         prog, info->name, kept);
+    }
     g_ptr_array_add(registry->policies[info->kind], info);
     g_hash_table_insert(registry->names[info->kind], (gpointer) info->name, info);
     touched[info->kind] = TRUE;
@@ -444,10 +451,14 @@ gboolean ema_policy_registry_load_file(const char *path, GError **error) {
   g_autofree char *open_path = NULL;
   GModule *module;
   gpointer symbol = NULL;
+  guint limit;
 
   g_return_val_if_fail(path != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
   registry_init();
+  /* a module's hooks run under the crash handlers and the watchdog (guard.h) */
+  if (!ema_plugin_guard_limit(&limit, error))
+    return FALSE;
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
     g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_LOAD, "%s: %s", path,
                 g_file_test(path, G_FILE_TEST_EXISTS) ? "not a regular file" : "no such file");
@@ -488,6 +499,7 @@ gboolean ema_policy_registry_load_file(const char *path, GError **error) {
   }
   g_module_make_resident(module);
   g_ptr_array_add(registry->modules, module);
+  ema_plugin_guard_start(limit);
   return TRUE;
 }
 
@@ -614,7 +626,13 @@ gboolean ema_policy_info_init(const EmaPolicyInfo *info, gpointer state, gconstp
                               const EmaPoolView *view, GError **error) {
   EmaPolicyInitFunc init = ema_policy_info_init_func(info);
   GError *inner = NULL;
-  if (init == NULL || (init(state, params, view, &inner) && inner == NULL))
+  gboolean ok;
+  if (init == NULL)
+    return TRUE;
+  ema_plugin_call_enter(info->guard_name, EMA_PLUGIN_HOOK_INIT);
+  ok = init(state, params, view, &inner);
+  ema_plugin_call_leave(info->guard_name);
+  if (ok && inner == NULL)
     return TRUE;
   if (inner == NULL)
     g_set_error(&inner, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,

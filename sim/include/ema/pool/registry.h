@@ -58,6 +58,9 @@ typedef struct {
   gboolean never_acts;
   /* one of the built-in table's (compiled and tested with the pool), not a module's */
   gboolean built_in;
+  /* a module's: "PROG: policy plugin 'NAME' (ORIGIN)", formatted at registration, for the
+   * messages of a crash or a hang in one of its hooks (guard.h); NULL for a built-in */
+  const char *guard_name;
 } EmaPolicyInfo;
 
 /* A named composition: `policy: NAME` stands for the YAML map YAML. */
