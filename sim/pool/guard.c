@@ -50,6 +50,18 @@ gboolean ema_plugin_guard_limit(guint *seconds, GError **error) {
   return TRUE;
 }
 
+/* TEXT's N bytes to stderr with write(2) alone (async-signal-safe: the crash handler's and the
+ * watchdog's one line), as far as stderr takes them. */
+static void write_all(const char *text, gsize n) {
+  for (gsize done = 0; done < n;) {
+    ssize_t w = write(STDERR_FILENO, text + done, n - done);
+    if (w <= 0 && errno != EINTR)
+      break;
+    if (w > 0)
+      done += (gsize) w;
+  }
+}
+
 /* ---- crash handlers ----------------------------------------------------------------------- */
 
 #if EMA_PLUGIN_GUARD_SIGNALS
@@ -79,13 +91,7 @@ static void on_fatal(int sig, siginfo_t *info, void *context) {
     n = append(n, " hook (signal ");
     n = append(n, fatal_names[i]);
     n = append(n, ")\n");
-    for (gsize done = 0; done < n;) {
-      ssize_t w = write(STDERR_FILENO, line + done, n - done);
-      if (w <= 0 && errno != EINTR)
-        break;
-      if (w > 0)
-        done += (gsize) w;
-    }
+    write_all(line, n);
   }
   /* the signal goes on as it would have: a fault runs its instruction again under the earlier
    * disposition, a sent signal (abort, raise, kill) is sent again */
@@ -136,14 +142,7 @@ static gpointer watch(gpointer data) {
       g_autofree char *message =
           g_strdup_printf("%s: its %s hook ran past %u s (EMA_PLUGIN_CALL_LIMIT): stopped\n", name,
                           hook_name(g_atomic_int_get(&ema_plugin_call_hook)), limit);
-      gsize n = strlen(message);
-      for (gsize done = 0; done < n;) {
-        ssize_t w = write(STDERR_FILENO, message + done, n - done);
-        if (w <= 0 && errno != EINTR)
-          break;
-        if (w > 0)
-          done += (gsize) w;
-      }
+      write_all(message, strlen(message));
       _exit(1);
     }
   }
