@@ -670,6 +670,15 @@ static void assert_step_time_refuses(const char *path, const char *header,
   }
 }
 
+/* step-time's output lines for TEXT (a header and batches) written to PATH; it must succeed. */
+static GStrv step_time_lines_of(const char *path, const char *text) {
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
+  ema_test_assert_ok(run);
+  return g_strsplit(run->out, "\n", -1);
+}
+
 /* step-time's sums over the prefill tokens and the decode sequences: 0 without them, else at
  * least their count; another value (which the model would ignore or clamp) is an error at its
  * field; without prefill_chunks the prefill sums must be of one chunk (a chunk of 512 tokens
@@ -695,15 +704,10 @@ static void test_step_time_sums(void) {
   };
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *path = g_build_filename(dir, "batches.csv", NULL);
-  g_autoptr(EmaTestRun) run = NULL;
   g_auto(GStrv) lines = NULL;
   assert_step_time_refuses(path, STEP_TIME_HEADER, cases, G_N_ELEMENTS(cases));
-  g_assert_true(g_file_set_contents(
-      path, STEP_TIME_HEADER "512,131328,512,0,0,1\n512,4988672,9999,0,0,1\n", -1, NULL));
-  g_clear_pointer(&run, ema_test_run_free);
-  run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
-  ema_test_assert_ok(run);
-  lines = g_strsplit(run->out, "\n", -1);
+  lines =
+      step_time_lines_of(path, STEP_TIME_HEADER "512,131328,512,0,0,1\n512,4988672,9999,0,0,1\n");
   g_assert_cmpfloat(g_ascii_strtod(lines[2], NULL), >, g_ascii_strtod(lines[1], NULL));
   ema_test_remove_tree(dir);
 }
@@ -746,26 +750,14 @@ static void test_step_time_chunks(void) {
   };
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *path = g_build_filename(dir, "batches.csv", NULL);
-  g_autoptr(EmaTestRun) run = NULL;
   g_auto(GStrv) lines = NULL, six = NULL;
   assert_step_time_refuses(path, STEP_TIME_HEADER_CHUNKS, cases, G_N_ELEMENTS(cases));
-  g_assert_true(g_file_set_contents(path,
-                                    STEP_TIME_HEADER_CHUNKS "8192,33558528,8192,0,0,1,1\n"
-                                                            "8192,8392704,8192,0,0,4,4\n"
-                                                            "0,0,0,32,32000,32,0\n",
-                                    -1, NULL));
-  g_clear_pointer(&run, ema_test_run_free);
-  run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
-  ema_test_assert_ok(run);
-  lines = g_strsplit(run->out, "\n", -1);
+  lines = step_time_lines_of(path, STEP_TIME_HEADER_CHUNKS "8192,33558528,8192,0,0,1,1\n"
+                                                           "8192,8392704,8192,0,0,4,4\n"
+                                                           "0,0,0,32,32000,32,0\n");
   g_assert_cmpstr(lines[0], ==, "time_us");
   g_assert_cmpfloat(g_ascii_strtod(lines[2], NULL), <, g_ascii_strtod(lines[1], NULL));
-  g_assert_true(g_file_set_contents(
-      path, STEP_TIME_HEADER "8192,33558528,8192,0,0,1\n0,0,0,32,32000,32\n", -1, NULL));
-  g_clear_pointer(&run, ema_test_run_free);
-  run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
-  ema_test_assert_ok(run);
-  six = g_strsplit(run->out, "\n", -1);
+  six = step_time_lines_of(path, STEP_TIME_HEADER "8192,33558528,8192,0,0,1\n0,0,0,32,32000,32\n");
   g_assert_cmpstr(six[1], ==, lines[1]);
   g_assert_cmpstr(six[2], ==, lines[3]);
   ema_test_remove_tree(dir);
