@@ -79,6 +79,7 @@ typedef struct {
   double borrows, lent_gib, reclaims, reclaimed_gib, reclaim_wait_max_ms;
   /* the lenders' side and the borrower's load */
   double lenders_lent_peak_gib, returns, kv_blocks, arrived, rejected, offload_steps;
+  double idle_lent_peak_gib; /* the GPUs without a tenant, together at one sample */
 } Row;
 
 #define ROW_FIELDS (sizeof(Row) / sizeof(double))
@@ -105,6 +106,7 @@ static const char *const row_columns[ROW_FIELDS] = {
     "borrower_arrived",
     "borrower_rejected",
     "offload_steps",
+    "idle_gpus_lent_peak_gib",
 };
 
 /* The lenders of the comparison into LENDERS[t]: the tenants other than
@@ -170,8 +172,12 @@ static char *tenant_label(const EmaTenantSpec *spec) {
   return g_strdup_printf("%s (gpu%" G_GINT64_FORMAT ")", spec->name, spec->gpu);
 }
 
+/* A run's figures; the lenders' are NAN where the comparison has no lender
+ * tenant (the borrower alone beside GPUs without a tenant): shown as "-" and
+ * empty CSV fields, not as a lender that served nothing. */
 static Row row_of(const EmaServingReport *report, guint borrower, const gboolean *lenders) {
   Row row = {0};
+  gboolean any_lender = FALSE;
   for (guint t = 0; t < report->tenants->len; t++) {
     const EmaTenantResult *r = report->tenants->pdata[t];
     const EmaTenantMetrics *m = r->metrics;
@@ -190,6 +196,7 @@ static Row row_of(const EmaServingReport *report, guint borrower, const gboolean
     }
     if (!lenders[t])
       continue;
+    any_lender = TRUE;
     row.lenders_tok_s += ema_tenant_metrics_throughput_tok_s(m);
     row.lenders_ttft99 = MAX(row.lenders_ttft99, ema_histogram_quantile(m->ttft, 0.99) / 1e6);
     row.lenders_tpot99 = MAX(row.lenders_tpot99, ema_histogram_quantile(m->tpot, 0.99) / 1e6);
@@ -202,6 +209,9 @@ static Row row_of(const EmaServingReport *report, guint borrower, const gboolean
   row.reclaim_wait_max_ms = (double) report->pool.reclaim_wait_max / 1e6;
   row.returns = (double) report->pool.returns;
   row.offload_steps = (double) report->pool.offload_steps;
+  row.idle_lent_peak_gib = (double) (report->idle_peak_slices_lent * EMA_SLICE_BYTES) / GIB;
+  if (!any_lender)
+    row.lenders_tok_s = row.lenders_ttft99 = row.lenders_tpot99 = row.lenders_lent_peak_gib = NAN;
   return row;
 }
 
@@ -272,6 +282,11 @@ static double paired_change(GArray *arms, guint repeats, guint borrower, const g
   return *n ? mean : NAN;
 }
 
+/* VALUE with DECIMALS as the table prints it, "-" where it is NAN (row_of). */
+static char *figure_or_dash(double value, int decimals) {
+  return isnan(value) ? g_strdup("-") : g_strdup_printf("%.*f", decimals, value);
+}
+
 static void print_comparison(FILE *out, GArray *arms, guint repeats, guint borrower,
                              gboolean any_borrowed, const gboolean *lenders, guint n_lent) {
   const EmaServingReport *first = g_array_index(arms, Arm, 0).report;
@@ -323,9 +338,11 @@ static void print_comparison(FILE *out, GArray *arms, guint repeats, guint borro
         ema_units_format_size_human((guint64) (row.borrowed_peak_gib * GIB));
     g_autofree char *lent = ema_units_format_size_human((guint64) (row.lent_gib * GIB));
     g_autofree char *reclaimed = ema_units_format_size_human((guint64) (row.reclaimed_gib * GIB));
-    fprintf(out, "%-*s %8.0f %17s %13s %7.0f %9s | %9.1f %9.2f | %7.0f %9s %8.0f %9s %8.2f\n",
+    g_autofree char *lenders_ttft = figure_or_dash(row.lenders_ttft99, 1);
+    g_autofree char *lenders_tpot = figure_or_dash(row.lenders_tpot99, 2);
+    fprintf(out, "%-*s %8.0f %17s %13s %7.0f %9s | %9s %9s | %7.0f %9s %8.0f %9s %8.2f\n",
             (int) width, variant->dir, row.tok_s, ttft, tpot, row.preemptions, borrowed,
-            row.lenders_ttft99, row.lenders_tpot99, row.borrows, lent, row.reclaims, reclaimed,
+            lenders_ttft, lenders_tpot, row.borrows, lent, row.reclaims, reclaimed,
             row.reclaim_wait_max_ms);
   }
   fprintf(out, "(borrowed peak: the most the borrower held at one sample; lent in all: every slice "
@@ -393,7 +410,10 @@ static gboolean write_compare_csv(const char *dir, GArray *arms, guint repeats, 
     g_string_append_c(csv, ',');
     ema_file_csv_field(csv, b->spec->name);
     for (guint i = 0; i < ROW_FIELDS; i++)
-      g_string_append_printf(csv, ",%.6g", row_field(&row, i));
+      if (isnan(row_field(&row, i)))
+        g_string_append_c(csv, ','); /* no such figure (row_of) */
+      else
+        g_string_append_printf(csv, ",%.6g", row_field(&row, i));
     g_string_append_printf(csv, ",%u", arm->repeat);
     for (guint m = 0; m < G_N_ELEMENTS(paired); m++) {
       double y = G_STRUCT_MEMBER(double, &baseline, paired[m].offset);

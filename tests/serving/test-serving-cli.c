@@ -930,6 +930,27 @@ static void test_idle_lender_compare(void) {
                          "to %s at one sample\n",
                          peak);
   ema_test_assert_contains(run->out, want);
+  {
+    /* no lender tenant: its figures are "-" and empty fields; the idle GPU's peak is a column */
+    g_autofree char *csv = ema_test_read_file(out, "compare.csv");
+    g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+    g_auto(GStrv) header = g_strsplit(lines[0], ",", -1);
+    g_auto(GStrv) ema = g_strsplit(lines[2], ",", -1);
+    guint idle = 0, lenders = 0;
+    g_autofree char *size = NULL;
+    ema_test_assert_contains(run->out, " |         -         - | ");
+    while (header[idle] && strcmp(header[idle], "idle_gpus_lent_peak_gib") != 0)
+      idle++;
+    while (header[lenders] && strcmp(header[lenders], "lenders_ttft_p99_ms_max") != 0)
+      lenders++;
+    g_assert_nonnull(header[idle]);
+    g_assert_nonnull(header[lenders]);
+    g_assert_cmpstr(ema[0], ==, "ema");
+    g_assert_cmpstr(ema[lenders], ==, "");
+    /* the same peak as the header's "lent up to X" */
+    size = ema_units_format_size_human((guint64) (g_ascii_strtod(ema[idle], NULL) * (1 << 30)));
+    g_assert_cmpstr(size, ==, peak);
+  }
   if (gnuplot) {
     g_autoptr(EmaTestRun) plot = ema_test_cli("plot", out, NULL);
     g_autofree char *ema_dir = g_build_filename(out, "ema", NULL);
