@@ -871,6 +871,7 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
   g_autofree char *path = g_build_filename(dir, "timeline.csv", NULL);
   g_autoptr(GPtrArray) gpus = g_ptr_array_new_with_free_func((GDestroyNotify) gpu_series_free);
   g_autoptr(GPtrArray) names = g_ptr_array_new();
+  g_autoptr(GString) with_tenant = g_string_new(NULL); /* "1 3": the series of GPUs with one */
   g_autoptr(GString) data = g_string_new(
       "# time_s, local KV, staging, lent, borrowed, own KV region (GiB), reclaim (1: lent "
       "fell), remote KV (GiB), remote read rate (GB/s: remote KV / step time)\n");
@@ -977,6 +978,9 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
     GpuSeries *series = gpus->pdata[g];
     g_string_append_printf(data, "%s# %s\n%s", g ? "\n\n" : "", series->label, series->data->str);
     g_ptr_array_add(names, series->label);
+    /* the remote figure's: a GPU without a tenant holds no remote KV and reads none */
+    if (!series->idle)
+      g_string_append_printf(with_tenant, "%s%u", with_tenant->len ? " " : "", g + 1);
   }
   if (!write_data(plots, "memory.dat", data, error))
     goto out;
@@ -987,6 +991,7 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
   } else
     gp_set(driver, "figtitle", title);
   gp_series(driver, names);
+  gp_set(driver, "tenant_series", with_tenant->str);
   gp_set(driver, "data", "memory.dat");
   ok = add_figure(plots, driver, figures, "memory", "memory.gp", 1100,
                   120 + 230 * ((names->len + 1) / (names->len > 1 ? 2 : 1)), error) &&

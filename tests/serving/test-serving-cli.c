@@ -960,6 +960,12 @@ static void test_idle_lender_compare(void) {
     ema_data = ema_test_read_file(ema_dir, "plots/memory.dat");
     static_data = ema_test_read_file(static_dir, "plots/memory.dat");
     ema_test_assert_contains(ema_data, "\n# gpu1 (no tenant)\n");
+    {
+      /* the remote figure leaves gpu1 (series 2) out: it holds no remote KV */
+      g_autofree char *plots = g_build_filename(ema_dir, "plots", NULL);
+      g_autofree char *driver = ema_test_read_file(plots, "plots.gp");
+      ema_test_assert_contains(driver, "\ntenant_series = '1'\n");
+    }
     g_assert_null(strstr(static_data, "gpu1"));
   }
   ema_test_remove_tree(dir);
