@@ -817,6 +817,24 @@ static int command_step_time(int argc, char **argv) {
   return status;
 }
 
+/* The next line of IN into LINE (SIZE bytes, NUL-terminated, without its newline): its length in
+ * bytes (NUL bytes included), or -1 at the end of IN or on a read error. A line of SIZE bytes or
+ * more is cut at SIZE - 1 with *TOO_LONG set. */
+static gssize step_time_read_line(FILE *in, char *line, gsize size, gboolean *too_long) {
+  gsize length = 0;
+  int c;
+  *too_long = FALSE;
+  while ((c = getc(in)) != EOF && c != '\n') {
+    if (length == size - 1) {
+      *too_long = TRUE;
+      break;
+    }
+    line[length++] = (char) c;
+  }
+  line[length] = '\0';
+  return c == EOF && (length == 0 || ferror(in)) ? -1 : (gssize) length;
+}
+
 /* A step-time line's sums (VALUES, from FIELDS; N of them, the seventh the prefill chunks),
  * each over the prefill tokens or decode sequences: 0 without any, else at least their count
  * (each token attends to itself); a sum the step model would ignore or clamp is an error at its
@@ -881,25 +899,47 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
                            gboolean breakdown) {
   static const guint counts[] = {0, 3, 5}; /* prefill_tokens, decode_seqs, logits */
   g_auto(GStrv) column_names = g_strsplit(STEP_TIME_COLUMNS, ",", -1);
-  char line[1024];
+  char buffer[1024];
+  char *line;
+  gssize length;
+  gboolean too_long;
   guint64 line_no = 0;
   int columns = 6; /* the header's: 6, or 7 with prefill_chunks */
-  while (fgets(line, sizeof line, in)) {
+  while ((length = step_time_read_line(in, buffer, sizeof buffer, &too_long)) >= 0) {
     EmaStepBatch batch = {0};
     EmaStepBreakdown parts;
     EmaTime time;
     EmaCsvField fields[EMA_CSV_MAX_FIELDS];
     const char *problem = NULL;
+    const char *nul;
     gsize at = 0;
     double values[7];
     int n;
+    line = buffer;
     line_no++;
-    if (strchr(line, '\n') == NULL && !feof(in)) {
+    /* a spreadsheet's UTF-8 byte-order mark before the header: skipped, columns counted after it */
+    if (line_no == 1 && g_str_has_prefix(line, "\xEF\xBB\xBF")) {
+      line += 3;
+      length -= 3;
+    }
+    if ((nul = memchr(line, '\0', (gsize) length)) != NULL) {
+      fprintf(stderr, "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": a NUL byte\n", name, line_no,
+              (gsize) (nul - line) + 1);
+      return 1;
+    }
+    if (too_long) {
       fprintf(stderr, "%s:%" G_GUINT64_FORMAT ":1: the line is longer than %zu characters\n", name,
-              line_no, sizeof line - 2);
+              line_no, sizeof buffer - 1);
       return 1;
     }
     g_strchomp(line);
+    if (line_no > 1 && *line == '\0') {
+      fprintf(stderr,
+              "%s:%" G_GUINT64_FORMAT ":1: an empty line (every line after the header is a "
+              "step)\n",
+              name, line_no);
+      return 1;
+    }
     if (line_no == 1) {
       if (strcmp(line, STEP_TIME_COLUMNS) == 0)
         columns = 6;

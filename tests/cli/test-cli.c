@@ -575,7 +575,7 @@ static void test_step_time(void) {
                         "prefill_kv_read,decode_seqs,decode_context,logits[,prefill_chunks]\n"},
         {"", ":1:1: empty: the header must be prefill_tokens,prefill_context,prefill_kv_read,"
              "decode_seqs,decode_context,logits[,prefill_chunks]\n"},
-        {NULL, ":2:1: the line is longer than 1022 characters\n"},
+        {NULL, ":2:1: the line is longer than 1023 characters\n"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
       g_autofree char *text = NULL, *want = NULL, *digits = g_strnfill(2000, '1');
@@ -653,20 +653,28 @@ typedef struct {
   const char *row, *want;
 } StepTimeCase;
 
+/* TEXT (LENGTH bytes) in the file PATH makes step-time fail with one line that starts with PATH
+ * and WANT; the failure names it case CASE_NO where it does not. */
+static void assert_step_time_refuses_text(const char *path, const char *text, gsize length,
+                                          const char *want, guint case_no) {
+  g_autofree char *want_line = g_strconcat(path, want, NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_set_contents(path, text, (gssize) length, NULL));
+  run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  if (!g_str_has_prefix(run->err, want_line))
+    g_error("case %u: '%s' does not start with '%s'", case_no, ema_test_escaped(run->err),
+            want_line);
+  ema_test_assert_one_line(run->err);
+}
+
 /* Each of the N CASES, a line under HEADER in the file PATH, makes step-time fail with one line
  * that starts with PATH and its want. */
 static void assert_step_time_refuses(const char *path, const char *header,
                                      const StepTimeCase *cases, guint n) {
   for (guint i = 0; i < n; i++) {
     g_autofree char *text = g_strconcat(header, cases[i].row, "\n", NULL);
-    g_autofree char *want = g_strconcat(path, cases[i].want, NULL);
-    g_autoptr(EmaTestRun) run = NULL;
-    g_assert_true(g_file_set_contents(path, text, -1, NULL));
-    run = ema_test_cli("step-time", "h200x8-hgx", "llama-2-70b", "4", path, NULL);
-    g_assert_cmpint(run->status, ==, 1);
-    if (!g_str_has_prefix(run->err, want))
-      g_error("case %u: '%s' does not start with '%s'", i, ema_test_escaped(run->err), want);
-    ema_test_assert_one_line(run->err);
+    assert_step_time_refuses_text(path, text, strlen(text), cases[i].want, i);
   }
 }
 
@@ -760,6 +768,40 @@ static void test_step_time_chunks(void) {
   six = step_time_lines_of(path, STEP_TIME_HEADER "8192,33558528,8192,0,0,1\n0,0,0,32,32000,32\n");
   g_assert_cmpstr(six[1], ==, lines[1]);
   g_assert_cmpstr(six[2], ==, lines[3]);
+  ema_test_remove_tree(dir);
+}
+
+/* A string literal and its length in bytes, NUL bytes within it included. */
+#define BYTES(literal) literal, sizeof literal - 1
+
+/* step-time's input bytes: a UTF-8 byte-order mark before the header (a spreadsheet's export) is
+ * skipped, its columns counted after it; an empty line among the steps (nothing, blanks, a CR) is
+ * an error at its line, the newline that ends the file is not; a NUL byte is an error at its
+ * column. */
+static void test_step_time_bytes(void) {
+  static const struct {
+    const char *text;
+    gsize length;
+    const char *want;
+  } cases[] = {
+      {BYTES(STEP_TIME_HEADER "\n0,0,0,32,32000,32\n"),
+       ":2:1: an empty line (every line after the header is a step)\n"},
+      {BYTES(STEP_TIME_HEADER "0,0,0,32,32000,32\n \t\r\n0,0,0,32,32000,32\n"),
+       ":3:1: an empty line (every line after the header is a step)\n"},
+      {BYTES(STEP_TIME_HEADER "0,0,0,32,32000,32\n\n"), ":3:1: an empty line"},
+      {BYTES(STEP_TIME_HEADER "0,0\0,0,32,32000,32\n"), ":2:4: a NUL byte\n"},
+      {BYTES("\xEF\xBB\xBF"
+             "prefill_tokens\0"),
+       ":1:15: a NUL byte\n"},
+  };
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "batches.csv", NULL);
+  g_auto(GStrv) plain = step_time_lines_of(path, STEP_TIME_HEADER "0,0,0,32,32000,32\n");
+  g_auto(GStrv) marked =
+      step_time_lines_of(path, "\xEF\xBB\xBF" STEP_TIME_HEADER "0,0,0,32,32000,32\n");
+  g_assert_true(g_strv_equal((const char *const *) plain, (const char *const *) marked));
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
+    assert_step_time_refuses_text(path, cases[i].text, cases[i].length, cases[i].want, i);
   ema_test_remove_tree(dir);
 }
 
@@ -921,6 +963,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/step-time/sums", test_step_time_sums);
   g_test_add_func("/cli/step-time/chunks", test_step_time_chunks);
   g_test_add_func("/cli/step-time/counts", test_step_time_counts);
+  g_test_add_func("/cli/step-time/bytes", test_step_time_bytes);
   g_test_add_func("/cli/compare-steps/errors", test_compare_steps_errors);
   g_test_add_func("/cli/compare-static/errors", test_compare_static_errors);
   g_test_add_func("/cli/compare-output-dir", test_compare_output_dir);
