@@ -767,8 +767,8 @@ static int describe_llm(int argc, char **argv) {
 /* step-time SERVER MODEL TP [FILE]: one line of time_us per batch line of
  * FILE or stdin (the columns of STEP_TIME_COLUMNS, a header line first),
  * for comparing the step model with measured steps (experiments/groundtruth). */
-static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
-                           gboolean breakdown);
+static int step_time_lines(FILE *in, const char *name, const EmaLlmSpec *model,
+                           const EmaStepModel *step, gboolean breakdown);
 
 static int command_step_time(int argc, char **argv) {
   GError *error = NULL;
@@ -811,7 +811,7 @@ static int command_step_time(int argc, char **argv) {
   if (argc == 5 && strcmp(argv[4], "-") != 0 &&
       (in = ema_file_open_regular(argv[4], &error)) == NULL)
     return fail(error);
-  status = step_time_lines(in, in != stdin ? argv[4] : "stdin", step, breakdown);
+  status = step_time_lines(in, in != stdin ? argv[4] : "stdin", model, step, breakdown);
   if (in != stdin)
     fclose(in);
   return status;
@@ -835,6 +835,40 @@ static gssize step_time_read_line(FILE *in, char *line, gsize size, gboolean *to
   return c == EOF && (length == 0 || ferror(in)) ? -1 : (gssize) length;
 }
 
+/* A step-time line's prefill chunks (VALUES, N of them): the seventh column's, else 1 with
+ * prefill tokens and 0 without. */
+static double step_time_chunks(const double *values, int n) {
+  return n > 6 ? values[6] : values[0] > 0 ? 1 : 0;
+}
+
+/* A step-time line's sums (VALUES, from FIELDS; N of them) within MODEL's context: what a prefill
+ * token attends to, the KV a prefill chunk reads (its prompt so far) and a decoding sequence's
+ * context are each at most max_context tokens, and so is each sum's average over its count; one
+ * past it is an error at its field (FALSE, printed). */
+static gboolean step_time_context_ok(const char *name, guint64 line_no, const EmaCsvField *fields,
+                                     const double *values, int n, const EmaLlmSpec *model) {
+  static const struct {
+    guint sum;
+    const char *count, *per;
+  } sums[] = {{1, "prefill_tokens", "attended per prefill token"},
+              {2, STEP_TIME_CHUNKS_COLUMN, "read per prefill chunk"},
+              {4, "decode_seqs", "per decoding sequence"}};
+  g_auto(GStrv) columns = g_strsplit(STEP_TIME_COLUMNS, ",", -1);
+  double counts[] = {values[0], step_time_chunks(values, n), values[3]};
+  for (guint i = 0; i < G_N_ELEMENTS(sums); i++) {
+    double mean = counts[i] > 0 ? values[sums[i].sum] / counts[i] : 0;
+    if (mean <= (double) model->max_context)
+      continue;
+    fprintf(stderr,
+            "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": %s %s: %.15g tokens %s on average "
+            "(%s %.15g), above %s's context of %" G_GINT64_FORMAT " tokens (its max_context)\n",
+            name, line_no, fields[sums[i].sum].at + 1, columns[sums[i].sum], fields[sums[i].sum].p,
+            mean, sums[i].per, sums[i].count, counts[i], model->name, model->max_context);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* A step-time line's sums (VALUES, from FIELDS; N of them, the seventh the prefill chunks),
  * each over the prefill tokens or decode sequences: 0 without any, else at least their count
  * (each token attends to itself); a sum the step model would ignore or clamp is an error at its
@@ -848,7 +882,7 @@ static gboolean step_time_sums_ok(const char *name, guint64 line_no, const EmaCs
   static const guint sums[][2] = {{1, 0}, {2, 0}, {4, 3}}; /* a sum's field, its count's */
   g_auto(GStrv) columns = g_strsplit(STEP_TIME_COLUMNS "," STEP_TIME_CHUNKS_COLUMN, ",", -1);
   double tokens = values[0], context = values[1], read = values[2];
-  double chunks = n > 6 ? values[6] : tokens > 0 ? 1 : 0;
+  double chunks = step_time_chunks(values, n);
   for (guint i = 0; i < G_N_ELEMENTS(sums); i++) {
     guint sum = sums[i][0], count = sums[i][1];
     if (values[count] == 0 ? values[sum] == 0 : values[sum] >= values[count])
@@ -895,8 +929,8 @@ static gboolean step_time_sums_ok(const char *name, guint64 line_no, const EmaCs
   return TRUE;
 }
 
-static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
-                           gboolean breakdown) {
+static int step_time_lines(FILE *in, const char *name, const EmaLlmSpec *model,
+                           const EmaStepModel *step, gboolean breakdown) {
   static const guint counts[] = {0, 3, 5}; /* prefill_tokens, decode_seqs, logits */
   g_auto(GStrv) column_names = g_strsplit(STEP_TIME_COLUMNS, ",", -1);
   char buffer[1024];
@@ -989,7 +1023,8 @@ static int step_time_lines(FILE *in, const char *name, const EmaStepModel *step,
                 fields[counts[i]].p);
         return 1;
       }
-    if (!step_time_sums_ok(name, line_no, fields, values, n))
+    if (!step_time_sums_ok(name, line_no, fields, values, n) ||
+        !step_time_context_ok(name, line_no, fields, values, n, model))
       return 1;
     batch.prefill_tokens = (guint64) values[0];
     batch.prefill_context = values[1];

@@ -691,7 +691,8 @@ static GStrv step_time_lines_of(const char *path, const char *text) {
  * least their count; another value (which the model would ignore or clamp) is an error at its
  * field; without prefill_chunks the prefill sums must be of one chunk (a chunk of 512 tokens
  * after 9,487 cached ones reads 9,999 tokens' KV and attends to 512 x 9,487 + 512 x 513 / 2 =
- * 4,988,672); a valid prefill_kv_read (a chunk after cached tokens) lengthens the step. */
+ * 4,988,672); a valid prefill_kv_read (a chunk of 512 tokens after 3,000 cached ones, within
+ * llama-2-70b's 4,096: 3,512 and 512 x 3,000 + 131,328 = 1,667,328) lengthens the step. */
 static void test_step_time_sums(void) {
   static const StepTimeCase cases[] = {
       {"2048,2098176,2098176,0,0,1",
@@ -715,7 +716,7 @@ static void test_step_time_sums(void) {
   g_auto(GStrv) lines = NULL;
   assert_step_time_refuses(path, STEP_TIME_HEADER, cases, G_N_ELEMENTS(cases));
   lines =
-      step_time_lines_of(path, STEP_TIME_HEADER "512,131328,512,0,0,1\n512,4988672,9999,0,0,1\n");
+      step_time_lines_of(path, STEP_TIME_HEADER "512,131328,512,0,0,1\n512,1667328,3512,0,0,1\n");
   g_assert_cmpfloat(g_ascii_strtod(lines[2], NULL), >, g_ascii_strtod(lines[1], NULL));
   ema_test_remove_tree(dir);
 }
@@ -740,10 +741,10 @@ static void test_step_time_counts(void) {
 }
 
 /* step-time's optional prefill_chunks column: 0 without prefill tokens, else a whole number up
- * to them; one chunk times as the six columns do; four prompts of 2,048 tokens as four chunks
- * (4 x 2,048 x 2,049 / 2 = 8,392,704 query-key pairs) take less than their 8,192 tokens as one
- * chunk (8,192 x 8,193 / 2 = 33,558,528 pairs), and a prefill_context outside what its chunks can
- * attend to is an error. */
+ * to them; one chunk times as the six columns do; four prompts of 1,024 tokens as four chunks
+ * (4 x 1,024 x 1,025 / 2 = 2,099,200 query-key pairs) take less than their 4,096 tokens
+ * (llama-2-70b's context) as one chunk (4,096 x 4,097 / 2 = 8,390,656 pairs), and a
+ * prefill_context outside what its chunks can attend to is an error. */
 static void test_step_time_chunks(void) {
   static const StepTimeCase cases[] = {
       {"0,0,0,4,400,4,1", ":2:15: prefill_chunks 1: a whole number, 0 without prefill_tokens, "
@@ -760,14 +761,41 @@ static void test_step_time_chunks(void) {
   g_autofree char *path = g_build_filename(dir, "batches.csv", NULL);
   g_auto(GStrv) lines = NULL, six = NULL;
   assert_step_time_refuses(path, STEP_TIME_HEADER_CHUNKS, cases, G_N_ELEMENTS(cases));
-  lines = step_time_lines_of(path, STEP_TIME_HEADER_CHUNKS "8192,33558528,8192,0,0,1,1\n"
-                                                           "8192,8392704,8192,0,0,4,4\n"
+  lines = step_time_lines_of(path, STEP_TIME_HEADER_CHUNKS "4096,8390656,4096,0,0,1,1\n"
+                                                           "4096,2099200,4096,0,0,4,4\n"
                                                            "0,0,0,32,32000,32,0\n");
   g_assert_cmpstr(lines[0], ==, "time_us");
   g_assert_cmpfloat(g_ascii_strtod(lines[2], NULL), <, g_ascii_strtod(lines[1], NULL));
-  six = step_time_lines_of(path, STEP_TIME_HEADER "8192,33558528,8192,0,0,1\n0,0,0,32,32000,32\n");
+  six = step_time_lines_of(path, STEP_TIME_HEADER "4096,8390656,4096,0,0,1\n0,0,0,32,32000,32\n");
   g_assert_cmpstr(six[1], ==, lines[1]);
   g_assert_cmpstr(six[2], ==, lines[3]);
+  ema_test_remove_tree(dir);
+}
+
+/* step-time's sums within the model's context (llama-2-70b's 4,096 tokens): a decoding sequence's
+ * context, a prefill chunk's KV read (its prompt so far) and what a prefill token attends to are
+ * each at most the context, so their averages over decode_seqs, prefill_chunks and
+ * prefill_tokens are too; one past it is an error at its field, one at it is timed. 1,009 tokens
+ * in ten chunks, one of 1,000 after 9,000 cached ones and nine fresh single tokens, read 1,000.9
+ * tokens a chunk on average but attend to 9,500,509 / 1,009 = 9,415.8 a token. */
+static void test_step_time_context(void) {
+  static const StepTimeCase cases[] = {
+      {"0,0,0,2,8194,2,0",
+       ":2:9: decode_context 8194: 4097 tokens per decoding sequence on average "
+       "(decode_seqs 2), above llama-2-70b's context of 4096 tokens (its "
+       "max_context)\n"},
+      {"100,405050,4100,0,0,1,1", ":2:12: prefill_kv_read 4100: 4100 tokens read per prefill chunk "
+                                  "on average (prefill_chunks 1), above llama-2-70b's context"},
+      {"1009,9500509,10009,0,0,10,10", ":2:6: prefill_context 9500509: 9415.76709613479 tokens "
+                                       "attended per prefill token on average (prefill_tokens "
+                                       "1009), above llama-2-70b's context"},
+  };
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "batches.csv", NULL);
+  g_auto(GStrv) lines = NULL;
+  assert_step_time_refuses(path, STEP_TIME_HEADER_CHUNKS, cases, G_N_ELEMENTS(cases));
+  lines = step_time_lines_of(path, STEP_TIME_HEADER "0,0,0,3,12288,3\n4096,8390656,4096,0,0,1\n");
+  g_assert_cmpuint(g_strv_length(lines), ==, 4);
   ema_test_remove_tree(dir);
 }
 
@@ -964,6 +992,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/step-time/chunks", test_step_time_chunks);
   g_test_add_func("/cli/step-time/counts", test_step_time_counts);
   g_test_add_func("/cli/step-time/bytes", test_step_time_bytes);
+  g_test_add_func("/cli/step-time/context", test_step_time_context);
   g_test_add_func("/cli/compare-steps/errors", test_compare_steps_errors);
   g_test_add_func("/cli/compare-static/errors", test_compare_static_errors);
   g_test_add_func("/cli/compare-output-dir", test_compare_output_dir);
