@@ -833,6 +833,24 @@ static void test_step_time_bytes(void) {
   ema_test_remove_tree(dir);
 }
 
+/* step-time refuses a model whose weights leave its GPUs no KV cache at any engine setting (a run's
+ * "does not fit", at all of the HBM), before reading a line: llama-4-scout-17b-16e's 201 GiB of
+ * BF16 weights on one 141 GB H200. */
+static void test_step_time_fit(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "batches.csv", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_set_contents(path, STEP_TIME_HEADER "0,0,0,32,32000,32\n", -1, NULL));
+  run = ema_test_cli("step-time", "h200x8-hgx", "llama-4-scout-17b-16e", "1", path, NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  g_assert_cmpstr(run->out, ==, "");
+  g_assert_cmpstr(run->err, ==,
+                  "llama-4-scout-17b-16e does not fit with tp 1 on H200-SXM: 140 GiB of HBM per "
+                  "GPU (gpu_memory_utilization 100%) leaves no KV cache after 201 GiB of weights "
+                  "and 0 B of activation reserve\n");
+  ema_test_remove_tree(dir);
+}
+
 /* compare-static: a row's step model that cannot be made (a TP size that divides nothing) is
  * an error at the row's tp field, a token_size below 2 (no decode step after the prompt's) or
  * not whole at its field, a step past 10^12 tokens at the row's first column (it had no
@@ -993,6 +1011,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/step-time/counts", test_step_time_counts);
   g_test_add_func("/cli/step-time/bytes", test_step_time_bytes);
   g_test_add_func("/cli/step-time/context", test_step_time_context);
+  g_test_add_func("/cli/step-time/fit", test_step_time_fit);
   g_test_add_func("/cli/compare-steps/errors", test_compare_steps_errors);
   g_test_add_func("/cli/compare-static/errors", test_compare_static_errors);
   g_test_add_func("/cli/compare-output-dir", test_compare_output_dir);
