@@ -13,6 +13,7 @@
  * skipped. */
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "private.h"
 
 typedef enum {
@@ -109,9 +110,10 @@ static gboolean csv_read_header(Csv *csv, GError **error) {
                               "empty file: no header");
     return FALSE;
   }
-  if (len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) { /* UTF-8 byte-order mark */
-    line += 3;
-    len -= 3;
+  {
+    gsize bom = ema_file_bom_length(line, len); /* UTF-8's byte-order mark */
+    line += bom;
+    len -= bom;
   }
   const char *problem = NULL;
   gsize at = 0;

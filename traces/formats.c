@@ -110,8 +110,7 @@ static gboolean is_vllm_bench(const char *path) {
                                      "\"input_lens\"", "\"num_prompts\""};
   char head[HEAD_BYTES + 1];
   const char *at = head;
-  if (read_head(path, head) >= 3 && memcmp(at, "\xef\xbb\xbf", 3) == 0) /* a UTF-8 BOM */
-    at += 3;
+  at += ema_file_bom_length(head, read_head(path, head)); /* a UTF-8 byte-order mark */
   while (*at == ' ' || *at == '\t' || *at == '\r' || *at == '\n')
     at++;
   if (*at != '{')

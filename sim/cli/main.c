@@ -966,9 +966,10 @@ static int step_time_lines(FILE *in, const char *name, const EmaLlmSpec *model,
     line = buffer;
     line_no++;
     /* a spreadsheet's UTF-8 byte-order mark before the header: skipped, columns counted after it */
-    if (line_no == 1 && g_str_has_prefix(line, "\xEF\xBB\xBF")) {
-      line += 3;
-      length -= 3;
+    if (line_no == 1) {
+      gsize bom = ema_file_bom_length(line, (gsize) length);
+      line += bom;
+      length -= (gssize) bom;
     }
     if ((nul = memchr(line, '\0', (gsize) length)) != NULL) {
       fprintf(stderr, "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": a NUL byte\n", name, line_no,

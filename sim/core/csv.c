@@ -138,16 +138,38 @@ gboolean ema_csv_open(EmaCsv *csv, const char *path, GError **error) {
   return ema_csv_open_max(csv, path, EMA_FILE_MAX_TEXT, error);
 }
 
+/* The first NUL byte of TEXT (LENGTH bytes) as PATH:LINE:COL into ERROR: FALSE (a string stops
+ * there, so the row would read as cut short); TRUE where there is none. */
+static gboolean no_nul(const char *path, const char *text, gsize length, GError **error) {
+  const char *nul = memchr(text, '\0', length);
+  guint line = 1;
+  const char *start = text;
+  if (nul == NULL)
+    return TRUE;
+  for (const char *c = text; c < nul; c++)
+    if (*c == '\n') {
+      line++;
+      start = c + 1;
+    }
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%u:%u: a NUL byte", path, line,
+              (guint) (nul - start) + 1);
+  return FALSE;
+}
+
 gboolean ema_csv_open_max(EmaCsv *csv, const char *path, gsize max_bytes, GError **error) {
   GError *local = NULL;
+  gsize length = 0;
   memset(csv, 0, sizeof *csv);
   csv->file = g_intern_string(path);
-  if (!ema_file_read_regular(path, max_bytes, &csv->text, NULL, &local)) {
+  if (!ema_file_read_regular(path, max_bytes, &csv->text, &length, &local)) {
     g_set_error_literal(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_IO, local->message);
     g_error_free(local);
     return FALSE;
   }
-  csv->rest = csv->text;
+  if (!no_nul(path, csv->text, length, error))
+    return FALSE;
+  /* a byte-order mark before the header is skipped: the first column's name is after it */
+  csv->rest = csv->text + ema_file_bom_length(csv->text, length);
   csv->row = g_new(char *, EMA_CSV_MAX_FIELDS + 1);
   {
     char *first = next_line(csv);

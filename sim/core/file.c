@@ -117,6 +117,10 @@ FILE *ema_file_open_regular(const char *path, GError **error) {
   return fp;
 }
 
+gsize ema_file_bom_length(const char *text, gsize length) {
+  return length >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+}
+
 gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,
                                GError **error) {
   struct stat st;

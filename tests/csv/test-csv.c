@@ -50,11 +50,15 @@ static void test_split(void) {
   g_assert_cmpuint(at, ==, EMA_CSV_MAX_FIELDS);
 }
 
-/* TEXT written to a new file; its path */
-static char *write_table(const char *dir, const char *text) {
+/* TEXT (LENGTH bytes; -1: up to its NUL) written to a new file; its path */
+static char *write_table_bytes(const char *dir, const char *text, gssize length) {
   char *path = g_build_filename(dir, "t.csv", NULL);
-  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  g_assert_true(g_file_set_contents(path, text, length, NULL));
   return path;
+}
+
+static char *write_table(const char *dir, const char *text) {
+  return write_table_bytes(dir, text, -1);
 }
 
 static void test_table(void) {
@@ -85,10 +89,28 @@ static void test_table(void) {
   g_rmdir(dir);
 }
 
-/* Reading TEXT to its end fails with PATH followed by WANT. */
-static void table_fails(const char *text, const char *want) {
+/* A UTF-8 byte-order mark before the header (a spreadsheet's export) is not part of the first
+ * column's name; columns are counted after it. */
+static void test_byte_order_mark(void) {
   g_autofree char *dir = g_dir_make_tmp("ema-test-csv-XXXXXX", NULL);
-  g_autofree char *path = write_table(dir, text);
+  g_autofree char *path = write_table(dir, "\xEF\xBB\xBFname,value\nx,1\n");
+  EmaCsv csv;
+  GError *error = NULL;
+  guint name = 9;
+  g_assert_true(ema_csv_open(&csv, path, &error));
+  g_assert_true(ema_csv_column(&csv, "name", &name, &error));
+  g_assert_cmpuint(name, ==, 0);
+  g_assert_true(ema_csv_next(&csv, &error));
+  g_assert_cmpstr(csv.fields[0], ==, "x");
+  ema_csv_clear(&csv);
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
+/* Reading TEXT (LENGTH bytes) to its end fails with PATH followed by WANT. */
+static void table_fails_bytes(const char *text, gssize length, const char *want) {
+  g_autofree char *dir = g_dir_make_tmp("ema-test-csv-XXXXXX", NULL);
+  g_autofree char *path = write_table_bytes(dir, text, length);
   g_autofree char *expected = g_strconcat(path, want, NULL);
   EmaCsv csv;
   GError *error = NULL;
@@ -103,8 +125,16 @@ static void table_fails(const char *text, const char *want) {
   g_rmdir(dir);
 }
 
+static void table_fails(const char *text, const char *want) {
+  table_fails_bytes(text, -1, want);
+}
+
 static void test_errors(void) {
+  static const char nul[] = "a,b\n1,2\n3,x\0y\n";
   table_fails("", ":1:1: no header row");
+  /* a NUL byte at its place, not a row cut short there ("1 field where the header has 2") */
+  table_fails_bytes(nul, sizeof nul - 1, ":3:4: a NUL byte");
+  table_fails_bytes("\0", 1, ":1:1: a NUL byte");
   table_fails("a,\"b\n", ":1:3: unterminated quoted field");
   table_fails("a,b\n1,2\n3,\"4\"x\n", ":3:6: text after a quoted field");
   table_fails("a,b\n1\n", ":2:2: 1 field where the header has 2");
@@ -265,6 +295,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/csv/split", test_split);
   g_test_add_func("/csv/table", test_table);
   g_test_add_func("/csv/errors", test_errors);
+  g_test_add_func("/csv/byte-order-mark", test_byte_order_mark);
   g_test_add_func("/csv/missing", test_missing);
   return g_test_run();
 }

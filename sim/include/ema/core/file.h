@@ -23,6 +23,10 @@ G_BEGIN_DECLS
  * never blocks (a FIFO without a writer is refused, not waited for). */
 FILE *ema_file_open_regular(const char *path, GError **error);
 
+/* 3 where TEXT (LENGTH bytes) begins with UTF-8's byte-order mark (a spreadsheet's or
+ * PowerShell's export carries one before a header), else 0: the bytes a reader skips. */
+gsize ema_file_bom_length(const char *text, gsize length);
+
 /* Read all of the regular file PATH, at most MAX_BYTES, into *TEXT
  * (NUL-terminated, free with g_free) and *LENGTH (may be NULL). */
 gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,
