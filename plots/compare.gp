@@ -7,7 +7,8 @@
 # block per variant: TTFT ms, fraction at or below). Variables: figtitle,
 # borrower, bin (the timeline's sample period: each throughput point is one), nseries,
 # series1..seriesN (the variants), borrower_ttfts and lender_ttfts (the TTFTs in each
-# CDF, all variants together).
+# CDF, all variants together), timeline_points (the timeline's points, all variants together:
+# none where the run is shorter than its sample period).
 load common
 set multiplot layout 2, 2 title sprintf("%s\nthe borrower (%s) and its lenders under each variant", figtitle, borrower)
 set key top right
@@ -15,12 +16,23 @@ set xlabel 'time (s)'
 set ylabel sprintf('output tokens/s (per %s sample)', bin)
 set yrange [0:*]
 set title sprintf('%s: throughput', borrower)
-plot for [i=1:nseries] 'compare-timeline.dat' index (i-1) using 1:2 with lines lt i \
-     title value(sprintf('series%d', i))
+if (timeline_points > 0) {
+  plot for [i=1:nseries] 'compare-timeline.dat' index (i-1) using 1:2 with lines lt i \
+       title value(sprintf('series%d', i))
+} else {
+  note = 'no two timeline samples (the run is shorter than its sample period)'
+  eval empty_panel
+  set yrange [0:*]
+  set key top right
+}
 set ylabel 'borrowed from peers (GiB)'
 set title sprintf('%s: memory borrowed', borrower)
-plot for [i=1:nseries] 'compare-timeline.dat' index (i-1) using 1:3 with lines lt i \
-     title value(sprintf('series%d', i))
+if (timeline_points > 0) {
+  plot for [i=1:nseries] 'compare-timeline.dat' index (i-1) using 1:3 with lines lt i \
+       title value(sprintf('series%d', i))
+} else {
+  eval empty_panel
+}
 set key bottom right
 set ylabel 'fraction of requests'
 set yrange [0:1.02]

@@ -1085,9 +1085,10 @@ out:
 
 /* The borrower's output tokens/s and borrowed GiB over time in one
  * variant's timeline.csv, as one data block (tokens/s per sample: *BIN the
- * sample period, s); FALSE on a read error. */
+ * sample period, s; *POINTS += its points: none in a run shorter than its
+ * sample period); FALSE on a read error. */
 static gboolean compare_timeline(const char *dir, const char *borrower, GString *out, double *bin,
-                                 GError **error) {
+                                 guint *points, GError **error) {
   g_autofree char *path = g_build_filename(dir, "timeline.csv", NULL);
   Csv csv = {0};
   gint time_col, tenant_col, tokens_col, borrowed_col;
@@ -1127,6 +1128,7 @@ static gboolean compare_timeline(const char *dir, const char *borrower, GString 
   }
   if (rows == 0)
     g_string_append(out, "NaN NaN NaN\n");
+  *points += rows;
   ok = TRUE;
 out:
   csv_clear(&csv);
@@ -1239,6 +1241,7 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
   Csv csv = {0};
   gint variant_col, dir_col, borrower_col, repeat_col;
   double bin = NAN;
+  guint timeline_points = 0;
   gboolean ok = FALSE;
   if (!csv_read(path, &csv, error))
     return FALSE;
@@ -1271,7 +1274,7 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
     g_ptr_array_add(variants, g_strdup(csv_cell(row, variant_col)));
     g_ptr_array_add(mine, g_array_new(FALSE, FALSE, sizeof(double)));
     g_ptr_array_add(lenders, g_array_new(FALSE, FALSE, sizeof(double)));
-    if (!compare_timeline(variant_dir, borrower, timeline, &bin, error) ||
+    if (!compare_timeline(variant_dir, borrower, timeline, &bin, &timeline_points, error) ||
         !compare_ttfts(variant_dir, borrower, mine->pdata[variants->len - 1],
                        lenders->pdata[variants->len - 1], error))
       goto out;
@@ -1289,10 +1292,11 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
     goto out;
   gp_set(driver, "figtitle", title);
   gp_set(driver, "borrower", borrower);
-  g_string_append_printf(driver, "borrower_ttfts = %u\nlender_ttfts = %u\n", total_len(mine),
-                         total_len(lenders));
+  g_string_append_printf(driver, "borrower_ttfts = %u\nlender_ttfts = %u\ntimeline_points = %u\n",
+                         total_len(mine), total_len(lenders), timeline_points);
   {
-    g_autofree char *period = g_strdup_printf("%g s", bin);
+    /* (no two samples: no period to name) */
+    g_autofree char *period = isfinite(bin) ? g_strdup_printf("%g s", bin) : g_strdup("one");
     gp_set(driver, "bin", period);
   }
   gp_series(driver, variants);
@@ -1318,6 +1322,7 @@ static gboolean plot_compare_change(const char *dir, const char *plots, const ch
   gint cols[G_N_ELEMENTS(names)];
   Csv csv = {0};
   gboolean ok = FALSE;
+  guint defined = 0; /* changes with a value (none where every baseline figure was 0) */
   if (!csv_read(path, &csv, error))
     return FALSE;
   for (guint c = 0; c < G_N_ELEMENTS(names); c++)
@@ -1345,8 +1350,10 @@ static gboolean plot_compare_change(const char *dir, const char *plots, const ch
     append_number(data, m + 0.15 * ((double) v - 0.5 * (double) (variants->len - 1)));
     for (guint c = 4; c < G_N_ELEMENTS(names); c++) {
       double value;
+      gboolean given = parse_number(csv_cell(row, cols[c]), &value);
+      defined += c == 4 && given;
       g_string_append_c(data, ' ');
-      append_number(data, parse_number(csv_cell(row, cols[c]), &value) ? value : NAN);
+      append_number(data, given ? value : NAN);
     }
     g_string_append_c(data, '\n');
     if (r == 0) {
@@ -1354,8 +1361,8 @@ static gboolean plot_compare_change(const char *dir, const char *plots, const ch
       gp_set(driver, "repeats", csv_cell(row, cols[3]));
     }
   }
-  if (variants->len == 0) {
-    ok = TRUE; /* one variant: nothing to compare */
+  if (variants->len == 0 || defined == 0) {
+    ok = TRUE; /* one variant, or no change defined (gnuplot refuses a plot without a point) */
     goto out;
   }
   gp_set(driver, "figtitle", title);

@@ -465,6 +465,36 @@ static void test_compare_plot_no_ttfts(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* A comparison of runs shorter than their sample period (one timeline sample: no throughput
+ * point) and whose every paired change is undefined (no request finished: each baseline figure
+ * 0) draws its figure with empty timeline panels that say so, and no change figure: gnuplot
+ * refused both plots of no point, and with them every figure of the run. */
+static void test_compare_plot_nothing_to_draw(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
+  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
+                                      "duration: 1ms\ncompare:\n  static: {policy: static}\n"
+                                      "  2x: {server.gpu.hbm_scale: 2}\n",
+                                      NULL);
+  g_autofree char *path = g_build_filename(tmp, "c.yaml", NULL);
+  if (!gnuplot_or_skip()) {
+    ema_test_remove_tree(tmp);
+    return;
+  }
+  touch(tmp, "c.yaml", text);
+  {
+    g_autoptr(EmaTestRun) run = run_then_plot("run", path, out);
+    g_autofree char *paired = ema_test_read_file(out, "compare-paired.csv");
+    ema_test_assert_contains(paired, "\n2x,static,borrower_tok_s,0,,,\n");
+    g_assert_true(exists(out, "plots/compare.png"));
+    g_assert_false(exists(out, "plots/compare-change.png"));
+    ema_test_assert_contains(keep(ema_test_read_file(out, "plots/plots.gp")),
+                             "\ntimeline_points = 0\n");
+  }
+  ema_test_remove_tree(tmp);
+}
+
 /* A sweep none of whose requests got a first token draws its latency figure, the TTFT panel an
  * empty one that says so: every TTFT p99 was 0, which the log axis cannot show, and gnuplot
  * refused the figure (and the throughput figure with it). */
@@ -863,6 +893,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/compare-plot-variants", test_compare_plot_variants);
   g_test_add_func("/output/compare-variant-error", test_compare_variant_error);
   g_test_add_func("/output/compare-plot-no-ttfts", test_compare_plot_no_ttfts);
+  g_test_add_func("/output/compare-plot-nothing-to-draw", test_compare_plot_nothing_to_draw);
   g_test_add_func("/output/sweep-plot-no-ttfts", test_sweep_plot_no_ttfts);
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/compare-repeats", test_compare_repeats);
