@@ -182,13 +182,14 @@ static gboolean line_append(EmaTraceReader *reader, gsize *len, const char *p, g
 /* Final checks on a complete line: strip "\r", refuse NUL bytes and a "\r" inside it. */
 static int line_finish(EmaTraceReader *reader, char *p, gsize n, char **line, gsize *len,
                        GError **error) {
-  const char *cr;
+  const char *cr, *nul;
   reader->line_no++;
   if (n > 0 && p[n - 1] == '\r')
     n--;
   p[n] = '\0';
-  if (memchr(p, '\0', n) != NULL) {
-    ema_trace_reader_error(reader, error, EMA_TRACE_ERROR_PARSE, "binary data (NUL byte)");
+  if ((nul = memchr(p, '\0', n)) != NULL) {
+    ema_trace_reader_error_col(reader, (guint) (nul - p) + 1, error, EMA_TRACE_ERROR_PARSE,
+                               "binary data (NUL byte)");
     return -1;
   }
   /* no field of a trace holds one: lines ended by "\r" alone (a classic Mac export) would

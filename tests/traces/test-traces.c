@@ -366,7 +366,7 @@ static void test_azure_garbage(void) {
                             "ELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x03\x00>\x00";
   g_autofree char *bin = write_tmp("junk.bin", elf, sizeof elf - 1);
   g_assert_null(ema_trace_source_open_azure(bin, &error));
-  assert_error(error, EMA_TRACE_ERROR_PARSE, bin, "1: binary data (NUL byte)");
+  assert_error(error, EMA_TRACE_ERROR_PARSE, bin, "1:8: binary data (NUL byte)");
   g_clear_error(&error);
 
   /* A compressed trace is named as such, not read as text: by the readers, the sniffing
@@ -440,7 +440,7 @@ static void test_azure_garbage(void) {
                                 "2023-11-16 18:15:47\x00,1,1\n";
   g_autofree char *nul_path = write_tmp("nul.csv", nul_row, sizeof nul_row - 1);
   expect_row_error(ema_trace_source_open_azure(nul_path, &error), 1, EMA_TRACE_ERROR_PARSE,
-                   nul_path, "3: binary data (NUL byte)");
+                   nul_path, "3:20: binary data (NUL byte)");
 
   /* A missing file. */
   g_autofree char *missing = g_build_filename(tmp_dir, "no-such-file.csv", NULL);
