@@ -433,25 +433,34 @@ static void test_compare_plot_variants(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* TMP/c.yaml: an experiment of tenants a and b (TRACE b's), then EXTRA (top-level keys), then
+ * a comparison of static and 2x; NULL, TMP removed, where gnuplot is not there to plot it. */
+static char *write_static_2x_compare(const char *tmp, const char *trace, const char *extra) {
+  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", trace);
+  g_autofree char *text =
+      g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")), extra,
+                  "compare:\n  static: {policy: static}\n  2x: {server.gpu.hbm_scale: 2}\n", NULL);
+  if (!gnuplot_or_skip()) {
+    ema_test_remove_tree(tmp);
+    return NULL;
+  }
+  touch(tmp, "c.yaml", text);
+  return g_build_filename(tmp, "c.yaml", NULL);
+}
+
 /* A comparison whose lenders got no first token (here b, one request in 1,000 s over 5 s) draws
  * its figure, the lenders' TTFT an empty panel that says so: gnuplot refused the CDF of no
  * points, and no comparison figure was drawn. */
 static void test_compare_plot_no_ttfts(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
-  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true",
-                                           "arrivals: poisson, rate: 0.001, duration: 5s, prompt: "
-                                           "{dist: fixed, tokens: 50}, output: {dist: fixed, "
-                                           "tokens: 10}");
-  g_autofree char *text =
-      g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
-                  "compare:\n  static: {policy: static}\n  2x: {server.gpu.hbm_scale: 2}\n", NULL);
-  g_autofree char *path = g_build_filename(tmp, "c.yaml", NULL);
-  if (!gnuplot_or_skip()) {
-    ema_test_remove_tree(tmp);
+  g_autofree char *path = write_static_2x_compare(
+      tmp,
+      "arrivals: poisson, rate: 0.001, duration: 5s, prompt: {dist: fixed, tokens: 50}, "
+      "output: {dist: fixed, tokens: 10}",
+      "");
+  if (path == NULL)
     return;
-  }
-  touch(tmp, "c.yaml", text);
   {
     g_autoptr(EmaTestRun) run = run_then_plot("run", path, out);
     ema_test_assert_contains(run->err, "static: tenant b: no request arrived");
@@ -472,17 +481,9 @@ static void test_compare_plot_no_ttfts(void) {
 static void test_compare_plot_nothing_to_draw(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
-  g_autofree char *base = write_experiment(tmp, "base.yaml", "cmp", "true", synthetic_b);
-  g_autofree char *text = g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")),
-                                      "duration: 1ms\ncompare:\n  static: {policy: static}\n"
-                                      "  2x: {server.gpu.hbm_scale: 2}\n",
-                                      NULL);
-  g_autofree char *path = g_build_filename(tmp, "c.yaml", NULL);
-  if (!gnuplot_or_skip()) {
-    ema_test_remove_tree(tmp);
+  g_autofree char *path = write_static_2x_compare(tmp, synthetic_b, "duration: 1ms\n");
+  if (path == NULL)
     return;
-  }
-  touch(tmp, "c.yaml", text);
   {
     g_autoptr(EmaTestRun) run = run_then_plot("run", path, out);
     g_autofree char *paired = ema_test_read_file(out, "compare-paired.csv");
