@@ -155,19 +155,23 @@ gboolean ema_capture_write_profile(const char *capture_dir, const char *out_dir,
   g_autofree char *workload = g_build_filename(capture_dir, "workload.yaml", NULL);
   if (!append_workload(out, workload, error))
     return FALSE;
-  /* the capture read whole: only now does an earlier profile's output go */
-  if (!ema_output_claim_dir_full(out_dir, ema_capture_profile_entries, EMA_OUTPUT_CLAIM_CLEAR,
-                                 error))
+  /* its points read whole, a malformed one or none an error before anything is removed */
+  g_autoptr(GHashTable) points = ema_trace_profile_points(trace, error);
+  if (!points)
     return FALSE;
-  g_autoptr(GPtrArray) tables = NULL;
-  if (!ema_trace_write_profiles(trace, out_dir, &tables, error))
-    return FALSE;
-  if (tables->len == 0) {
+  if (g_hash_table_size(points) == 0) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                 "%s: no 'ema.point' NVTX range: nothing to profile (were NVTX ranges recorded?)",
                 capture_dir);
     return FALSE;
   }
+  /* the capture read whole: only now does an earlier profile's output go */
+  if (!ema_output_claim_dir_full(out_dir, ema_capture_profile_entries, EMA_OUTPUT_CLAIM_CLEAR,
+                                 error))
+    return FALSE;
+  g_autoptr(GPtrArray) tables = NULL;
+  if (!ema_trace_write_profile_points(points, out_dir, &tables, error))
+    return FALSE;
   g_autoptr(GDateTime) now = g_date_time_new_now_utc();
   g_autofree char *date = g_date_time_format(now, "%F");
   g_autofree char *quoted = g_strescape(command, NULL);

@@ -35,9 +35,10 @@ gboolean ema_capture_run(const EmaCaptureOptions *options, int *status, GError *
 /* The profile tables of a capture directory into OUT_DIR (trace.h's ema_trace_write_profiles)
  * and OUT_DIR/profile.yaml: the `key: value` lines of CAPTURE_DIR/workload.yaml the workload
  * wrote (device, driver, versions, what it measured), then date, command, source: measured and
- * the tables written. Once the capture has been read, OUT_DIR is claimed and what an earlier
- * profile wrote there removed (EMA_OUTPUT_CLAIM_CLEAR), so a capture that does not read leaves
- * the earlier profile as it was; each file is listed in its marker before it is written: one
+ * the tables written. Once the capture has been read and its points checked, OUT_DIR is
+ * claimed and what an earlier profile wrote there removed (EMA_OUTPUT_CLAIM_CLEAR), so a capture
+ * that does not read, or whose points are malformed or absent, leaves the earlier profile as it
+ * was; each file is listed in its marker before it is written: one
  * there that no marker lists (a user's gemm.csv) is refused, never overwritten. */
 extern const char *const ema_capture_profile_entries[];
 gboolean ema_capture_write_profile(const char *capture_dir, const char *out_dir,

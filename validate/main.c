@@ -791,7 +791,8 @@ static int command_profile(int argc, char **argv, const char *command) {
   }
   /* the folder is claimed, an earlier profile's files going, before a capture runs into it;
    * from an earlier capture, ema_capture_write_profile claims it once the capture has been read
-   * (a mistyped CAPDIR leaves the earlier profile); capture/ (its own claim) stays */
+   * and its points checked (a mistyped CAPDIR, or a malformed capture, leaves the earlier
+   * profile); capture/ (its own claim) stays */
   if (!from_capture && !ema_output_claim_dir_full(output, ema_capture_profile_entries,
                                                   EMA_OUTPUT_CLAIM_CLEAR, &error))
     return fail(error);

@@ -886,8 +886,7 @@ static gint compare_names(gconstpointer a, gconstpointer b) {
   return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-gboolean ema_trace_write_profiles(const EmaTrace *t, const char *out_dir, GPtrArray **tables_out,
-                                  GError **error) {
+GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
   g_autofree RangeLoad *loads = range_loads(t);
   g_autoptr(GHashTable) by_table =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, points_free);
@@ -899,7 +898,7 @@ gboolean ema_trace_write_profiles(const EmaTrace *t, const char *out_dir, GPtrAr
     Point pt = {0};
     if (!parse_point(rg->name, &pt, error)) {
       point_clear(&pt);
-      return FALSE;
+      return NULL;
     }
     g_array_set_size(reps, 0);
     for (guint c = r + 1; c < t->ranges->len; c++) {
@@ -912,7 +911,7 @@ gboolean ema_trace_write_profiles(const EmaTrace *t, const char *out_dir, GPtrAr
         continue;
       if (!repeat_runs(child->name, &runs, &is_repeat, error)) {
         point_clear(&pt);
-        return FALSE;
+        return NULL;
       }
       if (!is_repeat)
         continue;
@@ -922,7 +921,7 @@ gboolean ema_trace_write_profiles(const EmaTrace *t, const char *out_dir, GPtrAr
                     "before the repeat ended?)",
                     rg->name);
         point_clear(&pt);
-        return FALSE;
+        return NULL;
       }
       double per_run = loads[c].busy_us / runs;
       g_array_append_val(reps, per_run);
@@ -931,7 +930,7 @@ gboolean ema_trace_write_profiles(const EmaTrace *t, const char *out_dir, GPtrAr
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                   "NVTX range '%s': no '" REP_NAME "' range inside it", rg->name);
       point_clear(&pt);
-      return FALSE;
+      return NULL;
     }
     pt.repeats = reps->len;
     pt.std_us = std_of(reps);
@@ -951,11 +950,16 @@ gboolean ema_trace_write_profiles(const EmaTrace *t, const char *out_dir, GPtrAr
                     "NVTX range '%s': its keys differ from those of the table's first point",
                     rg->name);
         point_clear(&pt);
-        return FALSE;
+        return NULL;
       }
     }
     g_array_append_val(points, pt);
   }
+  return g_steal_pointer(&by_table);
+}
+
+gboolean ema_trace_write_profile_points(GHashTable *by_table, const char *out_dir,
+                                        GPtrArray **tables_out, GError **error) {
   g_autoptr(GPtrArray) tables = g_ptr_array_new_with_free_func(g_free);
   GList *names = sorted_keys(by_table);
   gboolean ok = TRUE;
@@ -966,4 +970,10 @@ gboolean ema_trace_write_profiles(const EmaTrace *t, const char *out_dir, GPtrAr
   if (ok && tables_out)
     *tables_out = g_ptr_array_ref(tables);
   return ok;
+}
+
+gboolean ema_trace_write_profiles(const EmaTrace *t, const char *out_dir, GPtrArray **tables,
+                                  GError **error) {
+  g_autoptr(GHashTable) points = ema_trace_profile_points(t, error);
+  return points && ema_trace_write_profile_points(points, out_dir, tables, error);
 }

@@ -95,8 +95,16 @@ gboolean ema_trace_write_chrome(const EmaTrace *trace, const char *path, GError 
  * key, TABLE.csv keeps the fastest backend per key and TABLE-backends.csv every one. A point
  * without repeats, or a repeat that owns no kernel, is an error. Each file is listed in
  * OUT_DIR's marker before it is written (output.h, EMA_OUTPUT_CLAIM_KEEP): one already there that
- * no marker lists is refused. *tables gets the file names written (sorted), when not NULL. */
+ * no marker lists is refused. *tables gets the file names written (sorted), when not NULL.
+ * It is ema_trace_profile_points() then ema_trace_write_profile_points(). */
 gboolean ema_trace_write_profiles(const EmaTrace *trace, const char *out_dir, GPtrArray **tables,
                                   GError **error);
+/* The points of TRACE's profile read whole, nothing written: TABLE -> its points (one table per
+ * entry; none where TRACE has no point range), or NULL with the error of the first range that
+ * breaks the protocol above. So a caller finds every error before it touches an earlier profile. */
+GHashTable *ema_trace_profile_points(const EmaTrace *trace, GError **error);
+/* The tables of POINTS (ema_trace_profile_points) into OUT_DIR, as ema_trace_write_profiles. */
+gboolean ema_trace_write_profile_points(GHashTable *points, const char *out_dir, GPtrArray **tables,
+                                        GError **error);
 
 G_END_DECLS

@@ -383,13 +383,23 @@ static void test_pool_claim(void) {
   ema_test_remove_tree(dir);
 }
 
-/* A capture folder that reads, with nothing to profile: kernels.csv's header and the
- * workload's notes. */
-static char *empty_capture(const char *dir) {
+/* nvtx.csv of one profile point (table gemm) holding one repeat */
+#define ONE_POINT_NVTX                                                                             \
+  "timestamp_ns,flags,id,domain,name\n"                                                            \
+  "1000,start,1,\"\",\"ema.point gemm m=1\"\n"                                                     \
+  "1000,start,2,\"\",\"ema.rep\"\n"                                                                \
+  "3000,end,2,\"\",\"\"\n"                                                                         \
+  "3000,end,1,\"\",\"\"\n"
+
+/* DIR/capture/, a capture folder that reads: one kernel, in the repeat of ONE_POINT_NVTX, and
+ * the workload's notes */
+static char *point_capture(const char *dir) {
   char *capture = g_build_filename(dir, "capture", NULL);
   g_free(user_file(capture, "kernels.csv",
                    "start_ns,end_ns,device,context,stream,correlation,grid_x,grid_y,grid_z,"
-                   "block_x,block_y,block_z,registers,shared_bytes,graph,name\n"));
+                   "block_x,block_y,block_z,registers,shared_bytes,graph,name\n"
+                   "1500,2500,0,1,7,1,1,1,1,1,1,1,1,0,0,k\n"));
+  g_free(user_file(capture, "nvtx.csv", ONE_POINT_NVTX));
   g_free(user_file(capture, "workload.yaml", "device: \"none\"\n"));
   return capture;
 }
@@ -398,7 +408,7 @@ static char *empty_capture(const char *dir) {
  * foreign folder is refused, the user's file in it as it was. */
 static void test_profile_claim(void) {
   g_autofree char *dir = ema_test_temp_dir();
-  g_autofree char *capture = empty_capture(dir);
+  g_autofree char *capture = point_capture(dir);
   g_autofree char *mine = user_file(dir, "profile.yaml", "mine\n");
   g_autoptr(EmaTestRun) run =
       cli_without_devices("profile", "--from-capture", capture, "-o", dir, NULL);
@@ -408,29 +418,47 @@ static void test_profile_claim(void) {
   ema_test_remove_tree(dir);
 }
 
-/* `profile --from-capture` with a capture folder that is not there fails before the earlier
- * profile in its -o folder goes (it was removed first, then the capture found missing). */
+/* `profile --from-capture` with a capture folder that is not there, or one whose point ranges
+ * break the protocol or are absent, fails before the earlier profile in its -o folder goes
+ * (it was removed first, then the capture found missing or wrong). */
 static void test_profile_missing_capture(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(dir, "out", NULL);
-  g_autofree char *capture = empty_capture(dir);
+  g_autofree char *capture = point_capture(dir);
   g_autofree char *typo = g_build_filename(dir, "captur", NULL);
-  g_autofree char *earlier = NULL;
+  g_autofree char *earlier = NULL, *table = NULL;
+  const char *const broken[][2] = {
+      {"timestamp_ns,flags,id,domain,name\n"
+       "1000,start,1,\"\",\"ema.point gemm\"\n"
+       "3000,end,1,\"\",\"\"\n",
+       "not 'ema.point TABLE KEY=VALUE...'"},
+      {"timestamp_ns,flags,id,domain,name\n", "no 'ema.point' NVTX range: nothing to profile"}};
   {
-    /* claims out/ for its profile, and finds nothing to profile */
     g_autoptr(EmaTestRun) run =
         cli_without_devices("profile", "--from-capture", capture, "-o", out, NULL);
-    ema_test_assert_error_line(run, "ema-validate: ");
-    ema_test_assert_contains(run->err, "no 'ema.point' NVTX range: nothing to profile");
+    g_assert_cmpint(run->status, ==, 0);
   }
-  earlier = user_file(out, "profile.yaml", "tables:\n  - gemm.csv\n"); /* as a profile's */
+  earlier = ema_test_read_file(out, "profile.yaml");
+  table = ema_test_read_file(out, "gemm.csv");
   {
     g_autoptr(EmaTestRun) run =
         cli_without_devices("profile", "--from-capture", typo, "-o", out, NULL);
     ema_test_assert_error_line(run, "ema-validate: cannot read ");
     ema_test_assert_contains(run->err, "captur/kernels.csv");
   }
-  assert_kept(earlier, "tables:\n  - gemm.csv\n");
+  for (guint i = 0; i < G_N_ELEMENTS(broken); i++) {
+    g_free(user_file(capture, "nvtx.csv", broken[i][0]));
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("profile", "--from-capture", capture, "-o", out, NULL);
+    ema_test_assert_error_line(run, "ema-validate: ");
+    ema_test_assert_contains(run->err, broken[i][1]);
+  }
+  {
+    g_autofree char *now = ema_test_read_file(out, "profile.yaml");
+    g_autofree char *now_table = ema_test_read_file(out, "gemm.csv");
+    g_assert_cmpstr(now, ==, earlier);
+    g_assert_cmpstr(now_table, ==, table);
+  }
   ema_test_remove_tree(dir);
 }
 

@@ -432,14 +432,29 @@ static void test_capture_run(void) {
   g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
   ema_test_assert_contains(error->message, "workload.yaml:1:1: not a 'key: value' line");
   g_clear_error(&error);
-  /* a capture that does not read (its workload.yaml above, a folder that is not there) leaves
-   * the earlier profile as it was */
+  /* a capture that does not read (its workload.yaml above, a folder that is not there), or
+   * whose points break the protocol or are absent, leaves the earlier profile as it was */
   {
     g_autofree char *kept = read_text(prof, "profile.yaml");
     g_autofree char *missing = g_build_filename(dir, "no-such-capture", NULL);
+    g_autofree char *nvtx = read_text(out, "nvtx.csv");
+    const char *const broken[][2] = {
+        {"timestamp_ns,flags,id,domain,name\n"
+         "1000,start,1,\"\",\"ema.point gemm\"\n"
+         "9000,end,1,\"\",\"\"\n",
+         "not 'ema.point TABLE KEY=VALUE...'"},
+        {"timestamp_ns,flags,id,domain,name\n", "no 'ema.point' NVTX range"}};
     g_assert_cmpstr(kept, ==, yaml);
     g_assert_false(ema_capture_write_profile(missing, prof, "x", &error));
     g_clear_error(&error);
+    write_text(out, "workload.yaml", "device: \"NVIDIA H200\"\n");
+    for (guint i = 0; i < G_N_ELEMENTS(broken); i++) {
+      write_text(out, "nvtx.csv", broken[i][0]);
+      g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
+      ema_test_assert_contains(error->message, broken[i][1]);
+      g_clear_error(&error);
+    }
+    write_text(out, "nvtx.csv", nvtx);
     g_free(kept);
     kept = read_text(prof, "profile.yaml");
     g_assert_cmpstr(kept, ==, yaml);
