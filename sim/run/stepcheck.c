@@ -11,6 +11,7 @@
 
 #include "ema/core/csv.h"
 #include "ema/core/node.h"
+#include "ema/hw/hwmodel.h"
 #include "ema/hw/llm.h"
 #include "ema/hw/steptime.h"
 #include "ema/run/experiment.h"
@@ -84,6 +85,14 @@ static gboolean models_init(Models *m, const char *server, GError **error) {
   return m->server != NULL;
 }
 
+/* LOCAL (freed) as ERROR at field FIELD of CSV's current row. Returns FALSE. */
+static gboolean row_error(const EmaCsv *csv, guint field, GError *local, GError **error) {
+  g_set_error(error, EMA_CONFIG_ERROR, local->code, "%s:%u:%u: %s", csv->file, csv->line,
+              ema_csv_field_column(csv, field), local->message);
+  g_error_free(local);
+  return FALSE;
+}
+
 /* The step model of MODEL at TP, those of CSV's current row; an error is at the row's model
  * field (MODEL_FIELD) when the model does not load, else at its tp field (TP_FIELD). */
 static const EmaStepModel *models_get(Models *m, const char *model, guint tp, const EmaCsv *csv,
@@ -99,9 +108,7 @@ static const EmaStepModel *models_get(Models *m, const char *model, guint tp, co
     step = m->kernel_sums ? ema_step_model_new_kernel_sums(spec, m->server, tp, &local)
                           : ema_step_model_new(spec, m->server, tp, &local);
   if (!step) {
-    g_set_error(error, EMA_CONFIG_ERROR, local->code, "%s:%u:%u: %s", csv->file, csv->line,
-                ema_csv_field_column(csv, spec ? tp_field : model_field), local->message);
-    g_error_free(local);
+    row_error(csv, spec ? tp_field : model_field, local, error);
     return NULL;
   }
   g_hash_table_insert(m->models, g_steal_pointer(&key), step);
@@ -367,26 +374,43 @@ typedef struct {
   const EmaStaticCheckOptions *options;
 } StaticRead;
 
-/* The LLM NAME, loaded on its first row (NULL: no such LLM). */
-static const EmaLlmSpec *static_llm(StaticRead *read, const char *name) {
-  gpointer spec;
-  if (!g_hash_table_lookup_extended(read->specs, name, NULL, &spec)) {
-    spec = ema_llm_load(name, NULL);
-    g_hash_table_insert(read->specs, g_strdup(name), spec);
+/* The LLM NAME, loaded on its first row (CSV's current one) into *SPEC: NULL where there is no
+ * such LLM (its rows are skipped); FALSE with an error at the row's FIELD where its file is there
+ * and does not load (a skip would blame the name for what is wrong in the file). */
+static gboolean static_llm(StaticRead *read, const char *name, const EmaCsv *csv, guint field,
+                           const EmaLlmSpec **spec, GError **error) {
+  gpointer found;
+  if (!g_hash_table_lookup_extended(read->specs, name, NULL, &found)) {
+    g_autofree char *path = ema_llm_find(name, NULL);
+    GError *local = NULL;
+    if (path && !(found = ema_llm_load(name, &local)))
+      return row_error(csv, field, local, error);
+    g_hash_table_insert(read->specs, g_strdup(name), path ? found : NULL);
   }
-  return spec;
+  *spec = found;
+  return TRUE;
 }
 
-/* The step models of server NAME, its server loaded on its first row (NULL: no such server). */
-static Models *static_server(StaticRead *read, const char *name) {
-  gpointer models;
-  if (!g_hash_table_lookup_extended(read->servers, name, NULL, &models)) {
-    models = g_new0(Models, 1);
-    if (!models_init(models, name, NULL))
-      g_clear_pointer(&models, models_free);
-    g_hash_table_insert(read->servers, g_strdup(name), models);
+/* The step models of server NAME, its server loaded on its first row into *MODELS, as
+ * static_llm: NULL where there is no such server, an error where its file does not load. */
+static gboolean static_server(StaticRead *read, const char *name, const EmaCsv *csv, guint field,
+                              Models **models, GError **error) {
+  gpointer found;
+  if (!g_hash_table_lookup_extended(read->servers, name, NULL, &found)) {
+    g_autofree char *path = ema_hwmodel_find(name, NULL);
+    GError *local = NULL;
+    found = NULL;
+    if (path) {
+      found = g_new0(Models, 1);
+      if (!models_init(found, name, &local)) {
+        models_free(found);
+        return row_error(csv, field, local, error);
+      }
+    }
+    g_hash_table_insert(read->servers, g_strdup(name), found);
   }
-  return models;
+  *models = found;
+  return TRUE;
 }
 
 static void static_skip(StaticRead *read, const char *value, const char *why) {
@@ -409,12 +433,17 @@ static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GEr
   g_autofree char *key = NULL;
   StaticPoint *p;
   Models *models;
+  const EmaLlmSpec *spec;
   const EmaStepModel *step;
-  if (!static_llm(read, llm)) {
+  if (!static_llm(read, llm, csv, c[6], &spec, error))
+    return FALSE;
+  if (!spec) {
     static_skip(read, model, "unknown model");
     return TRUE;
   }
-  if (!(models = static_server(read, server))) {
+  if (!static_server(read, server, csv, c[7], &models, error))
+    return FALSE;
+  if (!models) {
     static_skip(read, hw, "no server for this hardware: give --server");
     return TRUE;
   }
@@ -431,7 +460,8 @@ static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GEr
                 csv->file, csv->line, ema_csv_field_column(csv, c[3]), csv->fields[c[3]]);
     return FALSE;
   }
-  key = g_strdup_printf("%s/%s/%g/%g/%g/%g", model, hw, v[0], v[1], v[2], v[3]);
+  /* whole numbers of up to 2^53: every digit (%g would make 1000000 and 1000001 one point) */
+  key = g_strdup_printf("%s/%s/%.0f/%.0f/%.0f/%.0f", model, hw, v[0], v[1], v[2], v[3]);
   p = g_hash_table_lookup(read->index, key);
   if (!p) {
     if (read->options->max_points > 0 && read->points->len >= read->options->max_points)
@@ -591,7 +621,8 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
         mean_decode_us(step, engine ? &costs : NULL, p->batch, p->prompt, p->tokens) * 1e-3;
     static_error(order, errors, p->hardware, "prefill", predicted_prompt, prompt_ms);
     static_error(order, errors, p->hardware, "decode", predicted_token, token_ms);
-    g_string_append_printf(table, "%s,%s,%g,%g,%g,%g,%.3f,%.3f,%+.1f%%,%.3f,%.3f,%+.1f%%,%s\n",
+    g_string_append_printf(table,
+                           "%s,%s,%.0f,%.0f,%.0f,%.0f,%.3f,%.3f,%+.1f%%,%.3f,%.3f,%+.1f%%,%s\n",
                            p->hardware, p->server, p->tp, p->prompt, p->batch, p->tokens, prompt_ms,
                            predicted_prompt, 100 * (predicted_prompt / prompt_ms - 1), token_ms,
                            predicted_token, 100 * (predicted_token / token_ms - 1), p->model);

@@ -889,6 +889,44 @@ static void test_compare_static_errors(void) {
   ema_test_remove_tree(dir);
 }
 
+/* compare-static: a model or server whose file is there but does not load is an error at the
+ * row's field naming the file and what is wrong in it, not a row skipped as if no such model
+ * or server existed (an unknown name is still a skip: test_compare_static_errors). */
+static void test_compare_static_broken_files(void) {
+  static const struct {
+    const char *var, *file, *text, *want;
+  } cases[] = {
+      {"EMA_LLM_PATH", "llama-2-70b.yaml", "name: llama-2-70b\nlayers: many\n",
+       ":2:1: %s/llama-2-70b.yaml:2:9: layers: 'many' is not a number\n"},
+      {"EMA_HWMODEL_PATH", "h200x8-hgx.yaml", "name: h200x8-hgx\ngpus: [\n",
+       ":2:13: %s/h200x8-hgx.yaml:3:1: did not find expected node content while parsing a flow "
+       "node\n"},
+  };
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "perf.csv", NULL);
+  g_assert_true(g_file_set_contents(path,
+                                    "model,hardware,prompt_size,batch_size,token_size,"
+                                    "prompt_time,token_time,tensor_parallel\n"
+                                    "llama-2-70b,h200x8-hgx,512,1,128,196,54,2\n",
+                                    -1, NULL));
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *models = g_build_filename(dir, cases[i].var, NULL);
+    g_autofree char *file = g_build_filename(models, cases[i].file, NULL);
+    g_autofree char *edit = g_strconcat(cases[i].var, "=", models, NULL);
+    g_autofree char *where = g_strdup_printf(cases[i].want, models);
+    g_autofree char *want = g_strconcat(path, where, NULL);
+    const char *const edits[] = {edit, NULL};
+    g_autoptr(EmaTestRun) run = NULL;
+    g_assert_cmpint(g_mkdir_with_parents(models, 0755), ==, 0);
+    g_assert_true(g_file_set_contents(file, cases[i].text, -1, NULL));
+    run = ema_test_cli_env(edits, "compare-static", path, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_cmpstr(run->err, ==, want);
+    g_assert_cmpstr(run->out, ==, "");
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* compare-steps and compare-static: -o naming a directory is a usage error before any work. */
 static void test_compare_output_dir(void) {
   g_autofree char *dir = ema_test_temp_dir();
@@ -1014,6 +1052,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/step-time/fit", test_step_time_fit);
   g_test_add_func("/cli/compare-steps/errors", test_compare_steps_errors);
   g_test_add_func("/cli/compare-static/errors", test_compare_static_errors);
+  g_test_add_func("/cli/compare-static/broken-files", test_compare_static_broken_files);
   g_test_add_func("/cli/compare-output-dir", test_compare_output_dir);
   g_test_add_func("/cli/engines", test_engines);
   g_test_add_func("/cli/stdout-full", test_stdout_full);

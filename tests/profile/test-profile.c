@@ -1731,7 +1731,9 @@ static void test_compare_static_fixture(void) {
                                      "llama2-70b,h100-80gb-pcap,512,1,128,1,1,100,35,0,8\n"
                                      "bloom-176b,h100-80gb,512,1,128,1,1,100,35,0,8\n"
                                      "bloom-176b,h100-80gb,512,2,128,1,1,100,35,0,8\n"
-                                     "llama-3.1-8b,h200x8-hgx,512,1,128,1,1,20,6,0,1\n",
+                                     "llama-3.1-8b,h200x8-hgx,512,1,128,1,1,20,6,0,1\n"
+                                     "llama-3.1-8b,h200x8-hgx,1000000,1,2,1,1,900,7,0,1\n"
+                                     "llama-3.1-8b,h200x8-hgx,1000001,1,2,1,1,990,8,0,1\n",
                                      NULL);
   g_autoptr(GString) table = g_string_new(NULL);
   g_autoptr(GString) one = g_string_new(NULL);
@@ -1748,7 +1750,7 @@ static void test_compare_static_fixture(void) {
   g_assert_cmpstr(((EmaStaticGroup *) groups->pdata[0])->name, ==, "h100-80gb prefill");
   g_assert_cmpstr(((EmaStaticGroup *) groups->pdata[1])->name, ==, "h100-80gb decode");
   g_assert_cmpuint(static_group(groups, "h100-80gb decode")->rows, ==, 1);
-  g_assert_cmpuint(static_group(groups, "h200x8-hgx prefill")->rows, ==, 1);
+  g_assert_cmpuint(static_group(groups, "h200x8-hgx prefill")->rows, ==, 3);
   g_assert_cmpstr(skipped, ==,
                   "3 rows skipped: 1 of h100-80gb-pcap (no server for this hardware: give "
                   "--server), 2 of bloom-176b (unknown model)");
@@ -1757,6 +1759,9 @@ static void test_compare_static_fixture(void) {
   g_assert_nonnull(strstr(table->str, ",35.000,"));
   g_assert_nonnull(strstr(table->str, ",llama2-70b\n"));
   g_assert_nonnull(strstr(table->str, "h200x8-hgx,h200x8-hgx,1,512,1,128,20.000,"));
+  /* sizes past six digits are points of their own, each with every digit */
+  g_assert_nonnull(strstr(table->str, "h200x8-hgx,h200x8-hgx,1,1000000,1,2,900.000,"));
+  g_assert_nonnull(strstr(table->str, "h200x8-hgx,h200x8-hgx,1,1000001,1,2,990.000,"));
   /* on one server: the power-capped rows count too (their own hardware group) */
   options.server = "h100x8-hgx";
   g_assert_true(ema_stepcheck_static(path, &options, one, on_one, &skipped_one, &error));
