@@ -101,7 +101,10 @@ char *ema_model_dir_find(const char *subdir, const char *env_var, const char *na
     for (guint i = 0; i < dirs->len; i++) {
       g_autofree char *file = g_strconcat(name, ".yaml", NULL);
       char *path = g_build_filename(dirs->pdata[i], file, NULL);
-      if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+      /* any entry of the name, as ema_model_dir_list lists it: one that is not a regular file
+       * (a folder, a FIFO, a dangling link) is the reader's error about it, not "unknown"
+       * beside a list that names it, nor a silent fall-through to a later folder's file */
+      if (g_file_test(path, G_FILE_TEST_EXISTS | G_FILE_TEST_IS_SYMLINK))
         return path;
       g_free(path);
     }

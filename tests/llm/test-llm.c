@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <sys/stat.h>
 
 #include "ema/run/experiment.h"
 #include "ema/hw/hwmodel.h"
@@ -331,6 +332,38 @@ static void test_search_path(void) {
   g_unsetenv("EMA_LLM_PATH");
   g_remove(file);
   g_remove(shadow);
+  g_rmdir(dir);
+}
+
+/* An entry of EMA_LLM_PATH that is not a regular file (a folder, a FIFO) is the model of its name
+ * as the list says: loading it is the error that says what it is, never "unknown" while the list
+ * names it, nor the built-in model of that name in its place. */
+static void test_search_path_not_files(void) {
+  GError *error = NULL;
+  g_autofree char *dir = g_dir_make_tmp("ema-llm-XXXXXX", &error);
+  g_autofree char *folder = g_build_filename(dir, "llama-3.1-8b.yaml", NULL);
+  g_autofree char *fifo = g_build_filename(dir, "piped.yaml", NULL);
+  const struct {
+    const char *name, *path, *kind;
+  } cases[] = {{"llama-3.1-8b", folder, "a directory"}, {"piped", fifo, "a FIFO"}};
+  g_assert_no_error(error);
+  g_assert_cmpint(g_mkdir(folder, 0755), ==, 0);
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  g_setenv("EMA_LLM_PATH", dir, TRUE);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *found = ema_llm_find(cases[i].name, &error);
+    g_autofree char *want =
+        g_strdup_printf("%s: not a regular file (%s)", cases[i].path, cases[i].kind);
+    g_assert_no_error(error);
+    g_assert_cmpstr(found, ==, cases[i].path);
+    g_assert_null(ema_llm_load(cases[i].name, &error));
+    g_assert_nonnull(error);
+    g_assert_nonnull(strstr(error->message, want));
+    g_clear_error(&error);
+  }
+  g_unsetenv("EMA_LLM_PATH");
+  g_remove(fifo);
+  g_rmdir(folder);
   g_rmdir(dir);
 }
 
@@ -860,6 +893,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/llm/find/unknown", test_find_unknown);
   g_test_add_func("/llm/find/resolve", test_resolve);
   g_test_add_func("/llm/find/search-path", test_search_path);
+  g_test_add_func("/llm/find/search-path-not-files", test_search_path_not_files);
   g_test_add_func("/llm/errors/bad-shapes", test_bad_shapes);
   g_test_add_func("/steptime/decode/hand-checked", test_decode_hand);
   g_test_add_func("/steptime/prefill/compute-bound", test_prefill_compute_bound);

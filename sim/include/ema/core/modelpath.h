@@ -3,8 +3,9 @@
  * are looked up the same way: the directories of an environment variable
  * (colon-separated, searched in order) first, then the built-in directory:
  * that of an installed ema-sim (ema_data_dir("hwmodels")/<subdir>), else
- * the source tree's EMA_SOURCE_HWMODELS/<subdir>. The first file found wins; a name never
- * contains a '/'. A miss answers with the sorted list of known names. */
+ * the source tree's EMA_SOURCE_HWMODELS/<subdir>. The first file found wins (a folder, FIFO
+ * or dangling link of the name too: reading it is then the error); a name never contains a '/'.
+ * A miss answers with the sorted list of known names. */
 #pragma once
 
 #include <glib.h>
