@@ -106,7 +106,9 @@ static gboolean same_result(const EmaExperiment *a, const EmaExperiment *b, guin
 /* The measured results in DIR were of EXPERIMENT's ops and scenarios as they are now: where DIR
  * holds the resolved.yaml its run wrote, each of its ops and scenarios the same as the
  * experiment's (names alone let an edited file through: the same op moving other bytes).
- * TRUE without that file (results written before it was kept). */
+ * TRUE without that file (results written before it was kept); a resolved.yaml that is there
+ * but not a regular file (a folder, a FIFO, a dangling link) does not load, never passing the
+ * check unread. */
 static gboolean same_experiment(const char *dir, const EmaExperiment *experiment, guint results,
                                 GError **error) {
   g_autofree char *path = g_build_filename(dir, "resolved.yaml", NULL);
@@ -114,7 +116,7 @@ static gboolean same_experiment(const char *dir, const EmaExperiment *experiment
   GError *local = NULL;
   guint ops = experiment->ops ? experiment->ops->len : 0;
   g_autofree char *experiment_name = ema_validate_quote_cut(experiment->name);
-  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
+  if (!g_file_test(path, G_FILE_TEST_EXISTS | G_FILE_TEST_IS_SYMLINK))
     return TRUE;
   if ((measured = ema_experiment_load(path, NULL, &local)) == NULL) {
     data_error(error, path, "does not load: %s", local->message);

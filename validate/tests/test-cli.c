@@ -6,6 +6,7 @@
  * "ema-validate: no CUDA device: ..." and exit 1, never a crash, and
  * nothing written; and `calibrate --from-results` and `compare --measured`,
  * which need no GPU. */
+#include <glib/gstdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -312,6 +313,21 @@ static void test_compare_other_ops(void) {
     ema_test_assert_contains(other->err,
                              "resolved.yaml: op 'copy-both-1MiB' was measured as it is written "
                              "here, not as the experiment has it now");
+  }
+  {
+    /* a resolved.yaml that is not a file does not pass the check unread */
+    g_autofree char *resolved = g_build_filename(measured, "resolved.yaml", NULL);
+    const char *const kinds[] = {"a FIFO", "a directory"};
+    for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
+      g_assert_cmpint(g_remove(resolved), ==, 0);
+      g_assert_cmpint(i == 0 ? mkfifo(resolved, 0600) : g_mkdir(resolved, 0755), ==, 0);
+      g_autoptr(EmaTestRun) run = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
+                                                      measured, "-o", out, NULL);
+      g_autofree char *want = g_strdup_printf("not a regular file (%s)", kinds[i]);
+      ema_test_assert_error_line(run, "ema-validate: ");
+      ema_test_assert_contains(run->err, "resolved.yaml: does not load: ");
+      ema_test_assert_contains(run->err, want);
+    }
   }
   ema_test_remove_tree(dir);
 }
