@@ -68,7 +68,10 @@ static const EmaParam gpu_params[] = {
      .max = 1e9},
     {"waiting", EMA_PARAM_INT, G_STRUCT_OFFSET(HandGpu, waiting), .default_value = "0", .min = 0,
      .max = 1e9},
-    {"demand_blocks_per_s", EMA_PARAM_DOUBLE, G(demand_blocks_per_s), .default_value = "0"},
+    /* a rate of blocks as the counts are bounded (a policy projects it over a horizon of up to
+     * an hour and converts that to a count: past ~5e15/s the conversion is undefined) */
+    {"demand_blocks_per_s", EMA_PARAM_DOUBLE, G(demand_blocks_per_s), .default_value = "0",
+     .min = -1e15, .max = 1e15},
     {"last_step", EMA_PARAM_DURATION, G(last_step), .default_value = "0s", .min = 0, .max = 1e18},
     {"lend_keep", EMA_PARAM_INT, G_STRUCT_OFFSET(HandGpu, lend_keep), .default_value = "0",
      .min = 0, .max = 1e15,

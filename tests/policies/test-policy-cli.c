@@ -256,6 +256,9 @@ static void test_try_policy(void) {
          ":2:92: gpus.0.blocks_remote: 3, but the loans to gpu0 (lent) hold 0 of its blocks"},
         {"gpus: [{slices: 10}, {slices: 10}, {slices: 10}]\n",
          ":2:7: gpus: the view has 3 GPUs, more than h200x2's 2"},
+        /* a trend no pool has, whose projection a policy could not count */
+        {"gpus: [{has_tenant: true, slices: 10, demand_blocks_per_s: 1e20}]\n",
+         ":2:60: gpus.0.demand_blocks_per_s: 1e20 is out of range [-1e+15, 1e+15]"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(views); i++) {
       g_autoptr(EmaTestRun) run = NULL;

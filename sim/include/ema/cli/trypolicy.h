@@ -18,7 +18,8 @@
  *
  * A GPU's `shares` defaults to true (it lends its free slices); its
  * `lend_keep` (the slices its lend limit keeps, view->lend_keep) to 0, at
- * most its slices. The view
+ * most its slices; its counts are at most 1e15, its demand_blocks_per_s
+ * within +-1e15. The view
  * must be one a pool could hold, each contradiction an error at the key
  * that says it: a GPU without a tenant has none of a tenant's counts
  * (blocks, requests, slices in use, staging, borrowed or pending); a GPU's
