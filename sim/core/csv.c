@@ -138,22 +138,27 @@ gboolean ema_csv_open(EmaCsv *csv, const char *path, GError **error) {
   return ema_csv_open_max(csv, path, EMA_FILE_MAX_TEXT, error);
 }
 
-/* The first NUL byte of TEXT (LENGTH bytes) as PATH:LINE:COL into ERROR: FALSE (a string stops
- * there, so the row would read as cut short); TRUE where there is none. */
-static gboolean no_nul(const char *path, const char *text, gsize length, GError **error) {
-  const char *nul = memchr(text, '\0', length);
+/* The first NUL byte or carriage return not before a newline of TEXT (LENGTH bytes) as
+ * PATH:LINE:COL into ERROR: FALSE (a string stops at a NUL, so its row would read as cut short;
+ * lines ended by a CR alone, a classic Mac export, would read as one header and no row); TRUE
+ * where there is none. */
+static gboolean text_ok(const char *path, const char *text, gsize length, GError **error) {
   guint line = 1;
   const char *start = text;
-  if (nul == NULL)
-    return TRUE;
-  for (const char *c = text; c < nul; c++)
+  for (const char *c = text; c < text + length; c++) {
     if (*c == '\n') {
       line++;
       start = c + 1;
+    } else if (*c == '\0' || (*c == '\r' && (c + 1 == text + length || c[1] != '\n'))) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%u:%u: %s", path, line,
+                  (guint) (c - start) + 1,
+                  *c == '\0' ? "a NUL byte"
+                             : "a carriage return (\\r) inside the line: lines must end with "
+                               "\\n or \\r\\n");
+      return FALSE;
     }
-  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%u:%u: a NUL byte", path, line,
-              (guint) (nul - start) + 1);
-  return FALSE;
+  }
+  return TRUE;
 }
 
 gboolean ema_csv_open_max(EmaCsv *csv, const char *path, gsize max_bytes, GError **error) {
@@ -166,7 +171,7 @@ gboolean ema_csv_open_max(EmaCsv *csv, const char *path, gsize max_bytes, GError
     g_error_free(local);
     return FALSE;
   }
-  if (!no_nul(path, csv->text, length, error))
+  if (!text_ok(path, csv->text, length, error))
     return FALSE;
   /* a byte-order mark before the header is skipped: the first column's name is after it */
   csv->rest = csv->text + ema_file_bom_length(csv->text, length);
@@ -179,7 +184,7 @@ gboolean ema_csv_open_max(EmaCsv *csv, const char *path, gsize max_bytes, GError
       return FALSE;
     }
     csv->line = 1;
-    n = split_row(csv, first, 1, csv->row, NULL, error);
+    n = split_row(csv, first, 1, csv->row, csv->header_columns, error);
     if (n < 0)
       return FALSE;
     csv->header = g_strdupv(csv->row);
@@ -226,6 +231,14 @@ guint ema_csv_field_column(const EmaCsv *csv, guint index) {
 gboolean ema_csv_column(const EmaCsv *csv, const char *name, guint *index, GError **error) {
   for (guint i = 0; csv->header[i]; i++)
     if (strcmp(csv->header[i], name) == 0) {
+      /* a name given twice: which column is meant is not for the reader to guess */
+      for (guint j = i + 1; csv->header[j]; j++)
+        if (strcmp(csv->header[j], name) == 0) {
+          g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
+                      "%s:1:%u: column '%s' is in the header twice (also at column %u)", csv->file,
+                      csv->header_columns[j], name, csv->header_columns[i]);
+          return FALSE;
+        }
       *index = i;
       return TRUE;
     }

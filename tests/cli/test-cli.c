@@ -894,13 +894,12 @@ static void test_compare_static_errors(void) {
  * or server existed (an unknown name is still a skip: test_compare_static_errors). */
 static void test_compare_static_broken_files(void) {
   static const struct {
-    const char *var, *file, *text, *want;
+    const char *var, *file, *text, *field, *want; /* the error: FIELD: the file's path, WANT */
   } cases[] = {
       {"EMA_LLM_PATH", "llama-2-70b.yaml", "name: llama-2-70b\nlayers: many\n",
-       ":2:1: %s/llama-2-70b.yaml:2:9: layers: 'many' is not a number\n"},
+       ":2:1: ", ":2:9: layers: 'many' is not a number\n"},
       {"EMA_HWMODEL_PATH", "h200x8-hgx.yaml", "name: h200x8-hgx\ngpus: [\n",
-       ":2:13: %s/h200x8-hgx.yaml:3:1: did not find expected node content while parsing a flow "
-       "node\n"},
+       ":2:13: ", ":3:1: did not find expected node content while parsing a flow node\n"},
   };
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *path = g_build_filename(dir, "perf.csv", NULL);
@@ -913,8 +912,7 @@ static void test_compare_static_broken_files(void) {
     g_autofree char *models = g_build_filename(dir, cases[i].var, NULL);
     g_autofree char *file = g_build_filename(models, cases[i].file, NULL);
     g_autofree char *edit = g_strconcat(cases[i].var, "=", models, NULL);
-    g_autofree char *where = g_strdup_printf(cases[i].want, models);
-    g_autofree char *want = g_strconcat(path, where, NULL);
+    g_autofree char *want = g_strconcat(path, cases[i].field, file, cases[i].want, NULL);
     const char *const edits[] = {edit, NULL};
     g_autoptr(EmaTestRun) run = NULL;
     g_assert_cmpint(g_mkdir_with_parents(models, 0755), ==, 0);

@@ -139,6 +139,35 @@ static void test_errors(void) {
   table_fails("a,b\n1,2\n3,\"4\"x\n", ":3:6: text after a quoted field");
   table_fails("a,b\n1\n", ":2:2: 1 field where the header has 2");
   table_fails("a,b\n1,2,3\n", ":2:5: 3 fields where the header has 2");
+  /* lines ended by a CR alone read as one header line of every row, and no row */
+  table_fails("a,b\r1,2\r", ":1:4: a carriage return (\\r) inside the line: lines must end "
+                            "with \\n or \\r\\n");
+  table_fails("a,b\r\n1,2\r\n3\r,4\r\n", ":3:2: a carriage return (\\r) inside the line: "
+                                         "lines must end with \\n or \\r\\n");
+}
+
+/* A column looked up by a name the header gives twice is an error at the second (which one is
+ * meant is not for the reader to guess); a name given twice that is not looked up is no error. */
+static void test_duplicate_column(void) {
+  g_autofree char *dir = g_dir_make_tmp("ema-test-csv-XXXXXX", NULL);
+  g_autofree char *path = write_table(dir, "name, value, note,value\nx,1,,2\n");
+  g_autofree char *want = g_strconcat(path,
+                                      ":1:19: column 'value' is in the header twice (also "
+                                      "at column 7)",
+                                      NULL);
+  EmaCsv csv;
+  GError *error = NULL;
+  guint index = 9;
+  g_assert_true(ema_csv_open(&csv, path, &error));
+  g_assert_true(ema_csv_column(&csv, "name", &index, &error));
+  g_assert_cmpuint(index, ==, 0);
+  g_assert_false(ema_csv_column(&csv, "value", &index, &error));
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
+  g_assert_cmpstr(error->message, ==, want);
+  g_error_free(error);
+  ema_csv_clear(&csv);
+  g_unlink(path);
+  g_rmdir(dir);
 }
 
 static void test_missing(void) {
@@ -295,6 +324,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/csv/split", test_split);
   g_test_add_func("/csv/table", test_table);
   g_test_add_func("/csv/errors", test_errors);
+  g_test_add_func("/csv/duplicate-column", test_duplicate_column);
   g_test_add_func("/csv/byte-order-mark", test_byte_order_mark);
   g_test_add_func("/csv/missing", test_missing);
   return g_test_run();

@@ -38,7 +38,8 @@ typedef struct {
   char *text;       /* the file; rows are split in place */
   char *rest;       /* the text after the current row (NULL at the end) */
   GStrv header;
-  guint line; /* 1-based number of the current row */
+  guint header_columns[EMA_CSV_MAX_FIELDS]; /* 1-based column of each of its names */
+  guint line;                               /* 1-based number of the current row */
   /* the current row, NULL-terminated: its fields point into text and live until the next
    * ema_csv_next() (copy what is kept) */
   GStrv fields;
