@@ -171,7 +171,8 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
     return NULL;
   }
   if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, &local)) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "%s: %s", path, local->message);
+    /* (its message names the file) */
+    g_set_error_literal(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, local->message);
     g_error_free(local);
     return NULL;
   }

@@ -329,6 +329,20 @@ static void test_compare_other_ops(void) {
       ema_test_assert_contains(run->err, want);
     }
   }
+  {
+    /* a summary.json that is not a file: named once (its path was given twice) */
+    g_autofree char *summary = g_build_filename(measured, "summary.json", NULL);
+    g_autofree char *want = g_strconcat("ema-validate: ", summary,
+                                        ": not a regular file (a "
+                                        "directory)\n",
+                                        NULL);
+    g_assert_cmpint(g_remove(summary), ==, 0);
+    g_assert_cmpint(g_mkdir(summary, 0755), ==, 0);
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured", measured, "-o", out, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_cmpstr(run->err, ==, want);
+  }
   ema_test_remove_tree(dir);
 }
 
