@@ -1738,9 +1738,12 @@ static void append_paired(GString *csv, const EmaSweep *sweep, EmaSweepRecord **
   }
 }
 
+/* KEY: VALUE, quoted as the loader reads it back (g_strescape's octal escapes of non-ASCII
+ * bytes are no YAML: a title in UTF-8 left a plot.yaml that ema-sim plot refused) */
 static void yaml_string(GString *out, const char *key, const char *value) {
-  g_autofree char *escaped = g_strescape(value, NULL);
-  g_string_append_printf(out, "%s: \"%s\"\n", key, escaped);
+  g_string_append_printf(out, "%s: ", key);
+  ema_params_append_quoted(out, value);
+  g_string_append_c(out, '\n');
 }
 
 gboolean ema_sweep_write_results(const EmaSweep *sweep, const char *dir, GPtrArray *all,

@@ -608,7 +608,7 @@ static gboolean is_zero(const EmaParam *param, gconstpointer field) {
   return numeric_value(param, field) == 0;
 }
 
-static void append_quoted(GString *out, const char *text) {
+void ema_params_append_quoted(GString *out, const char *text) {
   g_string_append_c(out, '"');
   for (const char *p = text; *p; p++) {
     if (*p == '"' || *p == '\\')
@@ -631,7 +631,7 @@ static char *format_value(const EmaParam *param, gconstpointer field) {
     return g_strdup(param->choices[*(const int *) field]);
   case EMA_PARAM_STRING: {
     GString *quoted = g_string_new(NULL);
-    append_quoted(quoted, *(char *const *) field);
+    ema_params_append_quoted(quoted, *(char *const *) field);
     return g_string_free(quoted, FALSE);
   }
   /* integers are printed from their own type: a double would round above 2^53 */

@@ -790,6 +790,43 @@ static void test_results_removed(void) {
   ema_test_remove_tree(dir);
 }
 
+/* plot.yaml holds the sweep's name and plot settings as they were written, UTF-8, quotes and
+ * backslashes included: it loads back as the same text, and ema-sim plot reads it. */
+static void test_plot_settings_text(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = g_build_filename(dir, "débit.yaml", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *path = g_build_filename(out, "plot.yaml", NULL);
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  g_autoptr(EmaNode) settings = NULL;
+  GError *error = NULL;
+  g_assert_true(g_file_set_contents(
+      file,
+      "name: débit\nserver: h200x2\ntenants:\n"
+      "  - {name: a, model: llama-3.1-8b, gpu: 0, trace: {arrivals: poisson, rate: 2, "
+      "requests: 10, prompt: {dist: fixed, tokens: 100}, output: {dist: fixed, tokens: 10}}}\n"
+      "sweep:\n  tenants.0.trace.rate: [2, 4]\n"
+      "plot: {xlabel: 'taux µ \"λ\" \\ (req/s)'}\n",
+      -1, NULL));
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  settings = ema_node_load_file(path, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(ema_node_get(settings, "title")->value, ==, "débit");
+  g_assert_cmpstr(ema_node_get(settings, "xlabel")->value, ==, "taux µ \"λ\" \\ (req/s)");
+  if (gnuplot) {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", out, NULL);
+    g_autofree char *driver = NULL;
+    ema_test_assert_ok(run);
+    driver = ema_test_read_file(out, "plots/plots.gp");
+    g_assert_nonnull(strstr(driver, "figtitle = 'débit'\n"));
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* ---- failures ---------------------------------------------------------------- */
 
 static void test_failing_points(void) {
@@ -1215,6 +1252,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/run/resume-search-paths", test_resume_search_paths);
   g_test_add_func("/sweep/run/resume-other-cwd", test_resume_other_cwd);
   g_test_add_func("/sweep/run/results-removed", test_results_removed);
+  g_test_add_func("/sweep/run/plot-settings-text", test_plot_settings_text);
   g_test_add_func("/sweep/run/failing-points", test_failing_points);
   g_test_add_func("/sweep/run/warned-points", test_warned_points);
   g_test_add_func("/sweep/run/ops", test_ops_sweep);

@@ -99,6 +99,10 @@ void ema_params_clear(const EmaParamTable *table, gpointer object);
 /* Append OBJECT as a YAML block map at INDENT spaces, every value explicit. */
 void ema_params_write_yaml(const EmaParamTable *table, gconstpointer object, GString *out,
                            guint indent);
+/* Append TEXT as a YAML double-quoted scalar that the loader reads back as
+ * TEXT: quotes and backslashes escaped, control characters as \n or \xNN,
+ * every other byte (UTF-8 included) as it is. */
+void ema_params_append_quoted(GString *out, const char *text);
 /* Append one line per parameter: key, type, default, range, help. */
 void ema_params_describe(const EmaParamTable *table, GString *out, guint indent);
 
