@@ -1648,7 +1648,7 @@ static int command_sweep(int argc, char **argv) {
     return 0;
   }
   if (out_dir == NULL)
-    out_dir = g_build_filename("results", ema_sweep_name(sweep), NULL);
+    out_dir = default_output_dir(ema_sweep_name(sweep));
   program = self_program();
   /* the plugin folders made absolute: each point's run.env records them, and a resume from
    * another working directory must find the same ones */

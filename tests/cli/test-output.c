@@ -185,16 +185,26 @@ static void test_failed_run_leaves_no_summary(void) {
 }
 
 /* 17#9: the default folder results/NAME takes NAME as one safe component:
- * no escape from results/, no newline in a folder name. */
-static void test_default_folder_is_name_safe(void) {
+ * no escape from results/, no newline in a folder name; for a run (DATA
+ * "run") and for a sweep (the same file with a sweep: key), whose folder
+ * was results/NAME as written, ../ included. */
+static void test_default_folder_is_name_safe(gconstpointer data) {
+  const char *command = data;
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *work = g_build_filename(tmp, "a", "b", NULL);
   g_autofree char *exp = NULL;
   g_autofree char *results = g_build_filename(work, "results", NULL);
   g_autoptr(GPtrArray) entries = NULL;
-  const char *argv[] = {ema_test_sim_path(), "run", "e.yaml", "--no-plot", NULL};
+  const char *argv[] = {ema_test_sim_path(), command, "e.yaml", "--no-plot", NULL};
+  const char *summary = strcmp(command, "sweep") == 0 ? "_.._.._esc_aped/000-seed=1/summary.json"
+                                                      : "_.._.._esc_aped/summary.json";
   g_mkdir_with_parents(work, 0755);
   exp = write_experiment(work, "e.yaml", "\"../../esc\\naped\"", "true", synthetic_b);
+  if (strcmp(command, "sweep") == 0) {
+    g_autofree char *text = ema_test_read_file(work, "e.yaml");
+    g_autofree char *swept = g_strconcat(text, "sweep: {seed: [1]}\n", NULL);
+    g_assert_true(g_file_set_contents(exp, swept, -1, NULL));
+  }
   {
     g_autoptr(EmaTestRun) run = ema_test_run(argv, work, NULL);
     ema_test_assert_ok(run);
@@ -204,7 +214,7 @@ static void test_default_folder_is_name_safe(void) {
   entries = ema_test_list_dir(results, "");
   g_assert_cmpuint(entries->len, ==, 1);
   g_assert_cmpstr(entries->pdata[0], ==, "_.._.._esc_aped");
-  g_assert_true(exists(results, "_.._.._esc_aped/summary.json"));
+  g_assert_true(exists(results, summary));
   ema_test_remove_tree(tmp);
 }
 
@@ -884,7 +894,10 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/foreign-folder", test_foreign_folder);
   g_test_add_func("/output/marker-leftover", test_marker_leftover);
   g_test_add_func("/output/failed-run-leaves-no-summary", test_failed_run_leaves_no_summary);
-  g_test_add_func("/output/default-folder-is-name-safe", test_default_folder_is_name_safe);
+  g_test_add_data_func("/output/default-folder-is-name-safe/run", "run",
+                       test_default_folder_is_name_safe);
+  g_test_add_data_func("/output/default-folder-is-name-safe/sweep", "sweep",
+                       test_default_folder_is_name_safe);
   g_test_add_func("/output/provenance", test_provenance);
   g_test_add_func("/output/compare-keeps-user-files", test_compare_keeps_user_files);
   g_test_add_func("/output/compare-variant-named-like-a-file",
