@@ -439,23 +439,31 @@ static gboolean all_numbers(GPtrArray *values) {
   return values->len > 0;
 }
 
-/* Sweep metric Y (0..3) of TENANT ("all": summed or worst) in ROW. */
+/* Sweep metric Y (0..3) of TENANT ("all": summed or worst over the tenants ROW's point has) in
+ * ROW. */
 static double tenant_metric(const Csv *csv, GPtrArray *row, GPtrArray *tenants, const char *tenant,
                             guint y) {
   static const char *const suffixes[] = {"throughput_tok_s", "ttft_p99_ms", "tpot_p99_ms",
                                          "e2e_p99_ms"};
+  gboolean all = strcmp(tenant, "all") == 0;
   double total = y == 0 ? 0 : -INFINITY;
+  guint counted = 0;
   for (guint t = 0; t < tenants->len; t++) {
-    g_autofree char *name = NULL;
+    g_autofree char *throughput = g_strconcat(tenants->pdata[t], ".", suffixes[0], NULL);
+    g_autofree char *name = g_strconcat(tenants->pdata[t], ".", suffixes[y], NULL);
     double value;
-    if (strcmp(tenant, "all") != 0 && strcmp(tenant, tenants->pdata[t]) != 0)
+    if (!all && strcmp(tenant, tenants->pdata[t]) != 0)
       continue;
-    name = g_strconcat(tenants->pdata[t], ".", suffixes[y], NULL);
+    /* a tenant of other points only (a variant or a swept value leaves it out of this one): no
+     * throughput, which every tenant of a point has */
+    if (all && csv_cell(row, csv_column(csv, throughput))[0] == '\0')
+      continue;
     if (!parse_number(csv_cell(row, csv_column(csv, name)), &value))
       return NAN;
     total = y == 0 ? total + value : MAX(total, value);
+    counted++;
   }
-  return isfinite(total) ? total : NAN;
+  return counted > 0 && isfinite(total) ? total : NAN;
 }
 
 static gboolean plot_sweep(const char *dir, const char *plots, const Settings *settings,

@@ -1105,6 +1105,48 @@ static void test_many_tenants_figure(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A sweep whose variants run other tenants (`alone` drops the second): all tenants, the
+ * default, sums throughput and takes the worst latency over the tenants each point has, so that
+ * `alone` has its line instead of a legend entry with no point. */
+static void test_sweep_tenant_sets(void) {
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  g_autofree char *dir = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *data = NULL;
+  if (gnuplot == NULL) {
+    g_test_skip("gnuplot is not on PATH");
+    return;
+  }
+  dir = ema_test_temp_dir();
+  path = g_build_filename(dir, "sweep.csv", NULL);
+  g_assert_true(g_file_set_contents(
+      path,
+      "point,variant,tenants.0.trace.rate,repeat,seed,status,chat.throughput_tok_s,"
+      "chat.ttft_p99_ms,chat.tpot_p99_ms,chat.e2e_p99_ms,code.throughput_tok_s,code.ttft_p99_ms,"
+      "code.tpot_p99_ms,code.e2e_p99_ms\n"
+      "000-both-rate=2,both,2,0,1,ok,10,20,5,100,30,40,6,200\n"
+      "001-both-rate=4,both,4,0,1,ok,11,21,5,101,31,41,6,201\n"
+      "002-alone-rate=2,alone,2,0,1,ok,12,22,7,102,,,,\n"
+      "003-alone-rate=4,alone,4,0,1,ok,13,23,7,103,,,,\n",
+      -1, NULL));
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, NULL);
+    ema_test_assert_ok(run);
+  }
+  data = ema_test_read_file(dir, "plots/sweep.dat");
+  ema_test_assert_contains(data, "\n# both\n2 40 40 6 200 \"2\"");
+  ema_test_assert_contains(data, "\n# alone\n2 12 22 7 102 \"2\" 0 0 0 0\n4 13 23 7 103 ");
+  {
+    /* one tenant picked: the points without it have no value */
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--tenant", "code", NULL);
+    g_autofree char *code = NULL;
+    ema_test_assert_ok(run);
+    code = ema_test_read_file(dir, "plots/sweep.dat");
+    ema_test_assert_contains(code, "\n# alone\n2 NaN NaN NaN NaN ");
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* plot of a run given a sweep's axes, or whose summary.json was tampered with: refused with
  * the file and what is wrong, never a crash or a GLib critical (nesting json-glib's recursive
  * parser cannot take, a root that is not an object, a tenants member that is not a list); and of a
@@ -1261,6 +1303,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/plot/without-gnuplot", test_without_gnuplot);
   g_test_add_func("/sweep/plot/run-tampered", test_plot_tampered);
   g_test_add_func("/sweep/plot/many-tenants", test_many_tenants_figure);
+  g_test_add_func("/sweep/plot/tenant-sets", test_sweep_tenant_sets);
   status = g_test_run();
   if (reference_dir) {
     g_autofree char *parent = g_path_get_dirname(reference_dir);
