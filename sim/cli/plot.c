@@ -1420,13 +1420,29 @@ static gboolean run_gnuplot(const char *gnuplot, const char *plots, GError **err
   return TRUE;
 }
 
+/* DIR holds a run's results: its summary.json, and requests.csv or timeline.csv. */
+static gboolean run_results(const char *dir) {
+  g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
+  g_autofree char *requests = g_build_filename(dir, "requests.csv", NULL);
+  g_autofree char *timeline = g_build_filename(dir, "timeline.csv", NULL);
+  return g_file_test(summary, G_FILE_TEST_IS_REGULAR) &&
+         (g_file_test(requests, G_FILE_TEST_IS_REGULAR) ||
+          g_file_test(timeline, G_FILE_TEST_IS_REGULAR));
+}
+
+static void nothing_to_plot(const char *dir, GError **error) {
+  g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+              "%s: nothing to plot (no sweep.csv, compare.csv or frontier.csv, and no "
+              "requests.csv or timeline.csv with a summary.json)",
+              dir);
+}
+
 gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions *options,
                       GPtrArray *figures, GError **error) {
   g_autofree char *plots = g_build_filename(dir, "plots", NULL);
   g_autofree char *sweep_csv = g_build_filename(dir, "sweep.csv", NULL);
   g_autofree char *requests = g_build_filename(dir, "requests.csv", NULL);
   g_autofree char *timeline = g_build_filename(dir, "timeline.csv", NULL);
-  g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
   g_autofree char *compare_csv = g_build_filename(dir, "compare.csv", NULL);
   g_autofree char *compare_paired = g_build_filename(dir, "compare-paired.csv", NULL);
   g_autofree char *frontier_csv = g_build_filename(dir, "frontier.csv", NULL);
@@ -1448,6 +1464,14 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
     return FALSE;
   if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT, "%s: no such directory", dir);
+    return FALSE;
+  }
+  /* before plots/ is made: a folder of no results (another program's, a run's parent, a run
+   * stopped before its summary.json) is left as it was */
+  if (!g_file_test(sweep_csv, G_FILE_TEST_IS_REGULAR) &&
+      !g_file_test(frontier_csv, G_FILE_TEST_IS_REGULAR) &&
+      !g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR) && !run_results(dir)) {
+    nothing_to_plot(dir, error);
     return FALSE;
   }
   if (options && (options->x || options->by || options->xlabel) &&
@@ -1497,9 +1521,7 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
          !plot_compare_change(dir, plots, title, driver, drawn, error)))
       goto out;
   }
-  if (g_file_test(summary, G_FILE_TEST_IS_REGULAR) &&
-      (g_file_test(requests, G_FILE_TEST_IS_REGULAR) ||
-       g_file_test(timeline, G_FILE_TEST_IS_REGULAR))) {
+  if (run_results(dir)) {
     g_autofree char *title = NULL;
     if (!read_kv_sizes(dir, block_bytes, region_bytes, order, idle_region, &name, error))
       goto out;
@@ -1515,12 +1537,7 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
       goto out;
   }
   if (drawn->len == 0) {
-    g_set_error(
-        error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
-        "%s: nothing to plot (no sweep.csv, compare.csv or frontier.csv, and no requests.csv or "
-        "timeline.csv with a "
-        "summary.json)",
-        dir);
+    nothing_to_plot(dir, error);
     goto out;
   }
   if (!g_file_set_contents(driver_path, driver->str, (gssize) driver->len, error) ||

@@ -1147,6 +1147,30 @@ static void test_sweep_tenant_sets(void) {
   ema_test_remove_tree(dir);
 }
 
+/* plot of a folder with nothing to plot (empty, or a run stopped before its summary.json) says
+ * so and leaves the folder as it was: no plots/ of a copied common.gp. */
+static void test_plot_nothing(void) {
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  g_autofree char *dir = NULL;
+  g_autofree char *requests = NULL;
+  if (gnuplot == NULL) {
+    g_test_skip("gnuplot is not on PATH");
+    return;
+  }
+  dir = ema_test_temp_dir();
+  for (guint i = 0; i < 2; i++) {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, NULL);
+    g_autofree char *want = g_strdup_printf("%s: nothing to plot (", dir);
+    ema_test_assert_error_line(run, want);
+    g_assert_false(exists(dir, "plots"));
+    /* then an unfinished run's: its requests so far, no summary.json */
+    g_free(requests);
+    requests = g_build_filename(dir, "requests.csv", NULL);
+    g_assert_true(g_file_set_contents(requests, "id,arrival_s\n", -1, NULL));
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* plot of a run given a sweep's axes, or whose summary.json was tampered with: refused with
  * the file and what is wrong, never a crash or a GLib critical (nesting json-glib's recursive
  * parser cannot take, a root that is not an object, a tenants member that is not a list); and of a
@@ -1304,6 +1328,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/plot/run-tampered", test_plot_tampered);
   g_test_add_func("/sweep/plot/many-tenants", test_many_tenants_figure);
   g_test_add_func("/sweep/plot/tenant-sets", test_sweep_tenant_sets);
+  g_test_add_func("/sweep/plot/nothing", test_plot_nothing);
   status = g_test_run();
   if (reference_dir) {
     g_autofree char *parent = g_path_get_dirname(reference_dir);
