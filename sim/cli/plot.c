@@ -543,11 +543,13 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
   }
   if (tenant == NULL)
     tenant = tenants->len == 1 ? tenants->pdata[0] : "all";
+  /* (an ops sweep has none: a tenant named there would pick nothing, silently) */
   if (strcmp(tenant, "all") != 0 &&
-      !g_ptr_array_find_with_equal_func(tenants, tenant, g_str_equal, NULL) && tenants->len > 0) {
+      !g_ptr_array_find_with_equal_func(tenants, tenant, g_str_equal, NULL)) {
     g_autofree char *known = NULL;
     g_ptr_array_add(tenants, NULL);
-    known = g_strjoinv(", ", (char **) tenants->pdata);
+    known = tenants->len > 1 ? g_strjoinv(", ", (char **) tenants->pdata)
+                             : g_strdup("none, its points run ops");
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                 "%s has no tenant '%s' (tenants: %s; or all)", path, tenant, known);
     goto out;
@@ -1482,6 +1484,21 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
                 options->x    ? "x"
                 : options->by ? "by"
                               : "xlabel",
+                dir);
+    return FALSE;
+  }
+  /* tenants picked where no figure has any (a frontier's), or none named (g_strsplit finds no
+   * name in ""): the figures would be drawn as if --tenant were not given */
+  if (options && options->tenant && options->tenant[0] == '\0') {
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                "--tenant: give a tenant's name (NAME or NAME,NAME,...) for %s", dir);
+    return FALSE;
+  }
+  if (options && options->tenant && !g_file_test(sweep_csv, G_FILE_TEST_IS_REGULAR) &&
+      !g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR) && !run_results(dir)) {
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                "--tenant: %s has no tenants (--tenant picks those of a run's, a comparison's "
+                "or a sweep's figures)",
                 dir);
     return FALSE;
   }

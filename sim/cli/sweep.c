@@ -1922,9 +1922,11 @@ static gboolean check_plot(const EmaSweep *sweep, GHashTable *columns, GHashTabl
     const EmaNode *node = sweep->plot->items->pdata[i];
     const char *value = node->value;
     g_autofree char *path = g_strconcat("plot.", key, NULL);
-    if (strcmp(key, "tenant") == 0 && g_hash_table_size(tenants) > 0 && strcmp(value, "all") != 0 &&
+    if (strcmp(key, "tenant") == 0 && strcmp(value, "all") != 0 &&
         !g_hash_table_contains(tenants, value)) {
-      g_autofree char *known = joined_keys(tenants);
+      g_autofree char *known = g_hash_table_size(tenants) > 0
+                                   ? joined_keys(tenants)
+                                   : g_strdup("none, its points run ops");
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, path,
                      "no tenant '%s' in the sweep's points (tenants: %s; or all)", value, known);
       return FALSE;

@@ -1147,6 +1147,46 @@ static void test_sweep_tenant_sets(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A --tenant that no figure of the folder can take is refused, not ignored: of an ops sweep
+ * (no tenants) and of a frontier's folder (test_plot_tampered: an empty name, of a run). */
+static void test_plot_tenant_unused(void) {
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  g_autofree char *dir = NULL;
+  g_autofree char *ops = NULL, *frontier = NULL, *csv = NULL;
+  if (gnuplot == NULL) {
+    g_test_skip("gnuplot is not on PATH");
+    return;
+  }
+  dir = ema_test_temp_dir();
+  ops = g_build_filename(dir, "ops", NULL);
+  frontier = g_build_filename(dir, "frontier", NULL);
+  csv = g_build_filename(ops, "sweep.csv", NULL);
+  g_assert_cmpint(g_mkdir(ops, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(csv,
+                                    "point,variant,ops.0.flows.0.bytes,repeat,seed,status,"
+                                    "copy.seconds,copy.bandwidth_gbps\n"
+                                    "000-bytes=1MiB,,1MiB,0,1,ok,0.001,100\n"
+                                    "001-bytes=1GiB,,1GiB,0,1,ok,0.003,350\n",
+                                    -1, NULL));
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", ops, "--tenant", "chat", NULL);
+    g_autofree char *want = g_strdup_printf(
+        "%s/sweep.csv has no tenant 'chat' (tenants: none, its points run ops; or all)", ops);
+    ema_test_assert_error_line(run, want);
+  }
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("frontier", "-o", frontier, "--no-plot", "h200x2", NULL);
+    ema_test_assert_ok(run);
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", frontier, "--tenant", "chat", NULL);
+    g_autofree char *want = g_strdup_printf("--tenant: %s has no tenants (", frontier);
+    ema_test_assert_error_line(run, want);
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* plot of a folder with nothing to plot (empty, or a run stopped before its summary.json) says
  * so and leaves the folder as it was: no plots/ of a copied common.gp. */
 static void test_plot_nothing(void) {
@@ -1218,6 +1258,13 @@ static void test_plot_tampered(void) {
         g_strdup_printf("--tenant: %s has no tenant 'nosuch' (its tenants: busy, later)", dir);
     g_assert_cmpint(run->status, ==, 1);
     g_assert_nonnull(strstr(run->err, want));
+  }
+  {
+    /* an empty --tenant names none (not every tenant, nor a run with nothing to plot) */
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--tenant", "", NULL);
+    g_autofree char *want =
+        g_strdup_printf("--tenant: give a tenant's name (NAME or NAME,NAME,...) for %s", dir);
+    ema_test_assert_error_line(run, want);
   }
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_assert_true(g_file_set_contents(summary, cases[i].text ? cases[i].text : deep, -1, NULL));
@@ -1329,6 +1376,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/plot/many-tenants", test_many_tenants_figure);
   g_test_add_func("/sweep/plot/tenant-sets", test_sweep_tenant_sets);
   g_test_add_func("/sweep/plot/nothing", test_plot_nothing);
+  g_test_add_func("/sweep/plot/tenant-unused", test_plot_tenant_unused);
   status = g_test_run();
   if (reference_dir) {
     g_autofree char *parent = g_path_get_dirname(reference_dir);
