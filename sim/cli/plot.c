@@ -227,38 +227,54 @@ static void settings_clear(Settings *settings) {
   g_free(settings->xlabel);
 }
 
+static const char *const setting_keys[] = {"x", "by", "tenant", "title", "xlabel", NULL};
+
+gboolean ema_plot_check_settings(const EmaNode *settings, const char *prefix, GError **error) {
+  if (settings->kind != EMA_NODE_MAP) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, settings, prefix,
+                   "give a map of plot settings (x, by, tenant, title, xlabel)");
+    return FALSE;
+  }
+  for (guint i = 0; i < settings->keys->len; i++) {
+    const EmaNode *key = settings->keys->pdata[i];
+    const EmaNode *value = settings->items->pdata[i];
+    g_autofree char *path =
+        prefix ? g_strconcat(prefix, ".", key->value, NULL) : g_strdup(key->value);
+    if (!g_strv_contains(setting_keys, key->value)) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, path,
+                     "unknown key (valid: x, by, tenant, title, xlabel)");
+      return FALSE;
+    }
+    if (value->kind != EMA_NODE_SCALAR || value->value == NULL) {
+      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, value, path, "give one value");
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 static gboolean settings_load(const char *dir, const EmaPlotOptions *options, Settings *settings,
                               GError **error) {
   g_autofree char *path = g_build_filename(dir, "plot.yaml", NULL);
   char **fields[] = {&settings->x, &settings->by, &settings->tenant, &settings->title,
                      &settings->xlabel};
-  static const char *const keys[] = {"x", "by", "tenant", "title", "xlabel"};
   if (g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
     g_autoptr(EmaNode) root = ema_node_load_file(path, error);
-    if (root == NULL)
+    /* (edited by hand, as its comment invites: a list, a null value, a typo are errors) */
+    if (root == NULL || !ema_plot_check_settings(root, NULL, error))
       return FALSE;
-    for (guint i = 0; root->kind == EMA_NODE_MAP && i < root->keys->len; i++) {
-      const EmaNode *key = root->keys->pdata[i];
-      const EmaNode *value = root->items->pdata[i];
-      gboolean found = FALSE;
-      for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
-        if (strcmp(key->value, keys[k]) == 0 && value->kind == EMA_NODE_SCALAR && value->value) {
+    for (guint i = 0; i < root->keys->len; i++)
+      for (guint k = 0; setting_keys[k]; k++)
+        if (strcmp(((const EmaNode *) root->keys->pdata[i])->value, setting_keys[k]) == 0) {
           g_free(*fields[k]);
-          *fields[k] = g_strdup(value->value);
-          found = TRUE;
+          *fields[k] = g_strdup(((const EmaNode *) root->items->pdata[i])->value);
         }
-      if (!found) {
-        ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key->value,
-                       "unknown plot setting (valid: x, by, tenant, title, xlabel)");
-        return FALSE;
-      }
-    }
   }
   if (options) {
     const char *given[] = {options->x, options->by, options->tenant, options->title,
                            options->xlabel};
     settings->tenant_given = options->tenant != NULL;
-    for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
+    for (guint k = 0; k < G_N_ELEMENTS(given); k++)
       if (given[k]) {
         g_free(*fields[k]);
         *fields[k] = g_strdup(given[k]);

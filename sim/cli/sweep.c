@@ -44,6 +44,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "ema/cli/plot.h"
 #include "ema/core/file.h"
 #include "ema/run/json.h"
 #include "ema/run/output.h"
@@ -55,8 +56,6 @@
 #define PROGRESS_INTERVAL_MS 500
 /* A point's record of where its run found files by name (run_env_text). */
 #define RUN_ENV "run.env"
-
-static const char *const plot_keys[] = {"x", "by", "tenant", "title", "xlabel", NULL};
 
 void ema_sweep_describe_keys(GString *out) {
   g_string_append(
@@ -387,25 +386,8 @@ static gboolean load_repeats_and_plot(EmaSweep *sweep, GError **error) {
   sweep->repeats = (guint) n;
   if (plot == NULL)
     return TRUE;
-  if (plot->kind != EMA_NODE_MAP) {
-    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, plot, "plot",
-                   "give a map of plot settings (x, by, tenant, title, xlabel)");
+  if (!ema_plot_check_settings(plot, "plot", error))
     return FALSE;
-  }
-  for (guint i = 0; i < plot->keys->len; i++) {
-    const EmaNode *key = plot->keys->pdata[i];
-    const EmaNode *value = plot->items->pdata[i];
-    g_autofree char *path = g_strconcat("plot.", key->value, NULL);
-    if (!g_strv_contains(plot_keys, key->value)) {
-      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, path,
-                     "unknown key (valid: x, by, tenant, title, xlabel)");
-      return FALSE;
-    }
-    if (value->kind != EMA_NODE_SCALAR || value->value == NULL) {
-      ema_node_error(error, EMA_CONFIG_ERROR_TYPE, value, path, "give one value");
-      return FALSE;
-    }
-  }
   sweep->plot = plot;
   return TRUE;
 }

@@ -1105,6 +1105,16 @@ static void test_many_tenants_figure(void) {
   ema_test_remove_tree(dir);
 }
 
+/* The sweep.csv of a sweep whose variant `alone` runs chat without code. */
+static const char tenant_sets_csv[] =
+    "point,variant,tenants.0.trace.rate,repeat,seed,status,chat.throughput_tok_s,"
+    "chat.ttft_p99_ms,chat.tpot_p99_ms,chat.e2e_p99_ms,code.throughput_tok_s,code.ttft_p99_ms,"
+    "code.tpot_p99_ms,code.e2e_p99_ms\n"
+    "000-both-rate=2,both,2,0,1,ok,10,20,5,100,30,40,6,200\n"
+    "001-both-rate=4,both,4,0,1,ok,11,21,5,101,31,41,6,201\n"
+    "002-alone-rate=2,alone,2,0,1,ok,12,22,7,102,,,,\n"
+    "003-alone-rate=4,alone,4,0,1,ok,13,23,7,103,,,,\n";
+
 /* A sweep whose variants run other tenants (`alone` drops the second): all tenants, the
  * default, sums throughput and takes the worst latency over the tenants each point has, so that
  * `alone` has its line instead of a legend entry with no point. */
@@ -1119,16 +1129,7 @@ static void test_sweep_tenant_sets(void) {
   }
   dir = ema_test_temp_dir();
   path = g_build_filename(dir, "sweep.csv", NULL);
-  g_assert_true(g_file_set_contents(
-      path,
-      "point,variant,tenants.0.trace.rate,repeat,seed,status,chat.throughput_tok_s,"
-      "chat.ttft_p99_ms,chat.tpot_p99_ms,chat.e2e_p99_ms,code.throughput_tok_s,code.ttft_p99_ms,"
-      "code.tpot_p99_ms,code.e2e_p99_ms\n"
-      "000-both-rate=2,both,2,0,1,ok,10,20,5,100,30,40,6,200\n"
-      "001-both-rate=4,both,4,0,1,ok,11,21,5,101,31,41,6,201\n"
-      "002-alone-rate=2,alone,2,0,1,ok,12,22,7,102,,,,\n"
-      "003-alone-rate=4,alone,4,0,1,ok,13,23,7,103,,,,\n",
-      -1, NULL));
+  g_assert_true(g_file_set_contents(path, tenant_sets_csv, -1, NULL));
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, NULL);
     ema_test_assert_ok(run);
@@ -1143,6 +1144,39 @@ static void test_sweep_tenant_sets(void) {
     ema_test_assert_ok(run);
     code = ema_test_read_file(dir, "plots/sweep.dat");
     ema_test_assert_contains(code, "\n# alone\n2 NaN NaN NaN NaN ");
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* A plot.yaml edited by hand (as its comment invites) is checked as a sweep file's plot: key
+ * is: a setting without a value, or a file that is not a map, is an error at its place (not an
+ * "unknown setting", nor ignored). */
+static void test_plot_settings_file(void) {
+  static const struct {
+    const char *text, *message;
+  } cases[] = {
+      {"title: \"t\"\nx: ~\n", "plot.yaml:2:4: x: give one value"},
+      {"by: [variant]\n", "plot.yaml:1:5: by: give one value"},
+      {"- x\n", "plot.yaml:1:1: give a map of plot settings (x, by, tenant, title, xlabel)"},
+      {"bx: variant\n", "plot.yaml:1:1: bx: unknown key (valid: x, by, tenant, title, xlabel)"},
+  };
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  g_autofree char *dir = NULL;
+  g_autofree char *csv = NULL, *settings = NULL;
+  if (gnuplot == NULL) {
+    g_test_skip("gnuplot is not on PATH");
+    return;
+  }
+  dir = ema_test_temp_dir();
+  csv = g_build_filename(dir, "sweep.csv", NULL);
+  settings = g_build_filename(dir, "plot.yaml", NULL);
+  g_assert_true(g_file_set_contents(csv, tenant_sets_csv, -1, NULL));
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(EmaTestRun) run = NULL;
+    g_autofree char *want = g_strdup_printf("%s/%s", dir, cases[i].message);
+    g_assert_true(g_file_set_contents(settings, cases[i].text, -1, NULL));
+    run = ema_test_cli("plot", dir, NULL);
+    ema_test_assert_error_line(run, want);
   }
   ema_test_remove_tree(dir);
 }
@@ -1377,6 +1411,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/plot/tenant-sets", test_sweep_tenant_sets);
   g_test_add_func("/sweep/plot/nothing", test_plot_nothing);
   g_test_add_func("/sweep/plot/tenant-unused", test_plot_tenant_unused);
+  g_test_add_func("/sweep/plot/settings-file", test_plot_settings_file);
   status = g_test_run();
   if (reference_dir) {
     g_autofree char *parent = g_path_get_dirname(reference_dir);

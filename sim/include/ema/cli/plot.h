@@ -19,6 +19,8 @@
 
 #include <glib.h>
 
+#include "ema/core/node.h"
+
 G_BEGIN_DECLS
 
 typedef struct {
@@ -35,6 +37,10 @@ typedef struct {
   gboolean paper;
 } EmaPlotOptions;
 
+/* SETTINGS (a sweep file's plot: map, PREFIX "plot"; DIR/plot.yaml, PREFIX NULL) is a map of
+ * the settings EmaPlotOptions names by key (x, by, tenant, title, xlabel), one value each; else
+ * an error at the node, naming its path. */
+gboolean ema_plot_check_settings(const EmaNode *settings, const char *prefix, GError **error);
 /* gnuplot's path on PATH (or EMA_GNUPLOT), NULL when there is none. */
 char *ema_plot_find_gnuplot(void);
 /* The variants' folders of the comparison in DIR (compare.csv's dir column, one a run: a
