@@ -53,6 +53,9 @@
 #define MAX_POINTS 1000000
 #define MAX_REPEATS 100000
 #define NAME_VALUE_MAX 24
+/* A point's name is its folder's: one path component (NAME_MAX), past which no point could
+ * start; its number keeps a name cut there unique. */
+#define POINT_NAME_MAX 255
 #define PROGRESS_INTERVAL_MS 500
 /* A point's record of where its run found files by name (run_env_text). */
 #define RUN_ENV "run.env"
@@ -446,8 +449,10 @@ static void name_points(EmaSweep *sweep) {
       else
         g_string_append_printf(name, "v%u", point->value[a]);
     }
-    if (sweep->repeats > 1)
-      g_string_append_printf(name, "-r%u", point->repeat);
+    g_autofree char *repeat =
+        sweep->repeats > 1 ? g_strdup_printf("-r%u", point->repeat) : g_strdup("");
+    g_string_truncate(name, MIN(name->len, POINT_NAME_MAX - strlen(repeat)));
+    g_string_append(name, repeat);
     point->name = g_string_free(name, FALSE);
   }
 }

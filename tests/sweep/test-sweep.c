@@ -151,6 +151,32 @@ static void test_variants(void) {
 }
 
 /* Records as text (how MPI ranks send them to rank 0) and back. */
+/* A point's name is its folder's, one path component: with many long swept paths and values
+ * it is cut to 255 bytes (before its repeat), still unique by its number. */
+static void test_long_point_names(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = g_build_filename(dir, "long.yaml", NULL);
+  g_autoptr(GString) text = g_string_new("name: long\nserver: h200x2\nrepeats: 2\nsweep:\n");
+  g_autoptr(EmaSweep) sweep = NULL;
+  GError *error = NULL;
+  for (guint a = 0; a < 8; a++)
+    g_string_append_printf(
+        text, "  tenants.0.engine.a_long_parameter_name_%u: [1.000000000000%u, 2]\n", a, a);
+  g_assert_true(g_file_set_contents(file, text->str, -1, NULL));
+  sweep = ema_sweep_load(file, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ema_sweep_n_points(sweep), ==, 512);
+  for (guint p = 0; p < ema_sweep_n_points(sweep); p++) {
+    const char *name = ema_sweep_point_name(sweep, p);
+    g_autofree char *number = g_strdup_printf("%03u-", p);
+    g_assert_cmpuint(strlen(name), <=, 255);
+    g_assert_true(g_str_has_prefix(name, number));
+    g_assert_true(g_str_has_suffix(name, p % 2 ? "-r1" : "-r0"));
+  }
+  g_assert_cmpuint(strlen(ema_sweep_point_name(sweep, 0)), ==, 255);
+  ema_test_remove_tree(dir);
+}
+
 static void test_records_text(void) {
   g_autoptr(GPtrArray) records =
       g_ptr_array_new_with_free_func((GDestroyNotify) ema_sweep_record_free);
@@ -1379,6 +1405,7 @@ int main(int argc, char **argv) {
     g_error("EMA_SOURCE_ROOT must name the source tree");
   g_test_add_func("/sweep/points", test_points);
   g_test_add_func("/sweep/variants", test_variants);
+  g_test_add_func("/sweep/long-point-names", test_long_point_names);
   g_test_add_func("/sweep/records-text", test_records_text);
   g_test_add_func("/sweep/errors/run-refuses-sweep-file", test_run_refuses_sweep);
   errors = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), FIXTURES "errors", NULL);
