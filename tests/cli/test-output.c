@@ -398,14 +398,6 @@ static void test_compare_variant_error(void) {
   ema_test_remove_tree(tmp);
 }
 
-/* Whether gnuplot is on PATH; where it is not, the test is marked skipped. */
-static gboolean gnuplot_or_skip(void) {
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
-  if (gnuplot == NULL)
-    g_test_skip("gnuplot is not on PATH");
-  return gnuplot != NULL;
-}
-
 /* COMMAND (run or sweep) of PATH into OUT without figures, which must exit 0, then ema-sim plot
  * OUT, which must succeed; the first command's result (its stderr is the caller's to check). */
 static EmaTestRun *run_then_plot(const char *command, const char *path, const char *out) {
@@ -423,7 +415,7 @@ static void test_compare_plot_variants(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
   g_autofree char *path = write_compare(tmp, "2x");
-  if (!gnuplot_or_skip()) {
+  if (!ema_test_gnuplot_or_skip()) {
     ema_test_remove_tree(tmp);
     return;
   }
@@ -450,7 +442,7 @@ static char *write_static_2x_compare(const char *tmp, const char *trace, const c
   g_autofree char *text =
       g_strconcat(keep(ema_test_read_file(tmp, "base.yaml")), extra,
                   "compare:\n  static: {policy: static}\n  2x: {server.gpu.hbm_scale: 2}\n", NULL);
-  if (!gnuplot_or_skip()) {
+  if (!ema_test_gnuplot_or_skip()) {
     ema_test_remove_tree(tmp);
     return NULL;
   }
@@ -514,7 +506,7 @@ static void test_sweep_plot_no_ttfts(void) {
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
   g_autofree char *path = write_comparison(tmp, "sweep:\n  tenants.0.trace.rate: [0.0001, 0.0002]\n"
                                                 "  tenants.1.trace.rate: [0.0001]\n");
-  if (!gnuplot_or_skip()) {
+  if (!ema_test_gnuplot_or_skip()) {
     ema_test_remove_tree(tmp);
     return;
   }

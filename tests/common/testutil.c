@@ -185,6 +185,13 @@ char *ema_test_fixture(const char *area, const char *rel) {
   return g_build_filename(dir, area, rel, NULL);
 }
 
+gboolean ema_test_gnuplot_or_skip(void) {
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (gnuplot == NULL)
+    g_test_skip("gnuplot is not on PATH");
+  return gnuplot != NULL;
+}
+
 char *ema_test_temp_dir(void) {
   const char *program = g_get_prgname();
   g_autofree char *base = g_path_get_basename(program ? program : "test");

@@ -108,6 +108,10 @@ gboolean ema_test_shared_absent(void);
  * asserted. */
 gboolean ema_test_skip_without_shared(void);
 
+/* Whether gnuplot is on PATH; where it is not, the test is marked skipped (g_test_skip) and the
+ * caller returns. */
+gboolean ema_test_gnuplot_or_skip(void);
+
 /* The path of fixture REL of AREA: $EMA_TEST_FIXTURES/AREA/REL. */
 char *ema_test_fixture(const char *area, const char *rel);
 

@@ -962,12 +962,9 @@ static void assert_figure(const char *dir, const char *name, const char *title) 
 
 static void test_sweep_figures(void) {
   const char *one = reference();
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   g_autofree char *dir = NULL;
-  if (gnuplot == NULL) {
-    g_test_skip("gnuplot is not on PATH");
+  if (!ema_test_gnuplot_or_skip())
     return;
-  }
   dir = ema_test_temp_dir();
   /* plot a copy of the reference (sweep.csv and plot.yaml) */
   {
@@ -1049,12 +1046,9 @@ static void test_sweep_figures(void) {
 }
 
 static void test_run_figures(void) {
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   g_autofree char *dir = NULL;
-  if (gnuplot == NULL) {
-    g_test_skip("gnuplot is not on PATH");
+  if (!ema_test_gnuplot_or_skip())
     return;
-  }
   dir = ema_test_temp_dir();
   {
     /* one point of the grid with borrowing under pressure: ema on a busy GPU */
@@ -1107,11 +1101,8 @@ static void test_many_tenants_figure(void) {
   g_autoptr(GString) summary = g_string_new("{\"experiment\": \"wide\", \"tenants\": [");
   g_autoptr(GString) requests = g_string_new("tenant,ttft_ms,tpot_ms\n");
   g_autoptr(EmaTestRun) run = NULL;
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
-  if (gnuplot == NULL) {
-    g_test_skip("gnuplot is not on PATH");
+  if (!ema_test_gnuplot_or_skip())
     return;
-  }
   dir = ema_test_temp_dir();
   for (guint t = 0; t < 72; t++) {
     g_string_append_printf(summary, "%s{\"name\": \"t%u\"}", t ? ", " : "", t);
@@ -1145,14 +1136,11 @@ static const char tenant_sets_csv[] =
  * default, sums throughput and takes the worst latency over the tenants each point has, so that
  * `alone` has its line instead of a legend entry with no point. */
 static void test_sweep_tenant_sets(void) {
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   g_autofree char *dir = NULL;
   g_autofree char *path = NULL;
   g_autofree char *data = NULL;
-  if (gnuplot == NULL) {
-    g_test_skip("gnuplot is not on PATH");
+  if (!ema_test_gnuplot_or_skip())
     return;
-  }
   dir = ema_test_temp_dir();
   path = g_build_filename(dir, "sweep.csv", NULL);
   g_assert_true(g_file_set_contents(path, tenant_sets_csv, -1, NULL));
@@ -1186,13 +1174,10 @@ static void test_plot_settings_file(void) {
       {"- x\n", "plot.yaml:1:1: give a map of plot settings (x, by, tenant, title, xlabel)"},
       {"bx: variant\n", "plot.yaml:1:1: bx: unknown key (valid: x, by, tenant, title, xlabel)"},
   };
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   g_autofree char *dir = NULL;
   g_autofree char *csv = NULL, *settings = NULL;
-  if (gnuplot == NULL) {
-    g_test_skip("gnuplot is not on PATH");
+  if (!ema_test_gnuplot_or_skip())
     return;
-  }
   dir = ema_test_temp_dir();
   csv = g_build_filename(dir, "sweep.csv", NULL);
   settings = g_build_filename(dir, "plot.yaml", NULL);
@@ -1210,13 +1195,10 @@ static void test_plot_settings_file(void) {
 /* A --tenant that no figure of the folder can take is refused, not ignored: of an ops sweep
  * (no tenants) and of a frontier's folder (test_plot_tampered: an empty name, of a run). */
 static void test_plot_tenant_unused(void) {
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   g_autofree char *dir = NULL;
   g_autofree char *ops = NULL, *frontier = NULL, *csv = NULL;
-  if (gnuplot == NULL) {
-    g_test_skip("gnuplot is not on PATH");
+  if (!ema_test_gnuplot_or_skip())
     return;
-  }
   dir = ema_test_temp_dir();
   ops = g_build_filename(dir, "ops", NULL);
   frontier = g_build_filename(dir, "frontier", NULL);
@@ -1250,13 +1232,10 @@ static void test_plot_tenant_unused(void) {
 /* plot of a folder with nothing to plot (empty, or a run stopped before its summary.json) says
  * so and leaves the folder as it was: no plots/ of a copied common.gp. */
 static void test_plot_nothing(void) {
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   g_autofree char *dir = NULL;
   g_autofree char *requests = NULL;
-  if (gnuplot == NULL) {
-    g_test_skip("gnuplot is not on PATH");
+  if (!ema_test_gnuplot_or_skip())
     return;
-  }
   dir = ema_test_temp_dir();
   for (guint i = 0; i < 2; i++) {
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, NULL);
@@ -1276,7 +1255,6 @@ static void test_plot_nothing(void) {
  * parser cannot take, a root that is not an object, a tenants member that is not a list); and of a
  * comparison whose compare.csv lacks the first repeat. */
 static void test_plot_tampered(void) {
-  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   g_autofree char *dir = NULL;
   g_autofree char *summary = NULL;
   g_autofree char *deep = g_strnfill(1000, '[');
@@ -1290,10 +1268,8 @@ static void test_plot_tampered(void) {
       {"[1, 2]", "summary.json: not a JSON object"},
       {"{\"experiment\": \"x\", \"tenants\": 5}", "summary.json: tenants: not a list"},
   };
-  if (gnuplot == NULL) {
-    g_test_skip("gnuplot is not on PATH");
+  if (!ema_test_gnuplot_or_skip())
     return;
-  }
   dir = ema_test_temp_dir();
   summary = g_build_filename(dir, "summary.json", NULL);
   {
