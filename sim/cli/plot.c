@@ -1455,6 +1455,28 @@ static void nothing_to_plot(const char *dir, GError **error) {
               dir);
 }
 
+/* Every tenant ONLY names is one of each of comparison DIR's variants' runs (their figures take
+ * --tenant; the comparison's own does not): checked before any figure of DIR is drawn, so that
+ * a name none has is refused with nothing written. */
+static gboolean variants_know_tenants(const char *dir, const char *only, GError **error) {
+  g_auto(GStrv) variants = ema_plot_compare_variant_dirs(dir);
+  for (guint i = 0; variants[i]; i++) {
+    g_autofree char *sub = g_build_filename(dir, variants[i], NULL);
+    g_autoptr(GHashTable) block_bytes =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_autoptr(GHashTable) region_bytes =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_autoptr(GPtrArray) order = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GArray) idle_region = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autofree char *name = NULL;
+    if (run_results(sub) &&
+        (!read_kv_sizes(sub, block_bytes, region_bytes, order, idle_region, &name, error) ||
+         !tenants_known(sub, only, order, error)))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions *options,
                       GPtrArray *figures, GError **error) {
   g_autofree char *plots = g_build_filename(dir, "plots", NULL);
@@ -1518,6 +1540,9 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
                 dir);
     return FALSE;
   }
+  if (options && options->tenant && g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR) &&
+      !variants_know_tenants(dir, options->tenant, error))
+    return FALSE;
   if (g_mkdir_with_parents(plots, 0777) != 0) {
     int saved = errno;
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot create %s: %s", plots,

@@ -424,6 +424,16 @@ static void test_compare_plot_variants(void) {
     g_autoptr(EmaTestRun) plot = NULL;
     ema_test_assert_ok(run);
     g_assert_false(exists(out, "static/plots/latency-cdf.png"));
+    {
+      /* a tenant no variant has: refused before any figure is drawn (the comparison's were,
+       * and "figures in" printed, before the first variant's refused it) */
+      g_autoptr(EmaTestRun) nope = ema_test_cli("plot", out, "--tenant", "nope", NULL);
+      g_autofree char *want =
+          g_strdup_printf("--tenant: %s/static has no tenant 'nope' (its tenants: a, b)", out);
+      ema_test_assert_error_line(nope, want);
+      g_assert_cmpstr(nope->out, ==, "");
+      g_assert_false(exists(out, "plots"));
+    }
     plot = ema_test_cli("plot", out, NULL);
     ema_test_assert_ok(plot);
     g_assert_true(exists(out, "plots/compare.png"));
