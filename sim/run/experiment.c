@@ -427,6 +427,15 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
                      "without a tenant)");
       return FALSE;
     }
+    if (strcmp(tenant->name, "all") == 0 || strchr(tenant->name, ',') != NULL) {
+      /* ema-sim plot's --tenant and a sweep's plot.tenant list tenants by commas, and "all"
+       * names them all: such a tenant could not be picked alone */
+      g_autofree char *key_path = g_strconcat(path, ".name", NULL);
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), key_path,
+                     "a tenant's name is not 'all' and holds no comma (plot's --tenant A,B lists "
+                     "tenants by commas, 'all' picks every one)");
+      return FALSE;
+    }
     for (guint j = 0; j < i; j++)
       if (strcmp(g_array_index(experiment->tenants, EmaTenantSpec, j).name, tenant->name) == 0) {
         ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), path,

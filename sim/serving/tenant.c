@@ -646,7 +646,7 @@ static const EmaParamTable sharing_table = {"sharing", sizeof(EmaTenantSharing),
 
 static const EmaParam tenant_params[] = {
     {"name", EMA_PARAM_STRING, TENANT_FIELD(name), .flags = EMA_PARAM_OPTIONAL,
-     .help = "name in the results (default: tenantN, N its index)"},
+     .help = "name in the results (default: tenantN, N its index); not empty, not all, no comma"},
     {"model", EMA_PARAM_STRUCT, TENANT_FIELD(model), .table = &ema_llm_params,
      .resolve = ema_llm_resolve, .flags = EMA_PARAM_REQUIRED,
      .help = "LLM shape: a name from hwmodels/llms, or a map"},

@@ -600,7 +600,7 @@ static void test_whole_server_group_warning(void) {
   g_autoptr(EmaTestRun) run =
       cli_on_text(dir, "whole.yaml",
                   "name: whole\nserver: a100x4-40gb\npolicy: ema\ntenants:\n"
-                  "  - {name: all, model: opt-13b, gpu: 0, tp: 4, trace: {arrivals: poisson, "
+                  "  - {name: whole, model: opt-13b, gpu: 0, tp: 4, trace: {arrivals: poisson, "
                   "rate: 1, duration: 1s, prompt: {dist: fixed, tokens: 100}, output: {dist: "
                   "fixed, tokens: 10}}}\n",
                   "check");

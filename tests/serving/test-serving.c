@@ -964,6 +964,12 @@ static const BadConfig bad_configs[] = {
     {"name-empty.yaml", EMA_CONFIG_ERROR_INVALID,
      "5:11: tenants.0.name: a tenant's name is not empty (an empty tenant in timeline.csv is a GPU "
      "without a tenant)"},
+    {"name-all.yaml", EMA_CONFIG_ERROR_INVALID,
+     "5:11: tenants.0.name: a tenant's name is not 'all' and holds no comma (plot's --tenant A,B "
+     "lists tenants by commas, 'all' picks every one)"},
+    {"name-comma.yaml", EMA_CONFIG_ERROR_INVALID,
+     "5:11: tenants.0.name: a tenant's name is not 'all' and holds no comma (plot's --tenant A,B "
+     "lists tenants by commas, 'all' picks every one)"},
     {"prefix-groups-no-prefix.yaml", EMA_CONFIG_ERROR_INVALID,
      "12:29: tenants.0.trace.shared_prefix_groups: groups of a shared prefix need "
      "shared_prefix_tokens above 0"},
