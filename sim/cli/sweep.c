@@ -640,6 +640,19 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
                   i + 1, key, compare ? "compare variants" : "variants");
       return NULL;
     }
+    for (guint k = 0; !compare && ema_experiment_sweep_keys[k]; k++) {
+      /* the swept values and the figures' settings too: no experiment has them, and "unknown
+       * key in experiment" named no reason */
+      const char *own = ema_experiment_sweep_keys[k];
+      if (g_str_has_prefix(overrides[i], own) &&
+          (overrides[i][strlen(own)] == '.' || overrides[i][strlen(own)] == '=')) {
+        g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
+                    "--set:%u:1: %s: a key of the sweep file, not of its experiment: edit it "
+                    "there (--set sets the experiment's keys in every point, and repeats)",
+                    i + 1, own);
+        return NULL;
+      }
+    }
     if (!ema_node_apply_override(sweep->base, overrides[i], i + 1, error) ||
         !ema_params_expand(&ema_experiment_params, sweep->base, error))
       return NULL;

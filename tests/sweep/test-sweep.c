@@ -373,6 +373,17 @@ static void test_set_swept_path(void) {
                            "in every point (%s:6:3), so this --set would change nothing",
                            file);
   ema_test_assert_failed(below, 1, inside);
+  /* the sweep file's own keys (but repeats) are the file's: said so, not "unknown key in
+   * experiment" */
+  for (guint i = 0; i < 2; i++) {
+    const char *set = i ? "plot.title=x" : "sweep.duration=[1s]";
+    g_autoptr(EmaTestRun) own = ema_test_cli("sweep", GRID, "--list", "--set", set, NULL);
+    g_autofree char *want = g_strdup_printf(
+        "--set:1:1: %s: a key of the sweep file, not of its experiment: edit it there (--set sets "
+        "the experiment's keys in every point, and repeats)\n",
+        i ? "plot" : "sweep");
+    ema_test_assert_failed(own, 1, want);
+  }
   ema_test_remove_tree(dir);
 }
 
