@@ -34,14 +34,20 @@
 
 /* ---- small helpers ----------------------------------------------------------- */
 
+/* A run's tables may be larger than a configuration file: timeline.csv at its default cap of
+ * 10,000,000 rows (timeline_max_rows, ~70 bytes each) */
+#define MAX_TABLE_BYTES ((gsize) 1 << 30)
+
 typedef struct {
   GPtrArray *header; /* char * */
-  GPtrArray *rows;   /* GPtrArray * of char * */
+  GPtrArray *rows;   /* GPtrArray * of char *, into table's text */
+  EmaCsv table;      /* the file's text, which the rows' fields point into */
 } Csv;
 
 static void csv_clear(Csv *csv) {
   g_clear_pointer(&csv->header, g_ptr_array_unref);
   g_clear_pointer(&csv->rows, g_ptr_array_unref);
+  ema_csv_clear(&csv->table);
 }
 
 /* The strings of STRV, copied. */
@@ -52,21 +58,26 @@ static GPtrArray *strv_copy(GStrv strv) {
   return out;
 }
 
-/* The whole table at PATH, read by the one CSV reader (ema/core/csv.h). */
+/* The whole table at PATH, read by the one CSV reader (ema/core/csv.h); its rows' fields are
+ * the reader's own, split in place in its text (a copy of each would take several times the
+ * file's size: a rack's timeline.csv holds millions of rows). */
 static gboolean csv_read(const char *path, Csv *csv, GError **error) {
-  EmaCsv table;
   GError *row_error = NULL;
-  if (!ema_csv_open(&table, path, error)) {
-    ema_csv_clear(&table);
+  if (!ema_csv_open_max(&csv->table, path, MAX_TABLE_BYTES, error)) {
+    csv_clear(csv);
     return FALSE;
   }
-  csv->header = strv_copy(table.header);
+  csv->header = strv_copy(csv->table.header);
   csv->rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
-  while (ema_csv_next(&table, &row_error))
-    g_ptr_array_add(csv->rows, strv_copy(table.fields));
-  ema_csv_clear(&table);
+  while (ema_csv_next(&csv->table, &row_error)) {
+    GPtrArray *row = g_ptr_array_sized_new(csv->table.n_fields);
+    for (guint i = 0; i < csv->table.n_fields; i++)
+      g_ptr_array_add(row, csv->table.fields[i]);
+    g_ptr_array_add(csv->rows, row);
+  }
   if (row_error) {
     g_propagate_error(error, row_error);
+    csv_clear(csv);
     return FALSE;
   }
   return TRUE;

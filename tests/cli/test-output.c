@@ -508,6 +508,45 @@ static void test_compare_plot_nothing_to_draw(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* A run's timeline.csv past the 64 MiB of a configuration file (a rack's at a fine sample period:
+ * 72 GPUs a sample) is plotted: plot refused the run's own output ("larger than 67108864
+ * bytes"). The run's file is lengthened by samples after its last, to 66 MiB. */
+static void test_plot_large_timeline(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *path = write_experiment(tmp, "big.yaml", "big", "true", synthetic_b);
+  g_autofree char *timeline = g_build_filename(out, "timeline.csv", NULL);
+  g_autofree char *text = NULL;
+  g_autoptr(GString) longer = NULL;
+  g_auto(GStrv) lines = NULL;
+  guint n;
+  if (!ema_test_gnuplot_or_skip()) {
+    ema_test_remove_tree(tmp);
+    return;
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  g_assert_true(g_file_get_contents(timeline, &text, NULL, NULL));
+  longer = g_string_new(text);
+  lines = g_strsplit(text, "\n", -1);
+  n = g_strv_length(lines) - 1; /* the last is the empty one after the final newline */
+  /* the last sample's two rows (one per GPU), again and again, a second later each time */
+  for (guint s = 1; longer->len <= ((gsize) 66 << 20); s++)
+    for (guint r = n - 2; r < n; r++) {
+      const char *rest = strchr(lines[r], ',');
+      g_string_append_printf(longer, "%u.000000000%s\n", 5 + s, rest);
+    }
+  g_assert_true(g_file_set_contents(timeline, longer->str, (gssize) longer->len, NULL));
+  {
+    g_autoptr(EmaTestRun) plot = ema_test_cli("plot", out, NULL);
+    ema_test_assert_ok(plot);
+    g_assert_true(exists(out, "plots/memory.png"));
+  }
+  ema_test_remove_tree(tmp);
+}
+
 /* A sweep none of whose requests got a first token draws its latency figure, the TTFT panel an
  * empty one that says so: every TTFT p99 was 0, which the log axis cannot show, and gnuplot
  * refused the figure (and the throughput figure with it). */
@@ -910,6 +949,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/compare-variant-error", test_compare_variant_error);
   g_test_add_func("/output/compare-plot-no-ttfts", test_compare_plot_no_ttfts);
   g_test_add_func("/output/compare-plot-nothing-to-draw", test_compare_plot_nothing_to_draw);
+  g_test_add_func("/output/plot-large-timeline", test_plot_large_timeline);
   g_test_add_func("/output/sweep-plot-no-ttfts", test_sweep_plot_no_ttfts);
   g_test_add_func("/output/compare", test_compare);
   g_test_add_func("/output/compare-repeats", test_compare_repeats);
