@@ -249,6 +249,31 @@ static void set_profile_ops(EmaStepModel *s) {
                              &s->ops.kv_write);
 }
 
+gboolean ema_step_model_check_tp(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
+                                 GError **error) {
+  g_return_val_if_fail(model != NULL && server != NULL, FALSE);
+  if (tp == 0 || server->gpus % tp != 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "tensor-parallel size %u must divide the server's %" G_GINT64_FORMAT " GPUs", tp,
+                server->gpus);
+    return FALSE;
+  }
+  if (model->heads % tp != 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "tensor-parallel size %u must divide %s's %" G_GINT64_FORMAT " heads", tp,
+                model->name, model->heads);
+    return FALSE;
+  }
+  if (model->kv_heads % tp != 0 && tp % model->kv_heads != 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "tensor-parallel size %u must divide %s's %" G_GINT64_FORMAT
+                " KV heads or be a multiple of them",
+                tp, model->name, model->kv_heads);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* The step model of ema_step_model_new (KERNEL_SUMS FALSE) or ema_step_model_new_kernel_sums. */
 static EmaStepModel *step_model_new(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
                                     gboolean kernel_sums, GError **error) {
@@ -257,25 +282,8 @@ static EmaStepModel *step_model_new(const EmaLlmSpec *model, const EmaServerSpec
   double b, bw, bkv, kv_heads_per_gpu;
 
   g_return_val_if_fail(model != NULL && server != NULL, NULL);
-  if (tp == 0 || server->gpus % tp != 0) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
-                "tensor-parallel size %u must divide the server's %" G_GINT64_FORMAT " GPUs", tp,
-                server->gpus);
+  if (!ema_step_model_check_tp(model, server, tp, error))
     return NULL;
-  }
-  if (model->heads % tp != 0) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
-                "tensor-parallel size %u must divide %s's %" G_GINT64_FORMAT " heads", tp,
-                model->name, model->heads);
-    return NULL;
-  }
-  if (model->kv_heads % tp != 0 && tp % model->kv_heads != 0) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
-                "tensor-parallel size %u must divide %s's %" G_GINT64_FORMAT
-                " KV heads or be a multiple of them",
-                tp, model->name, model->kv_heads);
-    return NULL;
-  }
   if (server->gpu.matrix_flops <= 0 || server->gpu.matrix_efficiency <= 0 ||
       server->gpu.hbm_bandwidth <= 0 || server->gpu.hbm_efficiency <= 0 ||
       server->gpu.kv_efficiency <= 0 || (tp > 1 && server->link.bandwidth <= 0)) {

@@ -442,6 +442,16 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
                        "tenant name '%s' is used twice", tenant->name);
         return FALSE;
       }
+    if (!ema_step_model_check_tp(&tenant->model, &experiment->server, (guint) tenant->tp, &inner)) {
+      /* at tp, where the file or a --set chose it (the model and the server it must fit are
+       * named in the message) */
+      g_autofree char *tp_path = g_strconcat(path, ".tp", NULL);
+      const EmaNode *tp_node = ema_node_get(node, "tp");
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, tp_node ? tp_node : node,
+                     tp_node ? tp_path : path, "%s", inner->message);
+      g_error_free(inner);
+      return FALSE;
+    }
     if (tenant->gpu + tenant->tp > experiment->server.gpus) {
       g_autofree char *gpus =
           tenant->tp > 1 ? g_strdup_printf("GPUs gpu%" G_GINT64_FORMAT "..gpu%" G_GINT64_FORMAT

@@ -427,6 +427,26 @@ static void test_tp_group_hosts(void) {
   }
 }
 
+/* A TP size that the server's GPUs or the model's heads refuse is an error at tp where a --set
+ * gave it (it named the tenant in the file, a place that holds no tp). */
+static void test_tp_size_at_set(void) {
+  g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
+  const struct {
+    const char *server, *message;
+  } cases[] = {
+      {"server=h200x8-hgx",
+       "--set:2:14: tenants.0.tp: tensor-parallel size 9 must divide the server's 8 GPUs"},
+      {"server=gb200-nvl72",
+       "--set:2:14: tenants.0.tp: tensor-parallel size 9 must divide llama-3.1-8b's 32 heads"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const char *set[] = {cases[i].server, "tenants.0.tp=9", NULL};
+    GError *error = load_error(path, set);
+    g_assert_cmpstr(error->message, ==, cases[i].message);
+    g_error_free(error);
+  }
+}
+
 /* An engine profile's eager launch cost as a tenant pays it (test-eager: 1 ms a layer, CUDA
  * graphs for decode-only steps of up to 4 requests): Llama-3.1-8B's 32 layers, 32 ms a step run
  * eagerly; under enforce_eager no step replays a graph. */
@@ -923,9 +943,9 @@ static const BadConfig bad_configs[] = {
     {"tp-past-end.yaml", EMA_CONFIG_ERROR_INVALID,
      "5:41: tenants.0.gpu: GPUs gpu6..gpu9 (tp 4) are not on h200x8-hgx (it has gpu0..gpu7)"},
     {"tp-heads.yaml", EMA_CONFIG_ERROR_INVALID,
-     "5:5: tenants.0: tensor-parallel size 3 must divide llama-3.1-8b's 32 heads"},
+     "5:48: tenants.0.tp: tensor-parallel size 3 must divide llama-3.1-8b's 32 heads"},
     {"tp-gpus.yaml", EMA_CONFIG_ERROR_INVALID,
-     "5:5: tenants.0: tensor-parallel size 3 must divide the server's 8 GPUs"},
+     "5:48: tenants.0.tp: tensor-parallel size 3 must divide the server's 8 GPUs"},
     {"duplicate-name.yaml", EMA_CONFIG_ERROR_INVALID,
      "6:12: tenants.1: tenant name 'a' is used twice"},
     {"no-end.yaml", EMA_CONFIG_ERROR_KEY,
@@ -1739,6 +1759,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/engine-cpu/group", test_engine_cpu_group);
   g_test_add_func("/serving/engine-cpu/host", test_engine_cpu_host);
   g_test_add_func("/serving/tp-group-hosts", test_tp_group_hosts);
+  g_test_add_func("/serving/tp-size-at-set", test_tp_size_at_set);
   g_test_add_func("/serving/engine-cpu/host-unknown", test_engine_cpu_host_unknown);
   g_test_add_func("/serving/engine-cpu/eager", test_engine_eager_costs);
   g_test_add_func("/serving/batch-defaults", test_batch_defaults);

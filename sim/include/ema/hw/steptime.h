@@ -205,6 +205,10 @@ typedef struct _EmaStepModel EmaStepModel;
  * outlive the model. Errors: EMA_CONFIG_ERROR_INVALID, no location. */
 EmaStepModel *ema_step_model_new(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
                                  GError **error);
+/* Whether TP GPUs can run MODEL on SERVER, as ema_step_model_new requires (its first checks,
+ * for a caller that places the error at the setting that chose TP). Errors as it gives them. */
+gboolean ema_step_model_check_tp(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
+                                 GError **error);
 /* A step model that times steps as the profile's measuring workload ran them (what `ema-sim
  * compare-steps` compares with its captured steps): the sums of its kernels' durations, without
  * the launch gaps a CUDA graph adds per kernel that the profile's `graph_gap` says its measured
