@@ -394,8 +394,13 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
   g_autofree gint *owner = g_new(gint, (gsize) experiment->server.gpus);
 
   if ((n_ops > 0) == (n_tenants > 0)) {
-    ema_node_error(error, EMA_CONFIG_ERROR_KEY, n_ops ? ema_node_get(root, "tenants") : root,
-                   n_ops ? "tenants" : NULL, "%s",
+    /* both: at tenants; neither: at an empty list given (by the file or a --set), else the top */
+    static const char *const lists[] = {"tenants", "ops", "decode"};
+    const char *key = n_ops ? "tenants" : NULL;
+    for (guint i = 0; key == NULL && i < G_N_ELEMENTS(lists); i++)
+      if (ema_node_get(root, lists[i]) != NULL)
+        key = lists[i];
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, key ? ema_node_get(root, key) : root, key, "%s",
                    n_ops ? "give ops and decode scenarios, or tenants, not both (run them as two "
                            "experiments)"
                          : "nothing to run: give ops (data movements), decode scenarios or tenants "

@@ -1793,23 +1793,35 @@ static void test_experiment_resolved_no_expect(void) {
 }
 
 /* An experiment with neither ops nor tenants has nothing to run: an error
- * at the top of the file, not an empty result. */
+ * at the top of the file, not an empty result; or at the empty list given
+ * (tenants: [], or a --set that empties it), the place that says so. */
 static void test_experiment_no_ops(void) {
+  static const struct {
+    const char *text, *set, *at;
+  } cases[] = {
+      {"name: idle\nserver: l40sx8-pcie\n", NULL, ":1:1: "},
+      {"name: idle\nserver: l40sx8-pcie\ntenants: []\n", NULL, ":3:10: tenants: "},
+      {"name: idle\nserver: l40sx8-pcie\nops: []\n", NULL, ":3:6: ops: "},
+      {"name: idle\nserver: l40sx8-pcie\n", "tenants=[]", "--set:1:9: tenants: "},
+  };
   g_autofree char *dir = g_dir_make_tmp("ema-experiment-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "no-ops.yaml", NULL);
-  g_autofree char *expected = NULL;
-  g_autoptr(EmaExperiment) e = NULL;
-  GError *error = NULL;
-  g_assert_true(g_file_set_contents(path, "name: idle\nserver: l40sx8-pcie\n", -1, NULL));
-  e = ema_experiment_load(path, NULL, &error);
-  g_assert_null(e);
-  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
-  expected = g_strconcat(path,
-                         ":1:1: nothing to run: give ops (data movements), decode scenarios or "
-                         "tenants (serving)",
-                         NULL);
-  g_assert_cmpstr(error->message, ==, expected);
-  g_error_free(error);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const char *set[] = {cases[i].set, NULL};
+    g_autofree char *expected = NULL;
+    g_autoptr(EmaExperiment) e = NULL;
+    GError *error = NULL;
+    g_assert_true(g_file_set_contents(path, cases[i].text, -1, NULL));
+    e = ema_experiment_load(path, cases[i].set ? set : NULL, &error);
+    g_assert_null(e);
+    g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
+    expected = g_strconcat(cases[i].set ? "" : path, cases[i].at,
+                           "nothing to run: give ops (data movements), decode scenarios or "
+                           "tenants (serving)",
+                           NULL);
+    g_assert_cmpstr(error->message, ==, expected);
+    g_error_free(error);
+  }
   g_remove(path);
   g_rmdir(dir);
 }
