@@ -597,7 +597,8 @@ static const EmaParam engine_params[] = {
     {"preempt", EMA_PARAM_ENUM, ENGINE_FIELD(preempt), .default_value = "recompute",
      .choices = preempt_names,
      .help = "recompute (drop KV, vLLM v1), swap (to host memory, vLLM v0) or cheaper (each "
-             "preempted request whichever of the two the model prices lower)"},
+             "preempted request whichever of the two the model prices lower); a policy whose "
+             "preempt is not engine decides instead (every composition but static)"},
     {"block_size", EMA_PARAM_INT, ENGINE_FIELD(block_size), .default_value = "16", .min = 1,
      .max = 4096, .help = "tokens per KV block (vLLM block_size)"},
     {"max_model_len", EMA_PARAM_INT, ENGINE_FIELD(max_model_len), .flags = EMA_PARAM_OPTIONAL,
