@@ -824,6 +824,20 @@ static void warn_scaled_fixed_kv(const EmaExperiment *experiment, GPtrArray *war
   }
 }
 
+/* Into WARNINGS: events.csv's own settings where events_csv: false writes no events.csv (a
+ * filter or a row cap asked for and silently unused). */
+static void warn_events_unwritten(const EmaExperiment *experiment, GPtrArray *warnings) {
+  if (experiment->events_csv)
+    return;
+  if (experiment->events && strcmp(experiment->events, "all") != 0)
+    g_ptr_array_add(warnings, g_strdup_printf("events: %s picks rows of events.csv, which "
+                                              "events_csv: false does not write",
+                                              experiment->events));
+  if (experiment->events_tier != 0)
+    g_ptr_array_add(warnings, g_strdup("events_tier: step groups rows of events.csv, which "
+                                       "events_csv: false does not write"));
+}
+
 GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
   const EmaPolicyInfo *borrow;
@@ -832,6 +846,7 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
     return warnings;
   warn_kv_over_hbm(experiment, warnings);
   warn_scaled_fixed_kv(experiment, warnings);
+  warn_events_unwritten(experiment, warnings);
   if (experiment->policy.borrow == NULL)
     return warnings;
   /* bound experiments name registered policies: no error here */

@@ -632,6 +632,26 @@ static void test_scaled_fixed_kv_warning(void) {
   ema_test_assert_ok(unscaled);
 }
 
+/* events and events_tier where events_csv: false writes no events.csv: a warning each (they were
+ * silently unused); events_csv: false alone, or with both at their defaults, none. */
+static void test_events_unwritten_warning(void) {
+  g_autoptr(EmaTestRun) both =
+      ema_test_cli("check", TP_SHARE, "--set", "policy=static", "--set", "events_csv=false",
+                   "--set", "events=borrow,reclaim", "--set", "events_tier=step", NULL);
+  g_autoptr(EmaTestRun) alone = ema_test_cli("check", TP_SHARE, "--set", "policy=static", "--set",
+                                             "events_csv=false", "--set", "events=all", NULL);
+  g_autoptr(EmaTestRun) written =
+      ema_test_cli("check", TP_SHARE, "--set", "policy=static", "--set", "events=borrow", NULL);
+  g_assert_cmpint(both->status, ==, 0);
+  g_assert_cmpstr(both->err, ==,
+                  "ema-sim: warning: events: borrow,reclaim picks rows of events.csv, which "
+                  "events_csv: false does not write\n"
+                  "ema-sim: warning: events_tier: step groups rows of events.csv, which "
+                  "events_csv: false does not write\n");
+  ema_test_assert_ok(alone);
+  ema_test_assert_ok(written);
+}
+
 /* timeline_max_rows stops timeline.csv at a whole sample: tp-share.yaml's sample is four rows
  * (the TP-2 group's two, the other tenant's one, gpu3's, which has no tenant), so a cap of 5
  * keeps the first sample's four and none of the second (its group's two rows were written
@@ -1056,6 +1076,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/check/group-sharing-warning", test_group_sharing_warning);
   g_test_add_func("/serving-cli/check/whole-server-group-warning", test_whole_server_group_warning);
   g_test_add_func("/serving-cli/check/scaled-fixed-kv-warning", test_scaled_fixed_kv_warning);
+  g_test_add_func("/serving-cli/check/events-unwritten-warning", test_events_unwritten_warning);
   g_test_add_func("/serving-cli/run/timeline-cap-whole-samples", test_timeline_cap_whole_samples);
   g_test_add_func("/serving-cli/run/steps-cap", test_steps_cap);
   g_test_add_func("/serving-cli/run/unpark-events", test_unpark_events);
