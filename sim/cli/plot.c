@@ -832,18 +832,43 @@ static gboolean summary_objects(JsonObject *root, const char *key, const char *p
   return TRUE;
 }
 
+/* What a run's summary.json says of its tenants and GPUs (read_kv_sizes). */
+typedef struct {
+  GHashTable *block_bytes, *region_bytes; /* tenant -> double *: one KV block, its KV region */
+  GPtrArray *order;                       /* the tenants in the experiment's order */
+  GArray *idle_region; /* double per GPU: the bytes it may lend where it has no tenant, else NAN */
+  char *name;          /* the experiment's */
+} RunSizes;
+
+static void run_sizes_clear(RunSizes *sizes) {
+  g_clear_pointer(&sizes->block_bytes, g_hash_table_unref);
+  g_clear_pointer(&sizes->region_bytes, g_hash_table_unref);
+  g_clear_pointer(&sizes->order, g_ptr_array_unref);
+  g_clear_pointer(&sizes->idle_region, g_array_unref);
+  g_clear_pointer(&sizes->name, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(RunSizes, run_sizes_clear)
+
 /* Per-GPU bytes of one KV block, its own KV region, and the tenants in
- * order (ORDER), from summary.json; IDLE_REGION[g] (double) the bytes GPU g
- * may lend where it has no tenant (idle_gpus), NAN elsewhere. */
-static gboolean read_kv_sizes(const char *dir, GHashTable *block_bytes, GHashTable *region_bytes,
-                              GPtrArray *order, GArray *idle_region, char **name, GError **error) {
+ * order, from DIR's summary.json into SIZES (cleared first); its idle_region[g] the bytes GPU
+ * g may lend where it has no tenant (idle_gpus), NAN elsewhere. */
+static gboolean read_kv_sizes(const char *dir, RunSizes *sizes, GError **error) {
   g_autofree char *path = g_build_filename(dir, "summary.json", NULL);
   g_autoptr(JsonParser) parser = json_parser_new();
-  JsonObject *root = ema_json_load_object(parser, path, error);
+  JsonObject *root;
   JsonArray *tenants, *idle;
+  GHashTable *block_bytes, *region_bytes;
+  GArray *idle_region;
+  run_sizes_clear(sizes);
+  block_bytes = sizes->block_bytes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  region_bytes = sizes->region_bytes =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  sizes->order = g_ptr_array_new_with_free_func(g_free);
+  idle_region = sizes->idle_region = g_array_new(FALSE, FALSE, sizeof(double));
+  root = ema_json_load_object(parser, path, error);
   if (root == NULL)
     return FALSE;
-  *name = g_strdup(json_object_get_string_member_with_default(root, "experiment", "run"));
+  sizes->name = g_strdup(json_object_get_string_member_with_default(root, "experiment", "run"));
   if (!summary_objects(root, "tenants", path, &tenants, error) ||
       !summary_objects(root, "idle_gpus", path, &idle, error))
     return FALSE;
@@ -867,7 +892,7 @@ static gboolean read_kv_sizes(const char *dir, GHashTable *block_bytes, GHashTab
     double *block = g_new(double, 1), *region = g_new(double, 1);
     *block = blocks > 0 ? bytes / blocks : 0;
     *region = bytes;
-    g_ptr_array_add(order, g_strdup(tenant_name));
+    g_ptr_array_add(sizes->order, g_strdup(tenant_name));
     g_hash_table_insert(block_bytes, g_strdup(tenant_name), block);
     g_hash_table_insert(region_bytes, g_strdup(tenant_name), region);
   }
@@ -1473,16 +1498,9 @@ static gboolean variants_know_tenants(const char *dir, const char *only, GError 
   g_auto(GStrv) variants = ema_plot_compare_variant_dirs(dir);
   for (guint i = 0; variants[i]; i++) {
     g_autofree char *sub = g_build_filename(dir, variants[i], NULL);
-    g_autoptr(GHashTable) block_bytes =
-        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    g_autoptr(GHashTable) region_bytes =
-        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    g_autoptr(GPtrArray) order = g_ptr_array_new_with_free_func(g_free);
-    g_autoptr(GArray) idle_region = g_array_new(FALSE, FALSE, sizeof(double));
-    g_autofree char *name = NULL;
+    g_auto(RunSizes) sizes = {0};
     if (run_results(sub) &&
-        (!read_kv_sizes(sub, block_bytes, region_bytes, order, idle_region, &name, error) ||
-         !tenants_known(sub, only, order, error)))
+        (!read_kv_sizes(sub, &sizes, error) || !tenants_known(sub, only, sizes.order, error)))
       return FALSE;
   }
   return TRUE;
@@ -1500,13 +1518,7 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   g_autofree char *driver_path = g_build_filename(plots, "plots.gp", NULL);
   g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GString) driver = g_string_new(NULL);
-  g_autoptr(GHashTable) block_bytes =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(GHashTable) region_bytes =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(GPtrArray) order = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(GArray) idle_region = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autofree char *name = NULL;
+  g_auto(RunSizes) sizes = {0};
   g_autofree char *common = find_script("common.gp", error);
   Settings settings = {0};
   gboolean ok = FALSE;
@@ -1592,17 +1604,17 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   }
   if (run_results(dir)) {
     g_autofree char *title = NULL;
-    if (!read_kv_sizes(dir, block_bytes, region_bytes, order, idle_region, &name, error))
+    if (!read_kv_sizes(dir, &sizes, error))
       goto out;
-    if (settings.tenant_given && !tenants_known(dir, settings.tenant, order, error))
+    if (settings.tenant_given && !tenants_known(dir, settings.tenant, sizes.order, error))
       goto out;
-    title = g_strdup(settings.title ? settings.title : name);
+    title = g_strdup(settings.title ? settings.title : sizes.name);
     if (g_file_test(requests, G_FILE_TEST_IS_REGULAR) &&
-        !plot_requests(dir, plots, title, order, settings.tenant, driver, drawn, error))
+        !plot_requests(dir, plots, title, sizes.order, settings.tenant, driver, drawn, error))
       goto out;
     if (g_file_test(timeline, G_FILE_TEST_IS_REGULAR) &&
-        !plot_timeline(dir, plots, title, block_bytes, region_bytes, idle_region, settings.tenant,
-                       driver, drawn, error))
+        !plot_timeline(dir, plots, title, sizes.block_bytes, sizes.region_bytes, sizes.idle_region,
+                       settings.tenant, driver, drawn, error))
       goto out;
   }
   if (drawn->len == 0) {
