@@ -405,7 +405,10 @@ static GString *series_data(GPtrArray *all) {
     g_array_sort(series->rows, compare_rows);
     for (guint i = 0; i < series->rows->len; i++) {
       const SweepRow *row = &g_array_index(series->rows, SweepRow, i);
-      g_autofree char *label = g_strescape(row->label, NULL);
+      /* a data file's string ends at its next '"' (gnuplot reads no escaped one): a quote in a
+       * category (a variant's name) would cut its tick label there */
+      g_autofree char *plain = g_strdelimit(g_strdup(row->label), "\"", '\'');
+      g_autofree char *label = g_strescape(plain, NULL);
       double mean[SWEEP_Y], ci[SWEEP_Y];
       append_number(out, row->x);
       for (guint k = 0; k < SWEEP_Y; k++) {

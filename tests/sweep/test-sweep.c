@@ -1173,6 +1173,31 @@ static void test_sweep_tenant_sets(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A sweep plotted by variant (categories as x): a variant's name with a quote is its tick label
+ * with the quote as an apostrophe (a data file's string ended at the quote, cutting the label). */
+static void test_sweep_quoted_category(void) {
+  g_autofree char *dir = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *data = NULL;
+  if (!ema_test_gnuplot_or_skip())
+    return;
+  dir = ema_test_temp_dir();
+  path = g_build_filename(dir, "sweep.csv", NULL);
+  g_assert_true(g_file_set_contents(path,
+                                    "point,variant,repeat,seed,status,chat.throughput_tok_s,"
+                                    "chat.ttft_p99_ms,chat.tpot_p99_ms,chat.e2e_p99_ms\n"
+                                    "000-a,\"say \"\"hi\"\"\",0,1,ok,10,20,5,100\n"
+                                    "001-b,plain,0,1,ok,11,21,5,101\n",
+                                    -1, NULL));
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--x", "variant", NULL);
+    ema_test_assert_ok(run);
+  }
+  data = ema_test_read_file(dir, "plots/sweep.dat");
+  ema_test_assert_contains(data, " \"say 'hi'\" ");
+  ema_test_remove_tree(dir);
+}
+
 /* A plot.yaml edited by hand (as its comment invites) is checked as a sweep file's plot: key
  * is: a setting without a value, or a file that is not a map, is an error at its place (not an
  * "unknown setting", nor ignored). */
@@ -1423,6 +1448,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/plot/run-tampered", test_plot_tampered);
   g_test_add_func("/sweep/plot/many-tenants", test_many_tenants_figure);
   g_test_add_func("/sweep/plot/tenant-sets", test_sweep_tenant_sets);
+  g_test_add_func("/sweep/plot/quoted-category", test_sweep_quoted_category);
   g_test_add_func("/sweep/plot/nothing", test_plot_nothing);
   g_test_add_func("/sweep/plot/tenant-unused", test_plot_tenant_unused);
   g_test_add_func("/sweep/plot/settings-file", test_plot_settings_file);
