@@ -1143,18 +1143,27 @@ static const char tenant_sets_csv[] =
     "002-alone-rate=2,alone,2,0,1,ok,12,22,7,102,,,,\n"
     "003-alone-rate=4,alone,4,0,1,ok,13,23,7,103,,,,\n";
 
+/* A new temporary folder holding TEXT as its sweep.csv, for plot; NULL (the test skipped) where
+ * gnuplot is not on PATH. */
+static char *sweep_csv_folder(const char *text) {
+  g_autofree char *dir = NULL;
+  g_autofree char *path = NULL;
+  if (!ema_test_gnuplot_or_skip())
+    return NULL;
+  dir = ema_test_temp_dir();
+  path = g_build_filename(dir, "sweep.csv", NULL);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  return g_steal_pointer(&dir);
+}
+
 /* A sweep whose variants run other tenants (`alone` drops the second): all tenants, the
  * default, sums throughput and takes the worst latency over the tenants each point has, so that
  * `alone` has its line instead of a legend entry with no point. */
 static void test_sweep_tenant_sets(void) {
-  g_autofree char *dir = NULL;
-  g_autofree char *path = NULL;
+  g_autofree char *dir = sweep_csv_folder(tenant_sets_csv);
   g_autofree char *data = NULL;
-  if (!ema_test_gnuplot_or_skip())
+  if (dir == NULL)
     return;
-  dir = ema_test_temp_dir();
-  path = g_build_filename(dir, "sweep.csv", NULL);
-  g_assert_true(g_file_set_contents(path, tenant_sets_csv, -1, NULL));
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, NULL);
     ema_test_assert_ok(run);
@@ -1176,19 +1185,13 @@ static void test_sweep_tenant_sets(void) {
 /* A sweep plotted by variant (categories as x): a variant's name with a quote is its tick label
  * with the quote as an apostrophe (a data file's string ended at the quote, cutting the label). */
 static void test_sweep_quoted_category(void) {
-  g_autofree char *dir = NULL;
-  g_autofree char *path = NULL;
+  g_autofree char *dir = sweep_csv_folder("point,variant,repeat,seed,status,chat.throughput_tok_s,"
+                                          "chat.ttft_p99_ms,chat.tpot_p99_ms,chat.e2e_p99_ms\n"
+                                          "000-a,\"say \"\"hi\"\"\",0,1,ok,10,20,5,100\n"
+                                          "001-b,plain,0,1,ok,11,21,5,101\n");
   g_autofree char *data = NULL;
-  if (!ema_test_gnuplot_or_skip())
+  if (dir == NULL)
     return;
-  dir = ema_test_temp_dir();
-  path = g_build_filename(dir, "sweep.csv", NULL);
-  g_assert_true(g_file_set_contents(path,
-                                    "point,variant,repeat,seed,status,chat.throughput_tok_s,"
-                                    "chat.ttft_p99_ms,chat.tpot_p99_ms,chat.e2e_p99_ms\n"
-                                    "000-a,\"say \"\"hi\"\"\",0,1,ok,10,20,5,100\n"
-                                    "001-b,plain,0,1,ok,11,21,5,101\n",
-                                    -1, NULL));
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--x", "variant", NULL);
     ema_test_assert_ok(run);
@@ -1210,14 +1213,11 @@ static void test_plot_settings_file(void) {
       {"- x\n", "plot.yaml:1:1: give a map of plot settings (x, by, tenant, title, xlabel)"},
       {"bx: variant\n", "plot.yaml:1:1: bx: unknown key (valid: x, by, tenant, title, xlabel)"},
   };
-  g_autofree char *dir = NULL;
-  g_autofree char *csv = NULL, *settings = NULL;
-  if (!ema_test_gnuplot_or_skip())
+  g_autofree char *dir = sweep_csv_folder(tenant_sets_csv);
+  g_autofree char *settings = NULL;
+  if (dir == NULL)
     return;
-  dir = ema_test_temp_dir();
-  csv = g_build_filename(dir, "sweep.csv", NULL);
   settings = g_build_filename(dir, "plot.yaml", NULL);
-  g_assert_true(g_file_set_contents(csv, tenant_sets_csv, -1, NULL));
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autoptr(EmaTestRun) run = NULL;
     g_autofree char *want = g_strdup_printf("%s/%s", dir, cases[i].message);
