@@ -883,10 +883,15 @@ static char *json_text(JsonObject *object, const char *member) {
 /* a borrower's and a lender's columns: what each took (borrowed_peak_bytes, the most borrowed
  * at one sample) and gave (lent_peak_bytes), its KV and its load (arrived, rejected) */
 static const char *const tenant_columns[] = {
-    "throughput_tok_s",    "total_tok_s",       "req_per_s",           "goodput_req_s",
-    "slo_attainment",      "arrived",           "completed",           "rejected",
-    "unfinished",          "preemptions",       "kv_blocks",           "kv_util_mean",
-    "kv_util_usable_mean", "slowed_by_peers_s", "borrowed_peak_bytes", "lent_peak_bytes",
+    "throughput_tok_s",  "total_tok_s",
+    "req_per_s",         "goodput_req_s",
+    "slo_attainment",    "arrived",
+    "completed",         "rejected",
+    "unfinished",        "timed_out",
+    "preemptions",       "kv_blocks",
+    "kv_util_mean",      "kv_util_usable_mean",
+    "slowed_by_peers_s", "borrowed_peak_bytes",
+    "lent_peak_bytes",
 };
 static const char *const latency_columns[] = {"ttft", "tpot", "itl", "e2e"};
 static const char *const latency_stats[] = {"p50", "p90", "p95", "p99", "mean", "std"};

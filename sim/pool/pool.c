@@ -416,13 +416,12 @@ static EmaTime memory_swap_estimate(gpointer self, guint64 blocks) {
   return 2 * (EmaTime) ema_llround(park_copy_time(p, g, peer_s, blocks - to_peers) * 1e9);
 }
 
-static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
-  Gpu *g = self;
-  Pool *p = g->pool;
-  guint64 left = blocks, from_peers = 0, from_host;
-  double peer_time;
+/* BLOCKS of G's parked KV leave their places: the peers' first (blocks of
+ * parked KV are not told apart), the bytes off each peer in bytes_scratch,
+ * then the host's. Returns how many came off the peers; *FROM_HOST the host's. */
+static guint64 parked_leave(Pool *p, Gpu *g, guint64 blocks, guint64 *from_host) {
+  guint64 left = blocks, from_peers = 0;
   memset(p->bytes_scratch, 0, p->n * sizeof(double));
-  /* blocks of parked KV are not told apart: the peers' come back first */
   while (left > 0) {
     guint best = 0;
     guint64 k;
@@ -437,11 +436,25 @@ static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
     from_peers += k;
     left -= k;
   }
-  from_host = MIN(left, g->parked_host);
-  g->parked_host -= from_host;
-  peer_time = group_link_time(p, g, (double) from_peers * (double) g->block_bytes);
+  *from_host = MIN(left, g->parked_host);
+  g->parked_host -= *from_host;
+  return from_peers;
+}
+
+static EmaTime memory_swap_in(gpointer self, guint64 blocks) {
+  Gpu *g = self;
+  Pool *p = g->pool;
+  guint64 from_host, from_peers = parked_leave(p, g, blocks, &from_host);
+  double peer_time = group_link_time(p, g, (double) from_peers * (double) g->block_bytes);
   charge_copies(p, p->server->gpu.interference_outgoing, peer_time);
   return (EmaTime) ema_llround(park_copy_time(p, g, peer_time, from_host) * 1e9);
+}
+
+/* EmaKvMemoryOps.swap_drop: an aborted request's parked KV is let go, no copy. */
+static void memory_swap_drop(gpointer self, guint64 blocks) {
+  Gpu *g = self;
+  guint64 from_host;
+  parked_leave(g->pool, g, blocks, &from_host);
 }
 
 /* ---- the prefix cache's remote tier ------------------------------------------ */
@@ -603,7 +616,7 @@ static const EmaKvMemoryOps pool_memory_ops = {POOL_MEMORY_OPS};
 
 static const EmaKvMemoryOps pool_memory_ops_peer_swap = {
     POOL_MEMORY_OPS, .swap_out = memory_swap_out, .swap_in = memory_swap_in,
-    .swap_estimate = memory_swap_estimate};
+    .swap_estimate = memory_swap_estimate, .swap_drop = memory_swap_drop};
 
 /* ---- views ----------------------------------------------------------------- */
 
@@ -1817,6 +1830,19 @@ static gboolean check_engines(const EmaPoolCore *core, gpointer data, GError **e
                   " blocks, its engine counts %" G_GUINT64_FORMAT,
                   i, ema_engine_request_blocks(g->engine), ema_engine_blocks_held(g->engine));
       return FALSE;
+    }
+    if (core->check_level == EMA_POOL_CHECK_ALL && ema_policy_spec_parks_on_peers(p->spec)) {
+      /* the KV parked on peers and host is its waiting requests' swapped-out KV, no more */
+      guint64 parked = g->parked_host;
+      for (guint j = 0; j < p->n; j++)
+        parked += g->parked[j];
+      if (parked != ema_engine_swapped_blocks(g->engine)) {
+        g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+                    "gpu%u: %" G_GUINT64_FORMAT " blocks of its KV are parked, its waiting "
+                    "requests swapped out %" G_GUINT64_FORMAT,
+                    i, parked, ema_engine_swapped_blocks(g->engine));
+        return FALSE;
+      }
     }
   }
   return TRUE;

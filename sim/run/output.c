@@ -766,6 +766,7 @@ static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
   INT("rejected", result->rejected);
   INT("rejected_max_model_len", result->rejected_too_long);
   INT("unfinished", result->unfinished);
+  INT("timed_out", result->timed_out);
   NUM("throughput_tok_s", ema_tenant_metrics_throughput_tok_s(m));
   NUM("total_tok_s", ema_tenant_metrics_total_tok_s(m));
   NUM("req_per_s", ema_tenant_metrics_req_per_s(m));
@@ -1071,8 +1072,8 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
             "%-*s %5s %-15s %8" G_GUINT64_FORMAT " %6" G_GUINT64_FORMAT " %9.0f %19s %17s %9.2f "
             "%7" G_GUINT64_FORMAT " %5.1f%%\n",
             (int) width, r->spec->name, gpus, r->spec->model.name, m->completed,
-            r->unfinished + r->rejected, ema_tenant_metrics_throughput_tok_s(m), ttft, tpot,
-            ema_histogram_quantile(m->e2e, 0.99) / 1e9, r->preemptions,
+            r->unfinished + r->rejected + r->timed_out, ema_tenant_metrics_throughput_tok_s(m),
+            ttft, tpot, ema_histogram_quantile(m->e2e, 0.99) / 1e9, r->preemptions,
             100 * ema_tenant_metrics_kv_util_mean(m));
   }
   print_fidelity(out, experiment, report);
@@ -1130,7 +1131,7 @@ void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment
             w, (guint64) experiment->steps_rows, (double) report->steps_capped_at / 1e9);
   for (guint i = 0; i < report->tenants->len; i++) {
     const EmaTenantResult *r = report->tenants->pdata[i];
-    guint64 left = r->unfinished + r->rejected;
+    guint64 left = r->unfinished + r->rejected + r->timed_out;
     if (r->idle_borrowed_slices >= IDLE_BORROW_MIN_SLICES &&
         r->idle_borrowed_slices > IDLE_BORROW_FACTOR * r->idle_admitted_slices) {
       g_autofree char *borrowed =
@@ -1173,11 +1174,11 @@ void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment
       fprintf(err,
               "%stenant %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
               " requests left (%" G_GUINT64_FORMAT " unfinished at the end, %" G_GUINT64_FORMAT
-              " rejected): past its capacity or cut by the run's end, its latencies are of the "
-              "%" G_GUINT64_FORMAT " completed request%s only and understate it (compare "
-              "completed too)\n",
-              w, r->spec->name, left, r->arrived, r->unfinished, r->rejected, r->metrics->completed,
-              r->metrics->completed == 1 ? "" : "s");
+              " rejected, %" G_GUINT64_FORMAT " timed out): past its capacity or cut by the "
+              "run's end, its latencies are of the %" G_GUINT64_FORMAT " completed request%s "
+              "only and understate it (compare completed too)\n",
+              w, r->spec->name, left, r->arrived, r->unfinished, r->rejected, r->timed_out,
+              r->metrics->completed, r->metrics->completed == 1 ? "" : "s");
   }
 }
 

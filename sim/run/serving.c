@@ -677,11 +677,12 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     tenant->result->prefix = ema_engine_prefix_cache_stats(tenant->engine);
     tenant->result->preemptions = ema_engine_preemptions(tenant->engine);
     tenant->result->preemptions_swapped = ema_engine_preemptions_swapped(tenant->engine);
+    tenant->result->timed_out = ema_engine_timed_out(tenant->engine);
     tenant->result->unfinished = ema_engine_running(tenant->engine) +
                                  ema_engine_waiting(tenant->engine) +
                                  ema_engine_arriving(tenant->engine);
-    tenant->result->arrived =
-        tenant->result->metrics->completed + tenant->result->rejected + tenant->result->unfinished;
+    tenant->result->arrived = tenant->result->metrics->completed + tenant->result->rejected +
+                              tenant->result->timed_out + tenant->result->unfinished;
     tenant->result->slowed_by_peers = ema_pool_slowed_by_peers(pool, tenant->result->spec->gpu);
   }
   report->pool = *ema_pool_stats(pool);

@@ -43,8 +43,14 @@
  * Closed loop (concurrency N): the next trace record is fetched when fewer
  * than N requests are in the engine (arrived, not finished or rejected) and
  * arrives when its client became free: every client at the start, then at
- * the finish or rejection of its last request. Clients free together send
+ * the finish, rejection or timeout of its last request. Clients free together send
  * together (the API server takes them side by side).
+ *
+ * Client timeouts (client_timeout T): a request still in the engine T after
+ * its arrival is aborted at the next scheduling pass (a step in flight runs
+ * to its end first); an idle engine wakes at its oldest request's deadline.
+ * Arrivals come in serial order, so deadlines do too: a cursor over the
+ * serials finds the expired ones, each serial looked at once.
  *
  * Prefix caching (as vLLM's, with counted blocks). Every full prompt block
  * of a request may be cached. Those of its identified prefix have hashes
@@ -401,6 +407,11 @@ struct _EmaEngine {
   guint64 next_seq, work;
   guint64 completed, preemptions, preemptions_swapped, rejected, rejected_too_long, blocks_held;
   guint64 outputs_raised; /* requests whose trace asked for 0 output tokens, run with 1 */
+  /* client timeouts: requests whose client gave up (timed_out); the serial of the oldest
+   * request that may still be in the engine unchecked (arrivals, and so deadlines, come in
+   * serial order); the event that wakes an idle engine at the oldest one's deadline */
+  guint64 timed_out, expire_serial;
+  EmaEvent timeout_event;
   /* the decodes of the step in flight, or of the last one (what a recompute is priced beside) */
   guint64 last_decode_seqs;
   double last_decode_context;
@@ -1141,6 +1152,15 @@ static EmaTime preempt_newest(EmaEngine *engine, guint64 *freed) {
   return cost;
 }
 
+/* Waiting request REQ leaves the queue for good (rejected or aborted): it holds no blocks, and
+ * the KV it swapped out is dropped where the memory kept it. */
+static void leave_waiting(EmaEngine *engine, Req *req) {
+  g_assert(req->pub.blocks == 0);
+  g_queue_unlink(&engine->waiting, &req->link);
+  if (req->pub.swapped && engine->memory.ops->swap_drop)
+    engine->memory.ops->swap_drop(engine->memory.self, blocks_for(engine, req->pub.kv_tokens));
+}
+
 static void reject(EmaEngine *engine, Req *req) {
   engine->rejected++;
   if (ema_id_map_remove(engine->by_serial, req->pub.serial))
@@ -1170,6 +1190,58 @@ static void reject_unfit_running(EmaEngine *engine) {
     running_unlink(engine, req);
     reject(engine, req);
   }
+}
+
+/* REQ's client gave up (client_timeout): it leaves the engine, as vLLM aborts a request whose
+ * client disconnected, between steps. A running one gives its blocks back (its cached blocks
+ * stay cached, as a finished request's do); a swapped-out one's KV is dropped where the memory
+ * kept it. */
+static void abort_request(EmaEngine *engine, Req *req) {
+  engine->work++;
+  if (req->state == REQ_WAITING) {
+    leave_waiting(engine, req);
+  } else {
+    if (req->state == REQ_STEADY)
+      steady_remove(engine, req);
+    release_request_blocks(engine, req);
+    running_unlink(engine, req);
+  }
+  engine->timed_out++;
+  ema_id_map_remove(engine->by_serial, req->pub.serial);
+  tell_state(engine, req, EMA_KV_FINISHED);
+  req_free(req);
+  request_gone(engine);
+}
+
+/* The oldest request still in the engine whose deadline is not past, after aborting those
+ * whose is (between steps); NULL if none is left. Deadlines come in serial order, so each
+ * serial is looked at once past its deadline. */
+static Req *abort_expired(EmaEngine *engine) {
+  EmaTime now = ema_sim_now(engine->sim);
+  for (; engine->expire_serial < engine->next_serial; engine->expire_serial++) {
+    Req *req = ema_id_map_lookup(engine->by_serial, engine->expire_serial);
+    if (req == NULL)
+      continue; /* finished or rejected */
+    if (now - req->pub.arrival < engine->config.client_timeout)
+      return req;
+    abort_request(engine, req);
+  }
+  return NULL;
+}
+
+/* An idle engine with requests in it wakes at the oldest one's deadline, to abort it. */
+static void arm_timeout(EmaEngine *engine) {
+  Req *oldest;
+  if (engine->config.client_timeout <= 0 || ema_event_is_scheduled(&engine->timeout_event))
+    return;
+  oldest = abort_expired(engine);
+  if (oldest)
+    ema_sim_schedule(engine->sim, &engine->timeout_event,
+                     oldest->pub.arrival + engine->config.client_timeout, ARRIVAL_PRIORITY + 1);
+}
+
+static void on_timeout(EmaSim *sim, EmaEvent *event, gpointer data) {
+  kick(data); /* a step in flight: its end schedules the next pass, which aborts */
 }
 
 /* ---- scheduling one step ----------------------------------------------- */
@@ -1337,7 +1409,7 @@ static EmaTime admit_waiting(EmaEngine *engine, guint64 *budget) {
       break;
     if (footprint(engine, request) > total_blocks(engine)) {
       /* the memory shrank under it: it can never fit any more */
-      g_queue_unlink(&engine->waiting, &req->link);
+      leave_waiting(engine, req);
       reject(engine, req);
       continue;
     }
@@ -1410,6 +1482,8 @@ static void kick(EmaEngine *engine) {
   static const EmaStepReport cleared;
   engine->step = cleared;
   engine->batch.len = 0;
+  if (engine->config.client_timeout > 0)
+    abort_expired(engine);
   engine->scheduling = TRUE;
   reject_unfit_running(engine);
   /* the tier's room may have gone since the last take (a reclaim) */
@@ -1446,7 +1520,8 @@ static void kick(EmaEngine *engine) {
     if (engine->step.preempted > 0)
       schedule_kick(engine);
     tell_want(engine);
-    return; /* idle until the next arrival (or ema_engine_wake) */
+    arm_timeout(engine);
+    return; /* idle until the next arrival, a timeout (or ema_engine_wake) */
   }
   swap += engine->pending_swap;
   engine->pending_swap = 0;
@@ -1496,14 +1571,18 @@ EmaTime ema_engine_step_duration(const EmaEngineCosts *costs, const EmaStepBatch
 /* ---- completing a step ------------------------------------------------- */
 
 static void finish_request(EmaEngine *engine, Req *req) {
+  /* its client gave up before this last token (client_timeout): not a completion */
+  gboolean late = engine->config.client_timeout > 0 &&
+                  ema_sim_now(engine->sim) - req->pub.arrival >= engine->config.client_timeout;
   engine->work++;
   req->pub.finished = ema_sim_now(engine->sim);
   running_unlink(engine, req);
   release_request_blocks(engine, req);
   ema_id_map_remove(engine->by_serial, req->pub.serial);
   tell_state(engine, req, EMA_KV_FINISHED);
-  engine->completed++;
-  for (guint i = 0; i < engine->observers->len; i++) {
+  engine->completed += !late;
+  engine->timed_out += late;
+  for (guint i = 0; !late && i < engine->observers->len; i++) {
     const EmaEngineObserver *o = &g_array_index(engine->observers, EmaEngineObserver, i);
     if (o->on_finish)
       o->on_finish(o->data, &req->pub);
@@ -1623,6 +1702,7 @@ EmaEngine *ema_engine_new(EmaSim *sim, const EmaEngineConfig *config, EmaKvMemor
   ema_event_init(&engine->arrival_event, on_arrival, engine);
   ema_event_init(&engine->step_event, on_step_done, engine);
   ema_event_init(&engine->kick_event, on_kick, engine);
+  ema_event_init(&engine->timeout_event, on_timeout, engine);
   return engine;
 }
 
@@ -1657,6 +1737,7 @@ void ema_engine_free(EmaEngine *engine) {
   ema_sim_cancel(engine->sim, &engine->arrival_event);
   ema_sim_cancel(engine->sim, &engine->step_event);
   ema_sim_cancel(engine->sim, &engine->kick_event);
+  ema_sim_cancel(engine->sim, &engine->timeout_event);
   free_requests(&engine->waiting);
   free_requests(&engine->running);
   free_runs(&engine->evictable);
@@ -1833,6 +1914,16 @@ static guint64 request_blocks(const EmaEngine *engine, const Req *req) {
                                 (engine->steady_scheduled ? 1 : 0));
 }
 
+guint64 ema_engine_swapped_blocks(const EmaEngine *engine) {
+  guint64 blocks = 0;
+  for (const GList *link = engine->waiting.head; link; link = link->next) {
+    const Req *req = link->data;
+    if (req->pub.swapped)
+      blocks += blocks_for(engine, req->pub.kv_tokens);
+  }
+  return blocks;
+}
+
 guint64 ema_engine_request_blocks(const EmaEngine *engine) {
   guint64 sum = 0;
   const GQueue *queues[2] = {&engine->running, &engine->waiting};
@@ -1854,6 +1945,10 @@ guint64 ema_engine_work_counter(const EmaEngine *engine) {
 
 guint64 ema_engine_completed(const EmaEngine *engine) {
   return engine->completed;
+}
+
+guint64 ema_engine_timed_out(const EmaEngine *engine) {
+  return engine->timed_out;
 }
 
 guint64 ema_engine_preemptions(const EmaEngine *engine) {

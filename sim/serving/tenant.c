@@ -253,6 +253,11 @@ static const EmaParam trace_params[] = {
      .max = 1e7,
      .help = "closed loop: this many clients, each sending the next request when its last "
              "one finished (the arrival times are not used); 0: open loop"},
+    {"timeout", EMA_PARAM_DURATION, TRACE_FIELD(timeout), .flags = EMA_PARAM_OPTIONAL, .min = 1,
+     .max = 1e18,
+     .help = "the clients give up on a request this long after sending it: one not finished by "
+             "then is aborted and counted as timed out, not in the latencies (absent: they wait "
+             "for ever; aiohttp's default total timeout is 300s)"},
     {"shared_prefix_tokens", EMA_PARAM_INT, TRACE_FIELD(shared_prefix_tokens), .default_value = "0",
      .min = 0, .max = 4294967295.0,
      .help = "every prompt starts with a shared prefix of this many tokens (for prefix "
@@ -1037,5 +1042,6 @@ void ema_tenant_engine_config(const EmaTenantSpec *tenant, const EmaTenantPlan *
   config->scheduler = tenant->engine.scheduler;
   config->logits_every_request = tenant->engine.logits_every_request;
   config->concurrency = (guint64) tenant->trace.concurrency;
+  config->client_timeout = tenant->trace.timeout;
   config->prefix_caching = tenant->engine.prefix_caching;
 }

@@ -232,6 +232,82 @@ static void test_watermark(void) {
   harness_clear(&h);
 }
 
+/* Client timeouts of 5.5 ms (max_num_seqs 1, 100 blocks, every step 1 ms):
+ *   r0 at 0 (prompt 16, output 4): steps 0-1 .. 3-4, done at 4 ms (completed);
+ *   r1 at 0 (output 10): admitted at 4 ms, its first two tokens at 5 and 6 ms; at the
+ *     6 ms pass it is 6 ms old: aborted, running (its 2 blocks back);
+ *   r2 at 0.5 ms (output 1): still waiting at 6 ms, 5.5 ms old: aborted, never admitted;
+ *   r3 at 1 ms (output 1): 5 ms old at 6 ms, admitted; its one token at 7 ms is 6 ms after
+ *     it was sent: its client gave up first, so it is timed out too, though it finished.
+ * Only r0 is told to the observers; the run ends at 7 ms with every block back. */
+static void test_timeout(void) {
+  const EmaRequestRecord records[] = {
+      {.arrival = 0, .prompt_tokens = 16, .output_tokens = 4, .id = 0},
+      {.arrival = 0, .prompt_tokens = 16, .output_tokens = 10, .id = 1},
+      {.arrival = EMA_US(500), .prompt_tokens = 16, .output_tokens = 1, .id = 2},
+      {.arrival = EMA_MS(1), .prompt_tokens = 16, .output_tokens = 1, .id = 3},
+  };
+  EmaEngineConfig config = {.max_num_seqs = 1,
+                            .max_num_batched_tokens = 1024,
+                            .preempt = EMA_PREEMPT_RECOMPUTE,
+                            .client_timeout = EMA_US(5500)};
+  Harness h = {0};
+  const EmaStepReport *last;
+  run_config(&h, records, G_N_ELEMENTS(records), 100, &config);
+  g_assert_cmpuint(h.done->len, ==, 1);
+  g_assert_cmpint(find_done(&h, 0)->finished, ==, 4 * STEP);
+  g_assert_cmpuint(h.steps->len, ==, 7);
+  /* the 6 ms step is r3's prefill alone: r1 and r2 left before it was scheduled */
+  last = &g_array_index(h.steps, EmaStepReport, 6);
+  g_assert_cmpint(last->start, ==, 6 * STEP);
+  g_assert_cmpuint(last->batch.prefill_tokens, ==, 16);
+  g_assert_cmpuint(last->batch.decode_seqs, ==, 0);
+  g_assert_cmpuint(last->waiting, ==, 0);
+  harness_clear(&h);
+}
+
+/* An idle engine whose waiting request can never be admitted (3 blocks + a watermark of 2 on
+ * 4 blocks) wakes at the request's deadline to abort it: the run ends then, nothing waiting. */
+static void test_timeout_idle(void) {
+  g_autoptr(EmaSim) sim = ema_sim_new();
+  g_autoptr(EmaKvPool) pool = ema_kv_pool_new(4);
+  const EmaRequestRecord records[] = {
+      {.arrival = EMA_MS(2), .prompt_tokens = 40, .output_tokens = 1, .id = 0}};
+  EmaEngineConfig config = {.max_num_seqs = 4,
+                            .max_num_batched_tokens = 64,
+                            .watermark_blocks = 2,
+                            .client_timeout = EMA_S(1)};
+  g_autoptr(EmaEngine) engine = ema_engine_new(sim, &config, ema_kv_pool_memory(pool), one_ms, NULL,
+                                               ema_trace_source_new_array(records, 1));
+  ema_engine_start(engine);
+  g_assert_true(ema_sim_run_until(sim, EMA_TIME_NEVER, NULL));
+  g_assert_cmpint(ema_sim_now(sim), ==, EMA_MS(2) + EMA_S(1));
+  g_assert_cmpuint(ema_engine_timed_out(engine), ==, 1);
+  g_assert_cmpuint(ema_engine_completed(engine), ==, 0);
+  g_assert_cmpuint(ema_engine_waiting(engine), ==, 0);
+  g_assert_cmpuint(ema_engine_blocks_held(engine), ==, 0);
+}
+
+/* A closed loop of one client with a 5.5 ms timeout: r0 (output 10) is aborted at the 6 ms
+ * pass, and the client sends r1 (output 1) at once: sent at 6 ms, done at 7 ms. */
+static void test_timeout_closed_loop(void) {
+  const EmaRequestRecord records[] = {
+      {.arrival = 0, .prompt_tokens = 16, .output_tokens = 10, .id = 0},
+      {.arrival = 0, .prompt_tokens = 16, .output_tokens = 1, .id = 1},
+  };
+  EmaEngineConfig config = {.max_num_seqs = 4,
+                            .max_num_batched_tokens = 1024,
+                            .preempt = EMA_PREEMPT_RECOMPUTE,
+                            .concurrency = 1,
+                            .client_timeout = EMA_US(5500)};
+  Harness h = {0};
+  run_config(&h, records, G_N_ELEMENTS(records), 100, &config);
+  g_assert_cmpuint(h.done->len, ==, 1);
+  g_assert_cmpint(find_done(&h, 1)->arrival, ==, 6 * STEP);
+  g_assert_cmpint(find_done(&h, 1)->finished, ==, 7 * STEP);
+  harness_clear(&h);
+}
+
 /* A request that can never fit is rejected on arrival, not retried forever. */
 static void test_reject_too_long(void) {
   g_autoptr(EmaSim) sim = ema_sim_new();
@@ -1070,6 +1146,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/preempt-when-full", test_preempt_when_full);
   g_test_add_func("/engine/watermark", test_watermark);
   g_test_add_func("/engine/reject-too-long", test_reject_too_long);
+  g_test_add_func("/engine/timeout", test_timeout);
+  g_test_add_func("/engine/timeout/idle", test_timeout_idle);
+  g_test_add_func("/engine/timeout/closed-loop", test_timeout_closed_loop);
   g_test_add_func("/engine/step-past-clock", test_step_past_clock);
   g_test_add_func("/engine/differential", test_differential);
   g_test_add_func("/engine/work-per-step", test_work_per_step);

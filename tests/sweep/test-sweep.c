@@ -538,6 +538,7 @@ static void test_jobs(void) {
       lines[0], "point,variant,tenants.0.trace.rate,tenants.0.engine.max_num_seqs,repeat,seed,"
                 "status,chat.throughput_tok_s,chat.total_tok_s,chat.req_per_s,chat.goodput_req_s,"
                 "chat.slo_attainment,chat.arrived,chat.completed,chat.rejected,chat.unfinished,"
+                "chat.timed_out,"
                 "chat.preemptions,chat.kv_blocks,chat.kv_util_mean,chat.kv_util_usable_mean,"
                 "chat.slowed_by_peers_s,chat.borrowed_peak_bytes,chat.lent_peak_bytes,"
                 "chat.ttft_p50_ms,chat.ttft_p90_ms,chat.ttft_p95_ms,"

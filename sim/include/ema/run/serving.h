@@ -25,7 +25,8 @@ typedef struct {
   guint64 rejected_too_long; /* of those, over max_model_len */
   guint64 outputs_raised;    /* asked for 0 output tokens, run with 1 */
   EmaPrefixCacheStats prefix;
-  guint64 unfinished;          /* still waiting or running at the end */
+  guint64 unfinished; /* still waiting or running at the end */
+  guint64 timed_out;  /* whose client gave up first (trace.timeout): aborted, or finished past it */
   guint64 preemptions;         /* all preemptions, finished requests or not */
   guint64 preemptions_swapped; /* of those, the ones that kept the KV (swapped or parked) */
   EmaTime slowed_by_peers;     /* step time peers' traffic added (ema_pool_slowed_by_peers) */

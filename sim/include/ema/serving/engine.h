@@ -87,6 +87,10 @@ typedef struct {
    * EMA_PREEMPT_CHEAPER weighs it against recomputing (NULL: twice the
    * host link's swap time). */
   EmaTime (*swap_estimate)(gpointer self, guint64 blocks);
+  /* Optional, with swap_out: BLOCKS of swapped-out KV will never come back
+   * (their request was aborted while swapped out): the memory lets go of
+   * where it kept them, with no copy. */
+  void (*swap_drop)(gpointer self, guint64 blocks);
   /* Optional: each of the N requests REQUESTS takes one block, all or
    * nothing (the steady region's requests that cross a block boundary in a
    * step, in admission order). NULL: the memory does not keep requests
@@ -210,6 +214,13 @@ typedef struct {
    * requests, the others its own (hit after a recompute preemption); see
    * engine.c */
   gboolean prefix_caching;
+  /* the clients give up on a request this long after sending it (its arrival): one not finished
+   * by then is aborted at the engine's next scheduling pass (vLLM aborts a request whose client
+   * disconnected, between steps), its blocks given back, and counted as timed out
+   * (ema_engine_timed_out), not finished: observers are not told of it (one that produces its
+   * last token at or past its timeout is timed out too); a closed loop's client sends its next
+   * request then. 0 = the clients wait for ever */
+  EmaTime client_timeout;
 } EmaEngineConfig;
 
 /* One request as the engine tracks it; observers read it, never write. */
@@ -305,6 +316,9 @@ guint64 ema_engine_rejected_too_long(const EmaEngine *engine);
 /* Requests whose trace asked for 0 output tokens: each ran with 1 (vLLM's max_tokens is at least
  * 1). */
 guint64 ema_engine_outputs_raised(const EmaEngine *engine);
+/* Requests whose client gave up before their last token (client_timeout): aborted, or finished
+ * at or past the timeout; not counted in ema_engine_completed. */
+guint64 ema_engine_timed_out(const EmaEngine *engine);
 guint ema_engine_running(const EmaEngine *engine);
 
 /* Prefix caching, as vLLM counts it: prompt tokens looked up at admission
@@ -329,6 +343,9 @@ guint64 ema_engine_blocks_held(const EmaEngine *engine);
  * by one, a cached block shared by several once: equal to
  * ema_engine_blocks_held() (an invariant). O(requests). */
 guint64 ema_engine_request_blocks(const EmaEngine *engine);
+/* The blocks of KV its waiting requests swapped out (swap_out), to come back when each is
+ * admitted again: what the memory keeps for it elsewhere. O(waiting). */
+guint64 ema_engine_swapped_blocks(const EmaEngine *engine);
 
 /* Give blocks back to the memory: preempt running requests newest first,
  * in the configured mode (recompute drops the KV; swap copies it to host,

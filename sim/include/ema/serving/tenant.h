@@ -100,6 +100,7 @@ typedef struct {
   gint64 requests;    /* at most this many; 0 = no limit */
   gint64 offset;      /* added to every arrival, ns */
   gint64 concurrency; /* closed loop: this many clients (0: open loop, the arrival times) */
+  gint64 timeout; /* the clients give up on a request this long after sending it, ns; 0: never */
   gint64 shared_prefix_tokens; /* every prompt starts with one of ... (0: none) */
   gint64 shared_prefix_groups; /* ... this many distinct prefixes of that length */
 } EmaTraceSpec;
