@@ -799,6 +799,29 @@ static void test_rejected(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A client timeout of 1 ms on the one request of one-request.yaml (4 output tokens): its
+ * prompt's step outlasts the timeout, so the pass after it aborts the request: one step run,
+ * the request timed out, not completed, no latency sampled and no row in requests.csv. */
+static void test_timeout(void) {
+  g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaExperiment) experiment =
+      load(path, (const char *const[]){"tenants.0.trace.timeout=1ms", NULL});
+  g_autoptr(EmaServingReport) report = run_into(experiment, dir);
+  g_autofree char *summary = ema_test_read_file(dir, "summary.json");
+  g_autofree char *requests = ema_test_read_file(dir, "requests.csv");
+  g_autoptr(JsonNode) root = ema_test_parse_json(summary);
+  JsonObject *t = tenant_json(root, 0);
+  g_assert_cmpint(json_object_get_int_member(t, "arrived"), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(t, "timed_out"), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(t, "completed"), ==, 0);
+  g_assert_cmpint(json_object_get_int_member(t, "unfinished"), ==, 0);
+  g_assert_cmpint(json_object_get_int_member(t, "steps"), ==, 1);
+  g_assert_cmpfloat(latency(t, "ttft_ms", "p50"), ==, 0);
+  g_assert_cmpstr(strchr(requests, '\n') + 1, ==, "");
+  ema_test_remove_tree(dir);
+}
+
 /* ---- 2. KV pool sizing --------------------------------------------------- */
 
 /* tenant.h: the KV region is counted in whole slices of 2 MiB */
@@ -1755,6 +1778,7 @@ int main(int argc, char **argv) {
 
   g_test_add_func("/serving/one-request", test_one_request);
   g_test_add_func("/serving/rejected", test_rejected);
+  g_test_add_func("/serving/timeout", test_timeout);
   g_test_add_func("/serving/steps-csv", test_steps_csv);
   g_test_add_func("/serving/engine-cpu/group", test_engine_cpu_group);
   g_test_add_func("/serving/engine-cpu/host", test_engine_cpu_host);
