@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 #include <sys/stat.h>
 
+#include "ema/core/node.h"
 #include "ema/core/params.h"
 #include "ema/core/units.h"
 #include "errors.h"
@@ -639,11 +640,22 @@ gboolean ema_calibration_write(const EmaCalibrationFigures *figures, const char 
                                GError **error) {
   g_autofree char *text = ema_calibration_yaml(figures);
   g_autofree char *dir = g_path_get_dirname(path);
+  g_autoptr(EmaNode) root = NULL;
   GError *local = NULL;
   gpointer server;
+  gboolean loads;
 
   if (!ema_calibration_output_ok(path, error))
     return FALSE;
+  /* a model that does not load as a server is not written: an earlier model at PATH stays */
+  root = ema_node_load_string(text, path, dir, error);
+  server = root ? g_malloc0(ema_server_params.size) : NULL;
+  loads = server && ema_params_bind(&ema_server_params, server, root, NULL, error);
+  ema_params_free(&ema_server_params, server);
+  if (!loads) {
+    g_prefix_error(error, "the derived model does not load as a server (%s not written): ", path);
+    return FALSE;
+  }
   if (g_mkdir_with_parents(dir, 0755) != 0) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot create %s: %s", dir,
                 g_strerror(errno));
@@ -655,13 +667,5 @@ gboolean ema_calibration_write(const EmaCalibrationFigures *figures, const char 
     g_error_free(local);
     return FALSE;
   }
-  /* a model that does not load as a server is not left behind */
-  server = ema_params_load_file(&ema_server_params, path, error);
-  if (server == NULL) {
-    (void) g_remove(path);
-    g_prefix_error(error, "the derived model does not load as a server (%s not kept): ", path);
-    return FALSE;
-  }
-  ema_params_free(&ema_server_params, server);
   return TRUE;
 }
