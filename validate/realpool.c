@@ -1096,8 +1096,10 @@ gboolean ema_realpool_run(const EmaRealPoolOptions *o, GError **error) {
   GError *cleanup = NULL;
   gboolean ok, scenario_ok;
 
-  /* the folder is claimed before anything runs, as ema-sim's runs claim theirs (output.h) */
-  if (!ema_output_claim_dir_full(o->out_dir, pool_entries, EMA_OUTPUT_CLAIM_CLEAR, error))
+  /* the folder is claimed before anything runs, as ema-sim's runs claim theirs (output.h), and
+   * after the GPUs are found fit: a machine without them leaves an earlier run's results */
+  if ((!o->dry_run && !check_devices(&run, &cuda.api, error)) ||
+      !ema_output_claim_dir_full(o->out_dir, pool_entries, EMA_OUTPUT_CLAIM_CLEAR, error))
     return FALSE;
   run.o = o;
   run.ticks = g_array_new(FALSE, TRUE, sizeof(TickRow));
@@ -1123,8 +1125,7 @@ gboolean ema_realpool_run(const EmaRealPoolOptions *o, GError **error) {
     arena = ema_gpu_arena_new();
     run.driver = ema_nvidia_driver_version();
     run.cuda = ema_cuda_versions();
-    if (!check_devices(&run, &cuda.api, error) ||
-        !free_memory_all(&run, NULL, run.free_start, error))
+    if (!free_memory_all(&run, NULL, run.free_start, error))
       goto out;
     plan = ema_decode_plan_new(o->model, &decode, error);
     lender.plan = plan;

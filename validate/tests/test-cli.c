@@ -413,6 +413,27 @@ static void test_pool_claim(void) {
   ema_test_remove_tree(dir);
 }
 
+/* `pool` on a machine without its GPUs fails before it claims its folder: an earlier run's
+ * results there stay (they were removed, then no CUDA device was found). */
+static void test_pool_no_device(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *earlier = NULL, *now = NULL;
+  {
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("pool", "--dry-run", "--seconds", "1", "-o", out, NULL);
+    ema_test_assert_ok(run);
+  }
+  earlier = ema_test_read_file(out, "summary.json");
+  {
+    g_autoptr(EmaTestRun) run = cli_without_devices("pool", "--seconds", "1", "-o", out, NULL);
+    assert_no_device(run);
+  }
+  now = ema_test_read_file(out, "summary.json");
+  g_assert_cmpstr(now, ==, earlier);
+  ema_test_remove_tree(dir);
+}
+
 /* nvtx.csv of one profile point (table gemm) holding one repeat */
 #define ONE_POINT_NVTX                                                                             \
   "timestamp_ns,flags,id,domain,name\n"                                                            \
@@ -703,6 +724,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/compare-user-file", test_compare_user_file);
   g_test_add_func("/validate/cli/compare-other-ops", test_compare_other_ops);
   g_test_add_func("/validate/cli/pool-claim", test_pool_claim);
+  g_test_add_func("/validate/cli/pool-no-device", test_pool_no_device);
   g_test_add_func("/validate/cli/profile-claim", test_profile_claim);
   g_test_add_func("/validate/cli/calibrate-output-not-file", test_calibrate_output_not_file);
   g_test_add_func("/validate/cli/decode-csv-other-table", test_decode_csv_other_table);
