@@ -210,12 +210,26 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
   guint64 gpus = 0, repeats = 0, warmups = 0, chunks = 0, remote_steps = 0, local_steps = 0;
   gsize length = 0;
   char *flops_end = NULL;
+  const char *nul;
   gboolean ok;
 
   /* read as every input is (a FIFO or a device is refused, never waited on), then parsed */
   if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, &local)) {
     g_set_error_literal(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, local->message);
     g_error_free(local);
+    return NULL;
+  }
+  /* GKeyFile ends a value at a NUL byte and reads on ("name=h200x2<NUL>z" was h200x2) */
+  if ((nul = memchr(text, '\0', length)) != NULL) {
+    guint line = 1;
+    const char *start = text;
+    for (const char *c = text; c < nul; c++)
+      if (*c == '\n') {
+        line++;
+        start = c + 1;
+      }
+    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%u:%u: a NUL byte", path,
+                line, (guint) (nul - start) + 1);
     return NULL;
   }
   if (!g_key_file_load_from_data(file, text, length, G_KEY_FILE_NONE, &local)) {

@@ -176,6 +176,18 @@ static void test_run_errors(void) {
     assert_error(error, EMA_VALIDATE_ERROR_DATA, cases[i].message);
     g_clear_error(&error);
   }
+  /* a NUL byte, at its place: GKeyFile cut the value there and read on */
+  {
+    g_autofree char *path = g_build_filename(dir, "provenance.txt", NULL);
+    g_autofree char *text = g_strdup(good);
+    char *name = strstr(text, "name=h200x2\n");
+    g_assert_nonnull(name);
+    name[strlen("name=h200")] = '\0'; /* name=h200<NUL>2 */
+    g_assert_true(g_file_set_contents(path, text, (gssize) strlen(good), NULL));
+    g_assert_null(ema_calibration_run_load(dir, &error));
+    assert_error(error, EMA_VALIDATE_ERROR_DATA, "provenance.txt:6:10: a NUL byte");
+    g_clear_error(&error);
+  }
   ema_test_remove_tree(dir);
 }
 
