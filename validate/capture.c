@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ema/core/file.h"
+#include "ema/core/node.h"
 #include "ema/run/output.h"
 #include "errors.h"
 #include "trace.h"
@@ -116,10 +117,17 @@ gboolean ema_capture_run(const EmaCaptureOptions *o, int *status, GError **error
   return TRUE;
 }
 
+/* the keys profile.yaml gets after the workload's lines */
+static const char *const profile_own_keys[] = {"date", "command", "source", "tables",
+                                               "backend_tables"};
+
 /* the workload's own provenance, copied line by line; a line that is not `key: value` is an
- * error with its line number */
+ * error with its line number, and so, at their place, is what would not leave profile.yaml a
+ * YAML map that loads: not YAML (a NUL byte, an unclosed quote), a key given twice, a key that
+ * profile.yaml writes itself */
 static gboolean append_workload(GString *out, const char *path, GError **error) {
   g_autofree char *text = NULL;
+  g_autoptr(EmaNode) root = NULL;
   GError *io = NULL;
   if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, &io)) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO,
@@ -139,6 +147,20 @@ static gboolean append_workload(GString *out, const char *path, GError **error) 
       return FALSE;
     }
     g_string_append_printf(out, "%s\n", line);
+  }
+  if ((root = ema_node_load_file(path, error)) == NULL)
+    return FALSE;
+  if (root->kind != EMA_NODE_MAP && !(root->kind == EMA_NODE_SCALAR && root->value == NULL)) {
+    ema_node_error(error, EMA_CONFIG_ERROR_TYPE, root, NULL, "not a map of 'key: value' lines");
+    return FALSE;
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(profile_own_keys); i++) {
+    const EmaNode *key = ema_node_get_key(root, profile_own_keys[i]);
+    if (key != NULL) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, profile_own_keys[i],
+                     "profile.yaml writes this key itself");
+      return FALSE;
+    }
   }
   return TRUE;
 }

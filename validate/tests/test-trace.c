@@ -432,6 +432,29 @@ static void test_capture_run(void) {
   g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
   ema_test_assert_contains(error->message, "workload.yaml:1:1: not a 'key: value' line");
   g_clear_error(&error);
+  /* what would leave profile.yaml a file that does not load (a key twice, a key it writes
+   * itself, a NUL byte that cut the line short, a list) is an error at its place */
+  {
+    const struct {
+      const char *text;
+      gsize length;
+      const char *message;
+    } cases[] = {
+        {"device: \"a\"\ndevice: \"b\"\n", 0, "workload.yaml:2:1: duplicate key 'device'"},
+        {"device: \"a\"\ntables: [x.csv]\n", 0,
+         "workload.yaml:2:1: tables: profile.yaml writes this key itself"},
+        {"device: \"a\0b\"\n", 13, "workload.yaml:1:11: not a text file (a NUL byte)"},
+        {"- a\n- b\n", 0, "workload.yaml:1:1: not a map of 'key: value' lines"},
+    };
+    g_autofree char *workload = g_build_filename(out, "workload.yaml", NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+      g_assert_true(g_file_set_contents(workload, cases[i].text,
+                                        cases[i].length ? (gssize) cases[i].length : -1, NULL));
+      g_assert_false(ema_capture_write_profile(out, prof, "x", &error));
+      ema_test_assert_contains(error->message, cases[i].message);
+      g_clear_error(&error);
+    }
+  }
   /* a capture that does not read (its workload.yaml above, a folder that is not there), or
    * whose points break the protocol or are absent, leaves the earlier profile as it was */
   {
