@@ -372,6 +372,7 @@ EmaTrace *ema_trace_load(const char *dir, GError **error) {
   g_array_set_clear_func(t->memory, memory_clear);
   g_array_set_clear_func(t->vmm, vmm_clear);
   g_array_set_clear_func(t->ranges, range_clear);
+  t->nvtx_path = g_build_filename(dir, "nvtx.csv", NULL);
   if (!load_kernels(t, dir, error) || !load_copies(t, dir, error) || !load_memory(t, dir, error) ||
       !load_vmm(t, dir, error) || !load_ranges(t, dir, error)) {
     ema_trace_free(t);
@@ -394,6 +395,7 @@ void ema_trace_free(EmaTrace *t) {
   g_array_unref(t->vmm);
   g_array_unref(t->ranges);
   g_free(t->summary);
+  g_free(t->nvtx_path);
   g_free(t);
 }
 
@@ -891,15 +893,15 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
   g_autoptr(GHashTable) by_table =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, points_free);
   g_autoptr(GArray) reps = g_array_new(FALSE, FALSE, sizeof(double));
+  const EmaTraceRange *at = NULL; /* the range an error is about */
+  Point pt = {0};
   for (guint r = 0; r < t->ranges->len; r++) {
-    const EmaTraceRange *rg = &g_array_index(t->ranges, EmaTraceRange, r);
+    const EmaTraceRange *rg = at = &g_array_index(t->ranges, EmaTraceRange, r);
     if (!g_str_has_prefix(rg->name, POINT_PREFIX))
       continue;
-    Point pt = {0};
-    if (!parse_point(rg->name, &pt, error)) {
-      point_clear(&pt);
-      return NULL;
-    }
+    memset(&pt, 0, sizeof pt);
+    if (!parse_point(rg->name, &pt, error))
+      goto fail;
     g_array_set_size(reps, 0);
     for (guint c = r + 1; c < t->ranges->len; c++) {
       const EmaTraceRange *child = &g_array_index(t->ranges, EmaTraceRange, c);
@@ -909,10 +911,10 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
         break;
       if (child->parent != (int) r)
         continue;
-      if (!repeat_runs(child->name, &runs, &is_repeat, error)) {
-        point_clear(&pt);
-        return NULL;
-      }
+      at = child;
+      if (!repeat_runs(child->name, &runs, &is_repeat, error))
+        goto fail;
+      at = rg;
       if (!is_repeat)
         continue;
       if (loads[c].kernels == 0) {
@@ -920,8 +922,7 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
                     "NVTX range '%s': a repeat owns no kernel (did the workload synchronize "
                     "before the repeat ended?)",
                     rg->name);
-        point_clear(&pt);
-        return NULL;
+        goto fail;
       }
       double per_run = loads[c].busy_us / runs;
       g_array_append_val(reps, per_run);
@@ -929,8 +930,7 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
     if (reps->len == 0) {
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                   "NVTX range '%s': no '" REP_NAME "' range inside it", rg->name);
-      point_clear(&pt);
-      return NULL;
+      goto fail;
     }
     pt.repeats = reps->len;
     pt.std_us = std_of(reps);
@@ -949,13 +949,17 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
         g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                     "NVTX range '%s': its keys differ from those of the table's first point",
                     rg->name);
-        point_clear(&pt);
-        return NULL;
+        goto fail;
       }
     }
     g_array_append_val(points, pt);
   }
   return g_steal_pointer(&by_table);
+fail:
+  /* at the line of the range's start in nvtx.csv */
+  g_prefix_error(error, "%s:%u: ", t->nvtx_path, at->order);
+  point_clear(&pt);
+  return NULL;
 }
 
 gboolean ema_trace_write_profile_points(GHashTable *by_table, const char *out_dir,

@@ -61,6 +61,7 @@ typedef struct {
   GArray *ranges;          /* EmaTraceRange, sorted by start */
   guint unmatched_markers; /* a start without its end (a crash) or an end without its start */
   char *summary;           /* capture.txt, or NULL when absent */
+  char *nvtx_path;         /* DIR/nvtx.csv, of whose lines the ranges' order is */
 } EmaTrace;
 
 /* Reads DIR/kernels.csv (required) and memcpy.csv, memset.csv, memory.csv, vmm.csv, nvtx.csv and

@@ -335,18 +335,22 @@ static void assert_profile_error(const char *nvtx, const char *message) {
   ema_test_remove_tree(dir);
 }
 
+/* each error about a range is at the line of its start in nvtx.csv */
 static void test_profile_errors(void) {
   const char *head = "timestamp_ns,flags,id,domain,name\n";
   g_autofree char *no_rep = g_strconcat(head, "1000,start,1,\"\",\"ema.point gemm m=1\"\n",
                                         "9000,end,1,\"\",\"\"\n", NULL);
-  assert_profile_error(no_rep, "no 'ema.rep' range inside it");
+  assert_profile_error(no_rep, "nvtx.csv:2: NVTX range 'ema.point gemm m=1': no 'ema.rep' range "
+                               "inside it");
   g_autofree char *idle = g_strconcat(head, "100,start,1,\"\",\"ema.point gemm m=1\"\n",
                                       "100,start,2,\"\",\"ema.rep\"\n", "200,end,2,\"\",\"\"\n",
                                       "300,end,1,\"\",\"\"\n", NULL);
-  assert_profile_error(idle, "a repeat owns no kernel");
+  assert_profile_error(idle,
+                       "nvtx.csv:2: NVTX range 'ema.point gemm m=1': a repeat owns no kernel");
   g_autofree char *bad =
       g_strconcat(head, "100,start,1,\"\",\"ema.point gemm m\"\n", "300,end,1,\"\",\"\"\n", NULL);
-  assert_profile_error(bad, "not 'ema.point TABLE KEY=VALUE...'");
+  assert_profile_error(bad, "nvtx.csv:2: NVTX range 'ema.point gemm m': not 'ema.point TABLE "
+                            "KEY=VALUE...'");
   /* 37#7, 37#17: the table is one file name in -o, the values CSV cells */
   g_autofree char *escape = g_strconcat(head, "100,start,1,\"\",\"ema.point ../../escaped m=1\"\n",
                                         "300,end,1,\"\",\"\"\n", NULL);
@@ -359,14 +363,17 @@ static void test_profile_errors(void) {
       "3000,end,2,\"\",\"\"\n", "3000,end,1,\"\",\"\"\n",
       "3000,start,3,\"\",\"ema.point gemm n=1\"\n", "3000,start,4,\"\",\"ema.rep\"\n",
       "6000,end,4,\"\",\"\"\n", "6000,end,3,\"\",\"\"\n", NULL);
-  assert_profile_error(keys, "its keys differ from those of the table's first point");
+  assert_profile_error(keys, "nvtx.csv:6: NVTX range 'ema.point gemm n=1': its keys differ from "
+                             "those of the table's first point");
   const char *const bad_runs[] = {"ema.rep x0", "ema.rep xy", "ema.rep 4", "ema.rep x"};
   for (guint i = 0; i < G_N_ELEMENTS(bad_runs); i++) {
     g_autofree char *runs =
         g_strdup_printf("%s1000,start,1,\"\",\"ema.point gemm m=1\"\n"
                         "1000,start,2,\"\",\"%s\"\n3000,end,2,\"\",\"\"\n3000,end,1,\"\",\"\"\n",
                         head, bad_runs[i]);
-    assert_profile_error(runs, "not 'ema.rep' or 'ema.rep xN' (N runs, N >= 1)");
+    g_autofree char *message = g_strdup_printf(
+        "nvtx.csv:3: NVTX range '%s': not 'ema.rep' or 'ema.rep xN' (N runs, N >= 1)", bad_runs[i]);
+    assert_profile_error(runs, message);
   }
 }
 
