@@ -742,6 +742,13 @@ static gboolean is_table_name(const char *text) {
   return TRUE;
 }
 
+static int key_index(char **keys, const char *key) {
+  for (int i = 0; keys[i]; i++)
+    if (strcmp(keys[i], key) == 0)
+      return i;
+  return -1;
+}
+
 static gboolean parse_point(const char *name, Point *pt, GError **error) {
   g_auto(GStrv) words = g_strsplit(name + strlen(POINT_PREFIX), " ", -1);
   GPtrArray *keys = g_ptr_array_new(), *values = g_ptr_array_new();
@@ -763,6 +770,17 @@ static gboolean parse_point(const char *name, Point *pt, GError **error) {
                 "NVTX range '%s': not 'ema.point TABLE KEY=VALUE...'", name);
     return FALSE;
   }
+  /* the keys are the table's columns before time_us,std_us,repeats: each once */
+  for (guint i = 0; pt->keys[i]; i++)
+    if (key_index(pt->keys, pt->keys[i]) != (int) i || strcmp(pt->keys[i], "time_us") == 0 ||
+        strcmp(pt->keys[i], "std_us") == 0 || strcmp(pt->keys[i], "repeats") == 0) {
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                  "NVTX range '%s': key '%s' %s", name, pt->keys[i],
+                  key_index(pt->keys, pt->keys[i]) != (int) i
+                      ? "given twice"
+                      : "names a column the table gets from the repeats");
+      return FALSE;
+    }
   /* the table names a file in the output folder, the keys and values
    * become its CSV header and cells: nothing that leaves the folder or
    * splits a cell */
@@ -782,13 +800,6 @@ static gboolean parse_point(const char *name, Point *pt, GError **error) {
     }
   pt->table = g_strdup(words[0]);
   return TRUE;
-}
-
-static int key_index(char **keys, const char *key) {
-  for (int i = 0; keys[i]; i++)
-    if (strcmp(keys[i], key) == 0)
-      return i;
-  return -1;
 }
 
 static gint compare_values(const char *a, const char *b) {
@@ -893,7 +904,11 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
   g_autoptr(GHashTable) by_table =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, points_free);
   g_autoptr(GArray) reps = g_array_new(FALSE, FALSE, sizeof(double));
+  /* each point's range name, to its line: a point measured twice would be two rows of one
+   * shape, which the profile loader refuses */
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
   const EmaTraceRange *at = NULL; /* the range an error is about */
+  gpointer first;
   Point pt = {0};
   for (guint r = 0; r < t->ranges->len; r++) {
     const EmaTraceRange *rg = at = &g_array_index(t->ranges, EmaTraceRange, r);
@@ -902,6 +917,13 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
     memset(&pt, 0, sizeof pt);
     if (!parse_point(rg->name, &pt, error))
       goto fail;
+    if (g_hash_table_lookup_extended(seen, rg->name, NULL, &first)) {
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                  "NVTX range '%s': the same point as line %u (measured twice)", rg->name,
+                  GPOINTER_TO_UINT(first));
+      goto fail;
+    }
+    g_hash_table_insert(seen, rg->name, GUINT_TO_POINTER(rg->order));
     g_array_set_size(reps, 0);
     for (guint c = r + 1; c < t->ranges->len; c++) {
       const EmaTraceRange *child = &g_array_index(t->ranges, EmaTraceRange, c);

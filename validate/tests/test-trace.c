@@ -365,6 +365,22 @@ static void test_profile_errors(void) {
       "6000,end,4,\"\",\"\"\n", "6000,end,3,\"\",\"\"\n", NULL);
   assert_profile_error(keys, "nvtx.csv:6: NVTX range 'ema.point gemm n=1': its keys differ from "
                              "those of the table's first point");
+  /* a key twice, or named as a column the repeats give, would repeat a column of TABLE.csv;
+   * a point measured twice would be two rows of one shape: the profile loader refuses both */
+  g_autofree char *twice = g_strconcat(head, "100,start,1,\"\",\"ema.point gemm m=1 m=2\"\n",
+                                       "300,end,1,\"\",\"\"\n", NULL);
+  assert_profile_error(twice,
+                       "nvtx.csv:2: NVTX range 'ema.point gemm m=1 m=2': key 'm' given twice");
+  g_autofree char *column = g_strconcat(head, "100,start,1,\"\",\"ema.point gemm m=1 repeats=3\"\n",
+                                        "300,end,1,\"\",\"\"\n", NULL);
+  assert_profile_error(column, "key 'repeats' names a column the table gets from the repeats");
+  g_autofree char *again = g_strconcat(
+      head, "1000,start,1,\"\",\"ema.point gemm m=1\"\n", "1000,start,2,\"\",\"ema.rep\"\n",
+      "3000,end,2,\"\",\"\"\n", "3000,end,1,\"\",\"\"\n",
+      "3000,start,3,\"\",\"ema.point gemm m=1\"\n", "3000,start,4,\"\",\"ema.rep\"\n",
+      "6000,end,4,\"\",\"\"\n", "6000,end,3,\"\",\"\"\n", NULL);
+  assert_profile_error(again, "nvtx.csv:6: NVTX range 'ema.point gemm m=1': the same point as "
+                              "line 2 (measured twice)");
   const char *const bad_runs[] = {"ema.rep x0", "ema.rep xy", "ema.rep 4", "ema.rep x"};
   for (guint i = 0; i < G_N_ELEMENTS(bad_runs); i++) {
     g_autofree char *runs =
