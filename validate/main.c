@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <glib/gstdio.h>
+
 #include "calderive.h"
 #include "calibrate.h"
 #include "capture.h"
@@ -173,6 +175,24 @@ static char *command_line(int argc, char **argv) {
   return g_string_free(line, FALSE);
 }
 
+/* Whether PATH names a file of the results folder DIR that calibrate reads or writes: the model
+ * written there replaced the measurements it came from. */
+static gboolean is_results_file(const char *path, const char *dir) {
+  static const char *const files[] = {"measurements.csv", "samples.csv", "derived.csv",
+                                      "provenance.txt",   "decode.csv",  NULL};
+  g_autofree char *base = g_path_get_basename(path);
+  g_autofree char *parent = g_path_get_dirname(path);
+  g_autofree char *canonical_parent = NULL, *canonical_dir = NULL;
+  GStatBuf a, b;
+  if (!g_strv_contains(files, base))
+    return FALSE;
+  if (g_stat(parent, &a) == 0 && g_stat(dir, &b) == 0)
+    return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  canonical_parent = g_canonicalize_filename(parent, NULL);
+  canonical_dir = g_canonicalize_filename(dir, NULL);
+  return strcmp(canonical_parent, canonical_dir) == 0;
+}
+
 static int command_calibrate(int argc, char **argv, const char *command) {
   g_autofree char *output = NULL, *name = NULL, *results = NULL, *reference = NULL;
   g_autofree char *topology = NULL, *repeats_text = NULL, *from_results = NULL;
@@ -213,6 +233,13 @@ static int command_calibrate(int argc, char **argv, const char *command) {
   if (output && !ema_calibration_output_ok(output, &error)) {
     g_prefix_error(&error, "-o: ");
     return usage_gerror(error);
+  }
+  if (output && (from_results || results) &&
+      is_results_file(output, from_results ? from_results : results)) {
+    g_autofree char *message =
+        g_strdup_printf("-o: '%s' is a file of the results directory %s: give the model's file",
+                        output, from_results ? from_results : results);
+    return usage_error(message);
   }
   /* found before the GPUs are measured, not when the measurements are written */
   if (results && (results[0] == '\0' || (g_file_test(results, G_FILE_TEST_EXISTS) &&

@@ -620,6 +620,33 @@ static void test_calibrate_output_dir(void) {
   ema_test_remove_tree(dir);
 }
 
+/* calibrate -o naming a file of the results directory (measurements.csv, ...) is a usage error
+ * found before anything is measured or derived: the model was written over the measurements it
+ * came from. */
+static void test_calibrate_output_results_file(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *measurements = g_build_filename(dir, "measurements.csv", NULL);
+  g_autofree char *samples = g_build_filename(dir, ".", "samples.csv", NULL);
+  g_autofree char *kept = NULL;
+  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt", NULL};
+  g_free(copy_calibrate_results(dir, files));
+  kept = ema_test_read_file(dir, "measurements.csv");
+  {
+    g_autoptr(EmaTestRun) derive =
+        cli_without_devices("calibrate", "--from-results", dir, "-o", measurements, NULL);
+    g_autoptr(EmaTestRun) measure =
+        cli_without_devices("calibrate", "--results", dir, "-o", samples, "--quick", NULL);
+    g_autofree char *want = g_strdup_printf(
+        "-o: '%s' is a file of the results directory %s: give the model's file", measurements, dir);
+    g_autofree char *want_measure = g_strdup_printf(
+        "-o: '%s' is a file of the results directory %s: give the model's file", samples, dir);
+    assert_usage_error(derive, want);
+    assert_usage_error(measure, want_measure);
+  }
+  assert_kept(measurements, kept);
+  ema_test_remove_tree(dir);
+}
+
 /* decode --csv naming a table of another header is refused before the GPU runs (the row was
  * appended to it after the measurement, under the wrong columns), as is a directory. */
 static void test_decode_csv_other_table(void) {
@@ -721,6 +748,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/from-results-degenerate", test_from_results_degenerate);
   g_test_add_func("/validate/cli/from-results-fifo", test_from_results_fifo);
   g_test_add_func("/validate/cli/calibrate-output-dir", test_calibrate_output_dir);
+  g_test_add_func("/validate/cli/calibrate-output-results-file",
+                  test_calibrate_output_results_file);
   g_test_add_func("/validate/cli/compare-user-file", test_compare_user_file);
   g_test_add_func("/validate/cli/compare-other-ops", test_compare_other_ops);
   g_test_add_func("/validate/cli/pool-claim", test_pool_claim);
