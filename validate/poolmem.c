@@ -832,8 +832,16 @@ guint64 ema_pool_mem_fill_seed(guint64 seed, guint64 index) {
 }
 
 gboolean ema_pool_mem_policy_parse(const char *text, EmaPolicySpec *spec, GError **error) {
-  g_autoptr(EmaNode) tree = ema_node_load_string(text, "--policy", NULL, error);
+  g_autoptr(EmaNode) tree = NULL;
   memset(spec, 0, sizeof *spec);
+  /* an empty text (or blanks only) parses as an empty map, every policy its default: it names
+   * no policy, as '~' names none */
+  if (text[strspn(text, " \t")] == '\0') {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+                "--policy: a composition's name or a map of policies");
+    return FALSE;
+  }
+  tree = ema_node_load_string(text, "--policy", NULL, error);
   if (tree == NULL)
     return FALSE;
   if (tree->kind == EMA_NODE_SCALAR) {

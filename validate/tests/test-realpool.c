@@ -245,6 +245,10 @@ static void test_policy_parse(void) {
   g_assert_false(ema_pool_mem_policy_parse("{borrow: sideways}", &spec, &error));
   ema_test_assert_contains(error->message, "unknown borrow policy 'sideways'");
   g_clear_error(&error);
+  /* an empty --policy names none (it ran a 'custom' policy of every default) */
+  g_assert_false(ema_pool_mem_policy_parse(" ", &spec, &error));
+  g_assert_cmpstr(error->message, ==, "--policy: a composition's name or a map of policies");
+  g_clear_error(&error);
 }
 
 static void test_fill_seed(void) {
