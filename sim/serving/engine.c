@@ -1229,13 +1229,17 @@ static Req *abort_expired(EmaEngine *engine) {
   return NULL;
 }
 
-/* An idle engine with requests in it wakes at the oldest one's deadline, to abort it. */
+/* An idle engine with requests in it wakes at the oldest one's deadline, to abort it; one with
+ * none left drops its wake-up, which would otherwise hold the run open to a deadline of a
+ * request served since. */
 static void arm_timeout(EmaEngine *engine) {
   Req *oldest;
-  if (engine->config.client_timeout <= 0 || ema_event_is_scheduled(&engine->timeout_event))
+  if (engine->config.client_timeout <= 0)
     return;
   oldest = abort_expired(engine);
-  if (oldest)
+  if (oldest == NULL)
+    ema_sim_cancel(engine->sim, &engine->timeout_event);
+  else if (!ema_event_is_scheduled(&engine->timeout_event))
     ema_sim_schedule(engine->sim, &engine->timeout_event,
                      oldest->pub.arrival + engine->config.client_timeout, ARRIVAL_PRIORITY + 1);
 }

@@ -1090,6 +1090,27 @@ static void test_want(void) {
   g_ptr_array_unref(done);
 }
 
+/* test_want's case with a 1 s client timeout: the idle engine arms its wake-up for r0's
+ * deadline (1.001 s) before want frees the blocks; r0 is then served at once and done at 3 ms,
+ * and the run ends there, not held open to a deadline nobody is left to miss. */
+static void test_timeout_served(void) {
+  g_autoptr(EmaSim) sim = ema_sim_new();
+  const EmaRequestRecord records[] = {
+      {.arrival = EMA_MS(1), .prompt_tokens = 40, .output_tokens = 2}};
+  EmaEngineConfig config = {
+      .max_num_seqs = 8, .max_num_batched_tokens = 1024, .client_timeout = EMA_S(1)};
+  WantMemory w = {.m = {.total = 10, .used = 8}, .other = 8};
+  w.engine = ema_engine_new(sim, &config, (EmaKvMemory){&want_ops, &w}, one_ms, NULL,
+                            ema_trace_source_new_array(records, 1));
+  ema_engine_start(w.engine);
+  g_assert_true(ema_sim_run_until(sim, EMA_TIME_NEVER, NULL));
+  g_assert_cmpuint(w.wants, ==, 1);
+  g_assert_cmpuint(ema_engine_completed(w.engine), ==, 1);
+  g_assert_cmpuint(ema_engine_timed_out(w.engine), ==, 0);
+  g_assert_cmpint(ema_sim_now(sim), ==, EMA_MS(3));
+  ema_engine_free(w.engine);
+}
+
 /* ---- blocks_short ---------------------------------------------------------- */
 
 /* test_preempt_when_full's case, plus r2 (prompt 16, output 1) arriving at
@@ -1149,6 +1170,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/engine/timeout", test_timeout);
   g_test_add_func("/engine/timeout/idle", test_timeout_idle);
   g_test_add_func("/engine/timeout/closed-loop", test_timeout_closed_loop);
+  g_test_add_func("/engine/timeout/served", test_timeout_served);
   g_test_add_func("/engine/step-past-clock", test_step_past_clock);
   g_test_add_func("/engine/differential", test_differential);
   g_test_add_func("/engine/work-per-step", test_work_per_step);
