@@ -1083,8 +1083,9 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
     print_vllm_measured(out, report->tenants->pdata[i]);
 }
 
-/* A tenant that left more than this share of its requests unfinished or
- * rejected ran past its capacity (or its run ended in a burst): its
+/* A tenant that left more than this share of its requests unfinished,
+ * rejected or timed out ran past its capacity (or its run ended in a burst,
+ * or its clients' timeout is shorter than its requests take): its
  * latencies, of completed requests only, understate it. (A run cut by its
  * duration leaves the requests in flight then: a tenth of a short run's,
  * which is no overload.) */
@@ -1174,10 +1175,13 @@ void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment
       fprintf(err,
               "%stenant %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
               " requests left (%" G_GUINT64_FORMAT " unfinished at the end, %" G_GUINT64_FORMAT
-              " rejected, %" G_GUINT64_FORMAT " timed out): past its capacity or cut by the "
-              "run's end, its latencies are of the %" G_GUINT64_FORMAT " completed request%s "
-              "only and understate it (compare completed too)\n",
+              " rejected, %" G_GUINT64_FORMAT " timed out): past its capacity%s, its latencies "
+              "are of the %" G_GUINT64_FORMAT " completed request%s only and understate it "
+              "(compare completed too)\n",
               w, r->spec->name, left, r->arrived, r->unfinished, r->rejected, r->timed_out,
+              r->timed_out > 0 ? ", cut by the run's end or its clients' trace.timeout shorter "
+                                 "than its requests take"
+                               : " or cut by the run's end",
               r->metrics->completed, r->metrics->completed == 1 ? "" : "s");
   }
 }

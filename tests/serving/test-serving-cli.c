@@ -161,6 +161,24 @@ static void test_overload_warning(void) {
   ema_test_remove_tree(dir);
 }
 
+/* a tenant whose clients give up sooner than its requests take (a 1 ms timeout on requests of
+ * 20 output tokens) is not only called past its capacity: the timeout is named */
+static void test_timeout_warning(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autoptr(EmaTestRun) run = cli_on_text(
+      dir, "impatient.yaml",
+      "name: impatient\nserver: h200x2\ntenants:\n"
+      "  - {name: calm, model: llama-3.1-8b, gpu: 0, trace: {arrivals: poisson, rate: 1, "
+      "duration: 3s, timeout: 1ms, prompt: {dist: fixed, tokens: 200}, output: {dist: fixed, "
+      "tokens: 20}}}\n",
+      "run");
+  g_assert_cmpint(run->status, ==, 0);
+  ema_test_assert_contains(run->err, "ema-sim: warning: tenant calm: ");
+  ema_test_assert_contains(run->err, "past its capacity, cut by the run's end or its clients' "
+                                     "trace.timeout shorter than its requests take");
+  ema_test_remove_tree(dir);
+}
+
 /* a borrow policy that takes far more than its prefetch plan admits is named;
  * held to the plan's limit (most-idle's within_limit), it is not; the same
  * for the busy tenant as a TP-2 group on four H200s (it was never named: the
@@ -1089,6 +1107,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
   g_test_add_func("/serving-cli/vllm/replay", test_vllm_replay);
   g_test_add_func("/serving-cli/overload-warning", test_overload_warning);
+  g_test_add_func("/serving-cli/timeout-warning", test_timeout_warning);
   g_test_add_func("/serving-cli/idle-borrow-warning", test_idle_borrow_warning);
   g_test_add_func("/serving-cli/vllm/concurrency", test_vllm_concurrency);
   g_test_add_func("/serving-cli/closed-loop-without-arrivals", test_closed_loop_without_arrivals);
