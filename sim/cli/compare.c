@@ -78,7 +78,7 @@ typedef struct {
   double lenders_tok_s, lenders_ttft99, lenders_tpot99; /* p99: the worst lender's */
   double borrows, lent_gib, reclaims, reclaimed_gib, reclaim_wait_max_ms;
   /* the lenders' side and the borrower's load */
-  double lenders_lent_peak_gib, returns, kv_blocks, arrived, rejected, offload_steps;
+  double lenders_lent_peak_gib, returns, kv_blocks, arrived, rejected, timed_out, offload_steps;
   double idle_lent_peak_gib; /* the GPUs without a tenant, together at one sample */
 } Row;
 
@@ -105,6 +105,7 @@ static const char *const row_columns[ROW_FIELDS] = {
     "borrower_kv_blocks",
     "borrower_arrived",
     "borrower_rejected",
+    "borrower_timed_out",
     "offload_steps",
     "idle_gpus_lent_peak_gib",
 };
@@ -192,6 +193,7 @@ static Row row_of(const EmaServingReport *report, guint borrower, const gboolean
       row.kv_blocks = (double) r->plan.blocks;
       row.arrived = (double) r->arrived;
       row.rejected = (double) r->rejected;
+      row.timed_out = (double) r->timed_out;
       continue;
     }
     if (!lenders[t])

@@ -771,7 +771,7 @@ static guint tenant_fields(const EmaTenantResult *result, Field *fields) {
   NUM("total_tok_s", ema_tenant_metrics_total_tok_s(m));
   NUM("req_per_s", ema_tenant_metrics_req_per_s(m));
   NUM("goodput_req_s", ema_tenant_metrics_goodput_req_s(m));
-  NUM("slo_attainment", ema_tenant_metrics_slo_attainment(m));
+  NUM("slo_attainment", ema_tenant_metrics_slo_attainment(m, result->timed_out));
   INT("prompt_tokens", m->prompt_tokens);
   INT("output_tokens", m->output_tokens);
   for (guint l = 0; l < G_N_ELEMENTS(latencies); l++) {

@@ -238,8 +238,9 @@ double ema_tenant_metrics_goodput_req_s(const EmaTenantMetrics *metrics) {
   return span > 0 ? (double) metrics->slo_met / span : 0;
 }
 
-double ema_tenant_metrics_slo_attainment(const EmaTenantMetrics *metrics) {
-  return metrics->completed ? (double) metrics->slo_met / (double) metrics->completed : 0;
+double ema_tenant_metrics_slo_attainment(const EmaTenantMetrics *metrics, guint64 timed_out) {
+  guint64 served = metrics->completed + timed_out;
+  return served ? (double) metrics->slo_met / (double) served : 0;
 }
 
 double ema_tenant_metrics_req_per_s(const EmaTenantMetrics *metrics) {

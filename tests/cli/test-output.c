@@ -637,10 +637,10 @@ static void test_compare_repeats(void) {
   csv = ema_test_read_file(out, "compare.csv");
   lines = g_strsplit(csv, "\n", -1);
   g_assert_cmpuint(g_strv_length(lines), ==, 8); /* header, 6 runs, the empty end */
-  ema_test_assert_contains(
-      lines[0], ",lenders_lent_peak_gib,returns,borrower_kv_blocks,"
-                "borrower_arrived,borrower_rejected,offload_steps,idle_gpus_lent_peak_gib,repeat,"
-                "borrower_tok_s_vs_baseline_pct,");
+  ema_test_assert_contains(lines[0], ",lenders_lent_peak_gib,returns,borrower_kv_blocks,"
+                                     "borrower_arrived,borrower_rejected,borrower_timed_out,"
+                                     "offload_steps,idle_gpus_lent_peak_gib,repeat,"
+                                     "borrower_tok_s_vs_baseline_pct,");
   g_assert_true(g_str_has_prefix(lines[2], "2x,2x-r1,"));
   paired = ema_test_read_file(out, "compare-paired.csv");
   ema_test_assert_contains(paired, "variant,baseline,metric,repeats,change_mean_pct,ci95_low_pct,"

@@ -941,6 +941,46 @@ static void test_idle_lender_timeline(void) {
   ema_test_remove_tree(dir);
 }
 
+/* idle-lender.yaml under compare: (static, and static with a 1 ms client timeout, which every
+ * request outlasts): compare.csv counts the borrower's timed-out requests per run, all that
+ * arrived in the second and none in the first. */
+static void test_compare_timed_out(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *root = g_strdup(g_getenv("EMA_SOURCE_ROOT"));
+  g_autofree char *fixture = ema_test_read_file(root, IDLE_LENDER);
+  g_autofree char *text =
+      g_strconcat(fixture,
+                  "compare:\n  static: {policy: static}\n  hurried: {policy: static, "
+                  "tenants.0.trace.timeout: 1ms}\n",
+                  NULL);
+  g_autofree char *path = g_build_filename(dir, "cmp.yaml", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *csv = NULL;
+  g_auto(GStrv) lines = NULL, header = NULL, patient = NULL, hurried = NULL;
+  g_autoptr(EmaTestRun) run = NULL;
+  guint arrived = 0, timed_out = 0;
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
+  g_assert_cmpint(run->status, ==, 0);
+  csv = ema_test_read_file(out, "compare.csv");
+  lines = g_strsplit(csv, "\n", -1);
+  header = g_strsplit(lines[0], ",", -1);
+  patient = g_strsplit(lines[1], ",", -1);
+  hurried = g_strsplit(lines[2], ",", -1);
+  while (header[arrived] && strcmp(header[arrived], "borrower_arrived") != 0)
+    arrived++;
+  while (header[timed_out] && strcmp(header[timed_out], "borrower_timed_out") != 0)
+    timed_out++;
+  g_assert_nonnull(header[arrived]);
+  g_assert_nonnull(header[timed_out]);
+  g_assert_cmpstr(patient[0], ==, "static");
+  g_assert_cmpstr(patient[timed_out], ==, "0");
+  g_assert_cmpstr(hurried[0], ==, "hurried");
+  g_assert_cmpstr(hurried[timed_out], !=, "0");
+  g_assert_cmpstr(hurried[timed_out], ==, hurried[arrived]);
+  ema_test_remove_tree(dir);
+}
+
 /* idle-lender.yaml under compare: (static, ema): gpu1, which has no tenant, lent to the
  * borrower under ema and nothing under static; the comparison names it, alone (gpu0's tenant has
  * no other beside it), with the most it lent at one sample (ema's summary.json; static's says
@@ -1103,6 +1143,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/run/tp-compare", test_tp_compare);
   g_test_add_func("/serving-cli/run/idle-lender-timeline", test_idle_lender_timeline);
   g_test_add_func("/serving-cli/run/idle-lender-compare", test_idle_lender_compare);
+  g_test_add_func("/serving-cli/run/compare-timed-out", test_compare_timed_out);
   g_test_add_func("/serving-cli/sweep/tp-warning", test_tp_sweep);
   g_test_add_func("/serving-cli/run/unwritable-output", test_unwritable_output);
   g_test_add_func("/serving-cli/vllm/replay", test_vllm_replay);

@@ -818,6 +818,8 @@ static void test_timeout(void) {
   g_assert_cmpint(json_object_get_int_member(t, "unfinished"), ==, 0);
   g_assert_cmpint(json_object_get_int_member(t, "steps"), ==, 1);
   g_assert_cmpfloat(latency(t, "ttft_ms", "p50"), ==, 0);
+  /* its client never had its answer: no SLO met */
+  g_assert_cmpfloat(json_object_get_double_member(t, "slo_attainment"), ==, 0);
   g_assert_cmpstr(strchr(requests, '\n') + 1, ==, "");
   ema_test_remove_tree(dir);
 }
@@ -1651,7 +1653,9 @@ static void test_metrics_observer(void) {
   g_assert_cmpfloat(ema_tenant_metrics_kv_util_mean(metrics), ==, (0.25 + 0.75 + 0) / 3);
   g_assert_cmpfloat(ema_tenant_metrics_kv_util_usable_mean(metrics), ==, (0.5 + 0.5 + 0) / 3);
   /* no SLO given: both requests meet them */
-  g_assert_cmpfloat(ema_tenant_metrics_slo_attainment(metrics), ==, 1);
+  g_assert_cmpfloat(ema_tenant_metrics_slo_attainment(metrics, 0), ==, 1);
+  /* two requests whose client gave up first missed them: 2 of 4 */
+  g_assert_cmpfloat(ema_tenant_metrics_slo_attainment(metrics, 2), ==, 0.5);
   g_assert_cmpfloat_with_epsilon(ema_tenant_metrics_goodput_req_s(metrics), 2 / 2.5, 1e-12);
   /* 11 prompt + 4 output tokens over 2.5 s */
   g_assert_cmpfloat_with_epsilon(ema_tenant_metrics_total_tok_s(metrics), 15 / 2.5, 1e-12);

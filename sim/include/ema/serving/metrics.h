@@ -93,10 +93,12 @@ double ema_tenant_metrics_total_tok_s(const EmaTenantMetrics *metrics);
 /* Goodput as vLLM's benchmark_serving.py --goodput defines it: completed
  * requests that met every SLO given, per second (of the span here). */
 double ema_tenant_metrics_goodput_req_s(const EmaTenantMetrics *metrics);
-/* SLO attainment as DistServe defines it: the share of completed requests
- * that met every SLO given (DistServe's goodput is then the highest rate at
- * which this stays at or above a target such as 90%: a sweep's answer). */
-double ema_tenant_metrics_slo_attainment(const EmaTenantMetrics *metrics);
+/* SLO attainment as DistServe defines it: the share of requests that met
+ * every SLO given, of those completed and the TIMED_OUT ones whose client
+ * gave up first (each missed them: its client never had its answer);
+ * DistServe's goodput is then the highest rate at which this stays at or
+ * above a target such as 90%: a sweep's answer. */
+double ema_tenant_metrics_slo_attainment(const EmaTenantMetrics *metrics, guint64 timed_out);
 /* Mean of used / own KV region (can exceed 1 while it borrows). */
 double ema_tenant_metrics_kv_util_mean(const EmaTenantMetrics *metrics);
 /* Mean of used / what it could use at the sample (own - lent + borrowed). */
