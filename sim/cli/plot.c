@@ -21,6 +21,7 @@
 
 #include "ema/core/csv.h"
 #include "ema/core/modelpath.h"
+#include "ema/core/units.h"
 #include "ema/core/node.h"
 #include "ema/policy.h"
 #include "ema/run/json.h"
@@ -461,12 +462,43 @@ static GPtrArray *distinct(const Csv *csv, gint column, gint status) {
   return values;
 }
 
-static gboolean all_numbers(GPtrArray *values) {
-  double v;
-  for (guint i = 0; i < values->len; i++)
-    if (!parse_number(values->pdata[i], &v))
+/* How a swept column's values read on an x axis: as numbers, as durations (in seconds) or as
+ * sizes (in GiB), all of them the same way; else as names, one category each. */
+typedef enum { X_NAMES, X_NUMBERS, X_DURATIONS, X_SIZES } XKind;
+
+static gboolean parse_x(const char *text, XKind kind, double *value) {
+  gint64 ns;
+  guint64 bytes;
+  if (text == NULL || *text == '\0')
+    return FALSE;
+  switch (kind) {
+  case X_NUMBERS:
+    return parse_number(text, value);
+  case X_DURATIONS:
+    if (!ema_units_parse_duration(text, &ns, NULL))
       return FALSE;
-  return values->len > 0;
+    *value = (double) ns / 1e9;
+    return TRUE;
+  case X_SIZES:
+    if (!ema_units_parse_size(text, &bytes, NULL))
+      return FALSE;
+    *value = (double) bytes / (double) (G_GUINT64_CONSTANT(1) << 30);
+    return TRUE;
+  default:
+    return FALSE;
+  }
+}
+
+static XKind x_kind(GPtrArray *values) {
+  double v;
+  for (XKind kind = X_NUMBERS; kind <= X_SIZES; kind++) {
+    guint i = 0;
+    while (i < values->len && parse_x(values->pdata[i], kind, &v))
+      i++;
+    if (values->len > 0 && i == values->len)
+      return kind;
+  }
+  return X_NAMES;
 }
 
 /* Sweep metric Y (0..3) of TENANT ("all": summed or worst over the tenants ROW's point has) in
@@ -510,6 +542,8 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
   g_autoptr(GPtrArray) names = g_ptr_array_new();
   const char *tenant = settings->tenant;
   gboolean categorical = FALSE;
+  XKind kind;
+  g_autofree char *xtitle = NULL;
   gboolean ok = FALSE;
 
   if (!csv_read(path, &csv, error))
@@ -545,13 +579,14 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
   }
   for (guint i = 0; x_column < 0 && i < swept->len; i++) {
     g_autoptr(GPtrArray) values = distinct(&csv, GPOINTER_TO_INT(swept->pdata[i]), status);
-    if (values->len >= 2 && all_numbers(values))
+    if (values->len >= 2 && x_kind(values) != X_NAMES)
       x_column = GPOINTER_TO_INT(swept->pdata[i]);
   }
   if (x_column < 0) /* categories: the first swept column, or the variants */
     x_column = swept->len ? GPOINTER_TO_INT(swept->pdata[0]) : variant;
   categories = distinct(&csv, x_column, status);
-  categorical = !all_numbers(categories);
+  kind = x_kind(categories);
+  categorical = kind == X_NAMES;
   /* lines: given, or the variants, or a swept policy */
   if (settings->by && strcmp(settings->by, "none") != 0) {
     by_column = csv_column(&csv, settings->by);
@@ -597,7 +632,7 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
         if (strcmp(categories->pdata[i], x_text) == 0)
           x = i;
     } else
-      parse_number(x_text, &x);
+      parse_x(x_text, kind, &x);
     /* the line: BY's value, then every other swept column that varies */
     if (by_column >= 0)
       g_string_append(line, csv_cell(row, by_column));
@@ -642,7 +677,11 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
     g_string_append_printf(driver, "nrepeats = %u\n", nrepeats);
   }
   gp_set(driver, "figtitle", settings->title ? settings->title : "sweep");
-  gp_set(driver, "xtitle", settings->xlabel ? settings->xlabel : csv.header->pdata[x_column]);
+  xtitle = settings->xlabel      ? g_strdup(settings->xlabel)
+           : kind == X_DURATIONS ? g_strdup_printf("%s (s)", (char *) csv.header->pdata[x_column])
+           : kind == X_SIZES     ? g_strdup_printf("%s (GiB)", (char *) csv.header->pdata[x_column])
+                                 : g_strdup(csv.header->pdata[x_column]);
+  gp_set(driver, "xtitle", xtitle);
   g_string_append_printf(driver, "categorical = %d\n", categorical);
   if (serving->len) {
     g_autoptr(GString) data = series_data(serving);

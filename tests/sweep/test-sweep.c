@@ -1202,6 +1202,39 @@ static void test_sweep_quoted_category(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A sweep over durations or sizes is drawn on a numeric axis in seconds or GiB, in order of
+ * value (1000ms and 1s are one point), its title naming the unit; names stay categories. */
+static void test_sweep_quantity_axis(void) {
+  static const struct {
+    const char *column, *values[3], *want, *title;
+  } cases[] = {
+      {"tenants.0.trace.timeout", {"20s", "500ms", "1s"}, "\n0.5 11 ", "timeout (s)"},
+      {"server.gpu.hbm_capacity", {"80GiB", "512MiB", "1GiB"}, "\n0.5 11 ", "hbm_capacity (GiB)"},
+      {"policy.name", {"ema", "static", "1s"}, "\n0 10 ", "policy.name'"},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    g_autofree char *text = g_strdup_printf(
+        "point,variant,%s,repeat,seed,status,chat.throughput_tok_s,"
+        "chat.ttft_p99_ms,chat.tpot_p99_ms,chat.e2e_p99_ms\n"
+        "000,base,%s,0,1,ok,10,20,5,100\n001,base,%s,0,1,ok,11,21,5,101\n"
+        "002,base,%s,0,1,ok,12,22,5,102\n",
+        cases[c].column, cases[c].values[0], cases[c].values[1], cases[c].values[2]);
+    g_autofree char *dir = sweep_csv_folder(text);
+    g_autofree char *data = NULL, *driver = NULL;
+    if (dir == NULL)
+      return;
+    {
+      g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, NULL);
+      ema_test_assert_ok(run);
+    }
+    data = ema_test_read_file(dir, "plots/sweep.dat");
+    driver = ema_test_read_file(dir, "plots/plots.gp");
+    ema_test_assert_contains(data, cases[c].want);
+    ema_test_assert_contains(driver, cases[c].title);
+    ema_test_remove_tree(dir);
+  }
+}
+
 /* A plot.yaml edited by hand (as its comment invites) is checked as a sweep file's plot: key
  * is: a setting without a value, or a file that is not a map, is an error at its place (not an
  * "unknown setting", nor ignored). */
@@ -1449,6 +1482,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/plot/run-tampered", test_plot_tampered);
   g_test_add_func("/sweep/plot/many-tenants", test_many_tenants_figure);
   g_test_add_func("/sweep/plot/tenant-sets", test_sweep_tenant_sets);
+  g_test_add_func("/sweep/plot/quantity-axis", test_sweep_quantity_axis);
   g_test_add_func("/sweep/plot/quoted-category", test_sweep_quoted_category);
   g_test_add_func("/sweep/plot/nothing", test_plot_nothing);
   g_test_add_func("/sweep/plot/tenant-unused", test_plot_tenant_unused);
