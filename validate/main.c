@@ -765,6 +765,11 @@ static int command_capture(int argc, char **argv) {
   if (!library)
     return fail(error);
   options.library = library;
+  /* a program without a GPU records nothing: the folder, an earlier capture's, is claimed and
+   * emptied only once there is one */
+  int devices = 0;
+  if (!ema_cuda_device_count(&devices, &error))
+    return fail(error);
   int status = 0;
   if (!ema_capture_run(&options, &status, &error))
     return fail(error);
@@ -814,6 +819,9 @@ static int command_profile(int argc, char **argv, const char *command) {
       return usage_error(message);
     }
     if ((library = ema_capture_find_library(&error)) == NULL)
+      return fail(error);
+    int devices = 0;
+    if (!ema_cuda_device_count(&devices, &error))
       return fail(error);
   }
   /* the folder is claimed, an earlier profile's files going, before a capture runs into it;

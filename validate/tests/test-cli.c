@@ -455,6 +455,41 @@ static char *point_capture(const char *dir) {
   return capture;
 }
 
+/* `profile` (a capture run) and `capture` on a machine without a GPU fail before they claim
+ * their folder: an earlier profile, and an earlier capture, stay as they were (both were
+ * emptied first, then the program found no GPU). */
+static void test_capture_no_device(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *capture = point_capture(dir);
+  g_autofree char *library = user_file(dir, "libfake.so", "");
+  g_autofree char *workload = user_file(dir, "workload.py", "import sys\nsys.exit(1)\n");
+  g_autofree char *earlier = NULL, *now = NULL, *kernels = NULL, *kernels_now = NULL;
+  {
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("profile", "--from-capture", capture, "-o", out, NULL);
+    ema_test_assert_ok(run);
+  }
+  earlier = ema_test_read_file(out, "profile.yaml");
+  kernels = ema_test_read_file(capture, "kernels.csv");
+  g_setenv("EMA_CAPTURE_LIB", library, TRUE);
+  {
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("profile", "--workload", workload, "-o", out, NULL);
+    assert_no_device(run);
+  }
+  {
+    g_autoptr(EmaTestRun) run = cli_without_devices("capture", "-o", capture, "--", "true", NULL);
+    assert_no_device(run);
+  }
+  g_unsetenv("EMA_CAPTURE_LIB");
+  now = ema_test_read_file(out, "profile.yaml");
+  kernels_now = ema_test_read_file(capture, "kernels.csv");
+  g_assert_cmpstr(now, ==, earlier);
+  g_assert_cmpstr(kernels_now, ==, kernels);
+  ema_test_remove_tree(dir);
+}
+
 /* 37#3: `profile -o` claims its folder before it runs anything or writes: a
  * foreign folder is refused, the user's file in it as it was. */
 static void test_profile_claim(void) {
@@ -754,6 +789,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/compare-other-ops", test_compare_other_ops);
   g_test_add_func("/validate/cli/pool-claim", test_pool_claim);
   g_test_add_func("/validate/cli/pool-no-device", test_pool_no_device);
+  g_test_add_func("/validate/cli/capture-no-device", test_capture_no_device);
   g_test_add_func("/validate/cli/profile-claim", test_profile_claim);
   g_test_add_func("/validate/cli/calibrate-output-not-file", test_calibrate_output_not_file);
   g_test_add_func("/validate/cli/decode-csv-other-table", test_decode_csv_other_table);
