@@ -407,6 +407,11 @@ gboolean ema_output_claim_dir_kind(const char *dir, const char *kind, const char
                                    EmaOutputClaimFlags flags, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
   GStatBuf st;
+  if (*dir == '\0') { /* (-o '': mkdir's "Invalid argument" named no folder) */
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                "the output directory's name is empty: give a folder (-o DIR)");
+    return FALSE;
+  }
   if (g_file_test(dir, G_FILE_TEST_EXISTS) && !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR,
                 "cannot create output directory %s: it exists and is not a folder", dir);

@@ -1090,6 +1090,11 @@ static void test_unwritable_output(void) {
     g_autoptr(EmaTestRun) run = ema_test_cli("run", GOLDEN, "-o", blocker, NULL);
     ema_test_assert_error_line(run, prefix_file);
   }
+  /* -o '' names no folder (mkdir's "Invalid argument" did not say which) */
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", GOLDEN, "-o", "", NULL);
+    ema_test_assert_error_line(run, "the output directory's name is empty: give a folder (-o DIR)");
+  }
   ema_test_remove_tree(dir);
 }
 
