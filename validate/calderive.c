@@ -221,15 +221,10 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
   }
   /* GKeyFile ends a value at a NUL byte and reads on ("name=h200x2<NUL>z" was h200x2) */
   if ((nul = memchr(text, '\0', length)) != NULL) {
-    guint line = 1;
-    const char *start = text;
-    for (const char *c = text; c < nul; c++)
-      if (*c == '\n') {
-        line++;
-        start = c + 1;
-      }
+    guint line, col;
+    ema_file_position(text, nul, &line, &col);
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%u:%u: a NUL byte", path,
-                line, (guint) (nul - start) + 1);
+                line, col);
     return NULL;
   }
   if (!g_key_file_load_from_data(file, text, length, G_KEY_FILE_NONE, &local)) {

@@ -143,8 +143,8 @@ gboolean ema_csv_open(EmaCsv *csv, const char *path, GError **error) {
  * lines ended by a CR alone, a classic Mac export, would read as one header and no row); TRUE
  * where there is none. Found by memchr (profile tables run to megabytes), placed only then. */
 static gboolean text_ok(const char *path, const char *text, gsize length, GError **error) {
-  const char *end = text + length, *bad = memchr(text, '\0', length), *start = text;
-  guint line = 1;
+  const char *end = text + length, *bad = memchr(text, '\0', length);
+  guint line, col;
   for (const char *cr = memchr(text, '\r', length); cr && (!bad || cr < bad);
        cr = memchr(cr + 1, '\r', (gsize) (end - cr - 1)))
     if (cr + 1 == end || cr[1] != '\n') {
@@ -153,13 +153,8 @@ static gboolean text_ok(const char *path, const char *text, gsize length, GError
     }
   if (bad == NULL)
     return TRUE;
-  for (const char *c = text; c < bad; c++)
-    if (*c == '\n') {
-      line++;
-      start = c + 1;
-    }
-  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%u:%u: %s", path, line,
-              (guint) (bad - start) + 1,
+  ema_file_position(text, bad, &line, &col);
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX, "%s:%u:%u: %s", path, line, col,
               *bad == '\0' ? "a NUL byte"
                            : "a carriage return (\\r) inside the line: lines must end with \\n "
                              "or \\r\\n");

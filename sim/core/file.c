@@ -121,6 +121,17 @@ gsize ema_file_bom_length(const char *text, gsize length) {
   return length >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 }
 
+void ema_file_position(const char *text, const char *at, guint *line, guint *col) {
+  const char *start = text;
+  *line = 1;
+  for (const char *c = text; c < at; c++)
+    if (*c == '\n') {
+      ++*line;
+      start = c + 1;
+    }
+  *col = (guint) (at - start) + 1;
+}
+
 gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,
                                GError **error) {
   struct stat st;

@@ -27,6 +27,10 @@ FILE *ema_file_open_regular(const char *path, GError **error);
  * PowerShell's export carries one before a header), else 0: the bytes a reader skips. */
 gsize ema_file_bom_length(const char *text, gsize length);
 
+/* The line and the column in bytes, both from 1, of AT (a byte of TEXT, or its end): where an
+ * error about that byte points. */
+void ema_file_position(const char *text, const char *at, guint *line, guint *col);
+
 /* Read all of the regular file PATH, at most MAX_BYTES, into *TEXT
  * (NUL-terminated, free with g_free) and *LENGTH (may be NULL). */
 gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,
