@@ -178,13 +178,11 @@ static char *command_line(int argc, char **argv) {
 /* Whether PATH names a file of the results folder DIR that calibrate reads or writes: the model
  * written there replaced the measurements it came from. */
 static gboolean is_results_file(const char *path, const char *dir) {
-  static const char *const files[] = {"measurements.csv", "samples.csv", "derived.csv",
-                                      "provenance.txt",   "decode.csv",  NULL};
   g_autofree char *base = g_path_get_basename(path);
   g_autofree char *parent = g_path_get_dirname(path);
   g_autofree char *canonical_parent = NULL, *canonical_dir = NULL;
   GStatBuf a, b;
-  if (!g_strv_contains(files, base))
+  if (!g_strv_contains(ema_run_results_entries, base))
     return FALSE;
   if (g_stat(parent, &a) == 0 && g_stat(dir, &b) == 0)
     return a.st_dev == b.st_dev && a.st_ino == b.st_ino;

@@ -447,9 +447,8 @@ static gboolean output_ok(gboolean ok, GError **error) {
   return ok;
 }
 
-/* What a measuring run writes into its folder beside a run's own entries. */
-static const char *const run_entries[] = {"decode.csv",  "provenance.txt", "measurements.csv",
-                                          "samples.csv", "derived.csv",    NULL};
+const char *const ema_run_results_entries[] = {"decode.csv",  "provenance.txt", "measurements.csv",
+                                               "samples.csv", "derived.csv",    NULL};
 
 EmaOpsReport *ema_run_experiment(const EmaExperiment *experiment, const EmaRunOptions *options,
                                  const char *dir, GError **error) {
@@ -481,7 +480,7 @@ EmaOpsReport *ema_run_experiment(const EmaExperiment *experiment, const EmaRunOp
   /* the folder is claimed as ema-sim's runs claim theirs (output.h): what
    * an earlier run wrote there goes, a user's file stays */
   if ((gpus = gpu_list(count, error)) == NULL ||
-      !output_ok(ema_output_claim_dir(dir, run_entries, error), error))
+      !output_ok(ema_output_claim_dir(dir, ema_run_results_entries, error), error))
     return NULL;
 
   shapes = g_new0(EmaKernelShape, count);

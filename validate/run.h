@@ -49,6 +49,10 @@ typedef struct {
   const char *experiment_file; /* as given */
 } EmaRunOptions;
 
+/* The files a measuring run (run, calibrate) writes into its results folder beside a run's own
+ * entries (NULL-terminated). */
+extern const char *const ema_run_results_entries[];
+
 /* Check what can be checked without a GPU: a serving experiment, a flow
  * the kernels cannot do (a read of a size not a multiple of 16), a decode
  * scenario whose model the synthetic step does not support. Errors:
