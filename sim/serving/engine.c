@@ -1161,6 +1161,15 @@ static void leave_waiting(EmaEngine *engine, Req *req) {
     engine->memory.ops->swap_drop(engine->memory.self, blocks_for(engine, req->pub.kv_tokens));
 }
 
+/* Running request REQ leaves the running list for good (rejected or aborted; not a finishing
+ * one): out of the steady region, its blocks given back (its cached ones stay cached). */
+static void leave_running(EmaEngine *engine, Req *req) {
+  if (req->state == REQ_STEADY)
+    steady_remove(engine, req);
+  release_request_blocks(engine, req);
+  running_unlink(engine, req);
+}
+
 static void reject(EmaEngine *engine, Req *req) {
   engine->rejected++;
   if (ema_id_map_remove(engine->by_serial, req->pub.serial))
@@ -1184,10 +1193,7 @@ static void reject_unfit_running(EmaEngine *engine) {
     engine->work++;
     if (footprint(engine, &req->pub) <= total)
       continue;
-    if (req->state == REQ_STEADY)
-      steady_remove(engine, req);
-    release_request_blocks(engine, req);
-    running_unlink(engine, req);
+    leave_running(engine, req);
     reject(engine, req);
   }
 }
@@ -1198,14 +1204,10 @@ static void reject_unfit_running(EmaEngine *engine) {
  * kept it. */
 static void abort_request(EmaEngine *engine, Req *req) {
   engine->work++;
-  if (req->state == REQ_WAITING) {
+  if (req->state == REQ_WAITING)
     leave_waiting(engine, req);
-  } else {
-    if (req->state == REQ_STEADY)
-      steady_remove(engine, req);
-    release_request_blocks(engine, req);
-    running_unlink(engine, req);
-  }
+  else
+    leave_running(engine, req);
   engine->timed_out++;
   ema_id_map_remove(engine->by_serial, req->pub.serial);
   tell_state(engine, req, EMA_KV_FINISHED);
