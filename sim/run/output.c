@@ -1094,7 +1094,8 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
  * latencies, of completed requests only, understate it. (A run cut by its
  * duration leaves the requests in flight then: a tenth of a short run's,
  * which is no overload.) */
-#define LEFT_WARN_SHARE 0.25
+#define LEFT_WARN_PERCENT 25
+#define LEFT_WARN_SHARE (LEFT_WARN_PERCENT / 100.0)
 
 /* A tenant that, at one sample, borrowed more than this many times the
  * remote room its prefetch plan admitted or its blocks used (and at least
@@ -1102,6 +1103,156 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
  * the plan's remote limit, and the lenders lost the room for nothing. */
 #define IDLE_BORROW_FACTOR 10
 #define IDLE_BORROW_MIN_SLICES 512
+
+/* More tenants than this with one warning share one line that names each
+ * (a rack's 72 tenants printed 72 lines alike, one per tenant). */
+#define WARN_TENANTS_APART 3
+
+/* The warnings a run gives per tenant, in the order they are printed. */
+typedef enum {
+  WARN_IDLE_BORROW,    /* borrowed far more than its prefetch plan admitted */
+  WARN_OUTPUTS_RAISED, /* requests asking for 0 output tokens */
+  WARN_NO_ARRIVAL,     /* no request arrived */
+  WARN_ALL_REJECTED,   /* every request rejected */
+  WARN_LEFT,           /* more than LEFT_WARN_SHARE of its requests left */
+  N_TENANT_WARNINGS,
+} TenantWarning;
+
+static guint64 tenant_left(const EmaTenantResult *r) {
+  return r->unfinished + r->rejected + r->timed_out;
+}
+
+/* Whether R has warning KIND. */
+static gboolean tenant_warns(const EmaTenantResult *r, TenantWarning kind) {
+  switch (kind) {
+  case WARN_IDLE_BORROW:
+    return r->idle_borrowed_slices >= IDLE_BORROW_MIN_SLICES &&
+           r->idle_borrowed_slices > IDLE_BORROW_FACTOR * r->idle_admitted_slices;
+  case WARN_OUTPUTS_RAISED:
+    return r->outputs_raised > 0;
+  case WARN_NO_ARRIVAL:
+    return r->arrived == 0;
+  case WARN_ALL_REJECTED:
+    return r->arrived > 0 && r->rejected == r->arrived;
+  case WARN_LEFT:
+    return r->arrived > 0 && r->rejected < r->arrived &&
+           (double) tenant_left(r) > LEFT_WARN_SHARE * (double) r->arrived;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* R's figures for warning KIND (tenant_warns() TRUE): what a line of R's alone says after
+ * "tenant NAME: ", and, SHARED, what follows R's name on a line shared with other tenants. */
+static char *tenant_warning(const EmaTenantResult *r, TenantWarning kind, gboolean shared) {
+  switch (kind) {
+  case WARN_IDLE_BORROW: {
+    g_autofree char *borrowed =
+        ema_units_format_size_human(r->idle_borrowed_slices * EMA_SLICE_BYTES);
+    g_autofree char *admitted =
+        ema_units_format_size_human(r->idle_admitted_slices * EMA_SLICE_BYTES);
+    guint64 times = r->idle_borrowed_slices / MAX(r->idle_admitted_slices, 1);
+    if (shared)
+      return g_strdup_printf("%s against %s (%" G_GUINT64_FORMAT "x)", borrowed, admitted, times);
+    return g_strdup_printf("borrowed %s while its prefetch plan admitted (or its blocks used) %s "
+                           "of KV on peers: its borrow policy takes %" G_GUINT64_FORMAT
+                           "x what the plan's remote limit lets it use; the rest sat idle, out of "
+                           "its lenders' reach (policy.borrow vs policy.prefetch; most-idle's "
+                           "within_limit holds borrowing to the limit)",
+                           borrowed, admitted, times);
+  }
+  case WARN_OUTPUTS_RAISED:
+    if (shared)
+      return g_strdup_printf("%" G_GUINT64_FORMAT, r->outputs_raised);
+    return g_strdup_printf("%" G_GUINT64_FORMAT " request%s of its trace ask%s for 0 output "
+                           "tokens: each ran with 1, as vLLM generates at least one",
+                           r->outputs_raised, r->outputs_raised == 1 ? "" : "s",
+                           r->outputs_raised == 1 ? "s" : "");
+  case WARN_NO_ARRIVAL:
+    return shared ? g_strdup("")
+                  : g_strdup("no request arrived (its trace holds none, or none before the run's "
+                             "end): its row is empty");
+  case WARN_ALL_REJECTED: {
+    /* why, from the counts: over max_model_len, over the KV cache, or both */
+    guint64 too_long = r->rejected_too_long, too_big = r->rejected - r->rejected_too_long;
+    g_autofree char *why =
+        too_big == 0    ? g_strdup("prompt + output longer than the engine's max_model_len")
+        : too_long == 0 ? g_strdup("prompt + output larger than its KV cache")
+                        : g_strdup_printf("%" G_GUINT64_FORMAT
+                                          " longer than max_model_len, %" G_GUINT64_FORMAT
+                                          " larger than its KV cache",
+                                          too_long, too_big);
+    return g_strdup_printf("%s%" G_GUINT64_FORMAT "%s (%s)", shared ? "" : "all ", r->arrived,
+                           shared ? "" : " requests were rejected", why);
+  }
+  case WARN_LEFT: {
+    g_autofree char *counts = g_strdup_printf(
+        "%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT "%s (%" G_GUINT64_FORMAT
+        " unfinished at the end, %" G_GUINT64_FORMAT " rejected, %" G_GUINT64_FORMAT
+        " timed out)",
+        tenant_left(r), r->arrived, shared ? "" : " requests left", r->unfinished, r->rejected,
+        r->timed_out);
+    if (shared)
+      return g_steal_pointer(&counts);
+    return g_strdup_printf(
+        "%s: past its capacity%s, its latencies are of the %" G_GUINT64_FORMAT
+        " completed request%s only and understate it (compare completed too)",
+        counts,
+        r->timed_out > 0 ? ", cut by the run's end or its clients' trace.timeout shorter than its "
+                           "requests take"
+                         : " or cut by the run's end",
+        r->metrics->completed, r->metrics->completed == 1 ? "" : "s");
+  }
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* Warning KIND of REPORT's tenants to ERR, each line after the prefix W: a line per tenant
+ * where at most WARN_TENANTS_APART have it, else one line naming each with its figures. */
+static void warn_tenants(FILE *err, const char *w, const EmaServingReport *report,
+                         TenantWarning kind) {
+  static const char *const shared_head[] = {
+      [WARN_IDLE_BORROW] = "tenants borrowed more than " G_STRINGIFY(
+          IDLE_BORROW_FACTOR) "x the KV on peers that their prefetch plans admitted (or their "
+                              "blocks used): ",
+      [WARN_OUTPUTS_RAISED] = "tenants' traces hold requests asking for 0 output tokens: ",
+      [WARN_NO_ARRIVAL] = "tenants saw no request arrive: ",
+      [WARN_ALL_REJECTED] = "tenants had every request rejected: ",
+      [WARN_LEFT] = "tenants left more than " G_STRINGIFY(LEFT_WARN_PERCENT) "% of their requests: ",
+  };
+  static const char *const shared_tail[] = {
+      [WARN_IDLE_BORROW] = "; the rest sat idle, out of the lenders' reach (policy.borrow vs "
+                           "policy.prefetch; most-idle's within_limit holds borrowing to the "
+                           "limit)",
+      [WARN_OUTPUTS_RAISED] = " requests; each ran with 1, as vLLM generates at least one",
+      [WARN_NO_ARRIVAL] = " (their traces hold none, or none before the run's end): their rows "
+                          "are empty",
+      [WARN_ALL_REJECTED] = "",
+      [WARN_LEFT] = "; past their capacity or cut by the run's end (or by their clients' "
+                    "trace.timeout, where they timed requests out), their latencies are of "
+                    "their completed requests only and understate them (compare completed too)",
+  };
+  g_autoptr(GString) line = g_string_new(NULL);
+  guint count = 0;
+  for (guint i = 0; i < report->tenants->len; i++)
+    count += tenant_warns(report->tenants->pdata[i], kind);
+  for (guint i = 0; i < report->tenants->len; i++) {
+    const EmaTenantResult *r = report->tenants->pdata[i];
+    g_autofree char *text = NULL;
+    if (!tenant_warns(r, kind))
+      continue;
+    text = tenant_warning(r, kind, count > WARN_TENANTS_APART);
+    if (count <= WARN_TENANTS_APART) {
+      fprintf(err, "%stenant %s: %s\n", w, r->spec->name, text);
+      continue;
+    }
+    g_string_append_printf(line, "%s%s%s%s", line->len > 0 ? ", " : "", r->spec->name,
+                           *text ? " " : "", text);
+  }
+  if (count > WARN_TENANTS_APART)
+    fprintf(err, "%s%u %s%s%s\n", w, count, shared_head[kind], line->str, shared_tail[kind]);
+}
 
 void ema_output_warn_before(FILE *err, const char *variant, const EmaExperiment *experiment) {
   g_autoptr(GPtrArray) warnings = ema_experiment_warnings(experiment);
@@ -1135,60 +1286,8 @@ void ema_output_warn_serving(FILE *err, const char *variant, const EmaExperiment
     fprintf(err,
             "%ssteps.csv stopped at %" G_GUINT64_FORMAT " rows, at %.6g s (raise steps_max_rows)\n",
             w, (guint64) experiment->steps_rows, (double) report->steps_capped_at / 1e9);
-  for (guint i = 0; i < report->tenants->len; i++) {
-    const EmaTenantResult *r = report->tenants->pdata[i];
-    guint64 left = r->unfinished + r->rejected + r->timed_out;
-    if (r->idle_borrowed_slices >= IDLE_BORROW_MIN_SLICES &&
-        r->idle_borrowed_slices > IDLE_BORROW_FACTOR * r->idle_admitted_slices) {
-      g_autofree char *borrowed =
-          ema_units_format_size_human(r->idle_borrowed_slices * EMA_SLICE_BYTES);
-      g_autofree char *admitted =
-          ema_units_format_size_human(r->idle_admitted_slices * EMA_SLICE_BYTES);
-      fprintf(err,
-              "%stenant %s: borrowed %s while its prefetch plan admitted (or its "
-              "blocks used) %s of KV on peers: its borrow policy takes %" G_GUINT64_FORMAT
-              "x what the plan's remote limit lets it use; the rest sat idle, out of its "
-              "lenders' reach (policy.borrow vs policy.prefetch; most-idle's within_limit holds "
-              "borrowing to the limit)\n",
-              w, r->spec->name, borrowed, admitted,
-              r->idle_borrowed_slices / MAX(r->idle_admitted_slices, 1));
-    }
-    if (r->outputs_raised > 0)
-      fprintf(err,
-              "%stenant %s: %" G_GUINT64_FORMAT " request%s of its trace ask%s for 0 output "
-              "tokens: each ran with 1, as vLLM generates at least one\n",
-              w, r->spec->name, r->outputs_raised, r->outputs_raised == 1 ? "" : "s",
-              r->outputs_raised == 1 ? "s" : "");
-    if (r->arrived == 0)
-      fprintf(err,
-              "%stenant %s: no request arrived (its trace holds none, or none "
-              "before the run's end): its row is empty\n",
-              w, r->spec->name);
-    else if (r->rejected == r->arrived) {
-      /* why, from the counts: over max_model_len, over the KV cache, or both */
-      guint64 too_long = r->rejected_too_long, too_big = r->rejected - r->rejected_too_long;
-      g_autofree char *why =
-          too_big == 0    ? g_strdup("prompt + output longer than the engine's max_model_len")
-          : too_long == 0 ? g_strdup("prompt + output larger than its KV cache")
-                          : g_strdup_printf("%" G_GUINT64_FORMAT
-                                            " longer than max_model_len, %" G_GUINT64_FORMAT
-                                            " larger than its KV cache",
-                                            too_long, too_big);
-      fprintf(err, "%stenant %s: all %" G_GUINT64_FORMAT " requests were rejected (%s)\n", w,
-              r->spec->name, r->arrived, why);
-    } else if (r->arrived > 0 && (double) left > LEFT_WARN_SHARE * (double) r->arrived)
-      fprintf(err,
-              "%stenant %s: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-              " requests left (%" G_GUINT64_FORMAT " unfinished at the end, %" G_GUINT64_FORMAT
-              " rejected, %" G_GUINT64_FORMAT " timed out): past its capacity%s, its latencies "
-              "are of the %" G_GUINT64_FORMAT " completed request%s only and understate it "
-              "(compare completed too)\n",
-              w, r->spec->name, left, r->arrived, r->unfinished, r->rejected, r->timed_out,
-              r->timed_out > 0 ? ", cut by the run's end or its clients' trace.timeout shorter "
-                                 "than its requests take"
-                               : " or cut by the run's end",
-              r->metrics->completed, r->metrics->completed == 1 ? "" : "s");
-  }
+  for (guint kind = 0; kind < N_TENANT_WARNINGS; kind++)
+    warn_tenants(err, w, report, kind);
 }
 
 static char *format_seconds(double seconds) {

@@ -179,6 +179,45 @@ static void test_timeout_warning(void) {
   ema_test_remove_tree(dir);
 }
 
+/* Tenants alike in a warning: up to three get a line each; a fourth puts them all on one line
+ * that names each with its figures (a rack's 72 tenants printed 72 lines alike) */
+static void test_grouped_warnings(void) {
+  for (guint tenants = 3; tenants <= 4; tenants++) {
+    g_autofree char *dir = ema_test_temp_dir();
+    g_autoptr(GString) yaml = g_string_new("name: impatient\nserver: h200x4-hgx\ntenants:\n");
+    g_autoptr(EmaTestRun) run = NULL;
+    for (guint i = 0; i < tenants; i++)
+      g_string_append_printf(yaml,
+                             "  - {name: t%u, model: llama-3.1-8b, gpu: %u, trace: {arrivals: "
+                             "poisson, rate: 1, duration: 3s, timeout: 1ms, prompt: "
+                             "{dist: fixed, tokens: 200}, output: {dist: fixed, tokens: 20}}}\n",
+                             i, i);
+    run = cli_on_text(dir, "impatient.yaml", yaml->str, "run");
+    g_assert_cmpint(run->status, ==, 0);
+    if (tenants == 3) {
+      for (guint i = 0; i < tenants; i++) {
+        g_autofree char *line = g_strdup_printf("ema-sim: warning: tenant t%u: ", i);
+        ema_test_assert_contains(run->err, line);
+      }
+    } else {
+      /* every request of each timed out: the same counts for all four, in one line */
+      g_auto(GStrv) lines = g_strsplit(run->err, "\n", -1);
+      guint warned = 0;
+      for (guint i = 0; lines[i]; i++)
+        warned += strstr(lines[i], "left more than") != NULL;
+      g_assert_cmpuint(warned, ==, 1);
+      g_assert_null(strstr(run->err, "tenant t0:"));
+      ema_test_assert_contains(run->err,
+                               "ema-sim: warning: 4 tenants left more than 25% of their "
+                               "requests: t0 ");
+      ema_test_assert_contains(run->err, ", t3 ");
+      ema_test_assert_contains(run->err, " timed out); past their capacity or cut by the run's "
+                                         "end (or by their clients' trace.timeout");
+    }
+    ema_test_remove_tree(dir);
+  }
+}
+
 /* a borrow policy that takes far more than its prefetch plan admits is named;
  * held to the plan's limit (most-idle's within_limit), it is not; the same
  * for the busy tenant as a TP-2 group on four H200s (it was never named: the
@@ -1154,6 +1193,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/vllm/replay", test_vllm_replay);
   g_test_add_func("/serving-cli/overload-warning", test_overload_warning);
   g_test_add_func("/serving-cli/timeout-warning", test_timeout_warning);
+  g_test_add_func("/serving-cli/grouped-warnings", test_grouped_warnings);
   g_test_add_func("/serving-cli/idle-borrow-warning", test_idle_borrow_warning);
   g_test_add_func("/serving-cli/vllm/concurrency", test_vllm_concurrency);
   g_test_add_func("/serving-cli/closed-loop-without-arrivals", test_closed_loop_without_arrivals);
