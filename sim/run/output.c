@@ -1176,20 +1176,19 @@ static char *tenant_warning(const EmaTenantResult *r, TenantWarning kind, gboole
     /* why, from the counts: over max_model_len, over the KV cache, or both */
     guint64 too_long = r->rejected_too_long, too_big = r->rejected - r->rejected_too_long;
     g_autofree char *why =
-        too_big == 0    ? g_strdup("prompt + output longer than the engine's max_model_len")
-        : too_long == 0 ? g_strdup("prompt + output larger than its KV cache")
-                        : g_strdup_printf("%" G_GUINT64_FORMAT
-                                          " longer than max_model_len, %" G_GUINT64_FORMAT
-                                          " larger than its KV cache",
-                                          too_long, too_big);
+        too_big == 0 ? g_strdup("prompt + output longer than the engine's max_model_len")
+        : too_long == 0
+            ? g_strdup("prompt + output larger than its KV cache")
+            : g_strdup_printf("%" G_GUINT64_FORMAT " longer than max_model_len, %" G_GUINT64_FORMAT
+                              " larger than its KV cache",
+                              too_long, too_big);
     return g_strdup_printf("%s%" G_GUINT64_FORMAT "%s (%s)", shared ? "" : "all ", r->arrived,
                            shared ? "" : " requests were rejected", why);
   }
   case WARN_LEFT: {
     g_autofree char *counts = g_strdup_printf(
         "%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT "%s (%" G_GUINT64_FORMAT
-        " unfinished at the end, %" G_GUINT64_FORMAT " rejected, %" G_GUINT64_FORMAT
-        " timed out)",
+        " unfinished at the end, %" G_GUINT64_FORMAT " rejected, %" G_GUINT64_FORMAT " timed out)",
         tenant_left(r), r->arrived, shared ? "" : " requests left", r->unfinished, r->rejected,
         r->timed_out);
     if (shared)
@@ -1219,7 +1218,8 @@ static void warn_tenants(FILE *err, const char *w, const EmaServingReport *repor
       [WARN_OUTPUTS_RAISED] = "tenants' traces hold requests asking for 0 output tokens: ",
       [WARN_NO_ARRIVAL] = "tenants saw no request arrive: ",
       [WARN_ALL_REJECTED] = "tenants had every request rejected: ",
-      [WARN_LEFT] = "tenants left more than " G_STRINGIFY(LEFT_WARN_PERCENT) "% of their requests: ",
+      [WARN_LEFT] =
+          "tenants left more than " G_STRINGIFY(LEFT_WARN_PERCENT) "% of their requests: ",
   };
   static const char *const shared_tail[] = {
       [WARN_IDLE_BORROW] = "; the rest sat idle, out of the lenders' reach (policy.borrow vs "

@@ -207,9 +207,8 @@ static void test_grouped_warnings(void) {
         warned += strstr(lines[i], "left more than") != NULL;
       g_assert_cmpuint(warned, ==, 1);
       g_assert_null(strstr(run->err, "tenant t0:"));
-      ema_test_assert_contains(run->err,
-                               "ema-sim: warning: 4 tenants left more than 25% of their "
-                               "requests: t0 ");
+      ema_test_assert_contains(run->err, "ema-sim: warning: 4 tenants left more than 25% of their "
+                                         "requests: t0 ");
       ema_test_assert_contains(run->err, ", t3 ");
       ema_test_assert_contains(run->err, " timed out); past their capacity or cut by the run's "
                                          "end (or by their clients' trace.timeout");
