@@ -524,6 +524,11 @@ static const EmaParam profile_params[] = {
      .default_value = "0", .min = 0, .max = 1e8,
      .help = "the default max_num_batched_tokens on a GPU of at least 70 GiB other than an A100 "
              "(0: as on others)"},
+    {"default_prefix_caching", EMA_PARAM_BOOL, PROFILE_FIELD(default_prefix_caching),
+     .default_value = "true",
+     .help = "prefix caching where an experiment leaves engine.prefix_caching out, as this "
+             "version's `vllm serve` has it (--enable-prefix-caching: on by default in V1, off "
+             "in V0)"},
     {"cpu_overlap", EMA_PARAM_BOOL, PROFILE_FIELD(cpu_overlap), .default_value = "false",
      .help = "async scheduling: a step's CPU work overlaps the GPU's (a step takes the longer)"},
     {"output_cpu_cost", EMA_PARAM_DURATION, PROFILE_FIELD(output_cpu_cost), .default_value = "0s",
@@ -624,9 +629,10 @@ static const EmaParam engine_params[] = {
     {"enforce_eager", EMA_PARAM_BOOL, ENGINE_FIELD(enforce_eager), .default_value = "false",
      .help = "no CUDA graphs, every step run eagerly (vLLM's --enforce-eager; vLLM before 0.2.5 "
              "had no CUDA graphs): needs a profile with eager_layer_cpu_cost"},
-    {"prefix_caching", EMA_PARAM_BOOL, ENGINE_FIELD(prefix_caching), .default_value = "true",
-     .help = "cache full prompt blocks by content (vLLM V1's default); needs prompts with an "
-             "identity: a trace's hash_ids or trace.shared_prefix_tokens"},
+    {"prefix_caching", EMA_PARAM_BOOL, ENGINE_FIELD(prefix_caching), .flags = EMA_PARAM_OPTIONAL,
+     .help = "cache full prompt blocks by content (absent: the profile's default_prefix_caching, "
+             "on in V1, off in V0); needs prompts with an identity: a trace's hash_ids or "
+             "trace.shared_prefix_tokens"},
 };
 
 static const EmaParamTable engine_table = {"engine", sizeof(EmaEngineSpec), engine_params,
@@ -753,8 +759,8 @@ static gboolean resolve_chunked_prefill(EmaEngineSpec *engine, const EmaEnginePr
   return TRUE;
 }
 
-/* The engine profile's values go into the engine spec (a watermark not
- * given is the profile's); max_model_len defaults to the model's context. */
+/* The engine profile's values go into the engine spec (a watermark or
+ * prefix_caching not given is the profile's); max_model_len defaults to the model's context. */
 static gboolean check_tenant(gpointer object, const EmaNode *node, const char *path,
                              GError **error) {
   EmaTenantSpec *tenant = object;
@@ -783,6 +789,8 @@ static gboolean check_tenant(gpointer object, const EmaNode *node, const char *p
   engine->large_gpu_limits = profile->large_gpu_limits;
   if (engine_node == NULL || ema_node_get(engine_node, "watermark") == NULL)
     engine->watermark = profile->watermark;
+  if (engine_node == NULL || ema_node_get(engine_node, "prefix_caching") == NULL)
+    engine->prefix_caching = profile->default_prefix_caching;
   if (engine->max_model_len == 0)
     engine->max_model_len = tenant->model.max_context;
   if (tenant->model.max_context > 0 && engine->max_model_len > tenant->model.max_context) {

@@ -939,6 +939,34 @@ static void test_plan_70b_tp4(void) {
   g_assert_cmpint(config.swap_fixed_cost, ==, EMA_NS(5200));
 }
 
+/* engine.prefix_caching left out is the profile's default_prefix_caching: on under V1, off
+ * under V0 (vllm serve's --enable-prefix-caching default in each); given, it stands */
+static void test_prefix_caching_default(void) {
+  static const struct {
+    const char *profile, *given;
+    gboolean want;
+  } cases[] = {
+      {"vllm-v1", NULL, TRUE},
+      {"vllm-v1", "false", FALSE},
+      {"vllm-v0", NULL, FALSE},
+      {"vllm-v0", "true", TRUE},
+      {"vllm-v0-async-output", NULL, FALSE},
+      {"vllm-v1-otel", NULL, TRUE},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *profile = g_strdup_printf("tenants.1.engine.profile=%s", cases[i].profile);
+    g_autofree char *given =
+        cases[i].given ? g_strdup_printf("tenants.1.engine.prefix_caching=%s", cases[i].given)
+                       : NULL;
+    /* (a V0 step holds a whole prompt: its budget at least max_model_len) */
+    const char *overrides[] = {profile, "tenants.1.engine.max_model_len=2048", given, NULL};
+    g_autofree char *path = ema_test_fixture("serving", "golden.yaml");
+    g_autoptr(EmaExperiment) experiment = load(path, overrides);
+    const EmaTenantSpec *tenant = &g_array_index(experiment->tenants, EmaTenantSpec, 1);
+    g_assert_cmpint(tenant->engine.prefix_caching, ==, cases[i].want);
+  }
+}
+
 static void test_plan_does_not_fit(void) {
   g_autofree char *path = ema_test_fixture("serving", "errors/does-not-fit.yaml");
   g_autofree char *want = g_strconcat(
@@ -1795,6 +1823,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/plan/given-blocks", test_plan_given_blocks);
   g_test_add_func("/serving/plan/llama-8b-h200", test_plan_h200);
   g_test_add_func("/serving/plan/llama-70b-tp4", test_plan_70b_tp4);
+  g_test_add_func("/serving/prefix-caching-default", test_prefix_caching_default);
   g_test_add_func("/serving/plan/named-fp8", test_plan_named_fp8);
   g_test_add_func("/serving/fidelity/combinations", test_fidelity_combinations);
   g_test_add_func("/serving/plan/does-not-fit", test_plan_does_not_fit);

@@ -161,8 +161,9 @@ typedef struct {
    * others; under the v0 scheduler (no chunked prefill) the token budget is at least
    * max_model_len. */
   EmaBatchLimits default_limits, large_gpu_limits;
-  double watermark; /* the admission watermark this engine keeps (V1: none) */
-  char *source;     /* what the numbers were fitted on */
+  double watermark;                /* the admission watermark this engine keeps (V1: none) */
+  gboolean default_prefix_caching; /* engine.prefix_caching where an experiment leaves it out */
+  char *source;                    /* what the numbers were fitted on */
   /* the server (hwmodels/servers) whose host the CPU costs were fitted on: on another server
    * they scale by the two hosts' cpu_speed (NULL: none named, they hold on any host) */
   char *fitted_host;
