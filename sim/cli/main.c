@@ -1649,6 +1649,12 @@ static int command_sweep(int argc, char **argv) {
   }
   if (out_dir == NULL)
     out_dir = default_output_dir(ema_sweep_name(sweep));
+  if (!ema_output_dir_named(out_dir, &error)) { /* before it says where the points go */
+    fprintf(stderr, "%s\n", error->message);
+    g_error_free(error);
+    ema_sweep_mpi_finalize();
+    return 1;
+  }
   program = self_program();
   /* the plugin folders made absolute: each point's run.env records them, and a resume from
    * another working directory must find the same ones */

@@ -403,15 +403,21 @@ gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
   return ema_output_claim_dir_kind(dir, NULL, entries, flags, error);
 }
 
-gboolean ema_output_claim_dir_kind(const char *dir, const char *kind, const char *const *entries,
-                                   EmaOutputClaimFlags flags, GError **error) {
-  g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
-  GStatBuf st;
+gboolean ema_output_dir_named(const char *dir, GError **error) {
   if (*dir == '\0') { /* (-o '': mkdir's "Invalid argument" named no folder) */
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                 "the output directory's name is empty: give a folder (-o DIR)");
     return FALSE;
   }
+  return TRUE;
+}
+
+gboolean ema_output_claim_dir_kind(const char *dir, const char *kind, const char *const *entries,
+                                   EmaOutputClaimFlags flags, GError **error) {
+  g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  GStatBuf st;
+  if (!ema_output_dir_named(dir, error))
+    return FALSE;
   if (g_file_test(dir, G_FILE_TEST_EXISTS) && !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR,
                 "cannot create output directory %s: it exists and is not a folder", dir);

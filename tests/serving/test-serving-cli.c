@@ -1133,6 +1133,13 @@ static void test_unwritable_output(void) {
     g_autoptr(EmaTestRun) run = ema_test_cli("run", GOLDEN, "-o", "", NULL);
     ema_test_assert_error_line(run, "the output directory's name is empty: give a folder (-o DIR)");
   }
+  /* and for a sweep, before it says where its points go ("24 points in /") */
+  {
+    g_autofree char *grid = ema_test_fixture("sweep", "serving-grid.yaml");
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", grid, "-o", "", NULL);
+    ema_test_assert_error_line(run, "the output directory's name is empty: give a folder (-o DIR)");
+    g_assert_cmpstr(run->out, ==, "");
+  }
   ema_test_remove_tree(dir);
 }
 

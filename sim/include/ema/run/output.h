@@ -43,6 +43,9 @@ typedef enum {
  * (NULL-terminated), what this claim may write there. */
 gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
                                    EmaOutputClaimFlags flags, GError **error);
+/* FALSE with an error where DIR cannot name an output folder (-o ''): what a claim refuses
+ * first, for a command to check before it says where its output goes. */
+gboolean ema_output_dir_named(const char *dir, GError **error);
 /* ema_output_claim_dir_full by a command of KIND ("run", "sweep",
  * "frontier": the ema-sim command's name), which the marker records: a
  * folder whose marker records another kind is refused, its every entry
