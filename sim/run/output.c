@@ -1157,15 +1157,21 @@ static char *tenant_warning(const EmaTenantResult *r, TenantWarning kind, gboole
         ema_units_format_size_human(r->idle_borrowed_slices * EMA_SLICE_BYTES);
     g_autofree char *admitted =
         ema_units_format_size_human(r->idle_admitted_slices * EMA_SLICE_BYTES);
-    guint64 times = r->idle_borrowed_slices / MAX(r->idle_admitted_slices, 1);
+    /* (none admitted: no ratio, all of it idle) */
+    g_autofree char *times = r->idle_admitted_slices > 0
+                                 ? g_strdup_printf("%.3gx", (double) r->idle_borrowed_slices /
+                                                                (double) r->idle_admitted_slices)
+                                 : NULL;
     if (shared)
-      return g_strdup_printf("%s against %s (%" G_GUINT64_FORMAT "x)", borrowed, admitted, times);
+      return g_strdup_printf("%s against %s (%s)", borrowed, admitted, times ? times : "none used");
     return g_strdup_printf("borrowed %s while its prefetch plan admitted (or its blocks used) %s "
-                           "of KV on peers: its borrow policy takes %" G_GUINT64_FORMAT
-                           "x what the plan's remote limit lets it use; the rest sat idle, out of "
-                           "its lenders' reach (policy.borrow vs policy.prefetch; most-idle's "
-                           "within_limit holds borrowing to the limit)",
-                           borrowed, admitted, times);
+                           "of KV on peers: its borrow policy takes %s%s; %s, out of its lenders' "
+                           "reach (policy.borrow vs policy.prefetch; most-idle's within_limit "
+                           "holds borrowing to the limit)",
+                           borrowed, admitted, times ? times : "room",
+                           times ? " what the plan's remote limit lets it use"
+                                 : " the plan's remote limit lets it use none of",
+                           times ? "the rest sat idle" : "it sat idle");
   }
   case WARN_OUTPUTS_RAISED:
     if (shared)
