@@ -8,14 +8,14 @@
  * is in [1, 2^32-1], output_length in [0, 2^32-1]; hash_ids, when present, is
  * an array of non-negative integers, at most one per 512-token block of the
  * prompt, its length is the record's prefix_blocks and its ids (kept in hash_ids until the next
- * line is read) the record's prefix_ids; each of these four keys is given at most once (json-glib
- * would keep the last of two); other keys are ignored; blank lines (white space only) are skipped.
- * The first record is read when the file is opened, so an empty file or a bad first line fails the
- * open. A line is scanned before json-glib sees it: nesting deeper than EMA_TRACE_JSON_MAX_DEPTH
- * (json-glib recurses per level) and integers outside 64 bits (json-glib would wrap them) and a
- * second value after the record (json-glib would drop it: two records run together) are errors, so
- * a line costs at most max_line bytes and a bounded stack. Errors name the line and, where they
- * can, the column. */
+ * line is read) the record's prefix_ids; other keys are ignored; blank lines (white space only)
+ * are skipped. The first record is read when the file is opened, so an empty file or a bad first
+ * line fails the open. A line is scanned before json-glib sees it (ema_trace_json_scan): nesting
+ * deeper than EMA_TRACE_JSON_MAX_DEPTH (json-glib recurses per level), integers outside 64 bits
+ * (json-glib would wrap them), a second value after the record (json-glib would drop it: two
+ * records run together) and a key given twice in one object (json-glib would keep the last
+ * value) are errors, so a line costs at most max_line bytes and a bounded stack. Errors name the
+ * line and, where they can, the column. */
 #include <math.h>
 #include <string.h>
 
@@ -85,35 +85,6 @@ static gboolean get_count(MooncakeSource *self, JsonObject *obj, const char *key
   return TRUE;
 }
 
-/* The column of KEY's second name among the line's top-level keys, 0 where it is there once or
- * not at all: json-glib keeps the last of a name given twice, silently. The line is valid JSON
- * (json-glib parsed it), so its strings end and its brackets pair. */
-static guint second_key_column(const MooncakeSource *self, const char *key) {
-  gsize key_len = strlen(key);
-  guint depth = 0, seen = 0;
-  for (gsize i = 0; i < self->len; i++) {
-    char c = self->line[i];
-    gsize start, j;
-    if (c == '{' || c == '[')
-      depth++;
-    else if (c == '}' || c == ']')
-      depth--;
-    if (c != '"')
-      continue;
-    start = j = i + 1;
-    while (j < self->len && self->line[j] != '"')
-      j += self->line[j] == '\\' ? 2 : 1;
-    i = j; /* the closing quote */
-    if (depth != 1 || j - start != key_len || memcmp(self->line + start, key, key_len) != 0)
-      continue;
-    for (j++; j < self->len && (self->line[j] == ' ' || self->line[j] == '\t'); j++)
-      ;
-    if (j < self->len && self->line[j] == ':' && ++seen == 2)
-      return (guint) start;
-  }
-  return 0;
-}
-
 /* Timestamp in ms (integer or real) to ns. */
 static gboolean get_time(MooncakeSource *self, JsonObject *obj, gint64 *ns, GError **error) {
   JsonNode *node = json_object_get_member(obj, "timestamp");
@@ -180,7 +151,7 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
 
   g_autoptr(GError) jerr = NULL;
   gsize at = 0;
-  const char *problem = ema_trace_json_scan(line, len, &at);
+  g_autofree char *problem = ema_trace_json_scan(line, len, &at);
   if (problem != NULL) {
     ema_trace_reader_error_col(&self->reader, (guint) at + 1, error, EMA_TRACE_ERROR_PARSE, "%s",
                                problem);
@@ -197,15 +168,6 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
   }
   JsonObject *obj = json_node_get_object(root);
   gint64 t;
-  static const char *const keys[] = {"timestamp", "input_length", "output_length", "hash_ids"};
-  for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
-    guint column = second_key_column(self, keys[k]);
-    if (column > 0) {
-      ema_trace_reader_error_col(&self->reader, column, error, EMA_TRACE_ERROR_PARSE,
-                                 "'%s' is given twice", keys[k]);
-      return -1;
-    }
-  }
   if (!get_time(self, obj, &t, error) ||
       !get_count(self, obj, "input_length", 1, &out->prompt_tokens, error) ||
       !get_count(self, obj, "output_length", 0, &out->output_tokens, error))

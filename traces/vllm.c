@@ -25,11 +25,12 @@
  * ../shared/traces/lengths/; no token count is ever guessed from bytes.
  *
  * Invariants: the file is a regular file of at most EMA_FILE_MAX_TEXT bytes,
- * scanned (nesting depth, 64-bit integers) before json-glib parses it; after
- * the open only the two length arrays (8 bytes a request) are held; input
- * lengths are in [1, 2^32-1], output lengths in [0, 2^32-1]; no object
- * holds a key twice (json-glib would keep the last value); errors name the
- * file and the line:col (syntax) or the key and index (values, a repeated key). */
+ * scanned (nesting depth, 64-bit integers, keys given twice) before
+ * json-glib parses it; after the open only the two length arrays (8 bytes a
+ * request) are held; input lengths are in [1, 2^32-1], output lengths in
+ * [0, 2^32-1]; no object holds a key twice (the scan refuses it: json-glib
+ * would keep the last value); errors name the file and the line:col (syntax,
+ * a repeated key) or the key and index (values). */
 #include <math.h>
 #include <string.h>
 
@@ -55,44 +56,8 @@ static void vllm_error(GError **error, EmaTraceError code, const char *path, con
   g_set_error(error, EMA_TRACE_ERROR, code, "%s: %s", path, message);
 }
 
-/* An object's keys seen twice. json-glib keeps the last value of a repeated key without a
- * word and says nothing of where it was; every member it parses is counted against the members
- * its object holds once it is set (json-glib emits object-member after setting it; object-start
- * pushes a count, object-end pops it), so a repeated key shows as a member more than the object
- * holds. */
-typedef struct {
-  GArray *counts;  /* guint: members parsed, one per object open */
-  char *duplicate; /* the first key seen twice */
-} KeyCheck;
-
-static void key_check_start(JsonParser *parser, gpointer data) {
-  KeyCheck *check = data;
-  guint zero = 0;
-  (void) parser;
-  g_array_append_val(check->counts, zero);
-}
-
-static void key_check_member(JsonParser *parser, JsonObject *object, const char *name,
-                             gpointer data) {
-  KeyCheck *check = data;
-  guint *count;
-  (void) parser;
-  g_return_if_fail(check->counts->len > 0);
-  count = &g_array_index(check->counts, guint, check->counts->len - 1);
-  if (++*count > json_object_get_size(object) && check->duplicate == NULL)
-    check->duplicate = g_strdup(name);
-}
-
-static void key_check_end(JsonParser *parser, JsonObject *object, gpointer data) {
-  KeyCheck *check = data;
-  (void) parser;
-  (void) object;
-  g_return_if_fail(check->counts->len > 0);
-  g_array_set_size(check->counts, check->counts->len - 1);
-}
-
 /* PATH read and parsed (its root is not NULL), or NULL with the error
- * located at the file and LINE:COL (syntax) or naming the key (a key twice in an object). */
+ * located at the file and LINE:COL. */
 static JsonParser *parse_file(const char *path, GError **error) {
   g_autofree char *text = NULL;
   gsize len = 0, at = 0;
@@ -107,7 +72,7 @@ static JsonParser *parse_file(const char *path, GError **error) {
     g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, "%s:1: %s", path, not_text);
     return NULL;
   }
-  const char *problem = ema_trace_json_scan(text, len, &at);
+  g_autofree char *problem = ema_trace_json_scan(text, len, &at);
   if (problem != NULL) {
     g_autofree char *where = ema_trace_json_line_col(text, at);
     g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, "%s:%s: %s", path, where, problem);
@@ -115,28 +80,13 @@ static JsonParser *parse_file(const char *path, GError **error) {
   }
   g_autoptr(JsonParser) parser = json_parser_new_immutable();
   g_autoptr(GError) jerr = NULL;
-  g_autoptr(GArray) counts = g_array_new(FALSE, FALSE, sizeof(guint));
-  g_autofree char *duplicate = NULL;
-  KeyCheck keys = {counts, NULL};
-  gboolean loaded;
-  g_signal_connect(parser, "object-start", G_CALLBACK(key_check_start), &keys);
-  g_signal_connect(parser, "object-member", G_CALLBACK(key_check_member), &keys);
-  g_signal_connect(parser, "object-end", G_CALLBACK(key_check_end), &keys);
-  loaded = json_parser_load_from_data(parser, text, (gssize) len, &jerr);
-  g_signal_handlers_disconnect_by_data(parser, &keys);
-  duplicate = keys.duplicate;
-  if (!loaded) {
+  if (!json_parser_load_from_data(parser, text, (gssize) len, &jerr)) {
     g_autofree char *message = ema_trace_json_error_message(path, jerr->message);
     g_set_error_literal(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_PARSE, message);
     return NULL;
   }
   if (json_parser_get_root(parser) == NULL) {
     vllm_error(error, EMA_TRACE_ERROR_EMPTY, path, "empty file: no JSON value");
-    return NULL;
-  }
-  if (duplicate != NULL) { /* the key shortened: a key of any length is one line */
-    g_autofree char *quoted = ema_trace_quote(duplicate, strlen(duplicate));
-    vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "duplicate key %s", quoted);
     return NULL;
   }
   return g_steal_pointer(&parser);

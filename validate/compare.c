@@ -156,7 +156,7 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
   double simulated = 0;
   g_autofree char *text = NULL;
   gsize length = 0, at = 0;
-  const char *problem;
+  g_autofree char *problem = NULL;
 
   report->ops = g_array_new(FALSE, TRUE, sizeof(EmaOpResult));
   if (g_file_test(dir, G_FILE_TEST_EXISTS) && !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
@@ -177,7 +177,8 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
     return NULL;
   }
   /* what json-glib would not survive (nesting its parser recurses into) or would get wrong
-   * (integers past 64 bits, a second value it would drop), refused first */
+   * (integers past 64 bits, a second value it would drop, a key given twice of which it would
+   * keep the last value), refused first */
   if ((problem = ema_trace_json_scan(text, length, &at)) != NULL) {
     g_autofree char *where = ema_trace_json_line_col(text, at);
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%s: %s", path, where,

@@ -7,7 +7,7 @@
 JsonObject *ema_json_load_object(JsonParser *parser, const char *path, GError **error) {
   g_autofree char *text = NULL;
   gsize length, at = 0;
-  const char *problem;
+  g_autofree char *problem = NULL;
   GError *inner = NULL;
   JsonNode *root;
   if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, error))

@@ -666,6 +666,72 @@ static void test_transform_shared_prefix(void) {
   g_assert_cmpuint(ids[0], !=, ids[1]);
 }
 
+/* ---- the JSON scan: keys given twice ------------------------------------------ */
+
+/* A key given twice in one object (json-glib keeps the last value, silently) is refused by the
+ * scan every JSON reader runs, at the second one's opening quote. Each case ends in such a key, so
+ * what comes before it is shown accepted: keys alike in objects side by side, or one inside
+ * another, and strings that are values, not keys. */
+static void test_json_scan_keys(void) {
+  static const struct {
+    const char *text;
+    gsize at;
+    const char *message;
+  } cases[] = {
+      /* at the top */
+      {"{\"ttft\": 1, \"ttft\": 2}", 12, "key \"ttft\" given twice in one object"},
+      /* in a nested object */
+      {"{\"a\": 1, \"m\": {\"b\": 1, \"c\": 2, \"b\": 3}}", 31,
+       "key \"b\" given twice in one object"},
+      /* objects side by side in an array each have their own keys */
+      {"[{\"a\": 1}, {\"a\": 2}, {\"b\": 1, \"b\": 2}]", 30, "key \"b\" given twice in one object"},
+      /* the same key at three depths is three keys */
+      {"{\"a\": {\"a\": {\"a\": 1}}, \"b\": 1, \"b\": 2}", 31,
+       "key \"b\" given twice in one object"},
+      /* an inner object's keys are its own, and the outer one's outlive it */
+      {"{\"a\": {\"x\": 1}, \"x\": 2, \"a\": 3}", 24, "key \"a\" given twice in one object"},
+      /* strings that are values (after ':', in arrays) are no keys */
+      {"{\"a\": \"b\", \"b\": \"a\", \"c\": [\"c\", {\"c\": \"a\"}], \"a\": 1}", 45,
+       "key \"a\" given twice in one object"},
+      /* keys are compared as json-glib names members, decoded; named as written */
+      {"{\"a\": 1, \"\\u0061\": 2}", 9, "key \"\\u0061\" given twice in one object"},
+      {"{\"\xf0\x9f\x98\x80\": 1, \"\\ud83d\\ude00\": 2}", 12,
+       "key \"\\ud83d\\ude00\" given twice in one object"},
+      {"{\"a\\\"b\": 1, \"a\\\"b\": 2}", 12, "key \"a\\\"b\" given twice in one object"},
+      /* over lines: the offset of the text, which the readers make LINE:COL */
+      {"{\n  \"x\": [1, 2],\n  \"x\": []\n}", 19, "key \"x\" given twice in one object"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    gsize at = 0;
+    g_autofree char *problem = ema_trace_json_scan(cases[i].text, strlen(cases[i].text), &at);
+    g_assert_cmpstr(problem, ==, cases[i].message);
+    g_assert_cmpuint(at, ==, cases[i].at);
+  }
+
+  /* An object of many keys (kept in a hash set past the first few), twice side by side: the
+   * second one's keys are not the first one's, and its own repeat is found. */
+  g_autoptr(GString) many = g_string_new("[");
+  for (guint copy = 0; copy < 2; copy++) {
+    g_string_append(many, copy == 0 ? "{" : ", {");
+    for (guint k = 0; k < 100; k++)
+      g_string_append_printf(many, "%s\"k%u\": %u", k == 0 ? "" : ", ", k, k);
+  }
+  gsize repeat_at = many->len + 2;
+  g_string_append(many, ", \"k57\": 0}]");
+  gsize at = 0;
+  g_autofree char *problem = ema_trace_json_scan(many->str, many->len, &at);
+  g_assert_cmpstr(problem, ==, "key \"k57\" given twice in one object");
+  g_assert_cmpuint(at, ==, repeat_at);
+
+  /* A long key is named by its first 40 characters. */
+  g_autofree char *long_key = g_strnfill(1000, 'k');
+  g_autofree char *twice = g_strdup_printf("{\"%s\": 1, \"%s\": 2}", long_key, long_key);
+  g_autofree char *long_problem = ema_trace_json_scan(twice, strlen(twice), &at);
+  g_assert_cmpstr(long_problem, ==,
+                  "key \"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...\" given twice in one object");
+  g_assert_cmpuint(at, ==, 1008);
+}
+
 static void test_mooncake_errors(void) {
   GError *error = NULL;
   g_autofree char *bad = fixture("mooncake-malformed.jsonl");
@@ -724,13 +790,17 @@ static void test_mooncake_errors(void) {
        "block size?)"},
       {"{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_ORDER, 2,
        "timestamp goes backwards: 0.009000000 s is earlier than line 1"},
-      /* a key given twice (json-glib keeps the last, silently), at its second name; the same
-       * name inside another key's value, or inside a string, is no second one */
+      /* a key given twice (json-glib keeps the last, silently), at its second name, in the
+       * record or in an object inside it; the same name inside another key's value, or inside a
+       * string, is no second one */
       {"{\"timestamp\": 15, \"input_length\": 1, \"output_length\": 1, \"output_length\": 500}",
-       EMA_TRACE_ERROR_PARSE, 58, "'output_length' is given twice"},
+       EMA_TRACE_ERROR_PARSE, 58, "key \"output_length\" given twice in one object"},
       {"{\"timestamp\": 15, \"hash_ids\": [1], \"input_length\": 1, \"output_length\": 1, "
        "\"hash_ids\": []}",
-       EMA_TRACE_ERROR_PARSE, 75, "'hash_ids' is given twice"},
+       EMA_TRACE_ERROR_PARSE, 75, "key \"hash_ids\" given twice in one object"},
+      {"{\"timestamp\": 15, \"input_length\": 1, \"output_length\": 1, \"meta\": {\"k\": 1, "
+       "\"k\": 2}}",
+       EMA_TRACE_ERROR_PARSE, 75, "key \"k\" given twice in one object"},
       {"{\"timestamp\": 15, \"input_length\": 1, \"output_length\": 1, \"m\": {\"timestamp\": 1}, "
        "\"n\": \"\\\"timestamp\\\": 2\", \"hash_ids\": 3}",
        EMA_TRACE_ERROR_PARSE, 106, "'hash_ids' is not an array"},
@@ -900,7 +970,8 @@ static void test_vllm_bench_sniff(void) {
   g_autofree char *twice =
       write_tmp("vllm-rate-twice.json", "{\"request_rate\": 4, \"request_rate\": \"inf\"}", -1);
   g_assert_false(ema_trace_vllm_bench_read(twice, &bench, &error));
-  assert_error(error, EMA_TRACE_ERROR_PARSE, twice, " duplicate key 'request_rate'");
+  assert_error(error, EMA_TRACE_ERROR_PARSE, twice,
+               "1:21: key \"request_rate\" given twice in one object");
   g_clear_error(&error);
 }
 
@@ -1025,12 +1096,12 @@ static void test_vllm_bench_errors(void) {
       /* a key twice, which json-glib would settle by keeping the last: at the top, in a
        * nested object (after an object of its own keys, each once), spelled with an escape */
       {"{\"input_lens\": [1], \"output_lens\": [1], \"input_lens\": [2]}", EMA_TRACE_ERROR_PARSE,
-       " duplicate key 'input_lens'"},
+       "1:41: key \"input_lens\" given twice in one object"},
       {"{\"input_lens\": [1], \"output_lens\": [1], \"x\": [{\"a\": {\"a\": 1}, \"b\": 2, "
        "\"b\": 3}]}",
-       EMA_TRACE_ERROR_PARSE, " duplicate key 'b'"},
+       EMA_TRACE_ERROR_PARSE, "1:71: key \"b\" given twice in one object"},
       {"{\"input_lens\": [1], \"output_lens\": [1], \"outp\\u0075t_lens\": [2]}",
-       EMA_TRACE_ERROR_PARSE, " duplicate key 'output_lens'"},
+       EMA_TRACE_ERROR_PARSE, "1:41: key \"outp\\u0075t_lens\" given twice in one object"},
       /* a second object after the first, which json-glib would drop without a word */
       {"{\"input_lens\": [1], \"output_lens\": [1]}\n {\"input_lens\": [2], \"output_lens\": "
        "[2]}\n",
@@ -1059,7 +1130,8 @@ static void test_vllm_bench_errors(void) {
   g_autofree char *twice_path = write_tmp("vllm-long-key.json", twice, -1);
   g_assert_null(open_vllm(twice_path, FALSE, &error));
   assert_error(error, EMA_TRACE_ERROR_PARSE, twice_path,
-               " duplicate key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...'");
+               "1:100048: key \"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...\" given twice in one "
+               "object");
   g_clear_error(&error);
 
   /* So are bytes that are not UTF-8 (json-glib named no place). */
@@ -1804,6 +1876,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/traces/burstgpt/keep-failed", test_burstgpt_keep_failed);
   g_test_add_func("/traces/burstgpt/errors", test_burstgpt_errors);
   g_test_add_func("/traces/mooncake/good", test_mooncake_good);
+  g_test_add_func("/traces/json/scan-keys-twice", test_json_scan_keys);
   g_test_add_func("/traces/mooncake/errors", test_mooncake_errors);
   g_test_add_func("/traces/lengths-file/stop-cycle-errors", test_lengths_file);
   g_test_add_func("/traces/vllm-bench/good", test_vllm_bench_good);

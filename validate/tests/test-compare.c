@@ -238,6 +238,13 @@ static void test_read_summary_errors(void) {
        EMA_VALIDATE_ERROR_DATA, "summary.json:1:40: integer out of range (beyond 64 bits)"},
       {NULL, "{\"experiment\": \"compare-fixture\"}\n{\"ops\": []}\n", EMA_VALIDATE_ERROR_DATA,
        "summary.json:2:1: text after the end of the JSON value"},
+      /* a key given twice, of which json-glib would keep the last value: at the second one's
+       * place, at the top or in one op (the ops side by side share their keys) */
+      {"\"seed\" : 1,", "\"seed\" : 1,\n  \"seed\" : 2,", EMA_VALIDATE_ERROR_DATA,
+       "summary.json:5:3: key \"seed\" given twice in one object"},
+      {"\"bandwidth_gbps\" : 104.8576",
+       "\"bandwidth_gbps\" : 104.8576,\n      \"bandwidth_gbps\" : 1", EMA_VALIDATE_ERROR_DATA,
+       "summary.json:21:7: key \"bandwidth_gbps\" given twice in one object"},
   };
   g_autoptr(EmaExperiment) experiment = load_fixture();
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {

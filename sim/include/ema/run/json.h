@@ -15,8 +15,8 @@ void ema_json_add_bool(JsonBuilder *builder, const char *name, gboolean value);
 /* PATH (a regular file, at most EMA_FILE_MAX_TEXT bytes) parsed into PARSER, its root, which
  * must be an object, returned. The text is scanned first as the trace readers scan theirs
  * (ema_trace_json_scan: nesting json-glib's recursive parser cannot take, integers it would
- * wrap). NULL with ERROR naming PATH, and a syntax problem's place as "PATH:LINE:COL: ..."
- * (json-glib's own messages too: ema_trace_json_error_message). */
+ * wrap, a key given twice in one object). NULL with ERROR naming PATH, and a syntax problem's place
+ * as "PATH:LINE:COL: ..." (json-glib's own messages too: ema_trace_json_error_message). */
 JsonObject *ema_json_load_object(JsonParser *parser, const char *path, GError **error);
 
 G_END_DECLS

@@ -212,12 +212,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaTraceArrivals, ema_trace_arrivals_free)
 /* The deepest JSON nesting a text may have (json-glib's parser recurses once per level; a trace
  * record needs 2, summary.json 5). */
 #define EMA_TRACE_JSON_MAX_DEPTH 32
-/* The problem with TEXT that json-glib would not report safely, or NULL: nesting deeper than
- * EMA_TRACE_JSON_MAX_DEPTH, an integer outside gint64, a NUL byte, bytes that are not UTF-8 (of
- * which json-glib names no place), text after a first value that is an object or array
- * (json-glib keeps the first and drops the rest). Strings are skipped (brackets and digits in
- * them are text). On a problem, *AT (may be NULL) is its byte offset. */
-const char *ema_trace_json_scan(const char *text, gsize len, gsize *at);
+/* The problem with TEXT that json-glib would not report safely (newly allocated), or NULL:
+ * nesting deeper than EMA_TRACE_JSON_MAX_DEPTH, an integer outside gint64, a NUL byte, bytes
+ * that are not UTF-8 (of which json-glib names no place), text after a first value that is an
+ * object or array (json-glib keeps the first and drops the rest), a key given twice in one
+ * object (json-glib keeps the last value; compared decoded, "\u0061" is "a"; objects side by
+ * side or one in another may share keys). Strings are skipped (brackets and digits in them are
+ * text). On a problem, *AT (may be NULL) is its byte offset: a repeated key's, its second
+ * opening quote. */
+char *ema_trace_json_scan(const char *text, gsize len, gsize *at) G_GNUC_WARN_UNUSED_RESULT;
 /* "LINE:COLUMN" (both from 1) of byte AT of TEXT, for messages. */
 char *ema_trace_json_line_col(const char *text, gsize at);
 /* json-glib's MESSAGE about the text of PATH as "PATH:LINE:COL: what" (json-glib words it
