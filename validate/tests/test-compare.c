@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "compare.h"
+#include "ema/run/output.h"
 #include "errors.h"
 #include "testutil.h"
 
@@ -263,6 +264,58 @@ static void test_read_summary_errors(void) {
   }
 }
 
+/* The measured folder's resolved.yaml (what `ema-validate run` measured) checked against the
+ * experiment as it is now: the same file reads back; an op's bytes, a decode scenario's batch
+ * or the list of scenarios changed since (another version of the file, or --set) is refused by
+ * name; a resolved.yaml that does not load is an error at its path */
+static void test_read_summary_resolved(void) {
+  const struct {
+    const char *override; /* on the experiment as measured (NULL: as it is) */
+    const char *message;  /* NULL: reads back */
+  } cases[] = {
+      {NULL, NULL},
+      {"ops.1.flows.0.bytes=2MiB",
+       "op 'copy-both-1MiB' was measured as it is written here, not as the experiment has it now"},
+      {"decode.0.batch=2", "decode scenario 'llama31-8b-local-1x1000' was measured as it is "
+                           "written here, not as the experiment has it now"},
+      {"decode=[]", "other ops or decode scenarios than experiment 'compare-fixture' has"},
+  };
+  g_autoptr(EmaExperiment) experiment = load_fixture();
+  g_autofree char *path = ema_test_fixture("compare", "experiment.yaml");
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const char *overrides[] = {cases[i].override, NULL};
+    g_autofree char *dir = edited_summary("\"compare-fixture\"", "\"compare-fixture\"");
+    GError *error = NULL;
+    g_autoptr(EmaExperiment) measured = ema_experiment_load(path, overrides, &error);
+    g_autoptr(EmaOpsReport) report = NULL;
+    g_assert_no_error(error);
+    g_assert_true(ema_output_write_resolved(dir, measured, &error));
+    g_assert_no_error(error);
+    report = ema_compare_read_summary(dir, experiment, &error);
+    if (cases[i].message == NULL) {
+      g_assert_no_error(error);
+      g_assert_nonnull(report);
+    } else {
+      g_autofree char *resolved = g_build_filename(dir, "resolved.yaml", NULL);
+      g_assert_null(report);
+      assert_error(error, EMA_VALIDATE_ERROR_DATA, resolved);
+      ema_test_assert_contains(error->message, cases[i].message);
+      g_clear_error(&error);
+    }
+    ema_test_remove_tree(dir);
+  }
+  /* one that does not load */
+  {
+    g_autofree char *dir = edited_summary("\"compare-fixture\"", "\"compare-fixture\"");
+    GError *error = NULL;
+    write_text(dir, "resolved.yaml", "name: compare-fixture\nserver: no-such-server\n");
+    g_assert_null(ema_compare_read_summary(dir, experiment, &error));
+    assert_error(error, EMA_VALIDATE_ERROR_DATA, "resolved.yaml: does not load: ");
+    g_clear_error(&error);
+    ema_test_remove_tree(dir);
+  }
+}
+
 /* Nesting deeper than json-glib's recursive parser takes is refused before it runs (it
  * overflowed the stack: a crash). */
 static void test_read_summary_deep(void) {
@@ -369,6 +422,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/compare/read-summary-errors", test_read_summary_errors);
   g_test_add_func("/validate/compare/read-summary-missing", test_read_summary_missing);
   g_test_add_func("/validate/compare/read-summary-deep", test_read_summary_deep);
+  g_test_add_func("/validate/compare/read-summary-resolved", test_read_summary_resolved);
   g_test_add_func("/validate/compare/write", test_write);
   g_test_add_func("/validate/compare/provenance", test_provenance);
   return g_test_run();
