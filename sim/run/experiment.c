@@ -766,19 +766,16 @@ static gboolean warn_nothing_shared(const EmaExperiment *experiment, gboolean bo
   return FALSE;
 }
 
-/* Into WARNINGS: how the TP group T shares under a policy that borrows (BORROWS) or parks
- * preempted KV on peers (PARKS), as its own sharing settings let it; nothing where they let it
- * take no part. */
-static void warn_group_shares(const EmaExperiment *experiment, const EmaTenantSpec *t,
-                              gboolean borrows, gboolean parks, GPtrArray *warnings) {
+/* How the TP group T shares under a policy that borrows (BORROWS) or parks preempted KV on
+ * peers (PARKS), as its own sharing settings let it: *HEAD the policy's part ("under policy ema
+ * (borrow: most-idle)") and the return the group's ("it borrows ..., and lends ..."); NULL
+ * where they let it take no part. */
+static char *group_shares(const EmaExperiment *experiment, const EmaTenantSpec *t, gboolean borrows,
+                          gboolean parks, char **head) {
   gboolean takes = borrows && t->sharing.borrow, lends = tenant_lends(t);
   const char *kept = t->sharing.lend ? "lend_limit: 0%" : "lend: false";
-  g_autofree char *group = NULL;
   if (!takes && !lends && !parks)
-    return;
-  group = g_strdup_printf("tenant %s (tp %" G_GINT64_FORMAT " on gpu%" G_GINT64_FORMAT
-                          "..gpu%" G_GINT64_FORMAT ") shares as a group under policy %s",
-                          t->name, t->tp, t->gpu, t->gpu + t->tp - 1, experiment->policy.name);
+    return NULL;
   if (borrows) {
     g_autofree char *take =
         takes ? g_strdup_printf("it borrows from the GPUs outside the group, each rank %s its "
@@ -792,19 +789,66 @@ static void warn_group_shares(const EmaExperiment *experiment, const EmaTenantSp
         lends ? g_strdup_printf("lends its spare KV memory as a group, each rank its share%s",
                                 parks ? ", holding peers' parked KV" : "")
               : g_strdup_printf("lends nothing (sharing: {%s})", kept);
-    g_ptr_array_add(warnings, g_strdup_printf("%s (borrow: %s): %s, and %s", group,
-                                              experiment->policy.borrow, take, lend));
-  } else if (lends)
-    g_ptr_array_add(warnings,
-                    g_strdup_printf("%s (preempt: %s): it parks its preempted KV on peers and "
-                                    "holds theirs",
-                                    group, ema_preempt_choice_name(experiment->policy.preempt)));
-  else
-    g_ptr_array_add(warnings,
-                    g_strdup_printf("%s (preempt: %s): it parks its preempted KV on peers and "
-                                    "holds none of theirs (sharing: {%s})",
-                                    group, ema_preempt_choice_name(experiment->policy.preempt),
-                                    kept));
+    *head = g_strdup_printf("under policy %s (borrow: %s)", experiment->policy.name,
+                            experiment->policy.borrow);
+    return g_strdup_printf("%s, and %s", take, lend);
+  }
+  *head = g_strdup_printf("under policy %s (preempt: %s)", experiment->policy.name,
+                          ema_preempt_choice_name(experiment->policy.preempt));
+  return lends ? g_strdup("it parks its preempted KV on peers and holds theirs")
+               : g_strdup_printf("it parks its preempted KV on peers and holds none of theirs "
+                                 "(sharing: {%s})",
+                                 kept);
+}
+
+/* More TP groups than this that share alike get one line naming each (a rack's 36 groups
+ * printed 36 lines alike), as a run's tenants do (output.c). */
+#define GROUPS_APART 3
+
+/* Into WARNINGS: how each TP group shares under a policy that borrows (BORROWS) or parks
+ * preempted KV on peers (PARKS), as its own sharing settings let it (nothing for a group that
+ * takes no part): a line per group, or one per way of sharing where more than GROUPS_APART
+ * groups share alike, in the order the first of each comes. */
+static void warn_groups_share(const EmaExperiment *experiment, gboolean borrows, gboolean parks,
+                              GPtrArray *warnings) {
+  /* per group that takes part: the policy's part, its own, and its name and GPUs */
+  g_autoptr(GPtrArray) heads = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) details = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    char *head = NULL, *detail;
+    if (t->tp <= 1 || (detail = group_shares(experiment, t, borrows, parks, &head)) == NULL)
+      continue;
+    g_ptr_array_add(heads, head);
+    g_ptr_array_add(details, detail);
+    g_ptr_array_add(names, g_strdup_printf("%s (tp %" G_GINT64_FORMAT " on gpu%" G_GINT64_FORMAT
+                                           "..gpu%" G_GINT64_FORMAT ")",
+                                           t->name, t->tp, t->gpu, t->gpu + t->tp - 1));
+  }
+  for (guint i = 0; i < details->len; i++) {
+    g_autoptr(GString) alike = g_string_new(NULL);
+    guint count = 0, j;
+    /* (the head is the policy's, the same for every group) */
+    for (j = 0; j < i && strcmp(details->pdata[j], details->pdata[i]) != 0; j++) {
+    }
+    if (j < i)
+      continue; /* said with the first group that shares so */
+    for (j = i; j < details->len; j++)
+      if (strcmp(details->pdata[j], details->pdata[i]) == 0)
+        g_string_append_printf(alike, "%s%s", count++ ? ", " : "", (char *) names->pdata[j]);
+    for (j = i; count <= GROUPS_APART && j < details->len; j++)
+      if (strcmp(details->pdata[j], details->pdata[i]) == 0)
+        g_ptr_array_add(warnings,
+                        g_strdup_printf("tenant %s shares as a group %s: %s",
+                                        (char *) names->pdata[j], (char *) heads->pdata[j],
+                                        (char *) details->pdata[j]));
+    if (count > GROUPS_APART)
+      g_ptr_array_add(warnings,
+                      g_strdup_printf("%u tenants share as TP groups %s, each alike: %s; each: %s",
+                                      count, (char *) heads->pdata[i], alike->str,
+                                      (char *) details->pdata[i]));
+  }
 }
 
 /* Into WARNINGS: each tenant whose engine.num_gpu_blocks fixes its KV cache on a server whose
@@ -855,11 +899,7 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   parks = ema_policy_spec_parks_on_peers(&experiment->policy);
   if (!(borrows || parks) || !warn_nothing_shared(experiment, borrows, parks, warnings))
     return warnings;
-  for (guint i = 0; i < experiment->tenants->len; i++) {
-    const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
-    if (t->tp > 1)
-      warn_group_shares(experiment, t, borrows, parks, warnings);
-  }
+  warn_groups_share(experiment, borrows, parks, warnings);
   return warnings;
 }
 

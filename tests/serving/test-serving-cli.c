@@ -586,6 +586,59 @@ static void test_tenant_sharing(void) {
   ema_test_remove_tree(dir);
 }
 
+/* TP groups that share alike: up to three get a line each; more share one line naming each
+ * (a rack's 36 groups printed 36 lines alike); a group that shares otherwise keeps its own */
+static void test_group_sharing_grouped(void) {
+  for (guint groups = 3; groups <= 4; groups++) {
+    g_autofree char *dir = ema_test_temp_dir();
+    g_autoptr(GString) yaml =
+        g_string_new("name: groups\nserver: b200x8-hgx\npolicy: ema\ntenants:\n");
+    g_autoptr(EmaTestRun) run = NULL;
+    g_auto(GStrv) lines = NULL;
+    guint shares = 0;
+    for (guint i = 0; i < groups; i++)
+      g_string_append_printf(yaml,
+                             "  - {name: g%u, model: llama-3.1-8b, gpu: %u, tp: 2, trace: "
+                             "{arrivals: poisson, rate: 1, duration: 1s, prompt: {dist: fixed, "
+                             "tokens: 10}, output: {dist: fixed, tokens: 5}}}\n",
+                             i, 2 * i);
+    /* the last group takes nothing: it shares otherwise */
+    g_string_append_printf(yaml,
+                           "  - {name: other, model: llama-3.1-8b, gpu: %u, tp: 2, "
+                           "sharing: {borrow: false}, trace: {arrivals: poisson, rate: 1, "
+                           "duration: 1s, prompt: {dist: fixed, tokens: 10}, output: "
+                           "{dist: fixed, tokens: 5}}}\n",
+                           2 * groups);
+    if (groups == 4) /* (the fifth group needs a larger server) */
+      g_string_replace(yaml, "b200x8-hgx", "gb200-nvl72", 1);
+    run = cli_on_text(dir, "groups.yaml", yaml->str, "check");
+    g_assert_cmpint(run->status, ==, 0);
+    lines = g_strsplit(run->err, "\n", -1);
+    for (guint i = 0; lines[i]; i++)
+      shares += strstr(lines[i], "share") != NULL;
+    ema_test_assert_contains(run->err, "ema-sim: warning: tenant other (tp 2 on gpu");
+    ema_test_assert_contains(run->err, ") shares as a group under policy ema (borrow: most-idle): "
+                                       "it borrows nothing (sharing: {borrow: false})");
+    if (groups == 3) {
+      g_assert_cmpuint(shares, ==, 4);
+      ema_test_assert_contains(run->err, "ema-sim: warning: tenant g2 (tp 2 on gpu4..gpu5) shares "
+                                         "as a group under policy ema (borrow: most-idle): it "
+                                         "borrows from the GPUs outside the group");
+    } else {
+      g_assert_cmpuint(shares, ==, 2);
+      g_assert_null(strstr(run->err, "tenant g0 "));
+      ema_test_assert_contains(
+          run->err,
+          "ema-sim: warning: 4 tenants share as TP groups under policy ema (borrow: "
+          "most-idle), each alike: g0 (tp 2 on gpu0..gpu1), g1 (tp 2 on gpu2..gpu3), "
+          "g2 (tp 2 on gpu4..gpu5), g3 (tp 2 on gpu6..gpu7); each: it borrows from the "
+          "GPUs outside the group, each rank reading or offloading the attention over its "
+          "shard of the remote KV, and lends its spare KV memory as a group");
+    }
+    ema_test_remove_tree(dir);
+  }
+}
+
 #define TP_SHARE "tests/fixtures/experiments/tp-share.yaml"
 #define GROUP_BIG                                                                                  \
   "ema-sim: warning: tenant big (tp 2 on gpu0..gpu1) shares as a group under policy "
@@ -1200,6 +1253,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/overload-warning", test_overload_warning);
   g_test_add_func("/serving-cli/timeout-warning", test_timeout_warning);
   g_test_add_func("/serving-cli/grouped-warnings", test_grouped_warnings);
+  g_test_add_func("/serving-cli/group-sharing-grouped", test_group_sharing_grouped);
   g_test_add_func("/serving-cli/idle-borrow-warning", test_idle_borrow_warning);
   g_test_add_func("/serving-cli/vllm/concurrency", test_vllm_concurrency);
   g_test_add_func("/serving-cli/closed-loop-without-arrivals", test_closed_loop_without_arrivals);
