@@ -801,14 +801,10 @@ static char *group_shares(const EmaExperiment *experiment, const EmaTenantSpec *
                                  kept);
 }
 
-/* More TP groups than this that share alike get one line naming each (a rack's 36 groups
- * printed 36 lines alike), as a run's tenants do (output.c). */
-#define GROUPS_APART 3
-
 /* Into WARNINGS: how each TP group shares under a policy that borrows (BORROWS) or parks
  * preempted KV on peers (PARKS), as its own sharing settings let it (nothing for a group that
- * takes no part): a line per group, or one per way of sharing where more than GROUPS_APART
- * groups share alike, in the order the first of each comes. */
+ * takes no part): a line per group, or one per way of sharing where more than
+ * EMA_WARN_ALIKE_APART groups share alike, in the order the first of each comes. */
 static void warn_groups_share(const EmaExperiment *experiment, gboolean borrows, gboolean parks,
                               GPtrArray *warnings) {
   /* per group that takes part: the policy's part, its own, and its name and GPUs */
@@ -837,13 +833,13 @@ static void warn_groups_share(const EmaExperiment *experiment, gboolean borrows,
     for (j = i; j < details->len; j++)
       if (strcmp(details->pdata[j], details->pdata[i]) == 0)
         g_string_append_printf(alike, "%s%s", count++ ? ", " : "", (char *) names->pdata[j]);
-    for (j = i; count <= GROUPS_APART && j < details->len; j++)
+    for (j = i; count <= EMA_WARN_ALIKE_APART && j < details->len; j++)
       if (strcmp(details->pdata[j], details->pdata[i]) == 0)
         g_ptr_array_add(warnings,
                         g_strdup_printf("tenant %s shares as a group %s: %s",
                                         (char *) names->pdata[j], (char *) heads->pdata[j],
                                         (char *) details->pdata[j]));
-    if (count > GROUPS_APART)
+    if (count > EMA_WARN_ALIKE_APART)
       g_ptr_array_add(warnings,
                       g_strdup_printf("%u tenants share as TP groups %s, each alike: %s; each: %s",
                                       count, (char *) heads->pdata[i], alike->str,

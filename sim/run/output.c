@@ -1110,10 +1110,6 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
 #define IDLE_BORROW_FACTOR 10
 #define IDLE_BORROW_MIN_SLICES 512
 
-/* More tenants than this with one warning share one line that names each
- * (a rack's 72 tenants printed 72 lines alike, one per tenant). */
-#define WARN_TENANTS_APART 3
-
 /* The warnings a run gives per tenant, in the order they are printed. */
 typedef enum {
   WARN_IDLE_BORROW,    /* borrowed far more than its prefetch plan admitted */
@@ -1220,7 +1216,7 @@ static char *tenant_warning(const EmaTenantResult *r, TenantWarning kind, gboole
 }
 
 /* Warning KIND of REPORT's tenants to ERR, each line after the prefix W: a line per tenant
- * where at most WARN_TENANTS_APART have it, else one line naming each with its figures. */
+ * where at most EMA_WARN_ALIKE_APART have it, else one line naming each with its figures. */
 static void warn_tenants(FILE *err, const char *w, const EmaServingReport *report,
                          TenantWarning kind) {
   static const char *const shared_head[] = {
@@ -1254,15 +1250,15 @@ static void warn_tenants(FILE *err, const char *w, const EmaServingReport *repor
     g_autofree char *text = NULL;
     if (!tenant_warns(r, kind))
       continue;
-    text = tenant_warning(r, kind, count > WARN_TENANTS_APART);
-    if (count <= WARN_TENANTS_APART) {
+    text = tenant_warning(r, kind, count > EMA_WARN_ALIKE_APART);
+    if (count <= EMA_WARN_ALIKE_APART) {
       fprintf(err, "%stenant %s: %s\n", w, r->spec->name, text);
       continue;
     }
     g_string_append_printf(line, "%s%s%s%s", line->len > 0 ? ", " : "", r->spec->name,
                            *text ? " " : "", text);
   }
-  if (count > WARN_TENANTS_APART)
+  if (count > EMA_WARN_ALIKE_APART)
     fprintf(err, "%s%u %s%s%s\n", w, count, shared_head[kind], line->str, shared_tail[kind]);
 }
 

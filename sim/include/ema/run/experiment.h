@@ -141,8 +141,14 @@ gboolean ema_experiment_is_serving(const EmaExperiment *experiment);
  * with its GPUs, with how its group shares as its sharing settings let it
  * (it borrows from the GPUs outside it, reading or offloading its shard of
  * the remote KV, parks its preempted KV on peers, lends as a group and
- * holds peers' parked KV, or not). */
+ * holds peers' parked KV, or not); more than EMA_WARN_ALIKE_APART groups
+ * that share alike, in one warning naming each. */
 GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment);
+
+/* More tenants than this with one warning alike share one line that names
+ * each (a rack's tenants or TP groups printed dozens of lines alike): the
+ * before-run warnings here, and a run's (output.h). */
+#define EMA_WARN_ALIKE_APART 3
 
 /* The experiment as YAML with every value explicit (resolved.yaml). */
 char *ema_experiment_to_yaml(const EmaExperiment *experiment);
