@@ -28,6 +28,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "private.h"
 
 /* The keys of an object compared one by one, before a hash set is worth its allocation. */
@@ -280,16 +281,9 @@ char *ema_trace_json_scan(const char *text, gsize len, gsize *at) {
 }
 
 char *ema_trace_json_line_col(const char *text, gsize at) {
-  guint64 line = 1, column = 1;
-  for (gsize i = 0; i < at; i++) {
-    if (text[i] == '\n') {
-      line++;
-      column = 1;
-    } else {
-      column++;
-    }
-  }
-  return g_strdup_printf("%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT, line, column);
+  guint line, column;
+  ema_file_position(text, text + at, &line, &column);
+  return g_strdup_printf("%u:%u", line, column);
 }
 
 char *ema_trace_json_error_message(const char *path, const char *message) {
