@@ -335,6 +335,13 @@ static void assert_profile_error(const char *nvtx, const char *message) {
   ema_test_remove_tree(dir);
 }
 
+/* nvtx.csv with one range NAME (from 100 to 300 ns) and nothing in it */
+static char *one_range(const char *name) {
+  return g_strdup_printf("timestamp_ns,flags,id,domain,name\n100,start,1,\"\",\"%s\"\n"
+                         "300,end,1,\"\",\"\"\n",
+                         name);
+}
+
 /* each error about a range is at the line of its start in nvtx.csv */
 static void test_profile_errors(void) {
   const char *head = "timestamp_ns,flags,id,domain,name\n";
@@ -347,16 +354,13 @@ static void test_profile_errors(void) {
                                       "300,end,1,\"\",\"\"\n", NULL);
   assert_profile_error(idle,
                        "nvtx.csv:2: NVTX range 'ema.point gemm m=1': a repeat owns no kernel");
-  g_autofree char *bad =
-      g_strconcat(head, "100,start,1,\"\",\"ema.point gemm m\"\n", "300,end,1,\"\",\"\"\n", NULL);
+  g_autofree char *bad = one_range("ema.point gemm m");
   assert_profile_error(bad, "nvtx.csv:2: NVTX range 'ema.point gemm m': not 'ema.point TABLE "
                             "KEY=VALUE...'");
   /* 37#7, 37#17: the table is one file name in -o, the values CSV cells */
-  g_autofree char *escape = g_strconcat(head, "100,start,1,\"\",\"ema.point ../../escaped m=1\"\n",
-                                        "300,end,1,\"\",\"\"\n", NULL);
+  g_autofree char *escape = one_range("ema.point ../../escaped m=1");
   assert_profile_error(escape, "table '../../escaped' is not a table name");
-  g_autofree char *comma = g_strconcat(head, "100,start,1,\"\",\"ema.point gemm m=1,2\"\n",
-                                       "300,end,1,\"\",\"\"\n", NULL);
+  g_autofree char *comma = one_range("ema.point gemm m=1,2");
   assert_profile_error(comma, "'m=1,2' holds a comma, quote or line break");
   g_autofree char *keys = g_strconcat(
       head, "1000,start,1,\"\",\"ema.point gemm m=1\"\n", "1000,start,2,\"\",\"ema.rep\"\n",
@@ -367,12 +371,10 @@ static void test_profile_errors(void) {
                              "those of the table's first point");
   /* a key twice, or named as a column the repeats give, would repeat a column of TABLE.csv;
    * a point measured twice would be two rows of one shape: the profile loader refuses both */
-  g_autofree char *twice = g_strconcat(head, "100,start,1,\"\",\"ema.point gemm m=1 m=2\"\n",
-                                       "300,end,1,\"\",\"\"\n", NULL);
+  g_autofree char *twice = one_range("ema.point gemm m=1 m=2");
   assert_profile_error(twice,
                        "nvtx.csv:2: NVTX range 'ema.point gemm m=1 m=2': key 'm' given twice");
-  g_autofree char *column = g_strconcat(head, "100,start,1,\"\",\"ema.point gemm m=1 repeats=3\"\n",
-                                        "300,end,1,\"\",\"\"\n", NULL);
+  g_autofree char *column = one_range("ema.point gemm m=1 repeats=3");
   assert_profile_error(column, "key 'repeats' names a column the table gets from the repeats");
   g_autofree char *again = g_strconcat(
       head, "1000,start,1,\"\",\"ema.point gemm m=1\"\n", "1000,start,2,\"\",\"ema.rep\"\n",
