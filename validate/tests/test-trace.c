@@ -342,6 +342,16 @@ static char *one_range(const char *name) {
                          name);
 }
 
+/* nvtx.csv with two ranges FIRST and SECOND one after the other, each with one repeat */
+static char *two_points(const char *first, const char *second) {
+  return g_strdup_printf("timestamp_ns,flags,id,domain,name\n"
+                         "1000,start,1,\"\",\"%s\"\n1000,start,2,\"\",\"ema.rep\"\n"
+                         "3000,end,2,\"\",\"\"\n3000,end,1,\"\",\"\"\n"
+                         "3000,start,3,\"\",\"%s\"\n3000,start,4,\"\",\"ema.rep\"\n"
+                         "6000,end,4,\"\",\"\"\n6000,end,3,\"\",\"\"\n",
+                         first, second);
+}
+
 /* each error about a range is at the line of its start in nvtx.csv */
 static void test_profile_errors(void) {
   const char *head = "timestamp_ns,flags,id,domain,name\n";
@@ -362,11 +372,7 @@ static void test_profile_errors(void) {
   assert_profile_error(escape, "table '../../escaped' is not a table name");
   g_autofree char *comma = one_range("ema.point gemm m=1,2");
   assert_profile_error(comma, "'m=1,2' holds a comma, quote or line break");
-  g_autofree char *keys = g_strconcat(
-      head, "1000,start,1,\"\",\"ema.point gemm m=1\"\n", "1000,start,2,\"\",\"ema.rep\"\n",
-      "3000,end,2,\"\",\"\"\n", "3000,end,1,\"\",\"\"\n",
-      "3000,start,3,\"\",\"ema.point gemm n=1\"\n", "3000,start,4,\"\",\"ema.rep\"\n",
-      "6000,end,4,\"\",\"\"\n", "6000,end,3,\"\",\"\"\n", NULL);
+  g_autofree char *keys = two_points("ema.point gemm m=1", "ema.point gemm n=1");
   assert_profile_error(keys, "nvtx.csv:6: NVTX range 'ema.point gemm n=1': its keys differ from "
                              "those of the table's first point");
   /* a key twice, or named as a column the repeats give, would repeat a column of TABLE.csv;
@@ -376,11 +382,7 @@ static void test_profile_errors(void) {
                        "nvtx.csv:2: NVTX range 'ema.point gemm m=1 m=2': key 'm' given twice");
   g_autofree char *column = one_range("ema.point gemm m=1 repeats=3");
   assert_profile_error(column, "key 'repeats' names a column the table gets from the repeats");
-  g_autofree char *again = g_strconcat(
-      head, "1000,start,1,\"\",\"ema.point gemm m=1\"\n", "1000,start,2,\"\",\"ema.rep\"\n",
-      "3000,end,2,\"\",\"\"\n", "3000,end,1,\"\",\"\"\n",
-      "3000,start,3,\"\",\"ema.point gemm m=1\"\n", "3000,start,4,\"\",\"ema.rep\"\n",
-      "6000,end,4,\"\",\"\"\n", "6000,end,3,\"\",\"\"\n", NULL);
+  g_autofree char *again = two_points("ema.point gemm m=1", "ema.point gemm m=1");
   assert_profile_error(again, "nvtx.csv:6: NVTX range 'ema.point gemm m=1': the same point as "
                               "line 2 (measured twice)");
   const char *const bad_runs[] = {"ema.rep x0", "ema.rep xy", "ema.rep 4", "ema.rep x"};
