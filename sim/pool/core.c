@@ -46,32 +46,46 @@ const char *ema_pool_action_name(EmaPoolAction action) {
 /* ---- the requests' blocks -------------------------------------------------- */
 
 static void request_free(EmaPoolRequest *r) {
-  g_free(r); /* its at[] with it */
+  g_free(r->remote_at);
+  g_free(r);
 }
 
 static EmaPoolRequest *request_find(const EmaPoolCore *c, guint gpu, guint64 request) {
   return ema_id_map_lookup(c->requests[gpu], request);
 }
 
+#define AT(r, p) ema_pool_request_at(r, p)
+
 /* R's places mask (EmaPoolRequest.places) as its at[] says. */
 static guint64 request_places(const EmaPoolCore *c, const EmaPoolRequest *r) {
   guint64 places = 0;
   for (guint p = 0; p < MIN(c->n, 64); p++)
-    if (r->at[p] > 0)
+    if (AT(r, p) > 0)
       places |= G_GUINT64_CONSTANT(1) << p;
   return places;
 }
 
+/* Where R's count of blocks on place P is kept: its own slices' in the
+ * record, a lender's in remote_at[], made (of C's n places) at its first. */
+static inline guint64 *request_slot(const EmaPoolCore *c, EmaPoolRequest *r, guint p) {
+  if (p == r->gpu)
+    return &r->local;
+  if (r->remote_at == NULL)
+    r->remote_at = g_new0(guint64, c->n);
+  return &r->remote_at[p];
+}
+
 /* K more of R's blocks on place P, or K fewer: at[] and its mask. */
-static inline void request_add(EmaPoolRequest *r, guint p, guint64 k) {
-  r->at[p] += k;
+static inline void request_add(const EmaPoolCore *c, EmaPoolRequest *r, guint p, guint64 k) {
+  *request_slot(c, r, p) += k;
   if (k > 0 && p < 64)
     r->places |= G_GUINT64_CONSTANT(1) << p;
 }
 
-static inline void request_sub(EmaPoolRequest *r, guint p, guint64 k) {
-  r->at[p] -= k;
-  if (r->at[p] == 0 && p < 64)
+static inline void request_sub(const EmaPoolCore *c, EmaPoolRequest *r, guint p, guint64 k) {
+  guint64 *at = request_slot(c, r, p);
+  *at -= k;
+  if (*at == 0 && p < 64)
     r->places &= ~(G_GUINT64_CONSTANT(1) << p);
 }
 
@@ -80,7 +94,7 @@ static inline void request_sub(EmaPoolRequest *r, guint p, guint64 k) {
  * blocks or their places. The list keeps the running list's order (by
  * started; a request joins it near its end, or it is short). */
 static void request_placed(EmaPoolCore *c, guint gpu, EmaPoolRequest *r) {
-  gboolean is = r->running.data != NULL && r->at[gpu] < r->blocks, was = r->remote.data != NULL;
+  gboolean is = r->running.data != NULL && AT(r, gpu) < r->blocks, was = r->remote.data != NULL;
   GQueue *q = &c->remote_list[gpu];
   GList *before = q->tail;
   if (is == was)
@@ -122,11 +136,9 @@ static EmaPoolRequest *request_get(EmaPoolCore *c, guint gpu, guint64 request) {
   EmaPoolRequest *r = request_find(c, gpu, request);
   if (r)
     return r;
-  /* one allocation: the record, then its at[] (a record's size keeps a guint64 aligned) */
-  G_STATIC_ASSERT(sizeof(EmaPoolRequest) % sizeof(guint64) == 0);
-  r = g_malloc0(sizeof *r + c->n * sizeof(guint64));
+  r = g_new0(EmaPoolRequest, 1);
   r->request = request;
-  r->at = (guint64 *) (gpointer) (r + 1);
+  r->gpu = gpu;
   r->last = gpu;
   r->link.data = r;
   ema_id_map_insert(c->requests[gpu], request, r);
@@ -139,20 +151,21 @@ static EmaPoolRequest *request_get(EmaPoolCore *c, guint gpu, guint64 request) {
 }
 
 /* K blocks of R move from place FROM to place TO (counts only). */
-static void request_shift(EmaPoolRequest *r, guint from, guint to, guint64 k) {
-  g_assert_cmpuint(k, <=, r->at[from]);
-  request_sub(r, from, k);
-  request_add(r, to, k);
-  if (r->at[from] == 0 && r->last == from)
+static void request_shift(const EmaPoolCore *c, EmaPoolRequest *r, guint from, guint to,
+                          guint64 k) {
+  g_assert_cmpuint(k, <=, AT(r, from));
+  request_sub(c, r, from, k);
+  request_add(c, r, to, k);
+  if (AT(r, from) == 0 && r->last == from)
     r->last = to;
 }
 
 /* R's newest block is where it still has blocks (after some left). */
 static void request_fix_last(const EmaPoolCore *c, EmaPoolRequest *r) {
-  if (r->blocks == 0 || r->at[r->last] > 0)
+  if (r->blocks == 0 || AT(r, r->last) > 0)
     return;
   for (guint p = 0; p < c->n; p++)
-    if (r->at[p] > 0)
+    if (AT(r, p) > 0)
       r->last = p;
 }
 
@@ -197,9 +210,9 @@ void ema_pool_core_to_cache(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   /* its first blocks: the local ones first (takes are local first) */
   for (guint k = 0; left > 0 && k < c->n; k++) {
     guint p = (g->index + k) % c->n;
-    guint64 m = MIN(left, r->at[p]);
-    request_sub(r, p, m);
-    request_add(cache, p, m);
+    guint64 m = MIN(left, AT(r, p));
+    request_sub(c, r, p, m);
+    request_add(c, cache, p, m);
     if (m > 0)
       cache->last = p;
     left -= m;
@@ -244,7 +257,11 @@ static const EmaRequestView *view_requests(const EmaPoolView *view, guint gpu, g
     EmaPoolRequest *r = l->data;
     EmaRequestView *v = &g_array_index(c->request_views, EmaRequestView, *n);
     guint64 *at = &g_array_index(c->request_at, guint64, *n * c->n);
-    memcpy(at, r->at, c->n * sizeof(guint64));
+    if (r->remote_at)
+      memcpy(at, r->remote_at, c->n * sizeof(guint64));
+    else
+      memset(at, 0, c->n * sizeof(guint64));
+    at[gpu] = r->local;
     *v = (EmaRequestView){.request = r->request,
                           .state = view_state(r->state),
                           .blocks = r->blocks,
@@ -285,13 +302,13 @@ static void requests_take_from(EmaPoolCore *c, EmaSliceGpu *g, guint from, guint
     for (GList *l = c->request_list[g->index].tail; left > 0 && l; l = l->prev) {
       EmaPoolRequest *r = l->data;
       guint64 k;
-      if (coldness_rank(r) != rank || r->at[from] == 0)
+      if (coldness_rank(r) != rank || AT(r, from) == 0)
         continue;
-      k = MIN(left, r->at[from]);
+      k = MIN(left, AT(r, from));
       if (to < c->n) {
-        request_shift(r, from, to, k);
+        request_shift(c, r, from, to, k);
       } else {
-        request_sub(r, from, k);
+        request_sub(c, r, from, k);
         r->blocks -= k;
         request_fix_last(c, r);
       }
@@ -324,8 +341,8 @@ static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GErro
                                      : "in the running list, not running");
     running += r->state == EMA_KV_RUNNING;
     for (guint p = 0; p < c->n; p++) {
-      sum[p] += r->at[p];
-      total += r->at[p];
+      sum[p] += AT(r, p);
+      total += AT(r, p);
     }
     if (total != r->blocks)
       return ema_slice_ledger_invalid(error,
@@ -333,7 +350,7 @@ static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GErro
                                       " holds %" G_GUINT64_FORMAT " blocks but %" G_GUINT64_FORMAT
                                       " by place",
                                       g->index, r->request, r->blocks, total);
-    if (r->blocks > 0 && r->at[r->last] == 0)
+    if (r->blocks > 0 && AT(r, r->last) == 0)
       return ema_slice_ledger_invalid(error,
                                       "gpu%u: request %" G_GUINT64_FORMAT
                                       "'s newest block is on gpu%u, where it has none",
@@ -345,7 +362,7 @@ static gboolean check_requests(const EmaPoolCore *c, const EmaSliceGpu *g, GErro
   /* the remote-running list: the running ones with blocks on a lender, in order */
   for (const GList *l = c->running_list[g->index].head; l; l = l->next) {
     const EmaPoolRequest *r = l->data;
-    if (r->at[g->index] == r->blocks)
+    if (AT(r, g->index) == r->blocks)
       continue;
     if (remote == NULL || remote->data != r)
       return ema_slice_ledger_invalid(error,
@@ -668,7 +685,7 @@ static void take_assign(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint
     if (p > 0 && place == g->index)
       continue;
     if (hi > lo) {
-      request_add(r, place, hi - lo);
+      request_add(c, r, place, hi - lo);
       r->blocks += hi - lo;
       r->last = place;
       k -= hi - lo;
@@ -689,7 +706,9 @@ static gboolean take_fits_local(const EmaPoolCore *c, const EmaSliceGpu *g, guin
 /* K local blocks of such a take become R's (its blocks on lenders stay as
  * they were: no change to the remote-running list). */
 static void take_local(const EmaSliceGpu *g, EmaPoolRequest *r, guint64 k) {
-  request_add(r, g->index, k);
+  r->local += k; /* R is G's: its own slices */
+  if (k > 0 && g->index < 64)
+    r->places |= G_GUINT64_CONSTANT(1) << g->index;
   r->blocks += k;
   r->last = g->index;
 }
@@ -748,11 +767,11 @@ gboolean ema_pool_core_take_each(EmaPoolCore *c, EmaSliceGpu *g, const guint64 *
  * terms below are 0) what left lender j. */
 static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint64 n, guint first,
                         guint64 *gone) {
-  guint64 left = n, total = r->blocks - r->at[g->index], places = r->places;
+  guint64 left = n, total = r->blocks - r->local, places = r->places;
   FOR_EACH_PLACE (c, places, j)
     gone[j] = 0;
-  if (first < c->n && first != g->index && r->at[first] > 0) {
-    guint64 k = MIN(left, r->at[first]);
+  if (first < c->n && first != g->index && AT(r, first) > 0) {
+    guint64 k = MIN(left, AT(r, first));
     gone[first] += k;
     left -= k;
     total -= k;
@@ -763,7 +782,7 @@ static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint
       guint64 have, k;
       if (left == 0)
         break;
-      have = j == g->index ? 0 : r->at[j] - gone[j];
+      have = j == g->index ? 0 : AT(r, j) - gone[j];
       k = MIN(have, share_total * have / total);
       gone[j] += MIN(left, k);
       left -= MIN(left, k);
@@ -773,8 +792,8 @@ static void give_remote(EmaPoolCore *c, EmaSliceGpu *g, EmaPoolRequest *r, guint
     guint best = c->n;
     guint64 most = 0;
     FOR_EACH_PLACE (c, places, j)
-      if (j != g->index && r->at[j] - gone[j] > most) {
-        most = r->at[j] - gone[j];
+      if (j != g->index && AT(r, j) - gone[j] > most) {
+        most = AT(r, j) - gone[j];
         best = j;
       }
     g_assert(best < c->n);
@@ -794,7 +813,7 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   g_assert(r != NULL);
   places = r->places; /* where blocks may go from (give_remote), before they do */
   used = r->blocks;
-  rremote = used - r->at[g->index];
+  rremote = used - r->local;
   g_assert_cmpuint(n, <=, used);
   if (n == used) {
     remote = rremote;
@@ -804,22 +823,22 @@ gboolean ema_pool_core_give(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
     /* in proportion, rounded to the nearest */
     remote = (guint64) floor((double) n * (double) rremote / (double) used + 0.5);
     remote = MIN(remote, rremote);
-    if (n - remote > r->at[g->index])
-      remote = n - r->at[g->index];
+    if (n - remote > r->local)
+      remote = n - r->local;
   }
   if (remote > 0) {
     give_remote(c, g, r, remote, first, gone);
     FOR_EACH_PLACE (c, places, j) {
       if (gone[j] == 0)
         continue;
-      request_sub(r, j, gone[j]);
+      request_sub(c, r, j, gone[j]);
       ema_slice_ledger_change_remote(&c->ledger, g, j, -(gint64) gone[j]);
       if (B(c)->forget)
         B(c)->forget(D(c), g->index, j, gone[j]);
     }
     g->remote_total -= remote;
   }
-  request_sub(r, g->index, n - remote);
+  request_sub(c, r, g->index, n - remote);
   r->blocks -= n;
   request_fix_last(c, r);
   request_placed(c, g->index, r);
@@ -1371,7 +1390,7 @@ static gboolean apply_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementAc
   EmaPoolRequest *r = a->from < c->n && a->to < c->n && a->from != a->to
                           ? request_find(c, g->index, a->request)
                           : NULL;
-  guint64 have = r ? r->at[a->from] : 0, room = r ? place_room(c, g, a->to) : 0;
+  guint64 have = r ? AT(r, a->from) : 0, room = r ? place_room(c, g, a->to) : 0;
   guint64 m = MIN(a->blocks, MIN(have, room));
   double map_s = 0, copy_s = 0;
   if (a->request == EMA_KV_PREFIX_CACHE) {
@@ -1401,7 +1420,7 @@ static gboolean apply_place(EmaPoolCore *c, EmaSliceGpu *g, const EmaPlacementAc
     return FALSE;
   if (B(c)->move && !B(c)->move(D(c), g->index, a->from, a->to, m, &copy_s, error))
     return FALSE;
-  request_shift(r, a->from, a->to, m);
+  request_shift(c, r, a->from, a->to, m);
   request_placed(c, g->index, r);
   if (a->from == g->index) {
     g->local_used -= m;

@@ -784,7 +784,7 @@ static EmaKvVictim pick_evicted(gpointer data, const EmaRequest *request) {
   if (ev->any)
     return EMA_KV_VICTIM_PREEMPT;
   r = ema_pool_core_request(&ev->pool->core, ev->g->index, request->serial);
-  return r && r->at[ev->lender] > 0 ? EMA_KV_VICTIM_PREEMPT : EMA_KV_VICTIM_SKIP;
+  return r && ema_pool_request_at(r, ev->lender) > 0 ? EMA_KV_VICTIM_PREEMPT : EMA_KV_VICTIM_SKIP;
 }
 
 static gboolean sim_evict(gpointer data, guint gpu, guint lender, guint64 n, gboolean to_host,
@@ -1045,7 +1045,7 @@ static gboolean shares_start(Pool *p, Gpu *g, gboolean decoding, EmaOffloadShare
     p->share_overlap[j] = 0;
   sums->block_tokens = g->engine ? ema_engine_block_tokens(g->engine) : EMA_KV_BLOCK_TOKENS;
   sums->cache = ema_pool_core_request(&p->core, g->index, EMA_KV_PREFIX_CACHE);
-  sums->cache_remote = sums->cache && sums->cache->blocks > sums->cache->at[g->index];
+  sums->cache_remote = sums->cache && sums->cache->blocks > sums->cache->local;
   return TRUE;
 }
 
@@ -1073,7 +1073,7 @@ static void share_request(const Pool *p, const Gpu *g, const EmaPoolRequest *r, 
                           EmaOffloadShare *shares) {
   const EmaPoolRequest *cache = sums->cache;
   guint64 block_tokens = sums->block_tokens;
-  gboolean own_remote = r->at[g->index] < r->blocks, remote = FALSE;
+  gboolean own_remote = r->local < r->blocks, remote = FALSE;
   guint64 context, blocks, cached = 0, spare = 0, lenders;
   if (!own_remote && !sums->cache_remote)
     return; /* nothing on a lender */
@@ -1099,13 +1099,14 @@ static void share_request(const Pool *p, const Gpu *g, const EmaPoolRequest *r, 
   if (g->index < 64)
     lenders &= ~(G_GUINT64_CONSTANT(1) << g->index);
   for (guint j = next_place(p, g, lenders, 0); j < p->n; j = next_place(p, g, lenders, j + 1)) {
-    if (j == g->index || r->at[j] == 0)
+    guint64 there = j == g->index ? 0 : ema_pool_request_at(r, j);
+    if (there == 0)
       continue; /* none of its blocks there (a place past the mask's 64) */
-    g_assert(r->last != j || spare < r->at[j] * block_tokens);
+    g_assert(r->last != j || spare < there * block_tokens);
     shares[j].seqs++;
-    shares[j].context += (double) (r->at[j] * block_tokens) - (r->last == j ? (double) spare : 0);
+    shares[j].context += (double) (there * block_tokens) - (r->last == j ? (double) spare : 0);
     shares[j].new_kv += r->last == j;
-    p->share_overlap[j] += cached > 0 && cache->at[j] > 0;
+    p->share_overlap[j] += cached > 0 && ema_pool_request_at(cache, j) > 0;
     remote = TRUE;
   }
   sums->merged += remote;
@@ -1121,10 +1122,10 @@ static guint64 shares_finish(const Pool *p, const Gpu *g, const ShareSums *sums,
   guint64 seqs = sums->cached_seqs + sums->remote_cached_seqs;
   guint64 blocks = sums->cached_blocks + sums->remote_cached_blocks;
   FOR_EACH_LENDER (p, g, j)
-    if (seqs > 0 && cache->at[j] > 0) {
+    if (seqs > 0 && ema_pool_request_at(cache, j) > 0) {
       shares[j].seqs += seqs - p->share_overlap[j];
-      shares[j].context +=
-          (double) (blocks * sums->block_tokens) * (double) cache->at[j] / (double) cache->blocks;
+      shares[j].context += (double) (blocks * sums->block_tokens) *
+                           (double) ema_pool_request_at(cache, j) / (double) cache->blocks;
     }
   /* (shares_start cleared the other GPUs') */
   FOR_EACH_LENDER (p, g, j)

@@ -70,9 +70,9 @@ static void rig_clear(Rig *r) {
 static void assert_at(const Rig *r, guint64 request, guint64 l, guint64 a, guint64 b, guint last) {
   const EmaPoolRequest *q = ema_pool_core_request(&r->core, 0, request);
   g_assert_nonnull(q);
-  g_assert_cmpuint(q->at[0], ==, l);
-  g_assert_cmpuint(q->at[1], ==, a);
-  g_assert_cmpuint(q->at[2], ==, b);
+  g_assert_cmpuint(ema_pool_request_at(q, 0), ==, l);
+  g_assert_cmpuint(ema_pool_request_at(q, 1), ==, a);
+  g_assert_cmpuint(ema_pool_request_at(q, 2), ==, b);
   g_assert_cmpuint(q->blocks, ==, l + a + b);
   /* the places mask: gpu0's bit, gpu1's, gpu2's */
   g_assert_cmpuint(q->places, ==, (l > 0 ? 1u : 0u) | (a > 0 ? 2u : 0u) | (b > 0 ? 4u : 0u));
@@ -268,17 +268,17 @@ static void test_check_catches(void) {
   EmaPoolRequest *q;
   rig_fill(&r);
   q = (EmaPoolRequest *) ema_pool_core_request(&r.core, 0, R1);
-  q->at[1]--; /* a block of R1 lost */
-  q->at[2]++; /* ...and found where the ledger has none of it */
+  q->remote_at[1]--; /* a block of R1 lost */
+  q->remote_at[2]++; /* ...and found where the ledger has none of it */
   g_assert_false(ema_pool_core_check(&r.core, &error));
   g_assert_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID);
   g_assert_cmpstr(error->message, ==, "gpu0: its requests hold 4 blocks on gpu1, the ledger 5");
   g_clear_error(&error);
-  q->at[2]--;
+  q->remote_at[2]--;
   g_assert_false(ema_pool_core_check(&r.core, &error));
   g_assert_cmpstr(error->message, ==, "gpu0: request 11 holds 3 blocks but 2 by place");
   g_clear_error(&error);
-  q->at[1]++;
+  q->remote_at[1]++;
   check(&r);
   /* a places mask that names a place holding none of its blocks */
   q->places |= 1u << 3;

@@ -234,9 +234,9 @@ static void assert_request_at(Bench *b, guint gpu, guint64 serial, guint64 l, gu
                               guint64 r2) {
   const EmaPoolRequest *r = ema_pool_request(b->pool, gpu, serial);
   g_assert_nonnull(r);
-  g_assert_cmpuint(r->at[gpu], ==, l);
-  g_assert_cmpuint(r->at[1], ==, r1);
-  g_assert_cmpuint(r->at[2], ==, r2);
+  g_assert_cmpuint(ema_pool_request_at(r, gpu), ==, l);
+  g_assert_cmpuint(ema_pool_request_at(r, 1), ==, r1);
+  g_assert_cmpuint(ema_pool_request_at(r, 2), ==, r2);
   g_assert_cmpuint(r->blocks, ==, l + r1 + r2);
 }
 

@@ -38,7 +38,7 @@ G_BEGIN_DECLS
  * tenant's blocks are its requests' (and its prefix cache's, request
  * EMA_KV_PREFIX_CACHE; a driver without engines names its blocks
  * EMA_KV_UNNAMED): for every GPU g and place p (g itself: its own slices; a
- * lender j), the sum over g's requests of at[p] is g's local_used (p = g)
+ * lender j), the sum over g's requests of at[p] (ema_pool_request_at) is g's local_used (p = g)
  * or remote[p], no request holds a block twice, the GPU's running list
  * holds exactly its requests in EMA_KV_RUNNING, and its remote-running
  * list exactly those of them with blocks on a lender (at[g] < blocks), in
@@ -47,8 +47,13 @@ G_BEGIN_DECLS
 typedef struct {
   guint64 request;
   EmaKvState state;
+  guint gpu;           /* g: the GPU whose tenant's it is */
   guint64 blocks;      /* in all */
-  guint64 *at;         /* [n]: at[g] in g's own slices, at[j] in the slices lender j lends g */
+  guint64 local;       /* in g's own slices: at[g] (ema_pool_request_at) */
+  guint64 *remote_at;  /* [n], or NULL while it has never had a block on a lender: at[j] in the
+                          slices lender j lends g (remote_at[g] unused, 0). Apart, so that the
+                          common local-only record stays one line or two whatever the server's
+                          GPU count */
   guint last;          /* where its newest block is (the new token's K/V goes there) */
   guint64 places;      /* bit p (p < 64): it has blocks on place p (what at[] says, kept with it) */
   GList link;          /* in its GPU's list, in the order the pool first saw it; data = this */
@@ -60,6 +65,11 @@ typedef struct {
                           been described, kept until it finishes; NULL before, without an
                           engine and for the prefix cache */
 } EmaPoolRequest;
+
+/* R's blocks on place P: its GPU's own slices (P = R's GPU) or lender P's. */
+static inline guint64 ema_pool_request_at(const EmaPoolRequest *r, guint p) {
+  return p == r->gpu ? r->local : r->remote_at ? r->remote_at[p] : 0;
+}
 
 #define EMA_POOL_REASON_CHARS 160
 
