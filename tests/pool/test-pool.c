@@ -1864,6 +1864,10 @@ static void test_step_offload_one_long(void) {
   assert_request_at(b, 0, 0, 2, 0, 0);
   assert_request_at(b, 0, 49, 2, 0, 0);
   assert_request_at(b, 0, 50, 0, 300, 0);
+  /* the lenders' counts only for the request that has blocks on one: a record's size does
+   * not grow with the server's GPUs where its request stays local */
+  g_assert_null(ema_pool_request(b->pool, 0, 49)->remote_at);
+  g_assert_nonnull(ema_pool_request(b->pool, 0, 50)->remote_at);
   assert_share(b, 0, 1, 4800, 1);
   /* S = 12,288 and R = 16,512 bytes per layer, against 39 times as much */
   g_assert_cmpfloat(exact.sent, ==, 12288);
