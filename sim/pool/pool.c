@@ -1957,12 +1957,16 @@ void ema_pool_free(EmaPool *pool) {
   g_free(pool);
 }
 
+guint64 ema_pool_lendable_slices(guint64 slices, double lend_limit) {
+  return (guint64) floor(CLAMP(lend_limit, 0, 1) * (double) slices);
+}
+
 void ema_pool_set_sharing(EmaPool *pool, guint gpu, gboolean lend, gboolean borrow,
                           double lend_limit) {
   Gpu *g = &pool->pool.gpus[gpu];
   g->lend_off = !lend;
   g->borrow_off = !borrow;
-  g->lend_keep = g->slices - (guint64) floor(CLAMP(lend_limit, 0, 1) * (double) g->slices);
+  g->lend_keep = g->slices - ema_pool_lendable_slices(g->slices, lend_limit);
   ema_slice_gpu_refresh(&g->counters); /* what it lends, and its view entry */
   ema_slice_gpu_touch(&g->counters);
 }

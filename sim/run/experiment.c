@@ -13,6 +13,7 @@
 
 #include "ema/core/units.h"
 #include "ema/pool/core.h"
+#include "ema/pool/pool.h"
 #include "ema/pool/registry.h"
 
 static const char *const flow_kind_names[] = {"copy", "read", NULL};
@@ -717,10 +718,43 @@ static void warn_kv_over_hbm(const EmaExperiment *experiment, GPtrArray *warning
   }
 }
 
+/* The slices T's lend_limit lets it lend: ema_pool_lendable_slices of the slices its GPUs hold
+ * for KV, as the run sizes them (a TP group's ranks' regions together, as the pool keeps a
+ * group: one record); *REGION (may be NULL) those slices, 0 where its plan fails (the checks
+ * said why). */
+static guint64 tenant_lendable(const EmaExperiment *experiment, const EmaTenantSpec *t,
+                               guint64 *region) {
+  EmaTenantPlan plan = {0};
+  guint64 slices;
+  if (!ema_tenant_plan(t, &experiment->server, &plan, NULL))
+    plan.slices = 0;
+  slices = plan.slices * (guint64) MAX(t->tp, 1);
+  if (region)
+    *region = slices;
+  return ema_pool_lendable_slices(slices, t->sharing.lend_limit);
+}
+
 /* T's sharing settings let its GPUs lend (and hold peers' parked KV): lend, and a lend_limit
- * above 0. */
-static gboolean tenant_lends(const EmaTenantSpec *t) {
-  return t->sharing.lend && t->sharing.lend_limit > 0;
+ * that leaves its GPUs one slice or more to lend. */
+static gboolean tenant_lends(const EmaExperiment *experiment, const EmaTenantSpec *t) {
+  return t->sharing.lend && tenant_lendable(experiment, t, NULL) > 0;
+}
+
+/* Into WARNINGS: each tenant that may lend (sharing: {lend: true}) with a lend_limit above 0
+ * that is under one slice of its KV region: it lends nothing. */
+static void warn_limit_under_slice(const EmaExperiment *experiment, GPtrArray *warnings) {
+  for (guint i = 0; i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    guint64 region;
+    if (!t->sharing.lend || t->sharing.lend_limit <= 0 ||
+        tenant_lendable(experiment, t, &region) > 0 || region == 0)
+      continue;
+    g_ptr_array_add(
+        warnings,
+        g_strdup_printf("tenant %s: sharing.lend_limit %g%% of the %" G_GUINT64_FORMAT
+                        " slices its GPUs hold for KV is under one 2 MiB slice: it lends nothing",
+                        t->name, t->sharing.lend_limit * 100, region));
+  }
 }
 
 /* Whether any memory can move between GPUs under a policy that borrows (BORROWS) or parks
@@ -736,7 +770,7 @@ static gboolean warn_nothing_shared(const EmaExperiment *experiment, gboolean bo
   for (guint i = 0; i < experiment->tenants->len; i++) {
     const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
     tenant_gpus += t->tp;
-    lenders += tenant_lends(t);
+    lenders += tenant_lends(experiment, t);
   }
   idle_lends = tenant_gpus < server->gpus &&
                (guint64) ((double) ema_gpu_hbm_bytes(&server->gpu) * experiment->idle_gpu_memory) >=
@@ -746,7 +780,7 @@ static gboolean warn_nothing_shared(const EmaExperiment *experiment, gboolean bo
     if (!(borrows && t->sharing.borrow) && !parks)
       continue;
     takers++;
-    if (idle_lends || lenders > (guint) tenant_lends(t))
+    if (idle_lends || lenders > (guint) tenant_lends(experiment, t))
       return TRUE;
   }
   if (takers == 0)
@@ -757,12 +791,13 @@ static gboolean warn_nothing_shared(const EmaExperiment *experiment, gboolean bo
   else
     g_ptr_array_add(
         warnings,
-        g_strdup_printf("policy %s moves no memory between GPUs here: no tenant that may take "
-                        "peers' memory (sharing: {borrow: true}%s) has a GPU beside it that "
-                        "lends (a tenant with sharing: {lend: true} and a lend_limit above 0%%, "
-                        "or a GPU without a tenant under an idle_gpu_memory above 0%%)",
-                        experiment->policy.name,
-                        parks ? ", or any tenant, its preempted KV parked on peers" : ""));
+        g_strdup_printf(
+            "policy %s moves no memory between GPUs here: no tenant that may take "
+            "peers' memory (sharing: {borrow: true}%s) has a GPU beside it that "
+            "lends (a tenant with sharing: {lend: true} and a lend_limit of a slice or more, "
+            "or a GPU without a tenant under an idle_gpu_memory above 0%%)",
+            experiment->policy.name,
+            parks ? ", or any tenant, its preempted KV parked on peers" : ""));
   return FALSE;
 }
 
@@ -772,8 +807,13 @@ static gboolean warn_nothing_shared(const EmaExperiment *experiment, gboolean bo
  * where they let it take no part. */
 static char *group_shares(const EmaExperiment *experiment, const EmaTenantSpec *t, gboolean borrows,
                           gboolean parks, char **head) {
-  gboolean takes = borrows && t->sharing.borrow, lends = tenant_lends(t);
-  const char *kept = t->sharing.lend ? "lend_limit: 0%" : "lend: false";
+  gboolean takes = borrows && t->sharing.borrow, lends = tenant_lends(experiment, t);
+  /* why it lends nothing, where it does not */
+  g_autofree char *kept = !t->sharing.lend ? g_strdup("sharing: {lend: false}")
+                          : t->sharing.lend_limit > 0
+                              ? g_strdup_printf("sharing: {lend_limit: %g%%}, under one slice",
+                                                t->sharing.lend_limit * 100)
+                              : g_strdup("sharing: {lend_limit: 0%}");
   if (!takes && !lends && !parks)
     return NULL;
   if (borrows) {
@@ -788,7 +828,7 @@ static char *group_shares(const EmaExperiment *experiment, const EmaTenantSpec *
     g_autofree char *lend =
         lends ? g_strdup_printf("lends its spare KV memory as a group, each rank its share%s",
                                 parks ? ", holding peers' parked KV" : "")
-              : g_strdup_printf("lends nothing (sharing: {%s})", kept);
+              : g_strdup_printf("lends nothing (%s)", kept);
     *head = g_strdup_printf("under policy %s (borrow: %s)", experiment->policy.name,
                             experiment->policy.borrow);
     return g_strdup_printf("%s, and %s", take, lend);
@@ -797,7 +837,7 @@ static char *group_shares(const EmaExperiment *experiment, const EmaTenantSpec *
                           ema_preempt_choice_name(experiment->policy.preempt));
   return lends ? g_strdup("it parks its preempted KV on peers and holds theirs")
                : g_strdup_printf("it parks its preempted KV on peers and holds none of theirs "
-                                 "(sharing: {%s})",
+                                 "(%s)",
                                  kept);
 }
 
@@ -893,7 +933,10 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   borrow = ema_policy_registry_find(EMA_POLICY_BORROW, experiment->policy.borrow, NULL);
   borrows = borrow != NULL && !borrow->never_acts;
   parks = ema_policy_spec_parks_on_peers(&experiment->policy);
-  if (!(borrows || parks) || !warn_nothing_shared(experiment, borrows, parks, warnings))
+  if (!(borrows || parks))
+    return warnings;
+  warn_limit_under_slice(experiment, warnings);
+  if (!warn_nothing_shared(experiment, borrows, parks, warnings))
     return warnings;
   warn_groups_share(experiment, borrows, parks, warnings);
   return warnings;

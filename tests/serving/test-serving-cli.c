@@ -668,6 +668,15 @@ static void test_group_sharing_warning(void) {
   g_autoptr(EmaTestRun) idle_lends =
       ema_test_cli("check", TP_SHARE, "--set", "tenants.0.sharing.lend=false", "--set",
                    "tenants.1.sharing.lend=false", NULL);
+  /* a limit under one of the group's 23,594 slices (11,797 a GPU; 1e-5 of them: 0.24 of a
+   * slice) lends none, as the pool keeps it; 1e-4 of them (2.36 slices) lends */
+  g_autoptr(EmaTestRun) under_slice =
+      ema_test_cli("check", TP_SHARE, "--set", "tenants.0.sharing.lend_limit=0.00001", NULL);
+  g_autoptr(EmaTestRun) one_slice =
+      ema_test_cli("check", TP_SHARE, "--set", "tenants.0.sharing.lend_limit=0.0001", NULL);
+  g_autoptr(EmaTestRun) no_lender_under =
+      ema_test_cli("check", TP_SHARE, "--set", "tenants.0.sharing.lend=false", "--set",
+                   "tenants.1.sharing.lend_limit=0.0000001", "--set", "idle_gpu_memory=0", NULL);
   g_assert_cmpint(no_lend->status, ==, 0);
   g_assert_cmpstr(no_lend->err, ==,
                   GROUP_BIG "ema (borrow: most-idle): it borrows from the GPUs outside the group, "
@@ -687,16 +696,31 @@ static void test_group_sharing_warning(void) {
   ema_test_assert_ok(no_part);
   g_assert_cmpstr(no_part->err, ==, "");
   g_assert_cmpint(no_lender->status, ==, 0);
-  g_assert_cmpstr(no_lender->err, ==,
-                  "ema-sim: warning: policy ema moves no memory between GPUs here: no tenant "
-                  "that may take peers' memory (sharing: {borrow: true}, or any tenant, its "
-                  "preempted KV parked on peers) has a GPU beside it that lends (a tenant with "
-                  "sharing: {lend: true} and a lend_limit above 0%, or a GPU without a tenant "
-                  "under an idle_gpu_memory above 0%)\n");
+  g_assert_cmpstr(
+      no_lender->err, ==,
+      "ema-sim: warning: policy ema moves no memory between GPUs here: no tenant "
+      "that may take peers' memory (sharing: {borrow: true}, or any tenant, its "
+      "preempted KV parked on peers) has a GPU beside it that lends (a tenant with "
+      "sharing: {lend: true} and a lend_limit of a slice or more, or a GPU without a tenant "
+      "under an idle_gpu_memory above 0%)\n");
   g_assert_cmpstr(no_taker->err, ==,
                   "ema-sim: warning: policy remote-direct moves no memory between GPUs here: "
                   "every tenant has sharing: {borrow: false}, and the policy parks no preempted "
                   "KV on peers\n");
+  g_assert_cmpint(under_slice->status, ==, 0);
+  g_assert_cmpstr(under_slice->err, ==,
+                  "ema-sim: warning: tenant big: sharing.lend_limit 0.001% of the 23594 slices "
+                  "its GPUs hold for KV is under one 2 MiB slice: it lends nothing\n" GROUP_BIG
+                  "ema (borrow: most-idle): it borrows from the GPUs outside the group, each "
+                  "rank reading or offloading the attention over its shard of the remote KV, "
+                  "and lends nothing (sharing: {lend_limit: 0.001%}, under one slice)\n");
+  g_assert_nonnull(strstr(one_slice->err, "and lends its spare KV memory as a group"));
+  g_assert_null(strstr(one_slice->err, "under one"));
+  g_assert_nonnull(strstr(no_lender_under->err,
+                          "ema-sim: warning: tenant small: sharing.lend_limit 1e-05% of the 5613 "
+                          "slices its GPUs hold for KV is under one 2 MiB slice: it lends "
+                          "nothing\n"));
+  g_assert_nonnull(strstr(no_lender_under->err, "moves no memory between GPUs here"));
   /* the idle gpu3 lends (idle_gpu_memory 90%): the group borrows from it */
   g_assert_nonnull(strstr(idle_lends->err, GROUP_BIG "ema (borrow: most-idle): it borrows "));
   g_assert_null(strstr(idle_lends->err, "moves no memory"));

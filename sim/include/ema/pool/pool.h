@@ -160,6 +160,10 @@ EmaKvMemory ema_pool_add_tenant(EmaPool *pool, guint gpu, guint64 slices, guint6
  * parked KV); BORROW FALSE, it never borrows; LEND_LIMIT (0..1), the share
  * of its KV region it lends and parks peers' KV in at most at once. TRUE,
  * TRUE and 1 by default. */
+/* The slices of a KV region of SLICES that LEND_LIMIT (0..1, clamped) lets
+ * its GPU lend: the whole slices of that share, rounded down (a limit under
+ * one slice lends none). */
+guint64 ema_pool_lendable_slices(guint64 slices, double lend_limit);
 void ema_pool_set_sharing(EmaPool *pool, guint gpu, gboolean lend, gboolean borrow,
                           double lend_limit);
 /* The model GPU's tenant runs (added by ema_pool_add_tenant), for its
