@@ -534,10 +534,14 @@ static const char *policy_name(const EmaPoolCore *c, EmaPolicyKind kind) {
   return c->policies[kind] ? c->policies[kind]->name : "?";
 }
 
+gboolean ema_pool_core_wants(const EmaPoolCore *c, EmaPoolEventKind kind) {
+  return c->events != NULL || (c->on_event != NULL && (c->on_event_kinds >> kind & 1));
+}
+
 static void event_push(EmaPoolCore *c, const EmaPoolEvent *e) {
   if (c->events)
     g_array_append_val(c->events, *e);
-  if (c->on_event)
+  if (c->on_event && (c->on_event_kinds >> e->kind & 1))
     c->on_event(c->on_event_data, e);
 }
 

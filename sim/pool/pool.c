@@ -580,7 +580,9 @@ static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
     seconds = tier_copy(p, g, peer, g->index, bytes);
   else
     bytes = 0;
-  if (!p->tier_per_step) {
+  if (!ema_pool_core_wants(&p->core, EMA_POOL_EVENT_TIER)) {
+    /* nobody keeps tier events: none made (their copies are charged above all the same) */
+  } else if (!p->tier_per_step) {
     note_tier(p, g, move, peer, n, bytes, seconds, 0);
   } else {
     if (g->tier_held[move].moves > 0 && g->tier_held[move].peer != peer)
@@ -2069,9 +2071,10 @@ EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu) {
 }
 
 void ema_pool_set_event_sink(EmaPool *pool, void (*sink)(gpointer data, const EmaPoolEvent *event),
-                             gpointer data) {
+                             gpointer data, guint32 kinds) {
   pool->pool.core.on_event = sink;
   pool->pool.core.on_event_data = data;
+  pool->pool.core.on_event_kinds = kinds;
 }
 
 gboolean ema_pool_check(const EmaPool *pool, GError **error) {

@@ -638,7 +638,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     fputs("time_s,gpu,tenant,kv_blocks_used,kv_blocks_free,running,waiting,last_step_ms,"
           "slices_lent,slices_borrowed,kv_blocks_remote,slices_staging,tokens\n",
           run.timeline);
-    ema_pool_set_event_sink(pool, on_pool_event, &run);
+    ema_pool_set_event_sink(pool, on_pool_event, &run, run.event_kinds);
     ema_pool_set_tier_per_step(pool, experiment->events_tier == 1);
     if (experiment->steps_csv) {
       run.steps = open_output(&run, "steps.csv", error);

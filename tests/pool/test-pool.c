@@ -1890,9 +1890,10 @@ static void test_step_offload_one_long(void) {
 }
 
 /* The events of kind offload-throttle. */
+/* (the sink is given the throttle events alone: the pool makes no others for it) */
 static void throttle_sink(gpointer data, const EmaPoolEvent *event) {
-  if (event->kind == EMA_POOL_EVENT_OFFLOAD_THROTTLE)
-    g_array_append_val((GArray *) data, *event);
+  g_assert_cmpint(event->kind, ==, EMA_POOL_EVENT_OFFLOAD_THROTTLE);
+  g_array_append_val((GArray *) data, *event);
 }
 
 /* The lenders' cap (policy.h offload_cap), by hand: test_step_offload's
@@ -1922,7 +1923,7 @@ static void test_step_offload_capped(void) {
   guint64 adjusted;
   g_assert_cmpfloat(L / ((double) o.step / 1e9), >, cap); /* uncapped above the cap */
   g_assert_cmpint(capped, >, o.step);
-  ema_pool_set_event_sink(b->pool, throttle_sink, events);
+  ema_pool_set_event_sink(b->pool, throttle_sink, events, 1u << EMA_POOL_EVENT_OFFLOAD_THROTTLE);
   b->prefetch.cap = cap;
   calls = b->prefetch_probe.calls;
   start = ema_sim_now(b->sim);
@@ -1983,7 +1984,7 @@ static void test_step_offload_capped_unused(void) {
   double L = 32 * 12800 * 4096 / b->server->gpu.local_copy_bandwidth, cap = 0.0480;
   EmaTime direct = expect_step(b, 0, &batch, 800, 1000, 1, 0).step;
   const EmaPoolEvent *e;
-  ema_pool_set_event_sink(b->pool, throttle_sink, events);
+  ema_pool_set_event_sink(b->pool, throttle_sink, events, 1u << EMA_POOL_EVENT_OFFLOAD_THROTTLE);
   b->prefetch.cap = cap;
   g_assert_cmpint(ema_pool_step_time(b->pool, 0, &batch), ==, direct);
   g_assert_cmpfloat_with_epsilon(seen->step_offload_s, ceil(L / cap * 1e9) / 1e9, 1e-15);
@@ -2042,7 +2043,7 @@ static void test_step_offload_read(void) {
   g_assert_cmpfloat(shares[1].context, ==, 12800);
   g_assert_cmpfloat(shares[2].context, ==, 1600);
   g_assert_cmpuint(shares[1].new_kv + shares[2].new_kv, ==, 1);
-  ema_pool_set_event_sink(b->pool, throttle_sink, events);
+  ema_pool_set_event_sink(b->pool, throttle_sink, events, 1u << EMA_POOL_EVENT_OFFLOAD_THROTTLE);
   copy_bw = b->server->gpu.local_copy_bandwidth;
   L1 = 32 * 12800 * 4096 / copy_bw;
   L2 = 32 * 1600 * 4096 / copy_bw;
@@ -2479,8 +2480,8 @@ typedef struct {
 } TierLog;
 
 static void tier_sink(gpointer data, const EmaPoolEvent *event) {
-  if (event->kind == EMA_POOL_EVENT_TIER)
-    g_array_append_val(((TierLog *) data)->events, *event);
+  g_assert_cmpint(event->kind, ==, EMA_POOL_EVENT_TIER);
+  g_array_append_val(((TierLog *) data)->events, *event);
 }
 
 static void tier_step(gpointer data, const EmaStepReport *step) {
@@ -2532,7 +2533,7 @@ static void test_prefix_tier(void) {
   bench_tenant(b, 0, 8);
   bench_tenant(b, 1, 40);
   bench_start(b);
-  ema_pool_set_event_sink(b->pool, tier_sink, &log);
+  ema_pool_set_event_sink(b->pool, tier_sink, &log, 1u << EMA_POOL_EVENT_TIER);
   b->slots[0] = (BenchSlot){b, 0};
   b->engines[0] = ema_engine_new(b->sim, &config, b->memory[0], step_cost, &b->slots[0],
                                  ema_trace_source_new_array(records, G_N_ELEMENTS(records)));

@@ -166,12 +166,14 @@ struct _EmaPoolCore {
   guint64 tick;
   EmaPoolCoreStats stats;
   GArray *events; /* EmaPoolEvent, NULL unless logging (ema_pool_core_log) */
-  /* called with every event as it is logged (NULL: none), e.g. to write it out */
+  /* called with every event of the kinds it wants as it is logged (NULL: none), e.g. to
+   * write it out */
   void (*on_event)(gpointer data, const EmaPoolEvent *event);
   gpointer on_event_data;
-  guint64 *scratch;      /* [n] */
-  double *bytes_scratch; /* [n] */
-  guint64 *lacking;      /* [n] what each tenant lacked at the end of its last round */
+  guint32 on_event_kinds; /* bit k: on_event wants kind k */
+  guint64 *scratch;       /* [n] */
+  double *bytes_scratch;  /* [n] */
+  guint64 *lacking;       /* [n] what each tenant lacked at the end of its last round */
   /* the demand driver (ema_pool_core_tick) */
   const EmaStepModel **models; /* [n] */
   guint context_tokens;
@@ -211,6 +213,9 @@ gboolean ema_pool_core_init(EmaPoolCore *core, guint n, const EmaServerSpec *ser
                             const EmaPolicySpec *policy, const EmaPoolBackend *backend,
                             gpointer backend_data, GError **error);
 void ema_pool_core_clear(EmaPoolCore *core);
+/* Whether an event of KIND is logged or wanted by on_event: where not, a caller may skip
+ * making it (its reason's text). */
+gboolean ema_pool_core_wants(const EmaPoolCore *core, EmaPoolEventKind kind);
 /* A GPU record's counters, zeroed, for GPU INDEX of N. */
 void ema_slice_gpu_setup(EmaSliceGpu *g, guint index, guint n);
 void ema_slice_gpu_clear(EmaSliceGpu *g);

@@ -262,8 +262,6 @@ EmaTime ema_pool_slowed_by_peers(const EmaPool *pool, guint gpu);
 /* Seeds the pool's own stream of the partials' draws (server offload.partial_p90 above 1,
  * offexec.h; nothing otherwise) with SEED. */
 void ema_pool_set_seed(EmaPool *pool, guint64 seed);
-/* SINK gets every pool event (borrow, return, reclaim, refuse; core.h's
- * EmaPoolEvent with its reason) as it happens; NULL: none. */
 /* PER_STEP: a GPU's prefix-tier moves of one kind to or from one peer make
  * one tier event per step (their blocks, bytes and copy seconds summed,
  * the moves counted in its reason), logged when the step ends
@@ -272,8 +270,11 @@ void ema_pool_set_tier_per_step(EmaPool *pool, gboolean per_step);
 /* Write the events held back so far (the tier moves held for a step's one event, made after
  * the last step): at the end of a run, before its events are closed. */
 void ema_pool_flush_events(EmaPool *pool);
+/* SINK gets every pool event of the KINDS it wants (bit k: kind k; borrow, return, reclaim,
+ * refuse, ...: core.h's EmaPoolEvent with its reason) as it happens; NULL: none. Events of the
+ * other kinds are not made for it. */
 void ema_pool_set_event_sink(EmaPool *pool, void (*sink)(gpointer data, const EmaPoolEvent *event),
-                             gpointer data);
+                             gpointer data, guint32 kinds);
 
 /* Check every ledger invariant (no GPU above its region, lent equals
  * borrowed, blocks in borrowed slices fit them, blocks counted equal the
