@@ -9,7 +9,7 @@
 #include "report.h"
 #include "stats.h"
 #include "ema/core/file.h"
-#include "ema/traces/trace.h"
+#include "ema/run/json.h"
 
 #define SUMMARY_FILE "summary.json"
 #define PROVENANCE_FILE "provenance.txt"
@@ -155,8 +155,7 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
   const char *name;
   double simulated = 0;
   g_autofree char *text = NULL;
-  gsize length = 0, at = 0;
-  g_autofree char *problem = NULL;
+  gsize length = 0;
 
   report->ops = g_array_new(FALSE, TRUE, sizeof(EmaOpResult));
   if (g_file_test(dir, G_FILE_TEST_EXISTS) && !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
@@ -176,18 +175,9 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
     g_error_free(local);
     return NULL;
   }
-  /* what json-glib would not survive (nesting its parser recurses into) or would get wrong
-   * (integers past 64 bits, a second value it would drop, a key given twice of which it would
-   * keep the last value), refused first */
-  if ((problem = ema_trace_json_scan(text, length, &at)) != NULL) {
-    g_autofree char *where = ema_trace_json_line_col(text, at);
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%s: %s", path, where,
-                problem);
-    return NULL;
-  }
-  if (!json_parser_load_from_data(parser, text, (gssize) length, &local)) {
-    g_autofree char *message = ema_trace_json_error_message(path, local->message);
-    g_set_error_literal(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, message);
+  /* scanned and parsed as every summary.json EMA reads back (its message names the place) */
+  if (!ema_json_parse_text(parser, path, text, length, &local)) {
+    g_set_error_literal(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, local->message);
     g_error_free(local);
     return NULL;
   }

@@ -18,5 +18,10 @@ void ema_json_add_bool(JsonBuilder *builder, const char *name, gboolean value);
  * wrap, a key given twice in one object). NULL with ERROR naming PATH, and a syntax problem's place
  * as "PATH:LINE:COL: ..." (json-glib's own messages too: ema_trace_json_error_message). */
 JsonObject *ema_json_load_object(JsonParser *parser, const char *path, GError **error);
+/* TEXT (LENGTH bytes, read from PATH) scanned and parsed into PARSER as ema_json_load_object
+ * does (its root may be of any kind, or none); FALSE with ERROR (G_FILE_ERROR_INVAL) naming
+ * PATH and the problem's place. */
+gboolean ema_json_parse_text(JsonParser *parser, const char *path, const char *text, gsize length,
+                             GError **error);
 
 G_END_DECLS
