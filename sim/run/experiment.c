@@ -735,9 +735,12 @@ static guint64 tenant_lendable(const EmaExperiment *experiment, const EmaTenantS
 }
 
 /* T's sharing settings let its GPUs lend (and hold peers' parked KV): lend, and a lend_limit
- * that leaves its GPUs one slice or more to lend. */
+ * that leaves its GPUs one slice or more to lend (its region sized only for a limit under 100%,
+ * the default lending all of it). */
 static gboolean tenant_lends(const EmaExperiment *experiment, const EmaTenantSpec *t) {
-  return t->sharing.lend && tenant_lendable(experiment, t, NULL) > 0;
+  if (!t->sharing.lend || t->sharing.lend_limit <= 0)
+    return FALSE;
+  return t->sharing.lend_limit >= 1 || tenant_lendable(experiment, t, NULL) > 0;
 }
 
 /* Into WARNINGS: each tenant that may lend (sharing: {lend: true}) with a lend_limit above 0
@@ -746,7 +749,7 @@ static void warn_limit_under_slice(const EmaExperiment *experiment, GPtrArray *w
   for (guint i = 0; i < experiment->tenants->len; i++) {
     const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
     guint64 region;
-    if (!t->sharing.lend || t->sharing.lend_limit <= 0 ||
+    if (!t->sharing.lend || t->sharing.lend_limit <= 0 || t->sharing.lend_limit >= 1 ||
         tenant_lendable(experiment, t, &region) > 0 || region == 0)
       continue;
     g_ptr_array_add(
