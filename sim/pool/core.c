@@ -709,10 +709,8 @@ static gboolean take_fits_local(const EmaPoolCore *c, const EmaSliceGpu *g, guin
 
 /* K local blocks of such a take become R's (its blocks on lenders stay as
  * they were: no change to the remote-running list). */
-static void take_local(const EmaSliceGpu *g, EmaPoolRequest *r, guint64 k) {
-  r->local += k; /* R is G's: its own slices */
-  if (k > 0 && g->index < 64)
-    r->places |= G_GUINT64_CONSTANT(1) << g->index;
+static void take_local(EmaPoolCore *c, const EmaSliceGpu *g, EmaPoolRequest *r, guint64 k) {
+  request_add(c, r, g->index, k);
   r->blocks += k;
   r->last = g->index;
 }
@@ -727,7 +725,7 @@ gboolean ema_pool_core_take(EmaPoolCore *c, EmaSliceGpu *g, guint64 request, gui
   if (take_fits_local(c, g, n)) {
     g->local_used += n;
     ema_slice_gpu_note_local_use(g);
-    take_local(g, r, n);
+    take_local(c, g, r, n);
     ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
     return TRUE;
   }
@@ -747,7 +745,7 @@ gboolean ema_pool_core_take_each(EmaPoolCore *c, EmaSliceGpu *g, const guint64 *
     g->local_used += n;
     ema_slice_gpu_note_local_use(g);
     for (guint64 i = 0; i < n; i++)
-      take_local(g, request_get(c, g->index, requests[i]), 1);
+      take_local(c, g, request_get(c, g->index, requests[i]), 1);
     ema_pool_core_checked(c, EMA_POOL_ACTION_TAKE, g->index);
     return TRUE;
   }
