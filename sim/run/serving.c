@@ -98,12 +98,11 @@ static void on_step(gpointer data, const EmaStepReport *step) {
 static FILE *open_output(Run *run, const char *name, GError **error);
 static gboolean close_output(Run *run, FILE **file, const char *name, GError **error);
 
-/* One row of events.csv per pool event of a kind it keeps: the file exists
- * only for runs whose pool did something (never under static). */
+/* One row of events.csv per pool event of a kind it keeps (the pool passes only those:
+ * ema_pool_set_event_sink): the file exists only for runs whose pool did something (never
+ * under static). */
 static void on_pool_event(gpointer data, const EmaPoolEvent *e) {
   Run *run = data;
-  if (!(run->event_kinds >> e->kind & 1))
-    return;
   if (run->events == NULL && run->events_error == NULL) {
     run->events = open_output(run, "events.csv", &run->events_error);
     if (run->events)
