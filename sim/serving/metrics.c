@@ -87,6 +87,7 @@ static double bucket_middle(guint index) {
 
 double ema_histogram_quantile(const EmaHistogram *histogram, double q) {
   guint64 rank, seen = 0;
+  guint i, low, high;
   g_return_val_if_fail(q >= 0 && q <= 1, 0);
   if (histogram->count == 0)
     return 0;
@@ -94,12 +95,22 @@ double ema_histogram_quantile(const EmaHistogram *histogram, double q) {
    * number (0.035 x 10000 = 350.00000000000006 is rank 350, not 351) */
   rank = (guint64) ceil(q * (double) histogram->count * (1 - 4 * DBL_EPSILON));
   rank = CLAMP(rank, 1, histogram->count);
-  for (guint i = 0; i < N_BUCKETS; i++) {
-    seen += histogram->buckets[i];
-    if (seen >= rank)
-      return CLAMP(bucket_middle(i), (double) histogram->min, (double) histogram->max);
+  /* the buckets outside those of min and max hold nothing: walk from the
+   * nearer end (each histogram is 14,592 buckets, a run's end reads several
+   * quantiles of each) */
+  low = bucket_index(histogram->min);
+  high = bucket_index(histogram->max);
+  if (rank <= histogram->count / 2) {
+    for (i = low; seen + histogram->buckets[i] < rank; i++)
+      seen += histogram->buckets[i];
+  } else {
+    /* SEEN counts the values above bucket i: the rank-th is in the first
+     * bucket, from the top, under which fewer than RANK values lie */
+    for (i = high; histogram->count - seen - histogram->buckets[i] >= rank; i--)
+      seen += histogram->buckets[i];
   }
-  g_assert_not_reached();
+  g_assert(i >= low && i <= high);
+  return CLAMP(bucket_middle(i), (double) histogram->min, (double) histogram->max);
 }
 
 /* ---- per-tenant metrics ---------------------------------------------------- */
