@@ -1611,6 +1611,27 @@ static void test_histogram_quantiles(void) {
   /* the sum stays below 2^53, so the mean is exact */
   g_assert_cmpuint(sum, <, G_GUINT64_CONSTANT(1) << 53);
   g_assert_cmpfloat(ema_histogram_mean(h), ==, (double) sum / n);
+
+  /* values 1% apart, each in a bucket of its own (buckets are under 0.4% wide): every rank,
+   * walked up from the lowest bucket in the lower half and down from the highest in the upper,
+   * must land in its own value's bucket (its middle within 0.2%; a neighbour's is 0.6% or more
+   * away), the median's boundary ranks among them */
+  {
+    g_autoptr(EmaHistogram) spaced = ema_histogram_new();
+    const guint m = 501; /* odd: ranks on both sides of count / 2 */
+    g_autofree guint64 *sorted = g_new(guint64, m);
+    for (guint i = 0; i < m; i++)
+      sorted[i] = (guint64) llround(1e6 * pow(1.01, i));
+    for (guint i = 0; i < m; i++)
+      ema_histogram_add(spaced, sorted[(i * 7) % m]); /* 7 is prime to 501: each once */
+    g_assert_cmpuint(ema_histogram_count(spaced), ==, m);
+    for (guint k = 1; k <= m; k++) {
+      double want = (double) sorted[k - 1];
+      double got = ema_histogram_quantile(spaced, (double) k / m);
+      if (fabs(got - want) > 0.002 * want)
+        g_error("rank %u of %u: %.0f, exact %.0f", k, m, got, want);
+    }
+  }
 }
 
 /* ---- the metrics observer -------------------------------------------------- */
