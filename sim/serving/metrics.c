@@ -4,7 +4,8 @@
  * Histogram buckets: a value v < 512 is its own bucket; otherwise, with
  * s = floor(log2 v) - 8, v falls in bucket s * 256 + (v >> s), which covers
  * [(v >> s) << s, ((v >> s) + 1) << s). Bucket indices grow with v, so a
- * walk from the lowest bucket finds nearest-rank quantiles. */
+ * walk up from the lowest non-empty bucket (or down from the highest)
+ * finds nearest-rank quantiles. */
 #include "ema/serving/metrics.h"
 
 #include <float.h>
