@@ -720,8 +720,7 @@ static void warn_kv_over_hbm(const EmaExperiment *experiment, GPtrArray *warning
 
 /* The slices T's lend_limit lets it lend: ema_pool_lendable_slices of the slices its GPUs hold
  * for KV, as the run sizes them (a TP group's ranks' regions together, as the pool keeps a
- * group: one record); *REGION (may be NULL) those slices, 0 where its plan fails (the checks
- * said why). */
+ * group: one record); *REGION those slices, 0 where its plan fails (the checks said why). */
 static guint64 tenant_lendable(const EmaExperiment *experiment, const EmaTenantSpec *t,
                                guint64 *region) {
   EmaTenantPlan plan = {0};
@@ -729,43 +728,40 @@ static guint64 tenant_lendable(const EmaExperiment *experiment, const EmaTenantS
   if (!ema_tenant_plan(t, &experiment->server, &plan, NULL))
     plan.slices = 0;
   slices = plan.slices * (guint64) MAX(t->tp, 1);
-  if (region)
-    *region = slices;
+  *region = slices;
   return ema_pool_lendable_slices(slices, t->sharing.lend_limit);
 }
 
-/* T's sharing settings let its GPUs lend (and hold peers' parked KV): lend, and a lend_limit
- * that leaves its GPUs one slice or more to lend (its region sized only for a limit under 100%,
- * the default lending all of it). */
-static gboolean tenant_lends(const EmaExperiment *experiment, const EmaTenantSpec *t) {
-  if (!t->sharing.lend || t->sharing.lend_limit <= 0)
-    return FALSE;
-  return t->sharing.lend_limit >= 1 || tenant_lendable(experiment, t, NULL) > 0;
-}
-
-/* Into WARNINGS: each tenant that may lend (sharing: {lend: true}) with a lend_limit above 0
- * that is under one slice of its KV region: it lends nothing. */
-static void warn_limit_under_slice(const EmaExperiment *experiment, GPtrArray *warnings) {
+/* Which tenants' sharing settings let their GPUs lend (and hold peers' parked KV): lend, and a
+ * lend_limit that leaves their GPUs one slice or more to lend (a region sized only for a limit
+ * under 100%, the default lending all of it); newly allocated, one entry per tenant. Into
+ * WARNINGS: each tenant that may lend with a lend_limit above 0 that is under one slice of its
+ * KV region, which lends nothing. */
+static gboolean *tenants_lending(const EmaExperiment *experiment, GPtrArray *warnings) {
+  gboolean *lends = g_new0(gboolean, experiment->tenants->len);
   for (guint i = 0; i < experiment->tenants->len; i++) {
     const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
-    guint64 region;
-    if (!t->sharing.lend || t->sharing.lend_limit <= 0 || t->sharing.lend_limit >= 1 ||
-        tenant_lendable(experiment, t, &region) > 0 || region == 0)
+    guint64 region = 0;
+    if (!t->sharing.lend || t->sharing.lend_limit <= 0)
       continue;
-    g_ptr_array_add(
-        warnings,
-        g_strdup_printf("tenant %s: sharing.lend_limit %g%% of the %" G_GUINT64_FORMAT
-                        " slices its GPUs hold for KV is under one 2 MiB slice: it lends nothing",
-                        t->name, t->sharing.lend_limit * 100, region));
+    lends[i] = t->sharing.lend_limit >= 1 || tenant_lendable(experiment, t, &region) > 0;
+    if (!lends[i] && region > 0)
+      g_ptr_array_add(warnings,
+                      g_strdup_printf("tenant %s: sharing.lend_limit %g%% of the %" G_GUINT64_FORMAT
+                                      " slices its GPUs hold for KV is under one 2 MiB slice: it "
+                                      "lends nothing",
+                                      t->name, t->sharing.lend_limit * 100, region));
   }
+  return lends;
 }
 
 /* Whether any memory can move between GPUs under a policy that borrows (BORROWS) or parks
  * preempted KV on peers (PARKS): some tenant takes peers' memory (it borrows, or it parks) and
  * a GPU beside it lends (another tenant that lends, or a GPU without a tenant under
- * idle_gpu_memory above 0). If none can, a warning into WARNINGS saying why. */
-static gboolean warn_nothing_shared(const EmaExperiment *experiment, gboolean borrows,
-                                    gboolean parks, GPtrArray *warnings) {
+ * idle_gpu_memory above 0; LENDS[i]: tenant i lends, tenants_lending). If none can, a warning
+ * into WARNINGS saying why. */
+static gboolean warn_nothing_shared(const EmaExperiment *experiment, const gboolean *lends,
+                                    gboolean borrows, gboolean parks, GPtrArray *warnings) {
   const EmaServerSpec *server = &experiment->server;
   gint64 tenant_gpus = 0;
   guint lenders = 0, takers = 0;
@@ -773,7 +769,7 @@ static gboolean warn_nothing_shared(const EmaExperiment *experiment, gboolean bo
   for (guint i = 0; i < experiment->tenants->len; i++) {
     const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
     tenant_gpus += t->tp;
-    lenders += tenant_lends(experiment, t);
+    lenders += lends[i];
   }
   idle_lends = tenant_gpus < server->gpus &&
                (guint64) ((double) ema_gpu_hbm_bytes(&server->gpu) * experiment->idle_gpu_memory) >=
@@ -783,7 +779,7 @@ static gboolean warn_nothing_shared(const EmaExperiment *experiment, gboolean bo
     if (!(borrows && t->sharing.borrow) && !parks)
       continue;
     takers++;
-    if (idle_lends || lenders > (guint) tenant_lends(experiment, t))
+    if (idle_lends || lenders > (guint) lends[i])
       return TRUE;
   }
   if (takers == 0)
@@ -805,12 +801,12 @@ static gboolean warn_nothing_shared(const EmaExperiment *experiment, gboolean bo
 }
 
 /* How the TP group T shares under a policy that borrows (BORROWS) or parks preempted KV on
- * peers (PARKS), as its own sharing settings let it: *HEAD the policy's part ("under policy ema
- * (borrow: most-idle)") and the return the group's ("it borrows ..., and lends ..."); NULL
- * where they let it take no part. */
-static char *group_shares(const EmaExperiment *experiment, const EmaTenantSpec *t, gboolean borrows,
-                          gboolean parks, char **head) {
-  gboolean takes = borrows && t->sharing.borrow, lends = tenant_lends(experiment, t);
+ * peers (PARKS), as its own sharing settings let it (LENDS: they let it lend, tenants_lending):
+ * *HEAD the policy's part ("under policy ema (borrow: most-idle)") and the return the group's ("it
+ * borrows ..., and lends ..."); NULL where they let it take no part. */
+static char *group_shares(const EmaExperiment *experiment, const EmaTenantSpec *t, gboolean lends,
+                          gboolean borrows, gboolean parks, char **head) {
+  gboolean takes = borrows && t->sharing.borrow;
   /* why it lends nothing, where it does not */
   g_autofree char *kept = !t->sharing.lend ? g_strdup("sharing: {lend: false}")
                           : t->sharing.lend_limit > 0
@@ -847,9 +843,10 @@ static char *group_shares(const EmaExperiment *experiment, const EmaTenantSpec *
 /* Into WARNINGS: how each TP group shares under a policy that borrows (BORROWS) or parks
  * preempted KV on peers (PARKS), as its own sharing settings let it (nothing for a group that
  * takes no part): a line per group, or one per way of sharing where more than
- * EMA_WARN_ALIKE_APART groups share alike, in the order the first of each comes. */
-static void warn_groups_share(const EmaExperiment *experiment, gboolean borrows, gboolean parks,
-                              GPtrArray *warnings) {
+ * EMA_WARN_ALIKE_APART groups share alike, in the order the first of each comes (LENDS as
+ * warn_nothing_shared's). */
+static void warn_groups_share(const EmaExperiment *experiment, const gboolean *lends,
+                              gboolean borrows, gboolean parks, GPtrArray *warnings) {
   /* per group that takes part: the policy's part, its own, and its name and GPUs */
   g_autoptr(GPtrArray) heads = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) details = g_ptr_array_new_with_free_func(g_free);
@@ -857,7 +854,8 @@ static void warn_groups_share(const EmaExperiment *experiment, gboolean borrows,
   for (guint i = 0; i < experiment->tenants->len; i++) {
     const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
     char *head = NULL, *detail;
-    if (t->tp <= 1 || (detail = group_shares(experiment, t, borrows, parks, &head)) == NULL)
+    if (t->tp <= 1 ||
+        (detail = group_shares(experiment, t, lends[i], borrows, parks, &head)) == NULL)
       continue;
     g_ptr_array_add(heads, head);
     g_ptr_array_add(details, detail);
@@ -925,6 +923,7 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
   const EmaPolicyInfo *borrow;
   gboolean borrows, parks;
+  g_autofree gboolean *lends = NULL;
   if (!ema_experiment_is_serving(experiment))
     return warnings;
   warn_kv_over_hbm(experiment, warnings);
@@ -938,10 +937,9 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   parks = ema_policy_spec_parks_on_peers(&experiment->policy);
   if (!(borrows || parks))
     return warnings;
-  warn_limit_under_slice(experiment, warnings);
-  if (!warn_nothing_shared(experiment, borrows, parks, warnings))
-    return warnings;
-  warn_groups_share(experiment, borrows, parks, warnings);
+  lends = tenants_lending(experiment, warnings);
+  if (warn_nothing_shared(experiment, lends, borrows, parks, warnings))
+    warn_groups_share(experiment, lends, borrows, parks, warnings);
   return warnings;
 }
 
