@@ -75,15 +75,21 @@ static inline guint64 *request_slot(const EmaPoolCore *c, EmaPoolRequest *r, gui
   return &r->remote_at[p];
 }
 
-/* K more of R's blocks on place P, or K fewer: at[] and its mask. */
+/* K more of R's blocks on place P, or K fewer: at[] and its mask (K = 0 touches neither, so a
+ * local-only request makes no lenders' array for a move of none). */
 static inline void request_add(const EmaPoolCore *c, EmaPoolRequest *r, guint p, guint64 k) {
+  if (k == 0)
+    return;
   *request_slot(c, r, p) += k;
-  if (k > 0 && p < 64)
+  if (p < 64)
     r->places |= G_GUINT64_CONSTANT(1) << p;
 }
 
 static inline void request_sub(const EmaPoolCore *c, EmaPoolRequest *r, guint p, guint64 k) {
-  guint64 *at = request_slot(c, r, p);
+  guint64 *at;
+  if (k == 0)
+    return;
+  at = request_slot(c, r, p);
   *at -= k;
   if (*at == 0 && p < 64)
     r->places &= ~(G_GUINT64_CONSTANT(1) << p);
