@@ -567,6 +567,26 @@ static void flush_tier(Pool *p, Gpu *g, EmaKvTierMove move) {
   memset(&g->tier_held[move], 0, sizeof g->tier_held[move]);
 }
 
+/* G's tier move MOVE of N blocks with PEER (BYTES copied in SECONDS) as events.csv keeps it: an
+ * event of its own, or held for the step's one event of that kind and peer; nothing where nobody
+ * keeps tier events. */
+static void log_tier(Pool *p, Gpu *g, EmaKvTierMove move, guint peer, guint64 n, double bytes,
+                     double seconds) {
+  if (!ema_pool_core_wants(&p->core, EMA_POOL_EVENT_TIER))
+    return;
+  if (!p->tier_per_step) {
+    note_tier(p, g, move, peer, n, bytes, seconds, 0);
+    return;
+  }
+  if (g->tier_held[move].moves > 0 && g->tier_held[move].peer != peer)
+    flush_tier(p, g, move);
+  g->tier_held[move].peer = peer;
+  g->tier_held[move].blocks += n;
+  g->tier_held[move].bytes += (guint64) bytes;
+  g->tier_held[move].seconds += seconds;
+  g->tier_held[move].moves++;
+}
+
 static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
   Gpu *g = self;
   Pool *p = g->pool;
@@ -580,19 +600,7 @@ static EmaTime memory_cache_tier(gpointer self, EmaKvTierMove move, guint64 n) {
     seconds = tier_copy(p, g, peer, g->index, bytes);
   else
     bytes = 0;
-  if (!ema_pool_core_wants(&p->core, EMA_POOL_EVENT_TIER)) {
-    /* nobody keeps tier events: none made (their copies are charged above all the same) */
-  } else if (!p->tier_per_step) {
-    note_tier(p, g, move, peer, n, bytes, seconds, 0);
-  } else {
-    if (g->tier_held[move].moves > 0 && g->tier_held[move].peer != peer)
-      flush_tier(p, g, move);
-    g->tier_held[move].peer = peer;
-    g->tier_held[move].blocks += n;
-    g->tier_held[move].bytes += (guint64) bytes;
-    g->tier_held[move].seconds += seconds;
-    g->tier_held[move].moves++;
-  }
+  log_tier(p, g, move, peer, n, bytes, seconds); /* (its copies charged whether logged or not) */
   return move == EMA_KV_TIER_FETCH ? ns(seconds) : 0;
 }
 
