@@ -58,11 +58,16 @@ typedef struct _EmaProfileSurface Surface;
 #define ATTN_PROMPTS_SUFFIX " prompts"
 
 /* The (k, n) grid of one data set's GEMM rows of one dtype (an `aic-gemm` import): the
- * shapes it does not hold are interpolated from it (profile.h). */
+ * shapes it does not hold are interpolated from it (profile.h), from its own rows: in the
+ * profile's table where the shape is the grid's, else in CORNERS (a data set of higher
+ * precedence, or the measured tables, holds the shape: its rows are the table's, and the
+ * grid's would be lost to the interpolation between its shapes). */
 typedef struct {
   guint source;
   EmaProfileDtype dtype;
-  GArray *ks, *ns; /* guint64, sorted and distinct after finalize */
+  GArray *ks, *ns;     /* guint64, sorted and distinct after finalize */
+  GHashTable *corners; /* shape key -> Surface of this data set's rows the table lacks */
+  gboolean finalized;  /* sizes and corners (finalize_grids) */
 } GemmGrid;
 
 struct _EmaProfile {
@@ -122,9 +127,9 @@ static void surface_free(gpointer data) {
   g_free(s);
 }
 
-static void add_point(EmaProfile *p, EmaProfileKind kind, const char *key, double outer,
-                      const Point *point) {
-  GHashTable *into = p->staging[kind] ? p->staging[kind] : p->tables[kind];
+/* POINT into the surface KEY of INTO (a table of KIND), on its curve OUTER. */
+static void add_point_into(GHashTable *into, EmaProfileKind kind, const char *key, double outer,
+                           const Point *point) {
   Surface *s = g_hash_table_lookup(into, key);
   Curve *c = NULL;
   if (!s) {
@@ -143,6 +148,11 @@ static void add_point(EmaProfile *p, EmaProfileKind kind, const char *key, doubl
     g_ptr_array_add(s->curves, c);
   }
   g_array_append_val(c->points, *point);
+}
+
+static void add_point(EmaProfile *p, EmaProfileKind kind, const char *key, double outer,
+                      const Point *point) {
+  add_point_into(p->staging[kind] ? p->staging[kind] : p->tables[kind], kind, key, outer, point);
   p->rows[kind]++;
 }
 
@@ -340,16 +350,27 @@ static gboolean finalize_table(GHashTable *table, EmaProfileKind kind, GError **
   return TRUE;
 }
 
+/* The grids read since the last call: their sizes and their own rows. */
+static gboolean finalize_grids(EmaProfile *p, GError **error) {
+  for (guint i = 0; i < p->grids->len; i++) {
+    GemmGrid *grid = &g_array_index(p->grids, GemmGrid, i);
+    if (grid->finalized)
+      continue;
+    grid->finalized = TRUE;
+    finalize_sizes(grid->ks);
+    finalize_sizes(grid->ns);
+    if (!finalize_table(grid->corners, EMA_PROFILE_GEMM, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean finalize(EmaProfile *p, GError **error) {
   for (int k = 0; k < EMA_PROFILE_N_KINDS; k++)
     if (!finalize_table(p->tables[k], (EmaProfileKind) k, error) ||
         (p->fallback[k] && !finalize_table(p->fallback[k], (EmaProfileKind) k, error)))
       return FALSE;
-  for (guint i = 0; i < p->grids->len; i++) {
-    finalize_sizes(g_array_index(p->grids, GemmGrid, i).ks);
-    finalize_sizes(g_array_index(p->grids, GemmGrid, i).ns);
-  }
-  return TRUE;
+  return finalize_grids(p, error);
 }
 
 /* The interpolation rule of profile.h over N sorted (xs[i], vs[i]). */
@@ -755,7 +776,9 @@ static Surface *grid_surface(const EmaProfile *p, const GemmGrid *grid, guint64 
     char key[128];
     const Surface *at;
     gemm_key(key, sizeof key, grid->dtype, FALSE, ks[i / 2], ns[i % 2]);
-    at = g_hash_table_lookup(p->tables[EMA_PROFILE_GEMM], key);
+    at = g_hash_table_lookup(grid->corners, key);
+    if (!at)
+      at = g_hash_table_lookup(p->tables[EMA_PROFILE_GEMM], key);
     if (!at || at->source != grid->source || at->curves->len != 1)
       return NULL;
     corner[i] = at->curves->pdata[0];
@@ -1815,7 +1838,7 @@ static gboolean aic_dtype(const char *name, EmaProfileDtype *dtype) {
 
 /* The grid of the data set SOURCE for DTYPE, made on first use. */
 static GemmGrid *grid_of(EmaProfile *p, guint source, EmaProfileDtype dtype) {
-  GemmGrid grid = {source, dtype, NULL, NULL};
+  GemmGrid grid = {source, dtype, NULL, NULL, NULL, FALSE};
   for (guint i = 0; i < p->grids->len; i++) {
     GemmGrid *at = &g_array_index(p->grids, GemmGrid, i);
     if (at->source == source && at->dtype == dtype)
@@ -1823,6 +1846,7 @@ static GemmGrid *grid_of(EmaProfile *p, guint source, EmaProfileDtype dtype) {
   }
   grid.ks = g_array_new(FALSE, FALSE, sizeof(guint64));
   grid.ns = g_array_new(FALSE, FALSE, sizeof(guint64));
+  grid.corners = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, surface_free);
   g_array_append_val(p->grids, grid);
   return &g_array_index(p->grids, GemmGrid, p->grids->len - 1);
 }
@@ -1850,6 +1874,7 @@ static gboolean aic_gemm_row(const ImportLoad *load, const AicTable *t, GError *
                     load->source);
   import_point_add(load, EMA_PROFILE_GEMM, key, 0, &pt);
   grid = grid_of(load->p, load->source, dtype);
+  g_assert(!grid->finalized); /* a data set's rows are read together (lazy_load) */
   g_array_append_val(grid->ks, k);
   g_array_append_val(grid->ns, n);
   return TRUE;
@@ -2140,6 +2165,35 @@ static gboolean read_import(EmaProfile *p, const Import *in, GError **error) {
   return import_formats[in->format].load(&load, in->path, error);
 }
 
+/* Of the staged GEMM surface KEY (S, before finalize_surface keeps one data set's rows), the
+ * rows of a grid's data set that the table will not hold (an earlier data set has the shape, or
+ * the measured tables: MEASURED), copied into that grid's own rows (GemmGrid.corners). */
+static void keep_grid_rows(EmaProfile *p, const char *key, const Surface *s, gboolean measured) {
+  guint best = G_MAXUINT;
+  for (guint i = 0; i < s->curves->len; i++) {
+    const Curve *c = s->curves->pdata[i];
+    for (guint j = 0; j < c->points->len; j++)
+      best = MIN(best, g_array_index(c->points, Point, j).source);
+  }
+  for (guint g = 0; g < p->grids->len; g++) {
+    GemmGrid *grid = &g_array_index(p->grids, GemmGrid, g);
+    const char *dtype = rate_class(grid->dtype);
+    gsize dtype_chars = strlen(dtype);
+    /* a grid of this read, whose data set loses this shape of its dtype (gemm_key's first word) */
+    if (grid->finalized || (grid->source == best && !measured) ||
+        strncmp(key, dtype, dtype_chars) != 0 || key[dtype_chars] != ' ')
+      continue;
+    for (guint i = 0; i < s->curves->len; i++) {
+      const Curve *c = s->curves->pdata[i];
+      for (guint j = 0; j < c->points->len; j++) {
+        const Point *pt = &g_array_index(c->points, Point, j);
+        if (pt->source == grid->source)
+          add_point_into(grid->corners, EMA_PROFILE_GEMM, key, c->outer, pt);
+      }
+    }
+  }
+}
+
 /* Read the imports that feed KINDS, and those that feed the other kinds
  * they feed (so that a kind's imports are read together: the precedence
  * among them is kept by finalize_surface), into staging tables; finalize
@@ -2184,10 +2238,6 @@ static void lazy_load(EmaProfile *p, guint kinds) {
         g_error_free(error);
     }
   }
-  for (guint i = 0; i < p->grids->len; i++) {
-    finalize_sizes(g_array_index(p->grids, GemmGrid, i).ks);
-    finalize_sizes(g_array_index(p->grids, GemmGrid, i).ns);
-  }
   for (int k = 0; k < EMA_PROFILE_N_KINDS; k++) {
     GHashTableIter it;
     gpointer key, value;
@@ -2196,6 +2246,8 @@ static void lazy_load(EmaProfile *p, guint kinds) {
     g_hash_table_iter_init(&it, p->staging[k]);
     while (g_hash_table_iter_next(&it, &key, &value)) {
       GError *error = NULL;
+      if (k == EMA_PROFILE_GEMM)
+        keep_grid_rows(p, key, value, g_hash_table_contains(p->tables[k], key));
       if (!p->load_error && !finalize_surface(value, (EmaProfileKind) k, &error))
         p->load_error = error;
       /* a shape of the measured tables keeps theirs (they come first) */
@@ -2205,6 +2257,15 @@ static void lazy_load(EmaProfile *p, guint kinds) {
       }
     }
     g_clear_pointer(&p->staging[k], g_hash_table_unref);
+  }
+  {
+    GError *error = NULL;
+    if (!finalize_grids(p, &error)) {
+      if (!p->load_error)
+        p->load_error = error;
+      else
+        g_error_free(error);
+    }
   }
   /* published last: a thread that sees a kind loaded finds its table complete */
   g_atomic_int_or(&p->loaded, closure);
@@ -2421,6 +2482,7 @@ static void grid_clear(gpointer data) {
   GemmGrid *grid = data;
   g_array_unref(grid->ks);
   g_array_unref(grid->ns);
+  g_hash_table_unref(grid->corners);
 }
 
 static EmaProfile *profile_new(const char *name) {

@@ -759,6 +759,36 @@ static void test_import_gemm_grid(void) {
   g_assert_false(ema_profile_gemm(p, EMA_PROFILE_FP8_BLOCK, 1, 64, 64, &us));
 }
 
+/* A GEMM grid whose shapes a data set of higher precedence also holds: those shapes take that
+ * data set's rows, and a shape between them is still the grid's own interpolation. The grid
+ * of test_import_gemm_grid, its (64, 64) also in the measured table (100 us) and its (128,
+ * 128) in import A before it (200 us): (96, 96) at m 1 is the grid's 14.5 us, not a blend with
+ * theirs and not left to the roofline. */
+static void test_import_gemm_grid_shadowed(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *folder = g_build_filename(dir, "shadow", NULL);
+  g_autofree char *table = g_build_filename(folder, "gemm.csv", NULL);
+  g_autoptr(EmaProfile) p = NULL;
+  EmaProfileOp op;
+  g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(table, "m,k,n,dtype,time_us\n1,64,64,bf16,100\n", -1, NULL));
+  p = load_with_data(
+      dir, "shadow", "tables:\n  - gemm.csv\n",
+      "import:\n  - {format: kernels-gemm, dtype: bf16, label: A, path: groundtruth/a.csv}\n"
+      "  - {format: aic-gemm, label: grid, path: groundtruth/g/gemm_perf.csv}\n",
+      "a.csv", "m,k,n,latency_us\n1,128,128,200\n", "g/gemm_perf.csv",
+      "gemm_dtype,m,n,k,latency\nbfloat16,1,64,64,0.008\nbfloat16,1,128,64,0.014\n"
+      "bfloat16,1,64,128,0.013\nbfloat16,1,128,128,0.023\n",
+      NULL);
+  assert_gemm_us(p, EMA_PROFILE_BF16, 1, 64, 64, 100);
+  assert_gemm_us(p, EMA_PROFILE_BF16, 1, 128, 128, 200);
+  assert_gemm_us(p, EMA_PROFILE_BF16, 1, 96, 96, 14.5);
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 96, 96, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "grid");
+  ema_profile_op_gemm(p, EMA_PROFILE_BF16, FALSE, 128, 128, &op);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "A");
+}
+
 /* A malformed row of an imported data set fails the step model that reads
  * it (lazily), with its place. */
 static void test_import_bad_row(void) {
@@ -2154,6 +2184,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/compare-static-engine", test_compare_static_engine);
   g_test_add_func("/profile/import-precedence", test_import_precedence);
   g_test_add_func("/profile/import-gemm-grid", test_import_gemm_grid);
+  g_test_add_func("/profile/import-gemm-grid-shadowed", test_import_gemm_grid_shadowed);
   g_test_add_func("/profile/import-bad-row", test_import_bad_row);
   g_test_add_func("/profile/step-fp8-choice", test_step_fp8_choice);
   g_test_add_func("/profile/step-fp8-weight-only", test_step_fp8_weight_only);

@@ -49,11 +49,12 @@
  * some sizes is the profiled library's, not the engine's, and a running
  * maximum would carry it to every larger size. A shape key that a table does not hold is not
  * interpolated across, except five derived shapes: a GEMM on an AIConfigurator (k, n) grid
- * (bilinear, below); an elementwise operator at a width no table has, from the nearest width's
- * curve at the same elements (its point at T tokens of width W' is the one at T W' / W of width
- * W; a LayerNorm or GELU no table has from the RMSNorm or SiLU-and-multiply); decode attention
- * of Q and KV heads from a higher-precedence data set's Q/g and KV/g heads at g times the batch,
- * or m Q and m KV heads at B / m (the kernel's work is per sequence and KV head group);
+ * (bilinear in k and n between the grid's own rows, also where a data set of higher precedence
+ * holds one of those four shapes); an elementwise operator at a width no table has, from the
+ * nearest width's curve at the same elements (its point at T tokens of width W' is the one at T W'
+ * / W of width W; a LayerNorm or GELU no table has from the RMSNorm or SiLU-and-multiply); decode
+ * attention of Q and KV heads from a higher-precedence data set's Q/g and KV/g heads at g times the
+ * batch, or m Q and m KV heads at B / m (the kernel's work is per sequence and KV head group);
  * prefill attention from the same group size at the nearest KV heads held, the work above each
  * curve's first point scaled by the heads; and a
  * fused MoE from the nearest fused shape held (ema_profile_op_moe_fused_nearest), which the
