@@ -919,6 +919,38 @@ typedef struct {
 /* the most KV heads a shape is multiplied by to find it in a table (make_attn_decode_folded) */
 #define ATTN_UNFOLD_MAX 8
 
+/* the largest query group (query heads per KV head) nearest_group() looks for */
+#define ATTN_GROUP_MAX 64
+
+/* KIND's attention of A's KV heads at the query group size nearest A's (Q / KV, whole; by
+ * ratio, ties to the larger) that a data set of precedence below A->before holds, and that
+ * group size (*FROM_GROUP); NULL where none is held. */
+static const Surface *nearest_group(const EmaProfile *p, EmaProfileKind kind, const FoldArgs *a,
+                                    guint *from_group) {
+  const Surface *from = NULL;
+  guint group = a->q / a->kv;
+  double best = G_MAXDOUBLE;
+  *from_group = 0;
+  for (guint g = 1; g <= ATTN_GROUP_MAX; g++) {
+    char key[128];
+    const Surface *s;
+    double distance;
+    if (g == group)
+      continue;
+    (a->batched ? attn_prompts_key : attn_key)(key, sizeof key, a->dtype, g * a->kv, a->kv, a->d);
+    s = g_hash_table_lookup(p->tables[kind], key);
+    if (!s || s->source >= a->before)
+      continue;
+    distance = fabs(log((double) g / (double) group));
+    if (distance < best || (distance == best && g > *from_group)) {
+      best = distance;
+      from = s;
+      *from_group = g;
+    }
+  }
+  return from;
+}
+
 /* Decode attention of Q query and KV key-value heads of D from the shape of Q/g and KV/g
  * heads at g times the batch (the smallest g dividing both whose shape a data set of
  * precedence below BEFORE holds): a decode kernel's work is independent per sequence and KV
@@ -929,11 +961,16 @@ typedef struct {
  * sequences (the smallest m up to ATTN_UNFOLD_MAX held), by the same argument: a group size
  * the table has only at more heads, such as Qwen2.5-32B's or Llama-4-Scout's 20 over 4 at TP 2
  * as 40 over 8 (below the table's first batch, B / m < 1, its first batch's time: a lone
- * sequence's kernel is no faster with fewer groups). NULL where no such shape is held. */
+ * sequence's kernel is no faster with fewer groups). Where neither answers (a group size no
+ * table holds at any heads, such as Qwen2.5-7B's 7), the nearest group size held at the same KV
+ * heads (by ratio, ties to the larger): the kernel streams each KV head's cache once for all
+ * the queries of its group, and AIConfigurator's tables time groups of 1 to 16 alike (H200, 4
+ * KV heads, 64 sequences of 2,048 tokens: 73.6-75.0 us). NULL where no such shape is held. */
 static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args) {
   const FoldArgs *a = args;
   char key[128];
   const Surface *from;
+  guint group;
   for (guint g = 2; g <= a->kv; g++) {
     if (a->q % g != 0 || a->kv % g != 0)
       continue;
@@ -948,6 +985,8 @@ static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args)
     if (from && from->source < a->before)
       return scaled_surface(p, from, EMA_PROFILE_ATTN_DECODE, (double) m, 1, 1);
   }
+  if (a->q % a->kv == 0 && (from = nearest_group(p, EMA_PROFILE_ATTN_DECODE, a, &group)) != NULL)
+    return scaled_surface(p, from, EMA_PROFILE_ATTN_DECODE, 1, 1, 1);
   return NULL;
 }
 
@@ -962,11 +1001,13 @@ static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args)
  * heads leave as it is. AIConfigurator's H100 table: 40 heads over 8 take 293 us for a 4,096-
  * token prompt, 16 over 4 116 us (0.40x for 0.4x the heads) and 14 us both at 256 tokens.
  * How 20 over 4 (Qwen2.5-32B, Llama-4-Scout at TP 2) and 20 multi-head (Llama-2-13B at TP 2)
- * are timed where no table has them. NULL where none is held. */
+ * are timed where no table has them. Where no table holds the group size at any KV heads (Qwen2.5-
+ * 7B's 7), the nearest group size held at the same KV heads (nearest_group), its work carried by
+ * the query heads, by the same argument. NULL where none is held. */
 static Surface *make_attn_prefill_folded(const EmaProfile *p, gconstpointer args) {
   const FoldArgs *a = args;
   const Surface *from = NULL;
-  guint from_kv = 0;
+  guint from_kv = 0, from_group;
   double best = G_MAXDOUBLE;
   if (a->q % a->kv != 0)
     return NULL;
@@ -988,9 +1029,13 @@ static Surface *make_attn_prefill_folded(const EmaProfile *p, gconstpointer args
       from_kv = kv;
     }
   }
-  return from ? scaled_surface(p, from, EMA_PROFILE_ATTN_PREFILL, 1, 1,
-                               (double) a->kv / (double) from_kv)
-              : NULL;
+  if (from)
+    return scaled_surface(p, from, EMA_PROFILE_ATTN_PREFILL, 1, 1,
+                          (double) a->kv / (double) from_kv);
+  if ((from = nearest_group(p, EMA_PROFILE_ATTN_PREFILL, a, &from_group)) != NULL)
+    return scaled_surface(p, from, EMA_PROFILE_ATTN_PREFILL, 1, 1,
+                          (double) a->q / (double) (from_group * a->kv));
+  return NULL;
 }
 
 /* KIND's attention of Q query and KV key-value heads of D from another shape a data set of

@@ -986,7 +986,8 @@ static void test_collective_bandwidth_error(void) {
 
 /* A prefill table's best rate in query-key pairs (ema_profile_op_pair_rate): chunk 100 fresh,
  * 5,050 pairs in 10 us; chunk 200 fresh, 20,100 in 15 us (1,340 a us, the best); chunk 100 after
- * 100 cached, 15,050 in 20 us. None for decode attention or a shape no table holds. */
+ * 100 cached, 15,050 in 20 us. None for decode attention or a shape no table holds or derives
+ * (6 over 3: no group of 2 at any heads, nothing at 3 KV heads). */
 static void test_prefill_pair_rate(void) {
   g_autofree char *dir = temp_dir();
   g_autofree char *folder = write_profile(
@@ -1000,7 +1001,7 @@ static void test_prefill_pair_rate(void) {
   g_assert_no_error(error);
   ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 2, 2, 4, &prefill);
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 2, 2, 4, &decode);
-  ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 4, 2, 4, &missing);
+  ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 6, 3, 4, &missing);
   g_assert_cmpfloat_with_epsilon(ema_profile_op_pair_rate(&prefill, 0), 20100.0 / 15 * 1e6, 1e-3);
   g_assert_cmpfloat(ema_profile_op_pair_rate(&decode, 0), ==, 0);
   g_assert_cmpfloat(ema_profile_op_pair_rate(&missing, 0), ==, 0);
@@ -1026,6 +1027,32 @@ static void test_attn_prefill_folded(void) {
   assert_op_at(&op, 0, 200, 70);
   ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 3, 3, 4, &op);
   g_assert_false(ema_profile_op_at(&op, 0, 200, &us));
+}
+
+/* A query group size no table holds at any heads (7, Qwen2.5-7B's): decode attention from the
+ * nearest group held at the same KV heads (8 over 1, not 4 or 1 over 1), as it is; a tie (group
+ * 2 between 1 and 4) to the larger. Prefill from the nearest group too, its work above the first
+ * point carried by the query heads (7 / 8 of 40 us over the first point's 10). */
+static void test_attn_nearest_group(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autoptr(EmaProfile) decode =
+      one_table_profile(dir, "group", "attn_decode.csv",
+                        "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                        "1,100,8,1,4,bf16,flash,11\n2,100,8,1,4,bf16,flash,13\n"
+                        "1,100,4,1,4,bf16,flash,20\n1,100,1,1,4,bf16,flash,5\n");
+  g_autoptr(EmaProfile) prefill =
+      one_table_profile(dir, "pgroup", "attn_prefill.csv",
+                        "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                        "100,0,8,1,4,bf16,flash,10\n200,0,8,1,4,bf16,flash,50\n");
+  EmaProfileOp op;
+  ema_profile_op_attn_decode(decode, EMA_PROFILE_BF16, 7, 1, 4, &op);
+  assert_op_at(&op, 1, 100, 11);
+  assert_op_at(&op, 2, 100, 13);
+  ema_profile_op_attn_decode(decode, EMA_PROFILE_BF16, 2, 1, 4, &op);
+  assert_op_at(&op, 1, 100, 20);
+  ema_profile_op_attn_prefill(prefill, EMA_PROFILE_BF16, 7, 1, 4, &op);
+  assert_op_at(&op, 0, 100, 10);
+  assert_op_at(&op, 0, 200, 45);
 }
 
 /* Fresh prompts of different lengths in one step (no prior context): the prefill table at the
@@ -2165,6 +2192,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/attn-decode-folded", test_attn_decode_folded);
   g_test_add_func("/profile/moe-nearest", test_moe_nearest);
   g_test_add_func("/profile/attn-prefill-folded", test_attn_prefill_folded);
+  g_test_add_func("/profile/attn-nearest-group", test_attn_nearest_group);
   g_test_add_func("/profile/attn-prefill-prompts", test_attn_prefill_prompts);
   g_test_add_func("/profile/attn-prefill-prompts-rising", test_attn_prefill_prompts_rising);
   g_test_add_func("/profile/attn-import-bad-rows", test_attn_import_bad_rows);

@@ -54,9 +54,11 @@
  * nearest width's curve at the same elements (its point at T tokens of width W' is the one at T W'
  * / W of width W; a LayerNorm or GELU no table has from the RMSNorm or SiLU-and-multiply); decode
  * attention of Q and KV heads from a higher-precedence data set's Q/g and KV/g heads at g times the
- * batch, or m Q and m KV heads at B / m (the kernel's work is per sequence and KV head group);
+ * batch, or m Q and m KV heads at B / m (the kernel's work is per sequence and KV head group),
+ * else from the nearest query group held at KV heads (its time independent of the group);
  * prefill attention from the same group size at the nearest KV heads held, the work above each
- * curve's first point scaled by the heads; and a
+ * curve's first point scaled by the heads, else from the nearest query group held at KV heads,
+ * scaled by the query heads; and a
  * fused MoE from the nearest fused shape held (ema_profile_op_moe_fused_nearest), which the
  * step model carries to its own by the roofline. Elsewhere the caller falls back to the
  * roofline; nor is a surface whose only curve lies at outer 0 (a prefill table
