@@ -961,11 +961,13 @@ static const Surface *nearest_group(const EmaProfile *p, EmaProfileKind kind, co
  * sequences (the smallest m up to ATTN_UNFOLD_MAX held), by the same argument: a group size
  * the table has only at more heads, such as Qwen2.5-32B's or Llama-4-Scout's 20 over 4 at TP 2
  * as 40 over 8 (below the table's first batch, B / m < 1, its first batch's time: a lone
- * sequence's kernel is no faster with fewer groups). Where neither answers (a group size no
- * table holds at any heads, such as Qwen2.5-7B's 7), the nearest group size held at the same KV
- * heads (by ratio, ties to the larger): the kernel streams each KV head's cache once for all
- * the queries of its group, and AIConfigurator's tables time groups of 1 to 16 alike (H200, 4
- * KV heads, 64 sequences of 2,048 tokens: 73.6-75.0 us). NULL where no such shape is held. */
+ * sequence's kernel is no faster with fewer groups). Where neither answers and no data set
+ * holds the shape itself (BEFORE G_MAXUINT; a group size no table holds at any heads, such as
+ * Qwen2.5-7B's 7), the nearest group size held at the same KV heads (by ratio, ties to the
+ * larger): the kernel streams each KV head's cache once for all the queries of its group, and
+ * AIConfigurator's tables time groups of 1 to 16 alike (H200, 4 KV heads, 64 sequences of 2,048
+ * tokens: 73.6-75.0 us); an approximation, so a table's own rows of the shape come first
+ * whatever their precedence. NULL where no such shape is held. */
 static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args) {
   const FoldArgs *a = args;
   char key[128];
@@ -985,7 +987,8 @@ static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args)
     if (from && from->source < a->before)
       return scaled_surface(p, from, EMA_PROFILE_ATTN_DECODE, (double) m, 1, 1);
   }
-  if (a->q % a->kv == 0 && (from = nearest_group(p, EMA_PROFILE_ATTN_DECODE, a, &group)) != NULL)
+  if (a->before == G_MAXUINT && a->q % a->kv == 0 &&
+      (from = nearest_group(p, EMA_PROFILE_ATTN_DECODE, a, &group)) != NULL)
     return scaled_surface(p, from, EMA_PROFILE_ATTN_DECODE, 1, 1, 1);
   return NULL;
 }
@@ -1002,8 +1005,8 @@ static Surface *make_attn_decode_folded(const EmaProfile *p, gconstpointer args)
  * token prompt, 16 over 4 116 us (0.40x for 0.4x the heads) and 14 us both at 256 tokens.
  * How 20 over 4 (Qwen2.5-32B, Llama-4-Scout at TP 2) and 20 multi-head (Llama-2-13B at TP 2)
  * are timed where no table has them. Where no table holds the group size at any KV heads (Qwen2.5-
- * 7B's 7), the nearest group size held at the same KV heads (nearest_group), its work carried by
- * the query heads, by the same argument. NULL where none is held. */
+ * 7B's 7) nor the shape itself, the nearest group size held at the same KV heads (nearest_group),
+ * its work carried by the query heads, by the same argument. NULL where none is held. */
 static Surface *make_attn_prefill_folded(const EmaProfile *p, gconstpointer args) {
   const FoldArgs *a = args;
   const Surface *from = NULL;
@@ -1032,7 +1035,8 @@ static Surface *make_attn_prefill_folded(const EmaProfile *p, gconstpointer args
   if (from)
     return scaled_surface(p, from, EMA_PROFILE_ATTN_PREFILL, 1, 1,
                           (double) a->kv / (double) from_kv);
-  if ((from = nearest_group(p, EMA_PROFILE_ATTN_PREFILL, a, &from_group)) != NULL)
+  if (a->before == G_MAXUINT &&
+      (from = nearest_group(p, EMA_PROFILE_ATTN_PREFILL, a, &from_group)) != NULL)
     return scaled_surface(p, from, EMA_PROFILE_ATTN_PREFILL, 1, 1,
                           (double) a->q / (double) (from_group * a->kv));
   return NULL;

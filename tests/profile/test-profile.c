@@ -1055,6 +1055,28 @@ static void test_attn_nearest_group(void) {
   assert_op_at(&op, 0, 200, 45);
 }
 
+/* The nearest group is an approximation: a data set's own rows of the shape come first whatever
+ * their precedence. A (first) holds 8 over 1 at 11 us, B (after it) 7 over 1 at 30: 7 over 1
+ * takes B's own 30, and 5 over 1 B's 7 over 1 too, the nearer group. */
+static void test_attn_nearest_group_exact_first(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  const char *head =
+      "batch_size,num_heads,num_key_value_heads,head_dim,kv_cache_dtype,step,latency\n";
+  g_autofree char *a = g_strconcat(head, "1,8,1,4,bfloat16,99,0.011\n", NULL);
+  g_autofree char *b = g_strconcat(head, "1,7,1,4,bfloat16,99,0.030\n", NULL);
+  g_autoptr(EmaProfile) p =
+      load_with_data(dir, "exact-first", NULL,
+                     "import:\n  - {format: aic-decode, label: A, path: groundtruth/a.csv}\n"
+                     "  - {format: aic-decode, label: B, path: groundtruth/b.csv}\n",
+                     "a.csv", a, "b.csv", b, NULL);
+  EmaProfileOp op;
+  ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 7, 1, 4, &op);
+  assert_op_at(&op, 1, 100, 30);
+  g_assert_cmpstr(ema_profile_op_source(p, &op), ==, "B");
+  ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 5, 1, 4, &op);
+  assert_op_at(&op, 1, 100, 30);
+}
+
 /* Fresh prompts of different lengths in one step (no prior context): the prefill table at the
  * chunk whose pairs, c times, are the step's. Chunks of 1 and 3 tokens: 1 + 6 = 7 pairs, so
  * n (n + 1) = 7, n = (sqrt(29) - 1) / 2; the table is 10 us at 2 tokens and 30 at 4, linear
@@ -2193,6 +2215,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/moe-nearest", test_moe_nearest);
   g_test_add_func("/profile/attn-prefill-folded", test_attn_prefill_folded);
   g_test_add_func("/profile/attn-nearest-group", test_attn_nearest_group);
+  g_test_add_func("/profile/attn-nearest-group-exact-first", test_attn_nearest_group_exact_first);
   g_test_add_func("/profile/attn-prefill-prompts", test_attn_prefill_prompts);
   g_test_add_func("/profile/attn-prefill-prompts-rising", test_attn_prefill_prompts_rising);
   g_test_add_func("/profile/attn-import-bad-rows", test_attn_import_bad_rows);
