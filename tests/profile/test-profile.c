@@ -440,18 +440,25 @@ static EmaProfile *load_with_data(const char *dir, const char *name, const char 
   return load_reading_all(dir, folder, EMA_PROFILE_ENGINE);
 }
 
+/* DIR/NAME/FILE (the profile folder made) holding TEXT: a measured table beside the profile.yaml
+ * load_with_data writes. */
+static void write_measured_table(const char *dir, const char *name, const char *file,
+                                 const char *text) {
+  g_autofree char *folder = g_build_filename(dir, name, NULL);
+  g_autofree char *path = g_build_filename(folder, file, NULL);
+  g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+}
+
 /* Precedence: each GEMM shape from the first data set that has it. The
  * measured table's (8, 8) at 10 us beats both imports' faster rows; A's
  * (16, 8) at 7 beats B's 3, listed after it; B alone has (32, 8). */
 static void test_import_precedence(void) {
   g_autoptr(TempDir) dir = temp_dir();
-  g_autofree char *gemm_dir = g_build_filename(dir, "prec", NULL);
-  g_autofree char *gemm = g_build_filename(gemm_dir, "gemm.csv", NULL);
   g_autoptr(EmaProfile) p = NULL;
   EmaProfileOp op;
   double us = 0;
-  g_assert_cmpint(g_mkdir_with_parents(gemm_dir, 0755), ==, 0);
-  g_assert_true(g_file_set_contents(gemm, "m,k,n,dtype,time_us\n2,8,8,bf16,10\n", -1, NULL));
+  write_measured_table(dir, "prec", "gemm.csv", "m,k,n,dtype,time_us\n2,8,8,bf16,10\n");
   p = load_with_data(dir, "prec", "tables:\n  - gemm.csv\n",
                      "import:\n"
                      "  - {format: kernels-gemm, dtype: bf16, label: A, path: groundtruth/a.csv}\n"
@@ -643,6 +650,17 @@ static EmaProfile *one_table_profile(const char *dir, const char *name, const ch
   return p;
 }
 
+/* A profile of one attention table (attn_decode.csv with DECODE, else attn_prefill.csv) of
+ * ROWS under the table's header. */
+static EmaProfile *attn_table_profile(const char *dir, const char *name, gboolean decode,
+                                      const char *rows) {
+  g_autofree char *text =
+      g_strconcat(decode ? "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
+                         : "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n",
+                  rows, NULL);
+  return one_table_profile(dir, name, decode ? "attn_decode.csv" : "attn_prefill.csv", text);
+}
+
 /* OP answers at (OUTER, X) with WANT us. */
 static void assert_op_at(const EmaProfileOp *op, double outer, double x, double want) {
   double us = 0;
@@ -657,10 +675,9 @@ static void assert_op_at(const EmaProfileOp *op, double outer, double x, double 
 static void test_attn_decode_folded(void) {
   g_autoptr(TempDir) dir = temp_dir();
   g_autoptr(EmaProfile) p =
-      one_table_profile(dir, "fold", "attn_decode.csv",
-                        "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
-                        "2,100,2,2,4,bf16,flash,30\n4,100,2,2,4,bf16,flash,50\n"
-                        "1,100,8,8,4,bf16,flash,7\n2,100,8,8,4,bf16,flash,9\n");
+      attn_table_profile(dir, "fold", TRUE,
+                         "2,100,2,2,4,bf16,flash,30\n4,100,2,2,4,bf16,flash,50\n"
+                         "1,100,8,8,4,bf16,flash,7\n2,100,8,8,4,bf16,flash,9\n");
   EmaProfileOp op;
   double us = 0;
   ema_profile_op_attn_decode(p, EMA_PROFILE_BF16, 4, 4, 4, &op);
@@ -766,12 +783,9 @@ static void test_import_gemm_grid(void) {
  * theirs and not left to the roofline. */
 static void test_import_gemm_grid_shadowed(void) {
   g_autoptr(TempDir) dir = temp_dir();
-  g_autofree char *folder = g_build_filename(dir, "shadow", NULL);
-  g_autofree char *table = g_build_filename(folder, "gemm.csv", NULL);
   g_autoptr(EmaProfile) p = NULL;
   EmaProfileOp op;
-  g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
-  g_assert_true(g_file_set_contents(table, "m,k,n,dtype,time_us\n1,64,64,bf16,100\n", -1, NULL));
+  write_measured_table(dir, "shadow", "gemm.csv", "m,k,n,dtype,time_us\n1,64,64,bf16,100\n");
   p = load_with_data(
       dir, "shadow", "tables:\n  - gemm.csv\n",
       "import:\n  - {format: kernels-gemm, dtype: bf16, label: A, path: groundtruth/a.csv}\n"
@@ -1013,10 +1027,8 @@ static void test_prefill_pair_rate(void) {
  * 150, linear); 6 over 3: 70 at 200; 3 over 3 (another group size): none. */
 static void test_attn_prefill_folded(void) {
   g_autoptr(TempDir) dir = temp_dir();
-  g_autoptr(EmaProfile) p =
-      one_table_profile(dir, "pfold", "attn_prefill.csv",
-                        "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
-                        "100,0,2,1,4,bf16,flash,10\n200,0,2,1,4,bf16,flash,30\n");
+  g_autoptr(EmaProfile) p = attn_table_profile(
+      dir, "pfold", FALSE, "100,0,2,1,4,bf16,flash,10\n200,0,2,1,4,bf16,flash,30\n");
   EmaProfileOp op;
   double us = 0;
   ema_profile_op_attn_prefill(p, EMA_PROFILE_BF16, 4, 2, 4, &op);
@@ -1034,16 +1046,12 @@ static void test_attn_prefill_folded(void) {
  * 2 between 1 and 4) to the larger. Prefill from the nearest group too, its work above the first
  * point carried by the query heads (7 / 8 of 40 us over the first point's 10). */
 static void test_attn_nearest_group(void) {
+  static const char groups[] = "1,100,8,1,4,bf16,flash,11\n2,100,8,1,4,bf16,flash,13\n"
+                               "1,100,4,1,4,bf16,flash,20\n1,100,1,1,4,bf16,flash,5\n";
   g_autoptr(TempDir) dir = temp_dir();
-  g_autoptr(EmaProfile) decode =
-      one_table_profile(dir, "group", "attn_decode.csv",
-                        "batch,context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
-                        "1,100,8,1,4,bf16,flash,11\n2,100,8,1,4,bf16,flash,13\n"
-                        "1,100,4,1,4,bf16,flash,20\n1,100,1,1,4,bf16,flash,5\n");
-  g_autoptr(EmaProfile) prefill =
-      one_table_profile(dir, "pgroup", "attn_prefill.csv",
-                        "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
-                        "100,0,8,1,4,bf16,flash,10\n200,0,8,1,4,bf16,flash,50\n");
+  g_autoptr(EmaProfile) decode = attn_table_profile(dir, "group", TRUE, groups);
+  g_autoptr(EmaProfile) prefill = attn_table_profile(
+      dir, "pgroup", FALSE, "100,0,8,1,4,bf16,flash,10\n200,0,8,1,4,bf16,flash,50\n");
   EmaProfileOp op;
   ema_profile_op_attn_decode(decode, EMA_PROFILE_BF16, 7, 1, 4, &op);
   assert_op_at(&op, 1, 100, 11);
