@@ -412,15 +412,28 @@ static gboolean write_file(const char *dir, const char *name, const char *text, 
   return TRUE;
 }
 
-char *ema_compare_provenance(const char *dir) {
+/* DIR's provenance.txt, loaded; NULL when there is none or it does not parse. */
+static GKeyFile *provenance_load(const char *dir) {
   g_autofree char *path = g_build_filename(dir, PROVENANCE_FILE, NULL);
   g_autoptr(GKeyFile) file = g_key_file_new();
-  g_auto(GStrv) keys = NULL;
   g_autofree char *text = NULL;
   gsize length = 0;
-  GString *out;
   if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, &length, NULL) ||
       !g_key_file_load_from_data(file, text, length, G_KEY_FILE_NONE, NULL))
+    return NULL;
+  return g_steal_pointer(&file);
+}
+
+char *ema_compare_measured_server(const char *dir) {
+  g_autoptr(GKeyFile) file = provenance_load(dir);
+  return file ? g_key_file_get_string(file, PROVENANCE_GROUP, "server", NULL) : NULL;
+}
+
+char *ema_compare_provenance(const char *dir) {
+  g_autoptr(GKeyFile) file = provenance_load(dir);
+  g_auto(GStrv) keys = NULL;
+  GString *out;
+  if (file == NULL)
     return NULL;
   keys = g_key_file_get_keys(file, PROVENANCE_GROUP, NULL, NULL);
   if (keys == NULL)
@@ -460,6 +473,11 @@ gboolean ema_comparison_write(const EmaComparison *c, const EmaCompareInfo *info
       if (*lines[i])
         g_string_append_printf(md, "  - %s\n", lines[i]);
   }
+  if (info->measured_server)
+    g_string_append_printf(md,
+                           "- **measured under server `%s`, simulated with `%s`**: this table "
+                           "compares that model with those GPUs\n",
+                           info->measured_server, info->server_name);
   g_string_append_printf(md, "- simulated: %s\n", info->simulated_with);
   g_string_append(md, "- error = (simulated - measured) / measured time\n\n");
   g_string_append_printf(md, "Ops: %s.  \nDecode: %s.", ops, decodes);

@@ -75,6 +75,9 @@ typedef struct {
   const char *server_name;
   const char *measured_dir;   /* holds summary.json (and provenance.txt, if written by run) */
   const char *simulated_with; /* e.g. "libema 0.1.0 (ema_ops_run)" */
+  /* the server the measured run's experiment named, where it is not SERVER_NAME (NULL: the
+   * same, or not said) */
+  const char *measured_server;
 } EmaCompareInfo;
 
 /* The table and the medians. */
@@ -88,5 +91,8 @@ gboolean ema_comparison_write(const EmaComparison *comparison, const EmaCompareI
 /* The provenance of a measured directory (provenance.txt written by `run`):
  * its [run] keys as "key: value" lines, or NULL when there is none. */
 char *ema_compare_provenance(const char *dir);
+/* The server model the measured directory's experiment named (its provenance.txt's `server`),
+ * or NULL when it does not say. */
+char *ema_compare_measured_server(const char *dir);
 
 G_END_DECLS

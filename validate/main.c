@@ -502,7 +502,7 @@ static int command_compare(int argc, char **argv, const char *command) {
   g_autoptr(EmaExperiment) experiment = NULL;
   g_autoptr(EmaOpsReport) simulated = NULL, measured = NULL;
   g_autoptr(EmaComparison) comparison = NULL;
-  g_autofree char *dir = NULL, *sim_dir = NULL, *simulated_with = NULL;
+  g_autofree char *dir = NULL, *sim_dir = NULL, *simulated_with = NULL, *measured_server = NULL;
   EmaCompareInfo info = {0};
   gint64 wall_start;
   GError *error = NULL;
@@ -557,6 +557,15 @@ static int command_compare(int argc, char **argv, const char *command) {
   info.server_name = experiment->server.name;
   info.measured_dir = measured_dir ? measured_dir : dir;
   info.simulated_with = simulated_with;
+  if (measured_dir && (measured_server = ema_compare_measured_server(measured_dir)) != NULL &&
+      strcmp(measured_server, experiment->server.name) != 0) {
+    /* a --set or an edited file: a comparison of another model, said so, not refused */
+    info.measured_server = measured_server;
+    fprintf(stderr,
+            "ema-validate: note: %s was measured under server '%s'; simulating with '%s': the "
+            "table compares that model with those GPUs\n",
+            measured_dir, measured_server, experiment->server.name);
+  }
   if (!ema_comparison_write(comparison, &info, dir, &error))
     return fail(error);
   printf("\n%s on %s: measured (%s) against simulated\n", experiment->name, experiment->server.name,

@@ -276,6 +276,38 @@ static void test_compare_measured(void) {
   ema_test_remove_tree(empty);
 }
 
+/* compare --measured with another server than the measured run's experiment named (its
+ * provenance.txt's h200x2): compared, with a note on stderr and in compare.md; the same server
+ * gives none. */
+static void test_compare_other_server(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *md_path = g_build_filename(dir, "compare.md", NULL);
+  {
+    g_autofree char *md = NULL;
+    g_autoptr(EmaTestRun) other =
+        cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured", FIXTURE_MEASURED, "-o",
+                            dir, "--set", "server=h200x8-hgx", NULL);
+    if (other->status != 0)
+      g_error("exit %d: %s", other->status, other->err);
+    ema_test_assert_contains(other->err, "ema-validate: note: " FIXTURE_MEASURED
+                                         " was measured under server 'h200x2'; simulating with "
+                                         "'h200x8-hgx'");
+    g_assert_true(g_file_get_contents(md_path, &md, NULL, NULL));
+    ema_test_assert_contains(md,
+                             "- **measured under server `h200x2`, simulated with `h200x8-hgx`**");
+  }
+  {
+    g_autofree char *md = NULL;
+    g_autoptr(EmaTestRun) same = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
+                                                     FIXTURE_MEASURED, "-o", dir, NULL);
+    g_assert_cmpint(same->status, ==, 0);
+    g_assert_null(strstr(same->err, "note:"));
+    g_assert_true(g_file_get_contents(md_path, &md, NULL, NULL));
+    g_assert_null(strstr(md, "measured under server"));
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* compare --measured against results whose resolved.yaml (the measured run's) holds other ops
  * than the experiment as given now (a --set, an edited file) is refused naming the op: names
  * alone let a different measurement through; the same ops compare. */
@@ -787,6 +819,7 @@ int main(int argc, char **argv) {
                   test_calibrate_output_results_file);
   g_test_add_func("/validate/cli/compare-user-file", test_compare_user_file);
   g_test_add_func("/validate/cli/compare-other-ops", test_compare_other_ops);
+  g_test_add_func("/validate/cli/compare-other-server", test_compare_other_server);
   g_test_add_func("/validate/cli/pool-claim", test_pool_claim);
   g_test_add_func("/validate/cli/pool-no-device", test_pool_no_device);
   g_test_add_func("/validate/cli/capture-no-device", test_capture_no_device);

@@ -366,8 +366,11 @@ static void test_write(void) {
   g_autoptr(EmaOpsReport) measured = ema_compare_read_summary(measured_dir, experiment, &error);
   g_autoptr(EmaOpsReport) simulated = ema_ops_run(experiment, &error);
   g_autoptr(EmaComparison) c = NULL;
-  EmaCompareInfo info = {"experiment.yaml", experiment->name, experiment->server.name, measured_dir,
-                         "libema (test)"};
+  EmaCompareInfo info = {.experiment_file = "experiment.yaml",
+                         .experiment_name = experiment->name,
+                         .server_name = experiment->server.name,
+                         .measured_dir = measured_dir,
+                         .simulated_with = "libema (test)"};
   const EmaCompareRow *decode;
   char error_text[G_ASCII_DTOSTR_BUF_SIZE];
   g_assert_no_error(error);
