@@ -576,6 +576,13 @@ static void gemm_key(char *buf, gsize size, EmaProfileDtype dtype, gboolean bias
   key_fields(&key, 2, (const char *const[]){" k=", " n="}, (const guint64[]){k, n});
 }
 
+/* Whether KEY is a GEMM shape key (gemm_key) of DTYPE: its first word. */
+static gboolean gemm_key_of(const char *key, EmaProfileDtype dtype) {
+  const char *name = rate_class(dtype);
+  gsize chars = strlen(name);
+  return strncmp(key, name, chars) == 0 && key[chars] == ' ';
+}
+
 static void attn_key(char *buf, gsize size, EmaProfileDtype dtype, guint q, guint kv, guint d) {
   Key key = key_start(buf, size);
   key_text(&key, rate_class(dtype));
@@ -2214,6 +2221,14 @@ static gboolean read_import(EmaProfile *p, const Import *in, GError **error) {
   return import_formats[in->format].load(&load, in->path, error);
 }
 
+/* ERROR (taken) as P's load error (ema_profile_check), unless an earlier one is kept. */
+static void keep_load_error(EmaProfile *p, GError *error) {
+  if (!p->load_error)
+    p->load_error = error;
+  else
+    g_error_free(error);
+}
+
 /* Of the staged GEMM surface KEY (S, before finalize_surface keeps one data set's rows), the
  * rows of a grid's data set that the table will not hold (an earlier data set has the shape, or
  * the measured tables: MEASURED), copied into that grid's own rows (GemmGrid.corners). */
@@ -2226,11 +2241,8 @@ static void keep_grid_rows(EmaProfile *p, const char *key, const Surface *s, gbo
   }
   for (guint g = 0; g < p->grids->len; g++) {
     GemmGrid *grid = &g_array_index(p->grids, GemmGrid, g);
-    const char *dtype = rate_class(grid->dtype);
-    gsize dtype_chars = strlen(dtype);
-    /* a grid of this read, whose data set loses this shape of its dtype (gemm_key's first word) */
-    if (grid->finalized || (grid->source == best && !measured) ||
-        strncmp(key, dtype, dtype_chars) != 0 || key[dtype_chars] != ' ')
+    /* a grid of this read, whose data set loses this shape of its dtype */
+    if (grid->finalized || (grid->source == best && !measured) || !gemm_key_of(key, grid->dtype))
       continue;
     for (guint i = 0; i < s->curves->len; i++) {
       const Curve *c = s->curves->pdata[i];
@@ -2280,12 +2292,8 @@ static void lazy_load(EmaProfile *p, guint kinds) {
       say_absent(p, in->absent);
       continue;
     }
-    if (!read_import(p, in, &error)) {
-      if (!p->load_error)
-        p->load_error = error;
-      else
-        g_error_free(error);
-    }
+    if (!read_import(p, in, &error))
+      keep_load_error(p, error);
   }
   for (int k = 0; k < EMA_PROFILE_N_KINDS; k++) {
     GHashTableIter it;
@@ -2309,12 +2317,8 @@ static void lazy_load(EmaProfile *p, guint kinds) {
   }
   {
     GError *error = NULL;
-    if (!finalize_grids(p, &error)) {
-      if (!p->load_error)
-        p->load_error = error;
-      else
-        g_error_free(error);
-    }
+    if (!finalize_grids(p, &error))
+      keep_load_error(p, error);
   }
   /* published last: a thread that sees a kind loaded finds its table complete */
   g_atomic_int_or(&p->loaded, closure);
