@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 #include <sys/stat.h>
 
+#include "ema/core/file.h"
 #include "ema/core/node.h"
 #include "ema/core/params.h"
 #include "ema/core/units.h"
@@ -661,7 +662,7 @@ gboolean ema_calibration_write(const EmaCalibrationFigures *figures, const char 
                 g_strerror(errno));
     return FALSE;
   }
-  if (!g_file_set_contents(path, text, -1, &local)) {
+  if (!ema_file_write_output(path, text, strlen(text), &local)) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot write %s: %s", path,
                 local->message);
     g_error_free(local);

@@ -72,10 +72,10 @@ static const char usage_text[] =
     "  describe engine NAME   print one engine profile with every value\n"
     "  describe experiment    every key of experiment files: type, default, range, meaning\n"
     "  describe-policy NAME   print a policy or composition: kind, summary, origin, parameters\n"
+    "                         (also: describe policy NAME)\n"
     "  try-policy borrow|prefetch|reclaim NAME VIEW.yaml [--gpu N] [--needed N]\n"
     "                         call a policy once on a pool view written by hand; print its\n"
     "                         plan and its ema_policy_debug() lines (a policy author's harness)\n"
-    "                         (also: describe policy NAME)\n"
     "  frontier [--model M] [--tolerance F] [-o DIR] [--no-plot] [SERVER...]\n"
     "                         the largest share of a decode step's KV that can be remote\n"
     "                         while the step stays within F (default 5%) of all-local; writes\n"
@@ -1082,12 +1082,19 @@ static int step_time_lines(FILE *in, const char *name, const EmaLlmSpec *model,
   return 0;
 }
 
-/* OUTPUT (-o FILE, may be NULL) not a directory; else a usage error (printed), before any work. */
-static gboolean output_file_ok(const char *output) {
+/* OUTPUT (-o FILE, may be NULL) neither a directory nor the table INPUT
+ * that the command reads; else a usage error (printed), before any work. */
+static gboolean output_file_ok(const char *output, const char *input) {
   g_autofree char *message = NULL;
-  if (!output || !g_file_test(output, G_FILE_TEST_IS_DIR))
+  if (!output)
     return TRUE;
-  message = g_strdup_printf("-o: '%s' is a directory: give the table's file", output);
+  if (g_file_test(output, G_FILE_TEST_IS_DIR))
+    message = g_strdup_printf("-o: '%s' is a directory: give the table's file", output);
+  else if (input && ema_file_same(output, input))
+    message =
+        g_strdup_printf("-o: '%s' is the table this command reads: give another file", output);
+  else
+    return TRUE;
   usage_error(message);
   return FALSE;
 }
@@ -1099,7 +1106,7 @@ static int write_table(const GString *table, const char *output) {
     fputs(table->str, stdout);
     return 0;
   }
-  if (!g_file_set_contents(output, table->str, (gssize) table->len, &error))
+  if (!ema_file_write_output(output, table->str, table->len, &error))
     return fail(error);
   return 0;
 }
@@ -1124,7 +1131,7 @@ static int command_compare_steps(int argc, char **argv) {
   if (argc != 2)
     return usage_error(
         "usage: ema-sim compare-steps STEPS.csv [--server NAME] [--summary] [-o FILE]");
-  if (!output_file_ok(output))
+  if (!output_file_ok(output, argv[1]))
     return EXIT_USAGE;
   if (!(by_model ? ema_stepcheck_steps_summary : ema_stepcheck_steps)(
           argv[1], server ? server : "h200x8-hgx", table, &stats, &error))
@@ -1172,18 +1179,18 @@ static int command_compare_static(int argc, char **argv) {
                        "[--engine PROFILE [--enforce-eager]] [-o FILE]");
   if (enforce_eager && !engine_name)
     return usage_error("--enforce-eager: give the engine profile (--engine PROFILE)");
-  if (!output_file_ok(output))
-    return EXIT_USAGE;
-  if (engine_name && !(engine = ema_engine_profile_load(engine_name, &error)))
-    return fail(error);
-  if (points_text && (!g_ascii_string_to_unsigned(points_text, 10, 1, G_MAXUINT, &points, NULL)))
-    return usage_error("--points: give a positive integer");
   if (argc == 2) {
     path = g_strdup(argv[1]);
   } else {
     g_autofree char *shared = ema_profile_shared_dir();
     path = g_build_filename(shared, "groundtruth", "splitwise-perf", "perf_model.csv", NULL);
   }
+  if (!output_file_ok(output, path))
+    return EXIT_USAGE;
+  if (engine_name && !(engine = ema_engine_profile_load(engine_name, &error)))
+    return fail(error);
+  if (points_text && (!g_ascii_string_to_unsigned(points_text, 10, 1, G_MAXUINT, &points, NULL)))
+    return usage_error("--points: give a positive integer");
   options = (EmaStaticCheckOptions){(guint) points, server, engine, enforce_eager};
   if (!ema_stepcheck_static(path, &options, table, groups, &skipped, &error))
     return fail(error);
@@ -1199,11 +1206,31 @@ static int command_compare_static(int argc, char **argv) {
   return 0;
 }
 
+/* `describe`'s subject (hwmodel, llm, engine, experiment, policy) moved to
+ * ARGV[1] where options come before it (`describe --plugin-dir DIR policy
+ * NAME`): the first argument that is neither an option nor --plugin-dir's
+ * value (the only option of a describe that takes one). */
+static void describe_subject_first(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    char *subject = argv[i];
+    if (strcmp(subject, "--plugin-dir") == 0) {
+      i++;
+      continue;
+    }
+    if (subject[0] == '-')
+      continue;
+    memmove(&argv[2], &argv[1], (gsize) (i - 1) * sizeof *argv);
+    argv[1] = subject;
+    return;
+  }
+}
+
 static int command_describe(int argc, char **argv) {
   GError *error = NULL;
   g_autoptr(EmaServerSpec) server = NULL;
   g_autoptr(GString) text = g_string_new(NULL);
   g_autofree char *hbm = NULL;
+  describe_subject_first(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "policy") == 0) {
     /* `describe policy NAME` is `describe-policy NAME` */
     argv[1] = (char *) "ema-sim describe policy";

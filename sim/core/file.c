@@ -184,6 +184,41 @@ gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, g
   return TRUE;
 }
 
+gboolean ema_file_write_output(const char *path, const char *data, gsize length, GError **error) {
+  struct stat st;
+  int fd;
+  gsize done = 0;
+  if (lstat(path, &st) != 0 || S_ISREG(st.st_mode))
+    return g_file_set_contents(path, data, (gssize) length, error);
+  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    set_errno_error(error, path, "cannot open", errno);
+    return FALSE;
+  }
+  while (done < length) {
+    ssize_t put = write(fd, data + done, length - done);
+    if (put < 0 && errno == EINTR)
+      continue;
+    if (put < 0) {
+      int saved = errno;
+      close(fd);
+      set_errno_error(error, path, "write error", saved);
+      return FALSE;
+    }
+    done += (gsize) put;
+  }
+  if (close(fd) != 0) {
+    set_errno_error(error, path, "write error", errno);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean ema_file_same(const char *a, const char *b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* LEN bytes of BYTES appended to OUT: in place while they fit its
  * allocation (GLib 2.74's g_string_append_len is an out-of-line insert,
  * about 70 instructions a call, and events.csv appends millions of

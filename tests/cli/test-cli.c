@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -934,6 +935,47 @@ static void test_compare_output_dir(void) {
   ema_test_remove_tree(dir);
 }
 
+/* compare-steps and compare-static: -o naming the table the command reads (directly or by a
+ * link) is a usage error that leaves it as it was; -o naming a symbolic link writes the table
+ * through it (a dangling one creating its target) and leaves the link a link, as it leaves a
+ * device or a FIFO what it is rather than putting a regular file in its place. */
+static void test_compare_output_file(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *steps = g_build_filename(dir, "steps.csv", NULL);
+  g_autofree char *perf = g_build_filename(dir, "perf.csv", NULL);
+  g_autofree char *to_steps = g_build_filename(dir, "to-steps.csv", NULL);
+  g_autofree char *link = g_build_filename(dir, "link.csv", NULL);
+  g_autofree char *target = g_build_filename(dir, "target.csv", NULL);
+  const char *table = "model,tp,phase,batch,context,chunk,prior_context,time_us\n"
+                      "llama-3.1-8b,1,decode,8,1000,0,0,100\n";
+  g_autofree char *text = NULL, *written = NULL;
+  g_assert_true(g_file_set_contents(steps, table, -1, NULL));
+  g_assert_true(g_file_set_contents(perf, "not read\n", -1, NULL));
+  g_assert_cmpint(symlink(steps, to_steps), ==, 0);
+  {
+    g_autofree char *want =
+        g_strdup_printf("-o: '%s' is the table this command reads: give another file", steps);
+    g_autofree char *want_link =
+        g_strdup_printf("-o: '%s' is the table this command reads: give another file", to_steps);
+    g_autofree char *want_perf =
+        g_strdup_printf("-o: '%s' is the table this command reads: give another file", perf);
+    usage_error(ema_test_cli("compare-steps", steps, "-o", steps, NULL), want);
+    usage_error(ema_test_cli("compare-steps", steps, "-o", to_steps, NULL), want_link);
+    usage_error(ema_test_cli("compare-static", perf, "-o", perf, NULL), want_perf);
+  }
+  g_assert_true(g_file_get_contents(steps, &text, NULL, NULL));
+  g_assert_cmpstr(text, ==, table);
+  g_assert_cmpint(symlink(target, link), ==, 0); /* dangling until the table is written */
+  ema_test_assert_ok(
+      ema_test_cli("compare-steps", steps, "--server", "h200x8-hgx", "-o", link, NULL));
+  g_assert_true(g_file_test(link, G_FILE_TEST_IS_SYMLINK));
+  g_assert_true(g_file_get_contents(target, &written, NULL, NULL));
+  g_assert_true(g_str_has_prefix(written, "model,tp,phase,batch,context,chunk,prior_context,"
+                                          "measured_us,predicted_us,error\n"
+                                          "llama-3.1-8b,1,decode,8,1000,0,0,100.000,"));
+  ema_test_remove_tree(dir);
+}
+
 /* compare-steps refuses a captured step no GPU could have run: a decoding sequence with no
  * cached token, a negative or NaN spread, fewer than one repeat; each error is one line at
  * the field, and the rows around it (a prefill row's unused context of 0) still compare. */
@@ -1052,6 +1094,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/compare-static/errors", test_compare_static_errors);
   g_test_add_func("/cli/compare-static/broken-files", test_compare_static_broken_files);
   g_test_add_func("/cli/compare-output-dir", test_compare_output_dir);
+  g_test_add_func("/cli/compare-output-file", test_compare_output_file);
   g_test_add_func("/cli/engines", test_engines);
   g_test_add_func("/cli/stdout-full", test_stdout_full);
   g_test_add_func("/cli/plot-gnuplot-missing", test_plot_gnuplot_missing);

@@ -113,6 +113,13 @@ static void test_describe_plugin(void) {
   ema_test_assert_contains(run->out, "default 0");
   ema_test_assert_contains(run->out, "\n    min_borrow ");
   ema_test_assert_contains(run->out, "\n    hold ");
+  /* `describe policy`, the option before the subject as after it */
+  {
+    g_autoptr(EmaTestRun) before =
+        ema_test_cli("describe", "--plugin-dir", dir, "policy", "neighbour", NULL);
+    ema_test_assert_ok(before);
+    g_assert_cmpstr(before->out, ==, run->out);
+  }
   ema_test_remove_tree(dir);
 }
 

@@ -36,6 +36,17 @@ void ema_file_position(const char *text, const char *at, guint *line, guint *col
 gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,
                                GError **error);
 
+/* Write LENGTH bytes of DATA to the file PATH a user named (-o FILE): a
+ * regular file, or a new one, is replaced whole (written beside it, then
+ * renamed over it: a failed write leaves it as it was); anything else that
+ * exists there (a device such as /dev/stdout, a FIFO, a symbolic link) is
+ * written through, never replaced by a regular file. */
+gboolean ema_file_write_output(const char *path, const char *data, gsize length, GError **error);
+
+/* Whether the paths A and B name one file (the same device and inode); FALSE
+ * where either does not exist. */
+gboolean ema_file_same(const char *a, const char *b);
+
 /* The paths of every file this process opened through the two functions
  * above, sorted (a copy; free with g_ptr_array_unref). */
 GPtrArray *ema_file_inputs(void);
