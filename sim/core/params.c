@@ -663,8 +663,8 @@ static void write_struct(const EmaParamTable *table, gconstpointer object, GStri
   for (guint i = 0; i < table->n_params; i++) {
     const EmaParam *param = &table->params[i];
     gconstpointer field = field_cptr(object, param);
-    if ((param->flags & EMA_PARAM_OPTIONAL) && param->type < EMA_PARAM_STRUCT &&
-        is_zero(param, field))
+    if ((param->flags & EMA_PARAM_OPTIONAL) && !(param->flags & EMA_PARAM_KEEP_ZERO) &&
+        param->type < EMA_PARAM_STRUCT && is_zero(param, field))
       continue;
     if ((param->flags & EMA_PARAM_OPTIONAL) && param->type == EMA_PARAM_STRUCT &&
         is_all_zero(field, param->table->size))

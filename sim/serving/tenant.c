@@ -599,10 +599,10 @@ static const EmaParam engine_params[] = {
      .default_value = "90%", .min = 1e-3, .max = 1,
      .help = "share of HBM for weights, activations and KV cache (vLLM's knob)"},
     {"activation_reserve", EMA_PARAM_SIZE, ENGINE_FIELD(activation_reserve),
-     .flags = EMA_PARAM_OPTIONAL, .min = 0, .max = 1125899906842624.0,
-     .help = "HBM per GPU kept for activations (absent: derived, see tenant.h)"},
-    {"watermark", EMA_PARAM_FRACTION, ENGINE_FIELD(watermark), .flags = EMA_PARAM_OPTIONAL,
-     .min = 0, .max = 0.5,
+     .flags = EMA_PARAM_OPTIONAL, .min = 1, .max = 1125899906842624.0,
+     .help = "HBM per GPU kept for activations, at least 1 B (absent: derived, see tenant.h)"},
+    {"watermark", EMA_PARAM_FRACTION, ENGINE_FIELD(watermark),
+     .flags = EMA_PARAM_OPTIONAL | EMA_PARAM_KEEP_ZERO, .min = 0, .max = 0.5,
      .help = "share of KV blocks that admission leaves free (absent: the profile's)"},
     {"preempt", EMA_PARAM_ENUM, ENGINE_FIELD(preempt), .default_value = "recompute",
      .choices = preempt_names,
@@ -629,7 +629,8 @@ static const EmaParam engine_params[] = {
     {"enforce_eager", EMA_PARAM_BOOL, ENGINE_FIELD(enforce_eager), .default_value = "false",
      .help = "no CUDA graphs, every step run eagerly (vLLM's --enforce-eager; vLLM before 0.2.5 "
              "had no CUDA graphs): needs a profile with eager_layer_cpu_cost"},
-    {"prefix_caching", EMA_PARAM_BOOL, ENGINE_FIELD(prefix_caching), .flags = EMA_PARAM_OPTIONAL,
+    {"prefix_caching", EMA_PARAM_BOOL, ENGINE_FIELD(prefix_caching),
+     .flags = EMA_PARAM_OPTIONAL | EMA_PARAM_KEEP_ZERO,
      .help = "cache full prompt blocks by content (absent: the profile's default_prefix_caching, "
              "on in V1, off in V0); needs prompts with an identity: a trace's hash_ids or "
              "trace.shared_prefix_tokens"},

@@ -32,9 +32,12 @@ typedef enum {
 } EmaParamType;
 
 typedef enum {
-  EMA_PARAM_REQUIRED = 1 << 0, /* must be given (no default) */
-  EMA_PARAM_OPTIONAL = 1 << 1, /* may be absent: the field stays zero and is not written (a map:
-                                   all of it zero, then not written) */
+  EMA_PARAM_REQUIRED = 1 << 0,  /* must be given (no default) */
+  EMA_PARAM_OPTIONAL = 1 << 1,  /* may be absent: the field stays zero and is not written (a map:
+                                    all of it zero, then not written) */
+  EMA_PARAM_KEEP_ZERO = 1 << 2, /* with OPTIONAL: written even when zero, as its absence is filled
+                                   from elsewhere (an engine profile's default) after binding, so
+                                   a zero given is a value of its own that a written file keeps */
 } EmaParamFlags;
 
 typedef struct _EmaParamTable EmaParamTable;

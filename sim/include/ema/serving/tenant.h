@@ -193,7 +193,7 @@ typedef struct {
   gint64 max_num_seqs;           /* absent: the profile's default on the GPU (resolved below) */
   gint64 max_num_batched_tokens; /* absent: likewise */
   double gpu_memory_utilization;
-  guint64 activation_reserve; /* bytes per GPU; 0 in the file = derived */
+  guint64 activation_reserve; /* bytes per GPU; 0: absent from the file, derived */
   double watermark;           /* fraction of the KV blocks admission leaves free */
   EmaPreemptMode preempt;
   gint64 block_size;     /* tokens per KV block */
