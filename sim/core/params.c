@@ -313,17 +313,24 @@ static gboolean bind_param(const EmaParam *param, gpointer object, const EmaNode
         return FALSE;
       value = resolved;
     }
-    const EmaNode *given = value; /* where a null was written, for the error */
-    if (value && value->kind == EMA_NODE_SCALAR && value->value == NULL)
-      value = NULL; /* `key:` with nothing after it: all defaults */
+    if (value && value->kind == EMA_NODE_SCALAR && value->value == NULL) {
+      /* `key:` or `key: ~` (`--set key=`) is no way to ask for every default either: over a
+       * map given before it (a --set over the file's), it would put back the defaults with no
+       * word; leaving the key out, or `{}`, gives them */
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, value, path, "needs a value (%s)%s",
+                     param->resolve ? "a name or a map" : "a map",
+                     param->flags & EMA_PARAM_REQUIRED
+                         ? ""
+                         : "; leave the key out, or give {}, for its defaults");
+      return FALSE;
+    }
     if (value && value->kind != EMA_NODE_MAP) {
       ema_node_error(error, EMA_CONFIG_ERROR_TYPE, value, path, "expected %s, got %s",
                      param->resolve ? "a name or a map" : "a map", node_kind_name(value));
       return FALSE;
     }
     if (value == NULL && (param->flags & EMA_PARAM_REQUIRED)) {
-      ema_node_error(error, EMA_CONFIG_ERROR_KEY, given ? given : map, path,
-                     "missing required key");
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, map, path, "missing required key");
       return FALSE;
     }
     if (value == NULL && (param->flags & EMA_PARAM_OPTIONAL))

@@ -902,15 +902,15 @@ static void test_one_gpu_without_link(void) {
   {
     /* a required map given as null is refused where the null was written */
     g_autoptr(EmaTestRun) run = ema_test_cli("check", fixture, "--set", "server.gpu=~", NULL);
-    ema_test_assert_failed(run, 1, "--set:1:12: server.gpu: missing required key\n");
+    ema_test_assert_failed(run, 1, "--set:1:12: server.gpu: needs a value (a map)\n");
   }
   {
-    /* a null link is as absent as no key: refused at the null, not run with a zero link */
+    /* a null link is refused at the null, not run with a zero link */
     g_autoptr(EmaTestRun) run =
         ema_test_cli("check", fixture, "--set", "server.gpus=2", "--set", "server.link=~", NULL);
     ema_test_assert_failed(run, 1,
-                           "--set:2:13: server.link: missing required key (a server of 2 GPUs "
-                           "needs its peer link; only a one-GPU server may leave it out)\n");
+                           "--set:2:13: server.link: needs a value (a map); leave the key out, "
+                           "or give {}, for its defaults\n");
   }
   {
     /* hosts of 2 GPUs do not make up a server of 3 */

@@ -567,14 +567,21 @@ static void test_params_defaults(void) {
   g_assert_null(t.label);
   g_assert_null(t.items);
 
-  /* a null scalar is an error at its place, not the default (it would be
-   * written back as a value no file accepts); `inner:` alone is all
-   * defaults; list items get their own defaults */
+  /* a null is an error at its place, not the default (a scalar's would be
+   * written back as a value no file accepts; a map's would put back its
+   * defaults over a map given before it); `inner: {}` is all defaults; list
+   * items get their own defaults */
   bind_fails("req: r\ncount: ~\n", EMA_CONFIG_ERROR_KEY,
              "t.yaml:2:8: count: needs a value (an integer); leave the key out for its default");
   bind_fails("req: r\nlabel:\n", EMA_CONFIG_ERROR_KEY,
              "t.yaml:2:7: label: needs a value (a string); leave the key out for its default");
-  bind_ok("req: r\ninner:\nitems: [{name: a}, {name: b, size: 1MiB}]\n", &t);
+  bind_fails("req: r\ninner:\n", EMA_CONFIG_ERROR_KEY,
+             "t.yaml:2:7: inner: needs a value (a map); leave the key out, or give {}, for its "
+             "defaults");
+  bind_fails("req: r\ninner: ~\n", EMA_CONFIG_ERROR_KEY,
+             "t.yaml:2:8: inner: needs a value (a map); leave the key out, or give {}, for its "
+             "defaults");
+  bind_ok("req: r\ninner: {}\nitems: [{name: a}, {name: b, size: 1MiB}]\n", &t);
   g_assert_cmpint(t.count, ==, 3);
   g_assert_cmpstr(t.label, ==, "hello");
   g_assert_cmpint(t.inner.a, ==, 7);
@@ -1676,20 +1683,30 @@ static void test_experiment_not_a_map(void) {
   g_rmdir(dir);
 }
 
-/* A tenant's empty `engine:` (a null, not a map) is its defaults, as any
- * empty table is; looking keys up in it finds nothing (found by
- * fuzz-params: a lookup in the null node was a critical). */
+/* A tenant's empty `engine:` (a null, not a map) is an error at the null, as any null is (it
+ * was taken for every default: `--set tenants.0.engine=` over a file's engine map put back the
+ * defaults with no word), and `engine: {}` is every default; nothing looks keys up in the null
+ * first (found by fuzz-params: such a lookup was a critical). */
 static void test_experiment_empty_engine(void) {
   g_autofree char *dir = g_dir_make_tmp("ema-experiment-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "engine.yaml", NULL);
+  g_autofree char *want = g_strdup_printf("%s:9:12: tenants.0.engine: needs a value (a map); "
+                                          "leave the key out, or give {}, for its defaults",
+                                          path);
+  const char *tenant = "name: x\nserver: h200x8-hgx\nduration: 1s\ntenants:\n  - name: a\n    "
+                       "model: llama-3.1-8b\n    gpu: 0\n    trace: {arrivals: poisson, rate: 1, "
+                       "duration: 1s, prompt: {dist: fixed, tokens: 10}, output: {dist: fixed, "
+                       "tokens: 10}}\n    engine:";
+  g_autofree char *null_engine = g_strconcat(tenant, "\n", NULL);
+  g_autofree char *empty_engine = g_strconcat(tenant, " {}\n", NULL);
   g_autoptr(EmaExperiment) e = NULL;
   const EmaTenantSpec *t;
-  g_assert_true(g_file_set_contents(
-      path,
-      "name: x\nserver: h200x8-hgx\nduration: 1s\ntenants:\n  - name: a\n    model: "
-      "llama-3.1-8b\n    gpu: 0\n    trace: {arrivals: poisson, rate: 1, duration: 1s, prompt: "
-      "{dist: fixed, tokens: 10}, output: {dist: fixed, tokens: 10}}\n    engine:\n",
-      -1, NULL));
+  GError *error = NULL;
+  g_assert_true(g_file_set_contents(path, null_engine, -1, NULL));
+  g_assert_null(ema_experiment_load(path, NULL, &error));
+  check_error(error, EMA_CONFIG_ERROR_KEY, want, NULL, NULL);
+  g_clear_error(&error);
+  g_assert_true(g_file_set_contents(path, empty_engine, -1, NULL));
   e = load_experiment(path, NULL);
   t = &g_array_index(e->tenants, EmaTenantSpec, 0);
   g_assert_cmpstr(t->engine.profile, ==, "vllm-v1");
