@@ -379,6 +379,15 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
                    trace->concurrency);
     return FALSE;
   }
+  /* nor do the keys that move or end arrival times: its requests all wait from the start for
+   * a free client, and requests ends it (a vLLM benchmark's file keeps its own load) */
+  if (trace->concurrency > 0 && !vllm_file) {
+    const char *open_loop[] = {"duration", "rate_scale", "offset", NULL};
+    if (!reject_keys(node, path, open_loop,
+                     "by a closed loop (its clients send as their requests end; requests ends it)",
+                     error))
+      return FALSE;
+  }
   if (trace->shared_prefix_tokens == 0 && trace->shared_prefix_groups > 1) {
     g_autofree char *key_path =
         path ? g_strconcat(path, ".shared_prefix_groups", NULL) : g_strdup("shared_prefix_groups");

@@ -1021,6 +1021,9 @@ static const BadConfig bad_configs[] = {
      "10:17: tenants.0.trace.arrivals: diurnal: rate_max must be > 0 and >= rate_min (got 6)"},
     {"cv-with-poisson.yaml", EMA_CONFIG_ERROR_KEY,
      "11:7: tenants.0.trace.cv: not used by arrivals: poisson"},
+    {"closed-loop-duration.yaml", EMA_CONFIG_ERROR_KEY,
+     "12:7: tenants.0.trace.duration: not used by a closed loop (its clients send as their "
+     "requests end; requests ends it)"},
     {"closed-loop-arrivals.yaml", EMA_CONFIG_ERROR_INVALID,
      "10:17: tenants.0.trace.arrivals: concurrency 4 runs a closed loop, each client sending when "
      "its last request ends: an arrival process does not apply (leave arrivals and its keys out, "
