@@ -344,9 +344,11 @@ static gboolean claim_shared(const char *dir, const char *kind, const char *cons
   return FALSE;
 }
 
-/* A claim that removes nothing (KEEP): what an earlier claim listed stays,
- * and stays listed (and so does the kind it recorded, unless KIND is
- * given); a folder without a marker is taken as it is, but an entry of
+/* A claim that keeps what an earlier claim listed among ENTRIES (KEEP: a
+ * sweep's points found done), listed (and the kind it recorded, unless KIND
+ * is given), and removes what it listed that ENTRIES leave out (the points
+ * of another definition of the sweep: results beside it that are not its
+ * own); a folder without a marker is taken as it is, but an entry of
  * ENTRIES already there that no marker lists (a user's sweep.csv,
  * compare.md) is refused, never overwritten, unless it is a claimed folder
  * itself. */
@@ -361,6 +363,13 @@ static gboolean claim_keeping(const char *dir, const char *kind, const char *con
     names = g_ptr_array_new_with_free_func(g_free);
   if (names == NULL)
     return FALSE;
+  for (guint i = names->len; i-- > 0;)
+    if (!g_strv_contains(entries, names->pdata[i])) {
+      g_autofree char *path = g_build_filename(dir, names->pdata[i], NULL);
+      if (!remove_entry(path, error))
+        return FALSE;
+      g_ptr_array_remove_index(names, i);
+    }
   for (guint i = 0; entries[i]; i++) {
     g_autofree char *path = g_build_filename(dir, entries[i], NULL);
     g_autofree char *inner = g_build_filename(path, EMA_OUTPUT_MARKER, NULL);

@@ -828,6 +828,44 @@ static void test_results_removed(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A sweep's folder holds the points of the sweep as it is now: a run of another definition
+ * (repeats, other values) into it removes the points of the last one that it lacks, and keeps
+ * (and finds done) the ones they share. */
+static void test_points_of_another_definition(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = small_sweep(dir);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autoptr(EmaTestRun) first =
+      ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) repeated = NULL, again = NULL, values = NULL;
+  ema_test_assert_ok(first);
+  g_assert_true(exists(out, "000-rate=2") && exists(out, "001-rate=4"));
+  repeated =
+      ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", "--set", "repeats=2", NULL);
+  ema_test_assert_ok(repeated);
+  g_assert_false(exists(out, "000-rate=2") || exists(out, "001-rate=4"));
+  g_assert_true(exists(out, "000-rate=2-r0") && exists(out, "003-rate=4-r1"));
+  again = ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+  ema_test_assert_ok(again);
+  g_assert_false(exists(out, "000-rate=2-r0") || exists(out, "003-rate=4-r1"));
+  g_assert_true(exists(out, "000-rate=2") && exists(out, "001-rate=4"));
+  {
+    g_autofree char *text = NULL;
+    char *at;
+    g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+    at = strstr(text, "rate: [2, 4]");
+    g_assert_nonnull(at);
+    at[strlen("rate: [2, ")] = '8';
+    g_assert_true(g_file_set_contents(file, text, -1, NULL));
+  }
+  values = ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+  ema_test_assert_ok(values);
+  ema_test_assert_contains(values->out, "\n2 points: 2 ok (1 found done), 0 failed\n");
+  g_assert_false(exists(out, "001-rate=4"));
+  g_assert_true(exists(out, "000-rate=2") && exists(out, "001-rate=8"));
+  ema_test_remove_tree(dir);
+}
+
 /* plot.yaml holds the sweep's name and plot settings as they were written, UTF-8, quotes and
  * backslashes included: it loads back as the same text, and ema-sim plot reads it. */
 static void test_plot_settings_text(void) {
@@ -1466,6 +1504,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/list-part", test_list_part);
   g_test_add_func("/sweep/run/jobs", test_jobs);
   g_test_add_func("/sweep/run/resume-after-kill", test_resume);
+  g_test_add_func("/sweep/run/points-of-another-definition", test_points_of_another_definition);
   g_test_add_func("/sweep/run/resume-tampered", test_resume_tampered);
   g_test_add_func("/sweep/run/mpi", test_mpi);
   g_test_add_func("/sweep/run/parts", test_parts);
