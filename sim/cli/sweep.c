@@ -576,6 +576,35 @@ static gboolean check_shadowed(const EmaSweep *sweep, const char *key_name, cons
   return TRUE;
 }
 
+/* An error where a variant of SWEEP sets a swept path, or a key within one:
+ * a point's swept value is set over its variant (point_tree()), so the
+ * variant's would change nothing there, silently (as a --set of a swept path
+ * is refused, check_shadowed()). */
+static gboolean check_variants_swept(const EmaSweep *sweep, GError **error) {
+  const EmaNode *variants = sweep->variants;
+  for (guint a = 0; variants && a < sweep->axes->len; a++) {
+    const Axis *axis = sweep->axes->pdata[a];
+    for (guint i = 0; i < variants->items->len; i++) {
+      const EmaNode *variant = variants->items->pdata[i];
+      for (guint k = 0; variant->kind == EMA_NODE_MAP && k < variant->keys->len; k++) {
+        const EmaNode *key = variant->keys->pdata[k];
+        g_autofree char *canonical = canonical_path(key->value);
+        if (strcmp(canonical, axis->canonical) != 0 &&
+            !ema_node_override_within(canonical, axis->canonical))
+          continue;
+        ema_node_error(error, EMA_CONFIG_ERROR_INVALID, axis->key, "sweep",
+                       "%s: variant %s sets %s (%s:%u:%u), and each point's swept value is set "
+                       "over its variant's, so the variant would change nothing there: sweep it "
+                       "in the variant's place, or leave it out of the variant",
+                       axis->path, ((const EmaNode *) variants->keys->pdata[i])->value, key->value,
+                       key->file, key->line, key->col);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
 /* A sweep file, or with COMPARE an experiment file's `compare:` variants
  * (ema_sweep_load_compare). */
 static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboolean compare,
@@ -618,7 +647,8 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
         !ema_node_apply_override(sweep->root, overrides[i], i + 1, error))
       return NULL;
   if (!load_variants(sweep, compare ? EMA_EXPERIMENT_COMPARE_KEY : "variants", error) ||
-      !load_axes(sweep, error) || !load_repeats_and_plot(sweep, error))
+      !load_axes(sweep, error) || !check_variants_swept(sweep, error) ||
+      !load_repeats_and_plot(sweep, error))
     return NULL;
   sweep->base = ema_node_copy(sweep->root);
   for (guint i = 0; ema_experiment_sweep_keys[i]; i++)
