@@ -1604,8 +1604,9 @@ static EmaSweepRecord *complete_record(Runner *runner, guint point) {
 static const char *const sweep_results[] = {"sweep.csv", "plot.yaml", "plots", NULL};
 
 /* Claim the sweep's folder (output.h) as a sweep's, keeping the points an
- * earlier run of it finished: it lists sweep_results and the points'
- * folders. Shared by the ranks (or --part processes) of one sweep. */
+ * earlier run of it finished and removing those of another definition of
+ * it: it lists sweep_results and the points' folders. Shared by the ranks
+ * (or --part processes) of one sweep. */
 static gboolean claim_sweep_dir(const EmaSweep *sweep, const char *dir,
                                 const EmaSweepRunOptions *options, GError **error) {
   g_autoptr(GPtrArray) entries = g_ptr_array_new();
@@ -1614,9 +1615,10 @@ static gboolean claim_sweep_dir(const EmaSweep *sweep, const char *dir,
   for (guint p = 0; p < sweep->points->len; p++)
     g_ptr_array_add(entries, (gpointer) ema_sweep_point_name(sweep, p));
   g_ptr_array_add(entries, NULL);
-  return ema_output_claim_dir_kind(
-      dir, "sweep", (const char *const *) entries->pdata,
-      EMA_OUTPUT_CLAIM_KEEP | (options->ranks > 1 ? EMA_OUTPUT_CLAIM_SHARED : 0), error);
+  return ema_output_claim_dir_kind(dir, "sweep", (const char *const *) entries->pdata,
+                                   EMA_OUTPUT_CLAIM_KEEP | EMA_OUTPUT_CLAIM_PRUNE |
+                                       (options->ranks > 1 ? EMA_OUTPUT_CLAIM_SHARED : 0),
+                                   error);
 }
 
 GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOptions *options,

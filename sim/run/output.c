@@ -344,16 +344,16 @@ static gboolean claim_shared(const char *dir, const char *kind, const char *cons
   return FALSE;
 }
 
-/* A claim that keeps what an earlier claim listed among ENTRIES (KEEP: a
- * sweep's points found done), listed (and the kind it recorded, unless KIND
- * is given), and removes what it listed that ENTRIES leave out (the points
- * of another definition of the sweep: results beside it that are not its
- * own); a folder without a marker is taken as it is, but an entry of
- * ENTRIES already there that no marker lists (a user's sweep.csv,
- * compare.md) is refused, never overwritten, unless it is a claimed folder
- * itself. */
+/* A claim that removes nothing (KEEP): what an earlier claim listed stays,
+ * and stays listed (and so does the kind it recorded, unless KIND is
+ * given), but with PRUNE only what ENTRIES name (a sweep's points found
+ * done), the rest it listed removed (the points of another definition of
+ * the sweep: results beside it that are not its own); a folder without a
+ * marker is taken as it is, but an entry of ENTRIES already there that no
+ * marker lists (a user's sweep.csv, compare.md) is refused, never
+ * overwritten, unless it is a claimed folder itself. */
 static gboolean claim_keeping(const char *dir, const char *kind, const char *const *entries,
-                              GError **error) {
+                              gboolean prune, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
   g_autofree char *recorded = NULL;
   g_autoptr(GPtrArray) names = NULL;
@@ -363,7 +363,7 @@ static gboolean claim_keeping(const char *dir, const char *kind, const char *con
     names = g_ptr_array_new_with_free_func(g_free);
   if (names == NULL)
     return FALSE;
-  for (guint i = names->len; i-- > 0;)
+  for (guint i = names->len; prune && i-- > 0;)
     if (!g_strv_contains(entries, names->pdata[i])) {
       g_autofree char *path = g_build_filename(dir, names->pdata[i], NULL);
       if (!remove_entry(path, error))
@@ -443,7 +443,7 @@ gboolean ema_output_claim_dir_kind(const char *dir, const char *kind, const char
   if (flags & EMA_OUTPUT_CLAIM_SHARED)
     return claim_shared(dir, kind, entries, error);
   if (flags & EMA_OUTPUT_CLAIM_KEEP)
-    return claim_keeping(dir, kind, entries, error);
+    return claim_keeping(dir, kind, entries, (flags & EMA_OUTPUT_CLAIM_PRUNE) != 0, error);
   if (g_lstat(marker, &st) == 0) {
     if (!clear_listed(dir, error))
       return FALSE;

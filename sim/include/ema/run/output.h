@@ -28,6 +28,9 @@ typedef enum {
   EMA_OUTPUT_CLAIM_KEEP = 1 << 0,   /* keep it (a sweep resuming its points) */
   EMA_OUTPUT_CLAIM_SHARED = 1 << 1, /* no lock: processes sharing the folder by
                                      * design (MPI ranks, --part) */
+  EMA_OUTPUT_CLAIM_PRUNE = 1 << 2,  /* with KEEP: keep only what ENTRIES name, remove the rest
+                                     * the marker lists (a sweep's points of another
+                                     * definition of it) */
 } EmaOutputClaimFlags;
 
 /* Claim DIR, the one rule of every folder EMA writes (run, compare, sweep,
