@@ -769,8 +769,6 @@ static int describe_llm(int argc, char **argv) {
  * for comparing the step model with measured steps (experiments/groundtruth). */
 static int step_time_lines(FILE *in, const char *name, const EmaLlmSpec *model,
                            const EmaStepModel *step, gboolean breakdown);
-static gboolean step_time_fits(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
-                               GError **error);
 
 static int command_step_time(int argc, char **argv) {
   GError *error = NULL;
@@ -807,7 +805,7 @@ static int command_step_time(int argc, char **argv) {
   if (model == NULL || !ema_llm_set_precision(model, weights, kv_cache, &error))
     return fail(error);
   step = ema_step_model_new(model, server, (guint) tp, &error);
-  if (step == NULL || !step_time_fits(model, server, (guint) tp, &error))
+  if (step == NULL || !ema_tenant_model_fits(model, server, (guint) tp, &error))
     return fail(error);
   /* FILE "-" is stdin, as no FILE; anything but a regular file is refused, never waited on */
   if (argc == 5 && strcmp(argv[4], "-") != 0 &&
@@ -817,18 +815,6 @@ static int command_step_time(int argc, char **argv) {
   if (in != stdin)
     fclose(in);
   return status;
-}
-
-/* Whether MODEL's weights at TP leave SERVER's GPUs room for any KV cache: ema_tenant_plan, as a
- * run sizes a tenant's memory, with an engine looser than any a run takes (all of the HBM, no
- * reserve, blocks of one token), so that only a model no engine could hold is refused; FALSE with
- * its "does not fit" error. */
-static gboolean step_time_fits(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
-                               GError **error) {
-  EmaTenantSpec tenant = {
-      .model = *model, .tp = tp, .engine = {.gpu_memory_utilization = 1, .block_size = 1}};
-  EmaTenantPlan plan;
-  return ema_tenant_plan(&tenant, server, &plan, error);
 }
 
 /* The next line of IN into LINE (SIZE bytes, NUL-terminated, without its newline): its length in

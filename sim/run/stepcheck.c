@@ -15,6 +15,7 @@
 #include "ema/hw/llm.h"
 #include "ema/hw/steptime.h"
 #include "ema/run/experiment.h"
+#include "ema/serving/tenant.h"
 
 /* ---- errors and their summary -------------------------------------------- */
 
@@ -94,7 +95,11 @@ static gboolean row_error(const EmaCsv *csv, guint field, GError *local, GError 
 }
 
 /* The step model of MODEL at TP, those of CSV's current row; an error is at the row's model
- * field (MODEL_FIELD) when the model does not load, else at its tp field (TP_FIELD). */
+ * field (MODEL_FIELD) when the model does not load, else at its tp field (TP_FIELD): a TP degree
+ * the model or the server refuses, or weights that leave its GPUs no room for any KV cache (a
+ * step no GPU of the server could have run, as step-time refuses it). A context past the
+ * model's max_context is not refused: a measurement may run one (splitwise's 8,192-token
+ * prompts of Llama-2-70B; random weights). */
 static const EmaStepModel *models_get(Models *m, const char *model, guint tp, const EmaCsv *csv,
                                       guint model_field, guint tp_field, GError **error) {
   g_autofree char *key = g_strdup_printf("%s/%u", model, tp);
@@ -107,6 +112,8 @@ static const EmaStepModel *models_get(Models *m, const char *model, guint tp, co
   if (spec)
     step = m->kernel_sums ? ema_step_model_new_kernel_sums(spec, m->server, tp, &local)
                           : ema_step_model_new(spec, m->server, tp, &local);
+  if (step && !ema_tenant_model_fits(spec, m->server, tp, &local))
+    g_clear_pointer(&step, ema_step_model_free);
   if (!step) {
     row_error(csv, spec ? tp_field : model_field, local, error);
     return NULL;

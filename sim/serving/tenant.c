@@ -379,15 +379,6 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
                    trace->concurrency);
     return FALSE;
   }
-  /* nor do the keys that move or end arrival times: its requests all wait from the start for
-   * a free client, and requests ends it (a vLLM benchmark's file keeps its own load) */
-  if (trace->concurrency > 0 && !vllm_file) {
-    const char *open_loop[] = {"duration", "rate_scale", "offset", NULL};
-    if (!reject_keys(node, path, open_loop,
-                     "by a closed loop (its clients send as their requests end; requests ends it)",
-                     error))
-      return FALSE;
-  }
   if (trace->shared_prefix_tokens == 0 && trace->shared_prefix_groups > 1) {
     g_autofree char *key_path =
         path ? g_strconcat(path, ".shared_prefix_groups", NULL) : g_strdup("shared_prefix_groups");
@@ -463,6 +454,23 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
   if (trace->file == NULL && trace->start != 0) {
     const char *one[] = {"start", NULL};
     return reject_keys(node, path, one, "by a synthetic trace", error);
+  }
+  /* nor do the keys that end or move arrival times, where they would: a closed loop's requests
+   * all wait from the start for a free client, and requests ends it (a vLLM benchmark's file
+   * keeps its own load; resolved.yaml's rate_scale 1 and offset 0s change nothing) */
+  if (trace->concurrency > 0 && !vllm_file) {
+    const char *open_loop[4] = {NULL};
+    guint n = 0;
+    if (trace->duration > 0)
+      open_loop[n++] = "duration";
+    if (trace->rate_scale != 1)
+      open_loop[n++] = "rate_scale";
+    if (trace->offset != 0)
+      open_loop[n++] = "offset";
+    return reject_keys(node, path, open_loop,
+                       "by a closed loop (its clients send as their requests end; requests ends "
+                       "it)",
+                       error);
   }
   return TRUE;
 }
@@ -975,6 +983,14 @@ guint64 ema_tenant_default_activation_reserve(const EmaTenantSpec *tenant) {
                         (double) tenant->engine.max_num_seqs * (double) m->vocab * 4.0);
 }
 
+gboolean ema_tenant_model_fits(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
+                               GError **error) {
+  EmaTenantSpec tenant = {
+      .model = *model, .tp = tp, .engine = {.gpu_memory_utilization = 1, .block_size = 1}};
+  EmaTenantPlan plan;
+  return ema_tenant_plan(&tenant, server, &plan, error);
+}
+
 gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *server,
                          EmaTenantPlan *plan, GError **error) {
   g_autoptr(EmaStepModel) step =
@@ -1005,12 +1021,19 @@ gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *serve
     g_autofree char *hbm = ema_units_format_size_human((guint64) usable);
     g_autofree char *weights = ema_units_format_size_human(plan->weight_bytes);
     g_autofree char *reserve = ema_units_format_size_human(plan->activation_reserve);
+    g_autofree char *fixed = ema_units_format_size_human(tenant->engine.fixed_reserve);
+    g_autofree char *fixed_text =
+        tenant->engine.fixed_reserve == 0
+            ? g_strdup("")
+            : g_strdup_printf(" and engine profile %s's fixed reserve of %s",
+                              tenant->engine.profile ? tenant->engine.profile : "?", fixed);
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
                 "%s does not fit with tp %" G_GINT64_FORMAT " on %s: %s of HBM per GPU "
-                "(gpu_memory_utilization %.3g%%) leaves no KV cache after %s of weights and "
-                "%s of activation reserve",
+                "(gpu_memory_utilization %.3g%%) leaves no KV cache after %s of weights%s "
+                "%s of activation reserve%s",
                 tenant->model.name, tenant->tp, server->gpu.name, hbm,
-                100 * tenant->engine.gpu_memory_utilization, weights, reserve);
+                100 * tenant->engine.gpu_memory_utilization, weights,
+                tenant->engine.fixed_reserve == 0 ? " and" : ",", reserve, fixed_text);
     return FALSE;
   }
   plan->watermark_blocks = (guint64) ceil(tenant->engine.watermark * (double) plan->blocks);

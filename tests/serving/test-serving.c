@@ -972,8 +972,8 @@ static void test_plan_does_not_fit(void) {
   g_autofree char *want = g_strconcat(
       path,
       ":5:5: tenants.0: llama-3.1-70b does not fit with tp 1 on A100-SXM4-40GB: 35.5 GiB of "
-      "HBM per GPU (gpu_memory_utilization 90%) leaves no KV cache after 131 GiB of weights "
-      "and 453 MiB of activation reserve",
+      "HBM per GPU (gpu_memory_utilization 90%) leaves no KV cache after 131 GiB of weights, "
+      "453 MiB of activation reserve and engine profile vllm-v1's fixed reserve of 341 MiB",
       NULL);
   GError *error = load_error(path, NULL);
   g_assert_cmpstr(error->message, ==, want);

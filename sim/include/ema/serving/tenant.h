@@ -262,6 +262,12 @@ gboolean ema_tenant_plan(const EmaTenantSpec *tenant, const EmaServerSpec *serve
 
 /* The activation reserve derived for TENANT when the file gives none. */
 guint64 ema_tenant_default_activation_reserve(const EmaTenantSpec *tenant);
+/* Whether MODEL's weights at TP leave SERVER's GPUs room for any KV cache, as ema_tenant_plan
+ * sizes a tenant's memory with an engine looser than any a run takes (all of the HBM, no
+ * reserve, blocks of one token): only a model no engine could hold is refused, with its
+ * "does not fit" error (the offline checks: step-time, compare-steps, compare-static). */
+gboolean ema_tenant_model_fits(const EmaLlmSpec *model, const EmaServerSpec *server, guint tp,
+                               GError **error);
 
 /* Fill TENANT's max_num_seqs and max_num_batched_tokens that its file left out from its engine
  * profile's defaults for GPU (EmaEngineProfile); the experiment calls it once the server is
