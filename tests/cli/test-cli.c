@@ -1027,6 +1027,24 @@ static void test_compare_steps_errors(void) {
     g_assert_cmpstr(run->err, ==, want);
     g_assert_cmpstr(run->out, ==, "");
   }
+  /* a step no GPU of the server could run: the model's weights leave no room for a KV cache
+   * (Llama-2-70B at TP 2 on 40 GB A100s), as step-time refuses it, at the row's tp */
+  {
+    g_autofree char *text =
+        g_strconcat(header, "llama-2-70b,2,decode,1,1024,0,0,8898.9,0,1\n", NULL);
+    g_autofree char *want =
+        g_strconcat(path,
+                    ":2:13: llama-2-70b does not fit with tp 2 on A100-SXM4-40GB: 39.5 GiB of HBM "
+                    "per GPU (gpu_memory_utilization 100%) leaves no KV cache after 64.2 GiB of "
+                    "weights and 0 B of activation reserve\n",
+                    NULL);
+    g_clear_pointer(&run, ema_test_run_free);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    run = ema_test_cli("compare-steps", path, "--server", "a100x4-40gb", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_cmpstr(run->err, ==, want);
+    g_assert_cmpstr(run->out, ==, "");
+  }
   ema_test_remove_tree(dir);
 }
 
