@@ -92,6 +92,20 @@ GPtrArray *ema_model_dir_list(const char *subdir, const char *env_var) {
   return names;
 }
 
+EmaNode *ema_model_load_named(const char *path, const char *name, GError **error) {
+  EmaNode *root = ema_node_load_file(path, error);
+  const EmaNode *given = root && root->kind == EMA_NODE_MAP ? ema_node_get(root, "name") : NULL;
+  if (given && given->kind == EMA_NODE_SCALAR && given->value && strcmp(given->value, name) != 0) {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, given, "name",
+                   "'%s' is not the name the file is found by ('%s', its file's name without "
+                   ".yaml): make them the same",
+                   given->value, name);
+    ema_node_free(root);
+    return NULL;
+  }
+  return root;
+}
+
 char *ema_model_dir_find(const char *subdir, const char *env_var, const char *name,
                          const char *what, GError **error) {
   g_autoptr(GPtrArray) dirs = ema_model_dir_search_path(subdir, env_var);

@@ -415,7 +415,11 @@ gboolean ema_params_bind(const EmaParamTable *table, gpointer object, const EmaN
 }
 
 gpointer ema_params_load_file(const EmaParamTable *table, const char *path, GError **error) {
-  g_autoptr(EmaNode) root = ema_node_load_file(path, error);
+  return ema_params_load_tree(table, ema_node_load_file(path, error), error);
+}
+
+gpointer ema_params_load_tree(const EmaParamTable *table, EmaNode *root_taken, GError **error) {
+  g_autoptr(EmaNode) root = root_taken;
   gpointer object;
   if (root == NULL)
     return NULL;

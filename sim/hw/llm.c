@@ -199,7 +199,7 @@ EmaNode *ema_llm_resolve(const EmaNode *at, const char *key_path, GError **error
     g_error_free(inner);
     return NULL;
   }
-  return ema_node_load_file(path, error);
+  return ema_model_load_named(path, at->value, error);
 }
 
 void ema_llm_free(EmaLlmSpec *spec) {
@@ -208,7 +208,9 @@ void ema_llm_free(EmaLlmSpec *spec) {
 
 EmaLlmSpec *ema_llm_load(const char *name, GError **error) {
   g_autofree char *path = ema_llm_find(name, error);
-  return path ? ema_params_load_file(&ema_llm_params, path, error) : NULL;
+  return path
+             ? ema_params_load_tree(&ema_llm_params, ema_model_load_named(path, name, error), error)
+             : NULL;
 }
 
 static gboolean precision_lookup(const char *option, const char *const *names, const char *name,

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "ema/core/modelpath.h"
 #include "ema/core/units.h"
 #include "ema/pool/core.h"
 #include "ema/pool/pool.h"
@@ -168,7 +169,7 @@ static EmaNode *resolve_server(const EmaNode *at, const char *key_path, GError *
     g_error_free(inner);
     return NULL;
   }
-  tree = ema_node_load_file(path, error);
+  tree = ema_model_load_named(path, at->value, error);
   return tree;
 }
 
@@ -1004,7 +1005,9 @@ void ema_server_free(EmaServerSpec *server) {
 
 EmaServerSpec *ema_server_load(const char *name, GError **error) {
   g_autofree char *path = ema_hwmodel_find(name, error);
-  return path ? ema_params_load_file(&ema_server_params, path, error) : NULL;
+  return path ? ema_params_load_tree(&ema_server_params, ema_model_load_named(path, name, error),
+                                     error)
+              : NULL;
 }
 
 guint64 ema_op_bytes(const EmaOpSpec *op) {

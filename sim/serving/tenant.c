@@ -581,8 +581,24 @@ static const EmaParam profile_params[] = {
      .help = "the measured error of this profile with the step model (experiments/groundtruth)"},
 };
 
-const EmaParamTable ema_engine_profile_params = {
-    "engine profile", sizeof(EmaEngineProfile), profile_params, EMA_PARAMS_N(profile_params), NULL};
+/* A profile's fitted_host names a server model there is, found where the profile is read (at
+ * its key), not where a run first scales its CPU costs by it. */
+static gboolean check_profile(gpointer object, const EmaNode *node, const char *path,
+                              GError **error) {
+  const EmaEngineProfile *profile = object;
+  g_autofree char *host = NULL;
+  GError *inner = NULL;
+  if (!profile->fitted_host || (host = ema_hwmodel_find(profile->fitted_host, &inner)))
+    return TRUE;
+  ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "fitted_host"),
+                 path ? path : "fitted_host", "%s", inner->message);
+  g_error_free(inner);
+  return FALSE;
+}
+
+const EmaParamTable ema_engine_profile_params = {"engine profile", sizeof(EmaEngineProfile),
+                                                 profile_params, EMA_PARAMS_N(profile_params),
+                                                 check_profile};
 
 GPtrArray *ema_engine_profile_list(void) {
   return ema_model_dir_list(ENGINES_DIR, ENGINES_ENV);
@@ -591,7 +607,9 @@ GPtrArray *ema_engine_profile_list(void) {
 EmaEngineProfile *ema_engine_profile_load(const char *name, GError **error) {
   g_autofree char *path =
       ema_model_dir_find(ENGINES_DIR, ENGINES_ENV, name, "engine profile", error);
-  return path ? ema_params_load_file(&ema_engine_profile_params, path, error) : NULL;
+  return path ? ema_params_load_tree(&ema_engine_profile_params,
+                                     ema_model_load_named(path, name, error), error)
+              : NULL;
 }
 
 void ema_engine_profile_free(EmaEngineProfile *profile) {

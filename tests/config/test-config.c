@@ -1392,17 +1392,29 @@ static void test_hwmodel_search_path(void) {
   g_rmdir(dir);
 }
 
+/* A server file that does not load, and one that calls itself by another name than its
+ * file's, by which it is found (it was listed under the one and reported under the other):
+ * errors at their place. */
 static void test_hwmodel_bad_file(void) {
   g_autofree char *dir = g_dir_make_tmp("ema-hwmodels-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "broken.yaml", NULL);
-  g_autofree char *text = g_strconcat(custom_server, "gpuz: 1\n", NULL);
+  g_autofree char *named = g_strconcat("name: broken\n", strchr(custom_server, '\n') + 1, NULL);
+  g_autofree char *text = g_strconcat(named, "gpuz: 1\n", NULL);
   g_autofree char *prefix = g_strdup_printf("%s:23:1: gpuz: unknown key in server", path);
+  g_autofree char *other = g_strdup_printf(
+      "%s:1:7: name: 'custom-box' is not the name the file is found by ('broken', its file's "
+      "name without .yaml): make them the same",
+      path);
   GError *error = NULL;
   g_assert_true(g_file_set_contents(path, text, -1, NULL));
   g_assert_true(g_setenv("EMA_HWMODEL_PATH", dir, TRUE));
   g_assert_null(ema_server_load("broken", &error));
-  g_unsetenv("EMA_HWMODEL_PATH");
   check_error(error, EMA_CONFIG_ERROR_KEY, NULL, prefix, NULL);
+  g_clear_error(&error);
+  g_assert_true(g_file_set_contents(path, custom_server, -1, NULL));
+  g_assert_null(ema_server_load("broken", &error));
+  g_unsetenv("EMA_HWMODEL_PATH");
+  check_error(error, EMA_CONFIG_ERROR_INVALID, other, NULL, NULL);
   g_remove(path);
   g_rmdir(dir);
 }

@@ -382,17 +382,55 @@ static void test_engine_cpu_host(void) {
   g_assert_cmpint(f->profile_costs.step_cpu_cost, ==, EMA_MS(1));
 }
 
-/* A profile whose fitted_host names no server is refused at the tenant's engine.profile. */
+/* A profile whose fitted_host names no server is refused at the tenant's engine.profile, and in
+ * the profile at its fitted_host. */
 static void test_engine_cpu_host_unknown(void) {
   g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
+  g_autofree char *profile = ema_test_fixture("engines", "test-nohost.yaml");
   const char *set[] = {"tenants.0.engine.profile=test-nohost", NULL};
-  g_autofree char *want = g_strconcat(
-      "--set:1:26: tenants.0.engine.profile: engine profile 'test-nohost': fitted_host: unknown "
-      "hardware model 'no-such-server' (known: ",
-      NULL);
-  GError *error = load_error(path, set);
+  g_autofree char *want = g_strconcat("--set:1:26: tenants.0.engine.profile: ", profile,
+                                      ":18:14: fitted_host: unknown hardware model "
+                                      "'no-such-server' (known: ",
+                                      NULL);
+  GError *error = NULL;
+  g_autoptr(EmaExperiment) experiment = ema_experiment_load(path, set, &error);
+  g_assert_null(experiment);
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY); /* as any profile that fails */
   g_assert_true(g_str_has_prefix(error->message, want));
   g_error_free(error);
+}
+
+/* A profile is found by its file's name, and its name: must be that name: one calling itself
+ * another was listed under the one and reported under the other; now an error at its name. */
+static void test_engine_profile_misnamed(void) {
+  g_autofree char *path = ema_test_fixture("serving", "one-request.yaml");
+  g_autofree char *fixture = ema_test_fixture("engines", "test-v1.yaml");
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *copy = g_build_filename(dir, "renamed.yaml", NULL);
+  g_autofree char *text = NULL;
+  g_autofree char *saved = g_strdup(g_getenv("EMA_ENGINE_PATH"));
+  g_autofree char *env = g_strconcat(dir, ":", saved ? saved : "", NULL);
+  g_autofree char *want = g_strconcat("--set:1:26: tenants.0.engine.profile: ", copy,
+                                      ":4:7: name: 'test-v1' is not the name the file is found by "
+                                      "('renamed', its file's name without .yaml): make them the "
+                                      "same",
+                                      NULL);
+  const char *set[] = {"tenants.0.engine.profile=renamed", NULL};
+  GError *error = NULL;
+  g_autoptr(EmaExperiment) experiment = NULL;
+  g_assert_true(g_file_get_contents(fixture, &text, NULL, NULL));
+  g_assert_true(g_file_set_contents(copy, text, -1, NULL));
+  g_setenv("EMA_ENGINE_PATH", env, TRUE);
+  experiment = ema_experiment_load(path, set, &error);
+  if (saved)
+    g_setenv("EMA_ENGINE_PATH", saved, TRUE);
+  else
+    g_unsetenv("EMA_ENGINE_PATH");
+  g_assert_null(experiment);
+  g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY);
+  g_assert_cmpstr(error->message, ==, want);
+  g_error_free(error);
+  ema_test_remove_tree(dir);
 }
 
 /* On a server of hosts of 4 GPUs (gb200-nvl72's compute trays) a TP group sits within one host
@@ -1841,6 +1879,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving/tp-group-hosts", test_tp_group_hosts);
   g_test_add_func("/serving/tp-size-at-set", test_tp_size_at_set);
   g_test_add_func("/serving/engine-cpu/host-unknown", test_engine_cpu_host_unknown);
+  g_test_add_func("/serving/engine-profile-misnamed", test_engine_profile_misnamed);
   g_test_add_func("/serving/engine-cpu/eager", test_engine_eager_costs);
   g_test_add_func("/serving/batch-defaults", test_batch_defaults);
   g_test_add_func("/serving/provenance-sorted", test_provenance_sorted);

@@ -10,6 +10,8 @@
 
 #include <glib.h>
 
+#include "ema/core/node.h"
+
 G_BEGIN_DECLS
 
 /* The data folder NAME ("hwmodels", "plots" or "shared", the public data
@@ -31,5 +33,11 @@ GPtrArray *ema_model_dir_list(const char *subdir, const char *env_var);
  * "unknown WHAT 'NAME' (known: a, b, ...)" (no location: the caller adds it). */
 char *ema_model_dir_find(const char *subdir, const char *env_var, const char *name,
                          const char *what, GError **error);
+
+/* The model file PATH, found by NAME, as a tree (free with ema_node_free): its `name:` must be
+ * NAME, the file's name without .yaml, or it is an error at that key (a file found by one name
+ * and calling itself another was listed under the one, refused under it, and reported under
+ * the other). */
+EmaNode *ema_model_load_named(const char *path, const char *name, GError **error);
 
 G_END_DECLS

@@ -91,6 +91,8 @@ gboolean ema_params_bind(const EmaParamTable *table, gpointer object, const EmaN
  * TABLE->size bytes; NULL with a located error. Free it with
  * ema_params_free(). */
 gpointer ema_params_load_file(const EmaParamTable *table, const char *path, GError **error);
+/* The same of the tree ROOT (taken: freed here; NULL: ERROR already set, NULL returned). */
+gpointer ema_params_load_tree(const EmaParamTable *table, EmaNode *root, GError **error);
 /* Clear and free a struct from ema_params_load_file() (NULL is fine). */
 void ema_params_free(const EmaParamTable *table, gpointer object);
 
