@@ -70,6 +70,8 @@ static const char usage_text[] =
     "  describe hwmodel NAME  print one server model with every value\n"
     "  describe llm NAME      print one LLM shape with every value and its derived sizes\n"
     "  describe engine NAME   print one engine profile with every value\n"
+    "  describe llm|engine --keys\n"
+    "                         every key of such a file (type, default, range, meaning)\n"
     "  describe experiment    every key of experiment files: type, default, range, meaning\n"
     "  describe-policy NAME   print a policy or composition: kind, summary, origin, parameters\n"
     "                         (also: describe policy NAME)\n"
@@ -127,6 +129,7 @@ static const char usage_text[] =
     "  EMA_PLOT_PATH          gnuplot scripts (plots)\n"
     "  EMA_PLUGIN_PATH        policy modules (after --plugin-dir and <libdir>/ema/policies)\n"
     "  EMA_GNUPLOT            the gnuplot program (default: gnuplot on PATH)\n"
+    "  EMA_POOL_CHECKS        the pool's invariant checks: sample (default), all or off\n"
     "  EMA_FIDELITY_FILE      the table of measured errors per combination (default:\n"
     "                         hwmodels/fidelity.yaml)\n";
 
@@ -724,21 +727,34 @@ static void append_llm_derived_cb(GString *text, gconstpointer model) {
 }
 
 /* describe KIND NAME: the object LOAD gives for NAME (TABLE's, freed through it), every value
- * of it as TABLE writes it, then what DERIVED (if any) adds. KIND names it in the usage line,
- * LIST is the command that lists the names. */
+ * of it as TABLE writes it, then what DERIVED (if any) adds; describe KIND --keys: every key
+ * of such a file (TABLE's: type, default, range, meaning), for a file of one's own. KIND names
+ * it in the usage line, LIST is the command that lists the names. */
 static int describe_named(int argc, char **argv, const char *kind, const char *summary,
                           const char *list, gpointer (*load)(const char *, GError **),
                           const EmaParamTable *table, void (*derived)(GString *, gconstpointer)) {
   g_autoptr(GString) text = g_string_new(NULL);
   g_autofree char *command = g_strconcat("ema-sim describe ", kind, NULL);
+  gboolean keys = FALSE;
+  GOptionEntry entries[] = {{"keys", 0, 0, G_OPTION_ARG_NONE, &keys,
+                             "Every key of such a file instead (type, default or required, "
+                             "range, meaning), for writing one",
+                             NULL},
+                            {NULL}};
   gpointer object;
   GError *error = NULL;
   argv[0] = command;
-  if (!parse_options(summary, no_entries, &argc, &argv, "NAME"))
+  if (!parse_options(summary, entries, &argc, &argv, "NAME | --keys"))
     return EXIT_USAGE;
-  if (argc != 2) {
+  if (keys && argc == 1) {
+    ema_params_describe(table, text, 0);
+    fputs(text->str, stdout);
+    return 0;
+  }
+  if (argc != 2 || keys) {
     g_autofree char *usage =
-        g_strdup_printf("usage: ema-sim describe %s NAME (ema-sim list %s)", kind, list);
+        g_strdup_printf("usage: ema-sim describe %s NAME (ema-sim list %s), or describe %s --keys",
+                        kind, list, kind);
     return usage_error(usage);
   }
   if ((object = load(argv[1], &error)) == NULL)
@@ -1224,10 +1240,12 @@ static int command_describe(int argc, char **argv) {
   }
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     fputs("Usage:\n  ema-sim describe hwmodel NAME | llm NAME | engine NAME | experiment | policy "
-          "NAME\n\n"
+          "NAME\n  ema-sim describe llm --keys | engine --keys\n\n"
           "Print one server model, one LLM shape, one engine profile, every key of experiment\n"
-          "files, or one policy or composition (also: ema-sim describe-policy NAME). Each answers\n"
-          "--help.\n",
+          "files, or one policy or composition (also: ema-sim describe-policy NAME); with --keys,\n"
+          "every key of an LLM shape's or an engine profile's file. Each answers --help.\n\n"
+          "Options:\n"
+          "  --keys   with llm or engine: every key of such a file, for writing one\n",
           stdout);
     return 0;
   }

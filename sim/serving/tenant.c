@@ -701,7 +701,8 @@ static const EmaParam tenant_params[] = {
     {"gpu", EMA_PARAM_INT, TENANT_FIELD(gpu), .flags = EMA_PARAM_REQUIRED, .min = 0, .max = 65535,
      .help = "first GPU of the tenant (gpu .. gpu+tp-1 with tensor parallelism)"},
     {"tp", EMA_PARAM_INT, TENANT_FIELD(tp), .default_value = "1", .min = 1, .max = 1024,
-     .help = "tensor-parallel GPUs: 1, 2, 4 or 8 (must divide heads)"},
+     .help = "tensor-parallel GPUs: a divisor of the server's GPUs and of the model's heads "
+             "that divides its KV heads or is a multiple of them"},
     {"trace", EMA_PARAM_STRUCT, TENANT_FIELD(trace), .table = &trace_table,
      .flags = EMA_PARAM_REQUIRED, .help = "where the requests come from"},
     {"engine", EMA_PARAM_STRUCT, TENANT_FIELD(engine), .table = &engine_table,

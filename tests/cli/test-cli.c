@@ -523,6 +523,24 @@ static void test_engines(void) {
   run = ema_test_cli("describe", "engine", NULL);
   g_assert_cmpint(run->status, ==, 2);
   ema_test_assert_contains(run->err, "usage: ema-sim describe engine NAME (ema-sim list engines)");
+  /* --keys: the file format, from the profile's parameter table (every key, required or its
+   * default, range and meaning), for a profile of one's own; not with a NAME */
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("describe", "engine", "--keys", NULL);
+  ema_test_assert_ok(run);
+  g_assert_true(g_str_has_prefix(run->out, "name                     string    required\n"
+                                           "    profile id (the file name without .yaml)\n"));
+  ema_test_assert_contains(run->out, "\nstep_cpu_cost            duration  required, range "
+                                     "[0ns, 10s]\n");
+  ema_test_assert_contains(run->out, "\nfitted_host ");
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("describe", "llm", "--keys", NULL);
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(run->out, "\nlayers                   int       required");
+  g_clear_pointer(&run, ema_test_run_free);
+  run = ema_test_cli("describe", "engine", "--keys", "vllm-v1", NULL);
+  g_assert_cmpint(run->status, ==, 2);
+  ema_test_assert_contains(run->err, "or describe engine --keys");
 }
 
 #define STEP_TIME_HEADER                                                                           \
