@@ -535,6 +535,9 @@ static const EmaParam slo_params[] = {
 static const EmaParamTable slo_table = {"slo", sizeof(EmaSloSpec), slo_params,
                                         EMA_PARAMS_N(slo_params), NULL};
 
+/* The default of events_max_rows and of steps_max_rows (their tables' default_value). */
+#define CSV_MAX_ROWS_DEFAULT 10000000
+
 static const EmaParam experiment_params[] = {
     {"name", EMA_PARAM_STRING, EXPERIMENT_FIELD(name), .flags = EMA_PARAM_REQUIRED,
      .help = "experiment name"},
@@ -581,8 +584,8 @@ static const EmaParam experiment_params[] = {
     {"steps_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(steps_csv), .default_value = "false",
      .help = "serving: write steps.csv, one row per engine step (the columns of vLLM's step "
              "traces)"},
-    {"steps_max_rows", EMA_PARAM_INT, EXPERIMENT_FIELD(steps_rows), .default_value = "10000000",
-     .min = 1, .max = 1e12,
+    {"steps_max_rows", EMA_PARAM_INT, EXPERIMENT_FIELD(steps_rows),
+     .default_value = G_STRINGIFY(CSV_MAX_ROWS_DEFAULT), .min = 1, .max = 1e12,
      .help = "serving: steps.csv stops after this many rows (~120 bytes each); a run that "
              "reaches it says so (summary.json's steps_csv_capped_at_s, and on stderr)"},
     {"events_csv", EMA_PARAM_BOOL, EXPERIMENT_FIELD(events_csv), .default_value = "true",
@@ -591,8 +594,8 @@ static const EmaParam experiment_params[] = {
      .help = "serving: the pool event kinds events.csv keeps, comma-separated (all, or of "
              "borrow, return, reclaim, own-map, own-unmap, refuse, offload, offload-end, "
              "offload-refuse, place, tier, offload-throttle, debug)"},
-    {"events_max_rows", EMA_PARAM_INT, EXPERIMENT_FIELD(events_rows), .default_value = "10000000",
-     .min = 1, .max = 1e12,
+    {"events_max_rows", EMA_PARAM_INT, EXPERIMENT_FIELD(events_rows),
+     .default_value = G_STRINGIFY(CSV_MAX_ROWS_DEFAULT), .min = 1, .max = 1e12,
      .help = "serving: events.csv stops after this many rows (~100 bytes each); a run that "
              "reaches it says so (summary.json's events_csv_capped_at_s, and on stderr)"},
     {"events_tier", EMA_PARAM_ENUM, EXPERIMENT_FIELD(events_tier),
@@ -906,11 +909,22 @@ static void warn_scaled_fixed_kv(const EmaExperiment *experiment, GPtrArray *war
   }
 }
 
-/* Into WARNINGS: events.csv's own settings where events_csv: false writes no events.csv (a
- * filter or a row cap asked for and silently unused). */
-static void warn_events_unwritten(const EmaExperiment *experiment, GPtrArray *warnings) {
+/* Into WARNINGS: events.csv's and steps.csv's own settings where events_csv: false or
+ * steps_csv: false (its default) writes no such file (a filter or a row cap asked for and
+ * silently unused). */
+static void warn_csv_unwritten(const EmaExperiment *experiment, GPtrArray *warnings) {
+  if (!experiment->steps_csv && experiment->steps_rows != CSV_MAX_ROWS_DEFAULT)
+    g_ptr_array_add(warnings, g_strdup_printf("steps_max_rows: %" G_GINT64_FORMAT
+                                              " caps steps.csv, which steps_csv: false (its "
+                                              "default) does not write",
+                                              experiment->steps_rows));
   if (experiment->events_csv)
     return;
+  if (experiment->events_rows != CSV_MAX_ROWS_DEFAULT)
+    g_ptr_array_add(warnings, g_strdup_printf("events_max_rows: %" G_GINT64_FORMAT
+                                              " caps events.csv, which events_csv: false does "
+                                              "not write",
+                                              experiment->events_rows));
   if (experiment->events && strcmp(experiment->events, "all") != 0)
     g_ptr_array_add(warnings, g_strdup_printf("events: %s picks rows of events.csv, which "
                                               "events_csv: false does not write",
@@ -929,7 +943,7 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
     return warnings;
   warn_kv_over_hbm(experiment, warnings);
   warn_scaled_fixed_kv(experiment, warnings);
-  warn_events_unwritten(experiment, warnings);
+  warn_csv_unwritten(experiment, warnings);
   if (experiment->policy.borrow == NULL)
     return warnings;
   /* bound experiments name registered policies: no error here */

@@ -765,22 +765,31 @@ static void test_scaled_fixed_kv_warning(void) {
   ema_test_assert_ok(unscaled);
 }
 
-/* events and events_tier where events_csv: false writes no events.csv: a warning each (they were
- * silently unused); events_csv: false alone, or with both at their defaults, none. */
+/* events, events_tier and events_max_rows where events_csv: false writes no events.csv, and
+ * steps_max_rows where steps_csv: false (its default) writes no steps.csv: a warning each (they
+ * were silently unused); events_csv: false alone, or with them at their defaults, none. */
 static void test_events_unwritten_warning(void) {
   g_autoptr(EmaTestRun) both =
       ema_test_cli("check", TP_SHARE, "--set", "policy=static", "--set", "events_csv=false",
-                   "--set", "events=borrow,reclaim", "--set", "events_tier=step", NULL);
+                   "--set", "events=borrow,reclaim", "--set", "events_tier=step", "--set",
+                   "events_max_rows=5", "--set", "steps_max_rows=7", NULL);
+  g_autoptr(EmaTestRun) capped = ema_test_cli("check", TP_SHARE, "--set", "policy=static", "--set",
+                                              "steps_csv=true", "--set", "steps_max_rows=7", NULL);
   g_autoptr(EmaTestRun) alone = ema_test_cli("check", TP_SHARE, "--set", "policy=static", "--set",
                                              "events_csv=false", "--set", "events=all", NULL);
   g_autoptr(EmaTestRun) written =
       ema_test_cli("check", TP_SHARE, "--set", "policy=static", "--set", "events=borrow", NULL);
   g_assert_cmpint(both->status, ==, 0);
   g_assert_cmpstr(both->err, ==,
+                  "ema-sim: warning: steps_max_rows: 7 caps steps.csv, which steps_csv: false "
+                  "(its default) does not write\n"
+                  "ema-sim: warning: events_max_rows: 5 caps events.csv, which events_csv: false "
+                  "does not write\n"
                   "ema-sim: warning: events: borrow,reclaim picks rows of events.csv, which "
                   "events_csv: false does not write\n"
                   "ema-sim: warning: events_tier: step groups rows of events.csv, which "
                   "events_csv: false does not write\n");
+  ema_test_assert_ok(capped);
   ema_test_assert_ok(alone);
   ema_test_assert_ok(written);
 }
