@@ -648,6 +648,21 @@ EmaExperiment *ema_experiment_load(const char *path, const char *const *override
                    "(ema-sim run and check do)");
     return NULL;
   }
+  /* nor does a --set give one (--set repeats=3 on a file of one run was "an unknown key",
+   * though the key is one: of another kind of file) */
+  for (guint i = 0; overrides && overrides[i]; i++) {
+    gsize length = strcspn(overrides[i], "=.");
+    g_autofree char *key = g_strndup(overrides[i], length);
+    if (g_strv_contains(ema_experiment_sweep_keys, key) ||
+        strcmp(key, EMA_EXPERIMENT_COMPARE_KEY) == 0) {
+      g_autoptr(EmaNode) at = ema_node_new_scalar(NULL, "--set", i + 1, 1);
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, at, key,
+                     "a key of a comparison (compare:) or of a sweep file, which %s is not: "
+                     "add compare: to it, or write a sweep file (ema-sim sweep)",
+                     path);
+      return NULL;
+    }
+  }
   return ema_experiment_load_tree(root, overrides, error);
 }
 

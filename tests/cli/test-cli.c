@@ -953,6 +953,23 @@ static void test_compare_output_dir(void) {
   ema_test_remove_tree(dir);
 }
 
+/* --set of a comparison's or a sweep file's own key on a file of one run names what the key is
+ * (it was "an unknown key in experiment", the key being one, of another kind of file). */
+static void test_set_other_kind_key(void) {
+  const char *keys[] = {"repeats=3", "compare.a.seed=2", "sweep.seed=[1, 2]"};
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
+    g_autofree char *key = g_strndup(keys[i], strcspn(keys[i], "=."));
+    g_autofree char *want = g_strdup_printf(
+        "--set:1:1: %s: a key of a comparison (compare:) or of a sweep file, which "
+        "tests/fixtures/serving/one-request.yaml is not: add compare: to it, or write a sweep "
+        "file (ema-sim sweep)\n",
+        key);
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("check", "tests/fixtures/serving/one-request.yaml", "--set", keys[i], NULL);
+    ema_test_assert_failed(run, 1, want);
+  }
+}
+
 /* compare-steps and compare-static: -o naming the table the command reads (directly or by a
  * link) is a usage error that leaves it as it was; -o naming a symbolic link writes the table
  * through it (a dangling one creating its target) and leaves the link a link, as it leaves a
@@ -1131,6 +1148,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/compare-static/broken-files", test_compare_static_broken_files);
   g_test_add_func("/cli/compare-output-dir", test_compare_output_dir);
   g_test_add_func("/cli/compare-output-file", test_compare_output_file);
+  g_test_add_func("/cli/set-other-kind-key", test_set_other_kind_key);
   g_test_add_func("/cli/engines", test_engines);
   g_test_add_func("/cli/stdout-full", test_stdout_full);
   g_test_add_func("/cli/plot-gnuplot-missing", test_plot_gnuplot_missing);
