@@ -604,13 +604,14 @@ static const EmaParam experiment_params[] = {
      .default_value = "each", .choices = events_tier_names},
 };
 
-/* events names pool event kinds (ema_experiment_event_kinds). */
+/* events names pool event kinds (ema_experiment_event_kinds), each once; an error at its
+ * value. */
 static gboolean check_events(EmaExperiment *experiment, const EmaNode *root, GError **error) {
   g_autoptr(GError) inner = NULL;
-  const EmaNode *key = ema_node_get_key(root, "events");
+  const EmaNode *value = ema_node_get(root, "events");
   if (ema_experiment_event_kinds(experiment->events, &inner) != 0)
     return TRUE;
-  ema_node_error(error, EMA_CONFIG_ERROR_INVALID, key ? key : root, "events", "%s",
+  ema_node_error(error, EMA_CONFIG_ERROR_INVALID, value ? value : root, "events", "%s",
                  inner ? inner->message : "no event kind named");
   return FALSE;
 }
@@ -996,6 +997,11 @@ guint32 ema_experiment_event_kinds(const char *events, GError **error) {
                                ema_pool_event_kind_name(j));
       g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
                   "'%s' is not a pool event kind (%s)", name, known->str);
+      return 0;
+    }
+    if (kinds & (1u << k)) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                  "'%s' is named twice: name each kind once", name);
       return 0;
     }
     kinds |= 1u << k;
