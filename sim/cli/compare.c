@@ -456,19 +456,19 @@ gboolean ema_compare_check(EmaSweep *comparison, GError **error) {
     return FALSE;
   for (guint p = 0; dirs[p]; p++)
     if (ema_output_is_run_entry(dirs[p])) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
-                  "compare: variant '%s' would write its folder over the comparison's own %s: "
-                  "rename it",
-                  ema_sweep_variant_name(comparison, p), dirs[p]);
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, ema_sweep_variant_key(comparison, p), "compare",
+                     "variant '%s' would write its folder over the comparison's own %s: "
+                     "rename it",
+                     ema_sweep_variant_name(comparison, p), dirs[p]);
       return FALSE;
     }
   for (guint p = 0; dirs[p]; p++)
     for (guint q = 0; q < p; q++)
       if (strcmp(dirs[p], dirs[q]) == 0) {
-        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
-                    "compare: variants '%s' and '%s' would share the folder %s",
-                    ema_sweep_variant_name(comparison, q), ema_sweep_variant_name(comparison, p),
-                    dirs[p]);
+        ema_node_error(error, EMA_CONFIG_ERROR_KEY, ema_sweep_variant_key(comparison, p), "compare",
+                       "variants '%s' and '%s' would share the folder %s",
+                       ema_sweep_variant_name(comparison, q), ema_sweep_variant_name(comparison, p),
+                       dirs[p]);
         return FALSE;
       }
   for (guint p = 0; dirs[p]; p++) {
@@ -478,9 +478,9 @@ gboolean ema_compare_check(EmaSweep *comparison, GError **error) {
     if ((experiment = ema_sweep_load_point(comparison, p, error)) == NULL)
       return FALSE;
     if (!ema_experiment_is_serving(experiment)) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-                  "compare: variant %s is not a serving experiment (compare needs tenants)",
-                  ema_sweep_variant_name(comparison, p));
+      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_sweep_variant_key(comparison, p),
+                     "compare", "variant %s is not a serving experiment (compare needs tenants)",
+                     ema_sweep_variant_name(comparison, p));
       return FALSE;
     }
   }

@@ -717,6 +717,13 @@ const char *ema_sweep_variant_name(const EmaSweep *sweep, guint point) {
   return variant_name(sweep, &g_array_index(sweep->points, Point, point));
 }
 
+const EmaNode *ema_sweep_variant_key(const EmaSweep *sweep, guint point) {
+  const Point *p;
+  g_return_val_if_fail(point < sweep->points->len, NULL);
+  p = &g_array_index(sweep->points, Point, point);
+  return p->variant < 0 ? NULL : sweep->variants->keys->pdata[p->variant];
+}
+
 guint ema_sweep_point_repeat(const EmaSweep *sweep, guint point) {
   g_return_val_if_fail(point < sweep->points->len, 0);
   return g_array_index(sweep->points, Point, point).repeat;

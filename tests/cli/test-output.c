@@ -347,14 +347,15 @@ static void test_compare_variant_named_like_a_file(void) {
   g_autofree char *path = write_compare(tmp, "compare.csv");
   g_autoptr(EmaTestRun) run = ema_test_cli("run", path, "-o", out, "--no-plot", NULL);
   g_autoptr(EmaTestRun) checked = ema_test_cli("check", path, NULL);
-  ema_test_assert_failed(run, 1,
-                         "compare: variant 'compare.csv' would write its folder over the "
-                         "comparison's own compare.csv: rename it\n");
+  /* at the variant's key in the file */
+  g_autofree char *want = g_strconcat(path,
+                                      ":10:3: compare: variant 'compare.csv' would write its "
+                                      "folder over the comparison's own compare.csv: rename it\n",
+                                      NULL);
+  ema_test_assert_failed(run, 1, want);
   g_assert_false(exists(out, "static"));
   /* check finds it too (it said ok) */
-  ema_test_assert_failed(checked, 1,
-                         "compare: variant 'compare.csv' would write its folder over the "
-                         "comparison's own compare.csv: rename it\n");
+  ema_test_assert_failed(checked, 1, want);
   ema_test_remove_tree(tmp);
 }
 
@@ -585,13 +586,12 @@ static void test_compare_not_serving(void) {
     g_autoptr(EmaTestRun) first = ema_test_cli("run", ops, "-o", out, "--no-plot", NULL);
     g_autoptr(EmaTestRun) checked = ema_test_cli("check", cmp, NULL);
     g_autoptr(EmaTestRun) run = ema_test_cli("run", cmp, "-o", out, "--no-plot", NULL);
+    g_autofree char *want = g_strconcat(
+        cmp, ":5:11: compare: variant a is not a serving experiment (compare needs tenants)\n",
+        NULL);
     ema_test_assert_ok(first);
-    ema_test_assert_failed(checked, 1,
-                           "compare: variant a is not a serving experiment (compare needs "
-                           "tenants)\n");
-    ema_test_assert_failed(run, 1,
-                           "compare: variant a is not a serving experiment (compare needs "
-                           "tenants)\n");
+    ema_test_assert_failed(checked, 1, want);
+    ema_test_assert_failed(run, 1, want);
     g_assert_true(exists(out, "summary.json"));
   }
   ema_test_remove_tree(tmp);

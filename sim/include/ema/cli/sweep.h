@@ -80,6 +80,9 @@ guint ema_sweep_n_points(const EmaSweep *sweep);
 const char *ema_sweep_point_name(const EmaSweep *sweep, guint point);
 /* The point's variant name; NULL without variants. */
 const char *ema_sweep_variant_name(const EmaSweep *sweep, guint point);
+/* The point's variant's key in its file (where an error about the variant points); NULL
+ * without variants. */
+const EmaNode *ema_sweep_variant_key(const EmaSweep *sweep, guint point);
 /* "variant=ema tenants.0.trace.rate=4 repeat=1": what the point sets */
 char *ema_sweep_point_describe(const EmaSweep *sweep, guint point);
 /* Load POINT as an experiment (bound and checked, seed derived). */
