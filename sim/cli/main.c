@@ -948,7 +948,7 @@ static gboolean step_time_sums_ok(const char *name, guint64 line_no, const EmaCs
 static int step_time_lines(FILE *in, const char *name, const EmaLlmSpec *model,
                            const EmaStepModel *step, gboolean breakdown) {
   static const guint counts[] = {0, 3, 5}; /* prefill_tokens, decode_seqs, logits */
-  g_auto(GStrv) column_names = g_strsplit(STEP_TIME_COLUMNS, ",", -1);
+  g_auto(GStrv) column_names = g_strsplit(STEP_TIME_COLUMNS "," STEP_TIME_CHUNKS_COLUMN, ",", -1);
   char buffer[1024];
   char *line;
   gssize length;
@@ -1023,11 +1023,17 @@ static int step_time_lines(FILE *in, const char *name, const EmaLlmSpec *model,
       /* decimal only: strtod's hex ("0x10"), "inf" and leading blanks are no step log's */
       gboolean decimal = strspn(fields[i].p, "0123456789.eE+-") == strlen(fields[i].p);
       values[i] = g_ascii_strtod(fields[i].p, &end);
-      if (*fields[i].p == '\0' || !decimal || *end != '\0' || !(values[i] >= 0) ||
-          values[i] > 1e15) {
+      if (*fields[i].p == '\0' || !decimal || *end != '\0' || !(values[i] >= 0)) {
         fprintf(stderr,
-                "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": field %d: not a number >= 0: '%s'\n",
-                name, line_no, fields[i].at + 1, i + 1, fields[i].p);
+                "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": %s: not a number >= 0: '%s'\n", name,
+                line_no, fields[i].at + 1, column_names[i], fields[i].p);
+        return 1;
+      }
+      if (values[i] > 1e15) {
+        fprintf(stderr,
+                "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT
+                ": %s: %s is above 10^15, more than any step holds\n",
+                name, line_no, fields[i].at + 1, column_names[i], fields[i].p);
         return 1;
       }
     }

@@ -749,7 +749,9 @@ static void test_step_time_counts(void) {
       {"1.5,1.875,1.5,0,0,1", ":2:1: prefill_tokens 1.5: a count, a whole number\n"},
       {"0,0,0,2.5,1000,2", ":2:7: decode_seqs 2.5: a count, a whole number\n"},
       {"0,0,0,1,1000,0.5", ":2:14: logits 0.5: a count, a whole number\n"},
-      {"0x10,136,16,0,0,1", ":2:1: field 1: not a number >= 0: '0x10'\n"},
+      {"0x10,136,16,0,0,1", ":2:1: prefill_tokens: not a number >= 0: '0x10'\n"},
+      {"0,0,0,500000000500000000,1,1",
+       ":2:7: decode_seqs: 500000000500000000 is above 10^15, more than any step holds\n"},
       {"0,0,0,4,400,5", ":2:13: logits 5: more than the tokens, prefill_tokens 0 and decode_seqs "
                         "4\n"},
   };
