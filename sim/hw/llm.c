@@ -77,9 +77,14 @@ static const EmaParam llm_params[] = {
 static gboolean check_llm(gpointer object, const EmaNode *node, const char *path, GError **error) {
   const EmaLlmSpec *llm = object;
   if (llm->heads % llm->kv_heads != 0) {
-    g_autofree char *key_path =
-        path && *path ? g_strconcat(path, ".kv_heads", NULL) : g_strdup("kv_heads");
-    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "kv_heads"), key_path,
+    /* at the one of the two that an experiment's map gave over the model's file (model:
+     * {name: opt-13b, heads: 7}), else at kv_heads */
+    const EmaNode *heads = ema_node_get(node, "heads");
+    gboolean at_heads =
+        heads && node && heads->file && node->file && strcmp(heads->file, node->file) != 0;
+    const char *key = at_heads ? "heads" : "kv_heads";
+    g_autofree char *key_path = path && *path ? g_strconcat(path, ".", key, NULL) : g_strdup(key);
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, key), key_path,
                    "kv_heads (%" G_GINT64_FORMAT ") must divide heads (%" G_GINT64_FORMAT ")",
                    llm->kv_heads, llm->heads);
     return FALSE;

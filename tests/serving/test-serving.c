@@ -1129,6 +1129,8 @@ static const BadConfig bad_configs[] = {
      "llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, llama-4-scout-17b-16e, "
      "mistral-7b-v0.1, mistral-nemo-12b, mixtral-8x7b, opt-13b, opt-30b, qwen2.5-14b, qwen2.5-32b, "
      "qwen2.5-7b)"},
+    {"model-heads-override.yaml", EMA_CONFIG_ERROR_INVALID,
+     "6:45: tenants.0.model.heads: kv_heads (40) must divide heads (7)"},
     {"unknown-model-keys.yaml", EMA_CONFIG_ERROR_KEY,
      "5:29: tenants.0.model: unknown model 'llama-9' (known: codellama-34b, llama-13b, "
      "llama-2-13b, llama-2-70b, llama-2-7b, llama-3.1-70b, llama-3.1-8b, llama-4-scout-17b-16e, "
