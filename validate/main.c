@@ -513,6 +513,10 @@ static int command_compare(int argc, char **argv, const char *command) {
   if (argc != 2)
     return usage_error(argc < 2 ? "compare needs an experiment FILE"
                                 : "compare takes one experiment FILE");
+  /* (an empty name would read the working directory's summary.json as the measurements) */
+  if (measured_dir && *measured_dir == '\0')
+    return usage_error("--measured: the folder's name is empty: give the folder ema-validate run "
+                       "-o wrote");
   if (measured_dir && (a.repeats_text || a.warmups_text || a.no_verify))
     return usage_error("--repeats, --warmups and --no-verify are for measuring now, not with "
                        "--measured");

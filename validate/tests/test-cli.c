@@ -107,6 +107,9 @@ static void test_usage_errors(void) {
        "here)"},
       {{"pool", "--seconds", "5", "--tick", "1s"},
        "--tick: '1s' is not a duration of 1ms..a tenth of --seconds (0.5 s here)"},
+      /* an empty folder name read the working directory's summary.json as the measurements */
+      {{"compare", "experiments/calibration/h200x2-baseline.yaml", "--measured", ""},
+       "--measured: the folder's name is empty: give the folder ema-validate run -o wrote"},
       {{"decode"}, "decode needs --model, --batch and --context"},
       {{"decode", "--model", "llama-3.1-8b", "--batch", "1"},
        "decode needs --model, --batch and --context"},
