@@ -1013,6 +1013,20 @@ static void test_compare_output_file(void) {
   ema_test_remove_tree(dir);
 }
 
+/* compare-steps of PATH holding HEADER and ROW on SERVER fails with one line, WANT after the
+ * path, and prints no table. */
+static void assert_steps_row_refused(const char *path, const char *header, const char *row,
+                                     const char *server, const char *want) {
+  g_autofree char *text = g_strconcat(header, row, "\n", NULL);
+  g_autofree char *line = g_strconcat(path, want, NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_set_contents(path, text, -1, NULL));
+  run = ema_test_cli("compare-steps", path, "--server", server, NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  g_assert_cmpstr(run->err, ==, line);
+  g_assert_cmpstr(run->out, ==, "");
+}
+
 /* compare-steps refuses a captured step no GPU could have run: a decoding sequence with no
  * cached token, a negative or NaN spread, fewer than one repeat; each error is one line at
  * the field, and the rows around it (a prefill row's unused context of 0) still compare. */
@@ -1054,34 +1068,15 @@ static void test_compare_steps_errors(void) {
     g_assert_cmpstr(run->err, ==, want);
     g_assert_cmpstr(run->out, ==, "");
   }
-  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autofree char *text = g_strconcat(header, cases[i].row, "\n", NULL);
-    g_autofree char *want = g_strconcat(path, cases[i].want, NULL);
-    g_clear_pointer(&run, ema_test_run_free);
-    g_assert_true(g_file_set_contents(path, text, -1, NULL));
-    run = ema_test_cli("compare-steps", path, "--server", "h200x8-hgx", NULL);
-    g_assert_cmpint(run->status, ==, 1);
-    g_assert_cmpstr(run->err, ==, want);
-    g_assert_cmpstr(run->out, ==, "");
-  }
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
+    assert_steps_row_refused(path, header, cases[i].row, "h200x8-hgx", cases[i].want);
   /* a step no GPU of the server could run: the model's weights leave no room for a KV cache
    * (Llama-2-70B at TP 2 on 40 GB A100s), as step-time refuses it, at the row's tp */
-  {
-    g_autofree char *text =
-        g_strconcat(header, "llama-2-70b,2,decode,1,1024,0,0,8898.9,0,1\n", NULL);
-    g_autofree char *want =
-        g_strconcat(path,
-                    ":2:13: llama-2-70b does not fit with tp 2 on A100-SXM4-40GB: 39.5 GiB of HBM "
-                    "per GPU (gpu_memory_utilization 100%) leaves no KV cache after 64.2 GiB of "
-                    "weights and 0 B of activation reserve\n",
-                    NULL);
-    g_clear_pointer(&run, ema_test_run_free);
-    g_assert_true(g_file_set_contents(path, text, -1, NULL));
-    run = ema_test_cli("compare-steps", path, "--server", "a100x4-40gb", NULL);
-    g_assert_cmpint(run->status, ==, 1);
-    g_assert_cmpstr(run->err, ==, want);
-    g_assert_cmpstr(run->out, ==, "");
-  }
+  assert_steps_row_refused(path, header, "llama-2-70b,2,decode,1,1024,0,0,8898.9,0,1",
+                           "a100x4-40gb",
+                           ":2:13: llama-2-70b does not fit with tp 2 on A100-SXM4-40GB: 39.5 GiB "
+                           "of HBM per GPU (gpu_memory_utilization 100%) leaves no KV cache after "
+                           "64.2 GiB of weights and 0 B of activation reserve\n");
   ema_test_remove_tree(dir);
 }
 
