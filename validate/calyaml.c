@@ -613,30 +613,6 @@ char *ema_calibration_yaml(const EmaCalibrationFigures *f) {
   return g_string_free(out, FALSE);
 }
 
-gboolean ema_calibration_output_ok(const char *path, GError **error) {
-  GStatBuf st;
-  const char *kind = NULL;
-  if (path[0] == '\0' || g_str_has_suffix(path, G_DIR_SEPARATOR_S)) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_ARGUMENT,
-                "'%s' is no file name: give the model's file", path);
-    return FALSE;
-  }
-  if (g_lstat(path, &st) != 0 || S_ISREG(st.st_mode))
-    return TRUE;
-  if (S_ISDIR(st.st_mode)) {
-    g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_ARGUMENT,
-                "'%s' is a directory: give the model's file", path);
-    return FALSE;
-  }
-  kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
-         : S_ISFIFO(st.st_mode) ? "a FIFO"
-         : S_ISSOCK(st.st_mode) ? "a socket"
-                                : "a device";
-  g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_ARGUMENT,
-              "'%s' is %s, not a file the model can replace: give the model's file", path, kind);
-  return FALSE;
-}
-
 gboolean ema_calibration_write(const EmaCalibrationFigures *figures, const char *path,
                                GError **error) {
   g_autofree char *text = ema_calibration_yaml(figures);
@@ -646,8 +622,11 @@ gboolean ema_calibration_write(const EmaCalibrationFigures *figures, const char 
   gpointer server;
   gboolean loads;
 
-  if (!ema_calibration_output_ok(path, error))
+  if (!ema_file_output_ok(path, "the model", &local)) {
+    g_set_error_literal(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_ARGUMENT, local->message);
+    g_error_free(local);
     return FALSE;
+  }
   /* a model that does not load as a server is not written: an earlier model at PATH stays */
   root = ema_node_load_string(text, path, dir, error);
   server = root ? g_malloc0(ema_server_params.size) : NULL;
@@ -662,7 +641,7 @@ gboolean ema_calibration_write(const EmaCalibrationFigures *figures, const char 
                 g_strerror(errno));
     return FALSE;
   }
-  if (!ema_file_write_output(path, text, strlen(text), &local)) {
+  if (!g_file_set_contents(path, text, -1, &local)) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_IO, "cannot write %s: %s", path,
                 local->message);
     g_error_free(local);

@@ -154,13 +154,7 @@ char *ema_calibration_default_name(const char *device_name, int count);
 /* The YAML text. Newly allocated. */
 char *ema_calibration_yaml(const EmaCalibrationFigures *figures);
 
-/* TRUE when PATH may receive the model: absent, or a regular file (which is replaced). A
- * directory, a device, a FIFO, a socket or a symbolic link is refused (writing replaces the file
- * by renaming a new one over it: /dev/null would become a regular file, a link lose its
- * target), as is an empty PATH or one ending in '/' (EMA_VALIDATE_ERROR_ARGUMENT). */
-gboolean ema_calibration_output_ok(const char *path, GError **error);
-
-/* Write the YAML to PATH (ema_calibration_output_ok; its directory is created), then load it
+/* Write the YAML to PATH (ema_file_output_ok; its directory is created), then load it
  * back through libema's server table to prove that it is a valid model. Errors:
  * EMA_VALIDATE_ERROR_ARGUMENT, EMA_VALIDATE_ERROR_IO, or libema's located EMA_CONFIG_ERROR. */
 gboolean ema_calibration_write(const EmaCalibrationFigures *figures, const char *path,

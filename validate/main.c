@@ -33,6 +33,7 @@
 #include "ema/run/experiment.h"
 #include "ema/run/ops.h"
 #include "ema/run/output.h"
+#include "ema/core/file.h"
 #include "ema/core/units.h"
 #include "poolmem.h"
 #include "realpool.h"
@@ -228,7 +229,7 @@ static int command_calibrate(int argc, char **argv, const char *command) {
   if (from_results && (name || results || quick || repeats_text || topology))
     return usage_error("--from-results takes only -o and --reference (the rest comes from the "
                        "results directory)");
-  if (output && !ema_calibration_output_ok(output, &error)) {
+  if (output && !ema_file_output_ok(output, "the model", &error)) {
     g_prefix_error(&error, "-o: ");
     return usage_gerror(error);
   }

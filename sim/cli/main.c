@@ -1090,14 +1090,16 @@ static int step_time_lines(FILE *in, const char *name, const EmaLlmSpec *model,
   return 0;
 }
 
-/* OUTPUT (-o FILE, may be NULL) neither a directory nor the table INPUT
- * that the command reads; else a usage error (printed), before any work. */
+/* OUTPUT (-o FILE, may be NULL) a file the table may replace (ema_file_output_ok: no directory,
+ * device, FIFO or link) and not the table INPUT that the command reads; else a usage error
+ * (printed), before any work. */
 static gboolean output_file_ok(const char *output, const char *input) {
   g_autofree char *message = NULL;
+  g_autoptr(GError) error = NULL;
   if (!output)
     return TRUE;
-  if (g_file_test(output, G_FILE_TEST_IS_DIR))
-    message = g_strdup_printf("-o: '%s' is a directory: give the table's file", output);
+  if (!ema_file_output_ok(output, "the table", &error))
+    message = g_strdup_printf("-o: %s", error->message);
   else if (input && ema_file_same(output, input))
     message =
         g_strdup_printf("-o: '%s' is the table this command reads: give another file", output);
@@ -1114,7 +1116,7 @@ static int write_table(const GString *table, const char *output) {
     fputs(table->str, stdout);
     return 0;
   }
-  if (!ema_file_write_output(output, table->str, table->len, &error))
+  if (!g_file_set_contents(output, table->str, (gssize) table->len, &error))
     return fail(error);
   return 0;
 }

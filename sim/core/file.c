@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <glib/gstdio.h>
+
 static void set_errno_error(GError **error, const char *path, const char *what, int saved) {
   g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "%s: %s: %s", path, what,
               g_strerror(saved));
@@ -184,34 +186,28 @@ gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, g
   return TRUE;
 }
 
-gboolean ema_file_write_output(const char *path, const char *data, gsize length, GError **error) {
-  struct stat st;
-  int fd;
-  gsize done = 0;
-  if (lstat(path, &st) != 0 || S_ISREG(st.st_mode))
-    return g_file_set_contents(path, data, (gssize) length, error);
-  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    set_errno_error(error, path, "cannot open", errno);
+gboolean ema_file_output_ok(const char *path, const char *what, GError **error) {
+  GStatBuf st;
+  const char *kind;
+  if (path[0] == '\0' || g_str_has_suffix(path, G_DIR_SEPARATOR_S)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "'%s' is no file name: give %s's file",
+                path, what);
     return FALSE;
   }
-  while (done < length) {
-    ssize_t put = write(fd, data + done, length - done);
-    if (put < 0 && errno == EINTR)
-      continue;
-    if (put < 0) {
-      int saved = errno;
-      close(fd);
-      set_errno_error(error, path, "write error", saved);
-      return FALSE;
-    }
-    done += (gsize) put;
-  }
-  if (close(fd) != 0) {
-    set_errno_error(error, path, "write error", errno);
+  if (g_lstat(path, &st) != 0 || S_ISREG(st.st_mode))
+    return TRUE;
+  if (S_ISDIR(st.st_mode)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "'%s' is a directory: give %s's file",
+                path, what);
     return FALSE;
   }
-  return TRUE;
+  kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
+         : S_ISFIFO(st.st_mode) ? "a FIFO"
+         : S_ISSOCK(st.st_mode) ? "a socket"
+                                : "a device";
+  g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+              "'%s' is %s, not a file %s can replace: give %s's file", path, kind, what, what);
+  return FALSE;
 }
 
 gboolean ema_file_same(const char *a, const char *b) {

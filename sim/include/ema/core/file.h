@@ -36,12 +36,15 @@ void ema_file_position(const char *text, const char *at, guint *line, guint *col
 gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,
                                GError **error);
 
-/* Write LENGTH bytes of DATA to the file PATH a user named (-o FILE): a
- * regular file, or a new one, is replaced whole (written beside it, then
- * renamed over it: a failed write leaves it as it was); anything else that
- * exists there (a device such as /dev/stdout, a FIFO, a symbolic link) is
- * written through, never replaced by a regular file. */
-gboolean ema_file_write_output(const char *path, const char *data, gsize length, GError **error);
+/* Whether PATH, a file a user named for an output (-o FILE) that WHAT is
+ * ("the table", "the model"), may take it: absent, or a regular file, which
+ * the output replaces whole (written beside it, then renamed over it, so that
+ * a failed write leaves it as it was). A directory, a device, a FIFO, a
+ * socket or a symbolic link is refused (a rename would put a regular file in
+ * place of /dev/full, or of a link), as is an empty PATH or one ending in
+ * '/': FALSE with G_FILE_ERROR_INVAL, "'PATH' is a FIFO, not a file WHAT
+ * can replace: give WHAT's file". */
+gboolean ema_file_output_ok(const char *path, const char *what, GError **error);
 
 /* Whether the paths A and B name one file (the same device and inode); FALSE
  * where either does not exist. */
