@@ -901,6 +901,7 @@ static gboolean read_kv_sizes(const char *dir, RunSizes *sizes, GError **error) 
   JsonArray *tenants, *idle;
   GHashTable *block_bytes, *region_bytes;
   GArray *idle_region;
+  const char *name;
   run_sizes_clear(sizes);
   block_bytes = sizes->block_bytes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   region_bytes = sizes->region_bytes =
@@ -910,28 +911,38 @@ static gboolean read_kv_sizes(const char *dir, RunSizes *sizes, GError **error) 
   root = ema_json_load_object(parser, path, error);
   if (root == NULL)
     return FALSE;
-  sizes->name = g_strdup(json_object_get_string_member_with_default(root, "experiment", "run"));
+  if (!ema_json_member_string(root, "experiment", "run", path, NULL, &name, error))
+    return FALSE;
+  sizes->name = g_strdup(name);
   if (!summary_objects(root, "tenants", path, &tenants, error) ||
       !summary_objects(root, "idle_gpus", path, &idle, error))
     return FALSE;
   for (guint i = 0; idle && i < json_array_get_length(idle); i++) {
     JsonObject *gpu = json_array_get_object_element(idle, i);
-    gint64 g = json_object_get_int_member_with_default(gpu, "gpu", -1);
-    double lendable = (double) json_object_get_int_member_with_default(gpu, "lendable_bytes", 0);
-    if (g < 0 || g >= MAX_GPUS)
+    g_autofree char *where = g_strdup_printf("idle_gpus.%u", i);
+    double g, lendable;
+    if (!ema_json_member_number(gpu, "gpu", -1, -1, MAX_GPUS - 1, path, where, &g, error) ||
+        !ema_json_member_number(gpu, "lendable_bytes", 0, 0, 1e18, path, where, &lendable, error))
+      return FALSE;
+    if (g < 0)
       continue;
     while (idle_region->len <= (guint) g) {
       double none = NAN;
       g_array_append_val(idle_region, none);
     }
-    g_array_index(idle_region, double, g) = lendable;
+    g_array_index(idle_region, double, (guint) g) = lendable;
   }
   for (guint i = 0; tenants && i < json_array_get_length(tenants); i++) {
     JsonObject *tenant = json_array_get_object_element(tenants, i);
-    const char *tenant_name = json_object_get_string_member_with_default(tenant, "name", "");
-    double blocks = (double) json_object_get_int_member_with_default(tenant, "kv_blocks", 0);
-    double bytes = (double) json_object_get_int_member_with_default(tenant, "kv_bytes_per_gpu", 0);
-    double *block = g_new(double, 1), *region = g_new(double, 1);
+    g_autofree char *where = g_strdup_printf("tenants.%u", i);
+    const char *tenant_name;
+    double blocks, bytes, *block, *region;
+    if (!ema_json_member_string(tenant, "name", "", path, where, &tenant_name, error) ||
+        !ema_json_member_number(tenant, "kv_blocks", 0, 0, 1e15, path, where, &blocks, error) ||
+        !ema_json_member_number(tenant, "kv_bytes_per_gpu", 0, 0, 1e18, path, where, &bytes, error))
+      return FALSE;
+    block = g_new(double, 1);
+    region = g_new(double, 1);
     *block = blocks > 0 ? bytes / blocks : 0;
     *region = bytes;
     g_ptr_array_add(sizes->order, g_strdup(tenant_name));
@@ -1283,10 +1294,10 @@ char *ema_plot_variant_title(const char *dir, const char *variant) {
   g_autofree char *summary = g_build_filename(dir, variant, "summary.json", NULL);
   g_autoptr(JsonParser) parser = json_parser_new();
   JsonObject *root = ema_json_load_object(parser, summary, NULL);
-  return g_strdup_printf(
-      "%s: %s",
-      root ? json_object_get_string_member_with_default(root, "experiment", "run") : "run",
-      variant);
+  const char *name = "run";
+  if (root && !ema_json_member_string(root, "experiment", "run", summary, NULL, &name, NULL))
+    name = "run"; /* (a title only: the summary's reader says what is wrong with it) */
+  return g_strdup_printf("%s: %s", name, variant);
 }
 
 /* "NAME: A, B" for a comparison in DIR: the experiment's name (its first
@@ -1316,10 +1327,9 @@ static char *compare_title(const char *dir) {
   g_ptr_array_add(variants, NULL);
   names = g_strjoinv(", ", (char **) variants->pdata);
   JsonObject *root = summary ? ema_json_load_object(parser, summary, NULL) : NULL;
-  if (root)
-    title = g_strdup_printf(
-        "%s: %s", json_object_get_string_member_with_default(root, "experiment", "comparison"),
-        names);
+  const char *name = "comparison";
+  if (root && ema_json_member_string(root, "experiment", "comparison", summary, NULL, &name, NULL))
+    title = g_strdup_printf("%s: %s", name, names);
   csv_clear(&csv);
   return title ? title : g_strdup("comparison");
 }

@@ -39,6 +39,54 @@ JsonObject *ema_json_load_object(JsonParser *parser, const char *path, GError **
   return json_node_get_object(root);
 }
 
+/* "WHERE.MEMBER", or MEMBER at the root. */
+static char *member_path(const char *where, const char *member) {
+  return where ? g_strconcat(where, ".", member, NULL) : g_strdup(member);
+}
+
+gboolean ema_json_member_string(JsonObject *object, const char *member, const char *fallback,
+                                const char *path, const char *where, const char **out,
+                                GError **error) {
+  JsonNode *node = json_object_get_member(object, member);
+  g_autofree char *at = NULL;
+  if (node == NULL) {
+    *out = fallback;
+    return TRUE;
+  }
+  if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_STRING) {
+    *out = json_node_get_string(node);
+    return TRUE;
+  }
+  at = member_path(where, member);
+  g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: %s: not a string", path, at);
+  return FALSE;
+}
+
+gboolean ema_json_member_number(JsonObject *object, const char *member, double fallback, double min,
+                                double max, const char *path, const char *where, double *out,
+                                GError **error) {
+  JsonNode *node = json_object_get_member(object, member);
+  g_autofree char *at = NULL;
+  GType type;
+  if (node == NULL) {
+    *out = fallback;
+    return TRUE;
+  }
+  at = member_path(where, member);
+  type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
+  if (type != G_TYPE_DOUBLE && type != G_TYPE_INT64) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: %s: not a number", path, at);
+    return FALSE;
+  }
+  *out = json_node_get_double(node);
+  if (!(*out >= min && *out <= max)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: %s: %.17g is outside %.17g..%.17g",
+                path, at, *out, min, max);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 void ema_json_add_string(JsonBuilder *builder, const char *name, const char *value) {
   json_builder_set_member_name(builder, name);
   json_builder_add_string_value(builder, value);

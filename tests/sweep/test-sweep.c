@@ -1375,6 +1375,15 @@ static void test_plot_tampered(void) {
       {"", "summary.json: not a JSON object"},
       {"[1, 2]", "summary.json: not a JSON object"},
       {"{\"experiment\": \"x\", \"tenants\": 5}", "summary.json: tenants: not a list"},
+      /* a member of another type: a tenant's name a number (a SIGSEGV: json-glib answers NULL),
+       * the experiment's, a count that is no number or is negative */
+      {"{\"experiment\": \"x\", \"tenants\": [{\"name\": 5}]}",
+       "summary.json: tenants.0.name: not a string"},
+      {"{\"experiment\": 5, \"tenants\": []}", "summary.json: experiment: not a string"},
+      {"{\"experiment\": \"x\", \"tenants\": [{\"name\": \"a\", \"kv_blocks\": \"abc\"}]}",
+       "summary.json: tenants.0.kv_blocks: not a number"},
+      {"{\"experiment\": \"x\", \"tenants\": [{\"name\": \"a\", \"kv_blocks\": -5}]}",
+       "summary.json: tenants.0.kv_blocks: -5 is outside 0..1000000000000000"},
   };
   if (!ema_test_gnuplot_or_skip())
     return;

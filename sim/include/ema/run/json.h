@@ -24,4 +24,17 @@ JsonObject *ema_json_load_object(JsonParser *parser, const char *path, GError **
 gboolean ema_json_parse_text(JsonParser *parser, const char *path, const char *text, gsize length,
                              GError **error);
 
+/* OBJECT's MEMBER into *OUT: FALLBACK where it is absent; a string where it is there (*OUT is
+ * OBJECT's); else FALSE with ERROR "PATH: WHERE.MEMBER: not a string" (WHERE names OBJECT in
+ * the file, e.g. "tenants.0"; NULL: the root). json-glib's own getters answer NULL for a number
+ * there, and a critical for a list. */
+gboolean ema_json_member_string(JsonObject *object, const char *member, const char *fallback,
+                                const char *path, const char *where, const char **out,
+                                GError **error);
+/* OBJECT's MEMBER into *OUT, a finite number from MIN to MAX: FALLBACK where it is absent; else
+ * FALSE with ERROR "PATH: WHERE.MEMBER: ..." saying what it is instead. */
+gboolean ema_json_member_number(JsonObject *object, const char *member, double fallback, double min,
+                                double max, const char *path, const char *where, double *out,
+                                GError **error);
+
 G_END_DECLS
