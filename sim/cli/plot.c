@@ -1503,25 +1503,64 @@ char *ema_plot_gnuplot_missing(void) {
   return g_strdup("gnuplot is not on PATH");
 }
 
-static gboolean run_gnuplot(const char *gnuplot, const char *plots, GError **error) {
+/* What of gnuplot's stderr a failure quotes: its last lines, and at most so many bytes. */
+#define GNUPLOT_ERROR_LINES 4
+#define GNUPLOT_ERROR_CHARS 1000
+
+/* gnuplot run on PLOTS/plots.gp (the figures of results folder DIR, drawn beside its plots/). */
+static gboolean run_gnuplot(const char *gnuplot, const char *plots, const char *dir,
+                            GError **error) {
   const char *argv[] = {gnuplot, "plots.gp", NULL};
   g_autofree char *err = NULL;
+  g_autoptr(GError) status_error = NULL;
   int wait_status = 0;
   if (!g_spawn_sync(plots, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
                     &wait_status, error))
     return FALSE;
-  if (!g_spawn_check_wait_status(wait_status, NULL)) {
+  if (!g_spawn_check_wait_status(wait_status, &status_error)) {
     g_auto(GStrv) lines = g_strsplit(err ? err : "", "\n", -1);
     g_autoptr(GString) message = g_string_new(NULL);
-    /* gnuplot's error: the last non-empty lines, on one line */
-    for (guint i = 0; lines[i]; i++) {
-      g_strstrip(lines[i]);
+    guint n = g_strv_length(lines), kept = 0, first = n;
+    /* gnuplot's error: the last GNUPLOT_ERROR_LINES non-empty lines (not its warnings), on one
+     * line and cut to GNUPLOT_ERROR_CHARS; else how it ended */
+    while (first > 0 && kept < GNUPLOT_ERROR_LINES) {
+      g_strstrip(lines[--first]);
+      kept += lines[first][0] && strstr(lines[first], "warning:") == NULL;
+    }
+    for (guint i = first; i < n; i++)
       if (lines[i][0] && strstr(lines[i], "warning:") == NULL)
         g_string_append_printf(message, "%s%s", message->len ? " " : "", lines[i]);
+    if (message->len > GNUPLOT_ERROR_CHARS) {
+      g_string_truncate(message, GNUPLOT_ERROR_CHARS);
+      g_string_append(message, "...");
     }
-    g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, "gnuplot failed on %s/plots.gp: %s",
-                plots, message->str);
+    g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED,
+                "gnuplot failed on the figures of %s (its plots/ is as it was): %s", dir,
+                message->len ? message->str : status_error->message);
     return FALSE;
+  }
+  return TRUE;
+}
+
+/* The FIGURES (names in PLOTS) gnuplot was to draw, each there and not empty (a program that
+ * exits 0 drawing nothing, a script of EMA_PLOT_PATH that writes no file): else an error. The
+ * paper preset draws PDF where the default draws PNG (common.gp). */
+static gboolean figures_drawn(const char *plots, GPtrArray *figures, gboolean paper,
+                              GError **error) {
+  for (guint i = 0; i < figures->len; i++) {
+    const char *figure = figures->pdata[i];
+    g_autofree char *name = paper && g_str_has_suffix(figure, ".png")
+                                ? g_strdup_printf("%.*s.pdf", (int) strlen(figure) - 4, figure)
+                                : g_strdup(figure);
+    g_autofree char *path = g_build_filename(plots, name, NULL);
+    GStatBuf st;
+    if (g_stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+                  "gnuplot drew no %s (it ran and exited 0): plots/ is as it was", name);
+      return FALSE;
+    }
+    g_free(figures->pdata[i]);
+    figures->pdata[i] = g_steal_pointer(&name);
   }
   return TRUE;
 }
@@ -1558,9 +1597,37 @@ static gboolean variants_know_tenants(const char *dir, const char *only, GError 
   return TRUE;
 }
 
+/* ema_plot_dir: the figures are drawn into plots.new, made whole there (gnuplot ran, every
+ * figure it was to draw is there) and only then moved into plots/, each over the file of its
+ * name: gnuplot failing halfway, or drawing nothing, leaves plots/ as it was (its plots.gp and
+ * data the figures' beside them), and a folder it refuses gets no file. Figures of an earlier
+ * plot under other names (another --tenant's, the other preset's format) stay beside them. */
+static gboolean plot_into(const char *dir, const char *plots, const char *gnuplot,
+                          const EmaPlotOptions *options, GPtrArray *figures, gboolean *made,
+                          GError **error);
+
 gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions *options,
                       GPtrArray *figures, GError **error) {
   g_autofree char *plots = g_build_filename(dir, "plots", NULL);
+  g_autofree char *building = g_strconcat(plots, ".new", NULL);
+  g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
+  GError *local = NULL;
+  gboolean made = FALSE;
+  if (!plot_into(dir, building, gnuplot, options, drawn, &made, &local) ||
+      !ema_output_move_into(building, plots, &local)) {
+    if (made)
+      (void) ema_output_remove_own(building, NULL);
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  for (guint i = 0; figures && i < drawn->len; i++)
+    g_ptr_array_add(figures, g_strdup(drawn->pdata[i]));
+  return TRUE;
+}
+
+static gboolean plot_into(const char *dir, const char *plots, const char *gnuplot,
+                          const EmaPlotOptions *options, GPtrArray *figures, gboolean *made,
+                          GError **error) {
   g_autofree char *sweep_csv = g_build_filename(dir, "sweep.csv", NULL);
   g_autofree char *requests = g_build_filename(dir, "requests.csv", NULL);
   g_autofree char *timeline = g_build_filename(dir, "timeline.csv", NULL);
@@ -1618,6 +1685,10 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
   if (options && options->tenant && g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR) &&
       !variants_know_tenants(dir, options->tenant, error))
     return FALSE;
+  /* a results folder's: one an earlier plot left, killed while it drew, goes */
+  if (!ema_output_remove_own(plots, error))
+    return FALSE;
+  *made = TRUE;
   if (g_mkdir_with_parents(plots, 0777) != 0) {
     int saved = errno;
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot create %s: %s", plots,
@@ -1674,15 +1745,11 @@ gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions
     goto out;
   }
   if (!g_file_set_contents(driver_path, driver->str, (gssize) driver->len, error) ||
-      !run_gnuplot(gnuplot, plots, error))
+      !run_gnuplot(gnuplot, plots, dir, error) ||
+      !figures_drawn(plots, drawn, options && options->paper, error))
     goto out;
-  /* the paper preset draws PDF where the default draws PNG (common.gp) */
-  for (guint i = 0; figures && i < drawn->len; i++) {
-    const char *figure = drawn->pdata[i];
-    g_ptr_array_add(figures, options && options->paper && g_str_has_suffix(figure, ".png")
-                                 ? g_strdup_printf("%.*s.pdf", (int) strlen(figure) - 4, figure)
-                                 : g_strdup(figure));
-  }
+  for (guint i = 0; i < drawn->len; i++)
+    g_ptr_array_add(figures, g_strdup(drawn->pdata[i]));
   ok = TRUE;
 out:
   settings_clear(&settings);

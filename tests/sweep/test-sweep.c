@@ -1358,6 +1358,55 @@ static void test_plot_nothing(void) {
   ema_test_remove_tree(dir);
 }
 
+/* The figures are drawn beside plots/ and moved in only once gnuplot drew every one: a gnuplot
+ * that fails (its message cut to its last lines, a thousand bytes at most: a script writing
+ * megabytes to stderr was quoted whole) or exits 0 having drawn nothing leaves plots/ as it
+ * was, its plots.gp the one of its figures, and no folder it was drawn in. */
+static void test_plot_fails_whole(void) {
+  g_autofree char *tmp = NULL, *dir = NULL;
+  g_autofree char *driver = NULL, *after = NULL;
+  g_autofree char *loud = NULL;
+  if (!ema_test_gnuplot_or_skip())
+    return;
+  tmp = ema_test_temp_dir();
+  dir = g_build_filename(tmp, "out", NULL);
+  loud = g_build_filename(tmp, "loud.sh", NULL);
+  g_assert_true(g_file_set_contents(
+      loud, "#!/bin/sh\nhead -c 3000000 /dev/zero | tr '\\0' x >&2\necho >&2\nexit 3\n", -1, NULL));
+  g_assert_cmpint(g_chmod(loud, 0755), ==, 0);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("run", FIXTURES "pressure.yaml", "-o", dir, "--no-plot", NULL);
+    g_autoptr(EmaTestRun) plot = ema_test_cli("plot", dir, "--title", "FIRST", NULL);
+    ema_test_assert_ok_warned(run, "ema-sim: warning: tenant ");
+    ema_test_assert_ok(plot);
+  }
+  driver = ema_test_read_file(dir, "plots/plots.gp");
+  {
+    g_autofree char *gnuplot = g_strconcat("EMA_GNUPLOT=", loud, NULL);
+    const char *failing[] = {"EMA_GNUPLOT=false", gnuplot, NULL};
+    for (guint i = 0; failing[i]; i++) {
+      const char *edits[] = {failing[i], NULL};
+      g_autoptr(EmaTestRun) run = ema_test_cli_env(edits, "plot", dir, "--title", "SECOND", NULL);
+      g_autofree char *want =
+          g_strdup_printf("gnuplot failed on the figures of %s (its plots/ is as it was): ", dir);
+      g_assert_cmpint(run->status, ==, 1);
+      g_assert_true(g_str_has_prefix(run->err, want));
+      g_assert_cmpuint(strlen(run->err), <, 1200);
+    }
+  }
+  {
+    const char *edits[] = {"EMA_GNUPLOT=true", NULL};
+    g_autoptr(EmaTestRun) run = ema_test_cli_env(edits, "plot", dir, "--title", "SECOND", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, " (it ran and exited 0): plots/ is as it was\n");
+  }
+  after = ema_test_read_file(dir, "plots/plots.gp");
+  g_assert_cmpstr(after, ==, driver);
+  g_assert_false(exists(dir, "plots.new"));
+  ema_test_remove_tree(tmp);
+}
+
 /* plot of a run given a sweep's axes, or whose summary.json was tampered with: refused with
  * the file and what is wrong, never a crash or a GLib critical (nesting json-glib's recursive
  * parser cannot take, a root that is not an object, a tenants member that is not a list); and of a
@@ -1528,6 +1577,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/plot/run", test_run_figures);
   g_test_add_func("/sweep/plot/without-gnuplot", test_without_gnuplot);
   g_test_add_func("/sweep/plot/run-tampered", test_plot_tampered);
+  g_test_add_func("/sweep/plot/fails-whole", test_plot_fails_whole);
   g_test_add_func("/sweep/plot/many-tenants", test_many_tenants_figure);
   g_test_add_func("/sweep/plot/tenant-sets", test_sweep_tenant_sets);
   g_test_add_func("/sweep/plot/quantity-axis", test_sweep_quantity_axis);
