@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ema/core/bits.h"
 #include "ema/core/params.h"
 #include "ema/hw/hwmodel.h"
 #include "ema/pool/guard.h"
@@ -337,6 +338,7 @@ static gboolean check_view(const HandView *hand, const EmaNode *root, GError **e
   const EmaNode *lent_node = ema_node_get(root, "lent");
   guint n = hand->gpus->len;
   g_autofree guint64 *lends = NULL, *borrows = NULL, *holds = NULL;
+  g_autofree guint64 *given = NULL; /* the (lender, borrower) pairs of the loans so far */
   if (n == 0) {
     ema_node_error(error, EMA_CONFIG_ERROR_RANGE, gpus_node ? gpus_node : root, "gpus",
                    "the view has no GPUs");
@@ -348,21 +350,23 @@ static gboolean check_view(const HandView *hand, const EmaNode *root, GError **e
   lends = g_new0(guint64, n);   /* slices each GPU lends in the loans */
   borrows = g_new0(guint64, n); /* ...each borrows in them */
   holds = g_new0(guint64, n);   /* ...and its blocks they hold */
+  given = g_new0(guint64, EMA_BITS_WORDS((gsize) n * n));
   for (guint i = 0; hand->lent && i < hand->lent->len; i++) {
     const HandLoan *loan = &g_array_index(hand->lent, HandLoan, i);
     g_autofree char *prefix = g_strdup_printf("lent.%u", i);
     const EmaNode *at = lent_node->items->pdata[i];
     const EmaGpuView *lender, *borrower;
     double slices;
-    gboolean twice = FALSE;
-    for (guint j = 0; j < i; j++) {
-      const HandLoan *other = &g_array_index(hand->lent, HandLoan, j);
-      twice = twice || (other->lender == loan->lender && other->borrower == loan->borrower);
-    }
+    gsize pair;
+    gboolean twice;
     if ((guint64) loan->lender >= n || (guint64) loan->borrower >= n)
       return view_error(error, EMA_CONFIG_ERROR_RANGE, at, prefix,
                         (guint64) loan->lender >= n ? "lender" : "borrower",
                         "must be below %u (the view's GPUs)", n);
+    /* (a set of pairs: a walk of the loans before each was quadratic, minutes at 1,024 GPUs) */
+    pair = (gsize) loan->lender * n + (gsize) loan->borrower;
+    twice = ema_bits_has(given, (guint) pair);
+    ema_bits_set(given, (guint) pair, TRUE);
     if (loan->lender == loan->borrower || twice) {
       ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at, prefix, "%s",
                      twice ? "a loan from this lender to this borrower is given twice: give one"

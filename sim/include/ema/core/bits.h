@@ -66,4 +66,9 @@ static inline void ema_bits_set(guint64 *bits, guint i, gboolean on) {
     bits[i / 64] &= ~(G_GUINT64_CONSTANT(1) << (i % 64));
 }
 
+/* Whether index I is in the set BITS. */
+static inline gboolean ema_bits_has(const guint64 *bits, guint i) {
+  return (bits[i / 64] >> (i % 64)) & 1;
+}
+
 G_END_DECLS
