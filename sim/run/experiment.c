@@ -76,13 +76,27 @@ static const EmaParam op_params[] = {
      .help = "optional: measured value to compare with (time or bandwidth)"},
 };
 
+/* The most flows one op holds: every ordered pair of a GB200 NVL72's GPUs is 5,112; the fabric's
+ * fair shares cost more than the square of the flows sharing it (8,192 distinct copies on the
+ * rack: about 5 s; 20,000: 40 s, 50,000: past 100 s), so an op past it is an error, not a wait
+ * that looks like a hang. */
+#define OP_FLOWS_MAX 8192
+
 static gboolean check_op(gpointer object, const EmaNode *node, const char *path, GError **error) {
   const EmaOpSpec *op = object;
+  const EmaNode *flows = ema_node_get(node, "flows");
+  g_autofree char *flows_path = g_strconcat(path, ".flows", NULL);
   if (op->flows->len == 0) {
-    const EmaNode *flows = ema_node_get(node, "flows");
-    g_autofree char *flows_path = g_strconcat(path, ".flows", NULL);
     ema_node_error(error, EMA_CONFIG_ERROR_INVALID, flows ? flows : node, flows_path,
                    "an op needs at least one flow");
+    return FALSE;
+  }
+  if (op->flows->len > OP_FLOWS_MAX) {
+    ema_node_error(error, EMA_CONFIG_ERROR_RANGE, flows ? flows : node, flows_path,
+                   "%u flows: an op holds at most %d (every ordered pair of 72 GPUs is 5,112; "
+                   "the fabric's shares take more than the square of the flows): split it into "
+                   "ops",
+                   op->flows->len, OP_FLOWS_MAX);
     return FALSE;
   }
   return TRUE;

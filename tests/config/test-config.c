@@ -1409,8 +1409,8 @@ static void test_hwmodel_bad_file(void) {
   g_assert_true(g_file_set_contents(path, text, -1, NULL));
   g_assert_true(g_setenv("EMA_HWMODEL_PATH", dir, TRUE));
   g_assert_null(ema_server_load("broken", &error));
-  check_error(error, EMA_CONFIG_ERROR_KEY, NULL, prefix, NULL);
-  g_clear_error(&error);
+  check_error(error, EMA_CONFIG_ERROR_KEY, NULL, prefix, NULL); /* (frees it) */
+  error = NULL;
   g_assert_true(g_file_set_contents(path, custom_server, -1, NULL));
   g_assert_null(ema_server_load("broken", &error));
   g_unsetenv("EMA_HWMODEL_PATH");
@@ -1695,6 +1695,33 @@ static void test_experiment_not_a_map(void) {
   g_rmdir(dir);
 }
 
+/* An op of more flows than OP_FLOWS_MAX (8,192) is an error at its flows: the fabric's shares
+ * grow faster than the square of the flows (50,000 ran past 100 s); 8,192 loads. */
+static void test_experiment_op_flows_max(void) {
+  g_autofree char *dir = g_dir_make_tmp("ema-experiment-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "flows.yaml", NULL);
+  GError *error = NULL;
+  for (guint flows = 8192; flows <= 8193; flows++) {
+    g_autoptr(GString) text = g_string_new("name: x\nserver: h200x2\nops:\n  - name: all\n"
+                                           "    flows:\n");
+    g_autoptr(EmaExperiment) e = NULL;
+    for (guint i = 0; i < flows; i++)
+      g_string_append(text, "      - {kind: copy, src: gpu0, dst: gpu1, bytes: 1MiB}\n");
+    g_assert_true(g_file_set_contents(path, text->str, -1, NULL));
+    e = ema_experiment_load(path, NULL, &error);
+    if (flows == 8192) {
+      g_assert_no_error(error);
+      continue;
+    }
+    g_assert_null(e);
+    check_error(error, EMA_CONFIG_ERROR_RANGE, NULL, NULL,
+                ":6:7: ops.0.flows: 8193 flows: an op holds at most 8192 ("); /* (frees it) */
+    error = NULL;
+  }
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 /* A tenant's empty `engine:` (a null, not a map) is an error at the null, as any null is (it
  * was taken for every default: `--set tenants.0.engine=` over a file's engine map put back the
  * defaults with no word), and `engine: {}` is every default; nothing looks keys up in the null
@@ -1716,8 +1743,8 @@ static void test_experiment_empty_engine(void) {
   GError *error = NULL;
   g_assert_true(g_file_set_contents(path, null_engine, -1, NULL));
   g_assert_null(ema_experiment_load(path, NULL, &error));
-  check_error(error, EMA_CONFIG_ERROR_KEY, want, NULL, NULL);
-  g_clear_error(&error);
+  check_error(error, EMA_CONFIG_ERROR_KEY, want, NULL, NULL); /* (frees it) */
+  error = NULL;
   g_assert_true(g_file_set_contents(path, empty_engine, -1, NULL));
   e = load_experiment(path, NULL);
   t = &g_array_index(e->tenants, EmaTenantSpec, 0);
@@ -2151,6 +2178,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/config/experiment/errors", test_experiment_errors);
   g_test_add_func("/config/experiment/not-a-map", test_experiment_not_a_map);
   g_test_add_func("/config/experiment/empty-engine", test_experiment_empty_engine);
+  g_test_add_func("/config/experiment/op-flows-max", test_experiment_op_flows_max);
   g_test_add_func("/config/experiment/batch-defaults-scaled",
                   test_experiment_batch_defaults_scaled);
   g_test_add_func("/config/experiment/resolved", test_experiment_resolved);
