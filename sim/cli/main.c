@@ -611,8 +611,14 @@ static int command_frontier(int argc, char **argv) {
   if (model == NULL)
     return fail(error);
   names = argc > 1 ? g_ptr_array_new_with_free_func(g_free) : ema_hwmodel_list();
-  for (int i = 1; i < argc; i++)
+  for (int i = 1; i < argc; i++) {
+    /* (a server named twice wrote each of its rows twice) */
+    if (g_ptr_array_find_with_equal_func(names, argv[i], g_str_equal, NULL)) {
+      g_autofree char *message = g_strdup_printf("server %s is named twice: name it once", argv[i]);
+      return usage_error(message);
+    }
     g_ptr_array_add(names, g_strdup(argv[i]));
+  }
   /* every server loaded first: a name that is not one fails before any table is printed */
   servers = g_ptr_array_new_with_free_func((GDestroyNotify) ema_server_free);
   for (guint s = 0; s < names->len; s++) {

@@ -79,7 +79,8 @@ GPtrArray *ema_model_dir_list(const char *subdir, const char *env_var) {
     while (dir && (entry = g_dir_read_name(dir)) != NULL) {
       g_autofree char *name = NULL;
       gboolean seen = FALSE;
-      if (!g_str_has_suffix(entry, ".yaml"))
+      /* (a file named ".yaml" names no model: it was listed as one named "") */
+      if (!g_str_has_suffix(entry, ".yaml") || strlen(entry) == strlen(".yaml"))
         continue;
       name = g_strndup(entry, strlen(entry) - 5);
       for (guint j = 0; j < names->len && !seen; j++)

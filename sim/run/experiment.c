@@ -242,8 +242,9 @@ static gboolean check_names(const EmaExperiment *experiment, const EmaNode *root
 }
 
 /* Each decode scenario's step model can be built on the server (its model's shape, the GPU's
- * profile, FP8 weights on a GPU with an FP8 rate), and its remote KV and peer pulls have a gpu1
- * to be on (the scenario runs on gpu0): said at the scenario, not at run time. */
+ * profile, FP8 weights on a GPU with an FP8 rate), its context is within the model's (as
+ * step-time holds a step's), and its remote KV and peer pulls have a gpu1 to be on (the
+ * scenario runs on gpu0): said at the scenario, not at run time. */
 static gboolean check_decodes(const EmaExperiment *experiment, const EmaNode *root,
                               GError **error) {
   const EmaNode *decode_node = ema_node_get(root, "decode");
@@ -257,6 +258,15 @@ static gboolean check_decodes(const EmaExperiment *experiment, const EmaNode *ro
       ema_node_error(error, EMA_CONFIG_ERROR_INVALID,
                      ema_node_get(decode_node->items->pdata[i], key), path,
                      "%s needs a gpu1, and server %s has one GPU", key, experiment->server.name);
+      return FALSE;
+    }
+    if (d->model.max_context > 0 && d->context > d->model.max_context) {
+      g_autofree char *path = g_strdup_printf("decode.%u.context", i);
+      ema_node_error(error, EMA_CONFIG_ERROR_RANGE,
+                     ema_node_get(decode_node->items->pdata[i], "context"), path,
+                     "%" G_GINT64_FORMAT " tokens, above %s's context of %" G_GINT64_FORMAT
+                     " tokens (its max_context)",
+                     d->context, d->model.name, d->model.max_context);
       return FALSE;
     }
     model = ema_step_model_new(&d->model, &experiment->server, 1, &inner);

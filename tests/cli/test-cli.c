@@ -144,6 +144,9 @@ static void test_usage_errors(void) {
     g_assert_cmpstr(run->out, ==, "");
     ema_test_assert_contains(run->err, "unknown hardware model 'nosuchserver'");
   }
+  /* a server named twice (its rows were written twice) */
+  usage_error(ema_test_cli("frontier", "h200x2", "h200x8-hgx", "h200x2", "--no-plot", NULL),
+              "server h200x2 is named twice: name it once");
   /* a model that does not fit one GPU of a server: said in its place, the others computed; where
    * it fits none, an error and nothing written */
   {

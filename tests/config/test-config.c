@@ -1330,6 +1330,7 @@ static void test_hwmodel_search_path(void) {
   g_autofree char *custom = g_build_filename(dir, "custom-box.yaml", NULL);
   g_autofree char *shadow = g_build_filename(dir, "h200x2.yaml", NULL);
   g_autofree char *other = g_build_filename(dir, "README.md", NULL);
+  g_autofree char *no_name = g_build_filename(dir, ".yaml", NULL); /* names no model */
   g_autofree char *shadow_text = NULL;
   g_autofree char *missing = g_build_filename(dir, "not-there", NULL);
   g_autofree char *env = NULL;
@@ -1346,6 +1347,7 @@ static void test_hwmodel_search_path(void) {
   g_assert_true(g_file_set_contents(custom, custom_server, -1, NULL));
   g_assert_true(g_file_set_contents(shadow, shadow_text, -1, NULL));
   g_assert_true(g_file_set_contents(other, "not a model\n", -1, NULL));
+  g_assert_true(g_file_set_contents(no_name, custom_server, -1, NULL));
   env = g_strconcat(missing, ":", dir, NULL);
   g_assert_true(g_setenv("EMA_HWMODEL_PATH", env, TRUE));
 
@@ -1358,6 +1360,7 @@ static void test_hwmodel_search_path(void) {
   names = ema_hwmodel_list();
   g_assert_true(has_name(names, "custom-box"));
   g_assert_false(has_name(names, "README"));
+  g_assert_false(has_name(names, ""));
   for (guint i = 0; i < names->len; i++)
     count += strcmp(names->pdata[i], "h200x2") == 0;
   g_assert_cmpuint(count, ==, 1); /* listed once though it is in two places */
@@ -1389,6 +1392,7 @@ static void test_hwmodel_search_path(void) {
   g_remove(custom);
   g_remove(shadow);
   g_remove(other);
+  g_remove(no_name);
   g_rmdir(dir);
 }
 
@@ -1650,6 +1654,10 @@ static void test_experiment_errors(void) {
        NULL},
       {"unknown-hwmodel.yaml", EMA_CONFIG_ERROR_KEY,
        ":3:9: server: unknown hardware model 'h900' (known: ", "h200x2"},
+      {"decode-past-context.yaml", EMA_CONFIG_ERROR_RANGE,
+       ":5:61: decode.0.context: 200000 tokens, above llama-3.1-8b's context of 131072 tokens "
+       "(its max_context)",
+       NULL},
       {"missing-include.yaml", EMA_CONFIG_ERROR_IO,
        ":3:9: !include nope.yaml: ", "experiments/nope.yaml"},
       {"wrong-type.yaml", EMA_CONFIG_ERROR_TYPE,
