@@ -1145,6 +1145,7 @@ void ema_output_print_serving(FILE *out, const EmaExperiment *experiment,
 typedef enum {
   WARN_IDLE_BORROW,    /* borrowed far more than its prefetch plan admitted */
   WARN_OUTPUTS_RAISED, /* requests asking for 0 output tokens */
+  WARN_TRACE_SKIPPED,  /* failed requests its trace's reader left out */
   WARN_NO_ARRIVAL,     /* no request arrived */
   WARN_ALL_REJECTED,   /* every request rejected */
   WARN_LEFT,           /* more than LEFT_WARN_SHARE of its requests left */
@@ -1163,6 +1164,8 @@ static gboolean tenant_warns(const EmaTenantResult *r, TenantWarning kind) {
            r->idle_borrowed_slices > IDLE_BORROW_FACTOR * r->idle_admitted_slices;
   case WARN_OUTPUTS_RAISED:
     return r->outputs_raised > 0;
+  case WARN_TRACE_SKIPPED:
+    return r->trace_skipped > 0;
   case WARN_NO_ARRIVAL:
     return r->arrived == 0;
   case WARN_ALL_REJECTED:
@@ -1207,10 +1210,19 @@ static char *tenant_warning(const EmaTenantResult *r, TenantWarning kind, gboole
                            "tokens: each ran with 1, as vLLM generates at least one",
                            r->outputs_raised, r->outputs_raised == 1 ? "" : "s",
                            r->outputs_raised == 1 ? "s" : "");
+  case WARN_TRACE_SKIPPED:
+    if (shared)
+      return g_strdup_printf("%" G_GUINT64_FORMAT, r->trace_skipped);
+    return g_strdup_printf("%" G_GUINT64_FORMAT " failed request%s of its trace (0 response "
+                           "tokens) left out (trace.keep_failed: true replays them)",
+                           r->trace_skipped, r->trace_skipped == 1 ? "" : "s");
   case WARN_NO_ARRIVAL:
     return shared ? g_strdup("")
-                  : g_strdup("no request arrived (its trace holds none, or none before the run's "
-                             "end): its row is empty");
+                  : g_strdup(r->trace_skipped > 0
+                                 ? "no request arrived but failed ones left out (its trace holds "
+                                   "no other, or none before the run's end): its row is empty"
+                                 : "no request arrived (its trace holds none, or none before the "
+                                   "run's end): its row is empty");
   case WARN_ALL_REJECTED: {
     /* why, from the counts: over max_model_len, over the KV cache, or both */
     guint64 too_long = r->rejected_too_long, too_big = r->rejected - r->rejected_too_long;
@@ -1255,6 +1267,8 @@ static void warn_tenants(FILE *err, const char *w, const EmaServingReport *repor
           IDLE_BORROW_FACTOR) "x the KV on peers that their prefetch plans admitted (or their "
                               "blocks used): ",
       [WARN_OUTPUTS_RAISED] = "tenants' traces hold requests asking for 0 output tokens: ",
+      [WARN_TRACE_SKIPPED] = "tenants' traces hold failed requests (0 response tokens), left "
+                             "out: ",
       [WARN_NO_ARRIVAL] = "tenants saw no request arrive: ",
       [WARN_ALL_REJECTED] = "tenants had every request rejected: ",
       [WARN_LEFT] =
@@ -1265,6 +1279,7 @@ static void warn_tenants(FILE *err, const char *w, const EmaServingReport *repor
                            "policy.prefetch; most-idle's within_limit holds borrowing to the "
                            "limit)",
       [WARN_OUTPUTS_RAISED] = " requests; each ran with 1, as vLLM generates at least one",
+      [WARN_TRACE_SKIPPED] = " requests (trace.keep_failed: true replays them)",
       [WARN_NO_ARRIVAL] = " (their traces hold none, or none before the run's end): their rows "
                           "are empty",
       [WARN_ALL_REJECTED] = "",

@@ -673,6 +673,7 @@ EmaServingReport *ema_serving_run(const EmaExperiment *experiment, const char *o
     tenant->result->rejected = ema_engine_rejected(tenant->engine);
     tenant->result->rejected_too_long = ema_engine_rejected_too_long(tenant->engine);
     tenant->result->outputs_raised = ema_engine_outputs_raised(tenant->engine);
+    tenant->result->trace_skipped = ema_engine_trace_skipped(tenant->engine);
     tenant->result->prefix = ema_engine_prefix_cache_stats(tenant->engine);
     tenant->result->preemptions = ema_engine_preemptions(tenant->engine);
     tenant->result->preemptions_swapped = ema_engine_preemptions_swapped(tenant->engine);

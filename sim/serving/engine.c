@@ -1977,6 +1977,10 @@ guint64 ema_engine_outputs_raised(const EmaEngine *engine) {
   return engine->outputs_raised;
 }
 
+guint64 ema_engine_trace_skipped(const EmaEngine *engine) {
+  return engine->trace ? ema_trace_source_get_skipped(engine->trace) : 0;
+}
+
 EmaPrefixCacheStats ema_engine_prefix_cache_stats(const EmaEngine *engine) {
   EmaPrefixCacheStats stats = engine->prefix;
   stats.cached_blocks = ema_id_map_size(engine->cache) + engine->run_blocks;

@@ -856,6 +856,28 @@ static void test_run_zero_output(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A BurstGPT trace's failed rows (0 response tokens) left out are counted aloud, with the key
+ * that keeps them (they vanished without a word; a trace of failed rows alone warned that it
+ * held no request); with keep_failed no such line. */
+static void test_run_failed_rows_skipped(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *keep = ema_test_temp_dir();
+  g_autofree char *file = ema_test_fixture("traces", "burstgpt-good.csv");
+  g_autofree char *trace = g_strdup_printf("{file: '%s', rate_scale: 100}", file);
+  g_autofree char *keeping =
+      g_strdup_printf("{file: '%s', rate_scale: 100, keep_failed: true}", file);
+  g_autoptr(EmaTestRun) run = run_serving(dir, "bursty", trace);
+  g_autoptr(EmaTestRun) run2 = run_serving(keep, "bursty", keeping);
+  g_assert_cmpint(run->status, ==, 0);
+  ema_test_assert_contains(run->err, "ema-sim: warning: tenant bursty: 1 failed request of its "
+                                     "trace (0 response tokens) left out (trace.keep_failed: "
+                                     "true replays them)\n");
+  g_assert_cmpint(run2->status, ==, 0);
+  g_assert_null(strstr(run2->err, "left out"));
+  ema_test_remove_tree(dir);
+  ema_test_remove_tree(keep);
+}
+
 /* KV blocks given directly (engine.num_gpu_blocks) beyond what the GPU holds with the weights:
  * vLLM would not start; the run goes on as given (an oracle of twice the KV asks for it) and
  * says so. 2^30 blocks of 16 tokens x 128 KiB (Llama-3.1-8B) are 2 PiB. */
@@ -1539,6 +1561,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/output/sweep-foreign", test_output_sweep_foreign);
   g_test_add_func("/hardening/run/no-arrivals", test_run_no_arrivals);
   g_test_add_func("/hardening/run/zero-output", test_run_zero_output);
+  g_test_add_func("/hardening/run/failed-rows-skipped", test_run_failed_rows_skipped);
   g_test_add_func("/hardening/run/kv-over-hbm", test_run_kv_over_hbm);
   g_test_add_func("/hardening/fault/write-run", test_fault_write_run);
   g_test_add_func("/hardening/fault/write-sweep", test_fault_write_sweep);

@@ -24,6 +24,7 @@ typedef struct {
   guint64 rejected;          /* of which never fit in the KV cache or were over max_model_len */
   guint64 rejected_too_long; /* of those, over max_model_len */
   guint64 outputs_raised;    /* asked for 0 output tokens, run with 1 */
+  guint64 trace_skipped;     /* rows its trace's reader left out (BurstGPT's failed requests) */
   EmaPrefixCacheStats prefix;
   guint64 unfinished; /* still waiting or running at the end */
   guint64 timed_out;  /* whose client gave up first (trace.timeout): aborted, or finished past it */

@@ -316,6 +316,9 @@ guint64 ema_engine_rejected_too_long(const EmaEngine *engine);
 /* Requests whose trace asked for 0 output tokens: each ran with 1 (vLLM's max_tokens is at least
  * 1). */
 guint64 ema_engine_outputs_raised(const EmaEngine *engine);
+/* Rows of its trace file the reader left out (BurstGPT's failed requests, 0 response tokens,
+ * without trace.keep_failed). */
+guint64 ema_engine_trace_skipped(const EmaEngine *engine);
 /* Requests whose client gave up before their last token (client_timeout): aborted, or finished
  * at or past the timeout; not counted in ema_engine_completed. */
 guint64 ema_engine_timed_out(const EmaEngine *engine);
