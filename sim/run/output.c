@@ -1058,23 +1058,43 @@ static double simulated_vllm_metric(const EmaTenantResult *r, const char *name) 
   return ema_histogram_quantile(h, g_str_has_prefix(name, "median_") ? 0.5 : 0.99) / 1e6;
 }
 
+/* Whether TRACE replays the load of the vLLM benchmark BENCH as it ran (the load the reader takes
+ * from the file where the trace gives none: tenant.c's vllm_load), every request of it. */
+static gboolean vllm_bench_load(const EmaTraceSpec *trace, const EmaTraceVllmBench *bench) {
+  gboolean arrivals = isfinite(bench->request_rate)
+                          ? trace->arrivals == EMA_ARRIVALS_GAMMA &&
+                                trace->rate == bench->request_rate &&
+                                fabs(trace->cv - 1 / sqrt(bench->burstiness)) < 1e-12
+                          : trace->arrivals == EMA_ARRIVALS_FILE;
+  return arrivals && trace->concurrency == (gint64) bench->max_concurrency &&
+         trace->rate_scale == 1 && trace->split == 0 && trace->requests == 0 &&
+         trace->offset == 0 && trace->duration == 0 && trace->start == 0 && !trace->cycle;
+}
+
 /* A tenant replaying a vLLM benchmark result: the figures vLLM measured
- * beside the simulated ones (those the file has). */
+ * beside the simulated ones (those the file has), with their errors where the
+ * trace replays the benchmark's load (another load's figures are no error of
+ * the simulation's). */
 static void print_vllm_measured(FILE *out, const EmaTenantResult *r) {
   EmaTraceVllmBench bench;
   g_autoptr(GError) error = NULL;
+  gboolean same_load;
   if (r->spec->trace.format != EMA_TRACE_FORMAT_VLLM_BENCH)
     return;
   if (!ema_trace_vllm_bench_read(r->spec->trace.file, &bench, &error)) {
     fprintf(out, "%s: vLLM's measured figures not read: %s\n", r->spec->name, error->message);
     return;
   }
+  same_load = vllm_bench_load(&r->spec->trace, &bench);
   fprintf(out, "%s: vLLM benchmark %s (request_rate %g, burstiness %g, max_concurrency ",
           r->spec->name, r->spec->trace.file, bench.request_rate, bench.burstiness);
   if (bench.max_concurrency)
     fprintf(out, "%" G_GUINT64_FORMAT ")\n", bench.max_concurrency);
   else
     fprintf(out, "none)\n");
+  if (!same_load)
+    fprintf(out, "  (the trace changes the benchmark's load or its requests: vLLM's figures are "
+                 "of another run, shown without errors)\n");
   fprintf(out, "  %-20s %12s %12s %8s\n", "metric", "vLLM", "simulated", "error");
   for (guint k = 0; k < EMA_TRACE_VLLM_N_METRICS; k++) {
     double measured = bench.measured[k];
@@ -1082,7 +1102,9 @@ static void print_vllm_measured(FILE *out, const EmaTenantResult *r) {
     if (isnan(measured))
       continue;
     fprintf(out, "  %-20s %12.2f %12.2f", ema_trace_vllm_metric_names[k], measured, simulated);
-    if (measured != 0)
+    if (!same_load)
+      fprintf(out, "\n");
+    else if (measured != 0)
       fprintf(out, " %+7.1f%%\n", 100 * (simulated - measured) / measured);
     else
       fprintf(out, " %8s\n", "-");

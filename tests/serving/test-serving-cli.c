@@ -72,6 +72,27 @@ static void test_vllm_replay(void) {
   ema_test_assert_contains(run->out, "\n  mean_ttft_ms                31.20 ");
   ema_test_assert_contains(run->out, "\n  p99_tpot_ms                  8.02 ");
   ema_test_assert_contains(run->out, "\n  completed                   16.00        16.00    +0.0%");
+  g_assert_null(strstr(run->out, "another run"));
+  /* its resolved.yaml replays the same load: the errors again */
+  {
+    g_autofree char *again = g_build_filename(dir, "again", NULL);
+    g_autofree char *resolved_path = g_build_filename(out, "resolved.yaml", NULL);
+    g_autoptr(EmaTestRun) rerun =
+        ema_test_cli("run", resolved_path, "-o", again, "--no-plot", NULL);
+    ema_test_assert_ok(rerun);
+    ema_test_assert_contains(rerun->out,
+                             "\n  completed                   16.00        16.00    +0.0%");
+  }
+  /* another load (here 100 times the rate): vLLM's figures shown, no error against them */
+  {
+    g_autoptr(EmaTestRun) faster = ema_test_cli("run", VLLM_REPLAY, "-o", out, "--no-plot", "--set",
+                                                "tenants.0.trace.rate_scale=100", NULL);
+    ema_test_assert_ok(faster);
+    ema_test_assert_contains(faster->out,
+                             "\n  (the trace changes the benchmark's load or its requests: "
+                             "vLLM's figures are of another run, shown without errors)\n");
+    ema_test_assert_contains(faster->out, "\n  completed                   16.00        16.00\n");
+  }
   ema_test_remove_tree(dir);
 }
 
