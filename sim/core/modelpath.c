@@ -50,14 +50,33 @@ char *ema_installed_plugin_dir(void) {
   return dir;
 }
 
+/* An entry DIR of ENV_VAR that is no folder (a typo, a file): said once per process on stderr,
+ * as nothing is found there and every name falls through to the next folder without a word. */
+static void warn_not_folder(const char *env_var, const char *dir) {
+  static GHashTable *warned;
+  G_LOCK_DEFINE_STATIC(warned);
+  g_autofree char *key = NULL;
+  if (g_file_test(dir, G_FILE_TEST_IS_DIR))
+    return;
+  key = g_strconcat(env_var, "=", dir, NULL);
+  G_LOCK(warned);
+  if (warned == NULL)
+    warned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  if (g_hash_table_add(warned, g_steal_pointer(&key)))
+    g_printerr("ema: warning: %s: %s is not a folder: nothing is found there\n", env_var, dir);
+  G_UNLOCK(warned);
+}
+
 GPtrArray *ema_model_dir_search_path(const char *subdir, const char *env_var) {
   GPtrArray *dirs = g_ptr_array_new_with_free_func(g_free);
   const char *env = g_getenv(env_var);
   if (env && *env) {
     g_auto(GStrv) parts = g_strsplit(env, G_SEARCHPATH_SEPARATOR_S, -1);
     for (guint i = 0; parts[i]; i++)
-      if (*parts[i])
+      if (*parts[i]) {
+        warn_not_folder(env_var, parts[i]);
         g_ptr_array_add(dirs, g_strdup(parts[i]));
+      }
   }
   {
     g_autofree char *builtin = ema_data_dir("hwmodels");

@@ -958,6 +958,18 @@ static void test_compare_output_dir(void) {
   ema_test_remove_tree(dir);
 }
 
+/* An entry of a model path that is no folder is said once on stderr (names fell through it to
+ * the next folder without a word); the listing goes on from the others. */
+static void test_model_path_not_folder(void) {
+  const char *edits[] = {"EMA_LLM_PATH=/nonexistent-ema-llms", NULL};
+  g_autoptr(EmaTestRun) run = ema_test_cli_env(edits, "list", "llms", NULL);
+  ema_test_assert_contains(run->out, "llama-3.1-8b");
+  g_assert_cmpint(run->status, ==, 0);
+  g_assert_cmpstr(run->err, ==,
+                  "ema: warning: EMA_LLM_PATH: /nonexistent-ema-llms is not a folder: nothing is "
+                  "found there\n");
+}
+
 /* --set of a comparison's or a sweep file's own key on a file of one run names what the key is
  * (it was "an unknown key in experiment", the key being one, of another kind of file). */
 static void test_set_other_kind_key(void) {
@@ -1144,6 +1156,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/compare-output-dir", test_compare_output_dir);
   g_test_add_func("/cli/compare-output-file", test_compare_output_file);
   g_test_add_func("/cli/set-other-kind-key", test_set_other_kind_key);
+  g_test_add_func("/cli/model-path-not-folder", test_model_path_not_folder);
   g_test_add_func("/cli/engines", test_engines);
   g_test_add_func("/cli/stdout-full", test_stdout_full);
   g_test_add_func("/cli/plot-gnuplot-missing", test_plot_gnuplot_missing);
