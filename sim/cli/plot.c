@@ -167,6 +167,14 @@ static char *find_script(const char *script, GError **error) {
       path = g_build_filename(dirs[i], script, NULL);
       if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
         return path;
+      /* the first of the name is the script, whatever it is (as a model path's NAME.yaml): a
+       * folder, FIFO or dangling link there is an error, not passed over for the built-in one */
+      if (g_file_test(path, G_FILE_TEST_EXISTS) || g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                    "gnuplot script %s (EMA_PLOT_PATH) is not a regular file", path);
+        g_free(path);
+        return NULL;
+      }
       g_free(path);
     }
   }

@@ -1401,6 +1401,20 @@ static void test_plot_fails_whole(void) {
     g_assert_cmpint(run->status, ==, 1);
     ema_test_assert_contains(run->err, " (it ran and exited 0): plots/ is as it was\n");
   }
+  {
+    /* a script of EMA_PLOT_PATH that is a folder: an error, not passed over for the built-in */
+    g_autofree char *scripts = g_build_filename(tmp, "scripts", NULL);
+    g_autofree char *folder = g_build_filename(scripts, "memory.gp", NULL);
+    g_autofree char *path = g_strconcat("EMA_PLOT_PATH=", scripts, NULL);
+    g_autofree char *want =
+        g_strdup_printf("gnuplot script %s (EMA_PLOT_PATH) is not a regular file\n", folder);
+    const char *edits[] = {path, NULL};
+    g_autoptr(EmaTestRun) run = NULL;
+    g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+    run = ema_test_cli_env(edits, "plot", dir, "--title", "SECOND", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_cmpstr(run->err, ==, want);
+  }
   after = ema_test_read_file(dir, "plots/plots.gp");
   g_assert_cmpstr(after, ==, driver);
   g_assert_false(exists(dir, "plots.new"));
