@@ -278,7 +278,9 @@ static gboolean settings_load(const char *dir, const EmaPlotOptions *options, Se
   g_autofree char *path = g_build_filename(dir, "plot.yaml", NULL);
   char **fields[] = {&settings->x, &settings->by, &settings->tenant, &settings->title,
                      &settings->xlabel};
-  if (g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+  /* (one that is there is read, whatever it is: a folder or FIFO named plot.yaml is the node
+   * loader's error, not settings passed over) */
+  if (g_file_test(path, G_FILE_TEST_EXISTS) || g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
     g_autoptr(EmaNode) root = ema_node_load_file(path, error);
     /* (edited by hand, as its comment invites: a list, a null value, a typo are errors) */
     if (root == NULL || !ema_plot_check_settings(root, NULL, error))

@@ -1297,6 +1297,15 @@ static void test_plot_settings_file(void) {
     run = ema_test_cli("plot", dir, NULL);
     ema_test_assert_error_line(run, want);
   }
+  {
+    /* a plot.yaml that is a folder is read as one and refused (its settings were skipped) */
+    g_autoptr(EmaTestRun) run = NULL;
+    g_autofree char *want = g_strdup_printf("%s: not a regular file (a directory)", settings);
+    g_assert_cmpint(g_remove(settings), ==, 0);
+    g_assert_cmpint(g_mkdir(settings, 0755), ==, 0);
+    run = ema_test_cli("plot", dir, NULL);
+    ema_test_assert_error_line(run, want);
+  }
   ema_test_remove_tree(dir);
 }
 
