@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ema/core/bits.h"
+#include "ema/core/modelpath.h"
 #include "ema/core/params.h"
 #include "ema/hw/hwmodel.h"
 #include "ema/pool/guard.h"
@@ -450,9 +451,22 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
                 "%s: --gpu %u: the view has %u GPUs (0 to %u)", file, gpu, n, n - 1);
     goto out;
   }
-  server_path = ema_hwmodel_find(hand.server, error);
-  if (server_path == NULL ||
-      (server = ema_params_load_file(&ema_server_params, server_path, error)) == NULL)
+  /* the server by its name, an error at the view's server key where it names none (as an
+   * experiment's server: is) */
+  {
+    GError *inner = NULL;
+    server_path = ema_hwmodel_find(hand.server, &inner);
+    if (server_path == NULL) {
+      const EmaNode *server_node = ema_node_get(root, "server");
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, server_node ? server_node : root, "server", "%s",
+                     inner->message);
+      g_error_free(inner);
+      goto out;
+    }
+  }
+  if ((server = ema_params_load_tree(&ema_server_params,
+                                     ema_model_load_named(server_path, hand.server, error),
+                                     error)) == NULL)
     goto out;
   if ((gint64) n > server->gpus) {
     const EmaNode *gpus_node = ema_node_get(root, "gpus");

@@ -277,6 +277,17 @@ static void test_try_policy(void) {
       g_assert_cmpstr(run->err, ==, want);
     }
   }
+  /* a server the view names that is no hardware model: an error at its key, as an
+   * experiment's server: is (it had no place) */
+  {
+    g_autoptr(EmaTestRun) run = NULL;
+    g_autofree char *want =
+        g_strconcat(bad_view, ":1:9: server: unknown hardware model 'nope' (", NULL);
+    g_assert_true(g_file_set_contents(bad_view, "server: nope\ngpus: [{slices: 10}]\n", -1, NULL));
+    run = ema_test_cli("try-policy", "borrow", "most-idle", bad_view, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_true(g_str_has_prefix(run->err, want));
+  }
   /* the same view with its counts made to agree is one */
   {
     g_autoptr(EmaTestRun) run = NULL;

@@ -3,7 +3,7 @@
  * view written by hand in a YAML file, and the plan it returns, without a
  * simulation. The file (policies/README.md has an example):
  *
- *   server: h200x8-hgx            # a hardware model: name or map (view->server)
+ *   server: h200x8-hgx            # a hardware model, by name (view->server)
  *   now: 2s
  *   gpus:                         # one map per GPU: EmaGpuView's fields, 0 if absent
  *     - {has_tenant: true, slices: 1000, slices_used: 990, slices_borrowed: 40,
