@@ -1304,9 +1304,9 @@ char *ema_plot_variant_title(const char *dir, const char *variant) {
   g_autofree char *summary = g_build_filename(dir, variant, "summary.json", NULL);
   g_autoptr(JsonParser) parser = json_parser_new();
   JsonObject *root = ema_json_load_object(parser, summary, NULL);
-  const char *name = "run";
-  if (root && !ema_json_member_string(root, "experiment", "run", summary, NULL, &name, NULL))
-    name = "run"; /* (a title only: the summary's reader says what is wrong with it) */
+  const char *name = "run"; /* (kept where the member is bad: its reader says so, not a title) */
+  if (root)
+    (void) ema_json_member_string(root, "experiment", "run", summary, NULL, &name, NULL);
   return g_strdup_printf("%s: %s", name, variant);
 }
 
@@ -1758,8 +1758,7 @@ static gboolean plot_into(const char *dir, const char *plots, const char *gnuplo
       !run_gnuplot(gnuplot, plots, dir, error) ||
       !figures_drawn(plots, drawn, options && options->paper, error))
     goto out;
-  for (guint i = 0; i < drawn->len; i++)
-    g_ptr_array_add(figures, g_strdup(drawn->pdata[i]));
+  g_ptr_array_extend_and_steal(figures, g_steal_pointer(&drawn));
   ok = TRUE;
 out:
   settings_clear(&settings);
