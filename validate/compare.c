@@ -35,25 +35,18 @@ static gboolean data_error(GError **error, const char *path, const char *format,
   return FALSE;
 }
 
-/* MEMBER of OBJECT as a number; FALSE if absent or not a number. */
+/* MEMBER of OBJECT as a finite number (ema_json_member_number); FALSE if absent or not one (the
+ * callers say which member, in their own words). */
 static gboolean get_number(JsonObject *object, const char *member, double *out) {
-  JsonNode *node = json_object_get_member(object, member);
-  GType type;
-  if (node == NULL || !JSON_NODE_HOLDS_VALUE(node))
-    return FALSE;
-  type = json_node_get_value_type(node);
-  if (type != G_TYPE_DOUBLE && type != G_TYPE_INT64)
-    return FALSE;
-  *out = json_node_get_double(node);
-  return isfinite(*out);
+  return ema_json_member_number(object, member, NAN, -G_MAXDOUBLE, G_MAXDOUBLE, NULL, NULL, out,
+                                NULL) &&
+         !isnan(*out);
 }
 
+/* MEMBER of OBJECT as a string (ema_json_member_string); NULL if absent or not one. */
 static const char *get_string(JsonObject *object, const char *member) {
-  JsonNode *node = json_object_get_member(object, member);
-  if (node == NULL || !JSON_NODE_HOLDS_VALUE(node) ||
-      json_node_get_value_type(node) != G_TYPE_STRING)
-    return NULL;
-  return json_node_get_string(node);
+  const char *value = NULL;
+  return ema_json_member_string(object, member, NULL, NULL, NULL, &value, NULL) ? value : NULL;
 }
 
 /* Result I of EXPERIMENT: an op, then a decode scenario. */
