@@ -10,7 +10,9 @@
  * marker says one kind of command wrote (run, sweep, frontier) is never
  * taken over by another (ema_output_claim_dir_kind), and no other
  * ema-sim process writes there while this one lives (an flock on the
- * folder; a sweep hands its point's lock to the run it starts). */
+ * folder; a sweep hands its point's lock to the run it starts), and a
+ * folder that another's marker lists (a sweep's point) is claimed only by
+ * the process that claimed that other (part_of_another()). */
 #include "ema/run/output.h"
 
 #include "ema/core/file.h"
@@ -20,6 +22,7 @@
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <openssl/evp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -110,6 +113,73 @@ void ema_output_release_dir(const char *dir) {
   G_UNLOCK(held_locks);
 }
 
+/* The folders this process claimed (any way: locked, shared or handed on), by device and
+ * inode: a folder that one of them lists is this process's to claim (part_of_another()). */
+typedef struct {
+  dev_t dev;
+  ino_t ino;
+} ClaimedDir;
+static GArray *claimed_dirs;
+G_LOCK_DEFINE_STATIC(claimed_dirs);
+
+static void note_claimed(const char *dir) {
+  GStatBuf st;
+  if (g_stat(dir, &st) != 0)
+    return;
+  G_LOCK(claimed_dirs);
+  if (claimed_dirs == NULL)
+    claimed_dirs = g_array_new(FALSE, FALSE, sizeof(ClaimedDir));
+  g_array_append_val(claimed_dirs, ((ClaimedDir){st.st_dev, st.st_ino}));
+  G_UNLOCK(claimed_dirs);
+}
+
+static gboolean was_claimed(const GStatBuf *st) {
+  gboolean found = FALSE;
+  G_LOCK(claimed_dirs);
+  for (guint i = 0; claimed_dirs && !found && i < claimed_dirs->len; i++) {
+    const ClaimedDir *c = &g_array_index(claimed_dirs, ClaimedDir, i);
+    found = c->dev == st->st_dev && c->ino == st->st_ino;
+  }
+  G_UNLOCK(claimed_dirs);
+  return found;
+}
+
+static GPtrArray *read_marker(const char *dir, char **kind, GError **error);
+
+/* FALSE with an error where DIR is an entry that its parent folder's marker lists (a sweep's
+ * point, a comparison's variant, validate compare's sim/) and this process did not claim that
+ * parent: the parent's own tables (sweep.csv, compare.csv) describe what DIR holds, and another
+ * run written there would leave them describing results that are gone. */
+static gboolean part_of_another(const char *dir, GError **error) {
+  g_autofree char *real = realpath(dir, NULL);
+  g_autofree char *parent = NULL, *base = NULL, *marker = NULL, *kind = NULL;
+  g_autoptr(GPtrArray) names = NULL;
+  GStatBuf st;
+  if (real == NULL)
+    return TRUE; /* (made just before: a failure to resolve it shows in the claim) */
+  parent = g_path_get_dirname(real);
+  base = g_path_get_basename(real);
+  marker = g_build_filename(parent, EMA_OUTPUT_MARKER, NULL);
+  if (g_lstat(marker, &st) != 0 || !S_ISREG(st.st_mode) || g_stat(parent, &st) != 0 ||
+      was_claimed(&st))
+    return TRUE;
+  if ((names = read_marker(parent, &kind, error)) == NULL)
+    return FALSE;
+  if (!g_ptr_array_find_with_equal_func(names, base, g_str_equal, NULL))
+    return TRUE;
+  if (g_strcmp0(kind, "sweep") == 0)
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                "output directory %s is a point of the sweep in %s, whose sweep.csv describes "
+                "it: run the sweep again to rerun its points, or give another -o",
+                dir, parent);
+  else
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                "output directory %s belongs to the output in %s (its %s lists it, and its "
+                "tables describe what it holds): give another -o",
+                dir, parent, EMA_OUTPUT_MARKER);
+  return FALSE;
+}
+
 /* The folder DIR was claimed by the process that started this one and handed
  * on (EMA_OUTPUT_CLAIMED_ENV names the descriptor, which must be DIR's):
  * this process holds it now, as it is. */
@@ -124,6 +194,7 @@ static gboolean adopt_claim(const char *dir) {
   g_unsetenv(EMA_OUTPUT_CLAIMED_ENV); /* one folder, once */
   (void) fcntl((int) fd, F_SETFD, FD_CLOEXEC);
   hold_lock(dir, (int) fd);
+  note_claimed(dir);
   return TRUE;
 }
 
@@ -436,10 +507,13 @@ gboolean ema_output_claim_dir_kind(const char *dir, const char *kind, const char
     return file_error(error, errno, "create output directory", dir);
   if (adopt_claim(dir))
     return TRUE;
+  if (!part_of_another(dir, error))
+    return FALSE;
   if (!(flags & EMA_OUTPUT_CLAIM_SHARED) && !lock_dir(dir, error))
     return FALSE;
   if (!same_kind(dir, kind, error))
     return FALSE;
+  note_claimed(dir);
   if (flags & EMA_OUTPUT_CLAIM_SHARED)
     return claim_shared(dir, kind, entries, error);
   if (flags & EMA_OUTPUT_CLAIM_KEEP)

@@ -866,6 +866,32 @@ static void test_points_of_another_definition(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A sweep's point folder is the sweep's: a run given it as -o is refused, the point's results
+ * (which sweep.csv describes) untouched, and another folder taken as usual. */
+static void test_point_not_another_runs(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = small_sweep(dir);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *point = g_build_filename(out, "000-rate=2", NULL);
+  g_autofree char *resolved = g_build_filename(point, "resolved.yaml", NULL);
+  g_autofree char *elsewhere = g_build_filename(dir, "elsewhere", NULL);
+  g_autofree char *before = NULL, *after = NULL;
+  g_autoptr(EmaTestRun) sweep =
+      ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+  g_autoptr(EmaTestRun) run = NULL, other = NULL;
+  ema_test_assert_ok(sweep);
+  before = ema_test_read_file(point, "summary.json");
+  run = ema_test_cli("run", resolved, "-o", point, "--no-plot", "--set", "seed=9", NULL);
+  g_assert_cmpint(run->status, !=, 0);
+  ema_test_assert_contains(run->err, "is a point of the sweep in ");
+  ema_test_assert_contains(run->err, "give another -o");
+  after = ema_test_read_file(point, "summary.json");
+  g_assert_cmpstr(before, ==, after);
+  other = ema_test_cli("run", resolved, "-o", elsewhere, "--no-plot", "--set", "seed=9", NULL);
+  ema_test_assert_ok(other);
+  ema_test_remove_tree(dir);
+}
+
 /* plot.yaml holds the sweep's name and plot settings as they were written, UTF-8, quotes and
  * backslashes included: it loads back as the same text, and ema-sim plot reads it. */
 static void test_plot_settings_text(void) {
@@ -1592,6 +1618,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/run/resume-search-paths", test_resume_search_paths);
   g_test_add_func("/sweep/run/resume-other-cwd", test_resume_other_cwd);
   g_test_add_func("/sweep/run/results-removed", test_results_removed);
+  g_test_add_func("/sweep/run/point-not-another-runs", test_point_not_another_runs);
   g_test_add_func("/sweep/run/plot-settings-text", test_plot_settings_text);
   g_test_add_func("/sweep/run/failing-points", test_failing_points);
   g_test_add_func("/sweep/run/warned-points", test_warned_points);
