@@ -1372,6 +1372,13 @@ static int command_try_policy(int argc, char **argv) {
   if ((gpu_text && !g_ascii_string_to_unsigned(gpu_text, 10, 0, 1023, &gpu, NULL)) ||
       (needed_text && !g_ascii_string_to_unsigned(needed_text, 10, 0, G_MAXINT64, &needed, NULL)))
     return usage_error("--gpu and --needed take a non-negative integer");
+  if (needed_text && kind != EMA_POLICY_RECLAIM) {
+    g_autofree char *message =
+        g_strdup_printf("try-policy: --needed (the slices the lender lacks) is read by reclaim "
+                        "policies only, not by a %s policy",
+                        argv[1]);
+    return usage_error(message);
+  }
   if (!load_plugins(plugin_dirs, &error) ||
       !ema_trypolicy_run(kind, argv[2], argv[3], (guint) gpu, needed, stdout, &error))
     return fail(error);

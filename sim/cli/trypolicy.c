@@ -3,17 +3,19 @@
  * printed. Nothing is simulated and the plan is not checked against a
  * ledger: it is what the policy asked, as the pool would receive it. The
  * view is checked for what a pool's never is (check_view), so that a plan
- * never answers a view no run could give a policy. */
+ * never answers a view no run could give a policy, and a setting the
+ * policy's kind does not read (step:) is an error, not ignored. */
 #include "ema/cli/trypolicy.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "ema/core/bits.h"
-#include "ema/core/modelpath.h"
 #include "ema/core/params.h"
+#include "ema/core/units.h"
 #include "ema/hw/hwmodel.h"
 #include "ema/pool/guard.h"
+#include "ema/run/experiment.h"
 
 /* A GPU's view is bound in place: its counts as INT (gint64, the same bytes
  * as guint64 for the counts >= 0 they are held to), its flags as BOOL; the
@@ -87,7 +89,8 @@ static const EmaParamTable gpu_table = {"gpu view", sizeof(HandGpu), gpu_params,
 static const EmaParam loan_params[] = {
     {"lender", EMA_PARAM_INT, L(lender), .flags = EMA_PARAM_REQUIRED, .min = 0, .max = 1023},
     {"borrower", EMA_PARAM_INT, L(borrower), .flags = EMA_PARAM_REQUIRED, .min = 0, .max = 1023},
-    {"slices", EMA_PARAM_INT, L(slices), .flags = EMA_PARAM_REQUIRED, .min = 0, .max = 1e15},
+    /* (a pool's loan holds a slice at least: its lent matrix's 0 is no loan) */
+    {"slices", EMA_PARAM_INT, L(slices), .flags = EMA_PARAM_REQUIRED, .min = 1, .max = 1e15},
     {"blocks", EMA_PARAM_INT, L(blocks), .default_value = "0", .min = 0, .max = 1e15,
      .help = "the borrower's blocks in them"},
 };
@@ -104,8 +107,11 @@ static const EmaParam step_params[] = {
     {"kv_bytes", EMA_PARAM_DOUBLE, S(kv_bytes), .default_value = "0", .min = 0, .max = 1e18},
     {"remote_bytes", EMA_PARAM_DOUBLE, S(remote_bytes), .default_value = "0", .min = 0,
      .max = 1e18},
-    {"link_bandwidth", EMA_PARAM_BANDWIDTH, S(link_bandwidth), .default_value = "397GB/s"},
-    {"direct_bandwidth", EMA_PARAM_BANDWIDTH, S(direct_bandwidth), .default_value = "375GB/s"},
+    /* a hardware model's link bandwidth range (hwmodel.c): 0 would be a step that never ends */
+    {"link_bandwidth", EMA_PARAM_BANDWIDTH, S(link_bandwidth), .default_value = "397GB/s",
+     .min = 1e6, .max = 1e14},
+    {"direct_bandwidth", EMA_PARAM_BANDWIDTH, S(direct_bandwidth), .default_value = "375GB/s",
+     .min = 1e6, .max = 1e14},
     {"copy_fixed_cost", EMA_PARAM_DURATION, S(copy_fixed_cost), .default_value = "6.4us", .min = 0,
      .max = 1e18},
     SECONDS(layer_kv_s),
@@ -272,8 +278,10 @@ static const struct {
 /* GPU I of the view (its map ITEM) against what a pool's entry always is (ledger.c's view_fill
  * and ema_slice_ledger_check_counters): a GPU without a tenant has none of a tenant's counts;
  * its own, lent and staging slices fit in its slices, its blocks in the slices that hold them;
- * the blocks and slices on peers are of those it uses and borrows. */
-static gboolean check_gpu(const HandGpu *h, guint i, const EmaNode *item, GError **error) {
+ * the blocks and slices on peers are of those it uses and borrows; its last step, ended by
+ * NOW, lasted at most NOW. */
+static gboolean check_gpu(const HandGpu *h, guint i, EmaTime now, const EmaNode *item,
+                          GError **error) {
   const EmaGpuView *g = &h->view;
   g_autofree char *prefix = g_strdup_printf("gpus.%u", i);
   const struct {
@@ -299,6 +307,14 @@ static gboolean check_gpu(const HandGpu *h, guint i, const EmaNode *item, GError
                         "slices_used, slices_lent and slices_staging add up to %" G_GUINT64_FORMAT
                         ", above slices (%" G_GUINT64_FORMAT ")",
                         taken, g->slices);
+  }
+  if (g->last_step > now) {
+    g_autofree char *step = ema_units_format_duration(g->last_step);
+    g_autofree char *at = ema_units_format_duration(now);
+    return view_error(error, EMA_CONFIG_ERROR_RANGE, item, prefix, "last_step",
+                      "%s is longer than the view's now (%s): a step that ended by now lasted "
+                      "at most that",
+                      step, at);
   }
   if ((guint64) h->lend_keep > g->slices)
     return view_error(error, EMA_CONFIG_ERROR_RANGE, item, prefix, "lend_keep",
@@ -329,6 +345,30 @@ static gboolean check_gpu(const HandGpu *h, guint i, const EmaNode *item, GError
   return TRUE;
 }
 
+/* The step (its map STEP, NULL where left out: the defaults agree) against what the pool's
+ * always is (ledger.c's ema_slice_ledger_step_cost): the remote bytes are of those a layer reads,
+ * the KV read of the memory side, the memory side of the layer's time. */
+static gboolean check_step(const HandStep *s, const EmaNode *step, GError **error) {
+  const struct {
+    const char *key, *total_key;
+    double part, total;
+    const char *why;
+  } parts[] = {
+      {"remote_bytes", "kv_bytes", s->remote_bytes, s->kv_bytes,
+       "the remote bytes are of those a layer reads"},
+      {"layer_memory_s", "layer_compute_s", s->layer_memory_s, s->layer_compute_s,
+       "a layer takes at least its memory side's time"},
+      {"layer_kv_s", "layer_memory_s", s->layer_kv_s, s->layer_memory_s,
+       "reading the KV is of the memory side"},
+  };
+  for (guint k = 0; step && k < G_N_ELEMENTS(parts); k++)
+    if (parts[k].part > parts[k].total)
+      return view_error(error, EMA_CONFIG_ERROR_RANGE, step, "step", parts[k].key,
+                        "%g is above %s (%g): %s", parts[k].part, parts[k].total_key,
+                        parts[k].total, parts[k].why);
+  return TRUE;
+}
+
 /* What a pool's view could not be, each at the key that says it: no GPUs; a GPU's counts that
  * disagree (check_gpu); a loan outside the view, to the lender itself, given twice, from a GPU
  * that does not share, or holding more blocks than its slices do; loans that add up to more than
@@ -346,7 +386,8 @@ static gboolean check_view(const HandView *hand, const EmaNode *root, GError **e
     return FALSE;
   }
   for (guint i = 0; i < n; i++)
-    if (!check_gpu(&g_array_index(hand->gpus, HandGpu, i), i, gpus_node->items->pdata[i], error))
+    if (!check_gpu(&g_array_index(hand->gpus, HandGpu, i), i, hand->now, gpus_node->items->pdata[i],
+                   error))
       return FALSE;
   lends = g_new0(guint64, n);   /* slices each GPU lends in the loans */
   borrows = g_new0(guint64, n); /* ...each borrows in them */
@@ -429,7 +470,6 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
                            guint64 needed, FILE *out, GError **error) {
   const EmaPolicyInfo *info = ema_policy_registry_find(kind, name, error);
   g_autoptr(EmaNode) root = NULL;
-  g_autofree char *server_path = NULL;
   g_autofree EmaGpuView *gpus = NULL;
   g_autofree guint64 *lent = NULL, *remote = NULL, *keep = NULL;
   g_autofree double *shares = NULL;
@@ -444,30 +484,34 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
   if (!ema_params_bind(&view_table, &hand, root, NULL, error))
     goto out;
   n = hand.gpus->len;
-  if (!check_view(&hand, root, error))
+  /* a step for a policy that reads none (decide() hands it to prefetch only) */
+  if (kind != EMA_POLICY_PREFETCH && ema_node_get_key(root, "step")) {
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, ema_node_get_key(root, "step"), "step",
+                   "the coming step's costs are read by prefetch policies only, not by a %s "
+                   "policy: leave it out",
+                   ema_policy_kind_name(kind));
+    goto out;
+  }
+  if (!check_view(&hand, root, error) || !check_step(&hand.step, ema_node_get(root, "step"), error))
     goto out;
   if (gpu >= n) {
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
                 "%s: --gpu %u: the view has %u GPUs (0 to %u)", file, gpu, n, n - 1);
     goto out;
   }
-  /* the server by its name, an error at the view's server key where it names none (as an
-   * experiment's server: is) */
+  /* the server by its name, its error at the view's server key: one it names none (as an
+   * experiment's server: is), and one whose file does not load, after that file's place */
   {
     GError *inner = NULL;
-    server_path = ema_hwmodel_find(hand.server, &inner);
-    if (server_path == NULL) {
+    if ((server = ema_server_load(hand.server, &inner)) == NULL) {
       const EmaNode *server_node = ema_node_get(root, "server");
-      ema_node_error(error, EMA_CONFIG_ERROR_KEY, server_node ? server_node : root, "server", "%s",
-                     inner->message);
+      ema_node_error(error,
+                     inner->domain == EMA_CONFIG_ERROR ? inner->code : EMA_CONFIG_ERROR_INVALID,
+                     server_node ? server_node : root, "server", "%s", inner->message);
       g_error_free(inner);
       goto out;
     }
   }
-  if ((server = ema_params_load_tree(&ema_server_params,
-                                     ema_model_load_named(server_path, hand.server, error),
-                                     error)) == NULL)
-    goto out;
   if ((gint64) n > server->gpus) {
     const EmaNode *gpus_node = ema_node_get(root, "gpus");
     ema_node_error(error, EMA_CONFIG_ERROR_RANGE, gpus_node ? gpus_node : root, "gpus",
@@ -509,7 +553,7 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
   ok = decide(info, hand.params, &view, &hand.step, gpu, needed, out, error);
 out:
   if (server)
-    ema_params_free(&ema_server_params, server);
+    ema_server_free(server);
   ema_params_clear(&view_table, &hand);
   return ok;
 }

@@ -4,7 +4,9 @@
  * from EMA_PLUGIN_PATH; `describe-policy` of a plugin policy, a built-in
  * and a composition; and the errors: an unknown name (exit 1, one line, the
  * known names), a missing plugin folder, a folder with a broken module, and
- * usage errors (exit 2). */
+ * usage errors (exit 2); `try-policy` on hand-made views, and its errors:
+ * views no pool could be, settings the policy's kind does not read, a
+ * server whose file does not load. */
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -304,6 +306,117 @@ static void test_try_policy(void) {
   ema_test_remove_tree(dir);
 }
 
+/* The view TEXT (after "server: h200x2\n") written to PATH and tried with the policy NAME of
+ * KIND: exit 1, stderr exactly PATH then MESSAGE (its line, column, key and text). */
+static void assert_view_error(const char *path, const char *kind, const char *name,
+                              const char *text, const char *message) {
+  g_autofree char *all = g_strconcat("server: h200x2\n", text, NULL);
+  g_autofree char *want = g_strconcat(path, message, "\n", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_set_contents(path, all, -1, NULL));
+  run = ema_test_cli("try-policy", kind, name, path, NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  g_assert_cmpstr(run->err, ==, want);
+}
+
+/* Numbers no pool's view holds (they were taken silently): a last step longer than the time
+ * so far, a link of no bandwidth, a loan of no slices, a step whose parts exceed their whole;
+ * each at its value. */
+static void test_try_policy_inconsistent(void) {
+  static const struct {
+    const char *kind, *name, *text, *message;
+  } views[] = {
+      {"borrow", "most-idle", "now: 1s\ngpus: [{has_tenant: true, slices: 10, last_step: 2s}]\n",
+       ":3:39: gpus.0.last_step: 2s is longer than the view's now (1s): a step that ended by now "
+       "lasted at most that"},
+      {"borrow", "most-idle",
+       "gpus: [{slices: 10}, {slices: 10}]\nlent: [{lender: 1, borrower: 0, slices: 0}]\n",
+       ":3:41: lent.0.slices: 0 is out of range [1, 1000000000000000]"},
+      {"prefetch", "direct",
+       "gpus: [{has_tenant: true, slices: 10}]\nstep: {link_bandwidth: 0GB/s}\n",
+       ":3:24: step.link_bandwidth: 0GB/s is out of range [1MB/s, 100TB/s]"},
+      {"prefetch", "direct",
+       "gpus: [{has_tenant: true, slices: 10}]\nstep: {direct_bandwidth: 0B/s}\n",
+       ":3:26: step.direct_bandwidth: 0B/s is out of range [1MB/s, 100TB/s]"},
+      {"prefetch", "direct",
+       "gpus: [{has_tenant: true, slices: 10}]\nstep: {kv_bytes: 10, remote_bytes: 20}\n",
+       ":3:22: step.remote_bytes: 20 is above kv_bytes (10): the remote bytes are of those a layer "
+       "reads"},
+      {"prefetch", "direct",
+       "gpus: [{has_tenant: true, slices: 10}]\nstep: {layer_compute_s: 1, layer_memory_s: 2}\n",
+       ":3:28: step.layer_memory_s: 2 is above layer_compute_s (1): a layer takes at least its "
+       "memory side's time"},
+      {"prefetch", "direct",
+       "gpus: [{has_tenant: true, slices: 10}]\nstep: {layer_compute_s: 1, layer_memory_s: 0.5, "
+       "layer_kv_s: 0.75}\n",
+       ":3:49: step.layer_kv_s: 0.75 is above layer_memory_s (0.5): reading the KV is of the "
+       "memory side"},
+  };
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "view.yaml", NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(views); i++)
+    assert_view_error(path, views[i].kind, views[i].name, views[i].text, views[i].message);
+  /* each part at its whole, and a last step as long as the time so far, is one */
+  {
+    g_autoptr(EmaTestRun) run = NULL;
+    g_assert_true(g_file_set_contents(
+        path,
+        "server: h200x2\nnow: 1s\ngpus: [{has_tenant: true, slices: 10, last_step: 1s}]\n"
+        "step: {kv_bytes: 10, remote_bytes: 10, layer_compute_s: 1, layer_memory_s: 1, "
+        "layer_kv_s: 1, link_bandwidth: 1MB/s, direct_bandwidth: 1MB/s}\n",
+        -1, NULL));
+    run = ema_test_cli("try-policy", "prefetch", "direct", path, NULL);
+    ema_test_assert_ok(run);
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* Settings the chosen policy's kind does not read (they were ignored): a step (prefetch's)
+ * for a borrow or reclaim policy, at its key; --needed (reclaim's) for a borrow or prefetch
+ * policy, a usage error. */
+static void test_try_policy_unread(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "view.yaml", NULL);
+  assert_view_error(path, "borrow", "most-idle", "gpus: [{slices: 10}]\nstep: {layers: 4}\n",
+                    ":3:1: step: the coming step's costs are read by prefetch policies only, not "
+                    "by a borrow policy: leave it out");
+  assert_view_error(path, "reclaim", "drop", "gpus: [{slices: 10}]\nstep: {layers: 4}\n",
+                    ":3:1: step: the coming step's costs are read by prefetch policies only, not "
+                    "by a reclaim policy: leave it out");
+  {
+    g_autoptr(EmaTestRun) borrow =
+        ema_test_cli("try-policy", "borrow", "most-idle", VIEW, "--needed", "20", NULL);
+    g_autoptr(EmaTestRun) prefetch =
+        ema_test_cli("try-policy", "prefetch", "direct", VIEW, "--needed", "0", NULL);
+    ema_test_assert_failed(borrow, 2,
+                           "ema-sim: try-policy: --needed (the slices the lender lacks) is read "
+                           "by reclaim policies only, not by a borrow policy\n");
+    ema_test_assert_failed(prefetch, 2,
+                           "ema-sim: try-policy: --needed (the slices the lender lacks) is read "
+                           "by reclaim policies only, not by a prefetch policy\n");
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* A server the view names whose file does not load (ema_server_load's error): at the view's
+ * server key, then the file's own place. */
+static void test_try_policy_server_file(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *model = g_build_filename(dir, "broken.yaml", NULL);
+  g_autofree char *path = g_build_filename(dir, "view.yaml", NULL);
+  g_autofree char *edit = g_strconcat("EMA_HWMODEL_PATH=", dir, NULL);
+  const char *edits[] = {edit, NULL};
+  g_autofree char *want =
+      g_strdup_printf("%s:1:9: server: %s:1:1: gpu: missing required key\n", path, model);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_set_contents(model, "name: broken\ngpus: 2\n", -1, NULL));
+  g_assert_true(g_file_set_contents(path, "server: broken\ngpus: [{slices: 10}]\n", -1, NULL));
+  run = ema_test_cli_env(edits, "try-policy", "borrow", "most-idle", path, NULL);
+  g_assert_cmpint(run->status, ==, 1);
+  g_assert_cmpstr(run->err, ==, want);
+  ema_test_remove_tree(dir);
+}
+
 static void test_describe_builtin(void) {
   g_autoptr(EmaTestRun) none = ema_test_cli("describe-policy", "none", NULL);
   g_autoptr(EmaTestRun) composition = ema_test_cli("describe-policy", "static", NULL);
@@ -418,6 +531,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/policy-cli/try-policy", test_try_policy);
   g_test_add_func("/policy-cli/try-policy/lend-keep", test_try_policy_lend_keep);
   g_test_add_func("/policy-cli/try-policy/spread", test_try_policy_spread);
+  g_test_add_func("/policy-cli/try-policy/inconsistent", test_try_policy_inconsistent);
+  g_test_add_func("/policy-cli/try-policy/unread", test_try_policy_unread);
+  g_test_add_func("/policy-cli/try-policy/server-file", test_try_policy_server_file);
   g_test_add_func("/policy-cli/describe/unknown", test_describe_unknown);
   g_test_add_func("/policy-cli/errors/missing-plugin-dir", test_missing_plugin_dir);
   g_test_add_func("/policy-cli/errors/broken-plugin", test_broken_plugin);

@@ -13,7 +13,7 @@
  *        blocks_total: 1000, blocks_used: 100, lend_keep: 900}   # lend_keep: view->lend_keep
  *   lent:                         # optional: slices lent and the borrower's blocks in them
  *     - {lender: 1, borrower: 0, slices: 40, blocks: 30}
- *   step: {layers: 32, ...}       # prefetch: EmaStepCostView's fields
+ *   step: {layers: 32, ...}       # prefetch only: EmaStepCostView's fields
  *   params: {min_borrow: 8}       # the policy's parameters (ema-sim describe-policy NAME)
  *
  * A GPU's `shares` defaults to true (it lends its free slices); its
@@ -30,8 +30,13 @@
  * shares, at most once per pair, its blocks fit in its slices; a lender's
  * loans come to at most its slices_lent (the rest being mapped, coming back
  * or holding parked KV), and a borrower's to exactly its slices_borrowed,
- * their blocks to exactly its blocks_remote. The policy's
- * ema_policy_debug() lines are printed as they come. */
+ * their blocks to exactly its blocks_remote; a GPU's last_step is at most
+ * the view's now; a loan holds a slice at least; the step's bandwidths are
+ * those of a hardware model's link (1MB/s to 100TB/s), its remote_bytes at
+ * most its kv_bytes, its layer_kv_s at most its layer_memory_s, that at
+ * most its layer_compute_s. A step for a borrow or reclaim policy, which
+ * reads none, is an error at its key. The policy's ema_policy_debug() lines
+ * are printed as they come. */
 #pragma once
 
 #include <stdio.h>
@@ -43,7 +48,8 @@
 G_BEGIN_DECLS
 
 /* Call the policy NAME of KIND once, on GPU (the borrower, the GPU before
- * whose step prefetch decides, or the lender that lacks NEEDED slices),
+ * whose step prefetch decides, or the lender that lacks NEEDED slices: 0
+ * for a borrow or prefetch policy, which reads none),
  * against the view in FILE; print the plan to OUT. FALSE with a located
  * error for a bad file, an unknown policy or a failed init. */
 gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *file, guint gpu,
