@@ -7,11 +7,17 @@
  *
  * Invariants: a figure is only asked for when its data has at least one
  * point; series are in the order they first appear in the results; the
- * .dat files depend only on the results (so figures are reproducible). */
+ * .dat files depend only on the results (so figures are reproducible).
+ * Every cell a figure reads is checked as its row is read (CsvRowCheck), against its writer's
+ * format and the run's summary.json (its tenants and their GPUs) or compare.csv (its variants
+ * and paired metrics), and every column it reads is in the header once: a damaged one is an
+ * error at its file:line:col, never a point dropped or drawn; a setting of plot.yaml that
+ * sweep.csv cannot take is an error at the setting's place in plot.yaml. */
 #include "ema/cli/plot.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -59,19 +65,35 @@ static GPtrArray *strv_copy(GStrv strv) {
   return out;
 }
 
-/* The whole table at PATH, read by the one CSV reader (ema/core/csv.h); its rows' fields are
- * the reader's own, split in place in its text (a copy of each would take several times the
- * file's size: a rack's timeline.csv holds millions of rows). */
-static gboolean csv_read(const char *path, Csv *csv, GError **error) {
-  GError *row_error = NULL;
+/* The table at PATH, its header read by the one CSV reader (ema/core/csv.h) and its rows not yet
+ * (csv_read_rows). */
+static gboolean csv_open(const char *path, Csv *csv, GError **error) {
   if (!ema_csv_open_max(&csv->table, path, MAX_TABLE_BYTES, error)) {
     csv_clear(csv);
     return FALSE;
   }
   csv->header = strv_copy(csv->table.header);
   csv->rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
+  return TRUE;
+}
+
+/* Whether the current row of TABLE (its cells, line and columns: ema_csv_next's) can be drawn;
+ * else FALSE with an error at the cell that cannot, "file:line:col: column 'NAME': ...". */
+typedef gboolean (*CsvRowCheck)(const EmaCsv *table, gpointer data, GError **error);
+
+/* The rows of CSV (csv_open), each asked of CHECK (may be NULL) as it is read, while the reader
+ * still knows its line; they are the reader's own fields, split in place in its text (a copy of
+ * each would take several times the file's size: a rack's timeline.csv holds millions of
+ * rows). FALSE, CSV cleared, at the first error. */
+static gboolean csv_read_rows(Csv *csv, CsvRowCheck check, gpointer data, GError **error) {
+  GError *row_error = NULL;
   while (ema_csv_next(&csv->table, &row_error)) {
-    GPtrArray *row = g_ptr_array_sized_new(csv->table.n_fields);
+    GPtrArray *row;
+    if (check && !check(&csv->table, data, error)) {
+      csv_clear(csv);
+      return FALSE;
+    }
+    row = g_ptr_array_sized_new(csv->table.n_fields);
     for (guint i = 0; i < csv->table.n_fields; i++)
       g_ptr_array_add(row, csv->table.fields[i]);
     g_ptr_array_add(csv->rows, row);
@@ -84,6 +106,11 @@ static gboolean csv_read(const char *path, Csv *csv, GError **error) {
   return TRUE;
 }
 
+/* The whole table at PATH, its rows unchecked (compare.csv's, for a title). */
+static gboolean csv_read(const char *path, Csv *csv, GError **error) {
+  return csv_open(path, csv, error) && csv_read_rows(csv, NULL, NULL, error);
+}
+
 static gint csv_column(const Csv *csv, const char *name) {
   for (guint i = 0; i < csv->header->len; i++)
     if (strcmp(csv->header->pdata[i], name) == 0)
@@ -91,16 +118,86 @@ static gint csv_column(const Csv *csv, const char *name) {
   return -1;
 }
 
-/* The columns NEEDED (N names) of CSV into COL; FALSE with an error naming
- * PATH and the first one missing. */
-static gboolean csv_columns(const Csv *csv, const char *path, const char *const *needed, guint n,
-                            gint *col, GError **error) {
-  for (guint i = 0; i < n; i++)
-    if ((col[i] = csv_column(csv, needed[i])) < 0) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column %s", path, needed[i]);
-      return FALSE;
-    }
+/* Column NAME of CSV into *COLUMN, -1 where the header has none; FALSE with the reader's error
+ * ("file:1:col: column 'NAME' is in the header twice ...") where it has two: which one is meant
+ * is not for plot to guess. */
+static gboolean csv_find(const Csv *csv, const char *name, gint *column, GError **error) {
+  guint index;
+  *column = csv_column(csv, name);
+  if (*column < 0)
+    return TRUE;
+  if (!ema_csv_column(&csv->table, name, &index, error))
+    return FALSE;
+  *column = (gint) index;
   return TRUE;
+}
+
+/* The columns NEEDED (N names) of CSV into COL, each there once; else the reader's error
+ * ("file:1:1: no column 'NAME'", or the name twice). */
+static gboolean csv_columns(const Csv *csv, const char *const *needed, guint n, gint *col,
+                            GError **error) {
+  for (guint i = 0; i < n; i++) {
+    guint index;
+    if (!ema_csv_column(&csv->table, needed[i], &index, error))
+      return FALSE;
+    col[i] = (gint) index;
+  }
+  return TRUE;
+}
+
+/* An error at cell INDEX of TABLE's current row: "file:line:col: column 'NAME': MESSAGE", as the
+ * reader's own (ema_csv_number). */
+static void cell_error(GError **error, const EmaCsv *table, guint index, const char *format, ...)
+    G_GNUC_PRINTF(4, 5);
+
+static void cell_error(GError **error, const EmaCsv *table, guint index, const char *format, ...) {
+  va_list args;
+  g_autofree char *message = NULL;
+  va_start(args, format);
+  message = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID, "%s:%u:%u: column '%s': %s",
+              table->file, table->line, ema_csv_field_column(table, index), table->header[index],
+              message);
+}
+
+/* Cell INDEX of TABLE's current row as a number into *VALUE (may be NULL): not negative, and
+ * whole if INTEGER (ema_csv_number's error); an empty cell NAN where EMPTY_OK (a metric of a
+ * tenant a point does not run, a request of one output token: no TPOT). */
+static gboolean cell_number(const EmaCsv *table, gint index, gboolean integer, gboolean empty_ok,
+                            double *value, GError **error) {
+  double ignored;
+  if (value == NULL)
+    value = &ignored;
+  if (empty_ok && table->fields[index][0] == '\0') {
+    *value = NAN;
+    return TRUE;
+  }
+  return ema_csv_number(table, (guint) index, integer, TRUE, value, error);
+}
+
+/* Cell INDEX of TABLE's current row as any finite number (a change in %: negative too), NAN
+ * where it is empty (no change defined). */
+static gboolean cell_signed(const EmaCsv *table, guint index, GError **error) {
+  const char *text = table->fields[index];
+  char *end = NULL;
+  double value;
+  if (*text == '\0')
+    return TRUE;
+  value = ema_csv_parse_decimal(text, &end);
+  if (*end != '\0' || !isfinite(value)) {
+    cell_error(error, table, index, "'%s' is not a number", text);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* NAMES (char *) joined by ", "; NONE where there is none. */
+static char *joined(GPtrArray *names, const char *none) {
+  g_autoptr(GString) out = g_string_new(NULL);
+  for (guint i = 0; i < names->len; i++)
+    g_string_append_printf(out, "%s%s", i ? ", " : "", (const char *) names->pdata[i]);
+  return g_strdup(out->len ? out->str : none);
 }
 
 static const char *csv_cell(GPtrArray *row, gint column) {
@@ -237,6 +334,10 @@ static gboolean write_data(const char *plots, const char *name, const GString *t
 typedef struct {
   char *x, *by, *tenant, *title, *xlabel;
   gboolean tenant_given; /* --tenant, not plot.yaml: a sweep's figures take its name */
+  EmaNode *file;         /* plot.yaml, where there is one */
+  /* the value in plot.yaml of each setting (setting_keys' order) where it gives the setting (not
+   * an option): an error about it is at its file:line:col */
+  const EmaNode *from_file[5];
 } Settings;
 
 static void settings_clear(Settings *settings) {
@@ -245,9 +346,11 @@ static void settings_clear(Settings *settings) {
   g_free(settings->tenant);
   g_free(settings->title);
   g_free(settings->xlabel);
+  g_clear_pointer(&settings->file, ema_node_free);
 }
 
 static const char *const setting_keys[] = {"x", "by", "tenant", "title", "xlabel", NULL};
+enum { SETTING_X, SETTING_BY, SETTING_TENANT };
 
 gboolean ema_plot_check_settings(const EmaNode *settings, const char *prefix, GError **error) {
   if (settings->kind != EMA_NODE_MAP) {
@@ -281,7 +384,7 @@ static gboolean settings_load(const char *dir, const EmaPlotOptions *options, Se
   /* (one that is there is read, whatever it is: a folder or FIFO named plot.yaml is the node
    * loader's error, not settings passed over) */
   if (g_file_test(path, G_FILE_TEST_EXISTS) || g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
-    g_autoptr(EmaNode) root = ema_node_load_file(path, error);
+    EmaNode *root = settings->file = ema_node_load_file(path, error);
     /* (edited by hand, as its comment invites: a list, a null value, a typo are errors) */
     if (root == NULL || !ema_plot_check_settings(root, NULL, error))
       return FALSE;
@@ -289,7 +392,8 @@ static gboolean settings_load(const char *dir, const EmaPlotOptions *options, Se
       for (guint k = 0; setting_keys[k]; k++)
         if (strcmp(((const EmaNode *) root->keys->pdata[i])->value, setting_keys[k]) == 0) {
           g_free(*fields[k]);
-          *fields[k] = g_strdup(((const EmaNode *) root->items->pdata[i])->value);
+          settings->from_file[k] = root->items->pdata[i];
+          *fields[k] = g_strdup(settings->from_file[k]->value);
         }
   }
   if (options) {
@@ -300,6 +404,7 @@ static gboolean settings_load(const char *dir, const EmaPlotOptions *options, Se
       if (given[k]) {
         g_free(*fields[k]);
         *fields[k] = g_strdup(given[k]);
+        settings->from_file[k] = NULL;
       }
   }
   return TRUE;
@@ -512,30 +617,95 @@ static XKind x_kind(GPtrArray *values) {
 }
 
 /* Sweep metric Y (0..3) of TENANT ("all": summed or worst over the tenants ROW's point has) in
- * ROW. */
-static double tenant_metric(const Csv *csv, GPtrArray *row, GPtrArray *tenants, const char *tenant,
-                            guint y) {
-  static const char *const suffixes[] = {"throughput_tok_s", "ttft_p99_ms", "tpot_p99_ms",
-                                         "e2e_p99_ms"};
+ * ROW; COLS: each tenant's SWEEP_Y columns (SweepColumns' metrics). */
+static double tenant_metric(GPtrArray *row, GPtrArray *tenants, const gint *cols,
+                            const char *tenant, guint y) {
   gboolean all = strcmp(tenant, "all") == 0;
   double total = y == 0 ? 0 : -INFINITY;
   guint counted = 0;
   for (guint t = 0; t < tenants->len; t++) {
-    g_autofree char *throughput = g_strconcat(tenants->pdata[t], ".", suffixes[0], NULL);
-    g_autofree char *name = g_strconcat(tenants->pdata[t], ".", suffixes[y], NULL);
     double value;
     if (!all && strcmp(tenant, tenants->pdata[t]) != 0)
       continue;
     /* a tenant of other points only (a variant or a swept value leaves it out of this one): no
      * throughput, which every tenant of a point has */
-    if (all && csv_cell(row, csv_column(csv, throughput))[0] == '\0')
+    if (all && csv_cell(row, cols[t * SWEEP_Y])[0] == '\0')
       continue;
-    if (!parse_number(csv_cell(row, csv_column(csv, name)), &value))
+    if (!parse_number(csv_cell(row, cols[t * SWEEP_Y + y]), &value))
       return NAN;
     total = y == 0 ? total + value : MAX(total, value);
     counted++;
   }
   return counted > 0 && isfinite(total) ? total : NAN;
+}
+
+/* The columns of sweep.csv a row is read by (-1: the header has none). */
+typedef struct {
+  gint status, repeat;
+  GArray *metrics; /* gint: each tenant's SWEEP_Y (tenant_metric), then each op's GB/s, seconds */
+} SweepColumns;
+
+static const char *const sweep_statuses[] = {"ok", "missed", "failed", "not-run", NULL};
+
+/* A row of sweep.csv (SweepColumns): a status of ema-sim sweep's, a repeat, and, in a point with
+ * results (ok, missed), every metric the figures draw a number or empty (a tenant the point does
+ * not run); a failed or not-run point's are not drawn. */
+static gboolean sweep_row_ok(const EmaCsv *table, gpointer data, GError **error) {
+  const SweepColumns *columns = data;
+  const char *status = table->fields[columns->status];
+  if (!g_strv_contains(sweep_statuses, status)) {
+    cell_error(error, table, (guint) columns->status,
+               "'%s' is not a point's status (ok, missed, failed or not-run)", status);
+    return FALSE;
+  }
+  if (!cell_number(table, columns->repeat, TRUE, FALSE, NULL, error))
+    return FALSE;
+  if (strcmp(status, "ok") != 0 && strcmp(status, "missed") != 0)
+    return TRUE;
+  for (guint i = 0; i < columns->metrics->len; i++) {
+    gint c = g_array_index(columns->metrics, gint, i);
+    if (c >= 0 && !cell_number(table, c, FALSE, TRUE, NULL, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* What x or by of a sweep may name (SWEPT: its swept columns; TENANTS, OPS: its tenants' and
+ * ops' names), for an error. */
+static char *sweep_column_hint(const Csv *csv, GPtrArray *swept, GPtrArray *tenants,
+                               GPtrArray *ops) {
+  g_autoptr(GString) hint = g_string_new("give ");
+  for (guint a = 0; a < swept->len; a++)
+    g_string_append_printf(hint, "%s%s", a ? ", " : "a swept path: ",
+                           (const char *) csv->header->pdata[GPOINTER_TO_INT(swept->pdata[a])]);
+  g_string_append_printf(hint, "%svariant, repeat, seed, or a metric column such as %s.%s",
+                         swept->len ? "; or " : "",
+                         tenants->len ? (const char *) tenants->pdata[0]
+                         : ops->len   ? (const char *) ops->pdata[0]
+                                      : "TENANT",
+                         tenants->len || !ops->len ? "throughput_tok_s" : "seconds");
+  return g_string_free(g_steal_pointer(&hint), FALSE);
+}
+
+/* Column NAME of sweep.csv (CSV, at PATH) for setting K of SETTINGS (x or by: WHAT), into
+ * *COLUMN; FALSE where the header has it twice, or not at all: at its value in plot.yaml where
+ * it is set there, else (an option) at sweep.csv. */
+static gboolean setting_column(const Csv *csv, const char *path, const Settings *settings, guint k,
+                               const char *what, GPtrArray *swept, GPtrArray *tenants,
+                               GPtrArray *ops, gint *column, GError **error) {
+  const char *name = k == SETTING_X ? settings->x : settings->by;
+  if (!csv_find(csv, name, column, error))
+    return FALSE;
+  if (*column >= 0)
+    return TRUE;
+  if (settings->from_file[k]) {
+    g_autofree char *hint = sweep_column_hint(csv, swept, tenants, ops);
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, settings->from_file[k], setting_keys[k],
+                   "'%s' is not a column of sweep.csv (%s)", name, hint);
+  } else
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column '%s' for %s", path, name,
+                what);
+  return FALSE;
 }
 
 static gboolean plot_sweep(const char *dir, const char *plots, const Settings *settings,
@@ -550,17 +720,18 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
   g_autoptr(GPtrArray) op_series = g_ptr_array_new_full(0, (GDestroyNotify) series_free);
   g_autoptr(GPtrArray) categories = NULL;
   g_autoptr(GPtrArray) names = g_ptr_array_new();
+  g_autoptr(GArray) metrics = g_array_new(FALSE, FALSE, sizeof(gint));
   const char *tenant = settings->tenant;
   gboolean categorical = FALSE;
   XKind kind;
   g_autofree char *xtitle = NULL;
   gboolean ok = FALSE;
 
-  if (!csv_read(path, &csv, error))
+  if (!csv_open(path, &csv, error))
     return FALSE;
-  variant = csv_column(&csv, "variant");
-  repeat = csv_column(&csv, "repeat");
-  status = csv_column(&csv, "status");
+  if (!csv_find(&csv, "variant", &variant, error) || !csv_find(&csv, "repeat", &repeat, error) ||
+      !csv_find(&csv, "status", &status, error))
+    goto out;
   if (variant != 1 || repeat < variant || status < 0) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                 "%s: not a sweep.csv of ema-sim sweep (point, variant, ..., repeat, seed, "
@@ -577,16 +748,56 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
     else if (g_str_has_suffix(name, ".bandwidth_gbps"))
       g_ptr_array_add(ops, g_strndup(name, strlen(name) - strlen(".bandwidth_gbps")));
   }
-
-  /* x: given, or the first swept column of numbers with two values or more */
-  if (settings->x) {
-    x_column = csv_column(&csv, settings->x);
-    if (x_column < 0) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column '%s' for x", path,
-                  settings->x);
-      goto out;
+  /* the columns drawn: each once (a tenant's metric twice in the header is an error, not one
+   * of them picked) */
+  for (guint t = 0; t < tenants->len; t++)
+    for (guint k = 0; k < SWEEP_Y; k++) {
+      static const char *const suffixes[] = {"throughput_tok_s", "ttft_p99_ms", "tpot_p99_ms",
+                                             "e2e_p99_ms"};
+      g_autofree char *name = g_strconcat(tenants->pdata[t], ".", suffixes[k], NULL);
+      gint c;
+      if (!csv_find(&csv, name, &c, error))
+        goto out;
+      g_array_append_val(metrics, c);
     }
+  for (guint o = 0; o < ops->len; o++)
+    for (guint k = 0; k < 2; k++) {
+      g_autofree char *name = g_strconcat(ops->pdata[o], k ? ".seconds" : ".bandwidth_gbps", NULL);
+      gint c;
+      if (!csv_find(&csv, name, &c, error))
+        goto out;
+      g_array_append_val(metrics, c);
+    }
+
+  /* the settings, against the header: x, by, tenant */
+  if (settings->x &&
+      !setting_column(&csv, path, settings, SETTING_X, "x", swept, tenants, ops, &x_column, error))
+    goto out;
+  if (settings->by && strcmp(settings->by, "none") != 0 &&
+      !setting_column(&csv, path, settings, SETTING_BY, "the lines", swept, tenants, ops,
+                      &by_column, error))
+    goto out;
+  if (tenant == NULL)
+    tenant = tenants->len == 1 ? tenants->pdata[0] : "all";
+  /* (an ops sweep has none: a tenant named there would pick nothing, silently) */
+  if (strcmp(tenant, "all") != 0 &&
+      !g_ptr_array_find_with_equal_func(tenants, tenant, g_str_equal, NULL)) {
+    g_autofree char *known = joined(tenants, "none, its points run ops");
+    if (settings->from_file[SETTING_TENANT])
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, settings->from_file[SETTING_TENANT], "tenant",
+                     "no tenant '%s' in sweep.csv (tenants: %s; or all)", tenant, known);
+    else
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                  "%s has no tenant '%s' (tenants: %s; or all)", path, tenant, known);
+    goto out;
   }
+
+  {
+    SweepColumns columns = {status, repeat, metrics};
+    if (!csv_read_rows(&csv, sweep_row_ok, &columns, error))
+      goto out;
+  }
+  /* x: given, or the first swept column of numbers with two values or more */
   for (guint i = 0; x_column < 0 && i < swept->len; i++) {
     g_autoptr(GPtrArray) values = distinct(&csv, GPOINTER_TO_INT(swept->pdata[i]), status);
     if (values->len >= 2 && x_kind(values) != X_NAMES)
@@ -598,14 +809,7 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
   kind = x_kind(categories);
   categorical = kind == X_NAMES;
   /* lines: given, or the variants, or a swept policy */
-  if (settings->by && strcmp(settings->by, "none") != 0) {
-    by_column = csv_column(&csv, settings->by);
-    if (by_column < 0) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column '%s' for the lines",
-                  path, settings->by);
-      goto out;
-    }
-  } else if (settings->by == NULL) {
+  if (settings->by == NULL) {
     g_autoptr(GPtrArray) variants = distinct(&csv, variant, status);
     if (variant != x_column && variants->len >= 2)
       by_column = variant;
@@ -615,19 +819,6 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
       if (c != x_column && strstr(csv.header->pdata[c], "policy") && values->len >= 2)
         by_column = c;
     }
-  }
-  if (tenant == NULL)
-    tenant = tenants->len == 1 ? tenants->pdata[0] : "all";
-  /* (an ops sweep has none: a tenant named there would pick nothing, silently) */
-  if (strcmp(tenant, "all") != 0 &&
-      !g_ptr_array_find_with_equal_func(tenants, tenant, g_str_equal, NULL)) {
-    g_autofree char *known = NULL;
-    g_ptr_array_add(tenants, NULL);
-    known = tenants->len > 1 ? g_strjoinv(", ", (char **) tenants->pdata)
-                             : g_strdup("none, its points run ops");
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-                "%s has no tenant '%s' (tenants: %s; or all)", path, tenant, known);
-    goto out;
   }
 
   for (guint r = 0; r < csv.rows->len; r++) {
@@ -660,18 +851,17 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
       g_string_append(line, strcmp(tenant, "all") == 0 ? "all tenants" : tenant);
     if (tenants->len) {
       for (guint k = 0; k < SWEEP_Y; k++)
-        y[k] = tenant_metric(&csv, row, tenants, tenant, k);
+        y[k] = tenant_metric(row, tenants, &g_array_index(metrics, gint, 0), tenant, k);
       series_add(series_get(serving, line->str), x, x_text, y);
     }
     for (guint o = 0; o < ops->len; o++) {
-      g_autofree char *gbps = g_strconcat(ops->pdata[o], ".bandwidth_gbps", NULL);
-      g_autofree char *seconds = g_strconcat(ops->pdata[o], ".seconds", NULL);
+      const gint *cols = &g_array_index(metrics, gint, tenants->len * SWEEP_Y + 2 * o);
       g_autofree char *name = line->len && (by_column >= 0 || strcmp(line->str, "all tenants"))
                                   ? g_strdup_printf("%s (%s)", (char *) ops->pdata[o], line->str)
                                   : g_strdup(ops->pdata[o]);
       double values[SWEEP_Y] = {NAN, NAN, NAN, NAN};
-      parse_number(csv_cell(row, csv_column(&csv, gbps)), &values[0]);
-      parse_number(csv_cell(row, csv_column(&csv, seconds)), &values[1]);
+      parse_number(csv_cell(row, cols[0]), &values[0]);
+      parse_number(csv_cell(row, cols[1]), &values[1]);
       series_add(series_get(op_series, name), x, x_text, values);
     }
   }
@@ -799,69 +989,6 @@ static gboolean tenants_known(const char *dir, const char *only, GPtrArray *orde
   return TRUE;
 }
 
-/* ORDER: the tenants in the experiment's order (summary.json); others after.
- * ONLY: the tenants drawn (tenant_drawn). */
-static gboolean plot_requests(const char *dir, const char *plots, const char *title,
-                              GPtrArray *order, const char *only, GString *driver,
-                              GPtrArray *figures, GError **error) {
-  g_autofree char *path = g_build_filename(dir, "requests.csv", NULL);
-  g_autoptr(GPtrArray) tenants = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(GPtrArray) ttft = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
-  g_autoptr(GPtrArray) tpot = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
-  g_autoptr(GString) ttft_data = NULL, tpot_data = NULL;
-  Csv csv = {0};
-  gint tenant_col, ttft_col, tpot_col;
-  guint n = 0, n_tpot = 0;
-  if (!csv_read(path, &csv, error))
-    return FALSE;
-  for (guint t = 0; t < order->len; t++) {
-    if (!tenant_drawn(only, order->pdata[t]))
-      continue;
-    g_ptr_array_add(tenants, g_strdup(order->pdata[t]));
-    g_ptr_array_add(ttft, g_array_new(FALSE, FALSE, sizeof(double)));
-    g_ptr_array_add(tpot, g_array_new(FALSE, FALSE, sizeof(double)));
-  }
-  tenant_col = csv_column(&csv, "tenant");
-  ttft_col = csv_column(&csv, "ttft_ms");
-  tpot_col = csv_column(&csv, "tpot_ms");
-  for (guint r = 0; tenant_col >= 0 && r < csv.rows->len; r++) {
-    GPtrArray *row = csv.rows->pdata[r];
-    const char *tenant = csv_cell(row, tenant_col);
-    guint t;
-    double value;
-    if (!tenant_drawn(only, tenant))
-      continue;
-    for (t = 0; t < tenants->len; t++)
-      if (strcmp(tenants->pdata[t], tenant) == 0)
-        break;
-    if (t == tenants->len) {
-      g_ptr_array_add(tenants, g_strdup(tenant));
-      g_ptr_array_add(ttft, g_array_new(FALSE, FALSE, sizeof(double)));
-      g_ptr_array_add(tpot, g_array_new(FALSE, FALSE, sizeof(double)));
-    }
-    if (parse_number(csv_cell(row, ttft_col), &value) && value > 0) {
-      g_array_append_val(ttft->pdata[t], value);
-      n++;
-    }
-    if (parse_number(csv_cell(row, tpot_col), &value) && value > 0)
-      g_array_append_val(tpot->pdata[t], value);
-  }
-  csv_clear(&csv);
-  if (n == 0)
-    return TRUE; /* no finished request: no CDF */
-  ttft_data = cdf_data(tenants, ttft, "TTFT");
-  tpot_data = cdf_data(tenants, tpot, "TPOT");
-  if (!write_data(plots, "ttft-cdf.dat", ttft_data, error) ||
-      !write_data(plots, "tpot-cdf.dat", tpot_data, error))
-    return FALSE;
-  gp_set(driver, "figtitle", title);
-  gp_series(driver, tenants);
-  for (guint t = 0; t < tpot->len; t++)
-    n_tpot += ((GArray *) tpot->pdata[t])->len;
-  g_string_append_printf(driver, "ntpot = %u\n", n_tpot);
-  return add_figure(plots, driver, figures, "latency-cdf", "latency-cdf.gp", 1200, 520, error);
-}
-
 /* ROOT's list KEY of objects (summary.json at PATH) into *LIST: NULL without one; FALSE with an
  * error where it is not a list of objects. */
 static gboolean summary_objects(JsonObject *root, const char *key, const char *path,
@@ -887,17 +1014,21 @@ static gboolean summary_objects(JsonObject *root, const char *key, const char *p
 /* What a run's summary.json says of its tenants and GPUs (read_kv_sizes). */
 typedef struct {
   GHashTable *block_bytes, *region_bytes; /* tenant -> double *: one KV block, its KV region */
-  GPtrArray *order;                       /* the tenants in the experiment's order */
+  GHashTable *gpus; /* tenant -> gint64[2]: its first GPU and how many (tp); none where not said */
+  GPtrArray *order; /* the tenants in the experiment's order */
   GArray *idle_region; /* double per GPU: the bytes it may lend where it has no tenant, else NAN */
   char *name;          /* the experiment's */
+  char *path;          /* its summary.json, for errors */
 } RunSizes;
 
 static void run_sizes_clear(RunSizes *sizes) {
   g_clear_pointer(&sizes->block_bytes, g_hash_table_unref);
   g_clear_pointer(&sizes->region_bytes, g_hash_table_unref);
+  g_clear_pointer(&sizes->gpus, g_hash_table_unref);
   g_clear_pointer(&sizes->order, g_ptr_array_unref);
   g_clear_pointer(&sizes->idle_region, g_array_unref);
   g_clear_pointer(&sizes->name, g_free);
+  g_clear_pointer(&sizes->path, g_free);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(RunSizes, run_sizes_clear)
 
@@ -916,8 +1047,10 @@ static gboolean read_kv_sizes(const char *dir, RunSizes *sizes, GError **error) 
   block_bytes = sizes->block_bytes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   region_bytes = sizes->region_bytes =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  sizes->gpus = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   sizes->order = g_ptr_array_new_with_free_func(g_free);
   idle_region = sizes->idle_region = g_array_new(FALSE, FALSE, sizeof(double));
+  sizes->path = g_strdup(path);
   root = ema_json_load_object(parser, path, error);
   if (root == NULL)
     return FALSE;
@@ -946,11 +1079,20 @@ static gboolean read_kv_sizes(const char *dir, RunSizes *sizes, GError **error) 
     JsonObject *tenant = json_array_get_object_element(tenants, i);
     g_autofree char *where = g_strdup_printf("tenants.%u", i);
     const char *tenant_name;
-    double blocks, bytes, *block, *region;
+    double blocks, bytes, gpu, tp, *block, *region;
     if (!ema_json_member_string(tenant, "name", "", path, where, &tenant_name, error) ||
         !ema_json_member_number(tenant, "kv_blocks", 0, 0, 1e15, path, where, &blocks, error) ||
-        !ema_json_member_number(tenant, "kv_bytes_per_gpu", 0, 0, 1e18, path, where, &bytes, error))
+        !ema_json_member_number(tenant, "kv_bytes_per_gpu", 0, 0, 1e18, path, where, &bytes,
+                                error) ||
+        !ema_json_member_number(tenant, "gpu", -1, -1, MAX_GPUS - 1, path, where, &gpu, error) ||
+        !ema_json_member_number(tenant, "tp", 1, 1, MAX_GPUS, path, where, &tp, error))
       return FALSE;
+    if (gpu >= 0) {
+      gint64 *range = g_new(gint64, 2);
+      range[0] = (gint64) gpu;
+      range[1] = (gint64) tp;
+      g_hash_table_insert(sizes->gpus, g_strdup(tenant_name), range);
+    }
     block = g_new(double, 1);
     region = g_new(double, 1);
     *block = blocks > 0 ? bytes / blocks : 0;
@@ -960,6 +1102,194 @@ static gboolean read_kv_sizes(const char *dir, RunSizes *sizes, GError **error) 
     g_hash_table_insert(region_bytes, g_strdup(tenant_name), region);
   }
   return TRUE;
+}
+
+/* ---- a run's tables, each row checked against its summary.json ----------------------- */
+
+/* Whether NAME is one of the tenants of SIZES' run; else an error at cell INDEX of TABLE's row
+ * naming them. */
+static gboolean tenant_known(const EmaCsv *table, guint index, const RunSizes *sizes,
+                             const char *name, GError **error) {
+  g_autofree char *known = NULL;
+  if (g_hash_table_contains(sizes->region_bytes, name))
+    return TRUE;
+  known = joined(sizes->order, "none");
+  cell_error(error, table, index, "no tenant '%s' in %s (its tenants: %s)", name, sizes->path,
+             known);
+  return FALSE;
+}
+
+/* The columns of a run's requests.csv a row is read by, and the run's summary.json. */
+typedef struct {
+  const RunSizes *sizes;
+  gint tenant, ttft, tpot;
+} RequestColumns;
+
+/* A row of requests.csv (a finished request): a tenant of the run's, a TTFT, and a TPOT or none
+ * (one output token). */
+static gboolean request_row_ok(const EmaCsv *table, gpointer data, GError **error) {
+  const RequestColumns *columns = data;
+  return tenant_known(table, (guint) columns->tenant, columns->sizes,
+                      table->fields[columns->tenant], error) &&
+         cell_number(table, columns->ttft, FALSE, FALSE, NULL, error) &&
+         cell_number(table, columns->tpot, FALSE, TRUE, NULL, error);
+}
+
+/* The requests.csv at PATH of the run SIZES describes, read into CSV with the columns of
+ * COLUMNS (tenant, ttft_ms, tpot_ms), every row checked (request_row_ok). */
+static gboolean read_requests(const char *path, const RunSizes *sizes, Csv *csv,
+                              RequestColumns *columns, GError **error) {
+  static const char *const needed[] = {"tenant", "ttft_ms", "tpot_ms"};
+  gint col[G_N_ELEMENTS(needed)];
+  if (!csv_open(path, csv, error))
+    return FALSE;
+  if (!csv_columns(csv, needed, G_N_ELEMENTS(needed), col, error)) {
+    csv_clear(csv);
+    return FALSE;
+  }
+  *columns = (RequestColumns){sizes, col[0], col[1], col[2]};
+  return csv_read_rows(csv, request_row_ok, columns, error);
+}
+
+/* The columns of a run's timeline.csv a row is read by (-1: not read), and the run's
+ * summary.json. */
+typedef struct {
+  const RunSizes *sizes;
+  gint gpu, tenant;
+  gint numbers[16]; /* the columns of numbers read, -1 after the last */
+} TimelineColumns;
+
+/* GPU is one of those SIZES' run has without a tenant (summary.json's idle_gpus). */
+static gboolean idle_gpu(const RunSizes *sizes, double gpu) {
+  return gpu < sizes->idle_region->len &&
+         !isnan(g_array_index(sizes->idle_region, double, (guint) gpu));
+}
+
+/* A row of timeline.csv: every number read a number (time_s and last_step_ms times, the rest
+ * counts), and its GPU one of its tenant's (summary.json's gpu and tp) or, where its tenant is
+ * empty, one of the run's GPUs without a tenant (summary.json's idle_gpus). */
+static gboolean timeline_row_ok(const EmaCsv *table, gpointer data, GError **error) {
+  const TimelineColumns *columns = data;
+  const char *tenant = table->fields[columns->tenant];
+  const gint64 *range;
+  double gpu;
+  for (guint i = 0; columns->numbers[i] >= 0; i++) {
+    const char *name = table->header[columns->numbers[i]];
+    gboolean time = strcmp(name, "time_s") == 0 || strcmp(name, "last_step_ms") == 0;
+    if (!cell_number(table, columns->numbers[i], !time, FALSE, NULL, error))
+      return FALSE;
+  }
+  if (!cell_number(table, columns->gpu, TRUE, FALSE, &gpu, error))
+    return FALSE;
+  if (tenant[0] == '\0') {
+    g_autoptr(GPtrArray) idle = g_ptr_array_new_with_free_func(g_free);
+    g_autofree char *known = NULL;
+    if (idle_gpu(columns->sizes, gpu))
+      return TRUE;
+    for (guint g = 0; g < columns->sizes->idle_region->len; g++)
+      if (idle_gpu(columns->sizes, g))
+        g_ptr_array_add(idle, g_strdup_printf("%u", g));
+    known = joined(idle, "none");
+    cell_error(error, table, (guint) columns->gpu,
+               "gpu %.0f has no tenant here, and is not one of the run's GPUs without one (%s: "
+               "idle_gpus: %s)",
+               gpu, columns->sizes->path, known);
+    return FALSE;
+  }
+  if (!tenant_known(table, (guint) columns->tenant, columns->sizes, tenant, error))
+    return FALSE;
+  range = g_hash_table_lookup(columns->sizes->gpus, tenant);
+  if (range && (gpu < (double) range[0] || gpu >= (double) (range[0] + range[1]))) {
+    g_autofree char *its = range[1] > 1
+                               ? g_strdup_printf("gpus %" G_GINT64_FORMAT "-%" G_GINT64_FORMAT,
+                                                 range[0], range[0] + range[1] - 1)
+                               : g_strdup_printf("gpu %" G_GINT64_FORMAT, range[0]);
+    cell_error(error, table, (guint) columns->gpu, "gpu %.0f is not one of tenant %s's (%s: %s)",
+               gpu, tenant, columns->sizes->path, its);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* The timeline.csv at PATH of the run SIZES describes, read into CSV with the columns NEEDED
+ * (N names, "gpu" and "tenant" among them) into COL, every row checked (timeline_row_ok). */
+static gboolean read_timeline(const char *path, const RunSizes *sizes, const char *const *needed,
+                              guint n, gint *col, Csv *csv, GError **error) {
+  TimelineColumns columns = {sizes, -1, -1, {0}};
+  guint numbers = 0;
+  g_return_val_if_fail(n < G_N_ELEMENTS(columns.numbers), FALSE);
+  if (!csv_open(path, csv, error))
+    return FALSE;
+  if (!csv_columns(csv, needed, n, col, error)) {
+    csv_clear(csv);
+    return FALSE;
+  }
+  for (guint i = 0; i < n; i++)
+    if (strcmp(needed[i], "gpu") == 0)
+      columns.gpu = col[i];
+    else if (strcmp(needed[i], "tenant") == 0)
+      columns.tenant = col[i];
+    else
+      columns.numbers[numbers++] = col[i];
+  columns.numbers[numbers] = -1;
+  g_return_val_if_fail(columns.gpu >= 0 && columns.tenant >= 0, FALSE);
+  return csv_read_rows(csv, timeline_row_ok, &columns, error);
+}
+
+/* SIZES: the run's (summary.json: its tenants in the experiment's order); ONLY: the tenants drawn
+ * (tenant_drawn). */
+static gboolean plot_requests(const char *dir, const char *plots, const char *title,
+                              const RunSizes *sizes, const char *only, GString *driver,
+                              GPtrArray *figures, GError **error) {
+  g_autofree char *path = g_build_filename(dir, "requests.csv", NULL);
+  g_autoptr(GPtrArray) tenants = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) ttft = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+  g_autoptr(GPtrArray) tpot = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+  g_autoptr(GString) ttft_data = NULL, tpot_data = NULL;
+  Csv csv = {0};
+  RequestColumns col;
+  guint n = 0, n_tpot = 0;
+  if (!read_requests(path, sizes, &csv, &col, error))
+    return FALSE;
+  for (guint t = 0; t < sizes->order->len; t++) {
+    if (!tenant_drawn(only, sizes->order->pdata[t]))
+      continue;
+    g_ptr_array_add(tenants, g_strdup(sizes->order->pdata[t]));
+    g_ptr_array_add(ttft, g_array_new(FALSE, FALSE, sizeof(double)));
+    g_ptr_array_add(tpot, g_array_new(FALSE, FALSE, sizeof(double)));
+  }
+  for (guint r = 0; r < csv.rows->len; r++) {
+    GPtrArray *row = csv.rows->pdata[r];
+    const char *tenant = csv_cell(row, col.tenant);
+    guint t;
+    double value;
+    /* (every row's tenant is one of the run's: request_row_ok) */
+    for (t = 0; t < tenants->len; t++)
+      if (strcmp(tenants->pdata[t], tenant) == 0)
+        break;
+    if (t == tenants->len)
+      continue; /* not drawn */
+    if (parse_number(csv_cell(row, col.ttft), &value) && value > 0) {
+      g_array_append_val(ttft->pdata[t], value);
+      n++;
+    }
+    if (parse_number(csv_cell(row, col.tpot), &value) && value > 0)
+      g_array_append_val(tpot->pdata[t], value);
+  }
+  csv_clear(&csv);
+  if (n == 0)
+    return TRUE; /* no finished request: no CDF */
+  ttft_data = cdf_data(tenants, ttft, "TTFT");
+  tpot_data = cdf_data(tenants, tpot, "TPOT");
+  if (!write_data(plots, "ttft-cdf.dat", ttft_data, error) ||
+      !write_data(plots, "tpot-cdf.dat", tpot_data, error))
+    return FALSE;
+  gp_set(driver, "figtitle", title);
+  gp_series(driver, tenants);
+  for (guint t = 0; t < tpot->len; t++)
+    n_tpot += ((GArray *) tpot->pdata[t])->len;
+  g_string_append_printf(driver, "ntpot = %u\n", n_tpot);
+  return add_figure(plots, driver, figures, "latency-cdf", "latency-cdf.gp", 1200, 520, error);
 }
 
 typedef struct {
@@ -985,10 +1315,9 @@ static gint compare_gpus(gconstpointer a, gconstpointer b) {
 
 /* The memory and remote figures of timeline.csv: a panel per GPU, each tenant's GPUs (those ONLY
  * names) and every GPU without a tenant (an empty tenant field) that lent at some sample, unless
- * ONLY names tenants: one that never lent has nothing to draw. IDLE_REGION: read_kv_sizes'. */
+ * ONLY names tenants: one that never lent has nothing to draw. SIZES: read_kv_sizes'. */
 static gboolean plot_timeline(const char *dir, const char *plots, const char *title,
-                              GHashTable *block_bytes, GHashTable *region_bytes,
-                              const GArray *idle_region, const char *only, GString *driver,
+                              const RunSizes *sizes, const char *only, GString *driver,
                               GPtrArray *figures, GError **error) {
   static const char *const needed[] = {
       "time_s",       "gpu",         "tenant",          "kv_blocks_used",   "running",
@@ -1002,13 +1331,12 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
       "fell), remote KV (GiB), remote read rate (GB/s: remote KV / step time)\n");
   gint col[G_N_ELEMENTS(needed)];
   Csv csv = {0};
+  const GArray *idle_region = sizes->idle_region;
   guint samples = 0, stride = 1;
   gboolean ok = FALSE;
-  if (!csv_read(path, &csv, error))
+  if (!read_timeline(path, sizes, needed, G_N_ELEMENTS(needed), col, &csv, error))
     return FALSE;
-  if (!csv_columns(&csv, path, needed, G_N_ELEMENTS(needed), col, error))
-    goto out;
-  /* one series per GPU, in GPU order */
+  /* one series per GPU, in GPU order (every row's GPU one of its tenant's: timeline_row_ok) */
   for (guint r = 0; r < csv.rows->len; r++) {
     GPtrArray *row = csv.rows->pdata[r];
     const char *tenant = csv_cell(row, col[2]);
@@ -1066,8 +1394,8 @@ static gboolean plot_timeline(const char *dir, const char *plots, const char *ti
         series = gpus->pdata[g];
     if (series == NULL)
       continue;
-    block = g_hash_table_lookup(block_bytes, csv_cell(row, col[2]));
-    region = g_hash_table_lookup(region_bytes, csv_cell(row, col[2]));
+    block = g_hash_table_lookup(sizes->block_bytes, csv_cell(row, col[2]));
+    region = g_hash_table_lookup(sizes->region_bytes, csv_cell(row, col[2]));
     /* a GPU without a tenant: the room it may lend */
     region_gib = region ? *region / GIB
                  : series->idle && series->gpu < (gint64) idle_region->len
@@ -1154,6 +1482,16 @@ static void frontier_block(GString *data, GArray *rows) {
   g_array_set_size(rows, 0);
 }
 
+/* A row of frontier.csv (COLS: plot_frontier's columns): a batch and a context (whole), and the
+ * two shares. */
+static gboolean frontier_row_ok(const EmaCsv *table, gpointer data, GError **error) {
+  const gint *cols = data;
+  for (guint k = 1; k < 5; k++)
+    if (!cell_number(table, cols[k], k <= 2, FALSE, NULL, error))
+      return FALSE;
+  return TRUE;
+}
+
 static gboolean plot_frontier(const char *dir, const char *plots, const char *title,
                               GString *driver, GPtrArray *figures, GError **error) {
   static const char *const needed[] = {"server", "batch", "context", "prefetch_share",
@@ -1167,20 +1505,17 @@ static gboolean plot_frontier(const char *dir, const char *plots, const char *ti
   gint col[G_N_ELEMENTS(needed)];
   Csv csv = {0};
   gboolean ok = FALSE;
-  if (!csv_read(path, &csv, error))
+  if (!csv_open(path, &csv, error))
     return FALSE;
-  if (!csv_columns(&csv, path, needed, G_N_ELEMENTS(needed), col, error))
+  if (!csv_columns(&csv, needed, G_N_ELEMENTS(needed), col, error) ||
+      !csv_read_rows(&csv, frontier_row_ok, col, error))
     goto out;
   for (guint r = 0; r < csv.rows->len; r++) {
     GPtrArray *row = csv.rows->pdata[r];
     const char *server = csv_cell(row, col[0]);
     double v[4];
     for (guint k = 0; k < 4; k++)
-      if (!parse_number(csv_cell(row, col[k + 1]), &v[k])) {
-        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: row %u: not a number", path,
-                    r + 2);
-        goto out;
-      }
+      parse_number(csv_cell(row, col[k + 1]), &v[k]); /* (frontier_row_ok) */
     if (servers->len == 0 || strcmp(servers->pdata[servers->len - 1], server) != 0) {
       frontier_block(data, block);
       g_string_append_printf(data, "%s# %s\n", servers->len ? "\n\n" : "", server);
@@ -1209,35 +1544,30 @@ out:
 /* ---- comparison figure (compare.csv of `ema-sim run` with compare:) ---------------- */
 
 /* The borrower's output tokens/s and borrowed GiB over time in one
- * variant's timeline.csv, as one data block (tokens/s per sample: *BIN the
+ * variant's timeline.csv (its run: SIZES), as one data block (tokens/s per sample: *BIN the
  * sample period, s; *POINTS += its points: none in a run shorter than its
- * sample period); FALSE on a read error. */
-static gboolean compare_timeline(const char *dir, const char *borrower, GString *out, double *bin,
-                                 guint *points, GError **error) {
+ * sample period); FALSE on a read error, or a row read_timeline refuses. */
+static gboolean compare_timeline(const char *dir, const RunSizes *sizes, const char *borrower,
+                                 GString *out, double *bin, guint *points, GError **error) {
+  /* the first five read; the others checked as the variant's own figures will read them, so
+   * that a row they refuse is refused before the comparison's figure is drawn */
+  static const char *const needed[] = {
+      "time_s",         "gpu",     "tenant",       "tokens",      "slices_borrowed",
+      "kv_blocks_used", "running", "last_step_ms", "slices_lent", "kv_blocks_remote",
+      "slices_staging"};
   g_autofree char *path = g_build_filename(dir, "timeline.csv", NULL);
+  gint col[G_N_ELEMENTS(needed)];
   Csv csv = {0};
-  gint time_col, tenant_col, tokens_col, borrowed_col;
   double previous = NAN;
-  gboolean ok = FALSE;
   guint rows = 0;
-  if (!csv_read(path, &csv, error))
+  if (!read_timeline(path, sizes, needed, G_N_ELEMENTS(needed), col, &csv, error))
     return FALSE;
-  time_col = csv_column(&csv, "time_s");
-  tenant_col = csv_column(&csv, "tenant");
-  tokens_col = csv_column(&csv, "tokens");
-  borrowed_col = csv_column(&csv, "slices_borrowed");
-  if (time_col < 0 || tenant_col < 0 || tokens_col < 0 || borrowed_col < 0) {
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-                "%s lacks time_s, tenant, tokens or slices_borrowed", path);
-    goto out;
-  }
   for (guint r = 0; r < csv.rows->len; r++) {
     GPtrArray *row = csv.rows->pdata[r];
     double t, tokens, borrowed;
-    if (strcmp(csv_cell(row, tenant_col), borrower) != 0 ||
-        !parse_number(csv_cell(row, time_col), &t) ||
-        !parse_number(csv_cell(row, tokens_col), &tokens) ||
-        !parse_number(csv_cell(row, borrowed_col), &borrowed))
+    if (strcmp(csv_cell(row, col[2]), borrower) != 0 || !parse_number(csv_cell(row, col[0]), &t) ||
+        !parse_number(csv_cell(row, col[3]), &tokens) ||
+        !parse_number(csv_cell(row, col[4]), &borrowed))
       continue;
     if (isfinite(previous) && t > previous) {
       *bin = t - previous;
@@ -1254,30 +1584,26 @@ static gboolean compare_timeline(const char *dir, const char *borrower, GString 
   if (rows == 0)
     g_string_append(out, "NaN NaN NaN\n");
   *points += rows;
-  ok = TRUE;
-out:
   csv_clear(&csv);
-  return ok;
+  return TRUE;
 }
 
-/* The TTFTs of one variant's requests.csv: the borrower's into MINE, every
+/* The TTFTs of one variant's requests.csv (its run: SIZES): the borrower's into MINE, every
  * other tenant's into LENDERS. */
-static gboolean compare_ttfts(const char *dir, const char *borrower, GArray *mine, GArray *lenders,
-                              GError **error) {
+static gboolean compare_ttfts(const char *dir, const RunSizes *sizes, const char *borrower,
+                              GArray *mine, GArray *lenders, GError **error) {
   g_autofree char *path = g_build_filename(dir, "requests.csv", NULL);
   Csv csv = {0};
-  gint tenant_col, ttft_col;
+  RequestColumns col;
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
     return TRUE; /* requests_csv: false */
-  if (!csv_read(path, &csv, error))
+  if (!read_requests(path, sizes, &csv, &col, error))
     return FALSE;
-  tenant_col = csv_column(&csv, "tenant");
-  ttft_col = csv_column(&csv, "ttft_ms");
-  for (guint r = 0; tenant_col >= 0 && ttft_col >= 0 && r < csv.rows->len; r++) {
+  for (guint r = 0; r < csv.rows->len; r++) {
     GPtrArray *row = csv.rows->pdata[r];
     double value;
-    if (parse_number(csv_cell(row, ttft_col), &value) && value > 0)
-      g_array_append_val(strcmp(csv_cell(row, tenant_col), borrower) == 0 ? mine : lenders, value);
+    if (parse_number(csv_cell(row, col.ttft), &value) && value > 0)
+      g_array_append_val(strcmp(csv_cell(row, col.tenant), borrower) == 0 ? mine : lenders, value);
   }
   csv_clear(&csv);
   return TRUE;
@@ -1352,54 +1678,111 @@ static guint total_len(GPtrArray *arrays) {
   return n;
 }
 
+static void run_sizes_free(RunSizes *sizes) {
+  run_sizes_clear(sizes);
+  g_free(sizes);
+}
+
+/* The columns of compare.csv a row is read by (repeat: -1 where it has none), and what its rows
+ * so far gave. */
+typedef struct {
+  const char *dir; /* the comparison's */
+  gint variant, dir_col, borrower, repeat;
+  char *borrower_name; /* the first row's */
+  GPtrArray *runs;     /* RunSizes *: the summary.json of each row of the first repeat */
+} CompareColumns;
+
+/* A row of compare.csv: its dir a folder of the comparison's own, its repeat whole, its borrower
+ * the first row's and, in a run of the first repeat (the one drawn), one of its tenants. */
+static gboolean compare_row_ok(const EmaCsv *table, gpointer data, GError **error) {
+  CompareColumns *columns = data;
+  const char *sub = table->fields[columns->dir_col];
+  const char *borrower = table->fields[columns->borrower];
+  g_autofree char *variant_dir = NULL;
+  RunSizes *run;
+  double repeat = 0;
+  /* a variant's own folder, as ema_compare_run names it (nothing outside the comparison's) */
+  if (sub[0] == '\0' || strchr(sub, '/') || strcmp(sub, "..") == 0 || strcmp(sub, ".") == 0) {
+    cell_error(error, table, (guint) columns->dir_col,
+               "'%s' is not a variant's folder (a name in %s)", sub, columns->dir);
+    return FALSE;
+  }
+  if (columns->repeat >= 0 && !cell_number(table, columns->repeat, TRUE, FALSE, &repeat, error))
+    return FALSE;
+  if (columns->borrower_name == NULL)
+    columns->borrower_name = g_strdup(borrower);
+  else if (strcmp(borrower, columns->borrower_name) != 0) {
+    cell_error(error, table, (guint) columns->borrower,
+               "'%s' is not the first row's borrower '%s' (a comparison has one)", borrower,
+               columns->borrower_name);
+    return FALSE;
+  }
+  if (repeat != 0)
+    return TRUE; /* with repeats, the first repeat's run of each variant is drawn */
+  variant_dir = g_build_filename(columns->dir, sub, NULL);
+  run = g_new0(RunSizes, 1);
+  g_ptr_array_add(columns->runs, run);
+  if (!read_kv_sizes(variant_dir, run, error))
+    return FALSE;
+  if (!g_hash_table_contains(run->region_bytes, borrower)) {
+    g_autofree char *known = joined(run->order, "none");
+    cell_error(error, table, (guint) columns->borrower, "no tenant '%s' in %s (its tenants: %s)",
+               borrower, run->path, known);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean plot_compare(const char *dir, const char *plots, const char *title, GString *driver,
                              GPtrArray *figures, GError **error) {
+  static const char *const needed[] = {"variant", "dir", "borrower"};
   g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
   g_autoptr(GPtrArray) variants = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) mine = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
   g_autoptr(GPtrArray) lenders = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref);
+  g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func((GDestroyNotify) run_sizes_free);
   g_autoptr(GString) timeline = g_string_new(
       "# per variant: time_s, the borrower's output tokens/s, the GiB it had borrowed\n");
   g_autoptr(GString) mine_data = NULL, lenders_data = NULL;
-  g_autofree char *borrower = NULL;
+  CompareColumns columns = {dir, -1, -1, -1, -1, NULL, runs};
+  gint col[G_N_ELEMENTS(needed)];
   Csv csv = {0};
-  gint variant_col, dir_col, borrower_col, repeat_col;
   double bin = NAN;
   guint timeline_points = 0;
   gboolean ok = FALSE;
-  if (!csv_read(path, &csv, error))
+  if (!csv_open(path, &csv, error))
     return FALSE;
-  variant_col = csv_column(&csv, "variant");
-  dir_col = csv_column(&csv, "dir");
-  borrower_col = csv_column(&csv, "borrower");
-  repeat_col = csv_column(&csv, "repeat");
-  if (variant_col < 0 || dir_col < 0 || borrower_col < 0 || csv.rows->len == 0) {
+  if (!csv_columns(&csv, needed, G_N_ELEMENTS(needed), col, error) ||
+      !csv_find(&csv, "repeat", &columns.repeat, error))
+    goto out;
+  columns.variant = col[0];
+  columns.dir_col = col[1];
+  columns.borrower = col[2];
+  if (!csv_read_rows(&csv, compare_row_ok, &columns, error))
+    goto out;
+  if (csv.rows->len == 0) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                 "%s: no rows with variant, dir and borrower", path);
     goto out;
   }
   for (guint r = 0; r < csv.rows->len; r++) {
     GPtrArray *row = csv.rows->pdata[r];
-    const char *sub = csv_cell(row, dir_col);
     g_autofree char *variant_dir = NULL;
-    if (sub[0] == '\0' || strchr(sub, '/') || strcmp(sub, "..") == 0) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: row %u: bad dir '%s'", path, r + 2,
-                  sub);
-      goto out;
-    }
-    /* with repeats, the first repeat's run of each variant */
-    if (repeat_col >= 0 && strcmp(csv_cell(row, repeat_col), "0") != 0)
+    double repeat = 0;
+    const RunSizes *run;
+    /* with repeats, the first repeat's run of each variant (compare_row_ok read its summary) */
+    if (columns.repeat >= 0 && parse_number(csv_cell(row, columns.repeat), &repeat) && repeat != 0)
       continue;
-    variant_dir = g_build_filename(dir, sub, NULL);
-    if (borrower == NULL)
-      borrower = g_strdup(csv_cell(row, borrower_col));
+    run = runs->pdata[variants->len];
+    variant_dir = g_build_filename(dir, csv_cell(row, columns.dir_col), NULL);
     g_string_append_printf(timeline, "%s# %s\n", variants->len ? "\n\n" : "",
-                           csv_cell(row, variant_col));
-    g_ptr_array_add(variants, g_strdup(csv_cell(row, variant_col)));
+                           csv_cell(row, columns.variant));
+    g_ptr_array_add(variants, g_strdup(csv_cell(row, columns.variant)));
     g_ptr_array_add(mine, g_array_new(FALSE, FALSE, sizeof(double)));
     g_ptr_array_add(lenders, g_array_new(FALSE, FALSE, sizeof(double)));
-    if (!compare_timeline(variant_dir, borrower, timeline, &bin, &timeline_points, error) ||
-        !compare_ttfts(variant_dir, borrower, mine->pdata[variants->len - 1],
+    if (!compare_timeline(variant_dir, run, columns.borrower_name, timeline, &bin, &timeline_points,
+                          error) ||
+        !compare_ttfts(variant_dir, run, columns.borrower_name, mine->pdata[variants->len - 1],
                        lenders->pdata[variants->len - 1], error))
       goto out;
   }
@@ -1415,7 +1798,7 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
       !write_data(plots, "compare-lenders-ttft.dat", lenders_data, error))
     goto out;
   gp_set(driver, "figtitle", title);
-  gp_set(driver, "borrower", borrower);
+  gp_set(driver, "borrower", columns.borrower_name);
   g_string_append_printf(driver, "borrower_ttfts = %u\nlender_ttfts = %u\ntimeline_points = %u\n",
                          total_len(mine), total_len(lenders), timeline_points);
   {
@@ -1426,8 +1809,91 @@ static gboolean plot_compare(const char *dir, const char *plots, const char *tit
   gp_series(driver, variants);
   ok = add_figure(plots, driver, figures, "compare", "compare.gp", 1200, 900, error);
 out:
+  g_free(columns.borrower_name);
   csv_clear(&csv);
   return ok;
+}
+
+/* The columns of compare-paired.csv a row is read by, what compare.csv says, and what the rows
+ * so far gave. */
+typedef struct {
+  gint cols[7];        /* plot_compare_change's names */
+  GPtrArray *variants; /* compare.csv's */
+  GPtrArray *paired;   /* compare.csv's paired metrics (METRIC_vs_baseline_pct) */
+  char *baseline;      /* the first row's */
+} PairedColumns;
+
+/* Whether NAME is one of NAMES (char *); else an error at cell INDEX of TABLE's row that no
+ * WHAT of compare.csv is NAME, naming them. */
+static gboolean compare_name(const EmaCsv *table, gint index, GPtrArray *names, const char *what,
+                             const char *name, GError **error) {
+  g_autofree char *known = NULL;
+  if (g_ptr_array_find_with_equal_func(names, name, g_str_equal, NULL))
+    return TRUE;
+  known = joined(names, "none");
+  cell_error(error, table, (guint) index, "no %s '%s' in compare.csv (%ss: %s)", what, name, what,
+             known);
+  return FALSE;
+}
+
+/* A row of compare-paired.csv: a variant of compare.csv's against its baseline (the first row's,
+ * another variant), a metric compare.csv pairs, whole repeats, and the change and its interval
+ * numbers or empty (undefined). */
+static gboolean paired_row_ok(const EmaCsv *table, gpointer data, GError **error) {
+  PairedColumns *columns = data;
+  const gint *cols = columns->cols;
+  const char *variant = table->fields[cols[0]], *baseline = table->fields[cols[1]];
+  if (!compare_name(table, cols[0], columns->variants, "variant", variant, error) ||
+      !compare_name(table, cols[1], columns->variants, "variant", baseline, error) ||
+      !compare_name(table, cols[2], columns->paired, "paired metric", table->fields[cols[2]],
+                    error))
+    return FALSE;
+  if (columns->baseline == NULL)
+    columns->baseline = g_strdup(baseline);
+  else if (strcmp(baseline, columns->baseline) != 0) {
+    cell_error(error, table, (guint) cols[1],
+               "'%s' is not the first row's baseline '%s' (a comparison has one)", baseline,
+               columns->baseline);
+    return FALSE;
+  }
+  if (strcmp(variant, baseline) == 0) {
+    cell_error(error, table, (guint) cols[0], "'%s' is the baseline itself", variant);
+    return FALSE;
+  }
+  if (!cell_number(table, cols[3], TRUE, FALSE, NULL, error))
+    return FALSE;
+  for (guint c = 4; c < 7; c++)
+    if (!cell_signed(table, (guint) cols[c], error))
+      return FALSE;
+  return TRUE;
+}
+
+/* compare.csv's variants (each once, in order) and paired metrics (its columns
+ * METRIC_vs_baseline_pct) into VARIANTS and PAIRED (char *, owned). */
+static gboolean compare_names(const char *dir, GPtrArray *variants, GPtrArray *paired,
+                              GError **error) {
+  g_autofree char *path = g_build_filename(dir, "compare.csv", NULL);
+  static const char suffix[] = "_vs_baseline_pct";
+  Csv csv = {0};
+  gint variant;
+  if (!csv_read(path, &csv, error))
+    return FALSE;
+  if (!csv_find(&csv, "variant", &variant, error)) {
+    csv_clear(&csv);
+    return FALSE;
+  }
+  for (guint r = 0; variant >= 0 && r < csv.rows->len; r++) {
+    const char *name = csv_cell(csv.rows->pdata[r], variant);
+    if (!g_ptr_array_find_with_equal_func(variants, name, g_str_equal, NULL))
+      g_ptr_array_add(variants, g_strdup(name));
+  }
+  for (guint c = 0; c < csv.header->len; c++) {
+    const char *name = csv.header->pdata[c];
+    if (g_str_has_suffix(name, suffix))
+      g_ptr_array_add(paired, g_strndup(name, strlen(name) - strlen(suffix)));
+  }
+  csv_clear(&csv);
+  return TRUE;
 }
 
 /* The change of each paired metric vs the baseline per variant (compare-paired.csv): one data
@@ -1443,17 +1909,19 @@ static gboolean plot_compare_change(const char *dir, const char *plots, const ch
   g_autoptr(GString) tics = g_string_new(NULL);
   const char *names[] = {"variant",         "baseline",     "metric",       "repeats",
                          "change_mean_pct", "ci95_low_pct", "ci95_high_pct"};
-  gint cols[G_N_ELEMENTS(names)];
+  g_autoptr(GPtrArray) known = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) paired = g_ptr_array_new_with_free_func(g_free);
+  PairedColumns columns = {{0}, known, paired, NULL};
+  const gint *cols = columns.cols;
   Csv csv = {0};
   gboolean ok = FALSE;
   guint defined = 0; /* changes with a value (none where every baseline figure was 0) */
-  if (!csv_read(path, &csv, error))
+  G_STATIC_ASSERT(G_N_ELEMENTS(names) == G_N_ELEMENTS(columns.cols));
+  if (!compare_names(dir, known, paired, error) || !csv_open(path, &csv, error))
     return FALSE;
-  for (guint c = 0; c < G_N_ELEMENTS(names); c++)
-    if ((cols[c] = csv_column(&csv, names[c])) < 0) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s lacks %s", path, names[c]);
-      goto out;
-    }
+  if (!csv_columns(&csv, names, G_N_ELEMENTS(names), columns.cols, error) ||
+      !csv_read_rows(&csv, paired_row_ok, &columns, error))
+    goto out;
   for (guint r = 0; r < csv.rows->len; r++) {
     GPtrArray *row = csv.rows->pdata[r];
     const char *variant = csv_cell(row, cols[0]), *metric = csv_cell(row, cols[2]);
@@ -1495,6 +1963,7 @@ static gboolean plot_compare_change(const char *dir, const char *plots, const ch
   ok = write_data(plots, "compare-change.dat", data, error) &&
        add_figure(plots, driver, figures, "compare-change", "compare-change.gp", 1200, 700, error);
 out:
+  g_free(columns.baseline);
   csv_clear(&csv);
   return ok;
 }
@@ -1743,11 +2212,10 @@ static gboolean plot_into(const char *dir, const char *plots, const char *gnuplo
       goto out;
     title = g_strdup(settings.title ? settings.title : sizes.name);
     if (g_file_test(requests, G_FILE_TEST_IS_REGULAR) &&
-        !plot_requests(dir, plots, title, sizes.order, settings.tenant, driver, drawn, error))
+        !plot_requests(dir, plots, title, &sizes, settings.tenant, driver, drawn, error))
       goto out;
     if (g_file_test(timeline, G_FILE_TEST_IS_REGULAR) &&
-        !plot_timeline(dir, plots, title, sizes.block_bytes, sizes.region_bytes, sizes.idle_region,
-                       settings.tenant, driver, drawn, error))
+        !plot_timeline(dir, plots, title, &sizes, settings.tenant, driver, drawn, error))
       goto out;
   }
   if (drawn->len == 0) {
