@@ -56,7 +56,8 @@ char *ema_plot_gnuplot_missing(void);
 /* Draw the figures of DIR into DIR/plots/ with GNUPLOT. OPTIONS (may be
  * NULL) override DIR/plot.yaml (written by ema-sim sweep). FIGURES, when
  * not NULL, gets the file names drawn ("memory.png", ...). FALSE with an
- * error when DIR has nothing to plot or gnuplot fails. */
+ * error when DIR has nothing to plot, a table it reads is damaged (at the
+ * cell's file:line:col) or gnuplot fails. */
 gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions *options,
                       GPtrArray *figures, GError **error);
 
