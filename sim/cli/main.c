@@ -161,6 +161,24 @@ static gboolean parse_options(const char *summary, GOptionEntry *entries, int *a
   return TRUE;
 }
 
+/* The one value of an option a command reads once, taken as an array by GOption (VALUES, NULL
+ * where not given: a string option given twice keeps the last one, the first dropped unsaid)
+ * into *VALUE (NULL where not given); FALSE with a usage error naming OPTION where it was given
+ * more than once. WHY says why one. */
+static gboolean option_once(const char *option, char **values, const char *why,
+                            const char **value) {
+  *value = values ? values[0] : NULL;
+  if (values == NULL || values[0] == NULL || values[1] == NULL)
+    return TRUE;
+  {
+    g_autofree char *given = g_strjoinv(", ", values);
+    g_autofree char *message = g_strdup_printf("%s is given %u times (%s): give it once (%s)",
+                                               option, g_strv_length(values), given, why);
+    usage_error(message);
+  }
+  return FALSE;
+}
+
 /* the options of a command that has none but --help */
 static GOptionEntry no_entries[] = {{NULL}};
 
@@ -578,9 +596,8 @@ static int command_frontier(int argc, char **argv) {
   static const guint batches[] = {1, 8, 32, 128};
   static const guint contexts[] = {1024, 4096, 16384};
   static const char *const frontier_entries[] = {"frontier.csv", "plots", NULL};
-  g_autofree char *model_name = NULL;
-  g_autofree char *tolerance_text = NULL;
-  g_autofree char *out_dir = NULL;
+  g_auto(GStrv) model_names = NULL, tolerance_texts = NULL, out_dirs = NULL;
+  const char *model_name, *tolerance_text, *out_dir;
   gboolean no_plot = FALSE;
   double tolerance = 0.05;
   GError *error = NULL;
@@ -593,16 +610,27 @@ static int command_frontier(int argc, char **argv) {
   GError *last_unfit = NULL; /* the last server the model did not fit (none fitting) */
   guint fitted = 0;
   GOptionEntry entries[] = {
-      {"model", 0, 0, G_OPTION_ARG_STRING, &model_name, "LLM shape (default llama-3.1-8b)", "M"},
-      {"tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance_text,
+      /* (arrays, each given once: option_once) */
+      {"model", 0, 0, G_OPTION_ARG_STRING_ARRAY, &model_names, "LLM shape (default llama-3.1-8b)",
+       "M"},
+      {"tolerance", 0, 0, G_OPTION_ARG_STRING_ARRAY, &tolerance_texts,
        "Allowed slowdown over all-local (default 5%)", "F"},
-      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir,
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME_ARRAY, &out_dirs,
        "Directory for frontier.csv and the figure (default: results/frontier)", "DIR"},
       {"no-plot", 0, 0, G_OPTION_ARG_NONE, &no_plot,
        "Draw no figure (by default: DIR/plots/frontier.png when gnuplot is on PATH)", NULL},
       {NULL}};
   if (!parse_options("The transparency frontier of remote KV, per server.", entries, &argc, &argv,
                      "[SERVER...]"))
+    return EXIT_USAGE;
+  /* one model, one tolerance and one folder a run: frontier.csv has no model column, and its
+   * table and figure are of the one model its header names */
+  if (!option_once("--model", model_names,
+                   "frontier computes one model a run: run it once per model, each with its "
+                   "own -o",
+                   &model_name) ||
+      !option_once("--tolerance", tolerance_texts, "one tolerance a run", &tolerance_text) ||
+      !option_once("-o", out_dirs, "one folder a run", &out_dir))
     return EXIT_USAGE;
   if (tolerance_text && (!ema_units_parse_fraction(tolerance_text, &tolerance, NULL) ||
                          tolerance <= 0 || tolerance >= 1))
@@ -643,7 +671,7 @@ static int command_frontier(int argc, char **argv) {
     return fail(g_steal_pointer(&last_unfit));
   g_clear_error(&last_unfit);
   if (out_dir == NULL)
-    out_dir = g_strdup("results/frontier");
+    out_dir = "results/frontier";
   csv_path = g_build_filename(out_dir, "frontier.csv", NULL);
   /* a folder of frontier's own, claimed before the table (another command's, a run's or a
    * sweep's, is refused before any work; an earlier frontier.csv goes, as a run's results do) */

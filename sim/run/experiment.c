@@ -643,6 +643,67 @@ static gboolean check_events(EmaExperiment *experiment, const EmaNode *root, GEr
 const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment), experiment_params,
                                              EMA_PARAMS_N(experiment_params), NULL};
 
+/* The top-level keys only a serving run reads (their help begins "serving:"): an ops or decode
+ * experiment's run never looks at them. */
+static const char *const serving_keys[] = {"duration",
+                                           "sample_period",
+                                           "timeline_max_rows",
+                                           "policy",
+                                           "idle_gpu_memory",
+                                           "requests_csv",
+                                           "slo",
+                                           "steps_csv",
+                                           "steps_max_rows",
+                                           "events_csv",
+                                           "events",
+                                           "events_max_rows",
+                                           "events_tier",
+                                           NULL};
+
+/* Whether EXPERIMENT's PARAM (a top-level key) holds what it holds where no file gives it: the
+ * two written as resolved.yaml writes them (a policy given none is static, check_tenants). */
+static gboolean holds_default(const EmaExperiment *experiment, const EmaParam *param) {
+  const EmaParamTable one = {ema_experiment_params.name, sizeof(EmaExperiment), param, 1, NULL};
+  g_autoptr(EmaExperiment) unset = g_new0(EmaExperiment, 1);
+  g_autoptr(GString) given = g_string_new(NULL);
+  g_autoptr(GString) fallback = g_string_new(NULL);
+  if (!ema_params_bind(&one, unset, NULL, NULL, NULL))
+    return FALSE;
+  if (param->offset == EXPERIMENT_FIELD(policy)) {
+    g_free(unset->policy.name);
+    unset->policy.name = g_strdup("static");
+  }
+  ema_params_write_yaml(&one, experiment, given, 0);
+  ema_params_write_yaml(&one, unset, fallback, 0);
+  return strcmp(given->str, fallback->str) == 0;
+}
+
+/* An ops or decode experiment sets none of the keys only a serving run reads (serving_keys):
+ * each would be ignored. A key that holds its default is let be, as it changes nothing: an ops
+ * run's resolved.yaml writes every one (sample_period: 1s, policy: static, ...), and must run
+ * again. The error is at the key. */
+static gboolean check_ops_keys(const EmaExperiment *experiment, const EmaNode *root,
+                               GError **error) {
+  gboolean ops = experiment->ops && experiment->ops->len > 0;
+  gboolean decode = experiment->decode && experiment->decode->len > 0;
+  if (ema_experiment_is_serving(experiment))
+    return TRUE;
+  for (guint i = 0; i < G_N_ELEMENTS(experiment_params); i++) {
+    const EmaParam *param = &experiment_params[i];
+    const EmaNode *key = ema_node_get_key(root, param->key);
+    if (key == NULL || !g_strv_contains(serving_keys, param->key) ||
+        holds_default(experiment, param))
+      continue;
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, param->key,
+                   "read only by a serving run (tenants:), and this experiment times %s%s%s: "
+                   "leave it out",
+                   ops ? "ops" : "", ops && decode ? " and " : "",
+                   decode ? "decode scenarios" : "");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 void ema_experiment_free(EmaExperiment *experiment) {
   if (experiment == NULL)
     return;
@@ -731,7 +792,7 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
     return NULL;
   if (!check_names(experiment, root, error) || !check_flows(experiment, root, error) ||
       !check_decodes(experiment, root, error) || !check_tenants(experiment, root, error) ||
-      !check_events(experiment, root, error))
+      !check_ops_keys(experiment, root, error) || !check_events(experiment, root, error))
     return NULL;
   return g_steal_pointer(&experiment);
 }
@@ -974,6 +1035,37 @@ static void warn_csv_unwritten(const EmaExperiment *experiment, GPtrArray *warni
                                        "events_csv: false does not write"));
 }
 
+/* Into WARNINGS: each tenant whose trace file's arrivals a seed draws (lengths, vllm-bench) and
+ * end before its start (the experiment's seed, as the run draws them): it gets no requests. A
+ * start past the end of a file of its own times, or of arrivals all at 0, is the loader's error
+ * (tenant.c's check_start); a file that fails to read here is said by check and run. */
+static void warn_start_past_end(const EmaExperiment *experiment, GPtrArray *warnings) {
+  for (guint i = 0; i < experiment->tenants->len; i++) {
+    const EmaTenantSpec *t = &g_array_index(experiment->tenants, EmaTenantSpec, i);
+    const EmaTraceSpec *trace = &t->trace;
+    g_autofree char *stream = NULL, *start = NULL, *name = NULL;
+    gboolean reaches;
+    EmaTime last;
+    if (trace->file == NULL || trace->start <= 0 || trace->cycle ||
+        trace->arrivals == EMA_ARRIVALS_FILE ||
+        (trace->format != EMA_TRACE_FORMAT_LENGTHS && trace->format != EMA_TRACE_FORMAT_VLLM_BENCH))
+      continue;
+    stream = g_strconcat("tenant/", t->name, NULL);
+    if (!ema_trace_spec_reaches(trace, ema_trace_seed_derive((guint64) experiment->seed, stream),
+                                trace->start, &reaches, &last, NULL) ||
+        reaches || last < 0)
+      continue;
+    start = ema_units_format_duration(trace->start);
+    name = g_path_get_basename(trace->file);
+    g_ptr_array_add(warnings,
+                    g_strdup_printf("tenant %s: trace.start %s is past the end of its trace: the "
+                                    "arrivals drawn for %s's requests (seed %" G_GINT64_FORMAT
+                                    ") end at %.6g s, so it gets no requests (give a start below "
+                                    "it, or cycle: true)",
+                                    t->name, start, name, experiment->seed, (double) last / 1e9));
+  }
+}
+
 GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
   const EmaPolicyInfo *borrow;
@@ -984,6 +1076,7 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   warn_kv_over_hbm(experiment, warnings);
   warn_scaled_fixed_kv(experiment, warnings);
   warn_csv_unwritten(experiment, warnings);
+  warn_start_past_end(experiment, warnings);
   if (experiment->policy.borrow == NULL)
     return warnings;
   /* bound experiments name registered policies: no error here */

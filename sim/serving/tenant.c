@@ -5,11 +5,15 @@
  * half of each; every key an arrival process or length distribution does
  * not use is absent (given one is an error, not ignored); file paths are
  * absolute (resolved against the directory of the file that named them,
- * or the working directory for --set) and the files exist. */
+ * or the working directory for --set) and the files exist; a trace file's
+ * start is before its end where that end is known without a seed (a file of
+ * its own arrival times, read up to the start; arrivals all at 0). */
 #include "ema/serving/tenant.h"
 
 #include <math.h>
 #include <string.h>
+
+#include <glib/gstdio.h>
 
 #include "ema/core/modelpath.h"
 #include "ema/core/units.h"
@@ -269,6 +273,44 @@ static const EmaParam trace_params[] = {
 
 static EmaTraceArrivals *open_arrivals(const EmaTraceSpec *spec, guint64 seed, GError **error);
 
+/* A start of a trace file past its end leaves the tenant no request: an error at it where the
+ * end is known as the experiment loads (every arrival at 0; a file of its own times, read up to
+ * the start: ema_trace_spec_reaches), a warning before the run where a seed draws the arrivals
+ * (ema_experiment_warnings). NODE at PATH is the trace's map; LENGTHS_FILE: its format draws
+ * arrivals for its lengths (lengths, vllm-bench). A file that fails to read is let be: check
+ * and run read it and say why. */
+static gboolean check_start(const EmaTraceSpec *trace, gboolean lengths_file, const EmaNode *node,
+                            const char *path, GError **error) {
+  g_autofree char *key_path = NULL, *start = NULL, *name = NULL;
+  const EmaNode *value = ema_node_get(node, "start");
+  gboolean reaches;
+  EmaTime last;
+  if (trace->file == NULL || trace->start <= 0)
+    return TRUE;
+  key_path = path ? g_strconcat(path, ".start", NULL) : g_strdup("start");
+  start = ema_units_format_duration(trace->start);
+  if (lengths_file && trace->arrivals == EMA_ARRIVALS_FILE) {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, value ? value : node, key_path,
+                   "%s: every request of this trace arrives at 0s (%s): a start past it leaves "
+                   "the tenant none%s; leave start out",
+                   start,
+                   trace->concurrency > 0 ? "a closed loop: its clients send as their requests end"
+                                          : "vLLM's request_rate inf: all at once",
+                   trace->cycle ? ", and the run would cycle the file for ever for one" : "");
+    return FALSE;
+  }
+  if (lengths_file || trace->format == EMA_TRACE_FORMAT_AUTO ||
+      !ema_trace_spec_reaches(trace, 0, trace->start, &reaches, &last, NULL) || reaches || last < 0)
+    return TRUE;
+  name = g_path_get_basename(trace->file);
+  ema_node_error(error, EMA_CONFIG_ERROR_RANGE, value ? value : node, key_path,
+                 "%s is past the end of the trace: its last request arrives at %.6g s (%s's "
+                 "length, from its first request), so the tenant would get none; give a start "
+                 "below it",
+                 start, (double) last / 1e9, name);
+  return FALSE;
+}
+
 /* An option (KEY, true) that the trace's format has no use for: an error at
  * the key, naming the format, not a setting silently ignored. */
 static gboolean reject_unused(const EmaNode *node, const char *path, const char *key,
@@ -467,12 +509,13 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
       open_loop[n++] = "rate_scale";
     if (trace->offset != 0)
       open_loop[n++] = "offset";
-    return reject_keys(node, path, open_loop,
-                       "by a closed loop (its clients send as their requests end; requests ends "
-                       "it)",
-                       error);
+    if (!reject_keys(node, path, open_loop,
+                     "by a closed loop (its clients send as their requests end; requests ends "
+                     "it)",
+                     error))
+      return FALSE;
   }
-  return TRUE;
+  return check_start(trace, lengths_file, node, path, error);
 }
 
 static const EmaParamTable trace_table = {"trace", sizeof(EmaTraceSpec), trace_params,
@@ -980,6 +1023,89 @@ EmaTraceSource *ema_trace_spec_open(const EmaTraceSpec *spec, guint64 seed, GErr
     source = ema_trace_shared_prefix(source, (guint32) spec->shared_prefix_tokens,
                                      (guint32) spec->shared_prefix_groups);
   return source;
+}
+
+/* ---- how far a trace file goes ----------------------------------------------- */
+
+/* What reading a file of its own arrival times (no seed draws them) found, per process: a sweep
+ * loads each point's experiment more than once, each load checking its start against the file
+ * (check_trace), and a late start of a week-long trace reads many rows before it. Keyed by the
+ * file, its format, keep_failed, and its size and modification time (a file written anew is
+ * read anew). */
+typedef struct {
+  EmaTime reached; /* the latest arrival read (-1: none) */
+  gboolean ended;  /* read to its end: REACHED is its last arrival */
+} FileReach;
+
+static GMutex file_reaches_lock;
+static GHashTable *file_reaches; /* key -> FileReach * */
+
+static char *file_reach_key(const EmaTraceSpec *spec) {
+  GStatBuf st;
+  if (g_stat(spec->file, &st) != 0)
+    return NULL;
+  return g_strdup_printf("%s\n%d\n%d\n%" G_GINT64_FORMAT "\n%" G_GINT64_FORMAT, spec->file,
+                         (int) spec->format, spec->keep_failed, (gint64) st.st_size,
+                         (gint64) st.st_mtime);
+}
+
+gboolean ema_trace_spec_reaches(const EmaTraceSpec *spec, guint64 seed, EmaTime at,
+                                gboolean *reaches, EmaTime *last, GError **error) {
+  gboolean drawn =
+      spec->format == EMA_TRACE_FORMAT_LENGTHS || spec->format == EMA_TRACE_FORMAT_VLLM_BENCH;
+  g_autofree char *key = NULL;
+  g_autoptr(EmaTraceSource) source = NULL;
+  FileReach found = {.reached = -1};
+  EmaRequestRecord record;
+  g_return_val_if_fail(spec->file != NULL, FALSE);
+  *reaches = TRUE;
+  *last = -1;
+  if (drawn && spec->arrivals == EMA_ARRIVALS_FILE) {
+    /* all at 0 (a closed loop, or vLLM's request_rate inf): said without reading it */
+    *reaches = at <= 0;
+    *last = 0;
+    return TRUE;
+  }
+  if (drawn && spec->cycle)
+    return TRUE; /* its arrivals go on, round and round */
+  if (!drawn && (key = file_reach_key(spec)) != NULL) {
+    const FileReach *known;
+    g_mutex_lock(&file_reaches_lock);
+    known = file_reaches ? g_hash_table_lookup(file_reaches, key) : NULL;
+    if (known)
+      found = *known;
+    g_mutex_unlock(&file_reaches_lock);
+    if (found.reached >= at || found.ended) {
+      *reaches = found.reached >= at;
+      *last = found.reached;
+      return TRUE;
+    }
+    found.reached = -1;
+  }
+  if (!(source = open_file(spec, seed, error)))
+    return FALSE;
+  while (found.reached < at) {
+    GError *inner = NULL;
+    if (!ema_trace_source_next(source, &record, &inner)) {
+      if (inner) {
+        g_propagate_error(error, inner);
+        return FALSE;
+      }
+      found.ended = TRUE;
+      break;
+    }
+    found.reached = record.arrival;
+  }
+  *reaches = found.reached >= at;
+  *last = found.reached;
+  if (key) {
+    g_mutex_lock(&file_reaches_lock);
+    if (!file_reaches)
+      file_reaches = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_hash_table_replace(file_reaches, g_steal_pointer(&key), g_memdup2(&found, sizeof found));
+    g_mutex_unlock(&file_reaches_lock);
+  }
+  return TRUE;
 }
 
 /* ---- memory sizing --------------------------------------------------------- */

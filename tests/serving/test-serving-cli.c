@@ -9,8 +9,11 @@
  * that lends (its timeline.csv rows, summary.json's idle_gpus, the
  * comparison's words and its memory panel), an output directory
  * that cannot be made, a vLLM benchmark result replayed with its own load and
- * its measured figures printed, a closed loop without an arrival process, and
- * every bad file in tests/fixtures/serving/errors/ as one "path:line:col: ..."
+ * its measured figures printed, a closed loop without an arrival process, the
+ * keys only a serving run reads refused in an experiment of ops (its
+ * resolved.yaml still runs), a trace's start past its end (an error at it, or
+ * a warning where a seed draws the arrivals), frontier's options given twice,
+ * and every bad file in tests/fixtures/serving/errors/ as one "path:line:col: ..."
  * line on stderr with exit status 1 and nothing written. */
 #include <string.h>
 
@@ -1255,6 +1258,155 @@ static void test_unwritable_output(void) {
   ema_test_remove_tree(dir);
 }
 
+/* ---- keys an experiment of ops does not read ------------------------------------ */
+
+#define OPS_LIST                                                                                   \
+  "ops:\n  - name: one\n    flows:\n      - {kind: copy, src: gpu0, dst: gpu1, bytes: 1GiB}\n"
+
+/* `ema-sim check|run DIR/NAME` (TEXT written there) refused, at LOCATION (after "DIR/NAME:"), with
+ * MESSAGE; nothing written. */
+static void assert_refused(const char *dir, const char *name, const char *text,
+                           const char *location, const char *message) {
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *prefix = g_strdup_printf("%s/%s:%s: %s", dir, name, location, message);
+  g_autoptr(EmaTestRun) check = cli_on_text(dir, name, text, "check");
+  g_autoptr(EmaTestRun) run = cli_on_text(dir, name, text, "run");
+  ema_test_assert_error_line(check, prefix);
+  ema_test_assert_error_line(run, prefix);
+  g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+}
+
+/* An experiment of ops or decode scenarios refuses the keys only a serving run reads, at the key
+ * (it ignored duration, policy, slo, events and the rest); one holding its default is let be, so
+ * that an ops run's resolved.yaml, which writes them all, runs again. */
+static void test_ops_serving_keys(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *resolved = g_build_filename(out, "resolved.yaml", NULL);
+  g_autofree char *again = g_build_filename(dir, "again", NULL);
+  const char *head = "name: o\nserver: h200x2\n";
+  const char *why = "read only by a serving run (tenants:), and this experiment times ";
+  g_autofree char *duration = g_strconcat(head, "duration: 10s\n", OPS_LIST, NULL);
+  g_autofree char *slo = g_strconcat(head, OPS_LIST, "slo: {ttft: 1s}\n", NULL);
+  g_autofree char *events = g_strconcat(head, "events: borrow\n", OPS_LIST, NULL);
+  g_autofree char *policy =
+      g_strconcat(head,
+                  "policy: ema\ndecode:\n  - {name: d, model: llama-3.1-8b, batch: 1, "
+                  "context: 100}\n",
+                  NULL);
+  g_autofree char *defaults = g_strconcat(
+      head, "policy: static\nevents: all\nsample_period: 1s\nsteps_csv: false\n", OPS_LIST, NULL);
+  g_autofree char *message = NULL;
+  message = g_strconcat("duration: ", why, "ops: leave it out", NULL);
+  assert_refused(dir, "duration.yaml", duration, "3:1", message);
+  g_free(message);
+  message = g_strconcat("slo: ", why, "ops: leave it out", NULL);
+  assert_refused(dir, "slo.yaml", slo, "7:1", message);
+  g_free(message);
+  message = g_strconcat("events: ", why, "ops", NULL);
+  assert_refused(dir, "events.yaml", events, "3:1", message);
+  g_free(message);
+  message = g_strconcat("policy: ", why, "decode scenarios: leave it out", NULL);
+  assert_refused(dir, "policy.yaml", policy, "3:1", message);
+  /* from --set, at it */
+  {
+    g_autofree char *plain = g_build_filename(dir, "plain.yaml", NULL);
+    g_autoptr(EmaTestRun) set = NULL;
+    g_autofree char *text = g_strconcat(head, OPS_LIST, NULL);
+    g_assert_true(g_file_set_contents(plain, text, -1, NULL));
+    set = ema_test_cli("check", plain, "--set", "sample_period=2s", NULL);
+    g_free(message);
+    message = g_strconcat("--set:1:1: sample_period: ", why, "ops", NULL);
+    ema_test_assert_error_line(set, message);
+  }
+  /* defaults given change nothing: let be; resolved.yaml writes every key, and runs again */
+  {
+    g_autoptr(EmaTestRun) run = cli_on_text(dir, "defaults.yaml", defaults, "run");
+    g_autoptr(EmaTestRun) rerun = NULL;
+    g_autofree char *text = NULL;
+    ema_test_assert_ok(run);
+    g_assert_true(g_file_get_contents(resolved, &text, NULL, NULL));
+    ema_test_assert_contains(text, "\nsample_period: 1s\n");
+    ema_test_assert_contains(text, "\nevents: \"all\"\n");
+    rerun = ema_test_cli("run", resolved, "-o", again, NULL);
+    ema_test_assert_ok(rerun);
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* ---- a trace's start past its end ------------------------------------------------ */
+
+/* A trace file's start past its end left the tenant no request, with check and run silent: an
+ * error at the start where the loader knows the end (a file of its own times, read up to the
+ * start; arrivals all at 0), a warning naming the tenant where a seed draws the arrivals. */
+static void test_trace_start_past_end(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *azure = ema_test_fixture("traces", "azure-good.csv");
+  g_autofree char *lengths = ema_test_fixture("traces", "lengths-good.csv");
+  const char *head = "name: late\nserver: h200x2\ntenants:\n  - name: a\n    model: llama-3.1-8b\n"
+                     "    gpu: 0\n    trace:\n";
+  /* its last request arrives 5 h 44 min 13.32 s after its first */
+  g_autofree char *past = g_strdup_printf("%s      start: 6h\n      file: %s\n", head, azure);
+  g_autofree char *within = g_strdup_printf("%s      start: 5h\n      file: %s\n", head, azure);
+  g_autofree char *closed =
+      g_strdup_printf("%s      start: 10s\n      file: %s\n      concurrency: 2\n", head, lengths);
+  g_autofree char *drawn = g_strdup_printf(
+      "%s      start: 1h\n      file: %s\n      arrivals: poisson\n      rate: 1\n", head, lengths);
+  assert_refused(dir, "past.yaml", past, "8:14",
+                 "tenants.0.trace.start: 21600s is past the end of the trace: its last request "
+                 "arrives at 20653.3 s (azure-good.csv's length, from its first request), so the "
+                 "tenant would get none; give a start below it\n");
+  assert_refused(dir, "closed.yaml", closed, "8:14",
+                 "tenants.0.trace.start: 10s: every request of this trace arrives at 0s (a closed "
+                 "loop: its clients send as their requests end): a start past it leaves the "
+                 "tenant none; leave start out\n");
+  {
+    g_autoptr(EmaTestRun) run = cli_on_text(dir, "within.yaml", within, "check");
+    ema_test_assert_ok(run);
+  }
+  /* arrivals drawn: known once the seed is, before the run */
+  {
+    g_autoptr(EmaTestRun) run = cli_on_text(dir, "drawn.yaml", drawn, "check");
+    ema_test_assert_ok_warned(run, "ema-sim: warning: tenant a: trace.start 3600s is past the "
+                                   "end of its trace: the arrivals drawn for lengths-good.csv's "
+                                   "requests (seed 1) end at ");
+    ema_test_assert_contains(run->err, " s, so it gets no requests (give a start below it, or "
+                                       "cycle: true)\n");
+    ema_test_assert_contains(run->out, "drawn.yaml: ok");
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* ---- frontier's options ---------------------------------------------------------- */
+
+/* frontier computes one model a run (frontier.csv has no model column): --model given twice
+ * took the last one unsaid; so did --tolerance and -o. Usage errors, nothing written. */
+static void test_frontier_option_twice(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "fr", NULL);
+  g_autofree char *other = g_build_filename(dir, "other", NULL);
+  g_autofree char *outs =
+      g_strdup_printf("ema-sim: -o is given 2 times (%s, %s): give it once", out, other);
+  g_autoptr(EmaTestRun) models =
+      ema_test_cli("frontier", "--model", "llama-3.1-8b", "--model", "llama-3.1-70b", "-o", out,
+                   "--no-plot", "h200x2", NULL);
+  g_autoptr(EmaTestRun) tolerances = ema_test_cli("frontier", "--tolerance", "5%", "--tolerance",
+                                                  "10%", "-o", out, "--no-plot", "h200x2", NULL);
+  g_autoptr(EmaTestRun) folders =
+      ema_test_cli("frontier", "-o", out, "-o", other, "--no-plot", "h200x2", NULL);
+  ema_test_assert_failed(models, 2,
+                         "ema-sim: --model is given 2 times (llama-3.1-8b, llama-3.1-70b): give "
+                         "it once (frontier computes one model a run: run it once per model, "
+                         "each with its own -o)\n");
+  ema_test_assert_failed(tolerances, 2,
+                         "ema-sim: --tolerance is given 2 times (5%, 10%): give it once");
+  ema_test_assert_failed(folders, 2, outs);
+  g_assert_cmpstr(models->out, ==, "");
+  g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(other, G_FILE_TEST_EXISTS));
+  ema_test_remove_tree(dir);
+}
+
 /* ---- bad files -------------------------------------------------------------- */
 
 static void test_bad_file(gconstpointer data) {
@@ -1318,6 +1470,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/closed-loop-without-arrivals", test_closed_loop_without_arrivals);
   g_test_add_func("/serving-cli/check/unknown-trace-with-arrivals",
                   test_unknown_trace_with_arrivals);
+  g_test_add_func("/serving-cli/check/ops-serving-keys", test_ops_serving_keys);
+  g_test_add_func("/serving-cli/check/trace-start-past-end", test_trace_start_past_end);
+  g_test_add_func("/serving-cli/frontier/option-twice", test_frontier_option_twice);
   for (guint i = 0; i < bad_files->len; i++) {
     const char *file = bad_files->pdata[i];
     g_autofree char *stem = g_strndup(file, strlen(file) - 5);

@@ -3,7 +3,8 @@
  * and exact "file:line: problem" messages, the transformations and their
  * composition (and the round-robin split on its own), the synthetic arrival
  * processes and length distributions (statistics on 100k draws with fixed
- * seeds, determinism), and integration tests on the real traces in
+ * seeds, determinism), how far a trace file goes against a start
+ * (ema_trace_spec_reaches, tenant.h), and integration tests on the real traces in
  * $EMA_SHARED_DIR/traces (skipped when absent).
  *
  * Fixtures live in $EMA_TEST_FIXTURES/traces and are hand-written; variants
@@ -14,6 +15,7 @@
 
 #include <glib/gstdio.h>
 
+#include "ema/serving/tenant.h"
 #include "ema/traces/trace.h"
 
 static char *tmp_dir;
@@ -1325,6 +1327,52 @@ static void test_transform_compose(void) {
       1, EMA_TRACE_ERROR_PARSE, bad, "3:29: ContextTokens: not an integer: '39x6'");
 }
 
+/* How far a trace file goes (ema_trace_spec_reaches, which the experiment loader asks of a
+ * trace's start): azure-good.csv's last request arrives 20653.3194101 s after its first; a
+ * start past it reaches none, and the answer names that last arrival. A file written anew is
+ * read anew (the answers are kept per process); arrivals all at 0 (a closed loop of a lengths
+ * file) reach no start past 0 without a read. */
+static void test_spec_reaches(void) {
+  const EmaTime last_arrival = G_GINT64_CONSTANT(20653319410100);
+  g_autofree char *path = fixture("azure-good.csv");
+  g_autofree char *text = NULL;
+  g_autofree char *copy = NULL;
+  g_autofree char *longer = NULL;
+  g_autofree char *lengths = fixture("lengths-good.csv");
+  EmaTraceSpec spec = {.format = EMA_TRACE_FORMAT_AZURE, .rate_scale = 1};
+  gboolean reaches = FALSE;
+  EmaTime last = 0;
+  GError *error = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  copy = write_tmp("reaches.csv", text, -1);
+  spec.file = copy;
+  g_assert_true(ema_trace_spec_reaches(&spec, 0, last_arrival, &reaches, &last, &error));
+  g_assert_no_error(error);
+  g_assert_true(reaches);
+  g_assert_true(ema_trace_spec_reaches(&spec, 0, last_arrival + 1, &reaches, &last, &error));
+  g_assert_false(reaches);
+  g_assert_cmpint(last, ==, last_arrival);
+  /* again, from what the first reads found */
+  g_assert_true(ema_trace_spec_reaches(&spec, 0, last_arrival + 1, &reaches, &last, &error));
+  g_assert_false(reaches);
+  g_assert_cmpint(last, ==, last_arrival);
+  /* a row a day later, written into the same file */
+  longer = g_strconcat(text, "2023-11-18 00:00:00.0000001,10,10\n", NULL);
+  g_free(write_tmp("reaches.csv", longer, -1));
+  g_assert_true(ema_trace_spec_reaches(&spec, 0, last_arrival + 1, &reaches, &last, &error));
+  g_assert_true(reaches);
+  /* a lengths file's closed loop: every arrival at 0 */
+  spec = (EmaTraceSpec){.file = lengths,
+                        .format = EMA_TRACE_FORMAT_LENGTHS,
+                        .rate_scale = 1,
+                        .arrivals = EMA_ARRIVALS_FILE,
+                        .concurrency = 2};
+  g_assert_true(ema_trace_spec_reaches(&spec, 0, 1, &reaches, &last, &error));
+  g_assert_false(reaches);
+  g_assert_cmpint(last, ==, 0);
+  g_remove(copy);
+}
+
 /* split: a round-robin router's share, by position in the source (not by
  * id); arrivals, lengths and ids pass through; composes with limit (which
  * counts the kept records) and offset. */
@@ -1885,6 +1933,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/traces/open/formats", test_open_formats);
   g_test_add_func("/traces/transform/compose", test_transform_compose);
   g_test_add_func("/traces/transform/split", test_transform_split);
+  g_test_add_func("/traces/spec/reaches", test_spec_reaches);
   g_test_add_func("/traces/poisson/rate", test_poisson_rate);
   g_test_add_func("/traces/poisson/determinism", test_poisson_determinism);
   g_test_add_func("/traces/gamma/cv", test_gamma_cv);

@@ -243,6 +243,14 @@ extern const EmaParamTable ema_tenant_params;
 /* The request source of TRACE; SEED seeds its random streams (derive one
  * per tenant). Errors: the trace readers' and generators' errors. */
 EmaTraceSource *ema_trace_spec_open(const EmaTraceSpec *trace, guint64 seed, GError **error);
+/* Whether TRACE's file holds a request arriving at AT or later, in the file's own time (before
+ * its start window, rate_scale and the rest): read up to the first such request, arrivals drawn
+ * from SEED (as ema_trace_spec_open's) where its format draws them; a cycled file of drawn
+ * arrivals always does. Into *REACHES, and *LAST: where it does not, its last arrival (-1: it
+ * holds no request). A file of its own times is read once per process as far as asked (a
+ * sweep loads each point more than once). FALSE with the reader's error where it fails. */
+gboolean ema_trace_spec_reaches(const EmaTraceSpec *trace, guint64 seed, EmaTime at,
+                                gboolean *reaches, EmaTime *last, GError **error);
 
 /* What a tenant gets on each GPU of its group. */
 typedef struct {
