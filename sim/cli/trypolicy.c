@@ -3,8 +3,9 @@
  * printed. Nothing is simulated and the plan is not checked against a
  * ledger: it is what the policy asked, as the pool would receive it. The
  * view is checked for what a pool's never is (check_view), so that a plan
- * never answers a view no run could give a policy, and a setting the
- * policy's kind does not read (step:) is an error, not ignored. */
+ * never answers a view no run could give a policy, nor a GPU the pool never
+ * calls the policy's kind for (check_called), and a setting the policy's
+ * kind does not read (step:) is an error, not ignored. */
 #include "ema/cli/trypolicy.h"
 
 #include <math.h>
@@ -466,6 +467,37 @@ static gboolean check_view(const HandView *hand, const EmaNode *root, GError **e
   return TRUE;
 }
 
+/* GPU of the view (its map in the view's gpus list, GPUS) is one the pool calls a policy of KIND
+ * for: a borrow policy for a GPU with a tenant (core.c's ema_pool_core_decide, after its tenant's
+ * step or when it lacks blocks), a prefetch policy for one with a tenant (before its tenant's
+ * step: pool.c's plan_step, core.c's plan_prefetch), a reclaim policy for one with slices lent
+ * (a loan from it: ema_pool_core_decide and ema_pool_core_reclaim_everything ask only then, of a
+ * GPU with or without a tenant). A plan for another answers a call no run makes: an error at the
+ * GPU's has_tenant, or its entry. */
+static gboolean check_called(EmaPolicyKind kind, const HandView *hand, guint gpu,
+                             const EmaNode *gpus, GError **error) {
+  const EmaGpuView *g = &g_array_index(hand->gpus, HandGpu, gpu).view;
+  const EmaNode *item = gpus->items->pdata[gpu];
+  g_autofree char *prefix = g_strdup_printf("gpus.%u", gpu);
+  if (kind == EMA_POLICY_RECLAIM) {
+    for (guint i = 0; hand->lent && i < hand->lent->len; i++)
+      if (g_array_index(hand->lent, HandLoan, i).lender == (gint64) gpu)
+        return TRUE;
+    return view_error(error, EMA_CONFIG_ERROR_INVALID, item, prefix, NULL,
+                      "--gpu %u lends nothing (no loan in lent: is from it): the pool calls a "
+                      "reclaim policy only for a GPU with slices lent",
+                      gpu);
+  }
+  if (g->has_tenant)
+    return TRUE;
+  return view_error(error, EMA_CONFIG_ERROR_INVALID, item, prefix, "has_tenant",
+                    "--gpu %u has no tenant (has_tenant: false): the pool calls a %s policy only "
+                    "for a GPU with a tenant (%s)",
+                    gpu, ema_policy_kind_name(kind),
+                    kind == EMA_POLICY_BORROW ? "after its tenant's step, or when it lacks blocks"
+                                              : "before its tenant's step");
+}
+
 gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *file, guint gpu,
                            guint64 needed, FILE *out, GError **error) {
   const EmaPolicyInfo *info = ema_policy_registry_find(kind, name, error);
@@ -519,6 +551,8 @@ gboolean ema_trypolicy_run(EmaPolicyKind kind, const char *name, const char *fil
                    server->gpus);
     goto out;
   }
+  if (!check_called(kind, &hand, gpu, ema_node_get(root, "gpus"), error))
+    goto out;
   gpus = g_new0(EmaGpuView, n);
   lent = g_new0(guint64, (gsize) n * n);
   remote = g_new0(guint64, (gsize) n * n);

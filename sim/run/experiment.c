@@ -571,7 +571,8 @@ static const EmaParam experiment_params[] = {
      .max = (double) EMA_EXPERIMENT_SEED_MAX,
      .help = "seed of every random stream (--seed overrides)"},
     {"tolerance", EMA_PARAM_FRACTION, EXPERIMENT_FIELD(tolerance), .default_value = "5%",
-     .min = 1e-9, .max = 1, .help = "default allowed relative error of op expectations"},
+     .min = 1e-9, .max = 1,
+     .help = "ops and decode: default allowed relative error of their expectations"},
     {"server", EMA_PARAM_STRUCT, EXPERIMENT_FIELD(server), .table = &ema_server_params,
      .resolve = resolve_server, .flags = EMA_PARAM_REQUIRED,
      .help = "hardware model: a name from `ema-sim list hwmodels`, or a map"},
@@ -643,8 +644,10 @@ static gboolean check_events(EmaExperiment *experiment, const EmaNode *root, GEr
 const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment), experiment_params,
                                              EMA_PARAMS_N(experiment_params), NULL};
 
-/* The top-level keys only a serving run reads (their help begins "serving:"): an ops or decode
- * experiment's run never looks at them. */
+/* The top-level keys only one kind of run reads, the other never looking at them: a serving run's
+ * (their help begins "serving:"), and the ops and decode scenarios' (their help begins "ops and
+ * decode:": tolerance, the default of their expectations', by which ops.c and validate's
+ * compare.c judge them; a serving run and its SLOs never read it). */
 static const char *const serving_keys[] = {"duration",
                                            "sample_period",
                                            "timeline_max_rows",
@@ -659,6 +662,7 @@ static const char *const serving_keys[] = {"duration",
                                            "events_max_rows",
                                            "events_tier",
                                            NULL};
+static const char *const ops_keys[] = {"tolerance", NULL};
 
 /* Whether EXPERIMENT's PARAM (a top-level key) holds what it holds where no file gives it: the
  * two written as resolved.yaml writes them (a policy given none is static, check_tenants). */
@@ -678,27 +682,32 @@ static gboolean holds_default(const EmaExperiment *experiment, const EmaParam *p
   return strcmp(given->str, fallback->str) == 0;
 }
 
-/* An ops or decode experiment sets none of the keys only a serving run reads (serving_keys):
- * each would be ignored. A key that holds its default is let be, as it changes nothing: an ops
- * run's resolved.yaml writes every one (sample_period: 1s, policy: static, ...), and must run
- * again. The error is at the key. */
-static gboolean check_ops_keys(const EmaExperiment *experiment, const EmaNode *root,
-                               GError **error) {
+/* An experiment sets none of the keys only the other kind of run reads: an ops or decode
+ * experiment none of serving_keys, a serving one none of ops_keys; each would be ignored. A key
+ * that holds its default is let be, as it changes nothing: a run's resolved.yaml writes every one
+ * (an ops run's sample_period: 1s, policy: static, ...; a serving run's tolerance: 5%), and must
+ * run again. The error is at the key. */
+static gboolean check_unread_keys(const EmaExperiment *experiment, const EmaNode *root,
+                                  GError **error) {
+  gboolean serving = ema_experiment_is_serving(experiment);
   gboolean ops = experiment->ops && experiment->ops->len > 0;
   gboolean decode = experiment->decode && experiment->decode->len > 0;
-  if (ema_experiment_is_serving(experiment))
-    return TRUE;
+  const char *const *unread = serving ? ops_keys : serving_keys;
   for (guint i = 0; i < G_N_ELEMENTS(experiment_params); i++) {
     const EmaParam *param = &experiment_params[i];
     const EmaNode *key = ema_node_get_key(root, param->key);
-    if (key == NULL || !g_strv_contains(serving_keys, param->key) ||
-        holds_default(experiment, param))
+    if (key == NULL || !g_strv_contains(unread, param->key) || holds_default(experiment, param))
       continue;
-    ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, param->key,
-                   "read only by a serving run (tenants:), and this experiment times %s%s%s: "
-                   "leave it out",
-                   ops ? "ops" : "", ops && decode ? " and " : "",
-                   decode ? "decode scenarios" : "");
+    if (serving)
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, param->key,
+                     "read only by ops and decode scenarios (ops:, decode:), and this experiment "
+                     "serves tenants: leave it out");
+    else
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, param->key,
+                     "read only by a serving run (tenants:), and this experiment times %s%s%s: "
+                     "leave it out",
+                     ops ? "ops" : "", ops && decode ? " and " : "",
+                     decode ? "decode scenarios" : "");
     return FALSE;
   }
   return TRUE;
@@ -792,7 +801,7 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
     return NULL;
   if (!check_names(experiment, root, error) || !check_flows(experiment, root, error) ||
       !check_decodes(experiment, root, error) || !check_tenants(experiment, root, error) ||
-      !check_ops_keys(experiment, root, error) || !check_events(experiment, root, error))
+      !check_unread_keys(experiment, root, error) || !check_events(experiment, root, error))
     return NULL;
   return g_steal_pointer(&experiment);
 }

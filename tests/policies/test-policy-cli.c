@@ -6,7 +6,8 @@
  * known names), a missing plugin folder, a folder with a broken module, and
  * usage errors (exit 2); `try-policy` on hand-made views, and its errors:
  * views no pool could be, settings the policy's kind does not read, a
- * server whose file does not load. */
+ * server whose file does not load, a --gpu the pool never calls the
+ * policy's kind for. */
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -398,6 +399,62 @@ static void test_try_policy_unread(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A --gpu the pool never calls the policy's kind for (a plan for it answered a call no run
+ * makes): a borrow or prefetch policy for a GPU without a tenant (the pool calls them for a
+ * tenant's GPU, before or after its tenant's step), at its has_tenant (its entry where that is
+ * left out); a reclaim policy for a GPU that lends nothing (no loan from it in lent:), at its
+ * entry. The same GPUs with a tenant, or a loan, are called. */
+static void test_try_policy_uncalled_gpu(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *path = g_build_filename(dir, "view.yaml", NULL);
+  const char *idle = "gpus: [{has_tenant: true, slices: 10}, {has_tenant: false, slices: 10}]\n";
+  const char *bare = "gpus: [{has_tenant: true, slices: 10}, {slices: 10}]\n";
+  const char *lent = "gpus: [{has_tenant: true, slices: 10, slices_borrowed: 2}, {slices: 10, "
+                     "slices_lent: 2}]\nlent: [{lender: 1, borrower: 0, slices: 2}]\n";
+  const struct {
+    const char *kind, *name, *text, *gpu, *message;
+  } cases[] = {
+      {"borrow", "most-idle", idle, "1",
+       ":2:41: gpus.1.has_tenant: --gpu 1 has no tenant (has_tenant: false): the pool calls a "
+       "borrow policy only for a GPU with a tenant (after its tenant's step, or when it lacks "
+       "blocks)"},
+      {"prefetch", "direct", bare, "1",
+       ":2:40: gpus.1: --gpu 1 has no tenant (has_tenant: false): the pool calls a prefetch "
+       "policy only for a GPU with a tenant (before its tenant's step)"},
+      {"reclaim", "drop", bare, "0",
+       ":2:8: gpus.0: --gpu 0 lends nothing (no loan in lent: is from it): the pool calls a "
+       "reclaim policy only for a GPU with slices lent"},
+      /* slices lent but none of them in a loan (mapping, coming back or holding parked KV) */
+      {"reclaim", "drop", lent, "0",
+       ":2:8: gpus.0: --gpu 0 lends nothing (no loan in lent: is from it): the pool calls a "
+       "reclaim policy only for a GPU with slices lent"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strconcat("server: h200x2\n", cases[i].text, NULL);
+    g_autofree char *want = g_strconcat(path, cases[i].message, "\n", NULL);
+    g_autoptr(EmaTestRun) run = NULL;
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    run =
+        ema_test_cli("try-policy", cases[i].kind, cases[i].name, path, "--gpu", cases[i].gpu, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_cmpstr(run->err, ==, want);
+  }
+  /* each kind on a GPU it is called for: a tenant's, a lender without a tenant */
+  {
+    g_autofree char *text = g_strconcat("server: h200x2\n", lent, NULL);
+    g_autoptr(EmaTestRun) borrow = NULL, prefetch = NULL, reclaim = NULL;
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    borrow = ema_test_cli("try-policy", "borrow", "most-idle", path, "--gpu", "0", NULL);
+    prefetch = ema_test_cli("try-policy", "prefetch", "direct", path, "--gpu", "0", NULL);
+    reclaim = ema_test_cli("try-policy", "reclaim", "drop", path, "--gpu", "1", NULL);
+    ema_test_assert_ok(borrow);
+    ema_test_assert_ok(prefetch);
+    ema_test_assert_ok(reclaim);
+    ema_test_assert_contains(reclaim->out, "drop (reclaim policy, built-in) on gpu1 of ");
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* A server the view names whose file does not load (ema_server_load's error): at the view's
  * server key, then the file's own place. */
 static void test_try_policy_server_file(void) {
@@ -534,6 +591,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/policy-cli/try-policy/inconsistent", test_try_policy_inconsistent);
   g_test_add_func("/policy-cli/try-policy/unread", test_try_policy_unread);
   g_test_add_func("/policy-cli/try-policy/server-file", test_try_policy_server_file);
+  g_test_add_func("/policy-cli/try-policy/uncalled-gpu", test_try_policy_uncalled_gpu);
   g_test_add_func("/policy-cli/describe/unknown", test_describe_unknown);
   g_test_add_func("/policy-cli/errors/missing-plugin-dir", test_missing_plugin_dir);
   g_test_add_func("/policy-cli/errors/broken-plugin", test_broken_plugin);

@@ -11,7 +11,8 @@
  * that cannot be made, a vLLM benchmark result replayed with its own load and
  * its measured figures printed, a closed loop without an arrival process, the
  * keys only a serving run reads refused in an experiment of ops (its
- * resolved.yaml still runs), a trace's start past its end (an error at it, or
+ * resolved.yaml still runs) and the reverse (tolerance, read by ops only,
+ * refused in a serving experiment), a trace's start past its end (an error at it, or
  * a warning where a seed draws the arrivals), frontier's options given twice,
  * and every bad file in tests/fixtures/serving/errors/ as one "path:line:col: ..."
  * line on stderr with exit status 1 and nothing written. */
@@ -1334,6 +1335,63 @@ static void test_ops_serving_keys(void) {
   ema_test_remove_tree(dir);
 }
 
+/* ---- a key a serving experiment does not read --------------------------------------- */
+
+#define SERVING_TENANT                                                                             \
+  "tenants:\n  - {name: a, model: llama-3.1-8b, gpu: 0, trace: {arrivals: poisson, rate: 1, "      \
+  "duration: 2s, prompt: {dist: fixed, tokens: 100}, output: {dist: fixed, tokens: 10}}}\n"
+
+/* The reverse of test_ops_serving_keys: a serving experiment refuses the top-level tolerance,
+ * which only ops and decode scenarios read (their expectations' default; it was ignored), at the
+ * key or its --set, and in a sweep's point; one holding its default is let be, so that a serving
+ * run's resolved.yaml, which writes tolerance: 5%, runs again. */
+static void test_serving_ops_keys(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *resolved = g_build_filename(out, "resolved.yaml", NULL);
+  g_autofree char *again = g_build_filename(dir, "again", NULL);
+  const char *head = "name: s\nserver: h200x2\n";
+  const char *why = "tolerance: read only by ops and decode scenarios (ops:, decode:), and this "
+                    "experiment serves tenants: leave it out";
+  g_autofree char *tolerance = g_strconcat(head, "tolerance: 20%\n", SERVING_TENANT, NULL);
+  g_autofree char *defaults = g_strconcat(head, "tolerance: 5%\n", SERVING_TENANT, NULL);
+  assert_refused(dir, "tolerance.yaml", tolerance, "3:1", why);
+  /* from --set, at it */
+  {
+    g_autofree char *plain = g_build_filename(dir, "plain.yaml", NULL);
+    g_autofree char *text = g_strconcat(head, SERVING_TENANT, NULL);
+    g_autofree char *message = g_strconcat("--set:1:1: ", why, NULL);
+    g_autoptr(EmaTestRun) set = NULL;
+    g_assert_true(g_file_set_contents(plain, text, -1, NULL));
+    set = ema_test_cli("check", plain, "--set", "tolerance=1%", NULL);
+    ema_test_assert_error_line(set, message);
+  }
+  /* a sweep's variant that sets it: refused before any point runs, its point named */
+  {
+    g_autofree char *sweep = g_build_filename(dir, "sweep.yaml", NULL);
+    g_autofree char *text = g_strconcat(
+        head, SERVING_TENANT, "variants:\n  plain: {}\n  loose: {tolerance: 20%}\n", NULL);
+    g_autoptr(EmaTestRun) run = NULL;
+    g_assert_true(g_file_set_contents(sweep, text, -1, NULL));
+    run = ema_test_cli("sweep", sweep, "-o", out, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    ema_test_assert_contains(run->err, why);
+    ema_test_assert_contains(run->err, "(point 001-loose)");
+  }
+  /* the default given changes nothing: let be; resolved.yaml writes it, and runs again */
+  {
+    g_autoptr(EmaTestRun) run = cli_on_text(dir, "defaults.yaml", defaults, "run");
+    g_autoptr(EmaTestRun) rerun = NULL;
+    g_autofree char *text = NULL;
+    ema_test_assert_ok(run);
+    g_assert_true(g_file_get_contents(resolved, &text, NULL, NULL));
+    ema_test_assert_contains(text, "\ntolerance: 5%\n");
+    rerun = ema_test_cli("run", resolved, "-o", again, "--no-plot", NULL);
+    ema_test_assert_ok(rerun);
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* ---- a trace's start past its end ------------------------------------------------ */
 
 /* A trace file's start past its end left the tenant no request, with check and run silent: an
@@ -1471,6 +1529,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/serving-cli/check/unknown-trace-with-arrivals",
                   test_unknown_trace_with_arrivals);
   g_test_add_func("/serving-cli/check/ops-serving-keys", test_ops_serving_keys);
+  g_test_add_func("/serving-cli/check/serving-ops-keys", test_serving_ops_keys);
   g_test_add_func("/serving-cli/check/trace-start-past-end", test_trace_start_past_end);
   g_test_add_func("/serving-cli/frontier/option-twice", test_frontier_option_twice);
   for (guint i = 0; i < bad_files->len; i++) {

@@ -35,7 +35,9 @@
  * those of a hardware model's link (1MB/s to 100TB/s), its remote_bytes at
  * most its kv_bytes, its layer_kv_s at most its layer_memory_s, that at
  * most its layer_compute_s. A step for a borrow or reclaim policy, which
- * reads none, is an error at its key. The policy's ema_policy_debug() lines
+ * reads none, is an error at its key. --gpu names a GPU the pool calls the
+ * kind for: one with a tenant for a borrow or prefetch policy, one with a
+ * loan in lent: for a reclaim policy. The policy's ema_policy_debug() lines
  * are printed as they come. */
 #pragma once
 
