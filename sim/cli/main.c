@@ -15,8 +15,9 @@
  * The table `commands` (main) lists them; those it marks take --plugin-dir DIR (repeatable;
  * also before the command) and load the policy modules found there and in
  * EMA_PLUGIN_PATH before anything else.
- * Errors print one line (file:line:col: key: problem) on stderr and exit 1;
- * usage errors exit 2. */
+ * Errors print one line on stderr and exit 1: at their place (file:line:col: key: problem), else
+ * after "ema-sim: " (print_error); usage errors exit 2, an option of one value given twice
+ * among them (parse_options). */
 #include <errno.h>
 #include <locale.h>
 #include <math.h>
@@ -136,8 +137,27 @@ static const char usage_text[] =
 /* --plugin-dir options given before the command. */
 static GPtrArray *global_plugin_dirs;
 
+/* Whether MESSAGE starts with its place, PLACE: (PLACE before its first ": "), as an error in a
+ * file does: SOURCE:LINE or SOURCE:LINE:COL (a file's, --set's, <stdin>'s), or a file or folder
+ * that exists, named as a path (with a / or a .: a bare name, a variant's or a tenant's, is not
+ * taken for the folder of that name that the working directory may hold). Else the message is the
+ * program's, and "ema-sim: " goes first (the GNU convention; a file it cannot find is named after
+ * it, as in "ema-sim: x.yaml: cannot open"). */
+static gboolean message_located(const char *message) {
+  const char *end = strstr(message, ": ");
+  g_autofree char *place = end ? g_strndup(message, (gsize) (end - message)) : NULL;
+  return place && *place &&
+         (g_regex_match_simple("^.+:[0-9]+(:[0-9]+)?$", place, G_REGEX_DOTALL, 0) ||
+          (strpbrk(place, "/.") && g_file_test(place, G_FILE_TEST_EXISTS)));
+}
+
+/* An error's one line on stderr, "ema-sim: " first where it has no place (message_located). */
+static void print_error(const char *message) {
+  fprintf(stderr, "%s%s\n", message_located(message) ? "" : "ema-sim: ", message);
+}
+
 static int fail(GError *error) {
-  fprintf(stderr, "%s\n", error->message);
+  print_error(error->message);
   g_error_free(error);
   return 1;
 }
@@ -147,24 +167,10 @@ static int usage_error(const char *message) {
   return EXIT_USAGE;
 }
 
-/* Parse a subcommand's options; returns FALSE (and prints) on a usage error. */
-static gboolean parse_options(const char *summary, GOptionEntry *entries, int *argc, char ***argv,
-                              const char *parameter_string) {
-  g_autoptr(GOptionContext) context = g_option_context_new(parameter_string);
-  g_autoptr(GError) error = NULL;
-  g_option_context_set_summary(context, summary);
-  g_option_context_add_main_entries(context, entries, NULL);
-  if (!g_option_context_parse(context, argc, argv, &error)) {
-    usage_error(error->message);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-/* The one value of an option a command reads once, taken as an array by GOption (VALUES, NULL
- * where not given: a string option given twice keeps the last one, the first dropped unsaid)
- * into *VALUE (NULL where not given); FALSE with a usage error naming OPTION where it was given
- * more than once. WHY says why one. */
+/* The one value of an option a command reads once, VALUES as GOption collected them (NULL where
+ * not given) into *VALUE (NULL where not given); FALSE with a usage error naming OPTION where it
+ * was given more than once (GOption keeps the last one, the others dropped unsaid). WHY (may be
+ * NULL) says why one. */
 static gboolean option_once(const char *option, char **values, const char *why,
                             const char **value) {
   *value = values ? values[0] : NULL;
@@ -172,11 +178,58 @@ static gboolean option_once(const char *option, char **values, const char *why,
     return TRUE;
   {
     g_autofree char *given = g_strjoinv(", ", values);
-    g_autofree char *message = g_strdup_printf("%s is given %u times (%s): give it once (%s)",
-                                               option, g_strv_length(values), given, why);
+    g_autofree char *message = g_strdup_printf("%s is given %u times (%s): give it once%s%s%s",
+                                               option, g_strv_length(values), given,
+                                               why ? " (" : "", why ? why : "", why ? ")" : "");
     usage_error(message);
   }
   return FALSE;
+}
+
+/* Parse a subcommand's options; returns FALSE (and prints) on a usage error. Every option of
+ * one value (a string or a file name; a number is read as text by its command, arrays repeat,
+ * flags only set) is parsed as an array and must be given once (option_once), never its last
+ * value taken unsaid; the error names it -o where it has a short name, else --NAME. */
+static gboolean parse_options(const char *summary, GOptionEntry *entries, int *argc, char ***argv,
+                              const char *parameter_string) {
+  g_autoptr(GOptionContext) context = g_option_context_new(parameter_string);
+  g_autoptr(GError) error = NULL;
+  g_autofree GOptionEntry *parsed = NULL;
+  g_autofree GStrv *values = NULL;
+  guint n = 0;
+  gboolean ok;
+  while (entries[n].long_name)
+    n++;
+  parsed = g_new0(GOptionEntry, n + 1);
+  values = g_new0(GStrv, n);
+  for (guint i = 0; i < n; i++) {
+    parsed[i] = entries[i];
+    g_assert(entries[i].arg != G_OPTION_ARG_INT && entries[i].arg != G_OPTION_ARG_INT64 &&
+             entries[i].arg != G_OPTION_ARG_DOUBLE);
+    if (entries[i].arg == G_OPTION_ARG_STRING || entries[i].arg == G_OPTION_ARG_FILENAME) {
+      parsed[i].arg = entries[i].arg == G_OPTION_ARG_STRING ? G_OPTION_ARG_STRING_ARRAY
+                                                            : G_OPTION_ARG_FILENAME_ARRAY;
+      parsed[i].arg_data = &values[i];
+    }
+  }
+  g_option_context_set_summary(context, summary);
+  g_option_context_add_main_entries(context, parsed, NULL);
+  ok = g_option_context_parse(context, argc, argv, &error);
+  if (!ok)
+    usage_error(error->message);
+  for (guint i = 0; i < n; i++) {
+    const char *value;
+    if (ok && parsed[i].arg_data == &values[i]) {
+      g_autofree char *option = entries[i].short_name
+                                    ? g_strdup_printf("-%c", entries[i].short_name)
+                                    : g_strconcat("--", entries[i].long_name, NULL);
+      ok = option_once(option, values[i], NULL, &value);
+      if (ok && value)
+        *(char **) entries[i].arg_data = g_strdup(value);
+    }
+    g_strfreev(values[i]);
+  }
+  return ok;
 }
 
 /* the options of a command that has none but --help */
@@ -596,8 +649,9 @@ static int command_frontier(int argc, char **argv) {
   static const guint batches[] = {1, 8, 32, 128};
   static const guint contexts[] = {1024, 4096, 16384};
   static const char *const frontier_entries[] = {"frontier.csv", "plots", NULL};
-  g_auto(GStrv) model_names = NULL, tolerance_texts = NULL, out_dirs = NULL;
-  const char *model_name, *tolerance_text, *out_dir;
+  g_auto(GStrv) model_names = NULL;
+  g_autofree char *tolerance_text = NULL, *out_dir = NULL;
+  const char *model_name;
   gboolean no_plot = FALSE;
   double tolerance = 0.05;
   GError *error = NULL;
@@ -610,12 +664,12 @@ static int command_frontier(int argc, char **argv) {
   GError *last_unfit = NULL; /* the last server the model did not fit (none fitting) */
   guint fitted = 0;
   GOptionEntry entries[] = {
-      /* (arrays, each given once: option_once) */
+      /* (an array, given once: option_once says why) */
       {"model", 0, 0, G_OPTION_ARG_STRING_ARRAY, &model_names, "LLM shape (default llama-3.1-8b)",
        "M"},
-      {"tolerance", 0, 0, G_OPTION_ARG_STRING_ARRAY, &tolerance_texts,
+      {"tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance_text,
        "Allowed slowdown over all-local (default 5%)", "F"},
-      {"output", 'o', 0, G_OPTION_ARG_FILENAME_ARRAY, &out_dirs,
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir,
        "Directory for frontier.csv and the figure (default: results/frontier)", "DIR"},
       {"no-plot", 0, 0, G_OPTION_ARG_NONE, &no_plot,
        "Draw no figure (by default: DIR/plots/frontier.png when gnuplot is on PATH)", NULL},
@@ -623,14 +677,12 @@ static int command_frontier(int argc, char **argv) {
   if (!parse_options("The transparency frontier of remote KV, per server.", entries, &argc, &argv,
                      "[SERVER...]"))
     return EXIT_USAGE;
-  /* one model, one tolerance and one folder a run: frontier.csv has no model column, and its
-   * table and figure are of the one model its header names */
+  /* one model a run: frontier.csv has no model column, and its table and figure are of the one
+   * model its header names */
   if (!option_once("--model", model_names,
                    "frontier computes one model a run: run it once per model, each with its "
                    "own -o",
-                   &model_name) ||
-      !option_once("--tolerance", tolerance_texts, "one tolerance a run", &tolerance_text) ||
-      !option_once("-o", out_dirs, "one folder a run", &out_dir))
+                   &model_name))
     return EXIT_USAGE;
   if (tolerance_text && (!ema_units_parse_fraction(tolerance_text, &tolerance, NULL) ||
                          tolerance <= 0 || tolerance >= 1))
@@ -671,7 +723,7 @@ static int command_frontier(int argc, char **argv) {
     return fail(g_steal_pointer(&last_unfit));
   g_clear_error(&last_unfit);
   if (out_dir == NULL)
-    out_dir = "results/frontier";
+    out_dir = g_strdup("results/frontier");
   csv_path = g_build_filename(out_dir, "frontier.csv", NULL);
   /* a folder of frontier's own, claimed before the table (another command's, a run's or a
    * sweep's, is refused before any work; an earlier frontier.csv goes, as a run's results do) */
@@ -1643,7 +1695,8 @@ static int command_sweep(int argc, char **argv) {
   g_autofree char *program = NULL;
   g_auto(GStrv) overrides = NULL;
   g_auto(GStrv) plugin_dirs = NULL;
-  gint jobs = G_MININT; /* not given: one per CPU (a sentinel no -j value can be) */
+  g_autofree char *jobs_text = NULL; /* not given: one per CPU */
+  guint64 jobs = 0;
   g_autofree char *timeout_text = NULL;
   guint timeout_s = 0;
   gboolean fail_fast = FALSE, list = FALSE, no_plot = FALSE, reuse = FALSE;
@@ -1658,7 +1711,7 @@ static int command_sweep(int argc, char **argv) {
   GOptionEntry entries[] = {
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out_dir,
        "Directory for the results (default: results/NAME)", "DIR"},
-      {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+      {"jobs", 'j', 0, G_OPTION_ARG_STRING, &jobs_text,
        "Points run at a time (default: the number of CPUs; 1 per MPI rank)", "N"},
       {"fail-fast", 0, 0, G_OPTION_ARG_NONE, &fail_fast, "Start no more points after one fails",
        NULL},
@@ -1687,7 +1740,7 @@ static int command_sweep(int argc, char **argv) {
     return EXIT_USAGE;
   if (argc != 2)
     return usage_error(argc < 2 ? "missing sweep FILE" : "too many arguments");
-  if (jobs != G_MININT && (jobs < 1 || jobs > 4096))
+  if (jobs_text && !g_ascii_string_to_unsigned(jobs_text, 10, 1, 4096, &jobs, NULL))
     return usage_error("--jobs: give a number of processes from 1 to 4096 (leave -j out for one "
                        "per CPU)");
   if (timeout_text && !parse_timeout(timeout_text, &timeout_s))
@@ -1704,7 +1757,7 @@ static int command_sweep(int argc, char **argv) {
       (sweep = ema_sweep_load(argv[1], (const char *const *) overrides, &error)) == NULL ||
       (!list && !ema_sweep_resolve(sweep, &error))) {
     if (rank == 0)
-      fprintf(stderr, "%s\n", error->message);
+      print_error(error->message);
     g_error_free(error);
     ema_sweep_mpi_finalize();
     return 1;
@@ -1715,7 +1768,7 @@ static int command_sweep(int argc, char **argv) {
      * at once), then listed */
     guint first = part ? rank : 0, step = part ? ranks : 1;
     if ((part || rank == 0) && !ema_sweep_check(sweep, first, step, &error)) {
-      fprintf(stderr, "%s\n", error->message);
+      print_error(error->message);
       g_error_free(error);
       ema_sweep_mpi_finalize();
       return 1;
@@ -1730,7 +1783,7 @@ static int command_sweep(int argc, char **argv) {
   if (out_dir == NULL)
     out_dir = default_output_dir(ema_sweep_name(sweep));
   if (!ema_output_dir_named(out_dir, &error)) { /* before it says where the points go */
-    fprintf(stderr, "%s\n", error->message);
+    print_error(error->message);
     g_error_free(error);
     ema_sweep_mpi_finalize();
     return 1;
@@ -1749,7 +1802,7 @@ static int command_sweep(int argc, char **argv) {
   g_ptr_array_add(program_args, NULL);
   options.program = program;
   options.program_args = (const char *const *) program_args->pdata;
-  options.jobs = jobs > 0 ? (guint) jobs : ranks > 1 ? 1 : MAX(1, g_get_num_processors());
+  options.jobs = jobs_text ? (guint) jobs : ranks > 1 ? 1 : MAX(1, g_get_num_processors());
   options.fail_fast = fail_fast;
   options.reuse_other_builds = reuse;
   options.timeout_s = timeout_s;
@@ -1773,7 +1826,7 @@ static int command_sweep(int argc, char **argv) {
   options.said_warnings = said;
   records = ema_sweep_run(sweep, out_dir, &options, &error);
   if (records == NULL) {
-    fprintf(stderr, "%s\n", error->message);
+    print_error(error->message);
     g_clear_error(&error);
     records = g_ptr_array_new_with_free_func((GDestroyNotify) ema_sweep_record_free);
     status = 1;
@@ -1798,7 +1851,7 @@ static int command_sweep(int argc, char **argv) {
   }
   if (rank == 0 && records && records->len == ema_sweep_n_points(sweep)) {
     if (!ema_sweep_write_results(sweep, out_dir, records, &error)) {
-      fprintf(stderr, "%s\n", error->message);
+      print_error(error->message);
       g_clear_error(&error);
       status = 1;
     } else {

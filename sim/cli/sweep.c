@@ -1175,7 +1175,8 @@ static gboolean on_progress_tick(gpointer data) {
 }
 
 /* The last non-empty line of DIR/run.err (the run's error), else of
- * DIR/run.out, for the failure message. */
+ * DIR/run.out, for the failure message (after the sweep's own "ema-sim
+ * sweep: ...", without the run's "ema-sim: " before an error of no place). */
 static char *last_log_line(const char *dir) {
   static const char *const names[] = {"run.err", "run.out"};
   for (guint n = 0; n < G_N_ELEMENTS(names); n++) {
@@ -1188,7 +1189,8 @@ static char *last_log_line(const char *dir) {
     for (guint i = g_strv_length(lines); i-- > 0;) {
       g_strstrip(lines[i]);
       if (lines[i][0])
-        return g_strdup(lines[i]);
+        return g_strdup(g_str_has_prefix(lines[i], "ema-sim: ") ? lines[i] + strlen("ema-sim: ")
+                                                                : lines[i]);
     }
   }
   return g_strdup("(it printed nothing)");

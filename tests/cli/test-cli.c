@@ -165,7 +165,7 @@ static void test_usage_errors(void) {
     g_assert_true(g_file_test(csv, G_FILE_TEST_EXISTS));
     none = ema_test_cli("frontier", "--model", "llama-3.1-70b", "-o", alone, "--no-plot", "h200x2",
                         NULL);
-    ema_test_assert_failed(none, 1, "llama-3.1-70b does not fit one GPU of h200x2");
+    ema_test_assert_failed(none, 1, "ema-sim: llama-3.1-70b does not fit one GPU of h200x2");
     g_assert_false(g_file_test(alone, G_FILE_TEST_EXISTS));
     ema_test_remove_tree(dir);
   }
@@ -316,6 +316,82 @@ static void test_run_missed_expectation(void) {
   ema_test_remove_tree(dir);
 }
 
+/* ---- options given twice ------------------------------------------------- */
+
+/* An option of one value given twice took its last value unsaid (run -o A -o B wrote to B): in
+ * every command it is a usage error naming the option and its values, before any work (A and B,
+ * folders in a temporary one, are never made); the repeatable options (--set, --plugin-dir)
+ * still repeat. */
+static void test_option_twice(void) {
+  static const struct {
+    const char *args[9];
+    const char *message; /* after "ema-sim: "; A and B: the folders' paths */
+  } twice[] = {
+      {{"run", BASELINE, "-o", "A", "-o", "B"}, "-o is given 2 times (A, B): give it once\n"},
+      {{"run", BASELINE, "--output", "A", "-o", "B"}, "-o is given 2 times (A, B)"},
+      {{"run", BASELINE, "--seed", "1", "--seed", "2", "-o", "A"},
+       "--seed is given 2 times (1, 2): give it once"},
+      {{"run", BASELINE, "--seed=1", "--seed", "1", "--seed", "3", "-o", "A"},
+       "--seed is given 3 times (1, 1, 3)"},
+      {{"plot", "A", "--x", "a", "--x", "b"}, "--x is given 2 times (a, b)"},
+      {{"plot", "A", "--title", "a", "--by", "c", "--title", "b"},
+       "--title is given 2 times (a, b)"},
+      {{"sweep", "tests/fixtures/sweep/serving-grid.yaml", "-o", "A", "-o", "B"},
+       "-o is given 2 times (A, B)"},
+      {{"sweep", "tests/fixtures/sweep/serving-grid.yaml", "-j", "1", "--jobs", "2", "-o", "A"},
+       "-j is given 2 times (1, 2)"},
+      {{"sweep", "tests/fixtures/sweep/serving-grid.yaml", "--part", "0/2", "--part", "1/2", "-o",
+        "A"},
+       "--part is given 2 times (0/2, 1/2)"},
+      {{"sweep", "tests/fixtures/sweep/serving-grid.yaml", "--timeout", "1", "--timeout", "2", "-o",
+        "A"},
+       "--timeout is given 2 times (1, 2)"},
+      {{"step-time", "h200x2", "llama-3.1-8b", "1", "--weights", "fp8", "--weights", "auto"},
+       "--weights is given 2 times (fp8, auto)"},
+      {{"step-time", "h200x2", "llama-3.1-8b", "1", "--kv-cache", "fp8", "--kv-cache", "fp8"},
+       "--kv-cache is given 2 times (fp8, fp8)"},
+      {{"compare-steps", "S.csv", "--server", "h200x2", "--server", "h200x8-hgx", "-o", "A"},
+       "--server is given 2 times (h200x2, h200x8-hgx)"},
+      {{"compare-static", "--points", "1", "--points", "2", "-o", "A"},
+       "--points is given 2 times (1, 2)"},
+      {{"try-policy", "reclaim", "ema", "V.yaml", "--gpu", "0", "--gpu", "1"},
+       "--gpu is given 2 times (0, 1)"},
+      {{"frontier", "--tolerance", "5%", "--tolerance", "6%", "-o", "A", "h200x2"},
+       "--tolerance is given 2 times (5%, 6%)"},
+  };
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *a = g_build_filename(dir, "A", NULL);
+  g_autofree char *b = g_build_filename(dir, "B", NULL);
+  g_autofree char *folders = g_strdup_printf("(%s, %s)", a, b);
+  for (guint i = 0; i < G_N_ELEMENTS(twice); i++) {
+    const char *argv[G_N_ELEMENTS(twice[i].args) + 2] = {ema_test_sim_path()};
+    g_auto(GStrv) parts = g_strsplit(twice[i].message, "(A, B)", -1);
+    g_autofree char *message = g_strjoinv(folders, parts);
+    g_autofree char *want = g_strconcat("ema-sim: ", message, NULL);
+    g_autoptr(EmaTestRun) run = NULL;
+    for (guint j = 0; j < G_N_ELEMENTS(twice[i].args) && twice[i].args[j]; j++)
+      argv[j + 1] = g_str_equal(twice[i].args[j], "A")   ? a
+                    : g_str_equal(twice[i].args[j], "B") ? b
+                                                         : twice[i].args[j];
+    run = ema_test_cli_argv(argv, NULL);
+    ema_test_assert_failed(run, 2, want);
+    g_assert_cmpstr(run->out, ==, "");
+    g_assert_false(g_file_test(a, G_FILE_TEST_EXISTS));
+    g_assert_false(g_file_test(b, G_FILE_TEST_EXISTS));
+  }
+  /* --set and --plugin-dir repeat: each --set applies, each folder is searched */
+  g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+  g_assert_cmpint(g_mkdir(b, 0755), ==, 0);
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("check", BASELINE, "--set", "server=h200x8-hgx", "--set", "name=twice",
+                     "--plugin-dir", a, "--plugin-dir", b, NULL);
+    ema_test_assert_ok(run);
+    g_assert_cmpstr(run->out, ==, BASELINE ": ok (twice on h200x8-hgx, 13 ops)\n");
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* ---- check, list, describe ---------------------------------------------- */
 
 static void test_check(void) {
@@ -413,7 +489,7 @@ static void test_describe(void) {
   }
 
   g_assert_cmpstr(bad->out, ==, "");
-  assert_error_line(bad, "unknown hardware model 'nope' (known: ", "a100x4-40gb", "h200x2",
+  assert_error_line(bad, "ema-sim: unknown hardware model 'nope' (known: ", "a100x4-40gb", "h200x2",
                     "mi300x8", NULL);
 }
 
@@ -489,12 +565,35 @@ static void test_set_unknown_key(void) {
   assert_error_line(second, "--set:2:7: ops.0.nme: ", "unknown key in op", NULL);
 }
 
+/* A file that is not there is no place of an error: the program's name goes first. */
 static void test_missing_file(void) {
   g_autoptr(EmaTestRun) check = ema_test_cli("check", FIXTURES "does-not-exist.yaml", NULL);
   g_autoptr(EmaTestRun) run = ema_test_cli("run", FIXTURES "does-not-exist.yaml", NULL);
-  assert_error_line(check, "", FIXTURES "does-not-exist.yaml", NULL);
+  assert_error_line(check, "ema-sim: " FIXTURES "does-not-exist.yaml: ", NULL);
   g_assert_cmpstr(check->out, ==, "");
-  assert_error_line(run, "", FIXTURES "does-not-exist.yaml", NULL);
+  assert_error_line(run, "ema-sim: " FIXTURES "does-not-exist.yaml: ", NULL);
+}
+
+/* An error starts with its place where it has one (file:line:col:, --set:N:M:, or a file or
+ * folder that exists), else with "ema-sim: " (the GNU convention): those without one were
+ * printed bare, as though the message were a place. */
+static void test_error_prefix(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *empty = g_strconcat(dir, ": nothing to plot (", NULL);
+  g_autoptr(EmaTestRun) server = ema_test_cli("step-time", "nope", "llama-3.1-8b", "1", NULL);
+  g_autoptr(EmaTestRun) policy = ema_test_cli("describe", "policy", "nope", NULL);
+  g_autoptr(EmaTestRun) llm = ema_test_cli("describe", "llm", "nope", NULL);
+  g_autoptr(EmaTestRun) file = ema_test_cli("check", FIXTURES "malformed.yaml", NULL);
+  g_autoptr(EmaTestRun) set = ema_test_cli("check", BASELINE, "--set", "server.gpus=0", NULL);
+  const char *gnuplot[] = {"EMA_GNUPLOT=true", NULL}; /* found, never run: nothing to plot */
+  g_autoptr(EmaTestRun) folder = ema_test_cli_env(gnuplot, "plot", dir, NULL);
+  assert_error_line(server, "ema-sim: unknown hardware model 'nope' (known: ", NULL);
+  assert_error_line(policy, "ema-sim: unknown policy 'nope' (borrow: ", NULL);
+  assert_error_line(llm, "ema-sim: unknown model 'nope' (known: ", NULL);
+  assert_error_line(file, FIXTURES "malformed.yaml:8:5: ", NULL);
+  assert_error_line(set, "--set:1:13: server.gpus: ", NULL);
+  assert_error_line(folder, empty, NULL);
+  ema_test_remove_tree(dir);
 }
 
 /* list engines: one line per profile with the vLLM versions it stands for; describe engine:
@@ -869,7 +968,8 @@ static void test_step_time_fit(void) {
   g_assert_cmpint(run->status, ==, 1);
   g_assert_cmpstr(run->out, ==, "");
   g_assert_cmpstr(run->err, ==,
-                  "llama-4-scout-17b-16e does not fit with tp 1 on H200-SXM: 140 GiB of HBM per "
+                  "ema-sim: llama-4-scout-17b-16e does not fit with tp 1 on H200-SXM: 140 GiB of "
+                  "HBM per "
                   "GPU (gpu_memory_utilization 100%) leaves no KV cache after 201 GiB of weights "
                   "and 0 B of activation reserve\n");
   ema_test_remove_tree(dir);
@@ -1130,6 +1230,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/run/seed-negative", test_run_seed_negative);
   g_test_add_func("/cli/run/set", test_run_set);
   g_test_add_func("/cli/run/missed-expectation", test_run_missed_expectation);
+  g_test_add_func("/cli/option-twice", test_option_twice);
   g_test_add_func("/cli/check", test_check);
   g_test_add_func("/cli/list", test_list);
   g_test_add_func("/cli/describe", test_describe);
@@ -1142,6 +1243,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/set-errors", test_set_errors);
   g_test_add_func("/cli/set-unknown-key", test_set_unknown_key);
   g_test_add_func("/cli/missing-file", test_missing_file);
+  g_test_add_func("/cli/error-prefix", test_error_prefix);
   g_test_add_func("/cli/step-time", test_step_time);
   g_test_add_func("/cli/step-time/inputs", test_step_time_inputs);
   g_test_add_func("/cli/step-time/sums", test_step_time_sums);

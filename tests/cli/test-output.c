@@ -112,7 +112,8 @@ static void test_foreign_folder(void) {
   g_autofree char *empty = g_build_filename(tmp, "empty", NULL);
   g_autofree char *exp = write_experiment(tmp, "e.yaml", "foreign", "true", synthetic_b);
   g_autofree char *want = g_strdup_printf(
-      "output directory %s is not empty and not an ema-sim output folder (no .ema-output): give "
+      "ema-sim: output directory %s is not empty and not an ema-sim output folder (no "
+      ".ema-output): give "
       "another -o, or empty it\n",
       out);
   g_mkdir(out, 0755);
@@ -429,8 +430,8 @@ static void test_compare_plot_variants(void) {
       /* a tenant no variant has: refused before any figure is drawn (the comparison's were,
        * and "figures in" printed, before the first variant's refused it) */
       g_autoptr(EmaTestRun) nope = ema_test_cli("plot", out, "--tenant", "nope", NULL);
-      g_autofree char *want =
-          g_strdup_printf("--tenant: %s/static has no tenant 'nope' (its tenants: a, b)", out);
+      g_autofree char *want = g_strdup_printf(
+          "ema-sim: --tenant: %s/static has no tenant 'nope' (its tenants: a, b)", out);
       ema_test_assert_error_line(nope, want);
       g_assert_cmpstr(nope->out, ==, "");
       g_assert_false(exists(out, "plots"));
@@ -708,10 +709,11 @@ static void test_sweep_other_build(void) {
  * holds, and left as it was. */
 static void assert_refused(EmaTestRun *run, const char *out, const char *holds, const char *by,
                            const char *before) {
-  g_autofree char *want = g_strdup_printf(
-      "output directory %s holds the output of ema-sim %s (its .ema-output says so), not of "
-      "ema-sim %s: give another -o, or remove the folder first\n",
-      out, holds, by);
+  g_autofree char *want =
+      g_strdup_printf("ema-sim: output directory %s holds the output of ema-sim %s (its "
+                      ".ema-output says so), not of "
+                      "ema-sim %s: give another -o, or remove the folder first\n",
+                      out, holds, by);
   g_autofree char *after = entries(out);
   ema_test_assert_failed(run, 1, want);
   g_assert_cmpstr(after, ==, before);
@@ -776,10 +778,11 @@ static void test_check_reads_traces(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *exp =
       write_experiment(tmp, "e.yaml", "chk", "true", "file: bad.csv, format: azure");
-  g_autofree char *want = g_strdup_printf("tenant b: %s/bad.csv:3:1: TIMESTAMP: not a date-time "
-                                          "(YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): "
-                                          "'not-a-time'\n",
-                                          tmp);
+  g_autofree char *want =
+      g_strdup_printf("ema-sim: tenant b: %s/bad.csv:3:1: TIMESTAMP: not a date-time "
+                      "(YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): "
+                      "'not-a-time'\n",
+                      tmp);
   touch(tmp, "bad.csv",
         "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,10\n"
         "not-a-time,10,10\n");
@@ -815,7 +818,7 @@ static void test_check_vllm_bench(void) {
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("check", bad, NULL);
     g_autofree char *want = g_strdup_printf(
-        "tenant b: %s/bad.json: input_lens[1] must be in [1, 4294967295], found 0\n", tmp);
+        "ema-sim: tenant b: %s/bad.json: input_lens[1] must be in [1, 4294967295], found 0\n", tmp);
     ema_test_assert_failed(run, 1, want);
   }
   {

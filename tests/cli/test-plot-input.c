@@ -276,14 +276,15 @@ static void test_settings(void) {
   {
     /* an option overrides plot.yaml's setting, and is refused as an option */
     const char *const args[] = {"--tenant", "nobody", NULL};
-    g_autofree char *want =
-        g_strdup_printf("%s/sweep.csv has no tenant 'nobody' (tenants: chat, code; or all)\n", dir);
+    g_autofree char *want = g_strdup_printf(
+        "ema-sim: %s/sweep.csv has no tenant 'nobody' (tenants: chat, code; or all)\n", dir);
     write_file(dir, "plot.yaml", plot_yaml);
     assert_refused(dir, NULL, want, args);
   }
   {
     const char *const args[] = {"--x", "nope", NULL};
-    g_autofree char *want = g_strdup_printf("%s/sweep.csv has no column 'nope' for x\n", dir);
+    g_autofree char *want =
+        g_strdup_printf("ema-sim: %s/sweep.csv has no column 'nope' for x\n", dir);
     assert_refused(dir, NULL, want, args);
   }
   {

@@ -523,7 +523,8 @@ static void test_plugin_silent_init(void) {
     g_autofree char *view = ema_test_fixture("policies", "view-short.yaml");
     g_autoptr(EmaTestRun) tried =
         ema_test_cli("--plugin-dir", plugins, "try-policy", "borrow", "silent-init", view, NULL);
-    ema_test_assert_failed(tried, 1, "borrow policy silent-init: init failed without saying why\n");
+    ema_test_assert_failed(tried, 1,
+                           "ema-sim: borrow policy silent-init: init failed without saying why\n");
   }
   ema_test_remove_tree(dir);
 }
@@ -560,10 +561,10 @@ static void test_plugin_contract(void) {
   {
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: writes-lent", NULL);
     module = g_build_filename(dir, "plugins", "contract." G_MODULE_SUFFIX, NULL);
-    g_autofree char *want =
-        g_strdup_printf("borrow policy writes-lent (%s): decide wrote into its read-only view "
-                        "(lent[]): the run stops before the pool acts on it\n",
-                        module);
+    g_autofree char *want = g_strdup_printf(
+        "ema-sim: borrow policy writes-lent (%s): decide wrote into its read-only view "
+        "(lent[]): the run stops before the pool acts on it\n",
+        module);
     ema_test_assert_failed(run, 1, want);
   }
   {
@@ -573,19 +574,19 @@ static void test_plugin_contract(void) {
   {
     /* a write into its own parameters: named (its later decisions drifted from resolved.yaml) */
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: writes-params", NULL);
-    g_autofree char *want = g_strdup_printf(
-        "borrow policy writes-params (%s): decide wrote into its parameters: the run stops before "
-        "the pool acts on it\n",
-        module);
+    g_autofree char *want = g_strdup_printf("ema-sim: borrow policy writes-params (%s): decide "
+                                            "wrote into its parameters: the run stops before "
+                                            "the pool acts on it\n",
+                                            module);
     ema_test_assert_failed(run, 1, want);
   }
   {
     /* more actions counted than a plan holds: named, not applied in part */
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: plan-overfull", NULL);
-    g_autofree char *want = g_strdup_printf(
-        "borrow policy plan-overfull (%s): decide planned 1000 actions, more than a plan holds "
-        "(16)\n",
-        module);
+    g_autofree char *want = g_strdup_printf("ema-sim: borrow policy plan-overfull (%s): decide "
+                                            "planned 1000 actions, more than a plan holds "
+                                            "(16)\n",
+                                            module);
     ema_test_assert_failed(run, 1, want);
   }
   {
@@ -601,7 +602,7 @@ static void test_plugin_contract(void) {
     g_autoptr(EmaTestRun) run =
         run_contract(dir, "borrow: on-demand, prefetch: prefetch-writes-lent", edits);
     g_autofree char *want = g_strdup_printf(
-        "prefetch policy prefetch-writes-lent (%s): decide wrote into its read-only view "
+        "ema-sim: prefetch policy prefetch-writes-lent (%s): decide wrote into its read-only view "
         "(lent[]): the run stops before the pool acts on it\n",
         module);
     ema_test_assert_failed(run, 1, want);
@@ -1284,7 +1285,7 @@ static void test_output_locked(void) {
   g_autofree char *out = g_build_filename(dir, "out", NULL);
   g_autofree char *sweep = write_sweep(dir, "s.yaml", "", short_trace, "[1]");
   g_autofree char *want =
-      g_strdup_printf("output directory %s is in use by another ema-sim process", out);
+      g_strdup_printf("ema-sim: output directory %s is in use by another ema-sim process", out);
   int fd;
   {
     g_autoptr(EmaTestRun) run = run_serving(dir, "a", short_trace);

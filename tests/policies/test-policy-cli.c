@@ -489,7 +489,7 @@ static void test_describe_builtin(void) {
 
 static void test_describe_unknown(void) {
   g_autoptr(EmaTestRun) run = ema_test_cli("describe-policy", "nope", NULL);
-  ema_test_assert_failed(run, 1, "unknown policy 'nope' (borrow: ");
+  ema_test_assert_failed(run, 1, "ema-sim: unknown policy 'nope' (borrow: ");
   ema_test_assert_contains(run->err, "none");
   ema_test_assert_contains(run->err, "; prefetch: ");
   ema_test_assert_contains(run->err, "direct");
@@ -508,9 +508,11 @@ static void test_missing_plugin_dir(void) {
       ema_test_cli("check", BASELINE, "--plugin-dir", "/nonexistent/ema", NULL);
   g_autoptr(EmaTestRun) run =
       ema_test_cli("--plugin-dir", "/nonexistent/ema", "run", BASELINE, NULL);
-  ema_test_assert_failed(list, 1, "plugin directory /nonexistent/ema: no such directory\n");
-  ema_test_assert_failed(check, 1, "plugin directory /nonexistent/ema: no such directory\n");
-  ema_test_assert_failed(run, 1, "plugin directory /nonexistent/ema: no such directory\n");
+  ema_test_assert_failed(list, 1,
+                         "ema-sim: plugin directory /nonexistent/ema: no such directory\n");
+  ema_test_assert_failed(check, 1,
+                         "ema-sim: plugin directory /nonexistent/ema: no such directory\n");
+  ema_test_assert_failed(run, 1, "ema-sim: plugin directory /nonexistent/ema: no such directory\n");
   /* a missing folder on EMA_PLUGIN_PATH is skipped */
   {
     g_auto(GStrv) edits = plugin_path("/nonexistent/ema");

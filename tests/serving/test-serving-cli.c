@@ -1233,27 +1233,30 @@ static void test_unwritable_output(void) {
   GError *error = NULL;
   g_file_set_contents(blocker, "not a directory\n", -1, &error);
   g_assert_no_error(error);
-  prefix = g_strdup_printf("cannot create output directory %s: ", out);
+  prefix = g_strdup_printf("ema-sim: cannot create output directory %s: ", out);
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("run", GOLDEN, "-o", out, NULL);
     ema_test_assert_error_line(run, prefix);
   }
   /* -o naming the regular file itself */
   {
-    g_autofree char *prefix_file = g_strdup_printf("cannot create output directory %s: ", blocker);
+    g_autofree char *prefix_file =
+        g_strdup_printf("ema-sim: cannot create output directory %s: ", blocker);
     g_autoptr(EmaTestRun) run = ema_test_cli("run", GOLDEN, "-o", blocker, NULL);
     ema_test_assert_error_line(run, prefix_file);
   }
   /* -o '' names no folder (mkdir's "Invalid argument" did not say which) */
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("run", GOLDEN, "-o", "", NULL);
-    ema_test_assert_error_line(run, "the output directory's name is empty: give a folder (-o DIR)");
+    ema_test_assert_error_line(
+        run, "ema-sim: the output directory's name is empty: give a folder (-o DIR)");
   }
   /* and for a sweep, before it says where its points go ("24 points in /") */
   {
     g_autofree char *grid = ema_test_fixture("sweep", "serving-grid.yaml");
     g_autoptr(EmaTestRun) run = ema_test_cli("sweep", grid, "-o", "", NULL);
-    ema_test_assert_error_line(run, "the output directory's name is empty: give a folder (-o DIR)");
+    ema_test_assert_error_line(
+        run, "ema-sim: the output directory's name is empty: give a folder (-o DIR)");
     g_assert_cmpstr(run->out, ==, "");
   }
   ema_test_remove_tree(dir);

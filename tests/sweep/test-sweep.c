@@ -1109,13 +1109,14 @@ static void test_sweep_figures(void) {
   }
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--x", "nope", NULL);
-    g_autofree char *prefix = g_strdup_printf("%s/sweep.csv has no column 'nope' for x", dir);
+    g_autofree char *prefix =
+        g_strdup_printf("ema-sim: %s/sweep.csv has no column 'nope' for x", dir);
     ema_test_assert_error_line(run, prefix);
   }
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--tenant", "nobody", NULL);
-    g_autofree char *prefix =
-        g_strdup_printf("%s/sweep.csv has no tenant 'nobody' (tenants: chat; or all)", dir);
+    g_autofree char *prefix = g_strdup_printf(
+        "ema-sim: %s/sweep.csv has no tenant 'nobody' (tenants: chat; or all)", dir);
     ema_test_assert_error_line(run, prefix);
   }
   ema_test_remove_tree(dir);
@@ -1356,7 +1357,8 @@ static void test_plot_tenant_unused(void) {
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", ops, "--tenant", "chat", NULL);
     g_autofree char *want = g_strdup_printf(
-        "%s/sweep.csv has no tenant 'chat' (tenants: none, its points run ops; or all)", ops);
+        "ema-sim: %s/sweep.csv has no tenant 'chat' (tenants: none, its points run ops; or all)",
+        ops);
     ema_test_assert_error_line(run, want);
   }
   {
@@ -1366,7 +1368,7 @@ static void test_plot_tenant_unused(void) {
   }
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", frontier, "--tenant", "chat", NULL);
-    g_autofree char *want = g_strdup_printf("--tenant: %s has no tenants (", frontier);
+    g_autofree char *want = g_strdup_printf("ema-sim: --tenant: %s has no tenants (", frontier);
     ema_test_assert_error_line(run, want);
   }
   ema_test_remove_tree(dir);
@@ -1423,8 +1425,8 @@ static void test_plot_fails_whole(void) {
     for (guint i = 0; failing[i]; i++) {
       const char *edits[] = {failing[i], NULL};
       g_autoptr(EmaTestRun) run = ema_test_cli_env(edits, "plot", dir, "--title", "SECOND", NULL);
-      g_autofree char *want =
-          g_strdup_printf("gnuplot failed on the figures of %s (its plots/ is as it was): ", dir);
+      g_autofree char *want = g_strdup_printf(
+          "ema-sim: gnuplot failed on the figures of %s (its plots/ is as it was): ", dir);
       g_assert_cmpint(run->status, ==, 1);
       g_assert_true(g_str_has_prefix(run->err, want));
       g_assert_cmpuint(strlen(run->err), <, 1200);
@@ -1441,8 +1443,8 @@ static void test_plot_fails_whole(void) {
     g_autofree char *scripts = g_build_filename(tmp, "scripts", NULL);
     g_autofree char *folder = g_build_filename(scripts, "memory.gp", NULL);
     g_autofree char *path = g_strconcat("EMA_PLOT_PATH=", scripts, NULL);
-    g_autofree char *want =
-        g_strdup_printf("gnuplot script %s (EMA_PLOT_PATH) is not a regular file\n", folder);
+    g_autofree char *want = g_strdup_printf(
+        "ema-sim: gnuplot script %s (EMA_PLOT_PATH) is not a regular file\n", folder);
     const char *edits[] = {path, NULL};
     g_autoptr(EmaTestRun) run = NULL;
     g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
@@ -1496,7 +1498,7 @@ static void test_plot_tampered(void) {
     /* a sweep's axes given for a run: refused, and no plots/ folder made */
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--by", "policy", NULL);
     g_autofree char *want = g_strdup_printf(
-        "--by: %s has no sweep.csv (--x, --by and --xlabel set a sweep's figures)", dir);
+        "ema-sim: --by: %s has no sweep.csv (--x, --by and --xlabel set a sweep's figures)", dir);
     g_autofree char *plots = g_build_filename(dir, "plots", NULL);
     g_assert_cmpint(run->status, ==, 1);
     g_assert_nonnull(strstr(run->err, want));
@@ -1505,16 +1507,16 @@ static void test_plot_tampered(void) {
   {
     /* a tenant the run does not have is named, with the run's tenants */
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--tenant", "busy,nosuch", NULL);
-    g_autofree char *want =
-        g_strdup_printf("--tenant: %s has no tenant 'nosuch' (its tenants: busy, later)", dir);
+    g_autofree char *want = g_strdup_printf(
+        "ema-sim: --tenant: %s has no tenant 'nosuch' (its tenants: busy, later)", dir);
     g_assert_cmpint(run->status, ==, 1);
     g_assert_nonnull(strstr(run->err, want));
   }
   {
     /* an empty --tenant names none (not every tenant, nor a run with nothing to plot) */
     g_autoptr(EmaTestRun) run = ema_test_cli("plot", dir, "--tenant", "", NULL);
-    g_autofree char *want =
-        g_strdup_printf("--tenant: give a tenant's name (NAME or NAME,NAME,...) for %s", dir);
+    g_autofree char *want = g_strdup_printf(
+        "ema-sim: --tenant: give a tenant's name (NAME or NAME,NAME,...) for %s", dir);
     ema_test_assert_error_line(run, want);
   }
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
