@@ -470,7 +470,8 @@ static int command_run(int argc, char **argv, const char *command) {
   ema_output_print_ops(stdout, report);
   printf("results in %s/\n", dir);
   if (report->failed) {
-    fprintf(stderr, "%u of %u expectations missed\n", report->failed, report->ops->len);
+    fprintf(stderr, "ema-validate: %u of %u expectations missed\n", report->failed,
+            report->ops->len);
     return 1;
   }
   return 0;

@@ -269,7 +269,7 @@ static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
   ema_output_print_ops(stdout, report);
   printf("results in %s/\n", out_dir);
   if (report->failed) {
-    fprintf(stderr, "%u of %u expectations missed\n", report->failed, report->ops->len);
+    fprintf(stderr, "ema-sim: %u of %u expectations missed\n", report->failed, report->ops->len);
     return 1;
   }
   return 0;

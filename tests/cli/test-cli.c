@@ -302,7 +302,7 @@ static void test_run_missed_expectation(void) {
   g_autoptr(EmaTestRun) run =
       ema_test_cli("run", FIXTURES "missed-expectation.yaml", "-o", dir, NULL);
   g_assert_cmpint(run->status, ==, 1);
-  g_assert_cmpstr(run->err, ==, "1 of 1 expectations missed\n");
+  g_assert_cmpstr(run->err, ==, "ema-sim: 1 of 1 expectations missed\n");
   ema_test_assert_contains(run->out, "MISSED");
   /* the results are still written */
   summary = ema_test_read_file(dir, "summary.json");
