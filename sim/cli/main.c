@@ -1569,11 +1569,15 @@ static void plot_after_run(const char *dir, const char *title) {
 
 /* plot DIR [--x PATH] [--by COLUMN] [--tenant NAME] [--title T] [--xlabel T] */
 static int command_plot(int argc, char **argv) {
-  EmaPlotOptions options = {0};
   g_autofree char *x = NULL, *by = NULL, *tenant = NULL, *title = NULL, *xlabel = NULL;
   gboolean paper = FALSE;
   g_autofree char *gnuplot = NULL;
-  g_autoptr(GPtrArray) figures = g_ptr_array_new_with_free_func(g_free);
+  g_auto(GStrv) variants = NULL;
+  g_autofree EmaPlotFolder *folders = NULL;
+  g_autoptr(GPtrArray) strings = g_ptr_array_new_with_free_func(g_free); /* folders' */
+  g_autoptr(GPtrArray) figures =
+      g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref); /* each folder's */
+  guint n;
   GError *error = NULL;
   GOptionEntry entries[] = {
       {"x", 0, 0, G_OPTION_ARG_STRING, &x,
@@ -1590,7 +1594,6 @@ static int command_plot(int argc, char **argv) {
       {"paper", 0, 0, G_OPTION_ARG_NONE, &paper,
        "Paper preset: a column wide (3.4 in), 7 pt type, PDF and SVG", NULL},
       {NULL}};
-  g_autofree char *names = NULL;
   if (!parse_options("Draw the figures of a run or sweep directory with gnuplot (PNG and SVG in "
                      "DIR/plots/).",
                      entries, &argc, &argv, "DIR"))
@@ -1604,26 +1607,31 @@ static int command_plot(int argc, char **argv) {
     fprintf(stderr, "ema-sim plot: %s (install gnuplot-nox)\n", why);
     return 1;
   }
-  options = (EmaPlotOptions){x, by, tenant, title, xlabel, paper};
-  if (!ema_plot_dir(argv[1], gnuplot, &options, figures, &error))
+  /* a comparison's variants too, each in its folder, as ema-sim run draws them; no folder's
+   * plots/ changes unless every folder's figures are drawn */
+  variants = ema_plot_compare_variant_dirs(argv[1]);
+  n = g_strv_length(variants) + 1;
+  folders = g_new0(EmaPlotFolder, n);
+  for (guint i = 0; i < n; i++)
+    g_ptr_array_add(figures, g_ptr_array_new_with_free_func(g_free));
+  folders[0] = (EmaPlotFolder){argv[1], {x, by, tenant, title, xlabel, paper}, figures->pdata[0]};
+  for (guint i = 1; i < n; i++) {
+    char *sub = g_build_filename(argv[1], variants[i - 1], NULL);
+    /* titled as ema-sim run titles them unless a title is given */
+    char *each_title = title ? g_strdup(title) : ema_plot_variant_title(argv[1], variants[i - 1]);
+    g_ptr_array_add(strings, sub);
+    g_ptr_array_add(strings, each_title);
+    folders[i] =
+        (EmaPlotFolder){sub, {NULL, NULL, tenant, each_title, NULL, paper}, figures->pdata[i]};
+  }
+  if (!ema_plot_dirs(folders, n, gnuplot, &error))
     return fail(error);
-  names = figure_names(figures);
-  printf("figures in %s/plots/ (%s; %s and SVG)\n", argv[1], names, paper ? "PDF" : "PNG");
-  {
-    /* a comparison's variants too, each in its folder, as ema-sim run draws them */
-    g_auto(GStrv) variants = ema_plot_compare_variant_dirs(argv[1]);
-    for (guint i = 0; variants[i]; i++) {
-      g_autofree char *sub = g_build_filename(argv[1], variants[i], NULL);
-      g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
-      g_autofree char *drawn_names = NULL;
-      /* titled as ema-sim run titles them unless a title is given */
-      g_autofree char *each_title = title ? NULL : ema_plot_variant_title(argv[1], variants[i]);
-      EmaPlotOptions each = {NULL, NULL, tenant, title ? title : each_title, NULL, paper};
-      if (!ema_plot_dir(sub, gnuplot, &each, drawn, &error))
-        return fail(error);
-      drawn_names = figure_names(drawn);
-      printf("figures in %s/plots/ (%s)\n", sub, drawn_names);
-    }
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *names = figure_names(folders[i].figures);
+    if (i == 0)
+      printf("figures in %s/plots/ (%s; %s and SVG)\n", argv[1], names, paper ? "PDF" : "PNG");
+    else
+      printf("figures in %s/plots/ (%s)\n", folders[i].dir, names);
   }
   return 0;
 }

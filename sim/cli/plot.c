@@ -1617,8 +1617,10 @@ char **ema_plot_compare_variant_dirs(const char *dir) {
   if (csv_read(path, &csv, NULL) && (dir_col = csv_column(&csv, "dir")) >= 0)
     for (guint r = 0; r < csv.rows->len; r++) {
       const char *name = csv_cell(csv.rows->pdata[r], dir_col);
-      /* a variant's own folder, as ema_compare_run names it (nothing outside DIR) */
-      if (*name && !strchr(name, '/') && strcmp(name, "..") != 0 && strcmp(name, ".") != 0)
+      /* a variant's own folder, as ema_compare_run names it (nothing outside DIR), once (a
+       * folder named twice is drawn once: ema_plot_dirs draws each folder once) */
+      if (*name && !strchr(name, '/') && strcmp(name, "..") != 0 && strcmp(name, ".") != 0 &&
+          !g_ptr_array_find_with_equal_func(dirs, name, g_str_equal, NULL))
         g_ptr_array_add(dirs, g_strdup(name));
     }
   csv_clear(&csv);
@@ -2076,32 +2078,55 @@ static gboolean variants_know_tenants(const char *dir, const char *only, GError 
   return TRUE;
 }
 
-/* ema_plot_dir: the figures are drawn into plots.new, made whole there (gnuplot ran, every
- * figure it was to draw is there) and only then moved into plots/, each over the file of its
- * name: gnuplot failing halfway, or drawing nothing, leaves plots/ as it was (its plots.gp and
- * data the figures' beside them), and a folder it refuses gets no file. Figures of an earlier
- * plot under other names (another --tenant's, the other preset's format) stay beside them. */
+/* ema_plot_dirs: each folder's figures are drawn into its plots.new, made whole there (gnuplot
+ * ran, every figure it was to draw is there), and only once every folder's are, each is moved
+ * into its plots/, each file over the file of its name: a table refused, gnuplot failing halfway
+ * or drawing nothing, in any folder, leaves every plots/ as it was (its plots.gp and data the
+ * figures' beside them), and a folder it refuses gets no file. Figures of an earlier plot under
+ * other names (another --tenant's, the other preset's format) stay beside them. */
 static gboolean plot_into(const char *dir, const char *plots, const char *gnuplot,
                           const EmaPlotOptions *options, GPtrArray *figures, gboolean *made,
                           GError **error);
 
-gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions *options,
-                      GPtrArray *figures, GError **error) {
-  g_autofree char *plots = g_build_filename(dir, "plots", NULL);
-  g_autofree char *building = g_strconcat(plots, ".new", NULL);
-  g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func(g_free);
+gboolean ema_plot_dirs(const EmaPlotFolder *folders, guint n, const char *gnuplot, GError **error) {
+  g_autoptr(GPtrArray) building = g_ptr_array_new_with_free_func(g_free); /* each's plots.new */
+  g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
   GError *local = NULL;
-  gboolean made = FALSE;
-  if (!plot_into(dir, building, gnuplot, options, drawn, &made, &local) ||
-      !ema_output_move_into(building, plots, &local)) {
-    if (made)
-      (void) ema_output_remove_own(building, NULL);
+  gboolean ok = TRUE;
+  guint made = 0; /* the folders whose plots.new this made (the first MADE) */
+  for (guint i = 0; i < n && ok; i++) {
+    gboolean began = FALSE;
+    g_ptr_array_add(building, g_build_filename(folders[i].dir, "plots.new", NULL));
+    g_ptr_array_add(drawn, g_ptr_array_new_with_free_func(g_free));
+    ok = plot_into(folders[i].dir, building->pdata[i], gnuplot, &folders[i].options,
+                   drawn->pdata[i], &began, &local);
+    if (began)
+      made = i + 1;
+  }
+  /* (a move that fails, on a file system that refuses a rename, leaves the folders before it
+   * drawn anew, its own partly, and those after it as they were) */
+  for (guint i = 0; i < n && ok; i++) {
+    g_autofree char *plots = g_build_filename(folders[i].dir, "plots", NULL);
+    ok = ema_output_move_into(building->pdata[i], plots, &local);
+  }
+  if (!ok) {
+    for (guint i = 0; i < made; i++)
+      (void) ema_output_remove_own(building->pdata[i], NULL);
     g_propagate_error(error, local);
     return FALSE;
   }
-  for (guint i = 0; figures && i < drawn->len; i++)
-    g_ptr_array_add(figures, g_strdup(drawn->pdata[i]));
+  for (guint i = 0; i < n; i++)
+    if (folders[i].figures) /* (the names moved: DRAWN's list left empty) */
+      g_ptr_array_extend_and_steal(folders[i].figures, g_ptr_array_ref(drawn->pdata[i]));
   return TRUE;
+}
+
+gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions *options,
+                      GPtrArray *figures, GError **error) {
+  EmaPlotFolder folder = {dir, {0}, figures};
+  if (options)
+    folder.options = *options;
+  return ema_plot_dirs(&folder, 1, gnuplot, error);
 }
 
 static gboolean plot_into(const char *dir, const char *plots, const char *gnuplot,

@@ -4,7 +4,9 @@
  * column named twice) is an error at its file:line:col, saying what was expected, never a point
  * dropped or drawn; a setting of a sweep's plot.yaml that names no column or tenant of sweep.csv
  * is an error at its place in plot.yaml. Either way the folder's plots/ stays as it was (the
- * figures are drawn into plots.new/ and moved in only on success) and no plots.new/ is left.
+ * figures are drawn into plots.new/ and moved in only on success) and no plots.new/ is left; of
+ * a comparison, its own plots/ and every variant's (a later repeat's too), all drawn before any
+ * is moved in.
  *
  * Each case damages one file of a folder an earlier plot drew, runs plot and puts the file
  * back. Needs gnuplot (the plot command refuses to start without it). */
@@ -425,9 +427,13 @@ static void test_run_requests(void) {
 
 static const char *const variants[] = {"static", "ema", "2x", NULL};
 
-/* A new comparison (experiments/default.yaml: static, ema and 2x, 30 s), plotted once; NULL (the
- * test skipped) without gnuplot. */
-static char *compare_folder(void) {
+/* The folders of a comparison of two repeats: each variant's and its second run's. */
+static const char *const repeat_folders[] = {"static", "static-r1", "ema", "ema-r1",
+                                             "2x",     "2x-r1",     NULL};
+
+/* A new comparison (experiments/default.yaml: static, ema and 2x, 30 s; REPEATS runs of each,
+ * the folders FOLDERS), plotted once; NULL (the test skipped) without gnuplot. */
+static char *compare_folder_of(const char *repeats, const char *const *folders) {
   g_autofree char *tmp = NULL;
   g_autofree char *dir = NULL;
   if (!ema_test_gnuplot_or_skip())
@@ -435,15 +441,20 @@ static char *compare_folder(void) {
   tmp = ema_test_temp_dir();
   dir = g_build_filename(tmp, "cmp", NULL);
   {
-    g_autoptr(EmaTestRun) run = ema_test_cli("run", "experiments/default.yaml", "--set",
-                                             "duration=30s", "-o", dir, "--no-plot", NULL);
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("run", "experiments/default.yaml", "--set", "duration=30s", "--set", repeats,
+                     "-o", dir, "--no-plot", NULL);
     g_assert_cmpint(run->status, ==, 0);
   }
   assert_plots(dir);
-  for (guint i = 0; variants[i]; i++)
-    g_assert_true(exists(dir, keep(g_strconcat(variants[i], "/plots", NULL))));
+  for (guint i = 0; folders[i]; i++)
+    g_assert_true(exists(dir, keep(g_strconcat(folders[i], "/plots", NULL))));
   g_assert_true(exists(dir, "plots/compare-change.png"));
   return g_steal_pointer(&dir);
+}
+
+static char *compare_folder(void) {
+  return compare_folder_of("repeats=1", variants);
 }
 
 static void remove_compare_folder(const char *dir) {
@@ -504,6 +515,47 @@ static void test_compare_runs(void) {
   remove_compare_folder(dir);
 }
 
+/* A line at the end of DIR/FOLDER/plots/plots.gp (FOLDER NULL: DIR's own) that a plot drawing
+ * the folder again would not write: a figure drawn anew, even the same, changes its plots/. */
+static void mark_plots(const char *dir, const char *folder) {
+  g_autofree char *name = g_build_filename(folder ? folder : ".", "plots", "plots.gp", NULL);
+  g_autofree char *text = ema_test_read_file(dir, name);
+  g_autofree char *marked = g_strconcat(text, "# not drawn again\n", NULL);
+  write_file(dir, name, marked);
+}
+
+/* A comparison with repeats: a later run's (repeat 1) requests.csv or timeline.csv is read only
+ * for its own figures, not the comparison's; damaged, it is refused before any folder's figures
+ * are moved in: the comparison's plots/ and every variant's are as they were. */
+static void test_compare_repeats(void) {
+  g_autofree char *dir = compare_folder_of("repeats=2", repeat_folders);
+  g_autofree char *summary = NULL;
+  if (dir == NULL)
+    return;
+  mark_plots(dir, NULL);
+  for (guint i = 0; repeat_folders[i]; i++)
+    mark_plots(dir, repeat_folders[i]);
+  assert_field_refused(dir, repeat_folders, "2x-r1/timeline.csv", 5, "slices_borrowed", "lots",
+                       "column 'slices_borrowed': 'lots' is not a non-negative integer (of at "
+                       "most 2^53)");
+  summary = g_build_filename(dir, "ema-r1", "summary.json", NULL);
+  assert_field_refused(dir, repeat_folders, "ema-r1/requests.csv", 3, "tenant", "ghost",
+                       keep(g_strdup_printf("column 'tenant': no tenant 'ghost' in %s (its "
+                                            "tenants: burst, peer1, peer2, peer3)",
+                                            summary)));
+  assert_field_refused(dir, repeat_folders, "static-r1/requests.csv", 2, "ttft_ms", "soon",
+                       "column 'ttft_ms': 'soon' is not a non-negative number");
+  /* put back, every folder is drawn again (the mark gone: it told a folder drawn anew) */
+  assert_plots(dir);
+  for (guint i = 0; i <= g_strv_length((char **) repeat_folders); i++) {
+    g_autofree char *name =
+        g_build_filename(repeat_folders[i] ? repeat_folders[i] : ".", "plots", "plots.gp", NULL);
+    g_autofree char *text = ema_test_read_file(dir, name);
+    g_assert_null(strstr(text, "# not drawn again"));
+  }
+  remove_compare_folder(dir);
+}
+
 int main(int argc, char **argv) {
   int status;
   g_test_init(&argc, &argv, NULL);
@@ -516,6 +568,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/plot-input/run/requests", test_run_requests);
   g_test_add_func("/plot-input/compare/paired", test_compare_paired);
   g_test_add_func("/plot-input/compare/runs", test_compare_runs);
+  g_test_add_func("/plot-input/compare/repeats", test_compare_repeats);
   status = g_test_run();
   g_ptr_array_unref(kept);
   return status;

@@ -44,7 +44,7 @@ gboolean ema_plot_check_settings(const EmaNode *settings, const char *prefix, GE
 /* gnuplot's path on PATH (or EMA_GNUPLOT), NULL when there is none. */
 char *ema_plot_find_gnuplot(void);
 /* The variants' folders of the comparison in DIR (compare.csv's dir column, one a run: a
- * repeat's too); NULL-terminated, empty without compare.csv. Free with g_strfreev. */
+ * repeat's too), each once; NULL-terminated, empty without compare.csv. Free with g_strfreev. */
 char **ema_plot_compare_variant_dirs(const char *dir);
 /* "NAME: VARIANT", the title ema-sim run gives the figures of the comparison DIR's variant
  * folder VARIANT (NAME: the experiment its summary.json names, "run" where it cannot be read). */
@@ -60,5 +60,18 @@ char *ema_plot_gnuplot_missing(void);
  * cell's file:line:col) or gnuplot fails. */
 gboolean ema_plot_dir(const char *dir, const char *gnuplot, const EmaPlotOptions *options,
                       GPtrArray *figures, GError **error);
+
+/* A folder ema_plot_dirs draws: DIR, with OPTIONS; FIGURES (may be NULL) as ema_plot_dir's. */
+typedef struct {
+  const char *dir;
+  EmaPlotOptions options;
+  GPtrArray *figures;
+} EmaPlotFolder;
+
+/* ema_plot_dir for each of the N FOLDERS (no folder twice), in their order, as one: every
+ * folder's figures are drawn (beside its plots/) before any is moved into its plots/, so that a
+ * folder that cannot be drawn leaves every plots/ as it was (a comparison's and its variants':
+ * ema-sim plot); the error is that folder's, and the folders after it are not read. */
+gboolean ema_plot_dirs(const EmaPlotFolder *folders, guint n, const char *gnuplot, GError **error);
 
 G_END_DECLS
