@@ -39,6 +39,7 @@
 #include "ema/cli/sweep.h"
 #include "ema/cli/trypolicy.h"
 #include "ema/core/modelpath.h"
+#include "ema/core/options.h"
 #include "ema/core/units.h"
 #include "ema/hw/profile.h"
 #include "sweepmpi.h"
@@ -167,69 +168,19 @@ static int usage_error(const char *message) {
   return EXIT_USAGE;
 }
 
-/* The one value of an option a command reads once, VALUES as GOption collected them (NULL where
- * not given) into *VALUE (NULL where not given); FALSE with a usage error naming OPTION where it
- * was given more than once (GOption keeps the last one, the others dropped unsaid). WHY (may be
- * NULL) says why one. */
-static gboolean option_once(const char *option, char **values, const char *why,
-                            const char **value) {
-  *value = values ? values[0] : NULL;
-  if (values == NULL || values[0] == NULL || values[1] == NULL)
-    return TRUE;
-  {
-    g_autofree char *given = g_strjoinv(", ", values);
-    g_autofree char *message = g_strdup_printf("%s is given %u times (%s): give it once%s%s%s",
-                                               option, g_strv_length(values), given,
-                                               why ? " (" : "", why ? why : "", why ? ")" : "");
-    usage_error(message);
-  }
-  return FALSE;
-}
-
-/* Parse a subcommand's options; returns FALSE (and prints) on a usage error. Every option of
- * one value (a string or a file name; a number is read as text by its command, arrays repeat,
- * flags only set) is parsed as an array and must be given once (option_once), never its last
- * value taken unsaid; the error names it -o where it has a short name, else --NAME. */
+/* Parse a subcommand's options (ema_options_parse: an option of one value given twice is a
+ * usage error, never its last value taken unsaid); FALSE (after a usage message) on a usage
+ * error. */
 static gboolean parse_options(const char *summary, GOptionEntry *entries, int *argc, char ***argv,
                               const char *parameter_string) {
   g_autoptr(GOptionContext) context = g_option_context_new(parameter_string);
   g_autoptr(GError) error = NULL;
-  g_autofree GOptionEntry *parsed = NULL;
-  g_autofree GStrv *values = NULL;
-  guint n = 0;
-  gboolean ok;
-  while (entries[n].long_name)
-    n++;
-  parsed = g_new0(GOptionEntry, n + 1);
-  values = g_new0(GStrv, n);
-  for (guint i = 0; i < n; i++) {
-    parsed[i] = entries[i];
-    g_assert(entries[i].arg != G_OPTION_ARG_INT && entries[i].arg != G_OPTION_ARG_INT64 &&
-             entries[i].arg != G_OPTION_ARG_DOUBLE);
-    if (entries[i].arg == G_OPTION_ARG_STRING || entries[i].arg == G_OPTION_ARG_FILENAME) {
-      parsed[i].arg = entries[i].arg == G_OPTION_ARG_STRING ? G_OPTION_ARG_STRING_ARRAY
-                                                            : G_OPTION_ARG_FILENAME_ARRAY;
-      parsed[i].arg_data = &values[i];
-    }
-  }
   g_option_context_set_summary(context, summary);
-  g_option_context_add_main_entries(context, parsed, NULL);
-  ok = g_option_context_parse(context, argc, argv, &error);
-  if (!ok)
+  if (!ema_options_parse(context, entries, argc, argv, &error)) {
     usage_error(error->message);
-  for (guint i = 0; i < n; i++) {
-    const char *value;
-    if (ok && parsed[i].arg_data == &values[i]) {
-      g_autofree char *option = entries[i].short_name
-                                    ? g_strdup_printf("-%c", entries[i].short_name)
-                                    : g_strconcat("--", entries[i].long_name, NULL);
-      ok = option_once(option, values[i], NULL, &value);
-      if (ok && value)
-        *(char **) entries[i].arg_data = g_strdup(value);
-    }
-    g_strfreev(values[i]);
+    return FALSE;
   }
-  return ok;
+  return TRUE;
 }
 
 /* the options of a command that has none but --help */
@@ -664,7 +615,7 @@ static int command_frontier(int argc, char **argv) {
   GError *last_unfit = NULL; /* the last server the model did not fit (none fitting) */
   guint fitted = 0;
   GOptionEntry entries[] = {
-      /* (an array, given once: option_once says why) */
+      /* (an array, given once: ema_option_once says why) */
       {"model", 0, 0, G_OPTION_ARG_STRING_ARRAY, &model_names, "LLM shape (default llama-3.1-8b)",
        "M"},
       {"tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance_text,
@@ -679,11 +630,14 @@ static int command_frontier(int argc, char **argv) {
     return EXIT_USAGE;
   /* one model a run: frontier.csv has no model column, and its table and figure are of the one
    * model its header names */
-  if (!option_once("--model", model_names,
-                   "frontier computes one model a run: run it once per model, each with its "
-                   "own -o",
-                   &model_name))
+  if (!ema_option_once("--model", model_names,
+                       "frontier computes one model a run: run it once per model, each with its "
+                       "own -o",
+                       &model_name, &error)) {
+    usage_error(error->message);
+    g_clear_error(&error);
     return EXIT_USAGE;
+  }
   if (tolerance_text && (!ema_units_parse_fraction(tolerance_text, &tolerance, NULL) ||
                          tolerance <= 0 || tolerance >= 1))
     return usage_error("--tolerance: give a fraction between 0 and 1, e.g. 5%");
