@@ -50,7 +50,8 @@ static const char *const capture_entries[] = {
     "capture.txt", "ranges.csv", "kernel-names.csv", "trace.json", "workload.yaml", NULL};
 
 gboolean ema_capture_run(const EmaCaptureOptions *o, int *status, GError **error) {
-  if (!ema_output_claim_dir_full(o->dir, capture_entries, EMA_OUTPUT_CLAIM_CLEAR, error))
+  if (!ema_output_claim_dir_kind(o->dir, EMA_CAPTURE_OUTPUT_KIND, capture_entries,
+                                 EMA_OUTPUT_CLAIM_CLEAR, error))
     return FALSE;
   g_autofree char *dir = g_canonicalize_filename(o->dir, NULL);
   g_auto(GStrv) env = g_get_environ();
@@ -188,8 +189,8 @@ gboolean ema_capture_write_profile(const char *capture_dir, const char *out_dir,
     return FALSE;
   }
   /* the capture read whole: only now does an earlier profile's output go */
-  if (!ema_output_claim_dir_full(out_dir, ema_capture_profile_entries, EMA_OUTPUT_CLAIM_CLEAR,
-                                 error))
+  if (!ema_output_claim_dir_kind(out_dir, EMA_PROFILE_OUTPUT_KIND, ema_capture_profile_entries,
+                                 EMA_OUTPUT_CLAIM_CLEAR, error))
     return FALSE;
   g_autoptr(GPtrArray) tables = NULL;
   if (!ema_trace_write_profile_points(points, out_dir, &tables, error))

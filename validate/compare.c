@@ -14,6 +14,9 @@
 #define SUMMARY_FILE "summary.json"
 #define PROVENANCE_FILE "provenance.txt"
 #define PROVENANCE_GROUP "run"
+/* The largest measured bandwidth read back, GB/s: 1 EB/s, a thousand times a GB200 NVL72's whole
+ * NVLink fabric */
+#define MAX_GBPS 1e9
 
 void ema_compare_judge(EmaOpResult *result, const EmaOpExpect *expect,
                        const EmaExperiment *experiment, EmaOpsReport *report) {
@@ -247,8 +250,18 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
                  i, got, seconds);
       return NULL;
     }
-    if (!get_number(json_node_get_object(node), "bandwidth_gbps", &gbps) || gbps < 0) {
-      data_error(error, path, "ops[%u].bandwidth_gbps (%s): missing or not a number >= 0", i, got);
+    if (ema_llround(seconds * 1e9) < 1) {
+      data_error(error, path,
+                 "ops[%u].seconds (%s): %g s is shorter than the simulator's clock counts (1 ns)",
+                 i, got, seconds);
+      return NULL;
+    }
+    /* (a bandwidth past 1 EB/s, in bytes per second, became "inf" in compare.csv) */
+    if (!get_number(json_node_get_object(node), "bandwidth_gbps", &gbps) || gbps < 0 ||
+        gbps > MAX_GBPS) {
+      data_error(error, path,
+                 "ops[%u].bandwidth_gbps (%s): missing or not a number in 0..%g (1 EB/s)", i, got,
+                 MAX_GBPS);
       return NULL;
     }
     result.seconds_ns = ema_llround(seconds * 1e9);

@@ -150,17 +150,15 @@ static void build_block_table(EmaDecodePlan *plan) {
   g_assert(next_local == plan->local_blocks && next_remote == plan->remote_blocks);
 }
 
-EmaDecodePlan *ema_decode_plan_new(const EmaLlmSpec *model, const EmaDecodeOptions *options,
-                                   GError **error) {
+gboolean ema_decode_plan_check(const EmaLlmSpec *model, const EmaDecodeOptions *options,
+                               GError **error) {
   EmaLlmDerived derived;
-  EmaDecodePlan *plan;
   guint64 total;
 
-  g_return_val_if_fail(model != NULL && options != NULL, NULL);
+  g_return_val_if_fail(model != NULL && options != NULL, FALSE);
   ema_llm_derive(model, &derived);
   if (!check_model(model, &derived, error) || !check_options(model, options, error))
-    return NULL;
-
+    return FALSE;
   total = (guint64) options->batch *
           ((options->context + EMA_KV_BLOCK_TOKENS - 1) / EMA_KV_BLOCK_TOKENS);
   if (total > G_MAXINT32) {
@@ -168,8 +166,23 @@ EmaDecodePlan *ema_decode_plan_new(const EmaLlmSpec *model, const EmaDecodeOptio
                 "--batch %u x --context %u needs %" G_GUINT64_FORMAT
                 " KV blocks, more than a block table holds",
                 options->batch, options->context, total);
-    return NULL;
+    return FALSE;
   }
+  return TRUE;
+}
+
+EmaDecodePlan *ema_decode_plan_new(const EmaLlmSpec *model, const EmaDecodeOptions *options,
+                                   GError **error) {
+  EmaLlmDerived derived;
+  EmaDecodePlan *plan;
+  guint64 total;
+
+  g_return_val_if_fail(model != NULL && options != NULL, NULL);
+  if (!ema_decode_plan_check(model, options, error))
+    return NULL;
+  ema_llm_derive(model, &derived);
+  total = (guint64) options->batch *
+          ((options->context + EMA_KV_BLOCK_TOKENS - 1) / EMA_KV_BLOCK_TOKENS);
 
   plan = g_new0(EmaDecodePlan, 1);
   plan->options = *options;

@@ -92,6 +92,10 @@ typedef struct {
  * multiple of 256). */
 EmaDecodePlan *ema_decode_plan_new(const EmaLlmSpec *model, const EmaDecodeOptions *options,
                                    GError **error);
+/* The checks of ema_decode_plan_new, building nothing: what a command finds before a GPU is
+ * looked for (`pool`, whose lender decodes this plan). */
+gboolean ema_decode_plan_check(const EmaLlmSpec *model, const EmaDecodeOptions *options,
+                               GError **error);
 void ema_decode_plan_free(EmaDecodePlan *plan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaDecodePlan, ema_decode_plan_free)
 

@@ -13,13 +13,16 @@
  *   profile     the operator profiling workload (PyTorch) under capture, turned
  *               into the profile tables of hwmodels/profiles/README.md
  * Every argument is checked before the first CUDA call, so --help and
- * usage errors work on a machine without a GPU or driver. Usage errors
+ * usage errors work on a machine without a GPU or driver; an option of one
+ * value given twice is a usage error (parse_options), never its last value
+ * taken unsaid. Usage errors
  * (anything wrong on the command line, found before CUDA starts) print
  * "ema-validate: MESSAGE" and "Try 'ema-validate --help'." and exit 2; a
  * failure on the GPU (no device, a CUDA error, a mismatch with the CPU
  * reference) prints one line and exits 1. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <glib/gstdio.h>
 
@@ -34,6 +37,7 @@
 #include "ema/run/ops.h"
 #include "ema/run/output.h"
 #include "ema/core/file.h"
+#include "ema/core/options.h"
 #include "ema/core/units.h"
 #include "poolmem.h"
 #include "realpool.h"
@@ -72,7 +76,9 @@ static const char usage_text[] =
     "                         simulate FILE (libema) and compare with the GPUs, measured\n"
     "                         now (as run) or read from DIR/summary.json (no GPU needed):\n"
     "                         a table, DIR/compare.csv and DIR/compare.md\n"
-    "  pool [--policy NAME] [--plugin-dir DIR] [--seconds S] [-o DIR]\n"
+    "  pool [--policy NAME|MAP] [--plugin-dir DIR] [--seconds S] [--tick T] [-o DIR]\n"
+    "       [--model NAME] [--batch B] [--context C] [--borrower-region SIZE]\n"
+    "       [--lender-region SIZE] [--server NAME] [--no-ballast] [--dry-run]\n"
     "                         GPU0 borrows from GPU1 through real CUDA VMM mappings under\n"
     "                         the simulator's policies; GPU1 decodes throughout and reclaims\n"
     "  capture -o DIR [--buffers N] [--buffer-mb MB] -- COMMAND [ARGS]...\n"
@@ -105,6 +111,9 @@ static int fail(GError *error) {
   return 1;
 }
 
+/* Parse a subcommand's options (ema_options_parse: an option of one value given twice is a
+ * usage error, never its last value taken unsaid); FALSE (after a usage message) on a usage
+ * error. */
 static gboolean parse_options(const char *summary, GOptionEntry *entries, int *argc, char ***argv,
                               const char *parameter_string) {
   g_autoptr(GOptionContext) context = g_option_context_new(parameter_string);
@@ -112,8 +121,7 @@ static gboolean parse_options(const char *summary, GOptionEntry *entries, int *a
   g_autofree char *program = g_strconcat("ema-validate ", (*argv)[0], NULL);
   g_set_prgname(program);
   g_option_context_set_summary(context, summary);
-  g_option_context_add_main_entries(context, entries, NULL);
-  if (!g_option_context_parse(context, argc, argv, &error)) {
+  if (!ema_options_parse(context, entries, argc, argv, &error)) {
     usage_error(error->message);
     return FALSE;
   }
@@ -133,6 +141,36 @@ static gboolean parse_count(const char *option, const char *text, gint64 min, gi
   }
   *out = (guint) value;
   return TRUE;
+}
+
+/* FALSE after a usage message where VALUE, a folder given to OPTION, is the empty string: it
+ * named the working directory, whose files were read as WHAT (or written there). */
+static gboolean folder_named(const char *option, const char *value, const char *what) {
+  if (value == NULL || *value != '\0')
+    return TRUE;
+  {
+    g_autofree char *message =
+        g_strdup_printf("%s: the folder's name is empty: give %s", option, what);
+    usage_error(message);
+  }
+  return FALSE;
+}
+
+/* FALSE after a usage message where -o names no folder (''): found before a GPU is looked for,
+ * not when the folder is claimed. */
+static gboolean output_named(const char *output) {
+  GError *error = NULL;
+  if (output == NULL || ema_output_dir_named(output, &error))
+    return TRUE;
+  usage_gerror(error);
+  return FALSE;
+}
+
+/* Whether A and B name one folder (both there). */
+static gboolean same_folder(const char *a, const char *b) {
+  GStatBuf x, y;
+  return g_stat(a, &x) == 0 && g_stat(b, &y) == 0 && S_ISDIR(x.st_mode) && x.st_dev == y.st_dev &&
+         x.st_ino == y.st_ino;
 }
 
 /* ARG in the shell's $'...' quotes, its control characters as C escapes:
@@ -226,6 +264,8 @@ static int command_calibrate(int argc, char **argv, const char *command) {
     return EXIT_USAGE;
   if (argc != 1)
     return usage_error("calibrate takes no arguments besides its options");
+  if (!folder_named("--from-results", from_results, "the results directory calibrate wrote"))
+    return EXIT_USAGE;
   if (from_results && (name || results || quick || repeats_text || topology))
     return usage_error("--from-results takes only -o and --reference (the rest comes from the "
                        "results directory)");
@@ -359,6 +399,14 @@ static int command_decode(int argc, char **argv) {
     g_autofree char *message = g_strdup_printf("--csv: '%s' is no file to append to", csv);
     return usage_error(message);
   }
+  if (csv) {
+    g_autofree char *parent = g_path_get_dirname(csv);
+    if (!g_file_test(parent, G_FILE_TEST_IS_DIR)) {
+      g_autofree char *message =
+          g_strdup_printf("--csv: '%s': no folder %s to write it in", csv, parent);
+      return usage_error(message);
+    }
+  }
   if (csv && !ema_csv_check_append(csv, EMA_DECODE_CSV_HEADER, &error)) {
     g_prefix_error(&error, "--csv: ");
     return usage_gerror(error);
@@ -456,7 +504,9 @@ static int command_run(int argc, char **argv, const char *command) {
     return EXIT_USAGE;
   if (argc != 2)
     return usage_error(argc < 2 ? "run needs an experiment FILE" : "run takes one experiment FILE");
-  if (!run_options(&a, &options))
+  if (*argv[1] == '\0')
+    return usage_error("run: the experiment FILE's name is empty");
+  if (!output_named(a.output) || !run_options(&a, &options))
     return EXIT_USAGE;
   if ((experiment = load_experiment(argv[1], a.overrides)) == NULL)
     return 1;
@@ -515,10 +565,12 @@ static int command_compare(int argc, char **argv, const char *command) {
   if (argc != 2)
     return usage_error(argc < 2 ? "compare needs an experiment FILE"
                                 : "compare takes one experiment FILE");
+  if (*argv[1] == '\0')
+    return usage_error("compare: the experiment FILE's name is empty");
   /* (an empty name would read the working directory's summary.json as the measurements) */
-  if (measured_dir && *measured_dir == '\0')
-    return usage_error("--measured: the folder's name is empty: give the folder ema-validate run "
-                       "-o wrote");
+  if (!folder_named("--measured", measured_dir, "the folder ema-validate run -o wrote") ||
+      !output_named(a.output))
+    return EXIT_USAGE;
   if (measured_dir && (a.repeats_text || a.warmups_text || a.no_verify))
     return usage_error("--repeats, --warmups and --no-verify are for measuring now, not with "
                        "--measured");
@@ -549,7 +601,9 @@ static int command_compare(int argc, char **argv, const char *command) {
 
   /* the simulator's own outputs beside the comparison */
   sim_dir = g_build_filename(dir, "sim", NULL);
-  if (!ema_output_claim_dir_full(dir, compare_entries, EMA_OUTPUT_CLAIM_KEEP, &error) ||
+  /* a run's folder (the measurements': ema-validate run's, or one it now writes), never a
+   * sweep's or a pool's: compare.csv in a sweep folder broke `ema-sim plot` of it */
+  if (!ema_output_claim_dir_kind(dir, "run", compare_entries, EMA_OUTPUT_CLAIM_KEEP, &error) ||
       !ema_output_claim_dir(sim_dir, NULL, &error) ||
       !ema_output_write_resolved(sim_dir, experiment, &error) ||
       !ema_output_write_ops_summary(sim_dir, experiment, simulated,
@@ -667,6 +721,8 @@ static int command_pool(int argc, char **argv, const char *command) {
     return EXIT_USAGE;
   if (argc != 1)
     return usage_error("pool takes no arguments besides its options");
+  if (!output_named(output))
+    return EXIT_USAGE;
   if (seconds_text) { /* a duration, or a bare number of seconds */
     double plain = 0;
     if (!ema_units_parse_duration(seconds_text, &seconds_ns, NULL))
@@ -720,6 +776,15 @@ static int command_pool(int argc, char **argv, const char *command) {
     g_prefix_error(&error, "--server: ");
     return usage_gerror(error);
   }
+  if (!dry_run) {
+    /* the lender's decode (a context past the model's, a shape its kernels lack): found before
+     * the GPUs are looked for and the folder claimed, not once an earlier run's results went */
+    EmaDecodeOptions decode = {options.batch, options.context, 0, EMA_DECODE_LOCAL, 1};
+    if (!ema_decode_plan_check(model, &decode, &error)) {
+      ema_params_clear(&ema_policy_spec_params, &spec);
+      return usage_gerror(error);
+    }
+  }
   dir = output ? g_strdup(output) : g_strdup_printf("results/pool-%s", spec.name);
   options.policy = &spec;
   options.seconds = (double) seconds_ns / 1e9;
@@ -769,6 +834,18 @@ static int command_capture(int argc, char **argv) {
     return usage_error("capture: no program (-- COMMAND [ARGS...])");
   if (!output)
     return usage_error("capture: -o DIR is required");
+  if (!output_named(output))
+    return EXIT_USAGE;
+  {
+    /* found before the folder, an earlier capture's, is claimed and emptied (the spawn failed
+     * after it) */
+    g_autofree char *found = g_find_program_in_path(argv[program]);
+    if (found == NULL) {
+      g_autofree char *message = g_strdup_printf(
+          "capture: '%s' is not a program (a path, or a name on PATH)", argv[program]);
+      return usage_error(message);
+    }
+  }
   EmaCaptureOptions options = {.dir = output, .argv = argv + program};
   if ((buffers_text && !parse_count("--buffers", buffers_text, 2, 1024, &options.buffers)) ||
       (mb_text && !parse_count("--buffer-mb", mb_text, 1, 256, &options.buffer_mb)))
@@ -811,6 +888,17 @@ static int command_profile(int argc, char **argv, const char *command) {
     return usage_error("profile takes no arguments besides its options");
   if (!output)
     return usage_error("profile: -o DIR is required");
+  if (!output_named(output) ||
+      !folder_named("--from-capture", from_capture,
+                    "the folder capture -o wrote (or DIR/capture of profile -o DIR)"))
+    return EXIT_USAGE;
+  if (from_capture && same_folder(from_capture, output)) {
+    g_autofree char *message =
+        g_strdup_printf("--from-capture: '%s' is the -o folder: the profile would replace the "
+                        "capture it reads; give another -o",
+                        from_capture);
+    return usage_error(message);
+  }
   GError *error = NULL;
   g_autofree char *capture_dir = g_build_filename(output, "capture", NULL);
   g_autofree char *library = NULL;
@@ -841,8 +929,9 @@ static int command_profile(int argc, char **argv, const char *command) {
    * from an earlier capture, ema_capture_write_profile claims it once the capture has been read
    * and its points checked (a mistyped CAPDIR, or a malformed capture, leaves the earlier
    * profile); capture/ (its own claim) stays */
-  if (!from_capture && !ema_output_claim_dir_full(output, ema_capture_profile_entries,
-                                                  EMA_OUTPUT_CLAIM_CLEAR, &error))
+  if (!from_capture &&
+      !ema_output_claim_dir_kind(output, EMA_PROFILE_OUTPUT_KIND, ema_capture_profile_entries,
+                                 EMA_OUTPUT_CLAIM_CLEAR, &error))
     return fail(error);
   if (!from_capture) {
     g_autofree char *meta = g_build_filename(capture_dir, "workload.yaml", NULL);

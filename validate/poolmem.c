@@ -147,34 +147,35 @@ static void free_slot(Gpu *g, guint64 slot) {
 }
 
 /* Unmap and release what is retired; an entry whose call fails stays for a
- * later try (the teardown's). */
+ * later try (the teardown's), in its order. One pass that packs the entries
+ * kept to the front: removing each done entry from the front moved all the
+ * others (a 1 TiB region's 500k slices took minutes). */
 static gboolean flush_retired(EmaPoolMem *l, GError **error) {
   gboolean ok = TRUE;
-  guint i = 0;
-  while (i < l->retired->len) {
+  guint kept = 0;
+  for (guint i = 0; i < l->retired->len; i++) {
     Retired *r = &g_array_index(l->retired, Retired, i);
+    gboolean done = TRUE;
     if (r->mapped) {
-      if (!do_unmap(l, r->map_device, r->va, error)) {
-        ok = FALSE;
-        i++;
-        continue;
-      }
-      r->mapped = FALSE;
+      if (do_unmap(l, r->map_device, r->va, error))
+        r->mapped = FALSE;
+      else
+        done = ok = FALSE;
     }
-    if (r->has_slot) {
+    if (done && r->has_slot) {
       free_slot(&l->gpus[r->map_device], r->slot);
       r->has_slot = FALSE;
     }
-    if (r->created) {
-      if (!do_release(l, r->mem_device, r->handle, error)) {
-        ok = FALSE;
-        i++;
-        continue;
-      }
-      r->created = FALSE;
+    if (done && r->created) {
+      if (do_release(l, r->mem_device, r->handle, error))
+        r->created = FALSE;
+      else
+        done = ok = FALSE;
     }
-    g_array_remove_index(l->retired, i);
+    if (!done)
+      g_array_index(l->retired, Retired, kept++) = *r;
   }
+  g_array_set_size(l->retired, kept);
   return ok;
 }
 

@@ -1099,7 +1099,8 @@ gboolean ema_realpool_run(const EmaRealPoolOptions *o, GError **error) {
   /* the folder is claimed before anything runs, as ema-sim's runs claim theirs (output.h), and
    * after the GPUs are found fit: a machine without them leaves an earlier run's results */
   if ((!o->dry_run && !check_devices(&run, &cuda.api, error)) ||
-      !ema_output_claim_dir_full(o->out_dir, pool_entries, EMA_OUTPUT_CLAIM_CLEAR, error))
+      !ema_output_claim_dir_kind(o->out_dir, EMA_REALPOOL_OUTPUT_KIND, pool_entries,
+                                 EMA_OUTPUT_CLAIM_CLEAR, error))
     return FALSE;
   run.o = o;
   run.ticks = g_array_new(FALSE, TRUE, sizeof(TickRow));

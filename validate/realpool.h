@@ -64,8 +64,13 @@ typedef struct {
   const char *command;     /* for the summary */
 } EmaRealPoolOptions;
 
-/* Run the scenario and write DIR. Errors: no GPU pair with VMM and peer
- * access (EMA_VALIDATE_ERROR_NO_DEVICE / _UNSUPPORTED), a CUDA call
+/* The kind of command DIR's marker records (output.h, ema_output_claim_dir_kind): a pool's
+ * folder is taken by no sweep, run or capture, and a pool takes none of theirs (it erased a
+ * sweep's points). */
+#define EMA_REALPOOL_OUTPUT_KIND "ema-validate pool"
+
+/* Run the scenario and write DIR (claimed as EMA_REALPOOL_OUTPUT_KIND). Errors: no GPU pair with
+ * VMM and peer access (EMA_VALIDATE_ERROR_NO_DEVICE / _UNSUPPORTED), a CUDA call
  * (_CUDA), data read back wrong (_VERIFY), memory not given back (_VERIFY:
  * "leak: ..."), the outputs (_IO). */
 gboolean ema_realpool_run(const EmaRealPoolOptions *options, GError **error);

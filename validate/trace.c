@@ -283,13 +283,13 @@ static gboolean load_ranges(EmaTrace *t, const char *dir, GError **error) {
       if (ts < m->ts)
         ok = csv_error(&r, 0, "a range ends before it starts", error);
       else {
-        EmaTraceRange range = {m->ts, ts, m->name, m->domain, -1, 0, m->order};
+        EmaTraceRange range = {m->ts, ts, m->name, m->domain, -1, 0, m->order, FALSE};
         m->name = m->domain = NULL;
         g_array_append_val(t->ranges, range);
         g_hash_table_remove(open, GUINT_TO_POINTER(id));
       }
     } else if (strcmp(flag, "mark") == 0) {
-      EmaTraceRange range = {ts, ts, csv_text(&r, 4), csv_text(&r, 3), -1, 0, r.csv.line};
+      EmaTraceRange range = {ts, ts, csv_text(&r, 4), csv_text(&r, 3), -1, 0, r.csv.line, FALSE};
       g_array_append_val(t->ranges, range);
     } else
       ok = csv_error(&r, 1, "flags is not start, end or mark", error);
@@ -304,7 +304,7 @@ static gboolean load_ranges(EmaTrace *t, const char *dir, GError **error) {
     g_hash_table_iter_init(&it, open);
     while (g_hash_table_iter_next(&it, NULL, &value)) {
       OpenMarker *m = value;
-      EmaTraceRange range = {m->ts, MAX(last, m->ts), m->name, m->domain, -1, 0, m->order};
+      EmaTraceRange range = {m->ts, MAX(last, m->ts), m->name, m->domain, -1, 0, m->order, TRUE};
       m->name = m->domain = NULL;
       g_array_append_val(t->ranges, range);
       t->unmatched_markers++;
@@ -722,8 +722,10 @@ static gboolean repeat_runs(const char *name, guint *runs, gboolean *is_repeat, 
     return TRUE; /* another name that starts so */
   if (name[strlen(REP_NAME) + 1] != 'x' ||
       !g_ascii_string_to_unsigned(name + strlen(REP_NAME) + 2, 10, 1, G_MAXUINT32, &n, NULL)) {
+    g_autofree char *quoted = ema_validate_quote_cut(name);
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                "NVTX range '%s': not '" REP_NAME "' or '" REP_NAME " xN' (N runs, N >= 1)", name);
+                "NVTX range '%s': not '" REP_NAME "' or '" REP_NAME " xN' (N runs, N >= 1)",
+                quoted);
     return FALSE;
   }
   *is_repeat = TRUE;
@@ -750,6 +752,8 @@ static int key_index(char **keys, const char *key) {
 }
 
 static gboolean parse_point(const char *name, Point *pt, GError **error) {
+  /* what the messages quote: a name (and its words) of any length leaves them one readable line */
+  g_autofree char *quoted = ema_validate_quote_cut(name);
   g_auto(GStrv) words = g_strsplit(name + strlen(POINT_PREFIX), " ", -1);
   GPtrArray *keys = g_ptr_array_new(), *values = g_ptr_array_new();
   gboolean ok = words[0] && *words[0];
@@ -767,15 +771,16 @@ static gboolean parse_point(const char *name, Point *pt, GError **error) {
   pt->values = (char **) g_ptr_array_free(values, FALSE);
   if (!ok || !pt->keys[0]) {
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                "NVTX range '%s': not 'ema.point TABLE KEY=VALUE...'", name);
+                "NVTX range '%s': not 'ema.point TABLE KEY=VALUE...'", quoted);
     return FALSE;
   }
   /* the keys are the table's columns before time_us,std_us,repeats: each once */
   for (guint i = 0; pt->keys[i]; i++)
     if (key_index(pt->keys, pt->keys[i]) != (int) i || strcmp(pt->keys[i], "time_us") == 0 ||
         strcmp(pt->keys[i], "std_us") == 0 || strcmp(pt->keys[i], "repeats") == 0) {
+      g_autofree char *key = ema_validate_quote_cut(pt->keys[i]);
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                  "NVTX range '%s': key '%s' %s", name, pt->keys[i],
+                  "NVTX range '%s': key '%s' %s", quoted, key,
                   key_index(pt->keys, pt->keys[i]) != (int) i
                       ? "given twice"
                       : "names a column the table gets from the repeats");
@@ -785,17 +790,20 @@ static gboolean parse_point(const char *name, Point *pt, GError **error) {
    * become its CSV header and cells: nothing that leaves the folder or
    * splits a cell */
   if (!is_table_name(words[0])) {
+    g_autofree char *table = ema_validate_quote_cut(words[0]);
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                 "NVTX range '%s': table '%s' is not a table name (letters, digits, '_' and '-')",
-                name, words[0]);
+                quoted, table);
     return FALSE;
   }
   for (guint i = 0; pt->keys[i]; i++)
     if (strpbrk(pt->keys[i], ",\"\r\n") || strpbrk(pt->values[i], ",\"\r\n")) {
+      g_autofree char *key = ema_validate_quote_cut(pt->keys[i]);
+      g_autofree char *value = ema_validate_quote_cut(pt->values[i]);
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                   "NVTX range '%s': '%s=%s' holds a comma, quote or line break (a CSV cell "
                   "cannot)",
-                  name, pt->keys[i], pt->values[i]);
+                  quoted, key, value);
       return FALSE;
     }
   pt->table = g_strdup(words[0]);
@@ -910,17 +918,43 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
   const EmaTraceRange *at = NULL; /* the range an error is about */
   gpointer first;
   Point pt = {0};
+  g_autofree char *quoted = NULL; /* the point's name, as the messages quote it */
+  /* a repeat the workload never ended (it stopped inside it): kept up to the capture's end, past
+   * its point's maybe, where it was no repeat of it (one fewer, unsaid) */
+  for (guint r = 0; r < t->ranges->len; r++) {
+    at = &g_array_index(t->ranges, EmaTraceRange, r);
+    if (at->unended &&
+        (strcmp(at->name, REP_NAME) == 0 || g_str_has_prefix(at->name, REP_NAME " "))) {
+      quoted = ema_validate_quote_cut(at->name);
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                  "NVTX range '%s' never ends in nvtx.csv (the workload stopped inside it?): the "
+                  "repeat's time is not known",
+                  quoted);
+      goto fail;
+    }
+  }
   for (guint r = 0; r < t->ranges->len; r++) {
     const EmaTraceRange *rg = at = &g_array_index(t->ranges, EmaTraceRange, r);
     if (!g_str_has_prefix(rg->name, POINT_PREFIX))
       continue;
     memset(&pt, 0, sizeof pt);
+    g_free(quoted);
+    quoted = ema_validate_quote_cut(rg->name);
     if (!parse_point(rg->name, &pt, error))
       goto fail;
     if (g_hash_table_lookup_extended(seen, rg->name, NULL, &first)) {
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                  "NVTX range '%s': the same point as line %u (measured twice)", rg->name,
+                  "NVTX range '%s': the same point as line %u (measured twice)", quoted,
                   GPOINTER_TO_UINT(first));
+      goto fail;
+    }
+    /* a point the workload never ended (it died, or was killed, inside it): its repeats stop
+     * where the capture does, some of them maybe not run at all */
+    if (rg->unended) {
+      g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
+                  "NVTX range '%s' never ends in nvtx.csv (the workload stopped inside it?): its "
+                  "repeats are not all there",
+                  quoted);
       goto fail;
     }
     g_hash_table_insert(seen, rg->name, GUINT_TO_POINTER(rg->order));
@@ -943,7 +977,7 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
         g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                     "NVTX range '%s': a repeat owns no kernel (did the workload synchronize "
                     "before the repeat ended?)",
-                    rg->name);
+                    quoted);
         goto fail;
       }
       double per_run = loads[c].busy_us / runs;
@@ -951,7 +985,7 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
     }
     if (reps->len == 0) {
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
-                  "NVTX range '%s': no '" REP_NAME "' range inside it", rg->name);
+                  "NVTX range '%s': no '" REP_NAME "' range inside it", quoted);
       goto fail;
     }
     pt.repeats = reps->len;
@@ -970,7 +1004,7 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
       if (!same) {
         g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                     "NVTX range '%s': its keys differ from those of the table's first point",
-                    rg->name);
+                    quoted);
         goto fail;
       }
     }

@@ -50,7 +50,8 @@ typedef struct {
   char *name, *domain;
   int parent; /* index of the innermost enclosing range, -1 at top level */
   int depth;
-  guint order; /* the rank of its start record in nvtx.csv (the outer first at a full tie) */
+  guint order;      /* the rank of its start record in nvtx.csv (the outer first at a full tie) */
+  gboolean unended; /* nvtx.csv has no end for it: kept up to the trace's last timestamp */
 } EmaTraceRange;
 
 typedef struct {
@@ -94,7 +95,8 @@ gboolean ema_trace_write_chrome(const EmaTrace *trace, const char *path, GError 
  * table must name the same keys), then time_us,std_us,repeats, rows sorted by their keys
  * (numerically where both values are numbers). Where a table's points differ only in a `backend`
  * key, TABLE.csv keeps the fastest backend per key and TABLE-backends.csv every one. A point
- * without repeats, or a repeat that owns no kernel, is an error. Each file is listed in
+ * without repeats, a repeat that owns no kernel, and a point or a repeat whose range never
+ * ends (the workload stopped inside it) are errors. Each file is listed in
  * OUT_DIR's marker before it is written (output.h, EMA_OUTPUT_CLAIM_KEEP): one already there that
  * no marker lists is refused. *tables gets the file names written (sorted), when not NULL.
  * It is ema_trace_profile_points() then ema_trace_write_profile_points(). */

@@ -459,10 +459,16 @@ static gboolean claim_keeping(const char *dir, const char *kind, const char *con
   return write_marker(dir, kind ? kind : recorded, (const char *const *) names->pdata, TRUE, error);
 }
 
+/* The command a marker's KIND names: "ema-sim KIND", or KIND where it names its program
+ * ("ema-validate pool"). */
+static char *kind_command(const char *kind) {
+  return g_str_has_prefix(kind, "ema-") ? g_strdup(kind) : g_strconcat("ema-sim ", kind, NULL);
+}
+
 /* DIR's marker, where it has one, records no kind or KIND (a NULL KIND takes any). */
 static gboolean same_kind(const char *dir, const char *kind, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
-  g_autofree char *recorded = NULL;
+  g_autofree char *recorded = NULL, *holds = NULL, *wanted = NULL;
   g_autoptr(GPtrArray) names = NULL;
   GStatBuf st;
   if (kind == NULL || g_lstat(marker, &st) != 0)
@@ -471,10 +477,12 @@ static gboolean same_kind(const char *dir, const char *kind, GError **error) {
     return FALSE;
   if (recorded == NULL || strcmp(recorded, kind) == 0)
     return TRUE;
+  holds = kind_command(recorded);
+  wanted = kind_command(kind);
   g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
-              "output directory %s holds the output of ema-sim %s (its %s says so), not of "
-              "ema-sim %s: give another -o, or remove the folder first",
-              dir, recorded, EMA_OUTPUT_MARKER, kind);
+              "output directory %s holds the output of %s (its %s says so), not of %s: give "
+              "another -o, or remove the folder first",
+              dir, holds, EMA_OUTPUT_MARKER, wanted);
   return FALSE;
 }
 

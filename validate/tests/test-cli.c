@@ -5,7 +5,8 @@
  * visible (CUDA_VISIBLE_DEVICES empty, or no driver at all): one line
  * "ema-validate: no CUDA device: ..." and exit 1, never a crash, and
  * nothing written; and `calibrate --from-results` and `compare --measured`,
- * which need no GPU. */
+ * which need no GPU. Misuse: an option of one value given twice, empty names,
+ * -o into another command's folder, a 1 TiB dry-run pool. */
 #include <glib/gstdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -181,6 +182,29 @@ static void test_usage_errors(void) {
        "--repeats, --warmups and --no-verify are for measuring now, not with --measured"},
       {{"compare", "a.yaml", "--measured", "d", "--no-verify"},
        "--repeats, --warmups and --no-verify are for measuring now"},
+      /* an empty name: the working directory's files were read (or a GPU was looked for first,
+       * and the name refused once one was found) */
+      {{"run", ""}, "run: the experiment FILE's name is empty"},
+      {{"compare", "", "--measured", "d"}, "compare: the experiment FILE's name is empty"},
+      {{"run", "a.yaml", "-o", ""}, "the output directory's name is empty: give a folder (-o DIR)"},
+      {{"compare", "a.yaml", "-o", ""}, "the output directory's name is empty"},
+      {{"pool", "-o", ""}, "the output directory's name is empty"},
+      {{"capture", "-o", "", "--", "true"}, "the output directory's name is empty"},
+      {{"profile", "-o", ""}, "the output directory's name is empty"},
+      {{"profile", "-o", "d", "--from-capture", ""},
+       "--from-capture: the folder's name is empty: give the folder capture -o wrote"},
+      {{"calibrate", "--from-results", ""},
+       "--from-results: the folder's name is empty: give the results directory calibrate wrote"},
+      /* found before a GPU is looked for: a program that is not there (capture claimed its
+       * folder, an earlier capture's, then failed to start it), the lender's decode in `pool`
+       * (found after the folder was claimed), a --csv in no folder (after the GPU ran) */
+      {{"capture", "-o", "d", "--", "/nonexistent/program"},
+       "capture: '/nonexistent/program' is not a program (a path, or a name on PATH)"},
+      {{"pool", "--context", "200000"},
+       "--context: 200000 is outside 1..131072 (llama-3.1-8b's max_context)"},
+      {{"decode", "--model", "llama-3.1-8b", "--batch", "1", "--context", "16", "--csv",
+        "/nonexistent/decode.csv"},
+       "--csv: '/nonexistent/decode.csv': no folder /nonexistent to write it in"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autoptr(EmaTestRun) run = run_validate(FALSE, cases[i].args); /* args[11] is NULL */
@@ -807,6 +831,112 @@ static void test_from_results_degenerate(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A single-valued option given twice is a usage error naming both values, in every command
+ * (GOption kept the last one unsaid: `pool -o A -o B` wrote B); nothing is written. Options that
+ * repeat (--set, --plugin-dir) still do. */
+static void test_option_twice(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *a = g_build_filename(dir, "a", NULL);
+  g_autofree char *b = g_build_filename(dir, "b", NULL);
+  g_autofree char *two_o = g_strdup_printf("-o is given 2 times (%s, %s): give it once", a, b);
+  g_autofree char *two_measured =
+      g_strdup_printf("--measured is given 2 times (%s, %s)", FIXTURE_MEASURED, a);
+  g_autofree char *two_captures = g_strdup_printf("--from-capture is given 2 times (%s, %s)", a, b);
+  const struct {
+    const char *args[12];
+    const char *message;
+  } cases[] = {
+      {{"pool", "--dry-run", "--seconds", "1", "-o", a, "-o", b}, two_o},
+      {{"pool", "--dry-run", "--seconds", "1", "--seconds", "2", "-o", a},
+       "--seconds is given 2 times (1, 2): give it once"},
+      {{"calibrate", "--from-results", a, "--from-results", b}, "--from-results is given 2 times"},
+      {{"calibrate", "--name", "x", "--name", "y"}, "--name is given 2 times (x, y)"},
+      {{"decode", "--model", "llama-3.1-8b", "--model", "llama-2-7b", "--batch", "1", "--context",
+        "16"},
+       "--model is given 2 times (llama-3.1-8b, llama-2-7b)"},
+      {{"run", FIXTURE_EXPERIMENT, "-o", a, "--output", b}, two_o},
+      {{"compare", FIXTURE_EXPERIMENT, "--measured", FIXTURE_MEASURED, "--measured", a, "-o", b},
+       two_measured},
+      {{"capture", "-o", a, "--buffers", "4", "--buffers", "8", "--", "true"},
+       "--buffers is given 2 times (4, 8)"},
+      {{"profile", "-o", a, "--from-capture", a, "--from-capture", b}, two_captures},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(EmaTestRun) run = run_validate(TRUE, cases[i].args);
+    assert_usage_error(run, cases[i].message);
+  }
+  g_assert_false(g_file_test(a, G_FILE_TEST_EXISTS));
+  g_assert_false(g_file_test(b, G_FILE_TEST_EXISTS));
+  {
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured", FIXTURE_MEASURED, "-o", a,
+                            "--set", "server=h200x2", "--set", "tolerance=0.05", NULL);
+    ema_test_assert_ok(run);
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* The folders of pool and compare record their kind (output.h): `pool -o` into an ema-sim
+ * sweep's folder erased its points and sweep.csv, `compare -o` there added a compare.csv that
+ * `ema-sim plot` then refused; both are refused, the sweep as it was. A profile's -o naming
+ * the capture it reads is refused before the capture is read (the profile's claim removed it). */
+static void test_claim_kinds(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *sweep = g_build_filename(dir, "sweep", NULL);
+  g_autofree char *pool = g_build_filename(dir, "pool", NULL);
+  g_autofree char *marker = user_file(sweep, ".ema-output", "# kind: sweep\nsweep.csv\n");
+  g_autofree char *table = user_file(sweep, "sweep.csv", "point\n");
+  g_autofree char *capture = point_capture(dir);
+  {
+    g_autoptr(EmaTestRun) in_sweep =
+        cli_without_devices("pool", "--dry-run", "--seconds", "1", "-o", sweep, NULL);
+    g_autoptr(EmaTestRun) compare = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
+                                                        FIXTURE_MEASURED, "-o", sweep, NULL);
+    g_autoptr(EmaTestRun) own =
+        cli_without_devices("pool", "--dry-run", "--seconds", "1", "-o", pool, NULL);
+    g_autoptr(EmaTestRun) profile =
+        cli_without_devices("profile", "--from-capture", capture, "-o", capture, NULL);
+    g_autofree char *want = g_strdup_printf(
+        "--from-capture: '%s' is the -o folder: the profile would replace the capture it reads",
+        capture);
+    g_autofree char *pool_marker = NULL;
+    ema_test_assert_error_line(in_sweep, "ema-validate: output directory ");
+    ema_test_assert_contains(in_sweep->err, "holds the output of ema-sim sweep");
+    ema_test_assert_error_line(compare, "ema-validate: output directory ");
+    ema_test_assert_contains(compare->err, "holds the output of ema-sim sweep");
+    ema_test_assert_ok(own);
+    pool_marker = ema_test_read_file(pool, ".ema-output");
+    ema_test_assert_contains(pool_marker, "# kind: ema-validate pool\n");
+    assert_usage_error(profile, want);
+  }
+  assert_kept(marker, "# kind: sweep\nsweep.csv\n");
+  assert_kept(table, "point\n");
+  {
+    g_autoptr(GPtrArray) entries = ema_test_list_dir(sweep, "");
+    g_assert_cmpuint(entries->len, ==, 2);
+  }
+  g_free(ema_test_read_file(capture, "kernels.csv"));
+  g_free(ema_test_read_file(capture, "nvtx.csv"));
+  ema_test_remove_tree(dir);
+}
+
+/* A dry run of a 1 TiB lender region (the largest --lender-region takes) ends in seconds: each
+ * slice freed moved every other one of its list, and each mapping's lookup walked chains of
+ * hundreds (GLib's 64-bit hash keeps the low 32 bits of 2 MiB-aligned addresses): 159 s. */
+static void test_pool_large_region(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  gint64 start = g_get_monotonic_time();
+  g_autoptr(EmaTestRun) run = cli_without_devices("pool", "--dry-run", "--seconds", "1",
+                                                  "--lender-region", "1TiB", "-o", out, NULL);
+  double seconds = (double) (g_get_monotonic_time() - start) / 1e6;
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(run->out, "GPU1 524288 blocks");
+  if (seconds > 30)
+    g_error("a dry run of a 1 TiB region took %.1f s", seconds);
+  ema_test_remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/cli/help", test_help);
@@ -830,5 +960,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/calibrate-output-not-file", test_calibrate_output_not_file);
   g_test_add_func("/validate/cli/decode-csv-other-table", test_decode_csv_other_table);
   g_test_add_func("/validate/cli/profile-missing-capture", test_profile_missing_capture);
+  g_test_add_func("/validate/cli/option-twice", test_option_twice);
+  g_test_add_func("/validate/cli/claim-kinds", test_claim_kinds);
+  g_test_add_func("/validate/cli/pool-large-region", test_pool_large_region);
   return g_test_run();
 }

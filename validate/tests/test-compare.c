@@ -221,6 +221,13 @@ static void test_read_summary_errors(void) {
        "ops[1].seconds (copy-both-1MiB): 1e+20 s is longer than the simulator's clock counts"},
       {"\"bandwidth_gbps\" : 104.8576", "\"bw\" : 1", EMA_VALIDATE_ERROR_DATA,
        "ops[1].bandwidth_gbps (copy-both-1MiB)"},
+      /* a time under the clock's 1 ns failed later as "takes no time", naming no file; a
+       * bandwidth past 1 EB/s was "inf" in compare.csv */
+      {"\"seconds\" : 2e-05", "\"seconds\" : 1e-15", EMA_VALIDATE_ERROR_DATA,
+       "ops[1].seconds (copy-both-1MiB): 1e-15 s is shorter than the simulator's clock counts "
+       "(1 ns)"},
+      {"\"bandwidth_gbps\" : 104.8576", "\"bandwidth_gbps\" : 1e308", EMA_VALIDATE_ERROR_DATA,
+       "ops[1].bandwidth_gbps (copy-both-1MiB): missing or not a number in 0..1e+09 (1 EB/s)"},
       {"\"name\" : \"copy-0to1-4GiB\",", "", EMA_VALIDATE_ERROR_DATA,
        "ops[0].name: missing or not a string"},
       {"    {\n      \"name\" : \"copy-both-1MiB\",\n      \"seconds\" : 2e-05,\n      "

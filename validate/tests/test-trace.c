@@ -385,6 +385,41 @@ static void test_profile_errors(void) {
   g_autofree char *again = two_points("ema.point gemm m=1", "ema.point gemm m=1");
   assert_profile_error(again, "nvtx.csv:6: NVTX range 'ema.point gemm m=1': the same point as "
                               "line 2 (measured twice)");
+  /* a point or a repeat the workload never ended (it died inside it) was profiled as if it
+   * had ended with the capture */
+  g_autofree char *point_unended =
+      g_strconcat(head, "1000,start,1,\"\",\"ema.point gemm m=1\"\n",
+                  "1000,start,2,\"\",\"ema.rep\"\n", "3000,end,2,\"\",\"\"\n", NULL);
+  assert_profile_error(point_unended, "nvtx.csv:2: NVTX range 'ema.point gemm m=1' never ends in "
+                                      "nvtx.csv (the workload stopped inside it?)");
+  g_autofree char *rep_unended =
+      g_strconcat(head, "1000,start,1,\"\",\"ema.point gemm m=1\"\n",
+                  "1000,start,2,\"\",\"ema.rep\"\n", "9000,end,1,\"\",\"\"\n", NULL);
+  assert_profile_error(rep_unended, "nvtx.csv:3: NVTX range 'ema.rep' never ends in nvtx.csv (the "
+                                    "workload stopped inside it?)");
+  /* a name of any length is quoted cut (a 100 kB name made a 100 kB message) */
+  {
+    g_autofree char *words = g_strnfill(100000, 'x');
+    g_autofree char *name = g_strconcat("ema.point gemm ", words, NULL);
+    g_autofree char *long_name = one_range(name);
+    g_autofree char *long_value = g_strconcat("ema.point gemm m=", words, ",", NULL);
+    g_autofree char *long_comma = one_range(long_value);
+    g_autofree char *long_table = g_strconcat("ema.point ", words, "/ m=1", NULL);
+    g_autofree char *table = one_range(long_table);
+    const char *const nvtx[] = {long_name, long_comma, table};
+    for (guint i = 0; i < G_N_ELEMENTS(nvtx); i++) {
+      g_autofree char *dir = write_fixture();
+      GError *error = NULL;
+      write_text(dir, "nvtx.csv", nvtx[i]);
+      g_autoptr(EmaTrace) t = ema_trace_load(dir, &error);
+      g_assert_no_error(error);
+      g_assert_false(ema_trace_write_profiles(t, dir, NULL, &error));
+      ema_test_assert_contains(error->message, "NVTX range 'ema.point ");
+      g_assert_cmpuint(strlen(error->message), <, 400);
+      g_error_free(error);
+      ema_test_remove_tree(dir);
+    }
+  }
   const char *const bad_runs[] = {"ema.rep x0", "ema.rep xy", "ema.rep 4", "ema.rep x"};
   for (guint i = 0; i < G_N_ELEMENTS(bad_runs); i++) {
     g_autofree char *runs =
@@ -600,10 +635,61 @@ static void test_capture_claim(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A capture's and a profile's folders record their kind (output.h): a capture into a sweep's
+ * folder is refused before the program runs (it emptied the sweep), and a profile written into
+ * a capture's folder is refused with the capture kept (the profile's claim removed the capture
+ * it had just read). */
+static void test_claim_kinds(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *fixture = write_fixture();
+  g_autofree char *sweep = g_build_filename(dir, "sweep", NULL);
+  g_autofree char *out = g_build_filename(dir, "c", NULL);
+  g_autofree char *copy = g_strdup_printf("cp %s/*.csv \"$EMA_CAPTURE_DIR\"", fixture);
+  char *records[] = {(char *) "sh", (char *) "-c", copy, NULL};
+  EmaCaptureOptions o = {.dir = sweep, .library = "/lib/fake.so", .argv = records};
+  int status = -1;
+  GError *error = NULL;
+  GPrintFunc previous;
+  g_assert_true(g_mkdir_with_parents(sweep, 0755) == 0);
+  write_text(sweep, ".ema-output", "# kind: sweep\nsweep.csv\n");
+  write_text(sweep, "sweep.csv", "point\n");
+  g_assert_false(ema_capture_run(&o, &status, &error));
+  g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST);
+  ema_test_assert_contains(error->message, "holds the output of ema-sim sweep");
+  g_clear_error(&error);
+  {
+    g_autofree char *kept = read_text(sweep, "sweep.csv");
+    g_assert_cmpstr(kept, ==, "point\n");
+  }
+  assert_absent(sweep, "kernels.csv");
+
+  printed = g_string_new(NULL);
+  previous = g_set_print_handler(keep_printed);
+  o.dir = out;
+  g_assert_true(ema_capture_run(&o, &status, &error));
+  g_assert_no_error(error);
+  {
+    g_autofree char *marker = read_text(out, ".ema-output");
+    ema_test_assert_contains(marker, "# kind: " EMA_CAPTURE_OUTPUT_KIND "\n");
+  }
+  write_text(out, "workload.yaml", "device: \"NVIDIA H200\"\n");
+  g_assert_false(ema_capture_write_profile(out, out, "x", &error));
+  ema_test_assert_contains(error->message, "holds the output of " EMA_CAPTURE_OUTPUT_KIND);
+  g_clear_error(&error);
+  g_free(read_text(out, "kernels.csv"));
+  g_free(read_text(out, "nvtx.csv"));
+  assert_absent(out, "profile.yaml");
+  g_set_print_handler(previous);
+  g_string_free(printed, TRUE);
+  ema_test_remove_tree(fixture);
+  ema_test_remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/trace/load", test_load);
   g_test_add_func("/validate/trace/capture-claim", test_capture_claim);
+  g_test_add_func("/validate/trace/claim-kinds", test_claim_kinds);
   g_test_add_func("/validate/trace/profiles", test_profiles);
   g_test_add_func("/validate/trace/chained-repeats", test_chained_repeats);
   g_test_add_func("/validate/trace/summaries-chrome", test_summaries_and_chrome);
