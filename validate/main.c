@@ -22,9 +22,6 @@
  * reference) prints one line and exits 1. */
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-
-#include <glib/gstdio.h>
 
 #include "calderive.h"
 #include "calibrate.h"
@@ -166,13 +163,6 @@ static gboolean output_named(const char *output) {
   return FALSE;
 }
 
-/* Whether A and B name one folder (both there). */
-static gboolean same_folder(const char *a, const char *b) {
-  GStatBuf x, y;
-  return g_stat(a, &x) == 0 && g_stat(b, &y) == 0 && S_ISDIR(x.st_mode) && x.st_dev == y.st_dev &&
-         x.st_ino == y.st_ino;
-}
-
 /* ARG in the shell's $'...' quotes, its control characters as C escapes:
  * what provenance.txt and a model's header keep is one line (calderive.c
  * refuses a control character in a value). */
@@ -220,11 +210,11 @@ static gboolean is_results_file(const char *path, const char *dir) {
   g_autofree char *base = g_path_get_basename(path);
   g_autofree char *parent = g_path_get_dirname(path);
   g_autofree char *canonical_parent = NULL, *canonical_dir = NULL;
-  GStatBuf a, b;
   if (!g_strv_contains(ema_run_results_entries, base))
     return FALSE;
-  if (g_stat(parent, &a) == 0 && g_stat(dir, &b) == 0)
-    return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  if (ema_file_same(parent, dir))
+    return TRUE;
+  /* (one not there yet: the same name) */
   canonical_parent = g_canonicalize_filename(parent, NULL);
   canonical_dir = g_canonicalize_filename(dir, NULL);
   return strcmp(canonical_parent, canonical_dir) == 0;
@@ -892,7 +882,7 @@ static int command_profile(int argc, char **argv, const char *command) {
       !folder_named("--from-capture", from_capture,
                     "the folder capture -o wrote (or DIR/capture of profile -o DIR)"))
     return EXIT_USAGE;
-  if (from_capture && same_folder(from_capture, output)) {
+  if (from_capture && ema_file_same(from_capture, output)) {
     g_autofree char *message =
         g_strdup_printf("--from-capture: '%s' is the -o folder: the profile would replace the "
                         "capture it reads; give another -o",

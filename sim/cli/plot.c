@@ -176,20 +176,24 @@ static gboolean cell_number(const EmaCsv *table, gint index, gboolean integer, g
   return ema_csv_number(table, (guint) index, integer, TRUE, value, error);
 }
 
-/* Cell INDEX of TABLE's current row as any finite number (a change in %: negative too), NAN
- * where it is empty (no change defined). */
+/* TEXT as a number; FALSE unless all of it is one finite number. */
+static gboolean parse_number(const char *text, double *value) {
+  char *end;
+  if (text == NULL || *text == '\0')
+    return FALSE;
+  *value = g_ascii_strtod(text, &end);
+  return *end == '\0' && isfinite(*value);
+}
+
+/* Cell INDEX of TABLE's current row as any finite number (a change in %: negative too), or
+ * empty (no change defined). */
 static gboolean cell_signed(const EmaCsv *table, guint index, GError **error) {
   const char *text = table->fields[index];
-  char *end = NULL;
   double value;
-  if (*text == '\0')
+  if (*text == '\0' || parse_number(text, &value))
     return TRUE;
-  value = ema_csv_parse_decimal(text, &end);
-  if (*end != '\0' || !isfinite(value)) {
-    cell_error(error, table, index, "'%s' is not a number", text);
-    return FALSE;
-  }
-  return TRUE;
+  cell_error(error, table, index, "'%s' is not a number", text);
+  return FALSE;
 }
 
 /* NAMES (char *) joined by ", "; NONE where there is none. */
@@ -202,15 +206,6 @@ static char *joined(GPtrArray *names, const char *none) {
 
 static const char *csv_cell(GPtrArray *row, gint column) {
   return column >= 0 && (guint) column < row->len ? row->pdata[column] : "";
-}
-
-/* TEXT as a number; FALSE unless all of it is one finite number. */
-static gboolean parse_number(const char *text, double *value) {
-  char *end;
-  if (text == NULL || *text == '\0')
-    return FALSE;
-  *value = g_ascii_strtod(text, &end);
-  return *end == '\0' && isfinite(*value);
 }
 
 static void append_number(GString *out, double value) {
