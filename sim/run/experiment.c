@@ -1056,8 +1056,7 @@ static void warn_start_past_end(const EmaExperiment *experiment, GPtrArray *warn
     gboolean reaches;
     EmaTime last;
     if (trace->file == NULL || trace->start <= 0 || trace->cycle ||
-        trace->arrivals == EMA_ARRIVALS_FILE ||
-        (trace->format != EMA_TRACE_FORMAT_LENGTHS && trace->format != EMA_TRACE_FORMAT_VLLM_BENCH))
+        trace->arrivals == EMA_ARRIVALS_FILE || !ema_trace_format_counts_only(trace->format))
       continue;
     stream = g_strconcat("tenant/", t->name, NULL);
     if (!ema_trace_spec_reaches(trace, ema_trace_seed_derive((guint64) experiment->seed, stream),

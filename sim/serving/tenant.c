@@ -380,7 +380,7 @@ static gboolean check_trace(gpointer object, const EmaNode *node, const char *pa
       !ema_trace_format_sniff(trace->file, &trace->format, NULL))
     trace->format = EMA_TRACE_FORMAT_AUTO;
   vllm_file = trace->file && trace->format == EMA_TRACE_FORMAT_VLLM_BENCH;
-  lengths_file = trace->file && (trace->format == EMA_TRACE_FORMAT_LENGTHS || vllm_file);
+  lengths_file = trace->file && ema_trace_format_counts_only(trace->format);
   /* (a file of no format known has neither: opening it says why, where an arrivals key beside
    * it was called out as beside a file of its own times) */
   own_times = trace->file && trace->format != EMA_TRACE_FORMAT_AUTO && !lengths_file;
@@ -1049,10 +1049,13 @@ static char *file_reach_key(const EmaTraceSpec *spec) {
                          (gint64) st.st_mtime);
 }
 
+gboolean ema_trace_format_counts_only(EmaTraceFormat format) {
+  return format == EMA_TRACE_FORMAT_LENGTHS || format == EMA_TRACE_FORMAT_VLLM_BENCH;
+}
+
 gboolean ema_trace_spec_reaches(const EmaTraceSpec *spec, guint64 seed, EmaTime at,
                                 gboolean *reaches, EmaTime *last, GError **error) {
-  gboolean drawn =
-      spec->format == EMA_TRACE_FORMAT_LENGTHS || spec->format == EMA_TRACE_FORMAT_VLLM_BENCH;
+  gboolean drawn = ema_trace_format_counts_only(spec->format);
   g_autofree char *key = NULL;
   g_autoptr(EmaTraceSource) source = NULL;
   FileReach found = {.reached = -1};

@@ -243,6 +243,9 @@ extern const EmaParamTable ema_tenant_params;
 /* The request source of TRACE; SEED seeds its random streams (derive one
  * per tenant). Errors: the trace readers' and generators' errors. */
 EmaTraceSource *ema_trace_spec_open(const EmaTraceSpec *trace, guint64 seed, GError **error);
+/* FORMAT's files hold token counts only (lengths, vllm-bench): their arrivals are drawn
+ * (arrivals:) or all at 0, where the other formats' files hold their own times. */
+gboolean ema_trace_format_counts_only(EmaTraceFormat format);
 /* Whether TRACE's file holds a request arriving at AT or later, in the file's own time (before
  * its start window, rate_scale and the rest): read up to the first such request, arrivals drawn
  * from SEED (as ema_trace_spec_open's) where its format draws them; a cycled file of drawn
