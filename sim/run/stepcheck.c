@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "ema/core/csv.h"
+#include "ema/core/file.h"
 #include "ema/core/node.h"
+#include "ema/core/units.h"
 #include "ema/hw/hwmodel.h"
 #include "ema/hw/llm.h"
 #include "ema/hw/steptime.h"
@@ -100,19 +102,30 @@ static gboolean row_error(const EmaCsv *csv, guint field, GError *local, GError 
  * step no GPU of the server could have run, as step-time refuses it). A context past the
  * model's max_context is not refused: a measurement may run one (splitwise's 8,192-token
  * prompts of Llama-2-70B; random weights). */
-static const EmaStepModel *models_get(Models *m, const char *model, guint tp, const EmaCsv *csv,
+static const EmaStepModel *models_get(Models *m, const char *model, double tp, const EmaCsv *csv,
                                       guint model_field, guint tp_field, GError **error) {
-  g_autofree char *key = g_strdup_printf("%s/%u", model, tp);
-  EmaStepModel *step = g_hash_table_lookup(m->models, key);
+  g_autofree char *key = NULL;
+  EmaStepModel *step;
   g_autoptr(EmaLlmSpec) spec = NULL;
   GError *local = NULL;
+  /* a whole number of up to 2^53 (ema_csv_number), past any server's GPUs long before a guint
+   * would wrap it (TP 2^32 + 2 was timed at TP 2): the step model's own words for it */
+  if (tp > G_MAXUINT) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "%s:%u:%u: tensor-parallel size %.0f must divide the server's %" G_GINT64_FORMAT
+                " GPUs",
+                csv->file, csv->line, ema_csv_field_column(csv, tp_field), tp, m->server->gpus);
+    return NULL;
+  }
+  key = g_strdup_printf("%s/%.0f", model, tp);
+  step = g_hash_table_lookup(m->models, key);
   if (step)
     return step;
   spec = ema_llm_load(model, &local);
   if (spec)
-    step = m->kernel_sums ? ema_step_model_new_kernel_sums(spec, m->server, tp, &local)
-                          : ema_step_model_new(spec, m->server, tp, &local);
-  if (step && !ema_tenant_model_fits(spec, m->server, tp, &local))
+    step = m->kernel_sums ? ema_step_model_new_kernel_sums(spec, m->server, (guint) tp, &local)
+                          : ema_step_model_new(spec, m->server, (guint) tp, &local);
+  if (step && !ema_tenant_model_fits(spec, m->server, (guint) tp, &local))
     g_clear_pointer(&step, ema_step_model_free);
   if (!step) {
     row_error(csv, spec ? tp_field : model_field, local, error);
@@ -150,6 +163,54 @@ static gboolean step_tokens_ok(const EmaCsv *csv, double tokens, GError **error)
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
               "%s:%u:1: a step of %.3g tokens (sequences x tokens each): at most %.0e", csv->file,
               csv->line, tokens, STEP_MAX_TOKENS);
+  return FALSE;
+}
+
+/* TOKENS, the KV cache of a row's step on STEP (MODEL's, of server M) (its sequences' cached
+ * tokens and new ones), within what its GPUs have room for after the weights, all of their HBM
+ * taken (as ema_tenant_model_fits sizes it); else an error at the row (its first column: the
+ * size comes from several fields): no GPU of the server could have run such a step (10^8
+ * sequences of 8,192 tokens were timed at 2.5 years a step). */
+static gboolean step_fits(const EmaStepModel *step, const Models *m, const char *model,
+                          double tokens, const EmaCsv *csv, GError **error) {
+  guint64 hbm = ema_gpu_hbm_bytes(&m->server->gpu);
+  guint64 weights = ema_step_model_weight_bytes_per_gpu(step);
+  double per_token = ema_step_model_kv_bytes_per_token_per_gpu(step);
+  double room = hbm > weights && per_token > 0 ? floor((double) (hbm - weights) / per_token) : 0;
+  g_autofree char *hbm_text = NULL;
+  g_autofree char *weights_text = NULL;
+  if (tokens <= room)
+    return TRUE;
+  hbm_text = ema_units_format_size_human(hbm);
+  weights_text = ema_units_format_size_human(weights);
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
+              "%s:%u:1: the step holds %.0f tokens in its KV cache, more than %s at tp %u has "
+              "room for on %s (%.0f tokens: %s of HBM per GPU after %s of weights)",
+              csv->file, csv->line, tokens, model, ema_step_model_tp(step), m->server->gpu.name,
+              room, hbm_text, weights_text);
+  return FALSE;
+}
+
+/* The least a measured time may be, in ns: the simulator's clock tick. */
+#define MEASURED_MIN_NS 1.0
+/* The most: what the simulator's clock counts (EMA_TIME_NEVER). */
+#define MEASURED_MAX_NS 9223372036854775807.0
+
+/* The measured time VALUE of CSV's field FIELD, in units of NS_PER_UNIT ns, from 1 ns to 2^63 ns;
+ * else an error at the field (a time of 1e-300 made an error of 10^302 %, 300 digits a cell). */
+static gboolean measured_ok(const EmaCsv *csv, guint field, double value, double ns_per_unit,
+                            GError **error) {
+  double ns = value * ns_per_unit;
+  if (ns >= MEASURED_MIN_NS && ns < MEASURED_MAX_NS)
+    return TRUE;
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
+              ns < MEASURED_MIN_NS
+                  ? "%s:%u:%u: column '%s': '%s' is below 1 ns (%g), the simulator's clock tick"
+                  : "%s:%u:%u: column '%s': '%s' is 2^63 ns (%g) or more, past what the "
+                    "simulator's clock counts (about 292 years)",
+              csv->file, csv->line, ema_csv_field_column(csv, field), csv->header[field],
+              csv->fields[field],
+              (ns < MEASURED_MIN_NS ? MEASURED_MIN_NS : MEASURED_MAX_NS) / ns_per_unit);
   return FALSE;
 }
 
@@ -193,13 +254,23 @@ typedef struct {
   guint std_column, repeats_column;
 } StepsCheck;
 
+/* Whether CSV's header has the optional column NAME (*HAS), and its INDEX; FALSE with
+ * ema_csv_column's error where it is there twice (both were taken for no column, and its
+ * values went unchecked). */
+static gboolean optional_column(const EmaCsv *csv, const char *name, gboolean *has, guint *index,
+                                GError **error) {
+  *has = g_strv_contains((const char *const *) csv->header, name);
+  return !*has || ema_csv_column(csv, name, index, error);
+}
+
 /* The row's std_us, a standard deviation (>= 0), and repeats, a count of runs (>= 1), where
  * the file has those columns. */
 static gboolean steps_spread_ok(StepsCheck *check, const EmaCsv *csv, GError **error) {
   double ignored;
   if (!check->looked_up) {
-    check->has_std = ema_csv_column(csv, "std_us", &check->std_column, NULL);
-    check->has_repeats = ema_csv_column(csv, "repeats", &check->repeats_column, NULL);
+    if (!optional_column(csv, "std_us", &check->has_std, &check->std_column, error) ||
+        !optional_column(csv, "repeats", &check->has_repeats, &check->repeats_column, error))
+      return FALSE;
     check->looked_up = TRUE;
   }
   return (!check->has_std ||
@@ -208,12 +279,29 @@ static gboolean steps_spread_ok(StepsCheck *check, const EmaCsv *csv, GError **e
           ema_csv_number(csv, check->repeats_column, TRUE, FALSE, &ignored, error));
 }
 
+/* Field FIELD of CSV's row, a column of the other phase than the row's: a whole number of at
+ * most MOST (what the capture writes there, or 0); else an error at it, saying WHY (and
+ * MORE after the limit): the step model would leave it out. */
+static gboolean steps_unused_ok(const EmaCsv *csv, guint field, double most, const char *why,
+                                const char *more, GError **error) {
+  double value;
+  if (!ema_csv_number(csv, field, TRUE, TRUE, &value, error))
+    return FALSE;
+  if (value <= most)
+    return TRUE;
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
+              "%s:%u:%u: column '%s': '%s' where %s: %s%.0f%s", csv->file, csv->line,
+              ema_csv_field_column(csv, field), csv->header[field], csv->fields[field], why,
+              most > 0 ? "0 or " : "", most, more);
+  return FALSE;
+}
+
 static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GError **error) {
   StepsCheck *check = data;
   const char *phase = csv->fields[c[2]];
   gboolean decode = strcmp(phase, "decode") == 0, mixed = strcmp(phase, "mixed") == 0;
   guint numeric[2] = {c[1], c[7]};
-  double v[2], batch = 0, context = 0, chunk = 0, prior = 0, predicted;
+  double v[2], batch = 0, context = 0, chunk = 0, prior = 0, tokens, predicted;
   EmaStepBatch b = {0};
   const EmaStepModel *step;
   if (!decode && !mixed && strcmp(phase, "prefill") != 0) {
@@ -223,21 +311,38 @@ static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GErr
     return FALSE;
   }
   /* tp and time_us, then the columns of the row's phase (a mixed step has both): a decoding
-   * sequence holds at least its prompt's one token, so its context is positive */
-  if (!ema_csv_numbers(csv, numeric, 2, 0, v, error))
+   * sequence holds at least its prompt's one token, so its context is positive; the other
+   * phase's columns are what the capture writes there (steps.py), nothing the step would
+   * leave out */
+  if (!ema_csv_numbers(csv, numeric, 2, 0, v, error) || !measured_ok(csv, c[7], v[1], 1e3, error))
     return FALSE;
-  if ((decode || mixed) && (!ema_csv_number(csv, c[3], TRUE, FALSE, &batch, error) ||
-                            !ema_csv_number(csv, c[4], TRUE, FALSE, &context, error)))
+  if (decode || mixed) {
+    if (!ema_csv_number(csv, c[3], TRUE, FALSE, &batch, error) ||
+        !ema_csv_number(csv, c[4], TRUE, FALSE, &context, error))
+      return FALSE;
+  } else if (!steps_unused_ok(csv, c[3], 1, "a prefill row times one sequence's chunk", "",
+                              error) ||
+             !steps_unused_ok(csv, c[4], 0, "a prefill row has no decoding sequence",
+                              " (its chunk's cached tokens are prior_context)", error)) {
     return FALSE;
-  if (!decode && (!ema_csv_number(csv, c[5], TRUE, FALSE, &chunk, error) ||
-                  !ema_csv_number(csv, c[6], TRUE, TRUE, &prior, error)))
+  }
+  if (!decode) {
+    if (!ema_csv_number(csv, c[5], TRUE, FALSE, &chunk, error) ||
+        !ema_csv_number(csv, c[6], TRUE, TRUE, &prior, error))
+      return FALSE;
+  } else if (!steps_unused_ok(csv, c[5], 1, "a decode row's sequences add one token each",
+                              "; decodes beside a prefill chunk are phase mixed", error) ||
+             !steps_unused_ok(csv, c[6], 0, "a decode row has no prefill chunk",
+                              "; decodes beside a prefill chunk are phase mixed", error)) {
     return FALSE;
+  }
   if (!steps_spread_ok(check, csv, error))
     return FALSE;
-  if (!step_tokens_ok(csv, (decode || mixed ? batch * (context + 1) : 0) + chunk + prior, error))
+  tokens = (decode || mixed ? batch * (context + 1) : 0) + chunk + prior;
+  if (!step_tokens_ok(csv, tokens, error))
     return FALSE;
-  step = models_get(&check->models, csv->fields[c[0]], (guint) v[0], csv, c[0], c[1], error);
-  if (!step)
+  step = models_get(&check->models, csv->fields[c[0]], v[0], csv, c[0], c[1], error);
+  if (!step || !step_fits(step, &check->models, csv->fields[c[0]], tokens, csv, error))
     return FALSE;
   /* a decode sequence of CONTEXT cached tokens attends to them and its new one; a mixed step
    * is its decodes and its one prefill chunk in one batch */
@@ -257,9 +362,11 @@ static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GErr
     }
     add_error(group, predicted, v[1]);
   }
-  g_string_append_printf(check->table, "%s,%u,%s,%.0f,%.0f,%.0f,%.0f,%.3f,%.3f,%+.2f%%\n",
-                         csv->fields[c[0]], (guint) v[0], phase, batch, context, chunk, prior, v[1],
-                         predicted, 100 * (predicted / v[1] - 1));
+  /* the model's name as one field: a model file may be named with a comma */
+  ema_file_csv_field(check->table, csv->fields[c[0]]);
+  g_string_append_printf(check->table, ",%.0f,%s,%.0f,%.0f,%.0f,%.0f,%.3f,%.3f,%+.2f%%\n", v[0],
+                         phase, batch, context, chunk, prior, v[1], predicted,
+                         100 * (predicted / v[1] - 1));
   return TRUE;
 }
 
@@ -442,6 +549,30 @@ static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GEr
   Models *models;
   const EmaLlmSpec *spec;
   const EmaStepModel *step;
+  /* the row whole first, a row skipped for its model or hardware too: a damaged cell is an
+   * error wherever it is, never a skip that names another reason; an empty name is no name
+   * (it was skipped as "1 of  (unknown model)") */
+  for (guint i = 6; i < 8; i++)
+    if (!*csv->fields[c[i]]) {
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE, "%s:%u:%u: column '%s' is empty",
+                  csv->file, csv->line, ema_csv_field_column(csv, c[i]), static_columns[i]);
+      return FALSE;
+    }
+  /* the four sizes whole, prompt_time (the last of the five) and token_time not, each time
+   * from 1 ns to 2^63 ns */
+  if (!ema_csv_numbers(csv, c, 5, 0, v, error) ||
+      !ema_csv_number(csv, c[5], FALSE, FALSE, &v[5], error) ||
+      !measured_ok(csv, c[4], v[4], 1e6, error) || !measured_ok(csv, c[5], v[5], 1e6, error) ||
+      !step_tokens_ok(csv, v[2] * (v[1] + v[3]), error))
+    return FALSE;
+  /* token_time is the mean of the decode steps after the prompt's, which makes the first token */
+  if (v[3] < 2) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
+                "%s:%u:%u: column 'token_size': '%s' leaves no decode step to time (the prompt's "
+                "step makes the first token): at least 2",
+                csv->file, csv->line, ema_csv_field_column(csv, c[3]), csv->fields[c[3]]);
+    return FALSE;
+  }
   if (!static_llm(read, llm, csv, c[6], &spec, error))
     return FALSE;
   if (!spec) {
@@ -454,26 +585,15 @@ static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GEr
     static_skip(read, hw, "no server for this hardware: give --server");
     return TRUE;
   }
-  /* the four sizes whole, prompt_time (the last of the five) and token_time not */
-  if (!ema_csv_numbers(csv, c, 5, 0, v, error) ||
-      !ema_csv_number(csv, c[5], FALSE, FALSE, &v[5], error) ||
-      !step_tokens_ok(csv, v[2] * (v[1] + v[3]), error))
-    return FALSE;
-  /* token_time is the mean of the decode steps after the prompt's, which makes the first token */
-  if (v[3] < 2) {
-    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
-                "%s:%u:%u: column 'token_size': '%s' leaves no decode step to time (the prompt's "
-                "step makes the first token): at least 2",
-                csv->file, csv->line, ema_csv_field_column(csv, c[3]), csv->fields[c[3]]);
-    return FALSE;
-  }
   /* whole numbers of up to 2^53: every digit (%g would make 1000000 and 1000001 one point) */
   key = g_strdup_printf("%s/%s/%.0f/%.0f/%.0f/%.0f", model, hw, v[0], v[1], v[2], v[3]);
   p = g_hash_table_lookup(read->index, key);
   if (!p) {
     if (read->options->max_points > 0 && read->points->len >= read->options->max_points)
       return TRUE;
-    if (!(step = models_get(models, llm, (guint) v[0], csv, c[6], c[0], error)))
+    /* the last decode step holds every sequence's prompt and its tokens but the last */
+    if (!(step = models_get(models, llm, v[0], csv, c[6], c[0], error)) ||
+        !step_fits(step, models, llm, v[2] * (v[1] + v[3] - 1), csv, error))
       return FALSE;
     p = g_new0(StaticPoint, 1);
     *p = (StaticPoint){g_strdup(model),
@@ -628,11 +748,17 @@ gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions 
         mean_decode_us(step, engine ? &costs : NULL, p->batch, p->prompt, p->tokens) * 1e-3;
     static_error(order, errors, p->hardware, "prefill", predicted_prompt, prompt_ms);
     static_error(order, errors, p->hardware, "decode", predicted_token, token_ms);
-    g_string_append_printf(table,
-                           "%s,%s,%.0f,%.0f,%.0f,%.0f,%.3f,%.3f,%+.1f%%,%.3f,%.3f,%+.1f%%,%s\n",
-                           p->hardware, p->server, p->tp, p->prompt, p->batch, p->tokens, prompt_ms,
-                           predicted_prompt, 100 * (predicted_prompt / prompt_ms - 1), token_ms,
-                           predicted_token, 100 * (predicted_token / token_ms - 1), p->model);
+    /* the names as the row gave them, each one field (a hardware value of "a,b" under --server
+     * made the row one field too long) */
+    ema_file_csv_field(table, p->hardware);
+    g_string_append_c(table, ',');
+    ema_file_csv_field(table, p->server);
+    g_string_append_printf(table, ",%.0f,%.0f,%.0f,%.0f,%.3f,%.3f,%+.1f%%,%.3f,%.3f,%+.1f%%,",
+                           p->tp, p->prompt, p->batch, p->tokens, prompt_ms, predicted_prompt,
+                           100 * (predicted_prompt / prompt_ms - 1), token_ms, predicted_token,
+                           100 * (predicted_token / token_ms - 1));
+    ema_file_csv_field(table, p->model);
+    g_string_append_c(table, '\n');
   }
   for (guint i = 0; i < order->len; i++) {
     EmaStaticGroup *g = g_new0(EmaStaticGroup, 1);

@@ -1819,8 +1819,8 @@ static void test_compare_static_fixture(void) {
                                      "bloom-176b,h100-80gb,512,1,128,1,1,100,35,0,8\n"
                                      "bloom-176b,h100-80gb,512,2,128,1,1,100,35,0,8\n"
                                      "llama-3.1-8b,h200x8-hgx,512,1,128,1,1,20,6,0,1\n"
-                                     "llama-3.1-8b,h200x8-hgx,1000000,1,2,1,1,900,7,0,1\n"
-                                     "llama-3.1-8b,h200x8-hgx,1000001,1,2,1,1,990,8,0,1\n",
+                                     "llama-3.1-8b,h200x8-hgx,1000000,1,2,1,1,900,7,0,8\n"
+                                     "llama-3.1-8b,h200x8-hgx,1000001,1,2,1,1,990,8,0,8\n",
                                      NULL);
   g_autoptr(GString) table = g_string_new(NULL);
   g_autoptr(GString) one = g_string_new(NULL);
@@ -1846,9 +1846,10 @@ static void test_compare_static_fixture(void) {
   g_assert_nonnull(strstr(table->str, ",35.000,"));
   g_assert_nonnull(strstr(table->str, ",llama2-70b\n"));
   g_assert_nonnull(strstr(table->str, "h200x8-hgx,h200x8-hgx,1,512,1,128,20.000,"));
-  /* sizes past six digits are points of their own, each with every digit */
-  g_assert_nonnull(strstr(table->str, "h200x8-hgx,h200x8-hgx,1,1000000,1,2,900.000,"));
-  g_assert_nonnull(strstr(table->str, "h200x8-hgx,h200x8-hgx,1,1000001,1,2,990.000,"));
+  /* sizes past six digits are points of their own, each with every digit (at TP 8: a million
+   * tokens' KV cache fits an H100 of --server below only so) */
+  g_assert_nonnull(strstr(table->str, "h200x8-hgx,h200x8-hgx,8,1000000,1,2,900.000,"));
+  g_assert_nonnull(strstr(table->str, "h200x8-hgx,h200x8-hgx,8,1000001,1,2,990.000,"));
   /* on one server: the power-capped rows count too (their own hardware group) */
   options.server = "h100x8-hgx";
   g_assert_true(ema_stepcheck_static(path, &options, one, on_one, &skipped_one, &error));

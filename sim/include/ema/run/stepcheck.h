@@ -5,8 +5,10 @@
  *  - captured steps (hwmodels/profiles/README.md's steps.csv: model,tp,phase,batch,context,
  *    chunk,prior_context,time_us,...): each row one step, predicted by the
  *    step model of that model shape on one GPU of SERVER in a TP group of tp
- *    (a decode or mixed row's context at least 1; std_us, where there, at
- *    least 0 and repeats, where there, at least 1);
+ *    (a decode or mixed row's context at least 1; a prefill row's batch 0
+ *    or 1 and context 0, a decode row's chunk 0 or 1 and prior_context 0:
+ *    what the capture writes where the phase has none; std_us, where there,
+ *    at least 0 and repeats, where there, at least 1, each column once);
  *  - static batches (splitwise-perf/perf_model.csv: Llama2-70B on
  *    a100-80gb and h100-80gb at TP 2/4/8): prompt_time as one prefill step of
  *    batch_size sequences of prompt_size tokens, token_time as the mean of
@@ -14,11 +16,16 @@
  *    evenly spaced contexts and averaged; the step time is smooth in the
  *    context; token_size at least 2), each measured point the median of its
  *    repeats.
+ * Either way a measured time is from 1 ns to 2^63 ns (the simulator's
+ * clock), and a step's KV cache (its sequences' cached and new tokens; a
+ * static batch's at its last decode step) must fit its GPUs' HBM after the
+ * weights, as no GPU of the server could have run it otherwise.
  * The GPU time only: no engine step cost is added (steptime.h).
  * Errors: a malformed row is EMA_CONFIG_ERROR "file:line:col: ..." (its
  * field: the model's or tp's where the row's step model cannot be made;
- * "file:line: ..." for the row as a whole); a file with no row to compare,
- * "file: no ..."; a server that does not resolve, the loader's error. */
+ * "file:line:1: ..." for the row's step as a whole: its tokens); a file
+ * with no row to compare, "file: no ..."; a server that does not resolve,
+ * the loader's error. */
 #pragma once
 
 #include <glib.h>
@@ -73,11 +80,12 @@ GPtrArray *ema_static_groups_new(void);
  * hwmodels/llms or one of splitwise's names (llama2-70b), its hardware one
  * of splitwise's GPUs (a100-80gb on a100x8-dgx, h100-80gb on h100x8-hgx,
  * a100-40gb on a100x4-40gb) or a server name, unless OPTIONS->server times
- * every row on one server. TABLE gets one CSV line per point (header
- * first), GROUPS (ema_static_groups_new) the errors per hardware and
- * phase in the order first seen, *SKIPPED (NULL when none; free it) what
- * was left out and why ("3 rows skipped: 2 of bloom-176b (unknown model),
- * ..."). */
+ * every row on one server. Every row is checked whole, one skipped for its
+ * model or hardware too (an empty name is an error). TABLE gets one CSV
+ * line per point (header first; a name quoted where it needs it), GROUPS
+ * (ema_static_groups_new) the errors per hardware and phase in the order
+ * first seen, *SKIPPED (NULL when none; free it) what was left out and why
+ * ("3 rows skipped: 2 of bloom-176b (unknown model), ..."). */
 gboolean ema_stepcheck_static(const char *perf_csv, const EmaStaticCheckOptions *options,
                               GString *table, GPtrArray *groups, char **skipped, GError **error);
 
