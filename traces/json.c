@@ -1,6 +1,7 @@
 /* json.c: what the JSON trace readers (mooncake.c, vllm.c) share, and summary.json's readers
  * too: a scan of the text before json-glib sees it, the place of a problem in the text's lines,
- * and the integer value of a node.
+ * the integer value of a node, and the text of a member's value or of an array's items (json-glib
+ * keeps neither places nor the digits as written: 1e3 and 1000.0 are one double to it).
  *
  * Invariants: the scan reads each byte once (a key holding an escape is decoded again to be
  * compared) and refuses what json-glib would not handle safely (nesting deeper than
@@ -290,6 +291,128 @@ char *ema_trace_json_error_message(const char *path, const char *message) {
   if (g_str_has_prefix(message, "<data>:"))
     return g_strdup_printf("%s:%s", path, message + strlen("<data>:"));
   return g_strdup_printf("%s: invalid JSON: %s", path, message);
+}
+
+/* ---- the places of values ----------------------------------------------------------------
+ * In a text json-glib has read: its grammar is JSON's with what its scanner adds (strings in
+ * single quotes, which hold no escapes, and comments between slash-star and star-slash), so
+ * these walks accept those too. */
+
+/* I, or past the white space and comments from I of TEXT. */
+static gsize skip_space(const char *text, gsize len, gsize i) {
+  while (i < len) {
+    if (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r') {
+      i++;
+    } else if (text[i] == '/' && i + 1 < len && text[i + 1] == '*') {
+      const char *close = g_strstr_len(text + i + 2, (gssize) (len - i - 2), "*/");
+      i = close ? (gsize) (close - text) + 2 : len;
+    } else {
+      break;
+    }
+  }
+  return i;
+}
+
+/* Past the string whose opening quote is at I of TEXT (its closing quote), or LEN. */
+static gsize string_end(const char *text, gsize len, gsize i) {
+  char quote = text[i];
+  for (i++; i < len && text[i] != quote; i++)
+    if (quote == '"' && text[i] == '\\')
+      i++;
+  return MIN(i + 1, len);
+}
+
+/* Past the value that starts at I of TEXT. */
+static gsize value_end(const char *text, gsize len, gsize i) {
+  int depth = 0;
+  while (i < len) {
+    char c = text[i];
+    if (c == '"' || c == '\'') {
+      i = string_end(text, len, i);
+      if (depth == 0)
+        return i;
+      continue;
+    }
+    if (c == '/' && i + 1 < len && text[i + 1] == '*') {
+      if (depth == 0)
+        return i;
+      i = skip_space(text, len, i);
+      continue;
+    }
+    if (c == '[' || c == '{') {
+      depth++;
+    } else if (c == ']' || c == '}') {
+      if (depth == 0)
+        return i;
+      if (--depth == 0)
+        return i + 1;
+    } else if (depth == 0 &&
+               (c == ',' || c == ':' || c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+      return i;
+    }
+    i++;
+  }
+  return len;
+}
+
+/* Whether the string at [START, END) of TEXT (its quotes included) names the member KEY. */
+static gboolean names_key(const char *text, gsize start, gsize end, const char *key) {
+  ScanKey name = {start + 1, end - start - 2, FALSE};
+  if (end < start + 2 || text[end - 1] != text[start])
+    return FALSE;
+  name.escaped = text[start] == '"' && memchr(text + name.start, '\\', name.len) != NULL;
+  if (!name.escaped)
+    return name.len == strlen(key) && memcmp(text + name.start, key, name.len) == 0;
+  g_autofree char *decoded = key_decode(text, &name);
+  return decoded != NULL && strcmp(decoded, key) == 0;
+}
+
+gboolean ema_trace_json_member(const char *text, gsize len, const char *key, gsize *key_at,
+                               gsize *value_at, gsize *value_len) {
+  gsize i = skip_space(text, len, 0);
+  if (i >= len || text[i] != '{')
+    return FALSE;
+  for (i = skip_space(text, len, i + 1); i < len && (text[i] == '"' || text[i] == '\'');) {
+    gsize name = i, name_end = string_end(text, len, i), value, end;
+    i = skip_space(text, len, name_end);
+    if (i >= len || text[i] != ':')
+      return FALSE;
+    value = skip_space(text, len, i + 1);
+    end = value_end(text, len, value);
+    if (names_key(text, name, name_end, key)) {
+      *key_at = name;
+      *value_at = value;
+      *value_len = end - value;
+      return TRUE;
+    }
+    i = skip_space(text, len, end);
+    if (i >= len || text[i] != ',')
+      return FALSE;
+    i = skip_space(text, len, i + 1);
+  }
+  return FALSE;
+}
+
+gboolean ema_trace_json_item(const char *array, gsize len, gsize *at, gsize *item_at,
+                             gsize *item_len) {
+  gsize i = *at;
+  if (i == 0) { /* the opening bracket */
+    i = skip_space(array, len, 0);
+    if (i >= len || array[i] != '[')
+      return FALSE;
+    i = skip_space(array, len, i + 1);
+  } else { /* after an item: a comma, or the end */
+    i = skip_space(array, len, i);
+    if (i >= len || array[i] != ',')
+      return FALSE;
+    i = skip_space(array, len, i + 1);
+  }
+  if (i >= len || array[i] == ']')
+    return FALSE;
+  *item_at = i;
+  *at = value_end(array, len, i);
+  *item_len = *at - i;
+  return *item_len > 0;
 }
 
 gboolean ema_trace_json_int(JsonNode *node, gint64 *value) {

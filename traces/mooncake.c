@@ -8,7 +8,10 @@
  * is in [1, 2^32-1], output_length in [0, 2^32-1]; hash_ids, when present, is
  * an array of non-negative integers, at most one per 512-token block of the
  * prompt, its length is the record's prefix_blocks and its ids (kept in hash_ids until the next
- * line is read) the record's prefix_ids; other keys are ignored; blank lines (white space only)
+ * line is read) the record's prefix_ids; every integer (the two lengths, each id) is read from
+ * its text on the line as the CSV readers read one (ema_trace_parse_int: "1e3", "1.5" or "0x10"
+ * is no integer, "12.0" is 12), not from json-glib's value, which takes 1e3 for 1000 and 0x10
+ * for 16; other keys are ignored; blank lines (white space only)
  * are skipped. The first record is read when the file is opened, so an empty file or a bad first
  * line fails the open. A line is scanned before json-glib sees it (ema_trace_json_scan): nesting
  * deeper than EMA_TRACE_JSON_MAX_DEPTH (json-glib recurses per level), integers outside 64 bits
@@ -39,45 +42,56 @@ typedef struct {
   gsize len;
 } MooncakeSource;
 
-/* The column of KEY's name ("KEY" followed by ':') on the current line, 0 where it is not
- * there (json-glib keeps no positions: the name is what an error about the value points at). */
+/* The column of the record's member KEY's name on the current line, 0 where it is not there
+ * (json-glib keeps no positions: the name is what an error about the value points at). */
 static guint key_column(const MooncakeSource *self, const char *key) {
-  gsize key_len = strlen(key);
-  for (gsize i = 0; i + key_len + 2 <= self->len; i++) {
-    gsize j = i + key_len + 2;
-    if (self->line[i] != '"' || memcmp(self->line + i + 1, key, key_len) != 0 ||
-        self->line[i + key_len + 1] != '"')
-      continue;
-    while (j < self->len && (self->line[j] == ' ' || self->line[j] == '\t'))
-      j++;
-    if (j < self->len && self->line[j] == ':')
-      return (guint) i + 1;
-  }
-  return 0;
+  gsize key_at, value_at, value_len;
+  if (!ema_trace_json_member(self->line, self->len, key, &key_at, &value_at, &value_len))
+    return 0;
+  return (guint) key_at + 1;
 }
 
+/* The integer written at TEXT (LEN bytes: a value's text as the line holds it) into *V, read as
+ * the CSV readers read one (ema_trace_parse_int: digits, then a point and zeros at most; not "1e3",
+ * "1.5", "0x10" or "\"5\"", which json-glib would have taken as numbers or a string); else an error
+ * at COLUMN, "WHAT: not an integer: 'TEXT'" as theirs. */
+static gboolean parse_integer(MooncakeSource *self, guint column, const char *what,
+                              const char *text, gsize len, gint64 *v, GError **error) {
+  const char *problem = ema_trace_parse_int(text, len, v);
+  if (problem == NULL)
+    return TRUE;
+  g_autofree char *quoted = ema_trace_quote(text, len);
+  ema_trace_reader_error_col(&self->reader, column, error, EMA_TRACE_ERROR_PARSE, "%s: %s: %s",
+                             what, problem, quoted);
+  return FALSE;
+}
+
+/* The token count KEY of the record (JSON object OBJ) into *VALUE, at least MIN. */
 static gboolean get_count(MooncakeSource *self, JsonObject *obj, const char *key, gint64 min,
                           guint32 *value, GError **error) {
-  JsonNode *node = json_object_get_member(obj, key);
+  gsize key_at, value_at, value_len;
   gint64 v;
 
-  if (node == NULL) {
+  if (!json_object_has_member(obj, key)) {
     ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "missing key '%s'", key);
     return FALSE;
   }
-  if (!ema_trace_json_int(node, &v)) {
-    ema_trace_reader_error_col(&self->reader, key_column(self, key), error, EMA_TRACE_ERROR_PARSE,
-                               "'%s' is not an integer", key);
+  /* its text, not json-glib's value: json-glib reads 1e3 and 1000.5 as reals and 0x10 as 16 */
+  if (!ema_trace_json_member(self->line, self->len, key, &key_at, &value_at, &value_len)) {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
+                           "'%s': its value's text is not found on the line", key);
     return FALSE;
   }
+  if (!parse_integer(self, (guint) key_at + 1, key, self->line + value_at, value_len, &v, error))
+    return FALSE;
   if (v < min) {
-    ema_trace_reader_error_col(&self->reader, key_column(self, key), error, EMA_TRACE_ERROR_PARSE,
+    ema_trace_reader_error_col(&self->reader, (guint) key_at + 1, error, EMA_TRACE_ERROR_PARSE,
                                "%s must be %s, found %" G_GINT64_FORMAT, key,
                                min == 1 ? "> 0" : ">= 0", v);
     return FALSE;
   }
   if (v > G_MAXUINT32) {
-    ema_trace_reader_error_col(&self->reader, key_column(self, key), error, EMA_TRACE_ERROR_PARSE,
+    ema_trace_reader_error_col(&self->reader, (guint) key_at + 1, error, EMA_TRACE_ERROR_PARSE,
                                "%s must be <= %u, found %" G_GINT64_FORMAT, key, G_MAXUINT32, v);
     return FALSE;
   }
@@ -178,25 +192,39 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
   g_array_set_size(self->hash_ids, 0);
   JsonNode *hashes = json_object_get_member(obj, "hash_ids");
   if (hashes != NULL) {
-    JsonArray *array;
-    if (!JSON_NODE_HOLDS_ARRAY(hashes)) {
-      ema_trace_reader_error_col(&self->reader, key_column(self, "hash_ids"), error,
-                                 EMA_TRACE_ERROR_PARSE, "'hash_ids' is not an array");
+    gsize key_at = 0, value_at = 0, value_len = 0, next = 0, item_at, item_len;
+    guint column;
+    if (!ema_trace_json_member(line, len, "hash_ids", &key_at, &value_at, &value_len)) {
+      ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
+                             "'hash_ids': its value's text is not found on the line");
       return -1;
     }
-    array = json_node_get_array(hashes);
-    for (guint i = 0; i < json_array_get_length(array); i++) {
-      JsonNode *item = json_array_get_element(array, i);
-      guint64 id;
-      if (!JSON_NODE_HOLDS_VALUE(item) || json_node_get_value_type(item) != G_TYPE_INT64 ||
-          json_node_get_int(item) < 0) {
-        ema_trace_reader_error_col(&self->reader, key_column(self, "hash_ids"), error,
-                                   EMA_TRACE_ERROR_PARSE,
-                                   "'hash_ids' item %u is not a non-negative integer", i);
+    column = (guint) key_at + 1;
+    if (!JSON_NODE_HOLDS_ARRAY(hashes)) {
+      ema_trace_reader_error_col(&self->reader, column, error, EMA_TRACE_ERROR_PARSE,
+                                 "'hash_ids' is not an array");
+      return -1;
+    }
+    /* each id read from its text, as the token counts are (an id is no real either) */
+    for (guint i = 0; ema_trace_json_item(line + value_at, value_len, &next, &item_at, &item_len);
+         i++) {
+      const char *item = line + value_at + item_at;
+      gint64 id;
+      if (ema_trace_parse_int(item, item_len, &id) != NULL || id < 0) {
+        char what[32];
+        g_snprintf(what, sizeof what, "hash_ids item %u", i);
+        if (parse_integer(self, column, what, item, item_len, &id, error))
+          ema_trace_reader_error_col(&self->reader, column, error, EMA_TRACE_ERROR_PARSE,
+                                     "%s must be >= 0, found %" G_GINT64_FORMAT, what, id);
         return -1;
       }
-      id = (guint64) json_node_get_int(item);
-      g_array_append_val(self->hash_ids, id);
+      guint64 unsigned_id = (guint64) id;
+      g_array_append_val(self->hash_ids, unsigned_id);
+    }
+    if (self->hash_ids->len != json_array_get_length(json_node_get_array(hashes))) {
+      ema_trace_reader_error_col(&self->reader, column, error, EMA_TRACE_ERROR_PARSE,
+                                 "'hash_ids': its items could not be read from the line's text");
+      return -1;
     }
     /* each id names one block of the prompt: more ids than blocks are ids of another block
      * size (they would be read as 512-token blocks), not this prompt's */
@@ -204,7 +232,7 @@ static int mooncake_read(MooncakeSource *self, EmaRequestRecord *out, GError **e
                      EMA_TRACE_MOONCAKE_HASH_TOKENS;
     if (self->hash_ids->len > blocks) {
       ema_trace_reader_error_col(
-          &self->reader, key_column(self, "hash_ids"), error, EMA_TRACE_ERROR_PARSE,
+          &self->reader, column, error, EMA_TRACE_ERROR_PARSE,
           "'hash_ids' has %u ids, but input_length %u fills %" G_GUINT64_FORMAT
           " blocks of %d tokens (ids of another block size?)",
           self->hash_ids->len, out->prompt_tokens, blocks, EMA_TRACE_MOONCAKE_HASH_TOKENS);

@@ -104,6 +104,18 @@ void ema_trace_reader_error_col(const EmaTraceReader *reader, guint column, GErr
 /* NODE's value as an integer (an int, or a real with no fraction below
  * 9e15) into *VALUE; FALSE if it is neither. */
 gboolean ema_trace_json_int(JsonNode *node, gint64 *value);
+/* Where the member KEY of the object TEXT (LEN bytes: JSON json-glib has read, e.g. a Mooncake
+ * line) is: *KEY_AT its name's opening quote, *VALUE_AT and *VALUE_LEN its value's text (a
+ * number's digits as written: "1e3", not json-glib's 1000.0). Members of objects inside it are
+ * not its own; a name is compared decoded ("input\u005flength" is input_length). FALSE where
+ * the object has no member KEY (or TEXT is no object). */
+gboolean ema_trace_json_member(const char *text, gsize len, const char *key, gsize *key_at,
+                               gsize *value_at, gsize *value_len);
+/* The items of the array ARRAY (LEN bytes, e.g. a member's value) one by one: *AT 0 before the
+ * first, then left as this call leaves it; TRUE with the next item's text at *ITEM_AT
+ * (*ITEM_LEN bytes) of ARRAY, FALSE after the last. */
+gboolean ema_trace_json_item(const char *array, gsize len, gsize *at, gsize *item_at,
+                             gsize *item_len);
 
 /* ---- CSV ------------------------------------------------------------------ */
 

@@ -12,6 +12,7 @@
 
 #include "decodefit.h"
 #include "ema/core/file.h"
+#include "ema/run/output.h"
 #include "errors.h"
 #include "fit.h"
 
@@ -814,6 +815,14 @@ gboolean ema_calibration_write_results(EmaReport *report, const EmaCalibrationRu
                           : "derived.csv",
           output->results_dir);
   return TRUE;
+}
+
+const char *const ema_calibration_results_entries[] = {"measurements.csv", "samples.csv",
+                                                       "derived.csv", PROVENANCE_FILE, NULL};
+
+gboolean ema_calibration_claim_results(const char *dir, GError **error) {
+  return ema_output_claim_dir_kind(dir, EMA_CALIBRATE_OUTPUT_KIND, ema_calibration_results_entries,
+                                   EMA_OUTPUT_CLAIM_CLEAR, error);
 }
 
 gboolean ema_calibration_from_results(const char *dir, const char *output, const char *command,

@@ -111,6 +111,23 @@ typedef struct {
 gboolean ema_calibration_write_results(EmaReport *report, const EmaCalibrationRun *run,
                                        const EmaCalibrationOutput *output, GError **error);
 
+/* The kind a calibration's results folder records in its marker (ema/run/output.h: "# kind:
+ * ema-validate calibrate"), and what a new calibration writes there (NULL-terminated): its four
+ * files. */
+#define EMA_CALIBRATE_OUTPUT_KIND "ema-validate calibrate"
+extern const char *const ema_calibration_results_entries[];
+
+/* Claim DIR for a new calibration's results as every output folder of ema-sim and
+ * ema-validate is claimed (ema_output_claim_dir_kind, EMA_CALIBRATE_OUTPUT_KIND, CLEAR): DIR is
+ * made where absent; an empty folder, or one an earlier calibration claimed, is taken, the files
+ * that calibration wrote removed (none of them is left to pass for this run's when it fails),
+ * anything else there left (the decode.csv that `ema-validate decode --csv` appends, a README);
+ * a folder another kind of command claimed (an ema-sim run's or sweep's, an ema-validate run's or
+ * pool's) or a non-empty folder no claim made is refused, every file in it left. DIR is locked
+ * for this process's life. Called once the GPUs are found, before the first measurement.
+ * Errors: the claim's (G_FILE_ERROR, naming DIR). */
+gboolean ema_calibration_claim_results(const char *dir, GError **error);
+
 /* `ema-validate calibrate --from-results DIR`: read DIR's provenance.txt,
  * measurements.csv and samples.csv, derive the figures again, rewrite
  * DIR/derived.csv and write the model to OUTPUT (NULL:

@@ -699,6 +699,12 @@ gboolean ema_calibrate_run(const EmaCalibrateOptions *options, GError **error) {
   output = options->output ? g_strdup(options->output)
                            : g_strdup_printf("hwmodels/calibration/%s.yaml", run->name);
 
+  /* the folder is claimed as every output folder is (calderive.h), once the GPUs are found and
+   * before the first measurement: another command's folder is refused before minutes of
+   * measuring, and an earlier calibration's files there go */
+  if (!ema_calibration_claim_results(run->results_dir, error))
+    return FALSE;
+
   c.options = options;
   c.arena = arena = ema_gpu_arena_new();
   c.report = report;

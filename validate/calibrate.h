@@ -18,7 +18,8 @@
  *
  * Each GPU measurement is event-timed: warm-ups, then the median of N
  * repeats, with the spread kept. Results: measurements.csv, samples.csv,
- * derived.csv and provenance.txt in the results directory, and the server
+ * derived.csv and provenance.txt in the results directory (claimed as every
+ * output folder is: ema_calibration_claim_results), and the server
  * model YAML; the figures are derived from the results by calderive.c, the
  * same code that `calibrate --from-results` uses. */
 #pragma once
@@ -41,7 +42,9 @@ typedef struct {
 } EmaCalibrateOptions;
 
 /* Run every measurement and write the results. Needs two GPUs with peer
- * access (EMA_VALIDATE_ERROR_NO_DEVICE / _UNSUPPORTED otherwise). */
+ * access (EMA_VALIDATE_ERROR_NO_DEVICE / _UNSUPPORTED otherwise); once they
+ * are found, the results directory is claimed (ema_calibration_claim_results:
+ * another command's folder is refused before anything is measured). */
 gboolean ema_calibrate_run(const EmaCalibrateOptions *options, GError **error);
 
 G_END_DECLS

@@ -136,6 +136,40 @@ static gboolean same_experiment(const char *dir, const EmaExperiment *experiment
   return TRUE;
 }
 
+/* FALSE with ERROR where OBJECT, the summary.json at PATH in DIR, was written by
+ * ema-sim: a simulation of the experiment, which compared with the simulation of the same file
+ * gave 0% everywhere as though the GPUs had been measured. Either of two signs tells it:
+ *   - sim.events above 0: the simulator's events; a measured summary counts none (run.c counts
+ *     no events), so this holds for any ema-sim result of ops, at any version;
+ *   - a "provenance" member (every summary.json EMA writes now has one: ema-sim's and
+ *     ema-validate run's) with no provenance.txt beside it, which ema-validate run writes with
+ *     every measurement and ema-sim never does: an ema-sim result of decode scenarios alone
+ *     (which counts no events too), or compare's DIR/sim/.
+ * A summary with neither (written by hand, or by an ema-validate run older than "provenance",
+ * as the committed validate/results/ are) is read as measurements. The error names the file and
+ * the member that tells it (PATH: MEMBER: ...). */
+#define SIMULATED                                                                                  \
+  ": an ema-sim result, not a measurement: give the folder ema-validate run -o wrote"
+
+static gboolean refuse_simulated(const char *dir, const char *path, JsonObject *object,
+                                 GError **error) {
+  JsonNode *sim = json_object_get_member(object, "sim");
+  g_autofree char *provenance = g_build_filename(dir, PROVENANCE_FILE, NULL);
+  double events = 0;
+  if (sim != NULL && JSON_NODE_HOLDS_OBJECT(sim) &&
+      get_number(json_node_get_object(sim), "events", &events) && events > 0)
+    return data_error(error, path,
+                      "sim.events: %.15g events simulated (a measurement counts none)" SIMULATED,
+                      events);
+  if (json_object_has_member(object, "provenance") &&
+      !g_file_test(provenance, G_FILE_TEST_EXISTS | G_FILE_TEST_IS_SYMLINK))
+    return data_error(error, path,
+                      "provenance: written without the %s that ema-validate run writes beside "
+                      "every measurement" SIMULATED,
+                      PROVENANCE_FILE);
+  return TRUE;
+}
+
 EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *experiment,
                                        GError **error) {
   g_autofree char *path = g_build_filename(dir, SUMMARY_FILE, NULL);
@@ -183,6 +217,9 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
     return NULL;
   }
   object = json_node_get_object(root);
+  /* what the file is before whose it is: a simulation of another experiment is a simulation */
+  if (!refuse_simulated(dir, path, object, error))
+    return NULL;
   name = get_string(object, "experiment");
   if (name == NULL) {
     data_error(error, path,

@@ -31,14 +31,17 @@ G_BEGIN_DECLS
 void ema_compare_judge(EmaOpResult *result, const EmaOpExpect *expect,
                        const EmaExperiment *experiment, EmaOpsReport *report);
 
-/* DIR/summary.json (written by `ema-validate run` or `ema-sim run`) as an
- * ops report for EXPERIMENT: one result per op, then per decode scenario,
+/* DIR/summary.json (written by `ema-validate run`, or by hand in its schema)
+ * as an ops report for EXPERIMENT: one result per op, then per decode scenario,
  * in the file's order, names pointing into EXPERIMENT, expectations judged
  * again. Errors: EMA_VALIDATE_ERROR_IO for a missing or unreadable file
  * (saying how to make one), EMA_VALIDATE_ERROR_DATA for a file that is not
- * a summary, has a malformed result ("ops[3].seconds: ...") or belongs to
- * another experiment (its name, its number of results, or a result whose
- * name is not the experiment's at that place). */
+ * a summary, one that `ema-sim run` (or compare's DIR/sim/) wrote: a
+ * simulation, not a measurement ("PATH:LINE:COL: sim.events: ..." where it
+ * counts simulated events, "...: provenance: ..." where it has that member
+ * and DIR no provenance.txt), has a malformed result ("ops[3].seconds: ...")
+ * or belongs to another experiment (its name, its number of results, or a
+ * result whose name is not the experiment's at that place). */
 EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *experiment,
                                        GError **error);
 

@@ -17,9 +17,11 @@
  * value given twice is a usage error (parse_options), never its last value
  * taken unsaid. Usage errors
  * (anything wrong on the command line, found before CUDA starts) print
- * "ema-validate: MESSAGE" and "Try 'ema-validate --help'." and exit 2; a
- * failure on the GPU (no device, a CUDA error, a mismatch with the CPU
- * reference) prints one line and exits 1. */
+ * "ema-validate: MESSAGE" and "Try 'ema-validate --help'." and exit 2; any
+ * other failure (no device, a CUDA error, a mismatch with the CPU reference,
+ * a file that does not read) prints one line and exits 1: at its place
+ * (file:line:col: ..., or an existing file or folder) where it has one, else
+ * after "ema-validate: " (ema_message_located, ema-sim's rule too). */
 #include <stdio.h>
 #include <string.h>
 
@@ -102,8 +104,11 @@ static int usage_gerror(GError *error) {
   return status;
 }
 
+/* An error of exit status 1: one line, "ema-validate: " first where it has no place
+ * (ema_message_located, as ema-sim prints its errors). */
 static int fail(GError *error) {
-  fprintf(stderr, "ema-validate: %s\n", error->message);
+  fprintf(stderr, "%s%s\n",
+          ema_message_located(error->message) ? "" : "ema-validate: ", error->message);
   g_error_free(error);
   return 1;
 }
@@ -205,12 +210,12 @@ static char *command_line(int argc, char **argv) {
 }
 
 /* Whether PATH names a file of the results folder DIR that calibrate reads or writes: the model
- * written there replaced the measurements it came from. */
+ * written there replaced the measurements it came from (or the folder's marker, its claim). */
 static gboolean is_results_file(const char *path, const char *dir) {
   g_autofree char *base = g_path_get_basename(path);
   g_autofree char *parent = g_path_get_dirname(path);
   g_autofree char *canonical_parent = NULL, *canonical_dir = NULL;
-  if (!g_strv_contains(ema_run_results_entries, base))
+  if (!g_strv_contains(ema_run_results_entries, base) && strcmp(base, EMA_OUTPUT_MARKER) != 0)
     return FALSE;
   if (ema_file_same(parent, dir))
     return TRUE;

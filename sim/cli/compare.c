@@ -13,6 +13,7 @@
 #include <gsl/gsl_cdf.h>
 
 #include "ema/core/file.h"
+#include "ema/core/options.h"
 #include "ema/core/units.h"
 #include "ema/run/output.h"
 #include "ema/run/serving.h"
@@ -524,7 +525,7 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
         !ema_output_write_resolved(arm_dir, added->experiment, error) ||
         (added->report = ema_serving_run(added->experiment, arm_dir, progress, error)) == NULL ||
         !ema_output_write_serving_summary(arm_dir, added->experiment, added->report, error)) {
-      g_prefix_error(error, "compare: variant %s: ", dirs[p]);
+      ema_message_prefix_error(error, "compare: variant %s: ", dirs[p]);
       return FALSE;
     }
     /* with repeats, the first repeat's tables stand for the others */

@@ -138,23 +138,10 @@ static const char usage_text[] =
 /* --plugin-dir options given before the command. */
 static GPtrArray *global_plugin_dirs;
 
-/* Whether MESSAGE starts with its place, PLACE: (PLACE before its first ": "), as an error in a
- * file does: SOURCE:LINE or SOURCE:LINE:COL (a file's, --set's, <stdin>'s), or a file or folder
- * that exists, named as a path (with a / or a .: a bare name, a variant's or a tenant's, is not
- * taken for the folder of that name that the working directory may hold). Else the message is the
- * program's, and "ema-sim: " goes first (the GNU convention; a file it cannot find is named after
- * it, as in "ema-sim: x.yaml: cannot open"). */
-static gboolean message_located(const char *message) {
-  const char *end = strstr(message, ": ");
-  g_autofree char *place = end ? g_strndup(message, (gsize) (end - message)) : NULL;
-  return place && *place &&
-         (g_regex_match_simple("^.+:[0-9]+(:[0-9]+)?$", place, G_REGEX_DOTALL, 0) ||
-          (strpbrk(place, "/.") && g_file_test(place, G_FILE_TEST_EXISTS)));
-}
-
-/* An error's one line on stderr, "ema-sim: " first where it has no place (message_located). */
+/* An error's one line on stderr, "ema-sim: " first where it has no place (ema_message_located,
+ * the rule ema-validate follows too). */
 static void print_error(const char *message) {
-  fprintf(stderr, "%s%s\n", message_located(message) ? "" : "ema-sim: ", message);
+  fprintf(stderr, "%s%s\n", ema_message_located(message) ? "" : "ema-sim: ", message);
 }
 
 static int fail(GError *error) {
@@ -257,7 +244,7 @@ static gboolean check_traces(const EmaExperiment *experiment, GError **error) {
     EmaRequestRecord record;
     guint64 first_id = G_MAXUINT64;
     if (source == NULL) {
-      g_prefix_error(error, "tenant %s: ", spec->name);
+      ema_message_prefix_error(error, "tenant %s: ", spec->name);
       return FALSE;
     }
     if (spec->trace.file == NULL || *spec->trace.file == '\0')
@@ -271,7 +258,7 @@ static gboolean check_traces(const EmaExperiment *experiment, GError **error) {
         break; /* around once */
     }
     if (error && *error) {
-      g_prefix_error(error, "tenant %s: ", spec->name);
+      ema_message_prefix_error(error, "tenant %s: ", spec->name);
       return FALSE;
     }
   }

@@ -58,7 +58,19 @@ GPtrArray *ema_file_inputs(void) {
   return copy;
 }
 
-/* An open descriptor of the regular file PATH, or -1 (ERROR set). */
+/* What MODE's file is, other than a regular file, in the words of messages: "a FIFO", "a
+ * character device" (/dev/null), "a block device" (/dev/sda), ...; the one list of every
+ * message that refuses a file for its kind. */
+static const char *file_kind(mode_t mode) {
+  return S_ISDIR(mode)    ? "a directory"
+         : S_ISLNK(mode)  ? "a symbolic link"
+         : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "a special file";
+}
+
 /* PATH opened without blocking, refused unless a regular file (*ST its stat); not remembered. */
 static int open_regular_unrecorded(const char *path, struct stat *st, GError **error) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -73,14 +85,9 @@ static int open_regular_unrecorded(const char *path, struct stat *st, GError **e
     return -1;
   }
   if (!S_ISREG(st->st_mode)) {
-    const char *kind = S_ISDIR(st->st_mode)    ? "a directory"
-                       : S_ISFIFO(st->st_mode) ? "a FIFO"
-                       : S_ISCHR(st->st_mode)  ? "a character device"
-                       : S_ISBLK(st->st_mode)  ? "a block device"
-                       : S_ISSOCK(st->st_mode) ? "a socket"
-                                               : "a special file";
     close(fd);
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: not a regular file (%s)", path, kind);
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: not a regular file (%s)", path,
+                file_kind(st->st_mode));
     return -1;
   }
   return fd;
@@ -188,7 +195,6 @@ gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, g
 
 gboolean ema_file_output_ok(const char *path, const char *what, GError **error) {
   GStatBuf st;
-  const char *kind;
   if (path[0] == '\0' || g_str_has_suffix(path, G_DIR_SEPARATOR_S)) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "'%s' is no file name: give %s's file",
                 path, what);
@@ -201,12 +207,9 @@ gboolean ema_file_output_ok(const char *path, const char *what, GError **error) 
                 path, what);
     return FALSE;
   }
-  kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
-         : S_ISFIFO(st.st_mode) ? "a FIFO"
-         : S_ISSOCK(st.st_mode) ? "a socket"
-                                : "a device";
   g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-              "'%s' is %s, not a file %s can replace: give %s's file", path, kind, what, what);
+              "'%s' is %s, not a file %s can replace: give %s's file", path, file_kind(st.st_mode),
+              what, what);
   return FALSE;
 }
 

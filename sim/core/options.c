@@ -1,5 +1,9 @@
-/* options.c: options of one value given once (options.h). */
+/* options.c: options of one value given once, and where an error message has its place
+ * (options.h). */
 #include "ema/core/options.h"
+
+#include <stdarg.h>
+#include <string.h>
 
 gboolean ema_option_once(const char *option, char **values, const char *why, const char **value,
                          GError **error) {
@@ -49,4 +53,30 @@ gboolean ema_options_parse(GOptionContext *context, const GOptionEntry *entries,
     g_strfreev(values[i]);
   }
   return ok;
+}
+
+gboolean ema_message_located(const char *message) {
+  const char *end = strstr(message, ": ");
+  g_autofree char *place = end ? g_strndup(message, (gsize) (end - message)) : NULL;
+  return place && *place &&
+         (g_regex_match_simple("^.+:[0-9]+(:[0-9]+)?$", place, G_REGEX_DOTALL, 0) ||
+          (strpbrk(place, "/.") && g_file_test(place, G_FILE_TEST_EXISTS)));
+}
+
+void ema_message_prefix_error(GError **error, const char *format, ...) {
+  va_list args;
+  const char *message, *end;
+  char *label, *labelled;
+  if (error == NULL || *error == NULL)
+    return;
+  va_start(args, format);
+  label = g_strdup_vprintf(format, args);
+  va_end(args);
+  message = (*error)->message;
+  end = ema_message_located(message) ? strstr(message, ": ") : NULL;
+  labelled = end ? g_strdup_printf("%.*s: %s%s", (int) (end - message), message, label, end + 2)
+                 : g_strconcat(label, message, NULL);
+  g_free(label);
+  g_free((*error)->message);
+  (*error)->message = labelled;
 }

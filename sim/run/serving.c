@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "ema/core/file.h"
+#include "ema/core/options.h"
 #include "ema/pool/pool.h"
 #include "ema/traces/trace.h"
 
@@ -493,7 +494,7 @@ static gboolean add_tenant(Run *run, EmaServingReport *report, guint i, FILE *re
   tenant.trace = ema_trace_spec_open(
       &spec->trace, ema_trace_seed_derive((guint64) experiment->seed, stream), error);
   if (tenant.trace == NULL) {
-    g_prefix_error(error, "tenant %s: ", spec->name);
+    ema_message_prefix_error(error, "tenant %s: ", spec->name);
     return FALSE;
   }
   tenant.step_model = step_model_of(run, spec);

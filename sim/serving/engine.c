@@ -189,6 +189,7 @@
 #include "ema/serving/engine.h"
 
 #include "ema/core/idmap.h"
+#include "ema/core/options.h"
 
 /* ---- the fixed KV pool (static partition) ------------------------------ */
 
@@ -956,8 +957,12 @@ static void fetch_arrival(EmaEngine *engine) {
                      ARRIVAL_PRIORITY);
   } else {
     engine->trace_done = TRUE;
-    if (error)
+    if (error) {
+      /* named by its tenant, as where the trace was opened, after the error's place */
+      if (engine->config.name)
+        ema_message_prefix_error(&error, "tenant %s: ", engine->config.name);
       ema_sim_fail(engine->sim, error);
+    }
   }
 }
 

@@ -773,22 +773,71 @@ static void test_folder_kinds(void) {
   ema_test_remove_tree(tmp);
 }
 
-/* check reads trace files through: a bad row fails check, with its line. */
+/* check reads trace files through: a bad row fails check, at its place, the tenant named after
+ * it (ema_message_prefix_error, as a run's). */
 static void test_check_reads_traces(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *exp =
       write_experiment(tmp, "e.yaml", "chk", "true", "file: bad.csv, format: azure");
-  g_autofree char *want =
-      g_strdup_printf("ema-sim: tenant b: %s/bad.csv:3:1: TIMESTAMP: not a date-time "
-                      "(YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): "
-                      "'not-a-time'\n",
-                      tmp);
+  g_autofree char *want = g_strdup_printf("%s/bad.csv:3:1: tenant b: TIMESTAMP: not a date-time "
+                                          "(YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): "
+                                          "'not-a-time'\n",
+                                          tmp);
   touch(tmp, "bad.csv",
         "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,10\n"
         "not-a-time,10,10\n");
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("check", exp, NULL);
     ema_test_assert_failed(run, 1, want);
+  }
+  ema_test_remove_tree(tmp);
+}
+
+/* An error in a tenant's trace leads with its place, the tenant named after it (the label
+ * went first: "ema-sim: tenant b: PATH:LINE:COL: ...", which no editor jumps to), when the
+ * trace fails to open (a Mooncake file reads its first record then) and when a row fails
+ * mid-run (which named no tenant), in a comparison's variant too; and ema-sim then puts no
+ * "ema-sim: " before it. */
+static void test_run_trace_error_place_first(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out_moon = g_build_filename(tmp, "out-moon", NULL);
+  g_autofree char *out_csv = g_build_filename(tmp, "out-csv", NULL);
+  g_autofree char *out_cmp = g_build_filename(tmp, "out-cmp", NULL);
+  g_autofree char *moon =
+      write_experiment(tmp, "m.yaml", "moon", "true", "file: bad.jsonl, format: mooncake");
+  g_autofree char *csv =
+      write_experiment(tmp, "c.yaml", "csv", "true", "file: bad.csv, format: azure");
+  g_autofree char *comparison = NULL;
+  g_autofree char *want_moon =
+      g_strdup_printf("%s/bad.jsonl:1:18: tenant b: input_length: not an integer: '1e3'\n", tmp);
+  g_autofree char *want_csv =
+      g_strdup_printf("%s/bad.csv:3:1: tenant b: TIMESTAMP: not a date-time "
+                      "(YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): 'not-a-time'\n",
+                      tmp);
+  g_autofree char *want_variant =
+      g_strdup_printf("%s/bad.csv:3:1: compare: variant static: tenant b: TIMESTAMP: not a "
+                      "date-time (YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): 'not-a-time'\n",
+                      tmp);
+  touch(tmp, "bad.jsonl", "{\"timestamp\": 0, \"input_length\": 1e3, \"output_length\": 5}\n");
+  touch(tmp, "bad.csv",
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,10\n"
+        "not-a-time,10,10\n");
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", moon, "-o", out_moon, "--no-plot", NULL);
+    ema_test_assert_failed(run, 1, want_moon);
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", csv, "-o", out_csv, "--no-plot", NULL);
+    ema_test_assert_failed(run, 1, want_csv);
+  }
+  touch(tmp, "cmp.yaml",
+        keep(g_strconcat(keep(ema_test_read_file(tmp, "c.yaml")),
+                         "compare:\n  static: {policy: static}\n  2x: {server.gpu.hbm_scale: 2}\n",
+                         NULL)));
+  comparison = g_build_filename(tmp, "cmp.yaml", NULL);
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", comparison, "-o", out_cmp, "--no-plot", NULL);
+    ema_test_assert_failed(run, 1, want_variant);
   }
   ema_test_remove_tree(tmp);
 }
@@ -818,14 +867,14 @@ static void test_check_vllm_bench(void) {
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("check", bad, NULL);
     g_autofree char *want = g_strdup_printf(
-        "ema-sim: tenant b: %s/bad.json: input_lens[1] must be in [1, 4294967295], found 0\n", tmp);
+        "%s/bad.json: tenant b: input_lens[1] must be in [1, 4294967295], found 0\n", tmp);
     ema_test_assert_failed(run, 1, want);
   }
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("check", share, NULL);
     g_assert_cmpint(run->status, ==, 1);
-    ema_test_assert_contains(run->err, "share.json: a ShareGPT dataset holds text, not token "
-                                       "counts");
+    ema_test_assert_contains(run->err, "share.json: tenant b: a ShareGPT dataset holds text, not "
+                                       "token counts");
     ema_test_assert_contains(run->err, "../shared/traces/lengths/sharegpt-llama.csv");
   }
   {
@@ -959,6 +1008,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/sweep-other-build", test_sweep_other_build);
   g_test_add_func("/output/folder-kinds", test_folder_kinds);
   g_test_add_func("/output/check-reads-traces", test_check_reads_traces);
+  g_test_add_func("/output/run-trace-error-place-first", test_run_trace_error_place_first);
   g_test_add_func("/output/check-vllm-bench", test_check_vllm_bench);
   g_test_add_func("/output/discover", test_discover);
   g_test_add_func("/output/one-gpu-without-link", test_one_gpu_without_link);

@@ -3,7 +3,8 @@
  * table reader on it: quoted fields, blank lines, field columns, and every
  * error with its FILE:LINE:COL; and the fixed-point and integer number
  * writers of the large CSVs (ema/core/file.h) against printf, the one
- * CSV field writer's quoting, and the number reader against strtod. */
+ * CSV field writer's quoting, and the number reader against strtod; and a label put into an
+ * error message after its place (ema_message_prefix_error). */
 #include "ema/core/csv.h"
 
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <glib/gstdio.h>
 
 #include "ema/core/file.h"
+#include "ema/core/options.h"
 #include "ema/core/node.h"
 
 static void test_split(void) {
@@ -315,6 +317,49 @@ static void test_field(void) {
   }
 }
 
+/* A label goes after the place an error message starts with (a file's line and column, or a
+ * path that exists), so the message still leads with its place; before a message without one,
+ * as g_prefix_error puts it. */
+static void test_prefix_error(void) {
+  g_autofree char *dir = g_dir_make_tmp("ema-csv-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename(dir, "bench.json", NULL);
+  g_autofree char *missing = g_build_filename(dir, "none.csv", NULL);
+  g_assert_true(g_file_set_contents(file, "{}", -1, NULL));
+  g_autofree char *at_file = g_strconcat(file, ": input_lens[1] must be > 0", NULL);
+  g_autofree char *at_file_want = g_strconcat(file, ": tenant b: input_lens[1] must be > 0", NULL);
+  g_autofree char *at_missing = g_strconcat(missing, ": cannot open: No such file", NULL);
+  g_autofree char *at_missing_want = g_strconcat("tenant b: ", at_missing, NULL);
+  const struct {
+    const char *message, *want;
+  } cases[] = {
+      {"/x/bad.csv:3:1: TIMESTAMP: not a date-time",
+       "/x/bad.csv:3:1: tenant b: TIMESTAMP: not a date-time"},
+      {"/x/lens.csv:1: missing column", "/x/lens.csv:1: tenant b: missing column"},
+      {at_file, at_file_want},
+      /* no place: a path that is not there, or no path at all */
+      {at_missing, at_missing_want},
+      {"rate must be > 0", "tenant b: rate must be > 0"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    GError *error = g_error_new_literal(G_FILE_ERROR, G_FILE_ERROR_INVAL, cases[i].message);
+    ema_message_prefix_error(&error, "tenant %s: ", "b");
+    g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL);
+    g_assert_cmpstr(error->message, ==, cases[i].want);
+    g_error_free(error);
+  }
+  /* labels nest, each after the place */
+  GError *error = g_error_new_literal(G_FILE_ERROR, G_FILE_ERROR_INVAL, "/x/m.jsonl:1:18: bad");
+  ema_message_prefix_error(&error, "tenant %s: ", "b");
+  ema_message_prefix_error(&error, "compare: variant %s: ", "static");
+  g_assert_cmpstr(error->message, ==, "/x/m.jsonl:1:18: compare: variant static: tenant b: bad");
+  g_clear_error(&error);
+  ema_message_prefix_error(&error, "tenant %s: ", "b"); /* no error: nothing */
+  ema_message_prefix_error(NULL, "tenant %s: ", "b");
+  g_assert_null(error);
+  g_assert_cmpint(g_remove(file), ==, 0);
+  g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/csv/uint", test_uint);
@@ -327,5 +372,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/csv/duplicate-column", test_duplicate_column);
   g_test_add_func("/csv/byte-order-mark", test_byte_order_mark);
   g_test_add_func("/csv/missing", test_missing);
+  g_test_add_func("/csv/prefix-error", test_prefix_error);
   return g_test_run();
 }

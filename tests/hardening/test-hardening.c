@@ -15,12 +15,15 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <glib/gstdio.h>
 
+#include "ema/core/file.h"
 #include "ema/core/node.h"
 #include "ema/pool/guard.h"
 #include "ema/pool/registry.h"
@@ -440,6 +443,67 @@ static void test_traces_special_files(void) {
   g_autofree char *prefix =
       g_strconcat(path, ":4:60: tenants.0.trace.file: not a regular file: ", dir, NULL);
   ema_test_assert_error_line(run, prefix);
+  ema_test_remove_tree(dir);
+}
+
+/* A file that is no regular file is named for its kind, in the same words whether it was
+ * given to read or for an output: a character device (/dev/null) and a block device are
+ * told apart (an output's message said "a device" for both), a socket is a socket. */
+static void test_file_kinds(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+  g_autofree char *sock = g_build_filename(dir, "sock", NULL);
+  g_autofree char *link = g_build_filename(dir, "link", NULL);
+  struct sockaddr_un address = {.sun_family = AF_UNIX};
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  const char *block = NULL;
+  GError *error = NULL;
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  g_assert_cmpint(symlink(fifo, link), ==, 0);
+  g_assert_cmpint(fd, >=, 0);
+  g_assert_cmpuint(strlen(sock), <, sizeof address.sun_path);
+  strcpy(address.sun_path, sock);
+  g_assert_cmpint(bind(fd, (struct sockaddr *) &address, sizeof address), ==, 0);
+  {
+    g_autoptr(GDir) devices = g_dir_open("/dev", 0, NULL);
+    const char *name;
+    while (block == NULL && devices && (name = g_dir_read_name(devices)) != NULL) {
+      g_autofree char *path = g_build_filename("/dev", name, NULL);
+      GStatBuf st;
+      if (g_lstat(path, &st) == 0 && S_ISBLK(st.st_mode))
+        block = keep_path(g_steal_pointer(&path));
+    }
+  }
+  const struct {
+    const char *path, *kind;
+  } cases[] = {
+      {"/dev/null", "a character device"}, {fifo, "a FIFO"},          {sock, "a socket"},
+      {link, "a symbolic link"},           {block, "a block device"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *want = NULL;
+    if (cases[i].path == NULL)
+      continue; /* no block device here */
+    want = g_strdup_printf("'%s' is %s, not a file the table can replace: give the table's file",
+                           cases[i].path, cases[i].kind);
+    g_assert_false(ema_file_output_ok(cases[i].path, "the table", &error));
+    g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL);
+    g_assert_cmpstr(error->message, ==, want);
+    g_clear_error(&error);
+  }
+  /* read: the same words (a link is followed, to the FIFO it names) */
+  const struct {
+    const char *path, *kind;
+  } reads[] = {{"/dev/null", "a character device"}, {link, "a FIFO"}, {dir, "a directory"}};
+  for (guint i = 0; i < G_N_ELEMENTS(reads); i++) {
+    g_autofree char *want =
+        g_strdup_printf("%s: not a regular file (%s)", reads[i].path, reads[i].kind);
+    g_assert_null(ema_file_open_regular(reads[i].path, &error));
+    g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL);
+    g_assert_cmpstr(error->message, ==, want);
+    g_clear_error(&error);
+  }
+  close(fd);
   ema_test_remove_tree(dir);
 }
 
@@ -1531,6 +1595,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/traces/mooncake-deep", test_traces_mooncake_deep);
   g_test_add_func("/hardening/traces/mooncake-bigint", test_traces_mooncake_bigint);
   g_test_add_func("/hardening/traces/special-files", test_traces_special_files);
+  g_test_add_func("/hardening/file/kinds", test_file_kinds);
   g_test_add_func("/hardening/plugin/field-overflow", test_plugin_field_overflow);
   g_test_add_func("/hardening/plugin/bad-tables", test_plugin_bad_tables);
   g_test_add_func("/hardening/plugin/undefined-symbol", test_plugin_undefined_symbol);

@@ -161,7 +161,7 @@ static void test_unknown_trace_with_arrivals(void) {
   g_assert_true(g_file_set_contents(csv, "foo,bar\n1,2\n", -1, NULL));
   run = cli_on_text(dir, "exp.yaml", text, "check");
   g_assert_cmpint(run->status, ==, 1);
-  ema_test_assert_contains(run->err, "odd.csv:1: unknown trace format");
+  ema_test_assert_contains(run->err, "odd.csv:1: tenant a: unknown trace format");
   g_assert_null(strstr(run->err, "own arrival times"));
   ema_test_remove_tree(dir);
 }

@@ -613,6 +613,20 @@ static void test_mooncake_good(void) {
                 -1);
   expect_records(ema_trace_source_open_mooncake(blank, &error), spaced, G_N_ELEMENTS(spaced));
   g_assert_no_error(error);
+
+  /* An integer written as a real with no fraction is that integer, as in the CSV readers
+   * ("12.0": a pandas column with a gap); so is one after a member of the same name inside
+   * an object, or in an array spaced out. */
+  static const Want reals[] = {{0, 12, 3, 0, 1}, {EMA_MS(1), 700, 0, 1, 2}};
+  g_autofree char *real =
+      write_tmp("moon-reals.jsonl",
+                "{\"timestamp\": 1, \"input_length\": 12.0, \"output_length\": 3.00, "
+                "\"hash_ids\": [7.0]}\n"
+                "{\"meta\": {\"output_length\": 1e3}, \"timestamp\": 2.0, \"input_length\":700, "
+                "\"output_length\" : -0, \"hash_ids\": [ 8 , /* a comment */ 9 ]}\n",
+                -1);
+  expect_records(ema_trace_source_open_mooncake(real, &error), reals, G_N_ELEMENTS(reals));
+  g_assert_no_error(error);
 }
 
 /* The hash ids themselves, each record's valid until the next is read. */
@@ -738,7 +752,7 @@ static void test_mooncake_errors(void) {
   GError *error = NULL;
   g_autofree char *bad = fixture("mooncake-malformed.jsonl");
   expect_row_error(ema_trace_source_open_mooncake(bad, &error), 1, EMA_TRACE_ERROR_PARSE, bad,
-                   "2:19: 'input_length' is not an integer");
+                   "2:19: input_length: not an integer: '\"many\"'");
 
   /* The truncated line is invalid JSON, at the line and json-glib's column (not json-glib's
    * "<data>:1:COL" of the text it was given); json-glib words the rest. */
@@ -777,13 +791,41 @@ static void test_mooncake_errors(void) {
       {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": -2}", EMA_TRACE_ERROR_PARSE, 37,
        "output_length must be >= 0, found -2"},
       {"{\"timestamp\": 5, \"input_length\": 1.5, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 18,
-       "'input_length' is not an integer"},
+       "input_length: not an integer: '1.5'"},
+      /* an integer is read from its text as the CSV readers read one, not from json-glib's
+       * value (which takes 1e3 for 1000 and 0x10 for 16), in the CSV readers' words */
+      {"{\"timestamp\": 5, \"input_length\": 1e3, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 18,
+       "input_length: not an integer: '1e3'"},
+      {"{\"timestamp\": 5, \"input_length\": 7, \"output_length\": 2E1}", EMA_TRACE_ERROR_PARSE, 37,
+       "output_length: not an integer: '2E1'"},
+      {"{\"timestamp\": 5, \"input_length\": 0x10, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE,
+       18, "input_length: not an integer: '0x10'"},
+      {"{\"timestamp\": 5, \"input_length\": \"12\", \"output_length\": 1}", EMA_TRACE_ERROR_PARSE,
+       18, "input_length: not an integer: '\"12\"'"},
+      {"{\"timestamp\": 5, \"input_length\": 99999999999999999999.0, \"output_length\": 1}",
+       EMA_TRACE_ERROR_PARSE, 18, "input_length: out of range: '99999999999999999999.0'"},
+      /* the record's own member, not one of the same name in an object before it, nor one
+       * behind a comment; a name spelled with an escape is the name */
+      {"{\"m\": {\"input_length\": 5}, \"timestamp\": 5, \"input_length\": 1e3, "
+       "\"output_length\": 1}",
+       EMA_TRACE_ERROR_PARSE, 44, "input_length: not an integer: '1e3'"},
+      {"{\"timestamp\": 5, /* \"input_length\": 5, */ \"input_length\": 1e3, \"output_length\": 1}",
+       EMA_TRACE_ERROR_PARSE, 43, "input_length: not an integer: '1e3'"},
+      {"{\"timestamp\": 5, \"input\\u005flength\": 1e3, \"output_length\": 1}",
+       EMA_TRACE_ERROR_PARSE, 18, "input_length: not an integer: '1e3'"},
+      /* names in single quotes, which json-glib reads too */
+      {"{'timestamp': 5, 'input_length': 1e3, 'output_length': 1}", EMA_TRACE_ERROR_PARSE, 18,
+       "input_length: not an integer: '1e3'"},
       {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": 3}",
        EMA_TRACE_ERROR_PARSE, 57, "'hash_ids' is not an array"},
       {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [4, \"a\"]}",
-       EMA_TRACE_ERROR_PARSE, 57, "'hash_ids' item 1 is not a non-negative integer"},
+       EMA_TRACE_ERROR_PARSE, 57, "hash_ids item 1: not an integer: '\"a\"'"},
+      {"{\"timestamp\": 5, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [4, 1e3]}",
+       EMA_TRACE_ERROR_PARSE, 59, "hash_ids item 1: not an integer: '1e3'"},
+      {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [2.5]}",
+       EMA_TRACE_ERROR_PARSE, 57, "hash_ids item 0: not an integer: '2.5'"},
       {"{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [-1]}",
-       EMA_TRACE_ERROR_PARSE, 57, "'hash_ids' item 0 is not a non-negative integer"},
+       EMA_TRACE_ERROR_PARSE, 57, "hash_ids item 0 must be >= 0, found -1"},
       /* more ids than the prompt's 512-token blocks: ids of smaller blocks (16-token ones
        * here), which would be read as 512 tokens each */
       {"{\"timestamp\": 5, \"input_length\": 513, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}",

@@ -6,8 +6,10 @@
  * "ema-validate: no CUDA device: ..." and exit 1, never a crash, and
  * nothing written; and `calibrate --from-results` and `compare --measured`,
  * which need no GPU. Misuse: an option of one value given twice, empty names,
- * -o into another command's folder, a 1 TiB dry-run pool. */
+ * -o into another command's folder, a 1 TiB dry-run pool, ema-sim's results given to
+ * compare --measured as measurements; errors at a place start with it, as ema-sim's do. */
 #include <glib/gstdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -303,6 +305,78 @@ static void test_compare_measured(void) {
   ema_test_remove_tree(empty);
 }
 
+#define SIMULATED_END                                                                              \
+  ": an ema-sim result, not a measurement: give the folder ema-validate run -o wrote\n"
+
+/* compare --measured DIR where DIR is what `ema-sim run` wrote (a simulation of the same file,
+ * which compared as measurements at 0% everywhere) is refused: exit 1, one line naming the file
+ * and the member that tells it (sim.events for ops, "provenance" without a provenance.txt for
+ * decode scenarios alone), nothing written. */
+static void test_compare_simulated(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *sim = g_build_filename(dir, "sim-run", NULL);
+  g_autofree char *decodes = g_build_filename(dir, "sim-decodes", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *text = NULL, *want = NULL, *want_decodes = NULL;
+  guint64 events;
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", FIXTURE_EXPERIMENT, "-o", sim, NULL);
+    g_autoptr(EmaTestRun) decode_run =
+        ema_test_cli("run", FIXTURE_EXPERIMENT, "--set", "ops=[]", "-o", decodes, NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    g_assert_cmpint(decode_run->status, ==, 0);
+  }
+  text = ema_test_read_file(sim, "summary.json");
+  events = g_ascii_strtoull(strstr(strstr(text, "\"sim\" :"), "\"events\" : ") + 11, NULL, 10);
+  g_assert_cmpuint(events, >, 0);
+  want = g_strdup_printf("%s/summary.json: sim.events: %" G_GUINT64_FORMAT
+                         " events simulated (a measurement counts none)" SIMULATED_END,
+                         sim, events);
+  want_decodes = g_strdup_printf("%s/summary.json: provenance: written without the "
+                                 "provenance.txt that ema-validate run writes beside every "
+                                 "measurement" SIMULATED_END,
+                                 decodes);
+  {
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured", sim, "-o", out, NULL);
+    g_autoptr(EmaTestRun) decode_run = cli_without_devices(
+        "compare", FIXTURE_EXPERIMENT, "--set", "ops=[]", "--measured", decodes, "-o", out, NULL);
+    g_assert_cmpint(run->status, ==, 1);
+    g_assert_cmpstr(run->err, ==, want);
+    g_assert_cmpstr(run->out, ==, "");
+    g_assert_cmpint(decode_run->status, ==, 1);
+    g_assert_cmpstr(decode_run->err, ==, want_decodes);
+    g_assert_cmpstr(decode_run->out, ==, "");
+  }
+  g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+  ema_test_remove_tree(dir);
+}
+
+/* An error of exit status 1 starts with its place where it has one (file:line:col, --set:N:M,
+ * or a file or folder that is there), else with "ema-validate: ", by ema-sim's rule (one
+ * function, ema_message_located): "ema-validate: " went before every error, a place too. */
+static void test_error_prefix(void) {
+  g_autoptr(EmaTestRun) file =
+      cli_without_devices("run", "tests/fixtures/experiments/malformed.yaml", NULL);
+  g_autoptr(EmaTestRun) set =
+      cli_without_devices("run", FIXTURE_EXPERIMENT, "--set", "server.gpus=0", NULL);
+  g_autoptr(EmaTestRun) key = cli_without_devices(
+      "compare", FIXTURE_EXPERIMENT, "--set", "ops.0.nme=x", "--measured", FIXTURE_MEASURED, NULL);
+  g_autoptr(EmaTestRun) missing =
+      cli_without_devices("run", "tests/fixtures/experiments/does-not-exist.yaml", NULL);
+  g_autoptr(EmaTestRun) device = cli_without_devices("devices", NULL);
+  ema_test_assert_error_line(file, "tests/fixtures/experiments/malformed.yaml:8:5: ");
+  ema_test_assert_error_line(set, "--set:1:13: server.gpus: ");
+  g_assert_cmpstr(set->err, ==, "--set:1:13: server.gpus: 0 is out of range [1, 1024]\n");
+  ema_test_assert_error_line(key, "--set:1:7: ops.0.nme: ");
+  g_assert_cmpstr(key->err, ==,
+                  "--set:1:7: ops.0.nme: unknown key in op (valid keys: name, flows, expect)\n");
+  /* a file that is not there is no place: the program's name goes first */
+  ema_test_assert_error_line(missing,
+                             "ema-validate: tests/fixtures/experiments/does-not-exist.yaml: ");
+  assert_no_device(device);
+}
+
 /* compare --measured with another server than the measured run's experiment named (its
  * provenance.txt's h200x2): compared, with a note on stderr and in compare.md; the same server
  * gives none. */
@@ -383,18 +457,17 @@ static void test_compare_other_ops(void) {
       g_autoptr(EmaTestRun) run = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
                                                       measured, "-o", out, NULL);
       g_autofree char *want = g_strdup_printf("not a regular file (%s)", kinds[i]);
-      ema_test_assert_error_line(run, "ema-validate: ");
+      /* at its place, the resolved.yaml that is there: no "ema-validate: " before it */
+      ema_test_assert_error_line(run, resolved);
       ema_test_assert_contains(run->err, "resolved.yaml: does not load: ");
       ema_test_assert_contains(run->err, want);
     }
   }
   {
-    /* a summary.json that is not a file: named once (its path was given twice) */
+    /* a summary.json that is not a file: named once (its path was given twice), at its place
+     * (no "ema-validate: " before a path that is there) */
     g_autofree char *summary = g_build_filename(measured, "summary.json", NULL);
-    g_autofree char *want = g_strconcat("ema-validate: ", summary,
-                                        ": not a regular file (a "
-                                        "directory)\n",
-                                        NULL);
+    g_autofree char *want = g_strconcat(summary, ": not a regular file (a directory)\n", NULL);
     g_assert_cmpint(g_remove(summary), ==, 0);
     g_assert_cmpint(g_mkdir(summary, 0755), ==, 0);
     g_autoptr(EmaTestRun) run =
@@ -595,7 +668,8 @@ static void test_profile_missing_capture(void) {
     g_free(user_file(capture, "nvtx.csv", broken[i][0]));
     g_autoptr(EmaTestRun) run =
         cli_without_devices("profile", "--from-capture", capture, "-o", out, NULL);
-    ema_test_assert_error_line(run, "ema-validate: ");
+    /* at its place, in the capture folder (nvtx.csv:LINE:COL, or the folder) */
+    ema_test_assert_error_line(run, capture);
     ema_test_assert_contains(run->err, broken[i][1]);
   }
   {
@@ -673,8 +747,7 @@ static void test_from_results_fifo(void) {
   g_autofree char *measured_fifo = g_build_filename(measured, "provenance.txt", NULL);
   g_autofree char *fixture = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), FIXTURE_MEASURED, NULL);
   const char *const files[] = {"measurements.csv", "samples.csv", NULL};
-  g_autofree char *want =
-      g_strconcat("ema-validate: ", fifo, ": not a regular file (a FIFO)\n", NULL);
+  g_autofree char *want = g_strconcat(fifo, ": not a regular file (a FIFO)\n", NULL);
   g_free(copy_calibrate_results(dir, files));
   copy_file(fixture, measured, "summary.json");
   g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
@@ -738,6 +811,16 @@ static void test_calibrate_output_results_file(void) {
     assert_usage_error(measure, want_measure);
   }
   assert_kept(measurements, kept);
+  {
+    /* nor the folder's marker, its claim (calibrate claims its results folder) */
+    g_autofree char *marker = user_file(dir, ".ema-output", "# kind: ema-validate calibrate\n");
+    g_autoptr(EmaTestRun) measure =
+        cli_without_devices("calibrate", "--results", dir, "-o", marker, "--quick", NULL);
+    g_autofree char *want = g_strdup_printf(
+        "-o: '%s' is a file of the results directory %s: give the model's file", marker, dir);
+    assert_usage_error(measure, want);
+    assert_kept(marker, "# kind: ema-validate calibrate\n");
+  }
   ema_test_remove_tree(dir);
 }
 
@@ -945,6 +1028,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/from-results", test_from_results);
   g_test_add_func("/validate/cli/run-errors", test_run_errors);
   g_test_add_func("/validate/cli/compare-measured", test_compare_measured);
+  g_test_add_func("/validate/cli/compare-simulated", test_compare_simulated);
+  g_test_add_func("/validate/cli/error-prefix", test_error_prefix);
   g_test_add_func("/validate/cli/from-results-degenerate", test_from_results_degenerate);
   g_test_add_func("/validate/cli/from-results-fifo", test_from_results_fifo);
   g_test_add_func("/validate/cli/calibrate-output-dir", test_calibrate_output_dir);

@@ -3,9 +3,10 @@
  * even counts, the largest error, mismatches), expectations judged as
  * ema-sim judges them, the measured summary.json read back for the
  * experiment of tests/fixtures/compare/ (and every way such a file can be
- * missing, malformed, too deep for json-glib or another experiment's), and the written
- * compare.csv and compare.md. */
+ * missing, malformed, too deep for json-glib, another experiment's or a simulation's that
+ * ema-sim wrote), and the written compare.csv and compare.md. */
 #include <math.h>
+#include <string.h>
 
 #include "compare.h"
 #include "ema/run/output.h"
@@ -362,6 +363,84 @@ static void test_read_summary_missing(void) {
   ema_test_remove_tree(dir);
 }
 
+#define SIMULATED_END                                                                              \
+  ": an ema-sim result, not a measurement: give the folder ema-validate run -o wrote"
+
+/* A summary.json that ema-sim wrote is refused as measurements, naming the member that tells it:
+ * compared with the simulation of the same file it gave 0% everywhere. ema-sim run writes it
+ * with ema_output_write_ops_summary, as here: its ops count simulated events (sim.events); one of
+ * decode scenarios alone counts none, but carries "provenance" with no provenance.txt beside it
+ * (which ema-validate run writes with every measurement: with one, the same file reads, as a
+ * measured run of this version, events 0 and "provenance", does); an older result without
+ * "provenance" still counts its events. The fixture (neither sign) reads (read-summary). */
+static void test_read_summary_simulated(void) {
+  g_autoptr(EmaExperiment) experiment = load_fixture();
+  g_autofree char *path = ema_test_fixture("compare", "experiment.yaml");
+  g_autofree char *measured = ema_test_fixture("compare", "measured");
+  const char *const decode_only[] = {"ops=[]", NULL};
+  GError *error = NULL;
+  {
+    g_autofree char *dir = ema_test_temp_dir();
+    g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
+    g_autoptr(EmaOpsReport) simulated = ema_ops_run(experiment, &error);
+    g_autofree char *text = NULL, *want = NULL;
+    guint64 events;
+    g_assert_no_error(error);
+    g_assert_true(ema_output_write_ops_summary(dir, experiment, simulated, 0.001, &error));
+    g_assert_no_error(error);
+    text = ema_test_read_file(dir, "summary.json");
+    events = g_ascii_strtoull(strstr(strstr(text, "\"sim\" :"), "\"events\" : ") + 11, NULL, 10);
+    g_assert_cmpuint(events, >, 0);
+    want = g_strdup_printf("%s: sim.events: %" G_GUINT64_FORMAT
+                           " events simulated (a measurement counts none)" SIMULATED_END,
+                           summary, events);
+    g_assert_null(ema_compare_read_summary(dir, experiment, &error));
+    g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA);
+    g_assert_cmpstr(error->message, ==, want);
+    g_clear_error(&error);
+    ema_test_remove_tree(dir);
+  }
+  {
+    g_autoptr(EmaExperiment) decodes = ema_experiment_load(path, decode_only, &error);
+    g_autofree char *dir = ema_test_temp_dir();
+    g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
+    g_autofree char *want = NULL, *provenance = NULL;
+    g_autoptr(EmaOpsReport) simulated = NULL, read = NULL;
+    g_assert_no_error(error);
+    simulated = ema_ops_run(decodes, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(simulated->events, ==, 0);
+    g_assert_true(ema_output_write_ops_summary(dir, decodes, simulated, 0.001, &error));
+    g_assert_no_error(error);
+    want = g_strdup_printf("%s: provenance: written without the provenance.txt that "
+                           "ema-validate run writes beside every measurement" SIMULATED_END,
+                           summary);
+    g_assert_null(ema_compare_read_summary(dir, decodes, &error));
+    g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA);
+    g_assert_cmpstr(error->message, ==, want);
+    g_clear_error(&error);
+    /* with the provenance.txt of a measurement beside it: read, as ema-validate run's is */
+    provenance = ema_test_read_file(measured, "provenance.txt");
+    write_text(dir, "provenance.txt", provenance);
+    read = ema_compare_read_summary(dir, decodes, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(read->ops->len, ==, 1);
+    ema_test_remove_tree(dir);
+  }
+  {
+    /* an ema-sim result of a version before "provenance": its events tell it */
+    g_autofree char *dir = edited_summary("\"events\" : 0", "\"events\" : 3");
+    g_autofree char *summary = g_build_filename(dir, "summary.json", NULL);
+    g_autofree char *want = g_strdup_printf(
+        "%s: sim.events: 3 events simulated (a measurement counts none)" SIMULATED_END, summary);
+    g_assert_null(ema_compare_read_summary(dir, experiment, &error));
+    g_assert_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA);
+    g_assert_cmpstr(error->message, ==, want);
+    g_clear_error(&error);
+    ema_test_remove_tree(dir);
+  }
+}
+
 /* ---- compare.csv and compare.md ------------------------------------------------------- */
 
 static void test_write(void) {
@@ -433,6 +512,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/compare/read-summary-missing", test_read_summary_missing);
   g_test_add_func("/validate/compare/read-summary-deep", test_read_summary_deep);
   g_test_add_func("/validate/compare/read-summary-resolved", test_read_summary_resolved);
+  g_test_add_func("/validate/compare/read-summary-simulated", test_read_summary_simulated);
   g_test_add_func("/validate/compare/write", test_write);
   g_test_add_func("/validate/compare/provenance", test_provenance);
   return g_test_run();

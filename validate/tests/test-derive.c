@@ -6,7 +6,8 @@
  * (hwmodels/calibration/h200x2.yaml) line for line; a missing measurement
  * is named; the step-time keys are fitted to decode runs (decode.csv: the
  * committed runs give the committed keys, synthetic runs give back the
- * parameters they were made with, bad files and unusable runs are named).
+ * parameters they were made with, bad files and unusable runs are named);
+ * a new calibration's results folder is claimed as every output folder is.
  * Nothing in the source tree is written: results are copied to a temporary
  * directory first. */
 #include <math.h>
@@ -18,6 +19,7 @@
 #include "decodefit.h"
 #include "ema/hw/hwmodel.h"
 #include "ema/core/params.h"
+#include "ema/run/output.h"
 #include "errors.h"
 #include "report.h"
 #include "testutil.h"
@@ -310,6 +312,122 @@ static void test_committed_results(void) {
   ema_test_assert_contains(derived, "\nlender-loss-per-pulled-byte,0.9560998");
   ema_test_assert_contains(derived, "\ndecode-kv-efficiency,0.585");
   ema_test_assert_contains(derived, "\nborrower-loss-per-incoming-byte,1.942247");
+  ema_test_remove_tree(dir);
+}
+
+/* ---- the results folder ------------------------------------------------------------ */
+
+/* What `calibrate --results DIR` does besides measuring: claim DIR (before the first
+ * measurement), then write a new run's results there (after the last): the committed results
+ * stand for the measurements; the model goes to MODEL. */
+static gboolean calibrate_into(const char *dir, const char *model, GError **error) {
+  g_autofree char *results = source_path(RESULTS);
+  GError *local = NULL;
+  g_autoptr(EmaCalibrationRun) run = ema_calibration_run_load(results, &local);
+  g_autoptr(EmaReport) report = NULL;
+  EmaCalibrationOutput out = {.results_dir = dir, .new_run = TRUE, .output = model};
+  g_assert_no_error(local);
+  report = ema_report_read_csv(results, &local);
+  g_assert_no_error(local);
+  return ema_calibration_claim_results(dir, error) &&
+         ema_calibration_write_results(report, run, &out, error);
+}
+
+/* `calibrate --results DIR` claims DIR as every other output folder of ema-sim and ema-validate
+ * is claimed (ema/run/output.h): it wrote its four files into any folder. An ema-sim run's
+ * folder, a sweep's and a folder no claim made are refused, every file in them as it was and
+ * none of the four written; its own folder is taken again, the earlier run's four files removed
+ * before anything is measured (none of them left to pass for the new run's if it fails) and
+ * what others put there (decode.csv, appended by `ema-validate decode --csv`; a user's notes)
+ * left. */
+static void test_claim_results(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *run_dir = g_build_filename(dir, "run", NULL);
+  g_autofree char *sweep_dir = g_build_filename(dir, "sweep", NULL);
+  g_autofree char *foreign = g_build_filename(dir, "foreign", NULL);
+  g_autofree char *own = g_build_filename(dir, "own", NULL);
+  g_autofree char *model = g_build_filename(dir, "model.yaml", NULL);
+  g_autofree char *results = source_path(RESULTS);
+  static const char *const sweep_entries[] = {"sweep.csv", NULL};
+  const char *const *written = ema_calibration_results_entries;
+  GError *error = NULL;
+  /* an ema-sim run's folder and a sweep's, claimed as those commands claim them */
+  g_assert_true(ema_output_claim_dir(run_dir, NULL, &error));
+  g_assert_no_error(error);
+  write_text(run_dir, "summary.json", "{}\n");
+  ema_output_release_dir(run_dir);
+  g_assert_true(
+      ema_output_claim_dir_kind(sweep_dir, "sweep", sweep_entries, EMA_OUTPUT_CLAIM_KEEP, &error));
+  g_assert_no_error(error);
+  write_text(sweep_dir, "sweep.csv", "point\n");
+  ema_output_release_dir(sweep_dir);
+  g_assert_cmpint(g_mkdir(foreign, 0755), ==, 0);
+  write_text(foreign, "notes.txt", "mine\n");
+  {
+    const struct {
+      const char *dir, *file, *text, *message;
+    } cases[] = {
+        {run_dir, "summary.json", "{}\n",
+         "holds the output of ema-sim run (its .ema-output says so), not of ema-validate "
+         "calibrate: give another -o, or remove the folder first"},
+        {sweep_dir, "sweep.csv", "point\n",
+         "holds the output of ema-sim sweep (its .ema-output says so), not of ema-validate "
+         "calibrate: give another -o, or remove the folder first"},
+        {foreign, "notes.txt", "mine\n",
+         "is not empty and not an ema-sim output folder (no .ema-output): give another -o, or "
+         "empty it"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+      g_autofree char *want =
+          g_strdup_printf("output directory %s %s", cases[i].dir, cases[i].message);
+      g_autofree char *kept = NULL;
+      g_assert_false(calibrate_into(cases[i].dir, model, &error));
+      g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST);
+      g_assert_cmpstr(error->message, ==, want);
+      g_clear_error(&error);
+      kept = ema_test_read_file(cases[i].dir, cases[i].file);
+      g_assert_cmpstr(kept, ==, cases[i].text);
+      for (guint f = 0; written[f]; f++) {
+        g_autofree char *path = g_build_filename(cases[i].dir, written[f], NULL);
+        g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+      }
+    }
+  }
+  g_assert_false(g_file_test(model, G_FILE_TEST_EXISTS));
+  /* its own folder: made, then taken again by the next run */
+  g_assert_true(calibrate_into(own, model, &error));
+  g_assert_no_error(error);
+  {
+    g_autofree char *marker = ema_test_read_file(own, ".ema-output");
+    ema_test_assert_contains(marker, "# kind: ema-validate calibrate\nmeasurements.csv\n"
+                                     "samples.csv\nderived.csv\nprovenance.txt\n");
+  }
+  ema_output_release_dir(own); /* (the first run's process ends) */
+  {
+    g_autofree char *decode = ema_test_read_file(results, "decode.csv");
+    write_text(own, "decode.csv", decode);
+    write_text(own, "notes.txt", "mine\n");
+  }
+  g_assert_true(ema_calibration_claim_results(own, &error));
+  g_assert_no_error(error);
+  for (guint f = 0; written[f]; f++) {
+    g_autofree char *path = g_build_filename(own, written[f], NULL);
+    g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+  }
+  g_free(ema_test_read_file(own, "decode.csv"));
+  ema_output_release_dir(own);
+  g_assert_true(calibrate_into(own, model, &error));
+  g_assert_no_error(error);
+  {
+    g_autofree char *derived = ema_test_read_file(own, "derived.csv");
+    g_autofree char *notes = ema_test_read_file(own, "notes.txt");
+    /* the decode runs beside the measurements were fitted */
+    ema_test_assert_contains(derived, "\ndecode-kv-efficiency,0.585");
+    g_assert_cmpstr(notes, ==, "mine\n");
+    for (guint f = 0; written[f]; f++)
+      g_free(ema_test_read_file(own, written[f]));
+  }
+  ema_output_release_dir(own);
   ema_test_remove_tree(dir);
 }
 
@@ -701,6 +819,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/derive/report-round-trip", test_report_round_trip);
   g_test_add_func("/validate/derive/report-read-errors", test_report_read_errors);
   g_test_add_func("/validate/derive/committed-results", test_committed_results);
+  g_test_add_func("/validate/derive/claim-results", test_claim_results);
   g_test_add_func("/validate/derive/figures", test_derive_figures);
   g_test_add_func("/validate/derive/missing-measurement", test_missing_measurement);
   g_test_add_func("/validate/derive/untimed-measurement", test_untimed_measurement);
