@@ -807,6 +807,15 @@ EmaExperiment *ema_sweep_load_point(const EmaSweep *sweep, guint p, GError **err
     g_propagate_error(error, inner);
     return NULL;
   }
+  if (sweep->repeats > 1 && !ema_experiment_is_serving(experiment)) {
+    /* ops and decode scenarios draw nothing at random: every repeat would be the same run */
+    ema_node_error(error, EMA_CONFIG_ERROR_RANGE, ema_node_get(sweep->root, "repeats"), "repeats",
+                   "%u repeats of ops or decode scenarios would be %u times the same run (they "
+                   "draw nothing at random): give 1",
+                   sweep->repeats, sweep->repeats);
+    ema_experiment_free(experiment);
+    return NULL;
+  }
   if (point->repeat > 0) {
     g_autofree char *stream = g_strdup_printf("repeat %u", point->repeat);
     experiment->seed = (gint64) (ema_trace_seed_derive((guint64) experiment->seed, stream) >> 2);

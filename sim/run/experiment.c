@@ -569,7 +569,8 @@ static const EmaParam experiment_params[] = {
      .help = "one line on what it shows"},
     {"seed", EMA_PARAM_INT, EXPERIMENT_FIELD(seed), .default_value = "1", .min = 0,
      .max = (double) EMA_EXPERIMENT_SEED_MAX,
-     .help = "seed of every random stream (--seed overrides)"},
+     .help = "serving: seed of every random stream (--seed overrides; ops and decode scenarios "
+             "draw nothing at random)"},
     {"tolerance", EMA_PARAM_FRACTION, EXPERIMENT_FIELD(tolerance), .default_value = "5%",
      .min = 1e-9, .max = 1,
      .help = "ops and decode: default allowed relative error of their expectations"},
@@ -648,7 +649,8 @@ const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment)
  * (their help begins "serving:"), and the ops and decode scenarios' (their help begins "ops and
  * decode:": tolerance, the default of their expectations', by which ops.c and validate's
  * compare.c judge them; a serving run and its SLOs never read it). */
-static const char *const serving_keys[] = {"duration",
+static const char *const serving_keys[] = {"seed",
+                                           "duration",
                                            "sample_period",
                                            "timeline_max_rows",
                                            "policy",
