@@ -430,13 +430,6 @@ static int command_run(int argc, char **argv, gboolean check_only) {
   experiment = ema_experiment_load(argv[1], (const char *const *) overrides, &error);
   if (experiment == NULL)
     return fail(error);
-  if (seed_text && !ema_experiment_is_serving(experiment)) {
-    /* ops and decode scenarios are timed by models alone: a seed would change nothing */
-    g_autofree char *message = g_strdup_printf(
-        "--seed: %s times ops or decode scenarios, which draw nothing at random: leave it out",
-        argv[1]);
-    return usage_error(message);
-  }
   if (seed_text)
     experiment->seed = seed;
   ema_output_warn_before(stderr, NULL, experiment);

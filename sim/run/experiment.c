@@ -569,8 +569,8 @@ static const EmaParam experiment_params[] = {
      .help = "one line on what it shows"},
     {"seed", EMA_PARAM_INT, EXPERIMENT_FIELD(seed), .default_value = "1", .min = 0,
      .max = (double) EMA_EXPERIMENT_SEED_MAX,
-     .help = "serving: seed of every random stream (--seed overrides; ops and decode scenarios "
-             "draw nothing at random)"},
+     .help = "seed of every random stream (--seed overrides; ops and decode scenarios draw "
+             "nothing at random: a warning where it is not 1)"},
     {"tolerance", EMA_PARAM_FRACTION, EXPERIMENT_FIELD(tolerance), .default_value = "5%",
      .min = 1e-9, .max = 1,
      .help = "ops and decode: default allowed relative error of their expectations"},
@@ -649,8 +649,7 @@ const EmaParamTable ema_experiment_params = {"experiment", sizeof(EmaExperiment)
  * (their help begins "serving:"), and the ops and decode scenarios' (their help begins "ops and
  * decode:": tolerance, the default of their expectations', by which ops.c and validate's
  * compare.c judge them; a serving run and its SLOs never read it). */
-static const char *const serving_keys[] = {"seed",
-                                           "duration",
+static const char *const serving_keys[] = {"duration",
                                            "sample_period",
                                            "timeline_max_rows",
                                            "policy",
@@ -1081,8 +1080,15 @@ GPtrArray *ema_experiment_warnings(const EmaExperiment *experiment) {
   const EmaPolicyInfo *borrow;
   gboolean borrows, parks;
   g_autofree gboolean *lends = NULL;
-  if (!ema_experiment_is_serving(experiment))
+  if (!ema_experiment_is_serving(experiment)) {
+    /* not refused: a sweep over seeds of an ops file, or a common header that sets one, runs */
+    if (experiment->seed != 1)
+      g_ptr_array_add(warnings, g_strdup_printf("seed %" G_GINT64_FORMAT
+                                                ": ops and decode scenarios draw nothing at "
+                                                "random, so the seed changes nothing",
+                                                experiment->seed));
     return warnings;
+  }
   warn_kv_over_hbm(experiment, warnings);
   warn_scaled_fixed_kv(experiment, warnings);
   warn_csv_unwritten(experiment, warnings);

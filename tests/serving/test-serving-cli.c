@@ -1281,9 +1281,15 @@ static void assert_refused(const char *dir, const char *name, const char *text,
 }
 
 /* An experiment of ops or decode scenarios refuses the keys only a serving run reads, at the key
- * (it ignored duration, policy, slo, events and the rest, and seed: nothing in it is drawn at
- * random, so --seed and a sweep's repeats are refused too); one holding its default is let be, so
- * that an ops run's resolved.yaml, which writes them all, runs again. */
+ * (it ignored duration, policy, slo, events and the rest); one holding its default is let be, so
+ * that an ops run's resolved.yaml, which writes them all, runs again. Nothing in it is drawn at
+ * random: a seed other than 1 (the file's or --seed) is a warning, and a sweep's repeats above 1
+ * (every one the same run) an error at the key. */
+/* The warning of a seed N other than 1 in an experiment of ops or decode scenarios. */
+#define SEED_WARNING(n)                                                                            \
+  "ema-sim: warning: seed " n ": ops and decode scenarios draw nothing at random, so the seed "    \
+  "changes nothing\n"
+
 static void test_ops_serving_keys(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(dir, "out", NULL);
@@ -1294,15 +1300,13 @@ static void test_ops_serving_keys(void) {
   g_autofree char *duration = g_strconcat(head, "duration: 10s\n", OPS_LIST, NULL);
   g_autofree char *slo = g_strconcat(head, OPS_LIST, "slo: {ttft: 1s}\n", NULL);
   g_autofree char *events = g_strconcat(head, "events: borrow\n", OPS_LIST, NULL);
-  g_autofree char *seed = g_strconcat(head, "seed: 5\n", OPS_LIST, NULL);
   g_autofree char *policy =
       g_strconcat(head,
                   "policy: ema\ndecode:\n  - {name: d, model: llama-3.1-8b, batch: 1, "
                   "context: 100}\n",
                   NULL);
   g_autofree char *defaults = g_strconcat(
-      head, "policy: static\nevents: all\nsample_period: 1s\nsteps_csv: false\nseed: 1\n", OPS_LIST,
-      NULL);
+      head, "policy: static\nevents: all\nsample_period: 1s\nsteps_csv: false\n", OPS_LIST, NULL);
   g_autofree char *message = NULL;
   message = g_strconcat("duration: ", why, "ops: leave it out", NULL);
   assert_refused(dir, "duration.yaml", duration, "3:1", message);
@@ -1315,31 +1319,36 @@ static void test_ops_serving_keys(void) {
   g_free(message);
   message = g_strconcat("policy: ", why, "decode scenarios: leave it out", NULL);
   assert_refused(dir, "policy.yaml", policy, "3:1", message);
-  g_free(message);
-  message = g_strconcat("seed: ", why, "ops: leave it out", NULL);
-  assert_refused(dir, "seed.yaml", seed, "3:1", message);
-  /* --seed is a usage error; a sweep's repeats, every one the same run, an error at repeats */
+  /* a seed: a warning, the run made; a sweep's repeats, every one the same run, an error */
   {
     g_autofree char *plain = g_build_filename(dir, "plain-seed.yaml", NULL);
+    g_autofree char *seeded = g_build_filename(dir, "seeded.yaml", NULL);
     g_autofree char *sweep = g_build_filename(dir, "repeats.yaml", NULL);
     g_autofree char *text = g_strconcat(head, OPS_LIST, NULL);
+    g_autofree char *seed_text = g_strconcat(head, "seed: 5\n", OPS_LIST, NULL);
     g_autofree char *repeats = g_strconcat(head, "repeats: 3\n", OPS_LIST, NULL);
-    g_autofree char *want_seed = g_strdup_printf(
-        "ema-sim: --seed: %s times ops or decode scenarios, which draw nothing at random: leave "
-        "it out\nTry 'ema-sim --help'.\n",
-        plain);
+    const char *want_seed = SEED_WARNING("3");
+    const char *want_file = SEED_WARNING("5");
     g_autofree char *want_repeats =
         g_strdup_printf("%s:3:10: repeats: 3 repeats of ops or decode scenarios would be 3 times "
                         "the same run (they draw nothing at random): give 1",
                         sweep);
     g_autoptr(EmaTestRun) run = NULL;
+    g_autoptr(EmaTestRun) check = NULL;
     g_autoptr(EmaTestRun) swept = NULL;
     g_assert_true(g_file_set_contents(plain, text, -1, NULL));
+    g_assert_true(g_file_set_contents(seeded, seed_text, -1, NULL));
     g_assert_true(g_file_set_contents(sweep, repeats, -1, NULL));
-    run = ema_test_cli("run", plain, "--seed", "3", "-o", out, NULL);
-    ema_test_assert_failed(run, 2, want_seed);
     swept = ema_test_cli("sweep", sweep, "-o", out, NULL);
     ema_test_assert_error_line(swept, want_repeats);
+    g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+    check = ema_test_cli("check", seeded, NULL);
+    g_assert_cmpint(check->status, ==, 0);
+    g_assert_cmpstr(check->err, ==, want_file);
+    run = ema_test_cli("run", plain, "--seed", "3", "-o", out, NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    ema_test_assert_contains(run->err, want_seed);
+    ema_test_remove_tree(out);
     g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
   }
   /* from --set, at it */
