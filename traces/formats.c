@@ -67,8 +67,9 @@ gboolean ema_trace_format_from_name(const char *name, EmaTraceFormat *format, GE
   g_autoptr(GString) valid = g_string_new(NULL);
   for (guint i = 0; i < G_N_ELEMENTS(formats); i++)
     g_string_append_printf(valid, "%s%s", i ? ", " : "", formats[i].name);
+  g_autofree char *quoted = ema_file_quote_cut(name, -1);
   g_set_error(error, EMA_TRACE_ERROR, EMA_TRACE_ERROR_INVALID,
-              "unknown trace format '%s' (valid: %s)", name, valid->str);
+              "unknown trace format '%s' (valid: %s)", quoted, valid->str);
   return FALSE;
 }
 

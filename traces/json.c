@@ -1,7 +1,8 @@
 /* json.c: what the JSON trace readers (mooncake.c, vllm.c) share, and summary.json's readers
  * too: a scan of the text before json-glib sees it, the place of a problem in the text's lines,
- * the integer value of a node, and the text of a member's value or of an array's items (json-glib
- * keeps neither places nor the digits as written: 1e3 and 1000.0 are one double to it).
+ * and the text of a member's value or of an array's items (json-glib keeps neither places nor the
+ * digits as written: 1e3 and 1000.0 are one double to it, 0x10 is 16), from which the readers
+ * read their numbers as the CSV readers do (ema_trace_parse_int, ema_trace_parse_decimal).
  *
  * Invariants: the scan reads each byte once (a key holding an escape is decoded again to be
  * compared) and refuses what json-glib would not handle safely (nesting deeper than
@@ -17,7 +18,7 @@
  * key spelled "\u0061" is the key "a"), as C strings (up to a first \u0000); a key holding an
  * escape JSON does not have (json-glib reads "\q" as "q" and "\101" as "A", its own way) or a
  * lone surrogate is not counted, a corner nobody writes. The message names the key as written
- * (its first 40 characters) and the place is the second one's opening quote.
+ * (its first 40 bytes, ema_file_quote_length) and the place is the second one's opening quote.
  *
  * What it allocates: the message, and for keys only. An object's first SCAN_SMALL_KEYS keys are
  * places in the text, kept on the stack (one array per depth, at most EMA_TRACE_JSON_MAX_DEPTH),
@@ -26,7 +27,6 @@
  * moves them, decoded, into a hash set of its depth (made the first time, emptied when its object
  * closes and kept for the next object at that depth, freed when the scan ends), so the scan stays
  * linear in the text however many keys an object has. */
-#include <math.h>
 #include <string.h>
 
 #include "ema/core/file.h"
@@ -161,20 +161,20 @@ static gboolean level_add_key(ScanLevel *level, GHashTable **set, const char *te
   return g_hash_table_add(*set, key_decode(text, key));
 }
 
-/* The message for KEY of TEXT given twice: the key as written, its first 40 characters. */
+/* The message for KEY of TEXT given twice: the key as written, cut as every quoted input is
+ * (ema_file_quote_length), its control characters escaped. */
 static char *duplicate_message(const char *text, const ScanKey *key) {
   GString *s = g_string_new("key \"");
-  const char *p = text + key->start, *end = p + key->len;
-  for (guint shown = 0; p < end && shown < 40; shown++) {
-    guchar c = (guchar) *p;
-    gsize bytes = c < 0x80 ? 1 : MIN((gsize) g_utf8_skip[c], (gsize) (end - p));
+  const char *p = text + key->start;
+  gsize shown = ema_file_quote_length(p, key->len);
+  for (gsize i = 0; i < shown; i++) {
+    guchar c = (guchar) p[i];
     if (c < 0x20 || c == 0x7f)
       g_string_append_printf(s, "\\u%04x", c);
     else
-      g_string_append_len(s, p, (gssize) bytes);
-    p += bytes;
+      g_string_append_c(s, (char) c);
   }
-  if (p < end)
+  if (shown < key->len)
     g_string_append(s, "...");
   g_string_append(s, "\" given twice in one object");
   return g_string_free(s, FALSE);
@@ -413,18 +413,4 @@ gboolean ema_trace_json_item(const char *array, gsize len, gsize *at, gsize *ite
   *at = value_end(array, len, i);
   *item_len = *at - i;
   return *item_len > 0;
-}
-
-gboolean ema_trace_json_int(JsonNode *node, gint64 *value) {
-  GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
-  if (type == G_TYPE_INT64) {
-    *value = json_node_get_int(node);
-    return TRUE;
-  }
-  if (type == G_TYPE_DOUBLE && json_node_get_double(node) == floor(json_node_get_double(node)) &&
-      fabs(json_node_get_double(node)) < 9e15) {
-    *value = (gint64) json_node_get_double(node);
-    return TRUE;
-  }
-  return FALSE;
 }

@@ -4,7 +4,9 @@
  *
  * Invariants: one JsonParser is reused for every line (json-glib builds the
  * line's tree and frees it on the next load), the reader holds one line;
- * timestamp is an integer or real number of ms, never decreasing; input_length
+ * timestamp is an integer or decimal number of ms, never decreasing, read from its
+ * text as the CSV readers read a decimal (ema_trace_parse_decimal: exact to the ns,
+ * "0x10" is no number); input_length
  * is in [1, 2^32-1], output_length in [0, 2^32-1]; hash_ids, when present, is
  * an array of non-negative integers, at most one per 512-token block of the
  * prompt, its length is the record's prefix_blocks and its ids (kept in hash_ids until the next
@@ -19,7 +21,6 @@
  * records run together) and a key given twice in one object (json-glib would keep the last
  * value) are errors, so a line costs at most max_line bytes and a bounded stack. Errors name the
  * line and, where they can, the column. */
-#include <math.h>
 #include <string.h>
 
 #include <json-glib/json-glib.h>
@@ -99,35 +100,28 @@ static gboolean get_count(MooncakeSource *self, JsonObject *obj, const char *key
   return TRUE;
 }
 
-/* Timestamp in ms (integer or real) to ns. */
+/* The timestamp, in ms (an integer or a decimal), to ns: read from its text on the line as the
+ * counts are, by the CSV readers' decimal parser (ema_trace_parse_decimal: exact, rounded half
+ * away from zero at the ns; not "0x10", which json-glib takes for 16, nor "\"5\""); else an error
+ * at the key, "timestamp: not a number: '0x10'" as theirs. */
 static gboolean get_time(MooncakeSource *self, JsonObject *obj, gint64 *ns, GError **error) {
-  JsonNode *node = json_object_get_member(obj, "timestamp");
+  gsize key_at, value_at, value_len;
 
-  if (node == NULL) {
+  if (!json_object_has_member(obj, "timestamp")) {
     ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE, "missing key 'timestamp'");
     return FALSE;
   }
-  GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
-  if (type == G_TYPE_INT64) {
-    gint64 ms = json_node_get_int(node);
-    if (ms > G_MAXINT64 / 1000000 || ms < G_MININT64 / 1000000)
-      goto range;
-    *ns = ms * 1000000;
-    return TRUE;
+  if (!ema_trace_json_member(self->line, self->len, "timestamp", &key_at, &value_at, &value_len)) {
+    ema_trace_reader_error(&self->reader, error, EMA_TRACE_ERROR_PARSE,
+                           "'timestamp': its value's text is not found on the line");
+    return FALSE;
   }
-  if (type == G_TYPE_DOUBLE) {
-    double ns_d = json_node_get_double(node) * 1e6;
-    if (!isfinite(ns_d) || fabs(ns_d) >= 9.2e18)
-      goto range;
-    *ns = llround(ns_d);
+  const char *problem = ema_trace_parse_decimal(self->line + value_at, value_len, 6, ns);
+  if (problem == NULL)
     return TRUE;
-  }
-  ema_trace_reader_error_col(&self->reader, key_column(self, "timestamp"), error,
-                             EMA_TRACE_ERROR_PARSE, "'timestamp' is not a number");
-  return FALSE;
-range:
-  ema_trace_reader_error_col(&self->reader, key_column(self, "timestamp"), error,
-                             EMA_TRACE_ERROR_PARSE, "timestamp out of range");
+  g_autofree char *quoted = ema_trace_quote(self->line + value_at, value_len);
+  ema_trace_reader_error_col(&self->reader, (guint) key_at + 1, error, EMA_TRACE_ERROR_PARSE,
+                             "timestamp: %s: %s", problem, quoted);
   return FALSE;
 }
 

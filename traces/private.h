@@ -101,9 +101,6 @@ void ema_trace_reader_error_col(const EmaTraceReader *reader, guint column, GErr
 /* ---- JSON (json.c) ------------------------------------------------------- */
 
 /* ema_trace_json_scan is public (trace.h): summary.json's readers use it too. */
-/* NODE's value as an integer (an int, or a real with no fraction below
- * 9e15) into *VALUE; FALSE if it is neither. */
-gboolean ema_trace_json_int(JsonNode *node, gint64 *value);
 /* Where the member KEY of the object TEXT (LEN bytes: JSON json-glib has read, e.g. a Mooncake
  * line) is: *KEY_AT its name's opening quote, *VALUE_AT and *VALUE_LEN its value's text (a
  * number's digits as written: "1e3", not json-glib's 1000.0). Members of objects inside it are
@@ -125,7 +122,9 @@ gboolean ema_trace_json_item(const char *array, gsize len, gsize *at, gsize *ite
  * ema_trace_source_open_lengths()) into a GArray of guint32. */
 GArray *ema_trace_csv_load_lengths(const char *path, EmaTraceLengthColumn column, GError **error);
 
-/* A printable, quoted, shortened copy of a field for error messages. */
+/* A printable, quoted copy of a field (LEN bytes at P) for error messages: in single quotes,
+ * bytes other than printable ASCII (and the quote and backslash) as \xNN, cut where every quoted
+ * input is (ema_file_quote_length: at most EMA_FILE_QUOTE_MAX bytes, then "..."). */
 char *ema_trace_quote(const char *p, gsize len);
 
 /* ---- parsers (return NULL on success or a static problem text) --------------- */

@@ -250,8 +250,8 @@ int ema_trace_reader_next(EmaTraceReader *reader, char **line, gsize *len, GErro
 /* ---- CSV ------------------------------------------------------------------ */
 
 char *ema_trace_quote(const char *p, gsize len) {
-  GString *s = g_string_sized_new(MIN(len, 48) + 8);
-  gsize shown = MIN(len, 40);
+  gsize shown = ema_file_quote_length(p, len); /* the one cut of quoted input */
+  GString *s = g_string_sized_new(4 * shown + 8);
 
   g_string_append_c(s, '\'');
   for (gsize i = 0; i < shown; i++) {

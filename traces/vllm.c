@@ -28,9 +28,13 @@
  * scanned (nesting depth, 64-bit integers, keys given twice) before
  * json-glib parses it; after the open only the two length arrays (8 bytes a
  * request) are held; input lengths are in [1, 2^32-1], output lengths in
- * [0, 2^32-1]; no object holds a key twice (the scan refuses it: json-glib
- * would keep the last value); errors name the file and the line:col (syntax,
- * a repeated key) or the key and index (values). */
+ * [0, 2^32-1], each read from its text in the file as Mooncake's counts and
+ * the CSV readers' are (ema_trace_parse_int: "1e3", "1.5" or "0x10" is no
+ * integer, "12.0" is 12), not from json-glib's value, which takes 1e3 for
+ * 1000 and 0x10 for 16; no object holds a key twice (the scan refuses it:
+ * json-glib would keep the last value); errors name the file and the line:col
+ * (syntax, a repeated key, a length item: "input_lens item 1: not an
+ * integer: '1e3'") or the key and index (other values: errors[2]). */
 #include <math.h>
 #include <string.h>
 
@@ -56,9 +60,22 @@ static void vllm_error(GError **error, EmaTraceError code, const char *path, con
   g_set_error(error, EMA_TRACE_ERROR, code, "%s: %s", path, message);
 }
 
-/* PATH read and parsed (its root is not NULL), or NULL with the error
- * located at the file and LINE:COL. */
-static JsonParser *parse_file(const char *path, GError **error) {
+/* The same located at byte AT of TEXT (the file's): "PATH:LINE:COL: message". */
+static void vllm_error_at(GError **error, EmaTraceError code, const char *path, const char *text,
+                          gsize at, const char *format, ...) G_GNUC_PRINTF(6, 7);
+static void vllm_error_at(GError **error, EmaTraceError code, const char *path, const char *text,
+                          gsize at, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  g_autofree char *message = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_autofree char *where = ema_trace_json_line_col(text, at);
+  g_set_error(error, EMA_TRACE_ERROR, code, "%s:%s: %s", path, where, message);
+}
+
+/* PATH read (its text into *TEXT and *LEN, kept for the places and the digits of values) and
+ * parsed (its root is not NULL), or NULL with the error located at the file and LINE:COL. */
+static JsonParser *parse_file(const char *path, char **text_out, gsize *len_out, GError **error) {
   g_autofree char *text = NULL;
   gsize len = 0, at = 0;
   GError *inner = NULL;
@@ -89,6 +106,10 @@ static JsonParser *parse_file(const char *path, GError **error) {
     vllm_error(error, EMA_TRACE_ERROR_EMPTY, path, "empty file: no JSON value");
     return NULL;
   }
+  if (text_out != NULL) {
+    *text_out = g_steal_pointer(&text);
+    *len_out = len;
+  }
   return g_steal_pointer(&parser);
 }
 
@@ -105,17 +126,69 @@ static JsonArray *get_array(JsonObject *obj, const char *key, const char *path, 
   return json_node_get_array(node);
 }
 
-static gboolean get_length(JsonArray *array, const char *key, guint i, gint64 min, const char *path,
-                           guint32 *value, GError **error) {
-  gint64 v;
-  if (!ema_trace_json_int(json_array_get_element(array, i), &v)) {
-    vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "%s[%u] is not an integer", key, i);
+/* The items of a length array (input_lens or output_lens) as the file writes them: json-glib
+ * keeps no places, and takes 1e3 for 1000 and 0x10 for 16. */
+typedef struct {
+  const char *key;
+  gint64 min;
+  const char *text;          /* the file's */
+  gsize value_at, value_len; /* the array's text */
+  gsize next;                /* ema_trace_json_item's place in it */
+} Lengths;
+
+/* The text of TEXT's (LEN bytes) top-level member KEY, an array json-glib has read, into *L, its
+ * items at least MIN; else an error (json-glib read it where the walk of the text finds none). */
+static gboolean lengths_open(Lengths *l, const char *key, gint64 min, const char *text, gsize len,
+                             const char *path, GError **error) {
+  gsize key_at;
+  /* a byte-order mark before the object, which json-glib reads past */
+  gsize bom = ema_file_bom_length(text, len);
+  *l = (Lengths){key, min, text, 0, 0, 0};
+  if (!ema_trace_json_member(text + bom, len - bom, key, &key_at, &l->value_at, &l->value_len)) {
+    vllm_error(error, EMA_TRACE_ERROR_PARSE, path,
+               "'%s': its value's text is not found in the file", key);
     return FALSE;
   }
-  if (v < min || v > G_MAXUINT32) {
-    vllm_error(error, EMA_TRACE_ERROR_PARSE, path,
-               "%s[%u] must be in [%" G_GINT64_FORMAT ", %u], found %" G_GINT64_FORMAT, key, i, min,
-               G_MAXUINT32, v);
+  l->value_at += bom;
+  return TRUE;
+}
+
+/* Item I of L (the next one, its text at *ITEM_AT of the file, *ITEM_LEN bytes); else an error:
+ * fewer items in the text than json-glib counted. */
+static gboolean lengths_item(Lengths *l, guint i, const char *path, gsize *item_at, gsize *item_len,
+                             GError **error) {
+  if (!ema_trace_json_item(l->text + l->value_at, l->value_len, &l->next, item_at, item_len)) {
+    vllm_error_at(error, EMA_TRACE_ERROR_PARSE, path, l->text, l->value_at,
+                  "'%s': its item %u could not be read from the file's text", l->key, i);
+    return FALSE;
+  }
+  *item_at += l->value_at;
+  return TRUE;
+}
+
+/* The token count written at ITEM_AT (ITEM_LEN bytes) of L's text, item I, into *VALUE, read as
+ * the CSV readers and Mooncake's read one (ema_trace_parse_int: digits, then a point and zeros
+ * at most; not "1e3", "1.5", "0x10" or "\"5\""), at least L's min; else an error at the item,
+ * in Mooncake's words ("input_lens item 1: not an integer: '1e3'"). */
+static gboolean lengths_value(const Lengths *l, guint i, gsize item_at, gsize item_len,
+                              const char *path, guint32 *value, GError **error) {
+  gint64 v;
+  const char *problem = ema_trace_parse_int(l->text + item_at, item_len, &v);
+  if (problem != NULL) {
+    g_autofree char *quoted = ema_trace_quote(l->text + item_at, item_len);
+    vllm_error_at(error, EMA_TRACE_ERROR_PARSE, path, l->text, item_at, "%s item %u: %s: %s",
+                  l->key, i, problem, quoted);
+    return FALSE;
+  }
+  if (v < l->min) {
+    vllm_error_at(error, EMA_TRACE_ERROR_PARSE, path, l->text, item_at,
+                  "%s item %u must be %s, found %" G_GINT64_FORMAT, l->key, i,
+                  l->min == 1 ? "> 0" : ">= 0", v);
+    return FALSE;
+  }
+  if (v > G_MAXUINT32) {
+    vllm_error_at(error, EMA_TRACE_ERROR_PARSE, path, l->text, item_at,
+                  "%s item %u must be <= %u, found %" G_GINT64_FORMAT, l->key, i, G_MAXUINT32, v);
     return FALSE;
   }
   *value = (guint32) v;
@@ -162,8 +235,9 @@ static const char *text_dataset(JsonNode *root) {
   return NULL;
 }
 
-/* Fills SELF's arrays from the parsed ROOT. */
-static gboolean load(VllmSource *self, JsonNode *root, const char *path, GError **error) {
+/* Fills SELF's arrays from the parsed ROOT of TEXT (LEN bytes), the file's. */
+static gboolean load(VllmSource *self, JsonNode *root, const char *text, gsize len,
+                     const char *path, GError **error) {
   const char *advice = text_dataset(root);
   if (advice != NULL) {
     vllm_error(error, EMA_TRACE_ERROR_INVALID, path, "%s", advice);
@@ -196,17 +270,26 @@ static gboolean load(VllmSource *self, JsonNode *root, const char *path, GError 
       return FALSE;
     }
   }
+  /* the lengths from their text, as Mooncake's counts are: json-glib's values are doubles */
+  Lengths in, out;
+  if (!lengths_open(&in, "input_lens", 1, text, len, path, error) ||
+      !lengths_open(&out, "output_lens", 0, text, len, path, error))
+    return FALSE;
   for (guint i = 0; i < n; i++) {
     guint32 prompt, output;
+    gsize in_at, in_len, out_at, out_len;
     gboolean skip = FALSE;
+    if (!lengths_item(&in, i, path, &in_at, &in_len, error) ||
+        !lengths_item(&out, i, path, &out_at, &out_len, error))
+      return FALSE;
     if (errors != NULL && !failed(errors, i, path, &skip, error))
       return FALSE;
     if (skip) {
       self->base.skipped++;
       continue;
     }
-    if (!get_length(inputs, "input_lens", i, 1, path, &prompt, error) ||
-        !get_length(outputs, "output_lens", i, 0, path, &output, error))
+    if (!lengths_value(&in, i, in_at, in_len, path, &prompt, error) ||
+        !lengths_value(&out, i, out_at, out_len, path, &output, error))
       return FALSE;
     g_array_append_val(self->prompt, prompt);
     g_array_append_val(self->output, output);
@@ -259,10 +342,12 @@ EmaTraceSource *ema_trace_source_open_vllm_bench(const char *path, EmaTraceArriv
   self->prompt = g_array_new(FALSE, FALSE, sizeof(guint32));
   self->output = g_array_new(FALSE, FALSE, sizeof(guint32));
 
-  g_autoptr(JsonParser) parser = parse_file(path, error);
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  g_autoptr(JsonParser) parser = parse_file(path, &text, &len, error);
   if (parser == NULL)
     return NULL;
-  if (!load(self, json_parser_get_root(parser), path, error))
+  if (!load(self, json_parser_get_root(parser), text, len, path, error))
     return NULL;
   return g_steal_pointer(&src);
 }
@@ -299,7 +384,7 @@ static gboolean get_number(JsonObject *obj, const char *key, gboolean inf_ok, co
 gboolean ema_trace_vllm_bench_read(const char *path, EmaTraceVllmBench *out, GError **error) {
   g_return_val_if_fail(path != NULL && out != NULL, FALSE);
 
-  g_autoptr(JsonParser) parser = parse_file(path, error);
+  g_autoptr(JsonParser) parser = parse_file(path, NULL, NULL, error);
   double concurrency = 0;
   if (parser == NULL)
     return FALSE;

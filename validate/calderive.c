@@ -11,6 +11,7 @@
 #include <glib/gstdio.h>
 
 #include "decodefit.h"
+#include "ema/core/csv.h"
 #include "ema/core/file.h"
 #include "ema/run/output.h"
 #include "errors.h"
@@ -260,7 +261,7 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
     return NULL;
   /* as --name: the default model file is hwmodels/calibration/NAME.yaml */
   if (run->name[0] == '\0' || strpbrk(run->name, "/ ") != NULL) {
-    g_autofree char *quoted = ema_validate_quote_cut(run->name);
+    g_autofree char *quoted = ema_file_quote_cut(run->name, -1);
     key_error(&p, "name", error, "'%s' must be a non-empty file name without '/' or spaces",
               quoted);
     return NULL;
@@ -270,15 +271,15 @@ EmaCalibrationRun *ema_calibration_run_load(const char *dir, GError **error) {
     if (strcmp(topology, topology_names[i]) == 0)
       run->topology = (EmaTopology) i;
   if (run->topology == G_N_ELEMENTS(topology_names)) {
-    g_autofree char *quoted = ema_validate_quote_cut(topology);
+    g_autofree char *quoted = ema_file_quote_cut(topology, -1);
     key_error(&p, "topology", error, "'%s' is not direct, switch or pcie", quoted);
     return NULL;
   }
-  /* the whole text a finite number ("1e15x" and "inf" are not) */
-  run->matrix_flops = g_ascii_strtod(flops, &flops_end);
+  /* the whole text a finite decimal number ("1e15x", "inf" and "0x10" are not) */
+  run->matrix_flops = ema_csv_parse_decimal(flops, &flops_end);
   if (flops_end == flops || *flops_end != '\0' || !isfinite(run->matrix_flops) ||
       !(run->matrix_flops > 0)) {
-    g_autofree char *quoted = ema_validate_quote_cut(flops);
+    g_autofree char *quoted = ema_file_quote_cut(flops, -1);
     key_error(&p, "matrix_flops", error, "'%s' is not a positive number", quoted);
     return NULL;
   }
@@ -353,7 +354,7 @@ static gboolean timed(const EmaMeasurement *m, GError **error) {
   g_autofree char *name = NULL;
   if (m->stats.median > 0)
     return TRUE;
-  name = ema_validate_quote_cut(m->name);
+  name = ema_file_quote_cut(m->name, -1);
   g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
               "'%s' takes no time (median of its samples 0 us): no rate or ratio comes of it",
               name);
@@ -521,7 +522,7 @@ static gboolean derive_vmm(const EmaReport *report, const EmaCalibrationRun *run
     return FALSE;
   v->slice_bytes = single[0]->bytes;
   if (v->slice_bytes == 0) {
-    g_autofree char *name = ema_validate_quote_cut(single[0]->name);
+    g_autofree char *name = ema_file_quote_cut(single[0]->name, -1);
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                 "'%s' gives no slice size in its bytes column", name);
     return FALSE;

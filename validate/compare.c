@@ -111,7 +111,7 @@ static gboolean same_experiment(const char *dir, const EmaExperiment *experiment
   g_autoptr(EmaExperiment) measured = NULL;
   GError *local = NULL;
   guint ops = experiment->ops ? experiment->ops->len : 0;
-  g_autofree char *experiment_name = ema_validate_quote_cut(experiment->name);
+  g_autofree char *experiment_name = ema_file_quote_cut(experiment->name, -1);
   if (!g_file_test(path, G_FILE_TEST_EXISTS | G_FILE_TEST_IS_SYMLINK))
     return TRUE;
   if ((measured = ema_experiment_load(path, NULL, &local)) == NULL) {
@@ -125,9 +125,10 @@ static gboolean same_experiment(const char *dir, const EmaExperiment *experiment
                       experiment_name);
   for (guint i = 0; i < results; i++)
     if (!same_result(experiment, measured, i)) {
-      g_autofree char *name = ema_validate_quote_cut(
+      g_autofree char *name = ema_file_quote_cut(
           i < ops ? g_array_index(experiment->ops, EmaOpSpec, i).name
-                  : g_array_index(experiment->decode, EmaDecodeScenarioSpec, i - ops).name);
+                  : g_array_index(experiment->decode, EmaDecodeScenarioSpec, i - ops).name,
+          -1);
       return data_error(error, path,
                         "%s '%s' was measured as it is written here, not as the experiment has it "
                         "now: measured from another version of the file (or with --set)?",
@@ -228,8 +229,8 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
     return NULL;
   }
   if (strcmp(name, experiment->name) != 0) {
-    g_autofree char *found = ema_validate_quote_cut(name);
-    g_autofree char *wanted = ema_validate_quote_cut(experiment->name);
+    g_autofree char *found = ema_file_quote_cut(name, -1);
+    g_autofree char *wanted = ema_file_quote_cut(experiment->name, -1);
     data_error(error, path, "the results of experiment '%s', not '%s'", found, wanted);
     return NULL;
   }
@@ -242,7 +243,7 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
   }
   results = json_node_get_array(results_node);
   if (json_array_get_length(results) != ops + decodes) {
-    g_autofree char *wanted = ema_validate_quote_cut(experiment->name);
+    g_autofree char *wanted = ema_file_quote_cut(experiment->name, -1);
     data_error(error, path,
                "%u results, but experiment '%s' has %u op%s and %u decode scenario%s: measured "
                "from another version of the file?",
@@ -267,8 +268,8 @@ EmaOpsReport *ema_compare_read_summary(const char *dir, const EmaExperiment *exp
       return NULL;
     }
     if (strcmp(got, result.name) != 0) {
-      g_autofree char *found = ema_validate_quote_cut(got);
-      g_autofree char *wanted = ema_validate_quote_cut(result.name);
+      g_autofree char *found = ema_file_quote_cut(got, -1);
+      g_autofree char *wanted = ema_file_quote_cut(result.name, -1);
       data_error(error, path,
                  "ops[%u] is '%s', but the experiment's %s %u is '%s': measured from another "
                  "version of the file?",
@@ -338,15 +339,15 @@ EmaComparison *ema_comparison_new(const EmaOpsReport *measured, const EmaOpsRepo
     EmaCompareRow row = {0};
     double magnitude;
     if (strcmp(m->name, s->name) != 0 || (m->spec == NULL) != (s->spec == NULL)) {
-      g_autofree char *measured_name = ema_validate_quote_cut(m->name);
-      g_autofree char *simulated_name = ema_validate_quote_cut(s->name);
+      g_autofree char *measured_name = ema_file_quote_cut(m->name, -1);
+      g_autofree char *simulated_name = ema_file_quote_cut(s->name, -1);
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                   "result %u is '%s' measured but '%s' simulated", i + 1, measured_name,
                   simulated_name);
       return NULL;
     }
     if (m->seconds_ns <= 0 || s->seconds_ns <= 0) {
-      g_autofree char *name = ema_validate_quote_cut(m->name);
+      g_autofree char *name = ema_file_quote_cut(m->name, -1);
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                   "'%s' takes no time (measured %" G_GINT64_FORMAT
                   " ns, simulated %" G_GINT64_FORMAT " ns)",

@@ -11,6 +11,7 @@
 #include "report.h"
 #include "stats.h"
 #include "ema/core/csv.h"
+#include "ema/core/file.h"
 
 void ema_decode_row_free(EmaDecodeRow *row) {
   if (row == NULL)
@@ -47,7 +48,7 @@ static gboolean parse_double(const char *text, double *value) {
   char *end = NULL;
   if (*text == '\0')
     return FALSE;
-  *value = g_ascii_strtod(text, &end);
+  *value = ema_csv_parse_decimal(text, &end); /* decimal only: not "0x10" */
   return end != NULL && *end == '\0' && isfinite(*value);
 }
 
@@ -60,10 +61,10 @@ static gboolean parse_count(const char *text, guint *value) {
 }
 
 /* "file:line:col: COLUMN: 'VALUE' WHAT" about column C of CSV's current row (VALUE cut:
- * ema_validate_quote_cut); FALSE */
+ * ema_file_quote_cut); FALSE */
 static gboolean field_error(const EmaCsv *csv, const int *index, int c, const char *what,
                             GError **error) {
-  g_autofree char *value = ema_validate_quote_cut(csv->fields[index[c]]);
+  g_autofree char *value = ema_file_quote_cut(csv->fields[index[c]], -1);
   g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA, "%s:%u:%u: %s: '%s' %s",
               csv->file, csv->line, ema_csv_field_column(csv, (guint) index[c]), column_names[c],
               value, what);

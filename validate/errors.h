@@ -28,12 +28,4 @@ typedef enum {
  * ..." message) otherwise. Frees LOCAL; returns FALSE. */
 gboolean ema_validate_error_from_csv(GError *local, GError **error);
 
-/* The most bytes of a value from a file or the command line that a message quotes. */
-#define EMA_VALIDATE_QUOTE_MAX 40
-
-/* VALUE as a message quotes it: whole, or its first EMA_VALIDATE_QUOTE_MAX bytes (fewer where
- * the cut would split a UTF-8 character) and "...", so that a value of any length leaves the
- * message readable. Newly allocated. */
-char *ema_validate_quote_cut(const char *value);
-
 G_END_DECLS

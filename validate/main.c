@@ -615,11 +615,12 @@ static int command_compare(int argc, char **argv, const char *command) {
   if (measured_dir && (measured_server = ema_compare_measured_server(measured_dir)) != NULL &&
       strcmp(measured_server, experiment->server.name) != 0) {
     /* a --set or an edited file: a comparison of another model, said so, not refused */
+    g_autofree char *quoted = ema_file_quote_cut(measured_server, -1);
     info.measured_server = measured_server;
     fprintf(stderr,
             "ema-validate: note: %s was measured under server '%s'; simulating with '%s': the "
             "table compares that model with those GPUs\n",
-            measured_dir, measured_server, experiment->server.name);
+            measured_dir, quoted, experiment->server.name);
   }
   if (!ema_comparison_write(comparison, &info, dir, &error))
     return fail(error);

@@ -246,7 +246,7 @@ static gboolean parse_number(const char *text, double *value) {
   char *end = NULL;
   if (*text == '\0')
     return FALSE;
-  *value = g_ascii_strtod(text, &end);
+  *value = ema_csv_parse_decimal(text, &end); /* decimal only: not "0x10" */
   return end != NULL && *end == '\0' && isfinite(*value);
 }
 
@@ -313,13 +313,13 @@ static gboolean read_measurements(EmaCsv *measurements, GHashTable *by_name, Ema
       return row_error(measurements, 12, error, "gb_per_s is not a number");
     values = g_hash_table_lookup(by_name, f[1]);
     if (values == NULL || values->len != (guint) repeats) {
-      g_autofree char *name = ema_validate_quote_cut(f[1]);
+      g_autofree char *name = ema_file_quote_cut(f[1], -1);
       what = g_strdup_printf("'%s' has %u samples in samples.csv, not %g", name,
                              values ? values->len : 0, repeats);
       return row_error(measurements, 1, error, what);
     }
     if (ema_report_find(report, f[1]) != NULL) {
-      g_autofree char *name = ema_validate_quote_cut(f[1]);
+      g_autofree char *name = ema_file_quote_cut(f[1], -1);
       what = g_strdup_printf("'%s' appears twice", name);
       return row_error(measurements, 1, error, what);
     }

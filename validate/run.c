@@ -14,6 +14,7 @@
 #include "cudacheck.h"
 #include "decode.h"
 #include "decodeplan.h"
+#include "ema/core/file.h"
 #include "ema/run/output.h"
 #include "ema/hw/steptime.h"
 #include "fill.h"
@@ -89,18 +90,20 @@ gboolean ema_run_check(const EmaExperiment *experiment, GError **error) {
                   (experiment->decode ? experiment->decode->len : 0);
   g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
   if (ema_experiment_is_serving(experiment)) {
+    g_autofree char *quoted = ema_file_quote_cut(experiment->name, -1);
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_ARGUMENT,
                 "experiment '%s' serves tenants: ema-validate runs ops and decode scenarios only",
-                experiment->name);
+                quoted);
     return FALSE;
   }
   for (guint i = 0; i < results; i++) {
     const char *name = result_name(experiment, i);
     if (!g_hash_table_add(names, (gpointer) name)) {
+      g_autofree char *quoted = ema_file_quote_cut(name, -1);
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_ARGUMENT,
                   "the name '%s' is used twice: ema-validate needs each op and decode scenario "
                   "named once (its results are found by name)",
-                  name);
+                  quoted);
       return FALSE;
     }
   }

@@ -722,7 +722,7 @@ static gboolean repeat_runs(const char *name, guint *runs, gboolean *is_repeat, 
     return TRUE; /* another name that starts so */
   if (name[strlen(REP_NAME) + 1] != 'x' ||
       !g_ascii_string_to_unsigned(name + strlen(REP_NAME) + 2, 10, 1, G_MAXUINT32, &n, NULL)) {
-    g_autofree char *quoted = ema_validate_quote_cut(name);
+    g_autofree char *quoted = ema_file_quote_cut(name, -1);
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                 "NVTX range '%s': not '" REP_NAME "' or '" REP_NAME " xN' (N runs, N >= 1)",
                 quoted);
@@ -753,7 +753,7 @@ static int key_index(char **keys, const char *key) {
 
 static gboolean parse_point(const char *name, Point *pt, GError **error) {
   /* what the messages quote: a name (and its words) of any length leaves them one readable line */
-  g_autofree char *quoted = ema_validate_quote_cut(name);
+  g_autofree char *quoted = ema_file_quote_cut(name, -1);
   g_auto(GStrv) words = g_strsplit(name + strlen(POINT_PREFIX), " ", -1);
   GPtrArray *keys = g_ptr_array_new(), *values = g_ptr_array_new();
   gboolean ok = words[0] && *words[0];
@@ -778,7 +778,7 @@ static gboolean parse_point(const char *name, Point *pt, GError **error) {
   for (guint i = 0; pt->keys[i]; i++)
     if (key_index(pt->keys, pt->keys[i]) != (int) i || strcmp(pt->keys[i], "time_us") == 0 ||
         strcmp(pt->keys[i], "std_us") == 0 || strcmp(pt->keys[i], "repeats") == 0) {
-      g_autofree char *key = ema_validate_quote_cut(pt->keys[i]);
+      g_autofree char *key = ema_file_quote_cut(pt->keys[i], -1);
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                   "NVTX range '%s': key '%s' %s", quoted, key,
                   key_index(pt->keys, pt->keys[i]) != (int) i
@@ -790,7 +790,7 @@ static gboolean parse_point(const char *name, Point *pt, GError **error) {
    * become its CSV header and cells: nothing that leaves the folder or
    * splits a cell */
   if (!is_table_name(words[0])) {
-    g_autofree char *table = ema_validate_quote_cut(words[0]);
+    g_autofree char *table = ema_file_quote_cut(words[0], -1);
     g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                 "NVTX range '%s': table '%s' is not a table name (letters, digits, '_' and '-')",
                 quoted, table);
@@ -798,8 +798,8 @@ static gboolean parse_point(const char *name, Point *pt, GError **error) {
   }
   for (guint i = 0; pt->keys[i]; i++)
     if (strpbrk(pt->keys[i], ",\"\r\n") || strpbrk(pt->values[i], ",\"\r\n")) {
-      g_autofree char *key = ema_validate_quote_cut(pt->keys[i]);
-      g_autofree char *value = ema_validate_quote_cut(pt->values[i]);
+      g_autofree char *key = ema_file_quote_cut(pt->keys[i], -1);
+      g_autofree char *value = ema_file_quote_cut(pt->values[i], -1);
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                   "NVTX range '%s': '%s=%s' holds a comma, quote or line break (a CSV cell "
                   "cannot)",
@@ -925,7 +925,7 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
     at = &g_array_index(t->ranges, EmaTraceRange, r);
     if (at->unended &&
         (strcmp(at->name, REP_NAME) == 0 || g_str_has_prefix(at->name, REP_NAME " "))) {
-      quoted = ema_validate_quote_cut(at->name);
+      quoted = ema_file_quote_cut(at->name, -1);
       g_set_error(error, EMA_VALIDATE_ERROR, EMA_VALIDATE_ERROR_DATA,
                   "NVTX range '%s' never ends in nvtx.csv (the workload stopped inside it?): the "
                   "repeat's time is not known",
@@ -939,7 +939,7 @@ GHashTable *ema_trace_profile_points(const EmaTrace *t, GError **error) {
       continue;
     memset(&pt, 0, sizeof pt);
     g_free(quoted);
-    quoted = ema_validate_quote_cut(rg->name);
+    quoted = ema_file_quote_cut(rg->name, -1);
     if (!parse_point(rg->name, &pt, error))
       goto fail;
     if (g_hash_table_lookup_extended(seen, rg->name, NULL, &first)) {

@@ -456,7 +456,7 @@ gboolean ema_compare_check(EmaSweep *comparison, GError **error) {
   if (!ema_sweep_resolve(comparison, error))
     return FALSE;
   for (guint p = 0; dirs[p]; p++)
-    if (ema_output_is_run_entry(dirs[p])) {
+    if (ema_output_is_run_entry(dirs[p])) { /* (a name as short as a run's own file's) */
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, ema_sweep_variant_key(comparison, p), "compare",
                      "variant '%s' would write its folder over the comparison's own %s: "
                      "rename it",
@@ -466,10 +466,11 @@ gboolean ema_compare_check(EmaSweep *comparison, GError **error) {
   for (guint p = 0; dirs[p]; p++)
     for (guint q = 0; q < p; q++)
       if (strcmp(dirs[p], dirs[q]) == 0) {
+        g_autofree char *first = ema_file_quote_cut(ema_sweep_variant_name(comparison, q), -1);
+        g_autofree char *second = ema_file_quote_cut(ema_sweep_variant_name(comparison, p), -1);
+        g_autofree char *folder = ema_file_quote_cut(dirs[p], -1);
         ema_node_error(error, EMA_CONFIG_ERROR_KEY, ema_sweep_variant_key(comparison, p), "compare",
-                       "variants '%s' and '%s' would share the folder %s",
-                       ema_sweep_variant_name(comparison, q), ema_sweep_variant_name(comparison, p),
-                       dirs[p]);
+                       "variants '%s' and '%s' would share the folder %s", first, second, folder);
         return FALSE;
       }
   for (guint p = 0; dirs[p]; p++) {

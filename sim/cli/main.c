@@ -1047,20 +1047,20 @@ static int step_time_lines(FILE *in, const char *name, const EmaLlmSpec *model,
     }
     for (int i = 0; i < n; i++) {
       char *end;
-      /* decimal only: strtod's hex ("0x10"), "inf" and leading blanks are no step log's */
-      gboolean decimal = strspn(fields[i].p, "0123456789.eE+-") == strlen(fields[i].p);
-      values[i] = g_ascii_strtod(fields[i].p, &end);
-      if (*fields[i].p == '\0' || !decimal || *end != '\0' || !(values[i] >= 0)) {
-        fprintf(stderr,
-                "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": %s: not a number >= 0: '%s'\n", name,
-                line_no, fields[i].at + 1, column_names[i], fields[i].p);
-        return 1;
-      }
-      if (values[i] > 1e15) {
-        fprintf(stderr,
-                "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT
-                ": %s: %s is above 10^15, more than any step holds\n",
-                name, line_no, fields[i].at + 1, column_names[i], fields[i].p);
+      /* decimal only (ema_csv_parse_decimal): strtod's hex ("0x10"), "inf" and leading blanks
+       * are no step log's */
+      values[i] = ema_csv_parse_decimal(fields[i].p, &end);
+      if (*fields[i].p == '\0' || *end != '\0' || !(values[i] >= 0) || values[i] > 1e15) {
+        g_autofree char *quoted = ema_file_quote_cut(fields[i].p, -1);
+        if (values[i] > 1e15 && *end == '\0')
+          fprintf(stderr,
+                  "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT
+                  ": %s: %s is above 10^15, more than any step holds\n",
+                  name, line_no, fields[i].at + 1, column_names[i], quoted);
+        else
+          fprintf(stderr,
+                  "%s:%" G_GUINT64_FORMAT ":%" G_GSIZE_FORMAT ": %s: not a number >= 0: '%s'\n",
+                  name, line_no, fields[i].at + 1, column_names[i], quoted);
         return 1;
       }
     }
@@ -1354,7 +1354,8 @@ static GError *unknown_policy_error(const char *name) {
   for (guint i = 0; i < compositions->len; i++)
     g_string_append_printf(known, "%s%s", i ? ", " : "",
                            ((const EmaPolicyComposition *) compositions->pdata[i])->name);
-  return g_error_new(EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN, "unknown policy '%s' (%s)", name,
+  g_autofree char *quoted = ema_file_quote_cut(name, -1);
+  return g_error_new(EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN, "unknown policy '%s' (%s)", quoted,
                      known->str);
 }
 

@@ -26,6 +26,7 @@
 #include <json-glib/json-glib.h>
 
 #include "ema/core/csv.h"
+#include "ema/core/file.h"
 #include "ema/core/modelpath.h"
 #include "ema/core/units.h"
 #include "ema/core/node.h"
@@ -176,12 +177,13 @@ static gboolean cell_number(const EmaCsv *table, gint index, gboolean integer, g
   return ema_csv_number(table, (guint) index, integer, TRUE, value, error);
 }
 
-/* TEXT as a number; FALSE unless all of it is one finite number. */
+/* TEXT as a number; FALSE unless all of it is one finite decimal number (ema_csv_parse_decimal:
+ * not hexadecimal). */
 static gboolean parse_number(const char *text, double *value) {
   char *end;
   if (text == NULL || *text == '\0')
     return FALSE;
-  *value = g_ascii_strtod(text, &end);
+  *value = ema_csv_parse_decimal(text, &end);
   return *end == '\0' && isfinite(*value);
 }
 
@@ -192,7 +194,8 @@ static gboolean cell_signed(const EmaCsv *table, guint index, GError **error) {
   double value;
   if (*text == '\0' || parse_number(text, &value))
     return TRUE;
-  cell_error(error, table, index, "'%s' is not a number", text);
+  g_autofree char *quoted = ema_file_quote_cut(text, -1);
+  cell_error(error, table, index, "'%s' is not a number", quoted);
   return FALSE;
 }
 
@@ -649,8 +652,9 @@ static gboolean sweep_row_ok(const EmaCsv *table, gpointer data, GError **error)
   const SweepColumns *columns = data;
   const char *status = table->fields[columns->status];
   if (!g_strv_contains(sweep_statuses, status)) {
+    g_autofree char *quoted = ema_file_quote_cut(status, -1);
     cell_error(error, table, (guint) columns->status,
-               "'%s' is not a point's status (ok, missed, failed or not-run)", status);
+               "'%s' is not a point's status (ok, missed, failed or not-run)", quoted);
     return FALSE;
   }
   if (!cell_number(table, columns->repeat, TRUE, FALSE, NULL, error))
@@ -693,13 +697,14 @@ static gboolean setting_column(const Csv *csv, const char *path, const Settings 
     return FALSE;
   if (*column >= 0)
     return TRUE;
+  g_autofree char *quoted = ema_file_quote_cut(name, -1);
   if (settings->from_file[k]) {
     g_autofree char *hint = sweep_column_hint(csv, swept, tenants, ops);
     ema_node_error(error, EMA_CONFIG_ERROR_KEY, settings->from_file[k], setting_keys[k],
-                   "'%s' is not a column of sweep.csv (%s)", name, hint);
+                   "'%s' is not a column of sweep.csv (%s)", quoted, hint);
   } else
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column '%s' for %s", path, name,
-                what);
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s has no column '%s' for %s", path,
+                quoted, what);
   return FALSE;
 }
 
@@ -778,12 +783,13 @@ static gboolean plot_sweep(const char *dir, const char *plots, const Settings *s
   if (strcmp(tenant, "all") != 0 &&
       !g_ptr_array_find_with_equal_func(tenants, tenant, g_str_equal, NULL)) {
     g_autofree char *known = joined(tenants, "none, its points run ops");
+    g_autofree char *quoted = ema_file_quote_cut(tenant, -1);
     if (settings->from_file[SETTING_TENANT])
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, settings->from_file[SETTING_TENANT], "tenant",
-                     "no tenant '%s' in sweep.csv (tenants: %s; or all)", tenant, known);
+                     "no tenant '%s' in sweep.csv (tenants: %s; or all)", quoted, known);
     else
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-                  "%s has no tenant '%s' (tenants: %s; or all)", path, tenant, known);
+                  "%s has no tenant '%s' (tenants: %s; or all)", path, quoted, known);
     goto out;
   }
 
@@ -976,8 +982,9 @@ static gboolean tenants_known(const char *dir, const char *only, GPtrArray *orde
       g_string_append_printf(known, "%s%s", j ? ", " : "", (const char *) order->pdata[j]);
     }
     if (!found) {
+      g_autofree char *quoted = ema_file_quote_cut(names[i], -1);
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-                  "--tenant: %s has no tenant '%s' (its tenants: %s)", dir, names[i], known->str);
+                  "--tenant: %s has no tenant '%s' (its tenants: %s)", dir, quoted, known->str);
       return FALSE;
     }
   }
@@ -1108,8 +1115,9 @@ static gboolean tenant_known(const EmaCsv *table, guint index, const RunSizes *s
   g_autofree char *known = NULL;
   if (g_hash_table_contains(sizes->region_bytes, name))
     return TRUE;
+  g_autofree char *quoted = ema_file_quote_cut(name, -1);
   known = joined(sizes->order, "none");
-  cell_error(error, table, index, "no tenant '%s' in %s (its tenants: %s)", name, sizes->path,
+  cell_error(error, table, index, "no tenant '%s' in %s (its tenants: %s)", quoted, sizes->path,
              known);
   return FALSE;
 }
@@ -1199,8 +1207,9 @@ static gboolean timeline_row_ok(const EmaCsv *table, gpointer data, GError **err
                                ? g_strdup_printf("gpus %" G_GINT64_FORMAT "-%" G_GINT64_FORMAT,
                                                  range[0], range[0] + range[1] - 1)
                                : g_strdup_printf("gpu %" G_GINT64_FORMAT, range[0]);
+    g_autofree char *quoted = ema_file_quote_cut(tenant, -1);
     cell_error(error, table, (guint) columns->gpu, "gpu %.0f is not one of tenant %s's (%s: %s)",
-               gpu, tenant, columns->sizes->path, its);
+               gpu, quoted, columns->sizes->path, its);
     return FALSE;
   }
   return TRUE;
@@ -1700,8 +1709,9 @@ static gboolean compare_row_ok(const EmaCsv *table, gpointer data, GError **erro
   double repeat = 0;
   /* a variant's own folder, as ema_compare_run names it (nothing outside the comparison's) */
   if (sub[0] == '\0' || strchr(sub, '/') || strcmp(sub, "..") == 0 || strcmp(sub, ".") == 0) {
+    g_autofree char *quoted = ema_file_quote_cut(sub, -1);
     cell_error(error, table, (guint) columns->dir_col,
-               "'%s' is not a variant's folder (a name in %s)", sub, columns->dir);
+               "'%s' is not a variant's folder (a name in %s)", quoted, columns->dir);
     return FALSE;
   }
   if (columns->repeat >= 0 && !cell_number(table, columns->repeat, TRUE, FALSE, &repeat, error))
@@ -1709,9 +1719,10 @@ static gboolean compare_row_ok(const EmaCsv *table, gpointer data, GError **erro
   if (columns->borrower_name == NULL)
     columns->borrower_name = g_strdup(borrower);
   else if (strcmp(borrower, columns->borrower_name) != 0) {
+    g_autofree char *quoted = ema_file_quote_cut(borrower, -1);
+    g_autofree char *first = ema_file_quote_cut(columns->borrower_name, -1);
     cell_error(error, table, (guint) columns->borrower,
-               "'%s' is not the first row's borrower '%s' (a comparison has one)", borrower,
-               columns->borrower_name);
+               "'%s' is not the first row's borrower '%s' (a comparison has one)", quoted, first);
     return FALSE;
   }
   if (repeat != 0)
@@ -1723,8 +1734,9 @@ static gboolean compare_row_ok(const EmaCsv *table, gpointer data, GError **erro
     return FALSE;
   if (!g_hash_table_contains(run->region_bytes, borrower)) {
     g_autofree char *known = joined(run->order, "none");
+    g_autofree char *quoted = ema_file_quote_cut(borrower, -1);
     cell_error(error, table, (guint) columns->borrower, "no tenant '%s' in %s (its tenants: %s)",
-               borrower, run->path, known);
+               quoted, run->path, known);
     return FALSE;
   }
   return TRUE;
@@ -1827,8 +1839,9 @@ static gboolean compare_name(const EmaCsv *table, gint index, GPtrArray *names, 
   g_autofree char *known = NULL;
   if (g_ptr_array_find_with_equal_func(names, name, g_str_equal, NULL))
     return TRUE;
+  g_autofree char *quoted = ema_file_quote_cut(name, -1);
   known = joined(names, "none");
-  cell_error(error, table, (guint) index, "no %s '%s' in compare.csv (%ss: %s)", what, name, what,
+  cell_error(error, table, (guint) index, "no %s '%s' in compare.csv (%ss: %s)", what, quoted, what,
              known);
   return FALSE;
 }
@@ -1848,13 +1861,15 @@ static gboolean paired_row_ok(const EmaCsv *table, gpointer data, GError **error
   if (columns->baseline == NULL)
     columns->baseline = g_strdup(baseline);
   else if (strcmp(baseline, columns->baseline) != 0) {
+    g_autofree char *quoted = ema_file_quote_cut(baseline, -1);
+    g_autofree char *first = ema_file_quote_cut(columns->baseline, -1);
     cell_error(error, table, (guint) cols[1],
-               "'%s' is not the first row's baseline '%s' (a comparison has one)", baseline,
-               columns->baseline);
+               "'%s' is not the first row's baseline '%s' (a comparison has one)", quoted, first);
     return FALSE;
   }
   if (strcmp(variant, baseline) == 0) {
-    cell_error(error, table, (guint) cols[0], "'%s' is the baseline itself", variant);
+    g_autofree char *quoted = ema_file_quote_cut(variant, -1);
+    cell_error(error, table, (guint) cols[0], "'%s' is the baseline itself", quoted);
     return FALSE;
   }
   if (!cell_number(table, cols[3], TRUE, FALSE, NULL, error))

@@ -282,9 +282,9 @@ static gboolean set_path(EmaNode *root, const char *path, const EmaNode *where, 
       }
     }
     if (child->kind == EMA_NODE_SCALAR) {
+      g_autofree char *quoted = ema_file_quote_cut(child->value ? child->value : "~", -1);
       ema_node_error(error, EMA_CONFIG_ERROR_TYPE, where, path,
-                     "'%s' holds the plain value '%s', not a map or list", part,
-                     child->value ? child->value : "~");
+                     "'%s' holds the plain value '%s', not a map or list", part, quoted);
       return FALSE;
     }
     node = child;
@@ -340,9 +340,9 @@ static gboolean load_axes(EmaSweep *sweep, GError **error) {
     Axis *axis;
     if (key->value == NULL || key->value[0] == '\0' || strstr(key->value, "..") ||
         key->value[0] == '.' || g_str_has_suffix(key->value, ".")) {
+      g_autofree char *quoted = ema_file_quote_cut(key->value ? key->value : "", -1);
       ema_node_error(error, EMA_CONFIG_ERROR_SYNTAX, key, "sweep",
-                     "'%s' is not a key path (keys and list indices joined by dots)",
-                     key->value ? key->value : "");
+                     "'%s' is not a key path (keys and list indices joined by dots)", quoted);
       return FALSE;
     }
     if (g_strv_contains(ema_experiment_sweep_keys, key->value)) {
@@ -360,9 +360,11 @@ static gboolean load_axes(EmaSweep *sweep, GError **error) {
     for (guint a = 0; a < sweep->axes->len; a++) {
       const Axis *first = sweep->axes->pdata[a];
       if (strcmp(first->canonical, canonical) == 0) {
+        g_autofree char *quoted = ema_file_quote_cut(key->value, -1);
+        g_autofree char *first_quoted = ema_file_quote_cut(first->path, -1);
         ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, "sweep",
-                       "'%s' is the path '%s' (%s:%u:%u) again: sweep each path once", key->value,
-                       first->path, first->key->file, first->key->line, first->key->col);
+                       "'%s' is the path '%s' (%s:%u:%u) again: sweep each path once", quoted,
+                       first_quoted, first->key->file, first->key->line, first->key->col);
         return FALSE;
       }
     }
@@ -1982,8 +1984,9 @@ static gboolean check_plot(const EmaSweep *sweep, GHashTable *columns, GHashTabl
       g_autofree char *known = g_hash_table_size(tenants) > 0
                                    ? joined_keys(tenants)
                                    : g_strdup("none, its points run ops");
+      g_autofree char *quoted = ema_file_quote_cut(value, -1);
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, path,
-                     "no tenant '%s' in the sweep's points (tenants: %s; or all)", value, known);
+                     "no tenant '%s' in the sweep's points (tenants: %s; or all)", quoted, known);
       return FALSE;
     }
     if ((strcmp(key, "x") == 0 || (strcmp(key, "by") == 0 && strcmp(value, "none") != 0)) &&
@@ -1992,10 +1995,11 @@ static gboolean check_plot(const EmaSweep *sweep, GHashTable *columns, GHashTabl
       for (guint a = 0; a < sweep->axes->len; a++)
         g_string_append_printf(swept, "%s%s", a ? ", " : "a swept path: ",
                                ((const Axis *) sweep->axes->pdata[a])->path);
+      g_autofree char *quoted = ema_file_quote_cut(value, -1);
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, node, path,
                      "'%s' is not a column of sweep.csv (give %s%svariant, repeat, seed, or a "
                      "metric column such as %s)",
-                     value, swept->str, swept->len ? "; or " : "",
+                     quoted, swept->str, swept->len ? "; or " : "",
                      g_hash_table_size(tenants) > 0 ? "TENANT.throughput_tok_s" : "OP.seconds");
       return FALSE;
     }

@@ -234,16 +234,18 @@ gboolean ema_csv_column(const EmaCsv *csv, const char *name, guint *index, GErro
       /* a name given twice: which column is meant is not for the reader to guess */
       for (guint j = i + 1; csv->header[j]; j++)
         if (strcmp(csv->header[j], name) == 0) {
+          g_autofree char *quoted = ema_file_quote_cut(name, -1);
           g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
                       "%s:1:%u: column '%s' is in the header twice (also at column %u)", csv->file,
-                      csv->header_columns[j], name, csv->header_columns[i]);
+                      csv->header_columns[j], quoted, csv->header_columns[i]);
           return FALSE;
         }
       *index = i;
       return TRUE;
     }
+  g_autofree char *quoted = ema_file_quote_cut(name, -1);
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY, "%s:1:1: no column '%s'", csv->file,
-              name);
+              quoted);
   return FALSE;
 }
 
@@ -261,11 +263,21 @@ static const double exact_powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5, 
                                              1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                              1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* Whether TEXT begins with a decimal number: an optional sign, then a digit or a point and a
+ * digit, and not "0x" (strtod would read on: "0x10" as 16, "0x1p3" as 8). */
+static gboolean decimal_start(const char *text) {
+  const char *p = text + (*text == '+' || *text == '-');
+  if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+    return FALSE;
+  return g_ascii_isdigit(p[0]) || (p[0] == '.' && g_ascii_isdigit(p[1]));
+}
+
 double ema_csv_parse_decimal(const char *text, char **end) {
   /* digits[.digits] whose digits make an integer n <= 2^53 with k <= 22 after the point: n and
    * 10^k are exact doubles and IEEE division rounds n / 10^k correctly, so the result is the
-   * correctly rounded value of the text, strtod's (Clinger's fast path); anything else
-   * (a sign, an exponent, more digits) goes to strtod */
+   * correctly rounded value of the text, strtod's (Clinger's fast path); any other decimal
+   * (a sign, an exponent, more digits) goes to strtod, and what is no decimal (hexadecimal,
+   * "inf", "nan", a leading blank, all of which strtod reads) is no number: nothing read */
   const char *p = text;
   guint64 n = 0;
   guint digits = 0, significant = 0, after = 0;
@@ -288,6 +300,10 @@ double ema_csv_parse_decimal(const char *text, char **end) {
     *end = (char *) p;
     return (double) n / exact_powers_of_ten[after];
   }
+  if (!decimal_start(text)) {
+    *end = (char *) text;
+    return 0;
+  }
   return g_ascii_strtod(text, end);
 }
 
@@ -305,9 +321,10 @@ gboolean ema_csv_number(const EmaCsv *csv, guint index, gboolean integer, gboole
   double v = ema_csv_parse_decimal(text, &end);
   if (!*text || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok) || (v != 0 && v < DBL_MIN) ||
       (integer && (v != floor(v) || v > CSV_MAX_INTEGER))) {
+    g_autofree char *quoted = ema_file_quote_cut(text, -1);
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
                 "%s:%u:%u: column '%s': '%s' is not a %s %s", csv->file, csv->line,
-                ema_csv_field_column(csv, index), csv->header[index], text,
+                ema_csv_field_column(csv, index), csv->header[index], quoted,
                 zero_ok ? "non-negative" : "positive",
                 integer ? "integer (of at most 2^53)" : "number");
     return FALSE;

@@ -1,4 +1,5 @@
-/* file.c: regular-file opening and bounded whole-file reads (file.h).
+/* file.c: regular-file opening and bounded whole-file reads, and the one cut of input that
+ * messages quote (file.h).
  *
  * Invariants: a path is opened with O_NONBLOCK, so that opening a FIFO never
  * waits for a writer, then checked with fstat on the descriptor itself (no
@@ -139,6 +140,23 @@ void ema_file_position(const char *text, const char *at, guint *line, guint *col
       start = c + 1;
     }
   *col = (guint) (at - start) + 1;
+}
+
+gsize ema_file_quote_length(const char *text, gsize length) {
+  const char *end = text + EMA_FILE_QUOTE_MAX;
+  if (length <= EMA_FILE_QUOTE_MAX)
+    return length;
+  /* back to the first byte of the character the cut falls in */
+  while (end > text && ((guchar) *end & 0xC0) == 0x80)
+    end--;
+  return (gsize) (end - text);
+}
+
+char *ema_file_quote_cut(const char *text, gssize length) {
+  /* a NUL-terminated TEXT is measured only as far as the cut needs */
+  gsize n = length >= 0 ? (gsize) length : strnlen(text, EMA_FILE_QUOTE_MAX + 1);
+  gsize shown = ema_file_quote_length(text, n);
+  return shown < n ? g_strdup_printf("%.*s...", (int) shown, text) : g_strndup(text, n);
 }
 
 gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,

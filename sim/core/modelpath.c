@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "ema/core/node.h"
 
 /* <prefix> when this program is <prefix>/EMA_INSTALL_BINDIR/NAME and
@@ -116,10 +117,11 @@ EmaNode *ema_model_load_named(const char *path, const char *name, GError **error
   EmaNode *root = ema_node_load_file(path, error);
   const EmaNode *given = root && root->kind == EMA_NODE_MAP ? ema_node_get(root, "name") : NULL;
   if (given && given->kind == EMA_NODE_SCALAR && given->value && strcmp(given->value, name) != 0) {
+    g_autofree char *quoted = ema_file_quote_cut(given->value, -1);
     ema_node_error(error, EMA_CONFIG_ERROR_INVALID, given, "name",
                    "'%s' is not the name the file is found by ('%s', its file's name without "
                    ".yaml): make them the same",
-                   given->value, name);
+                   quoted, name);
     ema_node_free(root);
     return NULL;
   }
@@ -146,7 +148,8 @@ char *ema_model_dir_find(const char *subdir, const char *env_var, const char *na
   known = ema_model_dir_list(subdir, env_var);
   g_ptr_array_add(known, NULL);
   list = g_strjoinv(", ", (char **) known->pdata);
+  g_autofree char *quoted = ema_file_quote_cut(name, -1);
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY, "unknown %s '%s' (known: %s)", what,
-              name, list);
+              quoted, list);
   return NULL;
 }

@@ -224,7 +224,8 @@ static gboolean is_plain_tag(const char *tag) {
 }
 
 static char *unknown_tag(const char *tag) {
-  return g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)", tag);
+  g_autofree char *quoted = ema_file_quote_cut(tag, -1);
+  return g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)", quoted);
 }
 
 /* What is wrong with the scalar of EVENT (a map key when KEY), NULL when
@@ -232,8 +233,10 @@ static char *unknown_tag(const char *tag) {
  * character (the "\0" escape), which would cut the string short. */
 static char *scalar_problem(const yaml_event_t *event, gboolean key) {
   const char *tag = (const char *) event->data.scalar.tag;
-  if (tag && key)
-    return g_strdup_printf("a map key takes no tag ('%s')", tag);
+  if (tag && key) {
+    g_autofree char *quoted = ema_file_quote_cut(tag, -1);
+    return g_strdup_printf("a map key takes no tag ('%s')", quoted);
+  }
   if (tag && strcmp(tag, "!include") != 0 && !is_plain_tag(tag))
     return unknown_tag(tag);
   if (memchr(event->data.scalar.value, '\0', event->data.scalar.length))
@@ -329,7 +332,8 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, guint depth, GEr
                                   (guint) child_event.start_mark.line + 1,
                                   (guint) child_event.start_mark.column + 1);
         if (!g_hash_table_add(seen, key->value)) {
-          g_autofree char *message = g_strdup_printf("duplicate key '%s'", key->value);
+          g_autofree char *quoted = ema_file_quote_cut(key->value, -1);
+          g_autofree char *message = g_strdup_printf("duplicate key '%s'", quoted);
           location_error(loader, &child_event.start_mark, error, EMA_CONFIG_ERROR_KEY, message);
           yaml_event_delete(&child_event);
           ema_node_free(key);
@@ -603,8 +607,9 @@ gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint or
         return TRUE;
       }
       if (child != NULL && child->kind == EMA_NODE_SCALAR && child->value != NULL) {
+        g_autofree char *quoted = ema_file_quote_cut(child->value, -1);
         ema_node_error(error, EMA_CONFIG_ERROR_TYPE, where, path,
-                       "'%s' holds the plain value '%s', not a map or list", part, child->value);
+                       "'%s' holds the plain value '%s', not a map or list", part, quoted);
         return FALSE;
       }
       if (child->kind == EMA_NODE_SCALAR) { /* a null value: make it a map */

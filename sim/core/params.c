@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "ema/core/units.h"
 
 static gpointer field_ptr(gpointer object, const EmaParam *param) {
@@ -148,8 +149,9 @@ static gboolean check_range(const EmaParam *param, gconstpointer field, const ch
   if (value < param->min || value > param->max) {
     g_autofree char *lo = format_number(param->type, param->min);
     g_autofree char *hi = format_number(param->type, param->max);
+    g_autofree char *quoted = ema_file_quote_cut(text, -1);
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE, "%s is out of range [%s, %s]",
-                text, lo, hi);
+                quoted, lo, hi);
     return FALSE;
   }
   return TRUE;
@@ -167,8 +169,9 @@ gboolean ema_params_parse_value(const EmaParam *param, const char *text, gpointe
     else if (strcmp(text, "false") == 0)
       *(gboolean *) field = FALSE;
     else {
+      g_autofree char *quoted = ema_file_quote_cut(text, -1);
       g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE, "'%s' is not true or false",
-                  text);
+                  quoted);
       return FALSE;
     }
     return TRUE;
@@ -206,16 +209,19 @@ gboolean ema_params_parse_value(const EmaParam *param, const char *text, gpointe
     }
     {
       g_autofree char *list = join_choices(param->choices);
+      g_autofree char *quoted = ema_file_quote_cut(text, -1);
       g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
-                  "unknown value '%s' (choose from: %s)", text, list);
+                  "unknown value '%s' (choose from: %s)", quoted, list);
     }
     return FALSE;
   case EMA_PARAM_STRUCT:
   case EMA_PARAM_LIST:
-  case EMA_PARAM_OBJECT:
+  case EMA_PARAM_OBJECT: {
+    g_autofree char *quoted = ema_file_quote_cut(text, -1);
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE, "expected %s, got '%s'",
-                type_name(param->type), text);
+                type_name(param->type), quoted);
     return FALSE;
+  }
   }
   if (!ok) {
     g_set_error(error, EMA_CONFIG_ERROR,
@@ -385,7 +391,8 @@ gboolean ema_params_bind(const EmaParamTable *table, gpointer object, const EmaN
         known = strcmp(table->params[i].key, key->value) == 0;
       if (!known) {
         g_autofree char *keys = valid_keys(table);
-        g_autofree char *key_path = child_path(path, key->value);
+        g_autofree char *quoted = ema_file_quote_cut(key->value, -1);
+        g_autofree char *key_path = child_path(path, quoted);
         ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key_path,
                        "unknown key in %s (valid keys: %s)", table->name, keys);
         return FALSE;

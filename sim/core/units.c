@@ -19,6 +19,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "ema/core/file.h"
+
 GQuark ema_units_error_quark(void) {
   return g_quark_from_static_string("ema-units-error-quark");
 }
@@ -122,14 +124,15 @@ typedef struct {
  * further nonzero digits are replaced by a single sticky '1'. */
 #define MAX_SIG_DIGITS 800
 
-/* Error messages quote the input; escape control characters so they stay
- * on one line, but keep UTF-8 ("µs") readable. */
+/* Error messages quote the input, cut as all quoted input is (ema_file_quote_cut: a value of
+ * megabytes is its first 40 bytes and "..."); escape control characters so they stay on one
+ * line, but keep UTF-8 ("µs") readable. */
 static char *quote(const char *text, gssize len) {
   char high[129];
   for (int i = 0; i < 128; i++)
     high[i] = (char) (0x80 + i);
   high[128] = '\0';
-  char *raw = len < 0 ? g_strdup(text) : g_strndup(text, (gsize) len);
+  char *raw = ema_file_quote_cut(text, len);
   char *escaped = g_strescape(raw, high);
   g_free(raw);
   return escaped;

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "ema/core/modelpath.h"
 
 #define LLM_FIELD(f) G_STRUCT_OFFSET(EmaLlmSpec, f)
@@ -226,8 +227,9 @@ static gboolean precision_lookup(const char *option, const char *const *names, c
       return TRUE;
     }
   g_autofree char *valid = g_strjoinv(", ", (char **) names);
+  g_autofree char *quoted = ema_file_quote_cut(name, -1);
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
-              "%s: unknown precision '%s' (valid: %s)", option, name, valid);
+              "%s: unknown precision '%s' (valid: %s)", option, quoted, valid);
   return FALSE;
 }
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ema/core/csv.h"
+#include "ema/core/file.h"
 #include "ema/core/modelpath.h"
 #include "ema/core/node.h"
 #include "ema/core/units.h"
@@ -1362,9 +1363,10 @@ static gboolean csv_dtype(const EmaCsv *csv, guint index, EmaProfileDtype *dtype
       *dtype = (EmaProfileDtype) i;
       return TRUE;
     }
+  g_autofree char *quoted = ema_file_quote_cut(csv->fields[index], -1);
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
               "%s:%u:%u: column 'dtype': '%s' is not bf16, fp16 or fp8", csv->file, csv->line,
-              ema_csv_field_column(csv, index), csv->fields[index]);
+              ema_csv_field_column(csv, index), quoted);
   return FALSE;
 }
 
@@ -1422,9 +1424,10 @@ static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, 
     if (load->has_bias) {
       const char *field = csv->fields[index[numeric + 1]];
       if (strcmp(field, "0") != 0 && strcmp(field, "1") != 0) {
+        g_autofree char *quoted = ema_file_quote_cut(field, -1);
         g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
                     "%s:%u:%u: column 'bias': '%s' is not 0 or 1", csv->file, csv->line,
-                    ema_csv_field_column(csv, index[numeric + 1]), field);
+                    ema_csv_field_column(csv, index[numeric + 1]), quoted);
         return FALSE;
       }
       bias = field[0] == '1';
@@ -1448,9 +1451,10 @@ static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, 
   case EMA_PROFILE_ELEMENTWISE: {
     const char *op = csv->fields[index[4]];
     if (!g_strv_contains(elementwise_ops, op)) {
+      g_autofree char *quoted = ema_file_quote_cut(op, -1);
       g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
                   "%s:%u:%u: column 'op': unknown operator '%s'", csv->file, csv->line,
-                  ema_csv_field_column(csv, index[4]), op);
+                  ema_csv_field_column(csv, index[4]), quoted);
       return FALSE;
     }
     elementwise_key(key, sizeof key, dtype, op, (guint64) v[1]);
@@ -1844,9 +1848,10 @@ static gboolean aic_number(const AicTable *t, guint i, double *v, GError **error
   }
   *v = ema_csv_parse_decimal(text, &end);
   if (end == text || *end != '\0' || !isfinite(*v) || *v < 0) {
+    g_autofree char *quoted = ema_file_quote_cut(text, -1);
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
                 "%s:%u:%u: '%s' is not a number >= 0", t->csv.file, t->csv.line,
-                t->index[i] >= 0 ? ema_csv_field_column(&t->csv, (guint) t->index[i]) : 1, text);
+                t->index[i] >= 0 ? ema_csv_field_column(&t->csv, (guint) t->index[i]) : 1, quoted);
     return FALSE;
   }
   return TRUE;
@@ -1858,10 +1863,11 @@ static gboolean aic_least(const AicTable *t, guint i, const char *name, double v
                           GError **error) {
   if (least > 0 ? v >= least : v > 0)
     return TRUE;
+  g_autofree char *quoted = ema_file_quote_cut(aic_text(t, i), -1);
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE, "%s:%u:%u: column '%s': '%s' is %s",
               t->csv.file, t->csv.line,
               t->index[i] >= 0 ? ema_csv_field_column(&t->csv, (guint) t->index[i]) : 1, name,
-              aic_text(t, i), least > 0 ? "below 1" : "not a positive time");
+              quoted, least > 0 ? "below 1" : "not a positive time");
   return FALSE;
 }
 
@@ -2406,10 +2412,12 @@ static gboolean parse_kinds(const EmaNode *node, const char *path_key, guint for
       for (int j = 0; j < EMA_PROFILE_N_KINDS; j++)
         if (format_kinds & (1u << j))
           g_string_append_printf(list, "%s%s", list->len ? ", " : "", kind_names[j]);
+      g_autofree char *quoted =
+          ema_file_quote_cut(item->kind == EMA_NODE_SCALAR && item->value ? item->value : "?", -1);
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, item, path_key,
                      import ? "kinds: '%s' is not a table this format feeds (it feeds: %s)"
                             : "'%s' is not a table kind (one of: %s)",
-                     item->kind == EMA_NODE_SCALAR && item->value ? item->value : "?", list->str);
+                     quoted, list->str);
       return FALSE;
     }
     *out |= 1u << k;
@@ -2443,10 +2451,11 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
   for (guint i = 0; i < entry->keys->len; i++) {
     const EmaNode *key = entry->keys->pdata[i];
     if (!g_strv_contains(keys, key->value)) {
+      g_autofree char *quoted = ema_file_quote_cut(key->value, -1);
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, path_key,
                      "unknown key '%s' in an import (valid keys: format, path, dtype, label, "
                      "transfer, kinds, at_most)",
-                     key->value);
+                     quoted);
       return FALSE;
     }
   }
@@ -2457,8 +2466,9 @@ static gboolean load_import(EmaProfile *p, const EmaNode *entry, const char *pat
     g_autoptr(GString) list = g_string_new(NULL);
     for (guint i = 0; i < G_N_ELEMENTS(import_formats); i++)
       g_string_append_printf(list, "%s%s", i ? ", " : "", import_formats[i].name);
+    g_autofree char *quoted = ema_file_quote_cut(format->value, -1);
     ema_node_error(error, EMA_CONFIG_ERROR_KEY, format, path_key,
-                   "unknown import format '%s' (known: %s)", format->value, list->str);
+                   "unknown import format '%s' (known: %s)", quoted, list->str);
     return FALSE;
   }
   kinds = import_formats[which].kinds;
@@ -2590,10 +2600,11 @@ static gboolean load_tables(EmaProfile *p, const char *dir, const EmaNode *table
       if (strcmp(item->value, table_files[k]) == 0)
         kind = k;
     if (kind < 0) {
+      g_autofree char *quoted = ema_file_quote_cut(item->value ? item->value : "~", -1);
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, item, "tables",
                      "unknown table '%s' (known: gemm.csv, attn_decode.csv, attn_prefill.csv, "
                      "moe.csv, elementwise.csv, allreduce.csv)",
-                     item->value ? item->value : "~");
+                     quoted);
       return FALSE;
     }
     path = g_build_filename(dir, item->value, NULL);
@@ -2734,9 +2745,10 @@ static char *find_profile(const char *name, GError **error) {
     if (g_file_test(yaml, G_FILE_TEST_EXISTS))
       return g_steal_pointer(&dir);
   }
+  g_autofree char *quoted = ema_file_quote_cut(name, -1);
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_KEY,
-              "unknown profile '%s' (no %s/profile.yaml under EMA_PROFILE_PATH or %s)", name, name,
-              (const char *) dirs->pdata[dirs->len - 1]);
+              "unknown profile '%s' (no %s/profile.yaml under EMA_PROFILE_PATH or %s)", quoted,
+              quoted, (const char *) dirs->pdata[dirs->len - 1]);
   return NULL;
 }
 

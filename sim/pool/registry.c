@@ -25,6 +25,7 @@
 
 #include <gmodule.h>
 
+#include "ema/core/file.h"
 #include "ema/pool/guard.h"
 #include "ema/pool/registry.h"
 
@@ -586,8 +587,9 @@ const EmaPolicyInfo *ema_policy_registry_find(EmaPolicyKind kind, const char *na
   info = g_hash_table_lookup(registry->names[kind], name);
   if (info == NULL) {
     g_autofree char *known = join_names(registry->policies[kind], info_name);
+    g_autofree char *quoted = ema_file_quote_cut(name, -1);
     g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
-                "unknown %s policy '%s' (known: %s)", ema_policy_kind_name(kind), name, known);
+                "unknown %s policy '%s' (known: %s)", ema_policy_kind_name(kind), quoted, known);
   }
   return info;
 }
@@ -649,8 +651,9 @@ const EmaPolicyComposition *ema_policy_registry_find_composition(const char *nam
   composition = g_hash_table_lookup(registry->composition_names, name);
   if (composition == NULL) {
     g_autofree char *known = join_names(registry->compositions, composition_name);
+    g_autofree char *quoted = ema_file_quote_cut(name, -1);
     g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
-                "unknown policy '%s' (known compositions: %s)", name, known);
+                "unknown policy '%s' (known compositions: %s)", quoted, known);
   }
   return composition;
 }

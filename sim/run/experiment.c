@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "ema/core/file.h"
 #include "ema/core/modelpath.h"
 #include "ema/core/units.h"
 #include "ema/pool/core.h"
@@ -222,8 +223,9 @@ static gboolean name_once(GHashTable *seen, const char *name, const EmaNode *roo
     return FALSE;
   if (g_hash_table_add(seen, (gpointer) name))
     return TRUE;
+  g_autofree char *quoted = ema_file_quote_cut(name, -1);
   ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(item, "name"), path,
-                 "name '%s' is used twice (each op and decode scenario needs its own)", name);
+                 "name '%s' is used twice (each op and decode scenario needs its own)", quoted);
   return FALSE;
 }
 
@@ -301,10 +303,11 @@ static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GErr
         *indices[e] = parse_endpoint(text, experiment->server.gpus);
         if (*indices[e] == -2) {
           g_autofree char *end_path = g_strconcat(flow_path, ".", ends[e], NULL);
+          g_autofree char *quoted = ema_file_quote_cut(text, -1);
           ema_node_error(
               error, EMA_CONFIG_ERROR_INVALID, ema_node_get(flow_node, ends[e]), end_path,
               "unknown endpoint '%s' (this server has host and gpu0..gpu%" G_GINT64_FORMAT ")",
-              text, experiment->server.gpus - 1);
+              quoted, experiment->server.gpus - 1);
           return FALSE;
         }
       }
@@ -469,8 +472,9 @@ static gboolean check_tenants(EmaExperiment *experiment, const EmaNode *root, GE
     }
     for (guint j = 0; j < i; j++)
       if (strcmp(g_array_index(experiment->tenants, EmaTenantSpec, j).name, tenant->name) == 0) {
+        g_autofree char *quoted = ema_file_quote_cut(tenant->name, -1);
         ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), path,
-                       "tenant name '%s' is used twice", tenant->name);
+                       "tenant name '%s' is used twice", quoted);
         return FALSE;
       }
     if (!ema_step_model_check_tp(&tenant->model, &experiment->server, (guint) tenant->tp, &inner)) {
@@ -1128,11 +1132,12 @@ guint32 ema_experiment_event_kinds(const char *events, GError **error) {
       for (guint j = 0; j < EMA_POOL_EVENT_KINDS; j++)
         g_string_append_printf(known, "%s%s", j == 0 ? ", or of " : ", ",
                                ema_pool_event_kind_name(j));
+      g_autofree char *quoted = ema_file_quote_cut(name, -1);
       g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
-                  "'%s' is not a pool event kind (%s)", name, known->str);
+                  "'%s' is not a pool event kind (%s)", quoted, known->str);
       return 0;
     }
-    if (kinds & (1u << k)) {
+    if (kinds & (1u << k)) { /* (a kind's own name: short) */
       g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
                   "'%s' is named twice: name each kind once", name);
       return 0;

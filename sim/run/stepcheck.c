@@ -203,13 +203,13 @@ static gboolean measured_ok(const EmaCsv *csv, guint field, double value, double
   double ns = value * ns_per_unit;
   if (ns >= MEASURED_MIN_NS && ns < MEASURED_MAX_NS)
     return TRUE;
+  g_autofree char *quoted = ema_file_quote_cut(csv->fields[field], -1);
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
               ns < MEASURED_MIN_NS
                   ? "%s:%u:%u: column '%s': '%s' is below 1 ns (%g), the simulator's clock tick"
                   : "%s:%u:%u: column '%s': '%s' is 2^63 ns (%g) or more, past what the "
                     "simulator's clock counts (about 292 years)",
-              csv->file, csv->line, ema_csv_field_column(csv, field), csv->header[field],
-              csv->fields[field],
+              csv->file, csv->line, ema_csv_field_column(csv, field), csv->header[field], quoted,
               (ns < MEASURED_MIN_NS ? MEASURED_MIN_NS : MEASURED_MAX_NS) / ns_per_unit);
   return FALSE;
 }
@@ -289,9 +289,10 @@ static gboolean steps_unused_ok(const EmaCsv *csv, guint field, double most, con
     return FALSE;
   if (value <= most)
     return TRUE;
+  g_autofree char *quoted = ema_file_quote_cut(csv->fields[field], -1);
   g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
               "%s:%u:%u: column '%s': '%s' where %s: %s%.0f%s", csv->file, csv->line,
-              ema_csv_field_column(csv, field), csv->header[field], csv->fields[field], why,
+              ema_csv_field_column(csv, field), csv->header[field], quoted, why,
               most > 0 ? "0 or " : "", most, more);
   return FALSE;
 }
@@ -305,9 +306,10 @@ static gboolean steps_row(const EmaCsv *csv, const guint *c, gpointer data, GErr
   EmaStepBatch b = {0};
   const EmaStepModel *step;
   if (!decode && !mixed && strcmp(phase, "prefill") != 0) {
+    g_autofree char *quoted = ema_file_quote_cut(phase, -1);
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
                 "%s:%u:%u: column 'phase': '%s' is not decode, prefill or mixed", csv->file,
-                csv->line, ema_csv_field_column(csv, c[2]), phase);
+                csv->line, ema_csv_field_column(csv, c[2]), quoted);
     return FALSE;
   }
   /* tp and time_us, then the columns of the row's phase (a mixed step has both): a decoding
@@ -567,10 +569,11 @@ static gboolean static_row(const EmaCsv *csv, const guint *c, gpointer data, GEr
     return FALSE;
   /* token_time is the mean of the decode steps after the prompt's, which makes the first token */
   if (v[3] < 2) {
+    g_autofree char *quoted = ema_file_quote_cut(csv->fields[c[3]], -1);
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_RANGE,
                 "%s:%u:%u: column 'token_size': '%s' leaves no decode step to time (the prompt's "
                 "step makes the first token): at least 2",
-                csv->file, csv->line, ema_csv_field_column(csv, c[3]), csv->fields[c[3]]);
+                csv->file, csv->line, ema_csv_field_column(csv, c[3]), quoted);
     return FALSE;
   }
   if (!static_llm(read, llm, csv, c[6], &spec, error))

@@ -843,7 +843,9 @@ static void test_run_trace_error_place_first(void) {
 }
 
 /* check opens a vllm-bench trace too: with arrivals it passes, a bad entry
- * fails with the key and index, a ShareGPT file with the way out. */
+ * fails at its line:col with the key and index (a length read from its text,
+ * as Mooncake's counts are: 0x10 and 1e3 are no integers), a ShareGPT file
+ * with the way out. */
 static void test_check_vllm_bench(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *good = write_experiment(
@@ -855,11 +857,15 @@ static void test_check_vllm_bench(void) {
   g_autofree char *share =
       write_experiment(tmp, "share.yaml", "chk", "true",
                        "file: share.json, format: vllm-bench, arrivals: poisson, rate: 2");
+  g_autofree char *hex =
+      write_experiment(tmp, "hex.yaml", "chk", "true",
+                       "file: hex.json, format: vllm-bench, arrivals: poisson, rate: 2");
   g_autofree char *none =
       write_experiment(tmp, "none.yaml", "chk", "true", "file: bench.json, format: vllm-bench");
   touch(tmp, "bench.json", "{\"input_lens\": [10, 20], \"output_lens\": [5, 6]}");
   touch(tmp, "bad.json", "{\"input_lens\": [10, 0], \"output_lens\": [5, 6]}");
   touch(tmp, "share.json", "[{\"id\": \"x\", \"conversations\": []}]");
+  touch(tmp, "hex.json", "{\"input_lens\": [10, 0x10],\n \"output_lens\": [5, 1e3]}");
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("check", good, NULL);
     ema_test_assert_ok(run);
@@ -867,7 +873,13 @@ static void test_check_vllm_bench(void) {
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("check", bad, NULL);
     g_autofree char *want = g_strdup_printf(
-        "%s/bad.json: tenant b: input_lens[1] must be in [1, 4294967295], found 0\n", tmp);
+        "%s/bad.json:1:21: tenant b: input_lens item 1 must be > 0, found 0\n", tmp);
+    ema_test_assert_failed(run, 1, want);
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", hex, NULL);
+    g_autofree char *want = g_strdup_printf(
+        "%s/hex.json:1:21: tenant b: input_lens item 1: not an integer: '0x10'\n", tmp);
     ema_test_assert_failed(run, 1, want);
   }
   {

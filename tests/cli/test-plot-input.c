@@ -198,6 +198,9 @@ static void test_sweep_metric(void) {
                        "column 'code.e2e_p99_ms': 'n/a' is not a non-negative number");
   assert_field_refused(dir, NULL, "sweep.csv", 2, "chat.throughput_tok_s", "-10",
                        "column 'chat.throughput_tok_s': '-10' is not a non-negative number");
+  /* decimal only: strtod's hexadecimal was read (0x10 was 16) */
+  assert_field_refused(dir, NULL, "sweep.csv", 2, "chat.throughput_tok_s", "0x10",
+                       "column 'chat.throughput_tok_s': '0x10' is not a non-negative number");
   /* a column the figures do not read is not theirs to check; a failed point's are not drawn */
   {
     g_autofree char *original = ema_test_read_file(dir, "sweep.csv");
@@ -221,6 +224,13 @@ static void test_sweep_status_repeat(void) {
                        "not-run)");
   assert_field_refused(dir, NULL, "sweep.csv", 2, "repeat", "first",
                        "column 'repeat': 'first' is not a non-negative integer (of at most 2^53)");
+  /* a cell of any length quoted by its first 40 bytes (1 MB of it made a line of 1 MB) */
+  {
+    g_autofree char *okay = g_strnfill(1 << 20, 'o');
+    assert_field_refused(dir, NULL, "sweep.csv", 4, "status", okay,
+                         "column 'status': 'oooooooooooooooooooooooooooooooooooooooo...' is not "
+                         "a point's status (ok, missed, failed or not-run)");
+  }
   ema_test_remove_tree(dir);
 }
 
@@ -470,6 +480,9 @@ static void test_compare_paired(void) {
     return;
   assert_field_refused(dir, variants, "compare-paired.csv", 3, "change_mean_pct", "hello",
                        "column 'change_mean_pct': 'hello' is not a number");
+  /* decimal only: strtod read -0x10 as -16 */
+  assert_field_refused(dir, variants, "compare-paired.csv", 3, "change_mean_pct", "-0x10",
+                       "column 'change_mean_pct': '-0x10' is not a number");
   assert_field_refused(dir, variants, "compare-paired.csv", 4, "variant", "ghost",
                        "column 'variant': no variant 'ghost' in compare.csv (variants: static, "
                        "ema, 2x)");

@@ -212,9 +212,61 @@ static void test_static_row_read_whole(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A number cell is a decimal: hexadecimal, which strtod reads (a tp of 0x1 was a tp of 1, a
+ * time of +0x64 was 100 us), also after a sign, is an error at its cell in the reader's words. */
+static void test_decimal_only(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *steps = g_build_filename(dir, "steps.csv", NULL);
+  g_autofree char *perf = g_build_filename(dir, "perf.csv", NULL);
+  assert_steps_refused(steps, steps_header, "llama-3.1-8b,0x1,decode,8,1000,1,0,100,1,5",
+                       ":2:14: column 'tp': '0x1' is not a positive integer (of at most 2^53)");
+  assert_steps_refused(steps, steps_header, "llama-3.1-8b,1,decode,8,1000,1,0,+0x64,1,5",
+                       ":2:34: column 'time_us': '+0x64' is not a positive number");
+  assert_steps_refused(steps, steps_header, "llama-3.1-8b,1,decode,0X8,1000,1,0,100,1,5",
+                       ":2:23: column 'batch': '0X8' is not a positive integer (of at most 2^53)");
+  assert_static_refused(perf, "llama-2-70b,h200x8-hgx,512,0x1,128,196,54,2",
+                        ":2:28: column 'batch_size': '0x1' is not a positive integer (of at most "
+                        "2^53)");
+  assert_static_refused(perf, "llama-2-70b,h200x8-hgx,512,1,128,196,54,-0x2",
+                        ":2:41: column 'tensor_parallel': '-0x2' is not a positive integer (of "
+                        "at most 2^53)");
+  ema_test_remove_tree(dir);
+}
+
+/* A bad cell of any length is quoted by its first 40 bytes and "...": a cell of 10 MB made an
+ * error line of 10 MB. */
+static void test_long_cell(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *steps = g_build_filename(dir, "steps.csv", NULL);
+  g_autofree char *perf = g_build_filename(dir, "perf.csv", NULL);
+  g_autofree char *digits = g_strnfill(10 << 20, '7');
+  g_autofree char *word = g_strnfill(10 << 20, 'z');
+  g_autofree char *row = g_strconcat("llama-3.1-8b,", digits, "x,decode,8,1000,1,0,100,1,5", NULL);
+  g_autofree char *phase = g_strconcat("llama-3.1-8b,1,", word, ",8,1000,1,0,100,1,5", NULL);
+  g_autofree char *time =
+      g_strconcat("llama-3.1-8b,1,decode,8,1000,1,0,0.0000", digits, ",1,5", NULL);
+  g_autofree char *hardware =
+      g_strconcat("llama-2-70b,h200x8-hgx,512,1,1", digits, ",196,54,2", NULL);
+  assert_steps_refused(steps, steps_header, row,
+                       ":2:14: column 'tp': '7777777777777777777777777777777777777777...' is not "
+                       "a positive integer (of at most 2^53)");
+  assert_steps_refused(steps, steps_header, phase,
+                       ":2:16: column 'phase': 'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz...' is "
+                       "not decode, prefill or mixed");
+  assert_steps_refused(steps, steps_header, time,
+                       ":2:34: column 'time_us': '0.00007777777777777777777777777777777777...' is "
+                       "below 1 ns (0.001), the simulator's clock tick");
+  assert_static_refused(perf, hardware,
+                        ":2:30: column 'token_size': '1777777777777777777777777777777777777777...' "
+                        "is not a positive integer (of at most 2^53)");
+  ema_test_remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/stepcheck-input/tp-past-32-bits", test_tp_past_32_bits);
+  g_test_add_func("/stepcheck-input/decimal-only", test_decimal_only);
+  g_test_add_func("/stepcheck-input/long-cell", test_long_cell);
   g_test_add_func("/stepcheck-input/steps/optional-column-twice", test_steps_optional_column_twice);
   g_test_add_func("/stepcheck-input/steps/other-phase-columns", test_steps_other_phase_columns);
   g_test_add_func("/stepcheck-input/kv-room", test_kv_room);

@@ -944,6 +944,59 @@ static void test_params_parse_value(void) {
   check_error(error, EMA_CONFIG_ERROR_RANGE, "420 is out of range [0, 100]", NULL, NULL);
 }
 
+/* A value of any length is quoted by its first 40 bytes and "..." (a value of 1 MB made a
+ * message of 1 MB), whichever reader quotes it: a parameter's, the units', the YAML loader's. */
+static void test_params_long_values_cut(void) {
+  g_autofree char *t = g_strnfill(1 << 20, 't');
+  g_autofree char *t_cut = g_strnfill(40, 't');
+  g_autofree char *zero_digits = g_strnfill(1 << 20, '0');
+  g_autofree char *zeros = g_strconcat(zero_digits, "420", NULL);
+  g_autofree char *ones = g_strnfill(1 << 20, '1');
+  g_autofree char *unit = g_strconcat("5", t, NULL);
+  const struct {
+    const EmaParam *param;
+    const char *text;
+    gint code;
+    const char *want;
+  } cases[] = {
+      {&thing_params[0], t, EMA_CONFIG_ERROR_TYPE,
+       "'tttttttttttttttttttttttttttttttttttttttt...' is not true or false"},
+      {&thing_params[10], t, EMA_CONFIG_ERROR_TYPE,
+       "unknown value 'tttttttttttttttttttttttttttttttttttttttt...' (choose from: red, green, "
+       "blue)"},
+      {&thing_params[11], t, EMA_CONFIG_ERROR_TYPE,
+       "expected a map, got 'tttttttttttttttttttttttttttttttttttttttt...'"},
+      {&thing_params[1], zeros, EMA_CONFIG_ERROR_RANGE,
+       "0000000000000000000000000000000000000000... is out of range [0, 100]"},
+      {&thing_params[2], ones, EMA_CONFIG_ERROR_RANGE,
+       "'1111111111111111111111111111111111111111...' is out of range for an integer "
+       "(-9223372036854775808 to 9223372036854775807)"},
+      {&thing_params[4], unit, EMA_CONFIG_ERROR_TYPE,
+       "unknown unit 'tttttttttttttttttttttttttttttttttttttttt...' in "
+       "'5ttttttttttttttttttttttttttttttttttttttt...' (sizes use B, KB, MB, GB, TB, KiB, MiB, "
+       "GiB, TiB)"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    GError *error = NULL;
+    g_autofree Thing *scratch = g_new0(Thing, 1);
+    gpointer field = (char *) scratch + cases[i].param->offset;
+    g_assert_false(ema_params_parse_value(cases[i].param, cases[i].text, field, &error));
+    check_error(error, cases[i].code, cases[i].want, NULL, NULL);
+  }
+  /* a key given twice (of 1000 bytes: YAML takes no longer plain key), and a tag EMA does not
+   * know */
+  g_autofree char *key = g_strnfill(1000, 't');
+  g_autofree char *twice = g_strdup_printf("%s: 1\n%s: 2\n", key, key);
+  g_autofree char *twice_want = g_strdup_printf("t.yaml:2:1: duplicate key '%s...'", t_cut);
+  load_fails(twice, EMA_CONFIG_ERROR_KEY, twice_want);
+  g_autofree char *tag = g_strdup_printf("a: !%s 1\n", t);
+  GError *error = NULL;
+  g_assert_null(ema_node_load_string(tag, "t.yaml", NULL, &error));
+  check_error(error, EMA_CONFIG_ERROR_SYNTAX, NULL, "t.yaml:1:4: ",
+              "unknown tag '!ttttttttttttttttttttttttttttttttttttttt...' (the only tag EMA knows "
+              "is !include)");
+}
+
 /* ---- overrides ---------------------------------------------------------- */
 
 static const char override_base[] = "req: base\n"
@@ -2163,6 +2216,7 @@ int main(int argc, char **argv) {
                   test_params_round_trip_large_integers);
   g_test_add_func("/config/params/describe", test_params_describe);
   g_test_add_func("/config/params/parse-value", test_params_parse_value);
+  g_test_add_func("/config/params/long-values-cut", test_params_long_values_cut);
 
   g_test_add_func("/config/override/values", test_override_values);
   g_test_add_func("/config/override/structures", test_override_structures);

@@ -172,6 +172,115 @@ static void test_duplicate_column(void) {
   g_rmdir(dir);
 }
 
+/* A number cell is read as a decimal only: hexadecimal ("0x1", which strtod read as 1: a tp of 1;
+ * also after a sign) is refused at its cell, in the reader's words. A bad cell of any length is
+ * quoted by its first 40 bytes and "..." (a 10 MB cell made a 10 MB message), and so is a long
+ * column name given twice. */
+static void test_number_errors(void) {
+  g_autofree char *dir = g_dir_make_tmp("ema-test-csv-XXXXXX", NULL);
+  g_autofree char *huge = g_strnfill(10 << 20, '7');
+  g_autofree char *huge_cell = g_strconcat(huge, "x", NULL);
+  g_autofree char *cut = g_strnfill(40, '7');
+  g_autofree char *cut_quoted = g_strconcat(cut, "...", NULL);
+  const struct {
+    const char *cell, *quoted;
+  } cases[] = {
+      {"0x1", "0x1"},     {"0X10", "0X10"},   {"-0x1", "-0x1"},
+      {"+0x10", "+0x10"}, {"0x1p3", "0x1p3"}, {huge_cell, cut_quoted},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strdup_printf("tp,time_us\n%s,5\n", cases[i].cell);
+    g_autofree char *path = write_table(dir, text);
+    g_autofree char *want =
+        g_strdup_printf("%s:2:1: column 'tp': '%s' is not a positive integer (of at most 2^53)",
+                        path, cases[i].quoted);
+    EmaCsv csv;
+    GError *error = NULL;
+    double v = -1;
+    g_assert_true(ema_csv_open(&csv, path, &error));
+    g_assert_true(ema_csv_next(&csv, &error));
+    g_assert_false(ema_csv_number(&csv, 0, TRUE, FALSE, &v, &error));
+    g_assert_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE);
+    g_assert_cmpstr(error->message, ==, want);
+    g_assert_cmpfloat(v, ==, -1);
+    g_error_free(error);
+    ema_csv_clear(&csv);
+    g_unlink(path);
+  }
+  /* decimals as they were */
+  {
+    g_autofree char *path = write_table(dir, "tp,time_us\n2,1.5e1\n");
+    EmaCsv csv;
+    GError *error = NULL;
+    double v[2];
+    guint index[2] = {0, 1};
+    g_assert_true(ema_csv_open(&csv, path, &error));
+    g_assert_true(ema_csv_next(&csv, &error));
+    g_assert_true(ema_csv_numbers(&csv, index, 2, 0, v, &error));
+    g_assert_cmpfloat(v[0], ==, 2);
+    g_assert_cmpfloat(v[1], ==, 15);
+    ema_csv_clear(&csv);
+    g_unlink(path);
+  }
+  /* a long name given twice */
+  {
+    g_autofree char *name = g_strnfill(100000, 'n');
+    g_autofree char *text = g_strdup_printf("%s,%s\n1,2\n", name, name);
+    g_autofree char *path = write_table(dir, text);
+    g_autofree char *want = g_strdup_printf(
+        "%s:1:100002: column 'nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn...' is in the header twice "
+        "(also at column 1)",
+        path);
+    EmaCsv csv;
+    GError *error = NULL;
+    guint index;
+    g_assert_true(ema_csv_open(&csv, path, &error));
+    g_assert_false(ema_csv_column(&csv, name, &index, &error));
+    g_assert_cmpstr(error->message, ==, want);
+    g_error_free(error);
+    ema_csv_clear(&csv);
+    g_unlink(path);
+  }
+  g_rmdir(dir);
+}
+
+/* The one cut of quoted input (ema_file_quote_cut): whole up to 40 bytes, else the first 40 and
+ * "...", fewer where the cut would split a UTF-8 character; LENGTH bytes where given. */
+static void test_quote_cut(void) {
+  g_autofree char *forty = g_strnfill(40, 'a');
+  g_autofree char *forty_one = g_strnfill(41, 'a');
+  g_autofree char *forty_cut = g_strconcat(forty, "...", NULL);
+  g_autofree char *thirty_nine = g_strnfill(39, 'a');
+  /* 39 bytes, then "é" (2 bytes: the cut at 40 falls inside it), then more */
+  g_autofree char *accent = g_strconcat(thirty_nine,
+                                        "\xc3\xa9"
+                                        "b",
+                                        NULL);
+  g_autofree char *accent_cut = g_strconcat(thirty_nine, "...", NULL);
+  g_autofree char *accent_fits = g_strconcat(thirty_nine, "\xc3\xa9", NULL); /* 41 bytes */
+  const struct {
+    const char *text;
+    gssize length;
+    const char *want;
+  } cases[] = {
+      {"", -1, ""},
+      {"abc", -1, "abc"},
+      {"abcdef", 3, "abc"},
+      {forty, -1, forty},
+      {forty_one, -1, forty_cut},
+      {forty_one, 40, forty},
+      {accent, -1, accent_cut},
+      {accent_fits, -1, accent_cut},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *got = ema_file_quote_cut(cases[i].text, cases[i].length);
+    g_assert_cmpstr(got, ==, cases[i].want);
+  }
+  g_assert_cmpuint(ema_file_quote_length(accent, strlen(accent)), ==, 39);
+  g_assert_cmpuint(ema_file_quote_length(forty_one, 41), ==, 40);
+  g_assert_cmpuint(ema_file_quote_length(forty_one, 7), ==, 7);
+}
+
 static void test_missing(void) {
   EmaCsv csv;
   GError *error = NULL;
@@ -223,7 +332,9 @@ static void test_fixed(void) {
 /* ema_csv_parse_decimal gives g_ascii_strtod's double bit for bit, and ends where it does: on
  * edge cases (leading zeros, 16 and 17 significant digits, 2^53 and past it, a point alone or at
  * either end, signs and exponents it leaves to strtod, text after a number) and on 200,000
- * random decimals of 1-20 digits with the point anywhere. */
+ * random decimals of 1-20 digits with the point anywhere. What strtod reads and is no decimal
+ * (hexadecimal, also after a sign; "inf", "nan"; a leading blank) it reads as no number: 0,
+ * nothing read (strtod took "0x1" for 1: a tp of 0x1 was a tp of 1). */
 static void assert_decimal(const char *text) {
   char *end = NULL, *want_end = NULL;
   double got = ema_csv_parse_decimal(text, &end);
@@ -257,17 +368,27 @@ static void test_decimal(void) {
                                       "-1.5",
                                       "+2",
                                       "1e400",
-                                      "inf",
-                                      "nan",
-                                      "0x1p3",
                                       "1.5 ",
-                                      " 1.5",
                                       "1.2.3",
+                                      "-0",
+                                      "0.5x",
+                                      "1x10",
+                                      "-.5",
                                       "99999999999999999999",
                                       "4.9406564584124654e-324"};
+  static const char *const not_decimal[] = {"0x1", "0x10", "0X1",  "-0x1", "+0X10",    "0x1p3",
+                                            "0x",  "inf",  "-inf", "nan",  "infinity", " 1.5",
+                                            "\t1", "e5",   ".",    "-",    "+.e1"};
   GRand *rand = g_rand_new_with_seed(7);
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
     assert_decimal(cases[i]);
+  for (guint i = 0; i < G_N_ELEMENTS(not_decimal); i++) {
+    char *end = NULL;
+    double got = ema_csv_parse_decimal(not_decimal[i], &end);
+    if (got != 0 || end != not_decimal[i])
+      g_error("'%s': read as %.17g (end +%td), not as no number", not_decimal[i], got,
+              end - not_decimal[i]);
+  }
   for (guint i = 0; i < 200000; i++) {
     char text[32];
     guint n = (guint) g_rand_int_range(rand, 1, 21), point = (guint) g_rand_int_range(rand, 0, 22);
@@ -372,6 +493,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/csv/duplicate-column", test_duplicate_column);
   g_test_add_func("/csv/byte-order-mark", test_byte_order_mark);
   g_test_add_func("/csv/missing", test_missing);
+  g_test_add_func("/csv/number-errors", test_number_errors);
+  g_test_add_func("/csv/quote-cut", test_quote_cut);
   g_test_add_func("/csv/prefix-error", test_prefix_error);
   return g_test_run();
 }

@@ -804,33 +804,48 @@ static void test_import_gemm_grid_shadowed(void) {
 }
 
 /* A malformed row of an imported data set fails the step model that reads
- * it (lazily), with its place. */
+ * it (lazily), with its place: a word; hexadecimal, which strtod reads (0x2 was m 2); a cell of
+ * 1 MB, quoted by its first 40 bytes and "..." (the message was 1 MB long). */
 static void test_import_bad_row(void) {
-  g_autoptr(TempDir) dir = temp_dir();
-  g_autofree char *folder = g_build_filename(dir, "bad-import", NULL);
-  g_autofree char *yaml = g_build_filename(folder, "profile.yaml", NULL);
-  g_autofree char *data_dir = g_build_filename(dir, "groundtruth", NULL);
-  g_autofree char *data = g_build_filename(data_dir, "gemm_perf.csv", NULL);
-  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
-  g_autofree char *want = g_strconcat(data, ":3:10: 'x' is not a number >= 0", NULL);
-  g_autoptr(EmaProfile) p = NULL;
-  GError *error = NULL;
-  g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
-  g_assert_cmpint(g_mkdir_with_parents(data_dir, 0755), ==, 0);
-  g_assert_true(g_file_set_contents(
-      yaml, "source: tests\nimport:\n  - {format: aic-gemm, path: groundtruth/gemm_perf.csv}\n", -1,
-      NULL));
-  g_assert_true(g_file_set_contents(
-      data, "gemm_dtype,m,n,k,latency\nbfloat16,1,64,64,0.1\nbfloat16,x,64,64,0.1\n", -1, NULL));
-  g_setenv("EMA_SHARED_DIR", dir, TRUE);
-  p = ema_profile_load(folder, &error);
-  g_assert_no_error(error); /* read when a lookup needs it */
-  g_assert_true(ema_profile_check(p, &error));
-  g_assert_false(ema_profile_read_all(p, &error));
-  shared_dir_restore(saved);
-  g_assert_nonnull(error);
-  g_assert_cmpstr(error->message, ==, want);
-  g_error_free(error);
+  g_autofree char *digits = g_strnfill(1 << 20, '2');
+  g_autofree char *long_cell = g_strconcat(digits, "x", NULL);
+  const struct {
+    const char *cell, *quoted;
+  } cases[] = {
+      {"x", "x"},
+      {"0x2", "0x2"},
+      {"-0X2", "-0X2"},
+      {long_cell, "2222222222222222222222222222222222222222..."},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(TempDir) dir = temp_dir();
+    g_autofree char *folder = g_build_filename(dir, "bad-import", NULL);
+    g_autofree char *yaml = g_build_filename(folder, "profile.yaml", NULL);
+    g_autofree char *data_dir = g_build_filename(dir, "groundtruth", NULL);
+    g_autofree char *data = g_build_filename(data_dir, "gemm_perf.csv", NULL);
+    g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+    g_autofree char *want =
+        g_strdup_printf("%s:3:10: '%s' is not a number >= 0", data, cases[i].quoted);
+    g_autofree char *text = g_strdup_printf(
+        "gemm_dtype,m,n,k,latency\nbfloat16,1,64,64,0.1\nbfloat16,%s,64,64,0.1\n", cases[i].cell);
+    g_autoptr(EmaProfile) p = NULL;
+    GError *error = NULL;
+    g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+    g_assert_cmpint(g_mkdir_with_parents(data_dir, 0755), ==, 0);
+    g_assert_true(g_file_set_contents(
+        yaml, "source: tests\nimport:\n  - {format: aic-gemm, path: groundtruth/gemm_perf.csv}\n",
+        -1, NULL));
+    g_assert_true(g_file_set_contents(data, text, -1, NULL));
+    g_setenv("EMA_SHARED_DIR", dir, TRUE);
+    p = ema_profile_load(folder, &error);
+    g_assert_no_error(error); /* read when a lookup needs it */
+    g_assert_true(ema_profile_check(p, &error));
+    g_assert_false(ema_profile_read_all(p, &error));
+    shared_dir_restore(saved);
+    g_assert_nonnull(error);
+    g_assert_cmpstr(error->message, ==, want);
+    g_error_free(error);
+  }
 }
 
 /* The shape the step tests time: 2 layers, hidden 8, 2 heads of 4, SwiGLU

@@ -627,6 +627,18 @@ static void test_mooncake_good(void) {
                 -1);
   expect_records(ema_trace_source_open_mooncake(real, &error), reals, G_N_ELEMENTS(reals));
   g_assert_no_error(error);
+
+  /* A timestamp is a decimal of ms read exactly from its text (an exponent too), to the ns
+   * rounded half away from zero: 15.0000005 ms is 1 ns after 15 ms. */
+  static const Want decimals[] = {{0, 5, 6, 0, 0}, {1, 7, 8, 1, 0}, {EMA_MS(1), 9, 1, 2, 0}};
+  g_autofree char *decimal =
+      write_tmp("moon-decimals.jsonl",
+                "{\"timestamp\": 1.5e1, \"input_length\": 5, \"output_length\": 6}\n"
+                "{\"timestamp\": 15.0000005, \"input_length\": 7, \"output_length\": 8}\n"
+                "{\"timestamp\": 16E0, \"input_length\": 9, \"output_length\": 1}\n",
+                -1);
+  expect_records(ema_trace_source_open_mooncake(decimal, &error), decimals, G_N_ELEMENTS(decimals));
+  g_assert_no_error(error);
 }
 
 /* The hash ids themselves, each record's valid until the next is read. */
@@ -739,7 +751,8 @@ static void test_json_scan_keys(void) {
   g_assert_cmpstr(problem, ==, "key \"k57\" given twice in one object");
   g_assert_cmpuint(at, ==, repeat_at);
 
-  /* A long key is named by its first 40 characters. */
+  /* A long key is named by its first 40 bytes (ema_file_quote_length, the cut of all quoted
+   * input). */
   g_autofree char *long_key = g_strnfill(1000, 'k');
   g_autofree char *twice = g_strdup_printf("{\"%s\": 1, \"%s\": 2}", long_key, long_key);
   g_autofree char *long_problem = ema_trace_json_scan(twice, strlen(twice), &at);
@@ -782,8 +795,16 @@ static void test_mooncake_errors(void) {
       {"[1, 2]", EMA_TRACE_ERROR_PARSE, 0, "not a JSON object"},
       {"{\"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 0,
        "missing key 'timestamp'"},
+      /* the timestamp is read from its text as the counts are, as the CSV readers read a decimal
+       * (json-glib took 0x10 for 16 ms, which followed 10 ms: no error) */
       {"{\"timestamp\": \"x\", \"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE,
-       2, "'timestamp' is not a number"},
+       2, "timestamp: not a number: '\"x\"'"},
+      {"{\"timestamp\": 0x10, \"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 2,
+       "timestamp: not a number: '0x10'"},
+      {"{\"timestamp\": 0X1F, \"input_length\": 1, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 2,
+       "timestamp: not a number: '0X1F'"},
+      {"{\"input_length\": 1, \"timestamp\": 1e400, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE,
+       21, "timestamp: out of range: '1e400'"},
       {"{\"timestamp\": 5, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 0,
        "missing key 'input_length'"},
       {"{\"timestamp\": 5, \"input_length\": 0, \"output_length\": 1}", EMA_TRACE_ERROR_PARSE, 18,
@@ -1123,14 +1144,35 @@ static void test_vllm_bench_errors(void) {
        " input_lens has 1 entries but errors 0"},
       {"{\"input_lens\": [1], \"output_lens\": [1], \"errors\": [3]}", EMA_TRACE_ERROR_PARSE,
        " errors[0] is not a string"},
+      /* each length read from its text as Mooncake's counts and the CSV readers' are, in their
+       * words, at the item's line:col (json-glib took 1e3 for 1000 and 0x10 for 16) */
       {"{\"input_lens\": [5, 0], \"output_lens\": [1, 1]}", EMA_TRACE_ERROR_PARSE,
-       " input_lens[1] must be in [1, 4294967295], found 0"},
+       "1:20: input_lens item 1 must be > 0, found 0"},
       {"{\"input_lens\": [5], \"output_lens\": [4294967296]}", EMA_TRACE_ERROR_PARSE,
-       " output_lens[0] must be in [0, 4294967295], found 4294967296"},
+       "1:37: output_lens item 0 must be <= 4294967295, found 4294967296"},
+      {"{\"input_lens\": [5], \"output_lens\": [-2]}", EMA_TRACE_ERROR_PARSE,
+       "1:37: output_lens item 0 must be >= 0, found -2"},
       {"{\"input_lens\": [\"5\"], \"output_lens\": [1]}", EMA_TRACE_ERROR_PARSE,
-       " input_lens[0] is not an integer"},
+       "1:17: input_lens item 0: not an integer: '\"5\"'"},
       {"{\"input_lens\": [1.5], \"output_lens\": [1]}", EMA_TRACE_ERROR_PARSE,
-       " input_lens[0] is not an integer"},
+       "1:17: input_lens item 0: not an integer: '1.5'"},
+      {"{\"input_lens\": [5, 1e3], \"output_lens\": [1, 1]}", EMA_TRACE_ERROR_PARSE,
+       "1:20: input_lens item 1: not an integer: '1e3'"},
+      {"{\"input_lens\": [0x10], \"output_lens\": [1]}", EMA_TRACE_ERROR_PARSE,
+       "1:17: input_lens item 0: not an integer: '0x10'"},
+      {"{\"input_lens\": [1, 2], \"output_lens\": [1e3, 0x10]}", EMA_TRACE_ERROR_PARSE,
+       "1:40: output_lens item 0: not an integer: '1e3'"},
+      {"{\"input_lens\": [[1]], \"output_lens\": [1]}", EMA_TRACE_ERROR_PARSE,
+       "1:17: input_lens item 0: not an integer: '[1]'"},
+      {"{\n  \"input_lens\": [\n    7,\n    -0x10\n  ],\n  \"output_lens\": [1, 1]\n}",
+       EMA_TRACE_ERROR_PARSE, "4:5: input_lens item 1: not an integer: '-0x10'"},
+      /* the array at the top, not a member of the same name inside another, nor one behind a
+       * comment; a name spelled with an escape is the name */
+      {"{\"m\": {\"input_lens\": [1]}, \"input_lens\": [1e3], /* \"input_lens\": [2] */ "
+       "\"output_lens\": [1]}",
+       EMA_TRACE_ERROR_PARSE, "1:43: input_lens item 0: not an integer: '1e3'"},
+      {"{\"input\\u005flens\": [0x1], \"output_lens\": [1]}", EMA_TRACE_ERROR_PARSE,
+       "1:22: input_lens item 0: not an integer: '0x1'"},
       {"{\"input_lens\": [], \"output_lens\": []}", EMA_TRACE_ERROR_EMPTY,
        " no requests (input_lens is empty)"},
       {"{\"input_lens\": [1], \"output_lens\": [0], \"errors\": [\"x\"]}", EMA_TRACE_ERROR_EMPTY,
@@ -1165,6 +1207,17 @@ static void test_vllm_bench_errors(void) {
   g_autofree char *nul_path = write_tmp("vllm-nul.json", nul, sizeof nul - 1);
   g_assert_null(open_vllm(nul_path, FALSE, &error));
   assert_error(error, EMA_TRACE_ERROR_PARSE, nul_path, "2:29: binary data (NUL byte)");
+  g_clear_error(&error);
+
+  /* A long length item is quoted by its first 40 bytes, as every quoted input is. */
+  g_autofree char *long_item = g_strnfill(100000, 'x');
+  g_autofree char *long_text =
+      g_strdup_printf("{\"input_lens\": [\"%s\"], \"output_lens\": [1]}", long_item);
+  g_autofree char *long_path = write_tmp("vllm-long-item.json", long_text, -1);
+  g_assert_null(open_vllm(long_path, FALSE, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, long_path,
+               "1:17: input_lens item 0: not an integer: "
+               "'\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'");
   g_clear_error(&error);
 
   /* A long key given twice is named shortened (it was quoted whole: 100 kB of message). */

@@ -130,6 +130,10 @@ static void test_run_errors(void) {
        "provenance.txt:27: [calibration] matrix_flops: '989e12x' is not a positive number"},
       {"matrix_flops=989000000000000", "matrix_flops=inf",
        "provenance.txt:27: [calibration] matrix_flops: 'inf' is not a positive number"},
+      /* decimal only: strtod read 0x383...0 as 989e12 */
+      {"matrix_flops=989000000000000", "matrix_flops=0x3837D81AED000",
+       "provenance.txt:27: [calibration] matrix_flops: '0x3837D81AED000' is not a positive "
+       "number"},
       {"name=h200x2\n", "", "provenance.txt: [calibration] name: "},
       /* a key given twice is refused at the second, naming the first (the last was kept) */
       {"gpus=2\n", "gpus=2\ngpus = 4\n",

@@ -63,8 +63,12 @@ guint ema_csv_field_column(const EmaCsv *csv, guint index);
 gboolean ema_csv_column(const EmaCsv *csv, const char *name, guint *index, GError **error);
 /* Indices of every column of NAMES (NULL-terminated). */
 gboolean ema_csv_columns(const EmaCsv *csv, const char *const *names, guint *index, GError **error);
-/* TEXT as a number, *END past it: exactly what g_ascii_strtod gives (the correctly rounded
- * value), without its cost for a plain decimal of up to 16 digits. */
+/* TEXT as a decimal number, *END past it: exactly what g_ascii_strtod gives (the correctly
+ * rounded value), without its cost for a plain decimal of up to 16 digits. Decimal only: a text
+ * that does not begin with one (an optional sign, then a digit or a point and a digit), such as
+ * hexadecimal "0x10" or "-0X1" (which strtod reads as 16 and -1), "inf", "nan" or a leading
+ * blank, reads as no number: 0, *END at TEXT, so a caller's "the whole text is a number" check
+ * refuses it in the caller's words. */
 double ema_csv_parse_decimal(const char *text, char **end);
 /* The current row's field INDEX as a positive number (or zero if ZERO_OK),
  * whole if INTEGER. */

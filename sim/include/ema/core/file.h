@@ -5,7 +5,8 @@
  * reader accepts is refused before it is read.
  *
  * Also the one CSV field writer (RFC 4180 quoting) of every CSV EMA writes,
- * and fixed-point and integer number writers for the large CSVs.
+ * and fixed-point and integer number writers for the large CSVs; and the one
+ * cut of the input an error message quotes (EMA_FILE_QUOTE_MAX bytes).
  *
  * Errors use G_FILE_ERROR and read "PATH: reason". */
 #pragma once
@@ -30,6 +31,21 @@ gsize ema_file_bom_length(const char *text, gsize length);
 /* The line and the column in bytes, both from 1, of AT (a byte of TEXT, or its end): where an
  * error about that byte points. */
 void ema_file_position(const char *text, const char *at, guint *line, guint *col);
+
+/* The most bytes of a value read from input (a CSV cell, a trace's field, a YAML value, a
+ * command-line value) that an error message quotes. */
+#define EMA_FILE_QUOTE_MAX 40
+
+/* How many of the LENGTH bytes of TEXT an error message quotes: all of them up to
+ * EMA_FILE_QUOTE_MAX, else the first EMA_FILE_QUOTE_MAX, fewer where the cut would split a UTF-8
+ * character. The one cut of every message that quotes input: ema_file_quote_cut, and the
+ * quoters that escape what they show (the traces' ema_trace_quote, the units' quote), cut here. */
+gsize ema_file_quote_length(const char *text, gsize length);
+
+/* TEXT (LENGTH bytes; -1: up to its NUL) as a message quotes it: whole, or its first
+ * ema_file_quote_length() bytes and "...", so that a value of any length (a 10 MB cell) leaves
+ * the message one readable line. Newly allocated. */
+char *ema_file_quote_cut(const char *text, gssize length);
 
 /* Read all of the regular file PATH, at most MAX_BYTES, into *TEXT
  * (NUL-terminated, free with g_free) and *LENGTH (may be NULL). */
