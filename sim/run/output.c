@@ -1092,15 +1092,29 @@ gboolean ema_output_write_serving_summary(const char *dir, const EmaExperiment *
   return end_summary(builder, report->events, report->simulated, report->wall_s, dir, error);
 }
 
-static void string_free(GString *text) {
-  g_string_free(text, TRUE);
+/* The most tenant names a fidelity line lists whole: past it (a rack of 72 tenants of one
+ * status), the first FIDELITY_NAMES_SHOWN - 1, "...", the last and the count; summary.json and
+ * tenants.csv give every tenant's status. */
+#define FIDELITY_NAMES_SHOWN 6
+
+/* NAMES (char *) as a fidelity line lists them (FIDELITY_NAMES_SHOWN). */
+static char *fidelity_names(GPtrArray *names) {
+  GString *text = g_string_new(NULL);
+  gboolean cut = names->len > FIDELITY_NAMES_SHOWN;
+  guint shown = cut ? FIDELITY_NAMES_SHOWN - 1 : names->len;
+  for (guint i = 0; i < shown; i++)
+    g_string_append_printf(text, "%s%s", i ? ", " : "", (const char *) names->pdata[i]);
+  if (cut)
+    g_string_append_printf(text, ", ..., %s (%u tenants)",
+                           (const char *) names->pdata[names->len - 1], names->len);
+  return g_string_free(text, FALSE);
 }
 
 /* The tenants' fidelity statuses, tenants of one status on one line. */
 static void print_fidelity(FILE *out, const EmaExperiment *experiment,
                            const EmaServingReport *report) {
   g_autoptr(GPtrArray) statuses = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func((GDestroyNotify) string_free);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
   for (guint i = 0; i < report->tenants->len; i++) {
     const EmaTenantResult *r = report->tenants->pdata[i];
     g_autoptr(GError) error = NULL;
@@ -1111,14 +1125,14 @@ static void print_fidelity(FILE *out, const EmaExperiment *experiment,
       at++;
     if (at == statuses->len) {
       g_ptr_array_add(statuses, g_steal_pointer(&status));
-      g_ptr_array_add(names, g_string_new(r->spec->name));
-    } else {
-      g_string_append_printf(names->pdata[at], ", %s", r->spec->name);
+      g_ptr_array_add(names, g_ptr_array_new());
     }
+    g_ptr_array_add(names->pdata[at], r->spec->name);
   }
-  for (guint i = 0; i < statuses->len; i++)
-    fprintf(out, "fidelity %s: %s\n", ((GString *) names->pdata[i])->str,
-            (const char *) statuses->pdata[i]);
+  for (guint i = 0; i < statuses->len; i++) {
+    g_autofree char *listed = fidelity_names(names->pdata[i]);
+    fprintf(out, "fidelity %s: %s\n", listed, (const char *) statuses->pdata[i]);
+  }
 }
 
 /* The simulated figure of R that vLLM's metric NAME (ema_trace_vllm_metric_names) measures. */

@@ -281,6 +281,34 @@ static void test_check(void) {
   g_assert_cmpstr(set->out, ==, GOLDEN ": ok (golden on h200x8-hgx, 2 tenants)\n");
 }
 
+/* The fidelity line of tenants of one status lists six whole and cuts more (a rack's 72 on one
+ * line were 600 characters): the first five, "...", the last and how many. */
+static void test_run_fidelity_names_cut(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  const char *status = ": unvalidated: no real runs of h200-sxm, TP 1, 16-bit weights, 16-bit KV, "
+                       "vllm-v1\n";
+  const guint counts[] = {6, 7};
+  const char *const want[] = {"fidelity t0, t1, t2, t3, t4, t5",
+                              "fidelity t0, t1, t2, t3, t4, ..., t6 (7 tenants)"};
+  for (guint c = 0; c < G_N_ELEMENTS(counts); c++) {
+    g_autoptr(GString) text = g_string_new("name: many\nserver: h200x8-hgx\ntenants:\n");
+    g_autoptr(EmaTestRun) run = NULL;
+    g_autofree char *line = g_strconcat(want[c], status, NULL);
+    g_autofree char *out = g_build_filename(dir, "out", NULL);
+    for (guint i = 0; i < counts[c]; i++)
+      g_string_append_printf(text,
+                             "  - {name: t%u, model: llama-3.1-8b, gpu: %u, engine: {profile: "
+                             "vllm-v1}, trace: {arrivals: poisson, rate: 20, duration: 1s, prompt: "
+                             "{dist: fixed, tokens: 10}, output: {dist: fixed, tokens: 2}}}\n",
+                             i, i);
+    run = cli_on_text(dir, "many.yaml", text->str, "run");
+    ema_test_assert_ok(run);
+    ema_test_assert_contains(run->out, line);
+    ema_test_remove_tree(out);
+  }
+  ema_test_remove_tree(dir);
+}
+
 static void test_run_table(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *results = g_strdup_printf(
@@ -1540,6 +1568,7 @@ int main(int argc, char **argv) {
 
   g_test_add_func("/serving-cli/check", test_check);
   g_test_add_func("/serving-cli/run/table", test_run_table);
+  g_test_add_func("/serving-cli/run/fidelity-names-cut", test_run_fidelity_names_cut);
   g_test_add_func("/serving-cli/run/tp-table", test_run_tp_table);
   g_test_add_func("/serving-cli/run/determinism-and-seed", test_determinism);
   g_test_add_func("/serving-cli/run/set", test_set);
