@@ -469,8 +469,9 @@ static gboolean check_view(const HandView *hand, const EmaNode *root, GError **e
 
 /* GPU of the view (its map in the view's gpus list, GPUS) is one the pool calls a policy of KIND
  * for: a borrow policy for a GPU with a tenant (core.c's ema_pool_core_decide, after its tenant's
- * step or when it lacks blocks), a prefetch policy for one with a tenant (before its tenant's
- * step: pool.c's plan_step, core.c's plan_prefetch), a reclaim policy for one with slices lent
+ * step or when it lacks blocks), a prefetch policy for one with a tenant whose KV is partly
+ * remote (before its tenant's step: pool.c's shared_step_time asks plan_step only for a step that
+ * reads remote KV), a reclaim policy for one with slices lent
  * (a loan from it: ema_pool_core_decide and ema_pool_core_reclaim_everything ask only then, of a
  * GPU with or without a tenant). A plan for another answers a call no run makes: an error at the
  * GPU's has_tenant, or its entry. */
@@ -488,6 +489,11 @@ static gboolean check_called(EmaPolicyKind kind, const HandView *hand, guint gpu
                       "reclaim policy only for a GPU with slices lent",
                       gpu);
   }
+  if (g->has_tenant && kind == EMA_POLICY_PREFETCH && g->blocks_remote == 0)
+    return view_error(error, EMA_CONFIG_ERROR_INVALID, item, prefix, "blocks_remote",
+                      "--gpu %u holds no remote KV (blocks_remote: 0): the pool calls a prefetch "
+                      "policy only before a step of a tenant whose KV is partly on lenders",
+                      gpu);
   if (g->has_tenant)
     return TRUE;
   return view_error(error, EMA_CONFIG_ERROR_INVALID, item, prefix, "has_tenant",

@@ -362,7 +362,10 @@ static void test_try_policy_inconsistent(void) {
     g_autoptr(EmaTestRun) run = NULL;
     g_assert_true(g_file_set_contents(
         path,
-        "server: h200x2\nnow: 1s\ngpus: [{has_tenant: true, slices: 10, last_step: 1s}]\n"
+        "server: h200x2\nnow: 1s\ngpus: [{has_tenant: true, slices: 10, slices_used: 2, "
+        "last_step: 1s, slices_borrowed: 2, slices_borrowed_used: 2, blocks_total: 10, "
+        "blocks_used: 4, blocks_remote: 2}, {slices: 10, slices_lent: 2}]\n"
+        "lent: [{lender: 1, borrower: 0, slices: 2, blocks: 2}]\n"
         "step: {kv_bytes: 10, remote_bytes: 10, layer_compute_s: 1, layer_memory_s: 1, "
         "layer_kv_s: 1, link_bandwidth: 1MB/s, direct_bandwidth: 1MB/s}\n",
         -1, NULL));
@@ -402,8 +405,10 @@ static void test_try_policy_unread(void) {
 /* A --gpu the pool never calls the policy's kind for (a plan for it answered a call no run
  * makes): a borrow or prefetch policy for a GPU without a tenant (the pool calls them for a
  * tenant's GPU, before or after its tenant's step), at its has_tenant (its entry where that is
- * left out); a reclaim policy for a GPU that lends nothing (no loan from it in lent:), at its
- * entry. The same GPUs with a tenant, or a loan, are called. */
+ * left out); a prefetch policy for a tenant none of whose KV is on a lender (the pool asks for a
+ * plan only before a step that reads remote KV), at its blocks_remote; a reclaim policy for a GPU
+ * that lends nothing (no loan from it in lent:), at its entry. The same GPUs with a tenant, remote
+ * KV or a loan are called. */
 static void test_try_policy_uncalled_gpu(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *path = g_build_filename(dir, "view.yaml", NULL);
@@ -411,6 +416,10 @@ static void test_try_policy_uncalled_gpu(void) {
   const char *bare = "gpus: [{has_tenant: true, slices: 10}, {slices: 10}]\n";
   const char *lent = "gpus: [{has_tenant: true, slices: 10, slices_borrowed: 2}, {slices: 10, "
                      "slices_lent: 2}]\nlent: [{lender: 1, borrower: 0, slices: 2}]\n";
+  const char *remote = "gpus: [{has_tenant: true, slices: 10, slices_used: 2, slices_borrowed: 2, "
+                       "slices_borrowed_used: 2, blocks_total: 10, blocks_used: 4, "
+                       "blocks_remote: 2}, {slices: 10, slices_lent: 2}]\n"
+                       "lent: [{lender: 1, borrower: 0, slices: 2, blocks: 2}]\n";
   const struct {
     const char *kind, *name, *text, *gpu, *message;
   } cases[] = {
@@ -421,6 +430,9 @@ static void test_try_policy_uncalled_gpu(void) {
       {"prefetch", "direct", bare, "1",
        ":2:40: gpus.1: --gpu 1 has no tenant (has_tenant: false): the pool calls a prefetch "
        "policy only for a GPU with a tenant (before its tenant's step)"},
+      {"prefetch", "direct", lent, "0",
+       ":2:8: gpus.0: --gpu 0 holds no remote KV (blocks_remote: 0): the pool calls a prefetch "
+       "policy only before a step of a tenant whose KV is partly on lenders"},
       {"reclaim", "drop", bare, "0",
        ":2:8: gpus.0: --gpu 0 lends nothing (no loan in lent: is from it): the pool calls a "
        "reclaim policy only for a GPU with slices lent"},
@@ -441,7 +453,7 @@ static void test_try_policy_uncalled_gpu(void) {
   }
   /* each kind on a GPU it is called for: a tenant's, a lender without a tenant */
   {
-    g_autofree char *text = g_strconcat("server: h200x2\n", lent, NULL);
+    g_autofree char *text = g_strconcat("server: h200x2\n", remote, NULL);
     g_autoptr(EmaTestRun) borrow = NULL, prefetch = NULL, reclaim = NULL;
     g_assert_true(g_file_set_contents(path, text, -1, NULL));
     borrow = ema_test_cli("try-policy", "borrow", "most-idle", path, "--gpu", "0", NULL);

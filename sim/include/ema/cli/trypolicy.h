@@ -36,7 +36,8 @@
  * most its kv_bytes, its layer_kv_s at most its layer_memory_s, that at
  * most its layer_compute_s. A step for a borrow or reclaim policy, which
  * reads none, is an error at its key. --gpu names a GPU the pool calls the
- * kind for: one with a tenant for a borrow or prefetch policy, one with a
+ * kind for: one with a tenant for a borrow policy, one with a tenant that
+ * holds remote KV (blocks_remote above 0) for a prefetch policy, one with a
  * loan in lent: for a reclaim policy. The policy's ema_policy_debug() lines
  * are printed as they come. */
 #pragma once
