@@ -401,13 +401,17 @@ static gboolean steps_check(const char *steps_csv, const char *server, GString *
     for (guint i = 0; i <= check.group_names->len; i++) {
       EmaStepCheckStats group = *stats;
       const char *name = i < check.group_names->len ? check.group_names->pdata[i] : "all all";
-      const char *space = strchr(name, ' ');
+      /* "MODEL PHASE": the phase has no space, a model (a path) may; a | in it is escaped, as
+       * markdown's tables take it */
+      const char *space = strrchr(name, ' ');
+      g_autofree char *model = g_strndup(name, (gsize) (space - name));
+      g_auto(GStrv) parts = g_strsplit(model, "|", -1);
+      g_autofree char *escaped = g_strjoinv("\\|", parts);
       if (i < check.group_names->len)
         summarize(g_hash_table_lookup(check.groups, name), &group);
-      g_string_append_printf(summary, "| %.*s | %s | %u | %.1f%% | %.1f%% | %+.1f%% |\n",
-                             (int) (space - name), name, space + 1, group.rows,
-                             100 * group.median_error, 100 * group.worst_error,
-                             100 * group.mean_signed_error);
+      g_string_append_printf(summary, "| %s | %s | %u | %.1f%% | %.1f%% | %+.1f%% |\n", escaped,
+                             space + 1, group.rows, 100 * group.median_error,
+                             100 * group.worst_error, 100 * group.mean_signed_error);
     }
   }
   models_clear(&check.models);

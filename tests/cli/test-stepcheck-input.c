@@ -262,6 +262,40 @@ static void test_long_cell(void) {
   ema_test_remove_tree(dir);
 }
 
+/* compare-steps --summary's markdown table escapes a | in a model's name (an LLM file of that
+ * name on EMA_LLM_PATH), where it split the row into one column more. */
+static void test_summary_names_escaped(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *llm_dir = g_build_filename(dir, "llms", NULL);
+  g_autofree char *steps = g_build_filename(dir, "steps.csv", NULL);
+  g_autofree char *model = NULL, *path = NULL;
+  g_autofree char *source =
+      g_build_filename(g_getenv("EMA_SOURCE_ROOT"), "hwmodels", "llms", "llama-3.1-8b.yaml", NULL);
+  g_autofree char *edit = g_strconcat("EMA_LLM_PATH=", llm_dir, NULL);
+  const char *edits[] = {edit, NULL};
+  g_autofree char *text =
+      g_strconcat(steps_header, "my|llama,1,decode,8,1000,1,0,5000,1,5\n", NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  g_assert_true(g_file_get_contents(source, &model, NULL, NULL));
+  g_assert_cmpint(g_mkdir_with_parents(llm_dir, 0755), ==, 0);
+  {
+    /* Llama-3.1-8B's file, its name: line "my|llama" (a file's name: is its file's name) */
+    GString *edited = g_string_new(NULL);
+    g_auto(GStrv) lines = g_strsplit(model, "\n", -1);
+    for (guint i = 0; lines[i]; i++)
+      g_string_append_printf(edited, "%s%s", i ? "\n" : "",
+                             g_str_has_prefix(lines[i], "name:") ? "name: \"my|llama\"" : lines[i]);
+    path = g_build_filename(llm_dir, "my|llama.yaml", NULL);
+    g_assert_true(g_file_set_contents(path, edited->str, -1, NULL));
+    g_string_free(edited, TRUE);
+  }
+  g_assert_true(g_file_set_contents(steps, text, -1, NULL));
+  run = ema_test_cli_env(edits, "compare-steps", steps, "--summary", NULL);
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(run->out, "\n| my\\|llama | decode | 1 | ");
+  ema_test_remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/stepcheck-input/tp-past-32-bits", test_tp_past_32_bits);
@@ -273,5 +307,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/stepcheck-input/measured-time", test_measured_time);
   g_test_add_func("/stepcheck-input/static/names-quoted", test_static_names_quoted);
   g_test_add_func("/stepcheck-input/static/row-read-whole", test_static_row_read_whole);
+  g_test_add_func("/stepcheck-input/summary-names-escaped", test_summary_names_escaped);
   return g_test_run();
 }
