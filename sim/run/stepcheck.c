@@ -401,8 +401,8 @@ static gboolean steps_check(const char *steps_csv, const char *server, GString *
     for (guint i = 0; i <= check.group_names->len; i++) {
       EmaStepCheckStats group = *stats;
       const char *name = i < check.group_names->len ? check.group_names->pdata[i] : "all all";
-      /* "MODEL PHASE": the phase has no space, a model (a path) may; a | in it is escaped, as
-       * markdown's tables take it */
+      /* "MODEL PHASE": the phase has no space, a model's name (its own file on EMA_LLM_PATH)
+       * may; a | in it is escaped, as markdown's tables take it */
       const char *space = strrchr(name, ' ');
       g_autofree char *model = g_strndup(name, (gsize) (space - name));
       g_auto(GStrv) parts = g_strsplit(model, "|", -1);
