@@ -162,6 +162,24 @@ static void cell_error(GError **error, const EmaCsv *table, guint index, const c
               message);
 }
 
+/* VALUE, TABLE's cell in column INDEX, is the first row's (*FIRST: NULL before it, then a copy of
+ * the first row's): a comparison has one WHAT (its borrower, its baseline); else an error at the
+ * cell naming both. */
+static gboolean same_as_first(const EmaCsv *table, guint index, const char *what, const char *value,
+                              char **first, GError **error) {
+  if (*first == NULL) {
+    *first = g_strdup(value);
+    return TRUE;
+  }
+  if (strcmp(value, *first) == 0)
+    return TRUE;
+  g_autofree char *quoted = ema_file_quote_cut(value, -1);
+  g_autofree char *first_quoted = ema_file_quote_cut(*first, -1);
+  cell_error(error, table, index, "'%s' is not the first row's %s '%s' (a comparison has one)",
+             quoted, what, first_quoted);
+  return FALSE;
+}
+
 /* Cell INDEX of TABLE's current row as a number into *VALUE (may be NULL): not negative, and
  * whole if INTEGER (ema_csv_number's error); an empty cell NAN where EMPTY_OK (a metric of a
  * tenant a point does not run, a request of one output token: no TPOT). */
@@ -1716,15 +1734,9 @@ static gboolean compare_row_ok(const EmaCsv *table, gpointer data, GError **erro
   }
   if (columns->repeat >= 0 && !cell_number(table, columns->repeat, TRUE, FALSE, &repeat, error))
     return FALSE;
-  if (columns->borrower_name == NULL)
-    columns->borrower_name = g_strdup(borrower);
-  else if (strcmp(borrower, columns->borrower_name) != 0) {
-    g_autofree char *quoted = ema_file_quote_cut(borrower, -1);
-    g_autofree char *first = ema_file_quote_cut(columns->borrower_name, -1);
-    cell_error(error, table, (guint) columns->borrower,
-               "'%s' is not the first row's borrower '%s' (a comparison has one)", quoted, first);
+  if (!same_as_first(table, (guint) columns->borrower, "borrower", borrower,
+                     &columns->borrower_name, error))
     return FALSE;
-  }
   if (repeat != 0)
     return TRUE; /* with repeats, the first repeat's run of each variant is drawn */
   variant_dir = g_build_filename(columns->dir, sub, NULL);
@@ -1858,15 +1870,8 @@ static gboolean paired_row_ok(const EmaCsv *table, gpointer data, GError **error
       !compare_name(table, cols[2], columns->paired, "paired metric", table->fields[cols[2]],
                     error))
     return FALSE;
-  if (columns->baseline == NULL)
-    columns->baseline = g_strdup(baseline);
-  else if (strcmp(baseline, columns->baseline) != 0) {
-    g_autofree char *quoted = ema_file_quote_cut(baseline, -1);
-    g_autofree char *first = ema_file_quote_cut(columns->baseline, -1);
-    cell_error(error, table, (guint) cols[1],
-               "'%s' is not the first row's baseline '%s' (a comparison has one)", quoted, first);
+  if (!same_as_first(table, (guint) cols[1], "baseline", baseline, &columns->baseline, error))
     return FALSE;
-  }
   if (strcmp(variant, baseline) == 0) {
     g_autofree char *quoted = ema_file_quote_cut(variant, -1);
     cell_error(error, table, (guint) cols[0], "'%s' is the baseline itself", quoted);
