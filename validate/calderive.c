@@ -797,15 +797,18 @@ gboolean ema_calibration_write_results(EmaReport *report, const EmaCalibrationRu
       !derive_step(report, output->results_dir, &figures, error))
     return FALSE;
   figures.rederived_command = output->new_run ? NULL : output->rederived_command;
+  /* a new run's measurements are kept though its model does not load (derived again once it
+   * is mended); derived again, derived.csv is rewritten only once the model was (a model that
+   * does not load left the earlier one beside a derived.csv of figures no model holds) */
   if (output->new_run) {
     if (!ema_report_write_csv(report, output->results_dir, error) ||
-        !ema_calibration_run_save(run, output->results_dir, error))
+        !ema_calibration_run_save(run, output->results_dir, error) ||
+        !ema_calibration_write(&figures, output->output, error))
       return FALSE;
-  } else if (!ema_report_write_derived_csv(report, output->results_dir, error)) {
+  } else if (!ema_calibration_write(&figures, output->output, error) ||
+             !ema_report_write_derived_csv(report, output->results_dir, error)) {
     return FALSE;
   }
-  if (!ema_calibration_write(&figures, output->output, error))
-    return FALSE;
   if (output->log == NULL)
     return TRUE;
   print_figures(output->log, &figures);
@@ -822,17 +825,22 @@ const char *const ema_calibration_results_entries[] = {"measurements.csv", "samp
                                                        "derived.csv", PROVENANCE_FILE, NULL};
 
 gboolean ema_calibration_claim_results(const char *dir, GError **error) {
-  return ema_output_claim_dir_kind(dir, EMA_CALIBRATE_OUTPUT_KIND, ema_calibration_results_entries,
-                                   EMA_OUTPUT_CLAIM_CLEAR, error);
+  const EmaOutputClaimAs as = {.kind = EMA_CALIBRATE_OUTPUT_KIND, .option = "--results"};
+  return ema_output_claim_dir_as(dir, &as, ema_calibration_results_entries, EMA_OUTPUT_CLAIM_CLEAR,
+                                 error);
 }
 
 gboolean ema_calibration_from_results(const char *dir, const char *output, const char *command,
                                       const EmaServerSpec *reference, FILE *log, GError **error) {
-  g_autoptr(EmaCalibrationRun) run = ema_calibration_run_load(dir, error);
+  const EmaOutputClaimAs as = {.kind = EMA_CALIBRATE_OUTPUT_KIND, .option = "--from-results"};
+  g_autoptr(EmaCalibrationRun) run = NULL;
   g_autoptr(EmaReport) report = NULL;
   g_autofree char *path = NULL;
   EmaCalibrationOutput out = {0};
-  if (run == NULL)
+  /* held before it is read: a calibration measuring into DIR now (its claim removed the files
+   * read here; it writes them at its end) is refused, not mixed with, and a folder another kind
+   * of command claimed keeps its derived.csv; no marker is written (the committed results) */
+  if (!ema_output_hold_dir(dir, &as, error) || (run = ema_calibration_run_load(dir, error)) == NULL)
     return FALSE;
   report = ema_report_read_csv(dir, error);
   if (report == NULL)

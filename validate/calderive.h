@@ -128,11 +128,13 @@ extern const char *const ema_calibration_results_entries[];
  * Errors: the claim's (G_FILE_ERROR, naming DIR). */
 gboolean ema_calibration_claim_results(const char *dir, GError **error);
 
-/* `ema-validate calibrate --from-results DIR`: read DIR's provenance.txt,
- * measurements.csv and samples.csv, derive the figures again, rewrite
- * DIR/derived.csv and write the model to OUTPUT (NULL:
- * hwmodels/calibration/NAME.yaml). COMMAND goes into the model's header;
- * the figures go to LOG (may be NULL), beside REFERENCE's (may be NULL). */
+/* `ema-validate calibrate --from-results DIR`: hold DIR (ema_output_hold_dir: refused while
+ * another process holds it, a calibration measuring into it, or where its marker records
+ * another kind of command; no marker written, so the committed results stay as they are), read
+ * its provenance.txt, measurements.csv and samples.csv, derive the figures again, write the
+ * model to OUTPUT (NULL: hwmodels/calibration/NAME.yaml), then rewrite DIR/derived.csv (a model
+ * that does not load leaves both as they were). COMMAND goes into the model's header; the
+ * figures go to LOG (may be NULL), beside REFERENCE's (may be NULL). */
 gboolean ema_calibration_from_results(const char *dir, const char *output, const char *command,
                                       const EmaServerSpec *reference, FILE *log, GError **error);
 

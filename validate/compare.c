@@ -18,6 +18,10 @@
  * NVLink fabric */
 #define MAX_GBPS 1e9
 
+static const char *const former_run_entries[] = {PROVENANCE_FILE, "compare.md", NULL};
+const EmaOutputClaimAs ema_run_output_claim = {
+    .kind = EMA_RUN_OUTPUT_KIND, .former = "run", .former_entries = former_run_entries};
+
 void ema_compare_judge(EmaOpResult *result, const EmaOpExpect *expect,
                        const EmaExperiment *experiment, EmaOpsReport *report) {
   ema_op_result_judge(result, expect, experiment->tolerance, &report->failed);

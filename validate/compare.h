@@ -22,8 +22,17 @@
 
 #include "ema/run/experiment.h"
 #include "ema/run/ops.h"
+#include "ema/run/output.h"
 
 G_BEGIN_DECLS
+
+/* The kind the folders of `ema-validate run` and `compare` record in their markers (output.h):
+ * compare writes beside the measurements run wrote, so they share it; a refusal by another
+ * command names this program, not ema-sim run. Their folders recorded ema-sim run's kind, "run",
+ * before: ema_run_output_claim takes one of those where its marker lists provenance.txt or
+ * compare.md (which ema-sim never writes), records this kind then, and refuses an ema-sim run's. */
+#define EMA_RUN_OUTPUT_KIND "ema-validate run"
+extern const EmaOutputClaimAs ema_run_output_claim;
 
 /* Fill RESULT's expectation fields from EXPECT as ema-sim does (seconds_ns
  * and bandwidth already set; the experiment's tolerance by default), and

@@ -597,8 +597,10 @@ static int command_compare(int argc, char **argv, const char *command) {
   /* the simulator's own outputs beside the comparison */
   sim_dir = g_build_filename(dir, "sim", NULL);
   /* a run's folder (the measurements': ema-validate run's, or one it now writes), never a
-   * sweep's or a pool's: compare.csv in a sweep folder broke `ema-sim plot` of it */
-  if (!ema_output_claim_dir_kind(dir, "run", compare_entries, EMA_OUTPUT_CLAIM_KEEP, &error) ||
+   * sweep's, a pool's or ema-sim run's: compare.csv in a sweep folder broke `ema-sim plot` of
+   * it; sim/ is an ema-sim run's (the simulator's own outputs) */
+  if (!ema_output_claim_dir_as(dir, &ema_run_output_claim, compare_entries, EMA_OUTPUT_CLAIM_KEEP,
+                               &error) ||
       !ema_output_claim_dir(sim_dir, NULL, &error) ||
       !ema_output_write_resolved(sim_dir, experiment, &error) ||
       !ema_output_write_ops_summary(sim_dir, experiment, simulated,

@@ -480,10 +480,12 @@ EmaOpsReport *ema_run_experiment(const EmaExperiment *experiment, const EmaRunOp
                 count == 1 ? "" : "s");
     return NULL;
   }
-  /* the folder is claimed as ema-sim's runs claim theirs (output.h): what
-   * an earlier run wrote there goes, a user's file stays */
+  /* the folder is claimed as ema-sim's runs claim theirs (output.h), in this program's kind
+   * (compare.h): what an earlier run wrote there goes, a user's file stays */
   if ((gpus = gpu_list(count, error)) == NULL ||
-      !output_ok(ema_output_claim_dir(dir, ema_run_results_entries, error), error))
+      !output_ok(
+          ema_output_claim_run_dir_as(dir, &ema_run_output_claim, ema_run_results_entries, error),
+          error))
     return NULL;
 
   shapes = g_new0(EmaKernelShape, count);

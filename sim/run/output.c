@@ -7,8 +7,10 @@
  * entries an earlier run wrote there is left (so nothing in it can pass for
  * a result of this run), nothing ema-sim did not write is touched (a
  * claimed sub-folder loses only what its own marker lists), a folder the
- * marker says one kind of command wrote (run, sweep, frontier) is never
- * taken over by another (ema_output_claim_dir_kind), and no other
+ * marker says one kind of command wrote (run, sweep, frontier, an
+ * ema-validate command's) is never taken over by another
+ * (ema_output_claim_dir_as; a kind's former name is its own only where the
+ * marker lists an entry that only its command wrote), and no other
  * ema-sim process writes there while this one lives (an flock on the
  * folder; a sweep hands its point's lock to the run it starts), and a
  * folder that another's marker lists (a sweep's point) is claimed only by
@@ -150,7 +152,7 @@ static GPtrArray *read_marker(const char *dir, char **kind, GError **error);
  * point, a comparison's variant, validate compare's sim/) and this process did not claim that
  * parent: the parent's own tables (sweep.csv, compare.csv) describe what DIR holds, and another
  * run written there would leave them describing results that are gone. */
-static gboolean part_of_another(const char *dir, GError **error) {
+static gboolean part_of_another(const char *dir, const char *option, GError **error) {
   g_autofree char *real = realpath(dir, NULL);
   g_autofree char *parent = NULL, *base = NULL, *marker = NULL, *kind = NULL;
   g_autoptr(GPtrArray) names = NULL;
@@ -170,13 +172,13 @@ static gboolean part_of_another(const char *dir, GError **error) {
   if (g_strcmp0(kind, "sweep") == 0)
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
                 "output directory %s is a point of the sweep in %s, whose sweep.csv describes "
-                "it: run the sweep again to rerun its points, or give another -o",
-                dir, parent);
+                "it: run the sweep again to rerun its points, or give another %s",
+                dir, parent, option);
   else
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
                 "output directory %s belongs to the output in %s (its %s lists it, and its "
-                "tables describe what it holds): give another -o",
-                dir, parent, EMA_OUTPUT_MARKER);
+                "tables describe what it holds): give another %s",
+                dir, parent, EMA_OUTPUT_MARKER, option);
   return FALSE;
 }
 
@@ -201,7 +203,7 @@ static gboolean adopt_claim(const char *dir) {
 /* Lock DIR against every other ema-sim process for as long as this one
  * lives (flock on the folder itself: nothing more is written into it, and
  * a killed process's lock goes with it). */
-static gboolean lock_dir(const char *dir, GError **error) {
+static gboolean lock_dir(const char *dir, const char *option, GError **error) {
   int fd;
   if (ema_output_lock_fd(dir) >= 0)
     return TRUE;
@@ -214,8 +216,8 @@ static gboolean lock_dir(const char *dir, GError **error) {
     if (saved == EWOULDBLOCK) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
                   "output directory %s is in use by another ema-sim process (a run, compare or "
-                  "sweep writing there now): wait for it, or give another -o",
-                  dir);
+                  "sweep writing there now): wait for it, or give another %s",
+                  dir, option);
       return FALSE;
     }
     return file_error(error, saved, "lock output directory", dir);
@@ -372,7 +374,8 @@ static gboolean write_marker(const char *dir, const char *kind, const char *cons
 /* DIR's entries are all this process's marker leftovers, or (SHARED: the
  * processes sharing it by design) claimed folders or the marker leftover
  * of another of them; ERROR names DIR otherwise. */
-static gboolean only_ours(const char *dir, gboolean shared, GPtrArray *leftovers, GError **error) {
+static gboolean only_ours(const char *dir, gboolean shared, GPtrArray *leftovers,
+                          const char *option, GError **error) {
   g_autoptr(GDir) handle = g_dir_open(dir, 0, error);
   const char *name;
   if (handle == NULL)
@@ -384,8 +387,8 @@ static gboolean only_ours(const char *dir, gboolean shared, GPtrArray *leftovers
     if (!is_marker_leftover(name)) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
                   "output directory %s is not empty and not an ema-sim output folder (no %s): "
-                  "give another -o, or empty it",
-                  dir, EMA_OUTPUT_MARKER);
+                  "give another %s, or empty it",
+                  dir, EMA_OUTPUT_MARKER, option);
       return FALSE;
     }
     g_ptr_array_add(leftovers, g_build_filename(dir, name, NULL));
@@ -396,14 +399,14 @@ static gboolean only_ours(const char *dir, gboolean shared, GPtrArray *leftovers
 /* A claim without a lock by one of several processes writing into DIR
  * together (KEEP): the first to find no marker writes it. */
 static gboolean claim_shared(const char *dir, const char *kind, const char *const *entries,
-                             GError **error) {
+                             const char *option, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
   g_autoptr(GPtrArray) leftovers = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) names = NULL;
   GError *local = NULL;
   if (g_file_test(marker, G_FILE_TEST_EXISTS))
     return (names = read_marker(dir, NULL, error)) != NULL;
-  if (!only_ours(dir, TRUE, leftovers, error))
+  if (!only_ours(dir, TRUE, leftovers, option, error))
     return FALSE;
   if (write_marker(dir, kind, entries, FALSE, &local))
     return TRUE;
@@ -424,7 +427,7 @@ static gboolean claim_shared(const char *dir, const char *kind, const char *cons
  * marker lists (a user's sweep.csv, compare.md) is refused, never
  * overwritten, unless it is a claimed folder itself. */
 static gboolean claim_keeping(const char *dir, const char *kind, const char *const *entries,
-                              gboolean prune, GError **error) {
+                              gboolean prune, const char *option, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
   g_autofree char *recorded = NULL;
   g_autoptr(GPtrArray) names = NULL;
@@ -449,8 +452,8 @@ static gboolean claim_keeping(const char *dir, const char *kind, const char *con
       continue;
     if (g_lstat(path, &st) == 0 && !g_file_test(inner, G_FILE_TEST_IS_REGULAR)) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
-                  "%s exists and is not ema-sim's (no %s lists it): move it, or give another -o",
-                  path, marker);
+                  "%s exists and is not ema-sim's (no %s lists it): move it, or give another %s",
+                  path, marker, option);
       return FALSE;
     }
     g_ptr_array_add(names, g_strdup(entries[i]));
@@ -465,46 +468,73 @@ static char *kind_command(const char *kind) {
   return g_str_has_prefix(kind, "ema-") ? g_strdup(kind) : g_strconcat("ema-sim ", kind, NULL);
 }
 
-/* DIR's marker, where it has one, records no kind or KIND (a NULL KIND takes any). */
-static gboolean same_kind(const char *dir, const char *kind, GError **error) {
+/* The option a refusal of AS's claim asks for another of. */
+static const char *claim_option(const EmaOutputClaimAs *as) {
+  return as->option ? as->option : "-o";
+}
+
+/* DIR's marker, where it has one, records no kind or AS's (a NULL kind takes any), or AS's former
+ * kind and lists one of its former entries (a folder this command claimed before its kind was
+ * named so). CLAIMING: the refusal says the folder may be removed (a hold only writes into it). */
+static gboolean same_kind(const char *dir, const EmaOutputClaimAs *as, gboolean claiming,
+                          GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
   g_autofree char *recorded = NULL, *holds = NULL, *wanted = NULL;
   g_autoptr(GPtrArray) names = NULL;
   GStatBuf st;
-  if (kind == NULL || g_lstat(marker, &st) != 0)
+  if (as->kind == NULL || g_lstat(marker, &st) != 0)
     return TRUE;
   if ((names = read_marker(dir, &recorded, error)) == NULL)
     return FALSE;
-  if (recorded == NULL || strcmp(recorded, kind) == 0)
+  if (recorded == NULL || strcmp(recorded, as->kind) == 0)
     return TRUE;
+  if (as->former && strcmp(recorded, as->former) == 0)
+    for (guint i = 0; as->former_entries && as->former_entries[i]; i++)
+      if (g_ptr_array_find_with_equal_func(names, as->former_entries[i], g_str_equal, NULL))
+        return TRUE;
   holds = kind_command(recorded);
-  wanted = kind_command(kind);
+  wanted = kind_command(as->kind);
   g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
               "output directory %s holds the output of %s (its %s says so), not of %s: give "
-              "another -o, or remove the folder first",
-              dir, holds, EMA_OUTPUT_MARKER, wanted);
+              "another %s%s",
+              dir, holds, EMA_OUTPUT_MARKER, wanted, claim_option(as),
+              claiming ? ", or remove the folder first" : "");
   return FALSE;
 }
 
 gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
                                    EmaOutputClaimFlags flags, GError **error) {
-  return ema_output_claim_dir_kind(dir, NULL, entries, flags, error);
+  const EmaOutputClaimAs as = {0};
+  return ema_output_claim_dir_as(dir, &as, entries, flags, error);
 }
 
-gboolean ema_output_dir_named(const char *dir, GError **error) {
+/* FALSE with an error where DIR cannot name an output folder, which OPTION named. */
+static gboolean dir_named(const char *dir, const char *option, GError **error) {
   if (*dir == '\0') { /* (-o '': mkdir's "Invalid argument" named no folder) */
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-                "the output directory's name is empty: give a folder (-o DIR)");
+                "the output directory's name is empty: give a folder (%s DIR)", option);
     return FALSE;
   }
   return TRUE;
 }
 
+gboolean ema_output_dir_named(const char *dir, GError **error) {
+  return dir_named(dir, "-o", error);
+}
+
 gboolean ema_output_claim_dir_kind(const char *dir, const char *kind, const char *const *entries,
                                    EmaOutputClaimFlags flags, GError **error) {
+  const EmaOutputClaimAs as = {.kind = kind};
+  return ema_output_claim_dir_as(dir, &as, entries, flags, error);
+}
+
+gboolean ema_output_claim_dir_as(const char *dir, const EmaOutputClaimAs *as,
+                                 const char *const *entries, EmaOutputClaimFlags flags,
+                                 GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  const char *option = claim_option(as);
   GStatBuf st;
-  if (!ema_output_dir_named(dir, error))
+  if (!dir_named(dir, option, error))
     return FALSE;
   if (g_file_test(dir, G_FILE_TEST_EXISTS) && !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR,
@@ -515,29 +545,40 @@ gboolean ema_output_claim_dir_kind(const char *dir, const char *kind, const char
     return file_error(error, errno, "create output directory", dir);
   if (adopt_claim(dir))
     return TRUE;
-  if (!part_of_another(dir, error))
+  if (!part_of_another(dir, option, error))
     return FALSE;
-  if (!(flags & EMA_OUTPUT_CLAIM_SHARED) && !lock_dir(dir, error))
+  if (!(flags & EMA_OUTPUT_CLAIM_SHARED) && !lock_dir(dir, option, error))
     return FALSE;
-  if (!same_kind(dir, kind, error))
+  if (!same_kind(dir, as, TRUE, error))
     return FALSE;
   note_claimed(dir);
   if (flags & EMA_OUTPUT_CLAIM_SHARED)
-    return claim_shared(dir, kind, entries, error);
+    return claim_shared(dir, as->kind, entries, option, error);
   if (flags & EMA_OUTPUT_CLAIM_KEEP)
-    return claim_keeping(dir, kind, entries, (flags & EMA_OUTPUT_CLAIM_PRUNE) != 0, error);
+    return claim_keeping(dir, as->kind, entries, (flags & EMA_OUTPUT_CLAIM_PRUNE) != 0, option,
+                         error);
   if (g_lstat(marker, &st) == 0) {
     if (!clear_listed(dir, error))
       return FALSE;
   } else {
     g_autoptr(GPtrArray) leftovers = g_ptr_array_new_with_free_func(g_free);
-    if (!only_ours(dir, FALSE, leftovers, error))
+    if (!only_ours(dir, FALSE, leftovers, option, error))
       return FALSE;
     for (guint i = 0; i < leftovers->len; i++)
       if (!remove_entry(leftovers->pdata[i], error))
         return FALSE;
   }
-  return write_marker(dir, kind, entries, TRUE, error);
+  return write_marker(dir, as->kind, entries, TRUE, error);
+}
+
+gboolean ema_output_hold_dir(const char *dir, const EmaOutputClaimAs *as, GError **error) {
+  const char *option = claim_option(as);
+  if (!dir_named(dir, option, error))
+    return FALSE;
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR))
+    return TRUE; /* nothing there to hold: its reader says what is missing */
+  return part_of_another(dir, option, error) && lock_dir(dir, option, error) &&
+         same_kind(dir, as, FALSE, error);
 }
 
 gboolean ema_output_remove_own(const char *path, GError **error) {
@@ -579,15 +620,21 @@ gboolean ema_output_remove_entries(const char *dir, const char *const *names, GE
   return TRUE;
 }
 
-gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error) {
+gboolean ema_output_claim_run_dir_as(const char *dir, const EmaOutputClaimAs *as,
+                                     const char *const *extra, GError **error) {
   g_autoptr(GPtrArray) entries = g_ptr_array_new();
   for (guint i = 0; run_entries[i]; i++)
     g_ptr_array_add(entries, (gpointer) run_entries[i]);
   for (guint i = 0; extra && extra[i]; i++)
     g_ptr_array_add(entries, (gpointer) extra[i]);
   g_ptr_array_add(entries, NULL);
-  return ema_output_claim_dir_kind(dir, "run", (const char *const *) entries->pdata,
-                                   EMA_OUTPUT_CLAIM_CLEAR, error);
+  return ema_output_claim_dir_as(dir, as, (const char *const *) entries->pdata,
+                                 EMA_OUTPUT_CLAIM_CLEAR, error);
+}
+
+gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error) {
+  const EmaOutputClaimAs as = {.kind = "run"};
+  return ema_output_claim_run_dir_as(dir, &as, extra, error);
 }
 
 static gboolean write_file(const char *dir, const char *name, const char *text, GError **error) {

@@ -8,8 +8,10 @@
  * which need no GPU. Misuse: an option of one value given twice, empty names,
  * -o into another command's folder, a 1 TiB dry-run pool, ema-sim's results given to
  * compare --measured as measurements; errors at a place start with it, as ema-sim's do. */
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -737,6 +739,72 @@ static void test_from_results(void) {
   ema_test_remove_tree(dir);
 }
 
+/* calibrate --from-results DIR rewrites DIR/derived.csv: it holds DIR as a claim would (no
+ * marker written). A DIR another process holds (a calibration measuring into it, whose claim
+ * removed the files read here) and one whose marker says another kind of command wrote it are
+ * refused, naming --from-results, with no derived.csv and no model written (both were written);
+ * a DIR calibrate claimed, and one no claim made (the committed results), are derived again, and
+ * the latter is left without a marker. */
+static void test_from_results_held(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *model = g_build_filename(dir, "model.yaml", NULL);
+  g_autofree char *held = g_build_filename(dir, "held", NULL);
+  g_autofree char *other = g_build_filename(dir, "other", NULL);
+  g_autofree char *own = g_build_filename(dir, "own", NULL);
+  g_autofree char *plain = g_build_filename(dir, "plain", NULL);
+  g_autofree char *want_held = NULL, *want_other = NULL, *marker = NULL;
+  const char *const files[] = {"measurements.csv", "samples.csv", "provenance.txt", NULL};
+  const char *const folders[] = {held, other, own, plain};
+  int fd;
+  for (guint i = 0; i < G_N_ELEMENTS(folders); i++) {
+    g_assert_cmpint(g_mkdir(folders[i], 0755), ==, 0);
+    g_free(copy_calibrate_results(folders[i], files));
+  }
+  g_free(user_file(other, ".ema-output", "# kind: sweep\nsweep.csv\n"));
+  g_free(user_file(own, ".ema-output",
+                   "# kind: ema-validate calibrate\nmeasurements.csv\nsamples.csv\nderived.csv\n"
+                   "provenance.txt\n"));
+  want_held = g_strdup_printf("ema-validate: output directory %s is in use by another ema-sim "
+                              "process (a run, compare or sweep writing there now): wait for it, "
+                              "or give another --from-results\n",
+                              held);
+  want_other =
+      g_strdup_printf("ema-validate: output directory %s holds the output of ema-sim sweep "
+                      "(its .ema-output says so), not of ema-validate calibrate: give "
+                      "another --from-results\n",
+                      other);
+  fd = open(held, O_RDONLY | O_DIRECTORY);
+  g_assert_cmpint(flock(fd, LOCK_EX | LOCK_NB), ==, 0); /* as a calibration measuring holds it */
+  {
+    g_autoptr(EmaTestRun) in_use =
+        cli_without_devices("calibrate", "--from-results", held, "-o", model, NULL);
+    g_autoptr(EmaTestRun) sweep =
+        cli_without_devices("calibrate", "--from-results", other, "-o", model, NULL);
+    ema_test_assert_failed(in_use, 1, want_held);
+    ema_test_assert_failed(sweep, 1, want_other);
+  }
+  close(fd);
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *derived = g_build_filename(folders[i], "derived.csv", NULL);
+    g_assert_false(g_file_test(derived, G_FILE_TEST_EXISTS));
+  }
+  g_assert_false(g_file_test(model, G_FILE_TEST_EXISTS));
+  marker = g_build_filename(other, ".ema-output", NULL);
+  assert_kept(marker, "# kind: sweep\nsweep.csv\n");
+  g_free(marker);
+  for (guint i = 2; i < G_N_ELEMENTS(folders); i++) {
+    g_autoptr(EmaTestRun) run =
+        cli_without_devices("calibrate", "--from-results", folders[i], "-o", model, NULL);
+    g_autofree char *derived = NULL;
+    ema_test_assert_ok(run);
+    derived = ema_test_read_file(folders[i], "derived.csv");
+    ema_test_assert_contains(derived, "\nlender-loss-per-pulled-byte,");
+  }
+  marker = g_build_filename(plain, ".ema-output", NULL);
+  g_assert_false(g_file_test(marker, G_FILE_TEST_EXISTS));
+  ema_test_remove_tree(dir);
+}
+
 /* calibrate --from-results with a provenance.txt that is a FIFO refuses it at once, as its CSV
  * files are, never waiting for a writer; compare --measured goes on without it. */
 static void test_from_results_fifo(void) {
@@ -880,13 +948,16 @@ static void test_calibrate_output_not_file(void) {
 /* 37#8, 37#17: samples so small that no copy fit is finite, a model whose
  * figures are out of range, or a negative sample time are errors (no
  * abort), and an earlier model at -o is left as it was (one that did not
- * load as a server was written over it, then removed). */
+ * load as a server was written over it, then removed), and so is the
+ * earlier derived.csv beside the measurements (the figures of a model that
+ * did not load were written over it). */
 static void test_from_results_degenerate(void) {
   g_autofree char *dir = ema_test_temp_dir();
   const char *const files[] = {"measurements.csv", "provenance.txt", NULL};
   g_autofree char *results = copy_calibrate_results(dir, files);
   g_autofree char *model = g_build_filename(dir, "model.yaml", NULL);
   g_autofree char *samples = g_build_filename(dir, "samples.csv", NULL);
+  g_autofree char *derived = user_file(dir, "derived.csv", "name,value,unit,description\n");
   const char *const earlier = "name: earlier\n";
   const char *const cases[][2] = {{"1e-300", "admit no finite fit"},
                                   {"1e18", "the derived model does not load as a server"},
@@ -910,6 +981,7 @@ static void test_from_results_degenerate(void) {
       ema_test_assert_contains(run->err, cases[c][1]);
     }
     assert_kept(model, earlier);
+    assert_kept(derived, "name,value,unit,description\n");
   }
   ema_test_remove_tree(dir);
 }
@@ -1003,6 +1075,87 @@ static void test_claim_kinds(void) {
   ema_test_remove_tree(dir);
 }
 
+/* DIR's entry names, one a line (sorted). */
+static char *entry_names(const char *dir) {
+  g_autoptr(GPtrArray) names = ema_test_list_dir(dir, "");
+  g_ptr_array_add(names, NULL);
+  return g_strjoinv("\n", (char **) names->pdata);
+}
+
+/* The folders of `ema-validate run` and `compare` record their own kind, "ema-validate run"
+ * (they recorded ema-sim run's, so another command's refusal named ema-sim run): ema-sim run
+ * refuses one, naming ema-validate run, and compare refuses an ema-sim run's folder (it took it,
+ * adding compare.md and sim/ beside the simulator's results); both folders stay as they were.
+ * Folders compare and run claimed before, recording "run" and listing compare.md or
+ * provenance.txt, are still theirs: taken, each recording the new kind after. */
+static void test_run_folder_kind(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *compared = g_build_filename(dir, "compared", NULL);
+  g_autofree char *simulated = g_build_filename(dir, "simulated", NULL);
+  g_autofree char *former = g_build_filename(dir, "former", NULL);
+  g_autofree char *former_run = g_build_filename(dir, "former-run", NULL);
+  g_autofree char *fixture = g_build_filename(g_getenv("EMA_SOURCE_ROOT"), FIXTURE_MEASURED, NULL);
+  g_autofree char *compared_entries = NULL, *simulated_entries = NULL, *after = NULL;
+  g_autofree char *marker = NULL, *want_sim = NULL, *want_validate = NULL, *notes = NULL;
+  g_autofree char *run_marker = NULL;
+  g_autofree char *compared_marker = g_build_filename(compared, ".ema-output", NULL);
+  {
+    g_autoptr(EmaTestRun) compare = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
+                                                        FIXTURE_MEASURED, "-o", compared, NULL);
+    g_autoptr(EmaTestRun) sim = ema_test_cli("run", FIXTURE_EXPERIMENT, "-o", simulated, NULL);
+    ema_test_assert_ok(compare);
+    ema_test_assert_ok(sim);
+  }
+  marker = ema_test_read_file(compared, ".ema-output");
+  ema_test_assert_contains(marker, "\n# kind: ema-validate run\n");
+  compared_entries = entry_names(compared);
+  simulated_entries = entry_names(simulated);
+  want_sim = g_strdup_printf("ema-sim: output directory %s holds the output of ema-validate run "
+                             "(its .ema-output says so), not of ema-sim run: give another -o, or "
+                             "remove the folder first\n",
+                             compared);
+  want_validate = g_strdup_printf("ema-validate: output directory %s holds the output of ema-sim "
+                                  "run (its .ema-output says so), not of ema-validate run: give "
+                                  "another -o, or remove the folder first\n",
+                                  simulated);
+  {
+    g_autoptr(EmaTestRun) sim = ema_test_cli("run", FIXTURE_EXPERIMENT, "-o", compared, NULL);
+    g_autoptr(EmaTestRun) compare = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
+                                                        FIXTURE_MEASURED, "-o", simulated, NULL);
+    ema_test_assert_failed(sim, 1, want_sim);
+    ema_test_assert_failed(compare, 1, want_validate);
+  }
+  assert_kept(compared_marker, marker);
+  after = entry_names(compared);
+  g_assert_cmpstr(after, ==, compared_entries);
+  g_free(after);
+  after = entry_names(simulated);
+  g_assert_cmpstr(after, ==, simulated_entries);
+  /* a compare's folder and a run's, as they were claimed before */
+  g_free(user_file(former, ".ema-output", "# kind: run\ncompare.csv\ncompare.md\nsim\n"));
+  g_free(user_file(former, "compare.md", "earlier\n"));
+  g_free(user_file(former_run, ".ema-output",
+                   "# kind: run\nsummary.json\nresolved.yaml\ndecode.csv\nprovenance.txt\n"));
+  copy_file(fixture, former_run, "summary.json");
+  copy_file(fixture, former_run, "provenance.txt");
+  {
+    g_autoptr(EmaTestRun) compare = cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured",
+                                                        FIXTURE_MEASURED, "-o", former, NULL);
+    g_autoptr(EmaTestRun) in_place =
+        cli_without_devices("compare", FIXTURE_EXPERIMENT, "--measured", former_run, NULL);
+    ema_test_assert_ok(compare);
+    ema_test_assert_ok(in_place);
+  }
+  g_free(marker);
+  marker = ema_test_read_file(former, ".ema-output");
+  ema_test_assert_contains(marker, "\n# kind: ema-validate run\n");
+  run_marker = ema_test_read_file(former_run, ".ema-output");
+  ema_test_assert_contains(run_marker, "\n# kind: ema-validate run\nsummary.json\n");
+  notes = ema_test_read_file(former, "compare.md");
+  g_assert_null(strstr(notes, "earlier"));
+  ema_test_remove_tree(dir);
+}
+
 /* A dry run of a 1 TiB lender region (the largest --lender-region takes) ends in seconds: each
  * slice freed moved every other one of its list, and each mapping's lookup walked chains of
  * hundreds (GLib's 64-bit hash keeps the low 32 bits of 2 MiB-aligned addresses): 159 s. */
@@ -1032,6 +1185,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/error-prefix", test_error_prefix);
   g_test_add_func("/validate/cli/from-results-degenerate", test_from_results_degenerate);
   g_test_add_func("/validate/cli/from-results-fifo", test_from_results_fifo);
+  g_test_add_func("/validate/cli/from-results-held", test_from_results_held);
   g_test_add_func("/validate/cli/calibrate-output-dir", test_calibrate_output_dir);
   g_test_add_func("/validate/cli/calibrate-output-results-file",
                   test_calibrate_output_results_file);
@@ -1047,6 +1201,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/cli/profile-missing-capture", test_profile_missing_capture);
   g_test_add_func("/validate/cli/option-twice", test_option_twice);
   g_test_add_func("/validate/cli/claim-kinds", test_claim_kinds);
+  g_test_add_func("/validate/cli/run-folder-kind", test_run_folder_kind);
   g_test_add_func("/validate/cli/pool-large-region", test_pool_large_region);
   return g_test_run();
 }

@@ -4,9 +4,12 @@
  * ema-sim judges them, the measured summary.json read back for the
  * experiment of tests/fixtures/compare/ (and every way such a file can be
  * missing, malformed, too deep for json-glib, another experiment's or a simulation's that
- * ema-sim wrote), and the written compare.csv and compare.md. */
+ * ema-sim wrote), the written compare.csv and compare.md, and the claims of
+ * run's and compare's folder (their kind, EMA_RUN_OUTPUT_KIND). */
 #include <math.h>
 #include <string.h>
+
+#include <glib/gstdio.h>
 
 #include "compare.h"
 #include "ema/run/output.h"
@@ -501,6 +504,60 @@ static void test_provenance(void) {
   ema_test_remove_tree(empty);
 }
 
+/* `compare` measuring now claims its folder twice in one process, as run does (a run's entries,
+ * CLEAR) then as compare does (its own, KEEP): both in ema-validate's kind, the marker listing
+ * both. A folder recording ema-sim run's kind is taken only where it lists an entry that
+ * ema-validate wrote (provenance.txt, compare.md: one claimed before the kind was its own), and
+ * records ema-validate's kind after; an ema-sim run's folder is refused, named as ema-sim run's,
+ * its files as they were. */
+static void test_run_folder_claim(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *measured = g_build_filename(dir, "measured", NULL);
+  g_autofree char *former = g_build_filename(dir, "former", NULL);
+  g_autofree char *simulated = g_build_filename(dir, "simulated", NULL);
+  g_autofree char *former_provenance = g_build_filename(former, "provenance.txt", NULL);
+  g_autofree char *want = NULL, *marker = NULL, *kept = NULL;
+  static const char *const run_files[] = {"provenance.txt", "derived.csv", NULL};
+  static const char *const compare_files[] = {"compare.csv", "compare.md", "sim", NULL};
+  GError *error = NULL;
+  g_assert_true(ema_output_claim_run_dir_as(measured, &ema_run_output_claim, run_files, &error));
+  g_assert_no_error(error);
+  g_assert_true(ema_output_claim_dir_as(measured, &ema_run_output_claim, compare_files,
+                                        EMA_OUTPUT_CLAIM_KEEP, &error));
+  g_assert_no_error(error);
+  marker = ema_test_read_file(measured, ".ema-output");
+  ema_test_assert_contains(marker, "\n# kind: " EMA_RUN_OUTPUT_KIND "\nsummary.json\n");
+  ema_test_assert_contains(marker, "\nplots\nprovenance.txt\nderived.csv\ncompare.md\nsim\n");
+  ema_output_release_dir(measured);
+  g_free(marker);
+  /* as run claimed its folder before: its files go, the kind is ema-validate's after */
+  g_assert_cmpint(g_mkdir(former, 0755), ==, 0);
+  write_text(former, ".ema-output", "# kind: run\nsummary.json\nprovenance.txt\n");
+  write_text(former, "provenance.txt", "[run]\n");
+  g_assert_true(ema_output_claim_run_dir_as(former, &ema_run_output_claim, run_files, &error));
+  g_assert_no_error(error);
+  g_assert_false(g_file_test(former_provenance, G_FILE_TEST_EXISTS));
+  marker = ema_test_read_file(former, ".ema-output");
+  ema_test_assert_contains(marker, "\n# kind: " EMA_RUN_OUTPUT_KIND "\n");
+  /* an ema-sim run's */
+  g_assert_true(ema_output_claim_dir(simulated, NULL, &error));
+  g_assert_no_error(error);
+  write_text(simulated, "summary.json", "{}\n");
+  ema_output_release_dir(simulated);
+  want = g_strdup_printf("output directory %s holds the output of ema-sim run (its .ema-output "
+                         "says so), not of " EMA_RUN_OUTPUT_KIND
+                         ": give another -o, or remove the folder first",
+                         simulated);
+  g_assert_false(ema_output_claim_dir_as(simulated, &ema_run_output_claim, compare_files,
+                                         EMA_OUTPUT_CLAIM_KEEP, &error));
+  g_assert_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST);
+  g_assert_cmpstr(error->message, ==, want);
+  g_clear_error(&error);
+  kept = ema_test_read_file(simulated, "summary.json");
+  g_assert_cmpstr(kept, ==, "{}\n");
+  ema_test_remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/compare/maths", test_maths);
@@ -515,5 +572,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/compare/read-summary-simulated", test_read_summary_simulated);
   g_test_add_func("/validate/compare/write", test_write);
   g_test_add_func("/validate/compare/provenance", test_provenance);
+  g_test_add_func("/validate/compare/run-folder-claim", test_run_folder_claim);
   return g_test_run();
 }

@@ -16,6 +16,7 @@
 #include <glib/gstdio.h>
 
 #include "calderive.h"
+#include "compare.h"
 #include "decodefit.h"
 #include "ema/hw/hwmodel.h"
 #include "ema/core/params.h"
@@ -339,14 +340,17 @@ static gboolean calibrate_into(const char *dir, const char *model, GError **erro
 
 /* `calibrate --results DIR` claims DIR as every other output folder of ema-sim and ema-validate
  * is claimed (ema/run/output.h): it wrote its four files into any folder. An ema-sim run's
- * folder, a sweep's and a folder no claim made are refused, every file in them as it was and
- * none of the four written; its own folder is taken again, the earlier run's four files removed
- * before anything is measured (none of them left to pass for the new run's if it fails) and
- * what others put there (decode.csv, appended by `ema-validate decode --csv`; a user's notes)
- * left. */
+ * folder, an ema-validate run's, a sweep's and a folder no claim made are refused, every file in
+ * them as it was and none of the four written, each refusal naming the command whose folder it
+ * is (an ema-validate run's was "ema-sim run"'s) and the option to change, --results (it said
+ * "give another -o", the model's option); its own folder is taken again, the earlier run's four
+ * files removed before anything is measured (none of them left to pass for the new run's if it
+ * fails) and what others put there (decode.csv, appended by `ema-validate decode --csv`; a
+ * user's notes) left. */
 static void test_claim_results(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *run_dir = g_build_filename(dir, "run", NULL);
+  g_autofree char *measured_dir = g_build_filename(dir, "measured", NULL);
   g_autofree char *sweep_dir = g_build_filename(dir, "sweep", NULL);
   g_autofree char *foreign = g_build_filename(dir, "foreign", NULL);
   g_autofree char *own = g_build_filename(dir, "own", NULL);
@@ -360,6 +364,11 @@ static void test_claim_results(void) {
   g_assert_no_error(error);
   write_text(run_dir, "summary.json", "{}\n");
   ema_output_release_dir(run_dir);
+  /* and an ema-validate run's, as run.c claims it */
+  g_assert_true(ema_output_claim_run_dir_as(measured_dir, &ema_run_output_claim, NULL, &error));
+  g_assert_no_error(error);
+  write_text(measured_dir, "summary.json", "{}\n");
+  ema_output_release_dir(measured_dir);
   g_assert_true(
       ema_output_claim_dir_kind(sweep_dir, "sweep", sweep_entries, EMA_OUTPUT_CLAIM_KEEP, &error));
   g_assert_no_error(error);
@@ -373,13 +382,16 @@ static void test_claim_results(void) {
     } cases[] = {
         {run_dir, "summary.json", "{}\n",
          "holds the output of ema-sim run (its .ema-output says so), not of ema-validate "
-         "calibrate: give another -o, or remove the folder first"},
+         "calibrate: give another --results, or remove the folder first"},
+        {measured_dir, "summary.json", "{}\n",
+         "holds the output of ema-validate run (its .ema-output says so), not of ema-validate "
+         "calibrate: give another --results, or remove the folder first"},
         {sweep_dir, "sweep.csv", "point\n",
          "holds the output of ema-sim sweep (its .ema-output says so), not of ema-validate "
-         "calibrate: give another -o, or remove the folder first"},
+         "calibrate: give another --results, or remove the folder first"},
         {foreign, "notes.txt", "mine\n",
-         "is not empty and not an ema-sim output folder (no .ema-output): give another -o, or "
-         "empty it"},
+         "is not empty and not an ema-sim output folder (no .ema-output): give another "
+         "--results, or empty it"},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
       g_autofree char *want =

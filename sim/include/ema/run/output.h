@@ -50,7 +50,8 @@ gboolean ema_output_claim_dir_full(const char *dir, const char *const *entries,
  * first, for a command to check before it says where its output goes. */
 gboolean ema_output_dir_named(const char *dir, GError **error);
 /* ema_output_claim_dir_full by a command of KIND ("run", "sweep",
- * "frontier": the ema-sim command's name), which the marker records: a
+ * "frontier": the ema-sim command's name; "ema-validate pool": another
+ * program's command, named whole), which the marker records: a
  * folder whose marker records another kind is refused, its every entry
  * left (one kind of command never takes over another's folder: a run
  * would remove a sweep's points, a sweep would leave a run's files among
@@ -58,6 +59,32 @@ gboolean ema_output_dir_named(const char *dir, GError **error);
  * recorded, or by ema_output_claim_dir_full) is taken as before. */
 gboolean ema_output_claim_dir_kind(const char *dir, const char *kind, const char *const *entries,
                                    EmaOutputClaimFlags flags, GError **error);
+/* Who claims a folder, for ema_output_claim_dir_as and ema_output_hold_dir. */
+typedef struct {
+  /* The kind of command the marker records (as ema_output_claim_dir_kind's KIND; NULL: none). */
+  const char *kind;
+  /* The kind this command's folders recorded before they recorded KIND (NULL: none), and
+   * entries only this command listed (NULL-terminated): a marker recording FORMER that lists one
+   * of them is this command's, taken (a claim then records KIND); one that lists none is another
+   * command's of that kind, refused. ("run" and "provenance.txt" for ema-validate run, whose
+   * folders recorded ema-sim run's kind.) */
+  const char *former;
+  const char *const *former_entries;
+  /* The option that named the folder, which a refusal asks for another of (NULL: "-o"). */
+  const char *option;
+} EmaOutputClaimAs;
+/* ema_output_claim_dir_kind by the command AS describes: its kind (and former kind), and the
+ * option its refusals name ("give another --results"). */
+gboolean ema_output_claim_dir_as(const char *dir, const EmaOutputClaimAs *as,
+                                 const char *const *entries, EmaOutputClaimFlags flags,
+                                 GError **error);
+/* Hold DIR, an existing folder that a command rewrites a file of without claiming it (calibrate
+ * --from-results: derived.csv), as a claim would, nothing written or removed: refused (FALSE,
+ * ERROR naming DIR and AS's option) where another's marker lists DIR, where another process
+ * holds it ("in use") and where its marker records a kind that is not AS's; else locked for this
+ * process's life. A folder without a marker (one committed by hand) is held as it is; a DIR that
+ * is no folder is not held (TRUE: its reader says what is missing). */
+gboolean ema_output_hold_dir(const char *dir, const EmaOutputClaimAs *as, GError **error);
 /* Remove those of NAMES (NULL-terminated) that DIR's marker lists, as a
  * claim would (a sweep that runs points again drops the sweep.csv and
  * figures of the earlier results); the others are left alone. */
@@ -75,6 +102,10 @@ gboolean ema_output_remove_own(const char *path, GError **error);
  * leaves no earlier summary.json behind, and a file this run does not
  * write (requests.csv with requests_csv: false) is gone. */
 gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error);
+/* ema_output_claim_dir by the command AS describes (ema-validate run: a run's entries in its
+ * own kind of folder). */
+gboolean ema_output_claim_run_dir_as(const char *dir, const EmaOutputClaimAs *as,
+                                     const char *const *extra, GError **error);
 /* NAME is an entry a run writes into its folder (or the marker): no
  * sub-folder of a run's may take it. */
 gboolean ema_output_is_run_entry(const char *name);
