@@ -31,10 +31,18 @@
  * [0, 2^32-1], each read from its text in the file as Mooncake's counts and
  * the CSV readers' are (ema_trace_parse_int: "1e3", "1.5" or "0x10" is no
  * integer, "12.0" is 12), not from json-glib's value, which takes 1e3 for
- * 1000 and 0x10 for 16; no object holds a key twice (the scan refuses it:
+ * 1000 and 0x10 for 16; so is every number ema_trace_vllm_bench_read() reads
+ * (max_concurrency and completed as integers; request_rate, burstiness and the
+ * other figures by ema_csv_parse_decimal: decimal and finite, not "0x10" or
+ * 1e400, which json-glib reads as infinity), each within its range
+ * (request_rate in [1e-9, 1e9] req/s or the string "inf", which vLLM writes
+ * for its default; burstiness in [1e-6, 1e6]; max_concurrency in [0, 1e7];
+ * the figures >= 0); no object holds a key twice (the scan refuses it:
  * json-glib would keep the last value); errors name the file and the line:col
  * (syntax, a repeated key, a length item: "input_lens item 1: not an
- * integer: '1e3'") or the key and index (other values: errors[2]). */
+ * integer: '1e3'", a number: "'burstiness': not a finite decimal number:
+ * '0x1'", its text quoted by its first 40 bytes) or the key and index (other
+ * values: errors[2]). */
 #include <math.h>
 #include <string.h>
 
@@ -136,21 +144,29 @@ typedef struct {
   gsize next;                /* ema_trace_json_item's place in it */
 } Lengths;
 
-/* The text of TEXT's (LEN bytes) top-level member KEY, an array json-glib has read, into *L, its
- * items at least MIN; else an error (json-glib read it where the walk of the text finds none). */
-static gboolean lengths_open(Lengths *l, const char *key, gint64 min, const char *text, gsize len,
-                             const char *path, GError **error) {
+/* Where the text of TEXT's (LEN bytes: the file's) top-level member KEY, a value json-glib has
+ * read, is: *VALUE_AT (of TEXT) and *VALUE_LEN; else an error (json-glib read it where the walk
+ * of the text finds none). */
+static gboolean member_text(const char *key, const char *text, gsize len, const char *path,
+                            gsize *value_at, gsize *value_len, GError **error) {
   gsize key_at;
   /* a byte-order mark before the object, which json-glib reads past */
   gsize bom = ema_file_bom_length(text, len);
-  *l = (Lengths){key, min, text, 0, 0, 0};
-  if (!ema_trace_json_member(text + bom, len - bom, key, &key_at, &l->value_at, &l->value_len)) {
+  if (!ema_trace_json_member(text + bom, len - bom, key, &key_at, value_at, value_len)) {
     vllm_error(error, EMA_TRACE_ERROR_PARSE, path,
                "'%s': its value's text is not found in the file", key);
     return FALSE;
   }
-  l->value_at += bom;
+  *value_at += bom;
   return TRUE;
+}
+
+/* The text of TEXT's (LEN bytes) top-level member KEY, an array json-glib has read, into *L, its
+ * items at least MIN; else an error (member_text's). */
+static gboolean lengths_open(Lengths *l, const char *key, gint64 min, const char *text, gsize len,
+                             const char *path, GError **error) {
+  *l = (Lengths){key, min, text, 0, 0, 0};
+  return member_text(key, text, len, path, &l->value_at, &l->value_len, error);
 }
 
 /* Item I of L (the next one, its text at *ITEM_AT of the file, *ITEM_LEN bytes); else an error:
@@ -358,33 +374,86 @@ const char *const ema_trace_vllm_metric_names[EMA_TRACE_VLLM_N_METRICS] = {
     "p99_e2el_ms",  "completed",      "request_throughput", "output_throughput",
 };
 
-/* OBJ's KEY as a double into OUT: absent or null leaves OUT; a number is
- * read, so is the string "inf" when INF_OK; anything else is an error. */
-static gboolean get_number(JsonObject *obj, const char *key, gboolean inf_ok, const char *path,
-                           double *out, GError **error) {
+/* What a number of the result may be: at least MIN and at most MAX (both finite), whole if
+ * INTEGER; the string "inf" too (INFINITY) if INF_OK. */
+typedef struct {
+  double min, max;
+  gboolean integer, inf_ok;
+} NumberRule;
+
+/* vLLM's load within the bounds a trace's own arrivals take (tenant.c: rate in [1e-9, 1e9]
+ * req/s, cv in [1e-3, 1e3], so burstiness = 1 / cv^2 in [1e-6, 1e6]); max_concurrency a count
+ * of clients (0, or null: no limit); a measured figure (ms, req/s, tok/s, a count) >= 0. */
+static const NumberRule rate_rule = {1e-9, 1e9, FALSE, TRUE};
+static const NumberRule burstiness_rule = {1e-6, 1e6, FALSE, FALSE};
+static const NumberRule concurrency_rule = {0, 1e7, TRUE, FALSE};
+static const NumberRule figure_rule = {0, G_MAXDOUBLE, FALSE, FALSE};
+static const NumberRule count_rule = {0, 9007199254740992.0 /* 2^53: exact */, TRUE, FALSE};
+
+/* OBJ's member KEY (its text in TEXT, LEN bytes, the file's) as RULE allows into *OUT: absent or
+ * null leaves *OUT; a number is read from its text as the CSV readers read one, not from
+ * json-glib's double (which takes 1e3 for an integer, 0x10 for 16 and 1e400 for infinity): an
+ * integer by ema_trace_parse_int, any other by ema_csv_parse_decimal (decimal only: no
+ * hexadecimal, inf or nan) and finite; else an error at the value's line:col quoting its text
+ * (its first EMA_FILE_QUOTE_MAX bytes). */
+static gboolean get_number(JsonObject *obj, const char *key, const NumberRule *rule,
+                           const char *text, gsize len, const char *path, double *out,
+                           GError **error) {
   JsonNode *node = json_object_get_member(obj, key);
+  gsize at, value_len;
+  double v;
   if (node == NULL || JSON_NODE_HOLDS_NULL(node))
     return TRUE;
-  if (JSON_NODE_HOLDS_VALUE(node)) {
-    GType type = json_node_get_value_type(node);
-    if (type == G_TYPE_INT64 || type == G_TYPE_DOUBLE) {
-      *out = json_node_get_double(node);
-      return TRUE;
+  if (!member_text(key, text, len, path, &at, &value_len, error))
+    return FALSE;
+  g_autofree char *quoted = ema_trace_quote(text + at, value_len);
+  GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
+  if (rule->inf_ok && type == G_TYPE_STRING && strcmp(json_node_get_string(node), "inf") == 0) {
+    *out = INFINITY;
+    return TRUE;
+  }
+  if (type != G_TYPE_INT64 && type != G_TYPE_DOUBLE) {
+    vllm_error_at(error, EMA_TRACE_ERROR_PARSE, path, text, at, "'%s' is not a number%s: %s", key,
+                  rule->inf_ok ? " or \"inf\"" : "", quoted);
+    return FALSE;
+  }
+  if (rule->integer) {
+    gint64 n;
+    const char *problem = ema_trace_parse_int(text + at, value_len, &n);
+    if (problem != NULL) {
+      vllm_error_at(error, EMA_TRACE_ERROR_PARSE, path, text, at, "'%s': %s: %s", key, problem,
+                    quoted);
+      return FALSE;
     }
-    if (inf_ok && type == G_TYPE_STRING && strcmp(json_node_get_string(node), "inf") == 0) {
-      *out = INFINITY;
-      return TRUE;
+    v = (double) n;
+  } else {
+    g_autofree char *digits = g_strndup(text + at, value_len); /* NUL-terminated */
+    char *end;
+    v = ema_csv_parse_decimal(digits, &end);
+    if (end == digits || *end != '\0' || !isfinite(v)) {
+      vllm_error_at(error, EMA_TRACE_ERROR_PARSE, path, text, at,
+                    "'%s': not a finite decimal number: %s", key, quoted);
+      return FALSE;
     }
   }
-  vllm_error(error, EMA_TRACE_ERROR_PARSE, path, "'%s' is not a number%s", key,
-             inf_ok ? " or \"inf\"" : "");
-  return FALSE;
+  if (v < rule->min || v > rule->max) {
+    g_autofree char *range = rule->max == G_MAXDOUBLE
+                                 ? g_strdup_printf(">= %g", rule->min)
+                                 : g_strdup_printf("in [%g, %g]", rule->min, rule->max);
+    vllm_error_at(error, EMA_TRACE_ERROR_PARSE, path, text, at, "'%s' must be %s%s, found %s", key,
+                  range, rule->inf_ok ? " or \"inf\"" : "", quoted);
+    return FALSE;
+  }
+  *out = v;
+  return TRUE;
 }
 
 gboolean ema_trace_vllm_bench_read(const char *path, EmaTraceVllmBench *out, GError **error) {
   g_return_val_if_fail(path != NULL && out != NULL, FALSE);
 
-  g_autoptr(JsonParser) parser = parse_file(path, NULL, NULL, error);
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  g_autoptr(JsonParser) parser = parse_file(path, &text, &len, error);
   double concurrency = 0;
   if (parser == NULL)
     return FALSE;
@@ -405,19 +474,16 @@ gboolean ema_trace_vllm_bench_read(const char *path, EmaTraceVllmBench *out, GEr
   out->max_concurrency = 0;
   for (guint i = 0; i < EMA_TRACE_VLLM_N_METRICS; i++)
     out->measured[i] = NAN;
-  if (!get_number(obj, "request_rate", TRUE, path, &out->request_rate, error) ||
-      !get_number(obj, "burstiness", FALSE, path, &out->burstiness, error) ||
-      !get_number(obj, "max_concurrency", FALSE, path, &concurrency, error))
+  if (!get_number(obj, "request_rate", &rate_rule, text, len, path, &out->request_rate, error) ||
+      !get_number(obj, "burstiness", &burstiness_rule, text, len, path, &out->burstiness, error) ||
+      !get_number(obj, "max_concurrency", &concurrency_rule, text, len, path, &concurrency, error))
     return FALSE;
-  if (!(out->request_rate > 0) || !(out->burstiness > 0) || !(concurrency >= 0) ||
-      concurrency > 1e7 || concurrency != floor(concurrency)) {
-    vllm_error(error, EMA_TRACE_ERROR_PARSE, path,
-               "request_rate and burstiness must be > 0 and max_concurrency a count in [0, 1e7]");
-    return FALSE;
-  }
   out->max_concurrency = (guint64) concurrency;
-  for (guint i = 0; i < EMA_TRACE_VLLM_N_METRICS; i++)
-    if (!get_number(obj, ema_trace_vllm_metric_names[i], FALSE, path, &out->measured[i], error))
+  for (guint i = 0; i < EMA_TRACE_VLLM_N_METRICS; i++) {
+    const char *name = ema_trace_vllm_metric_names[i];
+    const NumberRule *rule = strcmp(name, "completed") == 0 ? &count_rule : &figure_rule;
+    if (!get_number(obj, name, rule, text, len, path, &out->measured[i], error))
       return FALSE;
+  }
   return TRUE;
 }

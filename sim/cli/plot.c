@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -1535,7 +1536,7 @@ static gboolean plot_frontier(const char *dir, const char *plots, const char *ti
   for (guint r = 0; r < csv.rows->len; r++) {
     GPtrArray *row = csv.rows->pdata[r];
     const char *server = csv_cell(row, col[0]);
-    double v[4];
+    double v[4] = {0};
     for (guint k = 0; k < 4; k++)
       parse_number(csv_cell(row, col[k + 1]), &v[k]); /* (frontier_row_ok) */
     if (servers->len == 0 || strcmp(servers->pdata[servers->len - 1], server) != 0) {
@@ -2093,12 +2094,204 @@ static gboolean variants_know_tenants(const char *dir, const char *only, GError 
   return TRUE;
 }
 
-/* ema_plot_dirs: each folder's figures are drawn into its plots.new, made whole there (gnuplot
- * ran, every figure it was to draw is there), and only once every folder's are, each is moved
- * into its plots/, each file over the file of its name: a table refused, gnuplot failing halfway
- * or drawing nothing, in any folder, leaves every plots/ as it was (its plots.gp and data the
- * figures' beside them), and a folder it refuses gets no file. Figures of an earlier plot under
- * other names (another --tenant's, the other preset's format) stay beside them. */
+/* ---- figures put in place ------------------------------------------------------------------
+ * ema_plot_dirs: each folder's figures are drawn into its plots.new, made whole there (gnuplot
+ * ran, every figure it was to draw is there); only once every folder's are, they are put in
+ * place, every folder or none, by renames of whole folders:
+ *   1. what each old plots/ holds under names plots.new has not (figures of an earlier plot under
+ *      other names: another --tenant's, the other preset's format) is linked into its plots.new
+ *      (copied where the file system makes no link), the old plots/ untouched;
+ *   2. each old plots/ is moved aside to plots.old;
+ *   3. each plots.new is moved in as plots/;
+ * and only then is each plots.old removed. A step that fails (a rename the file system refuses,
+ * a plots/ that is no folder, a plots.old in the way) undoes those done before it, in every
+ * folder: each plots/ as it was, each plots.new removed. A table refused, gnuplot failing
+ * halfway or drawing nothing leaves every plots/ as it was too, and a folder it refuses gets no
+ * file. A plot killed midway leaves a plots.new (removed by the next plot, its old plots/
+ * untouched) or a plots.old, which the next plot of the folder settles before it draws
+ * (plots_recover): put back where no plots/ is (killed before the new one was in), removed
+ * beside one (killed after); a plots.old that is not a plots/ of ema-sim's (no plots.gp it
+ * made) is never taken for one: refused, left as it is. */
+
+/* The first line of every plots.gp ema-sim writes (plot_into): what tells a plots/ of its own. */
+#define PLOTS_DRIVER_HEAD "# Made by ema-sim plot "
+
+/* "cannot WHAT PATH: why" (WHAT: "inspect", "create"...) from errno SAVED; FALSE. */
+static gboolean path_error(GError **error, int saved, const char *what, const char *path) {
+  g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot %s %s: %s", what, path,
+              g_strerror(saved));
+  return FALSE;
+}
+
+/* Whether PATH is there (*THERE) and, there, a folder; else an error (a file named plots/ in a
+ * folder: the figures go into a folder of that name). */
+static gboolean plots_folder(const char *path, gboolean *there, GError **error) {
+  GStatBuf st;
+  *there = g_lstat(path, &st) == 0;
+  if (!*there)
+    return errno == ENOENT || path_error(error, errno, "inspect", path);
+  if (S_ISDIR(st.st_mode))
+    return TRUE;
+  g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR,
+              "%s is not a folder: move it (the figures go into a folder of that name)", path);
+  return FALSE;
+}
+
+/* FROM, an entry of an old plots/, made again at TO without changing FROM: a hard link, or
+ * where the file system makes none a copy; a folder made anew and its entries so. */
+static gboolean carry_entry(const char *from, const char *to, GError **error) {
+  GStatBuf st;
+  if (g_lstat(from, &st) != 0)
+    return path_error(error, errno, "inspect", from);
+  if (S_ISDIR(st.st_mode)) {
+    g_autoptr(GDir) handle = g_dir_open(from, 0, error);
+    const char *entry;
+    if (handle == NULL)
+      return FALSE;
+    if (g_mkdir(to, (int) (st.st_mode & 0777)) != 0)
+      return path_error(error, errno, "create", to);
+    while ((entry = g_dir_read_name(handle)) != NULL) {
+      g_autofree char *inner_from = g_build_filename(from, entry, NULL);
+      g_autofree char *inner_to = g_build_filename(to, entry, NULL);
+      if (!carry_entry(inner_from, inner_to, error))
+        return FALSE;
+    }
+    return TRUE;
+  }
+  if (link(from, to) == 0)
+    return TRUE;
+  if (!S_ISREG(st.st_mode))
+    return path_error(error, errno, "link into the new figures", from);
+  {
+    g_autofree char *bytes = NULL;
+    gsize length = 0;
+    return g_file_get_contents(from, &bytes, &length, error) &&
+           g_file_set_contents(to, bytes, (gssize) length, error);
+  }
+}
+
+/* Step 1 for one folder: each entry of PLOTS (its old plots/, if any) that BUILT (its
+ * plots.new) has no entry of the name for, carried into BUILT. */
+static gboolean carry_others(const char *plots, const char *built, GError **error) {
+  g_autoptr(GDir) handle = NULL;
+  const char *entry;
+  gboolean there;
+  if (!plots_folder(plots, &there, error))
+    return FALSE;
+  if (!there)
+    return TRUE;
+  if ((handle = g_dir_open(plots, 0, error)) == NULL)
+    return FALSE;
+  while ((entry = g_dir_read_name(handle)) != NULL) {
+    g_autofree char *from = g_build_filename(plots, entry, NULL);
+    g_autofree char *to = g_build_filename(built, entry, NULL);
+    GStatBuf st;
+    if (g_lstat(to, &st) == 0)
+      continue; /* drawn anew */
+    if (!carry_entry(from, to, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* Whether PLOTS_DIR (a plots.old) is a plots/ of ema-sim's: its plots.gp is one plot_into
+ * wrote. */
+static gboolean plots_own(const char *plots_dir) {
+  g_autofree char *driver = g_build_filename(plots_dir, "plots.gp", NULL);
+  char head[sizeof PLOTS_DRIVER_HEAD - 1];
+  FILE *file = fopen(driver, "rb");
+  gboolean own = file != NULL && fread(head, 1, sizeof head, file) == sizeof head &&
+                 memcmp(head, PLOTS_DRIVER_HEAD, sizeof head) == 0;
+  if (file != NULL)
+    fclose(file);
+  return own;
+}
+
+/* The plots.old of DIR that a plot killed while it put figures in place left, settled before
+ * DIR is drawn: with no plots/ beside it, the folder's figures (killed before its new ones
+ * were in), put back as plots/; beside a plots/ (the new ones, in before it was killed),
+ * removed. One that is not a plots/ of ema-sim's is an error, left as it is. */
+static gboolean plots_recover(const char *dir, GError **error) {
+  g_autofree char *old = g_build_filename(dir, "plots.old", NULL);
+  g_autofree char *plots = g_build_filename(dir, "plots", NULL);
+  GStatBuf st;
+  gboolean there;
+  if (g_lstat(old, &st) != 0)
+    return errno == ENOENT || path_error(error, errno, "inspect", old);
+  if (!S_ISDIR(st.st_mode) || !plots_own(old)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                "%s is in the way: not figures ema-sim set aside (no plots.gp of its own): move "
+                "it",
+                old);
+    return FALSE;
+  }
+  if (!plots_folder(plots, &there, error))
+    return FALSE;
+  if (!there)
+    return g_rename(old, plots) == 0 || path_error(error, errno, "put back", old);
+  return ema_output_remove_own(old, error);
+}
+
+/* FROM renamed TO (HOW: "aside to", "into place as"), or an error naming both. */
+static gboolean move(const char *from, const char *how, const char *to, GError **error) {
+  int saved;
+  if (g_rename(from, to) == 0)
+    return TRUE;
+  saved = errno;
+  g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved), "cannot move %s %s %s: %s", from,
+              how, to, g_strerror(saved));
+  return FALSE;
+}
+
+/* Steps 1 to 3 for the N FOLDERS, whose plots.new are BUILT's, as one: TRUE with each old
+ * plots/ moved aside to its plots.old (*ASIDE[i]: there was one), which the caller removes;
+ * else an error, what was done undone (each plots/ as it was, each plots.new in its place,
+ * which the caller removes), the error saying so or what could not be undone. */
+static gboolean put_in_place(const EmaPlotFolder *folders, guint n, GPtrArray *built,
+                             gboolean *aside, GError **error) {
+  g_autoptr(GPtrArray) plots = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) olds = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GString) stays = g_string_new(NULL); /* what could not be undone */
+  g_autoptr(GError) step = NULL;
+  gboolean ok = TRUE;
+  guint placed = 0; /* the folders whose plots.new is their plots/ (the first PLACED) */
+  for (guint i = 0; i < n; i++) {
+    g_ptr_array_add(plots, g_build_filename(folders[i].dir, "plots", NULL));
+    g_ptr_array_add(olds, g_build_filename(folders[i].dir, "plots.old", NULL));
+    aside[i] = FALSE;
+  }
+  for (guint i = 0; i < n && ok; i++)
+    ok = carry_others(plots->pdata[i], built->pdata[i], &step);
+  for (guint i = 0; i < n && ok; i++) {
+    gboolean there = FALSE;
+    ok = plots_folder(plots->pdata[i], &there, &step) &&
+         (!there || move(plots->pdata[i], "aside to", olds->pdata[i], &step));
+    aside[i] = ok && there;
+  }
+  for (guint i = 0; i < n && ok; i++)
+    if ((ok = move(built->pdata[i], "into place as", plots->pdata[i], &step)))
+      placed = i + 1;
+  if (ok)
+    return TRUE;
+  /* undone, last first: each plots/ moved in back to its plots.new (else removed), then each
+   * old one back */
+  for (guint i = placed; i-- > 0;)
+    if (g_rename(plots->pdata[i], built->pdata[i]) != 0 &&
+        !ema_output_remove_own(plots->pdata[i], NULL))
+      g_string_append_printf(stays, "%s%s", stays->len ? ", " : "", (char *) plots->pdata[i]);
+  for (guint i = n; i-- > 0;)
+    if (aside[i] && g_rename(olds->pdata[i], plots->pdata[i]) != 0)
+      g_string_append_printf(stays, "%s%s", stays->len ? ", " : "", (char *) olds->pdata[i]);
+  if (stays->len)
+    g_set_error(error, step->domain, step->code,
+                "%s (and could not undo the folders done before: %s stays, settled by the next "
+                "plot of its folder)",
+                step->message, stays->str);
+  else
+    g_set_error(error, step->domain, step->code, "%s (every plots/ is as it was)", step->message);
+  return FALSE;
+}
+
 static gboolean plot_into(const char *dir, const char *plots, const char *gnuplot,
                           const EmaPlotOptions *options, GPtrArray *figures, gboolean *made,
                           GError **error);
@@ -2106,6 +2299,7 @@ static gboolean plot_into(const char *dir, const char *plots, const char *gnuplo
 gboolean ema_plot_dirs(const EmaPlotFolder *folders, guint n, const char *gnuplot, GError **error) {
   g_autoptr(GPtrArray) building = g_ptr_array_new_with_free_func(g_free); /* each's plots.new */
   g_autoptr(GPtrArray) drawn = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
+  g_autofree gboolean *aside = g_new0(gboolean, n);
   GError *local = NULL;
   gboolean ok = TRUE;
   guint made = 0; /* the folders whose plots.new this made (the first MADE) */
@@ -2118,18 +2312,21 @@ gboolean ema_plot_dirs(const EmaPlotFolder *folders, guint n, const char *gnuplo
     if (began)
       made = i + 1;
   }
-  /* (a move that fails, on a file system that refuses a rename, leaves the folders before it
-   * drawn anew, its own partly, and those after it as they were) */
-  for (guint i = 0; i < n && ok; i++) {
-    g_autofree char *plots = g_build_filename(folders[i].dir, "plots", NULL);
-    ok = ema_output_move_into(building->pdata[i], plots, &local);
-  }
+  if (ok)
+    ok = put_in_place(folders, n, building, aside, &local);
   if (!ok) {
     for (guint i = 0; i < made; i++)
       (void) ema_output_remove_own(building->pdata[i], NULL);
     g_propagate_error(error, local);
     return FALSE;
   }
+  /* every folder's figures in place: the old ones go (one that stays is removed by the next
+   * plot of its folder, plots_recover) */
+  for (guint i = 0; i < n; i++)
+    if (aside[i]) {
+      g_autofree char *old = g_build_filename(folders[i].dir, "plots.old", NULL);
+      (void) ema_output_remove_own(old, NULL);
+    }
   for (guint i = 0; i < n; i++)
     if (folders[i].figures) /* (the names moved: DRAWN's list left empty) */
       g_ptr_array_extend_and_steal(folders[i].figures, g_ptr_array_ref(drawn->pdata[i]));
@@ -2204,8 +2401,9 @@ static gboolean plot_into(const char *dir, const char *plots, const char *gnuplo
   if (options && options->tenant && g_file_test(compare_csv, G_FILE_TEST_IS_REGULAR) &&
       !variants_know_tenants(dir, options->tenant, error))
     return FALSE;
-  /* a results folder's: one an earlier plot left, killed while it drew, goes */
-  if (!ema_output_remove_own(plots, error))
+  /* a results folder's: one an earlier plot left, killed while it drew, goes; so does (or
+   * comes back) a plots.old of one killed while it put figures in place */
+  if (!plots_recover(dir, error) || !ema_output_remove_own(plots, error))
     return FALSE;
   *made = TRUE;
   if (g_mkdir_with_parents(plots, 0777) != 0) {
@@ -2215,7 +2413,8 @@ static gboolean plot_into(const char *dir, const char *plots, const char *gnuplo
     return FALSE;
   }
   g_string_append_printf(driver,
-                         "# Made by ema-sim plot %s: `gnuplot plots.gp` in this folder draws the\n"
+                         PLOTS_DRIVER_HEAD
+                         "%s: `gnuplot plots.gp` in this folder draws the\n"
                          "# figures again. The scripts it loads are copies, here, of the plain\n"
                          "# gnuplot scripts of ema-sim's plots/: edit them, or put your own\n"
                          "# versions in a folder named by EMA_PLOT_PATH.\n",

@@ -585,24 +585,6 @@ gboolean ema_output_remove_own(const char *path, GError **error) {
   return remove_entry(path, error);
 }
 
-gboolean ema_output_move_into(const char *built, const char *target, GError **error) {
-  g_autoptr(GDir) handle = NULL;
-  const char *entry;
-  if (g_mkdir_with_parents(target, 0777) != 0)
-    return file_error(error, errno, "create", target);
-  if ((handle = g_dir_open(built, 0, error)) == NULL)
-    return FALSE;
-  while ((entry = g_dir_read_name(handle)) != NULL) {
-    g_autofree char *from = g_build_filename(built, entry, NULL);
-    g_autofree char *to = g_build_filename(target, entry, NULL);
-    if (g_rename(from, to) != 0)
-      return file_error(error, errno, "move into place", from);
-  }
-  if (g_rmdir(built) != 0)
-    return file_error(error, errno, "remove", built);
-  return TRUE;
-}
-
 gboolean ema_output_remove_entries(const char *dir, const char *const *names, GError **error) {
   g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
   g_autoptr(GPtrArray) listed = NULL;

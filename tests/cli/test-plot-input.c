@@ -6,10 +6,13 @@
  * is an error at its place in plot.yaml. Either way the folder's plots/ stays as it was (the
  * figures are drawn into plots.new/ and moved in only on success) and no plots.new/ is left; of
  * a comparison, its own plots/ and every variant's (a later repeat's too), all drawn before any
- * is moved in.
+ * is moved in, and moved in all or none: a move that fails in a later folder undoes those done
+ * (failures made so that they stop root too), and what a plot killed midway leaves (plots.old,
+ * plots.new) is settled by the next, never taken for figures.
  *
  * Each case damages one file of a folder an earlier plot drew, runs plot and puts the file
  * back. Needs gnuplot (the plot command refuses to start without it). */
+#include <errno.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -51,11 +54,12 @@ static char *plots_state(const char *dir) {
   return g_string_free(state, FALSE);
 }
 
-/* ema-sim plot DIR (ARGS after it, NULL-terminated: at most 4) fails with exactly WANT on stderr
- * (one line), nothing on stdout, and leaves DIR/plots and each of DIR's SUBS (NULL or
- * NULL-terminated folders: a comparison's variants) plots/ as they were, with no plots.new. */
-static void assert_refused(const char *dir, const char *const *subs, const char *want,
-                           const char *const *args) {
+/* ema-sim plot DIR (ARGS after it, NULL-terminated: at most 4; the environment changed by EDITS,
+ * NULL: none) fails with exactly WANT on stderr (one line), nothing on stdout, and leaves
+ * DIR/plots and each of DIR's SUBS (NULL or NULL-terminated folders: a comparison's variants)
+ * plots/ as they were, with no plots.new. */
+static void assert_refused_env(const char *const *edits, const char *dir, const char *const *subs,
+                               const char *want, const char *const *args) {
   g_autoptr(GPtrArray) folders = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) before = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(EmaTestRun) run = NULL;
@@ -70,7 +74,7 @@ static void assert_refused(const char *dir, const char *const *subs, const char 
       g_assert_cmpuint(i, <, G_N_ELEMENTS(a));
       a[i] = args[i];
     }
-    run = ema_test_cli("plot", dir, a[0], a[1], a[2], a[3], NULL);
+    run = ema_test_cli_env(edits, "plot", dir, a[0], a[1], a[2], a[3], NULL);
   }
   g_assert_cmpint(run->status, ==, 1);
   g_assert_cmpstr(run->out, ==, "");
@@ -80,6 +84,11 @@ static void assert_refused(const char *dir, const char *const *subs, const char 
     g_assert_cmpstr(after, ==, before->pdata[i]);
     g_assert_false(exists(folders->pdata[i], "plots.new"));
   }
+}
+
+static void assert_refused(const char *dir, const char *const *subs, const char *want,
+                           const char *const *args) {
+  assert_refused_env(NULL, dir, subs, want, args);
 }
 
 /* ema-sim plot DIR succeeds. */
@@ -569,6 +578,114 @@ static void test_compare_repeats(void) {
   remove_compare_folder(dir);
 }
 
+/* ---- a comparison's figures put in place, every folder's or none ------------------------- */
+
+/* Whether DIR, or one of its VARIANTS' folders, holds NAME (plots.new, plots.old). */
+static gboolean any_holds(const char *dir, const char *const *subs, const char *name) {
+  gboolean found = exists(dir, name);
+  for (guint i = 0; subs[i]; i++)
+    found = found || exists(dir, keep(g_build_filename(subs[i], name, NULL)));
+  return found;
+}
+
+/* Moving the figures into place failing in a later folder, once those before it were moved
+ * (they were drawn anew while the later ones kept the old: a mix), undoes them: every plots/ as
+ * it was (each marked, so that one drawn anew would show), no plots.new or plots.old left; by
+ * failures that stop root too: the last variant's plots/ a file, and a plots.old appearing in
+ * the third folder (ema) while it is drawn (a gnuplot that makes one), which the rename of its
+ * plots/ aside cannot replace. That plots.old, not ema-sim's, is left as it is, and refused by
+ * the next plot (never taken for figures set aside); moved, the folders are drawn anew. */
+static void test_compare_move_whole(void) {
+  g_autofree char *dir = compare_folder();
+  g_autofree char *plots = NULL, *kept_plots = NULL, *script = NULL, *gnuplot = NULL;
+  g_autofree char *old = NULL, *want = NULL;
+  if (dir == NULL)
+    return;
+  mark_plots(dir, NULL);
+  for (guint i = 0; variants[i]; i++)
+    mark_plots(dir, variants[i]);
+
+  /* 2x/plots a file (the comparison's, static's and ema's figures were moved in before it was
+   * found: a mix; now it is found before any folder's plots/ is moved) */
+  plots = g_build_filename(dir, "2x", "plots", NULL);
+  kept_plots = g_build_filename(dir, "2x", "plots.kept", NULL);
+  g_assert_cmpint(g_rename(plots, kept_plots), ==, 0);
+  write_file(dir, "2x/plots", "not a folder\n");
+  want = g_strdup_printf("ema-sim: %s is not a folder: move it (the figures go into a folder of "
+                         "that name) (every plots/ is as it was)\n",
+                         plots);
+  assert_refused(dir, (const char *const[]){"static", "ema", NULL}, want, NULL);
+  g_assert_false(any_holds(dir, variants, "plots.old"));
+  g_assert_cmpstr(keep(ema_test_read_file(dir, "2x/plots")), ==, "not a folder\n");
+  g_assert_cmpint(g_remove(plots), ==, 0);
+  g_assert_cmpint(g_rename(kept_plots, plots), ==, 0);
+
+  /* a rename refused in the third folder, after two folders' plots/ were moved aside */
+  script = g_build_filename(dir, "..", "gnuplot.sh", NULL);
+  g_assert_true(
+      g_file_set_contents(script,
+                          "#!/bin/sh\n"
+                          "gnuplot \"$@\" || exit\n"
+                          "case \"$(pwd)\" in\n"
+                          "*/ema/plots.new) mkdir ../plots.old && echo x >../plots.old/x ;;\n"
+                          "esac\n",
+                          -1, NULL));
+  g_assert_cmpint(g_chmod(script, 0755), ==, 0);
+  gnuplot = g_strconcat("EMA_GNUPLOT=", script, NULL);
+  old = g_build_filename(dir, "ema", "plots.old", NULL);
+  g_free(want);
+  want = g_strdup_printf("ema-sim: cannot move %s/ema/plots aside to %s: %s (every plots/ is as "
+                         "it was)\n",
+                         dir, old, g_strerror(ENOTEMPTY));
+  assert_refused_env((const char *const[]){gnuplot, NULL}, dir, variants, want, NULL);
+  g_assert_false(exists(dir, "plots.old"));
+  g_assert_false(exists(dir, "static/plots.old"));
+  g_assert_false(exists(dir, "2x/plots.old"));
+  g_assert_cmpstr(keep(ema_test_read_file(dir, "ema/plots.old/x")), ==, "x\n");
+
+  /* left there, it is in the way of the next plot; moved, every folder is drawn anew */
+  g_free(want);
+  want = g_strdup_printf("ema-sim: %s is in the way: not figures ema-sim set aside (no plots.gp "
+                         "of its own): move it\n",
+                         old);
+  assert_refused(dir, variants, want, NULL);
+  ema_test_remove_tree(old);
+  assert_plots(dir);
+  g_assert_false(any_holds(dir, variants, "plots.old"));
+  g_assert_null(strstr(keep(ema_test_read_file(dir, "ema/plots/plots.gp")), "# not drawn again"));
+  remove_compare_folder(dir);
+}
+
+/* What a plot killed while it put figures in place leaves, settled by the next: a plots.old
+ * with no plots/ beside it (killed after it was moved aside, before the new one was in) is the
+ * folder's figures, put back (a figure of its own under another name kept); one beside a plots/
+ * (killed after the new one was in) goes, as does a plots.new (killed while drawing); a figure
+ * of plots/ under a name the plot does not draw stays. */
+static void test_compare_leftovers(void) {
+  g_autofree char *dir = compare_folder();
+  if (dir == NULL)
+    return;
+  g_assert_cmpint(g_rename(keep(g_build_filename(dir, "static", "plots", NULL)),
+                           keep(g_build_filename(dir, "static", "plots.old", NULL))),
+                  ==, 0);
+  write_file(dir, "static/plots.old/other.txt", "mine\n");
+  g_assert_cmpint(g_mkdir(keep(g_build_filename(dir, "ema", "plots.old", NULL)), 0755), ==, 0);
+  write_file(dir, "ema/plots.old/plots.gp", "# Made by ema-sim plot 0.1: an earlier one\n");
+  write_file(dir, "ema/plots.old/stale.txt", "stale\n");
+  g_assert_cmpint(g_mkdir(keep(g_build_filename(dir, "2x", "plots.new", NULL)), 0755), ==, 0);
+  write_file(dir, "2x/plots.new/junk.txt", "junk\n");
+  write_file(dir, "plots/mine.txt", "mine too\n");
+  assert_plots(dir);
+  g_assert_false(any_holds(dir, variants, "plots.old"));
+  g_assert_false(any_holds(dir, variants, "plots.new"));
+  g_assert_cmpstr(keep(ema_test_read_file(dir, "static/plots/other.txt")), ==, "mine\n");
+  g_assert_true(exists(dir, "static/plots/plots.gp"));
+  g_assert_false(exists(dir, "ema/plots/stale.txt"));
+  g_assert_false(exists(dir, "2x/plots/junk.txt"));
+  g_assert_cmpstr(keep(ema_test_read_file(dir, "plots/mine.txt")), ==, "mine too\n");
+  remove_compare_folder(dir);
+}
+
 int main(int argc, char **argv) {
   int status;
   g_test_init(&argc, &argv, NULL);
@@ -582,6 +699,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/plot-input/compare/paired", test_compare_paired);
   g_test_add_func("/plot-input/compare/runs", test_compare_runs);
   g_test_add_func("/plot-input/compare/repeats", test_compare_repeats);
+  g_test_add_func("/plot-input/compare/move-whole", test_compare_move_whole);
+  g_test_add_func("/plot-input/compare/leftovers", test_compare_leftovers);
   status = g_test_run();
   g_ptr_array_unref(kept);
   return status;

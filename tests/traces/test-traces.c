@@ -1040,6 +1040,73 @@ static void test_vllm_bench_sniff(void) {
   g_clear_error(&error);
 }
 
+/* The load and the figures are read from their text, as the lengths are, not from json-glib's
+ * doubles (which took 0x10 for 16, 1e3 for a count and 1e400 for "inf", all at once), each in
+ * its range, the error at the value's line:col quoting it; what vLLM writes (Python's floats,
+ * 1e-05 among them, "inf", null) is read. */
+static void test_vllm_bench_numbers(void) {
+  GError *error = NULL;
+  EmaTraceVllmBench bench;
+  g_autofree char *good = write_tmp(
+      "vllm-num-good.json",
+      "{\"request_rate\": 2.5e1, \"burstiness\": 0.25, \"max_concurrency\": 8.0, "
+      "\"completed\": 16, \"p99_itl_ms\": 1e-05, \"mean_ttft_ms\": 0, \"median_ttft_ms\": "
+      "null, \"input_lens\": [1], \"output_lens\": [1]}",
+      -1);
+  g_assert_true(ema_trace_vllm_bench_read(good, &bench, &error));
+  g_assert_no_error(error);
+  g_assert_cmpfloat(bench.request_rate, ==, 25.0);
+  g_assert_cmpfloat(bench.burstiness, ==, 0.25);
+  g_assert_cmpuint(bench.max_concurrency, ==, 8);
+  g_assert_cmpfloat(bench.measured[11], ==, 16.0); /* completed */
+  g_assert_cmpfloat(bench.measured[8], ==, 1e-05); /* p99_itl_ms */
+  g_assert_cmpfloat(bench.measured[0], ==, 0.0);
+  g_assert_true(isnan(bench.measured[1])); /* null: as absent */
+
+  static const struct {
+    const char *text, *message;
+  } cases[] = {
+      /* not decimal: json-glib's 16, infinity, 1000 for a count */
+      {"{\"request_rate\": 0x10}", "1:18: 'request_rate': not a finite decimal number: '0x10'"},
+      {"{\"request_rate\": 1e400}", "1:18: 'request_rate': not a finite decimal number: '1e400'"},
+      {"{\"burstiness\": -0x1}", "1:16: 'burstiness': not a finite decimal number: '-0x1'"},
+      {"{\"mean_ttft_ms\": 0x20}", "1:18: 'mean_ttft_ms': not a finite decimal number: '0x20'"},
+      {"{\n  \"max_concurrency\": 1e3\n}", "2:22: 'max_concurrency': not an integer: '1e3'"},
+      {"{\"completed\": 2.5}", "1:15: 'completed': not an integer: '2.5'"},
+      /* out of range: what the trace's own arrivals refuse, a negative figure */
+      {"{\"request_rate\": 0}",
+       "1:18: 'request_rate' must be in [1e-09, 1e+09] or \"inf\", found '0'"},
+      {"{\"request_rate\": 1e-12}",
+       "1:18: 'request_rate' must be in [1e-09, 1e+09] or \"inf\", found '1e-12'"},
+      {"{\"burstiness\": 1e7}", "1:16: 'burstiness' must be in [1e-06, 1e+06], found '1e7'"},
+      {"{\"max_concurrency\": -1}", "1:21: 'max_concurrency' must be in [0, 1e+07], found '-1'"},
+      {"{\"p99_e2el_ms\": -3.5}", "1:17: 'p99_e2el_ms' must be >= 0, found '-3.5'"},
+      /* not a number: located, quoted */
+      {"{\"request_rate\": \"fast\"}",
+       "1:18: 'request_rate' is not a number or \"inf\": '\"fast\"'"},
+      {"{\"burstiness\": \"inf\"}", "1:16: 'burstiness' is not a number: '\"inf\"'"},
+      {"{\"request_rate\": true}", "1:18: 'request_rate' is not a number or \"inf\": 'true'"},
+      {"{\"mean_tpot_ms\": [1]}", "1:18: 'mean_tpot_ms' is not a number: '[1]'"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *name = g_strdup_printf("vllm-num-%u.json", i);
+    g_autofree char *path = write_tmp(name, cases[i].text, -1);
+    g_assert_false(ema_trace_vllm_bench_read(path, &bench, &error));
+    assert_error(error, EMA_TRACE_ERROR_PARSE, path, cases[i].message);
+    g_clear_error(&error);
+  }
+
+  /* a long value is quoted by its first 40 bytes (json-glib read this one as infinity) */
+  g_autofree char *digits = g_strnfill(100, '7');
+  g_autofree char *long_text = g_strdup_printf("{\"burstiness\": 1.%se400}", digits);
+  g_autofree char *long_path = write_tmp("vllm-num-long.json", long_text, -1);
+  g_assert_false(ema_trace_vllm_bench_read(long_path, &bench, &error));
+  assert_error(error, EMA_TRACE_ERROR_PARSE, long_path,
+               "1:16: 'burstiness': not a finite decimal number: "
+               "'1.77777777777777777777777777777777777777...'");
+  g_clear_error(&error);
+}
+
 static void test_vllm_bench_good(void) {
   GError *error = NULL;
   g_autofree char *path = fixture("vllm-bench.json");
@@ -2025,6 +2092,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/traces/vllm-bench/good", test_vllm_bench_good);
   g_test_add_func("/traces/vllm-bench/sniff", test_vllm_bench_sniff);
   g_test_add_func("/traces/vllm-bench/errors", test_vllm_bench_errors);
+  g_test_add_func("/traces/vllm-bench/numbers", test_vllm_bench_numbers);
   g_test_add_func("/traces/open/formats", test_open_formats);
   g_test_add_func("/traces/transform/compose", test_transform_compose);
   g_test_add_func("/traces/transform/split", test_transform_split);

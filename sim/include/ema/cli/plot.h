@@ -69,9 +69,10 @@ typedef struct {
 } EmaPlotFolder;
 
 /* ema_plot_dir for each of the N FOLDERS (no folder twice), in their order, as one: every
- * folder's figures are drawn (beside its plots/) before any is moved into its plots/, so that a
- * folder that cannot be drawn leaves every plots/ as it was (a comparison's and its variants':
- * ema-sim plot); the error is that folder's, and the folders after it are not read. */
+ * folder's figures are drawn (beside its plots/) before any is moved into its plots/, and then
+ * all are moved in or none (a failed move undoes the others), so that a folder that cannot be
+ * drawn or moved leaves every plots/ as it was (a comparison's and its variants': ema-sim plot);
+ * the error is that folder's, and the folders after it are not read. */
 gboolean ema_plot_dirs(const EmaPlotFolder *folders, guint n, const char *gnuplot, GError **error);
 
 G_END_DECLS

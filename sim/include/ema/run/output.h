@@ -89,10 +89,6 @@ gboolean ema_output_hold_dir(const char *dir, const EmaOutputClaimAs *as, GError
  * claim would (a sweep that runs points again drops the sweep.csv and
  * figures of the earlier results); the others are left alone. */
 gboolean ema_output_remove_entries(const char *dir, const char *const *names, GError **error);
-/* Move every file of the folder BUILT, made whole beside it, into TARGET, a folder of ema-sim's
- * own (plots/; made when absent), each in place of the file of its name there (a rename), then
- * remove BUILT: what TARGET held under other names stays. */
-gboolean ema_output_move_into(const char *built, const char *target, GError **error);
 /* Remove PATH, a file or folder of ema-sim's own (a folder built and abandoned); absent is
  * fine. */
 gboolean ema_output_remove_own(const char *path, GError **error);

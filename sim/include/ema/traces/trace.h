@@ -160,8 +160,12 @@ typedef struct {
   guint64 max_concurrency; /* at most this many requests in flight; 0: null (no limit) */
   double measured[EMA_TRACE_VLLM_N_METRICS];
 } EmaTraceVllmBench;
-/* Reads those of the result JSON at PATH (absent keys: vLLM's defaults, inf,
- * 1 and no limit). */
+/* Reads those of the result JSON at PATH (absent or null keys: vLLM's
+ * defaults, inf, 1 and no limit; an absent figure NAN), each number from its
+ * text in the file, decimal only (not "0x10", nor 1e400, which json-glib reads
+ * as infinity), max_concurrency and completed whole: request_rate in
+ * [1e-9, 1e9] or "inf", burstiness in [1e-6, 1e6], max_concurrency in
+ * [0, 1e7], the figures >= 0; else an error at the value's PATH:LINE:COL. */
 gboolean ema_trace_vllm_bench_read(const char *path, EmaTraceVllmBench *out, GError **error);
 /* The format of the trace file PATH from its first bytes: a JSON object
  * with vLLM's benchmark keys is vllm-bench, other JSON lines Mooncake, a
