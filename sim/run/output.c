@@ -215,8 +215,8 @@ static gboolean lock_dir(const char *dir, const char *option, GError **error) {
     close(fd);
     if (saved == EWOULDBLOCK) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
-                  "output directory %s is in use by another ema-sim process (a run, compare or "
-                  "sweep writing there now): wait for it, or give another %s",
+                  "output directory %s is in use by another process of ema-sim or ema-validate "
+                  "(writing there now): wait for it, or give another %s",
                   dir, option);
       return FALSE;
     }

@@ -764,9 +764,9 @@ static void test_from_results_held(void) {
   g_free(user_file(own, ".ema-output",
                    "# kind: ema-validate calibrate\nmeasurements.csv\nsamples.csv\nderived.csv\n"
                    "provenance.txt\n"));
-  want_held = g_strdup_printf("ema-validate: output directory %s is in use by another ema-sim "
-                              "process (a run, compare or sweep writing there now): wait for it, "
-                              "or give another --from-results\n",
+  want_held = g_strdup_printf("ema-validate: output directory %s is in use by another process "
+                              "of ema-sim or ema-validate (writing there now): wait for it, or "
+                              "give another --from-results\n",
                               held);
   want_other =
       g_strdup_printf("ema-validate: output directory %s holds the output of ema-sim sweep "
