@@ -7,7 +7,10 @@
  * of files being loaded is checked) and never nests deeper than
  * MAX_INCLUDE_DEPTH; a tree is never deeper than EMA_NODE_MAX_DEPTH levels,
  * counted across includes and `--set` paths, so that every recursive walk
- * of a tree (build, copy, free, bind) has a bounded stack; duplicate keys
+ * of a tree (build, copy, free, bind) has a bounded stack; one load (a
+ * file with its includes) builds at most EMA_NODE_MAX_NODES nodes and
+ * expands at most EMA_NODE_MAX_INCLUDES includes, so that its time and
+ * memory are bounded whatever the input; duplicate keys
  * are found through a hash of the map being built (linear in its size).
  * Only regular files are read, at most EMA_FILE_MAX_TEXT bytes each.
  * Anchors and aliases are rejected rather than half supported, and so are
@@ -126,15 +129,22 @@ void ema_node_set(EmaNode *map, const char *key, EmaNode *value) {
 
 /* ---- loading ---------------------------------------------------------- */
 
+/* What one load (a file or a string, and every file it includes) has used so far. */
+typedef struct {
+  GPtrArray *chain; /* files being loaded, outermost first (cycle check) */
+  guint nodes;      /* nodes built, keys included (at most EMA_NODE_MAX_NODES) */
+  guint includes;   /* includes expanded (at most EMA_NODE_MAX_INCLUDES) */
+} Load;
+
 typedef struct {
   yaml_parser_t parser;
   const char *name; /* for locations */
   char *base_dir;   /* for includes */
-  GPtrArray *chain; /* files being loaded, outermost first (cycle check) */
+  Load *load;       /* what the whole load has used, this file's includes with it */
   guint depth;      /* tree depth of this document's root (an include's place) */
 } Loader;
 
-static EmaNode *load_file_chained(const char *path, GPtrArray *chain, guint depth, GError **error);
+static EmaNode *load_file_chained(const char *path, Load *load, guint depth, GError **error);
 
 /* Failures of a file itself (unreadable, part of a cycle, too deep) carry no
  * location until the caller adds the place that named the file. */
@@ -189,9 +199,17 @@ static EmaNode *include_file(Loader *loader, const yaml_event_t *event, guint de
                    "!include needs a file name");
     return NULL;
   }
+  if (++loader->load->includes > EMA_NODE_MAX_INCLUDES) {
+    g_autofree char *message = g_strdup_printf(
+        "!include %s: more than %d includes in one load (each counted where it is met: an "
+        "included file that includes another several times multiplies them)",
+        target, EMA_NODE_MAX_INCLUDES);
+    location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
+    return NULL;
+  }
   path = g_path_is_absolute(target) ? g_strdup(target)
                                     : g_build_filename(loader->base_dir, target, NULL);
-  node = load_file_chained(path, loader->chain, depth, &inner);
+  node = load_file_chained(path, loader->load, depth, &inner);
   if (node == NULL) {
     /* An include that cannot be read is reported where the include is;
      * errors inside the included file already carry their location. */
@@ -244,9 +262,23 @@ static char *scalar_problem(const yaml_event_t *event, gboolean key) {
   return NULL;
 }
 
+/* Count one more node of the load at MARK; FALSE (an error there) past EMA_NODE_MAX_NODES. */
+static gboolean count_node(Loader *loader, const yaml_mark_t *mark, GError **error) {
+  if (++loader->load->nodes <= EMA_NODE_MAX_NODES)
+    return TRUE;
+  g_autofree char *message =
+      g_strdup_printf("more than %u keys and values in one load (this file and its includes): "
+                      "a configuration is far smaller",
+                      EMA_NODE_MAX_NODES);
+  location_error(loader, mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
+  return FALSE;
+}
+
 static EmaNode *build_node(Loader *loader, yaml_event_t *event, guint depth, GError **error) {
   guint line = (guint) event->start_mark.line + 1, col = (guint) event->start_mark.column + 1;
 
+  if (event->type != YAML_ALIAS_EVENT && !count_node(loader, &event->start_mark, error))
+    return NULL;
   switch (event->type) {
   case YAML_ALIAS_EVENT:
     location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
@@ -325,6 +357,10 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, guint depth, GEr
         if (child_event.type != YAML_SCALAR_EVENT) {
           location_error(loader, &child_event.start_mark, error, EMA_CONFIG_ERROR_SYNTAX,
                          "map keys must be plain names");
+          yaml_event_delete(&child_event);
+          return NULL;
+        }
+        if (!count_node(loader, &child_event.start_mark, error)) {
           yaml_event_delete(&child_event);
           return NULL;
         }
@@ -407,7 +443,7 @@ fail:
 }
 
 static EmaNode *load_text(const char *text, gsize length, const char *name, const char *base_dir,
-                          GPtrArray *chain, guint depth, GError **error) {
+                          Load *load, guint depth, GError **error) {
   Loader loader = {0};
   EmaNode *root;
   const char *bad = NULL;
@@ -424,7 +460,7 @@ static EmaNode *load_text(const char *text, gsize length, const char *name, cons
   }
   loader.name = name;
   loader.base_dir = g_strdup(base_dir ? base_dir : ".");
-  loader.chain = chain;
+  loader.load = load;
   loader.depth = depth;
   if (!yaml_parser_initialize(&loader.parser)) { /* its buffers could not be allocated */
     g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_SYNTAX,
@@ -439,7 +475,8 @@ static EmaNode *load_text(const char *text, gsize length, const char *name, cons
   return root;
 }
 
-static EmaNode *load_file_chained(const char *path, GPtrArray *chain, guint depth, GError **error) {
+static EmaNode *load_file_chained(const char *path, Load *load, guint depth, GError **error) {
+  GPtrArray *chain = load->chain;
   g_autofree char *text = NULL;
   g_autofree char *canonical = g_canonicalize_filename(path, NULL);
   g_autofree char *dir = g_path_get_dirname(path);
@@ -464,15 +501,16 @@ static EmaNode *load_file_chained(const char *path, GPtrArray *chain, guint dept
     return NULL;
   }
   g_ptr_array_add(chain, g_steal_pointer(&canonical));
-  root = load_text(text, length, path, dir, chain, depth, error);
+  root = load_text(text, length, path, dir, load, depth, error);
   g_ptr_array_remove_index(chain, chain->len - 1);
   return root;
 }
 
 EmaNode *ema_node_load_file(const char *path, GError **error) {
   g_autoptr(GPtrArray) chain = g_ptr_array_new_with_free_func(g_free);
+  Load load = {chain, 0, 0};
   GError *inner = NULL;
-  EmaNode *root = load_file_chained(path, chain, 0, &inner);
+  EmaNode *root = load_file_chained(path, &load, 0, &inner);
   if (root == NULL) {
     if (inner->domain == unlocated_quark()) {
       inner->domain = EMA_CONFIG_ERROR;
@@ -486,18 +524,21 @@ EmaNode *ema_node_load_file(const char *path, GError **error) {
 EmaNode *ema_node_load_string(const char *text, const char *name, const char *base_dir,
                               GError **error) {
   g_autoptr(GPtrArray) chain = g_ptr_array_new_with_free_func(g_free);
-  return load_text(text, strlen(text), name, base_dir, chain, 0, error);
+  Load load = {chain, 0, 0};
+  return load_text(text, strlen(text), name, base_dir, &load, 0, error);
 }
 
 /* ---- overrides -------------------------------------------------------- */
 
-/* Give every node of TREE the location --set:ORDINAL:(COL + its column - 1). */
+/* Give every node of TREE parsed from the --set value's text (named FILE) the location
+ * FILE:ORDINAL:(COL + its column - 1). The nodes of a file the value includes (`--set
+ * key=!include PATH`) keep their own: their errors point into that file, and the paths they hold
+ * are relative to it, as where a file includes it. */
 static void relocate(EmaNode *tree, const char *file, guint ordinal, guint col) {
-  char *old = tree->file;
-  tree->file = g_ref_string_new_intern(file);
-  g_ref_string_release(old);
-  tree->col = col + tree->col - 1;
-  tree->line = ordinal;
+  if (strcmp(tree->file, file) == 0) {
+    tree->col = col + tree->col - 1;
+    tree->line = ordinal;
+  }
   if (tree->kind == EMA_NODE_SCALAR)
     return;
   for (guint i = 0; i < tree->items->len; i++) {
@@ -555,6 +596,11 @@ gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint or
   path = g_strndup(assignment, (gsize) (eq - assignment));
   value_col = (guint) (eq - assignment) + 2;
   value = ema_node_load_string(eq + 1, "--set", NULL, &inner);
+  if (value == NULL && !g_str_has_prefix(inner->message, "--set:")) {
+    /* in a file the value includes: at its own place there, as from a file's include */
+    g_propagate_error(error, inner);
+    return FALSE;
+  }
   if (value == NULL) {
     /* the parser's location is relative to the value text */
     where->col = value_col;

@@ -11,6 +11,8 @@
 #include "ema/core/units.h"
 #include "ema/hw/profile.h"
 
+#include <string.h>
+
 #define GPU_FIELD(f) G_STRUCT_OFFSET(EmaGpuSpec, f)
 #define LINK_FIELD(f) G_STRUCT_OFFSET(EmaLinkSpec, f)
 #define HOST_FIELD(f) G_STRUCT_OFFSET(EmaHostLinkSpec, f)
@@ -160,18 +162,45 @@ static const EmaParam link_params[] = {
      .min = 1, .max = 1099511627776.0, .help = "size over which the ramp time builds up"},
 };
 
+/* Whether KEY's value in the map NODE came from elsewhere than the map: a --set, or an
+ * experiment's keys over a model's file (the value the user just gave, where it contradicts the
+ * file's, is the one to point at). */
+static gboolean given_over(const EmaNode *node, const char *key) {
+  const EmaNode *value = node ? ema_node_get(node, key) : NULL;
+  return value && value->file && node->file && strcmp(value->file, node->file) != 0;
+}
+
+/* Of the keys KEY and OTHER of NODE whose values disagree, KEY unless only OTHER was given over
+ * the map. */
+static const char *blamed_key(const EmaNode *node, const char *key, const char *other) {
+  return given_over(node, other) && !given_over(node, key) ? other : key;
+}
+
+/* An error at the key BLAMED of NODE (at PATH). */
+static void disagree(GError **error, const EmaNode *node, const char *path, const char *blamed,
+                     const char *message) {
+  const EmaNode *at = node ? ema_node_get(node, blamed) : NULL;
+  g_autofree char *key_path = path ? g_strconcat(path, ".", blamed, NULL) : g_strdup(blamed);
+  ema_node_error(error, EMA_CONFIG_ERROR_INVALID, at ? at : node, key_path, "%s", message);
+}
+
 static gboolean check_link(gpointer object, const EmaNode *node, const char *path, GError **error) {
   const EmaLinkSpec *link = object;
+  g_autofree char *bandwidth = ema_units_format_bandwidth(link->bandwidth);
   if (link->duplex_bandwidth < link->bandwidth || link->duplex_bandwidth > 2 * link->bandwidth) {
-    g_autofree char *key_path = g_strconcat(path, ".duplex_bandwidth", NULL);
-    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "duplex_bandwidth"),
-                   key_path, "must lie between bandwidth and twice bandwidth");
+    g_autofree char *duplex = ema_units_format_bandwidth(link->duplex_bandwidth);
+    g_autofree char *twice = ema_units_format_bandwidth(2 * link->bandwidth);
+    g_autofree char *message =
+        g_strdup_printf("duplex_bandwidth %s must lie between bandwidth (%s) and twice it (%s)",
+                        duplex, bandwidth, twice);
+    disagree(error, node, path, blamed_key(node, "duplex_bandwidth", "bandwidth"), message);
     return FALSE;
   }
   if (link->direct_read_bandwidth > link->bandwidth) {
-    g_autofree char *key_path = g_strconcat(path, ".direct_read_bandwidth", NULL);
-    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "direct_read_bandwidth"),
-                   key_path, "cannot exceed the link bandwidth");
+    g_autofree char *direct = ema_units_format_bandwidth(link->direct_read_bandwidth);
+    g_autofree char *message = g_strdup_printf(
+        "direct_read_bandwidth %s cannot exceed the link bandwidth (%s)", direct, bandwidth);
+    disagree(error, node, path, blamed_key(node, "direct_read_bandwidth", "bandwidth"), message);
     return FALSE;
   }
   return TRUE;
@@ -203,9 +232,17 @@ static gboolean check_host(gpointer object, const EmaNode *node, const char *pat
   double one_way = MAX(host->h2d_bandwidth, host->d2h_bandwidth);
   if (host->duplex_bandwidth < one_way ||
       host->duplex_bandwidth > host->h2d_bandwidth + host->d2h_bandwidth) {
-    g_autofree char *key_path = g_strconcat(path, ".duplex_bandwidth", NULL);
-    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "duplex_bandwidth"),
-                   key_path, "must lie between the faster direction and the sum of both");
+    g_autofree char *duplex = ema_units_format_bandwidth(host->duplex_bandwidth);
+    g_autofree char *faster = ema_units_format_bandwidth(one_way);
+    g_autofree char *sum = ema_units_format_bandwidth(host->h2d_bandwidth + host->d2h_bandwidth);
+    g_autofree char *message = g_strdup_printf(
+        "duplex_bandwidth %s must lie between the faster direction (%s) and the sum of both (%s)",
+        duplex, faster, sum);
+    const char *blamed = given_over(node, "duplex_bandwidth") ? "duplex_bandwidth"
+                         : given_over(node, "h2d_bandwidth")  ? "h2d_bandwidth"
+                         : given_over(node, "d2h_bandwidth")  ? "d2h_bandwidth"
+                                                              : "duplex_bandwidth";
+    disagree(error, node, path, blamed, message);
     return FALSE;
   }
   return TRUE;

@@ -176,7 +176,7 @@ static const EmaParamTable length_table = {"length", sizeof(EmaLengthSpec), leng
 
 static const char *const arrival_keys[] = {"rate",    "cv",       "rate_on",  "rate_off",
                                            "mean_on", "mean_off", "rate_min", "rate_max",
-                                           "period",  NULL};
+                                           "period",  "phases",   NULL};
 
 static const ChoiceKeys arrival_choice_keys[] = {
     [EMA_ARRIVALS_FILE] = {(const char *const[]){NULL}, NULL},

@@ -1575,17 +1575,17 @@ static void experiment_fails(const char *path, const char *const *overrides, gin
 
 static void test_experiment_override_errors(void) {
   g_autofree char *path = baseline_path();
-  g_autofree char *h200x2 = source_path("hwmodels/servers/h200x2.yaml");
-  g_autofree char *duplex_at = g_strdup_printf("%s:12:21: ", h200x2);
   const char *const unknown[] = {"server.gpus=4", "ops.0.nme=x", NULL};
   const char *const slow_link[] = {"server.link.bandwidth=100GB/s", NULL};
   const char *const zero_gpus[] = {"server.gpus=0", NULL};
   const char *const bad_index[] = {"ops.13.name=x", NULL};
   const char *const bad_server[] = {"server=h900", NULL};
   /* 100 GB/s per direction is below half the file's duplex 784 GB/s: the
-   * link table's check rejects it, at the value it conflicts with */
-  experiment_fails(path, slow_link, EMA_CONFIG_ERROR_INVALID, NULL, duplex_at,
-                   "server.link.duplex_bandwidth: must lie between bandwidth and twice bandwidth");
+   * link table's check rejects it, at the --set that made the two disagree, naming both */
+  experiment_fails(path, slow_link, EMA_CONFIG_ERROR_INVALID,
+                   "--set:1:23: server.link.bandwidth: duplex_bandwidth 784GB/s must lie between "
+                   "bandwidth (100GB/s) and twice it (200GB/s)",
+                   NULL, NULL);
   experiment_fails(path, zero_gpus, EMA_CONFIG_ERROR_RANGE,
                    "--set:1:13: server.gpus: 0 is out of range [1, 1024]", NULL, NULL);
   experiment_fails(path, bad_index, EMA_CONFIG_ERROR_KEY,

@@ -15,6 +15,14 @@ G_BEGIN_DECLS
  * includes); deeper input is a syntax error, not a deep recursion. */
 #define EMA_NODE_MAX_DEPTH 64
 
+/* The most nodes one load builds (a file, its includes and theirs, each key and value counted;
+ * about 100 bytes each), and the most `!include`s it expands (each time one is met: a file
+ * included twice counts twice). EMA's largest file has a few thousand nodes and an experiment 72
+ * includes; a generated 60 MB list took 62 s and 3.3 GB to load, and ten files each including
+ * the next ten times expanded 10^10 includes: errors at the node or include past the limit. */
+#define EMA_NODE_MAX_NODES (1u << 20)
+#define EMA_NODE_MAX_INCLUDES 1024
+
 #define EMA_CONFIG_ERROR (ema_config_error_quark())
 GQuark ema_config_error_quark(void);
 
