@@ -271,6 +271,14 @@ gboolean ema_step_model_check_tp(const EmaLlmSpec *model, const EmaServerSpec *s
                 tp, model->name, model->kv_heads);
     return FALSE;
   }
+  /* vLLM's column- and row-parallel FFN layers give each rank ffn / tp columns exactly */
+  if (model->ffn % tp != 0 || model->shared_ffn % tp != 0) {
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "tensor-parallel size %u must divide %s's FFN width %" G_GINT64_FORMAT
+                " (each rank holds an equal share of it)",
+                tp, model->name, model->ffn % tp != 0 ? model->ffn : model->shared_ffn);
+    return FALSE;
+  }
   return TRUE;
 }
 

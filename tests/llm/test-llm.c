@@ -732,6 +732,19 @@ static void test_tp_invalid(void) {
   step_model_fails(llm, h200x8, 2,
                    "tensor-parallel size 2 must divide llama-3.1-8b's 3 KV heads or be a "
                    "multiple of them");
+  /* an FFN width of 129 columns (or a shared expert's) does not split 2 ways: the layers were
+   * timed at 64 columns a rank */
+  llm->heads = 32;
+  llm->kv_heads = 8;
+  llm->ffn = 129;
+  step_model_fails(llm, h200x8, 2,
+                   "tensor-parallel size 2 must divide llama-3.1-8b's FFN width 129 (each rank "
+                   "holds an equal share of it)");
+  llm->ffn = 14336;
+  llm->shared_ffn = 8193;
+  step_model_fails(llm, h200x8, 2,
+                   "tensor-parallel size 2 must divide llama-3.1-8b's FFN width 8193 (each rank "
+                   "holds an equal share of it)");
 }
 
 /* KV heads fewer than tp are replicated: Llama-3.1-70B (8 KV heads) at tp 8
