@@ -114,9 +114,9 @@ static const char usage_text[] =
     "\n"
     "Options:\n"
     "  --plugin-dir DIR       load the policy modules in DIR (repeatable; before the command or\n"
-    "                         after it, for run, check, list, describe, describe-policy,\n"
-    "                         try-policy and sweep); the folders of EMA_PLUGIN_PATH\n"
-    "                         (colon-separated) are always searched too\n"
+    "                         after it, for run, check, list, describe policy,\n"
+    "                         describe-policy, try-policy and sweep); the folders of\n"
+    "                         EMA_PLUGIN_PATH (colon-separated) are always searched too\n"
     "  -h, --help             show help (also: ema-sim COMMAND --help)\n"
     "  --version              print the version\n"
     "\n"
@@ -1280,7 +1280,8 @@ static int command_describe(int argc, char **argv) {
           "files, or one policy or composition (also: ema-sim describe-policy NAME); with --keys,\n"
           "every key of an LLM shape's or an engine profile's file. Each answers --help.\n\n"
           "Options:\n"
-          "  --keys   with llm or engine: every key of such a file, for writing one\n",
+          "  --keys             with llm or engine: every key of such a file, for writing one\n"
+          "  --plugin-dir DIR   with policy: load the policy modules in DIR (repeatable)\n",
           stdout);
     return 0;
   }
