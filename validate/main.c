@@ -637,6 +637,12 @@ static int command_devices(int argc, char **argv) {
   GError *error = NULL;
   g_autofree char *driver = NULL, *cuda = NULL;
   int count = 0;
+  if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    fputs("usage: ema-validate devices\n\nList the CUDA devices, the driver and CUDA versions, "
+          "and which devices can\naccess which peers' memory. Takes no options.\n",
+          stdout);
+    return 0;
+  }
   if (argc != 1)
     return usage_error("usage: ema-validate devices");
   if (!ema_cuda_device_count(&count, &error))

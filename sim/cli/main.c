@@ -1846,13 +1846,23 @@ static const struct {
     {"step-time", command_step_time, FALSE},
 };
 
-/* The names of the commands (those that take --plugin-dir if PLUGINS), ", "-separated. */
+/* The names of the commands (those that take --plugin-dir if PLUGINS: describe as `describe
+ * policy`, its one form that loads policies), ", "-separated. */
 static char *command_names(gboolean plugins) {
   GString *names = g_string_new(NULL);
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
     if (!plugins || commands[i].plugins)
-      g_string_append_printf(names, "%s%s", names->len ? ", " : "", commands[i].name);
+      g_string_append_printf(names, "%s%s%s", names->len ? ", " : "", commands[i].name,
+                             plugins && commands[i].run == command_describe ? " policy" : "");
   return g_string_free(names, FALSE);
+}
+
+/* Whether ARGV (ARGC) holds --plugin-dir among a command's own arguments, before any `--`. */
+static gboolean plugin_dir_given(int argc, char **argv) {
+  for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "--plugin-dir") == 0 || g_str_has_prefix(argv[i], "--plugin-dir="))
+      return TRUE;
+  return FALSE;
 }
 
 /* Take the --plugin-dir options before the command off ARGV (ARGV[0] stays
@@ -1913,7 +1923,10 @@ int main(int argc, char **argv) {
   }
   while (c < G_N_ELEMENTS(commands) && strcmp(command, commands[c].name) != 0)
     c++;
-  if (global_plugin_dirs->len > 0 && (c == G_N_ELEMENTS(commands) || !commands[c].plugins)) {
+  /* given before a command that takes none, or after it (its own parser would say only
+   * "Unknown option") */
+  if ((global_plugin_dirs->len > 0 || plugin_dir_given(argc - 2, argv + 2)) &&
+      (c == G_N_ELEMENTS(commands) || !commands[c].plugins)) {
     g_autofree char *names = command_names(TRUE);
     g_autofree char *message =
         g_strdup_printf("--plugin-dir is not an option of '%s' (only of %s)", command, names);

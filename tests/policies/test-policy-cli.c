@@ -574,6 +574,8 @@ static void test_usage_errors(void) {
   g_autoptr(EmaTestRun) not_here =
       ema_test_cli("--plugin-dir", "/tmp", "describe", "hwmodel", "h200x2", NULL);
   g_autoptr(EmaTestRun) not_at_all = ema_test_cli("--plugin-dir", "/tmp", "frobnicate", NULL);
+  g_autoptr(EmaTestRun) after_other = ema_test_cli("frontier", "--plugin-dir", "/tmp", NULL);
+  g_autoptr(EmaTestRun) after_equals = ema_test_cli("plot", "x", "--plugin-dir=/tmp", NULL);
   g_autoptr(EmaTestRun) help = ema_test_cli("--help", NULL);
   ema_test_assert_failed(no_name, 2, "ema-sim: usage: ema-sim describe-policy NAME");
   ema_test_assert_failed(two_names, 2, "ema-sim: usage: ema-sim describe-policy NAME");
@@ -584,6 +586,12 @@ static void test_usage_errors(void) {
   ema_test_assert_failed(not_here, 2,
                          "ema-sim: --plugin-dir is not an option of 'describe hwmodel'");
   ema_test_assert_failed(not_at_all, 2, "ema-sim: --plugin-dir is not an option of 'frobnicate'");
+  /* after a command that takes none: the same words, where its parser said "Unknown option";
+   * the list names describe's one form that loads policies */
+  ema_test_assert_failed(after_other, 2,
+                         "ema-sim: --plugin-dir is not an option of 'frontier' (only of run, "
+                         "check, list, describe policy, describe-policy, try-policy, sweep)");
+  ema_test_assert_failed(after_equals, 2, "ema-sim: --plugin-dir is not an option of 'plot'");
   ema_test_assert_ok(help);
   ema_test_assert_contains(help->out, "list policies");
   ema_test_assert_contains(help->out, "describe-policy NAME");

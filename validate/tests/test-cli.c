@@ -59,7 +59,12 @@ static void test_help(void) {
   g_autoptr(EmaTestRun) version = cli("--version", NULL);
   g_autoptr(EmaTestRun) decode_help = cli("decode", "--help", NULL);
   g_autoptr(EmaTestRun) calibrate_help = cli("calibrate", "--help", NULL);
+  g_autoptr(EmaTestRun) devices_help = cli("devices", "--help", NULL);
   g_assert_cmpint(help->status, ==, 0);
+  /* every command answers --help (devices took it for an argument: a usage error) */
+  g_assert_cmpint(devices_help->status, ==, 0);
+  g_assert_true(g_str_has_prefix(devices_help->out, "usage: ema-validate devices\n"));
+  g_assert_cmpstr(devices_help->err, ==, "");
   ema_test_assert_contains(help->out, "Usage: ema-validate COMMAND [OPTIONS]");
   ema_test_assert_contains(help->out, "calibrate [-o FILE]");
   ema_test_assert_contains(help->out, "decode --model NAME --batch B --context C");
