@@ -13,6 +13,7 @@
 #include "decodefit.h"
 #include "ema/core/csv.h"
 #include "ema/core/file.h"
+#include "ema/run/experiment.h"
 #include "ema/run/output.h"
 #include "errors.h"
 #include "fit.h"
@@ -658,7 +659,8 @@ static gboolean derive_step(EmaReport *report, const char *dir, EmaCalibrationFi
   if (!g_file_test(path, G_FILE_TEST_EXISTS))
     return TRUE;
   rows = ema_decode_rows_read(path, error);
-  if (rows == NULL || !ema_decode_fit(rows, ema_calibration_round(f->hbm_bandwidth), s, error))
+  if (rows == NULL || !ema_decode_fit(rows, ema_calibration_round(f->hbm_bandwidth),
+                                      f->matrix_flops * f->matrix_efficiency, s, error))
     return FALSE;
   ema_report_add_derived(report, "decode-weight-rate", s->weight_rate, "B/s",
                          "median over the decode runs of weight bytes / the weight pass alone");
@@ -673,6 +675,10 @@ static gboolean derive_step(EmaReport *report, const char *dir, EmaCalibrationFi
                          "intercept of that line / layers (gpu.layer_overhead)");
   ema_report_add_derived(report, "decode-kv-max-rel-error", s->kv_max_rel_error, "fraction",
                          "largest |line - measured| / measured over its runs");
+  if (s->p_fitted)
+    ema_report_add_derived(report, "decode-roofline-p", s->roofline_p, "",
+                           "p of (c^p + m^p)^(1/p) that fits the weight passes' times against "
+                           "their batch, least squares on the relative error (gpu.roofline_p)");
   ema_report_add_derived(report, "decode-step-residual", s->step_residual_s, "s",
                          "median over those runs of step - (weights + attention as fitted)");
   ema_report_add_derived(report, "decode-step-overhead", s->step_overhead_s, "s",
@@ -721,6 +727,11 @@ static void print_figures(FILE *log, const EmaCalibrationFigures *f) {
             f->step.model, f->step.kv_runs, f->step.layer_overhead_s * 1e6, f->step.kv_rate / 1e12,
             100 * f->step.kv_efficiency, 100 * f->step.kv_max_rel_error,
             f->step.step_residual_s * 1e6);
+  if (f->step.p_fitted)
+    fprintf(log,
+            "  weight passes against batch (%u runs, up to %u sequences): roofline_p %.3g "
+            "(largest error %.2f%%)\n",
+            f->step.p_runs, f->step.p_max_batch, f->step.roofline_p, 100 * f->step.p_max_rel_error);
   else
     fprintf(log, "decode runs: none (no decode.csv): the step-time keys keep their defaults\n");
 }
@@ -746,6 +757,7 @@ static void print_comparison(FILE *log, const EmaCalibrationFigures *f,
        1e6},
       {"gpu.step_overhead", f->step.step_overhead_s, reference->gpu.step_overhead * 1e-9, "us",
        1e6},
+      {"gpu.roofline_p", f->step.roofline_p, reference->gpu.roofline_p, "", 1},
       {"gpu.interference_outgoing", f->interference.lender_loss_per_pulled_byte,
        reference->gpu.interference_outgoing, "", 1},
       {"gpu.interference_incoming", f->interference.borrower_loss_per_incoming_byte,
@@ -781,6 +793,8 @@ static void print_comparison(FILE *log, const EmaCalibrationFigures *f,
         (strstr(rows[i].key, "_efficiency") || strstr(rows[i].key, "layer_overhead") ||
          strstr(rows[i].key, "step_overhead")))
       continue; /* the step-time keys: no decode runs */
+    if (!f->step.p_fitted && strcmp(rows[i].key, "gpu.roofline_p") == 0)
+      continue; /* no run told p */
     diff = rows[i].reference != 0
                ? 100.0 * (rows[i].measured - rows[i].reference) / rows[i].reference
                : 0;
@@ -793,8 +807,14 @@ static void print_comparison(FILE *log, const EmaCalibrationFigures *f,
 gboolean ema_calibration_write_results(EmaReport *report, const EmaCalibrationRun *run,
                                        const EmaCalibrationOutput *output, GError **error) {
   EmaCalibrationFigures figures;
-  if (!ema_calibration_derive(report, run, &figures, error) ||
-      !derive_step(report, output->results_dir, &figures, error))
+  g_autoptr(EmaServerSpec) measured_against = NULL;
+  if (!ema_calibration_derive(report, run, &figures, error))
+    return FALSE;
+  /* the matrix rate is the run's reference model's, whose matrix_flops provenance.txt holds (a
+   * reference no longer found: roofline_p not fitted) */
+  measured_against = ema_server_load(run->reference_name, NULL);
+  figures.matrix_efficiency = measured_against ? measured_against->gpu.matrix_efficiency : 0;
+  if (!derive_step(report, output->results_dir, &figures, error))
     return FALSE;
   figures.rederived_command = output->new_run ? NULL : output->rederived_command;
   /* a new run's measurements are kept though its model does not load (derived again once it

@@ -305,6 +305,15 @@ static void append_step_keys(GString *out, const EmaCalibrationFigures *f) {
   key_fraction(out, "kv_efficiency", f->step.kv_efficiency, kv_note);
   key_duration(out, "", 2, "layer_overhead", s->layer_overhead_s, layer_note);
   key_duration(out, "", 2, "step_overhead", s->step_overhead_s, step_note);
+  if (s->p_fitted) {
+    g_autofree char *p = format_number(ema_calibration_round(s->roofline_p));
+    g_autofree char *p_note = g_strdup_printf(
+        "the weight GEMVs' time against batch, %u runs up to %u sequences: (c^p + m^p)^(1/p), c "
+        "at matrix_flops x matrix_efficiency, least squares on the relative error (largest "
+        "%.2f%%)",
+        s->p_runs, s->p_max_batch, 100 * s->p_max_rel_error);
+    append_line(out, "", 2, "roofline_p", p, p_note);
+  }
 }
 
 static void append_gpu(GString *out, const EmaCalibrationFigures *f) {
@@ -331,6 +340,8 @@ static void append_gpu(GString *out, const EmaCalibrationFigures *f) {
   key_bandwidth(out, 2, "local_copy_bandwidth", rounded_bandwidth(f->local_copy_bandwidth),
                 copy_note);
   append_line(out, "", 2, "matrix_flops", flops, flops_note);
+  if (f->matrix_efficiency > 0) /* what the step keys below were fitted with */
+    key_fraction(out, "matrix_efficiency", f->matrix_efficiency, flops_note);
   key_duration(out, "", 2, "kernel_overhead", f->kernel_overhead_s, overhead_note);
   append_step_keys(out, f);
   append_interference_keys(out, f);

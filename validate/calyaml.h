@@ -94,6 +94,12 @@ typedef struct {
   double kv_max_rel_error;    /* largest |line - measured| / measured over its runs */
   double step_residual_s;     /* median over those runs of step - fitted model */
   double step_overhead_s;     /* max(0, step_residual_s) */
+  /* gpu.roofline_p fitted to the weight passes' times against their batch (decodefit.h); not
+   * fitted (the key left to its default) where no run reaches the compute side */
+  gboolean p_fitted;
+  double roofline_p;
+  guint p_runs, p_max_batch;
+  double p_max_rel_error; /* largest |roofline - measured| / measured over those runs */
 } EmaStepFigures;
 
 typedef struct {
@@ -121,6 +127,7 @@ typedef struct {
   double kernel_overhead_s;    /* median of small read kernels (4 KiB-1 MiB) */
   double empty_kernel_s;       /* one empty kernel, event-timed */
   double matrix_flops;         /* not measured: from the reference model */
+  double matrix_efficiency;    /* not measured: the reference model's (0: not written) */
   double local_latency_s;      /* dependent load from local HBM */
 
   /* link */

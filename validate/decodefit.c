@@ -182,8 +182,70 @@ static gboolean fit_error(GError **error, const char *message) {
   return FALSE;
 }
 
-gboolean ema_decode_fit(const GPtrArray *rows, double hbm_bandwidth, EmaStepFigures *out,
-                        GError **error) {
+/* The step model's roofline (steptime.c) of compute time C and memory time M with P. */
+static double roofline_of(double c, double m, double p) {
+  double big = MAX(c, m), small = MIN(c, m);
+  return big > 0 ? big * pow(1.0 + pow(small / big, p), 1.0 / p) : 0;
+}
+
+/* The squared relative errors of the weight passes of the runs USED (their compute times C[i],
+ * memory time per byte of weights PER_BYTE) against the roofline with P. */
+static double p_error(const GPtrArray *used, const double *c, double per_byte, double p) {
+  double sum = 0;
+  for (guint i = 0; i < used->len; i++) {
+    const EmaDecodeRow *row = used->pdata[i];
+    double predicted = roofline_of(c[i], row->weight_gb * 1e9 * per_byte, p) * 1e3;
+    double e = (predicted - row->weights_ms) / row->weights_ms;
+    sum += e * e;
+  }
+  return sum;
+}
+
+/* OUT's roofline_p from the weight passes of ROWS (decodefit.h), at MATRIX_RATE FLOP/s and
+ * OUT's weight rate. p is searched on a grid of 2,001 points even in log p over [1, 64] (the
+ * key's range), the first of the least error kept. */
+static void fit_roofline_p(const GPtrArray *rows, gboolean any_graph, double matrix_rate,
+                           EmaStepFigures *out) {
+  g_autoptr(GPtrArray) used = g_ptr_array_new();
+  g_autoptr(GArray) compute = g_array_new(FALSE, FALSE, sizeof(double));
+  double per_byte = 1 / out->weight_rate, reach = 0, best = G_MAXDOUBLE;
+  if (!(matrix_rate > 0))
+    return;
+  for (guint i = 0; i < rows->len; i++) {
+    const EmaDecodeRow *row = rows->pdata[i];
+    /* 2-byte weights: weight_gb / 2 elements, one multiply-add each per sequence */
+    double c = row->weight_gb * 1e9 * (double) row->batch / matrix_rate;
+    if (!use_row(row, any_graph) || !(row->weights_ms > 0) || !(row->weight_gb > 0))
+      continue;
+    g_ptr_array_add(used, (gpointer) row);
+    g_array_append_val(compute, c);
+    reach = MAX(reach, c / (row->weight_gb * 1e9 * per_byte));
+    out->p_max_batch = MAX(out->p_max_batch, row->batch);
+  }
+  if (reach < 0.1)
+    return; /* every run's compute time under a tenth of its memory time: p untold */
+  for (guint k = 0; k <= 2000; k++) {
+    double p = exp(log(64.0) * k / 2000.0),
+           e = p_error(used, (double *) compute->data, per_byte, p);
+    if (e < best) {
+      best = e;
+      out->roofline_p = p;
+    }
+  }
+  out->p_fitted = TRUE;
+  out->p_runs = used->len;
+  for (guint i = 0; i < used->len; i++) {
+    const EmaDecodeRow *row = used->pdata[i];
+    double predicted = roofline_of(g_array_index(compute, double, i),
+                                   row->weight_gb * 1e9 * per_byte, out->roofline_p) *
+                       1e3;
+    out->p_max_rel_error =
+        MAX(out->p_max_rel_error, fabs(predicted - row->weights_ms) / row->weights_ms);
+  }
+}
+
+gboolean ema_decode_fit(const GPtrArray *rows, double hbm_bandwidth, double matrix_rate,
+                        EmaStepFigures *out, GError **error) {
   g_autoptr(GArray) rates = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) residuals = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GPtrArray) line = g_ptr_array_new();
@@ -212,6 +274,7 @@ gboolean ema_decode_fit(const GPtrArray *rows, double hbm_bandwidth, EmaStepFigu
   out->weight_runs = rates->len;
   out->weight_rate = ema_median((const double *) rates->data, rates->len);
   out->hbm_efficiency = out->weight_rate / hbm_bandwidth;
+  fit_roofline_p(rows, any_graph, matrix_rate, out);
 
   /* the attention line */
   name = line_model(rows, any_graph);

@@ -16,7 +16,15 @@
  *             through the origin;
  *   step_overhead = max(0, median over the same runs of step_ms_median -
  *             (weight_gb / rate_m + L x layer_overhead + kv_local_gb /
- *             rate_kv)): what a step costs beyond its two passes.
+ *             rate_kv)): what a step costs beyond its two passes;
+ *   roofline_p: the step model times each matrix product as
+ *             (c^p + m^p)^(1/p) of its compute time c and memory time m;
+ *             with MATRIX_RATE (FLOP/s) the weight passes of batch B give
+ *             c = 2 x (weight_gb / 2 bytes) x B / MATRIX_RATE (2-byte
+ *             weights, the workload's) and m = weight_gb / rate_m, and p in
+ *             [1, 64] minimises the squared relative errors of the
+ *             formula against weights_ms over the runs; fitted only where
+ *             some run has c >= m / 10 (else the runs cannot tell p).
  *
  * Pure C. */
 #pragma once
@@ -50,11 +58,13 @@ void ema_decode_row_free(EmaDecodeRow *row);
 GPtrArray *ema_decode_rows_read(const char *path, GError **error);
 
 /* Fit OUT from ROWS for a GPU whose streaming read reaches HBM_BANDWIDTH
- * (B/s, as the model file states it). The model of the attention line is
- * loaded by name (ema_llm_load) for its layers. Errors:
- * EMA_VALIDATE_ERROR_FIT (no usable run, fewer than two KV sizes, a line
- * that does not rise), libema's errors for an unknown model. */
-gboolean ema_decode_fit(const GPtrArray *rows, double hbm_bandwidth, EmaStepFigures *out,
-                        GError **error);
+ * (B/s, as the model file states it) and whose matrix products run at
+ * MATRIX_RATE (FLOP/s: matrix_flops x matrix_efficiency of the model file;
+ * 0: roofline_p not fitted). The model of the attention line is loaded by
+ * name (ema_llm_load) for its layers. Errors: EMA_VALIDATE_ERROR_FIT (no
+ * usable run, fewer than two KV sizes, a line that does not rise),
+ * libema's errors for an unknown model. */
+gboolean ema_decode_fit(const GPtrArray *rows, double hbm_bandwidth, double matrix_rate,
+                        EmaStepFigures *out, GError **error);
 
 G_END_DECLS

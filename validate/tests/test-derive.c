@@ -603,7 +603,8 @@ static void test_decode_fit_committed(void) {
   EmaStepFigures s;
   g_assert_no_error(error);
   g_assert_cmpuint(rows->len, ==, 17);
-  g_assert_true(ema_decode_fit(rows, 4.62e12, &s, &error));
+  /* the matrix rate of the reference h200x2: 989 TFLOP/s at the default 79.7% */
+  g_assert_true(ema_decode_fit(rows, 4.62e12, 989e12 * 0.797, &s, &error));
   g_assert_no_error(error);
   g_assert_true(s.fitted);
   g_assert_cmpstr(s.model, ==, "llama-3.1-8b");
@@ -616,6 +617,13 @@ static void test_decode_fit_committed(void) {
   g_assert_false(s.intercept_clamped);
   g_assert_cmpfloat(s.step_residual_s, <, 0);
   g_assert_cmpfloat(s.step_overhead_s, ==, 0);
+  /* the weight passes take 3.51-3.52 ms from 1 to 64 sequences (c/m up to 0.35 at 64): far
+   * sharper than the default 1.25, which gives +20% at 64 */
+  g_assert_true(s.p_fitted);
+  g_assert_cmpuint(s.p_runs, ==, 16);
+  g_assert_cmpuint(s.p_max_batch, ==, 64);
+  g_assert_cmpfloat(s.roofline_p, >, 3);
+  g_assert_cmpfloat(s.p_max_rel_error, <, 0.01);
 }
 
 #define DECODE_HEADER                                                                              \
@@ -675,10 +683,11 @@ static void test_decode_fit_synthetic(void) {
   g_assert_no_error(error);
   g_assert_cmpuint(rows->len, ==, 8);
   g_assert_cmpfloat(((EmaDecodeRow *) rows->pdata[5])->peer_pull_gb_s, ==, 390);
-  g_assert_true(ema_decode_fit(rows, 5e12, &s, &error));
+  g_assert_true(ema_decode_fit(rows, 5e12, 0, &s, &error));
   g_assert_no_error(error);
   g_assert_cmpuint(s.weight_runs, ==, 6);
   g_assert_cmpuint(s.kv_runs, ==, 4);
+  g_assert_false(s.p_fitted); /* no matrix rate given */
   g_assert_cmpfloat(fabs(s.weight_rate / 4e12 - 1), <, 1e-6);
   g_assert_cmpfloat(fabs(s.hbm_efficiency - 0.8), <, 1e-6);
   g_assert_cmpfloat(fabs(s.kv_rate / 2e12 - 1), <, 1e-6);
@@ -697,11 +706,48 @@ static void test_decode_fit_clamped(void) {
   GError *error = NULL;
   write_text(dir, "decode.csv", text);
   rows = read_rows(dir, &error);
-  g_assert_true(ema_decode_fit(rows, 5e12, &s, &error));
+  /* batch 8 of 15 GB at 4 TB/s: c / m = 15e9 x 8 / 1e15 / 3.75e-3 = 0.032, under a tenth */
+  g_assert_true(ema_decode_fit(rows, 5e12, 1e15, &s, &error));
+  g_assert_false(s.p_fitted);
   g_assert_true(s.intercept_clamped);
   g_assert_cmpfloat(s.layer_overhead_s, ==, 0);
   /* through the origin: slope = sum(x y) / sum(x x) = (0.1 + 4) / 17 ms per GB */
   g_assert_cmpfloat(fabs(s.kv_rate - 17 / 4.1 * 1e12), <, 1e3);
+  ema_test_remove_tree(dir);
+}
+
+/* Weight passes of 16 GB at 4 TB/s (m = 4 ms) whose time follows the roofline with p = 4 at
+ * 500 TFLOP/s (c = 16e9 x B / 5e14: 0.032 ms a sequence): five runs of one sequence give the
+ * weight rate (c / m = 0.008: 1 + 0.008^4 / 4 of m), and runs of 64, 128 and 256 sequences
+ * (c / m = 0.51, 1.02, 2.05) tell p, which the fit finds within its grid's step. */
+static void test_decode_fit_roofline_p(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  GString *text = g_string_new(DECODE_HEADER);
+  g_autoptr(GPtrArray) rows = NULL;
+  const guint batches[] = {1, 1, 1, 1, 1, 64, 128, 256};
+  EmaStepFigures s;
+  GError *error = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(batches); i++) {
+    double c = 16e9 * batches[i] / 5e14, m = 16e9 / 4e12;
+    double big = MAX(c, m), small = MIN(c, m);
+    double weights_ms = big * pow(1 + pow(small / big, 4), 0.25) * 1e3;
+    char number[G_ASCII_DTOSTR_BUF_SIZE];
+    g_ascii_formatd(number, sizeof number, "%.12g", weights_ms);
+    /* (attention 0.5 ms a GB of KV: the attention line rises) */
+    g_string_append_printf(text, "x,llama-3.1-8b,%u,1000,local,0,9,%s,%u,16,%u,0,graph,0\n",
+                           batches[i], number, 1 + i, 2 + 2 * i);
+  }
+  write_text(dir, "decode.csv", text->str);
+  g_string_free(text, TRUE);
+  rows = read_rows(dir, &error);
+  g_assert_no_error(error);
+  g_assert_true(ema_decode_fit(rows, 5e12, 5e14, &s, &error));
+  g_assert_no_error(error);
+  g_assert_true(s.p_fitted);
+  g_assert_cmpuint(s.p_runs, ==, 8);
+  g_assert_cmpuint(s.p_max_batch, ==, 256);
+  g_assert_cmpfloat(fabs(s.roofline_p - 4), <, 0.01);
+  g_assert_cmpfloat(s.p_max_rel_error, <, 1e-3); /* the grid's step */
   ema_test_remove_tree(dir);
 }
 
@@ -733,7 +779,7 @@ static void test_decode_fit_errors(void) {
     write_text(dir, "decode.csv", cases[i].csv);
     rows = read_rows(dir, &error);
     g_assert_no_error(error);
-    g_assert_false(ema_decode_fit(rows, 5e12, &s, &error));
+    g_assert_false(ema_decode_fit(rows, 5e12, 0, &s, &error));
     g_assert_nonnull(error);
     if (cases[i].code == EMA_CONFIG_ERROR_INVALID)
       g_assert_true(error->domain != EMA_VALIDATE_ERROR);
@@ -843,6 +889,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/derive/decode-fit-committed", test_decode_fit_committed);
   g_test_add_func("/validate/derive/decode-fit-synthetic", test_decode_fit_synthetic);
   g_test_add_func("/validate/derive/decode-fit-clamped", test_decode_fit_clamped);
+  g_test_add_func("/validate/derive/decode-fit-roofline-p", test_decode_fit_roofline_p);
   g_test_add_func("/validate/derive/decode-fit-errors", test_decode_fit_errors);
   g_test_add_func("/validate/derive/decode-rows-errors", test_decode_rows_errors);
   g_test_add_func("/validate/derive/decode-keys-written", test_decode_keys_written);
