@@ -26,7 +26,14 @@
  * forwarded to the running points' groups, which are waited for before the
  * sweep dies of the same signal. The sweep's folder and each point's are
  * claimed (output.h), the sweep's as a sweep's (a run's or frontier's
- * folder is refused): a point's lock passes to the run that writes it. */
+ * folder is refused): a point's lock passes to the run that writes it; the
+ * processes that share a sweep's folder (--part, MPI ranks) hold a shared
+ * lock on it, which excludes a sweep without --part there, and run one
+ * sweep (SHARERS_FILE: its points and shares). A summary.json counts only
+ * where its provenance lists a file with the hash of the point's
+ * resolved.yaml (not one copied from another point). A resolved sweep keeps a digest of each
+ * point's resolved.yaml, not the text, which is made again when the point starts; the points' names
+ * must fit the folder's marker (names_fit). */
 #include "ema/cli/sweep.h"
 
 #include <errno.h>
@@ -34,6 +41,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,6 +100,13 @@ void ema_sweep_describe_keys(GString *out) {
       "      the x axis' label\n");
 }
 
+/* The SHA-256 of a point's resolved.yaml, what a sweep keeps of it (the text, some 9 KB a
+ * point, is made again when the point starts): 10^6 points held 10 GB in every process of a
+ * sweep (each --part, each MPI rank). */
+typedef struct {
+  guint8 bytes[32];
+} Digest;
+
 typedef struct {
   char *path;            /* "tenants.0.trace.rate" */
   char *canonical;       /* the path as canonical_path() spells it */
@@ -116,9 +131,9 @@ struct _EmaSweep {
   const EmaNode *plot; /* inside root; NULL without plot settings */
   GArray *points;      /* Point */
   char *name;
-  gboolean compare;    /* an experiment's compare: variants, not a sweep file */
-  GPtrArray *resolved; /* char *: each point's resolved.yaml, after ema_sweep_resolve */
-  GArray *seeds;       /* gint64 per point, after ema_sweep_resolve */
+  gboolean compare; /* an experiment's compare: variants, not a sweep file */
+  GArray *digests;  /* Digest: each point's resolved.yaml's, after ema_sweep_resolve */
+  GArray *seeds;    /* gint64 per point, after ema_sweep_resolve */
 };
 
 static void axis_free(Axis *axis) {
@@ -141,8 +156,8 @@ void ema_sweep_free(EmaSweep *sweep) {
   g_ptr_array_unref(sweep->axes);
   g_array_unref(sweep->points);
   g_free(sweep->name);
-  if (sweep->resolved)
-    g_ptr_array_unref(sweep->resolved);
+  if (sweep->digests)
+    g_array_unref(sweep->digests);
   if (sweep->seeds)
     g_array_unref(sweep->seeds);
   g_free(sweep);
@@ -160,10 +175,18 @@ static void map_remove(EmaNode *map, const char *key) {
     }
 }
 
-/* NODE as one line of flow YAML, for names, descriptions and sweep.csv. */
+/* NODE as one line of flow YAML, for names, descriptions and sweep.csv: a scalar with a control
+ * character (a newline) double-quoted with escapes, so that --list keeps a line per point and
+ * sweep.csv a line per row (a quoted field over two lines is one ema-sim plot refuses). */
 static void append_flow(GString *out, const EmaNode *node) {
   if (node->kind == EMA_NODE_SCALAR) {
-    g_string_append(out, node->value ? node->value : "~");
+    const char *value = node->value ? node->value : "~";
+    for (const char *c = value; *c; c++)
+      if ((guchar) *c < 0x20 || *c == 0x7f) {
+        ema_params_append_quoted(out, value);
+        return;
+      }
+    g_string_append(out, value);
     return;
   }
   g_string_append_c(out, node->kind == EMA_NODE_MAP ? '{' : '[');
@@ -312,6 +335,16 @@ static gboolean load_variants(EmaSweep *sweep, const char *key_name, GError **er
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key_name, "a variant needs a name");
       return FALSE;
     }
+    /* its name is a column's value and part of column names (sweep.csv, compare.csv) and a
+     * figure's label: a newline made sweep.csv a file ema-sim plot refuses, and --list's
+     * lines more than one per point (as a tenant's name, experiment.c) */
+    for (const char *c = key->value; *c; c++)
+      if ((guchar) *c < 0x20 || *c == 0x7f) {
+        ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key_name,
+                       "a variant's name holds no control character (0x%02x at byte %u)",
+                       (guchar) *c, (guint) (c - key->value));
+        return FALSE;
+      }
     if (variant->kind == EMA_NODE_SCALAR && variant->value == NULL)
       continue; /* `name:` or `name: ~`: the base itself */
     if (variant->kind != EMA_NODE_MAP) {
@@ -459,6 +492,29 @@ static void name_points(EmaSweep *sweep) {
   }
 }
 
+/* The bytes a sweep folder's marker (.ema-output) takes besides its points' names: its comment,
+ * its kind and the sweep's own entries, with room to spare. */
+#define MARKER_OVERHEAD 4096
+
+/* The points' names fit the list of a sweep's folder: its marker names every point's folder, one
+ * a line, and a marker past EMA_FILE_MAX_TEXT is refused when read, so that a sweep whose names
+ * took more could run once (a first claim writes the marker) but never resume, nor run a second
+ * --part or MPI rank there. An error at WHERE otherwise. */
+static gboolean names_fit(const EmaSweep *sweep, const EmaNode *where, GError **error) {
+  guint64 bytes = MARKER_OVERHEAD;
+  for (guint p = 0; p < sweep->points->len; p++)
+    bytes += strlen(g_array_index(sweep->points, Point, p).name) + 1;
+  if (bytes <= EMA_FILE_MAX_TEXT)
+    return TRUE;
+  ema_node_error(error, EMA_CONFIG_ERROR_RANGE, where, "sweep",
+                 "the names of its %u points take %" G_GUINT64_FORMAT
+                 " MiB, more than the %" G_GSIZE_FORMAT
+                 " MiB the list of a sweep's folder may hold (%s names each "
+                 "point's folder): sweep fewer points, or shorter variant names and values",
+                 sweep->points->len, bytes >> 20, EMA_FILE_MAX_TEXT >> 20, EMA_OUTPUT_MARKER);
+  return FALSE;
+}
+
 static gboolean enumerate_points(EmaSweep *sweep, const EmaNode *where, GError **error) {
   guint n_variants = sweep->variants ? sweep->variants->items->len : 1;
   guint n_axes = sweep->axes->len;
@@ -493,7 +549,7 @@ static gboolean enumerate_points(EmaSweep *sweep, const EmaNode *where, GError *
     }
   }
   name_points(sweep);
-  return TRUE;
+  return names_fit(sweep, where, error);
 }
 
 /* A --set changes the base, which a variant may then replace whole (`policy: static` over
@@ -701,7 +757,12 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
   name = ema_node_get(sweep->base, "name");
   sweep->name =
       g_strdup(name && name->kind == EMA_NODE_SCALAR && name->value ? name->value : "sweep");
-  if (!enumerate_points(sweep, sweep->root, error))
+  /* an error about the number of points is at the key of the sweep's product, else the file's */
+  if (!enumerate_points(sweep,
+                        ema_node_get_key(sweep->root, "sweep")
+                            ? ema_node_get_key(sweep->root, "sweep")
+                            : sweep->root,
+                        error))
     return NULL;
   return g_steal_pointer(&sweep);
 }
@@ -830,10 +891,18 @@ static void add_metric_columns(GHashTable *columns, GHashTable *tenants,
 static gboolean check_plot(const EmaSweep *sweep, GHashTable *columns, GHashTable *tenants,
                            GError **error);
 
+/* The SHA-256 of TEXT into *DIGEST. */
+static void text_digest(const char *text, Digest *digest) {
+  g_autoptr(GChecksum) checksum = g_checksum_new(G_CHECKSUM_SHA256);
+  gsize length = sizeof digest->bytes;
+  g_checksum_update(checksum, (const guchar *) text, (gssize) strlen(text));
+  g_checksum_get_digest(checksum, digest->bytes, &length);
+}
+
 /* Load the points i with i % RANKS == RANK one at a time, then check the
- * plot settings against them (check_plot); RESOLVED and SEEDS (NULL: not
- * kept) get each point's resolved.yaml text and seed. */
-static gboolean load_points(const EmaSweep *sweep, guint rank, guint ranks, GPtrArray *resolved,
+ * plot settings against them (check_plot); DIGESTS and SEEDS (NULL: not
+ * kept) get each point's resolved.yaml's digest and seed. */
+static gboolean load_points(const EmaSweep *sweep, guint rank, guint ranks, GArray *digests,
                             GArray *seeds, GError **error) {
   g_autoptr(GHashTable) columns = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autoptr(GHashTable) tenants = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -843,8 +912,11 @@ static gboolean load_points(const EmaSweep *sweep, guint rank, guint ranks, GPtr
       return FALSE;
     if (sweep->plot)
       add_metric_columns(columns, tenants, experiment);
-    if (resolved) {
-      g_ptr_array_add(resolved, ema_experiment_to_yaml(experiment));
+    if (digests) {
+      g_autofree char *text = ema_experiment_to_yaml(experiment);
+      Digest digest;
+      text_digest(text, &digest);
+      g_array_append_val(digests, digest);
       g_array_append_val(seeds, experiment->seed);
     }
   }
@@ -852,15 +924,41 @@ static gboolean load_points(const EmaSweep *sweep, guint rank, guint ranks, GPtr
 }
 
 gboolean ema_sweep_resolve(EmaSweep *sweep, GError **error) {
-  g_autoptr(GPtrArray) resolved = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(GArray) seeds = g_array_new(FALSE, FALSE, sizeof(gint64));
-  if (sweep->resolved)
+  g_autoptr(GArray) digests = g_array_sized_new(FALSE, FALSE, sizeof(Digest), sweep->points->len);
+  g_autoptr(GArray) seeds = g_array_sized_new(FALSE, FALSE, sizeof(gint64), sweep->points->len);
+  if (sweep->digests)
     return TRUE;
-  if (!load_points(sweep, 0, 1, resolved, seeds, error))
+  if (!load_points(sweep, 0, 1, digests, seeds, error))
     return FALSE;
-  sweep->resolved = g_steal_pointer(&resolved);
+  sweep->digests = g_steal_pointer(&digests);
   sweep->seeds = g_steal_pointer(&seeds);
   return TRUE;
+}
+
+/* TEXT is the resolved.yaml of POINT as ema_sweep_resolve found it. */
+static gboolean is_resolved_text(const EmaSweep *sweep, guint point, const char *text) {
+  Digest digest;
+  text_digest(text, &digest);
+  return memcmp(&digest, &g_array_index(sweep->digests, Digest, point), sizeof digest) == 0;
+}
+
+/* The resolved.yaml of POINT of a resolved sweep, made again (the sweep keeps its digest); an
+ * error where it comes out other than when the sweep checked it: a file it reads (a model, a
+ * profile, an !include) changed since, and the point would run what was never checked. */
+static char *resolved_text(const EmaSweep *sweep, guint point, GError **error) {
+  g_autoptr(EmaExperiment) experiment = ema_sweep_load_point(sweep, point, error);
+  char *text;
+  if (experiment == NULL)
+    return NULL;
+  text = ema_experiment_to_yaml(experiment);
+  if (!is_resolved_text(sweep, point, text)) {
+    g_free(text);
+    g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_INVALID,
+                "its experiment resolves otherwise now than when the sweep checked it (a file "
+                "it reads changed meanwhile): run the sweep again");
+    return NULL;
+  }
+  return text;
 }
 
 gboolean ema_sweep_check(const EmaSweep *sweep, guint rank, guint ranks, GError **error) {
@@ -1121,12 +1219,14 @@ typedef struct {
   guint resumed; /* of which found complete */
   guint ran;     /* of which run now */
   guint failed;
-  guint warned;      /* points that ran and printed warnings (run.err) */
-  guint other_build; /* complete points made by another build, run again */
-  guint stale;       /* complete points made from files changed since, run again */
-  char *stale_file;  /* the first such file (or search path: run_env_change) */
-  char *build_id;    /* ema_output_build_id of the program that runs the points */
-  char *run_env;     /* what each point's RUN_ENV holds (run_env_text) */
+  guint warned;        /* points that ran and printed warnings (run.err) */
+  guint other_build;   /* complete points made by another build, run again */
+  guint stale;         /* complete points made from files changed since, run again */
+  char *stale_file;    /* the first such file (or search path: run_env_change) */
+  guint not_own;       /* points whose summary.json another run made (summary_not_own), run again */
+  char *not_own_first; /* the first: "POINT: made from ..." */
+  char *build_id;      /* ema_output_build_id of the program that runs the points */
+  char *run_env;       /* what each point's RUN_ENV holds (run_env_text) */
   gboolean stop;
   int signal;           /* the signal that stopped the sweep; 0: none */
   GHashTable *children; /* GPid -> Child *: the point processes running */
@@ -1361,6 +1461,7 @@ static gboolean start_point(Runner *runner, guint point, GError **error) {
   g_autofree char *resolved = g_build_filename(dir, "resolved.yaml", NULL);
   g_autofree char *run_env = g_build_filename(dir, RUN_ENV, NULL);
   g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_autofree char *text = resolved_text(runner->sweep, point, error);
   static const char *const point_logs[] = {"run.out", "run.err", RUN_ENV, NULL};
   const int lock_target = 3;
   const char *lock_target_text = "3";
@@ -1371,9 +1472,9 @@ static gboolean start_point(Runner *runner, guint point, GError **error) {
   gboolean ok;
   /* the point's folder is a run's (output.h): what an earlier run wrote
    * goes; the claim (its lock) passes to the run started on it */
-  if (!ema_output_claim_dir(dir, point_logs, error))
+  if (text == NULL || !ema_output_claim_dir(dir, point_logs, error))
     return FALSE;
-  if (!g_file_set_contents(resolved, runner->sweep->resolved->pdata[point], -1, error) ||
+  if (!g_file_set_contents(resolved, text, -1, error) ||
       !g_file_set_contents(run_env, runner->run_env, -1, error))
     return FALSE;
   if ((out = open_log(dir, "run.out", error)) < 0)
@@ -1566,9 +1667,36 @@ static char *run_env_change(const char *was, const char *now) {
   return g_strdup(RUN_ENV " differs");
 }
 
-EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const char *dir,
-                                     const char *build_id, const char *run_env,
-                                     gboolean reuse_other_builds, char **stale) {
+/* NULL where PROVENANCE (of DIR/summary.json) lists among the files its run read one whose
+ * recorded SHA-256 is that of TEXT, DIR/resolved.yaml's now: the summary is a run of this
+ * experiment (made here, or in a copy of the sweep's folder). Otherwise what it names instead,
+ * for a note: a summary.json copied from another point (whose resolved.yaml is unchanged, so no
+ * input "changed") or written by hand would put another point's metrics in this point's row. */
+static char *summary_not_own(JsonObject *provenance, const char *text) {
+  g_autofree char *own = g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
+  JsonNode *node = provenance ? json_object_get_member(provenance, "inputs") : NULL;
+  JsonArray *inputs = node && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+  const char *other = NULL;
+  if (provenance == NULL)
+    return g_strdup("no provenance");
+  for (guint i = 0; inputs && i < json_array_get_length(inputs); i++) {
+    JsonNode *item = json_array_get_element(inputs, i);
+    JsonObject *file = JSON_NODE_HOLDS_OBJECT(item) ? json_node_get_object(item) : NULL;
+    const char *path = string_member(file, "file");
+    if (g_strcmp0(string_member(file, "sha256"), own) == 0)
+      return NULL;
+    if (other == NULL && path && g_str_has_suffix(path, "/resolved.yaml"))
+      other = path;
+  }
+  return other ? g_strdup_printf("made from %s", other)
+               : g_strdup("its provenance lists no resolved.yaml");
+}
+
+/* ema_sweep_point_done, with *NOT_OWN (when not NULL) set to what summary_not_own() said of a
+ * summary.json that is not this point's run (and *STALE left NULL). */
+static EmaSweepRecord *point_done(const EmaSweep *sweep, guint point, const char *dir,
+                                  const char *build_id, const char *run_env,
+                                  gboolean reuse_other_builds, char **stale, char **not_own) {
   g_autofree char *path = g_build_filename(dir, "resolved.yaml", NULL);
   g_autofree char *env_path = g_build_filename(dir, RUN_ENV, NULL);
   g_autofree char *text = NULL;
@@ -1577,7 +1705,7 @@ EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const c
   JsonObject *provenance;
   const char *made_by;
   EmaSweepRecord *record;
-  g_return_val_if_fail(sweep->resolved != NULL && point < sweep->points->len, NULL);
+  g_return_val_if_fail(sweep->digests != NULL && point < sweep->points->len, NULL);
   *stale = NULL;
   if (!ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &text, NULL, NULL))
     return NULL;
@@ -1594,28 +1722,45 @@ EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const c
     *stale = run_env_change(env_text, run_env);
     return NULL;
   }
-  if (strcmp(text, sweep->resolved->pdata[point]) != 0)
+  if (!is_resolved_text(sweep, point, text))
     return NULL;
   if (provenance && (*stale = changed_input(provenance)) != NULL)
     return NULL;
   record = record_read(point, dir);
-  if (record)
+  if (record) {
+    g_autofree char *why = summary_not_own(provenance, text);
+    if (why) {
+      ema_sweep_record_free(record);
+      if (not_own)
+        *not_own = g_steal_pointer(&why);
+      return NULL;
+    }
     record->resumed = TRUE;
+  }
   return record;
 }
 
+EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const char *dir,
+                                     const char *build_id, const char *run_env,
+                                     gboolean reuse_other_builds, char **stale) {
+  return point_done(sweep, point, dir, build_id, run_env, reuse_other_builds, stale, NULL);
+}
+
 /* The record of a point complete in the runner's folder (ema_sweep_point_done),
- * counting those that are not, from another build or stale inputs. */
+ * counting those that are not, from another build, stale inputs or another run's summary. */
 static EmaSweepRecord *complete_record(Runner *runner, guint point) {
   g_autofree char *dir = point_dir(runner, point);
   g_autofree char *stale = NULL;
-  EmaSweepRecord *record =
-      ema_sweep_point_done(runner->sweep, point, dir, runner->build_id, runner->run_env,
-                           runner->options->reuse_other_builds, &stale);
+  g_autofree char *not_own = NULL;
+  EmaSweepRecord *record = point_done(runner->sweep, point, dir, runner->build_id, runner->run_env,
+                                      runner->options->reuse_other_builds, &stale, &not_own);
   if (stale && *stale == '\0')
     runner->other_build++;
   else if (stale && runner->stale++ == 0)
     runner->stale_file = g_steal_pointer(&stale);
+  if (not_own && runner->not_own++ == 0)
+    runner->not_own_first =
+        g_strdup_printf("%s: %s", ema_sweep_point_name(runner->sweep, point), not_own);
   return record;
 }
 
@@ -1623,22 +1768,171 @@ static EmaSweepRecord *complete_record(Runner *runner, guint point) {
  * every point is done: what it writes describes their results. */
 static const char *const sweep_results[] = {"sweep.csv", "plot.yaml", "plots", NULL};
 
+/* The file in a sweep's folder that says which sweep the processes sharing it (--part, MPI
+ * ranks) run: written by the first of them, while no other process holds the folder. */
+#define SHARERS_FILE "sweep.parts"
+
+/* How long a sharer waits for the folder's lock where another holds it alone: another sharer
+ * writing SHARERS_FILE holds it a moment; a sweep without --part, for its whole run. */
+#define SHARE_WAIT_S 10
+
+/* The descriptor of the shared lock on the folder this process shares; held until it exits. */
+static int shared_fd = -1;
+
+/* What SHARERS_FILE says of this sweep: the points (their names and resolved.yaml), where their
+ * runs find files by name (RUN_ENV), and the shares they are split into. Two processes that
+ * write one folder together run the same sweep only where these are equal. */
+static char *sharers_text(const EmaSweep *sweep, const EmaSweepRunOptions *options,
+                          const char *run_env) {
+  g_autoptr(GChecksum) checksum = g_checksum_new(G_CHECKSUM_SHA256);
+  g_autofree char *file = g_canonicalize_filename(sweep->path, NULL);
+  for (guint p = 0; p < sweep->points->len; p++) {
+    const char *name = ema_sweep_point_name(sweep, p);
+    g_checksum_update(checksum, (const guchar *) name, (gssize) strlen(name) + 1);
+    g_checksum_update(checksum, g_array_index(sweep->digests, Digest, p).bytes, sizeof(Digest));
+  }
+  g_checksum_update(checksum, (const guchar *) run_env, (gssize) strlen(run_env));
+  return g_strdup_printf("# the sweep that the processes writing this folder together run now\n"
+                         "file=%s\nparts=%u\npoints=%u\ndefinition=%s\n",
+                         file, options->ranks, sweep->points->len, g_checksum_get_string(checksum));
+}
+
+/* The value of KEY in a SHARERS_FILE TEXT; "?" where it has none. */
+static char *sharers_value(const char *text, const char *key) {
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i]; i++)
+    if (g_str_has_prefix(lines[i], key) && lines[i][strlen(key)] == '=')
+      return g_strdup(lines[i] + strlen(key) + 1);
+  return g_strdup("?");
+}
+
+/* The SHARERS_FILE texts A and B name one sweep in the same shares (the sweep file's path may
+ * differ: a copy of it, or another spelling of its path, defines the same points). */
+static gboolean same_sharers(const char *a, const char *b) {
+  static const char *const keys[] = {"parts", "points", "definition"};
+  for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
+    g_autofree char *x = sharers_value(a, keys[k]);
+    g_autofree char *y = sharers_value(b, keys[k]);
+    if (strcmp(x, y) != 0)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* DIR's marker lists NAME (a folder an ema-sim of before SHARERS_FILE claimed does not). */
+static gboolean marker_lists(const char *dir, const char *name) {
+  g_autofree char *marker = g_build_filename(dir, EMA_OUTPUT_MARKER, NULL);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  if (!ema_file_read_regular(marker, EMA_FILE_MAX_TEXT, &text, NULL, NULL))
+    return FALSE;
+  lines = g_strsplit(text, "\n", -1);
+  return g_strv_contains((const char *const *) lines, name);
+}
+
+/* Share DIR, claimed without its lock (SHARED), with the other processes of this sweep for as
+ * long as this one lives: a shared flock on it, which a sweep without --part (its claim's
+ * exclusive lock) refuses and is refused by, so that neither removes or reruns points under
+ * the other, nor writes a sweep.csv the other's runs then contradict. The first to share it
+ * (finding no other process there) writes SHARERS_FILE; a later one is refused where that
+ * names another sweep: other points (another sweep file, --set or search paths) or other
+ * shares (--part R/K with another K), whose points would be mixed with these or run twice. */
+static gboolean share_sweep_dir(const EmaSweep *sweep, const char *dir,
+                                const EmaSweepRunOptions *options, const char *run_env,
+                                GError **error) {
+  g_autofree char *path = g_build_filename(dir, SHARERS_FILE, NULL);
+  g_autofree char *mine = sharers_text(sweep, options, run_env);
+  g_autofree char *theirs = NULL;
+  gboolean listed = marker_lists(dir, SHARERS_FILE);
+  gint64 deadline = g_get_monotonic_time() + SHARE_WAIT_S * G_USEC_PER_SEC;
+  int fd;
+  if (shared_fd >= 0)
+    return TRUE;
+  fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    int saved = errno;
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved),
+                "cannot open output directory %s: %s", dir, g_strerror(saved));
+    return FALSE;
+  }
+  /* alone there: no other process runs another sweep in it, and this one's is the sharers' */
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0 && listed && !g_file_set_contents(path, mine, -1, error)) {
+    close(fd);
+    return FALSE;
+  }
+  while (flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    if (errno == EINTR)
+      continue;
+    if (errno == ENOSYS || errno == EOPNOTSUPP || errno == ENOLCK) {
+      /* a file system that takes no locks (Lustre mounted without flock): shared as before,
+       * unguarded, and said so */
+      g_printerr("ema-sim sweep: %s: the file system takes no locks (%s): this part is not "
+                 "guarded against a sweep of the folder without --part, or of another sweep\n",
+                 dir, g_strerror(errno));
+      close(fd);
+      return TRUE;
+    }
+    if (errno != EWOULDBLOCK || g_get_monotonic_time() > deadline) {
+      int saved = errno;
+      close(fd);
+      if (saved == EWOULDBLOCK)
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                    "output directory %s is in use by another process of ema-sim or "
+                    "ema-validate (a sweep of it without --part, writing there now): wait for "
+                    "it to end, then run this one again",
+                    dir);
+      else
+        g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(saved),
+                    "cannot lock output directory %s: %s", dir, g_strerror(saved));
+      return FALSE;
+    }
+    g_usleep(20000);
+  }
+  if (listed && ema_file_read_regular(path, EMA_FILE_MAX_TEXT, &theirs, NULL, NULL) &&
+      !same_sharers(theirs, mine)) {
+    g_autofree char *their_file = sharers_value(theirs, "file");
+    g_autofree char *their_parts = sharers_value(theirs, "parts");
+    g_autofree char *my_parts = sharers_value(mine, "parts");
+    close(fd);
+    if (strcmp(their_parts, my_parts) != 0)
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                  "output directory %s is written now by processes that split the sweep into %s "
+                  "parts (--part R/%s, or %s MPI ranks), not %u: their shares and this one's "
+                  "overlap; wait for them to end, or give the same K",
+                  dir, their_parts, their_parts, their_parts, options->ranks);
+    else
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                  "output directory %s is written now by processes of another sweep (from %s): "
+                  "its points differ from this one's (another sweep file, --set or search "
+                  "paths), and the two would be mixed there; wait for them to end, or give "
+                  "another -o",
+                  dir, their_file);
+    return FALSE;
+  }
+  shared_fd = fd;
+  return TRUE;
+}
+
 /* Claim the sweep's folder (output.h) as a sweep's, keeping the points an
  * earlier run of it finished and removing those of another definition of
- * it: it lists sweep_results and the points' folders. Shared by the ranks
- * (or --part processes) of one sweep. */
+ * it: it lists sweep_results, SHARERS_FILE and the points' folders. Shared by
+ * the ranks (or --part processes) of one sweep (share_sweep_dir). */
 static gboolean claim_sweep_dir(const EmaSweep *sweep, const char *dir,
-                                const EmaSweepRunOptions *options, GError **error) {
+                                const EmaSweepRunOptions *options, const char *run_env,
+                                GError **error) {
   g_autoptr(GPtrArray) entries = g_ptr_array_new();
   for (guint i = 0; sweep_results[i]; i++)
     g_ptr_array_add(entries, (gpointer) sweep_results[i]);
+  g_ptr_array_add(entries, (gpointer) SHARERS_FILE);
   for (guint p = 0; p < sweep->points->len; p++)
     g_ptr_array_add(entries, (gpointer) ema_sweep_point_name(sweep, p));
   g_ptr_array_add(entries, NULL);
-  return ema_output_claim_dir_kind(dir, "sweep", (const char *const *) entries->pdata,
-                                   EMA_OUTPUT_CLAIM_KEEP | EMA_OUTPUT_CLAIM_PRUNE |
-                                       (options->ranks > 1 ? EMA_OUTPUT_CLAIM_SHARED : 0),
-                                   error);
+  if (!ema_output_claim_dir_kind(dir, "sweep", (const char *const *) entries->pdata,
+                                 EMA_OUTPUT_CLAIM_KEEP | EMA_OUTPUT_CLAIM_PRUNE |
+                                     (options->ranks > 1 ? EMA_OUTPUT_CLAIM_SHARED : 0),
+                                 error))
+    return FALSE;
+  return options->ranks == 1 || share_sweep_dir(sweep, dir, options, run_env, error);
 }
 
 GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOptions *options,
@@ -1653,9 +1947,9 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
   GPtrArray *mine;
   Runner runner = {0};
   guint tick = 0, signals[3];
-  g_return_val_if_fail(sweep->resolved != NULL, NULL);
+  g_return_val_if_fail(sweep->digests != NULL, NULL);
   g_return_val_if_fail(options->jobs >= 1 && options->ranks >= 1, NULL);
-  if (!claim_sweep_dir(sweep, dir, options, error))
+  if (!claim_sweep_dir(sweep, dir, options, run_env, error))
     return NULL;
   g_ptr_array_set_size(records, (gint) sweep->points->len);
   runner.sweep = sweep;
@@ -1681,6 +1975,7 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
     for (guint p = 0; p < records->len; p++)
       ema_sweep_record_free(records->pdata[p]);
     g_free(runner.stale_file);
+    g_free(runner.not_own_first);
     return NULL;
   }
   if (runner.other_build > 0)
@@ -1695,6 +1990,13 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
             "running %s again\n",
             runner.stale, runner.stale == 1 ? " was" : "s were", runner.stale_file,
             runner.stale == 1 ? "it" : "them");
+  if (runner.not_own > 0)
+    fprintf(stderr,
+            "ema-sim sweep: %u point%s a summary.json that %s resolved.yaml did not make "
+            "(%s): running %s again\n",
+            runner.not_own, runner.not_own == 1 ? " has" : "s have",
+            runner.not_own == 1 ? "its" : "their", runner.not_own_first,
+            runner.not_own == 1 ? "it" : "them");
   /* the default main context: child watches and the progress tick */
   runner.loop = g_main_loop_new(NULL, FALSE);
   if (options->progress) {
@@ -1734,6 +2036,7 @@ GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOpti
     records->pdata[p] = record_new(p, EMA_SWEEP_NOT_RUN);
   }
   g_free(runner.stale_file);
+  g_free(runner.not_own_first);
   mine = g_ptr_array_new_with_free_func((GDestroyNotify) ema_sweep_record_free);
   for (guint p = options->rank; p < sweep->points->len; p += options->ranks)
     g_ptr_array_add(mine, g_steal_pointer(&records->pdata[p]));

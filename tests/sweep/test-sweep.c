@@ -12,9 +12,16 @@
  * figures; --set of a swept path refused, --list --part listing the part's
  * points; failing points reported while the others run, and --fail-fast;
  * ops sweeps ("missed"); figures of a sweep and of a run when gnuplot is
- * there (skipped otherwise), and one notice without it. */
+ * there (skipped otherwise), and one notice without it; a summary.json of
+ * another point refused on resume, --part processes sharing their folder
+ * (refused beside a sweep without --part or parts of another sweep), names
+ * kept to one line and to what the folder's marker holds, and what a
+ * resolved sweep keeps per point. */
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -690,6 +697,14 @@ static void test_parts(void) {
   ema_test_assert_ok(second);
   g_assert_nonnull(strstr(first->out, "part 0/3 of 24 points in "));
   g_assert_nonnull(strstr(first->out, "\n8 points: 8 ok, 0 failed\n"));
+  {
+    /* the next step, as a command to paste */
+    g_autofree char *next =
+        g_strdup_printf("sweep.csv: run `ema-sim sweep %s -o %s` (without --part) when every part "
+                        "is done\n",
+                        GRID, dir);
+    ema_test_assert_contains(first->out, next);
+  }
   g_assert_false(exists(dir, "sweep.csv"));
   g_assert_true(exists(dir, "000-static-rate=10-max_num_seqs=16-r0/summary.json"));
   g_assert_false(exists(dir, "001-static-rate=10-max_num_seqs=16-r1"));
@@ -814,6 +829,8 @@ static void test_results_removed(void) {
                                              "--part", "0/2", "--set", "seed=5", NULL);
     ema_test_assert_ok(run);
     ema_test_assert_contains(run->out, "\n1 points: 1 ok, 0 failed\n");
+    /* the gathering command carries the part's --set: without it, it would be another sweep */
+    ema_test_assert_contains(run->out, " --set seed=5` (without --part) when every part is done\n");
   }
   g_assert_false(exists(out, "sweep.csv"));
   g_assert_false(exists(out, "plot.yaml"));
@@ -889,6 +906,262 @@ static void test_point_not_another_runs(void) {
   g_assert_cmpstr(before, ==, after);
   other = ema_test_cli("run", resolved, "-o", elsewhere, "--no-plot", "--set", "seed=9", NULL);
   ema_test_assert_ok(other);
+  ema_test_remove_tree(dir);
+}
+
+/* ---- audit of sweeps on a cluster (2026-12-07): each test failed before its fix ---------- */
+
+/* A summary.json that another point's run wrote (copied over this point's: the other point's
+ * resolved.yaml is unchanged, so no input "changed"), or one without provenance, is not this
+ * point's result: it runs again, with a note naming what made it, and sweep.csv holds its own
+ * metrics, the same bytes as before (it held the other point's row, silently). */
+static void test_summary_of_another_point(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = small_sweep(dir);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *first = g_build_filename(out, "000-rate=2", "summary.json", NULL);
+  g_autofree char *second = g_build_filename(out, "001-rate=4", "summary.json", NULL);
+  g_autofree char *csv = NULL, *other = NULL, *text = NULL;
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  csv = ema_test_read_file(out, "sweep.csv");
+  other = ema_test_read_file(out, "001-rate=4/summary.json");
+  g_assert_true(g_file_set_contents(first, other, -1, NULL));
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+    g_autofree char *note = g_strdup_printf(
+        "ema-sim sweep: 1 point has a summary.json that its resolved.yaml did not make "
+        "(000-rate=2: made from %s/001-rate=4/resolved.yaml): running it again\n",
+        out);
+    g_assert_cmpint(run->status, ==, 0);
+    g_assert_cmpstr(run->err, ==, note);
+    ema_test_assert_contains(run->out, "\n2 points: 2 ok (1 found done), 0 failed\n");
+  }
+  {
+    g_autofree char *again = ema_test_read_file(out, "sweep.csv");
+    g_assert_cmpstr(again, ==, csv);
+  }
+  /* a summary.json without provenance: no run of this build is known to have made it */
+  text = ema_test_read_file(out, "001-rate=4/summary.json");
+  {
+    char *at = strstr(text, "\"provenance\"");
+    g_assert_nonnull(at);
+    at[1] = 'P';
+    g_assert_true(g_file_set_contents(second, text, -1, NULL));
+  }
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", file, "-j", "1", "-o", out, "--no-plot", NULL);
+    g_assert_cmpint(run->status, ==, 0);
+    g_assert_cmpstr(run->err, ==,
+                    "ema-sim sweep: 1 point has a summary.json that its resolved.yaml did not "
+                    "make (001-rate=4: no provenance): running it again\n");
+  }
+  {
+    g_autofree char *again = ema_test_read_file(out, "sweep.csv");
+    g_assert_cmpstr(again, ==, csv);
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* --part processes and MPI ranks share their folder through a shared lock on it: a sweep
+ * without --part (its exclusive lock) is refused while one runs there, and one is refused
+ * while such a sweep runs (it removed and reran points under them, and wrote a sweep.csv their
+ * runs then contradicted); and a part of another sweep (another --set) or of other shares
+ * (another K) is refused while the parts of the first run (their points were mixed, or run
+ * twice). With none running, a part of a changed sweep takes the folder, as a plain run does.
+ * The test holds the lock as the other process would. */
+static void test_parts_share(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = small_sweep(dir);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *busy = NULL, *other = NULL, *split = NULL, *waited = NULL;
+  int fd;
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("sweep", file, "--part", "0/2", "-o", out, "--no-plot", NULL);
+    ema_test_assert_ok(run);
+  }
+  fd = open(out, O_RDONLY | O_DIRECTORY);
+  g_assert_cmpint(fd, >=, 0);
+  g_assert_cmpint(flock(fd, LOCK_SH | LOCK_NB), ==, 0); /* part 0/2 still running */
+  busy = g_strdup_printf("ema-sim: output directory %s is in use by another process of ema-sim "
+                         "or ema-validate (writing there now): wait for it, or give another -o\n",
+                         out);
+  other = g_strdup_printf("ema-sim: output directory %s is written now by processes of another "
+                          "sweep (from %s): its points differ from this one's (another sweep "
+                          "file, --set or search paths), and the two would be mixed there; wait "
+                          "for them to end, or give another -o\n",
+                          out, file);
+  split = g_strdup_printf("ema-sim: output directory %s is written now by processes that split "
+                          "the sweep into 2 parts (--part R/2, or 2 MPI ranks), not 3: their "
+                          "shares and this one's overlap; wait for them to end, or give the "
+                          "same K\n",
+                          out);
+  {
+    g_autoptr(EmaTestRun) plain = ema_test_cli("sweep", file, "-o", out, "--no-plot", NULL);
+    g_autoptr(EmaTestRun) changed = ema_test_cli("sweep", file, "--part", "1/2", "-o", out,
+                                                 "--no-plot", "--set", "seed=5", NULL);
+    g_autoptr(EmaTestRun) shares =
+        ema_test_cli("sweep", file, "--part", "1/3", "-o", out, "--no-plot", NULL);
+    g_autoptr(EmaTestRun) same =
+        ema_test_cli("sweep", file, "--part", "1/2", "-o", out, "--no-plot", NULL);
+    ema_test_assert_failed(plain, 1, busy);
+    ema_test_assert_failed(changed, 1, other);
+    /* refused, it ran nothing: no count of points, no next step */
+    g_assert_null(strstr(changed->out, "points:"));
+    g_assert_null(strstr(changed->out, "sweep.csv: run"));
+    ema_test_assert_failed(shares, 1, split);
+    ema_test_assert_ok(same);
+    g_assert_cmpuint(points_done(out), ==, 2);
+  }
+  /* a sweep without --part runs there: a part waits a moment, then is refused */
+  g_assert_cmpint(flock(fd, LOCK_EX | LOCK_NB), ==, 0);
+  waited = g_strdup_printf("ema-sim: output directory %s is in use by another process of ema-sim "
+                           "or ema-validate (a sweep of it without --part, writing there now): "
+                           "wait for it to end, then run this one again\n",
+                           out);
+  {
+    g_autoptr(EmaTestRun) part =
+        ema_test_cli("sweep", file, "--part", "0/2", "-o", out, "--no-plot", NULL);
+    ema_test_assert_failed(part, 1, waited);
+  }
+  close(fd);
+  /* none running: the changed sweep's parts take the folder, a plain run gathers them */
+  {
+    g_autoptr(EmaTestRun) changed = ema_test_cli("sweep", file, "--part", "1/2", "-o", out,
+                                                 "--no-plot", "--set", "seed=5", NULL);
+    g_autoptr(EmaTestRun) gather =
+        ema_test_cli("sweep", file, "-o", out, "--no-plot", "--set", "seed=5", NULL);
+    ema_test_assert_ok(changed);
+    ema_test_assert_ok(gather);
+    ema_test_assert_contains(gather->out, "\n2 points: 2 ok (1 found done), 0 failed\n");
+  }
+  /* (the sweep the sharers run, which the marker lists: a plain run keeps it) */
+  g_assert_true(exists(out, "sweep.parts"));
+  ema_test_remove_tree(dir);
+}
+
+/* A variant's name is one line (a newline in it made sweep.csv a file ema-sim plot refuses,
+ * and --list print a point over two lines): an error at its key. A swept value with a newline
+ * is written escaped, one line, in --list and in sweep.csv. */
+static void test_names_one_line(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *variants = g_build_filename(dir, "variants.yaml", NULL);
+  g_autofree char *values = g_build_filename(dir, "values.yaml", NULL);
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  const char *base =
+      "name: lines\nserver: h200x2\ntenants:\n"
+      "  - {name: a, model: llama-3.1-8b, gpu: 0, trace: {arrivals: poisson, rate: 2, "
+      "requests: 10, prompt: {dist: fixed, tokens: 100}, output: {dist: fixed, tokens: 10}}}\n";
+  g_autofree char *with_variants = g_strconcat(
+      base, "variants:\n  \"st,atic\": {policy: static}\n  \"e\\nma\": {policy: ema}\n", NULL);
+  g_autofree char *with_values = g_strconcat(base, "sweep:\n  name: [\"x,y\", \"a\\nb\"]\n", NULL);
+  g_assert_true(g_file_set_contents(variants, with_variants, -1, NULL));
+  g_assert_true(g_file_set_contents(values, with_values, -1, NULL));
+  {
+    g_autoptr(EmaTestRun) list = ema_test_cli("sweep", variants, "--list", NULL);
+    g_autofree char *prefix = g_strconcat(
+        variants, ":7:3: variants: a variant's name holds no control character (0x0a at byte 1)",
+        NULL);
+    ema_test_assert_error_line(list, prefix);
+  }
+  {
+    g_autoptr(EmaTestRun) list = ema_test_cli("sweep", values, "--list", NULL);
+    ema_test_assert_ok(list);
+    g_assert_cmpstr(list->out, ==, "000-name=x_y  name=x,y\n001-name=a_b  name=\"a\\nb\"\n");
+  }
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("sweep", values, "-o", out, "--no-plot", NULL);
+    g_autofree char *csv = NULL;
+    g_auto(GStrv) lines = NULL;
+    ema_test_assert_ok(run);
+    csv = ema_test_read_file(out, "sweep.csv");
+    lines = g_strsplit(csv, "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 4); /* the header, two rows, the end */
+    g_assert_true(g_str_has_prefix(lines[2], "001-name=a_b,,\"\"\"a\\nb\"\"\",0,"));
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* A sweep's folder lists each point's folder in its marker (.ema-output), which is refused
+ * past 64 MiB when read: a sweep whose names took more ran once, then could neither resume nor
+ * run a second --part there. It is refused when loaded, at its sweep key. */
+static void test_names_past_marker(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *file = g_build_filename(dir, "names.yaml", NULL);
+  g_autoptr(GString) text = g_string_new(
+      "name: names\nserver: h200x2\ntenants:\n  - {name: a, model: llama-3.1-8b, gpu: 0}\n"
+      "sweep:\n");
+  static const guint counts[] = {10, 10, 10, 10, 30};
+  for (guint a = 0; a < G_N_ELEMENTS(counts); a++) {
+    g_string_append_printf(text, "  tenants.0.engine.a_parameter_name_of_24_%u: [", a);
+    for (guint v = 0; v < counts[a]; v++)
+      g_string_append_printf(text, "%svalue_of_twenty_four_b%02u", v ? ", " : "", v);
+    g_string_append(text, "]\n");
+  }
+  g_assert_true(g_file_set_contents(file, text->str, -1, NULL));
+  {
+    g_autoptr(EmaTestRun) list = ema_test_cli("sweep", file, "--list", NULL);
+    g_autofree char *prefix =
+        g_strconcat(file,
+                    ":5:1: sweep: the names of its 300000 points take 73 MiB, more than "
+                    "the 64 MiB the list of a sweep's folder may hold (.ema-output names "
+                    "each point's folder): sweep fewer points, or shorter variant names "
+                    "and values",
+                    NULL);
+    ema_test_assert_error_line(list, prefix);
+  }
+  ema_test_remove_tree(dir);
+}
+
+/* The resident memory of this process, in bytes (/proc/self/statm). */
+static guint64 resident_bytes(void) {
+  g_autofree char *text = NULL;
+  guint64 pages = 0, resident = 0;
+  g_assert_true(g_file_get_contents("/proc/self/statm", &text, NULL, NULL));
+  g_assert_cmpint(sscanf(text, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &pages, &resident), ==,
+                  2);
+  return resident * (guint64) sysconf(_SC_PAGESIZE);
+}
+
+/* A resolved sweep keeps little of each point (its resolved.yaml's digest, its seed), not the
+ * resolved.yaml (some 9 KB): 10^6 points held 10 GB in each --part process and MPI rank. */
+static void test_resolve_memory(void) {
+  g_autofree char *dir = NULL, *file = NULL;
+  g_autoptr(EmaSweep) sweep = NULL;
+  GError *error = NULL;
+  guint64 before, after;
+#ifdef __SANITIZE_ADDRESS__
+  g_test_skip("AddressSanitizer holds freed memory (its quarantine): no measure of what is kept");
+  return;
+#endif
+  dir = ema_test_temp_dir();
+  file = g_build_filename(dir, "many.yaml", NULL);
+  g_assert_true(g_file_set_contents(
+      file,
+      "name: many\nserver: h200x2\nrepeats: 1000\ntenants:\n"
+      "  - {name: a, model: llama-3.1-8b, gpu: 0, trace: {arrivals: poisson, rate: 2, "
+      "requests: 10, prompt: {dist: fixed, tokens: 100}, output: {dist: fixed, tokens: 10}}}\n"
+      "sweep:\n  tenants.0.trace.rate: [2, 4, 6, 8]\n",
+      -1, NULL));
+  sweep = ema_sweep_load(file, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ema_sweep_n_points(sweep), ==, 4000);
+  {
+    /* a point loaded once first: what the loader keeps for the process (models, profiles) */
+    g_autoptr(EmaExperiment) first = load_point(sweep, 0);
+  }
+  before = resident_bytes();
+  g_assert_true(ema_sweep_resolve(sweep, &error));
+  g_assert_no_error(error);
+  after = resident_bytes();
+  g_test_message("resolving 4000 points took %" G_GUINT64_FORMAT " KB", (after - before) >> 10);
+  g_assert_cmpuint(after - before, <, 4000 * 1024);
   ema_test_remove_tree(dir);
 }
 
@@ -1623,6 +1896,11 @@ int main(int argc, char **argv) {
   g_test_add_func("/sweep/run/resume-other-cwd", test_resume_other_cwd);
   g_test_add_func("/sweep/run/results-removed", test_results_removed);
   g_test_add_func("/sweep/run/point-not-another-runs", test_point_not_another_runs);
+  g_test_add_func("/sweep/run/summary-of-another-point", test_summary_of_another_point);
+  g_test_add_func("/sweep/run/parts-share", test_parts_share);
+  g_test_add_func("/sweep/errors/names-one-line", test_names_one_line);
+  g_test_add_func("/sweep/errors/names-past-marker", test_names_past_marker);
+  g_test_add_func("/sweep/resolve-memory", test_resolve_memory);
   g_test_add_func("/sweep/run/plot-settings-text", test_plot_settings_text);
   g_test_add_func("/sweep/run/failing-points", test_failing_points);
   g_test_add_func("/sweep/run/warned-points", test_warned_points);

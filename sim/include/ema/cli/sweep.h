@@ -54,7 +54,9 @@ typedef struct _EmaSweep EmaSweep;
  * NULL) are applied to the base experiment first, as --set, and where the
  * base loads as an experiment by itself, the base with them must load too
  * (a variant may replace what they set, and its points would not check
- * them). The points are not loaded yet: see ema_sweep_resolve. */
+ * them). The points are not loaded yet: see ema_sweep_resolve. A variant's
+ * name holds no control character; the points' names must fit the list of
+ * the sweep's folder (its marker, at most EMA_FILE_MAX_TEXT). */
 EmaSweep *ema_sweep_load(const char *path, const char *const *overrides, GError **error);
 /* An experiment file with `compare:` (a map of named variants, the syntax
  * of a sweep's variants): one point per variant and repeat, in file order,
@@ -88,7 +90,9 @@ char *ema_sweep_point_describe(const EmaSweep *sweep, guint point);
 /* Load POINT as an experiment (bound and checked, seed derived). */
 EmaExperiment *ema_sweep_load_point(const EmaSweep *sweep, guint point, GError **error);
 
-/* Load every point and keep its resolved.yaml text and seed; the first
+/* Load every point and keep its resolved.yaml's digest (SHA-256; the text
+ * is made again when the point starts, and one that comes out otherwise, a
+ * file it reads having changed since, fails the point) and seed; the first
  * error stops (located, and naming the point). Then the plot settings are
  * checked against the points: x and by must name a column sweep.csv will
  * have (by may be none), tenant one of their tenants (or all); an error
@@ -140,8 +144,11 @@ typedef struct {
  * RUN_ENV (the search paths the sweep gives its points now: EMA_HWMODEL_PATH,
  * EMA_LLM_PATH, EMA_ENGINE_PATH, EMA_PROFILE_PATH, EMA_SHARED_DIR,
  * EMA_FIDELITY_FILE, EMA_PLUGIN_PATH and --plugin-dir, each folder
- * absolute), DIR/resolved.yaml is the one the sweep resolves now, and every
- * file the run read (provenance: plugins, traces, inputs) hashes as then.
+ * absolute), DIR/resolved.yaml is the one the sweep resolves now, every
+ * file the run read (provenance: plugins, traces, inputs) hashes as then,
+ * and one of those files had DIR/resolved.yaml's SHA-256 (a summary.json
+ * copied from another point, or without provenance, is not this point's
+ * run; a copy of the whole sweep folder still is).
  * NULL otherwise; *STALE is then "" for another build's point, the path of
  * the first input that changed or the search path that differs
  * ("EMA_ENGINE_PATH is now /x, was none"; free it), else NULL. */
@@ -149,7 +156,10 @@ EmaSweepRecord *ema_sweep_point_done(const EmaSweep *sweep, guint point, const c
                                      const char *build_id, const char *run_env,
                                      gboolean reuse_other_builds, char **stale);
 
-/* Run (or resume) this rank's points of a resolved sweep in DIR. Returns
+/* Run (or resume) this rank's points of a resolved sweep in DIR; with
+ * RANKS > 1 (--part, MPI) DIR is shared with the other ranks for the
+ * process's life, refused while a sweep without --part runs there or while
+ * processes of another sweep (other points, or other shares) share it. Returns
  * their records (EmaSweepRecord *, in point order); NULL with an error only
  * when DIR cannot be used. Failures are reported on stderr as they happen. */
 GPtrArray *ema_sweep_run(EmaSweep *sweep, const char *dir, const EmaSweepRunOptions *options,
