@@ -268,6 +268,8 @@ static int command_calibrate(int argc, char **argv, const char *command) {
     g_prefix_error(&error, "-o: ");
     return usage_gerror(error);
   }
+  if (output && !ema_output_file_free(output, "-o", &error))
+    return usage_gerror(error);
   if (output && (from_results || results) &&
       is_results_file(output, from_results ? from_results : results)) {
     g_autofree char *message =

@@ -1118,8 +1118,8 @@ static int step_time_lines(FILE *in, const char *name, const EmaLlmSpec *model,
 }
 
 /* OUTPUT (-o FILE, may be NULL) a file the table may replace (ema_file_output_ok: no directory,
- * device, FIFO or link) and not the table INPUT that the command reads; else a usage error
- * (printed), before any work. */
+ * device, FIFO or link), no output folder's own (ema_output_file_free) and not the table INPUT
+ * that the command reads; else a usage error (printed), before any work. */
 static gboolean output_file_ok(const char *output, const char *input) {
   g_autofree char *message = NULL;
   g_autoptr(GError) error = NULL;
@@ -1127,6 +1127,8 @@ static gboolean output_file_ok(const char *output, const char *input) {
     return TRUE;
   if (!ema_file_output_ok(output, "the table", &error))
     message = g_strdup_printf("-o: %s", error->message);
+  else if (!ema_output_file_free(output, "-o", &error))
+    message = g_strdup(error->message);
   else if (input && ema_file_same(output, input))
     message =
         g_strdup_printf("-o: '%s' is the table this command reads: give another file", output);

@@ -182,6 +182,44 @@ static gboolean part_of_another(const char *dir, const char *option, GError **er
   return FALSE;
 }
 
+static char *kind_command(const char *kind);
+
+gboolean ema_output_file_free(const char *path, const char *option, GError **error) {
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *real = realpath(dir, NULL);
+  g_autofree char *entry = g_path_get_basename(path);
+  if (real == NULL)
+    return TRUE; /* no such folder: nothing there is anyone's (writing it says why it fails) */
+  /* from the file's folder up: is the entry on the way to it listed by that folder's marker? */
+  for (;;) {
+    g_autofree char *marker = g_build_filename(real, EMA_OUTPUT_MARKER, NULL);
+    g_autofree char *parent = NULL;
+    g_autofree char *kind = NULL;
+    GStatBuf st;
+    if (g_lstat(marker, &st) == 0 && S_ISREG(st.st_mode)) {
+      g_autoptr(GPtrArray) names = read_marker(real, &kind, error);
+      g_autofree char *command = NULL;
+      if (names == NULL)
+        return FALSE;
+      if (g_ptr_array_find_with_equal_func(names, entry, g_str_equal, NULL)) {
+        command = kind ? kind_command(kind) : g_strdup("ema-sim");
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                    "%s: '%s' is an output of %s (%s/%s lists %s), which a later run of it "
+                    "replaces or removes: give another %s",
+                    option, path, command, real, EMA_OUTPUT_MARKER, entry, option);
+        return FALSE;
+      }
+    }
+    parent = g_path_get_dirname(real);
+    if (strcmp(parent, real) == 0)
+      return TRUE;
+    g_free(entry);
+    entry = g_path_get_basename(real);
+    g_free(real);
+    real = g_steal_pointer(&parent);
+  }
+}
+
 /* The folder DIR was claimed by the process that started this one and handed
  * on (EMA_OUTPUT_CLAIMED_ENV names the descriptor, which must be DIR's):
  * this process holds it now, as it is. */

@@ -1116,6 +1116,39 @@ static void test_compare_output_file(void) {
   usage_error(ema_test_cli("compare-static", perf, "-o", perf, NULL), want_perf);
   usage_error(ema_test_cli("compare-steps", steps, "-o", link, NULL), want_link);
   usage_error(ema_test_cli("compare-static", perf, "-o", fifo, NULL), want_fifo);
+  {
+    /* a run's own files, and files in a folder its marker lists (a variant's), are refused: a
+     * later run there replaces or removes them; a file of another name beside them is not */
+    g_autofree char *run = g_build_filename(dir, "run", NULL);
+    g_autofree char *variant = g_build_filename(run, "ema", NULL);
+    g_autofree char *marker = g_build_filename(run, ".ema-output", NULL);
+    g_autofree char *summary = g_build_filename(run, "summary.json", NULL);
+    g_autofree char *inside = g_build_filename(variant, "steps-compared.csv", NULL);
+    g_autofree char *beside = g_build_filename(run, "steps-compared.csv", NULL);
+    g_autofree char *real = NULL, *want_summary = NULL, *want_inside = NULL;
+    g_assert_cmpint(g_mkdir_with_parents(variant, 0755), ==, 0);
+    g_assert_true(g_file_set_contents(marker, "# kind: run\nsummary.json\nema\n", -1, NULL));
+    g_assert_true(g_file_set_contents(summary, "{}", -1, NULL));
+    real = realpath(run, NULL);
+    want_summary = g_strdup_printf("-o: '%s' is an output of ema-sim run (%s/.ema-output lists "
+                                   "summary.json), which a later run of it replaces or removes: "
+                                   "give another -o",
+                                   summary, real);
+    want_inside = g_strdup_printf("-o: '%s' is an output of ema-sim run (%s/.ema-output lists "
+                                  "ema), which",
+                                  inside, real);
+    usage_error(ema_test_cli("compare-steps", steps, "-o", summary, NULL), want_summary);
+    usage_error(ema_test_cli("compare-steps", steps, "-o", inside, NULL), want_inside);
+    {
+      g_autoptr(EmaTestRun) ok = ema_test_cli("compare-steps", steps, "-o", beside, NULL);
+      ema_test_assert_ok(ok);
+    }
+    g_assert_false(g_file_test(inside, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(beside, G_FILE_TEST_IS_REGULAR));
+    g_assert_true(g_file_get_contents(summary, &text, NULL, NULL));
+    g_assert_cmpstr(text, ==, "{}");
+    g_clear_pointer(&text, g_free);
+  }
   g_assert_true(g_file_get_contents(steps, &text, NULL, NULL));
   g_assert_cmpstr(text, ==, table);
   g_assert_true(g_file_test(link, G_FILE_TEST_IS_SYMLINK));

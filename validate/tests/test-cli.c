@@ -797,6 +797,20 @@ static void test_from_results_held(void) {
   marker = g_build_filename(other, ".ema-output", NULL);
   assert_kept(marker, "# kind: sweep\nsweep.csv\n");
   g_free(marker);
+  {
+    /* -o into another command's output (the sweep's sweep.csv): refused, nothing written */
+    g_autofree char *theirs = g_build_filename(other, "sweep.csv", NULL);
+    g_autofree char *real = realpath(other, NULL);
+    g_autofree char *want = g_strdup_printf(
+        "-o: '%s' is an output of ema-sim sweep (%s/.ema-output lists sweep.csv), which a later "
+        "run of it replaces or removes: give another -o",
+        theirs, real);
+    g_autoptr(EmaTestRun) into =
+        cli_without_devices("calibrate", "--from-results", plain, "-o", theirs, NULL);
+    g_assert_cmpint(into->status, ==, 2);
+    ema_test_assert_contains(into->err, want);
+    g_assert_false(g_file_test(theirs, G_FILE_TEST_EXISTS));
+  }
   for (guint i = 2; i < G_N_ELEMENTS(folders); i++) {
     g_autoptr(EmaTestRun) run =
         cli_without_devices("calibrate", "--from-results", folders[i], "-o", model, NULL);

@@ -85,6 +85,11 @@ gboolean ema_output_claim_dir_as(const char *dir, const EmaOutputClaimAs *as,
  * process's life. A folder without a marker (one committed by hand) is held as it is; a DIR that
  * is no folder is not held (TRUE: its reader says what is missing). */
 gboolean ema_output_hold_dir(const char *dir, const EmaOutputClaimAs *as, GError **error);
+/* FALSE with an error (naming OPTION, which gave PATH) where the file PATH, or a folder on the
+ * way to it, is an entry an output folder's marker lists (another calibration's derived.csv, a
+ * run's summary.json, a sweep's point): a later run of that folder's command replaces or
+ * removes it, and a file written there now passes for that command's output meanwhile. */
+gboolean ema_output_file_free(const char *path, const char *option, GError **error);
 /* Remove those of NAMES (NULL-terminated) that DIR's marker lists, as a
  * claim would (a sweep that runs points again drops the sweep.csv and
  * figures of the earlier results); the others are left alone. */
