@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ema/hw/llm.h"
+#include "ema/hw/steptime.h"
 #include "decodeplan.h"
 #include "errors.h"
 #include "report.h"
@@ -182,19 +183,13 @@ static gboolean fit_error(GError **error, const char *message) {
   return FALSE;
 }
 
-/* The step model's roofline (steptime.c) of compute time C and memory time M with P. */
-static double roofline_of(double c, double m, double p) {
-  double big = MAX(c, m), small = MIN(c, m);
-  return big > 0 ? big * pow(1.0 + pow(small / big, p), 1.0 / p) : 0;
-}
-
 /* The squared relative errors of the weight passes of the runs USED (their compute times C[i],
  * memory time per byte of weights PER_BYTE) against the roofline with P. */
 static double p_error(const GPtrArray *used, const double *c, double per_byte, double p) {
   double sum = 0;
   for (guint i = 0; i < used->len; i++) {
     const EmaDecodeRow *row = used->pdata[i];
-    double predicted = roofline_of(c[i], row->weight_gb * 1e9 * per_byte, p) * 1e3;
+    double predicted = ema_roofline_time(c[i], row->weight_gb * 1e9 * per_byte, p) * 1e3;
     double e = (predicted - row->weights_ms) / row->weights_ms;
     sum += e * e;
   }
@@ -236,8 +231,8 @@ static void fit_roofline_p(const GPtrArray *rows, gboolean any_graph, double mat
   out->p_runs = used->len;
   for (guint i = 0; i < used->len; i++) {
     const EmaDecodeRow *row = used->pdata[i];
-    double predicted = roofline_of(g_array_index(compute, double, i),
-                                   row->weight_gb * 1e9 * per_byte, out->roofline_p) *
+    double predicted = ema_roofline_time(g_array_index(compute, double, i),
+                                         row->weight_gb * 1e9 * per_byte, out->roofline_p) *
                        1e3;
     out->p_max_rel_error =
         MAX(out->p_max_rel_error, fabs(predicted - row->weights_ms) / row->weights_ms);

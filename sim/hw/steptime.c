@@ -464,16 +464,19 @@ static void op_sum(OpSums *sums, gboolean found, double t) {
     sums->roofline_s += t;
 }
 
-/* The roofline of one operator: (c^p + m^p)^(1/p) of its compute time c
- * and memory time m (steptime.h). */
-static double roofline(const EmaStepModel *s, double compute_s, double memory_s) {
+double ema_roofline_time(double compute_s, double memory_s, double p) {
   double big = MAX(compute_s, memory_s), small = MIN(compute_s, memory_s);
   if (big <= 0)
     return 0;
   if (small <= 0)
     return big; /* what the formula gives: big (1 + 0)^(1/p) */
   /* factored so that the powers stay within range: big (1 + (small/big)^p)^(1/p) */
-  return big * pow(1.0 + pow(small / big, s->roofline_p), 1.0 / s->roofline_p);
+  return big * pow(1.0 + pow(small / big, p), 1.0 / p);
+}
+
+/* The roofline of one operator of S's model. */
+static double roofline(const EmaStepModel *s, double compute_s, double memory_s) {
+  return ema_roofline_time(compute_s, memory_s, s->roofline_p);
 }
 
 /* The launch gaps of KERNELS kernels of OP where the profile timed it from tables that sum

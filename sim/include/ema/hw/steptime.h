@@ -220,6 +220,10 @@ EmaStepModel *ema_step_model_new_kernel_sums(const EmaLlmSpec *model, const EmaS
 void ema_step_model_free(EmaStepModel *step_model);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(EmaStepModel, ema_step_model_free)
 
+/* The time of one operator by its roofline: (c^p + m^p)^(1/p) of its compute time COMPUTE_S and
+ * memory time MEMORY_S with P (gpu.roofline_p), the step model's formula; 0 where both are 0. */
+double ema_roofline_time(double compute_s, double memory_s, double p);
+
 /* Time of one step of BATCH (ns, rounded to the nearest), and where it
  * goes if OUT is not NULL (without OUT only the operator sums are made,
  * none of the breakdown's roofline figures: the same time, cheaper). An
