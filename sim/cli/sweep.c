@@ -181,12 +181,10 @@ static void map_remove(EmaNode *map, const char *key) {
 static void append_flow(GString *out, const EmaNode *node) {
   if (node->kind == EMA_NODE_SCALAR) {
     const char *value = node->value ? node->value : "~";
-    for (const char *c = value; *c; c++)
-      if ((guchar) *c < 0x20 || *c == 0x7f) {
-        ema_params_append_quoted(out, value);
-        return;
-      }
-    g_string_append(out, value);
+    if (ema_file_control_char(value))
+      ema_params_append_quoted(out, value);
+    else
+      g_string_append(out, value);
     return;
   }
   g_string_append_c(out, node->kind == EMA_NODE_MAP ? '{' : '[');
@@ -330,6 +328,7 @@ static gboolean load_variants(EmaSweep *sweep, const char *key_name, GError **er
   for (guint i = 0; i < variants->items->len; i++) {
     const EmaNode *key = variants->keys->pdata[i];
     const EmaNode *variant = variants->items->pdata[i];
+    const char *c;
     g_autofree char *path = g_strconcat(key_name, ".", key->value, NULL);
     if (key->value == NULL || key->value[0] == '\0') {
       ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key_name, "a variant needs a name");
@@ -338,13 +337,12 @@ static gboolean load_variants(EmaSweep *sweep, const char *key_name, GError **er
     /* its name is a column's value and part of column names (sweep.csv, compare.csv) and a
      * figure's label: a newline made sweep.csv a file ema-sim plot refuses, and --list's
      * lines more than one per point (as a tenant's name, experiment.c) */
-    for (const char *c = key->value; *c; c++)
-      if ((guchar) *c < 0x20 || *c == 0x7f) {
-        ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key_name,
-                       "a variant's name holds no control character (0x%02x at byte %u)",
-                       (guchar) *c, (guint) (c - key->value));
-        return FALSE;
-      }
+    if ((c = ema_file_control_char(key->value)) != NULL) {
+      ema_node_error(error, EMA_CONFIG_ERROR_KEY, key, key_name,
+                     "a variant's name holds no control character (0x%02x at byte %u)", (guchar) *c,
+                     (guint) (c - key->value));
+      return FALSE;
+    }
     if (variant->kind == EMA_NODE_SCALAR && variant->value == NULL)
       continue; /* `name:` or `name: ~`: the base itself */
     if (variant->kind != EMA_NODE_MAP) {

@@ -152,6 +152,13 @@ gsize ema_file_quote_length(const char *text, gsize length) {
   return (gsize) (end - text);
 }
 
+const char *ema_file_control_char(const char *text) {
+  for (const char *c = text; *c; c++)
+    if ((guchar) *c < 0x20 || *c == 0x7f)
+      return c;
+  return NULL;
+}
+
 char *ema_file_quote_cut(const char *text, gssize length) {
   /* a NUL-terminated TEXT is measured only as far as the cut needs */
   gsize n = length >= 0 ? (gsize) length : strnlen(text, EMA_FILE_QUOTE_MAX + 1);

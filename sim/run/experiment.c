@@ -203,15 +203,15 @@ static gint parse_endpoint(const char *text, gint64 gpus) {
  * the outputs (a newline in a CSV field made the run's own figures unreadable). */
 static gboolean name_plain(const char *name, const EmaNode *node, const char *path,
                            GError **error) {
-  for (const char *c = name; *c; c++)
-    if ((guchar) *c < 0x20 || *c == 0x7f) {
-      g_autofree char *key_path = g_strconcat(path, ".name", NULL);
-      ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), key_path,
-                     "a name holds no control character (0x%02x at byte %u)", (guchar) *c,
-                     (guint) (c - name));
-      return FALSE;
-    }
-  return TRUE;
+  const char *c = ema_file_control_char(name);
+  g_autofree char *key_path = NULL;
+  if (c == NULL)
+    return TRUE;
+  key_path = g_strconcat(path, ".name", NULL);
+  ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), key_path,
+                 "a name holds no control character (0x%02x at byte %u)", (guchar) *c,
+                 (guint) (c - name));
+  return FALSE;
 }
 
 /* NAME, item I of the list KEY, into SEEN; FALSE with an error at its name when already there. */

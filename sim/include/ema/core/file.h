@@ -47,6 +47,10 @@ gsize ema_file_quote_length(const char *text, gsize length);
  * the message one readable line. Newly allocated. */
 char *ema_file_quote_cut(const char *text, gssize length);
 
+/* The first control character of TEXT (below 0x20, or 0x7f), or NULL: what a name that becomes
+ * a CSV field, a folder or a label may not hold (a newline splits the line it is on). */
+const char *ema_file_control_char(const char *text);
+
 /* Read all of the regular file PATH, at most MAX_BYTES, into *TEXT
  * (NUL-terminated, free with g_free) and *LENGTH (may be NULL). */
 gboolean ema_file_read_regular(const char *path, gsize max_bytes, char **text, gsize *length,
