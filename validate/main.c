@@ -168,40 +168,13 @@ static gboolean output_named(const char *output) {
   return FALSE;
 }
 
-/* ARG in the shell's $'...' quotes, its control characters as C escapes:
- * what provenance.txt and a model's header keep is one line (calderive.c
- * refuses a control character in a value). */
-static char *escape_quoted(const char *arg) {
-  GString *out = g_string_new("$'");
-  for (const char *c = arg; *c != '\0'; c++) {
-    if (*c == '\'' || *c == '\\')
-      g_string_append_printf(out, "\\%c", *c);
-    else if (*c == '\n')
-      g_string_append(out, "\\n");
-    else if (*c == '\t')
-      g_string_append(out, "\\t");
-    else if ((guchar) *c < 0x20 || *c == 0x7f)
-      g_string_append_printf(out, "\\x%02x", (guint) (guchar) *c);
-    else
-      g_string_append_c(out, *c);
-  }
-  g_string_append_c(out, '\'');
-  return g_string_free(out, FALSE);
-}
-
 /* The command line, each argument quoted for the shell when it needs it. */
 static char *command_line(int argc, char **argv) {
   GString *line = g_string_new(NULL);
   for (int i = 0; i < argc; i++) {
-    gboolean plain =
-        argv[i][0] != '\0' && strspn(argv[i], "abcdefghijklmnopqrstuvwxyz"
-                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                              "0123456789-_./=:,%+") == strlen(argv[i]);
-    gboolean control = FALSE;
-    g_autofree char *quoted = NULL;
-    for (const char *c = argv[i]; *c != '\0'; c++)
-      control = control || (guchar) *c < 0x20 || *c == 0x7f;
-    quoted = plain ? g_strdup(argv[i]) : control ? escape_quoted(argv[i]) : g_shell_quote(argv[i]);
+    /* $'...' for a control character: provenance.txt and a model's header keep one line
+     * (calderive.c refuses a control character in a value) */
+    g_autofree char *quoted = ema_shell_word(argv[i]);
     if (i > 0)
       g_string_append_c(line, ' ');
     g_string_append(line, quoted);

@@ -1642,15 +1642,6 @@ static gboolean parse_timeout(const char *text, guint *seconds) {
   return TRUE;
 }
 
-/* ARG as one word of a shell command: as it is where it holds only characters no shell takes
- * apart, else quoted. */
-static char *shell_word(const char *arg) {
-  gboolean plain = *arg != '\0';
-  for (const char *c = arg; *c && plain; c++)
-    plain = g_ascii_isalnum(*c) || strchr("_./=:,+-@%", *c) != NULL;
-  return plain ? g_strdup(arg) : g_shell_quote(arg);
-}
-
 /* The command that gathers a --part sweep's parts into sweep.csv: FILE into DIR with the part's
  * own --set OVERRIDES and plugin folders (before and after the command), each argument quoted
  * for a shell. Without them the gathering run's points would be another sweep's, which it
@@ -1658,18 +1649,18 @@ static char *shell_word(const char *arg) {
 static char *sweep_gather_command(const char *file, const char *dir, char **overrides,
                                   char **plugin_dirs) {
   GString *command = g_string_new("ema-sim sweep ");
-  g_autofree char *quoted_file = shell_word(file), *quoted_dir = shell_word(dir);
+  g_autofree char *quoted_file = ema_shell_word(file), *quoted_dir = ema_shell_word(dir);
   g_string_append_printf(command, "%s -o %s", quoted_file, quoted_dir);
   for (guint i = 0; i < global_plugin_dirs->len; i++) {
-    g_autofree char *quoted = shell_word(global_plugin_dirs->pdata[i]);
+    g_autofree char *quoted = ema_shell_word(global_plugin_dirs->pdata[i]);
     g_string_append_printf(command, " --plugin-dir %s", quoted);
   }
   for (guint i = 0; plugin_dirs && plugin_dirs[i]; i++) {
-    g_autofree char *quoted = shell_word(plugin_dirs[i]);
+    g_autofree char *quoted = ema_shell_word(plugin_dirs[i]);
     g_string_append_printf(command, " --plugin-dir %s", quoted);
   }
   for (guint i = 0; overrides && overrides[i]; i++) {
-    g_autofree char *quoted = shell_word(overrides[i]);
+    g_autofree char *quoted = ema_shell_word(overrides[i]);
     g_string_append_printf(command, " --set %s", quoted);
   }
   return g_string_free(command, FALSE);

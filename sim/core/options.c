@@ -63,6 +63,35 @@ gboolean ema_message_located(const char *message) {
           (strpbrk(place, "/.") && g_file_test(place, G_FILE_TEST_EXISTS)));
 }
 
+/* ARG in the shell's $'...' quotes, its control characters as C escapes. */
+static char *escape_quoted(const char *arg) {
+  GString *out = g_string_new("$'");
+  for (const char *c = arg; *c != '\0'; c++) {
+    if (*c == '\'' || *c == '\\')
+      g_string_append_printf(out, "\\%c", *c);
+    else if (*c == '\n')
+      g_string_append(out, "\\n");
+    else if (*c == '\t')
+      g_string_append(out, "\\t");
+    else if ((guchar) *c < 0x20 || *c == 0x7f)
+      g_string_append_printf(out, "\\x%02x", (guint) (guchar) *c);
+    else
+      g_string_append_c(out, *c);
+  }
+  g_string_append_c(out, '\'');
+  return g_string_free(out, FALSE);
+}
+
+char *ema_shell_word(const char *arg) {
+  gboolean plain = arg[0] != '\0' && strspn(arg, "abcdefghijklmnopqrstuvwxyz"
+                                                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                 "0123456789-_./=:,%+") == strlen(arg);
+  gboolean control = FALSE;
+  for (const char *c = arg; *c != '\0'; c++)
+    control = control || (guchar) *c < 0x20 || *c == 0x7f;
+  return plain ? g_strdup(arg) : control ? escape_quoted(arg) : g_shell_quote(arg);
+}
+
 void ema_message_prefix_error(GError **error, const char *format, ...) {
   va_list args;
   const char *message, *end;

@@ -42,4 +42,10 @@ gboolean ema_message_located(const char *message);
  * the label first, as g_prefix_error does. Nothing where ERROR or *ERROR is NULL. */
 void ema_message_prefix_error(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
 
+/* ARG as one word of a shell command line that a program prints or records for a person to run
+ * again: as it is where it holds only letters, digits and -_./=:,%+; with a control character in
+ * the shell's $'...' quotes, the characters as C escapes (the line stays one line); else in
+ * single quotes. Newly allocated. */
+char *ema_shell_word(const char *arg);
+
 G_END_DECLS
