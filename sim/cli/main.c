@@ -422,6 +422,10 @@ static int command_run(int argc, char **argv, gboolean check_only) {
                         seed_text, EMA_EXPERIMENT_SEED_MAX);
     return usage_error(message);
   }
+  /* one of the two would be dropped unsaid (as a --set given twice, ema_node_override_repeated) */
+  for (guint i = 0; seed_text && overrides && overrides[i]; i++)
+    if (ema_node_override_same(overrides[i], "seed"))
+      return usage_error("--seed and --set seed= both give the seed: give one of them");
 
   if (!load_plugins(plugin_dirs, &error))
     return fail(error);

@@ -700,7 +700,8 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
   /* --set repeats=N sets the sweep's own key (of a comparison too), not the experiment's */
   for (guint i = 0; overrides && overrides[i]; i++)
     if (g_str_has_prefix(overrides[i], "repeats=") &&
-        !ema_node_apply_override(sweep->root, overrides[i], i + 1, error))
+        (ema_node_override_repeated(overrides, i, error) ||
+         !ema_node_apply_override(sweep->root, overrides[i], i + 1, error)))
       return NULL;
   if (!load_variants(sweep, compare ? EMA_EXPERIMENT_COMPARE_KEY : "variants", error) ||
       !load_axes(sweep, error) || !check_variants_swept(sweep, error) ||
@@ -739,7 +740,8 @@ static EmaSweep *sweep_load(const char *path, const char *const *overrides, gboo
         return NULL;
       }
     }
-    if (!ema_node_apply_override(sweep->base, overrides[i], i + 1, error) ||
+    if (ema_node_override_repeated(overrides, i, error) ||
+        !ema_node_apply_override(sweep->base, overrides[i], i + 1, error) ||
         !ema_params_expand(&ema_experiment_params, sweep->base, error))
       return NULL;
     sets_base = TRUE;

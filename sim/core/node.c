@@ -18,12 +18,16 @@
 #include "ema/core/node.h"
 
 #include "ema/core/file.h"
+#include "ema/core/units.h"
 
 #include <stdarg.h>
 #include <string.h>
 #include <yaml.h>
 
 #define MAX_INCLUDE_DEPTH 16
+
+/* YAML's core schema's tags (!!str is YAML_CORE_TAG "str") */
+#define YAML_CORE_TAG "tag:yaml.org,2002:"
 
 GQuark ema_config_error_quark(void) {
   return g_quark_from_static_string("ema-config-error-quark");
@@ -179,12 +183,18 @@ static void location_error(Loader *loader, const yaml_mark_t *mark, GError **err
               mark->column + 1, message);
 }
 
-static gboolean is_null_scalar(const yaml_event_t *event) {
-  const char *v = (const char *) event->data.scalar.value;
-  if (event->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-    return FALSE;
+/* Whether TEXT is one of YAML's ways to write a null. */
+static gboolean null_text(const char *v) {
   return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 ||
          strcmp(v, "NULL") == 0;
+}
+
+static gboolean is_null_scalar(const yaml_event_t *event) {
+  const char *tag = (const char *) event->data.scalar.tag;
+  if (tag && strcmp(tag, YAML_CORE_TAG "null") == 0) /* (its text checked: tag_mismatch()) */
+    return TRUE;
+  return event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+         null_text((const char *) event->data.scalar.value);
 }
 
 static EmaNode *include_file(Loader *loader, const yaml_event_t *event, guint depth,
@@ -228,11 +238,12 @@ static EmaNode *include_file(Loader *loader, const yaml_event_t *event, guint de
  * DEPTH (the root is 0); consumes the events up to and including its end. */
 
 /* The tags of YAML's core schema that say what a plain value already is
- * (!!str, !!int, ...): harmless. Any other (!!binary, a %TAG prefix's) would
- * change what the value means, and EMA would ignore it: an error. */
+ * (!!str, !!int, ...): harmless where the value is one (tag_mismatch()). Any
+ * other (!!binary, a %TAG prefix's) would change what the value means, and
+ * EMA would ignore it: an error. */
 static gboolean is_plain_tag(const char *tag) {
   static const char *const plain[] = {"str", "int", "float", "bool", "null", "map", "seq"};
-  const char *prefix = "tag:yaml.org,2002:";
+  const char *prefix = YAML_CORE_TAG;
   if (!g_str_has_prefix(tag, prefix))
     return FALSE;
   for (guint i = 0; i < G_N_ELEMENTS(plain); i++)
@@ -241,22 +252,65 @@ static gboolean is_plain_tag(const char *tag) {
   return FALSE;
 }
 
+/* What is wrong with a node of KIND (a scalar's TEXT) under the core-schema tag TAG (is_plain_tag),
+ * NULL when nothing: the tag says what the value is, and EMA would read the text as written
+ * whatever the tag (`duration: !!int 5s` ran 5 s). !!int takes a whole number and !!float a
+ * number as EMA's readers take them (ema_units_parse_int and _double: decimal, no 0x, .inf or
+ * .nan; one past their range is still one, the key that reads it says how large it may be),
+ * !!bool true or false (as a flag is read), !!null nothing, ~ or null, !!map a map and !!seq a
+ * list; !!str anything. */
+static char *tag_mismatch(const char *tag, EmaNodeKind kind, const char *text) {
+  const char *type = tag + strlen(YAML_CORE_TAG);
+  const char *hint = NULL; /* what the tag takes; a scalar under !!map or !!seq: none */
+  g_autoptr(GError) inner = NULL;
+  g_autofree char *quoted = NULL;
+  gboolean ok = strcmp(type, "str") == 0;
+  if (kind != EMA_NODE_SCALAR) {
+    ok = strcmp(type, kind == EMA_NODE_MAP ? "map" : "seq") == 0;
+  } else if (strcmp(type, "int") == 0) {
+    ok = ema_units_parse_int(text, NULL, &inner) || inner->code == EMA_UNITS_ERROR_RANGE;
+    hint = " (a whole number)";
+  } else if (strcmp(type, "float") == 0) {
+    ok = ema_units_parse_double(text, NULL, &inner) || inner->code == EMA_UNITS_ERROR_RANGE;
+    hint = " (a number, such as 0.5 or 1e-3: no .inf or .nan)";
+  } else if (strcmp(type, "bool") == 0) {
+    ok = strcmp(text, "true") == 0 || strcmp(text, "false") == 0;
+    hint = " (true or false)";
+  } else if (strcmp(type, "null") == 0) {
+    ok = null_text(text);
+    hint = " (nothing, ~ or null)";
+  }
+  if (ok)
+    return NULL;
+  if (kind != EMA_NODE_SCALAR)
+    return g_strdup_printf("a %s is not an !!%s", kind == EMA_NODE_MAP ? "map" : "list", type);
+  quoted = ema_file_quote_cut(text, -1);
+  if (hint == NULL)
+    return g_strdup_printf("'%s' is a plain value, not an !!%s", quoted, type);
+  return g_strdup_printf("'%s' is not an !!%s%s", quoted, type, hint);
+}
+
 static char *unknown_tag(const char *tag) {
   g_autofree char *quoted = ema_file_quote_cut(tag, -1);
   return g_strdup_printf("unknown tag '%s' (the only tag EMA knows is !include)", quoted);
 }
 
 /* What is wrong with the scalar of EVENT (a map key when KEY), NULL when
- * nothing: a tag EMA does not take (!include only on values), or a NUL
- * character (the "\0" escape), which would cut the string short. */
+ * nothing: a tag EMA does not take (!include only on values), a core-schema
+ * tag its text is not a value of, or a NUL character (the "\0" escape),
+ * which would cut the string short. */
 static char *scalar_problem(const yaml_event_t *event, gboolean key) {
   const char *tag = (const char *) event->data.scalar.tag;
+  char *problem;
   if (tag && key) {
     g_autofree char *quoted = ema_file_quote_cut(tag, -1);
     return g_strdup_printf("a map key takes no tag ('%s')", quoted);
   }
   if (tag && strcmp(tag, "!include") != 0 && !is_plain_tag(tag))
     return unknown_tag(tag);
+  if (tag && strcmp(tag, "!include") != 0 &&
+      (problem = tag_mismatch(tag, EMA_NODE_SCALAR, (const char *) event->data.scalar.value)))
+    return problem;
   if (memchr(event->data.scalar.value, '\0', event->data.scalar.length))
     return g_strdup("a NUL character (\\0) in a string: EMA's strings end at it");
   return NULL;
@@ -310,11 +364,13 @@ static EmaNode *build_node(Loader *loader, yaml_event_t *event, guint depth, GEr
         is_map ? event->data.mapping_start.anchor : event->data.sequence_start.anchor;
     const char *tag =
         (const char *) (is_map ? event->data.mapping_start.tag : event->data.sequence_start.tag);
-    if (tag && !is_plain_tag(tag)) {
-      g_autofree char *message = strcmp(tag, "!include") == 0
-                                     ? g_strdup("!include takes a file name, not a map or list")
-                                     : unknown_tag(tag);
-      location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX, message);
+    g_autofree char *tag_problem =
+        tag == NULL                    ? NULL
+        : strcmp(tag, "!include") == 0 ? g_strdup("!include takes a file name, not a map or list")
+        : !is_plain_tag(tag)           ? unknown_tag(tag)
+                             : tag_mismatch(tag, is_map ? EMA_NODE_MAP : EMA_NODE_SEQ, NULL);
+    if (tag_problem) {
+      location_error(loader, &event->start_mark, error, EMA_CONFIG_ERROR_SYNTAX, tag_problem);
       return NULL;
     }
     g_autoptr(EmaNode) node = NULL;
@@ -563,18 +619,47 @@ static GStrv override_path(const char *override) {
   return g_strsplit(path, ".", -1);
 }
 
+/* How many leading parts the key paths of overrides A and B share (list indices compared as
+ * numbers), into *SHARED; their lengths into *LENGTH_A and *LENGTH_B. */
+static void override_paths_common(const char *a, const char *b, guint *shared, guint *length_a,
+                                  guint *length_b) {
+  g_auto(GStrv) x = override_path(a);
+  g_auto(GStrv) y = override_path(b);
+  guint i = 0, m, n;
+  for (; x[i] != NULL && y[i] != NULL; i++)
+    if (parse_index(x[i], &m) && parse_index(y[i], &n) ? m != n : strcmp(x[i], y[i]) != 0)
+      break;
+  *shared = i;
+  *length_a = g_strv_length(x);
+  *length_b = g_strv_length(y);
+}
+
 gboolean ema_node_override_within(const char *inner, const char *outer) {
-  g_auto(GStrv) a = override_path(inner);
-  g_auto(GStrv) b = override_path(outer);
-  guint i = 0;
-  for (; b[i] != NULL; i++) {
-    guint x, y;
-    if (a[i] == NULL)
-      return FALSE;
-    if (parse_index(a[i], &x) && parse_index(b[i], &y) ? x != y : strcmp(a[i], b[i]) != 0)
-      return FALSE;
+  guint shared, n_inner, n_outer;
+  override_paths_common(inner, outer, &shared, &n_inner, &n_outer);
+  return shared == n_outer && n_inner > n_outer;
+}
+
+gboolean ema_node_override_same(const char *a, const char *b) {
+  guint shared, n_a, n_b;
+  override_paths_common(a, b, &shared, &n_a, &n_b);
+  return n_a > 0 && shared == n_a && n_a == n_b;
+}
+
+gboolean ema_node_override_repeated(const char *const *overrides, guint i, GError **error) {
+  for (guint j = 0; j < i; j++) {
+    if (!ema_node_override_same(overrides[j], overrides[i]))
+      continue;
+    g_autoptr(EmaNode) at = ema_node_new_scalar(NULL, "--set", i + 1, 1);
+    g_autofree char *path = g_strndup(overrides[i], strcspn(overrides[i], "="));
+    g_autofree char *earlier = g_strndup(overrides[j], strcspn(overrides[j], "="));
+    g_autofree char *as =
+        strcmp(path, earlier) != 0 ? g_strdup_printf(" (as %s)", earlier) : g_strdup("");
+    ema_node_error(error, EMA_CONFIG_ERROR_KEY, at, path,
+                   "--set %u sets it already%s: give each key once", j + 1, as);
+    return TRUE;
   }
-  return a[i] != NULL;
+  return FALSE;
 }
 
 gboolean ema_node_apply_override(EmaNode *root, const char *assignment, guint ordinal,

@@ -188,26 +188,49 @@ static EmaNode *resolve_server(const EmaNode *at, const char *key_path, GError *
   return tree;
 }
 
-/* "host" -> EMA_ENDPOINT_HOST, "gpuN" -> N (N < gpus); -2 if invalid. */
+/* "host" -> EMA_ENDPOINT_HOST, "gpuN" -> N (N < gpus, in decimal without leading zeros: gpu01
+ * is not gpu1's name); -2 if invalid. */
 static gint parse_endpoint(const char *text, gint64 gpus) {
   guint64 index;
   if (strcmp(text, "host") == 0)
     return EMA_ENDPOINT_HOST;
-  if (!g_str_has_prefix(text, "gpu") || text[3] == '\0' ||
+  if (!g_str_has_prefix(text, "gpu") || !g_ascii_isdigit(text[3]) ||
+      (text[3] == '0' && text[4] != '\0') ||
       !g_ascii_string_to_unsigned(text + 3, 10, 0, (guint64) gpus - 1, &index, NULL))
     return -2;
   return (gint) index;
 }
 
-/* NAME (of the item at NODE, PATH) holds no control character: names are columns and labels of
- * the outputs (a newline in a CSV field made the run's own figures unreadable). */
+/* The error for the endpoint TEXT that parse_endpoint() refused, at NODE (PATH): what this
+ * server has, and the name to write where TEXT is one with leading zeros (gpu01: gpu1). */
+static void endpoint_error(GError **error, const char *text, gint64 gpus, const EmaNode *node,
+                           const char *path) {
+  const char *digits = text + 3 + strspn(text + 3, "0");
+  g_autofree char *quoted = ema_file_quote_cut(text, -1);
+  g_autofree char *written = NULL;
+  if (g_str_has_prefix(text, "gpu") && digits > text + 3 &&
+      digits[strspn(digits, "0123456789")] == '\0') {
+    written = g_strconcat("gpu", *digits ? digits : "0", NULL);
+    if (parse_endpoint(written, gpus) < 0)
+      g_clear_pointer(&written, g_free);
+  }
+  ema_node_error(error, EMA_CONFIG_ERROR_INVALID, node, path,
+                 "unknown endpoint '%s' (%s%s%sthis server has host and gpu0..gpu%" G_GINT64_FORMAT
+                 ")",
+                 quoted, written ? "write " : "", written ? written : "",
+                 written ? ", without leading zeros: " : "", gpus - 1);
+}
+
+/* NAME (of the item at NODE, PATH; the experiment's where PATH is NULL) holds no control
+ * character: names are columns and labels of the outputs (a newline in a CSV field made the
+ * run's own figures unreadable). */
 static gboolean name_plain(const char *name, const EmaNode *node, const char *path,
                            GError **error) {
   const char *c = ema_file_control_char(name);
   g_autofree char *key_path = NULL;
   if (c == NULL)
     return TRUE;
-  key_path = g_strconcat(path, ".name", NULL);
+  key_path = path ? g_strconcat(path, ".name", NULL) : g_strdup("name");
   ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), key_path,
                  "a name holds no control character (0x%02x at byte %u)", (guchar) *c,
                  (guint) (c - name));
@@ -229,10 +252,19 @@ static gboolean name_once(GHashTable *seen, const char *name, const EmaNode *roo
   return FALSE;
 }
 
-/* Every op and decode scenario has a name of its own: their figures are keyed by it, side by
- * side (summary.json, a sweep's columns). The second of a name is the error. */
+/* The experiment's name is one line and not empty; every op and decode scenario has a name of
+ * its own: their figures are keyed by it, side by side (summary.json, a sweep's columns). The
+ * second of a name is the error. */
 static gboolean check_names(const EmaExperiment *experiment, const EmaNode *root, GError **error) {
   g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  /* the experiment's own: its results folder (results/NAME), figures' titles, a sweep's name */
+  if (!name_plain(experiment->name, root, NULL, error))
+    return FALSE;
+  if (experiment->name[0] == '\0') {
+    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(root, "name"), "name",
+                   "an experiment's name is not empty (it names its results folder and figures)");
+    return FALSE;
+  }
   for (guint i = 0; experiment->ops && i < experiment->ops->len; i++)
     if (!name_once(seen, g_array_index(experiment->ops, EmaOpSpec, i).name, root, "ops", i, error))
       return FALSE;
@@ -303,11 +335,8 @@ static gboolean check_flows(EmaExperiment *experiment, const EmaNode *root, GErr
         *indices[e] = parse_endpoint(text, experiment->server.gpus);
         if (*indices[e] == -2) {
           g_autofree char *end_path = g_strconcat(flow_path, ".", ends[e], NULL);
-          g_autofree char *quoted = ema_file_quote_cut(text, -1);
-          ema_node_error(
-              error, EMA_CONFIG_ERROR_INVALID, ema_node_get(flow_node, ends[e]), end_path,
-              "unknown endpoint '%s' (this server has host and gpu0..gpu%" G_GINT64_FORMAT ")",
-              quoted, experiment->server.gpus - 1);
+          endpoint_error(error, text, experiment->server.gpus, ema_node_get(flow_node, ends[e]),
+                         end_path);
           return FALSE;
         }
       }
@@ -783,9 +812,12 @@ EmaExperiment *ema_experiment_load_tree(EmaNode *root, const char *const *overri
   if (!ema_params_expand(&ema_experiment_params, root, error))
     return NULL;
   /* names an override sets (--set policy=ema) are expanded before the next
-   * override, so that it can reach inside them (--set policy.borrow=...); one that replaces
-   * what an earlier one set inside it would drop that silently: an error */
+   * override, so that it can reach inside them (--set policy.borrow=...); one that sets again
+   * what an earlier one set, or replaces what it set inside it, would drop that silently: an
+   * error */
   for (guint i = 0; overrides && overrides[i]; i++) {
+    if (ema_node_override_repeated(overrides, i, error))
+      return NULL;
     for (guint j = 0; j < i; j++)
       if (ema_node_override_within(overrides[j], overrides[i])) {
         g_autoptr(EmaNode) at = ema_node_new_scalar(NULL, "--set", i + 1, 1);

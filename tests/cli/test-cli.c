@@ -392,6 +392,58 @@ static void test_option_twice(void) {
   ema_test_remove_tree(dir);
 }
 
+/* A --set of a key an earlier --set sets took the last value unsaid (--set duration=10s --set
+ * duration=20s ran 20 s): an error at the second, naming the first, in run and check, in a
+ * comparison and in a sweep (its repeats too), before any work; --seed with a --set seed= is a
+ * usage error (in a comparison --seed is one more --set). */
+static void test_set_key_twice(void) {
+  static const char want[] = "--set:2:1: seed: --set 1 sets it already: give each key once\n";
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *cmp = g_build_filename(dir, "cmp.yaml", NULL);
+  g_assert_true(g_file_set_contents(cmp,
+                                    "name: ops\nserver: h200x2\nops:\n  - {name: c, flows: "
+                                    "[{kind: copy, src: gpu0, dst: gpu1, bytes: 4MiB}]}\n"
+                                    "compare: {a: {}, b: {tolerance: 2%}}\n",
+                                    -1, NULL));
+  {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("run", BASELINE, "--set", "seed=1", "--set", "seed=2", "-o", out, NULL);
+    g_autoptr(EmaTestRun) check =
+        ema_test_cli("check", BASELINE, "--set", "seed=1", "--set", "seed=2", NULL);
+    g_autoptr(EmaTestRun) compared =
+        ema_test_cli("check", cmp, "--set", "seed=1", "--set", "seed=2", NULL);
+    g_autoptr(EmaTestRun) swept =
+        ema_test_cli("sweep", "tests/fixtures/sweep/serving-grid.yaml", "--list", "--set", "seed=1",
+                     "--set", "seed=2", NULL);
+    g_autoptr(EmaTestRun) repeats =
+        ema_test_cli("sweep", "tests/fixtures/sweep/serving-grid.yaml", "--list", "--set",
+                     "repeats=2", "--set", "repeats=3", NULL);
+    ema_test_assert_error_line(run, want);
+    ema_test_assert_error_line(check, want);
+    ema_test_assert_error_line(compared, want);
+    ema_test_assert_error_line(swept, want);
+    ema_test_assert_error_line(repeats,
+                               "--set:2:1: repeats: --set 1 sets it already: give each key once\n");
+    g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+  }
+  for (guint i = 0; i < 2; i++) {
+    g_autoptr(EmaTestRun) run =
+        ema_test_cli("run", i ? cmp : BASELINE, "--seed", "3", "--set", "seed=2", "-o", out, NULL);
+    ema_test_assert_failed(
+        run, 2, "ema-sim: --seed and --set seed= both give the seed: give one of them\n");
+    g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+  }
+  {
+    /* a map, then a key inside it: another path, and both apply */
+    g_autoptr(EmaTestRun) run = ema_test_cli("check", BASELINE, "--set", "server={name: h200x2}",
+                                             "--set", "server.gpus=4", NULL);
+    ema_test_assert_ok(run);
+    g_assert_cmpstr(run->out, ==, BASELINE ": ok (h200x2-baseline on h200x2, 13 ops)\n");
+  }
+  ema_test_remove_tree(dir);
+}
+
 /* ---- check, list, describe ---------------------------------------------- */
 
 static void test_check(void) {
@@ -548,7 +600,7 @@ static void test_set_errors(void) {
   g_autoptr(EmaTestRun) syntax = ema_test_cli("check", BASELINE, "--set", "server.gpus", NULL);
   g_autoptr(EmaTestRun) value = ema_test_cli("check", BASELINE, "--set", "seed=[1,", NULL);
   g_autoptr(EmaTestRun) second =
-      ema_test_cli("check", BASELINE, "--set", "seed=3", "--set", "seed=x", NULL);
+      ema_test_cli("check", BASELINE, "--set", "tolerance=1%", "--set", "seed=x", NULL);
   assert_error_line(range, "--set:1:13: server.gpus: ", "0 is out of range [1, 1024]", NULL);
   assert_error_line(index, "--set:1:1: ops.20.name: ", "'20' is not an index of this list", NULL);
   assert_error_line(syntax, "--set:1:1: ", "expected key.path=value", NULL);
@@ -1264,6 +1316,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/run/set", test_run_set);
   g_test_add_func("/cli/run/missed-expectation", test_run_missed_expectation);
   g_test_add_func("/cli/option-twice", test_option_twice);
+  g_test_add_func("/cli/set-key-twice", test_set_key_twice);
   g_test_add_func("/cli/check", test_check);
   g_test_add_func("/cli/list", test_list);
   g_test_add_func("/cli/describe", test_describe);

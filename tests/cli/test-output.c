@@ -186,9 +186,10 @@ static void test_failed_run_leaves_no_summary(void) {
 }
 
 /* 17#9: the default folder results/NAME takes NAME as one safe component:
- * no escape from results/, no newline in a folder name; for a run (DATA
- * "run") and for a sweep (the same file with a sweep: key), whose folder
- * was results/NAME as written, ../ included. */
+ * no escape from results/, no blank or slash in a folder name (a name holds
+ * no control character: the loader refuses it); for a run (DATA "run") and
+ * for a sweep (the same file with a sweep: key), whose folder was
+ * results/NAME as written, ../ included. */
 static void test_default_folder_is_name_safe(gconstpointer data) {
   const char *command = data;
   g_autofree char *tmp = ema_test_temp_dir();
@@ -200,7 +201,7 @@ static void test_default_folder_is_name_safe(gconstpointer data) {
   const char *summary = strcmp(command, "sweep") == 0 ? "_.._.._esc_aped/000-seed=1/summary.json"
                                                       : "_.._.._esc_aped/summary.json";
   g_mkdir_with_parents(work, 0755);
-  exp = write_experiment(work, "e.yaml", "\"../../esc\\naped\"", "true", synthetic_b);
+  exp = write_experiment(work, "e.yaml", "\"../../esc aped\"", "true", synthetic_b);
   if (strcmp(command, "sweep") == 0) {
     g_autofree char *text = ema_test_read_file(work, "e.yaml");
     g_autofree char *swept = g_strconcat(text, "sweep: {seed: [1]}\n", NULL);
@@ -210,13 +211,36 @@ static void test_default_folder_is_name_safe(gconstpointer data) {
     g_autoptr(EmaTestRun) run = ema_test_run(argv, work, NULL);
     ema_test_assert_ok(run);
   }
-  g_assert_false(exists(tmp, "esc\naped"));
+  g_assert_false(exists(tmp, "esc aped"));
   g_assert_false(exists(tmp, "escaped"));
   entries = ema_test_list_dir(results, "");
   g_assert_cmpuint(entries->len, ==, 1);
   g_assert_cmpstr(entries->pdata[0], ==, "_.._.._esc_aped");
   g_assert_true(exists(results, summary));
   ema_test_remove_tree(tmp);
+}
+
+/* A name with a control character (a newline) is refused at it, by run and by sweep (each
+ * point's), before any folder is made: it named results/NAME's folder, CSV fields and labels. */
+static void test_default_folder_name_refused(gconstpointer data) {
+  const char *command = data;
+  g_autofree char *work = ema_test_temp_dir();
+  g_autofree char *exp = write_experiment(work, "e.yaml", "\"esc\\naped\"", "true", synthetic_b);
+  g_autofree char *want = NULL;
+  const char *argv[] = {ema_test_sim_path(), command, "e.yaml", "--no-plot", NULL};
+  if (strcmp(command, "sweep") == 0) {
+    g_autofree char *text = ema_test_read_file(work, "e.yaml");
+    g_autofree char *swept = g_strconcat(text, "sweep: {seed: [1]}\n", NULL);
+    g_assert_true(g_file_set_contents(exp, swept, -1, NULL));
+  }
+  want = g_strdup_printf("e.yaml:1:7: name: a name holds no control character (0x0a at byte 3)%s",
+                         strcmp(command, "sweep") == 0 ? " (point 000-seed=1)\n" : "\n");
+  {
+    g_autoptr(EmaTestRun) run = ema_test_run(argv, work, NULL);
+    ema_test_assert_error_line(run, want);
+  }
+  g_assert_false(exists(work, "results"));
+  ema_test_remove_tree(work);
 }
 
 /* summary.json's provenance: the version ema-sim reports, a build id, and
@@ -1003,6 +1027,10 @@ int main(int argc, char **argv) {
                        test_default_folder_is_name_safe);
   g_test_add_data_func("/output/default-folder-is-name-safe/sweep", "sweep",
                        test_default_folder_is_name_safe);
+  g_test_add_data_func("/output/default-folder-name-refused/run", "run",
+                       test_default_folder_name_refused);
+  g_test_add_data_func("/output/default-folder-name-refused/sweep", "sweep",
+                       test_default_folder_name_refused);
   g_test_add_func("/output/provenance", test_provenance);
   g_test_add_func("/output/compare-keeps-user-files", test_compare_keeps_user_files);
   g_test_add_func("/output/compare-variant-named-like-a-file",

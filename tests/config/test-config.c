@@ -325,6 +325,52 @@ static void test_node_tags_on_containers(void) {
   load_fails("!foo a: 1\n", EMA_CONFIG_ERROR_SYNTAX, "t.yaml:1:1: a map key takes no tag ('!foo')");
 }
 
+/* A core-schema tag says what its value is, and EMA read the text as written whatever the tag
+ * (`duration: !!int 5s` ran 5 s): a value that is not one is an error at it, as EMA's readers
+ * take one (decimal, no 0x, .inf or .nan; true or false), a map or list under another type's tag
+ * too; a value that is one loads as before (!!null as a null, however written). */
+static void test_node_typed_tags(void) {
+  static const struct {
+    const char *text, *message;
+  } bad[] = {
+      {"duration: !!int 5s\n", "t.yaml:1:11: '5s' is not an !!int (a whole number)"},
+      {"a: !!int 1.5\n", "t.yaml:1:4: '1.5' is not an !!int (a whole number)"},
+      {"a: !!int 0x10\n", "t.yaml:1:4: '0x10' is not an !!int (a whole number)"},
+      {"a: !!int\n", "t.yaml:1:4: '' is not an !!int (a whole number)"},
+      {"a: !!float .inf\n",
+       "t.yaml:1:4: '.inf' is not an !!float (a number, such as 0.5 or 1e-3: no .inf or .nan)"},
+      {"a: !!float .nan\n",
+       "t.yaml:1:4: '.nan' is not an !!float (a number, such as 0.5 or 1e-3: no .inf or .nan)"},
+      {"a: !!float 2GB/s\n",
+       "t.yaml:1:4: '2GB/s' is not an !!float (a number, such as 0.5 or 1e-3: no .inf or .nan)"},
+      {"a: !!bool yes\n", "t.yaml:1:4: 'yes' is not an !!bool (true or false)"},
+      {"a: !!bool True\n", "t.yaml:1:4: 'True' is not an !!bool (true or false)"},
+      {"a: !!null x\n", "t.yaml:1:4: 'x' is not an !!null (nothing, ~ or null)"},
+      {"a: !!map x\n", "t.yaml:1:4: 'x' is a plain value, not an !!map"},
+      {"a: [!!seq 1]\n", "t.yaml:1:5: '1' is a plain value, not an !!seq"},
+      {"a: !!int {b: 1}\n", "t.yaml:1:4: a map is not an !!int"},
+      {"a: !!map [1]\n", "t.yaml:1:4: a list is not an !!map"},
+      {"a: !!str {b: 1}\n", "t.yaml:1:4: a map is not an !!str"},
+  };
+  g_autoptr(EmaNode) good = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++)
+    load_fails(bad[i].text, EMA_CONFIG_ERROR_SYNTAX, bad[i].message);
+  /* (a whole number past an integer's range is one: the key that reads it says how large) */
+  good = load_ok("a: !!int -42\nb: !!int 18446744073709551615\nc: !!float 1e-3\nd: !!float 2\n"
+                 "e: !!bool false\nf: !!null\ng: !!null \"\"\nh: !!null ~\ni: !!str 5s\n"
+                 "j: !!map {x: 1}\nk: !!seq [1]\n");
+  g_assert_cmpstr(ema_node_get(good, "a")->value, ==, "-42");
+  g_assert_cmpstr(ema_node_get(good, "b")->value, ==, "18446744073709551615");
+  g_assert_cmpstr(ema_node_get(good, "c")->value, ==, "1e-3");
+  g_assert_cmpstr(ema_node_get(good, "e")->value, ==, "false");
+  g_assert_null(ema_node_get(good, "f")->value);
+  g_assert_null(ema_node_get(good, "g")->value);
+  g_assert_null(ema_node_get(good, "h")->value);
+  g_assert_cmpstr(ema_node_get(good, "i")->value, ==, "5s");
+  g_assert_cmpint(ema_node_get(good, "j")->kind, ==, EMA_NODE_MAP);
+  g_assert_cmpint(ema_node_get(good, "k")->kind, ==, EMA_NODE_SEQ);
+}
+
 static void test_node_empty(void) {
   g_autofree char *path = config_fixture("empty.yaml");
   GError *error = NULL;
@@ -1663,6 +1709,78 @@ static void test_experiment_policy_overrides(void) {
   g_rmdir(dir);
 }
 
+/* A --set of the key path an earlier --set sets (list indices as numbers) kept the last value
+ * silently: an error at the second, naming the first. A key inside a map an earlier one set is
+ * another path, and loads (the map, then one of its keys, is an order that works). */
+static void test_experiment_override_repeated(void) {
+  g_autofree char *path = baseline_path();
+  const char *const seed[] = {"seed=1", "seed=2", NULL};
+  const char *const index[] = {"ops.0.name=a", "tolerance=1%", "ops.00.name=b", NULL};
+  const char *const inside[] = {"server={name: h200x2, gpus: 2}", "server.gpus=4", NULL};
+  g_autoptr(EmaExperiment) e = NULL;
+  experiment_fails(path, seed, EMA_CONFIG_ERROR_KEY,
+                   "--set:2:1: seed: --set 1 sets it already: give each key once", NULL, NULL);
+  experiment_fails(path, index, EMA_CONFIG_ERROR_KEY,
+                   "--set:3:1: ops.00.name: --set 1 sets it already (as ops.0.name): give each key "
+                   "once",
+                   NULL, NULL);
+  e = load_experiment(path, inside);
+  g_assert_cmpint(e->server.gpus, ==, 4);
+}
+
+/* A flow's end gpuN is written without leading zeros: gpu01 was read as gpu1 (and gpu00 as
+ * gpu0). An error at it, naming the way to write it. */
+static void test_experiment_endpoint_zeros(void) {
+  g_autofree char *path = experiment_fixture("bad-endpoint.yaml");
+  const char *const one[] = {"ops.1.flows.0.dst=gpu01", NULL};
+  const char *const zero[] = {"ops.1.flows.0.dst=gpu00", NULL};
+  const char *const past[] = {"ops.1.flows.0.dst=gpu002", NULL};
+  const char *const fine[] = {"ops.1.flows.0.dst=gpu0", NULL};
+  g_autoptr(EmaExperiment) e = NULL;
+  experiment_fails(path, one, EMA_CONFIG_ERROR_INVALID,
+                   "--set:1:19: ops.1.flows.0.dst: unknown endpoint 'gpu01' (write gpu1, without "
+                   "leading zeros: this server has host and gpu0..gpu1)",
+                   NULL, NULL);
+  experiment_fails(path, zero, EMA_CONFIG_ERROR_INVALID,
+                   "--set:1:19: ops.1.flows.0.dst: unknown endpoint 'gpu00' (write gpu0, without "
+                   "leading zeros: this server has host and gpu0..gpu1)",
+                   NULL, NULL);
+  experiment_fails(path, past, EMA_CONFIG_ERROR_INVALID,
+                   "--set:1:19: ops.1.flows.0.dst: unknown endpoint 'gpu002' (this server has "
+                   "host and gpu0..gpu1)",
+                   NULL, NULL);
+  e = load_experiment(path, fine);
+  g_assert_cmpint(g_array_index(op_at(e, 1)->flows, EmaOpFlowSpec, 0).dst_index, ==, 0);
+}
+
+/* The experiment's name is its results folder's and its figures': one line (as a tenant's, a
+ * variant's), and not empty; each an error at the name. */
+static void test_experiment_name_plain(void) {
+  g_autofree char *dir = g_dir_make_tmp("ema-name-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "name.yaml", NULL);
+  g_autofree char *baseline = baseline_path();
+  g_autofree char *empty = g_strconcat(path,
+                                       ":1:7: name: an experiment's name is not empty (it "
+                                       "names its results folder and figures)",
+                                       NULL);
+  const char *const set_line[] = {"name=\"a\\nb\"", NULL};
+  const char *const set_odd[] = {"name=../odd name/", NULL};
+  g_autoptr(EmaExperiment) odd = NULL;
+  g_assert_true(g_file_set_contents(path,
+                                    "name: \"\"\nserver: h200x2\nops:\n  - {name: c, flows: "
+                                    "[{kind: copy, src: gpu0, dst: gpu1, bytes: 4MiB}]}\n",
+                                    -1, NULL));
+  experiment_fails(path, NULL, EMA_CONFIG_ERROR_INVALID, empty, NULL, NULL);
+  experiment_fails(baseline, set_line, EMA_CONFIG_ERROR_INVALID,
+                   "--set:1:6: name: a name holds no control character (0x0a at byte 1)", NULL,
+                   NULL);
+  /* odd but printable: a name (results/NAME makes it one safe folder name) */
+  odd = load_experiment(baseline, set_odd);
+  g_assert_cmpstr(odd->name, ==, "../odd name/");
+  g_remove(path);
+  g_rmdir(dir);
+}
+
 /* More tenants than a server can have GPUs (1024) are refused at the list, before any is bound
  * (200,000 of them took half a minute and 1.5 GB to reach the first overlap). */
 static void test_experiment_tenants_cap(void) {
@@ -2192,6 +2310,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/config/node/anchor-on-key", test_node_anchor_on_key);
   g_test_add_func("/config/node/tags", test_node_tags);
   g_test_add_func("/config/node/tags-on-containers", test_node_tags_on_containers);
+  g_test_add_func("/config/node/typed-tags", test_node_typed_tags);
   g_test_add_func("/config/node/empty", test_node_empty);
   g_test_add_func("/config/node/invalid-utf8", test_node_invalid_utf8);
   g_test_add_func("/config/node/copy-set", test_node_copy_set);
@@ -2236,6 +2355,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/config/experiment/overrides", test_experiment_overrides);
   g_test_add_func("/config/experiment/override-errors", test_experiment_override_errors);
   g_test_add_func("/config/experiment/policy-overrides", test_experiment_policy_overrides);
+  g_test_add_func("/config/experiment/override-repeated", test_experiment_override_repeated);
+  g_test_add_func("/config/experiment/endpoint-zeros", test_experiment_endpoint_zeros);
+  g_test_add_func("/config/experiment/name-plain", test_experiment_name_plain);
   g_test_add_func("/config/experiment/tenants-cap", test_experiment_tenants_cap);
   g_test_add_func("/config/experiment/errors", test_experiment_errors);
   g_test_add_func("/config/experiment/not-a-map", test_experiment_not_a_map);

@@ -1047,8 +1047,9 @@ static void test_parts_share(void) {
 }
 
 /* A variant's name is one line (a newline in it made sweep.csv a file ema-sim plot refuses,
- * and --list print a point over two lines): an error at its key. A swept value with a newline
- * is written escaped, one line, in --list and in sweep.csv. */
+ * and --list print a point over two lines): an error at its key; so is a swept experiment name,
+ * at its value (as the experiment's own name, experiment.c). A swept value with a newline
+ * (here a summary) is written escaped, one line, in --list and in sweep.csv. */
 static void test_names_one_line(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *variants = g_build_filename(dir, "variants.yaml", NULL);
@@ -1060,9 +1061,13 @@ static void test_names_one_line(void) {
       "requests: 10, prompt: {dist: fixed, tokens: 100}, output: {dist: fixed, tokens: 10}}}\n";
   g_autofree char *with_variants = g_strconcat(
       base, "variants:\n  \"st,atic\": {policy: static}\n  \"e\\nma\": {policy: ema}\n", NULL);
-  g_autofree char *with_values = g_strconcat(base, "sweep:\n  name: [\"x,y\", \"a\\nb\"]\n", NULL);
+  g_autofree char *with_values =
+      g_strconcat(base, "sweep:\n  summary: [\"x,y\", \"a\\nb\"]\n", NULL);
+  g_autofree char *with_names = g_strconcat(base, "sweep:\n  name: [\"x,y\", \"a\\nb\"]\n", NULL);
+  g_autofree char *names = g_build_filename(dir, "names.yaml", NULL);
   g_assert_true(g_file_set_contents(variants, with_variants, -1, NULL));
   g_assert_true(g_file_set_contents(values, with_values, -1, NULL));
+  g_assert_true(g_file_set_contents(names, with_names, -1, NULL));
   {
     g_autoptr(EmaTestRun) list = ema_test_cli("sweep", variants, "--list", NULL);
     g_autofree char *prefix = g_strconcat(
@@ -1071,9 +1076,19 @@ static void test_names_one_line(void) {
     ema_test_assert_error_line(list, prefix);
   }
   {
+    g_autoptr(EmaTestRun) list = ema_test_cli("sweep", names, "--list", NULL);
+    g_autofree char *want =
+        g_strconcat(names,
+                    ":6:17: name: a name holds no control character (0x0a at byte 1) (point "
+                    "001-name=a_b)\n",
+                    NULL);
+    ema_test_assert_error_line(list, want);
+  }
+  {
     g_autoptr(EmaTestRun) list = ema_test_cli("sweep", values, "--list", NULL);
     ema_test_assert_ok(list);
-    g_assert_cmpstr(list->out, ==, "000-name=x_y  name=x,y\n001-name=a_b  name=\"a\\nb\"\n");
+    g_assert_cmpstr(list->out, ==,
+                    "000-summary=x_y  summary=x,y\n001-summary=a_b  summary=\"a\\nb\"\n");
   }
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("sweep", values, "-o", out, "--no-plot", NULL);
@@ -1083,7 +1098,7 @@ static void test_names_one_line(void) {
     csv = ema_test_read_file(out, "sweep.csv");
     lines = g_strsplit(csv, "\n", -1);
     g_assert_cmpuint(g_strv_length(lines), ==, 4); /* the header, two rows, the end */
-    g_assert_true(g_str_has_prefix(lines[2], "001-name=a_b,,\"\"\"a\\nb\"\"\",0,"));
+    g_assert_true(g_str_has_prefix(lines[2], "001-summary=a_b,,\"\"\"a\\nb\"\"\",0,"));
   }
   ema_test_remove_tree(dir);
 }

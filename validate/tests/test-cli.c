@@ -369,12 +369,17 @@ static void test_error_prefix(void) {
       cli_without_devices("run", FIXTURE_EXPERIMENT, "--set", "server.gpus=0", NULL);
   g_autoptr(EmaTestRun) key = cli_without_devices(
       "compare", FIXTURE_EXPERIMENT, "--set", "ops.0.nme=x", "--measured", FIXTURE_MEASURED, NULL);
+  g_autoptr(EmaTestRun) twice =
+      cli_without_devices("run", FIXTURE_EXPERIMENT, "--set", "seed=1", "--set", "seed=2", NULL);
   g_autoptr(EmaTestRun) missing =
       cli_without_devices("run", "tests/fixtures/experiments/does-not-exist.yaml", NULL);
   g_autoptr(EmaTestRun) device = cli_without_devices("devices", NULL);
   ema_test_assert_error_line(file, "tests/fixtures/experiments/malformed.yaml:8:5: ");
   ema_test_assert_error_line(set, "--set:1:13: server.gpus: ");
   g_assert_cmpstr(set->err, ==, "--set:1:13: server.gpus: 0 is out of range [1, 1024]\n");
+  /* a key set twice (the last was taken unsaid), as ema-sim refuses it */
+  g_assert_cmpstr(twice->err, ==, "--set:2:1: seed: --set 1 sets it already: give each key once\n");
+  g_assert_cmpint(twice->status, ==, 1);
   ema_test_assert_error_line(key, "--set:1:7: ops.0.nme: ");
   g_assert_cmpstr(key->err, ==,
                   "--set:1:7: ops.0.nme: unknown key in op (valid keys: name, flows, expect)\n");

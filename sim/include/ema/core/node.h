@@ -76,6 +76,12 @@ void ema_node_set(EmaNode *map, const char *key, EmaNode *value);
  * inside the one of OUTER ("a.b=..."): OUTER, applied after INNER, replaces what INNER set. List
  * indices compare as numbers ("tenants.00" is "tenants.0"). */
 gboolean ema_node_override_within(const char *inner, const char *outer);
+/* Whether overrides A and B name the same key path (indices as numbers, as above). */
+gboolean ema_node_override_same(const char *a, const char *b);
+/* TRUE, with ERROR at "--set:I+1:1", where override I of OVERRIDES names the key path of an
+ * earlier one ("--set duration=10s --set duration=20s" kept the last, silently); a key inside
+ * an earlier one's (a map, then one of its keys) is not one. */
+gboolean ema_node_override_repeated(const char *const *overrides, guint i, GError **error);
 
 /* Apply one override "a.b.c=value" (value is parsed as YAML, so lists and
  * maps are allowed). Map keys that do not exist are added (binding then
