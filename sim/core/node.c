@@ -193,7 +193,9 @@ static gboolean is_null_scalar(const yaml_event_t *event) {
   const char *tag = (const char *) event->data.scalar.tag;
   if (tag && strcmp(tag, YAML_CORE_TAG "null") == 0) /* (its text checked: tag_mismatch()) */
     return TRUE;
-  return event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+  /* `!!str null` is the text "null", as a quoted one is */
+  return (tag == NULL || strcmp(tag, YAML_CORE_TAG "str") != 0) &&
+         event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
          null_text((const char *) event->data.scalar.value);
 }
 

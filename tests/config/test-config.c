@@ -358,7 +358,7 @@ static void test_node_typed_tags(void) {
   /* (a whole number past an integer's range is one: the key that reads it says how large) */
   good = load_ok("a: !!int -42\nb: !!int 18446744073709551615\nc: !!float 1e-3\nd: !!float 2\n"
                  "e: !!bool false\nf: !!null\ng: !!null \"\"\nh: !!null ~\ni: !!str 5s\n"
-                 "j: !!map {x: 1}\nk: !!seq [1]\n");
+                 "j: !!map {x: 1}\nk: !!seq [1]\nl: !!str null\nm: !!str ~\nn: !!str\n");
   g_assert_cmpstr(ema_node_get(good, "a")->value, ==, "-42");
   g_assert_cmpstr(ema_node_get(good, "b")->value, ==, "18446744073709551615");
   g_assert_cmpstr(ema_node_get(good, "c")->value, ==, "1e-3");
@@ -369,6 +369,10 @@ static void test_node_typed_tags(void) {
   g_assert_cmpstr(ema_node_get(good, "i")->value, ==, "5s");
   g_assert_cmpint(ema_node_get(good, "j")->kind, ==, EMA_NODE_MAP);
   g_assert_cmpint(ema_node_get(good, "k")->kind, ==, EMA_NODE_SEQ);
+  /* a !!str is the text, never a null */
+  g_assert_cmpstr(ema_node_get(good, "l")->value, ==, "null");
+  g_assert_cmpstr(ema_node_get(good, "m")->value, ==, "~");
+  g_assert_cmpstr(ema_node_get(good, "n")->value, ==, "");
 }
 
 static void test_node_empty(void) {
