@@ -205,11 +205,11 @@ static gint parse_endpoint(const char *text, gint64 gpus) {
  * server has, and the name to write where TEXT is one with leading zeros (gpu01: gpu1). */
 static void endpoint_error(GError **error, const char *text, gint64 gpus, const EmaNode *node,
                            const char *path) {
-  const char *digits = text + 3 + strspn(text + 3, "0");
+  /* (TEXT past "gpu" only where it starts so: "0" or "" is shorter than the prefix) */
+  const char *digits = g_str_has_prefix(text, "gpu") ? text + 3 + strspn(text + 3, "0") : NULL;
   g_autofree char *quoted = ema_file_quote_cut(text, -1);
   g_autofree char *written = NULL;
-  if (g_str_has_prefix(text, "gpu") && digits > text + 3 &&
-      digits[strspn(digits, "0123456789")] == '\0') {
+  if (digits && digits > text + 3 && digits[strspn(digits, "0123456789")] == '\0') {
     written = g_strconcat("gpu", *digits ? digits : "0", NULL);
     if (parse_endpoint(written, gpus) < 0)
       g_clear_pointer(&written, g_free);

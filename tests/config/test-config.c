@@ -1740,6 +1740,12 @@ static void test_experiment_endpoint_zeros(void) {
   const char *const zero[] = {"ops.1.flows.0.dst=gpu00", NULL};
   const char *const past[] = {"ops.1.flows.0.dst=gpu002", NULL};
   const char *const fine[] = {"ops.1.flows.0.dst=gpu0", NULL};
+  static const char *const shorter[][2] = {
+      {"ops.1.flows.0.dst=0", "--set:1:19: ops.1.flows.0.dst: unknown endpoint '0' (this server "
+                              "has host and gpu0..gpu1)"},
+      {"ops.1.flows.0.dst=gp", "--set:1:19: ops.1.flows.0.dst: unknown endpoint 'gp' (this "
+                               "server has host and gpu0..gpu1)"},
+  };
   g_autoptr(EmaExperiment) e = NULL;
   experiment_fails(path, one, EMA_CONFIG_ERROR_INVALID,
                    "--set:1:19: ops.1.flows.0.dst: unknown endpoint 'gpu01' (write gpu1, without "
@@ -1753,6 +1759,11 @@ static void test_experiment_endpoint_zeros(void) {
                    "--set:1:19: ops.1.flows.0.dst: unknown endpoint 'gpu002' (this server has "
                    "host and gpu0..gpu1)",
                    NULL, NULL);
+  /* names shorter than "gpu" (the error's hint read past their end: fuzz-params) */
+  for (guint i = 0; i < G_N_ELEMENTS(shorter); i++) {
+    const char *const set[] = {shorter[i][0], NULL};
+    experiment_fails(path, set, EMA_CONFIG_ERROR_INVALID, shorter[i][1], NULL, NULL);
+  }
   e = load_experiment(path, fine);
   g_assert_cmpint(g_array_index(op_at(e, 1)->flows, EmaOpFlowSpec, 0).dst_index, ==, 0);
 }
