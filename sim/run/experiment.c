@@ -237,12 +237,26 @@ static gboolean name_plain(const char *name, const EmaNode *node, const char *pa
   return FALSE;
 }
 
+/* NAME (of the item at NODE, PATH, a WHAT's) is not empty: it is a key of the outputs (WHY);
+ * else an error at it. */
+static gboolean name_filled(const char *name, const EmaNode *node, const char *path,
+                            const char *what, const char *why, GError **error) {
+  if (name[0] != '\0')
+    return TRUE;
+  ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(node, "name"), path,
+                 "%s's name is not empty (%s)", what, why);
+  return FALSE;
+}
+
 /* NAME, item I of the list KEY, into SEEN; FALSE with an error at its name when already there. */
 static gboolean name_once(GHashTable *seen, const char *name, const EmaNode *root, const char *key,
                           guint i, GError **error) {
   const EmaNode *item = ema_node_get(root, key)->items->pdata[i];
   g_autofree char *path = g_strdup_printf("%s.%u", key, i);
-  if (!name_plain(name, item, path, error))
+  g_autofree char *name_path = g_strconcat(path, ".name", NULL);
+  if (!name_plain(name, item, path, error) ||
+      !name_filled(name, item, name_path, strcmp(key, "ops") == 0 ? "an op" : "a decode scenario",
+                   "its figures are keyed by it", error))
     return FALSE;
   if (g_hash_table_add(seen, (gpointer) name))
     return TRUE;
@@ -253,18 +267,16 @@ static gboolean name_once(GHashTable *seen, const char *name, const EmaNode *roo
 }
 
 /* The experiment's name is one line and not empty; every op and decode scenario has a name of
- * its own: their figures are keyed by it, side by side (summary.json, a sweep's columns). The
- * second of a name is the error. */
+ * its own, one line and not empty: their figures are keyed by it, side by side (summary.json, a
+ * sweep's columns). The second of a name is the error. */
 static gboolean check_names(const EmaExperiment *experiment, const EmaNode *root, GError **error) {
   g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
   /* the experiment's own: its results folder (results/NAME), figures' titles, a sweep's name */
   if (!name_plain(experiment->name, root, NULL, error))
     return FALSE;
-  if (experiment->name[0] == '\0') {
-    ema_node_error(error, EMA_CONFIG_ERROR_INVALID, ema_node_get(root, "name"), "name",
-                   "an experiment's name is not empty (it names its results folder and figures)");
+  if (!name_filled(experiment->name, root, "name", "an experiment",
+                   "it names its results folder and figures", error))
     return FALSE;
-  }
   for (guint i = 0; experiment->ops && i < experiment->ops->len; i++)
     if (!name_once(seen, g_array_index(experiment->ops, EmaOpSpec, i).name, root, "ops", i, error))
       return FALSE;

@@ -1769,7 +1769,7 @@ static void test_experiment_endpoint_zeros(void) {
 }
 
 /* The experiment's name is its results folder's and its figures': one line (as a tenant's, a
- * variant's), and not empty; each an error at the name. */
+ * variant's), and not empty, as an op's and a decode scenario's; each an error at the name. */
 static void test_experiment_name_plain(void) {
   g_autofree char *dir = g_dir_make_tmp("ema-name-XXXXXX", NULL);
   g_autofree char *path = g_build_filename(dir, "name.yaml", NULL);
@@ -1780,6 +1780,9 @@ static void test_experiment_name_plain(void) {
                                        NULL);
   const char *const set_line[] = {"name=\"a\\nb\"", NULL};
   const char *const set_odd[] = {"name=../odd name/", NULL};
+  const char *const set_op[] = {"ops.0.name=\"\"", NULL};
+  const char *const set_decode[] = {"decode.0.name=\"\"", NULL};
+  g_autofree char *decodes = source_path("experiments/validate/h200x2-decode.yaml");
   g_autoptr(EmaExperiment) odd = NULL;
   g_assert_true(g_file_set_contents(path,
                                     "name: \"\"\nserver: h200x2\nops:\n  - {name: c, flows: "
@@ -1789,6 +1792,16 @@ static void test_experiment_name_plain(void) {
   experiment_fails(baseline, set_line, EMA_CONFIG_ERROR_INVALID,
                    "--set:1:6: name: a name holds no control character (0x0a at byte 1)", NULL,
                    NULL);
+  /* an op's and a decode scenario's too: their figures are keyed by them (an empty one was
+   * taken, and only a second refused, as a duplicate) */
+  experiment_fails(baseline, set_op, EMA_CONFIG_ERROR_INVALID,
+                   "--set:1:12: ops.0.name: an op's name is not empty (its figures are keyed by "
+                   "it)",
+                   NULL, NULL);
+  experiment_fails(decodes, set_decode, EMA_CONFIG_ERROR_INVALID,
+                   "--set:1:15: decode.0.name: a decode scenario's name is not empty (its "
+                   "figures are keyed by it)",
+                   NULL, NULL);
   /* odd but printable: a name (results/NAME makes it one safe folder name) */
   odd = load_experiment(baseline, set_odd);
   g_assert_cmpstr(odd->name, ==, "../odd name/");
