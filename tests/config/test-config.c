@@ -1736,33 +1736,26 @@ static void test_experiment_override_repeated(void) {
  * gpu0). An error at it, naming the way to write it. */
 static void test_experiment_endpoint_zeros(void) {
   g_autofree char *path = experiment_fixture("bad-endpoint.yaml");
-  const char *const one[] = {"ops.1.flows.0.dst=gpu01", NULL};
-  const char *const zero[] = {"ops.1.flows.0.dst=gpu00", NULL};
-  const char *const past[] = {"ops.1.flows.0.dst=gpu002", NULL};
   const char *const fine[] = {"ops.1.flows.0.dst=gpu0", NULL};
-  static const char *const shorter[][2] = {
-      {"ops.1.flows.0.dst=0", "--set:1:19: ops.1.flows.0.dst: unknown endpoint '0' (this server "
-                              "has host and gpu0..gpu1)"},
-      {"ops.1.flows.0.dst=gp", "--set:1:19: ops.1.flows.0.dst: unknown endpoint 'gp' (this "
-                               "server has host and gpu0..gpu1)"},
+  /* each endpoint, and what its error says after "unknown endpoint 'X' (": the name to write
+   * where it is one with leading zeros; names shorter than "gpu" too (the hint read past their
+   * end: fuzz-params) */
+  static const char *const refused[][2] = {
+      {"gpu01", "write gpu1, without leading zeros: "},
+      {"gpu00", "write gpu0, without leading zeros: "},
+      {"gpu002", ""},
+      {"0", ""},
+      {"gp", ""},
   };
   g_autoptr(EmaExperiment) e = NULL;
-  experiment_fails(path, one, EMA_CONFIG_ERROR_INVALID,
-                   "--set:1:19: ops.1.flows.0.dst: unknown endpoint 'gpu01' (write gpu1, without "
-                   "leading zeros: this server has host and gpu0..gpu1)",
-                   NULL, NULL);
-  experiment_fails(path, zero, EMA_CONFIG_ERROR_INVALID,
-                   "--set:1:19: ops.1.flows.0.dst: unknown endpoint 'gpu00' (write gpu0, without "
-                   "leading zeros: this server has host and gpu0..gpu1)",
-                   NULL, NULL);
-  experiment_fails(path, past, EMA_CONFIG_ERROR_INVALID,
-                   "--set:1:19: ops.1.flows.0.dst: unknown endpoint 'gpu002' (this server has "
-                   "host and gpu0..gpu1)",
-                   NULL, NULL);
-  /* names shorter than "gpu" (the error's hint read past their end: fuzz-params) */
-  for (guint i = 0; i < G_N_ELEMENTS(shorter); i++) {
-    const char *const set[] = {shorter[i][0], NULL};
-    experiment_fails(path, set, EMA_CONFIG_ERROR_INVALID, shorter[i][1], NULL, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(refused); i++) {
+    g_autofree char *assignment = g_strconcat("ops.1.flows.0.dst=", refused[i][0], NULL);
+    const char *const set[] = {assignment, NULL};
+    g_autofree char *message = g_strdup_printf(
+        "--set:1:19: ops.1.flows.0.dst: unknown endpoint '%s' (%sthis server has host and "
+        "gpu0..gpu1)",
+        refused[i][0], refused[i][1]);
+    experiment_fails(path, set, EMA_CONFIG_ERROR_INVALID, message, NULL, NULL);
   }
   e = load_experiment(path, fine);
   g_assert_cmpint(g_array_index(op_at(e, 1)->flows, EmaOpFlowSpec, 0).dst_index, ==, 0);
