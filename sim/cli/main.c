@@ -1646,27 +1646,28 @@ static gboolean parse_timeout(const char *text, guint *seconds) {
   return TRUE;
 }
 
+/* " OPTION WORD" onto COMMAND, WORD quoted for a shell. */
+static void append_word(GString *command, const char *option, const char *word) {
+  g_autofree char *quoted = ema_shell_word(word);
+  g_string_append_printf(command, " %s %s", option, quoted);
+}
+
 /* The command that gathers a --part sweep's parts into sweep.csv: FILE into DIR with the part's
  * own --set OVERRIDES and plugin folders (before and after the command), each argument quoted
  * for a shell. Without them the gathering run's points would be another sweep's, which it
  * would run again. */
 static char *sweep_gather_command(const char *file, const char *dir, char **overrides,
                                   char **plugin_dirs) {
-  GString *command = g_string_new("ema-sim sweep ");
-  g_autofree char *quoted_file = ema_shell_word(file), *quoted_dir = ema_shell_word(dir);
-  g_string_append_printf(command, "%s -o %s", quoted_file, quoted_dir);
-  for (guint i = 0; i < global_plugin_dirs->len; i++) {
-    g_autofree char *quoted = ema_shell_word(global_plugin_dirs->pdata[i]);
-    g_string_append_printf(command, " --plugin-dir %s", quoted);
-  }
-  for (guint i = 0; plugin_dirs && plugin_dirs[i]; i++) {
-    g_autofree char *quoted = ema_shell_word(plugin_dirs[i]);
-    g_string_append_printf(command, " --plugin-dir %s", quoted);
-  }
-  for (guint i = 0; overrides && overrides[i]; i++) {
-    g_autofree char *quoted = ema_shell_word(overrides[i]);
-    g_string_append_printf(command, " --set %s", quoted);
-  }
+  GString *command = g_string_new("ema-sim sweep");
+  g_autofree char *quoted_file = ema_shell_word(file);
+  g_string_append_printf(command, " %s", quoted_file);
+  append_word(command, "-o", dir);
+  for (guint i = 0; i < global_plugin_dirs->len; i++)
+    append_word(command, "--plugin-dir", global_plugin_dirs->pdata[i]);
+  for (guint i = 0; plugin_dirs && plugin_dirs[i]; i++)
+    append_word(command, "--plugin-dir", plugin_dirs[i]);
+  for (guint i = 0; overrides && overrides[i]; i++)
+    append_word(command, "--set", overrides[i]);
   return g_string_free(command, FALSE);
 }
 

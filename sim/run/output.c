@@ -148,27 +148,37 @@ static gboolean was_claimed(const GStatBuf *st) {
 
 static GPtrArray *read_marker(const char *dir, char **kind, GError **error);
 
+/* Whether FOLDER's marker, a regular file, lists ENTRY: 1, with the kind it records in *KIND
+ * (NULL for none); 0 where there is no such marker or it does not list ENTRY; -1 with ERROR
+ * where it does not read. */
+static int marker_lists(const char *folder, const char *entry, char **kind, GError **error) {
+  g_autofree char *marker = g_build_filename(folder, EMA_OUTPUT_MARKER, NULL);
+  g_autoptr(GPtrArray) names = NULL;
+  GStatBuf st;
+  if (g_lstat(marker, &st) != 0 || !S_ISREG(st.st_mode))
+    return 0;
+  if ((names = read_marker(folder, kind, error)) == NULL)
+    return -1;
+  return g_ptr_array_find_with_equal_func(names, entry, g_str_equal, NULL) ? 1 : 0;
+}
+
 /* FALSE with an error where DIR is an entry that its parent folder's marker lists (a sweep's
  * point, a comparison's variant, validate compare's sim/) and this process did not claim that
  * parent: the parent's own tables (sweep.csv, compare.csv) describe what DIR holds, and another
  * run written there would leave them describing results that are gone. */
 static gboolean part_of_another(const char *dir, const char *option, GError **error) {
   g_autofree char *real = realpath(dir, NULL);
-  g_autofree char *parent = NULL, *base = NULL, *marker = NULL, *kind = NULL;
-  g_autoptr(GPtrArray) names = NULL;
+  g_autofree char *parent = NULL, *base = NULL, *kind = NULL;
   GStatBuf st;
+  int listed;
   if (real == NULL)
     return TRUE; /* (made just before: a failure to resolve it shows in the claim) */
   parent = g_path_get_dirname(real);
   base = g_path_get_basename(real);
-  marker = g_build_filename(parent, EMA_OUTPUT_MARKER, NULL);
-  if (g_lstat(marker, &st) != 0 || !S_ISREG(st.st_mode) || g_stat(parent, &st) != 0 ||
-      was_claimed(&st))
+  if (g_stat(parent, &st) != 0 || was_claimed(&st))
     return TRUE;
-  if ((names = read_marker(parent, &kind, error)) == NULL)
-    return FALSE;
-  if (!g_ptr_array_find_with_equal_func(names, base, g_str_equal, NULL))
-    return TRUE;
+  if ((listed = marker_lists(parent, base, &kind, error)) <= 0)
+    return listed == 0;
   if (g_strcmp0(kind, "sweep") == 0)
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
                 "output directory %s is a point of the sweep in %s, whose sweep.csv describes "
@@ -192,23 +202,18 @@ gboolean ema_output_file_free(const char *path, const char *option, GError **err
     return TRUE; /* no such folder: nothing there is anyone's (writing it says why it fails) */
   /* from the file's folder up: is the entry on the way to it listed by that folder's marker? */
   for (;;) {
-    g_autofree char *marker = g_build_filename(real, EMA_OUTPUT_MARKER, NULL);
     g_autofree char *parent = NULL;
     g_autofree char *kind = NULL;
-    GStatBuf st;
-    if (g_lstat(marker, &st) == 0 && S_ISREG(st.st_mode)) {
-      g_autoptr(GPtrArray) names = read_marker(real, &kind, error);
-      g_autofree char *command = NULL;
-      if (names == NULL)
-        return FALSE;
-      if (g_ptr_array_find_with_equal_func(names, entry, g_str_equal, NULL)) {
-        command = kind ? kind_command(kind) : g_strdup("ema-sim");
-        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
-                    "%s: '%s' is an output of %s (%s/%s lists %s), which a later run of it "
-                    "replaces or removes: give another %s",
-                    option, path, command, real, EMA_OUTPUT_MARKER, entry, option);
-        return FALSE;
-      }
+    int listed = marker_lists(real, entry, &kind, error);
+    if (listed < 0)
+      return FALSE;
+    if (listed > 0) {
+      g_autofree char *command = kind ? kind_command(kind) : g_strdup("ema-sim");
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                  "%s: '%s' is an output of %s (%s/%s lists %s), which a later run of it "
+                  "replaces or removes: give another %s",
+                  option, path, command, real, EMA_OUTPUT_MARKER, entry, option);
+      return FALSE;
     }
     parent = g_path_get_dirname(real);
     if (strcmp(parent, real) == 0)
