@@ -13,8 +13,8 @@
  *   step-time SERVER MODEL TP [FILE]              the step model's time of each batch
  *   compare-steps STEPS.csv, compare-static       the step model against measured steps
  * The table `commands` (main) lists them; those it marks take --plugin-dir DIR (repeatable;
- * also before the command) and load the policy modules found there and in
- * EMA_PLUGIN_PATH before anything else.
+ * also before the command; of describe, `describe policy` alone) and load the policy modules
+ * found there and in EMA_PLUGIN_PATH before anything else.
  * Errors print one line on stderr and exit 1: at their place (file:line:col: key: problem), else
  * after "ema-sim: " (print_error); usage errors exit 2, an option of one value given twice
  * among them (parse_options). */
@@ -1249,23 +1249,30 @@ static int command_compare_static(int argc, char **argv) {
   return 0;
 }
 
-/* `describe`'s subject (hwmodel, llm, engine, experiment, policy) moved to
- * ARGV[1] where options come before it (`describe --plugin-dir DIR policy
- * NAME`): the first argument that is neither an option nor --plugin-dir's
- * value (the only option of a describe that takes one). */
-static void describe_subject_first(int argc, char **argv) {
+/* The index in ARGV (ARGC, ARGV[0] `describe`) of `describe`'s subject (hwmodel, llm, engine,
+ * experiment, policy), 0 without one: the first argument that is neither an option nor
+ * --plugin-dir's value (the only option of a describe that takes one). */
+static int describe_subject(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
-    char *subject = argv[i];
-    if (strcmp(subject, "--plugin-dir") == 0) {
+    if (strcmp(argv[i], "--plugin-dir") == 0) {
       i++;
       continue;
     }
-    if (subject[0] == '-')
-      continue;
-    memmove(&argv[2], &argv[1], (gsize) (i - 1) * sizeof *argv);
-    argv[1] = subject;
-    return;
+    if (argv[i][0] != '-')
+      return i;
   }
+  return 0;
+}
+
+/* `describe`'s subject moved to ARGV[1] where options come before it (`describe --plugin-dir
+ * DIR policy NAME`). */
+static void describe_subject_first(int argc, char **argv) {
+  int i = describe_subject(argc, argv);
+  char *subject = argv[i];
+  if (i == 0)
+    return;
+  memmove(&argv[2], &argv[1], (gsize) (i - 1) * sizeof *argv);
+  argv[1] = subject;
 }
 
 static int command_describe(int argc, char **argv) {
@@ -1306,8 +1313,6 @@ static int command_describe(int argc, char **argv) {
   if (!parse_options("Print one server model with every value, and a derived line.", no_entries,
                      &argc, &argv, "NAME"))
     return EXIT_USAGE;
-  if (global_plugin_dirs->len > 0)
-    return usage_error("--plugin-dir is not an option of 'describe hwmodel'");
   if (argc != 2)
     return usage_error("usage: ema-sim describe hwmodel NAME (ema-sim list hwmodels)");
   server = ema_server_load(argv[1], &error);
@@ -1955,13 +1960,20 @@ int main(int argc, char **argv) {
   while (c < G_N_ELEMENTS(commands) && strcmp(command, commands[c].name) != 0)
     c++;
   /* given before a command that takes none, or after it (its own parser would say only
-   * "Unknown option") */
-  if ((global_plugin_dirs->len > 0 || plugin_dir_given(argc - 2, argv + 2)) &&
-      (c == G_N_ELEMENTS(commands) || !commands[c].plugins)) {
-    g_autofree char *names = command_names(TRUE);
-    g_autofree char *message =
-        g_strdup_printf("--plugin-dir is not an option of '%s' (only of %s)", command, names);
-    return usage_error(message);
+   * "Unknown option"); of describe, only `describe policy` takes it (a describe without a
+   * subject says its usage, or its help) */
+  if (global_plugin_dirs->len > 0 || plugin_dir_given(argc - 2, argv + 2)) {
+    int subject = c < G_N_ELEMENTS(commands) && commands[c].run == command_describe
+                      ? describe_subject(argc - 1, argv + 1)
+                      : 0;
+    if (c == G_N_ELEMENTS(commands) || !commands[c].plugins ||
+        (subject > 0 && strcmp(argv[subject + 1], "policy") != 0)) {
+      g_autofree char *names = command_names(TRUE);
+      g_autofree char *message =
+          g_strdup_printf("--plugin-dir is not an option of '%s%s%s' (only of %s)", command,
+                          subject > 0 ? " " : "", subject > 0 ? argv[subject + 1] : "", names);
+      return usage_error(message);
+    }
   }
   if (c == G_N_ELEMENTS(commands)) {
     g_autofree char *names = command_names(FALSE);

@@ -1,11 +1,13 @@
 /* trypolicy.c: `ema-sim try-policy` (trypolicy.h): a hand-written pool view
  * bound from YAML into the policy API's structs, one decide() call, the plan
  * printed. Nothing is simulated and the plan is not checked against a
- * ledger: it is what the policy asked, as the pool would receive it. The
- * view is checked for what a pool's never is (check_view), so that a plan
- * never answers a view no run could give a policy, nor a GPU the pool never
- * calls the policy's kind for (check_called), and a setting the policy's
- * kind does not read (step:) is an error, not ignored. */
+ * ledger: it is what the policy asked, as the pool would receive it; only a
+ * plan counting more actions than it holds is refused, as a run refuses it
+ * (ema_policy_info_plan_fits). The view is checked for what a pool's never
+ * is (check_view), so that a plan never answers a view no run could give a
+ * policy, nor a GPU the pool never calls the policy's kind for
+ * (check_called), and a setting the policy's kind does not read (step:) is
+ * an error, not ignored. */
 #include "ema/cli/trypolicy.h"
 
 #include <math.h>
@@ -167,7 +169,9 @@ static gboolean decide(const EmaPolicyInfo *info, gconstpointer params, const Em
     ema_plugin_call_enter(info->guard_name, EMA_PLUGIN_HOOK_DECIDE);
     ops->decide(state, params, view, gpu, &plan);
     ema_plugin_call_leave(info->guard_name);
-    for (guint i = 0; i < plan.n && i < G_N_ELEMENTS(plan.actions); i++)
+    if (!ema_policy_info_plan_fits(info, "decide", plan.n, G_N_ELEMENTS(plan.actions), error))
+      return FALSE;
+    for (guint i = 0; i < plan.n; i++)
       fprintf(out, "  %s %" G_GINT64_FORMAT " slices %s gpu%u\n",
               plan.actions[i].slices >= 0 ? "borrow" : "return", ABS(plan.actions[i].slices),
               plan.actions[i].slices >= 0 ? "from" : "to", plan.actions[i].lender);
@@ -215,7 +219,9 @@ static gboolean decide(const EmaPolicyInfo *info, gconstpointer params, const Em
     ema_plugin_call_enter(info->guard_name, EMA_PLUGIN_HOOK_DECIDE);
     ops->decide(state, params, view, gpu, needed, &plan);
     ema_plugin_call_leave(info->guard_name);
-    for (guint i = 0; i < plan.n && i < G_N_ELEMENTS(plan.actions); i++) {
+    if (!ema_policy_info_plan_fits(info, "decide", plan.n, G_N_ELEMENTS(plan.actions), error))
+      return FALSE;
+    for (guint i = 0; i < plan.n; i++) {
       const EmaReclaimAction *a = &plan.actions[i];
       fprintf(out, "  take back %" G_GUINT64_FORMAT " slices from gpu%u, data to %s", a->slices,
               a->borrower,

@@ -1067,6 +1067,7 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
   EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_RECLAIM, lender, bi);
   double time = 0, unmap_s = 0, evict_s;
   gboolean ok = TRUE;
+  gboolean known_target = (guint) action->target < G_N_ELEMENTS(vacate_names);
   *taken = 0;
   *data_s = 0;
   *unmap = 0;
@@ -1079,6 +1080,10 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
   if (excess > 0)
     reason_add(&e, ", %" G_GUINT64_FORMAT " blocks of its KV %s", excess,
                vacate_names[MIN((guint) action->target, G_N_ELEMENTS(vacate_names) - 1)]);
+  /* a target outside EmaVacateTarget: its data is dropped, and the reason says why (it read as
+   * a target without room) */
+  if (excess > 0 && !known_target)
+    reason_add(&e, ": target %d is not a reclaim target", (int) action->target);
   if (excess > 0 && action->target == EMA_VACATE_TO_PEER)
     reason_add(&e, " gpu%u", action->target_gpu);
   if (excess > 0) {
@@ -1111,7 +1116,7 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
       /* what could not go where the plan said is dropped */
       if (!evict(c, b, lender, excess - moved, FALSE, &freed, &evict_s, error))
         return FALSE;
-      if (action->target != EMA_VACATE_DROP)
+      if (action->target != EMA_VACATE_DROP && known_target)
         reason_add(&e, "; %" G_GUINT64_FORMAT " dropped: no room there", freed);
       c->stats.blocks_dropped += freed;
       e.blocks_dropped += freed;
@@ -1241,16 +1246,11 @@ static gboolean called(const EmaPoolCore *c, EmaPolicyKind kind, const char *hoo
 }
 
 /* A plan of N actions fits its CAPACITY: more is an error naming the policy (only the first
- * CAPACITY were ever applied, and writing the others went past the plan's array). */
+ * CAPACITY were ever applied, and writing the others went past the plan's array); the
+ * registry's check, which try-policy makes too. */
 static gboolean plan_fits(const EmaPoolCore *c, EmaPolicyKind kind, const char *hook, guint n,
                           guint capacity, GError **error) {
-  if (n <= capacity)
-    return TRUE;
-  g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
-              "%s policy %s (%s): %s planned %u actions, more than a plan holds (%u)",
-              ema_policy_kind_name(kind), c->policies[kind]->name, c->policies[kind]->origin, hook,
-              n, capacity);
-  return FALSE;
+  return ema_policy_info_plan_fits(c->policies[kind], hook, n, capacity, error);
 }
 
 /* The size of a plan's slices, whatever their sign (G_MININT64 too). */

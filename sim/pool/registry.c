@@ -588,8 +588,19 @@ const EmaPolicyInfo *ema_policy_registry_find(EmaPolicyKind kind, const char *na
   if (info == NULL) {
     g_autofree char *known = join_names(registry->policies[kind], info_name);
     g_autofree char *quoted = ema_file_quote_cut(name, -1);
-    g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
-                "unknown %s policy '%s' (known: %s)", ema_policy_kind_name(kind), quoted, known);
+    g_autoptr(GString) other = g_string_new(NULL);
+    /* a policy of another kind named where this kind's goes: said, with this kind's names */
+    for (guint k = 0; k < EMA_POLICY_KINDS; k++)
+      if (k != kind && g_hash_table_contains(registry->names[k], name))
+        g_string_append_printf(other, "%s%s", other->len ? " and a " : "", ema_policy_kind_name(k));
+    if (other->len > 0)
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
+                  "unknown %s policy '%s': it is a %s policy (%s policies: %s)",
+                  ema_policy_kind_name(kind), quoted, other->str, ema_policy_kind_name(kind),
+                  known);
+    else
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
+                  "unknown %s policy '%s' (known: %s)", ema_policy_kind_name(kind), quoted, known);
   }
   return info;
 }
@@ -639,8 +650,24 @@ gboolean ema_policy_info_init(const EmaPolicyInfo *info, gpointer state, gconstp
   if (inner == NULL)
     g_set_error(&inner, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
                 "init failed without saying why");
-  g_propagate_prefixed_error(error, inner, "%s policy %s: ", ema_policy_kind_name(info->kind),
-                             info->name);
+  /* a plugin's with its file, as the errors of its decide calls (core.c) */
+  if (info->built_in)
+    g_propagate_prefixed_error(error, inner, "%s policy %s: ", ema_policy_kind_name(info->kind),
+                               info->name);
+  else
+    g_propagate_prefixed_error(error, inner,
+                               "%s policy %s (%s): ", ema_policy_kind_name(info->kind), info->name,
+                               info->origin);
+  return FALSE;
+}
+
+gboolean ema_policy_info_plan_fits(const EmaPolicyInfo *info, const char *hook, guint n,
+                                   guint capacity, GError **error) {
+  if (n <= capacity)
+    return TRUE;
+  g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_INVALID,
+              "%s policy %s (%s): %s planned %u actions, more than a plan holds (%u)",
+              ema_policy_kind_name(info->kind), info->name, info->origin, hook, n, capacity);
   return FALSE;
 }
 

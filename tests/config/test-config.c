@@ -1684,8 +1684,14 @@ static void test_experiment_policy_overrides(void) {
     const char *const custom[] = {"policy={name: mine, borrow: most-idle}", "duration=5s", NULL};
     /* a policy no module registered, with parameters: its name is the error, not its params */
     const char *const unknown[] = {"policy={borrow: neighbour, borrow_params: {reserve: 4}}", NULL};
+    /* a policy of another kind: said so, at the same place */
+    const char *const other_kind[] = {"policy={borrow: migrate}", NULL};
     experiment_fails(path, unknown, EMA_CONFIG_ERROR_KEY, NULL,
                      "--set:1:17: policy.borrow: unknown borrow policy 'neighbour' (known: ", NULL);
+    experiment_fails(path, other_kind, EMA_CONFIG_ERROR_KEY, NULL,
+                     "--set:1:17: policy.borrow: unknown borrow policy 'migrate': it is a reclaim "
+                     "policy (borrow policies: ",
+                     NULL);
     g_autoptr(EmaExperiment) ema = load_experiment(path, named);
     g_autoptr(EmaExperiment) mine = load_experiment(path, custom);
     g_assert_cmpstr(ema->policy.name, ==, "ema");

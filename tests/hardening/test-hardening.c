@@ -578,17 +578,20 @@ static void test_plugin_silent_init(void) {
   g_autofree char *path = write_temp(dir, "exp.yaml", text);
   g_autofree char *out = g_build_filename(dir, "out", NULL);
   g_autofree char *plugins = plugin_dir_with(dir, "silent-init");
+  g_autofree char *module = g_build_filename(plugins, "silent-init." G_MODULE_SUFFIX, NULL);
+  /* named with its file, as its decide's errors are (it was the policy's name alone) */
+  g_autofree char *want = g_strdup_printf(
+      "ema-sim: borrow policy silent-init (%s): init failed without saying why\n", module);
   g_autoptr(EmaTestRun) run =
       ema_test_cli("--plugin-dir", plugins, "run", path, "-o", out, "--no-plot", NULL);
   g_assert_cmpint(run->status, ==, 1);
-  ema_test_assert_contains(run->err, "borrow policy silent-init: init failed without saying why");
+  ema_test_assert_contains(run->err, want);
   {
     /* try-policy calls init the same way (it crashed on the missing error) */
     g_autofree char *view = ema_test_fixture("policies", "view-short.yaml");
     g_autoptr(EmaTestRun) tried =
         ema_test_cli("--plugin-dir", plugins, "try-policy", "borrow", "silent-init", view, NULL);
-    ema_test_assert_failed(tried, 1,
-                           "ema-sim: borrow policy silent-init: init failed without saying why\n");
+    ema_test_assert_failed(tried, 1, want);
   }
   ema_test_remove_tree(dir);
 }
@@ -652,6 +655,27 @@ static void test_plugin_contract(void) {
                                             "(16)\n",
                                             module);
     ema_test_assert_failed(run, 1, want);
+  }
+  {
+    /* try-policy refuses it in the same words (it printed the first 16 actions and exited 0),
+     * and a reclaim plan of more than its 32 */
+    g_autofree char *view = ema_test_fixture("policies", "view-short.yaml");
+    g_autofree char *plugins = g_build_filename(dir, "plugins", NULL);
+    g_autoptr(EmaTestRun) borrow =
+        ema_test_cli("--plugin-dir", plugins, "try-policy", "borrow", "plan-overfull", view, NULL);
+    g_autoptr(EmaTestRun) reclaim =
+        ema_test_cli("--plugin-dir", plugins, "try-policy", "reclaim", "reclaim-plan-overfull",
+                     view, "--gpu", "1", "--needed", "20", NULL);
+    g_autofree char *want = g_strdup_printf("ema-sim: borrow policy plan-overfull (%s): decide "
+                                            "planned 1000 actions, more than a plan holds "
+                                            "(16)\n",
+                                            module);
+    g_autofree char *want_reclaim =
+        g_strdup_printf("ema-sim: reclaim policy reclaim-plan-overfull (%s): decide planned 33 "
+                        "actions, more than a plan holds (32)\n",
+                        module);
+    ema_test_assert_failed(borrow, 1, want);
+    ema_test_assert_failed(reclaim, 1, want_reclaim);
   }
   {
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: returns-minint", NULL);

@@ -573,6 +573,15 @@ static void test_usage_errors(void) {
   g_autoptr(EmaTestRun) global_no_dir = ema_test_cli("--plugin-dir", NULL);
   g_autoptr(EmaTestRun) not_here =
       ema_test_cli("--plugin-dir", "/tmp", "describe", "hwmodel", "h200x2", NULL);
+  /* describe's forms other than `describe policy`, the option after them or before */
+  g_autoptr(EmaTestRun) describe_llm =
+      ema_test_cli("describe", "llm", "opt-13b", "--plugin-dir", "/tmp", NULL);
+  g_autoptr(EmaTestRun) before_llm =
+      ema_test_cli("--plugin-dir", "/tmp", "describe", "llm", "opt-13b", NULL);
+  g_autoptr(EmaTestRun) describe_experiment =
+      ema_test_cli("describe", "experiment", "--plugin-dir=/tmp", NULL);
+  g_autoptr(EmaTestRun) describe_engine =
+      ema_test_cli("describe", "--plugin-dir", "/tmp", "engine", "--keys", NULL);
   g_autoptr(EmaTestRun) not_at_all = ema_test_cli("--plugin-dir", "/tmp", "frobnicate", NULL);
   g_autoptr(EmaTestRun) after_other = ema_test_cli("frontier", "--plugin-dir", "/tmp", NULL);
   g_autoptr(EmaTestRun) after_equals = ema_test_cli("plot", "x", "--plugin-dir=/tmp", NULL);
@@ -586,6 +595,17 @@ static void test_usage_errors(void) {
   ema_test_assert_failed(not_here, 2,
                          "ema-sim: --plugin-dir is not an option of 'describe hwmodel'");
   ema_test_assert_failed(not_at_all, 2, "ema-sim: --plugin-dir is not an option of 'frobnicate'");
+  /* (the first two said "Unknown option --plugin-dir" and took it silently) */
+  ema_test_assert_failed(describe_llm, 2,
+                         "ema-sim: --plugin-dir is not an option of 'describe llm' (only of run, "
+                         "check, list, describe policy, describe-policy, try-policy, sweep)");
+  ema_test_assert_failed(before_llm, 2,
+                         "ema-sim: --plugin-dir is not an option of 'describe llm' (only of ");
+  ema_test_assert_failed(describe_experiment, 2,
+                         "ema-sim: --plugin-dir is not an option of 'describe experiment' (only "
+                         "of ");
+  ema_test_assert_failed(describe_engine, 2,
+                         "ema-sim: --plugin-dir is not an option of 'describe engine' (only of ");
   /* after a command that takes none: the same words, where its parser said "Unknown option";
    * the list names describe's one form that loads policies */
   ema_test_assert_failed(after_other, 2,

@@ -161,6 +161,18 @@ static void test_find_unknown(void) {
     g_assert_cmpstr(error->message, ==, expected);
     g_error_free(error);
   }
+  {
+    /* a policy of another kind: said so (it read as a name no kind has) */
+    g_autoptr(GPtrArray) list = ema_policy_registry_list(EMA_POLICY_BORROW);
+    g_autofree char *names = joined(list);
+    g_autofree char *expected = g_strdup_printf(
+        "unknown borrow policy 'migrate': it is a reclaim policy (borrow policies: %s)", names);
+    GError *error = NULL;
+    g_assert_null(ema_policy_registry_find(EMA_POLICY_BORROW, "migrate", &error));
+    g_assert_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN);
+    g_assert_cmpstr(error->message, ==, expected);
+    g_error_free(error);
+  }
 }
 
 static void test_find_unknown_composition(void) {

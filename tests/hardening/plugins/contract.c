@@ -1,8 +1,9 @@
 /* contract.c: borrow policies that break the plugin contract in the ways a
  * careless plugin does: writing into the read-only view (the lent matrix,
  * or a request's blocks_at through requests()), returning G_MININT64
- * slices, counting more actions than a plan holds, writing into its own parameters; and a prefetch
- * policy writing into the lent matrix at step time. The pool must name the policy and stop, or
+ * slices, counting more actions than a plan holds, writing into its own parameters; a prefetch
+ * policy writing into the lent matrix at step time; and a reclaim policy counting more actions
+ * than its plan holds. The pool must name the policy and stop, or
  * cope, never corrupt its ledger or abort. */
 #include <gmodule.h>
 
@@ -55,6 +56,22 @@ static const EmaBorrowPolicyOps overfull_plan = {
     .name = "plan-overfull",
     .summary = "counts 1000 actions in its plan",
     .decide = overfull,
+};
+
+/* Every action to take back the first loan's slices, and one more counted than a reclaim plan
+ * holds (32). */
+static void reclaim_overfull(gpointer state, gconstpointer params, const EmaPoolView *view,
+                             guint lender, guint64 needed, EmaReclaimPlan *plan) {
+  for (guint i = 0; i < G_N_ELEMENTS(plan->actions); i++)
+    plan->actions[i] = (EmaReclaimAction){(lender + 1) % view->n_gpus, 1, EMA_VACATE_DROP, 0};
+  plan->n = G_N_ELEMENTS(plan->actions) + 1;
+}
+
+static const EmaReclaimPolicyOps reclaim_overfull_plan = {
+    .abi_version = EMA_POLICY_ABI_VERSION,
+    .name = "reclaim-plan-overfull",
+    .summary = "counts 33 actions in its reclaim plan",
+    .decide = reclaim_overfull,
 };
 
 /* Its one parameter, moved by every call (a plugin drifting its own settings). */
@@ -122,6 +139,7 @@ static const EmaPrefetchPolicyOps prefetch_lent = {
 static const EmaBorrowPolicyOps *const borrow[] = {&lent,          &blocks_at,     &minint,
                                                    &overfull_plan, &params_writer, NULL};
 static const EmaPrefetchPolicyOps *const prefetch[] = {&prefetch_lent, NULL};
+static const EmaReclaimPolicyOps *const reclaim[] = {&reclaim_overfull_plan, NULL};
 
 G_MODULE_EXPORT const EmaPolicyModule ema_policy_module = {EMA_POLICY_ABI_VERSION, borrow, prefetch,
-                                                           NULL};
+                                                           reclaim};

@@ -81,7 +81,8 @@ gboolean ema_policy_registry_load_file(const char *path, GError **error);
 gboolean ema_policy_registry_load_dirs(const char *const *dirs, GError **error);
 
 /* The policy NAME of KIND, or NULL with EMA_POLICY_ERROR_UNKNOWN:
- * "unknown borrow policy 'NAME' (known: a, b, c)". */
+ * "unknown borrow policy 'NAME' (known: a, b, c)", or where NAME is a policy of another kind
+ * "unknown borrow policy 'NAME': it is a reclaim policy (borrow policies: a, b, c)". */
 const EmaPolicyInfo *ema_policy_registry_find(EmaPolicyKind kind, const char *name, GError **error);
 typedef gboolean (*EmaPolicyInitFunc)(gpointer state, gconstpointer params, const EmaPoolView *view,
                                       GError **error);
@@ -92,9 +93,16 @@ gsize ema_policy_info_state_size(const EmaPolicyInfo *info);
 EmaPolicyInitFunc ema_policy_info_init_func(const EmaPolicyInfo *info);
 /* Call INFO's init hook (TRUE without one) on STATE with PARAMS and VIEW. A plugin's init is
  * trusted with neither its result nor its error: FALSE without an error, or an error with TRUE,
- * is a failure, named here ("KIND policy NAME: ..."). */
+ * is a failure, named here ("KIND policy NAME: ..." for a built-in, "KIND policy NAME (FILE):
+ * ..." for a plugin's). */
 gboolean ema_policy_info_init(const EmaPolicyInfo *info, gpointer state, gconstpointer params,
                               const EmaPoolView *view, GError **error);
+/* A plan of N actions that INFO's policy's HOOK ("decide", "place") filled fits the plan's
+ * CAPACITY (its actions[]); more is an error naming the policy and its file ("KIND policy NAME
+ * (ORIGIN): HOOK planned N actions, more than a plan holds (CAPACITY)"): the pool's check, and
+ * try-policy's. */
+gboolean ema_policy_info_plan_fits(const EmaPolicyInfo *info, const char *hook, guint n,
+                                   guint capacity, GError **error);
 /* All policies of KIND sorted by name (EmaPolicyInfo *, owned by the
  * registry). */
 GPtrArray *ema_policy_registry_list(EmaPolicyKind kind);
