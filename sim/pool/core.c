@@ -1245,14 +1245,6 @@ static gboolean called(const EmaPoolCore *c, EmaPolicyKind kind, const char *hoo
          ema_slice_ledger_check_seal(&c->ledger, c->policies[kind], hook, error);
 }
 
-/* A plan of N actions fits its CAPACITY: more is an error naming the policy (only the first
- * CAPACITY were ever applied, and writing the others went past the plan's array); the
- * registry's check, which try-policy makes too. */
-static gboolean plan_fits(const EmaPoolCore *c, EmaPolicyKind kind, const char *hook, guint n,
-                          guint capacity, GError **error) {
-  return ema_policy_info_plan_fits(c->policies[kind], hook, n, capacity, error);
-}
-
 /* The size of a plan's slices, whatever their sign (G_MININT64 too). */
 static guint64 slice_magnitude(gint64 slices) {
   return slices < 0 ? (guint64) (-(slices + 1)) + 1 : (guint64) slices;
@@ -1276,7 +1268,8 @@ gboolean ema_pool_core_reclaim(EmaPoolCore *c, guint lender, guint64 needed, GEr
   ema_plugin_call_leave(c->policies[EMA_POLICY_RECLAIM]->guard_name);
   if (!params_unchanged(c, EMA_POLICY_RECLAIM, "decide", params_copy, error) ||
       !called(c, EMA_POLICY_RECLAIM, "decide", error) ||
-      !plan_fits(c, EMA_POLICY_RECLAIM, "decide", plan->n, G_N_ELEMENTS(plan->actions), error)) {
+      !ema_policy_info_plan_fits(c->policies[EMA_POLICY_RECLAIM], "decide", plan->n,
+                                 G_N_ELEMENTS(plan->actions), error)) {
     PLAN_EMPTY(plan);
     return FALSE;
   }
@@ -1359,7 +1352,8 @@ static gboolean run_borrow(EmaPoolCore *c, guint borrower, GError **error) {
   ema_plugin_call_leave(c->policies[EMA_POLICY_BORROW]->guard_name);
   if (!params_unchanged(c, EMA_POLICY_BORROW, "decide", params_copy, error) ||
       !called(c, EMA_POLICY_BORROW, "decide", error) ||
-      !plan_fits(c, EMA_POLICY_BORROW, "decide", plan->n, G_N_ELEMENTS(plan->actions), error)) {
+      !ema_policy_info_plan_fits(c->policies[EMA_POLICY_BORROW], "decide", plan->n,
+                                 G_N_ELEMENTS(plan->actions), error)) {
     PLAN_EMPTY(plan);
     return FALSE;
   }
@@ -1480,7 +1474,8 @@ static gboolean run_place(EmaPoolCore *c, EmaSliceGpu *g, GError **error) {
   ema_plugin_call_leave(c->policies[EMA_POLICY_BORROW]->guard_name);
   if (!params_unchanged(c, EMA_POLICY_BORROW, "place", params_copy, error) ||
       !called(c, EMA_POLICY_BORROW, "place", error) ||
-      !plan_fits(c, EMA_POLICY_BORROW, "place", plan->n, G_N_ELEMENTS(plan->actions), error)) {
+      !ema_policy_info_plan_fits(c->policies[EMA_POLICY_BORROW], "place", plan->n,
+                                 G_N_ELEMENTS(plan->actions), error)) {
     PLAN_EMPTY(plan);
     return FALSE;
   }
