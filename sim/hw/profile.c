@@ -4,8 +4,9 @@
  *
  * Invariants: after ema_profile_load() every curve's x are strictly
  * increasing and its times positive and non-decreasing (an imported GEMM
- * curve keeps the points that no larger size beats; every other curve, its
- * running maximum: finalize_curve); every surface's
+ * curve keeps the points that no larger size beats, any other imported curve
+ * those that no larger size beats by half; then every curve its running
+ * maximum: finalize_curve); every surface's
  * curves are sorted by their outer value, each outer value once. A duplicate
  * point of a `tables:` CSV is an error at its line, except in the attention
  * tables, where rows of several backends for one shape keep the fastest (as
@@ -167,20 +168,27 @@ static gint compare_curves(gconstpointer a, gconstpointer b) {
   return (ca->outer > cb->outer) - (ca->outer < cb->outer);
 }
 
-/* Keep C's first KEPT points that no larger size beats (t <= every later t):
- * the lower monotone envelope of the measured points, linear between those
- * kept. A cuBLAS heuristic's slow kernel at some sizes (Vidur's CodeLlama-34B
- * gate/up projection: 0.73 ms at 328-384 tokens, 0.57 ms at 392) is the
- * kernel choice of the library that was profiled, not of the engine the
- * profile times; a running maximum would carry it up to every larger size.
- * Returns the count kept. */
-static guint lower_envelope(Curve *c, guint kept) {
+/* An imported point other than a GEMM's slower than this share over a larger size's is a
+ * spike of its table, dropped (finalize_curve): AIConfigurator's A100 decode attention of 4
+ * query heads over 1 holds 44.6 us at one sequence of 7 tokens between points of 12.3 us, a
+ * warm-up its running maximum would charge to every larger size. A curve's smaller steps (a
+ * kernel's tile or wave boundary) stay, and its running maximum smooths them. */
+#define IMPORT_SPIKE 0.5
+
+/* Keep C's first KEPT points that no larger size beats by more than SLACK
+ * (t <= (1 + SLACK) x every later t); with SLACK 0 the lower monotone envelope
+ * of the measured points, linear between those kept. A cuBLAS heuristic's slow
+ * kernel at some sizes (Vidur's CodeLlama-34B gate/up projection: 0.73 ms at
+ * 328-384 tokens, 0.57 ms at 392) is the kernel choice of the library that was
+ * profiled, not of the engine the profile times; a running maximum would carry
+ * it up to every larger size. Returns the count kept. */
+static guint lower_envelope(Curve *c, guint kept, double slack) {
   double best = INFINITY;
   guint n = 0;
   g_autofree gboolean *keep = g_new(gboolean, MAX(kept, 1));
   for (guint i = kept; i-- > 0;) {
     double t = g_array_index(c->points, Point, i).t;
-    keep[i] = t <= best;
+    keep[i] = t <= best * (1.0 + slack);
     best = MIN(best, t);
   }
   for (guint i = 0; i < kept; i++)
@@ -189,11 +197,13 @@ static guint lower_envelope(Curve *c, guint kept) {
   return n;
 }
 
-/* Sort, merge duplicates (or fail on them), make times non-decreasing: the
- * lower envelope for a GEMM curve (GEMM) whose points are all imported from
- * a public data set of another software stack, else the running maximum (a
- * measured profile's points are the stack its captured steps run, and the
- * step's monotonicity in its sizes rests on them: steptime.h). */
+/* Sort, merge duplicates (or fail on them), make times non-decreasing: a
+ * curve whose points are all imported from a public data set of another
+ * software stack first drops its points that a larger size beats (a GEMM
+ * curve's: any, its lower envelope; any other's: by more than IMPORT_SPIKE),
+ * then every curve takes its running maximum (a measured profile's points are
+ * the stack its captured steps run, kept whole, and the step's monotonicity in
+ * its sizes rests on them: steptime.h). */
 static gboolean finalize_curve(Curve *c, gboolean gemm, GError **error) {
   gboolean imported = TRUE;
   guint kept = 0;
@@ -215,8 +225,8 @@ static gboolean finalize_curve(Curve *c, gboolean gemm, GError **error) {
     }
     g_array_index(c->points, Point, kept++) = *pt;
   }
-  if (gemm && imported)
-    kept = lower_envelope(c, kept);
+  if (imported)
+    kept = lower_envelope(c, kept, gemm ? 0.0 : IMPORT_SPIKE);
   g_array_set_size(c->points, kept);
   c->x = g_new(double, kept);
   c->t = g_new(double, kept);

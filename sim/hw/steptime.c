@@ -651,12 +651,25 @@ static gboolean allreduce_profiled(const EmaStepModel *s, double tokens, double 
          profiled(s, &s->ops.allreduce[EMA_PROFILE_ALLREDUCE_ANY], 0, size, us);
 }
 
-/* One all-reduce of SIZE bytes in a step of TOKENS tokens from the all-reduce model. */
-static double allreduce_modelled(const EmaStepModel *s, double tokens, double size) {
-  const AllreduceModel *m = &allreduce_model[allreduce_backend(s, tokens, size)];
+/* One all-reduce of SIZE bytes by IMPL under the all-reduce model. */
+static double allreduce_model_time(const EmaStepModel *s, EmaProfileAllreduce impl, double size) {
+  const AllreduceModel *m = &allreduce_model[impl];
   double ranks = (double) s->tp;
   return m->fixed_s + m->latencies_per_rank * (ranks - 1) * s->link_latency_s +
          2.0 * (ranks - 1) / ranks * size / (m->bus_efficiency * s->group_bandwidth);
+}
+
+/* One all-reduce of SIZE bytes in a step of TOKENS tokens from the all-reduce model. The
+ * custom kernel launched eagerly is the same kernel as in a CUDA graph plus its launch, so it
+ * is never faster than the graph's: the two fits' bus efficiencies (0.94 eager, 0.56 graph)
+ * part on slow links, where a 513-token step would otherwise beat a 512-token one (MI300X,
+ * TP 2, Llama-3.1-8B: 14.0 -> 11.8 ms). */
+static double allreduce_modelled(const EmaStepModel *s, double tokens, double size) {
+  EmaProfileAllreduce impl = allreduce_backend(s, tokens, size);
+  double t = allreduce_model_time(s, impl, size);
+  if (impl == EMA_PROFILE_ALLREDUCE_CUSTOM_EAGER)
+    t = MAX(t, allreduce_model_time(s, EMA_PROFILE_ALLREDUCE_CUSTOM_GRAPH, size));
+  return t;
 }
 
 /* D = E (1 - (1 - A/E)^T), the experts T tokens touch (steptime.h); every

@@ -399,6 +399,41 @@ static void test_import_lower_envelope(void) {
   g_assert_cmpfloat(fabs(gemm_at(p, 200) - (24 + 26 * 72.0 / 128)), <, 1e-12);
 }
 
+/* An imported curve other than a GEMM's drops each point more than 1.5 times a larger size's
+ * (a table's spike) before its running maximum (profile.h). Vidur's all-reduce rows, 2 GPUs
+ * (bytes: us): 1024: 30, 2048: 10, 4096: 14, 8192: 11, 16384: 20. 30 is over 1.5 x 10 and is
+ * dropped; 14 is within 1.5 x 11 and stays; the running maximum of the rest is 10, 14, 14, 20.
+ * Without the rule the first point's 30 held up to 16384 bytes. */
+static void test_import_spike(void) {
+  g_autoptr(TempDir) dir = temp_dir();
+  g_autofree char *data_dir = g_build_filename(dir, "groundtruth", "v", NULL);
+  g_autofree char *data = g_build_filename(data_dir, "all_reduce.csv", NULL);
+  g_autofree char *folder = write_profile(
+      dir, "spike", "import:\n  - {format: vidur-allreduce, path: groundtruth/v/all_reduce.csv}\n",
+      NULL);
+  g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
+  const double expect[][2] = {{2048, 10}, {3072, 12}, {4096, 14}, {6144, 14},
+                              {8192, 14}, {12288, 17}, {16384, 20}};
+  GError *error = NULL;
+  g_autoptr(EmaProfile) p = NULL;
+  double us = 0;
+  g_assert_cmpint(g_mkdir_with_parents(data_dir, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(data,
+                                    "num_workers,size,time_stats.all_reduce.median\n"
+                                    "2,1024,0.030\n2,2048,0.010\n2,4096,0.014\n2,8192,0.011\n"
+                                    "2,16384,0.020\n",
+                                    -1, NULL));
+  g_setenv("EMA_SHARED_DIR", dir, TRUE);
+  p = ema_profile_load(folder, &error);
+  shared_dir_restore(saved);
+  g_assert_no_error(error);
+  for (guint i = 0; i < G_N_ELEMENTS(expect); i++) {
+    g_assert_true(ema_profile_allreduce(p, EMA_PROFILE_BF16, 2, EMA_PROFILE_ALLREDUCE_ANY,
+                                        expect[i][0], &us));
+    g_assert_cmpfloat(fabs(us - expect[i][1]), <, 1e-9);
+  }
+}
+
 /* The profile in FOLDER in VIEW with every import read while EMA_SHARED_DIR is SHARED (then
  * restored). */
 static EmaProfile *load_reading_all(const char *shared, const char *folder, EmaProfileView view) {
@@ -2182,6 +2217,34 @@ static void test_step_tp_collective_model(void) {
   g_unsetenv("EMA_PROFILE_PATH");
 }
 
+/* The all-reduce model's custom kernel launched eagerly is never faster than in a CUDA graph
+ * (steptime.c allreduce_modelled), on links unlike those it was fitted on. MI300X, TP 2 (a
+ * direct link of 56.5 GB/s, L = 1002 ns; no tables), Llama-3.1-8B: 64 all-reduces a step of
+ * S = T x 4096 x 2 B. At 512 tokens, in a graph: 4.71 + 0.16 L + S / (0.56 B) = 137.43 us
+ * each. At 513, eager: its own fit gives 23.27 + 0.27 L + S / (0.94 B) = 102.67 us, so it
+ * takes the graph's 137.69. Before, the 513-token step's all-reduces took 25% less time than
+ * the 512-token step's. */
+static void test_step_tp_eager_floor(void) {
+  g_autoptr(EmaServerSpec) server = ema_server_load("mi300x8", NULL);
+  g_autoptr(EmaLlmSpec) model = ema_llm_load("llama-3.1-8b", NULL);
+  g_autoptr(EmaStepModel) step = NULL;
+  double bandwidth_us = 56.5e3, latency_us = 1.002; /* bytes a microsecond; microseconds */
+  double s512 = 512.0 * 4096 * 2, s513 = 513.0 * 4096 * 2;
+  double graph512 = 4.71 + 0.16 * latency_us + s512 / (0.56 * bandwidth_us);
+  double graph513 = 4.71 + 0.16 * latency_us + s513 / (0.56 * bandwidth_us);
+  double eager513 = 23.27 + 0.27 * latency_us + s513 / (0.94 * bandwidth_us);
+  g_assert_nonnull(server);
+  g_assert_nonnull(model);
+  g_assert_cmpfloat(server->link.bandwidth, ==, 56.5e9);
+  g_assert_cmpint(server->link.latency, ==, 1002);
+  step = ema_step_model_new(model, server, 2, NULL);
+  g_assert_nonnull(step);
+  g_assert_cmpfloat_with_epsilon(graph512, 137.43, 0.01);
+  g_assert_cmpfloat_with_epsilon(eager513, 102.67, 0.01);
+  g_assert_cmpfloat_with_epsilon(tp_allreduce_s(step, 512), 64 * graph512 * 1e-6, 1e-12);
+  g_assert_cmpfloat_with_epsilon(tp_allreduce_s(step, 513), 64 * graph513 * 1e-6, 1e-12);
+}
+
 /* A step's time alone (no breakdown asked for) is the breakdown's time, to
  * the nanosecond: on the H200 profile, for a gated, a plain and an MoE
  * model, at TP 1 and 2, over decode, prefill and mixed batches. */
@@ -2224,6 +2287,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/decode-past-grid", test_decode_past_grid);
   g_test_add_func("/profile/monotone-dip", test_monotone_dip);
   g_test_add_func("/profile/import-lower-envelope", test_import_lower_envelope);
+  g_test_add_func("/profile/import-spike", test_import_spike);
   g_test_add_func("/profile/workload-kernels", test_workload_kernels);
   g_test_add_func("/profile/step-prefill-floor", test_step_prefill_floor);
   g_test_add_func("/profile/step-prefill-mixed-chunks", test_step_prefill_mixed_chunks);
@@ -2265,6 +2329,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/profile/step-fp8-weight-only", test_step_fp8_weight_only);
   g_test_add_func("/profile/step-tp-collectives", test_step_tp_collectives);
   g_test_add_func("/profile/step-tp-collective-model", test_step_tp_collective_model);
+  g_test_add_func("/profile/step-tp-eager-floor", test_step_tp_eager_floor);
   g_test_add_func("/profile/compare-static-public", test_compare_static_public);
   return g_test_run();
 }

@@ -47,7 +47,10 @@
  * (`import:`) keeps instead the points that no larger size beats, linear
  * between them (its lower monotone envelope): a slow kernel choice at
  * some sizes is the profiled library's, not the engine's, and a running
- * maximum would carry it to every larger size. A shape key that a table does not hold is not
+ * maximum would carry it to every larger size. Any other imported curve
+ * (attention, MoE, all-reduce) first drops each point more than 1.5 times
+ * a larger size's (a spike of its table, such as a warm-up first point),
+ * then takes its running maximum. A shape key that a table does not hold is not
  * interpolated across, except five derived shapes: a GEMM on an AIConfigurator (k, n) grid
  * (bilinear in k and n between the grid's own rows, also where a data set of higher precedence
  * holds one of those four shapes); an elementwise operator at a width no table has, from the
