@@ -412,7 +412,7 @@ static void test_import_spike(void) {
       dir, "spike", "import:\n  - {format: vidur-allreduce, path: groundtruth/v/all_reduce.csv}\n",
       NULL);
   g_autofree char *saved = g_strdup(g_getenv("EMA_SHARED_DIR"));
-  const double expect[][2] = {{2048, 10}, {3072, 12}, {4096, 14}, {6144, 14},
+  const double expect[][2] = {{2048, 10}, {3072, 12},  {4096, 14}, {6144, 14},
                               {8192, 14}, {12288, 17}, {16384, 20}};
   GError *error = NULL;
   g_autoptr(EmaProfile) p = NULL;
