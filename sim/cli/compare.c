@@ -516,6 +516,7 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
     Arm arm = {g_strdup(dirs[p]), ema_sweep_variant_name(comparison, p),
                ema_sweep_point_repeat(comparison, p), NULL, NULL};
     g_autofree char *arm_dir = g_build_filename(dir, dirs[p], NULL);
+    g_autofree char *partial = NULL;
     g_array_append_val(arms, arm);
     Arm *added = &g_array_index(arms, Arm, arms->len - 1);
     if ((added->experiment = ema_sweep_load_point(comparison, p, error)) == NULL)
@@ -524,8 +525,15 @@ gboolean ema_compare_run(EmaSweep *comparison, const char *dir, gboolean progres
       ema_output_warn_before(stderr, dirs[p], added->experiment);
     if (!ema_output_claim_dir(arm_dir, NULL, error) ||
         !ema_output_write_resolved(arm_dir, added->experiment, error) ||
-        (added->report = ema_serving_run(added->experiment, arm_dir, progress, error)) == NULL ||
-        !ema_output_write_serving_summary(arm_dir, added->experiment, added->report, error)) {
+        (partial = ema_output_partial_dir(arm_dir, error)) == NULL) {
+      ema_message_prefix_error(error, "compare: variant %s: ", dirs[p]);
+      return FALSE;
+    }
+    /* its tables go into place only when it ends well, as a single run's (run_serving) */
+    if ((added->report = ema_serving_run(added->experiment, partial, progress, error)) == NULL ||
+        !ema_output_write_serving_summary(partial, added->experiment, added->report, error) ||
+        !ema_output_publish_run(arm_dir, error)) {
+      ema_output_run_failed(arm_dir, partial, error);
       ema_message_prefix_error(error, "compare: variant %s: ", dirs[p]);
       return FALSE;
     }

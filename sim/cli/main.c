@@ -200,10 +200,12 @@ static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
   gint64 wall_start = g_get_monotonic_time();
   g_autoptr(EmaOpsReport) report = ema_ops_run(experiment, &error);
   double wall_s = (double) (g_get_monotonic_time() - wall_start) / 1e6;
-  if (report == NULL)
+  /* (summary.json, its one result, is written whole or not at all) */
+  if (report == NULL ||
+      !ema_output_write_ops_summary(out_dir, experiment, report, wall_s, &error)) {
+    ema_output_run_failed(out_dir, NULL, &error);
     return fail(error);
-  if (!ema_output_write_ops_summary(out_dir, experiment, report, wall_s, &error))
-    return fail(error);
+  }
   ema_output_print_ops(stdout, report);
   printf("results in %s/\n", out_dir);
   if (report->failed) {
@@ -213,14 +215,20 @@ static int run_ops(const EmaExperiment *experiment, const char *out_dir) {
   return 0;
 }
 
+/* The tables are written into OUT_DIR/.ema-partial and go into place only when the run ends
+ * well (ema_output_partial_dir): a run that fails leaves none. */
 static int run_serving(const EmaExperiment *experiment, const char *out_dir) {
   GError *error = NULL;
-  g_autoptr(EmaServingReport) report =
-      ema_serving_run(experiment, out_dir, isatty(STDERR_FILENO), &error);
-  if (report == NULL)
+  g_autofree char *partial = ema_output_partial_dir(out_dir, &error);
+  g_autoptr(EmaServingReport) report = NULL;
+  if (partial == NULL) /* (before the run, as a claim's refusal) */
     return fail(error);
-  if (!ema_output_write_serving_summary(out_dir, experiment, report, &error))
+  report = ema_serving_run(experiment, partial, isatty(STDERR_FILENO), &error);
+  if (report == NULL || !ema_output_write_serving_summary(partial, experiment, report, &error) ||
+      !ema_output_publish_run(out_dir, &error)) {
+    ema_output_run_failed(out_dir, partial, &error);
     return fail(error);
+  }
   ema_output_print_serving(stdout, experiment, report);
   g_autofree char *files = ema_output_run_files(out_dir);
   printf("results in %s/ (%s)\n", out_dir, files);

@@ -1068,6 +1068,10 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
   double time = 0, unmap_s = 0, evict_s;
   gboolean ok = TRUE;
   gboolean known_target = (guint) action->target < G_N_ELEMENTS(vacate_names);
+  gboolean to_peer = action->target == EMA_VACATE_TO_PEER;
+  /* a plan naming no place for the data (a target outside EmaVacateTarget, or a peer past the
+   * server): its data is dropped, and the reason says why (it read as a target without room) */
+  gboolean no_place = !known_target || (to_peer && action->target_gpu >= c->n);
   *taken = 0;
   *data_s = 0;
   *unmap = 0;
@@ -1079,12 +1083,13 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
   reason_add(&e, "%s; %" G_GUINT64_FORMAT " slices from gpu%u", why, slices, bi);
   if (excess > 0)
     reason_add(&e, ", %" G_GUINT64_FORMAT " blocks of its KV %s", excess,
-               vacate_names[MIN((guint) action->target, G_N_ELEMENTS(vacate_names) - 1)]);
-  /* a target outside EmaVacateTarget: its data is dropped, and the reason says why (it read as
-   * a target without room) */
+               vacate_names[no_place ? EMA_VACATE_DROP : action->target]);
   if (excess > 0 && !known_target)
     reason_add(&e, ": target %d is not a reclaim target", (int) action->target);
-  if (excess > 0 && action->target == EMA_VACATE_TO_PEER)
+  else if (excess > 0 && no_place)
+    reason_add(&e, ": target_gpu %u is not a GPU of this server (gpu0..gpu%u)", action->target_gpu,
+               c->n - 1);
+  else if (excess > 0 && to_peer)
     reason_add(&e, " gpu%u", action->target_gpu);
   if (excess > 0) {
     switch (action->target) {
@@ -1116,7 +1121,7 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
       /* what could not go where the plan said is dropped */
       if (!evict(c, b, lender, excess - moved, FALSE, &freed, &evict_s, error))
         return FALSE;
-      if (action->target != EMA_VACATE_DROP && known_target)
+      if (action->target != EMA_VACATE_DROP && !no_place)
         reason_add(&e, "; %" G_GUINT64_FORMAT " dropped: no room there", freed);
       c->stats.blocks_dropped += freed;
       e.blocks_dropped += freed;

@@ -589,15 +589,27 @@ const EmaPolicyInfo *ema_policy_registry_find(EmaPolicyKind kind, const char *na
     g_autofree char *known = join_names(registry->policies[kind], info_name);
     g_autofree char *quoted = ema_file_quote_cut(name, -1);
     g_autoptr(GString) other = g_string_new(NULL);
-    /* a policy of another kind named where this kind's goes: said, with this kind's names */
+    g_autoptr(GString) what = g_string_new(NULL);
+    const EmaPolicyComposition *composition =
+        g_hash_table_lookup(registry->composition_names, name);
+    /* a policy of another kind, or a composition, named where this kind's goes: said, with this
+     * kind's names (and the composition's policies, from its own table) */
     for (guint k = 0; k < EMA_POLICY_KINDS; k++)
       if (k != kind && g_hash_table_contains(registry->names[k], name))
         g_string_append_printf(other, "%s%s", other->len ? " and a " : "", ema_policy_kind_name(k));
     if (other->len > 0)
+      g_string_append_printf(what, "a %s policy", other->str);
+    if (composition)
+      g_string_append_printf(what, "%sa composition of policies", what->len ? " and " : "");
+    if (composition)
       g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
-                  "unknown %s policy '%s': it is a %s policy (%s policies: %s)",
-                  ema_policy_kind_name(kind), quoted, other->str, ema_policy_kind_name(kind),
-                  known);
+                  "unknown %s policy '%s': it is %s (`policy: %s` is %s; %s policies: %s)",
+                  ema_policy_kind_name(kind), quoted, what->str, composition->name,
+                  composition->yaml, ema_policy_kind_name(kind), known);
+    else if (what->len > 0)
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
+                  "unknown %s policy '%s': it is %s (%s policies: %s)", ema_policy_kind_name(kind),
+                  quoted, what->str, ema_policy_kind_name(kind), known);
     else
       g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
                   "unknown %s policy '%s' (known: %s)", ema_policy_kind_name(kind), quoted, known);

@@ -14,7 +14,10 @@
  * ema-sim process writes there while this one lives (an flock on the
  * folder; a sweep hands its point's lock to the run it starts), and a
  * folder that another's marker lists (a sweep's point) is claimed only by
- * the process that claimed that other (part_of_another()). */
+ * the process that claimed that other (part_of_another()). A run's tables
+ * are in its folder only beside their summary.json: written into
+ * .ema-partial, moved in when the run ends well (summary.json last), removed
+ * when it fails (ema_output_run_failed). */
 #include "ema/run/output.h"
 
 #include "ema/core/file.h"
@@ -40,9 +43,10 @@
 
 /* The entries every ema-sim run may write into its folder, in the order a
  * reader takes them up (ema_output_run_files names the files among them). */
-static const char *const run_entries[] = {
-    "summary.json",  "tenants.csv", "requests.csv",       "timeline.csv", "steps.csv", "events.csv",
-    "resolved.yaml", "compare.csv", "compare-paired.csv", "plots",        NULL};
+static const char *const run_entries[] = {"summary.json",       "tenants.csv",   "requests.csv",
+                                          "timeline.csv",       "steps.csv",     "events.csv",
+                                          EMA_OUTPUT_PARTIAL,   "resolved.yaml", "compare.csv",
+                                          "compare-paired.csv", "plots",         NULL};
 
 gboolean ema_output_is_run_entry(const char *name) {
   for (guint i = 0; run_entries[i]; i++)
@@ -660,6 +664,70 @@ gboolean ema_output_claim_run_dir_as(const char *dir, const EmaOutputClaimAs *as
 gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError **error) {
   const EmaOutputClaimAs as = {.kind = "run"};
   return ema_output_claim_run_dir_as(dir, &as, extra, error);
+}
+
+char *ema_output_partial_dir(const char *dir, GError **error) {
+  g_autofree char *partial = g_build_filename(dir, EMA_OUTPUT_PARTIAL, NULL);
+  /* the claim removed one that a killed run left (the marker lists it); one there now was not
+   * listed (a marker of an ema-sim before .ema-partial), is not ema-sim's, and stays */
+  if (g_mkdir(partial, 0755) != 0) {
+    int saved = errno;
+    if (saved != EEXIST)
+      file_error(error, saved, "create", partial);
+    else
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                  "cannot create %s: it exists, and the folder's %s does not list it (not "
+                  "ema-sim's): remove it, or give another -o",
+                  partial, EMA_OUTPUT_MARKER);
+    return NULL;
+  }
+  return g_steal_pointer(&partial);
+}
+
+/* Move NAME from PARTIAL into DIR. */
+static gboolean publish_file(const char *partial, const char *dir, const char *name,
+                             GError **error) {
+  g_autofree char *from = g_build_filename(partial, name, NULL);
+  g_autofree char *to = g_build_filename(dir, name, NULL);
+  if (g_rename(from, to) != 0)
+    return file_error(error, errno, "move into place", from);
+  return TRUE;
+}
+
+gboolean ema_output_publish_run(const char *dir, GError **error) {
+  g_autofree char *partial = g_build_filename(dir, EMA_OUTPUT_PARTIAL, NULL);
+  g_autoptr(GDir) handle = g_dir_open(partial, 0, error);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  const char *name;
+  gboolean summary = FALSE;
+  if (handle == NULL)
+    return FALSE;
+  while ((name = g_dir_read_name(handle)) != NULL)
+    if (strcmp(name, "summary.json") == 0)
+      summary = TRUE;
+    else
+      g_ptr_array_add(names, g_strdup(name));
+  for (guint i = 0; i < names->len; i++)
+    if (!publish_file(partial, dir, names->pdata[i], error))
+      return FALSE;
+  if (summary && !publish_file(partial, dir, "summary.json", error))
+    return FALSE;
+  if (g_rmdir(partial) != 0)
+    return file_error(error, errno, "remove", partial);
+  return TRUE;
+}
+
+void ema_output_run_failed(const char *dir, const char *partial, GError **error) {
+  char *message;
+  g_return_if_fail(error != NULL && *error != NULL);
+  /* a folder that cannot be removed stays hidden, and the next claim removes it */
+  if (partial)
+    (void) remove_entry(partial, NULL);
+  message = g_strdup_printf("%s; no results written (%s/ keeps only the failed run's "
+                            "resolved.yaml)",
+                            (*error)->message, dir);
+  g_free((*error)->message);
+  (*error)->message = message;
 }
 
 static gboolean write_file(const char *dir, const char *name, const char *text, GError **error) {

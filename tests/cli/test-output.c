@@ -159,8 +159,42 @@ static void test_marker_leftover(void) {
   ema_test_remove_tree(tmp);
 }
 
+/* A run writes its tables into .ema-partial and moves them into place at its end: one that a
+ * killed run left (the marker lists it) goes with the next claim; one that the marker does not
+ * list (a folder claimed by an ema-sim before .ema-partial) is not ema-sim's: the run is refused
+ * before it starts, the user's file in it untouched. */
+static void test_partial_folder(void) {
+  g_autofree char *tmp = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(tmp, "out", NULL);
+  g_autofree char *partial = g_build_filename(out, ".ema-partial", NULL);
+  g_autofree char *exp = write_experiment(tmp, "e.yaml", "partial", "true", synthetic_b);
+  g_autofree char *want = g_strdup_printf(
+      "ema-sim: cannot create %s: it exists, and the folder's .ema-output does not list it (not "
+      "ema-sim's): remove it, or give another -o\n",
+      partial);
+  run_ok(exp, out);
+  g_assert_false(exists(out, ".ema-partial"));
+  ema_test_assert_contains(keep(ema_test_read_file(out, ".ema-output")), "\n.ema-partial\n");
+  g_assert_cmpint(g_mkdir(partial, 0755), ==, 0);
+  touch(out, ".ema-partial/timeline.csv", "half a table");
+  run_ok(exp, out);
+  g_assert_false(exists(out, ".ema-partial"));
+  g_assert_true(exists(out, "summary.json"));
+  touch(out, ".ema-output", "# kind: run\nsummary.json\n");
+  g_assert_cmpint(g_mkdir(partial, 0755), ==, 0);
+  touch(out, ".ema-partial/mine.txt", "mine");
+  {
+    g_autoptr(EmaTestRun) run = ema_test_cli("run", exp, "-o", out, "--no-plot", NULL);
+    ema_test_assert_failed(run, 1, want);
+  }
+  g_assert_cmpstr(keep(ema_test_read_file(out, ".ema-partial/mine.txt")), ==, "mine");
+  ema_test_remove_tree(tmp);
+}
+
 /* 17#8: a run that fails after it started writing leaves its new
- * resolved.yaml and no summary.json of the run before. */
+ * resolved.yaml and no summary.json of the run before; and none of its own
+ * tables (they went with .ema-partial: timeline.csv, opened before the
+ * trace, was left empty). */
 static void test_failed_run_leaves_no_summary(void) {
   g_autofree char *tmp = ema_test_temp_dir();
   g_autofree char *out = g_build_filename(tmp, "out", NULL);
@@ -182,6 +216,8 @@ static void test_failed_run_leaves_no_summary(void) {
   ema_test_assert_contains(keep(ema_test_read_file(out, "resolved.yaml")), "bad.csv");
   g_assert_false(exists(out, "summary.json"));
   g_assert_false(exists(out, "tenants.csv"));
+  g_assert_false(exists(out, "timeline.csv"));
+  g_assert_false(exists(out, ".ema-partial"));
   ema_test_remove_tree(tmp);
 }
 
@@ -832,16 +868,21 @@ static void test_run_trace_error_place_first(void) {
   g_autofree char *csv =
       write_experiment(tmp, "c.yaml", "csv", "true", "file: bad.csv, format: azure");
   g_autofree char *comparison = NULL;
-  g_autofree char *want_moon =
-      g_strdup_printf("%s/bad.jsonl:1:18: tenant b: input_length: not an integer: '1e3'\n", tmp);
+  g_autofree char *out_variant = g_build_filename(out_cmp, "static", NULL);
+  g_autofree char *no_moon = ema_test_no_results(out_moon);
+  g_autofree char *no_csv = ema_test_no_results(out_csv);
+  g_autofree char *no_variant = ema_test_no_results(out_variant);
+  /* each says that the run wrote no results (the variant's, in its own folder) */
+  g_autofree char *want_moon = g_strdup_printf(
+      "%s/bad.jsonl:1:18: tenant b: input_length: not an integer: '1e3'%s", tmp, no_moon);
   g_autofree char *want_csv =
       g_strdup_printf("%s/bad.csv:3:1: tenant b: TIMESTAMP: not a date-time "
-                      "(YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): 'not-a-time'\n",
-                      tmp);
+                      "(YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): 'not-a-time'%s",
+                      tmp, no_csv);
   g_autofree char *want_variant =
       g_strdup_printf("%s/bad.csv:3:1: compare: variant static: tenant b: TIMESTAMP: not a "
-                      "date-time (YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): 'not-a-time'\n",
-                      tmp);
+                      "date-time (YYYY-MM-DD HH:MM:SS[.fffffff][+HH:MM]): 'not-a-time'%s",
+                      tmp, no_variant);
   touch(tmp, "bad.jsonl", "{\"timestamp\": 0, \"input_length\": 1e3, \"output_length\": 5}\n");
   touch(tmp, "bad.csv",
         "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,10\n"
@@ -1022,6 +1063,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/output/owned-folder", test_owned_folder);
   g_test_add_func("/output/foreign-folder", test_foreign_folder);
   g_test_add_func("/output/marker-leftover", test_marker_leftover);
+  g_test_add_func("/output/partial-folder", test_partial_folder);
   g_test_add_func("/output/failed-run-leaves-no-summary", test_failed_run_leaves_no_summary);
   g_test_add_data_func("/output/default-folder-is-name-safe/run", "run",
                        test_default_folder_is_name_safe);

@@ -122,6 +122,11 @@ char *ema_test_escaped(const char *text) {
   return g_strjoinv("\\n", lines);
 }
 
+char *ema_test_no_results(const char *out) {
+  return g_strdup_printf("; no results written (%s/ keeps only the failed run's resolved.yaml)\n",
+                         out);
+}
+
 void ema_test_assert_contains(const char *text, const char *part) {
   if (strstr(text, part) == NULL) {
     g_autofree char *e = ema_test_escaped(text);

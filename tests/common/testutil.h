@@ -96,6 +96,11 @@ void ema_test_assert_failed(const EmaTestRun *run, int status, const char *prefi
  * on stdout. */
 void ema_test_assert_error_line(const EmaTestRun *run, const char *prefix);
 
+/* How the error line of a run into OUT that failed once it had claimed OUT ends
+ * (ema_output_run_failed): "; no results written (OUT/ keeps only the failed run's
+ * resolved.yaml)\n". */
+char *ema_test_no_results(const char *out);
+
 /* ---- files ------------------------------------------------------------------------ */
 
 /* Whether the public data the GPU profiles import (EMA_SHARED_DIR/groundtruth)

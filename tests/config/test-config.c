@@ -1686,11 +1686,17 @@ static void test_experiment_policy_overrides(void) {
     const char *const unknown[] = {"policy={borrow: neighbour, borrow_params: {reserve: 4}}", NULL};
     /* a policy of another kind: said so, at the same place */
     const char *const other_kind[] = {"policy={borrow: migrate}", NULL};
+    /* a composition: said so, with what it stands for, at the same place */
+    const char *const composition[] = {"policy={borrow: ema}", NULL};
     experiment_fails(path, unknown, EMA_CONFIG_ERROR_KEY, NULL,
                      "--set:1:17: policy.borrow: unknown borrow policy 'neighbour' (known: ", NULL);
     experiment_fails(path, other_kind, EMA_CONFIG_ERROR_KEY, NULL,
                      "--set:1:17: policy.borrow: unknown borrow policy 'migrate': it is a reclaim "
                      "policy (borrow policies: ",
+                     NULL);
+    experiment_fails(path, composition, EMA_CONFIG_ERROR_KEY, NULL,
+                     "--set:1:17: policy.borrow: unknown borrow policy 'ema': it is a composition "
+                     "of policies (`policy: ema` is {borrow: most-idle, ",
                      NULL);
     g_autoptr(EmaExperiment) ema = load_experiment(path, named);
     g_autoptr(EmaExperiment) mine = load_experiment(path, custom);

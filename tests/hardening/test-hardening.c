@@ -582,10 +582,14 @@ static void test_plugin_silent_init(void) {
   /* named with its file, as its decide's errors are (it was the policy's name alone) */
   g_autofree char *want = g_strdup_printf(
       "ema-sim: borrow policy silent-init (%s): init failed without saying why\n", module);
+  g_autofree char *no_results = ema_test_no_results(out);
+  g_autofree char *want_run =
+      g_strdup_printf("ema-sim: borrow policy silent-init (%s): init failed without saying why%s",
+                      module, no_results);
   g_autoptr(EmaTestRun) run =
       ema_test_cli("--plugin-dir", plugins, "run", path, "-o", out, "--no-plot", NULL);
   g_assert_cmpint(run->status, ==, 1);
-  ema_test_assert_contains(run->err, want);
+  ema_test_assert_contains(run->err, want_run);
   {
     /* try-policy calls init the same way (it crashed on the missing error) */
     g_autofree char *view = ema_test_fixture("policies", "view-short.yaml");
@@ -625,13 +629,15 @@ static EmaTestRun *run_contract(const char *dir, const char *policy, const char 
 static void test_plugin_contract(void) {
   g_autofree char *dir = ema_test_temp_dir();
   g_autofree char *module = NULL;
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *no_results = ema_test_no_results(out);
   {
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: writes-lent", NULL);
     module = g_build_filename(dir, "plugins", "contract." G_MODULE_SUFFIX, NULL);
     g_autofree char *want = g_strdup_printf(
         "ema-sim: borrow policy writes-lent (%s): decide wrote into its read-only view "
-        "(lent[]): the run stops before the pool acts on it\n",
-        module);
+        "(lent[]): the run stops before the pool acts on it%s",
+        module, no_results);
     ema_test_assert_failed(run, 1, want);
   }
   {
@@ -643,8 +649,8 @@ static void test_plugin_contract(void) {
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: writes-params", NULL);
     g_autofree char *want = g_strdup_printf("ema-sim: borrow policy writes-params (%s): decide "
                                             "wrote into its parameters: the run stops before "
-                                            "the pool acts on it\n",
-                                            module);
+                                            "the pool acts on it%s",
+                                            module, no_results);
     ema_test_assert_failed(run, 1, want);
   }
   {
@@ -652,8 +658,8 @@ static void test_plugin_contract(void) {
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: plan-overfull", NULL);
     g_autofree char *want = g_strdup_printf("ema-sim: borrow policy plan-overfull (%s): decide "
                                             "planned 1000 actions, more than a plan holds "
-                                            "(16)\n",
-                                            module);
+                                            "(16)%s",
+                                            module, no_results);
     ema_test_assert_failed(run, 1, want);
   }
   {
@@ -679,7 +685,6 @@ static void test_plugin_contract(void) {
   }
   {
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: returns-minint", NULL);
-    g_autofree char *out = g_build_filename(dir, "out", NULL);
     ema_test_assert_ok(run);
     ema_test_assert_contains(keep_path(ema_test_read_file(out, "summary.json")), "\"returns\" : ");
   }
@@ -691,16 +696,69 @@ static void test_plugin_contract(void) {
         run_contract(dir, "borrow: on-demand, prefetch: prefetch-writes-lent", edits);
     g_autofree char *want = g_strdup_printf(
         "ema-sim: prefetch policy prefetch-writes-lent (%s): decide wrote into its read-only view "
-        "(lent[]): the run stops before the pool acts on it\n",
-        module);
+        "(lent[]): the run stops before the pool acts on it%s",
+        module, no_results);
     ema_test_assert_failed(run, 1, want);
   }
   {
     const char *edits[] = {"EMA_POOL_CHECKS=bogus", NULL};
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: returns-minint", edits);
-    ema_test_assert_contains(run->err, "EMA_POOL_CHECKS=bogus: give all, sample or off\n");
+    g_autofree char *want =
+        g_strconcat("EMA_POOL_CHECKS=bogus: give all, sample or off", no_results, NULL);
+    ema_test_assert_contains(run->err, want);
     g_assert_cmpint(run->status, ==, 1);
   }
+  ema_test_remove_tree(dir);
+}
+
+static gint by_name(gconstpointer a, gconstpointer b) {
+  return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* DIR's entries, sorted, space-separated. */
+static char *dir_entries(const char *dir) {
+  g_autoptr(GDir) handle = g_dir_open(dir, 0, NULL);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  const char *name;
+  g_assert_nonnull(handle);
+  while ((name = g_dir_read_name(handle)) != NULL)
+    g_ptr_array_add(names, g_strdup(name));
+  g_ptr_array_sort(names, by_name);
+  g_ptr_array_add(names, NULL);
+  return g_strjoinv(" ", (char **) names->pdata);
+}
+
+/* A run that a plugin stops mid-run (the contract plugin's writes-lent, its decide writing into
+ * its view) leaves no folder that passes for a result: it left resolved.yaml and the tables as
+ * far as they went (requests.csv, timeline.csv) without a summary.json. Its tables
+ * are written into out/.ema-partial and go with it; out/ keeps the marker, the run's
+ * resolved.yaml and the user's notes.txt, and the error line says that no results were written.
+ * A run that ends well moves them into place and leaves no .ema-partial. */
+static void test_plugin_failed_run_no_results(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *out = g_build_filename(dir, "out", NULL);
+  g_autofree char *notes = g_build_filename(out, "notes.txt", NULL);
+  g_autofree char *module = g_build_filename(dir, "plugins", "contract." G_MODULE_SUFFIX, NULL);
+  g_autofree char *no_results = ema_test_no_results(out);
+  g_autofree char *want = g_strdup_printf(
+      "ema-sim: borrow policy writes-lent (%s): decide wrote into its read-only view (lent[]): "
+      "the run stops before the pool acts on it%s",
+      module, no_results);
+  {
+    g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: returns-minint", NULL);
+    ema_test_assert_ok(run);
+  }
+  g_assert_cmpstr(keep_path(dir_entries(out)), ==,
+                  ".ema-output events.csv requests.csv resolved.yaml summary.json tenants.csv "
+                  "timeline.csv");
+  g_assert_true(g_file_set_contents(notes, "mine", -1, NULL));
+  {
+    g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: writes-lent", NULL);
+    ema_test_assert_failed(run, 1, want);
+  }
+  g_assert_cmpstr(keep_path(dir_entries(out)), ==, ".ema-output notes.txt resolved.yaml");
+  ema_test_assert_contains(keep_path(ema_test_read_file(out, "resolved.yaml")), "writes-lent");
+  g_assert_cmpstr(keep_path(ema_test_read_file(out, "notes.txt")), ==, "mine");
   ema_test_remove_tree(dir);
 }
 
@@ -733,7 +791,7 @@ static void test_plugin_crash(void) {
       {"abort-init", "init", SIGABRT, "SIGABRT"},
       {"deep-decide", "decide", SIGSEGV, "SIGSEGV"}, /* a stack overflow */
   };
-  g_autofree char *dir = NULL, *plugins = NULL, *module = NULL;
+  g_autofree char *dir = NULL, *plugins = NULL, *module = NULL, *out = NULL;
   if (!EMA_PLUGIN_GUARD_SIGNALS) {
     g_test_skip("the crash handlers are not installed under AddressSanitizer");
     return;
@@ -741,6 +799,7 @@ static void test_plugin_crash(void) {
   dir = ema_test_temp_dir();
   plugins = plugin_dir_with(dir, "crashing");
   module = g_build_filename(plugins, "crashing." G_MODULE_SUFFIX, NULL);
+  out = g_build_filename(dir, "out", NULL);
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *policy = g_strdup_printf("borrow: %s", cases[i].policy);
     g_autofree char *err = NULL;
@@ -751,6 +810,9 @@ static void test_plugin_crash(void) {
     g_assert_true(WIFSIGNALED(status));
     g_assert_cmpint(WTERMSIG(status), ==, cases[i].signal);
     ema_test_assert_contains(err, want);
+    /* its tables as far as they went only in the hidden .ema-partial (the next claim removes
+     * it): the folder does not pass for a result */
+    g_assert_cmpstr(keep_path(dir_entries(out)), ==, ".ema-output .ema-partial resolved.yaml");
   }
   {
     /* try-policy calls the same hooks */
@@ -1628,6 +1690,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/hardening/plugin/small-symbol", test_plugin_small_symbol);
   g_test_add_func("/hardening/plugin/silent-init", test_plugin_silent_init);
   g_test_add_func("/hardening/plugin/contract", test_plugin_contract);
+  g_test_add_func("/hardening/plugin/failed-run-no-results", test_plugin_failed_run_no_results);
   g_test_add_func("/hardening/plugin/crash", test_plugin_crash);
   g_test_add_func("/hardening/plugin/hang", test_plugin_hang);
   g_test_add_func("/hardening/plugin/guard-unchanged", test_plugin_guard_unchanged);

@@ -173,6 +173,31 @@ static void test_find_unknown(void) {
     g_assert_cmpstr(error->message, ==, expected);
     g_error_free(error);
   }
+  {
+    /* a composition: said so, with what `policy: NAME` is, from the composition's own table (it
+     * read as a name no kind has); offload is a prefetch policy too */
+    g_autoptr(GPtrArray) list = ema_policy_registry_list(EMA_POLICY_BORROW);
+    g_autofree char *names = joined(list);
+    const EmaPolicyComposition *ema = ema_policy_registry_find_composition("ema", NULL);
+    const EmaPolicyComposition *offload = ema_policy_registry_find_composition("offload", NULL);
+    g_autofree char *expected =
+        g_strdup_printf("unknown borrow policy 'ema': it is a composition of policies (`policy: "
+                        "ema` is %s; borrow policies: %s)",
+                        ema->yaml, names);
+    g_autofree char *expected_offload =
+        g_strdup_printf("unknown borrow policy 'offload': it is a prefetch policy and a "
+                        "composition of policies (`policy: offload` is %s; borrow policies: %s)",
+                        offload->yaml, names);
+    GError *error = NULL;
+    g_assert_true(g_str_has_prefix(ema->yaml, "{borrow: most-idle, "));
+    g_assert_null(ema_policy_registry_find(EMA_POLICY_BORROW, "ema", &error));
+    g_assert_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN);
+    g_assert_cmpstr(error->message, ==, expected);
+    g_clear_error(&error);
+    g_assert_null(ema_policy_registry_find(EMA_POLICY_BORROW, "offload", &error));
+    g_assert_cmpstr(error->message, ==, expected_offload);
+    g_error_free(error);
+  }
 }
 
 static void test_find_unknown_composition(void) {

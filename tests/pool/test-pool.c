@@ -2339,7 +2339,8 @@ static void reclaim_sink(gpointer data, const EmaPoolEvent *event) {
  * borrower has no free local block; the peer has room for 3 of 6; the
  * "peer" is the lender itself; the plan names a borrower that does not
  * exist (nothing happens, then everything is dropped); a target outside
- * EmaVacateTarget, whose event says so (it said "no room there"). */
+ * EmaVacateTarget, and a peer past the server, whose events say so (they
+ * said "no room there"). */
 static void test_reclaim_fallback(void) {
   Bench *b = reclaim_bench(40, 0, two_requests, 2);
   g_autoptr(GArray) events = g_array_new(FALSE, FALSE, sizeof(EmaPoolEvent));
@@ -2408,6 +2409,24 @@ static void test_reclaim_fallback(void) {
   g_assert_cmpstr(e->reason, ==,
                   "test-reclaim-fixed: lender gpu1 lacks 16 slices; 16 slices from gpu0, 6 blocks "
                   "of its KV dropped: target 7 is not a reclaim target");
+  assert_back_after(b, t, unmap_time(b, 16));
+  finish(b, 2);
+  bench_free(b);
+
+  b = reclaim_bench(40, 0, two_requests, 2);
+  bench_to(b, EMA_MS(25));
+  g_array_set_size(events, 0);
+  ema_pool_set_event_sink(b->pool, reclaim_sink, events, 1u << EMA_POOL_EVENT_RECLAIM);
+  t = reclaim_at(b, EMA_MS(25), EMA_VACATE_TO_PEER, 9);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 6);
+  g_assert_cmpuint(events->len, ==, 1);
+  e = &g_array_index(events, EmaPoolEvent, 0);
+  g_assert_cmpint(e->target, ==, EMA_VACATE_TO_PEER);
+  g_assert_cmpuint(e->target_gpu, ==, 9);
+  g_assert_cmpstr(e->reason, ==,
+                  "test-reclaim-fixed: lender gpu1 lacks 16 slices; 16 slices from gpu0, 6 blocks "
+                  "of its KV dropped: target_gpu 9 is not a GPU of this server (gpu0..gpu3)");
   assert_back_after(b, t, unmap_time(b, 16));
   finish(b, 2);
   bench_free(b);

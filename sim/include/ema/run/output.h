@@ -1,8 +1,9 @@
 /* output.h: what a run leaves behind: DIR/resolved.yaml (the experiment with
  * every value explicit), DIR/summary.json (machine-readable results; serving runs also
- * requests.csv and timeline.csv, written by serving.c as they run) and a
- * short human-readable table on the terminal. Outputs depend only on the
- * inputs, except summary.json's sim.wall_s (the run's wall-clock time). */
+ * requests.csv and timeline.csv, written by serving.c as they run into DIR/.ema-partial and
+ * moved into DIR when the run ends well) and a short human-readable table on the terminal.
+ * Outputs depend only on the inputs, except summary.json's sim.wall_s (the run's wall-clock
+ * time). */
 #pragma once
 
 #include <stdio.h>
@@ -17,6 +18,11 @@ G_BEGIN_DECLS
 
 /* The marker file of a folder ema-sim run writes into. */
 #define EMA_OUTPUT_MARKER ".ema-output"
+/* The folder inside a run's folder that its tables are written into while it runs
+ * (ema_output_partial_dir): moved into place when the run ends well, removed when it fails, and
+ * left hidden by a run that is killed (a run's entry: the next claim removes it). So a folder
+ * holds a run's tables only beside their summary.json. */
+#define EMA_OUTPUT_PARTIAL ".ema-partial"
 /* The environment variable through which a process that claimed a folder
  * hands the claim (the descriptor its lock is on) to a program it starts
  * (a sweep to a point's run): that program's claim of the same folder
@@ -107,6 +113,17 @@ gboolean ema_output_claim_dir(const char *dir, const char *const *extra, GError 
  * own kind of folder). */
 gboolean ema_output_claim_run_dir_as(const char *dir, const EmaOutputClaimAs *as,
                                      const char *const *extra, GError **error);
+/* DIR/.ema-partial (EMA_OUTPUT_PARTIAL), made empty, for the tables of a run into DIR (claimed);
+ * NULL with ERROR set when it cannot be made. */
+char *ema_output_partial_dir(const char *dir, GError **error);
+/* The run into DIR ended well: every file of DIR/.ema-partial goes into DIR (summary.json last,
+ * so a folder with a summary.json holds all its tables), and the folder goes. */
+gboolean ema_output_publish_run(const char *dir, GError **error);
+/* The run into DIR failed with *ERROR (set): PARTIAL (ema_output_partial_dir's, NULL for a run
+ * that writes none: an ops run's one result is its summary.json) and what the run wrote into it
+ * go (DIR keeps the claim's marker and the run's resolved.yaml), and *ERROR says that no results
+ * were written. */
+void ema_output_run_failed(const char *dir, const char *partial, GError **error);
 /* NAME is an entry a run writes into its folder (or the marker): no
  * sub-folder of a run's may take it. */
 gboolean ema_output_is_run_entry(const char *name);
