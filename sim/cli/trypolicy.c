@@ -223,10 +223,16 @@ static gboolean decide(const EmaPolicyInfo *info, gconstpointer params, const Em
       return FALSE;
     for (guint i = 0; i < plan.n; i++) {
       const EmaReclaimAction *a = &plan.actions[i];
-      fprintf(out, "  take back %" G_GUINT64_FORMAT " slices from gpu%u, data to %s", a->slices,
-              a->borrower,
-              (guint) a->target < G_N_ELEMENTS(vacate_names) ? vacate_names[a->target] : "?");
-      if (a->target == EMA_VACATE_TO_PEER)
+      /* data with no place (a target outside the four, a peer past the view): a run drops it,
+       * for the reason its reclaim row gives (the pool's words) */
+      g_autofree char *no_place = ema_reclaim_action_no_place(a, view->n_gpus);
+      fprintf(out, "  take back %" G_GUINT64_FORMAT " slices from gpu%u, data ", a->slices,
+              a->borrower);
+      if (no_place)
+        fprintf(out, "dropped: %s", no_place);
+      else
+        fprintf(out, "to %s", vacate_names[a->target]);
+      if (!no_place && a->target == EMA_VACATE_TO_PEER)
         fprintf(out, " gpu%u", a->target_gpu);
       fputc('\n', out);
     }

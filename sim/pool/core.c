@@ -1067,16 +1067,17 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
   EmaPoolEvent e = event_start(c, EMA_POOL_EVENT_RECLAIM, lender, bi);
   double time = 0, unmap_s = 0, evict_s;
   gboolean ok = TRUE;
-  gboolean known_target = (guint) action->target < G_N_ELEMENTS(vacate_names);
-  gboolean to_peer = action->target == EMA_VACATE_TO_PEER;
   /* a plan naming no place for the data (a target outside EmaVacateTarget, or a peer past the
    * server): its data is dropped, and the reason says why (it read as a target without room) */
-  gboolean no_place = !known_target || (to_peer && action->target_gpu >= c->n);
+  g_autofree char *no_place_why = NULL;
+  gboolean no_place;
   *taken = 0;
   *data_s = 0;
   *unmap = 0;
   if (slices == 0 || bi == lender)
     return TRUE;
+  no_place_why = ema_reclaim_action_no_place(action, c->n);
+  no_place = no_place_why != NULL;
   e.target = action->target;
   e.target_gpu = action->target_gpu;
   excess = ema_slice_ledger_reclaim_excess(&c->ledger, lender, bi, slices, &keep);
@@ -1084,12 +1085,9 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
   if (excess > 0)
     reason_add(&e, ", %" G_GUINT64_FORMAT " blocks of its KV %s", excess,
                vacate_names[no_place ? EMA_VACATE_DROP : action->target]);
-  if (excess > 0 && !known_target)
-    reason_add(&e, ": target %d is not a reclaim target", (int) action->target);
-  else if (excess > 0 && no_place)
-    reason_add(&e, ": target_gpu %u is not a GPU of this server (gpu0..gpu%u)", action->target_gpu,
-               c->n - 1);
-  else if (excess > 0 && to_peer)
+  if (excess > 0 && no_place)
+    reason_add(&e, ": %s", no_place_why);
+  else if (excess > 0 && action->target == EMA_VACATE_TO_PEER)
     reason_add(&e, " gpu%u", action->target_gpu);
   if (excess > 0) {
     switch (action->target) {

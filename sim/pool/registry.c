@@ -578,6 +578,26 @@ static const char *composition_name(gconstpointer item) {
   return ((const EmaPolicyComposition *) item)->name;
 }
 
+/* The kinds other than EXCEPT (EMA_POLICY_KINDS: every kind) that have a policy NAME, appended
+ * to WHAT as "a reclaim policy" or "a borrow and a reclaim policy", and to MAPS (where not NULL)
+ * as the maps that name it there, "policy: {reclaim: QUOTED}" joined by " or "; how many. */
+static guint append_kinds_of(GString *what, GString *maps, const char *name, const char *quoted,
+                             guint except) {
+  guint n = 0;
+  for (guint k = 0; k < EMA_POLICY_KINDS; k++) {
+    if (k == except || !g_hash_table_contains(registry->names[k], name))
+      continue;
+    g_string_append_printf(what, "%s%s", n ? " and a " : "a ", ema_policy_kind_name(k));
+    if (maps)
+      g_string_append_printf(maps, "%spolicy: {%s: %s}", n ? " or " : "", ema_policy_kind_name(k),
+                             quoted);
+    n++;
+  }
+  if (n > 0)
+    g_string_append(what, " policy");
+  return n;
+}
+
 const EmaPolicyInfo *ema_policy_registry_find(EmaPolicyKind kind, const char *name,
                                               GError **error) {
   const EmaPolicyInfo *info;
@@ -588,17 +608,12 @@ const EmaPolicyInfo *ema_policy_registry_find(EmaPolicyKind kind, const char *na
   if (info == NULL) {
     g_autofree char *known = join_names(registry->policies[kind], info_name);
     g_autofree char *quoted = ema_file_quote_cut(name, -1);
-    g_autoptr(GString) other = g_string_new(NULL);
     g_autoptr(GString) what = g_string_new(NULL);
     const EmaPolicyComposition *composition =
         g_hash_table_lookup(registry->composition_names, name);
     /* a policy of another kind, or a composition, named where this kind's goes: said, with this
      * kind's names (and the composition's policies, from its own table) */
-    for (guint k = 0; k < EMA_POLICY_KINDS; k++)
-      if (k != kind && g_hash_table_contains(registry->names[k], name))
-        g_string_append_printf(other, "%s%s", other->len ? " and a " : "", ema_policy_kind_name(k));
-    if (other->len > 0)
-      g_string_append_printf(what, "a %s policy", other->str);
+    append_kinds_of(what, NULL, name, quoted, kind);
     if (composition)
       g_string_append_printf(what, "%sa composition of policies", what->len ? " and " : "");
     if (composition)
@@ -683,6 +698,16 @@ gboolean ema_policy_info_plan_fits(const EmaPolicyInfo *info, const char *hook, 
   return FALSE;
 }
 
+char *ema_reclaim_action_no_place(const EmaReclaimAction *action, guint n_gpus) {
+  g_return_val_if_fail(n_gpus > 0, NULL);
+  if ((guint) action->target > EMA_VACATE_DROP)
+    return g_strdup_printf("target %d is not a reclaim target", (int) action->target);
+  if (action->target == EMA_VACATE_TO_PEER && action->target_gpu >= n_gpus)
+    return g_strdup_printf("target_gpu %u is not a GPU of this server (gpu0..gpu%u)",
+                           action->target_gpu, n_gpus - 1);
+  return NULL;
+}
+
 const EmaPolicyComposition *ema_policy_registry_find_composition(const char *name, GError **error) {
   const EmaPolicyComposition *composition;
   g_return_val_if_fail(name != NULL, NULL);
@@ -691,8 +716,16 @@ const EmaPolicyComposition *ema_policy_registry_find_composition(const char *nam
   if (composition == NULL) {
     g_autofree char *known = join_names(registry->compositions, composition_name);
     g_autofree char *quoted = ema_file_quote_cut(name, -1);
-    g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
-                "unknown policy '%s' (known compositions: %s)", quoted, known);
+    g_autoptr(GString) what = g_string_new(NULL);
+    g_autoptr(GString) maps = g_string_new(NULL);
+    /* one policy named where a composition goes: said, with the map that names it */
+    if (append_kinds_of(what, maps, name, quoted, EMA_POLICY_KINDS) > 0)
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
+                  "unknown policy '%s': it is %s (write %s, or a composition: %s)", quoted,
+                  what->str, maps->str, known);
+    else
+      g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
+                  "unknown policy '%s' (known compositions: %s)", quoted, known);
   }
   return composition;
 }

@@ -1698,6 +1698,29 @@ static void test_experiment_policy_overrides(void) {
                      "--set:1:17: policy.borrow: unknown borrow policy 'ema': it is a composition "
                      "of policies (`policy: ema` is {borrow: most-idle, ",
                      NULL);
+    /* the reverse, one policy where a composition goes: said, with the map that names it, at
+     * the same place, in a --set and in the file (it read as a name no composition has) */
+    {
+      const char *const one_policy[] = {"policy=most-idle", NULL};
+      g_autofree char *file_path = g_build_filename(dir, "one-policy.yaml", NULL);
+      g_autofree char *file_text = g_strdup(text);
+      char *at = strstr(file_text, "policy: ema\n");
+      g_autofree char *file_message = NULL;
+      g_autofree char *file_yaml = NULL;
+      *at = '\0';
+      file_yaml = g_strconcat(file_text, "policy: most-idle\n", at + strlen("policy: ema\n"), NULL);
+      file_message = g_strdup_printf("%s:3:9: policy: unknown policy 'most-idle': it is a borrow "
+                                     "policy (write policy: {borrow: most-idle}, or a "
+                                     "composition: ema, ",
+                                     file_path);
+      experiment_fails(path, one_policy, EMA_CONFIG_ERROR_KEY, NULL,
+                       "--set:1:8: policy: unknown policy 'most-idle': it is a borrow policy "
+                       "(write policy: {borrow: most-idle}, or a composition: ema, ",
+                       NULL);
+      g_assert_true(g_file_set_contents(file_path, file_yaml, -1, NULL));
+      experiment_fails(file_path, NULL, EMA_CONFIG_ERROR_KEY, NULL, file_message, NULL);
+      g_remove(file_path);
+    }
     g_autoptr(EmaExperiment) ema = load_experiment(path, named);
     g_autoptr(EmaExperiment) mine = load_experiment(path, custom);
     g_assert_cmpstr(ema->policy.name, ==, "ema");

@@ -4,10 +4,10 @@
  * from EMA_PLUGIN_PATH; `describe-policy` of a plugin policy, a built-in
  * and a composition; and the errors: an unknown name (exit 1, one line, the
  * known names), a missing plugin folder, a folder with a broken module, and
- * usage errors (exit 2); `try-policy` on hand-made views, and its errors:
- * views no pool could be, settings the policy's kind does not read, a
- * server whose file does not load, a --gpu the pool never calls the
- * policy's kind for. */
+ * usage errors (exit 2); `try-policy` on hand-made views (a reclaim plan's
+ * data with no place said to be dropped), and its errors: views no pool
+ * could be, settings the policy's kind does not read, a server whose file
+ * does not load, a --gpu the pool never calls the policy's kind for. */
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -304,6 +304,28 @@ static void test_try_policy(void) {
     ema_test_assert_ok(run);
   }
   ema_test_remove_tree(tmp);
+  ema_test_remove_tree(dir);
+}
+
+/* A reclaim plan whose data has no place (good/far-peer.c: a peer past the view's 3 GPUs, a
+ * target outside EmaVacateTarget): try-policy says a run drops it, in the pool's words (its
+ * reclaim row's reason, /pool/reclaim/fallback), where it said `data to peer gpu9` and `data to
+ * ?`; a peer the view has stays as it was. */
+static void test_try_policy_no_place(void) {
+  g_autofree char *dir = ema_test_temp_dir();
+  g_autofree char *target =
+      g_build_filename(g_getenv("EMA_TEST_POLICY_MODULES"), "far-peer." G_MODULE_SUFFIX, NULL);
+  g_autoptr(EmaTestRun) run = NULL;
+  ema_test_link_into(dir, "far-peer." G_MODULE_SUFFIX, target);
+  run = ema_test_cli("try-policy", "reclaim", "far-peer", VIEW, "--gpu", "1", "--needed", "20",
+                     "--plugin-dir", dir, NULL);
+  ema_test_assert_ok(run);
+  ema_test_assert_contains(run->out,
+                           "\n  take back 1 slices from gpu0, data dropped: target_gpu 9 is not a "
+                           "GPU of this server (gpu0..gpu2)\n"
+                           "  take back 1 slices from gpu0, data dropped: target 7 is not a "
+                           "reclaim target\n"
+                           "  take back 1 slices from gpu0, data to peer gpu2\n");
   ema_test_remove_tree(dir);
 }
 
@@ -634,6 +656,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/policy-cli/try-policy/unread", test_try_policy_unread);
   g_test_add_func("/policy-cli/try-policy/server-file", test_try_policy_server_file);
   g_test_add_func("/policy-cli/try-policy/uncalled-gpu", test_try_policy_uncalled_gpu);
+  g_test_add_func("/policy-cli/try-policy/no-place", test_try_policy_no_place);
   g_test_add_func("/policy-cli/describe/unknown", test_describe_unknown);
   g_test_add_func("/policy-cli/errors/missing-plugin-dir", test_missing_plugin_dir);
   g_test_add_func("/policy-cli/errors/broken-plugin", test_broken_plugin);

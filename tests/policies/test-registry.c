@@ -202,16 +202,30 @@ static void test_find_unknown(void) {
 
 static void test_find_unknown_composition(void) {
   g_autoptr(GPtrArray) list = ema_policy_registry_list_compositions();
-  g_autoptr(GString) expected = g_string_new("unknown policy 'nope' (known compositions: ");
+  g_autoptr(GString) names = g_string_new(NULL);
+  g_autofree char *expected = NULL;
+  g_autofree char *expected_policy = NULL;
   GError *error = NULL;
   for (guint i = 0; i < list->len; i++)
-    g_string_append_printf(expected, "%s%s", i ? ", " : "",
+    g_string_append_printf(names, "%s%s", i ? ", " : "",
                            ((const EmaPolicyComposition *) list->pdata[i])->name);
-  g_string_append(expected, ")");
+  expected = g_strdup_printf("unknown policy 'nope' (known compositions: %s)", names->str);
   g_assert_null(ema_policy_registry_find_composition("nope", &error));
   g_assert_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN);
-  g_assert_cmpstr(error->message, ==, expected->str);
-  g_error_free(error);
+  g_assert_cmpstr(error->message, ==, expected);
+  g_clear_error(&error);
+  /* one policy named where a composition goes: said, with the map that names it and the
+   * compositions (it read as a name no composition has); `offload`, a prefetch policy too, is
+   * the composition */
+  expected_policy = g_strdup_printf("unknown policy 'most-idle': it is a borrow policy (write "
+                                    "policy: {borrow: most-idle}, or a composition: %s)",
+                                    names->str);
+  g_assert_null(ema_policy_registry_find_composition("most-idle", &error));
+  g_assert_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN);
+  g_assert_cmpstr(error->message, ==, expected_policy);
+  g_clear_error(&error);
+  g_assert_nonnull(ema_policy_registry_find_composition("offload", &error));
+  g_assert_no_error(error);
 }
 
 /* ---- modules added in-process ------------------------------------------------------ */
@@ -252,6 +266,31 @@ static void test_add_module(void) {
   g_assert_cmpstr(error->message, ==,
                   "again: borrow policy 'inproc-b': already registered (test-add-module)");
   g_clear_error(&error);
+
+  {
+    /* a name two kinds have, named where a composition goes: both kinds, both maps */
+    static const EmaBorrowPolicyOps twice_b = {.abi_version = EMA_POLICY_ABI_VERSION,
+                                               .name = "inproc-twice",
+                                               .summary = "added in-process",
+                                               .decide = noop_borrow};
+    static const EmaReclaimPolicyOps twice_r = {.abi_version = EMA_POLICY_ABI_VERSION,
+                                                .name = "inproc-twice",
+                                                .summary = "added in-process",
+                                                .decide = noop_reclaim};
+    static const EmaBorrowPolicyOps *const borrow_twice[] = {&twice_b, NULL};
+    static const EmaReclaimPolicyOps *const reclaim_twice[] = {&twice_r, NULL};
+    static const EmaPolicyModule twice = {EMA_POLICY_ABI_VERSION, borrow_twice, NULL,
+                                          reclaim_twice};
+    g_assert_true(ema_policy_registry_add_module(&twice, "test-twice", &error));
+    g_assert_no_error(error);
+    g_assert_null(ema_policy_registry_find_composition("inproc-twice", &error));
+    g_assert_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN);
+    g_assert_true(g_str_has_prefix(error->message,
+                                   "unknown policy 'inproc-twice': it is a borrow and a reclaim "
+                                   "policy (write policy: {borrow: inproc-twice} or policy: "
+                                   "{reclaim: inproc-twice}, or a composition: ema, "));
+    g_clear_error(&error);
+  }
 }
 
 static void test_add_module_all_or_nothing(void) {

@@ -103,11 +103,20 @@ gboolean ema_policy_info_init(const EmaPolicyInfo *info, gpointer state, gconstp
  * try-policy's. */
 gboolean ema_policy_info_plan_fits(const EmaPolicyInfo *info, const char *hook, guint n,
                                    guint capacity, GError **error);
+/* Why the data of a reclaim plan's ACTION has no place on a server of N_GPUS (> 0), so that a
+ * run drops it: "target 7 is not a reclaim target" (a target outside EmaVacateTarget) or
+ * "target_gpu 9 is not a GPU of this server (gpu0..gpu3)" (EMA_VACATE_TO_PEER past the server);
+ * NULL where it has one. The pool's reason ("N blocks of its KV dropped: WHY"), and
+ * try-policy's. */
+char *ema_reclaim_action_no_place(const EmaReclaimAction *action, guint n_gpus);
 /* All policies of KIND sorted by name (EmaPolicyInfo *, owned by the
  * registry). */
 GPtrArray *ema_policy_registry_list(EmaPolicyKind kind);
 
-/* Named compositions (built-in: ema_builtin_compositions). */
+/* Named compositions (built-in: ema_builtin_compositions). An unknown NAME is
+ * EMA_POLICY_ERROR_UNKNOWN: "unknown policy 'NAME' (known compositions: a, b)", or where NAME is
+ * one policy "unknown policy 'NAME': it is a borrow policy (write policy: {borrow: NAME}, or a
+ * composition: a, b)" (the reverse of ema_policy_registry_find's "it is a composition"). */
 const EmaPolicyComposition *ema_policy_registry_find_composition(const char *name, GError **error);
 GPtrArray *ema_policy_registry_list_compositions(void);
 
