@@ -49,23 +49,6 @@ static gboolean exists(const char *dir, const char *name) {
   return g_file_test(path, G_FILE_TEST_EXISTS);
 }
 
-static gint by_name(gconstpointer a, gconstpointer b) {
-  return strcmp(*(const char *const *) a, *(const char *const *) b);
-}
-
-/* DIR's entries, sorted, space-separated. */
-static char *entries(const char *dir) {
-  g_autoptr(GDir) handle = g_dir_open(dir, 0, NULL);
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-  const char *name;
-  g_assert_nonnull(handle);
-  while ((name = g_dir_read_name(handle)) != NULL)
-    g_ptr_array_add(names, g_strdup(name));
-  g_ptr_array_sort(names, by_name);
-  g_ptr_array_add(names, NULL);
-  return g_strjoinv(" ", (char **) names->pdata);
-}
-
 static void touch(const char *dir, const char *name, const char *text) {
   g_autofree char *path = g_build_filename(dir, name, NULL);
   GError *error = NULL;
@@ -148,7 +131,7 @@ static void test_marker_leftover(void) {
   touch(other, ".ema-output.backup", "mine");
   run_ok(exp, out);
   /* the leftover gone, the run's files there */
-  g_assert_cmpstr(keep(entries(out)), ==,
+  g_assert_cmpstr(keep(ema_test_dir_entries(out)), ==,
                   ".ema-output requests.csv resolved.yaml summary.json tenants.csv timeline.csv");
   {
     g_autoptr(EmaTestRun) run = ema_test_cli("run", exp, "-o", other, "--no-plot", NULL);
@@ -774,7 +757,7 @@ static void assert_refused(EmaTestRun *run, const char *out, const char *holds, 
                       ".ema-output says so), not of "
                       "ema-sim %s: give another -o, or remove the folder first\n",
                       out, holds, by);
-  g_autofree char *after = entries(out);
+  g_autofree char *after = ema_test_dir_entries(out);
   ema_test_assert_failed(run, 1, want);
   g_assert_cmpstr(after, ==, before);
   ema_test_run_free(run);
@@ -798,7 +781,7 @@ static void test_folder_kinds(void) {
   touch(tmp, "s.yaml", text);
   run_ok(exp, run_dir);
   ema_test_assert_contains(keep(ema_test_read_file(run_dir, ".ema-output")), "\n# kind: run\n");
-  run_entries = entries(run_dir);
+  run_entries = ema_test_dir_entries(run_dir);
   assert_refused(ema_test_cli("sweep", sweep, "-o", run_dir, "--no-plot", NULL), run_dir, "run",
                  "sweep", run_entries);
   {
@@ -806,7 +789,7 @@ static void test_folder_kinds(void) {
     ema_test_assert_ok(run);
   }
   ema_test_assert_contains(keep(ema_test_read_file(sweep_dir, ".ema-output")), "\n# kind: sweep\n");
-  sweep_entries = entries(sweep_dir);
+  sweep_entries = ema_test_dir_entries(sweep_dir);
   assert_refused(ema_test_cli("run", exp, "-o", sweep_dir, "--no-plot", NULL), sweep_dir, "sweep",
                  "run", sweep_entries);
   {
@@ -820,7 +803,7 @@ static void test_folder_kinds(void) {
         ema_test_cli("frontier", "h200x2", "-o", frontier_dir, "--no-plot", NULL);
     g_assert_cmpint(run->status, ==, 0);
   }
-  frontier_entries = entries(frontier_dir);
+  frontier_entries = ema_test_dir_entries(frontier_dir);
   assert_refused(ema_test_cli("run", exp, "-o", frontier_dir, "--no-plot", NULL), frontier_dir,
                  "frontier", "run", frontier_entries);
   /* the same kind goes on as before */

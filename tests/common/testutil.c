@@ -253,6 +253,12 @@ GPtrArray *ema_test_list_dir(const char *dir, const char *suffix) {
   return names;
 }
 
+char *ema_test_dir_entries(const char *dir) {
+  g_autoptr(GPtrArray) names = ema_test_list_dir(dir, "");
+  g_ptr_array_add(names, NULL);
+  return g_strjoinv(" ", (char **) names->pdata);
+}
+
 char *ema_test_summary_without_wall(const char *text) {
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   GString *out = g_string_new(NULL);

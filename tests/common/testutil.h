@@ -137,6 +137,8 @@ char *ema_test_read_file(const char *dir, const char *name);
 /* The names of DIR's entries that end in SUFFIX, sorted (strcmp). The
  * test fails if DIR cannot be read. Free with g_ptr_array_unref. */
 GPtrArray *ema_test_list_dir(const char *dir, const char *suffix);
+/* DIR's entries (hidden ones too), sorted (strcmp), space-separated. Free with g_free. */
+char *ema_test_dir_entries(const char *dir);
 
 /* TEXT, a summary.json, without its provenance block (which build made
  * it: it differs between builds) and its sim.wall_s line (the wall-clock time,

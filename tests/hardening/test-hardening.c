@@ -711,23 +711,6 @@ static void test_plugin_contract(void) {
   ema_test_remove_tree(dir);
 }
 
-static gint by_name(gconstpointer a, gconstpointer b) {
-  return strcmp(*(const char *const *) a, *(const char *const *) b);
-}
-
-/* DIR's entries, sorted, space-separated. */
-static char *dir_entries(const char *dir) {
-  g_autoptr(GDir) handle = g_dir_open(dir, 0, NULL);
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-  const char *name;
-  g_assert_nonnull(handle);
-  while ((name = g_dir_read_name(handle)) != NULL)
-    g_ptr_array_add(names, g_strdup(name));
-  g_ptr_array_sort(names, by_name);
-  g_ptr_array_add(names, NULL);
-  return g_strjoinv(" ", (char **) names->pdata);
-}
-
 /* A run that a plugin stops mid-run (the contract plugin's writes-lent, its decide writing into
  * its view) leaves no folder that passes for a result: it left resolved.yaml and the tables as
  * far as they went (requests.csv, timeline.csv) without a summary.json. Its tables
@@ -748,7 +731,7 @@ static void test_plugin_failed_run_no_results(void) {
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: returns-minint", NULL);
     ema_test_assert_ok(run);
   }
-  g_assert_cmpstr(keep_path(dir_entries(out)), ==,
+  g_assert_cmpstr(keep_path(ema_test_dir_entries(out)), ==,
                   ".ema-output events.csv requests.csv resolved.yaml summary.json tenants.csv "
                   "timeline.csv");
   g_assert_true(g_file_set_contents(notes, "mine", -1, NULL));
@@ -756,7 +739,7 @@ static void test_plugin_failed_run_no_results(void) {
     g_autoptr(EmaTestRun) run = run_contract(dir, "borrow: writes-lent", NULL);
     ema_test_assert_failed(run, 1, want);
   }
-  g_assert_cmpstr(keep_path(dir_entries(out)), ==, ".ema-output notes.txt resolved.yaml");
+  g_assert_cmpstr(keep_path(ema_test_dir_entries(out)), ==, ".ema-output notes.txt resolved.yaml");
   ema_test_assert_contains(keep_path(ema_test_read_file(out, "resolved.yaml")), "writes-lent");
   g_assert_cmpstr(keep_path(ema_test_read_file(out, "notes.txt")), ==, "mine");
   ema_test_remove_tree(dir);
@@ -812,7 +795,8 @@ static void test_plugin_crash(void) {
     ema_test_assert_contains(err, want);
     /* its tables as far as they went only in the hidden .ema-partial (the next claim removes
      * it): the folder does not pass for a result */
-    g_assert_cmpstr(keep_path(dir_entries(out)), ==, ".ema-output .ema-partial resolved.yaml");
+    g_assert_cmpstr(keep_path(ema_test_dir_entries(out)), ==,
+                    ".ema-output .ema-partial resolved.yaml");
   }
   {
     /* try-policy calls the same hooks */

@@ -2335,6 +2335,32 @@ static void reclaim_sink(gpointer data, const EmaPoolEvent *event) {
   g_array_append_val((GArray *) data, *event);
 }
 
+/* A reclaim at 25 ms on the two-request bench whose plan sends the lender's 6 blocks to TARGET
+ * (TARGET_GPU), a place that is not there: they are dropped, the plan counted as adjusted, and
+ * its reclaim row says WHY. */
+static void assert_reclaim_no_place(int target, guint target_gpu, const char *why) {
+  g_autoptr(GArray) events = g_array_new(FALSE, TRUE, sizeof(EmaPoolEvent));
+  g_autofree char *reason = g_strconcat("test-reclaim-fixed: lender gpu1 lacks 16 slices; 16 "
+                                        "slices from gpu0, 6 blocks of its KV dropped: ",
+                                        why, NULL);
+  Bench *b = reclaim_bench(40, 0, two_requests, 2);
+  const EmaPoolEvent *e;
+  EmaTime t;
+  bench_to(b, EMA_MS(25));
+  ema_pool_set_event_sink(b->pool, reclaim_sink, events, 1u << EMA_POOL_EVENT_RECLAIM);
+  t = reclaim_at(b, EMA_MS(25), target, target_gpu);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1);
+  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 6);
+  g_assert_cmpuint(events->len, ==, 1);
+  e = &g_array_index(events, EmaPoolEvent, 0);
+  g_assert_cmpint(e->target, ==, target);
+  g_assert_cmpuint(e->target_gpu, ==, target_gpu);
+  g_assert_cmpstr(e->reason, ==, reason);
+  assert_back_after(b, t, unmap_time(b, 16));
+  finish(b, 2);
+  bench_free(b);
+}
+
 /* What cannot go where the plan says is dropped, and counted: the
  * borrower has no free local block; the peer has room for 3 of 6; the
  * "peer" is the lender itself; the plan names a borrower that does not
@@ -2343,8 +2369,6 @@ static void reclaim_sink(gpointer data, const EmaPoolEvent *event) {
  * said "no room there"). */
 static void test_reclaim_fallback(void) {
   Bench *b = reclaim_bench(40, 0, two_requests, 2);
-  g_autoptr(GArray) events = g_array_new(FALSE, FALSE, sizeof(EmaPoolEvent));
-  const EmaPoolEvent *e;
   EmaTime t;
   bench_to(b, EMA_MS(25));
   t = reclaim_at(b, EMA_MS(25), EMA_VACATE_TO_BORROWER, 0);
@@ -2397,39 +2421,10 @@ static void test_reclaim_fallback(void) {
   finish(b, 2);
   bench_free(b);
 
-  b = reclaim_bench(40, 0, two_requests, 2);
-  bench_to(b, EMA_MS(25));
-  ema_pool_set_event_sink(b->pool, reclaim_sink, events, 1u << EMA_POOL_EVENT_RECLAIM);
-  t = reclaim_at(b, EMA_MS(25), 7, 0);
-  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1);
-  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 6);
-  g_assert_cmpuint(events->len, ==, 1);
-  e = &g_array_index(events, EmaPoolEvent, 0);
-  g_assert_cmpint(e->target, ==, 7);
-  g_assert_cmpstr(e->reason, ==,
-                  "test-reclaim-fixed: lender gpu1 lacks 16 slices; 16 slices from gpu0, 6 blocks "
-                  "of its KV dropped: target 7 is not a reclaim target");
-  assert_back_after(b, t, unmap_time(b, 16));
-  finish(b, 2);
-  bench_free(b);
-
-  b = reclaim_bench(40, 0, two_requests, 2);
-  bench_to(b, EMA_MS(25));
-  g_array_set_size(events, 0);
-  ema_pool_set_event_sink(b->pool, reclaim_sink, events, 1u << EMA_POOL_EVENT_RECLAIM);
-  t = reclaim_at(b, EMA_MS(25), EMA_VACATE_TO_PEER, 9);
-  g_assert_cmpuint(ema_pool_stats(b->pool)->plans_adjusted, ==, 1);
-  g_assert_cmpuint(ema_pool_stats(b->pool)->blocks_dropped, ==, 6);
-  g_assert_cmpuint(events->len, ==, 1);
-  e = &g_array_index(events, EmaPoolEvent, 0);
-  g_assert_cmpint(e->target, ==, EMA_VACATE_TO_PEER);
-  g_assert_cmpuint(e->target_gpu, ==, 9);
-  g_assert_cmpstr(e->reason, ==,
-                  "test-reclaim-fixed: lender gpu1 lacks 16 slices; 16 slices from gpu0, 6 blocks "
-                  "of its KV dropped: target_gpu 9 is not a GPU of this server (gpu0..gpu3)");
-  assert_back_after(b, t, unmap_time(b, 16));
-  finish(b, 2);
-  bench_free(b);
+  /* data with no place: a target outside the four, a peer past the server */
+  assert_reclaim_no_place(7, 0, "target 7 is not a reclaim target");
+  assert_reclaim_no_place(EMA_VACATE_TO_PEER, 9,
+                          "target_gpu 9 is not a GPU of this server (gpu0..gpu3)");
 }
 
 /* The offload shares of the step in flight, with A 7 local, B 1 local + 2
