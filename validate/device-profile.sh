@@ -11,8 +11,9 @@
 #   gemm     the GEMM tables alone into OUT_DIR/gemm/, each model's shapes at the
 #            tensor-parallel degrees of GEMM_TP (default 1,2,4,8: one GPU's share of each)
 # In the environment, MODELS (comma-separated) replaces the workloads' models in steps and
-# gemm (a GPU of less memory than an H200 holds fewer of them whole), and STEPS_PREFILL
-# (CHUNK:PRIOR,...) steps.py's prefill points.
+# gemm (a GPU of less memory than an H200 holds fewer of them whole), STEPS_PREFILL
+# (CHUNK:PRIOR,...) steps.py's prefill points, and GEMM_SHAPES (K:N,...), GEMM_DTYPES (bf16,
+# fp16, fp8) and GEMM_M (m values) the gemm stage's shapes in place of the models'.
 # Each stage ends with OUT_DIR/STAGE.tgz (the lent machines bring back few files).
 #
 # Usage: validate/device-profile.sh BIN_DIR OUT_DIR [STAGE...]
@@ -100,6 +101,8 @@ PY
   gemm)
     gemm_args=(--only gemm --tp "${GEMM_TP:-1,2,4,8}")
     [ -n "${MODELS:-}" ] && gemm_args+=(--models "$MODELS")
+    [ -n "${GEMM_SHAPES:-}" ] && gemm_args+=(--gemm-shapes "$GEMM_SHAPES" --gemm-dtypes "${GEMM_DTYPES:-bf16}")
+    [ -n "${GEMM_M:-}" ] && gemm_args+=(--gemm-m "$GEMM_M")
     step ev capture -o "$out/gemm-capture" -- "$py" "$w/opprofile.py" --meta "$out/gemm-capture/workload.yaml" "${gemm_args[@]}"
     step ev profile --from-capture "$out/gemm-capture" -o "$out/gemm"
     rm -f "$out/gemm-capture/trace.json"

@@ -9,7 +9,10 @@ point range (common.py) whose time validate/trace.c takes from the captured kern
   router, m on a log grid 1..8192 (ratio ~2^(1/4)), in the model's dtype and in bf16, bias=0;
   the model's biased linears (hwmodels/llms attention_bias: gated models q/k/v, plain models
   q/k/v/o, fc1, fc2) also with bias=1 in its dtype; weights rotated over copies >= 512 MB so
-  repeats read HBM; with --tp, each degree's shapes on one GPU of the group as the step model
+  repeats read HBM; with --gemm-shapes K:N,... those shapes instead of the models', in each dtype
+  of --gemm-dtypes (bf16, fp16, fp8: FP8 E4M3 weights and activations, one scale each, through
+  torch._scaled_mm into bf16, the per-tensor FP8 GEMM alone: the activation's quantisation an
+  engine runs before it is not timed); with --tp, each degree's shapes on one GPU of the group as the step model
   (sim/hw/steptime.c) splits them: heads / tp query heads and max(1, kv_heads / tp) KV heads in
   QKV and O, ffn / tp in gate/up and down, vocab / tp in the LM head (the router whole);
 - attn_decode: one query token per sequence against `context` cached tokens (contiguous KV,
@@ -91,6 +94,8 @@ def run_gemms(models, grid, repeats, log, tps=(1,)):
 
 
 def run_gemm(k, n, dtype, bias, grid, repeats):
+    if dtype == "fp8":
+        return run_gemm_fp8(k, n, grid, repeats)
     dt = common.DTYPES[dtype]
     copies = common.rotation(k * n * 2)
     ws = [torch.randn(n, k, device="cuda", dtype=dt) / k ** 0.5 for _ in range(copies)]
@@ -106,6 +111,42 @@ def run_gemm(k, n, dtype, bias, grid, repeats):
                      repeats, copies)
     del ws, bs
     torch.cuda.empty_cache()
+
+
+def run_gemm_fp8(k, n, grid, repeats):
+    """y[m,n] (bf16) = x[m,k] W[k,n] with x and W in FP8 E4M3, one scale each (per tensor), by
+    torch._scaled_mm (cuBLASLt's FP8 GEMM), weights rotated as run_gemm's; a size it refuses is
+    logged and skipped"""
+    fp8 = torch.float8_e4m3fn
+    copies = common.rotation(k * n)
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    # W as [n, k] row-major, passed transposed: the column-major operand _scaled_mm takes
+    ws = [(torch.randn(n, k, device="cuda") / k ** 0.5).to(fp8) for _ in range(copies)]
+    for mm in grid:
+        x = torch.randn(mm, k, device="cuda").to(fp8)
+        it = iter(range(1 << 62))
+
+        def fn():
+            i = next(it) % copies
+            return torch._scaled_mm(x, ws[i].t(), scale_a=one, scale_b=one,
+                                    out_dtype=torch.bfloat16)
+        try:
+            fn()
+        except RuntimeError as e:
+            print(f"opprofile.py: gemm fp8 m={mm} k={k} n={n}: refused ({e})", flush=True)
+            continue
+        common.point("gemm", {"m": mm, "k": k, "n": n, "dtype": "fp8", "bias": 0}, fn,
+                     repeats, copies)
+    del ws
+    torch.cuda.empty_cache()
+
+
+def run_gemm_shapes(shapes, dtypes, grid, repeats, log):
+    """each (k, n) of SHAPES in each of DTYPES, bias 0"""
+    for k, n in shapes:
+        for dtype in dtypes:
+            run_gemm(k, n, dtype, 0, grid, repeats)
+            log(f"gemm k={k} n={n} {dtype}: {len(grid)} points")
 
 
 def attn_configs(models):
@@ -271,7 +312,24 @@ def main():
     ap.add_argument("--only", default="gemm,attn_decode,attn_prefill,moe,elementwise")
     ap.add_argument("--tp", default="1", help="the GEMMs' tensor-parallel degrees, e.g. 1,2,4,8 "
                     "(each a GPU's share of the model's shapes; the other operators at 1)")
+    ap.add_argument("--gemm-shapes", default="", help="K:N,... : these GEMM shapes instead of "
+                    "the models' (bias 0, in each of --gemm-dtypes)")
+    ap.add_argument("--gemm-dtypes", default="bf16", help="with --gemm-shapes: bf16, fp16, fp8")
+    ap.add_argument("--gemm-m", default="", help="with --gemm-shapes: the m values (default "
+                    "the grid)")
     a = ap.parse_args()
+    try:
+        shapes = [tuple(int(v) for v in s.split(":")) for s in a.gemm_shapes.split(",") if s]
+        m_values = [int(v) for v in a.gemm_m.split(",") if v]
+    except ValueError:
+        raise SystemExit(f"opprofile.py: --gemm-shapes {a.gemm_shapes!r} / --gemm-m "
+                         f"{a.gemm_m!r}: expected K:N,... and numbers")
+    gemm_dtypes = [d for d in a.gemm_dtypes.split(",") if d]
+    if any(len(s) != 2 or min(s) < 1 for s in shapes) or any(m < 1 for m in m_values):
+        raise SystemExit(f"opprofile.py: --gemm-shapes {a.gemm_shapes!r}: expected K:N,... of "
+                         "positive sizes, --gemm-m positive")
+    if any(d not in ("bf16", "fp16", "fp8") for d in gemm_dtypes):
+        raise SystemExit(f"opprofile.py: --gemm-dtypes {a.gemm_dtypes!r}: bf16, fp16 or fp8")
     try:
         tps = sorted({int(t) for t in a.tp.split(",")})
     except ValueError:
@@ -290,7 +348,9 @@ def main():
 
     torch.manual_seed(0)
     g = M_QUICK if a.quick else M_GRID
-    if "gemm" in only:
+    if "gemm" in only and shapes:
+        run_gemm_shapes(shapes, gemm_dtypes, m_values or g, repeats, log)
+    elif "gemm" in only:
         run_gemms(models, g, repeats, log, tps)
     if "attn_decode" in only:
         run_decode(models, [1, 16, 256] if a.quick else BATCHES,
@@ -305,6 +365,9 @@ def main():
     meta = common.versions()
     meta["gpus_measured"] = 1
     meta["models"] = "[" + ", ".join(m["name"] for m in models) + "]"
+    if shapes:
+        meta["gemm_shapes"] = "[" + ", ".join(f"{k}:{n}" for k, n in shapes) + "]"
+        meta["gemm_dtypes"] = "[" + ", ".join(gemm_dtypes) + "]"
     lines = [
         "fastest-of: [cudnn, flash, efficient]  # SDPA backends tried per attention point; "
         "*-backends.csv has each",
@@ -313,7 +376,9 @@ def main():
         "excluded)\"",
         f"repeats: {repeats}",
         "gemm: \"F.linear (cuBLAS), weights rotated over >= 512 MB of copies (cold L2); bias 1: "
-        "F.linear with a bias (cuBLASLt bias epilogue), the model's biased linears only\"",
+        "F.linear with a bias (cuBLASLt bias epilogue), the model's biased linears only; fp8: "
+        "torch._scaled_mm (cuBLASLt) of E4M3 activations and weights, one scale each, into bf16, "
+        "the GEMM alone (no activation quantisation)\"",
         f"chain: \"each repeat runs its operator max({common.CHAIN}, rotated copies) times back "
         f"to back, from one CUDA graph (the MoE table and moe_route eagerly); time per run\"",
         f"points_by_mode: {{graph: {common.MODES['graph']}, eager: {common.MODES['eager']}, "
