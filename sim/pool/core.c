@@ -1069,15 +1069,13 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
   gboolean ok = TRUE;
   /* a plan naming no place for the data (a target outside EmaVacateTarget, or a peer past the
    * server): its data is dropped, and the reason says why (it read as a target without room) */
-  g_autofree char *no_place_why = NULL;
-  gboolean no_place;
+  g_autofree char *no_place = NULL;
   *taken = 0;
   *data_s = 0;
   *unmap = 0;
   if (slices == 0 || bi == lender)
     return TRUE;
-  no_place_why = ema_reclaim_action_no_place(action, c->n);
-  no_place = no_place_why != NULL;
+  no_place = ema_reclaim_action_no_place(action, c->n);
   e.target = action->target;
   e.target_gpu = action->target_gpu;
   excess = ema_slice_ledger_reclaim_excess(&c->ledger, lender, bi, slices, &keep);
@@ -1086,7 +1084,7 @@ static gboolean apply_reclaim_action(EmaPoolCore *c, guint lender, const EmaRecl
     reason_add(&e, ", %" G_GUINT64_FORMAT " blocks of its KV %s", excess,
                vacate_names[no_place ? EMA_VACATE_DROP : action->target]);
   if (excess > 0 && no_place)
-    reason_add(&e, ": %s", no_place_why);
+    reason_add(&e, ": %s", no_place);
   else if (excess > 0 && action->target == EMA_VACATE_TO_PEER)
     reason_add(&e, " gpu%u", action->target_gpu);
   if (excess > 0) {

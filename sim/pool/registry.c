@@ -614,14 +614,13 @@ const EmaPolicyInfo *ema_policy_registry_find(EmaPolicyKind kind, const char *na
     /* a policy of another kind, or a composition, named where this kind's goes: said, with this
      * kind's names (and the composition's policies, from its own table) */
     append_kinds_of(what, NULL, name, quoted, kind);
-    if (composition)
+    if (composition) {
       g_string_append_printf(what, "%sa composition of policies", what->len ? " and " : "");
-    if (composition)
       g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
                   "unknown %s policy '%s': it is %s (`policy: %s` is %s; %s policies: %s)",
                   ema_policy_kind_name(kind), quoted, what->str, composition->name,
                   composition->yaml, ema_policy_kind_name(kind), known);
-    else if (what->len > 0)
+    } else if (what->len > 0)
       g_set_error(error, EMA_POLICY_ERROR, EMA_POLICY_ERROR_UNKNOWN,
                   "unknown %s policy '%s': it is %s (%s policies: %s)", ema_policy_kind_name(kind),
                   quoted, what->str, ema_policy_kind_name(kind), known);
