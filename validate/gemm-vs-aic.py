@@ -3,9 +3,11 @@
 AIConfigurator's table of the same GPU (gemm_perf.csv, measured inside vLLM), point by point.
 
 For each measured point (m, k, n, dtype, bias 0) whose (m, n, k) AIConfigurator's table holds in
-that dtype (bf16 -> bfloat16, fp8 -> fp8), the ratio of the two times; printed per dtype and m
-band as the median and range of (AIConfigurator / measured - 1), then the FP8 speed-up over
-BF16 (time bf16 / time fp8) that each side gives at the points both dtypes hold.
+that dtype (bf16 -> bfloat16, fp8 -> fp8), the ratio and the difference of the two times;
+printed per dtype and m band as the median and range of (AIConfigurator / measured - 1) and of
+(AIConfigurator - measured) in us (a fixed difference at small m is a kernel one side runs and
+the other does not: an engine's FP8 linear quantises its activation first), then the FP8
+speed-up over BF16 (time bf16 / time fp8) that each side gives at the points both dtypes hold.
 
 Usage: validate/gemm-vs-aic.py GEMM_CSV AIC_GEMM_PERF_CSV"""
 import csv
@@ -52,20 +54,23 @@ def read_aic(path):
                       lambda r: float(r["latency"]) * 1e3)
 
 
-def summary(values):
-    return (f"{statistics.median(values):+.1%} (range {min(values):+.1%} .. {max(values):+.1%}, "
-            f"{len(values)} points)")
+def summary(points):
+    """POINTS: (ratio - 1, difference in us) pairs"""
+    ratios, diffs = [r for r, _ in points], [d for _, d in points]
+    return (f"{statistics.median(ratios):+.1%} (range {min(ratios):+.1%} .. {max(ratios):+.1%}, "
+            f"{len(points)} points); {statistics.median(diffs):+.1f} us ({min(diffs):+.1f} .. "
+            f"{max(diffs):+.1f})")
 
 
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__.split("\n\n")[-1])
     measured, aic = read_measured(sys.argv[1]), read_aic(sys.argv[2])
-    print("AIConfigurator / measured - 1, per dtype and m band:")
+    print("AIConfigurator / measured - 1, and AIConfigurator - measured, per dtype and m band:")
     for dtype in sorted({d for d, *_ in measured}):
         key = AIC_DTYPES.get(dtype)
-        pairs = [(m, aic[(key, m, k, n)] / t - 1) for (d, m, k, n), t in measured.items()
-                 if d == dtype and (key, m, k, n) in aic]
+        pairs = [(m, (aic[(key, m, k, n)] / t - 1, aic[(key, m, k, n)] - t))
+                 for (d, m, k, n), t in measured.items() if d == dtype and (key, m, k, n) in aic]
         if not pairs:
             print(f"  {dtype}: no point of AIConfigurator's table")
             continue

@@ -364,7 +364,8 @@ def main():
         run_elementwise(models, M_QUICK if a.quick else TOKENS, repeats, log)
     meta = common.versions()
     meta["gpus_measured"] = 1
-    meta["models"] = "[" + ", ".join(m["name"] for m in models) + "]"
+    if not (shapes and only == {"gemm"}):  # --gemm-shapes alone measures no model's shapes
+        meta["models"] = "[" + ", ".join(m["name"] for m in models) + "]"
     if shapes:
         meta["gemm_shapes"] = "[" + ", ".join(f"{k}:{n}" for k, n in shapes) + "]"
         meta["gemm_dtypes"] = "[" + ", ".join(gemm_dtypes) + "]"
