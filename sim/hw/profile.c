@@ -1398,6 +1398,18 @@ static gboolean csv_dtype(const EmaCsv *csv, guint index, EmaProfileDtype *dtype
   return FALSE;
 }
 
+/* V, the number of field INDEX, as a count a shape key holds (a guint: heads, head_dim, experts,
+ * GPUs); FALSE with an error at its place where it is larger. */
+static gboolean csv_count(const EmaCsv *csv, guint index, double v, GError **error) {
+  if (v <= G_MAXUINT)
+    return TRUE;
+  g_autofree char *quoted = ema_file_quote_cut(csv->fields[index], -1);
+  g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+              "%s:%u:%u: column '%s': '%s' is above %u", csv->file, csv->line,
+              ema_csv_field_column(csv, index), csv->header[index], quoted, G_MAXUINT);
+  return FALSE;
+}
+
 static Point point_here(const EmaCsv *csv, double x, double t, gboolean keep_fastest) {
   Point pt = {x, t, csv->file, csv->line, keep_fastest, FALSE, 0};
   return pt;
@@ -1423,6 +1435,8 @@ static const char *const table_columns[EMA_PROFILE_N_KINDS][8] = {
     {"tokens", "width", "time_us", "dtype", "op", NULL},
     {"gpus", "bytes", "time_us", "dtype", NULL},
 };
+/* The numbers of each table (bits, in table_columns' order) that its key holds as a guint. */
+static const guint table_counts[EMA_PROFILE_N_KINDS] = {0, 0x1c, 0x1c, 0x1, 0, 0x1};
 
 typedef struct {
   EmaProfile *p;
@@ -1446,6 +1460,9 @@ static gboolean table_row(const EmaCsv *csv, const guint *index, gpointer data, 
   if (!ema_csv_numbers(csv, index, numeric, kind == EMA_PROFILE_ATTN_PREFILL ? 2u : 0u, v, error) ||
       !csv_dtype(csv, index[numeric], &dtype, error))
     return FALSE;
+  for (guint i = 0; i < numeric; i++)
+    if (((table_counts[kind] >> i) & 1) && !csv_count(csv, index[i], v[i], error))
+      return FALSE;
   switch (kind) {
   case EMA_PROFILE_GEMM: {
     gboolean bias = FALSE;
@@ -1509,8 +1526,10 @@ static gboolean load_table(EmaProfile *p, EmaProfileKind kind, const char *path,
   TableLoad load = {p, kind, FALSE};
   if (kind == EMA_PROFILE_GEMM) {
     EmaCsv csv;
-    if (!ema_csv_open(&csv, path, error))
+    if (!ema_csv_open(&csv, path, error)) {
+      ema_csv_clear(&csv); /* what a failed open read is the caller's to free */
       return FALSE;
+    }
     load.has_bias = g_strv_contains((const char *const *) csv.header, "bias");
     ema_csv_clear(&csv);
   }
@@ -1657,6 +1676,10 @@ static gboolean vidur_mlp_row(const EmaCsv *csv, const guint *index, gpointer da
   char key[128];
   if (!ema_csv_numbers(csv, index, 6, 0, v, error))
     return FALSE;
+  /* the heads and the head size (hidden / heads) are counts */
+  for (guint i = 0; i < 3; i++)
+    if (!csv_count(csv, index[i], v[i], error))
+      return FALSE;
   for (guint i = 0; i < 9; i++)
     if (!ema_csv_number(csv, index[7 + i], FALSE, FALSE, &t[i], error))
       return FALSE;
@@ -1713,7 +1736,7 @@ static gboolean vidur_allreduce_row(const EmaCsv *csv, const guint *index, gpoin
   double v[3];
   char key[64];
   Point pt;
-  if (!ema_csv_numbers(csv, index, 3, 0, v, error))
+  if (!ema_csv_numbers(csv, index, 3, 0, v, error) || !csv_count(csv, index[0], v[0], error))
     return FALSE;
   allreduce_key(key, sizeof key, load->dtype, (guint) v[0], EMA_PROFILE_ALLREDUCE_ANY);
   pt = import_point(csv, v[1], v[2] * 1e3, load->source);
@@ -1899,6 +1922,23 @@ static gboolean aic_least(const AicTable *t, guint i, const char *name, double v
   return FALSE;
 }
 
+/* Field I (V, read by aic_number) of the shape columns FIRST..LAST that a key holds as a count
+ * (heads, sizes, experts, GPUs): at most G_MAXUINT; else an error at its place. */
+static gboolean aic_counts(const AicTable *t, guint first, guint last, const double *v,
+                           GError **error) {
+  for (guint i = first; i <= last; i++)
+    if (v[i] > G_MAXUINT) {
+      g_autofree char *quoted = ema_file_quote_cut(aic_text(t, i), -1);
+      gboolean field = t->index[i] >= 0;
+      g_set_error(error, EMA_CONFIG_ERROR, EMA_CONFIG_ERROR_TYPE,
+                  "%s:%u:%u: column '%s': '%s' is above %u", t->csv.file, t->csv.line,
+                  field ? ema_csv_field_column(&t->csv, (guint) t->index[i]) : 1,
+                  field ? t->csv.header[t->index[i]] : "(its constant)", quoted, G_MAXUINT);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /* The first COUNT fields as numbers into V. */
 static gboolean aic_numbers(const AicTable *t, guint count, double *v, GError **error) {
   for (guint i = 0; i < count; i++)
@@ -1953,7 +1993,7 @@ static gboolean aic_gemm_row(const ImportLoad *load, const AicTable *t, GError *
   guint64 k, n;
   if (!aic_dtype(aic_text(t, 4), &dtype))
     return TRUE;
-  if (!aic_numbers(t, 4, v, error))
+  if (!aic_numbers(t, 4, v, error) || !aic_counts(t, 1, 2, v, error))
     return FALSE;
   k = (guint64) v[2];
   n = (guint64) v[1];
@@ -1985,7 +2025,7 @@ static gboolean aic_attention_row(const ImportLoad *load, const AicTable *t, gbo
   Point pt;
   if (!aic_dtype(aic_text(t, 7), &dtype))
     return TRUE;
-  if (!aic_numbers(t, 7, v, error))
+  if (!aic_numbers(t, 7, v, error) || !aic_counts(t, 2, 4, v, error))
     return FALSE;
   if (v[5] != 0 || v[2] < 1 || v[3] < 1 || v[4] < 1)
     return TRUE;
@@ -2046,7 +2086,7 @@ static gboolean aic_custom_allreduce_row(const ImportLoad *load, const AicTable 
                                          GError **error) {
   double v[3]; /* gpus, message size, latency */
   const char *backend = aic_text(t, 3);
-  if (!aic_numbers(t, 3, v, error))
+  if (!aic_numbers(t, 3, v, error) || !aic_counts(t, 0, 0, v, error))
     return FALSE;
   if (strcmp(backend, "vllm_graph") != 0 && strcmp(backend, "vllm_eager") != 0)
     return TRUE;
@@ -2061,7 +2101,7 @@ static gboolean aic_nccl_row(const ImportLoad *load, const AicTable *t, GError *
   double v[3]; /* gpus, message size, latency */
   if (strcmp(aic_text(t, 3), "all_reduce") != 0)
     return TRUE;
-  if (!aic_numbers(t, 3, v, error))
+  if (!aic_numbers(t, 3, v, error) || !aic_counts(t, 0, 0, v, error))
     return FALSE;
   return aic_allreduce_point(load, t, aic_text(t, 4), EMA_PROFILE_ALLREDUCE_NCCL, v[0], v[1], v[2]);
 }
@@ -2079,7 +2119,8 @@ static gboolean aic_moe_row(const ImportLoad *load, const AicTable *t, GError **
   if (strcmp(aic_text(t, 8), "vllm_fused_moe") != 0 || strcmp(aic_text(t, 9), "balanced") != 0 ||
       !aic_dtype(aic_text(t, 10), &dtype))
     return TRUE;
-  if (!aic_numbers(t, 7, v, error) || !aic_number(t, 7, &ms, error))
+  if (!aic_numbers(t, 7, v, error) || !aic_number(t, 7, &ms, error) ||
+      !aic_counts(t, 1, 4, v, error))
     return FALSE;
   if (v[6] != 1 || v[5] < 1 || v[0] < 1)
     return TRUE;

@@ -85,6 +85,18 @@ static void test_errors(void) {
              "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,backend,time_us\n"
              "16,-1,2,2,4,bf16,flash,3\n",
              ":2:4: column 'prior_context': '-1' is not a non-negative integer (of at most 2^53)");
+  /* a gemm.csv the reader refuses before its rows (its header is opened first, for the bias
+   * column): an error, and what was read is freed (the fuzz corpus's leak-gemm-header-nul) */
+  load_fails("gemm.csv", "", ":1:1: no header row");
+  load_fails("gemm.csv", "m,k,n,dtype,time_us\r1,4,8,bf16,10\n",
+             ":1:20: a carriage return (\\r) inside the line: lines must end with \\n or \\r\\n");
+  /* a count of a shape's key above a guint (the fuzz corpus's ubsan-head-dim-above-uint) */
+  load_fails("attn_prefill.csv",
+             "chunk,prior_context,q_heads,kv_heads,head_dim,dtype,time_us\n"
+             "128,0,8,8,4294967296,bf16,14\n",
+             ":2:11: column 'head_dim': '4294967296' is above 4294967295");
+  load_fails("allreduce.csv", "gpus,bytes,time_us,dtype\n5000000000,1024,8,bf16\n",
+             ":2:1: column 'gpus': '5000000000' is above 4294967295");
 }
 
 /* gemm.csv's optional bias column: bias rows answer biased lookups (fp16 from bf16 rows too),
@@ -1280,6 +1292,9 @@ static void test_attn_import_bad_rows(void) {
       {"aic-decode", "4,100,2,2,4,bfloat16,0,0\n",
        ":3:24: column 'latency': '0' is not a positive time"},
       {"aic-prefill", "4,100,2,2,4,bfloat16,128,0\n", NULL},
+      /* a shape's count above a guint (the fuzz corpus's ubsan-head-dim-above-uint) */
+      {"aic-decode", "1,100,2,2,4294967296,bfloat16,0,0.010\n",
+       ":3:11: column 'head_dim': '4294967296' is above 4294967295"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autoptr(TempDir) dir = temp_dir();
