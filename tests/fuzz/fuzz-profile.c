@@ -16,6 +16,7 @@
 
 #include "ema/hw/profile.h"
 #include "fuzzutil.h"
+#include "testutil.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -61,20 +62,6 @@ static void write_file_part(const char *folder, const uint8_t *part, size_t size
     abort();
 }
 
-/* Remove FOLDER and everything in it (files and one level of folders). */
-static void remove_folder(const char *folder) {
-  g_autoptr(GDir) dir = g_dir_open(folder, 0, NULL);
-  const char *name;
-  while (dir && (name = g_dir_read_name(dir)) != NULL) {
-    g_autofree char *path = g_build_filename(folder, name, NULL);
-    if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK))
-      remove_folder(path);
-    else
-      g_remove(path);
-  }
-  g_rmdir(folder);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const uint8_t *parts[MAX_PARTS];
   size_t sizes[MAX_PARTS];
@@ -90,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (memmem(data, size, "..", 2) != NULL)
     return 0;
   folder = g_build_filename(ema_fuzz_dir(), "profile", NULL);
-  remove_folder(folder);
+  ema_test_remove_tree(folder);
   if (g_mkdir(folder, 0700) != 0)
     abort();
   g_setenv("EMA_SHARED_DIR", folder, TRUE);
@@ -106,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (error == NULL || !*error->message)
       abort();
     g_clear_error(&error);
-    remove_folder(folder);
+    ema_test_remove_tree(folder);
     return 0;
   }
   if (!ema_profile_read_all(profile, &error)) {
@@ -118,6 +105,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   description = g_string_new(NULL);
   ema_profile_describe(profile, description);
-  remove_folder(folder);
+  ema_test_remove_tree(folder);
   return 0;
 }
