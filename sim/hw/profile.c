@@ -306,25 +306,9 @@ static void decode_past_slopes(Surface *s) {
 }
 
 static void lift_curve(Curve *c, const Curve *below);
-static inline double curve_at(const Curve *c, double x, guint *hint);
-
-/* Raise decode attention surface S's curves, in order along the batch, to the curve of the
- * batch below at each of their own contexts: one more sequence never takes less time.
- * AIConfigurator's tables dip along the batch by up to 2% at some contexts (B200, 32 query
- * over 8 KV heads at 127 tokens: 6.87 us at batches 1-4, 6.76 at 8), where the kernel's
- * split over SMs changes; an engine's step is not faster for a sequence more. */
-static void decode_rise_along_batch(Surface *s) {
-  for (guint i = 1; i < s->curves->len; i++) {
-    Curve *c = s->curves->pdata[i];
-    const Curve *below = s->curves->pdata[i - 1];
-    for (guint j = 0; j < c->n; j++)
-      c->t[j] = MAX(c->t[j], curve_at(below, c->x[j], NULL));
-  }
-}
 
 /* Sort a surface's curves of KIND along outer and finalize each (finalize_curve), and for
- * decode attention its rise along the batch (decode_rise_along_batch) and its slopes past the
- * curves' ends (decode_past_slopes); a surface of prompts
+ * decode attention its slopes past the curves' ends (decode_past_slopes); a surface of prompts
  * run together rising along outer (lift_curve): more prompts never take less time than fewer,
  * where AIConfigurator's tables have 2 prompts of 1,024 tokens (H100, 12 heads of 128) in 26 us
  * and one in 32 us. */
@@ -337,10 +321,8 @@ static gboolean finalize_surface(Surface *s, EmaProfileKind kind, GError **error
     if (!finalize_curve(s->curves->pdata[i], kind == EMA_PROFILE_GEMM, error))
       return FALSE;
   }
-  if (kind == EMA_PROFILE_ATTN_DECODE) {
-    decode_rise_along_batch(s);
+  if (kind == EMA_PROFILE_ATTN_DECODE)
     decode_past_slopes(s);
-  }
   for (guint i = 1; s->rising && i < s->curves->len; i++)
     lift_curve(s->curves->pdata[i], s->curves->pdata[i - 1]);
   if (kind == EMA_PROFILE_ATTN_PREFILL)
