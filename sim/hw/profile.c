@@ -320,9 +320,9 @@ static inline double curve_at(const Curve *c, double x, guint *hint);
  * piecewise-linear curves is concave between those points, so its chord stays under the
  * curve above. */
 static void decode_fall_along_batch(Surface *s) {
-  for (guint i = s->curves->len - 1; i-- > 0;) {
-    Curve *c = s->curves->pdata[i];
-    const Curve *above = s->curves->pdata[i + 1];
+  for (guint i = s->curves->len; i-- > 1;) {
+    Curve *c = s->curves->pdata[i - 1];
+    const Curve *above = s->curves->pdata[i];
     double hi = above->x[above->n - 1];
     double *x = g_new(double, c->n + above->n), *t = g_new(double, c->n + above->n);
     guint n = 0, a = 0, b = 0;
