@@ -308,6 +308,23 @@ static void decode_past_slopes(Surface *s) {
 static void lift_curve(Curve *c, const Curve *below);
 static inline double curve_at(const Curve *c, double x, guint *hint);
 
+/* The union of curves C's and OTHER's points within [FROM, TO], ascending (*N of them; free it). */
+static double *union_points(const Curve *c, const Curve *other, double from, double to, guint *n) {
+  double *x = g_new(double, c->n + other->n);
+  guint a = 0, b = 0;
+  *n = 0;
+  while (a < c->n || b < other->n) {
+    double next = b >= other->n || (a < c->n && c->x[a] <= other->x[b]) ? c->x[a] : other->x[b];
+    if (a < c->n && c->x[a] == next)
+      a++;
+    if (b < other->n && other->x[b] == next)
+      b++;
+    if (next >= from && next <= to)
+      x[(*n)++] = next;
+  }
+  return x;
+}
+
 /* Lower decode attention surface S's curves, from the largest batch down, to the curve of the
  * batch above: a batch never takes longer than one of more sequences at the same context.
  * AIConfigurator's tables have isolated slow points along the batch, as a timing glitch gives
@@ -324,23 +341,11 @@ static void decode_fall_along_batch(Surface *s) {
     Curve *c = s->curves->pdata[i - 1];
     const Curve *above = s->curves->pdata[i];
     double hi = above->x[above->n - 1];
-    double *x = g_new(double, c->n + above->n), *t = g_new(double, c->n + above->n);
-    guint n = 0, a = 0, b = 0;
-    while (a < c->n || b < above->n) {
-      double next = b >= above->n || (a < c->n && c->x[a] <= above->x[b]) ? c->x[a] : above->x[b];
-      gboolean own = a < c->n && c->x[a] == next;
-      if (own)
-        a++;
-      if (b < above->n && above->x[b] == next)
-        b++;
-      if (next > c->x[c->n - 1] || (!own && next > hi))
-        continue;
-      x[n] = next;
-      t[n] = curve_at(c, next, NULL);
-      if (next <= hi)
-        t[n] = MIN(t[n], curve_at(above, next, NULL));
-      n++;
-    }
+    guint n;
+    double *x = union_points(c, above, -G_MAXDOUBLE, c->x[c->n - 1], &n), *t = g_new(double, n);
+    for (guint k = 0; k < n; k++)
+      t[k] = x[k] <= hi ? MIN(curve_at(c, x[k], NULL), curve_at(above, x[k], NULL))
+                        : curve_at(c, x[k], NULL);
     g_free(c->x);
     g_free(c->t);
     c->x = x;
@@ -488,17 +493,8 @@ G_ALWAYS_INLINE static inline double curve_at(const Curve *c, double x, guint *h
  * C's first: both taken at the union of their points from there on, linear between, each past
  * its last point proportional (prefill attention's curves), so that C is nowhere below. */
 static void lift_curve(Curve *c, const Curve *below) {
-  double *x = g_new(double, c->n + below->n), *t;
-  guint n = 0, i = 0, j = 0;
-  while (i < c->n || j < below->n) {
-    double next = j >= below->n || (i < c->n && c->x[i] <= below->x[j]) ? c->x[i] : below->x[j];
-    if (i < c->n && c->x[i] == next)
-      i++;
-    if (j < below->n && below->x[j] == next)
-      j++;
-    if (next >= c->x[0])
-      x[n++] = next;
-  }
+  guint n;
+  double *x = union_points(c, below, c->x[0], G_MAXDOUBLE, &n), *t;
   t = g_new(double, n);
   for (guint k = 0; k < n; k++)
     t[k] = MAX(curve_at(c, x[k], NULL), curve_at(below, x[k], NULL));
